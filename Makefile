@@ -1,0 +1,69 @@
+# profharness build.  `make` builds everything into build/; `make check`
+# runs the C unit tests (cmocka, TAP-like output).  Sources are picked up by
+# directory, so adding a module is adding a file.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wformat=2 -Wshadow -Wno-unused-parameter -Wmissing-prototypes \
+           -Wstrict-prototypes -Werror=implicit-function-declaration
+PKGS    := libcurl yaml-0.1 libarchive jansson zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+CPPFLAGS += -D_GNU_SOURCE -Iharness/lib -Iharness/sampler
+B := build
+
+LIB_SRC := $(wildcard harness/lib/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+CLI_SRC := $(wildcard harness/cli/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
+SAMPLER_SRC := $(wildcard harness/sampler/*.c)
+SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o)
+SAMPLER_LIBS := -lunwind -lz -ldl -lpthread -lrt
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
+
+all: $(B)/profharness $(B)/ph-init $(B)/libphsampler.so $(B)/libphsampler.a
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -MMD -MP -c -o $@ $<
+
+$(B)/libprofharness.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/profharness: $(CLI_OBJ) $(B)/libprofharness.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libprofharness.a $(PKG_LIBS) -lm
+
+# The init shim is PID 1 of every profiled container, whatever libc the
+# service image has: static, and nothing but libc.
+$(B)/ph-init: harness/shim/ph-init.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $<
+
+$(B)/libphsampler.so: $(SAMPLER_PIC)
+	$(CC) -shared -o $@ $^ $(SAMPLER_LIBS)
+
+$(B)/libphsampler.a: $(SAMPLER_PIC)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a $(B)/libphsampler.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
+	    $(B)/libphsampler.a $(PKG_LIBS) $(SAMPLER_LIBS) -lcmocka -lm
+
+tests-build: all $(TEST_BIN)
+
+# Each unit test binary prints its own cmocka summary; tests/run-unit.sh
+# adds them up.
+check: tests-build
+	tests/run-unit.sh $(TEST_BIN)
+
+clean:
+	rm -rf $(B)
+
+.PHONY: all check clean tests-build
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

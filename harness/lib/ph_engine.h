@@ -1,0 +1,92 @@
+/* ph_engine.h - a Docker Engine API client over libcurl.
+ *
+ * Talks to the Engine at $DOCKER_HOST (unix:// or tcp://; default
+ * unix:///var/run/docker.sock).  The API version is negotiated from /_ping
+ * (the lower of the server's and PH_ENGINE_MAX_API).  Every response body is
+ * bounded (PH_ENGINE_MAX_BODY) except the streaming calls, which hand data
+ * to a callback as it arrives.  On an HTTP error the Engine's JSON `message`
+ * becomes the error text; on a transport error, curl's (and the hint names
+ * DOCKER_HOST and how to start an engine).
+ *
+ * Not thread-safe: one ph_engine per thread.
+ */
+#ifndef PH_ENGINE_H
+#define PH_ENGINE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include "ph_error.h"
+
+#define PH_ENGINE_MAX_API "1.41"
+#define PH_ENGINE_MAX_BODY (16u << 20)
+
+typedef struct ph_engine ph_engine;
+
+/* Connect lazily: checks DOCKER_HOST syntax only.  The first call pings. */
+ph_engine *ph_engine_new(ph_error_t *err);
+void ph_engine_free(ph_engine *e);
+
+/* GET /_ping and negotiate the API version.  Fails with a clear message and
+ * a hint when no Engine answers. */
+int ph_engine_ping(ph_engine *e, ph_error_t *err);
+const char *ph_engine_api_version(ph_engine *e); /* "1.41" after ping */
+
+/* Generic JSON request.  METHOD "GET"/"POST"/"DELETE"; PATH without the
+ * version prefix ("/containers/json?all=1"); BODY may be NULL.  On 2xx
+ * returns 0 and *resp (NULL for an empty body; caller json_decref's), and
+ * *http_status.  On non-2xx returns -1 with the Engine's message, and
+ * *http_status set so callers can treat 304/404 specially. */
+int ph_engine_request(ph_engine *e, const char *method, const char *path, json_t *body,
+                      json_t **resp, long *http_status, ph_error_t *err);
+
+/* Same, with a timeout in seconds for this request (0 = none). */
+int ph_engine_request_timeout(ph_engine *e, const char *method, const char *path, json_t *body,
+                              long timeout_s, json_t **resp, long *http_status, ph_error_t *err);
+
+/* Streaming request body and/or response: body_read_cb supplies the request
+ * body (NULL for none; content_type names it), data_cb receives the response
+ * body as it arrives (return 0 to go on, -1 to abort).  For /build and
+ * /images/create the Engine streams JSON lines; see ph_engine_build. */
+typedef ssize_t (*ph_engine_read_cb)(void *ud, char *buf, size_t len);
+typedef int (*ph_engine_data_cb)(void *ud, const char *data, size_t len);
+int ph_engine_stream(ph_engine *e, const char *method, const char *path,
+                     const char *content_type, ph_engine_read_cb body_read_cb, void *body_ud,
+                     long long body_len, ph_engine_data_cb data_cb, void *data_ud,
+                     long timeout_s, long *http_status, ph_error_t *err);
+
+/* POST /build with an in-memory tar context.  Progress lines ("stream")
+ * are passed to progress_cb (may be NULL) one line at a time; an "error"
+ * line fails the build with that text.  buildargs/labels are JSON objects
+ * (may be NULL).  Returns 0 and the image id in *image_id (malloc'd). */
+typedef void (*ph_engine_line_cb)(void *ud, const char *line);
+int ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *dockerfile,
+                    const char *tag, json_t *buildargs, json_t *labels,
+                    ph_engine_line_cb progress_cb, void *ud, char **image_id, ph_error_t *err);
+
+/* GET /containers/{id}/archive?path=PATH streamed into data_cb (a tar). */
+int ph_engine_archive_get(ph_engine *e, const char *id, const char *path,
+                          ph_engine_data_cb data_cb, void *ud, ph_error_t *err);
+
+/* Convenience wrappers; each returns 0 or -1 and *err. */
+int ph_engine_image_inspect(ph_engine *e, const char *name, json_t **out, int *found, ph_error_t *err);
+int ph_engine_container_create(ph_engine *e, const char *name, json_t *config, char **id, ph_error_t *err);
+int ph_engine_container_start(ph_engine *e, const char *id, ph_error_t *err);
+int ph_engine_container_kill(ph_engine *e, const char *id, const char *signal, ph_error_t *err);
+int ph_engine_container_stop(ph_engine *e, const char *id, long timeout_s, ph_error_t *err);
+/* POST /containers/{id}/wait; *timed_out set when timeout_s passes first. */
+int ph_engine_container_wait(ph_engine *e, const char *id, long timeout_s, long *exit_code,
+                             int *timed_out, ph_error_t *err);
+int ph_engine_container_remove(ph_engine *e, const char *id, int force, ph_error_t *err);
+int ph_engine_container_inspect(ph_engine *e, const char *id, json_t **out, int *found, ph_error_t *err);
+/* GET /containers/json?all=1&filters={"label":[...]}; labels are "k=v" or "k". */
+int ph_engine_containers_by_label(ph_engine *e, const char *const *labels, size_t n,
+                                  json_t **out_array, ph_error_t *err);
+/* Create the network if absent (labels may be NULL). */
+int ph_engine_network_ensure(ph_engine *e, const char *name, json_t *labels, ph_error_t *err);
+int ph_engine_volume_ensure(ph_engine *e, const char *name, json_t *labels, ph_error_t *err);
+/* GET /containers/{id}/logs, stdout+stderr demultiplexed, to FD. follow=1 follows. */
+int ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail, int fd, ph_error_t *err);
+/* GET /info: does this host refuse privileged? not knowable; see ph_run. */
+
+#endif

@@ -1,0 +1,98 @@
+/* ph_error.c - making, wrapping and reporting errors (see ph_error.h). */
+#include "ph_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ph_error oom_error = {
+    .status = PH_EXIT_FAILURE, .errnum = 12, .msg = "out of memory", .hint = "",
+};
+
+int
+ph_error_makev(ph_error_t *err, int errnum, int status, const char *fmt, va_list ap)
+{
+    ph_error *e;
+    size_t n;
+
+    if (err == NULL || *err != NULL)
+        return -1;
+    e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        *err = &oom_error;
+        return -1;
+    }
+    e->status = status;
+    e->errnum = errnum;
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    n = strlen(e->msg);
+    if (errnum != 0 && n < sizeof e->msg)
+        snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(errnum));
+    *err = e;
+    return -1;
+}
+
+int
+ph_error_make(ph_error_t *err, int errnum, int status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    ph_error_makev(err, errnum, status, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int
+ph_error_wrap(ph_error_t *err, const char *fmt, ...)
+{
+    char ctx[1024], old[sizeof((ph_error *)0)->msg];
+    va_list ap;
+
+    if (err == NULL || *err == NULL || *err == &oom_error)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    memcpy(old, (*err)->msg, sizeof old);
+    snprintf((*err)->msg, sizeof (*err)->msg, "%s: %s", ctx, old);
+    return -1;
+}
+
+int
+ph_error_hint(ph_error_t *err, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || *err == NULL || *err == &oom_error)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf((*err)->hint, sizeof (*err)->hint, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void
+ph_error_free(ph_error_t *err)
+{
+    if (err == NULL || *err == NULL)
+        return;
+    if (*err != &oom_error)
+        free(*err);
+    *err = NULL;
+}
+
+int
+ph_error_report(ph_error_t *err)
+{
+    int status;
+
+    if (err == NULL || *err == NULL)
+        return PH_EXIT_OK;
+    fprintf(stderr, "profharness: error: %s\n", (*err)->msg);
+    if ((*err)->hint[0] != '\0')
+        fprintf(stderr, "profharness: hint: %s\n", (*err)->hint);
+    status = (*err)->status;
+    ph_error_free(err);
+    return status;
+}

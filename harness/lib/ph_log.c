@@ -1,0 +1,53 @@
+/* ph_log.c - stderr logging with levels (see ph_log.h). */
+#include "ph_log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static enum ph_log_level current_level = PH_LOG_INFO;
+static int level_from_env = 0;
+
+void
+ph_log_set_level(enum ph_log_level level)
+{
+    current_level = level;
+    level_from_env = 1;
+}
+
+enum ph_log_level
+ph_log_get_level(void)
+{
+    const char *s;
+
+    if (!level_from_env) {
+        level_from_env = 1;
+        s = getenv("PH_LOG");
+        if (s != NULL && strcmp(s, "debug") == 0)
+            current_level = PH_LOG_DEBUG;
+        else if (s != NULL && strcmp(s, "warn") == 0)
+            current_level = PH_LOG_WARN;
+        else if (s != NULL && strcmp(s, "error") == 0)
+            current_level = PH_LOG_ERROR;
+    }
+    return current_level;
+}
+
+void
+ph_log(enum ph_log_level level, const char *fmt, ...)
+{
+    static const char *const names[] = { "error", "warning", "", "debug" };
+    char line[4096];
+    va_list ap;
+
+    if (level > ph_log_get_level())
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (level == PH_LOG_INFO)
+        fprintf(stderr, "profharness: %s\n", line);
+    else
+        fprintf(stderr, "profharness: %s: %s\n", names[level], line);
+}

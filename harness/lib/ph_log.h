@@ -1,0 +1,16 @@
+/* ph_log.h - the one logging family: levels, printf checking, stderr only.
+ * Data goes to stdout through ordinary stdio; logs never do. */
+#ifndef PH_LOG_H
+#define PH_LOG_H
+
+enum ph_log_level { PH_LOG_ERROR = 0, PH_LOG_WARN, PH_LOG_INFO, PH_LOG_DEBUG };
+
+void ph_log_set_level(enum ph_log_level level);
+enum ph_log_level ph_log_get_level(void);
+void ph_log(enum ph_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define ph_warn(...) ph_log(PH_LOG_WARN, __VA_ARGS__)
+#define ph_info(...) ph_log(PH_LOG_INFO, __VA_ARGS__)
+#define ph_debug(...) ph_log(PH_LOG_DEBUG, __VA_ARGS__)
+
+#endif

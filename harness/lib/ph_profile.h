@@ -1,0 +1,76 @@
+/* ph_profile.h - profiling modes are data: one YAML file per mode.
+ *
+ * A profile file (profiles/<name>.yaml) says how to wrap a service's
+ * command, what the container needs, how to stop it so the profiler
+ * flushes, and what it produces.  No C code knows a mode's name.
+ *
+ *   name: strace                    # must equal the file's base name
+ *   description: syscalls of the service and its threads
+ *   wrap: [strace, -f, -tt, -T, -o, "{out}/strace.log", --]
+ *                                   # prepended to the service's entrypoint+command;
+ *                                   # {out} = the run's output dir in the container
+ *                                   # ({service}, {mode}, {run_id} also expand)
+ *   environment: {KEY: value}       # added to the service's environment ({out} expands)
+ *   cap_add: [SYS_PTRACE]
+ *   security_opt: [seccomp=unconfined]
+ *   packages: [strace]              # Debian packages the profiling image needs
+ *   stop:
+ *     target: tracee                # who gets the stop signal: "wrapper" (the
+ *                                   # process the wrap starts) or "tracee" (that
+ *                                   # process's first child: strace's program)
+ *     signal: SIGTERM
+ *     grace: 120s                   # wait this long for a clean exit
+ *     escalate: [SIGUSR2, SIGKILL]  # then each in turn, escalate_grace apart
+ *     escalate_grace: 30s
+ *   artifacts:                      # globs in {out}; `latest` names a link kept
+ *     - {glob: strace.log*, latest: strace.log, kind: strace}   # at <service>/<latest>
+ *   report: strace                  # which report renders it (optional)
+ */
+#ifndef PH_PROFILE_H
+#define PH_PROFILE_H
+
+#include <stddef.h>
+#include "ph_compose.h"
+#include "ph_error.h"
+
+typedef struct ph_artifact_spec {
+    char *glob;
+    char *latest; /* NULL = no compatibility link */
+    char *kind;   /* free text used by reports, may be NULL */
+} ph_artifact_spec;
+
+typedef struct ph_profile {
+    char *name;
+    char *path;
+    char *description;
+    ph_strv wrap;
+    ph_kvv environment;
+    ph_strv cap_add, security_opt, packages;
+    char *stop_target;           /* "wrapper" or "tracee" */
+    char *stop_signal;           /* "SIGTERM" */
+    long long stop_grace_ns;
+    ph_strv escalate;            /* signal names */
+    long long escalate_grace_ns;
+    ph_artifact_spec *artifacts;
+    size_t n_artifacts;
+    char *report;
+} ph_profile;
+
+typedef struct ph_profile_set {
+    ph_profile *v;
+    size_t n;
+} ph_profile_set;
+
+/* Load one file; errors name file:line:col (PH_EXIT_USAGE). */
+int ph_profile_load(const char *path, ph_profile *out, ph_error_t *err);
+/* Load every *.yaml in DIR, sorted by name. */
+int ph_profiles_load_dir(const char *dir, ph_profile_set *out, ph_error_t *err);
+ph_profile *ph_profiles_find(ph_profile_set *set, const char *name);
+void ph_profile_free(ph_profile *p);
+void ph_profiles_free(ph_profile_set *set);
+
+/* Expand {out}, {service}, {mode}, {run_id} in TEMPLATE.  malloc'd or NULL. */
+char *ph_profile_expand(const char *template_, const char *out, const char *service,
+                        const char *mode, const char *run_id);
+
+#endif

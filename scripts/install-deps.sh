@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# install-deps.sh: install what a fresh Debian bookworm machine lacks to build,
+# run and test profharness. Idempotent; installs nothing already present.
+set -euo pipefail
+
+need_apt=()
+pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
+         libjansson-dev libcmocka-dev zlib1g-dev libunwind-dev bats strace valgrind \
+         debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
+         libgoogle-perftools4; do
+    pkg_missing "$p" && need_apt+=("$p")
+done
+# npm may come with a nodejs that is not Debian's: ask for it only when absent.
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    echo "install-deps: apt-get install ${need_apt[*]}" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
+fi
+
+if ! command -v just >/dev/null 2>&1; then
+    # Debian bookworm has no `just` package; the npm package rust-just ships the binary.
+    echo "install-deps: npm install -g rust-just" >&2
+    npm install -g --silent rust-just >&2
+fi
