@@ -55,7 +55,14 @@ $(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a $(B)/libphsampler.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
 	    $(B)/libphsampler.a $(PKG_LIBS) $(SAMPLER_LIBS) -lcmocka -lm
 
-tests-build: all $(TEST_BIN)
+# Small programs the unit tests run (signal echoers, workloads).
+HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
+HELPER_BIN := $(HELPER_SRC:tests/unit/helpers/%.c=$(B)/tests/helpers/%)
+$(B)/tests/helpers/%: tests/unit/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $< -lpthread -lm
+
+tests-build: all $(TEST_BIN) $(HELPER_BIN)
 
 # Each unit test binary prints its own cmocka summary; tests/run-unit.sh
 # adds them up.

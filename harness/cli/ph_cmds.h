@@ -1,0 +1,26 @@
+/* ph_cmds.h - the subcommands of the profharness CLI, one file each.
+ * Each takes the global options and its own argv (argv[0] = the command
+ * name), returns a process exit status, and prints errors only through
+ * ph_error_report(). */
+#ifndef PH_CMDS_H
+#define PH_CMDS_H
+
+typedef struct ph_global_opts {
+    const char *compose_file;  /* -f, default "compose.yaml" */
+    const char *profiles_dir;  /* --profiles, default "profiles" */
+    const char *out_dir;       /* -o, default "contrib/profiling" */
+    const char *project;       /* -p, NULL = from the compose file */
+} ph_global_opts;
+
+int ph_cmd_setup(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_start(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_stop(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_restore(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_collect(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_status(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_modes(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_logs(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_diff(const ph_global_opts *g, int argc, char **argv);
+
+#endif
