@@ -1,0 +1,86 @@
+# profharness recipes.  On a fresh machine run them through scripts/just,
+# which installs `just` itself; every recipe installs what else it needs.
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+ph := "build/profharness"
+
+# list the recipes
+default:
+    @just --list
+
+# install build and test dependencies (Debian packages, just)
+deps:
+    scripts/install-deps.sh
+
+# build the harness, the shim, the sampler and the demo's load driver
+build: deps
+    make -j2 all build/demo-load
+
+# make sure a Docker Engine answers and the base image exists
+engine: deps
+    scripts/engine-up.sh
+    scripts/base-image.sh
+
+# build service images and their profiling images
+setup *SERVICES: build engine
+    {{ph}} setup {{SERVICES}}
+
+# restart SERVICES (default: all) under strace
+profile-strace *SERVICES: build engine
+    {{ph}} start --mode strace {{SERVICES}}
+
+# restart SERVICES under valgrind massif (heap)
+profile-valgrind *SERVICES: build engine
+    {{ph}} start --mode massif {{SERVICES}}
+
+# alias of profile-valgrind
+profile-massif *SERVICES: (profile-valgrind SERVICES)
+
+# restart SERVICES under valgrind callgrind (instructions)
+profile-callgrind *SERVICES: build engine
+    {{ph}} start --mode callgrind {{SERVICES}}
+
+# restart SERVICES with the built-in sampling profiler
+profile-flamegraph *SERVICES: build engine
+    {{ph}} start --mode flamegraph {{SERVICES}}
+
+# stop profiled SERVICES gracefully and collect into contrib/profiling/<service>/
+stop-profiling *SERVICES: build
+    {{ph}} stop {{SERVICES}}
+
+# run SERVICES without profiling (collects any profiled run first)
+profile-restore *SERVICES: build engine
+    {{ph}} restore {{SERVICES}}
+
+# copy the artifacts there are now, without stopping
+collect *SERVICES: build
+    {{ph}} collect {{SERVICES}}
+
+# service, mode, state, since, run dir
+status: build
+    {{ph}} status
+
+# follow a service's output (Ctrl-C to leave)
+logs SERVICE: build
+    {{ph}} logs -f {{SERVICE}}
+
+# drive load at the demo's front service (loopback only)
+load *ARGS: build
+    build/demo-load {{ARGS}}
+
+# the whole loop on the bundled demo: every mode, load, graceful stop, results
+demo: build engine
+    scripts/demo.sh
+
+# every test: C unit tests, end-to-end on the real Engine, the browser check
+test: build engine
+    scripts/run-tests.sh
+
+# start->running and stop->artifacts, against the docker CLI
+bench-orchestration: build engine
+    tests/bench/bench-orchestration.sh
+
+# sampler overhead vs gperftools, renderer vs flamegraph.pl (FLAMEGRAPH_PL=...)
+bench-flamegraph: build
+    tests/bench/bench-flamegraph-overhead.sh
+    tests/bench/bench-flamegraph-render.sh
