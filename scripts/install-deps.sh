@@ -9,7 +9,7 @@ pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'insta
 for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
          libjansson-dev libcmocka-dev zlib1g-dev libunwind-dev bats strace valgrind \
          debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
-         libgoogle-perftools4; do
+         libgoogle-perftools4 jq time chromium; do
     pkg_missing "$p" && need_apt+=("$p")
 done
 # npm may come with a nodejs that is not Debian's: ask for it only when absent.

@@ -1,0 +1,62 @@
+# test_helper.bash: shared setup for the end-to-end tests.  They run the real
+# harness against the real Docker Engine on the bundled demo, in a project of
+# their own (so a user's demo is untouched) with artifacts in a temp dir.
+# Every Engine call has a timeout; waits poll with a deadline, never sleep blindly.
+
+REPO=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+PH="$REPO/build/profharness"
+export PH_TEST_PROJECT=${PH_TEST_PROJECT:-phtest}
+export DEMO_PORT=${DEMO_PORT:-18181}
+
+# ph ARGS...: the harness on the demo compose file, bounded in time.
+ph() {
+    timeout "${PH_TIMEOUT:-900}" "$PH" -f "$REPO/compose.yaml" -p "$PH_TEST_PROJECT" \
+        --profiles "${PH_PROFILES:-$REPO/profiles}" -o "$OUT" "$@"
+}
+
+# A copy of the profiles with short graces, so escalation tests take seconds.
+short_grace_profiles() {
+    local dir=$BATS_FILE_TMPDIR/profiles-short
+    mkdir -p "$dir"
+    for f in "$REPO"/profiles/*.yaml; do
+        sed -E 's/^(\s*)grace: .*/\1grace: 3s/; s/^(\s*)escalate_grace: .*/\1escalate_grace: 5s/' "$f" > "$dir/$(basename "$f")"
+    done
+    echo "$dir"
+}
+
+dk() { timeout 60 docker "$@"; }
+
+# Containers of the test project, by label.
+project_containers() {
+    dk ps -a --filter "label=io.profharness.project=$PH_TEST_PROJECT" --format '{{.Names}} {{.State}} {{.Label "io.profharness.mode"}}'
+}
+
+remove_project() {
+    local ids
+    ids=$(dk ps -aq --filter "label=io.profharness.project=$PH_TEST_PROJECT" || true)
+    [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
+}
+
+# load N: drive N requests at the front service, waiting for it to listen.
+load() {
+    timeout 300 "$REPO/build/demo-load" -w 120 -n "${1:-50}" -c 2 "127.0.0.1:$DEMO_PORT"
+}
+
+# wait_for CMD...: retry CMD for up to 60 s.
+wait_for() {
+    local deadline=$((SECONDS + ${WAIT_SECONDS:-60}))
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.5
+    done
+}
+
+common_setup_file() {
+    export OUT=$BATS_FILE_TMPDIR/out
+    mkdir -p "$OUT"
+    remove_project
+}
+
+common_teardown_file() {
+    remove_project
+}
