@@ -1,0 +1,38 @@
+/* cli_common.c - helpers shared by the subcommand files. */
+#include "cli_common.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+ph_run *
+ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
+{
+    ph_run_opts o = {
+        .compose_file = g->compose_file,
+        .profiles_dir = g->profiles_dir,
+        .out_dir = g->out_dir,
+        .project = g->project,
+    };
+
+    return ph_run_new(&o, err);
+}
+
+int
+ph_cli_services_args(int argc, char **argv, const char *usage)
+{
+    static const struct option longopts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+
+    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            printf("usage: profharness %s\n", usage);
+            return -2;
+        }
+        fprintf(stderr, "usage: profharness %s\n", usage);
+        return -1;
+    }
+    return optind;
+}

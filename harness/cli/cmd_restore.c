@@ -1,0 +1,18 @@
+/* cmd_restore.c - `profharness restore [SERVICE...]`. */
+#include "cli_common.h"
+
+int
+ph_cmd_restore(const ph_global_opts *g, int argc, char **argv)
+{
+    ph_error_t err = NULL;
+    ph_run *r;
+    int first = ph_cli_services_args(argc, argv, "restore [SERVICE...]");
+
+    if (first < 0)
+        return first == -2 ? 0 : 2;
+    r = ph_cli_run_open(g, &err);
+    if (r != NULL)
+        ph_run_restore(r, argv + first, argc - first, &err);
+    ph_run_free(r);
+    return ph_error_report(&err);
+}

@@ -1,0 +1,114 @@
+/* main.c - profharness: profile services running in Docker containers.
+ *
+ * A thin CLI over harness/lib: parse the global options, dispatch to one
+ * subcommand (one file each), print an error once, exit with its status. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ph_cmds.h"
+#include "ph_log.h"
+
+#define PH_VERSION "0.1.0"
+
+typedef struct ph_cmd {
+    const char *name;
+    int (*fn)(const ph_global_opts *g, int argc, char **argv);
+    const char *args;
+    const char *help;
+} ph_cmd;
+
+static const ph_cmd commands[] = {
+    { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
+    { "start", ph_cmd_start, "--mode MODE [SERVICE...]", "restart services under a profiling mode" },
+    { "stop", ph_cmd_stop, "[SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
+    { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
+    { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },
+    { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir" },
+    { "modes", ph_cmd_modes, "", "the modes found in the profiles directory" },
+    { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output" },
+    { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
+    { "diff", ph_cmd_diff, "A.folded B.folded", "differential folded stacks from two profiles" },
+};
+
+static void
+usage(FILE *out)
+{
+    fprintf(out,
+            "usage: profharness [-f FILE] [--profiles DIR] [-o OUTDIR] [-p PROJECT] [-v] COMMAND [ARGS]\n"
+            "\n"
+            "Profile services defined in a compose file under strace, valgrind (massif,\n"
+            "callgrind) or the built-in sampler, stop them so every profiler flushes,\n"
+            "and collect the artifacts into OUTDIR/<service>/<UTC time>-<mode>/.\n"
+            "\n"
+            "options:\n"
+            "  -f, --file FILE        compose file (default compose.yaml)\n"
+            "      --profiles DIR     profile (mode) definitions (default profiles)\n"
+            "  -o, --output DIR       where artifacts land (default contrib/profiling)\n"
+            "  -p, --project NAME     project name (default: the compose file's `name:` or folder)\n"
+            "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
+            "  -h, --help             this text\n"
+            "      --version          print the version\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %-26s %s\n", commands[i].name, commands[i].args, commands[i].help);
+    fprintf(out,
+            "\n"
+            "With no SERVICE a command applies to every service in the compose file.\n"
+            "\n"
+            "environment:\n"
+            "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"
+            "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
+            "\n"
+            "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "file", required_argument, NULL, 'f' },
+        { "profiles", required_argument, NULL, 'P' },
+        { "output", required_argument, NULL, 'o' },
+        { "project", required_argument, NULL, 'p' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    ph_global_opts g = {
+        .compose_file = "compose.yaml",
+        .profiles_dir = "profiles",
+        .out_dir = "contrib/profiling",
+        .project = NULL,
+    };
+    int c, first;
+
+    while ((c = getopt_long(argc, argv, "+f:o:p:vh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': g.compose_file = optarg; break;
+        case 'P': g.profiles_dir = optarg; break;
+        case 'o': g.out_dir = optarg; break;
+        case 'p': g.project = optarg; break;
+        case 'v': ph_log_set_level(PH_LOG_DEBUG); break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("profharness %s\n", PH_VERSION); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    first = optind;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[first], commands[i].name) == 0) {
+            optind = 0; /* GNU getopt: 0 re-initialises for the subcommand's own options */
+            return commands[i].fn(&g, argc - first, argv + first);
+        }
+    }
+    fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);
+    return 2;
+}

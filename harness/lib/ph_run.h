@@ -1,0 +1,64 @@
+/* ph_run.h - the profiling loop: start services under a mode, stop them so
+ * the profiler flushes, collect the artifacts, restore, report status.
+ *
+ * Docker is the state: every container profharness makes carries labels
+ * (PH_LABEL_*), and every command finds its containers by them.  Nothing is
+ * kept on the host but the artifacts and a lock file per service that
+ * serialises two stops of one service.
+ *
+ * Data is never lost on a fault: a profiled container is removed only after
+ * its artifacts are renamed into place on the host; when collection fails
+ * the container is kept and the error's hint says how to retry.
+ */
+#ifndef PH_RUN_H
+#define PH_RUN_H
+
+#include <stdio.h>
+#include "ph_compose.h"
+#include "ph_engine.h"
+#include "ph_error.h"
+#include "ph_profile.h"
+
+#define PH_LABEL_PROJECT "io.profharness.project"
+#define PH_LABEL_SERVICE "io.profharness.service"
+#define PH_LABEL_MODE    "io.profharness.mode"     /* "none" when not profiled */
+#define PH_LABEL_RUN     "io.profharness.run"
+#define PH_LABEL_STARTED "io.profharness.started"
+#define PH_LABEL_OUTDIR  "io.profharness.outdir"   /* host run dir it will land in */
+#define PH_LABEL_INPUTS  "io.profharness.inputs"   /* on profiling images: input hash */
+
+#define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
+#define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
+#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
+
+typedef struct ph_run_opts {
+    const char *compose_file;
+    const char *profiles_dir;
+    const char *out_dir;
+    const char *project;    /* NULL = from the compose file */
+    const char *data_dir;   /* where images/ and build/ are; NULL = next to the binary */
+} ph_run_opts;
+
+typedef struct ph_run ph_run;
+
+/* Load the compose file and the profiles; nothing is contacted yet. */
+ph_run *ph_run_new(const ph_run_opts *o, ph_error_t *err);
+void ph_run_free(ph_run *r);
+
+ph_compose *ph_run_compose(ph_run *r);
+ph_profile_set *ph_run_profiles(ph_run *r);
+
+/* SERVICES/N select services by name (N == 0: all of them, in file order).
+ * An unknown name is a PH_EXIT_USAGE error before anything is touched. */
+int ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err);
+int ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *err);
+int ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err);
+int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
+int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
+int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
+int ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err);
+
+/* "20261122T101500Z" for now (UTC).  BUF must hold 17 bytes. */
+void ph_run_utc_stamp(char buf[17]);
+
+#endif
