@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -695,6 +696,20 @@ typedef struct collect_result {
 } collect_result;
 
 static int
+remove_entry_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st; (void)flag; (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void
+remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int
 extract_cb(void *ud, const char *data, size_t len)
 {
     void **a = ud;
@@ -859,21 +874,7 @@ collect_into_run_dir(ph_run *r, json_t *c, int snapshot, stage *stages, size_t *
 fail:
     ph_tar_extract_free(x);
     /* Keep nothing half-written: the container still has everything. */
-    {
-        char cmd[PATH_MAX + 16];
-        DIR *d = opendir(tmp);
-        struct dirent *de;
-
-        while (d != NULL && (de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || strcmp(de->d_name, "..") == 0))
-                continue;
-            snprintf(cmd, sizeof cmd, "%s/%s", tmp, de->d_name);
-            unlink(cmd);
-        }
-        if (d)
-            closedir(d);
-        rmdir(tmp);
-    }
+    remove_tree(tmp);
     return ph_error_wrap(err, "collect the artifacts of `%s`", service);
 }
 
