@@ -1,0 +1,357 @@
+/* ph_profile.c - loading the mode files in profiles/ (see ph_profile.h). */
+#include "ph_profile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ph_log.h"
+#include "ph_yaml.h"
+
+#define KEY(k) (strcmp(key, (k)) == 0)
+
+static int
+read_signal(ph_yaml *y, yaml_node_t *n, const char *key, char **out, ph_error_t *err)
+{
+    char buf[16];
+    const char *s = ph_yaml_scalar(y, n, key, err), *norm;
+
+    if (s == NULL)
+        return -1;
+    norm = ph_signal_normalise(s, buf);
+    if (norm == NULL)
+        return ph_yaml_error(y, n, err, "`%s`: `%s` is not a signal", key, s);
+    free(*out);
+    *out = strdup(norm);
+    return *out ? 0 : ph_fail(err, ENOMEM, "allocate");
+}
+
+static int
+read_stop(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+{
+    if (v->type != YAML_MAPPING_NODE)
+        return ph_yaml_error(y, v, err, "`stop` must be a mapping");
+    if (ph_yaml_check_dups(y, v, err) < 0)
+        return -1;
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
+        const char *key = (const char *)kn->data.scalar.value, *sv;
+        int rc = 0;
+
+        if (KEY("target")) {
+            if ((sv = ph_yaml_scalar(y, vn, "stop.target", err)) == NULL)
+                return -1;
+            if (strcmp(sv, "wrapper") != 0 && strcmp(sv, "tracee") != 0)
+                return ph_yaml_error(y, vn, err, "`stop.target` must be `wrapper` or `tracee`, not `%s`", sv);
+            free(p->stop_target);
+            p->stop_target = strdup(sv);
+        } else if (KEY("signal")) {
+            rc = read_signal(y, vn, "stop.signal", &p->stop_signal, err);
+        } else if (KEY("grace")) {
+            rc = ph_yaml_duration(y, vn, "stop.grace", &p->stop_grace_ns, err);
+        } else if (KEY("escalate")) {
+            ph_strv raw = { 0 };
+
+            rc = ph_yaml_strv(y, vn, "stop.escalate", 1, 0, &raw, err);
+            for (size_t i = 0; rc == 0 && i < raw.n; i++) {
+                char buf[16];
+                const char *norm = ph_signal_normalise(raw.v[i], buf);
+
+                if (norm == NULL)
+                    rc = ph_yaml_error(y, vn, err, "`stop.escalate`: `%s` is not a signal", raw.v[i]);
+                else if (ph_strv_push(&p->escalate, norm) < 0)
+                    rc = ph_fail(err, ENOMEM, "allocate");
+            }
+            ph_strv_free(&raw);
+        } else if (KEY("escalate_grace")) {
+            rc = ph_yaml_duration(y, vn, "stop.escalate_grace", &p->escalate_grace_ns, err);
+        } else {
+            ph_warn("%s:%d: unknown key `stop.%s` (ignored)", y->path, ph_yaml_line(kn), key);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+read_artifacts(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return ph_yaml_error(y, v, err, "`artifacts` must be a list");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+        yaml_node_t *item = ph_yaml_node(y, *it);
+        ph_artifact_spec *na, *a;
+
+        if (item->type != YAML_MAPPING_NODE)
+            return ph_yaml_error(y, item, err, "an artifact must be a mapping with `glob`");
+        na = realloc(p->artifacts, (p->n_artifacts + 1) * sizeof *na);
+        if (na == NULL)
+            return ph_fail(err, ENOMEM, "allocate");
+        p->artifacts = na;
+        a = &p->artifacts[p->n_artifacts++];
+        memset(a, 0, sizeof *a);
+        PH_YAML_FOREACH_PAIR(item, pair) {
+            yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
+            const char *key = (const char *)kn->data.scalar.value;
+            const char *sv = ph_yaml_scalar(y, vn, key, err);
+
+            if (sv == NULL)
+                return -1;
+            if (KEY("glob"))
+                a->glob = strdup(sv);
+            else if (KEY("latest")) {
+                if (strchr(sv, '/') || strcmp(sv, "latest") == 0 || sv[0] == '.')
+                    return ph_yaml_error(y, vn, err, "`latest` must be a plain file name, not `%s`", sv);
+                a->latest = strdup(sv);
+            } else if (KEY("kind"))
+                a->kind = strdup(sv);
+            else
+                ph_warn("%s:%d: unknown key `artifacts.%s` (ignored)", y->path, ph_yaml_line(kn), key);
+        }
+        if (a->glob == NULL)
+            return ph_yaml_error(y, item, err, "an artifact needs `glob`");
+    }
+    return 0;
+}
+
+int
+ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
+{
+    ph_yaml y;
+    yaml_node_t *root;
+    const char *base, *name_line = NULL;
+    char expect[NAME_MAX + 1];
+    int rc = -1, has_wrap = 0;
+    yaml_node_t *name_node = NULL;
+
+    memset(p, 0, sizeof *p);
+    p->stop_grace_ns = 30LL * 1000000000LL;
+    p->escalate_grace_ns = 10LL * 1000000000LL;
+    p->path = strdup(path);
+    if (ph_yaml_load(&y, path, err) < 0)
+        goto out_nodoc;
+    root = ph_yaml_root(&y);
+    if (root->type != YAML_MAPPING_NODE) {
+        ph_yaml_error(&y, root, err, "a profile is a mapping (name, wrap, stop, artifacts, ...)");
+        goto out;
+    }
+    if (ph_yaml_check_dups(&y, root, err) < 0)
+        goto out;
+    PH_YAML_FOREACH_PAIR(root, pair) {
+        yaml_node_t *kn = ph_yaml_node(&y, pair->key), *v = ph_yaml_node(&y, pair->value);
+        const char *key = (const char *)kn->data.scalar.value, *sv;
+        int r = 0;
+
+        if (KEY("name")) {
+            if ((name_line = ph_yaml_scalar(&y, v, "name", err)) == NULL)
+                goto out;
+            name_node = v;
+            p->name = strdup(name_line);
+        } else if (KEY("description")) {
+            if ((sv = ph_yaml_scalar(&y, v, "description", err)) == NULL)
+                goto out;
+            p->description = strdup(sv);
+        } else if (KEY("wrap")) {
+            has_wrap = 1;
+            r = ph_yaml_strv(&y, v, "wrap", 0, 0, &p->wrap, err);
+        } else if (KEY("environment")) {
+            r = ph_yaml_kvv(&y, v, "environment", &p->environment, err);
+        } else if (KEY("cap_add")) {
+            r = ph_yaml_strv(&y, v, "cap_add", 0, 0, &p->cap_add, err);
+        } else if (KEY("security_opt")) {
+            r = ph_yaml_strv(&y, v, "security_opt", 0, 0, &p->security_opt, err);
+        } else if (KEY("packages")) {
+            r = ph_yaml_strv(&y, v, "packages", 0, 0, &p->packages, err);
+        } else if (KEY("stop")) {
+            r = read_stop(&y, p, v, err);
+        } else if (KEY("artifacts")) {
+            r = read_artifacts(&y, p, v, err);
+        } else if (KEY("report")) {
+            if ((sv = ph_yaml_scalar(&y, v, "report", err)) == NULL)
+                goto out;
+            p->report = strdup(sv);
+        } else {
+            ph_warn("%s:%d: unknown key `%s` (ignored)", path, ph_yaml_line(kn), key);
+        }
+        if (r < 0)
+            goto out;
+    }
+    base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(expect, sizeof expect, "%.*s", (int)strcspn(base, "."), base);
+    if (p->name == NULL) {
+        ph_yaml_error(&y, root, err, "a profile needs `name:` (here: `%s`)", expect);
+        goto out;
+    }
+    if (strcmp(p->name, expect) != 0) {
+        ph_yaml_error(&y, name_node, err, "`name: %s` must match the file name `%s`", p->name, expect);
+        goto out;
+    }
+    if (!has_wrap) {
+        /* An empty list is fine (an LD_PRELOAD mode); a missing key is a slip. */
+        ph_yaml_error(&y, root, err, "a profile needs `wrap:` (use `wrap: []` for none)");
+        goto out;
+    }
+    if (p->wrap.n == 0 && p->environment.n == 0) {
+        ph_yaml_error(&y, root, err, "the profile changes nothing: `wrap` and `environment` are both empty");
+        goto out;
+    }
+    if (p->stop_target == NULL)
+        p->stop_target = strdup("wrapper");
+    if (p->stop_signal == NULL)
+        p->stop_signal = strdup("SIGTERM");
+    if (p->escalate.n == 0 && ph_strv_push(&p->escalate, "SIGKILL") < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    rc = 0;
+out:
+    ph_yaml_free(&y);
+out_nodoc:
+    if (rc < 0)
+        ph_profile_free(p);
+    return rc;
+}
+
+void
+ph_profile_free(ph_profile *p)
+{
+    if (p == NULL)
+        return;
+    free(p->name);
+    free(p->path);
+    free(p->description);
+    ph_strv_free(&p->wrap);
+    ph_kvv_free(&p->environment);
+    ph_strv_free(&p->cap_add);
+    ph_strv_free(&p->security_opt);
+    ph_strv_free(&p->packages);
+    free(p->stop_target);
+    free(p->stop_signal);
+    ph_strv_free(&p->escalate);
+    for (size_t i = 0; i < p->n_artifacts; i++) {
+        free(p->artifacts[i].glob);
+        free(p->artifacts[i].latest);
+        free(p->artifacts[i].kind);
+    }
+    free(p->artifacts);
+    free(p->report);
+    memset(p, 0, sizeof *p);
+}
+
+void
+ph_profiles_free(ph_profile_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        ph_profile_free(&set->v[i]);
+    free(set->v);
+    set->v = NULL;
+    set->n = 0;
+}
+
+static int
+yaml_filter(const struct dirent *de)
+{
+    size_t n = strlen(de->d_name);
+
+    return de->d_name[0] != '.' && n > 5 && strcmp(de->d_name + n - 5, ".yaml") == 0;
+}
+
+int
+ph_profiles_load_dir(const char *dir, ph_profile_set *out, ph_error_t *err)
+{
+    struct dirent **list = NULL;
+    int n, rc = 0;
+
+    out->v = NULL;
+    out->n = 0;
+    n = scandir(dir, &list, yaml_filter, alphasort);
+    if (n < 0)
+        return ph_error_make(err, errno, PH_EXIT_USAGE, "read the profiles directory `%s`", dir);
+    out->v = calloc((size_t)n + 1, sizeof *out->v);
+    if (out->v == NULL)
+        rc = ph_fail(err, ENOMEM, "allocate");
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX];
+
+        if (rc == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
+            rc = ph_profile_load(path, &out->v[out->n], err);
+            if (rc == 0)
+                out->n++;
+        }
+        free(list[i]);
+    }
+    free(list);
+    if (rc < 0)
+        ph_profiles_free(out);
+    else if (out->n == 0)
+        return ph_bad_input(err, "no profiles (*.yaml) in `%s`", dir);
+    return rc;
+}
+
+ph_profile *
+ph_profiles_find(ph_profile_set *set, const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; i < set->n; i++)
+        if (strcmp(set->v[i].name, name) == 0)
+            return &set->v[i];
+    return NULL;
+}
+
+char *
+ph_profile_expand(const char *t, const char *out, const char *service, const char *mode, const char *run_id)
+{
+    static const char *const keys[] = { "{out}", "{service}", "{mode}", "{run_id}" };
+    const char *vals[] = { out, service, mode, run_id };
+    size_t cap = strlen(t) + 1, len = 0;
+    char *r;
+
+    for (size_t k = 0; k < 4; k++)
+        cap += strlen(vals[k] ? vals[k] : "") * 4;
+    r = malloc(cap + 1);
+    if (r == NULL)
+        return NULL;
+    while (*t) {
+        size_t k;
+
+        for (k = 0; k < 4; k++) {
+            size_t kl = strlen(keys[k]);
+            if (strncmp(t, keys[k], kl) == 0) {
+                const char *v = vals[k] ? vals[k] : "";
+                size_t vl = strlen(v);
+                if (len + vl >= cap) {
+                    char *nr = realloc(r, (cap = (len + vl) * 2 + 1) + 1);
+                    if (nr == NULL) {
+                        free(r);
+                        return NULL;
+                    }
+                    r = nr;
+                }
+                memcpy(r + len, v, vl);
+                len += vl;
+                t += kl;
+                break;
+            }
+        }
+        if (k == 4) {
+            if (len + 1 >= cap) {
+                char *nr = realloc(r, (cap = cap * 2 + 1) + 1);
+                if (nr == NULL) {
+                    free(r);
+                    return NULL;
+                }
+                r = nr;
+            }
+            r[len++] = *t++;
+        }
+    }
+    r[len] = '\0';
+    return r;
+}

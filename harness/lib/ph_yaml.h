@@ -1,0 +1,48 @@
+/* ph_yaml.h - libyaml document helpers shared by the compose and profile
+ * loaders: load a file, walk nodes, and make errors that name
+ * FILE:LINE:COL (1-based) at the node where the problem is. */
+#ifndef PH_YAML_H
+#define PH_YAML_H
+
+#include <yaml.h>
+#include "ph_compose.h"
+#include "ph_error.h"
+
+typedef struct ph_yaml {
+    const char *path;
+    yaml_document_t doc;
+    int loaded;
+} ph_yaml;
+
+/* Load PATH; an empty file is an error.  PH_EXIT_USAGE errors. */
+int ph_yaml_load(ph_yaml *y, const char *path, ph_error_t *err);
+void ph_yaml_free(ph_yaml *y);
+yaml_node_t *ph_yaml_root(ph_yaml *y);
+yaml_node_t *ph_yaml_node(ph_yaml *y, int index);
+
+int ph_yaml_line(const yaml_node_t *n);
+/* "what is wrong" at node N: returns -1 with PH_EXIT_USAGE. */
+int ph_yaml_error(ph_yaml *y, const yaml_node_t *n, ph_error_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The scalar's text, or an error naming KEY when N is not a scalar. */
+const char *ph_yaml_scalar(ph_yaml *y, yaml_node_t *n, const char *key, ph_error_t *err);
+/* A list of scalars, or a single scalar when ALLOW_SCALAR (then split by
+ * shell rules when SPLIT).  Appends to OUT. */
+int ph_yaml_strv(ph_yaml *y, yaml_node_t *n, const char *key, int allow_scalar, int split, ph_strv *out,
+                 ph_error_t *err);
+/* A map of scalars, or a list of "K=V"/"K" strings.  Appends to OUT. */
+int ph_yaml_kvv(ph_yaml *y, yaml_node_t *n, const char *key, ph_kvv *out, ph_error_t *err);
+int ph_yaml_bool(ph_yaml *y, yaml_node_t *n, const char *key, int *out, ph_error_t *err);
+int ph_yaml_duration(ph_yaml *y, yaml_node_t *n, const char *key, long long *out, ph_error_t *err);
+
+/* Duplicate keys in a mapping are an error (YAML says so; libyaml does not check). */
+int ph_yaml_check_dups(ph_yaml *y, yaml_node_t *map, ph_error_t *err);
+
+#define PH_YAML_FOREACH_PAIR(map, pair) \
+    for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start; pair < (map)->data.mapping.pairs.top; pair++)
+
+/* Signal names: "TERM", "SIGTERM", "15" -> "SIGTERM"; NULL if unknown. */
+const char *ph_signal_normalise(const char *s, char buf[16]);
+
+#endif
