@@ -4,7 +4,8 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wformat=2 -Wshadow -Wno-unused-parameter -Wmissing-prototypes \
-           -Wstrict-prototypes -Werror=implicit-function-declaration
+           -Wstrict-prototypes -Werror=implicit-function-declaration \
+           -Wno-format-truncation # buffers are bounded on purpose; truncation is handled
 PKGS    := libcurl yaml-0.1 libarchive jansson zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
@@ -21,7 +22,14 @@ SAMPLER_LIBS := -lunwind -lz -ldl -lpthread -lrt
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/profharness $(B)/ph-init $(B)/libphsampler.so $(B)/libphsampler.a
+# The sampler is optional until its sources exist.
+SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a)
+
+all: $(B)/profharness $(B)/ph-init $(B)/demo-load $(SAMPLER_TARGETS)
+
+$(B)/demo-load: images/demo/load.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(WARN) -pthread -o $@ $<
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -36,7 +44,7 @@ $(B)/libprofharness.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/profharness: $(CLI_OBJ) $(B)/libprofharness.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libprofharness.a $(PKG_LIBS) -lm
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libprofharness.a $(PKG_LIBS) -lpthread -lm
 
 # The init shim is PID 1 of every profiled container, whatever libc the
 # service image has: static, and nothing but libc.
@@ -50,10 +58,10 @@ $(B)/libphsampler.so: $(SAMPLER_PIC)
 $(B)/libphsampler.a: $(SAMPLER_PIC)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a $(B)/libphsampler.a
+$(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
-	    $(B)/libphsampler.a $(PKG_LIBS) $(SAMPLER_LIBS) -lcmocka -lm
+	    $(PKG_LIBS) -lpthread -lcmocka -lm
 
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)

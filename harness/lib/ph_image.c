@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ph_log.h"
 #include "ph_run.h"
@@ -139,7 +140,7 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
 {
     char dockerfile[4096], shim[4096], sampler[4096], name[128], tag[256], pkgs[2048] = "";
     json_t *info = NULL, *args = NULL, *labels = NULL;
-    const char *base_id;
+    char *base_id = NULL;
     void *tar = NULL;
     size_t tar_len = 0;
     char *id = NULL;
@@ -159,15 +160,22 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
         return -1;
     if (!found)
         return ph_fail(err, 0, "image `%s` not found (run `profharness setup`)", service_image);
-    base_id = json_string_value(json_object_get(info, "Id"));
+    base_id = strdup(json_string_value(json_object_get(info, "Id")) ? json_string_value(json_object_get(info, "Id")) : "");
+    if (base_id == NULL || base_id[0] == '\0') {
+        ph_fail(err, 0, "image `%s` has no id", service_image);
+        goto out;
+    }
 
     {
+        /* opt/ lands in /opt/profharness; the sampler only when it is built. */
         const ph_tar_extra extra[] = {
             { .name = "Dockerfile", .path = dockerfile, .mode = 0644 },
-            { .name = "ph-init", .path = shim, .mode = 0755 },
-            { .name = "libphsampler.so", .path = sampler, .mode = 0755 },
+            { .name = "opt/bin/ph-init", .path = shim, .mode = 0755 },
+            { .name = "opt/lib/libphsampler.so", .path = sampler, .mode = 0755 },
         };
-        if (ph_tar_context_build(NULL, extra, PH_ARRAY_LEN(extra), PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
+        size_t n_extra = access(sampler, R_OK) == 0 ? 3 : 2;
+
+        if (ph_tar_context_build(NULL, extra, n_extra, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
             ph_error_wrap(err, "profiling image context (is the harness built? run `make`)");
             goto out;
         }
@@ -200,6 +208,7 @@ out:
     json_decref(info);
     json_decref(args);
     json_decref(labels);
+    free(base_id);
     free(tar);
     free(id);
     return rc;
