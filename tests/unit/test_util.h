@@ -1,0 +1,86 @@
+/* test_util.h - small helpers for the cmocka unit tests: temp dirs,
+ * writing fixture files, capturing stderr. */
+#ifndef PH_TEST_UTIL_H
+#define PH_TEST_UTIL_H
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static char test_dir[256];
+
+static void
+tu_mkdtemp(void)
+{
+    snprintf(test_dir, sizeof test_dir, "/tmp/ph-unit-XXXXXX");
+    assert_non_null(mkdtemp(test_dir));
+}
+
+static void
+tu_rmdir(void)
+{
+    char cmd[300];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Write TEXT to test_dir/NAME; returns the path (static buffer). */
+static const char *
+tu_write(const char *name, const char *text)
+{
+    static char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", test_dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Capture stderr between tu_capture_begin and tu_capture_end. */
+static int saved_stderr = -1;
+static char capture_path[512];
+
+static void
+tu_capture_begin(void)
+{
+    int fd;
+
+    fflush(stderr);
+    snprintf(capture_path, sizeof capture_path, "%s/stderr.txt", test_dir);
+    fd = open(capture_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    saved_stderr = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* Returns the captured text (static buffer). */
+static const char *
+tu_capture_end(void)
+{
+    static char buf[8192];
+    FILE *f;
+    size_t n;
+
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    f = fopen(capture_path, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+#endif
