@@ -80,7 +80,7 @@ teardown_file() { common_teardown_file; }
     project_containers | grep -q '^phtest-front-1 running none$'
     project_containers | grep -q '^phtest-worker-1 running none$'
     for c in phtest-front-1 phtest-worker-1; do
-        procs=$(dk top "$c" -eo comm)
+        procs=$(dk top "$c" -eo pid,comm)
         echo "$procs"
         ! grep -qE 'strace|valgrind|memcheck|massif|callgrind|ph-init' <<<"$procs"
         ! dk exec "$c" grep -q phsampler /proc/1/maps
