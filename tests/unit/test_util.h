@@ -13,16 +13,18 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#define TU_UNUSED __attribute__((unused))
+
 static char test_dir[256];
 
-static void
+TU_UNUSED static void
 tu_mkdtemp(void)
 {
     snprintf(test_dir, sizeof test_dir, "/tmp/ph-unit-XXXXXX");
     assert_non_null(mkdtemp(test_dir));
 }
 
-static void
+TU_UNUSED static void
 tu_rmdir(void)
 {
     char cmd[300];
@@ -32,7 +34,7 @@ tu_rmdir(void)
 }
 
 /* Write TEXT to test_dir/NAME; returns the path (static buffer). */
-static const char *
+TU_UNUSED static const char *
 tu_write(const char *name, const char *text)
 {
     static char path[512];
@@ -50,7 +52,7 @@ tu_write(const char *name, const char *text)
 static int saved_stderr = -1;
 static char capture_path[512];
 
-static void
+TU_UNUSED static void
 tu_capture_begin(void)
 {
     int fd;
@@ -65,7 +67,7 @@ tu_capture_begin(void)
 }
 
 /* Returns the captured text (static buffer). */
-static const char *
+TU_UNUSED static const char *
 tu_capture_end(void)
 {
     static char buf[8192];
