@@ -40,10 +40,6 @@ profile-massif *SERVICES: (profile-valgrind SERVICES)
 profile-callgrind *SERVICES: build engine
     {{ph}} start --mode callgrind {{SERVICES}}
 
-# restart SERVICES with the built-in sampling profiler
-profile-flamegraph *SERVICES: build engine
-    {{ph}} start --mode flamegraph {{SERVICES}}
-
 # stop profiled SERVICES gracefully and collect into contrib/profiling/<service>/
 stop-profiling *SERVICES: build
     {{ph}} stop {{SERVICES}}
@@ -79,8 +75,3 @@ test: build engine
 # start->running and stop->artifacts, against the docker CLI
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh
-
-# sampler overhead vs gperftools, renderer vs flamegraph.pl (FLAMEGRAPH_PL=...)
-bench-flamegraph: build
-    tests/bench/bench-flamegraph-overhead.sh
-    tests/bench/bench-flamegraph-render.sh
