@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ms() { date +%s%N | awk '{printf "%d", $1/1000000}'; }
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
 median() { sort -n | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 
 ph setup worker >/dev/null 2>&1
