@@ -28,6 +28,8 @@ static const ph_cmd commands[] = {
     { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir" },
     { "modes", ph_cmd_modes, "", "the modes found in the profiles directory" },
     { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output" },
+    { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
+    { "diff", ph_cmd_diff, "[-n] A.folded B.folded", "differential folded stacks from two profiles" },
 };
 
 static void

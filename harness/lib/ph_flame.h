@@ -1,0 +1,58 @@
+/* ph_flame.h - folded stacks to an interactive SVG flamegraph.
+ *
+ * Input is the folded format flamegraph.pl and inferno read: one line per
+ * stack, `root;child;leaf COUNT`, counts possibly decimal; a second count
+ * makes a differential line `stack BEFORE AFTER`.  Lines that do not parse
+ * are counted (and the first few line numbers kept), never fatal.
+ *
+ * Output is one self-contained SVG with flamegraph.pl's interactive
+ * contract: tooltips `name (N unit, P%)`, click to zoom with faded
+ * ancestors and Reset Zoom, regex search (Ctrl-F) reporting "Matched: X%"
+ * without double counting nested matches, case toggle (Ctrl-I), zoom and
+ * search kept in the URL.  Labels are fitted with a fixed monospace char
+ * width, so the browser never measures text.
+ *
+ * Pure and reentrant: libc and ph_error only, no global state, never exits;
+ * safe to call from any thread.
+ */
+#ifndef PH_FLAME_H
+#define PH_FLAME_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "ph_error.h"
+
+typedef struct ph_flame_opts {
+    const char *title;      /* default "Flame Graph" ("Icicle Graph" when inverted) */
+    const char *subtitle;   /* NULL: none */
+    const char *countname;  /* default "samples" */
+    const char *palette;    /* hot (default), mem, io; differential graphs use red/blue */
+    double width;           /* image width in px, default 1200 */
+    double minwidth;        /* prune frames narrower than this many px, default 0.1 */
+    int inverted;           /* icicle: root at the top */
+    int reverse;            /* reverse each stack before merging */
+    int flamechart;         /* keep input order: merge only with the previous stack */
+} ph_flame_opts;
+
+typedef struct ph_flame_stats {
+    size_t lines, bad_lines, stacks, frames_drawn;
+    size_t bad_line_numbers[8]; /* the first bad lines, 1-based; 0 = unused */
+    int differential;
+    double total;
+} ph_flame_stats;
+
+void ph_flame_opts_init(ph_flame_opts *o);
+
+/* Render FOLDED (LEN bytes) to OUT.  Returns 0 and fills STATS (may be
+ * NULL), or -1 and *err when nothing can be drawn (no valid line) or
+ * writing fails. */
+int ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *opts, FILE *out,
+                           ph_flame_stats *stats, ph_error_t *err);
+
+/* Differential input from two profiles: every stack of A and B as
+ * `stack COUNT_A COUNT_B`, in first-seen order.  NORMALISE scales B to A's
+ * total (difffolded.pl -n). */
+int ph_flame_diff_folded(const char *a, size_t alen, const char *b, size_t blen, int normalise, FILE *out,
+                         ph_error_t *err);
+
+#endif
