@@ -24,6 +24,7 @@
 #define FONT_SIZE 12
 #define FONT_W 0.59 /* monospace advance, in em: fixed so labels never need measuring */
 #define XPAD 10
+#define MAX_DEPTH 4096
 #define TOP_PAD (FONT_SIZE * 3)
 #define BOTTOM_PAD (FONT_SIZE * 2 + 10)
 
@@ -70,6 +71,11 @@ typedef struct flame {
     uint32_t *child_index; /* open addressing: (parent,name) -> node idx+1 */
     size_t child_mask;
     int flamechart, reverse, differential;
+    /* The previous line's frames and nodes: consecutive lines usually share
+     * a long prefix, which then costs one memcmp per frame, no lookups. */
+    char *prev;
+    size_t prev_len, prev_cap, prev_depth;
+    uint32_t *prev_off, *prev_flen, *prev_node;
 } flame;
 
 static void *
@@ -246,6 +252,10 @@ flame_free(flame *f)
     free(f->name_index);
     free(f->nodes);
     free(f->child_index);
+    free(f->prev);
+    free(f->prev_off);
+    free(f->prev_flen);
+    free(f->prev_node);
 }
 
 static int
@@ -256,7 +266,11 @@ flame_init(flame *f, const ph_flame_opts *o)
     f->reverse = o->reverse;
     f->cap_nodes = 4096;
     f->nodes = calloc(f->cap_nodes, sizeof *f->nodes);
-    if (f->nodes == NULL || intern(f, "all", 3) < 0)
+    f->prev_off = calloc(MAX_DEPTH, sizeof *f->prev_off);
+    f->prev_flen = calloc(MAX_DEPTH, sizeof *f->prev_flen);
+    f->prev_node = calloc(MAX_DEPTH, sizeof *f->prev_node);
+    if (f->nodes == NULL || f->prev_off == NULL || f->prev_flen == NULL || f->prev_node == NULL ||
+        intern(f, "all", 3) < 0)
         return -1;
     f->n_nodes = 1; /* the root, "all" */
     return 0;
@@ -292,8 +306,6 @@ trailing_number(const char *s, const char **end, double *out)
     return 1;
 }
 
-#define MAX_DEPTH 4096
-
 static int
 add_line(flame *f, const char *line, const char *end, ph_flame_stats *st, ph_error_t *err)
 {
@@ -303,7 +315,7 @@ add_line(flame *f, const char *line, const char *end, ph_flame_stats *st, ph_err
     uint32_t path[MAX_DEPTH];
     const char *starts[MAX_DEPTH];
     size_t lens[MAX_DEPTH];
-    size_t depth = 0;
+    size_t depth = 0, same = 0;
     uint32_t cur = 0;
 
     if (!trailing_number(line, &stack_end, &a))
@@ -328,7 +340,12 @@ add_line(flame *f, const char *line, const char *end, ph_flame_stats *st, ph_err
         depth++;
         p = semi ? semi + 1 : stack_end;
     }
-    for (size_t i = 0; i < depth; i++) {
+    if (!f->reverse) {
+        while (same < depth && same < f->prev_depth && lens[same] == f->prev_flen[same] &&
+               memcmp(starts[same], f->prev + f->prev_off[same], lens[same]) == 0)
+            same++;
+    }
+    for (size_t i = same; i < depth; i++) {
         size_t k = f->reverse ? depth - 1 - i : i;
         long nm = intern(f, starts[k], lens[k]);
 
@@ -339,11 +356,29 @@ add_line(flame *f, const char *line, const char *end, ph_flame_stats *st, ph_err
     f->nodes[0].v1 += a;
     f->nodes[0].v2 += b;
     for (size_t i = 0; i < depth; i++) {
-        cur = child(f, cur, path[i]);
+        cur = i < same ? f->prev_node[i] : child(f, cur, path[i]);
         if (cur == 0)
             return ph_fail(err, ENOMEM, "flamegraph: out of memory");
         f->nodes[cur].v1 += a;
         f->nodes[cur].v2 += b;
+        f->prev_node[i] = cur;
+    }
+    if (!f->reverse) {
+        size_t n = (size_t)(stack_end - line);
+
+        if (n > f->prev_cap) {
+            char *np = realloc(f->prev, n * 2);
+            if (np == NULL)
+                return ph_fail(err, ENOMEM, "flamegraph: out of memory");
+            f->prev = np;
+            f->prev_cap = n * 2;
+        }
+        memcpy(f->prev, line, n);
+        for (size_t i = 0; i < depth; i++) {
+            f->prev_off[i] = (uint32_t)(starts[i] - line);
+            f->prev_flen[i] = (uint32_t)lens[i];
+        }
+        f->prev_depth = depth;
     }
     st->stacks++;
     return 0;
