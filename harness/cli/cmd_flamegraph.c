@@ -5,6 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_common.h"
 #include "ph_flame.h"
@@ -76,6 +80,8 @@ read_inputs(int argc, char **argv, char **buf, size_t *len, ph_error_t *err)
     return 0;
 }
 
+static void report_bad_lines(const ph_flame_stats *st);
+
 static const char usage[] =
     "usage: profharness flamegraph [OPTIONS] [FILE...]   (folded stacks in, SVG on stdout)\n"
     "  --title TEXT       --subtitle TEXT     --countname NAME (samples, ns, bytes, ...)\n"
@@ -136,16 +142,47 @@ ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
         default: fputs(usage, stderr); return 2;
         }
     }
-    if (read_inputs(argc - optind, argv + optind, &buf, &len, &err) == 0 &&
-        ph_flame_render_folded(buf, len, &o, stdout, &st, &err) == 0 && st.bad_lines > 0) {
-        char lines[128] = "";
-        for (size_t i = 0; i < 8 && st.bad_line_numbers[i]; i++)
-            snprintf(lines + strlen(lines), sizeof lines - strlen(lines), "%s%zu", i ? ", " : "", st.bad_line_numbers[i]);
-        ph_warn("%zu of %zu lines are not folded stacks and were skipped (lines %s%s)", st.bad_lines, st.lines, lines,
-                st.bad_lines > 8 ? ", ..." : "");
+    /* One regular file is mapped, not copied: the renderer only indexes it. */
+    if (argc - optind == 1 && strcmp(argv[optind], "-") != 0) {
+        int fd = open(argv[optind], O_RDONLY | O_CLOEXEC);
+        struct stat sb;
+
+        if (fd < 0) {
+            ph_error_make(&err, errno, PH_EXIT_USAGE, "open `%s`", argv[optind]);
+            return ph_error_report(&err);
+        }
+        if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+            void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+
+            close(fd);
+            if (m != MAP_FAILED) {
+                madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+                if (ph_flame_render_folded(m, (size_t)sb.st_size, &o, stdout, &st, &err) == 0)
+                    report_bad_lines(&st);
+                munmap(m, (size_t)sb.st_size);
+                return ph_error_report(&err);
+            }
+        } else {
+            close(fd);
+        }
     }
+    if (read_inputs(argc - optind, argv + optind, &buf, &len, &err) == 0 &&
+        ph_flame_render_folded(buf, len, &o, stdout, &st, &err) == 0)
+        report_bad_lines(&st);
     free(buf);
     return ph_error_report(&err);
+}
+
+static void
+report_bad_lines(const ph_flame_stats *st)
+{
+    if (st->bad_lines > 0) {
+        char lines[128] = "";
+        for (size_t i = 0; i < 8 && st->bad_line_numbers[i]; i++)
+            snprintf(lines + strlen(lines), sizeof lines - strlen(lines), "%s%zu", i ? ", " : "", st->bad_line_numbers[i]);
+        ph_warn("%zu of %zu lines are not folded stacks and were skipped (lines %s%s)", st->bad_lines, st->lines, lines,
+                st->bad_lines > 8 ? ", ..." : "");
+    }
 }
 
 int
