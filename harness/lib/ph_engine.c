@@ -624,24 +624,16 @@ ph_engine_archive_get(ph_engine *e, const char *id, const char *path, ph_engine_
 
 /* ---- wrappers --------------------------------------------------------- */
 
-int
-ph_engine_image_inspect(ph_engine *e, const char *name, json_t **out, int *found, ph_error_t *err)
+/* GET PATH; a 404 is "not found", not an error. */
+static int
+inspect(ph_engine *e, const char *path, json_t **out, int *found, ph_error_t *err)
 {
-    char p[1024];
-    char *q = NULL;
     long st = 0;
     int rc;
 
     *found = 0;
     *out = NULL;
-    if (ensure_pinged(e, err) < 0)
-        return -1;
-    q = url_escape(e, name);
-    if (q == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    snprintf(p, sizeof p, "/images/%s/json", q);
-    free(q);
-    rc = ph_engine_request(e, "GET", p, NULL, out, &st, err);
+    rc = ph_engine_request(e, "GET", path, NULL, out, &st, err);
     if (rc < 0 && st == 404) {
         ph_error_free(err);
         return 0;
@@ -649,6 +641,22 @@ ph_engine_image_inspect(ph_engine *e, const char *name, json_t **out, int *found
     if (rc == 0)
         *found = 1;
     return rc;
+}
+
+int
+ph_engine_image_inspect(ph_engine *e, const char *name, json_t **out, int *found, ph_error_t *err)
+{
+    char p[1024];
+    char *q;
+
+    if (ensure_pinged(e, err) < 0)
+        return -1;
+    q = url_escape(e, name);
+    if (q == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    snprintf(p, sizeof p, "/images/%s/json", q);
+    free(q);
+    return inspect(e, p, out, found, err);
 }
 
 int
@@ -744,20 +752,9 @@ int
 ph_engine_container_inspect(ph_engine *e, const char *id, json_t **out, int *found, ph_error_t *err)
 {
     char p[512];
-    long st = 0;
-    int rc;
 
-    *found = 0;
-    *out = NULL;
     snprintf(p, sizeof p, "/containers/%s/json", id);
-    rc = ph_engine_request(e, "GET", p, NULL, out, &st, err);
-    if (rc < 0 && st == 404) {
-        ph_error_free(err);
-        return 0;
-    }
-    if (rc == 0)
-        *found = 1;
-    return rc;
+    return inspect(e, p, out, found, err);
 }
 
 int

@@ -291,6 +291,30 @@ is_stop_on(int sig)
     return 0;
 }
 
+/* Read /proc/PID/stat: the state letter and the parent pid.  0 or -1. */
+static int
+proc_stat(pid_t pid, char *state, int *ppid)
+{
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: parse after the last ')'. */
+    p = strrchr(buf, ')');
+    if (p == NULL || sscanf(p + 2, "%c %d", state, ppid) != 2)
+        return -1;
+    return 0;
+}
+
 /* The first child of PID: /proc/PID/task/PID/children, else a /proc scan. */
 static pid_t
 first_child_of(pid_t pid)
@@ -317,24 +341,11 @@ first_child_of(pid_t pid)
     if (d == NULL)
         return 0;
     while ((de = readdir(d)) != NULL) {
-        char stat[512], *p;
         pid_t cand = (pid_t)atoi(de->d_name);
+        char state;
         int ppid;
-        ssize_t n;
 
-        if (cand <= 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)cand);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        n = read(fd, stat, sizeof stat - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        stat[n] = '\0';
-        p = strrchr(stat, ')');
-        if (p == NULL || sscanf(p + 2, "%*c %d", &ppid) != 1)
+        if (cand <= 0 || proc_stat(cand, &state, &ppid) < 0)
             continue;
         if (ppid == pid && (best == 0 || cand < best))
             best = cand;
@@ -359,24 +370,11 @@ signal_others(pid_t spare, int sig)
     if (d == NULL)
         return 0;
     while ((de = readdir(d)) != NULL && n < MAX_PROCS) {
-        char path[64], buf[512], *p;
         pid_t pid = (pid_t)atoi(de->d_name);
-        int fd, ppid;
-        ssize_t r;
+        char state;
+        int ppid;
 
-        if (pid <= 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        r = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (r <= 0)
-            continue;
-        buf[r] = '\0';
-        p = strrchr(buf, ')');
-        if (p == NULL || p[2] == 'Z' || sscanf(p + 2, "%*c %d", &ppid) != 1)
+        if (pid <= 0 || proc_stat(pid, &state, &ppid) < 0 || state == 'Z')
             continue;
         pids[n] = pid;
         ppids[n] = (pid_t)ppid;
@@ -493,22 +491,11 @@ check_target_gone(void)
         st.target_done = 1;
         st.target_gone_at = mono();
     } else {
-        char path[64], buf[512], *p;
-        int fd;
-        ssize_t n;
+        char state;
+        int ppid;
 
         /* A zombie still answers kill(0): it is gone for our purpose. */
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)st.target);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-            return;
-        buf[n] = '\0';
-        p = strrchr(buf, ')');
-        if (p && p[1] == ' ' && p[2] == 'Z') {
+        if (proc_stat(st.target, &state, &ppid) == 0 && state == 'Z') {
             st.target_done = 1;
             st.target_gone_at = mono();
         }
