@@ -12,7 +12,7 @@ default:
 deps:
     scripts/install-deps.sh
 
-# build the harness, the shim, the sampler and the demo's load driver
+# build the harness, the init shim and the demo's load driver
 build: deps
     make -j2 all build/demo-load
 
@@ -75,3 +75,7 @@ test: build engine
 # start->running and stop->artifacts, against the docker CLI
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh
+
+# the flamegraph renderer against flamegraph.pl (set FLAMEGRAPH_PL to compare)
+bench-render: build
+    tests/bench/bench-flamegraph-render.sh
