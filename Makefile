@@ -17,8 +17,10 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 CLI_SRC := $(wildcard harness/cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
 SAMPLER_SRC := $(wildcard harness/sampler/*.c)
-SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o)
-SAMPLER_LIBS := -lunwind -lz -ldl -lpthread -lrt
+# The sampler draws its own flamegraphs: the renderer and the error type are
+# compiled into it (position-independent), nothing else of the library.
+SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/lib/ph_flame.o $(B)/pic/harness/lib/ph_error.o
+SAMPLER_LIBS := -lz -ldl -lpthread -lm
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
 
@@ -53,7 +55,7 @@ $(B)/ph-init: harness/shim/ph-init.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $<
 
 $(B)/libphsampler.so: $(SAMPLER_PIC)
-	$(CC) -shared -o $@ $^ $(SAMPLER_LIBS)
+	$(CC) -shared -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
 
 $(B)/libphsampler.a: $(SAMPLER_PIC)
 	rm -f $@ && ar rcs $@ $^

@@ -1,0 +1,114 @@
+/* sampler_work.c - workloads for the sampler tests, one per argv[1]:
+ *   split S    ~75% of CPU in work_heavy, ~25% in work_light, for S seconds
+ *   deep S     recursion 500 frames deep
+ *   threads S  four busy threads started after the sampler is running
+ *   handler S  installs its own SIGTERM handler that writes argv[3]; spins
+ *   default S  spins with SIGTERM at its default action
+ *   forkexec S a child execs this program again ("split"), then the parent spins */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static volatile sig_atomic_t stop;
+static volatile unsigned long sink;
+static const char *marker;
+
+static double
+now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void
+spin(long n)
+{
+    for (long i = 0; i < n; i++)
+        sink = sink * 6364136223846793005UL + (unsigned long)i;
+}
+
+__attribute__((noinline)) static void work_heavy(void) { spin(3000000); sink++; /* no tail call */ }
+__attribute__((noinline)) static void work_light(void) { spin(1000000); sink++; }
+
+__attribute__((noinline)) static void
+recurse(int depth)
+{
+    if (depth > 0)
+        recurse(depth - 1);
+    else
+        spin(2000000);
+    sink += (unsigned long)depth; /* not a tail call */
+}
+
+static void *
+thread_busy(void *arg)
+{
+    double until = now() + *(double *)arg;
+    while (now() < until && !stop)
+        spin(100000);
+    return NULL;
+}
+
+static void
+on_term(int sig)
+{
+    (void)sig;
+    FILE *f = fopen(marker, "w");
+    if (f) {
+        fputs("handler ran\n", f);
+        fclose(f);
+    }
+    stop = 1;
+}
+
+int
+main(int argc, char **argv)
+{
+    double secs = argc > 2 ? atof(argv[2]) : 2, until = now() + secs;
+
+    if (argc < 2)
+        return 2;
+    if (strcmp(argv[1], "split") == 0) {
+        while (now() < until) {
+            work_heavy();
+            work_light();
+        }
+    } else if (strcmp(argv[1], "deep") == 0) {
+        while (now() < until)
+            recurse(500);
+    } else if (strcmp(argv[1], "threads") == 0) {
+        pthread_t t[4];
+        usleep(100000);
+        for (int i = 0; i < 4; i++)
+            pthread_create(&t[i], NULL, thread_busy, &secs);
+        for (int i = 0; i < 4; i++)
+            pthread_join(t[i], NULL);
+    } else if (strcmp(argv[1], "handler") == 0 || strcmp(argv[1], "default") == 0) {
+        if (strcmp(argv[1], "handler") == 0) {
+            marker = argv[3];
+            signal(SIGTERM, on_term);
+        }
+        printf("ready\n");
+        fflush(stdout);
+        while (!stop && now() < until + 30)
+            spin(100000);
+    } else if (strcmp(argv[1], "forkexec") == 0) {
+        pid_t c = fork();
+        if (c == 0) {
+            execl("/proc/self/exe", argv[0], "split", "1", (char *)NULL);
+            _exit(127);
+        }
+        while (now() < until)
+            spin(100000);
+        waitpid(c, NULL, 0);
+    } else {
+        return 2;
+    }
+    return 0;
+}
