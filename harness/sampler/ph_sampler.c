@@ -439,11 +439,21 @@ sigaction(int sig, const struct sigaction *act, struct sigaction *old)
         return -1;
     }
     if (sig > 0 && sig < NSIG && is_stop_signal(sig) && S.app_set[sig]) {
+        struct sigaction ours;
+
         if (old)
             *old = S.app[sig];
-        if (act)
-            S.app[sig] = *act;
-        return 0;
+        if (act == NULL)
+            return 0;
+        S.app[sig] = *act;
+        /* Ours stays in front but behaves as the service asked: without
+         * SA_RESTART its blocking calls must return EINTR so it sees its
+         * own flag; its mask applies while handlers run. */
+        memset(&ours, 0, sizeof ours);
+        ours.sa_sigaction = on_stop_signal;
+        ours.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
+        ours.sa_mask = act->sa_mask;
+        return S.real_sigaction(sig, &ours, NULL);
     }
     return S.real_sigaction(sig, act, old);
 }

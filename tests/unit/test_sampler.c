@@ -52,13 +52,23 @@ start(const char *hz, char *const args[])
     return p;
 }
 
+/* Wait for P at most 30 s; a workload that does not end is a failure,
+ * never a hung test run. */
 static int
 finish(pid_t p)
 {
     int st;
 
-    assert_int_equal(waitpid(p, &st, 0), p);
-    return st;
+    for (int i = 0; i < 3000; i++) {
+        pid_t r = waitpid(p, &st, WNOHANG);
+        if (r == p)
+            return st;
+        usleep(10000);
+    }
+    kill(p, SIGKILL);
+    waitpid(p, &st, 0);
+    fail_msg("the workload did not end within 30 s");
+    return -1;
 }
 
 /* The newest folded snapshot, read whole (static buffer). */
@@ -207,6 +217,25 @@ test_service_sigterm_handler_runs_after_flush(void **state)
     assert_non_null(strstr(newest("stacks-"), "spin"));
 }
 
+/* Our handler must not change how the service's own behaves: a service
+ * whose handler has no SA_RESTART gets EINTR from the call it blocks in. */
+static void
+test_handler_flags_preserved(void **state)
+{
+    char *args[] = { "eintr", "20", NULL };
+    pid_t p;
+    int st;
+
+    (void)state;
+    p = start("150", args);
+    wait_ready(p);
+    assert_int_equal(kill(p, SIGTERM), 0);
+    st = finish(p);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_non_null(newest("stacks-"));
+}
+
 static void
 test_default_sigterm_still_kills(void **state)
 {
@@ -288,6 +317,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_deep_recursion_marked_truncated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_started_later, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_sigterm_still_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pprof_decodes_with_protoc, setup, teardown),

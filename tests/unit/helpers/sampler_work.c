@@ -4,7 +4,9 @@
  *   threads S  four busy threads started after the sampler is running
  *   handler S  installs its own SIGTERM handler that writes argv[3]; spins
  *   default S  spins with SIGTERM at its default action
- *   forkexec S a child execs this program again ("split"), then the parent spins */
+ *   forkexec S a child execs this program again ("split"), then the parent spins
+ *   eintr S    SIGTERM handler without SA_RESTART; blocks in read() and
+ *              exits 0 when the read is interrupted, as servers do */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -98,6 +100,21 @@ main(int argc, char **argv)
         fflush(stdout);
         while (!stop && now() < until + 30)
             spin(100000);
+    } else if (strcmp(argv[1], "eintr") == 0) {
+        struct sigaction sa;
+        int fds[2];
+        char c;
+
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_term;
+        marker = "/dev/null";
+        sigaction(SIGTERM, &sa, NULL);
+        if (pipe(fds) < 0)
+            return 3;
+        spin(50000000); /* some CPU to sample */
+        printf("ready\n");
+        fflush(stdout);
+        return read(fds[0], &c, 1) < 0 && stop ? 0 : 4;
     } else if (strcmp(argv[1], "forkexec") == 0) {
         pid_t c = fork();
         if (c == 0) {
