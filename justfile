@@ -12,7 +12,7 @@ default:
 deps:
     scripts/install-deps.sh
 
-# build the harness, the init shim and the demo's load driver
+# build the harness, the init shim, the sampler and the demo's load driver
 build: deps
     make -j2 all build/demo-load
 
@@ -39,6 +39,10 @@ profile-massif *SERVICES: (profile-valgrind SERVICES)
 # restart SERVICES under valgrind callgrind (instructions)
 profile-callgrind *SERVICES: build engine
     {{ph}} start --mode callgrind {{SERVICES}}
+
+# restart SERVICES with the built-in sampler (flamegraphs; no capabilities)
+profile-flamegraph *SERVICES: build engine
+    {{ph}} start --mode flamegraph {{SERVICES}}
 
 # stop profiled SERVICES gracefully and collect into contrib/profiling/<service>/
 stop-profiling *SERVICES: build
@@ -78,4 +82,9 @@ bench-orchestration: build engine
 
 # the flamegraph renderer against flamegraph.pl (set FLAMEGRAPH_PL to compare)
 bench-render: build
+    tests/bench/bench-flamegraph-render.sh
+
+# sampler overhead against gperftools and none, then the renderer
+bench-flamegraph: build
+    tests/bench/bench-flamegraph-overhead.sh
     tests/bench/bench-flamegraph-render.sh

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ph=build/profharness
-modes=${PH_DEMO_MODES:-"strace massif callgrind"}
+modes=${PH_DEMO_MODES:-"strace massif callgrind flamegraph"}
 requests=${PH_DEMO_REQUESTS:-300}
 
 $ph setup
@@ -34,4 +34,5 @@ open them with:
   strace:     less contrib/profiling/front/strace.log
   massif:     ms_print contrib/profiling/front/massif.out
   callgrind:  callgrind_annotate contrib/profiling/front/callgrind.out
+  flamegraph: a browser on contrib/profiling/front/flamegraph.svg (pprof: profile.pb.gz)
 TXT
