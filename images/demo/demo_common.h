@@ -3,14 +3,12 @@
  * service ignores SIGTERM, so the harness must escalate) and
  * DEMO_CRASH_AFTER=N (abort() after N requests). */
 #ifndef DEMO_COMMON_H
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* accept4, pthread_timedjoin_np */
-#endif
 #define DEMO_COMMON_H
 
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,12 +43,26 @@ demo_install_signals(const char *who)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* Count a request (thread-safe); abort() once DEMO_CRASH_AFTER is passed,
+ * so tests can see that a crash mid-run keeps what the profiler wrote. */
 static long
-demo_crash_after(void)
+demo_count_request(const char *who, long *counter, pthread_mutex_t *lock)
 {
-    const char *s = getenv("DEMO_CRASH_AFTER");
+    static long crash_after = -1;
+    long mine;
 
-    return s ? strtol(s, NULL, 10) : 0;
+    pthread_mutex_lock(lock);
+    if (crash_after < 0) {
+        const char *s = getenv("DEMO_CRASH_AFTER");
+        crash_after = s ? strtol(s, NULL, 10) : 0;
+    }
+    mine = ++*counter;
+    pthread_mutex_unlock(lock);
+    if (crash_after > 0 && mine > crash_after) {
+        fprintf(stderr, "%s: crashing after %ld requests (DEMO_CRASH_AFTER)\n", who, crash_after);
+        abort();
+    }
+    return mine;
 }
 
 static int

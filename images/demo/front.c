@@ -5,6 +5,7 @@
  * settle), and answers "OK <size> <checksum> <worker digest>".
  * Connections are served by a fixed pool of threads, so a sampler sees
  * several threads. */
+#define _GNU_SOURCE /* accept4, pthread_timedjoin_np: before any system header */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -133,10 +134,9 @@ static void
 front_serve_connection(int fd, int *wfd)
 {
     char line[256];
-    long crash_after = demo_crash_after();
 
     while (demo_read_line(fd, line, sizeof line) >= 0) {
-        long size = front_parse_request(line), mine;
+        long size = front_parse_request(line);
         uint64_t sum;
         char digest[64] = "", *reply;
 
@@ -144,13 +144,7 @@ front_serve_connection(int fd, int *wfd)
             demo_write_all(fd, "ERR bad request\n", 16);
             continue;
         }
-        pthread_mutex_lock(&count_lock);
-        mine = ++requests;
-        pthread_mutex_unlock(&count_lock);
-        if (crash_after > 0 && mine > crash_after) {
-            fprintf(stderr, "front: crashing after %ld requests (DEMO_CRASH_AFTER)\n", crash_after);
-            abort();
-        }
+        demo_count_request("front", &requests, &count_lock);
         sum = front_checksum_payload(size);
         if (front_call_worker(wfd, size, sum, digest, sizeof digest) < 0)
             snprintf(digest, sizeof digest, "worker-unreachable");

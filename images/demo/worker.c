@@ -3,6 +3,7 @@
  * encodes a digest, keeps the result in a bounded store, and answers
  * "OK <digest>".  Each step is a named function so every profiler's view
  * shows where the time, the heap and the syscalls go. */
+#define _GNU_SOURCE /* accept4, pthread_timedjoin_np: before any system header */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -90,10 +91,9 @@ worker_serve_connection(void *arg)
 {
     int fd = (int)(intptr_t)arg;
     char line[256], reply[128];
-    long crash_after = demo_crash_after();
 
     while (demo_read_line(fd, line, sizeof line) >= 0) {
-        long n = 0, mine;
+        long n = 0;
         unsigned long seed = 1;
         record *r;
         unsigned char *rle;
@@ -104,13 +104,7 @@ worker_serve_connection(void *arg)
             demo_write_all(fd, "ERR bad request\n", 16);
             continue;
         }
-        pthread_mutex_lock(&count_lock);
-        mine = ++requests;
-        pthread_mutex_unlock(&count_lock);
-        if (crash_after > 0 && mine > crash_after) {
-            fprintf(stderr, "worker: crashing after %ld requests (DEMO_CRASH_AFTER)\n", crash_after);
-            abort();
-        }
+        demo_count_request("worker", &requests, &count_lock);
         r = worker_generate_records(n, (uint32_t)seed);
         if (r == NULL)
             break;

@@ -4,21 +4,6 @@
 
 #include "ph_compose.h"
 
-static int
-setup(void **state)
-{
-    (void)state;
-    tu_mkdtemp();
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    (void)state;
-    tu_rmdir();
-    return 0;
-}
 
 static void
 test_full_service(void **state)
@@ -312,5 +297,5 @@ main(void)
         cmocka_unit_test(test_shell_split_and_durations),
         cmocka_unit_test(test_project_name),
     };
-    return cmocka_run_group_tests_name("compose", tests, setup, teardown);
+    return cmocka_run_group_tests_name("compose", tests, tu_setup, tu_teardown);
 }

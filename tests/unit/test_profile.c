@@ -4,21 +4,6 @@
 
 #include "ph_profile.h"
 
-static int
-setup(void **state)
-{
-    (void)state;
-    tu_mkdtemp();
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    (void)state;
-    tu_rmdir();
-    return 0;
-}
 
 static void
 test_shipped_profiles(void **state)
@@ -120,5 +105,5 @@ main(void)
         cmocka_unit_test(test_bad_profiles),
         cmocka_unit_test(test_unknown_key_and_dir_errors),
     };
-    return cmocka_run_group_tests_name("profile", tests, setup, teardown);
+    return cmocka_run_group_tests_name("profile", tests, tu_setup, tu_teardown);
 }

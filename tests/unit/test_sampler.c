@@ -17,17 +17,8 @@ static char outdir[300];
 static int
 setup(void **state)
 {
-    (void)state;
-    tu_mkdtemp();
+    tu_setup(state);
     snprintf(outdir, sizeof outdir, "%s/out", test_dir);
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    (void)state;
-    tu_rmdir();
     return 0;
 }
 
@@ -313,14 +304,14 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_split_shares_and_final_snapshot, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deep_recursion_marked_truncated, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_threads_started_later, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_default_sigterm_still_kills, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pprof_decodes_with_protoc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_split_shares_and_final_snapshot, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_deep_recursion_marked_truncated, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_threads_started_later, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_default_sigterm_still_kills, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_pprof_decodes_with_protoc, setup, tu_teardown),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }

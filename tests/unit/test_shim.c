@@ -14,21 +14,6 @@
 #define SHIM "build/ph-init"
 #define H(x) "build/tests/helpers/" x
 
-static int
-setup(void **state)
-{
-    (void)state;
-    tu_mkdtemp();
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    (void)state;
-    tu_rmdir();
-    return 0;
-}
 
 static pid_t
 spawn(char *const argv[])
@@ -328,11 +313,11 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_killed_by_signal_and_exec_failure),
-        cmocka_unit_test_setup_teardown(test_forwards_every_catchable_signal, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stop_targets_the_tracee, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_escalates_after_grace, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reaps_orphans, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reaping_check_can_fail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forwards_every_catchable_signal, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_stop_targets_the_tracee, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_escalates_after_grace, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_reaps_orphans, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_reaping_check_can_fail, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests_name("shim", tests, NULL, NULL);
 }

@@ -33,6 +33,23 @@ tu_rmdir(void)
     assert_int_equal(system(cmd), 0);
 }
 
+/* cmocka setup/teardown: a fresh temp dir per test (group). */
+TU_UNUSED static int
+tu_setup(void **state)
+{
+    (void)state;
+    tu_mkdtemp();
+    return 0;
+}
+
+TU_UNUSED static int
+tu_teardown(void **state)
+{
+    (void)state;
+    tu_rmdir();
+    return 0;
+}
+
 /* Write TEXT to test_dir/NAME; returns the path (static buffer). */
 TU_UNUSED static const char *
 tu_write(const char *name, const char *text)
