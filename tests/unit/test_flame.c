@@ -221,6 +221,68 @@ test_nothing_to_draw(void **state)
     fclose(f);
 }
 
+/* Golden files pin the whole SVG, script included: a change to the output
+ * must be deliberate (PH_UPDATE_GOLDEN=1 rewrites them; review the diff). */
+static void
+golden(const char *name, const ph_flame_opts *o)
+{
+    char in_path[256], svg_path[256], *in, *svg, *want;
+    FILE *f;
+    long n;
+    ph_flame_stats st;
+
+    snprintf(in_path, sizeof in_path, "tests/unit/data/flame/%s.folded", name);
+    snprintf(svg_path, sizeof svg_path, "tests/unit/data/flame/%s.svg", name);
+    f = fopen(in_path, "r");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    in = calloc(1, (size_t)n + 1);
+    assert_int_equal(fread(in, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    svg = render(in, o, &st);
+    if (getenv("PH_UPDATE_GOLDEN")) {
+        f = fopen(svg_path, "w");
+        assert_non_null(f);
+        fputs(svg, f);
+        fclose(f);
+    }
+    f = fopen(svg_path, "r");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    want = calloc(1, (size_t)n + 1);
+    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    if (strcmp(svg, want) != 0)
+        fail_msg("%s differs from the rendering of %s (PH_UPDATE_GOLDEN=1 to accept)", svg_path, in_path);
+    free(in);
+    free(svg);
+    free(want);
+}
+
+static void
+test_golden_files(void **state)
+{
+    ph_flame_opts o;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.title = "basic";
+    golden("basic", &o);
+    ph_flame_opts_init(&o);
+    o.countname = "bytes";
+    o.palette = "mem";
+    o.inverted = 1;
+    golden("diff", &o);
+    ph_flame_opts_init(&o);
+    o.flamechart = 1;
+    o.subtitle = "time order";
+    golden("chart", &o);
+}
+
 int
 main(void)
 {
@@ -229,6 +291,7 @@ main(void)
         cmocka_unit_test(test_minwidth_prunes),   cmocka_unit_test(test_order_modes),
         cmocka_unit_test(test_inverted),          cmocka_unit_test(test_differential),
         cmocka_unit_test(test_diff_folded),       cmocka_unit_test(test_nothing_to_draw),
+        cmocka_unit_test(test_golden_files),
     };
     return cmocka_run_group_tests_name("flame", tests, NULL, NULL);
 }
