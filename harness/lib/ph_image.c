@@ -2,6 +2,7 @@
 #include "ph_image.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,23 @@ ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, in
     return 0;
 }
 
+/* Fold PATH's content into *H.  -1 when it cannot be read. */
+static int
+hash_file(const char *path, uint64_t *h)
+{
+    char buf[65536];
+    size_t n;
+    FILE *f = fopen(path, "re");
+
+    if (f == NULL)
+        return -1;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        *h = ph_image_hash(*h, buf, n);
+    fclose(f);
+    *h = ph_image_hash(*h, path, strlen(path)); /* which input it was */
+    return 0;
+}
+
 /* "registry:5000/team/app:1.2" -> "app" */
 static void
 short_name(const char *image, char *out, size_t len)
@@ -180,7 +198,17 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
             goto out;
         }
     }
-    h = ph_image_hash(h, tar, tar_len);
+    /* The tag hashes what goes in, not the tar's bytes: relinking the shim
+     * changes its mtime but not its content, and must not cost a rebuild. */
+    {
+        const char *inputs[] = { dockerfile, shim, sampler };
+        for (size_t i = 0; i < PH_ARRAY_LEN(inputs); i++) {
+            if (hash_file(inputs[i], &h) < 0 && i < 2) {
+                ph_fail(err, errno, "read `%s`", inputs[i]);
+                goto out;
+            }
+        }
+    }
     h = ph_image_hash(h, base_id, strlen(base_id));
     h = ph_image_hash(h, pkgs, strlen(pkgs));
     short_name(service_image, name, sizeof name);
