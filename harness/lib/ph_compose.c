@@ -1,16 +1,18 @@
 /* ph_compose.c - the compose-spec subset profharness understands (see ph_compose.h).
  *
- * Two passes over one libyaml document: first every scalar *value* is
- * interpolated in place (${VAR} from the environment, then .env), so later
- * code sees final strings and errors still point at the right line; then
- * the tree is read into structs.  Unknown keys warn with file:line; wrong
- * types and bad references are errors with file:line:col.
+ * ph_yaml_load() hands over one libyaml document whose mappings are already
+ * checked (scalar keys, no duplicates) and merged (`<<: *anchor`).  Then two
+ * passes: every scalar *value* is interpolated in place (${VAR} from the
+ * environment, then .env), once per node even when aliases share it, so
+ * later code sees final strings and errors still point at the right line;
+ * then the tree is read into structs.  Unknown keys warn with file:line;
+ * wrong types and bad references are errors with file:line:col.  Nothing
+ * is returned on error: the half-built ph_compose is freed whole.
  */
 #include "ph_compose.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "ph_log.h"
+#include "ph_util.h"
 #include "ph_yaml.h"
 
 /* ---- string vectors --------------------------------------------------- */
@@ -103,48 +106,64 @@ ph_kvv_get(const ph_kvv *v, const char *key)
 
 /* ---- durations, shell words, interpolation ---------------------------- */
 
+/* Go's time.ParseDuration, which compose uses ("1h2m3.5s", "500ms"), in
+ * integer arithmetic so that 1m30s is exactly 90 s, plus a bare number of
+ * seconds, which older compose files use for healthchecks. */
 int
 ph_duration_parse(const char *s, long long *ns_out)
 {
+    static const struct {
+        const char *suffix;
+        long long ns;
+    } units[] = {
+        { "ns", 1LL }, { "us", 1000LL }, { "\xc2\xb5s", 1000LL }, { "ms", 1000000LL },
+        { "h", 3600000000000LL }, { "m", 60000000000LL }, { "s", 1000000000LL },
+    };
     long long total = 0;
     int any = 0;
 
+    if (s == NULL || *s == '\0')
+        return -1;
     while (*s) {
-        char *end;
-        double v = strtod(s, &end);
-        long long unit;
+        long long whole = 0, frac = 0, frac_den = 1, unit = 0, v;
+        int digits = 0;
 
-        if (end == s || v < 0)
-            return -1;
-        s = end;
-        if (strncmp(s, "ms", 2) == 0) {
-            unit = 1000000LL;
-            s += 2;
-        } else if (strncmp(s, "us", 2) == 0) {
-            unit = 1000LL;
-            s += 2;
-        } else if (strncmp(s, "ns", 2) == 0) {
-            unit = 1LL;
-            s += 2;
-        } else if (*s == 'h') {
-            unit = 3600000000000LL;
-            s++;
-        } else if (*s == 'm') {
-            unit = 60000000000LL;
-            s++;
-        } else if (*s == 's') {
-            unit = 1000000000LL;
-            s++;
-        } else if (*s == '\0' && !any) {
-            unit = 1000000000LL; /* a bare number: seconds */
-        } else {
-            return -1;
+        for (; isdigit((unsigned char)*s); s++, digits++) {
+            if (whole > (LLONG_MAX - 9) / 10)
+                return -1;
+            whole = whole * 10 + (*s - '0');
         }
-        total += (long long)(v * (double)unit);
+        if (*s == '.') {
+            for (s++; isdigit((unsigned char)*s); s++, digits++) {
+                if (frac_den < 1000000000000LL) { /* more digits than ns matter are dropped */
+                    frac = frac * 10 + (*s - '0');
+                    frac_den *= 10;
+                }
+            }
+        }
+        if (digits == 0)
+            return -1;
+        for (size_t i = 0; i < PH_ARRAY_LEN(units); i++) {
+            size_t l = strlen(units[i].suffix);
+            if (strncmp(s, units[i].suffix, l) == 0) {
+                unit = units[i].ns;
+                s += l;
+                break;
+            }
+        }
+        if (unit == 0) {
+            if (*s != '\0' || any)
+                return -1;
+            unit = 1000000000LL;
+        }
+        if (whole > LLONG_MAX / unit)
+            return -1;
+        v = whole * unit + (long long)((long double)frac * (long double)unit / (long double)frac_den);
+        if (v < 0 || total > LLONG_MAX - v)
+            return -1;
+        total += v;
         any = 1;
     }
-    if (!any)
-        return -1;
     *ns_out = total;
     return 0;
 }
@@ -196,127 +215,193 @@ ph_shell_split(const char *s, ph_strv *out, ph_error_t *err)
     }
 }
 
-char *
-ph_interpolate(const char *in, ph_lookup_cb lookup, void *ud, const char *where, ph_error_t *err)
+/* A growable output string with a ceiling: a value that expands past it is
+ * refused rather than eating memory (one variable holding a huge value,
+ * repeated, is the way that happens). */
+#define INTERP_MAX (1u << 20)
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+} sbuf;
+
+static int
+sbuf_put(sbuf *b, const char *s, size_t n)
 {
-    size_t cap = strlen(in) + 64, len = 0;
-    char *out = malloc(cap);
+    if (b->len + n + 1 > INTERP_MAX)
+        return -1;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        char *ns;
 
-#define PUT(str, l)                                                    \
-    do {                                                               \
-        size_t _l = (l);                                               \
-        if (len + _l + 1 > cap) {                                      \
-            char *_n;                                                  \
-            while (len + _l + 1 > cap)                                 \
-                cap *= 2;                                              \
-            _n = realloc(out, cap);                                    \
-            if (_n == NULL)                                            \
-                goto oom;                                              \
-            out = _n;                                                  \
-        }                                                              \
-        memcpy(out + len, (str), _l);                                  \
-        len += _l;                                                     \
-    } while (0)
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        ns = realloc(b->s, cap);
+        if (ns == NULL)
+            return -1;
+        b->s = ns;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+    return 0;
+}
 
-    if (out == NULL)
-        goto oom;
-    for (const char *p = in; *p;) {
-        if (*p != '$') {
-            PUT(p, 1);
+static int
+is_name_start(char c)
+{
+    return isalpha((unsigned char)c) || c == '_';
+}
+
+static int
+is_name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* The `}` closing the `${` at P, counting nested `${...}`; NULL if none. */
+static const char *
+closing_brace(const char *p)
+{
+    int depth = 1;
+
+    for (p += 2; *p; p++) {
+        if (p[0] == '$' && p[1] == '$') {
             p++;
-            continue;
+        } else if (p[0] == '$' && p[1] == '{') {
+            depth++;
+            p++;
+        } else if (*p == '}' && --depth == 0) {
+            return p;
         }
-        if (p[1] == '$') {
-            PUT("$", 1);
-            p += 2;
-            continue;
-        }
-        if (p[1] == '{') {
-            const char *close = strchr(p + 2, '}');
-            char expr[1024], name[256], *op;
-            const char *val, *arg = NULL;
-            size_t nl;
+    }
+    return NULL;
+}
 
-            if (close == NULL || (size_t)(close - p - 2) >= sizeof expr) {
-                ph_bad_input(err, "%s: unterminated or overlong `${` in `%s`", where, in);
-                free(out);
-                return NULL;
-            }
-            memcpy(expr, p + 2, (size_t)(close - p - 2));
-            expr[close - p - 2] = '\0';
-            nl = strcspn(expr, ":-?+");
-            if (nl == 0 || nl >= sizeof name) {
-                ph_bad_input(err, "%s: bad variable expression `${%s}`", where, expr);
-                free(out);
-                return NULL;
-            }
-            memcpy(name, expr, nl);
-            name[nl] = '\0';
-            for (size_t i = 0; i < nl; i++) {
-                if (!(isalnum((unsigned char)name[i]) || name[i] == '_')) {
-                    ph_bad_input(err, "%s: bad variable name in `${%s}`", where, expr);
-                    free(out);
-                    return NULL;
-                }
-            }
-            op = expr + nl;
-            val = lookup(name, ud);
-            if (*op == '\0') {
-                if (val)
-                    PUT(val, strlen(val));
-            } else if (strncmp(op, ":-", 2) == 0 || op[0] == '-') {
-                int colon = op[0] == ':';
-                arg = op + (colon ? 2 : 1);
-                if (val == NULL || (colon && val[0] == '\0'))
-                    val = arg;
-                PUT(val, strlen(val));
-            } else if (strncmp(op, ":?", 2) == 0 || op[0] == '?') {
-                int colon = op[0] == ':';
-                arg = op + (colon ? 2 : 1);
-                if (val == NULL || (colon && val[0] == '\0')) {
-                    ph_bad_input(err, "%s: required variable %s is not set%s%s", where, name, arg[0] ? ": " : "",
-                                 arg);
-                    free(out);
-                    return NULL;
-                }
-                PUT(val, strlen(val));
-            } else if (strncmp(op, ":+", 2) == 0 || op[0] == '+') {
-                int colon = op[0] == ':';
-                arg = op + (colon ? 2 : 1);
-                if (val != NULL && !(colon && val[0] == '\0'))
-                    PUT(arg, strlen(arg));
-            } else {
-                ph_bad_input(err, "%s: bad variable expression `${%s}`", where, expr);
-                free(out);
-                return NULL;
-            }
+static int interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *where,
+                       ph_error_t *err);
+
+/* One `${...}` whose inside is EXPR.  The word after the operator is itself
+ * interpolated (compose does), but only when it is used, so that a `:?`
+ * inside an unused default does not fire. */
+static int
+interp_braced(sbuf *b, const char *expr, ph_lookup_cb lookup, void *ud, const char *where, ph_error_t *err)
+{
+    char name[256];
+    const char *op, *val, *arg;
+    size_t nl = 0;
+    int colon, unset;
+
+    while (is_name_char(expr[nl]))
+        nl++;
+    if (nl == 0 || !is_name_start(expr[0]) || nl >= sizeof name)
+        return ph_bad_input(err, "%s: bad variable name in `${%s}`", where, expr);
+    memcpy(name, expr, nl);
+    name[nl] = '\0';
+    op = expr + nl;
+    val = lookup(name, ud);
+    if (*op == '\0')
+        return val && sbuf_put(b, val, strlen(val)) < 0 ? ph_bad_input(err, "%s: `%s` expands too far", where, name)
+                                                         : 0;
+    colon = op[0] == ':';
+    arg = op + colon + 1;
+    unset = val == NULL || (colon && val[0] == '\0');
+    switch (op[colon]) {
+    case '-':
+        if (unset)
+            return interp_into(b, arg, lookup, ud, where, err);
+        break;
+    case '+':
+        if (!unset)
+            return interp_into(b, arg, lookup, ud, where, err);
+        return 0;
+    case '?':
+        if (unset) {
+            sbuf msg = { 0 };
+            int rc = interp_into(&msg, arg, lookup, ud, where, err);
+
+            if (rc == 0)
+                ph_bad_input(err, "%s: required variable %s is %s%s%s", where, name, val ? "empty" : "not set",
+                             msg.len ? ": " : "", msg.len ? msg.s : "");
+            free(msg.s);
+            return -1;
+        }
+        break;
+    default:
+        return ph_bad_input(err, "%s: bad variable expression `${%s}` (expected ${%s}, ${%s:-default}, ${%s:?error})",
+                            where, expr, name, name, name);
+    }
+    if (sbuf_put(b, val, strlen(val)) < 0)
+        return ph_bad_input(err, "%s: `%s` expands too far", where, name);
+    return 0;
+}
+
+static int
+interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *where, ph_error_t *err)
+{
+    const char *p = in;
+
+    if (sbuf_put(b, "", 0) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    while (*p) {
+        size_t lit = strcspn(p, "$");
+        int rc = 0;
+
+        if (lit > 0) {
+            rc = sbuf_put(b, p, lit);
+            p += lit;
+        } else if (p[1] == '$') {
+            rc = sbuf_put(b, "$", 1);
+            p += 2;
+        } else if (p[1] == '{') {
+            const char *close = closing_brace(p);
+            char *expr;
+
+            if (close == NULL)
+                return ph_bad_input(err, "%s: unterminated `${` in `%s` (write `$$` for a literal `$`)", where, in);
+            expr = strndup(p + 2, (size_t)(close - p - 2));
+            if (expr == NULL)
+                return ph_fail(err, ENOMEM, "allocate");
+            rc = interp_braced(b, expr, lookup, ud, where, err);
+            free(expr);
+            if (rc < 0)
+                return -1;
             p = close + 1;
             continue;
-        }
-        if (isalpha((unsigned char)p[1]) || p[1] == '_') {
+        } else if (is_name_start(p[1])) {
             char name[256];
             size_t n = 0;
             const char *val;
 
-            p++;
-            while ((isalnum((unsigned char)*p) || *p == '_') && n + 1 < sizeof name)
-                name[n++] = *p++;
+            for (p++; is_name_char(*p); p++)
+                if (n + 1 < sizeof name)
+                    name[n++] = *p;
             name[n] = '\0';
             val = lookup(name, ud);
             if (val)
-                PUT(val, strlen(val));
-            continue;
+                rc = sbuf_put(b, val, strlen(val));
+        } else {
+            /* `$` before anything else is kept, as compose does. */
+            rc = sbuf_put(b, p, 1);
+            p++;
         }
-        PUT(p, 1);
-        p++;
+        if (rc < 0)
+            return ph_bad_input(err, "%s: the value expands past %u bytes", where, INTERP_MAX);
     }
-    PUT("", 1);
-    return out;
-oom:
-    free(out);
-    ph_fail(err, ENOMEM, "allocate");
-    return NULL;
-#undef PUT
+    return 0;
+}
+
+char *
+ph_interpolate(const char *in, ph_lookup_cb lookup, void *ud, const char *where, ph_error_t *err)
+{
+    sbuf b = { 0 };
+
+    if (interp_into(&b, in, lookup, ud, where ? where : "", err) < 0) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
 }
 
 /* ---- loading ---------------------------------------------------------- */
@@ -325,7 +410,10 @@ typedef struct loader {
     ph_yaml y;
     ph_kvv dotenv;
     ph_compose *c;
+    yaml_node_t **depends; /* per service: its depends_on node, checked once all services are known */
 } loader;
+
+#define KEY(k) (strcmp(key, (k)) == 0)
 
 static const char *
 lookup_cb(const char *name, void *ud)
@@ -336,178 +424,331 @@ lookup_cb(const char *name, void *ud)
     return v ? v : ph_kvv_get(&l->dotenv, name);
 }
 
-/* KEY=VALUE lines; # comments; optional quotes around the value. */
+static int
+dup_str(const char *s, char **dst, ph_error_t *err)
+{
+    char *c = strdup(s);
+
+    if (c == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    free(*dst);
+    *dst = c;
+    return 0;
+}
+
+static void
+warn_unknown(loader *l, const yaml_node_pair_t *pair, const char *prefix, const char *service)
+{
+    const char *key = ph_yaml_key(&l->y, pair);
+
+    /* x-* are extension fields: compose ignores them without a word. */
+    if (strncmp(key, "x-", 2) == 0)
+        return;
+    ph_warn("%s:%d: unknown key `%s%s` in service `%s` (ignored)", l->y.path,
+            ph_yaml_line(ph_yaml_node(&l->y, pair->key)), prefix, key, service);
+}
+
+/* Lexically clean an absolute path: no `.`, no `..`, no `//`.  Symlinks
+ * are not resolved, as compose does not resolve them either. */
+static void
+clean_path(char *p)
+{
+    char *src = p, *dst = p;
+
+    while (*src) {
+        while (*src == '/')
+            src++;
+        if (*src == '\0')
+            break;
+        if (src[0] == '.' && (src[1] == '/' || src[1] == '\0')) {
+            src++;
+        } else if (src[0] == '.' && src[1] == '.' && (src[2] == '/' || src[2] == '\0')) {
+            src += 2;
+            while (dst > p && *--dst != '/')
+                ;
+        } else {
+            *dst++ = '/';
+            while (*src && *src != '/')
+                *dst++ = *src++;
+        }
+    }
+    if (dst == p)
+        *dst++ = '/';
+    *dst = '\0';
+}
+
+/* P made absolute against BASE_DIR (or $HOME for `~`), cleaned; malloc'd. */
+static char *
+abs_path(const char *base_dir, const char *p)
+{
+    char *out = NULL;
+    int rc;
+
+    if (p[0] == '/')
+        rc = asprintf(&out, "%s", p);
+    else if (p[0] == '~' && (p[1] == '/' || p[1] == '\0'))
+        rc = asprintf(&out, "%s/%s", getenv("HOME") ? getenv("HOME") : "/", p + 1);
+    else
+        rc = asprintf(&out, "%s/%s", base_dir, p);
+    if (rc < 0)
+        return NULL;
+    clean_path(out);
+    return out;
+}
+
+/* KEY=VALUE lines, `export ` allowed, # comments and blank lines skipped;
+ * a value in matching quotes is taken as is, an unquoted one ends at ` #`. */
 static int
 read_env_file(const char *path, ph_kvv *out, int must_exist, ph_error_t *err)
 {
     char line[8192];
     FILE *f = fopen(path, "re");
-    int lineno = 0;
+    int lineno = 0, rc = 0;
 
     if (f == NULL) {
         if (!must_exist && errno == ENOENT)
             return 0;
-        return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", path);
+        return ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", path);
     }
-    while (fgets(line, sizeof line, f)) {
+    while (rc == 0 && fgets(line, sizeof line, f)) {
         char *s = line, *eq, *v, *end;
+        size_t len = strlen(line);
 
         lineno++;
+        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
+            rc = ph_bad_input(err, "%s:%d: line longer than %zu bytes", path, lineno, sizeof line - 2);
+            break;
+        }
         s[strcspn(s, "\r\n")] = '\0';
         while (isspace((unsigned char)*s))
             s++;
         if (*s == '\0' || *s == '#')
             continue;
         if (strncmp(s, "export ", 7) == 0)
-            s += 7;
+            for (s += 7; isspace((unsigned char)*s); s++)
+                ;
         eq = strchr(s, '=');
-        if (eq == NULL || eq == s) {
-            fclose(f);
-            return ph_bad_input(err, "%s:%d: expected KEY=VALUE", path, lineno);
+        if (eq == NULL) {
+            rc = ph_bad_input(err, "%s:%d: expected KEY=VALUE, got `%s`", path, lineno, s);
+            break;
         }
-        *eq = '\0';
-        v = eq + 1;
+        for (end = eq; end > s && isspace((unsigned char)end[-1]); end--)
+            ;
+        *end = '\0';
+        if (!is_name_start(*s) || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
+                                      strlen(s)) {
+            rc = ph_bad_input(err, "%s:%d: `%s` is not a variable name", path, lineno, s);
+            break;
+        }
+        for (v = eq + 1; *v == ' ' || *v == '\t'; v++)
+            ;
         end = v + strlen(v);
-        if ((v[0] == '"' || v[0] == '\'') && end > v + 1 && end[-1] == v[0]) {
-            end[-1] = '\0';
+        if ((v[0] == '"' || v[0] == '\'') && strchr(v + 1, v[0]) != NULL) {
+            end = strchr(v + 1, v[0]);
             v++;
+        } else {
+            char *hash = strstr(v, " #");
+            if (hash)
+                end = hash;
+            while (end > v && isspace((unsigned char)end[-1]))
+                end--;
         }
-        if (ph_kvv_set(out, s, v) < 0) {
-            fclose(f);
-            return ph_fail(err, ENOMEM, "allocate");
-        }
+        *end = '\0';
+        if (ph_kvv_set(out, s, v) < 0)
+            rc = ph_fail(err, ENOMEM, "allocate");
     }
     fclose(f);
-    return 0;
+    return rc;
 }
 
+/* Every scalar that is a value somewhere (not a key), once: aliases share
+ * nodes, and interpolating `$$X` twice would expand it the second time. */
 static int
-interpolate_tree(loader *l, yaml_node_t *n, ph_error_t *err)
+interpolate_document(loader *l, ph_error_t *err)
 {
-    char where[PATH_MAX + 32];
+    yaml_document_t *d = &l->y.doc;
+    size_t n = (size_t)(d->nodes.top - d->nodes.start);
+    unsigned char *is_key = calloc(n + 1, 1);
+    int rc = 0;
 
-    switch (n->type) {
-    case YAML_SCALAR_NODE: {
-        char *v;
+    if (is_key == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    for (yaml_node_t *m = d->nodes.start; m < d->nodes.top; m++)
+        if (m->type == YAML_MAPPING_NODE)
+            PH_YAML_FOREACH_PAIR(m, pair)
+                is_key[pair->key] = 1;
+    for (size_t i = 1; rc == 0 && i <= n; i++) {
+        yaml_node_t *s = ph_yaml_node(&l->y, (int)i);
+        char where[PATH_MAX + 32], *v;
 
-        if (strchr((const char *)n->data.scalar.value, '$') == NULL)
-            return 0;
-        snprintf(where, sizeof where, "%s:%d", l->y.path, ph_yaml_line(n));
-        v = ph_interpolate((const char *)n->data.scalar.value, lookup_cb, l, where, err);
-        if (v == NULL)
-            return -1;
-        free(n->data.scalar.value);
-        n->data.scalar.value = (yaml_char_t *)v;
-        n->data.scalar.length = strlen(v);
-        return 0;
-    }
-    case YAML_SEQUENCE_NODE:
-        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++)
-            if (interpolate_tree(l, ph_yaml_node(&l->y, *it), err) < 0)
-                return -1;
-        return 0;
-    case YAML_MAPPING_NODE:
-        PH_YAML_FOREACH_PAIR(n, pair) {
-            if (interpolate_tree(l, ph_yaml_node(&l->y, pair->value), err) < 0)
-                return -1;
+        if (is_key[i] || s->type != YAML_SCALAR_NODE || strchr((const char *)s->data.scalar.value, '$') == NULL)
+            continue;
+        snprintf(where, sizeof where, "%s:%d:%d", l->y.path, ph_yaml_line(s), ph_yaml_col(s));
+        v = ph_interpolate((const char *)s->data.scalar.value, lookup_cb, l, where, err);
+        if (v == NULL) {
+            rc = -1;
+            break;
         }
-        return 0;
-    default:
-        return 0;
+        free(s->data.scalar.value);
+        s->data.scalar.value = (yaml_char_t *)v;
+        s->data.scalar.length = strlen(v);
     }
+    free(is_key);
+    return rc;
 }
-
-static char *
-abs_path(const char *base_dir, const char *p)
-{
-    char *out = NULL, *real;
-
-    if (p[0] == '/')
-        out = strdup(p);
-    else if (asprintf(&out, "%s/%s", base_dir, p) < 0)
-        out = NULL;
-    if (out == NULL)
-        return NULL;
-    real = realpath(out, NULL);
-    if (real) {
-        free(out);
-        return real;
-    }
-    return out;
-}
-
-#define KEY(k) (strcmp(key, (k)) == 0)
 
 static int
 read_build(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
 {
     s->has_build = 1;
     if (v->type == YAML_SCALAR_NODE) {
-        s->build_context = abs_path(l->c->dir, (const char *)v->data.scalar.value);
-        return s->build_context ? 0 : ph_fail(err, ENOMEM, "allocate");
-    }
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(&l->y, v, err, "`build` must be a path or a mapping");
-    if (ph_yaml_check_dups(&l->y, v, err) < 0)
-        return -1;
-    PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *kn = ph_yaml_node(&l->y, pair->key), *vn = ph_yaml_node(&l->y, pair->value);
-        const char *key = (const char *)kn->data.scalar.value, *sv;
+        const char *ctx = ph_yaml_nonempty(&l->y, v, "build", err);
 
-        if (KEY("context")) {
-            if ((sv = ph_yaml_scalar(&l->y, vn, "build.context", err)) == NULL)
+        if (ctx == NULL)
+            return -1;
+        if ((s->build_context = abs_path(l->c->dir, ctx)) == NULL)
+            return ph_fail(err, ENOMEM, "allocate");
+    } else if (v->type != YAML_MAPPING_NODE) {
+        return ph_yaml_error(&l->y, v, err, "`build` must be a path or a mapping, not a list");
+    }
+    if (v->type == YAML_MAPPING_NODE) {
+        PH_YAML_FOREACH_PAIR(v, pair) {
+            yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+            const char *key = ph_yaml_key(&l->y, pair), *sv;
+            int rc = 0;
+
+            if (KEY("context")) {
+                if ((sv = ph_yaml_nonempty(&l->y, vn, "build.context", err)) == NULL)
+                    return -1;
+                free(s->build_context);
+                s->build_context = abs_path(l->c->dir, sv);
+                if (s->build_context == NULL)
+                    rc = ph_fail(err, ENOMEM, "allocate");
+            } else if (KEY("dockerfile")) {
+                rc = ph_yaml_dup(&l->y, vn, "build.dockerfile", &s->build_dockerfile, err);
+            } else if (KEY("args")) {
+                rc = ph_yaml_kvv(&l->y, vn, "build.args", &s->build_args, err);
+            } else {
+                warn_unknown(l, pair, "build.", s->name);
+            }
+            if (rc < 0)
                 return -1;
-            free(s->build_context);
-            s->build_context = abs_path(l->c->dir, sv);
-        } else if (KEY("dockerfile")) {
-            if ((sv = ph_yaml_scalar(&l->y, vn, "build.dockerfile", err)) == NULL)
-                return -1;
-            free(s->build_dockerfile);
-            s->build_dockerfile = strdup(sv);
-        } else if (KEY("args")) {
-            if (ph_yaml_kvv(&l->y, vn, "build.args", &s->build_args, err) < 0)
-                return -1;
-        } else {
-            ph_warn("%s:%d: unknown key `build.%s` in service `%s` (ignored)", l->y.path, ph_yaml_line(kn), key,
-                    s->name);
         }
     }
-    if (s->build_context == NULL)
-        s->build_context = strdup(l->c->dir);
+    if (s->build_context == NULL && (s->build_context = strdup(l->c->dir)) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    if (s->build_dockerfile == NULL && (s->build_dockerfile = strdup("Dockerfile")) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
+}
+
+/* "80" or "8000-8010", each 1..65535. */
+static int
+valid_port_range(const char *s)
+{
+    long lo, hi;
+    char *end;
+
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    lo = strtol(s, &end, 10);
+    hi = lo;
+    if (*end == '-') {
+        if (!isdigit((unsigned char)end[1]))
+            return 0;
+        hi = strtol(end + 1, &end, 10);
+    }
+    return *end == '\0' && lo >= 1 && lo <= 65535 && hi >= lo && hi <= 65535;
+}
+
+/* Short syntax: [[IP:][HOST]:]CONTAINER[/PROTO], IPv6 in brackets. */
+static int
+parse_port(loader *l, yaml_node_t *n, const char *spec, ph_port *p, ph_error_t *err)
+{
+    char buf[256], *proto, *rest = buf, *ip = NULL, *host = NULL, *ctr, *colon;
+
+    if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
+        return ph_yaml_error(&l->y, n, err, "port `%.32s...` is too long", spec);
+    proto = strrchr(buf, '/');
+    if (proto)
+        *proto++ = '\0';
+    if (proto && strcmp(proto, "tcp") != 0 && strcmp(proto, "udp") != 0 && strcmp(proto, "sctp") != 0)
+        return ph_yaml_error(&l->y, n, err, "port `%s`: protocol must be tcp, udp or sctp, not `%s`", spec, proto);
+    if (buf[0] == '[') {
+        char *close = strchr(buf, ']');
+
+        if (close == NULL || close[1] != ':')
+            return ph_yaml_error(&l->y, n, err, "port `%s`: expected [IPV6]:HOST:CONTAINER", spec);
+        *close = '\0';
+        ip = buf + 1;
+        rest = close + 2;
+    }
+    colon = strrchr(rest, ':');
+    if (colon) {
+        *colon = '\0';
+        ctr = colon + 1;
+        host = rest;
+        if (ip == NULL && (colon = strrchr(rest, ':')) != NULL) {
+            *colon = '\0';
+            ip = rest;
+            host = colon + 1;
+            if (strchr(ip, ':'))
+                return ph_yaml_error(&l->y, n, err, "port `%s`: write an IPv6 address in brackets", spec);
+        } else if (ip != NULL && strchr(rest, ':')) {
+            return ph_yaml_error(&l->y, n, err, "port `%s`: expected [IP:][HOST:]CONTAINER[/PROTO]", spec);
+        }
+    } else {
+        ctr = rest;
+        if (ip != NULL)
+            return ph_yaml_error(&l->y, n, err, "port `%s`: a host IP needs HOST:CONTAINER after it", spec);
+    }
+    if (!valid_port_range(ctr))
+        return ph_yaml_error(&l->y, n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, ctr);
+    if (host && host[0] != '\0' && !valid_port_range(host))
+        return ph_yaml_error(&l->y, n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, host);
+    if (ip && ip[0] == '\0')
+        return ph_yaml_error(&l->y, n, err, "port `%s`: empty host IP", spec);
+    if (dup_str(ctr, &p->container_port, err) < 0 || dup_str(proto ? proto : "tcp", &p->protocol, err) < 0 ||
+        (host && host[0] && dup_str(host, &p->host_port, err) < 0) || (ip && dup_str(ip, &p->host_ip, err) < 0))
+        return -1;
     return 0;
 }
 
 static int
-parse_port(loader *l, yaml_node_t *n, const char *spec, ph_port *p, ph_error_t *err)
+read_port_long(loader *l, ph_service *s, yaml_node_t *item, ph_port *p, ph_error_t *err)
 {
-    char buf[256], *parts[3], *slash, *save = NULL, *tok;
-    int np = 0;
+    yaml_node_t *target = NULL;
 
-    if (strlen(spec) >= sizeof buf)
-        return ph_yaml_error(&l->y, n, err, "port `%s` is too long", spec);
-    strcpy(buf, spec);
-    slash = strchr(buf, '/');
-    if (slash) {
-        *slash = '\0';
-        p->protocol = strdup(slash + 1);
-    } else {
-        p->protocol = strdup("tcp");
+    PH_YAML_FOREACH_PAIR(item, pair) {
+        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+        const char *key = ph_yaml_key(&l->y, pair);
+        char **dst = NULL;
+
+        if (KEY("target"))
+            dst = &p->container_port, target = vn;
+        else if (KEY("published"))
+            dst = &p->host_port;
+        else if (KEY("host_ip"))
+            dst = &p->host_ip;
+        else if (KEY("protocol"))
+            dst = &p->protocol;
+        else if (!KEY("mode") && !KEY("name") && !KEY("app_protocol")) /* no effect on one Engine */
+            warn_unknown(l, pair, "ports.", s->name);
+        if (dst && ph_yaml_dup(&l->y, vn, key, dst, err) < 0)
+            return -1;
+        if (dst == &p->host_port && !valid_port_range(p->host_port))
+            return ph_yaml_error(&l->y, vn, err, "`published`: `%s` is not a port number (1-65535) or range",
+                                 p->host_port);
+        if (dst == &p->protocol && strcmp(p->protocol, "tcp") != 0 && strcmp(p->protocol, "udp") != 0 &&
+            strcmp(p->protocol, "sctp") != 0)
+            return ph_yaml_error(&l->y, vn, err, "`protocol` must be tcp, udp or sctp, not `%s`", p->protocol);
     }
-    /* IPv6 host IPs in brackets are not supported here. */
-    for (tok = strtok_r(buf, ":", &save); tok && np < 3; tok = strtok_r(NULL, ":", &save))
-        parts[np++] = tok;
-    if (tok != NULL || np == 0)
-        return ph_yaml_error(&l->y, n, err, "port `%s`: expected [[IP:]HOST:]CONTAINER[/PROTO]", spec);
-    for (int i = np == 3 ? 1 : 0; i < np; i++) {
-        for (const char *c = parts[i]; *c; c++)
-            if (!isdigit((unsigned char)*c) && *c != '-')
-                return ph_yaml_error(&l->y, n, err, "port `%s`: `%s` is not a port number", spec, parts[i]);
-    }
-    p->container_port = strdup(parts[np - 1]);
-    if (np >= 2)
-        p->host_port = strdup(parts[np - 2]);
-    if (np == 3)
-        p->host_ip = strdup(parts[0]);
+    if (target == NULL)
+        return ph_yaml_error(&l->y, item, err, "a port in the long syntax needs `target`");
+    if (!valid_port_range(p->container_port))
+        return ph_yaml_error(&l->y, target, err, "`target`: `%s` is not a port number (1-65535)", p->container_port);
+    if (p->protocol == NULL)
+        return dup_str("tcp", &p->protocol, err);
     return 0;
 }
 
@@ -529,75 +770,147 @@ read_ports(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
             if (parse_port(l, item, (const char *)item->data.scalar.value, p, err) < 0)
                 return -1;
         } else if (item->type == YAML_MAPPING_NODE) {
-            PH_YAML_FOREACH_PAIR(item, pair) {
-                yaml_node_t *kn = ph_yaml_node(&l->y, pair->key), *vn = ph_yaml_node(&l->y, pair->value);
-                const char *key = (const char *)kn->data.scalar.value;
-                const char *sv = ph_yaml_scalar(&l->y, vn, key, err);
-
-                if (sv == NULL)
-                    return -1;
-                if (KEY("target"))
-                    p->container_port = strdup(sv);
-                else if (KEY("published"))
-                    p->host_port = strdup(sv);
-                else if (KEY("host_ip"))
-                    p->host_ip = strdup(sv);
-                else if (KEY("protocol"))
-                    p->protocol = strdup(sv);
-                else if (!KEY("mode") && !KEY("name") && !KEY("app_protocol"))
-                    ph_warn("%s:%d: unknown key `ports.%s` in service `%s` (ignored)", l->y.path,
-                            ph_yaml_line(kn), key, s->name);
-            }
-            if (p->container_port == NULL)
-                return ph_yaml_error(&l->y, item, err, "a port needs `target`");
-            if (p->protocol == NULL)
-                p->protocol = strdup("tcp");
+            if (read_port_long(l, s, item, p, err) < 0)
+                return -1;
         } else {
-            return ph_yaml_error(&l->y, item, err, "a port must be a string or a mapping");
+            return ph_yaml_error(&l->y, item, err, "a port must be a string or a mapping, not a list");
         }
     }
     return 0;
 }
 
+/* What compose takes for a path rather than a volume name. */
 static int
-add_volume(loader *l, ph_service *s, yaml_node_t *n, const char *source, const char *target, int ro,
-           const char *type, ph_error_t *err)
+looks_like_path(const char *s)
 {
-    ph_volume *nv = realloc(s->volumes, (s->n_volumes + 1) * sizeof *nv), *v;
-    int bind;
+    return s[0] == '/' || s[0] == '.' || s[0] == '~';
+}
 
+static int
+valid_volume_name(const char *s)
+{
+    return isalnum((unsigned char)s[0]) &&
+           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == strlen(s);
+}
+
+static int
+add_volume(loader *l, ph_service *s, yaml_node_t *n, const char *source, const char *target, int ro, int bind,
+           ph_error_t *err)
+{
+    ph_volume *nv, *v;
+
+    if (target == NULL || target[0] != '/')
+        return ph_yaml_error(&l->y, n, err, "volume target `%s` must be an absolute path", target ? target : "");
+    if (source != NULL && !bind) {
+        int declared = 0;
+
+        if (!valid_volume_name(source))
+            return ph_yaml_error(&l->y, n, err,
+                                 "`%s` is neither a path (start it with ./ or /) nor a volume name", source);
+        for (size_t i = 0; i < l->c->volumes.n; i++)
+            declared |= strcmp(l->c->volumes.v[i], source) == 0;
+        if (!declared)
+            return ph_yaml_error(&l->y, n, err,
+                                 "service `%s` uses volume `%s`, which the top-level `volumes:` does not declare",
+                                 s->name, source);
+    }
+    nv = realloc(s->volumes, (s->n_volumes + 1) * sizeof *nv);
     if (nv == NULL)
         return ph_fail(err, ENOMEM, "allocate");
     s->volumes = nv;
     v = &s->volumes[s->n_volumes++];
     memset(v, 0, sizeof *v);
-    if (target == NULL || target[0] != '/')
-        return ph_yaml_error(&l->y, n, err, "volume target `%s` must be an absolute path", target ? target : "");
-    bind = type ? strcmp(type, "bind") == 0
-                : source && (source[0] == '/' || source[0] == '.' || source[0] == '~');
     v->bind = bind;
     v->read_only = ro;
-    v->target = strdup(target);
+    if ((v->target = strdup(target)) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
     if (source != NULL) {
-        if (bind && source[0] == '~') {
-            const char *home = getenv("HOME");
-            char *p = NULL;
-            if (asprintf(&p, "%s%s", home ? home : "", source + 1) < 0)
-                return ph_fail(err, ENOMEM, "allocate");
-            v->source = p;
-        } else {
-            v->source = bind ? abs_path(l->c->dir, source) : strdup(source);
-        }
-        if (!bind) {
-            int declared = 0;
-            for (size_t i = 0; i < l->c->volumes.n; i++)
-                declared |= strcmp(l->c->volumes.v[i], source) == 0;
-            if (!declared)
-                return ph_yaml_error(&l->y, n, err, "service `%s` uses volume `%s`, which the top-level `volumes:` does not declare",
-                                     s->name, source);
-        }
+        v->source = bind ? abs_path(l->c->dir, source) : strdup(source);
+        if (v->source == NULL)
+            return ph_fail(err, ENOMEM, "allocate");
     }
     return 0;
+}
+
+/* SRC:DST[:MODE] or DST; MODE is a comma list such as `ro,z`. */
+static int
+read_volume_short(loader *l, ph_service *s, yaml_node_t *item, ph_error_t *err)
+{
+    static const char *const modes[] = { "ro", "rw", "z", "Z", "nocopy", "cached", "delegated", "consistent",
+                                         "shared", "rshared", "slave", "rslave", "private", "rprivate" };
+    const char *spec = (const char *)item->data.scalar.value;
+    char buf[PATH_MAX * 2], *f[4] = { 0 }, *save = NULL;
+    int nf = 0, ro = 0;
+
+    if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
+        return ph_yaml_error(&l->y, item, err, "volume `%.32s...` is too long", spec);
+    f[nf++] = buf;
+    for (char *c = buf; *c && nf < 4; c++)
+        if (*c == ':') {
+            *c = '\0';
+            f[nf++] = c + 1;
+        }
+    if (nf > 3)
+        return ph_yaml_error(&l->y, item, err, "volume `%s`: expected SOURCE:TARGET[:MODE] or TARGET", spec);
+    if (nf == 1)
+        return add_volume(l, s, item, NULL, f[0], 0, 0, err);
+    if (f[0][0] == '\0')
+        return ph_yaml_error(&l->y, item, err, "volume `%s`: empty source", spec);
+    if (nf == 3) {
+        for (char *m = strtok_r(f[2], ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+            size_t i;
+
+            for (i = 0; i < PH_ARRAY_LEN(modes) && strcmp(m, modes[i]) != 0; i++)
+                ;
+            if (i == PH_ARRAY_LEN(modes))
+                return ph_yaml_error(&l->y, item, err, "volume `%s`: unknown mode `%s`", spec, m);
+            if (strcmp(m, "ro") == 0)
+                ro = 1;
+            else if (strcmp(m, "rw") == 0)
+                ro = 0;
+        }
+    }
+    return add_volume(l, s, item, f[0], f[1], ro, looks_like_path(f[0]), err);
+}
+
+static int
+read_volume_long(loader *l, ph_service *s, yaml_node_t *item, ph_error_t *err)
+{
+    const char *src = NULL, *dst = NULL, *type = NULL;
+    yaml_node_t *type_node = NULL;
+    int ro = 0;
+
+    PH_YAML_FOREACH_PAIR(item, pair) {
+        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+        const char *key = ph_yaml_key(&l->y, pair);
+
+        if (KEY("source")) {
+            if ((src = ph_yaml_nonempty(&l->y, vn, "volumes.source", err)) == NULL)
+                return -1;
+        } else if (KEY("target")) {
+            if ((dst = ph_yaml_nonempty(&l->y, vn, "volumes.target", err)) == NULL)
+                return -1;
+        } else if (KEY("type")) {
+            if ((type = ph_yaml_nonempty(&l->y, vn, "volumes.type", err)) == NULL)
+                return -1;
+            type_node = vn;
+        } else if (KEY("read_only")) {
+            if (ph_yaml_bool(&l->y, vn, "volumes.read_only", &ro, err) < 0)
+                return -1;
+        } else {
+            warn_unknown(l, pair, "volumes.", s->name);
+        }
+    }
+    if (type == NULL)
+        return ph_yaml_error(&l->y, item, err, "a volume in the long syntax needs `type` (bind or volume)");
+    if (strcmp(type, "bind") == 0) {
+        if (src == NULL)
+            return ph_yaml_error(&l->y, item, err, "a bind mount needs `source`");
+        return add_volume(l, s, item, src, dst, ro, 1, err);
+    }
+    if (strcmp(type, "volume") == 0)
+        return add_volume(l, s, item, src, dst, ro, 0, err);
+    return ph_yaml_error(&l->y, type_node, err, "volume `type: %s` is not supported (bind or volume)", type);
 }
 
 static int
@@ -607,52 +920,16 @@ read_volumes(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
         return ph_yaml_error(&l->y, v, err, "`volumes` must be a list");
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
         yaml_node_t *item = ph_yaml_node(&l->y, *it);
+        int rc;
 
-        if (item->type == YAML_SCALAR_NODE) {
-            char buf[PATH_MAX * 2], *f[3] = { 0 }, *save = NULL, *tok;
-            int nf = 0;
-
-            snprintf(buf, sizeof buf, "%s", (const char *)item->data.scalar.value);
-            for (tok = strtok_r(buf, ":", &save); tok && nf < 3; tok = strtok_r(NULL, ":", &save))
-                f[nf++] = tok;
-            if (nf == 1) {
-                if (add_volume(l, s, item, NULL, f[0], 0, NULL, err) < 0)
-                    return -1;
-            } else {
-                int ro = nf == 3 && strstr(f[2], "ro") != NULL && strstr(f[2], "rw") == NULL;
-                if (add_volume(l, s, item, f[0], f[1], ro, NULL, err) < 0)
-                    return -1;
-            }
-        } else if (item->type == YAML_MAPPING_NODE) {
-            const char *src = NULL, *dst = NULL, *type = NULL;
-            int ro = 0;
-
-            PH_YAML_FOREACH_PAIR(item, pair) {
-                yaml_node_t *kn = ph_yaml_node(&l->y, pair->key), *vn = ph_yaml_node(&l->y, pair->value);
-                const char *key = (const char *)kn->data.scalar.value;
-
-                if (KEY("source")) {
-                    if ((src = ph_yaml_scalar(&l->y, vn, "volumes.source", err)) == NULL)
-                        return -1;
-                } else if (KEY("target")) {
-                    if ((dst = ph_yaml_scalar(&l->y, vn, "volumes.target", err)) == NULL)
-                        return -1;
-                } else if (KEY("type")) {
-                    if ((type = ph_yaml_scalar(&l->y, vn, "volumes.type", err)) == NULL)
-                        return -1;
-                } else if (KEY("read_only")) {
-                    if (ph_yaml_bool(&l->y, vn, "volumes.read_only", &ro, err) < 0)
-                        return -1;
-                } else {
-                    ph_warn("%s:%d: unknown key `volumes.%s` in service `%s` (ignored)", l->y.path,
-                            ph_yaml_line(kn), key, s->name);
-                }
-            }
-            if (add_volume(l, s, item, src, dst, ro, type, err) < 0)
-                return -1;
-        } else {
-            return ph_yaml_error(&l->y, item, err, "a volume must be a string or a mapping");
-        }
+        if (item->type == YAML_SCALAR_NODE)
+            rc = read_volume_short(l, s, item, err);
+        else if (item->type == YAML_MAPPING_NODE)
+            rc = read_volume_long(l, s, item, err);
+        else
+            rc = ph_yaml_error(&l->y, item, err, "a volume must be a string or a mapping, not a list");
+        if (rc < 0)
+            return -1;
     }
     return 0;
 }
@@ -666,17 +943,27 @@ read_healthcheck(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
         return ph_yaml_error(&l->y, v, err, "`healthcheck` must be a mapping");
     h->present = 1;
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *kn = ph_yaml_node(&l->y, pair->key), *vn = ph_yaml_node(&l->y, pair->value);
-        const char *key = (const char *)kn->data.scalar.value;
+        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+        const char *key = ph_yaml_key(&l->y, pair);
         int rc = 0;
 
         if (KEY("test")) {
+            ph_strv_free(&h->test);
             if (vn->type == YAML_SCALAR_NODE) {
-                rc = ph_strv_push(&h->test, "CMD-SHELL") < 0 || ph_strv_push(&h->test, (const char *)vn->data.scalar.value) < 0
-                         ? ph_fail(err, ENOMEM, "allocate")
-                         : 0;
-            } else {
-                rc = ph_yaml_strv(&l->y, vn, "healthcheck.test", 0, 0, &h->test, err);
+                const char *cmd = ph_yaml_nonempty(&l->y, vn, "healthcheck.test", err);
+
+                if (cmd == NULL)
+                    return -1;
+                if (ph_strv_push(&h->test, "CMD-SHELL") < 0 || ph_strv_push(&h->test, cmd) < 0)
+                    rc = ph_fail(err, ENOMEM, "allocate");
+            } else if ((rc = ph_yaml_strv(&l->y, vn, "healthcheck.test", 0, 0, &h->test, err)) == 0) {
+                const char *first = h->test.n ? h->test.v[0] : "";
+
+                if (strcmp(first, "NONE") == 0)
+                    h->disable = 1;
+                else if ((strcmp(first, "CMD") != 0 && strcmp(first, "CMD-SHELL") != 0) || h->test.n < 2)
+                    rc = ph_yaml_error(&l->y, vn, err,
+                                       "`healthcheck.test` must start with CMD or CMD-SHELL and a command, or be [NONE]");
             }
         } else if (KEY("interval")) {
             rc = ph_yaml_duration(&l->y, vn, "healthcheck.interval", &h->interval_ns, err);
@@ -685,18 +972,21 @@ read_healthcheck(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
         } else if (KEY("start_period")) {
             rc = ph_yaml_duration(&l->y, vn, "healthcheck.start_period", &h->start_period_ns, err);
         } else if (KEY("retries")) {
-            const char *sv = ph_yaml_scalar(&l->y, vn, "healthcheck.retries", err);
+            const char *sv = ph_yaml_nonempty(&l->y, vn, "healthcheck.retries", err);
             char *end;
+            long r;
+
             if (sv == NULL)
                 return -1;
-            h->retries = (int)strtol(sv, &end, 10);
-            if (*end != '\0' || h->retries < 0)
-                rc = ph_yaml_error(&l->y, vn, err, "`healthcheck.retries` must be a number");
+            errno = 0;
+            r = strtol(sv, &end, 10);
+            if (*end != '\0' || errno || r < 0 || r > 1000000)
+                rc = ph_yaml_error(&l->y, vn, err, "`healthcheck.retries` must be a number, not `%s`", sv);
+            h->retries = (int)r;
         } else if (KEY("disable")) {
             rc = ph_yaml_bool(&l->y, vn, "healthcheck.disable", &h->disable, err);
         } else {
-            ph_warn("%s:%d: unknown key `healthcheck.%s` in service `%s` (ignored)", l->y.path, ph_yaml_line(kn),
-                    key, s->name);
+            warn_unknown(l, pair, "healthcheck.", s->name);
         }
         if (rc < 0)
             return -1;
@@ -705,7 +995,135 @@ read_healthcheck(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
 }
 
 static int
-read_service(loader *l, ph_service *s, yaml_node_t *map, ph_error_t *err)
+read_networks(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+{
+    if (v->type == YAML_MAPPING_NODE) {
+        PH_YAML_FOREACH_PAIR(v, pair) {
+            yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+
+            /* Per-network settings (aliases, ipv4_address) are not supported. */
+            if (!ph_yaml_is_null(vn) && vn->type != YAML_MAPPING_NODE)
+                return ph_yaml_error(&l->y, vn, err, "`networks.%s` must be a mapping or empty",
+                                     ph_yaml_key(&l->y, pair));
+            if (ph_strv_push(&s->networks, ph_yaml_key(&l->y, pair)) < 0)
+                return ph_fail(err, ENOMEM, "allocate");
+        }
+    } else if (ph_yaml_strv(&l->y, v, "networks", 0, 0, &s->networks, err) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < s->networks.n; i++) {
+        int declared = strcmp(s->networks.v[i], "default") == 0;
+
+        for (size_t j = 0; j < l->c->networks.n; j++)
+            declared |= strcmp(l->c->networks.v[j], s->networks.v[i]) == 0;
+        if (!declared)
+            return ph_yaml_error(&l->y, v, err,
+                                 "service `%s` uses network `%s`, which the top-level `networks:` does not declare",
+                                 s->name, s->networks.v[i]);
+    }
+    return 0;
+}
+
+static int
+read_depends_on(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+{
+    if (v->type != YAML_MAPPING_NODE)
+        return ph_yaml_strv(&l->y, v, "depends_on", 0, 0, &s->depends_on, err);
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+        const char *dep = ph_yaml_key(&l->y, pair);
+
+        if (vn->type == YAML_MAPPING_NODE) {
+            PH_YAML_FOREACH_PAIR(vn, cp) {
+                yaml_node_t *cv = ph_yaml_node(&l->y, cp->value);
+                const char *key = ph_yaml_key(&l->y, cp), *sv;
+                int b;
+
+                if (KEY("condition")) {
+                    if ((sv = ph_yaml_scalar(&l->y, cv, "depends_on.condition", err)) == NULL)
+                        return -1;
+                    if (strcmp(sv, "service_started") != 0 && strcmp(sv, "service_healthy") != 0 &&
+                        strcmp(sv, "service_completed_successfully") != 0)
+                        return ph_yaml_error(&l->y, cv, err,
+                                             "`depends_on.%s.condition` must be service_started, service_healthy "
+                                             "or service_completed_successfully, not `%s`", dep, sv);
+                } else if (KEY("restart") || KEY("required")) {
+                    if (ph_yaml_bool(&l->y, cv, key, &b, err) < 0)
+                        return -1;
+                } else {
+                    warn_unknown(l, cp, "depends_on.", s->name);
+                }
+            }
+        } else if (!ph_yaml_is_null(vn)) {
+            return ph_yaml_error(&l->y, vn, err, "`depends_on.%s` must be a mapping (condition: ...)", dep);
+        }
+        if (ph_strv_push(&s->depends_on, dep) < 0)
+            return ph_fail(err, ENOMEM, "allocate");
+    }
+    return 0;
+}
+
+/* A path, a list of paths, or a list of {path, required} (compose 2.24). */
+static int
+read_env_files(loader *l, ph_service *s, yaml_node_t *v, ph_kvv *out, ph_error_t *err)
+{
+    yaml_node_item_t one = 0, *start = &one, *top = &one + 1;
+
+    if (v->type == YAML_SEQUENCE_NODE) {
+        start = v->data.sequence.items.start;
+        top = v->data.sequence.items.top;
+    } else if (v->type != YAML_SCALAR_NODE) {
+        return ph_yaml_error(&l->y, v, err, "`env_file` must be a path or a list of paths");
+    }
+    for (yaml_node_item_t *it = start; it < top; it++) {
+        yaml_node_t *item = it == &one ? v : ph_yaml_node(&l->y, *it), *path_node = item;
+        const char *file = NULL;
+        int required = 1, rc;
+        char *p;
+
+        if (item->type == YAML_MAPPING_NODE) {
+            PH_YAML_FOREACH_PAIR(item, pair) {
+                yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+                const char *key = ph_yaml_key(&l->y, pair);
+
+                if (KEY("path")) {
+                    if ((file = ph_yaml_nonempty(&l->y, vn, "env_file.path", err)) == NULL)
+                        return -1;
+                    path_node = vn;
+                } else if (KEY("required")) {
+                    if (ph_yaml_bool(&l->y, vn, "env_file.required", &required, err) < 0)
+                        return -1;
+                } else {
+                    warn_unknown(l, pair, "env_file.", s->name);
+                }
+            }
+            if (file == NULL)
+                return ph_yaml_error(&l->y, item, err, "an `env_file` entry needs `path`");
+        } else if ((file = ph_yaml_nonempty(&l->y, item, "env_file", err)) == NULL) {
+            return -1;
+        }
+        p = abs_path(l->c->dir, file);
+        if (p == NULL)
+            return ph_fail(err, ENOMEM, "allocate");
+        rc = read_env_file(p, out, required, err);
+        free(p);
+        if (rc < 0)
+            return ph_error_wrap(err, "%s:%d:%d: env_file", l->y.path, ph_yaml_line(path_node),
+                                 ph_yaml_col(path_node));
+    }
+    return 0;
+}
+
+/* Like compose: a letter or digit, then letters, digits, `_`, `.`, `-`. */
+static int
+valid_service_name(const char *s)
+{
+    return isalnum((unsigned char)s[0]) &&
+           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == strlen(s);
+}
+
+static int
+read_service(loader *l, ph_service *s, yaml_node_t *map, yaml_node_t **depends, ph_error_t *err)
 {
     ph_kvv env_file = { 0 }, env = { 0 };
     int rc = 0;
@@ -713,16 +1131,12 @@ read_service(loader *l, ph_service *s, yaml_node_t *map, ph_error_t *err)
     s->stop_grace_ns = -1;
     if (map->type != YAML_MAPPING_NODE)
         return ph_yaml_error(&l->y, map, err, "service `%s` must be a mapping", s->name);
-    if (ph_yaml_check_dups(&l->y, map, err) < 0)
-        return -1;
     PH_YAML_FOREACH_PAIR(map, pair) {
-        yaml_node_t *kn = ph_yaml_node(&l->y, pair->key), *v = ph_yaml_node(&l->y, pair->value);
-        const char *key = (const char *)kn->data.scalar.value, *sv;
+        yaml_node_t *v = ph_yaml_node(&l->y, pair->value);
+        const char *key = ph_yaml_key(&l->y, pair), *sv;
 
         if (KEY("image")) {
-            if ((sv = ph_yaml_scalar(&l->y, v, "image", err)) == NULL)
-                goto fail;
-            s->image = strdup(sv);
+            rc = ph_yaml_dup(&l->y, v, "image", &s->image, err);
         } else if (KEY("build")) {
             rc = read_build(l, s, v, err);
         } else if (KEY("command")) {
@@ -734,57 +1148,22 @@ read_service(loader *l, ph_service *s, yaml_node_t *map, ph_error_t *err)
         } else if (KEY("environment")) {
             rc = ph_yaml_kvv(&l->y, v, "environment", &env, err);
         } else if (KEY("env_file")) {
-            ph_strv files = { 0 };
-
-            rc = ph_yaml_strv(&l->y, v, "env_file", 1, 0, &files, err);
-            for (size_t i = 0; rc == 0 && i < files.n; i++) {
-                char *p = abs_path(l->c->dir, files.v[i]);
-                rc = p ? read_env_file(p, &env_file, 1, err) : ph_fail(err, ENOMEM, "allocate");
-                if (rc < 0)
-                    ph_error_wrap(err, "%s:%d: env_file", l->y.path, ph_yaml_line(v));
-                free(p);
-            }
-            ph_strv_free(&files);
+            rc = read_env_files(l, s, v, &env_file, err);
         } else if (KEY("working_dir")) {
-            if ((sv = ph_yaml_scalar(&l->y, v, "working_dir", err)) == NULL)
-                goto fail;
-            s->working_dir = strdup(sv);
+            rc = ph_yaml_dup(&l->y, v, "working_dir", &s->working_dir, err);
+            if (rc == 0 && s->working_dir[0] != '/')
+                rc = ph_yaml_error(&l->y, v, err, "`working_dir` must be an absolute path, not `%s`", s->working_dir);
         } else if (KEY("user")) {
-            if ((sv = ph_yaml_scalar(&l->y, v, "user", err)) == NULL)
-                goto fail;
-            s->user = strdup(sv);
+            rc = ph_yaml_dup(&l->y, v, "user", &s->user, err);
         } else if (KEY("ports")) {
             rc = read_ports(l, s, v, err);
         } else if (KEY("volumes")) {
             rc = read_volumes(l, s, v, err);
         } else if (KEY("networks")) {
-            if (v->type == YAML_MAPPING_NODE) {
-                PH_YAML_FOREACH_PAIR(v, np) {
-                    yaml_node_t *nk = ph_yaml_node(&l->y, np->key);
-                    if (ph_strv_push(&s->networks, (const char *)nk->data.scalar.value) < 0)
-                        rc = ph_fail(err, ENOMEM, "allocate");
-                }
-            } else {
-                rc = ph_yaml_strv(&l->y, v, "networks", 0, 0, &s->networks, err);
-            }
-            for (size_t i = 0; rc == 0 && i < s->networks.n; i++) {
-                int declared = strcmp(s->networks.v[i], "default") == 0;
-                for (size_t j = 0; j < l->c->networks.n; j++)
-                    declared |= strcmp(l->c->networks.v[j], s->networks.v[i]) == 0;
-                if (!declared)
-                    rc = ph_yaml_error(&l->y, v, err, "service `%s` uses network `%s`, which the top-level `networks:` does not declare",
-                                       s->name, s->networks.v[i]);
-            }
+            rc = read_networks(l, s, v, err);
         } else if (KEY("depends_on")) {
-            if (v->type == YAML_MAPPING_NODE) {
-                PH_YAML_FOREACH_PAIR(v, dp) {
-                    yaml_node_t *dk = ph_yaml_node(&l->y, dp->key);
-                    if (ph_strv_push(&s->depends_on, (const char *)dk->data.scalar.value) < 0)
-                        rc = ph_fail(err, ENOMEM, "allocate");
-                }
-            } else {
-                rc = ph_yaml_strv(&l->y, v, "depends_on", 0, 0, &s->depends_on, err);
-            }
+            *depends = v;
+            rc = read_depends_on(l, s, v, err);
         } else if (KEY("cap_add")) {
             rc = ph_yaml_strv(&l->y, v, "cap_add", 0, 0, &s->cap_add, err);
         } else if (KEY("cap_drop")) {
@@ -796,27 +1175,28 @@ read_service(loader *l, ph_service *s, yaml_node_t *map, ph_error_t *err)
         } else if (KEY("stop_signal")) {
             char buf[16];
             const char *norm;
-            if ((sv = ph_yaml_scalar(&l->y, v, "stop_signal", err)) == NULL)
+
+            if ((sv = ph_yaml_nonempty(&l->y, v, "stop_signal", err)) == NULL)
                 goto fail;
             norm = ph_signal_normalise(sv, buf);
             if (norm == NULL)
                 rc = ph_yaml_error(&l->y, v, err, "`stop_signal`: `%s` is not a signal", sv);
             else
-                s->stop_signal = strdup(norm);
+                rc = dup_str(norm, &s->stop_signal, err);
         } else if (KEY("stop_grace_period")) {
             rc = ph_yaml_duration(&l->y, v, "stop_grace_period", &s->stop_grace_ns, err);
         } else if (KEY("healthcheck")) {
             rc = read_healthcheck(l, s, v, err);
         } else if (KEY("labels")) {
             rc = ph_yaml_kvv(&l->y, v, "labels", &s->labels, err);
+            /* A label without a value is an empty label, not an unset one. */
+            for (size_t i = 0; rc == 0 && i < s->labels.n; i++)
+                if (s->labels.v[i].value == NULL && (s->labels.v[i].value = strdup("")) == NULL)
+                    rc = ph_fail(err, ENOMEM, "allocate");
         } else if (KEY("container_name")) {
-            if ((sv = ph_yaml_scalar(&l->y, v, "container_name", err)) == NULL)
-                goto fail;
-            s->container_name = strdup(sv);
-        } else if (strncmp(key, "x-", 2) == 0) {
-            /* extension fields: ignored, as compose does */
+            rc = ph_yaml_dup(&l->y, v, "container_name", &s->container_name, err);
         } else {
-            ph_warn("%s:%d: unknown key `%s` in service `%s` (ignored)", l->y.path, ph_yaml_line(kn), key, s->name);
+            warn_unknown(l, pair, "", s->name);
         }
         if (rc < 0)
             goto fail;
@@ -896,13 +1276,16 @@ ph_compose_free(ph_compose *c)
 ph_service *
 ph_compose_service(ph_compose *c, const char *name)
 {
+    if (c == NULL || name == NULL)
+        return NULL;
     for (size_t i = 0; i < c->n_services; i++)
         if (strcmp(c->services[i].name, name) == 0)
             return &c->services[i];
     return NULL;
 }
 
-/* Like compose: lowercase, keep [a-z0-9_-], must start with a letter or digit. */
+/* Like compose's NormalizeProjectName: lowercase, keep [a-z0-9_-], and
+ * drop what comes before the first letter or digit. */
 static char *
 normalise_project(const char *in)
 {
@@ -913,7 +1296,7 @@ normalise_project(const char *in)
         return NULL;
     for (const char *p = in; *p; p++) {
         char ch = (char)tolower((unsigned char)*p);
-        if (isalnum((unsigned char)ch) || ((ch == '_' || ch == '-') && j > 0))
+        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ((ch == '_' || ch == '-') && j > 0))
             out[j++] = ch;
     }
     out[j] = '\0';
@@ -923,16 +1306,135 @@ normalise_project(const char *in)
 static int
 read_top_names(loader *l, yaml_node_t *v, const char *key, ph_strv *out, ph_error_t *err)
 {
-    if (v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0)
+    if (ph_yaml_is_null(v))
         return 0;
     if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(&l->y, v, err, "top-level `%s` must be a mapping", key);
+        return ph_yaml_error(&l->y, v, err, "top-level `%s` must be a mapping of names", key);
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *kn = ph_yaml_node(&l->y, pair->key);
-        if (ph_strv_push(out, (const char *)kn->data.scalar.value) < 0)
+        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+
+        if (!ph_yaml_is_null(vn) && vn->type != YAML_MAPPING_NODE)
+            return ph_yaml_error(&l->y, vn, err, "`%s.%s` must be a mapping or empty", key, ph_yaml_key(&l->y, pair));
+        if (ph_strv_push(out, ph_yaml_key(&l->y, pair)) < 0)
             return ph_fail(err, ENOMEM, "allocate");
     }
     return 0;
+}
+
+/* The node of service I's Kth depends_on entry: the list item or the map
+ * key, so that errors point at the name itself. */
+static yaml_node_t *
+depends_entry(loader *l, size_t i, size_t k)
+{
+    yaml_node_t *d = l->depends[i];
+
+    if (d->type == YAML_SEQUENCE_NODE && k < (size_t)(d->data.sequence.items.top - d->data.sequence.items.start))
+        return ph_yaml_node(&l->y, d->data.sequence.items.start[k]);
+    if (d->type == YAML_MAPPING_NODE && k < (size_t)(d->data.mapping.pairs.top - d->data.mapping.pairs.start))
+        return ph_yaml_node(&l->y, d->data.mapping.pairs.start[k].key);
+    return d;
+}
+
+/* Every depends_on entry names a service of this file, and following them
+ * never comes back: compose refuses both, and a cycle would deadlock the
+ * start order. */
+static int
+check_depends(loader *l, ph_error_t *err)
+{
+    ph_compose *c = l->c;
+    unsigned char *colour;
+    size_t *stack, *next, depth;
+
+    for (size_t i = 0; i < c->n_services; i++) {
+        ph_service *s = &c->services[i];
+
+        for (size_t k = 0; k < s->depends_on.n; k++) {
+            const char *dep = s->depends_on.v[k];
+            yaml_node_t *at = depends_entry(l, i, k);
+
+            if (strcmp(dep, s->name) == 0)
+                return ph_yaml_error(&l->y, at, err, "service `%s` depends on itself", s->name);
+            if (ph_compose_service(c, dep) == NULL)
+                return ph_yaml_error(&l->y, at, err, "service `%s` depends on `%s`, which is not a service in this file",
+                                     s->name, dep);
+        }
+    }
+    /* Depth-first search, iterative: 0 unseen, 1 on the path, 2 done. */
+    colour = calloc(c->n_services, 1);
+    stack = calloc(c->n_services, sizeof *stack);
+    next = calloc(c->n_services, sizeof *next);
+    if (colour == NULL || stack == NULL || next == NULL) {
+        free(colour);
+        free(stack);
+        free(next);
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    for (size_t root = 0; root < c->n_services; root++) {
+        if (colour[root])
+            continue;
+        depth = 0;
+        stack[depth++] = root;
+        colour[root] = 1;
+        next[root] = 0;
+        while (depth > 0) {
+            size_t i = stack[depth - 1];
+            ph_service *s = &c->services[i];
+
+            if (next[i] < s->depends_on.n) {
+                size_t j = (size_t)(ph_compose_service(c, s->depends_on.v[next[i]++]) - c->services);
+
+                if (colour[j] == 1) {
+                    ph_yaml_error(&l->y, depends_entry(l, i, next[i] - 1), err,
+                                  "service `%s` depends on `%s`, which depends on it in turn (a cycle)", s->name,
+                                  c->services[j].name);
+                    free(colour);
+                    free(stack);
+                    free(next);
+                    return -1;
+                }
+                if (colour[j] == 0) {
+                    colour[j] = 1;
+                    next[j] = 0;
+                    stack[depth++] = j;
+                }
+            } else {
+                colour[i] = 2;
+                depth--;
+            }
+        }
+    }
+    free(colour);
+    free(stack);
+    free(next);
+    return 0;
+}
+
+/* The directory of PATH, absolute (against the working directory) but
+ * with symlinks kept, as compose names projects after it. */
+static char *
+compose_dir(const char *path, ph_error_t *err)
+{
+    char cwd[PATH_MAX], *abs, *slash;
+
+    if (path[0] == '/') {
+        abs = abs_path("/", path);
+    } else {
+        if (getcwd(cwd, sizeof cwd) == NULL) {
+            ph_fail(err, errno, "getcwd");
+            return NULL;
+        }
+        abs = abs_path(cwd, path);
+    }
+    if (abs == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        return NULL;
+    }
+    slash = strrchr(abs, '/');
+    if (slash == abs)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    return abs;
 }
 
 int
@@ -940,8 +1442,8 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
 {
     loader l = { 0 };
     ph_compose *c;
-    yaml_node_t *root, *services = NULL;
-    char *tmp = NULL, envpath[PATH_MAX + 8];
+    yaml_node_t *root, *services = NULL, *name_node = NULL;
+    char envpath[PATH_MAX + 8];
     const char *name = NULL;
 
     *out = NULL;
@@ -949,15 +1451,13 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
     if (c == NULL)
         return ph_fail(err, errno, "allocate");
     l.c = c;
-    c->path = strdup(path);
-    tmp = realpath(path, NULL);
-    if (tmp == NULL) {
-        ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", path);
+    if ((c->path = strdup(path)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
         goto fail;
     }
-    c->dir = strdup(dirname(tmp));
-    free(tmp);
-    tmp = NULL;
+    if ((c->dir = compose_dir(path, err)) == NULL)
+        goto fail;
+    /* .env first: its variables are needed to interpolate the file. */
     snprintf(envpath, sizeof envpath, "%s/.env", c->dir);
     if (read_env_file(envpath, &l.dotenv, 0, err) < 0)
         goto fail;
@@ -968,19 +1468,20 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
         ph_yaml_error(&l.y, root, err, "a compose file is a mapping with `services:`");
         goto fail;
     }
-    if (ph_yaml_check_dups(&l.y, root, err) < 0 || interpolate_tree(&l, root, err) < 0)
+    if (interpolate_document(&l, err) < 0)
         goto fail;
 
     /* Top-level names first: services refer to them. */
     PH_YAML_FOREACH_PAIR(root, pair) {
-        yaml_node_t *kn = ph_yaml_node(&l.y, pair->key), *v = ph_yaml_node(&l.y, pair->value);
-        const char *key = (const char *)kn->data.scalar.value;
+        yaml_node_t *v = ph_yaml_node(&l.y, pair->value);
+        const char *key = ph_yaml_key(&l.y, pair);
 
         if (KEY("services")) {
             services = v;
         } else if (KEY("name")) {
-            if ((name = ph_yaml_scalar(&l.y, v, "name", err)) == NULL)
+            if ((name = ph_yaml_nonempty(&l.y, v, "name", err)) == NULL)
                 goto fail;
+            name_node = v;
         } else if (KEY("volumes")) {
             if (read_top_names(&l, v, "volumes", &c->volumes, err) < 0)
                 goto fail;
@@ -988,70 +1489,78 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
             if (read_top_names(&l, v, "networks", &c->networks, err) < 0)
                 goto fail;
         } else if (KEY("version") || strncmp(key, "x-", 2) == 0) {
-            /* obsolete / extension: accepted */
+            /* `version` is obsolete and x-* are extensions: compose accepts both. */
         } else {
-            ph_warn("%s:%d: unknown top-level key `%s` (ignored)", path, ph_yaml_line(kn), key);
+            ph_warn("%s:%d: unknown top-level key `%s` (ignored)", path, ph_yaml_line(ph_yaml_node(&l.y, pair->key)),
+                    key);
         }
     }
     if (services == NULL) {
         ph_yaml_error(&l.y, root, err, "no `services:`");
         goto fail;
     }
-    if (services->type != YAML_MAPPING_NODE) {
-        ph_yaml_error(&l.y, services, err, "`services` must be a mapping of service names");
+    if (services->type != YAML_MAPPING_NODE || services->data.mapping.pairs.top == services->data.mapping.pairs.start) {
+        ph_yaml_error(&l.y, services, err, "`services` must be a mapping of service names to services");
         goto fail;
     }
-    if (ph_yaml_check_dups(&l.y, services, err) < 0)
-        goto fail;
     {
         size_t n = (size_t)(services->data.mapping.pairs.top - services->data.mapping.pairs.start);
-        c->services = calloc(n ? n : 1, sizeof *c->services);
-        if (c->services == NULL) {
+
+        c->services = calloc(n, sizeof *c->services);
+        l.depends = calloc(n, sizeof *l.depends);
+        if (c->services == NULL || l.depends == NULL) {
             ph_fail(err, ENOMEM, "allocate");
             goto fail;
         }
     }
     PH_YAML_FOREACH_PAIR(services, pair) {
         yaml_node_t *kn = ph_yaml_node(&l.y, pair->key), *v = ph_yaml_node(&l.y, pair->value);
-        ph_service *s = &c->services[c->n_services++];
+        ph_service *s = &c->services[c->n_services];
 
-        s->name = strdup((const char *)kn->data.scalar.value);
+        if (!valid_service_name(ph_yaml_key(&l.y, pair))) {
+            ph_yaml_error(&l.y, kn, err, "`%s` is not a service name (letters, digits, `_`, `.`, `-`)",
+                          ph_yaml_key(&l.y, pair));
+            goto fail;
+        }
+        c->n_services++;
+        s->name = strdup(ph_yaml_key(&l.y, pair));
         s->line = ph_yaml_line(kn);
-        if (s->name == NULL || read_service(&l, s, v, err) < 0)
+        if (s->name == NULL) {
+            ph_fail(err, ENOMEM, "allocate");
+            goto fail;
+        }
+        if (read_service(&l, s, v, &l.depends[c->n_services - 1], err) < 0)
             goto fail;
     }
-    /* depends_on must name services of this file. */
-    PH_YAML_FOREACH_PAIR(services, pair) {
-        yaml_node_t *kn = ph_yaml_node(&l.y, pair->key);
-        ph_service *s = ph_compose_service(c, (const char *)kn->data.scalar.value);
-
-        for (size_t i = 0; i < s->depends_on.n; i++) {
-            if (ph_compose_service(c, s->depends_on.v[i]) == NULL) {
-                ph_bad_input(err, "%s:%d: service `%s` depends on `%s`, which is not a service in this file", path,
-                             s->line, s->name, s->depends_on.v[i]);
-                goto fail;
-            }
-        }
-    }
+    if (check_depends(&l, err) < 0)
+        goto fail;
     if (project_override)
         c->project = normalise_project(project_override);
     else if (name)
         c->project = normalise_project(name);
-    else {
-        const char *base = strrchr(c->dir, '/');
-        c->project = normalise_project(base ? base + 1 : c->dir);
+    else
+        c->project = normalise_project(strrchr(c->dir, '/') + 1);
+    if (c->project == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto fail;
     }
-    if (c->project == NULL || c->project[0] == '\0') {
-        ph_bad_input(err, "%s: cannot make a project name (use `name:` or -p)", path);
+    if (c->project[0] == '\0') {
+        if (name_node && !project_override)
+            ph_yaml_error(&l.y, name_node, err, "`name: %s` has no letter or digit to make a project name", name);
+        else
+            ph_bad_input(err, "%s: cannot make a project name from `%s` (use `name:` or -p)", path,
+                         project_override ? project_override : c->dir);
         goto fail;
     }
     ph_yaml_free(&l.y);
     ph_kvv_free(&l.dotenv);
+    free(l.depends);
     *out = c;
     return 0;
 fail:
     ph_yaml_free(&l.y);
     ph_kvv_free(&l.dotenv);
+    free(l.depends);
     ph_compose_free(c);
     return -1;
 }

@@ -1,4 +1,10 @@
-/* ph_profile.c - loading the mode files in profiles/ (see ph_profile.h). */
+/* ph_profile.c - loading the mode files in profiles/ (see ph_profile.h).
+ *
+ * A profile is trusted to run tools inside the service's container, so the
+ * loader is strict where a slip would misbehave quietly: the name must be
+ * the file's, signals and durations must parse, artifact globs stay inside
+ * the output directory.  Unknown keys only warn, so that a newer profile
+ * still loads with an older harness. */
 #include "ph_profile.h"
 
 #include <dirent.h>
@@ -9,6 +15,7 @@
 #include <string.h>
 
 #include "ph_log.h"
+#include "ph_util.h"
 #include "ph_yaml.h"
 
 #define KEY(k) (strcmp(key, (k)) == 0)
@@ -30,15 +37,25 @@ read_signal(ph_yaml *y, yaml_node_t *n, const char *key, char **out, ph_error_t 
 }
 
 static int
+dup_target(const char *s, char **dst, ph_error_t *err)
+{
+    char *c = strdup(s);
+
+    if (c == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    free(*dst);
+    *dst = c;
+    return 0;
+}
+
+static int
 read_stop(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
 {
     if (v->type != YAML_MAPPING_NODE)
         return ph_yaml_error(y, v, err, "`stop` must be a mapping");
-    if (ph_yaml_check_dups(y, v, err) < 0)
-        return -1;
     PH_YAML_FOREACH_PAIR(v, pair) {
         yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
-        const char *key = (const char *)kn->data.scalar.value, *sv;
+        const char *key = ph_yaml_key(y, pair), *sv;
         int rc = 0;
 
         if (KEY("target")) {
@@ -46,8 +63,8 @@ read_stop(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
                 return -1;
             if (strcmp(sv, "wrapper") != 0 && strcmp(sv, "tracee") != 0)
                 return ph_yaml_error(y, vn, err, "`stop.target` must be `wrapper` or `tracee`, not `%s`", sv);
-            free(p->stop_target);
-            p->stop_target = strdup(sv);
+            if (dup_target(sv, &p->stop_target, err) < 0)
+                return -1;
         } else if (KEY("signal")) {
             rc = read_signal(y, vn, "stop.signal", &p->stop_signal, err);
         } else if (KEY("grace")) {
@@ -55,13 +72,15 @@ read_stop(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
         } else if (KEY("escalate")) {
             ph_strv raw = { 0 };
 
+            ph_strv_free(&p->escalate);
             rc = ph_yaml_strv(y, vn, "stop.escalate", 1, 0, &raw, err);
             for (size_t i = 0; rc == 0 && i < raw.n; i++) {
                 char buf[16];
                 const char *norm = ph_signal_normalise(raw.v[i], buf);
+                yaml_node_t *at = vn->type == YAML_SEQUENCE_NODE ? ph_yaml_node(y, vn->data.sequence.items.start[i]) : vn;
 
                 if (norm == NULL)
-                    rc = ph_yaml_error(y, vn, err, "`stop.escalate`: `%s` is not a signal", raw.v[i]);
+                    rc = ph_yaml_error(y, at, err, "`stop.escalate`: `%s` is not a signal", raw.v[i]);
                 else if (ph_strv_push(&p->escalate, norm) < 0)
                     rc = ph_fail(err, ENOMEM, "allocate");
             }
@@ -96,21 +115,24 @@ read_artifacts(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
         memset(a, 0, sizeof *a);
         PH_YAML_FOREACH_PAIR(item, pair) {
             yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
-            const char *key = (const char *)kn->data.scalar.value;
-            const char *sv = ph_yaml_scalar(y, vn, key, err);
+            const char *key = ph_yaml_key(y, pair);
+            char **dst = NULL;
 
-            if (sv == NULL)
-                return -1;
             if (KEY("glob"))
-                a->glob = strdup(sv);
-            else if (KEY("latest")) {
-                if (strchr(sv, '/') || strcmp(sv, "latest") == 0 || sv[0] == '.')
-                    return ph_yaml_error(y, vn, err, "`latest` must be a plain file name, not `%s`", sv);
-                a->latest = strdup(sv);
-            } else if (KEY("kind"))
-                a->kind = strdup(sv);
+                dst = &a->glob;
+            else if (KEY("latest"))
+                dst = &a->latest;
+            else if (KEY("kind"))
+                dst = &a->kind;
             else
                 ph_warn("%s:%d: unknown key `artifacts.%s` (ignored)", y->path, ph_yaml_line(kn), key);
+            if (dst && ph_yaml_dup(y, vn, key, dst, err) < 0)
+                return -1;
+            /* Both name files under {out} and <service>/: nothing may climb out. */
+            if (dst == &a->glob && (a->glob[0] == '/' || strstr(a->glob, "..") != NULL))
+                return ph_yaml_error(y, vn, err, "`glob` must be relative to the output directory, not `%s`", a->glob);
+            if (dst == &a->latest && (strchr(a->latest, '/') || a->latest[0] == '.'))
+                return ph_yaml_error(y, vn, err, "`latest` must be a plain file name, not `%s`", a->latest);
         }
         if (a->glob == NULL)
             return ph_yaml_error(y, item, err, "an artifact needs `glob`");
@@ -123,7 +145,7 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
 {
     ph_yaml y;
     yaml_node_t *root;
-    const char *base, *name_line = NULL;
+    const char *base;
     char expect[NAME_MAX + 1];
     int rc = -1, has_wrap = 0;
     yaml_node_t *name_node = NULL;
@@ -139,27 +161,27 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
         ph_yaml_error(&y, root, err, "a profile is a mapping (name, wrap, stop, artifacts, ...)");
         goto out;
     }
-    if (ph_yaml_check_dups(&y, root, err) < 0)
-        goto out;
     PH_YAML_FOREACH_PAIR(root, pair) {
         yaml_node_t *kn = ph_yaml_node(&y, pair->key), *v = ph_yaml_node(&y, pair->value);
-        const char *key = (const char *)kn->data.scalar.value, *sv;
+        const char *key = ph_yaml_key(&y, pair);
         int r = 0;
 
         if (KEY("name")) {
-            if ((name_line = ph_yaml_scalar(&y, v, "name", err)) == NULL)
-                goto out;
             name_node = v;
-            p->name = strdup(name_line);
+            r = ph_yaml_dup(&y, v, "name", &p->name, err);
         } else if (KEY("description")) {
-            if ((sv = ph_yaml_scalar(&y, v, "description", err)) == NULL)
-                goto out;
-            p->description = strdup(sv);
+            r = ph_yaml_dup(&y, v, "description", &p->description, err);
         } else if (KEY("wrap")) {
             has_wrap = 1;
             r = ph_yaml_strv(&y, v, "wrap", 0, 0, &p->wrap, err);
+            if (r == 0 && p->wrap.n > 0 && p->wrap.v[0][0] == '\0')
+                r = ph_yaml_error(&y, v, err, "`wrap` must start with a program, not an empty string");
         } else if (KEY("environment")) {
             r = ph_yaml_kvv(&y, v, "environment", &p->environment, err);
+            /* Nothing to inherit from: the harness's own environment is not the service's. */
+            for (size_t i = 0; r == 0 && i < p->environment.n; i++)
+                if (p->environment.v[i].value == NULL)
+                    r = ph_yaml_error(&y, v, err, "`environment.%s` needs a value", p->environment.v[i].key);
         } else if (KEY("cap_add")) {
             r = ph_yaml_strv(&y, v, "cap_add", 0, 0, &p->cap_add, err);
         } else if (KEY("security_opt")) {
@@ -171,9 +193,7 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
         } else if (KEY("artifacts")) {
             r = read_artifacts(&y, p, v, err);
         } else if (KEY("report")) {
-            if ((sv = ph_yaml_scalar(&y, v, "report", err)) == NULL)
-                goto out;
-            p->report = strdup(sv);
+            r = ph_yaml_dup(&y, v, "report", &p->report, err);
         } else {
             ph_warn("%s:%d: unknown key `%s` (ignored)", path, ph_yaml_line(kn), key);
         }
@@ -182,7 +202,15 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
     }
     base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    snprintf(expect, sizeof expect, "%.*s", (int)strcspn(base, "."), base);
+    {
+        size_t bl = strlen(base);
+
+        if (bl > 5 && strcmp(base + bl - 5, ".yaml") == 0)
+            bl -= 5;
+        else if (bl > 4 && strcmp(base + bl - 4, ".yml") == 0)
+            bl -= 4;
+        snprintf(expect, sizeof expect, "%.*s", (int)bl, base);
+    }
     if (p->name == NULL) {
         ph_yaml_error(&y, root, err, "a profile needs `name:` (here: `%s`)", expect);
         goto out;
@@ -200,11 +228,9 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
         ph_yaml_error(&y, root, err, "the profile changes nothing: `wrap` and `environment` are both empty");
         goto out;
     }
-    if (p->stop_target == NULL)
-        p->stop_target = strdup("wrapper");
-    if (p->stop_signal == NULL)
-        p->stop_signal = strdup("SIGTERM");
-    if (p->escalate.n == 0 && ph_strv_push(&p->escalate, "SIGKILL") < 0) {
+    if ((p->stop_target == NULL && (p->stop_target = strdup("wrapper")) == NULL) ||
+        (p->stop_signal == NULL && (p->stop_signal = strdup("SIGTERM")) == NULL) || p->path == NULL ||
+        (p->escalate.n == 0 && ph_strv_push(&p->escalate, "SIGKILL") < 0)) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
@@ -287,10 +313,10 @@ ph_profiles_load_dir(const char *dir, ph_profile_set *out, ph_error_t *err)
         free(list[i]);
     }
     free(list);
+    if (rc == 0 && out->n == 0)
+        rc = ph_bad_input(err, "no profiles (*.yaml) in `%s`", dir);
     if (rc < 0)
         ph_profiles_free(out);
-    else if (out->n == 0)
-        return ph_bad_input(err, "no profiles (*.yaml) in `%s`", dir);
     return rc;
 }
 
@@ -310,46 +336,42 @@ ph_profile_expand(const char *t, const char *out, const char *service, const cha
 {
     static const char *const keys[] = { "{out}", "{service}", "{mode}", "{run_id}" };
     const char *vals[] = { out, service, mode, run_id };
-    size_t cap = strlen(t) + 1, len = 0;
-    char *r;
+    size_t cap = 1, len = 0;
+    char *r = NULL;
 
-    for (size_t k = 0; k < 4; k++)
-        cap += strlen(vals[k] ? vals[k] : "") * 4;
-    r = malloc(cap + 1);
-    if (r == NULL)
-        return NULL;
-    while (*t) {
-        size_t k;
+    /* Measure first, so one allocation of the exact size does. */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *p = t;
 
-        for (k = 0; k < 4; k++) {
-            size_t kl = strlen(keys[k]);
-            if (strncmp(t, keys[k], kl) == 0) {
-                const char *v = vals[k] ? vals[k] : "";
-                size_t vl = strlen(v);
-                if (len + vl >= cap) {
-                    char *nr = realloc(r, (cap = (len + vl) * 2 + 1) + 1);
-                    if (nr == NULL) {
-                        free(r);
-                        return NULL;
-                    }
-                    r = nr;
+        if (pass == 1 && (r = malloc(cap)) == NULL)
+            return NULL;
+        while (*p) {
+            size_t k;
+
+            for (k = 0; k < PH_ARRAY_LEN(keys); k++) {
+                size_t kl = strlen(keys[k]);
+
+                if (strncmp(p, keys[k], kl) == 0) {
+                    const char *v = vals[k] ? vals[k] : "";
+                    size_t vl = strlen(v);
+
+                    if (pass == 1)
+                        memcpy(r + len, v, vl);
+                    len += vl;
+                    p += kl;
+                    break;
                 }
-                memcpy(r + len, v, vl);
-                len += vl;
-                t += kl;
-                break;
+            }
+            if (k == PH_ARRAY_LEN(keys)) {
+                if (pass == 1)
+                    r[len] = *p;
+                len++;
+                p++;
             }
         }
-        if (k == 4) {
-            if (len + 1 >= cap) {
-                char *nr = realloc(r, (cap = cap * 2 + 1) + 1);
-                if (nr == NULL) {
-                    free(r);
-                    return NULL;
-                }
-                r = nr;
-            }
-            r[len++] = *t++;
+        if (pass == 0) {
+            cap = len + 1;
+            len = 0;
         }
     }
     r[len] = '\0';

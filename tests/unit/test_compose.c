@@ -1,8 +1,310 @@
 /* test_compose.c - the compose loader: every supported key, interpolation,
- * and the errors and warnings a user sees for bad files. */
+ * and the errors and warnings a user sees for bad files.  Fixtures live in
+ * tests/unit/data/compose (or $PH_TEST_DATA/compose); the tests run from
+ * the repository root. */
 #include "test_util.h"
 
+#include <ctype.h>
+
 #include "ph_compose.h"
+
+static const char *
+data_path(const char *rel)
+{
+    static char path[1024];
+    const char *root = getenv("PH_TEST_DATA");
+
+    snprintf(path, sizeof path, "%s/compose/%s", root ? root : "tests/unit/data", rel);
+    return path;
+}
+
+static char *
+cwd_join(const char *rel)
+{
+    char cwd[1024], *out = NULL;
+
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_true(asprintf(&out, "%s/%s", cwd, rel) > 0);
+    return out;
+}
+
+#define NS(s) ((long long)(s) * 1000000000LL)
+
+static void
+test_fixture_full(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    ph_service *s;
+    char *dir, *want;
+    const char *out;
+
+    (void)state;
+    setenv("OVERRIDDEN_IN_FIXTURE", "from-environment", 1);
+    unsetenv("UNSET_IN_FIXTURE");
+    tu_capture_begin();
+    assert_int_equal(ph_compose_load(data_path("full/compose.yaml"), NULL, &c, &err), 0);
+    out = tu_capture_end();
+    unsetenv("OVERRIDDEN_IN_FIXTURE");
+    if (err)
+        fail_msg("%s", err->msg);
+    /* version, x-* at both levels, and merged keys: all without a word. */
+    assert_string_equal(out, "");
+    dir = cwd_join(data_path("full"));
+    assert_string_equal(c->dir, dir);
+    assert_string_equal(c->project, "full");
+    assert_int_equal(c->n_services, 3);
+    assert_string_equal(c->services[0].name, "api");
+    assert_string_equal(c->services[1].name, "db");
+    assert_string_equal(c->services[2].name, "worker");
+    assert_int_equal(c->volumes.n, 1);
+    assert_string_equal(c->volumes.v[0], "cache");
+    assert_int_equal(c->networks.n, 1);
+    assert_string_equal(c->networks.v[0], "backend");
+
+    s = ph_compose_service(c, "api");
+    assert_int_equal(s->line, 10);
+    assert_string_equal(s->image, "example/api:1.2");
+    assert_false(s->has_build);
+    assert_true(s->has_command);
+    assert_int_equal(s->command.n, 5);
+    assert_string_equal(s->command.v[0], "demo");
+    assert_string_equal(s->command.v[1], "--flag");
+    assert_string_equal(s->command.v[2], "two words");
+    assert_string_equal(s->command.v[3], "x y");
+    assert_string_equal(s->command.v[4], "back slash");
+    assert_null(s->command.v[5]);
+    assert_true(s->has_entrypoint);
+    assert_int_equal(s->entrypoint.n, 2);
+    assert_string_equal(s->entrypoint.v[0], "/bin/entry");
+    /* env_file entries first, then `environment` overrides. */
+    assert_string_equal(s->environment.v[0].key, "A");
+    assert_string_equal(ph_kvv_get(&s->environment, "A"), "overridden");
+    assert_string_equal(ph_kvv_get(&s->environment, "B"), "quoted # not a comment");
+    assert_string_equal(ph_kvv_get(&s->environment, "C"), "exported");
+    assert_string_equal(ph_kvv_get(&s->environment, "D"), "plain value");
+    assert_string_equal(ph_kvv_get(&s->environment, "E"), "single");
+    assert_string_equal(ph_kvv_get(&s->environment, "PLAIN"), "fallback");
+    assert_string_equal(ph_kvv_get(&s->environment, "NESTED"), "1.2-nested");
+    assert_string_equal(ph_kvv_get(&s->environment, "DOLLAR"), "$HOME");
+    assert_string_equal(ph_kvv_get(&s->environment, "DOT"), "dot");
+    assert_string_equal(ph_kvv_get(&s->environment, "WHICH"), "from-environment");
+    assert_null(ph_kvv_get(&s->environment, "BARE"));
+    assert_int_equal(s->environment.n, 11);
+    assert_string_equal(s->working_dir, "/srv");
+    assert_string_equal(s->user, "1000:1000");
+
+    assert_int_equal(s->n_ports, 6);
+    assert_null(s->ports[0].host_ip);
+    assert_null(s->ports[0].host_port);
+    assert_string_equal(s->ports[0].container_port, "8080");
+    assert_string_equal(s->ports[0].protocol, "tcp");
+    assert_string_equal(s->ports[1].host_ip, "127.0.0.1");
+    assert_string_equal(s->ports[1].host_port, "18080");
+    assert_string_equal(s->ports[1].container_port, "8080");
+    assert_null(s->ports[2].host_ip);
+    assert_string_equal(s->ports[2].host_port, "8081");
+    assert_string_equal(s->ports[2].container_port, "80");
+    assert_string_equal(s->ports[2].protocol, "udp");
+    assert_string_equal(s->ports[3].host_ip, "127.0.0.1");
+    assert_null(s->ports[3].host_port);
+    assert_string_equal(s->ports[3].container_port, "9090");
+    assert_string_equal(s->ports[4].host_ip, "::1");
+    assert_string_equal(s->ports[4].host_port, "5353");
+    assert_string_equal(s->ports[4].container_port, "53");
+    assert_string_equal(s->ports[4].protocol, "udp");
+    assert_string_equal(s->ports[5].host_ip, "0.0.0.0");
+    assert_string_equal(s->ports[5].host_port, "8443");
+    assert_string_equal(s->ports[5].container_port, "443");
+    assert_string_equal(s->ports[5].protocol, "tcp");
+
+    assert_int_equal(s->n_volumes, 6);
+    assert_true(asprintf(&want, "%s/src", dir) > 0);
+    assert_string_equal(s->volumes[0].source, want);
+    free(want);
+    assert_string_equal(s->volumes[0].target, "/dst");
+    assert_true(s->volumes[0].bind);
+    assert_true(s->volumes[0].read_only);
+    /* ../shared/./cfg, cleaned: the sibling of full/, no `..` or `.` left. */
+    assert_true(asprintf(&want, "%.*s/shared/cfg", (int)(strrchr(dir, '/') - dir), dir) > 0);
+    assert_string_equal(s->volumes[1].source, want);
+    free(want);
+    assert_false(s->volumes[1].read_only);
+    assert_string_equal(s->volumes[2].source, "cache");
+    assert_false(s->volumes[2].bind);
+    assert_null(s->volumes[3].source);
+    assert_string_equal(s->volumes[3].target, "/anon");
+    assert_false(s->volumes[3].bind);
+    assert_true(asprintf(&want, "%s/logs", dir) > 0);
+    assert_string_equal(s->volumes[4].source, want);
+    free(want);
+    assert_true(s->volumes[4].bind);
+    assert_true(s->volumes[4].read_only);
+    assert_string_equal(s->volumes[5].source, "cache");
+    assert_string_equal(s->volumes[5].target, "/cache2");
+    assert_false(s->volumes[5].bind);
+
+    assert_int_equal(s->networks.n, 2);
+    assert_string_equal(s->networks.v[0], "backend");
+    assert_string_equal(s->networks.v[1], "default");
+    assert_int_equal(s->depends_on.n, 2);
+    assert_string_equal(s->depends_on.v[0], "db");
+    assert_string_equal(s->depends_on.v[1], "worker");
+    assert_int_equal(s->cap_add.n, 2);
+    assert_string_equal(s->cap_add.v[1], "NET_ADMIN");
+    assert_int_equal(s->cap_drop.n, 1); /* from the x-common anchor */
+    assert_string_equal(s->cap_drop.v[0], "MKNOD");
+    assert_false(s->privileged);
+    assert_string_equal(s->security_opt.v[0], "seccomp=unconfined");
+    assert_string_equal(s->stop_signal, "SIGINT");
+    assert_true(s->stop_grace_ns == NS(90));
+    assert_true(s->healthcheck.present);
+    assert_false(s->healthcheck.disable);
+    assert_int_equal(s->healthcheck.test.n, 2);
+    assert_string_equal(s->healthcheck.test.v[0], "CMD-SHELL");
+    assert_string_equal(s->healthcheck.test.v[1], "curl -f http://localhost/ || exit 1");
+    assert_true(s->healthcheck.interval_ns == NS(5));
+    assert_true(s->healthcheck.timeout_ns == 500000000LL);
+    assert_true(s->healthcheck.start_period_ns == NS(60));
+    assert_int_equal(s->healthcheck.retries, 3);
+    assert_int_equal(s->labels.n, 1);
+    assert_string_equal(ph_kvv_get(&s->labels, "team"), "core");
+    assert_string_equal(s->container_name, "api-1");
+
+    s = ph_compose_service(c, "db");
+    assert_null(s->image);
+    assert_true(s->has_build);
+    assert_true(asprintf(&want, "%s/db", dir) > 0);
+    assert_string_equal(s->build_context, want);
+    free(want);
+    assert_string_equal(s->build_dockerfile, "Dockerfile.db");
+    assert_string_equal(ph_kvv_get(&s->build_args, "VERSION"), "15");
+    assert_int_equal(s->build_args.n, 2);
+    assert_null(ph_kvv_get(&s->build_args, "FROM_ENV"));
+    assert_false(s->has_command);
+    assert_int_equal(s->healthcheck.test.n, 2);
+    assert_string_equal(s->healthcheck.test.v[0], "CMD");
+    assert_true(s->stop_grace_ns == NS(10));
+    assert_string_equal(ph_kvv_get(&s->labels, "role"), "database");
+    assert_string_equal(ph_kvv_get(&s->labels, "bare"), "");
+    assert_null(s->stop_signal);
+
+    s = ph_compose_service(c, "worker");
+    assert_true(asprintf(&want, "%s/worker", dir) > 0);
+    assert_string_equal(s->build_context, want);
+    free(want);
+    assert_string_equal(s->build_dockerfile, "Dockerfile");
+    assert_int_equal(s->command.n, 3);
+    assert_string_equal(s->command.v[2], "4");
+    assert_string_equal(ph_kvv_get(&s->environment, "MODE"), "batch");
+    assert_string_equal(ph_kvv_get(&s->environment, "EMPTY"), "");
+    assert_null(ph_kvv_get(&s->environment, "FROM_PROCESS"));
+    assert_int_equal(s->environment.n, 3);
+    assert_true(s->privileged);
+    assert_true(s->healthcheck.present);
+    assert_true(s->healthcheck.disable);
+    assert_true(s->stop_grace_ns == -1);
+    assert_int_equal(s->n_ports, 0);
+    assert_int_equal(s->networks.n, 0);
+    assert_null(ph_compose_service(c, "nope"));
+    free(dir);
+    ph_compose_free(c);
+    ph_compose_free(NULL);
+}
+
+static void
+test_fixture_bad(void **state)
+{
+    static const struct {
+        const char *file, *fragment;
+        int line, col;
+    } cases[] = {
+        { "malformed.yaml", "did not find expected ',' or ']'", 5, 1 },
+        { "tab.yaml", "found character that cannot start any token", 3, 1 },
+        { "second-document.yaml", "a second YAML document", 5, 1 },
+        { "ports-scalar.yaml", "`ports` must be a list", 4, 12 },
+        { "cap-add-string.yaml", "`cap_add` must be a list, not a scalar", 4, 14 },
+        { "bad-bool.yaml", "`privileged` must be true or false, not `maybe`", 4, 17 },
+        { "bad-duration.yaml", "`1m30` is not a duration", 4, 24 },
+        { "bad-port.yaml", "`70000` is not a port number", 4, 13 },
+        { "command-quote.yaml", "`command`: unterminated ' quote", 4, 14 },
+        { "healthcheck-test.yaml", "must start with CMD or CMD-SHELL", 5, 13 },
+        { "depends-unknown.yaml", "service `a` depends on `ghost`, which is not a service", 6, 22 },
+        { "depends-unknown-map.yaml", "service `a` depends on `ghost`", 5, 7 },
+        { "depends-cycle.yaml", "service `c` depends on `a`, which depends on it in turn", 10, 18 },
+        { "depends-condition.yaml", "not `service_ready`", 5, 23 },
+        { "no-image.yaml", "service `a` has neither `image` nor `build`", 3, 5 },
+        { "duplicate-key.yaml", "duplicate key `image` (first at line 3)", 5, 5 },
+        { "required-var.yaml", "required variable PH_TEST_REQUIRED_UNSET is not set: set the token", 5, 9 },
+        { "bad-interpolation.yaml", "unterminated `${`", 4, 18 },
+        { "env-file-missing.yaml", "bad/missing.env`: No such file or directory", 4, 16 },
+        { "undeclared-volume.yaml", "volume `data`, which the top-level `volumes:` does not declare", 4, 15 },
+        { "undeclared-network.yaml", "network `front`, which the top-level `networks:` does not declare", 4, 15 },
+    };
+
+    (void)state;
+    unsetenv("PH_TEST_REQUIRED_UNSET");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char rel[256], where[1200];
+        ph_compose *c = (ph_compose *)&c; /* must come back NULL */
+        ph_error_t err = NULL;
+        const char *path;
+
+        snprintf(rel, sizeof rel, "bad/%s", cases[i].file);
+        path = data_path(rel);
+        if (ph_compose_load(path, NULL, &c, &err) != -1)
+            fail_msg("%s loaded", cases[i].file);
+        assert_null(c);
+        assert_non_null(err);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        snprintf(where, sizeof where, "%s:%d:%d: ", path, cases[i].line, cases[i].col);
+        if (strncmp(err->msg, where, strlen(where)) != 0 || strstr(err->msg, cases[i].fragment) == NULL)
+            fail_msg("%s: error `%s` does not start with `%s` or lacks `%s`", cases[i].file, err->msg, where,
+                     cases[i].fragment);
+        ph_error_free(&err);
+    }
+}
+
+/* Aliases share one node: `$$` in it must be unescaped once, not twice,
+ * and explicit keys beat merged ones. */
+static void
+test_anchors_and_merges(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const char *path;
+    ph_service *s;
+
+    (void)state;
+    setenv("PH_TEST_SECRET", "leaked", 1);
+    path = tu_write("anchors.yaml", "x-env: &env\n"
+                                    "  PRICE: $$PH_TEST_SECRET\n"
+                                    "x-base: &base\n"
+                                    "  image: base\n"
+                                    "  user: nobody\n"
+                                    "services:\n"
+                                    "  a:\n"
+                                    "    <<: *base\n"
+                                    "    user: root\n"
+                                    "    environment: *env\n"
+                                    "  b:\n"
+                                    "    <<: [*base]\n"
+                                    "    environment: *env\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    s = ph_compose_service(c, "a");
+    assert_string_equal(s->image, "base");
+    assert_string_equal(s->user, "root");
+    assert_string_equal(ph_kvv_get(&s->environment, "PRICE"), "$PH_TEST_SECRET");
+    s = ph_compose_service(c, "b");
+    assert_string_equal(s->user, "nobody");
+    assert_string_equal(ph_kvv_get(&s->environment, "PRICE"), "$PH_TEST_SECRET");
+    ph_compose_free(c);
+    unsetenv("PH_TEST_SECRET");
+    path = tu_write("selfmerge.yaml", "services:\n  a: &a\n    image: x\n    <<: 5\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), -1);
+    assert_non_null(strstr(err->msg, ":4:9: `<<` merges a mapping"));
+    ph_error_free(&err);
+}
 
 
 static void
@@ -170,7 +472,17 @@ static void
 test_bad_references(void **state)
 {
     (void)state;
-    expect_error("services:\n  a:\n    image: x\n    depends_on: [ghost]\n", "depends on `ghost`", 2, 0);
+    expect_error("services:\n  a:\n    image: x\n    depends_on: [ghost]\n", "depends on `ghost`", 4, 18);
+    expect_error("services:\n  a:\n    image: x\n    depends_on: [a]\n", "depends on itself", 4, 18);
+    expect_error("services:\n  a b:\n    image: x\n", "not a service name", 2, 3);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"1.2.3.4:80\"]\n", "", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"80/icmp\"]\n", "tcp, udp or sctp", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    volumes: [\"./a:/b:rox\"]\n", "unknown mode `rox`", 4, 15);
+    expect_error("services:\n  a:\n    image: x\n    volumes: [\"./a:rel\"]\n", "must be an absolute path", 4, 15);
+    expect_error("services:\n  a:\n    image: x\n    volumes:\n      - {source: ./a, target: /b}\n",
+                 "needs `type`", 5, 9);
+    expect_error("services:\n  a:\n    image: \"\"\n", "`image` is empty", 3, 12);
+    expect_error("services:\n  a:\n    image: x\n    env_file: [{required: false}]\n", "needs `path`", 4, 16);
     expect_error("services:\n  a:\n    command: run\n", "neither `image` nor `build`", 3, 5);
     expect_error("services:\n  a:\n    image: x\n    volumes: [\"vol:/data\"]\n", "does not declare", 4, 15);
     expect_error("services:\n  a:\n    image: x\n  a:\n    image: y\n", "duplicate key `a`", 4, 3);
@@ -217,6 +529,9 @@ test_interpolation(void **state)
         { "${SET}", "v" }, { "$SET-x", "v-x" }, { "${UNSET}", "" }, { "${UNSET:-d}", "d" },
         { "${EMPTY:-d}", "d" }, { "${EMPTY-d}", "" }, { "${UNSET-d}", "d" }, { "${SET:+alt}", "alt" },
         { "${UNSET:+alt}", "" }, { "$$SET", "$SET" }, { "a$", "a$" }, { "${SET}${SET}", "vv" },
+        { "${UNSET:-${SET}x}", "vx" }, { "${UNSET:-a${UNSET:-b}c}", "abc" }, { "${SET:-${UNSET:?no}}", "v" },
+        { "$$", "$" }, { "$$$$", "$$" }, { "$1", "$1" }, { "100$ off", "100$ off" }, { "${EMPTY?x}", "" },
+        { "${SET?x}", "v" }, { "pre${SET}post", "prevpost" }, { "$SET$SET", "vv" }, { "${UNSET-}", "" },
     };
     ph_error_t err = NULL;
 
@@ -231,7 +546,18 @@ test_interpolation(void **state)
     assert_null(ph_interpolate("${UNSET:?need it}", lookup, NULL, "f:3", &err));
     assert_non_null(strstr(err->msg, "f:3: required variable UNSET is not set: need it"));
     ph_error_free(&err);
+    assert_null(ph_interpolate("${EMPTY:?}", lookup, NULL, "f:4", &err));
+    assert_string_equal(err->msg, "f:4: required variable EMPTY is empty");
+    ph_error_free(&err);
+    assert_null(ph_interpolate("${UNSET?why ${SET}}", lookup, NULL, "f:5", &err));
+    assert_string_equal(err->msg, "f:5: required variable UNSET is not set: why v");
+    ph_error_free(&err);
     assert_null(ph_interpolate("${unterminated", lookup, NULL, "f:1", &err));
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    ph_error_free(&err);
+    assert_null(ph_interpolate("${1X}", lookup, NULL, "f:1", &err));
+    ph_error_free(&err);
+    assert_null(ph_interpolate("${SET/x/y}", lookup, NULL, "f:1", &err));
     ph_error_free(&err);
     assert_null(ph_interpolate("${bad name}", lookup, NULL, "f:1", &err));
     ph_error_free(&err);
@@ -251,6 +577,26 @@ test_shell_split_and_durations(void **state)
     assert_string_equal(v.v[2], "d \"e\"");
     assert_string_equal(v.v[3], "f g");
     ph_strv_free(&v);
+    assert_int_equal(ph_shell_split("  sh -c 'echo \"$X\"; exit 3'  ''  x\"y\" ", &v, &err), 0);
+    assert_int_equal(v.n, 5);
+    assert_string_equal(v.v[0], "sh");
+    assert_string_equal(v.v[2], "echo \"$X\"; exit 3");
+    assert_string_equal(v.v[3], "");
+    assert_string_equal(v.v[4], "xy");
+    assert_null(v.v[5]);
+    ph_strv_free(&v);
+    assert_int_equal(ph_shell_split("", &v, &err), 0);
+    assert_int_equal(v.n, 0);
+    assert_int_equal(ph_shell_split("a\\\\ b\\", &v, &err), -1); /* a trailing backslash */
+    ph_error_free(&err);
+    ph_strv_free(&v);
+    assert_int_equal(ph_shell_split("a\\\\", &v, &err), 0);
+    assert_string_equal(v.v[0], "a\\");
+    ph_strv_free(&v);
+    assert_int_equal(ph_shell_split("a \"open", &v, &err), -1);
+    assert_non_null(strstr(err->msg, "unterminated \" quote"));
+    ph_error_free(&err);
+    ph_strv_free(&v);
     assert_int_equal(ph_shell_split("a 'open", &v, &err), -1);
     ph_error_free(&err);
     ph_strv_free(&v);
@@ -262,8 +608,27 @@ test_shell_split_and_durations(void **state)
     assert_true(ns == 7200000000000LL);
     assert_int_equal(ph_duration_parse("10", &ns), 0);
     assert_true(ns == 10000000000LL);
+    assert_int_equal(ph_duration_parse("1h2m3.5s", &ns), 0);
+    assert_true(ns == 3723500000000LL);
+    assert_int_equal(ph_duration_parse("1.5s", &ns), 0);
+    assert_true(ns == 1500000000LL);
+    assert_int_equal(ph_duration_parse("250us", &ns), 0);
+    assert_true(ns == 250000LL);
+    assert_int_equal(ph_duration_parse("7ns", &ns), 0);
+    assert_true(ns == 7LL);
+    assert_int_equal(ph_duration_parse("0", &ns), 0);
+    assert_true(ns == 0);
+    ns = 42;
     assert_int_equal(ph_duration_parse("10x", &ns), -1);
     assert_int_equal(ph_duration_parse("", &ns), -1);
+    assert_int_equal(ph_duration_parse("1m30", &ns), -1);
+    assert_int_equal(ph_duration_parse("-5s", &ns), -1);
+    assert_int_equal(ph_duration_parse("s", &ns), -1);
+    assert_int_equal(ph_duration_parse(" 5s", &ns), -1);
+    assert_int_equal(ph_duration_parse("0x10s", &ns), -1);
+    assert_int_equal(ph_duration_parse("99999999999h", &ns), -1);
+    assert_int_equal(ph_duration_parse("2562047h48m", &ns), -1); /* past LLONG_MAX ns */
+    assert_true(ns == 42); /* untouched on error */
 }
 
 static void
@@ -278,6 +643,26 @@ test_project_name(void **state)
     assert_int_equal(ph_compose_load(path, "Over.Ride", &c, &err), 0);
     assert_string_equal(c->project, "override");
     ph_compose_free(c);
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    /* No `name:`: the directory's base name, "ph-unit-XXXXXX", lowercased. */
+    {
+        char want[64];
+        size_t i;
+
+        for (i = 0; strrchr(test_dir, '/')[1 + i] && i + 1 < sizeof want; i++)
+            want[i] = (char)tolower((unsigned char)strrchr(test_dir, '/')[1 + i]);
+        want[i] = '\0';
+        assert_string_equal(c->project, want);
+    }
+    ph_compose_free(c);
+    path = tu_write("n.yaml", "name: __9_Lives.Of-${PH_TEST_PROJ:-Cat}\nservices:\n  a:\n    image: x\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    assert_string_equal(c->project, "9_livesof-cat");
+    ph_compose_free(c);
+    path = tu_write("e.yaml", "name: \"..\"\nservices:\n  a:\n    image: x\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), -1);
+    assert_non_null(strstr(err->msg, "e.yaml:1:7: "));
+    ph_error_free(&err);
     assert_int_equal(ph_compose_load("/nonexistent/compose.yaml", NULL, &c, &err), -1);
     assert_int_equal(err->status, PH_EXIT_USAGE);
     assert_non_null(strstr(err->msg, "/nonexistent/compose.yaml"));
@@ -288,6 +673,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixture_full),
+        cmocka_unit_test(test_fixture_bad),
+        cmocka_unit_test(test_anchors_and_merges),
         cmocka_unit_test(test_full_service),
         cmocka_unit_test(test_malformed_yaml),
         cmocka_unit_test(test_wrong_types),
