@@ -12,6 +12,10 @@
  * search kept in the URL.  Labels are fitted with a fixed monospace char
  * width, so the browser never measures text.
  *
+ * Parsing and merging live in ph_folded.c; this module turns merged stacks
+ * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o
+ * and ph_error.o, nothing else.
+ *
  * Pure and reentrant: libc and ph_error only, no global state, never exits;
  * safe to call from any thread.
  */
@@ -21,6 +25,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "ph_error.h"
+#include "ph_folded.h"
 
 typedef struct ph_flame_opts {
     const char *title;      /* default "Flame Graph" ("Icicle Graph" when inverted) */
@@ -29,9 +34,11 @@ typedef struct ph_flame_opts {
     const char *palette;    /* hot (default), mem, io; differential graphs use red/blue */
     double width;           /* image width in px, default 1200 */
     double minwidth;        /* prune frames narrower than this many px, default 0.1 */
+    int minwidth_percent;   /* minwidth is a percentage of the total instead */
     int inverted;           /* icicle: root at the top */
     int reverse;            /* reverse each stack before merging */
     int flamechart;         /* keep input order: merge only with the previous stack */
+    int differential;       /* -1 auto (default: any line with two counts), 0 off, 1 on */
 } ph_flame_opts;
 
 typedef struct ph_flame_stats {
@@ -49,9 +56,12 @@ void ph_flame_opts_init(ph_flame_opts *o);
 int ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *opts, FILE *out,
                            ph_flame_stats *stats, ph_error_t *err);
 
-/* Differential input from two profiles: every stack of A and B as
- * `stack COUNT_A COUNT_B`, in first-seen order.  NORMALISE scales B to A's
- * total (difffolded.pl -n). */
+/* Render stacks already parsed (streamed) into F.  For a flame chart F
+ * must have been parsed with PH_FOLDED_KEEP_ORDER; opts->reverse is
+ * applied here whatever F's flags.  F is not changed. */
+int ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats, ph_error_t *err);
+
+/* Kept for callers of the first API: ph_folded_diff without bad-line counts. */
 int ph_flame_diff_folded(const char *a, size_t alen, const char *b, size_t blen, int normalise, FILE *out,
                          ph_error_t *err);
 
