@@ -1,212 +1,245 @@
 /* cmd_flamegraph.c - `profharness flamegraph [OPTIONS] [FILE...]`: folded
- * stacks (files, or stdin) to an SVG on stdout; and `profharness diff`. */
+ * stacks (files, or stdin) to an SVG on stdout; and `profharness diff
+ * A.folded B.folded`: the differential folded input on stdout.
+ *
+ * Input is streamed through a 1 MiB buffer into ph_folded, never held
+ * whole: memory is the interned stacks, not the (often tens of MB of)
+ * text.  Bad lines are reported on stderr with their count and the first
+ * line numbers; they never stop the graph. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_common.h"
 #include "ph_flame.h"
+#include "ph_folded.h"
 #include "ph_log.h"
+#include "ph_util.h"
 
-#define PH_FOLDED_MAX ((size_t)8 << 30) /* 8 GiB: larger input is a mistake */
+#define READ_CHUNK (1u << 20)
 
-/* Append all of F to *buf. */
+/* Feed the file at PATH ("-" = stdin) into F through BUF. */
 static int
-slurp(FILE *f, const char *name, char **buf, size_t *len, size_t *cap, ph_error_t *err)
+feed_file(ph_folded *f, const char *path, char *buf, ph_error_t *err)
 {
+    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    const char *name = fd == STDIN_FILENO ? "stdin" : path;
+    int rc = 0;
+
+    if (fd < 0)
+        return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", path);
     for (;;) {
-        size_t n;
-
-        if (*cap - *len < 65536) {
-            size_t nc = *cap ? *cap * 2 : 1 << 20;
-            char *nb;
-
-            if (nc > PH_FOLDED_MAX)
-                return ph_bad_input(err, "`%s`: input larger than %zu bytes", name, PH_FOLDED_MAX);
-            nb = realloc(*buf, nc);
-            if (nb == NULL)
-                return ph_fail(err, ENOMEM, "read `%s`", name);
-            *buf = nb;
-            *cap = nc;
+        ssize_t n = read(fd, buf, READ_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = ph_fail(err, errno, "read `%s`", name);
+            break;
         }
-        n = fread(*buf + *len, 1, *cap - *len, f);
-        *len += n;
-        if (n == 0) {
-            if (ferror(f))
-                return ph_fail(err, errno, "read `%s`", name);
-            return 0;
+        if (n == 0)
+            break;
+        if (ph_folded_feed(f, buf, (size_t)n, err) < 0) {
+            rc = ph_error_wrap(err, "`%s`", name);
+            break;
         }
     }
+    if (fd != STDIN_FILENO)
+        close(fd);
+    /* a file without a final newline must not run into the next one */
+    if (rc == 0 && ph_folded_finish(f, err) < 0)
+        rc = -1;
+    return rc;
 }
 
-static int
-read_inputs(int argc, char **argv, char **buf, size_t *len, ph_error_t *err)
+static ph_folded *
+read_inputs(int flags, int argc, char **argv, ph_error_t *err)
 {
-    size_t cap = 0;
+    ph_folded *f = ph_folded_new(flags, err);
+    char *buf = malloc(READ_CHUNK);
+    int rc = 0;
 
-    *buf = NULL;
-    *len = 0;
-    if (argc == 0)
-        return slurp(stdin, "stdin", buf, len, &cap, err);
-    for (int i = 0; i < argc; i++) {
-        FILE *f = strcmp(argv[i], "-") == 0 ? stdin : fopen(argv[i], "re");
-        int rc;
-
-        if (f == NULL)
-            return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", argv[i]);
-        rc = slurp(f, argv[i], buf, len, &cap, err);
-        if (f != stdin)
-            fclose(f);
-        if (rc < 0)
-            return -1;
-        /* Files may lack a final newline; keep the next file's first line apart. */
-        if (*len > 0 && (*buf)[*len - 1] != '\n') {
-            if (*len == cap) {
-                char *nb = realloc(*buf, cap + 1);
-                if (nb == NULL)
-                    return ph_fail(err, ENOMEM, "read `%s`", argv[i]);
-                *buf = nb;
-                cap++;
-            }
-            (*buf)[(*len)++] = '\n';
-        }
+    if (f == NULL || buf == NULL) {
+        if (buf == NULL)
+            ph_fail(err, ENOMEM, "read the input");
+        ph_folded_free(f);
+        free(buf);
+        return NULL;
     }
-    return 0;
+    if (argc == 0)
+        rc = feed_file(f, "-", buf, err);
+    for (int i = 0; i < argc && rc == 0; i++)
+        rc = feed_file(f, argv[i], buf, err);
+    free(buf);
+    if (rc < 0) {
+        ph_folded_free(f);
+        return NULL;
+    }
+    return f;
 }
 
-static void report_bad_lines(const ph_flame_stats *st);
+static void
+report_bad_lines(const char *what, const ph_folded_stats *st)
+{
+    char lines[160] = "";
+    size_t o = 0;
+
+    if (st->bad_lines == 0)
+        return;
+    for (size_t i = 0; i < PH_FOLDED_BAD_KEPT && i < st->bad_lines; i++)
+        o += (size_t)snprintf(lines + o, sizeof lines - o, "%s%zu", i ? ", " : "", st->bad_line_numbers[i]);
+    ph_warn("%s%zu of %zu lines are not folded stacks and were skipped (line%s %s%s)", what, st->bad_lines, st->lines,
+            st->bad_lines > 1 ? "s" : "", lines, st->bad_lines > PH_FOLDED_BAD_KEPT ? ", ..." : "");
+}
 
 static const char usage[] =
     "usage: profharness flamegraph [OPTIONS] [FILE...]   (folded stacks in, SVG on stdout)\n"
-    "  --title TEXT       --subtitle TEXT     --countname NAME (samples, ns, bytes, ...)\n"
-    "  --colors PALETTE   hot (default), mem, io; differential input is coloured red/blue\n"
-    "  --width PX         (1200)              --minwidth PX  prune narrower frames (0.1)\n"
-    "  --inverted         icicle graph        --reverse      reverse each stack\n"
-    "  --flamechart       keep input order (time), do not merge across it\n";
+    "Reads `frame;frame;leaf COUNT` lines (or `stack BEFORE AFTER`: a differential graph)\n"
+    "from the FILEs in turn, or stdin.\n"
+    "  --title TEXT        --subtitle TEXT     --countname NAME (samples, ns, bytes, ...)\n"
+    "  --colors PALETTE    hot (default), mem, io, red, green, blue, yellow, purple, aqua, orange\n"
+    "  --width PX          image width (1200)\n"
+    "  --minwidth PX|P%    omit frames narrower than PX pixels or P% of the total (0.1)\n"
+    "  --inverted          icicle graph: root at the top\n"
+    "  --reverse           reverse each stack (leaf becomes root)\n"
+    "  --flamechart        keep input order as time order; merge only consecutive stacks\n"
+    "  --no-differential   draw two-count input as an ordinary graph of the AFTER counts\n"
+    "Exit status: 0 ok, 1 failure (read, write), 2 usage or no valid stack.\n";
 
 int
 ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
 {
+    enum { O_TITLE = 256, O_SUB, O_COUNT, O_COLORS, O_WIDTH, O_MINW, O_INV, O_REV, O_CHART, O_NODIFF };
     static const struct option longopts[] = {
-        { "title", required_argument, NULL, 't' },      { "subtitle", required_argument, NULL, 's' },
-        { "countname", required_argument, NULL, 'c' },  { "colors", required_argument, NULL, 'p' },
-        { "palette", required_argument, NULL, 'p' },    { "width", required_argument, NULL, 'w' },
-        { "minwidth", required_argument, NULL, 'm' },   { "inverted", no_argument, NULL, 'i' },
-        { "reverse", no_argument, NULL, 'r' },          { "flamechart", no_argument, NULL, 'f' },
-        { "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
+        { "title", required_argument, NULL, O_TITLE },      { "subtitle", required_argument, NULL, O_SUB },
+        { "countname", required_argument, NULL, O_COUNT },  { "colors", required_argument, NULL, O_COLORS },
+        { "palette", required_argument, NULL, O_COLORS },   { "width", required_argument, NULL, O_WIDTH },
+        { "minwidth", required_argument, NULL, O_MINW },    { "inverted", no_argument, NULL, O_INV },
+        { "reverse", no_argument, NULL, O_REV },            { "flamechart", no_argument, NULL, O_CHART },
+        { "no-differential", no_argument, NULL, O_NODIFF }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     ph_flame_opts o;
     ph_flame_stats st;
     ph_error_t err = NULL;
-    char *buf = NULL, *end;
-    size_t len = 0;
+    ph_folded *f;
+    char *end;
     int c;
 
     (void)g;
     ph_flame_opts_init(&o);
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         switch (c) {
-        case 't': o.title = optarg; break;
-        case 's': o.subtitle = optarg; break;
-        case 'c': o.countname = optarg; break;
-        case 'p':
-            if (strcmp(optarg, "hot") && strcmp(optarg, "mem") && strcmp(optarg, "io")) {
-                fprintf(stderr, "profharness: --colors: `%s` is not one of hot, mem, io\n", optarg);
-                return 2;
+        case O_TITLE: o.title = optarg; break;
+        case O_SUB: o.subtitle = optarg; break;
+        case O_COUNT: o.countname = optarg; break;
+        case O_COLORS:
+            if (!ph_flame_palette_valid(optarg)) {
+                ph_bad_input(&err, "--colors: `%s` is not a palette", optarg);
+                ph_error_hint(&err, "one of hot, mem, io, red, green, blue, yellow, purple, aqua, orange");
+                return ph_error_report(&err);
             }
             o.palette = optarg;
             break;
-        case 'w':
-        case 'm': {
-            double v = strtod(optarg, &end);
-            if (*end != '\0' || v < 0 || (c == 'w' && v < 100)) {
-                fprintf(stderr, "profharness: --%s: `%s` is not a valid width\n", c == 'w' ? "width" : "minwidth", optarg);
-                return 2;
-            }
-            if (c == 'w')
-                o.width = v;
-            else
-                o.minwidth = v;
-            break;
-        }
-        case 'i': o.inverted = 1; break;
-        case 'r': o.reverse = 1; break;
-        case 'f': o.flamechart = 1; break;
-        case 'h': fputs(usage, stdout); return 0;
-        default: fputs(usage, stderr); return 2;
-        }
-    }
-    /* One regular file is mapped, not copied: the renderer only indexes it. */
-    if (argc - optind == 1 && strcmp(argv[optind], "-") != 0) {
-        int fd = open(argv[optind], O_RDONLY | O_CLOEXEC);
-        struct stat sb;
-
-        if (fd < 0) {
-            ph_error_make(&err, errno, PH_EXIT_USAGE, "open `%s`", argv[optind]);
-            return ph_error_report(&err);
-        }
-        if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
-            void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-
-            close(fd);
-            if (m != MAP_FAILED) {
-                madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
-                if (ph_flame_render_folded(m, (size_t)sb.st_size, &o, stdout, &st, &err) == 0)
-                    report_bad_lines(&st);
-                munmap(m, (size_t)sb.st_size);
+        case O_WIDTH:
+            o.width = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(o.width >= 100 && o.width <= 1e6)) {
+                ph_bad_input(&err, "--width: `%s` is not a width in pixels (100 to 1000000)", optarg);
                 return ph_error_report(&err);
             }
-        } else {
-            close(fd);
+            break;
+        case O_MINW:
+            o.minwidth = strtod(optarg, &end);
+            o.minwidth_percent = *end == '%';
+            if (end == optarg || end[o.minwidth_percent] != '\0' || !(o.minwidth >= 0 && o.minwidth <= 1e6)) {
+                ph_bad_input(&err, "--minwidth: `%s` is not a width in pixels or a percentage", optarg);
+                return ph_error_report(&err);
+            }
+            break;
+        case O_INV: o.inverted = 1; break;
+        case O_REV: o.reverse = 1; break;
+        case O_CHART: o.flamechart = 1; break;
+        case O_NODIFF: o.differential = 0; break;
+        case 'h': fputs(usage, stdout); return PH_EXIT_OK;
+        default: fputs(usage, stderr); return PH_EXIT_USAGE;
         }
     }
-    if (read_inputs(argc - optind, argv + optind, &buf, &len, &err) == 0 &&
-        ph_flame_render_folded(buf, len, &o, stdout, &st, &err) == 0)
-        report_bad_lines(&st);
-    free(buf);
+    f = read_inputs(o.flamechart ? PH_FOLDED_KEEP_ORDER : 0, argc - optind, argv + optind, &err);
+    if (f != NULL) {
+        report_bad_lines("", ph_folded_get_stats(f));
+        if (ph_flame_render(f, &o, stdout, &st, &err) == 0)
+            ph_debug("flamegraph: %zu stacks, %zu frames drawn", st.stacks, st.frames_drawn);
+        ph_folded_free(f);
+    }
     return ph_error_report(&err);
 }
 
-static void
-report_bad_lines(const ph_flame_stats *st)
+/* The whole of PATH in *BUF (diff needs both files at once). */
+static int
+slurp(const char *path, char **buf, size_t *len, ph_error_t *err)
 {
-    if (st->bad_lines > 0) {
-        char lines[128] = "";
-        for (size_t i = 0; i < 8 && st->bad_line_numbers[i]; i++)
-            snprintf(lines + strlen(lines), sizeof lines - strlen(lines), "%s%zu", i ? ", " : "", st->bad_line_numbers[i]);
-        ph_warn("%zu of %zu lines are not folded stacks and were skipped (lines %s%s)", st->bad_lines, st->lines, lines,
-                st->bad_lines > 8 ? ", ..." : "");
+    ph_cleanup_fclose FILE *fp = strcmp(path, "-") == 0 ? NULL : fopen(path, "re");
+    FILE *in = strcmp(path, "-") == 0 ? stdin : fp;
+    size_t cap = 0;
+
+    *buf = NULL;
+    *len = 0;
+    if (in == NULL)
+        return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", path);
+    for (;;) {
+        size_t n;
+        if (cap - *len < 65536) {
+            size_t nc = cap ? cap * 2 : 1u << 20;
+            char *nb = realloc(*buf, nc);
+            if (nb == NULL)
+                return ph_fail(err, ENOMEM, "read `%s`", path);
+            *buf = nb;
+            cap = nc;
+        }
+        n = fread(*buf + *len, 1, cap - *len, in);
+        *len += n;
+        if (n == 0)
+            return ferror(in) ? ph_fail(err, errno, "read `%s`", path) : 0;
     }
 }
+
+static const char diff_usage[] =
+    "usage: profharness diff [-n] BEFORE.folded AFTER.folded   (differential folded stacks on stdout)\n"
+    "Writes `stack COUNT_BEFORE COUNT_AFTER` for every stack of either file, for\n"
+    "`profharness flamegraph` (frames coloured red where AFTER grew, blue where it shrank).\n"
+    "  -n   normalise: scale BEFORE's counts to AFTER's total\n"
+    "Exit status: 0 ok, 1 failure (read, write), 2 usage.\n";
 
 int
 ph_cmd_diff(const ph_global_opts *g, int argc, char **argv)
 {
     ph_error_t err = NULL;
     char *a = NULL, *b = NULL;
-    size_t alen = 0, blen = 0;
+    size_t alen = 0, blen = 0, bad_a = 0, bad_b = 0;
     int c, normalise = 0;
 
     (void)g;
     while ((c = getopt(argc, argv, "+nh")) != -1) {
         switch (c) {
         case 'n': normalise = 1; break;
-        case 'h': puts("usage: profharness diff [-n] BEFORE.folded AFTER.folded  (-n: scale AFTER to BEFORE's total)"); return 0;
-        default: fputs("usage: profharness diff [-n] BEFORE.folded AFTER.folded\n", stderr); return 2;
+        case 'h': fputs(diff_usage, stdout); return PH_EXIT_OK;
+        default: fputs(diff_usage, stderr); return PH_EXIT_USAGE;
         }
     }
     if (argc - optind != 2) {
-        fputs("usage: profharness diff [-n] BEFORE.folded AFTER.folded\n", stderr);
-        return 2;
+        fputs(diff_usage, stderr);
+        return PH_EXIT_USAGE;
     }
-    if (read_inputs(1, argv + optind, &a, &alen, &err) == 0 && read_inputs(1, argv + optind + 1, &b, &blen, &err) == 0)
-        ph_flame_diff_folded(a, alen, b, blen, normalise, stdout, &err);
+    if (slurp(argv[optind], &a, &alen, &err) == 0 && slurp(argv[optind + 1], &b, &blen, &err) == 0 &&
+        ph_folded_diff(a, alen, b, blen, normalise, stdout, &bad_a, &bad_b, &err) == 0) {
+        if (bad_a)
+            ph_warn("`%s`: %zu lines are not folded stacks and were skipped", argv[optind], bad_a);
+        if (bad_b)
+            ph_warn("`%s`: %zu lines are not folded stacks and were skipped", argv[optind + 1], bad_b);
+    }
     free(a);
     free(b);
     return ph_error_report(&err);

@@ -1,14 +1,38 @@
-/* ph_flame.c - folded stacks to an interactive SVG (see ph_flame.h).
+/* ph_flame.c - merged stacks to an interactive SVG (see ph_flame.h).
  *
- * Design, for speed and memory on large inputs (the benchmark is 75 MB of
- * 200,000 stacks over 3,000 names): no tree.  The input is indexed, not
- * copied (one record per line), the index is sorted so identical prefixes
- * are adjacent (flame charts keep input order instead), and one sweep
- * merges each line with the previous one, keeping only frames wide enough
- * to draw.  A trie of every frame cost 4x the time in cache misses and
- * held millions of nodes that are never drawn.
- * All memory belongs to one render call; nothing is global.
+ * Design.  ph_folded gives unique stacks as arrays of name ids.  Frames
+ * are the nodes of the prefix tree of those stacks; we never build that
+ * tree in memory (millions of nodes, almost all too narrow to draw).
+ * Instead the stacks are ordered so every subtree is a contiguous run -
+ * by the names' byte order, frame by frame, which is flamegraph.pl's
+ * left-to-right order - and one sweep keeps a stack of open frames: a
+ * frame opens where a stack leaves the previous stack's path and closes
+ * where a later stack leaves it; on closing it is kept if wide enough.
+ * Memory is one index per stack plus the frames actually drawn.
+ *
+ * flamegraph.pl sorts whole lines as strings, so `f;g 1`, `f1;x 1`,
+ * `f;h 1` sort in that order (' ' < '1' < ';') and f is drawn twice; we
+ * compare frame by frame, so a name is one frame per parent.
+ *
+ * A flame chart keeps input order (time) and merges only consecutive
+ * stacks: the same sweep without the sort.
+ *
+ * Differential input (`stack BEFORE AFTER`): widths are AFTER, like
+ * flamegraph.pl, and each frame's colour is the change of its whole
+ * subtree (the sweep sums BEFORE over the frame's stacks), so a parent
+ * whose children grew is red too; flamegraph.pl colours only leaf deltas.
+ *
+ * Geometry is written in hundredths of a pixel computed from each frame's
+ * two edges, so a child never pokes out of its parent after rounding and
+ * the script's containment tests (zoom) are exact.  Labels use a fixed
+ * monospace advance (CHAR_W) so fitting them is arithmetic, here and in
+ * the script, and the browser never measures text.
+ *
+ * Everything belongs to one call: no global state; safe in any thread.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* qsort_r */
+#endif
 #include "ph_flame.h"
 
 #include <errno.h>
@@ -19,11 +43,12 @@
 
 #define FRAME_H 16
 #define FONT_SIZE 12
-#define FONT_W 0.59 /* monospace advance, in em: fixed so labels never need measuring */
+#define CHAR_W 7.08 /* 0.59 em of a 12 px monospace font; the script reads it back from data-charw */
 #define XPAD 10
-#define MAX_DEPTH 4096
 #define TOP_PAD (FONT_SIZE * 3)
 #define BOTTOM_PAD (FONT_SIZE * 2 + 10)
+#define SUB_PAD (FONT_SIZE * 2)
+#define ROOT_ID UINT32_MAX
 
 void
 ph_flame_opts_init(ph_flame_opts *o)
@@ -33,562 +58,480 @@ ph_flame_opts_init(ph_flame_opts *o)
     o->palette = "hot";
     o->width = 1200;
     o->minwidth = 0.1;
+    o->differential = -1;
 }
 
-/* ---- arena and tables ------------------------------------------------- */
+/* ---- ordering ------------------------------------------------------------ */
 
-typedef struct arena_block {
-    struct arena_block *next;
-    size_t used, cap;
-    char data[];
-} arena_block;
-
-typedef struct name_entry {
-    const char *s;
-    uint32_t len;
-    uint32_t hash;
-} name_entry;
-
-/* The name table `diff` uses to merge identical stacks of two files. */
-typedef struct flame {
-    arena_block *arena;
-    name_entry *names;
-    size_t n_names, cap_names;
-    uint32_t *name_index; /* open addressing over names, size mask+1, 0 = empty else idx+1 */
-    size_t name_mask;
-} flame;
-
-static void *
-arena_alloc(flame *f, size_t n)
-{
-    arena_block *b = f->arena;
-
-    n = (n + 7) & ~(size_t)7;
-    if (b == NULL || b->used + n > b->cap) {
-        size_t cap = n > (1u << 20) ? n : (1u << 20);
-        arena_block *nb = malloc(sizeof *nb + cap);
-
-        if (nb == NULL)
-            return NULL;
-        nb->next = b;
-        nb->used = 0;
-        nb->cap = cap;
-        f->arena = nb;
-        b = nb;
-    }
-    b->used += n;
-    return b->data + b->used - n;
-}
-
-static uint32_t
-hash_bytes(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
+typedef struct order_ctx {
+    const ph_folded *f;
+    const uint32_t *rank; /* name id -> position of the name in byte order */
+    int reverse;
+} order_ctx;
 
 static int
-grow_names(flame *f)
+cmp_names(const void *x, const void *y, void *arg)
 {
-    size_t cap = f->name_mask ? (f->name_mask + 1) * 2 : 4096;
-    uint32_t *t = calloc(cap, sizeof *t);
+    const ph_folded *f = arg;
+    size_t la, lb;
+    const char *a = ph_folded_name(f, *(const uint32_t *)x, &la), *b = ph_folded_name(f, *(const uint32_t *)y, &lb);
+    int c = memcmp(a, b, la < lb ? la : lb);
 
-    if (t == NULL)
-        return -1;
-    for (size_t i = 0; i < f->n_names; i++) {
-        size_t j = f->names[i].hash & (cap - 1);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = (uint32_t)i + 1;
-    }
-    free(f->name_index);
-    f->name_index = t;
-    f->name_mask = cap - 1;
-    return 0;
+    return c ? c : (la > lb) - (la < lb);
 }
 
-/* Intern S[0..N): the name's index, or -1 on ENOMEM. */
-static long
-intern(flame *f, const char *s, size_t n)
+/* Frame I of stack S, root first, honouring --reverse. */
+static inline uint32_t
+frame_at(const ph_folded_stack *s, uint32_t i, int reverse)
 {
-    uint32_t h = hash_bytes(s, n);
-    size_t j;
-
-    if ((f->n_names + 1) * 2 > f->name_mask + 1 && grow_names(f) < 0)
-        return -1;
-    for (j = h & f->name_mask; f->name_index[j]; j = (j + 1) & f->name_mask) {
-        name_entry *e = &f->names[f->name_index[j] - 1];
-        if (e->hash == h && e->len == n && memcmp(e->s, s, n) == 0)
-            return (long)f->name_index[j] - 1;
-    }
-    if (f->n_names == f->cap_names) {
-        size_t cap = f->cap_names ? f->cap_names * 2 : 1024;
-        name_entry *ne = realloc(f->names, cap * sizeof *ne);
-        if (ne == NULL)
-            return -1;
-        f->names = ne;
-        f->cap_names = cap;
-    }
-    {
-        char *copy = arena_alloc(f, n + 1);
-        if (copy == NULL)
-            return -1;
-        memcpy(copy, s, n);
-        copy[n] = '\0';
-        f->names[f->n_names] = (name_entry){ copy, (uint32_t)n, h };
-    }
-    f->name_index[j] = (uint32_t)f->n_names + 1;
-    return (long)f->n_names++;
+    return s->frames[reverse ? s->depth - 1 - i : i];
 }
 
-static void
-flame_free(flame *f)
-{
-    while (f->arena) {
-        arena_block *n = f->arena->next;
-        free(f->arena);
-        f->arena = n;
-    }
-    free(f->names);
-    free(f->name_index);
-}
-
+/* Stacks frame by frame in name order, a prefix before its extensions:
+ * every subtree becomes one contiguous run. */
 static int
-flame_init(flame *f)
+cmp_stacks(const void *x, const void *y, void *arg)
 {
-    memset(f, 0, sizeof *f);
-    return intern(f, "", 0) < 0 ? -1 : 0;
+    const order_ctx *c = arg;
+    ph_folded_stack a = ph_folded_get_stack(c->f, *(const uint32_t *)x);
+    ph_folded_stack b = ph_folded_get_stack(c->f, *(const uint32_t *)y);
+    uint32_t n = a.depth < b.depth ? a.depth : b.depth;
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t fa = frame_at(&a, i, c->reverse), fb = frame_at(&b, i, c->reverse);
+        if (fa != fb)
+            return c->rank[fa] < c->rank[fb] ? -1 : 1;
+    }
+    return (a.depth > b.depth) - (a.depth < b.depth);
 }
 
-/* ---- parsing ---------------------------------------------------------- */
+/* ---- the sweep ------------------------------------------------------------ */
 
-/* Parse a trailing number in [s, *end): moves *end before it.  1 if found. */
-static int
-trailing_number(const char *s, const char **end, double *out)
-{
-    const char *e = *end, *p;
-    char buf[64];
-    char *stop;
-    size_t n;
-
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-        e--;
-    p = e;
-    while (p > s && p[-1] != ' ' && p[-1] != '\t')
-        p--;
-    n = (size_t)(e - p);
-    if (n == 0 || n >= sizeof buf)
-        return 0;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    *out = strtod(buf, &stop);
-    if (*stop != '\0' || !isfinite(*out) || *out < 0)
-        return 0;
-    while (p > s && (p[-1] == ' ' || p[-1] == '\t'))
-        p--;
-    *end = p;
-    return 1;
-}
-
-/* One input line: the stack's bytes and its counts (b is the width). */
-typedef struct fline {
-    const char *s;
-    uint32_t len;
-    double a, b;
-} fline;
-
-/* A frame kept for drawing: wide enough at the requested width. */
+/* A frame to draw: its name, depth (root 0), left edge and width in
+ * counts, and the sum of BEFORE counts under it. */
 typedef struct kept {
-    const char *name;
-    uint32_t nlen, depth;
+    uint32_t name, depth;
     double x, w, before;
 } kept;
 
-typedef struct sweep {
-    fline *lines;
-    size_t n_lines, cap_lines;
-    char *reversed;          /* --reverse: the reversed stacks, one buffer */
-    size_t rev_len, rev_cap;
-    kept *kept;
-    size_t n_kept, cap_kept;
-    int differential;
-} sweep;
+typedef struct frames {
+    kept *v;
+    size_t n, cap;
+    uint32_t max_depth;
+} frames;
 
 static int
-add_line(sweep *sw, const char *line, const char *end)
+keep(frames *fr, uint32_t name, uint32_t depth, double x, double w, double before)
 {
-    const char *stack_end = end;
-    double a, b = 0;
-    fline *l;
-
-    if (!trailing_number(line, &stack_end, &a))
-        return 1;
-    if (trailing_number(line, &stack_end, &b)) {
-        double t = a; /* "stack BEFORE AFTER": a was read last */
-        a = b;
-        b = t;
-        sw->differential = 1;
-    } else {
-        b = a;
-    }
-    if (stack_end == line)
-        return 1;
-    if (sw->n_lines == sw->cap_lines) {
-        size_t cap = sw->cap_lines ? sw->cap_lines * 2 : 4096;
-        fline *nl = realloc(sw->lines, cap * sizeof *nl);
-        if (nl == NULL)
+    if (fr->n == fr->cap) {
+        size_t cap = fr->cap ? fr->cap * 2 : 1024;
+        kept *nv = realloc(fr->v, cap * sizeof *nv);
+        if (nv == NULL)
             return -1;
-        sw->lines = nl;
-        sw->cap_lines = cap;
+        fr->v = nv;
+        fr->cap = cap;
     }
-    l = &sw->lines[sw->n_lines++];
-    l->s = line;
-    l->len = (uint32_t)(stack_end - line);
-    l->a = a;
-    l->b = b;
+    fr->v[fr->n++] = (kept){ name, depth, x, w, before };
+    if (depth > fr->max_depth)
+        fr->max_depth = depth;
     return 0;
 }
 
+typedef struct openf {
+    uint32_t name;
+    double x, before;
+} openf;
+
+/* Merge the stacks in ORDER, keeping frames at least MIN_W counts wide
+ * (flamegraph.pl deletes a frame when etime - stime < minwidth_time). */
 static int
-parse(sweep *sw, const char *buf, size_t len, ph_flame_stats *st)
+sweep(const ph_folded *f, const uint32_t *order, size_t n, int reverse, double min_w, frames *fr)
 {
-    const char *p = buf, *end = buf + len;
-
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        int r;
-
-        st->lines++;
-        while (le > p && (le[-1] == '\r' || le[-1] == ' ' || le[-1] == '\t'))
-            le--;
-        if (le > p && *p != '#') {
-            r = add_line(sw, p, le);
-            if (r < 0)
-                return -1;
-            if (r > 0) {
-                if (st->bad_lines < sizeof st->bad_line_numbers / sizeof st->bad_line_numbers[0])
-                    st->bad_line_numbers[st->bad_lines] = st->lines;
-                st->bad_lines++;
-            }
-        }
-        p = nl ? nl + 1 : end;
-    }
-    st->stacks = sw->n_lines;
-    return 0;
-}
-
-/* --reverse: copy each stack with its frames in reverse order. */
-static int
-reverse_lines(sweep *sw)
-{
-    size_t total = 0, off = 0;
-
-    for (size_t i = 0; i < sw->n_lines; i++)
-        total += sw->lines[i].len;
-    sw->reversed = malloc(total ? total : 1);
-    if (sw->reversed == NULL)
-        return -1;
-    for (size_t i = 0; i < sw->n_lines; i++) {
-        fline *l = &sw->lines[i];
-        char *dst = sw->reversed + off;
-        size_t o = 0, e = l->len;
-
-        for (size_t k = l->len; k-- > 0;) {
-            if (l->s[k] == ';' || k == 0) {
-                size_t st = l->s[k] == ';' ? k + 1 : k;
-                if (o)
-                    dst[o++] = ';';
-                memcpy(dst + o, l->s + st, e - st);
-                o += e - st;
-                e = k;
-            }
-        }
-        l->s = dst;
-        off += l->len;
-    }
-    return 0;
-}
-
-static int
-cmp_lines(const void *x, const void *y)
-{
-    const fline *a = x, *b = y;
-    uint32_t n = a->len < b->len ? a->len : b->len;
-    int c = memcmp(a->s, b->s, n);
-
-    if (c != 0)
-        return c;
-    return a->len < b->len ? -1 : a->len > b->len;
-}
-
-static int
-keep(sweep *sw, const char *name, uint32_t nlen, uint32_t depth, double x, double w, double before)
-{
-    if (sw->n_kept == sw->cap_kept) {
-        size_t cap = sw->cap_kept ? sw->cap_kept * 2 : 1024;
-        kept *nk = realloc(sw->kept, cap * sizeof *nk);
-        if (nk == NULL)
-            return -1;
-        sw->kept = nk;
-        sw->cap_kept = cap;
-    }
-    sw->kept[sw->n_kept++] = (kept){ name, nlen, depth, x, w, before };
-    return 0;
-}
-
-/* The merge, as flamegraph.pl does it: over lines in order (sorted, or as
- * given for a flame chart), a frame stays open while consecutive lines
- * share it; when the prefix diverges the deeper frames close and, if wide
- * enough at SCALE, are kept.  No tree is built: memory is the line index
- * plus the frames that will be drawn. */
-static int
-merge(sweep *sw, double scale, double minwidth)
-{
-    typedef struct openf {
-        const char *name;
-        uint32_t nlen;
-        double x, before;
-    } openf;
-    static const char root[] = "all";
-    openf *open = malloc((MAX_DEPTH + 2) * sizeof *open);
-    const char **pf = malloc((MAX_DEPTH + 1) * sizeof *pf);
-    uint32_t *pl = malloc((MAX_DEPTH + 1) * sizeof *pl);
-    size_t pd = 0; /* frames of the previous line */
+    uint32_t max_depth = 0, pd = 0; /* depth of the previous stack */
+    openf *open;
     double x = 0, before_total = 0;
-    int rc = -1;
 
-    if (open == NULL || pf == NULL || pl == NULL)
-        goto out;
-    open[0] = (openf){ root, 3, 0, 0 };
-    for (size_t i = 0; i < sw->n_lines; i++) {
-        const fline *l = &sw->lines[i];
-        const char *p = l->s, *end = l->s + l->len;
-        size_t d = 0, shared;
-        const char *cf[MAX_DEPTH];
-        uint32_t cl[MAX_DEPTH];
+    for (size_t i = 0; i < n; i++) {
+        ph_folded_stack s = ph_folded_get_stack(f, i);
+        if (s.depth > max_depth)
+            max_depth = s.depth;
+    }
+    /* open[0] is the root; open[k] the frame at depth k */
+    if ((open = malloc(((size_t)max_depth + 1) * sizeof *open)) == NULL)
+        return -1;
+    open[0] = (openf){ ROOT_ID, 0, 0 };
+    for (size_t i = 0; i < n; i++) {
+        ph_folded_stack s = ph_folded_get_stack(f, order ? order[i] : i);
+        uint32_t shared = 0;
 
-        while (p < end && d < MAX_DEPTH) {
-            const char *semi = memchr(p, ';', (size_t)(end - p));
-            const char *e = semi ? semi : end;
-            cf[d] = p;
-            cl[d] = (uint32_t)(e - p);
-            d++;
-            p = semi ? semi + 1 : end;
-        }
-        for (shared = 0; shared < d && shared < pd; shared++)
-            if (cl[shared] != pl[shared] || memcmp(cf[shared], pf[shared], cl[shared]) != 0)
-                break;
-        /* close the previous line's frames below the shared prefix */
-        for (size_t k = pd; k > shared; k--) {
-            openf *o = &open[k];
-            if ((x - o->x) * scale >= minwidth && keep(sw, o->name, o->nlen, (uint32_t)k, o->x, x - o->x, o->before) < 0)
-                goto out;
-        }
-        for (size_t k = shared; k < d; k++)
-            open[k + 1] = (openf){ cf[k], cl[k], x, 0 };
-        for (size_t k = 1; k <= d; k++)
-            open[k].before += l->a;
-        before_total += l->a;
-        x += l->b;
-        memcpy(pf, cf, d * sizeof *pf);
-        memcpy(pl, cl, d * sizeof *pl);
-        pd = d;
+        while (shared < s.depth && shared < pd && open[shared + 1].name == frame_at(&s, shared, reverse))
+            shared++;
+        for (uint32_t k = pd; k > shared; k--)
+            if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
+                goto oom;
+        for (uint32_t k = shared; k < s.depth; k++)
+            open[k + 1] = (openf){ frame_at(&s, k, reverse), x, 0 };
+        for (uint32_t k = 1; k <= s.depth; k++)
+            open[k].before += s.before;
+        before_total += s.before;
+        x += s.count;
+        pd = s.depth;
     }
-    for (size_t k = pd; k > 0; k--) {
-        openf *o = &open[k];
-        if ((x - o->x) * scale >= minwidth && keep(sw, o->name, o->nlen, (uint32_t)k, o->x, x - o->x, o->before) < 0)
-            goto out;
-    }
-    if (keep(sw, root, 3, 0, 0, x, before_total) < 0)
-        goto out;
-    rc = 0;
-out:
+    for (uint32_t k = pd; k > 0; k--)
+        if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
+            goto oom;
+    if (keep(fr, ROOT_ID, 0, 0, x, before_total) < 0)
+        goto oom;
     free(open);
-    free(pf);
-    free(pl);
-    return rc;
+    return 0;
+oom:
+    free(open);
+    return -1;
 }
 
-/* ---- output ----------------------------------------------------------- */
+/* ---- output --------------------------------------------------------------- */
 
+/* Text content or attribute value: markup escaped, control characters
+ * dropped, and bytes that are not UTF-8 replaced by U+FFFD - one stray
+ * Latin-1 byte in a symbol would otherwise make the whole SVG unreadable. */
 static void
-xml_escape(FILE *out, const char *s, size_t max)
+xml_text(FILE *out, const char *s, size_t n)
 {
-    for (size_t i = 0; s[i] && i < max; i++) {
-        switch (s[i]) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&apos;", out); break;
-        default:
-            if ((unsigned char)s[i] >= 0x20 || s[i] == '\t')
-                fputc(s[i], out);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t len = 1;
+
+        if (c < 0x80) {
+            switch (c) {
+            case '&': fputs("&amp;", out); break;
+            case '<': fputs("&lt;", out); break;
+            case '>': fputs("&gt;", out); break;
+            case '"': fputs("&quot;", out); break;
+            case '\'': fputs("&apos;", out); break;
+            default:
+                if (c >= 0x20 || c == '\t')
+                    putc(c, out);
+            }
+            i++;
+            continue;
         }
+        len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+        if (len > 0 && len <= n - i) {
+            size_t k = 1;
+            while (k < len && ((unsigned char)s[i + k] & 0xc0) == 0x80)
+                k++;
+            if (k == len) {
+                fwrite(s + i, 1, len, out);
+                i += len;
+                continue;
+            }
+        }
+        fputs("\xef\xbf\xbd", out);
+        i++;
     }
 }
 
+/* Bytes of the first N characters (code points) of S[0..len). */
+static size_t
+utf8_prefix(const char *s, size_t len, size_t n)
+{
+    size_t i = 0;
+
+    while (i < len && n > 0) {
+        i++;
+        while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
+            i++;
+        n--;
+    }
+    return i;
+}
+
+static size_t
+utf8_chars(const char *s, size_t len)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return n;
+}
+
+/* 1234567 -> "1,234,567"; fractions keep three decimals. */
 static void
 fmt_count(char *buf, size_t len, double v)
 {
-    if (v == floor(v) && v < 1e15) {
-        /* thousands separators, like flamegraph.pl */
-        char raw[32];
-        size_t n, o = 0;
+    char raw[64];
+    size_t n, o = 0;
 
-        snprintf(raw, sizeof raw, "%.0f", v);
-        n = strlen(raw);
-        for (size_t i = 0; i < n && o + 2 < len; i++) {
-            buf[o++] = raw[i];
-            if ((n - i - 1) % 3 == 0 && i + 1 < n)
-                buf[o++] = ',';
-        }
-        buf[o] = '\0';
-    } else {
+    if (v != floor(v) || v >= 1e18) {
         snprintf(buf, len, "%.3f", v);
+        return;
     }
+    snprintf(raw, sizeof raw, "%.0f", v);
+    n = strlen(raw);
+    for (size_t i = 0; i < n && o + 2 < len; i++) {
+        buf[o++] = raw[i];
+        if ((n - i - 1) % 3 == 0 && i + 1 < n)
+            buf[o++] = ',';
+    }
+    buf[o] = '\0';
+}
+
+/* Hundredths of a pixel as "123.45". */
+static void
+fmt_px(char *buf, size_t len, int64_t h)
+{
+    snprintf(buf, len, "%s%lld.%02lld", h < 0 ? "-" : "", (long long)(llabs(h) / 100), (long long)(llabs(h) % 100));
+}
+
+static uint32_t
+name_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+typedef struct palette {
+    const char *name;
+    /* base and spread per channel; each channel takes 1 of 3 hash bytes */
+    int r0, rs, g0, gs, b0, bs;
+    int rv, gv, bv; /* which hash byte (0..2) drives each channel */
+} palette;
+
+/* flamegraph.pl's palettes, as ranges: hot is 205-255 red, 0-230 green,
+ * 0-55 blue, and so on. */
+static const palette palettes[] = {
+    { "hot", 205, 50, 0, 230, 0, 55, 2, 0, 1 },       { "mem", 0, 0, 190, 50, 0, 210, 0, 1, 0 },
+    { "io", 80, 60, 80, 60, 190, 55, 0, 0, 1 },       { "red", 200, 55, 50, 80, 50, 80, 0, 0, 0 },
+    { "green", 50, 60, 200, 55, 50, 60, 0, 0, 0 },    { "blue", 80, 60, 80, 60, 205, 50, 0, 0, 0 },
+    { "yellow", 175, 55, 175, 55, 50, 20, 0, 0, 1 },  { "purple", 190, 65, 80, 60, 190, 65, 0, 0, 0 },
+    { "aqua", 50, 60, 165, 55, 165, 55, 0, 0, 0 },    { "orange", 190, 65, 90, 65, 0, 0, 0, 0, 0 },
+};
+
+int
+ph_flame_palette_valid(const char *name)
+{
+    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
+        if (strcmp(palettes[i].name, name) == 0)
+            return 1;
+    return 0;
 }
 
 static void
-colour(const kept *k, int differential, const char *palette, double maxdelta, char *out, size_t len)
+colour(const char *name, size_t nlen, const palette *pal, int differential, double delta, double maxdelta,
+       char *out, size_t len)
 {
-    uint32_t h = hash_bytes(k->name, k->nlen);
-    double v1 = (double)(h & 0xff) / 255.0, v2 = (double)((h >> 8) & 0xff) / 255.0,
-           v3 = (double)((h >> 16) & 0xff) / 255.0;
+    uint32_t h = name_hash(name, nlen);
+    double v[3] = { (h & 0xff) / 255.0, ((h >> 8) & 0xff) / 255.0, ((h >> 16) & 0xff) / 255.0 };
 
     if (differential) {
-        double d = k->w - k->before;
-        int c = maxdelta > 0 ? (int)(210 * (1.0 - fabs(d) / maxdelta)) : 210;
-
-        if (d > 0)
+        int c = maxdelta > 0 ? (int)(210 * (1.0 - fabs(delta) / maxdelta)) : 210;
+        if (delta > 0)
             snprintf(out, len, "rgb(255,%d,%d)", c, c);
-        else if (d < 0)
+        else if (delta < 0)
             snprintf(out, len, "rgb(%d,%d,255)", c, c);
         else
             snprintf(out, len, "rgb(250,250,250)");
         return;
     }
-    if (strcmp(palette, "mem") == 0)
-        snprintf(out, len, "rgb(%d,%d,%d)", 0, (int)(190 + 50 * v2), (int)(210 * v1));
-    else if (strcmp(palette, "io") == 0)
-        snprintf(out, len, "rgb(%d,%d,%d)", (int)(80 + 60 * v1), (int)(80 + 60 * v1), (int)(190 + 55 * v2));
-    else
-        snprintf(out, len, "rgb(%d,%d,%d)", (int)(205 + 50 * v3), (int)(230 * v1), (int)(55 * v2));
+    snprintf(out, len, "rgb(%d,%d,%d)", pal->r0 + (int)(pal->rs * v[pal->rv]), pal->g0 + (int)(pal->gs * v[pal->gv]),
+             pal->b0 + (int)(pal->bs * v[pal->bv]));
 }
 
-static void
-draw(FILE *out, const ph_flame_opts *o, const kept *k, int differential, double total, double scale,
-     double maxdelta, int height, const char *countname)
-{
-    double w = k->w * scale, x = XPAD + k->x * scale, y;
-    char fill[48], cnt[48], cnt2[48];
-    size_t nch;
+typedef struct draw_ctx {
+    FILE *out;
+    const ph_folded *f;
+    const ph_flame_opts *o;
+    const palette *pal;
+    const char *countname;
+    int differential, height;
+    double total, scale, maxdelta;
+} draw_ctx;
 
-    if (o->inverted)
-        y = TOP_PAD + (double)k->depth * FRAME_H;
-    else
-        y = height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
-    colour(k, differential, o->palette ? o->palette : "hot", maxdelta, fill, sizeof fill);
+static void
+draw(const draw_ctx *c, const kept *k)
+{
+    static const char all[] = "all";
+    FILE *out = c->out;
+    size_t nlen;
+    const char *name = k->name == ROOT_ID ? all : ph_folded_name(c->f, k->name, &nlen);
+    int64_t x1 = llround((XPAD + k->x * c->scale) * 100), x2 = llround((XPAD + (k->x + k->w) * c->scale) * 100);
+    double w = (double)(x2 - x1) / 100.0, y;
+    char fill[48], cnt[48], xs[32], ws[32];
+    size_t nch, chars;
+
+    if (k->name == ROOT_ID)
+        nlen = sizeof all - 1;
+    y = c->o->inverted ? TOP_PAD + (c->o->subtitle ? SUB_PAD : 0) + (double)k->depth * FRAME_H
+                       : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
+    colour(name, nlen, c->pal, c->differential, k->w - k->before, c->maxdelta, fill, sizeof fill);
     fmt_count(cnt, sizeof cnt, k->w);
     fputs("<g><title>", out);
-    xml_escape(out, k->name, k->nlen);
-    if (differential) {
-        double d = k->w - k->before;
-        fmt_count(cnt2, sizeof cnt2, fabs(d));
-        fprintf(out, " (%s %s, %.2f%%; %s%s)", cnt, countname, 100.0 * k->w / total, d >= 0 ? "+" : "-", cnt2);
+    xml_text(out, name, nlen);
+    if (c->differential) {
+        /* flamegraph.pl's form, "; +28.57%": the change as a share of the total */
+        double d = 100.0 * (k->w - k->before) / c->total;
+        fprintf(out, " (%s %s, %.2f%%; %s%.2f%%)", cnt, c->countname, 100.0 * k->w / c->total,
+                d > 0.005 ? "+" : d < -0.005 ? "-" : "", fabs(d));
     } else {
-        fprintf(out, " (%s %s, %.2f%%)", cnt, countname, 100.0 * k->w / total);
+        fprintf(out, " (%s %s, %.2f%%)", cnt, c->countname, 100.0 * k->w / c->total);
     }
-    fprintf(out, "</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\"/>", x, y,
-            w, FRAME_H - 1, fill);
-    nch = w > 6 ? (size_t)((w - 6) / (FONT_SIZE * FONT_W)) : 0;
-    fprintf(out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + FRAME_H - 5);
+    fmt_px(xs, sizeof xs, x1);
+    fmt_px(ws, sizeof ws, x2 - x1);
+    fprintf(out, "</title><rect x=\"%s\" y=\"%.0f\" width=\"%s\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\"/>", xs, y, ws,
+            FRAME_H - 1, fill);
+    fmt_px(xs, sizeof xs, x1 + 300);
+    fprintf(out, "<text x=\"%s\" y=\"%.0f\">", xs, y + FRAME_H - 5);
+    /* the same arithmetic as fit() in the script */
+    nch = w > 6 ? (size_t)floor((w - 6) / CHAR_W) : 0;
     if (nch >= 3) {
-        if (k->nlen <= nch) {
-            xml_escape(out, k->name, k->nlen);
+        chars = utf8_chars(name, nlen);
+        if (chars <= nch) {
+            xml_text(out, name, nlen);
         } else {
-            xml_escape(out, k->name, nch - 2);
+            xml_text(out, name, utf8_prefix(name, nlen, nch - 2));
             fputs("..", out);
         }
     }
     fputs("</text></g>\n", out);
 }
 
-/* The interactive part.  Frames carry their geometry in the rect; zoom
- * rescales x and width from the original values kept in data attributes
- * and refits labels arithmetically from the fixed char width. */
+/* The interactive part.  Frames keep their original geometry in data
+ * attributes; zoom rescales x and width from them and refits labels with
+ * the fixed char width.  State (zoomed frame, search, case) lives in the
+ * query string, so a link reopens the same view. */
 static const char script[] =
     "<script type=\"text/ecmascript\"><![CDATA[\n"
     "'use strict';\n"
-    "var svg, frames, details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD=" "10" ", CW, ignorecase=false, currentSearch=null, zoomed=null;\n"
-    "function init(){ svg=document.documentElement; W=+svg.getAttribute('width');\n"
-    "  CW=+svg.getAttribute('data-charw'); frames=Array.prototype.slice.call(document.querySelectorAll('#frames > g'));\n"
+    "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted;\n"
+    "var ignorecase=false, currentSearch=null, zoomed=null;\n"
+    "function init(){ svg=document.documentElement; W=+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n"
+    "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n"
     "  details=document.getElementById('details').firstChild; matchedtxt=document.getElementById('matched');\n"
     "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n"
-    "  frames.forEach(function(g){ var r=g.querySelector('rect'); g.dataset.x=r.getAttribute('x'); g.dataset.w=r.getAttribute('width');\n"
-    "    g.dataset.name=g.querySelector('title').textContent.replace(/ \\([^()]*\\)$/,'');\n"
-    "    g.addEventListener('click', function(e){ zoom(g); e.stopPropagation(); });\n"
-    "    g.addEventListener('mouseover', function(){ details.nodeValue='Function: '+g.querySelector('title').textContent; });\n"
-    "    g.addEventListener('mouseout', function(){ details.nodeValue=' '; }); });\n"
+    "  var gs=document.getElementById('frames').children;\n"
+    "  for(var i=0;i<gs.length;i++){ var g=gs[i], r=g.firstChild.nextSibling, t=r.nextSibling, title=g.firstChild.textContent;\n"
+    "    var f={ g:g, r:r, t:t, x:+r.getAttribute('x'), w:+r.getAttribute('width'), y:+r.getAttribute('y'),\n"
+    "      name:Array.from(title.replace(/ \\([^()]*\\)$/,'')), title:title, fill:r.getAttribute('fill') };\n"
+    "    g.frame=f; frames.push(f); }\n"
+    "  document.getElementById('frames').addEventListener('click', function(e){ var g=e.target.closest('g'); if(g&&g.frame) zoom(g.frame); });\n"
+    "  document.getElementById('frames').addEventListener('mouseover', function(e){ var g=e.target.closest('g'); if(g&&g.frame) details.nodeValue=g.frame.title; });\n"
+    "  document.getElementById('frames').addEventListener('mouseout', function(){ details.nodeValue=' '; });\n"
     "  searchbtn.addEventListener('click', function(){ if(currentSearch===null) searchPrompt(); else resetSearch(); });\n"
     "  unzoombtn.addEventListener('click', function(){ unzoom(); });\n"
     "  icbtn.addEventListener('click', function(){ toggleCase(); });\n"
     "  window.addEventListener('keydown', function(e){ if((e.ctrlKey&&e.key==='f')||e.key==='F3'){ e.preventDefault(); searchPrompt(); }\n"
     "    else if(e.ctrlKey&&e.key==='i'){ e.preventDefault(); toggleCase(); } else if(e.key==='Escape'){ resetSearch(); } });\n"
     "  var p=new URLSearchParams(document.location.search);\n"
-    "  if(p.get('ic')==='1'){ ignorecase=true; icbtn.classList.add('on'); }\n"
-    "  if(p.has('x')&&p.has('y')){ var t=frames.filter(function(g){ return g.dataset.x===p.get('x') && g.querySelector('rect').getAttribute('y')===p.get('y'); })[0]; if(t) zoom(t); }\n"
+    "  if(p.get('ic')==='1') setCase(true);\n"
+    "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return f.x===x && f.y===y; })[0]; if(t) zoom(t); }\n"
     "  if(p.has('s')) search(p.get('s')); }\n"
     "function updateUrl(){ var p=new URLSearchParams();\n"
-    "  if(zoomed){ p.set('x',zoomed.dataset.x); p.set('y',zoomed.querySelector('rect').getAttribute('y')); }\n"
+    "  if(zoomed){ p.set('x',zoomed.x); p.set('y',zoomed.y); }\n"
     "  if(currentSearch!==null) p.set('s',currentSearch); if(ignorecase) p.set('ic','1');\n"
     "  var q=p.toString(); try{ history.replaceState(null,'',document.location.pathname+(q?'?'+q:'')); }catch(e){} }\n"
-    "function fit(g,x,w){ var r=g.querySelector('rect'), t=g.querySelector('text'); r.setAttribute('x',x.toFixed(1)); r.setAttribute('width',w.toFixed(1));\n"
-    "  t.setAttribute('x',(x+3).toFixed(2)); var n=Math.floor((w-6)/CW), name=g.dataset.name;\n"
-    "  t.textContent = n<3 ? '' : (name.length<=n ? name : name.substring(0,n-2)+'..'); }\n"
-    "function zoom(target){ var tx=+target.dataset.x, tw=+target.dataset.w, ty=+target.querySelector('rect').getAttribute('y');\n"
-    "  var inverted=svg.getAttribute('data-inverted')==='1', scale=(W-2*PAD)/tw; zoomed=target; unzoombtn.classList.remove('hide');\n"
-    "  frames.forEach(function(g){ var x=+g.dataset.x, w=+g.dataset.w, y=+g.querySelector('rect').getAttribute('y');\n"
-    "    var above = inverted ? y<ty : y>ty;\n"
-    "    if(above && x<=tx+1e-6 && x+w>=tx+tw-1e-6){ g.classList.add('parent'); g.classList.remove('hide'); fit(g,PAD,W-2*PAD); }\n"
-    "    else if(!above && x>=tx-1e-6 && x+w<=tx+tw+1e-6){ g.classList.remove('parent','hide'); fit(g,(x-tx)*scale+PAD,w*scale); }\n"
+    "function fit(f,x,w){ f.r.setAttribute('x',x.toFixed(2)); f.r.setAttribute('width',w.toFixed(2)); f.t.setAttribute('x',(x+3).toFixed(2));\n"
+    "  var n=w>6 ? Math.floor((w-6)/CW) : 0, s;\n"
+    "  s = n<3 ? '' : (f.name.length<=n ? f.name.join('') : f.name.slice(0,n-2).join('')+'..');\n"
+    "  if(f.t.textContent!==s) f.t.textContent=s; }\n"
+    "function isAncestor(f,z){ return (inverted ? f.y<z.y : f.y>z.y) && f.x<=z.x && f.x+f.w>=z.x+z.w; }\n"
+    "function zoom(z){ var scale=(W-2*PAD)/z.w; zoomed=z; unzoombtn.classList.remove('hide');\n"
+    "  frames.forEach(function(f){ var g=f.g;\n"
+    "    if(isAncestor(f,z)){ g.classList.add('parent'); g.classList.remove('hide'); fit(f,PAD,W-2*PAD); }\n"
+    "    else if(f.x>=z.x && f.x+f.w<=z.x+z.w && (inverted ? f.y>=z.y : f.y<=z.y)){ g.classList.remove('parent','hide'); fit(f,PAD+(f.x-z.x)*scale,f.w*scale); }\n"
     "    else { g.classList.add('hide'); g.classList.remove('parent'); } });\n"
     "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
     "function unzoom(){ zoomed=null; unzoombtn.classList.add('hide');\n"
-    "  frames.forEach(function(g){ g.classList.remove('parent','hide'); fit(g,+g.dataset.x,+g.dataset.w); });\n"
+    "  frames.forEach(function(f){ f.g.classList.remove('parent','hide'); fit(f,f.x,f.w); });\n"
     "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
-    "function toggleCase(){ ignorecase=!ignorecase; icbtn.classList.toggle('on',ignorecase); if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
+    "function setCase(on){ ignorecase=on; icbtn.classList.toggle('show',on); }\n"
+    "function toggleCase(){ setCase(!ignorecase); if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
     "function searchPrompt(){ var t=prompt('Enter a search term (regexp allowed, eg: ^ext4_)'+(ignorecase?', ignoring case':'')+'\\nPress Ctrl-I to toggle case sensitivity',''); if(t!==null && t!=='') search(t); }\n"
-    "function resetSearch(){ currentSearch=null; matchedtxt.classList.add('hide'); searchbtn.classList.remove('show');\n"
-    "  frames.forEach(function(g){ var r=g.querySelector('rect'); if(r.dataset.fill){ r.setAttribute('fill',r.dataset.fill); delete r.dataset.fill; } }); updateUrl(); }\n"
+    "function clearPaint(){ frames.forEach(function(f){ if(f.painted){ f.r.setAttribute('fill',f.fill); f.painted=false; } }); }\n"
+    "function resetSearch(){ currentSearch=null; clearPaint(); matchedtxt.classList.add('hide'); matchedtxt.firstChild.nodeValue=' ';\n"
+    "  searchbtn.classList.remove('show'); searchbtn.firstChild.nodeValue='Search'; updateUrl(); }\n"
+    "// Matched: the union of the matching frames' spans within the view, so\n"
+    "// a match nested in another match is not counted twice.\n"
     "function search(term){ var re; try{ re=new RegExp(term, ignorecase?'i':''); }catch(e){ return; }\n"
-    "  resetSearch(); currentSearch=term; var spans=[], root=+frames[0].dataset.w;\n"
-    "  frames.forEach(function(g){ if(g.classList.contains('hide')) return; if(!re.test(g.dataset.name)) return; var r=g.querySelector('rect');\n"
-    "    r.dataset.fill=r.getAttribute('fill'); r.setAttribute('fill','rgb(230,0,230)'); spans.push([+g.dataset.x, +g.dataset.x + +g.dataset.w]); });\n"
-    "  spans.sort(function(a,b){ return a[0]-b[0] || b[1]-a[1]; }); var sum=0, end=-1;\n"
-    "  spans.forEach(function(s){ if(s[0]>=end-1e-9){ sum+=s[1]-s[0]; end=s[1]; } else if(s[1]>end){ sum+=s[1]-end; end=s[1]; } });\n"
-    "  var base = zoomed ? +zoomed.dataset.w : root;\n"
-    "  matchedtxt.firstChild.nodeValue='Matched: '+(100*sum/base).toFixed(1)+'%'; matchedtxt.classList.remove('hide'); searchbtn.classList.add('show'); updateUrl(); }\n"
+    "  clearPaint(); currentSearch=term; var lo=zoomed?zoomed.x:frames[0].x, hi=zoomed?zoomed.x+zoomed.w:frames[0].x+frames[0].w, spans=[];\n"
+    "  frames.forEach(function(f){ if(f.g.classList.contains('hide') || !re.test(f.name.join(''))) return;\n"
+    "    f.r.setAttribute('fill','rgb(230,0,230)'); f.painted=true; spans.push([Math.max(f.x,lo), Math.min(f.x+f.w,hi)]); });\n"
+    "  spans.sort(function(a,b){ return a[0]-b[0]; }); var sum=0, end=-Infinity;\n"
+    "  spans.forEach(function(s){ var a=Math.max(s[0],end); if(s[1]>a){ sum+=s[1]-a; } if(s[1]>end) end=s[1]; });\n"
+    "  matchedtxt.firstChild.nodeValue='Matched: '+(hi>lo ? 100*sum/(hi-lo) : 0).toFixed(1)+'%'; matchedtxt.classList.remove('hide');\n"
+    "  searchbtn.classList.add('show'); searchbtn.firstChild.nodeValue='Reset Search'; updateUrl(); }\n"
     "window.addEventListener('load', init);\n"
     "]]></script>\n";
 
-int
-ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats,
-                       ph_error_t *err)
+static int
+write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int differential, frames *fr, double total,
+          FILE *out)
 {
+    draw_ctx c;
+    const char *title = o->title ? o->title
+                        : o->inverted ? "Icicle Graph"
+                        : o->flamechart ? "Flame Chart"
+                        : "Flame Graph";
+    int height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + (o->subtitle ? SUB_PAD : 0));
+    double maxdelta = 0;
+
+    for (size_t i = 0; i < fr->n; i++)
+        if (fr->v[i].depth > 0 && fabs(fr->v[i].w - fr->v[i].before) > maxdelta)
+            maxdelta = fabs(fr->v[i].w - fr->v[i].before);
+    c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height,
+                    total, (o->width - 2 * XPAD) / total, maxdelta };
+    fprintf(out,
+            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+            "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" \"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\">\n"
+            "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
+            "xmlns=\"http://www.w3.org/2000/svg\" data-charw=\"%.2f\" data-xpad=\"%d\" data-inverted=\"%d\">\n",
+            o->width, height, o->width, height, CHAR_W, XPAD, o->inverted ? 1 : 0);
+    fputs("<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0)}#title{text-anchor:middle;font-size:17px}"
+          "#subtitle{text-anchor:middle;fill:rgb(160,160,160)}#frames>g{cursor:pointer}"
+          "#frames>g:hover rect{stroke:black;stroke-width:0.5}#frames text{pointer-events:none}"
+          ".hide{display:none}.parent{opacity:0.5}#search,#ignorecase{opacity:0.1;cursor:pointer}"
+          "#search:hover,#search.show,#ignorecase:hover,#ignorecase.show{opacity:1}#unzoom{cursor:pointer}</style>\n",
+          out);
+    fputs(script, out);
+    fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n", o->width, height);
+    fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", o->width / 2);
+    xml_text(out, title, strlen(title));
+    fputs("</text>\n", out);
+    if (o->subtitle) {
+        fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6);
+        xml_text(out, o->subtitle, strlen(o->subtitle));
+        fputs("</text>\n", out);
+    }
+    fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 17);
+    fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n", XPAD);
+    fprintf(out, "<text id=\"search\" x=\"%.0f\" y=\"24\">Search</text>\n", o->width - XPAD - 100);
+    fprintf(out, "<text id=\"ignorecase\" x=\"%.0f\" y=\"24\">ic</text>\n", o->width - XPAD - 16);
+    fprintf(out, "<text id=\"matched\" class=\"hide\" x=\"%.0f\" y=\"%d\"> </text>\n", o->width - XPAD - 100, height - 17);
+    fputs("<g id=\"frames\">\n", out);
+    /* the root first (the script reads the view's extent from it), then
+     * the others in the order they closed: left to right, leaves first */
+    draw(&c, &fr->v[fr->n - 1]);
+    for (size_t i = 0; i + 1 < fr->n; i++)
+        draw(&c, &fr->v[i]);
+    fputs("</g>\n</svg>\n", out);
+    return fflush(out) != 0 || ferror(out) ? -1 : 0;
+}
+
+int
+ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats, ph_error_t *err)
+{
+    const ph_folded_stats *fs = ph_folded_get_stats(f);
     ph_flame_opts defaults;
     ph_flame_stats local;
-    sweep sw;
-    const char *title, *countname;
-    double total, scale, maxdelta = 0;
-    uint32_t max_depth = 0;
-    int height, rc = -1;
+    const palette *pal = NULL;
+    frames fr = { 0 };
+    uint32_t *order = NULL, *sorted_names = NULL, *rank = NULL;
+    size_t n = ph_folded_n_stacks(f), nn = ph_folded_n_names(f);
+    double total = 0, min_w;
+    int differential, rc = -1;
 
     if (opts == NULL) {
         ph_flame_opts_init(&defaults);
@@ -597,176 +540,86 @@ ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *opts
     if (stats == NULL)
         stats = &local;
     memset(stats, 0, sizeof *stats);
-    memset(&sw, 0, sizeof sw);
-    if (parse(&sw, folded, len, stats) < 0 || (opts->reverse && reverse_lines(&sw) < 0)) {
-        ph_fail(err, ENOMEM, "flamegraph: out of memory");
-        goto out;
-    }
-    total = 0;
-    for (size_t i = 0; i < sw.n_lines; i++)
-        total += sw.lines[i].b;
-    stats->differential = sw.differential;
+    stats->lines = fs->lines;
+    stats->bad_lines = fs->bad_lines;
+    stats->stacks = fs->stacks;
+    memcpy(stats->bad_line_numbers, fs->bad_line_numbers, sizeof stats->bad_line_numbers);
+    differential = opts->differential < 0 ? fs->differential : opts->differential > 0;
+    stats->differential = differential;
+    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
+        if (strcmp(palettes[i].name, opts->palette ? opts->palette : "hot") == 0)
+            pal = &palettes[i];
+    if (pal == NULL)
+        return ph_bad_input(err, "flamegraph: unknown palette `%s` (hot, mem, io, red, green, blue, yellow, purple, aqua, orange)",
+                            opts->palette);
+    if (!(opts->width >= 2 * XPAD + 10) || !isfinite(opts->width) || !(opts->minwidth >= 0))
+        return ph_bad_input(err, "flamegraph: width %g or minwidth %g out of range", opts->width, opts->minwidth);
+    for (size_t i = 0; i < n; i++)
+        total += ph_folded_get_stack(f, i).count;
     stats->total = total;
-    if (sw.n_lines == 0 || total <= 0) {
-        ph_bad_input(err, "flamegraph: no stack with a positive count in the input (%zu lines, %zu not in the folded format)",
-                     stats->lines, stats->bad_lines);
-        goto out;
+    if (n == 0 || !(total > 0))
+        return ph_bad_input(err, "flamegraph: no stack with a positive count in the input (%zu lines, %zu not in the folded format)",
+                            fs->lines, fs->bad_lines);
+    if (!opts->flamechart) {
+        /* rank names by their bytes once, then sort stacks by ranks */
+        order_ctx oc = { f, NULL, opts->reverse };
+        if ((order = malloc(n * sizeof *order)) == NULL || (sorted_names = malloc((nn ? nn : 1) * sizeof *sorted_names)) == NULL ||
+            (rank = malloc((nn ? nn : 1) * sizeof *rank)) == NULL)
+            goto oom;
+        for (size_t i = 0; i < nn; i++)
+            sorted_names[i] = (uint32_t)i;
+        qsort_r(sorted_names, nn, sizeof *sorted_names, cmp_names, (void *)f);
+        for (size_t i = 0; i < nn; i++)
+            rank[sorted_names[i]] = (uint32_t)i;
+        free(sorted_names);
+        sorted_names = NULL;
+        for (size_t i = 0; i < n; i++)
+            order[i] = (uint32_t)i;
+        oc.rank = rank;
+        qsort_r(order, n, sizeof *order, cmp_stacks, &oc);
     }
-    /* Merging needs identical prefixes adjacent: sort, as flamegraph.pl
-     * does, unless the input order is the point (a flame chart). */
-    if (!opts->flamechart)
-        qsort(sw.lines, sw.n_lines, sizeof *sw.lines, cmp_lines);
-    scale = (opts->width - 2 * XPAD) / total;
-    if (merge(&sw, scale, opts->minwidth) < 0) {
-        ph_fail(err, ENOMEM, "flamegraph: out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < sw.n_kept; i++) {
-        if (sw.kept[i].depth > max_depth)
-            max_depth = sw.kept[i].depth;
-        if (sw.kept[i].depth > 0 && fabs(sw.kept[i].w - sw.kept[i].before) > maxdelta)
-            maxdelta = fabs(sw.kept[i].w - sw.kept[i].before);
-    }
-    height = (int)((max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + (opts->subtitle ? FONT_SIZE * 2 : 0));
-    title = opts->title ? opts->title : opts->inverted ? "Icicle Graph" : "Flame Graph";
-    countname = opts->countname ? opts->countname : "samples";
-
-    fprintf(out,
-            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-            "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
-            "xmlns=\"http://www.w3.org/2000/svg\" data-charw=\"%.3f\" data-inverted=\"%d\">\n",
-            opts->width, height, opts->width, height, FONT_SIZE * FONT_W, opts->inverted ? 1 : 0);
-    fputs("<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0)}#title{text-anchor:middle;font-size:17px}"
-          "#subtitle{text-anchor:middle;fill:rgb(160,160,160)}#frames>g{cursor:pointer}#frames>g:hover rect{stroke:black;stroke-width:0.5}"
-          ".hide{display:none}.parent{opacity:0.5}#search,#ignorecase,#unzoom{cursor:pointer}"
-          "#ignorecase.on{fill:rgb(0,0,0);font-weight:bold}</style>\n",
-          out);
-    fputs(script, out);
-    fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n", opts->width, height);
-    fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", opts->width / 2);
-    xml_escape(out, title, (size_t)-1);
-    fputs("</text>\n", out);
-    if (opts->subtitle) {
-        fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", opts->width / 2, 24 + FONT_SIZE + 4);
-        xml_escape(out, opts->subtitle, (size_t)-1);
-        fputs("</text>\n", out);
-    }
-    fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 17);
-    fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n", XPAD);
-    fprintf(out, "<text id=\"search\" x=\"%.0f\" y=\"24\">Search</text>\n", opts->width - XPAD - 100);
-    fprintf(out, "<text id=\"ignorecase\" x=\"%.0f\" y=\"24\">ic</text>\n", opts->width - XPAD - 16);
-    fprintf(out, "<text id=\"matched\" class=\"hide\" x=\"%.0f\" y=\"%d\"> </text>\n", opts->width - XPAD - 140, height - 17);
-    fputs("<g id=\"frames\">\n", out);
-    /* Root first, then children in the order they closed (left to right). */
-    draw(out, opts, &sw.kept[sw.n_kept - 1], sw.differential, total, scale, maxdelta, height, countname);
-    for (size_t i = 0; i + 1 < sw.n_kept; i++)
-        draw(out, opts, &sw.kept[i], sw.differential, total, scale, maxdelta, height, countname);
-    fputs("</g>\n</svg>\n", out);
-    if (fflush(out) != 0 || ferror(out)) {
+    /* flamegraph.pl: minwidth_time = minwidth / widthpertime, or a share
+     * of the total with "%" */
+    min_w = opts->minwidth_percent ? total * opts->minwidth / 100 : opts->minwidth / ((opts->width - 2 * XPAD) / total);
+    if (sweep(f, order, n, opts->reverse, min_w, &fr) < 0)
+        goto oom;
+    free(order);
+    free(rank);
+    order = rank = NULL;
+    if (write_svg(f, opts, pal, differential, &fr, total, out) < 0) {
         ph_fail(err, errno, "flamegraph: write the SVG");
         goto out;
     }
-    stats->frames_drawn = sw.n_kept;
+    stats->frames_drawn = fr.n;
     rc = 0;
+    goto out;
+oom:
+    ph_fail(err, ENOMEM, "flamegraph: out of memory");
 out:
-    free(sw.lines);
-    free(sw.reversed);
-    free(sw.kept);
+    free(order);
+    free(sorted_names);
+    free(rank);
+    free(fr.v);
     return rc;
 }
 
-/* ---- differential input ----------------------------------------------- */
-
-typedef struct diff_entry {
-    uint32_t name; /* the whole stack, interned */
-    double a, b;
-} diff_entry;
-
-static int
-diff_add(flame *f, diff_entry **v, size_t *n, size_t *cap, uint32_t **index_of, size_t *index_cap,
-         const char *buf, size_t len, int which, double *total)
+int
+ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats,
+                       ph_error_t *err)
 {
-    const char *p = buf, *end = buf + len;
+    ph_folded *f = ph_folded_parse(folded, len, opts && opts->flamechart ? PH_FOLDED_KEEP_ORDER : 0, err);
+    int rc;
 
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *se;
-        double c;
-        long id;
-
-        se = le;
-        while (se > p && (se[-1] == '\r'))
-            se--;
-        if (se > p && *p != '#' && trailing_number(p, &se, &c) && se > p) {
-            id = intern(f, p, (size_t)(se - p));
-            if (id < 0)
-                return -1;
-            if ((size_t)id >= *index_cap) {
-                size_t nc = (size_t)id * 2 + 1024;
-                uint32_t *ni = realloc(*index_of, nc * sizeof *ni);
-                if (ni == NULL)
-                    return -1;
-                memset(ni + *index_cap, 0, (nc - *index_cap) * sizeof *ni);
-                *index_of = ni;
-                *index_cap = nc;
-            }
-            if ((*index_of)[id] == 0) {
-                if (*n == *cap) {
-                    size_t ncap = *cap ? *cap * 2 : 1024;
-                    diff_entry *nv = realloc(*v, ncap * sizeof *nv);
-                    if (nv == NULL)
-                        return -1;
-                    *v = nv;
-                    *cap = ncap;
-                }
-                (*v)[*n] = (diff_entry){ (uint32_t)id, 0, 0 };
-                (*index_of)[id] = (uint32_t)++*n;
-            }
-            if (which == 0)
-                (*v)[(*index_of)[id] - 1].a += c;
-            else
-                (*v)[(*index_of)[id] - 1].b += c;
-            *total += c;
-        }
-        p = nl ? nl + 1 : end;
-    }
-    return 0;
+    if (f == NULL)
+        return -1;
+    rc = ph_flame_render(f, opts, out, stats, err);
+    ph_folded_free(f);
+    return rc;
 }
 
 int
 ph_flame_diff_folded(const char *a, size_t alen, const char *b, size_t blen, int normalise, FILE *out,
                      ph_error_t *err)
 {
-    ph_flame_opts o;
-    flame f;
-    diff_entry *v = NULL;
-    uint32_t *index_of = NULL;
-    size_t n = 0, cap = 0, index_cap = 0;
-    double ta = 0, tb = 0, k = 1;
-    int rc = -1;
-
-    ph_flame_opts_init(&o);
-    (void)o;
-    if (flame_init(&f) < 0)
-        goto oom;
-    if (diff_add(&f, &v, &n, &cap, &index_of, &index_cap, a, alen, 0, &ta) < 0 ||
-        diff_add(&f, &v, &n, &cap, &index_of, &index_cap, b, blen, 1, &tb) < 0)
-        goto oom;
-    if (normalise && tb > 0)
-        k = ta / tb;
-    for (size_t i = 0; i < n; i++) {
-        double bb = v[i].b * k;
-        fprintf(out, "%s %.15g %.15g\n", f.names[v[i].name].s, v[i].a, normalise ? round(bb * 1000) / 1000 : bb);
-    }
-    if (fflush(out) != 0 || ferror(out))
-        ph_fail(err, errno, "diff: write");
-    else
-        rc = 0;
-    goto out;
-oom:
-    ph_fail(err, ENOMEM, "diff: out of memory");
-out:
-    flame_free(&f);
-    free(v);
-    free(index_of);
-    return rc;
+    return ph_folded_diff(a, alen, b, blen, normalise, out, NULL, NULL, err);
 }

@@ -31,7 +31,7 @@ typedef struct ph_flame_opts {
     const char *title;      /* default "Flame Graph" ("Icicle Graph" when inverted) */
     const char *subtitle;   /* NULL: none */
     const char *countname;  /* default "samples" */
-    const char *palette;    /* hot (default), mem, io; differential graphs use red/blue */
+    const char *palette;    /* hot (default), mem, io, ... (ph_flame_palette_valid); differential graphs are red/blue */
     double width;           /* image width in px, default 1200 */
     double minwidth;        /* prune frames narrower than this many px, default 0.1 */
     int minwidth_percent;   /* minwidth is a percentage of the total instead */
@@ -50,6 +50,10 @@ typedef struct ph_flame_stats {
 
 void ph_flame_opts_init(ph_flame_opts *o);
 
+/* 1 if NAME is a palette: hot, mem, io, red, green, blue, yellow, purple,
+ * aqua, orange. */
+int ph_flame_palette_valid(const char *name);
+
 /* Render FOLDED (LEN bytes) to OUT.  Returns 0 and fills STATS (may be
  * NULL), or -1 and *err when nothing can be drawn (no valid line) or
  * writing fails. */
@@ -57,8 +61,9 @@ int ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *
                            ph_flame_stats *stats, ph_error_t *err);
 
 /* Render stacks already parsed (streamed) into F.  For a flame chart F
- * must have been parsed with PH_FOLDED_KEEP_ORDER; opts->reverse is
- * applied here whatever F's flags.  F is not changed. */
+ * must have been parsed with PH_FOLDED_KEEP_ORDER.  opts->reverse reverses
+ * F's stacks as they are: parse without PH_FOLDED_REVERSE.  F is not
+ * changed, so one parse can be drawn several ways. */
 int ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats, ph_error_t *err);
 
 /* Kept for callers of the first API: ph_folded_diff without bad-line counts. */

@@ -62,8 +62,9 @@ void ph_folded_free(ph_folded *f);
 /* Parse LEN more bytes.  A line may be split across calls: its start is
  * held until its newline arrives (or ph_folded_finish).  -1 only on ENOMEM. */
 int ph_folded_feed(ph_folded *f, const char *buf, size_t len, ph_error_t *err);
-/* Parse a held final line that had no newline.  Call once, after the last
- * feed.  -1 only on ENOMEM. */
+/* Parse a held final line that had no newline: call after the last feed
+ * of each input file (feeding may go on with the next file).  -1 only on
+ * ENOMEM. */
 int ph_folded_finish(ph_folded *f, ph_error_t *err);
 /* ph_folded_new + feed + finish of one buffer. */
 ph_folded *ph_folded_parse(const char *buf, size_t len, int flags, ph_error_t *err);
@@ -78,8 +79,8 @@ const char *ph_folded_name(const ph_folded *f, uint32_t id, size_t *len);
 
 /* Differential input from two profiles, like difffolded.pl: every stack of
  * A and B as `stack COUNT_A COUNT_B` (0 where absent), A's stacks first,
- * each in first-seen order.  NORMALISE scales B's counts to A's total
- * (difffolded.pl -n).  Bad lines are skipped; their counts are added to
+ * each in first-seen order.  NORMALISE scales A's counts to B's total, as
+ * difffolded.pl -n does (rounded to 3 decimals rather than truncated).  Bad lines are skipped; their counts are added to
  * BAD_A and BAD_B when not NULL. */
 int ph_folded_diff(const char *a, size_t alen, const char *b, size_t blen, int normalise, FILE *out, size_t *bad_a,
                    size_t *bad_b, ph_error_t *err);

@@ -1,8 +1,15 @@
-/* test_flame.c - the renderer: parsing (decimals, differential, bad
- * lines), merging, pruning, ordering modes, and the SVG's contents. */
+/* test_flame.c - the folded-stacks parser and the flamegraph renderer:
+ * parsing (decimals, differential lines, bad lines with their numbers,
+ * merging, streaming in any chunking), frames drawn and pruned (counts
+ * worked out by hand and checked against flamegraph.pl), order modes,
+ * icicles, differential colours of parents, escaping, label fitting,
+ * thread safety, and golden SVGs (PH_UPDATE_GOLDEN=1 rewrites them). */
 #include "test_util.h"
 
+#include <pthread.h>
+
 #include "ph_flame.h"
+#include "ph_folded.h"
 
 /* Render IN with O; returns the SVG (malloc'd) and fills ST. */
 static char *
@@ -30,6 +37,152 @@ count(const char *hay, const char *needle)
     return n;
 }
 
+/* "a;b;c" for stack I of F. */
+static const char *
+stack_str(const ph_folded *f, size_t i, char *buf, size_t len)
+{
+    ph_folded_stack s = ph_folded_get_stack(f, i);
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (uint32_t d = 0; d < s.depth; d++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", d ? ";" : "", ph_folded_name(f, s.frames[d], NULL));
+    return buf;
+}
+
+/* ---- parsing ----------------------------------------------------------- */
+
+static void
+test_parse_counts_and_bad_lines(void **state)
+{
+    const char *in = "main;a;b 10\n"
+                     "main;a;c 5.25\n"
+                     "not a stack\n"
+                     "\n"
+                     "# a comment\n"
+                     "main;a;b 2.5\r\n"
+                     "main;d -3\n"     /* a negative count is not a count */
+                     "main;e 1.2.3\n"  /* nor is this */
+                     "5 7\n"           /* the stack "5", count 7: one count needs a name */
+                     "main;f; 4  \n"   /* trailing ';' and blanks ignored, as Perl's split does */
+                     " 9\n";           /* no stack */
+    ph_error_t err = NULL;
+    ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
+    const ph_folded_stats *st;
+    char buf[128];
+
+    (void)state;
+    assert_non_null(f);
+    st = ph_folded_get_stats(f);
+    assert_int_equal(st->lines, 11);
+    assert_int_equal(st->bad_lines, 4);
+    assert_int_equal(st->bad_line_numbers[0], 3);
+    assert_int_equal(st->bad_line_numbers[1], 7);
+    assert_int_equal(st->bad_line_numbers[2], 8);
+    assert_int_equal(st->bad_line_numbers[3], 11);
+    assert_int_equal(st->bad_line_numbers[4], 0);
+    assert_int_equal(st->stacks, 4); /* main;a;b merged */
+    assert_false(st->differential);
+    assert_true(st->total == 10 + 5.25 + 2.5 + 7 + 4);
+    assert_string_equal(stack_str(f, 0, buf, sizeof buf), "main;a;b");
+    assert_true(ph_folded_get_stack(f, 0).count == 12.5);
+    assert_true(ph_folded_get_stack(f, 0).before == 12.5);
+    assert_string_equal(stack_str(f, 1, buf, sizeof buf), "main;a;c");
+    assert_string_equal(stack_str(f, 2, buf, sizeof buf), "5");
+    assert_true(ph_folded_get_stack(f, 2).count == 7);
+    assert_string_equal(stack_str(f, 3, buf, sizeof buf), "main;f");
+    /* names are interned: main, a, b, c, 5, f */
+    assert_int_equal(st->names, 6);
+    ph_folded_free(f);
+}
+
+static void
+test_parse_differential_and_modes(void **state)
+{
+    const char *in = "m;x 10 30\nm;y 20 5\nm;x 1 2\nm;z 3\n";
+    ph_error_t err = NULL;
+    ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
+    char buf[128];
+
+    (void)state;
+    assert_non_null(f);
+    assert_true(ph_folded_get_stats(f)->differential);
+    assert_int_equal(ph_folded_n_stacks(f), 3);
+    assert_true(ph_folded_get_stack(f, 0).before == 11);
+    assert_true(ph_folded_get_stack(f, 0).count == 32);
+    assert_true(ph_folded_get_stack(f, 2).before == 3); /* one count: before == after */
+    assert_true(ph_folded_get_stats(f)->total == 40);
+    assert_true(ph_folded_get_stats(f)->total_before == 34);
+    ph_folded_free(f);
+
+    /* a flame chart keeps every line, in order */
+    f = ph_folded_parse(in, strlen(in), PH_FOLDED_KEEP_ORDER, &err);
+    assert_int_equal(ph_folded_n_stacks(f), 4);
+    assert_string_equal(stack_str(f, 2, buf, sizeof buf), "m;x");
+    ph_folded_free(f);
+
+    f = ph_folded_parse("a;b;c 1\n", 8, PH_FOLDED_REVERSE, &err);
+    assert_string_equal(stack_str(f, 0, buf, sizeof buf), "c;b;a");
+    ph_folded_free(f);
+}
+
+/* Any chunking gives the same result as one buffer, including a last line
+ * without a newline. */
+static void
+test_parse_streamed(void **state)
+{
+    const char *in = "main;alpha;beta 10\nmain;alpha 3.5\nbad\nmain;gamma;beta 2 4\nmain;alpha;beta 1";
+    size_t len = strlen(in);
+    ph_error_t err = NULL;
+
+    (void)state;
+    for (size_t chunk = 1; chunk <= len; chunk++) {
+        ph_folded *f = ph_folded_new(0, &err);
+        const ph_folded_stats *st;
+        char buf[128];
+
+        assert_non_null(f);
+        for (size_t o = 0; o < len; o += chunk)
+            assert_int_equal(ph_folded_feed(f, in + o, o + chunk > len ? len - o : chunk, &err), 0);
+        assert_int_equal(ph_folded_finish(f, &err), 0);
+        st = ph_folded_get_stats(f);
+        assert_int_equal(st->lines, 5);
+        assert_int_equal(st->bad_lines, 1);
+        assert_int_equal(st->bad_line_numbers[0], 3);
+        assert_int_equal(ph_folded_n_stacks(f), 3);
+        assert_true(ph_folded_get_stack(f, 0).count == 11);
+        assert_string_equal(stack_str(f, 2, buf, sizeof buf), "main;gamma;beta");
+        assert_true(ph_folded_get_stack(f, 2).before == 2);
+        ph_folded_free(f);
+    }
+}
+
+static void
+test_diff_folded(void **state)
+{
+    const char *a = "m;x 10\nm;y 10\nbad line\n", *b = "m;x 30\nm;z 10";
+    char *buf = NULL;
+    size_t len = 0, bad_a = 0, bad_b = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ph_error_t err = NULL;
+
+    (void)state;
+    assert_int_equal(ph_folded_diff(a, strlen(a), b, strlen(b), 0, f, &bad_a, &bad_b, &err), 0);
+    fclose(f);
+    assert_string_equal(buf, "m;x 10 30\nm;y 10 0\nm;z 0 10\n");
+    assert_int_equal(bad_a, 1);
+    assert_int_equal(bad_b, 0);
+    free(buf);
+    /* -n: A scaled to B's total (40 / 20), like difffolded.pl */
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ph_folded_diff(a, strlen(a), b, strlen(b), 1, f, NULL, NULL, &err), 0);
+    fclose(f);
+    assert_string_equal(buf, "m;x 20 30\nm;y 20 0\nm;z 0 10\n");
+    free(buf);
+}
+
+/* ---- frames: merging, pruning, order ------------------------------------ */
+
 static void
 test_merge_and_titles(void **state)
 {
@@ -40,62 +193,84 @@ test_merge_and_titles(void **state)
     (void)state;
     ph_flame_opts_init(&o);
     svg = render("main;a;b 10\nmain;a;c 5\nmain;d 5\nnot a stack\nmain;a;b 2.5\n\n# comment\n", &o, &st);
-    assert_int_equal(st.stacks, 4);
+    assert_int_equal(st.lines, 7);
+    assert_int_equal(st.stacks, 3);
     assert_int_equal(st.bad_lines, 1);
     assert_int_equal(st.bad_line_numbers[0], 4);
     assert_int_equal(st.frames_drawn, 6); /* all, main, a, b, c, d */
+    assert_int_equal(count(svg, "<g><title>"), 6);
     assert_true(st.total == 22.5);
+    assert_non_null(strstr(svg, "<title>all (22.500 samples, 100.00%)</title>"));
     assert_non_null(strstr(svg, "<title>b (12.500 samples, 55.56%)</title>"));
     assert_non_null(strstr(svg, "<title>a (17.500 samples, 77.78%)</title>"));
     assert_non_null(strstr(svg, "<title>d (5 samples, 22.22%)</title>"));
-    assert_non_null(strstr(svg, "Reset Zoom"));
-    assert_non_null(strstr(svg, "Matched: "));
+    /* the interactive contract */
+    assert_non_null(strstr(svg, ">Reset Zoom</text>"));
+    assert_non_null(strstr(svg, "'Matched: '"));
     assert_non_null(strstr(svg, "history.replaceState"));
+    assert_non_null(strstr(svg, "e.ctrlKey&&e.key==='f'"));
+    assert_non_null(strstr(svg, "e.ctrlKey&&e.key==='i'"));
+    assert_non_null(strstr(svg, "data-charw=\"7.08\""));
+    assert_null(strstr(svg, "href")); /* self-contained */
     free(svg);
 }
 
-static void
-test_escaping_and_countname(void **state)
-{
-    ph_flame_opts o;
-    ph_flame_stats st;
-    char *svg;
-
-    (void)state;
-    ph_flame_opts_init(&o);
-    o.countname = "ns";
-    o.title = "A <b> & c";
-    svg = render("std::vector<int>::push_back&x 1000000\n", &o, &st);
-    assert_non_null(strstr(svg, "std::vector&lt;int&gt;::push_back&amp;x (1,000,000 ns, 100.00%)"));
-    assert_non_null(strstr(svg, ">A &lt;b&gt; &amp; c</text>"));
-    assert_null(strstr(svg, "<int>"));
-    free(svg);
-}
-
+/* flamegraph.pl keeps a frame when etime - stime >= minwidth / widthpertime
+ * (or >= total * P / 100 with "P%").  Here the 1180 px of a 1200 px image
+ * hold 1011 samples: 1.167 px a sample, so 0.1 px is 0.086 samples, 10 px
+ * is 8.57 samples (e, 1 sample, goes) and 2% is 20.2 samples (d goes too).
+ * flamegraph.pl draws 6, 5 and 4 frames for these (checked). */
 static void
 test_minwidth_prunes(void **state)
 {
+    const char *in = "a;b;c 1000\na;b;d 10\na;e 1\n";
     ph_flame_opts o;
     ph_flame_stats st;
     char *svg;
 
     (void)state;
     ph_flame_opts_init(&o);
-    o.width = 1020; /* 1000 px for the data after padding: 1 sample of 10000 = 0.1 px */
-    /* tiny;leaf is 1 of 10000 samples = 0.1 px: kept at minwidth 0.1,
-     * dropped (with its child) at 0.5. */
-    svg = render("big 9999\ntiny;leaf 1\n", &o, &st);
-    assert_int_equal(st.frames_drawn, 4);
+    free(render(in, &o, &st));
+    assert_int_equal(st.frames_drawn, 6);
+    o.minwidth = 10;
+    svg = render(in, &o, &st);
+    assert_int_equal(st.frames_drawn, 5);
+    assert_null(strstr(svg, "<title>e ("));
     free(svg);
+    o.minwidth = 2;
+    o.minwidth_percent = 1;
+    svg = render(in, &o, &st);
+    assert_int_equal(st.frames_drawn, 4);
+    assert_null(strstr(svg, "<title>d ("));
+    free(svg);
+    /* a pruned parent takes its children with it */
+    ph_flame_opts_init(&o);
+    o.width = 1020; /* 1000 px: 1 sample of 10000 is 0.1 px, kept at 0.1, not at 0.5 */
+    free(render("big 9999\ntiny;leaf 1\n", &o, &st));
+    assert_int_equal(st.frames_drawn, 4);
     o.minwidth = 0.5;
-    svg = render("big 9999\ntiny;leaf 1\n", &o, &st);
+    free(render("big 9999\ntiny;leaf 1\n", &o, &st));
     assert_int_equal(st.frames_drawn, 2);
-    assert_null(strstr(svg, "tiny"));
+}
+
+/* flamegraph.pl sorts whole lines, so "f 1" < "f1 1" < "f;g 1" and f is
+ * drawn twice (5 frames, checked); frame-by-frame order draws it once. */
+static void
+test_one_frame_per_name_and_parent(void **state)
+{
+    ph_flame_stats st;
+    char *svg;
+
+    (void)state;
+    svg = render("f 1\nf1 1\nf;g 1\n", NULL, &st);
+    assert_int_equal(st.frames_drawn, 4); /* all, f, f1, g */
+    assert_int_equal(count(svg, "<title>f ("), 1);
+    assert_non_null(strstr(svg, "<title>f (2 samples"));
     free(svg);
 }
 
-/* Children are alphabetical (merged), or in input order with --flamechart,
- * where a stack merges only with the one just before it. */
+/* Children are in name order (merged), or in input order with
+ * --flamechart, where a stack merges only with the one just before it. */
 static void
 test_order_modes(void **state)
 {
@@ -110,39 +285,48 @@ test_order_modes(void **state)
     assert_int_equal(st.frames_drawn, 4); /* all, m, a, z */
     assert_true(strstr(svg, "<title>a (") < strstr(svg, "<title>z ("));
     assert_non_null(strstr(svg, "<title>z (2 samples"));
+    assert_non_null(strstr(svg, ">Flame Graph<"));
     free(svg);
     o.flamechart = 1;
     svg = render(in, &o, &st);
     assert_int_equal(st.frames_drawn, 5); /* all, m, z, a, z: time order kept */
     assert_int_equal(count(svg, "<title>z (1 samples"), 2);
     assert_true(strstr(svg, "<title>z (") < strstr(svg, "<title>a ("));
+    assert_non_null(strstr(svg, ">Flame Chart<"));
     free(svg);
-    o.flamechart = 0;
+    /* consecutive stacks still share their common frames in a chart */
+    svg = render("m;a 1\nm;b 1\nm;a 1\n", &o, &st);
+    assert_int_equal(count(svg, "<title>m (3 samples"), 1);
+    free(svg);
+    ph_flame_opts_init(&o);
     o.reverse = 1;
-    svg = render("root;mid;leaf 3\n", &o, &st);
-    /* reversed: leaf is now the base frame, directly above "all" */
-    assert_non_null(strstr(svg, "<title>leaf (3 samples"));
+    svg = render("root;mid;leaf 3\nroot;mid2;leaf 1\n", &o, &st);
+    /* reversed: leaf is the base frame (4 samples) with mid and mid2 on it */
+    assert_non_null(strstr(svg, "<title>leaf (4 samples"));
+    assert_int_equal(count(svg, "<title>root ("), 2);
+    assert_int_equal(st.frames_drawn, 6);
     free(svg);
 }
 
 static double
-rect_y(const char *svg, const char *name)
+rect_attr(const char *svg, const char *name, const char *attr)
 {
     char want[64];
     const char *p;
-    double y = -1;
+    double v = -1;
 
     snprintf(want, sizeof want, "<title>%s (", name);
     p = strstr(svg, want);
     assert_non_null(p);
-    p = strstr(p, " y=\"");
+    snprintf(want, sizeof want, " %s=\"", attr);
+    p = strstr(p, want);
     assert_non_null(p);
-    sscanf(p + 4, "%lf", &y);
-    return y;
+    sscanf(p + strlen(want), "%lf", &v);
+    return v;
 }
 
 static void
-test_inverted(void **state)
+test_inverted_and_geometry(void **state)
 {
     ph_flame_opts o;
     ph_flame_stats st;
@@ -150,67 +334,119 @@ test_inverted(void **state)
 
     (void)state;
     ph_flame_opts_init(&o);
-    svg = render("root;leaf 1\n", &o, &st);
-    assert_true(rect_y(svg, "leaf") < rect_y(svg, "root")); /* flames grow up */
-    assert_non_null(strstr(svg, ">Flame Graph<"));
+    svg = render("root;leaf 1\nroot;other 2\n", &o, &st);
+    assert_true(rect_attr(svg, "leaf", "y") < rect_attr(svg, "root", "y")); /* flames grow up */
+    assert_true(rect_attr(svg, "root", "y") == rect_attr(svg, "all", "y") - 16);
+    /* widths: 1180 px for 3 samples, children tile their parent exactly */
+    assert_true(rect_attr(svg, "all", "width") == 1180);
+    assert_true(rect_attr(svg, "leaf", "x") == 10);
+    assert_true(rect_attr(svg, "leaf", "width") == 393.33);
+    assert_true(rect_attr(svg, "other", "x") == 403.33);
+    assert_true(rect_attr(svg, "other", "width") == 786.67);
     free(svg);
     o.inverted = 1;
     svg = render("root;leaf 1\n", &o, &st);
-    assert_true(rect_y(svg, "leaf") > rect_y(svg, "root")); /* icicles hang down */
+    assert_true(rect_attr(svg, "leaf", "y") > rect_attr(svg, "root", "y")); /* icicles hang down */
+    assert_true(rect_attr(svg, "all", "y") < rect_attr(svg, "root", "y"));
     assert_non_null(strstr(svg, ">Icicle Graph<"));
+    assert_non_null(strstr(svg, "data-inverted=\"1\""));
     free(svg);
 }
 
-/* A parent's colour follows its subtree's change, not only the leaves'. */
+/* ---- differential ------------------------------------------------------- */
+
+static const char *
+fill_of(const char *svg, const char *name)
+{
+    static char fill[64];
+    char want[64];
+    const char *p;
+
+    snprintf(want, sizeof want, "<title>%s (", name);
+    p = strstr(svg, want);
+    assert_non_null(p);
+    p = strstr(p, "fill=\"");
+    assert_non_null(p);
+    sscanf(p + 6, "%63[^\"]", fill);
+    return fill;
+}
+
+/* A parent's colour follows its subtree's change: q has no samples of
+ * its own, its child c grew, so q is red (flamegraph.pl paints it white,
+ * "0.00%", checked); p's children cancel out, so p is neutral. */
 static void
-test_differential(void **state)
+test_differential_parents(void **state)
 {
     ph_flame_opts o;
     ph_flame_stats st;
-    char *svg, *grow, *shrink;
+    char *svg;
 
     (void)state;
     ph_flame_opts_init(&o);
-    svg = render("main;grow;x 10 30\nmain;shrink;y 20 5\n", &o, &st);
+    svg = render("p;a 10 20\np;b 10 0\nq;c 5 15\n", &o, &st);
     assert_true(st.differential);
     assert_true(st.total == 35); /* widths follow the "after" profile */
-    grow = strstr(svg, "<title>grow (");
-    shrink = strstr(svg, "<title>shrink (");
-    assert_non_null(grow);
-    assert_non_null(shrink);
-    assert_non_null(strstr(grow, "+20)"));
-    assert_non_null(strstr(shrink, "-15)"));
-    assert_non_null(strstr(strstr(grow, "fill=\""), "fill=\"rgb(255,"));   /* red: grew */
-    assert_int_equal(strncmp(strstr(shrink, "fill=\"") + 6, "rgb(", 4), 0);
-    assert_non_null(strstr(strstr(shrink, "fill=\""), ",255)")); /* blue: shrank */
+    assert_non_null(strstr(svg, "<title>q (15 samples, 42.86%; +28.57%)</title>"));
+    assert_non_null(strstr(svg, "<title>p (20 samples, 57.14%; 0.00%)</title>"));
+    /* c and q changed by +10, the most of any frame: full red */
+    assert_string_equal(fill_of(svg, "q"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "c"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "a"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "p"), "rgb(250,250,250)");
+    assert_string_equal(fill_of(svg, "all"), "rgb(255,0,0)"); /* 25 -> 35, beyond the scale */
+    free(svg);
+    svg = render("main;grow;x 10 30\nmain;shrink;y 20 5\n", &o, &st);
+    assert_string_equal(fill_of(svg, "grow"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "shrink"), "rgb(52,52,255)"); /* -15 of max 20 */
+    assert_string_equal(fill_of(svg, "main"), "rgb(255,157,157)"); /* +5 of 20 */
+    free(svg);
+    /* forced off: an ordinary graph of the after counts */
+    o.differential = 0;
+    svg = render("main;grow;x 10 30\n", &o, &st);
+    assert_false(st.differential);
+    assert_non_null(strstr(svg, "<title>x (30 samples, 100.00%)</title>"));
     free(svg);
 }
 
+/* ---- text ----------------------------------------------------------------- */
+
 static void
-test_diff_folded(void **state)
+test_escaping_and_labels(void **state)
 {
-    const char *a = "m;x 10\nm;y 10\n", *b = "m;x 30\nm;z 10\n";
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ph_error_t err = NULL;
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg, name[301], want[400];
 
     (void)state;
-    assert_int_equal(ph_flame_diff_folded(a, strlen(a), b, strlen(b), 0, f, &err), 0);
-    fclose(f);
-    assert_string_equal(buf, "m;x 10 30\nm;y 10 0\nm;z 0 10\n");
-    free(buf);
-    f = open_memstream(&buf, &len);
-    assert_int_equal(ph_flame_diff_folded(a, strlen(a), b, strlen(b), 1, f, &err), 0);
-    fclose(f);
-    assert_string_equal(buf, "m;x 10 15\nm;y 10 0\nm;z 0 5\n");
-    free(buf);
+    ph_flame_opts_init(&o);
+    o.countname = "ns";
+    o.title = "A <b> & c";
+    svg = render("std::vector<int>::push_back&x 1000000\nbad\xff\xfe\x01name 1000\n", &o, &st);
+    assert_non_null(strstr(svg, "std::vector&lt;int&gt;::push_back&amp;x (1,000,000 ns, 99.90%)"));
+    assert_non_null(strstr(svg, ">A &lt;b&gt; &amp; c</text>"));
+    assert_null(strstr(svg, "<int>"));
+    /* bytes that are not UTF-8 become U+FFFD; control characters go */
+    assert_non_null(strstr(svg, "<title>bad\xef\xbf\xbd\xef\xbf\xbdname ("));
+    free(svg);
+    /* a full-width frame fits floor((1180 - 6) / 7.08) = 165 characters */
+    memset(name, 'n', 300);
+    name[300] = '\0';
+    snprintf(want, sizeof want, "%s 1\n", name);
+    svg = render(want, NULL, &st);
+    snprintf(want, sizeof want, ">%.163s..</text>", name);
+    assert_int_equal(count(svg, want), 1);
+    free(svg);
+    /* too narrow for 3 characters: no label */
+    svg = render("wide 1000\nnarrow 10\n", NULL, &st);
+    assert_non_null(strstr(strstr(svg, "<title>narrow ("), "\"></text>"));
+    free(svg);
 }
 
 static void
 test_nothing_to_draw(void **state)
 {
     ph_error_t err = NULL;
+    ph_flame_opts o;
     FILE *f = fopen("/dev/null", "w");
 
     (void)state;
@@ -218,44 +454,88 @@ test_nothing_to_draw(void **state)
     assert_int_equal(err->status, PH_EXIT_USAGE);
     assert_non_null(strstr(err->msg, "2 not in the folded format"));
     ph_error_free(&err);
+    assert_int_equal(ph_flame_render_folded("a 0\n", 4, NULL, f, NULL, &err), -1);
+    ph_error_free(&err);
+    ph_flame_opts_init(&o);
+    o.palette = "plaid";
+    assert_int_equal(ph_flame_render_folded("a 1\n", 4, &o, f, NULL, &err), -1);
+    assert_non_null(strstr(err->msg, "plaid"));
+    ph_error_free(&err);
     fclose(f);
+}
+
+/* Renders from several threads at once give identical bytes: no hidden
+ * shared state (the sampler renders from its writer thread). */
+static const char *thread_in = "main;a;b 10\nmain;a;c 5\nmain;d 5\nx;y;z 3 4\n";
+
+static void *
+render_thread(void *arg)
+{
+    char **out = arg;
+
+    for (int i = 0; i < 50; i++) {
+        free(*out);
+        *out = render(thread_in, NULL, NULL);
+    }
+    return NULL;
+}
+
+static void
+test_threads(void **state)
+{
+    pthread_t t[4];
+    char *out[4] = { NULL, NULL, NULL, NULL };
+
+    (void)state;
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, render_thread, &out[i]), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 1; i < 4; i++)
+        assert_string_equal(out[0], out[i]);
+    for (int i = 0; i < 4; i++)
+        free(out[i]);
+}
+
+/* ---- golden files ------------------------------------------------------- */
+
+static char *
+read_all(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long n;
+    char *s;
+
+    if (f == NULL)
+        fail_msg("open %s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    s = calloc(1, (size_t)n + 1);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return s;
 }
 
 /* Golden files pin the whole SVG, script included: a change to the output
  * must be deliberate (PH_UPDATE_GOLDEN=1 rewrites them; review the diff). */
 static void
-golden(const char *name, const ph_flame_opts *o)
+golden(const char *name, const char *input, const ph_flame_opts *o)
 {
     char in_path[256], svg_path[256], *in, *svg, *want;
-    FILE *f;
-    long n;
     ph_flame_stats st;
 
-    snprintf(in_path, sizeof in_path, "tests/unit/data/flame/%s.folded", name);
+    snprintf(in_path, sizeof in_path, "tests/unit/data/flame/%s.folded", input);
     snprintf(svg_path, sizeof svg_path, "tests/unit/data/flame/%s.svg", name);
-    f = fopen(in_path, "r");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    in = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(in, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
+    in = read_all(in_path);
     svg = render(in, o, &st);
     if (getenv("PH_UPDATE_GOLDEN")) {
-        f = fopen(svg_path, "w");
+        FILE *f = fopen(svg_path, "w");
         assert_non_null(f);
         fputs(svg, f);
         fclose(f);
     }
-    f = fopen(svg_path, "r");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    rewind(f);
-    want = calloc(1, (size_t)n + 1);
-    assert_int_equal(fread(want, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
+    want = read_all(svg_path);
     if (strcmp(svg, want) != 0)
         fail_msg("%s differs from the rendering of %s (PH_UPDATE_GOLDEN=1 to accept)", svg_path, in_path);
     free(in);
@@ -271,26 +551,40 @@ test_golden_files(void **state)
     (void)state;
     ph_flame_opts_init(&o);
     o.title = "basic";
-    golden("basic", &o);
+    golden("basic", "basic", &o);
     ph_flame_opts_init(&o);
     o.countname = "bytes";
     o.palette = "mem";
     o.inverted = 1;
-    golden("diff", &o);
+    golden("diff", "diff", &o);
     ph_flame_opts_init(&o);
     o.flamechart = 1;
     o.subtitle = "time order";
-    golden("chart", &o);
+    golden("chart", "chart", &o);
+    ph_flame_opts_init(&o);
+    o.reverse = 1;
+    o.palette = "io";
+    o.width = 600;
+    golden("reverse", "basic", &o);
 }
 
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_merge_and_titles),  cmocka_unit_test(test_escaping_and_countname),
-        cmocka_unit_test(test_minwidth_prunes),   cmocka_unit_test(test_order_modes),
-        cmocka_unit_test(test_inverted),          cmocka_unit_test(test_differential),
-        cmocka_unit_test(test_diff_folded),       cmocka_unit_test(test_nothing_to_draw),
+        cmocka_unit_test(test_parse_counts_and_bad_lines),
+        cmocka_unit_test(test_parse_differential_and_modes),
+        cmocka_unit_test(test_parse_streamed),
+        cmocka_unit_test(test_diff_folded),
+        cmocka_unit_test(test_merge_and_titles),
+        cmocka_unit_test(test_minwidth_prunes),
+        cmocka_unit_test(test_one_frame_per_name_and_parent),
+        cmocka_unit_test(test_order_modes),
+        cmocka_unit_test(test_inverted_and_geometry),
+        cmocka_unit_test(test_differential_parents),
+        cmocka_unit_test(test_escaping_and_labels),
+        cmocka_unit_test(test_nothing_to_draw),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_golden_files),
     };
     return cmocka_run_group_tests_name("flame", tests, NULL, NULL);
