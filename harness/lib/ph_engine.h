@@ -89,4 +89,62 @@ int ph_engine_volume_ensure(ph_engine *e, const char *name, json_t *labels, ph_e
 int ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail, int fd, ph_error_t *err);
 /* GET /info: does this host refuse privileged? not knowable; see ph_run. */
 
+/* ---- additions ----------------------------------------------------------
+ *
+ * Notes on the calls above, as implemented:
+ *  - ph_engine_request bounds each call by 120 s; ph_engine_build by an
+ *    hour; archive_get by an hour; logs by 10 min unless following.
+ *  - Non-2xx errors read "<what was attempted>: <the Engine's message>"
+ *    with status PH_EXIT_FAILURE; bad arguments are PH_EXIT_USAGE.
+ *  - A data callback that returns -1 may make the error itself in the
+ *    caller's err (passed through its user data); that error is kept.
+ *  - archive_get: a missing path is "... : no such path in the container";
+ *    a missing container keeps the Engine's "No such container" text.
+ *  - container_start/stop treat 304 (already) as success; container_remove
+ *    treats 404 as success and NULL id as a no-op; kill with signal NULL
+ *    sends the Engine's default (SIGKILL).
+ *  - container_wait: timeout_s <= 0 waits without limit.
+ *  - tcp://HOST without a port means port 2375.
+ *
+ * Race-free wait.  ph_engine_container_wait sends its request when called,
+ * so "kill, then wait" can miss nothing (condition=not-running also matches
+ * an exited container) but "wait, then kill" from one thread needs the wait
+ * registered first.  _wait_begin sends POST /containers/{id}/wait on a second
+ * easy handle of its own (curl multi) and returns once the Engine has
+ * answered the headers, which it does only after registering the wait
+ * (API >= 1.30); then send the signal, then _wait_end collects the exit code.
+ * The ph_engine_wait must not outlive E; _wait_end frees it. */
+typedef struct ph_engine_wait ph_engine_wait;
+int ph_engine_container_wait_begin(ph_engine *e, const char *id, ph_engine_wait **out, ph_error_t *err);
+/* timeout_s <= 0: no limit.  A timeout sets *timed_out = 1 and returns 0.
+ * Always frees W (NULL is a no-op returning 0). */
+int ph_engine_container_wait_end(ph_engine_wait *w, long timeout_s, long *exit_code, int *timed_out,
+                                 ph_error_t *err);
+/* Abandon a begun wait (NULL is a no-op). */
+void ph_engine_wait_free(ph_engine_wait *w);
+
+/* DELETE /images/{name}; a missing image is not an error. */
+int ph_engine_image_remove(ph_engine *e, const char *name, int force, ph_error_t *err);
+
+/* Bound on buffered (non-streaming) response bodies for E; 0 restores
+ * PH_ENGINE_MAX_BODY.  For tests and for callers that expect small answers. */
+void ph_engine_set_max_body(ph_engine *e, size_t max);
+
+/* The log stream demultiplexer as a pure core: frames of an 8-byte header
+ * (stream 0/1/2, three zero bytes, big-endian payload size) then the
+ * payload, split anywhere across calls.  Payloads go to out_cb (its -1
+ * aborts: the error is then the callback's to make).  A malformed header
+ * fails with the offset of the frame. */
+typedef struct ph_engine_demux {
+    unsigned char hdr[8];
+    size_t hdr_len;
+    size_t remaining;    /* payload bytes still due for the current frame */
+    int stream;          /* 1 stdout, 2 stderr (0 stdin) of the current frame */
+    unsigned long long offset; /* bytes consumed, for error messages */
+} ph_engine_demux;
+int ph_engine_demux_feed(ph_engine_demux *d, const char *data, size_t len, ph_engine_data_cb out_cb, void *ud,
+                         ph_error_t *err);
+/* At the end of the stream: 0 if it ended on a frame boundary. */
+int ph_engine_demux_finish(const ph_engine_demux *d, ph_error_t *err);
+
 #endif
