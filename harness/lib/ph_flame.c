@@ -64,8 +64,8 @@ ph_flame_opts_init(ph_flame_opts *o)
 /* ---- ordering ------------------------------------------------------------ */
 
 typedef struct order_ctx {
-    const ph_folded *f;
-    const uint32_t *rank; /* name id -> position of the name in byte order */
+    const ph_folded_stack *stacks; /* all of F's stacks, fetched once */
+    const uint32_t *rank;          /* name id -> position of the name in byte order */
     int reverse;
 } order_ctx;
 
@@ -93,16 +93,21 @@ static int
 cmp_stacks(const void *x, const void *y, void *arg)
 {
     const order_ctx *c = arg;
-    ph_folded_stack a = ph_folded_get_stack(c->f, *(const uint32_t *)x);
-    ph_folded_stack b = ph_folded_get_stack(c->f, *(const uint32_t *)y);
-    uint32_t n = a.depth < b.depth ? a.depth : b.depth;
+    const ph_folded_stack *a = &c->stacks[*(const uint32_t *)x], *b = &c->stacks[*(const uint32_t *)y];
+    uint32_t n = a->depth < b->depth ? a->depth : b->depth;
 
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t fa = frame_at(&a, i, c->reverse), fb = frame_at(&b, i, c->reverse);
-        if (fa != fb)
-            return c->rank[fa] < c->rank[fb] ? -1 : 1;
+    if (!c->reverse) {
+        for (uint32_t i = 0; i < n; i++)
+            if (a->frames[i] != b->frames[i])
+                return c->rank[a->frames[i]] < c->rank[b->frames[i]] ? -1 : 1;
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t fa = frame_at(a, i, 1), fb = frame_at(b, i, 1);
+            if (fa != fb)
+                return c->rank[fa] < c->rank[fb] ? -1 : 1;
+        }
     }
-    return (a.depth > b.depth) - (a.depth < b.depth);
+    return (a->depth > b->depth) - (a->depth < b->depth);
 }
 
 /* ---- the sweep ------------------------------------------------------------ */
@@ -145,37 +150,35 @@ typedef struct openf {
 /* Merge the stacks in ORDER, keeping frames at least MIN_W counts wide
  * (flamegraph.pl deletes a frame when etime - stime < minwidth_time). */
 static int
-sweep(const ph_folded *f, const uint32_t *order, size_t n, int reverse, double min_w, frames *fr)
+sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int reverse, double min_w, frames *fr)
 {
     uint32_t max_depth = 0, pd = 0; /* depth of the previous stack */
     openf *open;
     double x = 0, before_total = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        ph_folded_stack s = ph_folded_get_stack(f, i);
-        if (s.depth > max_depth)
-            max_depth = s.depth;
-    }
+    for (size_t i = 0; i < n; i++)
+        if (stacks[i].depth > max_depth)
+            max_depth = stacks[i].depth;
     /* open[0] is the root; open[k] the frame at depth k */
     if ((open = malloc(((size_t)max_depth + 1) * sizeof *open)) == NULL)
         return -1;
     open[0] = (openf){ ROOT_ID, 0, 0 };
     for (size_t i = 0; i < n; i++) {
-        ph_folded_stack s = ph_folded_get_stack(f, order ? order[i] : i);
+        const ph_folded_stack *s = &stacks[order ? order[i] : i];
         uint32_t shared = 0;
 
-        while (shared < s.depth && shared < pd && open[shared + 1].name == frame_at(&s, shared, reverse))
+        while (shared < s->depth && shared < pd && open[shared + 1].name == frame_at(s, shared, reverse))
             shared++;
         for (uint32_t k = pd; k > shared; k--)
             if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
                 goto oom;
-        for (uint32_t k = shared; k < s.depth; k++)
-            open[k + 1] = (openf){ frame_at(&s, k, reverse), x, 0 };
-        for (uint32_t k = 1; k <= s.depth; k++)
-            open[k].before += s.before;
-        before_total += s.before;
-        x += s.count;
-        pd = s.depth;
+        for (uint32_t k = shared; k < s->depth; k++)
+            open[k + 1] = (openf){ frame_at(s, k, reverse), x, 0 };
+        for (uint32_t k = 1; k <= s->depth; k++)
+            open[k].before += s->before;
+        before_total += s->before;
+        x += s->count;
+        pd = s->depth;
     }
     for (uint32_t k = pd; k > 0; k--)
         if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
@@ -528,6 +531,7 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     ph_flame_stats local;
     const palette *pal = NULL;
     frames fr = { 0 };
+    ph_folded_stack *stacks = NULL;
     uint32_t *order = NULL, *sorted_names = NULL, *rank = NULL;
     size_t n = ph_folded_n_stacks(f), nn = ph_folded_n_names(f);
     double total = 0, min_w;
@@ -554,15 +558,23 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
                             opts->palette);
     if (!(opts->width >= 2 * XPAD + 10) || !isfinite(opts->width) || !(opts->minwidth >= 0))
         return ph_bad_input(err, "flamegraph: width %g or minwidth %g out of range", opts->width, opts->minwidth);
-    for (size_t i = 0; i < n; i++)
-        total += ph_folded_get_stack(f, i).count;
+    /* one view of every stack, so sorting and sweeping read plain memory
+     * instead of calling into ph_folded per frame */
+    if ((stacks = malloc((n ? n : 1) * sizeof *stacks)) == NULL)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        stacks[i] = ph_folded_get_stack(f, i);
+        total += stacks[i].count;
+    }
     stats->total = total;
-    if (n == 0 || !(total > 0))
-        return ph_bad_input(err, "flamegraph: no stack with a positive count in the input (%zu lines, %zu not in the folded format)",
-                            fs->lines, fs->bad_lines);
+    if (n == 0 || !(total > 0)) {
+        ph_bad_input(err, "flamegraph: no stack with a positive count in the input (%zu lines, %zu not in the folded format)",
+                     fs->lines, fs->bad_lines);
+        goto out;
+    }
     if (!opts->flamechart) {
         /* rank names by their bytes once, then sort stacks by ranks */
-        order_ctx oc = { f, NULL, opts->reverse };
+        order_ctx oc = { stacks, NULL, opts->reverse };
         if ((order = malloc(n * sizeof *order)) == NULL || (sorted_names = malloc((nn ? nn : 1) * sizeof *sorted_names)) == NULL ||
             (rank = malloc((nn ? nn : 1) * sizeof *rank)) == NULL)
             goto oom;
@@ -581,11 +593,13 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     /* flamegraph.pl: minwidth_time = minwidth / widthpertime, or a share
      * of the total with "%" */
     min_w = opts->minwidth_percent ? total * opts->minwidth / 100 : opts->minwidth / ((opts->width - 2 * XPAD) / total);
-    if (sweep(f, order, n, opts->reverse, min_w, &fr) < 0)
+    if (sweep(stacks, order, n, opts->reverse, min_w, &fr) < 0)
         goto oom;
     free(order);
     free(rank);
+    free(stacks);
     order = rank = NULL;
+    stacks = NULL;
     if (write_svg(f, opts, pal, differential, &fr, total, out) < 0) {
         ph_fail(err, errno, "flamegraph: write the SVG");
         goto out;
@@ -596,6 +610,7 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
 oom:
     ph_fail(err, ENOMEM, "flamegraph: out of memory");
 out:
+    free(stacks);
     free(order);
     free(sorted_names);
     free(rank);
