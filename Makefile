@@ -19,7 +19,9 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
 SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # The sampler draws its own flamegraphs: the renderer and the error type are
 # compiled into it (position-independent), nothing else of the library.
-SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/lib/ph_flame.o $(B)/pic/harness/lib/ph_error.o
+# ph_folded is the renderer's parser (when present).
+SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/lib/ph_flame.o $(B)/pic/harness/lib/ph_error.o \
+               $(patsubst %.c,$(B)/pic/%.o,$(wildcard harness/lib/ph_folded.c))
 SAMPLER_LIBS := -lz -ldl -lpthread -lm
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -55,7 +57,7 @@ $(B)/ph-init: harness/shim/ph-init.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $<
 
 $(B)/libphsampler.so: $(SAMPLER_PIC)
-	$(CC) -shared -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
+	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
 
 $(B)/libphsampler.a: $(SAMPLER_PIC)
 	rm -f $@ && ar rcs $@ $^

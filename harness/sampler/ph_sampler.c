@@ -1,101 +1,155 @@
-/* ph_sampler.c - the sampler's control, signal path and writer thread.
+/* ph_sampler.c - the sampler's signal path, its timers, the SIGTERM/SIGINT
+ * chaining and the writer thread's loop.
  *
- * Threads and signal context:
- * - SIGPROF (ITIMER_PROF: process CPU time, delivered to the thread that is
- *   running, so every thread is sampled, including ones created later) runs
- *   on_sigprof: it saves errno, walks frame pointers reading memory only
- *   after checking it is readable (a write() of it to a pipe fails with
- *   EFAULT instead of faulting), and adds the stack to a preallocated
- *   open-addressing table with atomic claims.  No malloc, no stdio, no lock;
- *   a sample that finds no slot is dropped and counted.
- * - The writer thread (all signals blocked) wakes every interval, on a
- *   flush request, or at the end, and writes the snapshot files; everything
- *   that allocates or symbolises happens there.
- * - SIGTERM/SIGINT: our handler asks the writer for a final snapshot and
- *   waits for it (bounded), then does what the service asked for: its
- *   handler (we interpose sigaction() and signal() so a handler installed
- *   after us is recorded, not installed), ignoring, or the default action,
- *   re-raised so the exit status says "killed by signal".
- * - fork: the child has no timer and no writer; it is marked off, so its
- *   exit writes nothing.  exec: LD_PRELOAD was removed from the environment.
+ * What runs where:
+ * - Signal context (SIGPROF, any thread): on_sigprof.  It saves errno,
+ *   walks frame pointers, reading a word only after proving it readable
+ *   (write(2) of it into a pipe fails with EFAULT instead of faulting), and
+ *   records the stack in the active preallocated table (phs_table, see
+ *   ph_sampler_int.h) with atomic claims.  No malloc, no stdio, no lock: a
+ *   sample that finds no room is counted as dropped.  Only raw syscalls
+ *   (write, read, gettid, ioctl) are made.
+ * - Where SIGPROF comes from: up to 250 Hz, setitimer(ITIMER_PROF): process
+ *   CPU time, the kernel signals the thread that is running, so every
+ *   thread is sampled, threads created later too, with no bookkeeping.
+ *   The kernel tick (CONFIG_HZ, 250 here) caps it, so above 250 Hz each
+ *   thread gets its own perf_event_open software cpu-clock event (an
+ *   hrtimer) that signals that very thread; the writer attaches one to
+ *   every thread in /proc/self/task every tick (threads started later are
+ *   picked up within a tick) and closes those of threads that ended.  When
+ *   perf events are not allowed (perf_event_paranoid, seccomp) the rate is
+ *   capped at 250 Hz and the cap is reported.  The delivered rate is
+ *   always measured (samples per CPU-second) and written in the outputs.
+ * - The writer thread (a normal thread, all signals blocked) wakes every
+ *   tick (250 ms): it drains the active table into its own heap
+ *   aggregate, so the signal-side tables only hold one tick of samples,
+ *   and every interval, on a flush request and at the end it writes the
+ *   snapshot files (ph_sampler_snap.c).  Everything that allocates,
+ *   symbolises or blocks happens there.
+ * - SIGTERM/SIGINT (any thread): on_stop_signal asks the writer for a final
+ *   snapshot and waits for it, at most 5 s, then does what the service
+ *   asked for: its handler (we interpose sigaction() and signal(), so a
+ *   handler installed after us is recorded and called by ours; the writer
+ *   also re-checks the dispositions every tick for services that install
+ *   handlers behind our back), nothing when ignored, or the default
+ *   action, re-raised, so the exit status still says "killed by signal".
+ * - fork: the child turns sampling off (atfork), has no writer and closes
+ *   the perf fds it inherited; itimers are not inherited.  exec: LD_PRELOAD
+ *   and PH_SAMPLER_* were removed from the environment at start.
  */
 #include "ph_sampler.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/select.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "ph_flame.h"
 #include "ph_sampler_int.h"
 
-#define SLOTS 8192
-#define PROBES 16
+#define TICK_MS 250
+#define STOP_SIGNAL_WAIT_MS 5000 /* SIGTERM/SIGINT: never hold up termination longer */
+#define EXIT_WAIT_MS 10000       /* exit(): the first snapshot may read big symbol tables */
+#define FLUSH_WAIT_MS 30000
+#define MAX_PERF_THREADS 1024
+#define MAX_HZ 10000
 
-typedef struct slot {
-    _Atomic uint32_t state; /* 0 empty, 1 being written, 2 ready */
-    uint32_t depth;
-    uint64_t hash;
-    _Atomic uint64_t count;
-    uint64_t reported;      /* count at the last snapshot (delta mode) */
-    uintptr_t pcs[PHS_MAX_DEPTH];
-} slot;
+phs_state phs;
+
+/* A thread's perf event: tid 0 is a free entry.  Only the writer changes
+ * entries (and the atfork child handler, which runs alone). */
+typedef struct perf_thread {
+    int tid;
+    int fd;
+} perf_thread;
 
 static struct {
-    _Atomic int on;          /* sampling */
-    int pid;                 /* the process that started: a fork child is not it */
+    int pid;
     char dir[4096];
     char title[512];
-    int hz, interval_s, delta;
-    slot *slots;
-    _Atomic uint64_t samples, dropped;
-    int probe_pipe[2];       /* readability checks */
-    int wake_pipe[2];        /* to the writer: 'f' flush, 'q' final and quit */
+    int interval_s;
+    int delta;
+    int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
+    int probe_pipe[2];          /* readability checks on the signal path */
+    int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop */
     pthread_t writer;
-    int writer_started;
+    _Atomic int writer_running;
     _Atomic int flush_seq, done_seq;
-    int snapshot_n;
-    struct timespec started;
-    double cpu_started;
+    _Atomic int said;           /* the one "profiling disabled" line was printed */
+    int atfork_done, atexit_done;
+    perf_thread perf[MAX_PERF_THREADS];
     struct sigaction app[NSIG]; /* what the service asked for SIGTERM/SIGINT */
-    int app_set[NSIG];
+    _Atomic int app_set[NSIG];  /* ours is in front of this signal */
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-    int final_written;
-} S;
+} S = { .probe_pipe = { -1, -1 }, .wake_pipe = { -1, -1 } };
+
+static int
+real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    if (S.real_sigaction == NULL)
+        S.real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
+    if (S.real_sigaction == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return S.real_sigaction(sig, act, old);
+}
 
 static void
 say(const char *msg)
 {
-    /* One line; write(2) is all that is safe everywhere we may be. */
+    /* write(2): the one output that is safe wherever we are. */
     ssize_t r = write(2, msg, strlen(msg));
     (void)r;
 }
 
 static void
-disable(const char *why)
+itimer_off(void)
 {
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
+
+    setitimer(ITIMER_PROF, &off, NULL);
+}
+
+/* Turn profiling off for good with one line on stderr.  Perf events are
+ * closed by the writer (it owns them) when it sees `on` drop. */
+static void
+disable(const char *why)
+{
     char line[512];
 
-    if (!atomic_exchange(&S.on, 0))
+    atomic_store(&phs.on, 0);
+    itimer_off();
+    if (atomic_exchange(&S.said, 1))
         return;
-    setitimer(ITIMER_PROF, &off, NULL);
     snprintf(line, sizeof line, "ph-sampler: %s; profiling disabled\n", why);
     say(line);
 }
 
 /* ---- the signal path -------------------------------------------------- */
 
+/* Per-thread cache: the tid costs a syscall.  initial-exec TLS: the
+ * library is preloaded or linked, never dlopen'd, so reading it never
+ * allocates. */
+static __thread int tls_tid __attribute__((tls_model("initial-exec")));
+static __thread int tls_pid __attribute__((tls_model("initial-exec")));
+
+/* Can the 16 bytes at ADDR be read?  A write(2) from unmapped memory fails
+ * with EFAULT; the bytes are drained at once.  The page last proven
+ * readable is remembered for the rest of this walk. */
 static int
 readable(const void *addr, uintptr_t *last_page)
 {
@@ -107,13 +161,15 @@ readable(const void *addr, uintptr_t *last_page)
     if (write(S.probe_pipe[1], addr, 16) != 16)
         return 0;
     if (read(S.probe_pipe[0], drain, sizeof drain) < 0) {
+        /* nothing to do: another thread's read may have taken our bytes */
     }
-    *last_page = page;
+    if (((uintptr_t)addr & 4095) <= 4096 - 16)
+        *last_page = page;
     return 1;
 }
 
-/* Does RET follow a call instruction?  (e8 rel32, or ff /2 with the
- * common register and memory forms.)  Reads only checked memory. */
+/* Does RET follow a call instruction?  (e8 rel32, or ff /2 in its common
+ * register and memory forms.)  Reads only memory proven readable. */
 static int
 after_call(uintptr_t ret, uintptr_t *last_page)
 {
@@ -133,293 +189,223 @@ after_call(uintptr_t ret, uintptr_t *last_page)
     return 0;
 }
 
-static void
-on_sigprof(int sig, siginfo_t *si, void *ctx)
+/* Walk the interrupted thread's frame pointers into PCS (innermost first).
+ *
+ * Frame pointers, not libunwind: libunwind's local unwinder finds unwind
+ * tables through dl_iterate_phdr, which takes the loader's lock, so a
+ * sample landing in dlopen() would deadlock (gperftools documents this
+ * hang; pprof-rs saw crashes with DWARF unwinding in production).  Code
+ * without frame pointers gives shorter stacks, never a fault: a frame
+ * pointer must lie above the stack pointer, within 8 MB of it, be aligned,
+ * readable, and grow with every frame; anything else ends the walk. */
+static uint32_t
+unwind(const ucontext_t *uc, uintptr_t *pcs)
 {
-    int saved = errno;
-    ucontext_t *uc = ctx;
-    uintptr_t pcs[PHS_MAX_DEPTH], fp, sp, last_page = 0;
+    uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    uintptr_t last_page = 0;
     uint32_t depth = 0;
-    uint64_t h = 1469598103934665603ULL;
 
-    (void)sig;
-    (void)si;
-    if (!atomic_load_explicit(&S.on, memory_order_relaxed) || getpid() != S.pid)
-        goto out;
     pcs[depth++] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-    fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-    sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-    /* A leaf function often has no frame of its own (compilers omit leaf
-     * frame pointers): then its return address is at the stack pointer,
-     * and the frame pointer still belongs to its caller's caller. */
-    if (readable((const void *)sp, &last_page)) {
-        uintptr_t top = ((uintptr_t *)sp)[0];
+    /* A leaf often has no frame of its own (or was stopped before it
+     * pushed one): then its caller's return address is at the stack
+     * pointer, and the frame pointer still belongs to the caller's caller.
+     * Take that word only when it follows a call instruction. */
+    if (!(sp & 7) && readable((const void *)sp, &last_page)) {
+        uintptr_t top = ((const uintptr_t *)sp)[0];
         uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) && readable((void *)fp, &last_page)
-                               ? ((uintptr_t *)fp)[1]
+                               ? ((const uintptr_t *)fp)[1]
                                : 0;
 
         if (top != framed && top != pcs[0] && after_call(top, &last_page))
             pcs[depth++] = top - 1;
     }
-    /* A frame pointer must lie above the stack pointer, within 8 MB, be
-     * aligned and grow with each frame; anything else ends the walk. */
     while (depth < PHS_MAX_DEPTH) {
         uintptr_t next, ret;
 
         if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable((void *)fp, &last_page))
             break;
-        next = ((uintptr_t *)fp)[0];
-        ret = ((uintptr_t *)fp)[1];
+        next = ((const uintptr_t *)fp)[0];
+        ret = ((const uintptr_t *)fp)[1];
         if (ret < 4096)
             break;
-        pcs[depth++] = ret - 1; /* inside the call instruction */
+        pcs[depth++] = ret - 1; /* inside the call instruction: the caller's line */
         if (next <= fp)
             break;
         fp = next;
     }
-    if (depth == PHS_MAX_DEPTH)
+    if (depth == PHS_MAX_DEPTH) {
+        /* Cut, and said so: the outermost frame becomes the marker. */
         pcs[depth - 1] = PHS_TRUNCATED;
+        atomic_fetch_add_explicit(&phs.truncated, 1, memory_order_relaxed);
+    }
+    return depth;
+}
+
+/* Add one sample of PCS[0..DEPTH) on thread TID to table T. */
+static int
+record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
+{
+    uint64_t h = 1469598103934665603ULL ^ tid;
+
     for (uint32_t i = 0; i < depth; i++) {
         h ^= pcs[i];
         h *= 1099511628211ULL;
     }
-    for (uint32_t p = 0; p < PROBES; p++) {
-        slot *s = &S.slots[(h + p) & (SLOTS - 1)];
+    for (uint32_t p = 0; p < 32; p++) {
+        phs_slot *s = &t->slots[(h + p) & (PHS_SLOTS - 1)];
         uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire), zero = 0;
 
-        if (st == 2 && s->hash == h && s->depth == depth && memcmp(s->pcs, pcs, depth * sizeof *pcs) == 0) {
+        if (st == 2 && s->hash == h && s->depth == depth && s->tid == tid &&
+            memcmp(&t->arena[s->off], pcs, depth * sizeof *pcs) == 0) {
             atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
-            atomic_fetch_add_explicit(&S.samples, 1, memory_order_relaxed);
-            goto out;
+            return 0;
         }
         if (st == 0 && atomic_compare_exchange_strong(&s->state, &zero, 1)) {
+            uint32_t off = atomic_fetch_add(&t->used, depth);
+
             s->hash = h;
+            s->tid = tid;
+            if (off > PHS_ARENA - depth || off + depth > PHS_ARENA) {
+                s->depth = 0; /* a dead slot until the next drain */
+                atomic_store_explicit(&s->state, 2, memory_order_release);
+                return -1;
+            }
+            memcpy(&t->arena[off], pcs, depth * sizeof *pcs);
+            s->off = off;
             s->depth = depth;
-            memcpy(s->pcs, pcs, depth * sizeof *pcs);
             atomic_store_explicit(&s->count, 1, memory_order_relaxed);
             atomic_store_explicit(&s->state, 2, memory_order_release);
-            atomic_fetch_add_explicit(&S.samples, 1, memory_order_relaxed);
-            goto out;
+            return 0;
         }
     }
-    atomic_fetch_add_explicit(&S.dropped, 1, memory_order_relaxed);
-out:
-    errno = saved;
+    return -1;
 }
-
-/* ---- snapshots (writer thread only) ------------------------------------ */
-
-static double
-cpu_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-typedef struct membuf {
-    char *data;
-    size_t len;
-    FILE *f;
-} membuf;
-
-static int
-write_file_atomic(const char *path, const char *data, size_t len)
-{
-    char tmp[4200];
-    int fd;
-    ssize_t w;
-
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    w = write(fd, data, len);
-    if (close(fd) < 0 || w != (ssize_t)len || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
-static int
-snapshot(int final)
-{
-    phs_stack *stacks = malloc(SLOTS * sizeof *stacks);
-    phs_symbols *sym = phs_symbols_new();
-    char *folded = NULL, stamp[32], path[4200], sub[256];
-    size_t flen = 0, n = 0;
-    FILE *ff = open_memstream(&folded, &flen);
-    struct timespec now;
-    struct tm tm;
-    double cpu = cpu_now() - S.cpu_started, hz_eff;
-    uint64_t total = 0;
-    int rc = -1;
-
-    if (stacks == NULL || sym == NULL || ff == NULL)
-        goto out;
-    for (size_t i = 0; i < SLOTS; i++) {
-        slot *s = &S.slots[i];
-        uint64_t c;
-
-        if (atomic_load_explicit(&s->state, memory_order_acquire) != 2)
-            continue;
-        c = atomic_load_explicit(&s->count, memory_order_relaxed);
-        if (S.delta) {
-            uint64_t d = c - s->reported;
-            s->reported = c;
-            c = d;
-        }
-        if (c == 0)
-            continue;
-        stacks[n++] = (phs_stack){ s->depth, c, s->pcs };
-        total += c;
-    }
-    for (size_t i = 0; i < n; i++) {
-        for (uint32_t k = stacks[i].depth; k-- > 0;) {
-            fputs(phs_symbolise(sym, stacks[i].pcs[k]), ff);
-            if (k)
-                fputc(';', ff);
-        }
-        fprintf(ff, " %llu\n", (unsigned long long)stacks[i].count);
-    }
-    if (fclose(ff) != 0) {
-        ff = NULL;
-        goto out;
-    }
-    ff = NULL;
-    clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    S.snapshot_n++;
-    snprintf(path, sizeof path, "%s/stacks-%s-%d.folded", S.dir, stamp, S.snapshot_n);
-    if (write_file_atomic(path, folded, flen) < 0)
-        goto out;
-    hz_eff = cpu > 0 ? (double)atomic_load(&S.samples) / cpu : 0;
-    snprintf(sub, sizeof sub, "%s%s: %llu samples over %.1f s of CPU; requested %d Hz, delivered %.0f Hz; %llu dropped",
-             final ? "final" : "interval", S.delta ? " (delta)" : "", (unsigned long long)total, cpu, S.hz, hz_eff,
-             (unsigned long long)atomic_load(&S.dropped));
-    if (total > 0) {
-        char *svg = NULL;
-        size_t slen = 0;
-        FILE *sf = open_memstream(&svg, &slen);
-        ph_flame_opts o;
-        ph_error_t err = NULL;
-        int r;
-
-        ph_flame_opts_init(&o);
-        o.title = S.title[0] ? S.title : "CPU";
-        o.subtitle = sub;
-        r = sf ? ph_flame_render_folded(folded, flen, &o, sf, NULL, &err) : -1;
-        if (sf)
-            fclose(sf);
-        ph_error_free(&err);
-        snprintf(path, sizeof path, "%s/flamegraph-%s-%d.svg", S.dir, stamp, S.snapshot_n);
-        if (r == 0 && write_file_atomic(path, svg, slen) < 0) {
-            free(svg);
-            goto out;
-        }
-        free(svg);
-    }
-    snprintf(path, sizeof path, "%s/profile-%s-%d.pb.gz", S.dir, stamp, S.snapshot_n);
-    if (phs_write_pprof(path, stacks, n, sym, S.hz, (int64_t)S.started.tv_sec * 1000000000LL + S.started.tv_nsec,
-                        (int64_t)((double)(now.tv_sec - S.started.tv_sec) * 1e9 + (double)(now.tv_nsec - S.started.tv_nsec))) < 0)
-        goto out;
-    rc = 0;
-out:
-    if (ff)
-        fclose(ff);
-    free(folded);
-    free(stacks);
-    phs_symbols_free(sym);
-    if (rc < 0)
-        disable("cannot write a snapshot");
-    return rc;
-}
-
-static void *
-writer_main(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        struct timeval tv = { S.interval_s > 0 ? S.interval_s : 3600, 0 };
-        fd_set rd;
-        char c = 0;
-        int r;
-
-        FD_ZERO(&rd);
-        FD_SET(S.wake_pipe[0], &rd);
-        r = select(S.wake_pipe[0] + 1, &rd, NULL, NULL, &tv);
-        if (r > 0 && read(S.wake_pipe[0], &c, 1) != 1)
-            c = 0;
-        if (r == 0 && S.interval_s <= 0)
-            continue;
-        if (c == 'q') {
-            if (!S.final_written) {
-                S.final_written = 1;
-                snapshot(1);
-            }
-            atomic_store(&S.done_seq, atomic_load(&S.flush_seq));
-            continue; /* stay: the process decides when to end */
-        }
-        if (atomic_load(&S.on))
-            snapshot(0);
-        atomic_store(&S.done_seq, atomic_load(&S.flush_seq));
-    }
-    return NULL;
-}
-
-/* Ask the writer for a snapshot and wait for it, at most TIMEOUT_MS.
- * Async-signal-safe: write, nanosleep and atomics only. */
-static void
-request_and_wait(char what, int timeout_ms)
-{
-    int seq = atomic_fetch_add(&S.flush_seq, 1) + 1;
-    struct timespec ts = { 0, 5 * 1000 * 1000 };
-
-    if (!S.writer_started || write(S.wake_pipe[1], &what, 1) != 1)
-        return;
-    for (int waited = 0; waited < timeout_ms && atomic_load(&S.done_seq) < seq; waited += 5)
-        nanosleep(&ts, NULL);
-}
-
-/* ---- SIGTERM/SIGINT: flush, then what the service asked for ------------ */
 
 static void
-on_stop_signal(int sig, siginfo_t *si, void *ctx)
+on_sigprof(int sig, siginfo_t *si, void *ctx)
 {
     int saved = errno;
-    struct sigaction *app = &S.app[sig];
+    uintptr_t pcs[PHS_MAX_DEPTH];
+    uint32_t depth;
+    int a;
+    phs_table *t;
 
-    if (getpid() == S.pid && atomic_load(&S.on)) {
-        struct itimerval off = { { 0, 0 }, { 0, 0 } };
-
-        request_and_wait('q', 5000);
-        if (app->sa_handler == SIG_DFL)
-            setitimer(ITIMER_PROF, &off, NULL);
+    (void)sig;
+    /* A perf event stops itself after each overflow (REFRESH 1): a lost or
+     * merged signal then costs one sample, never the thread's sampling.
+     * Re-arm it first, whatever we do with this sample. */
+    if (si != NULL && si->si_code > 0 && si->si_code <= POLL_HUP && si->si_code != SI_KERNEL)
+        ioctl(si->si_fd, PERF_EVENT_IOC_REFRESH, 1);
+    if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
+        goto out;
+    if (tls_pid != S.pid || tls_tid == 0) {
+        tls_tid = (int)syscall(SYS_gettid);
+        tls_pid = S.pid;
     }
-    errno = saved;
-    if (app->sa_handler == SIG_IGN)
-        return;
-    if (app->sa_handler == SIG_DFL) {
-        struct sigaction dfl;
-        sigset_t set;
-
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        S.real_sigaction(sig, &dfl, NULL);
-        sigemptyset(&set);
-        sigaddset(&set, sig);
-        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-        raise(sig);
-        return;
-    }
-    if (app->sa_flags & SA_SIGINFO)
-        app->sa_sigaction(sig, si, ctx);
+    depth = unwind(ctx, pcs);
+    /* Enter the active table; if the writer flipped it meanwhile, leave:
+     * it may already be reading that one.  (seq_cst on both sides: either
+     * we see the flip or the writer sees us inside.) */
+    a = atomic_load(&phs.active);
+    t = phs.tables[a];
+    atomic_fetch_add(&t->inflight, 1);
+    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tls_tid, pcs, depth) < 0)
+        atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
     else
-        app->sa_handler(sig);
+        atomic_fetch_add_explicit(&phs.samples, 1, memory_order_relaxed);
+    atomic_fetch_sub(&t->inflight, 1);
+out:
+    errno = saved;
 }
+
+/* ---- perf events (writer thread, start and atfork only) ---------------- */
+
+static int
+perf_open(int tid, int hz)
+{
+    struct perf_event_attr a;
+    struct f_owner_ex owner = { F_OWNER_TID, tid };
+    int fd;
+
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_CPU_CLOCK; /* an hrtimer on the thread's CPU time */
+    a.sample_period = 1000000000ULL / (unsigned)hz;
+    a.disabled = 1;
+    /* perf_event_paranoid 2 (the default) refuses kernel sampling; the
+     * signal lands in user space anyway. */
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
+        fcntl(fd, F_SETOWN_EX, &owner) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static void
+perf_close_all(void)
+{
+    for (int i = 0; i < MAX_PERF_THREADS; i++) {
+        if (S.perf[i].tid == 0)
+            continue;
+        ioctl(S.perf[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+        close(S.perf[i].fd);
+        S.perf[i].tid = 0;
+    }
+}
+
+/* Give every thread of the process an event and close those of threads
+ * that ended.  The writer itself blocks SIGPROF and is not sampled. */
+static void
+perf_scan(int self_tid)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *de;
+    char seen[MAX_PERF_THREADS] = { 0 };
+
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        int tid = atoi(de->d_name), free_i = -1, known = 0, fd;
+
+        if (tid <= 0 || tid == self_tid)
+            continue;
+        for (int i = 0; i < MAX_PERF_THREADS; i++) {
+            if (S.perf[i].tid == tid) {
+                seen[i] = known = 1;
+                break;
+            }
+            if (S.perf[i].tid == 0 && free_i < 0)
+                free_i = i;
+        }
+        if (known)
+            continue;
+        if (free_i < 0 || (fd = perf_open(tid, phs.hz_nominal)) < 0) {
+            atomic_fetch_add(&phs.perf_failed, 1);
+            continue;
+        }
+        S.perf[free_i].tid = tid;
+        S.perf[free_i].fd = fd;
+        seen[free_i] = 1;
+    }
+    closedir(d);
+    for (int i = 0; i < MAX_PERF_THREADS; i++) {
+        if (S.perf[i].tid != 0 && !seen[i]) {
+            close(S.perf[i].fd);
+            S.perf[i].tid = 0;
+        }
+    }
+}
+
+/* ---- SIGTERM/SIGINT ----------------------------------------------------- */
 
 static int
 is_stop_signal(int sig)
@@ -427,35 +413,97 @@ is_stop_signal(int sig)
     return sig == SIGTERM || sig == SIGINT;
 }
 
-/* Interposed: the service's SIGTERM/SIGINT handlers are recorded and run
- * by ours after the final snapshot; everything else passes through. */
+/* Ask the writer for COMMAND and wait until it has done it, at most
+ * TIMEOUT_MS.  Async-signal-safe: write, nanosleep and lock-free atomics. */
+static void
+request_and_wait(char command, int timeout_ms)
+{
+    int seq = atomic_fetch_add(&S.flush_seq, 1) + 1;
+    struct timespec ts = { 0, 2 * 1000 * 1000 };
+
+    if (!atomic_load(&S.writer_running) || write(S.wake_pipe[1], &command, 1) != 1)
+        return;
+    for (int waited = 0; waited < timeout_ms && atomic_load(&S.done_seq) < seq && atomic_load(&S.writer_running);
+         waited += 2)
+        nanosleep(&ts, NULL);
+}
+
+static void on_stop_signal(int sig, siginfo_t *si, void *ctx);
+
+static void
+install_ours(int sig, const struct sigaction *app)
+{
+    struct sigaction ours;
+
+    /* Ours stands in front but behaves as the service asked: without
+     * SA_RESTART its blocking calls must still return EINTR; its mask
+     * applies while the handlers run. */
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = on_stop_signal;
+    ours.sa_flags = SA_SIGINFO | (app->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
+    ours.sa_mask = app->sa_mask;
+    if (app->sa_handler == SIG_DFL || app->sa_handler == SIG_IGN) {
+        ours.sa_flags |= SA_RESTART; /* nobody else's calls to interrupt */
+        sigemptyset(&ours.sa_mask);
+    }
+    real_sigaction(sig, &ours, NULL);
+}
+
+static void
+on_stop_signal(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+    struct sigaction app = S.app[sig];
+
+    if (getpid() == S.pid && atomic_load(&phs.on))
+        request_and_wait('q', STOP_SIGNAL_WAIT_MS);
+    errno = saved;
+    if (app.sa_handler == SIG_IGN)
+        return;
+    if (app.sa_handler == SIG_DFL) {
+        struct sigaction dfl;
+        sigset_t set;
+
+        /* Die as the service would have: by this signal. */
+        itimer_off();
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        real_sigaction(sig, &dfl, NULL);
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        raise(sig);
+        /* Still here (a blocked signal elsewhere?): stay in front. */
+        install_ours(sig, &app);
+        errno = saved;
+        return;
+    }
+    if (app.sa_flags & SA_RESETHAND) {
+        /* One-shot, as asked: the next one takes the default action. */
+        memset(&S.app[sig], 0, sizeof S.app[sig]);
+        S.app[sig].sa_handler = SIG_DFL;
+    }
+    if (app.sa_flags & SA_SIGINFO)
+        app.sa_sigaction(sig, si, ctx);
+    else
+        app.sa_handler(sig);
+}
+
+/* Interposed: the service's SIGTERM/SIGINT handlers are recorded and run by
+ * ours after the final snapshot; everything else passes through. */
 int
 sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (S.real_sigaction == NULL)
-        S.real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-    if (S.real_sigaction == NULL) {
-        errno = ENOSYS;
-        return -1;
-    }
-    if (sig > 0 && sig < NSIG && is_stop_signal(sig) && S.app_set[sig]) {
-        struct sigaction ours;
-
+    if (sig > 0 && sig < NSIG && is_stop_signal(sig) && atomic_load(&S.app_set[sig])) {
         if (old)
             *old = S.app[sig];
         if (act == NULL)
             return 0;
         S.app[sig] = *act;
-        /* Ours stays in front but behaves as the service asked: without
-         * SA_RESTART its blocking calls must return EINTR so it sees its
-         * own flag; its mask applies while handlers run. */
-        memset(&ours, 0, sizeof ours);
-        ours.sa_sigaction = on_stop_signal;
-        ours.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
-        ours.sa_mask = act->sa_mask;
-        return S.real_sigaction(sig, &ours, NULL);
+        install_ours(sig, act);
+        return 0;
     }
-    return S.real_sigaction(sig, act, old);
+    return real_sigaction(sig, act, old);
 }
 
 sighandler_t
@@ -463,13 +511,117 @@ signal(int sig, sighandler_t handler)
 {
     struct sigaction act, old;
 
+    /* glibc's signal() has BSD semantics: restart, no reset. */
     memset(&act, 0, sizeof act);
     act.sa_handler = handler;
     act.sa_flags = SA_RESTART;
     sigemptyset(&act.sa_mask);
-    if (sigaction(sig, &act, &old) < 0)
+    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, &act, &old) < 0) {
+        errno = EINVAL;
         return SIG_ERR;
+    }
     return old.sa_handler;
+}
+
+/* Put ours in front of SIGTERM/SIGINT, keeping what the service has.  An
+ * ignored signal stays ignored (nohup) until the service sets a handler. */
+static void
+take_stop_signals(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (!is_stop_signal(sig) || atomic_load(&S.app_set[sig]))
+            continue;
+        if (real_sigaction(sig, NULL, &S.app[sig]) < 0)
+            continue;
+        if (S.app[sig].sa_handler != SIG_IGN)
+            install_ours(sig, &S.app[sig]);
+        atomic_store(&S.app_set[sig], 1);
+    }
+}
+
+/* A handler installed behind our back (a direct syscall, a static libc):
+ * record it and get in front again. */
+static void
+recheck_stop_signals(void)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction cur;
+
+        if (!is_stop_signal(sig) || !atomic_load(&S.app_set[sig]) || real_sigaction(sig, NULL, &cur) < 0)
+            continue;
+        if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_stop_signal)
+            continue;
+        if (cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
+            continue;
+        S.app[sig] = cur;
+        if (cur.sa_handler != SIG_IGN)
+            install_ours(sig, &cur);
+    }
+}
+
+/* ---- the writer thread ---------------------------------------------------- */
+
+static double
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void *
+writer_main(void *arg)
+{
+    phs_agg *agg = arg;
+    int self = (int)syscall(SYS_gettid), n = 0, stop = 0;
+    double next = mono_ms() + (S.interval_s > 0 ? S.interval_s * 1e3 : 1e18);
+
+    while (!stop) {
+        struct pollfd pfd = { S.wake_pipe[0], POLLIN, 0 };
+        int want = 0, final = 0, seq, r;
+        char cmds[64];
+
+        r = poll(&pfd, 1, TICK_MS);
+        seq = atomic_load(&S.flush_seq); /* requests up to here are served below */
+        if (r > 0) {
+            ssize_t got = read(S.wake_pipe[0], cmds, sizeof cmds);
+            for (ssize_t i = 0; i < got; i++) {
+                want |= cmds[i] == 'f' || cmds[i] == 'q' || cmds[i] == 's'; /* 'w': just wake */
+                final |= cmds[i] == 'q' || cmds[i] == 's';
+                stop |= cmds[i] == 's';
+            }
+        }
+        if (!atomic_load(&phs.on)) {
+            perf_close_all();
+            atomic_store(&S.done_seq, seq);
+            if (stop)
+                break;
+            continue;
+        }
+        if (stop)
+            perf_close_all(); /* the final snapshot holds everything sampled */
+        else if (phs.use_perf)
+            perf_scan(self);
+        recheck_stop_signals();
+        phs_agg_drain(agg);
+        if (S.interval_s > 0 && mono_ms() >= next) {
+            want = 1;
+            next = mono_ms() + S.interval_s * 1e3;
+        }
+        /* A final snapshot with nothing new since the last one (SIGTERM,
+         * then exit) would only repeat it. */
+        if (want && (!final || n == 0 || phs_agg_pending(agg) > 0)) {
+            if (phs_agg_snapshot(agg, S.dir, S.title, n + 1, final) < 0)
+                disable("cannot write a snapshot");
+            else
+                n++;
+        }
+        atomic_store(&S.done_seq, seq);
+    }
+    phs_agg_free(agg);
+    atomic_store(&S.writer_running, 0);
+    return NULL;
 }
 
 /* ---- start and stop --------------------------------------------------- */
@@ -477,15 +629,41 @@ signal(int sig, sighandler_t handler)
 static void
 atfork_child(void)
 {
-    atomic_store(&S.on, 0);
-    S.writer_started = 0; /* the writer thread does not exist here */
+    /* The child is not the service being profiled: no samples, no writer,
+     * and the perf events of the parent's threads are not its business. */
+    atomic_store(&phs.on, 0);
+    atomic_store(&S.writer_running, 0);
+    for (int i = 0; i < MAX_PERF_THREADS; i++) {
+        if (S.perf[i].tid != 0)
+            close(S.perf[i].fd);
+        S.perf[i].tid = 0;
+    }
 }
 
 static void
 at_exit(void)
 {
-    if (getpid() == S.pid && atomic_load(&S.on))
-        ph_sampler_stop();
+    if (getpid() == S.pid && atomic_load(&phs.on)) {
+        itimer_off();
+        request_and_wait('s', EXIT_WAIT_MS);
+        atomic_store(&phs.on, 0);
+    }
+}
+
+static void *
+map_zeroed(size_t len)
+{
+    /* Untouched pages cost nothing: the tables are mostly empty. */
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int
+start_failed(const char *why)
+{
+    disable(why);
+    return -1;
 }
 
 int
@@ -493,79 +671,112 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
 {
     struct sigaction sa;
     struct itimerval it;
-    sigset_t all, old;
     struct stat st;
+    sigset_t all, old;
+    phs_agg *agg;
+    int fd;
 
-    if (atomic_load(&S.on))
+    if (atomic_load(&phs.on) || atomic_load(&S.writer_running))
         return -1;
-    if (S.real_sigaction == NULL)
-        S.real_sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-    if (S.real_sigaction == NULL) {
-        say("ph-sampler: cannot find sigaction; profiling disabled\n");
-        return -1;
-    }
-    if (dir == NULL || strlen(dir) >= sizeof S.dir || hz <= 0 || hz > 10000) {
-        say("ph-sampler: bad arguments; profiling disabled\n");
-        return -1;
-    }
-    if (stat(dir, &st) < 0 && mkdir(dir, 0777) < 0 && errno != EEXIST) {
-        say("ph-sampler: cannot create the output directory; profiling disabled\n");
-        return -1;
-    }
+    if (dir == NULL || *dir == '\0' || strlen(dir) >= sizeof S.dir || hz <= 0 || hz > MAX_HZ || interval_s < 0)
+        return start_failed("bad arguments (directory, 1..10000 Hz, interval >= 0)");
+    if (real_sigaction(SIGPROF, NULL, NULL) < 0)
+        return start_failed("cannot find sigaction");
+    if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+        return start_failed("cannot create the output directory");
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) < 0)
+        return start_failed("the output directory is not a writable directory");
     snprintf(S.dir, sizeof S.dir, "%s", dir);
     snprintf(S.title, sizeof S.title, "%s", title ? title : "");
-    S.hz = hz;
     S.interval_s = interval_s;
     S.pid = getpid();
-    S.slots = calloc(SLOTS, sizeof *S.slots);
-    if (S.slots == NULL || pipe2(S.probe_pipe, O_CLOEXEC | O_NONBLOCK) < 0 || pipe2(S.wake_pipe, O_CLOEXEC) < 0) {
-        say("ph-sampler: cannot allocate; profiling disabled\n");
-        return -1;
+    if (!S.mode_from_env) {
+        const char *m = getenv("PH_SAMPLER_MODE");
+        S.delta = m != NULL && strcmp(m, "delta") == 0;
     }
-    clock_gettime(CLOCK_REALTIME, &S.started);
-    S.cpu_started = cpu_now();
+    phs.hz = hz;
+    phs.hz_nominal = hz;
+    phs.use_perf = 0;
+    atomic_store(&phs.samples, 0);
+    atomic_store(&phs.dropped, 0);
+    atomic_store(&phs.truncated, 0);
+    atomic_store(&phs.perf_failed, 0);
+    atomic_store(&S.said, 0);
+    for (int i = 0; i < 2; i++) {
+        if (phs.tables[i] == NULL)
+            phs.tables[i] = map_zeroed(sizeof *phs.tables[i]);
+        if (phs.tables[i] == NULL)
+            return start_failed("cannot allocate the sample tables");
+    }
+    if (S.probe_pipe[0] < 0 && pipe2(S.probe_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return start_failed("cannot create a pipe");
+    if (S.wake_pipe[0] < 0 && pipe2(S.wake_pipe, O_CLOEXEC) < 0)
+        return start_failed("cannot create a pipe");
+    agg = phs_agg_new(S.delta);
+    if (agg == NULL)
+        return start_failed("cannot allocate");
 
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&S.writer, NULL, writer_main, NULL) != 0) {
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        say("ph-sampler: cannot start the writer thread; profiling disabled\n");
-        return -1;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_detach(S.writer);
-    S.writer_started = 1;
-    pthread_atfork(NULL, NULL, atfork_child);
-    atexit(at_exit);
+    /* Above the tick, perf events or a reported cap. */
+    if (hz > PHS_ITIMER_MAX_HZ) {
+        fd = perf_open((int)syscall(SYS_gettid), hz);
+        if (fd >= 0) {
+            close(fd);
+            phs.use_perf = 1;
+            snprintf(phs.source, sizeof phs.source, "perf_event cpu-clock per thread");
+        } else {
+            char line[300];
 
-    /* SIGTERM/SIGINT: keep what the service had, put ours in front. */
-    for (int sig = 1; sig < NSIG; sig++) {
-        if (!is_stop_signal(sig))
-            continue;
-        S.real_sigaction(sig, NULL, &S.app[sig]);
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_stop_signal;
-        sa.sa_flags = SA_SIGINFO | SA_RESTART;
-        sigfillset(&sa.sa_mask);
-        if (S.app[sig].sa_handler != SIG_IGN)
-            S.real_sigaction(sig, &sa, NULL);
-        S.app_set[sig] = 1;
+            phs.hz_nominal = PHS_ITIMER_MAX_HZ;
+            snprintf(phs.source, sizeof phs.source, "setitimer(ITIMER_PROF), capped at %d Hz: perf_event_open: %s",
+                     PHS_ITIMER_MAX_HZ, strerror(-fd));
+            snprintf(line, sizeof line, "ph-sampler: %d Hz needs perf_event_open (%s); sampling at %d Hz\n", hz,
+                     strerror(-fd), PHS_ITIMER_MAX_HZ);
+            say(line);
+        }
+    } else {
+        snprintf(phs.source, sizeof phs.source, "setitimer(ITIMER_PROF)");
     }
+
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigprof;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    atomic_store(&S.on, 1);
-    if (S.real_sigaction(SIGPROF, &sa, NULL) < 0) {
-        disable("cannot install the SIGPROF handler");
-        return -1;
+    if (real_sigaction(SIGPROF, &sa, NULL) < 0) {
+        phs_agg_free(agg);
+        return start_failed("cannot install the SIGPROF handler");
     }
-    it.it_interval.tv_sec = 0;
-    it.it_interval.tv_usec = 1000000 / hz > 0 ? 1000000 / hz : 1;
-    it.it_value = it.it_interval;
-    if (setitimer(ITIMER_PROF, &it, NULL) < 0) {
-        disable("cannot start the profiling timer");
-        return -1;
+
+    /* The writer: all signals blocked, so no handler of ours or the
+     * service's ever runs on it. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    atomic_store(&S.writer_running, 1);
+    if (pthread_create(&S.writer, NULL, writer_main, agg) != 0) {
+        atomic_store(&S.writer_running, 0);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        phs_agg_free(agg);
+        return start_failed("cannot start the writer thread");
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_detach(S.writer);
+    if (!S.atfork_done && pthread_atfork(NULL, NULL, atfork_child) == 0)
+        S.atfork_done = 1;
+    if (!S.atexit_done && atexit(at_exit) == 0)
+        S.atexit_done = 1;
+    take_stop_signals();
+
+    atomic_store(&phs.on, 1);
+    if (!phs.use_perf) {
+        it.it_interval.tv_sec = 0;
+        it.it_interval.tv_usec = 1000000 / phs.hz_nominal;
+        it.it_value = it.it_interval;
+        if (setitimer(ITIMER_PROF, &it, NULL) < 0)
+            return start_failed("cannot start the profiling timer");
+    } else {
+        /* The writer attaches the events at its first tick; wake it now. */
+        char c = 'w';
+        if (write(S.wake_pipe[1], &c, 1) < 0) {
+        }
     }
     return 0;
 }
@@ -573,35 +784,71 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
 int
 ph_sampler_flush(void)
 {
-    if (!atomic_load(&S.on))
+    if (!atomic_load(&phs.on) || !atomic_load(&S.writer_running))
         return -1;
-    request_and_wait('f', 30000);
+    request_and_wait('f', FLUSH_WAIT_MS);
     return 0;
 }
 
 void
 ph_sampler_stop(void)
 {
-    struct itimerval off = { { 0, 0 }, { 0, 0 } };
-
-    if (!atomic_load(&S.on))
+    if (!atomic_load(&phs.on))
         return;
-    setitimer(ITIMER_PROF, &off, NULL);
-    request_and_wait('q', 30000);
-    atomic_store(&S.on, 0);
+    itimer_off();
+    request_and_wait('s', FLUSH_WAIT_MS);
+    atomic_store(&phs.on, 0);
 }
 
+/* ---- LD_PRELOAD ----------------------------------------------------------- */
+
 static int
-env_int(const char *name, int dflt)
+env_int(const char *v, int dflt)
 {
-    const char *v = getenv(name);
     char *end;
     long n;
 
     if (v == NULL || *v == '\0')
         return dflt;
+    errno = 0;
     n = strtol(v, &end, 10);
-    return *end == '\0' && n >= 0 && n < 1000000 ? (int)n : dflt;
+    return *end == '\0' && errno == 0 && n >= 0 && n <= 1000000 ? (int)n : -1;
+}
+
+/* Drop our own entry from LD_PRELOAD (others stay: they are not ours to
+ * remove), so programs the service execs are not profiled. */
+static void
+unpreload(void)
+{
+    const char *v = getenv("LD_PRELOAD");
+    char out[4096] = "", item[4096];
+    size_t o = 0;
+
+    if (v == NULL)
+        return;
+    while (*v) {
+        size_t n = strcspn(v, ": ");
+        const char *base;
+
+        if (n > 0 && n < sizeof item) {
+            memcpy(item, v, n);
+            item[n] = '\0';
+            base = strrchr(item, '/') ? strrchr(item, '/') + 1 : item;
+            if (strncmp(base, "libphsampler", 12) != 0 && o + n + 2 < sizeof out) {
+                if (o)
+                    out[o++] = ':';
+                memcpy(out + o, item, n);
+                o += n;
+                out[o] = '\0';
+            }
+        }
+        v += n;
+        v += strspn(v, ": ");
+    }
+    if (o)
+        setenv("LD_PRELOAD", out, 1);
+    else
+        unsetenv("LD_PRELOAD");
 }
 
 __attribute__((constructor)) static void
@@ -609,21 +856,25 @@ preload_start(void)
 {
     char dir[4096], title[512];
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
-    int hz, interval;
+    int hz = env_int(getenv("PH_SAMPLER_HZ"), 150), interval = env_int(getenv("PH_SAMPLER_INTERVAL"), 120);
+    int bad_mode = m != NULL && *m != '\0' && strcmp(m, "delta") != 0 && strcmp(m, "cumulative") != 0;
 
     if (d == NULL || *d == '\0')
-        return;
+        return; /* inert */
+    /* Copy first: unsetenv may free the strings getenv returned. */
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(title, sizeof title, "%s", t ? t : "");
-    hz = env_int("PH_SAMPLER_HZ", 150);
-    interval = env_int("PH_SAMPLER_INTERVAL", 120);
     S.delta = m != NULL && strcmp(m, "delta") == 0;
-    /* Children this service execs must not be profiled by accident. */
-    unsetenv("LD_PRELOAD");
+    S.mode_from_env = 1;
+    unpreload();
     unsetenv("PH_SAMPLER_DIR");
     unsetenv("PH_SAMPLER_HZ");
     unsetenv("PH_SAMPLER_INTERVAL");
     unsetenv("PH_SAMPLER_TITLE");
     unsetenv("PH_SAMPLER_MODE");
+    if (hz <= 0 || interval < 0 || bad_mode) {
+        disable("bad PH_SAMPLER_HZ, PH_SAMPLER_INTERVAL or PH_SAMPLER_MODE");
+        return;
+    }
     ph_sampler_start(dir, hz, interval, title);
 }

@@ -1,23 +1,50 @@
 /* ph_sampler.h - the in-process sampling profiler (the `flamegraph` mode).
  *
  * Two ways in:
- *  - LD_PRELOAD=libphsampler.so with PH_SAMPLER_DIR set (the library is
- *    inert without it); PH_SAMPLER_HZ (default 150), PH_SAMPLER_INTERVAL
- *    (seconds between snapshots, default 120), PH_SAMPLER_TITLE,
- *    PH_SAMPLER_MODE (cumulative, the default, or delta).  These variables
- *    and LD_PRELOAD are removed from the environment at start, so programs
- *    the service execs are not profiled by accident.
- *  - linking it and calling ph_sampler_start().
+ *  - LD_PRELOAD=libphsampler.so with PH_SAMPLER_DIR set (without it the
+ *    library is inert: no timer, no thread, no handler):
+ *      PH_SAMPLER_DIR       output directory (created if missing)
+ *      PH_SAMPLER_HZ        samples per CPU-second, default 150 (1..10000)
+ *      PH_SAMPLER_INTERVAL  seconds between snapshots, default 120; 0: only
+ *                           the final one
+ *      PH_SAMPLER_TITLE     flamegraph title
+ *      PH_SAMPLER_MODE      cumulative (default) or delta
+ *    At start the library removes its own entry from LD_PRELOAD and unsets
+ *    PH_SAMPLER_*, so programs the service execs are not profiled.
+ *  - linking it (libphsampler.a or .so) and calling ph_sampler_start();
+ *    PH_SAMPLER_MODE is honoured there too, the environment is left alone.
  *
- * It samples CPU time of every thread (SIGPROF from ITIMER_PROF) and writes,
- * every interval and once more at exit or on SIGTERM/SIGINT:
- *   stacks-<UTC>-<n>.folded, flamegraph-<UTC>-<n>.svg, profile-<UTC>-<n>.pb.gz
- * The service's own SIGTERM/SIGINT handling runs after that final write.
- * On any failure profiling turns off with one line on stderr; the service
- * goes on.
+ * What it samples: CPU time of every thread, threads started later too
+ * (SIGPROF from setitimer(ITIMER_PROF) up to 250 Hz; above that, per-thread
+ * perf_event_open cpu-clock events when the kernel allows them, else the
+ * rate is capped at 250 Hz and the cap is reported).  The delivered rate
+ * is measured and written into every snapshot.  Stacks come from frame
+ * pointers (build with -fno-omit-frame-pointer for full stacks), at most
+ * 512 frames; deeper ones end in a "[truncated]" frame.
  *
- * Async-signal-safety: none of these functions may be called from a signal
- * handler.  The library's own SIGPROF handler is async-signal-safe.
+ * What it writes into DIR, every interval, on ph_sampler_flush(), at exit
+ * and on SIGTERM/SIGINT (before the service's own handler runs, or before
+ * the default action kills it; waiting at most 5 s):
+ *   stacks-<UTC>-<n>.folded    `thread;outer;...;leaf COUNT`
+ *   flamegraph-<UTC>-<n>.svg   (when there are samples)
+ *   profile-<UTC>-<n>.pb.gz    pprof: samples/count and cpu/nanoseconds,
+ *                              a `thread` and `thread_id` label per sample
+ * each through a temporary name and a rename.
+ *
+ * Not covered: a fork child is never profiled (it would need its own
+ * writer); so a service that daemonises by forking is not profiled after
+ * the fork.  _exit() and SIGKILL write nothing.  A service that uses
+ * SIGPROF or ITIMER_PROF itself conflicts with the sampler.
+ *
+ * On any failure profiling turns off with one line on stderr
+ * ("ph-sampler: ...; profiling disabled"); the service goes on.
+ *
+ * Async-signal-safety: none of the functions below may be called from a
+ * signal handler.  The library's own handlers (SIGPROF, and the SIGTERM /
+ * SIGINT handler standing in front of the service's) are
+ * async-signal-safe.  The library interposes sigaction() and signal() to
+ * keep the service's SIGTERM/SIGINT handlers behind its own; both behave
+ * as libc's do.
  */
 #ifndef PH_SAMPLER_H
 #define PH_SAMPLER_H
@@ -26,15 +53,20 @@
 extern "C" {
 #endif
 
-/* Start sampling at HZ, writing into DIR every INTERVAL_S seconds (0: only
- * at the end), titling graphs TITLE (may be NULL).  0, or -1 when already
- * running or on failure (a message is printed). */
+/* Start sampling at HZ (1..10000), writing into DIR every INTERVAL_S
+ * seconds (0: only at the end), titling graphs TITLE (may be NULL).
+ * Returns 0, or -1 when already running or on failure (then one line was
+ * printed on stderr).  Not async-signal-safe; call it once, from one
+ * thread. */
 int ph_sampler_start(const char *dir, int hz, int interval_s, const char *title);
 
-/* Write a snapshot now.  0 or -1. */
+/* Write a snapshot now and wait for it (at most 30 s).  0, or -1 when not
+ * running.  Not async-signal-safe. */
 int ph_sampler_flush(void);
 
-/* Stop sampling and write the final snapshot. */
+/* Stop sampling and write the final snapshot (waiting at most 30 s).
+ * No-op when not running.  Not async-signal-safe.  Called at exit() for
+ * you. */
 void ph_sampler_stop(void);
 
 #ifdef __cplusplus

@@ -1,32 +1,112 @@
-/* ph_sampler_int.h - internals shared by the sampler's files (hidden). */
+/* ph_sampler_int.h - internals shared by the sampler's files (all hidden).
+ *
+ * ph_sampler.c owns the signal path and the control state; the writer side
+ * (ph_sampler_snap.c: aggregation and snapshot files, ph_sampler_out.c:
+ * symbols and pprof) only reads the sample tables after taking them out of
+ * the signal path's hands (see phs_table below).
+ */
 #ifndef PH_SAMPLER_INT_H
 #define PH_SAMPLER_INT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #define PH_HIDDEN __attribute__((visibility("hidden")))
 
-#define PHS_MAX_DEPTH 128           /* deeper stacks end in a "[truncated]" frame */
-#define PHS_TRUNCATED ((uintptr_t)1) /* marker pc */
+#define PHS_MAX_DEPTH 512            /* deeper stacks end in a "[truncated]" frame */
+#define PHS_TRUNCATED ((uintptr_t)1) /* marker pc, outermost frame of a cut stack */
+#define PHS_SLOTS 4096               /* stacks per table between two drains */
+#define PHS_ARENA (256u * 1024u)     /* pcs per table between two drains */
+#define PHS_ITIMER_MAX_HZ 250        /* the kernel tick caps ITIMER_PROF (CONFIG_HZ) */
 
-/* One aggregated stack, innermost pc first, as the writer sees it. */
-typedef struct phs_stack {
-    uint32_t depth;
-    uint64_t count;
-    const uintptr_t *pcs;
-} phs_stack;
+/* One recorded stack in a table.  A handler claims an empty slot (state
+ * 0 -> 1) with a CAS, fills it, publishes it (state 2); later samples of
+ * the same stack on the same thread only add to count. */
+typedef struct phs_slot {
+    _Atomic uint32_t state; /* 0 empty, 1 being filled, 2 ready */
+    uint32_t depth;         /* 0: claimed but no room in the arena: matches nothing */
+    uint32_t tid;
+    uint32_t off;           /* first pc in the arena, innermost first */
+    uint64_t hash;
+    _Atomic uint64_t count;
+} phs_slot;
 
-/* Symbolisation, off the signal path: "name" or "module+0xoff".  The
- * returned string lives until phs_symbols_free. */
+/* Two tables: the signal path writes the active one; the writer flips
+ * `active`, waits until no handler is inside the old one (inflight), reads
+ * it and clears it.  So the signal path never waits and never sees a
+ * table being cleared. */
+typedef struct phs_table {
+    _Atomic int inflight;
+    _Atomic uint32_t used;  /* pcs taken from the arena */
+    phs_slot slots[PHS_SLOTS];
+    uintptr_t arena[PHS_ARENA];
+} phs_table;
+
+typedef struct phs_state {
+    _Atomic int on;               /* sampling; the signal path checks it first */
+    phs_table *tables[2];
+    _Atomic int active;
+    _Atomic uint64_t samples;     /* recorded */
+    _Atomic uint64_t dropped;     /* no slot or no arena room, or the table was being flipped */
+    _Atomic uint64_t truncated;
+    int hz;                       /* requested */
+    int hz_nominal;               /* what the timer was set to after any cap */
+    int use_perf;                 /* per-thread perf cpu-clock events feed the samples */
+    _Atomic uint64_t perf_failed; /* threads that could not get a perf event */
+    char source[160];             /* "perf_event cpu-clock" / "setitimer(ITIMER_PROF) ..." */
+} phs_state;
+
+PH_HIDDEN extern phs_state phs;
+
+/* ---- writer side: ph_sampler_snap.c ------------------------------------ */
+
+typedef struct phs_agg phs_agg;
+PH_HIDDEN phs_agg *phs_agg_new(int delta);
+PH_HIDDEN void phs_agg_free(phs_agg *a);
+/* Take the active table out of the signal path's hands and merge it. */
+PH_HIDDEN void phs_agg_drain(phs_agg *a);
+/* Write snapshot N's files into DIR; FINAL only changes the subtitle.
+ * 0, or -1 (earlier files left as they were; a *.tmp may remain). */
+PH_HIDDEN int phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int final);
+/* Samples merged since the last snapshot. */
+PH_HIDDEN uint64_t phs_agg_pending(const phs_agg *a);
+
+/* ---- symbols and pprof: ph_sampler_out.c ------------------------------- */
+
+/* Symbolisation, off the signal path: "name" or "module+0xoff".  Strings
+ * live until phs_symbols_free. */
 typedef struct phs_symbols phs_symbols;
 PH_HIDDEN phs_symbols *phs_symbols_new(void);
-PH_HIDDEN const char *phs_symbolise(phs_symbols *s, uintptr_t pc);
+/* NAME of PC; *MODULE (may be NULL) gets the module index or -1. */
+PH_HIDDEN const char *phs_symbolise(phs_symbols *s, uintptr_t pc, int *module);
 PH_HIDDEN void phs_symbols_free(phs_symbols *s);
+/* Module I for pprof mappings: 0, or -1 past the end. */
+PH_HIDDEN int phs_module_info(phs_symbols *s, int i, uintptr_t *lo, uintptr_t *hi, uintptr_t *file_off,
+                              const char **path);
+/* Best-effort demangling of C++ (__cxa_demangle when the process has it)
+ * and legacy Rust names; returns NAME itself or a string owned by S. */
+PH_HIDDEN const char *phs_demangle(phs_symbols *s, const char *name);
 
-/* Write a gzip'd pprof profile of STACKS to PATH.  0 or -1. */
-PH_HIDDEN int phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols *sym, int hz,
-                              int64_t time_nanos, int64_t duration_nanos);
+/* One stack as the writer hands it to the pprof encoder. */
+typedef struct phs_stack {
+    uint32_t depth;
+    uint32_t tid;
+    uint64_t count;
+    const uintptr_t *pcs;   /* innermost first */
+    const char *thread;     /* thread name */
+} phs_stack;
+
+typedef struct phs_pprof_meta {
+    int64_t time_nanos, duration_nanos;
+    int64_t period_ns;      /* cpu nanoseconds one sample stands for */
+    const char *comments[4];
+} phs_pprof_meta;
+
+/* Write a gzip'd pprof profile of STACKS to PATH (through PATH.tmp and a
+ * rename).  0 or -1. */
+PH_HIDDEN int phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols *sym,
+                              const phs_pprof_meta *meta);
 
 #endif

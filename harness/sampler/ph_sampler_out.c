@@ -1,17 +1,25 @@
 /* ph_sampler_out.c - what the sampler's writer thread needs and the signal
- * path must never do: symbolising addresses from the ELF files of the
- * executable and every shared library, and writing pprof profiles.
+ * path must never do: naming addresses from the ELF files of the
+ * executable and every shared library, and encoding pprof profiles.
+ * Writer thread only; everything here allocates.
  *
- * Symbols: dl_iterate_phdr lists each loaded object with its load bias and
- * segments; the object's file (/proc/self/exe for the main program) is
- * mapped and its .symtab (static functions too, when not stripped) and
- * .dynsym are read into a sorted table.  C++ names are demangled when the
- * process has __cxa_demangle.  An address no symbol covers is shown as
- * `module+0xoffset`, never dropped.
+ * Symbols: dl_iterate_phdr lists each loaded object with its load bias,
+ * segments and build id; the object's file (/proc/self/exe for the main
+ * program, PIE or not) is mapped read-only and its .symtab (static
+ * functions too, when not stripped) and .dynsym are read into a sorted
+ * table, once.  An address outside every known object makes us list the
+ * objects again (a dlopen since), at most once a second.  Names are
+ * demangled: C++ through __cxa_demangle when the process has it (dlsym, we
+ * do not link libstdc++), legacy Rust (`_ZN...17h<hash>E`) by our own
+ * small decoder, which also serves plain nested C++ names when there is no
+ * __cxa_demangle.  An address no symbol covers is `module+0xoffset`, never
+ * dropped.  Names are cached per address.
  *
- * pprof: profile.proto written by hand (a few varint and length-delimited
- * fields), gzip'd with zlib.
+ * pprof: profile.proto written by hand (varints and length-delimited
+ * fields; https://github.com/google/pprof/blob/main/proto/profile.proto),
+ * gzip'd with zlib.
  */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -20,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -28,83 +37,138 @@
 typedef struct sym {
     uintptr_t start, size; /* file virtual addresses */
     const char *name;
-} sym;
+} fsym;
 
 typedef struct module {
     char path[4096];
     const char *base;      /* base name for module+0xoff */
     uintptr_t bias;
     uintptr_t lo, hi;      /* runtime range of its PT_LOAD segments */
-    sym *syms;
+    uintptr_t file_off;    /* file offset of the lowest PT_LOAD */
+    char build_id[64];     /* hex, "" if none */
+    fsym *syms;
     size_t n_syms;
     void *map;
     size_t map_len;
     int loaded;
-} module;
+} elfmod;
+
+typedef struct pc_name {
+    uintptr_t pc;          /* 0: empty */
+    const char *name;
+    int module;
+} pc_name;
 
 struct phs_symbols {
-    module *mods;
+    elfmod *mods;
     size_t n_mods, cap_mods;
     char **strings;        /* everything we allocated for names */
     size_t n_strings, cap_strings;
-    char *(*demangle)(const char *, char *, size_t *, int *);
+    pc_name *cache;
+    size_t n_cache, cap_cache;
+    time_t listed_at;
+    char *(*cxa_demangle)(const char *, char *, size_t *, int *);
 };
+
+/* ---- modules ------------------------------------------------------------ */
+
+static void
+read_build_id(elfmod *m, const struct dl_phdr_info *info)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        const char *p, *end;
+
+        if (ph->p_type != PT_NOTE)
+            continue;
+        p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+        end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            const unsigned char *desc = (const unsigned char *)p + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
+
+            if ((const char *)desc + nh->n_descsz > end)
+                break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(p + sizeof *nh, "GNU", 4) == 0) {
+                for (size_t k = 0; k < nh->n_descsz && 2 * k + 2 < sizeof m->build_id; k++)
+                    snprintf(m->build_id + 2 * k, 3, "%02x", desc[k]);
+                return;
+            }
+            p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+        }
+    }
+}
 
 static int
 collect_cb(struct dl_phdr_info *info, size_t size, void *ud)
 {
     phs_symbols *s = ud;
-    module *m;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    elfmod *m;
+    uintptr_t lo = UINTPTR_MAX, hi = 0, off = 0;
+    char path[4096] = "";
 
     (void)size;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD)
             continue;
-        if (info->dlpi_addr + ph->p_vaddr < lo)
+        if (info->dlpi_addr + ph->p_vaddr < lo) {
             lo = info->dlpi_addr + ph->p_vaddr;
+            off = ph->p_offset;
+        }
         if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
             hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
     }
     if (hi == 0)
         return 0;
+    if (info->dlpi_name && info->dlpi_name[0]) {
+        snprintf(path, sizeof path, "%s", info->dlpi_name);
+    } else if (s->n_mods == 0) {
+        /* dl_iterate_phdr lists the executable first, without a name. */
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        path[n > 0 ? n : 0] = '\0';
+    }
+    for (size_t i = 0; i < s->n_mods; i++)
+        if (s->mods[i].bias == info->dlpi_addr && s->mods[i].lo == lo && s->mods[i].hi == hi)
+            return 0; /* already known (a refresh) */
     if (s->n_mods == s->cap_mods) {
         size_t cap = s->cap_mods ? s->cap_mods * 2 : 32;
-        module *nm = realloc(s->mods, cap * sizeof *nm);
+        elfmod *nm = realloc(s->mods, cap * sizeof *nm);
         if (nm == NULL)
             return 1;
         s->mods = nm;
         s->cap_mods = cap;
+        /* base points into path: fix it up after the move */
+        for (size_t i = 0; i < s->n_mods; i++) {
+            const char *b = strrchr(s->mods[i].path, '/');
+            s->mods[i].base = s->mods[i].path[0] == '\0' ? "[vdso]" : b ? b + 1 : s->mods[i].path;
+        }
     }
     m = &s->mods[s->n_mods++];
     memset(m, 0, sizeof *m);
-    if (info->dlpi_name && info->dlpi_name[0])
-        snprintf(m->path, sizeof m->path, "%s", info->dlpi_name);
-    else if (s->n_mods == 1) {
-        ssize_t n = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
-        m->path[n > 0 ? n : 0] = '\0';
-    }
+    memcpy(m->path, path, sizeof m->path);
     m->base = strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path;
-    if (m->base[0] == '\0')
+    if (m->path[0] == '\0')
         m->base = "[vdso]";
     m->bias = info->dlpi_addr;
     m->lo = lo;
     m->hi = hi;
+    m->file_off = off;
+    read_build_id(m, info);
     return 0;
 }
 
 static int
 cmp_sym(const void *a, const void *b)
 {
-    const sym *x = a, *y = b;
+    const fsym *x = a, *y = b;
 
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
 /* Read .symtab and .dynsym of M's file. */
 static void
-load_module(module *m)
+load_module(elfmod *m)
 {
     int fd;
     struct stat st;
@@ -127,36 +191,43 @@ load_module(module *m)
     }
     m->map_len = (size_t)st.st_size;
     eh = m->map;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_shoff == 0 ||
-        eh->e_shoff + (size_t)eh->e_shnum * sizeof *sh > m->map_len)
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 ||
+        eh->e_shoff > m->map_len || (size_t)eh->e_shnum * sizeof *sh > m->map_len - eh->e_shoff)
         return;
     sh = (const ElfW(Shdr) *)((const char *)m->map + eh->e_shoff);
     for (int i = 0; i < eh->e_shnum; i++) {
         const ElfW(Sym) *syms;
+        const ElfW(Shdr) *strsh;
         const char *strtab;
         size_t n;
 
         if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM)
             continue;
-        if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_offset + sh[i].sh_size > m->map_len ||
-            sh[sh[i].sh_link].sh_offset + sh[sh[i].sh_link].sh_size > m->map_len)
+        if (sh[i].sh_link >= eh->e_shnum)
+            continue;
+        strsh = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset > m->map_len || sh[i].sh_size > m->map_len - sh[i].sh_offset ||
+            strsh->sh_offset > m->map_len || strsh->sh_size > m->map_len - strsh->sh_offset || strsh->sh_size == 0)
             continue;
         syms = (const ElfW(Sym) *)((const char *)m->map + sh[i].sh_offset);
-        strtab = (const char *)m->map + sh[sh[i].sh_link].sh_offset;
+        strtab = (const char *)m->map + strsh->sh_offset;
         n = sh[i].sh_size / sizeof *syms;
         for (size_t k = 0; k < n; k++) {
-            if (ELF64_ST_TYPE(syms[k].st_info) != STT_FUNC || syms[k].st_value == 0 ||
-                syms[k].st_name >= sh[sh[i].sh_link].sh_size)
+            int type = ELF64_ST_TYPE(syms[k].st_info);
+
+            if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[k].st_value == 0 || syms[k].st_shndx == SHN_UNDEF ||
+                syms[k].st_name >= strsh->sh_size || memchr(strtab + syms[k].st_name, '\0',
+                                                            strsh->sh_size - syms[k].st_name) == NULL)
                 continue;
             if (m->n_syms == cap) {
                 size_t nc = cap ? cap * 2 : 256;
-                sym *ns = realloc(m->syms, nc * sizeof *ns);
+                fsym *ns = realloc(m->syms, nc * sizeof *ns);
                 if (ns == NULL)
                     return;
                 m->syms = ns;
                 cap = nc;
             }
-            m->syms[m->n_syms++] = (sym){ syms[k].st_value, syms[k].st_size, strtab + syms[k].st_name };
+            m->syms[m->n_syms++] = (fsym){ syms[k].st_value, syms[k].st_size, strtab + syms[k].st_name };
         }
     }
     qsort(m->syms, m->n_syms, sizeof *m->syms, cmp_sym);
@@ -170,8 +241,21 @@ phs_symbols_new(void)
     if (s == NULL)
         return NULL;
     dl_iterate_phdr(collect_cb, s);
-    s->demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    s->listed_at = time(NULL);
+    s->cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
     return s;
+}
+
+int
+phs_module_info(phs_symbols *s, int i, uintptr_t *lo, uintptr_t *hi, uintptr_t *file_off, const char **path)
+{
+    if (i < 0 || (size_t)i >= s->n_mods)
+        return -1;
+    *lo = s->mods[i].lo;
+    *hi = s->mods[i].hi;
+    *file_off = s->mods[i].file_off;
+    *path = s->mods[i].path[0] ? s->mods[i].path : s->mods[i].base;
+    return 0;
 }
 
 static const char *
@@ -193,49 +277,223 @@ keep_string(phs_symbols *s, char *str)
     return str;
 }
 
-const char *
-phs_symbolise(phs_symbols *s, uintptr_t pc)
-{
-    char buf[512];
+/* ---- demangling ------------------------------------------------------ */
 
+/* Legacy Rust escapes inside identifiers ($LT$ ...) and ".." for "::". */
+static void
+rust_unescape(const char *in, size_t n, char *out, size_t *o, size_t cap)
+{
+    static const struct {
+        const char *esc, *ch;
+    } tab[] = { { "$SP$", "@" }, { "$BP$", "*" }, { "$RF$", "&" }, { "$LT$", "<" }, { "$GT$", ">" },
+                { "$LP$", "(" }, { "$RP$", ")" }, { "$C$", "," },  { "$u7e$", "~" }, { "$u20$", " " },
+                { "$u27$", "'" }, { "$u5b$", "[" }, { "$u5d$", "]" }, { "$u7b$", "{" }, { "$u7d$", "}" },
+                { "$u3b$", ";" }, { "$u2b$", "+" }, { "$u22$", "\"" } };
+
+    for (size_t i = 0; i < n && *o + 2 < cap;) {
+        int done = 0;
+
+        if (in[i] == '$') {
+            for (size_t k = 0; k < sizeof tab / sizeof *tab; k++) {
+                size_t l = strlen(tab[k].esc);
+                if (l <= n - i && memcmp(in + i, tab[k].esc, l) == 0) {
+                    out[(*o)++] = tab[k].ch[0];
+                    i += l;
+                    done = 1;
+                    break;
+                }
+            }
+        } else if (in[i] == '.' && i + 1 < n && in[i + 1] == '.') {
+            out[(*o)++] = ':';
+            out[(*o)++] = ':';
+            i += 2;
+            done = 1;
+        }
+        if (!done)
+            out[(*o)++] = in[i++];
+    }
+}
+
+/* `_ZN <len><ident>... E [params]`: the nested name joined by "::".  For
+ * Rust, the trailing `h<16 hex>` hash is dropped and escapes undone.
+ * Returns a new string or NULL when NAME is not of that form. */
+static char *
+demangle_nested(const char *name, int *is_rust)
+{
+    char out[1024];
+    size_t o = 0;
+    const char *p = name + 3, *last = NULL;
+    size_t last_n = 0;
+    int parts = 0;
+
+    *is_rust = 0;
+    if (strncmp(name, "_ZN", 3) != 0)
+        return NULL;
+    while (isdigit((unsigned char)*p)) {
+        char *end;
+        unsigned long n = strtoul(p, &end, 10);
+
+        if (n == 0 || n > strlen(end))
+            return NULL;
+        if (last) {
+            if (o && o + 2 < sizeof out) {
+                out[o++] = ':';
+                out[o++] = ':';
+            }
+            rust_unescape(last, last_n, out, &o, sizeof out);
+        }
+        last = end;
+        last_n = n;
+        parts++;
+        p = end + n;
+    }
+    if (*p != 'E' || last == NULL)
+        return NULL;
+    /* the last part: a Rust hash, or a name */
+    if (last_n == 17 && last[0] == 'h' && parts > 1) {
+        int hex = 1;
+        for (size_t i = 1; i < 17; i++)
+            hex &= isxdigit((unsigned char)last[i]) != 0;
+        if (hex) {
+            *is_rust = p[1] == '\0';
+            out[o] = '\0';
+            return *is_rust ? strdup(out) : NULL;
+        }
+    }
+    if (o && o + 2 < sizeof out) {
+        out[o++] = ':';
+        out[o++] = ':';
+    }
+    rust_unescape(last, last_n, out, &o, sizeof out);
+    out[o] = '\0';
+    return strdup(out);
+}
+
+const char *
+phs_demangle(phs_symbols *s, const char *name)
+{
+    int rust = 0;
+    char *nested;
+
+    if (name[0] != '_' || name[1] != 'Z')
+        return name; /* C, or Rust v0 (_R...) left raw */
+    nested = demangle_nested(name, &rust);
+    if (rust)
+        return keep_string(s, nested);
+    if (s->cxa_demangle) {
+        int status = -1;
+        char *d = s->cxa_demangle(name, NULL, NULL, &status);
+
+        if (status == 0 && d) {
+            free(nested);
+            return keep_string(s, d);
+        }
+        free(d);
+    }
+    return nested ? keep_string(s, nested) : name;
+}
+
+/* ---- names by address ----------------------------------------------------- */
+
+static const char *
+lookup(phs_symbols *s, uintptr_t pc, int *mod_out)
+{
+    char buf[600];
+
+    *mod_out = -1;
     if (pc == PHS_TRUNCATED)
         return "[truncated]";
-    for (size_t i = 0; i < s->n_mods; i++) {
-        module *m = &s->mods[i];
-        uintptr_t va;
-        size_t lo = 0, hi;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < s->n_mods; i++) {
+            elfmod *m = &s->mods[i];
+            uintptr_t va;
+            size_t lo = 0, hi;
 
-        if (pc < m->lo || pc >= m->hi)
-            continue;
-        if (!m->loaded)
-            load_module(m);
-        va = pc - m->bias;
-        hi = m->n_syms;
-        while (lo < hi) { /* last symbol starting at or before va */
-            size_t mid = (lo + hi) / 2;
-            if (m->syms[mid].start <= va)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo > 0) {
-            const sym *sy = &m->syms[lo - 1];
-            if (va < sy->start + (sy->size ? sy->size : 1)) {
-                if (s->demangle && sy->name[0] == '_' && sy->name[1] == 'Z') {
-                    int status = -1;
-                    char *d = s->demangle(sy->name, NULL, NULL, &status);
-                    if (status == 0 && d)
-                        return keep_string(s, d);
-                    free(d);
-                }
-                return sy->name;
+            if (pc < m->lo || pc >= m->hi)
+                continue;
+            *mod_out = (int)i;
+            if (!m->loaded)
+                load_module(m);
+            va = pc - m->bias;
+            hi = m->n_syms;
+            while (lo < hi) { /* last symbol starting at or before va */
+                size_t mid = (lo + hi) / 2;
+                if (m->syms[mid].start <= va)
+                    lo = mid + 1;
+                else
+                    hi = mid;
             }
+            /* Several symbols may share a start (aliases): any covers. */
+            while (lo > 0) {
+                const fsym *sy = &m->syms[lo - 1];
+                if (va < sy->start + (sy->size ? sy->size : 1))
+                    return phs_demangle(s, sy->name);
+                if (lo < 2 || m->syms[lo - 2].start != sy->start)
+                    break;
+                lo--;
+            }
+            snprintf(buf, sizeof buf, "%s+0x%lx", m->base, (unsigned long)(pc - m->lo + m->file_off));
+            return keep_string(s, strdup(buf));
         }
-        snprintf(buf, sizeof buf, "%s+0x%lx", m->base, (unsigned long)va);
-        return keep_string(s, strdup(buf));
+        /* Not in any object we know: list them again (a dlopen since),
+         * at most once a second. */
+        if (pass == 0 && time(NULL) != s->listed_at) {
+            s->listed_at = time(NULL);
+            dl_iterate_phdr(collect_cb, s);
+            continue;
+        }
+        break;
     }
     snprintf(buf, sizeof buf, "[unknown]+0x%lx", (unsigned long)pc);
     return keep_string(s, strdup(buf));
+}
+
+static size_t
+pc_hash(uintptr_t pc, size_t cap)
+{
+    return (size_t)((pc * 0x9E3779B97F4A7C15ULL) >> 17) & (cap - 1);
+}
+
+const char *
+phs_symbolise(phs_symbols *s, uintptr_t pc, int *mod_out)
+{
+    size_t k = 0;
+    int mod;
+    const char *name;
+
+    if (s->n_cache * 2 >= s->cap_cache) {
+        size_t cap = s->cap_cache ? s->cap_cache * 2 : 1024;
+        pc_name *nc = calloc(cap, sizeof *nc);
+
+        if (nc != NULL) {
+            for (size_t i = 0; i < s->cap_cache; i++) {
+                if (s->cache[i].pc == 0)
+                    continue;
+                for (k = pc_hash(s->cache[i].pc, cap); nc[k].pc; k = (k + 1) & (cap - 1))
+                    ;
+                nc[k] = s->cache[i];
+            }
+            free(s->cache);
+            s->cache = nc;
+            s->cap_cache = cap;
+        }
+    }
+    if (s->cap_cache > 0) {
+        for (k = pc_hash(pc, s->cap_cache); s->cache[k].pc; k = (k + 1) & (s->cap_cache - 1))
+            if (s->cache[k].pc == pc) {
+                if (mod_out)
+                    *mod_out = s->cache[k].module;
+                return s->cache[k].name;
+            }
+    }
+    name = lookup(s, pc, &mod);
+    if (s->cap_cache > 0 && s->n_cache * 2 < s->cap_cache && pc != 0) {
+        s->cache[k] = (pc_name){ pc, name, mod };
+        s->n_cache++;
+    }
+    if (mod_out)
+        *mod_out = mod;
+    return name;
 }
 
 void
@@ -252,6 +510,7 @@ phs_symbols_free(phs_symbols *s)
     for (size_t i = 0; i < s->n_strings; i++)
         free(s->strings[i]);
     free(s->strings);
+    free(s->cache);
     free(s);
 }
 
@@ -266,7 +525,7 @@ typedef struct pb {
 static void
 pb_bytes(pb *b, const void *p, size_t n)
 {
-    if (b->oom)
+    if (b->oom || n == 0)
         return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 4096;
@@ -301,9 +560,12 @@ pb_varint(pb *b, uint64_t v)
     pb_bytes(b, t, n);
 }
 
+/* A varint field; zero is the default and is left out, as protobuf does. */
 static void
 pb_int(pb *b, int field, uint64_t v)
 {
+    if (v == 0)
+        return;
     pb_varint(b, (uint64_t)field << 3);
     pb_varint(b, v);
 }
@@ -314,50 +576,156 @@ pb_msg(pb *b, int field, const pb *m)
     pb_varint(b, ((uint64_t)field << 3) | 2);
     pb_varint(b, m->len);
     pb_bytes(b, m->d, m->len);
+    if (m->oom)
+        b->oom = 1;
 }
 
 static void
 pb_str(pb *b, int field, const char *s)
 {
-    pb m = { (unsigned char *)(uintptr_t)s, strlen(s), 0, 0 };
-    pb_msg(b, field, &m);
+    size_t n = strlen(s);
+
+    pb_varint(b, ((uint64_t)field << 3) | 2);
+    pb_varint(b, n);
+    pb_bytes(b, s, n);
 }
 
-/* String table: index of S, appended when new (linear; small tables). */
+/* The string table: index by content (hash of the text). */
 typedef struct strtab {
     const char **v;
     size_t n, cap;
+    uint32_t *idx;          /* open addressing: index + 1, 0 empty */
+    size_t cap_idx;
+    int oom;
 } strtab;
+
+static uint64_t
+str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    while (*s) {
+        h ^= (unsigned char)*s++;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
 
 static uint64_t
 str_id(strtab *t, const char *s)
 {
-    for (size_t i = 0; i < t->n; i++)
-        if (strcmp(t->v[i], s) == 0)
-            return i;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        const char **nv = realloc(t->v, cap * sizeof *nv);
-        if (nv == NULL)
+    size_t k;
+
+    if (t->n * 2 >= t->cap_idx) {
+        size_t cap = t->cap_idx ? t->cap_idx * 2 : 1024;
+        uint32_t *ni = calloc(cap, sizeof *ni);
+
+        if (ni == NULL) {
+            t->oom = 1;
             return 0;
+        }
+        for (size_t i = 0; i < t->n; i++) {
+            for (k = str_hash(t->v[i]) & (cap - 1); ni[k]; k = (k + 1) & (cap - 1))
+                ;
+            ni[k] = (uint32_t)i + 1;
+        }
+        free(t->idx);
+        t->idx = ni;
+        t->cap_idx = cap;
+    }
+    for (k = str_hash(s) & (t->cap_idx - 1); t->idx[k]; k = (k + 1) & (t->cap_idx - 1))
+        if (strcmp(t->v[t->idx[k] - 1], s) == 0)
+            return t->idx[k] - 1;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        const char **nv = realloc(t->v, cap * sizeof *nv);
+        if (nv == NULL) {
+            t->oom = 1;
+            return 0;
+        }
         t->v = nv;
         t->cap = cap;
     }
     t->v[t->n] = s;
+    t->idx[k] = (uint32_t)t->n + 1;
     return t->n++;
 }
 
-int
-phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols *symbols, int hz, int64_t time_nanos,
-                int64_t duration_nanos)
+/* pc -> location id (1-based), open addressing. */
+typedef struct locmap {
+    uintptr_t *pcs;         /* in id order */
+    size_t n, cap;
+    uint32_t *idx;
+    size_t cap_idx;
+} locmap;
+
+static uint64_t
+loc_id(locmap *l, uintptr_t pc)
 {
-    pb out = { 0 }, m = { 0 };
-    strtab st = { 0 };
-    uintptr_t *locs = NULL;
-    size_t n_locs = 0, cap_locs = 0;
-    uint64_t period = 1000000000ULL / (uint64_t)(hz > 0 ? hz : 1);
+    size_t k;
+
+    if (l->n * 2 >= l->cap_idx) {
+        size_t cap = l->cap_idx ? l->cap_idx * 2 : 1024;
+        uint32_t *ni = calloc(cap, sizeof *ni);
+
+        if (ni == NULL)
+            return 0;
+        for (size_t i = 0; i < l->n; i++) {
+            for (k = pc_hash(l->pcs[i], cap); ni[k]; k = (k + 1) & (cap - 1))
+                ;
+            ni[k] = (uint32_t)i + 1;
+        }
+        free(l->idx);
+        l->idx = ni;
+        l->cap_idx = cap;
+    }
+    for (k = pc_hash(pc, l->cap_idx); l->idx[k]; k = (k + 1) & (l->cap_idx - 1))
+        if (l->pcs[l->idx[k] - 1] == pc)
+            return l->idx[k];
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 1024;
+        uintptr_t *np = realloc(l->pcs, cap * sizeof *np);
+        if (np == NULL)
+            return 0;
+        l->pcs = np;
+        l->cap = cap;
+    }
+    l->pcs[l->n] = pc;
+    l->idx[k] = (uint32_t)l->n + 1;
+    return ++l->n;
+}
+
+static int
+gzip_to(const char *path, const pb *out)
+{
     char tmp[4200];
     gzFile gz;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    gz = gzopen(tmp, "wb");
+    if (gz == NULL)
+        return -1;
+    if (out->len > 0 && gzwrite(gz, out->d, (unsigned)out->len) != (int)out->len) {
+        gzclose(gz);
+        unlink(tmp);
+        return -1;
+    }
+    if (gzclose(gz) != Z_OK || chmod(tmp, 0644) < 0 || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int
+phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols *syms, const phs_pprof_meta *meta)
+{
+    pb out = { 0 }, m = { 0 }, sub = { 0 };
+    strtab st = { 0 };
+    locmap lm = { 0 };
+    uint64_t *fn_of_str = NULL; /* string id of a name -> function id */
+    size_t cap_fn = 0, n_fn = 0;
+    uint64_t s_thread, s_thread_id;
     int rc = -1;
 
     str_id(&st, "");
@@ -369,92 +737,110 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     pb_int(&m, 1, str_id(&st, "cpu"));
     pb_int(&m, 2, str_id(&st, "nanoseconds"));
     pb_msg(&out, 1, &m);
+    s_thread = str_id(&st, "thread");
+    s_thread_id = str_id(&st, "thread_id");
     for (size_t i = 0; i < n; i++) {
-        pb ids = { 0 }, vals = { 0 };
-
         m.len = 0;
-        for (uint32_t k = 0; k < stacks[i].depth; k++) {
-            uintptr_t pc = stacks[i].pcs[k];
-            size_t id;
-
-            for (id = 0; id < n_locs && locs[id] != pc; id++)
-                ;
-            if (id == n_locs) {
-                if (n_locs == cap_locs) {
-                    size_t cap = cap_locs ? cap_locs * 2 : 256;
-                    uintptr_t *nl = realloc(locs, cap * sizeof *nl);
-                    if (nl == NULL)
-                        goto out;
-                    locs = nl;
-                    cap_locs = cap;
-                }
-                locs[n_locs++] = pc;
-            }
-            pb_varint(&ids, id + 1);
-        }
-        pb_varint(&vals, stacks[i].count);
-        pb_varint(&vals, stacks[i].count * period);
-        pb_varint(&m, (1 << 3) | 2);
-        pb_varint(&m, ids.len);
-        pb_bytes(&m, ids.d, ids.len);
-        pb_varint(&m, (2 << 3) | 2);
-        pb_varint(&m, vals.len);
-        pb_bytes(&m, vals.d, vals.len);
-        free(ids.d);
-        free(vals.d);
+        sub.len = 0;
+        for (uint32_t k = 0; k < stacks[i].depth; k++) /* leaf first, as pprof wants */
+            pb_varint(&sub, loc_id(&lm, stacks[i].pcs[k]));
+        pb_msg(&m, 1, &sub); /* packed location_id */
+        sub.len = 0;
+        pb_varint(&sub, stacks[i].count);
+        pb_varint(&sub, stacks[i].count * (uint64_t)meta->period_ns);
+        pb_msg(&m, 2, &sub); /* packed value */
+        sub.len = 0;
+        pb_int(&sub, 1, s_thread);
+        pb_int(&sub, 2, str_id(&st, stacks[i].thread));
+        pb_msg(&m, 3, &sub);
+        sub.len = 0;
+        pb_int(&sub, 1, s_thread_id);
+        pb_int(&sub, 3, stacks[i].tid);
+        pb_msg(&m, 3, &sub);
         pb_msg(&out, 2, &m);
     }
-    /* one location and one function per address: names from the symboliser */
-    for (size_t i = 0; i < n_locs; i++) {
-        pb line = { 0 };
+    /* mappings: every object loaded (ids are module index + 1) */
+    for (int i = 0;; i++) {
+        uintptr_t lo, hi, off;
+        const char *file;
 
+        if (phs_module_info(syms, i, &lo, &hi, &off, &file) < 0)
+            break;
         m.len = 0;
+        pb_int(&m, 1, (uint64_t)i + 1);
+        pb_int(&m, 2, lo);
+        pb_int(&m, 3, hi);
+        pb_int(&m, 4, off);
+        pb_int(&m, 5, str_id(&st, file));
+        if (syms->mods[i].build_id[0])
+            pb_int(&m, 6, str_id(&st, syms->mods[i].build_id));
+        pb_int(&m, 7, 1); /* has_functions */
+        pb_msg(&out, 3, &m);
+    }
+    /* locations, and one function per distinct name */
+    for (size_t i = 0; i < lm.n; i++) {
+        int mod = -1;
+        const char *name = phs_symbolise(syms, lm.pcs[i], &mod);
+        uint64_t sname = str_id(&st, name), fid;
+
+        if (sname >= cap_fn) {
+            size_t cap = cap_fn ? cap_fn : 256;
+            uint64_t *nf;
+            while (cap <= sname)
+                cap *= 2;
+            nf = realloc(fn_of_str, cap * sizeof *nf);
+            if (nf == NULL)
+                goto out;
+            memset(nf + cap_fn, 0, (cap - cap_fn) * sizeof *nf);
+            fn_of_str = nf;
+            cap_fn = cap;
+        }
+        fid = fn_of_str[sname];
+        if (fid == 0) {
+            fid = fn_of_str[sname] = ++n_fn;
+            m.len = 0;
+            pb_int(&m, 1, fid);
+            pb_int(&m, 2, sname);
+            pb_int(&m, 3, sname);
+            if (mod >= 0)
+                pb_int(&m, 4, str_id(&st, syms->mods[mod].path[0] ? syms->mods[mod].path : syms->mods[mod].base));
+            pb_msg(&out, 5, &m);
+        }
+        m.len = 0;
+        sub.len = 0;
         pb_int(&m, 1, i + 1);
-        pb_int(&m, 3, locs[i]);
-        pb_int(&line, 1, i + 1);
-        pb_msg(&m, 4, &line);
-        free(line.d);
+        if (mod >= 0)
+            pb_int(&m, 2, (uint64_t)mod + 1);
+        pb_int(&m, 3, lm.pcs[i]);
+        pb_int(&sub, 1, fid);
+        pb_msg(&m, 4, &sub);
         pb_msg(&out, 4, &m);
     }
-    for (size_t i = 0; i < n_locs; i++) {
-        uint64_t name = str_id(&st, phs_symbolise(symbols, locs[i]));
-
-        m.len = 0;
-        pb_int(&m, 1, i + 1);
-        pb_int(&m, 2, name);
-        pb_int(&m, 3, name);
-        pb_msg(&out, 5, &m);
-    }
-    for (size_t i = 0; i < st.n; i++)
-        pb_str(&out, 6, st.v[i]);
-    pb_int(&out, 9, (uint64_t)time_nanos);
-    pb_int(&out, 10, (uint64_t)duration_nanos);
+    pb_int(&out, 9, (uint64_t)meta->time_nanos);
+    pb_int(&out, 10, (uint64_t)meta->duration_nanos);
     m.len = 0;
     pb_int(&m, 1, str_id(&st, "cpu"));
     pb_int(&m, 2, str_id(&st, "nanoseconds"));
     pb_msg(&out, 11, &m);
-    pb_int(&out, 12, period);
-    if (out.oom || m.oom)
+    pb_int(&out, 12, (uint64_t)meta->period_ns);
+    for (size_t i = 0; i < sizeof meta->comments / sizeof *meta->comments; i++)
+        if (meta->comments[i])
+            pb_int(&out, 13, str_id(&st, meta->comments[i]));
+    pb_int(&out, 14, str_id(&st, "cpu")); /* default_sample_type */
+    /* the string table last: every id above is known by now */
+    for (size_t i = 0; i < st.n; i++)
+        pb_str(&out, 6, st.v[i]);
+    if (out.oom || m.oom || sub.oom || st.oom)
         goto out;
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    gz = gzopen(tmp, "wb");
-    if (gz == NULL)
-        goto out;
-    if (gzwrite(gz, out.d, (unsigned)out.len) != (int)out.len) {
-        gzclose(gz);
-        unlink(tmp);
-        goto out;
-    }
-    if (gzclose(gz) != Z_OK || rename(tmp, path) < 0) {
-        unlink(tmp);
-        goto out;
-    }
-    chmod(path, 0644);
-    rc = 0;
+    rc = gzip_to(path, &out);
 out:
     free(out.d);
     free(m.d);
+    free(sub.d);
     free(st.v);
-    free(locs);
+    free(st.idx);
+    free(lm.pcs);
+    free(lm.idx);
+    free(fn_of_str);
     return rc;
 }

@@ -1,7 +1,13 @@
-/* test_sampler.c - the sampler preloaded into real workloads: CPU shares,
- * deep stacks, threads started later, SIGTERM chaining (the service's
- * handler still runs; the default action still kills), fork+exec children
- * left alone, and pprof output that a decoder not ours (protoc) reads. */
+/* test_sampler.c - libphsampler preloaded into real workloads
+ * (tests/unit/helpers/sampler_work.c): CPU shares, deep stacks cut with a
+ * marker, threads started later, rates above the kernel tick, SIGTERM and
+ * SIGINT chaining (the service's handler still runs after our flush; the
+ * default action still kills), the C API, fork+exec children left alone,
+ * delta snapshots, failure as one line on stderr, and pprof output that a
+ * decoder not ours (protoc --decode_raw) reads.
+ *
+ * Every workload runs under a 30 s bound: a hang is a failure, never a
+ * stuck test run. */
 #include "test_util.h"
 
 #include <dirent.h>
@@ -22,9 +28,15 @@ setup(void **state)
     return 0;
 }
 
+typedef struct run_opts {
+    const char *hz, *interval, *mode;
+    const char *dir;        /* NULL: outdir; "": PH_SAMPLER_DIR unset */
+    const char *out;        /* file for stdout+stderr, NULL: inherit */
+} run_opts;
+
 /* Start WORK ARGS with the sampler preloaded; returns the pid. */
 static pid_t
-start(const char *hz, char *const args[])
+start_opts(const run_opts *o, char *const args[])
 {
     pid_t p = fork();
 
@@ -34,17 +46,35 @@ start(const char *hz, char *const args[])
         for (int i = 0; args[i] && i < 6; i++)
             argv[i + 1] = args[i];
         setenv("LD_PRELOAD", LIB, 1);
-        setenv("PH_SAMPLER_DIR", outdir, 1);
-        setenv("PH_SAMPLER_HZ", hz, 1);
-        setenv("PH_SAMPLER_INTERVAL", "1", 1);
+        if (o->dir == NULL)
+            setenv("PH_SAMPLER_DIR", outdir, 1);
+        else if (*o->dir)
+            setenv("PH_SAMPLER_DIR", o->dir, 1);
+        else
+            unsetenv("PH_SAMPLER_DIR");
+        setenv("PH_SAMPLER_HZ", o->hz ? o->hz : "150", 1);
+        setenv("PH_SAMPLER_INTERVAL", o->interval ? o->interval : "1", 1);
+        if (o->mode)
+            setenv("PH_SAMPLER_MODE", o->mode, 1);
+        if (o->out) {
+            int fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
         execv(WORK, argv);
         _exit(99);
     }
     return p;
 }
 
-/* Wait for P at most 30 s; a workload that does not end is a failure,
- * never a hung test run. */
+static pid_t
+start(const char *hz, char *const args[])
+{
+    run_opts o = { .hz = hz };
+    return start_opts(&o, args);
+}
+
+/* Wait for P at most 30 s. */
 static int
 finish(pid_t p)
 {
@@ -62,25 +92,53 @@ finish(pid_t p)
     return -1;
 }
 
-/* The newest folded snapshot, read whole (static buffer). */
-static const char *
-newest(const char *prefix)
+static int
+count_files(const char *prefix)
 {
-    static char buf[1 << 20];
+    DIR *d = opendir(outdir);
+    struct dirent *de;
+    int n = 0;
+
+    if (d == NULL)
+        return 0;
+    while ((de = readdir(d)) != NULL)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0 && strstr(de->d_name, ".tmp") == NULL;
+    closedir(d);
+    return n;
+}
+
+/* Poll until a snapshot exists (the sampler has been sampling for a
+ * while); never a bare sleep. */
+static void
+wait_for_snapshot(void)
+{
+    for (int i = 0; i < 1000 && count_files("stacks-") == 0; i++)
+        usleep(10000);
+    assert_true(count_files("stacks-") > 0);
+}
+
+/* The file PREFIX*-N with the largest N (or the Nth with WHICH > 0), read
+ * whole into a static buffer; NULL if none. */
+static const char *
+read_snapshot(const char *prefix, int which)
+{
+    static char buf[4 << 20];
     char best[256] = "", path[600];
     DIR *d = opendir(outdir);
     struct dirent *de;
     FILE *f;
     size_t n;
+    int nbest = -1;
 
-    assert_non_null(d);
+    if (d == NULL)
+        return NULL;
     while ((de = readdir(d)) != NULL) {
-        size_t l = strlen(prefix);
-        /* names sort by time; -N breaks ties within a second */
-        if (strncmp(de->d_name, prefix, l) == 0 && strstr(de->d_name, ".tmp") == NULL) {
-            int nb = atoi(strrchr(de->d_name, '-') + 1), nbest = best[0] ? atoi(strrchr(best, '-') + 1) : -1;
-            if (nb > nbest)
+        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && strstr(de->d_name, ".tmp") == NULL) {
+            int nb = atoi(strrchr(de->d_name, '-') + 1);
+            if (which > 0 ? nb == which : nb > nbest) {
+                nbest = nb;
                 snprintf(best, sizeof best, "%s", de->d_name);
+            }
         }
     }
     closedir(d);
@@ -95,29 +153,41 @@ newest(const char *prefix)
     return buf;
 }
 
-/* Sum of counts of the lines whose stack contains FRAME. */
+static const char *
+newest(const char *prefix)
+{
+    return read_snapshot(prefix, 0);
+}
+
+/* Sum of counts of the folded lines whose stack contains FRAME ("" for
+ * all); the deepest line's frame count goes to *MAX_DEPTH. */
 static double
-samples_with(const char *folded, const char *frame, double *total)
+samples_with(const char *folded, const char *frame, double *total, int *max_depth)
 {
     double in = 0, all = 0;
-    char line[8192];
     const char *p = folded;
 
+    if (max_depth)
+        *max_depth = 0;
     while (*p) {
         const char *nl = strchr(p, '\n');
         size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        char *sp;
-        double c;
+        char *line = strndup(p, n), *sp = strrchr(line, ' ');
 
-        snprintf(line, sizeof line, "%.*s", (int)n, p);
-        sp = strrchr(line, ' ');
         if (sp) {
-            c = atof(sp + 1);
+            double c = atof(sp + 1);
+            int depth = 1;
+
             *sp = '\0';
+            for (char *q = line; *q; q++)
+                depth += *q == ';';
+            if (max_depth && depth > *max_depth)
+                *max_depth = depth;
             all += c;
             if (strstr(line, frame))
                 in += c;
         }
+        free(line);
         p += n + (nl ? 1 : 0);
     }
     if (total)
@@ -125,40 +195,111 @@ samples_with(const char *folded, const char *frame, double *total)
     return in;
 }
 
+/* The newest pprof profile through gunzip and protoc --decode_raw. */
+static const char *
+decoded_pprof(void)
+{
+    static char out[1 << 20];
+    char cmd[800];
+    FILE *p;
+    size_t n;
+
+    snprintf(cmd, sizeof cmd,
+             "f=$(ls %s/profile-*.pb.gz | awk -F- '{print $NF, $0}' | sort -n | tail -1 | cut -d' ' -f2); "
+             "gunzip -c \"$f\" | protoc --decode_raw 2>&1",
+             outdir);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    return out;
+}
+
+static const char *
+read_text(const char *path)
+{
+    static char buf[65536];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
 static void
 test_split_shares_and_final_snapshot(void **state)
 {
-    char *args[] = { "split", "2", NULL };
-    const char *f;
+    char *args[] = { "split", "3", NULL };
+    run_opts o = { .hz = "250", .interval = "0" }; /* only the final snapshot */
+    const char *f, *svg;
     double total, heavy, light;
     int st;
 
     (void)state;
-    st = finish(start("150", args));
+    st = finish(start_opts(&o, args));
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* a short run still gets its snapshot, all three files */
+    assert_int_equal(count_files("stacks-"), 1);
+    assert_int_equal(count_files("profile-"), 1);
+    assert_int_equal(count_files("flamegraph-"), 1);
     f = newest("stacks-");
-    assert_non_null(f); /* a 2 s run gets a final snapshot */
-    heavy = samples_with(f, "work_heavy", &total);
-    light = samples_with(f, "work_light", NULL);
-    assert_true(total >= 150); /* ~2 CPU-seconds at 150 Hz */
+    heavy = samples_with(f, ";work_heavy;", &total, NULL);
+    light = samples_with(f, ";work_light;", NULL, NULL);
+    /* the machine may give us less than a core: at least ~1 CPU-second */
+    if (total < 200)
+        fail_msg("only %.0f samples", total);
     if (heavy / total < 0.70 || heavy / total > 0.80 || light / total < 0.20 || light / total > 0.30)
-        fail_msg("shares heavy %.2f light %.2f of %.0f samples (want ~0.75/0.25)", heavy / total, light / total, total);
-    assert_non_null(newest("flamegraph-"));
-    assert_non_null(strstr(newest("flamegraph-"), "work_heavy"));
-    assert_non_null(strstr(newest("flamegraph-"), "delivered"));
+        fail_msg("shares heavy %.3f light %.3f of %.0f samples (want 0.75/0.25 within 0.05)", heavy / total,
+                 light / total, total);
+    svg = newest("flamegraph-");
+    assert_non_null(strstr(svg, "<svg"));
+    assert_non_null(strstr(svg, "work_heavy"));
+    assert_non_null(strstr(svg, "delivered"));
 }
 
 static void
-test_deep_recursion_marked_truncated(void **state)
+test_deep_recursion_full_or_marked(void **state)
 {
-    char *args[] = { "deep", "1", NULL };
+    char *args[] = { "deep", "1", "500", NULL };
     const char *f;
+    double total, marked;
+    int depth;
 
     (void)state;
     finish(start("150", args));
     f = newest("stacks-");
     assert_non_null(f);
-    assert_non_null(strstr(f, "[truncated];recurse"));
+    marked = samples_with(f, "[truncated];recurse", &total, &depth);
+    /* 500 recursions + main + thread name fit in 512: full depth;
+     * otherwise the cut must be marked */
+    if (marked == 0 && depth < 502)
+        fail_msg("deepest stack %d frames and no [truncated] marker", depth);
+}
+
+static void
+test_deeper_than_max_is_marked(void **state)
+{
+    char *args[] = { "deep", "1", "1000", NULL };
+    const char *f;
+    double total, marked;
+    int depth;
+
+    (void)state;
+    finish(start("150", args));
+    f = newest("stacks-");
+    assert_non_null(f);
+    marked = samples_with(f, "[truncated];recurse;recurse", &total, &depth);
+    assert_true(total > 20);
+    /* every sample inside the recursion is cut and says so */
+    if (marked < 0.9 * total)
+        fail_msg("%.0f of %.0f samples marked [truncated]", marked, total);
+    assert_true(depth <= 512 + 1); /* thread name + 512 frames */
 }
 
 static void
@@ -172,19 +313,43 @@ test_threads_started_later(void **state)
     finish(start("150", args));
     f = newest("stacks-");
     assert_non_null(f);
-    busy = samples_with(f, "thread_busy", &total);
-    /* four busy threads on every core: nearly all samples are theirs */
-    assert_true(total > 100);
+    busy = samples_with(f, ";thread_busy", &total, NULL);
+    assert_true(total > 50);
     assert_true(busy / total > 0.8);
+    /* the thread is the root frame: every one of them was sampled */
+    for (int i = 0; i < 4; i++) {
+        char root[32];
+        snprintf(root, sizeof root, "busy-%d;", i);
+        if (samples_with(f, root, NULL, NULL) < 5)
+            fail_msg("thread busy-%d has fewer than 5 samples", i);
+    }
 }
 
-static int
-wait_ready(pid_t p)
+/* 1000 Hz is above the kernel tick: perf events deliver it, or the cap is
+ * reported.  Either way the delivered rate is measured and written. */
+static void
+test_high_rate_delivered_or_capped(void **state)
 {
-    /* the workload spins; give the sampler a second of samples */
-    (void)p;
-    usleep(1000000);
-    return 1;
+    char *args[] = { "threads", "2", NULL };
+    run_opts o = { .hz = "1000", .interval = "0" };
+    const char *pp, *c;
+    double delivered;
+
+    (void)state;
+    finish(start_opts(&o, args));
+    pp = decoded_pprof();
+    assert_non_null(strstr(pp, "requested 1000 Hz"));
+    c = strstr(pp, "delivered ");
+    assert_non_null(c);
+    delivered = atof(c + strlen("delivered "));
+    if (strstr(pp, "perf_event cpu-clock")) {
+        if (delivered < 600 || delivered > 1200)
+            fail_msg("perf events delivered %.0f Hz of 1000", delivered);
+        assert_non_null(strstr(pp, "12: 1000000\n")); /* period 1 ms */
+    } else {
+        assert_non_null(strstr(pp, "capped at 250 Hz"));
+        assert_non_null(strstr(pp, "12: 4000000\n"));
+    }
 }
 
 static void
@@ -192,14 +357,16 @@ test_service_sigterm_handler_runs_after_flush(void **state)
 {
     char marker[400];
     char *args[] = { "handler", "20", marker, NULL };
+    run_opts o = { .interval = "0" }; /* no interval snapshots: only the SIGTERM flush writes */
     pid_t p;
     int st;
     struct stat sb;
 
     (void)state;
     snprintf(marker, sizeof marker, "%s/handler-ran", test_dir);
-    p = start("150", args);
-    wait_ready(p);
+    p = start_opts(&o, args);
+    usleep(800 * 1000); /* let it spin and be sampled; nothing to poll for */
+    assert_int_equal(count_files("stacks-"), 0);
     assert_int_equal(kill(p, SIGTERM), 0);
     st = finish(p);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* the service's handler decided */
@@ -208,8 +375,8 @@ test_service_sigterm_handler_runs_after_flush(void **state)
     assert_non_null(strstr(newest("stacks-"), "spin"));
 }
 
-/* Our handler must not change how the service's own behaves: a service
- * whose handler has no SA_RESTART gets EINTR from the call it blocks in. */
+/* Our handler must not change how the service's behaves: a handler without
+ * SA_RESTART still makes the blocking call return EINTR. */
 static void
 test_handler_flags_preserved(void **state)
 {
@@ -219,85 +386,203 @@ test_handler_flags_preserved(void **state)
 
     (void)state;
     p = start("150", args);
-    wait_ready(p);
+    wait_for_snapshot();
     assert_int_equal(kill(p, SIGTERM), 0);
     st = finish(p);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
-    assert_non_null(newest("stacks-"));
+}
+
+static void
+default_action_kills(int sig)
+{
+    char *args[] = { "default", "20", NULL };
+    run_opts o = { .interval = "0" };
+    pid_t p;
+    int st;
+
+    p = start_opts(&o, args);
+    usleep(800 * 1000);
+    assert_int_equal(count_files("stacks-"), 0);
+    assert_int_equal(kill(p, sig), 0);
+    st = finish(p);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), sig);
+    assert_non_null(newest("stacks-")); /* flushed before dying */
+    assert_non_null(strstr(newest("stacks-"), "spin"));
+    assert_int_equal(count_files("profile-"), 1);
 }
 
 static void
 test_default_sigterm_still_kills(void **state)
 {
-    char *args[] = { "default", "20", NULL };
+    (void)state;
+    default_action_kills(SIGTERM);
+}
+
+static void
+test_default_sigint_still_kills(void **state)
+{
+    (void)state;
+    default_action_kills(SIGINT);
+}
+
+/* The C API from a service whose SIGTERM handler was there before the
+ * sampler started; flush writes at once; SIGTERM flushes, then the
+ * service's handler runs and the service stops the sampler itself. */
+static void
+test_api_start_flush_stop(void **state)
+{
+    char marker[400];
+    char *args[] = { "api", "20", outdir, marker, NULL };
+    run_opts o = { .dir = "" };
     pid_t p;
     int st;
+    struct stat sb;
 
     (void)state;
-    p = start("150", args);
-    wait_ready(p);
+    snprintf(marker, sizeof marker, "%s/handler-ran", test_dir);
+    p = start_opts(&o, args);
+    wait_for_snapshot(); /* ph_sampler_flush()'s */
+    usleep(300 * 1000);
     assert_int_equal(kill(p, SIGTERM), 0);
     st = finish(p);
-    assert_true(WIFSIGNALED(st));
-    assert_int_equal(WTERMSIG(st), SIGTERM);
-    assert_non_null(newest("stacks-")); /* flushed before dying */
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("api workload: status 0x%x", st);
+    assert_int_equal(stat(marker, &sb), 0);
+    assert_true(count_files("stacks-") >= 2); /* the flush, then SIGTERM's */
+    assert_non_null(strstr(newest("flamegraph-"), "api"));
 }
 
 static void
 test_exec_children_not_profiled(void **state)
 {
     char *args[] = { "forkexec", "1.5", NULL };
-    const char *f;
+    char path[600], buf[65536];
+    DIR *d;
+    struct dirent *de;
 
     (void)state;
     finish(start("150", args));
-    f = newest("stacks-");
-    assert_non_null(f);
-    /* the child runs "split" for 1 s; had it been profiled, its work_heavy
-     * stacks would be in this directory */
-    {
-        DIR *d = opendir(outdir);
-        struct dirent *de;
-        char path[600];
+    assert_non_null(newest("stacks-"));
+    /* the child runs "split" for 1 s; profiled, its work_heavy stacks
+     * would be in this directory */
+    d = opendir(outdir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        FILE *fp;
+        size_t n;
 
-        while ((de = readdir(d)) != NULL) {
-            if (strncmp(de->d_name, "stacks-", 7) != 0)
-                continue;
-            snprintf(path, sizeof path, "%s/%s", outdir, de->d_name);
-            FILE *fp = fopen(path, "r");
-            char buf[65536];
-            size_t n = fread(buf, 1, sizeof buf - 1, fp);
-            buf[n] = '\0';
-            fclose(fp);
-            assert_null(strstr(buf, "work_heavy"));
-        }
-        closedir(d);
+        if (strncmp(de->d_name, "stacks-", 7) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", outdir, de->d_name);
+        fp = fopen(path, "r");
+        assert_non_null(fp);
+        n = fread(buf, 1, sizeof buf - 1, fp);
+        buf[n] = '\0';
+        fclose(fp);
+        assert_null(strstr(buf, "work_heavy"));
     }
+    closedir(d);
+}
+
+/* What the service (and so anything it execs) sees of our environment. */
+static void
+test_environment_cleaned_and_inert_without_dir(void **state)
+{
+    char *args[] = { "env", NULL };
+    char out[400];
+    run_opts o = { .out = out };
+    run_opts inert = { .dir = "", .out = out };
+    const char *text;
+    int n;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    assert_true(WIFEXITED(finish(start_opts(&o, args))));
+    text = read_text(out);
+    assert_non_null(strstr(text, "LD_PRELOAD=(unset) PH_SAMPLER_DIR=(unset)"));
+    assert_int_equal(count_files("stacks-"), 1);
+    /* no PH_SAMPLER_DIR: nothing happens, LD_PRELOAD is left alone */
+    n = count_files("");
+    assert_true(WIFEXITED(finish(start_opts(&inert, args))));
+    text = read_text(out);
+    assert_non_null(strstr(text, "LD_PRELOAD=" LIB " PH_SAMPLER_DIR=(unset)"));
+    assert_int_equal(count_files(""), n);
+}
+
+static void
+test_delta_snapshots_hold_only_new_samples(void **state)
+{
+    char *args[] = { "split", "3.2", NULL };
+    run_opts o = { .hz = "200", .interval = "1", .mode = "delta" };
+    double sum = 0, t;
+    int n = count_files("stacks-");
+
+    (void)state;
+    assert_true(WIFEXITED(finish(start_opts(&o, args))));
+    n = count_files("stacks-");
+    assert_true(n >= 3);
+    for (int i = 1; i <= n; i++) {
+        const char *f = read_snapshot("stacks-", i);
+        assert_non_null(f);
+        samples_with(f, "", &t, NULL);
+        sum += t;
+        /* a delta holds about one interval: never the whole run */
+        if (i < n && t > 0.6 * 200 * 3.2)
+            fail_msg("delta snapshot %d holds %.0f samples", i, t);
+    }
+    /* together: the whole run (at least ~1 CPU-s; at most 3.2 s on one core) */
+    if (sum < 150 || sum > 200 * 3.2 * 1.15)
+        fail_msg("delta snapshots sum to %.0f samples", sum);
+    assert_non_null(strstr(decoded_pprof(), "delta: samples since the previous snapshot"));
+}
+
+/* Any failure: one line on stderr, the service runs on unharmed. */
+static void
+test_failure_is_one_line_and_service_runs(void **state)
+{
+    char *args[] = { "split", "0.5", NULL };
+    char out[400];
+    run_opts o = { .dir = "/proc/ph-no-such-dir/out", .out = out };
+    const char *text, *first;
+    int st;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stderr", test_dir);
+    st = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    text = read_text(out);
+    first = strstr(text, "ph-sampler: ");
+    assert_non_null(first);
+    assert_non_null(strstr(first, "profiling disabled\n"));
+    assert_null(strstr(first + 1, "ph-sampler: "));
 }
 
 static void
 test_pprof_decodes_with_protoc(void **state)
 {
     char *args[] = { "split", "1", NULL };
-    char cmd[800], out[65536];
-    FILE *p;
-    size_t n;
+    const char *out;
 
     (void)state;
     finish(start("100", args));
-    snprintf(cmd, sizeof cmd, "cat %s/profile-*.pb.gz | gunzip -c | protoc --decode_raw 2>&1", outdir);
-    p = popen(cmd, "r");
-    assert_non_null(p);
-    n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    assert_int_equal(pclose(p), 0);
+    out = decoded_pprof();
+    /* sample_type {samples count} {cpu nanoseconds}: string ids 1..4 */
     assert_non_null(strstr(out, "6: \"samples\""));
     assert_non_null(strstr(out, "6: \"count\""));
     assert_non_null(strstr(out, "6: \"cpu\""));
     assert_non_null(strstr(out, "6: \"nanoseconds\""));
+    assert_non_null(strstr(out, "1 {\n  1: 1\n  2: 2\n}\n1 {\n  1: 3\n  2: 4\n}"));
+    assert_non_null(strstr(out, "11 {\n  1: 3\n  2: 4\n}")); /* period_type cpu/nanoseconds */
+    assert_non_null(strstr(out, "12: 10000000\n"));          /* period: 1e9 / 100 Hz */
     assert_non_null(strstr(out, "6: \"work_heavy\""));
-    assert_non_null(strstr(out, "12: 10000000")); /* period: 1e9 / 100 Hz */
+    assert_non_null(strstr(out, "6: \"thread\""));           /* the thread label */
+    assert_non_null(strstr(out, "6: \"sampler_work\""));
+    assert_non_null(strstr(out, "\n3 {\n  1: 1\n"));          /* a mapping */
+    assert_non_null(strstr(out, "\n9: "));                    /* time_nanos */
+    assert_non_null(strstr(out, "\n10: "));                   /* duration_nanos */
+    assert_non_null(strstr(out, "delivered"));                /* a comment with the rates */
 }
 
 int
@@ -305,12 +590,19 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_split_shares_and_final_snapshot, setup, tu_teardown),
-        cmocka_unit_test_setup_teardown(test_deep_recursion_marked_truncated, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_deep_recursion_full_or_marked, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_deeper_than_max_is_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_started_later, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_high_rate_delivered_or_capped, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_default_sigterm_still_kills, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_default_sigint_still_kills, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_api_start_flush_stop, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_environment_cleaned_and_inert_without_dir, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_delta_snapshots_hold_only_new_samples, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_pprof_decodes_with_protoc, setup, tu_teardown),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);

@@ -1,12 +1,21 @@
 /* sampler_work.c - workloads for the sampler tests, one per argv[1]:
  *   split S    ~75% of CPU in work_heavy, ~25% in work_light, for S seconds
- *   deep S     recursion 500 frames deep
- *   threads S  four busy threads started after the sampler is running
+ *   deep S [N] recursion N (default 500) frames deep
+ *   threads S  four busy threads, named busy-0..3, started after the
+ *              sampler is running
+ *   api S DIR MARKER  preloaded but inert (no PH_SAMPLER_DIR): installs its
+ *              own SIGTERM handler (writing MARKER), then starts the sampler
+ *              through the C API (found with dlsym), checks that
+ *              ph_sampler_flush() wrote a snapshot, spins S seconds and
+ *              stops it; exits 0 when all went as expected
+ *   env        prints which of LD_PRELOAD / PH_SAMPLER_DIR it can see
  *   handler S  installs its own SIGTERM handler that writes argv[3]; spins
  *   default S  spins with SIGTERM at its default action
  *   forkexec S a child execs this program again ("split"), then the parent spins
  *   eintr S    SIGTERM handler without SA_RESTART; blocks in read() and
  *              exits 0 when the read is interrupted, as servers do */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +61,7 @@ static void *
 thread_busy(void *arg)
 {
     double until = now() + *(double *)arg;
+
     while (now() < until && !stop)
         spin(100000);
     return NULL;
@@ -82,13 +92,18 @@ main(int argc, char **argv)
             work_light();
         }
     } else if (strcmp(argv[1], "deep") == 0) {
+        int depth = argc > 3 ? atoi(argv[3]) : 500;
         while (now() < until)
-            recurse(500);
+            recurse(depth);
     } else if (strcmp(argv[1], "threads") == 0) {
         pthread_t t[4];
         usleep(100000);
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 4; i++) {
+            char name[16];
             pthread_create(&t[i], NULL, thread_busy, &secs);
+            snprintf(name, sizeof name, "busy-%d", i);
+            pthread_setname_np(t[i], name);
+        }
         for (int i = 0; i < 4; i++)
             pthread_join(t[i], NULL);
     } else if (strcmp(argv[1], "handler") == 0 || strcmp(argv[1], "default") == 0) {
@@ -124,6 +139,40 @@ main(int argc, char **argv)
         while (now() < until)
             spin(100000);
         waitpid(c, NULL, 0);
+    } else if (strcmp(argv[1], "api") == 0 && argc > 4) {
+        int (*start)(const char *, int, int, const char *) =
+            (int (*)(const char *, int, int, const char *))dlsym(RTLD_DEFAULT, "ph_sampler_start");
+        int (*flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "ph_sampler_flush");
+        void (*stopper)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "ph_sampler_stop");
+        DIR *d;
+        struct dirent *de;
+        int files = 0;
+
+        if (!start || !flush || !stopper)
+            return 5;
+        marker = argv[4];
+        signal(SIGTERM, on_term); /* before the sampler starts */
+        if (start(argv[3], 200, 0, "api") != 0)
+            return 6;
+        spin(20000000);
+        if (flush() != 0)
+            return 7;
+        if ((d = opendir(argv[3])) == NULL)
+            return 8;
+        while ((de = readdir(d)) != NULL)
+            files += strncmp(de->d_name, "stacks-", 7) == 0;
+        closedir(d);
+        if (files != 1)
+            return 9;
+        printf("ready\n");
+        fflush(stdout);
+        while (!stop && now() < until)
+            spin(100000);
+        stopper();
+        return 0;
+    } else if (strcmp(argv[1], "env") == 0) {
+        printf("LD_PRELOAD=%s PH_SAMPLER_DIR=%s\n", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "(unset)",
+               getenv("PH_SAMPLER_DIR") ? getenv("PH_SAMPLER_DIR") : "(unset)");
     } else {
         return 2;
     }

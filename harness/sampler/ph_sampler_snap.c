@@ -1,0 +1,476 @@
+/* ph_sampler_snap.c - the writer thread's side of the sample tables: the
+ * heap aggregate every drained table is merged into, and the snapshot files
+ * written from it.
+ *
+ * Writer thread only; nothing here runs in signal context, everything may
+ * allocate and block.  The signal path's tables (ph_sampler_int.h) are
+ * double-buffered: phs_agg_drain flips phs.active, waits until no handler
+ * is still inside the old table (a handler takes microseconds), merges it
+ * and clears it for its next turn.
+ *
+ * A snapshot is three files, each written to a temporary name and renamed:
+ *   stacks-<UTC>-<n>.folded   `thread;outer;...;leaf COUNT`, sorted, merged
+ *   profile-<UTC>-<n>.pb.gz   pprof (ph_sampler_out.c)
+ *   flamegraph-<UTC>-<n>.svg  ph_flame_render_folded() of the folded text
+ * Cumulative by default; in delta mode each holds only the samples since
+ * the previous snapshot.  Requested, timer and delivered rates go into the
+ * SVG subtitle and the pprof comments.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ph_flame.h"
+#include "ph_sampler_int.h"
+
+#define MAX_STACKS (1u << 20) /* distinct (thread, stack) pairs kept; more are dropped */
+
+typedef struct entry {
+    uint64_t hash;
+    uint32_t tid, depth;
+    uintptr_t *pcs;         /* NULL: empty */
+    uint64_t count, reported;
+} entry;
+
+typedef struct thread_name {
+    uint32_t tid;
+    char name[20];
+} thread_name;
+
+struct phs_agg {
+    int delta;
+    entry *v;
+    size_t n, cap;
+    uint64_t pending;       /* samples merged since the last snapshot */
+    uint64_t dropped;       /* over MAX_STACKS or out of memory */
+    thread_name *threads;
+    size_t n_threads, cap_threads;
+    phs_symbols *sym;
+    struct timespec wall0, wall_last;
+    double cpu0, cpu_last;           /* process CPU at start / last snapshot */
+    uint64_t samples_last, dropped_last;
+};
+
+static double
+cpu_seconds(clockid_t c)
+{
+    struct timespec ts;
+
+    clock_gettime(c, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Process CPU the sampler could have sampled: not the writer's own (it
+ * blocks SIGPROF). */
+static double
+sampled_cpu(void)
+{
+    return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+}
+
+phs_agg *
+phs_agg_new(int delta)
+{
+    phs_agg *a = calloc(1, sizeof *a);
+
+    if (a == NULL)
+        return NULL;
+    a->delta = delta;
+    a->cap = 4096;
+    a->v = calloc(a->cap, sizeof *a->v);
+    a->sym = phs_symbols_new();
+    if (a->v == NULL || a->sym == NULL) {
+        phs_agg_free(a);
+        return NULL;
+    }
+    clock_gettime(CLOCK_REALTIME, &a->wall0);
+    a->wall_last = a->wall0;
+    a->cpu0 = a->cpu_last = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    return a;
+}
+
+void
+phs_agg_free(phs_agg *a)
+{
+    if (a == NULL)
+        return;
+    for (size_t i = 0; a->v && i < a->cap; i++)
+        free(a->v[i].pcs);
+    free(a->v);
+    free(a->threads);
+    phs_symbols_free(a->sym);
+    free(a);
+}
+
+uint64_t
+phs_agg_pending(const phs_agg *a)
+{
+    return a->pending;
+}
+
+static int
+grow(phs_agg *a)
+{
+    size_t cap = a->cap * 2;
+    entry *nv = calloc(cap, sizeof *nv);
+
+    if (nv == NULL)
+        return -1;
+    for (size_t i = 0; i < a->cap; i++) {
+        size_t k;
+
+        if (a->v[i].pcs == NULL)
+            continue;
+        for (k = a->v[i].hash & (cap - 1); nv[k].pcs; k = (k + 1) & (cap - 1))
+            ;
+        nv[k] = a->v[i];
+    }
+    free(a->v);
+    a->v = nv;
+    a->cap = cap;
+    return 0;
+}
+
+static void
+merge(phs_agg *a, uint64_t hash, uint32_t tid, const uintptr_t *pcs, uint32_t depth, uint64_t count)
+{
+    size_t k;
+
+    if (a->n * 2 >= a->cap && a->n < MAX_STACKS && grow(a) < 0) {
+        a->dropped += count;
+        return;
+    }
+    for (k = hash & (a->cap - 1); a->v[k].pcs; k = (k + 1) & (a->cap - 1)) {
+        entry *e = &a->v[k];
+        if (e->hash == hash && e->tid == tid && e->depth == depth && memcmp(e->pcs, pcs, depth * sizeof *pcs) == 0) {
+            e->count += count;
+            a->pending += count;
+            return;
+        }
+    }
+    if (a->n >= MAX_STACKS || a->n * 2 >= a->cap) {
+        a->dropped += count;
+        return;
+    }
+    a->v[k].pcs = malloc(depth * sizeof *pcs);
+    if (a->v[k].pcs == NULL) {
+        a->dropped += count;
+        return;
+    }
+    memcpy(a->v[k].pcs, pcs, depth * sizeof *pcs);
+    a->v[k].hash = hash;
+    a->v[k].tid = tid;
+    a->v[k].depth = depth;
+    a->v[k].count = count;
+    a->v[k].reported = 0;
+    a->n++;
+    a->pending += count;
+}
+
+/* Thread names come from /proc while the thread lives; a thread that ended
+ * before its first drain keeps "thread-TID". */
+static void
+note_thread(phs_agg *a, uint32_t tid, int refresh)
+{
+    char path[64], name[20] = "";
+    thread_name *t = NULL;
+    int fd;
+    ssize_t n;
+
+    for (size_t i = 0; i < a->n_threads; i++)
+        if (a->threads[i].tid == tid) {
+            if (!refresh)
+                return;
+            t = &a->threads[i];
+            break;
+        }
+    if (t == NULL) {
+        if (a->n_threads == a->cap_threads) {
+            size_t cap = a->cap_threads ? a->cap_threads * 2 : 16;
+            thread_name *nt = realloc(a->threads, cap * sizeof *nt);
+            if (nt == NULL)
+                return;
+            a->threads = nt;
+            a->cap_threads = cap;
+        }
+        t = &a->threads[a->n_threads++];
+        t->tid = tid;
+        snprintf(t->name, sizeof t->name, "thread-%u", tid);
+    }
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    n = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    name[n] = '\0';
+    name[strcspn(name, "\n")] = '\0';
+    for (char *p = name; *p; p++)
+        if (*p == ';')
+            *p = ':'; /* the folded separator */
+    if (name[0])
+        snprintf(t->name, sizeof t->name, "%s", name);
+}
+
+static const char *
+thread_of(const phs_agg *a, uint32_t tid)
+{
+    for (size_t i = 0; i < a->n_threads; i++)
+        if (a->threads[i].tid == tid)
+            return a->threads[i].name;
+    return "thread";
+}
+
+void
+phs_agg_drain(phs_agg *a)
+{
+    int old = atomic_load(&phs.active);
+    phs_table *t = phs.tables[old];
+    struct timespec ms = { 0, 1000 * 1000 };
+    uint32_t tids[64];
+    size_t n_tids = 0;
+
+    if (t == NULL)
+        return;
+    atomic_store(&phs.active, 1 - old);
+    /* Handlers already inside finish in microseconds; one stuck for a
+     * second means something else is wrong: leave the table for later. */
+    for (int i = 0; atomic_load(&t->inflight) != 0; i++) {
+        if (i == 1000) {
+            atomic_store(&phs.active, old);
+            return;
+        }
+        nanosleep(&ms, NULL);
+    }
+    for (size_t i = 0; i < PHS_SLOTS; i++) {
+        phs_slot *s = &t->slots[i];
+        uint64_t c;
+
+        if (atomic_load_explicit(&s->state, memory_order_acquire) != 2)
+            continue;
+        c = atomic_load_explicit(&s->count, memory_order_relaxed);
+        if (s->depth > 0 && c > 0) {
+            int seen = 0;
+
+            merge(a, s->hash, s->tid, &t->arena[s->off], s->depth, c);
+            for (size_t k = 0; k < n_tids; k++)
+                seen |= tids[k] == s->tid;
+            if (!seen && n_tids < sizeof tids / sizeof *tids)
+                tids[n_tids++] = s->tid;
+            else if (!seen)
+                note_thread(a, s->tid, 0);
+        }
+    }
+    /* Names are read again each drain: services name threads after they
+     * start them. */
+    for (size_t k = 0; k < n_tids; k++)
+        note_thread(a, tids[k], 1);
+    memset(t->slots, 0, sizeof t->slots);
+    atomic_store(&t->used, 0);
+}
+
+/* ---- snapshot files ------------------------------------------------------ */
+
+typedef struct line {
+    char *text;             /* "thread;outer;...;leaf" */
+    uint64_t count;
+} line;
+
+static int
+cmp_line(const void *x, const void *y)
+{
+    return strcmp(((const line *)x)->text, ((const line *)y)->text);
+}
+
+static int
+write_atomic(const char *path, const char *data, size_t len)
+{
+    char tmp[4200];
+    int fd;
+    size_t off = 0;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (close(fd) < 0 || off != len || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Append a frame name: ';' separates frames and the last space the count,
+ * so a ';' inside a name (rare; some C++ templates) becomes ':'. */
+static void
+put_frame(FILE *f, const char *name)
+{
+    for (const char *p = name; *p; p++)
+        fputc(*p == ';' ? ':' : (*p == '\n' ? ' ' : *p), f);
+}
+
+int
+phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int final)
+{
+    phs_stack *stacks = NULL;
+    line *lines = NULL;
+    entry **used = NULL;
+    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[512], rates[400], counts[200];
+    size_t flen = 0, slen = 0, ns = 0, nl = 0;
+    FILE *f = NULL;
+    struct timespec now, since;
+    struct tm tm;
+    double cpu = sampled_cpu(), window, delivered;
+    uint64_t got = atomic_load(&phs.samples), lost = atomic_load(&phs.dropped), total = 0;
+    phs_pprof_meta meta;
+    int rc = -1;
+
+    stacks = malloc((a->n ? a->n : 1) * sizeof *stacks);
+    lines = malloc((a->n ? a->n : 1) * sizeof *lines);
+    used = malloc((a->n ? a->n : 1) * sizeof *used);
+    if (stacks == NULL || lines == NULL || used == NULL)
+        goto out;
+    for (size_t i = 0; i < a->cap; i++) {
+        entry *e = &a->v[i];
+        uint64_t c;
+
+        if (e->pcs == NULL)
+            continue;
+        c = a->delta ? e->count - e->reported : e->count;
+        if (c == 0)
+            continue;
+        used[ns] = e;
+        stacks[ns] = (phs_stack){ e->depth, e->tid, c, e->pcs, thread_of(a, e->tid) };
+        total += c;
+        ns++;
+    }
+
+    /* Folded text, one line per (thread, stack), merged by text: the same
+     * names on different tids or different pcs of one function are one
+     * line. */
+    for (size_t i = 0; i < ns; i++) {
+        char *text = NULL;
+        size_t tlen = 0;
+
+        f = open_memstream(&text, &tlen);
+        if (f == NULL)
+            goto out;
+        put_frame(f, stacks[i].thread);
+        for (uint32_t k = stacks[i].depth; k-- > 0;) {
+            fputc(';', f);
+            put_frame(f, phs_symbolise(a->sym, stacks[i].pcs[k], NULL));
+        }
+        if (fclose(f) != 0) {
+            f = NULL;
+            free(text);
+            goto out;
+        }
+        f = NULL;
+        lines[nl++] = (line){ text, stacks[i].count };
+    }
+    qsort(lines, nl, sizeof *lines, cmp_line);
+    f = open_memstream(&folded, &flen);
+    if (f == NULL)
+        goto out;
+    for (size_t i = 0; i < nl;) {
+        size_t j = i + 1;
+        uint64_t c = lines[i].count;
+
+        while (j < nl && strcmp(lines[j].text, lines[i].text) == 0)
+            c += lines[j++].count;
+        fprintf(f, "%s %llu\n", lines[i].text, (unsigned long long)c);
+        i = j;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        goto out;
+    }
+    f = NULL;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    since = a->delta ? a->wall_last : a->wall0;
+    window = a->delta ? cpu - a->cpu_last : cpu - a->cpu0;
+    delivered = window > 0 ? (double)(a->delta ? (got + lost) - (a->samples_last + a->dropped_last) : got + lost) / window
+                           : 0;
+    snprintf(rates, sizeof rates, "requested %d Hz, timer %d Hz (%s), delivered %.0f Hz per CPU-second", phs.hz,
+             phs.hz_nominal, phs.source, delivered);
+    snprintf(counts, sizeof counts, "%llu samples over %.2f CPU-s; %llu dropped, %llu truncated, %llu threads without perf events",
+             (unsigned long long)total, window, (unsigned long long)(lost + a->dropped),
+             (unsigned long long)atomic_load(&phs.truncated), (unsigned long long)atomic_load(&phs.perf_failed));
+
+    snprintf(path, sizeof path, "%s/stacks-%s-%d.folded", dir, stamp, n);
+    if (write_atomic(path, folded, flen) < 0)
+        goto out;
+
+    meta.time_nanos = (int64_t)since.tv_sec * 1000000000LL + since.tv_nsec;
+    meta.duration_nanos = ((int64_t)now.tv_sec - since.tv_sec) * 1000000000LL + (now.tv_nsec - since.tv_nsec);
+    meta.period_ns = 1000000000LL / (phs.hz_nominal > 0 ? phs.hz_nominal : 1);
+    meta.comments[0] = rates;
+    meta.comments[1] = counts;
+    meta.comments[2] = final ? "final snapshot" : "interval snapshot";
+    meta.comments[3] = a->delta ? "delta: samples since the previous snapshot" : "cumulative since start";
+    snprintf(path, sizeof path, "%s/profile-%s-%d.pb.gz", dir, stamp, n);
+    if (phs_write_pprof(path, stacks, ns, a->sym, &meta) < 0)
+        goto out;
+
+    /* The renderer draws nothing from no samples; an empty snapshot has
+     * the folded and pprof files only. */
+    if (total > 0) {
+        ph_flame_opts o;
+        ph_error_t err = NULL;
+        int r;
+
+        snprintf(sub, sizeof sub, "%s%s: %s; %s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
+                 rates);
+        f = open_memstream(&svg, &slen);
+        if (f == NULL)
+            goto out;
+        ph_flame_opts_init(&o);
+        o.title = title && title[0] ? title : "CPU";
+        o.subtitle = sub;
+        /* ===== the flamegraph renderer (harness/lib/ph_flame.c) ===== */
+        r = ph_flame_render_folded(folded, flen, &o, f, NULL, &err);
+        ph_error_free(&err);
+        if (fclose(f) != 0)
+            r = -1;
+        f = NULL;
+        snprintf(path, sizeof path, "%s/flamegraph-%s-%d.svg", dir, stamp, n);
+        if (r < 0 || write_atomic(path, svg, slen) < 0)
+            goto out;
+    }
+
+    for (size_t i = 0; i < ns; i++)
+        used[i]->reported = used[i]->count;
+    a->pending = 0;
+    a->wall_last = now;
+    a->cpu_last = cpu;
+    a->samples_last = got;
+    a->dropped_last = lost;
+    rc = 0;
+out:
+    if (f)
+        fclose(f);
+    for (size_t i = 0; i < nl; i++)
+        free(lines[i].text);
+    free(lines);
+    free(stacks);
+    free(used);
+    free(folded);
+    free(svg);
+    return rc;
+}
