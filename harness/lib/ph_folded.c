@@ -5,8 +5,9 @@
  *  - one pass over the bytes, line by line; a line is split on ';' and each
  *    frame looked up in an open-addressing table of names.  Name bytes live
  *    in an arena, once: 3,000 names instead of 5.6 million frame strings.
- *  - a stack is then a run of 32-bit name ids in one growing array; a
- *    second table keyed on the ids merges identical stacks.  Memory is
+ *  - a stack is then a run of 32-bit name ids, parsed straight into the
+ *    free tail of one growing array; a second table keyed on the ids
+ *    merges identical stacks (a duplicate's ids are simply not kept).  Memory is
  *    ~4 bytes per frame of the unique stacks, independent of name length,
  *    and the input itself is never held (it can be streamed in chunks).
  *  - nothing is global: a ph_folded owns everything it points to.
@@ -52,11 +53,9 @@ struct ph_folded {
     size_t n_ids, cap_ids;
     stack_rec *stacks;
     size_t n_stacks, cap_stacks;
-    uint32_t *stack_tab; /* 0 empty, else index + 1 */
+    uint64_t *stack_tab; /* 0 empty, else hash << 32 | (index + 1): most misses never touch stacks[] */
     size_t stack_mask;
 
-    uint32_t *scratch; /* one line's ids */
-    size_t cap_scratch;
 
     char *held; /* a line split across feeds */
     size_t held_len, held_cap;
@@ -202,7 +201,7 @@ static int
 grow_stack_tab(ph_folded *f)
 {
     size_t cap = f->stack_mask ? (f->stack_mask + 1) * 2 : 4096;
-    uint32_t *t = calloc(cap, sizeof *t);
+    uint64_t *t = calloc(cap, sizeof *t);
 
     if (t == NULL)
         return -1;
@@ -210,7 +209,7 @@ grow_stack_tab(ph_folded *f)
         size_t j = f->stacks[i].hash & (cap - 1);
         while (t[j])
             j = (j + 1) & (cap - 1);
-        t[j] = (uint32_t)i + 1;
+        t[j] = (uint64_t)f->stacks[i].hash << 32 | (i + 1);
     }
     free(f->stack_tab);
     f->stack_tab = t;
@@ -218,27 +217,30 @@ grow_stack_tab(ph_folded *f)
     return 0;
 }
 
-/* Add the stack in f->scratch[0..depth) with its counts. */
+/* Add the stack just parsed into the free tail of ids (ids[n_ids ..
+ * n_ids + depth)): kept there if new, forgotten if merged. */
 static int
 add_stack(ph_folded *f, uint32_t depth, double before, double count)
 {
+    uint32_t *cur = f->ids + f->n_ids;
     uint32_t h = 0;
     size_t j = 0;
     stack_rec *r;
 
     if (f->flags & PH_FOLDED_REVERSE) {
         for (uint32_t i = 0, k = depth - 1; i < k; i++, k--) {
-            uint32_t t = f->scratch[i];
-            f->scratch[i] = f->scratch[k];
-            f->scratch[k] = t;
+            uint32_t t = cur[i];
+            cur[i] = cur[k];
+            cur[k] = t;
         }
     }
     if (!(f->flags & PH_FOLDED_KEEP_ORDER)) {
-        h = hash_ids(f->scratch, depth);
+        h = hash_ids(cur, depth);
         for (j = h & f->stack_mask; f->stack_tab[j]; j = (j + 1) & f->stack_mask) {
-            r = &f->stacks[f->stack_tab[j] - 1];
-            if (r->hash == h && r->depth == depth &&
-                memcmp(f->ids + r->off, f->scratch, depth * sizeof *f->scratch) == 0) {
+            if ((uint32_t)(f->stack_tab[j] >> 32) != h)
+                continue;
+            r = &f->stacks[(uint32_t)f->stack_tab[j] - 1];
+            if (r->depth == depth && memcmp(f->ids + r->off, cur, depth * sizeof *cur) == 0) {
                 r->count += count;
                 r->before += before;
                 return 0;
@@ -246,15 +248,13 @@ add_stack(ph_folded *f, uint32_t depth, double before, double count)
         }
     }
     if (f->n_stacks >= UINT32_MAX - 1 ||
-        reserve((void **)&f->stacks, &f->cap_stacks, f->n_stacks, 1, sizeof *f->stacks) < 0 ||
-        reserve((void **)&f->ids, &f->cap_ids, f->n_ids, depth, sizeof *f->ids) < 0)
+        reserve((void **)&f->stacks, &f->cap_stacks, f->n_stacks, 1, sizeof *f->stacks) < 0)
         return -1;
-    memcpy(f->ids + f->n_ids, f->scratch, depth * sizeof *f->ids);
     f->stacks[f->n_stacks] = (stack_rec){ f->n_ids, depth, h, count, before };
     f->n_ids += depth;
     f->n_stacks++;
     if (!(f->flags & PH_FOLDED_KEEP_ORDER)) {
-        f->stack_tab[j] = (uint32_t)f->n_stacks;
+        f->stack_tab[j] = (uint64_t)h << 32 | f->n_stacks;
         if (f->n_stacks * 2 > f->stack_mask && grow_stack_tab(f) < 0)
             return -1;
     }
@@ -353,12 +353,12 @@ parse_line(ph_folded *f, const char *p, const char *end)
             bad_line(f);
             return 0;
         }
-        if (depth == f->cap_scratch &&
-            reserve((void **)&f->scratch, &f->cap_scratch, depth, 1, sizeof *f->scratch) < 0)
+        if (f->n_ids + depth == f->cap_ids &&
+            reserve((void **)&f->ids, &f->cap_ids, f->n_ids + depth, 1, sizeof *f->ids) < 0)
             return -1;
         if ((id = intern(f, q, (size_t)(fe - q))) < 0)
             return -1;
-        f->scratch[depth++] = (uint32_t)id;
+        f->ids[f->n_ids + depth++] = (uint32_t)id;
         if (semi == NULL)
             break;
         q = semi + 1;
@@ -405,7 +405,6 @@ ph_folded_free(ph_folded *f)
     free(f->ids);
     free(f->stacks);
     free(f->stack_tab);
-    free(f->scratch);
     free(f->held);
     free(f);
 }

@@ -353,6 +353,75 @@ test_inverted_and_geometry(void **state)
     free(svg);
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Many names (so several ranks pack into one sort key and stacks cross
+ * key blocks) and shared prefixes: with no pruning, the frames drawn must
+ * be exactly the distinct prefixes (one frame per tree node) plus the
+ * root, also reversed - counted here the slow way, with strings. */
+static void
+test_random_against_reference(void **state)
+{
+    enum { N = 3000, MAXD = 26 };
+    static int stacks[N][MAXD], depth[N];
+    uint32_t seed = 12345;
+    size_t cap = (size_t)N * MAXD, np = 0, unique = 0;
+    char **prefixes = calloc(cap, sizeof *prefixes), *in, *p;
+    ph_flame_opts o;
+    ph_flame_stats st;
+
+    (void)state;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 8) & 0xffffff)
+    for (int i = 0; i < N; i++) {
+        int keep = 0;
+        depth[i] = 1 + (int)(RND() % MAXD);
+        if (i > 0 && RND() % 10 < 8) { /* grow from an earlier stack's prefix */
+            int j = (int)(RND() % (uint32_t)i);
+            keep = depth[j] < depth[i] ? depth[j] : depth[i];
+            keep = (int)(RND() % (uint32_t)keep) + 1;
+            memcpy(stacks[i], stacks[j], sizeof(int) * (size_t)keep);
+        }
+        for (int d = keep; d < depth[i]; d++)
+            stacks[i][d] = (int)(RND() % 5000);
+    }
+#undef RND
+    in = p = malloc((size_t)N * MAXD * 8 + 1);
+    for (int i = 0; i < N; i++) {
+        for (int d = 0; d < depth[i]; d++)
+            p += sprintf(p, "%sn%d", d ? ";" : "", stacks[i][d]);
+        p += sprintf(p, " %d\n", 1 + i % 7);
+    }
+    for (int rev = 0; rev < 2; rev++) {
+        np = 0;
+        for (int i = 0; i < N; i++) {
+            char buf[MAXD * 8] = "";
+            size_t off = 0;
+            for (int d = 0; d < depth[i]; d++) {
+                int fr = rev ? stacks[i][depth[i] - 1 - d] : stacks[i][d];
+                off += (size_t)sprintf(buf + off, "%sn%d", d ? ";" : "", fr);
+                prefixes[np++] = strdup(buf);
+            }
+        }
+        qsort(prefixes, np, sizeof *prefixes, cmp_str);
+        unique = 0;
+        for (size_t i = 0; i < np; i++)
+            unique += i == 0 || strcmp(prefixes[i - 1], prefixes[i]) != 0;
+        for (size_t i = 0; i < np; i++)
+            free(prefixes[i]);
+        ph_flame_opts_init(&o);
+        o.minwidth = 0;
+        o.reverse = rev;
+        free(render(in, &o, &st));
+        assert_int_equal(st.frames_drawn, unique + 1);
+    }
+    free(prefixes);
+    free(in);
+}
+
 /* ---- differential ------------------------------------------------------- */
 
 static const char *
@@ -580,6 +649,7 @@ main(void)
         cmocka_unit_test(test_minwidth_prunes),
         cmocka_unit_test(test_one_frame_per_name_and_parent),
         cmocka_unit_test(test_order_modes),
+        cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_inverted_and_geometry),
         cmocka_unit_test(test_differential_parents),
         cmocka_unit_test(test_escaping_and_labels),
