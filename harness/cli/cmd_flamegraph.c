@@ -236,9 +236,9 @@ ph_cmd_diff(const ph_global_opts *g, int argc, char **argv)
     if (slurp(argv[optind], &a, &alen, &err) == 0 && slurp(argv[optind + 1], &b, &blen, &err) == 0 &&
         ph_folded_diff(a, alen, b, blen, normalise, stdout, &bad_a, &bad_b, &err) == 0) {
         if (bad_a)
-            ph_warn("`%s`: %zu lines are not folded stacks and were skipped", argv[optind], bad_a);
+            ph_warn("`%s`: %zu line%s not in the folded format, skipped", argv[optind], bad_a, bad_a > 1 ? "s" : "");
         if (bad_b)
-            ph_warn("`%s`: %zu lines are not folded stacks and were skipped", argv[optind + 1], bad_b);
+            ph_warn("`%s`: %zu line%s not in the folded format, skipped", argv[optind + 1], bad_b, bad_b > 1 ? "s" : "");
     }
     free(a);
     free(b);

@@ -540,7 +540,7 @@ static const char script[] =
     "      name:Array.from(title.replace(/ \\([^()]*\\)$/,'')), title:title, fill:r.getAttribute('fill') };\n"
     "    g.frame=f; frames.push(f); }\n"
     "  document.getElementById('frames').addEventListener('click', function(e){ var g=e.target.closest('g'); if(g&&g.frame) zoom(g.frame); });\n"
-    "  document.getElementById('frames').addEventListener('mouseover', function(e){ var g=e.target.closest('g'); if(g&&g.frame) details.nodeValue=g.frame.title; });\n"
+    "  document.getElementById('frames').addEventListener('mouseover', function(e){ var g=e.target.closest('g'); if(g&&g.frame) details.nodeValue='Function: '+g.frame.title; });\n"
     "  document.getElementById('frames').addEventListener('mouseout', function(){ details.nodeValue=' '; });\n"
     "  searchbtn.addEventListener('click', function(){ if(currentSearch===null) searchPrompt(); else resetSearch(); });\n"
     "  unzoombtn.addEventListener('click', function(){ unzoom(); });\n"
@@ -606,8 +606,7 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
     c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height,
                     total, (o->width - 2 * XPAD) / total, maxdelta };
     fprintf(out,
-            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-            "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" \"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\">\n"
+            "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
             "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
             "xmlns=\"http://www.w3.org/2000/svg\" data-charw=\"%.2f\" data-xpad=\"%d\" data-inverted=\"%d\">\n",
             o->width, height, o->width, height, CHAR_W, XPAD, o->inverted ? 1 : 0);
