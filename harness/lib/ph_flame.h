@@ -12,9 +12,18 @@
  * search kept in the URL.  Labels are fitted with a fixed monospace char
  * width, so the browser never measures text.
  *
+ * Frames as flamegraph.pl draws them, with two deliberate differences:
+ * a name is one frame per parent (flamegraph.pl sorts whole lines, so
+ * `f 1`, `f1 1`, `f;g 1` give it two `f` boxes), and in differential
+ * graphs every frame is coloured by the change of its whole subtree
+ * (flamegraph.pl colours leaf deltas only, so parents stay white).
+ * Pruning is flamegraph.pl's: a frame narrower than minwidth px (or % of
+ * the total) is not drawn, nor anything above it.
+ *
  * Parsing and merging live in ph_folded.c; this module turns merged stacks
  * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o
- * and ph_error.o, nothing else.
+ * and ph_error.o (and -lm), nothing else: whatever links ph_flame.o, such
+ * as libphsampler, must link ph_folded.o too.
  *
  * Pure and reentrant: libc and ph_error only, no global state, never exits;
  * safe to call from any thread.
@@ -28,12 +37,12 @@
 #include "ph_folded.h"
 
 typedef struct ph_flame_opts {
-    const char *title;      /* default "Flame Graph" ("Icicle Graph" when inverted) */
+    const char *title;      /* default "Flame Graph" ("Icicle Graph" inverted, "Flame Chart") */
     const char *subtitle;   /* NULL: none */
     const char *countname;  /* default "samples" */
     const char *palette;    /* hot (default), mem, io, ... (ph_flame_palette_valid); differential graphs are red/blue */
     double width;           /* image width in px, default 1200 */
-    double minwidth;        /* prune frames narrower than this many px, default 0.1 */
+    double minwidth;        /* omit frames narrower than this many px, default 0.1 (flamegraph.pl's) */
     int minwidth_percent;   /* minwidth is a percentage of the total instead */
     int inverted;           /* icicle: root at the top */
     int reverse;            /* reverse each stack before merging */
@@ -43,9 +52,9 @@ typedef struct ph_flame_opts {
 
 typedef struct ph_flame_stats {
     size_t lines, bad_lines, stacks, frames_drawn;
-    size_t bad_line_numbers[8]; /* the first bad lines, 1-based; 0 = unused */
-    int differential;
-    double total;
+    size_t bad_line_numbers[PH_FOLDED_BAD_KEPT]; /* the first bad lines, 1-based; 0 = unused */
+    int differential; /* drawn as a differential graph */
+    double total;     /* sum of the counts drawn (AFTER counts when differential) */
 } ph_flame_stats;
 
 void ph_flame_opts_init(ph_flame_opts *o);
