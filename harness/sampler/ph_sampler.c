@@ -168,6 +168,7 @@ readable(const void *addr, uintptr_t *last_page)
     return 1;
 }
 
+#if defined(__x86_64__)
 /* Does RET follow a call instruction?  (e8 rel32, or ff /2 in its common
  * register and memory forms.)  Reads only memory proven readable. */
 static int
@@ -188,6 +189,7 @@ after_call(uintptr_t ret, uintptr_t *last_page)
         return 1; /* call *disp32(%reg), call *disp32(%rip) */
     return 0;
 }
+#endif
 
 /* Walk the interrupted thread's frame pointers into PCS (innermost first).
  *
@@ -201,12 +203,24 @@ after_call(uintptr_t ret, uintptr_t *last_page)
 static uint32_t
 unwind(const ucontext_t *uc, uintptr_t *pcs)
 {
+#if defined(__x86_64__)
     uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
     uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    /* Same frame record as x86-64: [fp] = caller's fp, [fp+8] = return
+     * address.  (Untested here: the machines we run on are x86-64.) */
+    uintptr_t fp = (uintptr_t)uc->uc_mcontext.regs[29];
+    uintptr_t sp = (uintptr_t)uc->uc_mcontext.sp;
+    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
+#else
+#error "the sampler's unwinder knows x86-64 and aarch64 only"
+#endif
     uintptr_t last_page = 0;
     uint32_t depth = 0;
 
-    pcs[depth++] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    pcs[depth++] = pc;
+#if defined(__x86_64__)
     /* A leaf often has no frame of its own (or was stopped before it
      * pushed one): then its caller's return address is at the stack
      * pointer, and the frame pointer still belongs to the caller's caller.
@@ -220,6 +234,7 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
         if (top != framed && top != pcs[0] && after_call(top, &last_page))
             pcs[depth++] = top - 1;
     }
+#endif
     while (depth < PHS_MAX_DEPTH) {
         uintptr_t next, ret;
 

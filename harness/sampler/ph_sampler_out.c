@@ -290,6 +290,10 @@ rust_unescape(const char *in, size_t n, char *out, size_t *o, size_t cap)
                 { "$u27$", "'" }, { "$u5b$", "[" }, { "$u5d$", "]" }, { "$u7b$", "{" }, { "$u7d$", "}" },
                 { "$u3b$", ";" }, { "$u2b$", "+" }, { "$u22$", "\"" } };
 
+    if (n >= 2 && in[0] == '_' && in[1] == '$') {
+        in++; /* an identifier cannot start with '$': rustc put a '_' before it */
+        n--;
+    }
     for (size_t i = 0; i < n && *o + 2 < cap;) {
         int done = 0;
 
