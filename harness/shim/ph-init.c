@@ -1,32 +1,50 @@
-/* ph-init.c - PID 1 of every profiled container.
+/* ph-init.c - PID 1 of every profiled container: starts the profiler (the
+ * "wrapper", e.g. strace or valgrind) as its only child, reaps every zombie,
+ * forwards signals to the profiled process, stops it gracefully on request
+ * and writes a completion record once the profiler has exited.
  *
- * Why: the setup we replace made the profiler PID 1.  strace as PID 1
- * ignores SIGTERM (it blocks fatal signals while it runs a program), so
- * `docker stop` ended in SIGKILL and a truncated log; valgrind as PID 1
- * crashes on SIGTERM; a slow callgrind dump was lost to the 10 s SIGKILL.
- * This shim runs the profiler as its child and, on a stop request, signals
- * the *profiled process* (for strace: the tracee, not strace), waits the
- * profile's grace, escalates one step at a time, lets the profiler finish
- * writing, and records what happened so the supervisor knows the output is
- * complete.
+ * Why it exists: the setup we replace made the profiler PID 1.  strace run
+ * as `strace -o FILE PROG` blocks fatal signals, so `docker stop` ended in a
+ * SIGKILL after 10 s; valgrind as PID 1 crashes on SIGTERM; a slow callgrind
+ * dump was lost to that SIGKILL (shared/REFERENCE.md §1).  What stops them
+ * cleanly is to signal the *profiled process* (for strace: the tracee, not
+ * strace), wait generously, and escalate only then.  The record tells the
+ * supervisor that the profiler's output is complete.
  *
- * Design (tini's, plus the stop protocol):
- * - One thread.  Every signal but the synchronous fault signals is blocked;
- *   the main loop takes them with sigtimedwait, whose timeout drives the
- *   grace timers (CLOCK_MONOTONIC deadlines).  No signal handlers at all.
- * - SIGCHLD: reap every child (we are PID 1, or a subreaper otherwise).
- * - A stop-request signal (default SIGTERM, SIGINT) starts the protocol; a
- *   second one jumps to the next escalation step.  Any other catchable
- *   signal is forwarded to the profiled process, as tini forwards to its child.
- * - When the wrapper (the command we started) has exited: the remaining
- *   processes get SIGTERM then SIGKILL, the completion record is written
- *   atomically, and we exit with the wrapper's status (128+N if killed).
- * Static, libc only, no allocation after startup: the host hands us argv.
+ * Design.
+ * - Threads: none.  Every signal but the synchronous fault signals is
+ *   blocked from the start and taken with sigtimedwait in one loop, as tini
+ *   does; the loop's timeout drives the grace timers (CLOCK_MONOTONIC
+ *   deadlines, so a wall-clock jump cannot cut a grace short).
+ * - Fault signals (SEGV, BUS, FPE, ILL, ABRT, TRAP, SYS) stay unblocked: a
+ *   real fault in ph-init must kill it, not be queued.  Their handler tells
+ *   the two cases apart by si_code: a kernel-generated fault restores the
+ *   default action and dies; one sent with kill() by another process only
+ *   sets a flag, and the loop forwards it like any other signal.  That is
+ *   the only handler, and it does nothing but that.
+ * - What may block: sigtimedwait (bounded: 1 s idle, 50 ms while stopping),
+ *   reads of /proc (never blocks on procfs), and at the very end write and
+ *   fsync of the record, which happen after the profiler exited.
+ * - Ordering: signals are blocked before fork, so nothing sent to us between
+ *   fork and the loop is lost; the child restores the original mask and
+ *   default dispositions just before exec.  The wrapper's status is taken
+ *   by the same waitpid(-1) loop that reaps orphans, so it is never lost to
+ *   a reap of "some other" child.  The record is written only after the
+ *   wrapper was reaped and the leftovers were drained, then renamed into
+ *   place: its presence means "the profiler is done writing".
+ * - Memory: options are parsed into fixed arrays, /proc is read with
+ *   getdents64 into stack buffers, the record is formatted into a static
+ *   buffer: no allocation after startup.
+ *
+ * The environment variable PH_INIT_NO_SUBREAPER (tests only) keeps ph-init
+ * from becoming a child subreaper, so a test can show that its reaping
+ * check fails when nobody reaps orphans.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,27 +52,32 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_ESCALATE 8
-#define MAX_STOP_ON 8
+#define MAX_SIGLIST  16     /* --escalate and --stop-on entries */
+#define MAX_PROCS    4096   /* processes considered by one /proc walk */
+#define DRAIN_TERM_S 2.0    /* leftovers after the wrapper: SIGTERM, then SIGKILL */
+#define DRAIN_KILL_S 1.0
+#define IDLE_TICK_S  1.0
+#define STOP_TICK_S  0.05   /* a tracee is not our child: poll for its end */
+
+static const int fault_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
 
 static struct {
-    int target_tracee;
+    int target_tracee;          /* --stop-target tracee */
     int stop_signal;
     double grace;
-    int escalate[MAX_ESCALATE];
+    int escalate[MAX_SIGLIST];
     int n_escalate;
     double escalate_grace;
     const char *record;
-    int stop_on[MAX_STOP_ON];
+    int stop_on[MAX_SIGLIST];
     int n_stop_on;
     int verbose;
-    char **argv;
+    char **argv;                /* COMMAND [ARG...] */
 } opt = {
     .stop_signal = SIGTERM,
     .grace = 30,
@@ -66,46 +89,71 @@ static struct {
 };
 
 static struct {
-    pid_t wrapper, target;
-    int wrapper_status;
-    int wrapper_done;
-    int target_done;
+    pid_t self;
+    pid_t wrapper;
+    int wrapper_done, wrapper_status;
+    pid_t tracee;               /* resolved tracee, 0 while unknown */
+    pid_t target_pid;           /* for the record: who got (or would get) our signals */
+    /* The stop protocol.  step counts what the target chain has sent:
+     * 1 = the stop signal, 1+k = escalate[k-1].  wstep is the chain that
+     * starts when a tracee is gone but the wrapper is not: 1 = leftovers
+     * got SIGTERM, 2 = wrapper got SIGTERM, 3 = wrapper got SIGKILL. */
     int stop_requested;
-    int step;              /* 0: stop signal sent; k: escalate[k-1] sent */
-    int wrapper_killed;
-    int cleanup_step;      /* after the target died: 0..4, see main */
-    int escalations[MAX_ESCALATE + 2];
-    int n_escalations;
-    double next_deadline;  /* monotonic seconds; 0 = none */
-    double started, stop_at, target_gone_at;
-    struct timespec started_wall, stop_wall;
+    pid_t chain_pid;            /* the process the target chain signals */
+    int step, wstep;
+    double deadline;            /* next step of the active chain; 0 = none */
+    double target_gone_at;
+    int escalations[MAX_SIGLIST], n_escalations;
+    int wrapper_signals[2], n_wrapper_signals;
+    int leftovers;              /* processes signalled after the target died */
+    double t_start, t_stop, t_end;
+    struct timespec w_start, w_stop, w_end;
 } st;
 
-static void
+/* Set by the fault handler for fault signals sent by other processes. */
+static volatile sig_atomic_t fault_pending[NSIG];
+
+/* ---------------------------------------------------------------- output */
+
+/* One line to stderr in one write(), "ph-init: " first; bounded. */
+__attribute__((format(printf, 1, 0))) static void
+vsay(const char *fmt, va_list ap)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "ph-init: ");
+
+    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    if (n > (int)sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    while (write(STDERR_FILENO, line, (size_t)n) < 0 && errno == EINTR)
+        ;
+}
+
+__attribute__((format(printf, 1, 2))) static void
+warn(const char *fmt, ...)
+{
+    va_list ap;
+    int saved = errno;
+
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    errno = saved;
+}
+
+__attribute__((format(printf, 1, 2))) static void
 logv(const char *fmt, ...)
 {
     va_list ap;
+    int saved = errno;
 
     if (!opt.verbose)
         return;
     va_start(ap, fmt);
-    fputs("ph-init: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsay(fmt, ap);
     va_end(ap);
-}
-
-static void
-die(int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fputs("ph-init: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(code);
+    errno = saved;
 }
 
 static double
@@ -117,87 +165,149 @@ mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* ------------------------------------------------------------- signals */
+
 static const struct {
     const char *name;
     int num;
 } signames[] = {
-    { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL }, { "TRAP", SIGTRAP },
-    { "ABRT", SIGABRT }, { "BUS", SIGBUS }, { "FPE", SIGFPE }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
-    { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
-    { "STKFLT", SIGSTKFLT }, { "CHLD", SIGCHLD }, { "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP },
-    { "TTIN", SIGTTIN }, { "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
-    { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO }, { "PWR", SIGPWR },
-    { "SYS", SIGSYS },
+    { "HUP", SIGHUP },     { "INT", SIGINT },       { "QUIT", SIGQUIT },   { "ILL", SIGILL },
+    { "TRAP", SIGTRAP },   { "ABRT", SIGABRT },     { "IOT", SIGIOT },     { "BUS", SIGBUS },
+    { "FPE", SIGFPE },     { "KILL", SIGKILL },     { "USR1", SIGUSR1 },   { "SEGV", SIGSEGV },
+    { "USR2", SIGUSR2 },   { "PIPE", SIGPIPE },     { "ALRM", SIGALRM },   { "TERM", SIGTERM },
+    { "STKFLT", SIGSTKFLT }, { "CHLD", SIGCHLD },   { "CLD", SIGCHLD },    { "CONT", SIGCONT },
+    { "STOP", SIGSTOP },   { "TSTP", SIGTSTP },     { "TTIN", SIGTTIN },   { "TTOU", SIGTTOU },
+    { "URG", SIGURG },     { "XCPU", SIGXCPU },     { "XFSZ", SIGXFSZ },   { "VTALRM", SIGVTALRM },
+    { "PROF", SIGPROF },   { "WINCH", SIGWINCH },   { "IO", SIGIO },       { "POLL", SIGPOLL },
+    { "PWR", SIGPWR },     { "SYS", SIGSYS },
 };
 
+/* "SIGTERM" for 15, "SIG40" for a real-time signal.  Returns a pointer into
+ * a static table or BUF. */
 static const char *
-signame(int sig)
+signame(int sig, char *buf, size_t len)
 {
-    static char buf[16];
-
     for (size_t i = 0; i < sizeof signames / sizeof signames[0]; i++)
         if (signames[i].num == sig) {
-            snprintf(buf, sizeof buf, "SIG%s", signames[i].name);
+            snprintf(buf, len, "SIG%s", signames[i].name);
             return buf;
         }
-    snprintf(buf, sizeof buf, "SIG%d", sig);
+    snprintf(buf, len, "SIG%d", sig);
     return buf;
 }
 
+#define SIGNAME(sig) signame((sig), (char[16]){ 0 }, 16)
+
+/* Decimal without sign or junk, in [lo, hi]; -1 otherwise. */
+static long
+parse_uint(const char *s, long lo, long hi)
+{
+    long n = 0;
+
+    if (*s == '\0')
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || n > hi)
+            return -1;
+        n = n * 10 + (*s - '0');
+    }
+    return n >= lo && n <= hi ? n : -1;
+}
+
+/* "SIGTERM", "TERM", "sigterm" or "15"; -1 when unknown. */
 static int
 parse_signal(const char *s)
 {
-    char *end;
-    long n;
-
-    if (strncmp(s, "SIG", 3) == 0)
+    if (strncasecmp(s, "SIG", 3) == 0)
         s += 3;
     for (size_t i = 0; i < sizeof signames / sizeof signames[0]; i++)
-        if (strcmp(s, signames[i].name) == 0)
+        if (strcasecmp(s, signames[i].name) == 0)
             return signames[i].num;
-    n = strtol(s, &end, 10);
-    if (*s != '\0' && *end == '\0' && n > 0 && n < NSIG)
-        return (int)n;
-    return -1;
+    return (int)parse_uint(s, 1, NSIG - 1);
 }
 
 static int
+is_fault_signal(int sig)
+{
+    for (size_t i = 0; i < sizeof fault_signals / sizeof fault_signals[0]; i++)
+        if (fault_signals[i] == sig)
+            return 1;
+    return 0;
+}
+
+/* "SIG[,SIG...]" into OUT; the count, or -1 on a bad or empty entry. */
+static int
 parse_signal_list(const char *s, int *out, int max)
 {
-    char buf[256], *tok, *save = NULL;
     int n = 0;
 
-    if (strlen(s) >= sizeof buf)
-        return -1;
-    strcpy(buf, s);
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int sig = parse_signal(tok);
-        if (sig < 0 || n >= max)
+    for (;;) {
+        char one[32];
+        size_t len = strcspn(s, ",");
+
+        if (len == 0 || len >= sizeof one || n >= max)
             return -1;
-        out[n++] = sig;
+        memcpy(one, s, len);
+        one[len] = '\0';
+        if ((out[n++] = parse_signal(one)) < 0)
+            return -1;
+        if (s[len] == '\0')
+            return n;
+        s += len + 1;
     }
-    return n;
 }
 
 static double
 parse_seconds(const char *s)
 {
     char *end;
-    double d = strtod(s, &end);
+    double d;
 
-    if (end == s || *end != '\0' || d < 0)
+    errno = 0;
+    d = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(d) || d < 0 || d > 1e7)
         return -1;
     return d;
 }
 
 static void
-usage(void)
+usage(FILE *f, int code)
 {
-    fputs("usage: ph-init [--stop-target wrapper|tracee] [--stop-signal SIG] [--grace S]\n"
-          "               [--escalate SIG[,SIG...]] [--escalate-grace S] [--record FILE]\n"
-          "               [--stop-on SIG[,SIG...]] [-v] -- COMMAND [ARG...]\n",
-          stderr);
+    fputs("usage: ph-init [options] -- COMMAND [ARG...]\n"
+          "  --stop-target wrapper|tracee  who gets the stop signal: COMMAND itself, or its first\n"
+          "                                child (the process a tracer like strace runs); default wrapper\n"
+          "  --stop-signal SIG             default SIGTERM (SIGTERM, TERM and 15 are the same)\n"
+          "  --grace SECONDS               wait after the stop signal before escalating; default 30\n"
+          "  --escalate SIG[,SIG...]       sent in turn after the grace; default SIGKILL\n"
+          "  --escalate-grace SECONDS      wait between escalation steps; default 10\n"
+          "  --record FILE                 write the completion record (JSON) there\n"
+          "  --stop-on SIG[,SIG...]        signals that request a stop; default SIGTERM,SIGINT\n"
+          "  -v                            log decisions to stderr\n"
+          "Every other signal is forwarded to the stop target.\n"
+          "Exit status: COMMAND's, 128+N if it was killed by signal N, 126 if it cannot be run,\n"
+          "127 if it is not found, 2 on bad usage, 1 if ph-init itself fails.\n",
+          f);
+    exit(code);
+}
+
+static void
+bad_usage(const char *what, const char *value)
+{
+    warn("%s%s%s", what, value ? ": " : "", value ? value : "");
+    warn("usage: ph-init [options] -- COMMAND [ARG...]  (ph-init --help lists the options)");
     exit(2);
+}
+
+static int
+takes_value(const char *a)
+{
+    static const char *const names[] = { "--stop-target", "--stop-signal", "--grace", "--escalate",
+                                         "--escalate-grace", "--record", "--stop-on" };
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(a, names[i]) == 0)
+            return 1;
+    return 0;
 }
 
 static void
@@ -206,7 +316,7 @@ parse_args(int argc, char **argv)
     int i;
 
     for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i], *v;
 
         if (strcmp(a, "--") == 0) {
             i++;
@@ -216,70 +326,55 @@ parse_args(int argc, char **argv)
             opt.verbose = 1;
             continue;
         }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            usage(stdout, 0);
         if (a[0] != '-')
             break;
-        if (v == NULL)
-            usage();
-        i++;
+        if (!takes_value(a))
+            bad_usage("unknown option", a);
+        if (i + 1 >= argc)
+            bad_usage("missing value for", a);
+        v = argv[++i];
         if (strcmp(a, "--stop-target") == 0) {
             if (strcmp(v, "tracee") == 0)
                 opt.target_tracee = 1;
             else if (strcmp(v, "wrapper") == 0)
                 opt.target_tracee = 0;
             else
-                usage();
+                bad_usage("--stop-target must be wrapper or tracee, not", v);
         } else if (strcmp(a, "--stop-signal") == 0) {
             if ((opt.stop_signal = parse_signal(v)) < 0)
-                usage();
+                bad_usage("unknown signal", v);
         } else if (strcmp(a, "--grace") == 0) {
             if ((opt.grace = parse_seconds(v)) < 0)
-                usage();
+                bad_usage("bad --grace", v);
         } else if (strcmp(a, "--escalate") == 0) {
-            if ((opt.n_escalate = parse_signal_list(v, opt.escalate, MAX_ESCALATE)) < 0)
-                usage();
+            if ((opt.n_escalate = parse_signal_list(v, opt.escalate, MAX_SIGLIST)) < 0)
+                bad_usage("bad --escalate", v);
         } else if (strcmp(a, "--escalate-grace") == 0) {
             if ((opt.escalate_grace = parse_seconds(v)) < 0)
-                usage();
+                bad_usage("bad --escalate-grace", v);
         } else if (strcmp(a, "--record") == 0) {
+            if (v[0] == '\0' || strlen(v) + 5 >= PATH_MAX)
+                bad_usage("bad --record", v);
             opt.record = v;
         } else if (strcmp(a, "--stop-on") == 0) {
-            if ((opt.n_stop_on = parse_signal_list(v, opt.stop_on, MAX_STOP_ON)) < 0)
-                usage();
+            if ((opt.n_stop_on = parse_signal_list(v, opt.stop_on, MAX_SIGLIST)) < 0)
+                bad_usage("bad --stop-on", v);
+            /* These never reach sigtimedwait: uncatchable, our own
+             * reaping signal, or left unblocked for real faults. */
+            for (int k = 0; k < opt.n_stop_on; k++) {
+                int s = opt.stop_on[k];
+                if (s == SIGKILL || s == SIGSTOP || s == SIGCHLD || is_fault_signal(s))
+                    bad_usage("--stop-on cannot use", SIGNAME(s));
+            }
         } else {
-            usage();
+            bad_usage("unknown option", a);
         }
     }
     if (i >= argc)
-        usage();
+        bad_usage("no COMMAND given", NULL);
     opt.argv = argv + i;
-}
-
-/* mkdir -p DIR with mode 0777: the profiler may run as any user. */
-static void
-make_record_dir(void)
-{
-    char dir[PATH_MAX];
-    mode_t old;
-    char *slash;
-
-    if (opt.record == NULL || strlen(opt.record) >= sizeof dir)
-        return;
-    strcpy(dir, opt.record);
-    slash = strrchr(dir, '/');
-    if (slash == NULL || slash == dir)
-        return;
-    *slash = '\0';
-    old = umask(0);
-    for (char *p = dir + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0777);
-            *p = '/';
-        }
-    }
-    if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-        fprintf(stderr, "ph-init: mkdir %s: %s\n", dir, strerror(errno));
-    umask(old);
 }
 
 static int
@@ -291,451 +386,800 @@ is_stop_on(int sig)
     return 0;
 }
 
-/* Read /proc/PID/stat: the state letter and the parent pid.  0 or -1. */
-static int
-proc_stat(pid_t pid, char *state, int *ppid)
+/* Kernel-generated faults (si_code > 0) and our own abort() are real: take
+ * the default action.  The same signal sent by someone else is a request
+ * to forward, like every other signal. */
+static void
+fault_cb(int sig, siginfo_t *si, void *uctx)
 {
-    char path[64], buf[512], *p;
+    struct sigaction dfl;
+
+    (void)uctx;
+    if (si->si_code <= 0 && si->si_pid != st.self) {
+        fault_pending[sig] = 1;
+        return;
+    }
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    if (si->si_code <= 0)
+        raise(sig); /* pending until we return, then fatal */
+    /* A hardware fault re-executes the instruction and now dies. */
+}
+
+/* --------------------------------------------------------------- /proc */
+
+/* Call FN(pid, arg) for each numeric entry of directory PATH, stopping when
+ * it returns nonzero.  getdents64 into a stack buffer: opendir allocates. */
+static void
+for_each_pid(const char *path, int (*fn)(pid_t, void *), void *arg)
+{
+    char buf[4096];
+    int fd;
+
+    while ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    if (fd < 0)
+        return;
+    for (;;) {
+        ssize_t n = getdents64(fd, buf, sizeof buf);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (ssize_t off = 0; off < n;) {
+            struct dirent64 *de = (struct dirent64 *)(buf + off);
+            long pid = parse_uint(de->d_name, 1, INT_MAX);
+
+            off += de->d_reclen;
+            if (pid > 0 && fn((pid_t)pid, arg)) {
+                close(fd);
+                return;
+            }
+        }
+    }
+    close(fd);
+}
+
+/* Read up to LEN-1 bytes of PATH into BUF, NUL-terminated.  Bytes read or -1. */
+static ssize_t
+read_small(const char *path, char *buf, size_t len)
+{
     ssize_t n;
     int fd;
 
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    while ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 && errno == EINTR)
+        ;
     if (fd < 0)
         return -1;
-    n = read(fd, buf, sizeof buf - 1);
+    while ((n = read(fd, buf, len - 1)) < 0 && errno == EINTR)
+        ;
     close(fd);
-    if (n <= 0)
+    if (n < 0)
         return -1;
     buf[n] = '\0';
+    return n;
+}
+
+/* State letter and parent of PID from /proc/PID/stat; 0, or -1 if gone. */
+static int
+proc_stat(pid_t pid, char *state, pid_t *ppid)
+{
+    char path[64], buf[512], *p;
+    long pp = 0;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (read_small(path, buf, sizeof buf) <= 0)
+        return -1;
     /* The command name may hold spaces and parentheses: parse after the last ')'. */
     p = strrchr(buf, ')');
-    if (p == NULL || sscanf(p + 2, "%c %d", state, ppid) != 2)
+    if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
         return -1;
+    *state = p[2];
+    for (p += 4; *p >= '0' && *p <= '9'; p++)
+        pp = pp * 10 + (*p - '0');
+    *ppid = (pid_t)pp;
     return 0;
 }
 
-/* The first child of PID: /proc/PID/task/PID/children, else a /proc scan. */
-static pid_t
-first_child_of(pid_t pid)
+struct child_search {
+    pid_t parent;
+    pid_t found;
+    int have_children_file;
+};
+
+/* /proc/P/task/T/children lists T's children in fork order. */
+static int
+task_children_cb(pid_t tid, void *arg)
 {
-    char path[64], buf[256];
-    DIR *d;
-    struct dirent *de;
-    pid_t best = 0;
-    int fd;
+    struct child_search *cs = arg;
+    char path[96], buf[64];
+    long pid;
 
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n > 0) {
-            buf[n] = '\0';
-            best = (pid_t)atoi(buf);
-            if (best > 0)
-                return best;
-        }
-    }
-    d = opendir("/proc");
-    if (d == NULL)
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)cs->parent, (int)tid);
+    if (read_small(path, buf, sizeof buf) < 0)
         return 0;
-    while ((de = readdir(d)) != NULL) {
-        pid_t cand = (pid_t)atoi(de->d_name);
-        char state;
-        int ppid;
-
-        if (cand <= 0 || proc_stat(cand, &state, &ppid) < 0)
-            continue;
-        if (ppid == pid && (best == 0 || cand < best))
-            best = cand;
-    }
-    closedir(d);
-    return best;
+    cs->have_children_file = 1;
+    buf[strcspn(buf, " \n")] = '\0';
+    pid = parse_uint(buf, 1, INT_MAX);
+    if (pid > 0)
+        cs->found = (pid_t)pid;
+    return cs->found > 0;
 }
 
-/* Signal every descendant of ours but SPARE (the profiler).  Orphaned
- * tracees are reparented to us, not to the profiler, so "ours" is the
- * right set.  Returns how many were signalled. */
-#define MAX_PROCS 4096
+/* Kernels without CONFIG_PROC_CHILDREN: the oldest-looking process whose
+ * parent is ours (lowest pid; fine until pids wrap). */
 static int
-signal_others(pid_t spare, int sig)
+scan_children_cb(pid_t pid, void *arg)
 {
-    pid_t root = getpid();
-    static pid_t pids[MAX_PROCS], ppids[MAX_PROCS];
-    int n = 0, hit = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *de;
+    struct child_search *cs = arg;
+    pid_t ppid;
+    char state;
 
-    if (d == NULL)
+    if (proc_stat(pid, &state, &ppid) == 0 && ppid == cs->parent && state != 'Z' && state != 'X' &&
+        (cs->found == 0 || pid < cs->found))
+        cs->found = pid;
+    return 0;
+}
+
+/* The first child of PARENT, or 0 when it has none. */
+static pid_t
+first_child_of(pid_t parent)
+{
+    struct child_search cs = { parent, 0, 0 };
+    char path[64];
+
+    snprintf(path, sizeof path, "/proc/%d/task", (int)parent);
+    for_each_pid(path, task_children_cb, &cs);
+    if (cs.found == 0 && !cs.have_children_file)
+        for_each_pid("/proc", scan_children_cb, &cs);
+    return cs.found;
+}
+
+/* Gone, or a zombie waiting for its parent: either way it runs no more. */
+static int
+proc_gone(pid_t pid)
+{
+    char state;
+    pid_t ppid;
+
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return 1;
+    return proc_stat(pid, &state, &ppid) < 0 || state == 'Z' || state == 'X';
+}
+
+struct proc_table {
+    int n;
+    pid_t pid[MAX_PROCS], ppid[MAX_PROCS];
+    unsigned char mark[MAX_PROCS];
+};
+
+static int
+collect_cb(pid_t pid, void *arg)
+{
+    struct proc_table *t = arg;
+    pid_t ppid;
+    char state;
+
+    if (t->n >= MAX_PROCS)
+        return 1;
+    if (proc_stat(pid, &state, &ppid) < 0 || state == 'Z' || state == 'X')
         return 0;
-    while ((de = readdir(d)) != NULL && n < MAX_PROCS) {
-        pid_t pid = (pid_t)atoi(de->d_name);
-        char state;
-        int ppid;
+    t->pid[t->n] = pid;
+    t->ppid[t->n] = ppid;
+    t->mark[t->n] = 0;
+    t->n++;
+    return 0;
+}
 
-        if (pid <= 0 || proc_stat(pid, &state, &ppid) < 0 || state == 'Z')
-            continue;
-        pids[n] = pid;
-        ppids[n] = (pid_t)ppid;
-        n++;
-    }
-    closedir(d);
-    for (int i = 0; i < n; i++) {
-        pid_t a = ppids[i];
+/* Send SIG to every live descendant of ours, except the subtree of SPARE
+ * (0: spare nobody).  Returns how many were signalled.  Used for what the
+ * service left behind: orphans are reparented to us (PID 1 or subreaper),
+ * so they are found here and not under the profiler. */
+static int
+signal_descendants(pid_t spare, int sig)
+{
+    static struct proc_table t;
+    int hit = 0, changed = 1;
 
-        /* Walk up at most 64 generations looking for ROOT. */
-        for (int depth = 0; depth < 64 && a > 0; depth++) {
-            int j;
+    t.n = 0;
+    for_each_pid("/proc", collect_cb, &t);
+    /* Mark by generations until nothing changes: a parent may be listed after its child. */
+    while (changed) {
+        changed = 0;
+        for (int i = 0; i < t.n; i++) {
+            int up = t.ppid[i] == st.self;
 
-            if (a == root) {
-                if (pids[i] == spare)
-                    break;
-                kill(pids[i], sig);
-                hit++;
-                break;
+            if (t.mark[i] || t.pid[i] == spare || t.pid[i] == st.self)
+                continue;
+            for (int j = 0; !up && j < t.n; j++)
+                up = t.mark[j] && t.pid[j] == t.ppid[i];
+            if (up) {
+                t.mark[i] = 1;
+                changed = 1;
             }
-            for (j = 0; j < n && pids[j] != a; j++)
-                ;
-            if (j == n)
-                break;
-            a = ppids[j];
         }
     }
+    for (int i = 0; i < t.n; i++)
+        if (t.mark[i] && kill(t.pid[i], sig) == 0)
+            hit++;
     return hit;
 }
 
-/* The process that gets stop and forwarded signals. */
-static pid_t
-target(void)
-{
-    pid_t t;
+/* ------------------------------------------------------------ the stop */
 
-    if (!opt.target_tracee)
-        return st.wrapper;
-    if (st.target > 0 && !st.target_done && kill(st.target, 0) == 0)
-        return st.target;
-    t = first_child_of(st.wrapper);
-    if (t > 0) {
-        st.target = t;
-        return t;
-    }
-    return st.wrapper; /* no tracee (yet): the wrapper is all there is */
-}
-
+/* In tracee mode, find the wrapper's first child once; it keeps its pid
+ * across exec, so one lookup holds for its life. */
 static void
-send_to_target(int sig, int record)
+resolve_tracee(void)
 {
-    pid_t t = target();
-
-    if (t <= 0)
+    if (!opt.target_tracee || st.tracee > 0 || st.wrapper_done)
         return;
-    logv("sending %s to pid %d", signame(sig), (int)t);
-    if (record && st.n_escalations < MAX_ESCALATE + 2)
-        st.escalations[st.n_escalations++] = sig;
-    if (kill(t, sig) < 0 && errno != ESRCH)
-        fprintf(stderr, "ph-init: kill %d %s: %s\n", (int)t, signame(sig), strerror(errno));
+    st.tracee = first_child_of(st.wrapper);
+    if (st.tracee > 0) {
+        st.target_pid = st.tracee;
+        logv("tracee is pid %d", (int)st.tracee);
+    }
+}
+
+/* Who gets stop and forwarded signals now: the tracee while it runs, else
+ * the wrapper (tracee mode before the tracer forked, or after the tracee
+ * ended; the wrapper in wrapper mode). */
+static pid_t
+current_target(void)
+{
+    resolve_tracee();
+    if (st.tracee > 0 && !proc_gone(st.tracee))
+        return st.tracee;
+    return st.wrapper;
 }
 
 static void
-start_stop(void)
+sig_send(pid_t pid, int sig, const char *why)
+{
+    logv("%s: %s to pid %d", why, SIGNAME(sig), (int)pid);
+    if (kill(pid, sig) < 0 && errno != ESRCH)
+        warn("kill %d %s: %s", (int)pid, SIGNAME(sig), strerror(errno));
+}
+
+static void
+forward(int sig)
+{
+    sig_send(current_target(), sig, "forwarding");
+}
+
+static void
+start_stop(int by)
 {
     st.stop_requested = 1;
-    st.stop_at = mono();
-    clock_gettime(CLOCK_REALTIME, &st.stop_wall);
-    st.step = 0;
-    send_to_target(opt.stop_signal, 0);
-    st.next_deadline = st.stop_at + opt.grace;
+    st.t_stop = mono();
+    clock_gettime(CLOCK_REALTIME, &st.w_stop);
+    st.chain_pid = current_target();
+    logv("stop requested by %s", SIGNAME(by));
+    sig_send(st.chain_pid, opt.stop_signal, "stop");
+    st.step = 1;
+    st.deadline = st.t_stop + opt.grace;
 }
 
-static void
-next_step(void)
+static int
+chain_target_gone(void)
 {
-    if (st.step < opt.n_escalate) {
-        int sig = opt.escalate[st.step++];
-        logv("grace over; escalating with %s", signame(sig));
-        send_to_target(sig, 1);
-        st.next_deadline = mono() + opt.escalate_grace;
-    } else {
-        st.next_deadline = 0;
+    if (st.chain_pid == st.wrapper)
+        return st.wrapper_done;
+    return proc_gone(st.chain_pid);
+}
+
+/* Advance the stop protocol: on its deadline, or at once when FORCED (a
+ * second stop request).  Called every loop turn while a stop is under way. */
+static void
+stop_tick(int forced)
+{
+    double now = mono();
+
+    if (!st.stop_requested || st.wrapper_done)
+        return;
+    if (st.chain_pid != st.wrapper && st.wstep == 0 && chain_target_gone()) {
+        /* The profiled process is gone; the profiler flushes and exits once
+         * it has nothing left to trace.  What keeps it is the rest of the
+         * service (reparented to us): end that now, it was asked to stop. */
+        st.target_gone_at = now;
+        st.leftovers += signal_descendants(st.wrapper, SIGTERM);
+        logv("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, st.leftovers);
+        st.wstep = 1;
+        st.deadline = now + opt.escalate_grace;
+        return;
+    }
+    if (!forced && (st.deadline == 0 || now < st.deadline))
+        return;
+    if (st.wstep == 0) {
+        if (st.step > opt.n_escalate) {
+            logv("no escalation step left; waiting for pid %d", (int)st.chain_pid);
+            st.deadline = 0;
+            return;
+        }
+        int sig = opt.escalate[st.step - 1];
+        st.step++;
+        st.escalations[st.n_escalations++] = sig;
+        sig_send(st.chain_pid, sig, forced ? "second stop request, escalating" : "grace over, escalating");
+        st.deadline = now + opt.escalate_grace;
+    } else if (st.wstep < 3) {
+        /* The profiler outlived its target by a whole escalate-grace:
+         * last resort, it loses what it had buffered. */
+        int sig = st.wstep == 1 ? SIGTERM : SIGKILL;
+
+        if (st.wstep == 1)
+            st.leftovers += signal_descendants(st.wrapper, SIGKILL);
+        st.wrapper_signals[st.n_wrapper_signals++] = sig;
+        sig_send(st.wrapper, sig, "profiler outlived its target");
+        st.wstep++;
+        st.deadline = st.wstep < 3 ? now + opt.escalate_grace : 0;
     }
 }
+
+/* ---------------------------------------------------------------- reaping */
 
 static void
 reap(void)
 {
-    int status;
-    pid_t pid;
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
 
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid <= 0)
+            return;
         if (pid == st.wrapper) {
             st.wrapper_status = status;
             st.wrapper_done = 1;
-            logv("wrapper %d exited (status 0x%x)", (int)pid, status);
-        }
-        if (pid == st.target) {
-            st.target_done = 1;
-            st.target_gone_at = mono();
+            st.t_end = mono();
+            clock_gettime(CLOCK_REALTIME, &st.w_end);
+            logv("wrapper %d ended (status 0x%x)", (int)pid, status);
+        } else {
+            logv("reaped pid %d", (int)pid);
         }
     }
 }
 
-/* A tracee is reparented to us only after the tracer exits, so watch it
- * with kill(0) too. */
+/* The wrapper is gone: whatever is left of ours gets SIGTERM, then SIGKILL
+ * after DRAIN_TERM_S, so we exit without stranding anyone. */
 static void
-check_target_gone(void)
+drain(int am_pid1)
 {
-    if (!opt.target_tracee || st.target <= 0 || st.target_done)
-        return;
-    if (kill(st.target, 0) < 0 && errno == ESRCH) {
-        st.target_done = 1;
-        st.target_gone_at = mono();
-    } else {
-        char state;
-        int ppid;
+    sigset_t chld;
+    int sent_kill = 0;
+    double deadline = mono() + DRAIN_TERM_S;
 
-        /* A zombie still answers kill(0): it is gone for our purpose. */
-        if (proc_stat(st.target, &state, &ppid) == 0 && state == 'Z') {
-            st.target_done = 1;
-            st.target_gone_at = mono();
+    reap();
+    if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+        return;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    /* As PID 1 of a namespace, kill(-1) reaches exactly the rest of it. */
+    if (am_pid1)
+        kill(-1, SIGTERM);
+    else
+        signal_descendants(0, SIGTERM);
+    logv("SIGTERM to leftover processes");
+    for (;;) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        pid_t pid;
+
+        while ((pid = waitpid(-1, NULL, WNOHANG)) > 0 || (pid < 0 && errno == EINTR))
+            ;
+        if (pid < 0) /* ECHILD: nobody left */
+            return;
+        if (mono() >= deadline) {
+            if (sent_kill) {
+                warn("leftover processes survived SIGKILL; exiting anyway");
+                return;
+            }
+            if (am_pid1)
+                kill(-1, SIGKILL);
+            else
+                signal_descendants(0, SIGKILL);
+            logv("SIGKILL to leftover processes");
+            sent_kill = 1;
+            deadline = mono() + DRAIN_KILL_S;
         }
+        sigtimedwait(&chld, NULL, &ts);
     }
 }
 
+/* ----------------------------------------------------------------- record */
+
+/* A bounded writer: formats into a static buffer, flushes to an fd when full. */
+static struct {
+    int fd, failed;
+    size_t len;
+    char buf[8192];
+} rw;
+
 static void
-iso(const struct timespec *ts, char *out, size_t len)
+rw_flush(void)
+{
+    size_t off = 0;
+
+    while (off < rw.len && !rw.failed) {
+        ssize_t n = write(rw.fd, rw.buf + off, rw.len - off);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            rw.failed = errno ? errno : EIO;
+        else
+            off += (size_t)n;
+    }
+    rw.len = 0;
+}
+
+#define RW_LIT(lit) rw_put((lit), sizeof(lit) - 1)
+
+static void
+rw_put(const char *s, size_t n)
+{
+    while (n > 0) {
+        size_t room = sizeof rw.buf - rw.len, k = n < room ? n : room;
+
+        memcpy(rw.buf + rw.len, s, k);
+        rw.len += k;
+        s += k;
+        n -= k;
+        if (rw.len == sizeof rw.buf)
+            rw_flush();
+    }
+}
+
+__attribute__((format(printf, 1, 2))) static void
+rw_printf(const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        rw_put(tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Length of the valid UTF-8 sequence at S (1..4), or 0 if it is not one. */
+static int
+utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    int n;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4;
+    else
+        return 0;
+    /* No overlong forms, no surrogates, nothing past U+10FFFF. */
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* A JSON string.  argv is bytes, JSON is Unicode: bytes that are not UTF-8
+ * become U+FFFD, so every reader accepts the record. */
+static void
+rw_str(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+
+    RW_LIT("\"");
+    while (*s) {
+        int n = utf8_len(s);
+        char esc[8];
+
+        if (n == 0) {
+            RW_LIT("\\ufffd");
+            s++;
+            continue;
+        }
+        if (*s == '"' || *s == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*s;
+            rw_put(esc, 2);
+        } else if (*s == '\n') {
+            RW_LIT("\\n");
+        } else if (*s == '\t') {
+            RW_LIT("\\t");
+        } else if (*s == '\r') {
+            RW_LIT("\\r");
+        } else if (*s < 0x20 || *s == 0x7f) {
+            snprintf(esc, sizeof esc, "\\u%04x", *s);
+            rw_put(esc, 6);
+        } else {
+            rw_put((const char *)s, (size_t)n);
+        }
+        s += n;
+    }
+    RW_LIT("\"");
+}
+
+static void
+rw_time(const struct timespec *ts)
 {
     struct tm tm;
-    char base[24];
+    char out[40];
 
     gmtime_r(&ts->tv_sec, &tm);
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, len, "%s.%03ldZ", base, ts->tv_nsec / 1000000);
+    snprintf(out, sizeof out, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\"", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000000);
+    rw_put(out, strlen(out));
 }
 
 static void
-json_str(FILE *f, const char *s)
+rw_siglist(const int *sigs, int n)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", f);
-        else if (c == '\t')
-            fputs("\\t", f);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+    RW_LIT("[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            RW_LIT(",");
+        rw_str(SIGNAME(sigs[i]));
     }
-    fputc('"', f);
+    RW_LIT("]");
 }
 
+/* mkdir -p the record's directory, mode 0777 whatever our umask: the
+ * profiler may run as any user and must be able to write beside it. */
+static void
+make_record_dir(void)
+{
+    char dir[PATH_MAX];
+    mode_t old;
+    char *slash;
+
+    if (opt.record == NULL)
+        return;
+    snprintf(dir, sizeof dir, "%s", opt.record);
+    slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir)
+        return;
+    *slash = '\0';
+    old = umask(0);
+    for (char *p = dir + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+
+            *p = '\0';
+            if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+                warn("mkdir %s: %s", dir, strerror(errno));
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    umask(old);
+}
+
+/* Write the record atomically: FILE.tmp, fsync, rename, fsync the directory.
+ * A reader sees no record or a whole one. */
 static void
 write_record(int exit_code)
 {
-    char tmp[PATH_MAX], t0[64], t1[64], t2[64];
-    struct timespec now;
-    FILE *f;
+    static char tmp[PATH_MAX], dir[PATH_MAX];
+    char *slash;
     int fd;
 
     if (opt.record == NULL)
         return;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", opt.record) >= (int)sizeof tmp)
-        return;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
-        fprintf(stderr, "ph-init: cannot write %s: %s\n", tmp, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    snprintf(tmp, sizeof tmp, "%s.tmp", opt.record);
+    while ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 && errno == EINTR)
+        ;
+    if (fd < 0) {
+        warn("cannot write the record %s: %s", tmp, strerror(errno));
         return;
     }
-    clock_gettime(CLOCK_REALTIME, &now);
-    iso(&st.started_wall, t0, sizeof t0);
-    iso(&now, t2, sizeof t2);
-    fputs("{\"version\":1,\"command\":[", f);
+    rw.fd = fd;
+    rw.failed = 0;
+    rw.len = 0;
+    RW_LIT("{\"version\":1,\"command\":[");
     for (int i = 0; opt.argv[i]; i++) {
         if (i)
-            fputc(',', f);
-        json_str(f, opt.argv[i]);
+            RW_LIT(",");
+        rw_str(opt.argv[i]);
     }
-    fprintf(f, "],\"wrapper_pid\":%d,\"target_pid\":%d,\"exit_code\":%d,\"signal\":", (int)st.wrapper,
-            (int)(st.target > 0 ? st.target : st.wrapper), exit_code);
+    rw_printf("],\"wrapper_pid\":%d,\"target_pid\":%d,\"exit_code\":%d,\"signal\":", (int)st.wrapper,
+              (int)st.target_pid, exit_code);
     if (WIFSIGNALED(st.wrapper_status))
-        json_str(f, signame(WTERMSIG(st.wrapper_status)));
+        rw_str(SIGNAME(WTERMSIG(st.wrapper_status)));
     else
-        fputs("null", f);
-    fprintf(f, ",\"stop_requested\":%s,\"stop_signal\":", st.stop_requested ? "true" : "false");
-    json_str(f, signame(opt.stop_signal));
-    fputs(",\"escalations\":[", f);
-    for (int i = 0; i < st.n_escalations; i++) {
-        if (i)
-            fputc(',', f);
-        json_str(f, signame(st.escalations[i]));
-    }
-    fprintf(f, "],\"wrapper_killed\":%s,\"started_at\":\"%s\",\"stop_requested_at\":", st.wrapper_killed ? "true" : "false",
-            t0);
-    if (st.stop_requested) {
-        iso(&st.stop_wall, t1, sizeof t1);
-        fprintf(f, "\"%s\"", t1);
-    } else {
-        fputs("null", f);
-    }
-    fprintf(f, ",\"ended_at\":\"%s\",\"run_seconds\":%.3f,\"stop_seconds\":", t2, mono() - st.started);
+        RW_LIT("null");
+    rw_printf(",\"stop_requested\":%s,\"stop_signal\":", st.stop_requested ? "true" : "false");
+    rw_str(SIGNAME(opt.stop_signal));
+    RW_LIT(",\"escalations\":");
+    rw_siglist(st.escalations, st.n_escalations);
+    rw_printf(",\"wrapper_killed\":%s,\"wrapper_signals\":", st.n_wrapper_signals ? "true" : "false");
+    rw_siglist(st.wrapper_signals, st.n_wrapper_signals);
+    rw_printf(",\"leftovers_signalled\":%d,\"started_at\":", st.leftovers);
+    rw_time(&st.w_start);
+    RW_LIT(",\"stop_requested_at\":");
     if (st.stop_requested)
-        fprintf(f, "%.3f", mono() - st.stop_at);
+        rw_time(&st.w_stop);
     else
-        fputs("null", f);
-    fputs("}\n", f);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        fprintf(stderr, "ph-init: write %s: %s\n", tmp, strerror(errno));
-        fclose(f);
+        RW_LIT("null");
+    RW_LIT(",\"ended_at\":");
+    rw_time(&st.w_end);
+    rw_printf(",\"run_seconds\":%.3f,\"stop_seconds\":", st.t_end - st.t_start);
+    if (st.stop_requested)
+        rw_printf("%.3f", st.t_end - st.t_stop);
+    else
+        RW_LIT("null");
+    RW_LIT("}\n");
+    rw_flush();
+    if (rw.failed == 0 && fsync(fd) < 0)
+        rw.failed = errno;
+    if (close(fd) < 0 && rw.failed == 0 && errno != EINTR)
+        rw.failed = errno;
+    if (rw.failed) {
+        warn("cannot write the record %s: %s", tmp, strerror(rw.failed));
+        unlink(tmp);
         return;
     }
-    fclose(f);
-    if (rename(tmp, opt.record) < 0)
-        fprintf(stderr, "ph-init: rename %s: %s\n", tmp, strerror(errno));
-}
-
-/* After the wrapper: whatever is left gets SIGTERM, then SIGKILL after 2 s. */
-static void
-signal_rest(int am_pid1, int sig)
-{
-    pid_t c;
-
-    /* As PID 1 of a pid namespace, kill(-1) reaches only our descendants;
-     * anywhere else it would reach every process we may signal. */
-    if (am_pid1) {
-        kill(-1, sig);
+    if (rename(tmp, opt.record) < 0) {
+        warn("rename %s: %s", tmp, strerror(errno));
+        unlink(tmp);
         return;
     }
-    for (int i = 0; i < 64 && (c = first_child_of(getpid())) > 0; i++) {
-        if (kill(c, sig) < 0)
-            break;
-        if (sig != SIGKILL)
-            break; /* one pass per round; the loop below polls */
+    snprintf(dir, sizeof dir, "%s", opt.record);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir] = '\0'; /* "/x" keeps its "/" */
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+        fsync(fd);
+        close(fd);
     }
+    logv("record written to %s", opt.record);
 }
 
+/* ------------------------------------------------------------------ main */
+
+/* Never returns.  Runs in the child between fork and exec. */
 static void
-drain_children(int am_pid1)
+exec_command(int am_pid1, pid_t parent, const sigset_t *orig)
 {
-    double deadline = mono() + 2.0;
-    int sent_kill = 0;
+    struct sigaction dfl;
+    int e;
 
-    signal_rest(am_pid1, SIGTERM);
-    for (;;) {
-        pid_t pid = waitpid(-1, NULL, WNOHANG);
-
-        if (pid < 0 && errno == ECHILD)
-            return;
-        if (pid > 0)
-            continue;
-        if (mono() > deadline) {
-            if (sent_kill)
-                return;
-            signal_rest(am_pid1, SIGKILL);
-            sent_kill = 1;
-            deadline = mono() + 1.0;
-        }
-        usleep(20000);
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (size_t i = 0; i < sizeof fault_signals / sizeof fault_signals[0]; i++)
+        sigaction(fault_signals[i], &dfl, NULL);
+    /* Not PID 1 (tests, a run on the host): if ph-init dies, nothing else
+     * would end the profiler and the service, so they die with us.  As
+     * PID 1 the kernel already SIGKILLs the whole pid namespace when we
+     * exit, so PDEATHSIG would add nothing but state that survives exec
+     * into the profiler (and its documented surprise: it fires when the
+     * forking *thread* exits, which in a threaded parent is not the
+     * parent's death; we have one thread, but need not rely on it). */
+    if (!am_pid1) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) /* we died before the prctl took hold */
+            _exit(1);
     }
+    sigprocmask(SIG_SETMASK, orig, NULL);
+    execvp(opt.argv[0], opt.argv);
+    e = errno;
+    warn("exec %s: %s", opt.argv[0], strerror(e));
+    /* As a shell does: found but cannot be run is 126, anything else 127. */
+    _exit(e == EACCES || e == EPERM || e == ENOEXEC ? 126 : 127);
 }
 
 int
 main(int argc, char **argv)
 {
+    struct sigaction sa;
     sigset_t all, orig;
-    static const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
-    int am_pid1 = getpid() == 1;
-    int exit_code;
+    int am_pid1, exit_code;
 
+    st.self = getpid();
+    am_pid1 = st.self == 1;
     parse_args(argc, argv);
     make_record_dir();
-    st.started = mono();
-    clock_gettime(CLOCK_REALTIME, &st.started_wall);
+    st.t_start = mono();
+    clock_gettime(CLOCK_REALTIME, &st.w_start);
+
+    /* Default dispositions for everything: an inherited SIG_IGN for SIGCHLD
+     * would make the kernel reap the wrapper and lose its status, and the
+     * child must start from defaults whatever started us. */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            sigaction(s, &sa, NULL); /* EINVAL for libc's reserved ones: fine */
+    sa.sa_sigaction = fault_cb;
+    sa.sa_flags = SA_SIGINFO;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof fault_signals / sizeof fault_signals[0]; i++)
+        sigaction(fault_signals[i], &sa, NULL);
 
     sigfillset(&all);
-    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
-        sigdelset(&all, faults[i]);
-    if (sigprocmask(SIG_SETMASK, &all, &orig) < 0)
-        die(1, "sigprocmask: %s", strerror(errno));
+    for (size_t i = 0; i < sizeof fault_signals / sizeof fault_signals[0]; i++)
+        sigdelset(&all, fault_signals[i]);
+    if (sigprocmask(SIG_SETMASK, &all, &orig) < 0) {
+        warn("sigprocmask: %s", strerror(errno));
+        return 1;
+    }
+    /* Outside a container orphans would go to the host's init and pile up
+     * as zombies of nobody we know: collect them ourselves. */
     if (!am_pid1 && getenv("PH_INIT_NO_SUBREAPER") == NULL && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-        fprintf(stderr, "ph-init: cannot become a subreaper: %s\n", strerror(errno));
+        warn("cannot become a child subreaper: %s", strerror(errno));
 
     st.wrapper = fork();
-    if (st.wrapper < 0)
-        die(1, "fork: %s", strerror(errno));
-    if (st.wrapper == 0) {
-        /* Outside a container nobody kills the service if we die; inside
-         * one, the namespace does it, and PDEATHSIG would fire on any
-         * thread exit of a multithreaded parent (we have none). */
-        if (!am_pid1)
-            prctl(PR_SET_PDEATHSIG, SIGKILL);
-        sigprocmask(SIG_SETMASK, &orig, NULL);
-        execvp(opt.argv[0], opt.argv);
-        fprintf(stderr, "ph-init: exec %s: %s\n", opt.argv[0], strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
+    if (st.wrapper < 0) {
+        warn("fork: %s", strerror(errno));
+        return 1;
     }
-    logv("started %s as pid %d", opt.argv[0], (int)st.wrapper);
+    if (st.wrapper == 0)
+        exec_command(am_pid1, st.self, &orig);
+    st.target_pid = st.wrapper;
+    logv("started %s as pid %d%s", opt.argv[0], (int)st.wrapper, am_pid1 ? " (we are PID 1)" : "");
 
-    while (!st.wrapper_done) {
-        struct timespec ts = { 0, 100 * 1000 * 1000 };
+    for (;;) {
+        struct timespec ts;
+        double wait_s = IDLE_TICK_S;
         siginfo_t si;
         int sig;
 
-        sig = sigtimedwait(&all, &si, &ts);
-        if (sig < 0 && errno != EAGAIN && errno != EINTR)
-            die(1, "sigtimedwait: %s", strerror(errno));
-        if (sig == SIGCHLD) {
-            reap();
-        } else if (sig > 0 && is_stop_on(sig)) {
-            if (!st.stop_requested) {
-                logv("stop requested by %s", signame(sig));
-                start_stop();
-            } else {
-                next_step();
-            }
-        } else if (sig > 0) {
-            send_to_target(sig, 0);
-        }
         reap();
         if (st.wrapper_done)
             break;
-        check_target_gone();
-        if (st.stop_requested) {
-            double now = mono();
-            int target_is_wrapper = !opt.target_tracee || st.target <= 0 || st.target == st.wrapper;
-
-            if (!target_is_wrapper && st.target_done) {
-                /* The profiled process is gone; the profiler flushes and
-                 * exits once its other tracees are gone too.  End those
-                 * first, politely then not; the profiler itself only as a
-                 * last resort, since killing it loses what it buffered. */
-                double since = now - st.target_gone_at;
-
-                if (st.cleanup_step == 0) {
-                    if (signal_others(st.wrapper, SIGTERM) > 0)
-                        logv("the target is gone; SIGTERM to the profiler's remaining tracees");
-                    st.cleanup_step = 1;
-                } else if (st.cleanup_step == 1 && since > opt.escalate_grace) {
-                    if (signal_others(st.wrapper, SIGKILL) > 0)
-                        logv("SIGKILL to the profiler's remaining tracees");
-                    st.cleanup_step = 2;
-                } else if (st.cleanup_step == 2 && since > 2 * opt.escalate_grace) {
-                    logv("profiler still running; SIGTERM to it");
-                    kill(st.wrapper, SIGTERM);
-                    st.wrapper_killed = 1;
-                    st.cleanup_step = 3;
-                } else if (st.cleanup_step == 3 && since > 3 * opt.escalate_grace) {
-                    kill(st.wrapper, SIGKILL);
-                    st.cleanup_step = 4;
-                }
-            } else if (st.next_deadline > 0 && now >= st.next_deadline) {
-                next_step();
+        for (int s = 1; s < NSIG; s++)
+            if (fault_pending[s]) {
+                fault_pending[s] = 0;
+                forward(s);
             }
+        resolve_tracee();
+        stop_tick(0);
+        if (st.stop_requested) {
+            wait_s = STOP_TICK_S;
+            if (st.deadline > 0 && st.deadline - mono() < wait_s)
+                wait_s = st.deadline - mono();
+            if (wait_s < 0.001)
+                wait_s = 0.001;
+        }
+        ts.tv_sec = (time_t)wait_s;
+        ts.tv_nsec = (long)((wait_s - (double)ts.tv_sec) * 1e9);
+        sig = sigtimedwait(&all, &si, &ts);
+        if (sig < 0) {
+            if (errno != EAGAIN && errno != EINTR) {
+                warn("sigtimedwait: %s", strerror(errno));
+                return 1;
+            }
+            continue;
+        }
+        if (sig == SIGCHLD)
+            continue; /* reaped at the top */
+        if (is_stop_on(sig)) {
+            if (!st.stop_requested)
+                start_stop(sig);
+            else
+                stop_tick(1);
+        } else {
+            forward(sig);
         }
     }
 
@@ -745,7 +1189,7 @@ main(int argc, char **argv)
         exit_code = 128 + WTERMSIG(st.wrapper_status);
     else
         exit_code = 1;
-    drain_children(am_pid1);
+    drain(am_pid1);
     write_record(exit_code);
     logv("exiting with %d", exit_code);
     return exit_code;
