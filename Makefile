@@ -74,6 +74,12 @@ $(B)/tests/helpers/%: tests/unit/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $< -lpthread -lm
 
+# The unwinding tests need code without frame pointers, as distributions
+# build it.
+$(B)/tests/helpers/sampler_nofp: tests/unit/helpers/sampler_nofp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
+
 tests-build: all $(TEST_BIN) $(HELPER_BIN)
 
 # Each unit test binary prints its own cmocka summary; tests/run-unit.sh

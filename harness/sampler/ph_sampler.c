@@ -83,6 +83,7 @@ static struct {
     int interval_s;
     int delta;
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
+    int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int probe_pipe[2];          /* readability checks on the signal path */
     int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop */
     pthread_t writer;
@@ -191,15 +192,18 @@ after_call(uintptr_t ret, uintptr_t *last_page)
 }
 #endif
 
-/* Walk the interrupted thread's frame pointers into PCS (innermost first).
+/* Walk the interrupted thread's stack into PCS (innermost first).
  *
- * Frame pointers, not libunwind: libunwind's local unwinder finds unwind
- * tables through dl_iterate_phdr, which takes the loader's lock, so a
- * sample landing in dlopen() would deadlock (gperftools documents this
- * hang; pprof-rs saw crashes with DWARF unwinding in production).  Code
- * without frame pointers gives shorter stacks, never a fault: a frame
- * pointer must lie above the stack pointer, within 8 MB of it, be aligned,
- * readable, and grow with every frame; anything else ends the walk. */
+ * Each frame is stepped by its call frame information when the tables of
+ * ph_sampler_cfi.c cover its pc (built ahead of time on the writer thread:
+ * no lock, no parsing here), by its frame pointer otherwise.  Not
+ * libunwind: its local unwinder finds unwind tables through
+ * dl_iterate_phdr, which takes the loader's lock, so a sample landing in
+ * dlopen() would deadlock (gperftools documents this hang; pprof-rs saw
+ * crashes with DWARF unwinding in production).  Every word is read only
+ * after proving it readable, and every step must move the stack pointer
+ * up, within 8 MB: a wrong rule gives a shorter stack, never a fault or a
+ * loop. */
 static uint32_t
 unwind(const ucontext_t *uc, uintptr_t *pcs)
 {
@@ -216,39 +220,64 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
 #else
 #error "the sampler's unwinder knows x86-64 and aarch64 only"
 #endif
-    uintptr_t last_page = 0;
+    uintptr_t last_page = 0, lookup = pc;
     uint32_t depth = 0;
+    const phs_cfi *cfi = S.unwind_fp_only ? NULL : phs_cfi_enter();
 
     pcs[depth++] = pc;
-#if defined(__x86_64__)
-    /* A leaf often has no frame of its own (or was stopped before it
-     * pushed one): then its caller's return address is at the stack
-     * pointer, and the frame pointer still belongs to the caller's caller.
-     * Take that word only when it follows a call instruction. */
-    if (!(sp & 7) && readable((const void *)sp, &last_page)) {
-        uintptr_t top = ((const uintptr_t *)sp)[0];
-        uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) && readable((void *)fp, &last_page)
-                               ? ((const uintptr_t *)fp)[1]
-                               : 0;
-
-        if (top != framed && top != pcs[0] && after_call(top, &last_page))
-            pcs[depth++] = top - 1;
-    }
-#endif
     while (depth < PHS_MAX_DEPTH) {
-        uintptr_t next, ret;
+        const phs_cfi_row *row = phs_cfi_find(cfi, lookup);
+        uintptr_t ret;
 
-        if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable((void *)fp, &last_page))
-            break;
-        next = ((const uintptr_t *)fp)[0];
-        ret = ((const uintptr_t *)fp)[1];
-        if (ret < 4096)
+        if (row != NULL) {
+            uintptr_t cfa = (row->cfa_reg == PHS_CFA_SP ? sp : fp) + (uintptr_t)(intptr_t)row->cfa_off;
+            uintptr_t at = cfa + (uintptr_t)(intptr_t)row->ra_off;
+
+            if (row->flags & PHS_CFI_OUTERMOST)
+                break;
+            if (cfa <= sp || cfa - sp > (8u << 20) || (at & 7) || !readable((void *)at, &last_page))
+                break;
+            ret = *(const uintptr_t *)at;
+            if (row->fp_off != 0) {
+                at = cfa + (uintptr_t)(intptr_t)row->fp_off;
+                if ((at & 7) || !readable((void *)at, &last_page))
+                    break;
+                fp = *(const uintptr_t *)at;
+            } else if (row->flags & PHS_CFI_FP_LOST) {
+                fp = 0;
+            }
+            sp = cfa;
+        } else {
+#if defined(__x86_64__)
+            /* A leaf with no rule and no frame of its own (or stopped
+             * before it pushed one): its caller's return address is at
+             * the stack pointer, and the frame pointer still belongs to
+             * the caller's caller.  Take that word only when it follows
+             * a call instruction. */
+            if (depth == 1 && !(sp & 7) && readable((const void *)sp, &last_page)) {
+                uintptr_t top = ((const uintptr_t *)sp)[0];
+                uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) &&
+                                           readable((void *)fp, &last_page)
+                                       ? ((const uintptr_t *)fp)[1]
+                                       : 0;
+
+                if (top != framed && top != pcs[0] && after_call(top, &last_page))
+                    pcs[depth++] = top - 1;
+            }
+#endif
+            if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable((void *)fp, &last_page))
+                break;
+            ret = ((const uintptr_t *)fp)[1];
+            sp = fp + 16;
+            fp = ((const uintptr_t *)fp)[0];
+        }
+        if (ret < 4096 || depth == PHS_MAX_DEPTH)
             break;
         pcs[depth++] = ret - 1; /* inside the call instruction: the caller's line */
-        if (next <= fp)
-            break;
-        fp = next;
+        lookup = ret - 1;
     }
+    if (!S.unwind_fp_only)
+        phs_cfi_leave();
     if (depth == PHS_MAX_DEPTH) {
         /* Cut, and said so: the outermost frame becomes the marker. */
         pcs[depth - 1] = PHS_TRUNCATED;
@@ -592,6 +621,7 @@ writer_main(void *arg)
     int self = (int)syscall(SYS_gettid), n = 0, stop = 0;
     double next = mono_ms() + (S.interval_s > 0 ? S.interval_s * 1e3 : 1e18);
 
+
     while (!stop) {
         struct pollfd pfd = { S.wake_pipe[0], POLLIN, 0 };
         int want = 0, final = 0, seq, r;
@@ -619,6 +649,8 @@ writer_main(void *arg)
         else if (phs.use_perf)
             perf_scan(self);
         recheck_stop_signals();
+        if (!S.unwind_fp_only)
+            phs_cfi_refresh(); /* after a dlopen or dlclose */
         phs_agg_drain(agg);
         if (S.interval_s > 0 && mono_ms() >= next) {
             want = 1;
@@ -706,8 +738,9 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     S.interval_s = interval_s;
     S.pid = getpid();
     if (!S.mode_from_env) {
-        const char *m = getenv("PH_SAMPLER_MODE");
+        const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
         S.delta = m != NULL && strcmp(m, "delta") == 0;
+        S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
     }
     phs.hz = hz;
     phs.hz_nominal = hz;
@@ -730,6 +763,10 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     agg = phs_agg_new(S.delta);
     if (agg == NULL)
         return start_failed("cannot allocate");
+    /* The unwind tables before the first sample, so a short run has its
+     * callers from the start (a few ms for libc-sized programs). */
+    if (!S.unwind_fp_only)
+        phs_cfi_refresh();
 
     /* Above the tick, perf events or a reported cap. */
     if (hz > PHS_ITIMER_MAX_HZ) {
@@ -871,8 +908,10 @@ preload_start(void)
 {
     char dir[4096], title[512];
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
+    const char *u = getenv("PH_SAMPLER_UNWIND");
     int hz = env_int(getenv("PH_SAMPLER_HZ"), 150), interval = env_int(getenv("PH_SAMPLER_INTERVAL"), 120);
     int bad_mode = m != NULL && *m != '\0' && strcmp(m, "delta") != 0 && strcmp(m, "cumulative") != 0;
+    int bad_unwind = u != NULL && *u != '\0' && strcmp(u, "fp") != 0 && strcmp(u, "cfi") != 0;
 
     if (d == NULL || *d == '\0')
         return; /* inert */
@@ -880,6 +919,7 @@ preload_start(void)
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(title, sizeof title, "%s", t ? t : "");
     S.delta = m != NULL && strcmp(m, "delta") == 0;
+    S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
     S.mode_from_env = 1;
     unpreload();
     unsetenv("PH_SAMPLER_DIR");
@@ -887,8 +927,9 @@ preload_start(void)
     unsetenv("PH_SAMPLER_INTERVAL");
     unsetenv("PH_SAMPLER_TITLE");
     unsetenv("PH_SAMPLER_MODE");
-    if (hz <= 0 || interval < 0 || bad_mode) {
-        disable("bad PH_SAMPLER_HZ, PH_SAMPLER_INTERVAL or PH_SAMPLER_MODE");
+    unsetenv("PH_SAMPLER_UNWIND");
+    if (hz <= 0 || interval < 0 || bad_mode || bad_unwind) {
+        disable("bad PH_SAMPLER_HZ, PH_SAMPLER_INTERVAL, PH_SAMPLER_MODE or PH_SAMPLER_UNWIND");
         return;
     }
     ph_sampler_start(dir, hz, interval, title);

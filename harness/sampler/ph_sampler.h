@@ -9,6 +9,8 @@
  *                           the final one
  *      PH_SAMPLER_TITLE     flamegraph title
  *      PH_SAMPLER_MODE      cumulative (default) or delta
+ *      PH_SAMPLER_UNWIND    cfi (default: call frame information, frame
+ *                           pointers where there is none) or fp
  *    At start the library removes its own entry from LD_PRELOAD and unsets
  *    PH_SAMPLER_*, so programs the service execs are not profiled.
  *  - linking it (libphsampler.a or .so) and calling ph_sampler_start();
@@ -18,9 +20,10 @@
  * (SIGPROF from setitimer(ITIMER_PROF) up to 250 Hz; above that, per-thread
  * perf_event_open cpu-clock events when the kernel allows them, else the
  * rate is capped at 250 Hz and the cap is reported).  The delivered rate
- * is measured and written into every snapshot.  Stacks come from frame
- * pointers (build with -fno-omit-frame-pointer for full stacks), at most
- * 512 frames; deeper ones end in a "[truncated]" frame.
+ * is measured and written into every snapshot.  Stacks come from each
+ * object's .eh_frame (x86-64; code without frame pointers keeps its
+ * callers) or from frame pointers, at most 512 frames; deeper ones end in
+ * a "[truncated]" frame.
  *
  * What it writes into DIR, every interval, on ph_sampler_flush(), at exit
  * and on SIGTERM/SIGINT (before the service's own handler runs, or before

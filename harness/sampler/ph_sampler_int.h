@@ -60,6 +60,34 @@ typedef struct phs_state {
 
 PH_HIDDEN extern phs_state phs;
 
+/* ---- unwind tables: ph_sampler_cfi.c ----------------------------------- */
+
+/* One row of an object's flattened call frame information: from code
+ * offset LOC (from the load bias) up to the next row, the caller's stack
+ * pointer (the CFA) is rsp or rbp + CFA_OFF, its return address is at
+ * CFA + RA_OFF and its rbp at CFA + FP_OFF (0: rbp is unchanged). */
+enum { PHS_CFA_NONE, PHS_CFA_SP, PHS_CFA_FP };
+#define PHS_CFI_OUTERMOST 1 /* the return address is undefined: _start, a thread's start */
+#define PHS_CFI_FP_LOST 2   /* rbp is not recoverable from here on */
+typedef struct phs_cfi_row {
+    uint32_t loc;
+    int32_t cfa_off;
+    int16_t ra_off, fp_off;
+    uint8_t cfa_reg, flags;
+} phs_cfi_row;
+
+typedef struct phs_cfi phs_cfi;
+/* Writer thread: build the tables, or rebuild them after a dlopen or
+ * dlclose; cheap when nothing changed. */
+PH_HIDDEN void phs_cfi_refresh(void);
+/* "eh_frame CFI (N objects, M rows) ..." for the outputs' comments. */
+PH_HIDDEN void phs_cfi_describe(char *buf, size_t len);
+/* Signal path: enter, find rows, leave; the tables stay alive between. */
+PH_HIDDEN const phs_cfi *phs_cfi_enter(void);
+PH_HIDDEN void phs_cfi_leave(void);
+/* The row for PC, or NULL when no usable rule covers it. */
+PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc);
+
 /* ---- writer side: ph_sampler_snap.c ------------------------------------ */
 
 typedef struct phs_agg phs_agg;
@@ -101,7 +129,7 @@ typedef struct phs_stack {
 typedef struct phs_pprof_meta {
     int64_t time_nanos, duration_nanos;
     int64_t period_ns;      /* cpu nanoseconds one sample stands for */
-    const char *comments[4];
+    const char *comments[5];
 } phs_pprof_meta;
 
 /* Write a gzip'd pprof profile of STACKS to PATH (through PATH.tmp and a

@@ -328,7 +328,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
     phs_stack *stacks = NULL;
     line *lines = NULL;
     entry **used = NULL;
-    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[512], rates[400], counts[200];
+    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[512], rates[400], counts[200], unwinder[160] = "unwinding: ";
     size_t flen = 0, slen = 0, ns = 0, nl = 0;
     FILE *f = NULL;
     struct timespec now, since;
@@ -424,6 +424,8 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
     meta.comments[1] = counts;
     meta.comments[2] = final ? "final snapshot" : "interval snapshot";
     meta.comments[3] = a->delta ? "delta: samples since the previous snapshot" : "cumulative since start";
+    phs_cfi_describe(unwinder + 11, sizeof unwinder - 11);
+    meta.comments[4] = unwinder;
     snprintf(path, sizeof path, "%s/profile-%s-%d.pb.gz", dir, stamp, n);
     if (phs_write_pprof(path, stacks, ns, a->sym, &meta) < 0)
         goto out;

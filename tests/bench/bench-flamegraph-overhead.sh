@@ -68,7 +68,7 @@ run() { # KIND HZ -> appends "wall_ms delivered_hz cpu_ms" to $tmp/KIND
 }
 
 printf 'bench-flamegraph-overhead: loop 30 frames deep, %s rounds, %d interleaved runs, medians\n' "$ROUNDS" "$RUNS"
-printf '%7s | %-5s | %8s | %8s %6s %9s | %8s %6s %9s | %10s\n' "" "" none ours ratio delivered gperf ratio delivered ours/gperf
+printf '%7s | %-5s | %8s | %8s %6s %9s %7s | %8s %6s %9s %7s | %10s\n' "" "" none ours ratio delivered us/smp gperf ratio delivered us/smp ours/gperf
 for hz in $HZS; do
     : > "$tmp/none"; : > "$tmp/ours"; : > "$tmp/gperf"
     for _ in $(seq 1 "$RUNS"); do
@@ -85,11 +85,17 @@ for hz in $HZS; do
         else
             g=0; gd=0
         fi
+        # us/smp: the time added per sample delivered, which compares
+        # profilers that deliver different rates (gperftools stays at the
+        # kernel tick when asked for more).
         awk -v hz="$hz" -v what="$what" -v n="$n" -v o="$o" -v od="$od" -v g="$g" -v gd="$gd" 'BEGIN{
-            printf "%4d Hz | %-5s | %6d ms | %6d ms %6.3f %6d Hz | ", hz, what, n, o, o / n, od
-            if (g > 0) printf "%6d ms %6.3f %6d Hz | %10.3f\n", g, g / n, gd, o / g
-            else printf "%8s %6s %9s | %10s\n", "-", "-", "-", "-" }'
+            printf "%4d Hz | %-5s | %6d ms | %6d ms %6.3f %6d Hz %7.1f | ", hz, what, n, o, o / n, od,
+                   (od > 0 ? (o - n) * 1000 / (od * o / 1000) : 0)
+            if (g > 0) printf "%6d ms %6.3f %6d Hz %7.1f | %10.3f\n", g, g / n, gd,
+                   (gd > 0 ? (g - n) * 1000 / (gd * g / 1000) : 0), o / g
+            else printf "%8s %6s %9s %7s | %10s\n", "-", "-", "-", "-", "-" }'
     done
 done
 echo "ratio: median / median with no profiler; delivered: samples per CPU-second of the loop (median); requested: first column"
+echo "us/smp: microseconds added per delivered sample (median time over none / samples): the cost at equal rates"
 grep -h 'ph-sampler' "$tmp/stderr" 2>/dev/null | head -1 || true

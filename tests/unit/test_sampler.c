@@ -17,6 +17,7 @@
 
 #define WORK "build/tests/helpers/sampler_work"
 #define LIB "build/libphsampler.so"
+#define NOFP "build/tests/helpers/sampler_nofp"
 
 static char outdir[300];
 
@@ -32,6 +33,8 @@ typedef struct run_opts {
     const char *hz, *interval, *mode;
     const char *dir;        /* NULL: outdir; "": PH_SAMPLER_DIR unset */
     const char *out;        /* file for stdout+stderr, NULL: inherit */
+    const char *prog;       /* NULL: WORK */
+    const char *unwind;     /* PH_SAMPLER_UNWIND, NULL: unset */
 } run_opts;
 
 /* Start WORK ARGS with the sampler preloaded; returns the pid. */
@@ -42,7 +45,8 @@ start_opts(const run_opts *o, char *const args[])
 
     assert_true(p >= 0);
     if (p == 0) {
-        char *argv[8] = { WORK };
+        const char *prog = o->prog ? o->prog : WORK;
+        char *argv[8] = { (char *)prog };
         for (int i = 0; args[i] && i < 6; i++)
             argv[i + 1] = args[i];
         setenv("LD_PRELOAD", LIB, 1);
@@ -56,12 +60,14 @@ start_opts(const run_opts *o, char *const args[])
         setenv("PH_SAMPLER_INTERVAL", o->interval ? o->interval : "1", 1);
         if (o->mode)
             setenv("PH_SAMPLER_MODE", o->mode, 1);
+        if (o->unwind)
+            setenv("PH_SAMPLER_UNWIND", o->unwind, 1);
         if (o->out) {
             int fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        execv(WORK, argv);
+        execv(prog, argv);
         _exit(99);
     }
     return p;
@@ -261,6 +267,79 @@ test_split_shares_and_final_snapshot(void **state)
     assert_non_null(strstr(svg, "<svg"));
     assert_non_null(strstr(svg, "work_heavy"));
     assert_non_null(strstr(svg, "delivered"));
+}
+
+/* Run the frame-pointer-less workload MODE for 2 s at 250 Hz (UNWIND:
+ * PH_SAMPLER_UNWIND or NULL); the share of the samples in FRAME whose
+ * stack also holds CALLERS (a folded fragment, outermost first), their
+ * number in *N, the folded text in *FOLDED. */
+static double
+nofp_share(const char *mode, const char *unwind, const char *frame, const char *callers, double *n,
+           const char **folded)
+{
+    char *args[] = { (char *)mode, "2", NULL }, cmd[400];
+    run_opts o = { .hz = "250", .interval = "0", .prog = NOFP, .unwind = unwind };
+    double with;
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(finish(start_opts(&o, args)), 0);
+    *folded = newest("stacks-");
+    assert_non_null(*folded);
+    with = samples_with(*folded, frame, NULL, NULL);
+    *n = with;
+    return with > 0 ? samples_with(*folded, callers, NULL, NULL) / with : 0;
+}
+
+/* Code without frame pointers (as distributions build it) keeps its
+ * callers: its call frame information is used.  The same run with frame
+ * pointers only loses them, which shows this test can fail. */
+static void
+test_no_frame_pointers_unwound_by_cfi(void **state)
+{
+    const char *chain = ";main;nofp_outer.constprop.0;nofp_middle.constprop.0;nofp_hot", *f;
+    double share, n;
+
+    (void)state;
+    share = nofp_share("chain", NULL, "nofp_hot", ";main;nofp_outer", &n, &f);
+    if (strstr(f, "nofp_outer.constprop") == NULL) /* the compiler kept the plain names */
+        chain = ";main;nofp_outer;nofp_middle;nofp_hot";
+    share = samples_with(f, chain, NULL, NULL) / (n > 0 ? n : 1);
+    if (n < 100 || share < 0.95)
+        fail_msg("%.0f of %.0f samples in nofp_hot have all their callers (want >= 95%%):\n%s", share * n, n, f);
+    assert_non_null(strstr(decoded_pprof(), "unwinding: eh_frame CFI"));
+
+    share = nofp_share("chain", "fp", "nofp_hot", chain, &n, &f);
+    if (n < 100 || share > 0.5)
+        fail_msg("frame pointers alone kept the callers of %.0f of %.0f samples: the test above proves nothing", share * n,
+                 n);
+}
+
+/* The callers of a callback survive a library without frame pointers in
+ * between (libc's qsort). */
+static void
+test_callers_across_libc(void **state)
+{
+    const char *f;
+    double n, share = nofp_share("qsort", NULL, "nofp_cmp", ";main;qsort", &n, &f);
+
+    (void)state;
+    if (n < 100 || share < 0.95)
+        fail_msg("%.0f of %.0f samples in the comparator reach main through qsort (want >= 95%%):\n%s", share * n, n,
+                 f);
+}
+
+/* dlopen and dlclose while sampling: the tables are rebuilt under the
+ * signal path, which neither crashes, deadlocks nor loses the callers. */
+static void
+test_tables_rebuilt_across_dlopen(void **state)
+{
+    const char *f;
+    double n, share = nofp_share("dlopen", NULL, "nofp_hot", ";main;nofp_outer", &n, &f);
+
+    (void)state;
+    if (n < 100 || share < 0.9)
+        fail_msg("%.0f of %.0f samples in nofp_hot reach main while libraries come and go:\n%s", share * n, n, f);
 }
 
 static void
@@ -590,6 +669,9 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_split_shares_and_final_snapshot, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_no_frame_pointers_unwound_by_cfi, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_callers_across_libc, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_tables_rebuilt_across_dlopen, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_deep_recursion_full_or_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_deeper_than_max_is_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_started_later, setup, tu_teardown),
