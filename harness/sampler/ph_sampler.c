@@ -15,8 +15,9 @@
  *   The kernel tick (CONFIG_HZ, 250 here) caps it, so above 250 Hz each
  *   thread gets its own perf_event_open software cpu-clock event (an
  *   hrtimer) that signals that very thread; the writer attaches one to
- *   every thread in /proc/self/task every tick (threads started later are
- *   picked up within a tick) and closes those of threads that ended.  When
+ *   every thread in /proc/self/task every tick, and at once when
+ *   pthread_create (interposed) starts one, so a thread is sampled within
+ *   ~2 ms of its start; it closes those of threads that ended.  When
  *   perf events are not allowed (perf_event_paranoid, seccomp) the rate is
  *   capped at 250 Hz and the cap is reported.  The delivered rate is
  *   always measured (samples per CPU-second) and written in the outputs.
@@ -90,11 +91,13 @@ static struct {
     _Atomic int writer_running;
     _Atomic int flush_seq, done_seq;
     _Atomic int said;           /* the one "profiling disabled" line was printed */
+    _Atomic int wake_pending;   /* a 'w' for a new thread is in the pipe */
     int atfork_done, atexit_done;
     perf_thread perf[MAX_PERF_THREADS];
     struct sigaction app[NSIG]; /* what the service asked for SIGTERM/SIGINT */
     _Atomic int app_set[NSIG];  /* ours is in front of this signal */
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+    int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 } S = { .probe_pipe = { -1, -1 }, .wake_pipe = { -1, -1 } };
 
 static int
@@ -567,6 +570,32 @@ signal(int sig, sighandler_t handler)
     return old.sa_handler;
 }
 
+/* Interposed: above the tick a new thread is sampled only once the writer
+ * has given it a perf event, so the writer is woken at once rather than at
+ * its next tick: a thread that lives 20 ms is not missed. */
+int
+pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    int r;
+
+    if (S.real_pthread_create == NULL)
+        S.real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+            RTLD_NEXT, "pthread_create");
+    if (S.real_pthread_create == NULL)
+        return EAGAIN;
+    r = S.real_pthread_create(t, attr, fn, arg);
+    /* One wake-up outstanding at most: a service starting threads in a
+     * loop never fills the pipe (nor blocks on it). */
+    if (r == 0 && phs.use_perf && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
+        atomic_exchange(&S.wake_pending, 1) == 0) {
+        char c = 'w';
+        if (write(S.wake_pipe[1], &c, 1) < 0) {
+            /* nothing to do: the next tick scans anyway */
+        }
+    }
+    return r;
+}
+
 /* Put ours in front of SIGTERM/SIGINT, keeping what the service has.  An
  * ignored signal stays ignored (nohup) until the service sets a handler. */
 static void
@@ -631,6 +660,8 @@ writer_main(void *arg)
         seq = atomic_load(&S.flush_seq); /* requests up to here are served below */
         if (r > 0) {
             ssize_t got = read(S.wake_pipe[0], cmds, sizeof cmds);
+
+            atomic_store(&S.wake_pending, 0); /* threads started from here on wake us again */
             for (ssize_t i = 0; i < got; i++) {
                 want |= cmds[i] == 'f' || cmds[i] == 'q' || cmds[i] == 's'; /* 'w': just wake */
                 final |= cmds[i] == 'q' || cmds[i] == 's';

@@ -431,6 +431,29 @@ test_high_rate_delivered_or_capped(void **state)
     }
 }
 
+/* Above the tick, every thread needs its own perf event: a thread that
+ * lives 20 ms must get one at once, not at the writer's next 250 ms tick.
+ * The main thread does the same work between them: the shares match, but
+ * for the writer's wake-up (~2 ms of each thread here, 88% seen; without
+ * the wake-up 2%). */
+static void
+test_short_threads_sampled_above_the_tick(void **state)
+{
+    char *args[] = { "short", "2", NULL };
+    run_opts o = { .hz = "1000", .interval = "0" };
+    const char *f;
+    double in_main, in_short;
+
+    (void)state;
+    assert_int_equal(finish(start_opts(&o, args)), 0);
+    f = newest("stacks-");
+    assert_non_null(f);
+    in_main = samples_with(f, ";main_thread_work", NULL, NULL);
+    in_short = samples_with(f, ";short_thread_work", NULL, NULL);
+    if (in_main < 200 || in_short < 0.75 * in_main)
+        fail_msg("short threads got %.0f samples for the main thread's %.0f of the same work", in_short, in_main);
+}
+
 static void
 test_service_sigterm_handler_runs_after_flush(void **state)
 {
@@ -676,6 +699,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_deeper_than_max_is_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_started_later, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_high_rate_delivered_or_capped, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_short_threads_sampled_above_the_tick, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_default_sigterm_still_kills, setup, tu_teardown),

@@ -1,6 +1,9 @@
 /* sampler_work.c - workloads for the sampler tests, one per argv[1]:
  *   split S    ~75% of CPU in work_heavy, ~25% in work_light, for S seconds
  *   deep S [N] recursion N (default 500) frames deep
+ *   short S    threads living ~20 ms each, one after another, doing the
+ *              same work as the main thread does between them
+ *              (short_thread_work vs main_thread_work)
  *   threads S  four busy threads, named busy-0..3, started after the
  *              sampler is running
  *   api S DIR MARKER  preloaded but inert (no PH_SAMPLER_DIR): installs its
@@ -57,6 +60,17 @@ recurse(int depth)
     sink += (unsigned long)depth; /* not a tail call */
 }
 
+__attribute__((noinline)) static void main_thread_work(void) { spin(6000000); sink++; }
+__attribute__((noinline)) static void short_thread_work(void) { spin(6000000); sink++; }
+
+static void *
+thread_short(void *arg)
+{
+    (void)arg;
+    short_thread_work();
+    return NULL;
+}
+
 static void *
 thread_busy(void *arg)
 {
@@ -95,6 +109,15 @@ main(int argc, char **argv)
         int depth = argc > 3 ? atoi(argv[3]) : 500;
         while (now() < until)
             recurse(depth);
+    } else if (strcmp(argv[1], "short") == 0) {
+        while (now() < until) {
+            pthread_t t;
+
+            main_thread_work();
+            if (pthread_create(&t, NULL, thread_short, NULL) != 0)
+                return 1;
+            pthread_join(t, NULL);
+        }
     } else if (strcmp(argv[1], "threads") == 0) {
         pthread_t t[4];
         usleep(100000);
