@@ -23,6 +23,12 @@ SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/lib/ph_flame.o $(B)/pic/harness/lib/ph_error.o \
                $(patsubst %.c,$(B)/pic/%.o,$(wildcard harness/lib/ph_folded.c))
 SAMPLER_LIBS := -lz -ldl -lpthread -lm
+# The demanglers come from libiberty (libiberty-dev: a static, PIC archive):
+# only their three objects are taken, into both sampler libraries, so a
+# service linking libphsampler.a needs nothing more.  cp-demangle.c and
+# rust-demangle.c carry GCC's linking exception.
+LIBIBERTY := $(shell $(CC) -print-file-name=libiberty.a)
+IBERTY_OBJ := $(addprefix $(B)/iberty/,cp-demangle.o rust-demangle.o safe-ctype.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
 
@@ -56,10 +62,14 @@ $(B)/ph-init: harness/shim/ph-init.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $<
 
-$(B)/libphsampler.so: $(SAMPLER_PIC)
+$(IBERTY_OBJ): $(LIBIBERTY)
+	@mkdir -p $(dir $@)
+	cd $(dir $@) && ar x $(LIBIBERTY) $(notdir $@) && touch $(notdir $@)
+
+$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
 
-$(B)/libphsampler.a: $(SAMPLER_PIC)
+$(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a

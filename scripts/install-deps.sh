@@ -7,7 +7,7 @@ need_apt=()
 pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
 for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
-         libjansson-dev libcmocka-dev zlib1g-dev libunwind-dev bats strace valgrind \
+         libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev bats strace valgrind \
          debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
          libgoogle-perftools4 jq time chromium; do
     pkg_missing "$p" && need_apt+=("$p")

@@ -24,7 +24,11 @@ teardown_file() { common_teardown_file; }
     grep -q 'front_checksum_payload' "$svg"
     grep -q 'final:' "$svg"
     grep -q 'front_checksum_payload' "$OUT/front/stacks.folded"
-    gunzip -c "$OUT/front/profile.pb.gz" | protoc --decode_raw | grep -q '"front_checksum_payload"'
+    gunzip -c "$OUT/front/profile.pb.gz" | protoc --decode_raw > "$BATS_TEST_TMPDIR/pprof.txt"
+    grep -q '"front_checksum_payload"' "$BATS_TEST_TMPDIR/pprof.txt"
+    # the demo is built with -g and the profiling image has libdw: the
+    # functions carry their source file
+    grep -q '"/src/front.c"' "$BATS_TEST_TMPDIR/pprof.txt"
     # the sampler flushed, then the service's own SIGTERM handler ended it
     jq -e '.exit_code == 0 and (.escalations | length) == 0' "$OUT/front/latest/ph-exit.json"
 }

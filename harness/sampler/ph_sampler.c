@@ -85,6 +85,7 @@ static struct {
     int delta;
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
+    int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
     int probe_pipe[2];          /* readability checks on the signal path */
     int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop */
     pthread_t writer;
@@ -770,8 +771,10 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     S.pid = getpid();
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
+        const char *g = getenv("PH_SAMPLER_DEBUGINFO");
         S.delta = m != NULL && strcmp(m, "delta") == 0;
         S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
+        S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
     }
     phs.hz = hz;
     phs.hz_nominal = hz;
@@ -791,7 +794,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         return start_failed("cannot create a pipe");
     if (S.wake_pipe[0] < 0 && pipe2(S.wake_pipe, O_CLOEXEC) < 0)
         return start_failed("cannot create a pipe");
-    agg = phs_agg_new(S.delta);
+    agg = phs_agg_new(S.delta, !S.no_debuginfo);
     if (agg == NULL)
         return start_failed("cannot allocate");
     /* The unwind tables before the first sample, so a short run has its
@@ -939,10 +942,11 @@ preload_start(void)
 {
     char dir[4096], title[512];
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
-    const char *u = getenv("PH_SAMPLER_UNWIND");
+    const char *u = getenv("PH_SAMPLER_UNWIND"), *g = getenv("PH_SAMPLER_DEBUGINFO");
     int hz = env_int(getenv("PH_SAMPLER_HZ"), 150), interval = env_int(getenv("PH_SAMPLER_INTERVAL"), 120);
     int bad_mode = m != NULL && *m != '\0' && strcmp(m, "delta") != 0 && strcmp(m, "cumulative") != 0;
     int bad_unwind = u != NULL && *u != '\0' && strcmp(u, "fp") != 0 && strcmp(u, "cfi") != 0;
+    int bad_debuginfo = g != NULL && *g != '\0' && strcmp(g, "0") != 0 && strcmp(g, "1") != 0;
 
     if (d == NULL || *d == '\0')
         return; /* inert */
@@ -951,6 +955,7 @@ preload_start(void)
     snprintf(title, sizeof title, "%s", t ? t : "");
     S.delta = m != NULL && strcmp(m, "delta") == 0;
     S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
+    S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
     S.mode_from_env = 1;
     unpreload();
     unsetenv("PH_SAMPLER_DIR");
@@ -959,8 +964,9 @@ preload_start(void)
     unsetenv("PH_SAMPLER_TITLE");
     unsetenv("PH_SAMPLER_MODE");
     unsetenv("PH_SAMPLER_UNWIND");
-    if (hz <= 0 || interval < 0 || bad_mode || bad_unwind) {
-        disable("bad PH_SAMPLER_HZ, PH_SAMPLER_INTERVAL, PH_SAMPLER_MODE or PH_SAMPLER_UNWIND");
+    unsetenv("PH_SAMPLER_DEBUGINFO");
+    if (hz <= 0 || interval < 0 || bad_mode || bad_unwind || bad_debuginfo) {
+        disable("bad PH_SAMPLER_HZ, PH_SAMPLER_INTERVAL, PH_SAMPLER_MODE, PH_SAMPLER_UNWIND or PH_SAMPLER_DEBUGINFO");
         return;
     }
     ph_sampler_start(dir, hz, interval, title);

@@ -11,6 +11,9 @@
  *      PH_SAMPLER_MODE      cumulative (default) or delta
  *      PH_SAMPLER_UNWIND    cfi (default: call frame information, frame
  *                           pointers where there is none) or fp
+ *      PH_SAMPLER_DEBUGINFO 1 (default: source lines and inlined functions
+ *                           through libdw.so.1 when it and debug info are
+ *                           there) or 0 (symbol tables only)
  *    At start the library removes its own entry from LD_PRELOAD and unsets
  *    PH_SAMPLER_*, so programs the service execs are not profiled.
  *  - linking it (libphsampler.a or .so) and calling ph_sampler_start();
@@ -28,10 +31,14 @@
  * What it writes into DIR, every interval, on ph_sampler_flush(), at exit
  * and on SIGTERM/SIGINT (before the service's own handler runs, or before
  * the default action kills it; waiting at most 5 s):
- *   stacks-<UTC>-<n>.folded    `thread;outer;...;leaf COUNT`
+ *   stacks-<UTC>-<n>.folded    `thread;outer;...;leaf COUNT`; a function
+ *                              inlined into the one before is
+ *                              `name (inlined)`
  *   flamegraph-<UTC>-<n>.svg   (when there are samples)
  *   profile-<UTC>-<n>.pb.gz    pprof: samples/count and cpu/nanoseconds,
- *                              a `thread` and `thread_id` label per sample
+ *                              a `thread` and `thread_id` label per sample,
+ *                              source lines and inlined functions when
+ *                              there is debug info
  * each through a temporary name and a rename.
  *
  * Not covered: a fork child is never profiled (it would need its own

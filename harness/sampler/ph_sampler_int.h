@@ -91,7 +91,7 @@ PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc);
 /* ---- writer side: ph_sampler_snap.c ------------------------------------ */
 
 typedef struct phs_agg phs_agg;
-PH_HIDDEN phs_agg *phs_agg_new(int delta);
+PH_HIDDEN phs_agg *phs_agg_new(int delta, int debuginfo);
 PH_HIDDEN void phs_agg_free(phs_agg *a);
 /* Take the active table out of the signal path's hands and merge it. */
 PH_HIDDEN void phs_agg_drain(phs_agg *a);
@@ -103,19 +103,66 @@ PH_HIDDEN uint64_t phs_agg_pending(const phs_agg *a);
 
 /* ---- symbols and pprof: ph_sampler_out.c ------------------------------- */
 
-/* Symbolisation, off the signal path: "name" or "module+0xoff".  Strings
- * live until phs_symbols_free. */
+/* Symbolisation, off the signal path.  Strings live until
+ * phs_symbols_free.  DEBUGINFO 0 leaves libdw alone (PH_SAMPLER_DEBUGINFO=0). */
 typedef struct phs_symbols phs_symbols;
-PH_HIDDEN phs_symbols *phs_symbols_new(void);
-/* NAME of PC; *MODULE (may be NULL) gets the module index or -1. */
-PH_HIDDEN const char *phs_symbolise(phs_symbols *s, uintptr_t pc, int *module);
+PH_HIDDEN phs_symbols *phs_symbols_new(int debuginfo);
 PH_HIDDEN void phs_symbols_free(phs_symbols *s);
+
+/* Functions inlined into one another at an address, deeper than this,
+ * are cut (the outermost ones kept). */
+#define PHS_MAX_INLINE 15
+
+typedef struct phs_frame {
+    const char *name;       /* demangled, or "module+0xoff" */
+    const char *file;       /* source file from debug info, or NULL */
+    int line;               /* 0: unknown */
+    int inlined;            /* inlined into the frame before it */
+} phs_frame;
+
+/* The frames at code address PC: [0] the function that holds it, then
+ * those inlined into it, the innermost last.  Returns how many (at least
+ * one, never more than PHS_MAX_INLINE + 1); *MODULE (may be NULL) gets the
+ * module index or -1. */
+PH_HIDDEN int phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *module);
+
+/* The address to name for frame K of PCS (innermost first): a caller's is
+ * its return address, which may already be the next line or, after a
+ * call that does not return, the next function: look one byte back. */
+static inline uintptr_t
+phs_call_pc(const uintptr_t *pcs, uint32_t k)
+{
+    return k == 0 || pcs[k] == PHS_TRUNCATED ? pcs[k] : pcs[k] - 1;
+}
+
 /* Module I for pprof mappings: 0, or -1 past the end. */
 PH_HIDDEN int phs_module_info(phs_symbols *s, int i, uintptr_t *lo, uintptr_t *hi, uintptr_t *file_off,
                               const char **path);
-/* Best-effort demangling of C++ (__cxa_demangle when the process has it)
- * and legacy Rust names; returns NAME itself or a string owned by S. */
+/* C++ and Rust (legacy and v0) names demangled by libiberty; returns NAME
+ * itself when it is not mangled, or a string owned by S. */
 PH_HIDDEN const char *phs_demangle(phs_symbols *s, const char *name);
+
+/* ---- debug info: ph_sampler_dwarf.c (libdw, dlopen'd) ------------------- */
+
+typedef struct phs_dwarf phs_dwarf;
+typedef struct phs_dwarf_frame {
+    const char *name;       /* as in the debug info, NULL if none */
+    const char *file;
+    int line;
+    int mangled;            /* NAME is a linkage name */
+} phs_dwarf_frame;
+/* NULL when libdw.so.1 cannot be loaded. */
+PH_HIDDEN phs_dwarf *phs_dwarf_open(void);
+PH_HIDDEN void phs_dwarf_close(phs_dwarf *d);
+/* The module at PATH loaded at BIAS; an opaque handle or NULL. */
+PH_HIDDEN void *phs_dwarf_report(phs_dwarf *d, const char *path, uintptr_t bias);
+/* Scopes at PC, innermost first (the inlined functions, then the function
+ * holding them); fills at most MAX (the innermost dropped when there are
+ * more), returns how many.  Strings are libdw's
+ * and live until phs_dwarf_close. */
+PH_HIDDEN int phs_dwarf_frames(phs_dwarf *d, void *module, uintptr_t pc, phs_dwarf_frame *out, int max);
+/* A symbol's name for PC from libdw's tables (a separate debug file's), or NULL. */
+PH_HIDDEN const char *phs_dwarf_symbol(phs_dwarf *d, void *module, uintptr_t pc);
 
 /* One stack as the writer hands it to the pprof encoder. */
 typedef struct phs_stack {

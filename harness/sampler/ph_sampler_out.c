@@ -9,20 +9,20 @@
  * functions too, when not stripped) and .dynsym are read into a sorted
  * table, once.  An address outside every known object makes us list the
  * objects again (a dlopen since), at most once a second.  Names are
- * demangled: C++ through __cxa_demangle when the process has it (dlsym, we
- * do not link libstdc++), legacy Rust (`_ZN...17h<hash>E`) by our own
- * small decoder, which also serves plain nested C++ names when there is no
- * __cxa_demangle.  An address no symbol covers is `module+0xoffset`, never
- * dropped.  Names are cached per address.
+ * demangled by libiberty (C++, Rust legacy and v0), linked in statically.
+ * When a module has debug info (its own sections, or a separate file
+ * under /usr/lib/debug), ph_sampler_dwarf.c adds source lines and the
+ * functions inlined at the address, and names what the symbol tables do
+ * not cover.  An address nothing covers is `module+0xoffset`, never
+ * dropped.  Frames are cached per address.
  *
  * pprof: profile.proto written by hand (varints and length-delimited
  * fields; https://github.com/google/pprof/blob/main/proto/profile.proto),
  * gzip'd with zlib.
  */
-#include <ctype.h>
-#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <libiberty/demangle.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +37,7 @@
 typedef struct sym {
     uintptr_t start, size; /* file virtual addresses */
     const char *name;
+    const char *pretty;    /* demangled, on first use */
 } fsym;
 
 typedef struct module {
@@ -51,11 +52,13 @@ typedef struct module {
     void *map;
     size_t map_len;
     int loaded;
+    void *dwmod;           /* libdw's module, when it has debug info */
 } elfmod;
 
 typedef struct pc_name {
     uintptr_t pc;          /* 0: empty */
-    const char *name;
+    const phs_frame *frames;
+    int n;
     int module;
 } pc_name;
 
@@ -67,7 +70,8 @@ struct phs_symbols {
     pc_name *cache;
     size_t n_cache, cap_cache;
     time_t listed_at;
-    char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+    int debuginfo;         /* 0: PH_SAMPLER_DEBUGINFO=0, or libdw absent */
+    phs_dwarf *dw;
 };
 
 /* ---- modules ------------------------------------------------------------ */
@@ -166,9 +170,58 @@ cmp_sym(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Read .symtab and .dynsym of M's file. */
+static int
+file_exists(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Whether M has debug info for libdw: its own .debug_info, or a separate
+ * file by build id, or by .gnu_debuglink where gdb looks for one. */
+static int
+has_debuginfo(const elfmod *m, const ElfW(Shdr) *sh, int shnum, const char *shstr, size_t shstr_len)
+{
+    char path[4400], dir[4096];
+    const char *slash;
+
+    for (int i = 0; i < shnum; i++) {
+        const char *n = sh[i].sh_name < shstr_len ? shstr + sh[i].sh_name : "";
+
+        if (strcmp(n, ".debug_info") == 0 || strcmp(n, ".zdebug_info") == 0)
+            return 1;
+    }
+    if (m->build_id[0] && m->build_id[1]) {
+        snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", m->build_id, m->build_id + 2);
+        if (file_exists(path))
+            return 1;
+    }
+    slash = strrchr(m->path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - m->path) : 0, m->path);
+    for (int i = 0; i < shnum; i++) {
+        const char *n = sh[i].sh_name < shstr_len ? shstr + sh[i].sh_name : "", *link;
+
+        if (strcmp(n, ".gnu_debuglink") != 0 || sh[i].sh_offset >= m->map_len ||
+            sh[i].sh_size > m->map_len - sh[i].sh_offset || sh[i].sh_size < 2)
+            continue;
+        link = (const char *)m->map + sh[i].sh_offset;
+        if (memchr(link, '\0', sh[i].sh_size) == NULL || strchr(link, '/') != NULL)
+            return 0;
+        snprintf(path, sizeof path, "/usr/lib/debug%s/%s", dir, link);
+        if (file_exists(path))
+            return 1;
+        snprintf(path, sizeof path, "%s/.debug/%s", dir, link);
+        if (file_exists(path))
+            return 1;
+    }
+    return 0;
+}
+
+/* Read .symtab and .dynsym of M's file; hand it to libdw when it has
+ * debug info. */
 static void
-load_module(elfmod *m)
+load_module(phs_symbols *s, elfmod *m)
 {
     int fd;
     struct stat st;
@@ -195,6 +248,15 @@ load_module(elfmod *m)
         eh->e_shoff > m->map_len || (size_t)eh->e_shnum * sizeof *sh > m->map_len - eh->e_shoff)
         return;
     sh = (const ElfW(Shdr) *)((const char *)m->map + eh->e_shoff);
+    if (s->debuginfo && eh->e_shstrndx < eh->e_shnum && sh[eh->e_shstrndx].sh_offset < m->map_len &&
+        sh[eh->e_shstrndx].sh_size <= m->map_len - sh[eh->e_shstrndx].sh_offset &&
+        has_debuginfo(m, sh, eh->e_shnum, (const char *)m->map + sh[eh->e_shstrndx].sh_offset,
+                      sh[eh->e_shstrndx].sh_size)) {
+        if (s->dw == NULL && (s->dw = phs_dwarf_open()) == NULL)
+            s->debuginfo = 0; /* no libdw here: symbol tables only */
+        if (s->dw)
+            m->dwmod = phs_dwarf_report(s->dw, m->path, m->bias);
+    }
     for (int i = 0; i < eh->e_shnum; i++) {
         const ElfW(Sym) *syms;
         const ElfW(Shdr) *strsh;
@@ -227,14 +289,14 @@ load_module(elfmod *m)
                 m->syms = ns;
                 cap = nc;
             }
-            m->syms[m->n_syms++] = (fsym){ syms[k].st_value, syms[k].st_size, strtab + syms[k].st_name };
+            m->syms[m->n_syms++] = (fsym){ syms[k].st_value, syms[k].st_size, strtab + syms[k].st_name, NULL };
         }
     }
     qsort(m->syms, m->n_syms, sizeof *m->syms, cmp_sym);
 }
 
 phs_symbols *
-phs_symbols_new(void)
+phs_symbols_new(int debuginfo)
 {
     phs_symbols *s = calloc(1, sizeof *s);
 
@@ -242,7 +304,7 @@ phs_symbols_new(void)
         return NULL;
     dl_iterate_phdr(collect_cb, s);
     s->listed_at = time(NULL);
-    s->cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    s->debuginfo = debuginfo;
     return s;
 }
 
@@ -279,165 +341,64 @@ keep_string(phs_symbols *s, char *str)
 
 /* ---- demangling ------------------------------------------------------ */
 
-/* Legacy Rust escapes inside identifiers ($LT$ ...) and ".." for "::". */
+/* libiberty's demanglers (the ones binutils, gdb and perf use), in their
+ * callback form: no malloc of their own, output into a bounded buffer.
+ * Rust first, since a legacy Rust name is also a valid C++ one. */
+typedef struct dmbuf {
+    char b[1024];
+    size_t n;
+    int over;
+} dmbuf;
+
 static void
-rust_unescape(const char *in, size_t n, char *out, size_t *o, size_t cap)
+dm_put(const char *p, size_t n, void *ud)
 {
-    static const struct {
-        const char *esc, *ch;
-    } tab[] = { { "$SP$", "@" }, { "$BP$", "*" }, { "$RF$", "&" }, { "$LT$", "<" }, { "$GT$", ">" },
-                { "$LP$", "(" }, { "$RP$", ")" }, { "$C$", "," },  { "$u7e$", "~" }, { "$u20$", " " },
-                { "$u27$", "'" }, { "$u5b$", "[" }, { "$u5d$", "]" }, { "$u7b$", "{" }, { "$u7d$", "}" },
-                { "$u3b$", ";" }, { "$u2b$", "+" }, { "$u22$", "\"" } };
+    dmbuf *d = ud;
 
-    if (n >= 2 && in[0] == '_' && in[1] == '$') {
-        in++; /* an identifier cannot start with '$': rustc put a '_' before it */
-        n--;
+    if (n > sizeof d->b - 1 - d->n) {
+        n = sizeof d->b - 1 - d->n;
+        d->over = 1;
     }
-    for (size_t i = 0; i < n && *o + 2 < cap;) {
-        int done = 0;
-
-        if (in[i] == '$') {
-            for (size_t k = 0; k < sizeof tab / sizeof *tab; k++) {
-                size_t l = strlen(tab[k].esc);
-                if (l <= n - i && memcmp(in + i, tab[k].esc, l) == 0) {
-                    out[(*o)++] = tab[k].ch[0];
-                    i += l;
-                    done = 1;
-                    break;
-                }
-            }
-        } else if (in[i] == '.' && i + 1 < n && in[i + 1] == '.') {
-            out[(*o)++] = ':';
-            out[(*o)++] = ':';
-            i += 2;
-            done = 1;
-        }
-        if (!done)
-            out[(*o)++] = in[i++];
-    }
-}
-
-/* `_ZN <len><ident>... E [params]`: the nested name joined by "::".  For
- * Rust, the trailing `h<16 hex>` hash is dropped and escapes undone.
- * Returns a new string or NULL when NAME is not of that form. */
-static char *
-demangle_nested(const char *name, int *is_rust)
-{
-    char out[1024];
-    size_t o = 0;
-    const char *p = name + 3, *last = NULL;
-    size_t last_n = 0;
-    int parts = 0;
-
-    *is_rust = 0;
-    if (strncmp(name, "_ZN", 3) != 0)
-        return NULL;
-    while (isdigit((unsigned char)*p)) {
-        char *end;
-        unsigned long n = strtoul(p, &end, 10);
-
-        if (n == 0 || n > strlen(end))
-            return NULL;
-        if (last) {
-            if (o && o + 2 < sizeof out) {
-                out[o++] = ':';
-                out[o++] = ':';
-            }
-            rust_unescape(last, last_n, out, &o, sizeof out);
-        }
-        last = end;
-        last_n = n;
-        parts++;
-        p = end + n;
-    }
-    if (*p != 'E' || last == NULL)
-        return NULL;
-    /* the last part: a Rust hash, or a name */
-    if (last_n == 17 && last[0] == 'h' && parts > 1) {
-        int hex = 1;
-        for (size_t i = 1; i < 17; i++)
-            hex &= isxdigit((unsigned char)last[i]) != 0;
-        if (hex) {
-            *is_rust = p[1] == '\0';
-            out[o] = '\0';
-            return *is_rust ? strdup(out) : NULL;
-        }
-    }
-    if (o && o + 2 < sizeof out) {
-        out[o++] = ':';
-        out[o++] = ':';
-    }
-    rust_unescape(last, last_n, out, &o, sizeof out);
-    out[o] = '\0';
-    return strdup(out);
+    memcpy(d->b + d->n, p, n);
+    d->n += n;
 }
 
 const char *
 phs_demangle(phs_symbols *s, const char *name)
 {
-    int rust = 0;
-    char *nested;
+    dmbuf d = { .n = 0 };
+    int ok;
 
-    if (name[0] != '_' || name[1] != 'Z')
-        return name; /* C, or Rust v0 (_R...) left raw */
-    nested = demangle_nested(name, &rust);
-    if (rust)
-        return keep_string(s, nested);
-    if (s->cxa_demangle) {
-        int status = -1;
-        char *d = s->cxa_demangle(name, NULL, NULL, &status);
-
-        if (status == 0 && d) {
-            free(nested);
-            return keep_string(s, d);
-        }
-        free(d);
+    /* The demanglers keep per-name state on the stack: bound the input. */
+    if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') || strlen(name) > 4096)
+        return name;
+    ok = rust_demangle_callback(name, DMGL_PARAMS | DMGL_ANSI, dm_put, &d);
+    if (!ok && name[1] == 'Z') {
+        d.n = 0;
+        d.over = 0;
+        ok = cplus_demangle_v3_callback(name, DMGL_PARAMS | DMGL_ANSI, dm_put, &d);
     }
-    return nested ? keep_string(s, nested) : name;
+    if (!ok || d.n == 0)
+        return name;
+    if (d.over)
+        memcpy(d.b + d.n - 3, "...", 3);
+    d.b[d.n] = '\0';
+    return keep_string(s, strdup(d.b));
 }
 
 /* ---- names by address ----------------------------------------------------- */
 
-static const char *
-lookup(phs_symbols *s, uintptr_t pc, int *mod_out)
+/* The module holding PC, its tables read; -1 when none does. */
+static int
+module_of(phs_symbols *s, uintptr_t pc)
 {
-    char buf[600];
-
-    *mod_out = -1;
-    if (pc == PHS_TRUNCATED)
-        return "[truncated]";
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < s->n_mods; i++) {
-            elfmod *m = &s->mods[i];
-            uintptr_t va;
-            size_t lo = 0, hi;
-
-            if (pc < m->lo || pc >= m->hi)
+            if (pc < s->mods[i].lo || pc >= s->mods[i].hi)
                 continue;
-            *mod_out = (int)i;
-            if (!m->loaded)
-                load_module(m);
-            va = pc - m->bias;
-            hi = m->n_syms;
-            while (lo < hi) { /* last symbol starting at or before va */
-                size_t mid = (lo + hi) / 2;
-                if (m->syms[mid].start <= va)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            /* Several symbols may share a start (aliases): any covers. */
-            while (lo > 0) {
-                const fsym *sy = &m->syms[lo - 1];
-                if (va < sy->start + (sy->size ? sy->size : 1))
-                    return phs_demangle(s, sy->name);
-                if (lo < 2 || m->syms[lo - 2].start != sy->start)
-                    break;
-                lo--;
-            }
-            snprintf(buf, sizeof buf, "%s+0x%lx", m->base, (unsigned long)(pc - m->lo + m->file_off));
-            return keep_string(s, strdup(buf));
+            if (!s->mods[i].loaded)
+                load_module(s, &s->mods[i]);
+            return (int)i;
         }
         /* Not in any object we know: list them again (a dlopen since),
          * at most once a second. */
@@ -448,8 +409,86 @@ lookup(phs_symbols *s, uintptr_t pc, int *mod_out)
         }
         break;
     }
-    snprintf(buf, sizeof buf, "[unknown]+0x%lx", (unsigned long)pc);
-    return keep_string(s, strdup(buf));
+    return -1;
+}
+
+/* The symbol table's name for PC in M, demangled; NULL if none covers it. */
+static const char *
+symtab_name(phs_symbols *s, elfmod *m, uintptr_t pc)
+{
+    uintptr_t va = pc - m->bias;
+    size_t lo = 0, hi = m->n_syms;
+
+    while (lo < hi) { /* last symbol starting at or before va */
+        size_t mid = (lo + hi) / 2;
+        if (m->syms[mid].start <= va)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* Several symbols may share a start (aliases): any covers. */
+    while (lo > 0) {
+        fsym *sy = &m->syms[lo - 1];
+        if (va < sy->start + (sy->size ? sy->size : 1)) {
+            if (sy->pretty == NULL)
+                sy->pretty = phs_demangle(s, sy->name);
+            return sy->pretty;
+        }
+        if (lo < 2 || m->syms[lo - 2].start != sy->start)
+            break;
+        lo--;
+    }
+    return NULL;
+}
+
+/* Fill F (room for PHS_MAX_INLINE + 1) for PC; returns how many. */
+static int
+lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
+{
+    phs_dwarf_frame dw[PHS_MAX_INLINE + 1];
+    char buf[600];
+    const char *name = NULL;
+    elfmod *m;
+    int mod, n = 0;
+
+    *mod_out = -1;
+    memset(f, 0, sizeof *f);
+    if (pc == PHS_TRUNCATED) {
+        f->name = "[truncated]";
+        return 1;
+    }
+    if ((mod = module_of(s, pc)) < 0) {
+        snprintf(buf, sizeof buf, "[unknown]+0x%lx", (unsigned long)pc);
+        f->name = keep_string(s, strdup(buf));
+        return 1;
+    }
+    *mod_out = mod;
+    m = &s->mods[mod];
+    if (m->dwmod)
+        n = phs_dwarf_frames(s->dw, m->dwmod, pc, dw, PHS_MAX_INLINE + 1);
+    /* The function holding PC: by the symbol table, as without debug
+     * info, then by libdw (a separate debug file's symbols), else the
+     * module and offset. */
+    name = symtab_name(s, m, pc);
+    if (name == NULL && m->dwmod && (name = phs_dwarf_symbol(s->dw, m->dwmod, pc)) != NULL)
+        name = phs_demangle(s, name);
+    if (name == NULL && n > 0 && dw[n - 1].name)
+        name = dw[n - 1].mangled ? phs_demangle(s, dw[n - 1].name) : dw[n - 1].name;
+    if (name == NULL) {
+        snprintf(buf, sizeof buf, "%s+0x%lx", m->base, (unsigned long)(pc - m->lo + m->file_off));
+        name = keep_string(s, strdup(buf));
+    }
+    f[0].name = name;
+    if (n == 0)
+        return 1;
+    f[0].file = dw[n - 1].file;
+    f[0].line = dw[n - 1].line;
+    /* then what was inlined into it, outermost first */
+    for (int i = n - 2, k = 1; i >= 0; i--, k++) {
+        const char *in = dw[i].name ? dw[i].name : "[inlined]";
+        f[k] = (phs_frame){ dw[i].mangled ? phs_demangle(s, in) : in, dw[i].file, dw[i].line, 1 };
+    }
+    return n;
 }
 
 static size_t
@@ -458,12 +497,13 @@ pc_hash(uintptr_t pc, size_t cap)
     return (size_t)((pc * 0x9E3779B97F4A7C15ULL) >> 17) & (cap - 1);
 }
 
-const char *
-phs_symbolise(phs_symbols *s, uintptr_t pc, int *mod_out)
+int
+phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *mod_out)
 {
+    static const phs_frame oom = { "??", NULL, 0, 0 };
+    phs_frame f[PHS_MAX_INLINE + 1], *kept;
     size_t k = 0;
-    int mod;
-    const char *name;
+    int mod, n;
 
     if (s->n_cache * 2 >= s->cap_cache) {
         size_t cap = s->cap_cache ? s->cap_cache * 2 : 1024;
@@ -487,17 +527,25 @@ phs_symbolise(phs_symbols *s, uintptr_t pc, int *mod_out)
             if (s->cache[k].pc == pc) {
                 if (mod_out)
                     *mod_out = s->cache[k].module;
-                return s->cache[k].name;
+                *frames = s->cache[k].frames;
+                return s->cache[k].n;
             }
     }
-    name = lookup(s, pc, &mod);
-    if (s->cap_cache > 0 && s->n_cache * 2 < s->cap_cache && pc != 0) {
-        s->cache[k] = (pc_name){ pc, name, mod };
-        s->n_cache++;
-    }
+    n = lookup(s, pc, f, &mod);
     if (mod_out)
         *mod_out = mod;
-    return name;
+    kept = malloc((size_t)n * sizeof *kept);
+    if (kept == NULL || keep_string(s, (char *)kept) != (char *)kept) {
+        *frames = &oom;
+        return 1;
+    }
+    memcpy(kept, f, (size_t)n * sizeof *kept);
+    if (s->cap_cache > 0 && s->n_cache * 2 < s->cap_cache && pc != 0) {
+        s->cache[k] = (pc_name){ pc, kept, n, mod };
+        s->n_cache++;
+    }
+    *frames = kept;
+    return n;
 }
 
 void
@@ -515,6 +563,7 @@ phs_symbols_free(phs_symbols *s)
         free(s->strings[i]);
     free(s->strings);
     free(s->cache);
+    phs_dwarf_close(s->dw);
     free(s);
 }
 
@@ -724,7 +773,7 @@ gzip_to(const char *path, const pb *out)
 int
 phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols *syms, const phs_pprof_meta *meta)
 {
-    pb out = { 0 }, m = { 0 }, sub = { 0 };
+    pb out = { 0 }, m = { 0 }, sub = { 0 }, fn = { 0 }, funcs = { 0 };
     strtab st = { 0 };
     locmap lm = { 0 };
     uint64_t *fn_of_str = NULL; /* string id of a name -> function id */
@@ -747,7 +796,7 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
         m.len = 0;
         sub.len = 0;
         for (uint32_t k = 0; k < stacks[i].depth; k++) /* leaf first, as pprof wants */
-            pb_varint(&sub, loc_id(&lm, stacks[i].pcs[k]));
+            pb_varint(&sub, loc_id(&lm, phs_call_pc(stacks[i].pcs, k)));
         pb_msg(&m, 1, &sub); /* packed location_id */
         sub.len = 0;
         pb_varint(&sub, stacks[i].count);
@@ -781,45 +830,57 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
         pb_int(&m, 7, 1); /* has_functions */
         pb_msg(&out, 3, &m);
     }
-    /* locations, and one function per distinct name */
+    /* Locations, and one function per distinct name.  A location's lines
+     * are the functions inlined at it, innermost first, then the one that
+     * holds it, as profile.proto has them. */
     for (size_t i = 0; i < lm.n; i++) {
         int mod = -1;
-        const char *name = phs_symbolise(syms, lm.pcs[i], &mod);
-        uint64_t sname = str_id(&st, name), fid;
+        const phs_frame *fr;
+        int nf = phs_frames(syms, lm.pcs[i], &fr, &mod);
 
-        if (sname >= cap_fn) {
-            size_t cap = cap_fn ? cap_fn : 256;
-            uint64_t *nf;
-            while (cap <= sname)
-                cap *= 2;
-            nf = realloc(fn_of_str, cap * sizeof *nf);
-            if (nf == NULL)
-                goto out;
-            memset(nf + cap_fn, 0, (cap - cap_fn) * sizeof *nf);
-            fn_of_str = nf;
-            cap_fn = cap;
-        }
-        fid = fn_of_str[sname];
-        if (fid == 0) {
-            fid = fn_of_str[sname] = ++n_fn;
-            m.len = 0;
-            pb_int(&m, 1, fid);
-            pb_int(&m, 2, sname);
-            pb_int(&m, 3, sname);
-            if (mod >= 0)
-                pb_int(&m, 4, str_id(&st, syms->mods[mod].path[0] ? syms->mods[mod].path : syms->mods[mod].base));
-            pb_msg(&out, 5, &m);
-        }
         m.len = 0;
-        sub.len = 0;
         pb_int(&m, 1, i + 1);
         if (mod >= 0)
             pb_int(&m, 2, (uint64_t)mod + 1);
         pb_int(&m, 3, lm.pcs[i]);
-        pb_int(&sub, 1, fid);
-        pb_msg(&m, 4, &sub);
+        for (int j = nf - 1; j >= 0; j--) {
+            uint64_t sname = str_id(&st, fr[j].name), fid;
+
+            if (sname >= cap_fn) {
+                size_t cap = cap_fn ? cap_fn : 256;
+                uint64_t *nfn;
+                while (cap <= sname)
+                    cap *= 2;
+                nfn = realloc(fn_of_str, cap * sizeof *nfn);
+                if (nfn == NULL)
+                    goto out;
+                memset(nfn + cap_fn, 0, (cap - cap_fn) * sizeof *nfn);
+                fn_of_str = nfn;
+                cap_fn = cap;
+            }
+            fid = fn_of_str[sname];
+            if (fid == 0) {
+                fid = fn_of_str[sname] = ++n_fn;
+                fn.len = 0;
+                pb_int(&fn, 1, fid);
+                pb_int(&fn, 2, sname);
+                pb_int(&fn, 3, sname);
+                if (fr[j].file)
+                    pb_int(&fn, 4, str_id(&st, fr[j].file));
+                else if (mod >= 0)
+                    pb_int(&fn, 4, str_id(&st, syms->mods[mod].path[0] ? syms->mods[mod].path
+                                                                        : syms->mods[mod].base));
+                pb_msg(&funcs, 5, &fn);
+            }
+            sub.len = 0;
+            pb_int(&sub, 1, fid);
+            if (fr[j].line > 0)
+                pb_int(&sub, 2, (uint64_t)fr[j].line);
+            pb_msg(&m, 4, &sub);
+        }
         pb_msg(&out, 4, &m);
     }
+    pb_bytes(&out, funcs.d, funcs.len);
     pb_int(&out, 9, (uint64_t)meta->time_nanos);
     pb_int(&out, 10, (uint64_t)meta->duration_nanos);
     m.len = 0;
@@ -834,13 +895,15 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     /* the string table last: every id above is known by now */
     for (size_t i = 0; i < st.n; i++)
         pb_str(&out, 6, st.v[i]);
-    if (out.oom || m.oom || sub.oom || st.oom)
+    if (out.oom || m.oom || sub.oom || st.oom || fn.oom || funcs.oom)
         goto out;
     rc = gzip_to(path, &out);
 out:
     free(out.d);
     free(m.d);
     free(sub.d);
+    free(fn.d);
+    free(funcs.d);
     free(st.v);
     free(st.idx);
     free(lm.pcs);

@@ -72,7 +72,7 @@ sampled_cpu(void)
 }
 
 phs_agg *
-phs_agg_new(int delta)
+phs_agg_new(int delta, int debuginfo)
 {
     phs_agg *a = calloc(1, sizeof *a);
 
@@ -81,7 +81,7 @@ phs_agg_new(int delta)
     a->delta = delta;
     a->cap = 4096;
     a->v = calloc(a->cap, sizeof *a->v);
-    a->sym = phs_symbols_new();
+    a->sym = phs_symbols_new(debuginfo);
     if (a->v == NULL || a->sym == NULL) {
         phs_agg_free(a);
         return NULL;
@@ -370,8 +370,15 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
             goto out;
         put_frame(f, stacks[i].thread);
         for (uint32_t k = stacks[i].depth; k-- > 0;) {
-            fputc(';', f);
-            put_frame(f, phs_symbolise(a->sym, stacks[i].pcs[k], NULL));
+            const phs_frame *fr;
+            int nf = phs_frames(a->sym, phs_call_pc(stacks[i].pcs, k), &fr, NULL);
+
+            for (int j = 0; j < nf; j++) {
+                fputc(';', f);
+                put_frame(f, fr[j].name);
+                if (fr[j].inlined)
+                    fputs(" (inlined)", f);
+            }
         }
         if (fclose(f) != 0) {
             f = NULL;

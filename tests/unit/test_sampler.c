@@ -35,6 +35,7 @@ typedef struct run_opts {
     const char *out;        /* file for stdout+stderr, NULL: inherit */
     const char *prog;       /* NULL: WORK */
     const char *unwind;     /* PH_SAMPLER_UNWIND, NULL: unset */
+    const char *debuginfo;  /* PH_SAMPLER_DEBUGINFO, NULL: unset */
 } run_opts;
 
 /* Start WORK ARGS with the sampler preloaded; returns the pid. */
@@ -62,6 +63,8 @@ start_opts(const run_opts *o, char *const args[])
             setenv("PH_SAMPLER_MODE", o->mode, 1);
         if (o->unwind)
             setenv("PH_SAMPLER_UNWIND", o->unwind, 1);
+        if (o->debuginfo)
+            setenv("PH_SAMPLER_DEBUGINFO", o->debuginfo, 1);
         if (o->out) {
             int fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             dup2(fd, 1);
@@ -234,6 +237,111 @@ read_text(const char *path)
     buf[n] = '\0';
     fclose(f);
     return buf;
+}
+
+/* What protoc --decode_raw printed of a pprof profile, read back: the
+ * string table, functions (id, name, file) and locations (their lines,
+ * innermost first). */
+typedef struct pp_line {
+    long fn, line;
+} pp_line;
+typedef struct ppdec {
+    char *str[20000];
+    size_t n_str;
+    long fn_id[5000], fn_name[5000], fn_file[5000];
+    size_t n_fn;
+    pp_line loc[5000][8];
+    int loc_n[5000];
+    size_t n_loc;
+} ppdec;
+
+static void
+pp_parse(ppdec *p, const char *text)
+{
+    enum { TOP, FN, LOC, LINE } at = TOP;
+    const char *s = text;
+
+    memset(p, 0, sizeof *p);
+    while (*s) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        char l[512];
+        long v;
+
+        snprintf(l, sizeof l, "%.*s", (int)n, s);
+        s += n + (nl != NULL);
+        if (at == TOP && strncmp(l, "6: \"", 4) == 0 && p->n_str < 20000) {
+            l[strlen(l) - 1] = '\0';
+            p->str[p->n_str++] = strdup(l + 4);
+        } else if (at == TOP && strcmp(l, "5 {") == 0 && p->n_fn < 5000) {
+            at = FN;
+        } else if (at == TOP && strcmp(l, "4 {") == 0 && p->n_loc < 5000) {
+            at = LOC;
+        } else if (at == FN && strcmp(l, "}") == 0) {
+            p->n_fn++;
+            at = TOP;
+        } else if (at == FN && sscanf(l, "  1: %ld", &v) == 1) {
+            p->fn_id[p->n_fn] = v;
+        } else if (at == FN && sscanf(l, "  2: %ld", &v) == 1) {
+            p->fn_name[p->n_fn] = v;
+        } else if (at == FN && sscanf(l, "  4: %ld", &v) == 1) {
+            p->fn_file[p->n_fn] = v;
+        } else if (at == LOC && strcmp(l, "}") == 0) {
+            p->n_loc++;
+            at = TOP;
+        } else if (at == LOC && strcmp(l, "  4 {") == 0) {
+            at = LINE;
+        } else if (at == LINE && strcmp(l, "  }") == 0) {
+            if (p->loc_n[p->n_loc] < 7)
+                p->loc_n[p->n_loc]++;
+            at = LOC;
+        } else if (at == LINE && sscanf(l, "    1: %ld", &v) == 1) {
+            p->loc[p->n_loc][p->loc_n[p->n_loc]].fn = v;
+        } else if (at == LINE && sscanf(l, "    2: %ld", &v) == 1) {
+            p->loc[p->n_loc][p->loc_n[p->n_loc]].line = v;
+        }
+    }
+}
+
+static void
+pp_free(ppdec *p)
+{
+    for (size_t i = 0; i < p->n_str; i++)
+        free(p->str[i]);
+}
+
+/* The name of function FN, "" if there is none. */
+static const char *
+pp_fn_name(const ppdec *p, long fn, const char **file)
+{
+    for (size_t i = 0; i < p->n_fn; i++)
+        if (p->fn_id[i] == fn && (size_t)p->fn_name[i] < p->n_str) {
+            if (file)
+                *file = (size_t)p->fn_file[i] < p->n_str ? p->str[p->fn_file[i]] : "";
+            return p->str[p->fn_name[i]];
+        }
+    return "";
+}
+
+/* The line of the helper's source that carries MARK. */
+static long
+source_line(const char *mark)
+{
+    FILE *f = fopen("tests/unit/helpers/sampler_work.c", "r");
+    char l[512];
+    long n = 0;
+
+    assert_non_null(f);
+    while (fgets(l, sizeof l, f)) {
+        n++;
+        if (strstr(l, mark)) {
+            fclose(f);
+            return n;
+        }
+    }
+    fclose(f);
+    fail_msg("no %s in the helper's source", mark);
+    return 0;
 }
 
 /* ---- tests ------------------------------------------------------------- */
@@ -687,6 +795,90 @@ test_pprof_decodes_with_protoc(void **state)
     assert_non_null(strstr(out, "delivered"));                /* a comment with the rates */
 }
 
+/* C++ and Rust names come out demangled in a process that has neither
+ * runtime (no __cxa_demangle to borrow): libiberty is ours. */
+static void
+test_names_demangled_without_the_runtimes(void **state)
+{
+    char *args[] = { "names", "1", NULL };
+    const char *folded;
+    double total;
+
+    (void)state;
+    finish(start("200", args));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    samples_with(folded, "", &total, NULL);
+    assert_true(total > 20);
+    assert_true(samples_with(folded, ";demo::inner::hot_cpp(int);spin", NULL, NULL) > 0);
+    assert_true(samples_with(folded, ";demo::rust::hot_legacy;spin", NULL, NULL) > 0);
+    assert_true(samples_with(folded, ";demo::rust::hot_v0;spin", NULL, NULL) > 0);
+    assert_true(samples_with(folded, ";<demo::rust::Box<i32>>::get;spin", NULL, NULL) > 0);
+    assert_null(strstr(folded, "_ZN"));
+    assert_null(strstr(folded, "_RNv"));
+}
+
+/* With debug info, a function inlined into another is a frame of its own,
+ * and pprof has the source lines: the inlined body's line, then the line
+ * of the call it was inlined at, as profile.proto orders them. */
+static void
+test_inlined_frames_and_lines_from_debug_info(void **state)
+{
+    char *args[] = { "names", "1", NULL };
+    long body = source_line("LINE:inline-body"), call = source_line("LINE:inline-call");
+    const char *folded;
+    static ppdec p;
+    int found = 0;
+
+    (void)state;
+    finish(start("200", args));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    assert_true(samples_with(folded, ";holds_inline;inlined_mix (inlined)", NULL, NULL) > 0);
+    pp_parse(&p, decoded_pprof());
+    for (size_t i = 0; i < p.n_loc; i++) {
+        const char *file = "";
+
+        if (p.loc_n[i] != 2 || strcmp(pp_fn_name(&p, p.loc[i][0].fn, &file), "inlined_mix") != 0)
+            continue;
+        assert_string_equal(pp_fn_name(&p, p.loc[i][1].fn, NULL), "holds_inline");
+        assert_int_equal(p.loc[i][0].line, body);
+        assert_int_equal(p.loc[i][1].line, call);
+        assert_non_null(strstr(file, "tests/unit/helpers/sampler_work.c"));
+        found++;
+    }
+    pp_free(&p);
+    assert_true(found > 0);
+}
+
+/* PH_SAMPLER_DEBUGINFO=0: symbol tables only, so no inlined frames and no
+ * lines (which shows the test above reads them from the debug info). */
+static void
+test_debuginfo_off_symbols_only(void **state)
+{
+    char *args[] = { "names", "1", NULL };
+    run_opts o = { .hz = "200", .debuginfo = "0" };
+    const char *folded;
+    static ppdec p;
+    int holds = 0;
+
+    (void)state;
+    finish(start_opts(&o, args));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    assert_true(samples_with(folded, ";main;holds_inline", NULL, NULL) > 0);
+    assert_null(strstr(folded, "(inlined)"));
+    assert_true(samples_with(folded, ";demo::rust::hot_v0;spin", NULL, NULL) > 0);
+    pp_parse(&p, decoded_pprof());
+    for (size_t i = 0; i < p.n_loc; i++) {
+        assert_int_equal(p.loc_n[i], 1);
+        assert_int_equal(p.loc[i][0].line, 0);
+        holds += strcmp(pp_fn_name(&p, p.loc[i][0].fn, NULL), "holds_inline") == 0;
+    }
+    pp_free(&p);
+    assert_true(holds > 0);
+}
+
 int
 main(void)
 {
@@ -710,6 +902,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_delta_snapshots_hold_only_new_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_pprof_decodes_with_protoc, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_names_demangled_without_the_runtimes, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_debuginfo_off_symbols_only, setup, tu_teardown),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }

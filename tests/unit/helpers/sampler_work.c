@@ -16,7 +16,10 @@
  *   default S  spins with SIGTERM at its default action
  *   forkexec S a child execs this program again ("split"), then the parent spins
  *   eintr S    SIGTERM handler without SA_RESTART; blocks in read() and
- *              exits 0 when the read is interrupted, as servers do */
+ *              exits 0 when the read is interrupted, as servers do
+ *   names S    functions under C++, legacy Rust and Rust v0 symbol names
+ *              (asm labels: this program links neither libstdc++ nor Rust),
+ *              and a function inlined into another (lines marked LINE:) */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -58,6 +61,30 @@ recurse(int depth)
     else
         spin(2000000);
     sink += (unsigned long)depth; /* not a tail call */
+}
+
+/* Mangled names, each checked against binutils' c++filt when written. */
+__attribute__((noinline)) void cpp_fn(int n) __asm__("_ZN4demo5inner7hot_cppEi");
+__attribute__((noinline)) void rust_legacy_fn(void) __asm__("_ZN4demo4rust10hot_legacy17h0123456789abcdefE");
+__attribute__((noinline)) void rust_v0_fn(void) __asm__("_RNvNtCs1234_4demo4rust6hot_v0");
+__attribute__((noinline)) void rust_v0_method(void) __asm__("_RNvMNtCs1234_4demo4rustINtB2_3BoxlE3get");
+void cpp_fn(int n) { spin(n); sink++; }
+void rust_legacy_fn(void) { spin(1000000); sink++; }
+void rust_v0_fn(void) { spin(1000000); sink++; }
+void rust_v0_method(void) { spin(1000000); sink++; }
+
+static inline __attribute__((always_inline)) void
+inlined_mix(long n)
+{
+    /* one line, so that every instruction of the loop is on it */
+    for (long i = 0; i < n; i++) sink = sink * 2862933555777941757UL + 3037000493UL; /* LINE:inline-body */
+}
+
+__attribute__((noinline)) static void
+holds_inline(void)
+{
+    inlined_mix(2000000); /* LINE:inline-call */
+    sink++;
 }
 
 __attribute__((noinline)) static void main_thread_work(void) { spin(6000000); sink++; }
@@ -193,6 +220,14 @@ main(int argc, char **argv)
             spin(100000);
         stopper();
         return 0;
+    } else if (strcmp(argv[1], "names") == 0) {
+        while (now() < until) {
+            cpp_fn(1000000);
+            rust_legacy_fn();
+            rust_v0_fn();
+            rust_v0_method();
+            holds_inline();
+        }
     } else if (strcmp(argv[1], "env") == 0) {
         printf("LD_PRELOAD=%s PH_SAMPLER_DIR=%s\n", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "(unset)",
                getenv("PH_SAMPLER_DIR") ? getenv("PH_SAMPLER_DIR") : "(unset)");
