@@ -21,7 +21,8 @@
  *   perf events are not allowed (perf_event_paranoid, seccomp) the rate is
  *   capped at 250 Hz and the cap is reported.  The delivered rate is
  *   always measured (samples per CPU-second) and written in the outputs.
- * - The writer thread (a normal thread, all signals blocked) wakes every
+ * - The writer thread (a normal thread, every signal blocked but SIGPROF,
+ *   whose samples there are counted as the sampler's own cost) wakes every
  *   tick (250 ms): it drains the active table into its own heap
  *   aggregate, so the signal-side tables only hold one tick of samples,
  *   and every interval, on a flush request and at the end it writes the
@@ -151,6 +152,7 @@ disable(const char *why)
  * allocates. */
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
+static __thread int tls_writer __attribute__((tls_model("initial-exec")));
 
 /* Can the 16 bytes at ADDR be read?  A write(2) from unmapped memory fails
  * with EFAULT; the bytes are drained at once.  The page last proven
@@ -347,6 +349,10 @@ on_sigprof(int sig, siginfo_t *si, void *ctx)
         ioctl(si->si_fd, PERF_EVENT_IOC_REFRESH, 1);
     if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
         goto out;
+    if (tls_writer) { /* CPU the writer spent: ours, not the service's */
+        atomic_fetch_add_explicit(&phs.own, 1, memory_order_relaxed);
+        goto out;
+    }
     if (tls_pid != S.pid || tls_tid == 0) {
         tls_tid = (int)syscall(SYS_gettid);
         tls_pid = S.pid;
@@ -650,6 +656,19 @@ writer_main(void *arg)
     phs_agg *agg = arg;
     int self = (int)syscall(SYS_gettid), n = 0, stop = 0;
     double next = mono_ms() + (S.interval_s > 0 ? S.interval_s * 1e3 : 1e18);
+    sigset_t prof;
+
+    /* Created with every signal blocked, so the service's signals go to
+     * its own threads; SIGPROF alone let in.  ITIMER_PROF counts the
+     * writer's CPU time too, and the kernel gives the signal to the thread
+     * that used the time unless that thread blocks it: blocked here, the
+     * writer's work (symbols, debug info, rendering) would land on some
+     * sleeping service thread as samples of wherever it sleeps.  Here it
+     * is counted as our own cost.  poll() below may see EINTR: a tick. */
+    tls_writer = 1;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
 
 
     while (!stop) {
@@ -783,6 +802,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     atomic_store(&phs.dropped, 0);
     atomic_store(&phs.truncated, 0);
     atomic_store(&phs.perf_failed, 0);
+    atomic_store(&phs.own, 0);
     atomic_store(&S.said, 0);
     for (int i = 0; i < 2; i++) {
         if (phs.tables[i] == NULL)

@@ -51,6 +51,7 @@ typedef struct phs_state {
     _Atomic uint64_t samples;     /* recorded */
     _Atomic uint64_t dropped;     /* no slot or no arena room, or the table was being flipped */
     _Atomic uint64_t truncated;
+    _Atomic uint64_t own;         /* landed on the writer thread: the sampler's cost, left out */
     int hz;                       /* requested */
     int hz_nominal;               /* what the timer was set to after any cap */
     int use_perf;                 /* per-thread perf cpu-clock events feed the samples */

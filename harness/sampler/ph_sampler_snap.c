@@ -51,7 +51,7 @@ struct phs_agg {
     phs_symbols *sym;
     struct timespec wall0, wall_last;
     double cpu0, cpu_last;           /* process CPU at start / last snapshot */
-    uint64_t samples_last, dropped_last;
+    uint64_t samples_last, dropped_last, own_last;
 };
 
 static double
@@ -328,13 +328,13 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
     phs_stack *stacks = NULL;
     line *lines = NULL;
     entry **used = NULL;
-    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[512], rates[400], counts[200], unwinder[160] = "unwinding: ";
+    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[512], rates[400], counts[320], unwinder[160] = "unwinding: ";
     size_t flen = 0, slen = 0, ns = 0, nl = 0;
     FILE *f = NULL;
     struct timespec now, since;
     struct tm tm;
     double cpu = sampled_cpu(), window, delivered;
-    uint64_t got = atomic_load(&phs.samples), lost = atomic_load(&phs.dropped), total = 0;
+    uint64_t got = atomic_load(&phs.samples), lost = atomic_load(&phs.dropped), own = atomic_load(&phs.own), total = 0;
     phs_pprof_meta meta;
     int rc = -1;
 
@@ -412,13 +412,17 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     since = a->delta ? a->wall_last : a->wall0;
     window = a->delta ? cpu - a->cpu_last : cpu - a->cpu0;
-    delivered = window > 0 ? (double)(a->delta ? (got + lost) - (a->samples_last + a->dropped_last) : got + lost) / window
+    delivered = window > 0 ? (double)(a->delta ? (got + lost + own) - (a->samples_last + a->dropped_last + a->own_last)
+                                               : got + lost + own) / window
                            : 0;
     snprintf(rates, sizeof rates, "requested %d Hz, timer %d Hz (%s), delivered %.0f Hz per CPU-second", phs.hz,
              phs.hz_nominal, phs.source, delivered);
-    snprintf(counts, sizeof counts, "%llu samples over %.2f CPU-s; %llu dropped, %llu truncated, %llu threads without perf events",
+    snprintf(counts, sizeof counts,
+             "%llu samples over %.2f CPU-s; %llu dropped, %llu truncated, %llu threads without perf events, "
+             "%llu in the sampler's own writer (left out)",
              (unsigned long long)total, window, (unsigned long long)(lost + a->dropped),
-             (unsigned long long)atomic_load(&phs.truncated), (unsigned long long)atomic_load(&phs.perf_failed));
+             (unsigned long long)atomic_load(&phs.truncated), (unsigned long long)atomic_load(&phs.perf_failed),
+             (unsigned long long)own);
 
     snprintf(path, sizeof path, "%s/stacks-%s-%d.folded", dir, stamp, n);
     if (write_atomic(path, folded, flen) < 0)
@@ -470,6 +474,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
     a->cpu_last = cpu;
     a->samples_last = got;
     a->dropped_last = lost;
+    a->own_last = own;
     rc = 0;
 out:
     if (f)

@@ -111,4 +111,6 @@ done
 echo "ratio: median / median with no profiler; delivered: samples per CPU-second of the loop (median); requested: first column"
 echo "us/smp: microseconds added per delivered sample (median time over none / samples): the cost at equal rates"
 echo "floor: the loop taking SIGPROF itself (timer and signal delivery, no unwinding): what no signal-based profiler can go below here"
+echo "wall - cpu: start-up and the final write (ours: unwind tables, symbols, and debug info when the loop or libc has it"
+echo "            under /usr/lib/debug, read once; PH_SAMPLER_DEBUGINFO=0 skips that)"
 grep -h 'ph-sampler' "$tmp/stderr" 2>/dev/null | head -1 || true

@@ -17,6 +17,9 @@
  *   forkexec S a child execs this program again ("split"), then the parent spins
  *   eintr S    SIGTERM handler without SA_RESTART; blocks in read() and
  *              exits 0 when the read is interrupted, as servers do
+ *   varied S M like handler, but through recursions of every depth up to
+ *              300: hundreds of deep stacks, so the final snapshot is
+ *              real work for the sampler's writer
  *   names S    functions under C++, legacy Rust and Rust v0 symbol names
  *              (asm labels: this program links neither libstdc++ nor Rust),
  *              and a function inlined into another (lines marked LINE:) */
@@ -165,6 +168,18 @@ main(int argc, char **argv)
         fflush(stdout);
         while (!stop && now() < until + 30)
             spin(100000);
+    } else if (strcmp(argv[1], "varied") == 0) {
+        marker = argv[3];
+        signal(SIGTERM, on_term);
+        printf("ready\n");
+        fflush(stdout);
+        for (int i = 0; !stop && now() < until + 30; i++) {
+            int d = i % 300;
+            if (d == 0)
+                spin(100000);
+            else
+                recurse(d);
+        }
     } else if (strcmp(argv[1], "eintr") == 0) {
         struct sigaction sa;
         int fds[2];
