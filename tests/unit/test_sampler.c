@@ -586,7 +586,8 @@ test_service_sigterm_handler_runs_after_flush(void **state)
 }
 
 /* The writer's own CPU time (here the final snapshot of hundreds of deep
- * stacks, symbols and debug info) is counted apart, not handed by the
+ * stacks, symbols and debug info, libc's from libc6-dbg, which
+ * install-deps installs) is counted apart, not handed by the
  * kernel to a service thread that is asleep: without that the thread
  * waiting for the flush in our SIGTERM handler collected every such
  * sample (24 to 32 of them here). */
@@ -875,6 +876,9 @@ test_inlined_frames_and_lines_from_debug_info(void **state)
     folded = newest("stacks-");
     assert_non_null(folded);
     assert_true(samples_with(folded, ";holds_inline;inlined_mix (inlined)", NULL, NULL) > 0);
+    /* a local function of the stripped libc, named from its separate
+     * debug file (libc6-dbg, found by build id) */
+    assert_true(samples_with(folded, ";__libc_start_call_main;main;", NULL, NULL) > 0);
     pp_parse(&p, decoded_pprof());
     for (size_t i = 0; i < p.n_loc; i++) {
         const char *file = "";
@@ -908,6 +912,8 @@ test_debuginfo_off_symbols_only(void **state)
     assert_non_null(folded);
     assert_true(samples_with(folded, ";main;holds_inline", NULL, NULL) > 0);
     assert_null(strstr(folded, "(inlined)"));
+    assert_null(strstr(folded, "__libc_start_call_main"));
+    assert_true(samples_with(folded, ";libc.so.6+0x", NULL, NULL) > 0);
     assert_true(samples_with(folded, ";demo::rust::hot_v0;spin", NULL, NULL) > 0);
     pp_parse(&p, decoded_pprof());
     for (size_t i = 0; i < p.n_loc; i++) {

@@ -19,7 +19,9 @@
  *              exits 0 when the read is interrupted, as servers do
  *   varied S M like handler, but through recursions of every depth up to
  *              300: hundreds of deep stacks, so the final snapshot is
- *              real work for the sampler's writer
+ *              real work for the sampler's writer; after SIGTERM it spins
+ *              a little more, so the snapshot at exit exists and counts
+ *              what the SIGTERM one cost
  *   names S    functions under C++, legacy Rust and Rust v0 symbol names
  *              (asm labels: this program links neither libstdc++ nor Rust),
  *              and a function inlined into another (lines marked LINE:) */
@@ -180,6 +182,7 @@ main(int argc, char **argv)
             else
                 recurse(d);
         }
+        spin(20000000);
     } else if (strcmp(argv[1], "eintr") == 0) {
         struct sigaction sa;
         int fds[2];
