@@ -1,5 +1,7 @@
 /* sampler_work.c - workloads for the sampler tests, one per argv[1]:
  *   split S    ~75% of CPU in work_heavy, ~25% in work_light, for S seconds
+ *              of CPU time (a busy machine stretches the run, it does not
+ *              thin the samples)
  *   deep S [N] recursion N (default 500) frames deep
  *   short S    threads living ~20 ms each, one after another, doing the
  *              same work as the main thread does between them
@@ -45,6 +47,14 @@ now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double
+cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -133,7 +143,7 @@ main(int argc, char **argv)
     if (argc < 2)
         return 2;
     if (strcmp(argv[1], "split") == 0) {
-        while (now() < until) {
+        while (cpu_now() < secs) {
             work_heavy();
             work_light();
         }
