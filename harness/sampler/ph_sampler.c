@@ -960,17 +960,26 @@ unpreload(void)
 __attribute__((constructor)) static void
 preload_start(void)
 {
-    char dir[4096], title[512];
+    char dir[4096], title[512], bad[200] = "";
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
     const char *u = getenv("PH_SAMPLER_UNWIND"), *g = getenv("PH_SAMPLER_DEBUGINFO");
-    int hz = env_int(getenv("PH_SAMPLER_HZ"), 150), interval = env_int(getenv("PH_SAMPLER_INTERVAL"), 120);
-    int bad_mode = m != NULL && *m != '\0' && strcmp(m, "delta") != 0 && strcmp(m, "cumulative") != 0;
-    int bad_unwind = u != NULL && *u != '\0' && strcmp(u, "fp") != 0 && strcmp(u, "cfi") != 0;
-    int bad_debuginfo = g != NULL && *g != '\0' && strcmp(g, "0") != 0 && strcmp(g, "1") != 0;
+    const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL");
+    int hz = env_int(h, 150), interval = env_int(iv, 120);
 
     if (d == NULL || *d == '\0')
         return; /* inert */
-    /* Copy first: unsetenv may free the strings getenv returned. */
+    /* Copy first: unsetenv may free the strings getenv returned.  The
+     * first bad setting is named with its value. */
+    if (hz <= 0 || hz > MAX_HZ)
+        snprintf(bad, sizeof bad, "PH_SAMPLER_HZ=%.40s: want samples per second, 1 to %d", h, MAX_HZ);
+    else if (interval < 0)
+        snprintf(bad, sizeof bad, "PH_SAMPLER_INTERVAL=%.40s: want whole seconds (0: the final snapshot only)", iv);
+    else if (m != NULL && *m != '\0' && strcmp(m, "delta") != 0 && strcmp(m, "cumulative") != 0)
+        snprintf(bad, sizeof bad, "PH_SAMPLER_MODE=%.40s: want cumulative or delta", m);
+    else if (u != NULL && *u != '\0' && strcmp(u, "fp") != 0 && strcmp(u, "cfi") != 0)
+        snprintf(bad, sizeof bad, "PH_SAMPLER_UNWIND=%.40s: want cfi or fp", u);
+    else if (g != NULL && *g != '\0' && strcmp(g, "0") != 0 && strcmp(g, "1") != 0)
+        snprintf(bad, sizeof bad, "PH_SAMPLER_DEBUGINFO=%.40s: want 1 or 0", g);
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(title, sizeof title, "%s", t ? t : "");
     S.delta = m != NULL && strcmp(m, "delta") == 0;
@@ -985,8 +994,8 @@ preload_start(void)
     unsetenv("PH_SAMPLER_MODE");
     unsetenv("PH_SAMPLER_UNWIND");
     unsetenv("PH_SAMPLER_DEBUGINFO");
-    if (hz <= 0 || interval < 0 || bad_mode || bad_unwind || bad_debuginfo) {
-        disable("bad PH_SAMPLER_HZ, PH_SAMPLER_INTERVAL, PH_SAMPLER_MODE, PH_SAMPLER_UNWIND or PH_SAMPLER_DEBUGINFO");
+    if (bad[0]) {
+        disable(bad);
         return;
     }
     ph_sampler_start(dir, hz, interval, title);

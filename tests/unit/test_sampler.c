@@ -810,6 +810,28 @@ test_failure_is_one_line_and_service_runs(void **state)
     assert_null(strstr(first + 1, "ph-sampler: "));
 }
 
+/* A bad setting is named, with its value, in that one line. */
+static void
+test_bad_setting_named(void **state)
+{
+    char *args[] = { "split", "0.2", NULL };
+    char out[400];
+    run_opts o = { .hz = "15x", .out = out };
+    int st;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stderr", test_dir);
+    st = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_non_null(strstr(read_text(out), "ph-sampler: PH_SAMPLER_HZ=15x: want samples per second, 1 to 10000; "
+                                           "profiling disabled\n"));
+    o = (run_opts){ .hz = "150", .debuginfo = "yes", .out = out };
+    st = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_non_null(strstr(read_text(out), "ph-sampler: PH_SAMPLER_DEBUGINFO=yes: want 1 or 0; profiling disabled\n"));
+    assert_int_equal(count_files("stacks-"), 0);
+}
+
 static void
 test_pprof_decodes_with_protoc(void **state)
 {
@@ -948,6 +970,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_environment_cleaned_and_inert_without_dir, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_delta_snapshots_hold_only_new_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_setting_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_pprof_decodes_with_protoc, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_names_demangled_without_the_runtimes, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
