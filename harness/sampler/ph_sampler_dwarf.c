@@ -111,17 +111,16 @@ phs_dwarf_report(phs_dwarf *d, const char *path, uintptr_t bias)
     return m;
 }
 
+/* The linkage name (mangled, qualified) when there is one, else the name. */
 static const char *
-die_name(phs_dwarf *d, Dwarf_Die *die, int *mangled)
+die_name(phs_dwarf *d, Dwarf_Die *die)
 {
     Dwarf_Attribute a;
     const char *n;
 
-    *mangled = 1;
     if ((d->attr_integrate(die, DW_AT_linkage_name, &a) || d->attr_integrate(die, DW_AT_MIPS_linkage_name, &a)) &&
         (n = d->formstring(&a)) != NULL)
         return n;
-    *mangled = 0;
     if (d->attr_integrate(die, DW_AT_name, &a) && (n = d->formstring(&a)) != NULL)
         return n;
     return NULL;
@@ -163,7 +162,7 @@ phs_dwarf_frames(phs_dwarf *d, void *module, uintptr_t pc, phs_dwarf_frame *out,
             memmove(out, out + 1, (size_t)(max - 1) * sizeof *out);
             n--;
         }
-        out[n].name = die_name(d, &scopes[i], &out[n].mangled);
+        out[n].name = die_name(d, &scopes[i]);
         out[n].file = file;
         out[n].line = line;
         n++;
@@ -191,7 +190,7 @@ phs_dwarf_frames(phs_dwarf *d, void *module, uintptr_t pc, phs_dwarf_frame *out,
     }
     free(scopes);
     if (n == 0 && (file != NULL || line != 0)) { /* lines, but no DIE for PC */
-        out[0] = (phs_dwarf_frame){ NULL, file, line, 0 };
+        out[0] = (phs_dwarf_frame){ NULL, file, line };
         n = 1;
     }
     return n;

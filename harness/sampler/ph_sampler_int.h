@@ -147,10 +147,9 @@ PH_HIDDEN const char *phs_demangle(phs_symbols *s, const char *name);
 
 typedef struct phs_dwarf phs_dwarf;
 typedef struct phs_dwarf_frame {
-    const char *name;       /* as in the debug info, NULL if none */
+    const char *name;       /* as in the debug info (maybe mangled), NULL if none */
     const char *file;
     int line;
-    int mangled;            /* NAME is a linkage name */
 } phs_dwarf_frame;
 /* NULL when libdw.so.1 cannot be loaded. */
 PH_HIDDEN phs_dwarf *phs_dwarf_open(void);

@@ -65,8 +65,8 @@ typedef struct pc_name {
 struct phs_symbols {
     elfmod *mods;
     size_t n_mods, cap_mods;
-    char **strings;        /* everything we allocated for names */
-    size_t n_strings, cap_strings;
+    void **owned;          /* everything allocated for names and frames */
+    size_t n_owned, cap_owned;
     pc_name *cache;
     size_t n_cache, cap_cache;
     time_t listed_at;
@@ -320,23 +320,30 @@ phs_module_info(phs_symbols *s, int i, uintptr_t *lo, uintptr_t *hi, uintptr_t *
     return 0;
 }
 
+/* P (malloc'd, may be NULL) is freed with S; -1 (P freed) if it cannot be kept. */
+static int
+own(phs_symbols *s, void *p)
+{
+    if (p == NULL)
+        return -1;
+    if (s->n_owned == s->cap_owned) {
+        size_t cap = s->cap_owned ? s->cap_owned * 2 : 256;
+        void **no = realloc(s->owned, cap * sizeof *no);
+        if (no == NULL) {
+            free(p);
+            return -1;
+        }
+        s->owned = no;
+        s->cap_owned = cap;
+    }
+    s->owned[s->n_owned++] = p;
+    return 0;
+}
+
 static const char *
 keep_string(phs_symbols *s, char *str)
 {
-    if (str == NULL)
-        return "??";
-    if (s->n_strings == s->cap_strings) {
-        size_t cap = s->cap_strings ? s->cap_strings * 2 : 256;
-        char **ns = realloc(s->strings, cap * sizeof *ns);
-        if (ns == NULL) {
-            free(str);
-            return "??";
-        }
-        s->strings = ns;
-        s->cap_strings = cap;
-    }
-    s->strings[s->n_strings++] = str;
-    return str;
+    return own(s, str) == 0 ? str : "??";
 }
 
 /* ---- demangling ------------------------------------------------------ */
@@ -473,7 +480,7 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
     if (name == NULL && m->dwmod && (name = phs_dwarf_symbol(s->dw, m->dwmod, pc)) != NULL)
         name = phs_demangle(s, name);
     if (name == NULL && n > 0 && dw[n - 1].name)
-        name = dw[n - 1].mangled ? phs_demangle(s, dw[n - 1].name) : dw[n - 1].name;
+        name = phs_demangle(s, dw[n - 1].name);
     if (name == NULL) {
         snprintf(buf, sizeof buf, "%s+0x%lx", m->base, (unsigned long)(pc - m->lo + m->file_off));
         name = keep_string(s, strdup(buf));
@@ -485,8 +492,7 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
     f[0].line = dw[n - 1].line;
     /* then what was inlined into it, outermost first */
     for (int i = n - 2, k = 1; i >= 0; i--, k++) {
-        const char *in = dw[i].name ? dw[i].name : "[inlined]";
-        f[k] = (phs_frame){ dw[i].mangled ? phs_demangle(s, in) : in, dw[i].file, dw[i].line, 1 };
+        f[k] = (phs_frame){ dw[i].name ? phs_demangle(s, dw[i].name) : "[inlined]", dw[i].file, dw[i].line, 1 };
     }
     return n;
 }
@@ -535,7 +541,7 @@ phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *mod_out)
     if (mod_out)
         *mod_out = mod;
     kept = malloc((size_t)n * sizeof *kept);
-    if (kept == NULL || keep_string(s, (char *)kept) != (char *)kept) {
+    if (own(s, kept) < 0) {
         *frames = &oom;
         return 1;
     }
@@ -559,9 +565,9 @@ phs_symbols_free(phs_symbols *s)
             munmap(s->mods[i].map, s->mods[i].map_len);
     }
     free(s->mods);
-    for (size_t i = 0; i < s->n_strings; i++)
-        free(s->strings[i]);
-    free(s->strings);
+    for (size_t i = 0; i < s->n_owned; i++)
+        free(s->owned[i]);
+    free(s->owned);
     free(s->cache);
     phs_dwarf_close(s->dw);
     free(s);

@@ -42,20 +42,20 @@ static volatile sig_atomic_t stop;
 static volatile unsigned long sink;
 static const char *marker;
 
+/* Seconds on CLOCK: CLOCK_MONOTONIC for wall time, CLOCK_PROCESS_CPUTIME_ID
+ * for CPU time. */
 static double
-now(void)
+seconds(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static double
-cpu_now(void)
+now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return seconds(CLOCK_MONOTONIC);
 }
 
 __attribute__((noinline)) static void
@@ -143,7 +143,7 @@ main(int argc, char **argv)
     if (argc < 2)
         return 2;
     if (strcmp(argv[1], "split") == 0) {
-        while (cpu_now() < secs) {
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
             work_heavy();
             work_light();
         }
