@@ -9,19 +9,23 @@ WARN    := -Wall -Wextra -Wformat=2 -Wshadow -Wno-unused-parameter -Wmissing-pro
 PKGS    := libcurl yaml-0.1 libarchive jansson zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
-CPPFLAGS += -D_GNU_SOURCE -Iharness/lib -Iharness/sampler
+# The library's floors, bottom up: util (errors, logs, strings, YAML),
+# then flame, tar, engine, compose, profile, then run (the loop).  A floor
+# includes only floors below it.
+LIB_DIRS := util flame tar engine compose profile run
+CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
-LIB_SRC := $(wildcard harness/lib/*.c)
+LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard harness/$(d)/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 CLI_SRC := $(wildcard harness/cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
 SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # The sampler draws its own flamegraphs: the renderer and the error type are
 # compiled into it (position-independent), nothing else of the library.
-# ph_folded is the renderer's parser (when present).
-SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/lib/ph_flame.o $(B)/pic/harness/lib/ph_error.o \
-               $(patsubst %.c,$(B)/pic/%.o,$(wildcard harness/lib/ph_folded.c))
+# ph_folded is the renderer's parser.
+SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
+               $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/flame/ph_folded.o
 SAMPLER_LIBS := -lz -ldl -lpthread -lm
 # The demanglers come from libiberty (libiberty-dev: a static, PIC archive):
 # only their three objects are taken, into both sampler libraries, so a

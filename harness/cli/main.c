@@ -1,6 +1,6 @@
 /* main.c - profharness: profile services running in Docker containers.
  *
- * A thin CLI over harness/lib: parse the global options, dispatch to one
+ * A thin CLI over the library (harness/util … harness/run): parse the global options, dispatch to one
  * subcommand (one file each), print an error once, exit with its status. */
 #include <getopt.h>
 #include <stdio.h>

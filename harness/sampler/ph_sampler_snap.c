@@ -456,7 +456,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
         ph_flame_opts_init(&o);
         o.title = title && title[0] ? title : "CPU";
         o.subtitle = sub;
-        /* ===== the flamegraph renderer (harness/lib/ph_flame.c) ===== */
+        /* ===== the flamegraph renderer (harness/flame/ph_flame.c) ===== */
         r = ph_flame_render_folded(folded, flen, &o, f, NULL, &err);
         ph_error_free(&err);
         if (fclose(f) != 0)

@@ -12,7 +12,7 @@
 #define PH_YAML_H
 
 #include <yaml.h>
-#include "ph_compose.h"
+#include "ph_strings.h"
 #include "ph_error.h"
 
 typedef struct ph_yaml {

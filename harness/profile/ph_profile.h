@@ -30,7 +30,7 @@
 #define PH_PROFILE_H
 
 #include <stddef.h>
-#include "ph_compose.h"
+#include "ph_strings.h"
 #include "ph_error.h"
 
 typedef struct ph_artifact_spec {

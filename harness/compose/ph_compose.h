@@ -12,21 +12,7 @@
 
 #include <stddef.h>
 #include "ph_error.h"
-
-typedef struct ph_kv {
-    char *key;
-    char *value; /* NULL for a bare `KEY` in a list (take it from the environment) */
-} ph_kv;
-
-typedef struct ph_strv {
-    char **v;
-    size_t n;
-} ph_strv;
-
-typedef struct ph_kvv {
-    ph_kv *v;
-    size_t n;
-} ph_kvv;
+#include "ph_strings.h"
 
 typedef struct ph_volume {
     char *source;   /* host path (bind, made absolute against the compose dir) or volume name; NULL for anonymous */
@@ -97,23 +83,10 @@ void ph_compose_free(ph_compose *c);
 /* The service named NAME, or NULL. */
 ph_service *ph_compose_service(ph_compose *c, const char *name);
 
-/* Parse a duration like compose does ("1m30s", "10s", "500ms", "2h") into ns. */
-int ph_duration_parse(const char *s, long long *ns_out);
-
 /* Interpolate ${...} in IN using lookup(name, ud) (NULL = unset).  Returns a
  * malloc'd string or NULL and *err (PH_EXIT_USAGE) for a bad expression or a
  * `${VAR:?msg}` on an unset variable.  `where` prefixes the error ("file:line"). */
 typedef const char *(*ph_lookup_cb)(const char *name, void *ud);
 char *ph_interpolate(const char *in, ph_lookup_cb lookup, void *ud, const char *where, ph_error_t *err);
-
-/* Split a command string like a POSIX shell word-splitter (no expansion).
- * Returns 0 or -1 and *err on an unterminated quote. */
-int ph_shell_split(const char *s, ph_strv *out, ph_error_t *err);
-
-void ph_strv_free(ph_strv *v);
-int ph_strv_push(ph_strv *v, const char *s); /* copies s; -1 on ENOMEM */
-void ph_kvv_free(ph_kvv *v);
-int ph_kvv_set(ph_kvv *v, const char *key, const char *value); /* replaces an existing key */
-const char *ph_kvv_get(const ph_kvv *v, const char *key);
 
 #endif

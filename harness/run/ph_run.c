@@ -1,0 +1,369 @@
+/* ph_run.c - the profiling loop (see ph_run.h for the contract): the run
+ * context, service selection, containers found by label, status and logs.
+ *
+ * Design.  Every command is "find the containers by label, then act":
+ *
+ *   start    deps up (unprofiled) -> old container of the service stopped
+ *            (collected first if it was profiled) -> profiling image ensured
+ *            -> container created with the init shim as PID 1 -> started
+ *            (ph_run_start.c, configuration in ph_run_config.c).
+ *   stop     SIGTERM to the shim -> wait -> stream the artifacts out ->
+ *            rename into place -> only then remove the container
+ *            (ph_run_collect.c).
+ *
+ * Single-threaded; what blocks is the Engine (every call has a timeout) and
+ * the disk.
+ */
+#include "ph_run_int.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ph_log.h"
+#include "ph_util.h"
+
+/* ---- small helpers ---------------------------------------------------- */
+
+double
+ph_run_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void
+ph_run_utc_stamp(char buf[17])
+{
+    time_t t = time(NULL);
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(buf, 17, "%Y%m%dT%H%M%SZ", &tm);
+}
+
+void
+ph_run_utc_iso(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int
+ph_run_mkdir_p(const char *path, ph_error_t *err)
+{
+    char tmp[PATH_MAX];
+    size_t len;
+
+    len = strlen(path);
+    if (len == 0 || len >= sizeof tmp)
+        return ph_fail(err, ENAMETOOLONG, "mkdir `%s`", path);
+    memcpy(tmp, path, len + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return ph_fail(err, errno, "mkdir `%s`", tmp);
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+        return ph_fail(err, errno, "mkdir `%s`", tmp);
+    return 0;
+}
+
+/* Files we write belong to the person who asked: under sudo that is
+ * SUDO_UID, not root (the setup we replace left root-owned files). */
+void
+ph_run_give(const char *path)
+{
+    const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+    char *end;
+    long uid, gid;
+
+    if (geteuid() != 0 || u == NULL || g == NULL)
+        return;
+    uid = strtol(u, &end, 10);
+    if (*end != '\0')
+        return;
+    gid = strtol(g, &end, 10);
+    if (*end != '\0')
+        return;
+    if (lchown(path, (uid_t)uid, (gid_t)gid) < 0)
+        ph_debug("chown `%s`: %s", path, strerror(errno));
+}
+
+void
+ph_run_give_tree(const char *dir)
+{
+    DIR *d;
+    struct dirent *de;
+    char p[PATH_MAX];
+
+    if (getenv("SUDO_UID") == NULL || geteuid() != 0)
+        return;
+    ph_run_give(dir);
+    d = opendir(dir);
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        if (de->d_type == DT_DIR)
+            ph_run_give_tree(p);
+        else
+            ph_run_give(p);
+    }
+    closedir(d);
+}
+
+int
+ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err)
+{
+    if (r->engine == NULL) {
+        r->engine = ph_engine_new(err);
+        if (r->engine == NULL)
+            return -1;
+        if (ph_engine_ping(r->engine, err) < 0) {
+            ph_engine_free(r->engine);
+            r->engine = NULL;
+            return -1;
+        }
+    }
+    *out = r->engine;
+    return 0;
+}
+
+const char *
+ph_run_label(json_t *container, const char *key)
+{
+    json_t *labels = json_object_get(container, "Labels");
+
+    return json_string_value(json_object_get(labels, key));
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static char *
+find_data_dir(const char *given)
+{
+    char exe[PATH_MAX], cand[PATH_MAX + 32];
+    ssize_t n;
+    char *slash;
+    const char *env = getenv("PH_DATA_DIR");
+
+    if (given != NULL)
+        return strdup(given);
+    if (env != NULL && env[0] != '\0')
+        return strdup(env);
+    /* build/profharness -> the repository (images/, build/). */
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        for (int up = 0; up < 2; up++) {
+            slash = strrchr(exe, '/');
+            if (slash == NULL)
+                break;
+            *slash = '\0';
+            snprintf(cand, sizeof cand, "%s/images/profiling/Dockerfile", exe);
+            if (access(cand, R_OK) == 0)
+                return strdup(exe);
+        }
+    }
+    return strdup(".");
+}
+
+ph_run *
+ph_run_new(const ph_run_opts *o, ph_error_t *err)
+{
+    ph_run *r;
+
+    r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        ph_fail(err, errno, "allocate run context");
+        return NULL;
+    }
+    r->opts = *o;
+    r->data_dir = find_data_dir(o->data_dir);
+    if (r->data_dir == NULL) {
+        ph_fail(err, errno, "allocate");
+        goto fail;
+    }
+    if (ph_compose_load(o->compose_file, o->project, &r->compose, err) < 0)
+        goto fail;
+    if (ph_profiles_load_dir(o->profiles_dir, &r->profiles, err) < 0)
+        goto fail;
+    return r;
+fail:
+    ph_run_free(r);
+    return NULL;
+}
+
+void
+ph_run_free(ph_run *r)
+{
+    if (r == NULL)
+        return;
+    ph_engine_free(r->engine);
+    ph_compose_free(r->compose);
+    ph_profiles_free(&r->profiles);
+    free(r->data_dir);
+    free(r);
+}
+
+ph_compose *
+ph_run_compose(ph_run *r)
+{
+    return r->compose;
+}
+
+ph_profile_set *
+ph_run_profiles(ph_run *r)
+{
+    return &r->profiles;
+}
+
+/* ---- service selection ------------------------------------------------ */
+
+int
+ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
+{
+    ph_compose *c = r->compose;
+
+    out->v = calloc(c->n_services + 1, sizeof *out->v);
+    out->n = 0;
+    if (out->v == NULL)
+        return ph_fail(err, errno, "allocate");
+    if (n == 0) {
+        for (size_t i = 0; i < c->n_services; i++)
+            out->v[out->n++] = &c->services[i];
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        ph_service *s = ph_compose_service(c, names[i]);
+        int dup = 0;
+
+        if (s == NULL) {
+            free(out->v);
+            out->v = NULL;
+            ph_bad_input(err, "%s: no service `%s`", c->path, names[i]);
+            return ph_error_hint(err, "services in %s: run `profharness status`", c->path);
+        }
+        for (size_t j = 0; j < out->n; j++)
+            dup |= out->v[j] == s;
+        if (!dup)
+            out->v[out->n++] = s;
+    }
+    return 0;
+}
+
+/* Containers of this project (and SERVICE, when not NULL). */
+int
+ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err)
+{
+    char l1[512], l2[512];
+    const char *labels[2] = { l1, l2 };
+    ph_engine *e;
+
+    if (ph_run_engine(r, &e, err) < 0)
+        return -1;
+    snprintf(l1, sizeof l1, "%s=%s", PH_LABEL_PROJECT, r->compose->project);
+    snprintf(l2, sizeof l2, "%s=%s", PH_LABEL_SERVICE, service ? service : "");
+    return ph_engine_containers_by_label(e, labels, service ? 2 : 1, out, err);
+}
+
+int
+ph_run_is_running(json_t *c)
+{
+    const char *state = json_string_value(json_object_get(c, "State"));
+
+    return state != NULL && (strcmp(state, "running") == 0 || strcmp(state, "restarting") == 0);
+}
+
+int
+ph_run_is_profiled(json_t *c)
+{
+    const char *mode = ph_run_label(c, PH_LABEL_MODE);
+
+    return mode != NULL && strcmp(mode, "none") != 0;
+}
+
+/* ---- status and logs -------------------------------------------------- */
+
+int
+ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
+{
+    json_t *list = NULL;
+
+    if (ph_run_list(r, NULL, &list, err) < 0)
+        return -1;
+    fprintf(out, "%-16s %-10s %-10s %-21s %s\n", "SERVICE", "MODE", "STATE", "SINCE", "RUN DIR");
+    for (size_t i = 0; i < r->compose->n_services; i++) {
+        const ph_service *s = &r->compose->services[i];
+        json_t *c;
+        size_t k;
+        int shown = 0;
+
+        json_array_foreach(list, k, c) {
+            const char *svc = ph_run_label(c, PH_LABEL_SERVICE);
+            const char *since = ph_run_label(c, PH_LABEL_STARTED);
+            const char *dir = ph_run_label(c, PH_LABEL_OUTDIR);
+            char created[32] = "-";
+
+            if (svc == NULL || strcmp(svc, s->name) != 0)
+                continue;
+            if (since == NULL) {
+                time_t t = (time_t)json_integer_value(json_object_get(c, "Created"));
+                struct tm tm;
+                gmtime_r(&t, &tm);
+                strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+                since = created;
+            }
+            fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name, ph_run_label(c, PH_LABEL_MODE),
+                    json_string_value(json_object_get(c, "State")), since, dir ? dir : "-");
+            shown = 1;
+        }
+        if (!shown)
+            fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name, "-", "absent", "-", "-");
+    }
+    json_decref(list);
+    return 0;
+}
+
+int
+ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
+{
+    json_t *list = NULL, *c;
+    size_t k;
+    ph_engine *e;
+    int rc = 0, any = 0;
+
+    if (ph_compose_service(r->compose, service) == NULL)
+        return ph_bad_input(err, "%s: no service `%s`", r->compose->path, service);
+    if (ph_run_engine(r, &e, err) < 0 || ph_run_list(r, service, &list, err) < 0)
+        return -1;
+    json_array_foreach(list, k, c) {
+        any = 1;
+        rc = ph_engine_container_logs(e, json_string_value(json_object_get(c, "Id")), follow, -1, 1, err);
+        if (rc < 0)
+            break;
+    }
+    json_decref(list);
+    if (!any)
+        ph_info("%s: no container", service);
+    return rc;
+}
+

@@ -1,0 +1,57 @@
+/* ph_run_int.h - what the files of the loop share (not for other floors).
+ *
+ *   ph_run.c          the run context, service selection, container
+ *                     listing by label, status and logs
+ *   ph_run_config.c   a service's Engine container configuration
+ *   ph_run_start.c    images, start, restore
+ *   ph_run_collect.c  stop and collect
+ */
+#ifndef PH_RUN_INT_H
+#define PH_RUN_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include "ph_run.h"
+
+struct ph_run {
+    ph_run_opts opts;
+    char *data_dir;
+    ph_compose *compose;
+    ph_profile_set profiles;
+    ph_engine *engine;
+};
+
+/* Services selected by name, in the order asked (all: file order). */
+typedef struct ph_svc_list {
+    ph_service **v;
+    size_t n;
+} ph_svc_list;
+
+/* ph_run.c */
+double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */
+void ph_run_utc_iso(char *buf, size_t len);    /* "2026-11-22T10:15:00Z" */
+int ph_run_mkdir_p(const char *path, ph_error_t *err);
+void ph_run_give(const char *path);            /* to SUDO_UID/GID when root */
+void ph_run_give_tree(const char *dir);
+int ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err); /* connect once, lazily */
+const char *ph_run_label(json_t *container, const char *key);
+int ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err);
+int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
+int ph_run_is_running(json_t *c);
+int ph_run_is_profiled(json_t *c);
+
+/* ph_run_config.c */
+json_t *ph_run_strv_json(const ph_strv *v);
+void ph_run_array_add_unique(json_t *a, const char *s);
+char *ph_run_project_name(ph_run *r, const char *name);
+char *ph_run_service_image(ph_run *r, const ph_service *s);
+json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, ph_error_t *err);
+int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
+int ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
+                            ph_error_t *err);
+
+/* ph_run_collect.c */
+int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);
+int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
+
+#endif

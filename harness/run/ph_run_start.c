@@ -1,0 +1,464 @@
+/* ph_run_start.c - images, start, restore: the services' own images and the
+ * profiling image, the profiled container's argv (the init shim, the mode's
+ * wrap, then what the service would run), dependencies started unprofiled,
+ * and restore (collect first, then run as compose describes).
+ */
+#include "ph_run_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ph_log.h"
+#include "ph_util.h"
+#include "ph_image.h"
+
+/* ---- images ----------------------------------------------------------- */
+
+static int
+ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t *err)
+{
+    ph_engine *e;
+    ph_cleanup_free char *img = ph_run_service_image(r, s);
+
+    if (img == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    if (ph_run_engine(r, &e, err) < 0)
+        return -1;
+    return ph_image_ensure_service(e, s, img, force_build, err);
+}
+
+/* The union of every profile's packages: one profiling image serves every
+ * mode, so switching modes never rebuilds. */
+static int
+all_packages(ph_run *r, ph_strv *out)
+{
+    for (size_t i = 0; i < r->profiles.n; i++) {
+        ph_profile *p = &r->profiles.v[i];
+
+        for (size_t j = 0; j < p->packages.n; j++) {
+            int seen = 0;
+
+            for (size_t k = 0; k < out->n; k++)
+                seen |= strcmp(out->v[k], p->packages.v[j]) == 0;
+            if (!seen && ph_strv_push(out, p->packages.v[j]) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+ensure_profiling_image(ph_run *r, const ph_service *s, char **tag_out, ph_error_t *err)
+{
+    ph_engine *e;
+    ph_strv pkgs = { 0 };
+    ph_cleanup_free char *img = ph_run_service_image(r, s);
+    int rc;
+
+    if (img == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    if (ph_run_engine(r, &e, err) < 0)
+        return -1;
+    if (all_packages(r, &pkgs) < 0) {
+        ph_strv_free(&pkgs);
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    rc = ph_image_ensure_profiling(e, img, r->data_dir, &pkgs, tag_out, err);
+    ph_strv_free(&pkgs);
+    return rc;
+}
+
+int
+ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
+{
+    ph_svc_list sl;
+    int rc = 0;
+
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
+        char *tag = NULL;
+
+        rc = ensure_service_image(r, sl.v[i], 1, err);
+        if (rc == 0)
+            rc = ensure_profiling_image(r, sl.v[i], &tag, err);
+        if (rc == 0)
+            ph_info("%s: ready (profiling image %s)", sl.v[i]->name, tag);
+        free(tag);
+    }
+    free(sl.v);
+    return rc;
+}
+
+/* ---- start and restore ------------------------------------------------ */
+
+static int
+remove_plain(ph_run *r, json_t *c, ph_error_t *err)
+{
+    ph_engine *e;
+    const char *id = json_string_value(json_object_get(c, "Id"));
+    long grace = 10;
+    ph_service *s = ph_compose_service(r->compose, ph_run_label(c, PH_LABEL_SERVICE));
+
+    if (ph_run_engine(r, &e, err) < 0)
+        return -1;
+    if (s != NULL && s->stop_grace_ns >= 0)
+        grace = (long)(s->stop_grace_ns / 1000000000LL);
+    if (ph_run_is_running(c) && ph_engine_container_stop(e, id, grace, err) < 0)
+        return -1;
+    return ph_engine_container_remove(e, id, 1, err);
+}
+
+/* Stop whatever runs for SERVICE: a profiled container is stopped and
+ * collected (no data is lost by switching modes); a plain one removed. */
+static int
+clear_service(ph_run *r, const ph_service *s, ph_error_t *err)
+{
+    json_t *list = NULL, *c;
+    size_t k;
+    int rc = 0;
+
+    if (ph_run_list(r, s->name, &list, err) < 0)
+        return -1;
+    json_array_foreach(list, k, c) {
+        if (ph_run_is_profiled(c))
+            rc = ph_run_stop_one(r, c, err);
+        else
+            rc = remove_plain(r, c, err);
+        if (rc < 0)
+            break;
+    }
+    json_decref(list);
+    return rc;
+}
+
+static char *
+container_name(ph_run *r, const ph_service *s, const char *mode)
+{
+    char *n = NULL;
+
+    if (mode == NULL && s->container_name != NULL)
+        return strdup(s->container_name);
+    if (mode == NULL)
+        asprintf(&n, "%s-%s-1", r->compose->project, s->name);
+    else
+        asprintf(&n, "%s-%s-%s", r->compose->project, s->name, mode);
+    return n;
+}
+
+static int
+start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
+{
+    json_t *cfg;
+    char *img = NULL, *name = NULL, *id = NULL;
+    int rc = -1;
+
+    if (ensure_service_image(r, s, 0, err) < 0 || ph_run_ensure_networks(r, s, err) < 0)
+        return -1;
+    img = ph_run_service_image(r, s);
+    name = container_name(r, s, NULL);
+    cfg = img ? ph_run_base_config(r, s, img, err) : NULL;
+    if (cfg != NULL && name != NULL && ph_run_create_and_start(r, s, name, cfg, &id, err) == 0) {
+        ph_info("%s: running unprofiled (container %s)", s->name, name);
+        rc = 0;
+    }
+    json_decref(cfg);
+    free(img);
+    free(name);
+    free(id);
+    return rc;
+}
+
+/* Start the services SERVICE depends on that are not running, unprofiled. */
+static int
+start_deps(ph_run *r, const ph_service *s, ph_svc_list *targets, int depth, ph_error_t *err)
+{
+    if (depth > 32)
+        return ph_bad_input(err, "%s: depends_on of `%s` is circular", r->compose->path, s->name);
+    for (size_t i = 0; i < s->depends_on.n; i++) {
+        ph_service *d = ph_compose_service(r->compose, s->depends_on.v[i]);
+        json_t *list = NULL, *c;
+        size_t k;
+        int running = 0, targeted = 0;
+
+        if (d == NULL)
+            continue;
+        for (size_t j = 0; j < targets->n; j++)
+            targeted |= targets->v[j] == d;
+        if (targeted)
+            continue;
+        if (start_deps(r, d, targets, depth + 1, err) < 0)
+            return -1;
+        if (ph_run_list(r, d->name, &list, err) < 0)
+            return -1;
+        json_array_foreach(list, k, c) running |= ph_run_is_running(c);
+        if (!running) {
+            json_array_foreach(list, k, c) {
+                if (remove_plain(r, c, err) < 0) {
+                    json_decref(list);
+                    return -1;
+                }
+            }
+            if (start_plain(r, d, err) < 0) {
+                json_decref(list);
+                return ph_error_wrap(err, "start `%s` (a dependency of `%s`)", d->name, s->name);
+            }
+        }
+        json_decref(list);
+    }
+    return 0;
+}
+
+/* Order TARGETS so dependencies come first (stable otherwise). */
+static void
+order_by_deps(ph_run *r, ph_svc_list *sl)
+{
+    for (size_t pass = 0; pass < sl->n; pass++) {
+        int moved = 0;
+
+        for (size_t i = 0; i < sl->n; i++) {
+            for (size_t j = i + 1; j < sl->n; j++) {
+                for (size_t k = 0; k < sl->v[i]->depends_on.n; k++) {
+                    if (strcmp(sl->v[i]->depends_on.v[k], sl->v[j]->name) == 0) {
+                        ph_service *t = sl->v[i];
+                        memmove(&sl->v[i], &sl->v[i + 1], (j - i) * sizeof *sl->v);
+                        sl->v[j] = t;
+                        moved = 1;
+                        break;
+                    }
+                }
+            }
+        }
+        if (!moved)
+            break;
+    }
+    (void)r;
+}
+
+static char *
+fmt_seconds(long long ns)
+{
+    char *s = NULL;
+
+    asprintf(&s, "%.3f", (double)ns / 1e9);
+    return s;
+}
+
+/* The argv the profiled container runs: the shim, its stop protocol, the
+ * profiler's wrap, then what the service would have run. */
+static int
+profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image_cfg,
+              const char *out, const char *run_id, json_t **argv_out, ph_error_t *err)
+{
+    json_t *argv = json_array(), *ep, *cmd;
+    char *grace = fmt_seconds(p->stop_grace_ns), *egrace = fmt_seconds(p->escalate_grace_ns);
+    char esc[512] = "", rec[PATH_MAX];
+    size_t i, n0;
+    json_t *x;
+
+    for (i = 0; i < p->escalate.n; i++) {
+        if (i)
+            strncat(esc, ",", sizeof esc - strlen(esc) - 1);
+        strncat(esc, p->escalate.v[i], sizeof esc - strlen(esc) - 1);
+    }
+    snprintf(rec, sizeof rec, "%s/%s", out, PH_RECORD_NAME);
+    json_array_append_new(argv, json_string("/opt/profharness/bin/ph-init"));
+    json_array_append_new(argv, json_string("--stop-target"));
+    json_array_append_new(argv, json_string(p->stop_target));
+    json_array_append_new(argv, json_string("--stop-signal"));
+    json_array_append_new(argv, json_string(p->stop_signal));
+    json_array_append_new(argv, json_string("--grace"));
+    json_array_append_new(argv, json_string(grace ? grace : "30"));
+    if (esc[0]) {
+        json_array_append_new(argv, json_string("--escalate"));
+        json_array_append_new(argv, json_string(esc));
+        json_array_append_new(argv, json_string("--escalate-grace"));
+        json_array_append_new(argv, json_string(egrace ? egrace : "10"));
+    }
+    json_array_append_new(argv, json_string("--record"));
+    json_array_append_new(argv, json_string(rec));
+    json_array_append_new(argv, json_string("--"));
+    free(grace);
+    free(egrace);
+    for (i = 0; i < p->wrap.n; i++) {
+        char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id);
+        if (w == NULL) {
+            json_decref(argv);
+            return ph_fail(err, ENOMEM, "allocate");
+        }
+        json_array_append_new(argv, json_string(w));
+        free(w);
+    }
+    n0 = json_array_size(argv);
+    /* Docker's rule: an entrypoint given by the service replaces the
+     * image's and drops the image's CMD. */
+    ep = s->has_entrypoint ? NULL : json_object_get(image_cfg, "Entrypoint");
+    cmd = s->has_command ? NULL : (s->has_entrypoint ? NULL : json_object_get(image_cfg, "Cmd"));
+    if (s->has_entrypoint)
+        for (i = 0; i < s->entrypoint.n; i++)
+            json_array_append_new(argv, json_string(s->entrypoint.v[i]));
+    json_array_foreach(ep, i, x) json_array_append(argv, x);
+    if (s->has_command)
+        for (i = 0; i < s->command.n; i++)
+            json_array_append_new(argv, json_string(s->command.v[i]));
+    json_array_foreach(cmd, i, x) json_array_append(argv, x);
+    if (json_array_size(argv) == n0) {
+        json_decref(argv);
+        return ph_bad_input(err, "%s: service `%s` has no command to profile (none in the compose file or the image)",
+                            r->compose->path, s->name);
+    }
+    *argv_out = argv;
+    return 0;
+}
+
+static int
+start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+{
+    ph_engine *e;
+    json_t *cfg = NULL, *img_info = NULL, *argv = NULL, *host, *labels, *env, *caps, *secopt;
+    char *img = NULL, *prof_img = NULL, *name = NULL, *id = NULL;
+    char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
+    int found = 0, rc = -1;
+    size_t i;
+
+    if (ph_run_engine(r, &e, err) < 0)
+        return -1;
+    if (ensure_service_image(r, s, 0, err) < 0)
+        return -1;
+    if (ensure_profiling_image(r, s, &prof_img, err) < 0)
+        return -1;
+    if (ph_run_ensure_networks(r, s, err) < 0)
+        goto out;
+    img = ph_run_service_image(r, s);
+    if (img == NULL || ph_engine_image_inspect(e, img, &img_info, &found, err) < 0)
+        goto out;
+    if (!found) {
+        ph_fail(err, 0, "image `%s` vanished", img);
+        goto out;
+    }
+
+    ph_run_utc_stamp(stamp);
+    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    ph_run_utc_iso(started, sizeof started);
+    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
+    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
+
+    if (profiled_argv(r, s, p, json_object_get(img_info, "Config"), out, run_id, &argv, err) < 0)
+        goto out;
+    cfg = ph_run_base_config(r, s, prof_img, err);
+    if (cfg == NULL)
+        goto out;
+    json_object_set_new(cfg, "Entrypoint", argv);
+    argv = NULL;
+    json_object_set_new(cfg, "Cmd", json_array());
+    /* The shim turns SIGTERM into the profile's stop protocol; Docker's own
+     * stop timeout must outlast it so a manual `docker stop` loses nothing. */
+    json_object_set_new(cfg, "StopSignal", json_string("SIGTERM"));
+    json_object_set_new(cfg, "StopTimeout",
+                        json_integer((p->stop_grace_ns + (long long)p->escalate.n * p->escalate_grace_ns) / 1000000000LL + 30));
+    if (s->user == NULL) {
+        const char *u = json_string_value(json_object_get(json_object_get(img_info, "Config"), "User"));
+        if (u && u[0])
+            json_object_set_new(cfg, "User", json_string(u));
+    }
+    if (s->working_dir == NULL) {
+        const char *w = json_string_value(json_object_get(json_object_get(img_info, "Config"), "WorkingDir"));
+        if (w && w[0])
+            json_object_set_new(cfg, "WorkingDir", json_string(w));
+    }
+    env = json_object_get(cfg, "Env");
+    for (i = 0; i < p->environment.n; i++) {
+        char *v = ph_profile_expand(p->environment.v[i].value ? p->environment.v[i].value : "", out,
+                                    s->name, p->name, run_id);
+        char *line = NULL;
+
+        if (v && asprintf(&line, "%s=%s", p->environment.v[i].key, v) >= 0)
+            json_array_append_new(env, json_string(line));
+        free(v);
+        free(line);
+    }
+    labels = json_object_get(cfg, "Labels");
+    json_object_set_new(labels, PH_LABEL_MODE, json_string(p->name));
+    json_object_set_new(labels, PH_LABEL_RUN, json_string(run_id));
+    json_object_set_new(labels, PH_LABEL_STARTED, json_string(started));
+    json_object_set_new(labels, PH_LABEL_OUTDIR, json_string(host_dir));
+    host = json_object_get(cfg, "HostConfig");
+    caps = json_object_get(host, "CapAdd");
+    secopt = json_object_get(host, "SecurityOpt");
+    for (i = 0; i < p->cap_add.n; i++)
+        ph_run_array_add_unique(caps, p->cap_add.v[i]);
+    for (i = 0; i < p->security_opt.n; i++)
+        ph_run_array_add_unique(secopt, p->security_opt.v[i]);
+
+    name = container_name(r, s, p->name);
+    if (name == NULL || ph_run_create_and_start(r, s, name, cfg, &id, err) < 0)
+        goto out;
+    ph_info("%s: profiling under %s (container %s, run %s)", s->name, p->name, name, run_id);
+    printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
+    fflush(stdout);
+    rc = 0;
+out:
+    json_decref(cfg);
+    json_decref(argv);
+    json_decref(img_info);
+    free(img);
+    free(prof_img);
+    free(name);
+    free(id);
+    return rc;
+}
+
+int
+ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *err)
+{
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+    ph_svc_list sl;
+    int rc = 0;
+
+    if (p == NULL) {
+        ph_bad_input(err, "no mode `%s` in %s", mode, r->opts.profiles_dir);
+        return ph_error_hint(err, "list the modes with `profharness modes`");
+    }
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    order_by_deps(r, &sl);
+    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
+        rc = start_deps(r, sl.v[i], &sl, 0, err);
+        if (rc == 0)
+            rc = clear_service(r, sl.v[i], err);
+        if (rc == 0)
+            rc = start_profiled(r, sl.v[i], p, err);
+    }
+    free(sl.v);
+    return rc;
+}
+
+int
+ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
+{
+    ph_svc_list sl;
+    int rc = 0;
+
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    order_by_deps(r, &sl);
+    /* Collect every profiled one first: restoring must never lose a run. */
+    rc = ph_run_stop_services(r, &sl, 1, err);
+    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
+        rc = start_deps(r, sl.v[i], &sl, 0, err);
+        if (rc == 0)
+            rc = clear_service(r, sl.v[i], err);
+        if (rc == 0)
+            rc = start_plain(r, sl.v[i], err);
+    }
+    free(sl.v);
+    return rc;
+}
+

@@ -1,0 +1,39 @@
+/* ph_strings.h - the ground floor's small containers and parsers: string
+ * vectors, ordered key/value lists, Go-style durations and shell word
+ * splitting.  Used by the compose and profile loaders, the YAML helpers and
+ * the loop; they depend on nothing but libc and ph_error. */
+#ifndef PH_STRINGS_H
+#define PH_STRINGS_H
+
+#include <stddef.h>
+#include "ph_error.h"
+
+typedef struct ph_kv {
+    char *key;
+    char *value; /* NULL for a bare `KEY` in a list (take it from the environment) */
+} ph_kv;
+
+typedef struct ph_strv {
+    char **v;
+    size_t n;
+} ph_strv;
+
+typedef struct ph_kvv {
+    ph_kv *v;
+    size_t n;
+} ph_kvv;
+
+/* Parse a duration like compose does ("1m30s", "10s", "500ms", "2h") into ns. */
+int ph_duration_parse(const char *s, long long *ns_out);
+
+/* Split a command string like a POSIX shell word-splitter (no expansion).
+ * Returns 0 or -1 and *err on an unterminated quote. */
+int ph_shell_split(const char *s, ph_strv *out, ph_error_t *err);
+
+void ph_strv_free(ph_strv *v);
+int ph_strv_push(ph_strv *v, const char *s); /* copies s; -1 on ENOMEM */
+void ph_kvv_free(ph_kvv *v);
+int ph_kvv_set(ph_kvv *v, const char *key, const char *value); /* replaces an existing key */
+const char *ph_kvv_get(const ph_kvv *v, const char *key);
+
+#endif
