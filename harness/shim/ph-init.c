@@ -274,8 +274,9 @@ static void
 usage(FILE *f, int code)
 {
     fputs("usage: ph-init [options] -- COMMAND [ARG...]\n"
-          "  --stop-target wrapper|tracee  who gets the stop signal: COMMAND itself, or its first\n"
-          "                                child (the process a tracer like strace runs); default wrapper\n"
+          "  --stop-target wrapper|tracee  who gets the stop signal: COMMAND itself, or the child in\n"
+          "                                which it runs a program (the process a tracer like strace\n"
+          "                                traces); default wrapper\n"
           "  --stop-signal SIG             default SIGTERM (SIGTERM, TERM and 15 are the same)\n"
           "  --grace SECONDS               wait after the stop signal before escalating; default 30\n"
           "  --escalate SIG[,SIG...]       sent in turn after the grace; default SIGKILL\n"
@@ -483,49 +484,100 @@ proc_stat(pid_t pid, char *state, pid_t *ppid)
     return 0;
 }
 
+/* Whether PID and the wrapper W run different programs, i.e. PID has
+ * exec'd one of its own.  By the executable's identity when both
+ * /proc/N/exe can be stat'ed, else (an executable we may not inspect) by
+ * the command name.  A process that is gone runs nothing. */
+static int
+runs_own_program(pid_t pid, pid_t w)
+{
+    char path[64], a[32], b[32];
+    struct stat sp, sw;
+
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    if (stat(path, &sp) == 0) {
+        snprintf(path, sizeof path, "/proc/%d/exe", (int)w);
+        if (stat(path, &sw) == 0)
+            return sp.st_dev != sw.st_dev || sp.st_ino != sw.st_ino;
+    } else if (errno == ENOENT || errno == ESRCH) {
+        return 0;
+    }
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    if (read_small(path, a, sizeof a) <= 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)w);
+    if (read_small(path, b, sizeof b) <= 0)
+        return 0;
+    return strcmp(a, b) != 0;
+}
+
+/* Whether PID, a child of the wrapper, is the process it traces: alive
+ * and running a program of its own.  A tracer's other children are not:
+ * strace 6 forks children that only probe ptrace and exit, before it
+ * forks the one that execs the traced program.  Taking a probe for the
+ * tracee sent the stop signal and the escalation's SIGKILL to strace
+ * itself, whose log then lost its tail. */
+static int
+is_tracee(pid_t pid, pid_t wrapper)
+{
+    pid_t ppid;
+    char state;
+
+    if (proc_stat(pid, &state, &ppid) < 0 || ppid != wrapper || state == 'Z' || state == 'X')
+        return 0;
+    return runs_own_program(pid, wrapper);
+}
+
 struct child_search {
     pid_t parent;
     pid_t found;
     int have_children_file;
 };
 
-/* /proc/P/task/T/children lists T's children in fork order. */
+/* /proc/P/task/T/children lists T's children in fork order: the first
+ * that is a tracee. */
 static int
 task_children_cb(pid_t tid, void *arg)
 {
     struct child_search *cs = arg;
-    char path[96], buf[64];
-    long pid;
+    char path[96], buf[512];
+    char *p, *end;
 
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)cs->parent, (int)tid);
     if (read_small(path, buf, sizeof buf) < 0)
         return 0;
     cs->have_children_file = 1;
-    buf[strcspn(buf, " \n")] = '\0';
-    pid = parse_uint(buf, 1, INT_MAX);
-    if (pid > 0)
-        cs->found = (pid_t)pid;
+    for (p = buf; *p && cs->found == 0; p = end) {
+        long pid;
+
+        p += strspn(p, " \n");
+        end = p + strcspn(p, " \n");
+        if (end == p)
+            break;
+        if (*end)
+            *end++ = '\0';
+        pid = parse_uint(p, 1, INT_MAX);
+        if (pid > 0 && is_tracee((pid_t)pid, cs->parent))
+            cs->found = (pid_t)pid;
+    }
     return cs->found > 0;
 }
 
-/* Kernels without CONFIG_PROC_CHILDREN: the oldest-looking process whose
+/* Kernels without CONFIG_PROC_CHILDREN: the oldest-looking tracee whose
  * parent is ours (lowest pid; fine until pids wrap). */
 static int
 scan_children_cb(pid_t pid, void *arg)
 {
     struct child_search *cs = arg;
-    pid_t ppid;
-    char state;
 
-    if (proc_stat(pid, &state, &ppid) == 0 && ppid == cs->parent && state != 'Z' && state != 'X' &&
-        (cs->found == 0 || pid < cs->found))
+    if ((cs->found == 0 || pid < cs->found) && is_tracee(pid, cs->parent))
         cs->found = pid;
     return 0;
 }
 
-/* The first child of PARENT, or 0 when it has none. */
+/* The process PARENT traces (see is_tracee), or 0 when there is none yet. */
 static pid_t
-first_child_of(pid_t parent)
+tracee_of(pid_t parent)
 {
     struct child_search cs = { parent, 0, 0 };
     char path[64];
@@ -609,14 +661,15 @@ signal_descendants(pid_t spare, int sig)
 
 /* ------------------------------------------------------------ the stop */
 
-/* In tracee mode, find the wrapper's first child once; it keeps its pid
- * across exec, so one lookup holds for its life. */
+/* In tracee mode, find the traced process once it runs the service's
+ * program; it keeps its pid across later execs, so one lookup holds for
+ * its life.  Until then the wrapper is the target. */
 static void
 resolve_tracee(void)
 {
     if (!opt.target_tracee || st.tracee > 0 || st.wrapper_done)
         return;
-    st.tracee = first_child_of(st.wrapper);
+    st.tracee = tracee_of(st.wrapper);
     if (st.tracee > 0) {
         st.target_pid = st.tracee;
         logv("tracee is pid %d", (int)st.tracee);
@@ -656,6 +709,7 @@ start_stop(int by)
     st.t_stop = mono();
     clock_gettime(CLOCK_REALTIME, &st.w_stop);
     st.chain_pid = current_target();
+    st.target_pid = st.chain_pid; /* the record names who got the stop signal */
     logv("stop requested by %s", SIGNAME(by));
     sig_send(st.chain_pid, opt.stop_signal, "stop");
     st.step = 1;

@@ -481,6 +481,41 @@ test_tracee_mode_falls_back_to_the_wrapper(void **state)
     json_decref(j);
 }
 
+/* strace 6 forks short-lived children to probe ptrace before it starts the
+ * program.  Taking such a probe for the tracee sent the stop signal, and
+ * then the SIGKILL of the escalation, to strace itself: its log lost the
+ * tail.  Here the probe lives until the first forwarded signal, so a shim
+ * that takes it for the tracee does so every time. */
+static void
+test_tracee_mode_skips_the_tracers_probe_children(void **state)
+{
+    const char *rec = tpath("tracee.sig"), *ready = tpath("tracee.sig.ready"), *tsig = tpath("tracer.sig"),
+               *pidfile = tpath("tracee.pid"), *probefile = tpath("probe.pid"), *record = tpath("ph-exit.json");
+    char *argv[] = { SHIM, "--stop-target", "tracee", "--grace", "100", "--record", (char *)record, "--",
+                     H("shim_tracer"), "-s", (char *)tsig, "-p", (char *)pidfile, "-P", (char *)probefile, "--",
+                     H("shim_sigrec"), (char *)rec, "15", NULL };
+    pid_t p;
+    json_t *j;
+    int tracee;
+
+    (void)state;
+    p = spawn(argv);
+    read_pid(probefile);
+    /* Forwarded to the stop target: the tracer, while only a probe runs. */
+    assert_int_equal(kill(p, SIGUSR1), 0);
+    assert_true(wait_exists(ready));
+    tracee = read_pid(pidfile);
+    assert_int_equal(kill(p, SIGTERM), 0);
+    assert_int_equal(wait_exit(p), 0);
+    assert_true(has_sig(rec, SIGTERM));
+    assert_true(has_sig(tsig, SIGUSR1));
+    assert_false(has_sig(tsig, SIGTERM));
+    j = load_record(record);
+    assert_int_equal(jint(j, "target_pid"), tracee);
+    assert_string_equal(jsigs(j, "escalations"), "");
+    json_decref(j);
+}
+
 /* --stop-signal takes SIGUSR2, USR2 and 12 alike; --stop-on moves the stop
  * request to another signal and makes SIGTERM an ordinary forward. */
 static void
@@ -927,6 +962,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_tracee_mode_signals_the_tracee_not_the_tracer, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_wrapper_mode_signals_the_tracer, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_tracee_mode_falls_back_to_the_wrapper, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_tracee_mode_skips_the_tracers_probe_children, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_stop_signal_and_stop_on, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_stop_within_grace_does_not_escalate, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_escalates_after_the_grace, tu_setup, shim_teardown),
