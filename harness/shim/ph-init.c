@@ -24,7 +24,9 @@
  *   the only handler, and it does nothing but that.
  * - What may block: sigtimedwait (bounded: 1 s idle, 50 ms while stopping),
  *   reads of /proc (never blocks on procfs), and at the very end write and
- *   fsync of the record, which happen after the profiler exited.
+ *   fsync of the record, which happen after the profiler exited.  Nothing
+ *   the service can put in the artifacts dir blocks or redirects the
+ *   record (ph_init_record.c says how).
  * - Ordering: signals are blocked before fork, so nothing sent to us between
  *   fork and the loop is lost; the child restores the original mask and
  *   default dispositions just before exec.  The wrapper's status is taken
@@ -35,6 +37,8 @@
  * - Memory: options are parsed into fixed arrays, /proc is read with
  *   getdents64 into stack buffers, the record is formatted into a static
  *   buffer: no allocation after startup.
+ * - Files: this one is the supervisor; ph_init_record.c writes the record;
+ *   ph_init.h is what they share.
  *
  * The environment variable PH_INIT_NO_SUBREAPER (tests only) keeps ph-init
  * from becoming a child subreaper, so a test can show that its reaping
@@ -57,6 +61,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ph_init.h"
+
 #define MAX_SIGLIST  16     /* --escalate and --stop-on entries */
 #define MAX_PROCS    4096   /* processes considered by one /proc walk */
 #define DRAIN_TERM_S 2.0    /* leftovers after the wrapper: SIGTERM, then SIGKILL */
@@ -76,7 +82,6 @@ static struct {
     const char *record;
     int stop_on[MAX_SIGLIST];
     int n_stop_on;
-    int verbose;
     char **argv;                /* COMMAND [ARG...] */
 } opt = {
     .stop_signal = SIGTERM,
@@ -115,6 +120,8 @@ static volatile sig_atomic_t fault_pending[NSIG];
 
 /* ---------------------------------------------------------------- output */
 
+int ph_init_verbose;
+
 /* One line to stderr in one write(), "ph-init: " first; bounded. */
 __attribute__((format(printf, 1, 0))) static void
 vsay(const char *fmt, va_list ap)
@@ -130,8 +137,8 @@ vsay(const char *fmt, va_list ap)
         ;
 }
 
-__attribute__((format(printf, 1, 2))) static void
-warn(const char *fmt, ...)
+void
+ph_init_warn(const char *fmt, ...)
 {
     va_list ap;
     int saved = errno;
@@ -142,13 +149,13 @@ warn(const char *fmt, ...)
     errno = saved;
 }
 
-__attribute__((format(printf, 1, 2))) static void
-logv(const char *fmt, ...)
+void
+ph_init_log(const char *fmt, ...)
 {
     va_list ap;
     int saved = errno;
 
-    if (!opt.verbose)
+    if (!ph_init_verbose)
         return;
     va_start(ap, fmt);
     vsay(fmt, ap);
@@ -184,8 +191,8 @@ static const struct {
 
 /* "SIGTERM" for 15, "SIG40" for a real-time signal.  Returns a pointer into
  * a static table or BUF. */
-static const char *
-signame(int sig, char *buf, size_t len)
+const char *
+ph_init_signame(int sig, char *buf, size_t len)
 {
     for (size_t i = 0; i < sizeof signames / sizeof signames[0]; i++)
         if (signames[i].num == sig) {
@@ -196,7 +203,6 @@ signame(int sig, char *buf, size_t len)
     return buf;
 }
 
-#define SIGNAME(sig) signame((sig), (char[16]){ 0 }, 16)
 
 /* Decimal without sign or junk, in [lo, hi]; -1 otherwise. */
 static long
@@ -294,8 +300,8 @@ usage(FILE *f, int code)
 static void
 bad_usage(const char *what, const char *value)
 {
-    warn("%s%s%s", what, value ? ": " : "", value ? value : "");
-    warn("usage: ph-init [options] -- COMMAND [ARG...]  (ph-init --help lists the options)");
+    ph_init_warn("%s%s%s", what, value ? ": " : "", value ? value : "");
+    ph_init_warn("usage: ph-init [options] -- COMMAND [ARG...]  (ph-init --help lists the options)");
     exit(2);
 }
 
@@ -324,7 +330,7 @@ parse_args(int argc, char **argv)
             break;
         }
         if (strcmp(a, "-v") == 0) {
-            opt.verbose = 1;
+            ph_init_verbose = 1;
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
@@ -356,8 +362,8 @@ parse_args(int argc, char **argv)
             if ((opt.escalate_grace = parse_seconds(v)) < 0)
                 bad_usage("bad --escalate-grace", v);
         } else if (strcmp(a, "--record") == 0) {
-            if (v[0] == '\0' || strlen(v) + 5 >= PATH_MAX)
-                bad_usage("bad --record", v);
+            if (!ph_init_record_path_ok(v))
+                bad_usage("bad --record (a file name, not too long)", v);
             opt.record = v;
         } else if (strcmp(a, "--stop-on") == 0) {
             if ((opt.n_stop_on = parse_signal_list(v, opt.stop_on, MAX_SIGLIST)) < 0)
@@ -367,7 +373,7 @@ parse_args(int argc, char **argv)
             for (int k = 0; k < opt.n_stop_on; k++) {
                 int s = opt.stop_on[k];
                 if (s == SIGKILL || s == SIGSTOP || s == SIGCHLD || is_fault_signal(s))
-                    bad_usage("--stop-on cannot use", SIGNAME(s));
+                    bad_usage("--stop-on cannot use", PH_INIT_SIGNAME(s));
             }
         } else {
             bad_usage("unknown option", a);
@@ -672,7 +678,7 @@ resolve_tracee(void)
     st.tracee = tracee_of(st.wrapper);
     if (st.tracee > 0) {
         st.target_pid = st.tracee;
-        logv("tracee is pid %d", (int)st.tracee);
+        ph_init_log("tracee is pid %d", (int)st.tracee);
     }
 }
 
@@ -691,9 +697,9 @@ current_target(void)
 static void
 sig_send(pid_t pid, int sig, const char *why)
 {
-    logv("%s: %s to pid %d", why, SIGNAME(sig), (int)pid);
+    ph_init_log("%s: %s to pid %d", why, PH_INIT_SIGNAME(sig), (int)pid);
     if (kill(pid, sig) < 0 && errno != ESRCH)
-        warn("kill %d %s: %s", (int)pid, SIGNAME(sig), strerror(errno));
+        ph_init_warn("kill %d %s: %s", (int)pid, PH_INIT_SIGNAME(sig), strerror(errno));
 }
 
 static void
@@ -710,7 +716,7 @@ start_stop(int by)
     clock_gettime(CLOCK_REALTIME, &st.w_stop);
     st.chain_pid = current_target();
     st.target_pid = st.chain_pid; /* the record names who got the stop signal */
-    logv("stop requested by %s", SIGNAME(by));
+    ph_init_log("stop requested by %s", PH_INIT_SIGNAME(by));
     sig_send(st.chain_pid, opt.stop_signal, "stop");
     st.step = 1;
     st.deadline = st.t_stop + opt.grace;
@@ -739,7 +745,7 @@ stop_tick(int forced)
          * service (reparented to us): end that now, it was asked to stop. */
         st.target_gone_at = now;
         st.leftovers += signal_descendants(st.wrapper, SIGTERM);
-        logv("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, st.leftovers);
+        ph_init_log("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, st.leftovers);
         st.wstep = 1;
         st.deadline = now + opt.escalate_grace;
         return;
@@ -748,7 +754,7 @@ stop_tick(int forced)
         return;
     if (st.wstep == 0) {
         if (st.step > opt.n_escalate) {
-            logv("no escalation step left; waiting for pid %d", (int)st.chain_pid);
+            ph_init_log("no escalation step left; waiting for pid %d", (int)st.chain_pid);
             st.deadline = 0;
             return;
         }
@@ -789,9 +795,9 @@ reap(void)
             st.wrapper_done = 1;
             st.t_end = mono();
             clock_gettime(CLOCK_REALTIME, &st.w_end);
-            logv("wrapper %d ended (status 0x%x)", (int)pid, status);
+            ph_init_log("wrapper %d ended (status 0x%x)", (int)pid, status);
         } else {
-            logv("reaped pid %d", (int)pid);
+            ph_init_log("reaped pid %d", (int)pid);
         }
     }
 }
@@ -815,7 +821,7 @@ drain(int am_pid1)
         kill(-1, SIGTERM);
     else
         signal_descendants(0, SIGTERM);
-    logv("SIGTERM to leftover processes");
+    ph_init_log("SIGTERM to leftover processes");
     for (;;) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         pid_t pid;
@@ -826,14 +832,14 @@ drain(int am_pid1)
             return;
         if (mono() >= deadline) {
             if (sent_kill) {
-                warn("leftover processes survived SIGKILL; exiting anyway");
+                ph_init_warn("leftover processes survived SIGKILL; exiting anyway");
                 return;
             }
             if (am_pid1)
                 kill(-1, SIGKILL);
             else
                 signal_descendants(0, SIGKILL);
-            logv("SIGKILL to leftover processes");
+            ph_init_log("SIGKILL to leftover processes");
             sent_kill = 1;
             deadline = mono() + DRAIN_KILL_S;
         }
@@ -843,270 +849,31 @@ drain(int am_pid1)
 
 /* ----------------------------------------------------------------- record */
 
-/* A bounded writer: formats into a static buffer, flushes to an fd when full. */
-static struct {
-    int fd, failed;
-    size_t len;
-    char buf[8192];
-} rw;
-
-static void
-rw_flush(void)
-{
-    size_t off = 0;
-
-    while (off < rw.len && !rw.failed) {
-        ssize_t n = write(rw.fd, rw.buf + off, rw.len - off);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            rw.failed = errno ? errno : EIO;
-        else
-            off += (size_t)n;
-    }
-    rw.len = 0;
-}
-
-#define RW_LIT(lit) rw_put((lit), sizeof(lit) - 1)
-
-static void
-rw_put(const char *s, size_t n)
-{
-    while (n > 0) {
-        size_t room = sizeof rw.buf - rw.len, k = n < room ? n : room;
-
-        memcpy(rw.buf + rw.len, s, k);
-        rw.len += k;
-        s += k;
-        n -= k;
-        if (rw.len == sizeof rw.buf)
-            rw_flush();
-    }
-}
-
-__attribute__((format(printf, 1, 2))) static void
-rw_printf(const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        rw_put(tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* Length of the valid UTF-8 sequence at S (1..4), or 0 if it is not one. */
-static int
-utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int n;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4;
-    else
-        return 0;
-    /* No overlong forms, no surrogates, nothing past U+10FFFF. */
-    if (c == 0xE0)
-        lo = 0xA0;
-    else if (c == 0xED)
-        hi = 0x9F;
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (int i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return n;
-}
-
-/* A JSON string.  argv is bytes, JSON is Unicode: bytes that are not UTF-8
- * become U+FFFD, so every reader accepts the record. */
-static void
-rw_str(const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-
-    RW_LIT("\"");
-    while (*s) {
-        int n = utf8_len(s);
-        char esc[8];
-
-        if (n == 0) {
-            RW_LIT("\\ufffd");
-            s++;
-            continue;
-        }
-        if (*s == '"' || *s == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*s;
-            rw_put(esc, 2);
-        } else if (*s == '\n') {
-            RW_LIT("\\n");
-        } else if (*s == '\t') {
-            RW_LIT("\\t");
-        } else if (*s == '\r') {
-            RW_LIT("\\r");
-        } else if (*s < 0x20 || *s == 0x7f) {
-            snprintf(esc, sizeof esc, "\\u%04x", *s);
-            rw_put(esc, 6);
-        } else {
-            rw_put((const char *)s, (size_t)n);
-        }
-        s += n;
-    }
-    RW_LIT("\"");
-}
-
-static void
-rw_time(const struct timespec *ts)
-{
-    struct tm tm;
-    char out[40];
-
-    gmtime_r(&ts->tv_sec, &tm);
-    snprintf(out, sizeof out, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\"", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000000);
-    rw_put(out, strlen(out));
-}
-
-static void
-rw_siglist(const int *sigs, int n)
-{
-    RW_LIT("[");
-    for (int i = 0; i < n; i++) {
-        if (i)
-            RW_LIT(",");
-        rw_str(SIGNAME(sigs[i]));
-    }
-    RW_LIT("]");
-}
-
-/* mkdir -p the record's directory, mode 0777 whatever our umask: the
- * profiler may run as any user and must be able to write beside it. */
-static void
-make_record_dir(void)
-{
-    char dir[PATH_MAX];
-    mode_t old;
-    char *slash;
-
-    if (opt.record == NULL)
-        return;
-    snprintf(dir, sizeof dir, "%s", opt.record);
-    slash = strrchr(dir, '/');
-    if (slash == NULL || slash == dir)
-        return;
-    *slash = '\0';
-    old = umask(0);
-    for (char *p = dir + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-
-            *p = '\0';
-            if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-                warn("mkdir %s: %s", dir, strerror(errno));
-            *p = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    umask(old);
-}
-
-/* Write the record atomically: FILE.tmp, fsync, rename, fsync the directory.
- * A reader sees no record or a whole one. */
 static void
 write_record(int exit_code)
 {
-    static char tmp[PATH_MAX], dir[PATH_MAX];
-    char *slash;
-    int fd;
+    ph_init_report r = {
+        .argv = opt.argv,
+        .wrapper_pid = st.wrapper,
+        .target_pid = st.target_pid,
+        .exit_code = exit_code,
+        .wrapper_status = st.wrapper_status,
+        .stop_requested = st.stop_requested,
+        .stop_signal = opt.stop_signal,
+        .escalations = st.escalations,
+        .n_escalations = st.n_escalations,
+        .wrapper_signals = st.wrapper_signals,
+        .n_wrapper_signals = st.n_wrapper_signals,
+        .leftovers_signalled = st.leftovers,
+        .started_at = st.w_start,
+        .stop_requested_at = st.w_stop,
+        .ended_at = st.w_end,
+        .run_seconds = st.t_end - st.t_start,
+        .stop_seconds = st.t_end - st.t_stop,
+    };
 
-    if (opt.record == NULL)
-        return;
-    snprintf(tmp, sizeof tmp, "%s.tmp", opt.record);
-    while ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 && errno == EINTR)
-        ;
-    if (fd < 0) {
-        warn("cannot write the record %s: %s", tmp, strerror(errno));
-        return;
-    }
-    rw.fd = fd;
-    rw.failed = 0;
-    rw.len = 0;
-    RW_LIT("{\"version\":1,\"command\":[");
-    for (int i = 0; opt.argv[i]; i++) {
-        if (i)
-            RW_LIT(",");
-        rw_str(opt.argv[i]);
-    }
-    rw_printf("],\"wrapper_pid\":%d,\"target_pid\":%d,\"exit_code\":%d,\"signal\":", (int)st.wrapper,
-              (int)st.target_pid, exit_code);
-    if (WIFSIGNALED(st.wrapper_status))
-        rw_str(SIGNAME(WTERMSIG(st.wrapper_status)));
-    else
-        RW_LIT("null");
-    rw_printf(",\"stop_requested\":%s,\"stop_signal\":", st.stop_requested ? "true" : "false");
-    rw_str(SIGNAME(opt.stop_signal));
-    RW_LIT(",\"escalations\":");
-    rw_siglist(st.escalations, st.n_escalations);
-    rw_printf(",\"wrapper_killed\":%s,\"wrapper_signals\":", st.n_wrapper_signals ? "true" : "false");
-    rw_siglist(st.wrapper_signals, st.n_wrapper_signals);
-    rw_printf(",\"leftovers_signalled\":%d,\"started_at\":", st.leftovers);
-    rw_time(&st.w_start);
-    RW_LIT(",\"stop_requested_at\":");
-    if (st.stop_requested)
-        rw_time(&st.w_stop);
-    else
-        RW_LIT("null");
-    RW_LIT(",\"ended_at\":");
-    rw_time(&st.w_end);
-    rw_printf(",\"run_seconds\":%.3f,\"stop_seconds\":", st.t_end - st.t_start);
-    if (st.stop_requested)
-        rw_printf("%.3f", st.t_end - st.t_stop);
-    else
-        RW_LIT("null");
-    RW_LIT("}\n");
-    rw_flush();
-    if (rw.failed == 0 && fsync(fd) < 0)
-        rw.failed = errno;
-    if (close(fd) < 0 && rw.failed == 0 && errno != EINTR)
-        rw.failed = errno;
-    if (rw.failed) {
-        warn("cannot write the record %s: %s", tmp, strerror(rw.failed));
-        unlink(tmp);
-        return;
-    }
-    if (rename(tmp, opt.record) < 0) {
-        warn("rename %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-        return;
-    }
-    snprintf(dir, sizeof dir, "%s", opt.record);
-    slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof dir, ".");
-    else
-        slash[slash == dir] = '\0'; /* "/x" keeps its "/" */
-    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    logv("record written to %s", opt.record);
+    if (opt.record)
+        ph_init_record_write(&r);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -1137,7 +904,7 @@ exec_command(int am_pid1, pid_t parent, const sigset_t *orig)
     sigprocmask(SIG_SETMASK, orig, NULL);
     execvp(opt.argv[0], opt.argv);
     e = errno;
-    warn("exec %s: %s", opt.argv[0], strerror(e));
+    ph_init_warn("exec %s: %s", opt.argv[0], strerror(e));
     /* As a shell does: found but cannot be run is 126, anything else 127. */
     _exit(e == EACCES || e == EPERM || e == ENOEXEC ? 126 : 127);
 }
@@ -1152,7 +919,8 @@ main(int argc, char **argv)
     st.self = getpid();
     am_pid1 = st.self == 1;
     parse_args(argc, argv);
-    make_record_dir();
+    if (opt.record)
+        ph_init_record_open(opt.record);
     st.t_start = mono();
     clock_gettime(CLOCK_REALTIME, &st.w_start);
 
@@ -1174,23 +942,23 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof fault_signals / sizeof fault_signals[0]; i++)
         sigdelset(&all, fault_signals[i]);
     if (sigprocmask(SIG_SETMASK, &all, &orig) < 0) {
-        warn("sigprocmask: %s", strerror(errno));
+        ph_init_warn("sigprocmask: %s", strerror(errno));
         return 1;
     }
     /* Outside a container orphans would go to the host's init and pile up
      * as zombies of nobody we know: collect them ourselves. */
     if (!am_pid1 && getenv("PH_INIT_NO_SUBREAPER") == NULL && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-        warn("cannot become a child subreaper: %s", strerror(errno));
+        ph_init_warn("cannot become a child subreaper: %s", strerror(errno));
 
     st.wrapper = fork();
     if (st.wrapper < 0) {
-        warn("fork: %s", strerror(errno));
+        ph_init_warn("fork: %s", strerror(errno));
         return 1;
     }
     if (st.wrapper == 0)
         exec_command(am_pid1, st.self, &orig);
     st.target_pid = st.wrapper;
-    logv("started %s as pid %d%s", opt.argv[0], (int)st.wrapper, am_pid1 ? " (we are PID 1)" : "");
+    ph_init_log("started %s as pid %d%s", opt.argv[0], (int)st.wrapper, am_pid1 ? " (we are PID 1)" : "");
 
     for (;;) {
         struct timespec ts;
@@ -1220,7 +988,7 @@ main(int argc, char **argv)
         sig = sigtimedwait(&all, &si, &ts);
         if (sig < 0) {
             if (errno != EAGAIN && errno != EINTR) {
-                warn("sigtimedwait: %s", strerror(errno));
+                ph_init_warn("sigtimedwait: %s", strerror(errno));
                 return 1;
             }
             continue;
@@ -1245,6 +1013,6 @@ main(int argc, char **argv)
         exit_code = 1;
     drain(am_pid1);
     write_record(exit_code);
-    logv("exiting with %d", exit_code);
+    ph_init_log("exiting with %d", exit_code);
     return exit_code;
 }
