@@ -40,6 +40,8 @@
  * - Files: this one is the supervisor; ph_init_record.c writes the record;
  *   ph_init.h is what they share.
  *
+ * The record's fields and what each outcome means: ph_init_record.c.
+ *
  * The environment variable PH_INIT_NO_SUBREAPER (tests only) keeps ph-init
  * from becoming a child subreaper, so a test can show that its reaping
  * check fails when nobody reaps orphans.
@@ -93,6 +95,12 @@ static struct {
     .n_stop_on = 2,
 };
 
+/* Distinct pids, for counting leftovers; past the table only counted. */
+struct pidset {
+    pid_t v[256];
+    int n, extra;
+};
+
 static struct {
     pid_t self;
     pid_t wrapper;
@@ -102,7 +110,8 @@ static struct {
     /* The stop protocol.  step counts what the target chain has sent:
      * 1 = the stop signal, 1+k = escalate[k-1].  wstep is the chain that
      * starts when a tracee is gone but the wrapper is not: 1 = leftovers
-     * got SIGTERM, 2 = wrapper got SIGTERM, 3 = wrapper got SIGKILL. */
+     * got SIGTERM, 2 = leftovers got SIGKILL, 3 = wrapper got SIGTERM,
+     * 4 = wrapper got SIGKILL. */
     int stop_requested;
     pid_t chain_pid;            /* the process the target chain signals */
     int step, wstep;
@@ -110,7 +119,13 @@ static struct {
     double target_gone_at;
     int escalations[MAX_SIGLIST], n_escalations;
     int wrapper_signals[2], n_wrapper_signals;
-    int leftovers;              /* processes signalled after the target died */
+    /* Which signals ph-init sent to the stop target (forwarded, the stop
+     * signal, escalations) and to the wrapper process: the record tells a
+     * crash or an OOM kill from what we did by them. */
+    unsigned char sent_target[NSIG], sent_wrapper[NSIG];
+    struct pidset termed, killed; /* leftovers that got SIGTERM, SIGKILL */
+    int survived;               /* leftovers still there after SIGKILL */
+    long oom_start;             /* the cgroup's oom_kill count at start, -1: unknown */
     double t_start, t_stop, t_end;
     struct timespec w_start, w_stop, w_end;
 } st;
@@ -631,12 +646,31 @@ collect_cb(pid_t pid, void *arg)
     return 0;
 }
 
-/* Send SIG to every live descendant of ours, except the subtree of SPARE
- * (0: spare nobody).  Returns how many were signalled.  Used for what the
- * service left behind: orphans are reparented to us (PID 1 or subreaper),
- * so they are found here and not under the profiler. */
+static void
+pidset_add(struct pidset *set, pid_t pid)
+{
+    for (int i = 0; i < set->n; i++)
+        if (set->v[i] == pid)
+            return;
+    if (set->n < (int)(sizeof set->v / sizeof set->v[0]))
+        set->v[set->n++] = pid;
+    else
+        set->extra++;
+}
+
 static int
-signal_descendants(pid_t spare, int sig)
+pidset_count(const struct pidset *set)
+{
+    return set->n + set->extra;
+}
+
+/* Send SIG (0: none, just count) to every live descendant of ours, except
+ * the subtree of SPARE (0: spare nobody), and add each to SET unless it is
+ * NULL.  Returns how many there were.  Used for what the service left
+ * behind: orphans are reparented to us (PID 1 or subreaper), so they are
+ * found here and not under the profiler. */
+static int
+signal_descendants(pid_t spare, int sig, struct pidset *set)
 {
     static struct proc_table t;
     int hit = 0, changed = 1;
@@ -660,8 +694,11 @@ signal_descendants(pid_t spare, int sig)
         }
     }
     for (int i = 0; i < t.n; i++)
-        if (t.mark[i] && kill(t.pid[i], sig) == 0)
+        if (t.mark[i] && kill(t.pid[i], sig) == 0) {
             hit++;
+            if (set)
+                pidset_add(set, t.pid[i]);
+        }
     return hit;
 }
 
@@ -697,15 +734,25 @@ current_target(void)
 static void
 sig_send(pid_t pid, int sig, const char *why)
 {
+    if (pid == st.wrapper)
+        st.sent_wrapper[sig] = 1;
     ph_init_log("%s: %s to pid %d", why, PH_INIT_SIGNAME(sig), (int)pid);
     if (kill(pid, sig) < 0 && errno != ESRCH)
         ph_init_warn("kill %d %s: %s", (int)pid, PH_INIT_SIGNAME(sig), strerror(errno));
 }
 
+/* A signal to the stop target: remembered for the record. */
+static void
+target_send(pid_t pid, int sig, const char *why)
+{
+    st.sent_target[sig] = 1;
+    sig_send(pid, sig, why);
+}
+
 static void
 forward(int sig)
 {
-    sig_send(current_target(), sig, "forwarding");
+    target_send(current_target(), sig, "forwarding");
 }
 
 static void
@@ -717,7 +764,7 @@ start_stop(int by)
     st.chain_pid = current_target();
     st.target_pid = st.chain_pid; /* the record names who got the stop signal */
     ph_init_log("stop requested by %s", PH_INIT_SIGNAME(by));
-    sig_send(st.chain_pid, opt.stop_signal, "stop");
+    target_send(st.chain_pid, opt.stop_signal, "stop");
     st.step = 1;
     st.deadline = st.t_stop + opt.grace;
 }
@@ -743,9 +790,10 @@ stop_tick(int forced)
         /* The profiled process is gone; the profiler flushes and exits once
          * it has nothing left to trace.  What keeps it is the rest of the
          * service (reparented to us): end that now, it was asked to stop. */
+        int n = signal_descendants(st.wrapper, SIGTERM, &st.termed);
+
         st.target_gone_at = now;
-        st.leftovers += signal_descendants(st.wrapper, SIGTERM);
-        ph_init_log("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, st.leftovers);
+        ph_init_log("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, n);
         st.wstep = 1;
         st.deadline = now + opt.escalate_grace;
         return;
@@ -761,19 +809,34 @@ stop_tick(int forced)
         int sig = opt.escalate[st.step - 1];
         st.step++;
         st.escalations[st.n_escalations++] = sig;
-        sig_send(st.chain_pid, sig, forced ? "second stop request, escalating" : "grace over, escalating");
+        target_send(st.chain_pid, sig, forced ? "second stop request, escalating" : "grace over, escalating");
         st.deadline = now + opt.escalate_grace;
-    } else if (st.wstep < 3) {
-        /* The profiler outlived its target by a whole escalate-grace:
-         * last resort, it loses what it had buffered. */
-        int sig = st.wstep == 1 ? SIGTERM : SIGKILL;
+        return;
+    }
+    if (st.wstep == 1) {
+        /* Leftovers that ignored SIGTERM for a whole escalate-grace keep
+         * the profiler tracing: SIGKILL them, then give the profiler
+         * another escalate-grace to write its end and exit by itself.
+         * Signalling the profiler now would cut it short for nothing (and
+         * strace -o FILE PROG ignores SIGTERM anyway). */
+        int n = signal_descendants(st.wrapper, SIGKILL, &st.killed);
 
-        if (st.wstep == 1)
-            st.leftovers += signal_descendants(st.wrapper, SIGKILL);
+        st.wstep = 2;
+        if (n > 0) {
+            ph_init_log("SIGKILL to %d leftover process(es) that outlived the target", n);
+            st.deadline = now + opt.escalate_grace;
+            return;
+        }
+    }
+    if (st.wstep < 4) {
+        /* The profiler outlived its target and the rest of the service:
+         * last resort, it loses what it had buffered. */
+        int sig = st.wstep == 2 ? SIGTERM : SIGKILL;
+
         st.wrapper_signals[st.n_wrapper_signals++] = sig;
         sig_send(st.wrapper, sig, "profiler outlived its target");
         st.wstep++;
-        st.deadline = st.wstep < 3 ? now + opt.escalate_grace : 0;
+        st.deadline = st.wstep < 4 ? now + opt.escalate_grace : 0;
     }
 }
 
@@ -802,6 +865,20 @@ reap(void)
     }
 }
 
+/* Signal the leftovers: as PID 1 of a namespace kill(-1) reaches exactly
+ * the rest of it (counted first); else our descendants.  Adds them to SET. */
+static void
+signal_leftovers(int am_pid1, int sig, struct pidset *set)
+{
+    if (am_pid1) {
+        signal_descendants(0, 0, set);
+        kill(-1, sig);
+    } else {
+        signal_descendants(0, sig, set);
+    }
+    ph_init_log("%s to leftover processes", PH_INIT_SIGNAME(sig));
+}
+
 /* The wrapper is gone: whatever is left of ours gets SIGTERM, then SIGKILL
  * after DRAIN_TERM_S, so we exit without stranding anyone. */
 static void
@@ -816,12 +893,7 @@ drain(int am_pid1)
         return;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
-    /* As PID 1 of a namespace, kill(-1) reaches exactly the rest of it. */
-    if (am_pid1)
-        kill(-1, SIGTERM);
-    else
-        signal_descendants(0, SIGTERM);
-    ph_init_log("SIGTERM to leftover processes");
+    signal_leftovers(am_pid1, SIGTERM, &st.termed);
     for (;;) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         pid_t pid;
@@ -832,14 +904,11 @@ drain(int am_pid1)
             return;
         if (mono() >= deadline) {
             if (sent_kill) {
-                ph_init_warn("leftover processes survived SIGKILL; exiting anyway");
+                st.survived = signal_descendants(0, 0, NULL);
+                ph_init_warn("%d leftover process(es) survived SIGKILL; exiting anyway", st.survived);
                 return;
             }
-            if (am_pid1)
-                kill(-1, SIGKILL);
-            else
-                signal_descendants(0, SIGKILL);
-            ph_init_log("SIGKILL to leftover processes");
+            signal_leftovers(am_pid1, SIGKILL, &st.killed);
             sent_kill = 1;
             deadline = mono() + DRAIN_KILL_S;
         }
@@ -847,7 +916,93 @@ drain(int am_pid1)
     }
 }
 
+/* The oom_kill counter of our memory cgroup: v2 memory.events or v1
+ * memory.oom_control, at the path /proc/self/cgroup names or, inside a
+ * container whose cgroup is mounted at the root, there.  -1 if none. */
+static long
+oom_kills_now(void)
+{
+    char cg[4096], path[PATH_MAX], buf[1024];
+    const char *v1 = NULL, *v2 = NULL;
+    long n = -1;
+
+    if (read_small("/proc/self/cgroup", cg, sizeof cg) <= 0)
+        return -1;
+    for (char *line = cg, *next; *line; line = next) {
+        char *ctl, *cpath;
+
+        next = line + strcspn(line, "\n");
+        if (*next)
+            *next++ = '\0';
+        ctl = strchr(line, ':');
+        cpath = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (cpath == NULL)
+            continue;
+        *cpath++ = '\0';
+        ctl++;
+        if (*ctl == '\0')
+            v2 = cpath;
+        for (char *c = ctl; (c = strstr(c, "memory")) != NULL; c += 6)
+            if ((c == ctl || c[-1] == ',') && (c[6] == '\0' || c[6] == ','))
+                v1 = cpath;
+    }
+    /* v1 then v2, each at the named path, then at the mount's root. */
+    for (int i = 0; i < 4 && n < 0; i++) {
+        const char *cp = i < 2 ? v1 : v2;
+        char *p;
+
+        if (cp == NULL)
+            continue;
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s%s/%s", i < 2 ? "/memory" : "",
+                 i % 2 == 0 && strcmp(cp, "/") != 0 ? cp : "", i < 2 ? "memory.oom_control" : "memory.events");
+        if (read_small(path, buf, sizeof buf) <= 0)
+            continue;
+        for (p = buf; (p = strstr(p, "oom_kill ")) != NULL; p++)
+            if (p == buf || p[-1] == '\n') {
+                n = strtol(p + 9, NULL, 10);
+                break;
+            }
+    }
+    return n;
+}
+
 /* ----------------------------------------------------------------- record */
+
+/* What became of the service, from the profiler's status: in wrapper mode
+ * the profiler is the service's process (valgrind runs it in-process; no
+ * wrapper at all for the sampler), and a tracer like strace exits with
+ * its tracee's code or kills itself with its tracee's signal.  Unknown
+ * when ph-init signalled the tracer itself, which then speaks for itself.
+ * Sets R's service and outcome fields. */
+static void
+classify(ph_init_report *r)
+{
+    int ws = st.wrapper_status, sig = 0;
+
+    r->service_known = 1;
+    if (opt.target_tracee)
+        for (int s = 1; s < NSIG && r->service_known; s++)
+            r->service_known = !st.sent_wrapper[s];
+    r->service_exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    r->service_signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+    if (r->service_known)
+        sig = r->service_signal;
+    if (sig == SIGKILL && !st.sent_target[SIGKILL])
+        r->outcome = r->oom_kills > 0 ? "oom_killed" : "killed";
+    else if (sig > 0 && !st.sent_target[sig])
+        r->outcome = "crashed";
+    else if (st.stop_requested)
+        r->outcome = st.n_escalations > 0 || st.n_wrapper_signals > 0 ? "escalated" : "stopped";
+    else if (sig > 0)
+        r->outcome = "signalled"; /* by a signal forwarded to it */
+    else
+        r->outcome = "exited";
+    /* The profiler had the chance to write its output unless it got a
+     * SIGKILL: from us, or (wrapper mode: not a tracer mirroring its
+     * tracee's death) from anyone, such as the OOM killer. */
+    r->complete = !st.sent_wrapper[SIGKILL] &&
+                  !(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL && !opt.target_tracee);
+}
 
 static void
 write_record(int exit_code)
@@ -864,14 +1019,24 @@ write_record(int exit_code)
         .n_escalations = st.n_escalations,
         .wrapper_signals = st.wrapper_signals,
         .n_wrapper_signals = st.n_wrapper_signals,
-        .leftovers_signalled = st.leftovers,
+        .leftovers_signalled = pidset_count(&st.termed),
+        .leftovers_killed = pidset_count(&st.killed),
+        .leftovers_survived = st.survived,
         .started_at = st.w_start,
         .stop_requested_at = st.w_stop,
         .ended_at = st.w_end,
         .run_seconds = st.t_end - st.t_start,
         .stop_seconds = st.t_end - st.t_stop,
+        .stop_target_tracee = opt.target_tracee,
+        .grace = opt.grace,
+        .escalate_grace = opt.escalate_grace,
+        .oom_kills = -1,
     };
+    long oom = oom_kills_now();
 
+    if (st.oom_start >= 0 && oom >= st.oom_start)
+        r.oom_kills = oom - st.oom_start;
+    classify(&r);
     if (opt.record)
         ph_init_record_write(&r);
 }
@@ -921,6 +1086,7 @@ main(int argc, char **argv)
     parse_args(argc, argv);
     if (opt.record)
         ph_init_record_open(opt.record);
+    st.oom_start = oom_kills_now();
     st.t_start = mono();
     clock_gettime(CLOCK_REALTIME, &st.w_start);
 

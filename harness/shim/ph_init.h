@@ -12,7 +12,7 @@
 
 /* Everything the record says; ph-init.c fills it once the profiler has
  * ended and the leftovers were drained.  The meaning of each field is in
- * ph-init.c's header comment, with the JSON it becomes. */
+ * ph_init_record.c's header comment, with the JSON it becomes. */
 typedef struct ph_init_report {
     char *const *argv;          /* COMMAND [ARG...] */
     pid_t wrapper_pid, target_pid;
@@ -24,9 +24,18 @@ typedef struct ph_init_report {
     int n_escalations;
     const int *wrapper_signals;
     int n_wrapper_signals;
-    int leftovers_signalled;
+    int leftovers_signalled, leftovers_killed, leftovers_survived;
     struct timespec started_at, stop_requested_at, ended_at;
     double run_seconds, stop_seconds;
+    /* Added later in version 1 (readers of older records lack them). */
+    int stop_target_tracee;     /* --stop-target tracee */
+    double grace, escalate_grace;
+    const char *outcome;        /* see ph-init.c */
+    int service_known;          /* 0: service_exit_code and _signal are null */
+    int service_exit_code;      /* -1: the service did not exit, it was signalled */
+    int service_signal;         /* 0: none */
+    int complete;
+    long oom_kills;             /* -1: unknown */
 } ph_init_report;
 
 /* Set by -v: ph_init_log prints. */

@@ -17,7 +17,45 @@
  * - nothing lists the directory, so a huge one costs nothing.
  * A reader sees no record or a whole one.  O_TMPFILE would keep the file
  * nameless while written, but overlayfs (the container's root) supports
- * it only from Linux 6.6, and the random name serves as well. */
+ * it only from Linux 6.6, and the random name serves as well.
+ *
+ * The record (ph-exit.json; "version": 1, one JSON object, fields only
+ * ever added).  The profiler is the wrapper; the service is the profiled
+ * process.  Present from the start:
+ *   command [str], wrapper_pid, target_pid (who got the stop signal, or
+ *   would have), exit_code (ph-init's exit status: the profiler's code,
+ *   128+N if a signal N ended it), signal (that signal's name, or null),
+ *   stop_requested, stop_signal, escalations [signal names sent to the
+ *   target after the grace], wrapper_killed, wrapper_signals (sent to the
+ *   profiler itself because it outlived its target), leftovers_signalled
+ *   (other processes that got SIGTERM from ph-init, during the stop or
+ *   after the profiler ended), started_at, stop_requested_at, ended_at
+ *   (UTC, ms), run_seconds, stop_seconds (from the stop request to the
+ *   profiler's end; null without a stop).
+ * Added with the fault matrix:
+ *   stop_target "tracee"|"wrapper", grace_seconds, escalate_grace_seconds;
+ *   service_exit_code, service_signal: how the service ended, as the
+ *     profiler reports it (valgrind and the sampler are the service's
+ *     process; strace exits with its tracee's code or kills itself with
+ *     its signal); both null when unknown (ph-init signalled the tracer);
+ *   outcome, the first of these that applies:
+ *     "oom_killed" a SIGKILL ph-init did not send ended the service, and
+ *                  the cgroup's OOM killer acted during the run;
+ *     "killed"     the same without the OOM killer;
+ *     "crashed"    another signal ph-init did not send ended it (SIGSEGV,
+ *                  SIGABRT...), stop or not;
+ *     "escalated"  a stop was requested and needed escalation (or the
+ *                  profiler had to be signalled);
+ *     "stopped"    a stop was requested, no escalation was needed;
+ *     "signalled"  no stop; a signal forwarded to it ended it;
+ *     "exited"     no stop; it exited by itself (service_exit_code);
+ *   complete: the profiler got no SIGKILL (from ph-init, or, when it is
+ *     not a tracer mirroring its tracee, from anyone), so it could write
+ *     its output;
+ *   leftovers_killed: other processes that needed SIGKILL;
+ *   leftovers_survived: still there when ph-init gave up on them;
+ *   oom_kills: the increase of the memory cgroup's oom_kill counter over
+ *     the run, null where it cannot be read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -312,6 +350,25 @@ format_record(const ph_init_report *r)
     rw_printf(",\"run_seconds\":%.3f,\"stop_seconds\":", r->run_seconds);
     if (r->stop_requested)
         rw_printf("%.3f", r->stop_seconds);
+    else
+        RW_LIT("null");
+    rw_printf(",\"stop_target\":\"%s\",\"grace_seconds\":%.3f,\"escalate_grace_seconds\":%.3f,\"outcome\":",
+              r->stop_target_tracee ? "tracee" : "wrapper", r->grace, r->escalate_grace);
+    rw_str(r->outcome);
+    RW_LIT(",\"service_exit_code\":");
+    if (r->service_known && r->service_exit_code >= 0)
+        rw_printf("%d", r->service_exit_code);
+    else
+        RW_LIT("null");
+    RW_LIT(",\"service_signal\":");
+    if (r->service_known && r->service_signal > 0)
+        rw_str(PH_INIT_SIGNAME(r->service_signal));
+    else
+        RW_LIT("null");
+    rw_printf(",\"complete\":%s,\"leftovers_killed\":%d,\"leftovers_survived\":%d,\"oom_kills\":",
+              r->complete ? "true" : "false", r->leftovers_killed, r->leftovers_survived);
+    if (r->oom_kills >= 0)
+        rw_printf("%ld", r->oom_kills);
     else
         RW_LIT("null");
     RW_LIT("}\n");

@@ -6,6 +6,7 @@
 #include "helpers/shim_test.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 
 /* ------------------------------------------------------------- the record */
 
@@ -70,6 +71,308 @@ test_record_contents_escaping_and_dir_mode(void **state)
     assert_true(json_is_number(json_object_get(j, "run_seconds")));
     assert_true(json_number_value(json_object_get(j, "run_seconds")) >= 0);
     json_decref(j);
+}
+
+/* ------------------------------------------------------ the fault matrix */
+
+/* Each stop mode of the profiles, as the shim sees it: who gets the stop
+ * signal, what it escalates with, and what runs the service. */
+enum mode { M_SAMPLER, M_TRACER, M_STRACE, M_MASSIF, N_MODES };
+
+static const struct {
+    const char *name, *target, *escalate;
+} modes[N_MODES] = {
+    [M_SAMPLER] = { "wrapper (flamegraph: the service itself)", "wrapper", "SIGKILL" },
+    [M_TRACER] = { "tracee (shim_tracer, strace's stand-in)", "tracee", "SIGKILL" },
+    [M_STRACE] = { "tracee (strace -f)", "tracee", "SIGKILL" },
+    [M_MASSIF] = { "wrapper (valgrind massif)", "wrapper", "SIGUSR2,SIGKILL" },
+};
+
+static int
+valgrind_works(void)
+{
+    return system("valgrind --tool=none -q /bin/true >/dev/null 2>&1") == 0;
+}
+
+/* Whether mode M can run here; skips the test when not. */
+static void
+need_mode(enum mode m)
+{
+    if ((m == M_STRACE && !strace_works()) || (m == M_MASSIF && !valgrind_works()))
+        skip();
+}
+
+/* What a test does to the running service. */
+enum act {
+    A_NONE,     /* it ends by itself */
+    A_STOP,     /* a stop request */
+    A_STOP2,    /* a stop request and a second one: escalation at once (a
+                 * grace of 100 s is never waited out) */
+    A_USR1,     /* SIGUSR1 through ph-init: segv and exit end on it */
+    A_HUP,      /* SIGHUP through ph-init, which the service does not handle */
+    A_KILL,     /* SIGKILL to the service, not through ph-init */
+};
+
+/* Run shim_service BEHAVIOUR under ph-init in mode M, in memory cgroup CG
+ * when given, and do ACT to it.  Returns the record; *CODE is ph-init's
+ * exit status. */
+static json_t *
+run_service(enum mode m, const char *behaviour, enum act act, const char *cg, int *code)
+{
+    const char *ready = tpath("ready"), *record = tpath("ph-exit.json");
+    char massif[700], *argv[24];
+    char cmd[2000] = "";
+    int n = 0;
+    pid_t p;
+
+    snprintf(massif, sizeof massif, "--massif-out-file=%s", tpath("massif.out"));
+    unlink(ready);
+    unlink(record);
+    if (cg) {
+        argv[n++] = "/bin/sh";
+        argv[n++] = "-c";
+        argv[n++] = cmd;
+        argv[n++] = "sh";
+        snprintf(cmd, sizeof cmd, "echo $$ > %s/cgroup.procs && exec \"$@\"", cg);
+    }
+    argv[n++] = SHIM;
+    argv[n++] = "--stop-target";
+    argv[n++] = (char *)modes[m].target;
+    argv[n++] = "--grace";
+    argv[n++] = "100";
+    argv[n++] = "--escalate";
+    argv[n++] = (char *)modes[m].escalate;
+    argv[n++] = "--escalate-grace";
+    argv[n++] = "100";
+    argv[n++] = "--record";
+    argv[n++] = (char *)record;
+    argv[n++] = "--";
+    if (m == M_TRACER)
+        argv[n++] = H("shim_tracer"), argv[n++] = "--";
+    if (m == M_STRACE)
+        argv[n++] = "strace", argv[n++] = "-f", argv[n++] = "-o", argv[n++] = (char *)tpath("strace.log"),
+        argv[n++] = "--";
+    if (m == M_MASSIF)
+        argv[n++] = "valgrind", argv[n++] = "--tool=massif", argv[n++] = massif, argv[n++] = "--";
+    argv[n++] = H("shim_service");
+    argv[n++] = (char *)ready;
+    argv[n++] = (char *)behaviour;
+    argv[n] = NULL;
+    p = spawn_err(argv, tpath("stderr"));
+    assert_true(wait_exists(ready));
+    if (act == A_USR1 || act == A_HUP)
+        assert_int_equal(kill(p, act == A_USR1 ? SIGUSR1 : SIGHUP), 0);
+    if (act == A_KILL)
+        assert_int_equal(kill(read_pid(ready), SIGKILL), 0);
+    if (act == A_STOP || act == A_STOP2)
+        assert_int_equal(kill(p, SIGTERM), 0);
+    if (act == A_STOP2)
+        assert_int_equal(kill(p, SIGINT), 0);
+    if (strcmp(behaviour, "orphan") == 0) {
+        /* The child got its SIGTERM: ph-init is past the stop signal and
+         * ends leftovers now; a second request hurries their SIGKILL. */
+        char child[700];
+
+        snprintf(child, sizeof child, "%s.child", ready);
+        assert_true(wait_sig(child, SIGTERM));
+        kill(p, SIGINT);
+    }
+    *code = wait_exit(p);
+    return load_record(record);
+}
+
+/* The record's fields for one case, checked with the mode and case named. */
+struct expect {
+    const char *outcome;
+    int exit_code;          /* -1: null */
+    const char *signal;     /* NULL: null */
+    const char *escalations;
+    int complete;
+    int leftovers_signalled, leftovers_killed;
+};
+
+static int
+signum(const char *name)
+{
+    static const struct {
+        const char *name;
+        int num;
+    } t[] = { { "SIGHUP", SIGHUP }, { "SIGKILL", SIGKILL }, { "SIGSEGV", SIGSEGV }, { "SIGUSR2", SIGUSR2 } };
+
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(name, t[i].name) == 0)
+            return t[i].num;
+    fail_msg("signum: %s is not in the table", name);
+    return 0;
+}
+
+static void
+check_record(json_t *j, int code, enum mode m, const char *behaviour, const struct expect *e)
+{
+    json_t *ec = json_object_get(j, "service_exit_code"), *sig = json_object_get(j, "service_signal");
+    json_t *oom = json_object_get(j, "oom_kills");
+    char what[200];
+
+    snprintf(what, sizeof what, "%s, service '%s'", modes[m].name, behaviour);
+    if (jstr(j, "outcome") == NULL || strcmp(jstr(j, "outcome"), e->outcome) != 0)
+        fail_msg("%s: outcome %s, want %s", what, jstr(j, "outcome"), e->outcome);
+    if (e->exit_code < 0 ? !json_is_null(ec) : json_integer_value(ec) != e->exit_code || !json_is_integer(ec))
+        fail_msg("%s: service_exit_code %lld, want %d", what, (long long)json_integer_value(ec), e->exit_code);
+    if (e->signal ? !json_is_string(sig) || strcmp(json_string_value(sig), e->signal) != 0 : !json_is_null(sig))
+        fail_msg("%s: service_signal %s, want %s", what, json_string_value(sig), e->signal ? e->signal : "null");
+    if (strcmp(jsigs(j, "escalations"), e->escalations) != 0)
+        fail_msg("%s: escalations [%s], want [%s]", what, jsigs(j, "escalations"), e->escalations);
+    if (json_is_true(json_object_get(j, "complete")) != e->complete)
+        fail_msg("%s: complete is not %s", what, e->complete ? "true" : "false");
+    if (jint(j, "leftovers_signalled") != e->leftovers_signalled || jint(j, "leftovers_killed") != e->leftovers_killed)
+        fail_msg("%s: leftovers signalled %lld, killed %lld; want %d, %d", what, jint(j, "leftovers_signalled"),
+                 jint(j, "leftovers_killed"), e->leftovers_signalled, e->leftovers_killed);
+    if (!json_is_false(json_object_get(j, "wrapper_killed")) || jint(j, "leftovers_survived") != 0)
+        fail_msg("%s: the profiler was killed or a leftover survived", what);
+    if (!json_is_null(oom) && strcmp(e->outcome, "oom_killed") != 0 && json_integer_value(oom) != 0)
+        fail_msg("%s: oom_kills %lld", what, (long long)json_integer_value(oom));
+    /* ph-init's own status: the profiler's, which mirrors the service's. */
+    if (code != (e->signal ? 128 + signum(e->signal) : e->exit_code))
+        fail_msg("%s: ph-init exited %d", what, code);
+}
+
+/* Every way a service ends, in mode M: the record tells each apart and
+ * ph-init's exit status is the service's. */
+static void
+fault_matrix(enum mode m)
+{
+    const char *esc = m == M_MASSIF ? "SIGUSR2" : "SIGKILL";
+    const struct {
+        const char *behaviour;
+        enum act act;
+        struct expect e;
+    } cases[] = {
+        { "term", A_STOP, { "stopped", 0, NULL, "", 1, 0, 0 } },
+        /* The sampler dies with the service; valgrind writes on SIGUSR2;
+         * a tracer outlives its tracee's SIGKILL and writes its end. */
+        { "ignore", A_STOP2, { "escalated", -1, esc, esc, m != M_SAMPLER, 0, 0 } },
+        { "segv", A_USR1, { "crashed", -1, "SIGSEGV", "", 1, 0, 0 } },
+        { "exit", A_USR1, { "exited", 7, NULL, "", 1, 0, 0 } },
+        { "term", A_HUP, { "signalled", -1, "SIGHUP", "", 1, 0, 0 } },
+        { "term", A_KILL, { "killed", -1, "SIGKILL", "", m != M_SAMPLER && m != M_MASSIF, 0, 0 } },
+        { "orphan-term", A_STOP, { "stopped", 0, NULL, "", 1, 1, 0 } },
+        { "orphan", A_STOP, { "stopped", 0, NULL, "", 1, 1, 1 } },
+    };
+
+    need_mode(m);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int code;
+        json_t *j = run_service(m, cases[i].behaviour, cases[i].act, NULL, &code);
+
+        check_record(j, code, m, cases[i].behaviour, &cases[i].e);
+        json_decref(j);
+    }
+    if (m == M_MASSIF) /* valgrind wrote its output on the last case's stop */
+        assert_int_equal(access(tpath("massif.out"), F_OK), 0);
+}
+
+static void
+test_fault_matrix_sampler(void **state)
+{
+    (void)state;
+    fault_matrix(M_SAMPLER);
+}
+
+static void
+test_fault_matrix_tracer(void **state)
+{
+    (void)state;
+    fault_matrix(M_TRACER);
+}
+
+static void
+test_fault_matrix_strace(void **state)
+{
+    (void)state;
+    fault_matrix(M_STRACE);
+}
+
+static void
+test_fault_matrix_massif(void **state)
+{
+    (void)state;
+    fault_matrix(M_MASSIF);
+}
+
+/* A memory cgroup of its own with a 96 MiB limit, under this process's
+ * (v1 here; v2 needs a delegated subtree): its path in CG, or 0 (skip). */
+static int
+make_oom_cgroup(char *cg, size_t len)
+{
+    char self[4096] = "", path[4200];
+    const char *mem = NULL;
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    int ok;
+
+    if (f == NULL || geteuid() != 0)
+        return f ? fclose(f), 0 : 0;
+    while (mem == NULL && fgets(self, sizeof self, f)) {
+        char *c = strstr(self, ":memory:");
+
+        if (c) {
+            c[strcspn(c, "\n")] = '\0';
+            mem = c + 8;
+        }
+    }
+    fclose(f);
+    if (mem == NULL)
+        return 0;
+    snprintf(cg, len, "/sys/fs/cgroup/memory%s/ph-shim-oom-%d", strcmp(mem, "/") == 0 ? "" : mem, (int)getpid());
+    if (mkdir(cg, 0755) < 0)
+        return 0;
+    snprintf(path, sizeof path, "echo %d > %s/memory.limit_in_bytes", 96 << 20, cg);
+    ok = system(path) == 0;
+    if (!ok)
+        rmdir(cg);
+    return ok;
+}
+
+/* The OOM killer ends the service: outcome oom_killed, the cgroup's
+ * oom_kills counted; the profiler's output is complete only where it is
+ * not the process that was killed (a tracer). */
+static void
+oom_case(enum mode m)
+{
+    char cg[4300];
+    json_t *j;
+    int code;
+
+    need_mode(m);
+    if (!make_oom_cgroup(cg, sizeof cg))
+        skip();
+    j = run_service(m, "oom", A_NONE, cg, &code);
+    for (double until = now() + WAIT_S; rmdir(cg) < 0 && now() < until; nap())
+        ;
+    check_record(j, code, m, "oom",
+                 &(struct expect){ "oom_killed", -1, "SIGKILL", "", m == M_TRACER || m == M_STRACE, 0, 0 });
+    assert_true(jint(j, "oom_kills") >= 1);
+    json_decref(j);
+}
+
+static void
+test_oom_killed_sampler(void **state)
+{
+    (void)state;
+    oom_case(M_SAMPLER);
+}
+
+static void
+test_oom_killed_strace(void **state)
+{
+    (void)state;
+    oom_case(M_STRACE);
+}
+
+static void
+test_oom_killed_massif(void **state)
+{
+    (void)state;
+    oom_case(M_MASSIF);
 }
 
 /* ------------------------------------------- a hostile artifacts dir */
@@ -268,8 +571,18 @@ test_record_on_a_full_disk(void **state)
 int
 main(void)
 {
+    /* Crashing services and tracers that mirror them dump no core here. */
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_record_contents_escaping_and_dir_mode, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_fault_matrix_sampler, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_fault_matrix_tracer, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_fault_matrix_strace, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_fault_matrix_massif, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_oom_killed_sampler, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_oom_killed_strace, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_oom_killed_massif, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_record_not_blocked_by_a_fifo, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_record_not_written_through_planted_links, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_record_replaces_a_planted_directory, tu_setup, shim_teardown),

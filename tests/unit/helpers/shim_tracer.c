@@ -1,8 +1,8 @@
 /* shim_tracer.c - test helper for the init shim: stands in for strace.
  *
  * usage: shim_tracer [-s SIGFILE] [-p PIDFILE] [-P PROBEFILE] [-H] -- COMMAND [ARG...]
- * Runs COMMAND as its child and waits for it, then exits with its status
- * (128+N if it was killed by signal N), as strace does.  Like
+ * Runs COMMAND as its child and waits for it, then exits with its status,
+ * or, if it was killed by signal N, kills itself with N, as strace does.  Like
  * `strace -o FILE PROG` it does not die of SIGTERM & co: it catches every
  * catchable signal and appends its number to SIGFILE.  -p writes the
  * child's pid to PIDFILE (atomically).  -H: after the child ended, hang
@@ -131,7 +131,14 @@ main(int argc, char **argv)
             return 1;
     while (hang)
         pause();
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
+    if (WIFSIGNALED(status)) {
+        sigset_t none;
+
+        signal(WTERMSIG(status), SIG_DFL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        raise(WTERMSIG(status));
+        return 128 + WTERMSIG(status); /* a signal that does not kill */
+    }
     return WEXITSTATUS(status);
 }
