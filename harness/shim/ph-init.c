@@ -795,7 +795,7 @@ stop_tick(int forced)
         st.target_gone_at = now;
         ph_init_log("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, n);
         st.wstep = 1;
-        st.deadline = now + opt.escalate_grace;
+        st.deadline = now + opt.escalate_grace; /* then SIGKILL them */
         return;
     }
     if (!forced && (st.deadline == 0 || now < st.deadline))
@@ -810,7 +810,7 @@ stop_tick(int forced)
         st.step++;
         st.escalations[st.n_escalations++] = sig;
         target_send(st.chain_pid, sig, forced ? "second stop request, escalating" : "grace over, escalating");
-        st.deadline = now + opt.escalate_grace;
+        st.deadline = now + opt.escalate_grace; /* then the next step */
         return;
     }
     if (st.wstep == 1) {
@@ -824,7 +824,7 @@ stop_tick(int forced)
         st.wstep = 2;
         if (n > 0) {
             ph_init_log("SIGKILL to %d leftover process(es) that outlived the target", n);
-            st.deadline = now + opt.escalate_grace;
+            st.deadline = now + opt.escalate_grace; /* then the profiler */
             return;
         }
     }

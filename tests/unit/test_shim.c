@@ -96,6 +96,9 @@ test_bad_usage_exits_2(void **state)
         { SHIM, "--stop-on", "SIGKILL", "--", "/bin/true", NULL },
         { SHIM, "--stop-on", "CHLD", "--", "/bin/true", NULL },
         { SHIM, "--record", NULL },
+        { SHIM, "--record", "", "--", "/bin/true", NULL },
+        { SHIM, "--record", "/tmp/dir/", "--", "/bin/true", NULL },
+        { SHIM, "--record", "/tmp/..", "--", "/bin/true", NULL },
     };
     char *ok[][12] = {
         { SHIM, "--help", NULL },
@@ -173,7 +176,7 @@ test_tracee_mode_signals_the_tracee_not_the_tracer(void **state)
 {
     const char *rec = tpath("tracee.sig"), *ready = tpath("tracee.sig.ready"), *tsig = tpath("tracer.sig"),
                *pidfile = tpath("tracee.pid"), *record = tpath("ph-exit.json");
-    char *argv[] = { SHIM, "--stop-target", "tracee", "--grace", "5", "--record", (char *)record, "--",
+    char *argv[] = { SHIM, "--stop-target", "tracee", "--grace", "100", "--record", (char *)record, "--",
                      H("shim_tracer"), "-s", (char *)tsig, "-p", (char *)pidfile, "--",
                      H("shim_sigrec"), (char *)rec, "15", NULL };
     static const int fwd[] = { SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGSEGV, SIGTSTP };
@@ -205,13 +208,14 @@ test_tracee_mode_signals_the_tracee_not_the_tracer(void **state)
 }
 
 /* Wrapper mode with a tracer shows why tracee mode exists: the tracer
- * swallows SIGTERM, the tracee never sees it, only escalation ends it. */
+ * swallows SIGTERM, the tracee never sees it, only escalation (here at
+ * once, by a second stop request) ends it. */
 static void
 test_wrapper_mode_signals_the_tracer(void **state)
 {
     const char *rec = tpath("tracee.sig"), *ready = tpath("tracee.sig.ready"), *tsig = tpath("tracer.sig"),
                *record = tpath("ph-exit.json");
-    char *argv[] = { SHIM, "--stop-target", "wrapper", "--grace", "1", "--record", (char *)record, "--",
+    char *argv[] = { SHIM, "--stop-target", "wrapper", "--grace", "100", "--record", (char *)record, "--",
                      H("shim_tracer"), "-s", (char *)tsig, "--", H("shim_sigrec"), (char *)rec, "15", NULL };
     pid_t p;
     json_t *j;
@@ -221,9 +225,10 @@ test_wrapper_mode_signals_the_tracer(void **state)
     assert_true(wait_exists(ready));
     assert_int_equal(kill(p, SIGTERM), 0);
     assert_true(wait_sig(tsig, SIGTERM));
-    /* Within the 1 s grace the tracee has nothing (it gets SIGTERM later,
+    /* Within the grace the tracee has nothing (it gets SIGTERM later,
      * from the drain of leftovers, once the tracer was killed). */
     assert_false(has_sig(rec, SIGTERM));
+    assert_int_equal(kill(p, SIGINT), 0);
     assert_int_equal(wait_exit(p), 128 + SIGKILL);
     j = load_record(record);
     assert_int_equal(jint(j, "target_pid"), jint(j, "wrapper_pid"));
@@ -343,14 +348,14 @@ test_stop_signal_and_stop_on(void **state)
 
 /* ------------------------------------------------------ the stop protocol */
 
-/* A target that stops on the stop signal is not made to wait the grace. */
+/* A target that stops on the stop signal is not made to wait the grace
+ * (100 s: were it waited out, wait_exit would fail first). */
 static void
 test_stop_within_grace_does_not_escalate(void **state)
 {
     const char *record = tpath("ph-exit.json"), *pidfile = tpath("bg.pid");
     char cmd[800];
-    char *argv[] = { SHIM, "--grace", "30", "--record", (char *)record, "--", "/bin/sh", "-c", cmd, NULL };
-    double t0;
+    char *argv[] = { SHIM, "--grace", "100", "--record", (char *)record, "--", "/bin/sh", "-c", cmd, NULL };
     pid_t p;
     json_t *j;
     int bg;
@@ -360,19 +365,19 @@ test_stop_within_grace_does_not_escalate(void **state)
     snprintf(cmd, sizeof cmd, "sleep 100 & echo $! > %s.tmp; mv %s.tmp %s; wait", pidfile, pidfile, pidfile);
     p = spawn(argv);
     bg = read_pid(pidfile);
-    t0 = now();
     assert_int_equal(kill(p, SIGTERM), 0);
     assert_int_equal(wait_exit(p), 128 + SIGTERM);
-    assert_true(now() - t0 < 5);
     assert_int_equal(kill(bg, 0), -1); /* the leftover was ended and reaped */
     j = load_record(record);
     assert_string_equal(jstr(j, "signal"), "SIGTERM");
     assert_int_equal(jint(j, "exit_code"), 128 + SIGTERM);
     assert_string_equal(jsigs(j, "escalations"), "");
-    assert_true(json_real_value(json_object_get(j, "stop_seconds")) < 5);
     json_decref(j);
 }
 
+/* Escalation waits the grace, then escalate-grace between its steps: the
+ * two differ here (the tests once had them equal, so swapping them went
+ * unseen).  Lower bounds only: a step can never come early. */
 static void
 test_escalates_after_the_grace(void **state)
 {
@@ -383,8 +388,9 @@ test_escalates_after_the_grace(void **state)
 
     (void)state;
     {
-        /* Ignores SIGTERM, exits on the first escalation step. */
-        char *argv[] = { SHIM, "--grace", "0.3", "--escalate", "SIGUSR1,SIGKILL", "--escalate-grace", "0.3",
+        /* Ignores SIGTERM, exits on the first escalation step, which
+         * comes after the 1 s grace; the 100 s step after it never does. */
+        char *argv[] = { SHIM, "--grace", "1", "--escalate", "SIGUSR1,SIGKILL", "--escalate-grace", "100",
                          "--record", (char *)record, "--", H("shim_sigrec"), (char *)rec, "10", "ignore-term",
                          NULL };
         p = spawn(argv);
@@ -392,17 +398,18 @@ test_escalates_after_the_grace(void **state)
         t0 = now();
         assert_int_equal(kill(p, SIGTERM), 0);
         assert_int_equal(wait_exit(p), 0);
-        assert_true(now() - t0 >= 0.3); /* not before the grace */
+        assert_true(now() - t0 >= 1.0); /* not before the grace */
         assert_true(has_sig(rec, SIGUSR1));
         j = load_record(record);
         assert_string_equal(jsigs(j, "escalations"), "SIGUSR1");
-        assert_true(json_real_value(json_object_get(j, "stop_seconds")) >= 0.3);
+        assert_true(json_real_value(json_object_get(j, "stop_seconds")) >= 1.0);
         json_decref(j);
     }
     unlink(ready);
     {
-        /* Survives every catchable step: the chain runs to its end. */
-        char *argv[] = { SHIM, "--grace", "0.2", "--escalate", "USR1,HUP,KILL", "--escalate-grace", "0.2",
+        /* Survives every catchable step: the chain runs to its end, a
+         * 0.1 s grace then two 0.5 s escalate-graces. */
+        char *argv[] = { SHIM, "--grace", "0.1", "--escalate", "USR1,HUP,KILL", "--escalate-grace", "0.5",
                          "--record", (char *)record, "--", H("shim_sigrec"), (char *)rec, "0", "ignore-term",
                          NULL };
         p = spawn(argv);
@@ -410,34 +417,92 @@ test_escalates_after_the_grace(void **state)
         t0 = now();
         assert_int_equal(kill(p, SIGTERM), 0);
         assert_int_equal(wait_exit(p), 128 + SIGKILL);
-        assert_true(now() - t0 >= 0.6);
+        assert_true(now() - t0 >= 1.1);
         j = load_record(record);
         assert_string_equal(jsigs(j, "escalations"), "SIGUSR1,SIGHUP,SIGKILL");
         assert_string_equal(jstr(j, "signal"), "SIGKILL");
         assert_int_equal(jint(j, "exit_code"), 128 + SIGKILL);
+        assert_true(json_real_value(json_object_get(j, "stop_seconds")) >= 1.1);
+        assert_true(json_real_value(json_object_get(j, "grace_seconds")) == 0.1);
+        assert_true(json_real_value(json_object_get(j, "escalate_grace_seconds")) == 0.5);
         json_decref(j);
     }
 }
 
-/* A second stop request does not wait out the 30 s grace. */
+/* Without options: a 30 s grace (the target is left alone meanwhile),
+ * SIGKILL as the one escalation, 10 s between steps. */
 static void
-test_second_stop_request_escalates_at_once(void **state)
+test_default_grace_and_escalation(void **state)
 {
     const char *rec = tpath("signals"), *ready = tpath("signals.ready"), *record = tpath("ph-exit.json");
-    char *argv[] = { SHIM, "--grace", "30", "--record", (char *)record, "--", H("shim_sigrec"), (char *)rec, "0",
-                     "ignore-term", NULL };
-    double t0;
+    char *argv[] = { SHIM, "--record", (char *)record, "--", H("shim_sigrec"), (char *)rec, "0", "ignore-term",
+                     NULL };
     pid_t p;
     json_t *j;
 
     (void)state;
     p = spawn(argv);
     assert_true(wait_exists(ready));
-    t0 = now();
+    assert_int_equal(kill(p, SIGTERM), 0);
+    /* Half a second into the grace the target still runs: nothing
+     * escalated.  (A lower bound again: correct code passes however slow
+     * the machine is.) */
+    for (double until = now() + 0.5; now() < until; nap())
+        assert_true(still_running(p));
+    assert_int_equal(kill(p, SIGINT), 0); /* the second request: escalate now */
+    assert_int_equal(wait_exit(p), 128 + SIGKILL);
+    j = load_record(record);
+    assert_string_equal(jsigs(j, "escalations"), "SIGKILL");
+    assert_string_equal(jstr(j, "stop_target"), "wrapper");
+    assert_true(json_real_value(json_object_get(j, "grace_seconds")) == 30);
+    assert_true(json_real_value(json_object_get(j, "escalate_grace_seconds")) == 10);
+    json_decref(j);
+}
+
+/* stop_seconds runs from the stop request, run_seconds from the start. */
+static void
+test_stop_seconds_counts_from_the_stop_request(void **state)
+{
+    const char *rec = tpath("signals"), *ready = tpath("signals.ready"), *record = tpath("ph-exit.json");
+    char *argv[] = { SHIM, "--record", (char *)record, "--", H("shim_sigrec"), (char *)rec, "15", NULL };
+    double run, stop;
+    pid_t p;
+    json_t *j;
+
+    (void)state;
+    p = spawn(argv);
+    assert_true(wait_exists(ready)); /* ph-init started before this */
+    for (double until = now() + 1.0; now() < until; nap())
+        ;
+    assert_int_equal(kill(p, SIGTERM), 0);
+    assert_int_equal(wait_exit(p), 0);
+    j = load_record(record);
+    run = json_real_value(json_object_get(j, "run_seconds"));
+    stop = json_real_value(json_object_get(j, "stop_seconds"));
+    assert_true(stop >= 0);
+    assert_true(run - stop >= 1.0 - 0.002); /* both rounded to ms */
+    assert_true(strcmp(jstr(j, "stop_requested_at"), jstr(j, "started_at")) > 0);
+    assert_true(strcmp(jstr(j, "stop_requested_at"), jstr(j, "ended_at")) <= 0);
+    json_decref(j);
+}
+
+/* A second stop request does not wait out the grace (100 s: were it
+ * waited out, wait_exit would fail first). */
+static void
+test_second_stop_request_escalates_at_once(void **state)
+{
+    const char *rec = tpath("signals"), *ready = tpath("signals.ready"), *record = tpath("ph-exit.json");
+    char *argv[] = { SHIM, "--grace", "100", "--record", (char *)record, "--", H("shim_sigrec"), (char *)rec, "0",
+                     "ignore-term", NULL };
+    pid_t p;
+    json_t *j;
+
+    (void)state;
+    p = spawn(argv);
+    assert_true(wait_exists(ready));
     assert_int_equal(kill(p, SIGTERM), 0);
     assert_int_equal(kill(p, SIGINT), 0); /* a different signal: the two cannot merge */
     assert_int_equal(wait_exit(p), 128 + SIGKILL);
-    assert_true(now() - t0 < 5);
     j = load_record(record);
     assert_string_equal(jsigs(j, "escalations"), "SIGKILL");
     json_decref(j);
@@ -468,6 +533,12 @@ test_profiler_outliving_its_target_is_ended(void **state)
     j = load_record(record);
     assert_true(json_is_true(json_object_get(j, "wrapper_killed")));
     assert_string_equal(jsigs(j, "wrapper_signals"), "SIGTERM,SIGKILL");
+    /* The tracer was signalled: its status no longer speaks for the
+     * service, and its output may have lost its tail. */
+    assert_string_equal(jstr(j, "outcome"), "escalated");
+    assert_true(json_is_null(json_object_get(j, "service_exit_code")));
+    assert_true(json_is_null(json_object_get(j, "service_signal")));
+    assert_true(json_is_false(json_object_get(j, "complete")));
     assert_string_equal(jsigs(j, "escalations"), "");
     assert_string_equal(jstr(j, "signal"), "SIGKILL");
     json_decref(j);
@@ -475,16 +546,16 @@ test_profiler_outliving_its_target_is_ended(void **state)
 
 /* With the real strace -f: the target's own children keep strace tracing
  * after the target died; the shim ends them so strace exits by itself,
- * long before escalate-grace. */
+ * long before escalate-grace (100 s: were it waited out, wait_exit would
+ * fail first). */
 static void
 test_strace_exits_once_the_service_leftovers_end(void **state)
 {
     const char *rec = tpath("signals"), *ready = tpath("signals.ready"), *record = tpath("ph-exit.json"),
                *log = tpath("strace.log");
     char cmd[800];
-    char *argv[] = { SHIM, "--stop-target", "tracee", "--escalate-grace", "8", "--record", (char *)record, "--",
+    char *argv[] = { SHIM, "--stop-target", "tracee", "--escalate-grace", "100", "--record", (char *)record, "--",
                      "strace", "-f", "-o", (char *)log, "--", "/bin/sh", "-c", cmd, NULL };
-    double t0;
     pid_t p;
     json_t *j;
 
@@ -494,13 +565,13 @@ test_strace_exits_once_the_service_leftovers_end(void **state)
     snprintf(cmd, sizeof cmd, "sleep 100 & exec %s %s 15", H("shim_sigrec"), rec);
     p = spawn(argv);
     assert_true(wait_exists(ready));
-    t0 = now();
     assert_int_equal(kill(p, SIGTERM), 0);
     assert_int_equal(wait_exit(p), 0);
-    assert_true(now() - t0 < 6);
     j = load_record(record);
     assert_false(json_is_true(json_object_get(j, "wrapper_killed")));
-    assert_true(jint(j, "leftovers_signalled") >= 1);
+    assert_string_equal(jsigs(j, "wrapper_signals"), "");
+    assert_int_equal(jint(j, "leftovers_signalled"), 1);
+    assert_int_equal(jint(j, "leftovers_killed"), 0);
     json_decref(j);
 }
 
@@ -527,11 +598,12 @@ proc_state(int pid)
 }
 
 /* The shim runs a command that leaves an orphan which exits after 0.2 s
- * while the shim's wrapper still runs for seconds.  What became of the
- * orphan 1.5 s later?  Also reports whether the shim was still running
- * then, so a reap by the final drain cannot pass for reaping. */
+ * while the shim's wrapper runs on.  Polls until the orphan's fate is
+ * WANT (or WAIT_S passed) and returns the last one seen.  Also reports
+ * whether the shim was still running then, so a reap by the final drain
+ * cannot pass for reaping. */
 static enum orphan_fate
-orphan_fate(int *orphan, int *shim_alive)
+orphan_fate(enum orphan_fate want, int *orphan, int *shim_alive)
 {
     const char *pidfile = tpath("orphan.pid");
     char cmd[800];
@@ -541,15 +613,13 @@ orphan_fate(int *orphan, int *shim_alive)
     int g;
 
     unlink(pidfile);
-    snprintf(cmd, sizeof cmd, "%s %s 200; exec sleep 3", H("shim_orphan"), pidfile);
+    snprintf(cmd, sizeof cmd, "%s %s 200; exec sleep 100", H("shim_orphan"), pidfile);
     p = spawn(argv);
     g = read_pid(pidfile);
-    for (double until = now() + 1.5; now() < until; nap()) {
+    for (double until = now() + WAIT_S; fate != want && now() < until; nap()) {
         char s = proc_state(g);
 
         fate = s == 0 ? ORPHAN_REAPED : s == 'Z' ? ORPHAN_ZOMBIE : ORPHAN_RUNNING;
-        if (fate == ORPHAN_REAPED)
-            break;
     }
     *orphan = g;
     *shim_alive = still_running(p);
@@ -564,13 +634,13 @@ test_reaps_orphans_as_subreaper(void **state)
     int g, alive;
 
     (void)state;
-    assert_int_equal(orphan_fate(&g, &alive), ORPHAN_REAPED);
+    assert_int_equal(orphan_fate(ORPHAN_REAPED, &g, &alive), ORPHAN_REAPED);
     assert_true(alive);
 }
 
-/* The companion: the same check, with the shim not a subreaper and this
- * process one that does not reap, sees the zombie.  So the check above can
- * fail, and passes only because the shim reaps. */
+/* The companion: with the shim not a subreaper and this process one that
+ * does not reap, the orphan becomes a zombie and stays one, so the check
+ * above can fail, and passes only because the shim reaps. */
 static void
 test_reaping_check_can_fail(void **state)
 {
@@ -580,7 +650,7 @@ test_reaping_check_can_fail(void **state)
     (void)state;
     assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     setenv("PH_INIT_NO_SUBREAPER", "1", 1);
-    fate = orphan_fate(&g, &alive);
+    fate = orphan_fate(ORPHAN_ZOMBIE, &g, &alive);
     unsetenv("PH_INIT_NO_SUBREAPER");
     prctl(PR_SET_CHILD_SUBREAPER, 0);
     waitpid(g, NULL, 0); /* it was ours to reap */
@@ -598,7 +668,7 @@ test_as_pid1_with_strace(void **state)
 {
     const char *record = tpath("rec/ph-exit.json"), *log = tpath("strace.log");
     char *argv[] = { "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", SHIM, "--stop-target", "tracee",
-                     "--grace", "5", "--record", (char *)record, "--", "strace", "-f", "-o", (char *)log, "--",
+                     "--grace", "100", "--record", (char *)record, "--", "strace", "-f", "-o", (char *)log, "--",
                      "sleep", "100", NULL };
     char path[64], buf[4096], last[512] = "";
     pid_t u, init = 0;
@@ -647,7 +717,6 @@ test_as_pid1_with_strace(void **state)
     assert_int_not_equal(jint(j, "target_pid"), 2);
     assert_string_equal(jstr(j, "signal"), "SIGTERM");
     assert_string_equal(jsigs(j, "escalations"), "");
-    assert_true(json_real_value(json_object_get(j, "stop_seconds")) < 5);
     json_decref(j);
 }
 
@@ -667,6 +736,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stop_signal_and_stop_on, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_stop_within_grace_does_not_escalate, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_escalates_after_the_grace, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_default_grace_and_escalation, tu_setup, shim_teardown),
+        cmocka_unit_test_setup_teardown(test_stop_seconds_counts_from_the_stop_request, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_second_stop_request_escalates_at_once, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_profiler_outliving_its_target_is_ended, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_strace_exits_once_the_service_leftovers_end, tu_setup, shim_teardown),
@@ -674,5 +745,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_reaping_check_can_fail, tu_setup, shim_teardown),
         cmocka_unit_test_setup_teardown(test_as_pid1_with_strace, tu_setup, shim_teardown),
     };
+    /* PH_TEST_FILTER=NAME runs one test (the mutation check does). */
+    if (getenv("PH_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("PH_TEST_FILTER"));
     return cmocka_run_group_tests_name("shim", tests, NULL, NULL);
 }
