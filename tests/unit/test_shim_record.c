@@ -2,7 +2,10 @@
  * its contents and escaping, what it says about each way a service can
  * end (the fault matrix, in every stop mode), and that nothing the service
  * plants in the artifacts dir blocks, redirects or keeps out the record.
- * ph-init runs as a subprocess, no Docker (helpers/shim_test.h). */
+ * ph-init runs as a subprocess, no Docker (helpers/shim_test.h).  Skipped
+ * where they cannot run: strace and valgrind modes without ptrace or
+ * valgrind; as non-root or without a v1 memory cgroup to create, the OOM
+ * cases; as non-root, the full disk (a tmpfs in a mount namespace). */
 #include "helpers/shim_test.h"
 
 #include <dirent.h>
