@@ -62,9 +62,9 @@ $(B)/profharness: $(CLI_OBJ) $(B)/libprofharness.a
 
 # The init shim is PID 1 of every profiled container, whatever libc the
 # service image has: static, and nothing but libc.
-$(B)/ph-init: harness/shim/ph-init.c
+$(B)/ph-init: $(wildcard harness/shim/*.c harness/shim/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
 
 $(IBERTY_OBJ): $(LIBIBERTY)
 	@mkdir -p $(dir $@)
