@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ph_cmds.h"
+#include "ph_engine.h"
 #include "ph_log.h"
 
 #define PH_VERSION "0.1.0"
@@ -36,7 +37,8 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: profharness [-f FILE] [--profiles DIR] [-o OUTDIR] [-p PROJECT] [-v] COMMAND [ARGS]\n"
+            "usage: profharness [-f FILE] [--profiles DIR] [-o OUTDIR] [-p PROJECT] [--context NAME] [-v]\n"
+            "                   COMMAND [ARGS]\n"
             "\n"
             "Profile services defined in a compose file under strace, valgrind (massif,\n"
             "callgrind) or the built-in sampler, stop them so every profiler flushes,\n"
@@ -47,6 +49,7 @@ usage(FILE *out)
             "      --profiles DIR     profile (mode) definitions (default profiles)\n"
             "  -o, --output DIR       where artifacts land (default contrib/profiling)\n"
             "  -p, --project NAME     project name (default: the compose file's `name:` or folder)\n"
+            "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
             "  -h, --help             this text\n"
             "      --version          print the version\n"
@@ -60,6 +63,8 @@ usage(FILE *out)
             "\n"
             "environment:\n"
             "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"
+            "  DOCKER_TLS_VERIFY, DOCKER_TLS, DOCKER_CERT_PATH   TLS to a tcp:// Engine, as for docker\n"
+            "  DOCKER_CONTEXT, DOCKER_CONFIG                    the Docker context, as for docker\n"
             "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
@@ -73,6 +78,7 @@ main(int argc, char **argv)
         { "profiles", required_argument, NULL, 'P' },
         { "output", required_argument, NULL, 'o' },
         { "project", required_argument, NULL, 'p' },
+        { "context", required_argument, NULL, 'C' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -92,6 +98,7 @@ main(int argc, char **argv)
         case 'P': g.profiles_dir = optarg; break;
         case 'o': g.out_dir = optarg; break;
         case 'p': g.project = optarg; break;
+        case 'C': ph_engine_set_context(optarg); break;
         case 'v': ph_log_set_level(PH_LOG_DEBUG); break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("profharness %s\n", PH_VERSION); return 0;

@@ -34,6 +34,7 @@ struct ph_engine {
     char *base_url;        /* http://localhost (unix), http(s)://HOST:PORT[/PATH] (tcp) */
     char api[16];          /* negotiated version, "" until the first ping */
     size_t max_body;
+    char where[1400];      /* the host, and the context and TLS when they matter, for messages */
     char errbuf[CURL_ERROR_SIZE];
 };
 

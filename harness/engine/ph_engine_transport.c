@@ -32,6 +32,7 @@
 #include "ph_engine_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,15 @@ slist_freep(struct curl_slist **l)
     curl_slist_free_all(*l);
 }
 #define cleanup_slist __attribute__((cleanup(slist_freep)))
+
+/* --context, for every engine made after ph_engine_set_context. */
+static char context_flag[256];
+
+void
+ph_engine_set_context(const char *name)
+{
+    snprintf(context_flag, sizeof context_flag, "%s", name ? name : "");
+}
 
 /* curl_global_init is not thread-safe; ph_engine_new may be called from
  * several threads (one engine each), so it runs once. */
@@ -162,10 +172,16 @@ ph_engine_new(ph_error_t *err)
         return NULL;
     }
     e->max_body = PH_ENGINE_MAX_BODY;
-    if (ph_engine_endpoint_resolve(&e->ep, err) < 0) {
+    if (ph_engine_endpoint_resolve(context_flag[0] ? context_flag : NULL, &e->ep, err) < 0) {
         free(e);
         return NULL;
     }
+    if (strcmp(e->ep.context, "default") != 0)
+        snprintf(e->where, sizeof e->where, "%s (context `%s`%s)", e->ep.host, e->ep.context,
+                 e->ep.tls ? ", TLS" : "");
+    else
+        snprintf(e->where, sizeof e->where, "%s%s", e->ep.host, e->ep.tls ? " (TLS)" : "");
+    ph_debug("engine: %s, chosen by %s", e->where, e->ep.origin);
     e->base_url = strdup(e->ep.base_url);
     e->curl = curl_easy_init();
     if (e->base_url == NULL || e->curl == NULL) {
@@ -188,6 +204,12 @@ ph_engine_free(ph_engine *e)
 }
 
 const char *
+ph_engine_describe(ph_engine *e)
+{
+    return e ? e->where : "";
+}
+
+const char *
 ph_engine_api_version(ph_engine *e)
 {
     return e ? e->api : "";
@@ -205,12 +227,72 @@ ph_engine_set_max_body(ph_engine *e, size_t max)
 void
 ph_engine_transport_setup(const ph_engine *e, CURL *c, char *errbuf)
 {
-    if (e->ep.socket_path[0])
-        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, e->ep.socket_path);
+    const ph_engine_endpoint *ep = &e->ep;
+
+    if (ep->socket_path[0])
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, ep->socket_path);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM games in a supervisor */
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, ep->tls ? "https" : "http");
+    if (!ep->tls)
+        return;
+    /* As docker's tlsconfig.ClientDefault: TLS 1.2 at least; a CA given is
+     * the only one trusted (the built-in CA directory is switched off too);
+     * no verification at all when asked for none. */
+    curl_easy_setopt(c, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    if (ep->ca[0]) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, ep->ca);
+        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+    }
+    if (ep->cert[0] && ep->key[0]) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, ep->cert);
+        curl_easy_setopt(c, CURLOPT_SSLKEY, ep->key);
+    }
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, ep->verify ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, ep->verify ? 2L : 0L);
+}
+
+/* A TLS failure: which file, and where the material came from. */
+static int
+tls_error(const ph_engine *e, CURLcode rc, const char *why, const char *what, ph_error_t *err)
+{
+    const ph_engine_endpoint *ep = &e->ep;
+    const char *w = what ? what : "connect";
+
+    switch (rc) {
+    case CURLE_SSL_CACERT_BADFILE:
+        ph_fail(err, 0, "%s: the CA certificate `%s` cannot be used: %s", w, ep->ca[0] ? ep->ca : "(system)", why);
+        break;
+    case CURLE_SSL_CERTPROBLEM:
+        ph_fail(err, 0, "%s: the client certificate `%s` or its key `%s` cannot be used: %s", w, ep->cert, ep->key,
+                why);
+        break;
+    case CURLE_PEER_FAILED_VERIFICATION:
+        ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate does not verify against %s%s%s: %s",
+                w, e->where, ep->ca[0] ? "the CA `" : "the system's CAs", ep->ca, ep->ca[0] ? "`" : "", why);
+        break;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR: {
+        /* TLS 1.3: the server's verdict on our certificate comes as an
+         * alert on the first read, after the handshake "succeeded". */
+        char detail[PATH_MAX + 64];
+
+        if (ep->cert[0])
+            snprintf(detail, sizeof detail, "it does not accept the client certificate `%s`", ep->cert);
+        else
+            snprintf(detail, sizeof detail, "it wants a client certificate, and none was sent");
+        ph_fail(err, 0, "%s: the Docker Engine at %s refused the TLS connection (%s): %s", w, e->where, detail, why);
+        break;
+    }
+    default:
+        ph_fail(err, 0, "%s: the TLS handshake with the Docker Engine at %s failed: %s", w, e->where, why);
+        if (ep->cert[0] == '\0')
+            return ph_error_hint(err, "an Engine started with --tlsverify wants a client certificate, and none was "
+                                      "sent: %s", ep->tls_from);
+        break;
+    }
+    return ph_error_hint(err, "%s", ep->tls_from);
 }
 
 /* WHAT may be NULL (the ping: "cannot reach" needs no more context). */
@@ -230,7 +312,7 @@ ph_engine_transport_error(const ph_engine *e, CURL *c, const char *errbuf, CURLc
         if (os != 0)
             snprintf(detail, sizeof detail, " (%s)", strerror((int)os));
         ph_fail(err, 0, "%s%scannot reach the Docker Engine at %s: %s%s", what ? what : "", what ? ": " : "",
-                e->ep.host, curl_easy_strerror(rc), detail);
+                e->where, curl_easy_strerror(rc), detail);
         if (os == EACCES)
             return ph_error_hint(err, "no permission on the Engine's socket: run as root or join the docker group, "
                                       "or set DOCKER_HOST");
@@ -238,8 +320,13 @@ ph_engine_transport_error(const ph_engine *e, CURL *c, const char *errbuf, CURLc
     }
     if (rc == CURLE_OPERATION_TIMEDOUT)
         return ph_fail(err, 0, "%s: the Docker Engine at %s did not finish within %ld s", what ? what : "request",
-                       e->ep.host, timeout_s);
-    return ph_fail(err, 0, "%s: talking to the Docker Engine at %s: %s", what ? what : "request", e->ep.host, why);
+                       e->where, timeout_s);
+    if (e->ep.tls && (rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION ||
+                      rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CIPHER ||
+                      rc == CURLE_SSL_ENGINE_INITFAILED || rc == CURLE_USE_SSL_FAILED ||
+                      ((rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) && strstr(why, " alert ") != NULL)))
+        return tls_error(e, rc, why, what, err);
+    return ph_fail(err, 0, "%s: talking to the Docker Engine at %s: %s", what ? what : "request", e->where, why);
 }
 
 /* The Engine's error body is {"message": "..."}; anything else is shown raw,
@@ -355,20 +442,29 @@ ph_engine_ping(ph_engine *e, ph_error_t *err)
         free(b.data);
         if (rc == CURLE_WRITE_ERROR && b.overflow)
             return ph_fail(err, 0, "ping the Docker Engine at %s: the answer exceeds %u bytes; is that an Engine?",
-                           e->ep.host, PING_BODY_MAX);
+                           e->where, PING_BODY_MAX);
         if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
             return ph_engine_transport_error(e, e->curl, e->errbuf, rc, NULL, PING_TIMEOUT_S, err);
         ph_engine_transport_error(e, e->curl, e->errbuf, rc, "ping the Docker Engine", PING_TIMEOUT_S, err);
+        if (err && *err && (*err)->hint[0])
+            return -1; /* a TLS failure has said what to fix */
         return ph_error_hint(err, ENGINE_HINT);
     }
     curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200) {
         char what[1200];
 
-        snprintf(what, sizeof what, "ping the Docker Engine at %s", e->ep.host);
+        snprintf(what, sizeof what, "ping the Docker Engine at %s", e->where);
         ph_engine_http_error(e, what, status, b.data ? b.data : "", b.len, err);
+        /* Go's TLS server answers plain HTTP with this 400. */
+        if (status == 400 && b.data && strstr(b.data, "HTTPS server") != NULL) {
+            free(b.data);
+            return ph_error_hint(err, "that Engine speaks TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH (the "
+                                      "directory with ca.pem, cert.pem, key.pem), or use a Docker context");
+        }
         free(b.data);
-        return ph_error_hint(err, "does DOCKER_HOST point at a Docker Engine?");
+        return ph_error_hint(err, "does %s point at a Docker Engine?",
+                             strcmp(e->ep.context, "default") ? "the Docker context" : "DOCKER_HOST");
     }
     free(b.data);
     parse_version(PH_ENGINE_MAX_API, &mmaj, &mmin);
@@ -379,7 +475,7 @@ ph_engine_ping(ph_engine *e, ph_error_t *err)
         return 0;
     }
     if (smaj < MIN_API_MAJOR || (smaj == MIN_API_MAJOR && smin < MIN_API_MINOR))
-        return ph_fail(err, 0, "the Docker Engine at %s speaks API %s; profharness needs %d.%d or later", e->ep.host,
+        return ph_fail(err, 0, "the Docker Engine at %s speaks API %s; profharness needs %d.%d or later", e->where,
                        server, MIN_API_MAJOR, MIN_API_MINOR);
     if (smaj < mmaj || (smaj == mmaj && smin < mmin))
         snprintf(e->api, sizeof e->api, "%d.%d", smaj, smin);

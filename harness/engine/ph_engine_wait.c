@@ -203,7 +203,7 @@ ph_engine_container_wait_begin(ph_engine *e, const char *id, ph_engine_wait **ou
     if (rc == 0) {
         ph_engine_wait_free(w);
         return ph_fail(err, 0, "%s: the Docker Engine at %s did not take the request within %ld s", what,
-                       e->ep.host, WAIT_BEGIN_TIMEOUT_S);
+                       e->where, WAIT_BEGIN_TIMEOUT_S);
     }
     /* Done already: an error answer, a transport failure, or (possible
      * when the container had already stopped) the result itself. */
