@@ -4,8 +4,10 @@
 # environment (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_TLS) and Docker
 # contexts made by the real `docker context create`.  The shared dockerd at
 # /var/run/docker.sock is only read from (one image saved); the private one
-# has its own data root, exec root, pid file, socket, containerd namespace,
-# no bridge and no iptables, and is stopped in teardown.
+# has its own data root, exec root, pid file, socket, containerd namespace
+# and bridge, no iptables and no ip_forward changes, and is stopped in
+# teardown.  Never --bridge=none: dockerd then deletes the host's docker0
+# (removeDefaultBridgeInterface), the shared Engine's default bridge.
 
 load test_helper
 
@@ -51,10 +53,16 @@ setup_file() {
     [ -s "$CERTS/good/cert.pem" ] && [ -s "$CERTS/foreign/key.pem" ]
     export TLS_PORT=$(free_port)
     export PRIV_SOCK=$TLSD/docker.sock
+    # A bridge of its own (IFNAMSIZ: 15 bytes), on a subnet the shared
+    # Engine's pools do not use.
+    export PRIV_BR=phtls$((TLS_PORT % 100000))
+    ip link add name "$PRIV_BR" type bridge
+    ip addr add "10.213.$((TLS_PORT % 250)).1/24" dev "$PRIV_BR"
+    ip link set "$PRIV_BR" up
     setsid dockerd --tlsverify --tlscacert "$CERTS/good/ca.pem" --tlscert "$CERTS/server-cert.pem" \
         --tlskey "$CERTS/server-key.pem" -H "tcp://127.0.0.1:$TLS_PORT" -H "unix://$PRIV_SOCK" \
         --data-root "$TLSD/data" --exec-root "$TLSD/exec" --pidfile "$TLSD/docker.pid" \
-        --bridge=none --iptables=false --ip6tables=false \
+        --bridge="$PRIV_BR" --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
         --containerd-namespace "ph-tls-$$" --containerd-plugins-namespace "ph-tls-$$-plugins" \
         >"$TLSD/dockerd.log" 2>&1 </dev/null &
     export PRIV_DOCKERD=$!
@@ -78,6 +86,7 @@ teardown_file() {
         kill "$PRIV_DOCKERD" 2>/dev/null || true
         WAIT_SECONDS=60 wait_for bash -c "! kill -0 $PRIV_DOCKERD 2>/dev/null" || kill -9 "$PRIV_DOCKERD" 2>/dev/null || true
     fi
+    [ -z "${PRIV_BR:-}" ] || ip link del "$PRIV_BR" 2>/dev/null || true
     # Whatever the daemon left mounted under its own roots, then its files.
     if [ -n "${TLSD:-}" ] && [ -d "$TLSD" ]; then
         grep -o " $TLSD/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
