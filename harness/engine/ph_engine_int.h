@@ -23,6 +23,7 @@
 
 #include "ph_engine.h"
 #include "ph_engine_endpoint.h"
+#include "ph_timing.h"
 
 #define PH_ENGINE_DEFAULT_TIMEOUT_S 120L
 #define PH_ENGINE_NO_TIMEOUT (-1L)  /* ph_engine_req.timeout_s: run until done */
@@ -122,6 +123,14 @@ int ph_engine_check(const ph_engine *e, const char *what, ph_error_t *err);
 int ph_engine_check_str(const char *s, const char *what, const char *kind, ph_error_t *err);
 
 int ph_engine_ensure_pinged(ph_engine *e, ph_error_t *err);
+
+/* Every call is a timing stage ("engine", METHOD and the endpoint
+ * template, bytes both ways, the status, what it is about); NULL when no
+ * command is being timed.  _end records and ends it (FAILED: with *err's
+ * message). */
+ph_stage *ph_engine_stage_begin(const ph_engine_req *r, unsigned flags);
+void ph_engine_stage_end(ph_stage *st, long status, unsigned long long in, unsigned long long out, int failed,
+                         ph_error_t *err);
 
 /* The stage name of a request: METHOD and the endpoint template, with the
  * ids of a raw path replaced by {id} and the query left out

@@ -40,6 +40,7 @@
 #include <strings.h>
 
 #include "ph_log.h"
+#include "ph_timing.h"
 #include "ph_util.h"
 
 /* /containers/{id}/wait?condition=not-running and the immediate header
@@ -418,8 +419,10 @@ parse_version(const char *v, int *maj, int *min)
 int
 ph_engine_ping(ph_engine *e, ph_error_t *err)
 {
+    static const ph_engine_req ping_req = { .method = "GET", .path = "/_ping" };
     ph_engine_buf b = { .max = PING_BODY_MAX };
     ph_cleanup_free char *url = NULL;
+    ph_stage *st;
     char server[16] = "";
     int smaj, smin, mmaj, mmin;
     long status = 0;
@@ -437,7 +440,10 @@ ph_engine_ping(ph_engine *e, ph_error_t *err)
     curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, ping_header_cb);
     curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, server);
+    st = ph_engine_stage_begin(&ping_req, 0);
     rc = curl_easy_perform(e->curl);
+    curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+    ph_engine_stage_end(st, status, b.len, 0, rc != CURLE_OK || status != 200, NULL);
     if (rc != CURLE_OK) {
         free(b.data);
         if (rc == CURLE_WRITE_ERROR && b.overflow)
@@ -450,7 +456,6 @@ ph_engine_ping(ph_engine *e, ph_error_t *err)
             return -1; /* a TLS failure has said what to fix */
         return ph_error_hint(err, ENGINE_HINT);
     }
-    curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200) {
         char what[1200];
 
@@ -810,6 +815,51 @@ call_result(ph_engine *e, ph_engine_req *r, call_ctx *s, CURLcode rc, const char
     return 0;
 }
 
+/* ---- timing: every call a stage --------------------------------------------- */
+
+ph_stage *
+ph_engine_stage_begin(const ph_engine_req *r, unsigned flags)
+{
+    char name[300];
+    ph_stage *st;
+
+    if (!ph_timing_recording())
+        return NULL;
+    if (r->raw)
+        ph_engine_stage_name(r->method, r->path, name, sizeof name);
+    else
+        snprintf(name, sizeof name, "%s %s", r->method, r->path);
+    if ((st = ph_stage_begin("engine", name, flags)) == NULL)
+        return NULL;
+    ph_stage_attr(st, "http.request.method", r->method);
+    if (r->kind && r->arg[0]) {
+        /* What the call is about, for exporters. */
+        if (strncmp(r->kind, "container", 9) == 0)
+            ph_stage_attr(st, strstr(r->kind, "name") ? "container.name" : "container.id", r->arg[0]);
+        else if (strncmp(r->kind, "image", 5) == 0)
+            ph_stage_attr(st, "container.image.name", r->arg[0]);
+    }
+    return st;
+}
+
+void
+ph_engine_stage_end(ph_stage *st, long status, unsigned long long in, unsigned long long out, int failed,
+                    ph_error_t *err)
+{
+    char code[16];
+
+    if (st == NULL)
+        return;
+    ph_stage_bytes(st, in, out);
+    if (status) {
+        snprintf(code, sizeof code, "%ld", status);
+        ph_stage_attr(st, "http.response.status_code", code);
+    }
+    if (failed)
+        ph_stage_fail(st, err && *err ? (*err)->msg : "failed");
+    ph_stage_end(st);
+}
+
 int
 ph_engine_call(ph_engine *e, ph_engine_req *r, ph_error_t *err)
 {
@@ -817,6 +867,7 @@ ph_engine_call(ph_engine *e, ph_engine_req *r, ph_error_t *err)
     ph_cleanup_free char *url = NULL, *payload = NULL;
     cleanup_slist struct curl_slist *hdrs = NULL;
     call_ctx s = { .r = r };
+    ph_stage *st = NULL;
     long timeout_s;
     CURLcode rc;
     int ret;
@@ -830,8 +881,10 @@ ph_engine_call(ph_engine *e, ph_engine_req *r, ph_error_t *err)
         return -1;
     if (set_body(e, r, &s, what, &payload, &hdrs, err) < 0)
         return -1;
+    st = ph_engine_stage_begin(r, 0);
     rc = curl_easy_perform(e->curl);
     ret = call_result(e, r, &s, rc, what, timeout_s, err);
+    ph_engine_stage_end(st, r->status, s.bytes_in, s.bytes_out, ret < 0, err);
     free(s.body.data);
     return ret;
 }

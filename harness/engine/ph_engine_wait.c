@@ -36,6 +36,7 @@ struct ph_engine_wait {
     CURLcode result;
     char what[300];
     char errbuf[CURL_ERROR_SIZE];
+    ph_stage *stage; /* from begin to end: concurrent with the signal sent meanwhile */
 };
 
 void
@@ -43,6 +44,7 @@ ph_engine_wait_free(ph_engine_wait *w)
 {
     if (w == NULL)
         return;
+    ph_engine_stage_end(w->stage, w->status, w->body.len, 0, 0, NULL);
     if (w->multi && w->curl)
         curl_multi_remove_handle(w->multi, w->curl);
     if (w->curl)
@@ -195,6 +197,8 @@ ph_engine_container_wait_begin(ph_engine *e, const char *id, ph_engine_wait **ou
         ph_engine_wait_free(w);
         return ph_fail(err, 0, "%s: curl refused the transfer", what);
     }
+    /* The signal the caller sends next is not inside the wait: detached. */
+    w->stage = ph_engine_stage_begin(&r, PH_STAGE_DETACHED | PH_STAGE_CONCURRENT);
     rc = wait_drive(w, stop_at_headers, now_mono() + WAIT_BEGIN_TIMEOUT_S, err);
     if (rc < 0) {
         ph_engine_wait_free(w);
@@ -208,6 +212,7 @@ ph_engine_container_wait_begin(ph_engine *e, const char *id, ph_engine_wait **ou
     /* Done already: an error answer, a transport failure, or (possible
      * when the container had already stopped) the result itself. */
     if (w->done && wait_check_done(w, err) < 0) {
+        ph_stage_fail(w->stage, err && *err ? (*err)->msg : "failed");
         ph_engine_wait_free(w);
         return -1;
     }
@@ -249,6 +254,10 @@ ph_engine_container_wait_end(ph_engine_wait *w, long timeout_s, long *exit_code,
     }
     rc = ph_engine_wait_result(w->what, resp, exit_code, err);
 out:
+    if (rc < 0)
+        ph_stage_fail(w->stage, err && *err ? (*err)->msg : "failed");
+    else if (*timed_out)
+        ph_stage_attr(w->stage, "profharness.timed_out", "true");
     json_decref(resp);
     ph_engine_wait_free(w);
     return rc;
