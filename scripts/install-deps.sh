@@ -30,3 +30,11 @@ if ! command -v just >/dev/null 2>&1; then
     echo "install-deps: npm install -g rust-just" >&2
     npm install -g --silent rust-just >&2
 fi
+
+# The independent OTLP receiver of tests/60-timing.bats: OpenTelemetry JS's
+# generated protobuf code (package-lock.json pins it).
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -d "$here/tests/timing/node_modules/@opentelemetry/otlp-transformer" ]; then
+    echo "install-deps: npm ci in tests/timing" >&2
+    npm ci --prefix "$here/tests/timing" --ignore-scripts --no-audit --no-fund --silent >&2
+fi

@@ -10,6 +10,8 @@
 #include "ph_cmds.h"
 #include "ph_engine.h"
 #include "ph_log.h"
+#include "ph_otlp.h"
+#include "ph_timing.h"
 
 #define PH_VERSION "0.1.0"
 
@@ -50,6 +52,8 @@ usage(FILE *out)
             "  -o, --output DIR       where artifacts land (default contrib/profiling)\n"
             "  -p, --project NAME     project name (default: the compose file's `name:` or folder)\n"
             "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
+            "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
+            "                         (also PH_TIMINGS=1 or PH_TIMINGS=sorted)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
             "  -h, --help             this text\n"
             "      --version          print the version\n"
@@ -65,9 +69,81 @@ usage(FILE *out)
             "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"
             "  DOCKER_TLS_VERIFY, DOCKER_TLS, DOCKER_CERT_PATH   TLS to a tcp:// Engine, as for docker\n"
             "  DOCKER_CONTEXT, DOCKER_CONFIG                    the Docker context, as for docker\n"
+            "  OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT  export each command's stages as OpenTelemetry spans\n"
+            "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
             "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
+}
+
+/* The error a command printed, for its span. */
+static char last_error[2048];
+
+static void
+note_error(const ph_error *e)
+{
+    snprintf(last_error, sizeof last_error, "%s", e->msg);
+}
+
+/* What the command is about, on its root stage: its arguments, and the
+ * mode of a start. */
+static void
+describe_command(int argc, char **argv)
+{
+    char args[1024] = "";
+    size_t o = 0;
+
+    for (int i = 1; i < argc && o < sizeof args - 1; i++) {
+        if ((strcmp(argv[i], "--mode") == 0 || strcmp(argv[i], "-m") == 0) && i + 1 < argc)
+            ph_stage_attr(ph_stage_current(), "profharness.mode", argv[i + 1]);
+        else if (strncmp(argv[i], "--mode=", 7) == 0)
+            ph_stage_attr(ph_stage_current(), "profharness.mode", argv[i] + 7);
+        o += (size_t)snprintf(args + o, sizeof args - o, "%s%s", o ? " " : "", argv[i]);
+    }
+    ph_stage_attr(ph_stage_current(), "profharness.command", argv[0]);
+    if (args[0])
+        ph_stage_attr(ph_stage_current(), "profharness.args", args);
+}
+
+/* PH_TIMINGS / --timings: 0 none, 1 tables, 2 sorted tables. */
+static int
+timings_mode(const char *v, int *out)
+{
+    if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0)
+        *out = 0;
+    else if (strcmp(v, "1") == 0 || strcmp(v, "flow") == 0)
+        *out = 1;
+    else if (strcmp(v, "sorted") == 0)
+        *out = 2;
+    else
+        return -1;
+    return 0;
+}
+
+/* Run one command timed: its stages are recorded; afterwards the tables
+ * (--timings), or for stop one summary line, go to stderr, and the spans
+ * to an OpenTelemetry collector when one is configured. */
+static int
+run_timed(const ph_cmd *cmd, const ph_global_opts *g, int argc, char **argv, int timings)
+{
+    ph_error_t err = NULL;
+    int rc;
+
+    ph_error_on_report(note_error);
+    ph_otlp_trace_current(); /* decided before any work: TRACEPARENT or a new trace */
+    ph_timing_start(cmd->name);
+    describe_command(argc, argv);
+    rc = cmd->fn(g, argc, argv);
+    ph_timing_finish(rc != 0, last_error[0] ? last_error : NULL);
+    fflush(stdout);
+    if (timings)
+        ph_timing_print(stderr, ph_timing_root(), timings == 2 ? PH_TIMING_SORTED : 0, &err);
+    else if (strcmp(cmd->name, "stop") == 0)
+        ph_timing_print_line(stderr, ph_timing_root(), &err);
+    ph_error_free(&err);
+    ph_otlp_export(ph_timing_root());
+    ph_timing_reset();
+    return rc;
 }
 
 int
@@ -79,6 +155,7 @@ main(int argc, char **argv)
         { "output", required_argument, NULL, 'o' },
         { "project", required_argument, NULL, 'p' },
         { "context", required_argument, NULL, 'C' },
+        { "timings", optional_argument, NULL, 'T' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -90,8 +167,12 @@ main(int argc, char **argv)
         .out_dir = "contrib/profiling",
         .project = NULL,
     };
-    int c, first;
+    int c, first, timings = 0;
 
+    if (timings_mode(getenv("PH_TIMINGS"), &timings) < 0) {
+        fprintf(stderr, "profharness: PH_TIMINGS=`%s`: expected 1 or sorted\n", getenv("PH_TIMINGS"));
+        return 2;
+    }
     while ((c = getopt_long(argc, argv, "+f:o:p:vh", longopts, NULL)) != -1) {
         switch (c) {
         case 'f': g.compose_file = optarg; break;
@@ -99,6 +180,14 @@ main(int argc, char **argv)
         case 'o': g.out_dir = optarg; break;
         case 'p': g.project = optarg; break;
         case 'C': ph_engine_set_context(optarg); break;
+        case 'T':
+            if (optarg == NULL) {
+                timings = 1;
+            } else if (timings_mode(optarg, &timings) < 0) {
+                fprintf(stderr, "profharness: --timings=`%s`: expected --timings or --timings=sorted\n", optarg);
+                return 2;
+            }
+            break;
         case 'v': ph_log_set_level(PH_LOG_DEBUG); break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("profharness %s\n", PH_VERSION); return 0;
@@ -113,7 +202,7 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[first], commands[i].name) == 0) {
             optind = 0; /* GNU getopt: 0 re-initialises for the subcommand's own options */
-            return commands[i].fn(&g, argc - first, argv + first);
+            return run_timed(&commands[i], &g, argc - first, argv + first, timings);
         }
     }
     fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);

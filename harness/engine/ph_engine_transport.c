@@ -416,20 +416,18 @@ parse_version(const char *v, int *maj, int *min)
     return sscanf(v, "%d.%d%c", maj, min, &tail) == 2 && *maj >= 0 && *min >= 0;
 }
 
-int
-ph_engine_ping(ph_engine *e, ph_error_t *err)
+/* One ping: the answer's status, headers and body checked, the version
+ * negotiated.  *STATUS and *BYTES for the stage. */
+static int
+ping_once(ph_engine *e, long *status_out, size_t *bytes, ph_error_t *err)
 {
-    static const ph_engine_req ping_req = { .method = "GET", .path = "/_ping" };
     ph_engine_buf b = { .max = PING_BODY_MAX };
     ph_cleanup_free char *url = NULL;
-    ph_stage *st;
     char server[16] = "";
     int smaj, smin, mmaj, mmin;
     long status = 0;
     CURLcode rc;
 
-    if (ph_engine_check(e, "ping the Docker Engine", err) < 0)
-        return -1;
     if (asprintf(&url, "%s/_ping", e->base_url) < 0) {
         url = NULL;
         return ph_fail(err, ENOMEM, "ping the Docker Engine: build the URL");
@@ -440,10 +438,10 @@ ph_engine_ping(ph_engine *e, ph_error_t *err)
     curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, ping_header_cb);
     curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, server);
-    st = ph_engine_stage_begin(&ping_req, 0);
     rc = curl_easy_perform(e->curl);
     curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
-    ph_engine_stage_end(st, status, b.len, 0, rc != CURLE_OK || status != 200, NULL);
+    *status_out = status;
+    *bytes = b.len;
     if (rc != CURLE_OK) {
         free(b.data);
         if (rc == CURLE_WRITE_ERROR && b.overflow)
@@ -488,6 +486,23 @@ ph_engine_ping(ph_engine *e, ph_error_t *err)
         snprintf(e->api, sizeof e->api, "%s", PH_ENGINE_MAX_API);
     ph_debug("engine %s: server API %s, using %s", e->ep.host, server, e->api);
     return 0;
+}
+
+int
+ph_engine_ping(ph_engine *e, ph_error_t *err)
+{
+    static const ph_engine_req ping_req = { .method = "GET", .path = "/_ping" };
+    ph_stage *st;
+    size_t bytes = 0;
+    long status = 0;
+    int rc;
+
+    if (ph_engine_check(e, "ping the Docker Engine", err) < 0)
+        return -1;
+    st = ph_engine_stage_begin(&ping_req, 0);
+    rc = ping_once(e, &status, &bytes, err);
+    ph_engine_stage_end(st, status, bytes, 0, rc < 0, err);
+    return rc;
 }
 
 int

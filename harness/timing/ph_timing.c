@@ -535,3 +535,27 @@ ph_timing_print(FILE *out, const ph_stage *tree, unsigned flags, ph_error_t *err
     free(sums);
     return ferror(out) ? ph_fail(err, EIO, "write the timing tables") : 0;
 }
+
+int
+ph_timing_print_line(FILE *out, const ph_stage *tree, ph_error_t *err)
+{
+    size_t n = 0, ns = 0;
+    ph_timing_row *rows;
+    ph_timing_sum *sums = NULL;
+    char t[32];
+
+    if (tree == NULL)
+        return 0;
+    rows = ph_timing_flatten(tree, &n);
+    if (rows == NULL || (sums = ph_timing_summarise(rows, n, &ns)) == NULL) {
+        free(rows);
+        return ph_fail(err, ENOMEM, "tabulate the timings");
+    }
+    fprintf(out, "%s: %s (", tree->name, ph_timing_fmt_ns(rows[0].total_ns, t, sizeof t));
+    for (size_t i = 0; i < ns; i++)
+        fprintf(out, "%s%s %s", i ? ", " : "", sums[i].category, ph_timing_fmt_ns(sums[i].self_ns, t, sizeof t));
+    fprintf(out, ")\n");
+    free(rows);
+    free(sums);
+    return ferror(out) ? ph_fail(err, EIO, "write the timings") : 0;
+}

@@ -131,6 +131,9 @@ enum { PH_TIMING_SORTED = 1 << 0 }; /* the detailed table by self time, largest 
 /* The two tables (detailed, then per category) of TREE to OUT. */
 int ph_timing_print(FILE *out, const ph_stage *tree, unsigned flags, ph_error_t *err);
 
+/* One line: "stop: 3.21 s (engine 2.90 s, collect 210 ms, harness 100 ms)". */
+int ph_timing_print_line(FILE *out, const ph_stage *tree, ph_error_t *err);
+
 /* "12.3 ms", "1.20 s", "850 us" into BUF. */
 const char *ph_timing_fmt_ns(uint64_t ns, char *buf, size_t size);
 /* "1.5 MiB", "512 B" into BUF. */

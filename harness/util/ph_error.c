@@ -82,6 +82,14 @@ ph_error_free(ph_error_t *err)
     *err = NULL;
 }
 
+static void (*report_hook)(const ph_error *e);
+
+void
+ph_error_on_report(void (*hook)(const ph_error *e))
+{
+    report_hook = hook;
+}
+
 int
 ph_error_report(ph_error_t *err)
 {
@@ -89,6 +97,8 @@ ph_error_report(ph_error_t *err)
 
     if (err == NULL || *err == NULL)
         return PH_EXIT_OK;
+    if (report_hook)
+        report_hook(*err);
     fprintf(stderr, "profharness: error: %s\n", (*err)->msg);
     if ((*err)->hint[0] != '\0')
         fprintf(stderr, "profharness: hint: %s\n", (*err)->hint);
