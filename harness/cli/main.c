@@ -53,7 +53,7 @@ usage(FILE *out)
             "  -p, --project NAME     project name (default: the compose file's `name:` or folder)\n"
             "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
             "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
-            "                         (also PH_TIMINGS=1 or PH_TIMINGS=sorted)\n"
+            "                         (also PH_TIMINGS=1 or sorted; PH_TIMINGS=off records nothing)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
             "  -h, --help             this text\n"
             "      --version          print the version\n"
@@ -105,11 +105,14 @@ describe_command(int argc, char **argv)
         ph_stage_attr(ph_stage_current(), "profharness.args", args);
 }
 
-/* PH_TIMINGS / --timings: 0 none, 1 tables, 2 sorted tables. */
+/* PH_TIMINGS / --timings: -1 not even recorded, 0 no tables, 1 tables,
+ * 2 sorted tables. */
 static int
 timings_mode(const char *v, int *out)
 {
-    if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0)
+    if (v != NULL && strcmp(v, "off") == 0)
+        *out = -1;
+    else if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0)
         *out = 0;
     else if (strcmp(v, "1") == 0 || strcmp(v, "flow") == 0)
         *out = 1;
@@ -129,6 +132,8 @@ run_timed(const ph_cmd *cmd, const ph_global_opts *g, int argc, char **argv, int
     ph_error_t err = NULL;
     int rc;
 
+    if (timings < 0) /* PH_TIMINGS=off: no tree, no line, no export */
+        return cmd->fn(g, argc, argv);
     ph_error_on_report(note_error);
     ph_otlp_trace_current(); /* decided before any work: TRACEPARENT or a new trace */
     ph_timing_start(cmd->name);

@@ -37,18 +37,27 @@ now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Span ids need to be unique, not secret: a per-thread xorshift seeded
+ * once from getrandom (a syscall per stage would be most of its cost). */
+static __thread uint64_t rng;
+
 static void
 random_id(unsigned char *id, size_t n)
 {
-    /* Ids need to be unique, not secret: fall back to the clock. */
-    if (getrandom(id, n, GRND_NONBLOCK) != (ssize_t)n) {
-        uint64_t t = now_ns() ^ (uint64_t)(uintptr_t)id;
-
-        for (size_t i = 0; i < n; i++, t = t * 6364136223846793005u + 1442695040888963407u)
-            id[i] = (unsigned char)(t >> 56);
+    if (rng == 0) {
+        if (getrandom(&rng, sizeof rng, GRND_NONBLOCK) != (ssize_t)sizeof rng)
+            rng = now_ns() ^ (uint64_t)(uintptr_t)&rng;
+        rng |= 1;
     }
-    if (memchr(id, 0, n) == id && memcmp(id, id + 1, n - 1) == 0)
-        id[n - 1] = 1; /* all zero is no id in OpenTelemetry */
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v;
+
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        v = rng * 0x2545f4914f6cdd1dULL;
+        memcpy(id + i, &v, n - i < 8 ? n - i : 8);
+    }
 }
 
 static void
