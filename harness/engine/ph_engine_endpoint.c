@@ -8,6 +8,7 @@
  */
 #include "ph_engine_endpoint.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -102,6 +103,32 @@ bad_tcp_char(char c)
     return (unsigned char)c <= ' ' || c == 0x7f || c == '@' || c == '#' || c == '?' || c == '\\' || c == '"';
 }
 
+/* A host name (letters, digits, '.', '-', '_') or an IP address: IPv6
+ * only as hex digits, ':' and '.', with a zone ("%eth0") when bracketed.
+ * Anything else (Go's url.Parse refuses most of it) would make a URL that
+ * means something else to curl, or that parses differently next time. */
+static int
+host_ok(const char *h, int v6, int bracketed)
+{
+    const char *zone = bracketed ? strchr(h, '%') : NULL;
+
+    if (h[0] == '\0')
+        return 1; /* localhost */
+    for (const char *p = h; *p && (zone == NULL || p < zone); p++) {
+        if (v6 ? !(isxdigit((unsigned char)*p) || *p == ':' || *p == '.')
+               : !(isalnum((unsigned char)*p) || *p == '.' || *p == '-' || *p == '_'))
+            return 0;
+    }
+    if (zone) {
+        if (zone[1] == '\0')
+            return 0;
+        for (const char *p = zone + 1; *p; p++)
+            if (!(isalnum((unsigned char)*p) || *p == '.' || *p == '-' || *p == '_'))
+                return 0;
+    }
+    return !v6 || strchr(h, ':') != NULL;
+}
+
 /* opts.ParseTCPAddr with tcp://localhost:2375 as the default. */
 static int
 parse_tcp(const char *value, const char *addr, char *out, size_t size, ph_error_t *err)
@@ -164,6 +191,8 @@ parse_tcp(const char *value, const char *addr, char *out, size_t size, ph_error_
     }
     if (port[0] && (atol(port) < 1 || atol(port) > 65535))
         return ph_bad_input(err, "DOCKER_HOST=`%s`: port %s is out of range", value, port);
+    if (!host_ok(host, v6, addr[0] == '['))
+        return ph_bad_input(err, "DOCKER_HOST=`%s`: `%s` is neither a host name nor an IP address", value, host);
     if (snprintf(out, size, "tcp://%s%s%s:%s%s", v6 ? "[" : "", host[0] ? host : "localhost", v6 ? "]" : "",
                  port[0] ? port : "2375", path ? path : "") >= (int)size)
         return ph_bad_input(err, "DOCKER_HOST=`%.200s...`: too long", value);

@@ -180,6 +180,9 @@ test_host_parse(void **state)
         { "engine.example", 0, "tcp://engine.example:2375" },
         { "tcp://[::1]:2376", 0, "tcp://[::1]:2376" },
         { "tcp://[::1]", 0, "tcp://[::1]:2375" },
+        { "tcp://[fe80::1%eth0]:2376", 0, "tcp://[fe80::1%eth0]:2376" },
+        { "tcp://::1", 0, "tcp://[::1]:2375" }, /* too many colons: all host, as docker */
+        { "tcp://my_host.example-1:5", 0, "tcp://my_host.example-1:5" },
         { "tcp://h:1/base/", 0, "tcp://h:1/base/" },
         { "  tcp://h:1 \n", 0, "tcp://h:1" },
     };
@@ -198,6 +201,12 @@ test_host_parse(void **state)
         { "ssh://me@host", "unix:// and tcp:// only" },
         { "fd://", "unix:// and tcp:// only" },
         { "/var/run/x", "needs its scheme: unix:///var/run/x" },
+        /* Found by fuzzing: a "host" that was neither, bracketed into a
+         * normal form that did not parse again. */
+        { "\xdatcp:.0au::1]:e/", "is neither a host name nor an IP address" },
+        { "tcp://h\xc3\xa9:1", "is neither a host name nor an IP address" },
+        { "tcp://[::1%]:1", "is neither a host name nor an IP address" },
+        { "tcp://[fe80::zz]:1", "is neither a host name nor an IP address" },
     };
     char out[1024];
     ph_error_t err = NULL;
