@@ -273,6 +273,13 @@ test_engine_message_shown(void **state)
     if (strncmp(err->msg, want, strlen(want)) != 0)
         fail_msg("got `%s`", err->msg);
     ph_error_free(&err);
+    /* 304 is an answer for start and stop, a 404 is not. */
+    assert_int_equal(ph_engine_container_start(e, "ph-no-such-container", &err), -1);
+    assert_non_null(strstr(err->msg, "start container `ph-no-such-container`: No such container"));
+    ph_error_free(&err);
+    assert_int_equal(ph_engine_container_stop(e, "ph-no-such-container", 1, &err), -1);
+    assert_non_null(strstr(err->msg, "No such container"));
+    ph_error_free(&err);
     /* start -> 409 "is not running"?  No: kill of a created container. */
     assert_int_equal(ph_engine_container_kill(e, id, "SIGKILL", &err), -1);
     assert_non_null(strstr(err->msg, "is not running"));
@@ -317,6 +324,20 @@ test_arguments_checked(void **state)
     EXPECT_BAD(ph_engine_build(e, NULL, 0, NULL, "t", NULL, NULL, NULL, NULL, &id, &err));
     EXPECT_BAD(ph_engine_network_ensure(e, "", NULL, &err));
     EXPECT_BAD(ph_engine_container_logs(e, "x", 0, -1, -1, &err));
+    /* A path past 64 KiB (labels travel in the URL) is refused before it
+     * is sent. */
+    {
+        static char big[4000];
+        const char *many[20];
+
+        memset(big, 'l', sizeof big - 1);
+        for (size_t i = 0; i < PH_ARRAY_LEN(many); i++)
+            many[i] = big;
+        assert_int_equal(ph_engine_containers_by_label(e, many, PH_ARRAY_LEN(many), &out, &err), -1);
+        assert_non_null(strstr(err->msg, "the request path would be more than 65536 bytes"));
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        ph_error_free(&err);
+    }
 #undef EXPECT_BAD
     assert_null(out);
     assert_null(id);

@@ -485,6 +485,15 @@ test_otlp_config(void **state)
     assert_non_null(strstr(err->msg, "OTEL_RESOURCE_ATTRIBUTES"));
     ph_error_free(&err);
     unsetenv("OTEL_RESOURCE_ATTRIBUTES");
+    /* A decoded line break would smuggle a header in. */
+    setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-a=1%0d%0aInjected: yes", 1);
+    assert_int_equal(ph_otlp_config_from_env(&c, &err), -1);
+    assert_non_null(strstr(err->msg, "line break"));
+    ph_error_free(&err);
+    setenv("OTEL_EXPORTER_OTLP_HEADERS", "x%3Ab=1", 1);
+    assert_int_equal(ph_otlp_config_from_env(&c, &err), -1);
+    ph_error_free(&err);
+    unsetenv("OTEL_EXPORTER_OTLP_HEADERS");
     setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "ftp://x", 1);
     assert_int_equal(ph_otlp_config_from_env(&c, &err), -1);
     ph_error_free(&err);
