@@ -191,6 +191,8 @@ parse_tcp(const char *value, const char *addr, char *out, size_t size, ph_error_
     }
     if (port[0] && (atol(port) < 1 || atol(port) > 65535))
         return ph_bad_input(err, "DOCKER_HOST=`%s`: port %s is out of range", value, port);
+    if (host[0] == '\0')
+        v6 = 0; /* "[]:2375" is the default host, as for Go's SplitHostPort */
     if (!host_ok(host, v6, addr[0] == '['))
         return ph_bad_input(err, "DOCKER_HOST=`%s`: `%s` is neither a host name nor an IP address", value, host);
     if (snprintf(out, size, "tcp://%s%s%s:%s%s", v6 ? "[" : "", host[0] ? host : "localhost", v6 ? "]" : "",

@@ -181,6 +181,7 @@ test_host_parse(void **state)
         { "tcp://[::1]:2376", 0, "tcp://[::1]:2376" },
         { "tcp://[::1]", 0, "tcp://[::1]:2375" },
         { "tcp://[fe80::1%eth0]:2376", 0, "tcp://[fe80::1%eth0]:2376" },
+        { "tcp://[]:2376/base/", 0, "tcp://localhost:2376/base/" }, /* found by fuzzing */
         { "tcp://::1", 0, "tcp://[::1]:2375" }, /* too many colons: all host, as docker */
         { "tcp://my_host.example-1:5", 0, "tcp://my_host.example-1:5" },
         { "tcp://h:1/base/", 0, "tcp://h:1/base/" },
