@@ -595,6 +595,8 @@ test_otlp_json_encoding(void **state)
     assert_true(len > 200);
     assert_non_null(memmem(body, len, "No such container: x", 20));
     assert_non_null(memmem(body, len, t.trace_id, 16));
+    /* The root's parent_span_id (field 4, 8 bytes) is the caller's span. */
+    assert_non_null(memmem(body, len, "\x22\x08\x00\xf0\x67\xaa\x0b\xa9\x02\xb7", 10));
     free(body);
     ph_kvv_free(&cfg.resource);
     free_tree(root);
