@@ -4,9 +4,10 @@
 # environment (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_TLS) and Docker
 # contexts made by the real `docker context create`.  The shared dockerd at
 # /var/run/docker.sock is only read from (one image saved); the private one
-# has its own data root, exec root, pid file, socket, containerd namespace
-# and bridge, no iptables and no ip_forward changes, and is stopped in
-# teardown.  Never --bridge=none: dockerd then deletes the host's docker0
+# has its own data root, exec root, pid file, socket, containerd namespace,
+# bridge and address pool, no iptables and no ip_forward changes (one
+# FORWARD rule for its own subnets is added here and removed), and is
+# stopped in teardown.  Never --bridge=none: dockerd then deletes the host's docker0
 # (removeDefaultBridgeInterface), the shared Engine's default bridge.
 
 load test_helper
@@ -53,16 +54,25 @@ setup_file() {
     [ -s "$CERTS/good/cert.pem" ] && [ -s "$CERTS/foreign/key.pem" ]
     export TLS_PORT=$(free_port)
     export PRIV_SOCK=$TLSD/docker.sock
-    # A bridge of its own (IFNAMSIZ: 15 bytes), on a subnet the shared
-    # Engine's pools do not use.
+    # A bridge of its own (IFNAMSIZ: 15 bytes), and networks from a pool,
+    # on subnets the shared Engine's pools (172.17-31, 192.168) do not use:
+    # an overlap would send the host's traffic for a published port to the
+    # wrong bridge.
     export PRIV_BR=phtls$((TLS_PORT % 100000))
     ip link add name "$PRIV_BR" type bridge
     ip addr add "10.213.$((TLS_PORT % 250)).1/24" dev "$PRIV_BR"
     ip link set "$PRIV_BR" up
+    # The host's FORWARD policy is DROP (the shared Engine's doing) and
+    # bridged traffic passes through it, so containers of the private
+    # Engine could not talk to each other: one rule for its subnets only,
+    # removed in teardown.
+    export PRIV_RULE="FORWARD -s 10.214.0.0/16 -d 10.214.0.0/16 -m comment --comment ph-tls-$TLS_PORT -j ACCEPT"
+    iptables -w -I $PRIV_RULE
     setsid dockerd --tlsverify --tlscacert "$CERTS/good/ca.pem" --tlscert "$CERTS/server-cert.pem" \
         --tlskey "$CERTS/server-key.pem" -H "tcp://127.0.0.1:$TLS_PORT" -H "unix://$PRIV_SOCK" \
         --data-root "$TLSD/data" --exec-root "$TLSD/exec" --pidfile "$TLSD/docker.pid" \
         --bridge="$PRIV_BR" --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
+        --default-address-pool "base=10.214.0.0/16,size=24" \
         --containerd-namespace "ph-tls-$$" --containerd-plugins-namespace "ph-tls-$$-plugins" \
         >"$TLSD/dockerd.log" 2>&1 </dev/null &
     export PRIV_DOCKERD=$!
@@ -87,6 +97,7 @@ teardown_file() {
         WAIT_SECONDS=60 wait_for bash -c "! kill -0 $PRIV_DOCKERD 2>/dev/null" || kill -9 "$PRIV_DOCKERD" 2>/dev/null || true
     fi
     [ -z "${PRIV_BR:-}" ] || ip link del "$PRIV_BR" 2>/dev/null || true
+    [ -z "${PRIV_RULE:-}" ] || iptables -w -D $PRIV_RULE 2>/dev/null || true
     # Whatever the daemon left mounted under its own roots, then its files.
     if [ -n "${TLSD:-}" ] && [ -d "$TLSD" ]; then
         grep -o " $TLSD/[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
@@ -187,4 +198,38 @@ phs() {
     [ "$status" -eq 1 ]
     [[ "$output" == *"context \`halfway\`, TLS) refused the TLS connection (it wants a client certificate"* ]]
     [[ "$output" == *"the TLS material of context \`halfway\` is in $DOCKER_CONFIG/contexts/tls/"* ]]
+}
+
+@test "a whole profiling run over TLS: start under strace, load, stop, artifacts" {
+    # The images come from the shared Engine (setup builds what it lacks
+    # there, where builds can reach Debian's mirror); the private one has
+    # no way out, so they are carried over with docker save | docker load.
+    run ph setup front
+    [ "$status" -eq 0 ]
+    tag=$(printf '%s\n' "$output" | sed -n 's/.*front: ready (profiling image \([^)]*\)).*/\1/p' | tail -1)
+    [ -n "$tag" ]
+    dk save profharness-demo:latest "$tag" | timeout 600 docker -H "unix://$PRIV_SOCK" load >/dev/null
+
+    export DOCKER_HOST=tcp://127.0.0.1:$TLS_PORT DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=$CERTS/good
+    run ph start --mode strace front
+    [ "$status" -eq 0 ]
+    load 20
+    run ph --timings stop front
+    [ "$status" -eq 0 ]
+    # Every Engine call went over TLS to the private Engine, and is timed.
+    [[ "$output" == *"POST /containers/{id}/kill"* || "$output" == *"POST /containers/{id}/stop"* ]]
+    [[ "$output" == *"GET /containers/{id}/archive"* ]]
+    log="$OUT/front/strace.log"
+    [ -s "$log" ]
+    grep -qE 'accept4?\(' "$log"
+    tail -n 1 "$log" | grep -q '+++ exited with 0 +++'
+    jq -e '.exit_code == 0 and (.escalations | length) == 0' "$OUT/front/latest/ph-exit.json"
+    # The containers are the private Engine's; the shared one has none.
+    run timeout 60 docker -H "unix://$PRIV_SOCK" ps -a --filter "label=io.profharness.project=$PH_TEST_PROJECT" \
+        --format '{{.Label "io.profharness.service"}} {{.State}}'
+    [[ "$output" == *"worker running"* ]]
+    [ -z "$(unset DOCKER_HOST DOCKER_TLS_VERIFY DOCKER_CERT_PATH; project_containers)" ]
+    run ph stop worker
+    ids=$(timeout 60 docker -H "unix://$PRIV_SOCK" ps -aq --filter "label=io.profharness.project=$PH_TEST_PROJECT")
+    [ -z "$ids" ] || timeout 120 docker -H "unix://$PRIV_SOCK" rm -f $ids >/dev/null
 }
