@@ -2,6 +2,8 @@
  * JSON (see ph_timing_out.h). */
 #include "ph_timing_out.h"
 
+#include "ph_otlp.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -298,6 +300,22 @@ json_t *
 ph_timing_tree_json(const ph_stage *tree)
 {
     return tree ? tree_json(tree, tree->start_ns) : NULL;
+}
+
+int
+ph_timing_run_json(json_t *meta)
+{
+    const ph_stage *tree = ph_timing_root();
+    char hex[33];
+    json_t *t;
+
+    if (tree == NULL || meta == NULL)
+        return 0;
+    ph_otlp_hex(ph_otlp_trace_current()->trace_id, 16, hex);
+    if ((t = ph_timing_tree_json(tree)) == NULL || json_object_set_new(meta, "timing", t) < 0 ||
+        json_object_set_new(meta, "trace_id", json_string(hex)) < 0)
+        return -1;
+    return 0;
 }
 
 /* ---- files ----------------------------------------------------------------- */

@@ -34,6 +34,13 @@ json_t *ph_timing_trace_json(const ph_stage *tree);
  * "concurrent", "failed", "error", "attributes", "children"}; NULL on ENOMEM. */
 json_t *ph_timing_tree_json(const ph_stage *tree);
 
+/* Into run.json's object META: "timing", the tree of the recording as far
+ * as it has come, and "trace_id", the 32 hex digits of the trace the
+ * command's spans belong to (TRACEPARENT's, or its own), so a run dir can
+ * be found from a trace and the other way round.  0, or -1 on ENOMEM;
+ * nothing recorded: nothing added, 0. */
+int ph_timing_run_json(json_t *meta);
+
 /* harness.folded and harness.trace.json of the finished recording into DIR
  * (written to temporary names, then renamed).  Nothing recorded: nothing
  * written, 0. */

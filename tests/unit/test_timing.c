@@ -603,6 +603,50 @@ test_otlp_json_encoding(void **state)
 }
 
 static void
+test_run_json_and_files(void **state)
+{
+    json_t *meta = json_object();
+    char path[600], *text = NULL;
+    size_t len = 0;
+    FILE *f;
+    ph_error_t err = NULL;
+
+    (void)state;
+    assert_int_equal(ph_timing_run_json(meta), 0); /* nothing recorded */
+    assert_int_equal(json_object_size(meta), 0);
+    tu_mkdtemp();
+    assert_int_equal(ph_timing_write_files(test_dir, &err), 0); /* nothing written */
+    snprintf(path, sizeof path, "%s/harness.folded", test_dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+
+    assert_int_equal(ph_timing_start("stop"), 0);
+    ph_stage_end(ph_stage_begin("collect", "stream and extract", 0));
+    /* Mid-command, as a run dir gets them: the root is still open. */
+    assert_int_equal(ph_timing_run_json(meta), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "timing"), "name")), "stop");
+    assert_int_equal(strlen(json_string_value(json_object_get(meta, "trace_id"))), 32);
+    assert_int_equal(ph_timing_write_files(test_dir, &err), 0);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_true(getdelim(&text, &len, '\0', f) > 0);
+    fclose(f);
+    assert_non_null(strstr(text, "ThreadId(1)-main; stop; stream and extract "));
+    free(text);
+    snprintf(path, sizeof path, "%s/harness.trace.json", test_dir);
+    {
+        json_t *doc = json_load_file(path, 0, NULL);
+
+        assert_non_null(doc);
+        assert_true(json_array_size(json_object_get(doc, "traceEvents")) >= 3);
+        json_decref(doc);
+    }
+    ph_timing_finish(0, NULL);
+    ph_timing_reset();
+    json_decref(meta);
+    tu_rmdir();
+}
+
+static void
 test_otlp_export_unreachable(void **state)
 {
     int rc;
@@ -645,6 +689,7 @@ main(void)
         cmocka_unit_test(test_otlp_config),
         cmocka_unit_test(test_traceparent),
         cmocka_unit_test(test_otlp_json_encoding),
+        cmocka_unit_test(test_run_json_and_files),
         cmocka_unit_test(test_otlp_export_unreachable),
     };
     return cmocka_run_group_tests_name("timing", tests, NULL, NULL);
