@@ -84,6 +84,10 @@ bench-orchestration: build engine
 bench-render: build
     tests/bench/bench-flamegraph-render.sh
 
+# what the harness's own timing costs: per stage, per Engine call, per command
+bench-timing: build engine
+    tests/bench/bench-timing.sh
+
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build
     tests/bench/bench-flamegraph-overhead.sh

@@ -6,12 +6,13 @@ set -euo pipefail
 need_apt=()
 pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
+# openssl, python3: the TLS Engine test makes its certificates and finds a free port.
 # libc6-dbg: glibc's detached debug info; the sampler tests read a stripped
 # library's names and lines from it, as users with -dbgsym packages would.
 for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
          libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev libc6-dbg bats strace valgrind \
          debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
-         libgoogle-perftools4 jq time chromium; do
+         libgoogle-perftools4 jq time chromium openssl python3; do
     pkg_missing "$p" && need_apt+=("$p")
 done
 # npm may come with a nodejs that is not Debian's: ask for it only when absent.
@@ -28,4 +29,12 @@ if ! command -v just >/dev/null 2>&1; then
     # Debian bookworm has no `just` package; the npm package rust-just ships the binary.
     echo "install-deps: npm install -g rust-just" >&2
     npm install -g --silent rust-just >&2
+fi
+
+# The independent OTLP receiver of tests/60-timing.bats: OpenTelemetry JS's
+# generated protobuf code (package-lock.json pins it).
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -d "$here/tests/timing/node_modules/@opentelemetry/otlp-transformer" ]; then
+    echo "install-deps: npm ci in tests/timing" >&2
+    npm ci --prefix "$here/tests/timing" --ignore-scripts --no-audit --no-fund --silent >&2
 fi

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_timing.h"
 #include "ph_cmds.h"
+#include "ph_engine.h"
 #include "ph_log.h"
 
 #define PH_VERSION "0.1.0"
@@ -48,6 +50,9 @@ usage(FILE *out)
             "  -o, --output DIR       where artifacts land (default contrib/profiling)\n"
             "  -p, --project NAME     project name (default: the compose file's `name:` or folder)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
+            "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
+            "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
+            "                         (also PH_TIMINGS=1 or sorted; PH_TIMINGS=off records nothing)\n"
             "  -h, --help             this text\n"
             "      --version          print the version\n"
             "\n"
@@ -60,6 +65,10 @@ usage(FILE *out)
             "\n"
             "environment:\n"
             "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"
+            "  DOCKER_TLS_VERIFY, DOCKER_TLS, DOCKER_CERT_PATH   TLS to a tcp:// Engine, as for docker\n"
+            "  DOCKER_CONTEXT, DOCKER_CONFIG                    the Docker context, as for docker\n"
+            "  OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT  export each command's stages as OpenTelemetry spans\n"
+            "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
             "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
@@ -76,6 +85,8 @@ main(int argc, char **argv)
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
+        { "context", required_argument, NULL, 'C' },
+        { "timings", optional_argument, NULL, 'T' },
         { NULL, 0, NULL, 0 },
     };
     ph_global_opts g = {
@@ -95,6 +106,13 @@ main(int argc, char **argv)
         case 'v': ph_log_set_level(PH_LOG_DEBUG); break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("profharness %s\n", PH_VERSION); return 0;
+        case 'C': ph_engine_set_context(optarg); break;
+        case 'T':
+            if (ph_cli_timings_set(optarg ? optarg : "1") < 0) {
+                fprintf(stderr, "profharness: --timings=`%s`: expected --timings or --timings=sorted\n", optarg);
+                return 2;
+            }
+            break;
         default: usage(stderr); return 2;
         }
     }
@@ -106,7 +124,7 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[first], commands[i].name) == 0) {
             optind = 0; /* GNU getopt: 0 re-initialises for the subcommand's own options */
-            return commands[i].fn(&g, argc - first, argv + first);
+            return ph_cli_run_timed(commands[i].name, commands[i].fn, &g, argc - first, argv + first);
         }
     }
     fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);

@@ -82,11 +82,15 @@ ph_error_free(ph_error_t *err)
     *err = NULL;
 }
 
+static void (*report_hook)(const ph_error *e); /* ph_error_on_report */
+
 int
 ph_error_report(ph_error_t *err)
 {
     int status;
 
+    if (report_hook != NULL && err != NULL && *err != NULL)
+        report_hook(*err);
     if (err == NULL || *err == NULL)
         return PH_EXIT_OK;
     fprintf(stderr, "profharness: error: %s\n", (*err)->msg);
@@ -95,4 +99,10 @@ ph_error_report(ph_error_t *err)
     status = (*err)->status;
     ph_error_free(err);
     return status;
+}
+
+void
+ph_error_on_report(void (*hook)(const ph_error *e))
+{
+    report_hook = hook;
 }

@@ -53,6 +53,11 @@ int ph_error_hint(ph_error_t *err, const char *fmt, ...) __attribute__((format(p
  * error, and return its exit status (PH_EXIT_OK when *err is NULL). */
 int ph_error_report(ph_error_t *err);
 
+/* HOOK sees every error ph_error_report is about to print (the CLI hands
+ * it to the command's timing, so its span carries the message).  NULL:
+ * none.  Set it from main, before threads. */
+void ph_error_on_report(void (*hook)(const ph_error *e));
+
 /* Free and set to NULL; no-op on NULL. */
 void ph_error_free(ph_error_t *err);
 
