@@ -19,11 +19,12 @@ teardown() { remove_project; }
 
 CTR="$PH_TEST_PROJECT-worker-strace"
 
-# The profiled worker's container id, once it runs.
+# Start the worker under strace; return once it serves.
 start_worker() {
     run ph start --mode strace worker
     [ "$status" -eq 0 ]
-    wait_for bash -c "[ \"\$(docker inspect -f '{{.State.Running}}' $CTR 2>/dev/null)\" = true ]"
+    # listening: its stop handler is in place, so a stop is a clean one
+    wait_for bash -c "docker logs $CTR 2>&1 | grep -q 'listening on'"
 }
 
 # no_controls TEXT: no ESC, BEL, CR or other C0 control but newline and tab.

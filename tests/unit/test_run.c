@@ -89,9 +89,12 @@ give_in_child(const char *name, long max_fds)
     if (pid == 0) {
         struct rlimit rl = { (rlim_t)max_fds, (rlim_t)max_fds };
 
+        ph_error_t err = NULL;
+
         if (max_fds > 0 && setrlimit(RLIMIT_NOFILE, &rl) < 0)
             _exit(3);
-        ph_run_give_tree(top);
+        if (ph_run_give_tree_at(AT_FDCWD, top, &err) < 0)
+            _exit(ph_error_report(&err) == 0 ? 4 : 5);
         _exit(0);
     }
     assert_int_equal(waitpid(pid, &status, 0), pid);
