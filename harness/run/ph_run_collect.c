@@ -207,11 +207,15 @@ open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
         return ph_fail(err, errno, "mkdir `%s/%s`", r->opts.out_dir, service);
     fd = openat(out, service, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
+        struct stat st;
         int e = errno;
 
-        ph_fail(err, e == ELOOP ? 0 : e, "open `%s/%s`%s", r->opts.out_dir, service,
-                e == ELOOP ? ": it is a symbolic link; runs are written only into a real directory" : "");
-        return e == ELOOP ? ph_error_hint(err, "remove the link, or point -o at the directory it names") : -1;
+        if (fstatat(out, service, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+            ph_fail(err, 0, "`%s/%s` is a symbolic link: runs are written only into a real directory",
+                    r->opts.out_dir, service);
+            return ph_error_hint(err, "remove the link, or point -o at the directory it names");
+        }
+        return ph_fail(err, e, "open `%s/%s`", r->opts.out_dir, service);
     }
     *fd_out = fd;
     return 0;
@@ -253,9 +257,8 @@ remove_stale_temps(ph_run *r, int svcfd, const char *service)
     ph_strv_free(&stale);
 }
 
-/* Lock <out>/<service>/.lock; *svcfd_out is the service dir. */
-static int
-lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err)
+int
+ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err)
 {
     ph_cleanup_close int svcfd = -1;
     int fd;
@@ -328,11 +331,8 @@ extract_cb(void *ud, const char *data, size_t len)
     return ph_tar_extract_feed(a->x, data, len, a->err);
 }
 
-/* Replace SVCFD/LINK with a symlink to TARGET, atomically.  The new link
- * is made under a temp name first (never reused) and renamed over LINK:
- * a link or file there is replaced, never followed. */
-static int
-link_replace(int svcfd, const char *target, const char *link, ph_error_t *err)
+int
+ph_run_link_replace(int svcfd, const char *target, const char *link, ph_error_t *err)
 {
     char tmp[64];
 
@@ -392,7 +392,7 @@ update_links(ph_run *r, int svcfd, int runfd, const char *run_name, const char *
     char target[PATH_MAX], file[NAME_MAX + 1];
     ph_profile *p = ph_profiles_find(&r->profiles, mode);
 
-    if (link_replace(svcfd, run_name, "latest", err) < 0)
+    if (ph_run_link_replace(svcfd, run_name, "latest", err) < 0)
         return -1;
     if (p == NULL)
         return 0;
@@ -402,16 +402,14 @@ update_links(ph_run *r, int svcfd, int runfd, const char *run_name, const char *
         if (a->latest == NULL || !newest_match(runfd, a->glob, file, sizeof file))
             continue;
         snprintf(target, sizeof target, "%s/%s", run_name, file);
-        if (link_replace(svcfd, target, a->latest, err) < 0)
+        if (ph_run_link_replace(svcfd, target, a->latest, err) < 0)
             return -1;
     }
     return 0;
 }
 
-/* Write J as DIRFD/NAME: a new temp file (O_EXCL, no link followed), then
- * renamed over NAME. */
-static int
-write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
+int
+ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
 {
     char tmp[64];
     int fd = -1;
@@ -627,7 +625,7 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
     if (meta == NULL)
         return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
     snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
-    rc = write_json_at(res->run_fd, shown, PH_RUN_META_NAME, meta, err);
+    rc = ph_run_write_json_at(res->run_fd, shown, PH_RUN_META_NAME, meta, err);
     json_decref(meta);
     return rc;
 }
@@ -674,7 +672,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    if (lock_service(r, service, &svcfd, &lock, err) < 0)
+    if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return -1;
     /* Whoever held the lock may have collected it already. */
     if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
@@ -843,7 +841,7 @@ ph_run_discard_one(ph_run *r, json_t *c, ph_error_t *err)
     char esc[256];
     ph_engine *e;
 
-    if (ph_run_engine(r, &e, err) < 0 || lock_service(r, service, &svcfd, &lock, err) < 0)
+    if (ph_run_engine(r, &e, err) < 0 || ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return -1;
     ph_warn("%s: discarding container %.12s (%s, run %s) without collecting it: whatever it holds in %s/%s "
             "is lost", service, id, state ? state : "?", ph_escape(esc, sizeof esc, run ? run : "?"),
@@ -883,7 +881,7 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
     collect_result res = { .run_fd = -1 };
     int rc;
 
-    if (lock_service(r, service, &svcfd, &lock, err) < 0)
+    if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return -1;
     ph_interrupt_begin();
     rc = collect_into_run_dir(r, c, svcfd, 1, st, &ns, &res, err);

@@ -68,6 +68,17 @@ int ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem,
 /* version >= 1, exit_code integer, signal a string or null, escalations a
  * list of strings, wrapper_killed (when there) a boolean. */
 int ph_run_record_check(json_t *rec, char *problem, size_t len);
+/* Open <out>/<service> (made when missing, a link there refused) and
+ * flock its .lock; remove the .incoming-* entries dead harnesses left.
+ * *svcfd_out: the service dir, through which everything below is reached. */
+int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
+/* Replace SVCFD/LINK with a symlink to TARGET, atomically: made under a
+ * fresh temp name, renamed over LINK (a link there is replaced, never
+ * followed). */
+int ph_run_link_replace(int svcfd, const char *target, const char *link, ph_error_t *err);
+/* Write J as DIRFD/NAME: a fresh temp file (O_EXCL, O_NOFOLLOW) renamed
+ * over NAME; floats with 9 significant digits.  SHOWN names it in errors. */
+int ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
 
 #endif

@@ -63,7 +63,7 @@ size_t
 ph_escape_mem(char *buf, size_t size, const void *data, size_t n, unsigned flags)
 {
     const unsigned char *s = data;
-    size_t o = 0, i = 0;
+    size_t o = 0, i = 0, mark = 0;
 
     if (size < 4) {
         if (size > 0)
@@ -98,12 +98,13 @@ ph_escape_mem(char *buf, size_t size, const void *data, size_t n, unsigned flags
             piece = (const char *)s + i;
             plen = step;
         }
-        /* Room for this piece, and for "..." should anything follow. */
-        if (o + plen + (i + step < n ? 3 : 0) >= size) {
-            if (o + 3 >= size)
-                o = size - 4;
-            memcpy(buf + o, "...", 3);
-            o += 3;
+        /* The last place "..." still fits; cut back to it when a piece
+         * does not fit, so an escape or a character is never cut. */
+        if (o + 4 <= size)
+            mark = o;
+        if (o + plen >= size) {
+            memcpy(buf + mark, "...", 3);
+            o = mark + 3;
             break;
         }
         memcpy(buf + o, piece, plen);
