@@ -105,7 +105,25 @@ ph_run_record_check(json_t *rec, char *problem, size_t len)
     v = json_object_get(rec, "wrapper_killed");
     if (v != NULL && !json_is_boolean(v))
         return record_problem(problem, len, "%s: `wrapper_killed` is not true or false", PH_RECORD_NAME);
+    v = json_object_get(rec, "complete");
+    if (v != NULL && !json_is_boolean(v))
+        return record_problem(problem, len, "%s: `complete` is not true or false", PH_RECORD_NAME);
+    v = json_object_get(rec, "outcome");
+    if (v != NULL && !json_is_string(v))
+        return record_problem(problem, len, "%s: `outcome` is not a string", PH_RECORD_NAME);
     return 0;
+}
+
+/* Did the profiler get to finish writing?  Records that have `complete`
+ * say so; older ones only tell that ph-init had to kill the wrapper. */
+static int
+record_profiler_complete(json_t *rec)
+{
+    json_t *c = json_object_get(rec, "complete");
+
+    if (json_is_boolean(c))
+        return json_is_true(c);
+    return !json_is_true(json_object_get(rec, "wrapper_killed"));
 }
 
 int
@@ -226,16 +244,12 @@ open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
 static void
 remove_stale_temps(ph_run *r, int svcfd, const char *service)
 {
-    int dfd = fcntl(svcfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    DIR *d = ph_fs_opendir_at(svcfd);
     struct dirent *de;
     ph_strv stale = { 0 };
 
-    if (d == NULL) {
-        if (dfd >= 0)
-            close(dfd);
+    if (d == NULL)
         return;
-    }
     while ((de = readdir(d)) != NULL)
         if (strncmp(de->d_name, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0 && ph_strv_push(&stale, de->d_name) < 0)
             break;
@@ -303,6 +317,7 @@ typedef struct collect_result {
     ph_tar_stats stats;
     json_t *record;           /* the shim's completion record, or NULL ... */
     char record_problem[256]; /* ... and why */
+    json_t *missing;          /* globs of the mode's artifacts that matched nothing */
 } collect_result;
 
 static void
@@ -313,6 +328,8 @@ collect_result_done(collect_result *res)
     res->run_fd = -1;
     json_decref(res->record);
     res->record = NULL;
+    json_decref(res->missing);
+    res->missing = NULL;
 }
 
 typedef struct extract_ctx {
@@ -359,18 +376,14 @@ ph_run_link_replace(int svcfd, const char *target, const char *link, ph_error_t 
 static int
 newest_match(int dirfd, const char *glob, char *out, size_t len)
 {
-    int dfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    DIR *d = ph_fs_opendir_at(dirfd);
     struct dirent *de;
     struct stat st;
     time_t best = 0;
     int found = 0;
 
-    if (d == NULL) {
-        if (dfd >= 0)
-            close(dfd);
+    if (d == NULL)
         return 0;
-    }
     while ((de = readdir(d)) != NULL) {
         if (fnmatch(glob, de->d_name, 0) != 0)
             continue;
@@ -440,6 +453,22 @@ ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, 
         return ph_fail(err, e, "rename into `%s`", shown);
     }
     return 0;
+}
+
+/* The globs of MODE's artifacts that match no regular file in DIRFD: what
+ * the profiler did not write (a process killed by SIGKILL, a sampler that
+ * never reached its first write). */
+static json_t *
+missing_artifacts(ph_run *r, const char *mode, int dirfd)
+{
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+    json_t *missing = json_array();
+    char file[NAME_MAX + 1];
+
+    for (size_t i = 0; p != NULL && missing != NULL && i < p->n_artifacts; i++)
+        if (!newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+            json_array_append_new(missing, json_string(p->artifacts[i].glob));
+    return missing;
 }
 
 /* Remove the temp dir NAME in SVCFD whose fd is TMPFD: its contents through
@@ -526,6 +555,7 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
 
     t0 = ph_run_now();
     ph_run_record_read(tmpfd, PH_RECORD_NAME, &res->record, res->record_problem, sizeof res->record_problem);
+    res->missing = missing_artifacts(r, mode, tmpfd);
     if (fchmod(tmpfd, 0755) < 0) {
         ph_fail(err, errno, "chmod `%s/%s/%s`", r->opts.out_dir, service, tmp);
         goto fail;
@@ -577,10 +607,17 @@ print_stages(const char *service, const stage *st, size_t n)
 static void
 describe_record(const char *service, const collect_result *res)
 {
-    json_t *rec = res->record, *esc_list;
+    json_t *rec = res->record, *esc_list, *g;
     const char *sig;
-    char esc[128];
+    char esc[128], globs[512] = "";
+    size_t i, o = 0;
 
+    json_array_foreach(res->missing, i, g)
+        o += (size_t)snprintf(globs + o, o < sizeof globs ? sizeof globs - o : 0, "%s`%s`", i ? ", " : "",
+                              json_string_value(g));
+    if (o > 0)
+        ph_warn("%s: the profiler wrote no %s (listed in %s as missing_artifacts; %s says how the service ended)",
+                service, globs, PH_RUN_META_NAME, PH_RECORD_NAME);
     if (rec == NULL) {
         ph_warn("%s: no valid completion record: %s; the profiled process may not have stopped through the "
                 "shim, so output may be incomplete (marked in %s)", service, res->record_problem, PH_RUN_META_NAME);
@@ -597,6 +634,9 @@ describe_record(const char *service, const collect_result *res)
     if (json_array_size(esc_list) > 0)
         ph_warn("%s: the service did not stop on its stop signal; escalated (%zu step%s, see %s)", service,
                 json_array_size(esc_list), json_array_size(esc_list) == 1 ? "" : "s", PH_RECORD_NAME);
+    if (!record_profiler_complete(rec))
+        ph_warn("%s: the profiler itself was killed before it could finish: what it wrote may be incomplete "
+                "(see %s)", service, PH_RECORD_NAME);
 }
 
 static int
@@ -609,7 +649,7 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
     ph_run_utc_iso(ended, sizeof ended);
     for (size_t i = 0; i < n; i++)
         json_array_append_new(stages, json_pack("{s:s, s:f}", "name", st[i].name, "seconds", st[i].seconds));
-    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?, s:s?}",
+    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?, s:s?, s:O?}",
                      "service", ph_run_label(c, PH_LABEL_SERVICE),
                      "mode", ph_run_label(c, PH_LABEL_MODE),
                      "run", ph_run_label(c, PH_LABEL_RUN),
@@ -621,7 +661,8 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
                      "refused_entries", (json_int_t)res->stats.refused,
                      "stages", stages,
                      "completion", res->record,
-                     "completion_problem", res->record == NULL ? res->record_problem : NULL);
+                     "completion_problem", res->record == NULL ? res->record_problem : NULL,
+                     "missing_artifacts", res->missing);
     if (meta == NULL)
         return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
     snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
@@ -712,7 +753,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     }
     stages[n_stages++] = (stage){ "signal until the profiler exited", ph_run_now() - t0 };
 
-    ph_interrupt_begin();
+    ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
     if (collect_into_run_dir(r, c, svcfd, 0, stages, &n_stages, &res, err) < 0) {
         ph_interrupt_end();
         if (res.run_fd < 0)

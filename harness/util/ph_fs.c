@@ -97,24 +97,35 @@ add_subdir(level *l, const char *name)
     return 0;
 }
 
+DIR *
+ph_fs_opendir_at(int dirfd)
+{
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d;
+
+    if (fd < 0)
+        return NULL;
+    d = fdopendir(fd);
+    if (d == NULL) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
 /* Read the directory FD: visit what is not a directory, remember the
- * subdirectories.  FD stays open (the DIR reads a duplicate). */
+ * subdirectories.  FD stays open. */
 static int
 scan_dir(walk *w, int fd, ph_fs_visit_cb cb, void *ud, ph_error_t *err)
 {
     level *l = &w->v[w->depth - 1];
-    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0), rc = 0;
-    DIR *d;
+    DIR *d = ph_fs_opendir_at(fd);
     struct dirent *de;
+    int rc = 0;
 
-    if (dfd < 0)
+    if (d == NULL)
         return walk_fail(w, err, errno, "read directory", l->name);
-    d = fdopendir(dfd);
-    if (d == NULL) {
-        int e = errno;
-        close(dfd);
-        return walk_fail(w, err, e, "read directory", l->name);
-    }
     for (;;) {
         struct stat st;
 

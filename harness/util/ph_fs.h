@@ -49,6 +49,12 @@ int ph_fs_chown_tree_at(int dirfd, const char *name, uid_t uid, gid_t gid, ph_er
  * means another name is tried.  Returns 0, or -1 and *err. */
 int ph_fs_mkdtemp_at(int dirfd, const char *prefix, mode_t mode, char *name, size_t len, ph_error_t *err);
 
+/* A DIR that reads the directory DIRFD from its start; DIRFD stays open
+ * and its offset is untouched (a dup() would share it: a second reader of
+ * the same fd would find the directory empty).  NULL and errno on failure. */
+#include <dirent.h>
+DIR *ph_fs_opendir_at(int dirfd);
+
 /* Random characters [A-Za-z0-9] into BUF (N bytes, not terminated). */
 void ph_fs_random_name(char *buf, size_t n);
 

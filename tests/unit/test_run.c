@@ -247,6 +247,7 @@ test_escape_utf8(void **state)
     assert_string_equal(esc_mem("\xc3\xa9\xe6\x97\xa5\xf0\x9f\x94\xa5", 9, 0), "\xc3\xa9\xe6\x97\xa5\xf0\x9f\x94\xa5");
     /* C1 controls (U+0085 NEL, U+009B CSI) and the 8-bit CSI byte */
     assert_string_equal(esc_mem("\xc2\x85\xc2\x9b\x9b", 5, 0), "\\u0085\\u009b\\x9b");
+    assert_string_equal(esc_mem("\xc2\x9f\xc2\x80", 4, 0), "\\u009f\\u0080");
     /* U+00A0 is past the C1 range: kept */
     assert_string_equal(esc_mem("\xc2\xa0", 2, 0), "\xc2\xa0");
     /* bidi overrides and isolates, line separators: Trojan Source */
@@ -261,6 +262,8 @@ test_escape_utf8(void **state)
     assert_string_equal(esc_mem("\xf4\x90\x80\x80", 4, 0), "\\xf4\\x90\\x80\\x80");
     assert_string_equal(esc_mem("\x80", 1, 0), "\\x80");
     assert_string_equal(esc_mem("a\xe6\x97", 3, 0), "a\\xe6\\x97");
+    /* a sequence cut by the length given, though the bytes go on */
+    assert_string_equal(esc_mem("a\xe6\x97\xa5", 3, 0), "a\\xe6\\x97");
     assert_string_equal(esc_mem("\xe0\x80\x80", 3, 0), "\\xe0\\x80\\x80");
     assert_string_equal(esc_mem("\xf0\x80\x80\x80", 4, 0), "\\xf0\\x80\\x80\\x80");
     assert_string_equal(esc_mem("\xe6\x41\x41", 3, 0), "\\xe6AA");
@@ -431,6 +434,31 @@ test_fs_walk_counts_wide(void **state)
     assert_int_equal(n[1], 41);
 }
 
+/* Two readers of one directory fd each see all of it (a dup() shares the
+ * offset: the second saw nothing, and the `latest` links went missing). */
+static void
+test_fs_opendir_at_twice(void **state)
+{
+    int dfd = open(test_dir, O_RDONLY | O_DIRECTORY);
+
+    (void)state;
+    tu_write("a", "x");
+    tu_write("b", "x");
+    assert_true(dfd >= 0);
+    for (int round = 0; round < 2; round++) {
+        DIR *d = ph_fs_opendir_at(dfd);
+        struct dirent *de;
+        int n = 0;
+
+        assert_non_null(d);
+        while ((de = readdir(d)) != NULL)
+            n += de->d_name[0] != '.';
+        closedir(d);
+        assert_int_equal(n, 2);
+    }
+    close(dfd);
+}
+
 static void
 test_fs_mkdtemp_fresh(void **state)
 {
@@ -454,6 +482,10 @@ test_fs_mkdtemp_fresh(void **state)
     /* no room for the random part: an error, nothing made */
     assert_int_equal(ph_fs_mkdtemp_at(dfd, ".incoming-", 0700, names[0], 15, &err), -1);
     ph_error_free(&err);
+    assert_int_equal(ph_fs_mkdtemp_at(dfd, ".incoming-", 0700, names[0], 22, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_fs_mkdtemp_at(dfd, ".incoming-", 0700, names[0], 23, &err), 0);
+    assert_int_equal(strlen(names[0]), 22);
     close(dfd);
 }
 
@@ -497,6 +529,10 @@ test_record_fields(void **state)
     assert_int_equal(read_record("ok.json", &rec, problem), 0);
     assert_non_null(rec);
     json_decref(rec);
+    tu_write("new.json", "{\"version\":1,\"exit_code\":137,\"signal\":\"SIGKILL\",\"escalations\":[],"
+                         "\"complete\":false,\"outcome\":\"oom_killed\",\"oom_kills\":1}");
+    assert_int_equal(read_record("new.json", &rec, problem), 0);
+    json_decref(rec);
     tu_write("sig.json", "{\"version\":2,\"exit_code\":137,\"signal\":\"SIGKILL\",\"escalations\":[\"SIGKILL\"]}");
     assert_int_equal(read_record("sig.json", &rec, problem), 0);
     json_decref(rec);
@@ -515,6 +551,8 @@ test_record_fields(void **state)
     expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[\"SIGKILL\",3]}", "escalations");
     expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"wrapper_killed\":\"no\"}",
                    "wrapper_killed");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"complete\":1}", "complete");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"outcome\":[]}", "outcome");
     expect_refused("{\"version\":1,\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[]}", "not JSON");
     expect_refused("{\"version\":1,", "not JSON");
     expect_refused("", "not JSON");
@@ -646,6 +684,10 @@ test_lock_service_cleans_and_refuses_links(void **state)
     ph_error_free(&err);
     assert_int_equal(ph_run_lock_service(fake_run(out), ".", &svcfd, &lock, &err), -1);
     ph_error_free(&err);
+    assert_int_equal(ph_run_lock_service(fake_run(out), "a/b", &svcfd, &lock, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_run_lock_service(fake_run(out), "", &svcfd, &lock, &err), -1);
+    ph_error_free(&err);
 }
 
 /* Under sudo only what the harness makes is given away. */
@@ -765,6 +807,15 @@ test_link_replace(void **state)
             assert_true(strncmp(de->d_name, ".incoming-", 10) != 0);
         closedir(d);
     }
+    /* under sudo the new link is the invoker's, its target is not */
+    if (geteuid() == 0) {
+        setenv_sudo();
+        assert_int_equal(ph_run_link_replace(dfd, "../target", "other", &err), 0);
+        assert_int_equal(fstatat(dfd, "other", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(st.st_uid, GIVE_UID);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_int_equal(st.st_uid, 0);
+    }
     close(dfd);
 }
 
@@ -861,6 +912,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fs_remove_dot_empties, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_walk_tree_moved, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_walk_counts_wide, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fs_opendir_at_twice, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_mkdtemp_fresh, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_record_fields, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_record_size_cap, tu_setup, tu_teardown),
