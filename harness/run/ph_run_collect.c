@@ -318,6 +318,7 @@ typedef struct collect_result {
     json_t *record;           /* the shim's completion record, or NULL ... */
     char record_problem[256]; /* ... and why */
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
+    int oom_killed;           /* the Engine says the kernel's OOM killer struck */
 } collect_result;
 
 static void
@@ -618,6 +619,12 @@ describe_record(const char *service, const collect_result *res)
     if (o > 0)
         ph_warn("%s: the profiler wrote no %s (listed in %s as missing_artifacts; %s says how the service ended)",
                 service, globs, PH_RUN_META_NAME, PH_RECORD_NAME);
+    /* The kernel's SIGKILL is no stop: whoever it hit had no chance to
+     * flush, and the record (written by ph-init, which survived) may not
+     * know it was the OOM killer. */
+    if (res->oom_killed)
+        ph_warn("%s: the OOM killer struck in the container (its memory limit): what the profiler wrote may be "
+                "incomplete", service);
     if (rec == NULL) {
         ph_warn("%s: no valid completion record: %s; the profiled process may not have stopped through the "
                 "shim, so output may be incomplete (marked in %s)", service, res->record_problem, PH_RUN_META_NAME);
@@ -634,7 +641,7 @@ describe_record(const char *service, const collect_result *res)
     if (json_array_size(esc_list) > 0)
         ph_warn("%s: the service did not stop on its stop signal; escalated (%zu step%s, see %s)", service,
                 json_array_size(esc_list), json_array_size(esc_list) == 1 ? "" : "s", PH_RECORD_NAME);
-    if (!record_profiler_complete(rec))
+    if (!record_profiler_complete(rec) && !res->oom_killed)
         ph_warn("%s: the profiler itself was killed before it could finish: what it wrote may be incomplete "
                 "(see %s)", service, PH_RECORD_NAME);
 }
@@ -649,7 +656,7 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
     ph_run_utc_iso(ended, sizeof ended);
     for (size_t i = 0; i < n; i++)
         json_array_append_new(stages, json_pack("{s:s, s:f}", "name", st[i].name, "seconds", st[i].seconds));
-    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?, s:s?, s:O?}",
+    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?, s:s?, s:O?, s:b}",
                      "service", ph_run_label(c, PH_LABEL_SERVICE),
                      "mode", ph_run_label(c, PH_LABEL_MODE),
                      "run", ph_run_label(c, PH_LABEL_RUN),
@@ -662,7 +669,8 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
                      "stages", stages,
                      "completion", res->record,
                      "completion_problem", res->record == NULL ? res->record_problem : NULL,
-                     "missing_artifacts", res->missing);
+                     "missing_artifacts", res->missing,
+                     "oom_killed", res->oom_killed);
     if (meta == NULL)
         return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
     snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
@@ -752,6 +760,10 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         goto keep;
     }
     stages[n_stages++] = (stage){ "signal until the profiler exited", ph_run_now() - t0 };
+    if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
+        goto keep;
+    res.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
+    json_decref(fresh);
 
     ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
     if (collect_into_run_dir(r, c, svcfd, 0, stages, &n_stages, &res, err) < 0) {
