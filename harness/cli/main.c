@@ -24,7 +24,7 @@ typedef struct ph_cmd {
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
     { "start", ph_cmd_start, "--mode MODE [SERVICE...]", "restart services under a profiling mode" },
-    { "stop", ph_cmd_stop, "[SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
+    { "stop", ph_cmd_stop, "[--discard] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
     { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },
     { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir" },
@@ -71,7 +71,9 @@ usage(FILE *out)
             "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
             "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
             "\n"
-            "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
+            "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
+            "130/143 interrupted by SIGINT/SIGTERM.  stop: 0 = collected; 1 = a fault, the\n"
+            "container is kept and the hint says how to retry (`stop --discard` gives a run up).\n");
 }
 
 int

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ph_escape.h"
 #include "ph_log.h"
 #include "ph_run.h"
 #include "ph_tar.h"
@@ -32,11 +33,13 @@ progress_cb(void *ud, const char *line)
 {
     const char *who = ud;
     size_t n = strlen(line);
+    char esc[2048];
 
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         n--;
-    if (n > 0)
-        fprintf(stderr, "  [%s] %.*s\n", who, (int)n, line);
+    /* What a Dockerfile's RUN prints comes through the Engine: escaped. */
+    if (n > 0 && ph_escape_mem(esc, sizeof esc, line, n, 0) > 0)
+        fprintf(stderr, "  [%s] %s\n", who, esc);
 }
 
 static int
