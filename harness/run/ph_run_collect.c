@@ -190,7 +190,7 @@ collect_into_run_dir(ph_run *r, json_t *c, int snapshot, stage *stages, size_t *
         return ph_fail(err, errno, "mkdir `%s`", tmp);
 
     t0 = ph_run_now();
-    x = ph_tar_extract_new(tmp, 1, err);
+    x = ph_tar_extract_new(tmp, 1, NULL, err);
     if (x == NULL)
         goto fail;
     args[0] = x;
