@@ -116,6 +116,8 @@ struct ph_tar_extract {
     uint64_t *refused; /* REFUSED_SLOTS name hashes, allocated at the first refusal */
     size_t n_refused;
     int use_openat2;
+    int umask_ok;      /* the umask leaves 0755 alone: no fchmod needed after creating */
+    int top_created;   /* dirs_enter created the top level just now */
     uint64_t received; /* bytes handed to libarchive */
     uint64_t trailing; /* bytes after the end-of-archive marker */
     uint64_t unchecked_bytes; /* written since free space was last looked at */
@@ -528,6 +530,7 @@ dirs_enter(ph_tar_extract *x, const char *dir, size_t len)
 
     if (k < x->depth)
         dirs_pop(x, k);
+    x->top_created = 0;
     while (pos < len) {
         const char *c = dir + pos;
         size_t n = len - pos;
@@ -557,8 +560,9 @@ dirs_enter(ph_tar_extract *x, const char *dir, size_t len)
             errno = e;
             return -1;
         }
-        if (created)
+        if (created && !x->umask_ok)
             fchmod(fd, 0755); /* whatever the umask: the user reads it */
+        x->top_created = created;
         x->depth++;
         x->lv[x->depth] = (dir_level){ .fd = -1, .end = start + (unsigned)n };
         lv_keep(x, x->depth, fd);
@@ -713,7 +717,8 @@ write_file(ph_tar_extract *x, struct archive *a, struct archive_entry *e, const 
         ph_fail(err, errno, "truncate `%s`", rel);
         goto out;
     }
-    fchmod(fd, mode); /* the umask must not make it unreadable */
+    if (!x->umask_ok)
+        fchmod(fd, mode); /* the umask must not make it unreadable */
     if (entry_mtime(e, ts))
         futimens(fd, ts);
     if (close(fd) < 0) {
@@ -743,7 +748,8 @@ write_dir(ph_tar_extract *x, struct archive_entry *e, const char *name, const ch
             return refuse(x, name, rel, "it or a parent is a symlink or not a directory");
         return ph_fail(err, errno, "create directory `%s`", rel);
     }
-    fchmod(fd, 0755);
+    if (!x->top_created || !x->umask_ok)
+        fchmod(fd, 0755); /* it may have been there with other bits */
     x->stats.dirs++;
     /* Its mtime is set when the walk leaves it: writing its contents
      * would change it. */
@@ -1010,6 +1016,23 @@ reader_main(void *ud)
 
 /* ---- the caller's side -------------------------------------------------- */
 
+/* Does the process's umask leave 0755 alone?  (Read, not set: umask(2)
+ * would change it for every thread while it is being read.) */
+static int
+umask_harmless(void)
+{
+    char line[128];
+    unsigned mask = 0777;
+    FILE *f = fopen("/proc/self/status", "re");
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Umask: %o", &mask) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (mask & 0755) == 0;
+}
+
 /* LIMITS with its zero fields replaced by the defaults. */
 static void
 limits_resolve(ph_tar_extract *x, const ph_tar_limits *limits)
@@ -1045,6 +1068,7 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
     x->lv[0].fd = -1; /* the destination is dest_fd, never closed by the stack */
     x->low = 1;
     x->use_openat2 = getenv("PH_TAR_NO_OPENAT2") == NULL; /* tests run the fallback too */
+    x->umask_ok = umask_harmless();
     x->unchecked_bytes = FREE_CHECK_BYTES;                /* look before the first write */
     x->unchecked_entries = FREE_CHECK_ENTRIES - 1;
     x->dest_fd = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
