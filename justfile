@@ -84,6 +84,10 @@ bench-orchestration: build engine
 bench-render: build
     tests/bench/bench-flamegraph-render.sh
 
+# tar extraction: one big file, many small ones, a deep tree (medians, MB/s, peak RSS; GNU tar beside)
+bench-extract: build
+    tests/bench/bench-extract.sh
+
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build
     tests/bench/bench-flamegraph-overhead.sh
