@@ -33,7 +33,8 @@
  * the destination's); a level needed again after its fd was closed is
  * reopened in one openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) from the
  * destination, or, where the kernel (or a seccomp filter) lacks openat2,
- * by walking down from the nearest open level with O_NOFOLLOW.
+ * by walking down from the destination with O_NOFOLLOW (a walk as long as
+ * the path: old kernels pay for what openat2 does in one call).
  *
  * Safety.  Every entry is written relative to a directory fd of the stack,
  * and every stack level was opened from its parent's fd with O_NOFOLLOW |
@@ -181,18 +182,18 @@ symlink_target_ok(const char *rel, const char *target)
     for (const char *c = rel; *c; c++)
         if (*c == '/')
             depth++;
-    for (const char *c = target; *c;) {
-        size_t n = strcspn(c, "/");
+    for (const char *t = target; *t;) {
+        size_t n = strcspn(t, "/");
 
-        if (n == 2 && c[0] == '.' && c[1] == '.') {
+        if (n == 2 && t[0] == '.' && t[1] == '.') {
             if (descended || --depth < 0)
                 return 0;
-        } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+        } else if (n > 0 && !(n == 1 && t[0] == '.')) {
             descended = 1;
         }
-        c += n;
-        while (*c == '/')
-            c++;
+        t += n;
+        while (*t == '/')
+            t++;
     }
     return 1;
 }
@@ -314,6 +315,7 @@ refuse(ph_tar_extract *x, const char *name, const char *rel, const char *why)
 /* ---- the directory stack ------------------------------------------------ */
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+#define FILE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC) /* a new file, never through a link */
 
 /* Where level J's component starts in cur. */
 static unsigned
@@ -384,22 +386,18 @@ open_beneath(ph_tar_extract *x, char *path)
     return walk_down(x->dest_fd, path);
 }
 
-/* A new fd for stack level J (>= 1), whose own fd is closed. */
+/* A new fd for stack level J (>= 1), whose own fd is closed.  Fds are
+ * closed from the shallow end, so when J's is, all above it in the stack
+ * are too: the path is opened from the destination. */
 static int
 lv_reopen(ph_tar_extract *x, unsigned j)
 {
-    unsigned end = x->lv[j].end, a = j - 1;
+    unsigned end = x->lv[j].end;
     char saved = x->cur[end];
-    int fd = -1;
+    int fd;
 
     x->cur[end] = '\0';
-    if (x->use_openat2)
-        fd = open_beneath2(x, x->cur);
-    if (!x->use_openat2) {
-        while (a > 0 && x->lv[a].fd < 0)
-            a--;
-        fd = walk_down(a > 0 ? x->lv[a].fd : x->dest_fd, x->cur + lv_start(x, a + 1));
-    }
+    fd = open_beneath(x, x->cur);
     x->cur[end] = saved;
     return fd;
 }
@@ -683,11 +681,11 @@ write_file(ph_tar_extract *x, struct archive *a, struct archive_entry *e, const 
     dir = enter_parent(x, name, rel, &leaf, err);
     if (dir < 0)
         return dir == -2 ? 0 : -1;
-    fd = openat(dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    fd = openat(dir, leaf, FILE_FLAGS, mode);
     if (fd < 0 && errno == EEXIST) {
         if (clear_leaf(dir, leaf) < 0)
             return refuse(x, name, rel, "a directory is in the way");
-        fd = openat(dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        fd = openat(dir, leaf, FILE_FLAGS, mode);
     }
     if (fd < 0)
         return ph_fail(err, errno, "create `%s`", rel);

@@ -25,7 +25,9 @@
  *     it (the archive, or something racing the extraction): every
  *     operation is relative to a directory fd opened with O_NOFOLLOW, or
  *     through openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) where the
- *     kernel has it; an existing leaf is replaced, never written through;
+ *     kernel has it (PH_TAR_NO_OPENAT2 in the environment makes it walk
+ *     with O_NOFOLLOW instead: for tests); an existing leaf is replaced,
+ *     never written through;
  *   - holes stay holes: all-zero 4 KiB runs of a file's data are not
  *     written (the Engine streams a sparse file's holes as zeros), and the
  *     file is truncated to its exact size;
@@ -37,7 +39,8 @@
  *     comes back into a directory changes that directory's mtime;
  *   - memory: no per-entry allocation is kept; the directory stack is at
  *     most 2,048 levels of 32 bytes, and at most 64 directory fds are open
- *     (deeper or older levels are closed and reopened when needed);
+ *     (those of the deepest levels; a shallower level's is reopened when
+ *     needed);
  *   - limits (ph_tar_limits): an archive whose files' full sizes (holes
  *     included) add up to more than max_bytes, or whose stream is larger
  *     than that plus 16 KiB of headers per entry, or that has more than

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "ph_log.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
@@ -475,7 +476,9 @@ test_modes_and_mtimes(void **state)
     tb_add_full(a, "run/d/f", AE_IFREG, 0400, "ro", 2, NULL, 1000000000);
     tb_add_full(a, "run/d/x", AE_IFREG, 0100, "exec", 4, NULL, 1100000000);
     tb_add_full(a, "run/d/l", AE_IFLNK, 0777, NULL, 0, "f", 1300000000);
+    tb_add_full(a, "run/there/", AE_IFDIR, 0755, NULL, 0, NULL, 0);
     tb_close(a);
+    assert_int_equal(mkdir(dpath("there"), 0700), 0); /* there before, with other bits */
     old = umask(077); /* modes must not depend on the caller's umask */
     assert_int_equal(extract(&t, 1, &st, &err), 0);
     umask(old);
@@ -491,6 +494,18 @@ test_modes_and_mtimes(void **state)
     assert_int_equal(sb.st_mtime, 1100000000);
     assert_int_equal(lstat(dpath("d/l"), &sb), 0);
     assert_int_equal(sb.st_mtime, 1300000000);
+    assert_int_equal(lmode_of("there") & 07777, 0755);
+    free(t.data);
+    /* The same under the usual umask, where created files need no fchmod:
+     * a directory that was there keeps needing it. */
+    a = tb_open(&t);
+    tb_add(a, "run/there2/", AE_IFDIR, 0755, NULL, NULL);
+    tb_close(a);
+    assert_int_equal(mkdir(dpath("there2"), 0700), 0);
+    old = umask(022);
+    assert_int_equal(extract(&t, 1, &st, &err), 0);
+    umask(old);
+    assert_int_equal(lmode_of("there2") & 07777, 0755);
     free(t.data);
 }
 
@@ -792,15 +807,16 @@ test_name_of_path_max(void **state)
     int rc, dfd, fd;
 
     (void)state;
-    /* 15 directories of NAME_MAX bytes, then a file name of NAME_MAX: 4095. */
-    for (int i = 0; i < 15; i++) {
-        memset(rel + n, 'a' + i, NAME_MAX);
-        n += NAME_MAX;
+    /* 16 directories of 240 bytes and a file name of 239: 4095 bytes; one
+     * more in the file name is PATH_MAX, every component within NAME_MAX. */
+    for (int i = 0; i < 16; i++) {
+        memset(rel + n, 'a' + i, 240);
+        n += 240;
         rel[n++] = '/';
     }
     memset(rel + n, 'z', PATH_MAX - 1 - n);
     rel[PATH_MAX - 1] = '\0';
-    assert_int_equal(strlen(rel) - n, NAME_MAX);
+    assert_int_equal(strlen(rel) - n, 239);
     a = tb_open(&t);
     snprintf(name, sizeof name, "run/%s", rel);
     tb_add(a, name, AE_IFREG, 0644, "fits", NULL);
@@ -820,6 +836,12 @@ test_name_of_path_max(void **state)
     assert_int_equal(st.files, 2);
     assert_int_equal(st.refused, 2);
     assert_non_null(strstr(log, "name too long"));
+    rel[PATH_MAX - 1] = 'Z';
+    rel[PATH_MAX] = '\0';
+    dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_int_equal(faccessat(dfd, rel, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+    close(dfd);
+    rel[PATH_MAX - 1] = '\0';
     dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     assert_true(dfd >= 0);
     fd = openat(dfd, rel, O_RDONLY | O_CLOEXEC);
@@ -833,7 +855,8 @@ test_name_of_path_max(void **state)
 }
 
 /* A regular file `d` after the directory `d/` is refused, the directory
- * and what is in it stay, and extraction goes on. */
+ * and what is in it stay, and extraction goes on; so are entries under a
+ * regular file. */
 static void
 test_file_over_directory(void **state)
 {
@@ -848,14 +871,18 @@ test_file_over_directory(void **state)
     tb_add(a, "run/d/inner", AE_IFREG, 0644, "inner", NULL);
     tb_add(a, "run/d", AE_IFREG, 0644, "file over a directory", NULL);
     tb_add(a, "run/d", AE_IFLNK, 0777, NULL, "inner");
+    tb_add(a, "run/f", AE_IFREG, 0644, "a file", NULL);
+    tb_add(a, "run/f/under", AE_IFREG, 0644, "under a file", NULL);
+    tb_add(a, "run/f/dir/", AE_IFDIR, 0755, NULL, NULL);
     tb_add(a, "run/after", AE_IFREG, 0644, "after", NULL);
     tb_close(a);
     tu_capture_begin();
     assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, NULL, &st, &err), 0);
     log = tu_capture_end();
     assert_null(err);
-    assert_int_equal(st.refused, 2);
-    assert_int_equal(st.files, 2);
+    assert_int_equal(st.refused, 4);
+    assert_int_equal(st.files, 3);
+    assert_string_equal(contents("f"), "a file");
     assert_non_null(strstr(log, "a directory is in the way"));
     assert_true(S_ISDIR(lmode_of("d")));
     assert_string_equal(contents("d/inner"), "inner");
@@ -1326,10 +1353,12 @@ wait_for_member(const char *rel, time_t mtime)
 
 /* Something racing the extraction replaces a directory the extractor had
  * entered, and whose fd it has closed since (deeper than 64 levels), by a
- * symlink: to outside the destination, or inside it.  The next entry
- * below it is refused, never written through the link. */
+ * symlink to where that directory went: outside the destination (LINK
+ * absolute) or inside it (relative).  Entries below it are refused, never
+ * written through the link, whether it is the last component reopened or
+ * one before it. */
 static void
-race_replaced_directory(const char *link_target, int outside)
+race_replaced_directory(int outside)
 {
     static char name[2048], deep[2048];
     tarbuf t;
@@ -1337,7 +1366,7 @@ race_replaced_directory(const char *link_target, int outside)
     ph_tar_extract *x;
     ph_tar_stats st;
     ph_error_t err = NULL;
-    char moved[700], victim[700], p[700];
+    char moved[700], p[900];
     size_t part1, n = 0;
     struct stat sb;
 
@@ -1345,43 +1374,39 @@ race_replaced_directory(const char *link_target, int outside)
     for (int i = 3; i < 80; i++)
         n += (size_t)snprintf(deep + n, sizeof deep - n, "/l%d", i);
     snprintf(name, sizeof name, "run/%s/first", deep);
-    tb_add_full(a, "run/a/decoy/", AE_IFDIR, 0755, NULL, 0, NULL, 0);
     tb_add_full(a, name, AE_IFREG, 0644, "1", 1, NULL, 1234567890);
     assert_int_equal(archive_write_finish_entry(a), ARCHIVE_OK); /* its padding */
     part1 = t.len;
-    tb_add_full(a, "run/a/l1/l2/other/f", AE_IFREG, 0644, "through", 7, NULL, 0);
+    tb_add_full(a, "run/a/l1/l2/other/f", AE_IFREG, 0644, "through", 7, NULL, 0); /* l1: a link before */
     tb_add_full(a, "run/a/l1/l2/l3/g", AE_IFREG, 0644, "through", 7, NULL, 0);
+    tb_add_full(a, "run/a/l1/h", AE_IFREG, 0644, "through", 7, NULL, 0);      /* l1: the last */
     tb_add_full(a, "run/after", AE_IFREG, 0644, "after", 5, NULL, 0);
     tb_close(a);
 
-    snprintf(victim, sizeof victim, "%s/victim", test_dir);
-    assert_int_equal(mkdir(victim, 0755), 0);
     x = ph_tar_extract_new(dest, 1, NULL, &err);
     assert_non_null(x);
     assert_int_equal(ph_tar_extract_feed(x, t.data, part1, &err), 0);
     snprintf(name, sizeof name, "%s/first", deep);
     wait_for_member(name, 1234567890);
-    /* The race: a/l1/l2 becomes a link. */
-    snprintf(moved, sizeof moved, "%s/l2-moved", test_dir);
-    assert_int_equal(rename(dpath("a/l1/l2"), moved), 0);
-    assert_int_equal(symlink(link_target, dpath("a/l1/l2")), 0);
+    /* The race: a/l1 moves, and a link to it takes its place. */
+    if (outside)
+        snprintf(moved, sizeof moved, "%s/moved", test_dir);
+    else
+        snprintf(moved, sizeof moved, "%s", dpath("a/moved"));
+    assert_int_equal(rename(dpath("a/l1"), moved), 0);
+    assert_int_equal(symlink(outside ? moved : "moved", dpath("a/l1")), 0);
     tu_capture_begin();
     assert_int_equal(ph_tar_extract_feed(x, t.data + part1, t.len - part1, &err), 0);
     assert_int_equal(ph_tar_extract_finish(x, &st, &err), 0);
     tu_capture_end();
     ph_tar_extract_free(x);
-    assert_int_equal(st.refused, 2);
+    assert_int_equal(st.refused, 3);
     assert_string_equal(contents("after"), "after");
-    if (outside) {
-        snprintf(p, sizeof p, "%s/other", victim);
-        assert_int_equal(lstat(p, &sb), -1);
-        snprintf(p, sizeof p, "%s/l3", victim);
-        assert_int_equal(lstat(p, &sb), -1);
-    } else {
-        assert_false(exists_in("a/decoy/other"));
-        assert_false(exists_in("a/decoy/l3"));
-    }
-    snprintf(p, sizeof p, "%s/other", moved);
+    snprintf(p, sizeof p, "%s/l2/other", moved);
+    assert_int_equal(lstat(p, &sb), -1);
+    snprintf(p, sizeof p, "%s/l2/l3/g", moved);
+    assert_int_equal(lstat(p, &sb), -1);
+    snprintf(p, sizeof p, "%s/h", moved);
     assert_int_equal(lstat(p, &sb), -1);
     free(t.data);
 }
@@ -1389,18 +1414,15 @@ race_replaced_directory(const char *link_target, int outside)
 static void
 test_race_replaced_directory(void **state)
 {
-    char victim[700];
-
     (void)state;
-    snprintf(victim, sizeof victim, "%s/victim", test_dir);
-    race_replaced_directory(victim, 1);
+    race_replaced_directory(1);
     tu_rmdir();
     setup(NULL);
-    race_replaced_directory("../decoy", 0);
+    race_replaced_directory(0);
 }
 
 /* The same where openat2 is missing (old kernels, seccomp filters): the
- * walk from the nearest open level refuses it too. */
+ * O_NOFOLLOW walk from the destination refuses it too. */
 static void
 test_race_replaced_directory_no_openat2(void **state)
 {
@@ -1409,7 +1431,8 @@ test_race_replaced_directory_no_openat2(void **state)
     unsetenv("PH_TAR_NO_OPENAT2");
 }
 
-/* A hard link to itself, or made twice, is no failure. */
+/* A hard link to itself, or made twice, is no failure; one over a file
+ * replaces it. */
 static void
 test_hardlink_to_itself(void **state)
 {
@@ -1423,11 +1446,79 @@ test_hardlink_to_itself(void **state)
     tb_add(a, "run/x", AE_IFREG, 0644, NULL, "run/x");
     tb_add(a, "run/y", AE_IFREG, 0644, NULL, "run/x");
     tb_add(a, "run/y", AE_IFREG, 0644, NULL, "run/x");
+    tb_add(a, "run/z", AE_IFREG, 0644, "old z", NULL);
+    tb_add(a, "run/z", AE_IFREG, 0644, NULL, "run/x"); /* replaces the file */
     tb_close(a);
     assert_int_equal(extract(&t, 1, &st, &err), 0);
-    assert_int_equal(st.links, 3);
+    assert_int_equal(st.links, 4);
     assert_string_equal(contents("x"), "x");
     assert_string_equal(contents("y"), "x");
+    assert_string_equal(contents("z"), "x");
+    free(t.data);
+}
+
+/* Consecutive entries in directories whose names share a prefix: the
+ * stack must not take `ab` for `a`, nor `a` for `ab`. */
+static void
+test_sibling_prefixes(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+
+    (void)state;
+    tb_add(a, "run/p/a/f1", AE_IFREG, 0644, "1", NULL);
+    tb_add(a, "run/p/ab/f2", AE_IFREG, 0644, "2", NULL);
+    tb_add(a, "run/p/a/f3", AE_IFREG, 0644, "3", NULL);
+    tb_add(a, "run/p/a/b/f4", AE_IFREG, 0644, "4", NULL);
+    tb_add(a, "run/p/ab/c/f5", AE_IFREG, 0644, "5", NULL);
+    tb_add(a, "run/p/f6", AE_IFREG, 0644, "6", NULL);
+    tb_add(a, "run/pq/f7", AE_IFREG, 0644, "7", NULL);
+    tb_close(a);
+    assert_int_equal(extract(&t, 1, &st, &err), 0);
+    assert_string_equal(contents("p/a/f1"), "1");
+    assert_string_equal(contents("p/ab/f2"), "2");
+    assert_string_equal(contents("p/a/f3"), "3");
+    assert_string_equal(contents("p/a/b/f4"), "4");
+    assert_string_equal(contents("p/ab/c/f5"), "5");
+    assert_string_equal(contents("p/f6"), "6");
+    assert_string_equal(contents("pq/f7"), "7");
+    assert_false(exists_in("p/a/ab"));
+    assert_false(exists_in("p/ab/f1"));
+    free(t.data);
+}
+
+/* Once too many names were refused to remember them all, every hard link
+ * is refused: one could name a refused entry. */
+static void
+test_refused_set_full(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    enum ph_log_level level;
+    char name[32];
+
+    (void)state;
+    tb_add(a, "run/good", AE_IFREG, 0644, "good", NULL);
+    tb_add(a, "run/early", AE_IFREG, 0644, NULL, "run/good");
+    for (int i = 0; i < 4096; i++) {
+        snprintf(name, sizeof name, "run/fifo%d", i);
+        tb_add(a, name, AE_IFIFO, 0644, NULL, NULL);
+    }
+    tb_add(a, "run/late", AE_IFREG, 0644, NULL, "run/good");
+    tb_close(a);
+    level = ph_log_get_level();
+    ph_log_set_level(PH_LOG_ERROR); /* 4,097 warnings */
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, NULL, &st, &err), 0);
+    tu_capture_end();
+    ph_log_set_level(level);
+    assert_int_equal(st.refused, 4097);
+    assert_true(exists_in("early"));
+    assert_false(exists_in("late"));
     free(t.data);
 }
 
@@ -1826,6 +1917,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_race_replaced_directory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_race_replaced_directory_no_openat2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hardlink_to_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sibling_prefixes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_set_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_in_a_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_between_members, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trailing_padding, setup, teardown),
