@@ -88,6 +88,10 @@ bench-render: build
 bench-timing: build engine
     tests/bench/bench-timing.sh
 
+# tar extraction: one big file, many small ones, a deep tree (medians, MB/s, peak RSS; GNU tar beside)
+bench-extract: build
+    tests/bench/bench-extract.sh
+
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build
     tests/bench/bench-flamegraph-overhead.sh

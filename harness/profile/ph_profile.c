@@ -140,6 +140,44 @@ read_artifacts(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
     return 0;
 }
 
+static int
+read_collect(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+{
+    if (v->type != YAML_MAPPING_NODE)
+        return ph_yaml_error(y, v, err, "`collect` must be a mapping (max_bytes, max_entries, min_free)");
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
+        const char *key = ph_yaml_key(y, pair), *sv;
+        ph_error_t why = NULL;
+        ph_tar_limit which;
+        uint64_t *dst;
+        char full[64];
+
+        if (KEY("max_bytes")) {
+            which = PH_TAR_LIMIT_BYTES;
+            dst = &p->collect.max_bytes;
+        } else if (KEY("max_entries")) {
+            which = PH_TAR_LIMIT_ENTRIES;
+            dst = &p->collect.max_entries;
+        } else if (KEY("min_free")) {
+            which = PH_TAR_LIMIT_FREE;
+            dst = &p->collect.min_free_bytes;
+        } else {
+            ph_warn("%s:%d: unknown key `collect.%s` (ignored)", y->path, ph_yaml_line(kn), key);
+            continue;
+        }
+        snprintf(full, sizeof full, "collect.%s", key);
+        if ((sv = ph_yaml_scalar(y, vn, full, err)) == NULL)
+            return -1;
+        if (ph_tar_limit_parse(which, sv, dst, &why) < 0) {
+            ph_yaml_error(y, vn, err, "`%s`: %s", full, why->msg);
+            ph_error_free(&why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
 ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
 {
@@ -194,6 +232,8 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
             r = read_artifacts(&y, p, v, err);
         } else if (KEY("report")) {
             r = ph_yaml_dup(&y, v, "report", &p->report, err);
+        } else if (KEY("collect")) {
+            r = read_collect(&y, p, v, err);
         } else {
             ph_warn("%s:%d: unknown key `%s` (ignored)", path, ph_yaml_line(kn), key);
         }

@@ -536,7 +536,7 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     /* The extractor opens a path: its own fd's, so no link planted under
      * <out>/<service> meanwhile can redirect it. */
     snprintf(dest, sizeof dest, "/proc/self/fd/%d", tmpfd);
-    x = ph_tar_extract_new(dest, 1, err);
+    x = ph_tar_extract_new(dest, 1, NULL, err);
     if (x == NULL)
         goto fail;
     ctx.x = x;
