@@ -170,7 +170,7 @@ interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *
             char *expr;
 
             if (close == NULL)
-                return ph_bad_input(err, "%s: unterminated `${` in `%s` (write `$$` for a literal `$`)", where, in);
+                return ph_bad_input(err, "%s: unterminated `${` in `%.200s` (write `$$` for a literal `$`)", where, in);
             expr = strndup(p + 2, (size_t)(close - p - 2));
             if (expr == NULL)
                 return ph_fail(err, ENOMEM, "allocate");
@@ -218,10 +218,10 @@ ph_interpolate(const char *in, ph_lookup_cb lookup, void *ud, const char *where,
 /* ---- loading ---------------------------------------------------------- */
 
 typedef struct loader {
-    ph_yaml y;
+    ph_ynode *root;
     ph_kvv dotenv;
     ph_compose *c;
-    yaml_node_t **depends; /* per service: its depends_on node, checked once all services are known */
+    ph_ynode **depends; /* per service: its depends_on node, checked once all services are known */
 } loader;
 
 #define KEY(k) (strcmp(key, (k)) == 0)
@@ -248,15 +248,15 @@ dup_str(const char *s, char **dst, ph_error_t *err)
 }
 
 static void
-warn_unknown(loader *l, const yaml_node_pair_t *pair, const char *prefix, const char *service)
+warn_unknown(loader *l, const ph_ypair *pair, const char *prefix, const char *service)
 {
-    const char *key = ph_yaml_key(&l->y, pair);
+    const char *key = ph_yaml_key(pair);
 
     /* x-* are extension fields: compose ignores them without a word. */
     if (strncmp(key, "x-", 2) == 0)
         return;
-    ph_warn("%s:%d: unknown key `%s%s` in service `%s` (ignored)", l->y.path,
-            ph_yaml_line(ph_yaml_node(&l->y, pair->key)), prefix, key, service);
+    ph_warn("%s:%d: unknown key `%s%s` in service `%s` (ignored)", ph_yaml_file(pair->key), pair->key->line, prefix,
+            key, service);
 }
 
 /* Lexically clean an absolute path: no `.`, no `..`, no `//`.  Symlinks
@@ -372,73 +372,97 @@ read_env_file(const char *path, ph_kvv *out, int must_exist, ph_error_t *err)
     return rc;
 }
 
-/* Every scalar that is a value somewhere (not a key), once: aliases share
- * nodes, and interpolating `$$X` twice would expand it the second time. */
-static int
-interpolate_document(loader *l, ph_error_t *err)
+/* Keys are names, never templates: mark every key scalar KEY so that the
+ * interpolation pass leaves it alone even when an alias makes it a value
+ * elsewhere too. */
+static void
+mark_keys(ph_ynode *n, unsigned key, unsigned seen)
 {
-    yaml_document_t *d = &l->y.doc;
-    size_t n = (size_t)(d->nodes.top - d->nodes.start);
-    unsigned char *is_key = calloc(n + 1, 1);
-    int rc = 0;
-
-    if (is_key == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    for (yaml_node_t *m = d->nodes.start; m < d->nodes.top; m++)
-        if (m->type == YAML_MAPPING_NODE)
-            PH_YAML_FOREACH_PAIR(m, pair)
-                is_key[pair->key] = 1;
-    for (size_t i = 1; rc == 0 && i <= n; i++) {
-        yaml_node_t *s = ph_yaml_node(&l->y, (int)i);
-        char where[PATH_MAX + 32], *v;
-
-        if (is_key[i] || s->type != YAML_SCALAR_NODE || strchr((const char *)s->data.scalar.value, '$') == NULL)
-            continue;
-        snprintf(where, sizeof where, "%s:%d:%d", l->y.path, ph_yaml_line(s), ph_yaml_col(s));
-        v = ph_interpolate((const char *)s->data.scalar.value, lookup_cb, l, where, err);
-        if (v == NULL) {
-            rc = -1;
-            break;
-        }
-        free(s->data.scalar.value);
-        s->data.scalar.value = (yaml_char_t *)v;
-        s->data.scalar.length = strlen(v);
+    if (n->kind == PH_Y_SCALAR || n->mark == seen)
+        return;
+    n->mark = seen;
+    for (size_t i = 0; n->kind == PH_Y_SEQ && i < n->n; i++)
+        mark_keys(n->items[i], key, seen);
+    for (size_t i = 0; n->kind == PH_Y_MAP && i < n->n; i++) {
+        n->pairs[i].key->mark = key;
+        mark_keys(n->pairs[i].value, key, seen);
     }
-    free(is_key);
-    return rc;
+}
+
+/* Every scalar that is a value (not a key), once: aliases share nodes, and
+ * interpolating `$$X` twice would expand it the second time. */
+static int
+interpolate_values(loader *l, ph_ynode *n, unsigned key, unsigned done, ph_error_t *err)
+{
+    char where[PATH_MAX + 32], *v;
+
+    if (n->mark == done || n->mark == key)
+        return 0;
+    n->mark = done;
+    if (n->kind == PH_Y_SEQ) {
+        for (size_t i = 0; i < n->n; i++)
+            if (interpolate_values(l, n->items[i], key, done, err) < 0)
+                return -1;
+        return 0;
+    }
+    if (n->kind == PH_Y_MAP) {
+        for (size_t i = 0; i < n->n; i++)
+            if (interpolate_values(l, n->pairs[i].value, key, done, err) < 0)
+                return -1;
+        return 0;
+    }
+    if (strchr(n->str, '$') == NULL)
+        return 0;
+    snprintf(where, sizeof where, "%s:%d:%d", ph_yaml_file(n), n->line, n->col);
+    v = ph_interpolate(n->str, lookup_cb, l, where, err);
+    if (v == NULL)
+        return -1;
+    free(n->str);
+    n->str = v;
+    n->len = strlen(v);
+    return 0;
 }
 
 static int
-read_build(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+interpolate_document(loader *l, ph_error_t *err)
+{
+    unsigned key = ph_yaml_next_mark(), seen = ph_yaml_next_mark();
+
+    mark_keys(l->root, key, seen);
+    return interpolate_values(l, l->root, key, ph_yaml_next_mark(), err);
+}
+
+static int
+read_build(loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
 {
     s->has_build = 1;
-    if (v->type == YAML_SCALAR_NODE) {
-        const char *ctx = ph_yaml_nonempty(&l->y, v, "build", err);
+    if (v->kind == PH_Y_SCALAR) {
+        const char *ctx = ph_yaml_nonempty(v, "build", err);
 
         if (ctx == NULL)
             return -1;
         if ((s->build_context = abs_path(l->c->dir, ctx)) == NULL)
             return ph_fail(err, ENOMEM, "allocate");
-    } else if (v->type != YAML_MAPPING_NODE) {
-        return ph_yaml_error(&l->y, v, err, "`build` must be a path or a mapping, not a list");
+    } else if (v->kind != PH_Y_MAP) {
+        return ph_yaml_error(v, err, "`build` must be a path or a mapping, not a list");
     }
-    if (v->type == YAML_MAPPING_NODE) {
+    if (v->kind == PH_Y_MAP) {
         PH_YAML_FOREACH_PAIR(v, pair) {
-            yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
-            const char *key = ph_yaml_key(&l->y, pair), *sv;
+            ph_ynode *vn = pair->value;
+            const char *key = ph_yaml_key(pair), *sv;
             int rc = 0;
 
             if (KEY("context")) {
-                if ((sv = ph_yaml_nonempty(&l->y, vn, "build.context", err)) == NULL)
+                if ((sv = ph_yaml_nonempty(vn, "build.context", err)) == NULL)
                     return -1;
                 free(s->build_context);
                 s->build_context = abs_path(l->c->dir, sv);
                 if (s->build_context == NULL)
                     rc = ph_fail(err, ENOMEM, "allocate");
             } else if (KEY("dockerfile")) {
-                rc = ph_yaml_dup(&l->y, vn, "build.dockerfile", &s->build_dockerfile, err);
+                rc = ph_yaml_dup(vn, "build.dockerfile", &s->build_dockerfile, err);
             } else if (KEY("args")) {
-                rc = ph_yaml_kvv(&l->y, vn, "build.args", &s->build_args, err);
+                rc = ph_yaml_kvv(vn, "build.args", &s->build_args, err);
             } else {
                 warn_unknown(l, pair, "build.", s->name);
             }
@@ -474,22 +498,22 @@ valid_port_range(const char *s)
 
 /* Short syntax: [[IP:][HOST]:]CONTAINER[/PROTO], IPv6 in brackets. */
 static int
-parse_port(loader *l, yaml_node_t *n, const char *spec, ph_port *p, ph_error_t *err)
+parse_port(loader *l, ph_ynode *n, const char *spec, ph_port *p, ph_error_t *err)
 {
     char buf[256], *proto, *rest = buf, *ip = NULL, *host = NULL, *ctr, *colon;
 
     if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
-        return ph_yaml_error(&l->y, n, err, "port `%.32s...` is too long", spec);
+        return ph_yaml_error(n, err, "port `%.32s...` is too long", spec);
     proto = strrchr(buf, '/');
     if (proto)
         *proto++ = '\0';
     if (proto && strcmp(proto, "tcp") != 0 && strcmp(proto, "udp") != 0 && strcmp(proto, "sctp") != 0)
-        return ph_yaml_error(&l->y, n, err, "port `%s`: protocol must be tcp, udp or sctp, not `%s`", spec, proto);
+        return ph_yaml_error(n, err, "port `%s`: protocol must be tcp, udp or sctp, not `%s`", spec, proto);
     if (buf[0] == '[') {
         char *close = strchr(buf, ']');
 
         if (close == NULL || close[1] != ':')
-            return ph_yaml_error(&l->y, n, err, "port `%s`: expected [IPV6]:HOST:CONTAINER", spec);
+            return ph_yaml_error(n, err, "port `%s`: expected [IPV6]:HOST:CONTAINER", spec);
         *close = '\0';
         ip = buf + 1;
         rest = close + 2;
@@ -504,21 +528,21 @@ parse_port(loader *l, yaml_node_t *n, const char *spec, ph_port *p, ph_error_t *
             ip = rest;
             host = colon + 1;
             if (strchr(ip, ':'))
-                return ph_yaml_error(&l->y, n, err, "port `%s`: write an IPv6 address in brackets", spec);
+                return ph_yaml_error(n, err, "port `%s`: write an IPv6 address in brackets", spec);
         } else if (ip != NULL && strchr(rest, ':')) {
-            return ph_yaml_error(&l->y, n, err, "port `%s`: expected [IP:][HOST:]CONTAINER[/PROTO]", spec);
+            return ph_yaml_error(n, err, "port `%s`: expected [IP:][HOST:]CONTAINER[/PROTO]", spec);
         }
     } else {
         ctr = rest;
         if (ip != NULL)
-            return ph_yaml_error(&l->y, n, err, "port `%s`: a host IP needs HOST:CONTAINER after it", spec);
+            return ph_yaml_error(n, err, "port `%s`: a host IP needs HOST:CONTAINER after it", spec);
     }
     if (!valid_port_range(ctr))
-        return ph_yaml_error(&l->y, n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, ctr);
+        return ph_yaml_error(n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, ctr);
     if (host && host[0] != '\0' && !valid_port_range(host))
-        return ph_yaml_error(&l->y, n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, host);
+        return ph_yaml_error(n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, host);
     if (ip && ip[0] == '\0')
-        return ph_yaml_error(&l->y, n, err, "port `%s`: empty host IP", spec);
+        return ph_yaml_error(n, err, "port `%s`: empty host IP", spec);
     if (dup_str(ctr, &p->container_port, err) < 0 || dup_str(proto ? proto : "tcp", &p->protocol, err) < 0 ||
         (host && host[0] && dup_str(host, &p->host_port, err) < 0) || (ip && dup_str(ip, &p->host_ip, err) < 0))
         return -1;
@@ -526,13 +550,13 @@ parse_port(loader *l, yaml_node_t *n, const char *spec, ph_port *p, ph_error_t *
 }
 
 static int
-read_port_long(loader *l, ph_service *s, yaml_node_t *item, ph_port *p, ph_error_t *err)
+read_port_long(loader *l, ph_service *s, ph_ynode *item, ph_port *p, ph_error_t *err)
 {
-    yaml_node_t *target = NULL;
+    ph_ynode *target = NULL;
 
     PH_YAML_FOREACH_PAIR(item, pair) {
-        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
-        const char *key = ph_yaml_key(&l->y, pair);
+        ph_ynode *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
         char **dst = NULL;
 
         if (KEY("target"))
@@ -545,31 +569,31 @@ read_port_long(loader *l, ph_service *s, yaml_node_t *item, ph_port *p, ph_error
             dst = &p->protocol;
         else if (!KEY("mode") && !KEY("name") && !KEY("app_protocol")) /* no effect on one Engine */
             warn_unknown(l, pair, "ports.", s->name);
-        if (dst && ph_yaml_dup(&l->y, vn, key, dst, err) < 0)
+        if (dst && ph_yaml_dup(vn, key, dst, err) < 0)
             return -1;
         if (dst == &p->host_port && !valid_port_range(p->host_port))
-            return ph_yaml_error(&l->y, vn, err, "`published`: `%s` is not a port number (1-65535) or range",
+            return ph_yaml_error(vn, err, "`published`: `%s` is not a port number (1-65535) or range",
                                  p->host_port);
         if (dst == &p->protocol && strcmp(p->protocol, "tcp") != 0 && strcmp(p->protocol, "udp") != 0 &&
             strcmp(p->protocol, "sctp") != 0)
-            return ph_yaml_error(&l->y, vn, err, "`protocol` must be tcp, udp or sctp, not `%s`", p->protocol);
+            return ph_yaml_error(vn, err, "`protocol` must be tcp, udp or sctp, not `%s`", p->protocol);
     }
     if (target == NULL)
-        return ph_yaml_error(&l->y, item, err, "a port in the long syntax needs `target`");
+        return ph_yaml_error(item, err, "a port in the long syntax needs `target`");
     if (!valid_port_range(p->container_port))
-        return ph_yaml_error(&l->y, target, err, "`target`: `%s` is not a port number (1-65535)", p->container_port);
+        return ph_yaml_error(target, err, "`target`: `%s` is not a port number (1-65535)", p->container_port);
     if (p->protocol == NULL)
         return dup_str("tcp", &p->protocol, err);
     return 0;
 }
 
 static int
-read_ports(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+read_ports(loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
 {
-    if (v->type != YAML_SEQUENCE_NODE)
-        return ph_yaml_error(&l->y, v, err, "`ports` must be a list");
-    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-        yaml_node_t *item = ph_yaml_node(&l->y, *it);
+    if (v->kind != PH_Y_SEQ)
+        return ph_yaml_error(v, err, "`ports` must be a list");
+    PH_YAML_FOREACH_ITEM(v, it) {
+        ph_ynode *item = *it;
         ph_port *np = realloc(s->ports, (s->n_ports + 1) * sizeof *np), *p;
 
         if (np == NULL)
@@ -577,14 +601,14 @@ read_ports(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
         s->ports = np;
         p = &s->ports[s->n_ports++];
         memset(p, 0, sizeof *p);
-        if (item->type == YAML_SCALAR_NODE) {
-            if (parse_port(l, item, (const char *)item->data.scalar.value, p, err) < 0)
+        if (item->kind == PH_Y_SCALAR) {
+            if (parse_port(l, item, item->str, p, err) < 0)
                 return -1;
-        } else if (item->type == YAML_MAPPING_NODE) {
+        } else if (item->kind == PH_Y_MAP) {
             if (read_port_long(l, s, item, p, err) < 0)
                 return -1;
         } else {
-            return ph_yaml_error(&l->y, item, err, "a port must be a string or a mapping, not a list");
+            return ph_yaml_error(item, err, "a port must be a string or a mapping, not a list");
         }
     }
     return 0;
@@ -605,23 +629,23 @@ valid_volume_name(const char *s)
 }
 
 static int
-add_volume(loader *l, ph_service *s, yaml_node_t *n, const char *source, const char *target, int ro, int bind,
+add_volume(loader *l, ph_service *s, ph_ynode *n, const char *source, const char *target, int ro, int bind,
            ph_error_t *err)
 {
     ph_volume *nv, *v;
 
     if (target == NULL || target[0] != '/')
-        return ph_yaml_error(&l->y, n, err, "volume target `%s` must be an absolute path", target ? target : "");
+        return ph_yaml_error(n, err, "volume target `%s` must be an absolute path", target ? target : "");
     if (source != NULL && !bind) {
         int declared = 0;
 
         if (!valid_volume_name(source))
-            return ph_yaml_error(&l->y, n, err,
+            return ph_yaml_error(n, err,
                                  "`%s` is neither a path (start it with ./ or /) nor a volume name", source);
         for (size_t i = 0; i < l->c->volumes.n; i++)
             declared |= strcmp(l->c->volumes.v[i], source) == 0;
         if (!declared)
-            return ph_yaml_error(&l->y, n, err,
+            return ph_yaml_error(n, err,
                                  "service `%s` uses volume `%s`, which the top-level `volumes:` does not declare",
                                  s->name, source);
     }
@@ -645,16 +669,16 @@ add_volume(loader *l, ph_service *s, yaml_node_t *n, const char *source, const c
 
 /* SRC:DST[:MODE] or DST; MODE is a comma list such as `ro,z`. */
 static int
-read_volume_short(loader *l, ph_service *s, yaml_node_t *item, ph_error_t *err)
+read_volume_short(loader *l, ph_service *s, ph_ynode *item, ph_error_t *err)
 {
     static const char *const modes[] = { "ro", "rw", "z", "Z", "nocopy", "cached", "delegated", "consistent",
                                          "shared", "rshared", "slave", "rslave", "private", "rprivate" };
-    const char *spec = (const char *)item->data.scalar.value;
+    const char *spec = item->str;
     char buf[PATH_MAX * 2], *f[4] = { 0 }, *save = NULL;
     int nf = 0, ro = 0;
 
     if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
-        return ph_yaml_error(&l->y, item, err, "volume `%.32s...` is too long", spec);
+        return ph_yaml_error(item, err, "volume `%.32s...` is too long", spec);
     f[nf++] = buf;
     for (char *c = buf; *c && nf < 4; c++)
         if (*c == ':') {
@@ -662,11 +686,11 @@ read_volume_short(loader *l, ph_service *s, yaml_node_t *item, ph_error_t *err)
             f[nf++] = c + 1;
         }
     if (nf > 3)
-        return ph_yaml_error(&l->y, item, err, "volume `%s`: expected SOURCE:TARGET[:MODE] or TARGET", spec);
+        return ph_yaml_error(item, err, "volume `%s`: expected SOURCE:TARGET[:MODE] or TARGET", spec);
     if (nf == 1)
         return add_volume(l, s, item, NULL, f[0], 0, 0, err);
     if (f[0][0] == '\0')
-        return ph_yaml_error(&l->y, item, err, "volume `%s`: empty source", spec);
+        return ph_yaml_error(item, err, "volume `%s`: empty source", spec);
     if (nf == 3) {
         for (char *m = strtok_r(f[2], ",", &save); m; m = strtok_r(NULL, ",", &save)) {
             size_t i;
@@ -674,7 +698,7 @@ read_volume_short(loader *l, ph_service *s, yaml_node_t *item, ph_error_t *err)
             for (i = 0; i < PH_ARRAY_LEN(modes) && strcmp(m, modes[i]) != 0; i++)
                 ;
             if (i == PH_ARRAY_LEN(modes))
-                return ph_yaml_error(&l->y, item, err, "volume `%s`: unknown mode `%s`", spec, m);
+                return ph_yaml_error(item, err, "volume `%s`: unknown mode `%s`", spec, m);
             if (strcmp(m, "ro") == 0)
                 ro = 1;
             else if (strcmp(m, "rw") == 0)
@@ -685,60 +709,60 @@ read_volume_short(loader *l, ph_service *s, yaml_node_t *item, ph_error_t *err)
 }
 
 static int
-read_volume_long(loader *l, ph_service *s, yaml_node_t *item, ph_error_t *err)
+read_volume_long(loader *l, ph_service *s, ph_ynode *item, ph_error_t *err)
 {
     const char *src = NULL, *dst = NULL, *type = NULL;
-    yaml_node_t *type_node = NULL;
+    ph_ynode *type_node = NULL;
     int ro = 0;
 
     PH_YAML_FOREACH_PAIR(item, pair) {
-        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
-        const char *key = ph_yaml_key(&l->y, pair);
+        ph_ynode *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
 
         if (KEY("source")) {
-            if ((src = ph_yaml_nonempty(&l->y, vn, "volumes.source", err)) == NULL)
+            if ((src = ph_yaml_nonempty(vn, "volumes.source", err)) == NULL)
                 return -1;
         } else if (KEY("target")) {
-            if ((dst = ph_yaml_nonempty(&l->y, vn, "volumes.target", err)) == NULL)
+            if ((dst = ph_yaml_nonempty(vn, "volumes.target", err)) == NULL)
                 return -1;
         } else if (KEY("type")) {
-            if ((type = ph_yaml_nonempty(&l->y, vn, "volumes.type", err)) == NULL)
+            if ((type = ph_yaml_nonempty(vn, "volumes.type", err)) == NULL)
                 return -1;
             type_node = vn;
         } else if (KEY("read_only")) {
-            if (ph_yaml_bool(&l->y, vn, "volumes.read_only", &ro, err) < 0)
+            if (ph_yaml_bool(vn, "volumes.read_only", &ro, err) < 0)
                 return -1;
         } else {
             warn_unknown(l, pair, "volumes.", s->name);
         }
     }
     if (type == NULL)
-        return ph_yaml_error(&l->y, item, err, "a volume in the long syntax needs `type` (bind or volume)");
+        return ph_yaml_error(item, err, "a volume in the long syntax needs `type` (bind or volume)");
     if (strcmp(type, "bind") == 0) {
         if (src == NULL)
-            return ph_yaml_error(&l->y, item, err, "a bind mount needs `source`");
+            return ph_yaml_error(item, err, "a bind mount needs `source`");
         return add_volume(l, s, item, src, dst, ro, 1, err);
     }
     if (strcmp(type, "volume") == 0)
         return add_volume(l, s, item, src, dst, ro, 0, err);
-    return ph_yaml_error(&l->y, type_node, err, "volume `type: %s` is not supported (bind or volume)", type);
+    return ph_yaml_error(type_node, err, "volume `type: %s` is not supported (bind or volume)", type);
 }
 
 static int
-read_volumes(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+read_volumes(loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
 {
-    if (v->type != YAML_SEQUENCE_NODE)
-        return ph_yaml_error(&l->y, v, err, "`volumes` must be a list");
-    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-        yaml_node_t *item = ph_yaml_node(&l->y, *it);
+    if (v->kind != PH_Y_SEQ)
+        return ph_yaml_error(v, err, "`volumes` must be a list");
+    PH_YAML_FOREACH_ITEM(v, it) {
+        ph_ynode *item = *it;
         int rc;
 
-        if (item->type == YAML_SCALAR_NODE)
+        if (item->kind == PH_Y_SCALAR)
             rc = read_volume_short(l, s, item, err);
-        else if (item->type == YAML_MAPPING_NODE)
+        else if (item->kind == PH_Y_MAP)
             rc = read_volume_long(l, s, item, err);
         else
-            rc = ph_yaml_error(&l->y, item, err, "a volume must be a string or a mapping, not a list");
+            rc = ph_yaml_error(item, err, "a volume must be a string or a mapping, not a list");
         if (rc < 0)
             return -1;
     }
@@ -746,44 +770,44 @@ read_volumes(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
 }
 
 static int
-read_healthcheck(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+read_healthcheck(loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
 {
     ph_healthcheck *h = &s->healthcheck;
 
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(&l->y, v, err, "`healthcheck` must be a mapping");
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`healthcheck` must be a mapping");
     h->present = 1;
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
-        const char *key = ph_yaml_key(&l->y, pair);
+        ph_ynode *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
         int rc = 0;
 
         if (KEY("test")) {
             ph_strv_free(&h->test);
-            if (vn->type == YAML_SCALAR_NODE) {
-                const char *cmd = ph_yaml_nonempty(&l->y, vn, "healthcheck.test", err);
+            if (vn->kind == PH_Y_SCALAR) {
+                const char *cmd = ph_yaml_nonempty(vn, "healthcheck.test", err);
 
                 if (cmd == NULL)
                     return -1;
                 if (ph_strv_push(&h->test, "CMD-SHELL") < 0 || ph_strv_push(&h->test, cmd) < 0)
                     rc = ph_fail(err, ENOMEM, "allocate");
-            } else if ((rc = ph_yaml_strv(&l->y, vn, "healthcheck.test", 0, 0, &h->test, err)) == 0) {
+            } else if ((rc = ph_yaml_strv(vn, "healthcheck.test", 0, 0, &h->test, err)) == 0) {
                 const char *first = h->test.n ? h->test.v[0] : "";
 
                 if (strcmp(first, "NONE") == 0)
                     h->disable = 1;
                 else if ((strcmp(first, "CMD") != 0 && strcmp(first, "CMD-SHELL") != 0) || h->test.n < 2)
-                    rc = ph_yaml_error(&l->y, vn, err,
+                    rc = ph_yaml_error(vn, err,
                                        "`healthcheck.test` must start with CMD or CMD-SHELL and a command, or be [NONE]");
             }
         } else if (KEY("interval")) {
-            rc = ph_yaml_duration(&l->y, vn, "healthcheck.interval", &h->interval_ns, err);
+            rc = ph_yaml_duration(vn, "healthcheck.interval", &h->interval_ns, err);
         } else if (KEY("timeout")) {
-            rc = ph_yaml_duration(&l->y, vn, "healthcheck.timeout", &h->timeout_ns, err);
+            rc = ph_yaml_duration(vn, "healthcheck.timeout", &h->timeout_ns, err);
         } else if (KEY("start_period")) {
-            rc = ph_yaml_duration(&l->y, vn, "healthcheck.start_period", &h->start_period_ns, err);
+            rc = ph_yaml_duration(vn, "healthcheck.start_period", &h->start_period_ns, err);
         } else if (KEY("retries")) {
-            const char *sv = ph_yaml_nonempty(&l->y, vn, "healthcheck.retries", err);
+            const char *sv = ph_yaml_nonempty(vn, "healthcheck.retries", err);
             char *end;
             long r;
 
@@ -792,10 +816,10 @@ read_healthcheck(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
             errno = 0;
             r = strtol(sv, &end, 10);
             if (*end != '\0' || errno || r < 0 || r > 1000000)
-                rc = ph_yaml_error(&l->y, vn, err, "`healthcheck.retries` must be a number, not `%s`", sv);
+                rc = ph_yaml_error(vn, err, "`healthcheck.retries` must be a number, not `%s`", sv);
             h->retries = (int)r;
         } else if (KEY("disable")) {
-            rc = ph_yaml_bool(&l->y, vn, "healthcheck.disable", &h->disable, err);
+            rc = ph_yaml_bool(vn, "healthcheck.disable", &h->disable, err);
         } else {
             warn_unknown(l, pair, "healthcheck.", s->name);
         }
@@ -806,20 +830,20 @@ read_healthcheck(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
 }
 
 static int
-read_networks(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+read_networks(loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
 {
-    if (v->type == YAML_MAPPING_NODE) {
+    if (v->kind == PH_Y_MAP) {
         PH_YAML_FOREACH_PAIR(v, pair) {
-            yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+            ph_ynode *vn = pair->value;
 
             /* Per-network settings (aliases, ipv4_address) are not supported. */
-            if (!ph_yaml_is_null(vn) && vn->type != YAML_MAPPING_NODE)
-                return ph_yaml_error(&l->y, vn, err, "`networks.%s` must be a mapping or empty",
-                                     ph_yaml_key(&l->y, pair));
-            if (ph_strv_push(&s->networks, ph_yaml_key(&l->y, pair)) < 0)
+            if (!ph_yaml_is_null(vn) && vn->kind != PH_Y_MAP)
+                return ph_yaml_error(vn, err, "`networks.%s` must be a mapping or empty",
+                                     ph_yaml_key(pair));
+            if (ph_strv_push(&s->networks, ph_yaml_key(pair)) < 0)
                 return ph_fail(err, ENOMEM, "allocate");
         }
-    } else if (ph_yaml_strv(&l->y, v, "networks", 0, 0, &s->networks, err) < 0) {
+    } else if (ph_yaml_strv(v, "networks", 0, 0, &s->networks, err) < 0) {
         return -1;
     }
     for (size_t i = 0; i < s->networks.n; i++) {
@@ -828,7 +852,7 @@ read_networks(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
         for (size_t j = 0; j < l->c->networks.n; j++)
             declared |= strcmp(l->c->networks.v[j], s->networks.v[i]) == 0;
         if (!declared)
-            return ph_yaml_error(&l->y, v, err,
+            return ph_yaml_error(v, err,
                                  "service `%s` uses network `%s`, which the top-level `networks:` does not declare",
                                  s->name, s->networks.v[i]);
     }
@@ -836,37 +860,37 @@ read_networks(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
 }
 
 static int
-read_depends_on(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
+read_depends_on(loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
 {
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_strv(&l->y, v, "depends_on", 0, 0, &s->depends_on, err);
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_strv(v, "depends_on", 0, 0, &s->depends_on, err);
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
-        const char *dep = ph_yaml_key(&l->y, pair);
+        ph_ynode *vn = pair->value;
+        const char *dep = ph_yaml_key(pair);
 
-        if (vn->type == YAML_MAPPING_NODE) {
+        if (vn->kind == PH_Y_MAP) {
             PH_YAML_FOREACH_PAIR(vn, cp) {
-                yaml_node_t *cv = ph_yaml_node(&l->y, cp->value);
-                const char *key = ph_yaml_key(&l->y, cp), *sv;
+                ph_ynode *cv = cp->value;
+                const char *key = ph_yaml_key(cp), *sv;
                 int b;
 
                 if (KEY("condition")) {
-                    if ((sv = ph_yaml_scalar(&l->y, cv, "depends_on.condition", err)) == NULL)
+                    if ((sv = ph_yaml_scalar(cv, "depends_on.condition", err)) == NULL)
                         return -1;
                     if (strcmp(sv, "service_started") != 0 && strcmp(sv, "service_healthy") != 0 &&
                         strcmp(sv, "service_completed_successfully") != 0)
-                        return ph_yaml_error(&l->y, cv, err,
+                        return ph_yaml_error(cv, err,
                                              "`depends_on.%s.condition` must be service_started, service_healthy "
                                              "or service_completed_successfully, not `%s`", dep, sv);
                 } else if (KEY("restart") || KEY("required")) {
-                    if (ph_yaml_bool(&l->y, cv, key, &b, err) < 0)
+                    if (ph_yaml_bool(cv, key, &b, err) < 0)
                         return -1;
                 } else {
                     warn_unknown(l, cp, "depends_on.", s->name);
                 }
             }
         } else if (!ph_yaml_is_null(vn)) {
-            return ph_yaml_error(&l->y, vn, err, "`depends_on.%s` must be a mapping (condition: ...)", dep);
+            return ph_yaml_error(vn, err, "`depends_on.%s` must be a mapping (condition: ...)", dep);
         }
         if (ph_strv_push(&s->depends_on, dep) < 0)
             return ph_fail(err, ENOMEM, "allocate");
@@ -876,41 +900,41 @@ read_depends_on(loader *l, ph_service *s, yaml_node_t *v, ph_error_t *err)
 
 /* A path, a list of paths, or a list of {path, required} (compose 2.24). */
 static int
-read_env_files(loader *l, ph_service *s, yaml_node_t *v, ph_kvv *out, ph_error_t *err)
+read_env_files(loader *l, ph_service *s, ph_ynode *v, ph_kvv *out, ph_error_t *err)
 {
-    yaml_node_item_t one = 0, *start = &one, *top = &one + 1;
+    ph_ynode *one[1] = { v }, **start = one, **top = one + 1;
 
-    if (v->type == YAML_SEQUENCE_NODE) {
-        start = v->data.sequence.items.start;
-        top = v->data.sequence.items.top;
-    } else if (v->type != YAML_SCALAR_NODE) {
-        return ph_yaml_error(&l->y, v, err, "`env_file` must be a path or a list of paths");
+    if (v->kind == PH_Y_SEQ) {
+        start = v->items;
+        top = v->items + v->n;
+    } else if (v->kind != PH_Y_SCALAR) {
+        return ph_yaml_error(v, err, "`env_file` must be a path or a list of paths");
     }
-    for (yaml_node_item_t *it = start; it < top; it++) {
-        yaml_node_t *item = it == &one ? v : ph_yaml_node(&l->y, *it), *path_node = item;
+    for (ph_ynode **it = start; it < top; it++) {
+        ph_ynode *item = *it, *path_node = item;
         const char *file = NULL;
         int required = 1, rc;
         char *p;
 
-        if (item->type == YAML_MAPPING_NODE) {
+        if (item->kind == PH_Y_MAP) {
             PH_YAML_FOREACH_PAIR(item, pair) {
-                yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
-                const char *key = ph_yaml_key(&l->y, pair);
+                ph_ynode *vn = pair->value;
+                const char *key = ph_yaml_key(pair);
 
                 if (KEY("path")) {
-                    if ((file = ph_yaml_nonempty(&l->y, vn, "env_file.path", err)) == NULL)
+                    if ((file = ph_yaml_nonempty(vn, "env_file.path", err)) == NULL)
                         return -1;
                     path_node = vn;
                 } else if (KEY("required")) {
-                    if (ph_yaml_bool(&l->y, vn, "env_file.required", &required, err) < 0)
+                    if (ph_yaml_bool(vn, "env_file.required", &required, err) < 0)
                         return -1;
                 } else {
                     warn_unknown(l, pair, "env_file.", s->name);
                 }
             }
             if (file == NULL)
-                return ph_yaml_error(&l->y, item, err, "an `env_file` entry needs `path`");
-        } else if ((file = ph_yaml_nonempty(&l->y, item, "env_file", err)) == NULL) {
+                return ph_yaml_error(item, err, "an `env_file` entry needs `path`");
+        } else if ((file = ph_yaml_nonempty(item, "env_file", err)) == NULL) {
             return -1;
         }
         p = abs_path(l->c->dir, file);
@@ -919,8 +943,8 @@ read_env_files(loader *l, ph_service *s, yaml_node_t *v, ph_kvv *out, ph_error_t
         rc = read_env_file(p, out, required, err);
         free(p);
         if (rc < 0)
-            return ph_error_wrap(err, "%s:%d:%d: env_file", l->y.path, ph_yaml_line(path_node),
-                                 ph_yaml_col(path_node));
+            return ph_error_wrap(err, "%s:%d:%d: env_file", ph_yaml_file(path_node), path_node->line,
+                                 path_node->col);
     }
     return 0;
 }
@@ -934,38 +958,38 @@ valid_service_name(const char *s)
 }
 
 static int
-read_service(loader *l, ph_service *s, yaml_node_t *map, yaml_node_t **depends, ph_error_t *err)
+read_service(loader *l, ph_service *s, ph_ynode *map, ph_ynode **depends, ph_error_t *err)
 {
     ph_kvv env_file = { 0 }, env = { 0 };
     int rc = 0;
 
     s->stop_grace_ns = -1;
-    if (map->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(&l->y, map, err, "service `%s` must be a mapping", s->name);
+    if (map->kind != PH_Y_MAP)
+        return ph_yaml_error(map, err, "service `%s` must be a mapping", s->name);
     PH_YAML_FOREACH_PAIR(map, pair) {
-        yaml_node_t *v = ph_yaml_node(&l->y, pair->value);
-        const char *key = ph_yaml_key(&l->y, pair), *sv;
+        ph_ynode *v = pair->value;
+        const char *key = ph_yaml_key(pair), *sv;
 
         if (KEY("image")) {
-            rc = ph_yaml_dup(&l->y, v, "image", &s->image, err);
+            rc = ph_yaml_dup(v, "image", &s->image, err);
         } else if (KEY("build")) {
             rc = read_build(l, s, v, err);
         } else if (KEY("command")) {
             s->has_command = 1;
-            rc = ph_yaml_strv(&l->y, v, "command", 1, 1, &s->command, err);
+            rc = ph_yaml_strv(v, "command", 1, 1, &s->command, err);
         } else if (KEY("entrypoint")) {
             s->has_entrypoint = 1;
-            rc = ph_yaml_strv(&l->y, v, "entrypoint", 1, 1, &s->entrypoint, err);
+            rc = ph_yaml_strv(v, "entrypoint", 1, 1, &s->entrypoint, err);
         } else if (KEY("environment")) {
-            rc = ph_yaml_kvv(&l->y, v, "environment", &env, err);
+            rc = ph_yaml_kvv(v, "environment", &env, err);
         } else if (KEY("env_file")) {
             rc = read_env_files(l, s, v, &env_file, err);
         } else if (KEY("working_dir")) {
-            rc = ph_yaml_dup(&l->y, v, "working_dir", &s->working_dir, err);
+            rc = ph_yaml_dup(v, "working_dir", &s->working_dir, err);
             if (rc == 0 && s->working_dir[0] != '/')
-                rc = ph_yaml_error(&l->y, v, err, "`working_dir` must be an absolute path, not `%s`", s->working_dir);
+                rc = ph_yaml_error(v, err, "`working_dir` must be an absolute path, not `%s`", s->working_dir);
         } else if (KEY("user")) {
-            rc = ph_yaml_dup(&l->y, v, "user", &s->user, err);
+            rc = ph_yaml_dup(v, "user", &s->user, err);
         } else if (KEY("ports")) {
             rc = read_ports(l, s, v, err);
         } else if (KEY("volumes")) {
@@ -976,36 +1000,36 @@ read_service(loader *l, ph_service *s, yaml_node_t *map, yaml_node_t **depends, 
             *depends = v;
             rc = read_depends_on(l, s, v, err);
         } else if (KEY("cap_add")) {
-            rc = ph_yaml_strv(&l->y, v, "cap_add", 0, 0, &s->cap_add, err);
+            rc = ph_yaml_strv(v, "cap_add", 0, 0, &s->cap_add, err);
         } else if (KEY("cap_drop")) {
-            rc = ph_yaml_strv(&l->y, v, "cap_drop", 0, 0, &s->cap_drop, err);
+            rc = ph_yaml_strv(v, "cap_drop", 0, 0, &s->cap_drop, err);
         } else if (KEY("security_opt")) {
-            rc = ph_yaml_strv(&l->y, v, "security_opt", 0, 0, &s->security_opt, err);
+            rc = ph_yaml_strv(v, "security_opt", 0, 0, &s->security_opt, err);
         } else if (KEY("privileged")) {
-            rc = ph_yaml_bool(&l->y, v, "privileged", &s->privileged, err);
+            rc = ph_yaml_bool(v, "privileged", &s->privileged, err);
         } else if (KEY("stop_signal")) {
             char buf[16];
             const char *norm;
 
-            if ((sv = ph_yaml_nonempty(&l->y, v, "stop_signal", err)) == NULL)
+            if ((sv = ph_yaml_nonempty(v, "stop_signal", err)) == NULL)
                 goto fail;
             norm = ph_signal_normalise(sv, buf);
             if (norm == NULL)
-                rc = ph_yaml_error(&l->y, v, err, "`stop_signal`: `%s` is not a signal", sv);
+                rc = ph_yaml_error(v, err, "`stop_signal`: `%s` is not a signal", sv);
             else
                 rc = dup_str(norm, &s->stop_signal, err);
         } else if (KEY("stop_grace_period")) {
-            rc = ph_yaml_duration(&l->y, v, "stop_grace_period", &s->stop_grace_ns, err);
+            rc = ph_yaml_duration(v, "stop_grace_period", &s->stop_grace_ns, err);
         } else if (KEY("healthcheck")) {
             rc = read_healthcheck(l, s, v, err);
         } else if (KEY("labels")) {
-            rc = ph_yaml_kvv(&l->y, v, "labels", &s->labels, err);
+            rc = ph_yaml_kvv(v, "labels", &s->labels, err);
             /* A label without a value is an empty label, not an unset one. */
             for (size_t i = 0; rc == 0 && i < s->labels.n; i++)
                 if (s->labels.v[i].value == NULL && (s->labels.v[i].value = strdup("")) == NULL)
                     rc = ph_fail(err, ENOMEM, "allocate");
         } else if (KEY("container_name")) {
-            rc = ph_yaml_dup(&l->y, v, "container_name", &s->container_name, err);
+            rc = ph_yaml_dup(v, "container_name", &s->container_name, err);
         } else {
             warn_unknown(l, pair, "", s->name);
         }
@@ -1022,7 +1046,7 @@ read_service(loader *l, ph_service *s, yaml_node_t *map, yaml_node_t **depends, 
     ph_kvv_free(&env_file);
     ph_kvv_free(&env);
     if (s->image == NULL && !s->has_build)
-        return ph_yaml_error(&l->y, map, err, "service `%s` has neither `image` nor `build`", s->name);
+        return ph_yaml_error(map, err, "service `%s` has neither `image` nor `build`", s->name);
     return 0;
 oom:
     ph_fail(err, ENOMEM, "allocate");
@@ -1115,18 +1139,18 @@ normalise_project(const char *in)
 }
 
 static int
-read_top_names(loader *l, yaml_node_t *v, const char *key, ph_strv *out, ph_error_t *err)
+read_top_names(loader *l, ph_ynode *v, const char *key, ph_strv *out, ph_error_t *err)
 {
     if (ph_yaml_is_null(v))
         return 0;
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(&l->y, v, err, "top-level `%s` must be a mapping of names", key);
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "top-level `%s` must be a mapping of names", key);
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *vn = ph_yaml_node(&l->y, pair->value);
+        ph_ynode *vn = pair->value;
 
-        if (!ph_yaml_is_null(vn) && vn->type != YAML_MAPPING_NODE)
-            return ph_yaml_error(&l->y, vn, err, "`%s.%s` must be a mapping or empty", key, ph_yaml_key(&l->y, pair));
-        if (ph_strv_push(out, ph_yaml_key(&l->y, pair)) < 0)
+        if (!ph_yaml_is_null(vn) && vn->kind != PH_Y_MAP)
+            return ph_yaml_error(vn, err, "`%s.%s` must be a mapping or empty", key, ph_yaml_key(pair));
+        if (ph_strv_push(out, ph_yaml_key(pair)) < 0)
             return ph_fail(err, ENOMEM, "allocate");
     }
     return 0;
@@ -1134,15 +1158,15 @@ read_top_names(loader *l, yaml_node_t *v, const char *key, ph_strv *out, ph_erro
 
 /* The node of service I's Kth depends_on entry: the list item or the map
  * key, so that errors point at the name itself. */
-static yaml_node_t *
+static ph_ynode *
 depends_entry(loader *l, size_t i, size_t k)
 {
-    yaml_node_t *d = l->depends[i];
+    ph_ynode *d = l->depends[i];
 
-    if (d->type == YAML_SEQUENCE_NODE && k < (size_t)(d->data.sequence.items.top - d->data.sequence.items.start))
-        return ph_yaml_node(&l->y, d->data.sequence.items.start[k]);
-    if (d->type == YAML_MAPPING_NODE && k < (size_t)(d->data.mapping.pairs.top - d->data.mapping.pairs.start))
-        return ph_yaml_node(&l->y, d->data.mapping.pairs.start[k].key);
+    if (d->kind == PH_Y_SEQ && k < d->n)
+        return d->items[k];
+    if (d->kind == PH_Y_MAP && k < d->n)
+        return d->pairs[k].key;
     return d;
 }
 
@@ -1161,12 +1185,12 @@ check_depends(loader *l, ph_error_t *err)
 
         for (size_t k = 0; k < s->depends_on.n; k++) {
             const char *dep = s->depends_on.v[k];
-            yaml_node_t *at = depends_entry(l, i, k);
+            ph_ynode *at = depends_entry(l, i, k);
 
             if (strcmp(dep, s->name) == 0)
-                return ph_yaml_error(&l->y, at, err, "service `%s` depends on itself", s->name);
+                return ph_yaml_error(at, err, "service `%s` depends on itself", s->name);
             if (ph_compose_service(c, dep) == NULL)
-                return ph_yaml_error(&l->y, at, err, "service `%s` depends on `%s`, which is not a service in this file",
+                return ph_yaml_error(at, err, "service `%s` depends on `%s`, which is not a service in this file",
                                      s->name, dep);
         }
     }
@@ -1195,7 +1219,7 @@ check_depends(loader *l, ph_error_t *err)
                 size_t j = (size_t)(ph_compose_service(c, s->depends_on.v[next[i]++]) - c->services);
 
                 if (colour[j] == 1) {
-                    ph_yaml_error(&l->y, depends_entry(l, i, next[i] - 1), err,
+                    ph_yaml_error(depends_entry(l, i, next[i] - 1), err,
                                   "service `%s` depends on `%s`, which depends on it in turn (a cycle)", s->name,
                                   c->services[j].name);
                     free(colour);
@@ -1253,7 +1277,7 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
 {
     loader l = { 0 };
     ph_compose *c;
-    yaml_node_t *root, *services = NULL, *name_node = NULL;
+    ph_ynode *root, *services = NULL, *name_node = NULL;
     char envpath[PATH_MAX + 8];
     const char *name = NULL;
 
@@ -1272,11 +1296,11 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
     snprintf(envpath, sizeof envpath, "%s/.env", c->dir);
     if (read_env_file(envpath, &l.dotenv, 0, err) < 0)
         goto fail;
-    if (ph_yaml_load(&l.y, path, err) < 0)
+    if (ph_yaml_load(path, &l.root, err) < 0)
         goto fail;
-    root = ph_yaml_root(&l.y);
-    if (root->type != YAML_MAPPING_NODE) {
-        ph_yaml_error(&l.y, root, err, "a compose file is a mapping with `services:`");
+    root = l.root;
+    if (root->kind != PH_Y_MAP) {
+        ph_yaml_error(root, err, "a compose file is a mapping with `services:`");
         goto fail;
     }
     if (interpolate_document(&l, err) < 0)
@@ -1284,13 +1308,13 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
 
     /* Top-level names first: services refer to them. */
     PH_YAML_FOREACH_PAIR(root, pair) {
-        yaml_node_t *v = ph_yaml_node(&l.y, pair->value);
-        const char *key = ph_yaml_key(&l.y, pair);
+        ph_ynode *v = pair->value;
+        const char *key = ph_yaml_key(pair);
 
         if (KEY("services")) {
             services = v;
         } else if (KEY("name")) {
-            if ((name = ph_yaml_nonempty(&l.y, v, "name", err)) == NULL)
+            if ((name = ph_yaml_nonempty(v, "name", err)) == NULL)
                 goto fail;
             name_node = v;
         } else if (KEY("volumes")) {
@@ -1302,20 +1326,20 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
         } else if (KEY("version") || strncmp(key, "x-", 2) == 0) {
             /* `version` is obsolete and x-* are extensions: compose accepts both. */
         } else {
-            ph_warn("%s:%d: unknown top-level key `%s` (ignored)", path, ph_yaml_line(ph_yaml_node(&l.y, pair->key)),
+            ph_warn("%s:%d: unknown top-level key `%s` (ignored)", path, pair->key->line,
                     key);
         }
     }
     if (services == NULL) {
-        ph_yaml_error(&l.y, root, err, "no `services:`");
+        ph_yaml_error(root, err, "no `services:`");
         goto fail;
     }
-    if (services->type != YAML_MAPPING_NODE || services->data.mapping.pairs.top == services->data.mapping.pairs.start) {
-        ph_yaml_error(&l.y, services, err, "`services` must be a mapping of service names to services");
+    if (services->kind != PH_Y_MAP || services->n == 0) {
+        ph_yaml_error(services, err, "`services` must be a mapping of service names to services");
         goto fail;
     }
     {
-        size_t n = (size_t)(services->data.mapping.pairs.top - services->data.mapping.pairs.start);
+        size_t n = services->n;
 
         c->services = calloc(n, sizeof *c->services);
         l.depends = calloc(n, sizeof *l.depends);
@@ -1325,17 +1349,17 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
         }
     }
     PH_YAML_FOREACH_PAIR(services, pair) {
-        yaml_node_t *kn = ph_yaml_node(&l.y, pair->key), *v = ph_yaml_node(&l.y, pair->value);
+        ph_ynode *kn = pair->key, *v = pair->value;
         ph_service *s = &c->services[c->n_services];
 
-        if (!valid_service_name(ph_yaml_key(&l.y, pair))) {
-            ph_yaml_error(&l.y, kn, err, "`%s` is not a service name (letters, digits, `_`, `.`, `-`)",
-                          ph_yaml_key(&l.y, pair));
+        if (!valid_service_name(ph_yaml_key(pair))) {
+            ph_yaml_error(kn, err, "`%s` is not a service name (letters, digits, `_`, `.`, `-`)",
+                          ph_yaml_key(pair));
             goto fail;
         }
         c->n_services++;
-        s->name = strdup(ph_yaml_key(&l.y, pair));
-        s->line = ph_yaml_line(kn);
+        s->name = strdup(ph_yaml_key(pair));
+        s->line = kn->line;
         if (s->name == NULL) {
             ph_fail(err, ENOMEM, "allocate");
             goto fail;
@@ -1357,19 +1381,19 @@ ph_compose_load(const char *path, const char *project_override, ph_compose **out
     }
     if (c->project[0] == '\0') {
         if (name_node && !project_override)
-            ph_yaml_error(&l.y, name_node, err, "`name: %s` has no letter or digit to make a project name", name);
+            ph_yaml_error(name_node, err, "`name: %s` has no letter or digit to make a project name", name);
         else
             ph_bad_input(err, "%s: cannot make a project name from `%s` (use `name:` or -p)", path,
                          project_override ? project_override : c->dir);
         goto fail;
     }
-    ph_yaml_free(&l.y);
+    ph_ynode_unref(l.root);
     ph_kvv_free(&l.dotenv);
     free(l.depends);
     *out = c;
     return 0;
 fail:
-    ph_yaml_free(&l.y);
+    ph_ynode_unref(l.root);
     ph_kvv_free(&l.dotenv);
     free(l.depends);
     ph_compose_free(c);

@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <ctype.h>
+#include <sys/stat.h>
 
 #include "ph_compose.h"
 
@@ -669,6 +670,115 @@ test_project_name(void **state)
     ph_error_free(&err);
 }
 
+/* ---- limits (issue 14) --------------------------------------------------- */
+
+/* A load that went quadratic or blocked would outlast this by far; the
+ * linear one takes well under a second.  SIGALRM's default action ends the
+ * test binary, which run-unit.sh counts as a failure. */
+#define LIMIT_DEADLINE_S 60
+
+/* Write N copies of UNIT between HEAD and TAIL into test_dir/NAME. */
+static const char *
+write_repeated(const char *name, const char *head, const char *unit, size_t n, const char *mid, const char *tail,
+               size_t n_tail)
+{
+    static char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", test_dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(head, f);
+    for (size_t i = 0; i < n; i++)
+        fputs(unit, f);
+    fputs(mid, f);
+    for (size_t i = 0; i < n_tail; i++)
+        fputs(tail, f);
+    fputs("\"\n", f);
+    fclose(f);
+    return path;
+}
+
+static void
+expect_load_error_at(const char *path, const char *where_suffix, const char *fragment)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    char where[700];
+
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), -1);
+    assert_null(c);
+    assert_non_null(err);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    snprintf(where, sizeof where, "%s:%s", path, where_suffix);
+    if (strncmp(err->msg, where, strlen(where)) != 0 || strstr(err->msg, fragment) == NULL)
+        fail_msg("error `%.300s` does not start with `%s` or lacks `%s`", err->msg, where, fragment);
+    ph_error_free(&err);
+}
+
+/* 200,000 keys: the duplicate check and the key/value lists are linear, and
+ * a duplicate at the very end is still reported where it is. */
+static void
+test_limit_many_keys(void **state)
+{
+    static char path[512];
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const size_t n = 200000;
+    FILE *f;
+
+    (void)state;
+    alarm(LIMIT_DEADLINE_S);
+    snprintf(path, sizeof path, "%s/keys.yaml", test_dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("services:\n  a:\n    image: x\n    labels:\n", f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "      k%zu: v%zu\n", i, i);
+    fputs("    environment:\n", f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "      - E%zu=%zu\n", i, i);
+    fclose(f);
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    assert_int_equal(c->services[0].labels.n, n);
+    assert_string_equal(ph_kvv_get(&c->services[0].labels, "k199999"), "v199999");
+    assert_int_equal(c->services[0].environment.n, n);
+    assert_string_equal(c->services[0].environment.v[n - 1].value, "199999");
+    ph_compose_free(c);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("    labels: {}\n", f);
+    fclose(f);
+    expect_load_error_at(path, "400006:5: ", "duplicate key `labels` (first at line 4)");
+    alarm(0);
+}
+
+/* `[[[...]]]` 100,000 deep took minutes inside libyaml: refused where the
+ * nesting passes the limit. */
+static void
+test_limit_deep_nesting(void **state)
+{
+    const char *path;
+
+    (void)state;
+    alarm(LIMIT_DEADLINE_S);
+    path = write_repeated("deep.yaml", "services:\n  a:\n    image: x\n    x-deep: \"\"\n    x-list: ", "[", 100000,
+                          "", "]", 100000);
+    expect_load_error_at(path, "5:", "nested deeper than");
+    alarm(0);
+}
+
+/* A byte that is not UTF-8 is reported at its own line and column. */
+static void
+test_invalid_utf8_position(void **state)
+{
+    (void)state;
+    expect_error("services:\n  a:\n    image: x\n    user: \"ab\xff\"\n", "invalid", 4, 14);
+    /* A broken sequence is reported at its first byte, not at the octet after it. */
+    expect_error("services:\n  a:\n    image: x\xc3\n", "invalid", 3, 13);
+    expect_error("services:\n  a:\n    image: \xc3\xa9\xe2\x82z\n", "invalid", 3, 13);
+}
+
 int
 main(void)
 {
@@ -684,6 +794,9 @@ main(void)
         cmocka_unit_test(test_interpolation),
         cmocka_unit_test(test_shell_split_and_durations),
         cmocka_unit_test(test_project_name),
+        cmocka_unit_test(test_limit_many_keys),
+        cmocka_unit_test(test_limit_deep_nesting),
+        cmocka_unit_test(test_invalid_utf8_position),
     };
     return cmocka_run_group_tests_name("compose", tests, tu_setup, tu_teardown);
 }
