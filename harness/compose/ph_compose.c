@@ -13,10 +13,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ph_log.h"
@@ -25,6 +27,10 @@
 #include "ph_yaml.h"
 
 /* ---- interpolation ----------------------------------------------------- */
+
+/* `${A:-${B:-...}}` nests; real files nest two or three levels.  The
+ * limit keeps the recursion (one level per nesting) off the stack's end. */
+#define INTERP_MAX_DEPTH 32
 
 /* A growable output string with a ceiling: a value that expands past it is
  * refused rather than eating memory (one variable holding a huge value,
@@ -90,14 +96,15 @@ closing_brace(const char *p)
     return NULL;
 }
 
-static int interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *where,
+static int interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *where, int depth,
                        ph_error_t *err);
 
 /* One `${...}` whose inside is EXPR.  The word after the operator is itself
  * interpolated (compose does), but only when it is used, so that a `:?`
  * inside an unused default does not fire. */
 static int
-interp_braced(sbuf *b, const char *expr, ph_lookup_cb lookup, void *ud, const char *where, ph_error_t *err)
+interp_braced(sbuf *b, const char *expr, ph_lookup_cb lookup, void *ud, const char *where, int depth,
+              ph_error_t *err)
 {
     char name[256];
     const char *op, *val, *arg;
@@ -121,16 +128,16 @@ interp_braced(sbuf *b, const char *expr, ph_lookup_cb lookup, void *ud, const ch
     switch (op[colon]) {
     case '-':
         if (unset)
-            return interp_into(b, arg, lookup, ud, where, err);
+            return interp_into(b, arg, lookup, ud, where, depth, err);
         break;
     case '+':
         if (!unset)
-            return interp_into(b, arg, lookup, ud, where, err);
+            return interp_into(b, arg, lookup, ud, where, depth, err);
         return 0;
     case '?':
         if (unset) {
             sbuf msg = { 0 };
-            int rc = interp_into(&msg, arg, lookup, ud, where, err);
+            int rc = interp_into(&msg, arg, lookup, ud, where, depth, err);
 
             if (rc == 0)
                 ph_bad_input(err, "%s: required variable %s is %s%s%s", where, name, val ? "empty" : "not set",
@@ -149,7 +156,7 @@ interp_braced(sbuf *b, const char *expr, ph_lookup_cb lookup, void *ud, const ch
 }
 
 static int
-interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *where, ph_error_t *err)
+interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *where, int depth, ph_error_t *err)
 {
     const char *p = in;
 
@@ -171,10 +178,12 @@ interp_into(sbuf *b, const char *in, ph_lookup_cb lookup, void *ud, const char *
 
             if (close == NULL)
                 return ph_bad_input(err, "%s: unterminated `${` in `%.200s` (write `$$` for a literal `$`)", where, in);
+            if (depth == INTERP_MAX_DEPTH)
+                return ph_bad_input(err, "%s: `${...}` nested deeper than %d levels", where, INTERP_MAX_DEPTH);
             expr = strndup(p + 2, (size_t)(close - p - 2));
             if (expr == NULL)
                 return ph_fail(err, ENOMEM, "allocate");
-            rc = interp_braced(b, expr, lookup, ud, where, err);
+            rc = interp_braced(b, expr, lookup, ud, where, depth + 1, err);
             free(expr);
             if (rc < 0)
                 return -1;
@@ -208,7 +217,7 @@ ph_interpolate(const char *in, ph_lookup_cb lookup, void *ud, const char *where,
 {
     sbuf b = { 0 };
 
-    if (interp_into(&b, in, lookup, ud, where ? where : "", err) < 0) {
+    if (interp_into(&b, in, lookup, ud, where ? where : "", 0, err) < 0) {
         free(b.s);
         return NULL;
     }
@@ -313,13 +322,32 @@ static int
 read_env_file(const char *path, ph_kvv *out, int must_exist, ph_error_t *err)
 {
     char line[8192];
-    FILE *f = fopen(path, "re");
+    FILE *f = NULL;
+    struct stat st;
     int lineno = 0, rc = 0;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; a FIFO or a
+     * directory is then refused rather than blocked on or read as empty. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
-    if (f == NULL) {
+    if (fd < 0) {
         if (!must_exist && errno == ENOENT)
             return 0;
         return ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", path);
+    }
+    if (fstat(fd, &st) < 0) {
+        rc = ph_fail(err, errno, "stat `%s`", path);
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return ph_bad_input(err, "`%s` is not a regular file", path);
+    }
+    f = fdopen(fd, "r");
+    if (f == NULL) {
+        rc = ph_fail(err, errno, "open `%s`", path);
+        close(fd);
+        return rc;
     }
     while (rc == 0 && fgets(line, sizeof line, f)) {
         char *s = line, *eq, *v, *end;

@@ -716,6 +716,29 @@ expect_load_error_at(const char *path, const char *where_suffix, const char *fra
     ph_error_free(&err);
 }
 
+/* `${A:-${A:-...}}` 60,000 deep overflowed the stack: now a clear error at
+ * the value, and the deepest nesting allowed still works. */
+static void
+test_limit_nested_interpolation(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const char *path;
+
+    (void)state;
+    unsetenv("A");
+    alarm(LIMIT_DEADLINE_S);
+    path = write_repeated("nest.yaml", "services:\n  a:\n    image: \"", "${A:-", 60000, "x", "}", 60000);
+    expect_load_error_at(path, "3:12: ", "nested deeper than");
+    path = write_repeated("nest32.yaml", "services:\n  a:\n    image: \"", "${A:-", 32, "x", "}", 32);
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    assert_string_equal(c->services[0].image, "x");
+    ph_compose_free(c);
+    path = write_repeated("nest33.yaml", "services:\n  a:\n    image: \"", "${A:-", 33, "x", "}", 33);
+    expect_load_error_at(path, "3:12: ", "nested deeper than 32");
+    alarm(0);
+}
+
 /* 200,000 keys: the duplicate check and the key/value lists are linear, and
  * a duplicate at the very end is still reported where it is. */
 static void
@@ -768,6 +791,23 @@ test_limit_deep_nesting(void **state)
     alarm(0);
 }
 
+/* An env_file that is a FIFO blocked forever, a directory read as empty:
+ * both are refused, naming the entry. */
+static void
+test_env_file_not_regular(void **state)
+{
+    char fifo[600];
+
+    (void)state;
+    alarm(LIMIT_DEADLINE_S);
+    snprintf(fifo, sizeof fifo, "%s/fifo.env", test_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkdir(strcat(strcpy((char[600]){ 0 }, test_dir), "/dir.env"), 0700), 0);
+    expect_error("services:\n  a:\n    image: x\n    env_file: fifo.env\n", "is not a regular file", 4, 15);
+    expect_error("services:\n  a:\n    image: x\n    env_file: [dir.env]\n", "is not a regular file", 4, 16);
+    alarm(0);
+}
+
 /* A byte that is not UTF-8 is reported at its own line and column. */
 static void
 test_invalid_utf8_position(void **state)
@@ -794,8 +834,10 @@ main(void)
         cmocka_unit_test(test_interpolation),
         cmocka_unit_test(test_shell_split_and_durations),
         cmocka_unit_test(test_project_name),
+        cmocka_unit_test(test_limit_nested_interpolation),
         cmocka_unit_test(test_limit_many_keys),
         cmocka_unit_test(test_limit_deep_nesting),
+        cmocka_unit_test(test_env_file_not_regular),
         cmocka_unit_test(test_invalid_utf8_position),
     };
     return cmocka_run_group_tests_name("compose", tests, tu_setup, tu_teardown);
