@@ -341,6 +341,7 @@ test_full_service(void **state)
                     "    ports: [\"8080\", \"127.0.0.1:18080:80\", \"53:53/udp\"]\n"
                     "    volumes:\n"
                     "      - ./data:/data:ro\n"
+                    "      - ./..data:/dotdot\n"
                     "      - cache:/cache\n"
                     "      - /anon\n"
                     "    networks: [backend]\n"
@@ -395,14 +396,22 @@ test_full_service(void **state)
     assert_string_equal(s->ports[1].host_port, "18080");
     assert_string_equal(s->ports[1].container_port, "80");
     assert_string_equal(s->ports[2].protocol, "udp");
-    assert_int_equal(s->n_volumes, 3);
+    assert_int_equal(s->n_volumes, 4);
     assert_true(s->volumes[0].bind);
     assert_true(s->volumes[0].read_only);
     assert_non_null(strstr(s->volumes[0].source, "/data"));
     assert_int_equal(s->volumes[0].source[0], '/');
-    assert_false(s->volumes[1].bind);
-    assert_string_equal(s->volumes[1].source, "cache");
-    assert_null(s->volumes[2].source);
+    {
+        /* `..data` is a name, not the parent directory. */
+        char *want = NULL;
+
+        assert_true(asprintf(&want, "%s/..data", test_dir) > 0);
+        assert_string_equal(s->volumes[1].source, want);
+        free(want);
+    }
+    assert_false(s->volumes[2].bind);
+    assert_string_equal(s->volumes[2].source, "cache");
+    assert_null(s->volumes[3].source);
     assert_string_equal(s->networks.v[0], "backend");
     assert_string_equal(s->depends_on.v[0], "db");
     assert_string_equal(s->cap_add.v[0], "NET_ADMIN");
@@ -486,8 +495,22 @@ test_bad_references(void **state)
     expect_error("services:\n  a:\n    image: x\n    env_file: [{required: false}]\n", "needs `path`", 4, 16);
     expect_error("services:\n  a:\n    command: run\n", "neither `image` nor `build`", 3, 5);
     expect_error("services:\n  a:\n    image: x\n    volumes: [\"vol:/data\"]\n", "does not declare", 4, 15);
+    expect_error("services:\n  a:\n    image: x\n    volumes: [\"vol:/data\"]\nvolumes:\n  other:\n", "does not declare", 4, 15);
     expect_error("services:\n  a:\n    image: x\n  a:\n    image: y\n", "duplicate key `a`", 4, 3);
     expect_error("services:\n  a:\n    image: ${REQUIRED_X:?set it}\n", "REQUIRED_X is not set: set it", 3, 0);
+    expect_error("services:\n  a:\n    image: x\n    working_dir: srv\n", "must be an absolute path", 4, 18);
+    {
+        /* A value may not grow past 1 MiB, however it is built up. */
+        char *big = malloc(600001);
+
+        assert_non_null(big);
+        memset(big, 'b', 600000);
+        big[600000] = '\0';
+        setenv("PH_TEST_BIG", big, 1);
+        free(big);
+        expect_error("services:\n  a:\n    image: x\n    user: ${PH_TEST_BIG}${PH_TEST_BIG}\n", "expands", 4, 11);
+        unsetenv("PH_TEST_BIG");
+    }
 }
 
 static void
@@ -808,6 +831,35 @@ test_env_file_not_regular(void **state)
     alarm(0);
 }
 
+/* Keys are names, not templates: `$` in a key stays as written. */
+static void
+test_dollar_keys_literal(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const char *path;
+    ph_service *s;
+
+    (void)state;
+    setenv("PH_TEST_KEYVAR", "expanded", 1);
+    path = tu_write("keys.yaml", "services:\n  a:\n    image: x\n    labels:\n      $PH_TEST_KEYVAR: v\n"
+                                 "      ${PH_TEST_KEYVAR}: w\n    environment:\n      $PH_TEST_KEYVAR: $PH_TEST_KEYVAR\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    s = ph_compose_service(c, "a");
+    assert_string_equal(ph_kvv_get(&s->labels, "$PH_TEST_KEYVAR"), "v");
+    assert_string_equal(ph_kvv_get(&s->labels, "${PH_TEST_KEYVAR}"), "w");
+    assert_null(ph_kvv_get(&s->labels, "expanded"));
+    assert_string_equal(ph_kvv_get(&s->environment, "$PH_TEST_KEYVAR"), "expanded");
+    ph_compose_free(c);
+    /* An alias used as a key shares its node with a value: still a key. */
+    path = tu_write("keys.yaml", "x-k: &k $PH_TEST_KEYVAR\nservices:\n  a:\n    image: x\n    labels:\n      *k : v\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    s = ph_compose_service(c, "a");
+    assert_string_equal(ph_kvv_get(&s->labels, "$PH_TEST_KEYVAR"), "v");
+    ph_compose_free(c);
+    unsetenv("PH_TEST_KEYVAR");
+}
+
 /* A byte that is not UTF-8 is reported at its own line and column. */
 static void
 test_invalid_utf8_position(void **state)
@@ -817,6 +869,50 @@ test_invalid_utf8_position(void **state)
     /* A broken sequence is reported at its first byte, not at the octet after it. */
     expect_error("services:\n  a:\n    image: x\xc3\n", "invalid", 3, 13);
     expect_error("services:\n  a:\n    image: \xc3\xa9\xe2\x82z\n", "invalid", 3, 13);
+}
+
+/* Port 0 is not a port, in any position or syntax. */
+static void
+test_port_zero(void **state)
+{
+    (void)state;
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"0\"]\n", "`0` is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"0:80\"]\n", "`0` is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"80:0\"]\n", "`0` is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"0-5:80\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"65536\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"8000-70000\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"10-5:80\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports:\n      - target: 0\n", "`target`: `0`", 5, 17);
+    expect_error("services:\n  a:\n    image: x\n    ports:\n      - {target: 80, published: 0}\n",
+                 "`published`: `0`", 5, 33);
+}
+
+/* In an env file only ` #` starts a comment: a `#` inside a value stays. */
+static void
+test_env_file_hash(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const char *path;
+    ph_service *s;
+
+    (void)state;
+    /* compose-go's dotenv: only ` #` ends an unquoted value, not a tab. */
+    tu_write("hash.env", "URL=http://x/#frag\nC=a #comment\nT=b\t#tab\nQ='#q' #c\nH=#start\nU=\"open\n");
+    path = tu_write("hash.yaml", "services:\n  a:\n    image: x\n    env_file: hash.env\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    s = ph_compose_service(c, "a");
+    assert_string_equal(ph_kvv_get(&s->environment, "URL"), "http://x/#frag");
+    assert_string_equal(ph_kvv_get(&s->environment, "C"), "a");
+    assert_string_equal(ph_kvv_get(&s->environment, "T"), "b\t#tab");
+    assert_string_equal(ph_kvv_get(&s->environment, "Q"), "#q");
+    assert_string_equal(ph_kvv_get(&s->environment, "H"), "#start");
+    assert_string_equal(ph_kvv_get(&s->environment, "U"), "\"open");
+    ph_compose_free(c);
+    tu_write("bad.env", "OK=1\n1A=x\n");
+    expect_error("services:\n  a:\n    image: x\n    env_file: bad.env\n", "bad.env:2: `1A` is not a variable name",
+                 4, 15);
 }
 
 int
@@ -838,7 +934,10 @@ main(void)
         cmocka_unit_test(test_limit_many_keys),
         cmocka_unit_test(test_limit_deep_nesting),
         cmocka_unit_test(test_env_file_not_regular),
+        cmocka_unit_test(test_dollar_keys_literal),
         cmocka_unit_test(test_invalid_utf8_position),
+        cmocka_unit_test(test_port_zero),
+        cmocka_unit_test(test_env_file_hash),
     };
     return cmocka_run_group_tests_name("compose", tests, tu_setup, tu_teardown);
 }

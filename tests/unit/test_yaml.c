@@ -109,6 +109,26 @@ test_alias_depth(void **state)
     root = load_ok("a: &a [[x]]\nb: [*a]\n");
     ph_ynode_unref(root);
     {
+        /* Exactly at the limit through an alias: a is 62 deep, placed
+         * inside the root (1) and one list (2) it reaches 64; one list
+         * more and it passes. */
+        char buf[512], *p = buf;
+        int i;
+
+        p += sprintf(p, "a: &a ");
+        for (i = 0; i < 62; i++)
+            *p++ = '[';
+        *p++ = 'x';
+        for (i = 0; i < 62; i++)
+            *p++ = ']';
+        strcpy(p, "\nb: [*a]\n");
+        root = load_ok(buf);
+        assert_int_equal(root->height, PH_YAML_MAX_DEPTH);
+        ph_ynode_unref(root);
+        strcpy(p, "\nb: [[*a]]\n");
+        load_bad(buf, 2, 6, "nested deeper than 64 levels (through the alias `*a`)");
+    }
+    {
         /* Each anchor nests the previous one 30 deeper: the third passes 64. */
         char buf[4096], *p = buf;
         int i;
@@ -253,6 +273,7 @@ test_utf8_position(void **state)
     (void)state;
     load_bad("a: 1\nb: \"xy\xff\"\n", 2, 7, "invalid leading UTF-8 octet");
     load_bad("a: 1\nbb: \xc3\xa9\xc3(\n", 2, 6, "invalid trailing UTF-8 octet");
+    load_bad("a: 1\nb: x\xc3(\n", 2, 5, "invalid trailing UTF-8 octet");
     load_bad("a: 1\n\n  c: \xe2\x82", 3, 6, "incomplete UTF-8 octet sequence");
 }
 
@@ -308,7 +329,7 @@ test_values(void **state)
     (void)state;
     root = load_ok("n1:\nn2: ~\nn3: null\nq: \"null\"\nt: !!str null\ne: ''\ns: \"a b\"\n"
                    "l: [a, 'b c']\nc: run -x 'a b'\nm: {K: v, E: , Z: \"\"}\nkl: [A=1, B, A=2]\n"
-                   "yes: yes\noff: off\nbad: maybe\nd: 1m30s\n");
+                   "yes: yes\noff: off\nbad: maybe\nd: 1m30s\nnoname: [A=1, =x]\n");
     assert_true(ph_yaml_is_null(ph_yaml_get(root, "n1")));
     assert_true(ph_yaml_is_null(ph_yaml_get(root, "n2")));
     assert_true(ph_yaml_is_null(ph_yaml_get(root, "n3")));
@@ -339,9 +360,14 @@ test_values(void **state)
     assert_string_equal(ph_kvv_get(&kv, "K"), "v");
     assert_null(ph_kvv_get(&kv, "E"));
     assert_string_equal(ph_kvv_get(&kv, "Z"), "");
+    assert_int_equal(ph_yaml_kvv(ph_yaml_get(root, "l"), "l", &kv, &err), 0);
+    assert_int_equal(ph_yaml_kvv(ph_yaml_get(root, "noname"), "noname", &kv, &err), -1);
+    assert_non_null(strstr(err->msg, "`noname` entry `=x` has no name"));
+    ph_error_free(&err);
     assert_int_equal(ph_yaml_kvv(ph_yaml_get(root, "kl"), "kl", &kv, &err), 0);
-    assert_int_equal(kv.n, 5);
+    assert_int_equal(kv.n, 7);
     assert_string_equal(ph_kvv_get(&kv, "A"), "2");
+    assert_null(ph_kvv_get(&kv, "b c"));
     assert_null(ph_kvv_get(&kv, "B"));
     ph_kvv_free(&kv);
     assert_int_equal(ph_yaml_bool(ph_yaml_get(root, "yes"), "yes", &b, &err), 0);
@@ -364,6 +390,7 @@ test_kvv_index(void **state)
     char k[32], v[32];
 
     (void)state;
+    alarm(DEADLINE_S); /* an index that stopped growing would fill and spin */
     for (int i = 0; i < 1000; i++) {
         snprintf(k, sizeof k, "k%d", i % 300);
         snprintf(v, sizeof v, "%d", i);
@@ -382,6 +409,7 @@ test_kvv_index(void **state)
     assert_int_equal(kv.n, 301);
     ph_kvv_free(&kv);
     assert_null(ph_kvv_get(&kv, "k1"));
+    alarm(0);
 }
 
 int
