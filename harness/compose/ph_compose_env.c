@@ -216,87 +216,207 @@ ph_interpolate(const char *in, ph_lookup_cb lookup, void *ud, const char *where,
 
 /* ---- env files --------------------------------------------------------- */
 
-/* KEY=VALUE lines, `export ` allowed, # comments and blank lines skipped;
- * a value in matching quotes is taken as is, an unquoted one ends at ` #`. */
-int
-ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_error_t *err)
+#define ENV_FILE_MAX (4u << 20)
+
+typedef struct env_lookup {
+    ph_lookup_cb outer; /* the project's environment first, as compose-go */
+    void *ud;
+    const ph_kvv *file; /* then what this file defined above */
+} env_lookup;
+
+static const char *
+env_lookup_cb(const char *name, void *ud)
 {
-    char line[8192];
-    FILE *f = NULL;
-    struct stat st;
-    int lineno = 0, rc = 0;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; a FIFO or a
-     * directory is then refused rather than blocked on or read as empty. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    const env_lookup *el = ud;
+    const char *v = el->outer ? el->outer(name, el->ud) : NULL;
 
-    if (fd < 0) {
-        if (!must_exist && errno == ENOENT)
-            return 0;
-        return ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", path);
-    }
-    if (fstat(fd, &st) < 0) {
-        rc = ph_fail(err, errno, "stat `%s`", path);
-        close(fd);
-        return rc;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return ph_bad_input(err, "`%s` is not a regular file", path);
-    }
-    f = fdopen(fd, "r");
-    if (f == NULL) {
-        rc = ph_fail(err, errno, "open `%s`", path);
-        close(fd);
-        return rc;
-    }
-    while (rc == 0 && fgets(line, sizeof line, f)) {
-        char *s = line, *eq, *v, *end;
-        size_t len = strlen(line);
-
-        lineno++;
-        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
-            rc = ph_bad_input(err, "%s:%d: line longer than %zu bytes", path, lineno, sizeof line - 2);
-            break;
-        }
-        s[strcspn(s, "\r\n")] = '\0';
-        while (isspace((unsigned char)*s))
-            s++;
-        if (*s == '\0' || *s == '#')
-            continue;
-        if (strncmp(s, "export ", 7) == 0)
-            for (s += 7; isspace((unsigned char)*s); s++)
-                ;
-        eq = strchr(s, '=');
-        if (eq == NULL) {
-            rc = ph_bad_input(err, "%s:%d: expected KEY=VALUE, got `%s`", path, lineno, s);
-            break;
-        }
-        for (end = eq; end > s && isspace((unsigned char)end[-1]); end--)
-            ;
-        *end = '\0';
-        if (!is_name_start(*s) || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
-                                      strlen(s)) {
-            rc = ph_bad_input(err, "%s:%d: `%s` is not a variable name", path, lineno, s);
-            break;
-        }
-        for (v = eq + 1; *v == ' ' || *v == '\t'; v++)
-            ;
-        end = v + strlen(v);
-        if ((v[0] == '"' || v[0] == '\'') && strchr(v + 1, v[0]) != NULL) {
-            end = strchr(v + 1, v[0]);
-            v++;
-        } else {
-            char *hash = strstr(v, " #");
-            if (hash)
-                end = hash;
-            while (end > v && isspace((unsigned char)end[-1]))
-                end--;
-        }
-        *end = '\0';
-        if (ph_kvv_set(out, s, v) < 0)
-            rc = ph_fail(err, ENOMEM, "allocate");
-    }
-    fclose(f);
-    return rc;
+    return v ? v : ph_kvv_get(el->file, name);
 }
 
+/* A double-quoted value's escapes, as compose-go's dotenv: \n \t \\ \" and
+ * the others of Go, `\$` as `$$` (a literal `$` once interpolated), \0NNN
+ * octal.  Any other backslash stays. */
+static char *
+expand_escapes(const char *s)
+{
+    char *out = malloc(strlen(s) * 2 + 1), *o = out;
+
+    if (out == NULL)
+        return NULL;
+    while (*s) {
+        const char *e = strchr("abfnrtv", s[1] ? s[1] : 'x');
+
+        if (s[0] != '\\' || s[1] == '\0') {
+            *o++ = *s++;
+        } else if (e != NULL) {
+            *o++ = "\a\b\f\n\r\t\v"[e - "abfnrtv"];
+            s += 2;
+        } else if (s[1] == '\\' || s[1] == '"') {
+            *o++ = s[1];
+            s += 2;
+        } else if (s[1] == '$') {
+            *o++ = '$';
+            *o++ = '$';
+            s += 2;
+        } else if (s[1] == '0') {
+            unsigned v = 0;
+            int n = 0;
+
+            for (s += 2; n < 3 && *s >= '0' && *s <= '7'; s++, n++)
+                v = v * 8 + (unsigned)(*s - '0');
+            *o++ = (char)v;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static int
+is_key_char(unsigned char c)
+{
+    /* compose-go: letters and digits (any script), `_ . - [ ]` */
+    return isalnum(c) || c >= 0x80 || c == '_' || c == '.' || c == '-' || c == '[' || c == ']';
+}
+
+/* compose-go's dotenv grammar: `[export ]KEY=VALUE` or `KEY: VALUE`; a bare
+ * `KEY` takes the variable from the environment; comments from `#` at a
+ * statement's start or after ` #` in an unquoted value; quoted values may
+ * span lines (double quotes: escapes, then ${VAR}; single: as written);
+ * unquoted and double-quoted values are interpolated. */
+static int
+parse_env(const char *path, const char *p, const char *end, ph_kvv *out, ph_lookup_cb lookup, void *ud,
+          ph_error_t *err)
+{
+    env_lookup el = { lookup, ud, out };
+    int line = 1;
+
+    for (;;) {
+        const char *k, *kend;
+        char *key = NULL, *raw = NULL, *val = NULL, where[PATH_MAX + 32];
+        int inherited = 0, rc = 0;
+
+        while (p < end && isspace((unsigned char)*p))
+            line += *p++ == '\n';
+        if (p >= end)
+            return 0;
+        if (*p == '#') {
+            while (p < end && *p != '\n')
+                p++;
+            continue;
+        }
+        if (end - p > 7 && strncmp(p, "export", 6) == 0 && (p[6] == ' ' || p[6] == '\t'))
+            for (p += 6; p < end && (*p == ' ' || *p == '\t'); p++)
+                ;
+        for (k = p; p < end && *p != '=' && *p != ':' && *p != '\n'; p++)
+            if (!is_key_char((unsigned char)*p) && *p != ' ' && *p != '\t' && *p != '\r')
+                return ph_bad_input(err, "%s:%d: unexpected character `%c` in a variable name", path, line, *p);
+        inherited = p >= end || *p == '\n';
+        for (kend = p; kend > k && isspace((unsigned char)kend[-1]); kend--)
+            ;
+        if (kend == k)
+            return ph_bad_input(err, "%s:%d: a variable without a name", path, line);
+        if (memchr(k, ' ', (size_t)(kend - k)) || memchr(k, '\t', (size_t)(kend - k)))
+            return ph_bad_input(err, "%s:%d: `%.*s`: a variable name cannot contain a space", path, line,
+                                (int)(kend - k), k);
+        if ((key = strndup(k, (size_t)(kend - k))) == NULL)
+            return ph_fail(err, ENOMEM, "allocate");
+        if (inherited) {
+            const char *v = lookup ? lookup(key, ud) : NULL;
+
+            rc = v && ph_kvv_set(out, key, v) < 0 ? ph_fail(err, ENOMEM, "allocate") : 0;
+            free(key);
+            if (rc < 0)
+                return -1;
+            continue;
+        }
+        for (p++; p < end && (*p == ' ' || *p == '\t'); p++)
+            ;
+        snprintf(where, sizeof where, "%s:%d", path, line);
+        if (p < end && (*p == '"' || *p == '\'')) {
+            char q = *p, *o;
+            int esc = 0;
+
+            raw = malloc((size_t)(end - p) + 1);
+            if (raw == NULL) {
+                free(key);
+                return ph_fail(err, ENOMEM, "allocate");
+            }
+            for (o = raw, p++; p < end && (*p != q || esc); p++) {
+                line += *p == '\n';
+                if (*p == '\\' && !esc) {
+                    esc = 1;
+                    continue;
+                }
+                if (esc && *p != q)
+                    *o++ = '\\';
+                esc = 0;
+                *o++ = *p;
+            }
+            *o = '\0';
+            if (p >= end) {
+                ph_bad_input(err, "%s: `%s`: unterminated quoted value", where, key);
+                free(key);
+                free(raw);
+                return -1;
+            }
+            p++;
+            if (q == '"') {
+                char *x = expand_escapes(raw);
+
+                val = x ? ph_interpolate(x, env_lookup_cb, &el, where, err) : NULL;
+                if (x == NULL)
+                    ph_fail(err, ENOMEM, "allocate");
+                free(x);
+            } else {
+                val = raw;
+                raw = NULL;
+            }
+        } else {
+            const char *v = p, *ve, *hash;
+
+            while (p < end && *p != '\n')
+                p++;
+            ve = p;
+            hash = memmem(v, (size_t)(ve - v), " #", 2);
+            if (hash)
+                ve = hash;
+            while (ve > v && isspace((unsigned char)ve[-1]))
+                ve--;
+            raw = strndup(v, (size_t)(ve - v));
+            val = raw ? ph_interpolate(raw, env_lookup_cb, &el, where, err) : NULL;
+            if (raw == NULL)
+                ph_fail(err, ENOMEM, "allocate");
+        }
+        if (val != NULL && ph_kvv_set(out, key, val) < 0)
+            ph_fail(err, ENOMEM, "allocate");
+        rc = val == NULL || *err != NULL ? -1 : 0;
+        free(key);
+        free(raw);
+        free(val);
+        if (rc < 0)
+            return -1;
+    }
+}
+
+int
+ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_lookup_cb lookup, void *ud,
+                         ph_error_t *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT)
+        return 0;
+    if (ph_read_file(path, ENV_FILE_MAX, 0, &buf, &len, err) < 0)
+        return -1;
+    if (memchr(buf, '\0', len) != NULL) {
+        free(buf);
+        return ph_bad_input(err, "%s: a NUL byte in an env file", path);
+    }
+    rc = parse_env(path, buf, buf + len, out, lookup, ud, err);
+    free(buf);
+    return rc;
+}

@@ -1,102 +1,40 @@
-/* ph_compose_load.c - loading a compose project: the file read into a
- * YAML tree, its values interpolated from the environment and `.env`, the
- * top-level keys and every service read, references checked, the project
- * named.  Nothing is returned on error: the half-built ph_compose is freed
- * whole.
+/* ph_compose_load.c - a project's files into one tree, then its top level.
+ *
+ * Each file is read as YAML documents (already parsed by the caller for
+ * the main files, so the project's name could be found first).  Each
+ * document, in order: its values are interpolated from the environment it
+ * was loaded with (never its keys); its `include` entries are loaded as
+ * projects of their own (own directory, own env files) and their services,
+ * networks, volumes, secrets and configs imported, a local definition
+ * merged over an imported one; its services' `extends` are resolved (the
+ * base from the same document or from `file:`, itself extended first) and
+ * merged under the service; then the document is merged onto the project
+ * so far (ph_compose_merge).
+ *
+ * Then the top level is read: networks, volumes, secrets and configs
+ * first, since services refer to them, then each service.
  */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ph_compose_int.h"
 #include "ph_log.h"
 #include "ph_util.h"
 
+#define INCLUDE_MAX_DEPTH 16
+#define EXTENDS_MAX_DEPTH 32
+
+/* ---- interpolation ----------------------------------------------------- */
+
 static const char *
-lookup_cb(const char *name, void *ud)
+env_lookup(const char *name, void *ud)
 {
-    ph_compose_loader *l = ud;
-    const char *v = getenv(name);
-
-    return v ? v : ph_kvv_get(&l->dotenv, name);
-}
-
-int
-ph_compose_dup(const char *s, char **dst, ph_error_t *err)
-{
-    char *c = strdup(s);
-
-    if (c == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    free(*dst);
-    *dst = c;
-    return 0;
-}
-
-void
-ph_compose_warn_unknown(const ph_ypair *pair, const char *prefix, const char *service)
-{
-    const char *key = ph_yaml_key(pair);
-
-    /* x-* are extension fields: compose ignores them without a word. */
-    if (strncmp(key, "x-", 2) == 0)
-        return;
-    ph_warn("%s:%d: unknown key `%s%s` in service `%s` (ignored)", ph_yaml_file(pair->key), pair->key->line, prefix,
-            key, service);
-}
-
-/* Lexically clean an absolute path: no `.`, no `..`, no `//`.  Symlinks
- * are not resolved, as compose does not resolve them either. */
-static void
-clean_path(char *p)
-{
-    char *src = p, *dst = p;
-
-    while (*src) {
-        while (*src == '/')
-            src++;
-        if (*src == '\0')
-            break;
-        if (src[0] == '.' && (src[1] == '/' || src[1] == '\0')) {
-            src++;
-        } else if (src[0] == '.' && src[1] == '.' && (src[2] == '/' || src[2] == '\0')) {
-            src += 2;
-            while (dst > p && *--dst != '/')
-                ;
-        } else {
-            *dst++ = '/';
-            while (*src && *src != '/')
-                *dst++ = *src++;
-        }
-    }
-    if (dst == p)
-        *dst++ = '/';
-    *dst = '\0';
-}
-
-/* P made absolute against BASE_DIR (or $HOME for `~`), cleaned; malloc'd. */
-char *
-ph_compose_abs_path(const char *base_dir, const char *p)
-{
-    char *out = NULL;
-    int rc;
-
-    if (p[0] == '/')
-        rc = asprintf(&out, "%s", p);
-    else if (p[0] == '~' && (p[1] == '/' || p[1] == '\0'))
-        rc = asprintf(&out, "%s/%s", getenv("HOME") ? getenv("HOME") : "/", p + 1);
-    else
-        rc = asprintf(&out, "%s/%s", base_dir, p);
-    if (rc < 0)
-        return NULL;
-    clean_path(out);
-    return out;
+    return ph_kvv_get(ud, name);
 }
 
 /* Keys are names, never templates: mark every key scalar KEY so that the
@@ -119,7 +57,7 @@ mark_keys(ph_ynode *n, unsigned key, unsigned seen)
 /* Every scalar that is a value (not a key), once: aliases share nodes, and
  * interpolating `$$X` twice would expand it the second time. */
 static int
-interpolate_values(ph_compose_loader *l, ph_ynode *n, unsigned key, unsigned done, ph_error_t *err)
+interpolate_values(ph_ynode *n, const ph_kvv *env, unsigned key, unsigned done, ph_error_t *err)
 {
     char where[PATH_MAX + 32], *v;
 
@@ -128,20 +66,20 @@ interpolate_values(ph_compose_loader *l, ph_ynode *n, unsigned key, unsigned don
     n->mark = done;
     if (n->kind == PH_Y_SEQ) {
         for (size_t i = 0; i < n->n; i++)
-            if (interpolate_values(l, n->items[i], key, done, err) < 0)
+            if (interpolate_values(n->items[i], env, key, done, err) < 0)
                 return -1;
         return 0;
     }
     if (n->kind == PH_Y_MAP) {
         for (size_t i = 0; i < n->n; i++)
-            if (interpolate_values(l, n->pairs[i].value, key, done, err) < 0)
+            if (interpolate_values(n->pairs[i].value, env, key, done, err) < 0)
                 return -1;
         return 0;
     }
     if (strchr(n->str, '$') == NULL)
         return 0;
     snprintf(where, sizeof where, "%s:%d:%d", ph_yaml_file(n), n->line, n->col);
-    v = ph_interpolate(n->str, lookup_cb, l, where, err);
+    v = ph_interpolate(n->str, env_lookup, (void *)env, where, err);
     if (v == NULL)
         return -1;
     free(n->str);
@@ -150,319 +88,440 @@ interpolate_values(ph_compose_loader *l, ph_ynode *n, unsigned key, unsigned don
     return 0;
 }
 
-static int
-interpolate_document(ph_compose_loader *l, ph_error_t *err)
+int
+ph_compose_interpolate(ph_ynode *root, const ph_kvv *env, ph_error_t *err)
 {
     unsigned key = ph_yaml_next_mark(), seen = ph_yaml_next_mark();
 
-    mark_keys(l->root, key, seen);
-    return interpolate_values(l, l->root, key, ph_yaml_next_mark(), err);
+    mark_keys(root, key, seen);
+    return interpolate_values(root, env, key, ph_yaml_next_mark(), err);
 }
 
-void
-ph_compose_free(ph_compose *c)
-{
-    if (c == NULL)
-        return;
-    for (size_t i = 0; i < c->n_services; i++)
-        ph_compose_service_free(&c->services[i]);
-    free(c->services);
-    ph_strv_free(&c->volumes);
-    ph_strv_free(&c->networks);
-    free(c->path);
-    free(c->dir);
-    free(c->project);
-    free(c);
-}
+/* ---- extends ----------------------------------------------------------- */
 
-ph_service *
-ph_compose_service(ph_compose *c, const char *name)
-{
-    if (c == NULL || name == NULL)
-        return NULL;
-    for (size_t i = 0; i < c->n_services; i++)
-        if (strcmp(c->services[i].name, name) == 0)
-            return &c->services[i];
-    return NULL;
-}
+typedef struct ext_frame {
+    const char *file, *service;
+} ext_frame;
 
-/* Like compose's NormalizeProjectName: lowercase, keep [a-z0-9_-], and
- * drop what comes before the first letter or digit. */
-static char *
-normalise_project(const char *in)
-{
-    char *out = malloc(strlen(in) + 1);
-    size_t j = 0;
+typedef struct ext_stack {
+    ext_frame f[EXTENDS_MAX_DEPTH];
+    size_t n;
+} ext_stack;
 
-    if (out == NULL)
-        return NULL;
-    for (const char *p = in; *p; p++) {
-        char ch = (char)tolower((unsigned char)*p);
-        if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ((ch == '_' || ch == '-') && j > 0))
-            out[j++] = ch;
-    }
-    out[j] = '\0';
-    return out;
-}
+static int resolve_extends(ph_compose_loader *l, ph_ynode *services, const char *name, const ph_kvv *env,
+                           ext_stack *st, ph_ynode **out, ph_error_t *err);
 
+/* The services mapping of FILE (relative to the extending file's base),
+ * loaded and interpolated with ENV, its paths relative to its own dir. */
 static int
-read_top_names(ph_compose_loader *l, ph_ynode *v, const char *key, ph_strv *out, ph_error_t *err)
+load_extends_file(ph_compose_loader *l, ph_ynode *at, const char *file, const ph_kvv *env, ph_ynode **services,
+                  ph_error_t *err)
 {
-    if (ph_yaml_is_null(v))
-        return 0;
-    if (v->kind != PH_Y_MAP)
-        return ph_yaml_error(v, err, "top-level `%s` must be a mapping of names", key);
-    PH_YAML_FOREACH_PAIR(v, pair) {
-        ph_ynode *vn = pair->value;
+    char *path = ph_compose_abs_path(ph_compose_base(l, at), file), *dir = NULL;
+    ph_ynode *root = NULL;
+    int rc = -1;
 
-        if (!ph_yaml_is_null(vn) && vn->kind != PH_Y_MAP)
-            return ph_yaml_error(vn, err, "`%s.%s` must be a mapping or empty", key, ph_yaml_key(pair));
-        if (ph_strv_push(out, ph_yaml_key(pair)) < 0)
-            return ph_fail(err, ENOMEM, "allocate");
-    }
-    return 0;
-}
-
-/* The node of service I's Kth depends_on entry: the list item or the map
- * key, so that errors point at the name itself. */
-static ph_ynode *
-depends_entry(ph_compose_loader *l, size_t i, size_t k)
-{
-    ph_ynode *d = l->depends[i];
-
-    if (d->kind == PH_Y_SEQ && k < d->n)
-        return d->items[k];
-    if (d->kind == PH_Y_MAP && k < d->n)
-        return d->pairs[k].key;
-    return d;
-}
-
-/* Every depends_on entry names a service of this file, and following them
- * never comes back: compose refuses both, and a cycle would deadlock the
- * start order. */
-static int
-check_depends(ph_compose_loader *l, ph_error_t *err)
-{
-    ph_compose *c = l->c;
-    unsigned char *colour;
-    size_t *stack, *next, depth;
-
-    for (size_t i = 0; i < c->n_services; i++) {
-        ph_service *s = &c->services[i];
-
-        for (size_t k = 0; k < s->depends_on.n; k++) {
-            const char *dep = s->depends_on.v[k];
-            ph_ynode *at = depends_entry(l, i, k);
-
-            if (strcmp(dep, s->name) == 0)
-                return ph_yaml_error(at, err, "service `%s` depends on itself", s->name);
-            if (ph_compose_service(c, dep) == NULL)
-                return ph_yaml_error(at, err, "service `%s` depends on `%s`, which is not a service in this file",
-                                     s->name, dep);
-        }
-    }
-    /* Depth-first search, iterative: 0 unseen, 1 on the path, 2 done. */
-    colour = calloc(c->n_services, 1);
-    stack = calloc(c->n_services, sizeof *stack);
-    next = calloc(c->n_services, sizeof *next);
-    if (colour == NULL || stack == NULL || next == NULL) {
-        free(colour);
-        free(stack);
-        free(next);
+    *services = NULL;
+    if (path == NULL)
         return ph_fail(err, ENOMEM, "allocate");
+    if (ph_yaml_load(path, &root, err) < 0) {
+        ph_error_wrap(err, "%s:%d:%d: extends", ph_yaml_file(at), at->line, at->col);
+        goto out;
     }
-    for (size_t root = 0; root < c->n_services; root++) {
-        if (colour[root])
-            continue;
-        depth = 0;
-        stack[depth++] = root;
-        colour[root] = 1;
-        next[root] = 0;
-        while (depth > 0) {
-            size_t i = stack[depth - 1];
-            ph_service *s = &c->services[i];
-
-            if (next[i] < s->depends_on.n) {
-                size_t j = (size_t)(ph_compose_service(c, s->depends_on.v[next[i]++]) - c->services);
-
-                if (colour[j] == 1) {
-                    ph_yaml_error(depends_entry(l, i, next[i] - 1), err,
-                                  "service `%s` depends on `%s`, which depends on it in turn (a cycle)", s->name,
-                                  c->services[j].name);
-                    free(colour);
-                    free(stack);
-                    free(next);
-                    return -1;
-                }
-                if (colour[j] == 0) {
-                    colour[j] = 1;
-                    next[j] = 0;
-                    stack[depth++] = j;
-                }
-            } else {
-                colour[i] = 2;
-                depth--;
-            }
-        }
+    dir = strdup(path);
+    if (dir == NULL || ph_yaml_set_base(root, (*strrchr(dir, '/') = '\0', dir[0] ? dir : "/")) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
     }
-    free(colour);
-    free(stack);
-    free(next);
-    return 0;
+    if (root->kind != PH_Y_MAP || ph_compose_interpolate(root, env, err) < 0) {
+        if (root->kind != PH_Y_MAP)
+            ph_yaml_error(root, err, "a compose file is a mapping");
+        goto out;
+    }
+    *services = ph_ynode_ref(ph_yaml_get(root, "services"));
+    if (*services == NULL || (*services)->kind != PH_Y_MAP) {
+        ph_yaml_error(at, err, "`extends`: `%s` has no `services:` mapping", file);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(path);
+    free(dir);
+    ph_ynode_unref(root);
+    if (rc < 0) {
+        ph_ynode_unref(*services);
+        *services = NULL;
+    }
+    return rc;
 }
 
-/* The directory of PATH, absolute (against the working directory) but
- * with symlinks kept, as compose names projects after it. */
-static char *
-compose_dir(const char *path, ph_error_t *err)
+/* Service NAME of SERVICES with its `extends` resolved: *OUT is a new
+ * reference (the node itself when it extends nothing). */
+static int
+resolve_extends(ph_compose_loader *l, ph_ynode *services, const char *name, const ph_kvv *env, ext_stack *st,
+                ph_ynode **out, ph_error_t *err)
 {
-    char cwd[PATH_MAX], *abs, *slash;
+    ph_ynode *svc = ph_yaml_get(services, name), *ext, *ref_node, *file_node = NULL, *base_map = services;
+    ph_ynode *base = NULL, *merged = NULL, *without = NULL;
+    const char *ref, *file = ph_yaml_file(svc);
+    int rc = -1;
 
-    if (path[0] == '/') {
-        abs = ph_compose_abs_path("/", path);
-    } else {
-        if (getcwd(cwd, sizeof cwd) == NULL) {
-            ph_fail(err, errno, "getcwd");
-            return NULL;
-        }
-        abs = ph_compose_abs_path(cwd, path);
+    *out = NULL;
+    if (svc->kind != PH_Y_MAP || (ext = ph_yaml_get(svc, "extends")) == NULL) {
+        *out = ph_ynode_ref(svc);
+        return 0;
     }
-    if (abs == NULL) {
+    ref_node = ext;
+    if (ext->kind == PH_Y_MAP) {
+        ref_node = ph_yaml_get(ext, "service");
+        file_node = ph_yaml_get(ext, "file");
+        if (ref_node == NULL)
+            return ph_yaml_error(ext, err, "`extends` needs `service`");
+        PH_YAML_FOREACH_PAIR(ext, pair)
+            if (strcmp(ph_yaml_key(pair), "service") != 0 && strcmp(ph_yaml_key(pair), "file") != 0)
+                ph_compose_warn_unknown(pair, "extends.", name);
+    }
+    if ((ref = ph_yaml_nonempty(ref_node, "extends.service", err)) == NULL)
+        return -1;
+    if (file_node && ph_yaml_nonempty(file_node, "extends.file", err) == NULL)
+        return -1;
+    for (size_t i = 0; i < st->n; i++)
+        if (strcmp(st->f[i].service, name) == 0 && strcmp(st->f[i].file, file) == 0)
+            return ph_yaml_error(ref_node, err, "`extends` comes back to service `%s` of %s (a cycle)", name, file);
+    if (st->n == EXTENDS_MAX_DEPTH)
+        return ph_yaml_error(ref_node, err, "`extends` chains more than %d services", EXTENDS_MAX_DEPTH);
+    st->f[st->n].file = file;
+    st->f[st->n].service = name;
+    st->n++;
+    if (file_node && load_extends_file(l, file_node, file_node->str, env, &base_map, err) < 0)
+        goto out;
+    if (ph_yaml_get(base_map, ref) == NULL) {
+        ph_yaml_error(ref_node, err, "`extends`: no service `%s` in %s", ref,
+                      file_node ? file_node->str : ph_yaml_file(services));
+        goto out;
+    }
+    if (resolve_extends(l, base_map, ref, env, st, &base, err) < 0)
+        goto out;
+    if (base->kind != PH_Y_MAP) {
+        ph_yaml_error(base, err, "service `%s` must be a mapping", ref);
+        goto out;
+    }
+    merged = ph_compose_merge(base, svc, "services.x", err);
+    if (merged == NULL)
+        goto out;
+    /* The result extends nothing more. */
+    if ((without = ph_ynode_new(PH_Y_MAP, svc)) == NULL) {
         ph_fail(err, ENOMEM, "allocate");
-        return NULL;
+        goto out;
     }
-    slash = strrchr(abs, '/');
-    if (slash == abs)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-    return abs;
+    PH_YAML_FOREACH_PAIR(merged, pair) {
+        if (strcmp(ph_yaml_key(pair), "extends") == 0)
+            continue;
+        if (ph_ynode_put(without, ph_ynode_ref(pair->key), ph_ynode_ref(pair->value)) < 0) {
+            ph_fail(err, ENOMEM, "allocate");
+            goto out;
+        }
+    }
+    *out = without;
+    without = NULL;
+    rc = 0;
+out:
+    st->n--;
+    if (base_map != services)
+        ph_ynode_unref(base_map);
+    ph_ynode_unref(base);
+    ph_ynode_unref(merged);
+    ph_ynode_unref(without);
+    return rc;
+}
+
+/* ROOT with every service's `extends` resolved; *OUT a new reference. */
+static int
+apply_extends(ph_compose_loader *l, ph_ynode *root, const ph_kvv *env, ph_ynode **out, ph_error_t *err)
+{
+    ph_ynode *services = ph_yaml_get(root, "services"), *ns = NULL, *nr = NULL;
+    int any = 0;
+
+    *out = NULL;
+    if (services == NULL || services->kind != PH_Y_MAP) {
+        *out = ph_ynode_ref(root);
+        return 0;
+    }
+    PH_YAML_FOREACH_PAIR(services, pair)
+        any |= pair->value->kind == PH_Y_MAP && ph_yaml_get(pair->value, "extends") != NULL;
+    if (!any) {
+        *out = ph_ynode_ref(root);
+        return 0;
+    }
+    if ((ns = ph_ynode_new(PH_Y_MAP, services)) == NULL || (nr = ph_ynode_new(PH_Y_MAP, root)) == NULL)
+        goto oom;
+    PH_YAML_FOREACH_PAIR(services, pair) {
+        ext_stack st = { .n = 0 };
+        ph_ynode *svc = NULL;
+
+        if (resolve_extends(l, services, ph_yaml_key(pair), env, &st, &svc, err) < 0)
+            goto fail;
+        if (ph_ynode_put(ns, ph_ynode_ref(pair->key), svc) < 0)
+            goto oom;
+    }
+    PH_YAML_FOREACH_PAIR(root, pair) {
+        ph_ynode *v = pair->value == services ? ph_ynode_ref(ns) : ph_ynode_ref(pair->value);
+
+        if (ph_ynode_put(nr, ph_ynode_ref(pair->key), v) < 0)
+            goto oom;
+    }
+    ph_ynode_unref(ns);
+    *out = nr;
+    return 0;
+oom:
+    ph_fail(err, ENOMEM, "allocate");
+fail:
+    ph_ynode_unref(ns);
+    ph_ynode_unref(nr);
+    return -1;
+}
+
+/* ---- include ----------------------------------------------------------- */
+
+/* One `include` entry: its files loaded as a project of their own. */
+static int
+load_include(ph_compose_loader *l, ph_ynode *entry, const ph_kvv *env, ph_ynode **out, ph_error_t *err)
+{
+    ph_ynode *paths = entry, *pdir = NULL, *envf = NULL;
+    ph_strv files = { 0 }, env_files = { 0 };
+    ph_kvv inc_env = { 0 };
+    char *dir = NULL;
+    const char *base = ph_compose_base(l, entry);
+    int rc = -1;
+
+    *out = NULL;
+    if (entry->kind == PH_Y_MAP) {
+        paths = ph_yaml_get(entry, "path");
+        pdir = ph_yaml_get(entry, "project_directory");
+        envf = ph_yaml_get(entry, "env_file");
+        if (paths == NULL)
+            return ph_yaml_error(entry, err, "an `include` entry needs `path`");
+        PH_YAML_FOREACH_PAIR(entry, pair)
+            if (strcmp(ph_yaml_key(pair), "path") && strcmp(ph_yaml_key(pair), "project_directory") &&
+                strcmp(ph_yaml_key(pair), "env_file"))
+                ph_compose_warn_unknown(pair, "include.", NULL);
+    }
+    if (ph_yaml_strv(paths, "include.path", 1, 0, &files, err) < 0 ||
+        (envf && ph_yaml_strv(envf, "include.env_file", 1, 0, &env_files, err) < 0))
+        goto out;
+    if (files.n == 0) {
+        ph_yaml_error(paths, err, "`include.path` names no file");
+        goto out;
+    }
+    for (size_t i = 0; i < files.n; i++) {
+        char *abs = ph_compose_abs_path(base, files.v[i]);
+
+        if (abs == NULL)
+            goto oom;
+        free(files.v[i]);
+        files.v[i] = abs;
+    }
+    if (pdir != NULL) {
+        if (ph_yaml_nonempty(pdir, "include.project_directory", err) == NULL)
+            goto out;
+        dir = ph_compose_abs_path(base, pdir->str);
+    } else {
+        dir = ph_compose_dir_of(files.v[0]);
+    }
+    if (dir == NULL)
+        goto oom;
+    /* The including project's environment, then the include's env files
+     * (default: its directory's .env) for what it does not set. */
+    for (size_t i = 0; i < env->n; i++)
+        if (ph_kvv_set(&inc_env, env->v[i].key, env->v[i].value) < 0)
+            goto oom;
+    if (envf == NULL) {
+        char *dotenv = NULL;
+
+        if (asprintf(&dotenv, "%s/.env", dir) < 0 || ph_strv_push(&env_files, dotenv) < 0) {
+            free(dotenv);
+            goto oom;
+        }
+        free(dotenv);
+    }
+    for (size_t i = 0; i < env_files.n; i++) {
+        ph_kvv from_file = { 0 };
+        char *p = ph_compose_abs_path(base, env_files.v[i]);
+        int r = p ? ph_compose_read_env_file(p, &from_file, envf != NULL, env_lookup, &inc_env, err)
+                  : ph_fail(err, ENOMEM, "allocate");
+
+        for (size_t k = 0; r == 0 && k < from_file.n; k++)
+            if (ph_kvv_get(&inc_env, from_file.v[k].key) == NULL &&
+                ph_kvv_set(&inc_env, from_file.v[k].key, from_file.v[k].value) < 0)
+                r = ph_fail(err, ENOMEM, "allocate");
+        free(p);
+        ph_kvv_free(&from_file);
+        if (r < 0) {
+            ph_error_wrap(err, "%s:%d:%d: include", ph_yaml_file(entry), entry->line, entry->col);
+            goto out;
+        }
+    }
+    rc = ph_compose_load_files(l, &files, NULL, dir, &inc_env, out, err);
+    if (rc < 0)
+        ph_error_wrap(err, "%s:%d:%d: include", ph_yaml_file(entry), entry->line, entry->col);
+    goto out;
+oom:
+    ph_fail(err, ENOMEM, "allocate");
+out:
+    ph_strv_free(&files);
+    ph_strv_free(&env_files);
+    ph_kvv_free(&inc_env);
+    free(dir);
+    return rc;
+}
+
+/* ROOT with its `include` entries imported (and the key gone); *OUT a new
+ * reference. */
+static int
+apply_include(ph_compose_loader *l, ph_ynode *root, const ph_kvv *env, ph_ynode **out, ph_error_t *err)
+{
+    static const char *const kinds[] = { "services", "networks", "volumes", "secrets", "configs" };
+    ph_ynode *inc = ph_yaml_get(root, "include"), *imported = NULL, *nr = NULL;
+    int rc = -1;
+
+    *out = NULL;
+    if (inc == NULL) {
+        *out = ph_ynode_ref(root);
+        return 0;
+    }
+    if (inc->kind != PH_Y_SEQ)
+        return ph_yaml_error(inc, err, "`include` must be a list");
+    if (l->include_depth == INCLUDE_MAX_DEPTH)
+        return ph_yaml_error(inc, err, "`include` nested deeper than %d files", INCLUDE_MAX_DEPTH);
+    l->include_depth++;
+    PH_YAML_FOREACH_ITEM(inc, it) {
+        ph_ynode *one = NULL, *m;
+
+        if (load_include(l, *it, env, &one, err) < 0)
+            goto out;
+        m = ph_compose_merge(imported, one, "", err);
+        ph_ynode_unref(one);
+        ph_ynode_unref(imported);
+        if ((imported = m) == NULL)
+            goto out;
+    }
+    if ((nr = ph_ynode_new(PH_Y_MAP, root)) == NULL)
+        goto oom;
+    /* The resources the include brings in, the local definitions merged
+     * over them; everything else of the include stays its own. */
+    for (size_t k = 0; k < PH_ARRAY_LEN(kinds); k++) {
+        ph_ynode *from = ph_yaml_get(imported, kinds[k]), *local = ph_yaml_get(root, kinds[k]), *m, *key;
+
+        if (from == NULL || from->kind != PH_Y_MAP)
+            continue;
+        if (local != NULL && local->kind != PH_Y_MAP && !ph_yaml_is_null(local)) {
+            ph_yaml_error(local, err, "`%s` must be a mapping", kinds[k]);
+            goto out;
+        }
+        m = local && local->kind == PH_Y_MAP ? ph_compose_merge(from, local, kinds[k], err) : ph_ynode_ref(from);
+        if (m == NULL || (key = ph_ynode_new_scalar(kinds[k], local ? local : from)) == NULL ||
+            ph_ynode_put(nr, key, m) < 0) {
+            ph_ynode_unref(m);
+            goto oom;
+        }
+    }
+    PH_YAML_FOREACH_PAIR(root, pair) {
+        const char *key = ph_yaml_key(pair);
+
+        if (strcmp(key, "include") == 0 || ph_yaml_get(nr, key) != NULL)
+            continue;
+        if (ph_ynode_put(nr, ph_ynode_ref(pair->key), ph_ynode_ref(pair->value)) < 0)
+            goto oom;
+    }
+    *out = nr;
+    nr = NULL;
+    rc = 0;
+    goto out;
+oom:
+    ph_fail(err, ENOMEM, "allocate");
+out:
+    l->include_depth--;
+    ph_ynode_unref(imported);
+    ph_ynode_unref(nr);
+    return rc;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+/* One document: interpolated, includes imported, extends resolved, merged
+ * onto *ACC. */
+static int
+add_document(ph_compose_loader *l, ph_ynode *doc, const ph_kvv *env, ph_ynode **acc, ph_error_t *err)
+{
+    ph_ynode *a = NULL, *b = NULL, *m;
+
+    if (doc->kind != PH_Y_MAP)
+        return ph_yaml_error(doc, err, "a compose file is a mapping with `services:`, not %s", ph_yaml_kind(doc));
+    if (ph_compose_interpolate(doc, env, err) < 0 || apply_include(l, doc, env, &a, err) < 0)
+        return -1;
+    if (apply_extends(l, a, env, &b, err) < 0) {
+        ph_ynode_unref(a);
+        return -1;
+    }
+    m = ph_compose_merge(*acc, b, "", err);
+    ph_ynode_unref(a);
+    ph_ynode_unref(b);
+    if (m == NULL)
+        return -1;
+    ph_ynode_unref(*acc);
+    *acc = m;
+    return 0;
 }
 
 int
-ph_compose_load(const char *path, const char *project_override, ph_compose **out, ph_error_t *err)
+ph_compose_load_files(ph_compose_loader *l, const ph_strv *files, ph_compose_docs *preloaded, const char *base,
+                      const ph_kvv *env, ph_ynode **out, ph_error_t *err)
 {
-    ph_compose_loader l = { 0 };
-    ph_compose *c;
-    ph_ynode *root, *services = NULL, *name_node = NULL;
-    char envpath[PATH_MAX + 8];
-    const char *name = NULL;
+    ph_ynode *acc = NULL;
 
     *out = NULL;
-    c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return ph_fail(err, errno, "allocate");
-    l.c = c;
-    if ((c->path = strdup(path)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto fail;
-    }
-    if ((c->dir = compose_dir(path, err)) == NULL)
-        goto fail;
-    /* .env first: its variables are needed to interpolate the file. */
-    snprintf(envpath, sizeof envpath, "%s/.env", c->dir);
-    if (ph_compose_read_env_file(envpath, &l.dotenv, 0, err) < 0)
-        goto fail;
-    if (ph_yaml_load(path, &l.root, err) < 0)
-        goto fail;
-    root = l.root;
-    if (root->kind != PH_Y_MAP) {
-        ph_yaml_error(root, err, "a compose file is a mapping with `services:`");
-        goto fail;
-    }
-    if (interpolate_document(&l, err) < 0)
-        goto fail;
+    for (size_t i = 0; i < files->n; i++) {
+        ph_ynode **docs = NULL;
+        size_t n = 0;
+        int rc = 0, pushed = 0;
 
-    /* Top-level names first: services refer to them. */
-    PH_YAML_FOREACH_PAIR(root, pair) {
-        ph_ynode *v = pair->value;
-        const char *key = ph_yaml_key(pair);
-
-        if (KEY("services")) {
-            services = v;
-        } else if (KEY("name")) {
-            if ((name = ph_yaml_nonempty(v, "name", err)) == NULL)
-                goto fail;
-            name_node = v;
-        } else if (KEY("volumes")) {
-            if (read_top_names(&l, v, "volumes", &c->volumes, err) < 0)
-                goto fail;
-        } else if (KEY("networks")) {
-            if (read_top_names(&l, v, "networks", &c->networks, err) < 0)
-                goto fail;
-        } else if (KEY("version") || strncmp(key, "x-", 2) == 0) {
-            /* `version` is obsolete and x-* are extensions: compose accepts both. */
-        } else {
-            ph_warn("%s:%d: unknown top-level key `%s` (ignored)", path, pair->key->line,
-                    key);
+        for (size_t k = 0; k < l->loading.n; k++)
+            if (strcmp(l->loading.v[k], files->v[i]) == 0) {
+                ph_ynode_unref(acc);
+                return ph_bad_input(err, "%s: included again while it is being loaded (an include cycle)",
+                                    files->v[i]);
+            }
+        if (preloaded != NULL) {
+            docs = preloaded[i].docs;
+            n = preloaded[i].n;
+        } else if (ph_yaml_load_all(files->v[i], &docs, &n, err) < 0) {
+            ph_ynode_unref(acc);
+            return -1;
         }
-    }
-    if (services == NULL) {
-        ph_yaml_error(root, err, "no `services:`");
-        goto fail;
-    }
-    if (services->kind != PH_Y_MAP || services->n == 0) {
-        ph_yaml_error(services, err, "`services` must be a mapping of service names to services");
-        goto fail;
-    }
-    {
-        size_t n = services->n;
-
-        c->services = calloc(n, sizeof *c->services);
-        l.depends = calloc(n, sizeof *l.depends);
-        if (c->services == NULL || l.depends == NULL) {
-            ph_fail(err, ENOMEM, "allocate");
-            goto fail;
-        }
-    }
-    PH_YAML_FOREACH_PAIR(services, pair) {
-        ph_ynode *kn = pair->key, *v = pair->value;
-        ph_service *s = &c->services[c->n_services];
-
-        if (!ph_compose_valid_name(ph_yaml_key(pair))) {
-            ph_yaml_error(kn, err, "`%s` is not a service name (letters, digits, `_`, `.`, `-`)",
-                          ph_yaml_key(pair));
-            goto fail;
-        }
-        c->n_services++;
-        s->name = strdup(ph_yaml_key(pair));
-        s->line = kn->line;
-        if (s->name == NULL) {
-            ph_fail(err, ENOMEM, "allocate");
-            goto fail;
-        }
-        if (ph_compose_read_service(&l, s, v, &l.depends[c->n_services - 1], err) < 0)
-            goto fail;
-    }
-    if (check_depends(&l, err) < 0)
-        goto fail;
-    if (project_override)
-        c->project = normalise_project(project_override);
-    else if (name)
-        c->project = normalise_project(name);
-    else
-        c->project = normalise_project(strrchr(c->dir, '/') + 1);
-    if (c->project == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto fail;
-    }
-    if (c->project[0] == '\0') {
-        if (name_node && !project_override)
-            ph_yaml_error(name_node, err, "`name: %s` has no letter or digit to make a project name", name);
+        if (ph_strv_push(&l->loading, files->v[i]) < 0)
+            rc = ph_fail(err, ENOMEM, "allocate");
         else
-            ph_bad_input(err, "%s: cannot make a project name from `%s` (use `name:` or -p)", path,
-                         project_override ? project_override : c->dir);
-        goto fail;
+            pushed = 1;
+        for (size_t d = 0; rc == 0 && d < n; d++) {
+            if (base != NULL && ph_yaml_set_base(docs[d], base) < 0)
+                rc = ph_fail(err, ENOMEM, "allocate");
+            if (rc == 0)
+                rc = add_document(l, docs[d], env, &acc, err);
+        }
+        if (pushed) {
+            free(l->loading.v[--l->loading.n]);
+            l->loading.v[l->loading.n] = NULL;
+        }
+        if (preloaded == NULL) {
+            for (size_t d = 0; d < n; d++)
+                ph_ynode_unref(docs[d]);
+            free(docs);
+        }
+        if (rc < 0) {
+            ph_ynode_unref(acc);
+            return -1;
+        }
     }
-    ph_ynode_unref(l.root);
-    ph_kvv_free(&l.dotenv);
-    free(l.depends);
-    *out = c;
+    *out = acc;
     return 0;
-fail:
-    ph_ynode_unref(l.root);
-    ph_kvv_free(&l.dotenv);
-    free(l.depends);
-    ph_compose_free(c);
-    return -1;
 }

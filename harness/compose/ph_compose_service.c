@@ -1,483 +1,61 @@
-/* ph_compose_service.c - one service's mapping read into a ph_service:
- * every key checked for its type and value, errors at file:line:col,
- * unknown keys warned about (see ph_compose.h for what is kept).
+/* ph_compose_service.c - one service's mapping read into a ph_service.
+ *
+ * Keys are looked up in one table: plain values (strings, booleans,
+ * numbers, sizes, lists, mappings) go straight into their field, the rest
+ * to a reader of their own (here, in ph_compose_mounts.c and in
+ * ph_compose_resources.c).  Each value is checked where it is written;
+ * a key compose accepts but profharness cannot honour marks the service
+ * `unsupported` rather than failing the whole project; an unknown key
+ * warns with file:line.
  */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ph_compose_int.h"
 #include "ph_log.h"
 #include "ph_util.h"
 
-static int
-read_build(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+/* ---- shared helpers ---------------------------------------------------- */
+
+const char *
+ph_compose_base(ph_compose_loader *l, const ph_ynode *n)
 {
-    s->has_build = 1;
-    if (v->kind == PH_Y_SCALAR) {
-        const char *ctx = ph_yaml_nonempty(v, "build", err);
+    const char *b = ph_yaml_base(n);
 
-        if (ctx == NULL)
-            return -1;
-        if ((s->build_context = ph_compose_abs_path(l->c->dir, ctx)) == NULL)
-            return ph_fail(err, ENOMEM, "allocate");
-    } else if (v->kind != PH_Y_MAP) {
-        return ph_yaml_error(v, err, "`build` must be a path or a mapping, not a list");
-    }
-    if (v->kind == PH_Y_MAP) {
-        PH_YAML_FOREACH_PAIR(v, pair) {
-            ph_ynode *vn = pair->value;
-            const char *key = ph_yaml_key(pair), *sv;
-            int rc = 0;
+    return b ? b : l->c->dir;
+}
 
-            if (KEY("context")) {
-                if ((sv = ph_yaml_nonempty(vn, "build.context", err)) == NULL)
-                    return -1;
-                free(s->build_context);
-                s->build_context = ph_compose_abs_path(l->c->dir, sv);
-                if (s->build_context == NULL)
-                    rc = ph_fail(err, ENOMEM, "allocate");
-            } else if (KEY("dockerfile")) {
-                rc = ph_yaml_dup(vn, "build.dockerfile", &s->build_dockerfile, err);
-            } else if (KEY("args")) {
-                rc = ph_yaml_kvv(vn, "build.args", &s->build_args, err);
-            } else {
-                ph_compose_warn_unknown(pair, "build.", s->name);
-            }
-            if (rc < 0)
-                return -1;
-        }
-    }
-    if (s->build_context == NULL && (s->build_context = strdup(l->c->dir)) == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (s->build_dockerfile == NULL && (s->build_dockerfile = strdup("Dockerfile")) == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
+int
+ph_compose_unsupported(ph_service *s, const ph_ynode *at, const char *what)
+{
+    if (s->unsupported == NULL &&
+        asprintf(&s->unsupported, "%s:%d: `%s`", ph_yaml_file(at), at->line, what) < 0)
+        s->unsupported = NULL;
     return 0;
 }
 
-/* "80" or "8000-8010", each 1..65535. */
-static int
-valid_port_range(const char *s)
+/* Like compose: a letter or digit, then letters, digits, `_`, `.`, `-`. */
+int
+ph_compose_valid_name(const char *s)
 {
-    long lo, hi;
-    char *end;
-
-    if (!isdigit((unsigned char)*s))
-        return 0;
-    lo = strtol(s, &end, 10);
-    hi = lo;
-    if (*end == '-') {
-        if (!isdigit((unsigned char)end[1]))
-            return 0;
-        hi = strtol(end + 1, &end, 10);
-    }
-    return *end == '\0' && lo >= 1 && lo <= 65535 && hi >= lo && hi <= 65535;
+    return isalnum((unsigned char)s[0]) &&
+           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == strlen(s);
 }
 
-/* Short syntax: [[IP:][HOST]:]CONTAINER[/PROTO], IPv6 in brackets. */
-static int
-parse_port(ph_compose_loader *l, ph_ynode *n, const char *spec, ph_port *p, ph_error_t *err)
+static const char *
+env_cb(const char *name, void *ud)
 {
-    char buf[256], *proto, *rest = buf, *ip = NULL, *host = NULL, *ctr, *colon;
-
-    if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
-        return ph_yaml_error(n, err, "port `%.32s...` is too long", spec);
-    proto = strrchr(buf, '/');
-    if (proto)
-        *proto++ = '\0';
-    if (proto && strcmp(proto, "tcp") != 0 && strcmp(proto, "udp") != 0 && strcmp(proto, "sctp") != 0)
-        return ph_yaml_error(n, err, "port `%s`: protocol must be tcp, udp or sctp, not `%s`", spec, proto);
-    if (buf[0] == '[') {
-        char *close = strchr(buf, ']');
-
-        if (close == NULL || close[1] != ':')
-            return ph_yaml_error(n, err, "port `%s`: expected [IPV6]:HOST:CONTAINER", spec);
-        *close = '\0';
-        ip = buf + 1;
-        rest = close + 2;
-    }
-    colon = strrchr(rest, ':');
-    if (colon) {
-        *colon = '\0';
-        ctr = colon + 1;
-        host = rest;
-        if (ip == NULL && (colon = strrchr(rest, ':')) != NULL) {
-            *colon = '\0';
-            ip = rest;
-            host = colon + 1;
-            if (strchr(ip, ':'))
-                return ph_yaml_error(n, err, "port `%s`: write an IPv6 address in brackets", spec);
-        } else if (ip != NULL && strchr(rest, ':')) {
-            return ph_yaml_error(n, err, "port `%s`: expected [IP:][HOST:]CONTAINER[/PROTO]", spec);
-        }
-    } else {
-        ctr = rest;
-        if (ip != NULL)
-            return ph_yaml_error(n, err, "port `%s`: a host IP needs HOST:CONTAINER after it", spec);
-    }
-    if (!valid_port_range(ctr))
-        return ph_yaml_error(n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, ctr);
-    if (host && host[0] != '\0' && !valid_port_range(host))
-        return ph_yaml_error(n, err, "port `%s`: `%s` is not a port number (1-65535) or range", spec, host);
-    if (ip && ip[0] == '\0')
-        return ph_yaml_error(n, err, "port `%s`: empty host IP", spec);
-    if (ph_compose_dup(ctr, &p->container_port, err) < 0 || ph_compose_dup(proto ? proto : "tcp", &p->protocol, err) < 0 ||
-        (host && host[0] && ph_compose_dup(host, &p->host_port, err) < 0) || (ip && ph_compose_dup(ip, &p->host_ip, err) < 0))
-        return -1;
-    return 0;
-}
-
-static int
-read_port_long(ph_compose_loader *l, ph_service *s, ph_ynode *item, ph_port *p, ph_error_t *err)
-{
-    ph_ynode *target = NULL;
-
-    PH_YAML_FOREACH_PAIR(item, pair) {
-        ph_ynode *vn = pair->value;
-        const char *key = ph_yaml_key(pair);
-        char **dst = NULL;
-
-        if (KEY("target"))
-            dst = &p->container_port, target = vn;
-        else if (KEY("published"))
-            dst = &p->host_port;
-        else if (KEY("host_ip"))
-            dst = &p->host_ip;
-        else if (KEY("protocol"))
-            dst = &p->protocol;
-        else if (!KEY("mode") && !KEY("name") && !KEY("app_protocol")) /* no effect on one Engine */
-            ph_compose_warn_unknown(pair, "ports.", s->name);
-        if (dst && ph_yaml_dup(vn, key, dst, err) < 0)
-            return -1;
-        if (dst == &p->host_port && !valid_port_range(p->host_port))
-            return ph_yaml_error(vn, err, "`published`: `%s` is not a port number (1-65535) or range",
-                                 p->host_port);
-        if (dst == &p->protocol && strcmp(p->protocol, "tcp") != 0 && strcmp(p->protocol, "udp") != 0 &&
-            strcmp(p->protocol, "sctp") != 0)
-            return ph_yaml_error(vn, err, "`protocol` must be tcp, udp or sctp, not `%s`", p->protocol);
-    }
-    if (target == NULL)
-        return ph_yaml_error(item, err, "a port in the long syntax needs `target`");
-    if (!valid_port_range(p->container_port))
-        return ph_yaml_error(target, err, "`target`: `%s` is not a port number (1-65535)", p->container_port);
-    if (p->protocol == NULL)
-        return ph_compose_dup("tcp", &p->protocol, err);
-    return 0;
-}
-
-static int
-read_ports(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
-{
-    if (v->kind != PH_Y_SEQ)
-        return ph_yaml_error(v, err, "`ports` must be a list");
-    PH_YAML_FOREACH_ITEM(v, it) {
-        ph_ynode *item = *it;
-        ph_port *np = realloc(s->ports, (s->n_ports + 1) * sizeof *np), *p;
-
-        if (np == NULL)
-            return ph_fail(err, ENOMEM, "allocate");
-        s->ports = np;
-        p = &s->ports[s->n_ports++];
-        memset(p, 0, sizeof *p);
-        if (item->kind == PH_Y_SCALAR) {
-            if (parse_port(l, item, item->str, p, err) < 0)
-                return -1;
-        } else if (item->kind == PH_Y_MAP) {
-            if (read_port_long(l, s, item, p, err) < 0)
-                return -1;
-        } else {
-            return ph_yaml_error(item, err, "a port must be a string or a mapping, not a list");
-        }
-    }
-    return 0;
-}
-
-/* What compose takes for a path rather than a volume name. */
-static int
-looks_like_path(const char *s)
-{
-    return s[0] == '/' || s[0] == '.' || s[0] == '~';
-}
-
-static int
-add_volume(ph_compose_loader *l, ph_service *s, ph_ynode *n, const char *source, const char *target, int ro, int bind,
-           ph_error_t *err)
-{
-    ph_volume *nv, *v;
-
-    if (target == NULL || target[0] != '/')
-        return ph_yaml_error(n, err, "volume target `%s` must be an absolute path", target ? target : "");
-    if (source != NULL && !bind) {
-        int declared = 0;
-
-        if (!ph_compose_valid_name(source))
-            return ph_yaml_error(n, err,
-                                 "`%s` is neither a path (start it with ./ or /) nor a volume name", source);
-        for (size_t i = 0; i < l->c->volumes.n; i++)
-            declared |= strcmp(l->c->volumes.v[i], source) == 0;
-        if (!declared)
-            return ph_yaml_error(n, err,
-                                 "service `%s` uses volume `%s`, which the top-level `volumes:` does not declare",
-                                 s->name, source);
-    }
-    nv = realloc(s->volumes, (s->n_volumes + 1) * sizeof *nv);
-    if (nv == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    s->volumes = nv;
-    v = &s->volumes[s->n_volumes++];
-    memset(v, 0, sizeof *v);
-    v->bind = bind;
-    v->read_only = ro;
-    if ((v->target = strdup(target)) == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (source != NULL) {
-        v->source = bind ? ph_compose_abs_path(l->c->dir, source) : strdup(source);
-        if (v->source == NULL)
-            return ph_fail(err, ENOMEM, "allocate");
-    }
-    return 0;
-}
-
-/* SRC:DST[:MODE] or DST; MODE is a comma list such as `ro,z`. */
-static int
-read_volume_short(ph_compose_loader *l, ph_service *s, ph_ynode *item, ph_error_t *err)
-{
-    static const char *const modes[] = { "ro", "rw", "z", "Z", "nocopy", "cached", "delegated", "consistent",
-                                         "shared", "rshared", "slave", "rslave", "private", "rprivate" };
-    const char *spec = item->str;
-    char buf[PATH_MAX * 2], *f[4] = { 0 }, *save = NULL;
-    int nf = 0, ro = 0;
-
-    if (snprintf(buf, sizeof buf, "%s", spec) >= (int)sizeof buf)
-        return ph_yaml_error(item, err, "volume `%.32s...` is too long", spec);
-    f[nf++] = buf;
-    for (char *c = buf; *c && nf < 4; c++)
-        if (*c == ':') {
-            *c = '\0';
-            f[nf++] = c + 1;
-        }
-    if (nf > 3)
-        return ph_yaml_error(item, err, "volume `%s`: expected SOURCE:TARGET[:MODE] or TARGET", spec);
-    if (nf == 1)
-        return add_volume(l, s, item, NULL, f[0], 0, 0, err);
-    if (f[0][0] == '\0')
-        return ph_yaml_error(item, err, "volume `%s`: empty source", spec);
-    if (nf == 3) {
-        for (char *m = strtok_r(f[2], ",", &save); m; m = strtok_r(NULL, ",", &save)) {
-            size_t i;
-
-            for (i = 0; i < PH_ARRAY_LEN(modes) && strcmp(m, modes[i]) != 0; i++)
-                ;
-            if (i == PH_ARRAY_LEN(modes))
-                return ph_yaml_error(item, err, "volume `%s`: unknown mode `%s`", spec, m);
-            if (strcmp(m, "ro") == 0)
-                ro = 1;
-            else if (strcmp(m, "rw") == 0)
-                ro = 0;
-        }
-    }
-    return add_volume(l, s, item, f[0], f[1], ro, looks_like_path(f[0]), err);
-}
-
-static int
-read_volume_long(ph_compose_loader *l, ph_service *s, ph_ynode *item, ph_error_t *err)
-{
-    const char *src = NULL, *dst = NULL, *type = NULL;
-    ph_ynode *type_node = NULL;
-    int ro = 0;
-
-    PH_YAML_FOREACH_PAIR(item, pair) {
-        ph_ynode *vn = pair->value;
-        const char *key = ph_yaml_key(pair);
-
-        if (KEY("source")) {
-            if ((src = ph_yaml_nonempty(vn, "volumes.source", err)) == NULL)
-                return -1;
-        } else if (KEY("target")) {
-            if ((dst = ph_yaml_nonempty(vn, "volumes.target", err)) == NULL)
-                return -1;
-        } else if (KEY("type")) {
-            if ((type = ph_yaml_nonempty(vn, "volumes.type", err)) == NULL)
-                return -1;
-            type_node = vn;
-        } else if (KEY("read_only")) {
-            if (ph_yaml_bool(vn, "volumes.read_only", &ro, err) < 0)
-                return -1;
-        } else {
-            ph_compose_warn_unknown(pair, "volumes.", s->name);
-        }
-    }
-    if (type == NULL)
-        return ph_yaml_error(item, err, "a volume in the long syntax needs `type` (bind or volume)");
-    if (strcmp(type, "bind") == 0) {
-        if (src == NULL)
-            return ph_yaml_error(item, err, "a bind mount needs `source`");
-        return add_volume(l, s, item, src, dst, ro, 1, err);
-    }
-    if (strcmp(type, "volume") == 0)
-        return add_volume(l, s, item, src, dst, ro, 0, err);
-    return ph_yaml_error(type_node, err, "volume `type: %s` is not supported (bind or volume)", type);
-}
-
-static int
-read_volumes(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
-{
-    if (v->kind != PH_Y_SEQ)
-        return ph_yaml_error(v, err, "`volumes` must be a list");
-    PH_YAML_FOREACH_ITEM(v, it) {
-        ph_ynode *item = *it;
-        int rc;
-
-        if (item->kind == PH_Y_SCALAR)
-            rc = read_volume_short(l, s, item, err);
-        else if (item->kind == PH_Y_MAP)
-            rc = read_volume_long(l, s, item, err);
-        else
-            rc = ph_yaml_error(item, err, "a volume must be a string or a mapping, not a list");
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int
-read_healthcheck(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
-{
-    ph_healthcheck *h = &s->healthcheck;
-
-    if (v->kind != PH_Y_MAP)
-        return ph_yaml_error(v, err, "`healthcheck` must be a mapping");
-    h->present = 1;
-    PH_YAML_FOREACH_PAIR(v, pair) {
-        ph_ynode *vn = pair->value;
-        const char *key = ph_yaml_key(pair);
-        int rc = 0;
-
-        if (KEY("test")) {
-            ph_strv_free(&h->test);
-            if (vn->kind == PH_Y_SCALAR) {
-                const char *cmd = ph_yaml_nonempty(vn, "healthcheck.test", err);
-
-                if (cmd == NULL)
-                    return -1;
-                if (ph_strv_push(&h->test, "CMD-SHELL") < 0 || ph_strv_push(&h->test, cmd) < 0)
-                    rc = ph_fail(err, ENOMEM, "allocate");
-            } else if ((rc = ph_yaml_strv(vn, "healthcheck.test", 0, 0, &h->test, err)) == 0) {
-                const char *first = h->test.n ? h->test.v[0] : "";
-
-                if (strcmp(first, "NONE") == 0)
-                    h->disable = 1;
-                else if ((strcmp(first, "CMD") != 0 && strcmp(first, "CMD-SHELL") != 0) || h->test.n < 2)
-                    rc = ph_yaml_error(vn, err,
-                                       "`healthcheck.test` must start with CMD or CMD-SHELL and a command, or be [NONE]");
-            }
-        } else if (KEY("interval")) {
-            rc = ph_yaml_duration(vn, "healthcheck.interval", &h->interval_ns, err);
-        } else if (KEY("timeout")) {
-            rc = ph_yaml_duration(vn, "healthcheck.timeout", &h->timeout_ns, err);
-        } else if (KEY("start_period")) {
-            rc = ph_yaml_duration(vn, "healthcheck.start_period", &h->start_period_ns, err);
-        } else if (KEY("retries")) {
-            const char *sv = ph_yaml_nonempty(vn, "healthcheck.retries", err);
-            char *end;
-            long r;
-
-            if (sv == NULL)
-                return -1;
-            errno = 0;
-            r = strtol(sv, &end, 10);
-            if (*end != '\0' || errno || r < 0 || r > 1000000)
-                rc = ph_yaml_error(vn, err, "`healthcheck.retries` must be a number, not `%s`", sv);
-            h->retries = (int)r;
-        } else if (KEY("disable")) {
-            rc = ph_yaml_bool(vn, "healthcheck.disable", &h->disable, err);
-        } else {
-            ph_compose_warn_unknown(pair, "healthcheck.", s->name);
-        }
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int
-read_networks(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
-{
-    if (v->kind == PH_Y_MAP) {
-        PH_YAML_FOREACH_PAIR(v, pair) {
-            ph_ynode *vn = pair->value;
-
-            /* Per-network settings (aliases, ipv4_address) are not supported. */
-            if (!ph_yaml_is_null(vn) && vn->kind != PH_Y_MAP)
-                return ph_yaml_error(vn, err, "`networks.%s` must be a mapping or empty",
-                                     ph_yaml_key(pair));
-            if (ph_strv_push(&s->networks, ph_yaml_key(pair)) < 0)
-                return ph_fail(err, ENOMEM, "allocate");
-        }
-    } else if (ph_yaml_strv(v, "networks", 0, 0, &s->networks, err) < 0) {
-        return -1;
-    }
-    for (size_t i = 0; i < s->networks.n; i++) {
-        int declared = strcmp(s->networks.v[i], "default") == 0;
-
-        for (size_t j = 0; j < l->c->networks.n; j++)
-            declared |= strcmp(l->c->networks.v[j], s->networks.v[i]) == 0;
-        if (!declared)
-            return ph_yaml_error(v, err,
-                                 "service `%s` uses network `%s`, which the top-level `networks:` does not declare",
-                                 s->name, s->networks.v[i]);
-    }
-    return 0;
-}
-
-static int
-read_depends_on(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
-{
-    if (v->kind != PH_Y_MAP)
-        return ph_yaml_strv(v, "depends_on", 0, 0, &s->depends_on, err);
-    PH_YAML_FOREACH_PAIR(v, pair) {
-        ph_ynode *vn = pair->value;
-        const char *dep = ph_yaml_key(pair);
-
-        if (vn->kind == PH_Y_MAP) {
-            PH_YAML_FOREACH_PAIR(vn, cp) {
-                ph_ynode *cv = cp->value;
-                const char *key = ph_yaml_key(cp), *sv;
-                int b;
-
-                if (KEY("condition")) {
-                    if ((sv = ph_yaml_scalar(cv, "depends_on.condition", err)) == NULL)
-                        return -1;
-                    if (strcmp(sv, "service_started") != 0 && strcmp(sv, "service_healthy") != 0 &&
-                        strcmp(sv, "service_completed_successfully") != 0)
-                        return ph_yaml_error(cv, err,
-                                             "`depends_on.%s.condition` must be service_started, service_healthy "
-                                             "or service_completed_successfully, not `%s`", dep, sv);
-                } else if (KEY("restart") || KEY("required")) {
-                    if (ph_yaml_bool(cv, key, &b, err) < 0)
-                        return -1;
-                } else {
-                    ph_compose_warn_unknown(cp, "depends_on.", s->name);
-                }
-            }
-        } else if (!ph_yaml_is_null(vn)) {
-            return ph_yaml_error(vn, err, "`depends_on.%s` must be a mapping (condition: ...)", dep);
-        }
-        if (ph_strv_push(&s->depends_on, dep) < 0)
-            return ph_fail(err, ENOMEM, "allocate");
-    }
-    return 0;
+    return ph_kvv_get(ud, name);
 }
 
 /* A path, a list of paths, or a list of {path, required} (compose 2.24). */
 static int
-read_env_files(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_kvv *out, ph_error_t *err)
+read_env_files(ph_compose_loader *l, ph_service *s, ph_ynode *v, const char *what, ph_kvv *out, ph_error_t *err)
 {
     ph_ynode *one[1] = { v }, **start = one, **top = one + 1;
 
@@ -485,7 +63,7 @@ read_env_files(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_kvv *out, ph
         start = v->items;
         top = v->items + v->n;
     } else if (v->kind != PH_Y_SCALAR) {
-        return ph_yaml_error(v, err, "`env_file` must be a path or a list of paths");
+        return ph_yaml_error(v, err, "`%s` must be a path or a list of paths", what);
     }
     for (ph_ynode **it = start; it < top; it++) {
         ph_ynode *item = *it, *path_node = item;
@@ -499,127 +77,517 @@ read_env_files(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_kvv *out, ph
                 const char *key = ph_yaml_key(pair);
 
                 if (KEY("path")) {
-                    if ((file = ph_yaml_nonempty(vn, "env_file.path", err)) == NULL)
+                    if ((file = ph_yaml_nonempty(vn, "path", err)) == NULL)
                         return -1;
                     path_node = vn;
                 } else if (KEY("required")) {
-                    if (ph_yaml_bool(vn, "env_file.required", &required, err) < 0)
+                    if (ph_yaml_bool(vn, "required", &required, err) < 0)
                         return -1;
-                } else {
+                } else if (!KEY("format")) {
                     ph_compose_warn_unknown(pair, "env_file.", s->name);
                 }
             }
             if (file == NULL)
-                return ph_yaml_error(item, err, "an `env_file` entry needs `path`");
-        } else if ((file = ph_yaml_nonempty(item, "env_file", err)) == NULL) {
+                return ph_yaml_error(item, err, "an `%s` entry needs `path`", what);
+        } else if ((file = ph_yaml_nonempty(item, what, err)) == NULL) {
             return -1;
         }
-        p = ph_compose_abs_path(l->c->dir, file);
+        p = ph_compose_abs_path(ph_compose_base(l, path_node), file);
         if (p == NULL)
             return ph_fail(err, ENOMEM, "allocate");
-        rc = ph_compose_read_env_file(p, out, required, err);
+        rc = ph_compose_read_env_file(p, out, required, env_cb, &l->c->env, err);
         free(p);
         if (rc < 0)
-            return ph_error_wrap(err, "%s:%d:%d: env_file", ph_yaml_file(path_node), path_node->line,
-                                 path_node->col);
+            return ph_error_wrap(err, "%s:%d:%d: %s", ph_yaml_file(path_node), path_node->line, path_node->col,
+                                 what);
     }
     return 0;
 }
 
-/* Like compose: a letter or digit, then letters, digits, `_`, `.`, `-`. */
 int
-ph_compose_valid_name(const char *s)
+ph_compose_add_depend(ph_service *s, const char *name, ph_error_t *err)
 {
-    return isalnum((unsigned char)s[0]) &&
-           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == strlen(s);
+    ph_depend *nd;
+
+    for (size_t i = 0; i < s->depends_on.n; i++)
+        if (strcmp(s->depends_on.v[i], name) == 0)
+            return 0;
+    nd = realloc(s->depends, (s->depends_on.n + 1) * sizeof *nd);
+    if (nd == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    s->depends = nd;
+    memset(&nd[s->depends_on.n], 0, sizeof *nd);
+    nd[s->depends_on.n].required = 1;
+    if ((nd[s->depends_on.n].service = strdup(name)) == NULL ||
+        (nd[s->depends_on.n].condition = strdup("service_started")) == NULL || ph_strv_push(&s->depends_on, name) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
+}
+
+static int
+read_depends_on(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    if (v->kind == PH_Y_SEQ) {
+        PH_YAML_FOREACH_ITEM(v, it)
+            if (ph_yaml_nonempty(*it, "depends_on", err) == NULL || ph_compose_add_depend(s, (*it)->str, err) < 0)
+                return -1;
+        return 0;
+    }
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`depends_on` must be a list or a mapping");
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        ph_ynode *vn = pair->value;
+        const char *dep = ph_yaml_key(pair);
+        ph_depend *d;
+
+        if (ph_compose_add_depend(s, dep, err) < 0)
+            return -1;
+        d = &s->depends[s->depends_on.n - 1];
+        if (vn->kind == PH_Y_MAP) {
+            PH_YAML_FOREACH_PAIR(vn, cp) {
+                ph_ynode *cv = cp->value;
+                const char *key = ph_yaml_key(cp), *sv;
+
+                if (KEY("condition")) {
+                    if ((sv = ph_yaml_scalar(cv, "depends_on.condition", err)) == NULL)
+                        return -1;
+                    if (strcmp(sv, "service_started") != 0 && strcmp(sv, "service_healthy") != 0 &&
+                        strcmp(sv, "service_completed_successfully") != 0)
+                        return ph_yaml_error(cv, err,
+                                             "`depends_on.%s.condition` must be service_started, service_healthy "
+                                             "or service_completed_successfully, not `%s`", dep, sv);
+                    if (ph_compose_dup(sv, &d->condition, err) < 0)
+                        return -1;
+                } else if (KEY("restart") || KEY("required")) {
+                    if (ph_yaml_bool(cv, key, KEY("restart") ? &d->restart : &d->required, err) < 0)
+                        return -1;
+                } else {
+                    ph_compose_warn_unknown(cp, "depends_on.", s->name);
+                }
+            }
+        } else if (!ph_yaml_is_null(vn)) {
+            return ph_yaml_error(vn, err, "`depends_on.%s` must be a mapping (condition: ...)", dep);
+        }
+    }
+    return 0;
+}
+
+/* ---- the keys ---------------------------------------------------------- */
+
+typedef enum key_kind {
+    K_STR = 1,   /* a non-empty string */
+    K_BOOL,
+    K_STRV,      /* a list of strings */
+    K_STRV1,     /* a list or one string */
+    K_KVV,       /* a mapping or a list of KEY=VALUE */
+    K_BYTES,     /* a size */
+    K_INT,       /* a whole number in [min, max] */
+    K_FN,        /* a reader of its own */
+    K_IGNORE,    /* accepted: no effect on the container (said in docs/compose.md) */
+    K_UNSUPPORTED,
+} key_kind;
+
+typedef int (*key_fn)(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+
+typedef struct svc_key {
+    const char *name;
+    key_kind kind;
+    size_t off;
+    key_fn fn;
+    long long min, max;
+    const char *why; /* K_UNSUPPORTED */
+} svc_key;
+
+#define F(field) offsetof(ph_service, field)
+
+static int read_command(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_entrypoint(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_stop_signal(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_stop_grace(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_working_dir(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_restart(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_pull_policy(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_cpus_key(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_rt_runtime(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_rt_period(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_secrets(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_configs(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_extra_hosts(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_scale(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_init(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_oom_score_adj(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_label_file(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_depends_on(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+static int read_memswap(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);
+
+/* Sorted by name (looked up with bsearch). */
+static const svc_key svc_keys[] = {
+    { "annotations", K_KVV, F(annotations), NULL, 0, 0, NULL },
+    { "attach", K_BOOL, 0, NULL, 0, 0, NULL }, /* whether `up` attaches to the logs */
+    { "blkio_config", K_FN, 0, ph_compose_read_blkio, 0, 0, NULL },
+    { "build", K_FN, 0, ph_compose_read_build, 0, 0, NULL },
+    { "cap_add", K_STRV, F(cap_add), NULL, 0, 0, NULL },
+    { "cap_drop", K_STRV, F(cap_drop), NULL, 0, 0, NULL },
+    { "cgroup", K_STR, F(cgroup), NULL, 0, 0, NULL },
+    { "cgroup_parent", K_STR, F(cgroup_parent), NULL, 0, 0, NULL },
+    { "command", K_FN, 0, read_command, 0, 0, NULL },
+    { "configs", K_FN, 0, read_configs, 0, 0, NULL },
+    { "container_name", K_STR, F(container_name), NULL, 0, 0, NULL },
+    { "cpu_count", K_INT, F(cpu_count), NULL, 0, LLONG_MAX, NULL },
+    { "cpu_percent", K_INT, F(cpu_percent), NULL, 0, 100, NULL },
+    { "cpu_period", K_INT, F(cpu_period), NULL, 0, LLONG_MAX, NULL },
+    { "cpu_quota", K_INT, F(cpu_quota), NULL, -1, LLONG_MAX, NULL },
+    { "cpu_rt_period", K_FN, 0, read_rt_period, 0, 0, NULL },
+    { "cpu_rt_runtime", K_FN, 0, read_rt_runtime, 0, 0, NULL },
+    { "cpu_shares", K_INT, F(cpu_shares), NULL, 0, LLONG_MAX, NULL },
+    { "cpus", K_FN, 0, read_cpus_key, 0, 0, NULL },
+    { "cpuset", K_STR, F(cpuset), NULL, 0, 0, NULL },
+    { "credential_spec", K_UNSUPPORTED, 0, NULL, 0, 0, "credential_spec (Windows containers only)" },
+    { "depends_on", K_FN, 0, read_depends_on, 0, 0, NULL },
+    { "deploy", K_FN, 0, ph_compose_read_deploy, 0, 0, NULL },
+    { "develop", K_IGNORE, 0, NULL, 0, 0, NULL }, /* `docker compose watch`: not how the container runs */
+    { "device_cgroup_rules", K_STRV, F(device_cgroup_rules), NULL, 0, 0, NULL },
+    { "devices", K_FN, 0, ph_compose_read_devices, 0, 0, NULL },
+    { "dns", K_STRV1, F(dns), NULL, 0, 0, NULL },
+    { "dns_opt", K_STRV, F(dns_opt), NULL, 0, 0, NULL },
+    { "dns_search", K_STRV1, F(dns_search), NULL, 0, 0, NULL },
+    { "domainname", K_STR, F(domainname), NULL, 0, 0, NULL },
+    { "entrypoint", K_FN, 0, read_entrypoint, 0, 0, NULL },
+    { "env_file", K_IGNORE, 0, NULL, 0, 0, NULL },     /* read with `environment`, below */
+    { "environment", K_IGNORE, 0, NULL, 0, 0, NULL },
+    { "expose", K_FN, 0, ph_compose_read_expose, 0, 0, NULL },
+    { "extends", K_IGNORE, 0, NULL, 0, 0, NULL },      /* resolved while loading */
+    { "external_links", K_STRV, F(external_links), NULL, 0, 0, NULL },
+    { "extra_hosts", K_FN, 0, read_extra_hosts, 0, 0, NULL },
+    { "gpus", K_FN, 0, ph_compose_read_gpus, 0, 0, NULL },
+    { "group_add", K_STRV, F(group_add), NULL, 0, 0, NULL },
+    { "healthcheck", K_FN, 0, ph_compose_read_healthcheck, 0, 0, NULL },
+    { "hostname", K_STR, F(hostname), NULL, 0, 0, NULL },
+    { "image", K_STR, F(image), NULL, 0, 0, NULL },
+    { "init", K_FN, 0, read_init, 0, 0, NULL },
+    { "ipc", K_STR, F(ipc), NULL, 0, 0, NULL },
+    { "isolation", K_STR, F(isolation), NULL, 0, 0, NULL },
+    { "label_file", K_FN, 0, read_label_file, 0, 0, NULL },
+    { "labels", K_KVV, F(labels), NULL, 0, 0, NULL },
+    { "links", K_STRV, F(links), NULL, 0, 0, NULL },
+    { "logging", K_FN, 0, ph_compose_read_logging, 0, 0, NULL },
+    { "mac_address", K_STR, F(mac_address), NULL, 0, 0, NULL },
+    { "mem_limit", K_BYTES, F(mem_limit), NULL, 0, 0, NULL },
+    { "mem_reservation", K_BYTES, F(mem_reservation), NULL, 0, 0, NULL },
+    { "mem_swappiness", K_INT, F(mem_swappiness), NULL, 0, 100, NULL },
+    { "memswap_limit", K_FN, 0, read_memswap, 0, 0, NULL },
+    { "models", K_UNSUPPORTED, 0, NULL, 0, 0, "models (Docker Model Runner)" },
+    { "network_mode", K_STR, F(network_mode), NULL, 0, 0, NULL },
+    { "networks", K_FN, 0, ph_compose_read_networks, 0, 0, NULL },
+    { "oom_kill_disable", K_BOOL, F(oom_kill_disable), NULL, 0, 0, NULL },
+    { "oom_score_adj", K_FN, 0, read_oom_score_adj, 0, 0, NULL },
+    { "pid", K_STR, F(pid), NULL, 0, 0, NULL },
+    { "pids_limit", K_INT, F(pids_limit), NULL, -1, LLONG_MAX, NULL },
+    { "platform", K_STR, F(platform), NULL, 0, 0, NULL },
+    { "ports", K_FN, 0, ph_compose_read_ports, 0, 0, NULL },
+    { "post_start", K_UNSUPPORTED, 0, NULL, 0, 0, "post_start (lifecycle hooks)" },
+    { "pre_stop", K_UNSUPPORTED, 0, NULL, 0, 0, "pre_stop (lifecycle hooks)" },
+    { "privileged", K_BOOL, F(privileged), NULL, 0, 0, NULL },
+    { "profiles", K_STRV, F(profiles), NULL, 0, 0, NULL },
+    { "provider", K_UNSUPPORTED, 0, NULL, 0, 0, "provider (a service run by an external provider)" },
+    { "pull_policy", K_FN, 0, read_pull_policy, 0, 0, NULL },
+    { "read_only", K_BOOL, F(read_only), NULL, 0, 0, NULL },
+    { "restart", K_FN, 0, read_restart, 0, 0, NULL },
+    { "runtime", K_STR, F(runtime), NULL, 0, 0, NULL },
+    { "scale", K_FN, 0, read_scale, 0, 0, NULL },
+    { "secrets", K_FN, 0, read_secrets, 0, 0, NULL },
+    { "security_opt", K_STRV, F(security_opt), NULL, 0, 0, NULL },
+    { "shm_size", K_BYTES, F(shm_size), NULL, 0, 0, NULL },
+    { "stdin_open", K_BOOL, F(stdin_open), NULL, 0, 0, NULL },
+    { "stop_grace_period", K_FN, 0, read_stop_grace, 0, 0, NULL },
+    { "stop_signal", K_FN, 0, read_stop_signal, 0, 0, NULL },
+    { "storage_opt", K_KVV, F(storage_opt), NULL, 0, 0, NULL },
+    { "sysctls", K_KVV, F(sysctls), NULL, 0, 0, NULL },
+    { "tmpfs", K_FN, 0, ph_compose_read_tmpfs, 0, 0, NULL },
+    { "tty", K_BOOL, F(tty), NULL, 0, 0, NULL },
+    { "ulimits", K_FN, 0, ph_compose_read_ulimits, 0, 0, NULL },
+    { "use_api_socket", K_UNSUPPORTED, 0, NULL, 0, 0, "use_api_socket" },
+    { "user", K_STR, F(user), NULL, 0, 0, NULL },
+    { "userns_mode", K_STR, F(userns_mode), NULL, 0, 0, NULL },
+    { "uts", K_STR, F(uts), NULL, 0, 0, NULL },
+    { "volume_driver", K_UNSUPPORTED, 0, NULL, 0, 0, "volume_driver (use a top-level volume's `driver`)" },
+    { "volumes", K_FN, 0, ph_compose_read_volumes, 0, 0, NULL },
+    { "volumes_from", K_STRV, F(volumes_from), NULL, 0, 0, NULL },
+    { "working_dir", K_FN, 0, read_working_dir, 0, 0, NULL },
+};
+
+static int
+key_cmp(const void *k, const void *e)
+{
+    return strcmp(k, ((const svc_key *)e)->name);
+}
+
+static int
+read_command(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    if (ph_yaml_is_null(v))
+        return 0;
+    ph_strv_free(&s->command);
+    s->has_command = 1;
+    return ph_yaml_strv(v, "command", 1, 1, &s->command, err);
+}
+
+static int
+read_entrypoint(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    if (ph_yaml_is_null(v))
+        return 0;
+    ph_strv_free(&s->entrypoint);
+    s->has_entrypoint = 1;
+    return ph_yaml_strv(v, "entrypoint", 1, 1, &s->entrypoint, err);
+}
+
+static int
+read_stop_signal(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    char buf[16];
+    const char *sv = ph_yaml_nonempty(v, "stop_signal", err), *norm;
+
+    (void)l;
+    if (sv == NULL)
+        return -1;
+    norm = ph_signal_normalise(sv, buf);
+    if (norm == NULL)
+        return ph_yaml_error(v, err, "`stop_signal`: `%s` is not a signal", sv);
+    return ph_compose_dup(norm, &s->stop_signal, err);
+}
+
+static int
+read_stop_grace(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    return ph_yaml_duration(v, "stop_grace_period", &s->stop_grace_ns, err);
+}
+
+static int
+read_working_dir(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    if (ph_yaml_dup(v, "working_dir", &s->working_dir, err) < 0)
+        return -1;
+    if (s->working_dir[0] != '/')
+        return ph_yaml_error(v, err, "`working_dir` must be an absolute path, not `%s`", s->working_dir);
+    return 0;
+}
+
+static int
+read_restart(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    const char *r = ph_yaml_nonempty(v, "restart", err);
+    char *end;
+
+    (void)l;
+    if (r == NULL)
+        return -1;
+    if (strcmp(r, "no") != 0 && strcmp(r, "always") != 0 && strcmp(r, "unless-stopped") != 0 &&
+        strcmp(r, "on-failure") != 0 &&
+        !(strncmp(r, "on-failure:", 11) == 0 && isdigit((unsigned char)r[11]) && (strtol(r + 11, &end, 10), *end == '\0')))
+        return ph_yaml_error(v, err, "`restart` must be no, always, on-failure[:N] or unless-stopped, not `%s`", r);
+    return ph_compose_dup(r, &s->restart, err);
+}
+
+static int
+read_pull_policy(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    static const char *const ok[] = { "always", "never", "missing", "if_not_present", "build", "daily", "weekly" };
+    const char *p = ph_yaml_nonempty(v, "pull_policy", err);
+
+    (void)l;
+    if (p == NULL)
+        return -1;
+    for (size_t i = 0; i < PH_ARRAY_LEN(ok); i++)
+        if (strcmp(p, ok[i]) == 0)
+            return ph_compose_dup(p, &s->pull_policy, err);
+    if (strncmp(p, "every_", 6) == 0)
+        return ph_compose_dup(p, &s->pull_policy, err);
+    return ph_yaml_error(v, err, "`pull_policy` must be always, never, missing, build, daily, weekly or every_<duration>, "
+                                 "not `%s`", p);
+}
+
+static int
+read_cpus_key(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    return ph_compose_read_cpus(v, "cpus", &s->nano_cpus, err);
+}
+
+static int
+read_rt_runtime(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    return ph_compose_read_micros(v, "cpu_rt_runtime", &s->cpu_rt_runtime, err);
+}
+
+static int
+read_rt_period(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    return ph_compose_read_micros(v, "cpu_rt_period", &s->cpu_rt_period, err);
+}
+
+static int
+read_secrets(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    return ph_compose_read_file_refs(l, s, v, 1, err);
+}
+
+static int
+read_configs(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    return ph_compose_read_file_refs(l, s, v, 0, err);
+}
+
+static int
+read_extra_hosts(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    return ph_compose_read_extra_hosts(v, "extra_hosts", &s->extra_hosts, err);
+}
+
+static int
+read_scale(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    long long n;
+
+    (void)l;
+    if (ph_compose_int(v, "scale", 0, INT_MAX, &n, err) < 0)
+        return -1;
+    return n == 1 ? 0 : ph_compose_unsupported(s, v, "scale other than 1 (profharness runs one container per service)");
+}
+
+static int
+read_init(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    s->has_init = 1;
+    return ph_yaml_bool(v, "init", &s->init, err);
+}
+
+static int
+read_oom_score_adj(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    long long n;
+
+    (void)l;
+    if (ph_compose_int(v, "oom_score_adj", -1000, 1000, &n, err) < 0)
+        return -1;
+    s->oom_score_adj = (int)n;
+    s->has_oom_score_adj = 1;
+    return 0;
+}
+
+/* label_file: files of KEY=VALUE lines, read like env files; `labels` win. */
+static int
+read_label_file(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    ph_kvv from_file = { 0 };
+    int rc = read_env_files(l, s, v, "label_file", &from_file, err);
+
+    for (size_t i = 0; rc == 0 && i < from_file.n; i++)
+        if (ph_kvv_get(&s->labels, from_file.v[i].key) == NULL &&
+            ph_kvv_set(&s->labels, from_file.v[i].key, from_file.v[i].value) < 0)
+            rc = ph_fail(err, ENOMEM, "allocate");
+    ph_kvv_free(&from_file);
+    return rc;
+}
+
+/* A size, or -1 for unlimited swap (kept as -2: -1 is "not set" here). */
+static int
+read_memswap(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
+{
+    (void)l;
+    if (v->kind == PH_Y_SCALAR && strcmp(v->str, "-1") == 0) {
+        s->memswap_limit = -2;
+        return 0;
+    }
+    return ph_compose_bytes(v, "memswap_limit", &s->memswap_limit, err);
+}
+
+static int
+read_key(ph_compose_loader *l, ph_service *s, const svc_key *k, ph_ynode *v, ph_error_t *err)
+{
+    char *base = (char *)s;
+
+    switch (k->kind) {
+    case K_STR:
+        return ph_yaml_dup(v, k->name, (char **)(base + k->off), err);
+    case K_BOOL:
+        return k->off ? ph_yaml_bool(v, k->name, (int *)(base + k->off), err) : ph_yaml_bool(v, k->name, &(int){ 0 }, err);
+    case K_STRV:
+        return ph_yaml_strv(v, k->name, 0, 0, (ph_strv *)(base + k->off), err);
+    case K_STRV1:
+        return ph_yaml_strv(v, k->name, 1, 0, (ph_strv *)(base + k->off), err);
+    case K_KVV:
+        return ph_yaml_kvv(v, k->name, (ph_kvv *)(base + k->off), err);
+    case K_BYTES:
+        return ph_compose_bytes(v, k->name, (long long *)(base + k->off), err);
+    case K_INT:
+        return ph_compose_int(v, k->name, k->min, k->max, (long long *)(base + k->off), err);
+    case K_FN:
+        return k->fn(l, s, v, err);
+    case K_UNSUPPORTED:
+        return ph_compose_unsupported(s, v, k->why);
+    default:
+        return 0;
+    }
 }
 
 int
 ph_compose_read_service(ph_compose_loader *l, ph_service *s, ph_ynode *map, ph_ynode **depends, ph_error_t *err)
 {
     ph_kvv env_file = { 0 }, env = { 0 };
+    ph_ynode *v;
     int rc = 0;
 
     s->stop_grace_ns = -1;
+    s->mem_limit = s->memswap_limit = s->mem_reservation = s->shm_size = -1;
+    s->nano_cpus = s->cpu_shares = s->cpu_period = s->cpu_count = s->cpu_percent = -1;
+    s->cpu_rt_runtime = s->cpu_rt_period = s->mem_swappiness = s->blkio_weight = s->build_shm_size = -1;
     if (map->kind != PH_Y_MAP)
         return ph_yaml_error(map, err, "service `%s` must be a mapping", s->name);
     PH_YAML_FOREACH_PAIR(map, pair) {
-        ph_ynode *v = pair->value;
-        const char *key = ph_yaml_key(pair), *sv;
+        const char *key = ph_yaml_key(pair);
+        const svc_key *k = bsearch(key, svc_keys, PH_ARRAY_LEN(svc_keys), sizeof *svc_keys, key_cmp);
 
-        if (KEY("image")) {
-            rc = ph_yaml_dup(v, "image", &s->image, err);
-        } else if (KEY("build")) {
-            rc = read_build(l, s, v, err);
-        } else if (KEY("command")) {
-            s->has_command = 1;
-            rc = ph_yaml_strv(v, "command", 1, 1, &s->command, err);
-        } else if (KEY("entrypoint")) {
-            s->has_entrypoint = 1;
-            rc = ph_yaml_strv(v, "entrypoint", 1, 1, &s->entrypoint, err);
-        } else if (KEY("environment")) {
-            rc = ph_yaml_kvv(v, "environment", &env, err);
-        } else if (KEY("env_file")) {
-            rc = read_env_files(l, s, v, &env_file, err);
-        } else if (KEY("working_dir")) {
-            rc = ph_yaml_dup(v, "working_dir", &s->working_dir, err);
-            if (rc == 0 && s->working_dir[0] != '/')
-                rc = ph_yaml_error(v, err, "`working_dir` must be an absolute path, not `%s`", s->working_dir);
-        } else if (KEY("user")) {
-            rc = ph_yaml_dup(v, "user", &s->user, err);
-        } else if (KEY("ports")) {
-            rc = read_ports(l, s, v, err);
-        } else if (KEY("volumes")) {
-            rc = read_volumes(l, s, v, err);
-        } else if (KEY("networks")) {
-            rc = read_networks(l, s, v, err);
-        } else if (KEY("depends_on")) {
-            *depends = v;
-            rc = read_depends_on(l, s, v, err);
-        } else if (KEY("cap_add")) {
-            rc = ph_yaml_strv(v, "cap_add", 0, 0, &s->cap_add, err);
-        } else if (KEY("cap_drop")) {
-            rc = ph_yaml_strv(v, "cap_drop", 0, 0, &s->cap_drop, err);
-        } else if (KEY("security_opt")) {
-            rc = ph_yaml_strv(v, "security_opt", 0, 0, &s->security_opt, err);
-        } else if (KEY("privileged")) {
-            rc = ph_yaml_bool(v, "privileged", &s->privileged, err);
-        } else if (KEY("stop_signal")) {
-            char buf[16];
-            const char *norm;
-
-            if ((sv = ph_yaml_nonempty(v, "stop_signal", err)) == NULL)
-                goto fail;
-            norm = ph_signal_normalise(sv, buf);
-            if (norm == NULL)
-                rc = ph_yaml_error(v, err, "`stop_signal`: `%s` is not a signal", sv);
-            else
-                rc = ph_compose_dup(norm, &s->stop_signal, err);
-        } else if (KEY("stop_grace_period")) {
-            rc = ph_yaml_duration(v, "stop_grace_period", &s->stop_grace_ns, err);
-        } else if (KEY("healthcheck")) {
-            rc = read_healthcheck(l, s, v, err);
-        } else if (KEY("labels")) {
-            rc = ph_yaml_kvv(v, "labels", &s->labels, err);
-            /* A label without a value is an empty label, not an unset one. */
-            for (size_t i = 0; rc == 0 && i < s->labels.n; i++)
-                if (s->labels.v[i].value == NULL && (s->labels.v[i].value = strdup("")) == NULL)
-                    rc = ph_fail(err, ENOMEM, "allocate");
-        } else if (KEY("container_name")) {
-            rc = ph_yaml_dup(v, "container_name", &s->container_name, err);
-        } else {
+        if (k == NULL) {
             ph_compose_warn_unknown(pair, "", s->name);
+            continue;
         }
-        if (rc < 0)
+        /* `key: null` leaves the default, as compose reads it. */
+        if (ph_yaml_is_null(pair->value) && k->kind != K_UNSUPPORTED)
+            continue;
+        if (KEY("depends_on"))
+            *depends = pair->value;
+        if (read_key(l, s, k, pair->value, err) < 0)
             goto fail;
     }
-    /* env_file first, then environment: the later wins. */
-    for (size_t i = 0; i < env_file.n; i++)
-        if (ph_kvv_set(&s->environment, env_file.v[i].key, env_file.v[i].value) < 0)
+    /* A label without a value is an empty label, not an unset one. */
+    for (size_t i = 0; i < s->labels.n; i++)
+        if (s->labels.v[i].value == NULL && (s->labels.v[i].value = strdup("")) == NULL)
             goto oom;
-    for (size_t i = 0; i < env.n; i++)
-        if (ph_kvv_set(&s->environment, env.v[i].key, env.v[i].value) < 0)
+    /* env_file first, then environment: the later wins.  A variable with no
+     * value comes from the project's environment, or is left out. */
+    if ((v = ph_yaml_get(map, "env_file")) != NULL && !ph_yaml_is_null(v))
+        rc = read_env_files(l, s, v, "env_file", &env_file, err);
+    if (rc == 0 && (v = ph_yaml_get(map, "environment")) != NULL && !ph_yaml_is_null(v))
+        rc = ph_yaml_kvv(v, "environment", &env, err);
+    if (rc < 0)
+        goto fail;
+    for (size_t i = 0; i < env_file.n + env.n; i++) {
+        const ph_kv *kv = i < env_file.n ? &env_file.v[i] : &env.v[i - env_file.n];
+        const char *val = kv->value ? kv->value : ph_kvv_get(&l->c->env, kv->key);
+
+        if (val != NULL && ph_kvv_set(&s->environment, kv->key, val) < 0)
             goto oom;
+    }
     ph_kvv_free(&env_file);
     ph_kvv_free(&env);
     if (s->image == NULL && !s->has_build)
@@ -636,16 +604,30 @@ fail:
 void
 ph_compose_service_free(ph_service *s)
 {
-    free(s->name);
-    free(s->image);
-    free(s->build_context);
-    free(s->build_dockerfile);
-    ph_kvv_free(&s->build_args);
-    ph_strv_free(&s->command);
-    ph_strv_free(&s->entrypoint);
-    ph_kvv_free(&s->environment);
-    free(s->working_dir);
-    free(s->user);
+    char **strs[] = {
+        &s->name, &s->file, &s->unsupported, &s->image, &s->pull_policy, &s->build_context, &s->build_dockerfile,
+        &s->build_dockerfile_inline, &s->build_target, &s->build_network, &s->build_platform, &s->build_isolation,
+        &s->working_dir, &s->user, &s->hostname, &s->domainname, &s->mac_address, &s->network_mode,
+        &s->logging_driver, &s->pid, &s->ipc, &s->uts, &s->userns_mode, &s->cgroup, &s->cgroup_parent,
+        &s->runtime, &s->platform, &s->isolation, &s->restart, &s->stop_signal, &s->container_name, &s->cpuset,
+    };
+    ph_strv *strvs[] = {
+        &s->profiles, &s->build_extra_hosts, &s->build_cache_from, &s->build_tags, &s->command, &s->entrypoint,
+        &s->expose, &s->tmpfs, &s->networks, &s->depends_on, &s->links, &s->external_links, &s->volumes_from,
+        &s->cap_add, &s->cap_drop, &s->security_opt, &s->group_add, &s->dns, &s->dns_search, &s->dns_opt,
+        &s->extra_hosts, &s->device_cgroup_rules, &s->healthcheck.test,
+    };
+    ph_kvv *kvvs[] = {
+        &s->build_args, &s->build_labels, &s->environment, &s->sysctls, &s->labels, &s->annotations,
+        &s->storage_opt, &s->logging_options,
+    };
+
+    for (size_t i = 0; i < PH_ARRAY_LEN(strs); i++)
+        free(*strs[i]);
+    for (size_t i = 0; i < PH_ARRAY_LEN(strvs); i++)
+        ph_strv_free(strvs[i]);
+    for (size_t i = 0; i < PH_ARRAY_LEN(kvvs); i++)
+        ph_kvv_free(kvvs[i]);
     for (size_t i = 0; i < s->n_ports; i++) {
         free(s->ports[i].host_ip);
         free(s->ports[i].host_port);
@@ -653,19 +635,40 @@ ph_compose_service_free(ph_service *s)
         free(s->ports[i].protocol);
     }
     free(s->ports);
-    for (size_t i = 0; i < s->n_volumes; i++) {
-        free(s->volumes[i].source);
-        free(s->volumes[i].target);
-    }
+    for (size_t i = 0; i < s->n_volumes; i++)
+        ph_compose_volume_free(&s->volumes[i]);
     free(s->volumes);
-    ph_strv_free(&s->networks);
-    ph_strv_free(&s->depends_on);
-    ph_strv_free(&s->cap_add);
-    ph_strv_free(&s->cap_drop);
-    ph_strv_free(&s->security_opt);
-    free(s->stop_signal);
-    ph_strv_free(&s->healthcheck.test);
-    ph_kvv_free(&s->labels);
-    free(s->container_name);
+    for (size_t i = 0; s->net && i < s->networks.n; i++)
+        ph_compose_service_network_free(&s->net[i]);
+    free(s->net);
+    for (size_t i = 0; i < s->depends_on.n && s->depends; i++) {
+        free(s->depends[i].service);
+        free(s->depends[i].condition);
+    }
+    free(s->depends);
+    for (size_t i = 0; i < s->n_devices; i++) {
+        free(s->devices[i].source);
+        free(s->devices[i].target);
+        free(s->devices[i].permissions);
+    }
+    free(s->devices);
+    for (size_t i = 0; i < s->n_device_requests; i++) {
+        free(s->device_requests[i].driver);
+        ph_strv_free(&s->device_requests[i].ids);
+        ph_strv_free(&s->device_requests[i].capabilities);
+        ph_kvv_free(&s->device_requests[i].options);
+    }
+    free(s->device_requests);
+    for (size_t i = 0; i < s->n_ulimits; i++)
+        free(s->ulimits[i].name);
+    free(s->ulimits);
+    for (size_t i = 0; i < s->n_blkio; i++)
+        free(s->blkio[i].path);
+    free(s->blkio);
+    for (size_t i = 0; i < s->n_secrets; i++)
+        ph_compose_file_ref_free(&s->secrets[i]);
+    free(s->secrets);
+    for (size_t i = 0; i < s->n_configs; i++)
+        ph_compose_file_ref_free(&s->configs[i]);
+    free(s->configs);
 }
-

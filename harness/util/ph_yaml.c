@@ -25,6 +25,7 @@
 
 struct ph_ysrc {
     int refs;
+    char *base; /* what relative paths in the file are relative to; NULL: the caller's default */
     char path[];
 };
 
@@ -39,6 +40,7 @@ src_new(const char *path)
     if (s == NULL)
         return NULL;
     s->refs = 1;
+    s->base = NULL;
     memcpy(s->path, path, n + 1);
     return s;
 }
@@ -46,8 +48,10 @@ src_new(const char *path)
 static void
 src_unref(ph_ysrc *s)
 {
-    if (s != NULL && --s->refs == 0)
+    if (s != NULL && --s->refs == 0) {
+        free(s->base);
         free(s);
+    }
 }
 
 static ph_ynode *
@@ -170,6 +174,26 @@ const char *
 ph_yaml_file(const ph_ynode *n)
 {
     return n && n->src ? n->src->path : "";
+}
+
+int
+ph_yaml_set_base(ph_ynode *n, const char *dir)
+{
+    char *d;
+
+    if (n == NULL || n->src == NULL)
+        return 0;
+    if ((d = strdup(dir)) == NULL)
+        return -1;
+    free(n->src->base);
+    n->src->base = d;
+    return 0;
+}
+
+const char *
+ph_yaml_base(const ph_ynode *n)
+{
+    return n && n->src ? n->src->base : NULL;
 }
 
 unsigned
@@ -750,59 +774,6 @@ out:
     return rc;
 }
 
-/* The whole file, bounded.  A FIFO is read (process substitution gives
- * one); a directory or a device is refused. */
-static int
-read_file(const char *path, char **buf_out, size_t *len_out, ph_error_t *err)
-{
-    ph_cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-
-    if (fd < 0)
-        return ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", path);
-    if (fstat(fd, &st) < 0)
-        return ph_fail(err, errno, "stat `%s`", path);
-    if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
-        return ph_bad_input(err, "`%s` is not a regular file", path);
-    for (;;) {
-        ssize_t r;
-
-        if (len == cap) {
-            char *nb;
-
-            if (cap >= PH_YAML_MAX_BYTES) {
-                free(buf);
-                return ph_bad_input(err, "`%s` is larger than %u MiB", path, PH_YAML_MAX_BYTES >> 20);
-            }
-            cap = cap ? cap * 2 : 16384;
-            nb = realloc(buf, cap + 1);
-            if (nb == NULL) {
-                free(buf);
-                return ph_fail(err, ENOMEM, "read `%s`", path);
-            }
-            buf = nb;
-        }
-        r = read(fd, buf + len, cap - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-
-            free(buf);
-            return ph_fail(err, e, "read `%s`", path);
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    buf[len] = '\0';
-    *buf_out = buf;
-    *len_out = len;
-    return 0;
-}
-
 int
 ph_yaml_load_all(const char *path, ph_ynode ***docs, size_t *n, ph_error_t *err)
 {
@@ -812,7 +783,7 @@ ph_yaml_load_all(const char *path, ph_ynode ***docs, size_t *n, ph_error_t *err)
 
     *docs = NULL;
     *n = 0;
-    if (read_file(path, &buf, &len, err) < 0)
+    if (ph_read_file(path, PH_YAML_MAX_BYTES, 1, &buf, &len, err) < 0)
         return -1;
     rc = ph_yaml_load_buf(path, buf, len, 1, docs, n, err);
     free(buf);
@@ -828,7 +799,7 @@ ph_yaml_load(const char *path, ph_ynode **root, ph_error_t *err)
     int rc;
 
     *root = NULL;
-    if (read_file(path, &buf, &len, err) < 0)
+    if (ph_read_file(path, PH_YAML_MAX_BYTES, 1, &buf, &len, err) < 0)
         return -1;
     rc = ph_yaml_load_buf(path, buf, len, 0, &docs, &n, err);
     free(buf);

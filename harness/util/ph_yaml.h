@@ -79,6 +79,11 @@ int ph_ynode_push(ph_ynode *seq, ph_ynode *item);
 int ph_ynode_put(ph_ynode *map, ph_ynode *key, ph_ynode *value);
 
 const char *ph_yaml_file(const ph_ynode *n); /* "" when built in code */
+/* The directory relative paths of N's file are relative to, set for the
+ * whole file (every node of one load shares it); NULL until set.  -1 on
+ * ENOMEM. */
+int ph_yaml_set_base(ph_ynode *n, const char *dir);
+const char *ph_yaml_base(const ph_ynode *n);
 /* A counter value no node holds yet: mark nodes with it to visit once. */
 unsigned ph_yaml_next_mark(void);
 

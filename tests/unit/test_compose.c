@@ -60,8 +60,12 @@ test_fixture_full(void **state)
     assert_string_equal(c->services[2].name, "worker");
     assert_int_equal(c->volumes.n, 1);
     assert_string_equal(c->volumes.v[0], "cache");
-    assert_int_equal(c->networks.n, 1);
+    /* backend, and default for `worker`, which names no network. */
+    assert_int_equal(c->networks.n, 2);
     assert_string_equal(c->networks.v[0], "backend");
+    assert_string_equal(c->networks.v[1], "default");
+    assert_string_equal(ph_compose_network(c, "default")->name, "full_default");
+    assert_string_equal(ph_compose_network(c, "backend")->name, "full_backend");
 
     s = ph_compose_service(c, "api");
     assert_int_equal(s->line, 10);
@@ -90,8 +94,9 @@ test_fixture_full(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "DOLLAR"), "$HOME");
     assert_string_equal(ph_kvv_get(&s->environment, "DOT"), "dot");
     assert_string_equal(ph_kvv_get(&s->environment, "WHICH"), "from-environment");
+    /* BARE is set nowhere: left out, as compose leaves it out. */
     assert_null(ph_kvv_get(&s->environment, "BARE"));
-    assert_int_equal(s->environment.n, 11);
+    assert_int_equal(s->environment.n, 10);
     assert_string_equal(s->working_dir, "/srv");
     assert_string_equal(s->user, "1000:1000");
 
@@ -200,7 +205,7 @@ test_fixture_full(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "MODE"), "batch");
     assert_string_equal(ph_kvv_get(&s->environment, "EMPTY"), "");
     assert_null(ph_kvv_get(&s->environment, "FROM_PROCESS"));
-    assert_int_equal(s->environment.n, 3);
+    assert_int_equal(s->environment.n, 2);
     assert_true(s->privileged);
     assert_true(s->healthcheck.present);
     assert_true(s->healthcheck.disable);
@@ -222,7 +227,6 @@ test_fixture_bad(void **state)
     } cases[] = {
         { "malformed.yaml", "did not find expected ',' or ']'", 5, 1 },
         { "tab.yaml", "found character that cannot start any token", 3, 1 },
-        { "second-document.yaml", "a second YAML document", 5, 1 },
         { "ports-scalar.yaml", "`ports` must be a list", 4, 12 },
         { "cap-add-string.yaml", "`cap_add` must be a list, not a scalar", 4, 14 },
         { "bad-bool.yaml", "`privileged` must be true or false, not `maybe`", 4, 17 },
@@ -240,7 +244,7 @@ test_fixture_bad(void **state)
         { "bad-interpolation.yaml", "unterminated `${`", 4, 18 },
         { "env-file-missing.yaml", "bad/missing.env`: No such file or directory", 4, 16 },
         { "undeclared-volume.yaml", "volume `data`, which the top-level `volumes:` does not declare", 4, 15 },
-        { "undeclared-network.yaml", "network `front`, which the top-level `networks:` does not declare", 4, 15 },
+        { "undeclared-network.yaml", "network `front`, which the top-level `networks:` does not declare", 4, 16 },
     };
 
     (void)state;
@@ -664,8 +668,14 @@ test_project_name(void **state)
 
     (void)state;
     path = tu_write("p.yaml", "services:\n  a:\n    image: x\n");
-    assert_int_equal(ph_compose_load(path, "Over.Ride", &c, &err), 0);
-    assert_string_equal(c->project, "override");
+    /* -p must already be a valid name: compose refuses, never rewrites. */
+    assert_int_equal(ph_compose_load(path, "Over.Ride", &c, &err), -1);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    assert_non_null(strstr(err->msg, "-p `Over.Ride` is not a valid project name"));
+    assert_string_equal(err->hint, "for example `override`");
+    ph_error_free(&err);
+    assert_int_equal(ph_compose_load(path, "over_ride-2", &c, &err), 0);
+    assert_string_equal(c->project, "over_ride-2");
     ph_compose_free(c);
     assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
     /* No `name:`: the directory's base name, "ph-unit-XXXXXX", lowercased. */
@@ -899,7 +909,7 @@ test_env_file_hash(void **state)
 
     (void)state;
     /* compose-go's dotenv: only ` #` ends an unquoted value, not a tab. */
-    tu_write("hash.env", "URL=http://x/#frag\nC=a #comment\nT=b\t#tab\nQ='#q' #c\nH=#start\nU=\"open\n");
+    tu_write("hash.env", "URL=http://x/#frag\nC=a #comment\nT=b\t#tab\nQ='#q' #c\nH=#start\n");
     path = tu_write("hash.yaml", "services:\n  a:\n    image: x\n    env_file: hash.env\n");
     assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
     s = ph_compose_service(c, "a");
@@ -908,11 +918,15 @@ test_env_file_hash(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "T"), "b\t#tab");
     assert_string_equal(ph_kvv_get(&s->environment, "Q"), "#q");
     assert_string_equal(ph_kvv_get(&s->environment, "H"), "#start");
-    assert_string_equal(ph_kvv_get(&s->environment, "U"), "\"open");
     ph_compose_free(c);
-    tu_write("bad.env", "OK=1\n1A=x\n");
-    expect_error("services:\n  a:\n    image: x\n    env_file: bad.env\n", "bad.env:2: `1A` is not a variable name",
+    /* An unterminated quote is an error, as in compose-go's dotenv. */
+    tu_write("open.env", "OK=1\nU=\"open\n");
+    expect_error("services:\n  a:\n    image: x\n    env_file: open.env\n", "open.env:2: `U`: unterminated quoted value",
                  4, 15);
+    /* compose-go's names: letters and digits of any script, `_ . - [ ]`. */
+    tu_write("bad.env", "OK=1\n1A=x\nA$B=x\n");
+    expect_error("services:\n  a:\n    image: x\n    env_file: bad.env\n",
+                 "bad.env:3: unexpected character `$` in a variable name", 4, 15);
 }
 
 int
