@@ -202,7 +202,8 @@ ph_run_new(const ph_run_opts *o, ph_error_t *err)
         ph_fail(err, errno, "allocate");
         goto fail;
     }
-    if (ph_compose_load(o->compose_file, o->project, &r->compose, err) < 0)
+    if ((o->compose ? ph_compose_open(o->compose, &r->compose, err)
+                    : ph_compose_load(o->compose_file, o->project, &r->compose, err)) < 0)
         goto fail;
     if (ph_profiles_load_dir(o->profiles_dir, &r->profiles, err) < 0)
         goto fail;
@@ -248,8 +249,10 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
     if (out->v == NULL)
         return ph_fail(err, errno, "allocate");
     if (n == 0) {
+        /* All of them: those whose profiles are enabled, as compose. */
         for (size_t i = 0; i < c->n_services; i++)
-            out->v[out->n++] = &c->services[i];
+            if (c->services[i].enabled)
+                out->v[out->n++] = &c->services[i];
         return 0;
     }
     for (int i = 0; i < n; i++) {
@@ -266,6 +269,8 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
             dup |= out->v[j] == s;
         if (!dup)
             out->v[out->n++] = s;
+        /* Naming a service enables its profiles, as compose does. */
+        ph_compose_enable(c, s);
     }
     return 0;
 }
