@@ -84,6 +84,8 @@ resolve_mode(const char *mode, const ph_compose_runtime *rt, const char *what, c
     return asprintf(out, "container:%s", c) < 0 ? ph_fail(err, ENOMEM, "allocate") : 0;
 }
 
+static json_t *links_json(const ph_compose *c, const ph_service *s, const ph_compose_runtime *rt);
+
 /* ---- ports ------------------------------------------------------------- */
 
 /* Every port of "8000-8002/udp" as "8000/udp", "8001/udp", ... */
@@ -222,10 +224,10 @@ static char *
 bind_string(const ph_compose *c, const ph_volume *v)
 {
     ph_named_volume *nv = v->type == PH_MOUNT_VOLUME ? ph_compose_volume((ph_compose *)c, v->source) : NULL;
-    char opts[128] = "", *out = NULL;
+    char opts[128], *out = NULL;
 
-    if (v->read_only)
-        strcat(opts, ",ro");
+    /* The access mode always, as compose writes it. */
+    snprintf(opts, sizeof opts, ",%s", v->read_only ? "ro" : "rw");
     if (v->selinux)
         snprintf(opts + strlen(opts), sizeof opts - strlen(opts), ",%s", v->selinux);
     if (v->propagation)
@@ -402,13 +404,14 @@ ph_compose_engine_endpoint(const ph_compose *c, const ph_service *s, size_t i, c
     const ph_service_network *sn = i < s->networks.n && s->net ? &s->net[i] : NULL;
     json_t *ep = json_object(), *aliases = json_array();
 
-    (void)c;
     if (rt->container_name)
         json_array_append_new(aliases, json_string(rt->container_name));
     json_array_append_new(aliases, json_string(s->name));
     for (size_t k = 0; sn && k < sn->aliases.n; k++)
         json_array_append_new(aliases, json_string(sn->aliases.v[k]));
     json_object_set_new(ep, "Aliases", aliases);
+    if (s->links.n || s->external_links.n)
+        json_object_set_new(ep, "Links", links_json(c, s, rt));
     if (sn && (sn->ipv4_address || sn->ipv6_address || sn->link_local_ips.n)) {
         json_t *ipam = json_object();
 
@@ -528,8 +531,10 @@ add_volumes_from(const ph_service *s, const ph_compose_runtime *rt, json_t *host
     return 0;
 }
 
-static void
-add_links(const ph_service *s, const ph_compose_runtime *rt, json_t *host)
+/* links, as compose v2's getLinks: the linked container under the link's
+ * name, SERVICE-1 and PROJECT-SERVICE-1; external_links as written. */
+static json_t *
+links_json(const ph_compose *c, const ph_service *s, const ph_compose_runtime *rt)
 {
     json_t *links = json_array();
 
@@ -538,17 +543,29 @@ add_links(const ph_service *s, const ph_compose_runtime *rt, json_t *host)
         char *svc = colon ? strndup(l, (size_t)(colon - l)) : strdup(l), *line = NULL;
         const char *ctr = svc && rt->container_of ? rt->container_of(rt->ud, svc) : NULL;
 
-        if (ctr && asprintf(&line, "%s:%s", ctr, colon ? colon + 1 : svc) >= 0)
+        if (ctr && asprintf(&line, "%s:%s", ctr, colon ? colon + 1 : svc) >= 0) {
             json_array_append_new(links, json_string(line));
+            free(line);
+            if (asprintf(&line, "%s:%s-1", ctr, svc) >= 0)
+                json_array_append_new(links, json_string(line));
+            free(line);
+            if (asprintf(&line, "%s:%s-%s-1", ctr, c->project, svc) >= 0)
+                json_array_append_new(links, json_string(line));
+        }
         free(line);
         free(svc);
     }
-    for (size_t i = 0; i < s->external_links.n; i++)
-        json_array_append_new(links, json_string(s->external_links.v[i]));
-    if (json_array_size(links) > 0)
-        json_object_set_new(host, "Links", links);
-    else
-        json_decref(links);
+    for (size_t i = 0; i < s->external_links.n; i++) {
+        const char *l = s->external_links.v[i];
+        char *line = NULL;
+
+        if (strchr(l, ':') == NULL && asprintf(&line, "%s:%s", l, l) >= 0)
+            json_array_append_new(links, json_string(line));
+        else if (strchr(l, ':') != NULL)
+            json_array_append_new(links, json_string(l));
+        free(line);
+    }
+    return links;
 }
 
 json_t *
@@ -601,7 +618,8 @@ ph_compose_engine_config(const ph_compose *c, const ph_service *s, const ph_comp
     if (add_mounts(c, s, cfg, host, err) < 0 || add_network(c, s, rt, cfg, host, err) < 0 ||
         add_volumes_from(s, rt, host, err) < 0)
         goto fail;
-    add_links(s, rt, host);
+    if (s->links.n || s->external_links.n)
+        json_object_set_new(host, "Links", links_json(c, s, rt));
     add_resources(s, host);
     json_object_set_new(host, "CapAdd", strv_json(&s->cap_add));
     json_object_set_new(host, "CapDrop", strv_json(&s->cap_drop));

@@ -84,10 +84,11 @@ api_at_least(ph_engine *e, int major, int minor)
 
 typedef struct lookup_ctx {
     ph_run *r;
-    char id[80];
+    char id[256];
 } lookup_ctx;
 
-/* The running container of SERVICE (its id), for `service:` references. */
+/* The running container of SERVICE (its name), for `service:` references
+ * and links. */
 static const char *
 container_of_cb(void *ud, const char *service)
 {
@@ -99,10 +100,10 @@ container_of_cb(void *ud, const char *service)
     if (ph_run_list(lc->r, service, &list, NULL) < 0)
         return NULL;
     json_array_foreach(list, k, c) {
-        const char *id = json_string_value(json_object_get(c, "Id"));
+        const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 
-        if (ph_run_is_running(c) && id != NULL) {
-            snprintf(lc->id, sizeof lc->id, "%s", id);
+        if (ph_run_is_running(c) && name != NULL) {
+            snprintf(lc->id, sizeof lc->id, "%s", name[0] == '/' ? name + 1 : name);
             found = lc->id;
             break;
         }
@@ -111,12 +112,26 @@ container_of_cb(void *ud, const char *service)
     return found;
 }
 
+/* What only the running project knows, for the compose translation. */
+static int
+runtime_for(ph_run *r, const char *image, const char *name, lookup_ctx *lc, ph_compose_runtime *rt, ph_error_t *err)
+{
+    ph_engine *e;
+
+    if (ph_run_engine(r, &e, err) < 0)
+        return -1;
+    lc->r = r;
+    *rt = (ph_compose_runtime){ .image = image, .container_name = name, .container_of = container_of_cb, .ud = lc };
+    rt->all_endpoints = api_at_least(e, 1, 44);
+    rt->mac_in_endpoint = rt->all_endpoints;
+    return 0;
+}
+
 json_t *
 ph_run_base_config(ph_run *r, const ph_service *s, const char *image, const char *name, ph_error_t *err)
 {
-    lookup_ctx lc = { .r = r };
-    ph_compose_runtime rt = { .image = image, .container_name = name, .container_of = container_of_cb, .ud = &lc };
-    ph_engine *e;
+    lookup_ctx lc;
+    ph_compose_runtime rt;
     json_t *cfg, *labels;
 
     if (s->unsupported != NULL) {
@@ -124,10 +139,8 @@ ph_run_base_config(ph_run *r, const ph_service *s, const char *image, const char
                      s->unsupported, s->name);
         return NULL;
     }
-    if (ph_run_engine(r, &e, err) < 0)
+    if (runtime_for(r, image, name, &lc, &rt, err) < 0)
         return NULL;
-    rt.all_endpoints = api_at_least(e, 1, 44);
-    rt.mac_in_endpoint = rt.all_endpoints;
     cfg = ph_compose_engine_config(r->compose, s, &rt, err);
     if (cfg == NULL)
         return NULL;
@@ -233,10 +246,11 @@ ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err)
 static int
 connect_extra_networks(ph_run *r, const ph_service *s, const char *name, const char *id, ph_error_t *err)
 {
-    ph_compose_runtime rt = { .container_name = name };
+    lookup_ctx lc;
+    ph_compose_runtime rt;
     ph_engine *e;
 
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_engine(r, &e, err) < 0 || runtime_for(r, NULL, name, &lc, &rt, err) < 0)
         return -1;
     if (api_at_least(e, 1, 44) || s->network_mode != NULL)
         return 0;

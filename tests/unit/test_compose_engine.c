@@ -184,15 +184,17 @@ test_full_service(void **state)
                 " \"Volumes\": {\"/anon\": {}},"
                 " \"NetworkingConfig\": {\"EndpointsConfig\": {"
                 "   \"proj_front\": {\"Aliases\": [\"proj-web-1\", \"web\", \"www\"],"
-                "     \"IPAMConfig\": {\"IPv4Address\": \"172.28.0.10\"}, \"MacAddress\": \"02:42:ac:11:00:02\"},"
-                "   \"proj_back\": {\"Aliases\": [\"proj-web-1\", \"web\"]}}}}",
+                "     \"IPAMConfig\": {\"IPv4Address\": \"172.28.0.10\"}, \"MacAddress\": \"02:42:ac:11:00:02\","
+                "     \"Links\": [\"db-id:database\", \"db-id:db-1\", \"db-id:proj-db-1\"]},"
+                "   \"proj_back\": {\"Aliases\": [\"proj-web-1\", \"web\"],"
+                "     \"Links\": [\"db-id:database\", \"db-id:db-1\", \"db-id:proj-db-1\"]}}}}",
                 0);
     json_object_set_new(cfg, "HostConfig", host);
     {
         char *want = NULL;
 
         assert_true(asprintf(&want,
-                             "{\"Binds\": [\"%s/data:/data:ro,z\", \"proj_cache:/cache:nocopy\"],"
+                             "{\"Binds\": [\"%s/data:/data:ro,z\", \"proj_cache:/cache:rw,nocopy\"],"
                              " \"Mounts\": [{\"Type\": \"bind\", \"Source\": \"%s/conf\", \"Target\": \"/conf\","
                              "   \"BindOptions\": {\"Propagation\": \"rshared\", \"CreateMountpoint\": false}},"
                              "  {\"Type\": \"tmpfs\", \"Target\": \"/scratch\","
@@ -226,7 +228,8 @@ test_full_service(void **state)
                              " \"Runtime\": \"runc\","
                              " \"LogConfig\": {\"Type\": \"json-file\", \"Config\": {\"max-size\": \"10m\"}},"
                              " \"Annotations\": {\"com.example.a\": \"b\"},"
-                             " \"VolumesFrom\": [\"db-id:ro\", \"other\"], \"Links\": [\"db-id:database\"]}",
+                             " \"VolumesFrom\": [\"db-id:ro\", \"other\"],"
+                             " \"Links\": [\"db-id:database\", \"db-id:db-1\", \"db-id:proj-db-1\"]}",
                              ctx, ctx) > 0);
         expect_json(host, want, 0);
         free(want);
