@@ -130,7 +130,8 @@ typedef struct ph_service {
     char *image;            /* may be NULL when build is given */
     char *pull_policy;      /* always, never, missing, build, daily...; NULL = missing */
     int has_build;
-    char *build_context;    /* absolute */
+    char *build_context;    /* absolute, or the URL of a remote context */
+    int build_remote;       /* build_context is a Git or HTTP URL the Engine fetches */
     char *build_dockerfile; /* relative to the context, default "Dockerfile" */
     char *build_dockerfile_inline;
     char *build_target, *build_network, *build_platform, *build_isolation;

@@ -514,11 +514,19 @@ ph_compose_open(const ph_compose_opts *o, ph_compose **out, ph_error_t *err)
     if (c == NULL)
         return ph_fail(err, ENOMEM, "allocate");
     l.c = c;
-    if (o->cwd != NULL)
-        snprintf(cwd, sizeof cwd, "%s", o->cwd);
-    else if (getcwd(cwd, sizeof cwd) == NULL) {
+    if (getcwd(cwd, sizeof cwd) == NULL) {
         ph_fail(err, errno, "getcwd");
         goto out;
+    }
+    if (o->cwd != NULL) {
+        char *abs = ph_compose_abs_path(cwd, o->cwd);
+
+        if (abs == NULL) {
+            ph_fail(err, ENOMEM, "allocate");
+            goto out;
+        }
+        snprintf(cwd, sizeof cwd, "%s", abs);
+        free(abs);
     }
     /* The project directory as far as it is known before the files: the
      * environment (and COMPOSE_FILE in it) comes from its .env. */

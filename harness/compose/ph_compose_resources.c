@@ -27,7 +27,11 @@ ph_compose_int(const ph_ynode *n, const char *key, long long min, long long max,
     if (s == NULL)
         return -1;
     errno = 0;
-    v = strtoll(s, &end, 0);
+    /* 0o440 is YAML 1.2's octal (compose reads YAML 1.2); 0440 and 0x1f too. */
+    if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O'))
+        v = strtoll(s + 2, &end, 8);
+    else
+        v = strtoll(s, &end, 0);
     if (*end != '\0' || errno || end == s || v < min || v > max)
         return ph_yaml_error(n, err, "`%s` must be a whole number from %lld to %lld, not `%s`", key, min, max, s);
     *out = v;
@@ -140,10 +144,11 @@ ph_compose_read_build(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error
         if (KEY("context")) {
             if ((sv = ph_yaml_nonempty(vn, "build.context", err)) == NULL)
                 return -1;
-            if (strstr(sv, "://") != NULL || strncmp(sv, "git@", 4) == 0)
-                rc = ph_compose_unsupported(s, vn, "build.context: a remote (Git or URL) context");
             free(s->build_context);
-            s->build_context = ph_compose_abs_path(ph_compose_base(l, vn), sv);
+            /* A Git or HTTP URL: the Engine fetches it (/build?remote=). */
+            s->build_remote = strstr(sv, "://") != NULL || strncmp(sv, "git@", 4) == 0 ||
+                              strncmp(sv, "github.com/", 11) == 0;
+            s->build_context = s->build_remote ? strdup(sv) : ph_compose_abs_path(ph_compose_base(l, vn), sv);
             if (s->build_context == NULL)
                 rc = ph_fail(err, ENOMEM, "allocate");
         } else if (KEY("dockerfile")) {
@@ -197,6 +202,8 @@ ph_compose_read_build(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error
     }
     if (s->build_context == NULL && (s->build_context = strdup(ph_compose_base(l, v))) == NULL)
         return ph_fail(err, ENOMEM, "allocate");
+    if (s->build_remote && s->build_dockerfile_inline)
+        ph_compose_unsupported(s, v, "build.dockerfile_inline with a remote context");
     if (s->build_dockerfile == NULL && (s->build_dockerfile = strdup("Dockerfile")) == NULL)
         return ph_fail(err, ENOMEM, "allocate");
     return 0;

@@ -194,8 +194,8 @@ build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv
     b->who = s->name;
     ph_info("%s: building %s from %s%s%s", s->name, image, s->build_context, s->build_target ? ", target " : "",
             s->build_target ? s->build_target : "");
-    if (ph_tar_context_build(s->build_context, &inl, s->build_dockerfile_inline ? 1 : 0, PH_CONTEXT_MAX, &tar,
-                             &tar_len, err) < 0) {
+    if (!s->build_remote && ph_tar_context_build(s->build_context, &inl, s->build_dockerfile_inline ? 1 : 0,
+                                                 PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
         ph_error_wrap(err, "%s: build context", s->name);
         goto out;
     }
@@ -220,6 +220,7 @@ build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv
         q_add(&q, &qlen, &qcap, "dockerfile", s->build_dockerfile_inline ? INLINE_DOCKERFILE : s->build_dockerfile) < 0 ||
         q_add(&q, &qlen, &qcap, "buildargs", sa) < 0 || q_add(&q, &qlen, &qcap, "labels", sl) < 0 ||
         q_add(&q, &qlen, &qcap, "rm", "1") < 0 || q_add(&q, &qlen, &qcap, "forcerm", "1") < 0 ||
+        (s->build_remote && q_add(&q, &qlen, &qcap, "remote", s->build_context) < 0) ||
         (s->build_target && q_add(&q, &qlen, &qcap, "target", s->build_target) < 0) ||
         (s->build_network && q_add(&q, &qlen, &qcap, "networkmode", s->build_network) < 0) ||
         (hosts[0] && q_add(&q, &qlen, &qcap, "extrahosts", hosts) < 0) ||
@@ -236,8 +237,8 @@ build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv
         goto out;
     }
     m = (ph_image_mem){ tar, tar_len, 0 };
-    if (ph_engine_stream(e, "POST", path, "application/x-tar", ph_image_mem_read_cb, &m, (long long)tar_len, build_data_cb, b,
-                         3600, &st, err) < 0)
+    if (ph_engine_stream(e, "POST", path, tar ? "application/x-tar" : NULL, tar ? ph_image_mem_read_cb : NULL, &m,
+                         tar ? (long long)tar_len : -1, build_data_cb, b, 3600, &st, err) < 0)
         goto out;
     if (b->len > 0)
         build_line(b);

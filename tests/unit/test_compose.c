@@ -909,7 +909,7 @@ test_env_file_hash(void **state)
 
     (void)state;
     /* compose-go's dotenv: only ` #` ends an unquoted value, not a tab. */
-    tu_write("hash.env", "URL=http://x/#frag\nC=a #comment\nT=b\t#tab\nQ='#q' #c\nH=#start\n");
+    tu_write("hash.env", "URL=http://x/#frag\nC=a #comment\nT=b\t#tab\nQ='#q' #c\nH=#start\nS=trailing  \t\n");
     path = tu_write("hash.yaml", "services:\n  a:\n    image: x\n    env_file: hash.env\n");
     assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
     s = ph_compose_service(c, "a");
@@ -918,6 +918,7 @@ test_env_file_hash(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "T"), "b\t#tab");
     assert_string_equal(ph_kvv_get(&s->environment, "Q"), "#q");
     assert_string_equal(ph_kvv_get(&s->environment, "H"), "#start");
+    assert_string_equal(ph_kvv_get(&s->environment, "S"), "trailing");
     ph_compose_free(c);
     /* An unterminated quote is an error, as in compose-go's dotenv. */
     tu_write("open.env", "OK=1\nU=\"open\n");

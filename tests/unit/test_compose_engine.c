@@ -326,7 +326,7 @@ test_secrets_and_configs(void **state)
     c = load("services:\n"
              "  web:\n"
              "    image: web\n"
-             "    secrets: [pw, {source: token, target: tok, mode: 0400}]\n"
+             "    secrets: [pw, {source: token, target: tok, mode: 0o400}]\n"
              "    configs: [conf, {source: inline, target: /etc/app.conf}]\n"
              "secrets:\n"
              "  pw: {file: ./pw.txt}\n"
@@ -413,6 +413,23 @@ test_networks_and_volumes(void **state)
     ph_compose_free(c);
 }
 
+/* A Git or HTTP build context is the Engine's to fetch: kept as written. */
+static void
+test_remote_context(void **state)
+{
+    ph_compose *c = load("services:\n"
+                         "  a:\n    build: {context: \"https://github.com/docker/compose.git#main\", target: t}\n"
+                         "  b:\n    build: ./local\n");
+
+    (void)state;
+    assert_true(ph_compose_service(c, "a")->build_remote);
+    assert_string_equal(ph_compose_service(c, "a")->build_context, "https://github.com/docker/compose.git#main");
+    assert_null(ph_compose_service(c, "a")->unsupported);
+    assert_false(ph_compose_service(c, "b")->build_remote);
+    assert_int_equal(ph_compose_service(c, "b")->build_context[0], '/');
+    ph_compose_free(c);
+}
+
 /* Valid keys profharness cannot honour mark the service, not the project. */
 static void
 test_unsupported(void **state)
@@ -438,6 +455,7 @@ main(void)
         cmocka_unit_test(test_modes_and_deploy),
         cmocka_unit_test(test_secrets_and_configs),
         cmocka_unit_test(test_networks_and_volumes),
+        cmocka_unit_test(test_remote_context),
         cmocka_unit_test(test_unsupported),
     };
     return cmocka_run_group_tests_name("compose_engine", tests, tu_setup, tu_teardown);

@@ -139,6 +139,19 @@ test_default_files(void **state)
     assert_string_equal(c->project, "p");
     ph_compose_free(c);
 
+    /* A relative working folder is the process's folder's. */
+    {
+        ph_compose_opts o = { .cwd = "p/sub" };
+        char here[1024];
+
+        assert_non_null(getcwd(here, sizeof here));
+        assert_int_equal(chdir(test_dir), 0);
+        c = NULL;
+        assert_int_equal(ph_compose_open(&o, &c, &(ph_error_t){ NULL }), 0);
+        assert_int_equal(chdir(here), 0);
+        assert_string_equal(c->dir, at("p"));
+        ph_compose_free(c);
+    }
     c = open_ok("p/sub", NULL, NULL);
     assert_string_equal(c->dir, at("p"));
     assert_string_equal(c->project, "p");
