@@ -424,8 +424,14 @@ ph_compose_engine_endpoint(const ph_compose *c, const ph_service *s, size_t i, c
         set_str(ep, "MacAddress", sn->mac_address);
     else if (i == 0 && rt->mac_in_endpoint)
         set_str(ep, "MacAddress", s->mac_address);
-    if (sn)
-        set_kvv(ep, "DriverOpts", &sn->driver_opts);
+    if (sn && (sn->driver_opts.n || sn->interface_name)) {
+        json_t *o = kvv_json(&sn->driver_opts);
+
+        /* interface_name is the endpoint's driver option, as compose sends it. */
+        if (sn->interface_name)
+            json_object_set_new(o, "com.docker.network.endpoint.ifname", json_string(sn->interface_name));
+        json_object_set_new(ep, "DriverOpts", o);
+    }
     if (sn && sn->gw_priority)
         json_object_set_new(ep, "GwPriority", json_integer(sn->gw_priority));
     return ep;

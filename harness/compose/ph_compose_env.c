@@ -420,3 +420,38 @@ ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_looku
     free(buf);
     return rc;
 }
+
+/* `format: raw`: KEY=VALUE lines taken as they are, no quotes, no
+ * escapes, no ${VAR}; blank lines and `#` lines skipped. */
+int
+ph_compose_read_env_raw(const char *path, ph_kvv *out, int must_exist, ph_error_t *err)
+{
+    char *buf = NULL, *save = NULL;
+    size_t len = 0;
+    int line = 0, rc = 0;
+
+    if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT)
+        return 0;
+    if (ph_read_file(path, ENV_FILE_MAX, 0, &buf, &len, err) < 0)
+        return -1;
+    for (char *l = buf; rc == 0 && l != NULL; l = save) {
+        char *nl = strchr(l, '\n'), *eq;
+
+        save = nl ? nl + 1 : NULL;
+        if (nl)
+            *nl = '\0';
+        line++;
+        if (*l == '\0' || *l == '#')
+            continue;
+        eq = strchr(l, '=');
+        if (eq == NULL || eq == l) {
+            rc = ph_bad_input(err, "%s:%d: expected KEY=VALUE", path, line);
+            break;
+        }
+        *eq = '\0';
+        if (ph_kvv_set(out, l, eq + 1) < 0)
+            rc = ph_fail(err, ENOMEM, "allocate");
+    }
+    free(buf);
+    return rc;
+}

@@ -107,5 +107,7 @@ int ph_compose_read_logging(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph
  * MUST_EXIST; anything but a regular file is refused. */
 int ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_lookup_cb lookup, void *ud,
                              ph_error_t *err);
+/* The same for `format: raw`: lines taken as written. */
+int ph_compose_read_env_raw(const char *path, ph_kvv *out, int must_exist, ph_error_t *err);
 
 #endif

@@ -67,7 +67,7 @@ read_env_files(ph_compose_loader *l, ph_service *s, ph_ynode *v, const char *wha
     }
     for (ph_ynode **it = start; it < top; it++) {
         ph_ynode *item = *it, *path_node = item;
-        const char *file = NULL;
+        const char *file = NULL, *format = NULL;
         int required = 1, rc;
         char *p;
 
@@ -83,7 +83,12 @@ read_env_files(ph_compose_loader *l, ph_service *s, ph_ynode *v, const char *wha
                 } else if (KEY("required")) {
                     if (ph_yaml_bool(vn, "required", &required, err) < 0)
                         return -1;
-                } else if (!KEY("format")) {
+                } else if (KEY("format")) {
+                    if ((format = ph_yaml_nonempty(vn, "format", err)) == NULL)
+                        return -1;
+                    if (strcmp(format, "raw") != 0)
+                        return ph_yaml_error(vn, err, "`%s.format` must be `raw` (or absent), not `%s`", what, format);
+                } else {
                     ph_compose_warn_unknown(pair, "env_file.", s->name);
                 }
             }
@@ -95,7 +100,8 @@ read_env_files(ph_compose_loader *l, ph_service *s, ph_ynode *v, const char *wha
         p = ph_compose_abs_path(ph_compose_base(l, path_node), file);
         if (p == NULL)
             return ph_fail(err, ENOMEM, "allocate");
-        rc = ph_compose_read_env_file(p, out, required, env_cb, &l->c->env, err);
+        rc = format ? ph_compose_read_env_raw(p, out, required, err)
+                    : ph_compose_read_env_file(p, out, required, env_cb, &l->c->env, err);
         free(p);
         if (rc < 0)
             return ph_error_wrap(err, "%s:%d:%d: %s", ph_yaml_file(path_node), path_node->line, path_node->col,
@@ -287,6 +293,7 @@ static const svc_key svc_keys[] = {
     { "platform", K_STR, F(platform), NULL, 0, 0, NULL },
     { "ports", K_FN, 0, ph_compose_read_ports, 0, 0, NULL },
     { "post_start", K_UNSUPPORTED, 0, NULL, 0, 0, "post_start (lifecycle hooks)" },
+    { "pre_start", K_UNSUPPORTED, 0, NULL, 0, 0, "pre_start (lifecycle hooks)" },
     { "pre_stop", K_UNSUPPORTED, 0, NULL, 0, 0, "pre_stop (lifecycle hooks)" },
     { "privileged", K_BOOL, F(privileged), NULL, 0, 0, NULL },
     { "profiles", K_STRV, F(profiles), NULL, 0, 0, NULL },

@@ -159,6 +159,7 @@ test_full_service(void **state)
              "        ipv4_address: 172.28.0.10\n"
              "        priority: 10\n"
              "      back:\n"
+             "        interface_name: eth7\n"
              "volumes:\n"
              "  cache:\n"
              "networks:\n"
@@ -187,6 +188,7 @@ test_full_service(void **state)
                 "     \"IPAMConfig\": {\"IPv4Address\": \"172.28.0.10\"}, \"MacAddress\": \"02:42:ac:11:00:02\","
                 "     \"Links\": [\"db-id:database\", \"db-id:db-1\", \"db-id:proj-db-1\"]},"
                 "   \"proj_back\": {\"Aliases\": [\"proj-web-1\", \"web\"],"
+                "     \"DriverOpts\": {\"com.docker.network.endpoint.ifname\": \"eth7\"},"
                 "     \"Links\": [\"db-id:database\", \"db-id:db-1\", \"db-id:proj-db-1\"]}}}}",
                 0);
     json_object_set_new(cfg, "HostConfig", host);

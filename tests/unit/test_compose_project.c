@@ -399,6 +399,7 @@ test_dotenv_grammar(void **state)
 
     (void)state;
     setenv("PH_T_WHO", "process", 1);
+    setenv("PH_T_TAG", "only-in-the-environment", 1);
     wr("d/vars.env", "export A=1\n"
                      "B: two\n"
                      "PH_T_WHO\n"
@@ -408,8 +409,10 @@ test_dotenv_grammar(void **state)
                      "F=\"multi\n"
                      "line\"\n"
                      "G = spaced # comment\n"
-                     "H=\n");
-    wr("d/compose.yaml", "services:\n  a:\n    image: x\n    env_file: vars.env\n");
+                     "H=\n"
+                     "I=${PH_T_TAG}\n");
+    wr("d/raw.env", "# raw\nR1=\"kept\" ${A} \\n\n\nR2=a=b\n");
+    wr("d/compose.yaml", "services:\n  a:\n    image: x\n    env_file: [vars.env, {path: raw.env, format: raw}]\n");
     c = open_ok("", files, "p");
     s = &c->services[0];
     assert_string_equal(ph_kvv_get(&s->environment, "A"), "1");
@@ -421,6 +424,9 @@ test_dotenv_grammar(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "F"), "multi\nline");
     assert_string_equal(ph_kvv_get(&s->environment, "G"), "spaced");
     assert_string_equal(ph_kvv_get(&s->environment, "H"), "");
+    assert_string_equal(ph_kvv_get(&s->environment, "I"), "only-in-the-environment");
+    assert_string_equal(ph_kvv_get(&s->environment, "R1"), "\"kept\" ${A} \\n");
+    assert_string_equal(ph_kvv_get(&s->environment, "R2"), "a=b");
     ph_compose_free(c);
     unsetenv("PH_T_WHO");
 }
