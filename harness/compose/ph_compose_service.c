@@ -629,6 +629,15 @@ ph_compose_service_free(ph_service *s)
         &s->storage_opt, &s->logging_options,
     };
 
+    /* net and depends run parallel to networks and depends_on: first. */
+    for (size_t i = 0; s->net && i < s->networks.n; i++)
+        ph_compose_service_network_free(&s->net[i]);
+    free(s->net);
+    for (size_t i = 0; i < s->depends_on.n && s->depends; i++) {
+        free(s->depends[i].service);
+        free(s->depends[i].condition);
+    }
+    free(s->depends);
     for (size_t i = 0; i < PH_ARRAY_LEN(strs); i++)
         free(*strs[i]);
     for (size_t i = 0; i < PH_ARRAY_LEN(strvs); i++)
@@ -645,14 +654,6 @@ ph_compose_service_free(ph_service *s)
     for (size_t i = 0; i < s->n_volumes; i++)
         ph_compose_volume_free(&s->volumes[i]);
     free(s->volumes);
-    for (size_t i = 0; s->net && i < s->networks.n; i++)
-        ph_compose_service_network_free(&s->net[i]);
-    free(s->net);
-    for (size_t i = 0; i < s->depends_on.n && s->depends; i++) {
-        free(s->depends[i].service);
-        free(s->depends[i].condition);
-    }
-    free(s->depends);
     for (size_t i = 0; i < s->n_devices; i++) {
         free(s->devices[i].source);
         free(s->devices[i].target);
