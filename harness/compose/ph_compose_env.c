@@ -400,6 +400,16 @@ parse_env(const char *path, const char *p, const char *end, ph_kvv *out, ph_look
     }
 }
 
+/* PATH's bytes in *BUF (NULL when it is missing and need not exist). */
+static int
+read_env_bytes(const char *path, int must_exist, char **buf, size_t *len, ph_error_t *err)
+{
+    *buf = NULL;
+    if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT)
+        return 0;
+    return ph_read_file(path, ENV_FILE_MAX, 0, buf, len, err);
+}
+
 int
 ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_lookup_cb lookup, void *ud,
                          ph_error_t *err)
@@ -408,10 +418,10 @@ ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_looku
     size_t len = 0;
     int rc;
 
-    if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT)
-        return 0;
-    if (ph_read_file(path, ENV_FILE_MAX, 0, &buf, &len, err) < 0)
+    if (read_env_bytes(path, must_exist, &buf, &len, err) < 0)
         return -1;
+    if (buf == NULL)
+        return 0;
     if (memchr(buf, '\0', len) != NULL) {
         free(buf);
         return ph_bad_input(err, "%s: a NUL byte in an env file", path);
@@ -430,9 +440,7 @@ ph_compose_read_env_raw(const char *path, ph_kvv *out, int must_exist, ph_error_
     size_t len = 0;
     int line = 0, rc = 0;
 
-    if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT)
-        return 0;
-    if (ph_read_file(path, ENV_FILE_MAX, 0, &buf, &len, err) < 0)
+    if (read_env_bytes(path, must_exist, &buf, &len, err) < 0)
         return -1;
     for (char *l = buf; rc == 0 && l != NULL; l = save) {
         char *nl = strchr(l, '\n'), *eq;

@@ -254,8 +254,6 @@ merge_at(ph_ynode *base, ph_ynode *over, path *p, ph_error_t *err)
                       MERGE_MAX_VISITS);
         return NULL;
     }
-    if (is_tag(over, "!override"))
-        return ph_ynode_ref(over);
     if (ph_yaml_is_null(over))
         return ph_ynode_ref(base);
     if (path_in(p, replaced, PH_ARRAY_LEN(replaced)))

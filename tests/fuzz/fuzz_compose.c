@@ -12,8 +12,9 @@
  * directory (a failure only with an errno); after a successful load every
  * service has an image or a build, absolute volume targets and bind
  * sources, valid ports, dependencies that exist; the project name is what
- * compose allows; interpolation either fails as bad input or returns a
- * string no longer than its ceiling. */
+ * compose allows; every service translates to an Engine configuration (or
+ * fails with a message); interpolation either fails as bad input or
+ * returns a string no longer than its ceiling. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ph_compose_engine.h"
 #include "ph_log.h"
 #include "ph_compose.h"
 
@@ -83,6 +85,47 @@ check_compose(ph_compose *c)
             if (s->environment.v[k].key == NULL || s->environment.v[k].key[0] == '\0')
                 abort();
     }
+}
+
+static const char *
+container_of(void *ud, const char *service)
+{
+    (void)ud;
+    return service[0] == 'a' ? NULL : "ctr";
+}
+
+/* Every service through the Engine translation: an object, or an error
+ * with a message; the files to write have targets and contents. */
+static void
+check_engine(ph_compose *c)
+{
+    ph_compose_runtime rt = { .image = "img", .container_name = "ctr-1", .all_endpoints = 1,
+                              .container_of = container_of };
+
+    for (size_t i = 0; i < c->n_services; i++) {
+        ph_error_t err = NULL;
+        json_t *cfg = ph_compose_engine_config(c, &c->services[i], &rt, &err);
+        ph_compose_file *files = NULL;
+        size_t n = 0;
+
+        if ((cfg == NULL) == (err == NULL) || (cfg && !json_is_object(json_object_get(cfg, "HostConfig"))))
+            abort();
+        json_decref(cfg);
+        ph_error_free(&err);
+        if (ph_compose_engine_files(c, &c->services[i], &files, &n, &err) == 0) {
+            for (size_t k = 0; k < n; k++)
+                if (files[k].target == NULL || files[k].target[0] != '/' || files[k].content == NULL)
+                    abort();
+        } else if (err == NULL) {
+            abort();
+        }
+        free(files);
+        ph_error_free(&err);
+    }
+    for (size_t i = 0; i < c->networks.n; i++)
+        json_decref(ph_compose_engine_network(c, &c->nets[i], NULL));
+    for (size_t i = 0; i < c->volumes.n; i++)
+        json_decref(ph_compose_engine_volume(c, &c->vols[i], NULL));
 }
 
 static const char *
@@ -150,6 +193,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (err != NULL)
             abort();
         check_compose(c);
+        check_engine(c);
         ph_compose_free(c);
     }
 

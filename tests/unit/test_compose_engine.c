@@ -363,6 +363,13 @@ test_secrets_and_configs(void **state)
     free(files);
     ph_compose_free(c);
     unsetenv("PH_T_SECRET");
+    /* Swarm's secrets are refused by name, as compose refuses them. */
+    c = load("services:\n  web:\n    image: web\n    secrets: [ext]\nsecrets:\n  ext: {external: true}\n");
+    assert_null(ph_compose_engine_config(c, &c->services[0], &rt, &err));
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    assert_non_null(strstr(err->msg, "secret `ext` is external, which docker compose supports only on Swarm"));
+    ph_error_free(&err);
+    ph_compose_free(c);
     c = load("services:\n  web:\n    image: web\n    secrets: [token]\nsecrets:\n  token: {environment: PH_T_SECRET}\n");
     assert_int_equal(ph_compose_engine_files(c, &c->services[0], &files, &n, &err), -1);
     assert_non_null(strstr(err->msg, "secret `token` comes from the variable PH_T_SECRET, which is not set"));

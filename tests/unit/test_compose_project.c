@@ -463,6 +463,7 @@ test_include(void **state)
                            "    volumes: [\"./data:/data\"]\n"
                            "    environment: [KEEP=1]\n"
                            "  cache:\n"
+                           "    image: lib-cache\n"
                            "    build: ./cache\n"
                            "volumes:\n  shared:\n");
     wr("lib/.env", "DB_TAG=from-lib-env\n");
