@@ -19,6 +19,7 @@ PHP="$PH_TEST_PROJECT-oracle-ph"
 export ORACLE_PORT=$DEMO_PORT
 export ORACLE_PORT2=$((DEMO_PORT + 1))
 export ORACLE_NET="10.213.$((DEMO_PORT % 250))"
+export ORACLE_IMAGE="$PH_TEST_PROJECT-oracle-build"
 
 dc() { timeout 300 docker-compose -f "$ORACLE/compose.yaml" -p "$DCP" "$@"; }
 phx() { timeout 900 "$PH" -f "$ORACLE/compose.yaml" -p "$PHP" -o "$OUT" "$@"; }
@@ -32,8 +33,12 @@ normalized() {
 }
 
 remove_oracle() {
-    dc down -v --remove-orphans >/dev/null 2>&1 || true
     local ids
+    dc down -v --remove-orphans >/dev/null 2>&1 || true
+    ids=$(dk ps -aq --filter "label=io.profharness.project=$PHP-build" || true)
+    [ -z "$ids" ] || dk rm -f -v $ids >/dev/null 2>&1 || true
+    dk network ls -q --filter "label=io.profharness.project=$PHP-build" | xargs -r timeout 60 docker network rm >/dev/null 2>&1 || true
+    dk rmi -f "$ORACLE_IMAGE:staged" "$ORACLE_IMAGE:inline" >/dev/null 2>&1 || true
     ids=$(dk ps -aq --filter "label=io.profharness.project=$PHP" || true)
     [ -z "$ids" ] || dk rm -f -v $ids >/dev/null 2>&1 || true
     dk network ls -q --filter "label=io.profharness.project=$PHP" | xargs -r timeout 60 docker network rm >/dev/null 2>&1 || true
@@ -128,4 +133,14 @@ changed() {
     [ -s "$OUT/db/latest/ph-exit.json" ]
     jq -e '.exit_code != null' "$OUT/db/latest/ph-exit.json"
     ! dk volume inspect "$vol" >/dev/null 2>&1
+}
+
+@test "oracle: build sends target, args, labels and dockerfile_inline to the Engine's builder" {
+    # restore builds a missing image, then runs it (the container exits at once)
+    run timeout 900 "$PH" -f "$ORACLE/builder/compose.yaml" -p "$PHP-build" -o "$OUT" restore staged inline
+    [ "$status" -eq 0 ]
+    # target: the first stage, with its build arg
+    [ "$(dk run --rm "$ORACLE_IMAGE:staged" cat /stage)" = "first hello" ]
+    [ "$(dk image inspect -f '{{index .Config.Labels "org.example.built-by"}}' "$ORACLE_IMAGE:staged")" = profharness ]
+    [ "$(dk run --rm "$ORACLE_IMAGE:inline" cat /stage)" = "inline" ]
 }
