@@ -109,9 +109,51 @@ read_ipam(ph_network *n, ph_ynode *v, const char *ctx, ph_error_t *err)
     return 0;
 }
 
+/* The keys networks and volumes share.  *HANDLED says whether KEY was one. */
+typedef struct named_common {
+    char **name, **driver;
+    ph_kvv *driver_opts, *labels;
+    int *external;
+} named_common;
+
+static int
+read_common(const ph_ypair *pair, const named_common *nc, int *handled, ph_error_t *err)
+{
+    ph_ynode *vn = pair->value;
+    const char *key = ph_yaml_key(pair);
+
+    *handled = 1;
+    if (KEY("name"))
+        return ph_yaml_dup(vn, "name", nc->name, err);
+    if (KEY("driver"))
+        return ph_yaml_dup(vn, "driver", nc->driver, err);
+    if (KEY("driver_opts"))
+        return ph_yaml_kvv(vn, "driver_opts", nc->driver_opts, err);
+    if (KEY("labels"))
+        return ph_yaml_kvv(vn, "labels", nc->labels, err);
+    if (KEY("external"))
+        return read_external(vn, nc->external, nc->name, err);
+    *handled = 0;
+    return 0;
+}
+
+/* Labels without a value are empty; the name is `name:`, the key for an
+ * external one, else <project>_<key>. */
+static int
+finish_common(ph_compose_loader *l, const char *key, const named_common *nc, ph_error_t *err)
+{
+    if (empty_labels(nc->labels, err) < 0)
+        return -1;
+    if (*nc->name == NULL)
+        *nc->name = *nc->external ? strdup(key) : project_name(l->c, key);
+    return *nc->name ? 0 : ph_fail(err, ENOMEM, "allocate");
+}
+
 static int
 read_network(ph_compose_loader *l, ph_network *n, ph_ynode *v, ph_error_t *err)
 {
+    named_common nc = { &n->name, &n->driver, &n->driver_opts, &n->labels, &n->external };
+
     n->enable_ipv4 = n->enable_ipv6 = -1;
     if (!ph_yaml_is_null(v) && v->kind != PH_Y_MAP)
         return ph_yaml_error(v, err, "`networks.%s` must be a mapping or empty", n->key);
@@ -119,75 +161,50 @@ read_network(ph_compose_loader *l, ph_network *n, ph_ynode *v, ph_error_t *err)
         ph_ypair *pair = &v->pairs[i];
         ph_ynode *vn = pair->value;
         const char *key = ph_yaml_key(pair);
-        int rc = 0;
+        int rc, handled;
 
         if (ph_yaml_is_null(vn))
             continue;
-        if (KEY("name"))
-            rc = ph_yaml_dup(vn, "name", &n->name, err);
-        else if (KEY("driver"))
-            rc = ph_yaml_dup(vn, "driver", &n->driver, err);
-        else if (KEY("driver_opts"))
-            rc = ph_yaml_kvv(vn, "driver_opts", &n->driver_opts, err);
-        else if (KEY("labels"))
-            rc = ph_yaml_kvv(vn, "labels", &n->labels, err);
-        else if (KEY("ipam"))
+        rc = read_common(pair, &nc, &handled, err);
+        if (handled) {
+            /* name, driver, driver_opts, labels, external: done */
+        } else if (KEY("ipam")) {
             rc = read_ipam(n, vn, n->key, err);
-        else if (KEY("external"))
-            rc = read_external(vn, &n->external, &n->name, err);
-        else if (KEY("internal"))
+        } else if (KEY("internal")) {
             rc = ph_yaml_bool(vn, "internal", &n->internal, err);
-        else if (KEY("attachable"))
+        } else if (KEY("attachable")) {
             rc = ph_yaml_bool(vn, "attachable", &n->attachable, err);
-        else if (KEY("enable_ipv4"))
+        } else if (KEY("enable_ipv4")) {
             rc = ph_yaml_bool(vn, "enable_ipv4", &n->enable_ipv4, err);
-        else if (KEY("enable_ipv6"))
+        } else if (KEY("enable_ipv6")) {
             rc = ph_yaml_bool(vn, "enable_ipv6", &n->enable_ipv6, err);
-        else
+        } else {
             warn_top(pair, "networks", n->key);
+        }
         if (rc < 0)
             return -1;
     }
-    if (empty_labels(&n->labels, err) < 0)
-        return -1;
-    if (n->name == NULL)
-        n->name = n->external ? strdup(n->key) : project_name(l->c, n->key);
-    return n->name ? 0 : ph_fail(err, ENOMEM, "allocate");
+    return finish_common(l, n->key, &nc, err);
 }
 
 static int
 read_volume(ph_compose_loader *l, ph_named_volume *vol, ph_ynode *v, ph_error_t *err)
 {
+    named_common nc = { &vol->name, &vol->driver, &vol->driver_opts, &vol->labels, &vol->external };
+
     if (!ph_yaml_is_null(v) && v->kind != PH_Y_MAP)
         return ph_yaml_error(v, err, "`volumes.%s` must be a mapping or empty", vol->key);
     for (size_t i = 0; v->kind == PH_Y_MAP && i < v->n; i++) {
-        ph_ypair *pair = &v->pairs[i];
-        ph_ynode *vn = pair->value;
-        const char *key = ph_yaml_key(pair);
-        int rc = 0;
+        int handled;
 
-        if (ph_yaml_is_null(vn))
+        if (ph_yaml_is_null(v->pairs[i].value))
             continue;
-        if (KEY("name"))
-            rc = ph_yaml_dup(vn, "name", &vol->name, err);
-        else if (KEY("driver"))
-            rc = ph_yaml_dup(vn, "driver", &vol->driver, err);
-        else if (KEY("driver_opts"))
-            rc = ph_yaml_kvv(vn, "driver_opts", &vol->driver_opts, err);
-        else if (KEY("labels"))
-            rc = ph_yaml_kvv(vn, "labels", &vol->labels, err);
-        else if (KEY("external"))
-            rc = read_external(vn, &vol->external, &vol->name, err);
-        else
-            warn_top(pair, "volumes", vol->key);
-        if (rc < 0)
+        if (read_common(&v->pairs[i], &nc, &handled, err) < 0)
             return -1;
+        if (!handled)
+            warn_top(&v->pairs[i], "volumes", vol->key);
     }
-    if (empty_labels(&vol->labels, err) < 0)
-        return -1;
-    if (vol->name == NULL)
-        vol->name = vol->external ? strdup(vol->key) : project_name(l->c, vol->key);
-    return vol->name ? 0 : ph_fail(err, ENOMEM, "allocate");
+    return finish_common(l, vol->key, &nc, err);
 }
 
 /* A secret or config: `file`, `environment` or `content` (configs only). */
