@@ -22,7 +22,9 @@ export ORACLE_NET="10.213.$((DEMO_PORT % 250))"
 export ORACLE_IMAGE="$PH_TEST_PROJECT-oracle-build"
 
 dc() { timeout 300 docker-compose -f "$ORACLE/compose.yaml" -p "$DCP" "$@"; }
-phx() { timeout 900 "$PH" -f "$ORACLE/compose.yaml" -p "$PHP" -o "$OUT" "$@"; }
+phx() { timeout 900 "$PH" -f "$ORACLE/compose.yaml" -p "$PHP" --profiles "$REPO/profiles" -o "$OUT" "$@"; }
+# phc ARGS...: the harness with only the profiles and output given.
+phc() { timeout 120 "$PH" --profiles "$REPO/profiles" -o "$OUT" "$@"; }
 
 # normalized PROJECT-LABEL PROJECT: every container of the project, as normalize.jq has them.
 normalized() {
@@ -137,10 +139,39 @@ changed() {
 
 @test "oracle: build sends target, args, labels and dockerfile_inline to the Engine's builder" {
     # restore builds a missing image, then runs it (the container exits at once)
-    run timeout 900 "$PH" -f "$ORACLE/builder/compose.yaml" -p "$PHP-build" -o "$OUT" restore staged inline
+    run timeout 900 "$PH" -f "$ORACLE/builder/compose.yaml" -p "$PHP-build" --profiles "$REPO/profiles" -o "$OUT" \
+        restore staged inline
     [ "$status" -eq 0 ]
     # target: the first stage, with its build arg
     [ "$(dk run --rm "$ORACLE_IMAGE:staged" cat /stage)" = "first hello" ]
     [ "$(dk image inspect -f '{{index .Config.Labels "org.example.built-by"}}' "$ORACLE_IMAGE:staged")" = profharness ]
     [ "$(dk run --rm "$ORACLE_IMAGE:inline" cat /stage)" = "inline" ]
+}
+
+@test "oracle: the command line names files, profiles and projects as docker compose does" {
+    local dir=$BATS_TEST_TMPDIR/cli
+    mkdir -p "$dir/sub"
+    printf 'services:\n  a:\n    image: debian:bookworm-slim\n  dbg:\n    image: debian:bookworm-slim\n    profiles: [debug]\n' > "$dir/docker-compose.yml"
+    printf 'services:\n  b:\n    image: debian:bookworm-slim\n' > "$dir/extra.yaml"
+    # -f repeated: merged in order; status lists every service
+    run phc -f "$dir/docker-compose.yml" -f "$dir/extra.yaml" -p "$PHP-cli" status
+    [ "$status" -eq 0 ]
+    [[ "$output" == *$'\na '*$'\nb '* ]]
+    # no -f: docker-compose.yml found from a sub-folder (status only reads)
+    cd "$dir/sub"
+    run phc -p "$PHP-cli" status
+    cd "$REPO"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *$'\na '*$'\ndbg '* ]]
+    # a project name compose would refuse is refused, not rewritten
+    run phc -f "$dir/docker-compose.yml" -p 'My Proj!' status
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"-p \`My Proj!\` is not a valid project name"* ]]
+    # a folder without a compose file: said, with the way out
+    mkdir -p "$BATS_TEST_TMPDIR/empty"
+    cd "$BATS_TEST_TMPDIR/empty"
+    run phc status
+    cd "$REPO"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no compose file in"*"-f FILE"* ]]
 }
