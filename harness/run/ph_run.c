@@ -249,10 +249,8 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
     if (out->v == NULL)
         return ph_fail(err, errno, "allocate");
     if (n == 0) {
-        /* All of them: those whose profiles are enabled, as compose. */
         for (size_t i = 0; i < c->n_services; i++)
-            if (c->services[i].enabled)
-                out->v[out->n++] = &c->services[i];
+            out->v[out->n++] = &c->services[i];
         return 0;
     }
     for (int i = 0; i < n; i++) {

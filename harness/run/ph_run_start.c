@@ -19,6 +19,25 @@
 #include "ph_util.h"
 #include "ph_image.h"
 
+/* ---- selection ---------------------------------------------------------- */
+
+/* With no service named, what to run is what compose would start: the
+ * services whose profiles are enabled.  (stop and collect still reach
+ * every service, so a run started by naming a profiled one is never
+ * left behind.) */
+static void
+keep_enabled(ph_svc_list *sl, int named)
+{
+    size_t j = 0;
+
+    if (named)
+        return;
+    for (size_t i = 0; i < sl->n; i++)
+        if (sl->v[i]->enabled)
+            sl->v[j++] = sl->v[i];
+    sl->n = j;
+}
+
 /* ---- images ----------------------------------------------------------- */
 
 static int
@@ -83,6 +102,7 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    keep_enabled(&sl, n);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         char *tag = NULL;
 
@@ -455,6 +475,7 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
     }
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    keep_enabled(&sl, n);
     order_by_deps(r, &sl);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         rc = start_deps(r, sl.v[i], &sl, 0, err);
@@ -475,6 +496,7 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    keep_enabled(&sl, n);
     order_by_deps(r, &sl);
     /* Collect every profiled one first: restoring must never lose a run. */
     rc = ph_run_stop_services(r, &sl, 1, err);
