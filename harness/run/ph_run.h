@@ -35,6 +35,7 @@
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
 
 typedef struct ph_run_opts {
+    const ph_compose_opts *compose; /* files, project, env files, profiles; when NULL: */
     const char *compose_file;
     const char *profiles_dir;
     const char *out_dir;
