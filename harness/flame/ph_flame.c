@@ -313,69 +313,110 @@ oom:
 
 /* ---- output --------------------------------------------------------------- */
 
-/* Text content or attribute value: markup escaped, control characters
- * dropped, and bytes that are not UTF-8 replaced by U+FFFD - one stray
- * Latin-1 byte in a symbol would otherwise make the whole SVG unreadable. */
+/* How a name is shown.  Frame names are bytes; the SVG must be valid
+ * UTF-8 and XML 1.0, where a stray byte or a control character (even as
+ * a character reference) makes the whole file unreadable.  So, one unit
+ * at a time: a valid UTF-8 character XML allows is itself; a control
+ * character, C0 or C1 or DEL, and U+FFFE/U+FFFF are shown escaped (`\x01`,
+ * `\u0085`, `\uFFFE`); any byte that does not start a well-formed
+ * character (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF) is U+FFFD.  Markup is escaped later, on output.
+ *
+ * show_unit: the unit at S[0..N) (N >= 1): its displayed bytes in OUT
+ * (at most 6), their count in *OUTLEN, the characters they show in
+ * *CHARS; returns the input bytes consumed. */
+static size_t
+show_unit(const unsigned char *s, size_t n, char out[8], size_t *outlen, size_t *chars)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned c = s[0], lo = 0x80, hi = 0xbf, cp;
+    size_t len;
+
+    if (c < 0x80) {
+        if (c >= 0x20 && c != 0x7f) {
+            out[0] = (char)c;
+            *outlen = *chars = 1;
+        } else {
+            memcpy(out, "\\x", 2);
+            out[2] = hex[c >> 4];
+            out[3] = hex[c & 15];
+            *outlen = *chars = 4;
+        }
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80; /* E0 80..9F would be overlong */
+        hi = c == 0xed ? 0x9f : 0xbf; /* ED A0..BF would be a surrogate */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
+        hi = c == 0xf4 ? 0x8f : 0xbf; /* past U+10FFFF */
+    } else {
+        len = 0; /* a continuation byte, C0/C1 (always overlong), F5..FF */
+    }
+    if (len == 0 || len > n || s[1] < lo || s[1] > hi || (len > 2 && (s[2] & 0xc0) != 0x80) ||
+        (len > 3 && (s[3] & 0xc0) != 0x80)) {
+        memcpy(out, "\xef\xbf\xbd", 3);
+        *outlen = 3;
+        *chars = 1;
+        return 1;
+    }
+    cp = len == 2 ? (c & 0x1f) << 6 | (s[1] & 0x3f) : len == 3 ? (c & 0x0f) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3f) : 0;
+    if ((len == 2 && cp < 0xa0) || (len == 3 && cp >= 0xfffe)) {
+        snprintf(out, 8, "\\u%04X", cp);
+        *outlen = *chars = 6;
+        return len;
+    }
+    memcpy(out, s, len);
+    *outlen = len;
+    *chars = 1;
+    return len;
+}
+
+/* The number of characters S[0..N) shows as. */
+static size_t
+show_chars(const char *s, size_t n)
+{
+    size_t total = 0;
+    char u[8];
+
+    for (size_t i = 0, ulen, chars; i < n; total += chars)
+        i += show_unit((const unsigned char *)s + i, n - i, u, &ulen, &chars);
+    return total;
+}
+
+/* Text content or attribute value: S[0..N) shown (see show_unit), at most
+ * LIMIT characters of it, with markup escaped. */
+static void
+xml_show(FILE *out, const char *s, size_t n, size_t limit)
+{
+    char u[8];
+
+    for (size_t i = 0, ulen, chars; i < n && limit > 0;) {
+        i += show_unit((const unsigned char *)s + i, n - i, u, &ulen, &chars);
+        if (chars > limit) /* an escape cut short: its first characters */
+            ulen = chars = limit;
+        limit -= chars;
+        if (ulen == 1) {
+            switch (u[0]) {
+            case '&': fputs("&amp;", out); continue;
+            case '<': fputs("&lt;", out); continue;
+            case '>': fputs("&gt;", out); continue;
+            case '"': fputs("&quot;", out); continue;
+            case '\'': fputs("&apos;", out); continue;
+            }
+        }
+        fwrite(u, 1, ulen, out);
+    }
+}
+
 static void
 xml_text(FILE *out, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t len = 1;
-
-        if (c < 0x80) {
-            switch (c) {
-            case '&': fputs("&amp;", out); break;
-            case '<': fputs("&lt;", out); break;
-            case '>': fputs("&gt;", out); break;
-            case '"': fputs("&quot;", out); break;
-            case '\'': fputs("&apos;", out); break;
-            default:
-                if (c >= 0x20 || c == '\t')
-                    putc(c, out);
-            }
-            i++;
-            continue;
-        }
-        len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-        if (len > 0 && len <= n - i) {
-            size_t k = 1;
-            while (k < len && ((unsigned char)s[i + k] & 0xc0) == 0x80)
-                k++;
-            if (k == len) {
-                fwrite(s + i, 1, len, out);
-                i += len;
-                continue;
-            }
-        }
-        fputs("\xef\xbf\xbd", out);
-        i++;
-    }
-}
-
-/* Bytes of the first N characters (code points) of S[0..len). */
-static size_t
-utf8_prefix(const char *s, size_t len, size_t n)
-{
-    size_t i = 0;
-
-    while (i < len && n > 0) {
-        i++;
-        while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
-            i++;
-        n--;
-    }
-    return i;
-}
-
-static size_t
-utf8_chars(const char *s, size_t len)
-{
-    size_t n = 0;
-
-    for (size_t i = 0; i < len; i++)
-        n += ((unsigned char)s[i] & 0xc0) != 0x80;
-    return n;
+    xml_show(out, s, n, SIZE_MAX);
 }
 
 /* 1234567 -> "1,234,567"; fractions keep three decimals. */
@@ -510,11 +551,11 @@ draw(const draw_ctx *c, const kept *k)
     /* the same arithmetic as fit() in the script */
     nch = w > 6 ? (size_t)floor((w - 6) / CHAR_W) : 0;
     if (nch >= 3) {
-        chars = utf8_chars(name, nlen);
+        chars = show_chars(name, nlen);
         if (chars <= nch) {
             xml_text(out, name, nlen);
         } else {
-            xml_text(out, name, utf8_prefix(name, nlen, nch - 2));
+            xml_show(out, name, nlen, nch - 2);
             fputs("..", out);
         }
     }

@@ -10,7 +10,10 @@
  * ancestors and Reset Zoom, regex search (Ctrl-F) reporting "Matched: X%"
  * without double counting nested matches, case toggle (Ctrl-I), zoom and
  * search kept in the URL.  Labels are fitted with a fixed monospace char
- * width, so the browser never measures text.
+ * width, so the browser never measures text.  Whatever bytes the names,
+ * title and subtitle hold, the SVG is valid UTF-8 and well-formed XML:
+ * control characters are shown escaped (`\x01`, `\u0085`), bytes that
+ * are not UTF-8 as U+FFFD.
  *
  * Frames as flamegraph.pl draws them, with two deliberate differences:
  * a name is one frame per parent (flamegraph.pl sorts whole lines, so

@@ -2,7 +2,8 @@
  * parsing (decimals, differential lines, bad lines with their numbers,
  * merging, streaming in any chunking), frames drawn and pruned (counts
  * worked out by hand and checked against flamegraph.pl), order modes,
- * icicles, differential colours of parents, escaping, label fitting,
+ * icicles, differential colours of parents, escaping (random bytes give
+ * valid UTF-8 and XML a real parser reads), label fitting,
  * thread safety, and golden SVGs (PH_UPDATE_GOLDEN=1 rewrites them). */
 #include "test_util.h"
 
@@ -494,8 +495,8 @@ test_escaping_and_labels(void **state)
     assert_non_null(strstr(svg, "std::vector&lt;int&gt;::push_back&amp;x (1,000,000 ns, 99.90%)"));
     assert_non_null(strstr(svg, ">A &lt;b&gt; &amp; c</text>"));
     assert_null(strstr(svg, "<int>"));
-    /* bytes that are not UTF-8 become U+FFFD; control characters go */
-    assert_non_null(strstr(svg, "<title>bad\xef\xbf\xbd\xef\xbf\xbdname ("));
+    /* bytes that are not UTF-8 become U+FFFD; control characters are shown escaped */
+    assert_non_null(strstr(svg, "<title>bad\xef\xbf\xbd\xef\xbf\xbd\\x01name ("));
     free(svg);
     /* a full-width frame fits floor((1180 - 6) / 7.08) = 165 characters */
     memset(name, 'n', 300);
@@ -509,6 +510,117 @@ test_escaping_and_labels(void **state)
     svg = render("wide 1000\nnarrow 10\n", NULL, &st);
     assert_non_null(strstr(strstr(svg, "<title>narrow ("), "\"></text>"));
     free(svg);
+}
+
+/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past
+ * U+10FFFF. */
+static int
+utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t len;
+        unsigned lo = 0x80, hi = 0xbf;
+
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            len = 2;
+        else if (c >= 0xe0 && c <= 0xef)
+            len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        else if (c >= 0xf0 && c <= 0xf4)
+            len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        else
+            return 0;
+        if (i + len > n || p[i + 1] < lo || p[i + 1] > hi)
+            return 0;
+        for (size_t k = 2; k < len; k++)
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* 1 if a real XML parser (python3's expat, through xml.dom.minidom) reads
+ * SVG as a well-formed document; its complaint is printed otherwise. */
+static int
+xml_well_formed(const char *svg)
+{
+    char path[] = "/tmp/ph-flame-xml-XXXXXX", cmd[256];
+    int fd = mkstemp(path), rc;
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, svg, strlen(svg)), (ssize_t)strlen(svg));
+    close(fd);
+    snprintf(cmd, sizeof cmd, "python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' %s", path);
+    rc = system(cmd);
+    unlink(path);
+    return rc == 0;
+}
+
+/* Any bytes in a frame name, title or subtitle give valid UTF-8 and
+ * well-formed XML: stray bytes become U+FFFD, control characters and
+ * characters XML forbids are shown escaped. */
+static void
+test_random_names_valid_xml(void **state)
+{
+    static const char *const nasty[] = {
+        "\xff\x80\x80", "\xf5\x80\x80\x80", "\xed\xa0\x80" /* a surrogate */, "\xef\xbf\xbe" /* U+FFFE */,
+        "\xc0\xaf" /* overlong '/' */, "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xf4\x90\x80\x80" /* > U+10FFFF */,
+        "\xc2\x85" /* NEL, a C1 control */, "x\x7f", "]]>", "\xe2\x82",
+    };
+    uint32_t seed = 2024;
+    char *in = malloc(1 << 16), *p = in, *svg;
+    ph_flame_opts o;
+    ph_flame_stats st;
+
+    (void)state;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 8) & 0xffffff)
+    for (size_t i = 0; i < sizeof nasty / sizeof nasty[0]; i++)
+        p += sprintf(p, "root;%s;leaf 1\n", nasty[i]);
+    for (int i = 0; i < 400; i++) {
+        p += sprintf(p, "root");
+        for (int d = 0, depth = 1 + (int)(RND() % 3); d < depth; d++) {
+            int len = 1 + (int)(RND() % 10);
+            *p++ = ';';
+            for (int k = 0; k < len; k++) {
+                int c = (int)(RND() % 256);
+                *p++ = (char)(c == '\n' || c == ';' ? 0x80 : c);
+            }
+        }
+        p += sprintf(p, ";leaf %d\n", 1 + i % 5);
+    }
+    ph_flame_opts_init(&o);
+    o.minwidth = 0;
+    o.title = "t\xff\x80\x80\x01";
+    o.subtitle = "s\xed\xa0\x80\x1b";
+    {
+        char *out = NULL;
+        size_t outlen = 0;
+        FILE *f = open_memstream(&out, &outlen);
+        ph_error_t err = NULL;
+        assert_int_equal(ph_flame_render_folded(in, (size_t)(p - in), &o, f, &st, &err), 0);
+        fclose(f);
+        svg = out;
+        assert_int_equal(strlen(svg), outlen); /* no NUL byte went out */
+    }
+#undef RND
+    assert_int_equal(st.bad_lines, 0);
+    assert_true(utf8_valid(svg, strlen(svg)));
+    assert_true(xml_well_formed(svg));
+    /* control characters are shown, escaped, not dropped */
+    assert_non_null(strstr(svg, ">t\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\\x01</text>"));
+    assert_non_null(strstr(svg, "<title>x\\x7f ("));
+    assert_non_null(strstr(svg, "<title>\\u0085 ("));
+    assert_non_null(strstr(svg, "<title>\\uFFFE ("));
+    assert_non_null(strstr(svg, "<title>]]&gt; ("));
+    free(svg);
+    free(in);
 }
 
 static void
@@ -653,6 +765,7 @@ main(void)
         cmocka_unit_test(test_inverted_and_geometry),
         cmocka_unit_test(test_differential_parents),
         cmocka_unit_test(test_escaping_and_labels),
+        cmocka_unit_test(test_random_names_valid_xml),
         cmocka_unit_test(test_nothing_to_draw),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_golden_files),
