@@ -91,8 +91,9 @@ report_bad_lines(const char *what, const ph_folded_stats *st)
         return;
     for (size_t i = 0; i < PH_FOLDED_BAD_KEPT && i < st->bad_lines; i++)
         o += (size_t)snprintf(lines + o, sizeof lines - o, "%s%zu", i ? ", " : "", st->bad_line_numbers[i]);
-    ph_warn("%s%zu of %zu lines are not folded stacks and were skipped (line%s %s%s)", what, st->bad_lines, st->lines,
-            st->bad_lines > 1 ? "s" : "", lines, st->bad_lines > PH_FOLDED_BAD_KEPT ? ", ..." : "");
+    ph_warn("%s%zu of %zu lines are not folded stacks and were skipped (line%s %s%s)%s", what, st->bad_lines, st->lines,
+            st->bad_lines > 1 ? "s" : "", lines, st->bad_lines > PH_FOLDED_BAD_KEPT ? ", ..." : "",
+            st->long_lines ? "; lines longer than 16 MiB are not read" : "");
 }
 
 static const char usage[] =

@@ -311,6 +311,15 @@ bad_line(ph_folded *f)
     f->st.bad_lines++;
 }
 
+/* A line longer than PH_FOLDED_MAX_LINE, never held whole. */
+static void
+long_line(ph_folded *f)
+{
+    f->st.lines++;
+    f->st.long_lines++;
+    bad_line(f);
+}
+
 /* One line without its '\n'.  -1 only on ENOMEM. */
 static int
 parse_line(ph_folded *f, const char *p, const char *end)
@@ -349,10 +358,6 @@ parse_line(ph_folded *f, const char *p, const char *end)
         const char *fe = semi ? semi : stack_end;
         int64_t id;
 
-        if (depth >= PH_FOLDED_MAX_DEPTH) {
-            bad_line(f);
-            return 0;
-        }
         if (f->n_ids + depth == f->cap_ids &&
             reserve((void **)&f->ids, &f->cap_ids, f->n_ids + depth, 1, sizeof *f->ids) < 0)
             return -1;
@@ -433,8 +438,7 @@ flush_held(ph_folded *f)
     int rc = 0;
 
     if (f->held_too_long) {
-        f->st.lines++;
-        bad_line(f);
+        long_line(f);
     } else {
         rc = parse_line(f, f->held, f->held + f->held_len);
     }
@@ -465,10 +469,9 @@ ph_folded_feed(ph_folded *f, const char *buf, size_t len, ph_error_t *err)
                 goto oom;
             break;
         }
-        if ((size_t)(nl - p) > PH_FOLDED_MAX_LINE) {
-            f->st.lines++;
-            bad_line(f);
-        } else if (parse_line(f, p, nl) < 0) {
+        if ((size_t)(nl - p) > PH_FOLDED_MAX_LINE)
+            long_line(f);
+        else if (parse_line(f, p, nl) < 0) {
             goto oom;
         }
         p = nl + 1;

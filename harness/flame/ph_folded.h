@@ -32,14 +32,16 @@ enum {
 };
 
 #define PH_FOLDED_BAD_KEPT 8           /* bad line numbers remembered */
-#define PH_FOLDED_MAX_LINE (16u << 20) /* longer lines are bad lines */
-#define PH_FOLDED_MAX_DEPTH 65536      /* deeper stacks are bad lines */
+/* Longer lines are bad lines (counted in long_lines): the only limit, so
+ * a stack may be as deep as a line can hold (8 Mi one-byte frames). */
+#define PH_FOLDED_MAX_LINE (16u << 20)
 
 typedef struct ph_folded ph_folded;
 
 typedef struct ph_folded_stats {
     size_t lines;     /* lines seen, including blank and comment lines */
     size_t bad_lines; /* lines not in the folded format */
+    size_t long_lines; /* of those, lines longer than PH_FOLDED_MAX_LINE */
     size_t bad_line_numbers[PH_FOLDED_BAD_KEPT]; /* the first bad lines, 1-based; 0 = unused */
     size_t stacks;    /* unique stacks (every valid line with KEEP_ORDER) */
     size_t names;     /* distinct frame names */

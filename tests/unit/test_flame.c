@@ -7,6 +7,7 @@
  * thread safety, and golden SVGs (PH_UPDATE_GOLDEN=1 rewrites them). */
 #include "test_util.h"
 
+#include <math.h>
 #include <pthread.h>
 
 #include "ph_flame.h"
@@ -158,6 +159,119 @@ test_parse_streamed(void **state)
     }
 }
 
+/* The limits the header states: any depth a line can hold; a line of
+ * PH_FOLDED_MAX_LINE bytes is read, one byte more is a bad line counted
+ * as too long (whole or split across feeds), and the next line is read. */
+static void
+test_parse_limits(void **state)
+{
+    enum { DEEP = 100000 };
+    size_t max = PH_FOLDED_MAX_LINE, len;
+    char *in = malloc(max + 64), *p = in;
+    ph_error_t err = NULL;
+    ph_folded *f;
+    const ph_folded_stats *st;
+    ph_flame_stats fst;
+    FILE *null;
+
+    (void)state;
+    for (int i = 0; i < DEEP; i++)
+        p += sprintf(p, "%sf%d", i ? ";" : "", i % 7);
+    p += sprintf(p, " 3\n");
+    f = ph_folded_parse(in, (size_t)(p - in), 0, &err);
+    assert_non_null(f);
+    assert_int_equal(ph_folded_get_stats(f)->bad_lines, 0);
+    assert_int_equal(ph_folded_get_stack(f, 0).depth, DEEP);
+    null = fopen("/dev/null", "w");
+    assert_int_equal(ph_flame_render(f, NULL, null, &fst, &err), 0);
+    assert_int_equal(fst.frames_drawn, DEEP + 1);
+    fclose(null);
+    ph_folded_free(f);
+
+    for (int extra = 0; extra <= 1; extra++) {
+        /* one name filling the line: "nnn...n 1" of MAX (+1) bytes */
+        len = max + (size_t)extra;
+        memset(in, 'n', len - 2);
+        memcpy(in + len - 2, " 1\nnext 2\n", 10); /* the line ends; 7 more bytes */
+        for (size_t chunk = len + 8; chunk >= (1u << 20); chunk = chunk == len + 8 ? (1u << 22) - 3 : chunk / 4) {
+            f = ph_folded_new(0, &err);
+            for (size_t o = 0; o < len + 8; o += chunk)
+                assert_int_equal(ph_folded_feed(f, in + o, o + chunk > len + 8 ? len + 8 - o : chunk, &err), 0);
+            assert_int_equal(ph_folded_finish(f, &err), 0);
+            st = ph_folded_get_stats(f);
+            assert_int_equal(st->lines, 2);
+            assert_int_equal(st->bad_lines, (size_t)extra);
+            assert_int_equal(st->long_lines, (size_t)extra);
+            assert_int_equal(st->bad_line_numbers[0], extra ? 1 : 0);
+            assert_int_equal(ph_folded_n_stacks(f), 2 - (size_t)extra);
+            assert_true(st->total == (extra ? 2 : 3));
+            ph_folded_free(f);
+        }
+    }
+    /* without a final newline: held, then counted by finish */
+    memset(in, 'n', max);
+    f = ph_folded_new(0, &err);
+    assert_int_equal(ph_folded_feed(f, in, max - 5, &err), 0);
+    assert_int_equal(ph_folded_feed(f, in, 6, &err), 0);
+    assert_int_equal(ph_folded_finish(f, &err), 0);
+    assert_int_equal(ph_folded_get_stats(f)->long_lines, 1);
+    assert_int_equal(ph_folded_get_stats(f)->bad_line_numbers[0], 1);
+    ph_folded_free(f);
+    free(in);
+}
+
+/* " 5 7" has one blank before its first count: the stack " 5", 7 samples,
+ * not a differential line with an empty stack. */
+static void
+test_parse_blank_stack_names(void **state)
+{
+    const char *in = " 5 7\n";
+    ph_error_t err = NULL;
+    ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
+    char buf[64];
+
+    (void)state;
+    assert_non_null(f);
+    assert_int_equal(ph_folded_get_stats(f)->bad_lines, 0);
+    assert_false(ph_folded_get_stats(f)->differential);
+    assert_int_equal(ph_folded_n_stacks(f), 1);
+    assert_string_equal(stack_str(f, 0, buf, sizeof buf), " 5");
+    assert_true(ph_folded_get_stack(f, 0).count == 7);
+    assert_true(ph_folded_get_stack(f, 0).before == 7);
+    ph_folded_free(f);
+}
+
+/* More bad lines than are remembered: all counted, the first
+ * PH_FOLDED_BAD_KEPT kept, nothing else in the stats overwritten. */
+static void
+test_parse_many_bad_lines(void **state)
+{
+    char in[4096], *p = in;
+    ph_error_t err = NULL;
+    ph_folded *f;
+    const ph_folded_stats *st;
+
+    (void)state;
+    p += sprintf(p, "ok;a 1 2\n");
+    for (int i = 0; i < 100; i++)
+        p += sprintf(p, "bad line %c\n", 'a' + i % 26);
+    p += sprintf(p, "ok;b 5\n");
+    f = ph_folded_parse(in, (size_t)(p - in), 0, &err);
+    assert_non_null(f);
+    st = ph_folded_get_stats(f);
+    assert_int_equal(st->lines, 102);
+    assert_int_equal(st->bad_lines, 100);
+    for (size_t i = 0; i < PH_FOLDED_BAD_KEPT; i++)
+        assert_int_equal(st->bad_line_numbers[i], i + 2);
+    assert_int_equal(st->long_lines, 0);
+    assert_int_equal(st->stacks, 2);
+    assert_int_equal(st->names, 3);
+    assert_true(st->differential);
+    assert_true(st->total == 7);
+    assert_true(st->total_before == 6);
+    ph_folded_free(f);
+}
+
 static void
 test_diff_folded(void **state)
 {
@@ -252,6 +366,61 @@ test_minwidth_prunes(void **state)
     o.minwidth = 0.5;
     free(render("big 9999\ntiny;leaf 1\n", &o, &st));
     assert_int_equal(st.frames_drawn, 2);
+}
+
+/* A frame exactly minwidth wide is kept, wherever it closes: here `a`
+ * closes when `b` starts (not at the end of the sweep).  1000 px for
+ * 1000 samples: 10 px is 10 samples exactly, as is 1%. */
+static void
+test_minwidth_boundary(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.width = 1020;
+    o.minwidth = 10;
+    svg = render("a;x 10\nb;y 9\nc 981\n", &o, &st);
+    assert_non_null(strstr(svg, "<title>a (10 "));
+    assert_non_null(strstr(svg, "<title>x (10 "));
+    assert_null(strstr(svg, "<title>b ("));
+    assert_int_equal(st.frames_drawn, 4); /* all, a, x, c */
+    free(svg);
+    o.minwidth = 1;
+    o.minwidth_percent = 1;
+    svg = render("a;x 10\nb;y 9\nc 981\n", &o, &st);
+    assert_int_equal(st.frames_drawn, 4);
+    assert_null(strstr(svg, "<title>y ("));
+    free(svg);
+}
+
+/* The library refuses widths with no room for a frame (the CLI asks for
+ * 100 px or more); 2 * 10 px of padding + 10 px is the least. */
+static void
+test_width_range(void **state)
+{
+    ph_error_t err = NULL;
+    ph_flame_opts o;
+    FILE *null = fopen("/dev/null", "w");
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    for (int i = 0; i < 5; i++) {
+        static const double bad[] = { 0, -1, 29.99, NAN, INFINITY };
+        o.width = bad[i];
+        assert_int_equal(ph_flame_render_folded("a 1\n", 4, &o, null, NULL, &err), -1);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        assert_non_null(strstr(err->msg, "width"));
+        ph_error_free(&err);
+    }
+    o.width = 30;
+    assert_int_equal(ph_flame_render_folded("a 1\n", 4, &o, null, NULL, &err), 0);
+    o.minwidth = -0.5;
+    assert_int_equal(ph_flame_render_folded("a 1\n", 4, &o, null, NULL, &err), -1);
+    ph_error_free(&err);
+    fclose(null);
 }
 
 /* flamegraph.pl sorts whole lines, so "f 1" < "f1 1" < "f;g 1" and f is
@@ -756,9 +925,14 @@ main(void)
         cmocka_unit_test(test_parse_counts_and_bad_lines),
         cmocka_unit_test(test_parse_differential_and_modes),
         cmocka_unit_test(test_parse_streamed),
+        cmocka_unit_test(test_parse_limits),
+        cmocka_unit_test(test_parse_blank_stack_names),
+        cmocka_unit_test(test_parse_many_bad_lines),
         cmocka_unit_test(test_diff_folded),
         cmocka_unit_test(test_merge_and_titles),
         cmocka_unit_test(test_minwidth_prunes),
+        cmocka_unit_test(test_minwidth_boundary),
+        cmocka_unit_test(test_width_range),
         cmocka_unit_test(test_one_frame_per_name_and_parent),
         cmocka_unit_test(test_order_modes),
         cmocka_unit_test(test_random_against_reference),
