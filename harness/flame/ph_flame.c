@@ -491,7 +491,10 @@ colour(const char *name, size_t nlen, const palette *pal, int differential, doub
     double v[3] = { (h & 0xff) / 255.0, ((h >> 8) & 0xff) / 255.0, ((h >> 16) & 0xff) / 255.0 };
 
     if (differential) {
-        int c = maxdelta > 0 ? (int)(210 * (1.0 - fabs(delta) / maxdelta)) : 210;
+        /* the root's change is not on the scale (it is the sum of the
+         * others): beyond the largest, a change is full colour */
+        double share = maxdelta > 0 ? fabs(delta) / maxdelta : 0;
+        int c = (int)(210 * (1.0 - (share < 1 ? share : 1)));
         if (delta > 0)
             snprintf(out, len, "rgb(255,%d,%d)", c, c);
         else if (delta < 0)

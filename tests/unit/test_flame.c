@@ -639,6 +639,15 @@ test_differential_parents(void **state)
     assert_string_equal(fill_of(svg, "shrink"), "rgb(52,52,255)"); /* -15 of max 20 */
     assert_string_equal(fill_of(svg, "main"), "rgb(255,157,157)"); /* +5 of 20 */
     free(svg);
+    /* the root's change is not on the scale: beyond it, full colour, never
+     * a negative channel */
+    svg = render("a 10 20\nb 10 20\n", &o, &st);
+    assert_string_equal(fill_of(svg, "all"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "a"), "rgb(255,0,0)");
+    free(svg);
+    svg = render("a 2000000000000 1\nb 1 1\n", &o, &st); /* and no overflow */
+    assert_string_equal(fill_of(svg, "all"), "rgb(0,0,255)");
+    free(svg);
     /* forced off: an ordinary graph of the after counts */
     o.differential = 0;
     svg = render("main;grow;x 10 30\n", &o, &st);
