@@ -23,8 +23,10 @@
  * whose children grew is red too; flamegraph.pl colours only leaf deltas.
  *
  * Geometry is written in hundredths of a pixel computed from each frame's
- * two edges, so a child never pokes out of its parent after rounding and
- * the script's containment tests (zoom) are exact.  Labels use a fixed
+ * two edges, so a child never pokes out of its parent after rounding; the
+ * script's containment tests (zoom) use each frame's extent in samples
+ * (fg:x, fg:w), since rounded x + width of a child and of its parent need
+ * not add up to the same number.  Labels use a fixed
  * monospace advance (CHAR_W) so fitting them is arithmetic, here and in
  * the script, and the browser never measures text.
  *
@@ -547,8 +549,10 @@ draw(const draw_ctx *c, const kept *k)
     }
     fmt_px(xs, sizeof xs, x1);
     fmt_px(ws, sizeof ws, x2 - x1);
-    fprintf(out, "</title><rect x=\"%s\" y=\"%.0f\" width=\"%s\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\"/>", xs, y, ws,
-            FRAME_H - 1, fill);
+    /* fg:x and fg:w: the frame in samples (inferno's attributes), exact
+     * (%.17g round-trips a double), for the script's zoom and search */
+    fprintf(out, "</title><rect x=\"%s\" y=\"%.0f\" width=\"%s\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\" fg:x=\"%.17g\" "
+            "fg:w=\"%.17g\"/>", xs, y, ws, FRAME_H - 1, fill, k->x, k->w);
     fmt_px(xs, sizeof xs, x1 + 300);
     fprintf(out, "<text x=\"%s\" y=\"%.0f\">", xs, y + FRAME_H - 5);
     /* the same arithmetic as fit() in the script */
@@ -565,14 +569,17 @@ draw(const draw_ctx *c, const kept *k)
     fputs("</text></g>\n", out);
 }
 
-/* The interactive part.  Frames keep their original geometry in data
- * attributes; zoom rescales x and width from them and refits labels with
- * the fixed char width.  State (zoomed frame, search, case) lives in the
+/* The interactive part.  Frames carry their extent in samples (fg:x,
+ * fg:w); zoom decides what to keep in samples, never in rounded pixels
+ * (x + width of a child and of its parent, each rounded to 0.01 px, need
+ * not add up to the same number), with a tolerance of 1e-9 of the total
+ * for decimal counts, rescales x and width and refits labels with the
+ * fixed char width.  State (zoomed frame, search, case) lives in the
  * query string, so a link reopens the same view. */
 static const char script[] =
     "<script type=\"text/ecmascript\"><![CDATA[\n"
     "'use strict';\n"
-    "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted;\n"
+    "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted, EPS;\n"
     "var ignorecase=false, currentSearch=null, zoomed=null;\n"
     "function init(){ svg=document.documentElement; W=+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n"
     "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n"
@@ -580,9 +587,11 @@ static const char script[] =
     "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n"
     "  var gs=document.getElementById('frames').children;\n"
     "  for(var i=0;i<gs.length;i++){ var g=gs[i], r=g.firstChild.nextSibling, t=r.nextSibling, title=g.firstChild.textContent;\n"
-    "    var f={ g:g, r:r, t:t, x:+r.getAttribute('x'), w:+r.getAttribute('width'), y:+r.getAttribute('y'),\n"
+    "    var f={ g:g, r:r, t:t, x:+r.getAttribute('fg:x'), w:+r.getAttribute('fg:w'), y:+r.getAttribute('y'),\n"
+    "      px:+r.getAttribute('x'), pw:+r.getAttribute('width'),\n"
     "      name:Array.from(title.replace(/ \\([^()]*\\)$/,'')), title:title, fill:r.getAttribute('fill') };\n"
     "    g.frame=f; frames.push(f); }\n"
+    "  EPS=frames[0].w*1e-9;\n"
     "  document.getElementById('frames').addEventListener('click', function(e){ var g=e.target.closest('g'); if(g&&g.frame) zoom(g.frame); });\n"
     "  document.getElementById('frames').addEventListener('mouseover', function(e){ var g=e.target.closest('g'); if(g&&g.frame) details.nodeValue='Function: '+g.frame.title; });\n"
     "  document.getElementById('frames').addEventListener('mouseout', function(){ details.nodeValue=' '; });\n"
@@ -593,7 +602,7 @@ static const char script[] =
     "    else if(e.ctrlKey&&e.key==='i'){ e.preventDefault(); toggleCase(); } else if(e.key==='Escape'){ resetSearch(); } });\n"
     "  var p=new URLSearchParams(document.location.search);\n"
     "  if(p.get('ic')==='1') setCase(true);\n"
-    "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return f.x===x && f.y===y; })[0]; if(t) zoom(t); }\n"
+    "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return Math.abs(f.x-x)<=EPS && f.y===y; })[0]; if(t) zoom(t); }\n"
     "  if(p.has('s')) search(p.get('s')); }\n"
     "function updateUrl(){ var p=new URLSearchParams();\n"
     "  if(zoomed){ p.set('x',zoomed.x); p.set('y',zoomed.y); }\n"
@@ -603,15 +612,16 @@ static const char script[] =
     "  var n=w>6 ? Math.floor((w-6)/CW) : 0, s;\n"
     "  s = n<3 ? '' : (f.name.length<=n ? f.name.join('') : f.name.slice(0,n-2).join('')+'..');\n"
     "  if(f.t.textContent!==s) f.t.textContent=s; }\n"
-    "function isAncestor(f,z){ return (inverted ? f.y<z.y : f.y>z.y) && f.x<=z.x && f.x+f.w>=z.x+z.w; }\n"
+    "function isAncestor(f,z){ return (inverted ? f.y<z.y : f.y>z.y) && f.x<=z.x+EPS && f.x+f.w>=z.x+z.w-EPS; }\n"
+    "function isDescendant(f,z){ return (inverted ? f.y>=z.y : f.y<=z.y) && f.x>=z.x-EPS && f.x+f.w<=z.x+z.w+EPS; }\n"
     "function zoom(z){ var scale=(W-2*PAD)/z.w; zoomed=z; unzoombtn.classList.remove('hide');\n"
     "  frames.forEach(function(f){ var g=f.g;\n"
     "    if(isAncestor(f,z)){ g.classList.add('parent'); g.classList.remove('hide'); fit(f,PAD,W-2*PAD); }\n"
-    "    else if(f.x>=z.x && f.x+f.w<=z.x+z.w && (inverted ? f.y>=z.y : f.y<=z.y)){ g.classList.remove('parent','hide'); fit(f,PAD+(f.x-z.x)*scale,f.w*scale); }\n"
+    "    else if(isDescendant(f,z)){ g.classList.remove('parent','hide'); fit(f,PAD+(f.x-z.x)*scale,f.w*scale); }\n"
     "    else { g.classList.add('hide'); g.classList.remove('parent'); } });\n"
     "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
     "function unzoom(){ zoomed=null; unzoombtn.classList.add('hide');\n"
-    "  frames.forEach(function(f){ f.g.classList.remove('parent','hide'); fit(f,f.x,f.w); });\n"
+    "  frames.forEach(function(f){ f.g.classList.remove('parent','hide'); fit(f,f.px,f.pw); });\n"
     "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
     "function setCase(on){ ignorecase=on; icbtn.classList.toggle('show',on); }\n"
     "function toggleCase(){ setCase(!ignorecase); if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
@@ -652,7 +662,7 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
     fprintf(out,
             "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
             "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
-            "xmlns=\"http://www.w3.org/2000/svg\" data-charw=\"%.2f\" data-xpad=\"%d\" data-inverted=\"%d\">\n",
+            "xmlns=\"http://www.w3.org/2000/svg\" xmlns:fg=\"http://github.com/jonhoo/inferno\" data-charw=\"%.2f\" data-xpad=\"%d\" data-inverted=\"%d\">\n",
             o->width, height, o->width, height, CHAR_W, XPAD, o->inverted ? 1 : 0);
     fputs("<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0)}#title{text-anchor:middle;font-size:17px}"
           "#subtitle{text-anchor:middle;fill:rgb(160,160,160)}#frames>g{cursor:pointer}"
