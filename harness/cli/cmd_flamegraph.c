@@ -101,7 +101,10 @@ static const char usage[] =
     "Reads `frame;frame;leaf COUNT` lines (or `stack BEFORE AFTER`: a differential graph)\n"
     "from the FILEs in turn, or stdin.\n"
     "  --title TEXT        --subtitle TEXT     --countname NAME (samples, ns, bytes, ...)\n"
-    "  --colors PALETTE    hot (default), mem, io, red, green, blue, yellow, purple, aqua, orange\n"
+    "  --colors PALETTE    hot (default), mem, io, red, green, blue, yellow, purple, aqua, orange;\n"
+    "                      by name: java, js, perl, wakeup, chain.  Annotated frames (name_[k] kernel,\n"
+    "                      _[j] JIT, _[i] inlined, _[w] waker) are shown without the annotation,\n"
+    "                      orange, green, aqua, aqua in any palette\n"
     "  --width PX          image width (1200)\n"
     "  --minwidth PX|P%    omit frames narrower than PX pixels or P% of the total (0.1)\n"
     "  --inverted          icicle graph: root at the top\n"
@@ -140,7 +143,8 @@ ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
         case O_COLORS:
             if (!ph_flame_palette_valid(optarg)) {
                 ph_bad_input(&err, "--colors: `%s` is not a palette", optarg);
-                ph_error_hint(&err, "one of hot, mem, io, red, green, blue, yellow, purple, aqua, orange");
+                ph_error_hint(&err, "one of hot, mem, io, red, green, blue, yellow, purple, aqua, orange, java, js, perl, "
+                                    "wakeup, chain");
                 return ph_error_report(&err);
             }
             o.palette = optarg;

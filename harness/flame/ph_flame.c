@@ -464,34 +464,125 @@ typedef struct palette {
     /* base and spread per channel; each channel takes 1 of 3 hash bytes */
     int r0, rs, g0, gs, b0, bs;
     int rv, gv, bv; /* which hash byte (0..2) drives each channel */
+    char multi;     /* a multi palette: each frame takes one of the others by its name */
 } palette;
 
 /* flamegraph.pl's palettes, as ranges: hot is 205-255 red, 0-230 green,
- * 0-55 blue, and so on. */
+ * 0-55 blue, and so on; then its multi palettes. */
 static const palette palettes[] = {
-    { "hot", 205, 50, 0, 230, 0, 55, 2, 0, 1 },       { "mem", 0, 0, 190, 50, 0, 210, 0, 1, 0 },
-    { "io", 80, 60, 80, 60, 190, 55, 0, 0, 1 },       { "red", 200, 55, 50, 80, 50, 80, 0, 0, 0 },
-    { "green", 50, 60, 200, 55, 50, 60, 0, 0, 0 },    { "blue", 80, 60, 80, 60, 205, 50, 0, 0, 0 },
-    { "yellow", 175, 55, 175, 55, 50, 20, 0, 0, 1 },  { "purple", 190, 65, 80, 60, 190, 65, 0, 0, 0 },
-    { "aqua", 50, 60, 165, 55, 165, 55, 0, 0, 0 },    { "orange", 190, 65, 90, 65, 0, 0, 0, 0, 0 },
+    { "hot", 205, 50, 0, 230, 0, 55, 2, 0, 1, 0 },      { "mem", 0, 0, 190, 50, 0, 210, 0, 1, 0, 0 },
+    { "io", 80, 60, 80, 60, 190, 55, 0, 0, 1, 0 },      { "red", 200, 55, 50, 80, 50, 80, 0, 0, 0, 0 },
+    { "green", 50, 60, 200, 55, 50, 60, 0, 0, 0, 0 },   { "blue", 80, 60, 80, 60, 205, 50, 0, 0, 0, 0 },
+    { "yellow", 175, 55, 175, 55, 50, 20, 0, 0, 1, 0 }, { "purple", 190, 65, 80, 60, 190, 65, 0, 0, 0, 0 },
+    { "aqua", 50, 60, 165, 55, 165, 55, 0, 0, 0, 0 },   { "orange", 190, 65, 90, 65, 0, 0, 0, 0, 0, 0 },
+    { "java", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'J' },         { "js", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'S' },
+    { "perl", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'P' },         { "wakeup", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'W' },
+    { "chain", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'C' },
 };
+#define PALETTE_NAMES "hot, mem, io, red, green, blue, yellow, purple, aqua, orange, java, js, perl, wakeup, chain"
+
+static const palette *
+find_palette(const char *name)
+{
+    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
+        if (strcmp(palettes[i].name, name) == 0)
+            return &palettes[i];
+    return NULL;
+}
 
 int
 ph_flame_palette_valid(const char *name)
 {
-    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
-        if (strcmp(palettes[i].name, name) == 0)
-            return 1;
+    return find_palette(name) != NULL;
+}
+
+/* The annotation perf's collapsers append to a name (stackcollapse-perf
+ * --kernel/--jit/--inline, ph_collapse): `_[k]` kernel, `_[j]` JIT, `_[i]`
+ * inlined, `_[w]` waker; 0 for none.  Labels and tooltips leave it out. */
+static char
+annotation(const char *s, size_t n)
+{
+    if (n >= 4 && s[n - 4] == '_' && s[n - 3] == '[' && s[n - 1] == ']' &&
+        (s[n - 2] == 'k' || s[n - 2] == 'j' || s[n - 2] == 'i' || s[n - 2] == 'w'))
+        return s[n - 2];
     return 0;
 }
 
+static int
+contains(const char *s, size_t n, const char *what)
+{
+    return memmem(s, n, what, strlen(what)) != NULL;
+}
+
+/* The palette a frame of a multi palette takes, by flamegraph.pl's rules
+ * (annotations first, then what the name looks like). */
+static const char *
+multi_palette(char multi, const char *s, size_t n, char ann)
+{
+    switch (multi) {
+    case 'J': {
+        static const char *const java[] = { "java/", "javax/", "jdk/", "net/", "org/", "com/", "io/", "sun/" };
+        const char *t = n > 0 && s[0] == 'L' ? s + 1 : s;
+        size_t tn = n > 0 && s[0] == 'L' ? n - 1 : n;
+        if (ann == 'j')
+            return "green";
+        if (ann == 'i')
+            return "aqua";
+        for (size_t i = 0; i < sizeof java / sizeof java[0]; i++)
+            if (tn >= strlen(java[i]) && memcmp(t, java[i], strlen(java[i])) == 0)
+                return "green";
+        if (contains(s, n, ":::"))
+            return "green";
+        if (contains(s, n, "::"))
+            return "yellow";
+        return ann == 'k' ? "orange" : "red";
+    }
+    case 'S': {
+        const char *slash = memchr(s, '/', n);
+        if (ann == 'j')
+            return slash ? "green" : "aqua";
+        if (contains(s, n, "::"))
+            return "yellow";
+        if (slash && contains(slash, n - (size_t)(slash - s), ".js"))
+            return "green";
+        if (memchr(s, ':', n))
+            return "aqua";
+        if (n == 1 && s[0] == ' ')
+            return "green"; /* a missing symbol */
+        return contains(s, n, "_[k]") ? "orange" : "red";
+    }
+    case 'P':
+        if (contains(s, n, "::"))
+            return "yellow";
+        if (contains(s, n, "Perl") || contains(s, n, ".pl"))
+            return "green";
+        return ann == 'k' ? "orange" : "red";
+    case 'W':
+        return "aqua";
+    default: /* chain */
+        return contains(s, n, "_[w]") ? "aqua" : "blue";
+    }
+}
+
+/* A frame's fill.  Differential graphs: red (grew) or blue (shrank) by
+ * DELTA's share of MAXDELTA.  Otherwise the palette's colour of the
+ * name's hash; in a single palette an annotated frame takes the colour
+ * flamegraph.pl's java palette gives it (kernel orange, JIT green,
+ * inlined and waker aqua), since the annotation says what it is.  The
+ * separators `--` and `-` of combined stacks are grey, as flamegraph.pl
+ * draws them. */
 static void
 colour(const char *name, size_t nlen, const palette *pal, int differential, double delta, double maxdelta,
        char *out, size_t len)
 {
     uint32_t h = name_hash(name, nlen);
     double v[3] = { (h & 0xff) / 255.0, ((h >> 8) & 0xff) / 255.0, ((h >> 16) & 0xff) / 255.0 };
+    char ann = annotation(name, nlen);
 
+    if (nlen <= 2 && nlen > 0 && memcmp(name, "--", nlen) == 0) {
+        snprintf(out, len, nlen == 2 ? "rgb(160,160,160)" : "rgb(200,200,200)");
+        return;
+    }
     if (differential) {
         /* the root's change is not on the scale (it is the sum of the
          * others): beyond the largest, a change is full colour */
@@ -505,6 +596,10 @@ colour(const char *name, size_t nlen, const palette *pal, int differential, doub
             snprintf(out, len, "rgb(250,250,250)");
         return;
     }
+    if (pal->multi)
+        pal = find_palette(multi_palette(pal->multi, name, nlen, ann));
+    else if (ann)
+        pal = find_palette(ann == 'k' ? "orange" : ann == 'j' ? "green" : "aqua");
     snprintf(out, len, "rgb(%d,%d,%d)", pal->r0 + (int)(pal->rs * v[pal->rv]), pal->g0 + (int)(pal->gs * v[pal->gv]),
              pal->b0 + (int)(pal->bs * v[pal->bv]));
 }
@@ -536,6 +631,8 @@ draw(const draw_ctx *c, const kept *k)
     y = c->o->inverted ? TOP_PAD + (c->o->subtitle ? SUB_PAD : 0) + (double)k->depth * FRAME_H
                        : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
     colour(name, nlen, c->pal, c->differential, k->w - k->before, c->maxdelta, fill, sizeof fill);
+    if (annotation(name, nlen))
+        nlen -= 4; /* shown without its annotation, as flamegraph.pl does */
     fmt_count(cnt, sizeof cnt, k->w);
     fputs("<g><title>", out);
     xml_text(out, name, nlen);
@@ -722,12 +819,8 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     memcpy(stats->bad_line_numbers, fs->bad_line_numbers, sizeof stats->bad_line_numbers);
     differential = opts->differential < 0 ? fs->differential : opts->differential > 0;
     stats->differential = differential;
-    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
-        if (strcmp(palettes[i].name, opts->palette ? opts->palette : "hot") == 0)
-            pal = &palettes[i];
-    if (pal == NULL)
-        return ph_bad_input(err, "flamegraph: unknown palette `%s` (hot, mem, io, red, green, blue, yellow, purple, aqua, orange)",
-                            opts->palette);
+    if ((pal = find_palette(opts->palette ? opts->palette : "hot")) == NULL)
+        return ph_bad_input(err, "flamegraph: unknown palette `%s` (" PALETTE_NAMES ")", opts->palette);
     if (!(opts->width >= 2 * XPAD + 10) || !isfinite(opts->width) || !(opts->minwidth >= 0))
         return ph_bad_input(err, "flamegraph: width %g or minwidth %g out of range", opts->width, opts->minwidth);
     /* one view of every stack, so sorting and sweeping read plain memory

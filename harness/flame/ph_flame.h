@@ -21,7 +21,11 @@
  * graphs every frame is coloured by the change of its whole subtree
  * (flamegraph.pl colours leaf deltas only, so parents stay white).
  * Pruning is flamegraph.pl's: a frame narrower than minwidth px (or % of
- * the total) is not drawn, nor anything above it.
+ * the total) is not drawn, nor anything above it.  Annotations perf's
+ * collapsers append (`_[k]` kernel, `_[j]` JIT, `_[i]` inlined, `_[w]`
+ * waker) are left out of labels and colour the frame, as flamegraph.pl's
+ * java palette does, in every palette (flamegraph.pl: only in its multi
+ * palettes java, js, perl, chain).
  *
  * Parsing and merging live in ph_folded.c; this module turns merged stacks
  * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o
@@ -43,7 +47,7 @@ typedef struct ph_flame_opts {
     const char *title;      /* default "Flame Graph" ("Icicle Graph" inverted, "Flame Chart") */
     const char *subtitle;   /* NULL: none */
     const char *countname;  /* default "samples" */
-    const char *palette;    /* hot (default), mem, io, ... (ph_flame_palette_valid); differential graphs are red/blue */
+    const char *palette;    /* hot (default), mem, io, ..., java, js (ph_flame_palette_valid); differential graphs are red/blue */
     double width;           /* image width in px, default 1200 */
     double minwidth;        /* omit frames narrower than this many px, default 0.1 (flamegraph.pl's) */
     int minwidth_percent;   /* minwidth is a percentage of the total instead */
@@ -63,7 +67,8 @@ typedef struct ph_flame_stats {
 void ph_flame_opts_init(ph_flame_opts *o);
 
 /* 1 if NAME is a palette: hot, mem, io, red, green, blue, yellow, purple,
- * aqua, orange. */
+ * aqua, orange, or a multi palette (each frame coloured by what its name
+ * looks like, as flamegraph.pl does): java, js, perl, wakeup, chain. */
 int ph_flame_palette_valid(const char *name);
 
 /* Render FOLDED (LEN bytes) to OUT.  Returns 0 and fills STATS (may be

@@ -801,6 +801,98 @@ test_random_names_valid_xml(void **state)
     free(in);
 }
 
+/* rgb(R,G,B) of a frame's fill, in *R, *G, *B. */
+static void
+rgb_of(const char *svg, const char *name, int *r, int *g, int *b)
+{
+    assert_int_equal(sscanf(fill_of(svg, name), "rgb(%d,%d,%d)", r, g, b), 3);
+}
+
+/* Annotations (_[k] kernel, _[j] JIT, _[i] inlined, _[w] waker) are left
+ * out of labels and tooltips, as flamegraph.pl does, and colour the frame
+ * in any palette; only a trailing one counts. */
+static void
+test_annotations(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg;
+    int r, g, b;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.minwidth = 0;
+    svg = render("a;sys_read_[k] 1\na;jitted_[j] 1\na;inl_[i] 1\na;wk_[w] 1\na;mid_[k]x 1\n", &o, &st);
+    assert_null(strstr(svg, "_[k] ("));
+    assert_null(strstr(svg, ">sys_read_[k]<"));
+    assert_non_null(strstr(svg, "<title>sys_read (1 samples"));
+    assert_non_null(strstr(svg, "<title>mid_[k]x (1 samples"));
+    rgb_of(svg, "sys_read", &r, &g, &b); /* orange */
+    assert_true(r >= 190 && g >= 90 && g <= 155 && b == 0);
+    rgb_of(svg, "jitted", &r, &g, &b); /* green */
+    assert_true(g >= 200 && r == b && r >= 50 && r <= 110);
+    rgb_of(svg, "inl", &r, &g, &b); /* aqua */
+    assert_true(r >= 50 && r <= 110 && g >= 165 && g == b);
+    rgb_of(svg, "wk", &r, &g, &b);
+    assert_true(r >= 50 && r <= 110 && g >= 165 && g == b);
+    rgb_of(svg, "mid_[k]x", &r, &g, &b); /* hot */
+    assert_true(r >= 205 && b <= 55);
+    /* the label is fitted without the annotation */
+    assert_non_null(strstr(svg, ">sys_read</text>"));
+    free(svg);
+}
+
+/* flamegraph.pl's multi palettes pick a colour by what a name looks like;
+ * `--` and `-` (separators of combined stacks) are grey. */
+static void
+test_multi_palettes(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg;
+    int r, g, b;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.minwidth = 0;
+    o.palette = "java";
+    svg = render("m;java/lang/Thread.run 1\nm;Ljdk/x 1\nm;Foo::bar 1\nm;vm_[k] 1\nm;plain 1\nm;--;x 1\nm;- 1\n", &o, &st);
+    rgb_of(svg, "java/lang/Thread.run", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Ljdk/x", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Foo::bar", &r, &g, &b); /* yellow */
+    assert_true(r == g && r >= 175 && b >= 50 && b <= 70);
+    rgb_of(svg, "vm", &r, &g, &b);
+    assert_true(r >= 190 && b == 0);
+    rgb_of(svg, "plain", &r, &g, &b); /* red */
+    assert_true(r >= 200 && g == b && g <= 130);
+    assert_string_equal(fill_of(svg, "--"), "rgb(160,160,160)");
+    assert_string_equal(fill_of(svg, "-"), "rgb(200,200,200)");
+    free(svg);
+    o.palette = "js";
+    svg = render("m;/app/main.js:run 1\nm;Builtin:Apply 1\nm;node::Start 1\nm;lazy_[j] 1\nm;/a/b_[j] 1\n", &o, &st);
+    rgb_of(svg, "/app/main.js:run", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Builtin:Apply", &r, &g, &b);
+    assert_true(g >= 165 && g == b && r <= 110);
+    rgb_of(svg, "node::Start", &r, &g, &b);
+    assert_true(r == g && b <= 70);
+    rgb_of(svg, "lazy", &r, &g, &b);
+    assert_true(g >= 165 && g == b && r <= 110);
+    rgb_of(svg, "/a/b", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    free(svg);
+    o.palette = "chain";
+    svg = render("m;off;--;waker_[w] 1\n", &o, &st);
+    rgb_of(svg, "waker", &r, &g, &b);
+    assert_true(g >= 165 && g == b && r <= 110);
+    rgb_of(svg, "off", &r, &g, &b); /* blue */
+    assert_true(b >= 205 && r == g);
+    free(svg);
+    assert_true(ph_flame_palette_valid("perl") && ph_flame_palette_valid("wakeup") && !ph_flame_palette_valid("plaid"));
+}
+
 static void
 test_nothing_to_draw(void **state)
 {
@@ -949,6 +1041,8 @@ main(void)
         cmocka_unit_test(test_differential_parents),
         cmocka_unit_test(test_escaping_and_labels),
         cmocka_unit_test(test_random_names_valid_xml),
+        cmocka_unit_test(test_annotations),
+        cmocka_unit_test(test_multi_palettes),
         cmocka_unit_test(test_nothing_to_draw),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_golden_files),
