@@ -264,8 +264,10 @@ add_stack(ph_folded *f, uint32_t depth, double before, double count)
 /* ---- lines -------------------------------------------------------------- */
 
 /* A count ending at *END (exclusive, trailing blanks already gone), as
- * flamegraph.pl reads it: digits with an optional fraction, preceded by
- * a blank.  Moves *END to the start of the blanks before it.  1 if found. */
+ * flamegraph.pl reads it (/^(.*)\s+?(\d+(?:\.\d*)?)$/): digits with an
+ * optional fraction, preceded by a blank.  Moves *END to that one blank:
+ * more blanks belong to the stack, so a frame of only spaces is a frame.
+ * 1 if found. */
 static int
 trailing_count(const char *s, const char **end, double *out)
 {
@@ -297,9 +299,7 @@ trailing_count(const char *s, const char **end, double *out)
         if (!isfinite(*out))
             return 0;
     }
-    while (p > s && (p[-1] == ' ' || p[-1] == '\t'))
-        p--;
-    *end = p;
+    *end = p - 1;
     return 1;
 }
 

@@ -2,7 +2,10 @@
  *
  * The folded format (flamegraph.pl, inferno): one line per stack,
  * `root;child;leaf COUNT`, the count possibly decimal (`12.5`); a second
- * count makes a differential line `stack BEFORE AFTER`.  Blank lines and
+ * count makes a differential line `stack BEFORE AFTER`.  One blank (space
+ * or tab) separates a count, as flamegraph.pl reads it: `a;  3` is the
+ * stack `a` then ` `.  Trailing blanks and a CR are ignored (flamegraph.pl
+ * refuses such lines; CRLF files are common).  Blank lines and
  * lines starting with '#' are skipped; any other line that does not parse
  * is counted as bad (the first few line numbers kept), never fatal.
  *

@@ -239,6 +239,34 @@ test_parse_blank_stack_names(void **state)
     assert_true(ph_folded_get_stack(f, 0).count == 7);
     assert_true(ph_folded_get_stack(f, 0).before == 7);
     ph_folded_free(f);
+
+    /* One blank separates the count, as flamegraph.pl's /^(.*)\s+?(\d+)$/
+     * reads it: more blanks belong to the last frame, so a frame of only
+     * spaces (FlameGraph's own perf test data has "write0;  3") is kept. */
+    in = "a;  3\nb;c\t\t4\nd;e 1  2\n";
+    f = ph_folded_parse(in, strlen(in), 0, &err);
+    assert_int_equal(ph_folded_get_stats(f)->bad_lines, 0);
+    assert_int_equal(ph_folded_n_stacks(f), 3);
+    assert_int_equal(ph_folded_get_stack(f, 0).depth, 2);
+    assert_string_equal(stack_str(f, 0, buf, sizeof buf), "a; ");
+    assert_string_equal(stack_str(f, 1, buf, sizeof buf), "b;c\t");
+    /* "1 " is not a count: one stack "d;e 1 " of 2, as flamegraph.pl reads it */
+    assert_string_equal(stack_str(f, 2, buf, sizeof buf), "d;e 1 ");
+    assert_true(ph_folded_get_stack(f, 2).before == 2 && ph_folded_get_stack(f, 2).count == 2);
+    assert_false(ph_folded_get_stats(f)->differential);
+    ph_folded_free(f);
+    /* reversed, the blank frame is a root of its own */
+    {
+        ph_flame_opts o;
+        ph_flame_stats st;
+        char *svg;
+        ph_flame_opts_init(&o);
+        o.reverse = 1;
+        svg = render("a;  3\na 1\n", &o, &st);
+        assert_int_equal(st.frames_drawn, 4); /* all, " ", a above it, a */
+        assert_non_null(strstr(svg, "<title>  (3 samples"));
+        free(svg);
+    }
 }
 
 /* More bad lines than are remembered: all counted, the first
