@@ -3,16 +3,25 @@
  * Design.  ph_folded gives unique stacks as arrays of name ids.  Frames
  * are the nodes of the prefix tree of those stacks; we never build that
  * tree in memory (millions of nodes, almost all too narrow to draw).
- * Instead the stacks are ordered so every subtree is a contiguous run -
- * by the names' byte order, frame by frame, which is flamegraph.pl's
- * left-to-right order - and one sweep keeps a stack of open frames: a
- * frame opens where a stack leaves the previous stack's path and closes
- * where a later stack leaves it; on closing it is kept if wide enough.
- * Memory is one index per stack plus the frames actually drawn.
+ * Instead the stacks are ordered so every subtree is a contiguous run,
+ * frame by frame in flamegraph.pl's left-to-right order, and one sweep
+ * keeps a stack of open frames: a frame opens where a stack leaves the
+ * previous stack's path and closes where a later stack leaves it; on
+ * closing it is kept if wide enough.  Memory is one index per stack plus
+ * the frames actually drawn.
  *
- * flamegraph.pl sorts whole lines as strings, so `f;g 1`, `f1;x 1`,
- * `f;h 1` sort in that order (' ' < '1' < ';') and f is drawn twice; we
- * compare frame by frame, so a name is one frame per parent.
+ * The order.  flamegraph.pl sorts whole lines as strings, so a frame with
+ * children sorts as `name;` and a leaf as `name ` (then the count):
+ * siblings `f10`, `f1;x` come in that order (';' > '0') but `f1 `, `f10`
+ * the other way.  We rank each name twice, followed by ';' and by ' ', and
+ * a frame takes the first rank when it has children, the second when it
+ * has none - so siblings are in flamegraph.pl's order.  Where flamegraph.pl
+ * draws one name twice under a parent (`f 1`, `f1 1`, `f;g 1`: its leaf
+ * line and its child's line are apart), we draw one frame, where its
+ * children put it: a name is one frame per parent.  Whether a frame that
+ * ends a stack has children matters only when some other name ranks
+ * between its two ranks (`f1` and `f10`); only then is it looked up
+ * (fix_leaves).
  *
  * A flame chart keeps input order (time) and merges only consecutive
  * stacks: the same sweep without the sort.
@@ -67,20 +76,34 @@ ph_flame_opts_init(ph_flame_opts *o)
 
 typedef struct order_ctx {
     const ph_folded_stack *stacks; /* all of F's stacks, fetched once */
-    const uint32_t *rank;          /* name id -> position of the name in byte order */
+    const uint32_t *rank;          /* name id -> its rank followed by ';' (a frame with children) */
+    const uint32_t *last;          /* stack -> the rank of its last frame */
     int reverse;
     uint32_t bits, per_key;        /* bits of a rank + 1; ranks packed in a 64-bit key */
 } order_ctx;
 
+/* Names followed by a terminator: entry E is name E/2 followed by ' '
+ * (E even) or ';' (odd), compared as flamegraph.pl compares lines. */
 static int
-cmp_names(const void *x, const void *y, void *arg)
+cmp_terminated(const void *x, const void *y, void *arg)
 {
     const ph_folded *f = arg;
-    size_t la, lb;
-    const char *a = ph_folded_name(f, *(const uint32_t *)x, &la), *b = ph_folded_name(f, *(const uint32_t *)y, &lb);
-    int c = memcmp(a, b, la < lb ? la : lb);
+    uint32_t ex = *(const uint32_t *)x, ey = *(const uint32_t *)y;
+    size_t la, lb, n;
+    const unsigned char *a = (const unsigned char *)ph_folded_name(f, ex / 2, &la);
+    const unsigned char *b = (const unsigned char *)ph_folded_name(f, ey / 2, &lb);
+    int c;
+    unsigned ca, cb;
 
-    return c ? c : (la > lb) - (la < lb);
+    n = la < lb ? la : lb;
+    if ((c = memcmp(a, b, n)) != 0)
+        return c;
+    ca = la > n ? a[n] : (ex & 1 ? ';' : ' ');
+    cb = lb > n ? b[n] : (ey & 1 ? ';' : ' ');
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    /* equal so far: the one that ends first is a prefix of the other */
+    return la == lb ? 0 : la < lb ? -1 : 1;
 }
 
 /* Frame I of stack S, root first, honouring --reverse. */
@@ -90,7 +113,7 @@ frame_at(const ph_folded_stack *s, uint32_t i, int reverse)
     return s->frames[reverse ? s->depth - 1 - i : i];
 }
 
-/* The sort key of stack S for block D: the name ranks (+1) of its frames
+/* The sort key of stack S for block D: the ranks (+1) of its frames
  * D*K .. D*K+K-1 packed into 64 bits, most significant first, 0 past the
  * stack's end - so keys order like the frames, a stack before its own
  * extensions.  K frames of a stack are adjacent in memory: one cache miss
@@ -101,8 +124,12 @@ key_at(const order_ctx *c, const ph_folded_stack *s, uint32_t d)
     uint64_t key = 0;
     uint32_t pos = d * c->per_key;
 
-    for (uint32_t j = 0; j < c->per_key; j++, pos++)
-        key = (key << c->bits) | (pos < s->depth ? (uint64_t)c->rank[frame_at(s, pos, c->reverse)] + 1 : 0);
+    for (uint32_t j = 0; j < c->per_key; j++, pos++) {
+        uint64_t r = pos + 1 < s->depth ? (uint64_t)c->rank[frame_at(s, pos, c->reverse)] + 1
+                     : pos < s->depth   ? (uint64_t)c->last[s - c->stacks] + 1
+                                        : 0;
+        key = (key << c->bits) | r;
+    }
     return key;
 }
 
@@ -225,6 +252,107 @@ sort_stacks(const order_ctx *c, uint32_t *idx, size_t n)
     free(tasks);
     free(keys);
     return 0;
+}
+
+/* 1 if stacks A and B have the same first D frames. */
+static int
+same_prefix(const ph_folded_stack *a, const ph_folded_stack *b, uint32_t d, int reverse)
+{
+    if (a->depth < d || b->depth < d)
+        return 0;
+    if (!reverse)
+        return memcmp(a->frames, b->frames, d * sizeof *a->frames) == 0;
+    for (uint32_t k = 0; k < d; k++)
+        if (frame_at(a, k, reverse) != frame_at(b, k, reverse))
+            return 0;
+    return 1;
+}
+
+/* ORDER was sorted taking every stack's last frame to have children.  For
+ * a last frame whose name has others ranking between its two ranks
+ * (CLOSE[name] == 0, such as `f1` and `f10`) that matters: if no stack
+ * extends it (the next one in ORDER does not), its rank is the lower one,
+ * and it moves left past its siblings ranking between.  Those are right
+ * before it, since its siblings are in key order and stacks moved earlier
+ * already carry their right key (LAST is updated as they move), so the
+ * result is ORDER sorted by the right keys.  The work is the siblings
+ * passed, each checked for the shared parent path. */
+static void
+fix_leaves(const order_ctx *c, uint32_t *order, size_t n, const uint32_t *rank2, const unsigned char *close,
+           uint32_t *last)
+{
+    for (size_t p = 0; p < n; p++) {
+        const ph_folded_stack *s = &c->stacks[order[p]];
+        uint32_t d = s->depth - 1, id = frame_at(s, d, c->reverse), lo = rank2[2 * id], hi = rank2[2 * id + 1];
+        size_t q = p;
+
+        if (close[id] || (p + 1 < n && same_prefix(s, &c->stacks[order[p + 1]], s->depth, c->reverse)))
+            continue;
+        while (q > 0) {
+            const ph_folded_stack *t = &c->stacks[order[q - 1]];
+            uint32_t k;
+            if (t->depth <= d || !same_prefix(s, t, d, c->reverse))
+                break;
+            k = t->depth == d + 1 ? c->last[t - c->stacks] : c->rank[frame_at(t, d, c->reverse)];
+            if (!(k > lo && k < hi))
+                break;
+            q--;
+        }
+        last[order[p]] = lo;
+        if (q < p) {
+            uint32_t moved = order[p];
+            memmove(order + q + 1, order + q, (p - q) * sizeof *order);
+            order[q] = moved;
+        }
+    }
+}
+
+/* ORDER (n entries): the stacks of F in flamegraph.pl's left-to-right
+ * order, each subtree contiguous (see the top of this file).  -1 on
+ * ENOMEM. */
+static int
+order_stacks(const ph_folded *f, const ph_folded_stack *stacks, size_t n, int reverse, uint32_t *order)
+{
+    size_t nn = ph_folded_n_names(f);
+    uint32_t *sorted = NULL, *rank = NULL, *last = NULL;
+    unsigned char *close = NULL;
+    order_ctx oc = { stacks, NULL, NULL, reverse, 1, 0 };
+    int rc = -1;
+
+    if (nn >= UINT32_MAX / 2 || (sorted = malloc(2 * nn * sizeof *sorted)) == NULL ||
+        (rank = malloc(2 * nn * sizeof *rank)) == NULL || (last = malloc(n * sizeof *last)) == NULL ||
+        (close = malloc(nn)) == NULL)
+        goto out;
+    for (uint32_t e = 0; e < 2 * nn; e++)
+        sorted[e] = e;
+    qsort_r(sorted, 2 * nn, sizeof *sorted, cmp_terminated, (void *)f);
+    /* rank[2 * id] leaf (' '), rank[2 * id + 1] with children (';') */
+    for (uint32_t r = 0; r < 2 * nn; r++)
+        rank[sorted[r]] = r;
+    for (size_t id = 0; id < nn; id++) {
+        close[id] = rank[2 * id + 1] == rank[2 * id] + 1;
+        sorted[id] = rank[2 * id + 1]; /* reused: name id -> rank with ';' */
+    }
+    /* every last frame ranked as if it had children; fix_leaves corrects
+     * the few where that is wrong and matters */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = frame_at(&stacks[i], stacks[i].depth - 1, reverse);
+        last[i] = rank[2 * id + !close[id]];
+        order[i] = (uint32_t)i;
+    }
+    oc.rank = sorted;
+    oc.last = last;
+    while (oc.bits < 32 && (1ull << oc.bits) <= 2 * nn) /* ranks 1..2nn, 0 = past the end */
+        oc.bits++;
+    oc.per_key = 64 / oc.bits;
+    if ((rc = sort_stacks(&oc, order, n)) == 0)
+        fix_leaves(&oc, order, n, rank, close, last);
+out:
+    free(sorted);
+    free(rank);
+    free(last);
+    free(close);
+    return rc;
 }
 
 /* ---- the sweep ------------------------------------------------------------ */
@@ -801,8 +929,8 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     const palette *pal = NULL;
     frames fr = { 0 };
     ph_folded_stack *stacks = NULL;
-    uint32_t *order = NULL, *sorted_names = NULL, *rank = NULL;
-    size_t n = ph_folded_n_stacks(f), nn = ph_folded_n_names(f);
+    uint32_t *order = NULL;
+    size_t n = ph_folded_n_stacks(f);
     double total = 0, min_w;
     int differential, rc = -1;
 
@@ -837,37 +965,17 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
                      fs->lines, fs->bad_lines);
         goto out;
     }
-    if (!opts->flamechart) {
-        /* rank names by their bytes once, then sort stacks by ranks */
-        order_ctx oc = { stacks, NULL, opts->reverse, 1, 0 };
-        if ((order = malloc(n * sizeof *order)) == NULL || (sorted_names = malloc((nn ? nn : 1) * sizeof *sorted_names)) == NULL ||
-            (rank = malloc((nn ? nn : 1) * sizeof *rank)) == NULL)
-            goto oom;
-        for (size_t i = 0; i < nn; i++)
-            sorted_names[i] = (uint32_t)i;
-        qsort_r(sorted_names, nn, sizeof *sorted_names, cmp_names, (void *)f);
-        for (size_t i = 0; i < nn; i++)
-            rank[sorted_names[i]] = (uint32_t)i;
-        free(sorted_names);
-        sorted_names = NULL;
-        for (size_t i = 0; i < n; i++)
-            order[i] = (uint32_t)i;
-        oc.rank = rank;
-        while (oc.bits < 32 && (1ull << oc.bits) <= nn) /* ranks 1..nn, 0 = past the end */
-            oc.bits++;
-        oc.per_key = 64 / oc.bits;
-        if (sort_stacks(&oc, order, n) < 0)
-            goto oom;
-    }
+    if (!opts->flamechart &&
+        ((order = malloc(n * sizeof *order)) == NULL || order_stacks(f, stacks, n, opts->reverse, order) < 0))
+        goto oom;
     /* flamegraph.pl: minwidth_time = minwidth / widthpertime, or a share
      * of the total with "%" */
     min_w = opts->minwidth_percent ? total * opts->minwidth / 100 : opts->minwidth / ((opts->width - 2 * XPAD) / total);
     if (sweep(stacks, order, n, opts->reverse, differential, min_w, &fr) < 0)
         goto oom;
     free(order);
-    free(rank);
     free(stacks);
-    order = rank = NULL;
+    order = NULL;
     stacks = NULL;
     if (write_svg(f, opts, pal, differential, &fr, total, out) < 0) {
         ph_fail(err, errno, "flamegraph: write the SVG");
@@ -881,8 +989,6 @@ oom:
 out:
     free(stacks);
     free(order);
-    free(sorted_names);
-    free(rank);
     free(fr.v);
     return rc;
 }

@@ -52,6 +52,12 @@ stack_str(const ph_folded *f, size_t i, char *buf, size_t len)
     return buf;
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* ---- parsing ----------------------------------------------------------- */
 
 static void
@@ -506,6 +512,175 @@ test_order_modes(void **state)
     free(svg);
 }
 
+/* Frames of SVG as "depth x w name" lines (x, w in samples from fg:x,
+ * fg:w; depth from y), sorted, in one malloc'd string. */
+static char *
+frame_list(const char *svg, int inverted)
+{
+    char **rows = NULL, *out, *o;
+    size_t n = 0, len = 1;
+    double ymax = -1, ymin = 1e9;
+
+    for (int pass = 0; pass < 2; pass++) {
+        for (const char *p = svg; (p = strstr(p, "<g><title>")) != NULL; p++) {
+            char name[256];
+            double y, x, w;
+            const char *t = p + 10, *e = strstr(t, "</title>"), *paren = e;
+            while (paren > t && !(paren[0] == ' ' && paren[1] == '('))
+                paren--;
+            snprintf(name, sizeof name, "%.*s", (int)(paren - t), t);
+            assert_int_equal(sscanf(strstr(e, " y=\"") + 4, "%lf", &y), 1);
+            assert_int_equal(sscanf(strstr(e, "fg:x=\"") + 6, "%lf", &x), 1);
+            assert_int_equal(sscanf(strstr(e, "fg:w=\"") + 6, "%lf", &w), 1);
+            if (pass == 0) {
+                ymax = y > ymax ? y : ymax;
+                ymin = y < ymin ? y : ymin;
+                n++;
+                continue;
+            }
+            if (rows == NULL)
+                rows = calloc(n, sizeof *rows);
+            assert_true(asprintf(&rows[len - 1], "%d %g %g %s", (int)((inverted ? y - ymin : ymax - y) / 16), x, w,
+                                 name) > 0);
+            len++;
+        }
+    }
+    qsort(rows, n, sizeof *rows, cmp_str);
+    len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(rows[i]) + 1;
+    out = o = malloc(len);
+    for (size_t i = 0; i < n; i++) {
+        o += sprintf(o, "%s\n", rows[i]);
+        free(rows[i]);
+    }
+    *o = '\0';
+    free(rows);
+    return out;
+}
+
+/* The reference: a tree of the stacks, each node's children ordered as
+ * flamegraph.pl's line sort orders them (name then ';' when the child has
+ * children of its own, name then ' ' when it has none), one node per name
+ * and parent; frames listed like frame_list. */
+typedef struct ref_node {
+    const char *name;
+    double count, total;
+    struct ref_node *kids[16];
+    int nkids;
+} ref_node;
+
+static ref_node *
+ref_child(ref_node *n, const char *name)
+{
+    for (int i = 0; i < n->nkids; i++)
+        if (strcmp(n->kids[i]->name, name) == 0)
+            return n->kids[i];
+    assert_true(n->nkids < 16);
+    n->kids[n->nkids] = calloc(1, sizeof(ref_node));
+    n->kids[n->nkids]->name = name;
+    return n->kids[n->nkids++];
+}
+
+static int
+ref_cmp(const void *a, const void *b)
+{
+    const ref_node *x = *(ref_node *const *)a, *y = *(ref_node *const *)b;
+    char kx[64], ky[64];
+
+    snprintf(kx, sizeof kx, "%s%c", x->name, x->nkids ? ';' : ' ');
+    snprintf(ky, sizeof ky, "%s%c", y->name, y->nkids ? ';' : ' ');
+    return strcmp(kx, ky);
+}
+
+static double
+ref_walk(ref_node *n, int depth, double x, char **rows, size_t *nrows)
+{
+    double end = x + n->count;
+
+    qsort(n->kids, (size_t)n->nkids, sizeof n->kids[0], ref_cmp);
+    for (int i = 0; i < n->nkids; i++)
+        end = ref_walk(n->kids[i], depth + 1, end, rows, nrows);
+    assert_true(asprintf(&rows[(*nrows)++], "%d %g %g %s", depth, x, end - x, depth ? n->name : "all") > 0);
+    for (int i = 0; i < n->nkids; i++)
+        free(n->kids[i]);
+    return end;
+}
+
+/* Siblings in flamegraph.pl's order: `a` before `a-b` as a leaf, after it
+ * with children of its own; `f10` before `f1;x` but after a leaf `f1`.
+ * Random stacks over names that are prefixes of each other, checked
+ * against the reference, plain and reversed. */
+static void
+test_sibling_order(void **state)
+{
+    static const char *const names[] = { "a", "a-b", "a1", "a10", "a b", "b", "f1", "f10", "f1.cold", "f" };
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg, *got;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    svg = render("x;a 1\nx;a-b 2\ny;a;c 3\ny;a-b 4\nz;f1;x 5\nz;f10 6\nw;f1 7\nw;f10 8\n", &o, &st);
+    got = frame_list(svg, 0);
+    /* depth 1 is w, x, y, z */
+    assert_non_null(strstr(got, "2 0 7 f1\n"));    /* w: f1 (leaf), then f10 */
+    assert_non_null(strstr(got, "2 7 8 f10\n"));
+    assert_non_null(strstr(got, "2 15 1 a\n"));    /* x: a (leaf), then a-b */
+    assert_non_null(strstr(got, "2 16 2 a-b\n"));
+    assert_non_null(strstr(got, "2 18 4 a-b\n"));  /* y: a-b, then a (with c) */
+    assert_non_null(strstr(got, "2 22 3 a\n"));
+    assert_non_null(strstr(got, "2 25 6 f10\n"));  /* z: f10, then f1 (with x) */
+    assert_non_null(strstr(got, "2 31 5 f1\n"));
+    free(got);
+    free(svg);
+
+    for (int round = 0; round < 40; round++) {
+        uint32_t seed = 99u + (uint32_t)round;
+        char in[8192], *p = in, *want, *wp;
+        char *rows[4096];
+        size_t nrows = 0, len = 1;
+        ref_node root = { 0 };
+        int rev = round % 2;
+
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 8) & 0xffffff)
+        for (int i = 0; i < 60; i++) {
+            const char *fr[4];
+            int depth = 1 + (int)(RND() % 4), c = 1 + (int)(RND() % 9);
+            ref_node *n = &root;
+            for (int d = 0; d < depth; d++) {
+                fr[d] = names[RND() % (sizeof names / sizeof names[0])];
+                p += sprintf(p, "%s%s", d ? ";" : "", fr[d]);
+            }
+            p += sprintf(p, " %d\n", c);
+            for (int d = 0; d < depth; d++)
+                n = ref_child(n, fr[rev ? depth - 1 - d : d]);
+            n->count += c;
+        }
+#undef RND
+        ref_walk(&root, 0, 0, rows, &nrows);
+        qsort(rows, nrows, sizeof *rows, cmp_str);
+        for (size_t i = 0; i < nrows; i++)
+            len += strlen(rows[i]) + 1;
+        want = wp = malloc(len);
+        for (size_t i = 0; i < nrows; i++) {
+            wp += sprintf(wp, "%s\n", rows[i]);
+            free(rows[i]);
+        }
+        ph_flame_opts_init(&o);
+        o.minwidth = 0;
+        o.reverse = rev;
+        svg = render(in, &o, &st);
+        got = frame_list(svg, 0);
+        if (strcmp(got, want) != 0)
+            fail_msg("round %d (reverse %d): frames differ from the reference\n%s---\nwant:\n%s---\ngot:\n%s", round, rev,
+                     in, want, got);
+        free(got);
+        free(want);
+        free(svg);
+    }
+}
+
 static double
 rect_attr(const char *svg, const char *name, const char *attr)
 {
@@ -549,12 +724,6 @@ test_inverted_and_geometry(void **state)
     assert_non_null(strstr(svg, ">Icicle Graph<"));
     assert_non_null(strstr(svg, "data-inverted=\"1\""));
     free(svg);
-}
-
-static int
-cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Many names (so several ranks pack into one sort key and stacks cross
@@ -1064,6 +1233,7 @@ main(void)
         cmocka_unit_test(test_width_range),
         cmocka_unit_test(test_one_frame_per_name_and_parent),
         cmocka_unit_test(test_order_modes),
+        cmocka_unit_test(test_sibling_order),
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_inverted_and_geometry),
         cmocka_unit_test(test_differential_parents),
