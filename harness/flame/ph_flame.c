@@ -54,11 +54,20 @@
 
 #define FRAME_H 16
 #define FONT_SIZE 12
-#define CHAR_W 7.08 /* 0.59 em of a 12 px monospace font; the script reads it back from data-charw */
+/* The advance of a 12 px monospace character: 0.6025 em, the widest of
+ * the common ones (DejaVu Sans Mono and Menlo 0.602, Liberation Mono and
+ * Courier New 0.600, Consolas 0.550), so a fitted label never runs past
+ * its frame (at 0.59 em, Chromium's DejaVu Sans Mono did, by 15 px on a
+ * full-width frame).  The script reads it back from data-charw. */
+#define CHAR_W 7.23
 #define XPAD 10
 #define TOP_PAD (FONT_SIZE * 3)
 #define BOTTOM_PAD (FONT_SIZE * 2 + 10)
-#define SUB_PAD (FONT_SIZE * 2)
+#define SUB_PAD (FONT_SIZE * 2)     /* the first subtitle line */
+#define SUB_LINE_H (FONT_SIZE + 4)  /* each line after it */
+#define SUB_MAX_LINES 5             /* 3 of the caller's subtitle, 2 of the differential note */
+#define TITLE_CHAR_W (17 * 0.6025)  /* the title's 17 px monospace */
+#define TITLE_MARGIN 120            /* each side: "Reset Zoom", "Search ic" */
 #define ROOT_ID UINT32_MAX
 
 void
@@ -549,6 +558,57 @@ xml_text(FILE *out, const char *s, size_t n)
     xml_show(out, s, n, SIZE_MAX);
 }
 
+/* A line of wrapped text: S[off, off + len), then ".." when cut short. */
+typedef struct text_line {
+    size_t off, len;
+    int cut;
+} text_line;
+
+/* Break S[0..n) into at most MAX lines of at most WIDTH characters (as
+ * shown), at blanks where there are any, inside a word too long for a
+ * line otherwise; the last line ends with ".." if text is left over.
+ * Returns the number of lines. */
+static size_t
+wrap_text(const char *s, size_t n, size_t width, text_line *lines, size_t max)
+{
+    size_t count = 0, i = 0;
+    char u[8];
+
+    if (width < 3)
+        width = 3;
+    while (i < n && count < max) {
+        size_t start = i, chars = 0, brk = 0, ulen, uc;
+        while (i < n) {
+            size_t step = show_unit((const unsigned char *)s + i, n - i, u, &ulen, &uc);
+            if (chars + uc > width)
+                break;
+            if (s[i] == ' ')
+                brk = i; /* the line may end before this blank */
+            chars += uc;
+            i += step;
+        }
+        if (i < n && brk > start && s[i] != ' ')
+            i = brk; /* back to the last blank, not inside the word */
+        lines[count++] = (text_line){ start, i - start, 0 };
+        while (i < n && s[i] == ' ')
+            i++;
+    }
+    if (i < n && count > 0) { /* left over: the last line ends with ".." */
+        text_line *l = &lines[count - 1];
+        size_t keep = width - 2, chars = 0, j = l->off, ulen, uc;
+        while (j < l->off + l->len) {
+            size_t step = show_unit((const unsigned char *)s + j, l->off + l->len - j, u, &ulen, &uc);
+            if (chars + uc > keep)
+                break;
+            chars += uc;
+            j += step;
+        }
+        l->len = j - l->off;
+        l->cut = 1;
+    }
+    return count;
+}
+
 /* 1234567 -> "1,234,567"; fractions keep three decimals. */
 static void
 fmt_count(char *buf, size_t len, double v)
@@ -738,7 +798,7 @@ typedef struct draw_ctx {
     const ph_flame_opts *o;
     const palette *pal;
     const char *countname;
-    int differential, height;
+    int differential, height, top; /* top: where an icicle's root goes */
     double total, scale, maxdelta;
 } draw_ctx;
 
@@ -756,8 +816,7 @@ draw(const draw_ctx *c, const kept *k)
 
     if (k->name == ROOT_ID)
         nlen = sizeof all - 1;
-    y = c->o->inverted ? TOP_PAD + (c->o->subtitle ? SUB_PAD : 0) + (double)k->depth * FRAME_H
-                       : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
+    y = c->o->inverted ? c->top + (double)k->depth * FRAME_H : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
     colour(name, nlen, c->pal, c->differential, k->w - k->before, c->maxdelta, fill, sizeof fill);
     if (annotation(name, nlen))
         nlen -= 4; /* shown without its annotation, as flamegraph.pl does */
@@ -876,13 +935,20 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
                         : o->inverted ? "Icicle Graph"
                         : o->flamechart ? "Flame Chart"
                         : "Flame Graph";
-    int height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + (o->subtitle ? SUB_PAD : 0));
+    /* The subtitle is centred: wider than the image, both its ends would
+     * be clipped, so it is wrapped to the width (at CHAR_W a character,
+     * as labels are fitted); so is the title, cut between the buttons. */
+    text_line sub[SUB_MAX_LINES];
+    size_t nsub = o->subtitle ? wrap_text(o->subtitle, strlen(o->subtitle), (size_t)((o->width - 2 * XPAD) / CHAR_W), sub, 3) : 0;
+    size_t tmax = o->width > 2 * TITLE_MARGIN + 3 * TITLE_CHAR_W ? (size_t)((o->width - 2 * TITLE_MARGIN) / TITLE_CHAR_W) : 3;
+    int sub_pad = nsub ? SUB_PAD + (int)(nsub - 1) * SUB_LINE_H : 0;
+    int height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + sub_pad);
     double maxdelta = 0;
 
     for (size_t i = 0; i < fr->n; i++)
         if (fr->v[i].depth > 0 && fabs(fr->v[i].w - fr->v[i].before) > maxdelta)
             maxdelta = fabs(fr->v[i].w - fr->v[i].before);
-    c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height,
+    c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height, TOP_PAD + sub_pad,
                     total, (o->width - 2 * XPAD) / total, maxdelta };
     fprintf(out,
             "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
@@ -898,11 +964,20 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
     fputs(script, out);
     fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n", o->width, height);
     fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", o->width / 2);
-    xml_text(out, title, strlen(title));
+    if (show_chars(title, strlen(title)) <= tmax) {
+        xml_text(out, title, strlen(title));
+    } else {
+        xml_show(out, title, strlen(title), tmax - 2);
+        fputs("..", out);
+    }
     fputs("</text>\n", out);
-    if (o->subtitle) {
+    if (nsub > 0) {
         fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6);
-        xml_text(out, o->subtitle, strlen(o->subtitle));
+        for (size_t i = 0; i < nsub; i++) {
+            fprintf(out, "<tspan x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6 + (int)i * SUB_LINE_H);
+            xml_text(out, o->subtitle + sub[i].off, sub[i].len);
+            fputs(sub[i].cut ? "..</tspan>" : "</tspan>", out);
+        }
         fputs("</text>\n", out);
     }
     fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 17);

@@ -359,7 +359,7 @@ test_merge_and_titles(void **state)
     assert_non_null(strstr(svg, "history.replaceState"));
     assert_non_null(strstr(svg, "e.ctrlKey&&e.key==='f'"));
     assert_non_null(strstr(svg, "e.ctrlKey&&e.key==='i'"));
-    assert_non_null(strstr(svg, "data-charw=\"7.08\""));
+    assert_non_null(strstr(svg, "data-charw=\"7.23\""));
     assert_null(strstr(svg, "href")); /* self-contained */
     free(svg);
 }
@@ -873,12 +873,12 @@ test_escaping_and_labels(void **state)
     /* bytes that are not UTF-8 become U+FFFD; control characters are shown escaped */
     assert_non_null(strstr(svg, "<title>bad\xef\xbf\xbd\xef\xbf\xbd\\x01name ("));
     free(svg);
-    /* a full-width frame fits floor((1180 - 6) / 7.08) = 165 characters */
+    /* a full-width frame fits floor((1180 - 6) / 7.23) = 162 characters */
     memset(name, 'n', 300);
     name[300] = '\0';
     snprintf(want, sizeof want, "%s 1\n", name);
     svg = render(want, NULL, &st);
-    snprintf(want, sizeof want, ">%.163s..</text>", name);
+    snprintf(want, sizeof want, ">%.160s..</text>", name);
     assert_int_equal(count(svg, want), 1);
     free(svg);
     /* too narrow for 3 characters: no label */
@@ -1090,6 +1090,82 @@ test_multi_palettes(void **state)
     assert_true(ph_flame_palette_valid("perl") && ph_flame_palette_valid("wakeup") && !ph_flame_palette_valid("plaid"));
 }
 
+/* The lines of the subtitle (the tspans of #subtitle), each in LINES[i]
+ * (static); returns how many. */
+static int
+subtitle_lines(const char *svg, char lines[][512], int max)
+{
+    const char *p = strstr(svg, "<text id=\"subtitle\""), *end;
+    int n = 0;
+
+    if (p == NULL)
+        return 0;
+    end = strstr(p, "</text>");
+    while (n < max && (p = strstr(p, "<tspan")) != NULL && p < end) {
+        const char *t = strchr(p, '>') + 1, *e = strstr(t, "</tspan>");
+        snprintf(lines[n++], 512, "%.*s", (int)(e - t), t);
+        p = e;
+    }
+    return n;
+}
+
+/* A subtitle wider than the image is wrapped at blanks (or anywhere, in a
+ * word too long for a line), at most 3 lines, the last cut with "..";
+ * every line fits, at 7.23 px a character, and the image grows to hold
+ * them.  A title too long is cut with "..". */
+static void
+test_subtitle_fits(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg, sub[2048], lines[8][512], *p = sub;
+    int n, h1, h3;
+
+    (void)state;
+    for (int i = 0; i < 40; i++)
+        p += sprintf(p, "%sword%02d", i ? " " : "", i); /* 40 * 7 - 1 = 279 characters */
+    ph_flame_opts_init(&o);
+    o.subtitle = "short";
+    svg = render("a 1\n", &o, &st);
+    assert_int_equal(subtitle_lines(svg, lines, 8), 1);
+    assert_string_equal(lines[0], "short");
+    assert_int_equal(sscanf(strstr(svg, "height=\""), "height=\"%d\"", &h1), 1);
+    free(svg);
+    o.subtitle = sub;
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 2);
+    assert_int_equal(strlen(lines[0]), 160); /* 163 fit: the last blank before is after word22 */
+    assert_true(strncmp(lines[1], "word23 ", 7) == 0);
+    assert_true(strlen(lines[1]) <= 163);
+    free(svg);
+    o.width = 300; /* 280 px: 38 characters a line */
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++)
+        assert_true(strlen(lines[i]) <= 38);
+    assert_non_null(strstr(lines[2], ".."));
+    assert_int_equal(sscanf(strstr(svg, "height=\""), "height=\"%d\"", &h3), 1);
+    assert_int_equal(h3, h1 + 2 * 16);
+    free(svg);
+    memset(sub, 'x', 100); /* one word longer than a line */
+    sub[100] = '\0';
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 3);
+    assert_int_equal(strlen(lines[0]), 38);
+    assert_int_equal(strlen(lines[1]), 38);
+    assert_int_equal(strlen(lines[2]), 24);
+    free(svg);
+    o.subtitle = NULL;
+    o.title = sub; /* 100 characters in 300 px: cut */
+    svg = render("a 1\n", &o, &st);
+    assert_non_null(strstr(svg, "xx..</text>"));
+    assert_null(strstr(svg, sub));
+    free(svg);
+}
+
 static void
 test_nothing_to_draw(void **state)
 {
@@ -1241,6 +1317,7 @@ main(void)
         cmocka_unit_test(test_random_names_valid_xml),
         cmocka_unit_test(test_annotations),
         cmocka_unit_test(test_multi_palettes),
+        cmocka_unit_test(test_subtitle_fits),
         cmocka_unit_test(test_nothing_to_draw),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_golden_files),
