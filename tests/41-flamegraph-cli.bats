@@ -22,3 +22,17 @@ PH="$BATS_TEST_DIRNAME/../build/profharness"
     [ "$status" -eq 0 ]
     [[ "$output" == *"12 of 13 lines are not folded stacks and were skipped (lines 1, 2, 3, 4, 5, 6, 7, 8, ...)"* ]]
 }
+
+@test "flamegraph: --diff-colors self or subtree, said in the subtitle" {
+    printf 'main;read 20 10\nmain;read;wait 10 30\n' > "$BATS_TEST_TMPDIR/in.folded"
+    run "$PH" flamegraph --diff-colors self "$BATS_TEST_TMPDIR/in.folded"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"<title>read (40 samples, 100.00%; -25.00%)</title>"* ]]
+    [[ "$output" == *"in each frame itself"* ]]
+    run "$PH" flamegraph "$BATS_TEST_TMPDIR/in.folded"
+    [[ "$output" == *"<title>read (40 samples, 100.00%; +25.00%)</title>"* ]]
+    [[ "$output" == *"counting each frame with its children"* ]]
+    run "$PH" flamegraph --diff-colors leaf "$BATS_TEST_TMPDIR/in.folded"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--diff-colors: \`leaf\` is neither"* ]]
+}

@@ -111,19 +111,22 @@ static const char usage[] =
     "  --reverse           reverse each stack (leaf becomes root)\n"
     "  --flamechart        keep input order as time order; merge only consecutive stacks\n"
     "  --no-differential   draw two-count input as an ordinary graph of the AFTER counts\n"
+    "  --diff-colors HOW   differential colours: `subtree` (default), each frame's change with its\n"
+    "                      children; `self`, its own change alone, as flamegraph.pl colours\n"
     "Exit status: 0 ok, 1 failure (read, write), 2 usage or no valid stack.\n";
 
 int
 ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
 {
-    enum { O_TITLE = 256, O_SUB, O_COUNT, O_COLORS, O_WIDTH, O_MINW, O_INV, O_REV, O_CHART, O_NODIFF };
+    enum { O_TITLE = 256, O_SUB, O_COUNT, O_COLORS, O_WIDTH, O_MINW, O_INV, O_REV, O_CHART, O_NODIFF, O_DIFFCOL };
     static const struct option longopts[] = {
         { "title", required_argument, NULL, O_TITLE },      { "subtitle", required_argument, NULL, O_SUB },
         { "countname", required_argument, NULL, O_COUNT },  { "colors", required_argument, NULL, O_COLORS },
         { "palette", required_argument, NULL, O_COLORS },   { "width", required_argument, NULL, O_WIDTH },
         { "minwidth", required_argument, NULL, O_MINW },    { "inverted", no_argument, NULL, O_INV },
         { "reverse", no_argument, NULL, O_REV },            { "flamechart", no_argument, NULL, O_CHART },
-        { "no-differential", no_argument, NULL, O_NODIFF }, { "help", no_argument, NULL, 'h' },
+        { "no-differential", no_argument, NULL, O_NODIFF }, { "diff-colors", required_argument, NULL, O_DIFFCOL },
+        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     ph_flame_opts o;
@@ -168,6 +171,13 @@ ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
         case O_REV: o.reverse = 1; break;
         case O_CHART: o.flamechart = 1; break;
         case O_NODIFF: o.differential = 0; break;
+        case O_DIFFCOL:
+            if (strcmp(optarg, "self") != 0 && strcmp(optarg, "subtree") != 0) {
+                ph_bad_input(&err, "--diff-colors: `%s` is neither `subtree` nor `self`", optarg);
+                return ph_error_report(&err);
+            }
+            o.diff_self = strcmp(optarg, "self") == 0;
+            break;
         case 'h': fputs(usage, stdout); return PH_EXIT_OK;
         default: fputs(usage, stderr); return PH_EXIT_USAGE;
         }

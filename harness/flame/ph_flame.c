@@ -29,7 +29,8 @@
  * Differential input (`stack BEFORE AFTER`): widths are AFTER, like
  * flamegraph.pl, and each frame's colour is the change of its whole
  * subtree (the sweep sums BEFORE over the frame's stacks), so a parent
- * whose children grew is red too; flamegraph.pl colours only leaf deltas.
+ * whose children grew is red too; or, with diff_self, its own change
+ * (the counts of the stacks that end in it), as flamegraph.pl colours.
  *
  * Geometry is written in hundredths of a pixel computed from each frame's
  * two edges, so a child never pokes out of its parent after rounding; the
@@ -367,10 +368,11 @@ out:
 /* ---- the sweep ------------------------------------------------------------ */
 
 /* A frame to draw: its name, depth (root 0), left edge and width in
- * counts, and the sum of BEFORE counts under it. */
+ * counts, the sum of BEFORE counts under it, and (differential graphs)
+ * its own counts, after and before: those of the stacks that end in it. */
 typedef struct kept {
     uint32_t name, depth;
-    double x, w, before;
+    double x, w, before, self, self_before;
 } kept;
 
 typedef struct frames {
@@ -379,8 +381,13 @@ typedef struct frames {
     uint32_t max_depth;
 } frames;
 
+typedef struct openf {
+    uint32_t name;
+    double x, before, self, self_before;
+} openf;
+
 static int
-keep(frames *fr, uint32_t name, uint32_t depth, double x, double w, double before)
+keep(frames *fr, uint32_t depth, const openf *o, double w)
 {
     if (fr->n == fr->cap) {
         size_t cap = fr->cap ? fr->cap * 2 : 1024;
@@ -390,16 +397,11 @@ keep(frames *fr, uint32_t name, uint32_t depth, double x, double w, double befor
         fr->v = nv;
         fr->cap = cap;
     }
-    fr->v[fr->n++] = (kept){ name, depth, x, w, before };
+    fr->v[fr->n++] = (kept){ o->name, depth, o->x, w, o->before, o->self, o->self_before };
     if (depth > fr->max_depth)
         fr->max_depth = depth;
     return 0;
 }
-
-typedef struct openf {
-    uint32_t name;
-    double x, before;
-} openf;
 
 /* Merge the stacks in ORDER, keeping frames at least MIN_W counts wide
  * (flamegraph.pl deletes a frame when etime - stime < minwidth_time). */
@@ -417,7 +419,7 @@ sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int revers
     /* open[0] is the root; open[k] the frame at depth k */
     if ((open = malloc(((size_t)max_depth + 1) * sizeof *open)) == NULL)
         return -1;
-    open[0] = (openf){ ROOT_ID, 0, 0 };
+    open[0] = (openf){ ROOT_ID, 0, 0, 0, 0 };
     for (size_t i = 0; i < n; i++) {
         const ph_folded_stack *s = &stacks[order ? order[i] : i];
         uint32_t shared = 0;
@@ -425,23 +427,28 @@ sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int revers
         while (shared < s->depth && shared < pd && open[shared + 1].name == frame_at(s, shared, reverse))
             shared++;
         for (uint32_t k = pd; k > shared; k--)
-            if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
+            if (x - open[k].x >= min_w && keep(fr, k, &open[k], x - open[k].x) < 0)
                 goto oom;
         for (uint32_t k = shared; k < s->depth; k++)
-            open[k + 1] = (openf){ frame_at(s, k, reverse), x, 0 };
-        /* each frame's BEFORE is the sum over its subtree; only
-         * differential graphs need it (otherwise it equals the width) */
-        if (differential)
+            open[k + 1] = (openf){ frame_at(s, k, reverse), x, 0, 0, 0 };
+        /* each frame's BEFORE is the sum over its subtree, its own counts
+         * those of the stacks ending in it; only differential graphs need
+         * them (otherwise BEFORE equals the width) */
+        if (differential) {
             for (uint32_t k = 1; k <= s->depth; k++)
                 open[k].before += s->before;
+            open[s->depth].self += s->count;
+            open[s->depth].self_before += s->before;
+        }
         before_total += s->before;
         x += s->count;
         pd = s->depth;
     }
     for (uint32_t k = pd; k > 0; k--)
-        if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
+        if (x - open[k].x >= min_w && keep(fr, k, &open[k], x - open[k].x) < 0)
             goto oom;
-    if (keep(fr, ROOT_ID, 0, 0, x, before_total) < 0)
+    open[0].before = before_total;
+    if (keep(fr, 0, &open[0], x) < 0)
         goto oom;
     free(open);
     return 0;
@@ -802,6 +809,14 @@ typedef struct draw_ctx {
     double total, scale, maxdelta;
 } draw_ctx;
 
+/* A frame's change in a differential graph: with its children (default),
+ * or its own (flamegraph.pl's colours). */
+static double
+delta_of(const kept *k, int self)
+{
+    return self ? k->self - k->self_before : k->w - k->before;
+}
+
 static void
 draw(const draw_ctx *c, const kept *k)
 {
@@ -817,7 +832,7 @@ draw(const draw_ctx *c, const kept *k)
     if (k->name == ROOT_ID)
         nlen = sizeof all - 1;
     y = c->o->inverted ? c->top + (double)k->depth * FRAME_H : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
-    colour(name, nlen, c->pal, c->differential, k->w - k->before, c->maxdelta, fill, sizeof fill);
+    colour(name, nlen, c->pal, c->differential, delta_of(k, c->o->diff_self), c->maxdelta, fill, sizeof fill);
     if (annotation(name, nlen))
         nlen -= 4; /* shown without its annotation, as flamegraph.pl does */
     fmt_count(cnt, sizeof cnt, k->w);
@@ -825,7 +840,7 @@ draw(const draw_ctx *c, const kept *k)
     xml_text(out, name, nlen);
     if (c->differential) {
         /* flamegraph.pl's form, "; +28.57%": the change as a share of the total */
-        double d = 100.0 * (k->w - k->before) / c->total;
+        double d = 100.0 * delta_of(k, c->o->diff_self) / c->total;
         fprintf(out, " (%s %s, %.2f%%; %s%.2f%%)", cnt, c->countname, 100.0 * k->w / c->total,
                 d > 0.005 ? "+" : d < -0.005 ? "-" : "", fabs(d));
     } else {
@@ -939,15 +954,33 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
      * be clipped, so it is wrapped to the width (at CHAR_W a character,
      * as labels are fitted); so is the title, cut between the buttons. */
     text_line sub[SUB_MAX_LINES];
-    size_t nsub = o->subtitle ? wrap_text(o->subtitle, strlen(o->subtitle), (size_t)((o->width - 2 * XPAD) / CHAR_W), sub, 3) : 0;
+    const char *subsrc[SUB_MAX_LINES];
+    char note[256];
+    size_t per_line = (size_t)((o->width - 2 * XPAD) / CHAR_W), nsub = 0, nnote;
     size_t tmax = o->width > 2 * TITLE_MARGIN + 3 * TITLE_CHAR_W ? (size_t)((o->width - 2 * TITLE_MARGIN) / TITLE_CHAR_W) : 3;
-    int sub_pad = nsub ? SUB_PAD + (int)(nsub - 1) * SUB_LINE_H : 0;
-    int height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + sub_pad);
+    int sub_pad, height;
     double maxdelta = 0;
 
+    if (o->subtitle) {
+        nsub = wrap_text(o->subtitle, strlen(o->subtitle), per_line, sub, 3);
+        for (size_t i = 0; i < nsub; i++)
+            subsrc[i] = o->subtitle;
+    }
+    if (differential) { /* which colours these are, in words */
+        snprintf(note, sizeof note, "red: more %s, blue: fewer, %s (widths: after)", o->countname ? o->countname : "samples",
+                 o->diff_self ? "in each frame itself, children not counted, as flamegraph.pl colours"
+                              : "counting each frame with its children");
+        nnote = wrap_text(note, strlen(note), per_line, sub + nsub, 2);
+        for (size_t i = nsub; i < nsub + nnote; i++)
+            subsrc[i] = note;
+        nsub += nnote;
+    }
+    sub_pad = nsub ? SUB_PAD + (int)(nsub - 1) * SUB_LINE_H : 0;
+    height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + sub_pad);
+
     for (size_t i = 0; i < fr->n; i++)
-        if (fr->v[i].depth > 0 && fabs(fr->v[i].w - fr->v[i].before) > maxdelta)
-            maxdelta = fabs(fr->v[i].w - fr->v[i].before);
+        if (fr->v[i].depth > 0 && fabs(delta_of(&fr->v[i], o->diff_self)) > maxdelta)
+            maxdelta = fabs(delta_of(&fr->v[i], o->diff_self));
     c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height, TOP_PAD + sub_pad,
                     total, (o->width - 2 * XPAD) / total, maxdelta };
     fprintf(out,
@@ -959,8 +992,10 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
           "#subtitle{text-anchor:middle;fill:rgb(160,160,160)}#frames>g{cursor:pointer}"
           "#frames>g:hover rect{stroke:black;stroke-width:0.5}#frames text{pointer-events:none}"
           ".hide{display:none}.parent{opacity:0.5}#search,#ignorecase{opacity:0.1;cursor:pointer}"
-          "#search:hover,#search.show,#ignorecase:hover,#ignorecase.show{opacity:1}#unzoom{cursor:pointer}</style>\n",
-          out);
+          "#search:hover,#search.show,#ignorecase:hover,#ignorecase.show{opacity:1}#unzoom{cursor:pointer}", out);
+    /* unchanged frames of a differential graph are near white, as the
+     * background is: an outline keeps them apart */
+    fputs(differential ? "#frames rect{stroke:rgb(210,210,210);stroke-width:0.5}</style>\n" : "</style>\n", out);
     fputs(script, out);
     fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n", o->width, height);
     fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", o->width / 2);
@@ -975,7 +1010,7 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
         fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6);
         for (size_t i = 0; i < nsub; i++) {
             fprintf(out, "<tspan x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6 + (int)i * SUB_LINE_H);
-            xml_text(out, o->subtitle + sub[i].off, sub[i].len);
+            xml_text(out, subsrc[i] + sub[i].off, sub[i].len);
             fputs(sub[i].cut ? "..</tspan>" : "</tspan>", out);
         }
         fputs("</text>\n", out);

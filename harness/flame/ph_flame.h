@@ -15,11 +15,13 @@
  * control characters are shown escaped (`\x01`, `\u0085`), bytes that
  * are not UTF-8 as U+FFFD.
  *
- * Frames as flamegraph.pl draws them, with two deliberate differences:
- * a name is one frame per parent (flamegraph.pl sorts whole lines, so
- * `f 1`, `f1 1`, `f;g 1` give it two `f` boxes), and in differential
- * graphs every frame is coloured by the change of its whole subtree
- * (flamegraph.pl colours leaf deltas only, so parents stay white).
+ * Frames as flamegraph.pl draws them, siblings in its order, with two
+ * deliberate differences: a name is one frame per parent (flamegraph.pl
+ * sorts whole lines, so `f 1`, `f1 1`, `f;g 1` give it two `f` boxes),
+ * and in differential graphs every frame is coloured by its change with
+ * its children by default (flamegraph.pl colours each frame's own change,
+ * so a parent whose children grew stays white; diff_self asks for that).
+ * The subtitle of a differential graph says which colours it shows.
  * Pruning is flamegraph.pl's: a frame narrower than minwidth px (or % of
  * the total) is not drawn, nor anything above it.  Annotations perf's
  * collapsers append (`_[k]` kernel, `_[j]` JIT, `_[i]` inlined, `_[w]`
@@ -55,6 +57,8 @@ typedef struct ph_flame_opts {
     int reverse;            /* reverse each stack before merging */
     int flamechart;         /* keep input order: merge only with the previous stack */
     int differential;       /* -1 auto (default: any line with two counts), 0 off, 1 on */
+    int diff_self;          /* differential: colour each frame by its own change, as flamegraph.pl
+                               does, not by its change with its children (the default) */
 } ph_flame_opts;
 
 typedef struct ph_flame_stats {

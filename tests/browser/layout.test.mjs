@@ -22,6 +22,7 @@ const folded = 'main;parse;lex_a_rather_long_function_name_for_a_label 30\nmain;
 const cases = [
   { name: 'wide', args: ['--subtitle', `perf record -g -- ${words}`, '--title', `A title ${words}`] },
   { name: 'narrow', args: ['--width', '300', '--subtitle', words, '--title', 'A rather long title for 300 px'] },
+  { name: 'diff', args: ['--width', '500', '--diff-colors', 'self'], folded: 'main;a 10 20\nmain;b 20 10\n' },
   { name: 'long', args: [], folded: `${'n'.repeat(120)}${'W'.repeat(100)}${'i'.repeat(80)} 1\n` },
 ];
 

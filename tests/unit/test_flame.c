@@ -789,6 +789,25 @@ test_random_against_reference(void **state)
     free(in);
 }
 
+/* The lines of the subtitle (the tspans of #subtitle), each in LINES[i]
+ * (static); returns how many. */
+static int
+subtitle_lines(const char *svg, char lines[][512], int max)
+{
+    const char *p = strstr(svg, "<text id=\"subtitle\""), *end;
+    int n = 0;
+
+    if (p == NULL)
+        return 0;
+    end = strstr(p, "</text>");
+    while (n < max && (p = strstr(p, "<tspan")) != NULL && p < end) {
+        const char *t = strchr(p, '>') + 1, *e = strstr(t, "</tspan>");
+        snprintf(lines[n++], 512, "%.*s", (int)(e - t), t);
+        p = e;
+    }
+    return n;
+}
+
 /* ---- differential ------------------------------------------------------- */
 
 static const char *
@@ -850,6 +869,48 @@ test_differential_parents(void **state)
     svg = render("main;grow;x 10 30\n", &o, &st);
     assert_false(st.differential);
     assert_non_null(strstr(svg, "<title>x (30 samples, 100.00%)</title>"));
+    free(svg);
+}
+
+/* flamegraph.pl's colours on request: each frame by its own change, its
+ * children's not counted.  `read` lost 10 samples itself while its child
+ * `wait` gained 20: +10 with its children (red), -10 itself (blue).  The
+ * subtitle says which colours the graph shows. */
+static void
+test_differential_self(void **state)
+{
+    const char *in = "main;read 20 10\nmain;read;wait 10 30\nmain;x 5 5\n";
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg, lines[8][512];
+    int n;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    svg = render(in, &o, &st);
+    assert_non_null(strstr(svg, "<title>read (40 samples, 88.89%; +22.22%)</title>"));
+    assert_string_equal(fill_of(svg, "read"), "rgb(255,105,105)"); /* +10 of max 20 */
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(lines[0], "with its children"));
+    free(svg);
+    o.diff_self = 1;
+    o.subtitle = "v1 to v2";
+    svg = render(in, &o, &st);
+    assert_non_null(strstr(svg, "<title>read (40 samples, 88.89%; -22.22%)</title>"));
+    assert_string_equal(fill_of(svg, "read"), "rgb(105,105,255)"); /* -10 of max 20 (wait) */
+    assert_string_equal(fill_of(svg, "wait"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "main"), "rgb(250,250,250)"); /* no samples of its own */
+    assert_string_equal(fill_of(svg, "x"), "rgb(250,250,250)");
+    assert_non_null(strstr(svg, "<title>main (45 samples, 100.00%; 0.00%)</title>"));
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 2);
+    assert_string_equal(lines[0], "v1 to v2");
+    assert_non_null(strstr(lines[1], "itself"));
+    free(svg);
+    /* not differential: no note */
+    svg = render("a 1\n", &o, &st);
+    assert_int_equal(subtitle_lines(svg, lines, 8), 1);
     free(svg);
 }
 
@@ -1090,25 +1151,6 @@ test_multi_palettes(void **state)
     assert_true(ph_flame_palette_valid("perl") && ph_flame_palette_valid("wakeup") && !ph_flame_palette_valid("plaid"));
 }
 
-/* The lines of the subtitle (the tspans of #subtitle), each in LINES[i]
- * (static); returns how many. */
-static int
-subtitle_lines(const char *svg, char lines[][512], int max)
-{
-    const char *p = strstr(svg, "<text id=\"subtitle\""), *end;
-    int n = 0;
-
-    if (p == NULL)
-        return 0;
-    end = strstr(p, "</text>");
-    while (n < max && (p = strstr(p, "<tspan")) != NULL && p < end) {
-        const char *t = strchr(p, '>') + 1, *e = strstr(t, "</tspan>");
-        snprintf(lines[n++], 512, "%.*s", (int)(e - t), t);
-        p = e;
-    }
-    return n;
-}
-
 /* A subtitle wider than the image is wrapped at blanks (or anywhere, in a
  * word too long for a line), at most 3 lines, the last cut with "..";
  * every line fits, at 7.23 px a character, and the image grows to hold
@@ -1313,6 +1355,7 @@ main(void)
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_inverted_and_geometry),
         cmocka_unit_test(test_differential_parents),
+        cmocka_unit_test(test_differential_self),
         cmocka_unit_test(test_escaping_and_labels),
         cmocka_unit_test(test_random_names_valid_xml),
         cmocka_unit_test(test_annotations),
