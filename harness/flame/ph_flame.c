@@ -1104,6 +1104,32 @@ out:
 }
 
 int
+ph_flame_render_error(const char *message, const ph_flame_opts *opts, FILE *out, ph_error_t *err)
+{
+    double width = opts && opts->width >= 2 * XPAD + 10 && isfinite(opts->width) ? opts->width : 1200;
+    text_line lines[3];
+    size_t n = wrap_text(message, strlen(message), (size_t)((width - 2 * XPAD) / CHAR_W) - 7, lines, 3);
+    int height = TOP_PAD + (int)(n + 1) * SUB_LINE_H;
+
+    fprintf(out,
+            "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
+            "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+            "<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0);text-anchor:middle}</style>\n"
+            "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n"
+            "<text id=\"error\" x=\"%.1f\" y=\"24\">",
+            width, height, width, height, width, height, width / 2);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "<tspan x=\"%.1f\" y=\"%d\">%s", width / 2, 24 + (int)i * SUB_LINE_H, i ? "" : "ERROR: ");
+        xml_text(out, message + lines[i].off, lines[i].len);
+        fputs(lines[i].cut ? "..</tspan>" : "</tspan>", out);
+    }
+    fputs("</text>\n</svg>\n", out);
+    if (fflush(out) != 0 || ferror(out))
+        return ph_fail(err, errno, "flamegraph: write the SVG");
+    return 0;
+}
+
+int
 ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats,
                        ph_error_t *err)
 {

@@ -87,6 +87,11 @@ int ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *
  * changed, so one parse can be drawn several ways. */
 int ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats, ph_error_t *err);
 
+/* A small SVG of OPTS's width saying "ERROR: MESSAGE", for when there is
+ * nothing to draw (flamegraph.pl writes one too): a file meant to hold a
+ * graph then shows why it does not.  -1 and *err if writing fails. */
+int ph_flame_render_error(const char *message, const ph_flame_opts *opts, FILE *out, ph_error_t *err);
+
 /* Kept for callers of the first API: ph_folded_diff without bad-line counts. */
 int ph_flame_diff_folded(const char *a, size_t alen, const char *b, size_t blen, int normalise, FILE *out,
                          ph_error_t *err);

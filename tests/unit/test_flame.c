@@ -1230,6 +1230,35 @@ test_nothing_to_draw(void **state)
     fclose(f);
 }
 
+/* What stands in for a graph when there is none: a valid SVG of the
+ * asked width that says why, the message escaped and wrapped. */
+static void
+test_error_svg(void **state)
+{
+    char *svg = NULL, msg[400];
+    size_t len = 0;
+    FILE *f = open_memstream(&svg, &len);
+    ph_error_t err = NULL;
+    ph_flame_opts o;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.width = 400;
+    memset(msg, 'm', sizeof msg - 1);
+    msg[sizeof msg - 1] = '\0';
+    memcpy(msg, "no <stack> & \x01", 14);
+    assert_int_equal(ph_flame_render_error(msg, &o, f, &err), 0);
+    fclose(f);
+    assert_non_null(strstr(svg, "width=\"400\""));
+    /* wrapped at the last blank before the long word */
+    assert_non_null(strstr(svg, ">ERROR: no &lt;stack&gt; &amp;</tspan>"));
+    assert_non_null(strstr(svg, "\">\\x01mmm"));
+    assert_non_null(strstr(svg, "..</tspan>"));
+    assert_true(utf8_valid(svg, len));
+    assert_true(xml_well_formed(svg));
+    free(svg);
+}
+
 /* Renders from several threads at once give identical bytes: no hidden
  * shared state (the sampler renders from its writer thread). */
 static const char *thread_in = "main;a;b 10\nmain;a;c 5\nmain;d 5\nx;y;z 3 4\n";
@@ -1362,6 +1391,7 @@ main(void)
         cmocka_unit_test(test_multi_palettes),
         cmocka_unit_test(test_subtitle_fits),
         cmocka_unit_test(test_nothing_to_draw),
+        cmocka_unit_test(test_error_svg),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_golden_files),
     };
