@@ -6,7 +6,7 @@ PH="$BATS_TEST_DIRNAME/../build/profharness"
 
 @test "flamegraph: --width below 100 px, or not a number, is a usage error" {
     printf 'a;b 1\n' > "$BATS_TEST_TMPDIR/in.folded"
-    for w in 0 99 -5 1e9 abc ''; do
+    for w in 0 99 -5 1e9 abc '' 200px; do
         run "$PH" flamegraph --width "$w" "$BATS_TEST_TMPDIR/in.folded"
         [ "$status" -eq 2 ]
         [[ "$output" == *"--width: \`$w\` is not a width in pixels (100 to 1000000)"* ]]

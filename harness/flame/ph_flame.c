@@ -86,8 +86,7 @@ ph_flame_opts_init(ph_flame_opts *o)
 
 typedef struct order_ctx {
     const ph_folded_stack *stacks; /* all of F's stacks, fetched once */
-    const uint32_t *rank;          /* name id -> its rank followed by ';' (a frame with children) */
-    const uint32_t *last;          /* stack -> the rank of its last frame */
+    const uint32_t *rank;          /* name id -> rank of the name followed by ';' */
     int reverse;
     uint32_t bits, per_key;        /* bits of a rank + 1; ranks packed in a 64-bit key */
 } order_ctx;
@@ -127,19 +126,16 @@ frame_at(const ph_folded_stack *s, uint32_t i, int reverse)
  * D*K .. D*K+K-1 packed into 64 bits, most significant first, 0 past the
  * stack's end - so keys order like the frames, a stack before its own
  * extensions.  K frames of a stack are adjacent in memory: one cache miss
- * serves K levels of the sort. */
+ * serves K levels of the sort.  Every frame takes its rank as a frame with
+ * children (fix_leaves corrects the leaves where that matters). */
 static inline uint64_t
 key_at(const order_ctx *c, const ph_folded_stack *s, uint32_t d)
 {
     uint64_t key = 0;
     uint32_t pos = d * c->per_key;
 
-    for (uint32_t j = 0; j < c->per_key; j++, pos++) {
-        uint64_t r = pos + 1 < s->depth ? (uint64_t)c->rank[frame_at(s, pos, c->reverse)] + 1
-                     : pos < s->depth   ? (uint64_t)c->last[s - c->stacks] + 1
-                                        : 0;
-        key = (key << c->bits) | r;
-    }
+    for (uint32_t j = 0; j < c->per_key; j++, pos++)
+        key = (key << c->bits) | (pos < s->depth ? (uint64_t)c->rank[frame_at(s, pos, c->reverse)] + 1 : 0);
     return key;
 }
 
@@ -278,18 +274,19 @@ same_prefix(const ph_folded_stack *a, const ph_folded_stack *b, uint32_t d, int 
     return 1;
 }
 
-/* ORDER was sorted taking every stack's last frame to have children.  For
- * a last frame whose name has others ranking between its two ranks
- * (CLOSE[name] == 0, such as `f1` and `f10`) that matters: if no stack
- * extends it (the next one in ORDER does not), its rank is the lower one,
- * and it moves left past its siblings ranking between.  Those are right
- * before it, since its siblings are in key order and stacks moved earlier
- * already carry their right key (LAST is updated as they move), so the
- * result is ORDER sorted by the right keys.  The work is the siblings
- * passed, each checked for the shared parent path. */
+/* ORDER was sorted taking every frame to have children.  A stack's last
+ * frame may have none (the next stack in ORDER does not extend it): then
+ * its rank is its name's lower one (RANK2[2 * id], followed by ' ', where
+ * RANK2[2 * id + 1] is followed by ';').  That matters only where other
+ * names rank between the two (CLOSE[id] == 0, such as `f1` and `f10`):
+ * the frame moves left past its siblings ranking between, which are right
+ * before it, siblings being in key order.  For a sibling that is itself a
+ * moved leaf its higher rank decides as its lower one would (no pair of
+ * names interleaves as lo1 < lo2 < hi1 < hi2), so the result is ORDER
+ * sorted by the right keys.  The work is the siblings passed, each
+ * checked for the shared parent path. */
 static void
-fix_leaves(const order_ctx *c, uint32_t *order, size_t n, const uint32_t *rank2, const unsigned char *close,
-           uint32_t *last)
+fix_leaves(const order_ctx *c, uint32_t *order, size_t n, const uint32_t *rank2, const unsigned char *close)
 {
     for (size_t p = 0; p < n; p++) {
         const ph_folded_stack *s = &c->stacks[order[p]];
@@ -303,12 +300,11 @@ fix_leaves(const order_ctx *c, uint32_t *order, size_t n, const uint32_t *rank2,
             uint32_t k;
             if (t->depth <= d || !same_prefix(s, t, d, c->reverse))
                 break;
-            k = t->depth == d + 1 ? c->last[t - c->stacks] : c->rank[frame_at(t, d, c->reverse)];
+            k = rank2[2 * frame_at(t, d, c->reverse) + 1];
             if (!(k > lo && k < hi))
                 break;
             q--;
         }
-        last[order[p]] = lo;
         if (q < p) {
             uint32_t moved = order[p];
             memmove(order + q + 1, order + q, (p - q) * sizeof *order);
@@ -324,43 +320,39 @@ static int
 order_stacks(const ph_folded *f, const ph_folded_stack *stacks, size_t n, int reverse, uint32_t *order)
 {
     size_t nn = ph_folded_n_names(f);
-    uint32_t *sorted = NULL, *rank = NULL, *last = NULL;
+    uint32_t *sorted = NULL, *rank = NULL, *prank = NULL;
     unsigned char *close = NULL;
-    order_ctx oc = { stacks, NULL, NULL, reverse, 1, 0 };
+    order_ctx oc = { stacks, NULL, reverse, 1, 0 };
     int rc = -1;
 
     if (nn >= UINT32_MAX / 2 || (sorted = malloc(2 * nn * sizeof *sorted)) == NULL ||
-        (rank = malloc(2 * nn * sizeof *rank)) == NULL || (last = malloc(n * sizeof *last)) == NULL ||
+        (rank = malloc(2 * nn * sizeof *rank)) == NULL || (prank = malloc(nn * sizeof *prank)) == NULL ||
         (close = malloc(nn)) == NULL)
         goto out;
     for (uint32_t e = 0; e < 2 * nn; e++)
         sorted[e] = e;
     qsort_r(sorted, 2 * nn, sizeof *sorted, cmp_terminated, (void *)f);
-    /* rank[2 * id] leaf (' '), rank[2 * id + 1] with children (';') */
-    for (uint32_t r = 0; r < 2 * nn; r++)
+    /* rank[2 * id] leaf (' '), rank[2 * id + 1] with children (';'); the
+     * sort needs only the latter, numbered 0..nn-1 in the same order */
+    for (uint32_t r = 0, pr = 0; r < 2 * nn; r++) {
         rank[sorted[r]] = r;
-    for (size_t id = 0; id < nn; id++) {
+        if (sorted[r] & 1)
+            prank[sorted[r] / 2] = pr++;
+    }
+    for (size_t id = 0; id < nn; id++)
         close[id] = rank[2 * id + 1] == rank[2 * id] + 1;
-        sorted[id] = rank[2 * id + 1]; /* reused: name id -> rank with ';' */
-    }
-    /* every last frame ranked as if it had children; fix_leaves corrects
-     * the few where that is wrong and matters */
-    for (size_t i = 0; i < n; i++) {
-        uint32_t id = frame_at(&stacks[i], stacks[i].depth - 1, reverse);
-        last[i] = rank[2 * id + !close[id]];
+    for (size_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
-    }
-    oc.rank = sorted;
-    oc.last = last;
-    while (oc.bits < 32 && (1ull << oc.bits) <= 2 * nn) /* ranks 1..2nn, 0 = past the end */
+    oc.rank = prank;
+    while (oc.bits < 32 && (1ull << oc.bits) <= nn) /* ranks 1..nn, 0 = past the end */
         oc.bits++;
     oc.per_key = 64 / oc.bits;
     if ((rc = sort_stacks(&oc, order, n)) == 0)
-        fix_leaves(&oc, order, n, rank, close, last);
+        fix_leaves(&oc, order, n, rank, close);
 out:
     free(sorted);
     free(rank);
-    free(last);
+    free(prank);
     free(close);
     return rc;
 }
@@ -403,8 +395,15 @@ keep(frames *fr, uint32_t depth, const openf *o, double w)
     return 0;
 }
 
-/* Merge the stacks in ORDER, keeping frames at least MIN_W counts wide
+/* Frame O at DEPTH closes at X: kept if at least MIN_W counts wide
  * (flamegraph.pl deletes a frame when etime - stime < minwidth_time). */
+static int
+close_frame(frames *fr, uint32_t depth, const openf *o, double x, double min_w)
+{
+    return x - o->x >= min_w ? keep(fr, depth, o, x - o->x) : 0;
+}
+
+/* Merge the stacks in ORDER into frames (see close_frame). */
 static int
 sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int reverse, int differential, double min_w,
       frames *fr)
@@ -427,7 +426,7 @@ sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int revers
         while (shared < s->depth && shared < pd && open[shared + 1].name == frame_at(s, shared, reverse))
             shared++;
         for (uint32_t k = pd; k > shared; k--)
-            if (x - open[k].x >= min_w && keep(fr, k, &open[k], x - open[k].x) < 0)
+            if (close_frame(fr, k, &open[k], x, min_w) < 0)
                 goto oom;
         for (uint32_t k = shared; k < s->depth; k++)
             open[k + 1] = (openf){ frame_at(s, k, reverse), x, 0, 0, 0 };
@@ -444,8 +443,8 @@ sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int revers
         x += s->count;
         pd = s->depth;
     }
-    for (uint32_t k = pd; k > 0; k--)
-        if (x - open[k].x >= min_w && keep(fr, k, &open[k], x - open[k].x) < 0)
+    for (uint32_t k = pd; k > 0; k--) /* the last stack's frames */
+        if (close_frame(fr, k, &open[k], x, min_w) < 0)
             goto oom;
     open[0].before = before_total;
     if (keep(fr, 0, &open[0], x) < 0)

@@ -1,7 +1,8 @@
 /* fuzz_folded.c - folded stacks parsed, diffed and drawn, from any bytes.
  *
  * The first byte picks the options (reverse, inverted, flame chart,
- * differential forced on or off, minwidth in px or %, narrow width); the
+ * differential forced on or off and its colours, a multi palette,
+ * minwidth in px or %, narrow width, a subtitle); the
  * rest is split at its first NUL byte into two profiles A and B.  A is
  * parsed in chunks of a size taken from the input and rendered; then the
  * differential input of A and B (ph_folded_diff) is rendered too.  Every
@@ -60,6 +61,8 @@ draw(const ph_folded *f, const ph_flame_opts *o)
         abort();
     if (ph_flame_render(f, o, out, &st, &err) == 0 && st.frames_drawn == 0)
         abort(); /* drawn means at least the root */
+    if (err != NULL && ph_flame_render_error(err->msg, o, out, NULL) < 0)
+        abort();
     ph_error_free(&err);
     fclose(out);
     if (!valid_utf8((const unsigned char *)svg, len))
@@ -102,6 +105,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.minwidth_percent = (opt >> 5) & 1;
     o.minwidth = (opt >> 5) & 1 ? 0.5 : ((opt >> 6) & 1) ? 0 : 0.1;
     o.width = (opt >> 7) & 1 ? 30 : 1200;
+    o.diff_self = (opt >> 2) & 1; /* with the flame chart bit: both ways get drawn */
+    o.palette = (opt >> 4) & 1 ? "js" : "hot";
     if ((opt >> 6) & 1) { /* a subtitle of any bytes: the first line of A */
         const char *eol = memchr(a, '\n', alen);
         size_t n = eol ? (size_t)(eol - a) : alen;

@@ -73,7 +73,9 @@ test_parse_counts_and_bad_lines(void **state)
                      "main;e 1.2.3\n"  /* nor is this */
                      "5 7\n"           /* the stack "5", count 7: one count needs a name */
                      "main;f; 4  \n"   /* trailing ';' and blanks ignored, as Perl's split does */
-                     " 9\n";           /* no stack */
+                     " 9\n"            /* no stack */
+                     "main;g .5\n"     /* a fraction needs its integer part */
+                     "main;h;; 99999999999999999999\n"; /* 20 digits: past 64 bits, still read */
     ph_error_t err = NULL;
     ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
     const ph_folded_stats *st;
@@ -82,16 +84,17 @@ test_parse_counts_and_bad_lines(void **state)
     (void)state;
     assert_non_null(f);
     st = ph_folded_get_stats(f);
-    assert_int_equal(st->lines, 11);
-    assert_int_equal(st->bad_lines, 4);
+    assert_int_equal(st->lines, 13);
+    assert_int_equal(st->bad_lines, 5);
     assert_int_equal(st->bad_line_numbers[0], 3);
     assert_int_equal(st->bad_line_numbers[1], 7);
     assert_int_equal(st->bad_line_numbers[2], 8);
     assert_int_equal(st->bad_line_numbers[3], 11);
-    assert_int_equal(st->bad_line_numbers[4], 0);
-    assert_int_equal(st->stacks, 4); /* main;a;b merged */
+    assert_int_equal(st->bad_line_numbers[4], 12);
+    assert_int_equal(st->bad_line_numbers[5], 0);
+    assert_int_equal(st->stacks, 5); /* main;a;b merged */
     assert_false(st->differential);
-    assert_true(st->total == 10 + 5.25 + 2.5 + 7 + 4);
+    assert_true(st->total == 10 + 5.25 + 2.5 + 7 + 4 + 1e20);
     assert_string_equal(stack_str(f, 0, buf, sizeof buf), "main;a;b");
     assert_true(ph_folded_get_stack(f, 0).count == 12.5);
     assert_true(ph_folded_get_stack(f, 0).before == 12.5);
@@ -99,8 +102,10 @@ test_parse_counts_and_bad_lines(void **state)
     assert_string_equal(stack_str(f, 2, buf, sizeof buf), "5");
     assert_true(ph_folded_get_stack(f, 2).count == 7);
     assert_string_equal(stack_str(f, 3, buf, sizeof buf), "main;f");
-    /* names are interned: main, a, b, c, 5, f */
-    assert_int_equal(st->names, 6);
+    assert_string_equal(stack_str(f, 4, buf, sizeof buf), "main;h");
+    assert_true(ph_folded_get_stack(f, 4).count == 1e20);
+    /* names are interned: main, a, b, c, 5, f, h */
+    assert_int_equal(st->names, 7);
     ph_folded_free(f);
 }
 
@@ -214,6 +219,16 @@ test_parse_limits(void **state)
             ph_folded_free(f);
         }
     }
+    /* one feed already too long, its newline in the next */
+    memset(in, 'n', max + 1);
+    f = ph_folded_new(0, &err);
+    assert_int_equal(ph_folded_feed(f, in, max + 1, &err), 0);
+    assert_int_equal(ph_folded_feed(f, "x 1\nnext 2\n", 11, &err), 0);
+    assert_int_equal(ph_folded_finish(f, &err), 0);
+    assert_int_equal(ph_folded_get_stats(f)->lines, 2);
+    assert_int_equal(ph_folded_get_stats(f)->long_lines, 1);
+    assert_int_equal(ph_folded_n_stacks(f), 1);
+    ph_folded_free(f);
     /* without a final newline: held, then counted by finish */
     memset(in, 'n', max);
     f = ph_folded_new(0, &err);
@@ -327,6 +342,17 @@ test_diff_folded(void **state)
     assert_int_equal(ph_folded_diff(a, strlen(a), b, strlen(b), 1, f, NULL, NULL, &err), 0);
     fclose(f);
     assert_string_equal(buf, "m;x 20 30\nm;y 20 0\nm;z 0 10\n");
+    free(buf);
+    /* scaled counts keep three decimals (10 / 3) */
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ph_folded_diff("a 3\n", 4, "a 10\n", 5, 1, f, NULL, NULL, &err), 0);
+    fclose(f);
+    assert_string_equal(buf, "a 10 10\n");
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ph_folded_diff("a 1\nb 2\n", 8, "a 10\n", 5, 1, f, NULL, NULL, &err), 0);
+    fclose(f);
+    assert_string_equal(buf, "a 3.333 10\nb 6.667 0\n");
     free(buf);
 }
 
@@ -942,6 +968,14 @@ test_escaping_and_labels(void **state)
     snprintf(want, sizeof want, ">%.160s..</text>", name);
     assert_int_equal(count(svg, want), 1);
     free(svg);
+    /* room for 3 characters exactly: 6 px of padding + 3 * 7.23 = 27.69 px
+     * (1180 px for 1000 samples: 24 samples are 28.32 px, 23 are 27.14) */
+    svg = render("wide 976\nthree 24\n", NULL, &st);
+    assert_non_null(strstr(strstr(svg, "<title>three ("), ">t..</text>"));
+    free(svg);
+    svg = render("wide 977\nthree 23\n", NULL, &st);
+    assert_non_null(strstr(strstr(svg, "<title>three ("), "\"></text>"));
+    free(svg);
     /* too narrow for 3 characters: no label */
     svg = render("wide 1000\nnarrow 10\n", NULL, &st);
     assert_non_null(strstr(strstr(svg, "<title>narrow ("), "\"></text>"));
@@ -1056,6 +1090,11 @@ test_random_names_valid_xml(void **state)
     assert_non_null(strstr(svg, "<title>\\uFFFE ("));
     assert_non_null(strstr(svg, "<title>]]&gt; ("));
     free(svg);
+    /* the edges of C1: U+009F is escaped, U+00A0 (no-break space) is itself */
+    svg = render("a;\xc2\x9f 1\na;\xc2\xa0 1\n", NULL, &st);
+    assert_non_null(strstr(svg, "<title>\\u009F ("));
+    assert_non_null(strstr(svg, "<title>\xc2\xa0 ("));
+    free(svg);
     free(in);
 }
 
@@ -1085,6 +1124,12 @@ test_annotations(void **state)
     assert_null(strstr(svg, ">sys_read_[k]<"));
     assert_non_null(strstr(svg, "<title>sys_read (1 samples"));
     assert_non_null(strstr(svg, "<title>mid_[k]x (1 samples"));
+    free(svg);
+    svg = render("a;_[k] 1\na;x[k] 1\n", &o, &st); /* only "_[k]": an empty name; "[k]" alone stays */
+    assert_non_null(strstr(svg, "<title> (1 samples"));
+    assert_non_null(strstr(svg, "<title>x[k] (1 samples"));
+    free(svg);
+    svg = render("a;sys_read_[k] 1\na;jitted_[j] 1\na;inl_[i] 1\na;wk_[w] 1\na;mid_[k]x 1\n", &o, &st);
     rgb_of(svg, "sys_read", &r, &g, &b); /* orange */
     assert_true(r >= 190 && g >= 90 && g <= 155 && b == 0);
     rgb_of(svg, "jitted", &r, &g, &b); /* green */
@@ -1114,7 +1159,12 @@ test_multi_palettes(void **state)
     ph_flame_opts_init(&o);
     o.minwidth = 0;
     o.palette = "java";
-    svg = render("m;java/lang/Thread.run 1\nm;Ljdk/x 1\nm;Foo::bar 1\nm;vm_[k] 1\nm;plain 1\nm;--;x 1\nm;- 1\n", &o, &st);
+    svg = render("m;java/lang/Thread.run 1\nm;Ljdk/x 1\nm;Foo::bar 1\nm;vm_[k] 1\nm;plain 1\nm;--;x 1\nm;- 1\n"
+                 "m;Lfoo/Bar:::baz 1\nm;Foo::inl_[i] 1\n", &o, &st);
+    rgb_of(svg, "Lfoo/Bar:::baz", &r, &g, &b); /* perf-map-agent's Java methods */
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Foo::inl", &r, &g, &b); /* the annotation before the name */
+    assert_true(g >= 165 && g == b && r <= 110);
     rgb_of(svg, "java/lang/Thread.run", &r, &g, &b);
     assert_true(g >= 200 && r == b);
     rgb_of(svg, "Ljdk/x", &r, &g, &b);
@@ -1200,11 +1250,30 @@ test_subtitle_fits(void **state)
     assert_int_equal(strlen(lines[1]), 38);
     assert_int_equal(strlen(lines[2]), 24);
     free(svg);
+    memset(sub, 'x', 200); /* cut: 36 characters and ".." */
+    sub[200] = '\0';
+    svg = render("a 1\n", &o, &st);
+    assert_int_equal(subtitle_lines(svg, lines, 8), 3);
+    assert_int_equal(strlen(lines[2]), 38);
+    assert_string_equal(lines[2] + 36, "..");
+    free(svg);
+    sub[100] = '\0';
     o.subtitle = NULL;
     o.title = sub; /* 100 characters in 300 px: cut */
     svg = render("a 1\n", &o, &st);
     assert_non_null(strstr(svg, "xx..</text>"));
     assert_null(strstr(svg, sub));
+    free(svg);
+    /* a blank right where a line is full: the line is full */
+    memset(sub, 'y', 100);
+    sub[10] = sub[38] = ' ';
+    o.title = NULL;
+    o.subtitle = sub;
+    o.width = 300;
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(strlen(lines[0]), 38);
+    assert_int_equal(strlen(lines[1]), 38);
     free(svg);
 }
 
