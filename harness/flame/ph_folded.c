@@ -507,6 +507,33 @@ ph_folded_parse(const char *buf, size_t len, int flags, ph_error_t *err)
     return f;
 }
 
+int64_t
+ph_folded_intern(ph_folded *f, const char *s, size_t n, ph_error_t *err)
+{
+    int64_t id = n <= PH_FOLDED_MAX_LINE ? intern(f, s, n) : -1;
+
+    if (id < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory for a name of %zu bytes", n);
+    f->st.names = f->n_names;
+    return id;
+}
+
+int
+ph_folded_add(ph_folded *f, const uint32_t *ids, uint32_t depth, double count, ph_error_t *err)
+{
+    if (depth == 0)
+        return 0;
+    if (reserve((void **)&f->ids, &f->cap_ids, f->n_ids, depth, sizeof *f->ids) < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu stacks", f->n_stacks);
+    memcpy(f->ids + f->n_ids, ids, depth * sizeof *ids);
+    f->st.total += count;
+    f->st.total_before += count;
+    if (add_stack(f, depth, count, count) < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu stacks", f->n_stacks);
+    f->st.stacks = f->n_stacks;
+    return 0;
+}
+
 const ph_folded_stats *
 ph_folded_get_stats(const ph_folded *f)
 {

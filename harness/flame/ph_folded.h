@@ -74,6 +74,13 @@ int ph_folded_finish(ph_folded *f, ph_error_t *err);
 /* ph_folded_new + feed + finish of one buffer. */
 ph_folded *ph_folded_parse(const char *buf, size_t len, int flags, ph_error_t *err);
 
+/* Stacks built by a caller rather than parsed (ph_collapse): the id of
+ * name S[0..N), added if new, or -1 on ENOMEM; and one stack of DEPTH
+ * such ids, root first, merged as a parsed line `stack COUNT` would be.
+ * ph_folded_add returns -1 only on ENOMEM. */
+int64_t ph_folded_intern(ph_folded *f, const char *s, size_t n, ph_error_t *err);
+int ph_folded_add(ph_folded *f, const uint32_t *ids, uint32_t depth, double count, ph_error_t *err);
+
 const ph_folded_stats *ph_folded_get_stats(const ph_folded *f);
 size_t ph_folded_n_stacks(const ph_folded *f);
 /* Stack I (0 <= I < n_stacks), pointers valid until the next feed/free. */
