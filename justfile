@@ -84,6 +84,10 @@ bench-orchestration: build engine
 bench-render: build
     tests/bench/bench-flamegraph-render.sh
 
+# perf script collapsing against stackcollapse-perf.pl (set FLAMEGRAPH_DIR to compare)
+bench-collapse: build
+    tests/bench/bench-collapse.sh
+
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build
     tests/bench/bench-flamegraph-overhead.sh

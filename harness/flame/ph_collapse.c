@@ -279,8 +279,9 @@ perfmap_get(ph_collapse *c, span mod)
     return m->n ? m : NULL;
 }
 
-/* The symbol of PC in M: the last entry starting at or before it that
- * holds it. */
+/* The symbol of PC in M: of the entries starting nearest at or before
+ * it, the first written (a JIT reuses its memory; perf script names such
+ * a frame by the first too), if it holds PC. */
 static const char *
 perfmap_find(const perfmap *m, uint64_t pc)
 {
@@ -293,7 +294,11 @@ perfmap_find(const perfmap *m, uint64_t pc)
         else
             hi = mid;
     }
-    return lo > 0 && pc < m->v[lo - 1].end ? m->names + m->v[lo - 1].name : NULL;
+    if (lo == 0)
+        return NULL;
+    while (lo > 1 && m->v[lo - 2].start == m->v[lo - 1].start)
+        lo--;
+    return pc < m->v[lo - 1].end ? m->names + m->v[lo - 1].name : NULL;
 }
 
 /* ---- frames -------------------------------------------------------------- */
