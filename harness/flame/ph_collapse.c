@@ -657,6 +657,10 @@ header(ph_collapse *c, const char *p, const char *end, span comm, span pid, span
             return 0; /* `next`: the sample's name is not taken */
         }
     }
+    if (period.n > 18) { /* no event counts 10^18 a sample: not a header (Perl sums it as a float) */
+        unrecognized(c);
+        return 0;
+    }
     c->period = 1;
     if (period.n > 0 && !span_eq(period, "0")) { /* `if (not $period)` */
         double v = 0;

@@ -19,6 +19,8 @@
  *    /tmp/perf-<pid>.map, and perf's own inline chains `a->b` give `b_[i]`;
  *  - a sample not ended by a blank line is not counted; a line that is
  *    neither a header nor a frame is counted as unrecognized.
+ * Counts are exact to 2^53 (Perl's to 2^63); a header whose period has
+ * more than 18 digits is counted as unrecognized (Perl adds it as a float).
  * Two additions: `[unknown]` frames of a perf map file are looked up in
  * that file (map_dir, or where perf script names it), so JIT frames have
  * names when perf script ran where the map was not (node --perf-basic-prof);

@@ -217,6 +217,13 @@ test_edges(void **state)
     /* an empty symbol: Perl's regex takes its last byte of address */
     expect("pp 1 1.0: 1 e:\n\t7f3a (mod)\n\n", NULL, "pp;a 1\n");
     expect("p 1 1.0: 1 e:\n\t1 a (m)\n\n", NULL, "p_1_1.0:;a 1\n");
+    /* a period of 19 digits is not one: the header is not read */
+    out = collapse("pp 1 1.0: 1234567890123456789 e:\n\t1 a (m)\n\npp 1 1.0: 100000000000000 e:\n\t1 a (m)\n\n"
+                   "pp 1 1.0: 123456789012345 e:\n\t1 a (m)\n\n",
+                   NULL, 0, &st);
+    assert_string_equal(out, "pp;a 223456789012345\n"); /* counts are exact to 2^53 */
+    assert_int_equal(st.unrecognized, 1);
+    free(out);
     /* an empty input has no stacks */
     expect("", NULL, "");
 }
