@@ -187,6 +187,13 @@ test_unknown_and_annotations(void **state)
     o.kernel = o.jit = o.addrs = 1;
     expect(in, &o, "pp;[unknown <0>];[env <3033>];cached_[j];Ljava/io/PrintStream:::print_[j];ipv4_conntrack_local_[k];"
                    "tcp_sendmsg_[k];entry_SYSCALL_64_[k] 1\n");
+    /* another address in the same dso is another frame under --addrs */
+    expect("pp 1 1.0: 1 e:\n\t3033 [unknown] (/usr/bin/env)\n\npp 1 1.0: 1 e:\n\t3034 [unknown] (/usr/bin/env)\n\n", &o,
+           "pp;[env <3033>] 1\npp;[env <3034>] 1\n");
+    /* a blank after the dso: the last ')' still ends it */
+    expect("pp 1 1.0: 1 e:\n\t3033 [unknown] (/usr/bin/env) \n\n", NULL, "pp;[env] 1\n");
+    /* only "+0x<hex>" at the end is an offset */
+    expect("pp 1 1.0: 1 e:\n\t1 f0x1f (m)\n\t2 g+0x (m)\n\t3 h+0x1+0x2 (m)\n\n", NULL, "pp;h+0x1;g+0x;f0x1f 1\n");
 }
 
 /* Perl's edges: frames before any header have no process and are not
@@ -281,8 +288,9 @@ test_perf_map(void **state)
            "\t7f0000001085 [unknown] (/tmp/perf-4242.map)\n"
            "\t7f0000002028 [unknown] (/tmp/perf-4242.map)\n"
            "\t7f0000009999 [unknown] (/tmp/perf-4242.map)\n"
+           "\t7f0000001090 [unknown] (/tmp/perf-4242.map)\n" /* just past inner's end: the nearest entry decides */
            "\n",
-           &o, "node;[perf-4242.map]_[j];Builtin:ArgumentsAdaptor_[j];inner quoted_[j];LazyCompile:*fib /app/x.js:3_[j] 1\n");
+           &o, "node;[perf-4242.map]_[j];[perf-4242.map]_[j];Builtin:ArgumentsAdaptor_[j];inner quoted_[j];LazyCompile:*fib /app/x.js:3_[j] 1\n");
     tu_rmdir();
     /* no such file: as Perl has it */
     o.map_dir = "/nonexistent";
