@@ -9,8 +9,11 @@
  * contract: tooltips `name (N unit, P%)`, click to zoom with faded
  * ancestors and Reset Zoom, regex search (Ctrl-F) reporting "Matched: X%"
  * without double counting nested matches, case toggle (Ctrl-I), zoom and
- * search kept in the URL.  Labels are fitted with a fixed monospace char
- * width, so the browser never measures text.  Whatever bytes the names,
+ * search kept in the URL; frames carry their extent in samples (fg:x,
+ * fg:w, as inferno's do), so a zoom keeps exactly the frames it should.
+ * Labels are fitted with a fixed monospace char width (the widest common
+ * one), so the browser never measures text; the title is cut and the
+ * subtitle wrapped to the width.  Whatever bytes the names,
  * title and subtitle hold, the SVG is valid UTF-8 and well-formed XML:
  * control characters are shown escaped (`\x01`, `\u0085`), bytes that
  * are not UTF-8 as U+FFFD.
