@@ -14,10 +14,13 @@ pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'insta
 # docker group (setpriv).
 # docker-compose: Debian's compose 1.29, the oracle tests/60-compose-oracle.bats
 # compares profharness's containers with.
+# linux-perf: the collapse tests and benchmark record real perf script
+# output; python3: the renderer's tests read the SVG with its XML parser.
 for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
          libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev libc6-dbg bats strace valgrind \
          debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
-         libgoogle-perftools4 jq time chromium openssl python3 iproute2 util-linux docker-compose; do
+         libgoogle-perftools4 jq time chromium openssl python3 iproute2 util-linux docker-compose \
+         linux-perf; do
     pkg_missing "$p" && need_apt+=("$p")
 done
 # npm may come with a nodejs that is not Debian's: ask for it only when absent.

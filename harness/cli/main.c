@@ -32,6 +32,7 @@ static const ph_cmd commands[] = {
     { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output" },
     { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
     { "diff", ph_cmd_diff, "[-n] A.folded B.folded", "differential folded stacks from two profiles" },
+    { "collapse", ph_cmd_collapse, "perf [OPTIONS] [FILE...]", "perf script output to folded stacks" },
 };
 
 static void
