@@ -10,9 +10,10 @@ PKGS    := libcurl yaml-0.1 libarchive jansson zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
-# then flame, tar, engine, compose, profile, then run (the loop).  A floor
-# includes only floors below it.
-LIB_DIRS := util flame tar engine compose profile run
+# then flame, tar, engine, compose, profile, report (artifacts to HTML
+# and JSON summaries), then run (the loop).  A floor includes only floors
+# below it.
+LIB_DIRS := util flame tar engine compose profile report run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
