@@ -1,4 +1,4 @@
-/* ph_intern.c - a bounded string table; see ph_intern.h. */
+/* ph_intern.c - a bounded string table and a 64-bit key map; see ph_intern.h. */
 #include "ph_intern.h"
 
 #include <errno.h>
@@ -183,4 +183,84 @@ size_t
 ph_intern_len(const ph_intern *t, uint32_t id)
 {
     return id < t->n ? t->v[id].len : 0;
+}
+
+/* ---- ph_u64map ---------------------------------------------------------- */
+
+static inline uint64_t
+mix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return k;
+}
+
+uint32_t
+ph_u64map_get(const ph_u64map *m, uint64_t key)
+{
+    size_t mask = m->cap - 1;
+
+    if (m->cap == 0)
+        return UINT32_MAX;
+    for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+        if (m->vals[i] == UINT32_MAX)
+            return UINT32_MAX;
+        if (m->keys[i] == key)
+            return m->vals[i];
+    }
+}
+
+int
+ph_u64map_put(ph_u64map *m, uint64_t key, uint32_t val)
+{
+    size_t mask;
+
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 1024;
+        uint64_t *nk = malloc(nc * sizeof *nk);
+        uint32_t *nv = malloc(nc * sizeof *nv);
+
+        if (nk == NULL || nv == NULL) {
+            free(nk);
+            free(nv);
+            return -1;
+        }
+        memset(nv, 0xff, nc * sizeof *nv);
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->vals[i] == UINT32_MAX)
+                continue;
+            size_t j = mix64(m->keys[i]) & (nc - 1);
+            while (nv[j] != UINT32_MAX)
+                j = (j + 1) & (nc - 1);
+            nk[j] = m->keys[i];
+            nv[j] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = nk;
+        m->vals = nv;
+        m->cap = nc;
+    }
+    mask = m->cap - 1;
+    for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
+        if (m->vals[i] == UINT32_MAX) {
+            m->keys[i] = key;
+            m->vals[i] = val;
+            m->n++;
+            return 0;
+        }
+        if (m->keys[i] == key) {
+            m->vals[i] = val;
+            return 0;
+        }
+    }
+}
+
+void
+ph_u64map_free(ph_u64map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
 }

@@ -1,4 +1,4 @@
-/* ph_intern.h - a string table for the report's parsers: each distinct
+/* ph_intern.h - a string table (and a 64-bit key map) for the report's parsers: each distinct
  * string stored once (in large blocks, so millions of names cost no
  * per-string allocation), numbered from 0 in first-seen order, found
  * again through a hash table.  Strings may contain any byte but NUL; each
@@ -29,6 +29,21 @@ size_t ph_intern_count(const ph_intern *t);
 /* String ID; valid until ph_intern_free. */
 const char *ph_intern_get(const ph_intern *t, uint32_t id);
 size_t ph_intern_len(const ph_intern *t, uint32_t id);
+
+/* A map from 64-bit keys to 32-bit values (open addressing, grows at
+ * half full): pids to threads, (file, name) pairs to functions.  A
+ * zeroed struct is an empty map. */
+typedef struct ph_u64map {
+    uint64_t *keys;
+    uint32_t *vals; /* UINT32_MAX: empty slot */
+    size_t cap, n;  /* cap: a power of two */
+} ph_u64map;
+
+/* The value of KEY, UINT32_MAX when absent. */
+uint32_t ph_u64map_get(const ph_u64map *m, uint64_t key);
+/* Set KEY to VAL (not UINT32_MAX); -1 on ENOMEM. */
+int ph_u64map_put(ph_u64map *m, uint64_t key, uint32_t val);
+void ph_u64map_free(ph_u64map *m);
 
 /* FNV-1a, for the parsers' own hash tables. */
 static inline uint64_t
