@@ -189,12 +189,21 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
         json_t *a;
         fputs("<dt>command</dt><dd class=\"mono\">", f);
         json_array_foreach(json_object_get(x, "command"), i, a) {
-            const char *s = json_string_value(a);
-            int quote = s && (s[0] == '\0' || strpbrk(s, " \t\n'\"$\\") != NULL);
+            const char *w = json_string_value(a) ? json_string_value(a) : "";
             fputs(i ? " " : "", f);
-            fputs(quote ? "'" : "", f);
-            ph_html_esc(f, s ? s : "");
-            fputs(quote ? "'" : "", f);
+            if (w[0] != '\0' && strpbrk(w, " \t\n'\"$\\`*?;&|<>()") == NULL) {
+                ph_html_esc(f, w);
+                continue;
+            }
+            /* as a shell would need it: 'it'\''s' */
+            fputs("&#39;", f);
+            for (const char *q = w; *q; q++) {
+                if (*q == '\'')
+                    fputs("&#39;\\&#39;&#39;", f);
+                else
+                    ph_html_escn(f, q, 1);
+            }
+            fputs("&#39;", f);
         }
         fputs("</dd>", f);
     }
