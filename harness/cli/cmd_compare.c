@@ -215,6 +215,7 @@ ph_cmd_compare(const ph_global_opts *g, int argc, char **argv)
     ph_profiles_free(&profiles);
     if (rc < 0)
         return ph_error_report(&err);
+    fflush(stdout); /* the data first, then what we say about it */
     if (o.html_path != NULL)
         ph_info("compare: %s", o.html_path);
     if (rc > 0) {

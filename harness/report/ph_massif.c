@@ -671,7 +671,7 @@ ph_massif_get_peak_node(const ph_massif *m, size_t i)
 size_t
 ph_massif_detail_sites(const ph_massif *m, int32_t detail, const ph_massif_site_bytes **out)
 {
-    if (detail < 0 || (size_t)detail >= m->n_details) {
+    if (detail < 0 || (size_t)detail >= m->n_details || m->details[detail].n == 0) {
         *out = NULL;
         return 0;
     }

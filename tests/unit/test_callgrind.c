@@ -365,6 +365,7 @@ test_bad_inputs(void **state)
         { "events: Ir\n1 5\ntotals: 0\n", "", 1 },                       /* a cost before any fn= */
         { "events: Ir\nfl=a.c\nfn=f\nfi=b.h\n+1 5\nfe=a.c\n* 2\ntotals: 7\n", "", 0 },
         { "fn=f\nfl=a.c\nevents: Ir\nfn=g\n1 3\ntotals: 3\n", "", 0 },  /* names before events */
+        { "events: Ir\nfl=a.c\nfn=f\n1 99999999999999999999999\n1 2\ntotals: 2\n", "", 1 }, /* a count past 64 bits */
     };
 
     (void)state;
@@ -394,6 +395,60 @@ test_bad_inputs(void **state)
         ph_callgrind_free(cg);
     }
     free(file);
+}
+
+/* Two parts in one file (callgrind_control -d appends them so): both
+ * described, both added up. */
+static void
+test_two_parts_in_one_file(void **state)
+{
+    const char *in = "events: Ir\npart: 1\nfl=a.c\nfn=f\n1 5\ntotals: 5\n"
+                     "part: 2\nfl=a.c\nfn=f\n1 7\nfn=g\n2 1\ntotals: 8\n";
+    ph_callgrind *cg = parse_buf(in, strlen(in), 3);
+    const ph_cg_info *info = ph_callgrind_get_info(cg);
+
+    (void)state;
+    assert_string_equal(info->problem, "");
+    assert_int_equal(info->n_parts, 2);
+    assert_int_equal(info->totals[0], 13);
+    assert_string_equal(ph_callgrind_get_part(cg, 1)->part, "2");
+    assert_int_equal(ph_callgrind_get_part(cg, 1)->first_event_total, 8);
+    assert_int_equal(ph_callgrind_get_fn(cg, (uint32_t)find_fn(cg, "a.c:f")).self[0], 12);
+    ph_callgrind_free(cg);
+}
+
+/* A call cycle (a -> b -> a): the flamegraph cuts it where it closes, so
+ * no stack has a function twice, and the costs still add up. */
+static void
+test_flamegraph_cuts_cycles(void **state)
+{
+    const char *in = "events: Ir\nfl=x.c\nfn=main\n1 10\ncfn=a\ncalls=1 1\n1 90\n"
+                     "fn=a\n1 20\ncfn=b\ncalls=3 1\n1 70\n"
+                     "fn=b\n1 40\ncfn=a\ncalls=2 1\n1 30\ntotals: 70\n";
+    ph_callgrind *cg = parse_buf(in, strlen(in), 7);
+    char *buf = NULL, line[256];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ph_error_t err = NULL;
+    const char *p;
+    double sum = 0;
+
+    (void)state;
+    assert_true(ph_callgrind_write_folded(cg, 0, f, &err) > 0);
+    fclose(f);
+    for (p = buf; rt_next_line(&p, line, sizeof line);) {
+        char *sp = strrchr(line, ' ');
+        int a = 0;
+        sum += strtod(sp + 1, NULL);
+        *sp = '\0';
+        for (char *t = strtok(line, ";"); t; t = strtok(NULL, ";"))
+            a += strcmp(t, "a") == 0;
+        assert_true(a <= 2); /* a, and at most the closing a where the cycle is cut */
+    }
+    /* main's inclusive cost: 10 + 90 */
+    assert_true(sum > 99 && sum < 101);
+    free(buf);
+    ph_callgrind_free(cg);
 }
 
 typedef struct fold_sum {
@@ -453,6 +508,8 @@ main(void)
         cmocka_unit_test(test_any_chunking_same_result),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_inclusive_flamegraph),
+        cmocka_unit_test(test_two_parts_in_one_file),
+        cmocka_unit_test(test_flamegraph_cuts_cycles),
     };
 
     return cmocka_run_group_tests_name("callgrind", tests, group_setup, group_teardown);

@@ -376,6 +376,24 @@ test_tree_shapes(void **state)
     ph_massif_free(m);
 }
 
+/* Windows line ends and no final newline read the same. */
+static void
+test_crlf(void **state)
+{
+    const char *in = "cmd: t\r\ntime_unit: ms\r\nsnapshot=0\r\ntime=5\r\nmem_heap_B=100\r\nmem_heap_extra_B=4\r\n"
+                     "mem_stacks_B=0\r\nheap_tree=peak\r\nn0: 100 (heap allocation functions) malloc\r\nsnapshot=1\r\n"
+                     "time=9\r\nmem_heap_B=50\r\nmem_heap_extra_B=2\r\nmem_stacks_B=0\r\nheap_tree=empty";
+    ph_massif *m = parse_buf(in, strlen(in), 4);
+
+    (void)state;
+    assert_string_equal(ph_massif_get_info(m)->problem, "");
+    assert_int_equal(ph_massif_get_info(m)->bad_lines, 0);
+    assert_string_equal(ph_massif_get_info(m)->time_unit, "ms");
+    assert_int_equal(ph_massif_n_snapshots(m), 2);
+    assert_string_equal(ph_massif_get_peak_node(m, 0)->details, "(heap allocation functions) malloc");
+    ph_massif_free(m);
+}
+
 /* More snapshots than the chart keeps: counts stay exact, the peak and
  * the last snapshot stay, memory does not follow the input. */
 static void
@@ -430,6 +448,7 @@ main(void)
         cmocka_unit_test(test_truncated_in_tree),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_tree_shapes),
+        cmocka_unit_test(test_crlf),
         cmocka_unit_test(test_thinning),
     };
 

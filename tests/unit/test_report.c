@@ -268,7 +268,7 @@ test_flame_report(void **state)
     ph_error_t err = NULL;
     ph_flame_opts o;
     const char *folded = "main-thread;main;work;hot 60\nmain-thread;main;work;cold 20\nworker-1;start;hot 15\n"
-                         "worker-1;start;<script>alert(1)</script> 5\n";
+                         "worker-1;start;<script>alert(1)</script> 3\nworker-1;start;a&b \"q\" 2\n";
 
     (void)state;
     snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
@@ -306,8 +306,17 @@ test_flame_report(void **state)
     html = report_html("front", "20261122T141500Z-flamegraph");
     assert_null(strstr(html, "<script>alert"));
     assert_non_null(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_non_null(strstr(html, "a&amp;b &quot;q&quot;"));
     assert_non_null(strstr(html, "src=\"data:image/svg+xml;base64,"));
     free(html);
+    /* the frame holds the sampler's SVG, byte for byte */
+    {
+        char *decoded = rt_must("sed -n 's/.*src=\"data:image\\/svg+xml;base64,\\([^\"]*\\)\".*/\\1/p' %s/report.html | "
+                                "head -1 | base64 -d | cmp - %s/flamegraph-20261122T141600Z-2.svg && echo same",
+                                d, d);
+        assert_string_equal(decoded, "same\n");
+        free(decoded);
+    }
     json_decref(j);
 }
 

@@ -307,6 +307,36 @@ test_bad_inputs(void **state)
     }
 }
 
+/* A line longer than the limit, in pieces: one bad line, then reading
+ * goes on; memory does not hold it. */
+static void
+test_overlong_line(void **state)
+{
+    size_t big = PH_STRACE_MAX_LINE * 2;
+    char *junk = malloc(big);
+    const char *ok = "1 10:00:00.1 read(0, \"\", 1) = 0 <0.1>\n";
+    ph_error_t err = NULL;
+    ph_strace *st = ph_strace_new(&err);
+
+    (void)state;
+    memset(junk, 'x', big);
+    for (size_t o = 0; o < big; o += 65536)
+        assert_int_equal(ph_strace_feed(st, junk + o, 65536, &err), 0);
+    assert_int_equal(ph_strace_feed(st, "\n", 1, &err), 0);
+    assert_int_equal(ph_strace_feed(st, ok, strlen(ok), &err), 0);
+    /* and one too long inside a single chunk */
+    junk[big - 1] = '\n';
+    assert_int_equal(ph_strace_feed(st, junk, big, &err), 0);
+    assert_int_equal(ph_strace_feed(st, ok, strlen(ok), &err), 0);
+    assert_int_equal(ph_strace_finish(st, &err), 0);
+    assert_int_equal(ph_strace_get_info(st)->bad_lines, 2);
+    assert_int_equal(ph_strace_get_info(st)->bad_line_numbers[0], 1);
+    assert_int_equal(ph_strace_get_info(st)->bad_line_numbers[1], 3);
+    assert_int_equal(ph_strace_get_info(st)->calls, 2);
+    ph_strace_free(st);
+    free(junk);
+}
+
 /* The real log cut in the middle of a line: what was read counts. */
 static void
 test_cut_short(void **state)
@@ -332,6 +362,7 @@ main(void)
         cmocka_unit_test(test_any_chunking_same_result),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_overlong_line),
         cmocka_unit_test(test_cut_short),
     };
 
