@@ -92,7 +92,8 @@ profile() {
 }
 
 @test "compare: two callgrind runs, --fail-if gates on instructions" {
-    a=$(ls -d "$OUT"/front/*-callgrind | tail -1)
+    a=$(ls -d "$OUT"/front/*-callgrind 2>/dev/null | tail -1)
+    [ -n "$a" ] || a=$(profile front callgrind 20)
     b=$(profile front callgrind 60)
     ph compare --format json "$a" "$b" > "$BATS_TEST_TMPDIR/compare.json"
     jq -e '.totals.rows[0].name == "Ir" and .totals.rows[0].b > .totals.rows[0].a' "$BATS_TEST_TMPDIR/compare.json"

@@ -21,6 +21,8 @@
 #define NAMES_MAX (4u << 20)
 #define DAY_NS (86400LL * 1000000000LL)
 #define FIRST_WIDTH_NS 1000000LL /* 1 ms buckets to start with */
+#define MAX_SECONDS 4000000000LL   /* a timestamp past 2096 is not one */
+#define MAX_PID_DIGITS 10
 
 typedef struct sys_rec {
     uint64_t calls, errors, timed, total_ns, max_ns;
@@ -131,6 +133,8 @@ parse_time(const char **pp, const char *e, int64_t *out)
             break;
         p++;
     }
+    if (v > MAX_SECONDS)
+        return -1; /* not a time: nanoseconds of it would overflow */
     v *= 1000000000LL;
     if (p < e && *p == '.') {
         int64_t scale = 100000000LL;
@@ -157,7 +161,7 @@ parse_seconds(const char *p, const char *e)
         return -1;
     while (p < e && is_digit(*p)) {
         v = v * 10 + (*p++ - '0');
-        if (v > 100000000000LL)
+        if (v > MAX_SECONDS)
             return -1;
     }
     v *= 1000000000LL;
@@ -422,9 +426,10 @@ line_cb(void *ctx, const char *s, size_t n, size_t lineno, ph_error_t *err)
         return 0;
     /* [pid N] or N, then the time */
     if (*p == '[' && n > 5 && memcmp(p, "[pid", 4) == 0) {
+        const char *d0;
         for (p += 4; p < e && *p == ' '; p++)
             ;
-        for (; p < e && is_digit(*p); p++)
+        for (d0 = p; p < e && is_digit(*p) && p - d0 < MAX_PID_DIGITS; p++)
             pid = pid * 10 + (*p - '0');
         if (p == e || *p != ']')
             goto bad;
@@ -434,7 +439,7 @@ line_cb(void *ctx, const char *s, size_t n, size_t lineno, ph_error_t *err)
     } else if (is_digit(*p)) {
         const char *q = p;
         int64_t v = 0;
-        while (q < e && is_digit(*q) && q - p < 10)
+        while (q < e && is_digit(*q) && q - p < MAX_PID_DIGITS)
             v = v * 10 + (*q++ - '0');
         if (q < e && *q == ' ') {
             pid = v;
