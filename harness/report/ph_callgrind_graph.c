@@ -64,6 +64,7 @@ typedef struct fold_graph {
     uint32_t *name;       /* string id of each node */
     double *self;
     int *called;
+    double *in;           /* the cost of the calls into it */
     uint32_t *start;      /* out edges of node i: start[i]..start[i+1] */
     uint32_t *to;
     double *cost;
@@ -148,6 +149,7 @@ graph_free(fold_graph *g)
     free(g->name);
     free(g->self);
     free(g->called);
+    free(g->in);
     free(g->start);
     free(g->to);
     free(g->cost);
@@ -167,11 +169,12 @@ graph_build(const ph_callgrind *cg, size_t event, fold_graph *g)
     g->name = malloc((cg->n_fns ? cg->n_fns : 1) * sizeof *g->name);
     g->self = calloc(cg->n_fns + 1, sizeof *g->self);
     g->called = calloc(cg->n_fns + 1, sizeof *g->called);
+    g->in = calloc(cg->n_fns + 1, sizeof *g->in);
     g->start = calloc(cg->n_fns + 2, sizeof *g->start);
     edge_from = malloc((cg->n_calls + 1) * sizeof *edge_from);
     edge_to = malloc((cg->n_calls + 1) * sizeof *edge_to);
     edge_cost = calloc(cg->n_calls + 1, sizeof *edge_cost);
-    if (node_of == NULL || g->name == NULL || g->self == NULL || g->called == NULL || g->start == NULL ||
+    if (node_of == NULL || g->name == NULL || g->self == NULL || g->called == NULL || g->in == NULL || g->start == NULL ||
         edge_from == NULL || edge_to == NULL || edge_cost == NULL)
         goto out;
     for (size_t f = 0; f < cg->n_fns; f++) {
@@ -208,6 +211,7 @@ graph_build(const ph_callgrind *cg, size_t event, fold_graph *g)
         }
         edge_cost[e] += cost;
         g->called[b] = 1;
+        g->in[b] += cost;
     }
     for (size_t n = 0; n < g->n; n++)
         g->start[n + 1] += g->start[n];
@@ -248,14 +252,18 @@ ph_callgrind_write_folded(const ph_callgrind *cg, size_t event, FILE *out, ph_er
     c.min = (double)cg->totals[event] * FOLDED_MIN_SHARE;
     if (c.min < 1)
         c.min = 1;
+    /* Roots: what nothing calls, with all it costs; and what costs more
+     * than its callers paid for it, with the difference: a thread's
+     * start (clone) is called from pthread_create in the parent, which
+     * pays for the call, not for the thread's life. */
     for (uint32_t n = 0; n < g.n; n++) {
         double v = g.self[n];
 
-        if (g.called[n])
-            continue;
         for (uint32_t i = g.start[n]; i < g.start[n + 1]; i++)
             v += g.cost[i];
-        if (v <= 0)
+        if (g.called[n])
+            v -= g.in[n];
+        if (v < c.min)
             continue;
         c.path[0] = n;
         c.depth = 1;

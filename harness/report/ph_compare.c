@@ -553,11 +553,13 @@ build(comparison *c)
                           (double)ph_callgrind_get_info(b->cg)->totals[kb]) < 0)
                 return -1;
         }
-        if (ph_callgrind_get_info(a->cg)->n_events > 0 && ph_callgrind_get_info(b->cg)->n_events > 0 &&
-            ph_callgrind_event_index(b->cg, ia->events[0]) == 0 &&
-            cg_rows(a->cg, b->cg, 0, new_table(c, "self cost (callgrind_annotate), largest changes", ""),
-                    new_table(c, "inclusive cost (--inclusive=yes), largest changes", "")) < 0)
-            return -1;
+        if (ia->n_events > 0 && ph_callgrind_event_index(b->cg, ia->events[0]) == 0) {
+            /* two statements: the order of a call's arguments is unspecified */
+            table *self = new_table(c, "self cost (callgrind_annotate), largest changes", "");
+            table *incl = new_table(c, "inclusive cost (--inclusive=yes), largest changes", "");
+            if (cg_rows(a->cg, b->cg, 0, self, incl) < 0)
+                return -1;
+        }
         fa = cg_folded_text(a->cg, &la);
         fb = cg_folded_text(b->cg, &lb);
         snprintf(c->diff_title, sizeof c->diff_title, "Inclusive %s: red grew, blue shrank", ia->n_events ? ia->events[0] : "");
@@ -584,15 +586,18 @@ build(comparison *c)
                 table_add(&c->totals, names[i], va, vb) < 0)
                 return -1;
         }
-        if (strace_rows(a->st, b->st, new_table(c, "calls per syscall", ""), new_table(c, "time per syscall", "s"),
-                        new_table(c, "errors per syscall", "")) < 0)
+        table *calls = new_table(c, "calls per syscall", "");
+        table *time = new_table(c, "time per syscall", "s");
+        table *errs = new_table(c, "errors per syscall", "");
+        if (strace_rows(a->st, b->st, calls, time, errs) < 0)
             return -1;
     }
     if (a->flame.folded && b->flame.folded && c->a.self && c->b.self) {
         double va = ph_folded_get_stats(a->flame.folded)->total, vb = ph_folded_get_stats(b->flame.folded)->total;
-        if (table_add(&c->totals, "samples", va, vb) < 0 ||
-            flame_rows(&c->a, &c->b, 1, new_table(c, "share of samples on CPU (self), largest changes", "%")) < 0 ||
-            flame_rows(&c->a, &c->b, 0, new_table(c, "share of samples on the stack (total), largest changes", "%")) < 0)
+        table *self = new_table(c, "share of samples on CPU (self), largest changes", "%");
+        table *total = new_table(c, "share of samples on the stack (total), largest changes", "%");
+        if (table_add(&c->totals, "samples", va, vb) < 0 || flame_rows(&c->a, &c->b, 1, self) < 0 ||
+            flame_rows(&c->a, &c->b, 0, total) < 0)
             return -1;
         fa = folded_text(a->flame.folded, &la);
         fb = folded_text(b->flame.folded, &lb);
@@ -688,8 +693,15 @@ write_text(FILE *out, const comparison *c, size_t top)
         fprintf(out, "\n%s\n  %-56s %16s %16s %10s\n", t->title, "", "A", "B", "change");
         for (size_t r = 0; r < t->n && (t == &c->totals || r < top); r++) {
             const char *unit = t == &c->totals ? unit_of(c, t->v[r].name) : t->unit;
-            fprintf(out, "  %-56.56s %16s %16s %10s\n", t->v[r].name, fmt_value(ba, t->v[r].a, unit),
-                    fmt_value(bb, t->v[r].b, unit), ph_fmt_change(bc, t->v[r].a, t->v[r].b));
+            const char *name = t->v[r].name;
+            size_t nl = strlen(name);
+            /* a long name keeps its end: the function, not the directory */
+            if (nl > 56)
+                fprintf(out, "  ...%-53s", name + nl - 53);
+            else
+                fprintf(out, "  %-56s", name);
+            fprintf(out, " %16s %16s %10s\n", fmt_value(ba, t->v[r].a, unit), fmt_value(bb, t->v[r].b, unit),
+                    ph_fmt_change(bc, t->v[r].a, t->v[r].b));
         }
         if (t != &c->totals && t->n > top)
             fprintf(out, "  ... %zu more\n", t->n - top);

@@ -32,22 +32,23 @@ fmt_time(char buf[PH_FMT_LEN], double t, const char *unit)
     return buf;
 }
 
-static const char *time_unit_now = "i";
-
+/* The time axis, one formatter per unit massif can use. */
 static const char *
-fmt_axis_time(char buf[PH_FMT_LEN], double t)
+fmt_axis_ms(char buf[PH_FMT_LEN], double t)
 {
-    if (strcmp(time_unit_now, "ms") == 0)
-        return ph_fmt_seconds(buf, t / 1000);
-    if (strcmp(time_unit_now, "B") == 0)
-        return ph_fmt_bytes(buf, t);
-    return ph_fmt_count(buf, t);
+    return ph_fmt_seconds(buf, t / 1000);
 }
 
 static const char *
 fmt_axis_bytes(char buf[PH_FMT_LEN], double v)
 {
     return ph_fmt_bytes(buf, v);
+}
+
+static const char *
+fmt_axis_instr(char buf[PH_FMT_LEN], double t)
+{
+    return ph_fmt_count(buf, t);
 }
 
 typedef struct tree_ctx {
@@ -120,6 +121,7 @@ ph_report_massif(ph_rctx *c)
     const ph_massif *m = c->rd->massif;
     const ph_massif_info *info;
     const ph_massif_snapshot *peak = NULL;
+    const char *unit;
     json_t *js, *top;
     char b1[PH_FMT_LEN], b2[PH_FMT_LEN], b3[PH_FMT_LEN], note[160];
     uint64_t total;
@@ -133,7 +135,7 @@ ph_report_massif(ph_rctx *c)
         return;
     }
     info = ph_massif_get_info(m);
-    time_unit_now = info->time_unit[0] ? info->time_unit : "i";
+    unit = info->time_unit[0] ? info->time_unit : "i";
     ns = ph_massif_n_snapshots(m);
     if (info->peak >= 0) {
         peak = ph_massif_get_snapshot(m, (size_t)info->peak);
@@ -148,7 +150,7 @@ ph_report_massif(ph_rctx *c)
     total = peak->heap + peak->extra + peak->stacks;
 
     ph_html_cards_begin(f);
-    snprintf(note, sizeof note, "at %s (snapshot %llu)", fmt_time(b2, (double)peak->time, time_unit_now),
+    snprintf(note, sizeof note, "at %s (snapshot %llu)", fmt_time(b2, (double)peak->time, unit),
              (unsigned long long)peak->num);
     ph_html_card(f, "peak heap (useful)", ph_fmt_bytes(b1, (double)peak->heap), note);
     snprintf(note, sizeof note, "%s of the total", ph_fmt_percent(b2, (double)peak->extra, (double)total));
@@ -204,12 +206,15 @@ ph_report_massif(ph_rctx *c)
                 series[k] = (ph_chart_series){ ph_massif_site_name(m, sites[k]), ys + k * ns };
             series[nsites] = (ph_chart_series){ other, ys + nsites * ns };
             fputs("<h3>Heap over time, by allocation site</h3>\n", f);
-            ph_svg_stacked(f, x, nd, series, nsites + 1, lx, ly, ns, "useful heap, every snapshot", fmt_axis_time,
+            ph_svg_stacked(f, x, nd, series, nsites + 1, lx, ly, ns, "useful heap, every snapshot",
+                           strcmp(unit, "B") == 0    ? fmt_axis_bytes
+                           : strcmp(unit, "ms") == 0 ? fmt_axis_ms
+                                                     : fmt_axis_instr,
                            fmt_axis_bytes,
-                           strcmp(time_unit_now, "B") == 0    ? "bytes allocated so far (massif --time-unit=B)"
-                           : strcmp(time_unit_now, "ms") == 0 ? "time"
+                           strcmp(unit, "B") == 0    ? "bytes allocated so far (massif --time-unit=B)"
+                           : strcmp(unit, "ms") == 0 ? "time"
                                                               : "instructions executed",
-                           PH_CHART_Y_BYTES | (strcmp(time_unit_now, "B") == 0 ? PH_CHART_X_BYTES : 0));
+                           PH_CHART_Y_BYTES | (strcmp(unit, "B") == 0 ? PH_CHART_X_BYTES : 0));
             if (nd == 0)
                 ph_html_note(f, "No detailed snapshot: only the total is drawn.");
         }
@@ -251,16 +256,16 @@ ph_report_massif(ph_rctx *c)
             size_t n = strcspn(site, " (");
             snprintf(sitebuf, sizeof sitebuf, "%.*s", (int)(n < 80 ? n : 80), site);
             snprintf(c->headline, sizeof c->headline, "peak heap %s at %s (%s %.1f %%)",
-                     ph_fmt_bytes(b1, (double)peak->heap), fmt_time(b2, (double)peak->time, time_unit_now), sitebuf,
+                     ph_fmt_bytes(b1, (double)peak->heap), fmt_time(b2, (double)peak->time, unit), sitebuf,
                      json_real_value(json_object_get(first, "percent")));
         } else {
             snprintf(c->headline, sizeof c->headline, "peak heap %s at %s", ph_fmt_bytes(b1, (double)peak->heap),
-                     fmt_time(b2, (double)peak->time, time_unit_now));
+                     fmt_time(b2, (double)peak->time, unit));
         }
     }
     js = json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:o}", "peak_heap", (json_int_t)peak->heap,
                    "peak_extra", (json_int_t)peak->extra, "peak_stacks", (json_int_t)peak->stacks, "peak_total",
-                   (json_int_t)total, "peak_time", (json_int_t)peak->time, "time_unit", time_unit_now, "peak_snapshot",
+                   (json_int_t)total, "peak_time", (json_int_t)peak->time, "time_unit", unit, "peak_snapshot",
                    (json_int_t)peak->num, "snapshots", (json_int_t)info->n_snapshots, "detailed",
                    (json_int_t)info->n_detailed, "max_total", (json_int_t)info->max_total, "cmd", info->cmd, "top_sites",
                    top);

@@ -12,7 +12,7 @@
 
 #include "ph_callgrind.h"
 
-static char plain_path[600], compressed_path[600], threads_prefix[600];
+static char plain_path[600], compressed_path[600], threads_prefix[600], threads_path[600];
 
 static int
 group_setup(void **state)
@@ -22,6 +22,7 @@ group_setup(void **state)
     snprintf(plain_path, sizeof plain_path, "%s/callgrind.out", test_dir);
     snprintf(compressed_path, sizeof compressed_path, "%s/callgrind-c.out", test_dir);
     snprintf(threads_prefix, sizeof threads_prefix, "%s/callgrind-t.out", test_dir);
+    snprintf(threads_path, sizeof threads_path, "%s/callgrind-one.out", test_dir);
     free(rt_must("valgrind -q --tool=callgrind --callgrind-out-file=%s --cache-sim=yes --branch-sim=yes "
                  "--collect-jumps=yes --collect-systime=yes --dump-instr=yes --dump-line=yes --compress-strings=no "
                  WORK " cpu 2>&1",
@@ -30,6 +31,7 @@ group_setup(void **state)
                  compressed_path));
     free(rt_must("valgrind -q --tool=callgrind --callgrind-out-file=%s --separate-threads=yes " WORK " threads 2>&1",
                  threads_prefix));
+    free(rt_must("valgrind -q --tool=callgrind --callgrind-out-file=%s " WORK " threads 2>&1", threads_path));
     return 0;
 }
 
@@ -457,9 +459,9 @@ typedef struct fold_sum {
 } fold_sum;
 
 static void
-test_inclusive_flamegraph(void **state)
+check_flamegraph(const char *path)
 {
-    ph_callgrind *cg = parse_path(plain_path);
+    ph_callgrind *cg = parse_path(path);
     char *buf = NULL, line[16384];
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -471,7 +473,6 @@ test_inclusive_flamegraph(void **state)
     uint32_t top = 0;
     double checksum_incl;
 
-    (void)state;
     fclose(f);
     assert_true(n > 10);
     for (p = buf; rt_next_line(&p, line, sizeof line);) {
@@ -497,6 +498,23 @@ test_inclusive_flamegraph(void **state)
     ph_callgrind_free(cg);
 }
 
+static void
+test_inclusive_flamegraph(void **state)
+{
+    (void)state;
+    check_flamegraph(plain_path);
+}
+
+/* Threads in one file: a thread's work enters the graph at clone(), whose
+ * caller (pthread_create, in the parent) paid almost nothing for it; the
+ * flamegraph must still show all of it. */
+static void
+test_inclusive_flamegraph_threads(void **state)
+{
+    (void)state;
+    check_flamegraph(threads_path);
+}
+
 int
 main(void)
 {
@@ -508,6 +526,7 @@ main(void)
         cmocka_unit_test(test_any_chunking_same_result),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_inclusive_flamegraph),
+        cmocka_unit_test(test_inclusive_flamegraph_threads),
         cmocka_unit_test(test_two_parts_in_one_file),
         cmocka_unit_test(test_flamegraph_cuts_cycles),
     };
