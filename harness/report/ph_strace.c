@@ -396,7 +396,9 @@ finish_call(ph_strace *st, thread_rec *t, uint32_t sys, int64_t start, const cha
         st->info.total_ns += (uint64_t)dur;
         timeline_add(st, &t->pub, start, (uint64_t)dur);
         if (st->n_slow < PH_STRACE_SLOWEST || (uint64_t)dur > st->slow[PH_STRACE_SLOWEST - 1].dur_ns) {
-            const char *tail = eq ? eq : p;
+            /* a complete line: the call up to its result, then the result; a
+             * resumed one: its start as kept, then all the resumed line says */
+            const char *tail = hl == SIZE_MAX ? eq : s;
             if (hl == SIZE_MAX)
                 hl = (size_t)(tail - head);
             note_slow(st, t->pub.pid, start, (uint64_t)dur, ts, head, hl, tail, (size_t)(p - tail));

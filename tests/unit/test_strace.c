@@ -197,11 +197,12 @@ test_slowest(void **state)
         for (size_t i = 0; i < ph_strace_n_slowest(st); i++) {
             const ph_strace_call *c = ph_strace_get_slowest(st, i);
             if (strncmp(c->text, "futex(", 6) == 0) {
-                char want[64];
+                char want[96];
                 futex = 1;
                 assert_non_null(strstr(c->text, " = 0"));
-                snprintf(want, sizeof want, "%lld %s futex(", (long long)c->pid, c->ts);
-                free(rt_must("grep -qF '%s' %s", want, log_path));
+                /* strace pads the pid column: one space or more */
+                snprintf(want, sizeof want, "^%lld +%s futex\\(", (long long)c->pid, c->ts);
+                free(rt_must("grep -qE '%s' %s", want, log_path));
             }
         }
         assert_true(futex);
@@ -271,7 +272,7 @@ test_formats(void **state)
     assert_int_equal(ph_strace_get_slowest(st, 0)->dur_ns, 1000000000);
     assert_string_equal(ph_strace_get_slowest(st, 0)->ts, "10:00:00.000001");
     assert_string_equal(ph_strace_get_slowest(st, 0)->text,
-                        "futex(0x1, FUTEX_WAIT, 0, NULL = -1 EAGAIN (Resource temporarily unavailable)");
+                        "futex(0x1, FUTEX_WAIT, 0, NULL) = -1 EAGAIN (Resource temporarily unavailable)");
     ph_strace_free(st);
 
     /* a -T time too large to be one (found by fuzzing: signed overflow) is no time */
