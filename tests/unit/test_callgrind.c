@@ -363,6 +363,7 @@ test_bad_inputs(void **state)
         { "events: Ir\nfl=a.c\nfn=f\n1 5\ntotals: 6\n", "part 1: the costs do not add up to its totals: line (the file is damaged)", 0 },
         { "events: Ir\nfl=a.c\nfn=f\n1 5\n", "part 1 of the profile has no totals: line: the file is cut short", 0 },
         { "events: Ir\nfl=(1)\nfn=(2) f\n1 5\ntotals: 5\n", "", 1 },     /* (1) never defined */
+        { "events: Ir\nfl=(5) a.c\nfl=(3)\nfn=f\n1 5\ntotals: 5\n", "", 1 }, /* (3) never defined, (5) was */
         { "events: Ir\nfl=a.c\nfn=f\n1 5 6\nx y\n1 zz\ntotals: 0\n", "", 3 },
         { "events: Ir\n1 5\ntotals: 0\n", "", 1 },                       /* a cost before any fn= */
         { "events: Ir\nfl=a.c\nfn=f\nfi=b.h\n+1 5\nfe=a.c\n* 2\ntotals: 7\n", "", 0 },
@@ -381,7 +382,7 @@ test_bad_inputs(void **state)
     }
     /* the inlined cost went to b.h:f, the rest to a.c:f */
     {
-        const char *in = cases[8].in;
+        const char *in = "events: Ir\nfl=a.c\nfn=f\nfi=b.h\n+1 5\nfe=a.c\n* 2\ntotals: 7\n";
         ph_callgrind *cg = parse_buf(in, strlen(in), 1000);
         assert_int_equal(ph_callgrind_get_fn(cg, (uint32_t)find_fn(cg, "b.h:f")).self[0], 5);
         assert_int_equal(ph_callgrind_get_fn(cg, (uint32_t)find_fn(cg, "a.c:f")).self[0], 2);
