@@ -198,7 +198,14 @@ check_against_annotate(const char *path)
                     fail_msg("%s %s of %s: ours %llu, callgrind_annotate %llu", incl ? "inclusive" : "self",
                              info->events[k], rows[i].name, (unsigned long long)(incl ? fn.incl : fn.self)[k],
                              rows[i].v[k]);
-            /* the same order, where both list it */
+            /* the same order; every function with a cost is in ours */
+            {
+                int costly = 0;
+                for (size_t k = 0; k < E; k++)
+                    costly |= rows[i].v[k] != 0;
+                if (costly && i >= m)
+                    fail_msg("%s: `%s` is not in our list", incl ? "inclusive" : "self", rows[i].name);
+            }
             if (i < m)
                 assert_string_equal(ph_callgrind_get_fn(cg, top[i]).name, rows[i].name);
             seen_checksum |= strstr(rows[i].name, "report_checksum") != NULL;
@@ -400,6 +407,35 @@ test_bad_inputs(void **state)
     free(file);
 }
 
+/* A function only ever seen as a callee (no fn= of its own, its body in
+ * no file the profile describes): callgrind_annotate --inclusive=yes
+ * lists it with what its calls cost; so do we. */
+static void
+test_callee_only_function(void **state)
+{
+    const char *in = "events: Ir\nfl=a.c\nfn=main\n1 1\ncfi=b.c\ncfn=g\ncalls=1 1\n1 5\ntotals: 1\n";
+    const char *path = tu_write("callee-only.out", in);
+    ph_callgrind *cg = parse_path(path);
+    uint32_t top[8];
+    size_t n = ph_callgrind_top(cg, 0, 1, top, 8);
+    char *out = rt_must("cd / && callgrind_annotate --auto=no --inclusive=yes %s", path);
+    int found = 0;
+
+    (void)state;
+    assert_non_null(strstr(out, "b.c:g"));
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ph_callgrind_get_fn(cg, top[i]).name, "b.c:g") == 0) {
+            assert_int_equal(ph_callgrind_get_fn(cg, top[i]).incl[0], 5);
+            found = 1;
+        }
+    assert_true(found);
+    /* and it is no function of its own in the self list */
+    n = ph_callgrind_top(cg, 0, 0, top, 8);
+    assert_int_equal(n, 1);
+    free(out);
+    ph_callgrind_free(cg);
+}
+
 /* Two parts in one file (callgrind_control -d appends them so): both
  * described, both added up. */
 static void
@@ -528,6 +564,7 @@ main(void)
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_inclusive_flamegraph),
         cmocka_unit_test(test_inclusive_flamegraph_threads),
+        cmocka_unit_test(test_callee_only_function),
         cmocka_unit_test(test_two_parts_in_one_file),
         cmocka_unit_test(test_flamegraph_cuts_cycles),
     };
