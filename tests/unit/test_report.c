@@ -12,6 +12,7 @@
 #include "ph_flame.h"
 #include "ph_fmt.h"
 #include "ph_report.h"
+#include "ph_report_int.h" /* ph_flame_tally, ph_html_flame_frame */
 
 static char out_dir[600];
 
@@ -542,6 +543,70 @@ test_fail_if_syntax(void **state)
     }
 }
 
+/* Samples per function: recursion counts once per stack, the thread root
+ * is not a function. */
+static void
+test_flame_tally(void **state)
+{
+    const char *in = "t1;a;b;a 5\nt1;a 3\nt2;b 2\nt2 1\n";
+    ph_error_t err = NULL;
+    ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
+    double *self, *total;
+    int64_t a = -1, b = -1, t1 = -1;
+
+    (void)state;
+    assert_non_null(f);
+    assert_int_equal(ph_flame_tally(f, 1, &self, &total), 0);
+    for (uint32_t i = 0; i < ph_folded_n_names(f); i++) {
+        const char *n = ph_folded_name(f, i, NULL);
+        if (strcmp(n, "a") == 0)
+            a = i;
+        else if (strcmp(n, "b") == 0)
+            b = i;
+        else if (strcmp(n, "t1") == 0)
+            t1 = i;
+    }
+    assert_true(a >= 0 && b >= 0 && t1 >= 0);
+    assert_true(total[a] == 8 && self[a] == 8);
+    assert_true(total[b] == 7 && self[b] == 2);
+    assert_true(total[t1] == 0 && self[t1] == 0);
+    free(self);
+    free(total);
+    ph_folded_free(f);
+}
+
+/* The flamegraph frame's data: URL decodes to the SVG, whatever its
+ * length modulo 3. */
+static void
+test_flame_frame_base64(void **state)
+{
+    const char *svg = "<svg xmlns=\"http://www.w3.org/2000/svg\"><text>abcdefgh</text></svg>";
+
+    (void)state;
+    for (size_t len = 0; len < 9; len++) {
+        char *html = NULL, *cmd, *out;
+        size_t hl = 0, n = strlen(svg) - len;
+        FILE *f = open_memstream(&html, &hl);
+        const char *b, *e;
+
+        ph_html_flame_frame(f, svg, n, "t");
+        fclose(f);
+        b = strstr(html, "base64,");
+        assert_non_null(b);
+        b += 7;
+        e = strchr(b, '"');
+        assert_non_null(e);
+        assert_int_equal((e - b) % 4, 0);
+        assert_true(asprintf(&cmd, "printf '%%s' '%.*s' | base64 -d", (int)(e - b), b) > 0);
+        out = rt_must("%s", cmd);
+        assert_int_equal(strlen(out), n);
+        assert_memory_equal(out, svg, n);
+        free(out);
+        free(cmd);
+        free(html);
+    }
+}
+
 static void
 test_fmt(void **state)
 {
@@ -588,6 +653,8 @@ main(void)
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_fail_if_syntax),
+        cmocka_unit_test(test_flame_tally),
+        cmocka_unit_test(test_flame_frame_base64),
         cmocka_unit_test(test_fmt),
     };
     int rc = cmocka_run_group_tests_name("report", tests, group_setup, group_teardown);
