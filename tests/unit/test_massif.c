@@ -238,6 +238,14 @@ test_detailed_sites(void **state)
         with_sites += n > 0;
     }
     assert_true(with_sites > 3);
+    /* past the end: nothing, not the next slot */
+    {
+        const ph_massif_site_bytes *v;
+        assert_null(ph_massif_get_snapshot(m, ph_massif_n_snapshots(m)));
+        assert_null(ph_massif_get_peak_node(m, ph_massif_n_peak_nodes(m)));
+        assert_int_equal(ph_massif_detail_sites(m, -1, &v), 0);
+        assert_int_equal(ph_massif_detail_sites(m, INT32_MAX, &v), 0);
+    }
     ph_massif_free(m);
 }
 
