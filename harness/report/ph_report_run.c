@@ -93,7 +93,7 @@ how_it_stopped(json_t *x, char *buf, size_t cap)
     else
         o += (size_t)snprintf(buf + o, cap - o, "exited with status %lld", (long long)jnum(x, "exit_code", -1));
     if (o < cap && ss >= 0)
-        o += (size_t)snprintf(buf + o, cap - o, " %s after the request", ph_fmt_seconds(t, ss));
+        o += (size_t)snprintf(buf + o, cap - o, ", %s after the request", ph_fmt_seconds(t, ss));
     if (o < cap)
         snprintf(buf + o, cap - o, "%s%s", esc[0] ? "; escalated: " : "; no escalation", esc);
 }

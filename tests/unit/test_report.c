@@ -395,7 +395,7 @@ test_run_section(void **state)
     assert_string_equal(json_string_value(json_object_get(j, "stopped")),
                         "SIGTERM, escalated: SIGUSR2, then SIGKILL: ended by SIGKILL");
     html = report_html("other", "20261122T160000Z-massif");
-    assert_non_null(strstr(html, "stop requested (SIGTERM); ended by SIGKILL 90.4 s after the request; escalated: "
+    assert_non_null(strstr(html, "stop requested (SIGTERM); ended by SIGKILL, 90.4 s after the request; escalated: "
                                  "SIGUSR2, then SIGKILL"));
     assert_non_null(strstr(html, "valgrind &#39;it&#39;\\&#39;&#39;s&#39;")); /* shell-quoted, then escaped */
     assert_non_null(strstr(html, "stream and extract artifacts"));
