@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,8 +99,42 @@ how_it_stopped(json_t *x, char *buf, size_t cap)
         snprintf(buf + o, cap - o, "%s%s", esc[0] ? "; escalated: " : "; no escalation", esc);
 }
 
-/* run.json's stages: today an array of {name, seconds}; later a tree
- * (children, bytes, concurrency...).  Whatever is there is shown. */
+/* One detail of a stage, "key=value" (SEP before it). */
+static void
+stage_detail(FILE *f, const char *key, json_t *v, int *first)
+{
+    if (json_is_false(v) || json_is_null(v) || (json_is_integer(v) && json_integer_value(v) == 0 &&
+                                                (strncmp(key, "bytes_", 6) == 0)))
+        return; /* nothing to say: no bytes, not concurrent, not failed */
+    fputs(*first ? "" : ", ", f);
+    *first = 0;
+    ph_html_esc(f, key);
+    if (json_is_true(v))
+        return;
+    fputs("=", f);
+    if (json_is_string(v))
+        ph_html_esc(f, json_string_value(v));
+    else if (json_is_integer(v))
+        fprintf(f, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        fprintf(f, "%g", json_real_value(v));
+}
+
+/* A stage's seconds: {seconds} (run.json's first stages array) or
+ * {duration_ns} (the timing tree); -1 when neither. */
+static double
+stage_seconds(json_t *s)
+{
+    double sec = jnum(s, "seconds", -1);
+
+    if (sec < 0 && json_is_number(json_object_get(s, "duration_ns")))
+        sec = json_number_value(json_object_get(s, "duration_ns")) / 1e9;
+    return sec;
+}
+
+/* The harness's stages as run.json has them: an array of {name, seconds}
+ * or a tree ({name, duration_ns, children, attributes, ...}); whatever
+ * else a stage carries is shown as key=value. */
 static void
 stage_rows(FILE *f, json_t *stages, int depth, double total)
 {
@@ -108,9 +143,8 @@ stage_rows(FILE *f, json_t *stages, int depth, double total)
     char b[PH_FMT_LEN];
 
     json_array_foreach(stages, i, s) {
-        const char *name = jstr(s, "name");
-        double sec = jnum(s, "seconds", -1);
-        const char *key;
+        const char *name = jstr(s, "name"), *key;
+        double sec = stage_seconds(s);
         json_t *v, *kids = NULL;
         int first = 1;
 
@@ -123,31 +157,59 @@ stage_rows(FILE *f, json_t *stages, int depth, double total)
         ph_html_bar(f, total > 0 && sec > 0 ? sec / total : 0);
         fputs("<td class=\"note\">", f);
         json_object_foreach(s, key, v) {
-            if (strcmp(key, "name") == 0 || strcmp(key, "seconds") == 0)
+            static const char *const quiet[] = { "name", "seconds", "start_ns", "duration_ns", "self_ns" };
+            int skip = 0;
+            for (size_t q = 0; q < sizeof quiet / sizeof quiet[0]; q++)
+                skip |= strcmp(key, quiet[q]) == 0;
+            if (skip)
                 continue;
             if (json_is_array(v)) {
                 kids = v;
-                continue;
+            } else if (json_is_object(v)) {
+                const char *k2;
+                json_t *v2;
+                json_object_foreach(v, k2, v2) stage_detail(f, k2, v2, &first);
+            } else {
+                stage_detail(f, key, v, &first);
             }
-            if (json_is_object(v))
-                continue;
-            fprintf(f, "%s", first ? "" : ", ");
-            ph_html_esc(f, key);
-            fputs("=", f);
-            if (json_is_string(v))
-                ph_html_esc(f, json_string_value(v));
-            else if (json_is_integer(v))
-                fprintf(f, "%lld", (long long)json_integer_value(v));
-            else if (json_is_real(v))
-                fprintf(f, "%g", json_real_value(v));
-            else
-                fputs(json_is_true(v) ? "true" : json_is_false(v) ? "false" : "null", f);
-            first = 0;
         }
         fputs("</td></tr>\n", f);
-        if (kids != NULL && depth < 8)
+        if (kids != NULL && depth < 12)
             stage_rows(f, kids, depth + 1, total);
     }
+}
+
+/* harness.folded (the harness's own stages as folded stacks, in ns): a
+ * small flamegraph of where the harness spent its time. */
+static void
+harness_flamegraph(FILE *f, const ph_rundata *rd)
+{
+    char path[PATH_MAX + 32];
+    ph_folded *fo = NULL;
+    ph_error_t err = NULL;
+    FILE *in;
+    char buf[65536];
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/harness.folded", rd->dir);
+    if ((in = fopen(path, "re")) == NULL)
+        return;
+    fo = ph_folded_new(0, &err);
+    while (fo != NULL && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (ph_folded_feed(fo, buf, n, &err) < 0)
+            break;
+    fclose(in);
+    if (fo != NULL && err == NULL && ph_folded_finish(fo, &err) == 0 && ph_folded_n_stacks(fo) > 0) {
+        ph_flame_opts o;
+        ph_flame_opts_init(&o);
+        o.title = "The harness's own time";
+        o.countname = "ns";
+        o.palette = "aqua";
+        fputs("<h3>The harness's own time (harness.folded)</h3>\n", f);
+        ph_html_flame_render(f, fo, &o, "The harness's own time");
+    }
+    ph_error_free(&err);
+    ph_folded_free(fo);
 }
 
 static void
@@ -221,26 +283,33 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
     fputs("</dl>\n", f);
 #undef KV
 
-    if (json_is_array(stages) && json_array_size(stages) > 0) {
+    {
+        /* run.json's "stages" array, or the "timing" tree that followed it */
+        json_t *tree = run ? json_object_get(run, "timing") : NULL, *rows = NULL;
         static const char *const heads[] = { "stage", "seconds#", "", "details" };
         double total = 0;
         size_t i;
         json_t *s;
-        json_array_foreach(stages, i, s) total += jnum(s, "seconds", 0);
-        fputs("<h3>The harness's stage timings</h3>\n", f);
-        ph_html_table(f, heads, 4);
-        stage_rows(f, stages, 0, total);
-        ph_html_table_end(f);
-    } else if (stages != NULL && json_is_object(stages)) {
-        json_t *wrap = json_array();
-        static const char *const heads[] = { "stage", "seconds#", "", "details" };
-        json_array_append(wrap, stages);
-        fputs("<h3>The harness's stage timings</h3>\n", f);
-        ph_html_table(f, heads, 4);
-        stage_rows(f, wrap, 0, jnum(stages, "seconds", 0));
-        ph_html_table_end(f);
-        json_decref(wrap);
+
+        if (json_is_object(tree)) {
+            rows = json_array();
+            json_array_append(rows, tree);
+        } else if (json_is_object(stages)) {
+            rows = json_array();
+            json_array_append(rows, stages);
+        } else if (json_is_array(stages) && json_array_size(stages) > 0) {
+            rows = json_incref(stages);
+        }
+        if (rows != NULL) {
+            json_array_foreach(rows, i, s) total += fmax(stage_seconds(s), 0);
+            fputs("<h3>The harness's stage timings</h3>\n", f);
+            ph_html_table(f, heads, 4);
+            stage_rows(f, rows, 0, total);
+            ph_html_table_end(f);
+            json_decref(rows);
+        }
     }
+    harness_flamegraph(f, rd);
 
     {
         static const char *const heads[] = { "file", "kind", "size#" };

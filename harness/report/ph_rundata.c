@@ -18,8 +18,9 @@
 #include "ph_lines.h"
 
 /* Names a run dir has that are not artifacts. */
-static const char *const not_artifacts[] = { "run.json", "ph-exit.json", PH_REPORT_HTML, PH_REPORT_SUMMARY,
-                                             PH_COMPARE_HTML };
+static const char *const not_artifacts[] = { "run.json",          "ph-exit.json",       PH_REPORT_HTML,
+                                             PH_REPORT_SUMMARY,   PH_COMPARE_HTML,      "harness.folded",
+                                             "harness.trace.json" };
 
 /* Without a profile, the usual names (the shipped profiles use the same). */
 static const struct {

@@ -407,6 +407,58 @@ test_run_section(void **state)
     json_decref(j);
 }
 
+/* run.json's timing tree (the harness's own stages, nested) and the
+ * harness.folded beside it: shown in the run section, never taken for a
+ * profiler's output. */
+static void
+test_timing_tree(void **state)
+{
+    const char *d = make_run("other", "20261122T161000Z-strace", "strace", 0);
+    char path[900], *html;
+    FILE *f;
+    ph_report_headline h;
+    json_t *j;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/run.json", d);
+    f = fopen(path, "w");
+    fputs("{\"service\": \"other\", \"mode\": \"strace\", \"timing\": {\"name\": \"stop\", \"category\": \"cli\", "
+          "\"start_ns\": 0, \"duration_ns\": 2500000000, \"self_ns\": 1000, \"bytes_in\": 0, \"bytes_out\": 0, "
+          "\"concurrent\": false, \"failed\": false, \"attributes\": {\"service\": \"other\"}, \"children\": ["
+          "{\"name\": \"collect artifacts\", \"category\": \"engine\", \"start_ns\": 5, \"duration_ns\": 750000000, "
+          "\"self_ns\": 0, \"bytes_in\": 4096, \"bytes_out\": 0, \"concurrent\": true, \"failed\": true, "
+          "\"error\": \"disk full\", \"attributes\": {}, \"children\": []}]}}\n",
+          f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/strace.log", d);
+    f = fopen(path, "w");
+    fputs("1 10:00:00.1 read(0, \"\", 1) = 0 <0.1>\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/harness.folded", d);
+    f = fopen(path, "w");
+    fputs("stop;collect artifacts 750000000\nstop 1750000000\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/harness.trace.json", d);
+    f = fopen(path, "w");
+    fputs("{\"traceEvents\": []}\n", f);
+    fclose(f);
+    j = report("other", "20261122T161000Z-strace", &h);
+    assert_null(json_object_get(j, "flamegraph")); /* harness.folded is not the profile */
+    assert_int_equal(json_array_size(json_object_get(j, "problems")), 0);
+    html = report_html("other", "20261122T161000Z-strace");
+    assert_non_null(strstr(html, ">stop<"));
+    assert_non_null(strstr(html, ">collect artifacts<"));
+    assert_non_null(strstr(html, "data-v=\"2.5\""));  /* 2,500,000,000 ns in seconds */
+    assert_non_null(strstr(html, "data-v=\"0.75\""));
+    assert_non_null(strstr(html, "bytes_in=4096"));
+    assert_non_null(strstr(html, "concurrent"));
+    assert_non_null(strstr(html, "error=disk full"));
+    assert_non_null(strstr(html, "service=other"));
+    assert_non_null(strstr(html, "The harness&#39;s own time"));
+    free(html);
+    json_decref(j);
+}
+
 static void
 test_index(void **state)
 {
@@ -650,6 +702,7 @@ main(void)
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),
+        cmocka_unit_test(test_timing_tree),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_fail_if_syntax),
