@@ -30,26 +30,32 @@ cmp_top(const void *a, const void *b, void *ctx)
     return strcmp(ph_intern_get(t->cg->strings, t->cg->fns[x].name), ph_intern_get(t->cg->strings, t->cg->fns[y].name));
 }
 
+/* The N best of all functions without sorting them all: each candidate
+ * is compared with the worst kept first, so a large profile costs one
+ * comparison per function (a report asks for the top of every event, self
+ * and inclusive). */
 size_t
 ph_callgrind_top(const ph_callgrind *cg, size_t event, int inclusive, uint32_t *out, size_t n)
 {
     top_ctx t = { cg, inclusive ? cg->incl : cg->self, event };
-    uint32_t *all;
     size_t m = 0;
 
     if (event >= cg->E || t.costs == NULL || n == 0)
         return 0;
-    all = malloc((cg->n_fns ? cg->n_fns : 1) * sizeof *all);
-    if (all == NULL)
-        return 0;
-    for (uint32_t i = 0; i < cg->n_fns; i++)
-        if (cg->fns[i].defined || (inclusive && cg->fns[i].called))
-            all[m++] = i;
-    qsort_r(all, m, sizeof *all, cmp_top, &t);
-    if (m > n)
-        m = n;
-    memcpy(out, all, m * sizeof *out);
-    free(all);
+    for (uint32_t i = 0; i < cg->n_fns; i++) {
+        size_t k;
+
+        if (!(cg->fns[i].defined || (inclusive && cg->fns[i].called)))
+            continue;
+        if (m == n && cmp_top(&i, &out[n - 1], &t) >= 0)
+            continue; /* no better than the worst kept */
+        k = m < n ? m++ : n - 1;
+        while (k > 0 && cmp_top(&i, &out[k - 1], &t) < 0) {
+            out[k] = out[k - 1];
+            k--;
+        }
+        out[k] = i;
+    }
     return m;
 }
 
@@ -80,11 +86,18 @@ typedef struct fold_ctx {
     long stacks;
 } fold_ctx;
 
+/* NAME as one frame: ';' would split it, a newline end the line. */
 static void
 put_name(FILE *out, const char *s)
 {
-    for (; *s; s++)
-        fputc(*s == ';' ? ':' : (*s == '\n' || *s == '\r') ? ' ' : *s, out);
+    for (;;) {
+        size_t n = strcspn(s, ";\n\r");
+        fwrite(s, 1, n, out);
+        if (s[n] == '\0')
+            return;
+        fputc(s[n] == ';' ? ':' : ' ', out);
+        s += n + 1;
+    }
 }
 
 static void
