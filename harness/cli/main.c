@@ -64,7 +64,8 @@ usage(FILE *out)
             "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"
             "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
             "\n"
-            "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
+            "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
+            "3 a `compare --fail-if` condition held.\n");
 }
 
 int
