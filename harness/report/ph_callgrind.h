@@ -49,6 +49,7 @@
 #define PH_CG_MAX_PARTS 1024          /* parts described (all are added up) */
 #define PH_CG_MAX_FUNCS (1u << 21)    /* more functions: their costs go to "(other)" */
 #define PH_CG_MAX_CALLS (1u << 22)    /* more call edges are not kept (their costs still count) */
+#define PH_CG_FOLDED_MAX_STACKS 10000 /* the inclusive flamegraph's stacks at most */
 
 typedef struct ph_cg_fn {
     const char *name;     /* "FILE:NAME", as callgrind_annotate prints it */
@@ -120,9 +121,11 @@ size_t ph_callgrind_top(const ph_callgrind *cg, size_t event, int inclusive, uin
 
 /* Folded stacks of EVENT's inclusive cost built from the call graph (an
  * approximation: a function's cost is split among its callers in
- * proportion to their calls, cycles are cut where they close, and paths
- * below 1/20000 of the total are folded into their parent).  Function
- * names without their file.  Returns the number of stacks written. */
+ * proportion to their calls, cycles are cut where they close, paths below
+ * 1/2000 of the total are folded into their parent, and the expansion
+ * stops at 128 frames and about PH_CG_FOLDED_MAX_STACKS stacks).  The
+ * counts add up to the total all the same.  Function names without
+ * their file.  Returns the number of stacks written. */
 long ph_callgrind_write_folded(const ph_callgrind *cg, size_t event, FILE *out, ph_error_t *err);
 
 #endif

@@ -7,8 +7,11 @@
 
 #include "ph_callgrind_int.h"
 
-#define FOLDED_MAX_DEPTH 256
-#define FOLDED_MIN_SHARE (1.0 / 20000)
+/* Bounds that keep the graph's expansion small whatever the call graph:
+ * a dense graph full of cycles has paths without end.  A share below
+ * 1/2000 of the total is under a pixel of a 1200 px graph anyway. */
+#define FOLDED_MAX_DEPTH 128
+#define FOLDED_MIN_SHARE (1.0 / 2000)
 
 typedef struct top_ctx {
     const ph_callgrind *cg;
@@ -145,8 +148,8 @@ expand(fold_ctx *c, double v)
             on_path = c->path[p] == to;
         if (share < c->min) {
             own += share; /* too thin to draw: the caller keeps it */
-        } else if (on_path || c->depth == FOLDED_MAX_DEPTH) {
-            emit(c, to, 1, share); /* a cycle closes (or too deep): cut here */
+        } else if (on_path || c->depth == FOLDED_MAX_DEPTH || c->stacks >= PH_CG_FOLDED_MAX_STACKS - 1) {
+            emit(c, to, 1, share); /* a cycle closes (or too deep, or enough drawn): cut here */
         } else {
             c->path[c->depth++] = to;
             expand(c, share);

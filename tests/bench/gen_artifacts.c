@@ -5,7 +5,10 @@
  *        --dump-line=yes` writes it: `positions: instr line`, the 13
  *        events of the callgrind profile (cache and branch simulation),
  *        compressed names, relative positions, calls with their
- *        inclusive cost lines, jumps, a `totals:` line that adds up
+ *        inclusive cost lines, jumps, a `totals:` line that adds up; a
+ *        program of 20,000 functions in 400 files, each calling the
+ *        same four others (a larger file is a longer run of the same
+ *        program, as with a real profiler)
  *   gen_artifacts massif SNAPSHOTS   massif.out with that many snapshots,
  *        every tenth detailed (a tree of a few hundred nodes), one peak
  *   gen_artifacts strace MB      an `strace -f -tt -T` log of 16 threads:
@@ -83,7 +86,17 @@ callgrind(long long limit)
             }
             written += printf("\n");
             if (rnd(12) == 0) {
-                uint32_t callee = rnd(NFNS);
+                /* a program's call graph: each function calls the same few others */
+                uint32_t callee = (fn * 31 + 7 * rnd(4) + 1) % NFNS, cfile = callee % NFILES;
+
+                /* the callee's file, when it is another one, as callgrind writes it */
+                if (cfile != file) {
+                    if (file_seen[cfile])
+                        written += printf("cfi=(%u)\n", cfile + 1);
+                    else
+                        written += printf("cfi=(%u) /src/module_%u/file_%u.c\n", cfile + 1, cfile % 17, cfile),
+                            file_seen[cfile] = 1;
+                }
                 if (!fn_seen[callee])
                     written += printf("cfn=(%u) bench_function_%u_of_module_%u\n", callee + 1, callee,
                                       (callee % NFILES) % 17),

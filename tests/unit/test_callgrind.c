@@ -436,6 +436,53 @@ test_callee_only_function(void **state)
     ph_callgrind_free(cg);
 }
 
+/* A program whose every function calls four others, layer after layer
+ * (four callers each, so the paths multiply: 1000 * 4^5 of them): the
+ * flamegraph stays small (PH_CG_FOLDED_MAX_STACKS) and still adds up to
+ * the total.  The costs are consistent, as callgrind's are: a call costs
+ * a quarter of its callee's inclusive cost. */
+static void
+test_flamegraph_bounded(void **state)
+{
+    enum { W = 1000, L = 6 };
+    char *in = NULL, *buf = NULL, line[65536];
+    size_t len = 0, blen = 0;
+    FILE *f = open_memstream(&in, &len), *out;
+    ph_callgrind *cg;
+    ph_error_t err = NULL;
+    long n;
+    double sum = 0;
+    const char *p;
+
+    (void)state;
+    fputs("events: Ir\nfl=a.c\nfn=main\n", f);
+    for (int i = 0; i < W; i++)
+        fprintf(f, "cfn=f0_%d\ncalls=1 1\n1 4096\n", i);
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < W; i++) {
+            fprintf(f, "fn=f%d_%d\n", l, i);
+            if (l + 1 == L)
+                fputs("1 4096\n", f);
+            else
+                for (int k = 0; k < 4; k++)
+                    fprintf(f, "cfn=f%d_%d\ncalls=1 1\n1 1024\n", l + 1, (i * 31 + 7 * k + 1) % W);
+        }
+    fprintf(f, "totals: %d\n", W * 4096);
+    fclose(f);
+    cg = parse_buf(in, len, 1 << 16);
+    assert_string_equal(ph_callgrind_get_info(cg)->problem, "");
+    out = open_memstream(&buf, &blen);
+    n = ph_callgrind_write_folded(cg, 0, out, &err);
+    fclose(out);
+    assert_true(n > 0 && n <= PH_CG_FOLDED_MAX_STACKS);
+    for (p = buf; rt_next_line(&p, line, sizeof line);)
+        sum += strtod(strrchr(line, ' ') + 1, NULL);
+    assert_true(sum > W * 4096.0 - (double)n && sum < W * 4096.0 + (double)n);
+    free(buf);
+    free(in);
+    ph_callgrind_free(cg);
+}
+
 /* Two parts in one file (callgrind_control -d appends them so): both
  * described, both added up. */
 static void
@@ -565,6 +612,7 @@ main(void)
         cmocka_unit_test(test_inclusive_flamegraph),
         cmocka_unit_test(test_inclusive_flamegraph_threads),
         cmocka_unit_test(test_callee_only_function),
+        cmocka_unit_test(test_flamegraph_bounded),
         cmocka_unit_test(test_two_parts_in_one_file),
         cmocka_unit_test(test_flamegraph_cuts_cycles),
     };
