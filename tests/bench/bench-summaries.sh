@@ -11,7 +11,9 @@
 # the Perl tools, peak RSS <= 64 MB whatever the input's size, the strace
 # summary at >= 200 MB/s.
 #
-# Needs valgrind (callgrind_annotate, ms_print), cc and /usr/bin/time.
+# KINDS=callgrind,massif,strace picks some.  Each kind's figures are then
+# checked against the tool's (Ir totals, peak heap, the syscall count).
+# Needs valgrind (callgrind_annotate, ms_print), cc, jq and /usr/bin/time.
 # Disk: about CG_MB + ST_MB + 100 MB in a temp dir, removed at the end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -19,6 +21,7 @@ RUNS=${RUNS:-3}
 CG_MB=${CG_MB:-512}
 ST_MB=${ST_MB:-512}
 MASSIF_SNAPSHOTS=${MASSIF_SNAPSHOTS:-20000}
+KINDS=${KINDS:-callgrind,massif,strace}
 PH=$(readlink -f "${PROFHARNESS:-build/profharness}")
 for t in callgrind_annotate ms_print cc /usr/bin/time; do
     command -v "$t" >/dev/null || { echo "bench-summaries: $t missing (scripts/install-deps.sh)" >&2; exit 1; }
@@ -66,16 +69,32 @@ compare() {
         printf "  speed: %.1fx faster (goal >= 20x)   our peak RSS: %.1f MB (goal <= 64 MB)\n", pt / (ot > 0 ? ot : 0.01), om / 1024 }'
 }
 
-echo "callgrind"
-compare 1-callgrind "$runs/1-callgrind/callgrind.out" "callgrind_annotate --auto=no"
-echo "massif"
-compare 2-massif "$runs/2-massif/massif.out" "ms_print"
-echo "strace"
-read -r st sm < <(measure ours-strace "$PH" -o "$tmp/out" --profiles "$PWD/profiles" report --no-index "$runs/3-strace")
-row "profharness report (strace)" "$st" "$sm"
-awk -v s="$st" -v b="$(stat -c %s "$runs/3-strace/strace.log")" -v m="$sm" 'BEGIN {
-    printf "  throughput: %.0f MB/s (goal >= 200 MB/s)   our peak RSS: %.1f MB (goal <= 64 MB)\n", b / 1048576 / (s > 0 ? s : 0.01), m / 1024 }'
-# the figures are the tools' own: the totals must agree
-ours_ir=$(jq -r .callgrind.totals.Ir "$runs/1-callgrind/summary.json")
-their_ir=$(cd / && callgrind_annotate --auto=no --show=Ir "$runs/1-callgrind/callgrind.out" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
-[ "$ours_ir" = "$their_ir" ] && echo "  check: Ir totals equal ($ours_ir)" || { echo "  check: Ir totals DIFFER (ours $ours_ir, callgrind_annotate $their_ir)"; exit 1; }
+# check WHAT OURS THEIRS: the figures are the tools' own
+check() {
+    if [ "$2" = "$3" ]; then echo "  check: $1 equal ($2)"; else echo "  check: $1 DIFFER (ours $2, theirs $3)"; fail=1; fi
+}
+fail=0
+if [[ ",$KINDS," == *,callgrind,* ]]; then
+    echo "callgrind"
+    compare 1-callgrind "$runs/1-callgrind/callgrind.out" "callgrind_annotate --auto=no"
+    check "Ir totals" "$(jq -r .callgrind.totals.Ir "$runs/1-callgrind/summary.json")" \
+        "$(cd / && callgrind_annotate --auto=no --show=Ir "$runs/1-callgrind/callgrind.out" |
+           awk '/PROGRAM TOTALS/ { gsub(",", "", $1); t = $1 } END { print t }')"
+fi
+if [[ ",$KINDS," == *,massif,* ]]; then
+    echo "massif"
+    compare 2-massif "$runs/2-massif/massif.out" "ms_print"
+    peak=$(jq -r .massif.peak_snapshot "$runs/2-massif/summary.json")
+    check "peak heap" "$(jq -r .massif.peak_heap "$runs/2-massif/summary.json")" \
+        "$(cd / && ms_print "$runs/2-massif/massif.out" | awk -v n="$peak" '$1 == n && NF == 6 { gsub(",", "", $4); h = $4 } END { print h }')"
+fi
+if [[ ",$KINDS," == *,strace,* ]]; then
+    echo "strace"
+    read -r st sm < <(measure ours-strace "$PH" -o "$tmp/out" --profiles "$PWD/profiles" report --no-index "$runs/3-strace")
+    row "profharness report (strace)" "$st" "$sm"
+    awk -v s="$st" -v b="$(stat -c %s "$runs/3-strace/strace.log")" -v m="$sm" 'BEGIN {
+        printf "  throughput: %.0f MB/s (goal >= 200 MB/s)   our peak RSS: %.1f MB (goal <= 64 MB)\n", b / 1048576 / (s > 0 ? s : 0.01), m / 1024 }'
+    check "syscalls" "$(jq -r .strace.calls "$runs/3-strace/summary.json")" \
+        "$(awk '{ b = $0; sub(/^[0-9]+ +[0-9:.]+ /, "", b); if (b !~ /^(---|\+\+\+|<\.\.\.)/) n++ } END { print n }' "$runs/3-strace/strace.log")"
+fi
+exit $fail
