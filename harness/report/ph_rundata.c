@@ -145,37 +145,45 @@ ph_sampler_stats_parse(const char *sub, ph_sampler_stats *s)
     s->have = s->requested_hz > 0 || s->samples > 0;
 }
 
-/* The text of <text id="subtitle">...</text> in SVG, unescaped. */
+/* The text of <text id="subtitle">...</text> in SVG, unescaped; the
+ * lines of a wrapped subtitle (<tspan>s) joined with a blank. */
 static void
 svg_subtitle(const char *svg, size_t len, char *out, size_t cap)
 {
-    const char *p = memmem(svg, len, "id=\"subtitle\"", 13), *e;
+    static const struct {
+        const char *ent;
+        char c;
+    } ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' } };
+    const char *p = memmem(svg, len, "id=\"subtitle\"", 13), *e = svg + len;
     size_t o = 0;
 
     out[0] = '\0';
-    if (p == NULL || (p = memchr(p, '>', len - (size_t)(p - svg))) == NULL)
+    if (p == NULL || (p = memchr(p, '>', (size_t)(e - p))) == NULL)
         return;
-    p++;
-    e = memchr(p, '<', len - (size_t)(p - svg));
-    if (e == NULL)
-        return;
-    while (p < e && o + 1 < cap) {
-        static const struct {
-            const char *ent;
-            char c;
-        } ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' } };
-        int done = 0;
-        for (size_t i = 0; i < sizeof ents / sizeof ents[0] && *p == '&'; i++) {
-            size_t n = strlen(ents[i].ent);
-            if ((size_t)(e - p) >= n && memcmp(p, ents[i].ent, n) == 0) {
-                out[o++] = ents[i].c;
-                p += n;
-                done = 1;
+    for (p++; p < e && o + 1 < cap;) {
+        if (*p == '<') {
+            const char *gt = memchr(p, '>', (size_t)(e - p));
+            if (gt == NULL || (e - p >= 7 && memcmp(p, "</text>", 7) == 0))
                 break;
-            }
+            if (e - p >= 6 && memcmp(p, "<tspan", 6) == 0 && o > 0 && out[o - 1] != ' ')
+                out[o++] = ' ';
+            p = gt + 1;
+            continue;
         }
-        if (!done)
-            out[o++] = *p++;
+        if (*p == '&') {
+            size_t i;
+            for (i = 0; i < sizeof ents / sizeof ents[0]; i++) {
+                size_t n = strlen(ents[i].ent);
+                if ((size_t)(e - p) >= n && memcmp(p, ents[i].ent, n) == 0) {
+                    out[o++] = ents[i].c;
+                    p += n;
+                    break;
+                }
+            }
+            if (i < sizeof ents / sizeof ents[0])
+                continue;
+        }
+        out[o++] = *p++;
     }
     out[o] = '\0';
 }

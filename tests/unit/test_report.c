@@ -321,6 +321,43 @@ test_flame_report(void **state)
     json_decref(j);
 }
 
+/* A long subtitle wrapped into lines (<tspan>s, as the renderer writes
+ * one wider than the graph): the sampler's figures are read all the same. */
+static void
+test_flame_wrapped_subtitle(void **state)
+{
+    const char *d = make_run("front", "20261122T142500Z-flamegraph", "flamegraph", 0);
+    char path[900];
+    FILE *f;
+    ph_report_headline h;
+    json_t *j, *smp;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T142600Z-1.folded", d);
+    f = fopen(path, "w");
+    fputs("main-thread;main;hot 10\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/flamegraph-20261122T142600Z-1.svg", d);
+    f = fopen(path, "w");
+    fputs("<?xml version=\"1.0\" standalone=\"yes\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"300\" "
+          "xmlns=\"http://www.w3.org/2000/svg\">\n<text id=\"title\" x=\"600.0\" y=\"24\">front</text>\n"
+          "<text id=\"subtitle\" x=\"600.0\" y=\"42\"><tspan x=\"600.0\" y=\"42\">final: 10 samples over 0.07 "
+          "CPU-s; 4 dropped, 0 truncated, 0 threads without perf events, 2 in the sampler&apos;s own writer (left "
+          "out);</tspan><tspan x=\"600.0\" y=\"56\">requested 250 Hz, timer 250 Hz (setitimer(ITIMER_PROF)), "
+          "delivered 142 Hz per CPU-second</tspan></text>\n<g id=\"frames\">\n</g>\n</svg>\n",
+          f);
+    fclose(f);
+    j = report("front", "20261122T142500Z-flamegraph", &h);
+    smp = json_object_get(json_object_get(j, "flamegraph"), "sampler");
+    assert_non_null(smp);
+    assert_true(json_real_value(json_object_get(smp, "requested_hz")) == 250);
+    assert_true(json_real_value(json_object_get(smp, "delivered_hz")) == 142);
+    assert_int_equal(json_integer_value(json_object_get(smp, "dropped")), 4);
+    assert_int_equal(json_integer_value(json_object_get(smp, "own")), 2);
+    assert_non_null(strstr(json_string_value(json_object_get(smp, "text")), "(left out); requested 250 Hz"));
+    json_decref(j);
+}
+
 /* Broken artifacts: a report all the same, saying what and why. */
 static void
 test_bad_artifacts(void **state)
@@ -700,6 +737,7 @@ main(void)
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
         cmocka_unit_test(test_flame_report),
+        cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),
         cmocka_unit_test(test_timing_tree),
