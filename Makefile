@@ -11,9 +11,9 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
-# flame, tar, engine, compose, profile, then run (the loop).  A floor
-# includes only floors below it.
-LIB_DIRS := util timing flame tar engine compose profile run
+# flame, tar, engine, compose, profile, report (artifacts to HTML and JSON
+# summaries), then run (the loop).  A floor includes only floors below it.
+LIB_DIRS := util timing flame tar engine compose profile report run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 

@@ -56,6 +56,14 @@ profile-restore *SERVICES: build engine
 collect *SERVICES: build
     {{ph}} collect {{SERVICES}}
 
+# (re)write the reports of runs (default: all) and the index; print each headline
+report *ARGS: build
+    {{ph}} report {{ARGS}}
+
+# compare two runs: `just compare front` (its two newest runs of one mode), or A B; --fail-if EXPR for CI
+compare *ARGS: build
+    {{ph}} compare {{ARGS}}
+
 # service, mode, state, since, run dir
 status: build
     {{ph}} status
@@ -95,6 +103,10 @@ bench-extract: build
 # perf script collapsing against stackcollapse-perf.pl (set FLAMEGRAPH_DIR to compare)
 bench-collapse: build
     tests/bench/bench-collapse.sh
+
+# the report's parsers on 500 MB inputs against callgrind_annotate and ms_print
+bench-summaries: build
+    tests/bench/bench-summaries.sh
 
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build

@@ -22,6 +22,9 @@ for mode in $modes; do
 done
 $ph restore
 echo
+echo "== reports (one per run, and contrib/profiling/index.html)"
+$ph report
+echo
 echo "== results (contrib/profiling/<service>/latest is the newest run of each)"
 for svc in contrib/profiling/*/; do
     s=$(basename "$svc")
@@ -30,7 +33,8 @@ for svc in contrib/profiling/*/; do
 done
 cat <<'TXT'
 
-open them with:
+open contrib/profiling/index.html in a browser: every run, each with its report; or each file
+with its own tool:
   strace:     less contrib/profiling/front/strace.log
   massif:     ms_print contrib/profiling/front/massif.out
   callgrind:  callgrind_annotate contrib/profiling/front/callgrind.out
