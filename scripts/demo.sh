@@ -22,9 +22,6 @@ for mode in $modes; do
 done
 $ph restore
 echo
-echo "== reports (one per run, and contrib/profiling/index.html)"
-$ph report
-echo
 echo "== results (contrib/profiling/<service>/latest is the newest run of each)"
 for svc in contrib/profiling/*/; do
     s=$(basename "$svc")

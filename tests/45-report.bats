@@ -118,3 +118,18 @@ profile() {
     first=$(grep -o 'front/2[^/]*/report.html' "$idx" | head -1)
     [ "$first" = "front/$(basename "$(latest front)")/report.html" ]
 }
+
+@test "stop writes the run's report and the index, and prints the headline" {
+    run ph start --mode strace front
+    [ "$status" -eq 0 ]
+    load 20
+    rm -f "$OUT/index.html"
+    run ph stop front
+    [ "$status" -eq 0 ]
+    rd=$(latest front)
+    [ -s "$rd/report.html" ]
+    jq -e '.mode == "strace"' "$rd/summary.json"
+    # one headline for the service, then the report's path
+    [[ "$output" == *"front: "*"report: $rd/report.html"* ]]
+    grep -q "front/$(basename "$rd")/report.html" "$OUT/index.html"
+}
