@@ -36,6 +36,7 @@ typedef struct run_opts {
     const char *prog;       /* NULL: WORK */
     const char *unwind;     /* PH_SAMPLER_UNWIND, NULL: unset */
     const char *debuginfo;  /* PH_SAMPLER_DEBUGINFO, NULL: unset */
+    const char *strace;     /* run under strace -f, its log here (NULL: not) */
 } run_opts;
 
 /* Start WORK ARGS with the sampler preloaded; returns the pid. */
@@ -47,10 +48,22 @@ start_opts(const run_opts *o, char *const args[])
     assert_true(p >= 0);
     if (p == 0) {
         const char *prog = o->prog ? o->prog : WORK;
-        char *argv[8] = { (char *)prog };
+        char *argv[16] = { (char *)prog };
+        int a = 1;
+
+        if (o->strace) {
+            /* strace itself must not load the sampler: -E gives the
+             * preload to the traced program only. */
+            char *pre[] = { "strace", "-f", "-qq", "-o", (char *)o->strace, "-e", "trace=ioctl,read,write",
+                            "-E", "LD_PRELOAD=" LIB, (char *)prog };
+            memcpy(argv, pre, sizeof pre);
+            a = sizeof pre / sizeof *pre;
+            prog = "/usr/bin/strace";
+        } else {
+            setenv("LD_PRELOAD", LIB, 1);
+        }
         for (int i = 0; args[i] && i < 6; i++)
-            argv[i + 1] = args[i];
-        setenv("LD_PRELOAD", LIB, 1);
+            argv[a + i] = args[i];
         if (o->dir == NULL)
             setenv("PH_SAMPLER_DIR", outdir, 1);
         else if (*o->dir)
@@ -204,25 +217,49 @@ samples_with(const char *folded, const char *frame, double *total, int *max_dept
     return in;
 }
 
-/* The newest pprof profile through gunzip and protoc --decode_raw. */
-static const char *
-decoded_pprof(void)
+/* The newest pprof profile, gunzipped, through FILTER (a shell pipeline
+ * tail, "" for none) into OUT (CAP bytes); NULs become newlines, so the
+ * text can be searched.  Returns OUT. */
+static char *
+newest_pprof(const char *filter, char *out, size_t cap)
 {
-    static char out[1 << 20];
     char cmd[800];
     FILE *p;
     size_t n;
 
     snprintf(cmd, sizeof cmd,
              "f=$(ls %s/profile-*.pb.gz | awk -F- '{print $NF, $0}' | sort -n | tail -1 | cut -d' ' -f2); "
-             "gunzip -c \"$f\" | protoc --decode_raw 2>&1",
-             outdir);
+             "gunzip -c \"$f\" %s",
+             outdir, filter);
     p = popen(cmd, "r");
     assert_non_null(p);
-    n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
+    n = fread(out, 1, cap - 1, p);
     assert_int_equal(pclose(p), 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = out[i] ? out[i] : '\n';
+    out[n] = '\0';
     return out;
+}
+
+/* The newest pprof profile through protoc --decode_raw. */
+static const char *
+decoded_pprof(void)
+{
+    static char out[1 << 20];
+
+    return newest_pprof("| protoc --decode_raw 2>&1", out, sizeof out);
+}
+
+/* The newest pprof profile's bytes: its strings (the comments with rates
+ * and counts) read as text.  protoc --decode_raw cannot be trusted with
+ * them: a string that happens to parse as a message is printed as one
+ * (any comment 103 bytes long that starts "re" does). */
+static const char *
+pprof_text(void)
+{
+    static char out[1 << 20];
+
+    return newest_pprof("", out, sizeof out);
 }
 
 static const char *
@@ -415,7 +452,7 @@ test_no_frame_pointers_unwound_by_cfi(void **state)
     share = samples_with(f, chain, NULL, NULL) / (n > 0 ? n : 1);
     if (n < 100 || share < 0.95)
         fail_msg("%.0f of %.0f samples in nofp_hot have all their callers (want >= 95%%):\n%s", share * n, n, f);
-    assert_non_null(strstr(decoded_pprof(), "unwinding: eh_frame CFI"));
+    assert_non_null(strstr(pprof_text(), "unwinding: eh_frame CFI"));
 
     share = nofp_share("chain", "fp", "nofp_hot", chain, &n, &f);
     if (n < 100 || share > 0.5)
@@ -519,24 +556,24 @@ test_high_rate_delivered_or_capped(void **state)
 {
     char *args[] = { "threads", "2", NULL };
     run_opts o = { .hz = "1000", .interval = "0" };
-    const char *pp, *c;
+    const char *text, *c;
     double delivered;
+    int perf;
 
     (void)state;
     finish(start_opts(&o, args));
-    pp = decoded_pprof();
-    assert_non_null(strstr(pp, "requested 1000 Hz"));
-    c = strstr(pp, "delivered ");
+    text = pprof_text();
+    assert_non_null(strstr(text, "requested 1000 Hz"));
+    c = strstr(text, "delivered ");
     assert_non_null(c);
     delivered = atof(c + strlen("delivered "));
-    if (strstr(pp, "perf_event cpu-clock")) {
-        if (delivered < 600 || delivered > 1200)
-            fail_msg("perf events delivered %.0f Hz of 1000", delivered);
-        assert_non_null(strstr(pp, "12: 1000000\n")); /* period 1 ms */
-    } else {
-        assert_non_null(strstr(pp, "capped at 250 Hz"));
-        assert_non_null(strstr(pp, "12: 4000000\n"));
-    }
+    perf = strstr(text, "perf_event cpu-clock") != NULL;
+    if (!perf)
+        assert_non_null(strstr(text, "capped at 250 Hz"));
+    if (perf && (delivered < 600 || delivered > 1200))
+        fail_msg("perf events delivered %.0f Hz of 1000", delivered);
+    /* the period: 1 ms, or 4 ms at the cap */
+    assert_non_null(strstr(decoded_pprof(), perf ? "12: 1000000\n" : "12: 4000000\n"));
 }
 
 /* Above the tick, every thread needs its own perf event: a thread that
@@ -616,7 +653,7 @@ test_writer_cpu_not_charged_to_sleeping_threads(void **state)
     folded = newest("stacks-");
     in_wait = samples_with(all, "request_and_wait", NULL, NULL) + samples_with(folded, "request_and_wait", NULL, NULL);
     free(all);
-    c = strstr(decoded_pprof(), " in the sampler");
+    c = strstr(pprof_text(), " in the sampler");
     assert_non_null(c);
     while (c[-1] >= '0' && c[-1] <= '9')
         c--;
@@ -624,6 +661,52 @@ test_writer_cpu_not_charged_to_sleeping_threads(void **state)
     print_message("# writer samples %ld, samples in the flush wait %.0f\n", own, in_wait);
     assert_true(own >= 1);
     assert_true(in_wait <= 3); /* what the waiting loop itself may use */
+}
+
+/* Lines of the strace log PATH made by thread TID (0: any) that hold
+ * every one of the NEEDLES (NULL-terminated). */
+static int
+strace_lines(const char *path, int tid, const char *const *needles)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    int n = 0;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) {
+        int all = tid == 0 || atoi(line) == tid;
+
+        for (int i = 0; all && needles[i]; i++)
+            all = strstr(line, needles[i]) != NULL;
+        n += all;
+    }
+    fclose(f);
+    return n;
+}
+
+/* The signal path makes no system call for an ordinary sample: above the
+ * tick a perf event keeps running without being re-armed from the
+ * handler.  (strace shows every call the service's threads make.) */
+static void
+test_signal_path_makes_no_system_calls(void **state)
+{
+    char *args[] = { "split", "1", NULL }, log[400];
+    run_opts o = { .hz = "1000", .interval = "0", .strace = log };
+    const char *refresh[] = { "PERF_EVENT_IOC_REFRESH", NULL };
+    double total;
+    int st;
+
+    (void)state;
+    snprintf(log, sizeof log, "%s/strace.log", test_dir);
+    st = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    samples_with(newest("stacks-"), "", &total, NULL);
+    if (total < 100)
+        fail_msg("only %.0f samples under strace", total);
+    if (strstr(pprof_text(), "perf_event cpu-clock") == NULL)
+        print_message("# no perf events here: the re-arm check proves nothing\n");
+    if (strace_lines(log, 0, refresh) > 0)
+        fail_msg("%d perf events re-armed, one per sample", strace_lines(log, 0, refresh));
 }
 
 /* Our handler must not change how the service's behaves: a handler without
@@ -786,7 +869,7 @@ test_delta_snapshots_hold_only_new_samples(void **state)
     /* together: the whole run (at least ~1 CPU-s; at most 3.2 s on one core) */
     if (sum < 150 || sum > 200 * 3.2 * 1.15)
         fail_msg("delta snapshots sum to %.0f samples", sum);
-    assert_non_null(strstr(decoded_pprof(), "delta: samples since the previous snapshot"));
+    assert_non_null(strstr(pprof_text(), "delta: samples since the previous snapshot"));
 }
 
 /* Any failure: one line on stderr, the service runs on unharmed. */
@@ -855,7 +938,7 @@ test_pprof_decodes_with_protoc(void **state)
     assert_non_null(strstr(out, "\n3 {\n  1: 1\n"));          /* a mapping */
     assert_non_null(strstr(out, "\n9: "));                    /* time_nanos */
     assert_non_null(strstr(out, "\n10: "));                   /* duration_nanos */
-    assert_non_null(strstr(out, "delivered"));                /* a comment with the rates */
+    assert_non_null(strstr(pprof_text(), "delivered"));       /* a comment with the rates */
 }
 
 /* C++ and Rust names come out demangled in a process that has neither
@@ -960,6 +1043,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_threads_started_later, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_high_rate_delivered_or_capped, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_short_threads_sampled_above_the_tick, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_signal_path_makes_no_system_calls, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_writer_cpu_not_charged_to_sleeping_threads, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, tu_teardown),
@@ -976,5 +1060,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debuginfo_off_symbols_only, setup, tu_teardown),
     };
+    /* PH_TEST_FILTER=NAME runs one test (the mutation check does). */
+    if (getenv("PH_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("PH_TEST_FILTER"));
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }
