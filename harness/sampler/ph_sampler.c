@@ -1,26 +1,30 @@
-/* ph_sampler.c - the sampler's signal path, its timers, the SIGTERM/SIGINT
- * chaining and the writer thread's loop.
+/* ph_sampler.c - the sampler's signal path, its timers, the chaining of the
+ * signals it stands in front of (SIGTERM/SIGINT, and SIGTRAP when perf
+ * events deliver samples with it) and the writer thread's loop.
  *
  * What runs where:
- * - Signal context (SIGPROF, any thread): on_sigprof.  It saves errno,
- *   walks frame pointers, reading a word only after proving it readable
+ * - Signal context (SIGPROF or SIGTRAP, any thread): sample().  It walks
+ *   the interrupted stack, reading a word only after proving it readable
  *   (write(2) of it into a pipe fails with EFAULT instead of faulting), and
  *   records the stack in the active preallocated table (phs_table, see
  *   ph_sampler_int.h) with atomic claims.  No malloc, no stdio, no lock: a
  *   sample that finds no room is counted as dropped.  Only raw syscalls
  *   (write, read, gettid) are made.
- * - Where SIGPROF comes from: up to 250 Hz, setitimer(ITIMER_PROF): process
- *   CPU time, the kernel signals the thread that is running, so every
- *   thread is sampled, threads created later too, with no bookkeeping.
- *   The kernel tick (CONFIG_HZ, 250 here) caps it, so above 250 Hz each
- *   thread gets its own perf_event_open software cpu-clock event (an
- *   hrtimer) that signals that very thread; the writer attaches one to
- *   every thread in /proc/self/task every tick, and at once when
- *   pthread_create (interposed) starts one, so a thread is sampled within
- *   ~2 ms of its start; it closes those of threads that ended.  When
- *   perf events are not allowed (perf_event_paranoid, seccomp) the rate is
- *   capped at 250 Hz and the cap is reported.  The delivered rate is
- *   always measured (samples per CPU-second) and written in the outputs.
+ * - Where samples come from: up to 250 Hz, setitimer(ITIMER_PROF) and
+ *   SIGPROF: process CPU time, the kernel signals the thread that is
+ *   running, so every thread is sampled, threads created later too, with
+ *   no bookkeeping.  The kernel tick (CONFIG_HZ, 250 here) caps it, so
+ *   above 250 Hz each thread gets its own perf_event_open software
+ *   cpu-clock event (an hrtimer) that signals that very thread: SIGTRAP
+ *   through attr.sigtrap where the kernel holds it safely (6.1 on: the
+ *   cheapest delivery, no interrupt to the CPU), SIGPROF through O_ASYNC
+ *   otherwise.  The writer attaches one to every thread in
+ *   /proc/self/task every tick, and at once when pthread_create
+ *   (interposed) starts one, so a thread is sampled within ~2 ms of its
+ *   start; it closes those of threads that ended.  When perf events are
+ *   not allowed (perf_event_paranoid, seccomp) the rate is capped at 250
+ *   Hz and the cap is reported.  The delivered rate is always measured
+ *   (samples per CPU-second) and written in the outputs.
  * - The writer thread (a normal thread, every signal blocked but SIGPROF,
  *   whose samples there are counted as the sampler's own cost) wakes every
  *   tick (250 ms): it drains the active table into its own heap
@@ -35,6 +39,11 @@
  *   also re-checks the dispositions every tick for services that install
  *   handlers behind our back), nothing when ignored, or the default
  *   action, re-raised, so the exit status still says "killed by signal".
+ * - SIGTRAP, when our perf events send it: on_sigtrap takes the samples
+ *   (si_code TRAP_PERF with our sig_data) and hands every other SIGTRAP
+ *   (breakpoints, the service's own perf events) to what the service
+ *   asked for, the same way.  A debugger attached to the service sees a
+ *   SIGTRAP per sample: sample at 250 Hz or less when debugging.
  * - fork: the child turns sampling off (atfork), has no writer and closes
  *   the perf fds it inherited; itimers are not inherited.  exec: LD_PRELOAD
  *   and PH_SAMPLER_* were removed from the environment at start.
@@ -49,6 +58,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -56,6 +67,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -87,6 +99,7 @@ static struct {
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
+    int perf_sig;               /* SIGTRAP or SIGPROF: what our perf events send; 0: none */
     int probe_pipe[2];          /* readability checks on the signal path */
     int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop */
     pthread_t writer;
@@ -332,22 +345,20 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
     return -1;
 }
 
+/* One sample of the interrupted context CTX, on this thread. */
 static void
-on_sigprof(int sig, siginfo_t *si, void *ctx)
+sample(const void *ctx)
 {
-    int saved = errno;
     uintptr_t pcs[PHS_MAX_DEPTH];
     uint32_t depth;
     int a;
     phs_table *t;
 
-    (void)sig;
-    (void)si;
     if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
-        goto out;
+        return;
     if (tls_writer) { /* CPU the writer spent: ours, not the service's */
         atomic_fetch_add_explicit(&phs.own, 1, memory_order_relaxed);
-        goto out;
+        return;
     }
     if (tls_pid != S.pid || tls_tid == 0) {
         tls_tid = (int)syscall(SYS_gettid);
@@ -365,14 +376,83 @@ on_sigprof(int sig, siginfo_t *si, void *ctx)
     else
         atomic_fetch_add_explicit(&phs.samples, 1, memory_order_relaxed);
     atomic_fetch_sub(&t->inflight, 1);
-out:
+}
+
+static void
+on_sigprof(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+
+    (void)sig;
+    (void)si;
+    sample(ctx);
     errno = saved;
+}
+
+static void chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app);
+
+/* A perf event's SIGTRAP (attr.sigtrap) carries TRAP_PERF and the event's
+ * sig_data in si_perf_data, which glibc's siginfo_t does not name yet:
+ * the kernel's layout, checked against glibc's si_addr below. */
+typedef struct perf_siginfo {
+    int signo, errno_, code, pad_;
+    void *addr;
+    unsigned long data;
+    uint32_t type, flags;
+} perf_siginfo;
+_Static_assert(offsetof(perf_siginfo, addr) == offsetof(siginfo_t, si_addr), "siginfo_t layout");
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+#define TRAP_PERF_ASYNC 1u                      /* TRAP_PERF_FLAG_ASYNC: delivered late */
+#define PERF_COOKIE 0x7068735f73616d70ULL       /* our events' sig_data: "phs_samp" */
+
+/* SIGTRAP: our perf events' samples; any other SIGTRAP (a breakpoint, the
+ * service's own perf events) goes where the service wanted it. */
+static void
+on_sigtrap(int sig, siginfo_t *si, void *ctx)
+{
+    const perf_siginfo *p = (const perf_siginfo *)(const void *)si;
+    int saved = errno;
+
+    if (si != NULL && si->si_code == TRAP_PERF && p->data == PERF_COOKIE) {
+        /* Held while the thread blocked SIGTRAP, it arrives where the
+         * thread unblocked it, not where the CPU time went. */
+        if (p->flags & TRAP_PERF_ASYNC)
+            atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
+        else
+            sample(ctx);
+        errno = saved;
+        return;
+    }
+    chain(sig, si, ctx, &S.app[sig]);
 }
 
 /* ---- perf events (writer thread, start and atfork only) ---------------- */
 
+/* Perf events can deliver samples as SIGTRAP (attr.sigtrap): sent to the
+ * thread itself on its way back to user space, where O_ASYNC's SIGPROF
+ * goes through an interrupt to the CPU first (~2 against ~19 us a sample
+ * on this VM, on top of ~23 us for the event's timer).  Before Linux 5.18
+ * such a SIGTRAP was forced on a thread that blocked it, killing the
+ * process; 6.1 is the first long-term kernel that holds it as pending. */
 static int
-perf_open(int tid, int hz)
+sigtrap_safe(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+
+    if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+        return 0;
+    return major > 6 || (major == 6 && minor >= 1);
+}
+
+/* A cpu-clock event on thread TID at HZ signalling SIG (SIGTRAP: the
+ * kernel's sigtrap delivery; SIGPROF: O_ASYNC), enabled when ENABLE.  An
+ * fd, or -errno. */
+static int
+perf_open(int tid, int hz, int sig, int enable)
 {
     struct perf_event_attr a;
     struct f_owner_ex owner = { F_OWNER_TID, tid };
@@ -388,6 +468,11 @@ perf_open(int tid, int hz)
      * signal lands in user space anyway. */
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
+    if (sig == SIGTRAP) {
+        a.sigtrap = 1;
+        a.remove_on_exec = 1; /* the kernel wants it; exec'd programs start their own */
+        a.sig_data = PERF_COOKIE;
+    }
     fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -395,8 +480,9 @@ perf_open(int tid, int hz)
      * pending swallows the next: one sample lost, never the thread's
      * sampling).  Re-arming it from the handler instead (REFRESH) cost a
      * system call and a restart of its timer per sample: ~11 us here. */
-    if (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
-        fcntl(fd, F_SETOWN_EX, &owner) < 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+    if ((sig == SIGPROF && (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
+                            fcntl(fd, F_SETOWN_EX, &owner) < 0)) ||
+        (enable && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)) {
         int e = errno;
         close(fd);
         return -e;
@@ -442,7 +528,7 @@ perf_scan(int self_tid)
         }
         if (known)
             continue;
-        if (free_i < 0 || (fd = perf_open(tid, phs.hz_nominal)) < 0) {
+        if (free_i < 0 || (fd = perf_open(tid, phs.hz_nominal, S.perf_sig, 1)) < 0) {
             atomic_fetch_add(&phs.perf_failed, 1);
             continue;
         }
@@ -459,12 +545,14 @@ perf_scan(int self_tid)
     }
 }
 
-/* ---- SIGTERM/SIGINT ----------------------------------------------------- */
+/* ---- the signals we stand in front of -------------------------------- */
 
+/* SIGTERM/SIGINT always (the final snapshot comes first); SIGTRAP while
+ * perf events deliver our samples with it. */
 static int
-is_stop_signal(int sig)
+is_ours(int sig)
 {
-    return sig == SIGTERM || sig == SIGINT;
+    return sig == SIGTERM || sig == SIGINT || (sig == SIGTRAP && S.perf_sig == SIGTRAP);
 }
 
 /* Ask the writer for COMMAND and wait until it has done it, at most
@@ -493,25 +581,32 @@ install_ours(int sig, const struct sigaction *app)
      * SA_RESTART its blocking calls must still return EINTR; its mask
      * applies while the handlers run. */
     memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = on_stop_signal;
+    ours.sa_sigaction = sig == SIGTRAP ? on_sigtrap : on_stop_signal;
     ours.sa_flags = SA_SIGINFO | (app->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
     ours.sa_mask = app->sa_mask;
     if (app->sa_handler == SIG_DFL || app->sa_handler == SIG_IGN) {
         ours.sa_flags |= SA_RESTART; /* nobody else's calls to interrupt */
         sigemptyset(&ours.sa_mask);
     }
+    if (sig == SIGTRAP) {
+        /* A sample must never make a call fail with EINTR, and the
+         * unwinder needs more stack than an alternate signal stack may
+         * have. */
+        ours.sa_flags |= SA_RESTART;
+        ours.sa_flags &= ~SA_ONSTACK;
+    }
     real_sigaction(sig, &ours, NULL);
 }
 
+/* Do what the service asked for SIG (APP, copied before anything else
+ * could change it): its handler, nothing when ignored, or the default
+ * action, re-raised, so the exit status still says "killed by SIG". */
 static void
-on_stop_signal(int sig, siginfo_t *si, void *ctx)
+chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app_now)
 {
     int saved = errno;
-    struct sigaction app = S.app[sig];
+    struct sigaction app = *app_now;
 
-    if (getpid() == S.pid && atomic_load(&phs.on))
-        request_and_wait('q', STOP_SIGNAL_WAIT_MS);
-    errno = saved;
     if (app.sa_handler == SIG_IGN)
         return;
     if (app.sa_handler == SIG_DFL) {
@@ -537,18 +632,32 @@ on_stop_signal(int sig, siginfo_t *si, void *ctx)
         memset(&S.app[sig], 0, sizeof S.app[sig]);
         S.app[sig].sa_handler = SIG_DFL;
     }
+    errno = saved;
     if (app.sa_flags & SA_SIGINFO)
         app.sa_sigaction(sig, si, ctx);
     else
         app.sa_handler(sig);
 }
 
-/* Interposed: the service's SIGTERM/SIGINT handlers are recorded and run by
- * ours after the final snapshot; everything else passes through. */
+static void
+on_stop_signal(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+    struct sigaction app = S.app[sig];
+
+    if (getpid() == S.pid && atomic_load(&phs.on))
+        request_and_wait('q', STOP_SIGNAL_WAIT_MS);
+    errno = saved;
+    chain(sig, si, ctx, &app);
+}
+
+/* Interposed: the service's handlers for the signals we stand in front of
+ * are recorded and run by ours (for SIGTERM/SIGINT after the final
+ * snapshot); everything else passes through. */
 int
 sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (sig > 0 && sig < NSIG && is_stop_signal(sig) && atomic_load(&S.app_set[sig])) {
+    if (sig > 0 && sig < NSIG && is_ours(sig) && atomic_load(&S.app_set[sig])) {
         if (old)
             *old = S.app[sig];
         if (act == NULL)
@@ -603,17 +712,19 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
     return r;
 }
 
-/* Put ours in front of SIGTERM/SIGINT, keeping what the service has.  An
- * ignored signal stays ignored (nohup) until the service sets a handler. */
+/* Put ours in front of the signals we own, keeping what the service has.
+ * An ignored SIGTERM/SIGINT stays ignored (nohup) until the service sets
+ * a handler; SIGTRAP gets ours whatever it was, or the samples would be
+ * ignored with it. */
 static void
-take_stop_signals(void)
+take_signals(void)
 {
     for (int sig = 1; sig < NSIG; sig++) {
-        if (!is_stop_signal(sig) || atomic_load(&S.app_set[sig]))
+        if (!is_ours(sig) || atomic_load(&S.app_set[sig]))
             continue;
         if (real_sigaction(sig, NULL, &S.app[sig]) < 0)
             continue;
-        if (S.app[sig].sa_handler != SIG_IGN)
+        if (sig == SIGTRAP || S.app[sig].sa_handler != SIG_IGN)
             install_ours(sig, &S.app[sig]);
         atomic_store(&S.app_set[sig], 1);
     }
@@ -622,19 +733,19 @@ take_stop_signals(void)
 /* A handler installed behind our back (a direct syscall, a static libc):
  * record it and get in front again. */
 static void
-recheck_stop_signals(void)
+recheck_signals(void)
 {
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction cur;
 
-        if (!is_stop_signal(sig) || !atomic_load(&S.app_set[sig]) || real_sigaction(sig, NULL, &cur) < 0)
+        if (!is_ours(sig) || !atomic_load(&S.app_set[sig]) || real_sigaction(sig, NULL, &cur) < 0)
             continue;
-        if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_stop_signal)
+        if ((cur.sa_flags & SA_SIGINFO) && (cur.sa_sigaction == on_stop_signal || cur.sa_sigaction == on_sigtrap))
             continue;
-        if (cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
+        if (sig != SIGTRAP && cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
             continue;
         S.app[sig] = cur;
-        if (cur.sa_handler != SIG_IGN)
+        if (sig == SIGTRAP || cur.sa_handler != SIG_IGN)
             install_ours(sig, &cur);
     }
 }
@@ -699,7 +810,7 @@ writer_main(void *arg)
             perf_close_all(); /* the final snapshot holds everything sampled */
         else if (phs.use_perf)
             perf_scan(self);
-        recheck_stop_signals();
+        recheck_signals();
         if (!S.unwind_fp_only)
             phs_cfi_refresh(); /* after a dlopen or dlclose */
         phs_agg_drain(agg);
@@ -822,14 +933,24 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     if (!S.unwind_fp_only)
         phs_cfi_refresh();
 
-    /* Above the tick, perf events or a reported cap. */
+    /* Above the tick, perf events (SIGTRAP where the kernel delivers it
+     * safely, else SIGPROF) or a reported cap.  The trial events are
+     * never enabled: no handler is in place yet. */
+    S.perf_sig = 0;
     if (hz > PHS_ITIMER_MAX_HZ) {
-        fd = perf_open((int)syscall(SYS_gettid), hz);
+        fd = sigtrap_safe() ? perf_open((int)syscall(SYS_gettid), hz, SIGTRAP, 0) : -EINVAL;
+        S.perf_sig = SIGTRAP;
+        if (fd < 0) {
+            fd = perf_open((int)syscall(SYS_gettid), hz, SIGPROF, 0);
+            S.perf_sig = SIGPROF;
+        }
         if (fd >= 0) {
             close(fd);
             phs.use_perf = 1;
-            snprintf(phs.source, sizeof phs.source, "perf_event cpu-clock per thread, SIGPROF");
+            snprintf(phs.source, sizeof phs.source, "perf_event cpu-clock per thread, %s",
+                     S.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF");
         } else {
+            S.perf_sig = 0;
             char line[300];
 
             phs.hz_nominal = PHS_ITIMER_MAX_HZ;
@@ -851,6 +972,8 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         phs_agg_free(agg);
         return start_failed("cannot install the SIGPROF handler");
     }
+    /* Before the writer, which enables the perf events. */
+    take_signals();
 
     /* The writer: all signals blocked, so no handler of ours or the
      * service's ever runs on it. */
@@ -869,7 +992,6 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         S.atfork_done = 1;
     if (!S.atexit_done && atexit(at_exit) == 0)
         S.atexit_done = 1;
-    take_stop_signals();
 
     atomic_store(&phs.on, 1);
     if (!phs.use_perf) {

@@ -21,8 +21,9 @@
  *
  * What it samples: CPU time of every thread, threads started later too
  * (SIGPROF from setitimer(ITIMER_PROF) up to 250 Hz; above that, per-thread
- * perf_event_open cpu-clock events when the kernel allows them, else the
- * rate is capped at 250 Hz and the cap is reported).  The delivered rate
+ * perf_event_open cpu-clock events when the kernel allows them, signalling
+ * SIGTRAP on Linux 6.1 and later, SIGPROF before; else the rate is capped
+ * at 250 Hz and the cap is reported).  The delivered rate
  * is measured and written into every snapshot.  Stacks come from each
  * object's .eh_frame (x86-64; code without frame pointers keeps its
  * callers) or from frame pointers, at most 512 frames; deeper ones end in
@@ -44,7 +45,9 @@
  * Not covered: a fork child is never profiled (it would need its own
  * writer); so a service that daemonises by forking is not profiled after
  * the fork.  _exit() and SIGKILL write nothing.  A service that uses
- * SIGPROF or ITIMER_PROF itself conflicts with the sampler.
+ * SIGPROF or ITIMER_PROF itself conflicts with the sampler.  Above 250 Hz
+ * with SIGTRAP, the service's own SIGTRAPs still reach its handler or its
+ * default action, but a debugger attached sees every sample as a SIGTRAP.
  *
  * On any failure profiling turns off with one line on stderr
  * ("ph-sampler: ...; profiling disabled"); the service goes on.
@@ -53,8 +56,8 @@
  * signal handler.  The library's own handlers (SIGPROF, and the SIGTERM /
  * SIGINT handler standing in front of the service's) are
  * async-signal-safe.  The library interposes sigaction() and signal() to
- * keep the service's SIGTERM/SIGINT handlers behind its own; both behave
- * as libc's do.
+ * keep the service's SIGTERM/SIGINT (and, above 250 Hz, SIGTRAP) handlers
+ * behind its own; both behave as libc's do.
  */
 #ifndef PH_SAMPLER_H
 #define PH_SAMPLER_H

@@ -709,6 +709,43 @@ test_signal_path_makes_no_system_calls(void **state)
         fail_msg("%d perf events re-armed, one per sample", strace_lines(log, 0, refresh));
 }
 
+/* Above the tick perf events may deliver samples as SIGTRAP.  The
+ * service's own SIGTRAPs still go where it wants them: to its handler
+ * (which never sees a sample), to the default action (it dies by
+ * SIGTRAP), or nowhere when ignored (and ignoring it does not stop the
+ * samples); a thread that blocks every signal is not killed by them. */
+static void
+test_sigtrap_samples_kept_from_the_service(void **state)
+{
+    char *own[] = { "trap", "1", NULL }, *dfl[] = { "trapdefault", "0.3", NULL };
+    char *ign[] = { "trapignored", "1", NULL }, *blk[] = { "trapblocked", "1", NULL }, out[400];
+    run_opts o = { .hz = "1000", .interval = "0", .out = out };
+    double total;
+    int st;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    st = finish(start_opts(&o, own));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the service's SIGTRAP handler: status 0x%x, %s", st, read_text(out));
+    if (strstr(pprof_text(), "SIGTRAP") == NULL)
+        print_message("# no SIGTRAP perf events here: this test proves little\n");
+
+    st = finish(start_opts(&o, dfl));
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGTRAP)
+        fail_msg("SIGTRAP at its default action: status 0x%x, %s", st, read_text(out));
+
+    st = finish(start_opts(&o, ign));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    samples_with(newest("stacks-"), ";work_heavy", &total, NULL);
+    if (total < 300)
+        fail_msg("%.0f samples with SIGTRAP ignored by the service", total);
+
+    st = finish(start_opts(&o, blk));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("a thread blocking every signal: status 0x%x", st);
+}
+
 /* Our handler must not change how the service's behaves: a handler without
  * SA_RESTART still makes the blocking call return EINTR. */
 static void
@@ -1044,6 +1081,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_high_rate_delivered_or_capped, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_short_threads_sampled_above_the_tick, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_signal_path_makes_no_system_calls, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_sigtrap_samples_kept_from_the_service, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_writer_cpu_not_charged_to_sleeping_threads, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, tu_teardown),

@@ -26,7 +26,16 @@
  *              what the SIGTERM one cost
  *   names S    functions under C++, legacy Rust and Rust v0 symbol names
  *              (asm labels: this program links neither libstdc++ nor Rust),
- *              and a function inlined into another (lines marked LINE:) */
+ *              and a function inlined into another (lines marked LINE:)
+ *   trap S     a SIGTRAP handler of its own (SA_SIGINFO), and a raise(SIGTRAP)
+ *              every 20 ms of S CPU-seconds; prints what the handler saw
+ *              and exits 0 when it saw each of its own and no perf event's
+ *   trapdefault S  spins S CPU-seconds, then raise(SIGTRAP) at its default
+ *              action (no core file)
+ *   trapignored S  SIGTRAP ignored; spins S CPU-seconds in work_heavy,
+ *              raising one SIGTRAP on the way
+ *   trapblocked S  a thread that blocks every signal spins beside the main
+ *              thread, both in work_heavy, for S CPU-seconds */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -36,6 +45,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 static volatile sig_atomic_t stop;
@@ -120,6 +130,31 @@ thread_busy(void *arg)
 
     while (now() < until && !stop)
         spin(100000);
+    return NULL;
+}
+
+static volatile sig_atomic_t traps_seen, traps_perf;
+
+static void
+on_trap(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)ctx;
+    if (si->si_code == 6) /* TRAP_PERF: a perf event's, not ours */
+        traps_perf++;
+    else
+        traps_seen++;
+}
+
+static void *
+thread_blocked(void *arg)
+{
+    sigset_t all;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    while (seconds(CLOCK_THREAD_CPUTIME_ID) < *(double *)arg)
+        work_heavy();
     return NULL;
 }
 
@@ -256,6 +291,46 @@ main(int argc, char **argv)
             rust_v0_method();
             holds_inline();
         }
+    } else if (strcmp(argv[1], "trap") == 0) {
+        struct sigaction sa;
+        int raised = 0;
+        double next = 0;
+
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_trap;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigaction(SIGTRAP, &sa, NULL);
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
+            work_light();
+            if (seconds(CLOCK_PROCESS_CPUTIME_ID) >= next) {
+                raise(SIGTRAP);
+                raised++;
+                next = seconds(CLOCK_PROCESS_CPUTIME_ID) + 0.02;
+            }
+        }
+        printf("raised=%d seen=%d perf=%d\n", raised, (int)traps_seen, (int)traps_perf);
+        return traps_seen == raised && traps_perf == 0 ? 0 : 10;
+    } else if (strcmp(argv[1], "trapdefault") == 0) {
+        struct rlimit none = { 0, 0 };
+
+        setrlimit(RLIMIT_CORE, &none);
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
+            work_light();
+        raise(SIGTRAP);
+        return 11;
+    } else if (strcmp(argv[1], "trapignored") == 0) {
+        signal(SIGTRAP, SIG_IGN);
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
+            work_heavy();
+        raise(SIGTRAP);
+    } else if (strcmp(argv[1], "trapblocked") == 0) {
+        pthread_t t;
+
+        if (pthread_create(&t, NULL, thread_blocked, &secs) != 0)
+            return 1;
+        while (seconds(CLOCK_THREAD_CPUTIME_ID) < secs)
+            work_heavy();
+        pthread_join(t, NULL);
     } else if (strcmp(argv[1], "env") == 0) {
         printf("LD_PRELOAD=%s PH_SAMPLER_DIR=%s\n", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "(unset)",
                getenv("PH_SAMPLER_DIR") ? getenv("PH_SAMPLER_DIR") : "(unset)");
