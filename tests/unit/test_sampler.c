@@ -474,6 +474,36 @@ test_callers_across_libc(void **state)
                  f);
 }
 
+/* Samples landing while the frame pointer holds garbage (unmapped,
+ * PROT_NONE, kernel, non-canonical, misaligned, past the stack's top, fake
+ * frames leading there, a stack of the service's own between guard pages,
+ * code outside every object): neither unwinder ever faults.  Each case is
+ * one a missing bound or a wrong one turns into a SIGSEGV. */
+static void
+test_torn_stacks_never_fault(void **state)
+{
+    char *args[] = { "torn", "1.5", NULL };
+    const char *unwinders[] = { "cfi", "fp" };
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        run_opts o = { .hz = "1000", .interval = "0", .unwind = unwinders[i] };
+        char cmd[400];
+        double total;
+        int st;
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+        assert_int_equal(system(cmd), 0);
+        st = finish(start_opts(&o, args));
+
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fail_msg("PH_SAMPLER_UNWIND=%s: the workload died, status 0x%x", unwinders[i], st);
+        samples_with(newest("stacks-"), ";torn_spin", &total, NULL);
+        if (total < 300)
+            fail_msg("PH_SAMPLER_UNWIND=%s: only %.0f samples", unwinders[i], total);
+    }
+}
+
 /* dlopen and dlclose while sampling: the tables are rebuilt under the
  * signal path, which neither crashes, deadlocks nor loses the callers. */
 static void
@@ -1075,6 +1105,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_frame_pointers_unwound_by_cfi, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_callers_across_libc, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_tables_rebuilt_across_dlopen, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_torn_stacks_never_fault, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_deep_recursion_full_or_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_deeper_than_max_is_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_started_later, setup, tu_teardown),

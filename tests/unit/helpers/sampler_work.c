@@ -35,16 +35,30 @@
  *   trapignored S  SIGTRAP ignored; spins S CPU-seconds in work_heavy,
  *              raising one SIGTRAP on the way
  *   trapblocked S  a thread that blocks every signal spins beside the main
- *              thread, both in work_heavy, for S CPU-seconds */
+ *              thread, both in work_heavy, for S CPU-seconds
+ *   torn S     (x86-64) spins with garbage in the frame pointer, so that
+ *              both unwinders follow it (this file keeps frame pointers,
+ *              so its call frame information computes the caller's frame
+ *              from rbp too): null, tiny, misaligned, unmapped,
+ *              PROT_NONE, non-canonical and kernel addresses, vsyscall's
+ *              execute-only page, the last word below the stack's top,
+ *              fake frames on the stack and on the heap that lead to all
+ *              of those; on a stack of its own between PROT_NONE pages;
+ *              and in code outside every object (as a JIT's), with a
+ *              garbage word where its return address would be.  Exits 0
+ *              if it lived; S CPU-seconds in all. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -157,6 +171,130 @@ thread_blocked(void *arg)
         work_heavy();
     return NULL;
 }
+
+#if defined(__x86_64__)
+/* Spin N rounds with rbp = BAD, touching no memory. */
+__attribute__((noinline)) static void
+torn_spin(uintptr_t bad, long n)
+{
+    __asm__ volatile("push %%rbp\n\t"
+                     "mov %%rdi, %%rbp\n\t"
+                     "1: dec %%rcx\n\t"
+                     "jnz 1b\n\t"
+                     "pop %%rbp\n\t"
+                     : "+c"(n)
+                     : "D"(bad)
+                     : "cc", "memory");
+}
+
+/* The garbage: addresses that fault, and words of fake frames that lead
+ * to them.  The fake frames live in FRAMES (on the stack or the heap). */
+static uintptr_t torn_bad[24];
+static int n_torn_bad;
+static uintptr_t *torn_heap;
+
+static void
+torn_round(long n)
+{
+    uintptr_t frames[2 * 24];
+
+    for (int i = 0; i < n_torn_bad; i++) {
+        torn_spin(torn_bad[i], n);
+        /* a frame on the stack whose saved rbp and return address are
+         * garbage, and one on the heap (off every stack) */
+        frames[2 * i] = torn_bad[i];
+        frames[2 * i + 1] = torn_bad[(i + 1) % n_torn_bad];
+        torn_spin((uintptr_t)&frames[2 * i], n);
+        torn_heap[2 * i] = torn_bad[i];
+        torn_heap[2 * i + 1] = torn_bad[(i + 3) % n_torn_bad];
+        torn_spin((uintptr_t)&torn_heap[2 * i], n);
+    }
+}
+
+static ucontext_t torn_main_ctx, torn_co_ctx;
+static uintptr_t torn_co_top;
+
+/* On a stack of our own with PROT_NONE above its top: rbp at the last
+ * word, so the frame pointer's pair reaches into the guard. */
+static void
+torn_coroutine(void)
+{
+    torn_spin(torn_co_top - 8, 2000000);
+    torn_spin(torn_co_top - 16, 2000000);
+    torn_round(200000);
+}
+
+static int
+torn(double secs)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *m = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *co = mmap(NULL, 66 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *jit = mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    pthread_attr_t a;
+    void *stack_lo = NULL;
+    size_t stack_size = 0;
+
+    if (m == MAP_FAILED || co == MAP_FAILED)
+        return 20;
+    munmap(m + page, page);                       /* a hole */
+    mprotect(m + 2 * page, page, PROT_NONE);      /* a page that faults */
+    torn_heap = (uintptr_t *)(void *)(m + 3 * page);
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        pthread_attr_getstack(&a, &stack_lo, &stack_size);
+        pthread_attr_destroy(&a);
+    }
+    {
+        uintptr_t bad[] = { 0, 8, 0x1001, (uintptr_t)(m + page), (uintptr_t)(m + page + 8),
+                            (uintptr_t)(m + 2 * page), (uintptr_t)(m + page - 8), (uintptr_t)(m + 2 * page - 8),
+                            0x0000800000000000UL, 0x8000000000000000UL, 0xffffffffff600000UL,
+                            0xffffffff81000000UL, 0xfffffffffffffff8UL,
+                            (uintptr_t)stack_lo + stack_size - 8, (uintptr_t)stack_lo + stack_size - 16,
+                            (uintptr_t)stack_lo - 8 };
+        n_torn_bad = (int)(sizeof bad / sizeof *bad);
+        memcpy(torn_bad, bad, sizeof bad);
+    }
+    /* the coroutine's stack: a guard page below and above */
+    mprotect(co, page, PROT_NONE);
+    mprotect(co + 65 * page, page, PROT_NONE);
+    torn_co_top = (uintptr_t)(co + 65 * page);
+    if (jit != MAP_FAILED) {
+        /* movabs $garbage, %rax; push %rax; 1: dec %rcx; jnz 1b; pop %rax; ret
+         * with rcx = n (first argument in rdi: mov %rdi, %rcx first) */
+        unsigned char code[] = { 0x48, 0x89, 0xf9,                               /* mov %rdi,%rcx */
+                                 0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,              /* movabs $x,%rax */
+                                 0x50,                                           /* push %rax */
+                                 0x48, 0xff, 0xc9,                               /* dec %rcx */
+                                 0x75, 0xfb,                                     /* jnz -5 */
+                                 0x58,                                           /* pop %rax */
+                                 0xc3 };                                         /* ret */
+        uintptr_t x = (uintptr_t)(m + page) + 3; /* ret-7 readable, ret+8 in the hole */
+
+        memcpy(code + 5, &x, sizeof x);
+        memcpy(jit, code, sizeof code);
+    }
+    while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
+        torn_round(200000);
+        if (jit != MAP_FAILED)
+            ((void (*)(long))(void *)jit)(2000000);
+        getcontext(&torn_co_ctx);
+        torn_co_ctx.uc_stack.ss_sp = co + page;
+        torn_co_ctx.uc_stack.ss_size = 64 * page;
+        torn_co_ctx.uc_link = &torn_main_ctx;
+        makecontext(&torn_co_ctx, torn_coroutine, 0);
+        swapcontext(&torn_main_ctx, &torn_co_ctx);
+    }
+    return 0;
+}
+#else
+static int
+torn(double secs)
+{
+    (void)secs;
+    printf("torn: x86-64 only\n");
+    return 0;
+}
+#endif
 
 static void
 on_term(int sig)
@@ -331,6 +469,8 @@ main(int argc, char **argv)
         while (seconds(CLOCK_THREAD_CPUTIME_ID) < secs)
             work_heavy();
         pthread_join(t, NULL);
+    } else if (strcmp(argv[1], "torn") == 0) {
+        return torn(secs);
     } else if (strcmp(argv[1], "env") == 0) {
         printf("LD_PRELOAD=%s PH_SAMPLER_DIR=%s\n", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "(unset)",
                getenv("PH_SAMPLER_DIR") ? getenv("PH_SAMPLER_DIR") : "(unset)");
