@@ -166,38 +166,75 @@ disable(const char *why)
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
 static __thread int tls_writer __attribute__((tls_model("initial-exec")));
+/* This thread's stack, [lo, hi); hi 0: not known.  Set where the thread
+ * starts: note_stack() in ph_sampler_start for the thread that starts the
+ * sampler, in thread_start for threads pthread_create starts later. */
+static __thread uintptr_t tls_stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec")));
 
-/* Can the 16 bytes at ADDR be read?  A write(2) from unmapped memory fails
- * with EFAULT; the bytes are drained at once.  The page last proven
- * readable is remembered for the rest of this walk. */
+/* What one walk knows is readable: [lo, hi), from the interrupted stack
+ * pointer to the top of the thread's stack when the stack pointer lies in
+ * it (none of that can be unmapped while the thread runs on it), and the
+ * page last proven readable by a probe. */
+typedef struct walk {
+    uintptr_t lo, hi;
+    uintptr_t last_page;
+} walk;
+
+/* Can the LEN (at most 16) bytes at ADDR be read?  On the stack, yes;
+ * elsewhere a write(2) of them into a pipe says: from unmapped memory it
+ * fails with EFAULT (or writes less).  The bytes are drained at once. */
 static int
-readable(const void *addr, uintptr_t *last_page)
+readable(walk *w, uintptr_t addr, size_t len)
 {
-    uintptr_t page = (uintptr_t)addr & ~(uintptr_t)4095;
+    uintptr_t page = addr & ~(uintptr_t)4095;
     char drain[16];
 
-    if (page == *last_page && ((uintptr_t)addr & 4095) <= 4096 - 16)
+    if (addr >= w->lo && addr < w->hi && w->hi - addr >= len)
         return 1;
-    if (write(S.probe_pipe[1], addr, 16) != 16)
+    if (page == w->last_page && (addr & 4095) <= 4096 - len)
+        return 1;
+    if (write(S.probe_pipe[1], (const void *)addr, len) != (ssize_t)len)
         return 0;
     if (read(S.probe_pipe[0], drain, sizeof drain) < 0) {
         /* nothing to do: another thread's read may have taken our bytes */
     }
-    if (((uintptr_t)addr & 4095) <= 4096 - 16)
-        *last_page = page;
+    if ((addr & 4095) <= 4096 - len)
+        w->last_page = page;
     return 1;
+}
+
+/* Record this thread's stack bounds (not async-signal-safe: at the
+ * thread's start).  lo before hi: a sample in between sees "not known". */
+static void
+note_stack(void)
+{
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0;
+
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0 && size > 0) {
+        tls_stack_hi = 0;
+        atomic_signal_fence(memory_order_seq_cst);
+        tls_stack_lo = (uintptr_t)addr;
+        atomic_signal_fence(memory_order_seq_cst);
+        tls_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
 }
 
 #if defined(__x86_64__)
 /* Does RET follow a call instruction?  (e8 rel32, or ff /2 in its common
  * register and memory forms.)  Reads only memory proven readable. */
 static int
-after_call(uintptr_t ret, uintptr_t *last_page)
+after_call(uintptr_t ret, walk *w)
 {
     const unsigned char *p;
 
-    if (ret < 4096 + 7 || !readable((const void *)(ret - 7), last_page))
-        return 0; /* the probe covers ret-7 .. ret+8 */
+    if (ret < 4096 + 7 || !readable(w, ret - 7, 16))
+        return 0; /* ret-7 .. ret+8 */
     p = (const unsigned char *)ret;
     if (p[-5] == 0xe8)
         return 1;
@@ -220,9 +257,10 @@ after_call(uintptr_t ret, uintptr_t *last_page)
  * dl_iterate_phdr, which takes the loader's lock, so a sample landing in
  * dlopen() would deadlock (gperftools documents this hang; pprof-rs saw
  * crashes with DWARF unwinding in production).  Every word is read only
- * after proving it readable, and every step must move the stack pointer
- * up, within 8 MB: a wrong rule gives a shorter stack, never a fault or a
- * loop. */
+ * after proving it readable (on the thread's own stack by its bounds, for
+ * free; anywhere else by a probe), and every step must move the stack
+ * pointer up, within 8 MB: a wrong rule gives a shorter stack, never a
+ * fault or a loop. */
 static uint32_t
 unwind(const ucontext_t *uc, uintptr_t *pcs)
 {
@@ -239,9 +277,15 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
 #else
 #error "the sampler's unwinder knows x86-64 and aarch64 only"
 #endif
-    uintptr_t last_page = 0, lookup = pc;
+    uintptr_t lookup = pc;
     uint32_t depth = 0;
     const phs_cfi *cfi = S.unwind_fp_only ? NULL : phs_cfi_enter();
+    walk w = { 0, 0, 0 };
+
+    if (tls_stack_hi != 0 && sp >= tls_stack_lo && sp < tls_stack_hi) {
+        w.lo = sp;
+        w.hi = tls_stack_hi;
+    }
 
     pcs[depth++] = pc;
     while (depth < PHS_MAX_DEPTH) {
@@ -254,12 +298,12 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
 
             if (row->flags & PHS_CFI_OUTERMOST)
                 break;
-            if (cfa <= sp || cfa - sp > (8u << 20) || (at & 7) || !readable((void *)at, &last_page))
+            if (cfa <= sp || cfa - sp > (8u << 20) || (at & 7) || !readable(&w, at, 8))
                 break;
             ret = *(const uintptr_t *)at;
             if (row->fp_off != 0) {
                 at = cfa + (uintptr_t)(intptr_t)row->fp_off;
-                if ((at & 7) || !readable((void *)at, &last_page))
+                if ((at & 7) || !readable(&w, at, 8))
                     break;
                 fp = *(const uintptr_t *)at;
             } else if (row->flags & PHS_CFI_FP_LOST) {
@@ -273,18 +317,17 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
              * the stack pointer, and the frame pointer still belongs to
              * the caller's caller.  Take that word only when it follows
              * a call instruction. */
-            if (depth == 1 && !(sp & 7) && readable((const void *)sp, &last_page)) {
+            if (depth == 1 && !(sp & 7) && readable(&w, sp, 8)) {
                 uintptr_t top = ((const uintptr_t *)sp)[0];
-                uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) &&
-                                           readable((void *)fp, &last_page)
+                uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) && readable(&w, fp, 16)
                                        ? ((const uintptr_t *)fp)[1]
                                        : 0;
 
-                if (top != framed && top != pcs[0] && after_call(top, &last_page))
+                if (top != framed && top != pcs[0] && after_call(top, &w))
                     pcs[depth++] = top - 1;
             }
 #endif
-            if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable((void *)fp, &last_page))
+            if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable(&w, fp, 16))
                 break;
             ret = ((const uintptr_t *)fp)[1];
             sp = fp + 16;
@@ -686,12 +729,32 @@ signal(int sig, sighandler_t handler)
     return old.sa_handler;
 }
 
-/* Interposed: above the tick a new thread is sampled only once the writer
- * has given it a perf event, so the writer is woken at once rather than at
- * its next tick: a thread that lives 20 ms is not missed. */
+typedef struct thread_arg {
+    void *(*fn)(void *);
+    void *arg;
+} thread_arg;
+
+/* A new thread's first code: note its stack, then become the service's
+ * start routine.  A tail call, so no frame of ours stays under the
+ * thread's own (the threads test checks the frame under it). */
+static void *
+thread_start(void *p)
+{
+    thread_arg a = *(thread_arg *)p;
+
+    free(p);
+    note_stack();
+    return a.fn(a.arg);
+}
+
+/* Interposed: a thread started while sampling learns its stack bounds
+ * first (thread_start).  Above the tick a new thread is sampled only once
+ * the writer has given it a perf event, so the writer is woken at once
+ * rather than at its next tick: a thread that lives 20 ms is not missed. */
 int
 pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
+    thread_arg *w = NULL;
     int r;
 
     if (S.real_pthread_create == NULL)
@@ -699,7 +762,15 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
             RTLD_NEXT, "pthread_create");
     if (S.real_pthread_create == NULL)
         return EAGAIN;
-    r = S.real_pthread_create(t, attr, fn, arg);
+    if (atomic_load_explicit(&phs.on, memory_order_relaxed) && (w = malloc(sizeof *w)) != NULL) {
+        w->fn = fn;
+        w->arg = arg;
+        r = S.real_pthread_create(t, attr, thread_start, w);
+        if (r != 0)
+            free(w);
+    } else {
+        r = S.real_pthread_create(t, attr, fn, arg);
+    }
     /* One wake-up outstanding at most: a service starting threads in a
      * loop never fills the pipe (nor blocks on it). */
     if (r == 0 && phs.use_perf && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
@@ -899,6 +970,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     snprintf(S.title, sizeof S.title, "%s", title ? title : "");
     S.interval_s = interval_s;
     S.pid = getpid();
+    note_stack(); /* threads that exist already, but for this one, are probed */
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
         const char *g = getenv("PH_SAMPLER_DEBUGINFO");

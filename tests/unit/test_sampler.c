@@ -570,6 +570,9 @@ test_threads_started_later(void **state)
     busy = samples_with(f, ";thread_busy", &total, NULL);
     assert_true(total > 50);
     assert_true(busy / total > 0.8);
+    /* nothing of ours between the thread's start and its own code */
+    if (samples_with(f, ";start_thread;thread_busy", NULL, NULL) < busy)
+        fail_msg("a frame between start_thread and thread_busy:\n%s", f);
     /* the thread is the root frame: every one of them was sampled */
     for (int i = 0; i < 4; i++) {
         char root[32];
@@ -716,15 +719,20 @@ strace_lines(const char *path, int tid, const char *const *needles)
 
 /* The signal path makes no system call for an ordinary sample: above the
  * tick a perf event keeps running without being re-armed from the
- * handler.  (strace shows every call the service's threads make.) */
+ * handler, and a word on the thread's own stack is read without a probe
+ * (a write(2) to a pipe that fails on unreadable memory).  strace shows
+ * every call the service's threads make; the workload's main thread makes
+ * none of these itself. */
 static void
 test_signal_path_makes_no_system_calls(void **state)
 {
     char *args[] = { "split", "1", NULL }, log[400];
     run_opts o = { .hz = "1000", .interval = "0", .strace = log };
     const char *refresh[] = { "PERF_EVENT_IOC_REFRESH", NULL };
+    const char *probe_w[] = { "write(", ", 16) = ", NULL }, *probe_r[] = { "read(", ", 16) = ", NULL };
     double total;
-    int st;
+    int st, main_tid;
+    FILE *f;
 
     (void)state;
     snprintf(log, sizeof log, "%s/strace.log", test_dir);
@@ -737,6 +745,12 @@ test_signal_path_makes_no_system_calls(void **state)
         print_message("# no perf events here: the re-arm check proves nothing\n");
     if (strace_lines(log, 0, refresh) > 0)
         fail_msg("%d perf events re-armed, one per sample", strace_lines(log, 0, refresh));
+    f = fopen(log, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &main_tid), 1); /* the first line is the workload's exec */
+    fclose(f);
+    if (strace_lines(log, main_tid, probe_w) + strace_lines(log, main_tid, probe_r) > 0)
+        fail_msg("%d probes of %.0f samples", strace_lines(log, main_tid, probe_w), total);
 }
 
 /* Above the tick perf events may deliver samples as SIGTRAP.  The

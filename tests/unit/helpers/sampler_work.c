@@ -44,6 +44,7 @@
  *              execute-only page, the last word below the stack's top,
  *              fake frames on the stack and on the heap that lead to all
  *              of those; on a stack of its own between PROT_NONE pages;
+ *              in a thread on a stack it was given, PROT_NONE above it;
  *              and in code outside every object (as a JIT's), with a
  *              garbage word where its return address would be.  Exits 0
  *              if it lived; S CPU-seconds in all. */
@@ -224,6 +225,24 @@ torn_coroutine(void)
     torn_round(200000);
 }
 
+static volatile int torn_done;
+static pthread_t torn_thread;
+
+/* A thread on a stack it was given, a PROT_NONE page right above: rbp at
+ * the last word below the top, so the frame pointer's pair reaches into
+ * the guard. */
+static void *
+torn_given_stack(void *arg)
+{
+    uintptr_t top = (uintptr_t)arg;
+
+    while (!torn_done) {
+        torn_spin(top - 8, 200000);
+        torn_spin(top - 16, 200000);
+    }
+    return NULL;
+}
+
 static int
 torn(double secs)
 {
@@ -273,6 +292,17 @@ torn(double secs)
         memcpy(code + 5, &x, sizeof x);
         memcpy(jit, code, sizeof code);
     }
+    {
+        size_t size = 64 * (size_t)page;
+        char *given = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        pthread_attr_t ga;
+
+        if (given == MAP_FAILED || mprotect(given + size, page, PROT_NONE) < 0 || pthread_attr_init(&ga) != 0 ||
+            pthread_attr_setstack(&ga, given, size) != 0 ||
+            pthread_create(&torn_thread, &ga, torn_given_stack, given + size) != 0)
+            return 21;
+        pthread_attr_destroy(&ga);
+    }
     while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
         torn_round(200000);
         if (jit != MAP_FAILED)
@@ -284,6 +314,8 @@ torn(double secs)
         makecontext(&torn_co_ctx, torn_coroutine, 0);
         swapcontext(&torn_main_ctx, &torn_co_ctx);
     }
+    torn_done = 1;
+    pthread_join(torn_thread, NULL);
     return 0;
 }
 #else
