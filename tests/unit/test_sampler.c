@@ -559,7 +559,7 @@ test_deeper_than_max_is_marked(void **state)
 static void
 test_threads_started_later(void **state)
 {
-    char *args[] = { "threads", "1.5", NULL };
+    char *args[] = { "threads", "0.5", NULL };
     const char *f;
     double total, busy;
 
@@ -587,7 +587,7 @@ test_threads_started_later(void **state)
 static void
 test_high_rate_delivered_or_capped(void **state)
 {
-    char *args[] = { "threads", "2", NULL };
+    char *args[] = { "threads", "0.5", NULL };
     run_opts o = { .hz = "1000", .interval = "0" };
     const char *text, *c;
     double delivered;

@@ -5,9 +5,9 @@
  *   deep S [N] recursion N (default 500) frames deep
  *   short S    threads living ~20 ms each, one after another, doing the
  *              same work as the main thread does between them
- *              (short_thread_work vs main_thread_work)
+ *              (short_thread_work vs main_thread_work), S CPU-seconds
  *   threads S  four busy threads, named busy-0..3, started after the
- *              sampler is running
+ *              sampler is running, S CPU-seconds each
  *   api S DIR MARKER  preloaded but inert (no PH_SAMPLER_DIR): installs its
  *              own SIGTERM handler (writing MARKER), then starts the sampler
  *              through the C API (found with dlsym), checks that
@@ -141,9 +141,9 @@ thread_short(void *arg)
 static void *
 thread_busy(void *arg)
 {
-    double until = now() + *(double *)arg;
-
-    while (now() < until && !stop)
+    /* CPU seconds of its own: a busy machine stretches the run, it does
+     * not thin the samples */
+    while (seconds(CLOCK_THREAD_CPUTIME_ID) < *(double *)arg && !stop)
         spin(100000);
     return NULL;
 }
@@ -357,7 +357,7 @@ main(int argc, char **argv)
         while (now() < until)
             recurse(depth);
     } else if (strcmp(argv[1], "short") == 0) {
-        while (now() < until) {
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
             pthread_t t;
 
             main_thread_work();
