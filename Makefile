@@ -81,6 +81,11 @@ $(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
 	    $(PKG_LIBS) -lpthread -lcmocka -lm
 
+# The unwind tables' test compiles their source in (its functions are
+# hidden), under AddressSanitizer: the signal path's reads are unchecked.
+$(B)/tests/test_sampler_cfi: harness/sampler/ph_sampler_cfi.c harness/sampler/ph_sampler_int.h
+$(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
+
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/unit/helpers/%.c=$(B)/tests/helpers/%)

@@ -181,17 +181,15 @@ typedef struct walk {
     uintptr_t last_page;
 } walk;
 
-/* Can the LEN (at most 16) bytes at ADDR be read?  On the stack, yes;
- * elsewhere a write(2) of them into a pipe says: from unmapped memory it
- * fails with EFAULT (or writes less).  The bytes are drained at once. */
-static int
-readable(walk *w, uintptr_t addr, size_t len)
+/* Can the LEN (at most 16) bytes at ADDR, off the stack, be read?  A
+ * write(2) of them into a pipe says: from unmapped memory it fails with
+ * EFAULT (or writes less).  The bytes are drained at once. */
+static __attribute__((noinline)) int
+probe(walk *w, uintptr_t addr, size_t len)
 {
     uintptr_t page = addr & ~(uintptr_t)4095;
     char drain[16];
 
-    if (addr >= w->lo && addr < w->hi && w->hi - addr >= len)
-        return 1;
     if (page == w->last_page && (addr & 4095) <= 4096 - len)
         return 1;
     if (write(S.probe_pipe[1], (const void *)addr, len) != (ssize_t)len)
@@ -202,6 +200,16 @@ readable(walk *w, uintptr_t addr, size_t len)
     if ((addr & 4095) <= 4096 - len)
         w->last_page = page;
     return 1;
+}
+
+/* Can the LEN (at most 16) bytes at ADDR be read?  On the stack, yes;
+ * elsewhere the probe says. */
+static inline int
+readable(walk *w, uintptr_t addr, size_t len)
+{
+    if (addr >= w->lo && addr < w->hi && w->hi - addr >= len)
+        return 1;
+    return probe(w, addr, len);
 }
 
 /* Record this thread's stack bounds (not async-signal-safe: at the
@@ -281,6 +289,7 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
     uint32_t depth = 0;
     const phs_cfi *cfi = S.unwind_fp_only ? NULL : phs_cfi_enter();
     walk w = { 0, 0, 0 };
+    size_t hint = 0;
 
     if (tls_stack_hi != 0 && sp >= tls_stack_lo && sp < tls_stack_hi) {
         w.lo = sp;
@@ -289,7 +298,7 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
 
     pcs[depth++] = pc;
     while (depth < PHS_MAX_DEPTH) {
-        const phs_cfi_row *row = phs_cfi_find(cfi, lookup);
+        const phs_cfi_row *row = phs_cfi_find(cfi, lookup, &hint);
         uintptr_t ret;
 
         if (row != NULL) {

@@ -86,8 +86,9 @@ PH_HIDDEN void phs_cfi_describe(char *buf, size_t len);
 /* Signal path: enter, find rows, leave; the tables stay alive between. */
 PH_HIDDEN const phs_cfi *phs_cfi_enter(void);
 PH_HIDDEN void phs_cfi_leave(void);
-/* The row for PC, or NULL when no usable rule covers it. */
-PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc);
+/* The row for PC, or NULL when no usable rule covers it.  *HINT (0 at a
+ * walk's start) remembers the object last found, tried first next time. */
+PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t *hint);
 
 /* ---- writer side: ph_sampler_snap.c ------------------------------------ */
 
