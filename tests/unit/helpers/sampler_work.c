@@ -2,7 +2,7 @@
  *   split S    ~75% of CPU in work_heavy, ~25% in work_light, for S seconds
  *              of CPU time (a busy machine stretches the run, it does not
  *              thin the samples)
- *   deep S [N] recursion N (default 500) frames deep
+ *   deep S [N] recursion N (default 500) frames deep, S CPU-seconds
  *   short S    threads living ~20 ms each, one after another, doing the
  *              same work as the main thread does between them
  *              (short_thread_work vs main_thread_work), S CPU-seconds
@@ -24,7 +24,7 @@
  *              real work for the sampler's writer; after SIGTERM it spins
  *              a little more, so the snapshot at exit exists and counts
  *              what the SIGTERM one cost
- *   names S    functions under C++, legacy Rust and Rust v0 symbol names
+ *   names S    (CPU-seconds) functions under C++, legacy Rust and Rust v0 symbol names
  *              (asm labels: this program links neither libstdc++ nor Rust),
  *              and a function inlined into another (lines marked LINE:)
  *   trap S     a SIGTRAP handler of its own (SA_SIGINFO), and a raise(SIGTRAP)
@@ -354,7 +354,7 @@ main(int argc, char **argv)
         }
     } else if (strcmp(argv[1], "deep") == 0) {
         int depth = argc > 3 ? atoi(argv[3]) : 500;
-        while (now() < until)
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
             recurse(depth);
     } else if (strcmp(argv[1], "short") == 0) {
         while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
@@ -454,7 +454,7 @@ main(int argc, char **argv)
         stopper();
         return 0;
     } else if (strcmp(argv[1], "names") == 0) {
-        while (now() < until) {
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
             cpp_fn(1000000);
             rust_legacy_fn();
             rust_v0_fn();
