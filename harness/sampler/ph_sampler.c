@@ -135,6 +135,17 @@ say(const char *msg)
     (void)r;
 }
 
+static int
+start_itimer(void)
+{
+    struct itimerval it;
+
+    it.it_interval.tv_sec = 0;
+    it.it_interval.tv_usec = 1000000 / phs.hz_nominal;
+    it.it_value = it.it_interval;
+    return setitimer(ITIMER_PROF, &it, NULL);
+}
+
 static void
 itimer_off(void)
 {
@@ -861,6 +872,15 @@ writer_main(void *arg)
     sigaddset(&prof, SIGPROF);
     pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
 
+    /* The unwind tables (a few ms for libc-sized programs) here, beside
+     * the service rather than in front of it; sampling starts once they
+     * exist, so every sample has its callers. */
+    if (!S.unwind_fp_only)
+        phs_cfi_refresh();
+    if (phs.use_perf && atomic_load(&phs.on))
+        perf_scan(self);
+    else if (atomic_load(&phs.on) && start_itimer() < 0)
+        disable("cannot start the profiling timer");
 
     while (!stop) {
         struct pollfd pfd = { S.wake_pipe[0], POLLIN, 0 };
@@ -886,8 +906,10 @@ writer_main(void *arg)
                 break;
             continue;
         }
-        if (stop)
+        if (stop) {
+            itimer_off();
             perf_close_all(); /* the final snapshot holds everything sampled */
+        }
         else if (phs.use_perf)
             perf_scan(self);
         recheck_signals();
@@ -959,7 +981,6 @@ int
 ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
 {
     struct sigaction sa;
-    struct itimerval it;
     struct stat st;
     sigset_t all, old;
     phs_agg *agg;
@@ -1009,10 +1030,6 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     agg = phs_agg_new(S.delta, !S.no_debuginfo);
     if (agg == NULL)
         return start_failed("cannot allocate");
-    /* The unwind tables before the first sample, so a short run has its
-     * callers from the start (a few ms for libc-sized programs). */
-    if (!S.unwind_fp_only)
-        phs_cfi_refresh();
 
     /* Above the tick, perf events (SIGTRAP where the kernel delivers it
      * safely, else SIGPROF) or a reported cap.  The trial events are
@@ -1056,6 +1073,10 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     /* Before the writer, which enables the perf events. */
     take_signals();
 
+    /* On before the writer starts: it starts the timer, or attaches the
+     * perf events, once it has built the unwind tables, if sampling is
+     * on by then.  (Nothing signals us before that.) */
+    atomic_store(&phs.on, 1);
     /* The writer: all signals blocked, so no handler of ours or the
      * service's ever runs on it. */
     sigfillset(&all);
@@ -1073,20 +1094,6 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         S.atfork_done = 1;
     if (!S.atexit_done && atexit(at_exit) == 0)
         S.atexit_done = 1;
-
-    atomic_store(&phs.on, 1);
-    if (!phs.use_perf) {
-        it.it_interval.tv_sec = 0;
-        it.it_interval.tv_usec = 1000000 / phs.hz_nominal;
-        it.it_value = it.it_interval;
-        if (setitimer(ITIMER_PROF, &it, NULL) < 0)
-            return start_failed("cannot start the profiling timer");
-    } else {
-        /* The writer attaches the events at its first tick; wake it now. */
-        char c = 'w';
-        if (write(S.wake_pipe[1], &c, 1) < 0) {
-        }
-    }
     return 0;
 }
 

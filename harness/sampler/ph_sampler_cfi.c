@@ -413,14 +413,18 @@ parse_cie(const uint8_t *p, const uint8_t *end, cie *c)
 static void
 parse_eh_frame(const uint8_t *p, const uint8_t *end, uintptr_t bias, uintptr_t lo, uintptr_t hi, rows *out)
 {
-    const uint8_t *start = p;
+    const uint8_t *start = p, *cie_at = NULL;
+    cie c;
+    cfa_state cie_init;
+    int cie_ok = 0;
 
+    /* An FDE's CIE is parsed, and its initial instructions run, once for
+     * the run of FDEs that share it (compilers emit them together). */
     while (p + 4 <= end && !out->oom) {
         rd r = { p, end, 0 };
         uint64_t len = rd_u(&r, 4);
         const uint8_t *id_at, *next;
         uint32_t id;
-        cie c;
         cfa_state init, s;
         uintptr_t begin, range;
 
@@ -438,15 +442,27 @@ parse_eh_frame(const uint8_t *p, const uint8_t *end, uintptr_t bias, uintptr_t l
             continue; /* a CIE: read when an FDE points at it */
         if (id > (uintptr_t)(id_at - start))
             continue; /* a CIE pointer out of .eh_frame */
-        {
+        if (id_at - id != cie_at) {
             const uint8_t *cp = id_at - id;
             rd cr = { cp, end, 0 };
             uint64_t clen = rd_u(&cr, 4);
 
-            if (cr.bad || clen == 0xffffffff || clen > (uint64_t)(end - cr.p) || rd_u(&cr, 4) != 0 ||
-                parse_cie(cr.p, cp + 4 + clen, &c) < 0)
-                continue;
+            cie_at = cp;
+            cie_ok = !cr.bad && clen != 0xffffffff && clen <= (uint64_t)(end - cr.p) && rd_u(&cr, 4) == 0 &&
+                     parse_cie(cr.p, cp + 4 + clen, &c) == 0;
+            /* x86-64 at a function's first instruction: CFA = rsp + 8, the
+             * return address just below it, rbp untouched; then the CIE's
+             * own instructions. */
+            memset(&cie_init, 0, sizeof cie_init);
+            cie_init.cfa_reg = DW_RSP;
+            cie_init.cfa_off = 8;
+            cie_init.ra_rule = RULE_OFFSET;
+            cie_init.ra_off = -8;
+            cie_init.fp_rule = RULE_SAME;
+            cie_ok = cie_ok && run_cfa(&c, c.insns, c.insns_end, &cie_init, NULL, 0, 0, bias, NULL) == 0;
         }
+        if (!cie_ok)
+            continue;
         begin = rd_ptr(&r, c.fde_enc);
         range = rd_ptr(&r, c.fde_enc & 0x0f);
         if (r.bad || begin < lo || begin >= hi || range > hi - begin)
@@ -457,16 +473,7 @@ parse_eh_frame(const uint8_t *p, const uint8_t *end, uintptr_t bias, uintptr_t l
                 continue;
             r.p += alen;
         }
-        /* x86-64 at a function's first instruction: CFA = rsp + 8, the
-         * return address just below it, rbp untouched. */
-        memset(&init, 0, sizeof init);
-        init.cfa_reg = DW_RSP;
-        init.cfa_off = 8;
-        init.ra_rule = RULE_OFFSET;
-        init.ra_off = -8;
-        init.fp_rule = RULE_SAME;
-        if (run_cfa(&c, c.insns, c.insns_end, &init, NULL, begin, 0, bias, NULL) < 0)
-            continue;
+        init = cie_init;
         s = init;
         out->floor = out->n;
         if (run_cfa(&c, r.p, next, &s, &init, begin, begin + range, bias, out) < 0) {
