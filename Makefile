@@ -70,8 +70,8 @@ $(IBERTY_OBJ): $(LIBIBERTY)
 	@mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(LIBIBERTY) $(notdir $@) && touch $(notdir $@)
 
-$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ)
-	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
+$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ) harness/sampler/exports.map
+	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(SAMPLER_LIBS)
 
 $(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -45,16 +45,24 @@
  *   asked for, the same way.  A debugger attached to the service sees a
  *   SIGTRAP per sample: sample at 250 Hz or less when debugging.
  * - fork: the child turns sampling off (atfork), has no writer and closes
- *   the perf fds it inherited; itimers are not inherited.  exec: LD_PRELOAD
- *   and PH_SAMPLER_* were removed from the environment at start.
+ *   the perf fds it inherited; itimers are not inherited.  With
+ *   PH_SAMPLER_FOLLOW=all it starts a sampler of its own.  fork waits
+ *   while the writer is inside dl_iterate_phdr (phs_dl_iterate), or the
+ *   child would inherit the loader's lock held.  exec: LD_PRELOAD and
+ *   PH_SAMPLER_* were removed from the environment at start; the exec
+ *   family is interposed (ph_sampler_proc.c) to give them back to the
+ *   programs that are followed, and an exec in place stops the timer (it
+ *   would survive into the next program and kill it) after the final
+ *   snapshot.
+ * - Status and requests: the writer keeps sampler-status-<pid>.json and
+ *   serves DIR/.snapshot-request each tick (ph_sampler_proc.c).
  */
 #include "ph_sampler.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -62,12 +70,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -78,17 +85,11 @@
 #define STOP_SIGNAL_WAIT_MS 5000 /* SIGTERM/SIGINT: never hold up termination longer */
 #define EXIT_WAIT_MS 10000       /* exit(): the first snapshot may read big symbol tables */
 #define FLUSH_WAIT_MS 30000
-#define MAX_PERF_THREADS 1024
+#define STATUS_EVERY_MS 5000
 #define MAX_HZ 10000
 
 phs_state phs;
 
-/* A thread's perf event: tid 0 is a free entry.  Only the writer changes
- * entries (and the atfork child handler, which runs alone). */
-typedef struct perf_thread {
-    int tid;
-    int fd;
-} perf_thread;
 
 static struct {
     int pid;
@@ -99,16 +100,22 @@ static struct {
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
-    int perf_sig;               /* SIGTRAP or SIGPROF: what our perf events send; 0: none */
     int probe_pipe[2];          /* readability checks on the signal path */
-    int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop */
+    int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop, 'x' exec, 'r' status */
     pthread_t writer;
     _Atomic int writer_running;
     _Atomic int flush_seq, done_seq;
     _Atomic int said;           /* the one "profiling disabled" line was printed */
     _Atomic int wake_pending;   /* a 'w' for a new thread is in the pipe */
     int atfork_done, atexit_done;
-    perf_thread perf[MAX_PERF_THREADS];
+    _Atomic int n_snapshots;    /* written by this image (and earlier ones of this pid) */
+    long request;               /* the last .snapshot-request served */
+    char last_snapshot[256];    /* the newest folded file's name */
+    char why[300];              /* why profiling was disabled */
+    double status_at;           /* when the status was last written (mono_ms) */
+    char exec_path[1024];       /* the program an exec in place starts */
+    int exec_handed;            /* ... and whether it got the settings */
+    int handler_lost;           /* the service replaced our SIGPROF handler */
     struct sigaction app[NSIG]; /* what the service asked for SIGTERM/SIGINT */
     _Atomic int app_set[NSIG];  /* ours is in front of this signal */
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
@@ -154,8 +161,12 @@ itimer_off(void)
     setitimer(ITIMER_PROF, &off, NULL);
 }
 
-/* Turn profiling off for good with one line on stderr.  Perf events are
- * closed by the writer (it owns them) when it sees `on` drop. */
+/* Perf events are closed by the writer (it owns them) when it sees `on`
+ * drop. */
+static void write_status(const char *state);
+
+/* Turn profiling off for good with one line on stderr and the reason in
+ * the status file.  Never from a signal handler. */
 static void
 disable(const char *why)
 {
@@ -165,8 +176,11 @@ disable(const char *why)
     itimer_off();
     if (atomic_exchange(&S.said, 1))
         return;
+    snprintf(S.why, sizeof S.why, "%s", why);
     snprintf(line, sizeof line, "ph-sampler: %s; profiling disabled\n", why);
     say(line);
+    if (S.dir[0])
+        write_status("disabled");
 }
 
 /* ---- the signal path -------------------------------------------------- */
@@ -469,7 +483,6 @@ _Static_assert(offsetof(perf_siginfo, addr) == offsetof(siginfo_t, si_addr), "si
 #define TRAP_PERF 6
 #endif
 #define TRAP_PERF_ASYNC 1u                      /* TRAP_PERF_FLAG_ASYNC: delivered late */
-#define PERF_COOKIE 0x7068735f73616d70ULL       /* our events' sig_data: "phs_samp" */
 
 /* SIGTRAP: our perf events' samples; any other SIGTRAP (a breakpoint, the
  * service's own perf events) goes where the service wanted it. */
@@ -479,7 +492,7 @@ on_sigtrap(int sig, siginfo_t *si, void *ctx)
     const perf_siginfo *p = (const perf_siginfo *)(const void *)si;
     int saved = errno;
 
-    if (si != NULL && si->si_code == TRAP_PERF && p->data == PERF_COOKIE) {
+    if (si != NULL && si->si_code == TRAP_PERF && p->data == PHS_PERF_COOKIE) {
         /* Held while the thread blocked SIGTRAP, it arrives where the
          * thread unblocked it, not where the CPU time went. */
         if (p->flags & TRAP_PERF_ASYNC)
@@ -492,122 +505,6 @@ on_sigtrap(int sig, siginfo_t *si, void *ctx)
     chain(sig, si, ctx, &S.app[sig]);
 }
 
-/* ---- perf events (writer thread, start and atfork only) ---------------- */
-
-/* Perf events can deliver samples as SIGTRAP (attr.sigtrap): sent to the
- * thread itself on its way back to user space, where O_ASYNC's SIGPROF
- * goes through an interrupt to the CPU first (~2 against ~19 us a sample
- * on this VM, on top of ~23 us for the event's timer).  Before Linux 5.18
- * such a SIGTRAP was forced on a thread that blocked it, killing the
- * process; 6.1 is the first long-term kernel that holds it as pending. */
-static int
-sigtrap_safe(void)
-{
-    struct utsname u;
-    int major = 0, minor = 0;
-
-    if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-        return 0;
-    return major > 6 || (major == 6 && minor >= 1);
-}
-
-/* A cpu-clock event on thread TID at HZ signalling SIG (SIGTRAP: the
- * kernel's sigtrap delivery; SIGPROF: O_ASYNC), enabled when ENABLE.  An
- * fd, or -errno. */
-static int
-perf_open(int tid, int hz, int sig, int enable)
-{
-    struct perf_event_attr a;
-    struct f_owner_ex owner = { F_OWNER_TID, tid };
-    int fd;
-
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_CPU_CLOCK; /* an hrtimer on the thread's CPU time */
-    a.sample_period = 1000000000ULL / (unsigned)hz;
-    a.disabled = 1;
-    /* perf_event_paranoid 2 (the default) refuses kernel sampling; the
-     * signal lands in user space anyway. */
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    if (sig == SIGTRAP) {
-        a.sigtrap = 1;
-        a.remove_on_exec = 1; /* the kernel wants it; exec'd programs start their own */
-        a.sig_data = PERF_COOKIE;
-    }
-    fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    /* Enabled once, it signals every overflow by itself (a signal still
-     * pending swallows the next: one sample lost, never the thread's
-     * sampling).  Re-arming it from the handler instead (REFRESH) cost a
-     * system call and a restart of its timer per sample: ~11 us here. */
-    if ((sig == SIGPROF && (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
-                            fcntl(fd, F_SETOWN_EX, &owner) < 0)) ||
-        (enable && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    return fd;
-}
-
-static void
-perf_close_all(void)
-{
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (S.perf[i].tid == 0)
-            continue;
-        ioctl(S.perf[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-        close(S.perf[i].fd);
-        S.perf[i].tid = 0;
-    }
-}
-
-/* Give every thread of the process an event and close those of threads
- * that ended.  The writer itself blocks SIGPROF and is not sampled. */
-static void
-perf_scan(int self_tid)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *de;
-    char seen[MAX_PERF_THREADS] = { 0 };
-
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        int tid = atoi(de->d_name), free_i = -1, known = 0, fd;
-
-        if (tid <= 0 || tid == self_tid)
-            continue;
-        for (int i = 0; i < MAX_PERF_THREADS; i++) {
-            if (S.perf[i].tid == tid) {
-                seen[i] = known = 1;
-                break;
-            }
-            if (S.perf[i].tid == 0 && free_i < 0)
-                free_i = i;
-        }
-        if (known)
-            continue;
-        if (free_i < 0 || (fd = perf_open(tid, phs.hz_nominal, S.perf_sig, 1)) < 0) {
-            atomic_fetch_add(&phs.perf_failed, 1);
-            continue;
-        }
-        S.perf[free_i].tid = tid;
-        S.perf[free_i].fd = fd;
-        seen[free_i] = 1;
-    }
-    closedir(d);
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (S.perf[i].tid != 0 && !seen[i]) {
-            close(S.perf[i].fd);
-            S.perf[i].tid = 0;
-        }
-    }
-}
-
 /* ---- the signals we stand in front of -------------------------------- */
 
 /* SIGTERM/SIGINT always (the final snapshot comes first); SIGTRAP while
@@ -615,7 +512,7 @@ perf_scan(int self_tid)
 static int
 is_ours(int sig)
 {
-    return sig == SIGTERM || sig == SIGINT || (sig == SIGTRAP && S.perf_sig == SIGTRAP);
+    return sig == SIGTERM || sig == SIGINT || (sig == SIGTRAP && phs.perf_sig == SIGTRAP);
 }
 
 /* Ask the writer for COMMAND and wait until it has done it, at most
@@ -634,6 +531,39 @@ request_and_wait(char command, int timeout_ms)
 }
 
 static void on_stop_signal(int sig, siginfo_t *si, void *ctx);
+
+int
+phs_exec_begin(const char *path, int handed)
+{
+    size_t i = 0;
+
+    if (getpid() != S.pid || !atomic_load(&phs.on))
+        return -1; /* a child, or nothing of ours runs here */
+    /* setitimer's timers survive execve: the next tick would kill a
+     * program with no SIGPROF handler yet. */
+    itimer_off();
+    for (; path != NULL && path[i] && i < sizeof S.exec_path - 1; i++)
+        S.exec_path[i] = path[i];
+    S.exec_path[i] = '\0';
+    S.exec_handed = handed;
+    request_and_wait('x', EXIT_WAIT_MS);
+    return atomic_load(&S.n_snapshots);
+}
+
+void
+phs_exec_failed(void)
+{
+    char c = 'r';
+
+    if (getpid() != S.pid || !atomic_load(&phs.on))
+        return;
+    if (!phs.use_perf)
+        start_itimer();
+    S.exec_path[0] = '\0';
+    if (write(S.wake_pipe[1], &c, 1) < 0) {
+        /* the next snapshot's status says "running" anyway */
+    }
+}
 
 static void
 install_ours(int sig, const struct sigaction *app)
@@ -852,11 +782,69 @@ mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Why there is no sample, into BUF; "" when there are some. */
+static void
+no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double children)
+{
+    char kids[200] = "";
+
+    buf[0] = '\0';
+    if (S.why[0]) {
+        snprintf(buf, len, "profiling disabled: %s", S.why);
+        return;
+    }
+    if (samples > 0)
+        return;
+    if (children >= 0.01)
+        snprintf(kids, sizeof kids, "; its child processes used %.2f CPU-s (PH_SAMPLER_FOLLOW=%s)", children,
+                 phs_proc_follow_name());
+    if (S.handler_lost)
+        snprintf(buf, len, "the service replaced the sampler's SIGPROF handler: no sample arrived%s", kids);
+    else if (cpu * (phs.hz_nominal > 0 ? phs.hz_nominal : 1) < 1)
+        snprintf(buf, len, "no CPU time used (%.3f CPU-s, less than one sample period)%s", cpu, kids);
+    else
+        snprintf(buf, len, "no sample arrived in %.2f CPU-s: %s blocked or ignored in the threads that ran%s", cpu,
+                 phs.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF", kids);
+}
+
+/* sampler-status-<pid>.json: STATE and the counts (see ph_sampler_proc.c). */
+static void
+write_status(const char *state)
+{
+    char reason[600];
+    struct rusage ru;
+    phs_status st;
+
+    memset(&st, 0, sizeof st);
+    st.state = state;
+    st.samples = atomic_load(&phs.samples);
+    st.dropped = atomic_load(&phs.dropped);
+    st.cpu_s = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - (tls_writer ? phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID) : 0);
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+        st.children_cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    st.hz = phs.hz_nominal;
+    st.timer = phs.source;
+    st.snapshots = atomic_load(&S.n_snapshots);
+    st.last_snapshot = S.last_snapshot;
+    st.request = S.request;
+    if (strcmp(state, "exec") == 0)
+        snprintf(reason, sizeof reason, "replaced by %s, which %s", S.exec_path[0] ? S.exec_path : "another program",
+                 S.exec_handed ? "got the settings (PH_SAMPLER_FOLLOW)"
+                               : "is not profiled (PH_SAMPLER_FOLLOW: not a wrapper, or none)");
+    else
+        no_samples_reason(reason, sizeof reason, st.samples, st.cpu_s, st.children_cpu_s);
+    st.reason = reason;
+    phs_status_write(S.dir, &st);
+    S.status_at = mono_ms();
+}
+
 static void *
 writer_main(void *arg)
 {
     phs_agg *agg = arg;
-    int self = (int)syscall(SYS_gettid), n = 0, stop = 0;
+    int self = (int)syscall(SYS_gettid), n = phs_proc_seq0(), stop = 0;
+    char tag[24] = "";
     double next = mono_ms() + (S.interval_s > 0 ? S.interval_s * 1e3 : 1e18);
     sigset_t prof;
 
@@ -878,14 +866,23 @@ writer_main(void *arg)
     if (!S.unwind_fp_only)
         phs_cfi_refresh();
     if (phs.use_perf && atomic_load(&phs.on))
-        perf_scan(self);
+        phs_perf_scan(self);
     else if (atomic_load(&phs.on) && start_itimer() < 0)
         disable("cannot start the profiling timer");
+    /* A request already there when we start is served: we have nothing
+     * older to show. */
+    S.request = phs_request_read(S.dir) > 0 ? phs_request_read(S.dir) : 0;
+    if (phs_proc_followed() || getpid() != phs_proc_root())
+        snprintf(tag, sizeof tag, "-%d", (int)getpid());
+    if (atomic_load(&phs.on))
+        write_status("running");
 
     while (!stop) {
         struct pollfd pfd = { S.wake_pipe[0], POLLIN, 0 };
-        int want = 0, final = 0, seq, r;
+        int want = 0, final = 0, exec = 0, status = 0, seq, r;
+        long request;
         char cmds[64];
+        struct sigaction cur;
 
         r = poll(&pfd, 1, TICK_MS);
         seq = atomic_load(&S.flush_seq); /* requests up to here are served below */
@@ -894,40 +891,67 @@ writer_main(void *arg)
 
             atomic_store(&S.wake_pending, 0); /* threads started from here on wake us again */
             for (ssize_t i = 0; i < got; i++) {
-                want |= cmds[i] == 'f' || cmds[i] == 'q' || cmds[i] == 's'; /* 'w': just wake */
-                final |= cmds[i] == 'q' || cmds[i] == 's';
+                want |= cmds[i] == 'f' || cmds[i] == 'q' || cmds[i] == 's' || cmds[i] == 'x'; /* 'w': just wake */
+                final |= cmds[i] == 'q' || cmds[i] == 's' || cmds[i] == 'x';
                 stop |= cmds[i] == 's';
+                exec |= cmds[i] == 'x';
+                status |= cmds[i] == 'r';
             }
         }
         if (!atomic_load(&phs.on)) {
-            perf_close_all();
+            phs_perf_close_all();
             atomic_store(&S.done_seq, seq);
             if (stop)
                 break;
             continue;
         }
-        if (stop) {
+        if (stop || exec) {
+            /* (An exec in place may come before we started the timer:
+             * it must not survive into the next program.) */
             itimer_off();
-            perf_close_all(); /* the final snapshot holds everything sampled */
+            phs_perf_close_all(); /* the final snapshot holds everything sampled */
         }
         else if (phs.use_perf)
-            perf_scan(self);
+            phs_perf_scan(self);
         recheck_signals();
         if (!S.unwind_fp_only)
             phs_cfi_refresh(); /* after a dlopen or dlclose */
+        /* Ours is the only SIGPROF handler the samples can come through;
+         * a service that takes SIGPROF gets it (we would only fight it),
+         * and its status says so. */
+        if ((!phs.use_perf || phs.perf_sig == SIGPROF) && real_sigaction(SIGPROF, NULL, &cur) == 0 &&
+            !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigprof))
+            S.handler_lost = 1;
         phs_agg_drain(agg);
         if (S.interval_s > 0 && mono_ms() >= next) {
             want = 1;
             next = mono_ms() + S.interval_s * 1e3;
         }
+        request = phs_request_read(S.dir);
+        want |= request > S.request;
         /* A final snapshot with nothing new since the last one (SIGTERM,
          * then exit) would only repeat it. */
         if (want && (!final || n == 0 || phs_agg_pending(agg) > 0)) {
-            if (phs_agg_snapshot(agg, S.dir, S.title, n + 1, final) < 0)
+            char name[256];
+            int w = phs_agg_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name);
+
+            if (w < 0) {
                 disable("cannot write a snapshot");
-            else
+            } else if (w == 0) {
                 n++;
+                atomic_store(&S.n_snapshots, n);
+                snprintf(S.last_snapshot, sizeof S.last_snapshot, "%s", name);
+            }
         }
+        if (request > S.request)
+            S.request = request;
+        /* After the files: a status that says "served" or "final" means
+         * they are in place. */
+        /* Every 5 s at least while running: a process killed without a
+         * word (SIGKILL) is told by its status no longer being updated. */
+        status |= mono_ms() - S.status_at >= STATUS_EVERY_MS;
+        if ((want || status) && atomic_load(&phs.on))
+            write_status(exec ? "exec" : stop ? "exited" : final ? "terminated" : "running");
         atomic_store(&S.done_seq, seq);
     }
     phs_agg_free(agg);
@@ -937,18 +961,69 @@ writer_main(void *arg)
 
 /* ---- start and stop --------------------------------------------------- */
 
+static pthread_mutex_t dl_guard = PTHREAD_MUTEX_INITIALIZER;
+
+int
+phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    int r;
+
+    pthread_mutex_lock(&dl_guard);
+    r = dl_iterate_phdr(cb, data);
+    pthread_mutex_unlock(&dl_guard);
+    return r;
+}
+
+/* fork waits until the writer is out of dl_iterate_phdr (a few ms at
+ * most, rebuilding tables after a dlopen). */
+static void
+atfork_prepare(void)
+{
+    pthread_mutex_lock(&dl_guard);
+}
+
+static void
+atfork_parent(void)
+{
+    pthread_mutex_unlock(&dl_guard);
+}
+
 static void
 atfork_child(void)
 {
-    /* The child is not the service being profiled: no samples, no writer,
-     * and the perf events of the parent's threads are not its business. */
+    char dir[sizeof S.dir], title[sizeof S.title];
+
+    pthread_mutex_init(&dl_guard, NULL);
+
+    /* The child is not the process being profiled: no samples, no
+     * writer, and the perf events of the parent's threads are not its
+     * business. */
     atomic_store(&phs.on, 0);
     atomic_store(&S.writer_running, 0);
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (S.perf[i].tid != 0)
-            close(S.perf[i].fd);
-        S.perf[i].tid = 0;
+    phs_perf_forget();
+    if (!phs_proc_follows_forks() || S.dir[0] == '\0')
+        return;
+    /* PH_SAMPLER_FOLLOW=all: a sampler of its own, from scratch: its own
+     * pipes (the parent's are shared), empty tables (the copies hold the
+     * parent's samples), counts from zero.  The unwind tables are valid
+     * as they are. */
+    for (int i = 0; i < 2; i++) {
+        close(S.probe_pipe[i]);
+        close(S.wake_pipe[i]);
+        S.probe_pipe[i] = S.wake_pipe[i] = -1;
+        if (phs.tables[i] != NULL)
+            munmap(phs.tables[i], sizeof *phs.tables[i]);
+        phs.tables[i] = NULL;
     }
+    atomic_store(&phs.active, 0);
+    atomic_store(&S.n_snapshots, 0);
+    S.request = 0;
+    S.last_snapshot[0] = S.why[0] = S.exec_path[0] = '\0';
+    S.handler_lost = 0;
+    phs_proc_forked();
+    snprintf(dir, sizeof dir, "%s", S.dir);
+    snprintf(title, sizeof title, "%s", S.title);
+    ph_sampler_start(dir, phs.hz, S.interval_s, title);
 }
 
 static void
@@ -959,6 +1034,14 @@ at_exit(void)
         request_and_wait('s', EXIT_WAIT_MS);
         atomic_store(&phs.on, 0);
     }
+}
+
+/* _exit() (interposed: shells leave so) skips atexit: the same final
+ * snapshot.  Async-signal-safe, as _exit is. */
+void
+phs_exit_begin(void)
+{
+    at_exit();
 }
 
 static void *
@@ -1032,23 +1115,15 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         return start_failed("cannot allocate");
 
     /* Above the tick, perf events (SIGTRAP where the kernel delivers it
-     * safely, else SIGPROF) or a reported cap.  The trial events are
-     * never enabled: no handler is in place yet. */
-    S.perf_sig = 0;
+     * safely, else SIGPROF) or a reported cap. */
+    phs.perf_sig = 0;
     if (hz > PHS_ITIMER_MAX_HZ) {
-        fd = sigtrap_safe() ? perf_open((int)syscall(SYS_gettid), hz, SIGTRAP, 0) : -EINVAL;
-        S.perf_sig = SIGTRAP;
-        if (fd < 0) {
-            fd = perf_open((int)syscall(SYS_gettid), hz, SIGPROF, 0);
-            S.perf_sig = SIGPROF;
-        }
-        if (fd >= 0) {
-            close(fd);
+        fd = phs_perf_choose(hz);
+        if (fd == 0) {
             phs.use_perf = 1;
             snprintf(phs.source, sizeof phs.source, "perf_event cpu-clock per thread, %s",
-                     S.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF");
+                     phs.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF");
         } else {
-            S.perf_sig = 0;
             char line[300];
 
             phs.hz_nominal = PHS_ITIMER_MAX_HZ;
@@ -1090,7 +1165,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_detach(S.writer);
-    if (!S.atfork_done && pthread_atfork(NULL, NULL, atfork_child) == 0)
+    if (!S.atfork_done && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
         S.atfork_done = 1;
     if (!S.atexit_done && atexit(at_exit) == 0)
         S.atexit_done = 1;
@@ -1171,6 +1246,7 @@ __attribute__((constructor)) static void
 preload_start(void)
 {
     char dir[4096], title[512], bad[200] = "";
+    int sample = 1;
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
     const char *u = getenv("PH_SAMPLER_UNWIND"), *g = getenv("PH_SAMPLER_DEBUGINFO");
     const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL");
@@ -1190,6 +1266,8 @@ preload_start(void)
         snprintf(bad, sizeof bad, "PH_SAMPLER_UNWIND=%.40s: want cfi or fp", u);
     else if (g != NULL && *g != '\0' && strcmp(g, "0") != 0 && strcmp(g, "1") != 0)
         snprintf(bad, sizeof bad, "PH_SAMPLER_DEBUGINFO=%.40s: want 1 or 0", g);
+    else
+        phs_proc_init(bad, sizeof bad, &sample); /* PH_SAMPLER_FOLLOW; the settings saved to hand on */
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(title, sizeof title, "%s", t ? t : "");
     S.delta = m != NULL && strcmp(m, "delta") == 0;
@@ -1204,8 +1282,20 @@ preload_start(void)
     unsetenv("PH_SAMPLER_MODE");
     unsetenv("PH_SAMPLER_UNWIND");
     unsetenv("PH_SAMPLER_DEBUGINFO");
+    unsetenv("PH_SAMPLER_FOLLOW");
+    unsetenv("PH_SAMPLER_ROOT");
+    unsetenv("PH_SAMPLER_SEQ");
     if (bad[0]) {
+        /* Said where the harness looks too, if the directory is usable. */
+        if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+            snprintf(S.dir, sizeof S.dir, "%s", dir);
         disable(bad);
+        return;
+    }
+    if (!sample) {
+        /* A pattern this program does not match: said in its status. */
+        if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+            phs_proc_not_sampled(dir);
         return;
     }
     ph_sampler_start(dir, hz, interval, title);

@@ -734,10 +734,10 @@ phs_cfi_refresh(void)
     phs_cfi *t, *old;
     size_t n_rows = 0;
 
-    dl_iterate_phdr(counters_cb, cnt);
+    phs_dl_iterate(counters_cb, cnt);
     if (C.built && cnt[0] == C.adds && cnt[1] == C.subs)
         return;
-    dl_iterate_phdr(object_cb, &b);
+    phs_dl_iterate(object_cb, &b);
     if (b.oom || (t = malloc(sizeof *t + b.n * sizeof t->spans[0])) == NULL) {
         free(b.objs); /* objects new in B are lost; tried again next time */
         return;

@@ -37,6 +37,7 @@ typedef struct run_opts {
     const char *unwind;     /* PH_SAMPLER_UNWIND, NULL: unset */
     const char *debuginfo;  /* PH_SAMPLER_DEBUGINFO, NULL: unset */
     const char *strace;     /* run under strace -f, its log here (NULL: not) */
+    const char *follow;     /* PH_SAMPLER_FOLLOW, NULL: unset */
 } run_opts;
 
 /* Start WORK ARGS with the sampler preloaded; returns the pid. */
@@ -78,6 +79,8 @@ start_opts(const run_opts *o, char *const args[])
             setenv("PH_SAMPLER_UNWIND", o->unwind, 1);
         if (o->debuginfo)
             setenv("PH_SAMPLER_DEBUGINFO", o->debuginfo, 1);
+        if (o->follow)
+            setenv("PH_SAMPLER_FOLLOW", o->follow, 1);
         if (o->out) {
             int fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             dup2(fd, 1);
@@ -917,13 +920,362 @@ test_environment_cleaned_and_inert_without_dir(void **state)
     assert_true(WIFEXITED(finish(start_opts(&o, args))));
     text = read_text(out);
     assert_non_null(strstr(text, "LD_PRELOAD=(unset) PH_SAMPLER_DIR=(unset)"));
-    assert_int_equal(count_files("stacks-"), 1);
+    assert_int_equal(count_files("sampler-status-"), 1);
     /* no PH_SAMPLER_DIR: nothing happens, LD_PRELOAD is left alone */
     n = count_files("");
     assert_true(WIFEXITED(finish(start_opts(&inert, args))));
     text = read_text(out);
     assert_non_null(strstr(text, "LD_PRELOAD=" LIB " PH_SAMPLER_DIR=(unset)"));
     assert_int_equal(count_files(""), n);
+}
+
+/* The status file of the process whose program ends in SUFFIX (the
+ * newest such), read into a static buffer; NULL if there is none. */
+static const char *
+status_of(const char *suffix)
+{
+    static char buf[8192];
+    DIR *d = opendir(outdir);
+    struct dirent *de;
+    int found = 0;
+
+    if (d == NULL)
+        return NULL;
+    while ((de = readdir(d)) != NULL) {
+        char path[600], want[300];
+        const char *text;
+
+        if (strncmp(de->d_name, "sampler-status-", 15) != 0 || strstr(de->d_name, ".tmp"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", outdir, de->d_name);
+        text = read_text(path);
+        snprintf(want, sizeof want, "%s\", \"followed\"", suffix);
+        if (strstr(text, want) && strlen(text) < sizeof buf) {
+            snprintf(buf, sizeof buf, "%s", text);
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found ? buf : NULL;
+}
+
+/* The number after "KEY": in JSON, or -1. */
+static double
+json_num(const char *json, const char *key)
+{
+    char k[64];
+    const char *p;
+
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    p = json ? strstr(json, k) : NULL;
+    return p ? atof(p + strlen(k)) : -1;
+}
+
+static int
+json_has(const char *json, const char *key, const char *value)
+{
+    char kv[300];
+
+    snprintf(kv, sizeof kv, "\"%s\": %s", key, value);
+    return json != NULL && strstr(json, kv) != NULL;
+}
+
+static void
+clear_outdir(void)
+{
+    char cmd[400];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Run "SHELL -c CMD" with the sampler preloaded; its wait status. */
+static int
+run_shell(run_opts *o, const char *shell, const char *cmd)
+{
+    char *args[] = { "-c", (char *)cmd, NULL };
+
+    o->prog = shell;
+    clear_outdir();
+    return finish(start_opts(o, args));
+}
+
+/* The workload's own status: sampled, followed, its snapshot on disk with
+ * its work in it. */
+static void
+assert_workload_profiled(const char *how)
+{
+    const char *st = status_of("/sampler_work"), *folded;
+    char name[256] = "", path[600];
+    const char *ls;
+
+    if (st == NULL)
+        fail_msg("%s: the workload has no status file of its own", how);
+    if (!json_has(st, "followed", "true") || json_num(st, "samples") < 20)
+        fail_msg("%s: the workload was not followed or not sampled: %s", how, st);
+    ls = strstr(st, "\"last_snapshot\": \"");
+    assert_non_null(ls);
+    sscanf(ls + strlen("\"last_snapshot\": \""), "%255[^\"]", name);
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
+    folded = read_text(path);
+    if (strstr(folded, ";work_heavy") == NULL)
+        fail_msg("%s: %s holds no work_heavy", how, name);
+}
+
+/* A service wrapped in a shell is followed into the program the shell
+ * starts, by exec in place or by (v)fork and exec, with dash and bash;
+ * the shell, which used no CPU, says so in its own status. */
+static void
+test_shell_wrappers_followed(void **state)
+{
+    const char *shells[] = { "/bin/sh", "/bin/bash" };
+    char cmd[600];
+    run_opts o = { .hz = "200", .interval = "0" };
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        for (int exec = 0; exec < 2; exec++) {
+            char how[700];
+            const char *sh;
+            int st;
+
+            snprintf(cmd, sizeof cmd, "echo starting; %s" WORK " split 0.5", exec ? "exec " : "");
+            snprintf(how, sizeof how, "%s -c '%s'", shells[i], cmd);
+            st = run_shell(&o, shells[i], cmd);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                fail_msg("%s: status 0x%x", how, st);
+            assert_workload_profiled(how);
+            sh = status_of(i == 0 ? "/dash" : "/bash");
+            if (sh != NULL && (json_num(sh, "samples") != 0 || strstr(sh, "no CPU time used") == NULL))
+                fail_msg("%s: the shell's status: %s", how, sh);
+            assert_int_equal(count_files("sampler-status-"), sh ? 2 : 1);
+        }
+    }
+    if (access("/usr/bin/python3", X_OK) == 0) {
+        const char *py;
+
+        run_shell(&o, "/bin/sh", "echo starting; /usr/bin/python3 -c 's = 0\nfor i in range(4000000): s += i'");
+        py = status_of("/python3.11");
+        if (py == NULL)
+            py = status_of("/python3");
+        if (py == NULL || json_num(py, "samples") < 20)
+            fail_msg("python3 behind sh -c: %s", py ? py : "no status");
+    }
+}
+
+/* A shell that did real work before it execs keeps its program
+ * unprofiled (auto), and the exec never inherits our running timer: a
+ * program without a SIGPROF handler would be killed by its next tick. */
+static void
+test_exec_in_place_outlives_the_timer(void **state)
+{
+    run_opts o = { .hz = "250", .interval = "0" };
+    const char *sh;
+    int st;
+
+    (void)state;
+    st = run_shell(&o, "/bin/sh", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec " WORK " split 0.3");
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the exec'd program: status 0x%x%s", st,
+                 WIFSIGNALED(st) && WTERMSIG(st) == SIGPROF ? " (killed by SIGPROF)" : "");
+    assert_null(status_of("/sampler_work"));
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"exec\""));
+    assert_true(json_num(sh, "samples") >= 25);
+    assert_non_null(strstr(sh, "is not profiled"));
+}
+
+/* PH_SAMPLER_FOLLOW: none follows nothing; a pattern profiles only what
+ * matches, the shell in between only hands the settings on and says so;
+ * a bad value is named. */
+static void
+test_follow_setting(void **state)
+{
+    run_opts none = { .hz = "200", .interval = "0", .follow = "none" };
+    run_opts pattern = { .hz = "200", .interval = "0", .follow = "sampler_w*" };
+    run_opts bad = { .hz = "200", .interval = "0", .follow = "x=y" };
+    const char *sh;
+    int st;
+
+    (void)state;
+    st = run_shell(&none, "/bin/sh", "echo starting; exec " WORK " split 0.3");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_null(status_of("/sampler_work"));
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"exec\""));
+
+    st = run_shell(&pattern, "/bin/sh", "echo starting; " WORK " split 0.5");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_workload_profiled("PH_SAMPLER_FOLLOW=sampler_w*");
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"not-sampled\""));
+    assert_non_null(strstr(sh, "does not match PH_SAMPLER_FOLLOW=sampler_w*"));
+
+    st = run_shell(&bad, "/bin/sh", "exec " WORK " split 0.1");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"disabled\""));
+    assert_non_null(strstr(sh, "PH_SAMPLER_FOLLOW=x=y"));
+}
+
+/* PH_SAMPLER_FOLLOW=all profiles a forked child (no exec) with a writer
+ * and files of its own; the default leaves it alone. */
+static void
+test_fork_children_followed_with_all(void **state)
+{
+    char *args[] = { "forkwork", "0.5", NULL };
+    run_opts all = { .hz = "200", .interval = "0", .follow = "all" }, dflt = { .hz = "200", .interval = "0" };
+    int light = 0, heavy = 0, st;
+    DIR *d;
+    struct dirent *de;
+
+    (void)state;
+    clear_outdir();
+    st = finish(start_opts(&all, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(count_files("sampler-status-"), 2);
+    /* the parent's files are the service's; the child's carry its pid */
+    d = opendir(outdir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char path[600];
+        const char *text;
+        int dashes = 0;
+
+        if (strncmp(de->d_name, "stacks-", 7) != 0)
+            continue;
+        for (const char *c = de->d_name; *c; c++)
+            dashes += *c == '-';
+        snprintf(path, sizeof path, "%s/%s", outdir, de->d_name);
+        text = read_text(path);
+        if (dashes == 2)
+            light += strstr(text, ";work_light") != NULL && strstr(text, ";work_heavy") == NULL;
+        else
+            heavy += strstr(text, ";work_heavy") != NULL && strstr(text, ";work_light") == NULL;
+    }
+    closedir(d);
+    if (light != 1 || heavy != 1)
+        fail_msg("parent's snapshots with its own work: %d, the child's: %d", light, heavy);
+
+    clear_outdir();
+    st = finish(start_opts(&dflt, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(count_files("sampler-status-"), 1);
+    assert_null(strstr(newest("stacks-"), ";work_heavy"));
+}
+
+/* A fork while the writer is inside dl_iterate_phdr (building its tables
+ * at start, rebuilding them after a dlopen) would leave the child the
+ * loader's lock held by a thread it does not have: the child's own first
+ * dl_iterate_phdr (C++ exceptions with older libgcc, a plugin's lookup)
+ * hangs for ever.  fork waits for the writer to come out. */
+static void
+test_fork_never_inherits_the_loader_lock(void **state)
+{
+    char *args[] = { "forkdl", "2", NULL }, out[400];
+    run_opts o = { .hz = "250", .interval = "0", .out = out };
+    int st;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    st = finish(start_opts(&o, args));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("status 0x%x: %s", st, read_text(out));
+    print_message("# %s", read_text(out));
+}
+
+/* A run with no sample writes no snapshot files, and its status says why. */
+static void
+test_no_samples_says_why(void **state)
+{
+    char *args[] = { "env", NULL };
+    run_opts o = { .interval = "0" };
+    const char *st;
+
+    (void)state;
+    assert_int_equal(finish(start_opts(&o, args)), 0);
+    assert_int_equal(count_files("stacks-"), 0);
+    assert_int_equal(count_files("profile-"), 0);
+    st = status_of("/sampler_work");
+    assert_non_null(st);
+    assert_true(json_has(st, "state", "\"exited\""));
+    assert_true(json_has(st, "samples", "0"));
+    assert_non_null(strstr(st, "\"reason\": \"no CPU time used"));
+}
+
+/* The status of a process PID, polled until it holds NEEDLE (at most
+ * 20 s); the text. */
+static const char *
+wait_status(pid_t pid, const char *needle)
+{
+    char path[600];
+
+    snprintf(path, sizeof path, "%s/sampler-status-%d.json", outdir, (int)pid);
+    for (int i = 0; i < 2000; i++) {
+        if (access(path, R_OK) == 0 && strstr(read_text(path), needle))
+            return read_text(path);
+        usleep(10000);
+    }
+    fail_msg("%s never said %s", path, needle);
+    return NULL;
+}
+
+static void
+request_snapshot(const char *text)
+{
+    char path[600], tmp[600];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/.snapshot-request", outdir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(rename(tmp, path), 0);
+}
+
+/* A snapshot on request: the number in .snapshot-request, served within a
+ * tick, acknowledged in the status after the files are in place; a
+ * number already there at start counts as served. */
+static void
+test_snapshot_on_request(void **state)
+{
+    char marker[400];
+    char *args[] = { "handler", "20", marker, NULL };
+    run_opts o = { .hz = "250", .interval = "0" };
+    const char *st = NULL;
+    pid_t p;
+    int n = 0;
+
+    (void)state;
+    snprintf(marker, sizeof marker, "%s/handler-ran", test_dir);
+    clear_outdir();
+    assert_int_equal(mkdir(outdir, 0755), 0);
+    request_snapshot("3\n");
+    p = start_opts(&o, args);
+    wait_status(p, "\"snapshot_request\": 3,");
+    assert_int_equal(count_files("stacks-"), 0);
+    /* until a snapshot has samples in it (the first may come too early) */
+    for (int k = 4; k < 40 && n == 0; k++) {
+        char req[32], ack[64];
+
+        snprintf(req, sizeof req, "%d\n", k);
+        snprintf(ack, sizeof ack, "\"snapshot_request\": %d,", k);
+        request_snapshot(req);
+        st = wait_status(p, ack);
+        n = count_files("stacks-");
+    }
+    assert_int_equal(n, 1);
+    assert_true(json_has(st, "state", "\"running\""));
+    assert_non_null(strstr(st, "\"last_snapshot\": \"stacks-"));
+    assert_non_null(strstr(newest("stacks-"), "spin"));
+    assert_int_equal(kill(p, SIGTERM), 0);
+    assert_int_equal(finish(p), 0);
 }
 
 static void
@@ -1135,6 +1487,13 @@ main(void)
         cmocka_unit_test_setup_teardown(test_api_start_flush_stop, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_environment_cleaned_and_inert_without_dir, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_shell_wrappers_followed, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_exec_in_place_outlives_the_timer, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_follow_setting, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_no_samples_says_why, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_children_followed_with_all, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_never_inherits_the_loader_lock, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_on_request, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_delta_snapshots_hold_only_new_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_bad_setting_named, setup, tu_teardown),

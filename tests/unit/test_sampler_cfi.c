@@ -13,6 +13,13 @@
 
 #include "../../harness/sampler/ph_sampler_cfi.c"
 
+/* ph_sampler.c's guard against fork: not needed here. */
+int
+phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    return dl_iterate_phdr(cb, data);
+}
+
 #if defined(__x86_64__)
 
 /* The row a plain search of all of O's rows gives for PC. */

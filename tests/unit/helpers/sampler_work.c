@@ -17,6 +17,16 @@
  *   handler S  installs its own SIGTERM handler that writes argv[3]; spins
  *   default S  spins with SIGTERM at its default action
  *   forkexec S a child execs this program again ("split"), then the parent spins
+ *   forkwork S a forked child (no exec) spends S CPU-seconds in work_heavy,
+ *              the parent as long in work_light
+ *   forkdl S   forks children that call dl_iterate_phdr and leave, one
+ *              after another from its first instant, for S CPU-seconds,
+ *              loading and unloading a library now and then between two
+ *              forks, so the sampler's writer rebuilds its unwind tables
+ *              (inside dl_iterate_phdr) at each of its ticks; a child that
+ *              inherited the loader's lock held hangs, and so does the
+ *              parent waiting for it.  (Never a dlopen during a fork: that
+ *              would leave the child the same lock, sampler or not.)
  *   eintr S    SIGTERM handler without SA_RESTART; blocks in read() and
  *              exits 0 when the read is interrupted, as servers do
  *   varied S M like handler, but through recursions of every depth up to
@@ -50,6 +60,7 @@
  *              if it lived; S CPU-seconds in all. */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -223,6 +234,15 @@ torn_coroutine(void)
     torn_spin(torn_co_top - 8, 2000000);
     torn_spin(torn_co_top - 16, 2000000);
     torn_round(200000);
+}
+
+static int
+count_objects(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)info;
+    (void)size;
+    ++*(int *)data;
+    return 0;
 }
 
 static volatile int torn_done;
@@ -422,6 +442,42 @@ main(int argc, char **argv)
         while (now() < until)
             spin(100000);
         waitpid(c, NULL, 0);
+    } else if (strcmp(argv[1], "forkwork") == 0) {
+        int st;
+        pid_t c = fork();
+
+        if (c == 0) {
+            while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
+                work_heavy();
+            exit(0);
+        }
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
+            work_light();
+        return waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 12;
+    } else if (strcmp(argv[1], "forkdl") == 0) {
+        int forks = 0;
+
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
+            int st;
+            pid_t c = fork();
+
+            if (c == 0) {
+                int n = 0;
+
+                dl_iterate_phdr(count_objects, &n);
+                _exit(n > 0 ? 0 : 13);
+            }
+            if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                return 14;
+            if (++forks % 50 == 0) {
+                /* a big one: its tables take the writer milliseconds */
+                void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+
+                if (h != NULL)
+                    dlclose(h);
+            }
+        }
+        printf("forks=%d\n", forks);
     } else if (strcmp(argv[1], "api") == 0 && argc > 4) {
         int (*start)(const char *, int, int, const char *) =
             (int (*)(const char *, int, int, const char *))dlsym(RTLD_DEFAULT, "ph_sampler_start");
