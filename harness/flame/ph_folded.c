@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_lines.h"
+
 typedef struct arena_block {
     struct arena_block *next;
     size_t used, cap;
@@ -56,10 +58,7 @@ struct ph_folded {
     uint64_t *stack_tab; /* 0 empty, else hash << 32 | (index + 1): most misses never touch stacks[] */
     size_t stack_mask;
 
-
-    char *held; /* a line split across feeds */
-    size_t held_len, held_cap;
-    int held_too_long; /* the held line passed PH_FOLDED_MAX_LINE: skip to its end */
+    ph_lines lines; /* the bytes fed, as lines; a line split across feeds is held there */
 };
 
 /* ---- memory ------------------------------------------------------------- */
@@ -381,6 +380,21 @@ parse_line(ph_folded *f, const char *p, const char *end)
     return add_stack(f, depth, a, b);
 }
 
+/* A line from the splitter, a '\r' left for parse_line to trim with the
+ * blanks; NULL: longer than PH_FOLDED_MAX_LINE.  The only failure is
+ * ENOMEM, which the feed reports. */
+static inline int
+line_cb(void *ctx, const char *line, size_t len, size_t lineno, ph_error_t *err)
+{
+    ph_folded *f = ctx;
+
+    if (line == NULL) {
+        long_line(f);
+        return 0;
+    }
+    return parse_line(f, line, line + len);
+}
+
 ph_folded *
 ph_folded_new(int flags, ph_error_t *err)
 {
@@ -392,6 +406,7 @@ ph_folded_new(int flags, ph_error_t *err)
         return NULL;
     }
     f->flags = flags;
+    ph_lines_init(&f->lines, PH_FOLDED_MAX_LINE, PH_LINES_KEEP_CR, line_cb, f);
     return f;
 }
 
@@ -410,83 +425,24 @@ ph_folded_free(ph_folded *f)
     free(f->ids);
     free(f->stacks);
     free(f->stack_tab);
-    free(f->held);
+    ph_lines_free(&f->lines);
     free(f);
-}
-
-/* Append BUF[0..N) to the held partial line, or drop it once too long. */
-static int
-hold(ph_folded *f, const char *buf, size_t n)
-{
-    if (f->held_too_long)
-        return 0;
-    if (f->held_len + n > PH_FOLDED_MAX_LINE) {
-        f->held_too_long = 1;
-        return 0;
-    }
-    if (reserve((void **)&f->held, &f->held_cap, f->held_len, n, 1) < 0)
-        return -1;
-    memcpy(f->held + f->held_len, buf, n);
-    f->held_len += n;
-    return 0;
-}
-
-/* The held line is complete: parse it (or count it bad) and forget it. */
-static int
-flush_held(ph_folded *f)
-{
-    int rc = 0;
-
-    if (f->held_too_long) {
-        long_line(f);
-    } else {
-        rc = parse_line(f, f->held, f->held + f->held_len);
-    }
-    f->held_len = 0;
-    f->held_too_long = 0;
-    return rc;
 }
 
 int
 ph_folded_feed(ph_folded *f, const char *buf, size_t len, ph_error_t *err)
 {
-    const char *p = buf, *end = buf + len;
-
-    if (f->held_len > 0 || f->held_too_long) {
-        const char *nl = memchr(p, '\n', len);
-        if (hold(f, p, (size_t)((nl ? nl : end) - p)) < 0)
-            goto oom;
-        if (nl == NULL)
-            return 0;
-        if (flush_held(f) < 0)
-            goto oom;
-        p = nl + 1;
-    }
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl == NULL) {
-            if (hold(f, p, (size_t)(end - p)) < 0)
-                goto oom;
-            break;
-        }
-        if ((size_t)(nl - p) > PH_FOLDED_MAX_LINE)
-            long_line(f);
-        else if (parse_line(f, p, nl) < 0) {
-            goto oom;
-        }
-        p = nl + 1;
-    }
+    if (ph_lines_feed_with(&f->lines, buf, len, line_cb, err) < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu lines", f->st.lines);
     f->st.stacks = f->n_stacks;
     f->st.names = f->n_names;
     return 0;
-oom:
-    return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu lines", f->st.lines);
 }
 
 int
 ph_folded_finish(ph_folded *f, ph_error_t *err)
 {
-    if ((f->held_len > 0 || f->held_too_long) && flush_held(f) < 0)
+    if (ph_lines_finish(&f->lines, err) < 0)
         return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu lines", f->st.lines);
     f->st.stacks = f->n_stacks;
     f->st.names = f->n_names;

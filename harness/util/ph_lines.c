@@ -10,9 +10,10 @@
 #define READ_CHUNK (1u << 20)
 
 void
-ph_lines_init(ph_lines *l, size_t max_line, ph_lines_cb cb, void *ctx)
+ph_lines_init(ph_lines *l, size_t max_line, int flags, ph_lines_cb cb, void *ctx)
 {
     memset(l, 0, sizeof *l);
+    l->flags = flags;
     l->cb = cb;
     l->ctx = ctx;
     l->max_line = max_line ? max_line : 1;
@@ -32,14 +33,14 @@ static int
 emit(ph_lines *l, const char *s, size_t n, ph_error_t *err)
 {
     l->lineno++;
-    if (n > 0 && s[n - 1] == '\r')
+    if (n > 0 && s[n - 1] == '\r' && !(l->flags & PH_LINES_KEEP_CR))
         n--;
     return l->cb(l->ctx, s, n, l->lineno, err);
 }
 
 /* Append to the held partial line, or start dropping it when too long. */
-static int
-hold(ph_lines *l, const char *s, size_t n, ph_error_t *err)
+int
+ph_lines_hold(ph_lines *l, const char *s, size_t n, ph_error_t *err)
 {
     if (l->overlong)
         return 0;
@@ -79,35 +80,29 @@ flush_held(ph_lines *l, ph_error_t *err)
         return l->cb(l->ctx, NULL, 0, l->lineno, err);
     }
     rc = emit(l, l->hold, l->hold_len, err);
-    l->hold_len = 0;
+    l->hold_len = 0; /* handed over: forgotten */
     return rc;
+}
+
+int
+ph_lines_feed_held(ph_lines *l, const char **pos, const char *end, ph_error_t *err)
+{
+    const char *p = *pos, *nl = memchr(p, '\n', (size_t)(end - p));
+
+    if (ph_lines_hold(l, p, (size_t)((nl ? nl : end) - p), err) < 0)
+        return -1;
+    if (nl == NULL) {
+        *pos = end;
+        return 0;
+    }
+    *pos = nl + 1;
+    return flush_held(l, err);
 }
 
 int
 ph_lines_feed(ph_lines *l, const char *buf, size_t len, ph_error_t *err)
 {
-    const char *p = buf, *end = buf + len;
-
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n;
-
-        if (nl == NULL)
-            return hold(l, p, (size_t)(end - p), err);
-        n = (size_t)(nl - p);
-        if (l->hold_len > 0 || l->overlong) {
-            if (hold(l, p, n, err) < 0 || flush_held(l, err) < 0)
-                return -1;
-        } else if (n > l->max_line) {
-            l->lineno++;
-            if (l->cb(l->ctx, NULL, 0, l->lineno, err) < 0)
-                return -1;
-        } else if (emit(l, p, n, err) < 0) {
-            return -1;
-        }
-        p = nl + 1;
-    }
-    return 0;
+    return ph_lines_feed_with(l, buf, len, l->cb, err);
 }
 
 int
