@@ -11,8 +11,10 @@
  * Perl's chomp does; folded stacks' trims it with trailing blanks).
  * MAX_LINE counts the bytes before the newline, '\r' included.
  *
- * ph_read_file_chunks streams a whole file through a 1 MiB buffer.  The
- * splitter is pure; one ph_lines belongs to one thread at a time.
+ * ph_read_file_chunks and ph_read_fd_chunks stream a whole file to a
+ * parser: through a 1 MiB buffer, or a regular file straight from the page
+ * cache.  The splitter is pure; one ph_lines belongs to one thread at a
+ * time.
  */
 #ifndef PH_LINES_H
 #define PH_LINES_H
@@ -106,5 +108,16 @@ typedef int (*ph_chunk_cb)(void *ctx, const char *buf, size_t len, ph_error_t *e
 /* Read PATH through a 1 MiB buffer, handing each chunk to CB.  Errors
  * name the file.  *SIZE (may be NULL) gets the bytes read. */
 int ph_read_file_chunks(const char *path, ph_chunk_cb cb, void *ctx, unsigned long long *size, ph_error_t *err);
+
+enum {
+    /* A regular file is handed over from the page cache, 16 MiB windows
+     * each unmapped once read: no copy, and resident memory stays a window
+     * whatever the size.  Anything mmap cannot read is read() as usual. */
+    PH_READ_MAP = 1 << 0,
+};
+/* ph_read_file_chunks of an open FD (left open), NAME in errors; FLAGS
+ * from the enum above. */
+int ph_read_fd_chunks(int fd, const char *name, int flags, ph_chunk_cb cb, void *ctx, unsigned long long *size,
+                      ph_error_t *err);
 
 #endif
