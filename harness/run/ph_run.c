@@ -178,7 +178,7 @@ find_data_dir(const char *given)
             if (slash == NULL)
                 break;
             *slash = '\0';
-            snprintf(cand, sizeof cand, "%s/images/profiling/Dockerfile", exe);
+            snprintf(cand, sizeof cand, "%s/images/tools/Dockerfile", exe);
             if (access(cand, R_OK) == 0)
                 return strdup(exe);
         }

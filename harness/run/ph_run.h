@@ -26,6 +26,10 @@
 #define PH_LABEL_STARTED "io.profharness.started"
 #define PH_LABEL_OUTDIR  "io.profharness.outdir"   /* host run dir it will land in */
 #define PH_LABEL_INPUTS  "io.profharness.inputs"   /* on profiling images: input hash */
+#define PH_LABEL_PM      "io.profharness.pm"       /* on profiling images: its package manager */
+#define PH_LABEL_LIBC    "io.profharness.libc"     /* ... and C library ("none" when none) */
+#define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
+#define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach containers: the service's container id */
 
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */

@@ -27,6 +27,15 @@ typedef struct ph_svc_list {
     size_t n;
 } ph_svc_list;
 
+/* ph_run_start.c: create and start, with the capabilities IF_KNOWN added
+ * to the configuration's CapAdd; where the Engine refuses one as unknown,
+ * again without them (and said). */
+int ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg,
+                                const ph_strv *if_known, char **id_out, ph_error_t *err);
+
+/* Where the tools tree's programs are, in a profiling image or the tools image. */
+#define PH_TOOLS_BIN "/opt/profharness/tools/bin"
+
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */
 void ph_run_utc_iso(char *buf, size_t len);    /* "2026-11-22T10:15:00Z" */

@@ -131,8 +131,8 @@ test_shipped(void **state)
 
     p = ph_profiles_find(&set, "perf");
     assert_non_null(p);
-    ASSERT_STRV(&p->wrap, "perf", "--buildid-dir", "{out}/perf.buildid", "record", "-g", "-F", "499", "-o",
-                "{out}/perf.data", "--");
+    ASSERT_STRV(&p->wrap, "perf", "--buildid-dir", "{out}/perf.buildid", "record", "--buildid-all", "-g", "-F",
+                "499", "-o", "{out}/perf.data", "--");
     assert_int_equal(p->cap_add.n, 0); /* never SYS_ADMIN by default */
     ASSERT_STRV(&p->cap_add_if_known, "PERFMON", "SYSLOG");
     ASSERT_STRV(&p->security_opt, "seccomp=unconfined");
