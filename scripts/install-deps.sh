@@ -7,12 +7,13 @@ need_apt=()
 pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
 # openssl, python3: the TLS Engine test makes its certificates and finds a free port.
+# linux-perf: the perf tests read perf.data with the host's perf report.
 # libc6-dbg: glibc's detached debug info; the sampler tests read a stripped
 # library's names and lines from it, as users with -dbgsym packages would.
 for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
          libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev libc6-dbg bats strace valgrind \
          debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
-         libgoogle-perftools4 jq time chromium openssl python3; do
+         libgoogle-perftools4 jq time chromium openssl python3 linux-perf; do
     pkg_missing "$p" && need_apt+=("$p")
 done
 # npm may come with a nodejs that is not Debian's: ask for it only when absent.
