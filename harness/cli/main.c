@@ -24,6 +24,7 @@ typedef struct ph_cmd {
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
     { "start", ph_cmd_start, "--mode MODE [SERVICE...]", "restart services under a profiling mode" },
+    { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
     { "stop", ph_cmd_stop, "[SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
     { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },

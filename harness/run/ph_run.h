@@ -61,6 +61,12 @@ int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
 int ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err);
+/* Profile running SERVICES without restarting them: a tools container in
+ * each one's PID namespace runs MODE's attach command; ph_run_stop
+ * detaches (the service keeps running) and collects.  A service already
+ * profiled, or not running, is refused (PH_EXIT_USAGE), as is a mode that
+ * cannot attach. */
+int ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *err);
 
 /* "20261122T101500Z" for now (UTC).  BUF must hold 17 bytes. */
 void ph_run_utc_stamp(char buf[17]);

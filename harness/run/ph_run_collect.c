@@ -391,6 +391,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     if (collect_into_run_dir(r, c, 0, stages, &n_stages, &res, err) < 0)
         goto keep;
     describe_record(service, res.record);
+    ph_run_attach_describe(r, c, res.record);
 
     t0 = ph_run_now();
     if (ph_engine_container_remove(e, id, 0, err) < 0) {

@@ -29,9 +29,23 @@ typedef struct ph_svc_list {
 
 /* ph_run_start.c: create and start, with the capabilities IF_KNOWN added
  * to the configuration's CapAdd; where the Engine refuses one as unknown,
- * again without them (and said). */
+ * again without them (and said).  S == NULL: a container of ours that is
+ * not a service's (no compose networks, no `privileged` fallback). */
 int ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg,
                                 const ph_strv *if_known, char **id_out, ph_error_t *err);
+
+/* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
+ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
+
+/* ph_run_start.c: the init shim's argv up to `--`: P's grace and
+ * escalation, the stop signal SIGNAL to TARGET ("wrapper", "tracee"), the
+ * completion record in OUT. */
+json_t *ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out);
+
+/* ph_run_attach.c: after collecting attach container C, say so when the
+ * service exited while attached (and why the profiler's end may be
+ * missing).  Nothing for other containers. */
+void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
 
 /* Where the tools tree's programs are, in a profiling image or the tools image. */
 #define PH_TOOLS_BIN "/opt/profharness/tools/bin"

@@ -231,21 +231,14 @@ fmt_seconds(long long ns)
     return s;
 }
 
-/* The argv the profiled container runs: the shim, its stop protocol, the
- * profiler's wrap, then what the service would have run.  TOOLS_BIN: the
- * wrap's program comes from the tools tree there (the image has no
- * package manager to install it). */
-static int
-profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image_cfg, const char *tools_bin,
-              const char *out, const char *run_id, json_t **argv_out, ph_error_t *err)
+json_t *
+ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out)
 {
-    json_t *argv = json_array(), *ep, *cmd;
+    json_t *argv = json_array();
     char *grace = fmt_seconds(p->stop_grace_ns), *egrace = fmt_seconds(p->escalate_grace_ns);
     char esc[512] = "", rec[PATH_MAX];
-    size_t i, n0;
-    json_t *x;
 
-    for (i = 0; i < p->escalate.n; i++) {
+    for (size_t i = 0; i < p->escalate.n; i++) {
         if (i)
             strncat(esc, ",", sizeof esc - strlen(esc) - 1);
         strncat(esc, p->escalate.v[i], sizeof esc - strlen(esc) - 1);
@@ -253,9 +246,9 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
     snprintf(rec, sizeof rec, "%s/%s", out, PH_RECORD_NAME);
     json_array_append_new(argv, json_string("/opt/profharness/bin/ph-init"));
     json_array_append_new(argv, json_string("--stop-target"));
-    json_array_append_new(argv, json_string(p->stop_target));
+    json_array_append_new(argv, json_string(target));
     json_array_append_new(argv, json_string("--stop-signal"));
-    json_array_append_new(argv, json_string(p->stop_signal));
+    json_array_append_new(argv, json_string(signal));
     json_array_append_new(argv, json_string("--grace"));
     json_array_append_new(argv, json_string(grace ? grace : "30"));
     if (esc[0]) {
@@ -269,6 +262,21 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
     json_array_append_new(argv, json_string("--"));
     free(grace);
     free(egrace);
+    return argv;
+}
+
+/* The argv the profiled container runs: the shim, its stop protocol, the
+ * profiler's wrap, then what the service would have run.  TOOLS_BIN: the
+ * wrap's program comes from the tools tree there (the image has no
+ * package manager to install it). */
+static int
+profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image_cfg, const char *tools_bin,
+              const char *out, const char *run_id, json_t **argv_out, ph_error_t *err)
+{
+    json_t *argv = ph_run_shim_argv(p, p->stop_target, p->stop_signal, out), *ep, *cmd;
+    size_t i, n0;
+    json_t *x;
+
     for (i = 0; i < p->wrap.n; i++) {
         char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id);
 
@@ -309,6 +317,27 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
     return 0;
 }
 
+/* S == NULL: a container of ours, not a service's (no compose networks
+ * to join, no `privileged` to fall back from). */
+static int
+create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out, ph_error_t *err)
+{
+    ph_engine *e;
+    char *id = NULL;
+
+    if (s != NULL)
+        return ph_run_create_and_start(r, s, name, cfg, id_out, err);
+    if (ph_run_engine(r, &e, err) < 0 || ph_engine_container_create(e, name, cfg, &id, err) < 0)
+        return -1;
+    if (ph_engine_container_start(e, id, err) < 0) {
+        ph_engine_container_remove(e, id, 1, NULL);
+        free(id);
+        return -1;
+    }
+    *id_out = id;
+    return 0;
+}
+
 int
 ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg, const ph_strv *if_known,
                             char **id_out, ph_error_t *err)
@@ -320,7 +349,7 @@ ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, js
     for (size_t i = 0; caps && i < if_known->n; i++)
         ph_run_array_add_unique(caps, if_known->v[i]);
     added = json_array_size(caps) - before;
-    if (ph_run_create_and_start(r, s, name, cfg, id_out, err) == 0)
+    if (create_and_start(r, s, name, cfg, id_out, err) == 0)
         return 0;
     /* An Engine older than a capability refuses it by name at create. */
     if (added == 0 || strstr((*err)->msg, "unknown capability") == NULL)
@@ -328,11 +357,11 @@ ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, js
     for (size_t i = before; i < before + added; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i > before ? ", " : "",
                  json_string_value(json_array_get(caps, i)));
-    ph_info("%s: this Engine does not know %s; running without (%s)", s->name, list, (*err)->msg);
+    ph_info("%s: this Engine does not know %s; running without (%s)", s ? s->name : name, list, (*err)->msg);
     ph_error_free(err);
     while (json_array_size(caps) > before)
         json_array_remove(caps, json_array_size(caps) - 1);
-    return ph_run_create_and_start(r, s, name, cfg, id_out, err);
+    return create_and_start(r, s, name, cfg, id_out, err);
 }
 
 static int
@@ -434,18 +463,26 @@ out:
     return rc;
 }
 
-int
-ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *err)
+ph_profile *
+ph_run_mode(ph_run *r, const char *mode, ph_error_t *err)
 {
     ph_profile *p = ph_profiles_find(&r->profiles, mode);
-    ph_svc_list sl;
-    int rc = 0;
 
     if (p == NULL) {
         ph_bad_input(err, "no mode `%s` in %s", mode, r->opts.profiles_dir);
-        return ph_error_hint(err, "list the modes with `profharness modes`");
+        ph_error_hint(err, "list the modes with `profharness modes`");
     }
-    if (ph_run_select(r, services, n, &sl, err) < 0)
+    return p;
+}
+
+int
+ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *err)
+{
+    ph_profile *p = ph_run_mode(r, mode, err);
+    ph_svc_list sl;
+    int rc = 0;
+
+    if (p == NULL || ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     order_by_deps(r, &sl);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
