@@ -231,6 +231,7 @@ print_stages(const char *service, const stage *st, size_t n)
 {
     double total = 0;
 
+    flockfile(stderr); /* one table, whole, when services stop at once */
     for (size_t i = 0; i < n; i++)
         total += st[i].seconds;
     fprintf(stderr, "%s: stage timings\n", service);
@@ -238,6 +239,7 @@ print_stages(const char *service, const stage *st, size_t n)
         fprintf(stderr, "  %9.3f s  %5.1f%%  %s\n", st[i].seconds,
                 total > 0 ? 100.0 * st[i].seconds / total : 0.0, st[i].name);
     fprintf(stderr, "  %9.3f s  total\n", total);
+    funlockfile(stderr);
 }
 
 static void
@@ -415,41 +417,89 @@ out:
     return rc;
 }
 
+/* One job of a stop: every profiled container of service I. */
+typedef struct stop_jobs {
+    ph_svc_list *sl;
+    int *stopped;
+    char (*what)[96];
+} stop_jobs;
+
+static const char *
+stop_what(void *ud, size_t i)
+{
+    return ((stop_jobs *)ud)->what[i];
+}
+
+static int
+stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
+{
+    stop_jobs *j = ud;
+    json_t *list = NULL, *c;
+    size_t k;
+    int rc = 0;
+
+    if (ph_run_list(r, j->sl->v[i]->name, &list, err) < 0)
+        return -1;
+    json_array_foreach(list, k, c) {
+        if (!ph_run_is_profiled(c))
+            continue;
+        if ((rc = ph_run_stop_one(r, c, err)) < 0)
+            break;
+        j->stopped[i]++;
+    }
+    json_decref(list);
+    return rc;
+}
+
+/* The services are stopped concurrently (ph_run_parallel, bounded): the
+ * time is the slowest one's, not the sum.  One service's fault does not
+ * strand the others; each fault is said, the last one is returned. */
 int
 ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err)
 {
-    int stopped = 0, failed = 0;
+    stop_jobs j = { .sl = sl, .stopped = calloc(sl->n + 1, sizeof *j.stopped),
+                    .what = calloc(sl->n + 1, sizeof *j.what) };
+    ph_error_t *errs = calloc(sl->n + 1, sizeof *errs);
+    ph_engine *e;
+    size_t failed;
+    int stopped = 0, last = -1;
 
-    for (size_t i = 0; i < sl->n; i++) {
-        json_t *list = NULL, *c;
-        size_t k;
-
-        if (ph_run_list(r, sl->v[i]->name, &list, err) < 0)
-            return -1;
-        json_array_foreach(list, k, c) {
-            if (!ph_run_is_profiled(c))
-                continue;
-            if (ph_run_stop_one(r, c, err) < 0) {
-                /* Keep going: one service's fault must not strand the others. */
-                if (sl->n > 1) {
-                    ph_log(PH_LOG_ERROR, "%s", (*err)->msg);
-                    if ((*err)->hint[0])
-                        ph_log(PH_LOG_ERROR, "hint: %s", (*err)->hint);
-                    if (i + 1 < sl->n)
-                        ph_error_free(err);
-                }
-                failed++;
-                continue;
-            }
-            stopped++;
-        }
-        json_decref(list);
+    if (j.stopped == NULL || j.what == NULL || errs == NULL) {
+        free(j.stopped);
+        free(j.what);
+        free(errs);
+        return ph_fail(err, ENOMEM, "allocate");
     }
-    if (failed > 0) {
-        if (*err == NULL)
-            ph_fail(err, 0, "%d service%s could not be stopped cleanly", failed, failed == 1 ? "" : "s");
+    /* The first contact (and its errors) on this thread, before any job. */
+    if (ph_run_engine(r, &e, err) < 0) {
+        free(j.stopped);
+        free(j.what);
+        free(errs);
         return -1;
     }
+    for (size_t i = 0; i < sl->n; i++)
+        snprintf(j.what[i], sizeof j.what[i], "stop %s", sl->v[i]->name);
+    failed = ph_run_parallel(r, sl->n, ph_run_jobs_max(), stop_job, stop_what, &j, errs);
+    for (size_t i = 0; i < sl->n; i++) {
+        stopped += j.stopped[i];
+        if (errs[i] != NULL)
+            last = (int)i;
+    }
+    for (size_t i = 0; i < sl->n; i++) {
+        if (errs[i] == NULL || (int)i == last)
+            continue;
+        ph_log(PH_LOG_ERROR, "%s", errs[i]->msg);
+        if (errs[i]->hint[0])
+            ph_log(PH_LOG_ERROR, "hint: %s", errs[i]->hint);
+        ph_error_free(&errs[i]);
+    }
+    if (last >= 0)
+        *err = errs[last];
+    free(j.stopped);
+    free(j.what);
+    free(errs);
+    if (failed > 0)
+        return -1;
     if (stopped == 0 && !quiet_if_none)
         ph_info("nothing to stop: no profiled service is running in project `%s`", r->compose->project);
     return 0;

@@ -34,6 +34,21 @@ typedef struct ph_svc_list {
 int ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg,
                                 const ph_strv *if_known, char **id_out, ph_error_t *err);
 
+/* ph_run_parallel.c: jobs on several services at once, bounded.  A job
+ * is CB(r, i, ud, err) for i in [0, N), on up to MAX_JOBS threads, each
+ * with an Engine of its own; WHAT names job i for the timing tree (may be
+ * NULL).  ERRS[i] (N of them) gets job i's error or NULL.  Returns the
+ * number of jobs that failed. */
+#define PH_RUN_JOBS_MAX 8
+typedef int (*ph_run_job_cb)(ph_run *r, size_t i, void *ud, ph_error_t *err);
+typedef const char *(*ph_run_job_what_cb)(void *ud, size_t i);
+size_t ph_run_parallel(ph_run *r, size_t n, size_t max_jobs, ph_run_job_cb cb, ph_run_job_what_cb what, void *ud,
+                       ph_error_t *errs);
+/* PH_RUN_JOBS_MAX, or PH_JOBS from the environment (1..64). */
+size_t ph_run_jobs_max(void);
+/* Where ph_run_engine keeps this thread's Engine: a worker's own. */
+ph_engine **ph_run_engine_slot(ph_run *r);
+
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
 
