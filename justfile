@@ -88,9 +88,10 @@ demo: build engine
 test: build engine
     scripts/run-tests.sh
 
-# start->running and stop->artifacts, against the docker CLI
+# start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh
+    tests/bench/bench-stop-concurrent.sh
 
 # the flamegraph renderer against flamegraph.pl (set FLAMEGRAPH_PL to compare)
 bench-render: build
