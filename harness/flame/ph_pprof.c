@@ -1,8 +1,7 @@
 /* ph_pprof.c - folded stacks as a gzip'd pprof profile (see ph_pprof.h).
  *
- * profile.proto is written by hand: varints and length-delimited fields
- * into one growable buffer (https://github.com/google/pprof/blob/main/
- * proto/profile.proto), then deflated with a gzip header as it is written
+ * profile.proto is written by hand with ph_pb (https://github.com/google/
+ * pprof/blob/main/proto/profile.proto) into one buffer, then deflated with a gzip header as it is written
  * out.  Ids are dense: frame name I of the ph_folded is function I+1 and
  * location I+1, and its string is entry FIRST+I of the string table. */
 #include "ph_pprof.h"
@@ -13,82 +12,10 @@
 #include <string.h>
 #include <zlib.h>
 
-typedef struct pb {
-    unsigned char *d;
-    size_t len, cap;
-    int oom;
-} pb;
-
-static void
-pb_bytes(pb *b, const void *p, size_t n)
-{
-    if (b->oom || n == 0)
-        return;
-    if (n > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 4096;
-        unsigned char *nd;
-
-        while (cap - b->len < n) {
-            if (cap > SIZE_MAX / 2) {
-                b->oom = 1;
-                return;
-            }
-            cap *= 2;
-        }
-        if ((nd = realloc(b->d, cap)) == NULL) {
-            b->oom = 1;
-            return;
-        }
-        b->d = nd;
-        b->cap = cap;
-    }
-    memcpy(b->d + b->len, p, n);
-    b->len += n;
-}
-
-static void
-pb_varint(pb *b, uint64_t v)
-{
-    unsigned char t[10];
-    size_t n = 0;
-
-    do {
-        t[n] = (unsigned char)(v & 0x7f);
-        v >>= 7;
-        t[n] |= v ? 0x80 : 0;
-        n++;
-    } while (v);
-    pb_bytes(b, t, n);
-}
-
-/* A varint field; 0 is the default and is left out, as protobuf does. */
-static void
-pb_int(pb *b, int field, uint64_t v)
-{
-    if (v == 0)
-        return;
-    pb_varint(b, (uint64_t)field << 3);
-    pb_varint(b, v);
-}
-
-static void
-pb_len(pb *b, int field, const void *p, size_t n)
-{
-    pb_varint(b, ((uint64_t)field << 3) | 2);
-    pb_varint(b, n);
-    pb_bytes(b, p, n);
-}
-
-static void
-pb_msg(pb *b, int field, pb *m)
-{
-    pb_len(b, field, m->d, m->len);
-    b->oom |= m->oom;
-    m->len = 0;
-}
+#include "ph_pb.h"
 
 static int
-gzip_out(const pb *b, FILE *out, ph_error_t *err)
+gzip_out(const ph_pb *b, FILE *out, ph_error_t *err)
 {
     z_stream z;
     unsigned char buf[65536];
@@ -128,14 +55,14 @@ ph_pprof_write(const ph_folded *f, const ph_pprof_opts *o, FILE *out, ph_error_t
 {
     const char *type = o && o->type ? o->type : "samples", *unit = o && o->unit ? o->unit : "count";
     size_t n_names = ph_folded_n_names(f), n_stacks = ph_folded_n_stacks(f);
-    pb p = { 0 }, m = { 0 }, sub = { 0 };
+    ph_pb p = { 0 }, m = { 0 }, sub = { 0 };
     uint64_t s_type = 1, s_unit = 2, s_comment = 3, first = o && o->comment ? 4 : 3;
     int rc;
 
     /* sample_type (1) */
-    pb_int(&m, 1, s_type);
-    pb_int(&m, 2, s_unit);
-    pb_msg(&p, 1, &m);
+    ph_pb_uint(&m, 1, s_type);
+    ph_pb_uint(&m, 2, s_unit);
+    ph_pb_msg(&p, 1, &m);
     /* sample (2): locations leaf first, one value */
     for (size_t i = 0; i < n_stacks; i++) {
         ph_folded_stack st = ph_folded_get_stack(f, i);
@@ -144,48 +71,48 @@ ph_pprof_write(const ph_folded *f, const ph_pprof_opts *o, FILE *out, ph_error_t
         if (!(c >= 0.5) || !isfinite(c)) /* 0, negative, NaN: nothing to show */
             continue;
         for (uint32_t k = st.depth; k-- > 0;)
-            pb_varint(&sub, (uint64_t)st.frames[k] + 1);
-        pb_msg(&m, 1, &sub);
-        pb_varint(&sub, c >= 9.2e18 ? (uint64_t)INT64_MAX : (uint64_t)llround(c));
-        pb_msg(&m, 2, &sub);
-        pb_msg(&p, 2, &m);
+            ph_pb_varint(&sub, (uint64_t)st.frames[k] + 1);
+        ph_pb_msg(&m, 1, &sub);
+        ph_pb_varint(&sub, c >= 9.2e18 ? (uint64_t)INT64_MAX : (uint64_t)llround(c));
+        ph_pb_msg(&m, 2, &sub);
+        ph_pb_msg(&p, 2, &m);
     }
     /* location (4) and function (5): one each per name */
     for (size_t i = 0; i < n_names; i++) {
-        pb_int(&m, 1, i + 1);
-        pb_int(&sub, 1, i + 1);
-        pb_msg(&m, 4, &sub); /* line: the function, no line number */
-        pb_msg(&p, 4, &m);
+        ph_pb_uint(&m, 1, i + 1);
+        ph_pb_uint(&sub, 1, i + 1);
+        ph_pb_msg(&m, 4, &sub); /* line: the function, no line number */
+        ph_pb_msg(&p, 4, &m);
     }
     for (size_t i = 0; i < n_names; i++) {
-        pb_int(&m, 1, i + 1);
-        pb_int(&m, 2, first + i);
-        pb_int(&m, 3, first + i);
-        pb_msg(&p, 5, &m);
+        ph_pb_uint(&m, 1, i + 1);
+        ph_pb_uint(&m, 2, first + i);
+        ph_pb_uint(&m, 3, first + i);
+        ph_pb_msg(&p, 5, &m);
     }
     /* string_table (6): "", the type, the unit, the comment, the names */
-    pb_len(&p, 6, "", 0);
-    pb_len(&p, 6, type, strlen(type));
-    pb_len(&p, 6, unit, strlen(unit));
+    ph_pb_bytes(&p, 6, "", 0);
+    ph_pb_bytes(&p, 6, type, strlen(type));
+    ph_pb_bytes(&p, 6, unit, strlen(unit));
     if (o && o->comment)
-        pb_len(&p, 6, o->comment, strlen(o->comment));
+        ph_pb_bytes(&p, 6, o->comment, strlen(o->comment));
     for (size_t i = 0; i < n_names; i++) {
         size_t len = 0;
         const char *name = ph_folded_name(f, (uint32_t)i, &len);
 
-        pb_len(&p, 6, name, len);
+        ph_pb_bytes(&p, 6, name, len);
     }
     if (o && o->duration_ns > 0)
-        pb_int(&p, 10, (uint64_t)o->duration_ns);
+        ph_pb_uint(&p, 10, (uint64_t)o->duration_ns);
     if (o && o->comment)
-        pb_int(&p, 13, s_comment);
+        ph_pb_uint(&p, 13, s_comment);
     if (p.oom || m.oom || sub.oom) {
         rc = ph_fail(err, ENOMEM, "pprof: allocate");
     } else {
         rc = gzip_out(&p, out, err);
     }
-    free(p.d);
-    free(m.d);
-    free(sub.d);
+    ph_pb_free(&p);
+    ph_pb_free(&m);
+    ph_pb_free(&sub);
     return rc;
 }

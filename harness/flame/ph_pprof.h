@@ -10,7 +10,7 @@
  * annotations (`_[k]`, `_[j]`, `_[i]`) included.  The string table holds
  * each name once; output bytes depend only on the stacks and options.
  *
- * Pure: libc, zlib and ph_error; no global state, never exits; safe on
+ * Pure: libc, zlib, ph_pb and ph_error; no global state, never exits; safe on
  * any thread (one ph_folded per thread).
  */
 #ifndef PH_PPROF_H
