@@ -389,6 +389,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         goto keep;
     }
     stages[n_stages++] = (stage){ "signal until the profiler exited", ph_run_now() - t0 };
+    ph_run_convert(r, c); /* perf: folded stacks, flamegraph, pprof beside perf.data */
 
     if (collect_into_run_dir(r, c, 0, stages, &n_stages, &res, err) < 0)
         goto keep;

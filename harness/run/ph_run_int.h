@@ -62,6 +62,13 @@ json_t *ph_run_shim_argv(const ph_profile *p, const char *target, const char *si
  * missing).  Nothing for other containers. */
 void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
 
+/* ph_run_convert.c: C (a profiled or attach container that has exited)
+ * gets its profile's `convert` outputs in its {out} before collection
+ * (stacks.folded, flamegraph.svg, profile.pb.gz).  Never fails the stop:
+ * on a failure the run is collected as it is and a warning says how to
+ * convert by hand. */
+void ph_run_convert(ph_run *r, json_t *c);
+
 /* Where the tools tree's programs are, in a profiling image or the tools image. */
 #define PH_TOOLS_BIN "/opt/profharness/tools/bin"
 

@@ -141,14 +141,15 @@ test_shipped(void **state)
     ASSERT_STRV(&p->packages_dnf, "perf");
     ASSERT_STRV(&p->tools, "perf");
     assert_string_equal(p->stop_target, "tracee");
-    ASSERT_STRV(&p->convert.command, "perf", "--buildid-dir", "{out}/perf.buildid", "script", "-i",
+    ASSERT_STRV(&p->convert.command, "perf", "--buildid-dir", "{out}/perf.buildid", "script", "--force", "-i",
                 "{out}/perf.data");
     assert_string_equal(p->convert.collapse, "perf");
     ASSERT_STRV(&p->attach.command, "perf", "record", "-g", "-F", "499", "-o", "{out}/perf.data", "-p", "{pids}");
     assert_int_equal(p->attach.cap_add.n, 0);
     assert_string_equal(p->attach.signal, "SIGINT");
     assert_string_equal(p->attach.copy_mapped, "symfs");
-    ASSERT_STRV(&p->attach.convert.command, "perf", "script", "--symfs", "{out}/symfs", "-i", "{out}/perf.data");
+    ASSERT_STRV(&p->attach.convert.command, "perf", "script", "--force", "--symfs", "{out}/symfs", "-i",
+                "{out}/perf.data");
 
     /* valgrind cannot join a running process nor run without a package
      * manager, and each says why. */
