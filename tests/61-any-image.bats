@@ -101,6 +101,12 @@ hot_on_top() {
         [ -L "$OUT/$svc/perf.data" ]
         jq -e '.exit_code == 0 and (.escalations | length) == 0 and .complete' "$run_dir/ph-exit.json"
         hot_on_top "$run_dir"
+        # converted in the tools image (when the collapser is built in)
+        if "$PH" collapse --help >/dev/null 2>&1; then
+            [ "$(sort -t' ' -k2,2n "$run_dir/stacks.folded" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//')" = anyimg_hot ]
+            grep -q anyimg_hot "$run_dir/flamegraph.svg"
+            [ -s "$run_dir/profile.pb.gz" ]
+        fi
     done
 }
 
