@@ -41,8 +41,9 @@ usage(FILE *out)
     fprintf(out,
             "usage: profharness [-f FILE] [--profiles DIR] [-o OUTDIR] [-p PROJECT] [-v] COMMAND [ARGS]\n"
             "\n"
-            "Profile services defined in a compose file under strace, valgrind (massif,\n"
-            "callgrind) or the built-in sampler, stop them so every profiler flushes,\n"
+            "Profile services defined in a compose file under strace, perf, valgrind\n"
+            "(massif, callgrind) or the built-in sampler, in any image, restarted under the\n"
+            "profiler or attached to while they run; stop them so every profiler flushes,\n"
             "and collect the artifacts into OUTDIR/<service>/<UTC time>-<mode>/.\n"
             "\n"
             "options:\n"
@@ -70,7 +71,7 @@ usage(FILE *out)
             "  DOCKER_CONTEXT, DOCKER_CONFIG                    the Docker context, as for docker\n"
             "  OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT  export each command's stages as OpenTelemetry spans\n"
             "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
-            "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
+            "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"            "  PH_JOBS                how many services stop at once (default 8; 1: one after the other)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
 }
