@@ -145,7 +145,7 @@ test_shipped(void **state)
                 "{out}/perf.data");
     assert_string_equal(p->convert.collapse, "perf");
     ASSERT_STRV(&p->attach.command, "perf", "record", "-g", "-F", "499", "-o", "{out}/perf.data", "-p", "{pids}");
-    assert_int_equal(p->attach.cap_add.n, 0);
+    ASSERT_STRV(&p->attach.cap_add, "SYS_PTRACE");
     assert_string_equal(p->attach.signal, "SIGINT");
     assert_string_equal(p->attach.copy_mapped, "symfs");
     ASSERT_STRV(&p->attach.convert.command, "perf", "script", "--force", "--symfs", "{out}/symfs", "-i",
