@@ -82,6 +82,8 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
 }
 
 @test "attach: twice, to a service under a restart mode, to one that does not run, and with massif: refused" {
+    run ph restore front
+    [ "$status" -eq 0 ]
     run ph attach --mode strace front
     [ "$status" -eq 0 ]
     run ph attach --mode perf front

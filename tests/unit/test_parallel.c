@@ -123,6 +123,26 @@ test_concurrent_and_bounded(void **state)
     }
 }
 
+/* The bound holds: with two workers a wave of three cannot meet while
+ * the first two wait (the third starts only when one of them has given
+ * up), so at least one gives up; past the bound all three would meet. */
+static void
+test_bound_holds(void **state)
+{
+    ph_run r;
+    shared s;
+    ph_error_t errs[3];
+
+    (void)state;
+    memset(&r, 0, sizeof r);
+    init(&s, 3, -1);
+    s.wait_s = 1;
+    assert_true(ph_run_parallel(&r, 3, 2, job, NULL, &s, errs) >= 1);
+    assert_int_equal(s.max_running, 2);
+    for (size_t i = 0; i < 3; i++)
+        ph_error_free(&errs[i]);
+}
+
 /* A bound of 1: in order, on this thread, with the run's own Engine; and
  * the meeting test fails then, which shows it can. */
 static void
@@ -173,7 +193,8 @@ test_jobs_from_environment(void **state)
     unsetenv("PH_JOBS");
 }
 
-/* Each job is a stage of its own in the timing tree, beside the others. */
+/* Each job is a stage of its own in the timing tree, under the stage
+ * the caller was in (not the root), beside the others. */
 static void
 test_job_stages(void **state)
 {
@@ -181,16 +202,22 @@ test_job_stages(void **state)
     shared s;
     ph_error_t errs[3];
     const ph_stage *root, *c;
+    ph_stage *outer;
     int jobs = 0, concurrent = 0;
 
     (void)state;
     memset(&r, 0, sizeof r);
     init(&s, 3, -1);
     assert_int_equal(ph_timing_start("test"), 0);
+    outer = ph_stage_begin("harness", "stop", 0);
     assert_int_equal(ph_run_parallel(&r, 3, 3, job, what, &s, errs), 0);
+    ph_stage_end(outer);
     ph_timing_finish(0, NULL);
     root = ph_timing_root();
-    for (c = root->first_child; c != NULL; c = c->next) {
+    assert_non_null(root->first_child);
+    assert_string_equal(root->first_child->name, "stop");
+    assert_null(root->first_child->next); /* nothing beside it: the jobs are in it */
+    for (c = root->first_child->first_child; c != NULL; c = c->next) {
         if (strncmp(c->name, "job ", 4) == 0)
             jobs++;
         concurrent += (c->flags & PH_STAGE_CONCURRENT) != 0;
@@ -205,6 +232,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_concurrent_and_bounded),
+        cmocka_unit_test(test_bound_holds),
         cmocka_unit_test(test_one_at_a_time),
         cmocka_unit_test(test_jobs_from_environment),
         cmocka_unit_test(test_job_stages),

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "ph_folded.h"
+#include "ph_pb.h"
 #include "ph_pprof.h"
 
 /* ---- a decoder of the fields ph_pprof writes --------------------------- */
@@ -272,6 +273,49 @@ test_nothing_and_write_errors(void **state)
     ph_folded_free(f);
 }
 
+/* ph_pb's varints at their boundaries, against the wire format's own
+ * examples (1 is 01, 150 is 96 01, 300 is ac 02). */
+static void
+test_varints(void **state)
+{
+    static const struct {
+        uint64_t v;
+        const char *bytes;
+        size_t n;
+    } cases[] = {
+        { 0, "\x00", 1 }, { 1, "\x01", 1 }, { 127, "\x7f", 1 }, { 128, "\x80\x01", 2 }, { 150, "\x96\x01", 2 },
+        { 300, "\xac\x02", 2 }, { 16383, "\xff\x7f", 2 }, { 16384, "\x80\x80\x01", 3 },
+        { UINT64_MAX, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10 },
+    };
+    ph_pb b = { 0 }, m = { 0 };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        b.len = 0;
+        ph_pb_varint(&b, cases[i].v);
+        assert_int_equal(b.len, cases[i].n);
+        assert_memory_equal(b.d, cases[i].bytes, cases[i].n);
+    }
+    /* a field: key (field << 3 | wire), 0 left out; a message, length first */
+    b.len = 0;
+    ph_pb_uint(&b, 1, 150);
+    ph_pb_uint(&b, 2, 0);
+    assert_int_equal(b.len, 3);
+    assert_memory_equal(b.d, "\x08\x96\x01", 3);
+    ph_pb_uint(&m, 1, 150);
+    b.len = 0;
+    ph_pb_msg(&b, 3, &m);
+    assert_int_equal(m.len, 0); /* emptied for reuse */
+    assert_int_equal(b.len, 5);
+    assert_memory_equal(b.d, "\x1a\x03\x08\x96\x01", 5);
+    b.len = 0;
+    ph_pb_bytes(&b, 2, "testing", 7);
+    assert_memory_equal(b.d, "\x12\x07testing", 9);
+    ph_pb_free(&b);
+    ph_pb_free(&m);
+    assert_null(b.d);
+}
+
 int
 main(void)
 {
@@ -279,6 +323,7 @@ main(void)
         cmocka_unit_test(test_stacks_round_trip),
         cmocka_unit_test(test_defaults_and_annotations),
         cmocka_unit_test(test_nothing_and_write_errors),
+        cmocka_unit_test(test_varints),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
