@@ -11,9 +11,9 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
-# flame, tar, engine, compose, profile, then run (the loop).  A floor
-# includes only floors below it.
-LIB_DIRS := util timing flame tar engine compose profile run
+# flame, tar, engine, compose, profile, report (artifacts to HTML and JSON
+# summaries), then run (the loop).  A floor includes only floors below it.
+LIB_DIRS := util timing flame tar engine compose profile report run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
@@ -24,9 +24,10 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
 SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # The sampler draws its own flamegraphs: the renderer and the error type are
 # compiled into it (position-independent), nothing else of the library.
-# ph_folded is the renderer's parser.
+# ph_folded is the renderer's parser; ph_escape is what ph_error prints through.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
-               $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/flame/ph_folded.o
+               $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
+               $(B)/pic/harness/flame/ph_folded.o
 # zlib is linked in (Debian's libz.a is position-independent): the sampler
 # then loads into a service whose image has no zlib (distroless).
 SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthread -lm
@@ -73,8 +74,8 @@ $(IBERTY_OBJ): $(LIBIBERTY)
 	@mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(LIBIBERTY) $(notdir $@) && touch $(notdir $@)
 
-$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ)
-	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
+$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ) harness/sampler/exports.map
+	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(SAMPLER_LIBS)
 
 $(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -83,6 +84,11 @@ $(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
 	    $(PKG_LIBS) -lpthread -lcmocka -lm
+
+# The unwind tables' test compiles their source in (its functions are
+# hidden), under AddressSanitizer: the signal path's reads are unchecked.
+$(B)/tests/test_sampler_cfi: harness/sampler/ph_sampler_cfi.c harness/sampler/ph_sampler_int.h
+$(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
 
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)

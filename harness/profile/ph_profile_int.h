@@ -12,14 +12,14 @@
 /* Read the value V of top-level key KEY into P.  1 when KEY is one of
  * ph_profile_keys.c's, 0 when it is not (nothing read), -1 and *err when
  * its value is wrong. */
-int ph_profile_read_key(ph_yaml *y, ph_profile *p, const char *key, yaml_node_t *v, ph_error_t *err);
+int ph_profile_read_key(ph_profile *p, const char *key, const ph_ynode *v, ph_error_t *err);
 
 /* After every key was read: what only the whole profile can tell
  * (attach.command names {pids}, ...).  -1 and *err at ROOT. */
-int ph_profile_check_keys(ph_yaml *y, ph_profile *p, yaml_node_t *root, ph_error_t *err);
+int ph_profile_check_keys(ph_profile *p, const ph_ynode *root, ph_error_t *err);
 
 /* A signal name at N ("TERM", "SIGTERM", "15") into *OUT as "SIGTERM". */
-int ph_profile_read_signal(ph_yaml *y, yaml_node_t *n, const char *key, char **out, ph_error_t *err);
+int ph_profile_read_signal(const ph_ynode *n, const char *key, char **out, ph_error_t *err);
 
 /* Free what ph_profile_read_key allocated. */
 void ph_profile_free_keys(ph_profile *p);

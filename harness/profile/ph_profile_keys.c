@@ -41,34 +41,34 @@ plain_name(const char *s)
 }
 
 static int
-read_list(ph_yaml *y, yaml_node_t *v, const char *key, ph_strv *out, ph_error_t *err)
+read_list(const ph_ynode *v, const char *key, ph_strv *out, ph_error_t *err)
 {
     ph_strv_free(out);
-    return ph_yaml_strv(y, v, key, 0, 0, out, err);
+    return ph_yaml_strv(v, key, 0, 0, out, err);
 }
 
 static int
-read_packages(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+read_packages(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
-    if (v->type == YAML_SEQUENCE_NODE)
-        return read_list(y, v, "packages", &p->packages, err); /* the first form: Debian's names */
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(y, v, err, "`packages` must be a list (Debian's names) or a mapping "
+    if (v->kind == PH_Y_SEQ)
+        return read_list(v, "packages", &p->packages, err); /* the first form: Debian's names */
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`packages` must be a list (Debian's names) or a mapping "
                                         "{apt: [...], apk: [...], dnf: [...]}");
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
-        const char *key = ph_yaml_key(y, pair);
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
         int rc = 0;
 
         if (KEY("apt"))
-            rc = read_list(y, vn, "packages.apt", &p->packages, err);
+            rc = read_list(vn, "packages.apt", &p->packages, err);
         else if (KEY("apk"))
-            rc = read_list(y, vn, "packages.apk", &p->packages_apk, err);
+            rc = read_list(vn, "packages.apk", &p->packages_apk, err);
         else if (KEY("dnf"))
-            rc = read_list(y, vn, "packages.dnf", &p->packages_dnf, err);
+            rc = read_list(vn, "packages.dnf", &p->packages_dnf, err);
         else
-            ph_warn("%s:%d: unknown package manager `packages.%s` (ignored; known: apt, apk, dnf)", y->path,
-                    ph_yaml_line(kn), key);
+            ph_warn("%s:%d: unknown package manager `packages.%s` (ignored; known: apt, apk, dnf)",
+                    ph_yaml_file(kn), kn->line, key);
         if (rc < 0)
             return -1;
     }
@@ -76,106 +76,106 @@ read_packages(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
 }
 
 static int
-read_names(ph_yaml *y, yaml_node_t *v, const char *key, ph_strv *out, ph_error_t *err)
+read_names(const ph_ynode *v, const char *key, ph_strv *out, ph_error_t *err)
 {
-    if (read_list(y, v, key, out, err) < 0)
+    if (read_list(v, key, out, err) < 0)
         return -1;
     for (size_t i = 0; i < out->n; i++)
         if (!plain_name(out->v[i]))
-            return ph_yaml_error(y, v, err, "`%s`: `%s` must be a plain name (no `/`, not starting with `.`)", key,
+            return ph_yaml_error(v, err, "`%s`: `%s` must be a plain name (no `/`, not starting with `.`)", key,
                                  out->v[i]);
     return 0;
 }
 
 static int
-read_libc(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+read_libc(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
-    if (read_list(y, v, "libc", &p->libc, err) < 0)
+    if (read_list(v, "libc", &p->libc, err) < 0)
         return -1;
     for (size_t i = 0; i < p->libc.n; i++)
         if (!one_of(p->libc.v[i], libcs, PH_ARRAY_LEN(libcs)))
-            return ph_yaml_error(y, v, err, "`libc`: `%s` is not a C library profharness tells apart (glibc, musl)",
+            return ph_yaml_error(v, err, "`libc`: `%s` is not a C library profharness tells apart (glibc, musl)",
                                  p->libc.v[i]);
     return 0;
 }
 
 static int
-read_convert(ph_yaml *y, ph_profile_convert *c, yaml_node_t *v, const char *where, ph_error_t *err)
+read_convert(ph_profile_convert *c, const ph_ynode *v, const char *where, ph_error_t *err)
 {
     char key_buf[64];
 
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(y, v, err, "`%s` must be a mapping {command: [...], collapse: perf}", where);
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`%s` must be a mapping {command: [...], collapse: perf}", where);
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
-        const char *key = ph_yaml_key(y, pair);
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
         int rc = 0;
 
         snprintf(key_buf, sizeof key_buf, "%s.%s", where, key);
         if (KEY("command")) {
-            rc = read_list(y, vn, key_buf, &c->command, err);
+            rc = read_list(vn, key_buf, &c->command, err);
             if (rc == 0 && (c->command.n == 0 || c->command.v[0][0] == '\0'))
-                rc = ph_yaml_error(y, vn, err, "`%s` must start with a program", key_buf);
+                rc = ph_yaml_error(vn, err, "`%s` must start with a program", key_buf);
         } else if (KEY("collapse")) {
-            rc = ph_yaml_dup(y, vn, key_buf, &c->collapse, err);
+            rc = ph_yaml_dup(vn, key_buf, &c->collapse, err);
             if (rc == 0 && !one_of(c->collapse, collapsers, PH_ARRAY_LEN(collapsers)))
-                rc = ph_yaml_error(y, vn, err, "`%s`: no collapser `%s` (there is: perf)", key_buf, c->collapse);
+                rc = ph_yaml_error(vn, err, "`%s`: no collapser `%s` (there is: perf)", key_buf, c->collapse);
         } else {
-            ph_warn("%s:%d: unknown key `%s` (ignored)", y->path, ph_yaml_line(kn), key_buf);
+            ph_warn("%s:%d: unknown key `%s` (ignored)", ph_yaml_file(kn), kn->line, key_buf);
         }
         if (rc < 0)
             return -1;
     }
     if (c->command.n == 0)
-        return ph_yaml_error(y, v, err, "`%s` needs `command`", where);
+        return ph_yaml_error(v, err, "`%s` needs `command`", where);
     if (c->collapse == NULL)
-        return ph_yaml_error(y, v, err, "`%s` needs `collapse` (what reads the command's output: perf)", where);
+        return ph_yaml_error(v, err, "`%s` needs `collapse` (what reads the command's output: perf)", where);
     return 0;
 }
 
 static int
-read_attach(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+read_attach(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
     ph_profile_attach *a = &p->attach;
 
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(y, v, err, "`attach` must be a mapping: {command: [...]} or {unsupported: why}");
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`attach` must be a mapping: {command: [...]} or {unsupported: why}");
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
-        const char *key = ph_yaml_key(y, pair);
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
         int rc = 0;
 
         if (KEY("command")) {
-            rc = read_list(y, vn, "attach.command", &a->command, err);
+            rc = read_list(vn, "attach.command", &a->command, err);
             if (rc == 0 && (a->command.n == 0 || a->command.v[0][0] == '\0'))
-                rc = ph_yaml_error(y, vn, err, "`attach.command` must start with a program");
+                rc = ph_yaml_error(vn, err, "`attach.command` must start with a program");
         } else if (KEY("unsupported")) {
-            rc = ph_yaml_dup(y, vn, "attach.unsupported", &a->unsupported, err);
+            rc = ph_yaml_dup(vn, "attach.unsupported", &a->unsupported, err);
         } else if (KEY("cap_add")) {
-            rc = read_list(y, vn, "attach.cap_add", &a->cap_add, err);
+            rc = read_list(vn, "attach.cap_add", &a->cap_add, err);
         } else if (KEY("cap_add_if_known")) {
-            rc = read_list(y, vn, "attach.cap_add_if_known", &a->cap_add_if_known, err);
+            rc = read_list(vn, "attach.cap_add_if_known", &a->cap_add_if_known, err);
         } else if (KEY("security_opt")) {
-            rc = read_list(y, vn, "attach.security_opt", &a->security_opt, err);
+            rc = read_list(vn, "attach.security_opt", &a->security_opt, err);
         } else if (KEY("signal")) {
-            rc = ph_profile_read_signal(y, vn, "attach.signal", &a->signal, err);
+            rc = ph_profile_read_signal(vn, "attach.signal", &a->signal, err);
         } else if (KEY("copy_mapped")) {
-            rc = ph_yaml_dup(y, vn, "attach.copy_mapped", &a->copy_mapped, err);
+            rc = ph_yaml_dup(vn, "attach.copy_mapped", &a->copy_mapped, err);
             if (rc == 0 && !plain_name(a->copy_mapped))
-                rc = ph_yaml_error(y, vn, err, "`attach.copy_mapped` must be a plain directory name under {out}, "
+                rc = ph_yaml_error(vn, err, "`attach.copy_mapped` must be a plain directory name under {out}, "
                                                "not `%s`", a->copy_mapped);
         } else if (KEY("convert")) {
-            rc = read_convert(y, &a->convert, vn, "attach.convert", err);
+            rc = read_convert(&a->convert, vn, "attach.convert", err);
         } else {
-            ph_warn("%s:%d: unknown key `attach.%s` (ignored)", y->path, ph_yaml_line(kn), key);
+            ph_warn("%s:%d: unknown key `attach.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
         }
         if (rc < 0)
             return -1;
     }
     if (a->command.n > 0 && a->unsupported != NULL)
-        return ph_yaml_error(y, v, err, "`attach` has a `command` and says it is `unsupported`: one or the other");
+        return ph_yaml_error(v, err, "`attach` has a `command` and says it is `unsupported`: one or the other");
     if (a->command.n == 0 && a->unsupported == NULL)
-        return ph_yaml_error(y, v, err, "`attach` needs `command` (how to join a running service) or "
+        return ph_yaml_error(v, err, "`attach` needs `command` (how to join a running service) or "
                                         "`unsupported` (why the mode cannot)");
     if (a->command.n > 0) {
         int named = 0;
@@ -183,7 +183,7 @@ read_attach(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
         for (size_t i = 0; i < a->command.n; i++)
             named |= strstr(a->command.v[i], "{pids}") != NULL;
         if (!named)
-            return ph_yaml_error(y, v, err, "`attach.command` must name the service's processes with `{pids}`");
+            return ph_yaml_error(v, err, "`attach.command` must name the service's processes with `{pids}`");
         if (a->signal == NULL && (a->signal = strdup("SIGINT")) == NULL)
             return ph_fail(err, ENOMEM, "allocate");
     }
@@ -191,25 +191,25 @@ read_attach(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
 }
 
 int
-ph_profile_read_key(ph_yaml *y, ph_profile *p, const char *key, yaml_node_t *v, ph_error_t *err)
+ph_profile_read_key(ph_profile *p, const char *key, const ph_ynode *v, ph_error_t *err)
 {
     int rc;
 
     if (KEY("packages")) {
-        rc = read_packages(y, p, v, err);
+        rc = read_packages(p, v, err);
     } else if (KEY("tools")) {
         p->has_tools = 1;
-        rc = read_names(y, v, "tools", &p->tools, err);
+        rc = read_names(v, "tools", &p->tools, err);
     } else if (KEY("libc")) {
-        rc = read_libc(y, p, v, err);
+        rc = read_libc(p, v, err);
     } else if (KEY("limits")) {
-        rc = ph_yaml_dup(y, v, "limits", &p->limits, err);
+        rc = ph_yaml_dup(v, "limits", &p->limits, err);
     } else if (KEY("cap_add_if_known")) {
-        rc = read_list(y, v, "cap_add_if_known", &p->cap_add_if_known, err);
+        rc = read_list(v, "cap_add_if_known", &p->cap_add_if_known, err);
     } else if (KEY("convert")) {
-        rc = read_convert(y, &p->convert, v, "convert", err);
+        rc = read_convert(&p->convert, v, "convert", err);
     } else if (KEY("attach")) {
-        rc = read_attach(y, p, v, err);
+        rc = read_attach(p, v, err);
     } else {
         return 0;
     }
@@ -217,16 +217,16 @@ ph_profile_read_key(ph_yaml *y, ph_profile *p, const char *key, yaml_node_t *v, 
 }
 
 int
-ph_profile_check_keys(ph_yaml *y, ph_profile *p, yaml_node_t *root, ph_error_t *err)
+ph_profile_check_keys(ph_profile *p, const ph_ynode *root, ph_error_t *err)
 {
     /* A program run from the tools tree is run by its name there; a wrap
      * that names a path cannot be. */
     if (p->has_tools && p->wrap.n > 0 && strchr(p->wrap.v[0], '/') != NULL)
-        return ph_yaml_error(y, root, err, "`tools` is given, so `wrap` must start with a program name from it, "
+        return ph_yaml_error(root, err, "`tools` is given, so `wrap` must start with a program name from it, "
                                            "not the path `%s`", p->wrap.v[0]);
     for (size_t i = 0; p->has_tools && p->wrap.n > 0 && i <= p->tools.n; i++) {
         if (i == p->tools.n)
-            return ph_yaml_error(y, root, err, "`wrap` runs `%s`, which `tools` does not list", p->wrap.v[0]);
+            return ph_yaml_error(root, err, "`wrap` runs `%s`, which `tools` does not list", p->wrap.v[0]);
         if (strcmp(p->tools.v[i], p->wrap.v[0]) == 0)
             break;
     }
