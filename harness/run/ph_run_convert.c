@@ -22,8 +22,7 @@
  * A conversion never costs the run: on any failure the profiler's own
  * output is collected as it is and a warning says what failed and how to
  * convert by hand.  The collapser is harness/flame/ph_collapse (the
- * `profharness collapse perf` command); a profharness built without it
- * says so and converts nothing.
+ * `profharness collapse perf` command).
  */
 #include "ph_run_int.h"
 
@@ -35,17 +34,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ph_collapse.h"
 #include "ph_flame.h"
 #include "ph_image.h"
 #include "ph_log.h"
 #include "ph_pprof.h"
 #include "ph_tar.h"
 #include "ph_util.h"
-
-#if __has_include("ph_collapse.h")
-#include "ph_collapse.h"
-#define PH_HAVE_COLLAPSE 1
-#endif
 
 #define CONVERT_TIMEOUT_S 3600L
 #define CONVERT_STDERR_MAX 2048
@@ -116,8 +111,6 @@ temp_file(ph_run *r, const char *service, ph_error_t *err)
     }
     return f;
 }
-
-#ifdef PH_HAVE_COLLAPSE
 
 typedef struct collapse_sink {
     ph_collapse *c;
@@ -204,8 +197,6 @@ out:
     return rc;
 }
 
-#endif
-
 /* ---- the conversion ---------------------------------------------------- */
 
 static int
@@ -214,7 +205,6 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
     const char *id = json_string_value(json_object_get(c, "Id"));
     const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
     const char *run_id = ph_run_label(c, PH_LABEL_RUN);
-#ifdef PH_HAVE_COLLAPSE
     ph_engine *e;
     char out[PATH_MAX], title[256], dir[PATH_MAX] = "";
     json_t *cfg = NULL, *argv = NULL, *labels;
@@ -356,18 +346,6 @@ out:
     free(tools);
     free(cid);
     return rc;
-#else
-    (void)r;
-    (void)id;
-    (void)mode;
-    (void)run_id;
-    (void)temp_file;
-    (void)file_cb;
-    (void)file_read_cb;
-    (void)text_cb;
-    return ph_fail(err, 0, "%s: this profharness was built without the perf collapser (harness/flame/ph_collapse.c), "
-                   "so `%s` is not run", service, conv->command.v[0]);
-#endif
 }
 
 void
