@@ -38,6 +38,7 @@
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    65536                     /* larger is no record of ours */
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
+#define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
 
 typedef struct ph_run_opts {
     const ph_compose_opts *compose; /* files, project, env files, profiles; when NULL: */

@@ -674,6 +674,9 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
                      "completion_problem", res->record == NULL ? res->record_problem : NULL,
                      "missing_artifacts", res->missing,
                      "oom_killed", res->oom_killed);
+    /* attach: the service's container, which kept running (the report says so) */
+    if (meta != NULL && ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
+        json_object_set_new(meta, "attached_to", json_string(ph_run_label(c, PH_LABEL_ATTACHED)));
     if (meta == NULL)
         return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
     snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);

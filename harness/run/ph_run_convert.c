@@ -146,14 +146,37 @@ write_file(const char *dir, const char *name, const void *data, size_t len, ph_e
     return 0;
 }
 
-static const char *const outputs[] = { "stacks.folded", "profile.pb.gz", "flamegraph.svg" };
+/* convert.json: what the collapser saw (event, samples, the counts' unit),
+ * for the report: the folded counts of cpu-clock are nanoseconds, not
+ * samples. */
+static const char *const outputs[] = { "stacks.folded", "profile.pb.gz", "flamegraph.svg", PH_CONVERT_META };
 
-/* The folded stacks as the three files, in DIR (so that they are dated
+static int
+write_meta(const char *dir, const ph_profile_convert *conv, const ph_collapse_stats *cs, int ns, ph_error_t *err)
+{
+    json_t *m = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:s?}", "version", 1, "command", conv->command.v[0],
+                          "collapse", conv->collapse, "event", cs->event, "samples", (json_int_t)cs->samples,
+                          "stacks", (json_int_t)cs->stacks, "unit", ns ? "nanoseconds" : "events",
+                          "unrecognized_lines", (json_int_t)cs->unrecognized,
+                          "other_event", cs->other_event[0] ? cs->other_event : NULL);
+    char *json_text = m ? json_dumps(m, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    int rc;
+
+    json_decref(m);
+    if (json_text == NULL)
+        return ph_fail(err, ENOMEM, "build %s", PH_CONVERT_META);
+    rc = write_file(dir, PH_CONVERT_META, json_text, strlen(json_text), err);
+    free(json_text);
+    return rc;
+}
+
+/* The folded stacks as the four files, in DIR (so that they are dated
  * now), then in a tar to copy in. */
 static int
-outputs_tar(const char *dir, const char *folded, size_t folded_len, const char *title, const char *event, void **tar,
-            size_t *tar_len, ph_error_t *err)
+outputs_tar(const char *dir, const char *folded, size_t folded_len, const char *title, const ph_profile_convert *conv,
+            const ph_collapse_stats *cs, void **tar, size_t *tar_len, ph_error_t *err)
 {
+    const char *event = cs->event;
     /* cpu-clock and task-clock periods are nanoseconds; other events count. */
     int ns = strncmp(event, "cpu-clock", 9) == 0 || strncmp(event, "task-clock", 10) == 0;
     ph_folded *f = ph_folded_parse(folded, folded_len, 0, err);
@@ -188,6 +211,7 @@ outputs_tar(const char *dir, const char *folded, size_t folded_len, const char *
     fclose(m);
     if (rc < 0 || write_file(dir, outputs[0], folded, folded_len, err) < 0 ||
         write_file(dir, outputs[1], pb, pb_len, err) < 0 || write_file(dir, outputs[2], svg, svg_len, err) < 0 ||
+        write_meta(dir, conv, cs, ns, err) < 0 ||
         ph_tar_context_build(dir, NULL, 0, 1u << 30, tar, tar_len, err) < 0)
         rc = -1;
 out:
@@ -306,7 +330,7 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
         ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, service);
         goto out;
     }
-    if (outputs_tar(dir, folded, folded_len, title, cs->event, &tar, &tar_len, err) < 0)
+    if (outputs_tar(dir, folded, folded_len, title, conv, cs, &tar, &tar_len, err) < 0)
         goto out;
     {
         FILE *in = fmemopen(tar, tar_len, "r");
