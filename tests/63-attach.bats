@@ -60,6 +60,15 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     jq -e '.stop_requested and .stop_signal == "SIGINT" and (.escalations | length) == 0 and .complete' \
         "$run_dir/ph-exit.json"
     jq -e '.mode == "strace" and .service == "front"' "$run_dir/run.json"
+    # the report: whose container was joined, detached, no problem made of
+    # the calls strace let go of; the headline on stderr
+    jq -e --arg svc "$svc" '.attached_to == $svc' "$run_dir/run.json"
+    jq -e --arg svc "$svc" '.attached_to == $svc and .stopped == "detached (SIGINT)" and (.problems | length) == 0
+        and .strace.calls > 0' "$run_dir/summary.json"
+    grep -q 'which kept running' "$run_dir/report.html"
+    [[ "$output" == *"front: "*" syscalls in "* ]]
+    [[ "$output" != *"it says what is missing"* ]]
+    grep -q 'strace (attached)' "$OUT/index.html"
 }
 
 @test "attach perf: perf.data of the running demo, symbols from the files it maps, the hot function on top" {
