@@ -12,27 +12,18 @@
 #   outlives by a child      a forked child ignores SIGTERM (DEMO_ORPHAN)
 #
 # The front service is profiled, its worker runs unprofiled without knobs.
-# The demo image is built under a name of this project's own: the knobs are
-# new, and other test runs on the same Engine rebuild profharness-demo:latest
-# from their own trees.  Each row prints one line per mode; docs/testing.md
-# has the table.
+# Each row prints one line per mode; docs/testing.md has the table.
 
 load test_helper
-# (test_helper defines a `load` of its own: source, not load)
-source "$BATS_TEST_DIRNAME/own_demo_image.bash"
 
 setup_file() {
     common_setup_file
-    own_demo_image ""
     ph setup >&3 2>&1
     export PH_PROFILES=$(short_grace_profiles)
     # the dependency, started once without any knob
     ph restore worker >&3 2>&1
 }
-teardown_file() {
-    common_teardown_file
-    own_demo_image_remove
-}
+teardown_file() { common_teardown_file; }
 
 CTR_PREFIX="$PH_TEST_PROJECT-front-"
 
@@ -80,7 +71,7 @@ run_cell() {
     local mode=$1 trigger=$2; shift 2
     CTR="$CTR_PREFIX$mode"
     MISSING= OOM_KILLED=
-    run env "$@" timeout 900 "$PH" -f "$OWN_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" \
+    run env "$@" timeout 900 "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" \
         -o "$OUT" start --mode "$mode" front
     [ "$status" -eq 0 ] || { echo "$mode: start failed: $output"; return 1; }
     "$trigger"
