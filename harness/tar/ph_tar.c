@@ -1050,8 +1050,9 @@ limits_resolve(ph_tar_extract *x, const ph_tar_limits *limits)
     }
 }
 
-ph_tar_extract *
-ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits, ph_error_t *err)
+/* Both constructors: DEST_FD is the destination, owned from here on. */
+static ph_tar_extract *
+extract_new_fd(int dest_fd, int strip, const ph_tar_limits *limits, ph_error_t *err)
 {
     ph_tar_extract *x = calloc(1, sizeof *x);
     sigset_t all, old;
@@ -1059,8 +1060,10 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
 
     if (x == NULL) {
         ph_fail(err, errno, "allocate the extractor");
+        close(dest_fd);
         return NULL;
     }
+    x->dest_fd = dest_fd;
     x->strip = strip < 0 ? 0 : strip;
     x->sock[0] = x->sock[1] = -1;
     x->lv[0].fd = -1; /* the destination is dest_fd, never closed by the stack */
@@ -1069,11 +1072,6 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
     x->umask_ok = umask_harmless();
     x->unchecked_bytes = FREE_CHECK_BYTES;                /* look before the first write */
     x->unchecked_entries = FREE_CHECK_ENTRIES - 1;
-    x->dest_fd = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (x->dest_fd < 0) {
-        ph_fail(err, errno, "open `%s`", dest_dir);
-        goto fail;
-    }
     limits_resolve(x, limits);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->sock) < 0) {
         ph_fail(err, errno, "socketpair");
@@ -1093,6 +1091,32 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
 fail:
     ph_tar_extract_free(x);
     return NULL;
+}
+
+ph_tar_extract *
+ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits, ph_error_t *err)
+{
+    int fd = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0) {
+        ph_fail(err, errno, "open `%s`", dest_dir);
+        return NULL;
+    }
+    return extract_new_fd(fd, strip, limits, err);
+}
+
+ph_tar_extract *
+ph_tar_extract_new_at(int dirfd, int strip, const ph_tar_limits *limits, ph_error_t *err)
+{
+    /* A description of our own (the caller's fd stays theirs), of the
+     * very directory DIRFD is, whatever its name now points at. */
+    int fd = dirfd < 0 ? -1 : openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0) {
+        ph_fail(err, dirfd < 0 ? EBADF : errno, "open the destination directory (fd %d)", dirfd);
+        return NULL;
+    }
+    return extract_new_fd(fd, strip, limits, err);
 }
 
 /* Close our end (the reader sees end of file) and wait for the reader. */
