@@ -20,6 +20,7 @@
 #include "ph_engine.h"
 #include "ph_error.h"
 #include "ph_profile.h"
+#include "ph_tar.h"
 
 #define PH_LABEL_PROJECT "io.profharness.project"
 #define PH_LABEL_SERVICE "io.profharness.service"
@@ -40,6 +41,13 @@ typedef struct ph_run_opts {
     const char *out_dir;
     const char *project;    /* NULL = from the compose file */
     const char *data_dir;   /* where images/ and build/ are; NULL = next to the binary */
+    /* Limits on what one collection takes out of a container (stop,
+     * collect, restore and a start that collects first): a field set here
+     * (the flags --max-bytes, --max-entries, --min-free) wins over the
+     * mode's `collect:`, which wins over the defaults of ph_tar.h.  0 =
+     * not set.  Over a limit the temp dir is removed, the container kept,
+     * and the error names the limit, where it was set and how to raise it. */
+    ph_tar_limits collect;
 } ph_run_opts;
 
 typedef struct ph_run ph_run;

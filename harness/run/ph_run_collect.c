@@ -35,6 +35,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <sys/file.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -304,6 +305,96 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
     return 0;
 }
 
+/* ---- collection limits -------------------------------------------------- */
+
+/* The limits one collection runs under, and where each came from: a flag
+ * (ph_run_opts.collect) wins over the mode's `collect:`, which wins over
+ * the defaults. */
+typedef struct collect_limits {
+    ph_tar_limits lim;
+    const char *profile_path;           /* the mode's file, NULL when it has none */
+    char mode[64];
+    char from[PH_TAR_LIMIT_FREE + 1];   /* per limit: 'f'lag, 'p'rofile, 'd'efault */
+} collect_limits;
+
+static uint64_t *
+limit_field(ph_tar_limits *l, ph_tar_limit which)
+{
+    return which == PH_TAR_LIMIT_BYTES ? &l->max_bytes
+         : which == PH_TAR_LIMIT_ENTRIES ? &l->max_entries : &l->min_free_bytes;
+}
+
+static void
+collect_limits_of(ph_run *r, const char *mode, collect_limits *cl)
+{
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+
+    memset(cl, 0, sizeof *cl);
+    snprintf(cl->mode, sizeof cl->mode, "%s", mode ? mode : "MODE");
+    cl->profile_path = p ? p->path : NULL;
+    for (int w = PH_TAR_LIMIT_BYTES; w <= PH_TAR_LIMIT_FREE; w++) {
+        uint64_t flag = *limit_field(&r->opts.collect, w), prof = p ? *limit_field(&p->collect, w) : 0;
+
+        *limit_field(&cl->lim, w) = flag ? flag : prof;
+        cl->from[w] = flag ? 'f' : prof ? 'p' : 'd';
+    }
+}
+
+/* V for a flag: "32GiB" when exact in a binary unit, else bytes. */
+static const char *
+size_arg(uint64_t v, char buf[32])
+{
+    static const char *const units[] = { "", "KiB", "MiB", "GiB", "TiB", "PiB" };
+    int u = 0;
+
+    while (u < 5 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, 32, "%" PRIu64 "%s", v, units[u]);
+    return buf;
+}
+
+/* A collection stopped by limit WHICH: say in ERR's message where the
+ * limit was set, and in its hint how to raise it and retry with CMD
+ * ("stop", "collect"); the container is kept. */
+static int
+limit_hint(const collect_limits *cl, ph_tar_limit which, const char *cmd, const char *service, const char *id,
+           ph_error_t *err)
+{
+    static const char *const flags[] = { "", "--max-bytes", "--max-entries", "--min-free" };
+    static const uint64_t defaults[] = { 0, PH_TAR_DEFAULT_MAX_BYTES, PH_TAR_DEFAULT_MAX_ENTRIES, 0 };
+    const char *name = ph_tar_limit_name(which), *file = cl->profile_path ? cl->profile_path : "the mode's profile";
+    uint64_t v = *limit_field((ph_tar_limits *)&cl->lim, which);
+    char more[32], where[PATH_MAX + 64];
+    size_t n;
+
+    if (*err == NULL || which < PH_TAR_LIMIT_BYTES || which > PH_TAR_LIMIT_FREE)
+        return -1;
+    if (cl->from[which] == 'f')
+        snprintf(where, sizeof where, "set with %s", flags[which]);
+    else if (cl->from[which] == 'p')
+        snprintf(where, sizeof where, "set in %s", file);
+    else
+        snprintf(where, sizeof where, "the default");
+    n = strlen((*err)->msg);
+    snprintf((*err)->msg + n, sizeof (*err)->msg - n, " (%s)", where);
+    if (which == PH_TAR_LIMIT_FREE)
+        return ph_error_hint(err, "the container %.12s is kept with its artifacts, no partial run left; free "
+                             "space on the disk of the output dir, or lower `min_free` (`profharness %s "
+                             "--min-free 256MiB %s`, or `collect: {min_free: 256MiB}` in %s), and retry",
+                             id, cmd, service, file);
+    if (v == 0)
+        v = defaults[which];
+    if (which == PH_TAR_LIMIT_ENTRIES)
+        snprintf(more, sizeof more, "%" PRIu64, v > UINT64_MAX / 2 ? v : v * 2);
+    else
+        size_arg(v > UINT64_MAX / 2 ? v : v * 2, more);
+    return ph_error_hint(err, "the container %.12s is kept with its artifacts, no partial run left; raise the "
+                         "limit and retry: `profharness %s %s %s %s`, or `collect: {%s: %s}` in %s "
+                         "(`unlimited` turns it off)", id, cmd, flags[which], more, service, name, more, file);
+}
+
 /* ---- collection ------------------------------------------------------- */
 
 typedef struct stage {
@@ -319,6 +410,7 @@ typedef struct collect_result {
     char record_problem[256]; /* ... and why */
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
+    collect_limits limits;    /* what the collection ran under */
 } collect_result;
 
 static void
@@ -501,10 +593,10 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
     const char *mode = ph_run_label(c, PH_LABEL_MODE);
     const char *run = ph_run_label(c, PH_LABEL_RUN);
-    char tmp[NAME_MAX + 1], dest[64], src[PATH_MAX], run_name[NAME_MAX], final[NAME_MAX + 1], stamp[17], esc[256];
+    char tmp[NAME_MAX + 1], src[PATH_MAX], run_name[NAME_MAX], final[NAME_MAX + 1], stamp[17], esc[256];
     ph_tar_extract *x = NULL;
     extract_ctx ctx;
-    int tmpfd = -1, sig;
+    int tmpfd = -1, sig, finished = 0;
     uid_t uid;
     gid_t gid;
     double t0;
@@ -533,10 +625,10 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     }
 
     t0 = ph_run_now();
-    /* The extractor opens a path: its own fd's, so no link planted under
-     * <out>/<service> meanwhile can redirect it. */
-    snprintf(dest, sizeof dest, "/proc/self/fd/%d", tmpfd);
-    x = ph_tar_extract_new(dest, 1, NULL, err);
+    /* Through our fd: no link planted under <out>/<service> meanwhile can
+     * redirect the extraction. */
+    collect_limits_of(r, mode, &res->limits);
+    x = ph_tar_extract_new_at(tmpfd, 1, &res->limits.lim, err);
     if (x == NULL)
         goto fail;
     ctx.x = x;
@@ -544,6 +636,7 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, service);
     if (ph_engine_archive_get(e, id, src, extract_cb, &ctx, err) < 0)
         goto fail;
+    finished = 1;
     if (ph_tar_extract_finish(x, &res->stats, err) < 0)
         goto fail;
     ph_tar_extract_free(x);
@@ -583,6 +676,13 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     stages[(*n_stages)++] = (stage){ "rename into place and link", ph_run_now() - t0 };
     return 0;
 fail:
+    if (x != NULL && !finished) {
+        /* The stats of a failed feed: which limit, if one stopped it. */
+        ph_error_t ignored = NULL;
+
+        ph_tar_extract_finish(x, &res->stats, &ignored);
+        ph_error_free(&ignored);
+    }
     ph_tar_extract_free(x);
     /* Keep nothing half-written: the container still has everything. */
     snprintf(src, sizeof src, "%s/%s", r->opts.out_dir, service);
@@ -794,9 +894,12 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     fflush(stdout);
     goto out;
 keep:
-    ph_error_hint(err, "the container %.12s is kept with its artifacts; retry with `profharness stop %s` "
-                  "(or `profharness collect %s`); if it cannot be collected, give the run up with "
-                  "`profharness stop --discard %s`", id, service, service, service);
+    if (res.stats.limit != PH_TAR_LIMIT_NONE)
+        limit_hint(&res.limits, res.stats.limit, "stop", service, id, err);
+    else
+        ph_error_hint(err, "the container %.12s is kept with its artifacts; retry with `profharness stop %s` "
+                      "(or `profharness collect %s`); if it cannot be collected, give the run up with "
+                      "`profharness stop --discard %s`", id, service, service, service);
 out:
     collect_result_done(&res);
     return rc;
@@ -938,6 +1041,9 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
         return -1;
     ph_interrupt_begin();
     rc = collect_into_run_dir(r, c, svcfd, 1, st, &ns, &res, err);
+    if (rc < 0 && res.stats.limit != PH_TAR_LIMIT_NONE)
+        limit_hint(&res.limits, res.stats.limit, "collect", service, json_string_value(json_object_get(c, "Id")),
+                   err);
     if (rc == 0)
         rc = write_run_meta(c, &res, st, ns, err);
     ph_interrupt_end();
