@@ -49,7 +49,7 @@ teardown_file() { common_teardown_file; }
         perm=$(stat -c %a "$f")
         [ "$perm" = 644 ] || [ "$perm" = 755 ]
     done
-    jq -e '.mode == "strace" and .service == "front" and (.stages | length) >= 3' "$run_dir/run.json"
+    jq -e '.mode == "strace" and .service == "front" and .timing.name == "stop" and (.trace_id | length) == 32' "$run_dir/run.json"
 }
 
 @test "strace: a second run does not overwrite the first" {

@@ -33,7 +33,9 @@
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    65536                     /* larger is no record of ours */
-#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
+#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds, with the */
+#define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
+#define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 
 typedef struct ph_run_opts {
     const char *compose_file;

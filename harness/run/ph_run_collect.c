@@ -52,6 +52,8 @@
 #include "ph_signal.h"
 #include "ph_util.h"
 #include "ph_tar.h"
+#include "ph_timing.h"
+#include "ph_timing_out.h"
 
 #define TEMP_PREFIX ".incoming-"
 /* Seconds in run.json: enough digits for nanoseconds over a day, and no
@@ -292,10 +294,15 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
             close(fd);
             return ph_fail(err, errno, "lock `%s/%s/.lock`", r->opts.out_dir, service);
         }
+        ph_stage *st = ph_stage_beginf("host", 0, "wait for the other profharness (%s/.lock)", service);
+        int locked, e;
+
         ph_info("%s: another profharness is stopping or collecting this service; waiting for it", service);
-        if (flock(fd, LOCK_EX) < 0) {
+        locked = flock(fd, LOCK_EX);
+        e = errno;
+        if (ph_run_stage_done(st, locked, NULL) < 0) {
             close(fd);
-            return ph_fail(err, errno, "lock `%s/%s/.lock`", r->opts.out_dir, service);
+            return ph_fail(err, e, "lock `%s/%s/.lock`", r->opts.out_dir, service);
         }
     }
     remove_stale_temps(r, svcfd, service);
@@ -396,11 +403,6 @@ limit_hint(const collect_limits *cl, ph_tar_limit which, const char *cmd, const 
 }
 
 /* ---- collection ------------------------------------------------------- */
-
-typedef struct stage {
-    const char *name;
-    double seconds;
-} stage;
 
 typedef struct collect_result {
     char run_dir[PATH_MAX];   /* as the user can open it: <out>/<service>/<run> */
@@ -514,8 +516,12 @@ update_links(ph_run *r, int svcfd, int runfd, const char *run_name, const char *
     return 0;
 }
 
-int
-ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
+/* Write DIRFD/NAME: FILL writes a fresh temp file (O_EXCL, O_NOFOLLOW)
+ * through its fd, which is then renamed over NAME.  SHOWN names it in
+ * errors. */
+static int
+write_file_at(int dirfd, const char *shown, const char *name, int (*fill)(int fd, const void *ud), const void *ud,
+              ph_error_t *err)
 {
     char tmp[64];
     int fd = -1;
@@ -528,7 +534,7 @@ ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, 
         if (fd < 0 && (errno != EEXIST || tries == 100))
             return ph_fail(err, errno, "write `%s`", shown);
     }
-    if (json_dumpfd(j, fd, META_DUMP_FLAGS) < 0 || write(fd, "\n", 1) != 1) {
+    if (fill(fd, ud) < 0) {
         int e = errno;
         close(fd);
         unlinkat(dirfd, tmp, 0);
@@ -546,6 +552,45 @@ ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, 
         return ph_fail(err, e, "rename into `%s`", shown);
     }
     return 0;
+}
+
+static int
+fill_json(int fd, const void *j)
+{
+    return json_dumpfd(j, fd, META_DUMP_FLAGS) < 0 || write(fd, "\n", 1) != 1 ? -1 : 0;
+}
+
+static int
+fill_json_compact(int fd, const void *j)
+{
+    return json_dumpfd(j, fd, JSON_COMPACT) < 0 || write(fd, "\n", 1) != 1 ? -1 : 0;
+}
+
+int
+ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
+{
+    return write_file_at(dirfd, shown, name, fill_json, j, err);
+}
+
+/* harness.folded: the command's stages so far, as a flamechart's lines. */
+static int
+fill_folded(int fd, const void *tree)
+{
+    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    FILE *f = dfd < 0 ? NULL : fdopen(dfd, "w");
+    ph_error_t e = NULL;
+    int rc;
+
+    if (f == NULL) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    rc = ph_timing_write_folded(f, tree, &e);
+    ph_error_free(&e);
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc < 0 ? (errno = errno ? errno : EIO, -1) : 0;
 }
 
 /* The globs of MODE's artifacts that match no regular file in DIRFD: what
@@ -586,8 +631,7 @@ remove_temp(const char *svc_path, int svcfd, const char *name, int tmpfd)
  * under SVCFD (locked).  SNAPSHOT: a copy while it runs (a distinct name,
  * links untouched).  On failure nothing is left on the host. */
 static int
-collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stages, size_t *n_stages,
-                     collect_result *res, ph_error_t *err)
+collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, collect_result *res, ph_error_t *err)
 {
     const char *id = json_string_value(json_object_get(c, "Id"));
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
@@ -599,7 +643,7 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     int tmpfd = -1, sig, finished = 0;
     uid_t uid;
     gid_t gid;
-    double t0;
+    ph_stage *st = NULL;
     ph_engine *e;
 
     res->run_fd = -1;
@@ -624,7 +668,7 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
         return ph_error_wrap(err, "collect the artifacts of `%s`", service);
     }
 
-    t0 = ph_run_now();
+    st = ph_stage_beginf("collect", 0, "stream and extract %s/%s", PH_CONTAINER_OUT, service);
     /* Through our fd: no link planted under <out>/<service> meanwhile can
      * redirect the extraction. */
     collect_limits_of(r, mode, &res->limits);
@@ -641,13 +685,14 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
         goto fail;
     ph_tar_extract_free(x);
     x = NULL;
+    ph_stage_bytes(st, 0, res->stats.bytes);
+    ph_stage_end(st);
+    st = NULL;
     if ((sig = ph_interrupted()) != 0) {
         ph_interrupt_fail(err, sig);
         goto fail;
     }
-    stages[(*n_stages)++] = (stage){ "stream and extract artifacts", ph_run_now() - t0 };
 
-    t0 = ph_run_now();
     ph_run_record_read(tmpfd, PH_RECORD_NAME, &res->record, res->record_problem, sizeof res->record_problem);
     res->missing = missing_artifacts(r, mode, tmpfd);
     if (fchmod(tmpfd, 0755) < 0) {
@@ -655,12 +700,16 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
         goto fail;
     }
     /* Through our fd: the tree we extracted, whatever the name points at. */
+    st = ph_run_invoker(&uid, &gid) ? ph_stage_begin("host", "give the files to the invoker", 0) : NULL;
     if (ph_run_invoker(&uid, &gid) && ph_fs_chown_tree_at(tmpfd, ".", uid, gid, err) < 0)
         goto fail;
+    ph_stage_end(st);
+    st = NULL;
     if ((sig = ph_interrupted()) != 0) {
         ph_interrupt_fail(err, sig);
         goto fail;
     }
+    st = ph_stage_begin("host", "rename into place and link", 0);
     snprintf(final, sizeof final, "%s", run_name);
     for (int k = 2; renameat2(svcfd, tmp, svcfd, final, RENAME_NOREPLACE) < 0; k++) {
         if ((errno != EEXIST && errno != ENOTEMPTY) || k == 1000) {
@@ -671,11 +720,14 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     }
     snprintf(res->run_dir, sizeof res->run_dir, "%s/%s/%s", r->opts.out_dir, service, final);
     res->run_fd = tmpfd;
-    if (!snapshot && update_links(r, svcfd, tmpfd, final, mode, err) < 0)
-        return ph_error_wrap(err, "the artifacts are in place in %s, but", res->run_dir);
-    stages[(*n_stages)++] = (stage){ "rename into place and link", ph_run_now() - t0 };
+    if (!snapshot && update_links(r, svcfd, tmpfd, final, mode, err) < 0) {
+        ph_error_wrap(err, "the artifacts are in place in %s, but", res->run_dir);
+        return ph_run_stage_done(st, -1, err);
+    }
+    ph_stage_end(st);
     return 0;
 fail:
+    ph_run_stage_done(st, -1, err);
     if (x != NULL && !finished) {
         /* The stats of a failed feed: which limit, if one stopped it. */
         ph_error_t ignored = NULL;
@@ -689,20 +741,6 @@ fail:
     remove_temp(src, svcfd, tmp, tmpfd);
     close(tmpfd);
     return ph_error_wrap(err, "collect the artifacts of `%s`", service);
-}
-
-static void
-print_stages(const char *service, const stage *st, size_t n)
-{
-    double total = 0;
-
-    for (size_t i = 0; i < n; i++)
-        total += st[i].seconds;
-    fprintf(stderr, "%s: stage timings\n", service);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "  %9.3f s  %5.1f%%  %s\n", st[i].seconds,
-                total > 0 ? 100.0 * st[i].seconds / total : 0.0, st[i].name);
-    fprintf(stderr, "  %9.3f s  total\n", total);
 }
 
 static void
@@ -746,17 +784,45 @@ describe_record(const char *service, const collect_result *res)
                 "(see %s)", service, PH_RECORD_NAME);
 }
 
-static int
-write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, ph_error_t *err)
+/* harness.folded and harness.trace.json (ph_timing_out.h) of the command
+ * so far into the run dir; a failure is a warning: timings never cost a
+ * run. */
+static void
+write_timing_files(const collect_result *res)
 {
-    json_t *meta, *stages = json_array();
+    const ph_stage *tree = ph_timing_root();
+    json_t *trace;
+    ph_error_t e = NULL;
+    char shown[PATH_MAX + 32];
+
+    if (tree == NULL)
+        return;
+    snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_HARNESS_FOLDED);
+    if (write_file_at(res->run_fd, shown, PH_HARNESS_FOLDED, fill_folded, tree, &e) == 0) {
+        snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_HARNESS_TRACE);
+        trace = ph_timing_trace_json(tree);
+        if (trace == NULL)
+            ph_fail(&e, ENOMEM, "build `%s`", shown);
+        else
+            write_file_at(res->run_fd, shown, PH_HARNESS_TRACE, fill_json_compact, trace, &e);
+        json_decref(trace);
+    }
+    if (e != NULL) {
+        ph_warn("%s (the run is complete without it)", e->msg);
+        ph_error_free(&e);
+    }
+}
+
+static int
+write_run_meta(json_t *c, const collect_result *res, ph_error_t *err)
+{
+    ph_stage *st = ph_stage_begin("host", "write run.json and the harness timings", 0);
+    json_t *meta;
     char ended[32], shown[PATH_MAX + 16];
     int rc;
 
     ph_run_utc_iso(ended, sizeof ended);
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(stages, json_pack("{s:s, s:f}", "name", st[i].name, "seconds", st[i].seconds));
-    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?, s:s?, s:O?, s:b}",
+    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:O?, s:s?, s:O?, s:b}",
                      "service", ph_run_label(c, PH_LABEL_SERVICE),
                      "mode", ph_run_label(c, PH_LABEL_MODE),
                      "run", ph_run_label(c, PH_LABEL_RUN),
@@ -766,17 +832,24 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
                      "files", (json_int_t)res->stats.files,
                      "bytes", (json_int_t)res->stats.bytes,
                      "refused_entries", (json_int_t)res->stats.refused,
-                     "stages", stages,
                      "completion", res->record,
                      "completion_problem", res->record == NULL ? res->record_problem : NULL,
                      "missing_artifacts", res->missing,
                      "oom_killed", res->oom_killed);
-    if (meta == NULL)
-        return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
+    /* The whole stage tree so far, and the trace id of its spans; the
+     * three files as of one instant. */
+    ph_timing_read_begin();
+    if (meta == NULL || ph_timing_run_json(meta) < 0) {
+        ph_timing_read_end();
+        json_decref(meta);
+        return ph_run_stage_done(st, ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME), err);
+    }
+    write_timing_files(res);
+    ph_timing_read_end();
     snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
     rc = ph_run_write_json_at(res->run_fd, shown, PH_RUN_META_NAME, meta, err);
     json_decref(meta);
-    return rc;
+    return ph_run_stage_done(st, rc, err);
 }
 
 /* ---- stop ------------------------------------------------------------- */
@@ -801,23 +874,45 @@ is_created(json_t *c)
     return state != NULL && strcmp(state, "created") == 0;
 }
 
+/* The stop itself: the wait registered first (nothing can be missed),
+ * then SIGTERM to the shim, then the wait for the profiler to flush and
+ * exit within BUDGET seconds; a "profiler" stage, whose time is that. */
+static int
+signal_and_wait(ph_engine *e, json_t *c, long budget, int *timed_out, ph_error_t *err)
+{
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
+    const char *id = json_string_value(json_object_get(c, "Id"));
+    ph_stage *st = ph_stage_beginf("profiler", 0, "the %s profiler flushes and exits", mode ? mode : "?");
+    ph_engine_wait *w = NULL;
+    long code = 0;
+
+    if (ph_engine_container_wait_begin(e, id, &w, err) < 0)
+        return ph_run_stage_done(st, -1, err);
+    if (ph_run_is_running(c)) {
+        ph_info("%s: stopping %s profiler (waiting up to %ld s for it to flush)", service, mode, budget);
+        if (ph_engine_container_kill(e, id, "SIGTERM", err) < 0) {
+            /* It may have exited between the listing and now. */
+            ph_debug("kill: %s", (*err)->msg);
+            ph_error_free(err);
+        }
+    }
+    return ph_run_stage_done(st, ph_engine_container_wait_end(w, budget, &code, timed_out, err), err);
+}
+
 /* Gracefully stop one profiled container and collect it.  On any failure
  * the container is kept and the hint says how to recover. */
-int
-ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
+static int
+stop_one(ph_run *r, json_t *listed, ph_error_t *err)
 {
     const char *service = ph_run_label(listed, PH_LABEL_SERVICE);
     const char *id = json_string_value(json_object_get(listed, "Id"));
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
     json_t *fresh = NULL, *c;
-    stage stages[8];
-    size_t n_stages = 0;
     collect_result res = { .run_fd = -1 };
     ph_engine *e;
     int found = 0, timed_out = 0, rc = -1;
-    long code = 0, budget;
-    double t0;
+    long budget;
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
@@ -843,30 +938,19 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     }
 
     budget = stop_budget_s(r, c);
-    t0 = ph_run_now();
-    if (ph_run_is_running(c)) {
-        ph_info("%s: stopping %s profiler (waiting up to %ld s for it to flush)", service,
-                ph_run_label(c, PH_LABEL_MODE), budget);
-        if (ph_engine_container_kill(e, id, "SIGTERM", err) < 0) {
-            /* It may have exited between the listing and now. */
-            ph_debug("kill: %s", (*err)->msg);
-            ph_error_free(err);
-        }
-    }
-    if (ph_engine_container_wait(e, id, budget, &code, &timed_out, err) < 0)
+    if (signal_and_wait(e, c, budget, &timed_out, err) < 0)
         goto keep;
     if (timed_out) {
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
         goto keep;
     }
-    stages[n_stages++] = (stage){ "signal until the profiler exited", ph_run_now() - t0 };
     if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
         goto keep;
     res.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
     json_decref(fresh);
 
     ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
-    if (collect_into_run_dir(r, c, svcfd, 0, stages, &n_stages, &res, err) < 0) {
+    if (collect_into_run_dir(r, c, svcfd, 0, &res, err) < 0) {
         ph_interrupt_end();
         if (res.run_fd < 0)
             goto keep;
@@ -877,19 +961,16 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     }
     describe_record(service, &res);
 
-    t0 = ph_run_now();
     if (ph_engine_container_remove(e, id, 0, err) < 0) {
         ph_interrupt_end();
         ph_error_wrap(err, "artifacts are safe in %s, but removing container %.12s failed", res.run_dir, id);
         ph_error_hint(err, "remove it by hand: docker rm %.12s", id);
         goto out;
     }
-    stages[n_stages++] = (stage){ "remove the container", ph_run_now() - t0 };
-    rc = write_run_meta(c, &res, stages, n_stages, err);
+    rc = write_run_meta(c, &res, err);
     ph_interrupt_end();
     if (rc < 0)
         goto out;
-    print_stages(service, stages, n_stages);
     printf("%s\t%s\n", service, res.run_dir);
     fflush(stdout);
     goto out;
@@ -903,6 +984,14 @@ keep:
 out:
     collect_result_done(&res);
     return rc;
+}
+
+int
+ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
+{
+    ph_stage *st = ph_run_container_stage(listed, "stop");
+
+    return ph_run_stage_done(st, stop_one(r, listed, err), err);
 }
 
 /* Stop (or discard) every profiled container of the services in SL.  A
@@ -996,16 +1085,17 @@ ph_run_discard_one(ph_run *r, json_t *c, ph_error_t *err)
     ph_cleanup_close int svcfd = -1;
     char esc[256];
     ph_engine *e;
+    ph_stage *st = ph_run_container_stage(c, "discard");
 
     if (ph_run_engine(r, &e, err) < 0 || ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
-        return -1;
+        return ph_run_stage_done(st, -1, err);
     ph_warn("%s: discarding container %.12s (%s, run %s) without collecting it: whatever it holds in %s/%s "
             "is lost", service, id, state ? state : "?", ph_escape(esc, sizeof esc, run ? run : "?"),
             PH_CONTAINER_OUT, service);
     if (ph_engine_container_remove(e, id, 1, err) < 0)
-        return ph_error_wrap(err, "discard container %.12s of `%s`", id, service);
+        return ph_run_stage_done(st, ph_error_wrap(err, "discard container %.12s of `%s`", id, service), err);
     ph_info("%s: container %.12s removed; nothing was collected", service, id);
-    return 0;
+    return ph_run_stage_done(st, 0, err);
 }
 
 int
@@ -1032,25 +1122,24 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
-    stage st[4];
-    size_t ns = 0;
+    ph_stage *st = ph_run_container_stage(c, "snapshot");
     collect_result res = { .run_fd = -1 };
     int rc;
 
     if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
-        return -1;
+        return ph_run_stage_done(st, -1, err);
     ph_interrupt_begin();
-    rc = collect_into_run_dir(r, c, svcfd, 1, st, &ns, &res, err);
+    rc = collect_into_run_dir(r, c, svcfd, 1, &res, err);
     if (rc < 0 && res.stats.limit != PH_TAR_LIMIT_NONE)
         limit_hint(&res.limits, res.stats.limit, "collect", service, json_string_value(json_object_get(c, "Id")),
                    err);
     if (rc == 0)
-        rc = write_run_meta(c, &res, st, ns, err);
+        rc = write_run_meta(c, &res, err);
     ph_interrupt_end();
     if (rc == 0)
         printf("%s\t%s\n", service, res.run_dir);
     collect_result_done(&res);
-    return rc;
+    return ph_run_stage_done(st, rc, err);
 }
 
 int

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "ph_run.h"
+#include "ph_timing.h"
 
 struct ph_run {
     ph_run_opts opts;
@@ -47,6 +48,13 @@ int ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *
 int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
 int ph_run_is_running(json_t *c);
 int ph_run_is_profiled(json_t *c);
+/* Timing (ph_timing.h): a stage about container C ("stop front") with
+ * what exporters want of it: service, mode, run id, container id. */
+ph_stage *ph_run_container_stage(json_t *c, const char *verb);
+/* A stage for SERVICE under MODE (NULL: unprofiled), before a container. */
+ph_stage *ph_run_service_stage(const char *verb, const char *service, const char *mode);
+/* End ST with the outcome RC (*ERR's message when RC < 0); returns RC. */
+int ph_run_stage_done(ph_stage *st, int rc, ph_error_t *err);
 
 /* ph_run_config.c */
 json_t *ph_run_strv_json(const ph_strv *v);

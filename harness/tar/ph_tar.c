@@ -83,6 +83,7 @@
 
 #include "ph_log.h"
 #include "ph_tar_int.h"
+#include "ph_timing.h"
 
 #define READ_BLOCK (64 * 1024)
 #define REFUSED_SLOTS 8192                /* hashes of refused names, open addressing */
@@ -111,6 +112,7 @@ struct ph_tar_extract {
     ph_tar_limits lim; /* resolved: no zero fields */
     ph_tar_stats stats;
     ph_error_t err;  /* the reader's error, read after join */
+    ph_stage *parent; /* the caller's timing stage: the reader's nests under it */
 
     /* Reader-thread state. */
     char rbuf[READ_BLOCK];
@@ -968,10 +970,13 @@ reader_main(void *ud)
      * character to the process's (C) locale and warning. */
     locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     struct archive *a;
+    ph_stage *st;
     int ok = 0;
 
     if (utf8 != (locale_t)0)
         uselocale(utf8);
+    ph_stage_adopt(x->parent); /* alongside the feeder: a concurrent stage */
+    st = ph_stage_begin("collect", "extract: write the files", 0);
     a = archive_read_new();
 
     if (a == NULL) {
@@ -1005,6 +1010,10 @@ reader_main(void *ud)
     }
     /* Unblock a feeder still writing: it gets EPIPE. */
     shutdown(x->sock[0], SHUT_RDWR);
+    ph_stage_bytes(st, x->received, x->stats.bytes);
+    if (x->err != NULL)
+        ph_stage_fail(st, x->err->msg);
+    ph_stage_end(st);
     if (utf8 != (locale_t)0) {
         uselocale(LC_GLOBAL_LOCALE);
         freelocale(utf8);
@@ -1064,6 +1073,7 @@ extract_new_fd(int dest_fd, int strip, const ph_tar_limits *limits, ph_error_t *
         return NULL;
     }
     x->dest_fd = dest_fd;
+    x->parent = ph_stage_current();
     x->strip = strip < 0 ? 0 : strip;
     x->sock[0] = x->sock[1] = -1;
     x->lv[0].fd = -1; /* the destination is dest_fd, never closed by the stack */
