@@ -60,131 +60,6 @@
  * 1.1890000000000001. */
 #define META_DUMP_FLAGS (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9))
 
-/* ---- the completion record --------------------------------------------- */
-
-static int
-record_problem(char *problem, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int
-record_problem(char *problem, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(problem, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static int
-is_int_field(json_t *rec, const char *key)
-{
-    return json_is_integer(json_object_get(rec, key));
-}
-
-int
-ph_run_record_check(json_t *rec, char *problem, size_t len)
-{
-    json_t *v, *x;
-    size_t i;
-
-    if (!json_is_object(rec))
-        return record_problem(problem, len, "%s is not a JSON object", PH_RECORD_NAME);
-    if (!is_int_field(rec, "version") || json_integer_value(json_object_get(rec, "version")) < 1)
-        return record_problem(problem, len, "%s has no `version` (an integer >= 1)", PH_RECORD_NAME);
-    if (!is_int_field(rec, "exit_code"))
-        return record_problem(problem, len, "%s has no integer `exit_code`", PH_RECORD_NAME);
-    v = json_object_get(rec, "signal");
-    if (v == NULL || !(json_is_null(v) || json_is_string(v)))
-        return record_problem(problem, len, "%s has no `signal` (a name or null)", PH_RECORD_NAME);
-    v = json_object_get(rec, "escalations");
-    if (!json_is_array(v))
-        return record_problem(problem, len, "%s has no `escalations` (a list of signal names)", PH_RECORD_NAME);
-    json_array_foreach(v, i, x) {
-        if (!json_is_string(x))
-            return record_problem(problem, len, "%s: `escalations` holds something other than a signal name",
-                                  PH_RECORD_NAME);
-    }
-    v = json_object_get(rec, "wrapper_killed");
-    if (v != NULL && !json_is_boolean(v))
-        return record_problem(problem, len, "%s: `wrapper_killed` is not true or false", PH_RECORD_NAME);
-    v = json_object_get(rec, "complete");
-    if (v != NULL && !json_is_boolean(v))
-        return record_problem(problem, len, "%s: `complete` is not true or false", PH_RECORD_NAME);
-    v = json_object_get(rec, "outcome");
-    if (v != NULL && !json_is_string(v))
-        return record_problem(problem, len, "%s: `outcome` is not a string", PH_RECORD_NAME);
-    return 0;
-}
-
-/* Did the profiler get to finish writing?  Records that have `complete`
- * say so; older ones only tell that ph-init had to kill the wrapper. */
-static int
-record_profiler_complete(json_t *rec)
-{
-    json_t *c = json_object_get(rec, "complete");
-
-    if (json_is_boolean(c))
-        return json_is_true(c);
-    return !json_is_true(json_object_get(rec, "wrapper_killed"));
-}
-
-int
-ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem, size_t len)
-{
-    ph_cleanup_close int fd = -1;
-    char *buf = NULL;
-    size_t got = 0;
-    struct stat st;
-    json_error_t jerr;
-    json_t *rec;
-
-    *out = NULL;
-    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return record_problem(problem, len, "%s is missing", PH_RECORD_NAME);
-        if (errno == ELOOP)
-            return record_problem(problem, len, "%s is a symbolic link", PH_RECORD_NAME);
-        return record_problem(problem, len, "%s cannot be opened: %s", PH_RECORD_NAME, strerror(errno));
-    }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return record_problem(problem, len, "%s is not a regular file", PH_RECORD_NAME);
-    if (st.st_size > PH_RECORD_MAX)
-        return record_problem(problem, len, "%s is %lld bytes (limit %d)", PH_RECORD_NAME, (long long)st.st_size,
-                              PH_RECORD_MAX);
-    /* One byte more than the cap: a file that grew after fstat is caught. */
-    buf = malloc(PH_RECORD_MAX + 1);
-    if (buf == NULL)
-        return record_problem(problem, len, "%s: out of memory", PH_RECORD_NAME);
-    for (;;) {
-        ssize_t n = read(fd, buf + got, PH_RECORD_MAX + 1 - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            free(buf);
-            return record_problem(problem, len, "%s cannot be read: %s", PH_RECORD_NAME, strerror(errno));
-        }
-        if (n == 0 || (got += (size_t)n) > PH_RECORD_MAX)
-            break;
-    }
-    if (got > PH_RECORD_MAX) {
-        free(buf);
-        return record_problem(problem, len, "%s is over %d bytes", PH_RECORD_NAME, PH_RECORD_MAX);
-    }
-    rec = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &jerr);
-    free(buf);
-    if (rec == NULL)
-        return record_problem(problem, len, "%s is not JSON (line %d: %s)", PH_RECORD_NAME, jerr.line, jerr.text);
-    if (ph_run_record_check(rec, problem, len) < 0) {
-        json_decref(rec);
-        return -1;
-    }
-    *out = rec;
-    return 0;
-}
-
 /* ---- the service directory and its lock --------------------------------- */
 
 /* The run label names a directory: nothing but [A-Za-z0-9._-], no leading
@@ -743,13 +618,32 @@ fail:
     return ph_error_wrap(err, "collect the artifacts of `%s`", service);
 }
 
+/* The names of MODE's artifacts found in DIRFD ("strace.log"; a glob's
+ * `latest` name, else the file's), joined with ", " into OUT. */
 static void
-describe_record(const char *service, const collect_result *res)
+present_artifacts(ph_run *r, const char *mode, int dirfd, char *out, size_t len)
+{
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+    char file[NAME_MAX + 1], esc[NAME_MAX * 4 + 1];
+    size_t o = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; p != NULL && i < p->n_artifacts && o < len; i++) {
+        if (!newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+            continue;
+        ph_escape(esc, sizeof esc, p->artifacts[i].latest ? p->artifacts[i].latest : file);
+        o += (size_t)snprintf(out + o, len - o, "%s%s", o ? ", " : "", esc);
+    }
+}
+
+static void
+describe_record(ph_run *r, const char *service, const char *mode, const collect_result *res)
 {
     json_t *rec = res->record, *esc_list, *g;
     const char *sig;
-    char esc[128], globs[512] = "";
+    char esc[128], globs[512] = "", present[512], story[1024];
     size_t i, o = 0;
+    int level;
 
     json_array_foreach(res->missing, i, g)
         o += (size_t)snprintf(globs + o, o < sizeof globs ? sizeof globs - o : 0, "%s`%s`", i ? ", " : "",
@@ -760,7 +654,8 @@ describe_record(const char *service, const collect_result *res)
     /* The kernel's SIGKILL is no stop: whoever it hit had no chance to
      * flush, and the record (written by ph-init, which survived) may not
      * know it was the OOM killer. */
-    if (res->oom_killed)
+    if (res->oom_killed && !(rec && json_is_string(json_object_get(rec, "outcome")) &&
+                             strcmp(json_string_value(json_object_get(rec, "outcome")), "oom_killed") == 0))
         ph_warn("%s: the OOM killer struck in the container (its memory limit): what the profiler wrote may be "
                 "incomplete", service);
     if (rec == NULL) {
@@ -768,6 +663,13 @@ describe_record(const char *service, const collect_result *res)
                 "shim, so output may be incomplete (marked in %s)", service, res->record_problem, PH_RUN_META_NAME);
         return;
     }
+    /* What happened, plainly, from the shim's outcome. */
+    present_artifacts(r, mode, res->run_fd, present, sizeof present);
+    if ((level = ph_run_record_story(rec, present, story, sizeof story)) >= 0) {
+        ph_log(level ? PH_LOG_WARN : PH_LOG_INFO, "%s: %s", service, story);
+        return;
+    }
+    /* An older shim's record: no outcome. */
     sig = json_string_value(json_object_get(rec, "signal"));
     esc_list = json_object_get(rec, "escalations");
     if (sig != NULL)
@@ -779,7 +681,7 @@ describe_record(const char *service, const collect_result *res)
     if (json_array_size(esc_list) > 0)
         ph_warn("%s: the service did not stop on its stop signal; escalated (%zu step%s, see %s)", service,
                 json_array_size(esc_list), json_array_size(esc_list) == 1 ? "" : "s", PH_RECORD_NAME);
-    if (!record_profiler_complete(rec) && !res->oom_killed)
+    if (!ph_run_record_complete(rec) && !res->oom_killed)
         ph_warn("%s: the profiler itself was killed before it could finish: what it wrote may be incomplete "
                 "(see %s)", service, PH_RECORD_NAME);
 }
@@ -959,7 +861,7 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
                       "`profharness stop --discard %s`", res.run_dir, id, service);
         goto out;
     }
-    describe_record(service, &res);
+    describe_record(r, service, ph_run_label(c, PH_LABEL_MODE), &res);
 
     if (ph_engine_container_remove(e, id, 0, err) < 0) {
         ph_interrupt_end();
