@@ -158,13 +158,17 @@ put(char *out, size_t len, size_t *o, const char *fmt, ...)
     *o = n < 0 ? *o : *o + (size_t)n >= len ? len - 1 : *o + (size_t)n;
 }
 
-/* REC's string KEY, escaped into BUF; DEFAULT when absent. */
+/* REC's string KEY escaped into BUF, or DFLT when it has none. */
 static const char *
 str_of(json_t *rec, const char *key, const char *dflt, char *buf, size_t len)
 {
     const char *v = json_string_value(json_object_get(rec, key));
 
-    return v ? ph_escape(buf, len, v) : dflt;
+    if (v == NULL) {
+        snprintf(buf, len, "%s", dflt);
+        return buf;
+    }
+    return ph_escape(buf, len, v);
 }
 
 /* Seconds KEY of REC as "3 s", "250 ms". */
@@ -193,7 +197,9 @@ ph_run_record_story(json_t *rec, const char *present, char *out, size_t len)
     out[0] = '\0';
     if (outcome == NULL)
         return -1;
-    str_of(rec, "service_signal", str_of(rec, "signal", "a signal", sig, sizeof sig), sig, sizeof sig);
+    /* How the service ended, as the profiler saw it, else ph-init's own. */
+    str_of(rec, json_is_string(json_object_get(rec, "service_signal")) ? "service_signal" : "signal", "a signal",
+           sig, sizeof sig);
     str_of(rec, "stop_signal", "the stop signal", stop, sizeof stop);
     if (strcmp(outcome, "stopped") == 0) {
         put(out, len, &o, "stopped on %s in %s", stop, secs_of(rec, "stop_seconds", t, sizeof t));

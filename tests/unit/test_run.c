@@ -629,6 +629,13 @@ test_record_story(void **state)
           "\"stop_signal\":\"SIG\\u001b]0;X\\u0007\",\"outcome\":\"escalated\"}");
     STORY(1, "the service ended (outcome `vanished`, see ph-exit.json); x complete", "x", REC "\"outcome\":\"vanished\"}");
     STORY(-1, "", "x", REC "\"complete\":true}");
+    /* Fields missing (found by fuzzing: an unset buffer was printed). */
+    STORY(1, "the service ignored the stop signal; escalated to SIGKILL after 0 us; x complete", "x",
+          "{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[\"SIGKILL\"],\"outcome\":\"escalated\"}");
+    STORY(1, "the service crashed (a signal) before the stop; x complete", "x",
+          REC "\"outcome\":\"crashed\",\"service_signal\":null}");
+    STORY(1, "the service crashed (SIGBUS) before the stop; x complete", "x",
+          "{\"version\":1,\"exit_code\":0,\"signal\":\"SIGBUS\",\"escalations\":[],\"outcome\":\"crashed\"}");
     /* Bounded: cut, terminated. */
     assert_int_equal(story_of(REC "\"outcome\":\"stopped\"}", "x", out, sizeof out), 0);
     assert_int_equal(strlen(out), sizeof out - 1);
