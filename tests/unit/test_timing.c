@@ -611,7 +611,7 @@ test_read_mid_command(void **state)
 {
     struct timespec now;
     uint64_t t;
-    ph_stage *root, *child, *later;
+    ph_stage *root, *child, *later, *racing;
     json_t *tree, *trace, *ev, *e;
     size_t i;
     double root_end = 0, child_end = 0;
@@ -624,6 +624,8 @@ test_read_mid_command(void **state)
     mk(child, "engine", "GET /done", t + 20, t + 30, 1, 0);
     /* begun after the reading's instant (a thread racing it): no time */
     later = mk(root, "collect", "later", t + 100000000, 0, 2, PH_STAGE_CONCURRENT);
+    /* ended by another thread after the reading's instant */
+    racing = mk(root, "collect", "racing", t + 40, t + 100000000, 3, PH_STAGE_CONCURRENT);
 
     tree = ph_timing_tree_json(root);
     assert_non_null(tree);
@@ -663,7 +665,9 @@ test_read_mid_command(void **state)
     ph_timing_read_end();
     assert_int_equal(ph_stage_end_ns(child), t);
     assert_int_equal(ph_stage_end_ns(later), later->start_ns);
+    assert_int_equal(ph_stage_end_ns(racing), t);
     ph_timing_read_end();
+    assert_int_equal(ph_stage_end_ns(racing), racing->end_ns);
     assert_true(ph_stage_end_ns(child) > t);
     free_tree(root);
 }
