@@ -11,7 +11,10 @@
  * for the first and then find nothing to stop.  On any failure the
  * container is kept, the temp dir removed, and the error's hint says how to
  * recover, including how to give the run up (`stop --discard`) when it
- * cannot be collected at all.
+ * cannot be collected at all.  A collection is bounded (ph_tar_limits: the
+ * flags of ph_run_opts.collect, else the mode's `collect:`, else the
+ * defaults); over a limit the error says where it was set and how to
+ * raise it.
  *
  * What the container wrote is hostile until proven otherwise, and so is
  * <out>/<service>/ itself, which belongs to the invoker under sudo:
@@ -23,7 +26,8 @@
  *     so any found while holding it were left by a harness that died:
  *     they are removed (the container of that run was kept);
  *   - the completion record is read with a size cap and must have the
- *     shim's fields, else the run is marked "no valid completion record";
+ *     shim's fields (ph_run_record.c), else the run is marked "no valid
+ *     completion record";
  *   - every name and field printed is escaped (ph_escape.h);
  *   - from temp dir to rename, SIGINT/SIGTERM only set a flag
  *     (ph_signal.h) that the stream callback checks: the temp dir is
