@@ -219,7 +219,8 @@ ph_run_new(const ph_run_opts *o, ph_error_t *err)
         ph_fail(err, errno, "allocate");
         goto fail;
     }
-    if (ph_compose_load(o->compose_file, o->project, &r->compose, err) < 0)
+    if ((o->compose ? ph_compose_open(o->compose, &r->compose, err)
+                    : ph_compose_load(o->compose_file, o->project, &r->compose, err)) < 0)
         goto fail;
     if (ph_profiles_load_dir(o->profiles_dir, &r->profiles, err) < 0)
         goto fail;
@@ -283,6 +284,8 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
             dup |= out->v[j] == s;
         if (!dup)
             out->v[out->n++] = s;
+        /* Naming a service enables its profiles, as compose does. */
+        ph_compose_enable(c, s);
     }
     return 0;
 }

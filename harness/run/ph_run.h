@@ -38,6 +38,7 @@
 #define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 
 typedef struct ph_run_opts {
+    const ph_compose_opts *compose; /* files, project, env files, profiles; when NULL: */
     const char *compose_file;
     const char *profiles_dir;
     const char *out_dir;

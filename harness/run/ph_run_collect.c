@@ -55,6 +55,7 @@
 #include "ph_log.h"
 #include "ph_signal.h"
 #include "ph_util.h"
+#include "ph_report.h"
 #include "ph_tar.h"
 #include "ph_timing.h"
 #include "ph_timing_out.h"
@@ -805,6 +806,59 @@ signal_and_wait(ph_engine *e, json_t *c, long budget, int *timed_out, ph_error_t
     return ph_run_stage_done(st, ph_engine_container_wait_end(w, budget, &code, timed_out, err), err);
 }
 
+/* The size of DIR/NAME, for a "report" stage's bytes out; 0 if absent. */
+static uint64_t
+file_size_in(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    struct stat sb;
+
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path || stat(path, &sb) < 0)
+        return 0;
+    return (uint64_t)sb.st_size;
+}
+
+/* The run's report.html and summary.json, and its headline on stderr
+ * (stdout keeps the parseable "service<TAB>run dir" lines).  A report that
+ * cannot be written costs a warning, never the run: the artifacts are
+ * already in place.  A "report" stage of the command (after run.json, so
+ * the command's tree has it and the run's own run.json does not). */
+static void
+write_report(ph_run *r, const char *run_dir)
+{
+    ph_stage *st = ph_stage_begin("report", "write report.html and summary.json", 0);
+    ph_report_headline h;
+    ph_error_t rerr = NULL;
+
+    if (ph_report_write_run(run_dir, &r->profiles, &h, &rerr) < 0) {
+        ph_warn("no report for %s: %s (the artifacts are there; retry with `profharness report %s`)", run_dir,
+                rerr->msg, run_dir);
+        ph_run_stage_done(st, -1, &rerr);
+        ph_error_free(&rerr);
+        return;
+    }
+    ph_stage_bytes(st, 0, file_size_in(run_dir, "report.html") + file_size_in(run_dir, "summary.json"));
+    ph_stage_end(st);
+    ph_report_print_headline(stderr, &h);
+}
+
+/* contrib/profiling/index.html, after a command collected something. */
+static void
+write_index(ph_run *r)
+{
+    ph_stage *st = ph_stage_begin("report", "write the index of runs", 0);
+    ph_error_t rerr = NULL;
+
+    if (ph_report_write_index(r->opts.out_dir, &rerr) < 0) {
+        ph_warn("the index of runs was not updated: %s (retry with `profharness report`)", rerr->msg);
+        ph_run_stage_done(st, -1, &rerr);
+        ph_error_free(&rerr);
+        return;
+    }
+    ph_stage_bytes(st, 0, file_size_in(r->opts.out_dir, "index.html"));
+    ph_stage_end(st);
+}
+
 /* Gracefully stop one profiled container and collect it.  On any failure
  * the container is kept and the hint says how to recover. */
 static int
@@ -877,6 +931,7 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     ph_interrupt_end();
     if (rc < 0)
         goto out;
+    write_report(r, res.run_dir);
     printf("%s\t%s\n", service, res.run_dir);
     fflush(stdout);
     goto out;
@@ -962,6 +1017,8 @@ ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *
         return -1;
     if (stopped == 0 && !quiet_if_none)
         ph_info("nothing to stop: no profiled service is running in project `%s`", r->compose->project);
+    if (stopped > 0)
+        write_index(r);
     return 0;
 }
 
@@ -1042,8 +1099,10 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
     if (rc == 0)
         rc = write_run_meta(c, &res, err);
     ph_interrupt_end();
-    if (rc == 0)
+    if (rc == 0) {
+        write_report(r, res.run_dir);
         printf("%s\t%s\n", service, res.run_dir);
+    }
     collect_result_done(&res);
     return ph_run_stage_done(st, rc, err);
 }
@@ -1077,6 +1136,8 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
     }
     if (rc == 0 && !any)
         ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);
+    if (any)
+        write_index(r);
     free(sl.v);
     return rc;
 }

@@ -62,7 +62,8 @@ json_t *ph_run_strv_json(const ph_strv *v);
 void ph_run_array_add_unique(json_t *a, const char *s);
 char *ph_run_project_name(ph_run *r, const char *name);
 char *ph_run_service_image(ph_run *r, const ph_service *s);
-json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, ph_error_t *err);
+/* What compose would create for S running IMAGE as container NAME. */
+json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, const char *name, ph_error_t *err);
 int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 int ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
                             ph_error_t *err);
