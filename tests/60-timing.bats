@@ -286,6 +286,9 @@ PY
     [[ "$output" =~ host\ +-\ +\ +rename\ into\ place\ and\ link ]]
     [[ "$output" =~ host\ +-\ +\ +write\ run\.json\ and\ the\ harness\ timings ]]
     [[ "$output" =~ engine\ +[0-9.]+\ (B|KiB|MiB)\ +GET\ /containers/\{id\}/archive ]]
+    # The run's report and the index, with the bytes written.
+    [[ "$output" =~ report\ +[0-9.]+\ (B|KiB|MiB)\ +write\ report\.html\ and\ summary\.json ]]
+    [[ "$output" =~ report\ +[0-9.]+\ (B|KiB|MiB)\ +write\ the\ index\ of\ runs ]]
     second=$(readlink -f "$OUT/worker/latest")
     [ "$second" != "$first" ]
     check_run_dir "$second" stop
