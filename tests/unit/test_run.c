@@ -767,8 +767,16 @@ test_lock_service_cleans_and_refuses_links(void **state)
     ph_error_free(&err);
     assert_int_equal(ph_run_lock_service(fake_run(out), ".", &svcfd, &lock, &err), -1);
     ph_error_free(&err);
+    /* ... even where it would lead somewhere: out/a exists, so only the
+     * name check stands between "a/b" and a lock in out/a/b */
+    snprintf(path, sizeof path, "%s/out/a", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
     assert_int_equal(ph_run_lock_service(fake_run(out), "a/b", &svcfd, &lock, &err), -1);
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, "no service name"));
     ph_error_free(&err);
+    snprintf(path, sizeof path, "%s/out/a/b", test_dir);
+    assert_int_equal(lstat(path, &st), -1);
     assert_int_equal(ph_run_lock_service(fake_run(out), "", &svcfd, &lock, &err), -1);
     ph_error_free(&err);
 }
