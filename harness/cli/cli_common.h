@@ -14,4 +14,9 @@ ph_run *ph_cli_run_open(const ph_global_opts *g, ph_error_t *err);
  * after printing help (exit 0). */
 int ph_cli_services_args(int argc, char **argv, const char *usage);
 
+/* Parse `--mode MODE` (required) and -h, then SERVICE...  Returns the
+ * index of the first service, or -1 after printing USAGE (exit 2), or -2
+ * after printing it as help (exit 0). */
+int ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode);
+
 #endif
