@@ -47,7 +47,7 @@ setup_file() {
     common_setup_file
     export PH_PROFILES=$(short_grace_profiles)
     # images built on the shared Engine, copied into the private one
-    prof=$(ph setup worker 2>&1 | tee /dev/fd/3 | sed -nE 's/.*ready \(profiling image ([^)]+)\).*/\1/p')
+    prof=$(ph setup worker 2>&1 | tee /dev/fd/3 | sed -nE 's/.*ready \(profiling image ([^;)]+)[;)].*/\1/p')
     [ -n "$prof" ]
     if ! engine_up; then
         tail -20 "$PD/log" >&3

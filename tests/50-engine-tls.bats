@@ -206,7 +206,7 @@ phs() {
     # no way out, so they are carried over with docker save | docker load.
     run ph setup front
     [ "$status" -eq 0 ]
-    tag=$(printf '%s\n' "$output" | sed -n 's/.*front: ready (profiling image \([^)]*\)).*/\1/p' | tail -1)
+    tag=$(printf '%s\n' "$output" | sed -n 's/.*front: ready (profiling image \([^;)]*\)[;)].*/\1/p' | tail -1)
     [ -n "$tag" ]
     dk save "$DEMO_IMAGE:latest" "$tag" | timeout 600 docker -H "unix://$PRIV_SOCK" load >/dev/null
 
