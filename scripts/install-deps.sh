@@ -8,8 +8,12 @@ pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'insta
 
 # libc6-dbg: glibc's detached debug info; the sampler tests read a stripped
 # library's names and lines from it, as users with -dbgsym packages would.
+# clang + libclang-rt-14-dev: the fuzz targets and the sanitizer build
+# (libFuzzer, ASan, LeakSanitizer and UBSan's runtimes, the minimal one
+# included, are all in libclang-rt-14-dev on bookworm).
 for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
          libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev libc6-dbg bats strace valgrind \
+         clang libclang-rt-14-dev \
          debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
          libgoogle-perftools4 jq time chromium; do
     pkg_missing "$p" && need_apt+=("$p")
