@@ -76,6 +76,14 @@ demo: build engine
 test: build engine
     scripts/run-tests.sh
 
+# fuzz one target (tests/fuzz/fuzz_TARGET.c) for SECONDS; corpus and crashes in build-fuzz/
+fuzz TARGET SECONDS="60": deps
+    tests/fuzz/run.sh {{TARGET}} {{SECONDS}}
+
+# every fuzz target over its seeds, then a few thousand runs
+fuzz-smoke: deps
+    tests/fuzz/run.sh --smoke
+
 # start->running and stop->artifacts, against the docker CLI
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh

@@ -15,6 +15,11 @@ if [ -x build/profharness ]; then
     passed=$((passed + ${p:-0})); failed=$((failed + ${f:-1}))
 fi
 
+echo "== fuzz smoke (libFuzzer: each tests/fuzz target over its seeds, then a few thousand runs)"
+tests/fuzz/run.sh --smoke 2>&1 | tee "$log/fuzz.log"
+passed=$((passed + $(grep -c '^ok: ' "$log/fuzz.log")))
+failed=$((failed + $(grep -c '^not ok: ' "$log/fuzz.log")))
+
 echo "== end-to-end tests (bats, real Docker Engine)"
 bats --tap tests/*.bats 2>&1 | tee "$log/bats.log"
 p=$(grep -cE '^ok [0-9]+' "$log/bats.log" | tr -d ' ')
