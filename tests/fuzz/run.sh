@@ -45,7 +45,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_erro
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 smoke() {
-    local t tmp rc status=0
+    local t tmp rc repro status=0
     local -a list
     if [ $# -gt 0 ]; then list=("$@"); else mapfile -t list < <(targets); fi
     [ ${#list[@]} -gt 0 ] || return 0
@@ -64,10 +64,14 @@ smoke() {
             echo "ok: fuzz_$t ($(grep -oE '^#[0-9]+' "$tmp/log" | tail -1 | tr -d '#') runs)"
         else
             tail -40 "$tmp/log"
-            echo "not ok: fuzz_$t (exit $rc; reproduce with $F/fuzz_$t $(ls "$tmp"/crash-* "$tmp"/leak-* "$tmp"/timeout-* "$tmp"/oom-* 2>/dev/null | head -1))"
-            status=1
             # keep the reproducer where the long runs keep theirs
-            mkdir -p "$F/crashes/$t" && cp "$tmp"/crash-* "$tmp"/leak-* "$tmp"/timeout-* "$tmp"/oom-* "$F/crashes/$t/" 2>/dev/null
+            repro=$(ls "$tmp"/crash-* "$tmp"/leak-* "$tmp"/timeout-* "$tmp"/oom-* 2>/dev/null | head -1)
+            if [ -n "$repro" ]; then
+                mkdir -p "$F/crashes/$t" && cp "$repro" "$F/crashes/$t/"
+                repro="; reproduce with $F/fuzz_$t $F/crashes/$t/${repro##*/}"
+            fi
+            echo "not ok: fuzz_$t (exit $rc$repro)"
+            status=1
         fi
         rm -rf "$tmp"
     done
