@@ -84,6 +84,10 @@ fuzz TARGET SECONDS="60": deps
 fuzz-smoke: deps
     tests/fuzz/run.sh --smoke
 
+# unit suites and end-to-end tests against the ASan/UBSan build (build-san/)
+test-sanitize: build engine
+    scripts/test-sanitize.sh
+
 # start->running and stop->artifacts, against the docker CLI
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh
