@@ -88,6 +88,10 @@ fuzz-smoke: deps
 test-sanitize: build engine
     scripts/test-sanitize.sh
 
+# the mutation check: one-line bugs from tests/mutants/*.txt, each must be caught
+mutants *MODULES: deps
+    tests/mutants.sh {{MODULES}}
+
 # start->running and stop->artifacts, against the docker CLI
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh

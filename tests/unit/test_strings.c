@@ -105,6 +105,13 @@ test_shell_words(void **state)
     assert_string_equal(v.v[2], "'x");
     ph_strv_free(&v);
 
+    /* ...and in single quotes a backslash is itself */
+    assert_int_equal(ph_shell_split("'\\$' '\\\\'", &v, &err), 0);
+    assert_int_equal(v.n, 2);
+    assert_string_equal(v.v[0], "\\$");
+    assert_string_equal(v.v[1], "\\\\");
+    ph_strv_free(&v);
+
     /* adjacent quoted and plain parts make one word; '' alone is a word */
     assert_int_equal(ph_shell_split("a'b'\"c\"d '' \"\"", &v, &err), 0);
     assert_int_equal(v.n, 3);
