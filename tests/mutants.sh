@@ -10,7 +10,9 @@
 # tree (build-mutants/tree, never the real one): the substring, which must
 # occur exactly once in FILE, is replaced; the tree is rebuilt (make is
 # incremental: only what depends on FILE); COMMAND runs from the copy's top
-# with a timeout; FILE is put back.  A mutant is killed when COMMAND exits
+# with a timeout; FILE is put back.  What is rebuilt is `all` and the
+# build/ paths COMMAND names (or all the tests when it names none), so a
+# command that needs more must name it.  A mutant is killed when COMMAND exits
 # non-zero (a timeout is a kill: the tests noticed), survives when it exits
 # 0, and is invalid when it does not apply or does not build.
 #
@@ -71,8 +73,13 @@ apply() {
     SUB=$2 REP=$3 perl -0777 -i -pe '$i = index($_, $ENV{SUB}); substr($_, $i, length $ENV{SUB}) = $ENV{REP}' "$1"
 }
 
+# build [COMMAND]: `all` and what COMMAND names under build/ (its test
+# binary), or everything when it names nothing there; relinking every test
+# binary for each mutant would cost more than the tests.
 build() {
-    (cd "$T" && make -j2 all tests-build) >"$W/log/build.log" 2>&1
+    local targets
+    targets=$(grep -oE '(^|[[:space:]])build/[^[:space:];|&)]+' <<<"${1:-}" | tr -d ' \t' | sort -u | tr '\n' ' ')
+    (cd "$T" && make -j2 all ${targets:-tests-build}) >"$W/log/build.log" 2>&1
 }
 
 echo "== building the copy ($T)"
@@ -131,7 +138,7 @@ for i in "${!files[@]}"; do
     printf '%s' "$f" >"$W/dirty"
     apply "$T/$f" "$s" "$r"
     start=$SECONDS
-    if ! build; then
+    if ! build "$c"; then
         result=invalid
         invalid+=("$what (does not build: $(grep -m1 -E ': (fatal )?error:' "$W/log/build.log"))")
     elif (cd "$T" && timeout "$TIMEOUT" bash -c "$c") >"$W/log/run.log" 2>&1; then
