@@ -10,9 +10,10 @@ PKGS    := libcurl yaml-0.1 libarchive jansson zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
-# then flame, tar, engine, compose, profile, then run (the loop).  A floor
-# includes only floors below it.
-LIB_DIRS := util flame tar engine compose profile run
+# timing (the harness timing itself; everything above may use it), then
+# flame, tar, engine, compose, profile, report (artifacts to HTML and JSON
+# summaries), then run (the loop).  A floor includes only floors below it.
+LIB_DIRS := util timing flame tar engine compose profile report run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
@@ -23,9 +24,10 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
 SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # The sampler draws its own flamegraphs: the renderer and the error type are
 # compiled into it (position-independent), nothing else of the library.
-# ph_folded is the renderer's parser.
+# ph_folded is the renderer's parser; ph_escape is what ph_error prints through.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
-               $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/flame/ph_folded.o
+               $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
+               $(B)/pic/harness/flame/ph_folded.o
 SAMPLER_LIBS := -lz -ldl -lpthread -lm
 # The demanglers come from libiberty (libiberty-dev: a static, PIC archive):
 # only their three objects are taken, into both sampler libraries, so a
@@ -62,16 +64,16 @@ $(B)/profharness: $(CLI_OBJ) $(B)/libprofharness.a
 
 # The init shim is PID 1 of every profiled container, whatever libc the
 # service image has: static, and nothing but libc.
-$(B)/ph-init: harness/shim/ph-init.c
+$(B)/ph-init: $(wildcard harness/shim/*.c harness/shim/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
 
 $(IBERTY_OBJ): $(LIBIBERTY)
 	@mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(LIBIBERTY) $(notdir $@) && touch $(notdir $@)
 
-$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ)
-	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
+$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ) harness/sampler/exports.map
+	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(SAMPLER_LIBS)
 
 $(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -80,6 +82,11 @@ $(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
 	    $(PKG_LIBS) -lpthread -lcmocka -lm
+
+# The unwind tables' test compiles their source in (its functions are
+# hidden), under AddressSanitizer: the signal path's reads are unchecked.
+$(B)/tests/test_sampler_cfi: harness/sampler/ph_sampler_cfi.c harness/sampler/ph_sampler_int.h
+$(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
 
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)

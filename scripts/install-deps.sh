@@ -6,16 +6,28 @@ set -euo pipefail
 need_apt=()
 pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
-# libc6-dbg: glibc's detached debug info; the sampler tests read a stripped
-# library's names and lines from it, as users with -dbgsym packages would.
-# clang + libclang-rt-14-dev: the fuzz targets and the sanitizer build
-# (libFuzzer, ASan, LeakSanitizer and UBSan's runtimes, the minimal one
-# included, are all in libclang-rt-14-dev on bookworm).
-for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
-         libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev libc6-dbg bats strace valgrind \
-         clang libclang-rt-14-dev \
-         debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
-         libgoogle-perftools4 jq time chromium; do
+# One package a line, with why, so that adding one never conflicts.
+packages=(
+    build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev
+    libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev
+    libc6-dbg        # glibc's detached debug info: the sampler tests read a stripped library's names from it
+    bats strace valgrind
+    debootstrap      # the base image, built locally when no registry answers
+    docker.io iptables ca-certificates curl
+    protobuf-compiler
+    libgoogle-perftools4  # the sampler's overhead benchmark compares with gperftools
+    jq time
+    chromium         # browser tests
+    openssl          # the TLS Engine test makes its certificates
+    python3          # the TLS test finds a free port; the renderer's tests read SVG with its XML parser
+    iproute2         # the Engine-fault tests run a private dockerd in a network namespace (ip netns)
+    util-linux       # ... and nsenter, setpriv (a user outside the docker group)
+    docker-compose   # Debian's compose 1.29: the oracle of tests/60-compose-oracle.bats
+    linux-perf       # the collapse tests and benchmark record real perf script output
+    clang            # the fuzz targets and the sanitizer build
+    libclang-rt-14-dev  # libFuzzer, ASan, LeakSanitizer and UBSan's runtimes for clang 14
+)
+for p in "${packages[@]}"; do
     pkg_missing "$p" && need_apt+=("$p")
 done
 # npm may come with a nodejs that is not Debian's: ask for it only when absent.
@@ -32,4 +44,12 @@ if ! command -v just >/dev/null 2>&1; then
     # Debian bookworm has no `just` package; the npm package rust-just ships the binary.
     echo "install-deps: npm install -g rust-just" >&2
     npm install -g --silent rust-just >&2
+fi
+
+# The independent OTLP receiver of tests/60-timing.bats: OpenTelemetry JS's
+# generated protobuf code (package-lock.json pins it).
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -d "$here/tests/timing/node_modules/@opentelemetry/otlp-transformer" ]; then
+    echo "install-deps: npm ci in tests/timing" >&2
+    npm ci --prefix "$here/tests/timing" --ignore-scripts --no-audit --no-fund --silent >&2
 fi

@@ -14,8 +14,8 @@ teardown_file() { common_teardown_file; }
     [ "$status" -eq 0 ]
     [[ "$output" == *"front"*"strace"* ]]
     # front is profiled, its dependency runs unprofiled.
-    project_containers | grep -q "^phtest-front-strace running strace$"
-    project_containers | grep -q "^phtest-worker-1 running none$"
+    project_containers | grep -q "^${PH_TEST_PROJECT}-front-strace running strace$"
+    project_containers | grep -q "^${PH_TEST_PROJECT}-worker-1 running none$"
 
     load 40
     run ph stop front
@@ -37,7 +37,7 @@ teardown_file() { common_teardown_file; }
     [ -f "$rec" ]
     jq -e '.exit_code == 0 and (.escalations | length) == 0' "$rec"
     # the profiled container is gone, the worker still runs
-    ! project_containers | grep -q 'phtest-front-strace'
+    ! project_containers | grep -q "${PH_TEST_PROJECT}-front-strace"
 }
 
 @test "strace: artifacts belong to the invoking user and are readable" {

@@ -40,7 +40,7 @@ teardown_file() { common_teardown_file; }
     DEMO_CRASH_AFTER=5 run ph start --mode strace front
     [ "$status" -eq 0 ]
     timeout 120 "$REPO/build/demo-load" -w 120 -n 20 -c 1 "127.0.0.1:$DEMO_PORT" || true
-    wait_for bash -c "docker ps -a --filter name=phtest-front-strace --format '{{.State}}' | grep -q exited"
+    wait_for bash -c "docker ps -a --filter name=${PH_TEST_PROJECT}-front-strace --format '{{.State}}' | grep -q exited"
     run ph stop front
     [ "$status" -eq 0 ]
     grep -q 'SIGABRT' "$OUT/front/strace.log"
@@ -77,9 +77,9 @@ teardown_file() { common_teardown_file; }
     [ "$status" -eq 0 ]
     # restore collected the profiled run first
     [ -s "$OUT/front/strace.log" ]
-    project_containers | grep -q '^phtest-front-1 running none$'
-    project_containers | grep -q '^phtest-worker-1 running none$'
-    for c in phtest-front-1 phtest-worker-1; do
+    project_containers | grep -q "^${PH_TEST_PROJECT}-front-1 running none$"
+    project_containers | grep -q "^${PH_TEST_PROJECT}-worker-1 running none$"
+    for c in ${PH_TEST_PROJECT}-front-1 ${PH_TEST_PROJECT}-worker-1; do
         procs=$(dk top "$c" -eo pid,comm)
         echo "$procs"
         ! grep -qE 'strace|valgrind|memcheck|massif|callgrind|ph-init' <<<"$procs"
@@ -93,10 +93,10 @@ teardown_file() { common_teardown_file; }
 @test "profiling one service leaves the other as it was" {
     run ph restore
     [ "$status" -eq 0 ]
-    worker_id=$(dk ps -q --filter name=phtest-worker-1)
+    worker_id=$(dk ps -q --filter name=${PH_TEST_PROJECT}-worker-1)
     run ph start --mode strace front
     [ "$status" -eq 0 ]
-    [ "$(dk ps -q --filter name=phtest-worker-1)" = "$worker_id" ]
+    [ "$(dk ps -q --filter name=${PH_TEST_PROJECT}-worker-1)" = "$worker_id" ]
     run ph stop front
     [ "$status" -eq 0 ]
 }
@@ -109,7 +109,7 @@ teardown_file() { common_teardown_file; }
     [ "$status" -eq 0 ]
     snap=$(ls -d "$OUT"/front/*-snapshot-* | tail -1)
     [ -s "$snap/strace.log" ]
-    project_containers | grep -q '^phtest-front-strace running strace$'
+    project_containers | grep -q "^${PH_TEST_PROJECT}-front-strace running strace$"
     run ph stop front
     [ "$status" -eq 0 ]
 }

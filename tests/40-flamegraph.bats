@@ -14,7 +14,7 @@ teardown_file() { common_teardown_file; }
     run ph start --mode flamegraph front
     [ "$status" -eq 0 ]
     # the mode asks for nothing: no capabilities, default seccomp
-    caps=$(dk inspect -f '{{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}' phtest-front-flamegraph)
+    caps=$(dk inspect -f '{{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}' ${PH_TEST_PROJECT}-front-flamegraph)
     [ "$caps" = "[] []" ]
     load 200
     run ph stop front
@@ -36,6 +36,6 @@ teardown_file() { common_teardown_file; }
 @test "flamegraph: restore leaves no sampler loaded" {
     run ph restore front
     [ "$status" -eq 0 ]
-    ! dk exec phtest-front-1 grep -q phsampler /proc/1/maps
-    ! dk exec phtest-front-1 sh -c 'tr "\0" "\n" < /proc/1/environ' | grep -q LD_PRELOAD
+    ! dk exec ${PH_TEST_PROJECT}-front-1 grep -q phsampler /proc/1/maps
+    ! dk exec ${PH_TEST_PROJECT}-front-1 sh -c 'tr "\0" "\n" < /proc/1/environ' | grep -q LD_PRELOAD
 }

@@ -62,3 +62,24 @@ common_setup_file() {
 common_teardown_file() {
     remove_project
 }
+
+# After each test: when it failed, keep what it produced.  $OUT (shared by
+# the file's tests) and the test's own temp dir are removed by bats at the
+# end, and a rare failure is only understood from its artifacts, so they
+# are copied to ${PH_TEST_KEEP:-/tmp/profharness-failed}/<file>/<test>/ and
+# the place is printed.  A file that defines its own teardown() calls this.
+common_teardown() {
+    [ -z "${BATS_TEST_COMPLETED:-}" ] || return 0
+    local name dest
+    name=$(printf '%s' "$BATS_TEST_DESCRIPTION" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-100)
+    dest=${PH_TEST_KEEP:-/tmp/profharness-failed}/$(basename "$BATS_TEST_FILENAME" .bats)/$name
+    rm -rf "$dest" && mkdir -p "$dest" || return 0
+    [ ! -d "${OUT:-}" ] || cp -a "$OUT" "$dest/out" 2>/dev/null || true
+    [ ! -d "${BATS_TEST_TMPDIR:-}" ] || cp -a "$BATS_TEST_TMPDIR" "$dest/test-tmp" 2>/dev/null || true
+    local c
+    for c in $(dk ps -a --filter "label=io.profharness.project=$PH_TEST_PROJECT" --format '{{.Names}}' 2>/dev/null); do
+        dk logs "$c" > "$dest/$c.log" 2>&1 || true
+    done
+    echo "# kept the failed test's artifacts in $dest" >&3
+}
+teardown() { common_teardown; }

@@ -8,6 +8,7 @@ ph_run *
 ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
 {
     ph_run_opts o = {
+        .compose = &g->compose,
         .compose_file = g->compose_file,
         .profiles_dir = g->profiles_dir,
         .out_dir = g->out_dir,

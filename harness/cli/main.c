@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_timing.h"
 #include "ph_cmds.h"
+#include "ph_engine.h"
 #include "ph_log.h"
 
 #define PH_VERSION "0.1.0"
@@ -22,7 +24,7 @@ typedef struct ph_cmd {
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
     { "start", ph_cmd_start, "--mode MODE [SERVICE...]", "restart services under a profiling mode" },
-    { "stop", ph_cmd_stop, "[SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
+    { "stop", ph_cmd_stop, "[--discard] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
     { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },
     { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir" },
@@ -30,24 +32,36 @@ static const ph_cmd commands[] = {
     { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output" },
     { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
     { "diff", ph_cmd_diff, "[-n] A.folded B.folded", "differential folded stacks from two profiles" },
+    { "collapse", ph_cmd_collapse, "perf [OPTIONS] [FILE...]", "perf script output to folded stacks" },
+    { "report", ph_cmd_report, "[RUN_DIR|SERVICE...]", "write each run's report.html and summary.json, and the index" },
+    { "compare", ph_cmd_compare, "[OPTIONS] A [B]", "compare two runs (--fail-if EXPR for CI)" },
 };
 
 static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: profharness [-f FILE] [--profiles DIR] [-o OUTDIR] [-p PROJECT] [-v] COMMAND [ARGS]\n"
+            "usage: profharness [-f FILE]... [-p PROJECT] [--profile NAME]... [--env-file FILE]...\n"
+            "                   [--project-directory DIR] [--profiles DIR] [-o OUTDIR] [-v] COMMAND [ARGS]\n"
             "\n"
             "Profile services defined in a compose file under strace, valgrind (massif,\n"
             "callgrind) or the built-in sampler, stop them so every profiler flushes,\n"
             "and collect the artifacts into OUTDIR/<service>/<UTC time>-<mode>/.\n"
             "\n"
             "options:\n"
-            "  -f, --file FILE        compose file (default compose.yaml)\n"
+            "  -f, --file FILE        compose file; repeat to merge several, in order (default: COMPOSE_FILE,\n"
+            "                         else compose.yaml, compose.yml, docker-compose.yml or docker-compose.yaml\n"
+            "                         here or in a folder above, with its compose.override.* merged)\n"
+            "  -p, --project NAME     project name (default: COMPOSE_PROJECT_NAME, `name:`, the folder's)\n"
+            "      --profile NAME     enable a compose profile; repeatable (default: COMPOSE_PROFILES)\n"
+            "      --env-file FILE    the project's environment file; repeatable (default: .env)\n"
+            "      --project-directory DIR  where relative paths start (default: the first file's folder)\n"
             "      --profiles DIR     profile (mode) definitions (default profiles)\n"
             "  -o, --output DIR       where artifacts land (default contrib/profiling)\n"
-            "  -p, --project NAME     project name (default: the compose file's `name:` or folder)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
+            "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
+            "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
+            "                         (also PH_TIMINGS=1 or sorted; PH_TIMINGS=off records nothing)\n"
             "  -h, --help             this text\n"
             "      --version          print the version\n"
             "\n"
@@ -60,9 +74,16 @@ usage(FILE *out)
             "\n"
             "environment:\n"
             "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"
+            "  DOCKER_TLS_VERIFY, DOCKER_TLS, DOCKER_CERT_PATH   TLS to a tcp:// Engine, as for docker\n"
+            "  DOCKER_CONTEXT, DOCKER_CONFIG                    the Docker context, as for docker\n"
+            "  OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT  export each command's stages as OpenTelemetry spans\n"
+            "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
             "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
             "\n"
-            "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input.\n");
+            "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
+            "3 a `compare --fail-if` condition held, 130/143 interrupted by SIGINT/SIGTERM.\n"
+            "stop: 0 = collected; 1 = a fault, the container is kept and the hint says how to\n"
+            "retry (`stop --discard` gives a run up).\n");
 }
 
 int
@@ -73,28 +94,59 @@ main(int argc, char **argv)
         { "profiles", required_argument, NULL, 'P' },
         { "output", required_argument, NULL, 'o' },
         { "project", required_argument, NULL, 'p' },
+        { "project-name", required_argument, NULL, 'p' },
+        { "profile", required_argument, NULL, 'R' },
+        { "env-file", required_argument, NULL, 'E' },
+        { "project-directory", required_argument, NULL, 'D' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
+        { "context", required_argument, NULL, 'C' },
+        { "timings", optional_argument, NULL, 'T' },
         { NULL, 0, NULL, 0 },
     };
     ph_global_opts g = {
-        .compose_file = "compose.yaml",
+        .compose_file = NULL,
         .profiles_dir = "profiles",
         .out_dir = "contrib/profiling",
         .project = NULL,
     };
+    /* Each repeatable option takes at most every argument. */
+    const char **files = calloc((size_t)argc + 1, sizeof *files), **env_files = calloc((size_t)argc + 1, sizeof *files),
+               **profiles = calloc((size_t)argc + 1, sizeof *files);
     int c, first;
+
+    if (files == NULL || env_files == NULL || profiles == NULL) {
+        fprintf(stderr, "profharness: out of memory\n");
+        return 1;
+    }
+    g.compose.files = files;
+    g.compose.env_files = env_files;
+    g.compose.profiles = profiles;
 
     while ((c = getopt_long(argc, argv, "+f:o:p:vh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'f': g.compose_file = optarg; break;
+        case 'f':
+            files[g.compose.n_files++] = optarg;
+            if (g.compose_file == NULL)
+                g.compose_file = optarg;
+            break;
+        case 'E': env_files[g.compose.n_env_files++] = optarg; break;
+        case 'R': profiles[g.compose.n_profiles++] = optarg; break;
+        case 'D': g.compose.project_dir = optarg; break;
         case 'P': g.profiles_dir = optarg; break;
         case 'o': g.out_dir = optarg; break;
-        case 'p': g.project = optarg; break;
+        case 'p': g.project = g.compose.project = optarg; break;
         case 'v': ph_log_set_level(PH_LOG_DEBUG); break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("profharness %s\n", PH_VERSION); return 0;
+        case 'C': ph_engine_set_context(optarg); break;
+        case 'T':
+            if (ph_cli_timings_set(optarg ? optarg : "1") < 0) {
+                fprintf(stderr, "profharness: --timings=`%s`: expected --timings or --timings=sorted\n", optarg);
+                return 2;
+            }
+            break;
         default: usage(stderr); return 2;
         }
     }
@@ -106,7 +158,12 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[first], commands[i].name) == 0) {
             optind = 0; /* GNU getopt: 0 re-initialises for the subcommand's own options */
-            return commands[i].fn(&g, argc - first, argv + first);
+            int rc = ph_cli_run_timed(commands[i].name, commands[i].fn, &g, argc - first, argv + first);
+
+            free(files);
+            free(env_files);
+            free(profiles);
+            return rc;
         }
     }
     fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);

@@ -5,8 +5,11 @@
 #ifndef PH_CMDS_H
 #define PH_CMDS_H
 
+#include "ph_compose.h"
+
 typedef struct ph_global_opts {
-    const char *compose_file;  /* -f, default "compose.yaml" */
+    ph_compose_opts compose;   /* -f..., -p, --project-directory, --env-file..., --profile... */
+    const char *compose_file;  /* the first -f, NULL when none */
     const char *profiles_dir;  /* --profiles, default "profiles" */
     const char *out_dir;       /* -o, default "contrib/profiling" */
     const char *project;       /* -p, NULL = from the compose file */
@@ -22,5 +25,8 @@ int ph_cmd_modes(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_logs(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_diff(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_collapse(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_report(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_compare(const ph_global_opts *g, int argc, char **argv);
 
 #endif

@@ -1,12 +1,16 @@
 /* ph_engine.h - a Docker Engine API client over libcurl.
  *
- * Talks to the Engine at $DOCKER_HOST (unix:// or tcp://; default
- * unix:///var/run/docker.sock).  The API version is negotiated from /_ping
- * (the lower of the server's and PH_ENGINE_MAX_API).  Every response body is
+ * Talks to the Engine the docker CLI would talk to: DOCKER_HOST (unix://,
+ * tcp://) with TLS from DOCKER_TLS_VERIFY / DOCKER_TLS / DOCKER_CERT_PATH,
+ * or the Docker context chosen by --context (ph_engine_set_context),
+ * DOCKER_CONTEXT or config.json's currentContext; the rules are in
+ * ph_engine_endpoint.h.  The API version is negotiated from /_ping (the
+ * lower of the server's and PH_ENGINE_MAX_API).  Every response body is
  * bounded (PH_ENGINE_MAX_BODY) except the streaming calls, which hand data
  * to a callback as it arrives.  On an HTTP error the Engine's JSON `message`
- * becomes the error text; on a transport error, curl's (and the hint names
- * DOCKER_HOST and how to start an engine).
+ * becomes the error text; on a transport error, curl's, translated: a TLS
+ * failure names the certificate file and where the material came from, and
+ * the hint says what to set.
  *
  * Not thread-safe: one ph_engine per thread.
  */
@@ -23,8 +27,17 @@
 
 typedef struct ph_engine ph_engine;
 
-/* Connect lazily: checks DOCKER_HOST syntax only.  The first call pings. */
+/* Connect lazily: resolves the endpoint (environment, context store, TLS
+ * files present and sane) and contacts nothing.  The first call pings. */
 ph_engine *ph_engine_new(ph_error_t *err);
+
+/* The Docker context every later ph_engine_new uses, as the docker CLI's
+ * --context: it wins over DOCKER_HOST, DOCKER_CONTEXT and currentContext.
+ * NULL restores the default resolution.  Call before starting threads. */
+void ph_engine_set_context(const char *name);
+
+/* Where E talks to, for messages: "tcp://h:2376 (context `x`, TLS)". */
+const char *ph_engine_describe(ph_engine *e);
 void ph_engine_free(ph_engine *e);
 
 /* GET /_ping and negotiate the API version.  Fails with a clear message and
@@ -104,7 +117,7 @@ int ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail
  *    treats 404 as success and NULL id as a no-op; kill with signal NULL
  *    sends the Engine's default (SIGKILL).
  *  - container_wait: timeout_s <= 0 waits without limit.
- *  - tcp://HOST without a port means port 2375.
+ *  - tcp://HOST without a port means port 2375 (the docker CLI's rule).
  *
  * Race-free wait.  ph_engine_container_wait sends its request when called,
  * so "kill, then wait" can miss nothing (condition=not-running also matches

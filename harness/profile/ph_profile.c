@@ -21,16 +21,16 @@
 #define KEY(k) (strcmp(key, (k)) == 0)
 
 static int
-read_signal(ph_yaml *y, yaml_node_t *n, const char *key, char **out, ph_error_t *err)
+read_signal(const ph_ynode *n, const char *key, char **out, ph_error_t *err)
 {
     char buf[16];
-    const char *s = ph_yaml_scalar(y, n, key, err), *norm;
+    const char *s = ph_yaml_scalar(n, key, err), *norm;
 
     if (s == NULL)
         return -1;
     norm = ph_signal_normalise(s, buf);
     if (norm == NULL)
-        return ph_yaml_error(y, n, err, "`%s`: `%s` is not a signal", key, s);
+        return ph_yaml_error(n, err, "`%s`: `%s` is not a signal", key, s);
     free(*out);
     *out = strdup(norm);
     return *out ? 0 : ph_fail(err, ENOMEM, "allocate");
@@ -49,46 +49,46 @@ dup_target(const char *s, char **dst, ph_error_t *err)
 }
 
 static int
-read_stop(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+read_stop(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
-    if (v->type != YAML_MAPPING_NODE)
-        return ph_yaml_error(y, v, err, "`stop` must be a mapping");
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`stop` must be a mapping");
     PH_YAML_FOREACH_PAIR(v, pair) {
-        yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
-        const char *key = ph_yaml_key(y, pair), *sv;
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair), *sv;
         int rc = 0;
 
         if (KEY("target")) {
-            if ((sv = ph_yaml_scalar(y, vn, "stop.target", err)) == NULL)
+            if ((sv = ph_yaml_scalar(vn, "stop.target", err)) == NULL)
                 return -1;
             if (strcmp(sv, "wrapper") != 0 && strcmp(sv, "tracee") != 0)
-                return ph_yaml_error(y, vn, err, "`stop.target` must be `wrapper` or `tracee`, not `%s`", sv);
+                return ph_yaml_error(vn, err, "`stop.target` must be `wrapper` or `tracee`, not `%s`", sv);
             if (dup_target(sv, &p->stop_target, err) < 0)
                 return -1;
         } else if (KEY("signal")) {
-            rc = read_signal(y, vn, "stop.signal", &p->stop_signal, err);
+            rc = read_signal(vn, "stop.signal", &p->stop_signal, err);
         } else if (KEY("grace")) {
-            rc = ph_yaml_duration(y, vn, "stop.grace", &p->stop_grace_ns, err);
+            rc = ph_yaml_duration(vn, "stop.grace", &p->stop_grace_ns, err);
         } else if (KEY("escalate")) {
             ph_strv raw = { 0 };
 
             ph_strv_free(&p->escalate);
-            rc = ph_yaml_strv(y, vn, "stop.escalate", 1, 0, &raw, err);
+            rc = ph_yaml_strv(vn, "stop.escalate", 1, 0, &raw, err);
             for (size_t i = 0; rc == 0 && i < raw.n; i++) {
                 char buf[16];
                 const char *norm = ph_signal_normalise(raw.v[i], buf);
-                yaml_node_t *at = vn->type == YAML_SEQUENCE_NODE ? ph_yaml_node(y, vn->data.sequence.items.start[i]) : vn;
+                const ph_ynode *at = vn->kind == PH_Y_SEQ ? vn->items[i] : vn;
 
                 if (norm == NULL)
-                    rc = ph_yaml_error(y, at, err, "`stop.escalate`: `%s` is not a signal", raw.v[i]);
+                    rc = ph_yaml_error(at, err, "`stop.escalate`: `%s` is not a signal", raw.v[i]);
                 else if (ph_strv_push(&p->escalate, norm) < 0)
                     rc = ph_fail(err, ENOMEM, "allocate");
             }
             ph_strv_free(&raw);
         } else if (KEY("escalate_grace")) {
-            rc = ph_yaml_duration(y, vn, "stop.escalate_grace", &p->escalate_grace_ns, err);
+            rc = ph_yaml_duration(vn, "stop.escalate_grace", &p->escalate_grace_ns, err);
         } else {
-            ph_warn("%s:%d: unknown key `stop.%s` (ignored)", y->path, ph_yaml_line(kn), key);
+            ph_warn("%s:%d: unknown key `stop.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
         }
         if (rc < 0)
             return -1;
@@ -97,16 +97,16 @@ read_stop(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
 }
 
 static int
-read_artifacts(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
+read_artifacts(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
-    if (v->type != YAML_SEQUENCE_NODE)
-        return ph_yaml_error(y, v, err, "`artifacts` must be a list");
-    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-        yaml_node_t *item = ph_yaml_node(y, *it);
+    if (v->kind != PH_Y_SEQ)
+        return ph_yaml_error(v, err, "`artifacts` must be a list");
+    PH_YAML_FOREACH_ITEM(v, it) {
+        const ph_ynode *item = *it;
         ph_artifact_spec *na, *a;
 
-        if (item->type != YAML_MAPPING_NODE)
-            return ph_yaml_error(y, item, err, "an artifact must be a mapping with `glob`");
+        if (item->kind != PH_Y_MAP)
+            return ph_yaml_error(item, err, "an artifact must be a mapping with `glob`");
         na = realloc(p->artifacts, (p->n_artifacts + 1) * sizeof *na);
         if (na == NULL)
             return ph_fail(err, ENOMEM, "allocate");
@@ -114,8 +114,8 @@ read_artifacts(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
         a = &p->artifacts[p->n_artifacts++];
         memset(a, 0, sizeof *a);
         PH_YAML_FOREACH_PAIR(item, pair) {
-            yaml_node_t *kn = ph_yaml_node(y, pair->key), *vn = ph_yaml_node(y, pair->value);
-            const char *key = ph_yaml_key(y, pair);
+            const ph_ynode *kn = pair->key, *vn = pair->value;
+            const char *key = ph_yaml_key(pair);
             char **dst = NULL;
 
             if (KEY("glob"))
@@ -125,17 +125,55 @@ read_artifacts(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
             else if (KEY("kind"))
                 dst = &a->kind;
             else
-                ph_warn("%s:%d: unknown key `artifacts.%s` (ignored)", y->path, ph_yaml_line(kn), key);
-            if (dst && ph_yaml_dup(y, vn, key, dst, err) < 0)
+                ph_warn("%s:%d: unknown key `artifacts.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
+            if (dst && ph_yaml_dup(vn, key, dst, err) < 0)
                 return -1;
             /* Both name files under {out} and <service>/: nothing may climb out. */
             if (dst == &a->glob && (a->glob[0] == '/' || strstr(a->glob, "..") != NULL))
-                return ph_yaml_error(y, vn, err, "`glob` must be relative to the output directory, not `%s`", a->glob);
+                return ph_yaml_error(vn, err, "`glob` must be relative to the output directory, not `%s`", a->glob);
             if (dst == &a->latest && (strchr(a->latest, '/') || a->latest[0] == '.'))
-                return ph_yaml_error(y, vn, err, "`latest` must be a plain file name, not `%s`", a->latest);
+                return ph_yaml_error(vn, err, "`latest` must be a plain file name, not `%s`", a->latest);
         }
         if (a->glob == NULL)
-            return ph_yaml_error(y, item, err, "an artifact needs `glob`");
+            return ph_yaml_error(item, err, "an artifact needs `glob`");
+    }
+    return 0;
+}
+
+static int
+read_collect(ph_profile *p, const ph_ynode *v, ph_error_t *err)
+{
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`collect` must be a mapping (max_bytes, max_entries, min_free)");
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair), *sv;
+        ph_error_t why = NULL;
+        ph_tar_limit which;
+        uint64_t *dst;
+        char full[64];
+
+        if (KEY("max_bytes")) {
+            which = PH_TAR_LIMIT_BYTES;
+            dst = &p->collect.max_bytes;
+        } else if (KEY("max_entries")) {
+            which = PH_TAR_LIMIT_ENTRIES;
+            dst = &p->collect.max_entries;
+        } else if (KEY("min_free")) {
+            which = PH_TAR_LIMIT_FREE;
+            dst = &p->collect.min_free_bytes;
+        } else {
+            ph_warn("%s:%d: unknown key `collect.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
+            continue;
+        }
+        snprintf(full, sizeof full, "collect.%s", key);
+        if ((sv = ph_yaml_scalar(vn, full, err)) == NULL)
+            return -1;
+        if (ph_tar_limit_parse(which, sv, dst, &why) < 0) {
+            ph_yaml_error(vn, err, "`%s`: %s", full, why->msg);
+            ph_error_free(&why);
+            return -1;
+        }
     }
     return 0;
 }
@@ -143,59 +181,59 @@ read_artifacts(ph_yaml *y, ph_profile *p, yaml_node_t *v, ph_error_t *err)
 int
 ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
 {
-    ph_yaml y;
-    yaml_node_t *root;
+    ph_ynode *root = NULL;
     const char *base;
     char expect[NAME_MAX + 1];
     int rc = -1, has_wrap = 0;
-    yaml_node_t *name_node = NULL;
+    const ph_ynode *name_node = NULL;
 
     memset(p, 0, sizeof *p);
     p->stop_grace_ns = 30LL * 1000000000LL;
     p->escalate_grace_ns = 10LL * 1000000000LL;
     p->path = strdup(path);
-    if (ph_yaml_load(&y, path, err) < 0)
-        goto out_nodoc;
-    root = ph_yaml_root(&y);
-    if (root->type != YAML_MAPPING_NODE) {
-        ph_yaml_error(&y, root, err, "a profile is a mapping (name, wrap, stop, artifacts, ...)");
+    if (ph_yaml_load(path, &root, err) < 0)
+        goto out;
+    if (root->kind != PH_Y_MAP) {
+        ph_yaml_error(root, err, "a profile is a mapping (name, wrap, stop, artifacts, ...)");
         goto out;
     }
     PH_YAML_FOREACH_PAIR(root, pair) {
-        yaml_node_t *kn = ph_yaml_node(&y, pair->key), *v = ph_yaml_node(&y, pair->value);
-        const char *key = ph_yaml_key(&y, pair);
+        const ph_ynode *kn = pair->key, *v = pair->value;
+        const char *key = ph_yaml_key(pair);
         int r = 0;
 
         if (KEY("name")) {
             name_node = v;
-            r = ph_yaml_dup(&y, v, "name", &p->name, err);
+            r = ph_yaml_dup(v, "name", &p->name, err);
         } else if (KEY("description")) {
-            r = ph_yaml_dup(&y, v, "description", &p->description, err);
+            r = ph_yaml_dup(v, "description", &p->description, err);
         } else if (KEY("wrap")) {
             has_wrap = 1;
-            r = ph_yaml_strv(&y, v, "wrap", 0, 0, &p->wrap, err);
+            r = ph_yaml_strv(v, "wrap", 0, 0, &p->wrap, err);
             if (r == 0 && p->wrap.n > 0 && p->wrap.v[0][0] == '\0')
-                r = ph_yaml_error(&y, v, err, "`wrap` must start with a program, not an empty string");
+                r = ph_yaml_error(v, err, "`wrap` must start with a program, not an empty string");
         } else if (KEY("environment")) {
-            r = ph_yaml_kvv(&y, v, "environment", &p->environment, err);
+            r = ph_yaml_kvv(v, "environment", &p->environment, err);
             /* Nothing to inherit from: the harness's own environment is not the service's. */
             for (size_t i = 0; r == 0 && i < p->environment.n; i++)
                 if (p->environment.v[i].value == NULL)
-                    r = ph_yaml_error(&y, v, err, "`environment.%s` needs a value", p->environment.v[i].key);
+                    r = ph_yaml_error(v, err, "`environment.%s` needs a value", p->environment.v[i].key);
         } else if (KEY("cap_add")) {
-            r = ph_yaml_strv(&y, v, "cap_add", 0, 0, &p->cap_add, err);
+            r = ph_yaml_strv(v, "cap_add", 0, 0, &p->cap_add, err);
         } else if (KEY("security_opt")) {
-            r = ph_yaml_strv(&y, v, "security_opt", 0, 0, &p->security_opt, err);
+            r = ph_yaml_strv(v, "security_opt", 0, 0, &p->security_opt, err);
         } else if (KEY("packages")) {
-            r = ph_yaml_strv(&y, v, "packages", 0, 0, &p->packages, err);
+            r = ph_yaml_strv(v, "packages", 0, 0, &p->packages, err);
         } else if (KEY("stop")) {
-            r = read_stop(&y, p, v, err);
+            r = read_stop(p, v, err);
         } else if (KEY("artifacts")) {
-            r = read_artifacts(&y, p, v, err);
+            r = read_artifacts(p, v, err);
         } else if (KEY("report")) {
-            r = ph_yaml_dup(&y, v, "report", &p->report, err);
+            r = ph_yaml_dup(v, "report", &p->report, err);
+        } else if (KEY("collect")) {
+            r = read_collect(p, v, err);
         } else {
-            ph_warn("%s:%d: unknown key `%s` (ignored)", path, ph_yaml_line(kn), key);
+            ph_warn("%s:%d: unknown key `%s` (ignored)", path, kn->line, key);
         }
         if (r < 0)
             goto out;
@@ -212,20 +250,20 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
         snprintf(expect, sizeof expect, "%.*s", (int)bl, base);
     }
     if (p->name == NULL) {
-        ph_yaml_error(&y, root, err, "a profile needs `name:` (here: `%s`)", expect);
+        ph_yaml_error(root, err, "a profile needs `name:` (here: `%s`)", expect);
         goto out;
     }
     if (strcmp(p->name, expect) != 0) {
-        ph_yaml_error(&y, name_node, err, "`name: %s` must match the file name `%s`", p->name, expect);
+        ph_yaml_error(name_node, err, "`name: %s` must match the file name `%s`", p->name, expect);
         goto out;
     }
     if (!has_wrap) {
         /* An empty list is fine (an LD_PRELOAD mode); a missing key is a slip. */
-        ph_yaml_error(&y, root, err, "a profile needs `wrap:` (use `wrap: []` for none)");
+        ph_yaml_error(root, err, "a profile needs `wrap:` (use `wrap: []` for none)");
         goto out;
     }
     if (p->wrap.n == 0 && p->environment.n == 0) {
-        ph_yaml_error(&y, root, err, "the profile changes nothing: `wrap` and `environment` are both empty");
+        ph_yaml_error(root, err, "the profile changes nothing: `wrap` and `environment` are both empty");
         goto out;
     }
     if ((p->stop_target == NULL && (p->stop_target = strdup("wrapper")) == NULL) ||
@@ -236,8 +274,7 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
     }
     rc = 0;
 out:
-    ph_yaml_free(&y);
-out_nodoc:
+    ph_ynode_unref(root);
     if (rc < 0)
         ph_profile_free(p);
     return rc;

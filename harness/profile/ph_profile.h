@@ -25,6 +25,14 @@
  *   artifacts:                      # globs in {out}; `latest` names a link kept
  *     - {glob: strace.log*, latest: strace.log, kind: strace}   # at <service>/<latest>
  *   report: strace                  # which report renders it (optional)
+ *   collect:                        # limits on what stop/collect take out of the
+ *     max_bytes: 16GiB              # container (the defaults): files' full sizes,
+ *                                   # holes included (a sparse file counts whole);
+ *     max_entries: 200000           # archive entries;
+ *     min_free: 1GiB                # space left available on the host's disk
+ *                                   # (default: 1GiB, or 5 % of the disk if less).
+ *                                   # Sizes: bytes or 512MiB, 16GiB, 2TB (KiB..TiB,
+ *                                   # kB..TB); `unlimited` turns a limit off
  */
 #ifndef PH_PROFILE_H
 #define PH_PROFILE_H
@@ -32,6 +40,7 @@
 #include <stddef.h>
 #include "ph_strings.h"
 #include "ph_error.h"
+#include "ph_tar.h"
 
 typedef struct ph_artifact_spec {
     char *glob;
@@ -54,6 +63,7 @@ typedef struct ph_profile {
     ph_artifact_spec *artifacts;
     size_t n_artifacts;
     char *report;
+    ph_tar_limits collect;       /* `collect:`; a field of 0 = the default */
 } ph_profile;
 
 typedef struct ph_profile_set {

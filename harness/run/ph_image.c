@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ph_escape.h"
 #include "ph_log.h"
 #include "ph_run.h"
 #include "ph_tar.h"
@@ -32,11 +33,13 @@ progress_cb(void *ud, const char *line)
 {
     const char *who = ud;
     size_t n = strlen(line);
+    char esc[2048];
 
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         n--;
-    if (n > 0)
-        fprintf(stderr, "  [%s] %.*s\n", who, (int)n, line);
+    /* What a Dockerfile's RUN prints comes through the Engine: escaped. */
+    if (n > 0 && ph_escape_mem(esc, sizeof esc, line, n, 0) > 0)
+        fprintf(stderr, "  [%s] %s\n", who, esc);
 }
 
 static int
@@ -83,41 +86,230 @@ pull(ph_engine *e, const char *image, ph_error_t *err)
     return rc;
 }
 
+/* ---- building a service's image ---------------------------------------- */
+
+/* Percent-encode S for a query string (unreserved characters kept). */
+static int
+q_add(char **q, size_t *len, size_t *cap, const char *key, const char *s)
+{
+    size_t need = strlen(key) + 3 * strlen(s) + 3;
+
+    if (*len + need + 1 > *cap) {
+        size_t nc = (*cap + need + 1) * 2;
+        char *nq = realloc(*q, nc);
+
+        if (nq == NULL)
+            return -1;
+        *q = nq;
+        *cap = nc;
+    }
+    *len += (size_t)sprintf(*q + *len, "%s%s=", *len ? "&" : "", key);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-_.~", *p))
+            (*q)[(*len)++] = (char)*p;
+        else
+            *len += (size_t)sprintf(*q + *len, "%%%02X", *p);
+    }
+    (*q)[*len] = '\0';
+    return 0;
+}
+
+/* The Engine's build output: JSON lines, cut anywhere by the transport. */
+typedef struct build_out {
+    const char *who;
+    char line[65536];
+    size_t len;
+    char *error, *id;
+} build_out;
+
+static void
+build_line(build_out *b)
+{
+    json_t *j;
+    const char *s;
+
+    b->line[b->len] = '\0';
+    j = json_loads(b->line, 0, NULL);
+    b->len = 0;
+    if (j == NULL)
+        return;
+    if ((s = json_string_value(json_object_get(j, "stream"))) != NULL)
+        progress_cb((void *)b->who, s);
+    if ((s = json_string_value(json_object_get(j, "error"))) != NULL && b->error == NULL)
+        b->error = strdup(s);
+    if ((s = json_string_value(json_object_get(json_object_get(j, "aux"), "ID"))) != NULL) {
+        free(b->id);
+        b->id = strdup(s);
+    }
+    json_decref(j);
+}
+
+static int
+build_data_cb(void *ud, const char *data, size_t len)
+{
+    build_out *b = ud;
+
+    for (size_t i = 0; i < len; i++) {
+        if (data[i] == '\n') {
+            build_line(b);
+        } else if (b->len + 1 < sizeof b->line) {
+            b->line[b->len++] = data[i];
+        }
+    }
+    return 0;
+}
+
+ssize_t
+ph_image_mem_read_cb(void *ud, char *buf, size_t len)
+{
+    ph_image_mem *m = ud;
+    size_t n = m->len - m->off < len ? m->len - m->off : len;
+
+    memcpy(buf, m->data + m->off, n);
+    m->off += n;
+    return (ssize_t)n;
+}
+
+#define INLINE_DOCKERFILE ".profharness-dockerfile-inline"
+
+/* POST /build with every option of the service's `build:` the Engine's
+ * builder takes (target, network, extra_hosts, shm_size, platform, labels,
+ * cache_from, no_cache, pull, isolation), `dockerfile_inline` sent in the
+ * context under a name of its own, `tags` added after. */
+static int
+build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv *env, ph_error_t *err)
+{
+    ph_tar_extra inl = { .name = INLINE_DOCKERFILE, .data = s->build_dockerfile_inline,
+                         .len = s->build_dockerfile_inline ? strlen(s->build_dockerfile_inline) : 0, .mode = 0644 };
+    json_t *args = json_object(), *labels = json_object(), *cache = json_array();
+    char *q = NULL, *path = NULL, *sa = NULL, *sl = NULL, *sc = NULL, hosts[4096] = "", num[32];
+    size_t qlen = 0, qcap = 0, tar_len = 0;
+    void *tar = NULL;
+    build_out *b = calloc(1, sizeof *b);
+    ph_image_mem m;
+    long st = 0;
+    int rc = -1;
+
+    if (b == NULL || args == NULL || labels == NULL || cache == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    b->who = s->name;
+    ph_info("%s: building %s from %s%s%s", s->name, image, s->build_context, s->build_target ? ", target " : "",
+            s->build_target ? s->build_target : "");
+    if (!s->build_remote && ph_tar_context_build(s->build_context, &inl, s->build_dockerfile_inline ? 1 : 0,
+                                                 PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
+        ph_error_wrap(err, "%s: build context", s->name);
+        goto out;
+    }
+    /* A build arg with no value comes from the project's environment. */
+    for (size_t i = 0; i < s->build_args.n; i++) {
+        const char *v = s->build_args.v[i].value ? s->build_args.v[i].value : ph_kvv_get(env, s->build_args.v[i].key);
+
+        if (v != NULL)
+            json_object_set_new(args, s->build_args.v[i].key, json_string(v));
+    }
+    for (size_t i = 0; i < s->build_labels.n; i++)
+        json_object_set_new(labels, s->build_labels.v[i].key,
+                            json_string(s->build_labels.v[i].value ? s->build_labels.v[i].value : ""));
+    for (size_t i = 0; i < s->build_cache_from.n; i++)
+        json_array_append_new(cache, json_string(s->build_cache_from.v[i]));
+    for (size_t i = 0; i < s->build_extra_hosts.n; i++)
+        snprintf(hosts + strlen(hosts), sizeof hosts - strlen(hosts), "%s%s", i ? "," : "", s->build_extra_hosts.v[i]);
+    sa = json_dumps(args, JSON_COMPACT);
+    sl = json_dumps(labels, JSON_COMPACT);
+    sc = json_dumps(cache, JSON_COMPACT);
+    if (sa == NULL || sl == NULL || sc == NULL || q_add(&q, &qlen, &qcap, "t", image) < 0 ||
+        q_add(&q, &qlen, &qcap, "dockerfile", s->build_dockerfile_inline ? INLINE_DOCKERFILE : s->build_dockerfile) < 0 ||
+        q_add(&q, &qlen, &qcap, "buildargs", sa) < 0 || q_add(&q, &qlen, &qcap, "labels", sl) < 0 ||
+        q_add(&q, &qlen, &qcap, "rm", "1") < 0 || q_add(&q, &qlen, &qcap, "forcerm", "1") < 0 ||
+        (s->build_remote && q_add(&q, &qlen, &qcap, "remote", s->build_context) < 0) ||
+        (s->build_target && q_add(&q, &qlen, &qcap, "target", s->build_target) < 0) ||
+        (s->build_network && q_add(&q, &qlen, &qcap, "networkmode", s->build_network) < 0) ||
+        (hosts[0] && q_add(&q, &qlen, &qcap, "extrahosts", hosts) < 0) ||
+        (s->build_platform && q_add(&q, &qlen, &qcap, "platform", s->build_platform) < 0) ||
+        (s->build_isolation && q_add(&q, &qlen, &qcap, "isolation", s->build_isolation) < 0) ||
+        (s->build_cache_from.n && q_add(&q, &qlen, &qcap, "cachefrom", sc) < 0) ||
+        (s->build_no_cache && q_add(&q, &qlen, &qcap, "nocache", "1") < 0) ||
+        (s->build_pull && q_add(&q, &qlen, &qcap, "pull", "1") < 0) ||
+        (s->build_shm_size >= 0 && (snprintf(num, sizeof num, "%lld", s->build_shm_size),
+                                    q_add(&q, &qlen, &qcap, "shmsize", num) < 0)) ||
+        asprintf(&path, "/build?%s", q) < 0) {
+        path = NULL;
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    m = (ph_image_mem){ tar, tar_len, 0 };
+    if (ph_engine_stream(e, "POST", path, tar ? "application/x-tar" : NULL, tar ? ph_image_mem_read_cb : NULL, &m,
+                         tar ? (long long)tar_len : -1, build_data_cb, b, 3600, &st, err) < 0)
+        goto out;
+    if (b->len > 0)
+        build_line(b);
+    if (b->error != NULL) {
+        ph_fail(err, 0, "%s", b->error);
+        goto out;
+    }
+    for (size_t i = 0; i < s->build_tags.n; i++) {
+        char tpath[1200], *repo = strdup(s->build_tags.v[i]), *colon;
+
+        if (repo == NULL)
+            break;
+        colon = strrchr(repo, ':');
+        if (colon && strchr(colon, '/') == NULL)
+            *colon++ = '\0';
+        snprintf(tpath, sizeof tpath, "/images/%s/tag?repo=%s&tag=%s", image, repo, colon ? colon : "latest");
+        if (ph_engine_request(e, "POST", tpath, NULL, NULL, &st, err) < 0) {
+            free(repo);
+            goto out;
+        }
+        free(repo);
+    }
+    rc = 0;
+out:
+    if (rc < 0)
+        ph_error_wrap(err, "build the image of service `%s`", s->name);
+    json_decref(args);
+    json_decref(labels);
+    json_decref(cache);
+    free(sa);
+    free(sl);
+    free(sc);
+    free(q);
+    free(path);
+    free(tar);
+    if (b) {
+        free(b->error);
+        free(b->id);
+    }
+    free(b);
+    return rc;
+}
+
 int
-ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, int force_build,
+ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
                         ph_error_t *err)
 {
-    json_t *info = NULL, *args = NULL;
-    void *tar = NULL;
-    size_t tar_len = 0;
-    char *id = NULL;
-    int found = 0, rc;
+    const char *policy = s->pull_policy ? s->pull_policy : "missing";
+    json_t *info = NULL;
+    int found = 0;
 
     if (ph_engine_image_inspect(e, image, &info, &found, err) < 0)
         return -1;
     json_decref(info);
-    if (found && !(force_build && s->has_build))
-        return 0;
-    if (!s->has_build)
+    /* pull_policy: `build` builds every time, `always` pulls every time,
+     * `never` uses what is there; the rest act as `missing`. */
+    if (s->has_build && (strcmp(policy, "build") == 0 || force_build || !found))
+        return build_service(e, s, image, env, err);
+    if (strcmp(policy, "always") == 0 && !s->has_build)
         return pull(e, image, err);
-
-    ph_info("%s: building %s from %s", s->name, image, s->build_context);
-    if (ph_tar_context_build(s->build_context, NULL, 0, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0)
-        return ph_error_wrap(err, "%s: build context", s->name);
-    args = json_object();
-    for (size_t i = 0; i < s->build_args.n; i++) {
-        const char *v = s->build_args.v[i].value ? s->build_args.v[i].value : getenv(s->build_args.v[i].key);
-        if (v != NULL)
-            json_object_set_new(args, s->build_args.v[i].key, json_string(v));
+    if (found)
+        return 0;
+    if (strcmp(policy, "never") == 0) {
+        ph_bad_input(err, "service `%s`: image `%s` is not here and `pull_policy: never` forbids pulling it", s->name,
+                     image);
+        return ph_error_hint(err, "load or build it first");
     }
-    rc = ph_engine_build(e, tar, tar_len, s->build_dockerfile ? s->build_dockerfile : "Dockerfile", image,
-                         args, NULL, progress_cb, (void *)s->name, &id, err);
-    json_decref(args);
-    free(tar);
-    free(id);
-    if (rc < 0)
-        return ph_error_wrap(err, "build the image of service `%s`", s->name);
-    return 0;
+    return pull(e, image, err);
 }
 
 /* Fold PATH's content into *H.  -1 when it cannot be read. */

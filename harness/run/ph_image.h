@@ -11,18 +11,28 @@
 #define PH_IMAGE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "ph_compose.h"
 #include "ph_engine.h"
 #include "ph_error.h"
 
 /* Make sure IMAGE exists: build it when the service has `build` (always
- * when FORCE_BUILD, else only when missing), pull it otherwise. */
-int ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, int force_build,
+ * when FORCE_BUILD or `pull_policy: build`, else only when missing), pull
+ * it otherwise (as `pull_policy` says).  ENV resolves build args given
+ * without a value. */
+int ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
                             ph_error_t *err);
 
 /* Make sure the profiling image of SERVICE_IMAGE exists; *tag_out names it. */
 int ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
                               const ph_strv *packages, char **tag_out, ph_error_t *err);
+
+/* A request body from memory, for ph_engine_stream. */
+typedef struct ph_image_mem {
+    const char *data;
+    size_t len, off;
+} ph_image_mem;
+ssize_t ph_image_mem_read_cb(void *ud, char *buf, size_t len);
 
 /* FNV-1a 64: change detection for build inputs, not security. */
 uint64_t ph_image_hash(uint64_t h, const void *data, size_t len);

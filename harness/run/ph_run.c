@@ -17,7 +17,6 @@
 #include "ph_run_int.h"
 
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -27,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ph_escape.h"
+#include "ph_fs.h"
 #include "ph_log.h"
 #include "ph_util.h"
 
@@ -61,6 +62,53 @@ ph_run_utc_iso(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* Files we write belong to the person who asked: under sudo that is
+ * SUDO_UID, not root (the setup we replace left root-owned files).  Only
+ * what the harness itself creates is handed over: `sudo profharness -o
+ * /tmp` must not give /tmp away. */
+int
+ph_run_invoker(uid_t *uid, gid_t *gid)
+{
+    const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+    char *end;
+    unsigned long lu, lg;
+
+    if (geteuid() != 0 || u == NULL || g == NULL || u[0] < '0' || u[0] > '9' || g[0] < '0' || g[0] > '9')
+        return 0;
+    errno = 0;
+    lu = strtoul(u, &end, 10);
+    if (*end != '\0' || errno != 0 || lu >= (uid_t)-1)
+        return 0;
+    lg = strtoul(g, &end, 10);
+    if (*end != '\0' || errno != 0 || lg >= (gid_t)-1)
+        return 0;
+    *uid = (uid_t)lu;
+    *gid = (gid_t)lg;
+    return 1;
+}
+
+void
+ph_run_give_at(int dirfd, const char *name)
+{
+    uid_t uid;
+    gid_t gid;
+
+    if (ph_run_invoker(&uid, &gid) && fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+        ph_debug("chown `%s`: %s", name, strerror(errno));
+}
+
+int
+ph_run_give_tree_at(int dirfd, const char *name, ph_error_t *err)
+{
+    uid_t uid;
+    gid_t gid;
+
+    if (!ph_run_invoker(&uid, &gid))
+        return 0;
+    return ph_fs_chown_tree_at(dirfd, name, uid, gid, err);
+}
+
+/* mkdir -p PATH; the directories it creates are the invoker's. */
 int
 ph_run_mkdir_p(const char *path, ph_error_t *err)
 {
@@ -71,63 +119,21 @@ ph_run_mkdir_p(const char *path, ph_error_t *err)
     if (len == 0 || len >= sizeof tmp)
         return ph_fail(err, ENAMETOOLONG, "mkdir `%s`", path);
     memcpy(tmp, path, len + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
+    for (char *p = tmp + 1;; p++) {
+        char c = *p;
+
+        if (c != '/' && c != '\0')
             continue;
         *p = '\0';
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+        if (mkdir(tmp, 0755) == 0)
+            ph_run_give_at(AT_FDCWD, tmp);
+        else if (errno != EEXIST)
             return ph_fail(err, errno, "mkdir `%s`", tmp);
-        *p = '/';
+        *p = c;
+        if (c == '\0')
+            break;
     }
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-        return ph_fail(err, errno, "mkdir `%s`", tmp);
     return 0;
-}
-
-/* Files we write belong to the person who asked: under sudo that is
- * SUDO_UID, not root (the setup we replace left root-owned files). */
-void
-ph_run_give(const char *path)
-{
-    const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
-    char *end;
-    long uid, gid;
-
-    if (geteuid() != 0 || u == NULL || g == NULL)
-        return;
-    uid = strtol(u, &end, 10);
-    if (*end != '\0')
-        return;
-    gid = strtol(g, &end, 10);
-    if (*end != '\0')
-        return;
-    if (lchown(path, (uid_t)uid, (gid_t)gid) < 0)
-        ph_debug("chown `%s`: %s", path, strerror(errno));
-}
-
-void
-ph_run_give_tree(const char *dir)
-{
-    DIR *d;
-    struct dirent *de;
-    char p[PATH_MAX];
-
-    if (getenv("SUDO_UID") == NULL || geteuid() != 0)
-        return;
-    ph_run_give(dir);
-    d = opendir(dir);
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        if (de->d_type == DT_DIR)
-            ph_run_give_tree(p);
-        else
-            ph_run_give(p);
-    }
-    closedir(d);
 }
 
 int
@@ -202,7 +208,8 @@ ph_run_new(const ph_run_opts *o, ph_error_t *err)
         ph_fail(err, errno, "allocate");
         goto fail;
     }
-    if (ph_compose_load(o->compose_file, o->project, &r->compose, err) < 0)
+    if ((o->compose ? ph_compose_open(o->compose, &r->compose, err)
+                    : ph_compose_load(o->compose_file, o->project, &r->compose, err)) < 0)
         goto fail;
     if (ph_profiles_load_dir(o->profiles_dir, &r->profiles, err) < 0)
         goto fail;
@@ -266,6 +273,8 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
             dup |= out->v[j] == s;
         if (!dup)
             out->v[out->n++] = s;
+        /* Naming a service enables its profiles, as compose does. */
+        ph_compose_enable(c, s);
     }
     return 0;
 }
@@ -321,7 +330,7 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
             const char *svc = ph_run_label(c, PH_LABEL_SERVICE);
             const char *since = ph_run_label(c, PH_LABEL_STARTED);
             const char *dir = ph_run_label(c, PH_LABEL_OUTDIR);
-            char created[32] = "-";
+            char created[32] = "-", e_mode[64], e_state[32], e_since[64], e_dir[PATH_MAX];
 
             if (svc == NULL || strcmp(svc, s->name) != 0)
                 continue;
@@ -332,8 +341,11 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
                 strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
                 since = created;
             }
-            fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name, ph_run_label(c, PH_LABEL_MODE),
-                    json_string_value(json_object_get(c, "State")), since, dir ? dir : "-");
+            /* Labels and states are the Engine's answer: escaped. */
+            fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name,
+                    ph_escape(e_mode, sizeof e_mode, ph_run_label(c, PH_LABEL_MODE)),
+                    ph_escape(e_state, sizeof e_state, json_string_value(json_object_get(c, "State"))),
+                    ph_escape(e_since, sizeof e_since, since), dir ? ph_escape(e_dir, sizeof e_dir, dir) : "-");
             shown = 1;
         }
         if (!shown)

@@ -8,7 +8,9 @@
  *
  * Data is never lost on a fault: a profiled container is removed only after
  * its artifacts are renamed into place on the host; when collection fails
- * the container is kept and the error's hint says how to retry.
+ * the container is kept and the error's hint says how to retry (or, when
+ * nothing can be collected, how to give the run up with ph_run_discard).
+ * A container and its Engine are not trusted: see ph_run_collect.c.
  */
 #ifndef PH_RUN_H
 #define PH_RUN_H
@@ -29,9 +31,11 @@
 
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
+#define PH_RECORD_MAX    65536                     /* larger is no record of ours */
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
 
 typedef struct ph_run_opts {
+    const ph_compose_opts *compose; /* files, project, env files, profiles; when NULL: */
     const char *compose_file;
     const char *profiles_dir;
     const char *out_dir;
@@ -52,7 +56,13 @@ ph_profile_set *ph_run_profiles(ph_run *r);
  * An unknown name is a PH_EXIT_USAGE error before anything is touched. */
 int ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *err);
+/* Stop and collect.  Fails (container kept, hint set) when a service
+ * cannot be collected; status PH_EXIT_SIGNAL + N when interrupted. */
 int ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err);
+/* Give runs up: remove the profiled containers of SERVICES without
+ * collecting, after saying what is lost.  For a container whose artifacts
+ * are gone or cannot be read, which `stop` would keep forever. */
+int ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);

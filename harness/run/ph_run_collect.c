@@ -1,14 +1,33 @@
-/* ph_run_collect.c - stop and collect.
+/* ph_run_collect.c - stop, collect, discard.
  *
  *   stop     flock(<out>/<service>/.lock) -> SIGTERM to the shim (which
  *            signals the profiled process and escalates only after the
  *            profile's grace) -> Engine wait -> stream the artifacts out
- *            through libarchive into a temp dir -> rename into place ->
- *            links -> only then remove the container.
+ *            through libarchive into a fresh temp dir -> hand it to the
+ *            invoker -> rename into place -> links -> only then remove the
+ *            container.
  *
- * The lock makes a second `stop` of the same service wait for the first and
- * then find nothing to stop.  On any failure the container is kept and the
- * error's hint says how to recover.
+ * The lock makes a second `stop` (or a `collect`) of the same service wait
+ * for the first and then find nothing to stop.  On any failure the
+ * container is kept, the temp dir removed, and the error's hint says how to
+ * recover, including how to give the run up (`stop --discard`) when it
+ * cannot be collected at all.
+ *
+ * What the container wrote is hostile until proven otherwise, and so is
+ * <out>/<service>/ itself, which belongs to the invoker under sudo:
+ *   - everything below <out>/<service> is reached through directory fds
+ *     (openat and friends with O_NOFOLLOW), never by a path that could
+ *     cross a link planted between two calls; the temp dir is made fresh
+ *     with a random name (never reused) and extracted through its fd;
+ *   - temp entries are named `.incoming-*` and made only under the lock,
+ *     so any found while holding it were left by a harness that died:
+ *     they are removed (the container of that run was kept);
+ *   - the completion record is read with a size cap and must have the
+ *     shim's fields, else the run is marked "no valid completion record";
+ *   - every name and field printed is escaped (ph_escape.h);
+ *   - from temp dir to rename, SIGINT/SIGTERM only set a flag
+ *     (ph_signal.h) that the stream callback checks: the temp dir is
+ *     removed and the container kept, exit 128+N.
  */
 #include "ph_run_int.h"
 
@@ -16,9 +35,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <ftw.h>
 #include <sys/file.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +45,265 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ph_escape.h"
+#include "ph_fs.h"
 #include "ph_log.h"
+#include "ph_signal.h"
 #include "ph_util.h"
+#include "ph_report.h"
 #include "ph_tar.h"
+
+#define TEMP_PREFIX ".incoming-"
+/* Seconds in run.json: enough digits for nanoseconds over a day, and no
+ * 1.1890000000000001. */
+#define META_DUMP_FLAGS (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9))
+
+/* ---- the completion record --------------------------------------------- */
+
+static int
+record_problem(char *problem, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int
+record_problem(char *problem, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(problem, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int
+is_int_field(json_t *rec, const char *key)
+{
+    return json_is_integer(json_object_get(rec, key));
+}
+
+int
+ph_run_record_check(json_t *rec, char *problem, size_t len)
+{
+    json_t *v, *x;
+    size_t i;
+
+    if (!json_is_object(rec))
+        return record_problem(problem, len, "%s is not a JSON object", PH_RECORD_NAME);
+    if (!is_int_field(rec, "version") || json_integer_value(json_object_get(rec, "version")) < 1)
+        return record_problem(problem, len, "%s has no `version` (an integer >= 1)", PH_RECORD_NAME);
+    if (!is_int_field(rec, "exit_code"))
+        return record_problem(problem, len, "%s has no integer `exit_code`", PH_RECORD_NAME);
+    v = json_object_get(rec, "signal");
+    if (v == NULL || !(json_is_null(v) || json_is_string(v)))
+        return record_problem(problem, len, "%s has no `signal` (a name or null)", PH_RECORD_NAME);
+    v = json_object_get(rec, "escalations");
+    if (!json_is_array(v))
+        return record_problem(problem, len, "%s has no `escalations` (a list of signal names)", PH_RECORD_NAME);
+    json_array_foreach(v, i, x) {
+        if (!json_is_string(x))
+            return record_problem(problem, len, "%s: `escalations` holds something other than a signal name",
+                                  PH_RECORD_NAME);
+    }
+    v = json_object_get(rec, "wrapper_killed");
+    if (v != NULL && !json_is_boolean(v))
+        return record_problem(problem, len, "%s: `wrapper_killed` is not true or false", PH_RECORD_NAME);
+    v = json_object_get(rec, "complete");
+    if (v != NULL && !json_is_boolean(v))
+        return record_problem(problem, len, "%s: `complete` is not true or false", PH_RECORD_NAME);
+    v = json_object_get(rec, "outcome");
+    if (v != NULL && !json_is_string(v))
+        return record_problem(problem, len, "%s: `outcome` is not a string", PH_RECORD_NAME);
+    return 0;
+}
+
+/* Did the profiler get to finish writing?  Records that have `complete`
+ * say so; older ones only tell that ph-init had to kill the wrapper. */
+static int
+record_profiler_complete(json_t *rec)
+{
+    json_t *c = json_object_get(rec, "complete");
+
+    if (json_is_boolean(c))
+        return json_is_true(c);
+    return !json_is_true(json_object_get(rec, "wrapper_killed"));
+}
+
+int
+ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem, size_t len)
+{
+    ph_cleanup_close int fd = -1;
+    char *buf = NULL;
+    size_t got = 0;
+    struct stat st;
+    json_error_t jerr;
+    json_t *rec;
+
+    *out = NULL;
+    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return record_problem(problem, len, "%s is missing", PH_RECORD_NAME);
+        if (errno == ELOOP)
+            return record_problem(problem, len, "%s is a symbolic link", PH_RECORD_NAME);
+        return record_problem(problem, len, "%s cannot be opened: %s", PH_RECORD_NAME, strerror(errno));
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return record_problem(problem, len, "%s is not a regular file", PH_RECORD_NAME);
+    if (st.st_size > PH_RECORD_MAX)
+        return record_problem(problem, len, "%s is %lld bytes (limit %d)", PH_RECORD_NAME, (long long)st.st_size,
+                              PH_RECORD_MAX);
+    /* One byte more than the cap: a file that grew after fstat is caught. */
+    buf = malloc(PH_RECORD_MAX + 1);
+    if (buf == NULL)
+        return record_problem(problem, len, "%s: out of memory", PH_RECORD_NAME);
+    for (;;) {
+        ssize_t n = read(fd, buf + got, PH_RECORD_MAX + 1 - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            return record_problem(problem, len, "%s cannot be read: %s", PH_RECORD_NAME, strerror(errno));
+        }
+        if (n == 0 || (got += (size_t)n) > PH_RECORD_MAX)
+            break;
+    }
+    if (got > PH_RECORD_MAX) {
+        free(buf);
+        return record_problem(problem, len, "%s is over %d bytes", PH_RECORD_NAME, PH_RECORD_MAX);
+    }
+    rec = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &jerr);
+    free(buf);
+    if (rec == NULL)
+        return record_problem(problem, len, "%s is not JSON (line %d: %s)", PH_RECORD_NAME, jerr.line, jerr.text);
+    if (ph_run_record_check(rec, problem, len) < 0) {
+        json_decref(rec);
+        return -1;
+    }
+    *out = rec;
+    return 0;
+}
+
+/* ---- the service directory and its lock --------------------------------- */
+
+/* The run label names a directory: nothing but [A-Za-z0-9._-], no leading
+ * dot, bounded. */
+static int
+safe_name(const char *s)
+{
+    size_t n = 0;
+
+    if (s == NULL || s[0] == '\0' || s[0] == '.')
+        return 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-'))
+            return 0;
+    }
+    return n < 128;
+}
+
+/* Open <out>/<service> (made when missing; what is made is the invoker's),
+ * refusing a link there: everything below it is reached through this fd. */
+static int
+open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
+{
+    ph_cleanup_close int out = -1;
+    char esc[256];
+    int fd;
+
+    if (!safe_name(service))
+        return ph_fail(err, 0, "`%s` is no service name profharness writes a directory for",
+                       ph_escape(esc, sizeof esc, service));
+    if (ph_run_mkdir_p(r->opts.out_dir, err) < 0)
+        return -1;
+    out = open(r->opts.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (out < 0)
+        return ph_fail(err, errno, "open `%s`", r->opts.out_dir);
+    if (mkdirat(out, service, 0755) == 0)
+        ph_run_give_at(out, service);
+    else if (errno != EEXIST)
+        return ph_fail(err, errno, "mkdir `%s/%s`", r->opts.out_dir, service);
+    fd = openat(out, service, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        struct stat st;
+        int e = errno;
+
+        if (fstatat(out, service, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+            ph_fail(err, 0, "`%s/%s` is a symbolic link: runs are written only into a real directory",
+                    r->opts.out_dir, service);
+            return ph_error_hint(err, "remove the link, or point -o at the directory it names");
+        }
+        return ph_fail(err, e, "open `%s/%s`", r->opts.out_dir, service);
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+/* Under the lock no other harness is collecting: every temp entry is a
+ * leftover of one that died (its container was kept, so nothing is lost). */
+static void
+remove_stale_temps(ph_run *r, int svcfd, const char *service)
+{
+    DIR *d = ph_fs_opendir_at(svcfd);
+    struct dirent *de;
+    ph_strv stale = { 0 };
+
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0 && ph_strv_push(&stale, de->d_name) < 0)
+            break;
+    closedir(d);
+    for (size_t i = 0; i < stale.n; i++) {
+        ph_error_t e = NULL;
+        char esc[256];
+
+        ph_escape(esc, sizeof esc, stale.v[i]);
+        if (ph_fs_remove_tree_at(svcfd, stale.v[i], &e) < 0) {
+            ph_warn("%s: cannot remove `%s/%s/%s`, left by an interrupted collection: %s", service,
+                    r->opts.out_dir, service, esc, e->msg);
+            ph_error_free(&e);
+        } else {
+            ph_info("%s: removed `%s/%s/%s`, left by an interrupted collection", service, r->opts.out_dir,
+                    service, esc);
+        }
+    }
+    ph_strv_free(&stale);
+}
+
+int
+ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err)
+{
+    ph_cleanup_close int svcfd = -1;
+    int fd;
+
+    if (open_service_dir(r, service, &svcfd, err) < 0)
+        return -1;
+    fd = openat(svcfd, ".lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        ph_run_give_at(svcfd, ".lock");
+    else if (errno == EEXIST)
+        fd = openat(svcfd, ".lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return ph_fail(err, errno, "open `%s/%s/.lock`", r->opts.out_dir, service);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK) {
+            close(fd);
+            return ph_fail(err, errno, "lock `%s/%s/.lock`", r->opts.out_dir, service);
+        }
+        ph_info("%s: another profharness is stopping or collecting this service; waiting for it", service);
+        if (flock(fd, LOCK_EX) < 0) {
+            close(fd);
+            return ph_fail(err, errno, "lock `%s/%s/.lock`", r->opts.out_dir, service);
+        }
+    }
+    remove_stale_temps(r, svcfd, service);
+    *lock_out = fd;
+    *svcfd_out = svcfd;
+    svcfd = -1;
+    return 0;
+}
 
 /* ---- collection ------------------------------------------------------- */
 
@@ -38,63 +313,75 @@ typedef struct stage {
 } stage;
 
 typedef struct collect_result {
-    char run_dir[PATH_MAX];
+    char run_dir[PATH_MAX];   /* as the user can open it: <out>/<service>/<run> */
+    int run_fd;               /* the run dir, wherever it is moved: run.json goes there */
     ph_tar_stats stats;
-    json_t *record;      /* the shim's completion record, or NULL */
+    json_t *record;           /* the shim's completion record, or NULL ... */
+    char record_problem[256]; /* ... and why */
+    json_t *missing;          /* globs of the mode's artifacts that matched nothing */
+    int oom_killed;           /* the Engine says the kernel's OOM killer struck */
 } collect_result;
 
-static int
-remove_entry_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static void
+collect_result_done(collect_result *res)
 {
-    (void)st; (void)flag; (void)ftw;
-    remove(path);
-    return 0;
+    if (res->run_fd >= 0)
+        close(res->run_fd);
+    res->run_fd = -1;
+    json_decref(res->record);
+    res->record = NULL;
+    json_decref(res->missing);
+    res->missing = NULL;
 }
 
-static void
-remove_tree(const char *dir)
-{
-    nftw(dir, remove_entry_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
+typedef struct extract_ctx {
+    ph_tar_extract *x;
+    ph_error_t *err;
+} extract_ctx;
 
 static int
 extract_cb(void *ud, const char *data, size_t len)
 {
-    void **a = ud;
-    ph_tar_extract *x = a[0];
-    ph_error_t *err = a[1];
+    extract_ctx *a = ud;
+    int sig = ph_interrupted();
 
-    return ph_tar_extract_feed(x, data, len, err);
+    if (sig != 0)
+        return ph_interrupt_fail(a->err, sig);
+    return ph_tar_extract_feed(a->x, data, len, a->err);
 }
 
-/* Replace LINK with a symlink to TARGET, atomically. */
-static int
-link_replace(const char *target, const char *link, ph_error_t *err)
+int
+ph_run_link_replace(int svcfd, const char *target, const char *link, ph_error_t *err)
 {
-    char tmp[PATH_MAX];
+    char tmp[64];
 
-    snprintf(tmp, sizeof tmp, "%s.tmp-%d", link, (int)getpid());
-    unlink(tmp);
-    if (symlink(target, tmp) < 0)
-        return ph_fail(err, errno, "symlink `%s`", tmp);
-    ph_run_give(tmp);
-    if (rename(tmp, link) < 0) {
+    for (int tries = 0;; tries++) {
+        memcpy(tmp, TEMP_PREFIX "link-", sizeof TEMP_PREFIX + 4);
+        ph_fs_random_name(tmp + sizeof TEMP_PREFIX + 4, 12);
+        tmp[sizeof TEMP_PREFIX + 16] = '\0';
+        if (symlinkat(target, svcfd, tmp) == 0)
+            break;
+        if (errno != EEXIST || tries == 100)
+            return ph_fail(err, errno, "symlink `%s`", tmp);
+    }
+    ph_run_give_at(svcfd, tmp);
+    if (renameat(svcfd, tmp, svcfd, link) < 0) {
         int e = errno;
-        unlink(tmp);
-        return ph_fail(err, e, "rename `%s` to `%s`", tmp, link);
+        unlinkat(svcfd, tmp, 0);
+        return ph_fail(err, e, "replace the link `%s`", link);
     }
     return 0;
 }
 
-/* The newest file in DIR matching GLOB, by mtime then name. */
+/* The newest regular file in the directory DIRFD matching GLOB, by mtime
+ * then name. */
 static int
-newest_match(const char *dir, const char *glob, char *out, size_t len)
+newest_match(int dirfd, const char *glob, char *out, size_t len)
 {
-    DIR *d = opendir(dir);
+    DIR *d = ph_fs_opendir_at(dirfd);
     struct dirent *de;
     struct stat st;
     time_t best = 0;
-    char p[PATH_MAX];
     int found = 0;
 
     if (d == NULL)
@@ -102,8 +389,7 @@ newest_match(const char *dir, const char *glob, char *out, size_t len)
     while ((de = readdir(d)) != NULL) {
         if (fnmatch(glob, de->d_name, 0) != 0)
             continue;
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        if (stat(p, &st) < 0 || !S_ISREG(st.st_mode))
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
         if (!found || st.st_mtime > best || (st.st_mtime == best && strcmp(de->d_name, out) > 0)) {
             snprintf(out, len, "%s", de->d_name);
@@ -116,113 +402,193 @@ newest_match(const char *dir, const char *glob, char *out, size_t len)
 }
 
 static int
-update_links(ph_run *r, const char *svc_dir, const char *run_name, const char *mode, ph_error_t *err)
+update_links(ph_run *r, int svcfd, int runfd, const char *run_name, const char *mode, ph_error_t *err)
 {
-    char link[PATH_MAX], target[PATH_MAX], run_dir[PATH_MAX], file[NAME_MAX + 1];
+    char target[PATH_MAX], file[NAME_MAX + 1];
     ph_profile *p = ph_profiles_find(&r->profiles, mode);
 
-    snprintf(link, sizeof link, "%s/latest", svc_dir);
-    if (link_replace(run_name, link, err) < 0)
+    if (ph_run_link_replace(svcfd, run_name, "latest", err) < 0)
         return -1;
     if (p == NULL)
         return 0;
-    snprintf(run_dir, sizeof run_dir, "%s/%s", svc_dir, run_name);
     for (size_t i = 0; i < p->n_artifacts; i++) {
         const ph_artifact_spec *a = &p->artifacts[i];
 
-        if (a->latest == NULL || !newest_match(run_dir, a->glob, file, sizeof file))
+        if (a->latest == NULL || !newest_match(runfd, a->glob, file, sizeof file))
             continue;
-        snprintf(link, sizeof link, "%s/%s", svc_dir, a->latest);
         snprintf(target, sizeof target, "%s/%s", run_name, file);
-        if (link_replace(target, link, err) < 0)
+        if (ph_run_link_replace(svcfd, target, a->latest, err) < 0)
             return -1;
     }
     return 0;
 }
 
-static int
-write_json_file(const char *path, json_t *j, ph_error_t *err)
+int
+ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
 {
-    char tmp[PATH_MAX];
+    char tmp[64];
+    int fd = -1;
 
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (json_dump_file(j, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0)
-        return ph_fail(err, errno, "write `%s`", tmp);
-    if (rename(tmp, path) < 0)
-        return ph_fail(err, errno, "rename `%s`", tmp);
-    ph_run_give(path);
+    for (int tries = 0; fd < 0; tries++) {
+        memcpy(tmp, TEMP_PREFIX, sizeof TEMP_PREFIX - 1);
+        ph_fs_random_name(tmp + sizeof TEMP_PREFIX - 1, 12);
+        tmp[sizeof TEMP_PREFIX + 11] = '\0';
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && (errno != EEXIST || tries == 100))
+            return ph_fail(err, errno, "write `%s`", shown);
+    }
+    if (json_dumpfd(j, fd, META_DUMP_FLAGS) < 0 || write(fd, "\n", 1) != 1) {
+        int e = errno;
+        close(fd);
+        unlinkat(dirfd, tmp, 0);
+        return ph_fail(err, e, "write `%s`", shown);
+    }
+    if (close(fd) < 0) {
+        int e = errno;
+        unlinkat(dirfd, tmp, 0);
+        return ph_fail(err, e, "write `%s`", shown);
+    }
+    ph_run_give_at(dirfd, tmp);
+    if (renameat(dirfd, tmp, dirfd, name) < 0) {
+        int e = errno;
+        unlinkat(dirfd, tmp, 0);
+        return ph_fail(err, e, "rename into `%s`", shown);
+    }
     return 0;
 }
 
-/* Stream /opt/profiling/<service> out of container C into a new run dir.
- * SNAPSHOT: a copy while it runs (a distinct name, links untouched). */
+/* The globs of MODE's artifacts that match no regular file in DIRFD: what
+ * the profiler did not write (a process killed by SIGKILL, a sampler that
+ * never reached its first write). */
+static json_t *
+missing_artifacts(ph_run *r, const char *mode, int dirfd)
+{
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+    json_t *missing = json_array();
+    char file[NAME_MAX + 1];
+
+    for (size_t i = 0; p != NULL && missing != NULL && i < p->n_artifacts; i++)
+        if (!newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+            json_array_append_new(missing, json_string(p->artifacts[i].glob));
+    return missing;
+}
+
+/* Remove the temp dir NAME in SVCFD whose fd is TMPFD: its contents through
+ * the fd (what is in our dir, wherever it is), then the name if it is
+ * still our dir. */
+static void
+remove_temp(const char *svc_path, int svcfd, const char *name, int tmpfd)
+{
+    ph_error_t e = NULL;
+    struct stat a, b;
+
+    if (ph_fs_remove_tree_at(tmpfd, ".", &e) < 0) {
+        ph_warn("could not empty the temp dir `%s/%s`: %s", svc_path, name, e->msg);
+        ph_error_free(&e);
+    }
+    if (fstat(tmpfd, &a) == 0 && fstatat(svcfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        unlinkat(svcfd, name, AT_REMOVEDIR);
+}
+
+/* Stream /opt/profiling/<service> out of container C into a new run dir
+ * under SVCFD (locked).  SNAPSHOT: a copy while it runs (a distinct name,
+ * links untouched).  On failure nothing is left on the host. */
 static int
-collect_into_run_dir(ph_run *r, json_t *c, int snapshot, stage *stages, size_t *n_stages,
+collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stages, size_t *n_stages,
                      collect_result *res, ph_error_t *err)
 {
     const char *id = json_string_value(json_object_get(c, "Id"));
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
     const char *mode = ph_run_label(c, PH_LABEL_MODE);
     const char *run = ph_run_label(c, PH_LABEL_RUN);
-    char svc_dir[PATH_MAX], tmp[PATH_MAX], src[PATH_MAX], run_name[NAME_MAX], stamp[17], rec[PATH_MAX];
+    char tmp[NAME_MAX + 1], dest[64], src[PATH_MAX], run_name[NAME_MAX], final[NAME_MAX + 1], stamp[17], esc[256];
     ph_tar_extract *x = NULL;
-    void *args[2];
+    extract_ctx ctx;
+    int tmpfd = -1, sig;
+    uid_t uid;
+    gid_t gid;
     double t0;
     ph_engine *e;
-    struct stat st;
 
+    res->run_fd = -1;
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
     if (service == NULL || run == NULL || mode == NULL)
         return ph_fail(err, 0, "container %.12s has no profharness labels", id);
-    snprintf(svc_dir, sizeof svc_dir, "%s/%s", r->opts.out_dir, service);
-    if (ph_run_mkdir_p(svc_dir, err) < 0)
-        return -1;
-    ph_run_give(r->opts.out_dir);
-    ph_run_give(svc_dir);
+    if (!safe_name(run))
+        return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", id,
+                       ph_escape(esc, sizeof esc, run));
     ph_run_utc_stamp(stamp);
     if (snapshot)
         snprintf(run_name, sizeof run_name, "%s-snapshot-%s", run, stamp);
     else
         snprintf(run_name, sizeof run_name, "%s", run);
-    snprintf(tmp, sizeof tmp, "%s/.incoming-%s-%d", svc_dir, run_name, (int)getpid());
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-        return ph_fail(err, errno, "mkdir `%s`", tmp);
+    if (ph_fs_mkdtemp_at(svcfd, TEMP_PREFIX, 0700, tmp, sizeof tmp, err) < 0)
+        return ph_error_wrap(err, "collect the artifacts of `%s` into `%s/%s`", service, r->opts.out_dir, service);
+    tmpfd = openat(svcfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tmpfd < 0) {
+        ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, service, tmp);
+        unlinkat(svcfd, tmp, AT_REMOVEDIR);
+        return ph_error_wrap(err, "collect the artifacts of `%s`", service);
+    }
 
     t0 = ph_run_now();
-    x = ph_tar_extract_new(tmp, 1, err);
+    /* The extractor opens a path: its own fd's, so no link planted under
+     * <out>/<service> meanwhile can redirect it. */
+    snprintf(dest, sizeof dest, "/proc/self/fd/%d", tmpfd);
+    x = ph_tar_extract_new(dest, 1, NULL, err);
     if (x == NULL)
         goto fail;
-    args[0] = x;
-    args[1] = err;
+    ctx.x = x;
+    ctx.err = err;
     snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, service);
-    if (ph_engine_archive_get(e, id, src, extract_cb, args, err) < 0)
+    if (ph_engine_archive_get(e, id, src, extract_cb, &ctx, err) < 0)
         goto fail;
     if (ph_tar_extract_finish(x, &res->stats, err) < 0)
         goto fail;
     ph_tar_extract_free(x);
     x = NULL;
+    if ((sig = ph_interrupted()) != 0) {
+        ph_interrupt_fail(err, sig);
+        goto fail;
+    }
     stages[(*n_stages)++] = (stage){ "stream and extract artifacts", ph_run_now() - t0 };
 
     t0 = ph_run_now();
-    snprintf(rec, sizeof rec, "%s/%s", tmp, PH_RECORD_NAME);
-    res->record = json_load_file(rec, 0, NULL);
-    snprintf(res->run_dir, sizeof res->run_dir, "%s/%s", svc_dir, run_name);
-    for (int k = 2; lstat(res->run_dir, &st) == 0 && k < 1000; k++)
-        snprintf(res->run_dir, sizeof res->run_dir, "%s/%s.%d", svc_dir, run_name, k);
-    ph_run_give_tree(tmp);
-    if (rename(tmp, res->run_dir) < 0) {
-        ph_fail(err, errno, "rename `%s` to `%s`", tmp, res->run_dir);
+    ph_run_record_read(tmpfd, PH_RECORD_NAME, &res->record, res->record_problem, sizeof res->record_problem);
+    res->missing = missing_artifacts(r, mode, tmpfd);
+    if (fchmod(tmpfd, 0755) < 0) {
+        ph_fail(err, errno, "chmod `%s/%s/%s`", r->opts.out_dir, service, tmp);
         goto fail;
     }
-    if (!snapshot && update_links(r, svc_dir, strrchr(res->run_dir, '/') + 1, mode, err) < 0)
-        return -1; /* the artifacts are in place; only the links failed */
+    /* Through our fd: the tree we extracted, whatever the name points at. */
+    if (ph_run_invoker(&uid, &gid) && ph_fs_chown_tree_at(tmpfd, ".", uid, gid, err) < 0)
+        goto fail;
+    if ((sig = ph_interrupted()) != 0) {
+        ph_interrupt_fail(err, sig);
+        goto fail;
+    }
+    snprintf(final, sizeof final, "%s", run_name);
+    for (int k = 2; renameat2(svcfd, tmp, svcfd, final, RENAME_NOREPLACE) < 0; k++) {
+        if ((errno != EEXIST && errno != ENOTEMPTY) || k == 1000) {
+            ph_fail(err, errno, "rename `%s/%s/%s` to `%s`", r->opts.out_dir, service, tmp, final);
+            goto fail;
+        }
+        snprintf(final, sizeof final, "%s.%d", run_name, k);
+    }
+    snprintf(res->run_dir, sizeof res->run_dir, "%s/%s/%s", r->opts.out_dir, service, final);
+    res->run_fd = tmpfd;
+    if (!snapshot && update_links(r, svcfd, tmpfd, final, mode, err) < 0)
+        return ph_error_wrap(err, "the artifacts are in place in %s, but", res->run_dir);
     stages[(*n_stages)++] = (stage){ "rename into place and link", ph_run_now() - t0 };
     return 0;
 fail:
     ph_tar_extract_free(x);
     /* Keep nothing half-written: the container still has everything. */
-    remove_tree(tmp);
+    snprintf(src, sizeof src, "%s/%s", r->opts.out_dir, service);
+    remove_temp(src, svcfd, tmp, tmpfd);
+    close(tmpfd);
     return ph_error_wrap(err, "collect the artifacts of `%s`", service);
 }
 
@@ -241,39 +607,57 @@ print_stages(const char *service, const stage *st, size_t n)
 }
 
 static void
-describe_record(const char *service, json_t *rec)
+describe_record(const char *service, const collect_result *res)
 {
-    json_t *esc;
+    json_t *rec = res->record, *esc_list, *g;
     const char *sig;
+    char esc[128], globs[512] = "";
+    size_t i, o = 0;
 
+    json_array_foreach(res->missing, i, g)
+        o += (size_t)snprintf(globs + o, o < sizeof globs ? sizeof globs - o : 0, "%s`%s`", i ? ", " : "",
+                              json_string_value(g));
+    if (o > 0)
+        ph_warn("%s: the profiler wrote no %s (listed in %s as missing_artifacts; %s says how the service ended)",
+                service, globs, PH_RUN_META_NAME, PH_RECORD_NAME);
+    /* The kernel's SIGKILL is no stop: whoever it hit had no chance to
+     * flush, and the record (written by ph-init, which survived) may not
+     * know it was the OOM killer. */
+    if (res->oom_killed)
+        ph_warn("%s: the OOM killer struck in the container (its memory limit): what the profiler wrote may be "
+                "incomplete", service);
     if (rec == NULL) {
-        ph_warn("%s: no completion record (%s): the profiled process did not stop through the shim; "
-                "output may be incomplete", service, PH_RECORD_NAME);
+        ph_warn("%s: no valid completion record: %s; the profiled process may not have stopped through the "
+                "shim, so output may be incomplete (marked in %s)", service, res->record_problem, PH_RUN_META_NAME);
         return;
     }
     sig = json_string_value(json_object_get(rec, "signal"));
-    esc = json_object_get(rec, "escalations");
+    esc_list = json_object_get(rec, "escalations");
     if (sig != NULL)
-        ph_info("%s: service ended by %s (exit %lld)", service, sig,
+        ph_info("%s: service ended by %s (exit %lld)", service, ph_escape(esc, sizeof esc, sig),
                 (long long)json_integer_value(json_object_get(rec, "exit_code")));
     else
         ph_info("%s: service exited with status %lld", service,
                 (long long)json_integer_value(json_object_get(rec, "exit_code")));
-    if (json_array_size(esc) > 0)
-        ph_warn("%s: the service did not stop on its stop signal; escalated (%zu step%s, see %s)",
-                service, json_array_size(esc), json_array_size(esc) == 1 ? "" : "s", PH_RECORD_NAME);
+    if (json_array_size(esc_list) > 0)
+        ph_warn("%s: the service did not stop on its stop signal; escalated (%zu step%s, see %s)", service,
+                json_array_size(esc_list), json_array_size(esc_list) == 1 ? "" : "s", PH_RECORD_NAME);
+    if (!record_profiler_complete(rec) && !res->oom_killed)
+        ph_warn("%s: the profiler itself was killed before it could finish: what it wrote may be incomplete "
+                "(see %s)", service, PH_RECORD_NAME);
 }
 
 static int
 write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, ph_error_t *err)
 {
     json_t *meta, *stages = json_array();
-    char path[PATH_MAX], ended[32];
+    char ended[32], shown[PATH_MAX + 16];
+    int rc;
 
     ph_run_utc_iso(ended, sizeof ended);
     for (size_t i = 0; i < n; i++)
         json_array_append_new(stages, json_pack("{s:s, s:f}", "name", st[i].name, "seconds", st[i].seconds));
-    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?}",
+    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?, s:s?, s:O?, s:b}",
                      "service", ph_run_label(c, PH_LABEL_SERVICE),
                      "mode", ph_run_label(c, PH_LABEL_MODE),
                      "run", ph_run_label(c, PH_LABEL_RUN),
@@ -284,15 +668,16 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
                      "bytes", (json_int_t)res->stats.bytes,
                      "refused_entries", (json_int_t)res->stats.refused,
                      "stages", stages,
-                     "completion", res->record);
+                     "completion", res->record,
+                     "completion_problem", res->record == NULL ? res->record_problem : NULL,
+                     "missing_artifacts", res->missing,
+                     "oom_killed", res->oom_killed);
     if (meta == NULL)
         return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
-    snprintf(path, sizeof path, "%s/%s", res->run_dir, PH_RUN_META_NAME);
-    {
-        int rc = write_json_file(path, meta, err);
-        json_decref(meta);
-        return rc;
-    }
+    snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
+    rc = ph_run_write_json_at(res->run_fd, shown, PH_RUN_META_NAME, meta, err);
+    json_decref(meta);
+    return rc;
 }
 
 /* ---- stop ------------------------------------------------------------- */
@@ -310,32 +695,42 @@ stop_budget_s(ph_run *r, json_t *c)
 }
 
 static int
-lock_service(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
+is_created(json_t *c)
 {
-    char dir[PATH_MAX], path[PATH_MAX];
-    int fd;
+    const char *state = json_string_value(json_object_get(c, "State"));
 
-    snprintf(dir, sizeof dir, "%s/%s", r->opts.out_dir, service);
-    if (ph_run_mkdir_p(dir, err) < 0)
-        return -1;
-    snprintf(path, sizeof path, "%s/.lock", dir);
-    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return ph_fail(err, errno, "open `%s`", path);
-    ph_run_give(path);
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno != EWOULDBLOCK) {
-            close(fd);
-            return ph_fail(err, errno, "lock `%s`", path);
-        }
-        ph_info("%s: another profharness is stopping this service; waiting for it", service);
-        if (flock(fd, LOCK_EX) < 0) {
-            close(fd);
-            return ph_fail(err, errno, "lock `%s`", path);
-        }
+    return state != NULL && strcmp(state, "created") == 0;
+}
+
+/* The run's report.html and summary.json, and its headline on stderr
+ * (stdout keeps the parseable "service<TAB>run dir" lines).  A report that
+ * cannot be written costs a warning, never the run: the artifacts are
+ * already in place. */
+static void
+write_report(ph_run *r, const char *run_dir)
+{
+    ph_report_headline h;
+    ph_error_t rerr = NULL;
+
+    if (ph_report_write_run(run_dir, &r->profiles, &h, &rerr) < 0) {
+        ph_warn("no report for %s: %s (the artifacts are there; retry with `profharness report %s`)", run_dir,
+                rerr->msg, run_dir);
+        ph_error_free(&rerr);
+        return;
     }
-    *fd_out = fd;
-    return 0;
+    ph_report_print_headline(stderr, &h);
+}
+
+/* contrib/profiling/index.html, after a command collected something. */
+static void
+write_index(ph_run *r)
+{
+    ph_error_t rerr = NULL;
+
+    if (ph_report_write_index(r->opts.out_dir, &rerr) < 0) {
+        ph_warn("the index of runs was not updated: %s (retry with `profharness report`)", rerr->msg);
+        ph_error_free(&rerr);
+    }
 }
 
 /* Gracefully stop one profiled container and collect it.  On any failure
@@ -346,10 +741,11 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     const char *service = ph_run_label(listed, PH_LABEL_SERVICE);
     const char *id = json_string_value(json_object_get(listed, "Id"));
     ph_cleanup_close int lock = -1;
+    ph_cleanup_close int svcfd = -1;
     json_t *fresh = NULL, *c;
     stage stages[8];
     size_t n_stages = 0;
-    collect_result res = { 0 };
+    collect_result res = { .run_fd = -1 };
     ph_engine *e;
     int found = 0, timed_out = 0, rc = -1;
     long code = 0, budget;
@@ -357,7 +753,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    if (lock_service(r, service, &lock, err) < 0)
+    if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return -1;
     /* Whoever held the lock may have collected it already. */
     if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
@@ -368,6 +764,15 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     }
     json_decref(fresh);
     c = listed;
+
+    if (is_created(c)) {
+        /* Made but never started (a start interrupted between create and
+         * start): nothing ran, so there is nothing to collect. */
+        if (ph_engine_container_remove(e, id, 1, err) < 0)
+            return ph_error_wrap(err, "remove the never-started container %.12s of `%s`", id, service);
+        ph_info("%s: container %.12s was created but never started: nothing to collect; removed", service, id);
+        return 0;
+    }
 
     budget = stop_budget_s(r, c);
     t0 = ph_run_now();
@@ -387,49 +792,79 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         goto keep;
     }
     stages[n_stages++] = (stage){ "signal until the profiler exited", ph_run_now() - t0 };
-
-    if (collect_into_run_dir(r, c, 0, stages, &n_stages, &res, err) < 0)
+    if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
         goto keep;
-    describe_record(service, res.record);
+    res.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
+    json_decref(fresh);
+
+    ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
+    if (collect_into_run_dir(r, c, svcfd, 0, stages, &n_stages, &res, err) < 0) {
+        ph_interrupt_end();
+        if (res.run_fd < 0)
+            goto keep;
+        /* In place; only the links failed: the container is not needed. */
+        ph_error_hint(err, "the run is complete in %s; the container %.12s is kept: remove it with "
+                      "`profharness stop --discard %s`", res.run_dir, id, service);
+        goto out;
+    }
+    describe_record(service, &res);
 
     t0 = ph_run_now();
     if (ph_engine_container_remove(e, id, 0, err) < 0) {
+        ph_interrupt_end();
         ph_error_wrap(err, "artifacts are safe in %s, but removing container %.12s failed", res.run_dir, id);
         ph_error_hint(err, "remove it by hand: docker rm %.12s", id);
         goto out;
     }
     stages[n_stages++] = (stage){ "remove the container", ph_run_now() - t0 };
-    if (write_run_meta(c, &res, stages, n_stages, err) < 0)
+    rc = write_run_meta(c, &res, stages, n_stages, err);
+    ph_interrupt_end();
+    if (rc < 0)
         goto out;
     print_stages(service, stages, n_stages);
+    write_report(r, res.run_dir);
     printf("%s\t%s\n", service, res.run_dir);
     fflush(stdout);
-    rc = 0;
     goto out;
 keep:
     ph_error_hint(err, "the container %.12s is kept with its artifacts; retry with `profharness stop %s` "
-                  "or `profharness collect %s`", id, service, service);
+                  "(or `profharness collect %s`); if it cannot be collected, give the run up with "
+                  "`profharness stop --discard %s`", id, service, service, service);
 out:
-    json_decref(res.record);
+    collect_result_done(&res);
     return rc;
 }
 
-int
-ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err)
+/* Stop (or discard) every profiled container of the services in SL.  A
+ * fault in one service does not strand the others; an interrupt stops
+ * before the next one. */
+static int
+for_each_profiled(ph_run *r, ph_svc_list *sl, int discard, int *acted, ph_error_t *err)
 {
-    int stopped = 0, failed = 0;
+    int failed = 0;
 
     for (size_t i = 0; i < sl->n; i++) {
         json_t *list = NULL, *c;
         size_t k;
+        int sig = ph_interrupted();
 
+        if (sig != 0) {
+            ph_interrupt_fail(err, sig);
+            return ph_error_wrap(err, "stopped before `%s`", sl->v[i]->name);
+        }
         if (ph_run_list(r, sl->v[i]->name, &list, err) < 0)
             return -1;
         json_array_foreach(list, k, c) {
+            int rc;
+
             if (!ph_run_is_profiled(c))
                 continue;
-            if (ph_run_stop_one(r, c, err) < 0) {
-                /* Keep going: one service's fault must not strand the others. */
+            rc = discard ? ph_run_discard_one(r, c, err) : ph_run_stop_one(r, c, err);
+            if (rc < 0) {
+                if ((*err)->status > PH_EXIT_SIGNAL) {
+                    json_decref(list);
+                    return -1;
+                }
                 if (sl->n > 1) {
                     ph_log(PH_LOG_ERROR, "%s", (*err)->msg);
                     if ((*err)->hint[0])
@@ -440,17 +875,30 @@ ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *
                 failed++;
                 continue;
             }
-            stopped++;
+            (*acted)++;
         }
         json_decref(list);
     }
     if (failed > 0) {
         if (*err == NULL)
-            ph_fail(err, 0, "%d service%s could not be stopped cleanly", failed, failed == 1 ? "" : "s");
+            ph_fail(err, 0, "%d service%s could not be %s cleanly", failed, failed == 1 ? "" : "s",
+                    discard ? "discarded" : "stopped");
         return -1;
     }
+    return 0;
+}
+
+int
+ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err)
+{
+    int stopped = 0;
+
+    if (for_each_profiled(r, sl, 0, &stopped, err) < 0)
+        return -1;
     if (stopped == 0 && !quiet_if_none)
         ph_info("nothing to stop: no profiled service is running in project `%s`", r->compose->project);
+    if (stopped > 0)
+        write_index(r);
     return 0;
 }
 
@@ -464,6 +912,75 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     rc = ph_run_stop_services(r, &sl, 0, err);
     free(sl.v);
+    return rc;
+}
+
+/* ---- discard ---------------------------------------------------------- */
+
+int
+ph_run_discard_one(ph_run *r, json_t *c, ph_error_t *err)
+{
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
+    const char *id = json_string_value(json_object_get(c, "Id"));
+    const char *run = ph_run_label(c, PH_LABEL_RUN);
+    const char *state = json_string_value(json_object_get(c, "State"));
+    ph_cleanup_close int lock = -1;
+    ph_cleanup_close int svcfd = -1;
+    char esc[256];
+    ph_engine *e;
+
+    if (ph_run_engine(r, &e, err) < 0 || ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
+        return -1;
+    ph_warn("%s: discarding container %.12s (%s, run %s) without collecting it: whatever it holds in %s/%s "
+            "is lost", service, id, state ? state : "?", ph_escape(esc, sizeof esc, run ? run : "?"),
+            PH_CONTAINER_OUT, service);
+    if (ph_engine_container_remove(e, id, 1, err) < 0)
+        return ph_error_wrap(err, "discard container %.12s of `%s`", id, service);
+    ph_info("%s: container %.12s removed; nothing was collected", service, id);
+    return 0;
+}
+
+int
+ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err)
+{
+    ph_svc_list sl;
+    int rc, discarded = 0;
+
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    rc = for_each_profiled(r, &sl, 1, &discarded, err);
+    if (rc == 0 && discarded == 0)
+        ph_info("nothing to discard: no profiled container in project `%s`", r->compose->project);
+    free(sl.v);
+    return rc;
+}
+
+/* ---- collect ---------------------------------------------------------- */
+
+/* A copy of what a running container has now, as a -snapshot- run. */
+static int
+snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
+{
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
+    ph_cleanup_close int lock = -1;
+    ph_cleanup_close int svcfd = -1;
+    stage st[4];
+    size_t ns = 0;
+    collect_result res = { .run_fd = -1 };
+    int rc;
+
+    if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
+        return -1;
+    ph_interrupt_begin();
+    rc = collect_into_run_dir(r, c, svcfd, 1, st, &ns, &res, err);
+    if (rc == 0)
+        rc = write_run_meta(c, &res, st, ns, err);
+    ph_interrupt_end();
+    if (rc == 0) {
+        write_report(r, res.run_dir);
+        printf("%s\t%s\n", service, res.run_dir);
+    }
+    collect_result_done(&res);
     return rc;
 }
 
@@ -487,21 +1004,8 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
             if (!ph_run_is_profiled(c))
                 continue;
             any = 1;
-            if (!ph_run_is_running(c)) {
-                /* A stopped profiled container: a stop that failed half way. */
-                rc = ph_run_stop_one(r, c, err);
-            } else {
-                stage st[4];
-                size_t ns = 0;
-                collect_result res = { 0 };
-
-                rc = collect_into_run_dir(r, c, 1, st, &ns, &res, err);
-                if (rc == 0) {
-                    rc = write_run_meta(c, &res, st, ns, err);
-                    printf("%s\t%s\n", sl.v[i]->name, res.run_dir);
-                }
-                json_decref(res.record);
-            }
+            /* A stopped profiled container: a stop that failed half way. */
+            rc = ph_run_is_running(c) ? snapshot_one(r, c, err) : ph_run_stop_one(r, c, err);
             if (rc < 0)
                 break;
         }
@@ -509,7 +1013,8 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
     }
     if (rc == 0 && !any)
         ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);
+    if (any)
+        write_index(r);
     free(sl.v);
     return rc;
 }
-

@@ -1,7 +1,11 @@
-/* ph_run_config.c - the Engine container configuration of a service: what
- * compose would create (ph_run_base_config), its networks and volumes, and
- * create-and-start with the `privileged` fallback.  The profiled variant is
- * derived from the base one in ph_run_start.c.
+/* ph_run_config.c - the loop's side of a service's container: the
+ * configuration compose would create (ph_compose_engine_config, with what
+ * only the running project knows: the image, the containers behind
+ * `service:` references), the project's networks and volumes as the
+ * compose file defines them, and create-and-start (extra networks,
+ * secrets and configs written in before start, the `privileged`
+ * fallback).  The profiled variant is derived from the base one in
+ * ph_run_start.c.
  */
 #include "ph_run_int.h"
 
@@ -15,7 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ph_compose_engine.h"
+#include "ph_image.h"
 #include "ph_log.h"
+#include "ph_tar.h"
 #include "ph_util.h"
 
 /* ---- container configuration ------------------------------------------ */
@@ -65,138 +72,153 @@ ph_run_service_image(ph_run *r, const ph_service *s)
     return img;
 }
 
-/* The configuration compose would give the service; the profiled variant
- * is derived from it by the caller.  Returns a new object or NULL. */
-json_t *
-ph_run_base_config(ph_run *r, const ph_service *s, const char *image, ph_error_t *err)
+/* The Engine API from 1.44 takes every network in the create call. */
+static int
+api_at_least(ph_engine *e, int major, int minor)
 {
-    json_t *cfg, *host, *env, *labels, *binds, *vols, *ports, *exposed, *eps;
-    char *net;
+    const char *v = ph_engine_api_version(e);
+    int ma = 0, mi = 0;
 
-    cfg = json_object();
-    host = json_object();
-    env = json_array();
-    labels = json_object();
-    binds = json_array();
-    vols = json_object();
-    ports = json_object();
-    exposed = json_object();
-    eps = json_object();
-    if (!cfg || !host || !env || !labels || !binds || !vols || !ports || !exposed || !eps) {
-        json_decref(cfg); json_decref(host); json_decref(env); json_decref(labels);
-        json_decref(binds); json_decref(vols); json_decref(ports); json_decref(exposed);
-        json_decref(eps);
-        ph_fail(err, ENOMEM, "build container config");
+    return v && sscanf(v, "%d.%d", &ma, &mi) == 2 && (ma > major || (ma == major && mi >= minor));
+}
+
+typedef struct lookup_ctx {
+    ph_run *r;
+    char id[256];
+} lookup_ctx;
+
+/* The running container of SERVICE (its name), for `service:` references
+ * and links. */
+static const char *
+container_of_cb(void *ud, const char *service)
+{
+    lookup_ctx *lc = ud;
+    json_t *list = NULL, *c;
+    size_t k;
+    const char *found = NULL;
+
+    if (ph_run_list(lc->r, service, &list, NULL) < 0)
         return NULL;
-    }
-    json_object_set_new(cfg, "Image", json_string(image));
-    if (s->has_entrypoint)
-        json_object_set_new(cfg, "Entrypoint", ph_run_strv_json(&s->entrypoint));
-    if (s->has_command)
-        json_object_set_new(cfg, "Cmd", ph_run_strv_json(&s->command));
-    for (size_t i = 0; i < s->environment.n; i++) {
-        const ph_kv *kv = &s->environment.v[i];
-        const char *val = kv->value ? kv->value : getenv(kv->key);
-        char *line = NULL;
+    json_array_foreach(list, k, c) {
+        const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 
-        if (val == NULL)
-            continue;
-        if (asprintf(&line, "%s=%s", kv->key, val) >= 0) {
-            json_array_append_new(env, json_string(line));
-            free(line);
+        if (ph_run_is_running(c) && name != NULL) {
+            snprintf(lc->id, sizeof lc->id, "%s", name[0] == '/' ? name + 1 : name);
+            found = lc->id;
+            break;
         }
     }
-    json_object_set_new(cfg, "Env", env);
-    if (s->working_dir)
-        json_object_set_new(cfg, "WorkingDir", json_string(s->working_dir));
-    if (s->user)
-        json_object_set_new(cfg, "User", json_string(s->user));
-    for (size_t i = 0; i < s->labels.n; i++)
-        json_object_set_new(labels, s->labels.v[i].key, json_string(s->labels.v[i].value ? s->labels.v[i].value : ""));
+    json_decref(list);
+    return found;
+}
+
+/* What only the running project knows, for the compose translation. */
+static int
+runtime_for(ph_run *r, const char *image, const char *name, lookup_ctx *lc, ph_compose_runtime *rt, ph_error_t *err)
+{
+    ph_engine *e;
+
+    if (ph_run_engine(r, &e, err) < 0)
+        return -1;
+    lc->r = r;
+    *rt = (ph_compose_runtime){ .image = image, .container_name = name, .container_of = container_of_cb, .ud = lc };
+    rt->all_endpoints = api_at_least(e, 1, 44);
+    rt->mac_in_endpoint = rt->all_endpoints;
+    return 0;
+}
+
+json_t *
+ph_run_base_config(ph_run *r, const ph_service *s, const char *image, const char *name, ph_error_t *err)
+{
+    lookup_ctx lc;
+    ph_compose_runtime rt;
+    json_t *cfg, *labels;
+
+    if (s->unsupported != NULL) {
+        ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
+                     s->unsupported, s->name);
+        return NULL;
+    }
+    if (runtime_for(r, image, name, &lc, &rt, err) < 0)
+        return NULL;
+    cfg = ph_compose_engine_config(r->compose, s, &rt, err);
+    if (cfg == NULL)
+        return NULL;
+    labels = json_object_get(cfg, "Labels");
     json_object_set_new(labels, PH_LABEL_PROJECT, json_string(r->compose->project));
     json_object_set_new(labels, PH_LABEL_SERVICE, json_string(s->name));
     json_object_set_new(labels, PH_LABEL_MODE, json_string("none"));
-    json_object_set_new(cfg, "Labels", labels);
-    if (s->stop_signal)
-        json_object_set_new(cfg, "StopSignal", json_string(s->stop_signal));
-    if (s->stop_grace_ns >= 0)
-        json_object_set_new(cfg, "StopTimeout", json_integer((s->stop_grace_ns + 999999999) / 1000000000));
-    if (s->healthcheck.present) {
-        json_t *hc = json_object();
-
-        if (s->healthcheck.disable)
-            json_object_set_new(hc, "Test", json_pack("[s]", "NONE"));
-        else
-            json_object_set_new(hc, "Test", ph_run_strv_json(&s->healthcheck.test));
-        if (s->healthcheck.interval_ns)
-            json_object_set_new(hc, "Interval", json_integer(s->healthcheck.interval_ns));
-        if (s->healthcheck.timeout_ns)
-            json_object_set_new(hc, "Timeout", json_integer(s->healthcheck.timeout_ns));
-        if (s->healthcheck.start_period_ns)
-            json_object_set_new(hc, "StartPeriod", json_integer(s->healthcheck.start_period_ns));
-        if (s->healthcheck.retries)
-            json_object_set_new(hc, "Retries", json_integer(s->healthcheck.retries));
-        json_object_set_new(cfg, "Healthcheck", hc);
-    }
-
-    for (size_t i = 0; i < s->n_volumes; i++) {
-        const ph_volume *v = &s->volumes[i];
-        char *b = NULL, *src = NULL;
-
-        if (v->source == NULL) {
-            json_object_set_new(vols, v->target, json_object());
-            continue;
-        }
-        src = v->bind ? strdup(v->source) : ph_run_project_name(r, v->source);
-        if (src && asprintf(&b, "%s:%s%s", src, v->target, v->read_only ? ":ro" : "") >= 0) {
-            json_array_append_new(binds, json_string(b));
-            free(b);
-        }
-        free(src);
-    }
-    json_object_set_new(cfg, "Volumes", vols);
-    json_object_set_new(host, "Binds", binds);
-
-    for (size_t i = 0; i < s->n_ports; i++) {
-        const ph_port *p = &s->ports[i];
-        char key[64];
-        json_t *bind, *arr;
-
-        snprintf(key, sizeof key, "%s/%s", p->container_port, p->protocol ? p->protocol : "tcp");
-        json_object_set_new(exposed, key, json_object());
-        if (p->host_port == NULL && p->host_ip == NULL)
-            continue;
-        arr = json_object_get(ports, key);
-        if (arr == NULL) {
-            arr = json_array();
-            json_object_set_new(ports, key, arr);
-        }
-        bind = json_object();
-        json_object_set_new(bind, "HostIp", json_string(p->host_ip ? p->host_ip : ""));
-        json_object_set_new(bind, "HostPort", json_string(p->host_port ? p->host_port : ""));
-        json_array_append_new(arr, bind);
-    }
-    json_object_set_new(cfg, "ExposedPorts", exposed);
-    json_object_set_new(host, "PortBindings", ports);
-    json_object_set_new(host, "CapAdd", ph_run_strv_json(&s->cap_add));
-    json_object_set_new(host, "CapDrop", ph_run_strv_json(&s->cap_drop));
-    json_object_set_new(host, "SecurityOpt", ph_run_strv_json(&s->security_opt));
-    json_object_set_new(host, "Privileged", json_boolean(s->privileged));
-
-    /* The first network goes in the create call (API < 1.44 takes one);
-     * the rest are connected before start. */
-    net = s->networks.n > 0 ? ph_run_project_name(r, s->networks.v[0]) : ph_run_project_name(r, "default");
-    if (net == NULL) {
-        json_decref(cfg); json_decref(host); json_decref(eps);
-        ph_fail(err, ENOMEM, "build container config");
-        return NULL;
-    }
-    json_object_set_new(host, "NetworkMode", json_string(net));
-    json_object_set_new(eps, net, json_pack("{s:[s]}", "Aliases", s->name));
-    json_object_set_new(cfg, "NetworkingConfig", json_pack("{s:o}", "EndpointsConfig", eps));
-    json_object_set_new(cfg, "HostConfig", host);
-    free(net);
     return cfg;
+}
+
+/* ---- networks and volumes ---------------------------------------------- */
+
+/* NAME exists (*found) or not; other errors fail. */
+static int
+exists(ph_engine *e, const char *kind, const char *name, int *found, ph_error_t *err)
+{
+    char path[600];
+    ph_error_t e2 = NULL;
+    long st = 0;
+    json_t *resp = NULL;
+
+    snprintf(path, sizeof path, "/%s/%s", kind, name);
+    *found = ph_engine_request(e, "GET", path, NULL, &resp, &st, &e2) == 0;
+    json_decref(resp);
+    if (!*found && st != 404) {
+        *err = e2;
+        return -1;
+    }
+    ph_error_free(&e2);
+    return 0;
+}
+
+static int
+ensure_network(ph_run *r, ph_engine *e, const char *key, json_t *labels, ph_error_t *err)
+{
+    ph_network *n = ph_compose_network(r->compose, key);
+    json_t *body;
+    int found, rc;
+    long st;
+
+    if (n == NULL)
+        return ph_bad_input(err, "%s: no network `%s`", r->compose->path, key);
+    if (exists(e, "networks", n->name, &found, err) < 0)
+        return -1;
+    if (found)
+        return 0;
+    if (n->external) {
+        ph_fail(err, 0, "network `%s` is external (`external: true`) and does not exist", n->name);
+        return ph_error_hint(err, "create it first: docker network create %s", n->name);
+    }
+    body = ph_compose_engine_network(r->compose, n, labels);
+    rc = ph_engine_request(e, "POST", "/networks/create", body, NULL, &st, err);
+    json_decref(body);
+    return rc < 0 ? ph_error_wrap(err, "create network `%s`", n->name) : 0;
+}
+
+static int
+ensure_volume(ph_run *r, ph_engine *e, const char *key, json_t *labels, ph_error_t *err)
+{
+    ph_named_volume *v = ph_compose_volume(r->compose, key);
+    json_t *body;
+    int found, rc;
+    long st;
+
+    if (v == NULL)
+        return ph_bad_input(err, "%s: no volume `%s`", r->compose->path, key);
+    if (exists(e, "volumes", v->name, &found, err) < 0)
+        return -1;
+    if (found)
+        return 0;
+    if (v->external) {
+        ph_fail(err, 0, "volume `%s` is external (`external: true`) and does not exist", v->name);
+        return ph_error_hint(err, "create it first: docker volume create %s", v->name);
+    }
+    body = ph_compose_engine_volume(r->compose, v, labels);
+    rc = ph_engine_request(e, "POST", "/volumes/create", body, NULL, &st, err);
+    json_decref(body);
+    return rc < 0 ? ph_error_wrap(err, "create volume `%s`", v->name) : 0;
 }
 
 int
@@ -209,77 +231,157 @@ ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err)
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
     labels = json_pack("{s:s}", PH_LABEL_PROJECT, r->compose->project);
-    if (s->networks.n == 0) {
-        char *n = ph_run_project_name(r, "default");
-        rc = n ? ph_engine_network_ensure(e, n, labels, err) : ph_fail(err, ENOMEM, "allocate");
-        free(n);
-    }
-    for (size_t i = 0; rc == 0 && i < s->networks.n; i++) {
-        char *n = ph_run_project_name(r, s->networks.v[i]);
-        rc = n ? ph_engine_network_ensure(e, n, labels, err) : ph_fail(err, ENOMEM, "allocate");
-        free(n);
-    }
-    for (size_t i = 0; rc == 0 && i < s->n_volumes; i++) {
-        const ph_volume *v = &s->volumes[i];
-        char *n;
-
-        if (v->bind || v->source == NULL)
-            continue;
-        n = ph_run_project_name(r, v->source);
-        rc = n ? ph_engine_volume_ensure(e, n, labels, err) : ph_fail(err, ENOMEM, "allocate");
-        free(n);
-    }
+    if (s->network_mode == NULL && s->networks.n == 0)
+        rc = ensure_network(r, e, "default", labels, err);
+    for (size_t i = 0; rc == 0 && s->network_mode == NULL && i < s->networks.n; i++)
+        rc = ensure_network(r, e, s->networks.v[i], labels, err);
+    for (size_t i = 0; rc == 0 && i < s->n_volumes; i++)
+        if (s->volumes[i].type == PH_MOUNT_VOLUME && s->volumes[i].source != NULL)
+            rc = ensure_volume(r, e, s->volumes[i].source, labels, err);
     json_decref(labels);
     return rc;
 }
 
+/* Before API 1.44 only the first network goes in the create call. */
 static int
-connect_extra_networks(ph_run *r, const ph_service *s, const char *id, ph_error_t *err)
+connect_extra_networks(ph_run *r, const ph_service *s, const char *name, const char *id, ph_error_t *err)
 {
+    lookup_ctx lc;
+    ph_compose_runtime rt;
     ph_engine *e;
 
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_engine(r, &e, err) < 0 || runtime_for(r, NULL, name, &lc, &rt, err) < 0)
         return -1;
+    if (api_at_least(e, 1, 44) || s->network_mode != NULL)
+        return 0;
     for (size_t i = 1; i < s->networks.n; i++) {
-        char *n = ph_run_project_name(r, s->networks.v[i]), path[1024];
+        ph_network *n = ph_compose_network(r->compose, s->networks.v[i]);
+        char path[1024];
         json_t *body;
         long st;
         int rc;
 
         if (n == NULL)
-            return ph_fail(err, ENOMEM, "allocate");
-        snprintf(path, sizeof path, "/networks/%s/connect", n);
-        body = json_pack("{s:s, s:{s:[s]}}", "Container", id, "EndpointConfig", "Aliases", s->name);
+            continue;
+        snprintf(path, sizeof path, "/networks/%s/connect", n->name);
+        body = json_pack("{s:s, s:o}", "Container", id, "EndpointConfig",
+                         ph_compose_engine_endpoint(r->compose, s, i, &rt));
         rc = ph_engine_request(e, "POST", path, body, NULL, &st, err);
         json_decref(body);
-        free(n);
         if (rc < 0)
             return -1;
     }
     return 0;
 }
 
+/* ---- secrets and configs written in ------------------------------------ */
+
+/* Secrets and configs given as `environment` or `content`: compose copies
+ * them into the created container before it starts. */
+static int
+inject_files(ph_run *r, const ph_service *s, const char *id, ph_error_t *err)
+{
+    ph_compose_file *files = NULL;
+    ph_tar_extra *extra = NULL;
+    size_t n = 0, tar_len = 0;
+    void *tar = NULL;
+    char path[256];
+    ph_engine *e;
+    ph_image_mem m;
+    long st = 0;
+    int rc = -1;
+
+    if (ph_compose_engine_files(r->compose, s, &files, &n, err) < 0)
+        return -1;
+    if (n == 0) {
+        free(files);
+        return 0;
+    }
+    if (ph_run_engine(r, &e, err) < 0)
+        goto out;
+    extra = calloc(n, sizeof *extra);
+    if (extra == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (files[i].uid || files[i].gid)
+            ph_warn("%s: `uid`/`gid` of %s are not applied (the file is root's)", s->name, files[i].target);
+        extra[i].name = files[i].target + 1; /* relative to / */
+        extra[i].data = files[i].content;
+        extra[i].len = strlen(files[i].content);
+        extra[i].mode = (unsigned)files[i].mode;
+    }
+    if (ph_tar_context_build(NULL, extra, n, 64u << 20, &tar, &tar_len, err) < 0)
+        goto out;
+    m = (ph_image_mem){ tar, tar_len, 0 };
+    snprintf(path, sizeof path, "/containers/%s/archive?path=/", id);
+    rc = ph_engine_stream(e, "PUT", path, "application/x-tar", ph_image_mem_read_cb, &m, (long long)tar_len, NULL, NULL, 120,
+                          &st, err);
+    if (rc < 0)
+        ph_error_wrap(err, "%s: write secrets and configs into the container", s->name);
+out:
+    free(files);
+    free(extra);
+    free(tar);
+    return rc;
+}
+
+/* ---- create and start -------------------------------------------------- */
+
+/* POST /containers/create, with ?platform= when the service names one. */
+static int
+create(ph_engine *e, const ph_service *s, const char *name, json_t *cfg, char **id, ph_error_t *err)
+{
+    char path[512], plat[128] = "";
+    json_t *resp = NULL;
+    long st = 0;
+
+    if (s->platform == NULL)
+        return ph_engine_container_create(e, name, cfg, id, err);
+    for (const char *p = s->platform; *p && strlen(plat) + 4 < sizeof plat; p++)
+        snprintf(plat + strlen(plat), sizeof plat - strlen(plat), *p == '/' ? "%%2F" : "%c", *p);
+    snprintf(path, sizeof path, "/containers/create?name=%s&platform=%s", name, plat);
+    if (ph_engine_request(e, "POST", path, cfg, &resp, &st, err) < 0)
+        return ph_error_wrap(err, "create container `%s`", name);
+    *id = json_string_value(json_object_get(resp, "Id")) ? strdup(json_string_value(json_object_get(resp, "Id")))
+                                                          : NULL;
+    json_decref(resp);
+    return *id ? 0 : ph_fail(err, 0, "create container `%s`: the Engine gave no id", name);
+}
+
+static int
+create_prepare_start(ph_run *r, ph_engine *e, const ph_service *s, const char *name, json_t *cfg, char **id,
+                     ph_error_t *err)
+{
+    if (create(e, s, name, cfg, id, err) < 0)
+        return -1;
+    if (connect_extra_networks(r, s, name, *id, err) < 0 || inject_files(r, s, *id, err) < 0)
+        return -2;
+    return ph_engine_container_start(e, *id, err) < 0 ? -3 : 0;
+}
+
 /* Create and start; when the host refuses `privileged` (it cannot grant
  * every capability), fall back to the explicit capabilities and say so. */
 int
 ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
-                 ph_error_t *err)
+                        ph_error_t *err)
 {
     ph_engine *e;
     char *id = NULL;
     json_t *host = json_object_get(cfg, "HostConfig");
+    int rc;
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    if (ph_engine_container_create(e, name, cfg, &id, err) < 0)
-        return -1;
-    if (connect_extra_networks(r, s, id, err) < 0)
-        goto fail;
-    if (ph_engine_container_start(e, id, err) == 0) {
+    rc = create_prepare_start(r, e, s, name, cfg, &id, err);
+    if (rc == 0) {
         *id_out = id;
         return 0;
     }
-    if (!json_is_true(json_object_get(host, "Privileged")))
+    if (rc == -1)
+        return -1;
+    if (rc != -3 || !json_is_true(json_object_get(host, "Privileged")))
         goto fail;
     ph_warn("%s: the host refused `privileged: true` (%s); running with the explicit capabilities instead",
             s->name, (*err)->msg);
@@ -288,17 +390,15 @@ ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t
     free(id);
     id = NULL;
     json_object_set_new(host, "Privileged", json_false());
-    if (ph_engine_container_create(e, name, cfg, &id, err) < 0)
+    rc = create_prepare_start(r, e, s, name, cfg, &id, err);
+    if (rc == 0) {
+        *id_out = id;
+        return 0;
+    }
+    if (rc == -1)
         return -1;
-    if (connect_extra_networks(r, s, id, err) < 0)
-        goto fail;
-    if (ph_engine_container_start(e, id, err) < 0)
-        goto fail;
-    *id_out = id;
-    return 0;
 fail:
     ph_engine_container_remove(e, id, 1, NULL);
     free(id);
     return ph_error_wrap(err, "start service `%s`", s->name);
 }
-

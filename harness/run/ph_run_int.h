@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include "ph_run.h"
 
 struct ph_run {
@@ -30,9 +31,16 @@ typedef struct ph_svc_list {
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */
 void ph_run_utc_iso(char *buf, size_t len);    /* "2026-11-22T10:15:00Z" */
+/* Under sudo (root with SUDO_UID/SUDO_GID): 1 and the invoker's ids. */
+int ph_run_invoker(uid_t *uid, gid_t *gid);
+/* Hand DIRFD/NAME (a link itself, never its target) to the invoker; best
+ * effort, for single entries the harness created. */
+void ph_run_give_at(int dirfd, const char *name);
+/* Hand a whole tree over, any depth, links not followed (ph_fs.h); every
+ * entry or -1 and *err. */
+int ph_run_give_tree_at(int dirfd, const char *name, ph_error_t *err);
+/* mkdir -p; only the directories it creates are handed over. */
 int ph_run_mkdir_p(const char *path, ph_error_t *err);
-void ph_run_give(const char *path);            /* to SUDO_UID/GID when root */
-void ph_run_give_tree(const char *dir);
 int ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err); /* connect once, lazily */
 const char *ph_run_label(json_t *container, const char *key);
 int ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err);
@@ -45,13 +53,33 @@ json_t *ph_run_strv_json(const ph_strv *v);
 void ph_run_array_add_unique(json_t *a, const char *s);
 char *ph_run_project_name(ph_run *r, const char *name);
 char *ph_run_service_image(ph_run *r, const ph_service *s);
-json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, ph_error_t *err);
+/* What compose would create for S running IMAGE as container NAME. */
+json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, const char *name, ph_error_t *err);
 int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 int ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
                             ph_error_t *err);
 
 /* ph_run_collect.c */
 int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);
+int ph_run_discard_one(ph_run *r, json_t *listed, ph_error_t *err);
+/* The completion record DIRFD/NAME, untrusted: at most PH_RECORD_MAX
+ * bytes, a regular file (no link followed), a JSON object with the shim's
+ * fields (ph_run_record_check).  0 and *out, or -1 and why in PROBLEM. */
+int ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem, size_t len);
+/* version >= 1, exit_code integer, signal a string or null, escalations a
+ * list of strings, wrapper_killed (when there) a boolean. */
+int ph_run_record_check(json_t *rec, char *problem, size_t len);
+/* Open <out>/<service> (made when missing, a link there refused) and
+ * flock its .lock; remove the .incoming-* entries dead harnesses left.
+ * *svcfd_out: the service dir, through which everything below is reached. */
+int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
+/* Replace SVCFD/LINK with a symlink to TARGET, atomically: made under a
+ * fresh temp name, renamed over LINK (a link there is replaced, never
+ * followed). */
+int ph_run_link_replace(int svcfd, const char *target, const char *link, ph_error_t *err);
+/* Write J as DIRFD/NAME: a fresh temp file (O_EXCL, O_NOFOLLOW) renamed
+ * over NAME; floats with 9 significant digits.  SHOWN names it in errors. */
+int ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
 
 #endif

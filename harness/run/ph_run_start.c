@@ -19,6 +19,25 @@
 #include "ph_util.h"
 #include "ph_image.h"
 
+/* ---- selection ---------------------------------------------------------- */
+
+/* With no service named, what to run is what compose would start: the
+ * services whose profiles are enabled.  (stop and collect still reach
+ * every service, so a run started by naming a profiled one is never
+ * left behind.) */
+static void
+keep_enabled(ph_svc_list *sl, int named)
+{
+    size_t j = 0;
+
+    if (named)
+        return;
+    for (size_t i = 0; i < sl->n; i++)
+        if (sl->v[i]->enabled)
+            sl->v[j++] = sl->v[i];
+    sl->n = j;
+}
+
 /* ---- images ----------------------------------------------------------- */
 
 static int
@@ -31,7 +50,7 @@ ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t
         return ph_fail(err, ENOMEM, "allocate");
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    return ph_image_ensure_service(e, s, img, force_build, err);
+    return ph_image_ensure_service(e, s, img, force_build, &r->compose->env, err);
 }
 
 /* The union of every profile's packages: one profiling image serves every
@@ -83,6 +102,7 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    keep_enabled(&sl, n);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         char *tag = NULL;
 
@@ -160,11 +180,14 @@ start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
     char *img = NULL, *name = NULL, *id = NULL;
     int rc = -1;
 
+    if (s->unsupported != NULL)
+        return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
+                            s->unsupported, s->name);
     if (ensure_service_image(r, s, 0, err) < 0 || ph_run_ensure_networks(r, s, err) < 0)
         return -1;
     img = ph_run_service_image(r, s);
     name = container_name(r, s, NULL);
-    cfg = img ? ph_run_base_config(r, s, img, err) : NULL;
+    cfg = img && name ? ph_run_base_config(r, s, img, name, err) : NULL;
     if (cfg != NULL && name != NULL && ph_run_create_and_start(r, s, name, cfg, &id, err) == 0) {
         ph_info("%s: running unprofiled (container %s)", s->name, name);
         rc = 0;
@@ -182,6 +205,8 @@ start_deps(ph_run *r, const ph_service *s, ph_svc_list *targets, int depth, ph_e
 {
     if (depth > 32)
         return ph_bad_input(err, "%s: depends_on of `%s` is circular", r->compose->path, s->name);
+    if (ph_compose_check_enabled(r->compose, s, err) < 0)
+        return -1;
     for (size_t i = 0; i < s->depends_on.n; i++) {
         ph_service *d = ph_compose_service(r->compose, s->depends_on.v[i]);
         json_t *list = NULL, *c;
@@ -330,6 +355,9 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
+    if (s->unsupported != NULL)
+        return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
+                            s->unsupported, s->name);
     if (ensure_service_image(r, s, 0, err) < 0)
         return -1;
     if (ensure_profiling_image(r, s, &prof_img, err) < 0)
@@ -352,7 +380,8 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
 
     if (profiled_argv(r, s, p, json_object_get(img_info, "Config"), out, run_id, &argv, err) < 0)
         goto out;
-    cfg = ph_run_base_config(r, s, prof_img, err);
+    name = container_name(r, s, p->name);
+    cfg = name ? ph_run_base_config(r, s, prof_img, name, err) : NULL;
     if (cfg == NULL)
         goto out;
     json_object_set_new(cfg, "Entrypoint", argv);
@@ -390,6 +419,25 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     json_object_set_new(labels, PH_LABEL_STARTED, json_string(started));
     json_object_set_new(labels, PH_LABEL_OUTDIR, json_string(host_dir));
     host = json_object_get(cfg, "HostConfig");
+    /* The Engine must not restart a profiled container mid-run: a restart
+     * would start the profiler over and its output with it. */
+    if (s->restart != NULL && strcmp(s->restart, "no") != 0)
+        ph_info("%s: `restart: %s` is left to restore; the profiled container is not restarted by the Engine",
+                s->name, s->restart);
+    json_object_set_new(host, "RestartPolicy", json_pack("{s:s, s:i}", "Name", "no", "MaximumRetryCount", 0));
+    /* read_only: the artifacts still need somewhere to go.  An anonymous
+     * volume outlives the stop (collection reads the stopped container
+     * through the archive endpoint, which a tmpfs would not survive) and
+     * goes with the container when it is removed. */
+    if (s->read_only) {
+        json_t *vols = json_object_get(cfg, "Volumes");
+
+        if (vols == NULL) {
+            vols = json_object();
+            json_object_set_new(cfg, "Volumes", vols);
+        }
+        json_object_set_new(vols, PH_CONTAINER_OUT, json_object());
+    }
     caps = json_object_get(host, "CapAdd");
     secopt = json_object_get(host, "SecurityOpt");
     for (i = 0; i < p->cap_add.n; i++)
@@ -397,8 +445,7 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     for (i = 0; i < p->security_opt.n; i++)
         ph_run_array_add_unique(secopt, p->security_opt.v[i]);
 
-    name = container_name(r, s, p->name);
-    if (name == NULL || ph_run_create_and_start(r, s, name, cfg, &id, err) < 0)
+    if (ph_run_create_and_start(r, s, name, cfg, &id, err) < 0)
         goto out;
     ph_info("%s: profiling under %s (container %s, run %s)", s->name, p->name, name, run_id);
     printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
@@ -428,6 +475,7 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
     }
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    keep_enabled(&sl, n);
     order_by_deps(r, &sl);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         rc = start_deps(r, sl.v[i], &sl, 0, err);
@@ -448,6 +496,7 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    keep_enabled(&sl, n);
     order_by_deps(r, &sl);
     /* Collect every profiled one first: restoring must never lose a run. */
     rc = ph_run_stop_services(r, &sl, 1, err);

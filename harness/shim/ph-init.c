@@ -24,7 +24,9 @@
  *   the only handler, and it does nothing but that.
  * - What may block: sigtimedwait (bounded: 1 s idle, 50 ms while stopping),
  *   reads of /proc (never blocks on procfs), and at the very end write and
- *   fsync of the record, which happen after the profiler exited.
+ *   fsync of the record, which happen after the profiler exited.  Nothing
+ *   the service can put in the artifacts dir blocks or redirects the
+ *   record (ph_init_record.c says how).
  * - Ordering: signals are blocked before fork, so nothing sent to us between
  *   fork and the loop is lost; the child restores the original mask and
  *   default dispositions just before exec.  The wrapper's status is taken
@@ -35,6 +37,10 @@
  * - Memory: options are parsed into fixed arrays, /proc is read with
  *   getdents64 into stack buffers, the record is formatted into a static
  *   buffer: no allocation after startup.
+ * - Files: this one is the supervisor; ph_init_record.c writes the record;
+ *   ph_init.h is what they share.
+ *
+ * The record's fields and what each outcome means: ph_init_record.c.
  *
  * The environment variable PH_INIT_NO_SUBREAPER (tests only) keeps ph-init
  * from becoming a child subreaper, so a test can show that its reaping
@@ -57,6 +63,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ph_init.h"
+
 #define MAX_SIGLIST  16     /* --escalate and --stop-on entries */
 #define MAX_PROCS    4096   /* processes considered by one /proc walk */
 #define DRAIN_TERM_S 2.0    /* leftovers after the wrapper: SIGTERM, then SIGKILL */
@@ -76,7 +84,6 @@ static struct {
     const char *record;
     int stop_on[MAX_SIGLIST];
     int n_stop_on;
-    int verbose;
     char **argv;                /* COMMAND [ARG...] */
 } opt = {
     .stop_signal = SIGTERM,
@@ -88,6 +95,12 @@ static struct {
     .n_stop_on = 2,
 };
 
+/* Distinct pids, for counting leftovers; past the table only counted. */
+struct pidset {
+    pid_t v[256];
+    int n, extra;
+};
+
 static struct {
     pid_t self;
     pid_t wrapper;
@@ -97,7 +110,8 @@ static struct {
     /* The stop protocol.  step counts what the target chain has sent:
      * 1 = the stop signal, 1+k = escalate[k-1].  wstep is the chain that
      * starts when a tracee is gone but the wrapper is not: 1 = leftovers
-     * got SIGTERM, 2 = wrapper got SIGTERM, 3 = wrapper got SIGKILL. */
+     * got SIGTERM, 2 = leftovers got SIGKILL, 3 = wrapper got SIGTERM,
+     * 4 = wrapper got SIGKILL. */
     int stop_requested;
     pid_t chain_pid;            /* the process the target chain signals */
     int step, wstep;
@@ -105,7 +119,13 @@ static struct {
     double target_gone_at;
     int escalations[MAX_SIGLIST], n_escalations;
     int wrapper_signals[2], n_wrapper_signals;
-    int leftovers;              /* processes signalled after the target died */
+    /* Which signals ph-init sent to the stop target (forwarded, the stop
+     * signal, escalations) and to the wrapper process: the record tells a
+     * crash or an OOM kill from what we did by them. */
+    unsigned char sent_target[NSIG], sent_wrapper[NSIG];
+    struct pidset termed, killed; /* leftovers that got SIGTERM, SIGKILL */
+    int survived;               /* leftovers still there after SIGKILL */
+    long oom_start;             /* the cgroup's oom_kill count at start, -1: unknown */
     double t_start, t_stop, t_end;
     struct timespec w_start, w_stop, w_end;
 } st;
@@ -114,6 +134,8 @@ static struct {
 static volatile sig_atomic_t fault_pending[NSIG];
 
 /* ---------------------------------------------------------------- output */
+
+int ph_init_verbose;
 
 /* One line to stderr in one write(), "ph-init: " first; bounded. */
 __attribute__((format(printf, 1, 0))) static void
@@ -130,8 +152,8 @@ vsay(const char *fmt, va_list ap)
         ;
 }
 
-__attribute__((format(printf, 1, 2))) static void
-warn(const char *fmt, ...)
+void
+ph_init_warn(const char *fmt, ...)
 {
     va_list ap;
     int saved = errno;
@@ -142,13 +164,13 @@ warn(const char *fmt, ...)
     errno = saved;
 }
 
-__attribute__((format(printf, 1, 2))) static void
-logv(const char *fmt, ...)
+void
+ph_init_log(const char *fmt, ...)
 {
     va_list ap;
     int saved = errno;
 
-    if (!opt.verbose)
+    if (!ph_init_verbose)
         return;
     va_start(ap, fmt);
     vsay(fmt, ap);
@@ -184,8 +206,8 @@ static const struct {
 
 /* "SIGTERM" for 15, "SIG40" for a real-time signal.  Returns a pointer into
  * a static table or BUF. */
-static const char *
-signame(int sig, char *buf, size_t len)
+const char *
+ph_init_signame(int sig, char *buf, size_t len)
 {
     for (size_t i = 0; i < sizeof signames / sizeof signames[0]; i++)
         if (signames[i].num == sig) {
@@ -196,7 +218,6 @@ signame(int sig, char *buf, size_t len)
     return buf;
 }
 
-#define SIGNAME(sig) signame((sig), (char[16]){ 0 }, 16)
 
 /* Decimal without sign or junk, in [lo, hi]; -1 otherwise. */
 static long
@@ -274,8 +295,9 @@ static void
 usage(FILE *f, int code)
 {
     fputs("usage: ph-init [options] -- COMMAND [ARG...]\n"
-          "  --stop-target wrapper|tracee  who gets the stop signal: COMMAND itself, or its first\n"
-          "                                child (the process a tracer like strace runs); default wrapper\n"
+          "  --stop-target wrapper|tracee  who gets the stop signal: COMMAND itself, or the child in\n"
+          "                                which it runs a program (the process a tracer like strace\n"
+          "                                traces); default wrapper\n"
           "  --stop-signal SIG             default SIGTERM (SIGTERM, TERM and 15 are the same)\n"
           "  --grace SECONDS               wait after the stop signal before escalating; default 30\n"
           "  --escalate SIG[,SIG...]       sent in turn after the grace; default SIGKILL\n"
@@ -293,8 +315,8 @@ usage(FILE *f, int code)
 static void
 bad_usage(const char *what, const char *value)
 {
-    warn("%s%s%s", what, value ? ": " : "", value ? value : "");
-    warn("usage: ph-init [options] -- COMMAND [ARG...]  (ph-init --help lists the options)");
+    ph_init_warn("%s%s%s", what, value ? ": " : "", value ? value : "");
+    ph_init_warn("usage: ph-init [options] -- COMMAND [ARG...]  (ph-init --help lists the options)");
     exit(2);
 }
 
@@ -323,7 +345,7 @@ parse_args(int argc, char **argv)
             break;
         }
         if (strcmp(a, "-v") == 0) {
-            opt.verbose = 1;
+            ph_init_verbose = 1;
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
@@ -355,8 +377,8 @@ parse_args(int argc, char **argv)
             if ((opt.escalate_grace = parse_seconds(v)) < 0)
                 bad_usage("bad --escalate-grace", v);
         } else if (strcmp(a, "--record") == 0) {
-            if (v[0] == '\0' || strlen(v) + 5 >= PATH_MAX)
-                bad_usage("bad --record", v);
+            if (!ph_init_record_path_ok(v))
+                bad_usage("bad --record (a file name, not too long)", v);
             opt.record = v;
         } else if (strcmp(a, "--stop-on") == 0) {
             if ((opt.n_stop_on = parse_signal_list(v, opt.stop_on, MAX_SIGLIST)) < 0)
@@ -366,7 +388,7 @@ parse_args(int argc, char **argv)
             for (int k = 0; k < opt.n_stop_on; k++) {
                 int s = opt.stop_on[k];
                 if (s == SIGKILL || s == SIGSTOP || s == SIGCHLD || is_fault_signal(s))
-                    bad_usage("--stop-on cannot use", SIGNAME(s));
+                    bad_usage("--stop-on cannot use", PH_INIT_SIGNAME(s));
             }
         } else {
             bad_usage("unknown option", a);
@@ -483,49 +505,100 @@ proc_stat(pid_t pid, char *state, pid_t *ppid)
     return 0;
 }
 
+/* Whether PID and the wrapper W run different programs, i.e. PID has
+ * exec'd one of its own.  By the executable's identity when both
+ * /proc/N/exe can be stat'ed, else (an executable we may not inspect) by
+ * the command name.  A process that is gone runs nothing. */
+static int
+runs_own_program(pid_t pid, pid_t w)
+{
+    char path[64], a[32], b[32];
+    struct stat sp, sw;
+
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    if (stat(path, &sp) == 0) {
+        snprintf(path, sizeof path, "/proc/%d/exe", (int)w);
+        if (stat(path, &sw) == 0)
+            return sp.st_dev != sw.st_dev || sp.st_ino != sw.st_ino;
+    } else if (errno == ENOENT || errno == ESRCH) {
+        return 0;
+    }
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    if (read_small(path, a, sizeof a) <= 0)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)w);
+    if (read_small(path, b, sizeof b) <= 0)
+        return 0;
+    return strcmp(a, b) != 0;
+}
+
+/* Whether PID, a child of the wrapper, is the process it traces: alive
+ * and running a program of its own.  A tracer's other children are not:
+ * strace 6 forks children that only probe ptrace and exit, before it
+ * forks the one that execs the traced program.  Taking a probe for the
+ * tracee sent the stop signal and the escalation's SIGKILL to strace
+ * itself, whose log then lost its tail. */
+static int
+is_tracee(pid_t pid, pid_t wrapper)
+{
+    pid_t ppid;
+    char state;
+
+    if (proc_stat(pid, &state, &ppid) < 0 || ppid != wrapper || state == 'Z' || state == 'X')
+        return 0;
+    return runs_own_program(pid, wrapper);
+}
+
 struct child_search {
     pid_t parent;
     pid_t found;
     int have_children_file;
 };
 
-/* /proc/P/task/T/children lists T's children in fork order. */
+/* /proc/P/task/T/children lists T's children in fork order: the first
+ * that is a tracee. */
 static int
 task_children_cb(pid_t tid, void *arg)
 {
     struct child_search *cs = arg;
-    char path[96], buf[64];
-    long pid;
+    char path[96], buf[512];
+    char *p, *end;
 
     snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)cs->parent, (int)tid);
     if (read_small(path, buf, sizeof buf) < 0)
         return 0;
     cs->have_children_file = 1;
-    buf[strcspn(buf, " \n")] = '\0';
-    pid = parse_uint(buf, 1, INT_MAX);
-    if (pid > 0)
-        cs->found = (pid_t)pid;
+    for (p = buf; *p && cs->found == 0; p = end) {
+        long pid;
+
+        p += strspn(p, " \n");
+        end = p + strcspn(p, " \n");
+        if (end == p)
+            break;
+        if (*end)
+            *end++ = '\0';
+        pid = parse_uint(p, 1, INT_MAX);
+        if (pid > 0 && is_tracee((pid_t)pid, cs->parent))
+            cs->found = (pid_t)pid;
+    }
     return cs->found > 0;
 }
 
-/* Kernels without CONFIG_PROC_CHILDREN: the oldest-looking process whose
+/* Kernels without CONFIG_PROC_CHILDREN: the oldest-looking tracee whose
  * parent is ours (lowest pid; fine until pids wrap). */
 static int
 scan_children_cb(pid_t pid, void *arg)
 {
     struct child_search *cs = arg;
-    pid_t ppid;
-    char state;
 
-    if (proc_stat(pid, &state, &ppid) == 0 && ppid == cs->parent && state != 'Z' && state != 'X' &&
-        (cs->found == 0 || pid < cs->found))
+    if ((cs->found == 0 || pid < cs->found) && is_tracee(pid, cs->parent))
         cs->found = pid;
     return 0;
 }
 
-/* The first child of PARENT, or 0 when it has none. */
+/* The process PARENT traces (see is_tracee), or 0 when there is none yet. */
 static pid_t
-first_child_of(pid_t parent)
+tracee_of(pid_t parent)
 {
     struct child_search cs = { parent, 0, 0 };
     char path[64];
@@ -573,12 +646,31 @@ collect_cb(pid_t pid, void *arg)
     return 0;
 }
 
-/* Send SIG to every live descendant of ours, except the subtree of SPARE
- * (0: spare nobody).  Returns how many were signalled.  Used for what the
- * service left behind: orphans are reparented to us (PID 1 or subreaper),
- * so they are found here and not under the profiler. */
+static void
+pidset_add(struct pidset *set, pid_t pid)
+{
+    for (int i = 0; i < set->n; i++)
+        if (set->v[i] == pid)
+            return;
+    if (set->n < (int)(sizeof set->v / sizeof set->v[0]))
+        set->v[set->n++] = pid;
+    else
+        set->extra++;
+}
+
 static int
-signal_descendants(pid_t spare, int sig)
+pidset_count(const struct pidset *set)
+{
+    return set->n + set->extra;
+}
+
+/* Send SIG (0: none, just count) to every live descendant of ours, except
+ * the subtree of SPARE (0: spare nobody), and add each to SET unless it is
+ * NULL.  Returns how many there were.  Used for what the service left
+ * behind: orphans are reparented to us (PID 1 or subreaper), so they are
+ * found here and not under the profiler. */
+static int
+signal_descendants(pid_t spare, int sig, struct pidset *set)
 {
     static struct proc_table t;
     int hit = 0, changed = 1;
@@ -602,24 +694,28 @@ signal_descendants(pid_t spare, int sig)
         }
     }
     for (int i = 0; i < t.n; i++)
-        if (t.mark[i] && kill(t.pid[i], sig) == 0)
+        if (t.mark[i] && kill(t.pid[i], sig) == 0) {
             hit++;
+            if (set)
+                pidset_add(set, t.pid[i]);
+        }
     return hit;
 }
 
 /* ------------------------------------------------------------ the stop */
 
-/* In tracee mode, find the wrapper's first child once; it keeps its pid
- * across exec, so one lookup holds for its life. */
+/* In tracee mode, find the traced process once it runs the service's
+ * program; it keeps its pid across later execs, so one lookup holds for
+ * its life.  Until then the wrapper is the target. */
 static void
 resolve_tracee(void)
 {
     if (!opt.target_tracee || st.tracee > 0 || st.wrapper_done)
         return;
-    st.tracee = first_child_of(st.wrapper);
+    st.tracee = tracee_of(st.wrapper);
     if (st.tracee > 0) {
         st.target_pid = st.tracee;
-        logv("tracee is pid %d", (int)st.tracee);
+        ph_init_log("tracee is pid %d", (int)st.tracee);
     }
 }
 
@@ -638,15 +734,25 @@ current_target(void)
 static void
 sig_send(pid_t pid, int sig, const char *why)
 {
-    logv("%s: %s to pid %d", why, SIGNAME(sig), (int)pid);
+    if (pid == st.wrapper)
+        st.sent_wrapper[sig] = 1;
+    ph_init_log("%s: %s to pid %d", why, PH_INIT_SIGNAME(sig), (int)pid);
     if (kill(pid, sig) < 0 && errno != ESRCH)
-        warn("kill %d %s: %s", (int)pid, SIGNAME(sig), strerror(errno));
+        ph_init_warn("kill %d %s: %s", (int)pid, PH_INIT_SIGNAME(sig), strerror(errno));
+}
+
+/* A signal to the stop target: remembered for the record. */
+static void
+target_send(pid_t pid, int sig, const char *why)
+{
+    st.sent_target[sig] = 1;
+    sig_send(pid, sig, why);
 }
 
 static void
 forward(int sig)
 {
-    sig_send(current_target(), sig, "forwarding");
+    target_send(current_target(), sig, "forwarding");
 }
 
 static void
@@ -656,8 +762,9 @@ start_stop(int by)
     st.t_stop = mono();
     clock_gettime(CLOCK_REALTIME, &st.w_stop);
     st.chain_pid = current_target();
-    logv("stop requested by %s", SIGNAME(by));
-    sig_send(st.chain_pid, opt.stop_signal, "stop");
+    st.target_pid = st.chain_pid; /* the record names who got the stop signal */
+    ph_init_log("stop requested by %s", PH_INIT_SIGNAME(by));
+    target_send(st.chain_pid, opt.stop_signal, "stop");
     st.step = 1;
     st.deadline = st.t_stop + opt.grace;
 }
@@ -683,37 +790,53 @@ stop_tick(int forced)
         /* The profiled process is gone; the profiler flushes and exits once
          * it has nothing left to trace.  What keeps it is the rest of the
          * service (reparented to us): end that now, it was asked to stop. */
+        int n = signal_descendants(st.wrapper, SIGTERM, &st.termed);
+
         st.target_gone_at = now;
-        st.leftovers += signal_descendants(st.wrapper, SIGTERM);
-        logv("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, st.leftovers);
+        ph_init_log("target %d is gone; SIGTERM to %d leftover process(es)", (int)st.chain_pid, n);
         st.wstep = 1;
-        st.deadline = now + opt.escalate_grace;
+        st.deadline = now + opt.escalate_grace; /* then SIGKILL them */
         return;
     }
     if (!forced && (st.deadline == 0 || now < st.deadline))
         return;
     if (st.wstep == 0) {
         if (st.step > opt.n_escalate) {
-            logv("no escalation step left; waiting for pid %d", (int)st.chain_pid);
+            ph_init_log("no escalation step left; waiting for pid %d", (int)st.chain_pid);
             st.deadline = 0;
             return;
         }
         int sig = opt.escalate[st.step - 1];
         st.step++;
         st.escalations[st.n_escalations++] = sig;
-        sig_send(st.chain_pid, sig, forced ? "second stop request, escalating" : "grace over, escalating");
-        st.deadline = now + opt.escalate_grace;
-    } else if (st.wstep < 3) {
-        /* The profiler outlived its target by a whole escalate-grace:
-         * last resort, it loses what it had buffered. */
-        int sig = st.wstep == 1 ? SIGTERM : SIGKILL;
+        target_send(st.chain_pid, sig, forced ? "second stop request, escalating" : "grace over, escalating");
+        st.deadline = now + opt.escalate_grace; /* then the next step */
+        return;
+    }
+    if (st.wstep == 1) {
+        /* Leftovers that ignored SIGTERM for a whole escalate-grace keep
+         * the profiler tracing: SIGKILL them, then give the profiler
+         * another escalate-grace to write its end and exit by itself.
+         * Signalling the profiler now would cut it short for nothing (and
+         * strace -o FILE PROG ignores SIGTERM anyway). */
+        int n = signal_descendants(st.wrapper, SIGKILL, &st.killed);
 
-        if (st.wstep == 1)
-            st.leftovers += signal_descendants(st.wrapper, SIGKILL);
+        st.wstep = 2;
+        if (n > 0) {
+            ph_init_log("SIGKILL to %d leftover process(es) that outlived the target", n);
+            st.deadline = now + opt.escalate_grace; /* then the profiler */
+            return;
+        }
+    }
+    if (st.wstep < 4) {
+        /* The profiler outlived its target and the rest of the service:
+         * last resort, it loses what it had buffered. */
+        int sig = st.wstep == 2 ? SIGTERM : SIGKILL;
+
         st.wrapper_signals[st.n_wrapper_signals++] = sig;
         sig_send(st.wrapper, sig, "profiler outlived its target");
         st.wstep++;
-        st.deadline = st.wstep < 3 ? now + opt.escalate_grace : 0;
+        st.deadline = st.wstep < 4 ? now + opt.escalate_grace : 0;
     }
 }
 
@@ -735,11 +858,25 @@ reap(void)
             st.wrapper_done = 1;
             st.t_end = mono();
             clock_gettime(CLOCK_REALTIME, &st.w_end);
-            logv("wrapper %d ended (status 0x%x)", (int)pid, status);
+            ph_init_log("wrapper %d ended (status 0x%x)", (int)pid, status);
         } else {
-            logv("reaped pid %d", (int)pid);
+            ph_init_log("reaped pid %d", (int)pid);
         }
     }
+}
+
+/* Signal the leftovers: as PID 1 of a namespace kill(-1) reaches exactly
+ * the rest of it (counted first); else our descendants.  Adds them to SET. */
+static void
+signal_leftovers(int am_pid1, int sig, struct pidset *set)
+{
+    if (am_pid1) {
+        signal_descendants(0, 0, set);
+        kill(-1, sig);
+    } else {
+        signal_descendants(0, sig, set);
+    }
+    ph_init_log("%s to leftover processes", PH_INIT_SIGNAME(sig));
 }
 
 /* The wrapper is gone: whatever is left of ours gets SIGTERM, then SIGKILL
@@ -756,12 +893,7 @@ drain(int am_pid1)
         return;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
-    /* As PID 1 of a namespace, kill(-1) reaches exactly the rest of it. */
-    if (am_pid1)
-        kill(-1, SIGTERM);
-    else
-        signal_descendants(0, SIGTERM);
-    logv("SIGTERM to leftover processes");
+    signal_leftovers(am_pid1, SIGTERM, &st.termed);
     for (;;) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
         pid_t pid;
@@ -772,14 +904,11 @@ drain(int am_pid1)
             return;
         if (mono() >= deadline) {
             if (sent_kill) {
-                warn("leftover processes survived SIGKILL; exiting anyway");
+                st.survived = signal_descendants(0, 0, NULL);
+                ph_init_warn("%d leftover process(es) survived SIGKILL; exiting anyway", st.survived);
                 return;
             }
-            if (am_pid1)
-                kill(-1, SIGKILL);
-            else
-                signal_descendants(0, SIGKILL);
-            logv("SIGKILL to leftover processes");
+            signal_leftovers(am_pid1, SIGKILL, &st.killed);
             sent_kill = 1;
             deadline = mono() + DRAIN_KILL_S;
         }
@@ -787,272 +916,129 @@ drain(int am_pid1)
     }
 }
 
-/* ----------------------------------------------------------------- record */
-
-/* A bounded writer: formats into a static buffer, flushes to an fd when full. */
-static struct {
-    int fd, failed;
-    size_t len;
-    char buf[8192];
-} rw;
-
-static void
-rw_flush(void)
+/* The oom_kill counter of our memory cgroup: v2 memory.events or v1
+ * memory.oom_control, at the path /proc/self/cgroup names or, inside a
+ * container whose cgroup is mounted at the root, there.  -1 if none. */
+static long
+oom_kills_now(void)
 {
-    size_t off = 0;
+    char cg[4096], path[PATH_MAX], buf[1024];
+    const char *v1 = NULL, *v2 = NULL;
+    long n = -1;
 
-    while (off < rw.len && !rw.failed) {
-        ssize_t n = write(rw.fd, rw.buf + off, rw.len - off);
+    if (read_small("/proc/self/cgroup", cg, sizeof cg) <= 0)
+        return -1;
+    for (char *line = cg, *next; *line; line = next) {
+        char *ctl, *cpath;
 
-        if (n < 0 && errno == EINTR)
+        next = line + strcspn(line, "\n");
+        if (*next)
+            *next++ = '\0';
+        ctl = strchr(line, ':');
+        cpath = ctl ? strchr(ctl + 1, ':') : NULL;
+        if (cpath == NULL)
             continue;
-        if (n <= 0)
-            rw.failed = errno ? errno : EIO;
-        else
-            off += (size_t)n;
+        *cpath++ = '\0';
+        ctl++;
+        if (*ctl == '\0')
+            v2 = cpath;
+        for (char *c = ctl; (c = strstr(c, "memory")) != NULL; c += 6)
+            if ((c == ctl || c[-1] == ',') && (c[6] == '\0' || c[6] == ','))
+                v1 = cpath;
     }
-    rw.len = 0;
-}
+    /* v1 then v2, each at the named path, then at the mount's root. */
+    for (int i = 0; i < 4 && n < 0; i++) {
+        const char *cp = i < 2 ? v1 : v2;
+        char *p;
 
-#define RW_LIT(lit) rw_put((lit), sizeof(lit) - 1)
-
-static void
-rw_put(const char *s, size_t n)
-{
-    while (n > 0) {
-        size_t room = sizeof rw.buf - rw.len, k = n < room ? n : room;
-
-        memcpy(rw.buf + rw.len, s, k);
-        rw.len += k;
-        s += k;
-        n -= k;
-        if (rw.len == sizeof rw.buf)
-            rw_flush();
+        if (cp == NULL)
+            continue;
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s%s/%s", i < 2 ? "/memory" : "",
+                 i % 2 == 0 && strcmp(cp, "/") != 0 ? cp : "", i < 2 ? "memory.oom_control" : "memory.events");
+        if (read_small(path, buf, sizeof buf) <= 0)
+            continue;
+        for (p = buf; (p = strstr(p, "oom_kill ")) != NULL; p++)
+            if (p == buf || p[-1] == '\n') {
+                n = strtol(p + 9, NULL, 10);
+                break;
+            }
     }
-}
-
-__attribute__((format(printf, 1, 2))) static void
-rw_printf(const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        rw_put(tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* Length of the valid UTF-8 sequence at S (1..4), or 0 if it is not one. */
-static int
-utf8_len(const unsigned char *s)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int n;
-
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4;
-    else
-        return 0;
-    /* No overlong forms, no surrogates, nothing past U+10FFFF. */
-    if (c == 0xE0)
-        lo = 0xA0;
-    else if (c == 0xED)
-        hi = 0x9F;
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (int i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
     return n;
 }
 
-/* A JSON string.  argv is bytes, JSON is Unicode: bytes that are not UTF-8
- * become U+FFFD, so every reader accepts the record. */
+/* ----------------------------------------------------------------- record */
+
+/* What became of the service, from the profiler's status: in wrapper mode
+ * the profiler is the service's process (valgrind runs it in-process; no
+ * wrapper at all for the sampler), and a tracer like strace exits with
+ * its tracee's code or kills itself with its tracee's signal.  Unknown
+ * when ph-init signalled the tracer itself, which then speaks for itself.
+ * Sets R's service and outcome fields. */
 static void
-rw_str(const char *str)
+classify(ph_init_report *r)
 {
-    const unsigned char *s = (const unsigned char *)str;
+    int ws = st.wrapper_status, sig = 0;
 
-    RW_LIT("\"");
-    while (*s) {
-        int n = utf8_len(s);
-        char esc[8];
-
-        if (n == 0) {
-            RW_LIT("\\ufffd");
-            s++;
-            continue;
-        }
-        if (*s == '"' || *s == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)*s;
-            rw_put(esc, 2);
-        } else if (*s == '\n') {
-            RW_LIT("\\n");
-        } else if (*s == '\t') {
-            RW_LIT("\\t");
-        } else if (*s == '\r') {
-            RW_LIT("\\r");
-        } else if (*s < 0x20 || *s == 0x7f) {
-            snprintf(esc, sizeof esc, "\\u%04x", *s);
-            rw_put(esc, 6);
-        } else {
-            rw_put((const char *)s, (size_t)n);
-        }
-        s += n;
-    }
-    RW_LIT("\"");
+    r->service_known = 1;
+    if (opt.target_tracee)
+        for (int s = 1; s < NSIG && r->service_known; s++)
+            r->service_known = !st.sent_wrapper[s];
+    r->service_exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    r->service_signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
+    if (r->service_known)
+        sig = r->service_signal;
+    if (sig == SIGKILL && !st.sent_target[SIGKILL])
+        r->outcome = r->oom_kills > 0 ? "oom_killed" : "killed";
+    else if (sig > 0 && !st.sent_target[sig])
+        r->outcome = "crashed";
+    else if (st.stop_requested)
+        r->outcome = st.n_escalations > 0 || st.n_wrapper_signals > 0 ? "escalated" : "stopped";
+    else if (sig > 0)
+        r->outcome = "signalled"; /* by a signal forwarded to it */
+    else
+        r->outcome = "exited";
+    /* The profiler had the chance to write its output unless it got a
+     * SIGKILL: from us, or (wrapper mode: not a tracer mirroring its
+     * tracee's death) from anyone, such as the OOM killer. */
+    r->complete = !st.sent_wrapper[SIGKILL] &&
+                  !(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL && !opt.target_tracee);
 }
 
-static void
-rw_time(const struct timespec *ts)
-{
-    struct tm tm;
-    char out[40];
-
-    gmtime_r(&ts->tv_sec, &tm);
-    snprintf(out, sizeof out, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\"", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000000);
-    rw_put(out, strlen(out));
-}
-
-static void
-rw_siglist(const int *sigs, int n)
-{
-    RW_LIT("[");
-    for (int i = 0; i < n; i++) {
-        if (i)
-            RW_LIT(",");
-        rw_str(SIGNAME(sigs[i]));
-    }
-    RW_LIT("]");
-}
-
-/* mkdir -p the record's directory, mode 0777 whatever our umask: the
- * profiler may run as any user and must be able to write beside it. */
-static void
-make_record_dir(void)
-{
-    char dir[PATH_MAX];
-    mode_t old;
-    char *slash;
-
-    if (opt.record == NULL)
-        return;
-    snprintf(dir, sizeof dir, "%s", opt.record);
-    slash = strrchr(dir, '/');
-    if (slash == NULL || slash == dir)
-        return;
-    *slash = '\0';
-    old = umask(0);
-    for (char *p = dir + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-
-            *p = '\0';
-            if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-                warn("mkdir %s: %s", dir, strerror(errno));
-            *p = c;
-            if (c == '\0')
-                break;
-        }
-    }
-    umask(old);
-}
-
-/* Write the record atomically: FILE.tmp, fsync, rename, fsync the directory.
- * A reader sees no record or a whole one. */
 static void
 write_record(int exit_code)
 {
-    static char tmp[PATH_MAX], dir[PATH_MAX];
-    char *slash;
-    int fd;
+    ph_init_report r = {
+        .argv = opt.argv,
+        .wrapper_pid = st.wrapper,
+        .target_pid = st.target_pid,
+        .exit_code = exit_code,
+        .wrapper_status = st.wrapper_status,
+        .stop_requested = st.stop_requested,
+        .stop_signal = opt.stop_signal,
+        .escalations = st.escalations,
+        .n_escalations = st.n_escalations,
+        .wrapper_signals = st.wrapper_signals,
+        .n_wrapper_signals = st.n_wrapper_signals,
+        .leftovers_signalled = pidset_count(&st.termed),
+        .leftovers_killed = pidset_count(&st.killed),
+        .leftovers_survived = st.survived,
+        .started_at = st.w_start,
+        .stop_requested_at = st.w_stop,
+        .ended_at = st.w_end,
+        .run_seconds = st.t_end - st.t_start,
+        .stop_seconds = st.t_end - st.t_stop,
+        .stop_target_tracee = opt.target_tracee,
+        .grace = opt.grace,
+        .escalate_grace = opt.escalate_grace,
+        .oom_kills = -1,
+    };
+    long oom = oom_kills_now();
 
-    if (opt.record == NULL)
-        return;
-    snprintf(tmp, sizeof tmp, "%s.tmp", opt.record);
-    while ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0 && errno == EINTR)
-        ;
-    if (fd < 0) {
-        warn("cannot write the record %s: %s", tmp, strerror(errno));
-        return;
-    }
-    rw.fd = fd;
-    rw.failed = 0;
-    rw.len = 0;
-    RW_LIT("{\"version\":1,\"command\":[");
-    for (int i = 0; opt.argv[i]; i++) {
-        if (i)
-            RW_LIT(",");
-        rw_str(opt.argv[i]);
-    }
-    rw_printf("],\"wrapper_pid\":%d,\"target_pid\":%d,\"exit_code\":%d,\"signal\":", (int)st.wrapper,
-              (int)st.target_pid, exit_code);
-    if (WIFSIGNALED(st.wrapper_status))
-        rw_str(SIGNAME(WTERMSIG(st.wrapper_status)));
-    else
-        RW_LIT("null");
-    rw_printf(",\"stop_requested\":%s,\"stop_signal\":", st.stop_requested ? "true" : "false");
-    rw_str(SIGNAME(opt.stop_signal));
-    RW_LIT(",\"escalations\":");
-    rw_siglist(st.escalations, st.n_escalations);
-    rw_printf(",\"wrapper_killed\":%s,\"wrapper_signals\":", st.n_wrapper_signals ? "true" : "false");
-    rw_siglist(st.wrapper_signals, st.n_wrapper_signals);
-    rw_printf(",\"leftovers_signalled\":%d,\"started_at\":", st.leftovers);
-    rw_time(&st.w_start);
-    RW_LIT(",\"stop_requested_at\":");
-    if (st.stop_requested)
-        rw_time(&st.w_stop);
-    else
-        RW_LIT("null");
-    RW_LIT(",\"ended_at\":");
-    rw_time(&st.w_end);
-    rw_printf(",\"run_seconds\":%.3f,\"stop_seconds\":", st.t_end - st.t_start);
-    if (st.stop_requested)
-        rw_printf("%.3f", st.t_end - st.t_stop);
-    else
-        RW_LIT("null");
-    RW_LIT("}\n");
-    rw_flush();
-    if (rw.failed == 0 && fsync(fd) < 0)
-        rw.failed = errno;
-    if (close(fd) < 0 && rw.failed == 0 && errno != EINTR)
-        rw.failed = errno;
-    if (rw.failed) {
-        warn("cannot write the record %s: %s", tmp, strerror(rw.failed));
-        unlink(tmp);
-        return;
-    }
-    if (rename(tmp, opt.record) < 0) {
-        warn("rename %s: %s", tmp, strerror(errno));
-        unlink(tmp);
-        return;
-    }
-    snprintf(dir, sizeof dir, "%s", opt.record);
-    slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof dir, ".");
-    else
-        slash[slash == dir] = '\0'; /* "/x" keeps its "/" */
-    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    logv("record written to %s", opt.record);
+    if (st.oom_start >= 0 && oom >= st.oom_start)
+        r.oom_kills = oom - st.oom_start;
+    classify(&r);
+    if (opt.record)
+        ph_init_record_write(&r);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -1083,7 +1069,7 @@ exec_command(int am_pid1, pid_t parent, const sigset_t *orig)
     sigprocmask(SIG_SETMASK, orig, NULL);
     execvp(opt.argv[0], opt.argv);
     e = errno;
-    warn("exec %s: %s", opt.argv[0], strerror(e));
+    ph_init_warn("exec %s: %s", opt.argv[0], strerror(e));
     /* As a shell does: found but cannot be run is 126, anything else 127. */
     _exit(e == EACCES || e == EPERM || e == ENOEXEC ? 126 : 127);
 }
@@ -1098,7 +1084,9 @@ main(int argc, char **argv)
     st.self = getpid();
     am_pid1 = st.self == 1;
     parse_args(argc, argv);
-    make_record_dir();
+    if (opt.record)
+        ph_init_record_open(opt.record);
+    st.oom_start = oom_kills_now();
     st.t_start = mono();
     clock_gettime(CLOCK_REALTIME, &st.w_start);
 
@@ -1120,23 +1108,23 @@ main(int argc, char **argv)
     for (size_t i = 0; i < sizeof fault_signals / sizeof fault_signals[0]; i++)
         sigdelset(&all, fault_signals[i]);
     if (sigprocmask(SIG_SETMASK, &all, &orig) < 0) {
-        warn("sigprocmask: %s", strerror(errno));
+        ph_init_warn("sigprocmask: %s", strerror(errno));
         return 1;
     }
     /* Outside a container orphans would go to the host's init and pile up
      * as zombies of nobody we know: collect them ourselves. */
     if (!am_pid1 && getenv("PH_INIT_NO_SUBREAPER") == NULL && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-        warn("cannot become a child subreaper: %s", strerror(errno));
+        ph_init_warn("cannot become a child subreaper: %s", strerror(errno));
 
     st.wrapper = fork();
     if (st.wrapper < 0) {
-        warn("fork: %s", strerror(errno));
+        ph_init_warn("fork: %s", strerror(errno));
         return 1;
     }
     if (st.wrapper == 0)
         exec_command(am_pid1, st.self, &orig);
     st.target_pid = st.wrapper;
-    logv("started %s as pid %d%s", opt.argv[0], (int)st.wrapper, am_pid1 ? " (we are PID 1)" : "");
+    ph_init_log("started %s as pid %d%s", opt.argv[0], (int)st.wrapper, am_pid1 ? " (we are PID 1)" : "");
 
     for (;;) {
         struct timespec ts;
@@ -1166,7 +1154,7 @@ main(int argc, char **argv)
         sig = sigtimedwait(&all, &si, &ts);
         if (sig < 0) {
             if (errno != EAGAIN && errno != EINTR) {
-                warn("sigtimedwait: %s", strerror(errno));
+                ph_init_warn("sigtimedwait: %s", strerror(errno));
                 return 1;
             }
             continue;
@@ -1191,6 +1179,6 @@ main(int argc, char **argv)
         exit_code = 1;
     drain(am_pid1);
     write_record(exit_code);
-    logv("exiting with %d", exit_code);
+    ph_init_log("exiting with %d", exit_code);
     return exit_code;
 }

@@ -1,7 +1,8 @@
-/* ph_tar.c - tar to and from the Engine with libarchive (see ph_tar.h).
+/* ph_tar.c - extraction of the Engine's archives with libarchive (see
+ * ph_tar.h for the contract; build contexts are in ph_tar_context.c).
  *
- * Extraction design.  The Engine's archive endpoint pushes bytes at us
- * (curl's write callback) while libarchive pulls them (a read callback).
+ * Streaming.  The Engine's archive endpoint pushes bytes at us (curl's
+ * write callback) while libarchive pulls them (a read callback).
  * libarchive cannot resume a read that ran out of data: a read callback
  * that returns "nothing yet" is taken as end of file, and ARCHIVE_RETRY is
  * not honoured mid-header by the tar reader.  Parsing ustar/pax/GNU headers
@@ -22,31 +23,53 @@
  *     loop's business) and touches only the destination directory and its
  *     own fields; the caller reads those after pthread_join().
  *
- * Safety.  Every entry is written through openat() relative to the
- * destination, one component at a time with O_NOFOLLOW, so neither a `..`
- * nor a symlink planted earlier (by the archive or anyone else) can lead a
- * write outside it; an existing leaf is unlinked and recreated, never
- * written through.  Names must be relative without `..`.  Symlink targets
- * must be relative and may use `..` only as leading components, no more of
- * them than the link's depth: the link's own directories are real
- * directories (we created them without following links, and we never
- * replace a directory), so the leading `..` stay inside, and the rest
- * only descends, through names that are themselves directories or links
- * checked by the same rule.  A lexical check that allowed `x/..` would
- * be fooled by `x` being a link (`sub/x -> ..`, `sub/y -> x/..`).  Hard
- * links may only name a regular file already extracted inside the
- * destination and not a name refused earlier; they are never links to
- * symlinks, which would move a symlink to another depth.
+ * The directory stack.  Entries arrive in walk order, so consecutive
+ * entries share most of their path.  The stack holds the directory the
+ * last entry went into, one level per component, each with the fd it was
+ * opened with: the next entry pops to the longest common prefix and opens
+ * (creating) only what follows, so an entry costs its own components, not
+ * its whole depth.  A level's mtime is set when it is popped, when the
+ * walk has left it.  Only the 64 deepest levels keep their fds (besides
+ * the destination's); a level needed again after its fd was closed is
+ * reopened in one openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) from the
+ * destination, or, where the kernel (or a seccomp filter) lacks openat2,
+ * by walking down from the destination with O_NOFOLLOW (a walk as long as
+ * the path: old kernels pay for what openat2 does in one call).
+ *
+ * Safety.  Every entry is written relative to a directory fd of the stack,
+ * and every stack level was opened from its parent's fd with O_NOFOLLOW |
+ * O_DIRECTORY (or by the openat2 above), so neither a `..` nor a symlink
+ * planted earlier (by the archive or by something racing us) can lead a
+ * write outside the destination; an existing leaf is unlinked and
+ * recreated, never written through.  Names must be relative without `..`.
+ * Symlink targets must be relative and may use `..` only as leading
+ * components, no more of them than the link's depth: the link's own
+ * directories are real directories (we created them without following
+ * links, and we never replace a directory), so the leading `..` stay
+ * inside, and the rest only descends, through names that are themselves
+ * directories or links checked by the same rule.  A lexical check that
+ * allowed `x/..` would be fooled by `x` being a link (`sub/x -> ..`,
+ * `sub/y -> x/..`).  Hard links may only name a regular file already
+ * extracted inside the destination and not a name refused earlier; they
+ * are never links to symlinks, which would move a symlink to another
+ * depth.
+ *
+ * Hostile sizes.  A container's sparse file arrives as zeros: all-zero
+ * runs are skipped (lseek-free: pwrite at offsets, ftruncate at the end),
+ * so a 1 TiB hole costs no disk, but it still costs the time to stream it,
+ * which is why max_bytes counts files' full sizes and refuses such a
+ * member at its header, before any of it is read.
  */
 #include "ph_tar.h"
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <locale.h>
+#include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,24 +77,29 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ph_log.h"
+#include "ph_tar_int.h"
 
 #define READ_BLOCK (64 * 1024)
-#define REFUSED_BUCKETS 256
-#define REFUSED_MAX 4096    /* beyond this, every hard link is refused */
-#define DIR_TIMES_MAX 65536 /* beyond this, directory mtimes are not restored */
+#define REFUSED_SLOTS 8192                /* hashes of refused names, open addressing */
+#define REFUSED_MAX (REFUSED_SLOTS / 2)   /* beyond this, every hard link is refused */
+#define FD_WINDOW 64                      /* directory fds kept open besides the destination's */
+#define MAX_DEPTH (PATH_MAX / 2)          /* components in a name shorter than PATH_MAX */
+#define HOLE_CHUNK 4096                   /* aligned all-zero runs of this size are not written */
+#define FREE_CHECK_BYTES (1u << 20)       /* free space is looked at every MiB written */
+#define FREE_CHECK_ENTRIES 64             /* and every 64 entries */
+#define HEADER_ALLOWANCE (16 * 1024)      /* stream bytes per entry beyond its data */
 
-typedef struct refused_name {
-    struct refused_name *next;
-    char name[];
-} refused_name;
-
-typedef struct dir_time {
-    char *rel;
+typedef struct dir_level {
+    int fd;             /* -1: closed, reopened when needed */
+    unsigned end;       /* this level's path is cur[0..end) */
+    int has_mtime;
     struct timespec mtime;
-} dir_time;
+} dir_level;
 
 struct ph_tar_extract {
     int dest_fd;
@@ -80,47 +108,55 @@ struct ph_tar_extract {
     pthread_t thread;
     int started;
     int failed;      /* an error was handed to the caller */
+    ph_tar_limits lim; /* resolved: no zero fields */
     ph_tar_stats stats;
     ph_error_t err;  /* the reader's error, read after join */
 
     /* Reader-thread state. */
     char rbuf[READ_BLOCK];
-    refused_name *refused[REFUSED_BUCKETS];
+    uint64_t *refused; /* REFUSED_SLOTS name hashes, allocated at the first refusal */
     size_t n_refused;
-    dir_time *dirs;  /* directory mtimes, set once their contents are written */
-    size_t n_dirs, cap_dirs;
+    int use_openat2;
+    int umask_ok;      /* the umask leaves 0755 alone: no fchmod needed after creating */
+    int top_created;   /* dirs_enter created the top level just now */
     uint64_t received; /* bytes handed to libarchive */
     uint64_t trailing; /* bytes after the end-of-archive marker */
+    uint64_t unchecked_bytes; /* written since free space was last looked at */
+    unsigned unchecked_entries;
+    /* The directory stack (see the top): cur is the path of lv[depth],
+     * NUL-terminated; lv[0] is the destination.  lv[1..low-1] are closed. */
+    unsigned depth, n_open, low;
+    char cur[PATH_MAX];
+    dir_level lv[MAX_DEPTH + 1];
 };
 
 /* ---- names -------------------------------------------------------------- */
 
-enum { NAME_OK, NAME_EMPTY, NAME_UNSAFE, NAME_LONG };
-
-/* Normalise archive name NAME into OUT: drop empty and `.` components,
- * then STRIP leading ones.  NAME_EMPTY when nothing is left, NAME_UNSAFE
- * for an absolute name or any `..` component (even one that would be
- * stripped: such an archive is not what the Engine sends). */
-static int
-name_normalise(const char *name, int strip, char *out, size_t outsz)
+/* See ph_tar_int.h. */
+int
+ph_tar_name_normalise(const char *name, int strip, char *out, size_t outsz)
 {
     size_t len = 0;
     int skipped = 0;
 
     if (name[0] == '/')
-        return NAME_UNSAFE;
+        return PH_TAR_NAME_UNSAFE;
     out[0] = '\0';
     for (const char *c = name; *c;) {
-        size_t n = strcspn(c, "/");
+        const char *e = c;
+        size_t n;
 
+        while (*e != '\0' && *e != '/') /* not strcspn: a call per component costs */
+            e++;                         /* more than the bytes of a deep name */
+        n = (size_t)(e - c);
         if (n == 2 && c[0] == '.' && c[1] == '.')
-            return NAME_UNSAFE;
+            return PH_TAR_NAME_UNSAFE;
         if (n > 0 && !(n == 1 && c[0] == '.')) {
             if (skipped < strip) {
                 skipped++;
             } else {
-                if (len + (len > 0) + n >= outsz)
-                    return NAME_LONG;
+                if (n > NAME_MAX || len + (len > 0) + n >= outsz)
+                    return PH_TAR_NAME_LONG;
                 if (len > 0)
                     out[len++] = '/';
                 memcpy(out + len, c, n);
@@ -132,7 +168,7 @@ name_normalise(const char *name, int strip, char *out, size_t outsz)
         while (*c == '/')
             c++;
     }
-    return len > 0 ? NAME_OK : NAME_EMPTY;
+    return len > 0 ? PH_TAR_NAME_OK : PH_TAR_NAME_EMPTY;
 }
 
 /* May a symlink at REL (normalised) point at TARGET?  See the top. */
@@ -146,92 +182,121 @@ symlink_target_ok(const char *rel, const char *target)
     for (const char *c = rel; *c; c++)
         if (*c == '/')
             depth++;
-    for (const char *c = target; *c;) {
-        size_t n = strcspn(c, "/");
+    for (const char *t = target; *t;) {
+        size_t n = strcspn(t, "/");
 
-        if (n == 2 && c[0] == '.' && c[1] == '.') {
+        if (n == 2 && t[0] == '.' && t[1] == '.') {
             if (descended || --depth < 0)
                 return 0;
-        } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+        } else if (n > 0 && !(n == 1 && t[0] == '.')) {
             descended = 1;
         }
-        c += n;
-        while (*c == '/')
-            c++;
+        t += n;
+        while (*t == '/')
+            t++;
     }
     return 1;
 }
 
-/* Open the directory holding REL (normalised, writable copy) under DEST
- * without following symlinks, creating missing directories when CREATE;
- * *leaf points at the last component.  -1 and errno on failure (ELOOP or
- * ENOTDIR: a component is a symlink or not a directory). */
-static int
-open_parent(int dest, char *rel, int create, char **leaf)
+/* ---- limits ------------------------------------------------------------- */
+
+/* Stop on LIMIT: the error says what passed it (FMT), the limit's name and
+ * value, and how to raise it; stats.limit and err->errnum say which. */
+static int __attribute__((format(printf, 4, 5)))
+limit_fail(ph_tar_extract *x, ph_tar_limit limit, ph_error_t *err, const char *fmt, ...)
 {
-    int fd = fcntl(dest, F_DUPFD_CLOEXEC, 0);
-    char *p = rel, *slash;
+    static const int errnums[] = { [PH_TAR_LIMIT_BYTES] = EFBIG, [PH_TAR_LIMIT_ENTRIES] = EMLINK,
+                                   [PH_TAR_LIMIT_FREE] = ENOSPC };
+    const uint64_t values[] = { [PH_TAR_LIMIT_BYTES] = x->lim.max_bytes,
+                                [PH_TAR_LIMIT_ENTRIES] = x->lim.max_entries,
+                                [PH_TAR_LIMIT_FREE] = x->lim.min_free_bytes };
+    char what[1024], value[32];
+    va_list ap;
 
-    while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
-        int next, e;
+    if (*err != NULL)
+        return -1; /* an earlier error stands */
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (limit == PH_TAR_LIMIT_ENTRIES)
+        snprintf(value, sizeof value, "%" PRIu64, values[limit]);
+    else
+        ph_tar_size_text(values[limit], value);
+    ph_fail(err, 0, "%s: over the limit `%s` of %s", what, ph_tar_limit_name(limit), value);
+    (*err)->errnum = errnums[limit];
+    ph_error_hint(err, "if this is expected, raise `%s` (`unlimited` turns it off)", ph_tar_limit_name(limit));
+    x->stats.limit = limit;
+    return -1;
+}
 
-        *slash = '\0';
-        if (create && mkdirat(fd, p, 0755) == 0)
-            fchmodat(fd, p, 0755, 0); /* whatever the umask: the user reads it */
-        next = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        e = errno;
-        *slash = '/';
-        close(fd);
-        fd = next;
-        errno = e;
-        p = slash + 1;
-    }
-    *leaf = p;
-    return fd;
+/* Is there room for NEED more bytes on FD's filesystem, keeping
+ * min_free_bytes available?  REL names what is being written. */
+static int
+free_check(ph_tar_extract *x, int fd, uint64_t need, const char *rel, ph_error_t *err)
+{
+    struct statvfs sv;
+    uint64_t avail;
+    char a[32], n[32];
+
+    x->unchecked_bytes = 0;
+    x->unchecked_entries = 0;
+    if (x->lim.min_free_bytes == PH_TAR_NO_LIMIT || fstatvfs(fd, &sv) < 0)
+        return 0; /* off, or cannot tell: a write that fails will say why */
+    avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    if (avail >= x->lim.min_free_bytes && avail - x->lim.min_free_bytes >= need)
+        return 0;
+    return limit_fail(x, PH_TAR_LIMIT_FREE, err,
+                      "writing `%s` would leave less free space (%s available, %s more to write)", rel,
+                      ph_tar_size_text(avail, a), ph_tar_size_text(need, n));
 }
 
 /* ---- the refused-name set (for hard links) ------------------------------ */
 
-static unsigned
+static uint64_t
 name_hash(const char *s)
 {
-    unsigned h = 2166136261u; /* FNV-1a */
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
 
     while (*s)
-        h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h % REFUSED_BUCKETS;
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h ? h : 1; /* 0 marks an empty slot */
 }
 
 static void
 refused_add(ph_tar_extract *x, const char *rel)
 {
-    unsigned h = name_hash(rel);
-    size_t n = strlen(rel);
-    refused_name *r;
+    uint64_t h = name_hash(rel);
+    size_t i = h % REFUSED_SLOTS;
 
-    if (x->n_refused >= REFUSED_MAX) {
-        x->n_refused = REFUSED_MAX + 1; /* full: refuse every hard link */
+    if (x->n_refused >= REFUSED_MAX)
+        return;
+    if (x->refused == NULL && (x->refused = calloc(REFUSED_SLOTS, sizeof *x->refused)) == NULL) {
+        x->n_refused = REFUSED_MAX; /* cannot remember: refuse every hard link */
         return;
     }
-    r = malloc(sizeof *r + n + 1);
-    if (r == NULL) {
-        x->n_refused = REFUSED_MAX + 1;
-        return;
+    while (x->refused[i] != 0 && x->refused[i] != h)
+        i = (i + 1) % REFUSED_SLOTS;
+    if (x->refused[i] == 0) {
+        x->refused[i] = h;
+        x->n_refused++;
     }
-    memcpy(r->name, rel, n + 1);
-    r->next = x->refused[h];
-    x->refused[h] = r;
-    x->n_refused++;
 }
 
 static int
 refused_has(const ph_tar_extract *x, const char *rel)
 {
-    if (x->n_refused > REFUSED_MAX)
-        return 1;
-    for (const refused_name *r = x->refused[name_hash(rel)]; r; r = r->next)
-        if (strcmp(r->name, rel) == 0)
+    uint64_t h = name_hash(rel);
+    size_t i = h % REFUSED_SLOTS;
+
+    if (x->n_refused >= REFUSED_MAX)
+        return 1; /* full: refuse every hard link */
+    if (x->refused == NULL)
+        return 0;
+    while (x->refused[i] != 0) {
+        if (x->refused[i] == h)
             return 1;
+        i = (i + 1) % REFUSED_SLOTS;
+    }
     return 0;
 }
 
@@ -247,18 +312,293 @@ refuse(ph_tar_extract *x, const char *name, const char *rel, const char *why)
     return 0;
 }
 
-/* ---- writing entries ---------------------------------------------------- */
+/* ---- the directory stack ------------------------------------------------ */
+
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+#define FILE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC) /* a new file, never through a link */
+
+/* Where level J's component starts in cur. */
+static unsigned
+lv_start(const ph_tar_extract *x, unsigned j)
+{
+    return j <= 1 ? 0 : x->lv[j - 1].end + 1;
+}
+
+/* Open PATH (components separated by single `/`, writable: it is cut and
+ * restored in place) below directory BASE, one component at a time,
+ * following no symlink.  A new fd, or -1 and errno (ELOOP, ENOTDIR: a
+ * component is a symlink or not a directory). */
+static int
+walk_down(int base, char *path)
+{
+    int fd = -1;
+
+    for (char *p = path;;) {
+        char *slash = strchr(p, '/');
+        int next, e;
+
+        if (slash)
+            *slash = '\0';
+        next = openat(fd >= 0 ? fd : base, p, DIR_FLAGS);
+        e = errno;
+        if (slash)
+            *slash = '/';
+        if (fd >= 0)
+            close(fd);
+        fd = next;
+        if (fd < 0 || slash == NULL) {
+            errno = e;
+            return fd;
+        }
+        p = slash + 1;
+    }
+}
+
+/* PATH (non-empty) below the destination, following no symlink, in one
+ * openat2 where the kernel has it.  A new fd, or -1 and errno; when openat2
+ * is missing or filtered, x->use_openat2 is cleared and errno is ENOSYS. */
+static int
+open_beneath2(ph_tar_extract *x, const char *path)
+{
+    struct open_how how = {
+        .flags = DIR_FLAGS,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    long fd = syscall(SYS_openat2, x->dest_fd, path, &how, sizeof how);
+
+    if (fd < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL || errno == E2BIG)) {
+        x->use_openat2 = 0; /* an old kernel or a seccomp filter: walk from now on */
+        errno = ENOSYS;
+    }
+    return (int)fd;
+}
+
+/* A new fd for directory PATH (writable, non-empty) below the destination. */
+static int
+open_beneath(ph_tar_extract *x, char *path)
+{
+    if (x->use_openat2) {
+        int fd = open_beneath2(x, path);
+
+        if (fd >= 0 || x->use_openat2)
+            return fd;
+    }
+    return walk_down(x->dest_fd, path);
+}
+
+/* A new fd for stack level J (>= 1), whose own fd is closed.  Fds are
+ * closed from the shallow end, so when J's is, all above it in the stack
+ * are too: the path is opened from the destination. */
+static int
+lv_reopen(ph_tar_extract *x, unsigned j)
+{
+    unsigned end = x->lv[j].end;
+    char saved = x->cur[end];
+    int fd;
+
+    x->cur[end] = '\0';
+    fd = open_beneath(x, x->cur);
+    x->cur[end] = saved;
+    return fd;
+}
+
+/* Give level J the fd FD, closing the shallowest other level's when more
+ * than FD_WINDOW are open. */
+static void
+lv_keep(ph_tar_extract *x, unsigned j, int fd)
+{
+    x->lv[j].fd = fd;
+    x->n_open++;
+    if (j < x->low)
+        x->low = j;
+    while (x->n_open > FD_WINDOW) {
+        while (x->lv[x->low].fd < 0)
+            x->low++;
+        close(x->lv[x->low].fd);
+        x->lv[x->low].fd = -1;
+        x->n_open--;
+        x->low++;
+    }
+}
+
+/* Level J's fd, reopened if it was closed.  -1 and errno if that fails. */
+static int
+lv_fd(ph_tar_extract *x, unsigned j)
+{
+    int fd;
+
+    if (j == 0)
+        return x->dest_fd;
+    if (x->lv[j].fd >= 0)
+        return x->lv[j].fd;
+    fd = lv_reopen(x, j);
+    if (fd >= 0)
+        lv_keep(x, j, fd);
+    return fd;
+}
 
 static void
-set_times(int dirfd, const char *leaf, struct archive_entry *e, int flags)
+apply_mtime(int fd, const dir_level *l)
 {
-    struct timespec ts[2];
+    struct timespec ts[2] = { l->mtime, l->mtime };
 
+    if (l->has_mtime)
+        futimens(fd, ts); /* cosmetic: a failure is no reason to stop */
+}
+
+/* Leave the levels above K: set their mtimes, close their fds. */
+static void
+dirs_pop(ph_tar_extract *x, unsigned k)
+{
+    unsigned j = k + 1;
+    int parent = -1, owned = 0;
+
+    /* Closed levels with an mtime to set: open them walking down, each
+     * from its parent (mtimes can be set in any order: setting one
+     * changes no directory's contents). */
+    while (j <= x->depth && !(x->lv[j].fd < 0 && x->lv[j].has_mtime))
+        j++;
+    for (; j <= x->depth; j++) {
+        int fd = x->lv[j].fd, own = 0;
+
+        if (fd < 0) {
+            if (parent >= 0) {
+                unsigned end = x->lv[j].end;
+                char saved = x->cur[end];
+
+                x->cur[end] = '\0';
+                fd = openat(parent, x->cur + lv_start(x, j), DIR_FLAGS);
+                x->cur[end] = saved;
+            } else {
+                fd = lv_reopen(x, j);
+            }
+            own = 1;
+            if (fd >= 0)
+                apply_mtime(fd, &x->lv[j]);
+        }
+        if (owned)
+            close(parent);
+        parent = fd;
+        owned = own;
+        if (fd < 0)
+            break; /* gone: what is below it is gone too */
+    }
+    if (owned)
+        close(parent);
+    for (j = x->depth; j > k; j--) {
+        if (x->lv[j].fd >= 0) {
+            apply_mtime(x->lv[j].fd, &x->lv[j]);
+            close(x->lv[j].fd);
+            x->lv[j].fd = -1;
+            x->n_open--;
+        }
+        x->lv[j].has_mtime = 0;
+    }
+    x->depth = k;
+    x->cur[x->lv[k].end] = '\0';
+    if (x->low > k + 1)
+        x->low = k + 1;
+}
+
+/* How many leading levels of the stack DIR (LEN bytes, normalised) shares. */
+static unsigned
+dirs_common(const ph_tar_extract *x, const char *dir, size_t len)
+{
+    size_t m = 0, lim = x->lv[x->depth].end;
+    unsigned k = x->depth;
+
+    if (lim > len)
+        lim = len;
+    while (m < lim && x->cur[m] == dir[m])
+        m++;
+    while (k > 0 && !(x->lv[k].end <= m && (x->lv[k].end == len || dir[x->lv[k].end] == '/')))
+        k--;
+    return k;
+}
+
+/* Make DIR (LEN bytes of a normalised name; empty: the destination) the
+ * current directory, creating what is missing (0755).  Its fd, owned by
+ * the stack, or -1 and errno (ELOOP, ENOTDIR: a component is a symlink or
+ * not a directory); then the stack holds the part that exists. */
+static int
+dirs_enter(ph_tar_extract *x, const char *dir, size_t len)
+{
+    unsigned k = dirs_common(x, dir, len);
+    size_t pos = k == 0 ? 0 : x->lv[k].end + 1;
+
+    if (k < x->depth)
+        dirs_pop(x, k);
+    x->top_created = 0;
+    while (pos < len) {
+        const char *c = dir + pos;
+        size_t n = len - pos;
+        const char *slash = memchr(c, '/', n);
+        unsigned start = x->depth == 0 ? 0 : x->lv[x->depth].end + 1;
+        int parent = lv_fd(x, x->depth), fd, created, e;
+
+        if (parent < 0)
+            return -1;
+        if (slash)
+            n = (size_t)(slash - c);
+        if (x->depth >= MAX_DEPTH || start + n >= sizeof x->cur) {
+            errno = ENAMETOOLONG; /* normalised names cannot get here */
+            return -1;
+        }
+        if (x->depth > 0)
+            x->cur[start - 1] = '/';
+        memcpy(x->cur + start, c, n);
+        x->cur[start + n] = '\0';
+        created = mkdirat(parent, x->cur + start, 0755) == 0;
+        e = errno;
+        fd = created || e == EEXIST ? openat(parent, x->cur + start, DIR_FLAGS) : -1;
+        if (fd < 0) {
+            if (created || e == EEXIST)
+                e = errno;
+            x->cur[x->lv[x->depth].end] = '\0';
+            errno = e;
+            return -1;
+        }
+        if (created && !x->umask_ok)
+            fchmod(fd, 0755); /* whatever the umask: the user reads it */
+        x->top_created = created;
+        x->depth++;
+        x->lv[x->depth] = (dir_level){ .fd = -1, .end = start + (unsigned)n };
+        lv_keep(x, x->depth, fd);
+        pos += n + 1;
+    }
+    return lv_fd(x, x->depth);
+}
+
+/* The directory of REL (normalised) entered, *leaf its last component.
+ * >= 0: the directory's fd (the stack's); -1: *err is set; -2: refused. */
+static int
+enter_parent(ph_tar_extract *x, const char *name, const char *rel, const char **leaf, ph_error_t *err)
+{
+    const char *slash = strrchr(rel, '/');
+    int fd;
+
+    *leaf = slash ? slash + 1 : rel;
+    fd = dirs_enter(x, rel, slash ? (size_t)(slash - rel) : 0);
+    if (fd >= 0)
+        return fd;
+    if (errno == ELOOP || errno == ENOTDIR) {
+        refuse(x, name, rel, "a parent is a symlink or not a directory");
+        return -2;
+    }
+    ph_fail(err, errno, "create the directories of `%s`", rel);
+    return -1;
+}
+
+/* ---- writing entries ---------------------------------------------------- */
+
+static int
+entry_mtime(struct archive_entry *e, struct timespec ts[2])
+{
     if (!archive_entry_mtime_is_set(e))
-        return;
+        return 0;
     ts[0].tv_sec = ts[1].tv_sec = archive_entry_mtime(e);
     ts[0].tv_nsec = ts[1].tv_nsec = archive_entry_mtime_nsec(e);
-    utimensat(dirfd, leaf, ts, flags); /* cosmetic: a failure is no reason to stop */
+    return 1;
 }
 
 /* Make room for a new non-directory at LEAF: an existing file or link is
@@ -278,29 +618,77 @@ clear_leaf(int dir, const char *leaf)
 }
 
 static int
-write_file(ph_tar_extract *x, struct archive *a, struct archive_entry *e, const char *name, char *rel,
+all_zero(const unsigned char *p, size_t n)
+{
+    return p[0] == 0 && memcmp(p, p + 1, n - 1) == 0;
+}
+
+/* Write LEN bytes of BUF at OFF, leaving all-zero chunks (HOLE_CHUNK
+ * aligned in the file) as holes: the file is new, so they read as zeros.
+ * *END: how far the file has been written. */
+static int
+write_data(ph_tar_extract *x, int fd, const unsigned char *buf, size_t len, uint64_t off, const char *rel,
+           uint64_t *end, ph_error_t *err)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        size_t from;
+
+        for (; i < len; i += HOLE_CHUNK - (off + i) % HOLE_CHUNK) {
+            size_t n = HOLE_CHUNK - (off + i) % HOLE_CHUNK;
+
+            if (!all_zero(buf + i, n < len - i ? n : len - i))
+                break;
+        }
+        if (i >= len)
+            break;
+        from = i;
+        for (; i < len; i += HOLE_CHUNK - (off + i) % HOLE_CHUNK) {
+            size_t n = HOLE_CHUNK - (off + i) % HOLE_CHUNK;
+
+            if (all_zero(buf + i, n < len - i ? n : len - i))
+                break;
+        }
+        if (i > len)
+            i = len;
+        x->unchecked_bytes += i - from;
+        if (x->unchecked_bytes >= FREE_CHECK_BYTES && free_check(x, fd, FREE_CHECK_BYTES, rel, err) < 0)
+            return -1;
+        for (size_t done = from; done < i;) {
+            ssize_t n = pwrite(fd, buf + done, i - done, (off_t)(off + done));
+
+            if (n <= 0)
+                return ph_fail(err, n < 0 ? errno : EIO, "write `%s`", rel);
+            done += (size_t)n;
+        }
+        if (off + i > *end)
+            *end = off + i;
+    }
+    return 0;
+}
+
+static int
+write_file(ph_tar_extract *x, struct archive *a, struct archive_entry *e, const char *name, const char *rel,
            ph_error_t *err)
 {
     mode_t mode = (archive_entry_perm(e) & 0111) ? 0755 : 0644;
-    char *leaf;
+    uint64_t size = 0, end = 0;
+    struct timespec ts[2];
+    const char *leaf;
     int dir, fd, rc = -1;
 
-    dir = open_parent(x->dest_fd, rel, 1, &leaf);
-    if (dir < 0) {
-        if (errno == ELOOP || errno == ENOTDIR)
-            return refuse(x, name, rel, "a parent is a symlink or not a directory");
-        return ph_fail(err, errno, "create the directories of `%s`", rel);
+    dir = enter_parent(x, name, rel, &leaf, err);
+    if (dir < 0)
+        return dir == -2 ? 0 : -1;
+    fd = openat(dir, leaf, FILE_FLAGS, mode);
+    if (fd < 0 && errno == EEXIST) {
+        if (clear_leaf(dir, leaf) < 0)
+            return refuse(x, name, rel, "a directory is in the way");
+        fd = openat(dir, leaf, FILE_FLAGS, mode);
     }
-    if (clear_leaf(dir, leaf) < 0) {
-        close(dir);
-        return refuse(x, name, rel, "a directory is in the way");
-    }
-    fd = openat(dir, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd < 0) {
-        ph_fail(err, errno, "create `%s`", rel);
-        close(dir);
-        return -1;
-    }
+    if (fd < 0)
+        return ph_fail(err, errno, "create `%s`", rel);
     for (;;) {
         const void *buf;
         size_t len;
@@ -314,25 +702,29 @@ write_file(ph_tar_extract *x, struct archive *a, struct archive_entry *e, const 
             goto out;
         }
         /* Offsets, not a running position: sparse members leave holes. */
-        if (len > 0 && pwrite(fd, buf, len, off) != (ssize_t)len) {
-            ph_fail(err, errno ? errno : EIO, "write `%s`", rel);
+        if (len > 0 && write_data(x, fd, buf, len, (uint64_t)off, rel, &end, err) < 0)
             goto out;
-        }
+        if (len > 0 && (uint64_t)off + len > size)
+            size = (uint64_t)off + len;
         x->stats.bytes += len;
     }
-    /* A sparse member may end in a hole. */
-    if (archive_entry_size_is_set(e) && ftruncate(fd, archive_entry_size(e)) < 0) {
+    if (archive_entry_size_is_set(e))
+        size = (uint64_t)archive_entry_size(e);
+    /* Trailing zeros, or a sparse member's final hole. */
+    if (end != size && ftruncate(fd, (off_t)size) < 0) {
         ph_fail(err, errno, "truncate `%s`", rel);
         goto out;
     }
-    fchmod(fd, mode); /* the umask must not make it unreadable */
+    if (!x->umask_ok)
+        fchmod(fd, mode); /* the umask must not make it unreadable */
+    if (entry_mtime(e, ts))
+        futimens(fd, ts);
     if (close(fd) < 0) {
         fd = -1;
         ph_fail(err, errno, "close `%s`", rel);
         goto out;
     }
     fd = -1;
-    set_times(dir, leaf, e, 0);
     x->stats.files++;
     rc = 0;
 out:
@@ -340,115 +732,104 @@ out:
         close(fd);
     if (rc < 0)
         unlinkat(dir, leaf, 0); /* no half file that looks complete */
-    close(dir);
     return rc;
 }
 
 static int
 write_dir(ph_tar_extract *x, struct archive_entry *e, const char *name, const char *rel, ph_error_t *err)
 {
-    char path[PATH_MAX + 2], *leaf;
-    int fd;
+    dir_level *top;
+    int fd = dirs_enter(x, rel, strlen(rel));
 
-    snprintf(path, sizeof path, "%s/", rel);
-    fd = open_parent(x->dest_fd, path, 1, &leaf);
     if (fd < 0) {
         if (errno == ELOOP || errno == ENOTDIR)
             return refuse(x, name, rel, "it or a parent is a symlink or not a directory");
         return ph_fail(err, errno, "create directory `%s`", rel);
     }
-    fchmod(fd, 0755);
-    close(fd);
+    if (!x->top_created || !x->umask_ok)
+        fchmod(fd, 0755); /* it may have been there with other bits */
     x->stats.dirs++;
-    /* Its mtime is set at the end: writing its contents would change it. */
-    if (archive_entry_mtime_is_set(e) && x->n_dirs < DIR_TIMES_MAX) {
-        if (x->n_dirs == x->cap_dirs) {
-            size_t cap = x->cap_dirs ? x->cap_dirs * 2 : 64;
-            dir_time *d = realloc(x->dirs, cap * sizeof *d);
-
-            if (d == NULL)
-                return ph_fail(err, ENOMEM, "remember directory `%s`", rel);
-            x->dirs = d;
-            x->cap_dirs = cap;
-        }
-        x->dirs[x->n_dirs].rel = strdup(rel);
-        if (x->dirs[x->n_dirs].rel == NULL)
-            return ph_fail(err, ENOMEM, "remember directory `%s`", rel);
-        x->dirs[x->n_dirs].mtime.tv_sec = archive_entry_mtime(e);
-        x->dirs[x->n_dirs].mtime.tv_nsec = archive_entry_mtime_nsec(e);
-        x->n_dirs++;
-    }
+    /* Its mtime is set when the walk leaves it: writing its contents
+     * would change it. */
+    top = &x->lv[x->depth];
+    top->has_mtime = archive_entry_mtime_is_set(e);
+    top->mtime.tv_sec = archive_entry_mtime(e);
+    top->mtime.tv_nsec = archive_entry_mtime_nsec(e);
     return 0;
 }
 
 static int
-write_symlink(ph_tar_extract *x, struct archive_entry *e, const char *name, char *rel, ph_error_t *err)
+write_symlink(ph_tar_extract *x, struct archive_entry *e, const char *name, const char *rel, ph_error_t *err)
 {
-    const char *target = archive_entry_symlink(e);
-    char *leaf;
+    const char *target = archive_entry_symlink(e), *leaf;
+    struct timespec ts[2];
     int dir;
 
     if (target == NULL || !symlink_target_ok(rel, target))
         return refuse(x, name, rel, "symbolic link that may lead outside the destination");
-    dir = open_parent(x->dest_fd, rel, 1, &leaf);
-    if (dir < 0) {
-        if (errno == ELOOP || errno == ENOTDIR)
-            return refuse(x, name, rel, "a parent is a symlink or not a directory");
-        return ph_fail(err, errno, "create the directories of `%s`", rel);
-    }
-    if (clear_leaf(dir, leaf) < 0) {
-        close(dir);
+    dir = enter_parent(x, name, rel, &leaf, err);
+    if (dir < 0)
+        return dir == -2 ? 0 : -1;
+    if (clear_leaf(dir, leaf) < 0)
         return refuse(x, name, rel, "a directory is in the way");
-    }
-    if (symlinkat(target, dir, leaf) < 0) {
-        ph_fail(err, errno, "symlink `%s`", rel);
-        close(dir);
-        return -1;
-    }
-    set_times(dir, leaf, e, AT_SYMLINK_NOFOLLOW);
-    close(dir);
+    if (symlinkat(target, dir, leaf) < 0)
+        return ph_fail(err, errno, "symlink `%s`", rel);
+    if (entry_mtime(e, ts))
+        utimensat(dir, leaf, ts, AT_SYMLINK_NOFOLLOW);
     x->stats.links++;
     return 0;
 }
 
 static int
-write_hardlink(ph_tar_extract *x, const char *name, char *rel, const char *link, ph_error_t *err)
+write_hardlink(ph_tar_extract *x, const char *name, const char *rel, const char *link, ph_error_t *err)
 {
-    char target[PATH_MAX], *tleaf, *leaf;
-    int tdir = -1, dir = -1, rc = 0;
-    struct stat st;
+    char target[PATH_MAX], *tslash;
+    const char *tleaf, *leaf;
+    int tdir = -1, dir, rc = 0;
+    struct stat st, have;
 
-    if (name_normalise(link, x->strip, target, sizeof target) != NAME_OK)
+    if (ph_tar_name_normalise(link, x->strip, target, sizeof target) != PH_TAR_NAME_OK)
         return refuse(x, name, rel, "hard link to a name outside the destination");
     if (refused_has(x, target))
         return refuse(x, name, rel, "hard link to a refused entry");
-    tdir = open_parent(x->dest_fd, target, 0, &tleaf);
-    if (tdir < 0 || fstatat(tdir, tleaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+    tslash = strrchr(target, '/');
+    if (tslash) {
+        *tslash = '\0';
+        tdir = open_beneath(x, target);
+        *tslash = '/';
+    }
+    tleaf = tslash ? tslash + 1 : target;
+    if ((tslash && tdir < 0) || fstatat(tslash ? tdir : x->dest_fd, tleaf, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+        !S_ISREG(st.st_mode)) {
         rc = refuse(x, name, rel, "hard link to something not a regular file extracted here");
         goto out;
     }
-    dir = open_parent(x->dest_fd, rel, 1, &leaf);
+    dir = enter_parent(x, name, rel, &leaf, err);
     if (dir < 0) {
-        if (errno == ELOOP || errno == ENOTDIR)
-            rc = refuse(x, name, rel, "a parent is a symlink or not a directory");
+        rc = dir == -2 ? 0 : -1;
+        goto out;
+    }
+    if (fstatat(dir, leaf, &have, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (have.st_dev == st.st_dev && have.st_ino == st.st_ino)
+            goto linked; /* a link to itself, or made already */
+        if (S_ISDIR(have.st_mode)) {
+            rc = refuse(x, name, rel, "a directory is in the way");
+            goto out;
+        }
+        unlinkat(dir, leaf, 0);
+    }
+    if (linkat(tslash ? tdir : x->dest_fd, tleaf, dir, leaf, 0) < 0) {
+        if (errno == EMLINK)
+            rc = refuse(x, name, rel, "too many links to its target");
         else
-            rc = ph_fail(err, errno, "create the directories of `%s`", rel);
+            rc = ph_fail(err, errno, "hard link `%s` to `%s`", rel, target);
         goto out;
     }
-    if (clear_leaf(dir, leaf) < 0) {
-        rc = refuse(x, name, rel, "a directory is in the way");
-        goto out;
-    }
-    if (linkat(tdir, tleaf, dir, leaf, 0) < 0) {
-        rc = ph_fail(err, errno, "hard link `%s` to `%s`", rel, target);
-        goto out;
-    }
+linked:
     x->stats.links++;
 out:
     if (tdir >= 0)
         close(tdir);
-    if (dir >= 0)
-        close(dir);
     return rc;
 }
 
@@ -457,16 +838,30 @@ extract_entry(ph_tar_extract *x, struct archive *a, struct archive_entry *e, ph_
 {
     const char *name = archive_entry_pathname(e);
     const char *link = archive_entry_hardlink(e);
+    uint64_t size = archive_entry_size_is_set(e) && archive_entry_size(e) > 0 ? (uint64_t)archive_entry_size(e) : 0;
     char rel[PATH_MAX];
 
+    /* Limits first: every entry counts, refused or not. */
+    if (++x->stats.entries > x->lim.max_entries)
+        return limit_fail(x, PH_TAR_LIMIT_ENTRIES, err, "entry `%s` is one too many",
+                          name ? name : "(unnamed)");
+    x->stats.size = size > UINT64_MAX - x->stats.size ? UINT64_MAX : x->stats.size + size;
+    if (x->stats.size > x->lim.max_bytes) {
+        char sz[32];
+
+        return limit_fail(x, PH_TAR_LIMIT_BYTES, err, "`%s` (%s) brings the files' sizes, holes included, to %" PRIu64
+                          " bytes", name ? name : "(unnamed)", ph_tar_size_text(size, sz), x->stats.size);
+    }
+    if (++x->unchecked_entries >= FREE_CHECK_ENTRIES && free_check(x, x->dest_fd, 0, name ? name : "", err) < 0)
+        return -1;
     if (name == NULL)
         return refuse(x, "(unnamed)", NULL, "no name");
-    switch (name_normalise(name, x->strip, rel, sizeof rel)) {
-    case NAME_EMPTY:
+    switch (ph_tar_name_normalise(name, x->strip, rel, sizeof rel)) {
+    case PH_TAR_NAME_EMPTY:
         return 0; /* the stripped top directory itself */
-    case NAME_UNSAFE:
+    case PH_TAR_NAME_UNSAFE:
         return refuse(x, name, NULL, "absolute path or `..` component");
-    case NAME_LONG:
+    case PH_TAR_NAME_LONG:
         return refuse(x, name, NULL, "name too long");
     }
     if (link != NULL)
@@ -490,27 +885,7 @@ extract_entry(ph_tar_extract *x, struct archive *a, struct archive_entry *e, ph_
     }
 }
 
-/* Directory mtimes, once nothing more is written into them. */
-static void
-restore_dir_times(ph_tar_extract *x)
-{
-    for (size_t i = x->n_dirs; i-- > 0;) {
-        char path[PATH_MAX + 2], *leaf;
-        struct timespec ts[2] = { x->dirs[i].mtime, x->dirs[i].mtime };
-        int fd;
-
-        snprintf(path, sizeof path, "%s/", x->dirs[i].rel);
-        fd = open_parent(x->dest_fd, path, 0, &leaf);
-        if (fd >= 0) {
-            futimens(fd, ts);
-            close(fd);
-        }
-        free(x->dirs[i].rel);
-    }
-    free(x->dirs);
-    x->dirs = NULL;
-    x->n_dirs = x->cap_dirs = 0;
-}
+/* ---- the reader thread -------------------------------------------------- */
 
 static int
 extract_all(ph_tar_extract *x, struct archive *a, ph_error_t *err)
@@ -545,6 +920,21 @@ extract_all(ph_tar_extract *x, struct archive *a, ph_error_t *err)
     }
 }
 
+/* Is the stream (RECEIVED bytes) within max_bytes plus headers?  A
+ * member's data is counted at its header; this bounds the rest (pax
+ * records, long names, padding after the marker). */
+static int
+stream_ok(ph_tar_extract *x, uint64_t received)
+{
+    uint64_t allowance = (x->stats.entries + 1) * (uint64_t)HEADER_ALLOWANCE + READ_BLOCK;
+
+    if (x->lim.max_bytes == PH_TAR_NO_LIMIT || x->lim.max_bytes > UINT64_MAX - allowance ||
+        received <= x->lim.max_bytes + allowance)
+        return 1;
+    limit_fail(x, PH_TAR_LIMIT_BYTES, &x->err, "the archive's stream passed %" PRIu64 " bytes", received);
+    return 0;
+}
+
 static la_ssize_t
 sock_read_cb(struct archive *a, void *ud, const void **buf)
 {
@@ -555,6 +945,10 @@ sock_read_cb(struct archive *a, void *ud, const void **buf)
 
         if (n >= 0) {
             x->received += (uint64_t)n;
+            if (!stream_ok(x, x->received)) {
+                archive_set_error(a, EFBIG, "over the limit `max_bytes`");
+                return -1;
+            }
             *buf = x->rbuf;
             return n;
         }
@@ -569,8 +963,16 @@ static void *
 reader_main(void *ud)
 {
     ph_tar_extract *x = ud;
-    struct archive *a = archive_read_new();
+    /* Names are bytes, and pax names UTF-8: in this thread's own locale
+     * libarchive takes them as they are, instead of converting each
+     * character to the process's (C) locale and warning. */
+    locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    struct archive *a;
     int ok = 0;
+
+    if (utf8 != (locale_t)0)
+        uselocale(utf8);
+    a = archive_read_new();
 
     if (a == NULL) {
         ph_fail(&x->err, ENOMEM, "start the archive reader");
@@ -586,25 +988,70 @@ reader_main(void *ud)
             ok = extract_all(x, a, &x->err) == 0;
         archive_read_free(a);
     }
-    restore_dir_times(x);
+    dirs_pop(x, 0); /* the last directories' mtimes */
     if (ok) {
         /* Zero padding after the marker: read it, so the feeder never
          * sees EPIPE for a good archive. */
         ssize_t n;
 
         while ((n = read(x->sock[0], x->rbuf, sizeof x->rbuf)) != 0)
-            if (n > 0)
+            if (n > 0) {
                 x->trailing += (uint64_t)n;
-            else if (errno != EINTR)
+                if (!stream_ok(x, x->received + x->trailing))
+                    break;
+            } else if (errno != EINTR) {
                 break;
+            }
     }
     /* Unblock a feeder still writing: it gets EPIPE. */
     shutdown(x->sock[0], SHUT_RDWR);
+    if (utf8 != (locale_t)0) {
+        uselocale(LC_GLOBAL_LOCALE);
+        freelocale(utf8);
+    }
     return NULL;
 }
 
+/* ---- the caller's side -------------------------------------------------- */
+
+/* Does the process's umask leave 0755 alone?  (Read, not set: umask(2)
+ * would change it for every thread while it is being read.) */
+static int
+umask_harmless(void)
+{
+    char line[128];
+    unsigned mask = 0777;
+    FILE *f = fopen("/proc/self/status", "re");
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Umask: %o", &mask) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (mask & 0755) == 0;
+}
+
+/* LIMITS with its zero fields replaced by the defaults. */
+static void
+limits_resolve(ph_tar_extract *x, const ph_tar_limits *limits)
+{
+    struct statvfs sv;
+
+    if (limits)
+        x->lim = *limits;
+    if (x->lim.max_bytes == 0)
+        x->lim.max_bytes = PH_TAR_DEFAULT_MAX_BYTES;
+    if (x->lim.max_entries == 0)
+        x->lim.max_entries = PH_TAR_DEFAULT_MAX_ENTRIES;
+    if (x->lim.min_free_bytes == 0) {
+        x->lim.min_free_bytes = PH_TAR_DEFAULT_MIN_FREE;
+        if (fstatvfs(x->dest_fd, &sv) == 0 && (uint64_t)sv.f_blocks * sv.f_frsize / 20 < x->lim.min_free_bytes)
+            x->lim.min_free_bytes = (uint64_t)sv.f_blocks * sv.f_frsize / 20;
+    }
+}
+
 ph_tar_extract *
-ph_tar_extract_new(const char *dest_dir, int strip, ph_error_t *err)
+ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits, ph_error_t *err)
 {
     ph_tar_extract *x = calloc(1, sizeof *x);
     sigset_t all, old;
@@ -616,11 +1063,18 @@ ph_tar_extract_new(const char *dest_dir, int strip, ph_error_t *err)
     }
     x->strip = strip < 0 ? 0 : strip;
     x->sock[0] = x->sock[1] = -1;
+    x->lv[0].fd = -1; /* the destination is dest_fd, never closed by the stack */
+    x->low = 1;
+    x->use_openat2 = getenv("PH_TAR_NO_OPENAT2") == NULL; /* tests run the fallback too */
+    x->umask_ok = umask_harmless();
+    x->unchecked_bytes = FREE_CHECK_BYTES;                /* look before the first write */
+    x->unchecked_entries = FREE_CHECK_ENTRIES - 1;
     x->dest_fd = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (x->dest_fd < 0) {
         ph_fail(err, errno, "open `%s`", dest_dir);
         goto fail;
     }
+    limits_resolve(x, limits);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->sock) < 0) {
         ph_fail(err, errno, "socketpair");
         goto fail;
@@ -720,27 +1174,21 @@ ph_tar_extract_free(ph_tar_extract *x)
     if (x == NULL)
         return;
     join(x);
+    dirs_pop(x, 0); /* nothing open when the thread never ran */
     if (x->sock[0] >= 0)
         close(x->sock[0]);
     if (x->dest_fd >= 0)
         close(x->dest_fd);
-    for (size_t i = 0; i < REFUSED_BUCKETS; i++)
-        for (refused_name *r = x->refused[i], *next; r; r = next) {
-            next = r->next;
-            free(r);
-        }
-    for (size_t i = 0; i < x->n_dirs; i++)
-        free(x->dirs[i].rel);
-    free(x->dirs);
+    free(x->refused);
     ph_error_free(&x->err);
     free(x);
 }
 
 int
-ph_tar_extract_buffer(const void *data, size_t len, const char *dest_dir, int strip, ph_tar_stats *stats,
-                      ph_error_t *err)
+ph_tar_extract_buffer(const void *data, size_t len, const char *dest_dir, int strip, const ph_tar_limits *limits,
+                      ph_tar_stats *stats, ph_error_t *err)
 {
-    ph_tar_extract *x = ph_tar_extract_new(dest_dir, strip, err);
+    ph_tar_extract *x = ph_tar_extract_new(dest_dir, strip, limits, err);
     int rc;
 
     if (x == NULL)
@@ -751,420 +1199,5 @@ ph_tar_extract_buffer(const void *data, size_t len, const char *dest_dir, int st
     else if (stats)
         *stats = x->stats;
     ph_tar_extract_free(x);
-    return rc;
-}
-
-/* ---- building contexts -------------------------------------------------- */
-
-typedef struct membuf {
-    char *data;
-    size_t len, cap, max;
-    int overflow;
-} membuf;
-
-static la_ssize_t
-mem_write_cb(struct archive *a, void *ud, const void *buf, size_t n)
-{
-    membuf *m = ud;
-
-    if (n > m->max - m->len) {
-        m->overflow = 1;
-        archive_set_error(a, EFBIG, "more than %zu bytes", m->max);
-        return -1;
-    }
-    if (m->len + n > m->cap) {
-        size_t cap = m->cap ? m->cap : 65536;
-        char *d;
-
-        while (cap < m->len + n)
-            cap *= 2;
-        if (cap > m->max)
-            cap = m->max;
-        d = realloc(m->data, cap);
-        if (d == NULL) {
-            archive_set_error(a, ENOMEM, "out of memory");
-            return -1;
-        }
-        m->data = d;
-        m->cap = cap;
-    }
-    memcpy(m->data + m->len, buf, n);
-    m->len += n;
-    return (la_ssize_t)n;
-}
-
-/* .dockerignore rules: Docker's, as its CLI applies them (moby's
- * patternmatcher): a path is excluded when the last pattern matching it,
- * or one of its parent directories, is not a `!` exception. */
-typedef struct ignore_rules {
-    char **pat;
-    int *negate;
-    size_t n;
-    int any_negate;
-} ignore_rules;
-
-static int
-ignore_add(ignore_rules *r, const char *pat, int neg)
-{
-    char **np = realloc(r->pat, (r->n + 1) * sizeof *np);
-    int *nn;
-
-    if (np == NULL)
-        return -1;
-    r->pat = np;
-    nn = realloc(r->negate, (r->n + 1) * sizeof *nn);
-    if (nn == NULL)
-        return -1;
-    r->negate = nn;
-    r->pat[r->n] = strdup(pat);
-    if (r->pat[r->n] == NULL)
-        return -1;
-    r->negate[r->n++] = neg;
-    r->any_negate |= neg;
-    return 0;
-}
-
-static int
-ignore_load(const char *dir, ignore_rules *r, ph_error_t *err)
-{
-    char path[PATH_MAX], line[4096];
-    FILE *f;
-    int rc = 0;
-
-    snprintf(path, sizeof path, "%s/.dockerignore", dir);
-    f = fopen(path, "re");
-    if (f == NULL)
-        return errno == ENOENT ? 0 : ph_fail(err, errno, "open `%s`", path);
-    while (fgets(line, sizeof line, f)) {
-        char *s = line, *end, clean[sizeof line];
-        size_t n = 0;
-        int neg = 0;
-
-        s[strcspn(s, "\r\n")] = '\0';
-        if (s[0] == '#')
-            continue;
-        while (*s == ' ' || *s == '\t')
-            s++;
-        end = s + strlen(s);
-        while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
-            *--end = '\0';
-        if (*s == '!') {
-            neg = 1;
-            s++;
-            while (*s == ' ' || *s == '\t')
-                s++;
-        }
-        /* Clean like Go's filepath.Clean for what matters here: no leading
-         * `/` or `./`, no empty or `.` components, no trailing `/`. */
-        for (const char *c = s; *c;) {
-            size_t k = strcspn(c, "/");
-
-            if (k > 0 && !(k == 1 && c[0] == '.')) {
-                if (n > 0)
-                    clean[n++] = '/';
-                memcpy(clean + n, c, k);
-                n += k;
-            }
-            c += k;
-            while (*c == '/')
-                c++;
-        }
-        clean[n] = '\0';
-        if (n == 0)
-            continue;
-        if (ignore_add(r, clean, neg) < 0) {
-            rc = ph_fail(err, ENOMEM, "load `%s`", path);
-            break;
-        }
-    }
-    fclose(f);
-    return rc;
-}
-
-static void
-ignore_free(ignore_rules *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        free(r->pat[i]);
-    free(r->pat);
-    free(r->negate);
-}
-
-/* Match slash-separated path P against pattern G: `*`, `?` and classes
- * within one component (fnmatch on the component), `**` across any number
- * of components, zero included: the pattern `**` + `/x.o` matches `x.o`. */
-static int
-glob_match(const char *g, const char *p)
-{
-    size_t gn = strcspn(g, "/"), pn = strcspn(p, "/");
-    char gseg[NAME_MAX + 1], pseg[NAME_MAX + 1];
-
-    if (*g == '\0')
-        return *p == '\0';
-    if (gn == 2 && g[0] == '*' && g[1] == '*') {
-        const char *rest = g[2] == '/' ? g + 3 : g + 2;
-
-        for (const char *q = p;; q += strcspn(q, "/") + 1) {
-            if (glob_match(rest, q))
-                return 1;
-            if (*q == '\0' || q[strcspn(q, "/")] == '\0')
-                return *rest == '\0';
-        }
-    }
-    if (*p == '\0' || gn > NAME_MAX || pn > NAME_MAX)
-        return 0;
-    memcpy(gseg, g, gn);
-    gseg[gn] = '\0';
-    memcpy(pseg, p, pn);
-    pseg[pn] = '\0';
-    if (fnmatch(gseg, pseg, 0) != 0)
-        return 0;
-    return glob_match(g[gn] ? g + gn + 1 : g + gn, p[pn] ? p + pn + 1 : p + pn);
-}
-
-static int
-ignored(const ignore_rules *r, const char *rel)
-{
-    int ign = 0;
-
-    for (size_t i = 0; i < r->n; i++) {
-        int m = glob_match(r->pat[i], rel);
-        char prefix[PATH_MAX];
-
-        /* A pattern naming a parent directory covers what is below it. */
-        for (const char *s = strchr(rel, '/'); s && !m; s = strchr(s + 1, '/')) {
-            snprintf(prefix, sizeof prefix, "%.*s", (int)(s - rel), rel);
-            m = glob_match(r->pat[i], prefix);
-        }
-        if (m)
-            ign = !r->negate[i];
-    }
-    return ign;
-}
-
-/* Add one entry.  Owner root, no user or group names, the mtime to the
- * second: the bytes depend only on names, contents, modes and mtimes. */
-static int
-add_entry(struct archive *a, const char *name, mode_t type, mode_t perm, time_t mtime, const char *link_target,
-          int fd, la_int64_t size, const void *data, ph_error_t *err)
-{
-    struct archive_entry *e = archive_entry_new();
-    int rc = 0;
-
-    if (e == NULL)
-        return ph_fail(err, ENOMEM, "allocate an archive entry");
-    archive_entry_set_pathname(e, name);
-    archive_entry_set_uid(e, 0);
-    archive_entry_set_gid(e, 0);
-    archive_entry_set_mtime(e, mtime, 0);
-    archive_entry_set_filetype(e, type);
-    archive_entry_set_perm(e, perm & 0777);
-    if (type == AE_IFLNK)
-        archive_entry_set_symlink(e, link_target);
-    if (type == AE_IFREG)
-        archive_entry_set_size(e, size);
-    if (archive_write_header(a, e) < ARCHIVE_WARN) {
-        rc = ph_fail(err, 0, "add `%s`: %s", name, archive_error_string(a));
-        goto out;
-    }
-    if (data != NULL) {
-        if (archive_write_data(a, data, (size_t)size) != (la_ssize_t)size)
-            rc = ph_fail(err, 0, "add `%s`: %s", name, archive_error_string(a));
-    } else if (fd >= 0) {
-        char buf[65536];
-        la_int64_t left = size;
-        ssize_t n = 0;
-
-        while (left > 0 && (n = read(fd, buf, sizeof buf)) > 0) {
-            if (n > left)
-                n = (ssize_t)left;
-            if (archive_write_data(a, buf, (size_t)n) != n) {
-                rc = ph_fail(err, 0, "add `%s`: %s", name, archive_error_string(a));
-                goto out;
-            }
-            left -= n;
-        }
-        if (left > 0)
-            rc = ph_fail(err, n < 0 ? errno : 0, "read `%s`%s", name, n < 0 ? "" : ": it shrank while being archived");
-    }
-out:
-    archive_entry_free(e);
-    return rc;
-}
-
-static int
-name_cmp(const struct dirent **a, const struct dirent **b)
-{
-    return strcmp((*a)->d_name, (*b)->d_name); /* bytes, not the locale's order */
-}
-
-typedef struct tree_ctx {
-    struct archive *a;
-    const char *root;
-    const ignore_rules *ig;
-    const ph_tar_extra *extra;
-    size_t n_extra;
-} tree_ctx;
-
-/* Docker's CLI always sends these two, even when .dockerignore names them. */
-static int
-always_sent(const char *rel)
-{
-    return strcmp(rel, ".dockerignore") == 0 || strcmp(rel, "Dockerfile") == 0;
-}
-
-static int
-replaced_by_extra(const tree_ctx *t, const char *rel)
-{
-    for (size_t i = 0; i < t->n_extra; i++)
-        if (strcmp(t->extra[i].name, rel) == 0)
-            return 1;
-    return 0;
-}
-
-static int
-add_tree(const tree_ctx *t, const char *rel, ph_error_t *err)
-{
-    char dirpath[PATH_MAX], child[PATH_MAX], full[PATH_MAX];
-    struct dirent **list = NULL;
-    int n, rc = 0;
-
-    snprintf(dirpath, sizeof dirpath, "%s%s%s", t->root, rel[0] ? "/" : "", rel);
-    n = scandir(dirpath, &list, NULL, name_cmp);
-    if (n < 0)
-        return ph_fail(err, errno, "read directory `%s`", dirpath);
-    for (int i = 0; i < n && rc == 0; i++) {
-        const char *nm = list[i]->d_name;
-        struct stat st;
-        int skip;
-
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        if ((size_t)snprintf(child, sizeof child, "%s%s%s", rel, rel[0] ? "/" : "", nm) >= sizeof child ||
-            (size_t)snprintf(full, sizeof full, "%s/%s", t->root, child) >= sizeof full) {
-            rc = ph_fail(err, ENAMETOOLONG, "add `%s/%s`", dirpath, nm);
-            break;
-        }
-        if (lstat(full, &st) < 0) {
-            rc = ph_fail(err, errno, "stat `%s`", full);
-            break;
-        }
-        skip = ignored(t->ig, child) && !always_sent(child);
-        if (S_ISDIR(st.st_mode)) {
-            /* An excluded directory may still hold `!` exceptions. */
-            if (!skip)
-                rc = add_entry(t->a, child, AE_IFDIR, st.st_mode, st.st_mtim.tv_sec, NULL, -1, 0, NULL, err);
-            if (rc == 0 && (!skip || t->ig->any_negate))
-                rc = add_tree(t, child, err);
-        } else if (skip || replaced_by_extra(t, child)) {
-            continue;
-        } else if (S_ISLNK(st.st_mode)) {
-            char target[PATH_MAX];
-            ssize_t l = readlink(full, target, sizeof target - 1);
-
-            if (l < 0) {
-                rc = ph_fail(err, errno, "readlink `%s`", full);
-                break;
-            }
-            target[l] = '\0';
-            rc = add_entry(t->a, child, AE_IFLNK, 0777, st.st_mtim.tv_sec, target, -1, 0, NULL, err);
-        } else if (S_ISREG(st.st_mode)) {
-            int fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-            if (fd < 0) {
-                rc = ph_fail(err, errno, "open `%s`", full);
-                break;
-            }
-            rc = add_entry(t->a, child, AE_IFREG, st.st_mode, st.st_mtim.tv_sec, NULL, fd, st.st_size, NULL, err);
-            close(fd);
-        } else {
-            ph_debug("build context: `%s` is not a file, directory or symlink: skipped", full);
-        }
-    }
-    for (int i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
-    return rc;
-}
-
-static int
-add_extra(struct archive *a, const ph_tar_extra *x, ph_error_t *err)
-{
-    struct stat st;
-    char clean[PATH_MAX];
-    int fd, rc;
-
-    if (x->name == NULL || name_normalise(x->name, 0, clean, sizeof clean) != NAME_OK)
-        return ph_bad_input(err, "build context extra `%s`: not a relative name without `..`",
-                            x->name ? x->name : "(null)");
-    if (x->path == NULL && x->data == NULL && x->len > 0)
-        return ph_bad_input(err, "build context extra `%s`: no path and no data", x->name);
-    if (x->path == NULL)
-        return add_entry(a, x->name, AE_IFREG, x->mode ? x->mode : 0644, 0, NULL, -1, (la_int64_t)x->len,
-                         x->data ? x->data : "", err);
-    fd = open(x->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ph_fail(err, errno, "open `%s`", x->path);
-    if (fstat(fd, &st) < 0) {
-        rc = ph_fail(err, errno, "stat `%s`", x->path);
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = ph_fail(err, 0, "`%s` is not a regular file", x->path);
-    } else {
-        rc = add_entry(a, x->name, AE_IFREG, x->mode ? x->mode : st.st_mode, st.st_mtim.tv_sec, NULL, fd,
-                       st.st_size, NULL, err);
-    }
-    close(fd);
-    return rc;
-}
-
-int
-ph_tar_context_build(const char *dir, const ph_tar_extra *extra, size_t n_extra, size_t max_bytes, void **out,
-                     size_t *out_len, ph_error_t *err)
-{
-    struct archive *a = archive_write_new();
-    membuf m = { .max = max_bytes };
-    ignore_rules ig = { 0 };
-    int rc = -1, had_error = err != NULL && *err != NULL;
-
-    *out = NULL;
-    *out_len = 0;
-    if (a == NULL)
-        return ph_fail(err, ENOMEM, "start the build context");
-    /* ustar headers, pax records only for what ustar cannot hold (long
-     * names, big files); no padding to 10 kB records. */
-    archive_write_set_format_pax_restricted(a);
-    archive_write_set_bytes_in_last_block(a, 1);
-    if (archive_write_open(a, &m, NULL, mem_write_cb, NULL) != ARCHIVE_OK) {
-        ph_fail(err, 0, "start the build context: %s", archive_error_string(a));
-        goto out;
-    }
-    if (dir != NULL) {
-        tree_ctx t = { .a = a, .root = dir, .ig = &ig, .extra = extra, .n_extra = n_extra };
-
-        if (ignore_load(dir, &ig, err) < 0 || add_tree(&t, "", err) < 0)
-            goto out;
-    }
-    for (size_t i = 0; i < n_extra; i++)
-        if (add_extra(a, &extra[i], err) < 0)
-            goto out;
-    if (archive_write_close(a) != ARCHIVE_OK) {
-        ph_fail(err, 0, "finish the build context: %s", archive_error_string(a));
-        goto out;
-    }
-    *out = m.data;
-    *out_len = m.len;
-    m.data = NULL;
-    rc = 0;
-out:
-    if (rc < 0 && m.overflow && !had_error) {
-        /* The precise error is the size, whichever entry crossed it. */
-        ph_error_free(err);
-        ph_fail(err, 0, "build context of `%s` is larger than the limit of %zu bytes", dir ? dir : "(extras)",
-                max_bytes);
-        ph_error_hint(err, "list large files that the image does not need in .dockerignore");
-    }
-    archive_write_free(a);
-    ignore_free(&ig);
-    free(m.data);
     return rc;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_escape.h"
+
 static ph_error oom_error = {
     .status = PH_EXIT_FAILURE, .errnum = 12, .msg = "out of memory", .hint = "",
 };
@@ -82,17 +84,32 @@ ph_error_free(ph_error_t *err)
     *err = NULL;
 }
 
+static void (*report_hook)(const ph_error *e); /* ph_error_on_report */
+
 int
 ph_error_report(ph_error_t *err)
 {
+    char esc[2 * sizeof((ph_error *)0)->msg];
     int status;
 
+    if (report_hook != NULL && err != NULL && *err != NULL)
+        report_hook(*err);
     if (err == NULL || *err == NULL)
         return PH_EXIT_OK;
-    fprintf(stderr, "profharness: error: %s\n", (*err)->msg);
-    if ((*err)->hint[0] != '\0')
-        fprintf(stderr, "profharness: hint: %s\n", (*err)->hint);
+    /* Messages quote the Engine and names from containers: escaped. */
+    ph_escape_mem(esc, sizeof esc, (*err)->msg, strlen((*err)->msg), 0);
+    fprintf(stderr, "profharness: error: %s\n", esc);
+    if ((*err)->hint[0] != '\0') {
+        ph_escape_mem(esc, sizeof esc, (*err)->hint, strlen((*err)->hint), 0);
+        fprintf(stderr, "profharness: hint: %s\n", esc);
+    }
     status = (*err)->status;
     ph_error_free(err);
     return status;
+}
+
+void
+ph_error_on_report(void (*hook)(const ph_error *e))
+{
+    report_hook = hook;
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_escape.h"
+
 static enum ph_log_level current_level = PH_LOG_INFO;
 static int level_from_env = 0;
 
@@ -38,16 +40,22 @@ void
 ph_log(enum ph_log_level level, const char *fmt, ...)
 {
     static const char *const names[] = { "error", "warning", "", "debug" };
-    char line[4096];
+    char line[4096], esc[2 * sizeof line];
     va_list ap;
+    int n;
 
     if (level > ph_log_get_level())
         return;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    if (n < 0)
+        return;
+    /* Log lines carry names and messages from containers and the Engine:
+     * no byte of them may reach the terminal as a control. */
+    ph_escape_mem(esc, sizeof esc, line, strlen(line), 0);
     if (level == PH_LOG_INFO)
-        fprintf(stderr, "profharness: %s\n", line);
+        fprintf(stderr, "profharness: %s\n", esc);
     else
-        fprintf(stderr, "profharness: %s: %s\n", names[level], line);
+        fprintf(stderr, "profharness: %s: %s\n", names[level], esc);
 }

@@ -1,5 +1,8 @@
 /* ph_log.h - the one logging family: levels, printf checking, stderr only.
- * Data goes to stdout through ordinary stdio; logs never do. */
+ * Data goes to stdout through ordinary stdio; logs never do.  Every line is
+ * escaped on its way out (ph_escape.h): a control byte in a name or message
+ * is shown as \xNN, never sent to the terminal.  Thread-safe (one fprintf
+ * per line). */
 #ifndef PH_LOG_H
 #define PH_LOG_H
 

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,17 +21,34 @@ ph_strv_free(ph_strv *v)
     free(v->v);
     v->v = NULL;
     v->n = 0;
+    v->cap = 0;
+}
+
+/* Doubling: a realloc per element is quadratic where realloc copies. */
+static size_t
+next_cap(size_t cap, size_t need)
+{
+    size_t c = cap ? cap : 4;
+
+    while (c < need)
+        c *= 2;
+    return c;
 }
 
 int
 ph_strv_push(ph_strv *v, const char *s)
 {
-    char **nv = realloc(v->v, (v->n + 2) * sizeof *nv);
     char *c;
 
-    if (nv == NULL)
-        return -1;
-    v->v = nv;
+    if (v->n + 2 > v->cap) {
+        size_t cap = next_cap(v->cap, v->n + 2);
+        char **nv = realloc(v->v, cap * sizeof *nv);
+
+        if (nv == NULL)
+            return -1;
+        v->v = nv;
+        v->cap = cap;
+    }
     c = strdup(s);
     if (c == NULL)
         return -1;
@@ -47,37 +65,109 @@ ph_kvv_free(ph_kvv *v)
         free(v->v[i].value);
     }
     free(v->v);
+    free(v->ix);
     v->v = NULL;
     v->n = 0;
+    v->cap = 0;
+    v->ix = NULL;
+    v->ix_mask = 0;
+}
+
+#define KVV_INDEX_FROM 16 /* below this a scan is as fast */
+
+unsigned long long
+ph_str_hash(const char *s)
+{
+    unsigned long long h = 0xcbf29ce484222325ULL;
+
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* The entry named KEY, or SIZE_MAX; *SLOT is where it is or would go. */
+static size_t
+kvv_find(const ph_kvv *v, const char *key, size_t *slot)
+{
+    if (v->ix == NULL) {
+        for (size_t i = 0; i < v->n; i++)
+            if (strcmp(v->v[i].key, key) == 0)
+                return i;
+        return SIZE_MAX;
+    }
+    for (size_t h = (size_t)ph_str_hash(key) & v->ix_mask;; h = (h + 1) & v->ix_mask) {
+        if (v->ix[h] == 0) {
+            *slot = h;
+            return SIZE_MAX;
+        }
+        if (strcmp(v->v[v->ix[h] - 1].key, key) == 0)
+            return v->ix[h] - 1;
+    }
+}
+
+/* Keep the index at most half full: rebuild it at four times the entries. */
+static int
+kvv_reindex(ph_kvv *v)
+{
+    size_t size = 64, *ix;
+
+    while (size < (v->n + 1) * 4)
+        size *= 2;
+    ix = calloc(size, sizeof *ix);
+    if (ix == NULL)
+        return -1;
+    free(v->ix);
+    v->ix = ix;
+    v->ix_mask = size - 1;
+    for (size_t i = 0; i < v->n; i++) {
+        size_t h = (size_t)ph_str_hash(v->v[i].key) & v->ix_mask;
+
+        while (ix[h] != 0)
+            h = (h + 1) & v->ix_mask;
+        ix[h] = i + 1;
+    }
+    return 0;
 }
 
 int
 ph_kvv_set(ph_kvv *v, const char *key, const char *value)
 {
     char *val = value ? strdup(value) : NULL;
-    ph_kv *nv;
+    size_t at, slot = 0;
 
     if (value && val == NULL)
         return -1;
-    for (size_t i = 0; i < v->n; i++) {
-        if (strcmp(v->v[i].key, key) == 0) {
-            free(v->v[i].value);
-            v->v[i].value = val;
-            return 0;
-        }
-    }
-    nv = realloc(v->v, (v->n + 1) * sizeof *nv);
-    if (nv == NULL) {
+    if (v->n + 1 >= KVV_INDEX_FROM && (v->ix == NULL || (v->n + 1) * 2 > v->ix_mask + 1) && kvv_reindex(v) < 0) {
         free(val);
         return -1;
     }
-    v->v = nv;
+    at = kvv_find(v, key, &slot);
+    if (at != SIZE_MAX) {
+        free(v->v[at].value);
+        v->v[at].value = val;
+        return 0;
+    }
+    if (v->n + 1 > v->cap) {
+        size_t cap = next_cap(v->cap, v->n + 1);
+        ph_kv *nv = realloc(v->v, cap * sizeof *nv);
+
+        if (nv == NULL) {
+            free(val);
+            return -1;
+        }
+        v->v = nv;
+        v->cap = cap;
+    }
     v->v[v->n].key = strdup(key);
     v->v[v->n].value = val;
     if (v->v[v->n].key == NULL) {
         free(val);
         return -1;
     }
+    if (v->ix)
+        v->ix[slot] = v->n + 1;
     v->n++;
     return 0;
 }
@@ -85,10 +175,9 @@ ph_kvv_set(ph_kvv *v, const char *key, const char *value)
 const char *
 ph_kvv_get(const ph_kvv *v, const char *key)
 {
-    for (size_t i = 0; i < v->n; i++)
-        if (strcmp(v->v[i].key, key) == 0)
-            return v->v[i].value;
-    return NULL;
+    size_t slot, at = kvv_find(v, key, &slot);
+
+    return at == SIZE_MAX ? NULL : v->v[at].value;
 }
 
 /* ---- durations and shell words --------------------------------------- */

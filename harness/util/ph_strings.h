@@ -14,13 +14,19 @@ typedef struct ph_kv {
 } ph_kv;
 
 typedef struct ph_strv {
-    char **v;
+    char **v;       /* NULL-terminated when n > 0 */
     size_t n;
+    size_t cap;     /* slots allocated; 0 = unknown (grown on the next push) */
 } ph_strv;
 
+/* Ordered; a key appears once.  Build it with ph_kvv_set only: past a few
+ * entries a hash index (private) keeps setting and getting linear. */
 typedef struct ph_kvv {
     ph_kv *v;
     size_t n;
+    size_t cap;      /* as in ph_strv */
+    size_t *ix;      /* entry index + 1, 0 empty; NULL while small */
+    size_t ix_mask;
 } ph_kvv;
 
 /* Parse a duration like compose does ("1m30s", "10s", "500ms", "2h") into ns. */
@@ -33,6 +39,8 @@ int ph_shell_split(const char *s, ph_strv *out, ph_error_t *err);
 void ph_strv_free(ph_strv *v);
 int ph_strv_push(ph_strv *v, const char *s); /* copies s; -1 on ENOMEM */
 void ph_kvv_free(ph_kvv *v);
+/* FNV-1a of a string: for the hash indexes of the loaders. */
+unsigned long long ph_str_hash(const char *s);
 int ph_kvv_set(ph_kvv *v, const char *key, const char *value); /* replaces an existing key */
 const char *ph_kvv_get(const ph_kvv *v, const char *key);
 

@@ -15,6 +15,14 @@ void ph_fclosep(FILE **f);    /* fclose(*f) when non-NULL */
 
 #define PH_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Read PATH whole, at most MAX bytes, into a NUL-terminated *BUF (LEN
+ * without the NUL).  Only a regular file, or a FIFO when ALLOW_FIFO (which
+ * process substitution gives); anything else, or a larger file, is bad
+ * input (PH_EXIT_USAGE), as is a missing one.  The open never blocks on a
+ * FIFO without a writer unless ALLOW_FIFO. */
+#include "ph_error.h"
+int ph_read_file(const char *path, size_t max, int allow_fifo, char **buf, size_t *len, ph_error_t *err);
+
 /* Allocation that aborts on failure is not used: these return NULL. */
 char *ph_strdup0(const char *s); /* strdup, NULL-safe */
 

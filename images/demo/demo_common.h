@@ -2,11 +2,18 @@
  * signal handling, the test knobs, a buffered line reader, and a small
  * connection pool (a listening socket, an accept loop, N threads).
  *
- * Test knobs (environment):
+ * Test knobs (environment), for the fault matrix (tests/35-fault-matrix.bats):
  *   DEMO_IGNORE_SIGTERM=1  SIGTERM is ignored (SIGINT still stops), so the
  *                          harness has to escalate to SIGKILL.
  *   DEMO_CRASH_AFTER=N     abort() on the request after the Nth (N > 0), so
  *                          a crash mid-run can be tested.
+ *   DEMO_CRASH_SIGNAL=SEGV ... crash with a real SIGSEGV (a write to an
+ *                          unmapped address) instead of abort().
+ *   DEMO_EXIT_AFTER=N      exit(3) by itself on the request after the Nth.
+ *   DEMO_HOG_MB=N          every request allocates and touches N MB more,
+ *                          never freed: an OOM kill under a memory limit.
+ *   DEMO_ORPHAN=1          at start, fork a child that ignores SIGTERM and
+ *                          sleeps: it outlives the service.
  *
  * Shutdown: the handler only sets demo_stop.  SIGTERM/SIGINT are blocked in
  * every thread but inside the main thread's ppoll(), which unblocks them
@@ -26,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -76,28 +85,87 @@ demo_install_signals(const char *who)
     return wait_mask;
 }
 
-/* Count a request (thread-safe); abort() once DEMO_CRASH_AFTER is passed,
- * so tests can see that a crash mid-run keeps what the profiler wrote. */
+static long
+demo_env_long(const char *name)
+{
+    const char *s = getenv(name);
+    long v = s ? strtol(s, NULL, 10) : 0;
+
+    return v > 0 ? v : 0;
+}
+
+/* An address nothing is mapped at, which the compiler cannot prove null
+ * (a literal NULL store may be compiled into a trap: SIGILL, not SIGSEGV). */
+static volatile uintptr_t demo_bad_address = 8;
+
+/* Memory DEMO_HOG_MB keeps: a list threaded through the blocks. */
+static void *demo_hog_head;
+
+/* Count a request (thread-safe), then apply the knobs that act on the Nth
+ * request: crash (DEMO_CRASH_AFTER, DEMO_CRASH_SIGNAL), exit by itself
+ * (DEMO_EXIT_AFTER), grow (DEMO_HOG_MB). */
 static long
 demo_count_request(const char *who, long *counter, pthread_mutex_t *lock)
 {
-    static long crash_after = -1;
+    static long crash_after = -1, exit_after, hog_mb;
+    static int crash_segv;
     long mine;
 
     pthread_mutex_lock(lock);
     if (crash_after < 0) {
-        const char *s = getenv("DEMO_CRASH_AFTER");
-        crash_after = s ? strtol(s, NULL, 10) : 0;
-        if (crash_after < 0)
-            crash_after = 0;
+        const char *sig = getenv("DEMO_CRASH_SIGNAL");
+
+        crash_after = demo_env_long("DEMO_CRASH_AFTER");
+        crash_segv = sig != NULL && strcmp(sig, "SEGV") == 0;
+        exit_after = demo_env_long("DEMO_EXIT_AFTER");
+        hog_mb = demo_env_long("DEMO_HOG_MB");
     }
     mine = ++*counter;
+    if (hog_mb > 0) {
+        size_t n = (size_t)hog_mb << 20;
+        void **block = malloc(n);
+
+        if (block != NULL) {
+            memset(block, 0xa5, n); /* touched: resident, charged to the cgroup */
+            *block = demo_hog_head;
+            demo_hog_head = block;
+        }
+    }
     pthread_mutex_unlock(lock);
     if (crash_after > 0 && mine > crash_after) {
-        fprintf(stderr, "%s: crashing after %ld requests (DEMO_CRASH_AFTER)\n", who, crash_after);
+        fprintf(stderr, "%s: crashing after %ld requests (DEMO_CRASH_AFTER%s)\n", who, crash_after,
+                crash_segv ? ", SIGSEGV" : "");
+        if (crash_segv)
+            *(volatile int *)demo_bad_address = 1;
         abort();
     }
+    if (exit_after > 0 && mine > exit_after) {
+        fprintf(stderr, "%s: exiting by itself after %ld requests (DEMO_EXIT_AFTER)\n", who, exit_after);
+        exit(3);
+    }
     return mine;
+}
+
+/* DEMO_ORPHAN=1: a child that ignores SIGTERM and outlives the service.
+ * Called before any thread exists. */
+static void
+demo_maybe_orphan(const char *who)
+{
+    const char *s = getenv("DEMO_ORPHAN");
+    pid_t pid;
+
+    if (s == NULL || strcmp(s, "1") != 0)
+        return;
+    pid = fork();
+    if (pid == 0) {
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        prctl(PR_SET_NAME, "demo-orphan");
+        for (;;)
+            pause();
+    }
+    if (pid > 0)
+        fprintf(stderr, "%s: forked %d, which ignores SIGTERM (DEMO_ORPHAN=1)\n", who, (int)pid);
 }
 
 /* Idle peers and peers that stop reading must not hold a thread forever. */
@@ -256,9 +324,12 @@ demo_pool_thread(void *arg)
 static int
 demo_serve(const char *who, int port, int nthreads, demo_serve_fn serve)
 {
-    sigset_t wait_mask = demo_install_signals(who);
+    sigset_t wait_mask;
     struct timespec tick = { 1, 0 };
     int lfd;
+
+    demo_maybe_orphan(who);
+    wait_mask = demo_install_signals(who);
 
     if (nthreads < 1 || nthreads > DEMO_MAX_THREADS)
         return 1;

@@ -1,12 +1,14 @@
 /* fuzz_yaml.c - libFuzzer target for the YAML helpers (harness/util/ph_yaml):
- * any bytes as a YAML file, through ph_yaml_load and every accessor the
+ * any bytes as a YAML file, through ph_yaml_load_all and every accessor the
  * loaders use, on every node.
  *
  * What it checks beyond "no crash, no leak, no undefined behaviour": the
  * promises of ph_yaml.h after a successful load (every mapping key is a
- * scalar, no mapping repeats a key, no `<<` is left), and that every error
- * is bad input (exit status 2) naming the file with a line and a column.
- * The input goes through a memfd, so no file is written. */
+ * scalar, no mapping repeats a key, no `<<` is left, no node is nested
+ * deeper than PH_YAML_MAX_DEPTH, heights are consistent, every node has a
+ * line and a column), and that every error is bad input (exit status 2)
+ * naming the file with a line and a column.  The input goes through a
+ * memfd, so no file is written. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ph_log.h"
 #include "ph_yaml.h"
 
 static int fd = -1;
@@ -38,7 +41,7 @@ check_error(ph_error_t *err)
 
 /* Every accessor on node N, each on its own error. */
 static void
-probe(ph_yaml *y, yaml_node_t *n)
+probe(const ph_ynode *n)
 {
     ph_error_t err = NULL;
     ph_strv v = { 0 };
@@ -47,41 +50,82 @@ probe(ph_yaml *y, yaml_node_t *n)
     long long ns;
     int b;
 
-    if (ph_yaml_line(n) < 1 || ph_yaml_col(n) < 1)
+    if (n->line < 1 || n->col < 1 || strcmp(ph_yaml_file(n), path) != 0)
         abort();
-    ph_yaml_scalar(y, n, "k", &err);
+    ph_yaml_scalar(n, "k", &err);
     check_error(&err);
-    ph_yaml_nonempty(y, n, "k", &err);
+    ph_yaml_nonempty(n, "k", &err);
     check_error(&err);
-    ph_yaml_dup(y, n, "k", &dup, &err);
+    ph_yaml_dup(n, "k", &dup, &err);
     check_error(&err);
     free(dup);
     for (int allow = 0; allow < 2; allow++)
         for (int split = 0; split < 2; split++) {
-            ph_yaml_strv(y, n, "k", allow, split, &v, &err);
+            ph_yaml_strv(n, "k", allow, split, &v, &err);
             check_error(&err);
             ph_strv_free(&v);
         }
-    ph_yaml_kvv(y, n, "k", &kv, &err);
+    ph_yaml_kvv(n, "k", &kv, &err);
     check_error(&err);
     ph_kvv_free(&kv);
-    ph_yaml_bool(y, n, "k", &b, &err);
+    ph_yaml_bool(n, "k", &b, &err);
     check_error(&err);
-    ph_yaml_duration(y, n, "k", &ns, &err);
+    ph_yaml_duration(n, "k", &ns, &err);
     check_error(&err);
     (void)ph_yaml_is_null(n);
-    if (n->type == YAML_SCALAR_NODE) {
+    if (n->kind == PH_Y_SCALAR) {
         char buf[16];
-        const char *s = ph_signal_normalise((const char *)n->data.scalar.value, buf);
+        const char *s = ph_signal_normalise(n->str, buf);
+
         if (s != NULL && strncmp(s, "SIG", 3) != 0)
             abort();
+        if (strlen(n->str) != n->len)
+            abort();
     }
+}
+
+/* Walk the tree (shared nodes once), checking what the load promises.
+ * DEPTH counts the collections N sits in, N included. */
+static void
+walk(const ph_ynode *n, int depth, unsigned mark)
+{
+    int tallest = -1;
+
+    if (depth > PH_YAML_MAX_DEPTH)
+        abort();
+    probe(n);
+    if (n->kind == PH_Y_SCALAR)
+        return;
+    if (n->mark == mark)
+        return;
+    ((ph_ynode *)n)->mark = mark;
+    for (size_t i = 0; n->kind == PH_Y_SEQ && i < n->n; i++) {
+        walk(n->items[i], depth + 1, mark);
+        if (n->items[i]->height > tallest)
+            tallest = n->items[i]->height;
+    }
+    for (size_t i = 0; n->kind == PH_Y_MAP && i < n->n; i++) {
+        const ph_ynode *k = n->pairs[i].key;
+
+        if (k->kind != PH_Y_SCALAR || (k->plain && strcmp(k->str, "<<") == 0))
+            abort();
+        for (size_t j = 0; j < i && n->n < 64; j++)
+            if (strcmp(n->pairs[j].key->str, k->str) == 0)
+                abort();
+        walk(n->pairs[i].value, depth + 1, mark);
+        if (n->pairs[i].value->height > tallest)
+            tallest = n->pairs[i].value->height;
+    }
+    /* A merge may leave the height one above what remains. */
+    if (n->height < tallest + 1)
+        abort();
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ph_yaml y;
+    ph_ynode **docs = NULL;
+    size_t n = 0;
     ph_error_t err = NULL;
 
     if (fd < 0) {
@@ -89,28 +133,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fd < 0)
             abort();
         snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        ph_log_set_level(PH_LOG_ERROR);
     }
     if (ftruncate(fd, 0) < 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
         abort();
 
-    if (ph_yaml_load(&y, path, &err) < 0) {
+    if (ph_yaml_load_all(path, &docs, &n, &err) < 0) {
+        if (docs != NULL || n != 0)
+            abort();
         check_error(&err);
         return 0;
     }
-    for (yaml_node_t *n = y.doc.nodes.start; n < y.doc.nodes.top; n++) {
-        if (n->type == YAML_MAPPING_NODE) {
-            PH_YAML_FOREACH_PAIR(n, pair) {
-                yaml_node_t *k = ph_yaml_node(&y, pair->key);
-                if (k == NULL || k->type != YAML_SCALAR_NODE || ph_yaml_node(&y, pair->value) == NULL)
-                    abort();
-                if (k->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && strcmp(ph_yaml_key(&y, pair), "<<") == 0)
-                    abort();
-            }
-            if (ph_yaml_check_dups(&y, n, &err) < 0)
-                abort();
-        }
-        probe(&y, n);
+    if (n == 0)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        walk(docs[i], docs[i]->kind == PH_Y_SCALAR ? 0 : 1, ph_yaml_next_mark());
+        ph_ynode_unref(docs[i]);
     }
-    ph_yaml_free(&y);
+    free(docs);
     return 0;
 }

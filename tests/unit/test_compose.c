@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <ctype.h>
+#include <sys/stat.h>
 
 #include "ph_compose.h"
 
@@ -59,8 +60,12 @@ test_fixture_full(void **state)
     assert_string_equal(c->services[2].name, "worker");
     assert_int_equal(c->volumes.n, 1);
     assert_string_equal(c->volumes.v[0], "cache");
-    assert_int_equal(c->networks.n, 1);
+    /* backend, and default for `worker`, which names no network. */
+    assert_int_equal(c->networks.n, 2);
     assert_string_equal(c->networks.v[0], "backend");
+    assert_string_equal(c->networks.v[1], "default");
+    assert_string_equal(ph_compose_network(c, "default")->name, "full_default");
+    assert_string_equal(ph_compose_network(c, "backend")->name, "full_backend");
 
     s = ph_compose_service(c, "api");
     assert_int_equal(s->line, 10);
@@ -89,8 +94,9 @@ test_fixture_full(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "DOLLAR"), "$HOME");
     assert_string_equal(ph_kvv_get(&s->environment, "DOT"), "dot");
     assert_string_equal(ph_kvv_get(&s->environment, "WHICH"), "from-environment");
+    /* BARE is set nowhere: left out, as compose leaves it out. */
     assert_null(ph_kvv_get(&s->environment, "BARE"));
-    assert_int_equal(s->environment.n, 11);
+    assert_int_equal(s->environment.n, 10);
     assert_string_equal(s->working_dir, "/srv");
     assert_string_equal(s->user, "1000:1000");
 
@@ -199,7 +205,7 @@ test_fixture_full(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "MODE"), "batch");
     assert_string_equal(ph_kvv_get(&s->environment, "EMPTY"), "");
     assert_null(ph_kvv_get(&s->environment, "FROM_PROCESS"));
-    assert_int_equal(s->environment.n, 3);
+    assert_int_equal(s->environment.n, 2);
     assert_true(s->privileged);
     assert_true(s->healthcheck.present);
     assert_true(s->healthcheck.disable);
@@ -221,7 +227,6 @@ test_fixture_bad(void **state)
     } cases[] = {
         { "malformed.yaml", "did not find expected ',' or ']'", 5, 1 },
         { "tab.yaml", "found character that cannot start any token", 3, 1 },
-        { "second-document.yaml", "a second YAML document", 5, 1 },
         { "ports-scalar.yaml", "`ports` must be a list", 4, 12 },
         { "cap-add-string.yaml", "`cap_add` must be a list, not a scalar", 4, 14 },
         { "bad-bool.yaml", "`privileged` must be true or false, not `maybe`", 4, 17 },
@@ -239,7 +244,7 @@ test_fixture_bad(void **state)
         { "bad-interpolation.yaml", "unterminated `${`", 4, 18 },
         { "env-file-missing.yaml", "bad/missing.env`: No such file or directory", 4, 16 },
         { "undeclared-volume.yaml", "volume `data`, which the top-level `volumes:` does not declare", 4, 15 },
-        { "undeclared-network.yaml", "network `front`, which the top-level `networks:` does not declare", 4, 15 },
+        { "undeclared-network.yaml", "network `front`, which the top-level `networks:` does not declare", 4, 16 },
     };
 
     (void)state;
@@ -340,6 +345,7 @@ test_full_service(void **state)
                     "    ports: [\"8080\", \"127.0.0.1:18080:80\", \"53:53/udp\"]\n"
                     "    volumes:\n"
                     "      - ./data:/data:ro\n"
+                    "      - ./..data:/dotdot\n"
                     "      - cache:/cache\n"
                     "      - /anon\n"
                     "    networks: [backend]\n"
@@ -394,14 +400,22 @@ test_full_service(void **state)
     assert_string_equal(s->ports[1].host_port, "18080");
     assert_string_equal(s->ports[1].container_port, "80");
     assert_string_equal(s->ports[2].protocol, "udp");
-    assert_int_equal(s->n_volumes, 3);
+    assert_int_equal(s->n_volumes, 4);
     assert_true(s->volumes[0].bind);
     assert_true(s->volumes[0].read_only);
     assert_non_null(strstr(s->volumes[0].source, "/data"));
     assert_int_equal(s->volumes[0].source[0], '/');
-    assert_false(s->volumes[1].bind);
-    assert_string_equal(s->volumes[1].source, "cache");
-    assert_null(s->volumes[2].source);
+    {
+        /* `..data` is a name, not the parent directory. */
+        char *want = NULL;
+
+        assert_true(asprintf(&want, "%s/..data", test_dir) > 0);
+        assert_string_equal(s->volumes[1].source, want);
+        free(want);
+    }
+    assert_false(s->volumes[2].bind);
+    assert_string_equal(s->volumes[2].source, "cache");
+    assert_null(s->volumes[3].source);
     assert_string_equal(s->networks.v[0], "backend");
     assert_string_equal(s->depends_on.v[0], "db");
     assert_string_equal(s->cap_add.v[0], "NET_ADMIN");
@@ -485,8 +499,22 @@ test_bad_references(void **state)
     expect_error("services:\n  a:\n    image: x\n    env_file: [{required: false}]\n", "needs `path`", 4, 16);
     expect_error("services:\n  a:\n    command: run\n", "neither `image` nor `build`", 3, 5);
     expect_error("services:\n  a:\n    image: x\n    volumes: [\"vol:/data\"]\n", "does not declare", 4, 15);
+    expect_error("services:\n  a:\n    image: x\n    volumes: [\"vol:/data\"]\nvolumes:\n  other:\n", "does not declare", 4, 15);
     expect_error("services:\n  a:\n    image: x\n  a:\n    image: y\n", "duplicate key `a`", 4, 3);
     expect_error("services:\n  a:\n    image: ${REQUIRED_X:?set it}\n", "REQUIRED_X is not set: set it", 3, 0);
+    expect_error("services:\n  a:\n    image: x\n    working_dir: srv\n", "must be an absolute path", 4, 18);
+    {
+        /* A value may not grow past 1 MiB, however it is built up. */
+        char *big = malloc(600001);
+
+        assert_non_null(big);
+        memset(big, 'b', 600000);
+        big[600000] = '\0';
+        setenv("PH_TEST_BIG", big, 1);
+        free(big);
+        expect_error("services:\n  a:\n    image: x\n    user: ${PH_TEST_BIG}${PH_TEST_BIG}\n", "expands", 4, 11);
+        unsetenv("PH_TEST_BIG");
+    }
 }
 
 static void
@@ -640,8 +668,14 @@ test_project_name(void **state)
 
     (void)state;
     path = tu_write("p.yaml", "services:\n  a:\n    image: x\n");
-    assert_int_equal(ph_compose_load(path, "Over.Ride", &c, &err), 0);
-    assert_string_equal(c->project, "override");
+    /* -p must already be a valid name: compose refuses, never rewrites. */
+    assert_int_equal(ph_compose_load(path, "Over.Ride", &c, &err), -1);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    assert_non_null(strstr(err->msg, "-p `Over.Ride` is not a valid project name"));
+    assert_string_equal(err->hint, "for example `override`");
+    ph_error_free(&err);
+    assert_int_equal(ph_compose_load(path, "over_ride-2", &c, &err), 0);
+    assert_string_equal(c->project, "over_ride-2");
     ph_compose_free(c);
     assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
     /* No `name:`: the directory's base name, "ph-unit-XXXXXX", lowercased. */
@@ -669,6 +703,233 @@ test_project_name(void **state)
     ph_error_free(&err);
 }
 
+/* ---- limits (issue 14) --------------------------------------------------- */
+
+/* A load that went quadratic or blocked would outlast this by far; the
+ * linear one takes well under a second.  SIGALRM's default action ends the
+ * test binary, which run-unit.sh counts as a failure. */
+#define LIMIT_DEADLINE_S 60
+
+/* Write N copies of UNIT between HEAD and TAIL into test_dir/NAME. */
+static const char *
+write_repeated(const char *name, const char *head, const char *unit, size_t n, const char *mid, const char *tail,
+               size_t n_tail)
+{
+    static char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", test_dir, name);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(head, f);
+    for (size_t i = 0; i < n; i++)
+        fputs(unit, f);
+    fputs(mid, f);
+    for (size_t i = 0; i < n_tail; i++)
+        fputs(tail, f);
+    fputs("\"\n", f);
+    fclose(f);
+    return path;
+}
+
+static void
+expect_load_error_at(const char *path, const char *where_suffix, const char *fragment)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    char where[700];
+
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), -1);
+    assert_null(c);
+    assert_non_null(err);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    snprintf(where, sizeof where, "%s:%s", path, where_suffix);
+    if (strncmp(err->msg, where, strlen(where)) != 0 || strstr(err->msg, fragment) == NULL)
+        fail_msg("error `%.300s` does not start with `%s` or lacks `%s`", err->msg, where, fragment);
+    ph_error_free(&err);
+}
+
+/* `${A:-${A:-...}}` 60,000 deep overflowed the stack: now a clear error at
+ * the value, and the deepest nesting allowed still works. */
+static void
+test_limit_nested_interpolation(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const char *path;
+
+    (void)state;
+    unsetenv("A");
+    alarm(LIMIT_DEADLINE_S);
+    path = write_repeated("nest.yaml", "services:\n  a:\n    image: \"", "${A:-", 60000, "x", "}", 60000);
+    expect_load_error_at(path, "3:12: ", "nested deeper than");
+    path = write_repeated("nest32.yaml", "services:\n  a:\n    image: \"", "${A:-", 32, "x", "}", 32);
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    assert_string_equal(c->services[0].image, "x");
+    ph_compose_free(c);
+    path = write_repeated("nest33.yaml", "services:\n  a:\n    image: \"", "${A:-", 33, "x", "}", 33);
+    expect_load_error_at(path, "3:12: ", "nested deeper than 32");
+    alarm(0);
+}
+
+/* 200,000 keys: the duplicate check and the key/value lists are linear, and
+ * a duplicate at the very end is still reported where it is. */
+static void
+test_limit_many_keys(void **state)
+{
+    static char path[512];
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const size_t n = 200000;
+    FILE *f;
+
+    (void)state;
+    alarm(LIMIT_DEADLINE_S);
+    snprintf(path, sizeof path, "%s/keys.yaml", test_dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("services:\n  a:\n    image: x\n    labels:\n", f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "      k%zu: v%zu\n", i, i);
+    fputs("    environment:\n", f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "      - E%zu=%zu\n", i, i);
+    fclose(f);
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    assert_int_equal(c->services[0].labels.n, n);
+    assert_string_equal(ph_kvv_get(&c->services[0].labels, "k199999"), "v199999");
+    assert_int_equal(c->services[0].environment.n, n);
+    assert_string_equal(c->services[0].environment.v[n - 1].value, "199999");
+    ph_compose_free(c);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("    labels: {}\n", f);
+    fclose(f);
+    expect_load_error_at(path, "400006:5: ", "duplicate key `labels` (first at line 4)");
+    alarm(0);
+}
+
+/* `[[[...]]]` 100,000 deep took minutes inside libyaml: refused where the
+ * nesting passes the limit. */
+static void
+test_limit_deep_nesting(void **state)
+{
+    const char *path;
+
+    (void)state;
+    alarm(LIMIT_DEADLINE_S);
+    path = write_repeated("deep.yaml", "services:\n  a:\n    image: x\n    x-deep: \"\"\n    x-list: ", "[", 100000,
+                          "", "]", 100000);
+    expect_load_error_at(path, "5:", "nested deeper than");
+    alarm(0);
+}
+
+/* An env_file that is a FIFO blocked forever, a directory read as empty:
+ * both are refused, naming the entry. */
+static void
+test_env_file_not_regular(void **state)
+{
+    char fifo[600];
+
+    (void)state;
+    alarm(LIMIT_DEADLINE_S);
+    snprintf(fifo, sizeof fifo, "%s/fifo.env", test_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkdir(strcat(strcpy((char[600]){ 0 }, test_dir), "/dir.env"), 0700), 0);
+    expect_error("services:\n  a:\n    image: x\n    env_file: fifo.env\n", "is not a regular file", 4, 15);
+    expect_error("services:\n  a:\n    image: x\n    env_file: [dir.env]\n", "is not a regular file", 4, 16);
+    alarm(0);
+}
+
+/* Keys are names, not templates: `$` in a key stays as written. */
+static void
+test_dollar_keys_literal(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const char *path;
+    ph_service *s;
+
+    (void)state;
+    setenv("PH_TEST_KEYVAR", "expanded", 1);
+    path = tu_write("keys.yaml", "services:\n  a:\n    image: x\n    labels:\n      $PH_TEST_KEYVAR: v\n"
+                                 "      ${PH_TEST_KEYVAR}: w\n    environment:\n      $PH_TEST_KEYVAR: $PH_TEST_KEYVAR\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    s = ph_compose_service(c, "a");
+    assert_string_equal(ph_kvv_get(&s->labels, "$PH_TEST_KEYVAR"), "v");
+    assert_string_equal(ph_kvv_get(&s->labels, "${PH_TEST_KEYVAR}"), "w");
+    assert_null(ph_kvv_get(&s->labels, "expanded"));
+    assert_string_equal(ph_kvv_get(&s->environment, "$PH_TEST_KEYVAR"), "expanded");
+    ph_compose_free(c);
+    /* An alias used as a key shares its node with a value: still a key. */
+    path = tu_write("keys.yaml", "x-k: &k $PH_TEST_KEYVAR\nservices:\n  a:\n    image: x\n    labels:\n      *k : v\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    s = ph_compose_service(c, "a");
+    assert_string_equal(ph_kvv_get(&s->labels, "$PH_TEST_KEYVAR"), "v");
+    ph_compose_free(c);
+    unsetenv("PH_TEST_KEYVAR");
+}
+
+/* A byte that is not UTF-8 is reported at its own line and column. */
+static void
+test_invalid_utf8_position(void **state)
+{
+    (void)state;
+    expect_error("services:\n  a:\n    image: x\n    user: \"ab\xff\"\n", "invalid", 4, 14);
+    /* A broken sequence is reported at its first byte, not at the octet after it. */
+    expect_error("services:\n  a:\n    image: x\xc3\n", "invalid", 3, 13);
+    expect_error("services:\n  a:\n    image: \xc3\xa9\xe2\x82z\n", "invalid", 3, 13);
+}
+
+/* Port 0 is not a port, in any position or syntax. */
+static void
+test_port_zero(void **state)
+{
+    (void)state;
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"0\"]\n", "`0` is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"0:80\"]\n", "`0` is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"80:0\"]\n", "`0` is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"0-5:80\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"65536\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"8000-70000\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports: [\"10-5:80\"]\n", "is not a port number", 4, 13);
+    expect_error("services:\n  a:\n    image: x\n    ports:\n      - target: 0\n", "`target`: `0`", 5, 17);
+    expect_error("services:\n  a:\n    image: x\n    ports:\n      - {target: 80, published: 0}\n",
+                 "`published`: `0`", 5, 33);
+}
+
+/* In an env file only ` #` starts a comment: a `#` inside a value stays. */
+static void
+test_env_file_hash(void **state)
+{
+    ph_compose *c = NULL;
+    ph_error_t err = NULL;
+    const char *path;
+    ph_service *s;
+
+    (void)state;
+    /* compose-go's dotenv: only ` #` ends an unquoted value, not a tab. */
+    tu_write("hash.env", "URL=http://x/#frag\nC=a #comment\nT=b\t#tab\nQ='#q' #c\nH=#start\nS=trailing  \t\n");
+    path = tu_write("hash.yaml", "services:\n  a:\n    image: x\n    env_file: hash.env\n");
+    assert_int_equal(ph_compose_load(path, NULL, &c, &err), 0);
+    s = ph_compose_service(c, "a");
+    assert_string_equal(ph_kvv_get(&s->environment, "URL"), "http://x/#frag");
+    assert_string_equal(ph_kvv_get(&s->environment, "C"), "a");
+    assert_string_equal(ph_kvv_get(&s->environment, "T"), "b\t#tab");
+    assert_string_equal(ph_kvv_get(&s->environment, "Q"), "#q");
+    assert_string_equal(ph_kvv_get(&s->environment, "H"), "#start");
+    assert_string_equal(ph_kvv_get(&s->environment, "S"), "trailing");
+    ph_compose_free(c);
+    /* An unterminated quote is an error, as in compose-go's dotenv. */
+    tu_write("open.env", "OK=1\nU=\"open\n");
+    expect_error("services:\n  a:\n    image: x\n    env_file: open.env\n", "open.env:2: `U`: unterminated quoted value",
+                 4, 15);
+    /* compose-go's names: letters and digits of any script, `_ . - [ ]`. */
+    tu_write("bad.env", "OK=1\n1A=x\nA$B=x\n");
+    expect_error("services:\n  a:\n    image: x\n    env_file: bad.env\n",
+                 "bad.env:3: unexpected character `$` in a variable name", 4, 15);
+}
+
 int
 main(void)
 {
@@ -684,6 +945,14 @@ main(void)
         cmocka_unit_test(test_interpolation),
         cmocka_unit_test(test_shell_split_and_durations),
         cmocka_unit_test(test_project_name),
+        cmocka_unit_test(test_limit_nested_interpolation),
+        cmocka_unit_test(test_limit_many_keys),
+        cmocka_unit_test(test_limit_deep_nesting),
+        cmocka_unit_test(test_env_file_not_regular),
+        cmocka_unit_test(test_dollar_keys_literal),
+        cmocka_unit_test(test_invalid_utf8_position),
+        cmocka_unit_test(test_port_zero),
+        cmocka_unit_test(test_env_file_hash),
     };
     return cmocka_run_group_tests_name("compose", tests, tu_setup, tu_teardown);
 }

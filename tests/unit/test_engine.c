@@ -24,6 +24,8 @@
 #include <time.h>
 
 #include "ph_engine.h"
+#include "ph_engine_int.h" /* ph_engine_stage_name */
+#include "ph_timing.h"
 #include "ph_util.h"
 
 #define IMAGE "debian:bookworm-slim"
@@ -207,7 +209,9 @@ test_unreachable_engine(void **state)
         ph_engine_free(x);
     }
     {
-        static const char *const bad[] = { "ftp://nope", "unix://", "unix://relative.sock", "tcp://", "/var/run/x" };
+        /* The docker CLI's parsing: "unix://" and "tcp://" are its defaults,
+         * so these are the ones still wrong (test_engine_endpoint has all). */
+        static const char *const bad[] = { "ftp://nope", "tcp://h:x", "ssh://me@h", "/var/run/x" };
 
         for (size_t i = 0; i < PH_ARRAY_LEN(bad); i++) {
             setenv("DOCKER_HOST", bad[i], 1);
@@ -269,6 +273,13 @@ test_engine_message_shown(void **state)
     if (strncmp(err->msg, want, strlen(want)) != 0)
         fail_msg("got `%s`", err->msg);
     ph_error_free(&err);
+    /* 304 is an answer for start and stop, a 404 is not. */
+    assert_int_equal(ph_engine_container_start(e, "ph-no-such-container", &err), -1);
+    assert_non_null(strstr(err->msg, "start container `ph-no-such-container`: No such container"));
+    ph_error_free(&err);
+    assert_int_equal(ph_engine_container_stop(e, "ph-no-such-container", 1, &err), -1);
+    assert_non_null(strstr(err->msg, "No such container"));
+    ph_error_free(&err);
     /* start -> 409 "is not running"?  No: kill of a created container. */
     assert_int_equal(ph_engine_container_kill(e, id, "SIGKILL", &err), -1);
     assert_non_null(strstr(err->msg, "is not running"));
@@ -313,6 +324,20 @@ test_arguments_checked(void **state)
     EXPECT_BAD(ph_engine_build(e, NULL, 0, NULL, "t", NULL, NULL, NULL, NULL, &id, &err));
     EXPECT_BAD(ph_engine_network_ensure(e, "", NULL, &err));
     EXPECT_BAD(ph_engine_container_logs(e, "x", 0, -1, -1, &err));
+    /* A path past 64 KiB (labels travel in the URL) is refused before it
+     * is sent. */
+    {
+        static char big[4000];
+        const char *many[20];
+
+        memset(big, 'l', sizeof big - 1);
+        for (size_t i = 0; i < PH_ARRAY_LEN(many); i++)
+            many[i] = big;
+        assert_int_equal(ph_engine_containers_by_label(e, many, PH_ARRAY_LEN(many), &out, &err), -1);
+        assert_non_null(strstr(err->msg, "the request path would be more than 65536 bytes"));
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        ph_error_free(&err);
+    }
 #undef EXPECT_BAD
     assert_null(out);
     assert_null(id);
@@ -994,6 +1019,121 @@ test_build_stream_parsing(void **state)
     fake_engine_stop();
 }
 
+/* ---- timing: every call is a stage, by itself ---------------------------- */
+
+static void
+test_stage_names(void **state)
+{
+    static const struct {
+        const char *method, *path, *want;
+    } v[] = {
+        { "GET", "/containers/abc/json", "GET /containers/{id}/json" },
+        { "GET", "/containers/json?all=1&filters=x", "GET /containers/json" },
+        { "POST", "/images/create?fromImage=debian&tag=x", "POST /images/create" },
+        { "POST", "/networks/proj_default/connect", "POST /networks/{id}/connect" },
+        { "DELETE", "/volumes/v1", "DELETE /volumes/{id}" },
+        { "GET", "/_ping", "GET /_ping" },
+        { "POST", "/build?t=x", "POST /build" },
+        { "POST", "/containers/{id}/start", "POST /containers/{id}/start" }, /* a template stays one */
+        { "GET", "/info", "GET /info" },
+    };
+    char out[128];
+
+    (void)state;
+    for (size_t i = 0; i < PH_ARRAY_LEN(v); i++) {
+        ph_engine_stage_name(v[i].method, v[i].path, out, sizeof out);
+        assert_string_equal(out, v[i].want);
+    }
+    ph_engine_stage_name("GET", "/containers/a-very-long-name-indeed/json", out, 12);
+    assert_int_equal(strlen(out), 11);
+}
+
+static const ph_stage *
+child_named(const ph_stage *parent, const char *name, int nth)
+{
+    for (const ph_stage *c = parent->first_child; c; c = c->next)
+        if (strcmp(c->name, name) == 0 && nth-- == 0)
+            return c;
+    fail_msg("no stage `%s` under `%s`", name, parent->name);
+    return NULL;
+}
+
+static const char *
+attr(const ph_stage *s, const char *key)
+{
+    for (int i = 0; i < PH_STAGE_ATTRS && s->attr_key[i]; i++)
+        if (strcmp(s->attr_key[i], key) == 0)
+            return s->attr_val[i];
+    return NULL;
+}
+
+static void
+test_calls_are_stages(void **state)
+{
+    ph_error_t err = NULL;
+    ph_engine *x;
+    const ph_stage *root, *st;
+    json_t *out = NULL, *cfg;
+    int found = 1, timed_out = 0;
+    long code = 0;
+    char *id = NULL;
+    ph_engine_wait *w = NULL;
+
+    (void)state;
+    x = ph_engine_new(&err);
+    assert_non_null(x);
+    assert_int_equal(ph_timing_start("unit"), 0);
+    /* The first call pings: a stage of its own, before the call's. */
+    assert_int_equal(ph_engine_container_inspect(x, "ph-no-such-container", &out, &found, &err), 0);
+    assert_int_equal(ph_engine_request(x, "GET", "/containers/ph-no-such-container/json", NULL, &out, NULL, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_engine_request(x, "GET", "/info", NULL, &out, NULL, &err), 0);
+    json_decref(out);
+    cfg = json_pack("{s:s, s:[s, s], s:{s:s}}", "Image", IMAGE, "Cmd", "sleep", "30", "Labels", LABEL_KEY, label_val);
+    assert_int_equal(ph_engine_container_create(x, NULL, cfg, &id, &err), 0);
+    json_decref(cfg);
+    assert_int_equal(ph_engine_container_start(x, id, &err), 0);
+    assert_int_equal(ph_engine_container_wait_begin(x, id, &w, &err), 0);
+    assert_int_equal(ph_engine_container_kill(x, id, "SIGKILL", &err), 0);
+    assert_int_equal(ph_engine_container_wait_end(w, 30, &code, &timed_out, &err), 0);
+    assert_int_equal(ph_engine_container_remove(x, id, 1, &err), 0);
+    ph_timing_finish(0, NULL);
+
+    root = ph_timing_root();
+    st = root->first_child;
+    assert_string_equal(st->name, "GET /_ping");
+    assert_string_equal(st->category, "engine");
+    assert_true(st->bytes_in > 0);
+    st = child_named(root, "GET /containers/{id}/json", 0);
+    assert_false(st->failed); /* 404 is an answer here */
+    assert_string_equal(attr(st, "container.id"), "ph-no-such-container");
+    assert_string_equal(attr(st, "http.response.status_code"), "404");
+    assert_string_equal(attr(st, "http.request.method"), "GET");
+    st = child_named(root, "GET /containers/{id}/json", 1); /* the raw path, templated */
+    assert_true(st->failed);
+    assert_non_null(strstr(st->error, "No such container"));
+    st = child_named(root, "GET /info", 0);
+    assert_true(st->bytes_in > 100);
+    st = child_named(root, "POST /containers/create", 0);
+    assert_true(st->bytes_out > 20); /* the JSON config */
+    /* The wait began before the kill and ended after it: detached and
+     * concurrent, so the kill is its sibling, not its child. */
+    st = child_named(root, "POST /containers/{id}/wait", 0);
+    assert_true(st->flags & PH_STAGE_CONCURRENT);
+    assert_null(st->first_child);
+    assert_true(st->end_ns >= child_named(root, "POST /containers/{id}/kill", 0)->end_ns);
+    assert_string_equal(attr(st, "container.id"), id);
+    child_named(root, "DELETE /containers/{id}", 0);
+    ph_timing_reset();
+
+    /* Not recording: calls make no stages and cost no more. */
+    assert_int_equal(ph_engine_request(x, "GET", "/info", NULL, &out, NULL, &err), 0);
+    json_decref(out);
+    assert_null(ph_timing_root());
+    free(id);
+    ph_engine_free(x);
+}
+
 /* ---- networks and volumes ---------------------------------------------- */
 
 static void
@@ -1038,6 +1178,8 @@ main(void)
         cmocka_unit_test(test_build),
         cmocka_unit_test(test_build_stream_parsing),
         cmocka_unit_test(test_network_volume_ensure),
+        cmocka_unit_test(test_stage_names),
+        cmocka_unit_test(test_calls_are_stages),
     };
     return cmocka_run_group_tests_name("engine", tests, setup, teardown);
 }

@@ -1,5 +1,6 @@
 /* test_profile.c - mode files: the shipped profiles load with the stop
- * protocol each mode needs, and bad files are refused with file:line:col. */
+ * protocol each mode needs, collection limits parse, and bad files are
+ * refused with file:line:col. */
 #include "test_util.h"
 
 #include "ph_profile.h"
@@ -129,6 +130,9 @@ test_fixture_full_profile(void **state)
     assert_null(p.artifacts[1].latest);
     assert_null(p.artifacts[1].kind);
     assert_string_equal(p.report, "alpha");
+    assert_true(p.collect.max_bytes == 512ull << 20);
+    assert_true(p.collect.max_entries == 5000);
+    assert_true(p.collect.min_free_bytes == 2ull << 30);
     x = ph_profile_expand(p.wrap.v[1], "/opt/profiling/api/r7", "api", "alpha", "r7");
     assert_string_equal(x, "OUT=/opt/profiling/api/r7");
     free(x);
@@ -153,6 +157,8 @@ test_fixture_full_profile(void **state)
     assert_int_equal(p.n_artifacts, 0);
     assert_null(p.report);
     assert_null(p.description);
+    /* No `collect:`: every limit takes the extractor's default. */
+    assert_true(p.collect.max_bytes == 0 && p.collect.max_entries == 0 && p.collect.min_free_bytes == 0);
     ph_profile_free(&p);
 }
 
@@ -208,6 +214,10 @@ test_fixture_bad_profiles(void **state)
         { "malformed.yaml", "did not find expected ',' or ']'", 3, 1 },
         { "dupkey.yaml", "duplicate key `grace` (first at line 4)", 5, 3 },
         { "envnull.yaml", "`environment.FROM_NOWHERE` needs a value", 3, 14 },
+        { "badcollect.yaml", "`collect.max_bytes`: `16G` is not a size for `max_bytes`", 4, 14 },
+        { "collectlist.yaml", "`collect` must be a mapping", 3, 10 },
+        { "collectzero.yaml", "`collect.max_entries`: `max_entries` must be more than 0", 3, 41 },
+        { "collectmap.yaml", "`collect.min_free` must be a string, not a mapping", 4, 13 },
     };
 
     (void)state;
@@ -302,6 +312,32 @@ test_bad_profiles(void **state)
     expect_bad("m.yaml", "name: m\nwrap: [x\n", "", 3, 1);
 }
 
+/* `collect:` limits: sizes with units, `unlimited`, 0 free meaning
+ * "keep nothing"; unknown keys warn like elsewhere. */
+static void
+test_collect_limits(void **state)
+{
+    ph_profile p;
+    ph_error_t err = NULL;
+    const char *path, *out;
+
+    (void)state;
+    path = tu_write("m.yaml", "name: m\nwrap: [x]\ncollect:\n  max_bytes: unlimited\n  max_entries: \"1000\"\n"
+                              "  min_free: 0\n  max_files: 3\n");
+    tu_capture_begin();
+    assert_int_equal(ph_profile_load(path, &p, &err), 0);
+    out = tu_capture_end();
+    assert_true(p.collect.max_bytes == PH_TAR_NO_LIMIT);
+    assert_true(p.collect.max_entries == 1000);
+    assert_true(p.collect.min_free_bytes == PH_TAR_NO_LIMIT);
+    assert_non_null(strstr(out, ":7: unknown key `collect.max_files`"));
+    ph_profile_free(&p);
+    expect_bad("m.yaml", "name: m\nwrap: [x]\ncollect:\n  max_bytes: 1.5GiB\n", "`1.5GiB` is not a size", 4, 14);
+    expect_bad("m.yaml", "name: m\nwrap: [x]\ncollect:\n  max_entries: 10k\n", "is not a count", 4, 16);
+    expect_bad("m.yaml", "name: m\nwrap: [x]\ncollect: 16GiB\n", "`collect` must be a mapping", 3, 10);
+    expect_bad("m.yaml", "name: m\nwrap: [x]\ncollect:\n  max_bytes: 99999999999TiB\n", "too large", 4, 14);
+}
+
 static void
 test_unknown_key_and_dir_errors(void **state)
 {
@@ -335,6 +371,7 @@ main(void)
         cmocka_unit_test(test_fixture_dirs),
         cmocka_unit_test(test_fixture_bad_profiles),
         cmocka_unit_test(test_bad_profiles),
+        cmocka_unit_test(test_collect_limits),
         cmocka_unit_test(test_unknown_key_and_dir_errors),
     };
     return cmocka_run_group_tests_name("profile", tests, tu_setup, tu_teardown);

@@ -14,9 +14,14 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "ph_log.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
@@ -25,6 +30,7 @@
 typedef struct tarbuf {
     char *data;
     size_t len, cap;
+    int closed; /* writes fail: the stream was cut */
 } tarbuf;
 
 static la_ssize_t
@@ -33,6 +39,8 @@ tb_write(struct archive *a, void *ud, const void *buf, size_t n)
     tarbuf *t = ud;
 
     (void)a;
+    if (t->closed)
+        return -1;
     if (t->len + n > t->cap) {
         t->cap = (t->len + n) * 2;
         t->data = realloc(t->data, t->cap);
@@ -44,17 +52,26 @@ tb_write(struct archive *a, void *ud, const void *buf, size_t n)
 }
 
 /* An archive into T, unpadded: its length is its members plus the
- * 1024-byte end-of-archive marker. */
+ * 1024-byte end-of-archive marker.  Unblocked, each member is in T as
+ * soon as it is written (for streams cut at a member's end). */
 static struct archive *
-tb_open(tarbuf *t)
+tb_open_blocking(tarbuf *t, int unblocked)
 {
     struct archive *a = archive_write_new();
 
     memset(t, 0, sizeof *t);
     archive_write_set_format_pax_restricted(a);
+    if (unblocked)
+        archive_write_set_bytes_per_block(a, 0);
     archive_write_set_bytes_in_last_block(a, 1);
     assert_int_equal(archive_write_open(a, t, NULL, tb_write, NULL), ARCHIVE_OK);
     return a;
+}
+
+static struct archive *
+tb_open(tarbuf *t)
+{
+    return tb_open_blocking(t, 0);
 }
 
 static void
@@ -62,6 +79,16 @@ tb_close(struct archive *a)
 {
     assert_int_equal(archive_write_close(a), ARCHIVE_OK);
     archive_write_free(a);
+}
+
+/* N zero bytes after the archive, as tar's record padding. */
+static void
+tb_pad(tarbuf *t, size_t n)
+{
+    t->data = realloc(t->data, t->len + n);
+    assert_non_null(t->data);
+    memset(t->data + t->len, 0, n);
+    t->len += n;
 }
 
 /* One member.  LINK is the symlink target for AE_IFLNK, else a hard link
@@ -198,7 +225,7 @@ extract(const tarbuf *t, int strip, ph_tar_stats *st, ph_error_t *err)
     int rc;
 
     tu_capture_begin();
-    rc = ph_tar_extract_buffer(t->data, t->len, dest, strip, st, err);
+    rc = ph_tar_extract_buffer(t->data, t->len, dest, strip, NULL, st, err);
     tu_capture_end();
     return rc;
 }
@@ -264,7 +291,7 @@ test_hostile_entries_refused(void **state)
     tb_close(a);
 
     tu_capture_begin();
-    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &st, &err), 0);
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, NULL, &st, &err), 0);
     log = tu_capture_end();
     assert_null(err);
     assert_int_equal(st.files, 4);  /* good.log tool sgid link/passwd */
@@ -449,7 +476,9 @@ test_modes_and_mtimes(void **state)
     tb_add_full(a, "run/d/f", AE_IFREG, 0400, "ro", 2, NULL, 1000000000);
     tb_add_full(a, "run/d/x", AE_IFREG, 0100, "exec", 4, NULL, 1100000000);
     tb_add_full(a, "run/d/l", AE_IFLNK, 0777, NULL, 0, "f", 1300000000);
+    tb_add_full(a, "run/there/", AE_IFDIR, 0755, NULL, 0, NULL, 0);
     tb_close(a);
+    assert_int_equal(mkdir(dpath("there"), 0700), 0); /* there before, with other bits */
     old = umask(077); /* modes must not depend on the caller's umask */
     assert_int_equal(extract(&t, 1, &st, &err), 0);
     umask(old);
@@ -465,6 +494,18 @@ test_modes_and_mtimes(void **state)
     assert_int_equal(sb.st_mtime, 1100000000);
     assert_int_equal(lstat(dpath("d/l"), &sb), 0);
     assert_int_equal(sb.st_mtime, 1300000000);
+    assert_int_equal(lmode_of("there") & 07777, 0755);
+    free(t.data);
+    /* The same under the usual umask, where created files need no fchmod:
+     * a directory that was there keeps needing it. */
+    a = tb_open(&t);
+    tb_add(a, "run/there2/", AE_IFDIR, 0755, NULL, NULL);
+    tb_close(a);
+    assert_int_equal(mkdir(dpath("there2"), 0700), 0);
+    old = umask(022);
+    assert_int_equal(extract(&t, 1, &st, &err), 0);
+    umask(old);
+    assert_int_equal(lmode_of("there2") & 07777, 0755);
     free(t.data);
 }
 
@@ -534,7 +575,7 @@ test_streamed_in_small_chunks(void **state)
     tb_add_full(a, "run/big.out", AE_IFREG, 0644, big, big_len, NULL, 0);
     tb_add(a, "run/small-after", AE_IFREG, 0644, "b", NULL);
     tb_close(a);
-    x = ph_tar_extract_new(dest, 1, &err);
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
     assert_non_null(x);
     while (off < t.len) {
         size_t n = 1 + (size_t)(rand_r(&seed) % 7000);
@@ -616,7 +657,7 @@ test_bounded_memory(void **state)
     (void)state;
     vm_hwm_reset();
     before = vm_hwm_kb();
-    x = ph_tar_extract_new(dest, 1, &err);
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
     assert_non_null(x);
     archive_write_set_format_pax_restricted(a);
     assert_int_equal(archive_write_open(a, x, NULL, feed_write_cb, NULL), ARCHIVE_OK);
@@ -646,6 +687,839 @@ test_bounded_memory(void **state)
     assert_true(got_size == (uint64_t)size);
     assert_true(got_sum == sum);
     unlink(dpath("huge.bin"));
+}
+
+/* ---- extraction: holes, shapes, names --------------------------------- */
+
+/* A member of SIZE bytes streamed straight into X by libarchive's writer:
+ * zeros, except the bytes ISLANDS[i] = i + 1 at offsets AT[i]. */
+static void
+stream_member(ph_tar_extract *x, const char *name, la_int64_t size, const la_int64_t *at, size_t n_at)
+{
+    static unsigned char chunk[65536];
+    struct archive *a = archive_write_new();
+    struct archive_entry *e = archive_entry_new();
+
+    archive_write_set_format_pax_restricted(a);
+    assert_int_equal(archive_write_open(a, x, NULL, feed_write_cb, NULL), ARCHIVE_OK);
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, size);
+    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_free(e);
+    for (la_int64_t done = 0; done < size;) {
+        size_t n = size - done < (la_int64_t)sizeof chunk ? (size_t)(size - done) : sizeof chunk;
+
+        memset(chunk, 0, n);
+        for (size_t i = 0; i < n_at; i++)
+            if (at[i] >= done && at[i] < done + (la_int64_t)n)
+                chunk[at[i] - done] = (unsigned char)(i + 1);
+        assert_int_equal(archive_write_data(a, chunk, n), (la_ssize_t)n);
+        done += (la_int64_t)n;
+    }
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+}
+
+/* A container's `truncate -s 1G` file arrives as 1 GiB of zeros (the
+ * Engine streams holes as zeros): on the host it must stay a hole, not
+ * take a gigabyte of disk, and read back byte for byte. */
+static void
+test_zeros_stay_holes(void **state)
+{
+    const la_int64_t size = 1ll << 30;
+    const la_int64_t at[] = { 0, 4095, 4096, 65535, 65536 + 511, size / 2, size - 1 };
+    ph_tar_extract *x;
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    struct stat sb;
+    unsigned char b;
+    int fd;
+
+    (void)state;
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
+    assert_non_null(x);
+    stream_member(x, "run/big", size, at, PH_ARRAY_LEN(at));
+    assert_int_equal(ph_tar_extract_finish(x, &st, &err), 0);
+    ph_tar_extract_free(x);
+    assert_int_equal(stat(dpath("big"), &sb), 0);
+    assert_true(sb.st_size == size);
+    print_message("# a 1 GiB member of zeros with %zu bytes set: %lld blocks of 512 bytes\n", PH_ARRAY_LEN(at),
+                  (long long)sb.st_blocks);
+    /* Each set byte costs at most one filesystem block (4 KiB here). */
+    if (sb.st_blocks > 8 * (long long)PH_ARRAY_LEN(at))
+        fail_msg("%lld blocks used: the zeros were written", (long long)sb.st_blocks);
+    fd = open(dpath("big"), O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    for (size_t i = 0; i < PH_ARRAY_LEN(at); i++) {
+        assert_int_equal(pread(fd, &b, 1, at[i]), 1);
+        assert_int_equal(b, i + 1);
+        if (at[i] > 0) {
+            assert_int_equal(pread(fd, &b, 1, at[i] - 1), 1);
+            assert_int_equal(b, at[i] - 1 == at[i - 1] ? i : 0);
+        }
+    }
+    close(fd);
+    unlink(dpath("big"));
+}
+
+/* Zeros that end a member, and a member of zeros only: the size is exact. */
+static void
+test_trailing_zeros_keep_size(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    static char zeros[300000], tail_zero[200000];
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    struct stat sb;
+    uint64_t size, sum;
+
+    (void)state;
+    memset(tail_zero, 'x', 1000);
+    tb_add_full(a, "run/zeros", AE_IFREG, 0644, zeros, sizeof zeros, NULL, 0);
+    tb_add_full(a, "run/tail", AE_IFREG, 0644, tail_zero, sizeof tail_zero, NULL, 0);
+    tb_close(a);
+    assert_int_equal(extract(&t, 1, &st, &err), 0);
+    assert_int_equal(stat(dpath("zeros"), &sb), 0);
+    assert_int_equal(sb.st_size, sizeof zeros);
+    sum = file_fnv64(dpath("tail"), &size);
+    assert_int_equal(size, sizeof tail_zero);
+    assert_true(sum == fnv64(FNV64_INIT, tail_zero, sizeof tail_zero));
+    assert_true(st.bytes == sizeof zeros + sizeof tail_zero);
+    free(t.data);
+}
+
+/* A name of PATH_MAX - 1 bytes fits; one of PATH_MAX does not, and is
+ * refused without writing past a buffer (run this under ASan too); so is
+ * a component longer than NAME_MAX, and extraction goes on after both. */
+static void
+test_name_of_path_max(void **state)
+{
+    char name[PATH_MAX + 16], rel[PATH_MAX + 16];
+    tarbuf t;
+    struct archive *a;
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    const char *log;
+    size_t n = 0;
+    int rc, dfd, fd;
+
+    (void)state;
+    /* 16 directories of 240 bytes and a file name of 239: 4095 bytes; one
+     * more in the file name is PATH_MAX, every component within NAME_MAX. */
+    for (int i = 0; i < 16; i++) {
+        memset(rel + n, 'a' + i, 240);
+        n += 240;
+        rel[n++] = '/';
+    }
+    memset(rel + n, 'z', PATH_MAX - 1 - n);
+    rel[PATH_MAX - 1] = '\0';
+    assert_int_equal(strlen(rel) - n, 239);
+    a = tb_open(&t);
+    snprintf(name, sizeof name, "run/%s", rel);
+    tb_add(a, name, AE_IFREG, 0644, "fits", NULL);
+    snprintf(name, sizeof name, "run/%sZ", rel);
+    tb_add(a, name, AE_IFREG, 0644, "one too many", NULL);
+    memset(name, 'c', sizeof name);
+    memcpy(name, "run/", 4);
+    name[4 + NAME_MAX + 1] = '\0';
+    tb_add(a, name, AE_IFREG, 0644, "component too long", NULL);
+    tb_add(a, "run/after", AE_IFREG, 0644, "after", NULL);
+    tb_close(a);
+    tu_capture_begin();
+    rc = ph_tar_extract_buffer(t.data, t.len, dest, 1, NULL, &st, &err);
+    log = tu_capture_end();
+    if (rc < 0)
+        fail_msg("extraction failed: %s", err->msg);
+    assert_int_equal(st.files, 2);
+    assert_int_equal(st.refused, 2);
+    assert_non_null(strstr(log, "name too long"));
+    rel[PATH_MAX - 1] = 'Z';
+    rel[PATH_MAX] = '\0';
+    dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_int_equal(faccessat(dfd, rel, F_OK, AT_SYMLINK_NOFOLLOW), -1);
+    close(dfd);
+    rel[PATH_MAX - 1] = '\0';
+    dfd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dfd >= 0);
+    fd = openat(dfd, rel, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(read(fd, name, sizeof name), 4);
+    assert_memory_equal(name, "fits", 4);
+    close(fd);
+    close(dfd);
+    assert_string_equal(contents("after"), "after");
+    free(t.data);
+}
+
+/* A regular file `d` after the directory `d/` is refused, the directory
+ * and what is in it stay, and extraction goes on; so are entries under a
+ * regular file. */
+static void
+test_file_over_directory(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    const char *log;
+
+    (void)state;
+    tb_add(a, "run/d/", AE_IFDIR, 0755, NULL, NULL);
+    tb_add(a, "run/d/inner", AE_IFREG, 0644, "inner", NULL);
+    tb_add(a, "run/d", AE_IFREG, 0644, "file over a directory", NULL);
+    tb_add(a, "run/d", AE_IFLNK, 0777, NULL, "inner");
+    tb_add(a, "run/f", AE_IFREG, 0644, "a file", NULL);
+    tb_add(a, "run/f/under", AE_IFREG, 0644, "under a file", NULL);
+    tb_add(a, "run/f/dir/", AE_IFDIR, 0755, NULL, NULL);
+    tb_add(a, "run/after", AE_IFREG, 0644, "after", NULL);
+    tb_close(a);
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, NULL, &st, &err), 0);
+    log = tu_capture_end();
+    assert_null(err);
+    assert_int_equal(st.refused, 4);
+    assert_int_equal(st.files, 3);
+    assert_string_equal(contents("f"), "a file");
+    assert_non_null(strstr(log, "a directory is in the way"));
+    assert_true(S_ISDIR(lmode_of("d")));
+    assert_string_equal(contents("d/inner"), "inner");
+    assert_string_equal(contents("after"), "after");
+    free(t.data);
+}
+
+static int
+highest_fd(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *de;
+    int max = -1;
+
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL)
+        if (atoi(de->d_name) > max)
+            max = atoi(de->d_name);
+    closedir(d);
+    return max;
+}
+
+/* 2,000 nested directories, each with its entry and mtime, and files at
+ * the bottom: extracted with a bounded number of fds (the soft limit is
+ * lowered around it) and bounded memory, every mtime kept. */
+static void
+test_deep_tree(void **state)
+{
+    enum { DEPTH = 2000, FILES = 20 };
+    static char name[PATH_MAX];
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    struct rlimit old, low;
+    struct stat sb;
+    long before, after;
+    size_t n;
+    int rc;
+
+    (void)state;
+    n = (size_t)snprintf(name, sizeof name, "run/");
+    for (int i = 0; i < DEPTH; i++) {
+        name[n++] = 'd';
+        name[n++] = '/';
+        name[n] = '\0';
+        tb_add_full(a, name, AE_IFDIR, 0755, NULL, 0, NULL, 1000000000 + i);
+    }
+    for (int i = 0; i < FILES; i++) {
+        snprintf(name + n, sizeof name - n, "f%02d", i);
+        tb_add_full(a, name, AE_IFREG, 0644, "x", 1, NULL, 1500000000);
+    }
+    /* And back up to the top, into a sibling. */
+    tb_add_full(a, "run/top", AE_IFREG, 0644, "top", 3, NULL, 1500000000);
+    tb_close(a);
+
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)highest_fd() + 1 + 80; /* 64 directories and a few more */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    vm_hwm_reset();
+    before = vm_hwm_kb();
+    rc = extract(&t, 1, &st, &err);
+    after = vm_hwm_kb();
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    if (rc < 0)
+        fail_msg("extraction failed: %s", err->msg);
+    print_message("# peak RSS growth for %d nested directories: %ld kB\n", DEPTH, after - before);
+    assert_int_equal(st.dirs, DEPTH);
+    assert_int_equal(st.files, FILES + 1);
+#ifndef __SANITIZE_ADDRESS__ /* its shadow memory and quarantine grow RSS */
+    if (after - before > 1024)
+        fail_msg("peak RSS grew by %ld kB for %d nested directories", after - before, DEPTH);
+#endif
+    /* Every directory's mtime, the deepest first. */
+    {
+        int fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        assert_true(fd >= 0);
+        for (int i = 0; i < DEPTH; i++) {
+            int next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+            assert_true(next >= 0);
+            close(fd);
+            fd = next;
+            assert_int_equal(fstat(fd, &sb), 0);
+            if (sb.st_mtime != 1000000000 + i)
+                fail_msg("level %d: mtime %lld", i + 1, (long long)sb.st_mtime);
+        }
+        assert_int_equal(fstatat(fd, "f19", &sb, 0), 0);
+        close(fd);
+    }
+    assert_string_equal(contents("top"), "top");
+    free(t.data);
+}
+
+/* ---- extraction: limits ----------------------------------------------- */
+
+static void
+assert_limit_error(ph_error_t *err, const ph_tar_stats *st, ph_tar_limit which, int errnum, const char *what)
+{
+    assert_non_null(*err);
+    if (strstr((*err)->msg, what) == NULL || strstr((*err)->msg, ph_tar_limit_name(which)) == NULL)
+        fail_msg("error `%s` lacks `%s` or `%s`", (*err)->msg, what, ph_tar_limit_name(which));
+    assert_int_equal((*err)->errnum, errnum);
+    assert_non_null(strstr((*err)->hint, ph_tar_limit_name(which)));
+    assert_int_equal(st->limit, which);
+    ph_error_free(err);
+}
+
+/* A member whose size passes max_bytes is refused at its header: the
+ * stream holds nothing of its data (a 10 TiB hole would take hours to
+ * stream), and the error names the limit. */
+static void
+test_limit_max_bytes(void **state)
+{
+    static char data[300000];
+    const ph_tar_limits lim = { .max_bytes = 1 << 20 };
+    tarbuf t;
+    struct archive *a = tb_open_blocking(&t, 1);
+    struct archive_entry *e = archive_entry_new();
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+
+    (void)state;
+    memset(data, 'd', sizeof data);
+    tb_add_full(a, "run/first", AE_IFREG, 0644, data, sizeof data, NULL, 0);
+    tb_add_full(a, "run/second", AE_IFREG, 0644, data, sizeof data, NULL, 0);
+    archive_entry_set_pathname(e, "run/sparse-10T");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, 10ll << 40);
+    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_free(e);
+    /* The stream stops here, where the 10 TiB of data would begin. */
+    t.closed = 1;
+    archive_write_free(a);
+
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &lim, &st, &err), -1);
+    tu_capture_end();
+    assert_limit_error(&err, &st, PH_TAR_LIMIT_BYTES, EFBIG, "`run/sparse-10T` (10 TiB)");
+    assert_int_equal(st.files, 2);
+    assert_true(exists_in("first"));
+    assert_true(exists_in("second"));
+    assert_false(exists_in("sparse-10T"));
+
+    /* Over by one byte. */
+    free(t.data);
+    a = tb_open(&t);
+    tb_add_full(a, "run/a", AE_IFREG, 0644, data, 1000, NULL, 0);
+    tb_add_full(a, "run/b", AE_IFREG, 0644, data, 25, NULL, 0);
+    tb_close(a);
+    {
+        const ph_tar_limits exact = { .max_bytes = 1025 }, under = { .max_bytes = 1024 };
+
+        tu_rmdir();
+        setup(NULL);
+        assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &exact, &st, &err), 0);
+        assert_int_equal(st.size, 1025);
+        tu_rmdir();
+        setup(NULL);
+        tu_capture_begin();
+        assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &under, &st, &err), -1);
+        tu_capture_end();
+        assert_limit_error(&err, &st, PH_TAR_LIMIT_BYTES, EFBIG, "`run/b` (25 bytes)");
+        assert_true(exists_in("a"));
+        assert_false(exists_in("b"));
+    }
+    free(t.data);
+}
+
+/* A sparse member (pax GNU.sparse) counts with its holes, lands with them,
+ * and its size is exact though it ends in a hole. */
+static void
+test_sparse_member(void **state)
+{
+    const la_int64_t size = 64ll << 20, mid = 32ll << 20;
+    static char block[8192], zeros[4096];
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    struct archive_entry *e = archive_entry_new();
+    const ph_tar_limits small = { .max_bytes = 32 << 20 };
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    struct stat sb;
+    char b;
+    int fd;
+
+    (void)state;
+    memset(block, 'A', 4096);
+    memset(block + 4096, 'B', 4096);
+    archive_entry_set_pathname(e, "run/sparse");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, size);
+    archive_entry_sparse_add_entry(e, 0, 4096);
+    archive_entry_sparse_add_entry(e, mid, 4096);
+    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_free(e);
+    /* The writer takes the whole contents and leaves out the holes. */
+    assert_int_equal(archive_write_data(a, block, 4096), 4096);
+    for (la_int64_t off = 4096; off < mid; off += 4096)
+        assert_int_equal(archive_write_data(a, zeros, 4096), 4096);
+    assert_int_equal(archive_write_data(a, block + 4096, 4096), 4096);
+    tb_close(a);
+    assert_true(t.len < 64 * 1024); /* the holes are not in the stream */
+
+    assert_int_equal(extract(&t, 1, &st, &err), 0);
+    assert_int_equal(stat(dpath("sparse"), &sb), 0);
+    assert_true(sb.st_size == size);
+    assert_true(sb.st_blocks <= 64);
+    assert_true(st.size == (uint64_t)size);
+    fd = open(dpath("sparse"), O_RDONLY | O_CLOEXEC);
+    assert_int_equal(pread(fd, &b, 1, 4095), 1);
+    assert_int_equal(b, 'A');
+    assert_int_equal(pread(fd, &b, 1, 4096), 1);
+    assert_int_equal(b, 0);
+    assert_int_equal(pread(fd, &b, 1, mid), 1);
+    assert_int_equal(b, 'B');
+    assert_int_equal(pread(fd, &b, 1, size - 1), 1);
+    assert_int_equal(b, 0);
+    close(fd);
+
+    /* Its full size is what max_bytes counts, not its stream. */
+    tu_rmdir();
+    setup(NULL);
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &small, &st, &err), -1);
+    tu_capture_end();
+    assert_limit_error(&err, &st, PH_TAR_LIMIT_BYTES, EFBIG, "`run/sparse` (64 MiB)");
+    assert_false(exists_in("sparse"));
+    free(t.data);
+}
+
+/* One entry too many stops the extraction; refused entries count; the
+ * entries before it stay. */
+static void
+test_limit_max_entries(void **state)
+{
+    const ph_tar_limits lim = { .max_entries = 5 };
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    char name[32];
+
+    (void)state;
+    tb_add(a, "run/", AE_IFDIR, 0755, NULL, NULL);       /* 1 */
+    tb_add(a, "run/fifo", AE_IFIFO, 0644, NULL, NULL);   /* 2, refused */
+    for (int i = 0; i < 10; i++) {                       /* 3, 4, 5, then one too many */
+        snprintf(name, sizeof name, "run/f%d", i);
+        tb_add(a, name, AE_IFREG, 0644, "x", NULL);
+    }
+    tb_close(a);
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &lim, &st, &err), -1);
+    tu_capture_end();
+    assert_limit_error(&err, &st, PH_TAR_LIMIT_ENTRIES, EMLINK, "`run/f3` is one too many");
+    assert_non_null(strstr(ph_tar_limit_name(PH_TAR_LIMIT_ENTRIES), "max_entries"));
+    assert_int_equal(st.entries, 6);
+    assert_int_equal(st.files, 3);
+    assert_int_equal(st.refused, 1);
+    assert_true(exists_in("f2"));
+    assert_false(exists_in("f3"));
+    /* At the limit exactly: fine. */
+    {
+        const ph_tar_limits enough = { .max_entries = 12 };
+
+        tu_rmdir();
+        setup(NULL);
+        tu_capture_begin();
+        assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &enough, &st, &err), 0);
+        tu_capture_end();
+        assert_int_equal(st.entries, 12);
+        assert_int_equal(st.limit, PH_TAR_LIMIT_NONE);
+    }
+    free(t.data);
+}
+
+/* Bytes that are no member's data (here: padding after the marker) are
+ * bounded too: max_bytes plus 16 KiB of headers per entry. */
+static void
+test_limit_stream(void **state)
+{
+    const ph_tar_limits lim = { .max_bytes = 64 << 10 };
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+
+    (void)state;
+    tb_add(a, "run/f", AE_IFREG, 0644, "f", NULL);
+    tb_close(a);
+    tb_pad(&t, 4u << 20);
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &lim, &st, &err), -1);
+    assert_limit_error(&err, &st, PH_TAR_LIMIT_BYTES, EFBIG, "stream passed");
+    assert_string_equal(contents("f"), "f");
+    /* Without the limit the same padding is ignored. */
+    {
+        const ph_tar_limits off = { .max_bytes = PH_TAR_NO_LIMIT };
+
+        assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &off, &st, &err), 0);
+    }
+    free(t.data);
+}
+
+/* Free space, on a filesystem of our own (an 8 MiB tmpfs). */
+static char fs_dir[400];
+
+static int
+setup_tmpfs(void **state)
+{
+    setup(state);
+    snprintf(fs_dir, sizeof fs_dir, "%s/fs", test_dir);
+    assert_int_equal(mkdir(fs_dir, 0755), 0);
+    if (mount("ph-unit", fs_dir, "tmpfs", 0, "size=8m") < 0) {
+        print_message("# no tmpfs (%s): the free-space test is skipped\n", strerror(errno));
+        fs_dir[0] = '\0';
+        return 0;
+    }
+    snprintf(dest, sizeof dest, "%s/dest", fs_dir);
+    assert_int_equal(mkdir(dest, 0755), 0);
+    return 0;
+}
+
+static int
+teardown_tmpfs(void **state)
+{
+    if (fs_dir[0] != '\0')
+        umount2(fs_dir, MNT_DETACH);
+    return teardown(state);
+}
+
+static void
+test_limit_min_free(void **state)
+{
+    const ph_tar_limits lim = { .min_free_bytes = 3 << 20 };
+    static unsigned char data[4 << 20];
+    unsigned seed = 3;
+    tarbuf t;
+    struct archive *a;
+    ph_tar_extract *x;
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    const la_int64_t at[] = { 12345 };
+
+    (void)state;
+    if (fs_dir[0] == '\0')
+        skip();
+    for (size_t i = 0; i < sizeof data; i++)
+        data[i] = (unsigned char)(rand_r(&seed) | 1);
+    a = tb_open(&t);
+    tb_add_full(a, "run/one", AE_IFREG, 0644, data, 2 << 20, NULL, 0);
+    tb_add_full(a, "run/two", AE_IFREG, 0644, data, sizeof data, NULL, 0);
+    tb_add_full(a, "run/three", AE_IFREG, 0644, "3", 1, NULL, 0);
+    tb_close(a);
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, &lim, &st, &err), -1);
+    tu_capture_end();
+    assert_limit_error(&err, &st, PH_TAR_LIMIT_FREE, ENOSPC, "writing `two` would leave less free space");
+    assert_true(exists_in("one"));
+    assert_false(exists_in("two")); /* half written: removed */
+    assert_false(exists_in("three"));
+    unlink(dpath("one"));
+
+    /* The defaults (5 % of 8 MiB kept free here) take a gigabyte of
+     * zeros: holes cost nothing. */
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
+    assert_non_null(x);
+    stream_member(x, "run/zeros", 1ll << 30, at, 1);
+    assert_int_equal(ph_tar_extract_finish(x, &st, &err), 0);
+    ph_tar_extract_free(x);
+    free(t.data);
+}
+
+static void
+test_limit_parse(void **state)
+{
+    static const struct {
+        ph_tar_limit which;
+        const char *text;
+        uint64_t want;
+    } good[] = {
+        { PH_TAR_LIMIT_BYTES, "1", 1 },
+        { PH_TAR_LIMIT_BYTES, "512MiB", 512ull << 20 },
+        { PH_TAR_LIMIT_BYTES, "16GiB", 16ull << 30 },
+        { PH_TAR_LIMIT_BYTES, "16 GiB", 16ull << 30 },
+        { PH_TAR_LIMIT_BYTES, "2TB", 2000000000000ull },
+        { PH_TAR_LIMIT_BYTES, "3KiB", 3072 },
+        { PH_TAR_LIMIT_BYTES, "3kB", 3000 },
+        { PH_TAR_LIMIT_BYTES, "7MB", 7000000 },
+        { PH_TAR_LIMIT_BYTES, "1GB", 1000000000 },
+        { PH_TAR_LIMIT_BYTES, "4TiB", 4ull << 40 },
+        { PH_TAR_LIMIT_BYTES, "10B", 10 },
+        { PH_TAR_LIMIT_BYTES, "unlimited", PH_TAR_NO_LIMIT },
+        { PH_TAR_LIMIT_BYTES, "18446744073709551614", 18446744073709551614ull },
+        { PH_TAR_LIMIT_ENTRIES, "200000", 200000 },
+        { PH_TAR_LIMIT_ENTRIES, "unlimited", PH_TAR_NO_LIMIT },
+        { PH_TAR_LIMIT_FREE, "0", PH_TAR_NO_LIMIT },
+        { PH_TAR_LIMIT_FREE, "1GiB", 1ull << 30 },
+    };
+    static const struct {
+        ph_tar_limit which;
+        const char *text, *fragment;
+    } bad[] = {
+        { PH_TAR_LIMIT_BYTES, "", "is not a size for `max_bytes`" },
+        { PH_TAR_LIMIT_BYTES, "16G", "is not a size" },
+        { PH_TAR_LIMIT_BYTES, "GiB", "is not a size" },
+        { PH_TAR_LIMIT_BYTES, "-1", "is not a size" },
+        { PH_TAR_LIMIT_BYTES, "1.5GiB", "is not a size" },
+        { PH_TAR_LIMIT_BYTES, "16GiB ", "is not a size" },
+        { PH_TAR_LIMIT_BYTES, "16 ", "is not a size" },
+        { PH_TAR_LIMIT_BYTES, "0", "`max_bytes` must be more than 0" },
+        { PH_TAR_LIMIT_BYTES, "0GiB", "must be more than 0" },
+        { PH_TAR_LIMIT_BYTES, "18446744073709551616", "too large for `max_bytes`" },
+        { PH_TAR_LIMIT_BYTES, "99999999TiB", "too large" },
+        { PH_TAR_LIMIT_ENTRIES, "0", "`max_entries` must be more than 0" },
+        { PH_TAR_LIMIT_ENTRIES, "10k", "is not a count for `max_entries`" },
+        { PH_TAR_LIMIT_ENTRIES, "1KiB", "is not a count" },
+        { PH_TAR_LIMIT_FREE, "lots", "is not a size for `min_free`" },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < PH_ARRAY_LEN(good); i++) {
+        uint64_t v = 0;
+        ph_error_t err = NULL;
+
+        if (ph_tar_limit_parse(good[i].which, good[i].text, &v, &err) != 0)
+            fail_msg("`%s`: %s", good[i].text, err->msg);
+        if (v != good[i].want)
+            fail_msg("`%s`: %" PRIu64 ", not %" PRIu64, good[i].text, v, good[i].want);
+    }
+    for (size_t i = 0; i < PH_ARRAY_LEN(bad); i++) {
+        uint64_t v = 42;
+        ph_error_t err = NULL;
+
+        if (ph_tar_limit_parse(bad[i].which, bad[i].text, &v, &err) != -1)
+            fail_msg("`%s` parsed as %" PRIu64, bad[i].text, v);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        if (strstr(err->msg, bad[i].fragment) == NULL)
+            fail_msg("`%s`: error `%s` lacks `%s`", bad[i].text, err->msg, bad[i].fragment);
+        assert_int_equal(v, 42);
+        ph_error_free(&err);
+    }
+    assert_string_equal(ph_tar_limit_name(PH_TAR_LIMIT_BYTES), "max_bytes");
+    assert_string_equal(ph_tar_limit_name(PH_TAR_LIMIT_ENTRIES), "max_entries");
+    assert_string_equal(ph_tar_limit_name(PH_TAR_LIMIT_FREE), "min_free");
+    assert_string_equal(ph_tar_limit_name(PH_TAR_LIMIT_NONE), "none");
+}
+
+/* ---- extraction: races -------------------------------------------------- */
+
+/* Poll (deadline 30 s) until dest/REL has mtime MTIME: the extractor set
+ * it last, so it is done with that member. */
+static void
+wait_for_member(const char *rel, time_t mtime)
+{
+    struct stat sb;
+
+    for (int i = 0; i < 30000; i++) {
+        if (lstat(dpath(rel), &sb) == 0 && sb.st_mtime == mtime)
+            return;
+        usleep(1000);
+    }
+    fail_msg("`%s` was not extracted within 30 s", rel);
+}
+
+/* Something racing the extraction replaces a directory the extractor had
+ * entered, and whose fd it has closed since (deeper than 64 levels), by a
+ * symlink to where that directory went: outside the destination (LINK
+ * absolute) or inside it (relative).  Entries below it are refused, never
+ * written through the link, whether it is the last component reopened or
+ * one before it. */
+static void
+race_replaced_directory(int outside)
+{
+    static char name[2048], deep[2048];
+    tarbuf t;
+    struct archive *a = tb_open_blocking(&t, 1);
+    ph_tar_extract *x;
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    char moved[700], p[900];
+    size_t part1, n = 0;
+    struct stat sb;
+
+    n = (size_t)snprintf(deep, sizeof deep, "a/l1/l2");
+    for (int i = 3; i < 80; i++)
+        n += (size_t)snprintf(deep + n, sizeof deep - n, "/l%d", i);
+    snprintf(name, sizeof name, "run/%s/first", deep);
+    tb_add_full(a, name, AE_IFREG, 0644, "1", 1, NULL, 1234567890);
+    assert_int_equal(archive_write_finish_entry(a), ARCHIVE_OK); /* its padding */
+    part1 = t.len;
+    tb_add_full(a, "run/a/l1/l2/other/f", AE_IFREG, 0644, "through", 7, NULL, 0); /* l1: a link before */
+    tb_add_full(a, "run/a/l1/l2/l3/g", AE_IFREG, 0644, "through", 7, NULL, 0);
+    tb_add_full(a, "run/a/l1/h", AE_IFREG, 0644, "through", 7, NULL, 0);      /* l1: the last */
+    tb_add_full(a, "run/after", AE_IFREG, 0644, "after", 5, NULL, 0);
+    tb_close(a);
+
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
+    assert_non_null(x);
+    assert_int_equal(ph_tar_extract_feed(x, t.data, part1, &err), 0);
+    snprintf(name, sizeof name, "%s/first", deep);
+    wait_for_member(name, 1234567890);
+    /* The race: a/l1 moves, and a link to it takes its place. */
+    if (outside)
+        snprintf(moved, sizeof moved, "%s/moved", test_dir);
+    else
+        snprintf(moved, sizeof moved, "%s", dpath("a/moved"));
+    assert_int_equal(rename(dpath("a/l1"), moved), 0);
+    assert_int_equal(symlink(outside ? moved : "moved", dpath("a/l1")), 0);
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_feed(x, t.data + part1, t.len - part1, &err), 0);
+    assert_int_equal(ph_tar_extract_finish(x, &st, &err), 0);
+    tu_capture_end();
+    ph_tar_extract_free(x);
+    assert_int_equal(st.refused, 3);
+    assert_string_equal(contents("after"), "after");
+    snprintf(p, sizeof p, "%s/l2/other", moved);
+    assert_int_equal(lstat(p, &sb), -1);
+    snprintf(p, sizeof p, "%s/l2/l3/g", moved);
+    assert_int_equal(lstat(p, &sb), -1);
+    snprintf(p, sizeof p, "%s/h", moved);
+    assert_int_equal(lstat(p, &sb), -1);
+    free(t.data);
+}
+
+static void
+test_race_replaced_directory(void **state)
+{
+    (void)state;
+    race_replaced_directory(1);
+    tu_rmdir();
+    setup(NULL);
+    race_replaced_directory(0);
+}
+
+/* The same where openat2 is missing (old kernels, seccomp filters): the
+ * O_NOFOLLOW walk from the destination refuses it too. */
+static void
+test_race_replaced_directory_no_openat2(void **state)
+{
+    assert_int_equal(setenv("PH_TAR_NO_OPENAT2", "1", 1), 0);
+    test_race_replaced_directory(state);
+    unsetenv("PH_TAR_NO_OPENAT2");
+}
+
+/* A hard link to itself, or made twice, is no failure; one over a file
+ * replaces it. */
+static void
+test_hardlink_to_itself(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+
+    (void)state;
+    tb_add(a, "run/x", AE_IFREG, 0644, "x", NULL);
+    tb_add(a, "run/x", AE_IFREG, 0644, NULL, "run/x");
+    tb_add(a, "run/y", AE_IFREG, 0644, NULL, "run/x");
+    tb_add(a, "run/y", AE_IFREG, 0644, NULL, "run/x");
+    tb_add(a, "run/z", AE_IFREG, 0644, "old z", NULL);
+    tb_add(a, "run/z", AE_IFREG, 0644, NULL, "run/x"); /* replaces the file */
+    tb_close(a);
+    assert_int_equal(extract(&t, 1, &st, &err), 0);
+    assert_int_equal(st.links, 4);
+    assert_string_equal(contents("x"), "x");
+    assert_string_equal(contents("y"), "x");
+    assert_string_equal(contents("z"), "x");
+    free(t.data);
+}
+
+/* Consecutive entries in directories whose names share a prefix: the
+ * stack must not take `ab` for `a`, nor `a` for `ab`. */
+static void
+test_sibling_prefixes(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+
+    (void)state;
+    tb_add(a, "run/p/a/f1", AE_IFREG, 0644, "1", NULL);
+    tb_add(a, "run/p/ab/f2", AE_IFREG, 0644, "2", NULL);
+    tb_add(a, "run/p/a/f3", AE_IFREG, 0644, "3", NULL);
+    tb_add(a, "run/p/a/b/f4", AE_IFREG, 0644, "4", NULL);
+    tb_add(a, "run/p/ab/c/f5", AE_IFREG, 0644, "5", NULL);
+    tb_add(a, "run/p/f6", AE_IFREG, 0644, "6", NULL);
+    tb_add(a, "run/pq/f7", AE_IFREG, 0644, "7", NULL);
+    tb_close(a);
+    assert_int_equal(extract(&t, 1, &st, &err), 0);
+    assert_string_equal(contents("p/a/f1"), "1");
+    assert_string_equal(contents("p/ab/f2"), "2");
+    assert_string_equal(contents("p/a/f3"), "3");
+    assert_string_equal(contents("p/a/b/f4"), "4");
+    assert_string_equal(contents("p/ab/c/f5"), "5");
+    assert_string_equal(contents("p/f6"), "6");
+    assert_string_equal(contents("pq/f7"), "7");
+    assert_false(exists_in("p/a/ab"));
+    assert_false(exists_in("p/ab/f1"));
+    free(t.data);
+}
+
+/* Once too many names were refused to remember them all, every hard link
+ * is refused: one could name a refused entry. */
+static void
+test_refused_set_full(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    enum ph_log_level level;
+    char name[32];
+
+    (void)state;
+    tb_add(a, "run/good", AE_IFREG, 0644, "good", NULL);
+    tb_add(a, "run/early", AE_IFREG, 0644, NULL, "run/good");
+    for (int i = 0; i < 4096; i++) {
+        snprintf(name, sizeof name, "run/fifo%d", i);
+        tb_add(a, name, AE_IFIFO, 0644, NULL, NULL);
+    }
+    tb_add(a, "run/late", AE_IFREG, 0644, NULL, "run/good");
+    tb_close(a);
+    level = ph_log_get_level();
+    ph_log_set_level(PH_LOG_ERROR); /* 4,097 warnings */
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_buffer(t.data, t.len, dest, 1, NULL, &st, &err), 0);
+    tu_capture_end();
+    ph_log_set_level(level);
+    assert_int_equal(st.refused, 4097);
+    assert_true(exists_in("early"));
+    assert_false(exists_in("late"));
+    free(t.data);
 }
 
 /* ---- extraction: bad streams ------------------------------------------ */
@@ -699,7 +1573,7 @@ test_truncated_between_members(void **state)
     ph_error_free(&err);
 
     /* Nothing at all is no archive either. */
-    assert_int_equal(ph_tar_extract_buffer("", 0, dest, 1, &st, &err), -1);
+    assert_int_equal(ph_tar_extract_buffer("", 0, dest, 1, NULL, &st, &err), -1);
     assert_non_null(strstr(err->msg, "end-of-archive marker"));
     ph_error_free(&err);
     free(t.data);
@@ -714,15 +1588,11 @@ test_trailing_padding(void **state)
     struct archive *a = tb_open(&t);
     ph_tar_stats st;
     ph_error_t err = NULL;
-    size_t padded;
 
     (void)state;
     tb_add(a, "run/f", AE_IFREG, 0644, "f", NULL);
     tb_close(a);
-    padded = t.len + (1u << 20);
-    t.data = realloc(t.data, padded);
-    memset(t.data + t.len, 0, padded - t.len);
-    t.len = padded;
+    tb_pad(&t, 1u << 20);
     assert_int_equal(extract(&t, 1, &st, &err), 0);
     assert_null(err);
     assert_string_equal(contents("f"), "f");
@@ -748,7 +1618,7 @@ test_error_midstream(void **state)
     t.len -= 1024; /* drop the marker */
     memset(junk, 'J', sizeof junk);
     alarm(60); /* a hang kills the test */
-    x = ph_tar_extract_new(dest, 1, &err);
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
     assert_non_null(x);
     assert_int_equal(ph_tar_extract_feed(x, t.data, t.len, &err), 0);
     for (int i = 0; i < 1000 && rc == 0; i++) /* 64 MiB of junk, far more than the socket holds */
@@ -779,12 +1649,12 @@ test_not_a_tar(void **state)
 
     (void)state;
     memset(text, 'x', sizeof text);
-    assert_int_equal(ph_tar_extract_buffer(text, sizeof text, dest, 1, &st, &err), -1);
+    assert_int_equal(ph_tar_extract_buffer(text, sizeof text, dest, 1, NULL, &st, &err), -1);
     assert_non_null(err);
     assert_non_null(strstr(err->msg, "read the archive: "));
     assert_int_equal(err->status, PH_EXIT_FAILURE);
     ph_error_free(&err);
-    assert_null(ph_tar_extract_new("/nonexistent/dir", 1, &err));
+    assert_null(ph_tar_extract_new("/nonexistent/dir", 1, NULL, &err));
     assert_non_null(strstr(err->msg, "open `/nonexistent/dir`"));
     assert_int_equal(err->errnum, ENOENT);
     ph_error_free(&err);
@@ -807,7 +1677,7 @@ test_abandon_and_misuse(void **state)
     tb_add(a, "run/whole", AE_IFREG, 0644, "w", NULL);
     tb_add(a, "run/partial", AE_IFREG, 0644, payload, NULL);
     tb_close(a);
-    x = ph_tar_extract_new(dest, 1, &err);
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
     assert_non_null(x);
     tu_capture_begin();
     assert_int_equal(ph_tar_extract_feed(x, t.data, 50000, &err), 0);
@@ -816,7 +1686,7 @@ test_abandon_and_misuse(void **state)
     assert_true(exists_in("whole"));
     assert_false(exists_in("partial"));
 
-    x = ph_tar_extract_new(dest, 1, &err);
+    x = ph_tar_extract_new(dest, 1, NULL, &err);
     assert_non_null(x);
     assert_int_equal(ph_tar_extract_feed(x, t.data, t.len, &err), 0);
     assert_int_equal(ph_tar_extract_finish(x, &st, &err), 0);
@@ -944,7 +1814,7 @@ test_context_dockerignore_and_order(void **state)
                                            "sub/keep.h f 0755 1500000008 10\n"
                                            "extra.txt f 0755 0 9\n");
     /* And it extracts to the same. */
-    assert_int_equal(ph_tar_extract_buffer(tar, len, dest, 0, NULL, &err), 0);
+    assert_int_equal(ph_tar_extract_buffer(tar, len, dest, 0, NULL, NULL, &err), 0);
     assert_string_equal(contents("docs/README.md"), "docs/README.md");
     assert_string_equal(contents("extra.txt"), "in memory");
     free(tar);
@@ -1033,6 +1903,22 @@ main(void)
         cmocka_unit_test_setup_teardown(test_strip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_streamed_in_small_chunks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zeros_stay_holes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trailing_zeros_keep_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_name_of_path_max, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_over_directory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deep_tree, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limit_max_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sparse_member, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limit_max_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limit_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limit_min_free, setup_tmpfs, teardown_tmpfs),
+        cmocka_unit_test(test_limit_parse),
+        cmocka_unit_test_setup_teardown(test_race_replaced_directory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_race_replaced_directory_no_openat2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hardlink_to_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sibling_prefixes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_set_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_in_a_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncated_between_members, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trailing_padding, setup, teardown),

@@ -1,0 +1,42 @@
+/* ph_escape.h - make text from a container or the Engine safe to print.
+ *
+ * Names of files a profiled container wrote, fields of its completion
+ * record, the Engine's messages and build output are the attacker's bytes:
+ * printed raw, "\r\e[2K\e]0;...\a" rewrites the user's terminal and "\e[8m"
+ * hides what follows.  Everything such text passes through on its way to a
+ * terminal or a log is escaped here:
+ *
+ *   C0 controls and DEL   \n \r \t, else \xNN
+ *   bytes not UTF-8       \xNN (so a lone 0x9b, the 8-bit CSI, is shown)
+ *   C1 controls, bidi and line-separator code points
+ *                         \uNNNN (U+0080..U+009F, U+061C, U+200E/F,
+ *                         U+2028/9, U+202A..U+202E, U+2066..U+2069)
+ *   a backslash           \\ with PH_ESCAPE_BACKSLASH (so the escaped text
+ *                         names exactly one string), else kept
+ *
+ * Everything else (printable ASCII, valid UTF-8) is kept.  Output is
+ * bounded: text that does not fit ends with "...".  Pure and thread-safe:
+ * the tar extractor's thread logs through it.
+ *
+ * ph_log() and ph_error_report() escape every line they print (without
+ * PH_ESCAPE_BACKSLASH, so text escaped earlier is not escaped twice): a
+ * string that reaches them unescaped still cannot drive the terminal.  Call
+ * ph_escape() yourself for a name inside a message, so the name is shown
+ * unambiguously, and for anything printed with plain stdio.
+ */
+#ifndef PH_ESCAPE_H
+#define PH_ESCAPE_H
+
+#include <stddef.h>
+
+#define PH_ESCAPE_BACKSLASH 1u
+
+/* Escape the N bytes at S into BUF (SIZE >= 4 bytes, always terminated).
+ * Returns the length written. */
+size_t ph_escape_mem(char *buf, size_t size, const void *s, size_t n, unsigned flags);
+
+/* Escape the string S (NULL prints as "(null)") with PH_ESCAPE_BACKSLASH.
+ * Returns BUF, so it can be an argument: ph_warn("`%s`", ph_escape(b, sizeof b, name)). */
+const char *ph_escape(char *buf, size_t size, const char *s);
+
+#endif

@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# A hostile or failing container cannot hurt the host, and no fault loses a
+# run (issue 14).  What a profiled container puts in /opt/profiling/<svc> is
+# the attacker's: planted here with `docker exec` (while it runs) or
+# `docker cp` (after it stopped), then collected by the real harness.  The
+# harness runs as root here; SUDO_UID/SUDO_GID make it hand files over as
+# it does under sudo.
+
+load test_helper
+
+setup_file() {
+    common_setup_file
+    ph setup worker >&3 2>&1
+    export PH_PROFILES=$(short_grace_profiles)
+}
+teardown_file() { common_teardown_file; }
+# A test that failed half way leaves its container: the next starts clean.
+teardown() { remove_project; }
+
+CTR="$PH_TEST_PROJECT-worker-strace"
+
+# Start the worker under strace; return once it serves.
+start_worker() {
+    run ph start --mode strace worker
+    [ "$status" -eq 0 ]
+    # listening: its stop handler is in place, so a stop is a clean one
+    wait_for bash -c "docker logs $CTR 2>&1 | grep -q 'listening on'"
+}
+
+# no_controls TEXT: no ESC, BEL, CR or other C0 control but newline and tab.
+no_controls() {
+    ! printf '%s' "$1" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]'
+}
+
+@test "a completion record over 64 KiB is not loaded: the run is marked, run.json stays small" {
+    start_worker
+    dk stop -t 30 "$CTR" >/dev/null
+    big=$BATS_TEST_TMPDIR/ph-exit.json
+    { printf '{"version":1,"exit_code":0,"signal":null,"escalations":[],"pad":"'
+      head -c 20000000 /dev/zero | tr '\0' x
+      printf '"}\n'; } > "$big"
+    dk cp "$big" "$CTR:/opt/profiling/worker/ph-exit.json"
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"no valid completion record"* ]]
+    [[ "$output" != *"exited with status 0"* ]]
+    meta="$OUT/worker/latest/run.json"
+    [ "$(stat -c %s "$meta")" -lt 100000 ]
+    jq -e '.completion == null and (.completion_problem | test("65536|64 KiB"))' "$meta"
+}
+
+@test "a completion record that is JSON but not the shim's is refused; its strings never reach the terminal raw" {
+    start_worker
+    dk stop -t 30 "$CTR" >/dev/null
+    printf '[0]\n' > "$BATS_TEST_TMPDIR/ph-exit.json"
+    dk cp "$BATS_TEST_TMPDIR/ph-exit.json" "$CTR:/opt/profiling/worker/ph-exit.json"
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"no valid completion record"* ]]
+    jq -e '.completion == null and (.completion_problem | test("object"))' "$OUT/worker/latest/run.json"
+
+    # A well-formed record whose fields carry terminal escapes.
+    start_worker
+    dk stop -t 30 "$CTR" >/dev/null
+    printf '{"version":1,"exit_code":3,"signal":"SIG\\u001b]0;PWNED\\u0007\\r\\u001b[2K","escalations":["\\u001b[8m"]}\n' \
+        > "$BATS_TEST_TMPDIR/ph-exit.json"
+    dk cp "$BATS_TEST_TMPDIR/ph-exit.json" "$CTR:/opt/profiling/worker/ph-exit.json"
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    no_controls "$output"
+    [[ "$output" == *'\x1b]0;PWNED\x07'* ]]
+}
+
+@test "entry names from the container are escaped before they reach the terminal" {
+    start_worker
+    dk exec "$CTR" sh -c 'mkfifo "/opt/profiling/worker/$(printf "\r\033[2K\033]0;PWNED\a... all good\n\033[8m")"'
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    no_controls "$output"
+    [[ "$output" == *'\r\x1b[2K\x1b]0;PWNED\x07... all good\n\x1b[8m'* ]]
+}
+
+# ph_exec_planted OUT ARGS...: the harness exec'd by a bash that first runs $PLANT
+# with $1 = OUT, $2 = the worker's run id: the harness gets that bash's pid,
+# from which the old temp names were derived.
+ph_exec_planted() {
+    local out=$1; shift
+    run env ${SUDO_ENV:-} bash -c "$PLANT"'
+        shift 2
+        exec "$@"' _ "$out" "$run_id" \
+        "$PH" -f "$REPO/compose.yaml" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" -o "$out" "$@"
+    echo "$output"
+}
+
+@test "under sudo: only what the harness creates is handed over; a planted temp-dir link is not followed" {
+    out=$BATS_TEST_TMPDIR/given
+    mkdir -p "$out/worker" "$BATS_TEST_TMPDIR/victim"
+    : > "$BATS_TEST_TMPDIR/victim/keep"
+    start_worker
+    run_id=$(dk inspect -f '{{index .Config.Labels "io.profharness.run"}}' "$CTR")
+    SUDO_ENV="SUDO_UID=65534 SUDO_GID=65534" PLANT='ln -s ../../victim "$1/worker/.incoming-$2-$$"' \
+        ph_exec_planted "$out" stop worker
+    [ "$status" -eq 0 ]
+    # nothing was written into, or given away in, the link's target
+    [ "$(ls -A "$BATS_TEST_TMPDIR/victim")" = keep ]
+    [ "$(stat -c %u "$BATS_TEST_TMPDIR/victim/keep")" -eq 0 ]
+    [ "$(stat -c %u "$BATS_TEST_TMPDIR/victim")" -eq 0 ]
+    # the output dirs existed: they stay root's; the run is the invoker's
+    [ "$(stat -c %u "$out")" -eq 0 ]
+    [ "$(stat -c %u "$out/worker")" -eq 0 ]
+    run_dir="$out/worker/$(readlink "$out/worker/latest")"
+    [ -s "$run_dir/strace.log" ]
+    [ -z "$(find "$run_dir" ! -uid 65534)" ]
+    [ "$(stat -c %u "$out/worker/latest")" -eq 65534 ]
+    [ "$(stat -c %u "$out/worker/strace.log")" -eq 65534 ]
+    # the planted link is gone (it was no temp dir of a live harness)
+    [ -z "$(ls -A "$out/worker" | grep '^\.incoming-' || true)" ]
+    # run.json: floats as written, not 17 significant digits
+    ! grep -qE '[0-9]\.[0-9]{10,}' "$run_dir/run.json"
+}
+
+@test "a stale temp dir of a killed harness is removed, never merged into a new run" {
+    out=$BATS_TEST_TMPDIR/stale
+    mkdir -p "$out/worker"
+    start_worker
+    run_id=$(dk inspect -f '{{index .Config.Labels "io.profharness.run"}}' "$CTR")
+    PLANT='for d in "$1/worker/.incoming-$2-$$" "$1/worker/.incoming-$2-1"; do
+               mkdir -p "$d/sub"; : > "$d/sub/stale-from-a-dead-harness"; done' \
+        ph_exec_planted "$out" stop worker
+    [ "$status" -eq 0 ]
+    run_dir="$out/worker/$(readlink "$out/worker/latest")"
+    [ -s "$run_dir/strace.log" ]
+    [ ! -e "$run_dir/sub" ]
+    [ -z "$(ls -A "$out/worker" | grep '^\.incoming-' || true)" ]
+}
+
+@test "an uncollectable container: stop keeps it and names --discard; stop --discard removes it" {
+    start_worker
+    dk exec "$CTR" rm -rf /opt/profiling/worker
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"stop --discard worker"* ]]
+    [ -n "$(dk ps -aq --filter name="^$CTR\$")" ]
+    run ph restore worker
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"stop --discard worker"* ]]
+    run ph stop --discard worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"lost"* ]]
+    [ -z "$(dk ps -aq --filter name="^$CTR\$")" ]
+    run ph stop worker
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"nothing to stop"* ]]
+}
+
+@test "a container created but never started (an interrupted start) does not block stop or restore" {
+    dk create --name "$CTR" --label "io.profharness.project=$PH_TEST_PROJECT" \
+        --label io.profharness.service=worker --label io.profharness.mode=strace \
+        --label io.profharness.run=20000101T000000Z-strace profharness-demo:latest demo-worker >/dev/null
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"never started"* ]]
+    [ -z "$(dk ps -aq --filter name="^$CTR\$")" ]
+}
+
+# interrupt_collection SIG: stop the worker in the background, freeze it
+# once its temp dir exists, send SIG, let it go on.  Prints its exit status.
+interrupt_collection() {
+    env --default-signal=INT,TERM "$PH" -f "$REPO/compose.yaml" -p "$PH_TEST_PROJECT" \
+        --profiles "$PH_PROFILES" -o "$OUT" stop worker > "$BATS_TEST_TMPDIR/int.out" 2>&1 &
+    pid=$!
+    WAIT_SECONDS=120 wait_for bash -c "ls -A '$OUT/worker' | grep -q '^\.incoming-'"
+    kill -STOP "$pid"
+    # frozen mid-collection: the precondition of this test, not a timing bet
+    ls -A "$OUT/worker" | grep -q '^\.incoming-' || { echo "collection ended before the signal"; return 1; }
+    kill "-$1" "$pid"
+    kill -CONT "$pid"
+    wait "$pid" && rc=0 || rc=$?
+    cat "$BATS_TEST_TMPDIR/int.out" >&2
+    echo "$rc"
+}
+
+@test "SIGINT or SIGTERM during collection: temp dir removed, container kept, 130/143 and the retry hint" {
+    start_worker
+    dk exec "$CTR" sh -c 'head -c 600000000 /dev/zero > /opt/profiling/worker/big'
+    before=$(ls "$OUT/worker" 2>/dev/null | grep -c strace$ || true)
+    rc=$(interrupt_collection INT)
+    [ "$rc" -eq 130 ]
+    grep -q 'retry with `profharness stop worker`' "$BATS_TEST_TMPDIR/int.out"
+    [ -z "$(ls -A "$OUT/worker" | grep '^\.incoming-' || true)" ]
+    [ -n "$(dk ps -aq --filter name="^$CTR\$")" ]
+    rc=$(interrupt_collection TERM)
+    [ "$rc" -eq 143 ]
+    [ -z "$(ls -A "$OUT/worker" | grep '^\.incoming-' || true)" ]
+    [ -n "$(dk ps -aq --filter name="^$CTR\$")" ]
+    [ "$(ls "$OUT/worker" | grep -c strace$ || true)" -eq "$before" ]
+    # and the retry collects everything
+    run ph stop worker
+    [ "$status" -eq 0 ]
+    [ "$(stat -c %s "$OUT/worker/latest/big")" -eq 600000000 ]
+    [ -z "$(dk ps -aq --filter name="^$CTR\$")" ]
+}

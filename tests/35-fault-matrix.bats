@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# The fault matrix: for every mode in profiles/*.yaml (a mode added later
+# is covered without editing this file) and every way a service can end,
+# `stop` either collects complete artifacts (exit 0) or says what is
+# missing and why, and ph-exit.json says what happened.  Rows:
+#
+#   handles SIGTERM          the plain case
+#   ignores SIGTERM          the shim escalates (DEMO_IGNORE_SIGTERM)
+#   crashes with SIGSEGV     mid-run, before any stop (DEMO_CRASH_SIGNAL)
+#   exits by itself          exit(3) before any stop (DEMO_EXIT_AFTER)
+#   OOM-killed               a memory limit and a hog (DEMO_HOG_MB)
+#   outlives by a child      a forked child ignores SIGTERM (DEMO_ORPHAN)
+#
+# The front service is profiled, its worker runs unprofiled without knobs.
+# The demo image is built under a name of this project's own: the knobs are
+# new, and other test runs on the same Engine rebuild profharness-demo:latest
+# from their own trees.  Each row prints one line per mode; docs/testing.md
+# has the table.
+
+load test_helper
+# (test_helper defines a `load` of its own: source, not load)
+source "$BATS_TEST_DIRNAME/own_demo_image.bash"
+
+setup_file() {
+    common_setup_file
+    own_demo_image ""
+    ph setup >&3 2>&1
+    export PH_PROFILES=$(short_grace_profiles)
+    # the dependency, started once without any knob
+    ph restore worker >&3 2>&1
+}
+teardown_file() {
+    common_teardown_file
+    own_demo_image_remove
+}
+
+CTR_PREFIX="$PH_TEST_PROJECT-front-"
+
+modes() {
+    for f in "$REPO"/profiles/*.yaml; do basename "$f" .yaml; done
+}
+
+# The artifact globs and kinds of MODE, from its profile.
+artifact_specs() {
+    sed -nE 's/.*\{ *glob: *"([^"]+)".*kind: *([a-z0-9_-]+).*/\1 \2/p' "$REPO/profiles/$1.yaml"
+}
+
+# artifact_ok KIND FILE: FILE is a whole artifact of its kind.
+artifact_ok() {
+    case $1 in
+    strace) tail -n 1 "$2" | grep -qE '\+\+\+ (exited with [0-9]+|killed by SIG[A-Z0-9]+( \(core dumped\))?) \+\+\+$' ;;
+    massif) grep -q '^snapshot=' "$2" && ms_print "$2" >/dev/null ;;
+    callgrind) grep -q '^totals:' "$2" && callgrind_annotate "$2" >/dev/null ;;
+    flamegraph) tail -c 200 "$2" | grep -q '</svg>' ;;
+    pprof) gzip -t "$2" ;;
+    *) [ -s "$2" ] ;;
+    esac
+}
+
+# check_artifacts MODE RUN_DIR: prints the globs missing or broken, one a
+# line; nothing when every artifact is whole.
+check_artifacts() {
+    local glob kind f
+    while read -r glob kind; do
+        f=$(cd "$2" && ls -t $glob 2>/dev/null | head -n 1)
+        if [ -z "$f" ]; then
+            echo "missing $glob"
+        elif ! artifact_ok "$kind" "$2/$f"; then
+            echo "broken $glob"
+        fi
+    done < <(artifact_specs "$1")
+}
+
+state_of() { docker inspect -f '{{.State.Status}}' "$1" 2>/dev/null; }
+
+# run_cell MODE TRIGGER [KNOB=VALUE...]: start front under MODE with the
+# knobs, run TRIGGER (a function), stop, and leave in globals: STOP_STATUS,
+# STOP_OUTPUT, RUN_DIR, REC (the record's path).
+run_cell() {
+    local mode=$1 trigger=$2; shift 2
+    CTR="$CTR_PREFIX$mode"
+    MISSING= OOM_KILLED=
+    run env "$@" timeout 900 "$PH" -f "$OWN_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" \
+        -o "$OUT" start --mode "$mode" front
+    [ "$status" -eq 0 ] || { echo "$mode: start failed: $output"; return 1; }
+    "$trigger"
+    local before
+    before=$(readlink "$OUT/front/latest" || true)
+    run ph stop front
+    STOP_STATUS=$status
+    STOP_OUTPUT=$output
+    RUN_DIR="$OUT/front/$(readlink "$OUT/front/latest")"
+    REC="$RUN_DIR/ph-exit.json"
+    if [ "$(readlink "$OUT/front/latest")" = "$before" ]; then RUN_DIR=; fi
+}
+
+# Wait until the profiled container has ended by itself.
+wait_exited() {
+    WAIT_SECONDS=300 wait_for bash -c "[ \"\$(docker inspect -f '{{.State.Status}}' $CTR)\" = exited ]"
+}
+
+# Load for two seconds once the service answers: long enough for every
+# profiler to have something to write (the sampler's first SVG needs
+# samples), short of any interval.
+trigger_load() { timeout 300 "$REPO/build/demo-load" -w 120 -d 2 -c 2 "127.0.0.1:$DEMO_PORT" >/dev/null; }
+# Requests until the knob ends the service (after 50), then wait for it.
+trigger_crash() {
+    timeout 600 "$REPO/build/demo-load" -w 120 -n 100 -c 1 "127.0.0.1:$DEMO_PORT" >/dev/null 2>&1 || true
+    wait_exited
+}
+trigger_oom() {
+    # a limit the service's start fits in and its requests do not
+    dk update --memory 160m --memory-swap 160m "$CTR" >/dev/null
+    timeout 900 "$REPO/build/demo-load" -w 120 -n 1000 -c 1 "127.0.0.1:$DEMO_PORT" >/dev/null 2>&1 || true
+    wait_exited
+    OOM_KILLED=$(dk inspect -f '{{.State.OOMKilled}}' "$CTR")
+}
+
+# verdict MODE COND...: record one mode's result; COND are [[ ]]-free
+# shell tests run in order; the first to fail names the problem.
+FAILS=0
+verdict() {
+    local mode=$1 what; shift
+    for what in "$@"; do
+        if ! eval "$what" >/dev/null 2>&1; then
+            echo "# $mode: FAILED: $what" >&3
+            echo "$STOP_OUTPUT" | sed 's/^/#   /' >&3
+            [ -n "$RUN_DIR" ] && [ -f "$REC" ] && sed 's/^/#   /' "$REC" >&3
+            FAILS=$((FAILS + 1))
+            remove_front
+            return 0
+        fi
+    done
+    echo "# $mode: ok (stop exit $STOP_STATUS; $(jq -c '{exit_code, signal, escalations, leftovers_signalled}' "$REC" 2>/dev/null)${MISSING:+; missing: $MISSING})" >&3
+}
+
+remove_front() {
+    local ids
+    ids=$(dk ps -aq --filter "label=io.profharness.project=$PH_TEST_PROJECT" --filter label=io.profharness.service=front)
+    [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
+}
+
+# Every artifact whole, and each `latest:` link beside the runs points at it.
+complete() {
+    local latest
+    [ -z "$(check_artifacts "$1" "$RUN_DIR")" ] || return 1
+    for latest in $(sed -nE 's/.*latest: *([^,} ]+).*/\1/p' "$REPO/profiles/$1.yaml"); do
+        [ -s "$OUT/front/$latest" ] || return 1
+        [ "$(readlink -f "$OUT/front/$latest")" = "$(readlink -f "$RUN_DIR")/$(basename "$(readlink "$OUT/front/$latest")")" ] || return 1
+    done
+}
+collected() { [ "$STOP_STATUS" -eq 0 ] && [ -n "$RUN_DIR" ] && [ -z "$(state_of "$CTR")" ]; }
+rec() { jq -e "$1" "$REC"; }
+
+# A crash or a SIGKILL may keep the profiler from writing (a sampler that
+# never reached its first write, valgrind killed outright): then what is
+# missing is named, in the output and in run.json, and what is cut short is
+# said to be possibly incomplete, never silently passed off as whole.
+missing_named() {
+    local m
+    MISSING=$(check_artifacts "$1" "$RUN_DIR" | sed -n 's/^missing //p' | tr '\n' ' ')
+    if check_artifacts "$1" "$RUN_DIR" | grep -q '^broken'; then
+        [[ "$STOP_OUTPUT" == *"may be incomplete"* ]] || return 1
+    fi
+    for m in $MISSING; do
+        [[ "$STOP_OUTPUT" == *"\`$m\`"* ]] || return 1
+        jq -e --arg m "$m" '.missing_artifacts | index($m)' "$RUN_DIR/run.json" || return 1
+    done
+}
+
+# matrix_row TRIGGER "KNOB=V ..." COND...: the cell of every mode.
+matrix_row() {
+    local trigger=$1 knobs=$2 mode; shift 2
+    for mode in $(modes); do
+        run_cell "$mode" "$trigger" $knobs
+        verdict "$mode" "$@"
+    done
+    [ "$FAILS" -eq 0 ]
+}
+
+@test "matrix: a service that handles SIGTERM" {
+    matrix_row trigger_load "" 'collected' 'complete $mode' \
+        'rec ".exit_code == 0 and .signal == null and .escalations == [] and .stop_requested"'
+}
+
+@test "matrix: a service that ignores SIGTERM" {
+    matrix_row trigger_load DEMO_IGNORE_SIGTERM=1 'collected' 'complete $mode' '[[ "$STOP_OUTPUT" == *escalated* ]]' \
+        'rec "(.escalations | length) >= 1 and .stop_requested"'
+}
+
+@test "matrix: a service that crashes with SIGSEGV mid-run" {
+    matrix_row trigger_crash "DEMO_CRASH_AFTER=50 DEMO_CRASH_SIGNAL=SEGV" 'collected' 'missing_named $mode' \
+        'rec "(.exit_code == 139 or .signal == \"SIGSEGV\") and (.stop_requested | not)"'
+}
+
+@test "matrix: a service that exits by itself before stop" {
+    matrix_row trigger_crash DEMO_EXIT_AFTER=50 'collected' 'complete $mode' \
+        'rec ".exit_code == 3 and .signal == null and (.stop_requested | not)"'
+}
+
+@test "matrix: a service that is OOM-killed" {
+    matrix_row trigger_oom DEMO_HOG_MB=8 '[ "$OOM_KILLED" = true ]' 'collected' 'missing_named $mode' \
+        'jq -e ".oom_killed == true" "$RUN_DIR/run.json"' '[[ "$STOP_OUTPUT" == *"OOM killer"* ]]' \
+        'rec "(.exit_code == 137 or .signal == \"SIGKILL\") and (.stop_requested | not)"'
+}
+
+@test "matrix: a service whose forked child outlives it" {
+    matrix_row trigger_load DEMO_ORPHAN=1 'collected' 'complete $mode' \
+        'rec ".exit_code == 0 and .leftovers_signalled >= 1 and .stop_requested"'
+}

@@ -1,0 +1,44 @@
+/* fuzz_record.c - the completion record reader on any file content: it
+ * never crashes, never accepts more than PH_RECORD_MAX bytes, and what it
+ * accepts passes ph_run_record_check. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ph_run_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static int dirfd = -1;
+    static char dir[] = "/tmp/fuzz-record-XXXXXX";
+    char problem[256];
+    json_t *rec = NULL;
+    int fd, rc;
+
+    if (dirfd < 0) {
+        if (mkdtemp(dir) == NULL)
+            abort();
+        dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+        if (dirfd < 0)
+            abort();
+    }
+    fd = openat(dirfd, "ph-exit.json", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || (size > 0 && write(fd, data, size) != (ssize_t)size))
+        abort();
+    close(fd);
+    rc = ph_run_record_read(dirfd, "ph-exit.json", &rec, problem, sizeof problem);
+    if (rc == 0) {
+        if (rec == NULL || size > PH_RECORD_MAX || ph_run_record_check(rec, problem, sizeof problem) != 0)
+            abort();
+        json_decref(rec);
+    } else if (rec != NULL || problem[0] == '\0') {
+        abort();
+    }
+    return 0;
+}

@@ -1,0 +1,929 @@
+/* test_run.c - the loop's host-side pieces that need no Engine: handing a
+ * collected tree to the invoker (any depth, few fds, links never
+ * followed), removing trees and making temp dirs (ph_fs), reading the
+ * completion record, the service dir and its lock, links and run.json
+ * written without following anything planted, deferred interrupts, and
+ * what reaches the terminal from a container (ph_escape). */
+#include "test_util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "ph_escape.h"
+#include "ph_fs.h"
+#include "ph_log.h"
+#include "ph_run_int.h"
+#include "ph_signal.h"
+
+#define GIVE_UID 4242
+#define GIVE_GID 4343
+
+/* A chain DEPTH levels deep under test_dir/NAME: NAME/a/a/.../a, a file
+ * `f` at each level.  Built fd-relative: the path is longer than PATH_MAX. */
+static void
+make_deep(const char *name, int depth)
+{
+    char top[512];
+    int fd, next, ffd;
+
+    snprintf(top, sizeof top, "%s/%s", test_dir, name);
+    assert_int_equal(mkdir(top, 0755), 0);
+    fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    for (int i = 0; i < depth; i++) {
+        ffd = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(ffd >= 0);
+        close(ffd);
+        assert_int_equal(mkdirat(fd, "a", 0755), 0);
+        next = openat(fd, "a", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(next >= 0);
+        close(fd);
+        fd = next;
+    }
+    close(fd);
+}
+
+/* Entries under test_dir/NAME (the top included) not owned by UID, walking
+ * fd-relative; *total gets how many were seen. */
+static long
+count_not_owned(const char *name, uid_t uid, long *total)
+{
+    char top[512];
+    long bad = 0;
+    struct stat st;
+    int fd;
+
+    *total = 0;
+    snprintf(top, sizeof top, "%s/%s", test_dir, name);
+    fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    for (;;) {
+        int next;
+
+        assert_int_equal(fstat(fd, &st), 0);
+        bad += st.st_uid != uid;
+        (*total)++;
+        if (fstatat(fd, "f", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            bad += st.st_uid != uid;
+            (*total)++;
+        }
+        next = openat(fd, "a", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        if (next < 0)
+            break;
+        fd = next;
+    }
+    return bad;
+}
+
+/* Run the give-away walk in a child (a crash must fail the test, not end
+ * the run), with at most MAX_FDS open files.  Returns its wait status. */
+static int
+give_in_child(const char *name, long max_fds)
+{
+    char top[512];
+    pid_t pid;
+    int status;
+
+    snprintf(top, sizeof top, "%s/%s", test_dir, name);
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl = { (rlim_t)max_fds, (rlim_t)max_fds };
+
+        ph_error_t err = NULL;
+
+        if (max_fds > 0 && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+            _exit(3);
+        if (ph_run_give_tree_at(AT_FDCWD, top, &err) < 0)
+            _exit(ph_error_report(&err) == 0 ? 4 : 5);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+static void
+setenv_sudo(void)
+{
+    setenv("SUDO_UID", "4242", 1);
+    setenv("SUDO_GID", "4343", 1);
+}
+
+/* 2,030 levels: the recursive walk took a 4 KB frame per level and died. */
+static void
+test_give_tree_any_depth(void **state)
+{
+    long total, bad;
+    int status;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    setenv_sudo();
+    make_deep("deep", 2030);
+    status = give_in_child("deep", 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    bad = count_not_owned("deep", GIVE_UID, &total);
+    assert_int_equal(total, 1 + 2030 * 2);
+    assert_int_equal(bad, 0);
+}
+
+/* With few fds the walk must still reach every entry (it held a DIR per
+ * level and silently stopped when they ran out). */
+static void
+test_give_tree_few_fds(void **state)
+{
+    long total, bad;
+    int status;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    setenv_sudo();
+    make_deep("fds", 300);
+    status = give_in_child("fds", 32);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    bad = count_not_owned("fds", GIVE_UID, &total);
+    assert_int_equal(total, 1 + 300 * 2);
+    assert_int_equal(bad, 0);
+}
+
+/* A link in the tree is given away itself; its target never is. */
+static void
+test_give_tree_links_not_followed(void **state)
+{
+    char top[512], outside[512], link[600];
+    struct stat st;
+    int status;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    setenv_sudo();
+    snprintf(outside, sizeof outside, "%s/outside", test_dir);
+    assert_int_equal(mkdir(outside, 0755), 0);
+    tu_write("outside/secret", "x");
+    snprintf(top, sizeof top, "%s/tree", test_dir);
+    assert_int_equal(mkdir(top, 0755), 0);
+    snprintf(link, sizeof link, "%s/tree/dirlink", test_dir);
+    assert_int_equal(symlink("../outside", link), 0);
+    snprintf(link, sizeof link, "%s/tree/filelink", test_dir);
+    assert_int_equal(symlink("../outside/secret", link), 0);
+    status = give_in_child("tree", 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(lstat(link, &st), 0);
+    assert_int_equal(st.st_uid, GIVE_UID);
+    assert_int_equal(stat(outside, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    snprintf(link, sizeof link, "%s/outside/secret", test_dir);
+    assert_int_equal(stat(link, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+}
+
+/* Whatever a caller passes, a log line carries no terminal control. */
+static void
+test_log_line_has_no_controls(void **state)
+{
+    const char *got;
+
+    (void)state;
+    tu_capture_begin();
+    ph_warn("archive entry `%s` refused", "\r\x1b[2K\x1b]0;PWNED\a... all good\n\x1b[8m\x9b");
+    got = tu_capture_end();
+    for (const char *p = got; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\n' && p[1] == '\0')
+            break;
+        assert_false(c < 0x20 || c == 0x7f);
+    }
+    assert_non_null(strstr(got, "\\r\\x1b[2K\\x1b]0;PWNED\\x07... all good\\n\\x1b[8m\\x9b"));
+}
+
+
+/* ---- ph_escape ---------------------------------------------------------- */
+
+static const char *
+esc_mem(const char *s, size_t n, unsigned flags)
+{
+    static char buf[1024];
+
+    ph_escape_mem(buf, sizeof buf, s, n, flags);
+    return buf;
+}
+
+static void
+test_escape_controls(void **state)
+{
+    char buf[256];
+
+    (void)state;
+    assert_string_equal(esc_mem("a\nb\rc\td", 7, 0), "a\\nb\\rc\\td");
+    assert_string_equal(esc_mem("\x1b[2J\a\x7f\x01\x1f", 8, 0), "\\x1b[2J\\x07\\x7f\\x01\\x1f");
+    assert_string_equal(esc_mem("a\0b", 3, 0), "a\\x00b");
+    /* printable ASCII is kept whole, the space and tilde included */
+    assert_string_equal(esc_mem(" !~z", 4, 0), " !~z");
+    /* backslashes: doubled by ph_escape (one string, unambiguous), kept at
+     * the sink so text escaped earlier is not escaped twice */
+    assert_string_equal(ph_escape(buf, sizeof buf, "a\\x1b"), "a\\\\x1b");
+    assert_string_equal(esc_mem("a\\x1b", 5, 0), "a\\x1b");
+    assert_string_equal(ph_escape(buf, sizeof buf, NULL), "(null)");
+}
+
+static void
+test_escape_utf8(void **state)
+{
+    (void)state;
+    /* valid UTF-8 is kept: 2, 3 and 4 bytes */
+    assert_string_equal(esc_mem("\xc3\xa9\xe6\x97\xa5\xf0\x9f\x94\xa5", 9, 0), "\xc3\xa9\xe6\x97\xa5\xf0\x9f\x94\xa5");
+    /* C1 controls (U+0085 NEL, U+009B CSI) and the 8-bit CSI byte */
+    assert_string_equal(esc_mem("\xc2\x85\xc2\x9b\x9b", 5, 0), "\\u0085\\u009b\\x9b");
+    assert_string_equal(esc_mem("\xc2\x9f\xc2\x80", 4, 0), "\\u009f\\u0080");
+    /* U+00A0 is past the C1 range: kept */
+    assert_string_equal(esc_mem("\xc2\xa0", 2, 0), "\xc2\xa0");
+    /* bidi overrides and isolates, line separators: Trojan Source */
+    assert_string_equal(esc_mem("\xe2\x80\xae\xe2\x81\xa6\xe2\x80\xa8\xe2\x80\x8f\xd8\x9c", 14, 0),
+                        "\\u202e\\u2066\\u2028\\u200f\\u061c");
+    /* U+2069 is the last isolate, U+206A is not one */
+    assert_string_equal(esc_mem("\xe2\x81\xa9\xe2\x81\xaa", 6, 0), "\\u2069\xe2\x81\xaa");
+    /* invalid: overlong, surrogate, past U+10FFFF, lone continuation,
+     * truncated at the end */
+    assert_string_equal(esc_mem("\xc0\xaf", 2, 0), "\\xc0\\xaf");
+    assert_string_equal(esc_mem("\xed\xa0\x80", 3, 0), "\\xed\\xa0\\x80");
+    assert_string_equal(esc_mem("\xf4\x90\x80\x80", 4, 0), "\\xf4\\x90\\x80\\x80");
+    assert_string_equal(esc_mem("\x80", 1, 0), "\\x80");
+    assert_string_equal(esc_mem("a\xe6\x97", 3, 0), "a\\xe6\\x97");
+    /* a sequence cut by the length given, though the bytes go on */
+    assert_string_equal(esc_mem("a\xe6\x97\xa5", 3, 0), "a\\xe6\\x97");
+    assert_string_equal(esc_mem("\xe0\x80\x80", 3, 0), "\\xe0\\x80\\x80");
+    assert_string_equal(esc_mem("\xf0\x80\x80\x80", 4, 0), "\\xf0\\x80\\x80\\x80");
+    assert_string_equal(esc_mem("\xe6\x41\x41", 3, 0), "\\xe6AA");
+}
+
+static void
+test_escape_bounded(void **state)
+{
+    char small[8], big[64];
+    char in[40];
+    size_t n;
+
+    (void)state;
+    memset(in, 'x', sizeof in);
+    n = ph_escape_mem(small, sizeof small, in, sizeof in, 0);
+    assert_int_equal(n, strlen(small));
+    assert_true(n < sizeof small);
+    assert_string_equal(small, "xxxx...");
+    /* an escape is never cut in half */
+    memset(in, 0x1b, sizeof in);
+    ph_escape_mem(big, 12, in, sizeof in, 0);
+    assert_string_equal(big, "\\x1b\\x1b...");
+    ph_escape_mem(big, 11, in, sizeof in, 0);
+    assert_string_equal(big, "\\x1b...");
+    /* exactly fitting text has no "..." */
+    ph_escape_mem(big, 8, "abcdefg", 7, 0);
+    assert_string_equal(big, "abcdefg");
+    ph_escape_mem(big, 8, "abcdefgh", 8, 0);
+    assert_string_equal(big, "abcd...");
+    /* too small a buffer: empty, never overrun */
+    big[0] = 'z';
+    assert_int_equal(ph_escape_mem(big, 3, "abc", 3, 0), 0);
+    assert_string_equal(big, "");
+}
+
+/* ---- ph_fs -------------------------------------------------------------- */
+
+static void
+test_fs_remove_deep_and_links(void **state)
+{
+    char path[600], outside[512];
+    struct stat st;
+    ph_error_t err = NULL;
+
+    (void)state;
+    make_deep("deep", 2030);
+    snprintf(outside, sizeof outside, "%s/outside", test_dir);
+    assert_int_equal(mkdir(outside, 0755), 0);
+    tu_write("outside/keep", "x");
+    snprintf(path, sizeof path, "%s/deep/a/link", test_dir);
+    assert_int_equal(symlink("../../outside", path), 0);
+    snprintf(path, sizeof path, "%s/deep", test_dir);
+    assert_int_equal(ph_fs_remove_tree_at(AT_FDCWD, path, &err), 0);
+    assert_null(err);
+    assert_int_equal(lstat(path, &st), -1);
+    snprintf(path, sizeof path, "%s/outside/keep", test_dir);
+    assert_int_equal(stat(path, &st), 0);
+    /* a link given as the top: only the link goes */
+    snprintf(path, sizeof path, "%s/toplink", test_dir);
+    assert_int_equal(symlink("outside", path), 0);
+    assert_int_equal(ph_fs_remove_tree_at(AT_FDCWD, path, &err), 0);
+    assert_int_equal(lstat(path, &st), -1);
+    snprintf(path, sizeof path, "%s/outside/keep", test_dir);
+    assert_int_equal(stat(path, &st), 0);
+    /* missing: nothing to do */
+    snprintf(path, sizeof path, "%s/nothing", test_dir);
+    assert_int_equal(ph_fs_remove_tree_at(AT_FDCWD, path, &err), 0);
+}
+
+static void
+test_fs_remove_dot_empties(void **state)
+{
+    char path[600];
+    struct stat st;
+    ph_error_t err = NULL;
+    int fd;
+
+    (void)state;
+    make_deep("d", 5);
+    snprintf(path, sizeof path, "%s/d", test_dir);
+    fd = open(path, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    assert_int_equal(ph_fs_remove_tree_at(fd, ".", &err), 0);
+    close(fd);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(rmdir(path), 0); /* empty */
+}
+
+/* The walk goes up by "..": a tree moved under it is an error, never a
+ * walk through somebody else's directories. */
+static int
+move_cb(int parent, const char *name, const struct stat *st, void *ud, ph_error_t *err)
+{
+    int *moved = ud;
+    char from[600], to[600];
+
+    (void)parent;
+    (void)st;
+    (void)err;
+    if (!*moved && strcmp(name, "f") == 0) {
+        snprintf(from, sizeof from, "%s/top/a", test_dir);
+        snprintf(to, sizeof to, "%s/elsewhere/a", test_dir);
+        assert_int_equal(rename(from, to), 0);
+        *moved = 1;
+    }
+    return 0;
+}
+
+static void
+test_fs_walk_tree_moved(void **state)
+{
+    char path[600];
+    ph_error_t err = NULL;
+    int moved = 0;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/elsewhere", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/top", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/top/a", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/top/a/b", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    tu_write("top/a/b/f", "x");
+    snprintf(path, sizeof path, "%s/top", test_dir);
+    assert_int_equal(ph_fs_walk_at(AT_FDCWD, path, move_cb, &moved, &err), -1);
+    assert_int_equal(moved, 1);
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, "moved"));
+    ph_error_free(&err);
+}
+
+static int
+count_cb(int parent, const char *name, const struct stat *st, void *ud, ph_error_t *err)
+{
+    long *n = ud;
+
+    (void)parent;
+    (void)name;
+    (void)err;
+    n[S_ISDIR(st->st_mode) ? 1 : 0]++;
+    return 0;
+}
+
+static void
+test_fs_walk_counts_wide(void **state)
+{
+    char path[600];
+    ph_error_t err = NULL;
+    long n[2] = { 0, 0 };
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/w", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    for (int i = 0; i < 40; i++) {
+        char sub[64];
+        snprintf(path, sizeof path, "%s/w/d%d", test_dir, i);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(sub, sizeof sub, "w/d%d/f", i);
+        tu_write(sub, "x");
+        snprintf(sub, sizeof sub, "w/f%d", i);
+        tu_write(sub, "x");
+    }
+    snprintf(path, sizeof path, "%s/w", test_dir);
+    assert_int_equal(ph_fs_walk_at(AT_FDCWD, path, count_cb, n, &err), 0);
+    assert_int_equal(n[0], 80);
+    assert_int_equal(n[1], 41);
+}
+
+/* Two readers of one directory fd each see all of it (a dup() shares the
+ * offset: the second saw nothing, and the `latest` links went missing). */
+static void
+test_fs_opendir_at_twice(void **state)
+{
+    int dfd = open(test_dir, O_RDONLY | O_DIRECTORY);
+
+    (void)state;
+    tu_write("a", "x");
+    tu_write("b", "x");
+    assert_true(dfd >= 0);
+    for (int round = 0; round < 2; round++) {
+        DIR *d = ph_fs_opendir_at(dfd);
+        struct dirent *de;
+        int n = 0;
+
+        assert_non_null(d);
+        while ((de = readdir(d)) != NULL)
+            n += de->d_name[0] != '.';
+        closedir(d);
+        assert_int_equal(n, 2);
+    }
+    close(dfd);
+}
+
+static void
+test_fs_mkdtemp_fresh(void **state)
+{
+    char names[50][64];
+    ph_error_t err = NULL;
+    struct stat st;
+    int dfd = open(test_dir, O_RDONLY | O_DIRECTORY);
+
+    (void)state;
+    assert_true(dfd >= 0);
+    for (int i = 0; i < 50; i++) {
+        assert_int_equal(ph_fs_mkdtemp_at(dfd, ".incoming-", 0700, names[i], sizeof names[i], &err), 0);
+        assert_int_equal(strlen(names[i]), strlen(".incoming-") + 12);
+        assert_int_equal(strncmp(names[i], ".incoming-", 10), 0);
+        assert_int_equal(fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        assert_int_equal(st.st_mode & 07777, 0700);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(names[i], names[j]);
+    }
+    /* no room for the random part: an error, nothing made */
+    assert_int_equal(ph_fs_mkdtemp_at(dfd, ".incoming-", 0700, names[0], 15, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_fs_mkdtemp_at(dfd, ".incoming-", 0700, names[0], 22, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_fs_mkdtemp_at(dfd, ".incoming-", 0700, names[0], 23, &err), 0);
+    assert_int_equal(strlen(names[0]), 22);
+    close(dfd);
+}
+
+/* ---- the completion record ---------------------------------------------- */
+
+#define GOOD_RECORD "{\"version\":1,\"command\":[\"x\"],\"exit_code\":0,\"signal\":null,\"escalations\":[]," \
+                    "\"wrapper_killed\":false}"
+
+static int
+read_record(const char *name, json_t **rec, char *problem)
+{
+    int dfd = open(test_dir, O_RDONLY | O_DIRECTORY), rc;
+
+    assert_true(dfd >= 0);
+    rc = ph_run_record_read(dfd, name, rec, problem, 256);
+    close(dfd);
+    return rc;
+}
+
+static void
+expect_refused(const char *text, const char *why)
+{
+    char problem[256];
+    json_t *rec = (json_t *)1;
+
+    tu_write("r.json", text);
+    assert_int_equal(read_record("r.json", &rec, problem), -1);
+    assert_null(rec);
+    if (strstr(problem, why) == NULL)
+        fail_msg("`%s`: problem `%s`, wanted `%s`", text, problem, why);
+}
+
+static void
+test_record_fields(void **state)
+{
+    char problem[256];
+    json_t *rec = NULL;
+
+    (void)state;
+    tu_write("ok.json", GOOD_RECORD "\n");
+    assert_int_equal(read_record("ok.json", &rec, problem), 0);
+    assert_non_null(rec);
+    json_decref(rec);
+    tu_write("new.json", "{\"version\":1,\"exit_code\":137,\"signal\":\"SIGKILL\",\"escalations\":[],"
+                         "\"complete\":false,\"outcome\":\"oom_killed\",\"oom_kills\":1}");
+    assert_int_equal(read_record("new.json", &rec, problem), 0);
+    json_decref(rec);
+    tu_write("sig.json", "{\"version\":2,\"exit_code\":137,\"signal\":\"SIGKILL\",\"escalations\":[\"SIGKILL\"]}");
+    assert_int_equal(read_record("sig.json", &rec, problem), 0);
+    json_decref(rec);
+
+    expect_refused("[0]", "not a JSON object");
+    expect_refused("\"x\"", "not JSON");
+    expect_refused("{}", "version");
+    expect_refused("{\"version\":0,\"exit_code\":0,\"signal\":null,\"escalations\":[]}", "version");
+    expect_refused("{\"version\":\"1\",\"exit_code\":0,\"signal\":null,\"escalations\":[]}", "version");
+    expect_refused("{\"version\":1,\"signal\":null,\"escalations\":[]}", "exit_code");
+    expect_refused("{\"version\":1,\"exit_code\":0.5,\"signal\":null,\"escalations\":[]}", "exit_code");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"escalations\":[]}", "signal");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":9,\"escalations\":[]}", "signal");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null}", "escalations");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":{}}", "escalations");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[\"SIGKILL\",3]}", "escalations");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"wrapper_killed\":\"no\"}",
+                   "wrapper_killed");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"complete\":1}", "complete");
+    expect_refused("{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"outcome\":[]}", "outcome");
+    expect_refused("{\"version\":1,\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[]}", "not JSON");
+    expect_refused("{\"version\":1,", "not JSON");
+    expect_refused("", "not JSON");
+}
+
+/* A record of exactly SIZE bytes: the good one padded in a string. */
+static void
+write_record_of_size(const char *name, size_t size)
+{
+    const char *head = "{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"pad\":\"";
+    char *buf = malloc(size + 1);
+
+    assert_non_null(buf);
+    assert_true(size > strlen(head) + 2);
+    memset(buf, 'x', size);
+    memcpy(buf, head, strlen(head));
+    buf[size - 2] = '"';
+    buf[size - 1] = '}';
+    buf[size] = '\0';
+    tu_write(name, buf);
+    free(buf);
+}
+
+static void
+test_record_size_cap(void **state)
+{
+    char problem[256];
+    json_t *rec = NULL;
+
+    (void)state;
+    write_record_of_size("max.json", PH_RECORD_MAX);
+    assert_int_equal(read_record("max.json", &rec, problem), 0);
+    json_decref(rec);
+    write_record_of_size("over.json", PH_RECORD_MAX + 1);
+    assert_int_equal(read_record("over.json", &rec, problem), -1);
+    assert_null(rec);
+    assert_non_null(strstr(problem, "65537 bytes (limit 65536)"));
+    write_record_of_size("big.json", 20u << 20);
+    assert_int_equal(read_record("big.json", &rec, problem), -1);
+    assert_non_null(strstr(problem, "limit 65536"));
+}
+
+static void
+test_record_not_a_file(void **state)
+{
+    char problem[256], path[600];
+    json_t *rec = NULL;
+
+    (void)state;
+    assert_int_equal(read_record("missing.json", &rec, problem), -1);
+    assert_non_null(strstr(problem, "missing"));
+    tu_write("real.json", GOOD_RECORD);
+    snprintf(path, sizeof path, "%s/link.json", test_dir);
+    assert_int_equal(symlink("real.json", path), 0);
+    assert_int_equal(read_record("link.json", &rec, problem), -1);
+    assert_non_null(strstr(problem, "symbolic link"));
+    /* a FIFO must not block the harness */
+    snprintf(path, sizeof path, "%s/fifo.json", test_dir);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    assert_int_equal(read_record("fifo.json", &rec, problem), -1);
+    assert_non_null(strstr(problem, "not a regular file"));
+    snprintf(path, sizeof path, "%s/dir.json", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(read_record("dir.json", &rec, problem), -1);
+    assert_null(rec);
+}
+
+/* ---- the service dir, its lock, links, run.json -------------------------- */
+
+static ph_run *
+fake_run(const char *out)
+{
+    static ph_run r;
+
+    memset(&r, 0, sizeof r);
+    r.opts.out_dir = out;
+    return &r;
+}
+
+static void
+test_lock_service_cleans_and_refuses_links(void **state)
+{
+    char out[512], path[600];
+    struct stat st;
+    ph_error_t err = NULL;
+    int svcfd = -1, lock = -1;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/out", test_dir);
+    assert_int_equal(mkdir(out, 0755), 0);
+    snprintf(path, sizeof path, "%s/out/front", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    make_deep("out/front/.incoming-dead", 50);
+    snprintf(path, sizeof path, "%s/victim", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    tu_write("victim/keep", "x");
+    snprintf(path, sizeof path, "%s/out/front/.incoming-link", test_dir);
+    assert_int_equal(symlink("../../victim", path), 0);
+    tu_write("out/front/20260101T000000Z-strace", "not a temp");
+
+    assert_int_equal(ph_run_lock_service(fake_run(out), "front", &svcfd, &lock, &err), 0);
+    assert_null(err);
+    assert_true(svcfd >= 0 && lock >= 0);
+    assert_int_equal(fstatat(svcfd, ".incoming-dead", &st, AT_SYMLINK_NOFOLLOW), -1);
+    assert_int_equal(fstatat(svcfd, ".incoming-link", &st, AT_SYMLINK_NOFOLLOW), -1);
+    assert_int_equal(fstatat(svcfd, "20260101T000000Z-strace", &st, AT_SYMLINK_NOFOLLOW), 0);
+    snprintf(path, sizeof path, "%s/victim/keep", test_dir);
+    assert_int_equal(stat(path, &st), 0);
+    /* the lock is held: a second taker would wait */
+    {
+        int fd2 = openat(svcfd, ".lock", O_RDWR);
+        assert_true(fd2 >= 0);
+        assert_int_equal(flock(fd2, LOCK_EX | LOCK_NB), -1);
+        close(fd2);
+    }
+    close(svcfd);
+    close(lock);
+
+    /* a link where the service dir should be: refused, nothing written there */
+    snprintf(path, sizeof path, "%s/out/worker", test_dir);
+    assert_int_equal(symlink("../victim", path), 0);
+    assert_int_equal(ph_run_lock_service(fake_run(out), "worker", &svcfd, &lock, &err), -1);
+    assert_non_null(strstr(err->msg, "symbolic link"));
+    ph_error_free(&err);
+    snprintf(path, sizeof path, "%s/victim/.lock", test_dir);
+    assert_int_equal(lstat(path, &st), -1);
+    /* a name that is a path is refused */
+    assert_int_equal(ph_run_lock_service(fake_run(out), "../victim", &svcfd, &lock, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_run_lock_service(fake_run(out), ".", &svcfd, &lock, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_run_lock_service(fake_run(out), "a/b", &svcfd, &lock, &err), -1);
+    ph_error_free(&err);
+    assert_int_equal(ph_run_lock_service(fake_run(out), "", &svcfd, &lock, &err), -1);
+    ph_error_free(&err);
+}
+
+/* Under sudo only what the harness makes is given away. */
+static void
+test_only_created_is_given(void **state)
+{
+    char out[512], path[600];
+    struct stat st;
+    ph_error_t err = NULL;
+    int svcfd = -1, lock = -1;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    setenv_sudo();
+    snprintf(out, sizeof out, "%s/exists/new/deeper", test_dir);
+    snprintf(path, sizeof path, "%s/exists", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(ph_run_lock_service(fake_run(out), "front", &svcfd, &lock, &err), 0);
+    assert_int_equal(stat(test_dir, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(stat(out, &st), 0);
+    assert_int_equal(st.st_uid, GIVE_UID);
+    snprintf(path, sizeof path, "%s/exists/new", test_dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, GIVE_UID);
+    assert_int_equal(fstat(svcfd, &st), 0);
+    assert_int_equal(st.st_uid, GIVE_UID);
+    assert_int_equal(fstat(lock, &st), 0);
+    assert_int_equal(st.st_uid, GIVE_UID);
+    close(svcfd);
+    close(lock);
+    /* existing service dir and lock: left as they are */
+    snprintf(out, sizeof out, "%s/mine", test_dir);
+    snprintf(path, sizeof path, "%s/mine/front", test_dir);
+    assert_int_equal(ph_run_mkdir_p(path, &err), 0);
+    assert_int_equal(chown(path, 0, 0), 0);
+    tu_write("mine/front/.lock", "");
+    snprintf(path, sizeof path, "%s/mine/front/.lock", test_dir);
+    assert_int_equal(chown(path, 0, 0), 0);
+    assert_int_equal(ph_run_lock_service(fake_run(out), "front", &svcfd, &lock, &err), 0);
+    assert_int_equal(fstat(svcfd, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(fstat(lock, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    close(svcfd);
+    close(lock);
+}
+
+static void
+test_invoker_parsing(void **state)
+{
+    uid_t u;
+    gid_t g;
+    static const char *const bad[] = { "", "x", "12x", "-1", " 1", "+1", "99999999999999999999", "4294967295" };
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    setenv("SUDO_UID", "4242", 1);
+    setenv("SUDO_GID", "4343", 1);
+    assert_int_equal(ph_run_invoker(&u, &g), 1);
+    assert_int_equal(u, 4242);
+    assert_int_equal(g, 4343);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("SUDO_UID", bad[i], 1);
+        assert_int_equal(ph_run_invoker(&u, &g), 0);
+        setenv("SUDO_UID", "4242", 1);
+        setenv("SUDO_GID", bad[i], 1);
+        assert_int_equal(ph_run_invoker(&u, &g), 0);
+        setenv("SUDO_GID", "4343", 1);
+    }
+    unsetenv("SUDO_GID");
+    assert_int_equal(ph_run_invoker(&u, &g), 0);
+    unsetenv("SUDO_UID");
+    setenv("SUDO_GID", "4343", 1);
+    assert_int_equal(ph_run_invoker(&u, &g), 0);
+}
+
+static void
+test_link_replace(void **state)
+{
+    char buf[64], path[600];
+    struct stat st;
+    ph_error_t err = NULL;
+    int dfd;
+    ssize_t n;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/svc", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    dfd = open(path, O_RDONLY | O_DIRECTORY);
+    assert_true(dfd >= 0);
+    tu_write("target", "x");
+    /* a planted link at the name: replaced, its target untouched */
+    assert_int_equal(symlinkat("../target", dfd, "latest"), 0);
+    assert_int_equal(ph_run_link_replace(dfd, "run-2", "latest", &err), 0);
+    n = readlinkat(dfd, "latest", buf, sizeof buf - 1);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf, "run-2");
+    snprintf(path, sizeof path, "%s/target", test_dir);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    /* a directory at the name: an error, and no temp link left behind */
+    assert_int_equal(mkdirat(dfd, "strace.log", 0755), 0);
+    tu_write("svc/strace.log/inside", "x");
+    assert_int_equal(ph_run_link_replace(dfd, "run-2/strace.log", "strace.log", &err), -1);
+    ph_error_free(&err);
+    {
+        DIR *d = fdopendir(dup(dfd));
+        struct dirent *de;
+        assert_non_null(d);
+        while ((de = readdir(d)) != NULL)
+            assert_true(strncmp(de->d_name, ".incoming-", 10) != 0);
+        closedir(d);
+    }
+    /* under sudo the new link is the invoker's, its target is not */
+    if (geteuid() == 0) {
+        setenv_sudo();
+        assert_int_equal(ph_run_link_replace(dfd, "../target", "other", &err), 0);
+        assert_int_equal(fstatat(dfd, "other", &st, AT_SYMLINK_NOFOLLOW), 0);
+        assert_int_equal(st.st_uid, GIVE_UID);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_int_equal(st.st_uid, 0);
+    }
+    close(dfd);
+}
+
+static void
+test_write_json_precision_and_links(void **state)
+{
+    char path[600], text[512];
+    ph_error_t err = NULL;
+    json_t *j = json_pack("{s:f, s:f}", "seconds", 1.189, "tiny", 0.000123456789);
+    FILE *f;
+    size_t n;
+    struct stat st;
+    int dfd = open(test_dir, O_RDONLY | O_DIRECTORY);
+
+    (void)state;
+    assert_true(dfd >= 0);
+    tu_write("victim", "keep");
+    snprintf(path, sizeof path, "%s/run.json", test_dir);
+    assert_int_equal(symlink("victim", path), 0);
+    assert_int_equal(ph_run_write_json_at(dfd, "run.json", "run.json", j, &err), 0);
+    json_decref(j);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(text, "\"seconds\": 1.189"));
+    assert_null(strstr(text, "1.1890000"));
+    assert_non_null(strstr(text, "0.000123456789"));
+    snprintf(path, sizeof path, "%s/victim", test_dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    assert_string_equal(text, "keep");
+    close(dfd);
+}
+
+/* ---- deferred interrupts --------------------------------------------------- */
+
+static void
+test_interrupt_deferred(void **state)
+{
+    struct sigaction sa;
+    ph_error_t err = NULL;
+
+    (void)state;
+    signal(SIGTERM, SIG_IGN);
+    ph_interrupt_begin();
+    ph_interrupt_begin(); /* nested */
+    sigaction(SIGTERM, NULL, &sa);
+    assert_true(sa.sa_handler == SIG_IGN); /* ignored on entry: stays ignored */
+    sigaction(SIGINT, NULL, &sa);
+    assert_true(sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
+    assert_int_equal(ph_interrupted(), 0);
+    raise(SIGINT); /* only a flag: the test goes on */
+    assert_int_equal(ph_interrupted(), SIGINT);
+    raise(SIGHUP);
+    assert_int_equal(ph_interrupted(), SIGINT); /* the first one is kept */
+    ph_interrupt_end();
+    sigaction(SIGINT, NULL, &sa);
+    assert_true(sa.sa_handler != SIG_DFL); /* still inside the outer section */
+    ph_interrupt_end();
+    sigaction(SIGINT, NULL, &sa);
+    assert_true(sa.sa_handler == SIG_DFL);
+    sigaction(SIGTERM, NULL, &sa);
+    assert_true(sa.sa_handler == SIG_IGN);
+    signal(SIGTERM, SIG_DFL);
+    ph_interrupt_end(); /* unbalanced: harmless */
+    assert_int_equal(ph_interrupt_fail(&err, SIGINT), -1);
+    assert_int_equal(err->status, 130);
+    assert_string_equal(err->msg, "interrupted by SIGINT");
+    ph_error_free(&err);
+    ph_interrupt_fail(&err, SIGTERM);
+    assert_int_equal(err->status, 143);
+    ph_error_free(&err);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_give_tree_any_depth, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_give_tree_few_fds, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_give_tree_links_not_followed, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_log_line_has_no_controls, tu_setup, tu_teardown),
+        cmocka_unit_test(test_escape_controls),
+        cmocka_unit_test(test_escape_utf8),
+        cmocka_unit_test(test_escape_bounded),
+        cmocka_unit_test_setup_teardown(test_fs_remove_deep_and_links, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fs_remove_dot_empties, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fs_walk_tree_moved, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fs_walk_counts_wide, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fs_opendir_at_twice, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fs_mkdtemp_fresh, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_record_fields, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_record_size_cap, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_record_not_a_file, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_lock_service_cleans_and_refuses_links, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_only_created_is_given, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_invoker_parsing, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_link_replace, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_write_json_precision_and_links, tu_setup, tu_teardown),
+        cmocka_unit_test(test_interrupt_deferred),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
