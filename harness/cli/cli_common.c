@@ -1,11 +1,15 @@
 /* cli_common.c - helpers shared by the subcommand files. */
 #include "cli_common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 ph_run *
-ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
+ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err)
 {
     ph_run_opts o = {
         .compose = &g->compose,
@@ -15,25 +19,111 @@ ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
         .project = g->project,
     };
 
+    if (lim != NULL)
+        o.collect = *lim;
     return ph_run_new(&o, err);
 }
 
-int
-ph_cli_services_args(int argc, char **argv, const char *usage)
+ph_run *
+ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
 {
-    static const struct option longopts[] = {
+    return ph_cli_run_open_limits(g, NULL, err);
+}
+
+int
+ph_cli_limit_opt(int c, const char *arg, ph_tar_limits *lim)
+{
+    ph_error_t err = NULL;
+    ph_tar_limit which = c == 'B' ? PH_TAR_LIMIT_BYTES : c == 'E' ? PH_TAR_LIMIT_ENTRIES : PH_TAR_LIMIT_FREE;
+    uint64_t *dst = c == 'B' ? &lim->max_bytes : c == 'E' ? &lim->max_entries : &lim->min_free_bytes;
+
+    if (c != 'B' && c != 'E' && c != 'F')
+        return 0;
+    if (ph_tar_limit_parse(which, arg, dst, &err) < 0) {
+        ph_error_wrap(&err, c == 'B' ? "--max-bytes" : c == 'E' ? "--max-entries" : "--min-free");
+        ph_error_report(&err);
+        return -1;
+    }
+    return 1;
+}
+
+static int
+services_args(int argc, char **argv, const char *usage, ph_tar_limits *lim)
+{
+    static const struct option plain[] = {
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int c;
+    static const struct option limits[] = {
+        { "help", no_argument, NULL, 'h' },
+        PH_CLI_LIMIT_OPTIONS,
+        { NULL, 0, NULL, 0 },
+    };
+    int c, r;
 
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+h", lim ? limits : plain, NULL)) != -1) {
         if (c == 'h') {
-            printf("usage: profharness %s\n", usage);
+            printf("usage: profharness %s\n%s", usage, lim ? PH_CLI_LIMIT_HELP : "");
             return -2;
+        }
+        if (lim != NULL && (r = ph_cli_limit_opt(c, optarg, lim)) != 0) {
+            if (r < 0)
+                return -1;
+            continue;
         }
         fprintf(stderr, "usage: profharness %s\n", usage);
         return -1;
     }
     return optind;
+}
+
+int
+ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode)
+{
+    static const struct option longopts[] = {
+        { "mode", required_argument, NULL, 'm' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+
+    *mode = NULL;
+    while ((c = getopt_long(argc, argv, "+m:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': *mode = optarg; break;
+        case 'h': fputs(usage, stdout); return -2;
+        default: fputs(usage, stderr); return -1;
+        }
+    }
+    if (*mode == NULL) {
+        fprintf(stderr, "profharness: %s needs --mode (see `profharness modes`)\n%s", argv[0], usage);
+        return -1;
+    }
+    return optind;
+}
+
+int
+ph_cli_services_args(int argc, char **argv, const char *usage)
+{
+    return services_args(argc, argv, usage, NULL);
+}
+
+int
+ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar_limits *lim)
+{
+    return services_args(argc, argv, usage, lim);
+}
+
+int
+ph_cli_read_input(const char *path, int flags, ph_chunk_cb cb, void *ctx, ph_error_t *err)
+{
+    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    int rc;
+
+    if (fd < 0)
+        return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", path);
+    rc = ph_read_fd_chunks(fd, fd == STDIN_FILENO ? "stdin" : path, flags, cb, ctx, NULL, err);
+    if (fd != STDIN_FILENO)
+        close(fd);
+    return rc;
 }

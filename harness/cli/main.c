@@ -24,9 +24,10 @@ typedef struct ph_cmd {
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
     { "start", ph_cmd_start, "--mode MODE [SERVICE...]", "restart services under a profiling mode" },
-    { "stop", ph_cmd_stop, "[--discard] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
-    { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
-    { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },
+    { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
+    { "stop", ph_cmd_stop, "[--discard] [LIMITS] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
+    { "restore", ph_cmd_restore, "[LIMITS] [SERVICE...]", "run the services without profiling (collects first)" },
+    { "collect", ph_cmd_collect, "[LIMITS] [SERVICE...]", "copy the artifacts there are now, without stopping" },
     { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir" },
     { "modes", ph_cmd_modes, "", "the modes found in the profiles directory" },
     { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output" },
@@ -44,8 +45,9 @@ usage(FILE *out)
             "usage: profharness [-f FILE]... [-p PROJECT] [--profile NAME]... [--env-file FILE]...\n"
             "                   [--project-directory DIR] [--profiles DIR] [-o OUTDIR] [-v] COMMAND [ARGS]\n"
             "\n"
-            "Profile services defined in a compose file under strace, valgrind (massif,\n"
-            "callgrind) or the built-in sampler, stop them so every profiler flushes,\n"
+            "Profile services defined in a compose file under strace, perf, valgrind\n"
+            "(massif, callgrind) or the built-in sampler, in any image, restarted under the\n"
+            "profiler or attached to while they run; stop them so every profiler flushes,\n"
             "and collect the artifacts into OUTDIR/<service>/<UTC time>-<mode>/.\n"
             "\n"
             "options:\n"
@@ -67,10 +69,12 @@ usage(FILE *out)
             "\n"
             "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %-26s %s\n", commands[i].name, commands[i].args, commands[i].help);
+        fprintf(out, "  %-10s %-34s %s\n", commands[i].name, commands[i].args, commands[i].help);
     fprintf(out,
             "\n"
             "With no SERVICE a command applies to every service in the compose file.\n"
+            "LIMITS, on what one collection takes out of a container (`COMMAND --help`):\n"
+            "  --max-bytes SIZE  --max-entries N  --min-free SIZE; the mode's `collect:` else.\n"
             "\n"
             "environment:\n"
             "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"
@@ -79,6 +83,7 @@ usage(FILE *out)
             "  OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT  export each command's stages as OpenTelemetry spans\n"
             "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
             "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
+            "  PH_JOBS                how many services stop at once (default 8; 1: one after the other)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
             "3 a `compare --fail-if` condition held, 130/143 interrupted by SIGINT/SIGTERM.\n"

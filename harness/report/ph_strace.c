@@ -588,7 +588,7 @@ ph_strace_new(ph_error_t *err)
         ph_fail(err, ENOMEM, "parse an strace log");
         return NULL;
     }
-    ph_lines_init(&st->lines, PH_STRACE_MAX_LINE, line_cb, st);
+    ph_lines_init(&st->lines, PH_STRACE_MAX_LINE, 0, line_cb, st);
     st->other_sys = st->other_thread = UINT32_MAX;
     st->width_ns = FIRST_WIDTH_NS;
     st->info.first_ns = 1;
@@ -630,6 +630,7 @@ ph_strace_finish(ph_strace *st, ph_error_t *err)
     for (size_t i = 0; i < st->n_threads; i++)
         open += st->threads[i].pend.active != 0;
     st->info.problem[0] = '\0';
+    st->info.in_flight = open + st->info.unfinished;
     if (st->info.lines == 0)
         snprintf(st->info.problem, sizeof st->info.problem, "the log is empty");
     else if (st->info.calls == 0)

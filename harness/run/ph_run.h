@@ -20,6 +20,7 @@
 #include "ph_engine.h"
 #include "ph_error.h"
 #include "ph_profile.h"
+#include "ph_tar.h"
 
 #define PH_LABEL_PROJECT "io.profharness.project"
 #define PH_LABEL_SERVICE "io.profharness.service"
@@ -28,11 +29,19 @@
 #define PH_LABEL_STARTED "io.profharness.started"
 #define PH_LABEL_OUTDIR  "io.profharness.outdir"   /* host run dir it will land in */
 #define PH_LABEL_INPUTS  "io.profharness.inputs"   /* on profiling images: input hash */
+#define PH_LABEL_PM      "io.profharness.pm"       /* on profiling images: its package manager */
+#define PH_LABEL_LIBC    "io.profharness.libc"     /* ... and C library ("none" when none) */
+#define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
+#define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach containers: the service's container id */
+#define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the container of the run */
 
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    65536                     /* larger is no record of ours */
-#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
+#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds, with the */
+#define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
+#define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
+#define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
 
 typedef struct ph_run_opts {
     const ph_compose_opts *compose; /* files, project, env files, profiles; when NULL: */
@@ -41,6 +50,13 @@ typedef struct ph_run_opts {
     const char *out_dir;
     const char *project;    /* NULL = from the compose file */
     const char *data_dir;   /* where images/ and build/ are; NULL = next to the binary */
+    /* Limits on what one collection takes out of a container (stop,
+     * collect, restore and a start that collects first): a field set here
+     * (the flags --max-bytes, --max-entries, --min-free) wins over the
+     * mode's `collect:`, which wins over the defaults of ph_tar.h.  0 =
+     * not set.  Over a limit the temp dir is removed, the container kept,
+     * and the error names the limit, where it was set and how to raise it. */
+    ph_tar_limits collect;
 } ph_run_opts;
 
 typedef struct ph_run ph_run;
@@ -67,6 +83,12 @@ int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
 int ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err);
+/* Profile running SERVICES without restarting them: a tools container in
+ * each one's PID namespace runs MODE's attach command; ph_run_stop
+ * detaches (the service keeps running) and collects.  A service already
+ * profiled, or not running, is refused (PH_EXIT_USAGE), as is a mode that
+ * cannot attach. */
+int ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *err);
 
 /* "20261122T101500Z" for now (UTC).  BUF must hold 17 bytes. */
 void ph_run_utc_stamp(char buf[17]);

@@ -5,6 +5,7 @@
  *   ph_run_config.c   a service's Engine container configuration
  *   ph_run_start.c    images, start, restore
  *   ph_run_collect.c  stop and collect
+ *   ph_run_record.c   the shim's completion record: read, checked, told
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -13,6 +14,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "ph_run.h"
+#include "ph_timing.h"
 
 struct ph_run {
     ph_run_opts opts;
@@ -27,6 +29,51 @@ typedef struct ph_svc_list {
     ph_service **v;
     size_t n;
 } ph_svc_list;
+
+/* ph_run_start.c: create and start, with the capabilities IF_KNOWN added
+ * to the configuration's CapAdd; where the Engine refuses one as unknown,
+ * again without them (and said).  S == NULL: a container of ours that is
+ * not a service's (no compose networks, no `privileged` fallback). */
+int ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg,
+                                const ph_strv *if_known, char **id_out, ph_error_t *err);
+
+/* ph_run_parallel.c: jobs on several services at once, bounded.  A job
+ * is CB(r, i, ud, err) for i in [0, N), on up to MAX_JOBS threads, each
+ * with an Engine of its own; WHAT names job i for the timing tree (may be
+ * NULL).  ERRS[i] (N of them) gets job i's error or NULL.  Returns the
+ * number of jobs that failed. */
+#define PH_RUN_JOBS_MAX 8
+typedef int (*ph_run_job_cb)(ph_run *r, size_t i, void *ud, ph_error_t *err);
+typedef const char *(*ph_run_job_what_cb)(void *ud, size_t i);
+size_t ph_run_parallel(ph_run *r, size_t n, size_t max_jobs, ph_run_job_cb cb, ph_run_job_what_cb what, void *ud,
+                       ph_error_t *errs);
+/* PH_RUN_JOBS_MAX, or PH_JOBS from the environment (1..64). */
+size_t ph_run_jobs_max(void);
+/* Where ph_run_engine keeps this thread's Engine: a worker's own. */
+ph_engine **ph_run_engine_slot(ph_run *r);
+
+/* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
+ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
+
+/* ph_run_start.c: the init shim's argv up to `--`: P's grace and
+ * escalation, the stop signal SIGNAL to TARGET ("wrapper", "tracee"), the
+ * completion record in OUT. */
+json_t *ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out);
+
+/* ph_run_attach.c: after collecting attach container C, say so when the
+ * service exited while attached (and why the profiler's end may be
+ * missing).  Nothing for other containers. */
+void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
+
+/* ph_run_convert.c: C (a profiled or attach container that has exited)
+ * gets its profile's `convert` outputs in its {out} before collection
+ * (stacks.folded, flamegraph.svg, profile.pb.gz).  Never fails the stop:
+ * on a failure the run is collected as it is and a warning says how to
+ * convert by hand. */
+void ph_run_convert(ph_run *r, json_t *c);
+
+/* Where the tools tree's programs are, in a profiling image or the tools image. */
+#define PH_TOOLS_BIN "/opt/profharness/tools/bin"
 
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */
@@ -47,6 +94,13 @@ int ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *
 int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
 int ph_run_is_running(json_t *c);
 int ph_run_is_profiled(json_t *c);
+/* Timing (ph_timing.h): a stage about container C ("stop front") with
+ * what exporters want of it: service, mode, run id, container id. */
+ph_stage *ph_run_container_stage(json_t *c, const char *verb);
+/* A stage for SERVICE under MODE (NULL: unprofiled), before a container. */
+ph_stage *ph_run_service_stage(const char *verb, const char *service, const char *mode);
+/* End ST with the outcome RC (*ERR's message when RC < 0); returns RC. */
+int ph_run_stage_done(ph_stage *st, int rc, ph_error_t *err);
 
 /* ph_run_config.c */
 json_t *ph_run_strv_json(const ph_strv *v);
@@ -59,9 +113,7 @@ int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 int ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
                             ph_error_t *err);
 
-/* ph_run_collect.c */
-int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);
-int ph_run_discard_one(ph_run *r, json_t *listed, ph_error_t *err);
+/* ph_run_record.c */
 /* The completion record DIRFD/NAME, untrusted: at most PH_RECORD_MAX
  * bytes, a regular file (no link followed), a JSON object with the shim's
  * fields (ph_run_record_check).  0 and *out, or -1 and why in PROBLEM. */
@@ -69,6 +121,20 @@ int ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem,
 /* version >= 1, exit_code integer, signal a string or null, escalations a
  * list of strings, wrapper_killed (when there) a boolean. */
 int ph_run_record_check(json_t *rec, char *problem, size_t len);
+/* Did the profiler get to finish writing?  Records that have `complete`
+ * say so; older ones only tell that ph-init had to kill the wrapper. */
+int ph_run_record_complete(json_t *rec);
+/* What happened, in one sentence from the record's `outcome`: "the
+ * service ignored SIGTERM; escalated to SIGKILL after 3.00 s; strace.log
+ * complete" (PRESENT: the artifacts found, "" for none; leftovers and an
+ * incomplete profiler said too; every field escaped).  1 when it is worth
+ * a warning, 0 when all went as asked, -1 and "" for a record without an
+ * outcome (an older shim). */
+int ph_run_record_story(json_t *rec, const char *present, char *out, size_t len);
+
+/* ph_run_collect.c */
+int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);
+int ph_run_discard_one(ph_run *r, json_t *listed, ph_error_t *err);
 /* Open <out>/<service> (made when missing, a link there refused) and
  * flock its .lock; remove the .incoming-* entries dead harnesses left.
  * *svcfd_out: the service dir, through which everything below is reached. */
