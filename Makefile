@@ -117,3 +117,71 @@ clean:
 
 .PHONY: all check clean tests-build
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+# ---- Sanitizers and fuzzing (docs/testing.md) ------------------------------
+# Both are kept apart from build/, and both use clang: its runtimes link
+# into executables without LD_PRELOAD order games, and its minimal UBSan
+# runtime links statically.
+#
+# `make sanitize` (= make SANITIZE=1 B=build-san all tests-build): the
+# library, the CLI, the unit tests and demo-load with AddressSanitizer,
+# LeakSanitizer and UBSan, except where the process is not ours to arrange:
+#   ph-init is static (PID 1 in images of any libc) and ASan does not link
+#     statically: UBSan only, with the minimal runtime ("ubsan: <check>",
+#     then abort), which does;
+#   libphsampler.so is preloaded into programs not built with ASan, whose
+#     runtime must come first in a process: UBSan only, in trap mode (no
+#     runtime at all; a finding is SIGILL in the host program);
+#   the unit tests' helper programs are the workloads the sampler is
+#     preloaded into, and the sampler tests read their debug info: built as
+#     in build/, same compiler and flags.
+SAN_CC := clang
+SAN_ALL := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_SHIM := -fsanitize=undefined -fsanitize-minimal-runtime -fno-sanitize-recover=all
+SAN_SAMPLER := -fsanitize=undefined -fsanitize-trap=undefined
+# gcc's -Wno-format-truncation means nothing to clang, which says so.
+# clang also counts a positional initializer of a nested struct, `{ "k", "v" }`,
+# as missing fields where gcc does not: gcc's build holds that line.
+CLANG_WARN := $(filter-out -Wno-format-truncation,$(WARN)) -Wno-missing-field-initializers
+
+ifdef SANITIZE
+HOST_CC := $(CC)
+HOST_WARN := $(WARN)
+CC := $(SAN_CC)
+WARN := $(CLANG_WARN)
+$(B)/tests/helpers/%: CC := $(HOST_CC)
+$(B)/tests/helpers/%: WARN := $(HOST_WARN)
+CFLAGS := -O1 -g $(SAN_ALL)
+$(B)/ph-init: CFLAGS := -O1 -g $(SAN_SHIM)
+$(B)/pic/%.o: CFLAGS := -O1 -g $(SAN_SAMPLER)
+endif
+
+sanitize:
+	$(MAKE) SANITIZE=1 B=build-san all tests-build
+
+# `make fuzz`: every tests/fuzz/fuzz_<name>.c (a libFuzzer target using the
+# library's public headers) -> build-fuzz/fuzz_<name>, the library compiled
+# for coverage with ASan and UBSan, each target linked with libFuzzer.
+# Adding a target is adding a file; `make build-fuzz/fuzz_NAME` builds one.
+F := build-fuzz
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(F)/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(F)/obj/%.o)
+
+$(F)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(CLANG_WARN) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(F)/libprofharness.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# libFuzzer declares the entry point; the targets need no prototype of it.
+$(F)/fuzz_%: tests/fuzz/fuzz_%.c $(F)/libprofharness.a
+	$(SAN_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(CLANG_WARN) -Wno-missing-prototypes $(PKG_CFLAGS) \
+	    -MMD -MP -MF $@.d -o $@ $< $(F)/libprofharness.a $(PKG_LIBS) -lpthread -lm
+
+fuzz: $(FUZZ_BIN)
+
+.PHONY: sanitize fuzz
+-include $(shell find $(F) -name '*.d' 2>/dev/null)

@@ -96,6 +96,22 @@ demo: build engine
 test: build engine
     scripts/run-tests.sh
 
+# fuzz one target (tests/fuzz/fuzz_TARGET.c) for SECONDS; corpus and crashes in build-fuzz/
+fuzz TARGET SECONDS="60": deps
+    tests/fuzz/run.sh {{TARGET}} {{SECONDS}}
+
+# every fuzz target over its seeds, then a few thousand runs
+fuzz-smoke: deps
+    tests/fuzz/run.sh --smoke
+
+# unit suites and end-to-end tests against the ASan/UBSan build (build-san/)
+test-sanitize: build engine
+    scripts/test-sanitize.sh
+
+# the mutation check: one-line bugs from tests/mutants/*.txt, each must be caught
+mutants *MODULES: deps
+    tests/mutants.sh {{MODULES}}
+
 # start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh

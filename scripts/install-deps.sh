@@ -25,6 +25,8 @@ packages=(
     docker-compose   # Debian's compose 1.29: the oracle of tests/60-compose-oracle.bats
     linux-perf       # the collapse tests and benchmark record real perf script output; the perf
                      # mode's tests read perf.data with the host's perf report
+    clang            # the fuzz targets and the sanitizer build
+    libclang-rt-14-dev  # libFuzzer, ASan, LeakSanitizer and UBSan's runtimes for clang 14
 )
 for p in "${packages[@]}"; do
     pkg_missing "$p" && need_apt+=("$p")

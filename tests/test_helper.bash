@@ -4,7 +4,9 @@
 # Every Engine call has a timeout; waits poll with a deadline, never sleep blindly.
 
 REPO=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-PH="$REPO/build/profharness"
+# PH_BUILD: the build directory whose harness runs (build-san for
+# scripts/test-sanitize.sh).
+PH="$REPO/${PH_BUILD:-build}/profharness"
 export PH_TEST_PROJECT=${PH_TEST_PROJECT:-phtest}
 export DEMO_PORT=${DEMO_PORT:-18181}
 

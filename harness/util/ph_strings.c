@@ -201,11 +201,11 @@ ph_duration_parse(const char *s, long long *ns_out)
     if (s == NULL || *s == '\0')
         return -1;
     while (*s) {
-        long long whole = 0, frac = 0, frac_den = 1, unit = 0, v;
+        long long whole = 0, frac = 0, frac_den = 1, unit = 0, part, v;
         int digits = 0;
 
         for (; isdigit((unsigned char)*s); s++, digits++) {
-            if (whole > (LLONG_MAX - 9) / 10)
+            if (whole > (LLONG_MAX - (*s - '0')) / 10)
                 return -1;
             whole = whole * 10 + (*s - '0');
         }
@@ -232,10 +232,13 @@ ph_duration_parse(const char *s, long long *ns_out)
                 return -1;
             unit = 1000000000LL;
         }
-        if (whole > LLONG_MAX / unit)
+        /* Every sum is checked before it is made: an overflow is undefined,
+         * not negative. */
+        part = (long long)((long double)frac * (long double)unit / (long double)frac_den);
+        if (whole > (LLONG_MAX - part) / unit)
             return -1;
-        v = whole * unit + (long long)((long double)frac * (long double)unit / (long double)frac_den);
-        if (v < 0 || total > LLONG_MAX - v)
+        v = whole * unit + part;
+        if (total > LLONG_MAX - v)
             return -1;
         total += v;
         any = 1;

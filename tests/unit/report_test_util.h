@@ -13,7 +13,7 @@
 
 /* Run the shell command FMT...; returns its stdout (malloc'd) and sets
  * *STATUS to its exit status. */
-TU_UNUSED static char *
+TU_UNUSED __attribute__((format(printf, 2, 3))) static char *
 rt_run(int *status, const char *fmt, ...)
 {
     char cmd[4096], *out = NULL;

@@ -957,6 +957,9 @@ test_interrupt_deferred(void **state)
     ph_error_t err = NULL;
 
     (void)state;
+    /* A background job of a shell without job control starts with SIGINT
+     * ignored, and an ignored signal rightly stays ignored. */
+    signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_IGN);
     ph_interrupt_begin();
     ph_interrupt_begin(); /* nested */

@@ -148,7 +148,7 @@ static json_t *
 run_service(enum mode m, const char *behaviour, enum act act, const char *cg, int *code)
 {
     const char *ready = tpath("ready"), *record = tpath("ph-exit.json");
-    char massif[700], *argv[24];
+    char massif[700], *argv[32]; /* cgroup 4 + ph-init 11 + strace 5 + service 3 + NULL */
     char cmd[2000] = "";
     int n = 0;
     pid_t p;
