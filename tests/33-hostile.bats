@@ -119,8 +119,9 @@ ph_exec_planted() {
     [ "$(stat -c %u "$out/worker/strace.log")" -eq 65534 ]
     # the planted link is gone (it was no temp dir of a live harness)
     [ -z "$(ls -A "$out/worker" | grep '^\.incoming-' || true)" ]
-    # run.json: floats as written, not 17 significant digits
-    ! grep -qE '[0-9]\.[0-9]{10,}' "$run_dir/run.json"
+    # run.json: floats at 9 significant digits (at most 12 decimals, as
+    # 0.000123456789), never 17 (1.1890000000000001)
+    ! grep -qE '[0-9]\.[0-9]{13,}' "$run_dir/run.json"
 }
 
 @test "a stale temp dir of a killed harness is removed, never merged into a new run" {

@@ -469,7 +469,8 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
     }
     closedir(d);
     d = NULL;
-    qsort(rd->arts, rd->n_arts, sizeof *rd->arts, cmp_art);
+    if (rd->n_arts > 1) /* qsort takes no NULL, even for none */
+        qsort(rd->arts, rd->n_arts, sizeof *rd->arts, cmp_art);
 
     rd->run = load_json(rd, "run.json");
     rd->exit = load_json(rd, "ph-exit.json");

@@ -413,7 +413,7 @@ static int
 line_cb(void *ctx, const char *s, size_t n, size_t lineno, ph_error_t *err)
 {
     ph_strace *st = ctx;
-    const char *p = s, *e = s + n, *ts0 = NULL, *ts1 = NULL, *name, *ne;
+    const char *p = s, *e = n ? s + n : s, *ts0 = NULL, *ts1 = NULL, *name, *ne; /* s is NULL when n is 0 */
     int64_t pid = 0, now = -1;
     thread_rec *t;
     char ts[24] = "";

@@ -292,7 +292,8 @@ load_module(phs_symbols *s, elfmod *m)
             m->syms[m->n_syms++] = (fsym){ syms[k].st_value, syms[k].st_size, strtab + syms[k].st_name, NULL };
         }
     }
-    qsort(m->syms, m->n_syms, sizeof *m->syms, cmp_sym);
+    if (m->n_syms > 1)
+        qsort(m->syms, m->n_syms, sizeof *m->syms, cmp_sym);
 }
 
 phs_symbols *

@@ -101,7 +101,8 @@ fold(folder *f, const ph_stage *s, int ln)
     nk = 0;
     for (c = s->first_child; c; c = c->next)
         kids[nk++] = c;
-    qsort(kids, nk, sizeof *kids, by_start);
+    if (nk > 1)
+        qsort(kids, nk, sizeof *kids, by_start);
     for (size_t i = 0; i < nk; i++) {
         c = kids[i];
         if (c->flags & PH_STAGE_CONCURRENT) {

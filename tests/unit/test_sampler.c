@@ -841,8 +841,15 @@ test_default_sigterm_still_kills(void **state)
 static void
 test_default_sigint_still_kills(void **state)
 {
+    /* A background job starts with SIGINT ignored and the service would
+     * inherit that across exec: the test is of the default action. */
+    struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+
     (void)state;
+    sigemptyset(&dfl.sa_mask);
+    assert_int_equal(sigaction(SIGINT, &dfl, &old), 0);
     default_action_kills(SIGINT);
+    sigaction(SIGINT, &old, NULL);
 }
 
 /* The C API from a service whose SIGTERM handler was there before the
