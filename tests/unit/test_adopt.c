@@ -1,0 +1,395 @@
+/* test_adopt.c - what a user adopting profharness in their own project
+ * meets before any container runs: did-you-mean for what they mistype,
+ * the harness finding its own files from wherever it is installed, modes
+ * layered (shipped, the project's own, --profiles). */
+#include "test_util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "ph_paths.h"
+#include "ph_profile.h"
+#include "ph_suggest.h"
+#include "ph_util.h"
+
+/* Tests chdir into their temp dir: leave it before it is removed. */
+static int
+teardown(void **state)
+{
+    assert_int_equal(chdir("/"), 0);
+    return tu_teardown(state);
+}
+
+/* ---- did you mean ------------------------------------------------------ */
+
+static void
+test_distance(void **state)
+{
+    (void)state;
+    assert_int_equal(ph_suggest_distance("", ""), 0);
+    assert_int_equal(ph_suggest_distance("abc", ""), 3);
+    assert_int_equal(ph_suggest_distance("", "abc"), 3);
+    assert_int_equal(ph_suggest_distance("flamegraph", "flamegraph"), 0);
+    assert_int_equal(ph_suggest_distance("flamegraf", "flamegraph"), 2);   /* substitute, insert */
+    assert_int_equal(ph_suggest_distance("cwroker", "cworker"), 1);        /* a swap is one edit */
+    assert_int_equal(ph_suggest_distance("kitten", "sitting"), 3);
+    assert_int_equal(ph_suggest_distance("STRACE", "strace"), 0);          /* case ignored */
+    assert_int_equal(ph_suggest_distance("ab", "ba"), 1);
+    assert_int_equal(ph_suggest_distance("abc", "ca"), 3);                 /* OSA, not full Damerau */
+    assert_int_equal(ph_suggest_distance("massif", "mass"), 2);
+    {
+        char longer[PH_SUGGEST_MAX + 2];
+
+        memset(longer, 'a', sizeof longer - 1);
+        longer[sizeof longer - 1] = '\0';
+        assert_int_equal(ph_suggest_distance(longer, "a"), PH_SUGGEST_MAX + 1);
+        longer[PH_SUGGEST_MAX] = '\0'; /* exactly the maximum is still measured */
+        assert_int_equal(ph_suggest_distance(longer, longer), 0);
+    }
+}
+
+static void
+test_suggest(void **state)
+{
+    static const char *const modes[] = { "callgrind", "flamegraph", "massif", "valgrind", "strace" };
+    static const char *const cmds[] = { "setup", "start", "stop", "restore", "collect", "status", "modes", "logs" };
+    static const char *const svcs[] = { "cworker", "api", NULL, "worker" };
+
+    (void)state;
+    assert_string_equal(ph_suggest("flamegraf", modes, 5), "flamegraph");
+    assert_string_equal(ph_suggest("valgrnd", modes, 5), "valgrind");
+    assert_string_equal(ph_suggest("Strace", modes, 5), "strace");
+    assert_string_equal(ph_suggest("stauts", cmds, 8), "status");
+    assert_string_equal(ph_suggest("sotp", cmds, 8), "stop");
+    assert_string_equal(ph_suggest("cwroker", svcs, 4), "cworker");
+    /* A prefix of exactly one name, three characters or more. */
+    assert_string_equal(ph_suggest("flame", modes, 5), "flamegraph");
+    assert_string_equal(ph_suggest("call", modes, 5), "callgrind");
+    /* ... but not of two ("st": start, stop, status), nor too short. */
+    assert_null(ph_suggest("sta", cmds, 8));
+    assert_null(ph_suggest("fl", modes, 5));
+    assert_null(ph_suggest("xyz", modes, 5));
+    assert_null(ph_suggest("perf", modes, 5));
+    assert_null(ph_suggest("", modes, 5));
+    assert_null(ph_suggest(NULL, modes, 5));
+    assert_null(ph_suggest("api", NULL, 0));
+    /* One edit per three characters: "apx" is one from "api"; "zzi" two. */
+    assert_string_equal(ph_suggest("apx", svcs, 4), "api");
+    assert_null(ph_suggest("zzi", svcs, 4));
+    /* Ties go to the earlier name. */
+    {
+        static const char *const two[] = { "aab", "abb" };
+        assert_string_equal(ph_suggest("abab", two, 2), "aab");
+    }
+}
+
+static void
+test_suggest_list(void **state)
+{
+    static const char *const names[] = { "worker", NULL, "front", "db" };
+    char buf[64], small[16], tiny[4];
+
+    (void)state;
+    assert_string_equal(ph_suggest_list(buf, sizeof buf, names, 4), "worker, front, db");
+    assert_string_equal(ph_suggest_list(buf, sizeof buf, names, 0), "");
+    /* Cut where it does not fit, saying so; never overrun. */
+    assert_string_equal(ph_suggest_list(small, sizeof small, names, 4), "worker, ...");
+    assert_true(strlen(ph_suggest_list(tiny, sizeof tiny, names, 4)) < sizeof tiny);
+}
+
+/* ---- where the harness's files are -------------------------------------- */
+
+static void
+mkdirs(const char *rel)
+{
+    char cmd[PATH_MAX + 64];
+
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/%s'", test_dir, rel);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void
+touch(const char *rel)
+{
+    char path[PATH_MAX];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", test_dir, rel);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+static void
+test_layout_installed(void **state)
+{
+    char exe[PATH_MAX], want[PATH_MAX], lib[PATH_MAX];
+    ph_layout lay;
+    ph_error_t err = NULL;
+
+    (void)state;
+    mkdirs("usr/bin");
+    mkdirs("usr/share/profharness/profiles");
+    mkdirs("usr/share/profharness/images");
+    mkdirs("usr/lib/profharness");
+    touch("usr/bin/profharness");
+    touch("usr/lib/profharness/ph-init");
+    touch("usr/lib/profharness/libphsampler.so");
+    snprintf(exe, sizeof exe, "%s/usr/bin/profharness", test_dir);
+    assert_int_equal(ph_paths_layout(exe, NULL, &lay, &err), 0);
+    snprintf(want, sizeof want, "%s/usr/share/profharness", test_dir);
+    assert_string_equal(lay.data, want);
+    snprintf(want, sizeof want, "%s/usr/lib/profharness", test_dir);
+    assert_string_equal(lay.lib, want);
+    ph_paths_lib_file(lay.data, "ph-init", lib, sizeof lib);
+    snprintf(want, sizeof want, "%s/usr/lib/profharness/ph-init", test_dir);
+    assert_string_equal(lib, want);
+    /* Through a link in someone's ~/bin: still the installed tree. */
+    mkdirs("home/bin");
+    snprintf(want, sizeof want, "%s/home/bin/profharness", test_dir);
+    assert_int_equal(symlink(exe, want), 0);
+    assert_int_equal(ph_paths_layout(want, "", &lay, &err), 0);
+    snprintf(want, sizeof want, "%s/usr/share/profharness", test_dir);
+    assert_string_equal(lay.data, want);
+}
+
+static void
+test_layout_build_tree(void **state)
+{
+    char exe[PATH_MAX], want[PATH_MAX];
+    ph_layout lay;
+    ph_error_t err = NULL;
+
+    (void)state;
+    mkdirs("clone/build");
+    mkdirs("clone/profiles");
+    mkdirs("clone/images/profiling");
+    touch("clone/build/profharness");
+    touch("clone/build/ph-init");
+    snprintf(exe, sizeof exe, "%s/clone/build/profharness", test_dir);
+    assert_int_equal(ph_paths_layout(exe, NULL, &lay, &err), 0);
+    snprintf(want, sizeof want, "%s/clone", test_dir);
+    assert_string_equal(lay.data, want);
+    snprintf(want, sizeof want, "%s/clone/build", test_dir);
+    assert_string_equal(lay.lib, want);
+    /* PH_DATA_DIR wins, relative to where the user stands. */
+    mkdirs("elsewhere/build");
+    touch("elsewhere/build/ph-init");
+    assert_int_equal(chdir(test_dir), 0);
+    assert_int_equal(ph_paths_layout(exe, "./elsewhere/", &lay, &err), 0);
+    snprintf(want, sizeof want, "%s/elsewhere", test_dir);
+    assert_string_equal(lay.data, want);
+    snprintf(want, sizeof want, "%s/elsewhere/build", test_dir);
+    assert_string_equal(lay.lib, want);
+}
+
+static void
+test_layout_neither(void **state)
+{
+    char exe[PATH_MAX];
+    ph_layout lay;
+    ph_error_t err = NULL;
+
+    (void)state;
+    mkdirs("loose");
+    touch("loose/profharness");
+    snprintf(exe, sizeof exe, "%s/loose/profharness", test_dir);
+    assert_int_equal(ph_paths_layout(exe, NULL, &lay, &err), -1);
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, "share/profharness"));
+    assert_non_null(strstr(err->hint, "PH_DATA_DIR"));
+    ph_error_free(&err);
+    /* A binary that is not there at all. */
+    snprintf(exe, sizeof exe, "%s/loose/gone", test_dir);
+    assert_int_equal(ph_paths_layout(exe, NULL, &lay, &err), -1);
+    ph_error_free(&err);
+}
+
+static void
+test_absolute(void **state)
+{
+    char buf[PATH_MAX], want[PATH_MAX], small[8];
+    ph_error_t err = NULL;
+
+    (void)state;
+    assert_int_equal(ph_paths_absolute("/a/./b//c/../d/", buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "/a/b/d");
+    assert_int_equal(ph_paths_absolute("/..", buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "/");
+    assert_int_equal(ph_paths_absolute("/a/..", buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "/");
+    assert_int_equal(ph_paths_absolute("/a/b/../../c", buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "/c");
+    assert_int_equal(chdir(test_dir), 0);
+    assert_int_equal(ph_paths_absolute("out/x/..", buf, sizeof buf, &err), 0);
+    snprintf(want, sizeof want, "%s/out", test_dir);
+    assert_string_equal(buf, want);
+    assert_int_equal(ph_paths_absolute(".", buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, test_dir);
+    /* In place, as the layout does it. */
+    snprintf(buf, sizeof buf, "/x/y/../z");
+    assert_int_equal(ph_paths_absolute(buf, buf, sizeof buf, &err), 0);
+    assert_string_equal(buf, "/x/z");
+    assert_int_equal(ph_paths_absolute("/a/long/path", small, sizeof small, &err), -1);
+    assert_int_equal(err->errnum, ENAMETOOLONG);
+    ph_error_free(&err);
+    assert_int_equal(ph_paths_absolute("", buf, sizeof buf, &err), -1);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    ph_error_free(&err);
+}
+
+/* ---- modes in layers ------------------------------------------------------ */
+
+static const char *
+profile_text(const char *name, const char *description, const char *extra)
+{
+    static char buf[1024];
+
+    snprintf(buf, sizeof buf,
+             "name: %s\ndescription: %s\nwrap: [echo]\n%s"
+             "artifacts:\n  - {glob: \"x*\"}\n",
+             name, description, extra ? extra : "");
+    return buf;
+}
+
+static void
+write_profile(const char *dir, const char *name, const char *description, const char *extra)
+{
+    char rel[PATH_MAX];
+
+    mkdirs(dir);
+    snprintf(rel, sizeof rel, "%s/%s.yaml", dir, name);
+    tu_write(rel, profile_text(name, description, extra));
+}
+
+static void
+test_profiles_layered(void **state)
+{
+    char shipped[PATH_MAX], own[PATH_MAX], given[PATH_MAX], none[PATH_MAX], empty[PATH_MAX];
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+
+    (void)state;
+    write_profile("shipped", "strace", "shipped strace", NULL);
+    write_profile("shipped", "massif", "shipped massif", "aliases: [valgrind]\n");
+    write_profile("own", "strace", "the project's strace", NULL);
+    write_profile("own", "perf", "the project's perf", NULL);
+    write_profile("given", "perf", "the flag's perf", NULL);
+    mkdirs("empty");
+    tu_write("empty/README", "not a profile\n");
+    snprintf(shipped, sizeof shipped, "%s/shipped", test_dir);
+    snprintf(own, sizeof own, "%s/own", test_dir);
+    snprintf(given, sizeof given, "%s/given", test_dir);
+    snprintf(none, sizeof none, "%s/none", test_dir);
+    snprintf(empty, sizeof empty, "%s/empty", test_dir);
+    {
+        ph_profile_dir dirs[] = { { shipped, 0 }, { own, 1 }, { given, 0 } };
+
+        assert_int_equal(ph_profiles_load_dirs(dirs, 3, &set, &err), 0);
+        assert_int_equal(set.n, 3);
+        /* sorted by name; later layers win */
+        assert_string_equal(set.v[0].name, "massif");
+        assert_string_equal(set.v[1].name, "perf");
+        assert_string_equal(set.v[1].description, "the flag's perf");
+        assert_string_equal(set.v[2].description, "the project's strace");
+        /* found by alias too, by name first */
+        assert_ptr_equal(ph_profiles_find(&set, "valgrind"), &set.v[0]);
+        assert_ptr_equal(ph_profiles_find(&set, "massif"), &set.v[0]);
+        assert_null(ph_profiles_find(&set, "Massif"));
+        ph_profiles_free(&set);
+    }
+    {
+        /* Optional layers that are not there or hold no profile: skipped.
+         * The same directory twice: read once. */
+        ph_profile_dir dirs[] = { { shipped, 0 }, { none, 1 }, { empty, 1 }, { shipped, 0 } };
+
+        assert_int_equal(ph_profiles_load_dirs(dirs, 4, &set, &err), 0);
+        assert_int_equal(set.n, 2);
+        ph_profiles_free(&set);
+    }
+    {
+        /* A layer that must be there and is not: the error names it. */
+        ph_profile_dir dirs[] = { { shipped, 0 }, { none, 0 } };
+
+        assert_int_equal(ph_profiles_load_dirs(dirs, 2, &set, &err), -1);
+        assert_non_null(strstr(err->msg, none));
+        assert_int_equal(set.n, 0);
+        ph_error_free(&err);
+    }
+    {
+        /* A broken profile in the project's layer fails, naming file:line. */
+        ph_profile_dir dirs[] = { { shipped, 0 }, { own, 1 } };
+
+        tu_write("own/broken.yaml", "name: broken\nwrap: [x\n");
+        assert_int_equal(ph_profiles_load_dirs(dirs, 2, &set, &err), -1);
+        assert_non_null(strstr(err->msg, "broken.yaml:"));
+        ph_error_free(&err);
+    }
+}
+
+static void
+test_profile_use_keys(void **state)
+{
+    ph_profile p;
+    ph_error_t err = NULL;
+    const char *path;
+
+    (void)state;
+    path = tu_write("callgrind.yaml", profile_text("callgrind", "d",
+                                                  "note: slow to start\n"
+                                                  "snapshot: {exec: [callgrind_control, --dump], wait: 20s}\n"));
+    assert_int_equal(ph_profile_load(path, &p, &err), 0);
+    assert_string_equal(p.note, "slow to start");
+    assert_int_equal(p.snapshot.exec.n, 2);
+    assert_string_equal(p.snapshot.exec.v[0], "callgrind_control");
+    assert_int_equal(p.snapshot.wait_ns, 20LL * 1000000000LL);
+    assert_null(p.snapshot.signal);
+    ph_profile_free(&p);
+
+    path = tu_write("flamegraph.yaml", profile_text("flamegraph", "d", "snapshot: {signal: usr2}\n"));
+    assert_int_equal(ph_profile_load(path, &p, &err), 0);
+    assert_string_equal(p.snapshot.signal, "SIGUSR2");
+    ph_profile_free(&p);
+
+    path = tu_write("strace.yaml", profile_text("strace", "d", "snapshot: {unsupported: writes as it goes}\n"));
+    assert_int_equal(ph_profile_load(path, &p, &err), 0);
+    assert_string_equal(p.snapshot.unsupported, "writes as it goes");
+    ph_profile_free(&p);
+
+    /* The malformed forms, each named at its line. */
+    static const char *const bad[] = {
+        "snapshot: {exec: [x], signal: USR1}\n",
+        "snapshot: {wait: 3s}\n",
+        "snapshot: {signal: NOPE}\n",
+        "snapshot: {exec: []}\n",
+        "snapshot: [x]\n",
+        "aliases: [\"../up\"]\n",
+        "aliases: [\"\"]\n",
+    };
+    for (size_t i = 0; i < PH_ARRAY_LEN(bad); i++) {
+        path = tu_write("strace.yaml", profile_text("strace", "d", bad[i]));
+        assert_int_equal(ph_profile_load(path, &p, &err), -1);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        assert_non_null(strstr(err->msg, "strace.yaml:4"));
+        ph_error_free(&err);
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_distance),
+        cmocka_unit_test(test_suggest),
+        cmocka_unit_test(test_suggest_list),
+        cmocka_unit_test_setup_teardown(test_layout_installed, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layout_build_tree, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layout_neither, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_absolute, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profiles_layered, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_use_keys, tu_setup, teardown),
+    };
+
+    return cmocka_run_group_tests_name("adopt", tests, NULL, NULL);
+}
