@@ -3,6 +3,9 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "ph_paths.h"
 
 ph_run *
 ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
@@ -16,6 +19,25 @@ ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
     };
 
     return ph_run_new(&o, err);
+}
+
+int
+ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err)
+{
+    ph_run_opts o = { .profiles_dir = g->profiles_dir };
+    ph_compose *c = NULL;
+    ph_error_t no_project = NULL;
+    ph_layout lay;
+    int rc;
+
+    if (ph_paths_layout(NULL, getenv("PH_DATA_DIR"), &lay, err) < 0)
+        return -1;
+    /* Listing modes needs no project; with one, its own profiles count. */
+    if (ph_compose_open(&g->compose, &c, &no_project) < 0)
+        ph_error_free(&no_project);
+    rc = ph_run_load_profiles(&o, lay.data, c ? c->dir : NULL, out, err);
+    ph_compose_free(c);
+    return rc;
 }
 
 int

@@ -9,6 +9,10 @@
 /* Open the run context for the global options; NULL and *err on failure. */
 ph_run *ph_cli_run_open(const ph_global_opts *g, ph_error_t *err);
 
+/* The modes for the global options: shipped, the project's own (when a
+ * compose project is found here; none is needed), --profiles. */
+int ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err);
+
 /* Parse subcommand options: only -h/--help, then SERVICE...  Returns the
  * index of the first service, or -1 after printing usage (exit 2), or -2
  * after printing help (exit 0). */

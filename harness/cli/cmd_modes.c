@@ -1,4 +1,5 @@
-/* cmd_modes.c - `profharness modes`: the modes the profiles directory defines. */
+/* cmd_modes.c - `profharness modes`: the modes there are (shipped, the
+ * project's own, --profiles; see ph_run.h). */
 #include <stdio.h>
 
 #include "cli_common.h"
@@ -13,7 +14,7 @@ ph_cmd_modes(const ph_global_opts *g, int argc, char **argv)
 
     if (first < 0)
         return first == -2 ? 0 : 2;
-    if (ph_profiles_load_dir(g->profiles_dir, &set, &err) == 0) {
+    if (ph_cli_profiles(g, &set, &err) == 0) {
         for (size_t i = 0; i < set.n; i++)
             printf("%-12s %s\n", set.v[i].name, set.v[i].description ? set.v[i].description : "");
     }

@@ -11,6 +11,8 @@
 #include "ph_cmds.h"
 #include "ph_engine.h"
 #include "ph_log.h"
+#include "ph_suggest.h"
+#include "ph_util.h"
 
 #define PH_VERSION "0.1.0"
 
@@ -53,8 +55,8 @@ usage(FILE *out)
             "      --profile NAME     enable a compose profile; repeatable (default: COMPOSE_PROFILES)\n"
             "      --env-file FILE    the project's environment file; repeatable (default: .env)\n"
             "      --project-directory DIR  where relative paths start (default: the first file's folder)\n"
-            "      --profiles DIR     profile (mode) definitions (default profiles)\n"
-            "  -o, --output DIR       where artifacts land (default contrib/profiling)\n"
+            "      --profiles DIR     more modes, over the shipped ones and the project's own profiles/\n"
+            "  -o, --output DIR       where artifacts land (default: contrib/profiling in the project directory)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
             "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
             "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
@@ -75,7 +77,8 @@ usage(FILE *out)
             "  DOCKER_CONTEXT, DOCKER_CONFIG                    the Docker context, as for docker\n"
             "  OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT  export each command's stages as OpenTelemetry spans\n"
             "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
-            "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
+            "  PH_DATA_DIR            where profiles/ and images/ are (default: found from the binary:\n"
+            "                         ../share/profharness when installed, .. in a build tree)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
             "130/143 interrupted by SIGINT/SIGTERM.  stop: 0 = collected; 1 = a fault, the\n"
@@ -103,8 +106,8 @@ main(int argc, char **argv)
     };
     ph_global_opts g = {
         .compose_file = NULL,
-        .profiles_dir = "profiles",
-        .out_dir = "contrib/profiling",
+        .profiles_dir = NULL,
+        .out_dir = NULL,
         .project = NULL,
     };
     /* Each repeatable option takes at most every argument. */
@@ -162,6 +165,20 @@ main(int argc, char **argv)
             return rc;
         }
     }
-    fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);
+    {
+        const char *names[PH_ARRAY_LEN(commands)];
+        const char *near;
+
+        for (size_t i = 0; i < PH_ARRAY_LEN(commands); i++)
+            names[i] = commands[i].name;
+        near = ph_suggest(argv[first], names, PH_ARRAY_LEN(names));
+        if (near != NULL)
+            fprintf(stderr, "profharness: unknown command `%s`; did you mean `%s`?\n", argv[first], near);
+        else
+            fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);
+    }
+    free(files);
+    free(env_files);
+    free(profiles);
     return 2;
 }

@@ -10,6 +10,7 @@
 
 #include "ph_escape.h"
 #include "ph_log.h"
+#include "ph_paths.h"
 #include "ph_run.h"
 #include "ph_tar.h"
 #include "ph_util.h"
@@ -358,8 +359,8 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
     int found = 0, rc = -1;
 
     snprintf(dockerfile, sizeof dockerfile, "%s/images/profiling/Dockerfile", data_dir);
-    snprintf(shim, sizeof shim, "%s/build/ph-init", data_dir);
-    snprintf(sampler, sizeof sampler, "%s/build/libphsampler.so", data_dir);
+    ph_paths_lib_file(data_dir, "ph-init", shim, sizeof shim);
+    ph_paths_lib_file(data_dir, "libphsampler.so", sampler, sizeof sampler);
     for (size_t i = 0; i < packages->n; i++) {
         if (i)
             strncat(pkgs, " ", sizeof pkgs - strlen(pkgs) - 1);

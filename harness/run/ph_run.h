@@ -34,19 +34,28 @@
 #define PH_RECORD_MAX    65536                     /* larger is no record of ours */
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
 
+#define PH_OUT_DEFAULT   "contrib/profiling"       /* under the project directory */
+
 typedef struct ph_run_opts {
     const ph_compose_opts *compose; /* files, project, env files, profiles; when NULL: */
     const char *compose_file;
+    /* Modes: the shipped profiles (DATA/profiles), then the project's own
+     * (<project dir>/profiles, when there), then this directory (may be
+     * NULL); a later one replaces an earlier one's mode of the same name. */
     const char *profiles_dir;
-    const char *out_dir;
+    const char *out_dir;    /* NULL = <project dir>/PH_OUT_DEFAULT; relative: from the cwd */
     const char *project;    /* NULL = from the compose file */
-    const char *data_dir;   /* where images/ and build/ are; NULL = next to the binary */
+    const char *data_dir;   /* profiles/ and images/ (ph_paths.h); NULL = found from the binary */
 } ph_run_opts;
 
 typedef struct ph_run ph_run;
 
 /* Load the compose file and the profiles; nothing is contacted yet. */
 ph_run *ph_run_new(const ph_run_opts *o, ph_error_t *err);
+/* The modes O gives (see profiles_dir) for DATA_DIR and PROJECT_DIR (NULL:
+ * no project's own). */
+int ph_run_load_profiles(const ph_run_opts *o, const char *data_dir, const char *project_dir, ph_profile_set *out,
+                         ph_error_t *err);
 void ph_run_free(ph_run *r);
 
 ph_compose *ph_run_compose(ph_run *r);

@@ -17,6 +17,7 @@
 struct ph_run {
     ph_run_opts opts;
     char *data_dir;
+    char *out_dir;        /* absolute; opts.out_dir points here */
     ph_compose *compose;
     ph_profile_set profiles;
     ph_engine *engine;
@@ -44,6 +45,12 @@ int ph_run_mkdir_p(const char *path, ph_error_t *err);
 int ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err); /* connect once, lazily */
 const char *ph_run_label(json_t *container, const char *key);
 int ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err);
+/* The first compose file, absolute: what messages name. */
+const char *ph_run_compose_path(ph_run *r);
+/* PH_EXIT_USAGE errors for an unknown service or mode: did-you-mean, and
+ * a hint listing what there is.  Return -1. */
+int ph_run_bad_service(ph_run *r, const char *name, ph_error_t *err);
+int ph_run_bad_mode(ph_run *r, const char *mode, ph_error_t *err);
 int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
 int ph_run_is_running(json_t *c);
 int ph_run_is_profiled(json_t *c);

@@ -469,10 +469,8 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
     ph_svc_list sl;
     int rc = 0;
 
-    if (p == NULL) {
-        ph_bad_input(err, "no mode `%s` in %s", mode, r->opts.profiles_dir);
-        return ph_error_hint(err, "list the modes with `profharness modes`");
-    }
+    if (p == NULL)
+        return ph_run_bad_mode(r, mode, err);
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     keep_enabled(&sl, n);

@@ -1,7 +1,9 @@
 /* test_adopt.c - what a user adopting profharness in their own project
  * meets before any container runs: did-you-mean for what they mistype,
  * the harness finding its own files from wherever it is installed, modes
- * layered (shipped, the project's own, --profiles). */
+ * layered (shipped, the project's own, --profiles), the run context's
+ * defaults (output beside the project, absolute), and the errors and hints
+ * for an unknown mode or service. */
 #include "test_util.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 
 #include "ph_paths.h"
 #include "ph_profile.h"
+#include "ph_run_int.h"
 #include "ph_suggest.h"
 #include "ph_util.h"
 
@@ -376,6 +379,111 @@ test_profile_use_keys(void **state)
     }
 }
 
+/* ---- the run context ------------------------------------------------------ */
+
+/* A project in test_dir/proj with two services, shipped profiles in
+ * test_dir/data. */
+static ph_run *
+open_project(const char *out_dir, const char *profiles_dir, ph_error_t *err)
+{
+    char compose[PATH_MAX], data[PATH_MAX];
+    ph_run_opts o = { 0 };
+
+    write_profile("data/profiles", "strace", "shipped strace", NULL);
+    write_profile("data/profiles", "massif", "shipped massif", "aliases: [valgrind]\n");
+    write_profile("data/profiles", "flamegraph", "shipped flamegraph", NULL);
+    mkdirs("proj");
+    tu_write("proj/compose.yaml", "services:\n  cworker:\n    image: w\n  api:\n    image: a\n");
+    snprintf(compose, sizeof compose, "%s/proj/compose.yaml", test_dir);
+    snprintf(data, sizeof data, "%s/data", test_dir);
+    o.compose_file = compose;
+    o.data_dir = data;
+    o.out_dir = out_dir;
+    o.profiles_dir = profiles_dir;
+    return ph_run_new(&o, err);
+}
+
+static void
+test_run_out_dir(void **state)
+{
+    char want[PATH_MAX];
+    ph_error_t err = NULL;
+    ph_run *r;
+
+    (void)state;
+    mkdirs("elsewhere");
+    assert_int_equal(chdir(test_dir), 0);
+    assert_int_equal(chdir("elsewhere"), 0);
+    /* Not where the user stands: beside the project. */
+    r = open_project(NULL, NULL, &err);
+    assert_non_null(r);
+    snprintf(want, sizeof want, "%s/proj/contrib/profiling", test_dir);
+    assert_string_equal(r->opts.out_dir, want);
+    ph_run_free(r);
+    /* -o relative: from where the user stands, made absolute. */
+    r = open_project("../runs/", NULL, &err);
+    assert_non_null(r);
+    snprintf(want, sizeof want, "%s/runs", test_dir);
+    assert_string_equal(r->opts.out_dir, want);
+    ph_run_free(r);
+}
+
+static void
+test_run_project_profiles(void **state)
+{
+    char given[PATH_MAX];
+    ph_error_t err = NULL;
+    ph_run *r;
+
+    (void)state;
+    write_profile("proj/profiles", "strace", "the project's strace", NULL);
+    write_profile("proj/profiles", "pyspy", "the project's own mode", NULL);
+    write_profile("flag", "pyspy", "the flag's", NULL);
+    r = open_project(NULL, NULL, &err);
+    assert_non_null(r);
+    assert_int_equal(ph_run_profiles(r)->n, 4);
+    assert_string_equal(ph_profiles_find(ph_run_profiles(r), "strace")->description, "the project's strace");
+    assert_non_null(ph_profiles_find(ph_run_profiles(r), "pyspy"));
+    ph_run_free(r);
+    snprintf(given, sizeof given, "%s/flag", test_dir);
+    r = open_project(NULL, given, &err);
+    assert_non_null(r);
+    assert_string_equal(ph_profiles_find(ph_run_profiles(r), "pyspy")->description, "the flag's");
+    ph_run_free(r);
+}
+
+static void
+test_run_unknown_names(void **state)
+{
+    char want[PATH_MAX];
+    ph_error_t err = NULL;
+    ph_svc_list sl = { 0 };
+    char *names[] = { "cwroker" };
+    ph_run *r;
+
+    (void)state;
+    assert_int_equal(chdir(test_dir), 0);
+    r = open_project(NULL, NULL, &err);
+    assert_non_null(r);
+    /* A mode: did you mean, and every mode with its aliases. */
+    assert_int_equal(ph_run_start(r, "flamegraf", NULL, 0, &err), -1);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    assert_string_equal(err->msg, "no mode `flamegraf`; did you mean `flamegraph`?");
+    assert_non_null(strstr(err->hint, "flamegraph, massif (also valgrind), strace"));
+    ph_error_free(&err);
+    assert_int_equal(ph_run_start(r, "zzz", NULL, 0, &err), -1);
+    assert_string_equal(err->msg, "no mode `zzz`");
+    ph_error_free(&err);
+    /* A service: the compose file named absolutely, did you mean, the list. */
+    assert_int_equal(ph_run_select(r, names, 1, &sl, &err), -1);
+    snprintf(want, sizeof want, "%s/proj/compose.yaml: no service `cwroker`; did you mean `cworker`?", test_dir);
+    assert_string_equal(err->msg, want);
+    assert_string_equal(err->hint, "its services: cworker, api");
+    assert_null(sl.v);
+    ph_error_free(&err);
+    ph_run_free(r);
+}
+
 int
 main(void)
 {
@@ -389,6 +497,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_absolute, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_profiles_layered, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_use_keys, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_out_dir, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_project_profiles, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_unknown_names, tu_setup, teardown),
     };
 
     return cmocka_run_group_tests_name("adopt", tests, NULL, NULL);
