@@ -339,7 +339,8 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
     return 0;
 }
 
-/* Containers of this project (and SERVICE, when not NULL). */
+/* Containers of this project (and SERVICE, when not NULL): ours, and
+ * those docker compose made for it. */
 int
 ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err)
 {
@@ -351,7 +352,15 @@ ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err)
         return -1;
     snprintf(l1, sizeof l1, "%s=%s", PH_LABEL_PROJECT, r->compose->project);
     snprintf(l2, sizeof l2, "%s=%s", PH_LABEL_SERVICE, service ? service : "");
-    return ph_engine_containers_by_label(e, labels, service ? 2 : 1, out, err);
+    if (ph_engine_containers_by_label(e, labels, service ? 2 : 1, out, err) < 0)
+        return -1;
+    /* And what docker compose runs for the project (ph_run_compose.c). */
+    if (ph_run_list_compose(r, service, *out, err) < 0) {
+        json_decref(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -401,11 +410,13 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
                 strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
                 since = created;
             }
-            /* Labels and states are the Engine's answer: escaped. */
-            fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name,
-                    ph_escape(e_mode, sizeof e_mode, ph_run_label(c, PH_LABEL_MODE)),
+            /* Labels and states are the Engine's answer: escaped.  A run
+             * dir appears when the run is collected: until then, say so. */
+            fprintf(out, "%-16s %-10s %-10s %-21s %s%s\n", s->name,
+                    ph_run_by_compose(c) ? "compose" : ph_escape(e_mode, sizeof e_mode, ph_run_label(c, PH_LABEL_MODE)),
                     ph_escape(e_state, sizeof e_state, json_string_value(json_object_get(c, "State"))),
-                    ph_escape(e_since, sizeof e_since, since), dir ? ph_escape(e_dir, sizeof e_dir, dir) : "-");
+                    ph_escape(e_since, sizeof e_since, since), dir ? ph_escape(e_dir, sizeof e_dir, dir) : "-",
+                    dir && access(dir, F_OK) != 0 ? " (written at stop)" : "");
             shown = 1;
         }
         if (!shown)

@@ -875,6 +875,7 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    ph_run_order_dependants_first(r, &sl); /* as compose stops them */
     rc = ph_run_stop_services(r, &sl, 0, err);
     free(sl.v);
     return rc;

@@ -5,6 +5,8 @@
  *   ph_run_config.c   a service's Engine container configuration
  *   ph_run_start.c    images, start, restore
  *   ph_run_collect.c  stop and collect
+ *   ph_run_compose.c  living beside docker compose: its containers, its
+ *                     labels, who holds a port
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -65,6 +67,35 @@ json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, co
 int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 int ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
                             ph_error_t *err);
+
+/* ph_run_start.c */
+/* Order SL so that a service comes after those it depends on (stable). */
+void ph_run_order_by_deps(ph_run *r, ph_svc_list *sl);
+/* The reverse: dependants first, as compose stops them. */
+void ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl);
+
+/* ph_run_compose.c */
+#define PH_DC_PROJECT "com.docker.compose.project"
+#define PH_DC_SERVICE "com.docker.compose.service"
+#define PH_DC_ONEOFF  "com.docker.compose.oneoff"
+#define PH_BY_COMPOSE "PhByCompose" /* in memory only: this listed container is docker compose's */
+/* C (as ph_run_list has it) was made by docker compose, not by us. */
+int ph_run_by_compose(json_t *c);
+/* Append to LIST the containers of THEIRS (a compose project's) that are
+ * the services' (not one-off) and not in LIST yet, each given the labels
+ * the loop reads and PH_BY_COMPOSE.  -1 on allocation failure. */
+int ph_run_merge_compose(json_t *list, json_t *theirs);
+/* ph_run_merge_compose of the project's compose containers (of SERVICE). */
+int ph_run_list_compose(ph_run *r, const char *service, json_t *list, ph_error_t *err);
+/* The labels docker compose gives its container of S, set in LABELS. */
+void ph_run_compose_labels(ph_run *r, const ph_service *s, json_t *labels);
+/* When MSG is the Engine's "port is already allocated": which container
+ * of CONTAINERS (GET /containers/json) holds it, as a hint into HINT; 1
+ * then, else 0. */
+int ph_run_port_owner(const char *msg, json_t *containers, char *hint, size_t len);
+/* ph_run_port_owner on *ERR and the running containers: sets the hint.
+ * Returns -1 (for `return ph_run_port_hint(r, err);`). */
+int ph_run_port_hint(ph_run *r, ph_error_t *err);
 
 /* ph_run_collect.c */
 int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);

@@ -2,8 +2,10 @@
  * meets before any container runs: did-you-mean for what they mistype,
  * the harness finding its own files from wherever it is installed, modes
  * layered (shipped, the project's own, --profiles), the run context's
- * defaults (output beside the project, absolute), and the errors and hints
- * for an unknown mode or service. */
+ * defaults (output beside the project, absolute), the errors and hints
+ * for an unknown mode or service; and the pure cores of living beside
+ * docker compose (its containers merged in, its labels, who holds a
+ * port) and of stopping dependants first. */
 #include "test_util.h"
 
 #include <errno.h>
@@ -484,6 +486,163 @@ test_run_unknown_names(void **state)
     ph_run_free(r);
 }
 
+/* ---- beside docker compose ------------------------------------------------ */
+
+static json_t *
+jload(const char *text)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+
+    if (j == NULL)
+        fail_msg("bad JSON in the test (line %d): %s", je.line, je.text);
+    return j;
+}
+
+static void
+test_merge_compose(void **state)
+{
+    json_t *ours = jload("[{\"Id\": \"a\", \"State\": \"running\", \"Labels\": {"
+                         "\"io.profharness.service\": \"front\", \"io.profharness.mode\": \"none\","
+                         "\"com.docker.compose.project\": \"p\", \"com.docker.compose.service\": \"front\"}}]");
+    json_t *theirs = jload("[{\"Id\": \"a\", \"Labels\": {\"io.profharness.service\": \"front\","
+                           "  \"io.profharness.mode\": \"none\", \"com.docker.compose.service\": \"front\"}},"
+                           " {\"Id\": \"b\", \"State\": \"exited\", \"Labels\": {\"com.docker.compose.project\": \"p\","
+                           "  \"com.docker.compose.service\": \"worker\", \"com.docker.compose.oneoff\": \"False\"}},"
+                           " {\"Id\": \"c\", \"Labels\": {\"com.docker.compose.service\": \"worker\","
+                           "  \"com.docker.compose.oneoff\": \"True\"}},"
+                           " {\"Id\": \"d\", \"Labels\": {\"com.docker.compose.project\": \"p\"}},"
+                           " {\"Id\": \"e\", \"Labels\": null}]");
+    json_t *b;
+
+    (void)state;
+    assert_int_equal(ph_run_merge_compose(ours, theirs), 0);
+    /* a is ours (restore gave it compose's labels): once, as ours. */
+    assert_int_equal(json_array_size(ours), 2);
+    assert_false(ph_run_by_compose(json_array_get(ours, 0)));
+    b = json_array_get(ours, 1);
+    assert_string_equal(json_string_value(json_object_get(b, "Id")), "b");
+    assert_true(ph_run_by_compose(b));
+    assert_string_equal(ph_run_label(b, PH_LABEL_SERVICE), "worker");
+    assert_string_equal(ph_run_label(b, PH_LABEL_MODE), "none");
+    assert_false(ph_run_is_profiled(b));
+    assert_false(ph_run_is_running(b));
+    json_decref(ours);
+    json_decref(theirs);
+}
+
+static void
+test_compose_labels(void **state)
+{
+    ph_error_t err = NULL;
+    json_t *labels = json_object();
+    ph_run *r;
+    char want[PATH_MAX];
+
+    (void)state;
+    mkdirs("proj");
+    tu_write("proj/compose.yaml", "services:\n  cworker:\n    image: w\n");
+    tu_write("proj/compose.override.yaml", "services:\n  cworker:\n    environment: {A: b}\n");
+    write_profile("data/profiles", "strace", "s", NULL);
+    {
+        /* Found as compose finds it: here, with its override. */
+        char data[PATH_MAX];
+        ph_compose_opts co = { .project = "myapp" };
+        ph_run_opts o = { .compose = &co, .data_dir = data };
+
+        snprintf(data, sizeof data, "%s/data", test_dir);
+        assert_int_equal(chdir(test_dir), 0);
+        assert_int_equal(chdir("proj"), 0);
+        r = ph_run_new(&o, &err);
+    }
+    assert_non_null(r);
+    ph_run_compose_labels(r, ph_compose_service(ph_run_compose(r), "cworker"), labels);
+    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.project")), "myapp");
+    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.service")), "cworker");
+    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.oneoff")), "False");
+    /* docker-compose 1.29 refuses a container without its number. */
+    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.container-number")), "1");
+    snprintf(want, sizeof want, "%s/proj", test_dir);
+    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.project.working_dir")), want);
+    snprintf(want, sizeof want, "%s/proj/compose.yaml,%s/proj/compose.override.yaml", test_dir, test_dir);
+    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.project.config_files")), want);
+    json_decref(labels);
+    ph_run_free(r);
+}
+
+static void
+test_port_owner(void **state)
+{
+    static const char msg[] = "start container `x`: driver failed programming external connectivity on endpoint "
+                              "y-front-strace (abc): Bind for 127.0.0.1:18181 failed: port is already allocated";
+    json_t *all = jload("[{\"Names\": [\"/other\"], \"Ports\": [{\"PrivatePort\": 18181, \"Type\": \"tcp\"}]},"
+                        " {\"Names\": [\"/nu-myapp_front_1\"], \"Ports\": [{\"IP\": \"127.0.0.1\","
+                        "  \"PrivatePort\": 8080, \"PublicPort\": 18181, \"Type\": \"tcp\"}],"
+                        "  \"Labels\": {\"com.docker.compose.project\": \"nu-myapp\","
+                        "   \"com.docker.compose.service\": \"front\"}},"
+                        " {\"Names\": [\"/plain\"], \"Ports\": [{\"PrivatePort\": 80, \"PublicPort\": 8000}]}]");
+    char hint[512];
+
+    (void)state;
+    assert_int_equal(ph_run_port_owner(msg, all, hint, sizeof hint), 1);
+    assert_non_null(strstr(hint, "port 18181 is held by container `nu-myapp_front_1`, service `front` of the "
+                                 "compose project `nu-myapp`"));
+    assert_non_null(strstr(hint, "-p nu-myapp"));
+    assert_int_equal(ph_run_port_owner("Bind for 0.0.0.0:8000 failed: port is already allocated", all, hint,
+                                       sizeof hint), 1);
+    assert_non_null(strstr(hint, "container `plain`, which profharness did not make"));
+    assert_int_equal(ph_run_port_owner("Bind for [::]:9999 failed: port is already allocated", all, hint,
+                                       sizeof hint), 1);
+    assert_non_null(strstr(hint, "port 9999 is held by a process outside"));
+    /* Not a port conflict: nothing to say. */
+    assert_int_equal(ph_run_port_owner("No such image: x", all, hint, sizeof hint), 0);
+    assert_int_equal(ph_run_port_owner("Bind for 1.2.3.4:http failed: port is already allocated", all, hint,
+                                       sizeof hint), 0);
+    json_decref(all);
+}
+
+static void
+test_stop_order(void **state)
+{
+    char compose[PATH_MAX], data[PATH_MAX];
+    ph_run_opts o = { 0 };
+    ph_error_t err = NULL;
+    ph_svc_list sl = { 0 };
+    ph_run *r;
+
+    (void)state;
+    write_profile("data/profiles", "strace", "s", NULL);
+    mkdirs("p");
+    tu_write("p/compose.yaml", "services:\n"
+                               "  db: {image: d}\n"
+                               "  api: {image: a, depends_on: [db]}\n"
+                               "  front: {image: f, depends_on: [api]}\n"
+                               "  cron: {image: c}\n");
+    snprintf(compose, sizeof compose, "%s/p/compose.yaml", test_dir);
+    snprintf(data, sizeof data, "%s/data", test_dir);
+    o.compose_file = compose;
+    o.data_dir = data;
+    r = ph_run_new(&o, &err);
+    assert_non_null(r);
+    assert_int_equal(ph_run_select(r, NULL, 0, &sl, &err), 0);
+    ph_run_order_dependants_first(r, &sl);
+    assert_int_equal(sl.n, 4);
+    /* front before api before db: the reverse of starting */
+    {
+        int front = -1, api = -1, db = -1;
+
+        for (size_t i = 0; i < sl.n; i++) {
+            front = strcmp(sl.v[i]->name, "front") == 0 ? (int)i : front;
+            api = strcmp(sl.v[i]->name, "api") == 0 ? (int)i : api;
+            db = strcmp(sl.v[i]->name, "db") == 0 ? (int)i : db;
+        }
+        assert_true(front < api);
+        assert_true(api < db);
+    }
+    free(sl.v);
+    ph_run_free(r);
+}
+
 int
 main(void)
 {
@@ -500,6 +659,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_run_out_dir, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_project_profiles, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_unknown_names, tu_setup, teardown),
+        cmocka_unit_test(test_merge_compose),
+        cmocka_unit_test_setup_teardown(test_compose_labels, tu_setup, teardown),
+        cmocka_unit_test(test_port_owner),
+        cmocka_unit_test_setup_teardown(test_stop_order, tu_setup, teardown),
     };
 
     return cmocka_run_group_tests_name("adopt", tests, NULL, NULL);
