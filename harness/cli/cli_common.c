@@ -8,7 +8,7 @@
 #include "ph_paths.h"
 
 ph_run *
-ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
+ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err)
 {
     ph_run_opts o = {
         .compose = &g->compose,
@@ -16,9 +16,16 @@ ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
         .profiles_dir = g->profiles_dir,
         .out_dir = g->out_dir,
         .project = g->project,
+        .build = build,
     };
 
     return ph_run_new(&o, err);
+}
+
+ph_run *
+ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
+{
+    return ph_cli_run_open_build(g, 0, err);
 }
 
 int

@@ -8,6 +8,8 @@
 
 /* Open the run context for the global options; NULL and *err on failure. */
 ph_run *ph_cli_run_open(const ph_global_opts *g, ph_error_t *err);
+/* The same, building service images first when BUILD (start --build). */
+ph_run *ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err);
 
 /* The modes for the global options: shipped, the project's own (when a
  * compose project is found here; none is needed), --profiles. */

@@ -25,15 +25,16 @@ typedef struct ph_cmd {
 
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
-    { "start", ph_cmd_start, "--mode MODE [SERVICE...]", "restart services under a profiling mode" },
+    { "start", ph_cmd_start, "--mode MODE [--build] [SERVICE...]", "restart services under a profiling mode" },
     { "stop", ph_cmd_stop, "[--discard] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
     { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },
-    { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir" },
-    { "modes", ph_cmd_modes, "", "the modes found in the profiles directory" },
-    { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output" },
+    { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir (compose's containers too)" },
+    { "modes", ph_cmd_modes, "", "the modes there are (shipped, the project's profiles/, --profiles)" },
+    { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output (its last run's, once gone)" },
     { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
     { "diff", ph_cmd_diff, "[-n] A.folded B.folded", "differential folded stacks from two profiles" },
+    { "prune", ph_cmd_prune, "[--all]", "remove profiling images the project no longer needs" },
 };
 
 static void
@@ -66,7 +67,7 @@ usage(FILE *out)
             "\n"
             "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %-26s %s\n", commands[i].name, commands[i].args, commands[i].help);
+        fprintf(out, "  %-10s %-34s %s\n", commands[i].name, commands[i].args, commands[i].help);
     fprintf(out,
             "\n"
             "With no SERVICE a command applies to every service in the compose file.\n"

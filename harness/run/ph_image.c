@@ -331,8 +331,8 @@ hash_file(const char *path, uint64_t *h)
 }
 
 /* "registry:5000/team/app:1.2" -> "app" */
-static void
-short_name(const char *image, char *out, size_t len)
+void
+ph_image_short_name(const char *image, char *out, size_t len)
 {
     const char *slash = strrchr(image, '/'), *base = slash ? slash + 1 : image;
     size_t n = strcspn(base, ":@");
@@ -404,7 +404,7 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
     }
     h = ph_image_hash(h, base_id, strlen(base_id));
     h = ph_image_hash(h, pkgs, strlen(pkgs));
-    short_name(service_image, name, sizeof name);
+    ph_image_short_name(service_image, name, sizeof name);
     snprintf(tag, sizeof tag, "%s-profiling:%016llx", name, (unsigned long long)h);
 
     json_decref(info);

@@ -445,8 +445,8 @@ ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
             break;
     }
     json_decref(list);
-    if (!any)
-        ph_info("%s: no container", service);
+    if (!any) /* gone with its container: the last run kept it */
+        return ph_run_print_last_log(r, service, stdout, err);
     return rc;
 }
 

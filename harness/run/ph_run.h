@@ -33,6 +33,8 @@
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    65536                     /* larger is no record of ours */
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
+#define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
+#define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
 
 #define PH_OUT_DEFAULT   "contrib/profiling"       /* under the project directory */
 
@@ -46,6 +48,8 @@ typedef struct ph_run_opts {
     const char *out_dir;    /* NULL = <project dir>/PH_OUT_DEFAULT; relative: from the cwd */
     const char *project;    /* NULL = from the compose file */
     const char *data_dir;   /* profiles/ and images/ (ph_paths.h); NULL = found from the binary */
+    int build;              /* start, restore: build the images of services with `build` first
+                             * (compose's --build; the builder's cache keeps an unchanged one) */
 } ph_run_opts;
 
 typedef struct ph_run ph_run;
@@ -75,7 +79,12 @@ int ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
+/* The service's output: its containers' (compose's too), else the newest
+ * run's service.log. */
 int ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err);
+/* Remove the profiling images of the project's services that no container
+ * uses, keeping the newest of each unless ALL (ph_run_prune.c). */
+int ph_run_prune(ph_run *r, int all, ph_error_t *err);
 
 /* "20261122T101500Z" for now (UTC).  BUF must hold 17 bytes. */
 void ph_run_utc_stamp(char buf[17]);

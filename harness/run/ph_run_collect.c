@@ -776,6 +776,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         goto out;
     }
     describe_record(service, &res);
+    ph_run_service_log(r, service, id, res.run_fd, res.run_dir); /* its output goes with the container */
 
     t0 = ph_run_now();
     if (ph_engine_container_remove(e, id, 0, err) < 0) {
@@ -939,6 +940,8 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
         return -1;
     ph_interrupt_begin();
     rc = collect_into_run_dir(r, c, svcfd, 1, st, &ns, &res, err);
+    if (rc == 0)
+        ph_run_service_log(r, service, json_string_value(json_object_get(c, "Id")), res.run_fd, res.run_dir);
     if (rc == 0)
         rc = write_run_meta(c, &res, st, ns, err);
     ph_interrupt_end();

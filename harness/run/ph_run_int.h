@@ -7,6 +7,8 @@
  *   ph_run_collect.c  stop and collect
  *   ph_run_compose.c  living beside docker compose: its containers, its
  *                     labels, who holds a port
+ *   ph_run_servicelog.c  service.log: the service's output kept per run
+ *   ph_run_prune.c    profiling images the project no longer needs
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -96,6 +98,21 @@ int ph_run_port_owner(const char *msg, json_t *containers, char *hint, size_t le
 /* ph_run_port_owner on *ERR and the running containers: sets the hint.
  * Returns -1 (for `return ph_run_port_hint(r, err);`). */
 int ph_run_port_hint(ph_run *r, ph_error_t *err);
+
+/* ph_run_servicelog.c */
+/* Write what container ID printed as RUNFD/service.log (RUN_DIR names it
+ * in messages).  Best effort: a warning and -1 when it cannot. */
+int ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, const char *run_dir);
+/* Copy the newest run's service.log of SERVICE to OUT; an error with a
+ * hint when there is none. */
+int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err);
+
+/* ph_run_prune.c */
+/* What prune removes, from the Engine's IMAGES (GET /images/json) and
+ * CONTAINERS (all of them): [{"tag", "id", "size"}] for the tags in
+ * REPOS of images no container uses, the newest of each repository
+ * left out unless ALL.  NULL on allocation failure. */
+json_t *ph_run_prune_plan(json_t *images, json_t *containers, const ph_strv *repos, int all);
 
 /* ph_run_collect.c */
 int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);

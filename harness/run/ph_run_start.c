@@ -222,7 +222,7 @@ start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
     if (s->unsupported != NULL)
         return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
                             s->unsupported, s->name);
-    if (ensure_service_image(r, s, 0, err) < 0 || ph_run_ensure_networks(r, s, err) < 0)
+    if (ensure_service_image(r, s, r->opts.build, err) < 0 || ph_run_ensure_networks(r, s, err) < 0)
         return -1;
     img = ph_run_service_image(r, s);
     name = container_name(r, s, NULL);
@@ -414,7 +414,7 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     if (s->unsupported != NULL)
         return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
                             s->unsupported, s->name);
-    if (ensure_service_image(r, s, 0, err) < 0)
+    if (ensure_service_image(r, s, r->opts.build, err) < 0)
         return -1;
     if (ensure_profiling_image(r, s, &prof_img, err) < 0)
         return -1;

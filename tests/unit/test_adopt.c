@@ -5,7 +5,8 @@
  * defaults (output beside the project, absolute), the errors and hints
  * for an unknown mode or service; and the pure cores of living beside
  * docker compose (its containers merged in, its labels, who holds a
- * port) and of stopping dependants first. */
+ * port), of stopping dependants first, of prune's choice and of reading
+ * the last run's service.log. */
 #include "test_util.h"
 
 #include <errno.h>
@@ -643,6 +644,76 @@ test_stop_order(void **state)
     ph_run_free(r);
 }
 
+static void
+test_prune_plan(void **state)
+{
+    json_t *images = jload(
+        "[{\"Id\": \"old\", \"Created\": 100, \"Size\": 300, \"RepoTags\": [\"app-profiling:aaa\"]},"
+        " {\"Id\": \"new\", \"Created\": 300, \"Size\": 310, \"RepoTags\": [\"app-profiling:bbb\"]},"
+        " {\"Id\": \"used\", \"Created\": 200, \"Size\": 320, \"RepoTags\": [\"app-profiling:ccc\"]},"
+        " {\"Id\": \"twice\", \"Created\": 50, \"Size\": 330, \"RepoTags\": [\"app-profiling:ddd\","
+        "   \"other-profiling:ddd\"]},"
+        " {\"Id\": \"theirs\", \"Created\": 10, \"Size\": 340, \"RepoTags\": [\"other-profiling:eee\"]},"
+        " {\"Id\": \"prefix\", \"Created\": 10, \"Size\": 1, \"RepoTags\": [\"app-profiling2:x\"]},"
+        " {\"Id\": \"untagged\", \"Created\": 400, \"RepoTags\": null}]");
+    json_t *containers = jload("[{\"ImageID\": \"used\"}, {\"ImageID\": \"unrelated\"}]");
+    ph_strv repos = { 0 };
+    json_t *plan;
+
+    (void)state;
+    assert_int_equal(ph_strv_push(&repos, "app-profiling"), 0);
+    plan = ph_run_prune_plan(images, containers, &repos, 0);
+    assert_non_null(plan);
+    /* the newest (bbb) stays, the used one (ccc) stays, another
+     * project's repository and a longer name are none of ours */
+    assert_int_equal(json_array_size(plan), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 0), "tag")), "app-profiling:aaa");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(plan, 0), "size")), 300);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 1), "tag")), "app-profiling:ddd");
+    json_decref(plan);
+    plan = ph_run_prune_plan(images, containers, &repos, 1);
+    assert_int_equal(json_array_size(plan), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 1), "tag")), "app-profiling:bbb");
+    json_decref(plan);
+    ph_strv_free(&repos);
+    json_decref(images);
+    json_decref(containers);
+}
+
+static void
+test_last_log(void **state)
+{
+    ph_error_t err = NULL;
+    ph_run *r;
+    FILE *out;
+    char path[PATH_MAX], got[256];
+    size_t n;
+
+    (void)state;
+    assert_int_equal(chdir(test_dir), 0);
+    r = open_project("runs", NULL, &err);
+    assert_non_null(r);
+    /* None yet: an error that says how to get one. */
+    assert_int_equal(ph_run_print_last_log(r, "api", stdout, &err), -1);
+    assert_non_null(strstr(err->msg, "no container, and no run with a service.log"));
+    assert_non_null(strstr(err->hint, "profharness restore api"));
+    ph_error_free(&err);
+    mkdirs("runs/api/20261122T101500Z-strace");
+    tu_write("runs/api/20261122T101500Z-strace/service.log", "2026-11-22T10:15:00.1Z api: listening\n");
+    snprintf(path, sizeof path, "%s/runs/api/latest", test_dir);
+    assert_int_equal(symlink("20261122T101500Z-strace", path), 0);
+    snprintf(path, sizeof path, "%s/printed", test_dir);
+    out = fopen(path, "w+");
+    assert_non_null(out);
+    assert_int_equal(ph_run_print_last_log(r, "api", out, &err), 0);
+    rewind(out);
+    n = fread(got, 1, sizeof got - 1, out);
+    got[n] = '\0';
+    fclose(out);
+    assert_string_equal(got, "2026-11-22T10:15:00.1Z api: listening\n");
+    ph_run_free(r);
+}
+
 int
 main(void)
 {
@@ -663,6 +734,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_compose_labels, tu_setup, teardown),
         cmocka_unit_test(test_port_owner),
         cmocka_unit_test_setup_teardown(test_stop_order, tu_setup, teardown),
+        cmocka_unit_test(test_prune_plan),
+        cmocka_unit_test_setup_teardown(test_last_log, tu_setup, teardown),
     };
 
     return cmocka_run_group_tests_name("adopt", tests, NULL, NULL);
