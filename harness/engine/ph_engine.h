@@ -105,11 +105,12 @@ int ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail
 /* ---- ph_engine_output.c, ph_engine_lists.c ------------------------------ */
 
 /* Run ARGV (NULL-terminated) in the running container ID as its user
- * (exec), its stdout and stderr handed to DATA_CB as they come (NULL:
+ * (exec), with ENV ("K=V", NULL-terminated; NULL: none) over the
+ * container's environment, its stdout and stderr handed to DATA_CB as they come (NULL:
  * dropped), for at most TIMEOUT_S seconds (<= 0: no limit; on a timeout
  * the command may still run on).  0 and *exit_code once it ended. */
-int ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, long timeout_s, ph_engine_data_cb data_cb,
-                   void *ud, long *exit_code, ph_error_t *err);
+int ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, const char *const *env, long timeout_s,
+                   ph_engine_data_cb data_cb, void *ud, long *exit_code, ph_error_t *err);
 
 /* Everything container ID printed so far, stdout and stderr in the order
  * the Engine has them, each line led by its timestamp as the Engine gives

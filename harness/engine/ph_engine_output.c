@@ -28,8 +28,8 @@ out_cb(void *ud, const char *data, size_t len)
 }
 
 int
-ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, long timeout_s, ph_engine_data_cb data_cb,
-               void *ud, long *exit_code, ph_error_t *err)
+ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, const char *const *env, long timeout_s,
+               ph_engine_data_cb data_cb, void *ud, long *exit_code, ph_error_t *err)
 {
     char what[300];
     json_t *cmd = json_array(), *body = NULL, *resp = NULL, *info = NULL, *start = NULL;
@@ -53,6 +53,13 @@ ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, long timeo
             goto out;
         }
     body = json_pack("{s:O, s:b, s:b, s:b}", "Cmd", cmd, "AttachStdout", 1, "AttachStderr", 1, "Tty", 0);
+    for (size_t i = 0; body != NULL && env != NULL && env[i] != NULL; i++) {
+        json_t *ev = json_object_get(body, "Env");
+
+        if (ev == NULL)
+            json_object_set_new(body, "Env", ev = json_array());
+        json_array_append_new(ev, json_string(env[i]));
+    }
     create.body = body;
     if (body == NULL || ph_engine_call(e, &create, err) < 0)
         goto out;

@@ -776,6 +776,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         goto out;
     }
     describe_record(service, &res);
+    ph_run_explain_samples(service, res.run_fd);
     ph_run_service_log(r, service, id, res.run_fd, res.run_dir); /* its output goes with the container */
 
     t0 = ph_run_now();
@@ -938,8 +939,11 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
 
     if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return -1;
+    ph_run_snapshot_request(r, c); /* what the profiler has now, not what it wrote last */
     ph_interrupt_begin();
     rc = collect_into_run_dir(r, c, svcfd, 1, st, &ns, &res, err);
+    if (rc == 0)
+        ph_run_explain_samples(service, res.run_fd);
     if (rc == 0)
         ph_run_service_log(r, service, json_string_value(json_object_get(c, "Id")), res.run_fd, res.run_dir);
     if (rc == 0)

@@ -9,6 +9,7 @@
  *                     labels, who holds a port
  *   ph_run_servicelog.c  service.log: the service's output kept per run
  *   ph_run_prune.c    profiling images the project no longer needs
+ *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -113,6 +114,17 @@ int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t 
  * REPOS of images no container uses, the newest of each repository
  * left out unless ALL.  NULL on allocation failure. */
 json_t *ph_run_prune_plan(json_t *images, json_t *containers, const ph_strv *repos, int all);
+
+/* ph_run_snapshot.c */
+/* Make the profiler of the running profiled container C write what it
+ * has (the mode's `snapshot:`), or say it cannot.  Best effort: 0 when it
+ * did or there is nothing to do, -1 after a warning. */
+int ph_run_snapshot_request(ph_run *r, json_t *c);
+/* From the sampler's status files in RUNFD: 0 none there, 1 samples were
+ * recorded, 2 none were (WHY says why, from the statuses), -1 on error. */
+int ph_run_sample_verdict(int runfd, char *why, size_t len);
+/* A warning with the reasons when ph_run_sample_verdict says 2. */
+void ph_run_explain_samples(const char *service, int runfd);
 
 /* ph_run_collect.c */
 int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);

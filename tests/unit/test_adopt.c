@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 
@@ -714,6 +715,35 @@ test_last_log(void **state)
     ph_run_free(r);
 }
 
+/* ---- a run with no samples says why ------------------------------------ */
+
+static void
+test_sample_verdict(void **state)
+{
+    char why[512];
+    int fd;
+
+    (void)state;
+    assert_int_equal(chdir(test_dir), 0);
+    fd = open(test_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    /* No status at all: not the sampler's run, nothing to say. */
+    assert_int_equal(ph_run_sample_verdict(fd, why, sizeof why), 0);
+    /* The shell that started the program: no samples, and why. */
+    tu_write("sampler-status-7.json", "{\"pid\": 7, \"program\": \"/bin/sh\", \"state\": \"exec\", "
+                                      "\"samples\": 0, \"reason\": \"no CPU time used\"}\n");
+    assert_int_equal(ph_run_sample_verdict(fd, why, sizeof why), 2);
+    assert_string_equal(why, "/bin/sh (pid 7): no CPU time used");
+    /* Not a status (no object): skipped, not counted. */
+    tu_write("sampler-status-9.json", "[1, 2]");
+    assert_int_equal(ph_run_sample_verdict(fd, why, sizeof why), 2);
+    /* The program it started has samples: the run is fine. */
+    tu_write("sampler-status-8.json", "{\"pid\": 8, \"program\": \"/usr/bin/python3\", \"state\": "
+                                      "\"terminated\", \"samples\": 42, \"reason\": \"\"}\n");
+    assert_int_equal(ph_run_sample_verdict(fd, why, sizeof why), 1);
+    close(fd);
+}
+
 int
 main(void)
 {
@@ -736,6 +766,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stop_order, tu_setup, teardown),
         cmocka_unit_test(test_prune_plan),
         cmocka_unit_test_setup_teardown(test_last_log, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sample_verdict, tu_setup, teardown),
     };
 
     return cmocka_run_group_tests_name("adopt", tests, NULL, NULL);
