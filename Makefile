@@ -11,9 +11,9 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
-# flame, tar, engine, compose, profile, then run (the loop).  A floor
-# includes only floors below it.
-LIB_DIRS := util timing flame tar engine compose profile run
+# flame, tar, engine, compose, profile, report (artifacts to HTML and JSON
+# summaries), then run (the loop).  A floor includes only floors below it.
+LIB_DIRS := util timing flame tar engine compose profile report run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
@@ -72,8 +72,8 @@ $(IBERTY_OBJ): $(LIBIBERTY)
 	@mkdir -p $(dir $@)
 	cd $(dir $@) && ar x $(LIBIBERTY) $(notdir $@) && touch $(notdir $@)
 
-$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ)
-	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $^ $(SAMPLER_LIBS)
+$(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ) harness/sampler/exports.map
+	$(CC) -shared -Wl,-z,defs -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(SAMPLER_LIBS)
 
 $(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -82,6 +82,11 @@ $(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
 	    $(PKG_LIBS) -lpthread -lcmocka -lm
+
+# The unwind tables' test compiles their source in (its functions are
+# hidden), under AddressSanitizer: the signal path's reads are unchecked.
+$(B)/tests/test_sampler_cfi: harness/sampler/ph_sampler_cfi.c harness/sampler/ph_sampler_int.h
+$(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
 
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)

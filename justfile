@@ -68,6 +68,14 @@ profile-restore *SERVICES: build engine
 collect *SERVICES: build
     {{ph}} collect {{SERVICES}}
 
+# (re)write the reports of runs (default: all) and the index; print each headline
+report *ARGS: build
+    {{ph}} report {{ARGS}}
+
+# compare two runs: `just compare front` (its two newest runs of one mode), or A B; --fail-if EXPR for CI
+compare *ARGS: build
+    {{ph}} compare {{ARGS}}
+
 # service, mode, state, since, run dir
 status: build
     {{ph}} status
@@ -104,7 +112,23 @@ bench-timing: build engine
 bench-extract: build
     tests/bench/bench-extract.sh
 
+# perf script collapsing against stackcollapse-perf.pl (set FLAMEGRAPH_DIR to compare)
+bench-collapse: build
+    tests/bench/bench-collapse.sh
+
+# the report's parsers on 500 MB inputs against callgrind_annotate and ms_print
+bench-summaries: build
+    tests/bench/bench-summaries.sh
+
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build
     tests/bench/bench-flamegraph-overhead.sh
     tests/bench/bench-flamegraph-render.sh
+
+# the renderer and the collapser against flamegraph.pl and
+# stackcollapse-perf.pl on the peers' own test data.  Needs copies of
+# github.com/brendangregg/FlameGraph and github.com/jonhoo/inferno (not part
+# of this project): FLAMEGRAPH_DIR=… INFERNO_DIR=… just test-peers
+test-peers: build
+    @[ -n "${FLAMEGRAPH_DIR:-}" ] && [ -n "${INFERNO_DIR:-}" ] || { echo "test-peers: set FLAMEGRAPH_DIR and INFERNO_DIR to copies of FlameGraph and inferno" >&2; exit 2; }
+    bats tests/peers/

@@ -30,7 +30,8 @@ for svc in contrib/profiling/*/; do
 done
 cat <<'TXT'
 
-open them with:
+open contrib/profiling/index.html in a browser: every run, each with its report; or each file
+with its own tool:
   strace:     less contrib/profiling/front/strace.log
   massif:     ms_print contrib/profiling/front/massif.out
   callgrind:  callgrind_annotate contrib/profiling/front/callgrind.out

@@ -6,18 +6,26 @@ set -euo pipefail
 need_apt=()
 pkg_missing() { ! dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
-# openssl, python3: the TLS Engine test makes its certificates and finds a free port.
-# libc6-dbg: glibc's detached debug info; the sampler tests read a stripped
-# library's names and lines from it, as users with -dbgsym packages would.
-# iproute2, util-linux: the Engine-fault tests run a private dockerd in a
-# network namespace of its own (ip netns, nsenter) and a user outside the
-# docker group (setpriv).
-# docker-compose: Debian's compose 1.29, the oracle tests/60-compose-oracle.bats
-# compares profharness's containers with.
-for p in build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev \
-         libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev libc6-dbg bats strace valgrind \
-         debootstrap docker.io iptables ca-certificates curl protobuf-compiler \
-         libgoogle-perftools4 jq time chromium openssl python3 iproute2 util-linux docker-compose; do
+# One package a line, with why, so that adding one never conflicts.
+packages=(
+    build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev
+    libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev
+    libc6-dbg        # glibc's detached debug info: the sampler tests read a stripped library's names from it
+    bats strace valgrind
+    debootstrap      # the base image, built locally when no registry answers
+    docker.io iptables ca-certificates curl
+    protobuf-compiler
+    libgoogle-perftools4  # the sampler's overhead benchmark compares with gperftools
+    jq time
+    chromium         # browser tests
+    openssl          # the TLS Engine test makes its certificates
+    python3          # the TLS test finds a free port; the renderer's tests read SVG with its XML parser
+    iproute2         # the Engine-fault tests run a private dockerd in a network namespace (ip netns)
+    util-linux       # ... and nsenter, setpriv (a user outside the docker group)
+    docker-compose   # Debian's compose 1.29: the oracle of tests/60-compose-oracle.bats
+    linux-perf       # the collapse tests and benchmark record real perf script output
+)
+for p in "${packages[@]}"; do
     pkg_missing "$p" && need_apt+=("$p")
 done
 # npm may come with a nodejs that is not Debian's: ask for it only when absent.

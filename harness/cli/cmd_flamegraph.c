@@ -1,14 +1,23 @@
 /* cmd_flamegraph.c - `profharness flamegraph [OPTIONS] [FILE...]`: folded
- * stacks (files, or stdin) to an SVG on stdout; and `profharness diff
- * A.folded B.folded`: the differential folded input on stdout.
+ * stacks (files, or stdin) to an SVG on stdout or in `-o FILE`; and
+ * `profharness diff A.folded B.folded`: the differential folded input on
+ * stdout.
  *
  * Input is streamed through a 1 MiB buffer into ph_folded, never held
  * whole: memory is the interned stacks, not the (often tens of MB of)
  * text.  Bad lines are reported on stderr with their count and the first
- * line numbers; they never stop the graph. */
+ * line numbers; they never stop the graph.
+ *
+ * When nothing can be drawn (no input, or no valid line) the exit status
+ * is 2 either way; stdout gets a small SVG saying why (flamegraph.pl does
+ * the same), so `> out.svg` is not left invalid, while `-o FILE` is left
+ * as it was.  `-o FILE` is written to a temporary file beside it and
+ * renamed over it only when the whole graph is written: a failure (disk
+ * full, an error) never leaves half an SVG there. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,37 +100,101 @@ report_bad_lines(const char *what, const ph_folded_stats *st)
         return;
     for (size_t i = 0; i < PH_FOLDED_BAD_KEPT && i < st->bad_lines; i++)
         o += (size_t)snprintf(lines + o, sizeof lines - o, "%s%zu", i ? ", " : "", st->bad_line_numbers[i]);
-    ph_warn("%s%zu of %zu lines are not folded stacks and were skipped (line%s %s%s)", what, st->bad_lines, st->lines,
-            st->bad_lines > 1 ? "s" : "", lines, st->bad_lines > PH_FOLDED_BAD_KEPT ? ", ..." : "");
+    ph_warn("%s%zu of %zu lines are not folded stacks and were skipped (line%s %s%s)%s", what, st->bad_lines, st->lines,
+            st->bad_lines > 1 ? "s" : "", lines, st->bad_lines > PH_FOLDED_BAD_KEPT ? ", ..." : "",
+            st->long_lines ? "; lines longer than 16 MiB are not read" : "");
+}
+
+/* The output file PATH, atomically: opened as a temporary file beside it
+ * (its name in TMP), made PATH by out_commit, removed by out_abort. */
+static FILE *
+out_open(const char *path, char *tmp, size_t tmplen, ph_error_t *err)
+{
+    int fd = -1;
+    mode_t mask = umask(0);
+    FILE *f;
+
+    umask(mask);
+    if ((size_t)snprintf(tmp, tmplen, "%s.XXXXXX", path) >= tmplen) {
+        ph_bad_input(err, "-o: `%s`: path too long", path);
+        return NULL;
+    }
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+        ph_fail(err, errno, "create a temporary file for `%s`", path);
+        return NULL;
+    }
+    /* mkostemp makes it 0600; a graph is for reading, as a new file is */
+    if (fchmod(fd, 0666 & ~mask) < 0 || (f = fdopen(fd, "w")) == NULL) {
+        ph_fail(err, errno, "open `%s`", tmp);
+        close(fd);
+        unlink(tmp);
+        return NULL;
+    }
+    return f;
+}
+
+static int
+out_commit(FILE *f, const char *tmp, const char *path, ph_error_t *err)
+{
+    if (fflush(f) != 0 || fsync(fileno(f)) < 0 || ferror(f)) {
+        ph_fail(err, errno, "write `%s`", tmp);
+        fclose(f);
+        unlink(tmp);
+        return -1;
+    }
+    if (fclose(f) != 0 || rename(tmp, path) < 0) {
+        ph_fail(err, errno, "write `%s`", path);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+out_abort(FILE *f, const char *tmp)
+{
+    fclose(f);
+    unlink(tmp);
 }
 
 static const char usage[] =
     "usage: profharness flamegraph [OPTIONS] [FILE...]   (folded stacks in, SVG on stdout)\n"
     "Reads `frame;frame;leaf COUNT` lines (or `stack BEFORE AFTER`: a differential graph)\n"
     "from the FILEs in turn, or stdin.\n"
+    "  -o, --output FILE   write the SVG to FILE (replaced only once it is complete)\n"
     "  --title TEXT        --subtitle TEXT     --countname NAME (samples, ns, bytes, ...)\n"
-    "  --colors PALETTE    hot (default), mem, io, red, green, blue, yellow, purple, aqua, orange\n"
+    "  --colors PALETTE    hot (default), mem, io, red, green, blue, yellow, purple, aqua, orange;\n"
+    "                      by name: java, js, perl, wakeup, chain.  Annotated frames (name_[k] kernel,\n"
+    "                      _[j] JIT, _[i] inlined, _[w] waker) are shown without the annotation,\n"
+    "                      orange, green, aqua, aqua in any palette\n"
     "  --width PX          image width (1200)\n"
     "  --minwidth PX|P%    omit frames narrower than PX pixels or P% of the total (0.1)\n"
     "  --inverted          icicle graph: root at the top\n"
     "  --reverse           reverse each stack (leaf becomes root)\n"
     "  --flamechart        keep input order as time order; merge only consecutive stacks\n"
     "  --no-differential   draw two-count input as an ordinary graph of the AFTER counts\n"
-    "Exit status: 0 ok, 1 failure (read, write), 2 usage or no valid stack.\n";
+    "  --diff-colors HOW   differential colours: `subtree` (default), each frame's change with its\n"
+    "                      children; `self`, its own change alone, as flamegraph.pl colours\n"
+    "Exit status: 0 ok, 1 failure (read, write), 2 usage or no valid stack (stdout then gets\n"
+    "a small SVG saying so; -o FILE is left as it was).\n";
 
 int
 ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
 {
-    enum { O_TITLE = 256, O_SUB, O_COUNT, O_COLORS, O_WIDTH, O_MINW, O_INV, O_REV, O_CHART, O_NODIFF };
+    enum { O_TITLE = 256, O_SUB, O_COUNT, O_COLORS, O_WIDTH, O_MINW, O_INV, O_REV, O_CHART, O_NODIFF, O_DIFFCOL };
     static const struct option longopts[] = {
         { "title", required_argument, NULL, O_TITLE },      { "subtitle", required_argument, NULL, O_SUB },
         { "countname", required_argument, NULL, O_COUNT },  { "colors", required_argument, NULL, O_COLORS },
         { "palette", required_argument, NULL, O_COLORS },   { "width", required_argument, NULL, O_WIDTH },
         { "minwidth", required_argument, NULL, O_MINW },    { "inverted", no_argument, NULL, O_INV },
         { "reverse", no_argument, NULL, O_REV },            { "flamechart", no_argument, NULL, O_CHART },
-        { "no-differential", no_argument, NULL, O_NODIFF }, { "help", no_argument, NULL, 'h' },
+        { "no-differential", no_argument, NULL, O_NODIFF }, { "diff-colors", required_argument, NULL, O_DIFFCOL },
+        { "output", required_argument, NULL, 'o' },         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
+    const char *output = NULL;
+    char tmp[4096];
+    FILE *out = stdout;
     ph_flame_opts o;
     ph_flame_stats st;
     ph_error_t err = NULL;
@@ -131,15 +204,17 @@ ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
 
     (void)g;
     ph_flame_opts_init(&o);
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+ho:", longopts, NULL)) != -1) {
         switch (c) {
+        case 'o': output = optarg; break;
         case O_TITLE: o.title = optarg; break;
         case O_SUB: o.subtitle = optarg; break;
         case O_COUNT: o.countname = optarg; break;
         case O_COLORS:
             if (!ph_flame_palette_valid(optarg)) {
                 ph_bad_input(&err, "--colors: `%s` is not a palette", optarg);
-                ph_error_hint(&err, "one of hot, mem, io, red, green, blue, yellow, purple, aqua, orange");
+                ph_error_hint(&err, "one of hot, mem, io, red, green, blue, yellow, purple, aqua, orange, java, js, perl, "
+                                    "wakeup, chain");
                 return ph_error_report(&err);
             }
             o.palette = optarg;
@@ -163,17 +238,37 @@ ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv)
         case O_REV: o.reverse = 1; break;
         case O_CHART: o.flamechart = 1; break;
         case O_NODIFF: o.differential = 0; break;
+        case O_DIFFCOL:
+            if (strcmp(optarg, "self") != 0 && strcmp(optarg, "subtree") != 0) {
+                ph_bad_input(&err, "--diff-colors: `%s` is neither `subtree` nor `self`", optarg);
+                return ph_error_report(&err);
+            }
+            o.diff_self = strcmp(optarg, "self") == 0;
+            break;
         case 'h': fputs(usage, stdout); return PH_EXIT_OK;
         default: fputs(usage, stderr); return PH_EXIT_USAGE;
         }
     }
     f = read_inputs(o.flamechart ? PH_FOLDED_KEEP_ORDER : 0, argc - optind, argv + optind, &err);
-    if (f != NULL) {
-        report_bad_lines("", ph_folded_get_stats(f));
-        if (ph_flame_render(f, &o, stdout, &st, &err) == 0)
-            ph_debug("flamegraph: %zu stacks, %zu frames drawn", st.stacks, st.frames_drawn);
+    if (f == NULL)
+        return ph_error_report(&err);
+    report_bad_lines("", ph_folded_get_stats(f));
+    if (output && (out = out_open(output, tmp, sizeof tmp, &err)) == NULL) {
         ph_folded_free(f);
+        return ph_error_report(&err);
     }
+    if (ph_flame_render(f, &o, out, &st, &err) == 0) {
+        ph_debug("flamegraph: %zu stacks, %zu frames drawn", st.stacks, st.frames_drawn);
+        if (output)
+            out_commit(out, tmp, output, &err);
+    } else if (output) {
+        out_abort(out, tmp);
+        if (err->status == PH_EXIT_USAGE)
+            ph_error_hint(&err, "`%s` was left as it was", output);
+    } else if (err->status == PH_EXIT_USAGE) {
+        ph_flame_render_error(err->msg, &o, stdout, NULL); /* a valid SVG that says why */
+    }
+    ph_folded_free(f);
     return ph_error_report(&err);
 }
 

@@ -35,6 +35,9 @@ static const ph_cmd commands[] = {
     { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
     { "diff", ph_cmd_diff, "[-n] A.folded B.folded", "differential folded stacks from two profiles" },
     { "prune", ph_cmd_prune, "[--all]", "remove profiling images the project no longer needs" },
+    { "collapse", ph_cmd_collapse, "perf [OPTIONS] [FILE...]", "perf script output to folded stacks" },
+    { "report", ph_cmd_report, "[RUN_DIR|SERVICE...]", "write each run's report.html and summary.json, and the index" },
+    { "compare", ph_cmd_compare, "[OPTIONS] A [B]", "compare two runs (--fail-if EXPR for CI)" },
 };
 
 static void
@@ -82,8 +85,9 @@ usage(FILE *out)
             "                         ../share/profharness when installed, .. in a build tree)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
-            "130/143 interrupted by SIGINT/SIGTERM.  stop: 0 = collected; 1 = a fault, the\n"
-            "container is kept and the hint says how to retry (`stop --discard` gives a run up).\n");
+            "3 a `compare --fail-if` condition held, 130/143 interrupted by SIGINT/SIGTERM.\n"
+            "stop: 0 = collected; 1 = a fault, the container is kept and the hint says how to\n"
+            "retry (`stop --discard` gives a run up).\n");
 }
 
 int

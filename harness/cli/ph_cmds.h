@@ -26,5 +26,8 @@ int ph_cmd_logs(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_diff(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_prune(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_collapse(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_report(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_compare(const ph_global_opts *g, int argc, char **argv);
 
 #endif

@@ -3,16 +3,25 @@
  * Design.  ph_folded gives unique stacks as arrays of name ids.  Frames
  * are the nodes of the prefix tree of those stacks; we never build that
  * tree in memory (millions of nodes, almost all too narrow to draw).
- * Instead the stacks are ordered so every subtree is a contiguous run -
- * by the names' byte order, frame by frame, which is flamegraph.pl's
- * left-to-right order - and one sweep keeps a stack of open frames: a
- * frame opens where a stack leaves the previous stack's path and closes
- * where a later stack leaves it; on closing it is kept if wide enough.
- * Memory is one index per stack plus the frames actually drawn.
+ * Instead the stacks are ordered so every subtree is a contiguous run,
+ * frame by frame in flamegraph.pl's left-to-right order, and one sweep
+ * keeps a stack of open frames: a frame opens where a stack leaves the
+ * previous stack's path and closes where a later stack leaves it; on
+ * closing it is kept if wide enough.  Memory is one index per stack plus
+ * the frames actually drawn.
  *
- * flamegraph.pl sorts whole lines as strings, so `f;g 1`, `f1;x 1`,
- * `f;h 1` sort in that order (' ' < '1' < ';') and f is drawn twice; we
- * compare frame by frame, so a name is one frame per parent.
+ * The order.  flamegraph.pl sorts whole lines as strings, so a frame with
+ * children sorts as `name;` and a leaf as `name ` (then the count):
+ * siblings `f10`, `f1;x` come in that order (';' > '0') but `f1 `, `f10`
+ * the other way.  We rank each name twice, followed by ';' and by ' ', and
+ * a frame takes the first rank when it has children, the second when it
+ * has none - so siblings are in flamegraph.pl's order.  Where flamegraph.pl
+ * draws one name twice under a parent (`f 1`, `f1 1`, `f;g 1`: its leaf
+ * line and its child's line are apart), we draw one frame, where its
+ * children put it: a name is one frame per parent.  Whether a frame that
+ * ends a stack has children matters only when some other name ranks
+ * between its two ranks (`f1` and `f10`); only then is it looked up
+ * (fix_leaves).
  *
  * A flame chart keeps input order (time) and merges only consecutive
  * stacks: the same sweep without the sort.
@@ -20,11 +29,14 @@
  * Differential input (`stack BEFORE AFTER`): widths are AFTER, like
  * flamegraph.pl, and each frame's colour is the change of its whole
  * subtree (the sweep sums BEFORE over the frame's stacks), so a parent
- * whose children grew is red too; flamegraph.pl colours only leaf deltas.
+ * whose children grew is red too; or, with diff_self, its own change
+ * (the counts of the stacks that end in it), as flamegraph.pl colours.
  *
  * Geometry is written in hundredths of a pixel computed from each frame's
- * two edges, so a child never pokes out of its parent after rounding and
- * the script's containment tests (zoom) are exact.  Labels use a fixed
+ * two edges, so a child never pokes out of its parent after rounding; the
+ * script's containment tests (zoom) use each frame's extent in samples
+ * (fg:x, fg:w), since rounded x + width of a child and of its parent need
+ * not add up to the same number.  Labels use a fixed
  * monospace advance (CHAR_W) so fitting them is arithmetic, here and in
  * the script, and the browser never measures text.
  *
@@ -43,11 +55,20 @@
 
 #define FRAME_H 16
 #define FONT_SIZE 12
-#define CHAR_W 7.08 /* 0.59 em of a 12 px monospace font; the script reads it back from data-charw */
+/* The advance of a 12 px monospace character: 0.6025 em, the widest of
+ * the common ones (DejaVu Sans Mono and Menlo 0.602, Liberation Mono and
+ * Courier New 0.600, Consolas 0.550), so a fitted label never runs past
+ * its frame (at 0.59 em, Chromium's DejaVu Sans Mono did, by 15 px on a
+ * full-width frame).  The script reads it back from data-charw. */
+#define CHAR_W 7.23
 #define XPAD 10
 #define TOP_PAD (FONT_SIZE * 3)
 #define BOTTOM_PAD (FONT_SIZE * 2 + 10)
-#define SUB_PAD (FONT_SIZE * 2)
+#define SUB_PAD (FONT_SIZE * 2)     /* the first subtitle line */
+#define SUB_LINE_H (FONT_SIZE + 4)  /* each line after it */
+#define SUB_MAX_LINES 5             /* 3 of the caller's subtitle, 2 of the differential note */
+#define TITLE_CHAR_W (17 * 0.6025)  /* the title's 17 px monospace */
+#define TITLE_MARGIN 120            /* each side: "Reset Zoom", "Search ic" */
 #define ROOT_ID UINT32_MAX
 
 void
@@ -65,20 +86,33 @@ ph_flame_opts_init(ph_flame_opts *o)
 
 typedef struct order_ctx {
     const ph_folded_stack *stacks; /* all of F's stacks, fetched once */
-    const uint32_t *rank;          /* name id -> position of the name in byte order */
+    const uint32_t *rank;          /* name id -> rank of the name followed by ';' */
     int reverse;
     uint32_t bits, per_key;        /* bits of a rank + 1; ranks packed in a 64-bit key */
 } order_ctx;
 
+/* Names followed by a terminator: entry E is name E/2 followed by ' '
+ * (E even) or ';' (odd), compared as flamegraph.pl compares lines. */
 static int
-cmp_names(const void *x, const void *y, void *arg)
+cmp_terminated(const void *x, const void *y, void *arg)
 {
     const ph_folded *f = arg;
-    size_t la, lb;
-    const char *a = ph_folded_name(f, *(const uint32_t *)x, &la), *b = ph_folded_name(f, *(const uint32_t *)y, &lb);
-    int c = memcmp(a, b, la < lb ? la : lb);
+    uint32_t ex = *(const uint32_t *)x, ey = *(const uint32_t *)y;
+    size_t la, lb, n;
+    const unsigned char *a = (const unsigned char *)ph_folded_name(f, ex / 2, &la);
+    const unsigned char *b = (const unsigned char *)ph_folded_name(f, ey / 2, &lb);
+    int c;
+    unsigned ca, cb;
 
-    return c ? c : (la > lb) - (la < lb);
+    n = la < lb ? la : lb;
+    if ((c = memcmp(a, b, n)) != 0)
+        return c;
+    ca = la > n ? a[n] : (ex & 1 ? ';' : ' ');
+    cb = lb > n ? b[n] : (ey & 1 ? ';' : ' ');
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    /* equal so far: the one that ends first is a prefix of the other */
+    return la == lb ? 0 : la < lb ? -1 : 1;
 }
 
 /* Frame I of stack S, root first, honouring --reverse. */
@@ -88,11 +122,12 @@ frame_at(const ph_folded_stack *s, uint32_t i, int reverse)
     return s->frames[reverse ? s->depth - 1 - i : i];
 }
 
-/* The sort key of stack S for block D: the name ranks (+1) of its frames
+/* The sort key of stack S for block D: the ranks (+1) of its frames
  * D*K .. D*K+K-1 packed into 64 bits, most significant first, 0 past the
  * stack's end - so keys order like the frames, a stack before its own
  * extensions.  K frames of a stack are adjacent in memory: one cache miss
- * serves K levels of the sort. */
+ * serves K levels of the sort.  Every frame takes its rank as a frame with
+ * children (fix_leaves corrects the leaves where that matters). */
 static inline uint64_t
 key_at(const order_ctx *c, const ph_folded_stack *s, uint32_t d)
 {
@@ -225,13 +260,111 @@ sort_stacks(const order_ctx *c, uint32_t *idx, size_t n)
     return 0;
 }
 
+/* 1 if stacks A and B have the same first D frames. */
+static int
+same_prefix(const ph_folded_stack *a, const ph_folded_stack *b, uint32_t d, int reverse)
+{
+    if (a->depth < d || b->depth < d)
+        return 0;
+    if (!reverse)
+        return memcmp(a->frames, b->frames, d * sizeof *a->frames) == 0;
+    for (uint32_t k = 0; k < d; k++)
+        if (frame_at(a, k, reverse) != frame_at(b, k, reverse))
+            return 0;
+    return 1;
+}
+
+/* ORDER was sorted taking every frame to have children.  A stack's last
+ * frame may have none (the next stack in ORDER does not extend it): then
+ * its rank is its name's lower one (RANK2[2 * id], followed by ' ', where
+ * RANK2[2 * id + 1] is followed by ';').  That matters only where other
+ * names rank between the two (CLOSE[id] == 0, such as `f1` and `f10`):
+ * the frame moves left past its siblings ranking between, which are right
+ * before it, siblings being in key order.  For a sibling that is itself a
+ * moved leaf its higher rank decides as its lower one would (no pair of
+ * names interleaves as lo1 < lo2 < hi1 < hi2), so the result is ORDER
+ * sorted by the right keys.  The work is the siblings passed, each
+ * checked for the shared parent path. */
+static void
+fix_leaves(const order_ctx *c, uint32_t *order, size_t n, const uint32_t *rank2, const unsigned char *close)
+{
+    for (size_t p = 0; p < n; p++) {
+        const ph_folded_stack *s = &c->stacks[order[p]];
+        uint32_t d = s->depth - 1, id = frame_at(s, d, c->reverse), lo = rank2[2 * id], hi = rank2[2 * id + 1];
+        size_t q = p;
+
+        if (close[id] || (p + 1 < n && same_prefix(s, &c->stacks[order[p + 1]], s->depth, c->reverse)))
+            continue;
+        while (q > 0) {
+            const ph_folded_stack *t = &c->stacks[order[q - 1]];
+            uint32_t k;
+            if (t->depth <= d || !same_prefix(s, t, d, c->reverse))
+                break;
+            k = rank2[2 * frame_at(t, d, c->reverse) + 1];
+            if (!(k > lo && k < hi))
+                break;
+            q--;
+        }
+        if (q < p) {
+            uint32_t moved = order[p];
+            memmove(order + q + 1, order + q, (p - q) * sizeof *order);
+            order[q] = moved;
+        }
+    }
+}
+
+/* ORDER (n entries): the stacks of F in flamegraph.pl's left-to-right
+ * order, each subtree contiguous (see the top of this file).  -1 on
+ * ENOMEM. */
+static int
+order_stacks(const ph_folded *f, const ph_folded_stack *stacks, size_t n, int reverse, uint32_t *order)
+{
+    size_t nn = ph_folded_n_names(f);
+    uint32_t *sorted = NULL, *rank = NULL, *prank = NULL;
+    unsigned char *close = NULL;
+    order_ctx oc = { stacks, NULL, reverse, 1, 0 };
+    int rc = -1;
+
+    if (nn >= UINT32_MAX / 2 || (sorted = malloc(2 * nn * sizeof *sorted)) == NULL ||
+        (rank = malloc(2 * nn * sizeof *rank)) == NULL || (prank = malloc(nn * sizeof *prank)) == NULL ||
+        (close = malloc(nn)) == NULL)
+        goto out;
+    for (uint32_t e = 0; e < 2 * nn; e++)
+        sorted[e] = e;
+    qsort_r(sorted, 2 * nn, sizeof *sorted, cmp_terminated, (void *)f);
+    /* rank[2 * id] leaf (' '), rank[2 * id + 1] with children (';'); the
+     * sort needs only the latter, numbered 0..nn-1 in the same order */
+    for (uint32_t r = 0, pr = 0; r < 2 * nn; r++) {
+        rank[sorted[r]] = r;
+        if (sorted[r] & 1)
+            prank[sorted[r] / 2] = pr++;
+    }
+    for (size_t id = 0; id < nn; id++)
+        close[id] = rank[2 * id + 1] == rank[2 * id] + 1;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    oc.rank = prank;
+    while (oc.bits < 32 && (1ull << oc.bits) <= nn) /* ranks 1..nn, 0 = past the end */
+        oc.bits++;
+    oc.per_key = 64 / oc.bits;
+    if ((rc = sort_stacks(&oc, order, n)) == 0)
+        fix_leaves(&oc, order, n, rank, close);
+out:
+    free(sorted);
+    free(rank);
+    free(prank);
+    free(close);
+    return rc;
+}
+
 /* ---- the sweep ------------------------------------------------------------ */
 
 /* A frame to draw: its name, depth (root 0), left edge and width in
- * counts, and the sum of BEFORE counts under it. */
+ * counts, the sum of BEFORE counts under it, and (differential graphs)
+ * its own counts, after and before: those of the stacks that end in it. */
 typedef struct kept {
     uint32_t name, depth;
-    double x, w, before;
+    double x, w, before, self, self_before;
 } kept;
 
 typedef struct frames {
@@ -240,8 +373,13 @@ typedef struct frames {
     uint32_t max_depth;
 } frames;
 
+typedef struct openf {
+    uint32_t name;
+    double x, before, self, self_before;
+} openf;
+
 static int
-keep(frames *fr, uint32_t name, uint32_t depth, double x, double w, double before)
+keep(frames *fr, uint32_t depth, const openf *o, double w)
 {
     if (fr->n == fr->cap) {
         size_t cap = fr->cap ? fr->cap * 2 : 1024;
@@ -251,19 +389,21 @@ keep(frames *fr, uint32_t name, uint32_t depth, double x, double w, double befor
         fr->v = nv;
         fr->cap = cap;
     }
-    fr->v[fr->n++] = (kept){ name, depth, x, w, before };
+    fr->v[fr->n++] = (kept){ o->name, depth, o->x, w, o->before, o->self, o->self_before };
     if (depth > fr->max_depth)
         fr->max_depth = depth;
     return 0;
 }
 
-typedef struct openf {
-    uint32_t name;
-    double x, before;
-} openf;
-
-/* Merge the stacks in ORDER, keeping frames at least MIN_W counts wide
+/* Frame O at DEPTH closes at X: kept if at least MIN_W counts wide
  * (flamegraph.pl deletes a frame when etime - stime < minwidth_time). */
+static int
+close_frame(frames *fr, uint32_t depth, const openf *o, double x, double min_w)
+{
+    return x - o->x >= min_w ? keep(fr, depth, o, x - o->x) : 0;
+}
+
+/* Merge the stacks in ORDER into frames (see close_frame). */
 static int
 sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int reverse, int differential, double min_w,
       frames *fr)
@@ -278,7 +418,7 @@ sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int revers
     /* open[0] is the root; open[k] the frame at depth k */
     if ((open = malloc(((size_t)max_depth + 1) * sizeof *open)) == NULL)
         return -1;
-    open[0] = (openf){ ROOT_ID, 0, 0 };
+    open[0] = (openf){ ROOT_ID, 0, 0, 0, 0 };
     for (size_t i = 0; i < n; i++) {
         const ph_folded_stack *s = &stacks[order ? order[i] : i];
         uint32_t shared = 0;
@@ -286,23 +426,28 @@ sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int revers
         while (shared < s->depth && shared < pd && open[shared + 1].name == frame_at(s, shared, reverse))
             shared++;
         for (uint32_t k = pd; k > shared; k--)
-            if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
+            if (close_frame(fr, k, &open[k], x, min_w) < 0)
                 goto oom;
         for (uint32_t k = shared; k < s->depth; k++)
-            open[k + 1] = (openf){ frame_at(s, k, reverse), x, 0 };
-        /* each frame's BEFORE is the sum over its subtree; only
-         * differential graphs need it (otherwise it equals the width) */
-        if (differential)
+            open[k + 1] = (openf){ frame_at(s, k, reverse), x, 0, 0, 0 };
+        /* each frame's BEFORE is the sum over its subtree, its own counts
+         * those of the stacks ending in it; only differential graphs need
+         * them (otherwise BEFORE equals the width) */
+        if (differential) {
             for (uint32_t k = 1; k <= s->depth; k++)
                 open[k].before += s->before;
+            open[s->depth].self += s->count;
+            open[s->depth].self_before += s->before;
+        }
         before_total += s->before;
         x += s->count;
         pd = s->depth;
     }
-    for (uint32_t k = pd; k > 0; k--)
-        if (x - open[k].x >= min_w && keep(fr, open[k].name, k, open[k].x, x - open[k].x, open[k].before) < 0)
+    for (uint32_t k = pd; k > 0; k--) /* the last stack's frames */
+        if (close_frame(fr, k, &open[k], x, min_w) < 0)
             goto oom;
-    if (keep(fr, ROOT_ID, 0, 0, x, before_total) < 0)
+    open[0].before = before_total;
+    if (keep(fr, 0, &open[0], x) < 0)
         goto oom;
     free(open);
     return 0;
@@ -313,69 +458,161 @@ oom:
 
 /* ---- output --------------------------------------------------------------- */
 
-/* Text content or attribute value: markup escaped, control characters
- * dropped, and bytes that are not UTF-8 replaced by U+FFFD - one stray
- * Latin-1 byte in a symbol would otherwise make the whole SVG unreadable. */
+/* How a name is shown.  Frame names are bytes; the SVG must be valid
+ * UTF-8 and XML 1.0, where a stray byte or a control character (even as
+ * a character reference) makes the whole file unreadable.  So, one unit
+ * at a time: a valid UTF-8 character XML allows is itself; a control
+ * character, C0 or C1 or DEL, and U+FFFE/U+FFFF are shown escaped (`\x01`,
+ * `\u0085`, `\uFFFE`); any byte that does not start a well-formed
+ * character (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF) is U+FFFD.  Markup is escaped later, on output.
+ *
+ * show_unit: the unit at S[0..N) (N >= 1): its displayed bytes in OUT
+ * (at most 6), their count in *OUTLEN, the characters they show in
+ * *CHARS; returns the input bytes consumed. */
+static size_t
+show_unit(const unsigned char *s, size_t n, char out[8], size_t *outlen, size_t *chars)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned c = s[0], lo = 0x80, hi = 0xbf, cp;
+    size_t len;
+
+    if (c < 0x80) {
+        if (c >= 0x20 && c != 0x7f) {
+            out[0] = (char)c;
+            *outlen = *chars = 1;
+        } else {
+            memcpy(out, "\\x", 2);
+            out[2] = hex[c >> 4];
+            out[3] = hex[c & 15];
+            *outlen = *chars = 4;
+        }
+        return 1;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80; /* E0 80..9F would be overlong */
+        hi = c == 0xed ? 0x9f : 0xbf; /* ED A0..BF would be a surrogate */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
+        hi = c == 0xf4 ? 0x8f : 0xbf; /* past U+10FFFF */
+    } else {
+        len = 0; /* a continuation byte, C0/C1 (always overlong), F5..FF */
+    }
+    if (len == 0 || len > n || s[1] < lo || s[1] > hi || (len > 2 && (s[2] & 0xc0) != 0x80) ||
+        (len > 3 && (s[3] & 0xc0) != 0x80)) {
+        memcpy(out, "\xef\xbf\xbd", 3);
+        *outlen = 3;
+        *chars = 1;
+        return 1;
+    }
+    cp = len == 2 ? (c & 0x1f) << 6 | (s[1] & 0x3f) : len == 3 ? (c & 0x0f) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3f) : 0;
+    if ((len == 2 && cp < 0xa0) || (len == 3 && cp >= 0xfffe)) {
+        snprintf(out, 8, "\\u%04X", cp);
+        *outlen = *chars = 6;
+        return len;
+    }
+    memcpy(out, s, len);
+    *outlen = len;
+    *chars = 1;
+    return len;
+}
+
+/* The number of characters S[0..N) shows as. */
+static size_t
+show_chars(const char *s, size_t n)
+{
+    size_t total = 0;
+    char u[8];
+
+    for (size_t i = 0, ulen, chars; i < n; total += chars)
+        i += show_unit((const unsigned char *)s + i, n - i, u, &ulen, &chars);
+    return total;
+}
+
+/* Text content or attribute value: S[0..N) shown (see show_unit), at most
+ * LIMIT characters of it, with markup escaped. */
+static void
+xml_show(FILE *out, const char *s, size_t n, size_t limit)
+{
+    char u[8];
+
+    for (size_t i = 0, ulen, chars; i < n && limit > 0;) {
+        i += show_unit((const unsigned char *)s + i, n - i, u, &ulen, &chars);
+        if (chars > limit) /* an escape cut short: its first characters */
+            ulen = chars = limit;
+        limit -= chars;
+        if (ulen == 1) {
+            switch (u[0]) {
+            case '&': fputs("&amp;", out); continue;
+            case '<': fputs("&lt;", out); continue;
+            case '>': fputs("&gt;", out); continue;
+            case '"': fputs("&quot;", out); continue;
+            case '\'': fputs("&apos;", out); continue;
+            }
+        }
+        fwrite(u, 1, ulen, out);
+    }
+}
+
 static void
 xml_text(FILE *out, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t len = 1;
-
-        if (c < 0x80) {
-            switch (c) {
-            case '&': fputs("&amp;", out); break;
-            case '<': fputs("&lt;", out); break;
-            case '>': fputs("&gt;", out); break;
-            case '"': fputs("&quot;", out); break;
-            case '\'': fputs("&apos;", out); break;
-            default:
-                if (c >= 0x20 || c == '\t')
-                    putc(c, out);
-            }
-            i++;
-            continue;
-        }
-        len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-        if (len > 0 && len <= n - i) {
-            size_t k = 1;
-            while (k < len && ((unsigned char)s[i + k] & 0xc0) == 0x80)
-                k++;
-            if (k == len) {
-                fwrite(s + i, 1, len, out);
-                i += len;
-                continue;
-            }
-        }
-        fputs("\xef\xbf\xbd", out);
-        i++;
-    }
+    xml_show(out, s, n, SIZE_MAX);
 }
 
-/* Bytes of the first N characters (code points) of S[0..len). */
-static size_t
-utf8_prefix(const char *s, size_t len, size_t n)
-{
-    size_t i = 0;
+/* A line of wrapped text: S[off, off + len), then ".." when cut short. */
+typedef struct text_line {
+    size_t off, len;
+    int cut;
+} text_line;
 
-    while (i < len && n > 0) {
-        i++;
-        while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
+/* Break S[0..n) into at most MAX lines of at most WIDTH characters (as
+ * shown), at blanks where there are any, inside a word too long for a
+ * line otherwise; the last line ends with ".." if text is left over.
+ * Returns the number of lines. */
+static size_t
+wrap_text(const char *s, size_t n, size_t width, text_line *lines, size_t max)
+{
+    size_t count = 0, i = 0;
+    char u[8];
+
+    if (width < 3)
+        width = 3;
+    while (i < n && count < max) {
+        size_t start = i, chars = 0, brk = 0, ulen, uc;
+        while (i < n) {
+            size_t step = show_unit((const unsigned char *)s + i, n - i, u, &ulen, &uc);
+            if (chars + uc > width)
+                break;
+            if (s[i] == ' ')
+                brk = i; /* the line may end before this blank */
+            chars += uc;
+            i += step;
+        }
+        if (i < n && brk > start && s[i] != ' ')
+            i = brk; /* back to the last blank, not inside the word */
+        lines[count++] = (text_line){ start, i - start, 0 };
+        while (i < n && s[i] == ' ')
             i++;
-        n--;
     }
-    return i;
-}
-
-static size_t
-utf8_chars(const char *s, size_t len)
-{
-    size_t n = 0;
-
-    for (size_t i = 0; i < len; i++)
-        n += ((unsigned char)s[i] & 0xc0) != 0x80;
-    return n;
+    if (i < n && count > 0) { /* left over: the last line ends with ".." */
+        text_line *l = &lines[count - 1];
+        size_t keep = width - 2, chars = 0, j = l->off, ulen, uc;
+        while (j < l->off + l->len) {
+            size_t step = show_unit((const unsigned char *)s + j, l->off + l->len - j, u, &ulen, &uc);
+            if (chars + uc > keep)
+                break;
+            chars += uc;
+            j += step;
+        }
+        l->len = j - l->off;
+        l->cut = 1;
+    }
+    return count;
 }
 
 /* 1234567 -> "1,234,567"; fractions keep three decimals. */
@@ -421,36 +658,130 @@ typedef struct palette {
     /* base and spread per channel; each channel takes 1 of 3 hash bytes */
     int r0, rs, g0, gs, b0, bs;
     int rv, gv, bv; /* which hash byte (0..2) drives each channel */
+    char multi;     /* a multi palette: each frame takes one of the others by its name */
 } palette;
 
 /* flamegraph.pl's palettes, as ranges: hot is 205-255 red, 0-230 green,
- * 0-55 blue, and so on. */
+ * 0-55 blue, and so on; then its multi palettes. */
 static const palette palettes[] = {
-    { "hot", 205, 50, 0, 230, 0, 55, 2, 0, 1 },       { "mem", 0, 0, 190, 50, 0, 210, 0, 1, 0 },
-    { "io", 80, 60, 80, 60, 190, 55, 0, 0, 1 },       { "red", 200, 55, 50, 80, 50, 80, 0, 0, 0 },
-    { "green", 50, 60, 200, 55, 50, 60, 0, 0, 0 },    { "blue", 80, 60, 80, 60, 205, 50, 0, 0, 0 },
-    { "yellow", 175, 55, 175, 55, 50, 20, 0, 0, 1 },  { "purple", 190, 65, 80, 60, 190, 65, 0, 0, 0 },
-    { "aqua", 50, 60, 165, 55, 165, 55, 0, 0, 0 },    { "orange", 190, 65, 90, 65, 0, 0, 0, 0, 0 },
+    { "hot", 205, 50, 0, 230, 0, 55, 2, 0, 1, 0 },      { "mem", 0, 0, 190, 50, 0, 210, 0, 1, 0, 0 },
+    { "io", 80, 60, 80, 60, 190, 55, 0, 0, 1, 0 },      { "red", 200, 55, 50, 80, 50, 80, 0, 0, 0, 0 },
+    { "green", 50, 60, 200, 55, 50, 60, 0, 0, 0, 0 },   { "blue", 80, 60, 80, 60, 205, 50, 0, 0, 0, 0 },
+    { "yellow", 175, 55, 175, 55, 50, 20, 0, 0, 1, 0 }, { "purple", 190, 65, 80, 60, 190, 65, 0, 0, 0, 0 },
+    { "aqua", 50, 60, 165, 55, 165, 55, 0, 0, 0, 0 },   { "orange", 190, 65, 90, 65, 0, 0, 0, 0, 0, 0 },
+    { "java", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'J' },         { "js", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'S' },
+    { "perl", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'P' },         { "wakeup", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'W' },
+    { "chain", 0, 0, 0, 0, 0, 0, 0, 0, 0, 'C' },
 };
+#define PALETTE_NAMES "hot, mem, io, red, green, blue, yellow, purple, aqua, orange, java, js, perl, wakeup, chain"
+
+static const palette *
+find_palette(const char *name)
+{
+    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
+        if (strcmp(palettes[i].name, name) == 0)
+            return &palettes[i];
+    return NULL;
+}
 
 int
 ph_flame_palette_valid(const char *name)
 {
-    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
-        if (strcmp(palettes[i].name, name) == 0)
-            return 1;
+    return find_palette(name) != NULL;
+}
+
+/* The annotation perf's collapsers append to a name (stackcollapse-perf
+ * --kernel/--jit/--inline, ph_collapse): `_[k]` kernel, `_[j]` JIT, `_[i]`
+ * inlined, `_[w]` waker; 0 for none.  Labels and tooltips leave it out. */
+static char
+annotation(const char *s, size_t n)
+{
+    if (n >= 4 && s[n - 4] == '_' && s[n - 3] == '[' && s[n - 1] == ']' &&
+        (s[n - 2] == 'k' || s[n - 2] == 'j' || s[n - 2] == 'i' || s[n - 2] == 'w'))
+        return s[n - 2];
     return 0;
 }
 
+static int
+contains(const char *s, size_t n, const char *what)
+{
+    return memmem(s, n, what, strlen(what)) != NULL;
+}
+
+/* The palette a frame of a multi palette takes, by flamegraph.pl's rules
+ * (annotations first, then what the name looks like). */
+static const char *
+multi_palette(char multi, const char *s, size_t n, char ann)
+{
+    switch (multi) {
+    case 'J': {
+        static const char *const java[] = { "java/", "javax/", "jdk/", "net/", "org/", "com/", "io/", "sun/" };
+        const char *t = n > 0 && s[0] == 'L' ? s + 1 : s;
+        size_t tn = n > 0 && s[0] == 'L' ? n - 1 : n;
+        if (ann == 'j')
+            return "green";
+        if (ann == 'i')
+            return "aqua";
+        for (size_t i = 0; i < sizeof java / sizeof java[0]; i++)
+            if (tn >= strlen(java[i]) && memcmp(t, java[i], strlen(java[i])) == 0)
+                return "green";
+        if (contains(s, n, ":::"))
+            return "green";
+        if (contains(s, n, "::"))
+            return "yellow";
+        return ann == 'k' ? "orange" : "red";
+    }
+    case 'S': {
+        const char *slash = memchr(s, '/', n);
+        if (ann == 'j')
+            return slash ? "green" : "aqua";
+        if (contains(s, n, "::"))
+            return "yellow";
+        if (slash && contains(slash, n - (size_t)(slash - s), ".js"))
+            return "green";
+        if (memchr(s, ':', n))
+            return "aqua";
+        if (n == 1 && s[0] == ' ')
+            return "green"; /* a missing symbol */
+        return contains(s, n, "_[k]") ? "orange" : "red";
+    }
+    case 'P':
+        if (contains(s, n, "::"))
+            return "yellow";
+        if (contains(s, n, "Perl") || contains(s, n, ".pl"))
+            return "green";
+        return ann == 'k' ? "orange" : "red";
+    case 'W':
+        return "aqua";
+    default: /* chain */
+        return contains(s, n, "_[w]") ? "aqua" : "blue";
+    }
+}
+
+/* A frame's fill.  Differential graphs: red (grew) or blue (shrank) by
+ * DELTA's share of MAXDELTA.  Otherwise the palette's colour of the
+ * name's hash; in a single palette an annotated frame takes the colour
+ * flamegraph.pl's java palette gives it (kernel orange, JIT green,
+ * inlined and waker aqua), since the annotation says what it is.  The
+ * separators `--` and `-` of combined stacks are grey, as flamegraph.pl
+ * draws them. */
 static void
 colour(const char *name, size_t nlen, const palette *pal, int differential, double delta, double maxdelta,
        char *out, size_t len)
 {
     uint32_t h = name_hash(name, nlen);
     double v[3] = { (h & 0xff) / 255.0, ((h >> 8) & 0xff) / 255.0, ((h >> 16) & 0xff) / 255.0 };
+    char ann = annotation(name, nlen);
 
+    if (nlen <= 2 && nlen > 0 && memcmp(name, "--", nlen) == 0) {
+        snprintf(out, len, nlen == 2 ? "rgb(160,160,160)" : "rgb(200,200,200)");
+        return;
+    }
     if (differential) {
-        int c = maxdelta > 0 ? (int)(210 * (1.0 - fabs(delta) / maxdelta)) : 210;
+        /* the root's change is not on the scale (it is the sum of the
+         * others): beyond the largest, a change is full colour */
+        double share = maxdelta > 0 ? fabs(delta) / maxdelta : 0;
+        int c = (int)(210 * (1.0 - (share < 1 ? share : 1)));
         if (delta > 0)
             snprintf(out, len, "rgb(255,%d,%d)", c, c);
         else if (delta < 0)
@@ -459,6 +790,10 @@ colour(const char *name, size_t nlen, const palette *pal, int differential, doub
             snprintf(out, len, "rgb(250,250,250)");
         return;
     }
+    if (pal->multi)
+        pal = find_palette(multi_palette(pal->multi, name, nlen, ann));
+    else if (ann)
+        pal = find_palette(ann == 'k' ? "orange" : ann == 'j' ? "green" : "aqua");
     snprintf(out, len, "rgb(%d,%d,%d)", pal->r0 + (int)(pal->rs * v[pal->rv]), pal->g0 + (int)(pal->gs * v[pal->gv]),
              pal->b0 + (int)(pal->bs * v[pal->bv]));
 }
@@ -469,9 +804,17 @@ typedef struct draw_ctx {
     const ph_flame_opts *o;
     const palette *pal;
     const char *countname;
-    int differential, height;
+    int differential, height, top; /* top: where an icicle's root goes */
     double total, scale, maxdelta;
 } draw_ctx;
+
+/* A frame's change in a differential graph: with its children (default),
+ * or its own (flamegraph.pl's colours). */
+static double
+delta_of(const kept *k, int self)
+{
+    return self ? k->self - k->self_before : k->w - k->before;
+}
 
 static void
 draw(const draw_ctx *c, const kept *k)
@@ -487,15 +830,16 @@ draw(const draw_ctx *c, const kept *k)
 
     if (k->name == ROOT_ID)
         nlen = sizeof all - 1;
-    y = c->o->inverted ? TOP_PAD + (c->o->subtitle ? SUB_PAD : 0) + (double)k->depth * FRAME_H
-                       : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
-    colour(name, nlen, c->pal, c->differential, k->w - k->before, c->maxdelta, fill, sizeof fill);
+    y = c->o->inverted ? c->top + (double)k->depth * FRAME_H : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
+    colour(name, nlen, c->pal, c->differential, delta_of(k, c->o->diff_self), c->maxdelta, fill, sizeof fill);
+    if (annotation(name, nlen))
+        nlen -= 4; /* shown without its annotation, as flamegraph.pl does */
     fmt_count(cnt, sizeof cnt, k->w);
     fputs("<g><title>", out);
     xml_text(out, name, nlen);
     if (c->differential) {
         /* flamegraph.pl's form, "; +28.57%": the change as a share of the total */
-        double d = 100.0 * (k->w - k->before) / c->total;
+        double d = 100.0 * delta_of(k, c->o->diff_self) / c->total;
         fprintf(out, " (%s %s, %.2f%%; %s%.2f%%)", cnt, c->countname, 100.0 * k->w / c->total,
                 d > 0.005 ? "+" : d < -0.005 ? "-" : "", fabs(d));
     } else {
@@ -503,32 +847,37 @@ draw(const draw_ctx *c, const kept *k)
     }
     fmt_px(xs, sizeof xs, x1);
     fmt_px(ws, sizeof ws, x2 - x1);
-    fprintf(out, "</title><rect x=\"%s\" y=\"%.0f\" width=\"%s\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\"/>", xs, y, ws,
-            FRAME_H - 1, fill);
+    /* fg:x and fg:w: the frame in samples (inferno's attributes), exact
+     * (%.17g round-trips a double), for the script's zoom and search */
+    fprintf(out, "</title><rect x=\"%s\" y=\"%.0f\" width=\"%s\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\" fg:x=\"%.17g\" "
+            "fg:w=\"%.17g\"/>", xs, y, ws, FRAME_H - 1, fill, k->x, k->w);
     fmt_px(xs, sizeof xs, x1 + 300);
     fprintf(out, "<text x=\"%s\" y=\"%.0f\">", xs, y + FRAME_H - 5);
     /* the same arithmetic as fit() in the script */
     nch = w > 6 ? (size_t)floor((w - 6) / CHAR_W) : 0;
     if (nch >= 3) {
-        chars = utf8_chars(name, nlen);
+        chars = show_chars(name, nlen);
         if (chars <= nch) {
             xml_text(out, name, nlen);
         } else {
-            xml_text(out, name, utf8_prefix(name, nlen, nch - 2));
+            xml_show(out, name, nlen, nch - 2);
             fputs("..", out);
         }
     }
     fputs("</text></g>\n", out);
 }
 
-/* The interactive part.  Frames keep their original geometry in data
- * attributes; zoom rescales x and width from them and refits labels with
- * the fixed char width.  State (zoomed frame, search, case) lives in the
+/* The interactive part.  Frames carry their extent in samples (fg:x,
+ * fg:w); zoom decides what to keep in samples, never in rounded pixels
+ * (x + width of a child and of its parent, each rounded to 0.01 px, need
+ * not add up to the same number), with a tolerance of 1e-9 of the total
+ * for decimal counts, rescales x and width and refits labels with the
+ * fixed char width.  State (zoomed frame, search, case) lives in the
  * query string, so a link reopens the same view. */
 static const char script[] =
     "<script type=\"text/ecmascript\"><![CDATA[\n"
     "'use strict';\n"
-    "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted;\n"
+    "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted, EPS;\n"
     "var ignorecase=false, currentSearch=null, zoomed=null;\n"
     "function init(){ svg=document.documentElement; W=+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n"
     "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n"
@@ -536,9 +885,11 @@ static const char script[] =
     "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n"
     "  var gs=document.getElementById('frames').children;\n"
     "  for(var i=0;i<gs.length;i++){ var g=gs[i], r=g.firstChild.nextSibling, t=r.nextSibling, title=g.firstChild.textContent;\n"
-    "    var f={ g:g, r:r, t:t, x:+r.getAttribute('x'), w:+r.getAttribute('width'), y:+r.getAttribute('y'),\n"
+    "    var f={ g:g, r:r, t:t, x:+r.getAttribute('fg:x'), w:+r.getAttribute('fg:w'), y:+r.getAttribute('y'),\n"
+    "      px:+r.getAttribute('x'), pw:+r.getAttribute('width'),\n"
     "      name:Array.from(title.replace(/ \\([^()]*\\)$/,'')), title:title, fill:r.getAttribute('fill') };\n"
     "    g.frame=f; frames.push(f); }\n"
+    "  EPS=frames[0].w*1e-9;\n"
     "  document.getElementById('frames').addEventListener('click', function(e){ var g=e.target.closest('g'); if(g&&g.frame) zoom(g.frame); });\n"
     "  document.getElementById('frames').addEventListener('mouseover', function(e){ var g=e.target.closest('g'); if(g&&g.frame) details.nodeValue='Function: '+g.frame.title; });\n"
     "  document.getElementById('frames').addEventListener('mouseout', function(){ details.nodeValue=' '; });\n"
@@ -549,7 +900,7 @@ static const char script[] =
     "    else if(e.ctrlKey&&e.key==='i'){ e.preventDefault(); toggleCase(); } else if(e.key==='Escape'){ resetSearch(); } });\n"
     "  var p=new URLSearchParams(document.location.search);\n"
     "  if(p.get('ic')==='1') setCase(true);\n"
-    "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return f.x===x && f.y===y; })[0]; if(t) zoom(t); }\n"
+    "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return Math.abs(f.x-x)<=EPS && f.y===y; })[0]; if(t) zoom(t); }\n"
     "  if(p.has('s')) search(p.get('s')); }\n"
     "function updateUrl(){ var p=new URLSearchParams();\n"
     "  if(zoomed){ p.set('x',zoomed.x); p.set('y',zoomed.y); }\n"
@@ -559,15 +910,16 @@ static const char script[] =
     "  var n=w>6 ? Math.floor((w-6)/CW) : 0, s;\n"
     "  s = n<3 ? '' : (f.name.length<=n ? f.name.join('') : f.name.slice(0,n-2).join('')+'..');\n"
     "  if(f.t.textContent!==s) f.t.textContent=s; }\n"
-    "function isAncestor(f,z){ return (inverted ? f.y<z.y : f.y>z.y) && f.x<=z.x && f.x+f.w>=z.x+z.w; }\n"
+    "function isAncestor(f,z){ return (inverted ? f.y<z.y : f.y>z.y) && f.x<=z.x+EPS && f.x+f.w>=z.x+z.w-EPS; }\n"
+    "function isDescendant(f,z){ return (inverted ? f.y>=z.y : f.y<=z.y) && f.x>=z.x-EPS && f.x+f.w<=z.x+z.w+EPS; }\n"
     "function zoom(z){ var scale=(W-2*PAD)/z.w; zoomed=z; unzoombtn.classList.remove('hide');\n"
     "  frames.forEach(function(f){ var g=f.g;\n"
     "    if(isAncestor(f,z)){ g.classList.add('parent'); g.classList.remove('hide'); fit(f,PAD,W-2*PAD); }\n"
-    "    else if(f.x>=z.x && f.x+f.w<=z.x+z.w && (inverted ? f.y>=z.y : f.y<=z.y)){ g.classList.remove('parent','hide'); fit(f,PAD+(f.x-z.x)*scale,f.w*scale); }\n"
+    "    else if(isDescendant(f,z)){ g.classList.remove('parent','hide'); fit(f,PAD+(f.x-z.x)*scale,f.w*scale); }\n"
     "    else { g.classList.add('hide'); g.classList.remove('parent'); } });\n"
     "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
     "function unzoom(){ zoomed=null; unzoombtn.classList.add('hide');\n"
-    "  frames.forEach(function(f){ f.g.classList.remove('parent','hide'); fit(f,f.x,f.w); });\n"
+    "  frames.forEach(function(f){ f.g.classList.remove('parent','hide'); fit(f,f.px,f.pw); });\n"
     "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
     "function setCase(on){ ignorecase=on; icbtn.classList.toggle('show',on); }\n"
     "function toggleCase(){ setCase(!ignorecase); if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
@@ -597,33 +949,69 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
                         : o->inverted ? "Icicle Graph"
                         : o->flamechart ? "Flame Chart"
                         : "Flame Graph";
-    int height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + (o->subtitle ? SUB_PAD : 0));
+    /* The subtitle is centred: wider than the image, both its ends would
+     * be clipped, so it is wrapped to the width (at CHAR_W a character,
+     * as labels are fitted); so is the title, cut between the buttons. */
+    text_line sub[SUB_MAX_LINES];
+    const char *subsrc[SUB_MAX_LINES];
+    char note[256];
+    size_t per_line = (size_t)((o->width - 2 * XPAD) / CHAR_W), nsub = 0, nnote;
+    size_t tmax = o->width > 2 * TITLE_MARGIN + 3 * TITLE_CHAR_W ? (size_t)((o->width - 2 * TITLE_MARGIN) / TITLE_CHAR_W) : 3;
+    int sub_pad, height;
     double maxdelta = 0;
 
+    if (o->subtitle) {
+        nsub = wrap_text(o->subtitle, strlen(o->subtitle), per_line, sub, 3);
+        for (size_t i = 0; i < nsub; i++)
+            subsrc[i] = o->subtitle;
+    }
+    if (differential) { /* which colours these are, in words */
+        snprintf(note, sizeof note, "red: more %s, blue: fewer, %s (widths: after)", o->countname ? o->countname : "samples",
+                 o->diff_self ? "in each frame itself, children not counted, as flamegraph.pl colours"
+                              : "counting each frame with its children");
+        nnote = wrap_text(note, strlen(note), per_line, sub + nsub, 2);
+        for (size_t i = nsub; i < nsub + nnote; i++)
+            subsrc[i] = note;
+        nsub += nnote;
+    }
+    sub_pad = nsub ? SUB_PAD + (int)(nsub - 1) * SUB_LINE_H : 0;
+    height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + sub_pad);
+
     for (size_t i = 0; i < fr->n; i++)
-        if (fr->v[i].depth > 0 && fabs(fr->v[i].w - fr->v[i].before) > maxdelta)
-            maxdelta = fabs(fr->v[i].w - fr->v[i].before);
-    c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height,
+        if (fr->v[i].depth > 0 && fabs(delta_of(&fr->v[i], o->diff_self)) > maxdelta)
+            maxdelta = fabs(delta_of(&fr->v[i], o->diff_self));
+    c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height, TOP_PAD + sub_pad,
                     total, (o->width - 2 * XPAD) / total, maxdelta };
     fprintf(out,
             "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
             "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
-            "xmlns=\"http://www.w3.org/2000/svg\" data-charw=\"%.2f\" data-xpad=\"%d\" data-inverted=\"%d\">\n",
+            "xmlns=\"http://www.w3.org/2000/svg\" xmlns:fg=\"http://github.com/jonhoo/inferno\" data-charw=\"%.2f\" data-xpad=\"%d\" data-inverted=\"%d\">\n",
             o->width, height, o->width, height, CHAR_W, XPAD, o->inverted ? 1 : 0);
     fputs("<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0)}#title{text-anchor:middle;font-size:17px}"
           "#subtitle{text-anchor:middle;fill:rgb(160,160,160)}#frames>g{cursor:pointer}"
           "#frames>g:hover rect{stroke:black;stroke-width:0.5}#frames text{pointer-events:none}"
           ".hide{display:none}.parent{opacity:0.5}#search,#ignorecase{opacity:0.1;cursor:pointer}"
-          "#search:hover,#search.show,#ignorecase:hover,#ignorecase.show{opacity:1}#unzoom{cursor:pointer}</style>\n",
-          out);
+          "#search:hover,#search.show,#ignorecase:hover,#ignorecase.show{opacity:1}#unzoom{cursor:pointer}", out);
+    /* unchanged frames of a differential graph are near white, as the
+     * background is: an outline keeps them apart */
+    fputs(differential ? "#frames rect{stroke:rgb(210,210,210);stroke-width:0.5}</style>\n" : "</style>\n", out);
     fputs(script, out);
     fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n", o->width, height);
     fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", o->width / 2);
-    xml_text(out, title, strlen(title));
+    if (show_chars(title, strlen(title)) <= tmax) {
+        xml_text(out, title, strlen(title));
+    } else {
+        xml_show(out, title, strlen(title), tmax - 2);
+        fputs("..", out);
+    }
     fputs("</text>\n", out);
-    if (o->subtitle) {
+    if (nsub > 0) {
         fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6);
-        xml_text(out, o->subtitle, strlen(o->subtitle));
+        for (size_t i = 0; i < nsub; i++) {
+            fprintf(out, "<tspan x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6 + (int)i * SUB_LINE_H);
+            xml_text(out, subsrc[i] + sub[i].off, sub[i].len);
+            fputs(sub[i].cut ? "..</tspan>" : "</tspan>", out);
+        }
         fputs("</text>\n", out);
     }
     fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 17);
@@ -650,8 +1038,8 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     const palette *pal = NULL;
     frames fr = { 0 };
     ph_folded_stack *stacks = NULL;
-    uint32_t *order = NULL, *sorted_names = NULL, *rank = NULL;
-    size_t n = ph_folded_n_stacks(f), nn = ph_folded_n_names(f);
+    uint32_t *order = NULL;
+    size_t n = ph_folded_n_stacks(f);
     double total = 0, min_w;
     int differential, rc = -1;
 
@@ -668,12 +1056,8 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     memcpy(stats->bad_line_numbers, fs->bad_line_numbers, sizeof stats->bad_line_numbers);
     differential = opts->differential < 0 ? fs->differential : opts->differential > 0;
     stats->differential = differential;
-    for (size_t i = 0; i < sizeof palettes / sizeof palettes[0]; i++)
-        if (strcmp(palettes[i].name, opts->palette ? opts->palette : "hot") == 0)
-            pal = &palettes[i];
-    if (pal == NULL)
-        return ph_bad_input(err, "flamegraph: unknown palette `%s` (hot, mem, io, red, green, blue, yellow, purple, aqua, orange)",
-                            opts->palette);
+    if ((pal = find_palette(opts->palette ? opts->palette : "hot")) == NULL)
+        return ph_bad_input(err, "flamegraph: unknown palette `%s` (" PALETTE_NAMES ")", opts->palette);
     if (!(opts->width >= 2 * XPAD + 10) || !isfinite(opts->width) || !(opts->minwidth >= 0))
         return ph_bad_input(err, "flamegraph: width %g or minwidth %g out of range", opts->width, opts->minwidth);
     /* one view of every stack, so sorting and sweeping read plain memory
@@ -690,37 +1074,17 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
                      fs->lines, fs->bad_lines);
         goto out;
     }
-    if (!opts->flamechart) {
-        /* rank names by their bytes once, then sort stacks by ranks */
-        order_ctx oc = { stacks, NULL, opts->reverse, 1, 0 };
-        if ((order = malloc(n * sizeof *order)) == NULL || (sorted_names = malloc((nn ? nn : 1) * sizeof *sorted_names)) == NULL ||
-            (rank = malloc((nn ? nn : 1) * sizeof *rank)) == NULL)
-            goto oom;
-        for (size_t i = 0; i < nn; i++)
-            sorted_names[i] = (uint32_t)i;
-        qsort_r(sorted_names, nn, sizeof *sorted_names, cmp_names, (void *)f);
-        for (size_t i = 0; i < nn; i++)
-            rank[sorted_names[i]] = (uint32_t)i;
-        free(sorted_names);
-        sorted_names = NULL;
-        for (size_t i = 0; i < n; i++)
-            order[i] = (uint32_t)i;
-        oc.rank = rank;
-        while (oc.bits < 32 && (1ull << oc.bits) <= nn) /* ranks 1..nn, 0 = past the end */
-            oc.bits++;
-        oc.per_key = 64 / oc.bits;
-        if (sort_stacks(&oc, order, n) < 0)
-            goto oom;
-    }
+    if (!opts->flamechart &&
+        ((order = malloc(n * sizeof *order)) == NULL || order_stacks(f, stacks, n, opts->reverse, order) < 0))
+        goto oom;
     /* flamegraph.pl: minwidth_time = minwidth / widthpertime, or a share
      * of the total with "%" */
     min_w = opts->minwidth_percent ? total * opts->minwidth / 100 : opts->minwidth / ((opts->width - 2 * XPAD) / total);
     if (sweep(stacks, order, n, opts->reverse, differential, min_w, &fr) < 0)
         goto oom;
     free(order);
-    free(rank);
     free(stacks);
-    order = rank = NULL;
+    order = NULL;
     stacks = NULL;
     if (write_svg(f, opts, pal, differential, &fr, total, out) < 0) {
         ph_fail(err, errno, "flamegraph: write the SVG");
@@ -734,10 +1098,34 @@ oom:
 out:
     free(stacks);
     free(order);
-    free(sorted_names);
-    free(rank);
     free(fr.v);
     return rc;
+}
+
+int
+ph_flame_render_error(const char *message, const ph_flame_opts *opts, FILE *out, ph_error_t *err)
+{
+    double width = opts && opts->width >= 2 * XPAD + 10 && isfinite(opts->width) ? opts->width : 1200;
+    text_line lines[3];
+    size_t n = wrap_text(message, strlen(message), (size_t)((width - 2 * XPAD) / CHAR_W) - 7, lines, 3);
+    int height = TOP_PAD + (int)(n + 1) * SUB_LINE_H;
+
+    fprintf(out,
+            "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
+            "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+            "<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0);text-anchor:middle}</style>\n"
+            "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n"
+            "<text id=\"error\" x=\"%.1f\" y=\"24\">",
+            width, height, width, height, width, height, width / 2);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "<tspan x=\"%.1f\" y=\"%d\">%s", width / 2, 24 + (int)i * SUB_LINE_H, i ? "" : "ERROR: ");
+        xml_text(out, message + lines[i].off, lines[i].len);
+        fputs(lines[i].cut ? "..</tspan>" : "</tspan>", out);
+    }
+    fputs("</text>\n</svg>\n", out);
+    if (fflush(out) != 0 || ferror(out))
+        return ph_fail(err, errno, "flamegraph: write the SVG");
+    return 0;
 }
 
 int

@@ -9,16 +9,28 @@
  * contract: tooltips `name (N unit, P%)`, click to zoom with faded
  * ancestors and Reset Zoom, regex search (Ctrl-F) reporting "Matched: X%"
  * without double counting nested matches, case toggle (Ctrl-I), zoom and
- * search kept in the URL.  Labels are fitted with a fixed monospace char
- * width, so the browser never measures text.
+ * search kept in the URL; frames carry their extent in samples (fg:x,
+ * fg:w, as inferno's do), so a zoom keeps exactly the frames it should.
+ * Labels are fitted with a fixed monospace char width (the widest common
+ * one), so the browser never measures text; the title is cut and the
+ * subtitle wrapped to the width.  Whatever bytes the names,
+ * title and subtitle hold, the SVG is valid UTF-8 and well-formed XML:
+ * control characters are shown escaped (`\x01`, `\u0085`), bytes that
+ * are not UTF-8 as U+FFFD.
  *
- * Frames as flamegraph.pl draws them, with two deliberate differences:
- * a name is one frame per parent (flamegraph.pl sorts whole lines, so
- * `f 1`, `f1 1`, `f;g 1` give it two `f` boxes), and in differential
- * graphs every frame is coloured by the change of its whole subtree
- * (flamegraph.pl colours leaf deltas only, so parents stay white).
+ * Frames as flamegraph.pl draws them, siblings in its order, with two
+ * deliberate differences: a name is one frame per parent (flamegraph.pl
+ * sorts whole lines, so `f 1`, `f1 1`, `f;g 1` give it two `f` boxes),
+ * and in differential graphs every frame is coloured by its change with
+ * its children by default (flamegraph.pl colours each frame's own change,
+ * so a parent whose children grew stays white; diff_self asks for that).
+ * The subtitle of a differential graph says which colours it shows.
  * Pruning is flamegraph.pl's: a frame narrower than minwidth px (or % of
- * the total) is not drawn, nor anything above it.
+ * the total) is not drawn, nor anything above it.  Annotations perf's
+ * collapsers append (`_[k]` kernel, `_[j]` JIT, `_[i]` inlined, `_[w]`
+ * waker) are left out of labels and colour the frame, as flamegraph.pl's
+ * java palette does, in every palette (flamegraph.pl: only in its multi
+ * palettes java, js, perl, chain).
  *
  * Parsing and merging live in ph_folded.c; this module turns merged stacks
  * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o
@@ -40,7 +52,7 @@ typedef struct ph_flame_opts {
     const char *title;      /* default "Flame Graph" ("Icicle Graph" inverted, "Flame Chart") */
     const char *subtitle;   /* NULL: none */
     const char *countname;  /* default "samples" */
-    const char *palette;    /* hot (default), mem, io, ... (ph_flame_palette_valid); differential graphs are red/blue */
+    const char *palette;    /* hot (default), mem, io, ..., java, js (ph_flame_palette_valid); differential graphs are red/blue */
     double width;           /* image width in px, default 1200 */
     double minwidth;        /* omit frames narrower than this many px, default 0.1 (flamegraph.pl's) */
     int minwidth_percent;   /* minwidth is a percentage of the total instead */
@@ -48,6 +60,8 @@ typedef struct ph_flame_opts {
     int reverse;            /* reverse each stack before merging */
     int flamechart;         /* keep input order: merge only with the previous stack */
     int differential;       /* -1 auto (default: any line with two counts), 0 off, 1 on */
+    int diff_self;          /* differential: colour each frame by its own change, as flamegraph.pl
+                               does, not by its change with its children (the default) */
 } ph_flame_opts;
 
 typedef struct ph_flame_stats {
@@ -60,7 +74,8 @@ typedef struct ph_flame_stats {
 void ph_flame_opts_init(ph_flame_opts *o);
 
 /* 1 if NAME is a palette: hot, mem, io, red, green, blue, yellow, purple,
- * aqua, orange. */
+ * aqua, orange, or a multi palette (each frame coloured by what its name
+ * looks like, as flamegraph.pl does): java, js, perl, wakeup, chain. */
 int ph_flame_palette_valid(const char *name);
 
 /* Render FOLDED (LEN bytes) to OUT.  Returns 0 and fills STATS (may be
@@ -74,6 +89,11 @@ int ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *
  * F's stacks as they are: parse without PH_FOLDED_REVERSE.  F is not
  * changed, so one parse can be drawn several ways. */
 int ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_flame_stats *stats, ph_error_t *err);
+
+/* A small SVG of OPTS's width saying "ERROR: MESSAGE", for when there is
+ * nothing to draw (flamegraph.pl writes one too): a file meant to hold a
+ * graph then shows why it does not.  -1 and *err if writing fails. */
+int ph_flame_render_error(const char *message, const ph_flame_opts *opts, FILE *out, ph_error_t *err);
 
 /* Kept for callers of the first API: ph_folded_diff without bad-line counts. */
 int ph_flame_diff_folded(const char *a, size_t alen, const char *b, size_t blen, int normalise, FILE *out,

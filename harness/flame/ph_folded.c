@@ -264,8 +264,10 @@ add_stack(ph_folded *f, uint32_t depth, double before, double count)
 /* ---- lines -------------------------------------------------------------- */
 
 /* A count ending at *END (exclusive, trailing blanks already gone), as
- * flamegraph.pl reads it: digits with an optional fraction, preceded by
- * a blank.  Moves *END to the start of the blanks before it.  1 if found. */
+ * flamegraph.pl reads it (/^(.*)\s+?(\d+(?:\.\d*)?)$/): digits with an
+ * optional fraction, preceded by a blank.  Moves *END to that one blank:
+ * more blanks belong to the stack, so a frame of only spaces is a frame.
+ * 1 if found. */
 static int
 trailing_count(const char *s, const char **end, double *out)
 {
@@ -297,9 +299,7 @@ trailing_count(const char *s, const char **end, double *out)
         if (!isfinite(*out))
             return 0;
     }
-    while (p > s && (p[-1] == ' ' || p[-1] == '\t'))
-        p--;
-    *end = p;
+    *end = p - 1;
     return 1;
 }
 
@@ -309,6 +309,15 @@ bad_line(ph_folded *f)
     if (f->st.bad_lines < PH_FOLDED_BAD_KEPT)
         f->st.bad_line_numbers[f->st.bad_lines] = f->st.lines;
     f->st.bad_lines++;
+}
+
+/* A line longer than PH_FOLDED_MAX_LINE, never held whole. */
+static void
+long_line(ph_folded *f)
+{
+    f->st.lines++;
+    f->st.long_lines++;
+    bad_line(f);
 }
 
 /* One line without its '\n'.  -1 only on ENOMEM. */
@@ -349,10 +358,6 @@ parse_line(ph_folded *f, const char *p, const char *end)
         const char *fe = semi ? semi : stack_end;
         int64_t id;
 
-        if (depth >= PH_FOLDED_MAX_DEPTH) {
-            bad_line(f);
-            return 0;
-        }
         if (f->n_ids + depth == f->cap_ids &&
             reserve((void **)&f->ids, &f->cap_ids, f->n_ids + depth, 1, sizeof *f->ids) < 0)
             return -1;
@@ -433,8 +438,7 @@ flush_held(ph_folded *f)
     int rc = 0;
 
     if (f->held_too_long) {
-        f->st.lines++;
-        bad_line(f);
+        long_line(f);
     } else {
         rc = parse_line(f, f->held, f->held + f->held_len);
     }
@@ -465,10 +469,9 @@ ph_folded_feed(ph_folded *f, const char *buf, size_t len, ph_error_t *err)
                 goto oom;
             break;
         }
-        if ((size_t)(nl - p) > PH_FOLDED_MAX_LINE) {
-            f->st.lines++;
-            bad_line(f);
-        } else if (parse_line(f, p, nl) < 0) {
+        if ((size_t)(nl - p) > PH_FOLDED_MAX_LINE)
+            long_line(f);
+        else if (parse_line(f, p, nl) < 0) {
             goto oom;
         }
         p = nl + 1;
@@ -502,6 +505,33 @@ ph_folded_parse(const char *buf, size_t len, int flags, ph_error_t *err)
         return NULL;
     }
     return f;
+}
+
+int64_t
+ph_folded_intern(ph_folded *f, const char *s, size_t n, ph_error_t *err)
+{
+    int64_t id = n <= PH_FOLDED_MAX_LINE ? intern(f, s, n) : -1;
+
+    if (id < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory for a name of %zu bytes", n);
+    f->st.names = f->n_names;
+    return id;
+}
+
+int
+ph_folded_add(ph_folded *f, const uint32_t *ids, uint32_t depth, double count, ph_error_t *err)
+{
+    if (depth == 0)
+        return 0;
+    if (reserve((void **)&f->ids, &f->cap_ids, f->n_ids, depth, sizeof *f->ids) < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu stacks", f->n_stacks);
+    memcpy(f->ids + f->n_ids, ids, depth * sizeof *ids);
+    f->st.total += count;
+    f->st.total_before += count;
+    if (add_stack(f, depth, count, count) < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu stacks", f->n_stacks);
+    f->st.stacks = f->n_stacks;
+    return 0;
 }
 
 const ph_folded_stats *

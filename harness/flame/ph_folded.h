@@ -2,7 +2,10 @@
  *
  * The folded format (flamegraph.pl, inferno): one line per stack,
  * `root;child;leaf COUNT`, the count possibly decimal (`12.5`); a second
- * count makes a differential line `stack BEFORE AFTER`.  Blank lines and
+ * count makes a differential line `stack BEFORE AFTER`.  One blank (space
+ * or tab) separates a count, as flamegraph.pl reads it: `a;  3` is the
+ * stack `a` then ` `.  Trailing blanks and a CR are ignored (flamegraph.pl
+ * refuses such lines; CRLF files are common).  Blank lines and
  * lines starting with '#' are skipped; any other line that does not parse
  * is counted as bad (the first few line numbers kept), never fatal.
  *
@@ -32,14 +35,16 @@ enum {
 };
 
 #define PH_FOLDED_BAD_KEPT 8           /* bad line numbers remembered */
-#define PH_FOLDED_MAX_LINE (16u << 20) /* longer lines are bad lines */
-#define PH_FOLDED_MAX_DEPTH 65536      /* deeper stacks are bad lines */
+/* Longer lines are bad lines (counted in long_lines): the only limit, so
+ * a stack may be as deep as a line can hold (8 Mi one-byte frames). */
+#define PH_FOLDED_MAX_LINE (16u << 20)
 
 typedef struct ph_folded ph_folded;
 
 typedef struct ph_folded_stats {
     size_t lines;     /* lines seen, including blank and comment lines */
     size_t bad_lines; /* lines not in the folded format */
+    size_t long_lines; /* of those, lines longer than PH_FOLDED_MAX_LINE */
     size_t bad_line_numbers[PH_FOLDED_BAD_KEPT]; /* the first bad lines, 1-based; 0 = unused */
     size_t stacks;    /* unique stacks (every valid line with KEEP_ORDER) */
     size_t names;     /* distinct frame names */
@@ -68,6 +73,13 @@ int ph_folded_feed(ph_folded *f, const char *buf, size_t len, ph_error_t *err);
 int ph_folded_finish(ph_folded *f, ph_error_t *err);
 /* ph_folded_new + feed + finish of one buffer. */
 ph_folded *ph_folded_parse(const char *buf, size_t len, int flags, ph_error_t *err);
+
+/* Stacks built by a caller rather than parsed (ph_collapse): the id of
+ * name S[0..N), added if new, or -1 on ENOMEM; and one stack of DEPTH
+ * such ids, root first, merged as a parsed line `stack COUNT` would be.
+ * ph_folded_add returns -1 only on ENOMEM. */
+int64_t ph_folded_intern(ph_folded *f, const char *s, size_t n, ph_error_t *err);
+int ph_folded_add(ph_folded *f, const uint32_t *ids, uint32_t depth, double count, ph_error_t *err);
 
 const ph_folded_stats *ph_folded_get_stats(const ph_folded *f);
 size_t ph_folded_n_stacks(const ph_folded *f);

@@ -50,6 +50,7 @@
 #include "ph_log.h"
 #include "ph_signal.h"
 #include "ph_util.h"
+#include "ph_report.h"
 #include "ph_tar.h"
 
 #define TEMP_PREFIX ".incoming-"
@@ -701,6 +702,37 @@ is_created(json_t *c)
     return state != NULL && strcmp(state, "created") == 0;
 }
 
+/* The run's report.html and summary.json, and its headline on stderr
+ * (stdout keeps the parseable "service<TAB>run dir" lines).  A report that
+ * cannot be written costs a warning, never the run: the artifacts are
+ * already in place. */
+static void
+write_report(ph_run *r, const char *run_dir)
+{
+    ph_report_headline h;
+    ph_error_t rerr = NULL;
+
+    if (ph_report_write_run(run_dir, &r->profiles, &h, &rerr) < 0) {
+        ph_warn("no report for %s: %s (the artifacts are there; retry with `profharness report %s`)", run_dir,
+                rerr->msg, run_dir);
+        ph_error_free(&rerr);
+        return;
+    }
+    ph_report_print_headline(stderr, &h);
+}
+
+/* contrib/profiling/index.html, after a command collected something. */
+static void
+write_index(ph_run *r)
+{
+    ph_error_t rerr = NULL;
+
+    if (ph_report_write_index(r->opts.out_dir, &rerr) < 0) {
+        ph_warn("the index of runs was not updated: %s (retry with `profharness report`)", rerr->msg);
+        ph_error_free(&rerr);
+    }
+}
+
 /* Gracefully stop one profiled container and collect it.  On any failure
  * the container is kept and the hint says how to recover. */
 int
@@ -792,6 +824,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     if (rc < 0)
         goto out;
     print_stages(service, stages, n_stages);
+    write_report(r, res.run_dir);
     printf("%s\t%s\n", service, res.run_dir);
     fflush(stdout);
     goto out;
@@ -866,6 +899,8 @@ ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *
         return -1;
     if (stopped == 0 && !quiet_if_none)
         ph_info("nothing to stop: no profiled service is running in project `%s`", r->compose->project);
+    if (stopped > 0)
+        write_index(r);
     return 0;
 }
 
@@ -949,8 +984,10 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
     if (rc == 0)
         rc = write_run_meta(c, &res, st, ns, err);
     ph_interrupt_end();
-    if (rc == 0)
+    if (rc == 0) {
+        write_report(r, res.run_dir);
         printf("%s\t%s\n", service, res.run_dir);
+    }
     collect_result_done(&res);
     return rc;
 }
@@ -984,6 +1021,8 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
     }
     if (rc == 0 && !any)
         ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);
+    if (any)
+        write_index(r);
     free(sl.v);
     return rc;
 }

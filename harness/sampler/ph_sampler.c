@@ -1,26 +1,30 @@
-/* ph_sampler.c - the sampler's signal path, its timers, the SIGTERM/SIGINT
- * chaining and the writer thread's loop.
+/* ph_sampler.c - the sampler's signal path, its timers, the chaining of the
+ * signals it stands in front of (SIGTERM/SIGINT, and SIGTRAP when perf
+ * events deliver samples with it) and the writer thread's loop.
  *
  * What runs where:
- * - Signal context (SIGPROF, any thread): on_sigprof.  It saves errno,
- *   walks frame pointers, reading a word only after proving it readable
+ * - Signal context (SIGPROF or SIGTRAP, any thread): sample().  It walks
+ *   the interrupted stack, reading a word only after proving it readable
  *   (write(2) of it into a pipe fails with EFAULT instead of faulting), and
  *   records the stack in the active preallocated table (phs_table, see
  *   ph_sampler_int.h) with atomic claims.  No malloc, no stdio, no lock: a
  *   sample that finds no room is counted as dropped.  Only raw syscalls
- *   (write, read, gettid, ioctl) are made.
- * - Where SIGPROF comes from: up to 250 Hz, setitimer(ITIMER_PROF): process
- *   CPU time, the kernel signals the thread that is running, so every
- *   thread is sampled, threads created later too, with no bookkeeping.
- *   The kernel tick (CONFIG_HZ, 250 here) caps it, so above 250 Hz each
- *   thread gets its own perf_event_open software cpu-clock event (an
- *   hrtimer) that signals that very thread; the writer attaches one to
- *   every thread in /proc/self/task every tick, and at once when
- *   pthread_create (interposed) starts one, so a thread is sampled within
- *   ~2 ms of its start; it closes those of threads that ended.  When
- *   perf events are not allowed (perf_event_paranoid, seccomp) the rate is
- *   capped at 250 Hz and the cap is reported.  The delivered rate is
- *   always measured (samples per CPU-second) and written in the outputs.
+ *   (write, read, gettid) are made.
+ * - Where samples come from: up to 250 Hz, setitimer(ITIMER_PROF) and
+ *   SIGPROF: process CPU time, the kernel signals the thread that is
+ *   running, so every thread is sampled, threads created later too, with
+ *   no bookkeeping.  The kernel tick (CONFIG_HZ, 250 here) caps it, so
+ *   above 250 Hz each thread gets its own perf_event_open software
+ *   cpu-clock event (an hrtimer) that signals that very thread: SIGTRAP
+ *   through attr.sigtrap where the kernel holds it safely (6.1 on: the
+ *   cheapest delivery, no interrupt to the CPU), SIGPROF through O_ASYNC
+ *   otherwise.  The writer attaches one to every thread in
+ *   /proc/self/task every tick, and at once when pthread_create
+ *   (interposed) starts one, so a thread is sampled within ~2 ms of its
+ *   start; it closes those of threads that ended.  When perf events are
+ *   not allowed (perf_event_paranoid, seccomp) the rate is capped at 250
+ *   Hz and the cap is reported.  The delivered rate is always measured
+ *   (samples per CPU-second) and written in the outputs.
  * - The writer thread (a normal thread, every signal blocked but SIGPROF,
  *   whose samples there are counted as the sampler's own cost) wakes every
  *   tick (250 ms): it drains the active table into its own heap
@@ -35,24 +39,39 @@
  *   also re-checks the dispositions every tick for services that install
  *   handlers behind our back), nothing when ignored, or the default
  *   action, re-raised, so the exit status still says "killed by signal".
+ * - SIGTRAP, when our perf events send it: on_sigtrap takes the samples
+ *   (si_code TRAP_PERF with our sig_data) and hands every other SIGTRAP
+ *   (breakpoints, the service's own perf events) to what the service
+ *   asked for, the same way.  A debugger attached to the service sees a
+ *   SIGTRAP per sample: sample at 250 Hz or less when debugging.
  * - fork: the child turns sampling off (atfork), has no writer and closes
- *   the perf fds it inherited; itimers are not inherited.  exec: LD_PRELOAD
- *   and PH_SAMPLER_* were removed from the environment at start.
+ *   the perf fds it inherited; itimers are not inherited.  With
+ *   PH_SAMPLER_FOLLOW=all it starts a sampler of its own.  fork waits
+ *   while the writer is inside dl_iterate_phdr (phs_dl_iterate), or the
+ *   child would inherit the loader's lock held.  exec: LD_PRELOAD and
+ *   PH_SAMPLER_* were removed from the environment at start; the exec
+ *   family is interposed (ph_sampler_proc.c) to give them back to the
+ *   programs that are followed, and an exec in place stops the timer (it
+ *   would survive into the next program and kill it) after the final
+ *   snapshot.
+ * - Status and requests: the writer keeps sampler-status-<pid>.json and
+ *   serves DIR/.snapshot-request each tick (ph_sampler_proc.c).
  */
 #include "ph_sampler.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -66,17 +85,11 @@
 #define STOP_SIGNAL_WAIT_MS 5000 /* SIGTERM/SIGINT: never hold up termination longer */
 #define EXIT_WAIT_MS 10000       /* exit(): the first snapshot may read big symbol tables */
 #define FLUSH_WAIT_MS 30000
-#define MAX_PERF_THREADS 1024
+#define STATUS_EVERY_MS 5000
 #define MAX_HZ 10000
 
 phs_state phs;
 
-/* A thread's perf event: tid 0 is a free entry.  Only the writer changes
- * entries (and the atfork child handler, which runs alone). */
-typedef struct perf_thread {
-    int tid;
-    int fd;
-} perf_thread;
 
 static struct {
     int pid;
@@ -88,14 +101,21 @@ static struct {
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
     int probe_pipe[2];          /* readability checks on the signal path */
-    int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop */
+    int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop, 'x' exec, 'r' status */
     pthread_t writer;
     _Atomic int writer_running;
     _Atomic int flush_seq, done_seq;
     _Atomic int said;           /* the one "profiling disabled" line was printed */
     _Atomic int wake_pending;   /* a 'w' for a new thread is in the pipe */
     int atfork_done, atexit_done;
-    perf_thread perf[MAX_PERF_THREADS];
+    _Atomic int n_snapshots;    /* written by this image (and earlier ones of this pid) */
+    long request;               /* the last .snapshot-request served */
+    char last_snapshot[256];    /* the newest folded file's name */
+    char why[300];              /* why profiling was disabled */
+    double status_at;           /* when the status was last written (mono_ms) */
+    char exec_path[1024];       /* the program an exec in place starts */
+    int exec_handed;            /* ... and whether it got the settings */
+    int handler_lost;           /* the service replaced our SIGPROF handler */
     struct sigaction app[NSIG]; /* what the service asked for SIGTERM/SIGINT */
     _Atomic int app_set[NSIG];  /* ours is in front of this signal */
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
@@ -122,6 +142,17 @@ say(const char *msg)
     (void)r;
 }
 
+static int
+start_itimer(void)
+{
+    struct itimerval it;
+
+    it.it_interval.tv_sec = 0;
+    it.it_interval.tv_usec = 1000000 / phs.hz_nominal;
+    it.it_value = it.it_interval;
+    return setitimer(ITIMER_PROF, &it, NULL);
+}
+
 static void
 itimer_off(void)
 {
@@ -130,8 +161,12 @@ itimer_off(void)
     setitimer(ITIMER_PROF, &off, NULL);
 }
 
-/* Turn profiling off for good with one line on stderr.  Perf events are
- * closed by the writer (it owns them) when it sees `on` drop. */
+/* Perf events are closed by the writer (it owns them) when it sees `on`
+ * drop. */
+static void write_status(const char *state);
+
+/* Turn profiling off for good with one line on stderr and the reason in
+ * the status file.  Never from a signal handler. */
 static void
 disable(const char *why)
 {
@@ -141,8 +176,11 @@ disable(const char *why)
     itimer_off();
     if (atomic_exchange(&S.said, 1))
         return;
+    snprintf(S.why, sizeof S.why, "%s", why);
     snprintf(line, sizeof line, "ph-sampler: %s; profiling disabled\n", why);
     say(line);
+    if (S.dir[0])
+        write_status("disabled");
 }
 
 /* ---- the signal path -------------------------------------------------- */
@@ -153,38 +191,83 @@ disable(const char *why)
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
 static __thread int tls_writer __attribute__((tls_model("initial-exec")));
+/* This thread's stack, [lo, hi); hi 0: not known.  Set where the thread
+ * starts: note_stack() in ph_sampler_start for the thread that starts the
+ * sampler, in thread_start for threads pthread_create starts later. */
+static __thread uintptr_t tls_stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec")));
 
-/* Can the 16 bytes at ADDR be read?  A write(2) from unmapped memory fails
- * with EFAULT; the bytes are drained at once.  The page last proven
- * readable is remembered for the rest of this walk. */
-static int
-readable(const void *addr, uintptr_t *last_page)
+/* What one walk knows is readable: [lo, hi), from the interrupted stack
+ * pointer to the top of the thread's stack when the stack pointer lies in
+ * it (none of that can be unmapped while the thread runs on it), and the
+ * page last proven readable by a probe. */
+typedef struct walk {
+    uintptr_t lo, hi;
+    uintptr_t last_page;
+} walk;
+
+/* Can the LEN (at most 16) bytes at ADDR, off the stack, be read?  A
+ * write(2) of them into a pipe says: from unmapped memory it fails with
+ * EFAULT (or writes less).  The bytes are drained at once. */
+static __attribute__((noinline)) int
+probe(walk *w, uintptr_t addr, size_t len)
 {
-    uintptr_t page = (uintptr_t)addr & ~(uintptr_t)4095;
+    uintptr_t page = addr & ~(uintptr_t)4095;
     char drain[16];
 
-    if (page == *last_page && ((uintptr_t)addr & 4095) <= 4096 - 16)
+    if (page == w->last_page && (addr & 4095) <= 4096 - len)
         return 1;
-    if (write(S.probe_pipe[1], addr, 16) != 16)
+    if (write(S.probe_pipe[1], (const void *)addr, len) != (ssize_t)len)
         return 0;
     if (read(S.probe_pipe[0], drain, sizeof drain) < 0) {
         /* nothing to do: another thread's read may have taken our bytes */
     }
-    if (((uintptr_t)addr & 4095) <= 4096 - 16)
-        *last_page = page;
+    if ((addr & 4095) <= 4096 - len)
+        w->last_page = page;
     return 1;
+}
+
+/* Can the LEN (at most 16) bytes at ADDR be read?  On the stack, yes;
+ * elsewhere the probe says. */
+static inline int
+readable(walk *w, uintptr_t addr, size_t len)
+{
+    if (addr >= w->lo && addr < w->hi && w->hi - addr >= len)
+        return 1;
+    return probe(w, addr, len);
+}
+
+/* Record this thread's stack bounds (not async-signal-safe: at the
+ * thread's start).  lo before hi: a sample in between sees "not known". */
+static void
+note_stack(void)
+{
+    pthread_attr_t a;
+    void *addr = NULL;
+    size_t size = 0;
+
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0 && size > 0) {
+        tls_stack_hi = 0;
+        atomic_signal_fence(memory_order_seq_cst);
+        tls_stack_lo = (uintptr_t)addr;
+        atomic_signal_fence(memory_order_seq_cst);
+        tls_stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
 }
 
 #if defined(__x86_64__)
 /* Does RET follow a call instruction?  (e8 rel32, or ff /2 in its common
  * register and memory forms.)  Reads only memory proven readable. */
 static int
-after_call(uintptr_t ret, uintptr_t *last_page)
+after_call(uintptr_t ret, walk *w)
 {
     const unsigned char *p;
 
-    if (ret < 4096 + 7 || !readable((const void *)(ret - 7), last_page))
-        return 0; /* the probe covers ret-7 .. ret+8 */
+    if (ret < 4096 + 7 || !readable(w, ret - 7, 16))
+        return 0; /* ret-7 .. ret+8 */
     p = (const unsigned char *)ret;
     if (p[-5] == 0xe8)
         return 1;
@@ -207,9 +290,10 @@ after_call(uintptr_t ret, uintptr_t *last_page)
  * dl_iterate_phdr, which takes the loader's lock, so a sample landing in
  * dlopen() would deadlock (gperftools documents this hang; pprof-rs saw
  * crashes with DWARF unwinding in production).  Every word is read only
- * after proving it readable, and every step must move the stack pointer
- * up, within 8 MB: a wrong rule gives a shorter stack, never a fault or a
- * loop. */
+ * after proving it readable (on the thread's own stack by its bounds, for
+ * free; anywhere else by a probe), and every step must move the stack
+ * pointer up, within 8 MB: a wrong rule gives a shorter stack, never a
+ * fault or a loop. */
 static uint32_t
 unwind(const ucontext_t *uc, uintptr_t *pcs)
 {
@@ -226,13 +310,20 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
 #else
 #error "the sampler's unwinder knows x86-64 and aarch64 only"
 #endif
-    uintptr_t last_page = 0, lookup = pc;
+    uintptr_t lookup = pc;
     uint32_t depth = 0;
     const phs_cfi *cfi = S.unwind_fp_only ? NULL : phs_cfi_enter();
+    walk w = { 0, 0, 0 };
+    size_t hint = 0;
+
+    if (tls_stack_hi != 0 && sp >= tls_stack_lo && sp < tls_stack_hi) {
+        w.lo = sp;
+        w.hi = tls_stack_hi;
+    }
 
     pcs[depth++] = pc;
     while (depth < PHS_MAX_DEPTH) {
-        const phs_cfi_row *row = phs_cfi_find(cfi, lookup);
+        const phs_cfi_row *row = phs_cfi_find(cfi, lookup, &hint);
         uintptr_t ret;
 
         if (row != NULL) {
@@ -241,12 +332,12 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
 
             if (row->flags & PHS_CFI_OUTERMOST)
                 break;
-            if (cfa <= sp || cfa - sp > (8u << 20) || (at & 7) || !readable((void *)at, &last_page))
+            if (cfa <= sp || cfa - sp > (8u << 20) || (at & 7) || !readable(&w, at, 8))
                 break;
             ret = *(const uintptr_t *)at;
             if (row->fp_off != 0) {
                 at = cfa + (uintptr_t)(intptr_t)row->fp_off;
-                if ((at & 7) || !readable((void *)at, &last_page))
+                if ((at & 7) || !readable(&w, at, 8))
                     break;
                 fp = *(const uintptr_t *)at;
             } else if (row->flags & PHS_CFI_FP_LOST) {
@@ -260,18 +351,17 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
              * the stack pointer, and the frame pointer still belongs to
              * the caller's caller.  Take that word only when it follows
              * a call instruction. */
-            if (depth == 1 && !(sp & 7) && readable((const void *)sp, &last_page)) {
+            if (depth == 1 && !(sp & 7) && readable(&w, sp, 8)) {
                 uintptr_t top = ((const uintptr_t *)sp)[0];
-                uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) &&
-                                           readable((void *)fp, &last_page)
+                uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) && readable(&w, fp, 16)
                                        ? ((const uintptr_t *)fp)[1]
                                        : 0;
 
-                if (top != framed && top != pcs[0] && after_call(top, &last_page))
+                if (top != framed && top != pcs[0] && after_call(top, &w))
                     pcs[depth++] = top - 1;
             }
 #endif
-            if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable((void *)fp, &last_page))
+            if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable(&w, fp, 16))
                 break;
             ret = ((const uintptr_t *)fp)[1];
             sp = fp + 16;
@@ -332,26 +422,20 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
     return -1;
 }
 
+/* One sample of the interrupted context CTX, on this thread. */
 static void
-on_sigprof(int sig, siginfo_t *si, void *ctx)
+sample(const void *ctx)
 {
-    int saved = errno;
     uintptr_t pcs[PHS_MAX_DEPTH];
     uint32_t depth;
     int a;
     phs_table *t;
 
-    (void)sig;
-    /* A perf event stops itself after each overflow (REFRESH 1): a lost or
-     * merged signal then costs one sample, never the thread's sampling.
-     * Re-arm it first, whatever we do with this sample. */
-    if (si != NULL && si->si_code > 0 && si->si_code <= POLL_HUP && si->si_code != SI_KERNEL)
-        ioctl(si->si_fd, PERF_EVENT_IOC_REFRESH, 1);
     if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
-        goto out;
+        return;
     if (tls_writer) { /* CPU the writer spent: ours, not the service's */
         atomic_fetch_add_explicit(&phs.own, 1, memory_order_relaxed);
-        goto out;
+        return;
     }
     if (tls_pid != S.pid || tls_tid == 0) {
         tls_tid = (int)syscall(SYS_gettid);
@@ -369,102 +453,66 @@ on_sigprof(int sig, siginfo_t *si, void *ctx)
     else
         atomic_fetch_add_explicit(&phs.samples, 1, memory_order_relaxed);
     atomic_fetch_sub(&t->inflight, 1);
-out:
+}
+
+static void
+on_sigprof(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+
+    (void)sig;
+    (void)si;
+    sample(ctx);
     errno = saved;
 }
 
-/* ---- perf events (writer thread, start and atfork only) ---------------- */
+static void chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app);
 
-static int
-perf_open(int tid, int hz)
-{
-    struct perf_event_attr a;
-    struct f_owner_ex owner = { F_OWNER_TID, tid };
-    int fd;
+/* A perf event's SIGTRAP (attr.sigtrap) carries TRAP_PERF and the event's
+ * sig_data in si_perf_data, which glibc's siginfo_t does not name yet:
+ * the kernel's layout, checked against glibc's si_addr below. */
+typedef struct perf_siginfo {
+    int signo, errno_, code, pad_;
+    void *addr;
+    unsigned long data;
+    uint32_t type, flags;
+} perf_siginfo;
+_Static_assert(offsetof(perf_siginfo, addr) == offsetof(siginfo_t, si_addr), "siginfo_t layout");
 
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_CPU_CLOCK; /* an hrtimer on the thread's CPU time */
-    a.sample_period = 1000000000ULL / (unsigned)hz;
-    a.disabled = 1;
-    /* perf_event_paranoid 2 (the default) refuses kernel sampling; the
-     * signal lands in user space anyway. */
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fcntl(fd, F_SETFL, O_ASYNC) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
-        fcntl(fd, F_SETOWN_EX, &owner) < 0 || ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) < 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    return fd;
-}
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+#define TRAP_PERF_ASYNC 1u                      /* TRAP_PERF_FLAG_ASYNC: delivered late */
 
+/* SIGTRAP: our perf events' samples; any other SIGTRAP (a breakpoint, the
+ * service's own perf events) goes where the service wanted it. */
 static void
-perf_close_all(void)
+on_sigtrap(int sig, siginfo_t *si, void *ctx)
 {
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (S.perf[i].tid == 0)
-            continue;
-        ioctl(S.perf[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-        close(S.perf[i].fd);
-        S.perf[i].tid = 0;
-    }
-}
+    const perf_siginfo *p = (const perf_siginfo *)(const void *)si;
+    int saved = errno;
 
-/* Give every thread of the process an event and close those of threads
- * that ended.  The writer itself blocks SIGPROF and is not sampled. */
-static void
-perf_scan(int self_tid)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *de;
-    char seen[MAX_PERF_THREADS] = { 0 };
-
-    if (d == NULL)
+    if (si != NULL && si->si_code == TRAP_PERF && p->data == PHS_PERF_COOKIE) {
+        /* Held while the thread blocked SIGTRAP, it arrives where the
+         * thread unblocked it, not where the CPU time went. */
+        if (p->flags & TRAP_PERF_ASYNC)
+            atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
+        else
+            sample(ctx);
+        errno = saved;
         return;
-    while ((de = readdir(d)) != NULL) {
-        int tid = atoi(de->d_name), free_i = -1, known = 0, fd;
-
-        if (tid <= 0 || tid == self_tid)
-            continue;
-        for (int i = 0; i < MAX_PERF_THREADS; i++) {
-            if (S.perf[i].tid == tid) {
-                seen[i] = known = 1;
-                break;
-            }
-            if (S.perf[i].tid == 0 && free_i < 0)
-                free_i = i;
-        }
-        if (known)
-            continue;
-        if (free_i < 0 || (fd = perf_open(tid, phs.hz_nominal)) < 0) {
-            atomic_fetch_add(&phs.perf_failed, 1);
-            continue;
-        }
-        S.perf[free_i].tid = tid;
-        S.perf[free_i].fd = fd;
-        seen[free_i] = 1;
     }
-    closedir(d);
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (S.perf[i].tid != 0 && !seen[i]) {
-            close(S.perf[i].fd);
-            S.perf[i].tid = 0;
-        }
-    }
+    chain(sig, si, ctx, &S.app[sig]);
 }
 
-/* ---- SIGTERM/SIGINT ----------------------------------------------------- */
+/* ---- the signals we stand in front of -------------------------------- */
 
+/* SIGTERM/SIGINT always (the final snapshot comes first); SIGTRAP while
+ * perf events deliver our samples with it. */
 static int
-is_stop_signal(int sig)
+is_ours(int sig)
 {
-    return sig == SIGTERM || sig == SIGINT;
+    return sig == SIGTERM || sig == SIGINT || (sig == SIGTRAP && phs.perf_sig == SIGTRAP);
 }
 
 /* Ask the writer for COMMAND and wait until it has done it, at most
@@ -484,6 +532,39 @@ request_and_wait(char command, int timeout_ms)
 
 static void on_stop_signal(int sig, siginfo_t *si, void *ctx);
 
+int
+phs_exec_begin(const char *path, int handed)
+{
+    size_t i = 0;
+
+    if (getpid() != S.pid || !atomic_load(&phs.on))
+        return -1; /* a child, or nothing of ours runs here */
+    /* setitimer's timers survive execve: the next tick would kill a
+     * program with no SIGPROF handler yet. */
+    itimer_off();
+    for (; path != NULL && path[i] && i < sizeof S.exec_path - 1; i++)
+        S.exec_path[i] = path[i];
+    S.exec_path[i] = '\0';
+    S.exec_handed = handed;
+    request_and_wait('x', EXIT_WAIT_MS);
+    return atomic_load(&S.n_snapshots);
+}
+
+void
+phs_exec_failed(void)
+{
+    char c = 'r';
+
+    if (getpid() != S.pid || !atomic_load(&phs.on))
+        return;
+    if (!phs.use_perf)
+        start_itimer();
+    S.exec_path[0] = '\0';
+    if (write(S.wake_pipe[1], &c, 1) < 0) {
+        /* the next snapshot's status says "running" anyway */
+    }
+}
+
 static void
 install_ours(int sig, const struct sigaction *app)
 {
@@ -493,25 +574,32 @@ install_ours(int sig, const struct sigaction *app)
      * SA_RESTART its blocking calls must still return EINTR; its mask
      * applies while the handlers run. */
     memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = on_stop_signal;
+    ours.sa_sigaction = sig == SIGTRAP ? on_sigtrap : on_stop_signal;
     ours.sa_flags = SA_SIGINFO | (app->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
     ours.sa_mask = app->sa_mask;
     if (app->sa_handler == SIG_DFL || app->sa_handler == SIG_IGN) {
         ours.sa_flags |= SA_RESTART; /* nobody else's calls to interrupt */
         sigemptyset(&ours.sa_mask);
     }
+    if (sig == SIGTRAP) {
+        /* A sample must never make a call fail with EINTR, and the
+         * unwinder needs more stack than an alternate signal stack may
+         * have. */
+        ours.sa_flags |= SA_RESTART;
+        ours.sa_flags &= ~SA_ONSTACK;
+    }
     real_sigaction(sig, &ours, NULL);
 }
 
+/* Do what the service asked for SIG (APP, copied before anything else
+ * could change it): its handler, nothing when ignored, or the default
+ * action, re-raised, so the exit status still says "killed by SIG". */
 static void
-on_stop_signal(int sig, siginfo_t *si, void *ctx)
+chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app_now)
 {
     int saved = errno;
-    struct sigaction app = S.app[sig];
+    struct sigaction app = *app_now;
 
-    if (getpid() == S.pid && atomic_load(&phs.on))
-        request_and_wait('q', STOP_SIGNAL_WAIT_MS);
-    errno = saved;
     if (app.sa_handler == SIG_IGN)
         return;
     if (app.sa_handler == SIG_DFL) {
@@ -537,18 +625,32 @@ on_stop_signal(int sig, siginfo_t *si, void *ctx)
         memset(&S.app[sig], 0, sizeof S.app[sig]);
         S.app[sig].sa_handler = SIG_DFL;
     }
+    errno = saved;
     if (app.sa_flags & SA_SIGINFO)
         app.sa_sigaction(sig, si, ctx);
     else
         app.sa_handler(sig);
 }
 
-/* Interposed: the service's SIGTERM/SIGINT handlers are recorded and run by
- * ours after the final snapshot; everything else passes through. */
+static void
+on_stop_signal(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+    struct sigaction app = S.app[sig];
+
+    if (getpid() == S.pid && atomic_load(&phs.on))
+        request_and_wait('q', STOP_SIGNAL_WAIT_MS);
+    errno = saved;
+    chain(sig, si, ctx, &app);
+}
+
+/* Interposed: the service's handlers for the signals we stand in front of
+ * are recorded and run by ours (for SIGTERM/SIGINT after the final
+ * snapshot); everything else passes through. */
 int
 sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    if (sig > 0 && sig < NSIG && is_stop_signal(sig) && atomic_load(&S.app_set[sig])) {
+    if (sig > 0 && sig < NSIG && is_ours(sig) && atomic_load(&S.app_set[sig])) {
         if (old)
             *old = S.app[sig];
         if (act == NULL)
@@ -577,12 +679,32 @@ signal(int sig, sighandler_t handler)
     return old.sa_handler;
 }
 
-/* Interposed: above the tick a new thread is sampled only once the writer
- * has given it a perf event, so the writer is woken at once rather than at
- * its next tick: a thread that lives 20 ms is not missed. */
+typedef struct thread_arg {
+    void *(*fn)(void *);
+    void *arg;
+} thread_arg;
+
+/* A new thread's first code: note its stack, then become the service's
+ * start routine.  A tail call, so no frame of ours stays under the
+ * thread's own (the threads test checks the frame under it). */
+static void *
+thread_start(void *p)
+{
+    thread_arg a = *(thread_arg *)p;
+
+    free(p);
+    note_stack();
+    return a.fn(a.arg);
+}
+
+/* Interposed: a thread started while sampling learns its stack bounds
+ * first (thread_start).  Above the tick a new thread is sampled only once
+ * the writer has given it a perf event, so the writer is woken at once
+ * rather than at its next tick: a thread that lives 20 ms is not missed. */
 int
 pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
+    thread_arg *w = NULL;
     int r;
 
     if (S.real_pthread_create == NULL)
@@ -590,7 +712,15 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
             RTLD_NEXT, "pthread_create");
     if (S.real_pthread_create == NULL)
         return EAGAIN;
-    r = S.real_pthread_create(t, attr, fn, arg);
+    if (atomic_load_explicit(&phs.on, memory_order_relaxed) && (w = malloc(sizeof *w)) != NULL) {
+        w->fn = fn;
+        w->arg = arg;
+        r = S.real_pthread_create(t, attr, thread_start, w);
+        if (r != 0)
+            free(w);
+    } else {
+        r = S.real_pthread_create(t, attr, fn, arg);
+    }
     /* One wake-up outstanding at most: a service starting threads in a
      * loop never fills the pipe (nor blocks on it). */
     if (r == 0 && phs.use_perf && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
@@ -603,17 +733,19 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
     return r;
 }
 
-/* Put ours in front of SIGTERM/SIGINT, keeping what the service has.  An
- * ignored signal stays ignored (nohup) until the service sets a handler. */
+/* Put ours in front of the signals we own, keeping what the service has.
+ * An ignored SIGTERM/SIGINT stays ignored (nohup) until the service sets
+ * a handler; SIGTRAP gets ours whatever it was, or the samples would be
+ * ignored with it. */
 static void
-take_stop_signals(void)
+take_signals(void)
 {
     for (int sig = 1; sig < NSIG; sig++) {
-        if (!is_stop_signal(sig) || atomic_load(&S.app_set[sig]))
+        if (!is_ours(sig) || atomic_load(&S.app_set[sig]))
             continue;
         if (real_sigaction(sig, NULL, &S.app[sig]) < 0)
             continue;
-        if (S.app[sig].sa_handler != SIG_IGN)
+        if (sig == SIGTRAP || S.app[sig].sa_handler != SIG_IGN)
             install_ours(sig, &S.app[sig]);
         atomic_store(&S.app_set[sig], 1);
     }
@@ -622,19 +754,19 @@ take_stop_signals(void)
 /* A handler installed behind our back (a direct syscall, a static libc):
  * record it and get in front again. */
 static void
-recheck_stop_signals(void)
+recheck_signals(void)
 {
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction cur;
 
-        if (!is_stop_signal(sig) || !atomic_load(&S.app_set[sig]) || real_sigaction(sig, NULL, &cur) < 0)
+        if (!is_ours(sig) || !atomic_load(&S.app_set[sig]) || real_sigaction(sig, NULL, &cur) < 0)
             continue;
-        if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_stop_signal)
+        if ((cur.sa_flags & SA_SIGINFO) && (cur.sa_sigaction == on_stop_signal || cur.sa_sigaction == on_sigtrap))
             continue;
-        if (cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
+        if (sig != SIGTRAP && cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
             continue;
         S.app[sig] = cur;
-        if (cur.sa_handler != SIG_IGN)
+        if (sig == SIGTRAP || cur.sa_handler != SIG_IGN)
             install_ours(sig, &cur);
     }
 }
@@ -650,11 +782,69 @@ mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Why there is no sample, into BUF; "" when there are some. */
+static void
+no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double children)
+{
+    char kids[200] = "";
+
+    buf[0] = '\0';
+    if (S.why[0]) {
+        snprintf(buf, len, "profiling disabled: %s", S.why);
+        return;
+    }
+    if (samples > 0)
+        return;
+    if (children >= 0.01)
+        snprintf(kids, sizeof kids, "; its child processes used %.2f CPU-s (PH_SAMPLER_FOLLOW=%s)", children,
+                 phs_proc_follow_name());
+    if (S.handler_lost)
+        snprintf(buf, len, "the service replaced the sampler's SIGPROF handler: no sample arrived%s", kids);
+    else if (cpu * (phs.hz_nominal > 0 ? phs.hz_nominal : 1) < 1)
+        snprintf(buf, len, "no CPU time used (%.3f CPU-s, less than one sample period)%s", cpu, kids);
+    else
+        snprintf(buf, len, "no sample arrived in %.2f CPU-s: %s blocked or ignored in the threads that ran%s", cpu,
+                 phs.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF", kids);
+}
+
+/* sampler-status-<pid>.json: STATE and the counts (see ph_sampler_proc.c). */
+static void
+write_status(const char *state)
+{
+    char reason[600];
+    struct rusage ru;
+    phs_status st;
+
+    memset(&st, 0, sizeof st);
+    st.state = state;
+    st.samples = atomic_load(&phs.samples);
+    st.dropped = atomic_load(&phs.dropped);
+    st.cpu_s = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - (tls_writer ? phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID) : 0);
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+        st.children_cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    st.hz = phs.hz_nominal;
+    st.timer = phs.source;
+    st.snapshots = atomic_load(&S.n_snapshots);
+    st.last_snapshot = S.last_snapshot;
+    st.request = S.request;
+    if (strcmp(state, "exec") == 0)
+        snprintf(reason, sizeof reason, "replaced by %s, which %s", S.exec_path[0] ? S.exec_path : "another program",
+                 S.exec_handed ? "got the settings (PH_SAMPLER_FOLLOW)"
+                               : "is not profiled (PH_SAMPLER_FOLLOW: not a wrapper, or none)");
+    else
+        no_samples_reason(reason, sizeof reason, st.samples, st.cpu_s, st.children_cpu_s);
+    st.reason = reason;
+    phs_status_write(S.dir, &st);
+    S.status_at = mono_ms();
+}
+
 static void *
 writer_main(void *arg)
 {
     phs_agg *agg = arg;
-    int self = (int)syscall(SYS_gettid), n = 0, stop = 0;
+    int self = (int)syscall(SYS_gettid), n = phs_proc_seq0(), stop = 0;
+    char tag[24] = "";
     double next = mono_ms() + (S.interval_s > 0 ? S.interval_s * 1e3 : 1e18);
     sigset_t prof;
 
@@ -670,11 +860,29 @@ writer_main(void *arg)
     sigaddset(&prof, SIGPROF);
     pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
 
+    /* The unwind tables (a few ms for libc-sized programs) here, beside
+     * the service rather than in front of it; sampling starts once they
+     * exist, so every sample has its callers. */
+    if (!S.unwind_fp_only)
+        phs_cfi_refresh();
+    if (phs.use_perf && atomic_load(&phs.on))
+        phs_perf_scan(self);
+    else if (atomic_load(&phs.on) && start_itimer() < 0)
+        disable("cannot start the profiling timer");
+    /* A request already there when we start is served: we have nothing
+     * older to show. */
+    S.request = phs_request_read(S.dir) > 0 ? phs_request_read(S.dir) : 0;
+    if (phs_proc_followed() || getpid() != phs_proc_root())
+        snprintf(tag, sizeof tag, "-%d", (int)getpid());
+    if (atomic_load(&phs.on))
+        write_status("running");
 
     while (!stop) {
         struct pollfd pfd = { S.wake_pipe[0], POLLIN, 0 };
-        int want = 0, final = 0, seq, r;
+        int want = 0, final = 0, exec = 0, status = 0, seq, r;
+        long request;
         char cmds[64];
+        struct sigaction cur;
 
         r = poll(&pfd, 1, TICK_MS);
         seq = atomic_load(&S.flush_seq); /* requests up to here are served below */
@@ -683,38 +891,67 @@ writer_main(void *arg)
 
             atomic_store(&S.wake_pending, 0); /* threads started from here on wake us again */
             for (ssize_t i = 0; i < got; i++) {
-                want |= cmds[i] == 'f' || cmds[i] == 'q' || cmds[i] == 's'; /* 'w': just wake */
-                final |= cmds[i] == 'q' || cmds[i] == 's';
+                want |= cmds[i] == 'f' || cmds[i] == 'q' || cmds[i] == 's' || cmds[i] == 'x'; /* 'w': just wake */
+                final |= cmds[i] == 'q' || cmds[i] == 's' || cmds[i] == 'x';
                 stop |= cmds[i] == 's';
+                exec |= cmds[i] == 'x';
+                status |= cmds[i] == 'r';
             }
         }
         if (!atomic_load(&phs.on)) {
-            perf_close_all();
+            phs_perf_close_all();
             atomic_store(&S.done_seq, seq);
             if (stop)
                 break;
             continue;
         }
-        if (stop)
-            perf_close_all(); /* the final snapshot holds everything sampled */
+        if (stop || exec) {
+            /* (An exec in place may come before we started the timer:
+             * it must not survive into the next program.) */
+            itimer_off();
+            phs_perf_close_all(); /* the final snapshot holds everything sampled */
+        }
         else if (phs.use_perf)
-            perf_scan(self);
-        recheck_stop_signals();
+            phs_perf_scan(self);
+        recheck_signals();
         if (!S.unwind_fp_only)
             phs_cfi_refresh(); /* after a dlopen or dlclose */
+        /* Ours is the only SIGPROF handler the samples can come through;
+         * a service that takes SIGPROF gets it (we would only fight it),
+         * and its status says so. */
+        if ((!phs.use_perf || phs.perf_sig == SIGPROF) && real_sigaction(SIGPROF, NULL, &cur) == 0 &&
+            !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigprof))
+            S.handler_lost = 1;
         phs_agg_drain(agg);
         if (S.interval_s > 0 && mono_ms() >= next) {
             want = 1;
             next = mono_ms() + S.interval_s * 1e3;
         }
+        request = phs_request_read(S.dir);
+        want |= request > S.request;
         /* A final snapshot with nothing new since the last one (SIGTERM,
          * then exit) would only repeat it. */
         if (want && (!final || n == 0 || phs_agg_pending(agg) > 0)) {
-            if (phs_agg_snapshot(agg, S.dir, S.title, n + 1, final) < 0)
+            char name[256];
+            int w = phs_agg_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name);
+
+            if (w < 0) {
                 disable("cannot write a snapshot");
-            else
+            } else if (w == 0) {
                 n++;
+                atomic_store(&S.n_snapshots, n);
+                snprintf(S.last_snapshot, sizeof S.last_snapshot, "%s", name);
+            }
         }
+        if (request > S.request)
+            S.request = request;
+        /* After the files: a status that says "served" or "final" means
+         * they are in place. */
+        /* Every 5 s at least while running: a process killed without a
+         * word (SIGKILL) is told by its status no longer being updated. */
+        status |= mono_ms() - S.status_at >= STATUS_EVERY_MS;
+        if ((want || status) && atomic_load(&phs.on))
+            write_status(exec ? "exec" : stop ? "exited" : final ? "terminated" : "running");
         atomic_store(&S.done_seq, seq);
     }
     phs_agg_free(agg);
@@ -724,18 +961,69 @@ writer_main(void *arg)
 
 /* ---- start and stop --------------------------------------------------- */
 
+static pthread_mutex_t dl_guard = PTHREAD_MUTEX_INITIALIZER;
+
+int
+phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    int r;
+
+    pthread_mutex_lock(&dl_guard);
+    r = dl_iterate_phdr(cb, data);
+    pthread_mutex_unlock(&dl_guard);
+    return r;
+}
+
+/* fork waits until the writer is out of dl_iterate_phdr (a few ms at
+ * most, rebuilding tables after a dlopen). */
+static void
+atfork_prepare(void)
+{
+    pthread_mutex_lock(&dl_guard);
+}
+
+static void
+atfork_parent(void)
+{
+    pthread_mutex_unlock(&dl_guard);
+}
+
 static void
 atfork_child(void)
 {
-    /* The child is not the service being profiled: no samples, no writer,
-     * and the perf events of the parent's threads are not its business. */
+    char dir[sizeof S.dir], title[sizeof S.title];
+
+    pthread_mutex_init(&dl_guard, NULL);
+
+    /* The child is not the process being profiled: no samples, no
+     * writer, and the perf events of the parent's threads are not its
+     * business. */
     atomic_store(&phs.on, 0);
     atomic_store(&S.writer_running, 0);
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (S.perf[i].tid != 0)
-            close(S.perf[i].fd);
-        S.perf[i].tid = 0;
+    phs_perf_forget();
+    if (!phs_proc_follows_forks() || S.dir[0] == '\0')
+        return;
+    /* PH_SAMPLER_FOLLOW=all: a sampler of its own, from scratch: its own
+     * pipes (the parent's are shared), empty tables (the copies hold the
+     * parent's samples), counts from zero.  The unwind tables are valid
+     * as they are. */
+    for (int i = 0; i < 2; i++) {
+        close(S.probe_pipe[i]);
+        close(S.wake_pipe[i]);
+        S.probe_pipe[i] = S.wake_pipe[i] = -1;
+        if (phs.tables[i] != NULL)
+            munmap(phs.tables[i], sizeof *phs.tables[i]);
+        phs.tables[i] = NULL;
     }
+    atomic_store(&phs.active, 0);
+    atomic_store(&S.n_snapshots, 0);
+    S.request = 0;
+    S.last_snapshot[0] = S.why[0] = S.exec_path[0] = '\0';
+    S.handler_lost = 0;
+    phs_proc_forked();
+    snprintf(dir, sizeof dir, "%s", S.dir);
+    snprintf(title, sizeof title, "%s", S.title);
+    ph_sampler_start(dir, phs.hz, S.interval_s, title);
 }
 
 static void
@@ -746,6 +1034,14 @@ at_exit(void)
         request_and_wait('s', EXIT_WAIT_MS);
         atomic_store(&phs.on, 0);
     }
+}
+
+/* _exit() (interposed: shells leave so) skips atexit: the same final
+ * snapshot.  Async-signal-safe, as _exit is. */
+void
+phs_exit_begin(void)
+{
+    at_exit();
 }
 
 static void *
@@ -768,7 +1064,6 @@ int
 ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
 {
     struct sigaction sa;
-    struct itimerval it;
     struct stat st;
     sigset_t all, old;
     phs_agg *agg;
@@ -788,6 +1083,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     snprintf(S.title, sizeof S.title, "%s", title ? title : "");
     S.interval_s = interval_s;
     S.pid = getpid();
+    note_stack(); /* threads that exist already, but for this one, are probed */
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
         const char *g = getenv("PH_SAMPLER_DEBUGINFO");
@@ -817,18 +1113,16 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     agg = phs_agg_new(S.delta, !S.no_debuginfo);
     if (agg == NULL)
         return start_failed("cannot allocate");
-    /* The unwind tables before the first sample, so a short run has its
-     * callers from the start (a few ms for libc-sized programs). */
-    if (!S.unwind_fp_only)
-        phs_cfi_refresh();
 
-    /* Above the tick, perf events or a reported cap. */
+    /* Above the tick, perf events (SIGTRAP where the kernel delivers it
+     * safely, else SIGPROF) or a reported cap. */
+    phs.perf_sig = 0;
     if (hz > PHS_ITIMER_MAX_HZ) {
-        fd = perf_open((int)syscall(SYS_gettid), hz);
-        if (fd >= 0) {
-            close(fd);
+        fd = phs_perf_choose(hz);
+        if (fd == 0) {
             phs.use_perf = 1;
-            snprintf(phs.source, sizeof phs.source, "perf_event cpu-clock per thread");
+            snprintf(phs.source, sizeof phs.source, "perf_event cpu-clock per thread, %s",
+                     phs.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF");
         } else {
             char line[300];
 
@@ -851,7 +1145,13 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         phs_agg_free(agg);
         return start_failed("cannot install the SIGPROF handler");
     }
+    /* Before the writer, which enables the perf events. */
+    take_signals();
 
+    /* On before the writer starts: it starts the timer, or attaches the
+     * perf events, once it has built the unwind tables, if sampling is
+     * on by then.  (Nothing signals us before that.) */
+    atomic_store(&phs.on, 1);
     /* The writer: all signals blocked, so no handler of ours or the
      * service's ever runs on it. */
     sigfillset(&all);
@@ -865,25 +1165,10 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_detach(S.writer);
-    if (!S.atfork_done && pthread_atfork(NULL, NULL, atfork_child) == 0)
+    if (!S.atfork_done && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
         S.atfork_done = 1;
     if (!S.atexit_done && atexit(at_exit) == 0)
         S.atexit_done = 1;
-    take_stop_signals();
-
-    atomic_store(&phs.on, 1);
-    if (!phs.use_perf) {
-        it.it_interval.tv_sec = 0;
-        it.it_interval.tv_usec = 1000000 / phs.hz_nominal;
-        it.it_value = it.it_interval;
-        if (setitimer(ITIMER_PROF, &it, NULL) < 0)
-            return start_failed("cannot start the profiling timer");
-    } else {
-        /* The writer attaches the events at its first tick; wake it now. */
-        char c = 'w';
-        if (write(S.wake_pipe[1], &c, 1) < 0) {
-        }
-    }
     return 0;
 }
 
@@ -961,6 +1246,7 @@ __attribute__((constructor)) static void
 preload_start(void)
 {
     char dir[4096], title[512], bad[200] = "";
+    int sample = 1;
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
     const char *u = getenv("PH_SAMPLER_UNWIND"), *g = getenv("PH_SAMPLER_DEBUGINFO");
     const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL");
@@ -980,6 +1266,8 @@ preload_start(void)
         snprintf(bad, sizeof bad, "PH_SAMPLER_UNWIND=%.40s: want cfi or fp", u);
     else if (g != NULL && *g != '\0' && strcmp(g, "0") != 0 && strcmp(g, "1") != 0)
         snprintf(bad, sizeof bad, "PH_SAMPLER_DEBUGINFO=%.40s: want 1 or 0", g);
+    else
+        phs_proc_init(bad, sizeof bad, &sample); /* PH_SAMPLER_FOLLOW; the settings saved to hand on */
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(title, sizeof title, "%s", t ? t : "");
     S.delta = m != NULL && strcmp(m, "delta") == 0;
@@ -994,8 +1282,20 @@ preload_start(void)
     unsetenv("PH_SAMPLER_MODE");
     unsetenv("PH_SAMPLER_UNWIND");
     unsetenv("PH_SAMPLER_DEBUGINFO");
+    unsetenv("PH_SAMPLER_FOLLOW");
+    unsetenv("PH_SAMPLER_ROOT");
+    unsetenv("PH_SAMPLER_SEQ");
     if (bad[0]) {
+        /* Said where the harness looks too, if the directory is usable. */
+        if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+            snprintf(S.dir, sizeof S.dir, "%s", dir);
         disable(bad);
+        return;
+    }
+    if (!sample) {
+        /* A pattern this program does not match: said in its status. */
+        if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+            phs_proc_not_sampled(dir);
         return;
     }
     ph_sampler_start(dir, hz, interval, title);

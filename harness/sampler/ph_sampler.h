@@ -14,37 +14,72 @@
  *      PH_SAMPLER_DEBUGINFO 1 (default: source lines and inlined functions
  *                           through libdw.so.1 when it and debug info are
  *                           there) or 0 (symbol tables only)
+ *      PH_SAMPLER_FOLLOW    which programs the service starts are profiled
+ *                           too: auto (default: those a shell or an exec
+ *                           wrapper that used no CPU of its own starts,
+ *                           by exec or by fork and exec: `sh -c "echo;
+ *                           exec app"`, `sh -c "echo; app"`), exec (every
+ *                           program started), all (and forked children),
+ *                           none, or a pattern for the programs to profile
+ *                           (`python3*`, matched against the executable's
+ *                           path and name); see ph_sampler_proc.c
  *    At start the library removes its own entry from LD_PRELOAD and unsets
- *    PH_SAMPLER_*, so programs the service execs are not profiled.
+ *    PH_SAMPLER_*; the exec family and posix_spawn (interposed) give them
+ *    back to a program that is followed.  A followed program writes files
+ *    of its own, named with its pid.
  *  - linking it (libphsampler.a or .so) and calling ph_sampler_start();
  *    PH_SAMPLER_MODE is honoured there too, the environment is left alone.
  *
  * What it samples: CPU time of every thread, threads started later too
  * (SIGPROF from setitimer(ITIMER_PROF) up to 250 Hz; above that, per-thread
- * perf_event_open cpu-clock events when the kernel allows them, else the
- * rate is capped at 250 Hz and the cap is reported).  The delivered rate
+ * perf_event_open cpu-clock events when the kernel allows them, signalling
+ * SIGTRAP on Linux 6.1 and later, SIGPROF before; else the rate is capped
+ * at 250 Hz and the cap is reported).  The delivered rate
  * is measured and written into every snapshot.  Stacks come from each
  * object's .eh_frame (x86-64; code without frame pointers keeps its
  * callers) or from frame pointers, at most 512 frames; deeper ones end in
  * a "[truncated]" frame.
  *
- * What it writes into DIR, every interval, on ph_sampler_flush(), at exit
- * and on SIGTERM/SIGINT (before the service's own handler runs, or before
- * the default action kills it; waiting at most 5 s):
- *   stacks-<UTC>-<n>.folded    `thread;outer;...;leaf COUNT`; a function
- *                              inlined into the one before is
+ * What it writes into DIR, every interval, on ph_sampler_flush(), on
+ * request (below), at exit or _exit(), before an exec and on
+ * SIGTERM/SIGINT (before the service's own handler runs, or before the
+ * default action kills it; waiting at most 5 s), when there are samples
+ * (<pid> only in a followed program's names):
+ *   stacks-<UTC>[-<pid>]-<n>.folded    `thread;outer;...;leaf COUNT`; a
+ *                              function inlined into the one before is
  *                              `name (inlined)`
- *   flamegraph-<UTC>-<n>.svg   (when there are samples)
- *   profile-<UTC>-<n>.pb.gz    pprof: samples/count and cpu/nanoseconds,
- *                              a `thread` and `thread_id` label per sample,
- *                              source lines and inlined functions when
- *                              there is debug info
- * each through a temporary name and a rename.
+ *   flamegraph-<UTC>[-<pid>]-<n>.svg
+ *   profile-<UTC>[-<pid>]-<n>.pb.gz    pprof: samples/count and
+ *                              cpu/nanoseconds, a `thread` and `thread_id`
+ *                              label per sample, source lines and inlined
+ *                              functions when there is debug info
+ * each through a temporary name and a rename, and always
+ *   sampler-status-<pid>.json  state (running, terminated, exited, exec,
+ *                              disabled, not-sampled), samples, CPU
+ *                              seconds, the last snapshot, the last
+ *                              snapshot request served, and the reason
+ *                              when there is no sample ("no CPU time
+ *                              used", "SIGPROF blocked or ignored", "the
+ *                              service replaced the SIGPROF handler",
+ *                              "profiling disabled: ..."); rewritten at
+ *                              every snapshot and every 5 s while running
  *
- * Not covered: a fork child is never profiled (it would need its own
- * writer); so a service that daemonises by forking is not profiled after
- * the fork.  _exit() and SIGKILL write nothing.  A service that uses
- * SIGPROF or ITIMER_PROF itself conflicts with the sampler.
+ * A snapshot on request, from outside the process: write a number bigger
+ * than the last one, then a newline, into DIR/.snapshot-request (through
+ * a temporary name and a rename, or the Engine's archive PUT).  Within a
+ * tick (250 ms) every profiled process writes a snapshot and then sets
+ * snapshot_request in its status to that number: the snapshot is complete
+ * when every status whose state is running says so (a status not updated
+ * for 10 s is a process that died without a word).
+ *
+ * Not covered: a forked child that does not exec is profiled only with
+ * PH_SAMPLER_FOLLOW=all, so by default a service that daemonises by
+ * forking is not profiled after the fork.  Programs started through
+ * system(), popen() or a raw execve syscall are not followed.  SIGKILL
+ * writes nothing.  A service that uses SIGPROF or ITIMER_PROF itself
+ * conflicts with the sampler (its status says so).  Above 250 Hz
+ * with SIGTRAP, the service's own SIGTRAPs still reach its handler or its
+ * default action, but a debugger attached sees every sample as a SIGTRAP.
  *
  * On any failure profiling turns off with one line on stderr
  * ("ph-sampler: ...; profiling disabled"); the service goes on.
@@ -53,8 +88,10 @@
  * signal handler.  The library's own handlers (SIGPROF, and the SIGTERM /
  * SIGINT handler standing in front of the service's) are
  * async-signal-safe.  The library interposes sigaction() and signal() to
- * keep the service's SIGTERM/SIGINT handlers behind its own; both behave
- * as libc's do.
+ * keep the service's SIGTERM/SIGINT (and, above 250 Hz, SIGTRAP) handlers
+ * behind its own; both behave as libc's do.  It interposes the exec
+ * family, posix_spawn and _exit as said above; they stay
+ * async-signal-safe, and usable in a vfork child.
  */
 #ifndef PH_SAMPLER_H
 #define PH_SAMPLER_H

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define PH_HIDDEN __attribute__((visibility("hidden")))
 
@@ -55,11 +56,28 @@ typedef struct phs_state {
     int hz;                       /* requested */
     int hz_nominal;               /* what the timer was set to after any cap */
     int use_perf;                 /* per-thread perf cpu-clock events feed the samples */
+    int perf_sig;                 /* SIGTRAP or SIGPROF: what they send; 0: none */
     _Atomic uint64_t perf_failed; /* threads that could not get a perf event */
     char source[160];             /* "perf_event cpu-clock" / "setitimer(ITIMER_PROF) ..." */
 } phs_state;
 
 PH_HIDDEN extern phs_state phs;
+
+/* dl_iterate_phdr, never while the process forks: a child would inherit
+ * the loader's lock held by a thread it does not have (glibc resets its
+ * other locks, not that one), and hang in its own first call.  Writer
+ * thread only. */
+struct dl_phdr_info;
+PH_HIDDEN int phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
+
+/* ---- perf events: ph_sampler_perf.c (writer thread, start, atfork) ----- */
+
+#define PHS_PERF_COOKIE 0x7068735f73616d70ULL /* our events' sig_data: "phs_samp" */
+PH_HIDDEN int phs_perf_choose(int hz);
+/* Every thread but SELF_TID gets an event; those of ended threads close. */
+PH_HIDDEN void phs_perf_scan(int self_tid);
+PH_HIDDEN void phs_perf_close_all(void);
+PH_HIDDEN void phs_perf_forget(void);
 
 /* ---- unwind tables: ph_sampler_cfi.c ----------------------------------- */
 
@@ -86,8 +104,9 @@ PH_HIDDEN void phs_cfi_describe(char *buf, size_t len);
 /* Signal path: enter, find rows, leave; the tables stay alive between. */
 PH_HIDDEN const phs_cfi *phs_cfi_enter(void);
 PH_HIDDEN void phs_cfi_leave(void);
-/* The row for PC, or NULL when no usable rule covers it. */
-PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc);
+/* The row for PC, or NULL when no usable rule covers it.  *HINT (0 at a
+ * walk's start) remembers the object last found, tried first next time. */
+PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t *hint);
 
 /* ---- writer side: ph_sampler_snap.c ------------------------------------ */
 
@@ -96,11 +115,17 @@ PH_HIDDEN phs_agg *phs_agg_new(int delta, int debuginfo);
 PH_HIDDEN void phs_agg_free(phs_agg *a);
 /* Take the active table out of the signal path's hands and merge it. */
 PH_HIDDEN void phs_agg_drain(phs_agg *a);
-/* Write snapshot N's files into DIR; FINAL only changes the subtitle.
- * 0, or -1 (earlier files left as they were; a *.tmp may remain). */
-PH_HIDDEN int phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int final);
+/* Write snapshot N's files into DIR, named <kind>-<UTC><TAG>-<N>; FINAL
+ * only changes the subtitle; the folded file's name into FOLDED (LEN).
+ * 0; 1 when there is no sample to write (no file written); or -1
+ * (earlier files left as they were; a *.tmp may remain). */
+PH_HIDDEN int phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final,
+                               char *folded, size_t len);
 /* Samples merged since the last snapshot. */
 PH_HIDDEN uint64_t phs_agg_pending(const phs_agg *a);
+/* DATA to PATH through PATH.tmp and a rename.  0 or -1. */
+PH_HIDDEN int phs_write_atomic(const char *path, const char *data, size_t len);
+PH_HIDDEN double phs_cpu_seconds(clockid_t c);
 
 /* ---- symbols and pprof: ph_sampler_out.c ------------------------------- */
 
@@ -183,5 +208,41 @@ typedef struct phs_pprof_meta {
  * rename).  0 or -1. */
 PH_HIDDEN int phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols *sym,
                               const phs_pprof_meta *meta);
+
+/* ---- across processes: ph_sampler_proc.c -------------------------------- */
+
+/* What sampler-status-<pid>.json says (see ph_sampler_proc.c). */
+typedef struct phs_status {
+    const char *state, *timer, *last_snapshot, *reason;
+    uint64_t samples, dropped;
+    double cpu_s, children_cpu_s;
+    int hz, snapshots;
+    long request;
+} phs_status;
+
+/* At load, before the settings leave the environment: read
+ * PH_SAMPLER_FOLLOW and save what a followed program needs; *SAMPLE says
+ * whether this process samples.  NULL, or BAD filled with what is wrong. */
+PH_HIDDEN const char *phs_proc_init(char *bad, size_t len, int *sample);
+PH_HIDDEN int phs_proc_followed(void);         /* started by a profiled process */
+PH_HIDDEN int phs_proc_root(void);             /* the tree's first profiled process */
+PH_HIDDEN int phs_proc_seq0(void);             /* snapshots an earlier image of this pid wrote */
+PH_HIDDEN int phs_proc_follows_forks(void);    /* PH_SAMPLER_FOLLOW=all */
+PH_HIDDEN void phs_proc_forked(void);          /* ... and this is such a fork child */
+PH_HIDDEN const char *phs_proc_follow_name(void);
+PH_HIDDEN int phs_status_write(const char *dir, const phs_status *st);
+/* The number in DIR/.snapshot-request, or -1. */
+PH_HIDDEN long phs_request_read(const char *dir);
+PH_HIDDEN void phs_proc_not_sampled(const char *dir);
+
+/* ph_sampler.c, for the exec interposers; async-signal-safe.  Before an
+ * exec of PATH (NULL: unknown) that hands the settings on (HANDED) or
+ * not: when it is an exec in place of a sampling process, the timer is
+ * stopped, the final snapshot and the status written, and the number of
+ * snapshots written so far returned; else -1. */
+PH_HIDDEN int phs_exec_begin(const char *path, int handed);
+PH_HIDDEN void phs_exec_failed(void);
+/* Before _exit(): the final snapshot, as at exit().  Async-signal-safe. */
+PH_HIDDEN void phs_exit_begin(void);
 
 #endif

@@ -302,8 +302,10 @@ phs_symbols_new(int debuginfo)
 
     if (s == NULL)
         return NULL;
-    dl_iterate_phdr(collect_cb, s);
-    s->listed_at = time(NULL);
+    /* The objects are listed at the first lookup, on the writer thread:
+     * this may run in a fork child (PH_SAMPLER_FOLLOW=all), where the
+     * loader's lock can be held by a thread that no longer exists. */
+    s->listed_at = 0;
     s->debuginfo = debuginfo;
     return s;
 }
@@ -411,7 +413,7 @@ module_of(phs_symbols *s, uintptr_t pc)
          * at most once a second. */
         if (pass == 0 && time(NULL) != s->listed_at) {
             s->listed_at = time(NULL);
-            dl_iterate_phdr(collect_cb, s);
+            phs_dl_iterate(collect_cb, s);
             continue;
         }
         break;

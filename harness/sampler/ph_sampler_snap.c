@@ -8,10 +8,13 @@
  * is still inside the old table (a handler takes microseconds), merges it
  * and clears it for its next turn.
  *
- * A snapshot is three files, each written to a temporary name and renamed:
- *   stacks-<UTC>-<n>.folded   `thread;outer;...;leaf COUNT`, sorted, merged
- *   profile-<UTC>-<n>.pb.gz   pprof (ph_sampler_out.c)
- *   flamegraph-<UTC>-<n>.svg  ph_flame_render_folded() of the folded text
+ * A snapshot is three files, each written to a temporary name and renamed
+ * (<tag> is empty for the service's first process, -<pid> for a process
+ * it started that is followed; see ph_sampler_proc.c):
+ *   stacks-<UTC><tag>-<n>.folded   `thread;outer;...;leaf COUNT`, sorted, merged
+ *   profile-<UTC><tag>-<n>.pb.gz   pprof (ph_sampler_out.c)
+ *   flamegraph-<UTC><tag>-<n>.svg  ph_flame_render_folded() of the folded text
+ * A snapshot with no sample writes none of them.
  * Cumulative by default; in delta mode each holds only the samples since
  * the previous snapshot.  Requested, timer and delivered rates go into the
  * SVG subtitle and the pprof comments.
@@ -54,8 +57,8 @@ struct phs_agg {
     uint64_t samples_last, dropped_last, own_last;
 };
 
-static double
-cpu_seconds(clockid_t c)
+double
+phs_cpu_seconds(clockid_t c)
 {
     struct timespec ts;
 
@@ -68,7 +71,7 @@ cpu_seconds(clockid_t c)
 static double
 sampled_cpu(void)
 {
-    return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+    return phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 phs_agg *
@@ -88,7 +91,7 @@ phs_agg_new(int delta, int debuginfo)
     }
     clock_gettime(CLOCK_REALTIME, &a->wall0);
     a->wall_last = a->wall0;
-    a->cpu0 = a->cpu_last = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    a->cpu0 = a->cpu_last = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
     return a;
 }
 
@@ -287,15 +290,17 @@ cmp_line(const void *x, const void *y)
     return strcmp(((const line *)x)->text, ((const line *)y)->text);
 }
 
-static int
-write_atomic(const char *path, const char *data, size_t len)
+int
+phs_write_atomic(const char *path, const char *data, size_t len)
 {
     char tmp[4200];
     int fd;
     size_t off = 0;
 
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* O_NOFOLLOW: the directory is the service's; a link planted at our
+     * temporary name must not redirect the write. */
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return -1;
     while (off < len) {
@@ -323,7 +328,8 @@ put_frame(FILE *f, const char *name)
 }
 
 int
-phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int final)
+phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final, char *folded_name,
+                 size_t name_len)
 {
     phs_stack *stacks = NULL;
     line *lines = NULL;
@@ -356,6 +362,11 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
         stacks[ns] = (phs_stack){ e->depth, e->tid, c, e->pcs, thread_of(a, e->tid) };
         total += c;
         ns++;
+    }
+    if (total == 0) {
+        /* Nothing sampled: no files (the status says why). */
+        rc = 1;
+        goto out;
     }
 
     /* Folded text, one line per (thread, stack), merged by text: the same
@@ -424,9 +435,10 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
              (unsigned long long)atomic_load(&phs.truncated), (unsigned long long)atomic_load(&phs.perf_failed),
              (unsigned long long)own);
 
-    snprintf(path, sizeof path, "%s/stacks-%s-%d.folded", dir, stamp, n);
-    if (write_atomic(path, folded, flen) < 0)
+    snprintf(path, sizeof path, "%s/stacks-%s%s-%d.folded", dir, stamp, tag, n);
+    if (phs_write_atomic(path, folded, flen) < 0)
         goto out;
+    snprintf(folded_name, name_len, "%s", strrchr(path, '/') + 1);
 
     meta.time_nanos = (int64_t)since.tv_sec * 1000000000LL + since.tv_nsec;
     meta.duration_nanos = ((int64_t)now.tv_sec - since.tv_sec) * 1000000000LL + (now.tv_nsec - since.tv_nsec);
@@ -437,13 +449,11 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
     meta.comments[3] = a->delta ? "delta: samples since the previous snapshot" : "cumulative since start";
     phs_cfi_describe(unwinder + 11, sizeof unwinder - 11);
     meta.comments[4] = unwinder;
-    snprintf(path, sizeof path, "%s/profile-%s-%d.pb.gz", dir, stamp, n);
+    snprintf(path, sizeof path, "%s/profile-%s%s-%d.pb.gz", dir, stamp, tag, n);
     if (phs_write_pprof(path, stacks, ns, a->sym, &meta) < 0)
         goto out;
 
-    /* The renderer draws nothing from no samples; an empty snapshot has
-     * the folded and pprof files only. */
-    if (total > 0) {
+    {
         ph_flame_opts o;
         ph_error_t err = NULL;
         int r;
@@ -462,8 +472,8 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, int n, int fina
         if (fclose(f) != 0)
             r = -1;
         f = NULL;
-        snprintf(path, sizeof path, "%s/flamegraph-%s-%d.svg", dir, stamp, n);
-        if (r < 0 || write_atomic(path, svg, slen) < 0)
+        snprintf(path, sizeof path, "%s/flamegraph-%s%s-%d.svg", dir, stamp, tag, n);
+        if (r < 0 || phs_write_atomic(path, svg, slen) < 0)
             goto out;
     }
 

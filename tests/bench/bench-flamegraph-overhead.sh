@@ -2,15 +2,19 @@
 # bench-flamegraph-overhead.sh: the cost of sampling a CPU-bound loop 30
 # frames deep (tests/bench/overhead_loop.c): our sampler
 # (build/libphsampler.so) vs gperftools' libprofiler vs nothing, at 100,
-# 150, 250 and 1000 Hz.  Runs are interleaved (none, ours, gperftools, none, ...)
-# so drift hits all alike.  Medians of RUNS wall-clock times and of the
-# loop's process CPU time (steadier on a shared machine; it stops at the
-# end of main, before any final write), printed as ratios to none and
+# 150, 250 and 1000 Hz.  Runs are interleaved (none, ours, floor, gperftools,
+# none, ...) so drift hits all alike.  Medians of RUNS wall-clock times and
+# of the loop's process CPU time (steadier on a shared machine; it stops at
+# the end of main, before any final write), printed as ratios to none and
 # ours/gperftools; and the rate each delivered (samples per CPU-second of
 # the loop), since the kernel tick (CONFIG_HZ) caps SIGPROF rates: we
-# switch to perf events above 250 Hz, gperftools does not.  Up to 250 Hz a
-# "floor" run takes SIGPROF with an empty handler: on a virtual machine the
-# timer and the signal alone can cost more than any profiler's own work.
+# switch to perf events above 250 Hz, gperftools does not.  A "floor" run
+# takes the same samples the same way ours does (the timer ours reported:
+# ITIMER_PROF, or a perf cpu-clock event signalling SIGPROF or SIGTRAP)
+# with a handler that only counts: on a virtual machine the timer and the
+# signal alone can cost more than any profiler's own work.  "above floor"
+# is ours' cost per sample minus the floor's: what the sampler itself
+# (unwinding, recording, its writer thread) adds to each sample.
 # Prints; asserts nothing.  Needs build/libphsampler.so (make).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -49,42 +53,57 @@ print(n)
 PY
 }
 
+# The timer ours used, from its graph's subtitle, as overhead_loop names it.
+source_of_ours() {
+    local svg
+    svg=$(ls "$tmp"/out/flamegraph-*.svg 2>/dev/null | head -1)
+    if [ -z "$svg" ]; then echo itimer
+    elif grep -q 'perf_event[^)]*SIGTRAP' "$svg"; then echo perf-sigtrap
+    elif grep -q 'perf_event' "$svg"; then echo perf-sigprof
+    else echo itimer; fi
+}
+
 run() { # KIND HZ -> appends "wall_ms delivered_hz cpu_ms" to $tmp/KIND
     local kind=$1 hz=$2 t0 t1 samples=0 cpu
     rm -rf "$tmp/out" && mkdir -p "$tmp/out"
     t0=$(now)
     case $kind in
     none) "$tmp/loop" "$ROUNDS" > "$tmp/stdout" ;;
-    floor) OVERHEAD_FLOOR_HZ=$hz "$tmp/loop" "$ROUNDS" > "$tmp/stdout" ;;
+    floor) OVERHEAD_FLOOR_HZ=$hz OVERHEAD_FLOOR_SOURCE=$floor_source "$tmp/loop" "$ROUNDS" > "$tmp/stdout" ;;
     ours) PH_SAMPLER_DIR="$tmp/out" PH_SAMPLER_HZ=$hz PH_SAMPLER_INTERVAL=0 LD_PRELOAD=build/libphsampler.so \
-              "$tmp/loop" "$ROUNDS" > "$tmp/stdout" 2> "$tmp/stderr" ;;
+              "$tmp/loop" "$ROUNDS" > "$tmp/stdout" 2> "$tmp/stderr-ours" ;;
     gperf) CPUPROFILE="$tmp/out/gperf.prof" CPUPROFILE_FREQUENCY=$hz LD_PRELOAD=$LIBPROFILER \
               "$tmp/loop" "$ROUNDS" > "$tmp/stdout" 2> "$tmp/stderr" ;;
     esac
     t1=$(now)
     cpu=$(cpu_of "$tmp/stdout")
     case $kind in
-    floor) samples=$(sed -n 's/.*floor_samples=\([0-9]*\).*/\1/p' "$tmp/stdout") ;;
-    ours) samples=$(cat "$tmp"/out/stacks-*.folded | awk '{s+=$NF} END{print s+0}') ;;
+    floor) samples=$(sed -n 's/.*floor_samples=\([0-9]*\).*/\1/p' "$tmp/stdout")
+           floor_seen=$(sed -n 's/.*floor_source=//p' "$tmp/stdout") ;;
+    ours) samples=$(cat "$tmp"/out/stacks-*.folded | awk '{s+=$NF} END{print s+0}'); floor_source=$(source_of_ours) ;;
     gperf) samples=$(gperf_samples "$tmp/out/gperf.prof") ;;
     esac
     echo "$(( (t1 - t0) / 1000000 )) $(awk -v s="$samples" -v c="$cpu" 'BEGIN{printf "%.0f %.0f", (c > 0) ? s / c : 0, c * 1000}')" >> "$tmp/$kind"
 }
 
-printf 'bench-flamegraph-overhead: loop 30 frames deep, %s rounds, %d interleaved runs, medians\n' "$ROUNDS" "$RUNS"
-printf '%7s | %-5s | %8s | %8s %6s %9s %7s | %8s %6s %9s %7s | %10s\n' "" "" none ours ratio delivered us/smp gperf ratio delivered us/smp ours/gperf
+printf 'bench-flamegraph-overhead: loop 30 frames deep, %s rounds, %d interleaved runs, medians; load average %s\n' \
+    "$ROUNDS" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%7s | %-5s | %8s | %8s %6s %9s %7s %7s | %8s %6s %9s %7s | %10s\n' "" "" none ours ratio delivered us/smp >floor \
+    gperf ratio delivered us/smp ours/gperf
+floor_source=itimer
 for hz in $HZS; do
     : > "$tmp/none"; : > "$tmp/ours"; : > "$tmp/gperf"; : > "$tmp/floor"
     for _ in $(seq 1 "$RUNS"); do
         run none "$hz"
-        [ "$hz" -gt 250 ] || run floor "$hz"
         run ours "$hz"
+        run floor "$hz"
         [ -z "$LIBPROFILER" ] || run gperf "$hz"
     done
     for col in 1 3; do
         what=wall; [ $col = 3 ] && what=cpu
         n=$(cut -d' ' -f$col "$tmp/none" | median)
         o=$(cut -d' ' -f$col "$tmp/ours" | median); od=$(cut -d' ' -f2 "$tmp/ours" | median)
+        f=$(cut -d' ' -f$col "$tmp/floor" | median); fd=$(cut -d' ' -f2 "$tmp/floor" | median)
         if [ -n "$LIBPROFILER" ]; then
             g=$(cut -d' ' -f$col "$tmp/gperf" | median); gd=$(cut -d' ' -f2 "$tmp/gperf" | median)
         else
@@ -92,25 +111,27 @@ for hz in $HZS; do
         fi
         # us/smp: the time added per sample delivered, which compares
         # profilers that deliver different rates (gperftools stays at the
-        # kernel tick when asked for more).
-        awk -v hz="$hz" -v what="$what" -v n="$n" -v o="$o" -v od="$od" -v g="$g" -v gd="$gd" 'BEGIN{
-            printf "%4d Hz | %-5s | %6d ms | %6d ms %6.3f %6d Hz %7.1f | ", hz, what, n, o, o / n, od,
-                   (od > 0 ? (o - n) * 1000 / (od * o / 1000) : 0)
-            if (g > 0) printf "%6d ms %6.3f %6d Hz %7.1f | %10.3f\n", g, g / n, gd,
-                   (gd > 0 ? (g - n) * 1000 / (gd * g / 1000) : 0), o / g
+        # kernel tick when asked for more).  >floor: ours' us/smp minus
+        # the floor's, at the rate each delivered.
+        awk -v hz="$hz" -v what="$what" -v n="$n" -v o="$o" -v od="$od" -v f="$f" -v fd="$fd" -v g="$g" -v gd="$gd" '
+            function us(t, d) { return d > 0 ? (t - n) * 1000 / (d * t / 1000) : 0 }
+            BEGIN{
+            printf "%4d Hz | %-5s | %6d ms | %6d ms %6.3f %6d Hz %7.1f %7.1f | ", hz, what, n, o, o / n, od, us(o, od),
+                   us(o, od) - us(f, fd)
+            if (g > 0) printf "%6d ms %6.3f %6d Hz %7.1f | %10.3f\n", g, g / n, gd, us(g, gd), o / g
             else printf "%8s %6s %9s %7s | %10s\n", "-", "-", "-", "-", "-" }'
     done
-    if [ -s "$tmp/floor" ]; then
-        n=$(cut -d' ' -f3 "$tmp/none" | median); f=$(cut -d' ' -f3 "$tmp/floor" | median)
-        fd=$(cut -d' ' -f2 "$tmp/floor" | median); o=$(cut -d' ' -f3 "$tmp/ours" | median)
-        awk -v n="$n" -v f="$f" -v fd="$fd" -v o="$o" 'BEGIN{
-            printf "        | floor | SIGPROF and an empty handler alone: cpu %d ms, ratio %.3f, %d Hz, %.1f us/smp; ours above it: %.3f\n",
-                   f, f / n, fd, (fd > 0 ? (f - n) * 1000 / (fd * f / 1000) : 0), o / f }'
-    fi
+    n=$(cut -d' ' -f3 "$tmp/none" | median); f=$(cut -d' ' -f3 "$tmp/floor" | median)
+    fd=$(cut -d' ' -f2 "$tmp/floor" | median); o=$(cut -d' ' -f3 "$tmp/ours" | median)
+    awk -v n="$n" -v f="$f" -v fd="$fd" -v o="$o" -v src="$floor_seen" 'BEGIN{
+        printf "        | floor | %s, a handler that only counts: cpu %d ms, ratio %.3f, %d Hz, %.1f us/smp; ours/floor %.3f\n",
+               src, f, f / n, fd, (fd > 0 ? (f - n) * 1000 / (fd * f / 1000) : 0), o / f }'
 done
 echo "ratio: median / median with no profiler; delivered: samples per CPU-second of the loop (median); requested: first column"
 echo "us/smp: microseconds added per delivered sample (median time over none / samples): the cost at equal rates"
-echo "floor: the loop taking SIGPROF itself (timer and signal delivery, no unwinding): what no signal-based profiler can go below here"
+echo ">floor: ours' us/smp minus the floor's: the sampler's own cost per sample above the timer and the signal"
+echo "floor: the loop taking the same samples the same way (timer and signal delivery, no unwinding): what no"
+echo "       signal-based profiler can go below here"
 echo "wall - cpu: start-up and the final write (ours: unwind tables, symbols, and debug info when the loop or libc has it"
 echo "            under /usr/lib/debug, read once; PH_SAMPLER_DEBUGINFO=0 skips that)"
-grep -h 'ph-sampler' "$tmp/stderr" 2>/dev/null | head -1 || true
+grep -h 'ph-sampler' "$tmp/stderr-ours" 2>/dev/null | head -1 || true

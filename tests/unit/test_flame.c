@@ -2,10 +2,12 @@
  * parsing (decimals, differential lines, bad lines with their numbers,
  * merging, streaming in any chunking), frames drawn and pruned (counts
  * worked out by hand and checked against flamegraph.pl), order modes,
- * icicles, differential colours of parents, escaping, label fitting,
+ * icicles, differential colours of parents, escaping (random bytes give
+ * valid UTF-8 and XML a real parser reads), label fitting,
  * thread safety, and golden SVGs (PH_UPDATE_GOLDEN=1 rewrites them). */
 #include "test_util.h"
 
+#include <math.h>
 #include <pthread.h>
 
 #include "ph_flame.h"
@@ -50,6 +52,12 @@ stack_str(const ph_folded *f, size_t i, char *buf, size_t len)
     return buf;
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* ---- parsing ----------------------------------------------------------- */
 
 static void
@@ -65,7 +73,9 @@ test_parse_counts_and_bad_lines(void **state)
                      "main;e 1.2.3\n"  /* nor is this */
                      "5 7\n"           /* the stack "5", count 7: one count needs a name */
                      "main;f; 4  \n"   /* trailing ';' and blanks ignored, as Perl's split does */
-                     " 9\n";           /* no stack */
+                     " 9\n"            /* no stack */
+                     "main;g .5\n"     /* a fraction needs its integer part */
+                     "main;h;; 99999999999999999999\n"; /* 20 digits: past 64 bits, still read */
     ph_error_t err = NULL;
     ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
     const ph_folded_stats *st;
@@ -74,16 +84,17 @@ test_parse_counts_and_bad_lines(void **state)
     (void)state;
     assert_non_null(f);
     st = ph_folded_get_stats(f);
-    assert_int_equal(st->lines, 11);
-    assert_int_equal(st->bad_lines, 4);
+    assert_int_equal(st->lines, 13);
+    assert_int_equal(st->bad_lines, 5);
     assert_int_equal(st->bad_line_numbers[0], 3);
     assert_int_equal(st->bad_line_numbers[1], 7);
     assert_int_equal(st->bad_line_numbers[2], 8);
     assert_int_equal(st->bad_line_numbers[3], 11);
-    assert_int_equal(st->bad_line_numbers[4], 0);
-    assert_int_equal(st->stacks, 4); /* main;a;b merged */
+    assert_int_equal(st->bad_line_numbers[4], 12);
+    assert_int_equal(st->bad_line_numbers[5], 0);
+    assert_int_equal(st->stacks, 5); /* main;a;b merged */
     assert_false(st->differential);
-    assert_true(st->total == 10 + 5.25 + 2.5 + 7 + 4);
+    assert_true(st->total == 10 + 5.25 + 2.5 + 7 + 4 + 1e20);
     assert_string_equal(stack_str(f, 0, buf, sizeof buf), "main;a;b");
     assert_true(ph_folded_get_stack(f, 0).count == 12.5);
     assert_true(ph_folded_get_stack(f, 0).before == 12.5);
@@ -91,8 +102,10 @@ test_parse_counts_and_bad_lines(void **state)
     assert_string_equal(stack_str(f, 2, buf, sizeof buf), "5");
     assert_true(ph_folded_get_stack(f, 2).count == 7);
     assert_string_equal(stack_str(f, 3, buf, sizeof buf), "main;f");
-    /* names are interned: main, a, b, c, 5, f */
-    assert_int_equal(st->names, 6);
+    assert_string_equal(stack_str(f, 4, buf, sizeof buf), "main;h");
+    assert_true(ph_folded_get_stack(f, 4).count == 1e20);
+    /* names are interned: main, a, b, c, 5, f, h */
+    assert_int_equal(st->names, 7);
     ph_folded_free(f);
 }
 
@@ -157,6 +170,157 @@ test_parse_streamed(void **state)
     }
 }
 
+/* The limits the header states: any depth a line can hold; a line of
+ * PH_FOLDED_MAX_LINE bytes is read, one byte more is a bad line counted
+ * as too long (whole or split across feeds), and the next line is read. */
+static void
+test_parse_limits(void **state)
+{
+    enum { DEEP = 100000 };
+    size_t max = PH_FOLDED_MAX_LINE, len;
+    char *in = malloc(max + 64), *p = in;
+    ph_error_t err = NULL;
+    ph_folded *f;
+    const ph_folded_stats *st;
+    ph_flame_stats fst;
+    FILE *null;
+
+    (void)state;
+    for (int i = 0; i < DEEP; i++)
+        p += sprintf(p, "%sf%d", i ? ";" : "", i % 7);
+    p += sprintf(p, " 3\n");
+    f = ph_folded_parse(in, (size_t)(p - in), 0, &err);
+    assert_non_null(f);
+    assert_int_equal(ph_folded_get_stats(f)->bad_lines, 0);
+    assert_int_equal(ph_folded_get_stack(f, 0).depth, DEEP);
+    null = fopen("/dev/null", "w");
+    assert_int_equal(ph_flame_render(f, NULL, null, &fst, &err), 0);
+    assert_int_equal(fst.frames_drawn, DEEP + 1);
+    fclose(null);
+    ph_folded_free(f);
+
+    for (int extra = 0; extra <= 1; extra++) {
+        /* one name filling the line: "nnn...n 1" of MAX (+1) bytes */
+        len = max + (size_t)extra;
+        memset(in, 'n', len - 2);
+        memcpy(in + len - 2, " 1\nnext 2\n", 10); /* the line ends; 7 more bytes */
+        for (size_t chunk = len + 8; chunk >= (1u << 20); chunk = chunk == len + 8 ? (1u << 22) - 3 : chunk / 4) {
+            f = ph_folded_new(0, &err);
+            for (size_t o = 0; o < len + 8; o += chunk)
+                assert_int_equal(ph_folded_feed(f, in + o, o + chunk > len + 8 ? len + 8 - o : chunk, &err), 0);
+            assert_int_equal(ph_folded_finish(f, &err), 0);
+            st = ph_folded_get_stats(f);
+            assert_int_equal(st->lines, 2);
+            assert_int_equal(st->bad_lines, (size_t)extra);
+            assert_int_equal(st->long_lines, (size_t)extra);
+            assert_int_equal(st->bad_line_numbers[0], extra ? 1 : 0);
+            assert_int_equal(ph_folded_n_stacks(f), 2 - (size_t)extra);
+            assert_true(st->total == (extra ? 2 : 3));
+            ph_folded_free(f);
+        }
+    }
+    /* one feed already too long, its newline in the next */
+    memset(in, 'n', max + 1);
+    f = ph_folded_new(0, &err);
+    assert_int_equal(ph_folded_feed(f, in, max + 1, &err), 0);
+    assert_int_equal(ph_folded_feed(f, "x 1\nnext 2\n", 11, &err), 0);
+    assert_int_equal(ph_folded_finish(f, &err), 0);
+    assert_int_equal(ph_folded_get_stats(f)->lines, 2);
+    assert_int_equal(ph_folded_get_stats(f)->long_lines, 1);
+    assert_int_equal(ph_folded_n_stacks(f), 1);
+    ph_folded_free(f);
+    /* without a final newline: held, then counted by finish */
+    memset(in, 'n', max);
+    f = ph_folded_new(0, &err);
+    assert_int_equal(ph_folded_feed(f, in, max - 5, &err), 0);
+    assert_int_equal(ph_folded_feed(f, in, 6, &err), 0);
+    assert_int_equal(ph_folded_finish(f, &err), 0);
+    assert_int_equal(ph_folded_get_stats(f)->long_lines, 1);
+    assert_int_equal(ph_folded_get_stats(f)->bad_line_numbers[0], 1);
+    ph_folded_free(f);
+    free(in);
+}
+
+/* " 5 7" has one blank before its first count: the stack " 5", 7 samples,
+ * not a differential line with an empty stack. */
+static void
+test_parse_blank_stack_names(void **state)
+{
+    const char *in = " 5 7\n";
+    ph_error_t err = NULL;
+    ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
+    char buf[64];
+
+    (void)state;
+    assert_non_null(f);
+    assert_int_equal(ph_folded_get_stats(f)->bad_lines, 0);
+    assert_false(ph_folded_get_stats(f)->differential);
+    assert_int_equal(ph_folded_n_stacks(f), 1);
+    assert_string_equal(stack_str(f, 0, buf, sizeof buf), " 5");
+    assert_true(ph_folded_get_stack(f, 0).count == 7);
+    assert_true(ph_folded_get_stack(f, 0).before == 7);
+    ph_folded_free(f);
+
+    /* One blank separates the count, as flamegraph.pl's /^(.*)\s+?(\d+)$/
+     * reads it: more blanks belong to the last frame, so a frame of only
+     * spaces (FlameGraph's own perf test data has "write0;  3") is kept. */
+    in = "a;  3\nb;c\t\t4\nd;e 1  2\n";
+    f = ph_folded_parse(in, strlen(in), 0, &err);
+    assert_int_equal(ph_folded_get_stats(f)->bad_lines, 0);
+    assert_int_equal(ph_folded_n_stacks(f), 3);
+    assert_int_equal(ph_folded_get_stack(f, 0).depth, 2);
+    assert_string_equal(stack_str(f, 0, buf, sizeof buf), "a; ");
+    assert_string_equal(stack_str(f, 1, buf, sizeof buf), "b;c\t");
+    /* "1 " is not a count: one stack "d;e 1 " of 2, as flamegraph.pl reads it */
+    assert_string_equal(stack_str(f, 2, buf, sizeof buf), "d;e 1 ");
+    assert_true(ph_folded_get_stack(f, 2).before == 2 && ph_folded_get_stack(f, 2).count == 2);
+    assert_false(ph_folded_get_stats(f)->differential);
+    ph_folded_free(f);
+    /* reversed, the blank frame is a root of its own */
+    {
+        ph_flame_opts o;
+        ph_flame_stats st;
+        char *svg;
+        ph_flame_opts_init(&o);
+        o.reverse = 1;
+        svg = render("a;  3\na 1\n", &o, &st);
+        assert_int_equal(st.frames_drawn, 4); /* all, " ", a above it, a */
+        assert_non_null(strstr(svg, "<title>  (3 samples"));
+        free(svg);
+    }
+}
+
+/* More bad lines than are remembered: all counted, the first
+ * PH_FOLDED_BAD_KEPT kept, nothing else in the stats overwritten. */
+static void
+test_parse_many_bad_lines(void **state)
+{
+    char in[4096], *p = in;
+    ph_error_t err = NULL;
+    ph_folded *f;
+    const ph_folded_stats *st;
+
+    (void)state;
+    p += sprintf(p, "ok;a 1 2\n");
+    for (int i = 0; i < 100; i++)
+        p += sprintf(p, "bad line %c\n", 'a' + i % 26);
+    p += sprintf(p, "ok;b 5\n");
+    f = ph_folded_parse(in, (size_t)(p - in), 0, &err);
+    assert_non_null(f);
+    st = ph_folded_get_stats(f);
+    assert_int_equal(st->lines, 102);
+    assert_int_equal(st->bad_lines, 100);
+    for (size_t i = 0; i < PH_FOLDED_BAD_KEPT; i++)
+        assert_int_equal(st->bad_line_numbers[i], i + 2);
+    assert_int_equal(st->long_lines, 0);
+    assert_int_equal(st->stacks, 2);
+    assert_int_equal(st->names, 3);
+    assert_true(st->differential);
+    assert_true(st->total == 7);
+    assert_true(st->total_before == 6);
+    ph_folded_free(f);
+}
+
 static void
 test_diff_folded(void **state)
 {
@@ -178,6 +342,17 @@ test_diff_folded(void **state)
     assert_int_equal(ph_folded_diff(a, strlen(a), b, strlen(b), 1, f, NULL, NULL, &err), 0);
     fclose(f);
     assert_string_equal(buf, "m;x 20 30\nm;y 20 0\nm;z 0 10\n");
+    free(buf);
+    /* scaled counts keep three decimals (10 / 3) */
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ph_folded_diff("a 3\n", 4, "a 10\n", 5, 1, f, NULL, NULL, &err), 0);
+    fclose(f);
+    assert_string_equal(buf, "a 10 10\n");
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ph_folded_diff("a 1\nb 2\n", 8, "a 10\n", 5, 1, f, NULL, NULL, &err), 0);
+    fclose(f);
+    assert_string_equal(buf, "a 3.333 10\nb 6.667 0\n");
     free(buf);
 }
 
@@ -210,7 +385,7 @@ test_merge_and_titles(void **state)
     assert_non_null(strstr(svg, "history.replaceState"));
     assert_non_null(strstr(svg, "e.ctrlKey&&e.key==='f'"));
     assert_non_null(strstr(svg, "e.ctrlKey&&e.key==='i'"));
-    assert_non_null(strstr(svg, "data-charw=\"7.08\""));
+    assert_non_null(strstr(svg, "data-charw=\"7.23\""));
     assert_null(strstr(svg, "href")); /* self-contained */
     free(svg);
 }
@@ -251,6 +426,61 @@ test_minwidth_prunes(void **state)
     o.minwidth = 0.5;
     free(render("big 9999\ntiny;leaf 1\n", &o, &st));
     assert_int_equal(st.frames_drawn, 2);
+}
+
+/* A frame exactly minwidth wide is kept, wherever it closes: here `a`
+ * closes when `b` starts (not at the end of the sweep).  1000 px for
+ * 1000 samples: 10 px is 10 samples exactly, as is 1%. */
+static void
+test_minwidth_boundary(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.width = 1020;
+    o.minwidth = 10;
+    svg = render("a;x 10\nb;y 9\nc 981\n", &o, &st);
+    assert_non_null(strstr(svg, "<title>a (10 "));
+    assert_non_null(strstr(svg, "<title>x (10 "));
+    assert_null(strstr(svg, "<title>b ("));
+    assert_int_equal(st.frames_drawn, 4); /* all, a, x, c */
+    free(svg);
+    o.minwidth = 1;
+    o.minwidth_percent = 1;
+    svg = render("a;x 10\nb;y 9\nc 981\n", &o, &st);
+    assert_int_equal(st.frames_drawn, 4);
+    assert_null(strstr(svg, "<title>y ("));
+    free(svg);
+}
+
+/* The library refuses widths with no room for a frame (the CLI asks for
+ * 100 px or more); 2 * 10 px of padding + 10 px is the least. */
+static void
+test_width_range(void **state)
+{
+    ph_error_t err = NULL;
+    ph_flame_opts o;
+    FILE *null = fopen("/dev/null", "w");
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    for (int i = 0; i < 5; i++) {
+        static const double bad[] = { 0, -1, 29.99, NAN, INFINITY };
+        o.width = bad[i];
+        assert_int_equal(ph_flame_render_folded("a 1\n", 4, &o, null, NULL, &err), -1);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        assert_non_null(strstr(err->msg, "width"));
+        ph_error_free(&err);
+    }
+    o.width = 30;
+    assert_int_equal(ph_flame_render_folded("a 1\n", 4, &o, null, NULL, &err), 0);
+    o.minwidth = -0.5;
+    assert_int_equal(ph_flame_render_folded("a 1\n", 4, &o, null, NULL, &err), -1);
+    ph_error_free(&err);
+    fclose(null);
 }
 
 /* flamegraph.pl sorts whole lines, so "f 1" < "f1 1" < "f;g 1" and f is
@@ -308,6 +538,175 @@ test_order_modes(void **state)
     free(svg);
 }
 
+/* Frames of SVG as "depth x w name" lines (x, w in samples from fg:x,
+ * fg:w; depth from y), sorted, in one malloc'd string. */
+static char *
+frame_list(const char *svg, int inverted)
+{
+    char **rows = NULL, *out, *o;
+    size_t n = 0, len = 1;
+    double ymax = -1, ymin = 1e9;
+
+    for (int pass = 0; pass < 2; pass++) {
+        for (const char *p = svg; (p = strstr(p, "<g><title>")) != NULL; p++) {
+            char name[256];
+            double y, x, w;
+            const char *t = p + 10, *e = strstr(t, "</title>"), *paren = e;
+            while (paren > t && !(paren[0] == ' ' && paren[1] == '('))
+                paren--;
+            snprintf(name, sizeof name, "%.*s", (int)(paren - t), t);
+            assert_int_equal(sscanf(strstr(e, " y=\"") + 4, "%lf", &y), 1);
+            assert_int_equal(sscanf(strstr(e, "fg:x=\"") + 6, "%lf", &x), 1);
+            assert_int_equal(sscanf(strstr(e, "fg:w=\"") + 6, "%lf", &w), 1);
+            if (pass == 0) {
+                ymax = y > ymax ? y : ymax;
+                ymin = y < ymin ? y : ymin;
+                n++;
+                continue;
+            }
+            if (rows == NULL)
+                rows = calloc(n, sizeof *rows);
+            assert_true(asprintf(&rows[len - 1], "%d %g %g %s", (int)((inverted ? y - ymin : ymax - y) / 16), x, w,
+                                 name) > 0);
+            len++;
+        }
+    }
+    qsort(rows, n, sizeof *rows, cmp_str);
+    len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(rows[i]) + 1;
+    out = o = malloc(len);
+    for (size_t i = 0; i < n; i++) {
+        o += sprintf(o, "%s\n", rows[i]);
+        free(rows[i]);
+    }
+    *o = '\0';
+    free(rows);
+    return out;
+}
+
+/* The reference: a tree of the stacks, each node's children ordered as
+ * flamegraph.pl's line sort orders them (name then ';' when the child has
+ * children of its own, name then ' ' when it has none), one node per name
+ * and parent; frames listed like frame_list. */
+typedef struct ref_node {
+    const char *name;
+    double count, total;
+    struct ref_node *kids[16];
+    int nkids;
+} ref_node;
+
+static ref_node *
+ref_child(ref_node *n, const char *name)
+{
+    for (int i = 0; i < n->nkids; i++)
+        if (strcmp(n->kids[i]->name, name) == 0)
+            return n->kids[i];
+    assert_true(n->nkids < 16);
+    n->kids[n->nkids] = calloc(1, sizeof(ref_node));
+    n->kids[n->nkids]->name = name;
+    return n->kids[n->nkids++];
+}
+
+static int
+ref_cmp(const void *a, const void *b)
+{
+    const ref_node *x = *(ref_node *const *)a, *y = *(ref_node *const *)b;
+    char kx[64], ky[64];
+
+    snprintf(kx, sizeof kx, "%s%c", x->name, x->nkids ? ';' : ' ');
+    snprintf(ky, sizeof ky, "%s%c", y->name, y->nkids ? ';' : ' ');
+    return strcmp(kx, ky);
+}
+
+static double
+ref_walk(ref_node *n, int depth, double x, char **rows, size_t *nrows)
+{
+    double end = x + n->count;
+
+    qsort(n->kids, (size_t)n->nkids, sizeof n->kids[0], ref_cmp);
+    for (int i = 0; i < n->nkids; i++)
+        end = ref_walk(n->kids[i], depth + 1, end, rows, nrows);
+    assert_true(asprintf(&rows[(*nrows)++], "%d %g %g %s", depth, x, end - x, depth ? n->name : "all") > 0);
+    for (int i = 0; i < n->nkids; i++)
+        free(n->kids[i]);
+    return end;
+}
+
+/* Siblings in flamegraph.pl's order: `a` before `a-b` as a leaf, after it
+ * with children of its own; `f10` before `f1;x` but after a leaf `f1`.
+ * Random stacks over names that are prefixes of each other, checked
+ * against the reference, plain and reversed. */
+static void
+test_sibling_order(void **state)
+{
+    static const char *const names[] = { "a", "a-b", "a1", "a10", "a b", "b", "f1", "f10", "f1.cold", "f" };
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg, *got;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    svg = render("x;a 1\nx;a-b 2\ny;a;c 3\ny;a-b 4\nz;f1;x 5\nz;f10 6\nw;f1 7\nw;f10 8\n", &o, &st);
+    got = frame_list(svg, 0);
+    /* depth 1 is w, x, y, z */
+    assert_non_null(strstr(got, "2 0 7 f1\n"));    /* w: f1 (leaf), then f10 */
+    assert_non_null(strstr(got, "2 7 8 f10\n"));
+    assert_non_null(strstr(got, "2 15 1 a\n"));    /* x: a (leaf), then a-b */
+    assert_non_null(strstr(got, "2 16 2 a-b\n"));
+    assert_non_null(strstr(got, "2 18 4 a-b\n"));  /* y: a-b, then a (with c) */
+    assert_non_null(strstr(got, "2 22 3 a\n"));
+    assert_non_null(strstr(got, "2 25 6 f10\n"));  /* z: f10, then f1 (with x) */
+    assert_non_null(strstr(got, "2 31 5 f1\n"));
+    free(got);
+    free(svg);
+
+    for (int round = 0; round < 40; round++) {
+        uint32_t seed = 99u + (uint32_t)round;
+        char in[8192], *p = in, *want, *wp;
+        char *rows[4096];
+        size_t nrows = 0, len = 1;
+        ref_node root = { 0 };
+        int rev = round % 2;
+
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 8) & 0xffffff)
+        for (int i = 0; i < 60; i++) {
+            const char *fr[4];
+            int depth = 1 + (int)(RND() % 4), c = 1 + (int)(RND() % 9);
+            ref_node *n = &root;
+            for (int d = 0; d < depth; d++) {
+                fr[d] = names[RND() % (sizeof names / sizeof names[0])];
+                p += sprintf(p, "%s%s", d ? ";" : "", fr[d]);
+            }
+            p += sprintf(p, " %d\n", c);
+            for (int d = 0; d < depth; d++)
+                n = ref_child(n, fr[rev ? depth - 1 - d : d]);
+            n->count += c;
+        }
+#undef RND
+        ref_walk(&root, 0, 0, rows, &nrows);
+        qsort(rows, nrows, sizeof *rows, cmp_str);
+        for (size_t i = 0; i < nrows; i++)
+            len += strlen(rows[i]) + 1;
+        want = wp = malloc(len);
+        for (size_t i = 0; i < nrows; i++) {
+            wp += sprintf(wp, "%s\n", rows[i]);
+            free(rows[i]);
+        }
+        ph_flame_opts_init(&o);
+        o.minwidth = 0;
+        o.reverse = rev;
+        svg = render(in, &o, &st);
+        got = frame_list(svg, 0);
+        if (strcmp(got, want) != 0)
+            fail_msg("round %d (reverse %d): frames differ from the reference\n%s---\nwant:\n%s---\ngot:\n%s", round, rev,
+                     in, want, got);
+        free(got);
+        free(want);
+        free(svg);
+    }
+}
+
 static double
 rect_attr(const char *svg, const char *name, const char *attr)
 {
@@ -351,12 +750,6 @@ test_inverted_and_geometry(void **state)
     assert_non_null(strstr(svg, ">Icicle Graph<"));
     assert_non_null(strstr(svg, "data-inverted=\"1\""));
     free(svg);
-}
-
-static int
-cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Many names (so several ranks pack into one sort key and stacks cross
@@ -422,6 +815,25 @@ test_random_against_reference(void **state)
     free(in);
 }
 
+/* The lines of the subtitle (the tspans of #subtitle), each in LINES[i]
+ * (static); returns how many. */
+static int
+subtitle_lines(const char *svg, char lines[][512], int max)
+{
+    const char *p = strstr(svg, "<text id=\"subtitle\""), *end;
+    int n = 0;
+
+    if (p == NULL)
+        return 0;
+    end = strstr(p, "</text>");
+    while (n < max && (p = strstr(p, "<tspan")) != NULL && p < end) {
+        const char *t = strchr(p, '>') + 1, *e = strstr(t, "</tspan>");
+        snprintf(lines[n++], 512, "%.*s", (int)(e - t), t);
+        p = e;
+    }
+    return n;
+}
+
 /* ---- differential ------------------------------------------------------- */
 
 static const char *
@@ -469,11 +881,62 @@ test_differential_parents(void **state)
     assert_string_equal(fill_of(svg, "shrink"), "rgb(52,52,255)"); /* -15 of max 20 */
     assert_string_equal(fill_of(svg, "main"), "rgb(255,157,157)"); /* +5 of 20 */
     free(svg);
+    /* the root's change is not on the scale: beyond it, full colour, never
+     * a negative channel */
+    svg = render("a 10 20\nb 10 20\n", &o, &st);
+    assert_string_equal(fill_of(svg, "all"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "a"), "rgb(255,0,0)");
+    free(svg);
+    svg = render("a 2000000000000 1\nb 1 1\n", &o, &st); /* and no overflow */
+    assert_string_equal(fill_of(svg, "all"), "rgb(0,0,255)");
+    free(svg);
     /* forced off: an ordinary graph of the after counts */
     o.differential = 0;
     svg = render("main;grow;x 10 30\n", &o, &st);
     assert_false(st.differential);
     assert_non_null(strstr(svg, "<title>x (30 samples, 100.00%)</title>"));
+    free(svg);
+}
+
+/* flamegraph.pl's colours on request: each frame by its own change, its
+ * children's not counted.  `read` lost 10 samples itself while its child
+ * `wait` gained 20: +10 with its children (red), -10 itself (blue).  The
+ * subtitle says which colours the graph shows. */
+static void
+test_differential_self(void **state)
+{
+    const char *in = "main;read 20 10\nmain;read;wait 10 30\nmain;x 5 5\n";
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg, lines[8][512];
+    int n;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    svg = render(in, &o, &st);
+    assert_non_null(strstr(svg, "<title>read (40 samples, 88.89%; +22.22%)</title>"));
+    assert_string_equal(fill_of(svg, "read"), "rgb(255,105,105)"); /* +10 of max 20 */
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(lines[0], "with its children"));
+    free(svg);
+    o.diff_self = 1;
+    o.subtitle = "v1 to v2";
+    svg = render(in, &o, &st);
+    assert_non_null(strstr(svg, "<title>read (40 samples, 88.89%; -22.22%)</title>"));
+    assert_string_equal(fill_of(svg, "read"), "rgb(105,105,255)"); /* -10 of max 20 (wait) */
+    assert_string_equal(fill_of(svg, "wait"), "rgb(255,0,0)");
+    assert_string_equal(fill_of(svg, "main"), "rgb(250,250,250)"); /* no samples of its own */
+    assert_string_equal(fill_of(svg, "x"), "rgb(250,250,250)");
+    assert_non_null(strstr(svg, "<title>main (45 samples, 100.00%; 0.00%)</title>"));
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 2);
+    assert_string_equal(lines[0], "v1 to v2");
+    assert_non_null(strstr(lines[1], "itself"));
+    free(svg);
+    /* not differential: no note */
+    svg = render("a 1\n", &o, &st);
+    assert_int_equal(subtitle_lines(svg, lines, 8), 1);
     free(svg);
 }
 
@@ -494,20 +957,323 @@ test_escaping_and_labels(void **state)
     assert_non_null(strstr(svg, "std::vector&lt;int&gt;::push_back&amp;x (1,000,000 ns, 99.90%)"));
     assert_non_null(strstr(svg, ">A &lt;b&gt; &amp; c</text>"));
     assert_null(strstr(svg, "<int>"));
-    /* bytes that are not UTF-8 become U+FFFD; control characters go */
-    assert_non_null(strstr(svg, "<title>bad\xef\xbf\xbd\xef\xbf\xbdname ("));
+    /* bytes that are not UTF-8 become U+FFFD; control characters are shown escaped */
+    assert_non_null(strstr(svg, "<title>bad\xef\xbf\xbd\xef\xbf\xbd\\x01name ("));
     free(svg);
-    /* a full-width frame fits floor((1180 - 6) / 7.08) = 165 characters */
+    /* a full-width frame fits floor((1180 - 6) / 7.23) = 162 characters */
     memset(name, 'n', 300);
     name[300] = '\0';
     snprintf(want, sizeof want, "%s 1\n", name);
     svg = render(want, NULL, &st);
-    snprintf(want, sizeof want, ">%.163s..</text>", name);
+    snprintf(want, sizeof want, ">%.160s..</text>", name);
     assert_int_equal(count(svg, want), 1);
+    free(svg);
+    /* room for 3 characters exactly: 6 px of padding + 3 * 7.23 = 27.69 px
+     * (1180 px for 1000 samples: 24 samples are 28.32 px, 23 are 27.14) */
+    svg = render("wide 976\nthree 24\n", NULL, &st);
+    assert_non_null(strstr(strstr(svg, "<title>three ("), ">t..</text>"));
+    free(svg);
+    svg = render("wide 977\nthree 23\n", NULL, &st);
+    assert_non_null(strstr(strstr(svg, "<title>three ("), "\"></text>"));
     free(svg);
     /* too narrow for 3 characters: no label */
     svg = render("wide 1000\nnarrow 10\n", NULL, &st);
     assert_non_null(strstr(strstr(svg, "<title>narrow ("), "\"></text>"));
+    free(svg);
+}
+
+/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past
+ * U+10FFFF. */
+static int
+utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t len;
+        unsigned lo = 0x80, hi = 0xbf;
+
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf)
+            len = 2;
+        else if (c >= 0xe0 && c <= 0xef)
+            len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+        else if (c >= 0xf0 && c <= 0xf4)
+            len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+        else
+            return 0;
+        if (i + len > n || p[i + 1] < lo || p[i + 1] > hi)
+            return 0;
+        for (size_t k = 2; k < len; k++)
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* 1 if a real XML parser (python3's expat, through xml.dom.minidom) reads
+ * SVG as a well-formed document; its complaint is printed otherwise. */
+static int
+xml_well_formed(const char *svg)
+{
+    char path[] = "/tmp/ph-flame-xml-XXXXXX", cmd[256];
+    int fd = mkstemp(path), rc;
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, svg, strlen(svg)), (ssize_t)strlen(svg));
+    close(fd);
+    snprintf(cmd, sizeof cmd, "python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' %s", path);
+    rc = system(cmd);
+    unlink(path);
+    return rc == 0;
+}
+
+/* Any bytes in a frame name, title or subtitle give valid UTF-8 and
+ * well-formed XML: stray bytes become U+FFFD, control characters and
+ * characters XML forbids are shown escaped. */
+static void
+test_random_names_valid_xml(void **state)
+{
+    static const char *const nasty[] = {
+        "\xff\x80\x80", "\xf5\x80\x80\x80", "\xed\xa0\x80" /* a surrogate */, "\xef\xbf\xbe" /* U+FFFE */,
+        "\xc0\xaf" /* overlong '/' */, "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xf4\x90\x80\x80" /* > U+10FFFF */,
+        "\xc2\x85" /* NEL, a C1 control */, "x\x7f", "]]>", "\xe2\x82",
+    };
+    uint32_t seed = 2024;
+    char *in = malloc(1 << 16), *p = in, *svg;
+    ph_flame_opts o;
+    ph_flame_stats st;
+
+    (void)state;
+#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 8) & 0xffffff)
+    for (size_t i = 0; i < sizeof nasty / sizeof nasty[0]; i++)
+        p += sprintf(p, "root;%s;leaf 1\n", nasty[i]);
+    for (int i = 0; i < 400; i++) {
+        p += sprintf(p, "root");
+        for (int d = 0, depth = 1 + (int)(RND() % 3); d < depth; d++) {
+            int len = 1 + (int)(RND() % 10);
+            *p++ = ';';
+            for (int k = 0; k < len; k++) {
+                int c = (int)(RND() % 256);
+                *p++ = (char)(c == '\n' || c == ';' ? 0x80 : c);
+            }
+        }
+        p += sprintf(p, ";leaf %d\n", 1 + i % 5);
+    }
+    ph_flame_opts_init(&o);
+    o.minwidth = 0;
+    o.title = "t\xff\x80\x80\x01";
+    o.subtitle = "s\xed\xa0\x80\x1b";
+    {
+        char *out = NULL;
+        size_t outlen = 0;
+        FILE *f = open_memstream(&out, &outlen);
+        ph_error_t err = NULL;
+        assert_int_equal(ph_flame_render_folded(in, (size_t)(p - in), &o, f, &st, &err), 0);
+        fclose(f);
+        svg = out;
+        assert_int_equal(strlen(svg), outlen); /* no NUL byte went out */
+    }
+#undef RND
+    assert_int_equal(st.bad_lines, 0);
+    assert_true(utf8_valid(svg, strlen(svg)));
+    assert_true(xml_well_formed(svg));
+    /* control characters are shown, escaped, not dropped */
+    assert_non_null(strstr(svg, ">t\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\\x01</text>"));
+    assert_non_null(strstr(svg, "<title>x\\x7f ("));
+    assert_non_null(strstr(svg, "<title>\\u0085 ("));
+    assert_non_null(strstr(svg, "<title>\\uFFFE ("));
+    assert_non_null(strstr(svg, "<title>]]&gt; ("));
+    free(svg);
+    /* the edges of C1: U+009F is escaped, U+00A0 (no-break space) is itself */
+    svg = render("a;\xc2\x9f 1\na;\xc2\xa0 1\n", NULL, &st);
+    assert_non_null(strstr(svg, "<title>\\u009F ("));
+    assert_non_null(strstr(svg, "<title>\xc2\xa0 ("));
+    free(svg);
+    free(in);
+}
+
+/* rgb(R,G,B) of a frame's fill, in *R, *G, *B. */
+static void
+rgb_of(const char *svg, const char *name, int *r, int *g, int *b)
+{
+    assert_int_equal(sscanf(fill_of(svg, name), "rgb(%d,%d,%d)", r, g, b), 3);
+}
+
+/* Annotations (_[k] kernel, _[j] JIT, _[i] inlined, _[w] waker) are left
+ * out of labels and tooltips, as flamegraph.pl does, and colour the frame
+ * in any palette; only a trailing one counts. */
+static void
+test_annotations(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg;
+    int r, g, b;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.minwidth = 0;
+    svg = render("a;sys_read_[k] 1\na;jitted_[j] 1\na;inl_[i] 1\na;wk_[w] 1\na;mid_[k]x 1\n", &o, &st);
+    assert_null(strstr(svg, "_[k] ("));
+    assert_null(strstr(svg, ">sys_read_[k]<"));
+    assert_non_null(strstr(svg, "<title>sys_read (1 samples"));
+    assert_non_null(strstr(svg, "<title>mid_[k]x (1 samples"));
+    free(svg);
+    svg = render("a;_[k] 1\na;x[k] 1\n", &o, &st); /* only "_[k]": an empty name; "[k]" alone stays */
+    assert_non_null(strstr(svg, "<title> (1 samples"));
+    assert_non_null(strstr(svg, "<title>x[k] (1 samples"));
+    free(svg);
+    svg = render("a;sys_read_[k] 1\na;jitted_[j] 1\na;inl_[i] 1\na;wk_[w] 1\na;mid_[k]x 1\n", &o, &st);
+    rgb_of(svg, "sys_read", &r, &g, &b); /* orange */
+    assert_true(r >= 190 && g >= 90 && g <= 155 && b == 0);
+    rgb_of(svg, "jitted", &r, &g, &b); /* green */
+    assert_true(g >= 200 && r == b && r >= 50 && r <= 110);
+    rgb_of(svg, "inl", &r, &g, &b); /* aqua */
+    assert_true(r >= 50 && r <= 110 && g >= 165 && g == b);
+    rgb_of(svg, "wk", &r, &g, &b);
+    assert_true(r >= 50 && r <= 110 && g >= 165 && g == b);
+    rgb_of(svg, "mid_[k]x", &r, &g, &b); /* hot */
+    assert_true(r >= 205 && b <= 55);
+    /* the label is fitted without the annotation */
+    assert_non_null(strstr(svg, ">sys_read</text>"));
+    free(svg);
+}
+
+/* flamegraph.pl's multi palettes pick a colour by what a name looks like;
+ * `--` and `-` (separators of combined stacks) are grey. */
+static void
+test_multi_palettes(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg;
+    int r, g, b;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.minwidth = 0;
+    o.palette = "java";
+    svg = render("m;java/lang/Thread.run 1\nm;Ljdk/x 1\nm;Foo::bar 1\nm;vm_[k] 1\nm;plain 1\nm;--;x 1\nm;- 1\n"
+                 "m;Lfoo/Bar:::baz 1\nm;Foo::inl_[i] 1\n", &o, &st);
+    rgb_of(svg, "Lfoo/Bar:::baz", &r, &g, &b); /* perf-map-agent's Java methods */
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Foo::inl", &r, &g, &b); /* the annotation before the name */
+    assert_true(g >= 165 && g == b && r <= 110);
+    rgb_of(svg, "java/lang/Thread.run", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Ljdk/x", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Foo::bar", &r, &g, &b); /* yellow */
+    assert_true(r == g && r >= 175 && b >= 50 && b <= 70);
+    rgb_of(svg, "vm", &r, &g, &b);
+    assert_true(r >= 190 && b == 0);
+    rgb_of(svg, "plain", &r, &g, &b); /* red */
+    assert_true(r >= 200 && g == b && g <= 130);
+    assert_string_equal(fill_of(svg, "--"), "rgb(160,160,160)");
+    assert_string_equal(fill_of(svg, "-"), "rgb(200,200,200)");
+    free(svg);
+    o.palette = "js";
+    svg = render("m;/app/main.js:run 1\nm;Builtin:Apply 1\nm;node::Start 1\nm;lazy_[j] 1\nm;/a/b_[j] 1\n", &o, &st);
+    rgb_of(svg, "/app/main.js:run", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    rgb_of(svg, "Builtin:Apply", &r, &g, &b);
+    assert_true(g >= 165 && g == b && r <= 110);
+    rgb_of(svg, "node::Start", &r, &g, &b);
+    assert_true(r == g && b <= 70);
+    rgb_of(svg, "lazy", &r, &g, &b);
+    assert_true(g >= 165 && g == b && r <= 110);
+    rgb_of(svg, "/a/b", &r, &g, &b);
+    assert_true(g >= 200 && r == b);
+    free(svg);
+    o.palette = "chain";
+    svg = render("m;off;--;waker_[w] 1\n", &o, &st);
+    rgb_of(svg, "waker", &r, &g, &b);
+    assert_true(g >= 165 && g == b && r <= 110);
+    rgb_of(svg, "off", &r, &g, &b); /* blue */
+    assert_true(b >= 205 && r == g);
+    free(svg);
+    assert_true(ph_flame_palette_valid("perl") && ph_flame_palette_valid("wakeup") && !ph_flame_palette_valid("plaid"));
+}
+
+/* A subtitle wider than the image is wrapped at blanks (or anywhere, in a
+ * word too long for a line), at most 3 lines, the last cut with "..";
+ * every line fits, at 7.23 px a character, and the image grows to hold
+ * them.  A title too long is cut with "..". */
+static void
+test_subtitle_fits(void **state)
+{
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg, sub[2048], lines[8][512], *p = sub;
+    int n, h1, h3;
+
+    (void)state;
+    for (int i = 0; i < 40; i++)
+        p += sprintf(p, "%sword%02d", i ? " " : "", i); /* 40 * 7 - 1 = 279 characters */
+    ph_flame_opts_init(&o);
+    o.subtitle = "short";
+    svg = render("a 1\n", &o, &st);
+    assert_int_equal(subtitle_lines(svg, lines, 8), 1);
+    assert_string_equal(lines[0], "short");
+    assert_int_equal(sscanf(strstr(svg, "height=\""), "height=\"%d\"", &h1), 1);
+    free(svg);
+    o.subtitle = sub;
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 2);
+    assert_int_equal(strlen(lines[0]), 160); /* 163 fit: the last blank before is after word22 */
+    assert_true(strncmp(lines[1], "word23 ", 7) == 0);
+    assert_true(strlen(lines[1]) <= 163);
+    free(svg);
+    o.width = 300; /* 280 px: 38 characters a line */
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++)
+        assert_true(strlen(lines[i]) <= 38);
+    assert_non_null(strstr(lines[2], ".."));
+    assert_int_equal(sscanf(strstr(svg, "height=\""), "height=\"%d\"", &h3), 1);
+    assert_int_equal(h3, h1 + 2 * 16);
+    free(svg);
+    memset(sub, 'x', 100); /* one word longer than a line */
+    sub[100] = '\0';
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(n, 3);
+    assert_int_equal(strlen(lines[0]), 38);
+    assert_int_equal(strlen(lines[1]), 38);
+    assert_int_equal(strlen(lines[2]), 24);
+    free(svg);
+    memset(sub, 'x', 200); /* cut: 36 characters and ".." */
+    sub[200] = '\0';
+    svg = render("a 1\n", &o, &st);
+    assert_int_equal(subtitle_lines(svg, lines, 8), 3);
+    assert_int_equal(strlen(lines[2]), 38);
+    assert_string_equal(lines[2] + 36, "..");
+    free(svg);
+    sub[100] = '\0';
+    o.subtitle = NULL;
+    o.title = sub; /* 100 characters in 300 px: cut */
+    svg = render("a 1\n", &o, &st);
+    assert_non_null(strstr(svg, "xx..</text>"));
+    assert_null(strstr(svg, sub));
+    free(svg);
+    /* a blank right where a line is full: the line is full */
+    memset(sub, 'y', 100);
+    sub[10] = sub[38] = ' ';
+    o.title = NULL;
+    o.subtitle = sub;
+    o.width = 300;
+    svg = render("a 1\n", &o, &st);
+    n = subtitle_lines(svg, lines, 8);
+    assert_int_equal(strlen(lines[0]), 38);
+    assert_int_equal(strlen(lines[1]), 38);
     free(svg);
 }
 
@@ -531,6 +1297,35 @@ test_nothing_to_draw(void **state)
     assert_non_null(strstr(err->msg, "plaid"));
     ph_error_free(&err);
     fclose(f);
+}
+
+/* What stands in for a graph when there is none: a valid SVG of the
+ * asked width that says why, the message escaped and wrapped. */
+static void
+test_error_svg(void **state)
+{
+    char *svg = NULL, msg[400];
+    size_t len = 0;
+    FILE *f = open_memstream(&svg, &len);
+    ph_error_t err = NULL;
+    ph_flame_opts o;
+
+    (void)state;
+    ph_flame_opts_init(&o);
+    o.width = 400;
+    memset(msg, 'm', sizeof msg - 1);
+    msg[sizeof msg - 1] = '\0';
+    memcpy(msg, "no <stack> & \x01", 14);
+    assert_int_equal(ph_flame_render_error(msg, &o, f, &err), 0);
+    fclose(f);
+    assert_non_null(strstr(svg, "width=\"400\""));
+    /* wrapped at the last blank before the long word */
+    assert_non_null(strstr(svg, ">ERROR: no &lt;stack&gt; &amp;</tspan>"));
+    assert_non_null(strstr(svg, "\">\\x01mmm"));
+    assert_non_null(strstr(svg, "..</tspan>"));
+    assert_true(utf8_valid(svg, len));
+    assert_true(xml_well_formed(svg));
+    free(svg);
 }
 
 /* Renders from several threads at once give identical bytes: no hidden
@@ -644,16 +1439,28 @@ main(void)
         cmocka_unit_test(test_parse_counts_and_bad_lines),
         cmocka_unit_test(test_parse_differential_and_modes),
         cmocka_unit_test(test_parse_streamed),
+        cmocka_unit_test(test_parse_limits),
+        cmocka_unit_test(test_parse_blank_stack_names),
+        cmocka_unit_test(test_parse_many_bad_lines),
         cmocka_unit_test(test_diff_folded),
         cmocka_unit_test(test_merge_and_titles),
         cmocka_unit_test(test_minwidth_prunes),
+        cmocka_unit_test(test_minwidth_boundary),
+        cmocka_unit_test(test_width_range),
         cmocka_unit_test(test_one_frame_per_name_and_parent),
         cmocka_unit_test(test_order_modes),
+        cmocka_unit_test(test_sibling_order),
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_inverted_and_geometry),
         cmocka_unit_test(test_differential_parents),
+        cmocka_unit_test(test_differential_self),
         cmocka_unit_test(test_escaping_and_labels),
+        cmocka_unit_test(test_random_names_valid_xml),
+        cmocka_unit_test(test_annotations),
+        cmocka_unit_test(test_multi_palettes),
+        cmocka_unit_test(test_subtitle_fits),
         cmocka_unit_test(test_nothing_to_draw),
+        cmocka_unit_test(test_error_svg),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_golden_files),
     };

@@ -36,6 +36,8 @@ typedef struct run_opts {
     const char *prog;       /* NULL: WORK */
     const char *unwind;     /* PH_SAMPLER_UNWIND, NULL: unset */
     const char *debuginfo;  /* PH_SAMPLER_DEBUGINFO, NULL: unset */
+    const char *strace;     /* run under strace -f, its log here (NULL: not) */
+    const char *follow;     /* PH_SAMPLER_FOLLOW, NULL: unset */
 } run_opts;
 
 /* Start WORK ARGS with the sampler preloaded; returns the pid. */
@@ -47,10 +49,22 @@ start_opts(const run_opts *o, char *const args[])
     assert_true(p >= 0);
     if (p == 0) {
         const char *prog = o->prog ? o->prog : WORK;
-        char *argv[8] = { (char *)prog };
+        char *argv[16] = { (char *)prog };
+        int a = 1;
+
+        if (o->strace) {
+            /* strace itself must not load the sampler: -E gives the
+             * preload to the traced program only. */
+            char *pre[] = { "strace", "-f", "-qq", "-o", (char *)o->strace, "-e", "trace=ioctl,read,write",
+                            "-E", "LD_PRELOAD=" LIB, (char *)prog };
+            memcpy(argv, pre, sizeof pre);
+            a = sizeof pre / sizeof *pre;
+            prog = "/usr/bin/strace";
+        } else {
+            setenv("LD_PRELOAD", LIB, 1);
+        }
         for (int i = 0; args[i] && i < 6; i++)
-            argv[i + 1] = args[i];
-        setenv("LD_PRELOAD", LIB, 1);
+            argv[a + i] = args[i];
         if (o->dir == NULL)
             setenv("PH_SAMPLER_DIR", outdir, 1);
         else if (*o->dir)
@@ -65,6 +79,8 @@ start_opts(const run_opts *o, char *const args[])
             setenv("PH_SAMPLER_UNWIND", o->unwind, 1);
         if (o->debuginfo)
             setenv("PH_SAMPLER_DEBUGINFO", o->debuginfo, 1);
+        if (o->follow)
+            setenv("PH_SAMPLER_FOLLOW", o->follow, 1);
         if (o->out) {
             int fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             dup2(fd, 1);
@@ -204,25 +220,49 @@ samples_with(const char *folded, const char *frame, double *total, int *max_dept
     return in;
 }
 
-/* The newest pprof profile through gunzip and protoc --decode_raw. */
-static const char *
-decoded_pprof(void)
+/* The newest pprof profile, gunzipped, through FILTER (a shell pipeline
+ * tail, "" for none) into OUT (CAP bytes); NULs become newlines, so the
+ * text can be searched.  Returns OUT. */
+static char *
+newest_pprof(const char *filter, char *out, size_t cap)
 {
-    static char out[1 << 20];
     char cmd[800];
     FILE *p;
     size_t n;
 
     snprintf(cmd, sizeof cmd,
              "f=$(ls %s/profile-*.pb.gz | awk -F- '{print $NF, $0}' | sort -n | tail -1 | cut -d' ' -f2); "
-             "gunzip -c \"$f\" | protoc --decode_raw 2>&1",
-             outdir);
+             "gunzip -c \"$f\" %s",
+             outdir, filter);
     p = popen(cmd, "r");
     assert_non_null(p);
-    n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
+    n = fread(out, 1, cap - 1, p);
     assert_int_equal(pclose(p), 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = out[i] ? out[i] : '\n';
+    out[n] = '\0';
     return out;
+}
+
+/* The newest pprof profile through protoc --decode_raw. */
+static const char *
+decoded_pprof(void)
+{
+    static char out[1 << 20];
+
+    return newest_pprof("| protoc --decode_raw 2>&1", out, sizeof out);
+}
+
+/* The newest pprof profile's bytes: its strings (the comments with rates
+ * and counts) read as text.  protoc --decode_raw cannot be trusted with
+ * them: a string that happens to parse as a message is printed as one
+ * (any comment 103 bytes long that starts "re" does). */
+static const char *
+pprof_text(void)
+{
+    static char out[1 << 20];
+
+    return newest_pprof("", out, sizeof out);
 }
 
 static const char *
@@ -415,7 +455,7 @@ test_no_frame_pointers_unwound_by_cfi(void **state)
     share = samples_with(f, chain, NULL, NULL) / (n > 0 ? n : 1);
     if (n < 100 || share < 0.95)
         fail_msg("%.0f of %.0f samples in nofp_hot have all their callers (want >= 95%%):\n%s", share * n, n, f);
-    assert_non_null(strstr(decoded_pprof(), "unwinding: eh_frame CFI"));
+    assert_non_null(strstr(pprof_text(), "unwinding: eh_frame CFI"));
 
     share = nofp_share("chain", "fp", "nofp_hot", chain, &n, &f);
     if (n < 100 || share > 0.5)
@@ -435,6 +475,36 @@ test_callers_across_libc(void **state)
     if (n < 100 || share < 0.95)
         fail_msg("%.0f of %.0f samples in the comparator reach main through qsort (want >= 95%%):\n%s", share * n, n,
                  f);
+}
+
+/* Samples landing while the frame pointer holds garbage (unmapped,
+ * PROT_NONE, kernel, non-canonical, misaligned, past the stack's top, fake
+ * frames leading there, a stack of the service's own between guard pages,
+ * code outside every object): neither unwinder ever faults.  Each case is
+ * one a missing bound or a wrong one turns into a SIGSEGV. */
+static void
+test_torn_stacks_never_fault(void **state)
+{
+    char *args[] = { "torn", "1.5", NULL };
+    const char *unwinders[] = { "cfi", "fp" };
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        run_opts o = { .hz = "1000", .interval = "0", .unwind = unwinders[i] };
+        char cmd[400];
+        double total;
+        int st;
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+        assert_int_equal(system(cmd), 0);
+        st = finish(start_opts(&o, args));
+
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fail_msg("PH_SAMPLER_UNWIND=%s: the workload died, status 0x%x", unwinders[i], st);
+        samples_with(newest("stacks-"), ";torn_spin", &total, NULL);
+        if (total < 300)
+            fail_msg("PH_SAMPLER_UNWIND=%s: only %.0f samples", unwinders[i], total);
+    }
 }
 
 /* dlopen and dlclose while sampling: the tables are rebuilt under the
@@ -492,7 +562,7 @@ test_deeper_than_max_is_marked(void **state)
 static void
 test_threads_started_later(void **state)
 {
-    char *args[] = { "threads", "1.5", NULL };
+    char *args[] = { "threads", "0.5", NULL };
     const char *f;
     double total, busy;
 
@@ -503,6 +573,9 @@ test_threads_started_later(void **state)
     busy = samples_with(f, ";thread_busy", &total, NULL);
     assert_true(total > 50);
     assert_true(busy / total > 0.8);
+    /* nothing of ours between the thread's start and its own code */
+    if (samples_with(f, ";start_thread;thread_busy", NULL, NULL) < busy)
+        fail_msg("a frame between start_thread and thread_busy:\n%s", f);
     /* the thread is the root frame: every one of them was sampled */
     for (int i = 0; i < 4; i++) {
         char root[32];
@@ -517,26 +590,26 @@ test_threads_started_later(void **state)
 static void
 test_high_rate_delivered_or_capped(void **state)
 {
-    char *args[] = { "threads", "2", NULL };
+    char *args[] = { "threads", "0.5", NULL };
     run_opts o = { .hz = "1000", .interval = "0" };
-    const char *pp, *c;
+    const char *text, *c;
     double delivered;
+    int perf;
 
     (void)state;
     finish(start_opts(&o, args));
-    pp = decoded_pprof();
-    assert_non_null(strstr(pp, "requested 1000 Hz"));
-    c = strstr(pp, "delivered ");
+    text = pprof_text();
+    assert_non_null(strstr(text, "requested 1000 Hz"));
+    c = strstr(text, "delivered ");
     assert_non_null(c);
     delivered = atof(c + strlen("delivered "));
-    if (strstr(pp, "perf_event cpu-clock")) {
-        if (delivered < 600 || delivered > 1200)
-            fail_msg("perf events delivered %.0f Hz of 1000", delivered);
-        assert_non_null(strstr(pp, "12: 1000000\n")); /* period 1 ms */
-    } else {
-        assert_non_null(strstr(pp, "capped at 250 Hz"));
-        assert_non_null(strstr(pp, "12: 4000000\n"));
-    }
+    perf = strstr(text, "perf_event cpu-clock") != NULL;
+    if (!perf)
+        assert_non_null(strstr(text, "capped at 250 Hz"));
+    if (perf && (delivered < 600 || delivered > 1200))
+        fail_msg("perf events delivered %.0f Hz of 1000", delivered);
+    /* the period: 1 ms, or 4 ms at the cap */
+    assert_non_null(strstr(decoded_pprof(), perf ? "12: 1000000\n" : "12: 4000000\n"));
 }
 
 /* Above the tick, every thread needs its own perf event: a thread that
@@ -616,7 +689,7 @@ test_writer_cpu_not_charged_to_sleeping_threads(void **state)
     folded = newest("stacks-");
     in_wait = samples_with(all, "request_and_wait", NULL, NULL) + samples_with(folded, "request_and_wait", NULL, NULL);
     free(all);
-    c = strstr(decoded_pprof(), " in the sampler");
+    c = strstr(pprof_text(), " in the sampler");
     assert_non_null(c);
     while (c[-1] >= '0' && c[-1] <= '9')
         c--;
@@ -624,6 +697,100 @@ test_writer_cpu_not_charged_to_sleeping_threads(void **state)
     print_message("# writer samples %ld, samples in the flush wait %.0f\n", own, in_wait);
     assert_true(own >= 1);
     assert_true(in_wait <= 3); /* what the waiting loop itself may use */
+}
+
+/* Lines of the strace log PATH made by thread TID (0: any) that hold
+ * every one of the NEEDLES (NULL-terminated). */
+static int
+strace_lines(const char *path, int tid, const char *const *needles)
+{
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    int n = 0;
+
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) {
+        int all = tid == 0 || atoi(line) == tid;
+
+        for (int i = 0; all && needles[i]; i++)
+            all = strstr(line, needles[i]) != NULL;
+        n += all;
+    }
+    fclose(f);
+    return n;
+}
+
+/* The signal path makes no system call for an ordinary sample: above the
+ * tick a perf event keeps running without being re-armed from the
+ * handler, and a word on the thread's own stack is read without a probe
+ * (a write(2) to a pipe that fails on unreadable memory).  strace shows
+ * every call the service's threads make; the workload's main thread makes
+ * none of these itself. */
+static void
+test_signal_path_makes_no_system_calls(void **state)
+{
+    char *args[] = { "split", "1", NULL }, log[400];
+    run_opts o = { .hz = "1000", .interval = "0", .strace = log };
+    const char *refresh[] = { "PERF_EVENT_IOC_REFRESH", NULL };
+    const char *probe_w[] = { "write(", ", 16) = ", NULL }, *probe_r[] = { "read(", ", 16) = ", NULL };
+    double total;
+    int st, main_tid;
+    FILE *f;
+
+    (void)state;
+    snprintf(log, sizeof log, "%s/strace.log", test_dir);
+    st = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    samples_with(newest("stacks-"), "", &total, NULL);
+    if (total < 100)
+        fail_msg("only %.0f samples under strace", total);
+    if (strstr(pprof_text(), "perf_event cpu-clock") == NULL)
+        print_message("# no perf events here: the re-arm check proves nothing\n");
+    if (strace_lines(log, 0, refresh) > 0)
+        fail_msg("%d perf events re-armed, one per sample", strace_lines(log, 0, refresh));
+    f = fopen(log, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &main_tid), 1); /* the first line is the workload's exec */
+    fclose(f);
+    if (strace_lines(log, main_tid, probe_w) + strace_lines(log, main_tid, probe_r) > 0)
+        fail_msg("%d probes of %.0f samples", strace_lines(log, main_tid, probe_w), total);
+}
+
+/* Above the tick perf events may deliver samples as SIGTRAP.  The
+ * service's own SIGTRAPs still go where it wants them: to its handler
+ * (which never sees a sample), to the default action (it dies by
+ * SIGTRAP), or nowhere when ignored (and ignoring it does not stop the
+ * samples); a thread that blocks every signal is not killed by them. */
+static void
+test_sigtrap_samples_kept_from_the_service(void **state)
+{
+    char *own[] = { "trap", "1", NULL }, *dfl[] = { "trapdefault", "0.3", NULL };
+    char *ign[] = { "trapignored", "1", NULL }, *blk[] = { "trapblocked", "1", NULL }, out[400];
+    run_opts o = { .hz = "1000", .interval = "0", .out = out };
+    double total;
+    int st;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    st = finish(start_opts(&o, own));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the service's SIGTRAP handler: status 0x%x, %s", st, read_text(out));
+    if (strstr(pprof_text(), "SIGTRAP") == NULL)
+        print_message("# no SIGTRAP perf events here: this test proves little\n");
+
+    st = finish(start_opts(&o, dfl));
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGTRAP)
+        fail_msg("SIGTRAP at its default action: status 0x%x, %s", st, read_text(out));
+
+    st = finish(start_opts(&o, ign));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    samples_with(newest("stacks-"), ";work_heavy", &total, NULL);
+    if (total < 300)
+        fail_msg("%.0f samples with SIGTRAP ignored by the service", total);
+
+    st = finish(start_opts(&o, blk));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("a thread blocking every signal: status 0x%x", st);
 }
 
 /* Our handler must not change how the service's behaves: a handler without
@@ -753,13 +920,362 @@ test_environment_cleaned_and_inert_without_dir(void **state)
     assert_true(WIFEXITED(finish(start_opts(&o, args))));
     text = read_text(out);
     assert_non_null(strstr(text, "LD_PRELOAD=(unset) PH_SAMPLER_DIR=(unset)"));
-    assert_int_equal(count_files("stacks-"), 1);
+    assert_int_equal(count_files("sampler-status-"), 1);
     /* no PH_SAMPLER_DIR: nothing happens, LD_PRELOAD is left alone */
     n = count_files("");
     assert_true(WIFEXITED(finish(start_opts(&inert, args))));
     text = read_text(out);
     assert_non_null(strstr(text, "LD_PRELOAD=" LIB " PH_SAMPLER_DIR=(unset)"));
     assert_int_equal(count_files(""), n);
+}
+
+/* The status file of the process whose program ends in SUFFIX (the
+ * newest such), read into a static buffer; NULL if there is none. */
+static const char *
+status_of(const char *suffix)
+{
+    static char buf[8192];
+    DIR *d = opendir(outdir);
+    struct dirent *de;
+    int found = 0;
+
+    if (d == NULL)
+        return NULL;
+    while ((de = readdir(d)) != NULL) {
+        char path[600], want[300];
+        const char *text;
+
+        if (strncmp(de->d_name, "sampler-status-", 15) != 0 || strstr(de->d_name, ".tmp"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", outdir, de->d_name);
+        text = read_text(path);
+        snprintf(want, sizeof want, "%s\", \"followed\"", suffix);
+        if (strstr(text, want) && strlen(text) < sizeof buf) {
+            snprintf(buf, sizeof buf, "%s", text);
+            found = 1;
+        }
+    }
+    closedir(d);
+    return found ? buf : NULL;
+}
+
+/* The number after "KEY": in JSON, or -1. */
+static double
+json_num(const char *json, const char *key)
+{
+    char k[64];
+    const char *p;
+
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    p = json ? strstr(json, k) : NULL;
+    return p ? atof(p + strlen(k)) : -1;
+}
+
+static int
+json_has(const char *json, const char *key, const char *value)
+{
+    char kv[300];
+
+    snprintf(kv, sizeof kv, "\"%s\": %s", key, value);
+    return json != NULL && strstr(json, kv) != NULL;
+}
+
+static void
+clear_outdir(void)
+{
+    char cmd[400];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", outdir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Run "SHELL -c CMD" with the sampler preloaded; its wait status. */
+static int
+run_shell(run_opts *o, const char *shell, const char *cmd)
+{
+    char *args[] = { "-c", (char *)cmd, NULL };
+
+    o->prog = shell;
+    clear_outdir();
+    return finish(start_opts(o, args));
+}
+
+/* The workload's own status: sampled, followed, its snapshot on disk with
+ * its work in it. */
+static void
+assert_workload_profiled(const char *how)
+{
+    const char *st = status_of("/sampler_work"), *folded;
+    char name[256] = "", path[600];
+    const char *ls;
+
+    if (st == NULL)
+        fail_msg("%s: the workload has no status file of its own", how);
+    if (!json_has(st, "followed", "true") || json_num(st, "samples") < 20)
+        fail_msg("%s: the workload was not followed or not sampled: %s", how, st);
+    ls = strstr(st, "\"last_snapshot\": \"");
+    assert_non_null(ls);
+    sscanf(ls + strlen("\"last_snapshot\": \""), "%255[^\"]", name);
+    snprintf(path, sizeof path, "%s/%s", outdir, name);
+    folded = read_text(path);
+    if (strstr(folded, ";work_heavy") == NULL)
+        fail_msg("%s: %s holds no work_heavy", how, name);
+}
+
+/* A service wrapped in a shell is followed into the program the shell
+ * starts, by exec in place or by (v)fork and exec, with dash and bash;
+ * the shell, which used no CPU, says so in its own status. */
+static void
+test_shell_wrappers_followed(void **state)
+{
+    const char *shells[] = { "/bin/sh", "/bin/bash" };
+    char cmd[600];
+    run_opts o = { .hz = "200", .interval = "0" };
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        for (int exec = 0; exec < 2; exec++) {
+            char how[700];
+            const char *sh;
+            int st;
+
+            snprintf(cmd, sizeof cmd, "echo starting; %s" WORK " split 0.5", exec ? "exec " : "");
+            snprintf(how, sizeof how, "%s -c '%s'", shells[i], cmd);
+            st = run_shell(&o, shells[i], cmd);
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                fail_msg("%s: status 0x%x", how, st);
+            assert_workload_profiled(how);
+            sh = status_of(i == 0 ? "/dash" : "/bash");
+            if (sh != NULL && (json_num(sh, "samples") != 0 || strstr(sh, "no CPU time used") == NULL))
+                fail_msg("%s: the shell's status: %s", how, sh);
+            assert_int_equal(count_files("sampler-status-"), sh ? 2 : 1);
+        }
+    }
+    if (access("/usr/bin/python3", X_OK) == 0) {
+        const char *py;
+
+        run_shell(&o, "/bin/sh", "echo starting; /usr/bin/python3 -c 's = 0\nfor i in range(4000000): s += i'");
+        py = status_of("/python3.11");
+        if (py == NULL)
+            py = status_of("/python3");
+        if (py == NULL || json_num(py, "samples") < 20)
+            fail_msg("python3 behind sh -c: %s", py ? py : "no status");
+    }
+}
+
+/* A shell that did real work before it execs keeps its program
+ * unprofiled (auto), and the exec never inherits our running timer: a
+ * program without a SIGPROF handler would be killed by its next tick. */
+static void
+test_exec_in_place_outlives_the_timer(void **state)
+{
+    run_opts o = { .hz = "250", .interval = "0" };
+    const char *sh;
+    int st;
+
+    (void)state;
+    st = run_shell(&o, "/bin/sh", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec " WORK " split 0.3");
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the exec'd program: status 0x%x%s", st,
+                 WIFSIGNALED(st) && WTERMSIG(st) == SIGPROF ? " (killed by SIGPROF)" : "");
+    assert_null(status_of("/sampler_work"));
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"exec\""));
+    assert_true(json_num(sh, "samples") >= 25);
+    assert_non_null(strstr(sh, "is not profiled"));
+}
+
+/* PH_SAMPLER_FOLLOW: none follows nothing; a pattern profiles only what
+ * matches, the shell in between only hands the settings on and says so;
+ * a bad value is named. */
+static void
+test_follow_setting(void **state)
+{
+    run_opts none = { .hz = "200", .interval = "0", .follow = "none" };
+    run_opts pattern = { .hz = "200", .interval = "0", .follow = "sampler_w*" };
+    run_opts bad = { .hz = "200", .interval = "0", .follow = "x=y" };
+    const char *sh;
+    int st;
+
+    (void)state;
+    st = run_shell(&none, "/bin/sh", "echo starting; exec " WORK " split 0.3");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_null(status_of("/sampler_work"));
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"exec\""));
+
+    st = run_shell(&pattern, "/bin/sh", "echo starting; " WORK " split 0.5");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_workload_profiled("PH_SAMPLER_FOLLOW=sampler_w*");
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"not-sampled\""));
+    assert_non_null(strstr(sh, "does not match PH_SAMPLER_FOLLOW=sampler_w*"));
+
+    st = run_shell(&bad, "/bin/sh", "exec " WORK " split 0.1");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    sh = status_of("/dash");
+    assert_non_null(sh);
+    assert_true(json_has(sh, "state", "\"disabled\""));
+    assert_non_null(strstr(sh, "PH_SAMPLER_FOLLOW=x=y"));
+}
+
+/* PH_SAMPLER_FOLLOW=all profiles a forked child (no exec) with a writer
+ * and files of its own; the default leaves it alone. */
+static void
+test_fork_children_followed_with_all(void **state)
+{
+    char *args[] = { "forkwork", "0.5", NULL };
+    run_opts all = { .hz = "200", .interval = "0", .follow = "all" }, dflt = { .hz = "200", .interval = "0" };
+    int light = 0, heavy = 0, st;
+    DIR *d;
+    struct dirent *de;
+
+    (void)state;
+    clear_outdir();
+    st = finish(start_opts(&all, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(count_files("sampler-status-"), 2);
+    /* the parent's files are the service's; the child's carry its pid */
+    d = opendir(outdir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char path[600];
+        const char *text;
+        int dashes = 0;
+
+        if (strncmp(de->d_name, "stacks-", 7) != 0)
+            continue;
+        for (const char *c = de->d_name; *c; c++)
+            dashes += *c == '-';
+        snprintf(path, sizeof path, "%s/%s", outdir, de->d_name);
+        text = read_text(path);
+        if (dashes == 2)
+            light += strstr(text, ";work_light") != NULL && strstr(text, ";work_heavy") == NULL;
+        else
+            heavy += strstr(text, ";work_heavy") != NULL && strstr(text, ";work_light") == NULL;
+    }
+    closedir(d);
+    if (light != 1 || heavy != 1)
+        fail_msg("parent's snapshots with its own work: %d, the child's: %d", light, heavy);
+
+    clear_outdir();
+    st = finish(start_opts(&dflt, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(count_files("sampler-status-"), 1);
+    assert_null(strstr(newest("stacks-"), ";work_heavy"));
+}
+
+/* A fork while the writer is inside dl_iterate_phdr (building its tables
+ * at start, rebuilding them after a dlopen) would leave the child the
+ * loader's lock held by a thread it does not have: the child's own first
+ * dl_iterate_phdr (C++ exceptions with older libgcc, a plugin's lookup)
+ * hangs for ever.  fork waits for the writer to come out. */
+static void
+test_fork_never_inherits_the_loader_lock(void **state)
+{
+    char *args[] = { "forkdl", "2", NULL }, out[400];
+    run_opts o = { .hz = "250", .interval = "0", .out = out };
+    int st;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    st = finish(start_opts(&o, args));
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("status 0x%x: %s", st, read_text(out));
+    print_message("# %s", read_text(out));
+}
+
+/* A run with no sample writes no snapshot files, and its status says why. */
+static void
+test_no_samples_says_why(void **state)
+{
+    char *args[] = { "env", NULL };
+    run_opts o = { .interval = "0" };
+    const char *st;
+
+    (void)state;
+    assert_int_equal(finish(start_opts(&o, args)), 0);
+    assert_int_equal(count_files("stacks-"), 0);
+    assert_int_equal(count_files("profile-"), 0);
+    st = status_of("/sampler_work");
+    assert_non_null(st);
+    assert_true(json_has(st, "state", "\"exited\""));
+    assert_true(json_has(st, "samples", "0"));
+    assert_non_null(strstr(st, "\"reason\": \"no CPU time used"));
+}
+
+/* The status of a process PID, polled until it holds NEEDLE (at most
+ * 20 s); the text. */
+static const char *
+wait_status(pid_t pid, const char *needle)
+{
+    char path[600];
+
+    snprintf(path, sizeof path, "%s/sampler-status-%d.json", outdir, (int)pid);
+    for (int i = 0; i < 2000; i++) {
+        if (access(path, R_OK) == 0 && strstr(read_text(path), needle))
+            return read_text(path);
+        usleep(10000);
+    }
+    fail_msg("%s never said %s", path, needle);
+    return NULL;
+}
+
+static void
+request_snapshot(const char *text)
+{
+    char path[600], tmp[600];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/.snapshot-request", outdir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(rename(tmp, path), 0);
+}
+
+/* A snapshot on request: the number in .snapshot-request, served within a
+ * tick, acknowledged in the status after the files are in place; a
+ * number already there at start counts as served. */
+static void
+test_snapshot_on_request(void **state)
+{
+    char marker[400];
+    char *args[] = { "handler", "20", marker, NULL };
+    run_opts o = { .hz = "250", .interval = "0" };
+    const char *st = NULL;
+    pid_t p;
+    int n = 0;
+
+    (void)state;
+    snprintf(marker, sizeof marker, "%s/handler-ran", test_dir);
+    clear_outdir();
+    assert_int_equal(mkdir(outdir, 0755), 0);
+    request_snapshot("3\n");
+    p = start_opts(&o, args);
+    wait_status(p, "\"snapshot_request\": 3,");
+    assert_int_equal(count_files("stacks-"), 0);
+    /* until a snapshot has samples in it (the first may come too early) */
+    for (int k = 4; k < 40 && n == 0; k++) {
+        char req[32], ack[64];
+
+        snprintf(req, sizeof req, "%d\n", k);
+        snprintf(ack, sizeof ack, "\"snapshot_request\": %d,", k);
+        request_snapshot(req);
+        st = wait_status(p, ack);
+        n = count_files("stacks-");
+    }
+    assert_int_equal(n, 1);
+    assert_true(json_has(st, "state", "\"running\""));
+    assert_non_null(strstr(st, "\"last_snapshot\": \"stacks-"));
+    assert_non_null(strstr(newest("stacks-"), "spin"));
+    assert_int_equal(kill(p, SIGTERM), 0);
+    assert_int_equal(finish(p), 0);
 }
 
 static void
@@ -786,7 +1302,7 @@ test_delta_snapshots_hold_only_new_samples(void **state)
     /* together: the whole run (at least ~1 CPU-s; at most 3.2 s on one core) */
     if (sum < 150 || sum > 200 * 3.2 * 1.15)
         fail_msg("delta snapshots sum to %.0f samples", sum);
-    assert_non_null(strstr(decoded_pprof(), "delta: samples since the previous snapshot"));
+    assert_non_null(strstr(pprof_text(), "delta: samples since the previous snapshot"));
 }
 
 /* Any failure: one line on stderr, the service runs on unharmed. */
@@ -855,7 +1371,7 @@ test_pprof_decodes_with_protoc(void **state)
     assert_non_null(strstr(out, "\n3 {\n  1: 1\n"));          /* a mapping */
     assert_non_null(strstr(out, "\n9: "));                    /* time_nanos */
     assert_non_null(strstr(out, "\n10: "));                   /* duration_nanos */
-    assert_non_null(strstr(out, "delivered"));                /* a comment with the rates */
+    assert_non_null(strstr(pprof_text(), "delivered"));       /* a comment with the rates */
 }
 
 /* C++ and Rust names come out demangled in a process that has neither
@@ -955,11 +1471,14 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_frame_pointers_unwound_by_cfi, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_callers_across_libc, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_tables_rebuilt_across_dlopen, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_torn_stacks_never_fault, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_deep_recursion_full_or_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_deeper_than_max_is_marked, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_started_later, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_high_rate_delivered_or_capped, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_short_threads_sampled_above_the_tick, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_signal_path_makes_no_system_calls, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_sigtrap_samples_kept_from_the_service, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_sigterm_handler_runs_after_flush, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_writer_cpu_not_charged_to_sleeping_threads, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_handler_flags_preserved, setup, tu_teardown),
@@ -968,6 +1487,13 @@ main(void)
         cmocka_unit_test_setup_teardown(test_api_start_flush_stop, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_environment_cleaned_and_inert_without_dir, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_shell_wrappers_followed, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_exec_in_place_outlives_the_timer, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_follow_setting, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_no_samples_says_why, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_children_followed_with_all, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_never_inherits_the_loader_lock, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_on_request, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_delta_snapshots_hold_only_new_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_bad_setting_named, setup, tu_teardown),
@@ -976,5 +1502,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debuginfo_off_symbols_only, setup, tu_teardown),
     };
+    /* PH_TEST_FILTER=NAME runs one test (the mutation check does). */
+    if (getenv("PH_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("PH_TEST_FILTER"));
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }

@@ -1,0 +1,98 @@
+/* ph_report.h - one view per run across profilers: every run dir gets a
+ * self-contained report.html (no network: inline CSS, SVG and a little
+ * JS; readable without JS) and a summary.json; the output dir gets an
+ * index.html of every service and run; two runs can be compared.
+ *
+ * A run dir is what `stop`/`collect` leave: the profiler's artifacts,
+ * run.json (mode, run id, stage timings, ...) and ph-exit.json (the init
+ * shim's record of how the service stopped).  Which file is which comes
+ * from the mode's profile (`artifacts: kind:`), or, without profiles,
+ * from the usual names (massif.out*, callgrind.out*, strace.log*,
+ * stacks-*.folded, flamegraph-*.svg).  Parsing streams with bounded
+ * memory (ph_massif, ph_callgrind, ph_strace, ph_folded).
+ *
+ * A missing, empty, truncated or malformed artifact never stops a report:
+ * the report says what is missing and why (and counts it in
+ * `problems`), and every other section is written.  The files are
+ * written to a temporary name and renamed, so a reader sees the old
+ * report or the new one.
+ *
+ * The library never prints; the caller (stop, collect, `profharness
+ * report`) shows the headline.
+ */
+#ifndef PH_REPORT_H
+#define PH_REPORT_H
+
+#include <limits.h>
+#include <stdio.h>
+#include "ph_error.h"
+#include "ph_profile.h"
+
+#define PH_REPORT_HTML "report.html"
+#define PH_REPORT_SUMMARY "summary.json"
+#define PH_REPORT_INDEX "index.html"
+#define PH_COMPARE_HTML "compare.html"
+
+typedef struct ph_report_headline {
+    char service[128];
+    char mode[64];
+    char run[256];         /* the run dir's name */
+    char text[512];        /* "peak heap 14.2 MiB at 3.10 s (front_cache_put 61.0 %)" */
+    char report[PATH_MAX]; /* the report.html written */
+    int problems;          /* things the report says are missing or broken */
+} ph_report_headline;
+
+/* Write RUN_DIR/report.html and RUN_DIR/summary.json.  PROFILES may be
+ * NULL.  OUT (may be NULL) gets the headline.  -1 and *err only when the
+ * run dir cannot be read or the files cannot be written; bad artifacts
+ * are reported inside. */
+int ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_report_headline *out,
+                        ph_error_t *err);
+
+/* The headline as the terminal shows it at the end of `stop`:
+ *   front: peak heap 14.2 MiB at 3.10 s (front_cache_put 61.0 %)
+ *     report: contrib/profiling/front/20261122T101500Z-massif/report.html */
+void ph_report_print_headline(FILE *out, const ph_report_headline *h);
+
+/* Write OUT_DIR/index.html: every OUT_DIR/<service>/<run>/ with its mode,
+ * start, duration, how it stopped and headline (from summary.json, or
+ * what run.json says when there is no report yet), newest first. */
+int ph_report_write_index(const char *out_dir, ph_error_t *err);
+
+/* ---- compare ----------------------------------------------------------- */
+
+enum ph_compare_format { PH_COMPARE_TEXT, PH_COMPARE_JSON };
+
+typedef struct ph_compare_opts {
+    const char *html_path;       /* compare.html to write; NULL: none */
+    int format;                  /* what goes to OUT */
+    const char *const *fail_if;  /* expressions, see ph_compare_check */
+    size_t n_fail_if;
+    size_t top;                  /* rows per table, default 20 */
+} ph_compare_opts;
+
+/* Compare run dirs A (before) and B (after) of one mode: callgrind self
+ * and inclusive deltas per function, massif peak and top sites, strace
+ * per syscall counts and times, flamegraph samples (and a differential
+ * flamegraph in the HTML).  Writes the comparison to OUT in the format
+ * asked, and compare.html when asked.  Returns 0 when every --fail-if
+ * holds, 1 when some failed (the offending lines are in *FAILED, a
+ * malloc'd text the caller frees), -1 and *err on error (unreadable run,
+ * different modes, a bad expression: PH_EXIT_USAGE). */
+int ph_compare_runs(const char *a, const char *b, const ph_profile_set *profiles, const ph_compare_opts *opts,
+                    FILE *out, char **failed, ph_error_t *err);
+
+/* Check a --fail-if expression's syntax: METRIC OP VALUE where
+ *   METRIC  ir, or any callgrind event (dr, d1mr, ...), EVENT[fn] (self),
+ *           EVENT_incl[fn]; peak_heap, peak_total, heap[site];
+ *           syscalls, errors, syscall_time, calls[name], time[name],
+ *           errors[name]; samples, samples[fn] (share of samples with fn
+ *           on the stack, %), self[fn] (share where fn is the leaf, %)
+ *   OP      > or <  (>= and <= too)
+ *   VALUE   +N% / -N% (relative change from A to B), +N / -N (absolute
+ *           change), N (B's value itself); N may end in k, M, G
+ * e.g. `ir>+5%`, `peak_heap>+10%`, `samples[front_checksum_payload]>+20%`.
+ * 0, or -1 and *err (PH_EXIT_USAGE) naming what is wrong. */
+int ph_compare_check(const char *expr, ph_error_t *err);
+
+#endif

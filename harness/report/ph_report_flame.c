@@ -1,0 +1,317 @@
+/* ph_report_flame.c - the CPU samples section (the built-in sampler, or
+ * any folded stacks): the interactive flamegraph, top functions by self
+ * and by total samples, samples per thread, and what the sampler says of
+ * itself (requested and delivered rate, drops, its own cost). */
+#include "ph_report_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ph_intern.h"
+#include "ph_lines.h"
+
+#define TOP_ROWS 25
+#define MAX_SVG (64u << 20)
+
+int
+ph_flame_tally(const ph_folded *folded, int skip_root, double **self_out, double **total_out)
+{
+    size_t nn = ph_folded_n_names(folded), ns = ph_folded_n_stacks(folded);
+    double *self = calloc(nn ? nn : 1, sizeof *self), *total = calloc(nn ? nn : 1, sizeof *total);
+    size_t *seen = malloc((nn ? nn : 1) * sizeof *seen);
+
+    if (self == NULL || total == NULL || seen == NULL) {
+        free(self);
+        free(total);
+        free(seen);
+        return -1;
+    }
+    for (size_t i = 0; i < nn; i++)
+        seen[i] = SIZE_MAX;
+    for (size_t i = 0; i < ns; i++) {
+        ph_folded_stack s = ph_folded_get_stack(folded, i);
+        uint32_t from = skip_root && s.depth > 1 ? 1 : 0;
+
+        if (skip_root && s.depth == 1)
+            continue; /* a thread with no frame under it */
+        self[s.frames[s.depth - 1]] += s.count;
+        for (uint32_t d = from; d < s.depth; d++) {
+            uint32_t id = s.frames[d];
+            if (seen[id] == i)
+                continue; /* recursion: once per stack */
+            seen[id] = i;
+            total[id] += s.count;
+        }
+    }
+    free(seen);
+    *self_out = self;
+    *total_out = total;
+    return 0;
+}
+
+int
+ph_flame_has_thread_root(const ph_rundata *rd)
+{
+    const ph_artifact *a[1];
+
+    return rd->flame.sampler.have || (ph_rundata_files(rd, "folded", a, 1) == 1 && strncmp(a[0]->name, "stacks-", 7) == 0);
+}
+
+typedef struct rank_ctx {
+    const double *v;
+    const ph_folded *f;
+} rank_ctx;
+
+static int
+cmp_rank(const void *a, const void *b, void *ctx)
+{
+    const rank_ctx *r = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    if (r->v[x] != r->v[y])
+        return r->v[x] < r->v[y] ? 1 : -1;
+    return strcmp(ph_folded_name(r->f, x, NULL), ph_folded_name(r->f, y, NULL));
+}
+
+/* Name ids of F sorted by V, largest first; the caller frees. */
+static uint32_t *
+ranked(const ph_folded *f, const double *v, size_t *n)
+{
+    size_t nn = ph_folded_n_names(f);
+    uint32_t *ids = malloc((nn ? nn : 1) * sizeof *ids);
+    rank_ctx r = { v, f };
+    size_t m = 0;
+
+    if (ids == NULL)
+        return NULL;
+    for (uint32_t i = 0; i < nn; i++)
+        if (v[i] > 0)
+            ids[m++] = i;
+    qsort_r(ids, m, sizeof *ids, cmp_rank, &r);
+    *n = m;
+    return ids;
+}
+
+static json_t *
+top_rows(FILE *f, const ph_folded *fo, const double *v, double total, const char *title, const char *what)
+{
+    size_t n = 0;
+    uint32_t *ids = ranked(fo, v, &n);
+    const char *heads[] = { "function", what, "%#", "" };
+    char b[PH_FMT_LEN], p[PH_FMT_LEN];
+    json_t *a = json_array();
+
+    if (ids == NULL)
+        return a;
+    fprintf(f, "<h3>%s</h3>\n", title);
+    ph_html_table(f, heads, 4);
+    for (size_t i = 0; i < n && i < TOP_ROWS; i++) {
+        const char *name = ph_folded_name(fo, ids[i], NULL);
+        fputs("<tr><td class=\"name\">", f);
+        ph_html_esc(f, name);
+        fputs("</td>", f);
+        ph_html_num(f, v[ids[i]], ph_fmt_count(b, v[ids[i]]));
+        ph_html_num(f, total > 0 ? 100 * v[ids[i]] / total : 0, ph_fmt_percent(p, v[ids[i]], total));
+        ph_html_bar(f, total > 0 ? v[ids[i]] / total : 0);
+        fputs("</tr>\n", f);
+        if (i < 20)
+            json_array_append_new(a, json_pack("{s:s, s:f, s:f}", "name", name, "samples", v[ids[i]], "percent",
+                                               total > 0 ? 100 * v[ids[i]] / total : 0.0));
+    }
+    ph_html_table_end(f);
+    free(ids);
+    return a;
+}
+
+/* Samples per thread (the root frame) with each one's busiest leaf. */
+static json_t *
+threads(FILE *f, const ph_folded *fo, double total)
+{
+    size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), n = 0, npairs = 0;
+    double *per = calloc(nn ? nn : 1, sizeof *per), *best = calloc(nn ? nn : 1, sizeof *best);
+    double *sums = malloc((ns ? ns : 1) * sizeof *sums);
+    uint32_t *leaf = malloc((nn ? nn : 1) * sizeof *leaf), *ids = NULL;
+    ph_u64map pairs = { 0 };
+    json_t *a = json_array();
+    static const char *const heads[] = { "thread", "samples#", "%#", "", "busiest function (self)" };
+    char b[PH_FMT_LEN], p[PH_FMT_LEN];
+
+    if (per == NULL || best == NULL || sums == NULL || leaf == NULL)
+        goto out;
+    for (size_t i = 0; i < nn; i++)
+        leaf[i] = UINT32_MAX;
+    /* one pass: samples per thread, and per (thread, leaf) pair */
+    for (size_t i = 0; i < ns; i++) {
+        ph_folded_stack s = ph_folded_get_stack(fo, i);
+        uint32_t t = s.frames[0], l = s.frames[s.depth - 1], k;
+        uint64_t key = (uint64_t)t << 32 | l;
+
+        per[t] += s.count;
+        if (s.depth < 2)
+            continue;
+        if ((k = ph_u64map_get(&pairs, key)) == UINT32_MAX) {
+            k = (uint32_t)npairs++;
+            sums[k] = 0;
+            if (ph_u64map_put(&pairs, key, k) < 0)
+                goto out;
+        }
+        if ((sums[k] += s.count) > best[t]) {
+            best[t] = sums[k];
+            leaf[t] = l;
+        }
+    }
+    ids = ranked(fo, per, &n);
+    if (ids != NULL && n > 0) {
+        fputs("<h3>Per thread</h3>\n", f);
+        ph_html_table(f, heads, 5);
+        for (size_t i = 0; i < n && i < 200; i++) {
+            uint32_t t = ids[i];
+            fputs("<tr><td class=\"name\">", f);
+            ph_html_esc(f, ph_folded_name(fo, t, NULL));
+            fputs("</td>", f);
+            ph_html_num(f, per[t], ph_fmt_count(b, per[t]));
+            ph_html_num(f, total > 0 ? 100 * per[t] / total : 0, ph_fmt_percent(p, per[t], total));
+            ph_html_bar(f, total > 0 ? per[t] / total : 0);
+            fputs("<td class=\"name\">", f);
+            if (leaf[t] != UINT32_MAX) {
+                ph_html_esc(f, ph_folded_name(fo, leaf[t], NULL));
+                fprintf(f, " (%s)", ph_fmt_percent(p, best[t], per[t]));
+            }
+            fputs("</td></tr>\n", f);
+            json_array_append_new(a, json_pack("{s:s, s:f}", "thread", ph_folded_name(fo, t, NULL), "samples", per[t]));
+        }
+        ph_html_table_end(f);
+    }
+out:
+    ph_u64map_free(&pairs);
+    free(ids);
+    free(per);
+    free(best);
+    free(sums);
+    free(leaf);
+    return a;
+}
+
+typedef struct slurp {
+    char *buf;
+    size_t len, cap;
+} slurp;
+
+static int
+slurp_cb(void *ctx, const char *buf, size_t len, ph_error_t *err)
+{
+    slurp *s = ctx;
+
+    if (s->len + len > MAX_SVG)
+        return ph_fail(err, EFBIG, "the flamegraph is larger than %u MiB", MAX_SVG >> 20);
+    if (s->len + len > s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 1 << 20;
+        char *nb;
+        while (nc < s->len + len)
+            nc *= 2;
+        nb = realloc(s->buf, nc);
+        if (nb == NULL)
+            return ph_fail(err, ENOMEM, "read the flamegraph");
+        s->buf = nb;
+        s->cap = nc;
+    }
+    memcpy(s->buf + s->len, buf, len);
+    s->len += len;
+    return 0;
+}
+
+static void
+sampler_figures(FILE *f, const ph_sampler_stats *s)
+{
+    char b[PH_FMT_LEN], note[200];
+
+    if (!s->have)
+        return;
+    fputs("<h3>The sampler</h3>\n", f);
+    ph_html_cards_begin(f);
+    snprintf(note, sizeof note, "timer %.0f Hz (%s)", s->timer_hz, s->source);
+    snprintf(b, sizeof b, "%.0f Hz", s->requested_hz);
+    ph_html_card(f, "requested rate", b, note);
+    snprintf(b, sizeof b, "%.0f Hz", s->delivered_hz);
+    ph_html_card(f, "delivered rate", b, "per CPU-second, as the kernel delivered");
+    snprintf(note, sizeof note, "%llu truncated stacks", s->truncated);
+    ph_html_card(f, "dropped samples", ph_fmt_commify(b, s->dropped), note);
+    snprintf(note, sizeof note, "%s of the samples",
+             ph_fmt_percent((char[PH_FMT_LEN]){ 0 }, (double)s->own, (double)(s->samples + s->own)));
+    ph_html_card(f, "sampler's own cost", ph_fmt_commify(b, s->own), note);
+    ph_html_cards_end(f);
+    ph_html_note(f, s->text);
+}
+
+void
+ph_report_flame(ph_rctx *c)
+{
+    FILE *f = c->html;
+    const ph_flamedata *fd = &c->rd->flame;
+    const ph_folded *fo = fd->folded;
+    double total = fo ? ph_folded_get_stats(fo)->total : 0, *self = NULL, *tot = NULL;
+    int root = ph_flame_has_thread_root(c->rd);
+    char b[PH_FMT_LEN], b2[PH_FMT_LEN], note[200];
+    json_t *js = json_object();
+
+    ph_html_section(f, "flamegraph", "CPU samples (flamegraph)");
+    ph_html_cards_begin(f);
+    ph_html_card(f, "samples", ph_fmt_commify(b, (uint64_t)total), fd->n_files > 1 ? "added up over the snapshots" : "");
+    if (fd->sampler.have) {
+        snprintf(note, sizeof note, "at %.0f Hz delivered", fd->sampler.delivered_hz);
+        ph_html_card(f, "CPU time sampled", ph_fmt_seconds(b, fd->sampler.cpu_seconds), note);
+    }
+    ph_html_cards_end(f);
+
+    /* the interactive graph: the sampler's own, else drawn from the stacks */
+    if (fd->svg != NULL) {
+        slurp s = { 0 };
+        ph_error_t err = NULL;
+        if (ph_read_file_chunks(fd->svg->path, slurp_cb, &s, NULL, &err) == 0) {
+            ph_html_flame_frame(f, s.buf, s.len, fd->svg->name);
+            snprintf(note, sizeof note, "%s: click a frame to zoom, Ctrl-F to search.", fd->svg->name);
+            ph_html_note(f, note);
+        } else {
+            ph_html_problem(f, err->msg);
+            ph_error_free(&err);
+        }
+        free(s.buf);
+    } else if (fo != NULL && ph_folded_n_stacks(fo) > 0) {
+        ph_flame_opts o;
+        ph_flame_opts_init(&o);
+        o.title = "CPU samples";
+        ph_html_flame_render(f, fo, &o, "CPU samples");
+    }
+    if (fo == NULL || ph_folded_n_stacks(fo) == 0) {
+        ph_html_problem(f, "No stacks to count (see the problems above).");
+    } else if (ph_flame_tally(fo, root, &self, &tot) == 0) {
+        json_object_set_new(js, "top_self", top_rows(f, fo, self, total, "Top functions by self samples (on CPU)", "self#"));
+        json_object_set_new(js, "top_total",
+                            top_rows(f, fo, tot, total, "Top functions by total samples (on the stack)", "total#"));
+        if (root)
+            json_object_set_new(js, "threads", threads(f, fo, total));
+        {
+            size_t n = 0;
+            uint32_t *ids = ranked(fo, self, &n);
+            if (ids != NULL && n > 0)
+                snprintf(c->headline, sizeof c->headline, "%s samples, top %.80s %s (self)",
+                         ph_fmt_commify(b, (uint64_t)total), ph_folded_name(fo, ids[0], NULL),
+                         ph_fmt_percent(b2, self[ids[0]], total));
+            free(ids);
+        }
+    }
+    sampler_figures(f, &fd->sampler);
+    json_object_set_new(js, "samples", json_real(total));
+    if (fd->sampler.have)
+        json_object_set_new(js, "sampler",
+                            json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:s}", "requested_hz", fd->sampler.requested_hz,
+                                      "timer_hz", fd->sampler.timer_hz, "delivered_hz", fd->sampler.delivered_hz,
+                                      "cpu_seconds", fd->sampler.cpu_seconds, "dropped", (json_int_t)fd->sampler.dropped,
+                                      "truncated", (json_int_t)fd->sampler.truncated, "own",
+                                      (json_int_t)fd->sampler.own, "text", fd->sampler.text));
+    json_object_set_new(c->summary, "flamegraph", js);
+    free(self);
+    free(tot);
+    ph_html_section_end(f);
+}

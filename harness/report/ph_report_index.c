@@ -1,0 +1,240 @@
+/* ph_report_index.c - OUT_DIR/index.html: every service and run, newest
+ * first, with its mode, start, duration, how it stopped and headline,
+ * each linking to its report.
+ *
+ * It reads only the small files (summary.json, else run.json and
+ * ph-exit.json), so it stays fast with many large runs.  A run without a
+ * report yet is listed with the command that makes one.
+ */
+#include "ph_report_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_RUNS 100000
+
+typedef struct entry {
+    char *service, *run, *mode, *started, *stopped, *headline;
+    double seconds;          /* how long it ran, -1 unknown */
+    int has_report, problems;
+} entry;
+
+static json_t *
+load(const char *dir, const char *name)
+{
+    char path[PATH_MAX + 64];
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return json_load_file(path, 0, NULL);
+}
+
+static char *
+dup_or(const char *s, const char *dflt)
+{
+    return strdup(s ? s : dflt);
+}
+
+static int
+cmp_entry(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    /* run names start with their UTC start stamp: newest first */
+    int c = strcmp(y->run, x->run);
+
+    return c ? c : strcmp(x->service, y->service);
+}
+
+static void
+free_entry(entry *e)
+{
+    free(e->service);
+    free(e->run);
+    free(e->mode);
+    free(e->started);
+    free(e->stopped);
+    free(e->headline);
+}
+
+/* The entry of OUT_DIR/SERVICE/RUN. */
+static int
+read_run(const char *out_dir, const char *service, const char *run, entry *e)
+{
+    char dir[PATH_MAX];
+    json_t *sum, *meta, *x;
+    const char *mode, *started, *stopped, *headline;
+    char guess[64] = "";
+
+    snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
+    sum = load(dir, PH_REPORT_SUMMARY);
+    meta = load(dir, "run.json");
+    x = load(dir, "ph-exit.json");
+    mode = json_string_value(json_object_get(sum, "mode"));
+    if (mode == NULL)
+        mode = json_string_value(json_object_get(meta, "mode"));
+    if (mode == NULL) {
+        const char *d = strchr(run, '-');
+        if (d != NULL)
+            snprintf(guess, sizeof guess, "%.*s", (int)strcspn(d + 1, "-."), d + 1);
+        mode = guess;
+    }
+    started = json_string_value(json_object_get(meta, "started_at"));
+    stopped = json_string_value(json_object_get(sum, "stopped"));
+    headline = json_string_value(json_object_get(sum, "headline"));
+    memset(e, 0, sizeof *e);
+    e->service = strdup(service);
+    e->run = strdup(run);
+    e->mode = strdup(mode);
+    /* no start time recorded: the run's name starts with its UTC stamp */
+    e->started = dup_or(started, run);
+    e->stopped = dup_or(stopped, x ? "" : "snapshot / unknown");
+    e->headline = dup_or(headline, "");
+    e->has_report = sum != NULL;
+    e->problems = (int)json_array_size(json_object_get(sum, "problems"));
+    e->seconds = json_is_number(json_object_get(x, "run_seconds")) ? json_number_value(json_object_get(x, "run_seconds"))
+                                                                   : -1;
+    json_decref(sum);
+    json_decref(meta);
+    json_decref(x);
+    if (e->service == NULL || e->run == NULL || e->mode == NULL || e->started == NULL || e->stopped == NULL ||
+        e->headline == NULL) {
+        free_entry(e);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+is_dir(const char *path)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int
+ph_report_write_index(const char *out_dir, ph_error_t *err)
+{
+    DIR *d = opendir(out_dir), *sd;
+    struct dirent *de, *re;
+    entry *v = NULL;
+    size_t n = 0, cap = 0, services = 0;
+    char *page = NULL, path[PATH_MAX + 32], b[PH_FMT_LEN], sub[256];
+    size_t page_len = 0;
+    FILE *f;
+    int rc = -1;
+
+    if (d == NULL)
+        return ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", out_dir);
+    while ((de = readdir(d)) != NULL) {
+        char sdir[PATH_MAX];
+        int any = 0;
+
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(sdir, sizeof sdir, "%s/%s", out_dir, de->d_name);
+        if (!is_dir(sdir) || (sd = opendir(sdir)) == NULL)
+            continue;
+        while ((re = readdir(sd)) != NULL && n < MAX_RUNS) {
+            char rdir[PATH_MAX + 256];
+            if (re->d_name[0] == '.' || strcmp(re->d_name, "latest") == 0)
+                continue;
+            snprintf(rdir, sizeof rdir, "%s/%s", sdir, re->d_name);
+            if (!is_dir(rdir))
+                continue;
+            if (n == cap) {
+                entry *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof *nv);
+                if (nv == NULL) {
+                    closedir(sd);
+                    ph_fail(err, ENOMEM, "list the runs in `%s`", out_dir);
+                    goto out;
+                }
+                v = nv;
+                cap = cap ? cap * 2 : 64;
+            }
+            if (read_run(out_dir, de->d_name, re->d_name, &v[n]) < 0) {
+                closedir(sd);
+                ph_fail(err, ENOMEM, "list the runs in `%s`", out_dir);
+                goto out;
+            }
+            n++;
+            any = 1;
+        }
+        closedir(sd);
+        services += any;
+    }
+    qsort(v, n, sizeof *v, cmp_entry);
+
+    f = open_memstream(&page, &page_len);
+    if (f == NULL) {
+        ph_fail(err, ENOMEM, "write the index");
+        goto out;
+    }
+    snprintf(sub, sizeof sub, "%zu run%s of %zu service%s, newest first", n, n == 1 ? "" : "s", services,
+             services == 1 ? "" : "s");
+    ph_html_begin(f, "profharness: all runs", "profharness: all runs", sub);
+    ph_html_main(f);
+    ph_html_section(f, "runs", "Runs");
+    if (n == 0) {
+        ph_html_note(f, "No run yet: `just profile-strace SERVICE`, some load, then `just stop-profiling`.");
+    } else {
+        static const char *const heads[] = { "service", "mode", "started (UTC)", "ran#", "how it stopped", "headline",
+                                             "report" };
+        ph_html_table(f, heads, 7);
+        for (size_t i = 0; i < n; i++) {
+            entry *e = &v[i];
+            fprintf(f, "<tr id=\"");
+            ph_html_esc(f, e->service);
+            fputs("--", f);
+            ph_html_esc(f, e->run);
+            fputs("\"><td><b>", f);
+            ph_html_esc(f, e->service);
+            fputs("</b></td><td>", f);
+            ph_html_esc(f, e->mode);
+            fputs("</td><td class=\"mono\">", f);
+            ph_html_esc(f, e->started);
+            fputs("</td>", f);
+            ph_html_num(f, e->seconds, e->seconds >= 0 ? ph_fmt_seconds(b, e->seconds) : "-");
+            fputs("<td>", f);
+            ph_html_esc(f, e->stopped);
+            fputs("</td><td>", f);
+            ph_html_esc(f, e->headline);
+            if (e->problems > 0)
+                fprintf(f, " <span class=\"note\">(%d problem%s)</span>", e->problems, e->problems == 1 ? "" : "s");
+            fputs("</td><td>", f);
+            if (e->has_report) {
+                fputs("<a href=\"", f);
+                ph_html_esc(f, e->service);
+                fputs("/", f);
+                ph_html_esc(f, e->run);
+                fputs("/" PH_REPORT_HTML "\">report</a>", f);
+            } else {
+                fputs("<span class=\"note\">none yet: <code>profharness report ", f);
+                ph_html_esc(f, e->service);
+                fputs("/", f);
+                ph_html_esc(f, e->run);
+                fputs("</code></span>", f);
+            }
+            fputs("</td></tr>\n", f);
+        }
+        ph_html_table_end(f);
+    }
+    ph_html_section_end(f);
+    ph_html_end(f);
+    if (fclose(f) != 0) {
+        ph_fail(err, ENOMEM, "write the index");
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/%s", out_dir, PH_REPORT_INDEX);
+    rc = ph_report_write_file(out_dir, path, page, page_len, err);
+out:
+    if (d)
+        closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free_entry(&v[i]);
+    free(v);
+    free(page);
+    return rc;
+}

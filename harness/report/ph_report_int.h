@@ -1,0 +1,163 @@
+/* ph_report_int.h - what the files of the report share (not for other
+ * floors):
+ *   ph_rundata.c        a run dir read: metadata, artifacts by kind, parsed
+ *   ph_html.c           HTML and SVG writing: page, tables, cards, charts
+ *   ph_report_run.c     report.html and summary.json of one run; headline
+ *   ph_report_massif.c, ph_report_callgrind.c, ph_report_strace.c,
+ *   ph_report_flame.c   one section per kind of artifact
+ *   ph_report_index.c   index.html
+ *   ph_compare.c        two runs side by side, --fail-if
+ */
+#ifndef PH_REPORT_INT_H
+#define PH_REPORT_INT_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ph_callgrind.h"
+#include "ph_flame.h"
+#include "ph_fmt.h"
+#include "ph_folded.h"
+#include "ph_massif.h"
+#include "ph_report.h"
+#include "ph_strace.h"
+
+/* ---- ph_rundata.c ------------------------------------------------------ */
+
+#define PH_RD_MAX_ARTIFACTS 4096
+#define PH_RD_MAX_PROBLEMS 32
+
+typedef struct ph_artifact {
+    char *name;                /* file name in the run dir */
+    char *path;
+    const char *kind;          /* "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "" */
+    unsigned long long size;
+} ph_artifact;
+
+/* What the sampler says about itself (the subtitle of its flamegraph). */
+typedef struct ph_sampler_stats {
+    int have;
+    int delta;                 /* delta snapshots: add them all up */
+    double requested_hz, timer_hz, delivered_hz, cpu_seconds;
+    unsigned long long samples, dropped, truncated, no_perf, own;
+    char source[64];           /* the timer's name */
+    char text[600];            /* the subtitle as written */
+} ph_sampler_stats;
+
+typedef struct ph_flamedata {
+    ph_folded *folded;         /* merged stacks, the root frame is the thread */
+    const ph_artifact *svg;    /* the sampler's last flamegraph, NULL if none */
+    size_t n_files;            /* stacks files read */
+    ph_sampler_stats sampler;
+} ph_flamedata;
+
+typedef struct ph_rundata {
+    char dir[PATH_MAX];
+    char name[256];            /* the run dir's name */
+    char service[128], mode[64];
+    json_t *run;               /* run.json, NULL when absent or unreadable */
+    json_t *exit;              /* ph-exit.json, NULL when absent or unreadable */
+    ph_artifact *arts;
+    size_t n_arts;
+    /* parsed, NULL when the run has none of that kind */
+    ph_massif *massif;
+    ph_callgrind *cg;
+    ph_strace *st;
+    ph_flamedata flame;
+    int has_massif, has_cg, has_st, has_flame; /* artifacts of the kind exist */
+    char *problems[PH_RD_MAX_PROBLEMS];
+    size_t n_problems;
+} ph_rundata;
+
+/* Read RUN_DIR: metadata and every artifact, parsed.  Bad artifacts are
+ * problems (ph_rundata_problem), not errors; -1 only when RUN_DIR cannot
+ * be listed, or on ENOMEM. */
+int ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata *rd, ph_error_t *err);
+void ph_rundata_free(ph_rundata *rd);
+void ph_rundata_problem(ph_rundata *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The artifacts of KIND, in name order; returns how many (up to MAX). */
+size_t ph_rundata_files(const ph_rundata *rd, const char *kind, const ph_artifact **out, size_t max);
+/* Parse "requested 150 Hz, timer 150 Hz (...), delivered 149 Hz ...; N samples over X CPU-s; ..." */
+void ph_sampler_stats_parse(const char *subtitle, ph_sampler_stats *s);
+
+/* ---- ph_html.c --------------------------------------------------------- */
+
+void ph_html_esc(FILE *f, const char *s);
+void ph_html_escn(FILE *f, const char *s, size_t n);
+/* The page: <head> with the style sheet and script, a header bar. */
+void ph_html_begin(FILE *f, const char *title, const char *heading, const char *sub);
+/* Close the header bar (after any headline and links) and open <main>. */
+void ph_html_main(FILE *f);
+void ph_html_end(FILE *f);
+void ph_html_section(FILE *f, const char *id, const char *title);
+void ph_html_section_end(FILE *f);
+/* A visible notice: something is missing or wrong. */
+void ph_html_problem(FILE *f, const char *text);
+void ph_html_note(FILE *f, const char *text);
+void ph_html_cards_begin(FILE *f);
+void ph_html_card(FILE *f, const char *label, const char *value, const char *note);
+void ph_html_cards_end(FILE *f);
+/* <table class="data"> with header cells; a name ending in '#' is numeric. */
+void ph_html_table(FILE *f, const char *const *heads, size_t n);
+void ph_html_table_end(FILE *f);
+/* A numeric cell: TEXT shown, V sorts. */
+void ph_html_num(FILE *f, double v, const char *text);
+/* A cell with a bar of FRAC (0..1) of the width. */
+void ph_html_bar(FILE *f, double frac);
+/* An interactive SVG flamegraph inside the page, in its own frame so its
+ * script runs as written (a data: URL; it reads fine without JS too). */
+void ph_html_flame_frame(FILE *f, const char *svg, size_t len, const char *title);
+/* Render F with O and frame it; a notice instead when nothing can be drawn. */
+void ph_html_flame_render(FILE *f, const ph_folded *folded, const ph_flame_opts *o, const char *title);
+
+/* Charts (inline SVG, drawn here: no script needed). */
+typedef struct ph_chart_series {
+    const char *name;
+    const double *y;       /* one per x */
+} ph_chart_series;
+typedef const char *(*ph_chart_fmt)(char buf[PH_FMT_LEN], double v);
+/* Stacked areas of SERIES over X (N points), and LINE (may be NULL) drawn
+ * on top over LX (LN points), e.g. massif's total heap. */
+enum { PH_CHART_X_BYTES = 1, PH_CHART_Y_BYTES = 2 }; /* ticks at powers of two */
+void ph_svg_stacked(FILE *f, const double *x, size_t n, const ph_chart_series *series, size_t ns, const double *lx,
+                    const double *ly, size_t ln, const char *line_name, ph_chart_fmt fx, ph_chart_fmt fy,
+                    const char *x_label, int flags);
+/* The colour of series I (a fixed palette; the last one is "other"). */
+const char *ph_chart_color(size_t i);
+
+/* ---- ph_report_run.c: files ------------------------------------------ */
+
+/* Write PATH (in DIR, whose owner it takes when we are root) through a
+ * temporary file and a rename. */
+int ph_report_write_file(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err);
+int ph_report_write_json(const char *dir, const char *path, json_t *j, ph_error_t *err);
+
+/* ---- the sections ------------------------------------------------------ */
+
+/* What a section adds to the run's report. */
+typedef struct ph_rctx {
+    FILE *html;
+    json_t *summary;           /* the run's summary.json object */
+    ph_rundata *rd;
+    char headline[512];        /* set by the section of the run's main kind */
+} ph_rctx;
+
+void ph_report_massif(ph_rctx *c);
+void ph_report_callgrind(ph_rctx *c);
+void ph_report_strace(ph_rctx *c);
+void ph_report_flame(ph_rctx *c);
+
+/* Samples per frame name of FOLDED (ph_folded_n_names entries each, the
+ * caller frees): SELF where the name is the leaf, TOTAL where it is on
+ * the stack (once per stack, however deep the recursion).  SKIP_ROOT:
+ * frame 0 is the thread, not a function (the sampler's stacks). */
+int ph_flame_tally(const ph_folded *folded, int skip_root, double **self, double **total);
+/* Whether the run's folded stacks start with the thread's name. */
+int ph_flame_has_thread_root(const ph_rundata *rd);
+
+/* The name of a massif allocation site for people: "front_cache_put (front.c:88)". */
+const char *ph_report_site_name(const char *details);
+
+#endif

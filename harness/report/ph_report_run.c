@@ -1,0 +1,545 @@
+/* ph_report_run.c - one run's report.html and summary.json.
+ *
+ * The sections are written first (into memory), because the headline
+ * they find goes at the top; then the page is assembled: header and
+ * headline, what is missing or broken, the mode's own section, the other
+ * kinds found, and the run itself (how it stopped, the container, the
+ * harness's stage timings, the files).  Both files are written to a
+ * temporary name and renamed, and take the run dir's owner, so a report
+ * made under sudo belongs to whoever owns the run.
+ */
+#include "ph_report_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the run itself ----------------------------------------------------- */
+
+static const char *
+jstr(json_t *o, const char *key)
+{
+    return o ? json_string_value(json_object_get(o, key)) : NULL;
+}
+
+static double
+jnum(json_t *o, const char *key, double dflt)
+{
+    json_t *v = o ? json_object_get(o, key) : NULL;
+
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+/* "SIGUSR2, then SIGKILL" */
+static void
+sig_list(json_t *a, char *buf, size_t cap)
+{
+    size_t o = 0, n = json_array_size(a);
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i == 0 ? "" : i + 1 == n ? ", then " : ", ",
+                              json_string_value(json_array_get(a, i)) ? json_string_value(json_array_get(a, i)) : "?");
+}
+
+/* How it stopped, for the index: "SIGTERM, exit 0", "SIGTERM, SIGUSR2, SIGKILL: killed by SIGKILL". */
+static void
+stop_short(json_t *x, char *buf, size_t cap)
+{
+    const char *sig = jstr(x, "signal"), *stop = jstr(x, "stop_signal");
+    char esc[160];
+
+    if (x == NULL) {
+        snprintf(buf, cap, "snapshot / unknown");
+        return;
+    }
+    sig_list(json_object_get(x, "escalations"), esc, sizeof esc);
+    if (sig != NULL)
+        snprintf(buf, cap, "%s%s%s: ended by %s", json_is_true(json_object_get(x, "stop_requested")) && stop ? stop : "",
+                 esc[0] ? ", escalated: " : "", esc, sig);
+    else
+        snprintf(buf, cap, "%s%s%s: exit %lld", json_is_true(json_object_get(x, "stop_requested")) && stop ? stop : "",
+                 esc[0] ? ", escalated: " : "", esc, (long long)jnum(x, "exit_code", -1));
+}
+
+/* How the service stopped, in one sentence, from ph-exit.json. */
+static void
+how_it_stopped(json_t *x, char *buf, size_t cap)
+{
+    char esc[160], t[PH_FMT_LEN];
+    const char *sig = jstr(x, "signal"), *stop = jstr(x, "stop_signal");
+    json_t *req = x ? json_object_get(x, "stop_requested") : NULL;
+    double ss = jnum(x, "stop_seconds", -1);
+    size_t o;
+
+    if (x == NULL) {
+        snprintf(buf, cap, "unknown: no ph-exit.json (a snapshot of a running service, or it did not stop through the "
+                           "init shim)");
+        return;
+    }
+    sig_list(json_object_get(x, "escalations"), esc, sizeof esc);
+    if (json_is_true(req))
+        o = (size_t)snprintf(buf, cap, "stop requested (%s); ", stop ? stop : "?");
+    else
+        o = (size_t)snprintf(buf, cap, "not asked to stop; ");
+    if (o >= cap)
+        return;
+    if (sig != NULL)
+        o += (size_t)snprintf(buf + o, cap - o, "ended by %s", sig);
+    else
+        o += (size_t)snprintf(buf + o, cap - o, "exited with status %lld", (long long)jnum(x, "exit_code", -1));
+    if (o < cap && ss >= 0)
+        o += (size_t)snprintf(buf + o, cap - o, ", %s after the request", ph_fmt_seconds(t, ss));
+    if (o < cap)
+        snprintf(buf + o, cap - o, "%s%s", esc[0] ? "; escalated: " : "; no escalation", esc);
+}
+
+/* One detail of a stage, "key=value" (SEP before it). */
+static void
+stage_detail(FILE *f, const char *key, json_t *v, int *first)
+{
+    if (json_is_false(v) || json_is_null(v) || (json_is_integer(v) && json_integer_value(v) == 0 &&
+                                                (strncmp(key, "bytes_", 6) == 0)))
+        return; /* nothing to say: no bytes, not concurrent, not failed */
+    fputs(*first ? "" : ", ", f);
+    *first = 0;
+    ph_html_esc(f, key);
+    if (json_is_true(v))
+        return;
+    fputs("=", f);
+    if (json_is_string(v))
+        ph_html_esc(f, json_string_value(v));
+    else if (json_is_integer(v))
+        fprintf(f, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        fprintf(f, "%g", json_real_value(v));
+}
+
+/* A stage's seconds: {seconds} (run.json's first stages array) or
+ * {duration_ns} (the timing tree); -1 when neither. */
+static double
+stage_seconds(json_t *s)
+{
+    double sec = jnum(s, "seconds", -1);
+
+    if (sec < 0 && json_is_number(json_object_get(s, "duration_ns")))
+        sec = json_number_value(json_object_get(s, "duration_ns")) / 1e9;
+    return sec;
+}
+
+/* The harness's stages as run.json has them: an array of {name, seconds}
+ * or a tree ({name, duration_ns, children, attributes, ...}); whatever
+ * else a stage carries is shown as key=value. */
+static void
+stage_rows(FILE *f, json_t *stages, int depth, double total)
+{
+    size_t i;
+    json_t *s;
+    char b[PH_FMT_LEN];
+
+    json_array_foreach(stages, i, s) {
+        const char *name = jstr(s, "name"), *key;
+        double sec = stage_seconds(s);
+        json_t *v, *kids = NULL;
+        int first = 1;
+
+        if (!json_is_object(s))
+            continue;
+        fprintf(f, "<tr><td style=\"padding-left:%dpx\">", 9 + 18 * depth);
+        ph_html_esc(f, name ? name : "(unnamed)");
+        fputs("</td>", f);
+        ph_html_num(f, sec, sec >= 0 ? ph_fmt_seconds(b, sec) : "-");
+        ph_html_bar(f, total > 0 && sec > 0 ? sec / total : 0);
+        fputs("<td class=\"note\">", f);
+        json_object_foreach(s, key, v) {
+            static const char *const quiet[] = { "name", "seconds", "start_ns", "duration_ns", "self_ns" };
+            int skip = 0;
+            for (size_t q = 0; q < sizeof quiet / sizeof quiet[0]; q++)
+                skip |= strcmp(key, quiet[q]) == 0;
+            if (skip)
+                continue;
+            if (json_is_array(v)) {
+                kids = v;
+            } else if (json_is_object(v)) {
+                const char *k2;
+                json_t *v2;
+                json_object_foreach(v, k2, v2) stage_detail(f, k2, v2, &first);
+            } else {
+                stage_detail(f, key, v, &first);
+            }
+        }
+        fputs("</td></tr>\n", f);
+        if (kids != NULL && depth < 12)
+            stage_rows(f, kids, depth + 1, total);
+    }
+}
+
+/* harness.folded (the harness's own stages as folded stacks, in ns): a
+ * small flamegraph of where the harness spent its time. */
+static void
+harness_flamegraph(FILE *f, const ph_rundata *rd)
+{
+    char path[PATH_MAX + 32];
+    ph_folded *fo = NULL;
+    ph_error_t err = NULL;
+    FILE *in;
+    char buf[65536];
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/harness.folded", rd->dir);
+    if ((in = fopen(path, "re")) == NULL)
+        return;
+    fo = ph_folded_new(0, &err);
+    while (fo != NULL && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (ph_folded_feed(fo, buf, n, &err) < 0)
+            break;
+    fclose(in);
+    if (fo != NULL && err == NULL && ph_folded_finish(fo, &err) == 0 && ph_folded_n_stacks(fo) > 0) {
+        ph_flame_opts o;
+        ph_flame_opts_init(&o);
+        o.title = "The harness's own time";
+        o.countname = "ns";
+        o.palette = "aqua";
+        fputs("<h3>The harness's own time (harness.folded)</h3>\n", f);
+        ph_html_flame_render(f, fo, &o, "The harness's own time");
+    }
+    ph_error_free(&err);
+    ph_folded_free(fo);
+}
+
+static void
+run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *summary)
+{
+    json_t *x = rd->exit, *run = rd->run, *stages = run ? json_object_get(run, "stages") : NULL;
+    ph_profile *p = profiles ? ph_profiles_find((ph_profile_set *)profiles, rd->mode) : NULL;
+    char how[512], b[PH_FMT_LEN];
+    double run_s = jnum(x, "run_seconds", -1);
+
+    ph_html_section(f, "run", "The run");
+    how_it_stopped(x, how, sizeof how);
+    fputs("<dl class=\"kv\">", f);
+#define KV(k, v)                                                                                                       \
+    do {                                                                                                               \
+        fputs("<dt>" k "</dt><dd>", f);                                                                                \
+        ph_html_esc(f, v);                                                                                             \
+        fputs("</dd>", f);                                                                                             \
+    } while (0)
+    KV("service", rd->service);
+    KV("mode", rd->mode);
+    KV("run", rd->name);
+    if (jstr(run, "started_at"))
+        KV("started", jstr(run, "started_at"));
+    if (jstr(run, "collected_at"))
+        KV("collected", jstr(run, "collected_at"));
+    if (run_s >= 0)
+        KV("ran for", ph_fmt_seconds(b, run_s));
+    KV("how it stopped", how);
+    if (x != NULL && json_integer_value(json_object_get(x, "leftovers_signalled")) > 0) {
+        snprintf(how, sizeof how, "%lld process(es) still running after the service were signalled",
+                 (long long)json_integer_value(json_object_get(x, "leftovers_signalled")));
+        KV("left over", how);
+    }
+    if (jstr(run, "image"))
+        KV("image", jstr(run, "image"));
+    if (x != NULL && json_is_array(json_object_get(x, "command"))) {
+        size_t i;
+        json_t *a;
+        fputs("<dt>command</dt><dd class=\"mono\">", f);
+        json_array_foreach(json_object_get(x, "command"), i, a) {
+            const char *w = json_string_value(a) ? json_string_value(a) : "";
+            fputs(i ? " " : "", f);
+            if (w[0] != '\0' && strpbrk(w, " \t\n'\"$\\`*?;&|<>()") == NULL) {
+                ph_html_esc(f, w);
+                continue;
+            }
+            /* as a shell would need it: 'it'\''s' */
+            fputs("&#39;", f);
+            for (const char *q = w; *q; q++) {
+                if (*q == '\'')
+                    fputs("&#39;\\&#39;&#39;", f);
+                else
+                    ph_html_escn(f, q, 1);
+            }
+            fputs("&#39;", f);
+        }
+        fputs("</dd>", f);
+    }
+    if (p != NULL) {
+        char caps[512] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < p->cap_add.n && o < sizeof caps; i++)
+            o += (size_t)snprintf(caps + o, sizeof caps - o, "%s%s", i ? ", " : "", p->cap_add.v[i]);
+        for (size_t i = 0; i < p->security_opt.n && o < sizeof caps; i++)
+            o += (size_t)snprintf(caps + o, sizeof caps - o, "%s%s", o ? ", " : "", p->security_opt.v[i]);
+        KV("capabilities", caps[0] ? caps : "none added (the mode's profile)");
+    }
+    if (jstr(run, "container"))
+        KV("container", jstr(run, "container"));
+    fputs("</dl>\n", f);
+#undef KV
+
+    {
+        /* run.json's "stages" array, or the "timing" tree that followed it */
+        json_t *tree = run ? json_object_get(run, "timing") : NULL, *rows = NULL;
+        static const char *const heads[] = { "stage", "seconds#", "", "details" };
+        double total = 0;
+        size_t i;
+        json_t *s;
+
+        if (json_is_object(tree)) {
+            rows = json_array();
+            json_array_append(rows, tree);
+        } else if (json_is_object(stages)) {
+            rows = json_array();
+            json_array_append(rows, stages);
+        } else if (json_is_array(stages) && json_array_size(stages) > 0) {
+            rows = json_incref(stages);
+        }
+        if (rows != NULL) {
+            json_array_foreach(rows, i, s) total += fmax(stage_seconds(s), 0);
+            fputs("<h3>The harness's stage timings</h3>\n", f);
+            ph_html_table(f, heads, 4);
+            stage_rows(f, rows, 0, total);
+            ph_html_table_end(f);
+            json_decref(rows);
+        }
+    }
+    harness_flamegraph(f, rd);
+
+    {
+        static const char *const heads[] = { "file", "kind", "size#" };
+        fputs("<h3>Files</h3>\n", f);
+        ph_html_table(f, heads, 3);
+        for (size_t i = 0; i < rd->n_arts; i++) {
+            fputs("<tr><td class=\"name\">", f);
+            ph_html_esc(f, rd->arts[i].name);
+            fputs("</td><td>", f);
+            ph_html_esc(f, rd->arts[i].kind);
+            fputs("</td>", f);
+            ph_html_num(f, (double)rd->arts[i].size, ph_fmt_bytes(b, (double)rd->arts[i].size));
+            fputs("</tr>\n", f);
+        }
+        ph_html_table_end(f);
+    }
+    ph_html_section_end(f);
+
+    {
+        char shortly[160];
+        stop_short(x, shortly, sizeof shortly);
+        json_object_set_new(summary, "stopped", json_string(shortly));
+        json_object_set_new(summary, "stopped_detail", json_string(how));
+        if (run_s >= 0)
+            json_object_set_new(summary, "run_seconds", json_real(run_s));
+    }
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+/* Write LEN bytes of BUF to PATH through PATH.tmp, owned like the dir. */
+static int
+write_atomic(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err)
+{
+    char tmp[PATH_MAX + 16];
+    struct stat st;
+    int fd;
+    size_t o = 0;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return ph_fail(err, errno, "write `%s`", tmp);
+    while (o < len) {
+        ssize_t n = write(fd, buf + o, len - o);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return ph_fail(err, e, "write `%s`", tmp);
+        }
+        o += (size_t)n;
+    }
+    if (geteuid() == 0 && stat(dir, &st) == 0 && fchown(fd, st.st_uid, st.st_gid) < 0) {
+        /* the file is ours then: readable all the same (0644) */
+    }
+    if (close(fd) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return ph_fail(err, e, "write `%s`", tmp);
+    }
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return ph_fail(err, e, "rename `%s`", tmp);
+    }
+    return 0;
+}
+
+int
+ph_report_write_json(const char *dir, const char *path, json_t *j, ph_error_t *err)
+{
+    char *text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+    int rc;
+
+    if (text == NULL)
+        return ph_fail(err, ENOMEM, "build `%s`", path);
+    rc = write_atomic(dir, path, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
+int
+ph_report_write_file(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err)
+{
+    return write_atomic(dir, path, buf, len, err);
+}
+
+/* The kinds in the order the mode wants them: its own first. */
+static void
+sections(ph_rctx *c)
+{
+    static const struct {
+        const char *mode;
+        void (*fn)(ph_rctx *);
+        size_t has_off;
+    } all[] = {
+        { "massif", ph_report_massif, offsetof(ph_rundata, has_massif) },
+        { "callgrind", ph_report_callgrind, offsetof(ph_rundata, has_cg) },
+        { "strace", ph_report_strace, offsetof(ph_rundata, has_st) },
+        { "flamegraph", ph_report_flame, offsetof(ph_rundata, has_flame) },
+    };
+    const size_t n = sizeof all / sizeof all[0];
+    int done[sizeof all / sizeof all[0]] = { 0 };
+
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c->rd->mode, all[i].mode) == 0) {
+            all[i].fn(c);
+            done[i] = 1;
+        }
+    for (size_t i = 0; i < n; i++) {
+        char headline[sizeof c->headline];
+        if (done[i] || !*(int *)((char *)c->rd + all[i].has_off))
+            continue;
+        /* another kind's headline does not replace the mode's */
+        memcpy(headline, c->headline, sizeof headline);
+        all[i].fn(c);
+        if (headline[0])
+            memcpy(c->headline, headline, sizeof headline);
+    }
+}
+
+int
+ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_report_headline *out, ph_error_t *err)
+{
+    ph_rundata rd;
+    ph_rctx c = { 0 };
+    char *body = NULL, *page = NULL, title[512], sub[700], path[PATH_MAX + 32];
+    size_t body_len = 0, page_len = 0;
+    FILE *f;
+    json_t *problems;
+    int rc = -1;
+
+    if (ph_rundata_load(run_dir, profiles, &rd, err) < 0)
+        return ph_error_wrap(err, "report on `%s`", run_dir);
+    c.rd = &rd;
+    c.summary = json_object();
+    f = open_memstream(&body, &body_len);
+    if (c.summary == NULL || f == NULL) {
+        ph_fail(err, ENOMEM, "report on `%s`", run_dir);
+        goto out;
+    }
+    c.html = f;
+    sections(&c);
+    run_section(f, &rd, profiles, c.summary);
+    if (fclose(f) != 0) {
+        ph_fail(err, ENOMEM, "report on `%s`", run_dir);
+        goto out;
+    }
+    if (c.headline[0] == '\0')
+        snprintf(c.headline, sizeof c.headline, "no figures: %s",
+                 rd.n_problems ? rd.problems[0] : "the run has no artifact a report can read");
+
+    f = open_memstream(&page, &page_len);
+    if (f == NULL) {
+        ph_fail(err, ENOMEM, "report on `%s`", run_dir);
+        goto out;
+    }
+    snprintf(title, sizeof title, "%s · %s · %s", rd.service, rd.mode, rd.name);
+    snprintf(sub, sizeof sub, "%s%s%s", jstr(rd.run, "started_at") ? "started " : "",
+             jstr(rd.run, "started_at") ? jstr(rd.run, "started_at") : "", "");
+    ph_html_begin(f, title, title, sub);
+    fputs("<div class=\"headline\">", f);
+    ph_html_esc(f, c.headline);
+    fputs("</div><nav class=\"toc\"><a href=\"../../index.html\">all runs</a>", f);
+    for (size_t i = 0; i < 4; i++) {
+        static const char *const ids[] = { "massif", "callgrind", "strace", "flamegraph" };
+        const char *needle[] = { "id=\"massif\"", "id=\"callgrind\"", "id=\"strace\"", "id=\"flamegraph\"" };
+        if (memmem(body, body_len, needle[i], strlen(needle[i])) != NULL)
+            fprintf(f, "<a href=\"#%s\">%s</a>", ids[i], ids[i]);
+    }
+    fputs("<a href=\"#run\">the run</a></nav>\n", f);
+    ph_html_main(f);
+    problems = json_array();
+    if (rd.n_problems > 0) {
+        fputs("<section id=\"problems\"><h2>What is missing or broken</h2>\n", f);
+        for (size_t i = 0; i < rd.n_problems; i++) {
+            ph_html_problem(f, rd.problems[i]);
+            json_array_append_new(problems, json_string(rd.problems[i]));
+        }
+        fputs("</section>\n", f);
+    }
+    fwrite(body, 1, body_len, f);
+    ph_html_end(f);
+    if (fclose(f) != 0) {
+        ph_fail(err, ENOMEM, "report on `%s`", run_dir);
+        json_decref(problems);
+        goto out;
+    }
+
+    json_object_set_new(c.summary, "version", json_integer(1));
+    json_object_set_new(c.summary, "service", json_string(rd.service));
+    json_object_set_new(c.summary, "mode", json_string(rd.mode));
+    json_object_set_new(c.summary, "run", json_string(rd.name));
+    json_object_set_new(c.summary, "headline", json_string(c.headline));
+    json_object_set_new(c.summary, "problems", problems);
+    if (jstr(rd.run, "started_at"))
+        json_object_set_new(c.summary, "started_at", json_string(jstr(rd.run, "started_at")));
+    if (jstr(rd.run, "collected_at"))
+        json_object_set_new(c.summary, "collected_at", json_string(jstr(rd.run, "collected_at")));
+
+    snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_HTML);
+    if (ph_report_write_file(rd.dir, path, page, page_len, err) < 0)
+        goto out;
+    snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_SUMMARY);
+    if (ph_report_write_json(rd.dir, path, c.summary, err) < 0)
+        goto out;
+    if (out != NULL) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->service, sizeof out->service, "%s", rd.service);
+        snprintf(out->mode, sizeof out->mode, "%s", rd.mode);
+        snprintf(out->run, sizeof out->run, "%s", rd.name);
+        snprintf(out->text, sizeof out->text, "%s", c.headline);
+        snprintf(out->report, sizeof out->report, "%s/%s", rd.dir, PH_REPORT_HTML);
+        out->problems = (int)rd.n_problems;
+    }
+    rc = 0;
+out:
+    free(body);
+    free(page);
+    json_decref(c.summary);
+    ph_rundata_free(&rd);
+    return rc;
+}
+
+void
+ph_report_print_headline(FILE *out, const ph_report_headline *h)
+{
+    fprintf(out, "%s: %s\n  report: %s%s\n", h->service, h->text, h->report,
+            h->problems > 0 ? " (it says what is missing)" : "");
+}

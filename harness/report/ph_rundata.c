@@ -1,0 +1,515 @@
+/* ph_rundata.c - a run dir read for a report or a comparison: run.json,
+ * ph-exit.json, the artifacts sorted into kinds, each kind parsed.
+ *
+ * Nothing here fails on a bad artifact: what is missing, empty or broken
+ * becomes a problem text the report shows, with what the person can do
+ * about it where we know.
+ */
+#include "ph_report_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ph_lines.h"
+
+/* Names a run dir has that are not artifacts. */
+static const char *const not_artifacts[] = { "run.json",          "ph-exit.json",       PH_REPORT_HTML,
+                                             PH_REPORT_SUMMARY,   PH_COMPARE_HTML,      "harness.folded",
+                                             "harness.trace.json" };
+
+/* Without a profile, the usual names (the shipped profiles use the same). */
+static const struct {
+    const char *glob, *kind;
+} default_kinds[] = {
+    { "massif.out*", "massif" },        { "callgrind.out*", "callgrind" }, { "strace.log*", "strace" },
+    { "stacks-*.folded", "folded" },    { "*.folded", "folded" },          { "flamegraph-*.svg", "flamegraph" },
+    { "profile-*.pb.gz", "pprof" },
+};
+
+/* The kinds we read, interned so that kind pointers compare. */
+static const char *const known_kinds[] = { "massif", "callgrind", "strace", "folded", "flamegraph", "pprof" };
+
+static const char *
+known_kind(const char *k)
+{
+    for (size_t i = 0; k != NULL && i < sizeof known_kinds / sizeof known_kinds[0]; i++)
+        if (strcmp(k, known_kinds[i]) == 0)
+            return known_kinds[i];
+    return "";
+}
+
+void
+ph_rundata_problem(ph_rundata *rd, const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    if (rd->n_problems == PH_RD_MAX_PROBLEMS)
+        return;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) >= 0)
+        rd->problems[rd->n_problems++] = s;
+    va_end(ap);
+}
+
+static int
+cmp_art(const void *a, const void *b)
+{
+    return strverscmp(((const ph_artifact *)a)->name, ((const ph_artifact *)b)->name);
+}
+
+size_t
+ph_rundata_files(const ph_rundata *rd, const char *kind, const ph_artifact **out, size_t max)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < rd->n_arts && n < max; i++)
+        if (strcmp(rd->arts[i].kind, kind) == 0)
+            out[n++] = &rd->arts[i];
+    return n;
+}
+
+static json_t *
+load_json(ph_rundata *rd, const char *name)
+{
+    char path[PATH_MAX + 64];
+    json_error_t je;
+    json_t *j;
+    struct stat st;
+
+    snprintf(path, sizeof path, "%s/%s", rd->dir, name);
+    if (stat(path, &st) < 0)
+        return NULL;
+    j = json_load_file(path, 0, &je);
+    if (j == NULL || !json_is_object(j)) {
+        ph_rundata_problem(rd, "%s cannot be read: %s (line %d)", name, j ? "not a JSON object" : je.text,
+                           j ? 0 : je.line);
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* ---- the sampler's own figures ---------------------------------------- */
+
+static double
+number_before(const char *s, const char *word)
+{
+    const char *w = strstr(s, word);
+
+    if (w == NULL)
+        return -1;
+    while (w > s && w[-1] == ' ')
+        w--;
+    while (w > s && (w[-1] == '.' || (w[-1] >= '0' && w[-1] <= '9')))
+        w--;
+    return strtod(w, NULL);
+}
+
+void
+ph_sampler_stats_parse(const char *sub, ph_sampler_stats *s)
+{
+    const char *p;
+    double v;
+
+    memset(s, 0, sizeof *s);
+    snprintf(s->text, sizeof s->text, "%s", sub);
+    s->delta = strstr(sub, "(delta)") != NULL;
+    if ((p = strstr(sub, "requested ")) != NULL)
+        s->requested_hz = strtod(p + 10, NULL);
+    if ((p = strstr(sub, "timer ")) != NULL) {
+        const char *o, *c;
+        s->timer_hz = strtod(p + 6, NULL);
+        if ((o = strchr(p, '(')) != NULL && (c = strstr(o, "), delivered")) != NULL)
+            snprintf(s->source, sizeof s->source, "%.*s", (int)(c - o - 1), o + 1);
+    }
+    if ((p = strstr(sub, "delivered ")) != NULL)
+        s->delivered_hz = strtod(p + 10, NULL);
+    if ((v = number_before(sub, " samples over")) >= 0)
+        s->samples = (unsigned long long)v;
+    if ((p = strstr(sub, "samples over ")) != NULL)
+        s->cpu_seconds = strtod(p + 13, NULL);
+    if ((v = number_before(sub, " dropped")) >= 0)
+        s->dropped = (unsigned long long)v;
+    if ((v = number_before(sub, " truncated")) >= 0)
+        s->truncated = (unsigned long long)v;
+    if ((v = number_before(sub, " threads without perf")) >= 0)
+        s->no_perf = (unsigned long long)v;
+    if ((v = number_before(sub, " in the sampler")) >= 0)
+        s->own = (unsigned long long)v;
+    s->have = s->requested_hz > 0 || s->samples > 0;
+}
+
+/* The text of <text id="subtitle">...</text> in SVG, unescaped; the
+ * lines of a wrapped subtitle (<tspan>s) joined with a blank. */
+static void
+svg_subtitle(const char *svg, size_t len, char *out, size_t cap)
+{
+    static const struct {
+        const char *ent;
+        char c;
+    } ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' } };
+    const char *p = memmem(svg, len, "id=\"subtitle\"", 13), *e = svg + len;
+    size_t o = 0;
+
+    out[0] = '\0';
+    if (p == NULL || (p = memchr(p, '>', (size_t)(e - p))) == NULL)
+        return;
+    for (p++; p < e && o + 1 < cap;) {
+        if (*p == '<') {
+            const char *gt = memchr(p, '>', (size_t)(e - p));
+            if (gt == NULL || (e - p >= 7 && memcmp(p, "</text>", 7) == 0))
+                break;
+            if (e - p >= 6 && memcmp(p, "<tspan", 6) == 0 && o > 0 && out[o - 1] != ' ')
+                out[o++] = ' ';
+            p = gt + 1;
+            continue;
+        }
+        if (*p == '&') {
+            size_t i;
+            for (i = 0; i < sizeof ents / sizeof ents[0]; i++) {
+                size_t n = strlen(ents[i].ent);
+                if ((size_t)(e - p) >= n && memcmp(p, ents[i].ent, n) == 0) {
+                    out[o++] = ents[i].c;
+                    p += n;
+                    break;
+                }
+            }
+            if (i < sizeof ents / sizeof ents[0])
+                continue;
+        }
+        out[o++] = *p++;
+    }
+    out[o] = '\0';
+}
+
+/* ---- reading each kind ------------------------------------------------- */
+
+/* What a parser found wrong with WHAT, as the report's problems. */
+static void
+parse_problems(ph_rundata *rd, const char *what, const char *format, const char *problem, size_t bad, size_t first)
+{
+    if (problem[0])
+        ph_rundata_problem(rd, "%s: %s", what, problem);
+    if (bad > 0)
+        ph_rundata_problem(rd, "%s: %zu line%s not in %s's format (first at line %zu), skipped", what, bad,
+                           bad == 1 ? "" : "s", format, first);
+}
+
+/* The paths of the artifacts of KIND (up to MAX) into PATHS; the name to
+ * call them by into *WHAT.  Returns how many. */
+static size_t
+paths_of(ph_rundata *rd, const char *kind, const char *glob, const char **paths, size_t max, const char **what)
+{
+    const ph_artifact *a[4096];
+    size_t n = ph_rundata_files(rd, kind, a, max < 4096 ? max : 4096);
+
+    for (size_t i = 0; i < n; i++)
+        paths[i] = a[i]->path;
+    *what = n == 1 ? a[0]->name : glob;
+    return n;
+}
+
+static void
+read_massif(ph_rundata *rd)
+{
+    const char *paths[8], *what;
+    size_t n = paths_of(rd, "massif", "massif.out*", paths, 8, &what);
+    ph_error_t err = NULL;
+    const ph_massif_info *info;
+    const char *slash;
+
+    if (n == 0)
+        return;
+    rd->has_massif = 1;
+    slash = strrchr(paths[n - 1], '/');
+    what = slash ? slash + 1 : paths[n - 1];
+    if (n > 1)
+        ph_rundata_problem(rd, "%zu massif files; the report shows %s", n, what);
+    rd->massif = ph_massif_parse_file(paths[n - 1], &err);
+    if (rd->massif == NULL) {
+        ph_rundata_problem(rd, "%s: %s", what, err->msg);
+        ph_error_free(&err);
+        return;
+    }
+    info = ph_massif_get_info(rd->massif);
+    parse_problems(rd, what, "massif", info->problem, info->bad_lines, info->bad_line_numbers[0]);
+}
+
+static void
+read_callgrind(ph_rundata *rd)
+{
+    const char *paths[256], *what;
+    size_t n = paths_of(rd, "callgrind", "callgrind.out*", paths, 256, &what);
+    ph_error_t err = NULL;
+    const ph_cg_info *info;
+
+    if (n == 0)
+        return;
+    rd->has_cg = 1;
+    rd->cg = ph_callgrind_parse_files(paths, n, &err);
+    if (rd->cg == NULL) {
+        ph_rundata_problem(rd, "callgrind: %s", err->msg);
+        ph_error_free(&err);
+        return;
+    }
+    info = ph_callgrind_get_info(rd->cg);
+    parse_problems(rd, what, "callgrind", info->problem, info->bad_lines, info->bad_line_numbers[0]);
+}
+
+static void
+read_strace(ph_rundata *rd)
+{
+    const char **paths = malloc(4096 * sizeof *paths), *what;
+    size_t n = paths ? paths_of(rd, "strace", "strace.log*", paths, 4096, &what) : 0;
+    ph_error_t err = NULL;
+    const ph_strace_info *info;
+
+    if (n == 0) {
+        free(paths);
+        return;
+    }
+    rd->has_st = 1;
+    rd->st = ph_strace_parse_files(paths, n, &err);
+    free(paths);
+    if (rd->st == NULL) {
+        ph_rundata_problem(rd, "strace: %s", err->msg);
+        ph_error_free(&err);
+        return;
+    }
+    info = ph_strace_get_info(rd->st);
+    parse_problems(rd, what, "strace", info->problem, info->bad_lines, info->bad_line_numbers[0]);
+}
+
+static int
+folded_chunk(void *ctx, const char *buf, size_t len, ph_error_t *err)
+{
+    return ph_folded_feed(ctx, buf, len, err);
+}
+
+static void
+read_flame(ph_rundata *rd)
+{
+    const ph_artifact *folded[4096], *svgs[4096];
+    size_t nf = ph_rundata_files(rd, "folded", folded, 4096), ns = ph_rundata_files(rd, "flamegraph", svgs, 4096);
+    ph_flamedata *fd = &rd->flame;
+    ph_error_t err = NULL;
+    size_t first;
+
+    if (nf == 0 && ns == 0)
+        return;
+    rd->has_flame = 1;
+    if (ns > 0) {
+        /* the last snapshot's graph: its subtitle has the sampler's figures */
+        FILE *f = fopen(svgs[ns - 1]->path, "re");
+        char head[65536], sub[600];
+        size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+
+        if (f)
+            fclose(f);
+        svg_subtitle(head, n, sub, sizeof sub);
+        if (sub[0])
+            ph_sampler_stats_parse(sub, &fd->sampler);
+        fd->svg = svgs[ns - 1];
+    }
+    if (nf == 0) {
+        ph_rundata_problem(rd, "no folded stacks (stacks-*.folded): tables by function cannot be made");
+        return;
+    }
+    fd->folded = ph_folded_new(0, &err);
+    if (fd->folded == NULL) {
+        ph_rundata_problem(rd, "folded stacks: %s", err->msg);
+        ph_error_free(&err);
+        return;
+    }
+    /* cumulative snapshots: the last one has everything; delta ones add up */
+    first = fd->sampler.delta ? 0 : nf - 1;
+    for (size_t i = first; i < nf; i++) {
+        if (ph_read_file_chunks(folded[i]->path, folded_chunk, fd->folded, NULL, &err) < 0 ||
+            ph_folded_finish(fd->folded, &err) < 0) {
+            ph_rundata_problem(rd, "%s", err->msg);
+            ph_error_free(&err);
+            continue;
+        }
+        fd->n_files++;
+    }
+    {
+        const ph_folded_stats *st = ph_folded_get_stats(fd->folded);
+        if (st->stacks == 0)
+            ph_rundata_problem(rd, "%s: no samples (the service used no CPU while it was sampled, or the file is empty)",
+                               folded[nf - 1]->name);
+        if (st->bad_lines > 0)
+            ph_rundata_problem(rd, "%s: %zu line%s not in the folded format (first at line %zu), skipped",
+                               folded[nf - 1]->name, st->bad_lines, st->bad_lines == 1 ? "" : "s",
+                               st->bad_line_numbers[0]);
+    }
+}
+
+/* The kinds the mode's profile promises that the run does not have. */
+static void
+check_expected(ph_rundata *rd, const ph_profile_set *profiles)
+{
+    ph_profile *p = profiles ? ph_profiles_find((ph_profile_set *)profiles, rd->mode) : NULL;
+    const char *ended = rd->exit ? json_string_value(json_object_get(rd->exit, "signal")) : NULL;
+    char why[256];
+
+    if (rd->exit == NULL)
+        snprintf(why, sizeof why, "there is no ph-exit.json either: the profiled process did not stop through the "
+                                  "init shim (a snapshot, or the container was killed)");
+    else if (ended != NULL && strcmp(ended, "SIGKILL") == 0)
+        snprintf(why, sizeof why, "the service was killed (SIGKILL), which leaves the profiler no time to write");
+    else
+        snprintf(why, sizeof why, "the profiler wrote nothing there");
+    for (size_t i = 0; p != NULL && i < p->n_artifacts; i++) {
+        const ph_artifact_spec *s = &p->artifacts[i];
+        const char *k = known_kind(s->kind);
+        int found = 0;
+
+        if (k[0] == '\0' || strcmp(k, "pprof") == 0)
+            continue;
+        for (size_t j = 0; j < rd->n_arts && !found; j++)
+            found = fnmatch(s->glob, rd->arts[j].name, 0) == 0;
+        if (!found)
+            ph_rundata_problem(rd, "no %s in the run: %s", s->glob, why);
+        else
+            for (size_t j = 0; j < rd->n_arts; j++)
+                if (fnmatch(s->glob, rd->arts[j].name, 0) == 0 && rd->arts[j].size == 0)
+                    ph_rundata_problem(rd, "%s is empty: %s", rd->arts[j].name, why);
+    }
+}
+
+static void
+guess_names(ph_rundata *rd)
+{
+    const char *s = rd->run ? json_string_value(json_object_get(rd->run, "service")) : NULL;
+    const char *m = rd->run ? json_string_value(json_object_get(rd->run, "mode")) : NULL;
+    char parent[PATH_MAX], *slash;
+
+    if (s == NULL) {
+        snprintf(parent, sizeof parent, "%s", rd->dir);
+        slash = strrchr(parent, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            slash = strrchr(parent, '/');
+            s = slash ? slash + 1 : parent;
+        }
+    }
+    snprintf(rd->service, sizeof rd->service, "%s", s ? s : "");
+    if (m != NULL) {
+        snprintf(rd->mode, sizeof rd->mode, "%s", m);
+    } else {
+        /* <UTC>-<mode>[-snapshot-<UTC>][.N] */
+        const char *d = strchr(rd->name, '-');
+        size_t n;
+        if (d != NULL) {
+            d++;
+            n = strcspn(d, "-.");
+            snprintf(rd->mode, sizeof rd->mode, "%.*s", (int)n, d);
+        }
+    }
+}
+
+int
+ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata *rd, ph_error_t *err)
+{
+    DIR *d;
+    struct dirent *de;
+    const char *slash;
+    size_t cap = 0;
+
+    memset(rd, 0, sizeof *rd);
+    snprintf(rd->dir, sizeof rd->dir, "%s", run_dir);
+    while (strlen(rd->dir) > 1 && rd->dir[strlen(rd->dir) - 1] == '/')
+        rd->dir[strlen(rd->dir) - 1] = '\0';
+    slash = strrchr(rd->dir, '/');
+    snprintf(rd->name, sizeof rd->name, "%s", slash ? slash + 1 : rd->dir);
+    d = opendir(rd->dir);
+    if (d == NULL)
+        return ph_error_make(err, errno, errno == ENOENT || errno == ENOTDIR ? PH_EXIT_USAGE : PH_EXIT_FAILURE,
+                             "open the run dir `%s`", run_dir);
+    while ((de = readdir(d)) != NULL) {
+        char path[PATH_MAX + 256];
+        struct stat st;
+        int skip = de->d_name[0] == '.';
+        size_t nl = strlen(de->d_name);
+
+        for (size_t i = 0; i < sizeof not_artifacts / sizeof not_artifacts[0] && !skip; i++)
+            skip = strcmp(de->d_name, not_artifacts[i]) == 0;
+        if (skip || (nl > 4 && strcmp(de->d_name + nl - 4, ".tmp") == 0))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", rd->dir, de->d_name);
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (rd->n_arts == PH_RD_MAX_ARTIFACTS)
+            break;
+        if (rd->n_arts == cap) {
+            ph_artifact *na = realloc(rd->arts, (cap ? cap * 2 : 16) * sizeof *na);
+            if (na == NULL)
+                goto enomem;
+            rd->arts = na;
+            cap = cap ? cap * 2 : 16;
+        }
+        rd->arts[rd->n_arts] = (ph_artifact){ strdup(de->d_name), strdup(path), "", (unsigned long long)st.st_size };
+        if (rd->arts[rd->n_arts].name == NULL || rd->arts[rd->n_arts].path == NULL) {
+            rd->n_arts++;
+            goto enomem;
+        }
+        rd->n_arts++;
+    }
+    closedir(d);
+    d = NULL;
+    qsort(rd->arts, rd->n_arts, sizeof *rd->arts, cmp_art);
+
+    rd->run = load_json(rd, "run.json");
+    rd->exit = load_json(rd, "ph-exit.json");
+    guess_names(rd);
+
+    /* kinds: the profile's globs first, then the usual names */
+    {
+        ph_profile *p = profiles ? ph_profiles_find((ph_profile_set *)profiles, rd->mode) : NULL;
+        for (size_t i = 0; i < rd->n_arts; i++) {
+            ph_artifact *a = &rd->arts[i];
+            for (size_t k = 0; p != NULL && k < p->n_artifacts && a->kind[0] == '\0'; k++)
+                if (fnmatch(p->artifacts[k].glob, a->name, 0) == 0)
+                    a->kind = known_kind(p->artifacts[k].kind);
+            for (size_t k = 0; k < sizeof default_kinds / sizeof default_kinds[0] && a->kind[0] == '\0'; k++)
+                if (fnmatch(default_kinds[k].glob, a->name, 0) == 0)
+                    a->kind = known_kind(default_kinds[k].kind);
+        }
+    }
+    check_expected(rd, profiles);
+    read_massif(rd);
+    read_callgrind(rd);
+    read_strace(rd);
+    read_flame(rd);
+    return 0;
+enomem:
+    if (d)
+        closedir(d);
+    ph_rundata_free(rd);
+    return ph_fail(err, ENOMEM, "read the run dir `%s`", run_dir);
+}
+
+void
+ph_rundata_free(ph_rundata *rd)
+{
+    for (size_t i = 0; i < rd->n_arts; i++) {
+        free(rd->arts[i].name);
+        free(rd->arts[i].path);
+    }
+    free(rd->arts);
+    json_decref(rd->run);
+    json_decref(rd->exit);
+    ph_massif_free(rd->massif);
+    ph_callgrind_free(rd->cg);
+    ph_strace_free(rd->st);
+    ph_folded_free(rd->flame.folded);
+    for (size_t i = 0; i < rd->n_problems; i++)
+        free(rd->problems[i]);
+    memset(rd, 0, sizeof *rd);
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# Reports end to end: the demo profiled in each mode on the real Engine
+# with the real profilers, `profharness report` on the run dirs, and the
+# figures checked against the upstream tools (ms_print,
+# callgrind_annotate, awk over the logs); compare and --fail-if on two
+# callgrind runs; the index lists every run.
+
+load test_helper
+
+setup_file() {
+    common_setup_file
+    ph setup >&3 2>&1
+}
+teardown_file() { common_teardown_file; }
+
+latest() { readlink -f "$OUT/$1/latest"; }
+
+# profile SERVICE MODE REQUESTS: start, drive load, stop; prints the run dir.
+profile() {
+    ph start --mode "$2" "$1" >&3 2>&1
+    load "$3" >&3 2>&1
+    ph stop "$1" >&3 2>&1
+    latest "$1"
+}
+
+@test "report: massif, the peak and its top site equal ms_print's" {
+    rd=$(profile front massif 30)
+    run ph report "$rd"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "front: peak heap "* ]]
+    [[ "$output" == *"report: $rd/report.html"* ]]
+    sum="$rd/summary.json"
+    jq -e '.problems | length == 0' "$sum"
+    peak=$(jq -r .massif.peak_snapshot "$sum")
+    ms_print "$rd/massif.out" > "$BATS_TEST_TMPDIR/ms.txt"
+    grep -q "$peak (peak)" "$BATS_TEST_TMPDIR/ms.txt"
+    theirs=$(awk -v n="$peak" '$1 == n && NF == 6 { gsub(",", "", $4); print $4; exit }' "$BATS_TEST_TMPDIR/ms.txt")
+    [ "$(jq -r .massif.peak_heap "$sum")" = "$theirs" ]
+    pct=$(jq -r '.massif.top_sites[0].percent' "$sum" | awk '{ printf "%05.2f", $1 }')
+    grep -q -- "->$pct% " "$BATS_TEST_TMPDIR/ms.txt"
+    jq -e '.massif.top_sites[0].site | startswith("front_")' "$sum"
+    grep -q 'id="massif"' "$rd/report.html"
+}
+
+@test "report: callgrind, totals and the top function equal callgrind_annotate's" {
+    rd=$(profile front callgrind 20)
+    run ph report "$rd"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "front: "*" instructions, top "* ]]
+    sum="$rd/summary.json"
+    (cd / && callgrind_annotate --auto=no "$rd/callgrind.out") > "$BATS_TEST_TMPDIR/ann.txt"
+    theirs=$(awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }' "$BATS_TEST_TMPDIR/ann.txt")
+    [ "$(jq -r .callgrind.totals.Ir "$sum")" = "$theirs" ]
+    first=$(awk '/file:function/ { getline; getline; print; exit }' "$BATS_TEST_TMPDIR/ann.txt")
+    name=$(jq -r '.callgrind.top_self[0].name' "$sum")
+    ir=$(jq -r '.callgrind.top_self[0].cost.Ir' "$sum" | sed -E ':a;s/^([0-9]+)([0-9]{3})/\1,\2/;ta')
+    [[ "$first" == *"$ir "*" $name "* ]]
+    # every event the profile collects has its tab
+    [ "$(grep -o 'id="cg-pn-' "$rd/report.html" | wc -l)" -eq "$(jq '.callgrind.events | length' "$sum")" ]
+}
+
+@test "report: strace, counts per syscall equal awk's over the log" {
+    rd=$(profile front strace 40)
+    run ph report front
+    [ "$status" -eq 0 ]
+    sum="$rd/summary.json"
+    awk '{ b = $0; sub(/^[0-9]+ +[0-9:.]+ /, "", b); if (b ~ /^(---|\+\+\+|<\.\.\.)/) next; sub(/\(.*/, "", b); n[b]++ }
+         END { for (s in n) print s, n[s] }' "$rd/strace.log" | sort > "$BATS_TEST_TMPDIR/awk.txt"
+    jq -r '.strace.syscalls[] | "\(.name) \(.calls)"' "$sum" | sort > "$BATS_TEST_TMPDIR/ours.txt"
+    diff "$BATS_TEST_TMPDIR/awk.txt" "$BATS_TEST_TMPDIR/ours.txt"
+    errs=$(grep -cE ' = (-1|\?) E[A-Z0-9_]+' "$rd/strace.log" || true)
+    [ "$(jq -r .strace.errors "$sum")" = "$errs" ]
+    # the demo's front accepts and reads requests
+    jq -e '[.strace.syscalls[].name] | index("accept4") != null or index("accept") != null' "$sum"
+}
+
+@test "report: flamegraph, samples and the top function from the folded stacks" {
+    rd=$(profile front flamegraph 200)
+    run ph report "$rd"
+    [ "$status" -eq 0 ]
+    sum="$rd/summary.json"
+    folded=$(readlink -f "$OUT/front/stacks.folded")
+    total=$(awk '{ s += $NF } END { print s }' "$folded")
+    [ "$(jq -r '.flamegraph.samples | floor' "$sum")" = "$total" ]
+    # the stack is everything before the last blank (names may have blanks)
+    top=$(awk '{ c = $NF; s = $0; sub(/ [^ ]*$/, "", s); n = split(s, f, ";"); if (n > 1) self[f[n]] += c }
+               END { for (k in self) print self[k] "\t" k }' "$folded" | LC_ALL=C sort -t "$(printf '\t')" -k1,1nr -k2 |
+        head -1 | cut -f2-)
+    [ "$(jq -r '.flamegraph.top_self[0].name' "$sum")" = "$top" ]
+    jq -e '.flamegraph.sampler.requested_hz == 150' "$sum"
+    grep -q 'data:image/svg+xml;base64,' "$rd/report.html"
+}
+
+@test "compare: two callgrind runs, --fail-if gates on instructions" {
+    a=$(ls -d "$OUT"/front/*-callgrind 2>/dev/null | tail -1)
+    [ -n "$a" ] || a=$(profile front callgrind 20)
+    b=$(profile front callgrind 60)
+    ph compare --format json "$a" "$b" > "$BATS_TEST_TMPDIR/compare.json"
+    jq -e '.totals.rows[0].name == "Ir" and .totals.rows[0].b > .totals.rows[0].a' "$BATS_TEST_TMPDIR/compare.json"
+    [ -s "$OUT/front/compare.html" ]
+    run ph compare --fail-if 'ir>+5%' "$a" "$b"
+    [ "$status" -eq 3 ]
+    [[ "$output" == *"--fail-if ir>+5%: ir went from "* ]]
+    run ph compare --fail-if 'ir>+100000%' front
+    [ "$status" -eq 0 ]
+    run ph compare --fail-if 'peak_heap>+1%' front
+    [ "$status" -eq 2 ]
+}
+
+@test "index: every run, newest first, each with its report" {
+    run ph report
+    [ "$status" -eq 0 ]
+    idx="$OUT/index.html"
+    [ -s "$idx" ]
+    for d in "$OUT"/front/2*; do
+        grep -q "front/$(basename "$d")/report.html" "$idx"
+    done
+    first=$(grep -o 'front/2[^/]*/report.html' "$idx" | head -1)
+    [ "$first" = "front/$(basename "$(latest front)")/report.html" ]
+}
+
+@test "stop writes the run's report and the index, and prints the headline" {
+    run ph start --mode strace front
+    [ "$status" -eq 0 ]
+    load 20
+    rm -f "$OUT/index.html"
+    run ph stop front
+    [ "$status" -eq 0 ]
+    rd=$(latest front)
+    [ -s "$rd/report.html" ]
+    jq -e '.mode == "strace"' "$rd/summary.json"
+    # one headline for the service, then the report's path
+    [[ "$output" == *"front: "*"report: $rd/report.html"* ]]
+    grep -q "front/$(basename "$rd")/report.html" "$OUT/index.html"
+}

@@ -1,0 +1,755 @@
+/* test_report.c - report.html, summary.json, index.html and compare on
+ * run dirs made of real artifacts (helpers/report_work.c under valgrind
+ * massif and callgrind and strace, as the profiles run them), their
+ * figures checked against ms_print, callgrind_annotate and awk; then
+ * broken artifacts of every kind (the report says what is missing, never
+ * fails), how a run stopped, stage timings of any shape, escaping, the
+ * index's order, --fail-if, and number formatting. */
+#include "report_test_util.h"
+
+#include <jansson.h>
+
+#include "ph_flame.h"
+#include "ph_fmt.h"
+#include "ph_report.h"
+#include "ph_report_int.h" /* ph_flame_tally, ph_html_flame_frame */
+
+static char out_dir[600];
+
+/* out/front/<run>/ with run.json (and ph-exit.json unless SNAPSHOT). */
+static const char *
+make_run(const char *service, const char *run, const char *mode, int snapshot)
+{
+    static char dir[700];
+    char path[800];
+    FILE *f;
+
+    snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
+    free(rt_must("mkdir -p %s", dir));
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"service\": \"%s\", \"mode\": \"%s\", \"run\": \"%s\", \"started_at\": \"2026-11-22T10:15:00Z\", "
+               "\"collected_at\": \"2026-11-22T10:16:00Z\", \"stages\": [{\"name\": \"signal until the profiler exited\", "
+               "\"seconds\": 0.5}, {\"name\": \"stream and extract artifacts\", \"seconds\": 0.25, \"bytes\": 1234, "
+               "\"children\": [{\"name\": \"extract\", \"seconds\": 0.2}]}]}\n",
+            service, mode, run);
+    fclose(f);
+    if (!snapshot) {
+        snprintf(path, sizeof path, "%s/ph-exit.json", dir);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"version\":1,\"command\":[\"valgrind\",\"--tool=%s\",\"demo-front\"],\"wrapper_pid\":7,"
+                   "\"target_pid\":7,\"exit_code\":0,\"signal\":null,\"stop_requested\":true,\"stop_signal\":\"SIGTERM\","
+                   "\"escalations\":[],\"wrapper_killed\":false,\"wrapper_signals\":[],\"leftovers_signalled\":0,"
+                   "\"started_at\":\"2026-11-22T10:15:00.000Z\",\"stop_requested_at\":null,"
+                   "\"ended_at\":\"2026-11-22T10:16:00.000Z\",\"run_seconds\":60.000,\"stop_seconds\":0.420}\n",
+                mode);
+        fclose(f);
+    }
+    return dir;
+}
+
+static int
+group_setup(void **state)
+{
+    const char *d;
+
+    (void)state;
+    tu_mkdtemp();
+    snprintf(out_dir, sizeof out_dir, "%s/out", test_dir);
+    d = make_run("front", "20261122T101500Z-massif", "massif", 0);
+    free(rt_must("valgrind -q --tool=massif --massif-out-file=%s/massif.out --time-unit=B --detailed-freq=10 "
+                 "--max-snapshots=100 --threshold=0.5 " WORK " alloc 2>&1",
+                 d));
+    d = make_run("front", "20261122T111500Z-callgrind", "callgrind", 0);
+    free(rt_must("valgrind -q --tool=callgrind --callgrind-out-file=%s/callgrind.out --cache-sim=yes --branch-sim=yes "
+                 "--dump-instr=yes --compress-strings=no " WORK " cpu 2>&1",
+                 d));
+    /* the same program doing twice the work: a comparison's "after" */
+    d = make_run("front", "20261122T121500Z-callgrind", "callgrind", 0);
+    free(rt_must("valgrind -q --tool=callgrind --callgrind-out-file=%s/callgrind.out --cache-sim=yes --branch-sim=yes "
+                 "--dump-instr=yes --compress-strings=no " WORK " threads 2>&1",
+                 d));
+    d = make_run("worker", "20261122T131500Z-strace", "strace", 0);
+    free(rt_run(NULL, "strace -f -tt -T -e trace=all -s 256 -o %s/strace.log " WORK " sys 2>&1", d));
+    return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+    (void)state;
+    tu_rmdir();
+    return 0;
+}
+
+static ph_profile_set profiles;
+
+static const ph_profile_set *
+load_profiles(void)
+{
+    ph_error_t err = NULL;
+
+    if (profiles.n == 0 && ph_profiles_load_dir("profiles", &profiles, &err) < 0)
+        fail_msg("%s", err->msg);
+    return &profiles;
+}
+
+/* Write the report of RUN (under out/SERVICE/) and return its summary. */
+static json_t *
+report(const char *service, const char *run, ph_report_headline *h)
+{
+    char dir[800], path[900];
+    ph_error_t err = NULL;
+    json_error_t je;
+    json_t *j;
+
+    snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
+    if (ph_report_write_run(dir, load_profiles(), h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    j = json_load_file(path, 0, &je);
+    if (j == NULL)
+        fail_msg("summary.json: %s", je.text);
+    snprintf(path, sizeof path, "%s/report.html.tmp", dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    return j;
+}
+
+static char *
+report_html(const char *service, const char *run)
+{
+    char path[900];
+
+    snprintf(path, sizeof path, "%s/%s/%s/report.html", out_dir, service, run);
+    return rt_slurp(path, NULL);
+}
+
+static int
+count(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static void
+test_massif_report(void **state)
+{
+    ph_report_headline h;
+    json_t *j = report("front", "20261122T101500Z-massif", &h), *m = json_object_get(j, "massif");
+    char *out, *html, want[128], b[PH_FMT_LEN];
+    unsigned long long heap = 0;
+    const char *p;
+    char line[4096];
+
+    (void)state;
+    assert_non_null(m);
+    /* the peak row of ms_print's table: "  N  time  total  useful  extra  stacks" */
+    out = rt_must("cd / && ms_print %s/front/20261122T101500Z-massif/massif.out", out_dir);
+    snprintf(want, sizeof want, "%lld (peak)", (long long)json_integer_value(json_object_get(m, "peak_snapshot")));
+    assert_non_null(strstr(out, want));
+    for (p = out; rt_next_line(&p, line, sizeof line);) {
+        char c[6][64];
+        if (sscanf(line, " %63[0-9] %63[0-9,] %63[0-9,] %63[0-9,] %63[0-9,] %63[0-9,]", c[0], c[1], c[2], c[3], c[4],
+                   c[5]) == 6 &&
+            strtoll(c[0], NULL, 10) == json_integer_value(json_object_get(m, "peak_snapshot")))
+            heap = rt_uncommify(c[3], strlen(c[3]));
+    }
+    assert_true(heap > 0);
+    assert_int_equal(json_integer_value(json_object_get(m, "peak_heap")), heap);
+    /* the top site is ms_print's first child line, with its percentage */
+    {
+        json_t *top = json_array_get(json_object_get(m, "top_sites"), 0);
+        char pct[32];
+        assert_non_null(top);
+        snprintf(pct, sizeof pct, "->%05.2f%%", json_real_value(json_object_get(top, "percent")));
+        assert_non_null(strstr(out, pct));
+        assert_non_null(strstr(json_string_value(json_object_get(top, "site")), "report_"));
+    }
+    snprintf(want, sizeof want, "peak heap %s at ", ph_fmt_bytes(b, (double)heap));
+    assert_non_null(strstr(h.text, want));
+    assert_string_equal(h.service, "front");
+    assert_int_equal(h.problems, 0);
+    html = report_html("front", "20261122T101500Z-massif");
+    assert_non_null(strstr(html, "id=\"massif\""));
+    assert_non_null(strstr(html, "Where the peak"));
+    assert_non_null(strstr(html, "<svg class=\"chart\""));
+    assert_non_null(strstr(html, "report_cache_put"));
+    assert_null(strstr(html, "What is missing"));
+    free(html);
+    free(out);
+    json_decref(j);
+}
+
+static void
+test_callgrind_report(void **state)
+{
+    ph_report_headline h;
+    json_t *j = report("front", "20261122T111500Z-callgrind", &h), *cg = json_object_get(j, "callgrind");
+    char *out = rt_must("cd / && callgrind_annotate --auto=no --show=Ir %s/front/20261122T111500Z-callgrind/callgrind.out",
+                        out_dir);
+    const char *p = out;
+    char line[4096], *html;
+    unsigned long long total = 0;
+    int fns = 0;
+
+    (void)state;
+    assert_non_null(cg);
+    while (rt_next_line(&p, line, sizeof line)) {
+        char num[64];
+        if (strstr(line, "PROGRAM TOTALS") != NULL && sscanf(line, " %63[0-9,]", num) == 1)
+            total = rt_uncommify(num, strlen(num));
+        else if (strstr(line, "file:function") != NULL)
+            fns = 1;
+        else if (fns == 1 && strncmp(line, "----", 4) != 0 && line[0] != '\0') {
+            /* the first function row: ours is the same */
+            json_t *top = json_array_get(json_object_get(cg, "top_self"), 0);
+            assert_non_null(strstr(line, json_string_value(json_object_get(top, "name"))));
+            assert_non_null(strstr(line, ph_fmt_commify((char[PH_FMT_LEN]){ 0 },
+                                                        (uint64_t)json_integer_value(json_object_get(
+                                                            json_object_get(top, "cost"), "Ir")))));
+            fns = 2;
+        }
+    }
+    assert_int_equal(fns, 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(cg, "totals"), "Ir")), total);
+    assert_non_null(strstr(h.text, " instructions, top report_checksum "));
+    html = report_html("front", "20261122T111500Z-callgrind");
+    /* a tab per event, a flamegraph frame, callers and callees */
+    assert_int_equal(count(html, "<div class=\"panel\" id=\"cg-pn-"),
+                     (int)json_array_size(json_object_get(cg, "events")));
+    assert_true(json_array_size(json_object_get(cg, "events")) > 5);
+    assert_non_null(strstr(html, "<iframe class=\"flame\""));
+    assert_non_null(strstr(html, "Callers and callees"));
+    assert_non_null(strstr(html, "SIGTERM"));
+    free(html);
+    free(out);
+    json_decref(j);
+}
+
+static void
+test_strace_report(void **state)
+{
+    ph_report_headline h;
+    json_t *j = report("worker", "20261122T131500Z-strace", &h), *st = json_object_get(j, "strace");
+    char *n = rt_must("awk '{ b = $0; sub(/^[0-9]+ +[0-9:.]+ /, \"\", b); if (b !~ /^(---|\\+\\+\\+|<\\.\\.\\.)/) n++ } "
+                      "END { print n }' %s/worker/20261122T131500Z-strace/strace.log",
+                      out_dir);
+    char *e = rt_must("grep -cE ' = (-1|\\?) E[A-Z]+' %s/worker/20261122T131500Z-strace/strace.log", out_dir);
+    size_t i;
+    json_t *s;
+    long long sum = 0;
+
+    (void)state;
+    assert_int_equal(json_integer_value(json_object_get(st, "calls")), strtoll(n, NULL, 10));
+    assert_int_equal(json_integer_value(json_object_get(st, "errors")), strtoll(e, NULL, 10));
+    json_array_foreach(json_object_get(st, "syscalls"), i, s) sum += json_integer_value(json_object_get(s, "calls"));
+    assert_int_equal(sum, strtoll(n, NULL, 10));
+    assert_int_equal(json_array_size(json_object_get(st, "slowest")), 20);
+    assert_non_null(strstr(h.text, " syscalls in "));
+    assert_non_null(strstr(h.text, " errors"));
+    free(n);
+    free(e);
+    json_decref(j);
+}
+
+/* Folded stacks and a sampler SVG, as the flamegraph mode leaves them. */
+static void
+test_flame_report(void **state)
+{
+    const char *d = make_run("front", "20261122T141500Z-flamegraph", "flamegraph", 0);
+    char path[900], *html;
+    FILE *f;
+    ph_report_headline h;
+    json_t *j, *fl;
+    ph_error_t err = NULL;
+    ph_flame_opts o;
+    const char *folded = "main-thread;main;work;hot 60\nmain-thread;main;work;cold 20\nworker-1;start;hot 15\n"
+                         "worker-1;start;<script>alert(1)</script> 3\nworker-1;start;a&b \"q\" 2\n";
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
+    f = fopen(path, "w");
+    fputs("main-thread;main;work;hot 1\n", f); /* an earlier cumulative snapshot: the last one has it all */
+    fclose(f);
+    snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-2.folded", d);
+    f = fopen(path, "w");
+    fputs(folded, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/flamegraph-20261122T141600Z-2.svg", d);
+    f = fopen(path, "w");
+    ph_flame_opts_init(&o);
+    o.subtitle = "final: 100 samples over 0.67 CPU-s; 3 dropped, 1 truncated, 0 threads without perf events, 7 in the "
+                 "sampler's own writer (left out); requested 150 Hz, timer 150 Hz (perf_event cpu-clock per thread), "
+                 "delivered 149 Hz per CPU-second";
+    assert_int_equal(ph_flame_render_folded(folded, strlen(folded), &o, f, NULL, &err), 0);
+    fclose(f);
+    j = report("front", "20261122T141500Z-flamegraph", &h);
+    fl = json_object_get(j, "flamegraph");
+    assert_true(json_real_value(json_object_get(fl, "samples")) == 100);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "name")),
+                        "hot");
+    assert_true(json_real_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "samples")) == 75);
+    /* the thread is not a function: main is on the stack of 80 */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_total"), 0), "name")),
+                        "main");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "threads"), 0), "thread")),
+                        "main-thread");
+    assert_true(json_real_value(json_object_get(json_object_get(fl, "sampler"), "requested_hz")) == 150);
+    assert_true(json_real_value(json_object_get(json_object_get(fl, "sampler"), "delivered_hz")) == 149);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(fl, "sampler"), "dropped")), 3);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(fl, "sampler"), "own")), 7);
+    assert_string_equal(h.text, "100 samples, top hot 75.0 % (self)");
+    html = report_html("front", "20261122T141500Z-flamegraph");
+    assert_null(strstr(html, "<script>alert"));
+    assert_non_null(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_non_null(strstr(html, "a&amp;b &quot;q&quot;"));
+    assert_non_null(strstr(html, "src=\"data:image/svg+xml;base64,"));
+    free(html);
+    /* the frame holds the sampler's SVG, byte for byte */
+    {
+        char *decoded = rt_must("sed -n 's/.*src=\"data:image\\/svg+xml;base64,\\([^\"]*\\)\".*/\\1/p' %s/report.html | "
+                                "head -1 | base64 -d | cmp - %s/flamegraph-20261122T141600Z-2.svg && echo same",
+                                d, d);
+        assert_string_equal(decoded, "same\n");
+        free(decoded);
+    }
+    json_decref(j);
+}
+
+/* A long subtitle wrapped into lines (<tspan>s, as the renderer writes
+ * one wider than the graph): the sampler's figures are read all the same. */
+static void
+test_flame_wrapped_subtitle(void **state)
+{
+    const char *d = make_run("front", "20261122T142500Z-flamegraph", "flamegraph", 0);
+    char path[900];
+    FILE *f;
+    ph_report_headline h;
+    json_t *j, *smp;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T142600Z-1.folded", d);
+    f = fopen(path, "w");
+    fputs("main-thread;main;hot 10\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/flamegraph-20261122T142600Z-1.svg", d);
+    f = fopen(path, "w");
+    fputs("<?xml version=\"1.0\" standalone=\"yes\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"300\" "
+          "xmlns=\"http://www.w3.org/2000/svg\">\n<text id=\"title\" x=\"600.0\" y=\"24\">front</text>\n"
+          "<text id=\"subtitle\" x=\"600.0\" y=\"42\"><tspan x=\"600.0\" y=\"42\">final: 10 samples over 0.07 "
+          "CPU-s; 4 dropped, 0 truncated, 0 threads without perf events, 2 in the sampler&apos;s own writer (left "
+          "out);</tspan><tspan x=\"600.0\" y=\"56\">requested 250 Hz, timer 250 Hz (setitimer(ITIMER_PROF)), "
+          "delivered 142 Hz per CPU-second</tspan></text>\n<g id=\"frames\">\n</g>\n</svg>\n",
+          f);
+    fclose(f);
+    j = report("front", "20261122T142500Z-flamegraph", &h);
+    smp = json_object_get(json_object_get(j, "flamegraph"), "sampler");
+    assert_non_null(smp);
+    assert_true(json_real_value(json_object_get(smp, "requested_hz")) == 250);
+    assert_true(json_real_value(json_object_get(smp, "delivered_hz")) == 142);
+    assert_int_equal(json_integer_value(json_object_get(smp, "dropped")), 4);
+    assert_int_equal(json_integer_value(json_object_get(smp, "own")), 2);
+    assert_non_null(strstr(json_string_value(json_object_get(smp, "text")), "(left out); requested 250 Hz"));
+    json_decref(j);
+}
+
+/* Broken artifacts: a report all the same, saying what and why. */
+static void
+test_bad_artifacts(void **state)
+{
+    static const struct {
+        const char *run, *mode, *file, *content, *problem;
+        int snapshot;
+    } cases[] = {
+        { "20261122T150000Z-massif", "massif", "massif.out", "", "massif.out is empty", 0 },
+        { "20261122T150100Z-massif", "massif", "massif.out", "desc: x\ncmd: y\ntime_unit: B\nsnapshot=0\ntime=0\n",
+          "the file ends inside snapshot 0", 0 },
+        { "20261122T150200Z-callgrind", "callgrind", "callgrind.out", "events: Ir\nfl=a.c\nfn=f\n1 5\n",
+          "no totals: line: the file is cut short", 0 },
+        { "20261122T150300Z-strace", "strace", "strace.log", "garbage\nmore garbage\n", "no syscall in the log", 0 },
+        { "20261122T150400Z-strace", "strace", NULL, NULL, "no strace.log* in the run", 0 },
+        { "20261122T150500Z-massif", "massif", NULL, NULL, "did not stop through the init shim", 1 },
+        { "20261122T150600Z-flamegraph", "flamegraph", "stacks-x-1.folded", "no stack here\n", "no samples", 0 },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *d = make_run("broken", cases[i].run, cases[i].mode, cases[i].snapshot);
+        ph_report_headline h;
+        json_t *j, *problems;
+        char *html, all[4096] = "";
+        size_t k;
+        json_t *p;
+
+        if (cases[i].file != NULL) {
+            char path[900];
+            FILE *f;
+            snprintf(path, sizeof path, "%s/%s", d, cases[i].file);
+            f = fopen(path, "w");
+            fputs(cases[i].content, f);
+            fclose(f);
+        }
+        j = report("broken", cases[i].run, &h);
+        problems = json_object_get(j, "problems");
+        json_array_foreach(problems, k, p) {
+            strncat(all, json_string_value(p), sizeof all - strlen(all) - 2);
+            strcat(all, "|");
+        }
+        if (strstr(all, cases[i].problem) == NULL)
+            fail_msg("case %zu: no problem \"%s\" in \"%s\"", i, cases[i].problem, all);
+        assert_true(h.problems > 0);
+        html = report_html("broken", cases[i].run);
+        assert_non_null(strstr(html, "What is missing or broken"));
+        free(html);
+        json_decref(j);
+    }
+}
+
+/* How it stopped, and stage timings whatever their shape. */
+static void
+test_run_section(void **state)
+{
+    const char *d = make_run("other", "20261122T160000Z-massif", "massif", 0);
+    char path[900], *html;
+    FILE *f;
+    ph_report_headline h;
+    json_t *j;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/ph-exit.json", d);
+    f = fopen(path, "w");
+    fputs("{\"version\":1,\"command\":[\"valgrind\",\"it's\"],\"exit_code\":137,\"signal\":\"SIGKILL\","
+          "\"stop_requested\":true,\"stop_signal\":\"SIGTERM\",\"escalations\":[\"SIGUSR2\",\"SIGKILL\"],"
+          "\"run_seconds\":12.5,\"stop_seconds\":90.4}",
+          f);
+    fclose(f);
+    j = report("other", "20261122T160000Z-massif", &h);
+    assert_string_equal(json_string_value(json_object_get(j, "stopped")),
+                        "SIGTERM, escalated: SIGUSR2, then SIGKILL: ended by SIGKILL");
+    html = report_html("other", "20261122T160000Z-massif");
+    assert_non_null(strstr(html, "stop requested (SIGTERM); ended by SIGKILL, 90.4 s after the request; escalated: "
+                                 "SIGUSR2, then SIGKILL"));
+    assert_non_null(strstr(html, "valgrind &#39;it&#39;\\&#39;&#39;s&#39;")); /* shell-quoted, then escaped */
+    assert_non_null(strstr(html, "stream and extract artifacts"));
+    assert_non_null(strstr(html, ">extract<"));          /* a child stage */
+    assert_non_null(strstr(html, "bytes=1234"));
+    /* SIGKILL leaves massif no time to write: the report says so */
+    assert_non_null(strstr(html, "killed (SIGKILL)"));
+    free(html);
+    json_decref(j);
+}
+
+/* run.json's timing tree (the harness's own stages, nested) and the
+ * harness.folded beside it: shown in the run section, never taken for a
+ * profiler's output. */
+static void
+test_timing_tree(void **state)
+{
+    const char *d = make_run("other", "20261122T161000Z-strace", "strace", 0);
+    char path[900], *html;
+    FILE *f;
+    ph_report_headline h;
+    json_t *j;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/run.json", d);
+    f = fopen(path, "w");
+    fputs("{\"service\": \"other\", \"mode\": \"strace\", \"timing\": {\"name\": \"stop\", \"category\": \"cli\", "
+          "\"start_ns\": 0, \"duration_ns\": 2500000000, \"self_ns\": 1000, \"bytes_in\": 0, \"bytes_out\": 0, "
+          "\"concurrent\": false, \"failed\": false, \"attributes\": {\"service\": \"other\"}, \"children\": ["
+          "{\"name\": \"collect artifacts\", \"category\": \"engine\", \"start_ns\": 5, \"duration_ns\": 750000000, "
+          "\"self_ns\": 0, \"bytes_in\": 4096, \"bytes_out\": 0, \"concurrent\": true, \"failed\": true, "
+          "\"error\": \"disk full\", \"attributes\": {}, \"children\": []}]}}\n",
+          f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/strace.log", d);
+    f = fopen(path, "w");
+    fputs("1 10:00:00.1 read(0, \"\", 1) = 0 <0.1>\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/harness.folded", d);
+    f = fopen(path, "w");
+    fputs("stop;collect artifacts 750000000\nstop 1750000000\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/harness.trace.json", d);
+    f = fopen(path, "w");
+    fputs("{\"traceEvents\": []}\n", f);
+    fclose(f);
+    j = report("other", "20261122T161000Z-strace", &h);
+    assert_null(json_object_get(j, "flamegraph")); /* harness.folded is not the profile */
+    assert_int_equal(json_array_size(json_object_get(j, "problems")), 0);
+    html = report_html("other", "20261122T161000Z-strace");
+    assert_non_null(strstr(html, ">stop<"));
+    assert_non_null(strstr(html, ">collect artifacts<"));
+    assert_non_null(strstr(html, "data-v=\"2.5\""));  /* 2,500,000,000 ns in seconds */
+    assert_non_null(strstr(html, "data-v=\"0.75\""));
+    assert_non_null(strstr(html, "bytes_in=4096"));
+    assert_non_null(strstr(html, "concurrent"));
+    assert_non_null(strstr(html, "error=disk full"));
+    assert_non_null(strstr(html, "service=other"));
+    assert_non_null(strstr(html, "The harness&#39;s own time"));
+    free(html);
+    json_decref(j);
+}
+
+static void
+test_index(void **state)
+{
+    ph_error_t err = NULL;
+    char path[900], *html;
+    const char *a, *b, *c;
+
+    (void)state;
+    make_run("front", "20261122T170000Z-strace", "strace", 0); /* no report yet */
+    assert_int_equal(ph_report_write_index(out_dir, &err), 0);
+    snprintf(path, sizeof path, "%s/index.html", out_dir);
+    html = rt_slurp(path, NULL);
+    a = strstr(html, "20261122T170000Z-strace");
+    b = strstr(html, "20261122T131500Z-strace/report.html");
+    c = strstr(html, "20261122T101500Z-massif/report.html");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    assert_true(a < b && b < c); /* newest first */
+    assert_non_null(strstr(html, "profharness report front/20261122T170000Z-strace"));
+    assert_non_null(strstr(html, "peak heap"));
+    free(html);
+    assert_int_equal(ph_report_write_index("/nonexistent/out", &err), -1);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    ph_error_free(&err);
+}
+
+static int
+compare(const char *a, const char *b, const char *const *fail_if, size_t n, int format, char **out, char **failed,
+        ph_error_t *err)
+{
+    char pa[900], pb[900], html[900];
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    ph_compare_opts o = { html, format, fail_if, n, 10 };
+    int rc;
+
+    snprintf(pa, sizeof pa, "%s/%s", out_dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", out_dir, b);
+    snprintf(html, sizeof html, "%s/compare.html", test_dir);
+    rc = ph_compare_runs(pa, pb, load_profiles(), &o, f, failed, err);
+    fclose(f);
+    return rc;
+}
+
+static void
+test_compare(void **state)
+{
+    const char *a = "front/20261122T111500Z-callgrind", *b = "front/20261122T121500Z-callgrind";
+    const char *grow[] = { "ir>+5%", "ir>+500%", "ir_incl[report_checksum]>+50%", "Ir[report_fib]<1k" };
+    char *out = NULL, *failed = NULL, *html;
+    ph_error_t err = NULL;
+    json_t *j;
+
+    (void)state;
+    /* B ran cpu_work twice (two threads): about twice the instructions */
+    assert_int_equal(compare(a, b, grow, 4, PH_COMPARE_TEXT, &out, &failed, &err), 1);
+    assert_non_null(failed);
+    assert_non_null(strstr(failed, "--fail-if ir>+5%: ir went from "));
+    assert_null(strstr(failed, "ir>+500%"));
+    assert_non_null(strstr(failed, "ir_incl[report_checksum]>+50%"));
+    assert_null(strstr(failed, "report_fib]<1k"));
+    assert_non_null(strstr(out, "compare front (callgrind): 20261122T111500Z-callgrind -> 20261122T121500Z-callgrind"));
+    assert_non_null(strstr(out, "report_checksum"));
+    free(out);
+    free(failed);
+    failed = NULL;
+
+    assert_int_equal(compare(a, b, NULL, 0, PH_COMPARE_JSON, &out, &failed, &err), 0);
+    assert_null(failed);
+    j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    {
+        json_t *row = json_array_get(json_object_get(json_object_get(j, "totals"), "rows"), 0);
+        assert_string_equal(json_string_value(json_object_get(row, "name")), "Ir");
+        assert_true(json_real_value(json_object_get(row, "b")) > 1.8 * json_real_value(json_object_get(row, "a")));
+    }
+    json_decref(j);
+    free(out);
+    html = rt_slurp(rt_path("compare.html"), NULL);
+    assert_non_null(strstr(html, "Differential flamegraph"));
+    assert_non_null(strstr(html, "<iframe class=\"flame\""));
+    free(html);
+
+    /* a run against itself: nothing changes, nothing fails */
+    {
+        const char *zero[] = { "peak_heap>+0%", "peak_heap<-0%", "heap[report_cache_put]>+1" };
+        assert_int_equal(compare("front/20261122T101500Z-massif", "front/20261122T101500Z-massif", zero, 3,
+                                 PH_COMPARE_TEXT, &out, &failed, &err),
+                         0);
+        free(out);
+    }
+    /* two modes */
+    assert_int_equal(compare(a, "front/20261122T101500Z-massif", NULL, 0, PH_COMPARE_TEXT, &out, &failed, &err), -1);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    assert_non_null(strstr(err->msg, "compare two runs of one mode"));
+    ph_error_free(&err);
+    free(out);
+    /* a metric the mode does not have */
+    {
+        const char *bad[] = { "peak_heap>+1%" };
+        assert_int_equal(compare(a, b, bad, 1, PH_COMPARE_TEXT, &out, &failed, &err), -1);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        assert_non_null(strstr(err->hint, "metrics:"));
+        ph_error_free(&err);
+        free(out);
+    }
+}
+
+static void
+test_fail_if_syntax(void **state)
+{
+    static const char *const good[] = { "ir>+5%", "peak_heap>+10%", "samples[front_checksum_payload]>+20%",
+                                        "Ir[a::b<int>]>=1.5M", "syscall_time <= 2", "errors[openat]<-3",
+                                        " calls[read] > 10k " };
+    static const struct {
+        const char *expr, *msg;
+    } bad[] = {
+        { ">5", "no metric" },       { "ir=5", "expected >, <, >= or <=" }, { "ir>", "is not a number" },
+        { "ir>5x", "unexpected `x`" }, { "ir[>5", "without a name" },        { "ir[]>5", "without a name" },
+    };
+    ph_error_t err = NULL;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (ph_compare_check(good[i], &err) != 0)
+            fail_msg("`%s`: %s", good[i], err->msg);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ph_compare_check(bad[i].expr, &err), -1);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        if (strstr(err->msg, bad[i].msg) == NULL)
+            fail_msg("`%s`: %s", bad[i].expr, err->msg);
+        ph_error_free(&err);
+    }
+}
+
+/* Samples per function: recursion counts once per stack, the thread root
+ * is not a function. */
+static void
+test_flame_tally(void **state)
+{
+    const char *in = "t1;a;b;a 5\nt1;a 3\nt2;b 2\nt2 1\n";
+    ph_error_t err = NULL;
+    ph_folded *f = ph_folded_parse(in, strlen(in), 0, &err);
+    double *self, *total;
+    int64_t a = -1, b = -1, t1 = -1;
+
+    (void)state;
+    assert_non_null(f);
+    assert_int_equal(ph_flame_tally(f, 1, &self, &total), 0);
+    for (uint32_t i = 0; i < ph_folded_n_names(f); i++) {
+        const char *n = ph_folded_name(f, i, NULL);
+        if (strcmp(n, "a") == 0)
+            a = i;
+        else if (strcmp(n, "b") == 0)
+            b = i;
+        else if (strcmp(n, "t1") == 0)
+            t1 = i;
+    }
+    assert_true(a >= 0 && b >= 0 && t1 >= 0);
+    assert_true(total[a] == 8 && self[a] == 8);
+    assert_true(total[b] == 7 && self[b] == 2);
+    assert_true(total[t1] == 0 && self[t1] == 0);
+    free(self);
+    free(total);
+    ph_folded_free(f);
+}
+
+/* The flamegraph frame's data: URL decodes to the SVG, whatever its
+ * length modulo 3. */
+static void
+test_flame_frame_base64(void **state)
+{
+    const char *svg = "<svg xmlns=\"http://www.w3.org/2000/svg\"><text>abcdefgh</text></svg>";
+
+    (void)state;
+    for (size_t len = 0; len < 9; len++) {
+        char *html = NULL, *cmd, *out;
+        size_t hl = 0, n = strlen(svg) - len;
+        FILE *f = open_memstream(&html, &hl);
+        const char *b, *e;
+
+        ph_html_flame_frame(f, svg, n, "t");
+        fclose(f);
+        b = strstr(html, "base64,");
+        assert_non_null(b);
+        b += 7;
+        e = strchr(b, '"');
+        assert_non_null(e);
+        assert_int_equal((e - b) % 4, 0);
+        assert_true(asprintf(&cmd, "printf '%%s' '%.*s' | base64 -d", (int)(e - b), b) > 0);
+        out = rt_must("%s", cmd);
+        assert_int_equal(strlen(out), n);
+        assert_memory_equal(out, svg, n);
+        free(out);
+        free(cmd);
+        free(html);
+    }
+}
+
+static void
+test_fmt(void **state)
+{
+    char b[PH_FMT_LEN];
+
+    (void)state;
+    assert_string_equal(ph_fmt_commify(b, 0), "0");
+    assert_string_equal(ph_fmt_commify(b, 999), "999");
+    assert_string_equal(ph_fmt_commify(b, 1000), "1,000");
+    assert_string_equal(ph_fmt_commify(b, 1768079), "1,768,079");
+    assert_string_equal(ph_fmt_commify_signed(b, -1234567), "-1,234,567");
+    assert_string_equal(ph_fmt_bytes(b, 812), "812 B");
+    assert_string_equal(ph_fmt_bytes(b, 999), "999 B");
+    assert_string_equal(ph_fmt_bytes(b, 1000), "0.98 KiB"); /* ms_print changes unit at 1000 */
+    assert_string_equal(ph_fmt_bytes(b, 1536), "1.50 KiB");
+    assert_string_equal(ph_fmt_bytes(b, 14.2 * 1024 * 1024), "14.2 MiB");
+    assert_string_equal(ph_fmt_bytes(b, 300.0 * 1024 * 1024 * 1024), "300 GiB");
+    assert_string_equal(ph_fmt_count(b, 812), "812");
+    assert_string_equal(ph_fmt_count(b, 1920000000), "1.92 G");
+    assert_string_equal(ph_fmt_count(b, 12345), "12.3 k");
+    assert_string_equal(ph_fmt_seconds(b, 0), "0 s");
+    assert_string_equal(ph_fmt_seconds(b, 0.000045), "45.0 µs");
+    assert_string_equal(ph_fmt_seconds(b, 0.12), "120 ms");
+    assert_string_equal(ph_fmt_seconds(b, 3.1), "3.10 s");
+    assert_string_equal(ph_fmt_seconds(b, 125), "2 min 5 s");
+    assert_string_equal(ph_fmt_percent(b, 61, 100), "61.0 %");
+    assert_string_equal(ph_fmt_percent(b, 1, 0), "-");
+    assert_string_equal(ph_fmt_change(b, 100, 105), "+5.0 %");
+    assert_string_equal(ph_fmt_change(b, 100, 88), "-12.0 %");
+    assert_string_equal(ph_fmt_change(b, 0, 5), "new");
+    assert_string_equal(ph_fmt_change(b, 5, 0), "gone");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_massif_report),
+        cmocka_unit_test(test_callgrind_report),
+        cmocka_unit_test(test_strace_report),
+        cmocka_unit_test(test_flame_report),
+        cmocka_unit_test(test_flame_wrapped_subtitle),
+        cmocka_unit_test(test_bad_artifacts),
+        cmocka_unit_test(test_run_section),
+        cmocka_unit_test(test_timing_tree),
+        cmocka_unit_test(test_index),
+        cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_fail_if_syntax),
+        cmocka_unit_test(test_flame_tally),
+        cmocka_unit_test(test_flame_frame_base64),
+        cmocka_unit_test(test_fmt),
+    };
+    int rc = cmocka_run_group_tests_name("report", tests, group_setup, group_teardown);
+
+    ph_profiles_free(&profiles);
+    return rc;
+}

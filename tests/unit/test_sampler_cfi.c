@@ -1,0 +1,164 @@
+/* test_sampler_cfi.c - the sampler's unwind tables (ph_sampler_cfi.c,
+ * compiled in here: its functions are hidden in the library), checked
+ * against the plain answer: for every code address of every object this
+ * process has loaded, the row phs_cfi_find returns (through the block
+ * index and the object hint) is the last row at or below it, found by a
+ * binary search of all the object's rows; addresses outside every object
+ * have none.  Objects side by side and the last, partial block of an
+ * object's code, on a table built by hand.  And the rows make sense for
+ * code we know: a function's first instruction has CFA = rsp + 8 and the
+ * return address just below.  Built with AddressSanitizer (the Makefile):
+ * an index read one entry past its end fails. */
+#include "test_util.h"
+
+#include "../../harness/sampler/ph_sampler_cfi.c"
+
+/* ph_sampler.c's guard against fork: not needed here. */
+int
+phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    return dl_iterate_phdr(cb, data);
+}
+
+#if defined(__x86_64__)
+
+/* The row a plain search of all of O's rows gives for PC. */
+static const phs_cfi_row *
+plain_find(const cfi_obj *o, uintptr_t pc)
+{
+    uint32_t off = (uint32_t)(pc - o->bias);
+    size_t lo = 0, hi = o->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (o->rows[mid].loc <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo == 0 || o->rows[lo - 1].cfa_reg == PHS_CFA_NONE ? NULL : &o->rows[lo - 1];
+}
+
+static void
+test_every_address_finds_its_row(void **state)
+{
+    const phs_cfi *t;
+    size_t wrong = 0, checked = 0, hint = 0, with_rows = 0;
+
+    (void)state;
+    phs_cfi_refresh();
+    t = phs_cfi_enter();
+    assert_non_null(t);
+    assert_true(t->n >= 2); /* this program and libc at least */
+    for (size_t i = 0; i < t->n; i++) {
+        const cfi_obj *o = t->spans[i].obj;
+
+        with_rows += o->n > 0;
+        /* every address, in turn from the object before and after: the
+         * hint is then sometimes right, sometimes stale */
+        for (uintptr_t pc = o->lo; pc < o->hi; pc++) {
+            size_t h = (pc & 1) ? hint : (i + 1) % t->n;
+
+            wrong += phs_cfi_find(t, pc, &h) != plain_find(o, pc);
+            hint = h;
+            checked++;
+        }
+        /* around the object: nothing, or the neighbour's */
+        if (i + 1 == t->n || t->spans[i + 1].lo > o->hi) {
+            size_t h = i;
+            assert_null(phs_cfi_find(t, o->hi, &h));
+        }
+    }
+    phs_cfi_leave();
+    print_message("# %zu objects, %zu addresses checked\n", t->n, checked);
+    assert_true(with_rows >= 2);
+    if (wrong)
+        fail_msg("%zu of %zu addresses got another row than a plain search gives", wrong, checked);
+}
+
+/* Two objects side by side, built by hand: an address at the end of the
+ * first is the second's, whatever the hint says; the last partial block
+ * of code has its index entry. */
+static void
+test_adjacent_objects_and_last_block(void **state)
+{
+    phs_cfi_row ra[] = { { 0x000, 8, -8, 0, PHS_CFA_SP, 0 }, { 0x010, 16, -8, 0, PHS_CFA_SP, 0 },
+                         { 0x2f0, 24, -8, 0, PHS_CFA_SP, 0 } };
+    phs_cfi_row rb[] = { { 0x000, 32, -8, 0, PHS_CFA_SP, 0 }, { 0x100, 0, 0, 0, PHS_CFA_NONE, 0 } };
+    cfi_obj a = { 0x10000, 0x10000, 0x10300, ra, 3, NULL, 0 }, b = { 0x10300, 0x10300, 0x10480, rb, 2, NULL, 0 };
+    struct {
+        size_t n;
+        cfi_span spans[2];
+    } table = { 2, { { a.lo, a.hi, &a }, { b.lo, b.hi, &b } } };
+    const phs_cfi *t = (const phs_cfi *)(const void *)&table;
+    size_t h;
+
+    (void)state;
+    assert_int_equal(build_index(&a), 0);
+    assert_int_equal(build_index(&b), 0);
+    h = 0;
+    assert_ptr_equal(phs_cfi_find(t, 0x102ff, &h), &ra[2]);
+    h = 0; /* the hint says the first object: the address is the second's */
+    assert_ptr_equal(phs_cfi_find(t, 0x10300, &h), &rb[0]);
+    assert_int_equal(h, 1);
+    h = 1;
+    assert_ptr_equal(phs_cfi_find(t, 0x102ff, &h), &ra[2]);
+    h = 1;
+    assert_null(phs_cfi_find(t, 0x10400, &h)); /* a row without a rule */
+    h = 1;
+    assert_ptr_equal(phs_cfi_find(t, 0x103ff, &h), &rb[0]);
+    h = 0; /* in the last, partial block */
+    assert_null(phs_cfi_find(t, 0x1047f, &h));
+    h = 1;
+    assert_null(phs_cfi_find(t, 0x10480, &h)); /* past every object */
+    assert_null(phs_cfi_find(t, 0xffff, &h));
+    free(a.index);
+    free(b.index);
+}
+
+/* A function's first instruction: the call just pushed the return
+ * address, so CFA = rsp + 8 and the return address is at CFA - 8. */
+static void
+test_function_entry_rule(void **state)
+{
+    const phs_cfi *t;
+    const phs_cfi_row *r;
+    size_t hint = 0;
+
+    (void)state;
+    phs_cfi_refresh();
+    t = phs_cfi_enter();
+    r = phs_cfi_find(t, (uintptr_t)&test_function_entry_rule, &hint);
+    assert_non_null(r);
+    assert_int_equal(r->cfa_reg, PHS_CFA_SP);
+    assert_int_equal(r->cfa_off, 8);
+    assert_int_equal(r->ra_off, -8);
+    r = phs_cfi_find(t, (uintptr_t)&qsort, &hint); /* libc's, through the hint's miss */
+    assert_non_null(r);
+    assert_int_equal(r->cfa_reg, PHS_CFA_SP);
+    assert_int_equal(r->cfa_off, 8);
+    phs_cfi_leave();
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_address_finds_its_row),
+        cmocka_unit_test(test_adjacent_objects_and_last_block),
+        cmocka_unit_test(test_function_entry_rule),
+    };
+    return cmocka_run_group_tests_name("sampler_cfi", tests, NULL, NULL);
+}
+
+#else
+
+int
+main(void)
+{
+    printf("[==========] 0 test(s) run.\n[  PASSED  ] 0 test(s).\n");
+    return 0;
+}
+
+#endif
