@@ -27,6 +27,7 @@ running() { [ "$(dk inspect -f '{{.State.Running}}' "$1")" = true ]; }
 
 setup_file() {
     common_setup_file
+    dk rmi -f "$IMG" >/dev/null 2>&1 || true # built from tests/data/retitle as it is now
     export CF=$BATS_FILE_TMPDIR/compose.yaml
     cat > "$CF" <<YAML
 services:
@@ -71,7 +72,7 @@ last_snapshot() { ls -d "$OUT/$1"/*-snapshot-* | sort | tail -1; }
     run cph stop wrapped
     [ "$status" -eq 0 ]
     [[ "$output" != *"recorded no samples"* ]]
-    grep -q spin "$OUT/wrapped/latest/stacks.folded"
+    cat "$OUT/wrapped/latest"/stacks-*.folded | grep -q spin
 }
 
 @test "collect: callgrind dumps without harming a service that rewrote its environment" {
@@ -86,7 +87,7 @@ last_snapshot() { ls -d "$OUT/$1"/*-snapshot-* | sort | tail -1; }
     ls -l "$snap"
     dump=$(ls "$snap"/callgrind.out.* | head -1)
     [ -s "$dump" ]
-    grep -q '^fn=.*spin' "$dump"
+    grep -q '^fn=main$' "$dump"
     running "$PH_TEST_PROJECT-retitle-callgrind"
     run cph stop retitle
     [ "$status" -eq 0 ]
@@ -96,6 +97,7 @@ last_snapshot() { ls -d "$OUT/$1"/*-snapshot-* | sort | tail -1; }
 @test "collect: massif writes a detailed snapshot on request" {
     run cph start --mode massif retitle
     [ "$status" -eq 0 ]
+    [[ "$output" == *"before it accepts connections"* ]] # valgrind is slow to start: said so
     wait_log "$PH_TEST_PROJECT-retitle-massif" retitled
     run cph collect retitle
     echo "$output"
@@ -115,5 +117,6 @@ last_snapshot() { ls -d "$OUT/$1"/*-snapshot-* | sort | tail -1; }
     run cph stop idle
     echo "$output"
     [ "$status" -eq 0 ]
-    [[ "$output" == *"idle: the sampler recorded no samples, so there is no flamegraph: "*"no CPU time used"* ]]
+    # the reason is the sampler's (for `sleep`: no CPU time to speak of)
+    [[ "$output" == *"idle: the sampler recorded no samples, so there is no flamegraph: "*"/usr/bin/sleep (pid "* ]]
 }

@@ -600,6 +600,8 @@ test_port_owner(void **state)
     assert_int_equal(ph_run_port_owner("No such image: x", all, hint, sizeof hint), 0);
     assert_int_equal(ph_run_port_owner("Bind for 1.2.3.4:http failed: port is already allocated", all, hint,
                                        sizeof hint), 0);
+    assert_int_equal(ph_run_port_owner("Bind for 1.2.3.4:70000 failed: port is already allocated", all, hint,
+                                       sizeof hint), 0);
     json_decref(all);
 }
 
