@@ -66,6 +66,7 @@ EOF
 teardown_file() {
     remove_adopt
     [ ! -x "$PREFIX/bin/profharness" ] || (cd "$PROJ" && iph --profile edit prune --all >/dev/null 2>&1) || true
+    dk rmi "$EDITED_IMAGE:latest" >/dev/null 2>&1 || true
 }
 
 @test "install: FHS paths under the prefix, a staged DESTDIR, and uninstall" {

@@ -48,6 +48,8 @@ YAML
 
 teardown_file() {
     common_teardown_file
+    cph prune --all >/dev/null 2>&1 || true # this file's profiling images
+    dk rmi "$IMG" >/dev/null 2>&1 || true
 }
 
 teardown() {
