@@ -879,7 +879,7 @@ static const char script[] =
     "'use strict';\n"
     "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted, EPS;\n"
     "var ignorecase=false, currentSearch=null, zoomed=null;\n"
-    "function init(){ svg=document.documentElement; W=+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n"
+    "function init(){ svg=document.documentElement; W=svg.viewBox.baseVal.width||+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n"
     "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n"
     "  details=document.getElementById('details').firstChild; matchedtxt=document.getElementById('matched');\n"
     "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n"

@@ -253,23 +253,76 @@ base64(FILE *f, const unsigned char *s, size_t n)
     }
 }
 
+/* A number attribute of the root element, bounded to [start, end); its
+ * value's place in *at and *n, or -1 when it is not there. */
+static double
+root_attr(const char *start, const char *end, const char *name, size_t *at, size_t *n)
+{
+    size_t nl = strlen(name);
+    const char *p = start;
+
+    while ((p = memmem(p, (size_t)(end - p), name, nl)) != NULL) {
+        if (p > start && p[-1] == ' ' && p + nl + 1 < end && p[nl] == '=' && p[nl + 1] == '"') {
+            char *q = NULL;
+            double v = strtod(p + nl + 2, &q);
+
+            if (q > p + nl + 2 && q < end && *q == '"' && v > 0) {
+                *at = (size_t)(p + nl + 2 - start);
+                *n = (size_t)(q - (p + nl + 2));
+                return v;
+            }
+        }
+        p += nl;
+    }
+    return -1;
+}
+
+/* The flamegraph in a frame of its own (its script runs there, apart from
+ * the page's).  Its root's width and height become 100 % and the frame
+ * takes the graph's aspect ratio, so the whole graph shows at the card's
+ * width, scaled; the renderer's script reads its width from the viewBox.
+ * An SVG without both attributes keeps its size, in a frame as tall. */
 void
 ph_html_flame_frame(FILE *f, const char *svg, size_t len, const char *title)
 {
-    double h = 400;
-    const char *p = memmem(svg, len < 4096 ? len : 4096, "height=\"", 8);
+    const char *root = memmem(svg, len < 4096 ? len : 4096, "<svg ", 5);
+    const char *rend = root != NULL ? memchr(root, '>', (size_t)(svg + len - root)) : NULL;
+    size_t wat = 0, wn = 0, hat = 0, hn = 0;
+    double w = -1, h = -1;
+    char *copy = NULL;
 
-    if (p != NULL)
-        h = strtod(p + 8, NULL);
-    if (!(h >= 100))
-        h = 400;
-    if (h > 2400)
-        h = 2400;
-    fprintf(f, "<iframe class=\"flame\" style=\"height:%.0fpx\" title=\"", h + 24);
+    if (rend != NULL) {
+        w = root_attr(root, rend, "width", &wat, &wn);
+        h = root_attr(root, rend, "height", &hat, &hn);
+    }
+    if (w > 0 && h > 0 && wat < hat && (copy = malloc(len + 8)) != NULL) {
+        size_t off = (size_t)(root - svg), k = 0;
+
+        memcpy(copy, svg, off + wat);
+        k = off + wat;
+        memcpy(copy + k, "100%", 4);
+        k += 4;
+        memcpy(copy + k, root + wat + wn, hat - wat - wn);
+        k += hat - wat - wn;
+        memcpy(copy + k, "100%", 4);
+        k += 4;
+        memcpy(copy + k, root + hat + hn, len - off - hat - hn);
+        k += len - off - hat - hn;
+        fprintf(f, "<iframe class=\"flame\" style=\"aspect-ratio:%.0f/%.0f\" title=\"", w, h);
+        svg = copy;
+        len = k;
+    } else {
+        if (!(h >= 100))
+            h = 400;
+        if (h > 2400)
+            h = 2400;
+        fprintf(f, "<iframe class=\"flame\" style=\"height:%.0fpx\" title=\"", h + 24);
+    }
     ph_html_esc(f, title);
     fputs("\" src=\"data:image/svg+xml;base64,", f);
     base64(f, (const unsigned char *)svg, len);
     fputs("\"></iframe>\n", f);
+    free(copy);
 }
 
 void

@@ -49,6 +49,8 @@ window.addEventListener('load', function () { setTimeout(function () {
   ['massif', 'callgrind', 'strace', 'flamegraph', 'run', 'problems', 'totals', 'diff', 'runs'].forEach(function (id) {
     if (document.getElementById(id)) out.push('section=' + id); });
   out.push('frames=' + document.querySelectorAll('iframe.flame').length);
+  var fr = document.querySelector('iframe.flame');
+  if (fr) out.push('flameaspect=' + (fr.clientWidth / fr.clientHeight).toFixed(4));
   out.push('tables=' + document.querySelectorAll('table.data').length);
   var p0 = document.getElementById('cg-pn-0'), p1 = document.getElementById('cg-pn-1');
   if (p0 && p1) {
@@ -110,6 +112,15 @@ r=$(visit "$out/20261122T130000Z-strace/report.html"); echo "strace: $r"
 check strace "$r" section=strace section=run sort=ok
 r=$(visit "$out/20261122T140000Z-flamegraph/report.html"); echo "flamegraph: $r"
 check flamegraph "$r" section=flamegraph section=run frames=1 sort=ok
+# The embedded flamegraph fits the card: its frame has the SVG's own aspect
+# ratio, so the whole graph shows, scaled, with no scroll bar clipping it.
+svg_aspect=$(sed -n 's/^<svg [^>]*width="\([0-9.]*\)" height="\([0-9.]*\)".*/\1 \2/p' \
+    "$out/20261122T140000Z-flamegraph/flamegraph-20261122T140100Z-1.svg" | head -1)
+got=$(grep -oE 'flameaspect=[0-9.]+' <<<"$r" | cut -d= -f2)
+if ! awk -v g="${got:-0}" -v wh="$svg_aspect" 'BEGIN { split(wh, a, " "); want = a[1] / a[2];
+        exit !(a[2] > 0 && g > want * 0.98 && g < want * 1.02) }'; then
+    echo "report.test.sh: FAIL: flamegraph frame aspect ${got:-none}, the SVG's is $svg_aspect"; fail=1
+fi
 r=$(visit "$tmp/out/compare.html"); echo "compare: $r"
 check compare "$r" section=totals section=diff frames=1
 r=$(visit "$tmp/out/index.html"); echo "index: $r"

@@ -310,12 +310,18 @@ test_flame_report(void **state)
     assert_non_null(strstr(html, "a&amp;b &quot;q&quot;"));
     assert_non_null(strstr(html, "src=\"data:image/svg+xml;base64,"));
     free(html);
-    /* the frame holds the sampler's SVG, byte for byte */
+    /* the frame holds the sampler's SVG, byte for byte but for the root's
+     * size, which becomes the frame's so the graph scales to the card */
     {
         char *decoded = rt_must("sed -n 's/.*src=\"data:image\\/svg+xml;base64,\\([^\"]*\\)\".*/\\1/p' %s/report.html | "
-                                "head -1 | base64 -d | cmp - %s/flamegraph-20261122T141600Z-2.svg && echo same",
-                                d, d);
+                                "head -1 | base64 -d > %s/../decoded.svg && sed '0,/^<svg /s/^\\(<svg [^>]*\\) width=\"[0-9.]*\" "
+                                "height=\"[0-9.]*\"/\\1 width=\"100%%\" height=\"100%%\"/' %s/flamegraph-20261122T141600Z-2.svg | "
+                                "cmp - %s/../decoded.svg && rm %s/../decoded.svg && echo same",
+                                d, d, d, d, d);
         assert_string_equal(decoded, "same\n");
+        free(decoded);
+        decoded = rt_must("grep -c 'iframe class=\"flame\" style=\"aspect-ratio:' %s/report.html", d);
+        assert_string_equal(decoded, "1\n");
         free(decoded);
     }
     json_decref(j);
