@@ -28,7 +28,9 @@ SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
                $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
                $(B)/pic/harness/flame/ph_folded.o
-SAMPLER_LIBS := -lz -ldl -lpthread -lm
+# zlib is linked in (Debian's libz.a is position-independent): the sampler
+# then loads into a service whose image has no zlib (distroless).
+SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthread -lm
 # The demanglers come from libiberty (libiberty-dev: a static, PIC archive):
 # only their three objects are taken, into both sampler libraries, so a
 # service linking libphsampler.a needs nothing more.  cp-demangle.c and

@@ -56,6 +56,18 @@ profile-callgrind *SERVICES: build engine
 profile-flamegraph *SERVICES: build engine
     {{ph}} start --mode flamegraph {{SERVICES}}
 
+# restart SERVICES under perf record -g (CPU stacks: perf.data, flamegraph, pprof)
+profile-perf *SERVICES: build engine
+    {{ph}} start --mode perf {{SERVICES}}
+
+# attach strace to running SERVICES without restarting them (stop-profiling detaches)
+profile-attach-strace *SERVICES: build engine
+    {{ph}} attach --mode strace {{SERVICES}}
+
+# attach perf to running SERVICES without restarting them (stop-profiling detaches)
+profile-attach-perf *SERVICES: build engine
+    {{ph}} attach --mode perf {{SERVICES}}
+
 # stop profiled SERVICES gracefully and collect into contrib/profiling/<service>/
 stop-profiling *SERVICES: build
     {{ph}} stop {{SERVICES}}
@@ -96,9 +108,10 @@ demo: build engine
 test: build engine
     scripts/run-tests.sh
 
-# start->running and stop->artifacts, against the docker CLI
+# start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh
+    tests/bench/bench-stop-concurrent.sh
 
 # the flamegraph renderer against flamegraph.pl (set FLAMEGRAPH_PL to compare)
 bench-render: build

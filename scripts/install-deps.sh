@@ -23,7 +23,8 @@ packages=(
     iproute2         # the Engine-fault tests run a private dockerd in a network namespace (ip netns)
     util-linux       # ... and nsenter, setpriv (a user outside the docker group)
     docker-compose   # Debian's compose 1.29: the oracle of tests/60-compose-oracle.bats
-    linux-perf       # the collapse tests and benchmark record real perf script output
+    linux-perf       # the collapse tests and benchmark record real perf script output; the perf
+                     # mode's tests read perf.data with the host's perf report
 )
 for p in "${packages[@]}"; do
     pkg_missing "$p" && need_apt+=("$p")

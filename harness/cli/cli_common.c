@@ -66,3 +66,38 @@ ph_cli_services_args(int argc, char **argv, const char *usage)
     }
     return optind;
 }
+
+int
+ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build)
+{
+    static const struct option longopts[] = {
+        { "mode", required_argument, NULL, 'm' },
+        { "build", no_argument, NULL, 'b' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+
+    *mode = NULL;
+    if (build != NULL)
+        *build = 0;
+    while ((c = getopt_long(argc, argv, "+m:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': *mode = optarg; break;
+        case 'b':
+            if (build == NULL) { /* attach: the service runs already */
+                fputs(usage, stderr);
+                return -1;
+            }
+            *build = 1;
+            break;
+        case 'h': fputs(usage, stdout); return -2;
+        default: fputs(usage, stderr); return -1;
+        }
+    }
+    if (*mode == NULL) {
+        fprintf(stderr, "profharness: %s needs --mode (see `profharness modes`)\n%s", argv[0], usage);
+        return -1;
+    }
+    return optind;
+}

@@ -20,4 +20,10 @@ int ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *er
  * after printing help (exit 0). */
 int ph_cli_services_args(int argc, char **argv, const char *usage);
 
+/* Parse `--mode MODE` (required), `--build` (when BUILD is not NULL: set
+ * to 1 when given, else 0) and -h, then SERVICE...  Returns the
+ * index of the first service, or -1 after printing USAGE (exit 2), or -2
+ * after printing it as help (exit 0). */
+int ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build);
+
 #endif

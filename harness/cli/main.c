@@ -26,6 +26,7 @@ typedef struct ph_cmd {
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
     { "start", ph_cmd_start, "--mode MODE [--build] [SERVICE...]", "restart services under a profiling mode" },
+    { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
     { "stop", ph_cmd_stop, "[--discard] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
     { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },
@@ -47,8 +48,9 @@ usage(FILE *out)
             "usage: profharness [-f FILE]... [-p PROJECT] [--profile NAME]... [--env-file FILE]...\n"
             "                   [--project-directory DIR] [--profiles DIR] [-o OUTDIR] [-v] COMMAND [ARGS]\n"
             "\n"
-            "Profile services defined in a compose file under strace, valgrind (massif,\n"
-            "callgrind) or the built-in sampler, stop them so every profiler flushes,\n"
+            "Profile services defined in a compose file under strace, perf, valgrind\n"
+            "(massif, callgrind) or the built-in sampler, in any image, restarted under the\n"
+            "profiler or attached to while they run; stop them so every profiler flushes,\n"
             "and collect the artifacts into OUTDIR/<service>/<UTC time>-<mode>/.\n"
             "\n"
             "options:\n"
@@ -83,6 +85,7 @@ usage(FILE *out)
             "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
             "  PH_DATA_DIR            where profiles/ and images/ are (default: found from the binary:\n"
             "                         ../share/profharness when installed, .. in a build tree)\n"
+            "  PH_JOBS                how many services stop at once (default 8; 1: one after the other)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
             "3 a `compare --fail-if` condition held, 130/143 interrupted by SIGINT/SIGTERM.\n"

@@ -17,6 +17,7 @@ typedef struct ph_global_opts {
 
 int ph_cmd_setup(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_start(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_attach(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_stop(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_restore(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_collect(const ph_global_opts *g, int argc, char **argv);

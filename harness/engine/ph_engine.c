@@ -110,6 +110,55 @@ ph_engine_archive_get(ph_engine *e, const char *id, const char *path, ph_engine_
     return -1;
 }
 
+static int inspect(ph_engine *e, ph_engine_req *r, json_t **out, int *found, ph_error_t *err);
+
+int
+ph_engine_archive_stat(ph_engine *e, const char *id, const char *path, int *found, ph_error_t *err)
+{
+    char what[600];
+    ph_engine_req r = { .what = what, .method = "HEAD", .path = "/containers/{id}/archive", .arg = { id },
+                        .kind = "container id", .query = { { "path", path, "path" } }, .ok = { 404 } };
+
+    snprintf(what, sizeof what, "look for `%.200s` in container `%.200s`", path ? path : "", id ? id : "");
+    if (found == NULL)
+        return ph_bad_input(err, "%s: no place for the answer", what);
+    *found = 0;
+    if (ph_engine_call(e, &r, err) < 0)
+        return -1;
+    if (r.status != 404) {
+        *found = 1;
+        return 0;
+    }
+    /* A HEAD answer has no body to say which of the path and the
+     * container is missing: ask for the container. */
+    {
+        ph_engine_req c = { .what = what, .path = "/containers/{id}/json", .arg = { id }, .kind = "container id" };
+        int there = 0;
+
+        if (inspect(e, &c, NULL, &there, err) < 0)
+            return -1;
+        if (!there)
+            return ph_fail(err, 0, "%s: No such container", what);
+    }
+    return 0;
+}
+
+int
+ph_engine_archive_put(ph_engine *e, const char *id, const char *path, ph_engine_read_cb read_cb, void *ud,
+                      long long len, ph_error_t *err)
+{
+    char what[600];
+    ph_engine_req r = { .what = what, .method = "PUT", .path = "/containers/{id}/archive", .arg = { id },
+                        .kind = "container id", .query = { { "path", path, "path" } },
+                        .content_type = "application/x-tar", .read_cb = read_cb, .read_ud = ud, .body_len = len,
+                        .data_cb = ph_engine_discard_cb, .timeout_s = ARCHIVE_TIMEOUT_S };
+
+    snprintf(what, sizeof what, "copy a tar into `%.200s` of container `%.200s`", path ? path : "", id ? id : "");
+    if (read_cb == NULL)
+        return ph_bad_input(err, "%s: no body", what);
+    return ph_engine_call(e, &r, err);
+}
+
 /* ---- images ------------------------------------------------------------ */
 
 /* GET an object; a 404 is "not found" (*found = 0), not an error. */

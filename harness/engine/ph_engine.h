@@ -81,6 +81,17 @@ int ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *d
 int ph_engine_archive_get(ph_engine *e, const char *id, const char *path,
                           ph_engine_data_cb data_cb, void *ud, ph_error_t *err);
 
+/* HEAD /containers/{id}/archive?path=PATH: *found = 1 when PATH exists
+ * in the container (a link counts, its target is not checked), 0 when it
+ * does not.  Works on a container created and never started. */
+int ph_engine_archive_stat(ph_engine *e, const char *id, const char *path, int *found, ph_error_t *err);
+
+/* PUT /containers/{id}/archive?path=PATH: a tar read from read_cb (LEN
+ * bytes, -1 when unknown) unpacked into the directory PATH, which must
+ * exist.  Works on a stopped container. */
+int ph_engine_archive_put(ph_engine *e, const char *id, const char *path, ph_engine_read_cb read_cb, void *ud,
+                          long long len, ph_error_t *err);
+
 /* Convenience wrappers; each returns 0 or -1 and *err. */
 int ph_engine_image_inspect(ph_engine *e, const char *name, json_t **out, int *found, ph_error_t *err);
 int ph_engine_container_create(ph_engine *e, const char *name, json_t *config, char **id, ph_error_t *err);
@@ -100,6 +111,13 @@ int ph_engine_network_ensure(ph_engine *e, const char *name, json_t *labels, ph_
 int ph_engine_volume_ensure(ph_engine *e, const char *name, json_t *labels, ph_error_t *err);
 /* GET /containers/{id}/logs, stdout+stderr demultiplexed, to FD. follow=1 follows. */
 int ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail, int fd, ph_error_t *err);
+/* The output of a container that has ended (or anything it printed so
+ * far): GET /containers/{id}/logs of one stream, STREAM 1 (stdout) or 2
+ * (stderr), demultiplexed, handed to DATA_CB as it arrives (its -1 aborts;
+ * the error is then the callback's).  Needs a log driver that can be read
+ * back (json-file, local). */
+int ph_engine_container_output(ph_engine *e, const char *id, int stream, ph_engine_data_cb data_cb, void *ud,
+                               ph_error_t *err);
 /* GET /info: does this host refuse privileged? not knowable; see ph_run. */
 
 /* ---- ph_engine_output.c, ph_engine_lists.c ------------------------------ */

@@ -69,6 +69,8 @@ typedef struct logs_ctx {
     int fd;
     int tty;
     ph_engine_demux demux;
+    ph_engine_data_cb out;  /* where payloads go */
+    void *out_ud;
     const char *what;
     ph_error_t *err;
 } logs_ctx;
@@ -98,37 +100,34 @@ logs_cb(void *ud, const char *data, size_t len)
     logs_ctx *l = ud;
 
     if (l->tty)
-        return write_all_cb(l, data, len);
-    return ph_engine_demux_feed(&l->demux, data, len, write_all_cb, l, l->err);
+        return l->out(l->out_ud, data, len);
+    return ph_engine_demux_feed(&l->demux, data, len, l->out, l->out_ud, l->err);
 }
 
-int
-ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail, int fd, ph_error_t *err)
+/* GET /containers/{id}/logs of the streams asked (STREAMS: 1 stdout, 2
+ * stderr, 3 both) into L->out. */
+static int
+logs_call(ph_engine *e, const char *id, int streams, int follow, long tail, logs_ctx *l, ph_error_t *err)
 {
-    char what[300], t[32];
+    char t[32];
     json_t *info = NULL;
-    logs_ctx l = { .fd = fd, .err = err };
     /* A followed stream lasts as long as the container: no timeout. */
-    ph_engine_req r = { .what = what, .method = "GET", .path = "/containers/{id}/logs", .arg = { id },
+    ph_engine_req r = { .what = l->what, .method = "GET", .path = "/containers/{id}/logs", .arg = { id },
                         .kind = "container id",
-                        .query = { { "stdout", "1" }, { "stderr", "1" }, { "follow", follow ? "1" : "0" },
-                                   { "tail", t } },
-                        .data_cb = logs_cb, .data_ud = &l,
+                        .query = { { "stdout", streams & 1 ? "1" : "0" }, { "stderr", streams & 2 ? "1" : "0" },
+                                   { "follow", follow ? "1" : "0" }, { "tail", t } },
+                        .data_cb = logs_cb, .data_ud = l,
                         .timeout_s = follow ? PH_ENGINE_NO_TIMEOUT : LOGS_TIMEOUT_S };
     int found = 0;
 
-    snprintf(what, sizeof what, "logs of container `%.200s`", id ? id : "");
-    l.what = what;
-    if (fd < 0)
-        return ph_bad_input(err, "%s: bad file descriptor %d", what, fd);
     /* The stream is framed unless the container has a TTY; the Engine's
      * 1.41 answer does not say which (1.42 has a Content-Type for it), so
      * ask rather than guess from the first byte. */
     if (ph_engine_container_inspect(e, id, &info, &found, err) < 0)
-        return ph_error_wrap(err, "%s", what);
+        return ph_error_wrap(err, "%s", l->what);
     if (!found)
-        return ph_fail(err, 0, "%s: No such container", what);
-    l.tty = json_is_true(json_object_get(json_object_get(info, "Config"), "Tty"));
+        return ph_fail(err, 0, "%s: No such container", l->what);
+    l->tty = json_is_true(json_object_get(json_object_get(info, "Config"), "Tty"));
     json_decref(info);
     if (tail >= 0)
         snprintf(t, sizeof t, "%ld", tail);
@@ -136,7 +135,33 @@ ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail, in
         snprintf(t, sizeof t, "all");
     if (ph_engine_call(e, &r, err) < 0)
         return -1;
-    if (!l.tty && ph_engine_demux_finish(&l.demux, err) < 0)
-        return ph_error_wrap(err, "%s", what);
+    if (!l->tty && ph_engine_demux_finish(&l->demux, err) < 0)
+        return ph_error_wrap(err, "%s", l->what);
     return 0;
+}
+
+int
+ph_engine_container_logs(ph_engine *e, const char *id, int follow, long tail, int fd, ph_error_t *err)
+{
+    char what[300];
+    logs_ctx l = { .fd = fd, .err = err, .what = what, .out = write_all_cb };
+
+    l.out_ud = &l;
+    snprintf(what, sizeof what, "logs of container `%.200s`", id ? id : "");
+    if (fd < 0)
+        return ph_bad_input(err, "%s: bad file descriptor %d", what, fd);
+    return logs_call(e, id, 3, follow, tail, &l, err);
+}
+
+int
+ph_engine_container_output(ph_engine *e, const char *id, int stream, ph_engine_data_cb data_cb, void *ud,
+                           ph_error_t *err)
+{
+    char what[300];
+    logs_ctx l = { .fd = -1, .err = err, .what = what, .out = data_cb, .out_ud = ud };
+
+    snprintf(what, sizeof what, "%s of container `%.200s`", stream == 2 ? "stderr" : "stdout", id ? id : "");
+    if (data_cb == NULL || (stream != 1 && stream != 2))
+        return ph_bad_input(err, "%s: needs a callback and stream 1 or 2", what);
+    return logs_call(e, id, stream, 0, -1, &l, err);
 }

@@ -6,6 +6,7 @@
  * the output directory.  Unknown keys only warn, so that a newer profile
  * still loads with an older harness. */
 #include "ph_profile.h"
+#include "ph_profile_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,8 +21,8 @@
 
 #define KEY(k) (strcmp(key, (k)) == 0)
 
-static int
-read_signal(const ph_ynode *n, const char *key, char **out, ph_error_t *err)
+int
+ph_profile_read_signal(const ph_ynode *n, const char *key, char **out, ph_error_t *err)
 {
     char buf[16];
     const char *s = ph_yaml_scalar(n, key, err), *norm;
@@ -66,7 +67,7 @@ read_stop(ph_profile *p, const ph_ynode *v, ph_error_t *err)
             if (dup_target(sv, &p->stop_target, err) < 0)
                 return -1;
         } else if (KEY("signal")) {
-            rc = read_signal(vn, "stop.signal", &p->stop_signal, err);
+            rc = ph_profile_read_signal(vn, "stop.signal", &p->stop_signal, err);
         } else if (KEY("grace")) {
             rc = ph_yaml_duration(vn, "stop.grace", &p->stop_grace_ns, err);
         } else if (KEY("escalate")) {
@@ -222,8 +223,6 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
             r = ph_yaml_strv(v, "cap_add", 0, 0, &p->cap_add, err);
         } else if (KEY("security_opt")) {
             r = ph_yaml_strv(v, "security_opt", 0, 0, &p->security_opt, err);
-        } else if (KEY("packages")) {
-            r = ph_yaml_strv(v, "packages", 0, 0, &p->packages, err);
         } else if (KEY("stop")) {
             r = read_stop(p, v, err);
         } else if (KEY("artifacts")) {
@@ -234,6 +233,8 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
             r = read_collect(p, v, err);
         } else if (ph_profile_read_use_key(p, key, v, &r, err)) {
             /* aliases, note, snapshot: ph_profile_use.c */
+        } else if ((r = ph_profile_read_key(p, key, v, err)) != 0) {
+            r = r < 0 ? -1 : 0; /* packages, tools, attach, ...: ph_profile_keys.c */
         } else {
             ph_warn("%s:%d: unknown key `%s` (ignored)", path, kn->line, key);
         }
@@ -268,6 +269,8 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
         ph_yaml_error(root, err, "the profile changes nothing: `wrap` and `environment` are both empty");
         goto out;
     }
+    if (ph_profile_check_keys(p, root, err) < 0)
+        goto out;
     if ((p->stop_target == NULL && (p->stop_target = strdup("wrapper")) == NULL) ||
         (p->stop_signal == NULL && (p->stop_signal = strdup("SIGTERM")) == NULL) || p->path == NULL ||
         (p->escalate.n == 0 && ph_strv_push(&p->escalate, "SIGKILL") < 0)) {
@@ -295,6 +298,7 @@ ph_profile_free(ph_profile *p)
     ph_strv_free(&p->cap_add);
     ph_strv_free(&p->security_opt);
     ph_strv_free(&p->packages);
+    ph_profile_free_keys(p);
     free(p->stop_target);
     free(p->stop_signal);
     ph_strv_free(&p->escalate);

@@ -13,7 +13,36 @@
  *   environment: {KEY: value}       # added to the service's environment ({out} expands)
  *   cap_add: [SYS_PTRACE]
  *   security_opt: [seccomp=unconfined]
- *   packages: [strace]              # Debian packages the profiling image needs
+ *   packages: [strace]              # Debian packages the profiling image needs, or per
+ *                                   # package manager of the service's image:
+ *                                   # {apt: [strace], apk: [strace], dnf: [strace]}
+ *                                   # (dnf also serves microdnf and yum)
+ *   tools: [strace]                 # an image with no package manager (FROM scratch,
+ *                                   # distroless) gets these programs from the tools
+ *                                   # tree instead (/opt/profharness/tools: its own
+ *                                   # loader and libraries); no `tools`: the mode
+ *                                   # needs the image's package manager
+ *   libc: [glibc]                   # the service must be dynamically linked against one
+ *                                   # of these (glibc, musl): an LD_PRELOAD mode
+ *   limits: "..."                   # one sentence: which images cannot have the mode
+ *                                   # and why (`profharness modes`, and the error)
+ *   cap_add_if_known: [PERFMON]     # added where the Engine knows the capability,
+ *                                   # left out (and said) where it does not
+ *   convert:                        # after the run, before collection: COMMAND runs
+ *     command: [perf, script, -i, "{out}/perf.data"]   # in the tools image on a copy of
+ *     collapse: perf                # {out}; its stdout goes through the collapser and
+ *                                   # becomes stacks.folded, flamegraph.svg, profile.pb.gz
+ *   attach:                         # `profharness attach`: a tools container in the
+ *     command: [strace, -p, "{pids}", -o, "{out}/strace.log"]   # running service's PID
+ *                                   # namespace runs COMMAND; {pids}: its processes
+ *     cap_add: [SYS_PTRACE]         # (comma-separated); the least it needs
+ *     cap_add_if_known: []
+ *     security_opt: []
+ *     signal: SIGINT                # detaches COMMAND (the service runs on)
+ *     copy_mapped: symfs            # copy the files the processes map to {out}/symfs,
+ *                                   # for symbols (the service's files are not the tools')
+ *     convert: {command: [...], collapse: perf}   # as above, for attached runs
+ *   attach: {unsupported: "valgrind must start the process"}   # or why it cannot
  *   stop:
  *     target: tracee                # who gets the stop signal: "wrapper" (the
  *                                   # process the wrap starts) or "tracee" (that
@@ -66,6 +95,21 @@ typedef struct ph_profile_snapshot {
     long long wait_ns;           /* bound on the command, or the wait after the signal */
     char *unsupported;           /* why the mode cannot dump while it runs (may be NULL) */
 } ph_profile_snapshot;
+/* `convert:` - a command run on the run's files after the run. */
+typedef struct ph_profile_convert {
+    ph_strv command;             /* empty: nothing to convert */
+    char *collapse;              /* the collapser its stdout goes through ("perf") */
+} ph_profile_convert;
+
+/* `attach:` - how the mode joins a running service, or why it cannot. */
+typedef struct ph_profile_attach {
+    ph_strv command;             /* empty: the mode cannot attach */
+    char *unsupported;           /* why not, in one sentence (may be NULL) */
+    ph_strv cap_add, cap_add_if_known, security_opt;
+    char *signal;                /* what detaches the command; "SIGINT" by default */
+    char *copy_mapped;           /* NULL, or a plain directory name under {out} */
+    ph_profile_convert convert;
+} ph_profile_attach;
 
 typedef struct ph_profile {
     char *name;
@@ -74,6 +118,12 @@ typedef struct ph_profile {
     ph_strv wrap;
     ph_kvv environment;
     ph_strv cap_add, security_opt, packages;
+    ph_strv packages_apk, packages_dnf; /* packages: per package manager (packages is apt's) */
+    int has_tools;               /* `tools:` given: the mode runs from the tools tree too */
+    ph_strv tools, libc, cap_add_if_known;
+    char *limits;
+    ph_profile_convert convert;
+    ph_profile_attach attach;
     char *stop_target;           /* "wrapper" or "tracee" */
     char *stop_signal;           /* "SIGTERM" */
     long long stop_grace_ns;
@@ -126,6 +176,9 @@ size_t ph_profiles_names(const ph_profile_set *set, const char **names, size_t c
  * was (0 read, -1 and *err when malformed: r < 0), 0 when it is not. */
 int ph_profile_read_use_key(ph_profile *p, const char *key, const ph_ynode *v, int *r, ph_error_t *err);
 void ph_profile_free_use(ph_profile *p);
+/* The packages P lists for package manager PM ("apt", "apk", "dnf",
+ * "microdnf", "yum"); NULL for a manager it cannot name packages for. */
+const ph_strv *ph_profile_packages(const ph_profile *p, const char *pm);
 
 /* Expand {out}, {service}, {mode}, {run_id} in TEMPLATE.  malloc'd or NULL. */
 char *ph_profile_expand(const char *template_, const char *out, const char *service,

@@ -252,12 +252,32 @@ ph_report_flame(ph_rctx *c)
     const ph_folded *fo = fd->folded;
     double total = fo ? ph_folded_get_stats(fo)->total : 0, *self = NULL, *tot = NULL;
     int root = ph_flame_has_thread_root(c->rd);
-    char b[PH_FMT_LEN], b2[PH_FMT_LEN], note[200];
+    char b[PH_FMT_LEN], b2[PH_FMT_LEN], b3[PH_FMT_LEN], note[200];
     json_t *js = json_object();
+    /* a perf run's conversion facts (ph_run_convert.c's convert.json) */
+    json_t *perf = json_is_integer(json_object_get(c->rd->convert, "samples")) ? c->rd->convert : NULL;
+    const char *pevent = perf && json_string_value(json_object_get(perf, "event"))
+                             ? json_string_value(json_object_get(perf, "event"))
+                             : "an event";
+    int perf_ns = perf && json_string_value(json_object_get(perf, "unit")) &&
+                  strcmp(json_string_value(json_object_get(perf, "unit")), "nanoseconds") == 0;
 
     ph_html_section(f, "flamegraph", "CPU samples (flamegraph)");
     ph_html_cards_begin(f);
-    ph_html_card(f, "samples", ph_fmt_commify(b, (uint64_t)total), fd->n_files > 1 ? "added up over the snapshots" : "");
+    if (perf != NULL) {
+        /* perf's folded counts are the samples' periods: nanoseconds of
+         * CPU for cpu-clock, events otherwise; convert.json counts them. */
+        snprintf(note, sizeof note, "of %s (perf)", pevent);
+        ph_html_card(f, "samples", ph_fmt_commify(b, (uint64_t)json_integer_value(json_object_get(perf, "samples"))),
+                     note);
+        if (perf_ns)
+            ph_html_card(f, "CPU time sampled", ph_fmt_seconds(b, total / 1e9), "the samples' periods added up");
+        else
+            ph_html_card(f, "events", ph_fmt_commify(b, (uint64_t)total), "the samples' periods added up");
+    } else {
+        ph_html_card(f, "samples", ph_fmt_commify(b, (uint64_t)total),
+                     fd->n_files > 1 ? "added up over the snapshots" : "");
+    }
     if (fd->sampler.have) {
         snprintf(note, sizeof note, "at %.0f Hz delivered", fd->sampler.delivered_hz);
         ph_html_card(f, "CPU time sampled", ph_fmt_seconds(b, fd->sampler.cpu_seconds), note);
@@ -294,7 +314,13 @@ ph_report_flame(ph_rctx *c)
         {
             size_t n = 0;
             uint32_t *ids = ranked(fo, self, &n);
-            if (ids != NULL && n > 0)
+            if (ids != NULL && n > 0 && perf != NULL)
+                snprintf(c->headline, sizeof c->headline, "%s samples of %.40s (%s %s), top %.80s %s (self)",
+                         ph_fmt_commify(b, (uint64_t)json_integer_value(json_object_get(perf, "samples"))), pevent,
+                         perf_ns ? ph_fmt_seconds(b2, total / 1e9) : ph_fmt_commify(b2, (uint64_t)total),
+                         perf_ns ? "of CPU" : "events", ph_folded_name(fo, ids[0], NULL),
+                         ph_fmt_percent(b3, self[ids[0]], total));
+            else if (ids != NULL && n > 0)
                 snprintf(c->headline, sizeof c->headline, "%s samples, top %.80s %s (self)",
                          ph_fmt_commify(b, (uint64_t)total), ph_folded_name(fo, ids[0], NULL),
                          ph_fmt_percent(b2, self[ids[0]], total));
@@ -303,6 +329,8 @@ ph_report_flame(ph_rctx *c)
     }
     sampler_figures(f, &fd->sampler);
     json_object_set_new(js, "samples", json_real(total));
+    if (perf != NULL)
+        json_object_set(js, "perf", perf);
     if (fd->sampler.have)
         json_object_set_new(js, "sampler",
                             json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:s}", "requested_hz", fd->sampler.requested_hz,

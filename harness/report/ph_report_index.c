@@ -65,7 +65,7 @@ read_run(const char *out_dir, const char *service, const char *run, entry *e)
     char dir[PATH_MAX];
     json_t *sum, *meta, *x;
     const char *mode, *started, *stopped, *headline;
-    char guess[64] = "";
+    char guess[64] = "", attached[96];
 
     snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
     sum = load(dir, PH_REPORT_SUMMARY);
@@ -79,6 +79,10 @@ read_run(const char *out_dir, const char *service, const char *run, entry *e)
         if (d != NULL)
             snprintf(guess, sizeof guess, "%.*s", (int)strcspn(d + 1, "-."), d + 1);
         mode = guess;
+    }
+    if (json_string_value(json_object_get(meta, "attached_to")) != NULL) { /* profiled without a restart */
+        snprintf(attached, sizeof attached, "%.60s (attached)", mode);
+        mode = attached;
     }
     started = json_string_value(json_object_get(meta, "started_at"));
     stopped = json_string_value(json_object_get(sum, "stopped"));

@@ -32,7 +32,7 @@
 typedef struct ph_artifact {
     char *name;                /* file name in the run dir */
     char *path;
-    const char *kind;          /* "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "" */
+    const char *kind;          /* "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "perf", "" */
     unsigned long long size;
 } ph_artifact;
 
@@ -59,6 +59,8 @@ typedef struct ph_rundata {
     char service[128], mode[64];
     json_t *run;               /* run.json, NULL when absent or unreadable */
     json_t *exit;              /* ph-exit.json, NULL when absent or unreadable */
+    json_t *convert;           /* convert.json: a conversion's facts (perf: event, samples, unit), or NULL */
+    const char *attached_to;   /* run.json's: the service's container an attach joined, or NULL */
     ph_artifact *arts;
     size_t n_arts;
     /* parsed, NULL when the run has none of that kind */

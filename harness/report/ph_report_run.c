@@ -68,8 +68,10 @@ stop_short(json_t *x, char *buf, size_t cap)
 }
 
 /* How the service stopped, in one sentence, from ph-exit.json. */
+/* ATTACHED: the record is the attach's (ph-attach, then strace or perf
+ * on the service's processes), which stop detaches. */
 static void
-how_it_stopped(json_t *x, char *buf, size_t cap)
+how_it_stopped(json_t *x, int attached, char *buf, size_t cap)
 {
     char esc[160], t[PH_FMT_LEN];
     const char *sig = jstr(x, "signal"), *stop = jstr(x, "stop_signal");
@@ -83,7 +85,9 @@ how_it_stopped(json_t *x, char *buf, size_t cap)
         return;
     }
     sig_list(json_object_get(x, "escalations"), esc, sizeof esc);
-    if (json_is_true(req))
+    if (attached && json_is_true(req))
+        o = (size_t)snprintf(buf, cap, "detached: %s to the profiler; the service kept running; ", stop ? stop : "?");
+    else if (json_is_true(req))
         o = (size_t)snprintf(buf, cap, "stop requested (%s); ", stop ? stop : "?");
     else
         o = (size_t)snprintf(buf, cap, "not asked to stop; ");
@@ -221,7 +225,7 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
     double run_s = jnum(x, "run_seconds", -1);
 
     ph_html_section(f, "run", "The run");
-    how_it_stopped(x, how, sizeof how);
+    how_it_stopped(x, rd->attached_to != NULL, how, sizeof how);
     fputs("<dl class=\"kv\">", f);
 #define KV(k, v)                                                                                                       \
     do {                                                                                                               \
@@ -239,6 +243,11 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
     if (run_s >= 0)
         KV("ran for", ph_fmt_seconds(b, run_s));
     KV("how it stopped", how);
+    if (rd->attached_to != NULL) {
+        snprintf(b, sizeof b, "%.12s", rd->attached_to);
+        snprintf(how, sizeof how, "container %s, which kept running (profiled without a restart)", b);
+        KV("attached to", how);
+    }
     if (x != NULL && json_integer_value(json_object_get(x, "leftovers_signalled")) > 0) {
         snprintf(how, sizeof how, "%lld process(es) still running after the service were signalled",
                  (long long)json_integer_value(json_object_get(x, "leftovers_signalled")));
@@ -272,10 +281,13 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
     if (p != NULL) {
         char caps[512] = "";
         size_t o = 0;
-        for (size_t i = 0; i < p->cap_add.n && o < sizeof caps; i++)
-            o += (size_t)snprintf(caps + o, sizeof caps - o, "%s%s", i ? ", " : "", p->cap_add.v[i]);
-        for (size_t i = 0; i < p->security_opt.n && o < sizeof caps; i++)
-            o += (size_t)snprintf(caps + o, sizeof caps - o, "%s%s", o ? ", " : "", p->security_opt.v[i]);
+        /* an attach's tools container has the attach form's */
+        const ph_strv *ca = rd->attached_to ? &p->attach.cap_add : &p->cap_add;
+        const ph_strv *so = rd->attached_to ? &p->attach.security_opt : &p->security_opt;
+        for (size_t i = 0; i < ca->n && o < sizeof caps; i++)
+            o += (size_t)snprintf(caps + o, sizeof caps - o, "%s%s", i ? ", " : "", ca->v[i]);
+        for (size_t i = 0; i < so->n && o < sizeof caps; i++)
+            o += (size_t)snprintf(caps + o, sizeof caps - o, "%s%s", o ? ", " : "", so->v[i]);
         KV("capabilities", caps[0] ? caps : "none added (the mode's profile)");
     }
     if (jstr(run, "container"))
@@ -331,8 +343,13 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
     {
         char shortly[160];
         stop_short(x, shortly, sizeof shortly);
+        if (rd->attached_to != NULL && x != NULL && json_is_true(json_object_get(x, "stop_requested")))
+            snprintf(shortly, sizeof shortly, "detached (%s)", jstr(x, "stop_signal") ? jstr(x, "stop_signal") : "?");
+        how_it_stopped(x, rd->attached_to != NULL, how, sizeof how); /* `how` was reused above */
         json_object_set_new(summary, "stopped", json_string(shortly));
         json_object_set_new(summary, "stopped_detail", json_string(how));
+        if (rd->attached_to != NULL)
+            json_object_set_new(summary, "attached_to", json_string(rd->attached_to));
         if (run_s >= 0)
             json_object_set_new(summary, "run_seconds", json_real(run_s));
     }

@@ -164,6 +164,11 @@ ph_report_strace(ph_rctx *c)
     ph_html_card(f, "log spans", ph_fmt_seconds(b, span), "first to last timestamp");
     ph_html_card(f, "threads", ph_fmt_commify(b, nt), "");
     ph_html_cards_end(f);
+    if (c->rd->attached_to != NULL && info->in_flight > 0) {
+        snprintf(note, sizeof note, "%llu call%s in progress when strace detached (the service kept running).",
+                 (unsigned long long)info->in_flight, info->in_flight == 1 ? " was" : "s were");
+        ph_html_note(f, note);
+    }
 
     /* per syscall */
     {

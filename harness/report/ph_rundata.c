@@ -20,7 +20,7 @@
 /* Names a run dir has that are not artifacts. */
 static const char *const not_artifacts[] = { "run.json",          "ph-exit.json",       PH_REPORT_HTML,
                                              PH_REPORT_SUMMARY,   PH_COMPARE_HTML,      "harness.folded",
-                                             "harness.trace.json" };
+                                             "harness.trace.json", "convert.json" };
 
 /* Without a profile, the usual names (the shipped profiles use the same). */
 static const struct {
@@ -32,7 +32,7 @@ static const struct {
 };
 
 /* The kinds we read, interned so that kind pointers compare. */
-static const char *const known_kinds[] = { "massif", "callgrind", "strace", "folded", "flamegraph", "pprof" };
+static const char *const known_kinds[] = { "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "perf" };
 
 static const char *
 known_kind(const char *k)
@@ -283,7 +283,13 @@ read_strace(ph_rundata *rd)
         return;
     }
     info = ph_strace_get_info(rd->st);
-    parse_problems(rd, what, "strace", info->problem, info->bad_lines, info->bad_line_numbers[0]);
+    /* Attached: strace let go of a running service, whose calls in
+     * progress then had not returned; that is no fault of the log. */
+    parse_problems(rd, what, "strace",
+                   rd->attached_to != NULL && info->in_flight > 0 && info->calls > 0
+                       ? (info->with_times ? "" : "no timestamps: strace ran without -tt")
+                       : info->problem,
+                   info->bad_lines, info->bad_line_numbers[0]);
 }
 
 static int
@@ -467,6 +473,8 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
 
     rd->run = load_json(rd, "run.json");
     rd->exit = load_json(rd, "ph-exit.json");
+    rd->convert = load_json(rd, "convert.json");
+    rd->attached_to = rd->run ? json_string_value(json_object_get(rd->run, "attached_to")) : NULL;
     guess_names(rd);
 
     /* kinds: the profile's globs first, then the usual names */
@@ -505,6 +513,7 @@ ph_rundata_free(ph_rundata *rd)
     free(rd->arts);
     json_decref(rd->run);
     json_decref(rd->exit);
+    json_decref(rd->convert);
     ph_massif_free(rd->massif);
     ph_callgrind_free(rd->cg);
     ph_strace_free(rd->st);

@@ -630,6 +630,7 @@ ph_strace_finish(ph_strace *st, ph_error_t *err)
     for (size_t i = 0; i < st->n_threads; i++)
         open += st->threads[i].pend.active != 0;
     st->info.problem[0] = '\0';
+    st->info.in_flight = open + st->info.unfinished;
     if (st->info.lines == 0)
         snprintf(st->info.problem, sizeof st->info.problem, "the log is empty");
     else if (st->info.calls == 0)

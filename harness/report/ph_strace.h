@@ -80,6 +80,7 @@ typedef struct ph_strace_info {
     size_t bad_line_numbers[PH_STRACE_BAD_KEPT];
     uint64_t calls, errors, total_ns;
     uint64_t unfinished;       /* calls never resumed */
+    uint64_t in_flight;        /* calls that had not returned where the log ends (these and the open ones) */
     int64_t first_ns, last_ns; /* first and last timestamps; first > last: none */
     int with_pids, with_times;
     char problem[256];

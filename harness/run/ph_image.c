@@ -345,65 +345,219 @@ ph_image_short_name(const char *image, char *out, size_t len)
     out[j] = '\0';
 }
 
-int
-ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
-                          const ph_strv *packages, char **tag_out, ph_error_t *err)
+/* The union of what PROFILES list for package manager PM (NULL: the
+ * programs of their `tools`), in order, each once. */
+static int
+union_of(const ph_profile_set *profiles, const char *pm, ph_strv *out)
 {
-    char dockerfile[4096], shim[4096], sampler[4096], name[128], tag[256], pkgs[2048] = "";
-    json_t *info = NULL, *args = NULL, *labels = NULL;
-    char *base_id = NULL;
+    for (size_t i = 0; i < profiles->n; i++) {
+        const ph_strv *l = pm ? ph_profile_packages(&profiles->v[i], pm) : &profiles->v[i].tools;
+
+        for (size_t j = 0; l && j < l->n; j++) {
+            int seen = 0;
+
+            for (size_t k = 0; k < out->n; k++)
+                seen |= strcmp(out->v[k], l->v[j]) == 0;
+            if (!seen && ph_strv_push(out, l->v[j]) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void
+join(const ph_strv *v, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < v->n; i++)
+        snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? " " : "", v->v[i]);
+}
+
+/* ---- the tools image ----------------------------------------------------- */
+
+#define TOOLS_BASE "debian:bookworm-slim"
+
+typedef struct tools_inputs {
+    char files[4][4096];  /* Dockerfile, assemble.sh, ph-attach, the shim */
+    char packages[2048];  /* Debian's names of what the tools need */
+    char tools[1024];     /* the programs of the tree */
+    char tag[128];
+} tools_inputs;
+
+static const char *const tools_names[4] = { "Dockerfile", "assemble.sh", "ph-attach", "opt/bin/ph-init" };
+
+/* What the tools image is made of, and the tag that names it. */
+static int
+tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inputs *ti, ph_error_t *err)
+{
+    ph_strv pkgs = { 0 }, tools = { 0 };
+    uint64_t h = PH_IMAGE_HASH_INIT;
+    int rc = 0;
+
+    for (int i = 0; i < 3; i++)
+        snprintf(ti->files[i], sizeof ti->files[i], "%s/images/tools/%s", data_dir, tools_names[i]);
+    ph_paths_lib_file(data_dir, "ph-init", ti->files[3], sizeof ti->files[3]);
+    /* Debian's packages of the modes that can run from the tree. */
+    for (size_t i = 0; rc == 0 && i < profiles->n; i++) {
+        const ph_profile *p = &profiles->v[i];
+
+        for (size_t j = 0; p->tools.n > 0 && j < p->packages.n; j++) {
+            int seen = 0;
+
+            for (size_t k = 0; k < pkgs.n; k++)
+                seen |= strcmp(pkgs.v[k], p->packages.v[j]) == 0;
+            if (!seen && ph_strv_push(&pkgs, p->packages.v[j]) < 0)
+                rc = -1;
+        }
+    }
+    if (rc < 0 || union_of(profiles, NULL, &tools) < 0) {
+        ph_strv_free(&pkgs);
+        ph_strv_free(&tools);
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    join(&pkgs, ti->packages, sizeof ti->packages);
+    join(&tools, ti->tools, sizeof ti->tools);
+    ph_strv_free(&pkgs);
+    ph_strv_free(&tools);
+    for (int i = 0; i < 4; i++)
+        if (hash_file(ti->files[i], &h) < 0)
+            return ph_fail(err, errno, "read `%s` (is the harness built? run `make`)", ti->files[i]);
+    h = ph_image_hash(h, ti->packages, strlen(ti->packages) + 1);
+    h = ph_image_hash(h, ti->tools, strlen(ti->tools) + 1);
+    snprintf(ti->tag, sizeof ti->tag, "profharness-tools:%016llx", (unsigned long long)h);
+    return 0;
+}
+
+int
+ph_image_ensure_tools(ph_engine *e, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
+                      ph_error_t *err)
+{
+    tools_inputs *ti = calloc(1, sizeof *ti);
+    json_t *args = NULL, *labels = NULL;
     void *tar = NULL;
     size_t tar_len = 0;
     char *id = NULL;
+    int found = 0, rc = -1;
+
+    if (ti == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    if (tools_inputs_get(data_dir, profiles, ti, err) < 0 || ph_engine_image_inspect(e, ti->tag, NULL, &found, err) < 0)
+        goto out;
+    if (!found) {
+        ph_tar_extra extra[4];
+
+        for (int i = 0; i < 4; i++)
+            extra[i] = (ph_tar_extra){ .name = tools_names[i], .path = ti->files[i], .mode = i ? 0755 : 0644 };
+        if (ph_tar_context_build(NULL, extra, 4, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0)
+            goto out;
+        ph_info("building the tools image %s (from %s; tools: %s)", ti->tag, TOOLS_BASE, ti->tools);
+        args = json_pack("{s:s, s:s, s:s}", "BASE_IMAGE", TOOLS_BASE, "PACKAGES", ti->packages, "TOOLS", ti->tools);
+        labels = json_pack("{s:s}", PH_LABEL_INPUTS, ti->tag + strlen("profharness-tools:"));
+        if (ph_engine_build(e, tar, tar_len, "Dockerfile", ti->tag, args, labels, progress_cb, "tools", &id, err) < 0) {
+            ph_error_wrap(err, "build the tools image");
+            ph_error_hint(err, "it is built from %s, which must be on the Engine (scripts/base-image.sh makes it), "
+                          "and installs Debian packages (%s)", TOOLS_BASE, ti->packages);
+            goto out;
+        }
+    }
+    *tag_out = strdup(ti->tag);
+    rc = *tag_out ? 0 : ph_fail(err, ENOMEM, "allocate");
+out:
+    json_decref(args);
+    json_decref(labels);
+    free(tar);
+    free(id);
+    free(ti);
+    return rc;
+}
+
+/* ---- the profiling image ------------------------------------------------- */
+
+/* Every package manager the generator writes for, and none (""). */
+static const char *const pms[] = { "apt", "apk", "dnf", "microdnf", "yum", "" };
+
+/* Fold into *H every Dockerfile the generator would write for PROFILES
+ * (placeholders for the images): a change to the generator, or to any
+ * profile's packages, names a new profiling image. */
+static int
+hash_generated(const ph_profile_set *profiles, uint64_t *h, ph_error_t *err)
+{
+    for (size_t i = 0; i < PH_ARRAY_LEN(pms); i++) {
+        ph_image_facts f = { .shell = pms[i][0] != '\0' };
+        ph_strv pkgs = { 0 };
+        char *text = NULL;
+        int rc;
+
+        snprintf(f.pm, sizeof f.pm, "%s", pms[i]);
+        if (pms[i][0] && union_of(profiles, pms[i], &pkgs) < 0) {
+            ph_strv_free(&pkgs);
+            return ph_fail(err, ENOMEM, "allocate");
+        }
+        rc = ph_image_dockerfile(&f, "BASE", "TOOLS", &pkgs, &text, err);
+        ph_strv_free(&pkgs);
+        if (rc < 0)
+            return -1;
+        *h = ph_image_hash(*h, text, strlen(text) + 1);
+        free(text);
+    }
+    return 0;
+}
+
+static int
+check_mode(const ph_profile *mode, const ph_image_facts *f, const char *service_image, ph_error_t *err)
+{
+    char why[1024];
+
+    if (mode == NULL || ph_image_unfit(mode, f, why, sizeof why) == NULL)
+        return 0;
+    ph_bad_input(err, "image `%s` (package manager: %s, C library: %s): %s", service_image, ph_image_facts_pm(f),
+                 ph_image_facts_libc(f), why);
+    return ph_error_hint(err, "`profharness modes` says which modes run in which images");
+}
+
+int
+ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
+                          const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
+                          ph_image_facts *facts, ph_error_t *err)
+{
+    char shim[4096], sampler[4096], name[128], tag[256];
+    json_t *info = NULL, *labels = NULL;
+    char *base_id = NULL, *dockerfile = NULL, *tools = NULL, *id = NULL;
+    tools_inputs *ti = calloc(1, sizeof *ti);
+    ph_strv pkgs = { 0 };
+    void *tar = NULL;
+    size_t tar_len = 0;
     uint64_t h = PH_IMAGE_HASH_INIT;
     int found = 0, rc = -1;
 
-    snprintf(dockerfile, sizeof dockerfile, "%s/images/profiling/Dockerfile", data_dir);
+    memset(facts, 0, sizeof *facts);
+    if (ti == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
     ph_paths_lib_file(data_dir, "ph-init", shim, sizeof shim);
     ph_paths_lib_file(data_dir, "libphsampler.so", sampler, sizeof sampler);
-    for (size_t i = 0; i < packages->n; i++) {
-        if (i)
-            strncat(pkgs, " ", sizeof pkgs - strlen(pkgs) - 1);
-        strncat(pkgs, packages->v[i], sizeof pkgs - strlen(pkgs) - 1);
-    }
-
     if (ph_engine_image_inspect(e, service_image, &info, &found, err) < 0)
-        return -1;
-    if (!found)
-        return ph_fail(err, 0, "image `%s` not found (run `profharness setup`)", service_image);
+        goto out;
+    if (!found) {
+        ph_fail(err, 0, "image `%s` not found (run `profharness setup`)", service_image);
+        goto out;
+    }
     base_id = strdup(json_string_value(json_object_get(info, "Id")) ? json_string_value(json_object_get(info, "Id")) : "");
     if (base_id == NULL || base_id[0] == '\0') {
         ph_fail(err, 0, "image `%s` has no id", service_image);
         goto out;
     }
 
-    {
-        /* opt/ lands in /opt/profharness; the sampler only when it is built. */
-        const ph_tar_extra extra[] = {
-            { .name = "Dockerfile", .path = dockerfile, .mode = 0644 },
-            { .name = "opt/bin/ph-init", .path = shim, .mode = 0755 },
-            { .name = "opt/lib/libphsampler.so", .path = sampler, .mode = 0755 },
-        };
-        size_t n_extra = access(sampler, R_OK) == 0 ? 3 : 2;
-
-        if (ph_tar_context_build(NULL, extra, n_extra, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
-            ph_error_wrap(err, "profiling image context (is the harness built? run `make`)");
-            goto out;
-        }
-    }
     /* The tag hashes what goes in, not the tar's bytes: relinking the shim
      * changes its mtime but not its content, and must not cost a rebuild. */
-    {
-        const char *inputs[] = { dockerfile, shim, sampler };
-        for (size_t i = 0; i < PH_ARRAY_LEN(inputs); i++) {
-            if (hash_file(inputs[i], &h) < 0 && i < 2) {
-                ph_fail(err, errno, "read `%s`", inputs[i]);
-                goto out;
-            }
-        }
+    if (hash_file(shim, &h) < 0) {
+        ph_fail(err, errno, "read `%s` (is the harness built? run `make`)", shim);
+        goto out;
     }
-    h = ph_image_hash(h, base_id, strlen(base_id));
-    h = ph_image_hash(h, pkgs, strlen(pkgs));
+    hash_file(sampler, &h); /* optional: the sampler only when it is built */
+    h = ph_image_hash(h, base_id, strlen(base_id) + 1);
+    if (hash_generated(profiles, &h, err) < 0 || tools_inputs_get(data_dir, profiles, ti, err) < 0)
+        goto out;
+    h = ph_image_hash(h, ti->tag, strlen(ti->tag) + 1);
     ph_image_short_name(service_image, name, sizeof name);
     snprintf(tag, sizeof tag, "%s-profiling:%016llx", name, (unsigned long long)h);
 
@@ -412,13 +566,54 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
     if (ph_engine_image_inspect(e, tag, &info, &found, err) < 0)
         goto out;
     if (found) {
-        ph_debug("profiling image %s is current", tag);
+        /* What its image offers was found when it was built. */
+        json_t *l = json_object_get(json_object_get(info, "Config"), "Labels");
+        const char *pm = json_string_value(json_object_get(l, PH_LABEL_PM));
+        const char *libc = json_string_value(json_object_get(l, PH_LABEL_LIBC));
+
+        snprintf(facts->pm, sizeof facts->pm, "%s", pm && strcmp(pm, "none") != 0 ? pm : "");
+        snprintf(facts->libc, sizeof facts->libc, "%s", libc && strcmp(libc, "none") != 0 ? libc : "");
+        facts->shell = facts->pm[0] != '\0';
+        ph_debug("profiling image %s is current (package manager %s)", tag, ph_image_facts_pm(facts));
+        if (check_mode(mode, facts, service_image, err) < 0)
+            goto out;
     } else {
-        ph_info("building profiling image %s (base %s; packages: %s)", tag, service_image, pkgs);
-        args = json_pack("{s:s, s:s}", "BASE_IMAGE", base_id, "PACKAGES", pkgs);
-        labels = json_pack("{s:s}", PH_LABEL_INPUTS, tag + strlen(name) + strlen("-profiling:"));
-        if (ph_engine_build(e, tar, tar_len, "Dockerfile", tag, args, labels, progress_cb, "profiling", &id,
-                            err) < 0) {
+        if (ph_image_probe(e, base_id, facts, err) < 0 || check_mode(mode, facts, service_image, err) < 0)
+            goto out;
+        if (facts->pm[0] == '\0' && ph_image_ensure_tools(e, data_dir, profiles, &tools, err) < 0)
+            goto out;
+        if (facts->pm[0] != '\0' && union_of(profiles, facts->pm, &pkgs) < 0) {
+            ph_fail(err, ENOMEM, "allocate");
+            goto out;
+        }
+        if (ph_image_dockerfile(facts, base_id, tools, &pkgs, &dockerfile, err) < 0)
+            goto out;
+        {
+            /* opt/ lands in /opt/profharness; the sampler only when it is built. */
+            const ph_tar_extra extra[] = {
+                { .name = "Dockerfile", .data = dockerfile, .len = strlen(dockerfile), .mode = 0644 },
+                { .name = "opt/bin/ph-init", .path = shim, .mode = 0755 },
+                { .name = "opt/lib/libphsampler.so", .path = sampler, .mode = 0755 },
+            };
+            size_t n_extra = access(sampler, R_OK) == 0 ? 3 : 2;
+
+            if (ph_tar_context_build(NULL, extra, n_extra, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
+                ph_error_wrap(err, "profiling image context (is the harness built? run `make`)");
+                goto out;
+            }
+        }
+        if (facts->pm[0] != '\0') {
+            char list[2048];
+
+            join(&pkgs, list, sizeof list);
+            ph_info("building profiling image %s (base %s; %s packages: %s)", tag, service_image, facts->pm, list);
+        } else {
+            ph_info("building profiling image %s (base %s, which has no package manager: the tools tree of %s)", tag,
+                    service_image, tools);
+        }
+        labels = json_pack("{s:s, s:s, s:s}", PH_LABEL_INPUTS, tag + strlen(name) + strlen("-profiling:"),
+                           PH_LABEL_PM, ph_image_facts_pm(facts), PH_LABEL_LIBC, ph_image_facts_libc(facts));
+        if (ph_engine_build(e, tar, tar_len, "Dockerfile", tag, NULL, labels, progress_cb, "profiling", &id, err) < 0) {
             ph_error_wrap(err, "build profiling image for `%s`", service_image);
             goto out;
         }
@@ -427,10 +622,13 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
     rc = *tag_out ? 0 : ph_fail(err, errno, "allocate");
 out:
     json_decref(info);
-    json_decref(args);
     json_decref(labels);
+    ph_strv_free(&pkgs);
     free(base_id);
+    free(dockerfile);
+    free(tools);
     free(tar);
     free(id);
+    free(ti);
     return rc;
 }

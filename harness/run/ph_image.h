@@ -1,11 +1,16 @@
-/* ph_image.h - service images and their profiling images.
+/* ph_image.h - service images, their profiling images, the tools image.
  *
  * The profiling image of a service is its image plus the profiler tools,
- * the init shim and the sampler library, built from
- * images/profiling/Dockerfile through the Engine's /build.  It is tagged by
- * a hash of every input (the Dockerfile, the shim and sampler binaries, the
- * service image's id, the package list), so it is rebuilt exactly when one
- * of them changes.
+ * the init shim and the sampler library, built through the Engine's /build
+ * from a Dockerfile written for what the image offers (ph_image_facts.c):
+ * the profiles' packages through its own package manager (apt, apk, dnf,
+ * microdnf, yum), or where it has none, the self-contained tools tree of
+ * the tools image (images/tools/).  Both are tagged by a hash of every
+ * input (the service image's id, every profile's packages and tools, the
+ * Dockerfiles the generator writes, the shim and sampler binaries, the
+ * tools image's files), so each is rebuilt exactly when one changes; the
+ * profiling image carries what was found as labels, so it is looked for
+ * once, when it is built.
  */
 #ifndef PH_IMAGE_H
 #define PH_IMAGE_H
@@ -15,6 +20,7 @@
 #include "ph_compose.h"
 #include "ph_engine.h"
 #include "ph_error.h"
+#include "ph_profile.h"
 
 /* Make sure IMAGE exists: build it when the service has `build` (always
  * when FORCE_BUILD or `pull_policy: build`, else only when missing), pull
@@ -23,9 +29,20 @@
 int ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
                             ph_error_t *err);
 
-/* Make sure the profiling image of SERVICE_IMAGE exists; *tag_out names it. */
+/* What an image offers a profiler. */
+typedef struct ph_image_facts {
+    char pm[16];   /* apt, apk, dnf, microdnf, yum; "" when none (or no /bin/sh to run it) */
+    char libc[8];  /* glibc, musl: whose loader is there; "" when none (static programs only) */
+    int shell;     /* /bin/sh is there */
+} ph_image_facts;
+
+/* Make sure the profiling image of SERVICE_IMAGE exists: *tag_out names
+ * it, *facts says what its image offers.  MODE, when not NULL, is checked
+ * against the image before anything is built (a PH_EXIT_USAGE error saying
+ * why it cannot run there). */
 int ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
-                              const ph_strv *packages, char **tag_out, ph_error_t *err);
+                              const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
+                              ph_image_facts *facts, ph_error_t *err);
 
 /* The profiling image of IMAGE is tagged <short name>-profiling:<inputs
  * hash>; the short name of "registry:5000/team/app:1.2" is "app". */
@@ -42,5 +59,33 @@ ssize_t ph_image_mem_read_cb(void *ud, char *buf, size_t len);
 /* FNV-1a 64: change detection for build inputs, not security. */
 uint64_t ph_image_hash(uint64_t h, const void *data, size_t len);
 #define PH_IMAGE_HASH_INIT 0xcbf29ce484222325ULL
+
+/* Make sure the tools image exists (images/tools/Dockerfile, from Debian;
+ * its packages and programs from the profiles' `packages` and `tools`);
+ * *tag_out names it. */
+int ph_image_ensure_tools(ph_engine *e, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
+                          ph_error_t *err);
+
+/* ---- ph_image_facts.c ---------------------------------------------------- */
+
+/* Ask IMAGE what it offers: a container is created from it (never
+ * started) and the Engine is asked which package managers and loaders are
+ * there; the container is removed. */
+int ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_error_t *err);
+
+/* "apt" ... or "none"; "glibc", "musl" or "none". */
+const char *ph_image_facts_pm(const ph_image_facts *f);
+const char *ph_image_facts_libc(const ph_image_facts *f);
+
+/* NULL when mode P can run in an image offering F; else why not, in BUF
+ * (the profile's `limits` sentence included). */
+const char *ph_image_unfit(const ph_profile *p, const ph_image_facts *f, char *buf, size_t len);
+
+/* The Dockerfile of a profiling image (malloc'd into *out): FROM BASE, the
+ * PACKAGES through F's package manager, or with none the tools tree from
+ * TOOLS_IMAGE; then the shim and sampler (the context's opt/) and the
+ * artifacts directory.  A package name that is not one is refused. */
+int ph_image_dockerfile(const ph_image_facts *f, const char *base, const char *tools_image, const ph_strv *packages,
+                        char **out, ph_error_t *err);
 
 #endif

@@ -141,17 +141,19 @@ ph_run_mkdir_p(const char *path, ph_error_t *err)
 int
 ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err)
 {
-    if (r->engine == NULL) {
-        r->engine = ph_engine_new(err);
-        if (r->engine == NULL)
+    ph_engine **slot = ph_run_engine_slot(r); /* a worker thread has its own */
+
+    if (*slot == NULL) {
+        *slot = ph_engine_new(err);
+        if (*slot == NULL)
             return -1;
-        if (ph_engine_ping(r->engine, err) < 0) {
-            ph_engine_free(r->engine);
-            r->engine = NULL;
+        if (ph_engine_ping(*slot, err) < 0) {
+            ph_engine_free(*slot);
+            *slot = NULL;
             return -1;
         }
     }
-    *out = r->engine;
+    *out = *slot;
     return 0;
 }
 

@@ -28,11 +28,17 @@
 #define PH_LABEL_STARTED "io.profharness.started"
 #define PH_LABEL_OUTDIR  "io.profharness.outdir"   /* host run dir it will land in */
 #define PH_LABEL_INPUTS  "io.profharness.inputs"   /* on profiling images: input hash */
+#define PH_LABEL_PM      "io.profharness.pm"       /* on profiling images: its package manager */
+#define PH_LABEL_LIBC    "io.profharness.libc"     /* ... and C library ("none" when none) */
+#define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
+#define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach containers: the service's container id */
+#define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the container of the run */
 
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    65536                     /* larger is no record of ours */
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
+#define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
 #define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
 #define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
 
@@ -85,6 +91,12 @@ int ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err);
 /* Remove the profiling images of the project's services that no container
  * uses, keeping the newest of each unless ALL (ph_run_prune.c). */
 int ph_run_prune(ph_run *r, int all, ph_error_t *err);
+/* Profile running SERVICES without restarting them: a tools container in
+ * each one's PID namespace runs MODE's attach command; ph_run_stop
+ * detaches (the service keeps running) and collects.  A service already
+ * profiled, or not running, is refused (PH_EXIT_USAGE), as is a mode that
+ * cannot attach. */
+int ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *err);
 
 /* "20261122T101500Z" for now (UTC).  BUF must hold 17 bytes. */
 void ph_run_utc_stamp(char buf[17]);

@@ -597,6 +597,7 @@ print_stages(const char *service, const stage *st, size_t n)
 {
     double total = 0;
 
+    flockfile(stderr); /* one table, whole, when services stop at once */
     for (size_t i = 0; i < n; i++)
         total += st[i].seconds;
     fprintf(stderr, "%s: stage timings\n", service);
@@ -604,6 +605,7 @@ print_stages(const char *service, const stage *st, size_t n)
         fprintf(stderr, "  %9.3f s  %5.1f%%  %s\n", st[i].seconds,
                 total > 0 ? 100.0 * st[i].seconds / total : 0.0, st[i].name);
     fprintf(stderr, "  %9.3f s  total\n", total);
+    funlockfile(stderr);
 }
 
 static void
@@ -672,6 +674,9 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
                      "completion_problem", res->record == NULL ? res->record_problem : NULL,
                      "missing_artifacts", res->missing,
                      "oom_killed", res->oom_killed);
+    /* attach: the service's container, which kept running (the report says so) */
+    if (meta != NULL && ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
+        json_object_set_new(meta, "attached_to", json_string(ph_run_label(c, PH_LABEL_ATTACHED)));
     if (meta == NULL)
         return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
     snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
@@ -792,6 +797,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         goto keep;
     }
     stages[n_stages++] = (stage){ "signal until the profiler exited", ph_run_now() - t0 };
+    ph_run_convert(r, c); /* perf: folded stacks, flamegraph, pprof beside perf.data */
     if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
         goto keep;
     res.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
@@ -808,6 +814,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         goto out;
     }
     describe_record(service, &res);
+    ph_run_attach_describe(r, c, res.record);
     ph_run_explain_samples(service, res.run_fd);
     ph_run_service_log(r, service, id, res.run_fd, res.run_dir); /* its output goes with the container */
 
@@ -837,57 +844,129 @@ out:
     return rc;
 }
 
-/* Stop (or discard) every profiled container of the services in SL.  A
- * fault in one service does not strand the others; an interrupt stops
- * before the next one. */
+/* One job of a stop (or discard): every profiled container of service I. */
+typedef struct stop_jobs {
+    ph_svc_list *sl;
+    int discard;
+    int *acted;
+    char (*what)[96];
+} stop_jobs;
+
+static const char *
+stop_what(void *ud, size_t i)
+{
+    return ((stop_jobs *)ud)->what[i];
+}
+
+static void
+log_error(ph_error_t e)
+{
+    ph_log(PH_LOG_ERROR, "%s", e->msg);
+    if (e->hint[0])
+        ph_log(PH_LOG_ERROR, "hint: %s", e->hint);
+}
+
+/* A fault in one container does not strand the service's others (the
+ * last fault is returned, earlier ones said); an interrupt ends the job. */
+static int
+stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
+{
+    stop_jobs *j = ud;
+    const char *name = j->sl->v[i]->name;
+    json_t *list = NULL, *c;
+    ph_error_t fault = NULL;
+    size_t k;
+    int sig = ph_interrupted();
+
+    if (sig != 0) {
+        ph_interrupt_fail(err, sig);
+        return ph_error_wrap(err, "stopped before `%s`", name);
+    }
+    if (ph_run_list(r, name, &list, err) < 0)
+        return -1;
+    json_array_foreach(list, k, c) {
+        if (!ph_run_is_profiled(c))
+            continue;
+        if ((sig = ph_interrupted()) != 0) {
+            ph_interrupt_fail(err, sig);
+            ph_error_wrap(err, "stopped before a container of `%s`", name);
+            break;
+        }
+        if ((j->discard ? ph_run_discard_one(r, c, err) : ph_run_stop_one(r, c, err)) < 0) {
+            if ((*err)->status > PH_EXIT_SIGNAL)
+                break;
+            if (fault != NULL) {
+                log_error(fault);
+                ph_error_free(&fault);
+            }
+            fault = *err;
+            *err = NULL;
+            continue;
+        }
+        j->acted[i]++;
+    }
+    json_decref(list);
+    if (*err != NULL) { /* interrupted */
+        if (fault != NULL)
+            log_error(fault);
+        ph_error_free(&fault);
+        return -1;
+    }
+    *err = fault;
+    return fault != NULL ? -1 : 0;
+}
+
+/* Stop (or discard) every profiled container of the services in SL,
+ * concurrently (ph_run_parallel, bounded): the time is the slowest
+ * service's, not the sum.  A fault in one service does not strand the
+ * others; an interrupt stops every job before its next container.  One
+ * fault is returned as it is; several are each said and summed up. */
 static int
 for_each_profiled(ph_run *r, ph_svc_list *sl, int discard, int *acted, ph_error_t *err)
 {
-    int failed = 0;
+    stop_jobs j = { .sl = sl, .discard = discard, .acted = calloc(sl->n + 1, sizeof *j.acted),
+                    .what = calloc(sl->n + 1, sizeof *j.what) };
+    ph_error_t *errs = calloc(sl->n + 1, sizeof *errs);
+    ph_engine *e;
+    size_t failed = 0, keep = sl->n;
 
+    if (j.acted == NULL || j.what == NULL || errs == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    /* The first contact (and its errors) on this thread, before any job. */
+    if (ph_run_engine(r, &e, err) < 0)
+        goto out;
+    for (size_t i = 0; i < sl->n; i++)
+        snprintf(j.what[i], sizeof j.what[i], "%s %s", discard ? "discard" : "stop", sl->v[i]->name);
+    /* The workers' sections nest in this one: only this (the main)
+     * thread installs and restores the handlers. */
+    ph_interrupt_begin();
+    failed = ph_run_parallel(r, sl->n, ph_run_jobs_max(), stop_job, stop_what, &j, errs);
+    ph_interrupt_end();
     for (size_t i = 0; i < sl->n; i++) {
-        json_t *list = NULL, *c;
-        size_t k;
-        int sig = ph_interrupted();
-
-        if (sig != 0) {
-            ph_interrupt_fail(err, sig);
-            return ph_error_wrap(err, "stopped before `%s`", sl->v[i]->name);
-        }
-        if (ph_run_list(r, sl->v[i]->name, &list, err) < 0)
-            return -1;
-        json_array_foreach(list, k, c) {
-            int rc;
-
-            if (!ph_run_is_profiled(c))
-                continue;
-            rc = discard ? ph_run_discard_one(r, c, err) : ph_run_stop_one(r, c, err);
-            if (rc < 0) {
-                if ((*err)->status > PH_EXIT_SIGNAL) {
-                    json_decref(list);
-                    return -1;
-                }
-                if (sl->n > 1) {
-                    ph_log(PH_LOG_ERROR, "%s", (*err)->msg);
-                    if ((*err)->hint[0])
-                        ph_log(PH_LOG_ERROR, "hint: %s", (*err)->hint);
-                    if (i + 1 < sl->n)
-                        ph_error_free(err);
-                }
-                failed++;
-                continue;
-            }
-            (*acted)++;
-        }
-        json_decref(list);
+        *acted += j.acted[i];
+        if (errs[i] != NULL && (keep == sl->n || errs[i]->status > PH_EXIT_SIGNAL))
+            keep = i; /* the first fault, or an interrupt */
     }
-    if (failed > 0) {
-        if (*err == NULL)
-            ph_fail(err, 0, "%d service%s could not be %s cleanly", failed, failed == 1 ? "" : "s",
-                    discard ? "discarded" : "stopped");
-        return -1;
+    for (size_t i = 0; i < sl->n; i++) {
+        if (errs[i] == NULL || (i == keep && (failed == 1 || errs[i]->status > PH_EXIT_SIGNAL)))
+            continue;
+        log_error(errs[i]);
+        ph_error_free(&errs[i]);
     }
-    return 0;
+    if (failed == 1 || (keep < sl->n && errs[keep] != NULL)) {
+        *err = errs[keep];
+        errs[keep] = NULL;
+    } else if (failed > 1) {
+        ph_fail(err, 0, "%zu of %zu services could not be %s cleanly (each said above)", failed, sl->n,
+                discard ? "discarded" : "stopped");
+    }
+out:
+    free(j.acted);
+    free(j.what);
+    free(errs);
+    return *err != NULL ? -1 : 0;
 }
 
 int

@@ -34,6 +34,51 @@ typedef struct ph_svc_list {
     size_t n;
 } ph_svc_list;
 
+/* ph_run_start.c: create and start, with the capabilities IF_KNOWN added
+ * to the configuration's CapAdd; where the Engine refuses one as unknown,
+ * again without them (and said).  S == NULL: a container of ours that is
+ * not a service's (no compose networks, no `privileged` fallback). */
+int ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg,
+                                const ph_strv *if_known, char **id_out, ph_error_t *err);
+
+/* ph_run_parallel.c: jobs on several services at once, bounded.  A job
+ * is CB(r, i, ud, err) for i in [0, N), on up to MAX_JOBS threads, each
+ * with an Engine of its own; WHAT names job i for the timing tree (may be
+ * NULL).  ERRS[i] (N of them) gets job i's error or NULL.  Returns the
+ * number of jobs that failed. */
+#define PH_RUN_JOBS_MAX 8
+typedef int (*ph_run_job_cb)(ph_run *r, size_t i, void *ud, ph_error_t *err);
+typedef const char *(*ph_run_job_what_cb)(void *ud, size_t i);
+size_t ph_run_parallel(ph_run *r, size_t n, size_t max_jobs, ph_run_job_cb cb, ph_run_job_what_cb what, void *ud,
+                       ph_error_t *errs);
+/* PH_RUN_JOBS_MAX, or PH_JOBS from the environment (1..64). */
+size_t ph_run_jobs_max(void);
+/* Where ph_run_engine keeps this thread's Engine: a worker's own. */
+ph_engine **ph_run_engine_slot(ph_run *r);
+
+/* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
+ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
+
+/* ph_run_start.c: the init shim's argv up to `--`: P's grace and
+ * escalation, the stop signal SIGNAL to TARGET ("wrapper", "tracee"), the
+ * completion record in OUT. */
+json_t *ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out);
+
+/* ph_run_attach.c: after collecting attach container C, say so when the
+ * service exited while attached (and why the profiler's end may be
+ * missing).  Nothing for other containers. */
+void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
+
+/* ph_run_convert.c: C (a profiled or attach container that has exited)
+ * gets its profile's `convert` outputs in its {out} before collection
+ * (stacks.folded, flamegraph.svg, profile.pb.gz).  Never fails the stop:
+ * on a failure the run is collected as it is and a warning says how to
+ * convert by hand. */
+void ph_run_convert(ph_run *r, json_t *c);
+
+/* Where the tools tree's programs are, in a profiling image or the tools image. */
+#define PH_TOOLS_BIN "/opt/profharness/tools/bin"
+
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */
 void ph_run_utc_iso(char *buf, size_t len);    /* "2026-11-22T10:15:00Z" */

@@ -53,45 +53,23 @@ ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t
     return ph_image_ensure_service(e, s, img, force_build, &r->compose->env, err);
 }
 
-/* The union of every profile's packages: one profiling image serves every
- * mode, so switching modes never rebuilds. */
+/* One profiling image serves every mode (all the profiles' packages), so
+ * switching modes never rebuilds.  MODE, when given, is checked against
+ * what the image offers first. */
 static int
-all_packages(ph_run *r, ph_strv *out)
-{
-    for (size_t i = 0; i < r->profiles.n; i++) {
-        ph_profile *p = &r->profiles.v[i];
-
-        for (size_t j = 0; j < p->packages.n; j++) {
-            int seen = 0;
-
-            for (size_t k = 0; k < out->n; k++)
-                seen |= strcmp(out->v[k], p->packages.v[j]) == 0;
-            if (!seen && ph_strv_push(out, p->packages.v[j]) < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-static int
-ensure_profiling_image(ph_run *r, const ph_service *s, char **tag_out, ph_error_t *err)
+ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, char **tag_out,
+                       ph_image_facts *facts, ph_error_t *err)
 {
     ph_engine *e;
-    ph_strv pkgs = { 0 };
     ph_cleanup_free char *img = ph_run_service_image(r, s);
-    int rc;
 
     if (img == NULL)
         return ph_fail(err, ENOMEM, "allocate");
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    if (all_packages(r, &pkgs) < 0) {
-        ph_strv_free(&pkgs);
-        return ph_fail(err, ENOMEM, "allocate");
-    }
-    rc = ph_image_ensure_profiling(e, img, r->data_dir, &pkgs, tag_out, err);
-    ph_strv_free(&pkgs);
-    return rc;
+    if (ph_image_ensure_profiling(e, img, r->data_dir, &r->profiles, mode, tag_out, facts, err) < 0)
+        return ph_error_wrap(err, "%s", s->name);
+    return 0;
 }
 
 int
@@ -105,12 +83,14 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
     keep_enabled(&sl, n);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         char *tag = NULL;
+        ph_image_facts facts;
 
         rc = ensure_service_image(r, sl.v[i], 1, err);
         if (rc == 0)
-            rc = ensure_profiling_image(r, sl.v[i], &tag, err);
+            rc = ensure_profiling_image(r, sl.v[i], NULL, &tag, &facts, err);
         if (rc == 0)
-            ph_info("%s: ready (profiling image %s)", sl.v[i]->name, tag);
+            ph_info("%s: ready (profiling image %s; package manager %s, C library %s)", sl.v[i]->name, tag,
+                    ph_image_facts_pm(&facts), ph_image_facts_libc(&facts));
         free(tag);
     }
     free(sl.v);
@@ -332,19 +312,14 @@ fmt_seconds(long long ns)
     return s;
 }
 
-/* The argv the profiled container runs: the shim, its stop protocol, the
- * profiler's wrap, then what the service would have run. */
-static int
-profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image_cfg,
-              const char *out, const char *run_id, json_t **argv_out, ph_error_t *err)
+json_t *
+ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out)
 {
-    json_t *argv = json_array(), *ep, *cmd;
+    json_t *argv = json_array();
     char *grace = fmt_seconds(p->stop_grace_ns), *egrace = fmt_seconds(p->escalate_grace_ns);
     char esc[512] = "", rec[PATH_MAX];
-    size_t i, n0;
-    json_t *x;
 
-    for (i = 0; i < p->escalate.n; i++) {
+    for (size_t i = 0; i < p->escalate.n; i++) {
         if (i)
             strncat(esc, ",", sizeof esc - strlen(esc) - 1);
         strncat(esc, p->escalate.v[i], sizeof esc - strlen(esc) - 1);
@@ -352,9 +327,9 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
     snprintf(rec, sizeof rec, "%s/%s", out, PH_RECORD_NAME);
     json_array_append_new(argv, json_string("/opt/profharness/bin/ph-init"));
     json_array_append_new(argv, json_string("--stop-target"));
-    json_array_append_new(argv, json_string(p->stop_target));
+    json_array_append_new(argv, json_string(target));
     json_array_append_new(argv, json_string("--stop-signal"));
-    json_array_append_new(argv, json_string(p->stop_signal));
+    json_array_append_new(argv, json_string(signal));
     json_array_append_new(argv, json_string("--grace"));
     json_array_append_new(argv, json_string(grace ? grace : "30"));
     if (esc[0]) {
@@ -368,8 +343,32 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
     json_array_append_new(argv, json_string("--"));
     free(grace);
     free(egrace);
+    return argv;
+}
+
+/* The argv the profiled container runs: the shim, its stop protocol, the
+ * profiler's wrap, then what the service would have run.  TOOLS_BIN: the
+ * wrap's program comes from the tools tree there (the image has no
+ * package manager to install it). */
+static int
+profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image_cfg, const char *tools_bin,
+              const char *out, const char *run_id, json_t **argv_out, ph_error_t *err)
+{
+    json_t *argv = ph_run_shim_argv(p, p->stop_target, p->stop_signal, out), *ep, *cmd;
+    size_t i, n0;
+    json_t *x;
+
     for (i = 0; i < p->wrap.n; i++) {
         char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id);
+
+        if (w != NULL && i == 0 && tools_bin != NULL) {
+            char *t = NULL;
+
+            if (asprintf(&t, "%s/%s", tools_bin, w) < 0)
+                t = NULL;
+            free(w);
+            w = t;
+        }
         if (w == NULL) {
             json_decref(argv);
             return ph_fail(err, ENOMEM, "allocate");
@@ -399,12 +398,60 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
     return 0;
 }
 
+/* S == NULL: a container of ours, not a service's (no compose networks
+ * to join, no `privileged` to fall back from). */
+static int
+create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out, ph_error_t *err)
+{
+    ph_engine *e;
+    char *id = NULL;
+
+    if (s != NULL)
+        return ph_run_create_and_start(r, s, name, cfg, id_out, err);
+    if (ph_run_engine(r, &e, err) < 0 || ph_engine_container_create(e, name, cfg, &id, err) < 0)
+        return -1;
+    if (ph_engine_container_start(e, id, err) < 0) {
+        ph_engine_container_remove(e, id, 1, NULL);
+        free(id);
+        return -1;
+    }
+    *id_out = id;
+    return 0;
+}
+
+int
+ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg, const ph_strv *if_known,
+                            char **id_out, ph_error_t *err)
+{
+    json_t *caps = json_object_get(json_object_get(cfg, "HostConfig"), "CapAdd");
+    size_t before = json_array_size(caps), added;
+    char list[256] = "";
+
+    for (size_t i = 0; caps && i < if_known->n; i++)
+        ph_run_array_add_unique(caps, if_known->v[i]);
+    added = json_array_size(caps) - before;
+    if (create_and_start(r, s, name, cfg, id_out, err) == 0)
+        return 0;
+    /* An Engine older than a capability refuses it by name at create. */
+    if (added == 0 || strstr((*err)->msg, "unknown capability") == NULL)
+        return -1;
+    for (size_t i = before; i < before + added; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i > before ? ", " : "",
+                 json_string_value(json_array_get(caps, i)));
+    ph_info("%s: this Engine does not know %s; running without (%s)", s ? s->name : name, list, (*err)->msg);
+    ph_error_free(err);
+    while (json_array_size(caps) > before)
+        json_array_remove(caps, json_array_size(caps) - 1);
+    return create_and_start(r, s, name, cfg, id_out, err);
+}
+
 static int
 start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
 {
     ph_engine *e;
     json_t *cfg = NULL, *img_info = NULL, *argv = NULL, *host, *labels, *env, *caps, *secopt;
     char *img = NULL, *prof_img = NULL, *name = NULL, *id = NULL;
+    ph_image_facts facts;
     char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
     int found = 0, rc = -1;
     size_t i;
@@ -416,7 +463,7 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
                             s->unsupported, s->name);
     if (ensure_service_image(r, s, r->opts.build, err) < 0)
         return -1;
-    if (ensure_profiling_image(r, s, &prof_img, err) < 0)
+    if (ensure_profiling_image(r, s, p, &prof_img, &facts, err) < 0)
         return -1;
     if (ph_run_ensure_networks(r, s, err) < 0)
         goto out;
@@ -434,7 +481,8 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
 
-    if (profiled_argv(r, s, p, json_object_get(img_info, "Config"), out, run_id, &argv, err) < 0)
+    if (profiled_argv(r, s, p, json_object_get(img_info, "Config"), facts.pm[0] ? NULL : PH_TOOLS_BIN, out, run_id,
+                      &argv, err) < 0)
         goto out;
     name = container_name(r, s, p->name);
     cfg = name ? ph_run_base_config(r, s, prof_img, name, err) : NULL;
@@ -501,7 +549,7 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     for (i = 0; i < p->security_opt.n; i++)
         ph_run_array_add_unique(secopt, p->security_opt.v[i]);
 
-    if (ph_run_create_and_start(r, s, name, cfg, &id, err) < 0)
+    if (ph_run_create_caps_if_known(r, s, name, cfg, &p->cap_add_if_known, &id, err) < 0)
         goto out;
     ph_info("%s: profiling under %s (container %s); its run dir is written when it stops "
             "(`profharness stop %s`): %s", s->name, p->name, name, s->name, host_dir);
@@ -521,16 +569,24 @@ out:
     return rc;
 }
 
+ph_profile *
+ph_run_mode(ph_run *r, const char *mode, ph_error_t *err)
+{
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+
+    if (p == NULL)
+        ph_run_bad_mode(r, mode, err); /* did you mean, and the modes there are */
+    return p;
+}
+
 int
 ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *err)
 {
-    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+    ph_profile *p = ph_run_mode(r, mode, err);
     ph_svc_list sl;
     int rc = 0;
 
-    if (p == NULL)
-        return ph_run_bad_mode(r, mode, err);
-    if (ph_run_select(r, services, n, &sl, err) < 0)
+    if (p == NULL || ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);

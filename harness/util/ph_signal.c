@@ -9,6 +9,8 @@ static const int deferred[] = { SIGINT, SIGTERM, SIGHUP };
 #define N_DEFERRED (sizeof deferred / sizeof deferred[0])
 
 static volatile sig_atomic_t caught;
+/* Atomic: stop's worker threads nest sections inside the one the main
+ * thread holds around them, so only the main thread ever reaches 0. */
 static int depth;
 static struct sigaction saved[N_DEFERRED];
 
@@ -24,7 +26,7 @@ ph_interrupt_begin(void)
 {
     struct sigaction sa;
 
-    if (depth++ > 0)
+    if (__atomic_fetch_add(&depth, 1, __ATOMIC_SEQ_CST) > 0)
         return;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -40,7 +42,9 @@ ph_interrupt_begin(void)
 void
 ph_interrupt_end(void)
 {
-    if (depth == 0 || --depth > 0)
+    int d = __atomic_load_n(&depth, __ATOMIC_SEQ_CST);
+
+    if (d == 0 || __atomic_sub_fetch(&depth, 1, __ATOMIC_SEQ_CST) > 0)
         return;
     for (size_t i = 0; i < N_DEFERRED; i++)
         sigaction(deferred[i], &saved[i], NULL);

@@ -10,8 +10,9 @@
  * stops the harness at once (nothing is half-done then).  A signal ignored
  * when the section begins stays ignored (nohup, a background job).
  *
- * Sections nest.  Not for threads other than the main one: the handlers
- * are process-wide.
+ * Sections nest.  The handlers are process-wide: only the main thread
+ * begins an outermost section; worker threads may nest sections inside
+ * one it holds (the depth is counted atomically).
  */
 #ifndef PH_SIGNAL_H
 #define PH_SIGNAL_H

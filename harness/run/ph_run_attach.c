@@ -1,0 +1,229 @@
+/* ph_run_attach.c - profile a running service without restarting it.
+ *
+ *   attach   the service's running container is found (by its labels) ->
+ *            the tools image is made sure of -> a tools container is
+ *            created in the service's PID namespace (`PidMode:
+ *            container:<id>`), with the least the mode's `attach` asks
+ *            (its cap_add, security_opt, no network) and started: ph-init
+ *            runs ph-attach, which finds the service's processes and
+ *            becomes the mode's attach command (`strace -p`, `perf record
+ *            -p`).
+ *   detach   is `stop`: the tools container carries the labels of a
+ *            profiled container of the service (mode, run, out dir) and
+ *            io.profharness.attached, so ph_run_stop_one stops it like any
+ *            other (SIGTERM to ph-init, which sends the attach signal to
+ *            the profiler: strace and perf detach and write their end),
+ *            collects its /opt/profiling/<service> into the usual
+ *            <UTC>-<mode> run dir with `latest` and the compatibility
+ *            links, and removes it.  The service's container is never
+ *            signalled, so it keeps its id and its uptime.
+ *
+ * One profiler at a time per service: attaching to a service that is
+ * already profiled (restarted under a mode, or attached) is refused, as is
+ * attaching to one that does not run.  A service that exits while
+ * attached takes the profiler's targets with it: the profiler ends, the
+ * tools container exits, and `stop` collects what it wrote.
+ */
+#include "ph_run_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ph_image.h"
+#include "ph_log.h"
+#include "ph_util.h"
+
+/* The service's running, unprofiled container, or why there is none to
+ * attach to.  *id_out is malloc'd. */
+static int
+find_target(ph_run *r, const ph_service *s, const ph_profile *p, char **id_out, ph_error_t *err)
+{
+    json_t *list = NULL, *c, *target = NULL;
+    size_t k;
+    int rc = -1;
+
+    *id_out = NULL;
+    if (ph_run_list(r, s->name, &list, err) < 0)
+        return -1;
+    json_array_foreach(list, k, c) {
+        const char *mode = ph_run_label(c, PH_LABEL_MODE);
+        const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+
+        if (!ph_run_is_profiled(c))
+            continue;
+        if (ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
+            ph_bad_input(err, "`%s` is already attached to under %s (container %s): one profiler at a time", s->name,
+                         mode, name ? name + (name[0] == '/') : "?");
+        else
+            ph_bad_input(err, "`%s` is already being profiled under %s (container %s, restarted for it)", s->name,
+                         mode, name ? name + (name[0] == '/') : "?");
+        ph_error_hint(err, "stop it first: `profharness stop %s` (it is collected), then attach with `--mode %s`",
+                      s->name, p->name);
+        goto out;
+    }
+    json_array_foreach(list, k, c) {
+        if (ph_run_is_running(c)) {
+            target = c;
+            break;
+        }
+    }
+    if (target == NULL) {
+        ph_bad_input(err, "`%s` is not running: there is nothing to attach to", s->name);
+        ph_error_hint(err, "run it with `profharness restore %s`, or start it under the mode with "
+                      "`profharness start --mode %s %s`", s->name, p->name, s->name);
+        goto out;
+    }
+    *id_out = strdup(json_string_value(json_object_get(target, "Id")));
+    rc = *id_out ? 0 : ph_fail(err, ENOMEM, "allocate");
+out:
+    json_decref(list);
+    return rc;
+}
+
+/* ph-init, then ph-attach with the mode's attach command. */
+static json_t *
+attach_argv(const ph_profile *p, const char *service, const char *out, const char *run_id)
+{
+    const ph_profile_attach *a = &p->attach;
+    json_t *argv = ph_run_shim_argv(p, "wrapper", a->signal, out);
+
+    json_array_append_new(argv, json_string("/opt/profharness/bin/ph-attach"));
+    if (a->copy_mapped) {
+        char dir[PATH_MAX];
+
+        snprintf(dir, sizeof dir, "%s/%s", out, a->copy_mapped);
+        json_array_append_new(argv, json_string("--copy-mapped"));
+        json_array_append_new(argv, json_string(dir));
+    }
+    json_array_append_new(argv, json_string("--"));
+    for (size_t i = 0; i < a->command.n; i++) {
+        char *w = ph_profile_expand(a->command.v[i], out, service, p->name, run_id);
+
+        if (w == NULL) {
+            json_decref(argv);
+            return NULL;
+        }
+        json_array_append_new(argv, json_string(w));
+        free(w);
+    }
+    return argv;
+}
+
+static int
+attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+{
+    ph_engine *e;
+    json_t *cfg = NULL, *argv;
+    char *target = NULL, *tools = NULL, *id = NULL, *name = NULL;
+    char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX], pid_mode[128];
+    int rc = -1;
+
+    if (ph_run_engine(r, &e, err) < 0 || find_target(r, s, p, &target, err) < 0)
+        return -1;
+    if (ph_image_ensure_tools(e, r->data_dir, &r->profiles, &tools, err) < 0)
+        goto out;
+
+    ph_run_utc_stamp(stamp);
+    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    ph_run_utc_iso(started, sizeof started);
+    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
+    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
+    snprintf(pid_mode, sizeof pid_mode, "container:%s", target);
+    if ((argv = attach_argv(p, s->name, out, run_id)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    /* No network: the profiler reads the service's processes, nothing
+     * else.  The Engine's stop timeout outlasts the shim's protocol, as
+     * for a profiled container. */
+    cfg = json_pack("{s:s, s:o, s:[], s:s, s:I, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, "
+                    "s:{s:s, s:s, s:o, s:o, s:{s:s, s:i}}}",
+                    "Image", tools, "Entrypoint", argv, "Cmd", "StopSignal", "SIGTERM", "StopTimeout",
+                    (json_int_t)((p->stop_grace_ns + (long long)p->escalate.n * p->escalate_grace_ns) / 1000000000LL +
+                                 30),
+                    "Labels", PH_LABEL_PROJECT, r->compose->project, PH_LABEL_SERVICE, s->name, PH_LABEL_MODE, p->name,
+                    PH_LABEL_RUN, run_id, PH_LABEL_STARTED, started, PH_LABEL_OUTDIR, host_dir, PH_LABEL_ATTACHED,
+                    target,
+                    "HostConfig", "PidMode", pid_mode, "NetworkMode", "none", "CapAdd",
+                    ph_run_strv_json(&p->attach.cap_add), "SecurityOpt", ph_run_strv_json(&p->attach.security_opt),
+                    "RestartPolicy", "Name", "no", "MaximumRetryCount", 0);
+    if (cfg == NULL) {
+        ph_fail(err, ENOMEM, "build the tools container's configuration");
+        goto out;
+    }
+    if (asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name) < 0) {
+        name = NULL;
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    if (ph_run_create_caps_if_known(r, NULL, name, cfg, &p->attach.cap_add_if_known, &id, err) < 0) {
+        ph_error_wrap(err, "attach %s to `%s`", p->name, s->name);
+        goto out;
+    }
+    ph_info("%s: attached %s to container %.12s, which keeps running (tools container %s, run %s); "
+            "`profharness stop %s` detaches and collects", s->name, p->name, target, name, run_id, s->name);
+    printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
+    fflush(stdout);
+    rc = 0;
+out:
+    json_decref(cfg);
+    free(target);
+    free(tools);
+    free(id);
+    free(name);
+    return rc;
+}
+
+int
+ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *err)
+{
+    ph_profile *p = ph_run_mode(r, mode, err);
+    ph_svc_list sl;
+    int rc = 0;
+
+    if (p == NULL)
+        return -1;
+    if (p->attach.command.n == 0) {
+        ph_bad_input(err, "mode `%s` cannot attach to a running service%s%s", p->name,
+                     p->attach.unsupported ? ": " : "", p->attach.unsupported ? p->attach.unsupported : "");
+        return ph_error_hint(err, "the modes that can attach are marked in `profharness modes`");
+    }
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    for (size_t i = 0; rc == 0 && i < sl.n; i++)
+        rc = attach_one(r, sl.v[i], p, err);
+    free(sl.v);
+    return rc;
+}
+
+void
+ph_run_attach_describe(ph_run *r, json_t *c, json_t *record)
+{
+    const char *target = ph_run_label(c, PH_LABEL_ATTACHED);
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
+    json_t *info = NULL;
+    ph_engine *e;
+    ph_error_t err = NULL;
+    int found = 0, running;
+
+    if (target == NULL || (record != NULL && json_is_true(json_object_get(record, "stop_requested"))))
+        return; /* not attached, or detached by stop as it should be */
+    if (ph_run_engine(r, &e, &err) < 0 || ph_engine_container_inspect(e, target, &info, &found, &err) < 0) {
+        ph_error_free(&err);
+        return;
+    }
+    running = found && json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
+    json_decref(info);
+    if (running)
+        return;
+    if (record == NULL)
+        ph_warn("%s: the service exited while %s was attached: the kernel ends every process of a PID namespace "
+                "when its first process exits, so %s was killed with it, before it could write its end; what it "
+                "wrote until then is collected, its last lines may be missing", service, mode, mode);
+    else
+        ph_info("%s: the service exited while %s was attached; %s ended with it and wrote its end", service, mode,
+                mode);
+}

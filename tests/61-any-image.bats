@@ -1,0 +1,143 @@
+#!/usr/bin/env bats
+# Any image: a FROM scratch service (one static program) and a
+# distroless-like one (Debian's libc, no shell, no package manager, a
+# non-root user) are profiled under strace and perf from the tools tree,
+# flamegraph runs in the distroless one, and the modes an image cannot
+# have are refused before anything starts, saying why.
+# (tests/data/any-image: the images are built here, no registry.)
+
+load test_helper
+
+ANY="$REPO/tests/data/any-image/compose.yaml"
+
+# pha ARGS...: the harness on the any-image compose file.
+pha() {
+    timeout "${PH_TIMEOUT:-900}" "$PH" -f "$ANY" -p "$PH_TEST_PROJECT" --profiles "$REPO/profiles" -o "$OUT" "$@"
+}
+
+# ran_a_while SERVICE MODE: the service printed its 50th round (a second
+# of work and sleep), read from the container's own output.
+ran_a_while() {
+    dk logs "${PH_TEST_PROJECT}-$1-$2" 2>&1 | grep -q 'still running after 50 rounds'
+}
+
+setup_file() {
+    common_setup_file
+    pha setup >&3 2>&1
+}
+teardown_file() { common_teardown_file; }
+
+@test "any image: setup finds no package manager in either, and a C library only in distroless" {
+    run pha setup
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"static: ready"*"package manager none, C library none"* ]]
+    [[ "$output" == *"distroless: ready"*"package manager none, C library glibc"* ]]
+    # what was found is on the profiling images, so later starts ask nothing
+    for svc in static distroless; do
+        img=$(dk images --format '{{.Repository}}:{{.Tag}}' "profharness-anyimg-$svc-profiling" | head -n 1)
+        [ -n "$img" ]
+        [ "$(dk image inspect -f '{{index .Config.Labels "io.profharness.pm"}}' "$img")" = none ]
+    done
+}
+
+@test "FROM scratch: strace from the tools tree traces the static program to its clean end" {
+    run pha start --mode strace static
+    [ "$status" -eq 0 ]
+    # the image has nothing: strace runs from the tree, with its own loader
+    dk inspect -f '{{json .Config.Entrypoint}}' "${PH_TEST_PROJECT}-static-strace" | grep -q '"/opt/profharness/tools/bin/strace"'
+    wait_for ran_a_while static strace
+    run pha stop static
+    [ "$status" -eq 0 ]
+    log="$OUT/static/strace.log"
+    [ -s "$log" ]
+    grep -q 'execve("/anyimg"' "$log"
+    grep -qE 'clock_nanosleep|nanosleep' "$log"
+    grep -q 'write(1, "anyimg: still running after 50 rounds' "$log"
+    # it ended cleanly: SIGTERM, its last line, exit 0, never SIGKILL
+    grep -q -- '--- SIGTERM' "$log"
+    grep -q 'anyimg: stopping after' "$log"
+    tail -n 1 "$log" | grep -q '+++ exited with 0 +++'
+    jq -e '.exit_code == 0 and (.escalations | length) == 0 and .complete' "$OUT/static/latest/ph-exit.json"
+}
+
+@test "distroless: strace traces the dynamic program as its non-root user" {
+    run pha start --mode strace distroless
+    [ "$status" -eq 0 ]
+    [ "$(dk inspect -f '{{.Config.User}}' "${PH_TEST_PROJECT}-distroless-strace")" = 65532 ]
+    wait_for ran_a_while distroless strace
+    run pha stop distroless
+    [ "$status" -eq 0 ]
+    log="$OUT/distroless/strace.log"
+    # the image's own loader and libc, not the tree's
+    grep -q 'openat(AT_FDCWD, "/lib/x86_64-linux-gnu/libc.so.6"' "$log"
+    grep -qE 'clock_nanosleep|nanosleep' "$log"
+    tail -n 1 "$log" | grep -q '+++ exited with 0 +++'
+    jq -e '.exit_code == 0 and (.escalations | length) == 0' "$OUT/distroless/latest/ph-exit.json"
+}
+
+# hot_on_top RUN_DIR: perf report (on the host) reads perf.data, with the
+# binaries perf cached beside it, and the hot function has the most samples.
+hot_on_top() {
+    perf --buildid-dir "$1/perf.buildid" report -i "$1/perf.data" --stdio --no-children --sort symbol 2>/dev/null \
+        > "$BATS_TEST_TMPDIR/report.txt"
+    grep -v '^#' "$BATS_TEST_TMPDIR/report.txt" | grep -m1 '%' | grep -q 'anyimg_hot'
+}
+
+@test "FROM scratch and distroless: perf records them, perf.data is complete and names the hot function" {
+    command -v perf >/dev/null || skip "perf is not installed on the host (scripts/install-deps.sh installs linux-perf)"
+    run pha start --mode perf static distroless
+    [ "$status" -eq 0 ]
+    # least privilege: seccomp unconfined, no SYS_ADMIN
+    caps=$(dk inspect -f '{{.HostConfig.CapAdd}}' "${PH_TEST_PROJECT}-static-perf")
+    [[ "$caps" != *SYS_ADMIN* ]]
+    dk inspect -f '{{.HostConfig.SecurityOpt}}' "${PH_TEST_PROJECT}-static-perf" | grep -q 'seccomp=unconfined'
+    wait_for ran_a_while static perf
+    wait_for ran_a_while distroless perf
+    run pha stop static distroless
+    [ "$status" -eq 0 ]
+    for svc in static distroless; do
+        run_dir=$(readlink -f "$OUT/$svc/latest")
+        [ -s "$run_dir/perf.data" ]
+        [ -L "$OUT/$svc/perf.data" ]
+        jq -e '.exit_code == 0 and (.escalations | length) == 0 and .complete' "$run_dir/ph-exit.json"
+        hot_on_top "$run_dir"
+        # converted in the tools image (when the collapser is built in)
+        if "$PH" collapse --help >/dev/null 2>&1; then
+            [ "$(sort -t' ' -k2,2n "$run_dir/stacks.folded" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//')" = anyimg_hot ]
+            grep -q anyimg_hot "$run_dir/flamegraph.svg"
+            [ -s "$run_dir/profile.pb.gz" ]
+        fi
+    done
+}
+
+@test "distroless: the sampler (flamegraph) loads into its glibc program" {
+    run pha start --mode flamegraph distroless
+    [ "$status" -eq 0 ]
+    wait_for ran_a_while distroless flamegraph
+    run pha stop distroless
+    [ "$status" -eq 0 ]
+    grep -q 'anyimg_hot' "$OUT/distroless/stacks.folded"
+    grep -q 'anyimg_hot' "$OUT/distroless/flamegraph.svg"
+}
+
+@test "FROM scratch: valgrind and the sampler are refused before anything starts, saying why" {
+    for mode in massif callgrind; do
+        run pha start --mode "$mode" static
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"mode \`$mode\` needs the image's package manager, and the image has none"* ]]
+        [[ "$output" == *"valgrind must start the service"* ]]
+    done
+    run pha start --mode flamegraph static
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"needs a service linked against glibc"*"no C library loader"* ]]
+    # nothing was started or left behind
+    ! project_containers | grep -q -- '-static-'
+    # and the modes table says the same
+    run pha modes
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^massif +no +package manager'
+    echo "$output" | grep -E '^strace +yes +any'
+    echo "$output" | grep -E '^perf +yes +any'
+    echo "$output" | grep -E '^flamegraph +no +glibc'
+    [[ "$output" == *"massif: valgrind must start the service"* ]]
+}

@@ -1,0 +1,372 @@
+/* test_image.c - profiling any image (ph_image_facts.c): the Dockerfile
+ * written for each package manager and for none, exactly; package names
+ * that are not refused; which shipped mode runs in which image; and what
+ * the probe finds in images made of nothing but the files it looks for
+ * (imported into the real Engine from tars written here, so the
+ * Alpine/Fedora/UBI answers are checked without their registries). */
+#include "test_util.h"
+
+#include <jansson.h>
+
+#include "ph_engine.h"
+#include "ph_image.h"
+#include "ph_profile.h"
+#include "ph_tar.h"
+
+static ph_image_facts
+facts(const char *pm, const char *libc)
+{
+    ph_image_facts f = { .shell = pm[0] != '\0' };
+
+    snprintf(f.pm, sizeof f.pm, "%s", pm);
+    snprintf(f.libc, sizeof f.libc, "%s", libc);
+    return f;
+}
+
+static char *
+gen(const char *pm, const char *const *pkgs, size_t n)
+{
+    ph_image_facts f = facts(pm, "glibc");
+    ph_strv v = { 0 };
+    ph_error_t err = NULL;
+    char *text = NULL;
+
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(ph_strv_push(&v, pkgs[i]), 0);
+    if (ph_image_dockerfile(&f, "sha256:base", "profharness-tools:t", &v, &text, &err) < 0)
+        fail_msg("%s", err->msg);
+    ph_strv_free(&v);
+    return text;
+}
+
+#define TAIL_PM "COPY opt/ /opt/profharness/\nRUN mkdir -p -m 1777 /opt/profiling\n"
+
+/* The build steps for every package manager, as the Engine gets them. */
+static void
+test_dockerfile_per_package_manager(void **state)
+{
+    static const char *const pkgs[] = { "strace", "valgrind", "linux-perf=6.1*" };
+    static const struct {
+        const char *pm, *want;
+    } cases[] = {
+        { "apt", "# Written by profharness (ph_image_facts.c) for an image with the package manager apt.\n"
+                 "FROM sha256:base\nUSER 0\n"
+                 "RUN set -e; apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+                 "--no-install-recommends strace valgrind linux-perf=6.1* >/dev/null; rm -rf /var/lib/apt/lists/*\n"
+                 TAIL_PM },
+        { "apk", "# Written by profharness (ph_image_facts.c) for an image with the package manager apk.\n"
+                 "FROM sha256:base\nUSER 0\n"
+                 "RUN apk add --no-cache --quiet strace valgrind linux-perf=6.1*\n" TAIL_PM },
+        { "dnf", "# Written by profharness (ph_image_facts.c) for an image with the package manager dnf.\n"
+                 "FROM sha256:base\nUSER 0\n"
+                 "RUN dnf install -y -q --setopt=install_weak_deps=False strace valgrind linux-perf=6.1* && "
+                 "dnf clean all\n" TAIL_PM },
+        { "microdnf", "# Written by profharness (ph_image_facts.c) for an image with the package manager microdnf.\n"
+                      "FROM sha256:base\nUSER 0\n"
+                      "RUN microdnf install -y --nodocs strace valgrind linux-perf=6.1* && microdnf clean all\n"
+                      TAIL_PM },
+        { "yum", "# Written by profharness (ph_image_facts.c) for an image with the package manager yum.\n"
+                 "FROM sha256:base\nUSER 0\n"
+                 "RUN yum install -y -q strace valgrind linux-perf=6.1* && yum clean all\n" TAIL_PM },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = gen(cases[i].pm, pkgs, 3);
+
+        if (strcmp(text, cases[i].want) != 0)
+            fail_msg("%s:\n--- got\n%s--- want\n%s", cases[i].pm, text, cases[i].want);
+        free(text);
+    }
+    /* Nothing to install: no install step at all. */
+    {
+        char *text = gen("apk", NULL, 0);
+
+        assert_null(strstr(text, "RUN apk"));
+        assert_non_null(strstr(text, TAIL_PM));
+        free(text);
+    }
+}
+
+/* No package manager: the tools tree from the tools image, and a RUN
+ * that needs no shell and no mkdir in the image; no user lookup either. */
+static void
+test_dockerfile_no_package_manager(void **state)
+{
+    static const char *const pkgs[] = { "ignored" };
+    ph_image_facts f = facts("", "");
+    ph_strv v = { 0 };
+    ph_error_t err = NULL;
+    char *text = NULL;
+
+    (void)state;
+    assert_int_equal(ph_strv_push(&v, pkgs[0]), 0);
+    assert_int_equal(ph_image_dockerfile(&f, "sha256:scratchy", "profharness-tools:abc", &v, &text, &err), 0);
+    assert_string_equal(text,
+                        "# Written by profharness (ph_image_facts.c) for an image with no package manager and no C "
+                        "library.\n"
+                        "FROM profharness-tools:abc AS tools\n"
+                        "FROM sha256:scratchy\n"
+                        "USER 0\n"
+                        "COPY --from=tools /opt/profharness/tools/ /opt/profharness/tools/\n"
+                        "COPY opt/ /opt/profharness/\n"
+                        "RUN [\"/opt/profharness/tools/bin/busybox\", \"mkdir\", \"-p\", \"-m\", \"1777\", "
+                        "\"/opt/profiling\"]\n");
+    free(text);
+    /* It cannot be written without the tools image. */
+    assert_int_equal(ph_image_dockerfile(&f, "sha256:scratchy", NULL, &v, &text, &err), -1);
+    assert_null(text);
+    assert_non_null(strstr(err->msg, "tools image"));
+    ph_error_free(&err);
+    ph_strv_free(&v);
+}
+
+/* Package names end up in a shell command: anything else is refused. */
+static void
+test_package_names(void **state)
+{
+    static const char *const bad[] = { "strace;reboot", "$(id)", "a b", "-o=Dpkg::x", "", "x`y`", "p|q", "a\nb",
+                                       "x>y", "'q'" };
+    static const char *const good[] = { "strace", "libstdc++6", "linux-perf=6.1.*", "gcc:amd64", "perf-6.1~rc1",
+                                        "glibc-*" };
+    ph_image_facts f = facts("apt", "glibc");
+
+    (void)state;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ph_strv v = { 0 };
+        ph_error_t err = NULL;
+        char *text = (char *)"untouched";
+
+        assert_int_equal(ph_strv_push(&v, "fine"), 0);
+        assert_int_equal(ph_strv_push(&v, bad[i]), 0);
+        assert_int_equal(ph_image_dockerfile(&f, "b", NULL, &v, &text, &err), -1);
+        assert_null(text);
+        assert_int_equal(err->status, PH_EXIT_USAGE);
+        assert_non_null(strstr(err->msg, "is not a package name"));
+        ph_error_free(&err);
+        ph_strv_free(&v);
+    }
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ph_strv v = { 0 };
+        ph_error_t err = NULL;
+        char *text = NULL;
+
+        assert_int_equal(ph_strv_push(&v, good[i]), 0);
+        if (ph_image_dockerfile(&f, "b", NULL, &v, &text, &err) < 0)
+            fail_msg("%s: %s", good[i], err->msg);
+        assert_non_null(strstr(text, good[i]));
+        free(text);
+        ph_strv_free(&v);
+    }
+    /* A package manager the generator does not know. */
+    {
+        ph_image_facts z = facts("zypper", "glibc");
+        ph_strv v = { 0 };
+        ph_error_t err = NULL;
+        char *text = NULL;
+
+        assert_int_equal(ph_strv_push(&v, "strace"), 0);
+        assert_int_equal(ph_image_dockerfile(&z, "b", NULL, &v, &text, &err), -1);
+        assert_non_null(strstr(err->msg, "no way to install packages with `zypper`"));
+        ph_error_free(&err);
+        ph_strv_free(&v);
+    }
+}
+
+/* Which shipped mode runs where, and the words when it cannot. */
+static void
+test_modes_per_image(void **state)
+{
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+    char why[1024];
+    static const struct {
+        const char *pm, *libc, *mode;
+        const char *unfit; /* NULL: it runs there */
+    } cases[] = {
+        /* FROM scratch: a static program, nothing else. */
+        { "", "", "strace", NULL },
+        { "", "", "perf", NULL },
+        { "", "", "massif", "needs the image's package manager, and the image has none: valgrind must start" },
+        { "", "", "callgrind", "needs the image's package manager" },
+        { "", "", "flamegraph", "needs a service linked against glibc, and the image has no C library loader "
+                                "(static binaries only): the sampler is loaded" },
+        /* distroless: glibc, no package manager. */
+        { "", "glibc", "strace", NULL },
+        { "", "glibc", "perf", NULL },
+        { "", "glibc", "flamegraph", NULL },
+        { "", "glibc", "massif", "needs the image's package manager" },
+        /* Alpine: apk and musl. */
+        { "apk", "musl", "strace", NULL },
+        { "apk", "musl", "perf", NULL },
+        { "apk", "musl", "massif", NULL },
+        { "apk", "musl", "flamegraph", "needs a service linked against glibc, and the image has musl's loader" },
+        /* Fedora, UBI: dnf, microdnf, yum and glibc: all of them. */
+        { "dnf", "glibc", "flamegraph", NULL },
+        { "microdnf", "glibc", "callgrind", NULL },
+        { "yum", "glibc", "perf", NULL },
+        { "apt", "glibc", "massif", NULL },
+    };
+
+    (void)state;
+    assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ph_image_facts f = facts(cases[i].pm, cases[i].libc);
+        ph_profile *p = ph_profiles_find(&set, cases[i].mode);
+        const char *got;
+
+        assert_non_null(p);
+        got = ph_image_unfit(p, &f, why, sizeof why);
+        if (cases[i].unfit == NULL && got != NULL)
+            fail_msg("%s in (%s, %s): unfit: %s", cases[i].mode, cases[i].pm, cases[i].libc, got);
+        if (cases[i].unfit != NULL && (got == NULL || strstr(got, cases[i].unfit) == NULL))
+            fail_msg("%s in (%s, %s): got `%s`, want `%s`", cases[i].mode, cases[i].pm, cases[i].libc,
+                     got ? got : "(fit)", cases[i].unfit);
+    }
+    ph_profiles_free(&set);
+}
+
+/* A mode that names packages for apt only cannot be installed by apk. */
+static void
+test_mode_without_packages_for_manager(void **state)
+{
+    ph_profile p;
+    ph_error_t err = NULL;
+    char why[1024];
+    ph_image_facts apk = facts("apk", "musl"), apt = facts("apt", "glibc");
+    const char *path = tu_write("aptonly.yaml", "name: aptonly\nwrap: [tracer, --]\npackages: [tracer]\n");
+
+    (void)state;
+    assert_int_equal(ph_profile_load(path, &p, &err), 0);
+    assert_null(ph_image_unfit(&p, &apt, why, sizeof why));
+    assert_non_null(ph_image_unfit(&p, &apk, why, sizeof why));
+    assert_non_null(strstr(why, "mode `aptonly` names no `apk` packages (`packages: {apk: [...]}`"));
+    ph_profile_free(&p);
+}
+
+/* ---- the probe, on images imported from tars ------------------------- */
+
+static ph_engine *e;
+
+static ssize_t
+read_cb(void *ud, char *buf, size_t len)
+{
+    size_t *m = ud; /* m[0] data pointer, m[1] length, m[2] offset */
+    size_t n = m[1] - m[2] < len ? m[1] - m[2] : len;
+
+    memcpy(buf, (const char *)m[0] + m[2], n);
+    m[2] += n;
+    return (ssize_t)n;
+}
+
+/* An image of exactly FILES (empty files: the probe never runs them). */
+static void
+import(const char *tag, const char *const *files, size_t n)
+{
+    ph_tar_extra extra[16];
+    ph_error_t err = NULL;
+    void *tar = NULL;
+    size_t tar_len = 0, m[3];
+    long st = 0;
+    char path[512];
+
+    assert_true(n <= 16);
+    for (size_t i = 0; i < n; i++)
+        extra[i] = (ph_tar_extra){ .name = files[i], .data = "", .len = 0, .mode = 0755 };
+    assert_int_equal(ph_tar_context_build(NULL, extra, n, 1 << 20, &tar, &tar_len, &err), 0);
+    m[0] = (size_t)tar;
+    m[1] = tar_len;
+    m[2] = 0;
+    snprintf(path, sizeof path, "/images/create?fromSrc=-&repo=ph-unittest/probe&tag=%s", tag);
+    if (ph_engine_stream(e, "POST", path, "application/x-tar", read_cb, m, (long long)tar_len, NULL, NULL, 120, &st,
+                         &err) < 0)
+        fail_msg("import: %s", err->msg);
+    free(tar);
+}
+
+static void
+test_probe(void **state)
+{
+    static const char *const scratch[] = { "hello" };
+    static const char *const distroless[] = { "lib64/ld-linux-x86-64.so.2", "usr/bin/app" };
+    static const char *const alpine[] = { "bin/sh", "sbin/apk", "lib/ld-musl-x86_64.so.1" };
+    static const char *const ubi_micro[] = { "bin/sh", "usr/bin/microdnf", "lib64/ld-linux-x86-64.so.2" };
+    static const char *const fedora[] = { "bin/sh", "usr/bin/dnf", "usr/bin/yum", "lib64/ld-linux-x86-64.so.2" };
+    static const char *const no_shell[] = { "usr/bin/apt-get", "lib64/ld-linux-x86-64.so.2" };
+    static const struct {
+        const char *name;
+        const char *const *files;
+        size_t n;
+        const char *pm, *libc;
+        int shell;
+    } cases[] = {
+        { "scratch", scratch, 1, "", "", 0 },
+        { "distroless", distroless, 2, "", "glibc", 0 },
+        { "alpine", alpine, 3, "apk", "musl", 1 },
+        { "ubimicro", ubi_micro, 3, "microdnf", "glibc", 1 },
+        { "fedora", fedora, 4, "dnf", "glibc", 1 },
+        /* A package manager with no shell to run it is none. */
+        { "noshell", no_shell, 2, "", "glibc", 0 },
+    };
+    ph_error_t err = NULL;
+
+    (void)state;
+    e = ph_engine_new(&err);
+    if (e == NULL || ph_engine_ping(e, &err) < 0)
+        fail_msg("no Docker Engine answers: %s", err ? err->msg : "?");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tag[128], ref[200];
+        ph_image_facts f;
+
+        snprintf(tag, sizeof tag, "%d-%s", (int)getpid(), cases[i].name);
+        snprintf(ref, sizeof ref, "ph-unittest/probe:%s", tag);
+        import(tag, cases[i].files, cases[i].n);
+        memset(&f, 0x55, sizeof f);
+        if (ph_image_probe(e, ref, &f, &err) < 0)
+            fail_msg("%s: %s", cases[i].name, err->msg);
+        if (strcmp(f.pm, cases[i].pm) != 0 || strcmp(f.libc, cases[i].libc) != 0 || f.shell != cases[i].shell)
+            fail_msg("%s: got (%s, %s, %d), want (%s, %s, %d)", cases[i].name, f.pm, f.libc, f.shell, cases[i].pm,
+                     cases[i].libc, cases[i].shell);
+        assert_int_equal(ph_engine_image_remove(e, ref, 1, &err), 0);
+    }
+    /* The probe's containers are gone. */
+    {
+        const char *labels[] = { "io.profharness.probe" };
+        json_t *list = NULL;
+        size_t k;
+        json_t *c;
+
+        assert_int_equal(ph_engine_containers_by_label(e, labels, 1, &list, &err), 0);
+        json_array_foreach(list, k, c) {
+            const char *img = json_string_value(json_object_get(c, "Image"));
+
+            if (img && strstr(img, "ph-unittest/probe"))
+                fail_msg("a probe container of %s is left", img);
+        }
+        json_decref(list);
+    }
+    /* An image that is not there says so, naming it. */
+    {
+        ph_image_facts f;
+
+        assert_int_equal(ph_image_probe(e, "ph-unittest/probe:no-such-image", &f, &err), -1);
+        assert_non_null(strstr(err->msg, "look into image `ph-unittest/probe:no-such-image`"));
+        ph_error_free(&err);
+    }
+    ph_engine_free(e);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dockerfile_per_package_manager),
+        cmocka_unit_test(test_dockerfile_no_package_manager),
+        cmocka_unit_test(test_package_names),
+        cmocka_unit_test(test_modes_per_image),
+        cmocka_unit_test_setup_teardown(test_mode_without_packages_for_manager, tu_setup, tu_teardown),
+        cmocka_unit_test(test_probe),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
