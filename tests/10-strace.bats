@@ -17,7 +17,7 @@ teardown_file() { common_teardown_file; }
     project_containers | grep -q "^${PH_TEST_PROJECT}-front-strace running strace$"
     project_containers | grep -q "^${PH_TEST_PROJECT}-worker-1 running none$"
 
-    load 40
+    drive_load 40
     run ph stop front
     [ "$status" -eq 0 ]
 
@@ -49,7 +49,7 @@ teardown_file() { common_teardown_file; }
         perm=$(stat -c %a "$f")
         [ "$perm" = 644 ] || [ "$perm" = 755 ]
     done
-    jq -e '.mode == "strace" and .service == "front" and (.stages | length) >= 3' "$run_dir/run.json"
+    jq -e '.mode == "strace" and .service == "front" and .timing.name == "stop" and (.trace_id | length) == 32' "$run_dir/run.json"
 }
 
 @test "strace: a second run does not overwrite the first" {
@@ -57,7 +57,7 @@ teardown_file() { common_teardown_file; }
     sleep 1 # run ids have one-second resolution
     run ph start --mode strace front
     [ "$status" -eq 0 ]
-    load 5
+    drive_load 5
     run ph stop front
     [ "$status" -eq 0 ]
     second=$(readlink "$OUT/front/latest")
@@ -73,7 +73,7 @@ teardown_file() { common_teardown_file; }
     [ "$status" -eq 0 ]
     echo "$output" | grep -E '^front +strace +running'
     echo "$output" | grep -E '^worker +strace +running'
-    load 10
+    drive_load 10
     run ph stop
     [ "$status" -eq 0 ]
     [ -s "$OUT/worker/strace.log" ]

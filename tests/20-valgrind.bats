@@ -12,7 +12,7 @@ teardown_file() { common_teardown_file; }
 @test "massif: ms_print reads the heap profile and names the demo's allocator" {
     run ph start --mode massif front
     [ "$status" -eq 0 ]
-    load 30
+    drive_load 30
     run ph stop front
     [ "$status" -eq 0 ]
     [ -s "$OUT/front/massif.out" ]
@@ -25,7 +25,7 @@ teardown_file() { common_teardown_file; }
 @test "callgrind: callgrind_annotate reads the profile and names the hot function" {
     run ph start --mode callgrind front
     [ "$status" -eq 0 ]
-    load 20
+    drive_load 20
     run ph stop front
     [ "$status" -eq 0 ]
     [ -s "$OUT/front/callgrind.out" ]

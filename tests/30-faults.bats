@@ -14,7 +14,7 @@ teardown_file() { common_teardown_file; }
 @test "a service that ignores SIGTERM still yields a complete strace.log" {
     DEMO_IGNORE_SIGTERM=1 run ph start --mode strace front
     [ "$status" -eq 0 ]
-    load 10
+    drive_load 10
     run ph stop front
     [ "$status" -eq 0 ]
     [[ "$output" == *"escalated"* ]]
@@ -27,7 +27,7 @@ teardown_file() { common_teardown_file; }
 @test "a service that ignores SIGTERM still yields a massif profile" {
     DEMO_IGNORE_SIGTERM=1 run ph start --mode massif front
     [ "$status" -eq 0 ]
-    load 10
+    drive_load 10
     run ph stop front
     [ "$status" -eq 0 ]
     run ms_print "$OUT/front/massif.out"
@@ -51,7 +51,7 @@ teardown_file() { common_teardown_file; }
 @test "two stops at once: one collects, the other finds nothing left" {
     run ph start --mode strace front
     [ "$status" -eq 0 ]
-    load 5
+    drive_load 5
     before=$(ls "$OUT/front" | grep -c strace$ || true)
     ph stop front > "$BATS_TEST_TMPDIR/a.out" 2>&1 & a=$!
     ph stop front > "$BATS_TEST_TMPDIR/b.out" 2>&1 & b=$!
@@ -87,7 +87,7 @@ teardown_file() { common_teardown_file; }
         image=$(dk inspect -f '{{.Config.Image}}' "$c")
         [[ "$image" != *profiling* ]]
     done
-    load 5
+    drive_load 5
 }
 
 @test "profiling one service leaves the other as it was" {
@@ -104,7 +104,7 @@ teardown_file() { common_teardown_file; }
 @test "collect copies a running profile without stopping it" {
     run ph start --mode strace front
     [ "$status" -eq 0 ]
-    load 5
+    drive_load 5
     run ph collect front
     [ "$status" -eq 0 ]
     snap=$(ls -d "$OUT"/front/*-snapshot-* | tail -1)
@@ -143,11 +143,13 @@ teardown_file() { common_teardown_file; }
 @test "privileged: true is replaced by explicit capabilities where the host refuses it" {
     priv=$BATS_TEST_TMPDIR/priv
     mkdir -p "$priv"
+    # a project of this run's own, so parallel runs do not meet here
+    local proj=$PH_TEST_PROJECT-priv
     cat > "$priv/compose.yaml" <<YAML
-name: phpriv
+name: $proj
 services:
   solo:
-    image: profharness-demo:latest
+    image: $DEMO_IMAGE:latest
     command: ["demo-worker"]
     privileged: true
 YAML
@@ -157,5 +159,5 @@ YAML
     run timeout 300 "$PH" -f "$priv/compose.yaml" --profiles "$PH_PROFILES" -o "$OUT" stop
     [ "$status" -eq 0 ]
     [ -s "$OUT/solo/strace.log" ]
-    ids=$(dk ps -aq --filter label=io.profharness.project=phpriv); [ -z "$ids" ] || dk rm -f $ids
+    ids=$(dk ps -aq --filter label=io.profharness.project=$proj); [ -z "$ids" ] || dk rm -f $ids
 }

@@ -92,7 +92,7 @@ ph_exec_planted() {
     run env ${SUDO_ENV:-} bash -c "$PLANT"'
         shift 2
         exec "$@"' _ "$out" "$run_id" \
-        "$PH" -f "$REPO/compose.yaml" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" -o "$out" "$@"
+        "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" -o "$out" "$@"
     echo "$output"
 }
 
@@ -163,7 +163,7 @@ ph_exec_planted() {
 @test "a container created but never started (an interrupted start) does not block stop or restore" {
     dk create --name "$CTR" --label "io.profharness.project=$PH_TEST_PROJECT" \
         --label io.profharness.service=worker --label io.profharness.mode=strace \
-        --label io.profharness.run=20000101T000000Z-strace profharness-demo:latest demo-worker >/dev/null
+        --label io.profharness.run=20000101T000000Z-strace "$DEMO_IMAGE:latest" demo-worker >/dev/null
     run ph stop worker
     echo "$output"
     [ "$status" -eq 0 ]
@@ -174,7 +174,7 @@ ph_exec_planted() {
 # interrupt_collection SIG: stop the worker in the background, freeze it
 # once its temp dir exists, send SIG, let it go on.  Prints its exit status.
 interrupt_collection() {
-    env --default-signal=INT,TERM "$PH" -f "$REPO/compose.yaml" -p "$PH_TEST_PROJECT" \
+    env --default-signal=INT,TERM "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" \
         --profiles "$PH_PROFILES" -o "$OUT" stop worker > "$BATS_TEST_TMPDIR/int.out" 2>&1 &
     pid=$!
     WAIT_SECONDS=120 wait_for bash -c "ls -A '$OUT/worker' | grep -q '^\.incoming-'"

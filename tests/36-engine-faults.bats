@@ -14,8 +14,6 @@
 # its "stale" default bridge network by that name).  Both happened here.
 
 load test_helper
-# (test_helper defines a `load` of its own: source, not load)
-source "$BATS_TEST_DIRNAME/own_demo_image.bash"
 
 PD=/tmp/phd-$PH_TEST_PROJECT   # short: containerd's socket paths are bounded
 NS=phns-$PH_TEST_PROJECT
@@ -47,7 +45,6 @@ engine_down() {
 
 setup_file() {
     common_setup_file
-    own_demo_image -ef
     export PH_PROFILES=$(short_grace_profiles)
     # images built on the shared Engine, copied into the private one
     prof=$(ph setup worker 2>&1 | tee /dev/fd/3 | sed -nE 's/.*ready \(profiling image ([^)]+)\).*/\1/p')
@@ -56,7 +53,7 @@ setup_file() {
         tail -20 "$PD/log" >&3
         skip "a private dockerd could not start here (log above)"
     fi
-    timeout 600 docker save "$OWN_IMAGE:latest" "$prof" | DOCKER_HOST="unix://$PD/sock" timeout 600 docker load >&3
+    timeout 600 docker save "$DEMO_IMAGE:latest" "$prof" | DOCKER_HOST="unix://$PD/sock" timeout 600 docker load >&3
     export DOCKER_HOST="unix://$PD/sock"
 }
 
@@ -73,7 +70,6 @@ teardown_file() {
     fi
     [ ! -e "/run/netns/$NS" ] || ip netns del "$NS"
     unset DOCKER_HOST
-    own_demo_image_remove
 }
 
 CTR="$PH_TEST_PROJECT-worker-strace"
@@ -123,7 +119,7 @@ start_worker() {
 
 @test "a socket the user may not open: the message names it and the fixes" {
     np=$(mktemp -d /tmp/ph-np-XXXXXX)
-    cp "$OWN_COMPOSE" "$np/compose.yaml"
+    cp "$DEMO_COMPOSE" "$np/compose.yaml"
     cp -r "$PH_PROFILES" "$np/profiles"
     chmod -R a+rX "$np"
     chmod 777 "$np"

@@ -16,7 +16,7 @@ teardown_file() { common_teardown_file; }
     # the mode asks for nothing: no capabilities, default seccomp
     caps=$(dk inspect -f '{{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}' ${PH_TEST_PROJECT}-front-flamegraph)
     [ "$caps" = "[] []" ]
-    load 200
+    drive_load 200
     run ph stop front
     [ "$status" -eq 0 ]
     svg="$OUT/front/flamegraph.svg"

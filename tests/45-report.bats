@@ -18,7 +18,7 @@ latest() { readlink -f "$OUT/$1/latest"; }
 # profile SERVICE MODE REQUESTS: start, drive load, stop; prints the run dir.
 profile() {
     ph start --mode "$2" "$1" >&3 2>&1
-    load "$3" >&3 2>&1
+    drive_load "$3" >&3 2>&1
     ph stop "$1" >&3 2>&1
     latest "$1"
 }
@@ -122,7 +122,7 @@ profile() {
 @test "stop writes the run's report and the index, and prints the headline" {
     run ph start --mode strace front
     [ "$status" -eq 0 ]
-    load 20
+    drive_load 20
     rm -f "$OUT/index.html"
     run ph stop front
     [ "$status" -eq 0 ]

@@ -208,12 +208,12 @@ phs() {
     [ "$status" -eq 0 ]
     tag=$(printf '%s\n' "$output" | sed -n 's/.*front: ready (profiling image \([^)]*\)).*/\1/p' | tail -1)
     [ -n "$tag" ]
-    dk save profharness-demo:latest "$tag" | timeout 600 docker -H "unix://$PRIV_SOCK" load >/dev/null
+    dk save "$DEMO_IMAGE:latest" "$tag" | timeout 600 docker -H "unix://$PRIV_SOCK" load >/dev/null
 
     export DOCKER_HOST=tcp://127.0.0.1:$TLS_PORT DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=$CERTS/good
     run ph start --mode strace front
     [ "$status" -eq 0 ]
-    load 20
+    drive_load 20
     run ph --timings stop front
     [ "$status" -eq 0 ]
     # Every Engine call went over TLS to the private Engine, and is timed.

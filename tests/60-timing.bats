@@ -212,3 +212,98 @@ check_one_tree() {
     run "$PH" flamegraph "$REPO/tests/timing/tracing.folded"
     [[ "$output" == *"<title> demo::handle:src/main.rs:30 (2,190,570 samples"* ]]
 }
+
+# check_tables OUTPUT COMMAND: both tables, the command as the root stage.
+check_tables() {
+    [[ "$1" == *"SELF  CATEGORY         I/O  STAGE"* ]]
+    [[ "$1" =~ harness\ +-\ +$2 ]]
+    [[ "$1" == *"SELF       %        I/O  CATEGORY"* ]]
+    [[ "$1" =~ 100\.0\ +[0-9.]+\ (B|KiB|MiB)\ +total\ \(wall\) ]]
+}
+
+# check_run_dir DIR COMMAND: run.json keeps the whole tree so far with its
+# trace id; harness.folded is tracing-flame's format; the Chrome trace
+# loads and its events nest.
+check_run_dir() {
+    local dir=$1 cmd=$2
+    jq -e --arg c "$cmd" '.timing.name == $c and .timing.category == "harness" and (.trace_id | test("^[0-9a-f]{32}$"))' \
+        "$dir/run.json"
+    # The service's own stage carries service, mode, run id, container id.
+    jq -e '[.. | objects | select(.name? == "stop worker")][0].attributes
+           | ."profharness.service" == "worker" and ."profharness.mode" == "strace"
+             and (."profharness.run.id" | endswith("-strace")) and (."container.id" | length) == 64' "$dir/run.json"
+    jq -e '[.. | objects | select(.category? == "collect" and .bytes_out? > 0)] | length >= 1' "$dir/run.json"
+    jq -e '[.. | objects | select(.concurrent? == true)] | length >= 2' "$dir/run.json"
+    grep -qE "^ThreadId\(1\)-main; $cmd [0-9]+$" "$dir/harness.folded"
+    grep -qE "^ThreadId\(1\)-main; $cmd(; [^;]+)*; stop worker; stream and extract [^;]+; GET /containers/\{id\}/archive [0-9]+$" \
+        "$dir/harness.folded"
+    ! grep -vE '^ThreadId\([0-9]+\)[^ ]*(; [^;]+)* [0-9]+$' "$dir/harness.folded"
+    python3 - "$dir/harness.trace.json" "$cmd" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+assert ev[0]["name"] == sys.argv[2], ev[0]
+lanes, nested = {}, 0
+for e in ev:
+    lanes.setdefault((e["pid"], e["tid"]), []).append(e)
+for es in lanes.values():
+    es.sort(key=lambda e: (e["ts"], -e["dur"]))
+    stack = []
+    for e in es:
+        while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]:
+            stack.pop()
+        # inside its enclosing event, or after it: never across its end
+        assert not stack or e["ts"] + e["dur"] <= stack[-1]["ts"] + stack[-1]["dur"] + 0.002, (e, stack[-1])
+        nested += len(stack) >= 2
+        stack.append(e)
+assert nested > 0, "no event nests two deep"
+assert len(lanes) >= 2, "the extractor's thread has no lane of its own"
+PY
+}
+
+@test "start and stop of the demo: tables with categories, I/O, concurrency; every run dir keeps the timings" {
+    run ph start --mode strace worker
+    [ "$status" -eq 0 ]
+    # A start over a profiled run stops and collects it first.
+    run ph --timings start --mode strace worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    check_tables "$output" start
+    [[ "$output" =~ harness\ +-\ +\ +start\ worker ]]
+    [[ "$output" =~ image\ +-\ +\ +service\ image\ profharness-demo- ]]
+    [[ "$output" =~ profiler\ +-\ +\ +the\ strace\ profiler\ flushes\ and\ exits ]]
+    [[ "$output" =~ engine\ +[0-9.]+\ (B|KiB)\ +\|\|\ POST\ /containers/\{id\}/wait ]]
+    [[ "$output" =~ collect\ +[0-9.]+\ (B|KiB|MiB)\ +\|\|\ extract:\ write\ the\ files ]]
+    [[ "$output" =~ [0-9.]+\ (B|KiB|MiB)\ +profiler$'\n' || "$output" =~ \ +-\ +profiler$'\n' ]]
+    first=$(readlink -f "$OUT/worker/latest")
+    check_run_dir "$first" start
+
+    run ph --timings stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    check_tables "$output" stop
+    [[ "$output" =~ harness\ +-\ +\ +stop\ worker ]]
+    [[ "$output" =~ host\ +-\ +\ +rename\ into\ place\ and\ link ]]
+    [[ "$output" =~ host\ +-\ +\ +write\ run\.json\ and\ the\ harness\ timings ]]
+    [[ "$output" =~ engine\ +[0-9.]+\ (B|KiB|MiB)\ +GET\ /containers/\{id\}/archive ]]
+    # The run's report and the index, with the bytes written.
+    [[ "$output" =~ report\ +[0-9.]+\ (B|KiB|MiB)\ +write\ report\.html\ and\ summary\.json ]]
+    [[ "$output" =~ report\ +[0-9.]+\ (B|KiB|MiB)\ +write\ the\ index\ of\ runs ]]
+    second=$(readlink -f "$OUT/worker/latest")
+    [ "$second" != "$first" ]
+    check_run_dir "$second" stop
+    # Every run dir has them; no old flat stage list.
+    for d in "$OUT"/worker/*-strace; do
+        [ -s "$d/run.json" ] && [ -s "$d/harness.folded" ] && [ -s "$d/harness.trace.json" ]
+        jq -e 'has("stages") | not' "$d/run.json"
+    done
+
+    # By default, stop prints one summary line and no table.
+    run ph start --mode strace worker
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(printf '%s\n' "$output" | grep -cE '^stop: [0-9.]+ (us|ms|s) \(.*profiler [0-9.]+ (us|ms|s)')" -eq 1 ]
+    [[ "$output" != *CATEGORY* ]]
+    [[ "$output" != *"stage timings"* ]]
+}

@@ -74,7 +74,7 @@ teardown_file() {
     [ -x "$PREFIX/lib/profharness/ph-init" ]
     [ -f "$PREFIX/lib/profharness/libphsampler.so" ]
     [ -f "$PREFIX/share/profharness/profiles/strace.yaml" ]
-    [ -f "$PREFIX/share/profharness/images/profiling/Dockerfile" ]
+    [ -f "$PREFIX/share/profharness/images/tools/Dockerfile" ]
     [ -f "$PREFIX/share/profharness/profharness.just" ]
     # it finds its modes from anywhere, not from the working directory
     run bash -c "cd / && '$PREFIX/bin/profharness' modes"
@@ -102,7 +102,7 @@ teardown_file() {
     run iph start --mode flamegraf front
     [ "$status" -eq 2 ]
     [[ "$output" == *"no mode \`flamegraf\`; did you mean \`flamegraph\`?"* ]]
-    [[ "$output" == *"the modes: callgrind, flamegraph, massif (also valgrind), strace"* ]]
+    [[ "$output" == *"the modes: callgrind, flamegraph, massif (also valgrind), "*"strace"* ]]
     run iph start --mode strace frnot
     [ "$status" -eq 2 ]
     [[ "$output" == *"$PROJ/compose.yaml: no service \`frnot\`; did you mean \`front\`?"* ]]

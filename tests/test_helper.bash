@@ -8,9 +8,26 @@ PH="$REPO/build/profharness"
 export PH_TEST_PROJECT=${PH_TEST_PROJECT:-phtest}
 export DEMO_PORT=${DEMO_PORT:-18181}
 
+# The demo under an image name of this test project's own.  Every run
+# builds the demo from its own tree, so two runs on one Engine (other
+# engineers, a user's own demo) sharing profharness-demo:latest would
+# overwrite each other's image, with or without the knobs a newer demo
+# has.  DEMO_COMPOSE is the demo's compose file naming DEMO_IMAGE, its
+# build context made absolute; every file's runs use it.  The image stays
+# for the next file (its build cache with it): `docker rmi` it to clean.
+export DEMO_IMAGE="profharness-demo-$PH_TEST_PROJECT"
+
+demo_compose() {
+    DEMO_COMPOSE=$BATS_FILE_TMPDIR/demo-compose.yaml
+    [ -s "$DEMO_COMPOSE" ] ||
+        sed -e "s#image: profharness-demo:latest#image: $DEMO_IMAGE:latest#" \
+            -e "s#context: images/demo#context: $REPO/images/demo#" "$REPO/compose.yaml" > "$DEMO_COMPOSE"
+}
+
 # ph ARGS...: the harness on the demo compose file, bounded in time.
 ph() {
-    timeout "${PH_TIMEOUT:-900}" "$PH" -f "$REPO/compose.yaml" -p "$PH_TEST_PROJECT" \
+    demo_compose
+    timeout "${PH_TIMEOUT:-900}" "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" \
         --profiles "${PH_PROFILES:-$REPO/profiles}" -o "$OUT" "$@"
 }
 
@@ -37,8 +54,9 @@ remove_project() {
     [ -z "$ids" ] || dk rm -f $ids >/dev/null 2>&1 || true
 }
 
-# load N: drive N requests at the front service, waiting for it to listen.
-load() {
+# drive_load N: drive N requests at the front service, waiting for it to
+# listen.  (Not `load`: that is bats' own, which this would shadow.)
+drive_load() {
     timeout 300 "$REPO/build/demo-load" -w 120 -n "${1:-50}" -c 2 "127.0.0.1:$DEMO_PORT"
 }
 
@@ -54,6 +72,8 @@ wait_for() {
 common_setup_file() {
     export OUT=$BATS_FILE_TMPDIR/out
     mkdir -p "$OUT"
+    demo_compose
+    export DEMO_COMPOSE
     remove_project
 }
 

@@ -7,8 +7,8 @@
 
 #include "ph_paths.h"
 
-ph_run *
-ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err)
+static ph_run *
+run_open(const ph_global_opts *g, int build, const ph_tar_limits *lim, ph_error_t *err)
 {
     ph_run_opts o = {
         .compose = &g->compose,
@@ -19,13 +19,27 @@ ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err)
         .build = build,
     };
 
+    if (lim != NULL)
+        o.collect = *lim;
     return ph_run_new(&o, err);
+}
+
+ph_run *
+ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err)
+{
+    return run_open(g, build, NULL, err);
+}
+
+ph_run *
+ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err)
+{
+    return run_open(g, 0, lim, err);
 }
 
 ph_run *
 ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
 {
-    return ph_cli_run_open_build(g, 0, err);
+    return run_open(g, 0, NULL, err);
 }
 
 int
@@ -48,18 +62,45 @@ ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err)
 }
 
 int
-ph_cli_services_args(int argc, char **argv, const char *usage)
+ph_cli_limit_opt(int c, const char *arg, ph_tar_limits *lim)
 {
-    static const struct option longopts[] = {
+    ph_error_t err = NULL;
+    ph_tar_limit which = c == 'B' ? PH_TAR_LIMIT_BYTES : c == 'E' ? PH_TAR_LIMIT_ENTRIES : PH_TAR_LIMIT_FREE;
+    uint64_t *dst = c == 'B' ? &lim->max_bytes : c == 'E' ? &lim->max_entries : &lim->min_free_bytes;
+
+    if (c != 'B' && c != 'E' && c != 'F')
+        return 0;
+    if (ph_tar_limit_parse(which, arg, dst, &err) < 0) {
+        ph_error_wrap(&err, c == 'B' ? "--max-bytes" : c == 'E' ? "--max-entries" : "--min-free");
+        ph_error_report(&err);
+        return -1;
+    }
+    return 1;
+}
+
+static int
+services_args(int argc, char **argv, const char *usage, ph_tar_limits *lim)
+{
+    static const struct option plain[] = {
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int c;
+    static const struct option limits[] = {
+        { "help", no_argument, NULL, 'h' },
+        PH_CLI_LIMIT_OPTIONS,
+        { NULL, 0, NULL, 0 },
+    };
+    int c, r;
 
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+h", lim ? limits : plain, NULL)) != -1) {
         if (c == 'h') {
-            printf("usage: profharness %s\n", usage);
+            printf("usage: profharness %s\n%s", usage, lim ? PH_CLI_LIMIT_HELP : "");
             return -2;
+        }
+        if (lim != NULL && (r = ph_cli_limit_opt(c, optarg, lim)) != 0) {
+            if (r < 0)
+                return -1;
+            continue;
         }
         fprintf(stderr, "usage: profharness %s\n", usage);
         return -1;
@@ -100,4 +141,16 @@ ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, in
         return -1;
     }
     return optind;
+}
+
+int
+ph_cli_services_args(int argc, char **argv, const char *usage)
+{
+    return services_args(argc, argv, usage, NULL);
+}
+
+int
+ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar_limits *lim)
+{
+    return services_args(argc, argv, usage, lim);
 }

@@ -14,11 +14,31 @@ ph_run *ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *er
 /* The modes for the global options: shipped, the project's own (when a
  * compose project is found here; none is needed), --profiles. */
 int ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err);
+/* The same, with collection limits from flags (ph_run_opts.collect). */
+ph_run *ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err);
+
+/* The collection limit flags of the commands that collect (stop,
+ * collect, restore), for their getopt_long tables, and their help. */
+#define PH_CLI_LIMIT_OPTIONS                                                                               \
+    { "max-bytes", required_argument, NULL, 'B' }, { "max-entries", required_argument, NULL, 'E' },     \
+        { "min-free", required_argument, NULL, 'F' }
+#define PH_CLI_LIMIT_HELP                                                                                   \
+    "  --max-bytes SIZE    at most SIZE of files taken out of a container, holes\n"                      \
+    "                      included (default: the mode's `collect:`, else 16GiB)\n"                       \
+    "  --max-entries N     at most N files, directories and links (else 200000)\n"                       \
+    "  --min-free SIZE     keep SIZE free on the output's disk (else 1GiB or 5 %)\n"                     \
+    "                      SIZE: bytes, or 512MiB, 16GiB, 2TB...; `unlimited`\n"
+
+/* If C is one of the limit flags ('B', 'E', 'F'), parse ARG into LIM:
+ * 1, or -1 after printing the error (exit 2).  0 for any other C. */
+int ph_cli_limit_opt(int c, const char *arg, ph_tar_limits *lim);
 
 /* Parse subcommand options: only -h/--help, then SERVICE...  Returns the
  * index of the first service, or -1 after printing usage (exit 2), or -2
  * after printing help (exit 0). */
 int ph_cli_services_args(int argc, char **argv, const char *usage);
+/* The same with the limit flags too, into LIM. */
+int ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar_limits *lim);
 
 /* Parse `--mode MODE` (required), `--build` (when BUILD is not NULL: set
  * to 1 when given, else 0) and -h, then SERVICE...  Returns the

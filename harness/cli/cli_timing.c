@@ -87,7 +87,9 @@ ph_cli_run_timed(const char *name, int (*fn)(const ph_global_opts *, int, char *
     fflush(stdout);
     if (timings == FLOW || timings == SORTED)
         ph_timing_print(stderr, ph_timing_root(), timings == SORTED ? PH_TIMING_SORTED : 0, &err);
-    else if (strcmp(name, "stop") == 0)
+    else if (strcmp(name, "stop") == 0 && rc == 0 && ph_timing_root() && ph_timing_root()->first_child)
+        /* One line after a stop that did something; none after its
+         * error, or its --help (--timings shows those too). */
         ph_timing_print_line(stderr, ph_timing_root(), &err);
     ph_error_free(&err);
     ph_otlp_export(ph_timing_root());

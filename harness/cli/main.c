@@ -27,9 +27,9 @@ static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
     { "start", ph_cmd_start, "--mode MODE [--build] [SERVICE...]", "restart services under a profiling mode" },
     { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
-    { "stop", ph_cmd_stop, "[--discard] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
-    { "restore", ph_cmd_restore, "[SERVICE...]", "run the services without profiling (collects first)" },
-    { "collect", ph_cmd_collect, "[SERVICE...]", "copy the artifacts there are now, without stopping" },
+    { "stop", ph_cmd_stop, "[--discard] [LIMITS] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
+    { "restore", ph_cmd_restore, "[LIMITS] [SERVICE...]", "run the services without profiling (collects first)" },
+    { "collect", ph_cmd_collect, "[LIMITS] [SERVICE...]", "copy the artifacts there are now, without stopping" },
     { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir (compose's containers too)" },
     { "modes", ph_cmd_modes, "", "the modes there are (shipped, the project's profiles/, --profiles)" },
     { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output (its last run's, once gone)" },
@@ -76,6 +76,8 @@ usage(FILE *out)
     fprintf(out,
             "\n"
             "With no SERVICE a command applies to every service in the compose file.\n"
+            "LIMITS, on what one collection takes out of a container (`COMMAND --help`):\n"
+            "  --max-bytes SIZE  --max-entries N  --min-free SIZE; the mode's `collect:` else.\n"
             "\n"
             "environment:\n"
             "  DOCKER_HOST            the Engine (unix:///var/run/docker.sock by default; tcp://HOST:PORT)\n"

@@ -71,7 +71,9 @@
  *     min_free: 1GiB                # space left available on the host's disk
  *                                   # (default: 1GiB, or 5 % of the disk if less).
  *                                   # Sizes: bytes or 512MiB, 16GiB, 2TB (KiB..TiB,
- *                                   # kB..TB); `unlimited` turns a limit off
+ *                                   # kB..TB); `unlimited` turns a limit off;
+ *                                   # the flags --max-bytes, --max-entries and
+ *                                   # --min-free of stop/collect/restore win
  */
 #ifndef PH_PROFILE_H
 #define PH_PROFILE_H

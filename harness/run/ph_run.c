@@ -13,6 +13,17 @@
  *
  * Single-threaded; what blocks is the Engine (every call has a timeout) and
  * the disk.
+ *
+ * Timing (ph_timing.h): each command is a tree of stages.  The Engine
+ * transport times every call; the loop adds a stage where its own work
+ * crosses a boundary: per service ("stop front", with service, mode, run
+ * id and container id as attributes), images, the profiler's flush (the
+ * Engine's wait runs alongside the signal), stream and extract (the
+ * extractor's thread is a concurrent stage of its own), handing files to
+ * the invoker, rename and links, and writing run.json, which keeps the
+ * tree so far with its trace id next to harness.folded and
+ * harness.trace.json.  A stage is a few lines at the boundary, nothing
+ * between.
  */
 #include "ph_run_int.h"
 
@@ -452,3 +463,33 @@ ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
     return rc;
 }
 
+/* ---- timing ------------------------------------------------------------ */
+
+ph_stage *
+ph_run_service_stage(const char *verb, const char *service, const char *mode)
+{
+    ph_stage *st = ph_stage_beginf("harness", 0, "%s %s", verb, service ? service : "?");
+
+    ph_stage_attr(st, "profharness.service", service);
+    ph_stage_attr(st, "profharness.mode", mode);
+    return st;
+}
+
+ph_stage *
+ph_run_container_stage(json_t *c, const char *verb)
+{
+    ph_stage *st = ph_run_service_stage(verb, ph_run_label(c, PH_LABEL_SERVICE), ph_run_label(c, PH_LABEL_MODE));
+
+    ph_stage_attr(st, "profharness.run.id", ph_run_label(c, PH_LABEL_RUN));
+    ph_stage_attr(st, "container.id", json_string_value(json_object_get(c, "Id")));
+    return st;
+}
+
+int
+ph_run_stage_done(ph_stage *st, int rc, ph_error_t *err)
+{
+    if (rc < 0)
+        ph_stage_fail(st, err != NULL && *err != NULL ? (*err)->msg : "failed");
+    ph_stage_end(st);
+    return rc;
+}

@@ -20,6 +20,7 @@
 #include "ph_engine.h"
 #include "ph_error.h"
 #include "ph_profile.h"
+#include "ph_tar.h"
 
 #define PH_LABEL_PROJECT "io.profharness.project"
 #define PH_LABEL_SERVICE "io.profharness.service"
@@ -37,7 +38,9 @@
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    65536                     /* larger is no record of ours */
-#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds */
+#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds, with the */
+#define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
+#define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 #define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
 #define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
 #define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
@@ -56,6 +59,13 @@ typedef struct ph_run_opts {
     const char *data_dir;   /* profiles/ and images/ (ph_paths.h); NULL = found from the binary */
     int build;              /* start, restore: build the images of services with `build` first
                              * (compose's --build; the builder's cache keeps an unchanged one) */
+    /* Limits on what one collection takes out of a container (stop,
+     * collect, restore and a start that collects first): a field set here
+     * (the flags --max-bytes, --max-entries, --min-free) wins over the
+     * mode's `collect:`, which wins over the defaults of ph_tar.h.  0 =
+     * not set.  Over a limit the temp dir is removed, the container kept,
+     * and the error names the limit, where it was set and how to raise it. */
+    ph_tar_limits collect;
 } ph_run_opts;
 
 typedef struct ph_run ph_run;

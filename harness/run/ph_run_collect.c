@@ -11,7 +11,10 @@
  * for the first and then find nothing to stop.  On any failure the
  * container is kept, the temp dir removed, and the error's hint says how to
  * recover, including how to give the run up (`stop --discard`) when it
- * cannot be collected at all.
+ * cannot be collected at all.  A collection is bounded (ph_tar_limits: the
+ * flags of ph_run_opts.collect, else the mode's `collect:`, else the
+ * defaults); over a limit the error says where it was set and how to
+ * raise it.
  *
  * What the container wrote is hostile until proven otherwise, and so is
  * <out>/<service>/ itself, which belongs to the invoker under sudo:
@@ -23,7 +26,8 @@
  *     so any found while holding it were left by a harness that died:
  *     they are removed (the container of that run was kept);
  *   - the completion record is read with a size cap and must have the
- *     shim's fields, else the run is marked "no valid completion record";
+ *     shim's fields (ph_run_record.c), else the run is marked "no valid
+ *     completion record";
  *   - every name and field printed is escaped (ph_escape.h);
  *   - from temp dir to rename, SIGINT/SIGTERM only set a flag
  *     (ph_signal.h) that the stream callback checks: the temp dir is
@@ -35,6 +39,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <sys/file.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -52,136 +57,13 @@
 #include "ph_util.h"
 #include "ph_report.h"
 #include "ph_tar.h"
+#include "ph_timing.h"
+#include "ph_timing_out.h"
 
 #define TEMP_PREFIX ".incoming-"
 /* Seconds in run.json: enough digits for nanoseconds over a day, and no
  * 1.1890000000000001. */
 #define META_DUMP_FLAGS (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9))
-
-/* ---- the completion record --------------------------------------------- */
-
-static int
-record_problem(char *problem, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int
-record_problem(char *problem, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(problem, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-static int
-is_int_field(json_t *rec, const char *key)
-{
-    return json_is_integer(json_object_get(rec, key));
-}
-
-int
-ph_run_record_check(json_t *rec, char *problem, size_t len)
-{
-    json_t *v, *x;
-    size_t i;
-
-    if (!json_is_object(rec))
-        return record_problem(problem, len, "%s is not a JSON object", PH_RECORD_NAME);
-    if (!is_int_field(rec, "version") || json_integer_value(json_object_get(rec, "version")) < 1)
-        return record_problem(problem, len, "%s has no `version` (an integer >= 1)", PH_RECORD_NAME);
-    if (!is_int_field(rec, "exit_code"))
-        return record_problem(problem, len, "%s has no integer `exit_code`", PH_RECORD_NAME);
-    v = json_object_get(rec, "signal");
-    if (v == NULL || !(json_is_null(v) || json_is_string(v)))
-        return record_problem(problem, len, "%s has no `signal` (a name or null)", PH_RECORD_NAME);
-    v = json_object_get(rec, "escalations");
-    if (!json_is_array(v))
-        return record_problem(problem, len, "%s has no `escalations` (a list of signal names)", PH_RECORD_NAME);
-    json_array_foreach(v, i, x) {
-        if (!json_is_string(x))
-            return record_problem(problem, len, "%s: `escalations` holds something other than a signal name",
-                                  PH_RECORD_NAME);
-    }
-    v = json_object_get(rec, "wrapper_killed");
-    if (v != NULL && !json_is_boolean(v))
-        return record_problem(problem, len, "%s: `wrapper_killed` is not true or false", PH_RECORD_NAME);
-    v = json_object_get(rec, "complete");
-    if (v != NULL && !json_is_boolean(v))
-        return record_problem(problem, len, "%s: `complete` is not true or false", PH_RECORD_NAME);
-    v = json_object_get(rec, "outcome");
-    if (v != NULL && !json_is_string(v))
-        return record_problem(problem, len, "%s: `outcome` is not a string", PH_RECORD_NAME);
-    return 0;
-}
-
-/* Did the profiler get to finish writing?  Records that have `complete`
- * say so; older ones only tell that ph-init had to kill the wrapper. */
-static int
-record_profiler_complete(json_t *rec)
-{
-    json_t *c = json_object_get(rec, "complete");
-
-    if (json_is_boolean(c))
-        return json_is_true(c);
-    return !json_is_true(json_object_get(rec, "wrapper_killed"));
-}
-
-int
-ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem, size_t len)
-{
-    ph_cleanup_close int fd = -1;
-    char *buf = NULL;
-    size_t got = 0;
-    struct stat st;
-    json_error_t jerr;
-    json_t *rec;
-
-    *out = NULL;
-    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return record_problem(problem, len, "%s is missing", PH_RECORD_NAME);
-        if (errno == ELOOP)
-            return record_problem(problem, len, "%s is a symbolic link", PH_RECORD_NAME);
-        return record_problem(problem, len, "%s cannot be opened: %s", PH_RECORD_NAME, strerror(errno));
-    }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return record_problem(problem, len, "%s is not a regular file", PH_RECORD_NAME);
-    if (st.st_size > PH_RECORD_MAX)
-        return record_problem(problem, len, "%s is %lld bytes (limit %d)", PH_RECORD_NAME, (long long)st.st_size,
-                              PH_RECORD_MAX);
-    /* One byte more than the cap: a file that grew after fstat is caught. */
-    buf = malloc(PH_RECORD_MAX + 1);
-    if (buf == NULL)
-        return record_problem(problem, len, "%s: out of memory", PH_RECORD_NAME);
-    for (;;) {
-        ssize_t n = read(fd, buf + got, PH_RECORD_MAX + 1 - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            free(buf);
-            return record_problem(problem, len, "%s cannot be read: %s", PH_RECORD_NAME, strerror(errno));
-        }
-        if (n == 0 || (got += (size_t)n) > PH_RECORD_MAX)
-            break;
-    }
-    if (got > PH_RECORD_MAX) {
-        free(buf);
-        return record_problem(problem, len, "%s is over %d bytes", PH_RECORD_NAME, PH_RECORD_MAX);
-    }
-    rec = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &jerr);
-    free(buf);
-    if (rec == NULL)
-        return record_problem(problem, len, "%s is not JSON (line %d: %s)", PH_RECORD_NAME, jerr.line, jerr.text);
-    if (ph_run_record_check(rec, problem, len) < 0) {
-        json_decref(rec);
-        return -1;
-    }
-    *out = rec;
-    return 0;
-}
 
 /* ---- the service directory and its lock --------------------------------- */
 
@@ -292,10 +174,15 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
             close(fd);
             return ph_fail(err, errno, "lock `%s/%s/.lock`", r->opts.out_dir, service);
         }
+        ph_stage *st = ph_stage_beginf("host", 0, "wait for the other profharness (%s/.lock)", service);
+        int locked, e;
+
         ph_info("%s: another profharness is stopping or collecting this service; waiting for it", service);
-        if (flock(fd, LOCK_EX) < 0) {
+        locked = flock(fd, LOCK_EX);
+        e = errno;
+        if (ph_run_stage_done(st, locked, NULL) < 0) {
             close(fd);
-            return ph_fail(err, errno, "lock `%s/%s/.lock`", r->opts.out_dir, service);
+            return ph_fail(err, e, "lock `%s/%s/.lock`", r->opts.out_dir, service);
         }
     }
     remove_stale_temps(r, svcfd, service);
@@ -305,12 +192,97 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
     return 0;
 }
 
-/* ---- collection ------------------------------------------------------- */
+/* ---- collection limits -------------------------------------------------- */
 
-typedef struct stage {
-    const char *name;
-    double seconds;
-} stage;
+/* The limits one collection runs under, and where each came from: a flag
+ * (ph_run_opts.collect) wins over the mode's `collect:`, which wins over
+ * the defaults. */
+typedef struct collect_limits {
+    ph_tar_limits lim;
+    const char *profile_path;           /* the mode's file, NULL when it has none */
+    char mode[64];
+    char from[PH_TAR_LIMIT_FREE + 1];   /* per limit: 'f'lag, 'p'rofile, 'd'efault */
+} collect_limits;
+
+static uint64_t *
+limit_field(ph_tar_limits *l, ph_tar_limit which)
+{
+    return which == PH_TAR_LIMIT_BYTES ? &l->max_bytes
+         : which == PH_TAR_LIMIT_ENTRIES ? &l->max_entries : &l->min_free_bytes;
+}
+
+static void
+collect_limits_of(ph_run *r, const char *mode, collect_limits *cl)
+{
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+
+    memset(cl, 0, sizeof *cl);
+    snprintf(cl->mode, sizeof cl->mode, "%s", mode ? mode : "MODE");
+    cl->profile_path = p ? p->path : NULL;
+    for (int w = PH_TAR_LIMIT_BYTES; w <= PH_TAR_LIMIT_FREE; w++) {
+        uint64_t flag = *limit_field(&r->opts.collect, w), prof = p ? *limit_field(&p->collect, w) : 0;
+
+        *limit_field(&cl->lim, w) = flag ? flag : prof;
+        cl->from[w] = flag ? 'f' : prof ? 'p' : 'd';
+    }
+}
+
+/* V for a flag: "32GiB" when exact in a binary unit, else bytes. */
+static const char *
+size_arg(uint64_t v, char buf[32])
+{
+    static const char *const units[] = { "", "KiB", "MiB", "GiB", "TiB", "PiB" };
+    int u = 0;
+
+    while (u < 5 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, 32, "%" PRIu64 "%s", v, units[u]);
+    return buf;
+}
+
+/* A collection stopped by limit WHICH: say in ERR's message where the
+ * limit was set, and in its hint how to raise it and retry with CMD
+ * ("stop", "collect"); the container is kept. */
+static int
+limit_hint(const collect_limits *cl, ph_tar_limit which, const char *cmd, const char *service, const char *id,
+           ph_error_t *err)
+{
+    static const char *const flags[] = { "", "--max-bytes", "--max-entries", "--min-free" };
+    static const uint64_t defaults[] = { 0, PH_TAR_DEFAULT_MAX_BYTES, PH_TAR_DEFAULT_MAX_ENTRIES, 0 };
+    const char *name = ph_tar_limit_name(which), *file = cl->profile_path ? cl->profile_path : "the mode's profile";
+    uint64_t v = *limit_field((ph_tar_limits *)&cl->lim, which);
+    char more[32], where[PATH_MAX + 64];
+    size_t n;
+
+    if (*err == NULL || which < PH_TAR_LIMIT_BYTES || which > PH_TAR_LIMIT_FREE)
+        return -1;
+    if (cl->from[which] == 'f')
+        snprintf(where, sizeof where, "set with %s", flags[which]);
+    else if (cl->from[which] == 'p')
+        snprintf(where, sizeof where, "set in %s", file);
+    else
+        snprintf(where, sizeof where, "the default");
+    n = strlen((*err)->msg);
+    snprintf((*err)->msg + n, sizeof (*err)->msg - n, " (%s)", where);
+    if (which == PH_TAR_LIMIT_FREE)
+        return ph_error_hint(err, "the container %.12s is kept with its artifacts, no partial run left; free "
+                             "space on the disk of the output dir, or lower `min_free` (`profharness %s "
+                             "--min-free 256MiB %s`, or `collect: {min_free: 256MiB}` in %s), and retry",
+                             id, cmd, service, file);
+    if (v == 0)
+        v = defaults[which];
+    if (which == PH_TAR_LIMIT_ENTRIES)
+        snprintf(more, sizeof more, "%" PRIu64, v > UINT64_MAX / 2 ? v : v * 2);
+    else
+        size_arg(v > UINT64_MAX / 2 ? v : v * 2, more);
+    return ph_error_hint(err, "the container %.12s is kept with its artifacts, no partial run left; raise the "
+                         "limit and retry: `profharness %s %s %s %s`, or `collect: {%s: %s}` in %s "
+                         "(`unlimited` turns it off)", id, cmd, flags[which], more, service, name, more, file);
+}
+
+/* ---- collection ------------------------------------------------------- */
 
 typedef struct collect_result {
     char run_dir[PATH_MAX];   /* as the user can open it: <out>/<service>/<run> */
@@ -320,6 +292,7 @@ typedef struct collect_result {
     char record_problem[256]; /* ... and why */
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
+    collect_limits limits;    /* what the collection ran under */
 } collect_result;
 
 static void
@@ -423,8 +396,12 @@ update_links(ph_run *r, int svcfd, int runfd, const char *run_name, const char *
     return 0;
 }
 
-int
-ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
+/* Write DIRFD/NAME: FILL writes a fresh temp file (O_EXCL, O_NOFOLLOW)
+ * through its fd, which is then renamed over NAME.  SHOWN names it in
+ * errors. */
+static int
+write_file_at(int dirfd, const char *shown, const char *name, int (*fill)(int fd, const void *ud), const void *ud,
+              ph_error_t *err)
 {
     char tmp[64];
     int fd = -1;
@@ -437,7 +414,7 @@ ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, 
         if (fd < 0 && (errno != EEXIST || tries == 100))
             return ph_fail(err, errno, "write `%s`", shown);
     }
-    if (json_dumpfd(j, fd, META_DUMP_FLAGS) < 0 || write(fd, "\n", 1) != 1) {
+    if (fill(fd, ud) < 0) {
         int e = errno;
         close(fd);
         unlinkat(dirfd, tmp, 0);
@@ -455,6 +432,45 @@ ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, 
         return ph_fail(err, e, "rename into `%s`", shown);
     }
     return 0;
+}
+
+static int
+fill_json(int fd, const void *j)
+{
+    return json_dumpfd(j, fd, META_DUMP_FLAGS) < 0 || write(fd, "\n", 1) != 1 ? -1 : 0;
+}
+
+static int
+fill_json_compact(int fd, const void *j)
+{
+    return json_dumpfd(j, fd, JSON_COMPACT) < 0 || write(fd, "\n", 1) != 1 ? -1 : 0;
+}
+
+int
+ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
+{
+    return write_file_at(dirfd, shown, name, fill_json, j, err);
+}
+
+/* harness.folded: the command's stages so far, as a flamechart's lines. */
+static int
+fill_folded(int fd, const void *tree)
+{
+    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    FILE *f = dfd < 0 ? NULL : fdopen(dfd, "w");
+    ph_error_t e = NULL;
+    int rc;
+
+    if (f == NULL) {
+        if (dfd >= 0)
+            close(dfd);
+        return -1;
+    }
+    rc = ph_timing_write_folded(f, tree, &e);
+    ph_error_free(&e);
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc < 0 ? (errno = errno ? errno : EIO, -1) : 0;
 }
 
 /* The globs of MODE's artifacts that match no regular file in DIRFD: what
@@ -495,20 +511,19 @@ remove_temp(const char *svc_path, int svcfd, const char *name, int tmpfd)
  * under SVCFD (locked).  SNAPSHOT: a copy while it runs (a distinct name,
  * links untouched).  On failure nothing is left on the host. */
 static int
-collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stages, size_t *n_stages,
-                     collect_result *res, ph_error_t *err)
+collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, collect_result *res, ph_error_t *err)
 {
     const char *id = json_string_value(json_object_get(c, "Id"));
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
     const char *mode = ph_run_label(c, PH_LABEL_MODE);
     const char *run = ph_run_label(c, PH_LABEL_RUN);
-    char tmp[NAME_MAX + 1], dest[64], src[PATH_MAX], run_name[NAME_MAX], final[NAME_MAX + 1], stamp[17], esc[256];
+    char tmp[NAME_MAX + 1], src[PATH_MAX], run_name[NAME_MAX], final[NAME_MAX + 1], stamp[17], esc[256];
     ph_tar_extract *x = NULL;
     extract_ctx ctx;
-    int tmpfd = -1, sig;
+    int tmpfd = -1, sig, finished = 0;
     uid_t uid;
     gid_t gid;
-    double t0;
+    ph_stage *st = NULL;
     ph_engine *e;
 
     res->run_fd = -1;
@@ -533,11 +548,11 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
         return ph_error_wrap(err, "collect the artifacts of `%s`", service);
     }
 
-    t0 = ph_run_now();
-    /* The extractor opens a path: its own fd's, so no link planted under
-     * <out>/<service> meanwhile can redirect it. */
-    snprintf(dest, sizeof dest, "/proc/self/fd/%d", tmpfd);
-    x = ph_tar_extract_new(dest, 1, NULL, err);
+    st = ph_stage_beginf("collect", 0, "stream and extract %s/%s", PH_CONTAINER_OUT, service);
+    /* Through our fd: no link planted under <out>/<service> meanwhile can
+     * redirect the extraction. */
+    collect_limits_of(r, mode, &res->limits);
+    x = ph_tar_extract_new_at(tmpfd, 1, &res->limits.lim, err);
     if (x == NULL)
         goto fail;
     ctx.x = x;
@@ -545,17 +560,19 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, service);
     if (ph_engine_archive_get(e, id, src, extract_cb, &ctx, err) < 0)
         goto fail;
+    finished = 1;
     if (ph_tar_extract_finish(x, &res->stats, err) < 0)
         goto fail;
     ph_tar_extract_free(x);
     x = NULL;
+    ph_stage_bytes(st, 0, res->stats.bytes);
+    ph_stage_end(st);
+    st = NULL;
     if ((sig = ph_interrupted()) != 0) {
         ph_interrupt_fail(err, sig);
         goto fail;
     }
-    stages[(*n_stages)++] = (stage){ "stream and extract artifacts", ph_run_now() - t0 };
 
-    t0 = ph_run_now();
     ph_run_record_read(tmpfd, PH_RECORD_NAME, &res->record, res->record_problem, sizeof res->record_problem);
     res->missing = missing_artifacts(r, mode, tmpfd);
     if (fchmod(tmpfd, 0755) < 0) {
@@ -563,12 +580,16 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
         goto fail;
     }
     /* Through our fd: the tree we extracted, whatever the name points at. */
+    st = ph_run_invoker(&uid, &gid) ? ph_stage_begin("host", "give the files to the invoker", 0) : NULL;
     if (ph_run_invoker(&uid, &gid) && ph_fs_chown_tree_at(tmpfd, ".", uid, gid, err) < 0)
         goto fail;
+    ph_stage_end(st);
+    st = NULL;
     if ((sig = ph_interrupted()) != 0) {
         ph_interrupt_fail(err, sig);
         goto fail;
     }
+    st = ph_stage_begin("host", "rename into place and link", 0);
     snprintf(final, sizeof final, "%s", run_name);
     for (int k = 2; renameat2(svcfd, tmp, svcfd, final, RENAME_NOREPLACE) < 0; k++) {
         if ((errno != EEXIST && errno != ENOTEMPTY) || k == 1000) {
@@ -579,11 +600,21 @@ collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, stage *stage
     }
     snprintf(res->run_dir, sizeof res->run_dir, "%s/%s/%s", r->opts.out_dir, service, final);
     res->run_fd = tmpfd;
-    if (!snapshot && update_links(r, svcfd, tmpfd, final, mode, err) < 0)
-        return ph_error_wrap(err, "the artifacts are in place in %s, but", res->run_dir);
-    stages[(*n_stages)++] = (stage){ "rename into place and link", ph_run_now() - t0 };
+    if (!snapshot && update_links(r, svcfd, tmpfd, final, mode, err) < 0) {
+        ph_error_wrap(err, "the artifacts are in place in %s, but", res->run_dir);
+        return ph_run_stage_done(st, -1, err);
+    }
+    ph_stage_end(st);
     return 0;
 fail:
+    ph_run_stage_done(st, -1, err);
+    if (x != NULL && !finished) {
+        /* The stats of a failed feed: which limit, if one stopped it. */
+        ph_error_t ignored = NULL;
+
+        ph_tar_extract_finish(x, &res->stats, &ignored);
+        ph_error_free(&ignored);
+    }
     ph_tar_extract_free(x);
     /* Keep nothing half-written: the container still has everything. */
     snprintf(src, sizeof src, "%s/%s", r->opts.out_dir, service);
@@ -592,29 +623,32 @@ fail:
     return ph_error_wrap(err, "collect the artifacts of `%s`", service);
 }
 
+/* The names of MODE's artifacts found in DIRFD ("strace.log"; a glob's
+ * `latest` name, else the file's), joined with ", " into OUT. */
 static void
-print_stages(const char *service, const stage *st, size_t n)
+present_artifacts(ph_run *r, const char *mode, int dirfd, char *out, size_t len)
 {
-    double total = 0;
+    ph_profile *p = ph_profiles_find(&r->profiles, mode);
+    char file[NAME_MAX + 1], esc[NAME_MAX * 4 + 1];
+    size_t o = 0;
 
-    flockfile(stderr); /* one table, whole, when services stop at once */
-    for (size_t i = 0; i < n; i++)
-        total += st[i].seconds;
-    fprintf(stderr, "%s: stage timings\n", service);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "  %9.3f s  %5.1f%%  %s\n", st[i].seconds,
-                total > 0 ? 100.0 * st[i].seconds / total : 0.0, st[i].name);
-    fprintf(stderr, "  %9.3f s  total\n", total);
-    funlockfile(stderr);
+    out[0] = '\0';
+    for (size_t i = 0; p != NULL && i < p->n_artifacts && o < len; i++) {
+        if (!newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+            continue;
+        ph_escape(esc, sizeof esc, p->artifacts[i].latest ? p->artifacts[i].latest : file);
+        o += (size_t)snprintf(out + o, len - o, "%s%s", o ? ", " : "", esc);
+    }
 }
 
 static void
-describe_record(const char *service, const collect_result *res)
+describe_record(ph_run *r, const char *service, const char *mode, const collect_result *res)
 {
     json_t *rec = res->record, *esc_list, *g;
     const char *sig;
-    char esc[128], globs[512] = "";
+    char esc[128], globs[512] = "", present[512], story[1024];
     size_t i, o = 0;
+    int level;
 
     json_array_foreach(res->missing, i, g)
         o += (size_t)snprintf(globs + o, o < sizeof globs ? sizeof globs - o : 0, "%s`%s`", i ? ", " : "",
@@ -625,7 +659,8 @@ describe_record(const char *service, const collect_result *res)
     /* The kernel's SIGKILL is no stop: whoever it hit had no chance to
      * flush, and the record (written by ph-init, which survived) may not
      * know it was the OOM killer. */
-    if (res->oom_killed)
+    if (res->oom_killed && !(rec && json_is_string(json_object_get(rec, "outcome")) &&
+                             strcmp(json_string_value(json_object_get(rec, "outcome")), "oom_killed") == 0))
         ph_warn("%s: the OOM killer struck in the container (its memory limit): what the profiler wrote may be "
                 "incomplete", service);
     if (rec == NULL) {
@@ -633,6 +668,13 @@ describe_record(const char *service, const collect_result *res)
                 "shim, so output may be incomplete (marked in %s)", service, res->record_problem, PH_RUN_META_NAME);
         return;
     }
+    /* What happened, plainly, from the shim's outcome. */
+    present_artifacts(r, mode, res->run_fd, present, sizeof present);
+    if ((level = ph_run_record_story(rec, present, story, sizeof story)) >= 0) {
+        ph_log(level ? PH_LOG_WARN : PH_LOG_INFO, "%s: %s", service, story);
+        return;
+    }
+    /* An older shim's record: no outcome. */
     sig = json_string_value(json_object_get(rec, "signal"));
     esc_list = json_object_get(rec, "escalations");
     if (sig != NULL)
@@ -644,22 +686,50 @@ describe_record(const char *service, const collect_result *res)
     if (json_array_size(esc_list) > 0)
         ph_warn("%s: the service did not stop on its stop signal; escalated (%zu step%s, see %s)", service,
                 json_array_size(esc_list), json_array_size(esc_list) == 1 ? "" : "s", PH_RECORD_NAME);
-    if (!record_profiler_complete(rec) && !res->oom_killed)
+    if (!ph_run_record_complete(rec) && !res->oom_killed)
         ph_warn("%s: the profiler itself was killed before it could finish: what it wrote may be incomplete "
                 "(see %s)", service, PH_RECORD_NAME);
 }
 
-static int
-write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, ph_error_t *err)
+/* harness.folded and harness.trace.json (ph_timing_out.h) of the command
+ * so far into the run dir; a failure is a warning: timings never cost a
+ * run. */
+static void
+write_timing_files(const collect_result *res)
 {
-    json_t *meta, *stages = json_array();
+    const ph_stage *tree = ph_timing_root();
+    json_t *trace;
+    ph_error_t e = NULL;
+    char shown[PATH_MAX + 32];
+
+    if (tree == NULL)
+        return;
+    snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_HARNESS_FOLDED);
+    if (write_file_at(res->run_fd, shown, PH_HARNESS_FOLDED, fill_folded, tree, &e) == 0) {
+        snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_HARNESS_TRACE);
+        trace = ph_timing_trace_json(tree);
+        if (trace == NULL)
+            ph_fail(&e, ENOMEM, "build `%s`", shown);
+        else
+            write_file_at(res->run_fd, shown, PH_HARNESS_TRACE, fill_json_compact, trace, &e);
+        json_decref(trace);
+    }
+    if (e != NULL) {
+        ph_warn("%s (the run is complete without it)", e->msg);
+        ph_error_free(&e);
+    }
+}
+
+static int
+write_run_meta(json_t *c, const collect_result *res, ph_error_t *err)
+{
+    ph_stage *st = ph_stage_begin("host", "write run.json and the harness timings", 0);
+    json_t *meta;
     char ended[32], shown[PATH_MAX + 16];
     int rc;
 
     ph_run_utc_iso(ended, sizeof ended);
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(stages, json_pack("{s:s, s:f}", "name", st[i].name, "seconds", st[i].seconds));
-    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:o, s:O?, s:s?, s:O?, s:b}",
+    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:O?, s:s?, s:O?, s:b}",
                      "service", ph_run_label(c, PH_LABEL_SERVICE),
                      "mode", ph_run_label(c, PH_LABEL_MODE),
                      "run", ph_run_label(c, PH_LABEL_RUN),
@@ -669,7 +739,6 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
                      "files", (json_int_t)res->stats.files,
                      "bytes", (json_int_t)res->stats.bytes,
                      "refused_entries", (json_int_t)res->stats.refused,
-                     "stages", stages,
                      "completion", res->record,
                      "completion_problem", res->record == NULL ? res->record_problem : NULL,
                      "missing_artifacts", res->missing,
@@ -677,12 +746,20 @@ write_run_meta(json_t *c, const collect_result *res, const stage *st, size_t n, 
     /* attach: the service's container, which kept running (the report says so) */
     if (meta != NULL && ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
         json_object_set_new(meta, "attached_to", json_string(ph_run_label(c, PH_LABEL_ATTACHED)));
-    if (meta == NULL)
-        return ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME);
+    /* The whole stage tree so far, and the trace id of its spans; the
+     * three files as of one instant. */
+    ph_timing_read_begin();
+    if (meta == NULL || ph_timing_run_json(meta) < 0) {
+        ph_timing_read_end();
+        json_decref(meta);
+        return ph_run_stage_done(st, ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME), err);
+    }
+    write_timing_files(res);
+    ph_timing_read_end();
     snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
     rc = ph_run_write_json_at(res->run_fd, shown, PH_RUN_META_NAME, meta, err);
     json_decref(meta);
-    return rc;
+    return ph_run_stage_done(st, rc, err);
 }
 
 /* ---- stop ------------------------------------------------------------- */
@@ -707,22 +784,64 @@ is_created(json_t *c)
     return state != NULL && strcmp(state, "created") == 0;
 }
 
+/* The stop itself: the wait registered first (nothing can be missed),
+ * then SIGTERM to the shim, then the wait for the profiler to flush and
+ * exit within BUDGET seconds; a "profiler" stage, whose time is that. */
+static int
+signal_and_wait(ph_engine *e, json_t *c, long budget, int *timed_out, ph_error_t *err)
+{
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
+    const char *id = json_string_value(json_object_get(c, "Id"));
+    ph_stage *st = ph_stage_beginf("profiler", 0, "the %s profiler flushes and exits", mode ? mode : "?");
+    ph_engine_wait *w = NULL;
+    long code = 0;
+
+    if (ph_engine_container_wait_begin(e, id, &w, err) < 0)
+        return ph_run_stage_done(st, -1, err);
+    if (ph_run_is_running(c)) {
+        ph_info("%s: stopping %s profiler (waiting up to %ld s for it to flush)", service, mode, budget);
+        if (ph_engine_container_kill(e, id, "SIGTERM", err) < 0) {
+            /* It may have exited between the listing and now. */
+            ph_debug("kill: %s", (*err)->msg);
+            ph_error_free(err);
+        }
+    }
+    return ph_run_stage_done(st, ph_engine_container_wait_end(w, budget, &code, timed_out, err), err);
+}
+
+/* The size of DIR/NAME, for a "report" stage's bytes out; 0 if absent. */
+static uint64_t
+file_size_in(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    struct stat sb;
+
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path || stat(path, &sb) < 0)
+        return 0;
+    return (uint64_t)sb.st_size;
+}
+
 /* The run's report.html and summary.json, and its headline on stderr
  * (stdout keeps the parseable "service<TAB>run dir" lines).  A report that
  * cannot be written costs a warning, never the run: the artifacts are
- * already in place. */
+ * already in place.  A "report" stage of the command (after run.json, so
+ * the command's tree has it and the run's own run.json does not). */
 static void
 write_report(ph_run *r, const char *run_dir)
 {
+    ph_stage *st = ph_stage_begin("report", "write report.html and summary.json", 0);
     ph_report_headline h;
     ph_error_t rerr = NULL;
 
     if (ph_report_write_run(run_dir, &r->profiles, &h, &rerr) < 0) {
         ph_warn("no report for %s: %s (the artifacts are there; retry with `profharness report %s`)", run_dir,
                 rerr->msg, run_dir);
+        ph_run_stage_done(st, -1, &rerr);
         ph_error_free(&rerr);
         return;
     }
+    ph_stage_bytes(st, 0, file_size_in(run_dir, "report.html") + file_size_in(run_dir, "summary.json"));
+    ph_stage_end(st);
     ph_report_print_headline(stderr, &h);
 }
 
@@ -730,31 +849,33 @@ write_report(ph_run *r, const char *run_dir)
 static void
 write_index(ph_run *r)
 {
+    ph_stage *st = ph_stage_begin("report", "write the index of runs", 0);
     ph_error_t rerr = NULL;
 
     if (ph_report_write_index(r->opts.out_dir, &rerr) < 0) {
         ph_warn("the index of runs was not updated: %s (retry with `profharness report`)", rerr->msg);
+        ph_run_stage_done(st, -1, &rerr);
         ph_error_free(&rerr);
+        return;
     }
+    ph_stage_bytes(st, 0, file_size_in(r->opts.out_dir, "index.html"));
+    ph_stage_end(st);
 }
 
 /* Gracefully stop one profiled container and collect it.  On any failure
  * the container is kept and the hint says how to recover. */
-int
-ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
+static int
+stop_one(ph_run *r, json_t *listed, ph_error_t *err)
 {
     const char *service = ph_run_label(listed, PH_LABEL_SERVICE);
     const char *id = json_string_value(json_object_get(listed, "Id"));
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
     json_t *fresh = NULL, *c;
-    stage stages[8];
-    size_t n_stages = 0;
     collect_result res = { .run_fd = -1 };
     ph_engine *e;
     int found = 0, timed_out = 0, rc = -1;
-    long code = 0, budget;
-    double t0;
+    long budget;
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
@@ -780,31 +901,26 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     }
 
     budget = stop_budget_s(r, c);
-    t0 = ph_run_now();
-    if (ph_run_is_running(c)) {
-        ph_info("%s: stopping %s profiler (waiting up to %ld s for it to flush)", service,
-                ph_run_label(c, PH_LABEL_MODE), budget);
-        if (ph_engine_container_kill(e, id, "SIGTERM", err) < 0) {
-            /* It may have exited between the listing and now. */
-            ph_debug("kill: %s", (*err)->msg);
-            ph_error_free(err);
-        }
-    }
-    if (ph_engine_container_wait(e, id, budget, &code, &timed_out, err) < 0)
+    if (signal_and_wait(e, c, budget, &timed_out, err) < 0)
         goto keep;
     if (timed_out) {
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
         goto keep;
     }
-    stages[n_stages++] = (stage){ "signal until the profiler exited", ph_run_now() - t0 };
-    ph_run_convert(r, c); /* perf: folded stacks, flamegraph, pprof beside perf.data */
+    {
+        /* perf: folded stacks, flamegraph, pprof beside perf.data */
+        ph_stage *cs = ph_stage_beginf("profiler", 0, "convert %s's profile", service);
+
+        ph_run_convert(r, c);
+        ph_stage_end(cs);
+    }
     if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
         goto keep;
     res.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
     json_decref(fresh);
 
     ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
-    if (collect_into_run_dir(r, c, svcfd, 0, stages, &n_stages, &res, err) < 0) {
+    if (collect_into_run_dir(r, c, svcfd, 0, &res, err) < 0) {
         ph_interrupt_end();
         if (res.run_fd < 0)
             goto keep;
@@ -813,35 +929,43 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
                       "`profharness stop --discard %s`", res.run_dir, id, service);
         goto out;
     }
-    describe_record(service, &res);
+    describe_record(r, service, ph_run_label(c, PH_LABEL_MODE), &res);
     ph_run_attach_describe(r, c, res.record);
     ph_run_explain_samples(service, res.run_fd);
     ph_run_service_log(r, service, id, res.run_fd, res.run_dir); /* its output goes with the container */
 
-    t0 = ph_run_now();
     if (ph_engine_container_remove(e, id, 0, err) < 0) {
         ph_interrupt_end();
         ph_error_wrap(err, "artifacts are safe in %s, but removing container %.12s failed", res.run_dir, id);
         ph_error_hint(err, "remove it by hand: docker rm %.12s", id);
         goto out;
     }
-    stages[n_stages++] = (stage){ "remove the container", ph_run_now() - t0 };
-    rc = write_run_meta(c, &res, stages, n_stages, err);
+    rc = write_run_meta(c, &res, err);
     ph_interrupt_end();
     if (rc < 0)
         goto out;
-    print_stages(service, stages, n_stages);
     write_report(r, res.run_dir);
     printf("%s\t%s\n", service, res.run_dir);
     fflush(stdout);
     goto out;
 keep:
-    ph_error_hint(err, "the container %.12s is kept with its artifacts; retry with `profharness stop %s` "
-                  "(or `profharness collect %s`); if it cannot be collected, give the run up with "
-                  "`profharness stop --discard %s`", id, service, service, service);
+    if (res.stats.limit != PH_TAR_LIMIT_NONE)
+        limit_hint(&res.limits, res.stats.limit, "stop", service, id, err);
+    else
+        ph_error_hint(err, "the container %.12s is kept with its artifacts; retry with `profharness stop %s` "
+                      "(or `profharness collect %s`); if it cannot be collected, give the run up with "
+                      "`profharness stop --discard %s`", id, service, service, service);
 out:
     collect_result_done(&res);
     return rc;
+}
+
+int
+ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
+{
+    ph_stage *st = ph_run_container_stage(listed, "stop");
+
+    return ph_run_stage_done(st, stop_one(r, listed, err), err);
 }
 
 /* One job of a stop (or discard): every profiled container of service I. */
@@ -1010,16 +1134,17 @@ ph_run_discard_one(ph_run *r, json_t *c, ph_error_t *err)
     ph_cleanup_close int svcfd = -1;
     char esc[256];
     ph_engine *e;
+    ph_stage *st = ph_run_container_stage(c, "discard");
 
     if (ph_run_engine(r, &e, err) < 0 || ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
-        return -1;
+        return ph_run_stage_done(st, -1, err);
     ph_warn("%s: discarding container %.12s (%s, run %s) without collecting it: whatever it holds in %s/%s "
             "is lost", service, id, state ? state : "?", ph_escape(esc, sizeof esc, run ? run : "?"),
             PH_CONTAINER_OUT, service);
     if (ph_engine_container_remove(e, id, 1, err) < 0)
-        return ph_error_wrap(err, "discard container %.12s of `%s`", id, service);
+        return ph_run_stage_done(st, ph_error_wrap(err, "discard container %.12s of `%s`", id, service), err);
     ph_info("%s: container %.12s removed; nothing was collected", service, id);
-    return 0;
+    return ph_run_stage_done(st, 0, err);
 }
 
 int
@@ -1046,29 +1171,31 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
-    stage st[4];
-    size_t ns = 0;
+    ph_stage *st = ph_run_container_stage(c, "snapshot");
     collect_result res = { .run_fd = -1 };
     int rc;
 
     if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
-        return -1;
+        return ph_run_stage_done(st, -1, err);
     ph_run_snapshot_request(r, c); /* what the profiler has now, not what it wrote last */
     ph_interrupt_begin();
-    rc = collect_into_run_dir(r, c, svcfd, 1, st, &ns, &res, err);
+    rc = collect_into_run_dir(r, c, svcfd, 1, &res, err);
+    if (rc < 0 && res.stats.limit != PH_TAR_LIMIT_NONE)
+        limit_hint(&res.limits, res.stats.limit, "collect", service, json_string_value(json_object_get(c, "Id")),
+                   err);
     if (rc == 0)
         ph_run_explain_samples(service, res.run_fd);
     if (rc == 0)
         ph_run_service_log(r, service, json_string_value(json_object_get(c, "Id")), res.run_fd, res.run_dir);
     if (rc == 0)
-        rc = write_run_meta(c, &res, st, ns, err);
+        rc = write_run_meta(c, &res, err);
     ph_interrupt_end();
     if (rc == 0) {
         write_report(r, res.run_dir);
         printf("%s\t%s\n", service, res.run_dir);
     }
     collect_result_done(&res);
-    return rc;
+    return ph_run_stage_done(st, rc, err);
 }
 
 int

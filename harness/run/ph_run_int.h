@@ -10,6 +10,7 @@
  *   ph_run_servicelog.c  service.log: the service's output kept per run
  *   ph_run_prune.c    profiling images the project no longer needs
  *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
+ *   ph_run_record.c   the shim's completion record: read, checked, told
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -18,6 +19,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "ph_run.h"
+#include "ph_timing.h"
 
 struct ph_run {
     ph_run_opts opts;
@@ -104,6 +106,13 @@ int ph_run_bad_mode(ph_run *r, const char *mode, ph_error_t *err);
 int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
 int ph_run_is_running(json_t *c);
 int ph_run_is_profiled(json_t *c);
+/* Timing (ph_timing.h): a stage about container C ("stop front") with
+ * what exporters want of it: service, mode, run id, container id. */
+ph_stage *ph_run_container_stage(json_t *c, const char *verb);
+/* A stage for SERVICE under MODE (NULL: unprofiled), before a container. */
+ph_stage *ph_run_service_stage(const char *verb, const char *service, const char *mode);
+/* End ST with the outcome RC (*ERR's message when RC < 0); returns RC. */
+int ph_run_stage_done(ph_stage *st, int rc, ph_error_t *err);
 
 /* ph_run_config.c */
 json_t *ph_run_strv_json(const ph_strv *v);
@@ -171,9 +180,7 @@ int ph_run_sample_verdict(int runfd, char *why, size_t len);
 /* A warning with the reasons when ph_run_sample_verdict says 2. */
 void ph_run_explain_samples(const char *service, int runfd);
 
-/* ph_run_collect.c */
-int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);
-int ph_run_discard_one(ph_run *r, json_t *listed, ph_error_t *err);
+/* ph_run_record.c */
 /* The completion record DIRFD/NAME, untrusted: at most PH_RECORD_MAX
  * bytes, a regular file (no link followed), a JSON object with the shim's
  * fields (ph_run_record_check).  0 and *out, or -1 and why in PROBLEM. */
@@ -181,6 +188,20 @@ int ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem,
 /* version >= 1, exit_code integer, signal a string or null, escalations a
  * list of strings, wrapper_killed (when there) a boolean. */
 int ph_run_record_check(json_t *rec, char *problem, size_t len);
+/* Did the profiler get to finish writing?  Records that have `complete`
+ * say so; older ones only tell that ph-init had to kill the wrapper. */
+int ph_run_record_complete(json_t *rec);
+/* What happened, in one sentence from the record's `outcome`: "the
+ * service ignored SIGTERM; escalated to SIGKILL after 3.00 s; strace.log
+ * complete" (PRESENT: the artifacts found, "" for none; leftovers and an
+ * incomplete profiler said too; every field escaped).  1 when it is worth
+ * a warning, 0 when all went as asked, -1 and "" for a record without an
+ * outcome (an older shim). */
+int ph_run_record_story(json_t *rec, const char *present, char *out, size_t len);
+
+/* ph_run_collect.c */
+int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);
+int ph_run_discard_one(ph_run *r, json_t *listed, ph_error_t *err);
 /* Open <out>/<service> (made when missing, a link there refused) and
  * flock its .lock; remove the .incoming-* entries dead harnesses left.
  * *svcfd_out: the service dir, through which everything below is reached. */

@@ -45,12 +45,14 @@ ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t
 {
     ph_engine *e;
     ph_cleanup_free char *img = ph_run_service_image(r, s);
+    ph_stage *st;
 
     if (img == NULL)
         return ph_fail(err, ENOMEM, "allocate");
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    return ph_image_ensure_service(e, s, img, force_build, &r->compose->env, err);
+    st = ph_stage_beginf("image", 0, "service image %s", img);
+    return ph_run_stage_done(st, ph_image_ensure_service(e, s, img, force_build, &r->compose->env, err), err);
 }
 
 /* One profiling image serves every mode (all the profiles' packages), so
@@ -62,12 +64,17 @@ ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, c
 {
     ph_engine *e;
     ph_cleanup_free char *img = ph_run_service_image(r, s);
+    ph_stage *st;
+    int rc;
 
     if (img == NULL)
         return ph_fail(err, ENOMEM, "allocate");
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    if (ph_image_ensure_profiling(e, img, r->data_dir, &r->profiles, mode, tag_out, facts, err) < 0)
+    st = ph_stage_beginf("image", 0, "profiling image of %s", img);
+    rc = ph_run_stage_done(st, ph_image_ensure_profiling(e, img, r->data_dir, &r->profiles, mode, tag_out, facts, err),
+                           err);
+    if (rc < 0)
         return ph_error_wrap(err, "%s", s->name);
     return 0;
 }
@@ -549,8 +556,10 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     for (i = 0; i < p->security_opt.n; i++)
         ph_run_array_add_unique(secopt, p->security_opt.v[i]);
 
+    ph_stage_attr(ph_stage_current(), "profharness.run.id", run_id);
     if (ph_run_create_caps_if_known(r, s, name, cfg, &p->cap_add_if_known, &id, err) < 0)
         goto out;
+    ph_stage_attr(ph_stage_current(), "container.id", id);
     ph_info("%s: profiling under %s (container %s); its run dir is written when it stops "
             "(`profharness stop %s`): %s", s->name, p->name, name, s->name, host_dir);
     if (p->note != NULL)
@@ -594,8 +603,11 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
         rc = start_deps(r, sl.v[i], &sl, 0, err);
         if (rc == 0)
             rc = clear_service(r, sl.v[i], err);
-        if (rc == 0)
-            rc = start_profiled(r, sl.v[i], p, err);
+        if (rc == 0) {
+            ph_stage *st = ph_run_service_stage("start", sl.v[i]->name, p->name);
+
+            rc = ph_run_stage_done(st, start_profiled(r, sl.v[i], p, err), err);
+        }
     }
     free(sl.v);
     return rc;
@@ -641,8 +653,12 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
     rc = ph_run_stop_services(r, &sl, 1, err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         rc = start_deps(r, sl.v[i], &sl, 0, err);
-        if (rc == 0)
-            rc = restore_one(r, sl.v[i], err);
+        if (rc == 0) {
+            ph_stage *st = ph_run_service_stage("start", sl.v[i]->name, NULL);
+
+            /* compose's own container again, else a fresh plain one */
+            rc = ph_run_stage_done(st, restore_one(r, sl.v[i], err), err);
+        }
     }
     free(sl.v);
     return rc;

@@ -83,6 +83,7 @@
 
 #include "ph_log.h"
 #include "ph_tar_int.h"
+#include "ph_timing.h"
 
 #define READ_BLOCK (64 * 1024)
 #define REFUSED_SLOTS 8192                /* hashes of refused names, open addressing */
@@ -111,6 +112,7 @@ struct ph_tar_extract {
     ph_tar_limits lim; /* resolved: no zero fields */
     ph_tar_stats stats;
     ph_error_t err;  /* the reader's error, read after join */
+    ph_stage *parent; /* the caller's timing stage: the reader's nests under it */
 
     /* Reader-thread state. */
     char rbuf[READ_BLOCK];
@@ -968,10 +970,13 @@ reader_main(void *ud)
      * character to the process's (C) locale and warning. */
     locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
     struct archive *a;
+    ph_stage *st;
     int ok = 0;
 
     if (utf8 != (locale_t)0)
         uselocale(utf8);
+    ph_stage_adopt(x->parent); /* alongside the feeder: a concurrent stage */
+    st = ph_stage_begin("collect", "extract: write the files", 0);
     a = archive_read_new();
 
     if (a == NULL) {
@@ -1005,6 +1010,10 @@ reader_main(void *ud)
     }
     /* Unblock a feeder still writing: it gets EPIPE. */
     shutdown(x->sock[0], SHUT_RDWR);
+    ph_stage_bytes(st, x->received, x->stats.bytes);
+    if (x->err != NULL)
+        ph_stage_fail(st, x->err->msg);
+    ph_stage_end(st);
     if (utf8 != (locale_t)0) {
         uselocale(LC_GLOBAL_LOCALE);
         freelocale(utf8);
@@ -1050,8 +1059,9 @@ limits_resolve(ph_tar_extract *x, const ph_tar_limits *limits)
     }
 }
 
-ph_tar_extract *
-ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits, ph_error_t *err)
+/* Both constructors: DEST_FD is the destination, owned from here on. */
+static ph_tar_extract *
+extract_new_fd(int dest_fd, int strip, const ph_tar_limits *limits, ph_error_t *err)
 {
     ph_tar_extract *x = calloc(1, sizeof *x);
     sigset_t all, old;
@@ -1059,8 +1069,11 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
 
     if (x == NULL) {
         ph_fail(err, errno, "allocate the extractor");
+        close(dest_fd);
         return NULL;
     }
+    x->dest_fd = dest_fd;
+    x->parent = ph_stage_current();
     x->strip = strip < 0 ? 0 : strip;
     x->sock[0] = x->sock[1] = -1;
     x->lv[0].fd = -1; /* the destination is dest_fd, never closed by the stack */
@@ -1069,11 +1082,6 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
     x->umask_ok = umask_harmless();
     x->unchecked_bytes = FREE_CHECK_BYTES;                /* look before the first write */
     x->unchecked_entries = FREE_CHECK_ENTRIES - 1;
-    x->dest_fd = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (x->dest_fd < 0) {
-        ph_fail(err, errno, "open `%s`", dest_dir);
-        goto fail;
-    }
     limits_resolve(x, limits);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->sock) < 0) {
         ph_fail(err, errno, "socketpair");
@@ -1093,6 +1101,32 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
 fail:
     ph_tar_extract_free(x);
     return NULL;
+}
+
+ph_tar_extract *
+ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits, ph_error_t *err)
+{
+    int fd = open(dest_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0) {
+        ph_fail(err, errno, "open `%s`", dest_dir);
+        return NULL;
+    }
+    return extract_new_fd(fd, strip, limits, err);
+}
+
+ph_tar_extract *
+ph_tar_extract_new_at(int dirfd, int strip, const ph_tar_limits *limits, ph_error_t *err)
+{
+    /* A description of our own (the caller's fd stays theirs), of the
+     * very directory DIRFD is, whatever its name now points at. */
+    int fd = dirfd < 0 ? -1 : openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0) {
+        ph_fail(err, dirfd < 0 ? EBADF : errno, "open the destination directory (fd %d)", dirfd);
+        return NULL;
+    }
+    return extract_new_fd(fd, strip, limits, err);
 }
 
 /* Close our end (the reader sees end of file) and wait for the reader. */

@@ -117,6 +117,10 @@ typedef struct ph_tar_stats {
  * drop (the Engine's archive names the requested dir as the first
  * component).  LIMITS: NULL for the defaults. */
 ph_tar_extract *ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits, ph_error_t *err);
+/* The same into the directory DIRFD is (O_PATH will do), however it is
+ * named by the time extraction runs: no path is resolved.  DIRFD stays
+ * the caller's. */
+ph_tar_extract *ph_tar_extract_new_at(int dirfd, int strip, const ph_tar_limits *limits, ph_error_t *err);
 /* Feed LEN bytes.  Returns 0, or -1 and *err; after an error feed no more. */
 int ph_tar_extract_feed(ph_tar_extract *x, const void *data, size_t len, ph_error_t *err);
 /* Finish: flushes and checks the archive ended cleanly.  STATS (may be

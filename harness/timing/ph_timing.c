@@ -316,10 +316,35 @@ ph_stage_adopt(ph_stage *parent)
 
 /* ---- flattening ---------------------------------------------------------- */
 
+/* The instant this thread's reading of the tree is as of (0: none). */
+static __thread uint64_t read_at;
+static __thread int read_depth;
+
+void
+ph_timing_read_begin(void)
+{
+    if (read_depth++ == 0)
+        read_at = now_ns();
+}
+
+void
+ph_timing_read_end(void)
+{
+    if (read_depth > 0 && --read_depth == 0)
+        read_at = 0;
+}
+
 uint64_t
 ph_stage_end_ns(const ph_stage *s)
 {
-    return s->end_ns ? s->end_ns : now_ns();
+    uint64_t t = s->end_ns;
+
+    /* Within a reading, a stage that ended after its instant is open. */
+    if (read_at != 0 && (t == 0 || t > read_at))
+        t = read_at;
+    else if (t == 0)
+        t = now_ns();
+    return t < s->start_ns ? s->start_ns : t;
 }
 
 static uint64_t
@@ -394,11 +419,13 @@ ph_timing_flatten(const ph_stage *tree, size_t *n)
     rows = calloc(total, sizeof *rows);
     if (rows == NULL)
         return NULL;
+    ph_timing_read_begin();
     if (flatten(tree, 0, !(tree->flags & PH_STAGE_CONCURRENT), rows, n) < 0) {
         free(rows);
         *n = 0;
-        return NULL;
+        rows = NULL;
     }
+    ph_timing_read_end();
     return rows;
 }
 

@@ -103,6 +103,14 @@ void ph_stage_adopt(ph_stage *parent);
 /* S's end; now for a stage still open (the tree may be read mid-command,
  * as when a run dir gets its timings before the command returns). */
 uint64_t ph_stage_end_ns(const ph_stage *s);
+/* A reading of the tree as of one instant: between these (on this
+ * thread; they nest), every stage open at the first call's instant, or
+ * ended after it, ends at it, so a tree read mid-command has its children
+ * within their parents.  The readers below (flatten, the folded stacks,
+ * the trace, the JSON tree) each read this way; a caller writing several
+ * of them brackets them all to read them at one instant. */
+void ph_timing_read_begin(void);
+void ph_timing_read_end(void);
 
 typedef struct ph_timing_row {
     const ph_stage *stage;

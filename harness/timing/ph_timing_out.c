@@ -164,8 +164,8 @@ put_path(FILE *out, const ph_stage *s)
     put_frame(out, s->name);
 }
 
-int
-ph_timing_write_folded(FILE *out, const ph_stage *tree, ph_error_t *err)
+static int
+write_folded(FILE *out, const ph_stage *tree, ph_error_t *err)
 {
     folder f = { 0 };
     char label[64];
@@ -236,8 +236,8 @@ trace_events(json_t *events, folder *f, const ph_stage *s, int ln, uint64_t t0)
     return 0;
 }
 
-json_t *
-ph_timing_trace_json(const ph_stage *tree)
+static json_t *
+trace_json(const ph_stage *tree)
 {
     folder f = { 0 };
     json_t *events = json_array(), *doc = NULL;
@@ -296,10 +296,38 @@ tree_json(const ph_stage *s, uint64_t t0)
     return j;
 }
 
+/* The public readers read the tree as of one instant (ph_timing.h). */
+int
+ph_timing_write_folded(FILE *out, const ph_stage *tree, ph_error_t *err)
+{
+    int rc;
+
+    ph_timing_read_begin();
+    rc = write_folded(out, tree, err);
+    ph_timing_read_end();
+    return rc;
+}
+
+json_t *
+ph_timing_trace_json(const ph_stage *tree)
+{
+    json_t *j;
+
+    ph_timing_read_begin();
+    j = trace_json(tree);
+    ph_timing_read_end();
+    return j;
+}
+
 json_t *
 ph_timing_tree_json(const ph_stage *tree)
 {
-    return tree ? tree_json(tree, tree->start_ns) : NULL;
+    json_t *j;
+
+    ph_timing_read_begin();
+    j = tree ? tree_json(tree, tree->start_ns) : NULL;
+    ph_timing_read_end();
+    return j;
 }
 
 int

@@ -558,6 +558,89 @@ test_record_fields(void **state)
     expect_refused("", "not JSON");
 }
 
+/* story(JSON, PRESENT) -> the sentence and level ph_run_record_story gives. */
+static int
+story_of(const char *json, const char *present, char *out, size_t len)
+{
+    json_error_t je;
+    json_t *rec = json_loads(json, 0, &je);
+    int rc;
+
+    if (rec == NULL)
+        fail_msg("bad test JSON `%s`: %s", json, je.text);
+    rc = ph_run_record_story(rec, present, out, len);
+    json_decref(rec);
+    return rc;
+}
+
+#define STORY(level, want, present, json)                                          \
+    do {                                                                           \
+        char got_[1024];                                                           \
+        int lv_ = story_of(json, present, got_, sizeof got_);                     \
+        if (strcmp(got_, want) != 0 || lv_ != (level))                             \
+            fail_msg("story %d `%s`, wanted %d `%s`", lv_, got_, level, want);     \
+    } while (0)
+
+#define REC "{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[],\"stop_signal\":\"SIGTERM\","
+
+/* One sentence per outcome, from the shim's fields: what the matrix
+ * cells print. */
+static void
+test_record_story(void **state)
+{
+    char out[16];
+
+    (void)state;
+    STORY(0, "stopped on SIGTERM in 4.0 ms; strace.log complete", "strace.log",
+          REC "\"stop_requested\":true,\"stop_seconds\":0.004,\"outcome\":\"stopped\",\"complete\":true}");
+    STORY(1, "the service ignored SIGTERM; escalated to SIGKILL after 3.00 s; strace.log complete", "strace.log",
+          REC "\"stop_requested\":true,\"escalations\":[\"SIGKILL\"],\"grace_seconds\":3.0,"
+              "\"outcome\":\"escalated\",\"complete\":true}");
+    STORY(1, "the service ignored SIGTERM; escalated to SIGUSR2 then SIGKILL after 30.0 s; the profiler was "
+             "killed before it finished: what it wrote may be incomplete", "massif.out",
+          REC "\"stop_requested\":true,\"escalations\":[\"SIGUSR2\",\"SIGKILL\"],\"grace_seconds\":30,"
+              "\"outcome\":\"escalated\",\"complete\":false}");
+    STORY(1, "the service stopped on SIGTERM, but the profiler outlived it and had to be signalled; a complete",
+          "a", REC "\"stop_requested\":true,\"outcome\":\"escalated\",\"wrapper_signals\":[\"SIGTERM\"]}");
+    STORY(1, "the service crashed (SIGSEGV) before the stop; the profiler wrote none of its artifacts", "",
+          REC "\"exit_code\":139,\"signal\":\"SIGSEGV\",\"service_signal\":\"SIGSEGV\","
+              "\"stop_requested\":false,\"outcome\":\"crashed\",\"complete\":true}");
+    STORY(1, "the service crashed (SIGABRT) during the stop; strace.log complete", "strace.log",
+          REC "\"signal\":\"SIGABRT\",\"service_signal\":null,\"stop_requested\":true,\"outcome\":\"crashed\"}");
+    STORY(1, "the kernel's OOM killer killed the service (SIGKILL, the container's memory limit); the profiler "
+             "was killed before it finished: what it wrote may be incomplete", "",
+          REC "\"service_signal\":\"SIGKILL\",\"outcome\":\"oom_killed\",\"complete\":false,\"oom_kills\":1}");
+    STORY(1, "the service was killed (SIGKILL), not by profharness; strace.log complete", "strace.log",
+          REC "\"service_signal\":\"SIGKILL\",\"outcome\":\"killed\",\"complete\":true}");
+    STORY(1, "SIGINT, forwarded to the service, ended it before the stop; x complete", "x",
+          REC "\"service_signal\":\"SIGINT\",\"outcome\":\"signalled\"}");
+    STORY(0, "the service exited by itself with status 3 before the stop; x, y complete", "x, y",
+          REC "\"exit_code\":3,\"service_exit_code\":3,\"outcome\":\"exited\",\"complete\":true}");
+    STORY(0, "stopped on SIGTERM in 0 us; x complete; 2 leftover processes stopped (1 with SIGKILL)", "x",
+          REC "\"outcome\":\"stopped\",\"leftovers_signalled\":2,\"leftovers_killed\":1,\"leftovers_survived\":0}");
+    STORY(1, "stopped on SIGTERM in 0 us; x complete; 1 leftover process stopped; 1 process still running when "
+             "ph-init gave up", "x", REC "\"outcome\":\"stopped\",\"leftovers_signalled\":1,\"leftovers_survived\":1}");
+    /* An older record: complete from wrapper_killed. */
+    STORY(1, "stopped on SIGTERM in 0 us; the profiler was killed before it finished: what it wrote may be "
+             "incomplete", "x", REC "\"outcome\":\"stopped\",\"wrapper_killed\":true}");
+    /* What the container wrote is escaped; an unknown outcome is named. */
+    STORY(1, "the service ignored SIG\\x1b]0;X\\x07; escalated to SIGKILL after 0 us; x complete", "x",
+          "{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[\"SIGKILL\"],"
+          "\"stop_signal\":\"SIG\\u001b]0;X\\u0007\",\"outcome\":\"escalated\"}");
+    STORY(1, "the service ended (outcome `vanished`, see ph-exit.json); x complete", "x", REC "\"outcome\":\"vanished\"}");
+    STORY(-1, "", "x", REC "\"complete\":true}");
+    /* Fields missing (found by fuzzing: an unset buffer was printed). */
+    STORY(1, "the service ignored the stop signal; escalated to SIGKILL after 0 us; x complete", "x",
+          "{\"version\":1,\"exit_code\":0,\"signal\":null,\"escalations\":[\"SIGKILL\"],\"outcome\":\"escalated\"}");
+    STORY(1, "the service crashed (a signal) before the stop; x complete", "x",
+          REC "\"outcome\":\"crashed\",\"service_signal\":null}");
+    STORY(1, "the service crashed (SIGBUS) before the stop; x complete", "x",
+          "{\"version\":1,\"exit_code\":0,\"signal\":\"SIGBUS\",\"escalations\":[],\"outcome\":\"crashed\"}");
+    /* Bounded: cut, terminated. */
+    assert_int_equal(story_of(REC "\"outcome\":\"stopped\"}", "x", out, sizeof out), 0);
+    assert_int_equal(strlen(out), sizeof out - 1);
+}
+
 /* A record of exactly SIZE bytes: the good one padded in a string. */
 static void
 write_record_of_size(const char *name, size_t size)
@@ -684,8 +767,16 @@ test_lock_service_cleans_and_refuses_links(void **state)
     ph_error_free(&err);
     assert_int_equal(ph_run_lock_service(fake_run(out), ".", &svcfd, &lock, &err), -1);
     ph_error_free(&err);
+    /* ... even where it would lead somewhere: out/a exists, so only the
+     * name check stands between "a/b" and a lock in out/a/b */
+    snprintf(path, sizeof path, "%s/out/a", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
     assert_int_equal(ph_run_lock_service(fake_run(out), "a/b", &svcfd, &lock, &err), -1);
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, "no service name"));
     ph_error_free(&err);
+    snprintf(path, sizeof path, "%s/out/a/b", test_dir);
+    assert_int_equal(lstat(path, &st), -1);
     assert_int_equal(ph_run_lock_service(fake_run(out), "", &svcfd, &lock, &err), -1);
     ph_error_free(&err);
 }
@@ -915,6 +1006,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fs_opendir_at_twice, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_mkdtemp_fresh, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_record_fields, tu_setup, tu_teardown),
+        cmocka_unit_test(test_record_story),
         cmocka_unit_test_setup_teardown(test_record_size_cap, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_record_not_a_file, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_lock_service_cleans_and_refuses_links, tu_setup, tu_teardown),

@@ -1660,6 +1660,69 @@ test_not_a_tar(void **state)
     ph_error_free(&err);
 }
 
+/* Into a directory fd: the files land in the directory the fd is, after
+ * its name was moved away and a link to elsewhere put in its place; the
+ * caller's fd stays open; an O_PATH fd will do; a bad fd is an error. */
+static void
+test_extract_new_at(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_extract *x;
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    char moved[600], other[600];
+    int fd, pfd;
+
+    (void)state;
+    tb_add(a, "run/inside", AE_IFREG, 0644, "here", NULL);
+    tb_add(a, "run/sub/deeper", AE_IFREG, 0644, "too", NULL);
+    tb_close(a);
+    snprintf(moved, sizeof moved, "%s/moved", test_dir);
+    snprintf(other, sizeof other, "%s/other", test_dir);
+    assert_int_equal(mkdir(other, 0755), 0);
+    fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(rename(dest, moved), 0);
+    assert_int_equal(symlink(other, dest), 0);
+    x = ph_tar_extract_new_at(fd, 1, NULL, &err);
+    assert_non_null(x);
+    assert_int_equal(ph_tar_extract_feed(x, t.data, t.len, &err), 0);
+    assert_int_equal(ph_tar_extract_finish(x, &st, &err), 0);
+    ph_tar_extract_free(x);
+    assert_null(err);
+    assert_int_equal(st.files, 2);
+    assert_int_equal(faccessat(fd, "inside", F_OK, 0), 0);
+    assert_int_equal(faccessat(fd, "sub/deeper", F_OK, 0), 0);
+    assert_false(exists_in("inside"));           /* through the link: other/ */
+    assert_int_equal(fcntl(fd, F_GETFD), FD_CLOEXEC); /* still the caller's */
+    close(fd);
+
+    /* O_PATH, and a limit applies as with a path. */
+    pfd = open(other, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(pfd >= 0);
+    x = ph_tar_extract_new_at(pfd, 1, &(ph_tar_limits){ .max_entries = 1 }, &err);
+    assert_non_null(x);
+    tu_capture_begin();
+    ph_tar_extract_feed(x, t.data, t.len, &err);
+    assert_int_equal(ph_tar_extract_finish(x, &st, &err), -1);
+    tu_capture_end();
+    ph_tar_extract_free(x);
+    assert_int_equal(st.limit, PH_TAR_LIMIT_ENTRIES);
+    ph_error_free(&err);
+    close(pfd);
+
+    assert_null(ph_tar_extract_new_at(-1, 1, NULL, &err));
+    assert_int_equal(err->errnum, EBADF);
+    ph_error_free(&err);
+    fd = open(tu_write("plain", "x"), O_RDONLY | O_CLOEXEC);
+    assert_null(ph_tar_extract_new_at(fd, 1, NULL, &err));
+    assert_int_equal(err->errnum, ENOTDIR);
+    ph_error_free(&err);
+    close(fd);
+    free(t.data);
+}
+
 /* Given up half way (curl failed): free must not hang, nor leave a half
  * file; a feed after finish is an error. */
 static void
@@ -1896,6 +1959,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hostile_entries_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_new_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_chains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hardlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_symlink_not_followed, setup, teardown),

@@ -602,6 +602,76 @@ test_otlp_json_encoding(void **state)
     free_tree(root);
 }
 
+/* A tree read mid-command (run.json is written before the command
+ * returns): every stage still open ends at one instant of the reading,
+ * so children stay within their parents in the JSON tree, the trace and
+ * the folded stacks, however long the reading takes. */
+static void
+test_read_mid_command(void **state)
+{
+    struct timespec now;
+    uint64_t t;
+    ph_stage *root, *child, *later, *racing;
+    json_t *tree, *trace, *ev, *e;
+    size_t i;
+    double root_end = 0, child_end = 0;
+
+    (void)state;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    t = ((uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec) / 1000 - 1000; /* us, a ms ago */
+    root = mk(NULL, "harness", "stop", t, 0, 1, 0);
+    child = mk(root, "harness", "stop front", t + 10, 0, 1, 0);
+    mk(child, "engine", "GET /done", t + 20, t + 30, 1, 0);
+    /* begun after the reading's instant (a thread racing it): no time */
+    later = mk(root, "collect", "later", t + 100000000, 0, 2, PH_STAGE_CONCURRENT);
+    /* ended by another thread after the reading's instant */
+    racing = mk(root, "collect", "racing", t + 40, t + 100000000, 3, PH_STAGE_CONCURRENT);
+
+    tree = ph_timing_tree_json(root);
+    assert_non_null(tree);
+    e = json_array_get(json_object_get(tree, "children"), 0);
+    assert_string_equal(json_string_value(json_object_get(e, "name")), "stop front");
+    assert_true(json_integer_value(json_object_get(e, "start_ns")) + json_integer_value(json_object_get(e, "duration_ns")) <=
+                json_integer_value(json_object_get(tree, "duration_ns")));
+    json_decref(tree);
+
+    trace = ph_timing_trace_json(root);
+    assert_non_null(trace);
+    ev = json_object_get(trace, "traceEvents");
+    json_array_foreach(ev, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        double end = json_number_value(json_object_get(e, "ts")) + json_number_value(json_object_get(e, "dur"));
+
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "X") != 0)
+            continue;
+        assert_true(json_number_value(json_object_get(e, "dur")) >= 0);
+        if (strcmp(name, "stop") == 0)
+            root_end = end;
+        else if (strcmp(name, "stop front") == 0)
+            child_end = end;
+    }
+    assert_true(root_end > 0 && child_end > 0);
+    assert_true(child_end <= root_end);
+    json_decref(trace);
+
+    /* Outside a reading an open stage ends now; inside, at its instant. */
+    ph_timing_read_begin();
+    t = ph_stage_end_ns(root);
+    ph_timing_read_begin(); /* nested: the same instant */
+    do
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    while ((uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec <= t);
+    assert_int_equal(ph_stage_end_ns(child), t);
+    ph_timing_read_end();
+    assert_int_equal(ph_stage_end_ns(child), t);
+    assert_int_equal(ph_stage_end_ns(later), later->start_ns);
+    assert_int_equal(ph_stage_end_ns(racing), t);
+    ph_timing_read_end();
+    assert_int_equal(ph_stage_end_ns(racing), racing->end_ns);
+    assert_true(ph_stage_end_ns(child) > t);
+    free_tree(root);
+}
+
 static void
 test_run_json_and_files(void **state)
 {
@@ -689,6 +759,7 @@ main(void)
         cmocka_unit_test(test_otlp_config),
         cmocka_unit_test(test_traceparent),
         cmocka_unit_test(test_otlp_json_encoding),
+        cmocka_unit_test(test_read_mid_command),
         cmocka_unit_test(test_run_json_and_files),
         cmocka_unit_test(test_otlp_export_unreachable),
     };
