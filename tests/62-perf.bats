@@ -26,7 +26,7 @@ top_leaf() { sort -t' ' -k2,2n "$1" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//
     caps=$(dk inspect -f '{{.HostConfig.CapAdd}}' "$c")
     [[ "$caps" != *SYS_ADMIN* ]]
     [[ "$output" == *"PERFMON"* ]] || [[ "$caps" == *PERFMON* ]]
-    load 400
+    drive_load 400
     run ph stop front
     [ "$status" -eq 0 ]
     run_dir=$(readlink -f "$OUT/front/latest")
@@ -72,7 +72,7 @@ top_leaf() { sort -t' ' -k2,2n "$1" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//
     [ "$status" -eq 0 ]
     run ph attach --mode perf front
     [ "$status" -eq 0 ]
-    load 400
+    drive_load 400
     run ph stop front
     [ "$status" -eq 0 ]
     run_dir=$(readlink -f "$OUT/front/latest")
@@ -97,7 +97,7 @@ top_leaf() { sort -t' ' -k2,2n "$1" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//
     grep -q 'no-such.data' "$profiles/perf.yaml"
     PH_PROFILES=$profiles run ph start --mode perf front
     [ "$status" -eq 0 ]
-    load 50
+    drive_load 50
     PH_PROFILES=$profiles run ph stop front
     [ "$status" -eq 0 ]
     [[ "$output" == *"front: the conversion failed"* ]]

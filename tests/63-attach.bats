@@ -18,14 +18,16 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
 @test "attach strace to the demo under load; stop detaches: same container, still serving, a clean strace.log" {
     run ph restore front
     [ "$status" -eq 0 ]
-    load 5
+    drive_load 5
     before=$(front_id)
     # load runs while strace attaches and while it traces
-    load 600 > "$BATS_TEST_TMPDIR/load.txt" &
+    drive_load 600 > "$BATS_TEST_TMPDIR/load.txt" &
     loader=$!
-    run ph attach --mode strace front
+    run ph --timings attach --mode strace front
     [ "$status" -eq 0 ]
     [[ "$output" == *"front"*"strace"*"$OUT/front/"*"-strace"* ]]
+    # attach is timed like every command: a stage per service, its Engine calls under it
+    [[ "$output" =~ harness\ +-\ +attach\ front ]]
     # the tools container: in front's PID namespace, SYS_PTRACE only, no network
     svc=$(dk inspect -f '{{.Id}}' "${PH_TEST_PROJECT}-front-1")
     tc=${PH_TEST_PROJECT}-front-attach-strace
@@ -36,13 +38,13 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     wait "$loader"
     grep -q ' 0 errors' "$BATS_TEST_TMPDIR/load.txt"
     # new connections while attached: accepted under strace
-    load 20
+    drive_load 20
     run ph stop front
     [ "$status" -eq 0 ]
     # the service was not restarted, nor even signalled
     [ "$(front_id)" = "$before" ]
     [ "$(dk inspect -f '{{.State.Running}}' "${PH_TEST_PROJECT}-front-1")" = true ]
-    load 5
+    drive_load 5
     ! dk inspect "$tc" >/dev/null 2>&1
     # the usual run dir, latest and the compatibility link
     run_dir=$(readlink -f "$OUT/front/latest")
@@ -79,7 +81,7 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     tc=${PH_TEST_PROJECT}-front-attach-perf
     dk inspect -f '{{.HostConfig.SecurityOpt}}' "$tc" | grep -q 'seccomp=unconfined'
     [[ "$(dk inspect -f '{{.HostConfig.CapAdd}}' "$tc")" != *SYS_ADMIN* ]]
-    load 300
+    drive_load 300
     run ph stop front
     [ "$status" -eq 0 ]
     [ "$(front_id)" = "$before" ]
@@ -132,7 +134,7 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     [ "$status" -eq 0 ]
     run ph attach --mode strace front
     [ "$status" -eq 0 ]
-    load 20
+    drive_load 20
     dk stop -t 20 "${PH_TEST_PROJECT}-front-1"
     # the tools container ends with the service's PID namespace
     wait_for tools_exited strace

@@ -27,7 +27,7 @@ overlap() {
 @test "stop: two services that each take the grace are stopped at the same time" {
     DEMO_IGNORE_SIGTERM=1 run ph start --mode strace front worker
     [ "$status" -eq 0 ]
-    load 5
+    drive_load 5
     run ph --timings stop front worker
     [ "$status" -eq 0 ]
     for svc in front worker; do

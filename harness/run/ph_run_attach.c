@@ -193,8 +193,11 @@ ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *e
     }
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
-    for (size_t i = 0; rc == 0 && i < sl.n; i++)
-        rc = attach_one(r, sl.v[i], p, err);
+    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
+        ph_stage *st = ph_run_service_stage("attach", sl.v[i]->name, p->name);
+
+        rc = ph_run_stage_done(st, attach_one(r, sl.v[i], p, err), err);
+    }
     free(sl.v);
     return rc;
 }

@@ -907,13 +907,7 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
         goto keep;
     }
-    {
-        /* perf: folded stacks, flamegraph, pprof beside perf.data */
-        ph_stage *cs = ph_stage_beginf("profiler", 0, "convert %s's profile", service);
-
-        ph_run_convert(r, c);
-        ph_stage_end(cs);
-    }
+    ph_run_convert(r, c); /* perf: folded stacks, flamegraph, pprof beside perf.data */
     if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
         goto keep;
     res.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
@@ -973,14 +967,7 @@ typedef struct stop_jobs {
     ph_svc_list *sl;
     int discard;
     int *acted;
-    char (*what)[96];
 } stop_jobs;
-
-static const char *
-stop_what(void *ud, size_t i)
-{
-    return ((stop_jobs *)ud)->what[i];
-}
 
 static void
 log_error(ph_error_t e)
@@ -1016,7 +1003,10 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
             ph_error_wrap(err, "stopped before a container of `%s`", name);
             break;
         }
-        if ((j->discard ? ph_run_discard_one(r, c, err) : ph_run_stop_one(r, c, err)) < 0) {
+        /* a stage per container, named for its service: a job of its own
+         * would only repeat the name */
+        if ((j->discard ? ph_run_stage_done(ph_run_container_stage(c, "discard"), ph_run_discard_one(r, c, err), err)
+                        : ph_run_stop_one(r, c, err)) < 0) {
             if ((*err)->status > PH_EXIT_SIGNAL)
                 break;
             if (fault != NULL) {
@@ -1048,25 +1038,22 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
 static int
 for_each_profiled(ph_run *r, ph_svc_list *sl, int discard, int *acted, ph_error_t *err)
 {
-    stop_jobs j = { .sl = sl, .discard = discard, .acted = calloc(sl->n + 1, sizeof *j.acted),
-                    .what = calloc(sl->n + 1, sizeof *j.what) };
+    stop_jobs j = { .sl = sl, .discard = discard, .acted = calloc(sl->n + 1, sizeof *j.acted) };
     ph_error_t *errs = calloc(sl->n + 1, sizeof *errs);
     ph_engine *e;
     size_t failed = 0, keep = sl->n;
 
-    if (j.acted == NULL || j.what == NULL || errs == NULL) {
+    if (j.acted == NULL || errs == NULL) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
     /* The first contact (and its errors) on this thread, before any job. */
     if (ph_run_engine(r, &e, err) < 0)
         goto out;
-    for (size_t i = 0; i < sl->n; i++)
-        snprintf(j.what[i], sizeof j.what[i], "%s %s", discard ? "discard" : "stop", sl->v[i]->name);
     /* The workers' sections nest in this one: only this (the main)
      * thread installs and restores the handlers. */
     ph_interrupt_begin();
-    failed = ph_run_parallel(r, sl->n, ph_run_jobs_max(), stop_job, stop_what, &j, errs);
+    failed = ph_run_parallel(r, sl->n, ph_run_jobs_max(), stop_job, NULL, &j, errs);
     ph_interrupt_end();
     for (size_t i = 0; i < sl->n; i++) {
         *acted += j.acted[i];
@@ -1088,7 +1075,6 @@ for_each_profiled(ph_run *r, ph_svc_list *sl, int discard, int *acted, ph_error_
     }
 out:
     free(j.acted);
-    free(j.what);
     free(errs);
     return *err != NULL ? -1 : 0;
 }

@@ -36,6 +36,7 @@
 
 #include "ph_collapse.h"
 #include "ph_flame.h"
+#include "ph_timing.h"
 #include "ph_image.h"
 #include "ph_log.h"
 #include "ph_pprof.h"
@@ -379,11 +380,15 @@ ph_run_convert(ph_run *r, json_t *c)
     ph_profile *p = ph_profiles_find(&r->profiles, ph_run_label(c, PH_LABEL_MODE));
     const ph_profile_convert *conv;
     ph_error_t err = NULL;
+    ph_stage *st;
 
     if (p == NULL)
         return;
     conv = ph_run_label(c, PH_LABEL_ATTACHED) ? &p->attach.convert : &p->convert;
-    if (conv->command.n == 0 || convert(r, c, conv, &err) == 0)
+    if (conv->command.n == 0)
+        return;
+    st = ph_stage_beginf("profiler", 0, "convert what %s wrote", p->name);
+    if (ph_run_stage_done(st, convert(r, c, conv, &err), &err) == 0)
         return;
     ph_warn("%s: the conversion failed: %s", service, err->msg);
     ph_warn("%s: what %s wrote is collected as it is; convert by hand with `%s`, then `profharness collapse "

@@ -86,6 +86,7 @@
 #define EXIT_WAIT_MS 10000       /* exit(): the first snapshot may read big symbol tables */
 #define FLUSH_WAIT_MS 30000
 #define STATUS_EVERY_MS 5000
+#define CHILDREN_WAIT_MS 3000 /* within STOP_SIGNAL_WAIT_MS */
 #define MAX_HZ 10000
 
 phs_state phs;
@@ -929,6 +930,13 @@ writer_main(void *arg)
         }
         request = phs_request_read(S.dir);
         want |= request > S.request;
+        if (final && !exec) {
+            /* Before our last word: children we handed the settings to
+             * write theirs (a wrapper dying of SIGTERM leaves its child
+             * to be killed without one). */
+            phs_proc_children_snapshot(S.dir, request > S.request ? request : S.request, CHILDREN_WAIT_MS);
+            request = phs_request_read(S.dir);
+        }
         /* A final snapshot with nothing new since the last one (SIGTERM,
          * then exit) would only repeat it. */
         if (want && (!final || n == 0 || phs_agg_pending(agg) > 0)) {

@@ -54,23 +54,71 @@
  *                              label per sample, source lines and inlined
  *                              functions when there is debug info
  * each through a temporary name and a rename, and always
- *   sampler-status-<pid>.json  state (running, terminated, exited, exec,
- *                              disabled, not-sampled), samples, CPU
- *                              seconds, the last snapshot, the last
- *                              snapshot request served, and the reason
- *                              when there is no sample ("no CPU time
- *                              used", "SIGPROF blocked or ignored", "the
- *                              service replaced the SIGPROF handler",
- *                              "profiling disabled: ..."); rewritten at
- *                              every snapshot and every 5 s while running
+ *   sampler-status-<pid>.json  what the process got, or why nothing (below)
  *
- * A snapshot on request, from outside the process: write a number bigger
- * than the last one, then a newline, into DIR/.snapshot-request (through
- * a temporary name and a rename, or the Engine's archive PUT).  Within a
- * tick (250 ms) every profiled process writes a snapshot and then sets
- * snapshot_request in its status to that number: the snapshot is complete
- * when every status whose state is running says so (a status not updated
- * for 10 s is a process that died without a word).
+ * For the harness (`collect` and `stop`); DIR is PH_SAMPLER_DIR as the
+ * service sees it.  No signal is involved and no process is targeted:
+ * the harness only writes and reads files in DIR.
+ *
+ * Snapshot on request.  Read DIR/.snapshot-request (missing: 0), then
+ * write a bigger decimal number N and a newline into it, whole: through
+ * a temporary name and a rename, or the Engine's archive PUT of a tar
+ * holding `.snapshot-request`.  Every profiled process's writer reads the
+ * file every tick (250 ms); when the number is bigger than the last it
+ * served it writes a snapshot (only if it has samples) and then rewrites
+ * its status with snapshot_request set to the number.  The snapshot is
+ * complete when every status file whose state is "running" and whose
+ * `updated` is less than 10 s old has snapshot_request >= N (>=: a
+ * process that ends asks its children for a snapshot the same way, so
+ * the number can move on by itself).  Processes in any other state wrote
+ * their last files already; a status not updated for 10 s belongs to a
+ * process that died without a word (SIGKILL).  A process that starts
+ * after the request counts the number it finds as served.  Files in
+ * last_snapshot are in place before the status names them.
+ *
+ * sampler-status-<pid>.json, one JSON object a line, rewritten through a
+ * rename when sampling starts, at every snapshot, when a request is
+ * served, every 5 s while running, before an exec, at the end and when
+ * profiling turns off:
+ *   pid, ppid, program     the process and its executable's path
+ *   followed               true when a profiled process started it (the
+ *                          service's own first process: false)
+ *   state                  running; terminated (the SIGTERM/SIGINT
+ *                          snapshot is written); exited; exec (replaced
+ *                          by another program, see reason); disabled;
+ *                          not-sampled (PH_SAMPLER_FOLLOW's pattern does
+ *                          not match the program)
+ *   samples, dropped       samples taken; lost to a full buffer
+ *   cpu_seconds            the process's CPU time less the writer's
+ *   children_cpu_seconds   its reaped children's CPU time
+ *   hz, timer              the rate set (after any cap); the source
+ *                          of samples ("setitimer(ITIMER_PROF)", "perf_event
+ *                          cpu-clock per thread, ...", or the itimer
+ *                          "capped at 250 Hz: perf_event_open: <why>")
+ *   snapshots, last_snapshot  how many written; the newest folded file's
+ *                          name ("" if none)
+ *   snapshot_request       the last request served
+ *   reason                 "" when samples > 0; else why not, one of
+ *                          "no CPU time used (X CPU-s, less than one
+ *                          sample period)", "no sample arrived in X
+ *                          CPU-s: SIGPROF|SIGTRAP blocked or ignored in
+ *                          the threads that ran", "the service replaced
+ *                          the sampler's SIGPROF handler: ...",
+ *                          "profiling disabled: <why>", "replaced by
+ *                          <program>, which got the settings
+ *                          (PH_SAMPLER_FOLLOW)" or "... which is not
+ *                          profiled (...)", "not sampled: <program> does
+ *                          not match PH_SAMPLER_FOLLOW=<pattern>; ...";
+ *                          with "; its child processes used X CPU-s
+ *                          (PH_SAMPLER_FOLLOW=<value>)" added when the
+ *                          CPU went to children not followed
+ *   updated                UTC, YYYYMMDDTHHMMSSZ
+ * At `stop`: the run has samples when some status has samples > 0.  When
+ * none has, the reasons to tell are those of the statuses with
+ * followed false first, then the others.  No status file at all means the
+ * library never started in the service: LD_PRELOAD did not reach it
+ * (a static or setuid program, an entrypoint that clears the
+ * environment) or PH_SAMPLER_DIR was not writable.
  *
  * Not covered: a forked child that does not exec is profiled only with
  * PH_SAMPLER_FOLLOW=all, so by default a service that daemonises by

@@ -234,6 +234,10 @@ PH_HIDDEN int phs_status_write(const char *dir, const phs_status *st);
 /* The number in DIR/.snapshot-request, or -1. */
 PH_HIDDEN long phs_request_read(const char *dir);
 PH_HIDDEN void phs_proc_not_sampled(const char *dir);
+/* Writer, at the final snapshot: ask the followed children still running
+ * for a snapshot (a request after LAST) and wait for them, at most
+ * TIMEOUT_MS. */
+PH_HIDDEN void phs_proc_children_snapshot(const char *dir, long last, int timeout_ms);
 
 /* ph_sampler.c, for the exec interposers; async-signal-safe.  Before an
  * exec of PATH (NULL: unknown) that hands the settings on (HANDED) or

@@ -59,6 +59,12 @@
  *   are samples; else why not), updated (UTC).
  * A process with no samples writes no snapshot files, only its status.
  *
+ * A process whose final snapshot comes from SIGTERM/SIGINT or exit first
+ * asks its followed children that still run for a snapshot the same way,
+ * and waits for them (at most 3 s): a shell wrapper that dies of the stop
+ * signal leaves its child to be killed without one, and the child's
+ * samples would be lost.
+ *
  * Snapshot on demand: the harness writes a decimal number and a newline
  * to .snapshot-request in the output directory, bigger than the last one
  * (the Engine's archive PUT can drop it in from outside the container).
@@ -69,6 +75,7 @@
  * last already).  A process that starts later counts the number it finds
  * as served.  Nothing else changes for the service.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -662,6 +669,72 @@ phs_request_read(const char *dir)
         v = v * 10 + (buf[i] - '0');
     }
     return v;
+}
+
+/* The followed children of this process (status files with our pid as
+ * ppid) that are running, and how many of them have served request N
+ * (N < 0: do not count). */
+static int
+running_children(const char *dir, long n, int *served)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char want[48];
+    int running = 0;
+
+    *served = 0;
+    if (d == NULL)
+        return 0;
+    snprintf(want, sizeof want, "\"ppid\": %d,", (int)getpid());
+    while ((de = readdir(d)) != NULL) {
+        char path[4400], buf[4096];
+        const char *r;
+        ssize_t len;
+        int fd;
+
+        if (strncmp(de->d_name, "sampler-status-", 15) != 0 || strstr(de->d_name, ".tmp") != NULL)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        buf[len] = '\0';
+        if (strstr(buf, want) == NULL || strstr(buf, "\"state\": \"running\"") == NULL)
+            continue;
+        running++;
+        r = strstr(buf, "\"snapshot_request\": ");
+        if (n >= 0 && r != NULL && atol(r + 20) >= n)
+            (*served)++;
+    }
+    closedir(d);
+    return running;
+}
+
+void
+phs_proc_children_snapshot(const char *dir, long last, int timeout_ms)
+{
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    char path[4200], text[32];
+    long n = (phs_request_read(dir) > last ? phs_request_read(dir) : last) + 1;
+    int served, len;
+
+    if (running_children(dir, -1, &served) == 0)
+        return;
+    snprintf(path, sizeof path, "%s/.snapshot-request", dir);
+    len = snprintf(text, sizeof text, "%ld\n", n);
+    if (phs_write_atomic(path, text, (size_t)len) < 0)
+        return;
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        int running = running_children(dir, n, &served);
+
+        if (running == served)
+            return;
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* The status of a process that does not sample (its program does not

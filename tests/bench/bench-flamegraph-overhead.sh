@@ -15,11 +15,16 @@
 # signal alone can cost more than any profiler's own work.  "above floor"
 # is ours' cost per sample minus the floor's: what the sampler itself
 # (unwinding, recording, its writer thread) adds to each sample.
+# Then the start-up cost: the loop with no work, none and ours (at 150 Hz,
+# ITIMER_PROF, and at 1000 Hz, perf events) interleaved: the main thread's
+# CPU time at main()'s entry (what the service waits for) and the whole
+# process's CPU from exec to exit (rusage: ours' writer building the unwind
+# tables beside it counts there).
 # Prints; asserts nothing.  Needs build/libphsampler.so (make).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 RUNS=${RUNS:-7}
-ROUNDS=${ROUNDS:-3000}   # ~2 s a run: start-up and the final write are not the story
+ROUNDS=${ROUNDS:-3000}   # ~4 s of CPU a run (10 on a loaded VM): start-up and the final write are not the story
 HZS=${HZS:-"100 150 250 1000"}   # 250: gperftools' ceiling, where both deliver the same rate
 LIBPROFILER=${LIBPROFILER:-/usr/lib/x86_64-linux-gnu/libprofiler.so.0}
 [ -f build/libphsampler.so ] || { echo "bench-flamegraph-overhead: build/libphsampler.so missing: run make" >&2; exit 1; }
@@ -127,11 +132,38 @@ for hz in $HZS; do
         printf "        | floor | %s, a handler that only counts: cpu %d ms, ratio %.3f, %d Hz, %.1f us/smp; ours/floor %.3f\n",
                src, f, f / n, fd, (fd > 0 ? (f - n) * 1000 / (fd * f / 1000) : 0), o / f }'
 done
+# start-up: "start_ms total_ms" of one run of the loop with no work; the
+# arguments are the command, `env` first so the settings reach the loop only
+startup() {
+    python3 - "$@" <<'PY'
+import resource, subprocess, sys
+cpu = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
+before = cpu()  # not always 0 here
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+print('%.3f %.3f' % (float(out.split('start_s=')[1].split()[0]) * 1000, (cpu() - before) * 1000))
+PY
+}
+: > "$tmp/s-none"; : > "$tmp/s-150"; : > "$tmp/s-1000"
+for _ in $(seq 1 $((RUNS * 3))); do
+    startup env "$tmp/loop" 0 >> "$tmp/s-none"
+    for hz in 150 1000; do
+        rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+        startup env PH_SAMPLER_DIR="$tmp/out" PH_SAMPLER_HZ=$hz PH_SAMPLER_INTERVAL=0 \
+            LD_PRELOAD=build/libphsampler.so "$tmp/loop" 0 >> "$tmp/s-$hz"
+    done
+done
+for k in none 150 1000; do
+    awk -v k="$k" -v a="$(cut -d' ' -f1 "$tmp/s-$k" | median)" -v b="$(cut -d' ' -f2 "$tmp/s-$k" | median)" \
+        -v na="$(cut -d' ' -f1 "$tmp/s-none" | median)" -v nb="$(cut -d' ' -f2 "$tmp/s-none" | median)" 'BEGIN{
+        printf "start-up %-9s | cpu at main() %6.2f ms (+%5.2f) | whole process %6.2f ms (+%5.2f)\n",
+               (k == "none" ? "none" : "ours " k), a, a - na, b, b - nb }'
+done
 echo "ratio: median / median with no profiler; delivered: samples per CPU-second of the loop (median); requested: first column"
 echo "us/smp: microseconds added per delivered sample (median time over none / samples): the cost at equal rates"
 echo ">floor: ours' us/smp minus the floor's: the sampler's own cost per sample above the timer and the signal"
 echo "floor: the loop taking the same samples the same way (timer and signal delivery, no unwinding): what no"
 echo "       signal-based profiler can go below here"
+echo "start-up: $((RUNS * 3)) runs each of the loop with no work, medians; (+...): over none"
 echo "wall - cpu: start-up and the final write (ours: unwind tables, symbols, and debug info when the loop or libc has it"
 echo "            under /usr/lib/debug, read once; PH_SAMPLER_DEBUGINFO=0 skips that)"
 grep -h 'ph-sampler' "$tmp/stderr-ours" 2>/dev/null | head -1 || true

@@ -1278,6 +1278,44 @@ test_snapshot_on_request(void **state)
     assert_int_equal(finish(p), 0);
 }
 
+/* A shell wrapper that dies of the stop signal (dash at its default
+ * action) leaves its child to be killed without a final snapshot: before
+ * dying, the wrapper has it write one. */
+static void
+test_wrapper_stop_saves_the_childs_samples(void **state)
+{
+    char *args[] = { "-c", "echo starting; " WORK " default 60", NULL };
+    run_opts o = { .hz = "250", .interval = "0", .prog = "/bin/sh" };
+    const char *st = NULL;
+    pid_t p, child;
+    int n = 0, status;
+
+    (void)state;
+    clear_outdir();
+    p = start_opts(&o, args);
+    for (int i = 0; i < 2000 && (st = status_of("/sampler_work")) == NULL; i++)
+        usleep(10000);
+    assert_non_null(st);
+    child = (pid_t)json_num(st, "pid");
+    /* a first snapshot with samples in it, asked for */
+    for (int k = 1; k < 40 && n == 0; k++) {
+        char req[32], ack[64];
+
+        snprintf(req, sizeof req, "%d\n", k);
+        snprintf(ack, sizeof ack, "\"snapshot_request\": %d,", k);
+        request_snapshot(req);
+        wait_status(child, ack);
+        n = count_files("stacks-");
+    }
+    assert_int_equal(n, 1);
+    assert_int_equal(kill(p, SIGTERM), 0);
+    status = finish(p);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    kill(child, SIGKILL); /* as the container's end would */
+    if (count_files("stacks-") != 2)
+        fail_msg("the child's snapshots after its wrapper's SIGTERM: %d (want 2)", count_files("stacks-"));
+}
+
 static void
 test_delta_snapshots_hold_only_new_samples(void **state)
 {
@@ -1494,6 +1532,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fork_children_followed_with_all, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fork_never_inherits_the_loader_lock, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_on_request, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wrapper_stop_saves_the_childs_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_delta_snapshots_hold_only_new_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_bad_setting_named, setup, tu_teardown),
