@@ -24,10 +24,12 @@ CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
 SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # The sampler draws its own flamegraphs: the renderer and the error type are
 # compiled into it (position-independent), nothing else of the library.
-# ph_folded is the renderer's parser; ph_escape is what ph_error prints through.
+# ph_folded is the renderer's parser, ph_lines its line splitter and
+# ph_intern its string table; ph_escape is what ph_error prints through.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
                $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
-               $(B)/pic/harness/flame/ph_folded.o
+               $(B)/pic/harness/flame/ph_folded.o $(B)/pic/harness/util/ph_lines.o \
+               $(B)/pic/harness/util/ph_intern.o
 # zlib is linked in (Debian's libz.a is position-independent): the sampler
 # then loads into a service whose image has no zlib (distroless).
 SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthread -lm

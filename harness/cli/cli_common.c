@@ -1,9 +1,13 @@
 /* cli_common.c - helpers shared by the subcommand files. */
 #include "cli_common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "ph_paths.h"
 
@@ -153,4 +157,18 @@ int
 ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar_limits *lim)
 {
     return services_args(argc, argv, usage, lim);
+}
+
+int
+ph_cli_read_input(const char *path, int flags, ph_chunk_cb cb, void *ctx, ph_error_t *err)
+{
+    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    int rc;
+
+    if (fd < 0)
+        return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", path);
+    rc = ph_read_fd_chunks(fd, fd == STDIN_FILENO ? "stdin" : path, flags, cb, ctx, NULL, err);
+    if (fd != STDIN_FILENO)
+        close(fd);
+    return rc;
 }

@@ -4,6 +4,7 @@
 
 #include "ph_cmds.h"
 #include "ph_error.h"
+#include "ph_lines.h"
 #include "ph_run.h"
 
 /* Open the run context for the global options; NULL and *err on failure. */
@@ -45,5 +46,10 @@ int ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar
  * index of the first service, or -1 after printing USAGE (exit 2), or -2
  * after printing it as help (exit 0). */
 int ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build);
+
+/* Hand the input file PATH ("-": stdin, named "stdin" in errors) to CB in
+ * chunks, as ph_read_fd_chunks does with FLAGS.  A file that cannot be
+ * opened is a usage error (exit 2). */
+int ph_cli_read_input(const char *path, int flags, ph_chunk_cb cb, void *ctx, ph_error_t *err);
 
 #endif

@@ -1,23 +1,20 @@
 /* cmd_collapse.c - `profharness collapse perf [OPTIONS] [FILE...]`: perf
  * script output (the FILEs in turn, or stdin) to folded stacks on stdout,
  * as stackcollapse-perf.pl prints them (see ph_collapse.h).  Input is
- * streamed through a 4 MiB buffer; unrecognized lines and skipped events
- * are reported on stderr and never stop the output. */
+ * streamed: a regular file from the page cache, a pipe through a 1 MiB
+ * buffer; unrecognized lines and skipped events are reported on stderr and
+ * never stop the output. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "ph_cmds.h"
+#include "cli_common.h"
 #include "ph_collapse.h"
 #include "ph_log.h"
-
-#define READ_CHUNK (4u << 20)
 
 static const char usage[] =
     "usage: profharness collapse perf [OPTIONS] [FILE...]   (perf script output in, folded stacks out)\n"
@@ -35,69 +32,21 @@ static const char usage[] =
     "  --map-dir DIR       read perf-PID.map files (JIT symbols) from DIR, not where perf script says\n"
     "Exit status: 0 ok, 1 failure (read, write, libdw), 2 usage.\n";
 
-#define MAP_WINDOW (16u << 20)
-
-/* A regular file fed straight from the page cache, a window at a time,
- * each unmapped once read: no copy into BUF, and resident memory stays a
- * window whatever the size.  1 if done this way, 0 if FD is not a file
- * mmap can read (then read() it), -1 on error. */
 static int
-feed_mapped(ph_collapse *c, int fd, const char *name, ph_error_t *err)
+chunk_cb(void *ctx, const char *buf, size_t len, ph_error_t *err)
 {
-    struct stat st;
-
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
-        return 0;
-    for (off_t off = 0; off < st.st_size; off += MAP_WINDOW) {
-        size_t len = (size_t)(st.st_size - off < MAP_WINDOW ? st.st_size - off : MAP_WINDOW);
-        void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, off);
-        int rc;
-        if (p == MAP_FAILED)
-            return off == 0 ? 0 : ph_fail(err, errno, "read `%s`", name);
-        rc = ph_collapse_feed(c, p, len, err);
-        munmap(p, len);
-        if (rc < 0)
-            return ph_error_wrap(err, "`%s`", name);
-    }
-    return 1;
+    return ph_collapse_feed(ctx, buf, len, err);
 }
 
-/* Feed the file at PATH ("-" = stdin) into C through BUF. */
+/* Feed the file at PATH ("-" = stdin) into C: a regular file straight
+ * from the page cache. */
 static int
-feed_file(ph_collapse *c, const char *path, char *buf, ph_error_t *err)
+feed_file(ph_collapse *c, const char *path, ph_error_t *err)
 {
-    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-    const char *name = fd == STDIN_FILENO ? "stdin" : path;
-    int rc = 0;
-
-    if (fd < 0)
-        return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", path);
-    if ((rc = feed_mapped(c, fd, name, err)) != 0) {
-        rc = rc < 0 ? -1 : 0;
-        goto done;
-    }
-    for (;;) {
-        ssize_t n = read(fd, buf, READ_CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = ph_fail(err, errno, "read `%s`", name);
-            break;
-        }
-        if (n == 0)
-            break;
-        if (ph_collapse_feed(c, buf, (size_t)n, err) < 0) {
-            rc = ph_error_wrap(err, "`%s`", name);
-            break;
-        }
-    }
-done:
-    if (fd != STDIN_FILENO)
-        close(fd);
+    if (ph_cli_read_input(path, PH_READ_MAP, chunk_cb, c, err) < 0)
+        return -1;
     /* a last line without a newline ends with its file */
-    if (rc == 0 && ph_collapse_finish(c, err) < 0)
-        rc = -1;
-    return rc;
+    return ph_collapse_finish(c, err);
 }
 
 static void
@@ -135,7 +84,6 @@ ph_cmd_collapse(const ph_global_opts *g, int argc, char **argv)
     ph_collapse_opts o;
     ph_error_t err = NULL;
     ph_collapse *c;
-    char *buf;
     int ch, rc = 0;
 
     (void)g;
@@ -170,16 +118,10 @@ ph_cmd_collapse(const ph_global_opts *g, int argc, char **argv)
     }
     if ((c = ph_collapse_new(&o, &err)) == NULL)
         return ph_error_report(&err);
-    if ((buf = malloc(READ_CHUNK)) == NULL) {
-        ph_fail(&err, ENOMEM, "collapse: read the input");
-        ph_collapse_free(c);
-        return ph_error_report(&err);
-    }
     if (optind == argc)
-        rc = feed_file(c, "-", buf, &err);
+        rc = feed_file(c, "-", &err);
     for (int i = optind; i < argc && rc == 0; i++)
-        rc = feed_file(c, argv[i], buf, &err);
-    free(buf);
+        rc = feed_file(c, argv[i], &err);
     if (rc == 0) {
         setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
         report(ph_collapse_get_stats(c));

@@ -29,60 +29,26 @@
 #include "ph_log.h"
 #include "ph_util.h"
 
-#define READ_CHUNK (1u << 20)
-
-/* Feed the file at PATH ("-" = stdin) into F through BUF. */
 static int
-feed_file(ph_folded *f, const char *path, char *buf, ph_error_t *err)
+chunk_cb(void *ctx, const char *buf, size_t len, ph_error_t *err)
 {
-    int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-    const char *name = fd == STDIN_FILENO ? "stdin" : path;
-    int rc = 0;
-
-    if (fd < 0)
-        return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", path);
-    for (;;) {
-        ssize_t n = read(fd, buf, READ_CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = ph_fail(err, errno, "read `%s`", name);
-            break;
-        }
-        if (n == 0)
-            break;
-        if (ph_folded_feed(f, buf, (size_t)n, err) < 0) {
-            rc = ph_error_wrap(err, "`%s`", name);
-            break;
-        }
-    }
-    if (fd != STDIN_FILENO)
-        close(fd);
-    /* a file without a final newline must not run into the next one */
-    if (rc == 0 && ph_folded_finish(f, err) < 0)
-        rc = -1;
-    return rc;
+    return ph_folded_feed(ctx, buf, len, err);
 }
 
 static ph_folded *
 read_inputs(int flags, int argc, char **argv, ph_error_t *err)
 {
     ph_folded *f = ph_folded_new(flags, err);
-    char *buf = malloc(READ_CHUNK);
     int rc = 0;
 
-    if (f == NULL || buf == NULL) {
-        if (buf == NULL)
-            ph_fail(err, ENOMEM, "read the input");
-        ph_folded_free(f);
-        free(buf);
+    if (f == NULL)
         return NULL;
-    }
+    /* each file finished: one without a final newline must not run into
+     * the next */
     if (argc == 0)
-        rc = feed_file(f, "-", buf, err);
+        rc = ph_cli_read_input("-", 0, chunk_cb, f, err) < 0 ? -1 : ph_folded_finish(f, err);
     for (int i = 0; i < argc && rc == 0; i++)
-        rc = feed_file(f, argv[i], buf, err);
-    free(buf);
+        rc = ph_cli_read_input(argv[i], 0, chunk_cb, f, err) < 0 ? -1 : ph_folded_finish(f, err);
     if (rc < 0) {
         ph_folded_free(f);
         return NULL;

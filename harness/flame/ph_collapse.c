@@ -26,6 +26,7 @@
 
 #include "ph_collapse_int.h"
 #include "ph_folded.h"
+#include "ph_lines.h"
 
 typedef struct span {
     const char *p;
@@ -83,9 +84,8 @@ struct ph_collapse {
     perfmap *maps;
     ph_collapse_dw *dw;
 
-    char *held; /* a line split across feeds */
-    size_t held_len, held_cap;
-    int held_too_long;
+    ph_lines lines; /* the bytes fed, as lines; a line split across feeds is held there */
+    int line_failed; /* the last line's parse failed, *err set: not the splitter */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -857,6 +857,26 @@ parse_line(ph_collapse *c, const char *p, const char *end, ph_error_t *err)
     return 0;
 }
 
+/* A line from the splitter, '\r' kept as Perl's chomp keeps it; NULL:
+ * longer than PH_COLLAPSE_MAX_LINE. */
+static inline int
+line_cb(void *ctx, const char *line, size_t len, size_t lineno, ph_error_t *err)
+{
+    ph_collapse *c = ctx;
+
+    if (line == NULL) {
+        c->st.lines++;
+        c->st.long_lines++;
+        unrecognized(c);
+        return 0;
+    }
+    if (parse_line(c, line, line + len, err) < 0) {
+        c->line_failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- the API ------------------------------------------------------------- */
 
 void
@@ -876,6 +896,7 @@ ph_collapse_new(const ph_collapse_opts *o, ph_error_t *err)
     }
     if (o)
         c->o = *o;
+    ph_lines_init(&c->lines, PH_COLLAPSE_MAX_LINE, PH_LINES_KEEP_CR, line_cb, c);
     if ((c->out = ph_folded_new(0, err)) == NULL || (c->keys = ph_folded_new(0, err)) == NULL ||
         (c->mods = ph_folded_new(0, err)) == NULL)
         goto fail;
@@ -920,81 +941,32 @@ ph_collapse_free(ph_collapse *c)
     free(c->pool);
     free(c->scratch);
     free(c->cur);
-    free(c->held);
+    ph_lines_free(&c->lines);
     free(c);
 }
 
-/* Append BUF[0..N) to the held partial line, or drop it once too long. */
+/* The splitter's failures are its own (ENOMEM, holding a split line) or
+ * a line's, whose error is already made. */
 static int
-hold(ph_collapse *c, const char *buf, size_t n)
+lines_failed(ph_collapse *c, ph_error_t *err)
 {
-    if (c->held_too_long)
-        return 0;
-    if (c->held_len + n > PH_COLLAPSE_MAX_LINE) {
-        c->held_too_long = 1;
-        return 0;
-    }
-    if (grow((void **)&c->held, &c->held_cap, c->held_len, n, 1) < 0)
+    if (c->line_failed) {
+        c->line_failed = 0;
         return -1;
-    memcpy(c->held + c->held_len, buf, n);
-    c->held_len += n;
-    return 0;
-}
-
-static int
-flush_held(ph_collapse *c, ph_error_t *err)
-{
-    int rc = 0;
-
-    if (c->held_too_long) {
-        c->st.lines++;
-        c->st.long_lines++;
-        unrecognized(c);
-    } else {
-        rc = parse_line(c, c->held, c->held + c->held_len, err);
     }
-    c->held_len = 0;
-    c->held_too_long = 0;
-    return rc;
+    return ph_fail(err, ENOMEM, "collapse: out of memory");
 }
 
 int
 ph_collapse_feed(ph_collapse *c, const char *buf, size_t len, ph_error_t *err)
 {
-    const char *p = buf, *end = buf + len;
-
-    if (c->held_len > 0 || c->held_too_long) {
-        const char *nl = memchr(p, '\n', len);
-        if (hold(c, p, (size_t)((nl ? nl : end) - p)) < 0)
-            return ph_fail(err, ENOMEM, "collapse: out of memory");
-        if (nl == NULL)
-            return 0;
-        if (flush_held(c, err) < 0)
-            return -1;
-        p = nl + 1;
-    }
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl == NULL)
-            return hold(c, p, (size_t)(end - p)) < 0 ? ph_fail(err, ENOMEM, "collapse: out of memory") : 0;
-        if ((size_t)(nl - p) > PH_COLLAPSE_MAX_LINE) {
-            c->st.lines++;
-            c->st.long_lines++;
-            unrecognized(c);
-        } else if (parse_line(c, p, nl, err) < 0) {
-            return -1;
-        }
-        p = nl + 1;
-    }
-    return 0;
+    return ph_lines_feed_with(&c->lines, buf, len, line_cb, err) < 0 ? lines_failed(c, err) : 0;
 }
 
 int
 ph_collapse_finish(ph_collapse *c, ph_error_t *err)
 {
-    if ((c->held_len > 0 || c->held_too_long) && flush_held(c, err) < 0)
-        return -1;
-    return 0;
+    return ph_lines_finish(&c->lines, err) < 0 ? lines_failed(c, err) : 0;
 }
 
 const ph_collapse_stats *

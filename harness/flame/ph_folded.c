@@ -2,9 +2,10 @@
  *
  * Design, for large inputs (the benchmark is 75 MB: 200,000 unique stacks
  * over 3,000 names, ~28 frames each):
- *  - one pass over the bytes, line by line; a line is split on ';' and each
- *    frame looked up in an open-addressing table of names.  Name bytes live
- *    in an arena, once: 3,000 names instead of 5.6 million frame strings.
+ *  - one pass over the bytes, line by line (ph_lines); a line is split on
+ *    ';' and each frame looked up in the string table (ph_intern).  Name
+ *    bytes are stored there once: 3,000 names instead of 5.6 million frame
+ *    strings.
  *  - a stack is then a run of 32-bit name ids, parsed straight into the
  *    free tail of one growing array; a second table keyed on the ids
  *    merges identical stacks (a duplicate's ids are simply not kept).  Memory is
@@ -19,17 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct arena_block {
-    struct arena_block *next;
-    size_t used, cap;
-    char data[];
-} arena_block;
-
-typedef struct name_rec {
-    const char *s;
-    uint32_t len;
-    uint32_t hash;
-} name_rec;
+#include "ph_intern.h"
+#include "ph_lines.h"
 
 typedef struct stack_rec {
     size_t off; /* into ids */
@@ -43,11 +35,7 @@ struct ph_folded {
     int column; /* ph_folded_diff: 0 adds to `before` (file A), 1 to `count` (file B) */
     ph_folded_stats st;
 
-    arena_block *arena;
-    name_rec *names;
-    size_t n_names, cap_names;
-    uint32_t *name_tab; /* 0 empty, else index + 1 */
-    size_t name_mask;
+    ph_intern *names; /* frame names, ids in first-seen order */
 
     uint32_t *ids;
     size_t n_ids, cap_ids;
@@ -56,34 +44,10 @@ struct ph_folded {
     uint64_t *stack_tab; /* 0 empty, else hash << 32 | (index + 1): most misses never touch stacks[] */
     size_t stack_mask;
 
-
-    char *held; /* a line split across feeds */
-    size_t held_len, held_cap;
-    int held_too_long; /* the held line passed PH_FOLDED_MAX_LINE: skip to its end */
+    ph_lines lines; /* the bytes fed, as lines; a line split across feeds is held there */
 };
 
 /* ---- memory ------------------------------------------------------------- */
-
-static void *
-arena_alloc(ph_folded *f, size_t n)
-{
-    arena_block *b = f->arena;
-
-    if (b == NULL || b->cap - b->used < n) {
-        size_t cap = n > (64u << 10) ? n : (64u << 10);
-        arena_block *nb = malloc(sizeof *nb + cap);
-
-        if (nb == NULL)
-            return NULL;
-        nb->next = b;
-        nb->used = 0;
-        nb->cap = cap;
-        f->arena = nb;
-        b = nb;
-    }
-    b->used += n;
-    return b->data + b->used - n;
-}
 
 /* Make room for N more elements of SIZE in *V (capacity *CAP): doubling, so
  * appends are amortised O(1); large blocks are mremap'd by glibc, not copied. */
@@ -108,32 +72,6 @@ reserve(void **v, size_t *cap, size_t used, size_t n, size_t size)
 
 /* ---- hashing ------------------------------------------------------------ */
 
-/* Eight bytes at a time: names average ~15 bytes, so this is two or three
- * multiplies a frame instead of fifteen. */
-static uint32_t
-hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-        s += 8;
-        n -= 8;
-    }
-    if (n > 0) {
-        uint64_t w = 0;
-        memcpy(&w, s, n);
-        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    }
-    h ^= h >> 29;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    return (uint32_t)h;
-}
-
 static uint32_t
 hash_ids(const uint32_t *ids, size_t n)
 {
@@ -149,50 +87,11 @@ hash_ids(const uint32_t *ids, size_t n)
 
 /* ---- names -------------------------------------------------------------- */
 
-static int
-grow_name_tab(ph_folded *f)
-{
-    size_t cap = f->name_mask ? (f->name_mask + 1) * 2 : 1024;
-    uint32_t *t = calloc(cap, sizeof *t);
-
-    if (t == NULL)
-        return -1;
-    for (size_t i = 0; i < f->n_names; i++) {
-        size_t j = f->names[i].hash & (cap - 1);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = (uint32_t)i + 1;
-    }
-    free(f->name_tab);
-    f->name_tab = t;
-    f->name_mask = cap - 1;
-    return 0;
-}
-
 /* The id of name S[0..N), added if new; -1 on ENOMEM. */
-static int64_t
+static inline int64_t
 intern(ph_folded *f, const char *s, size_t n)
 {
-    uint32_t h = hash_bytes(s, n);
-    size_t j;
-    char *copy;
-
-    for (j = h & f->name_mask; f->name_tab[j]; j = (j + 1) & f->name_mask) {
-        const name_rec *e = &f->names[f->name_tab[j] - 1];
-        if (e->hash == h && e->len == n && memcmp(e->s, s, n) == 0)
-            return f->name_tab[j] - 1;
-    }
-    if (reserve((void **)&f->names, &f->cap_names, f->n_names, 1, sizeof *f->names) < 0 ||
-        (copy = arena_alloc(f, n + 1)) == NULL)
-        return -1;
-    memcpy(copy, s, n);
-    copy[n] = '\0';
-    f->names[f->n_names] = (name_rec){ copy, (uint32_t)n, h };
-    f->name_tab[j] = (uint32_t)++f->n_names;
-    /* keep the table at most half full: probes stay short */
-    if (f->n_names * 2 > f->name_mask && grow_name_tab(f) < 0)
-        return -1;
-    return (int64_t)f->n_names - 1;
+    return ph_intern_add(f->names, s, n);
 }
 
 /* ---- stacks ------------------------------------------------------------- */
@@ -381,17 +280,34 @@ parse_line(ph_folded *f, const char *p, const char *end)
     return add_stack(f, depth, a, b);
 }
 
+/* A line from the splitter, a '\r' left for parse_line to trim with the
+ * blanks; NULL: longer than PH_FOLDED_MAX_LINE.  The only failure is
+ * ENOMEM, which the feed reports. */
+static inline int
+line_cb(void *ctx, const char *line, size_t len, size_t lineno, ph_error_t *err)
+{
+    ph_folded *f = ctx;
+
+    if (line == NULL) {
+        long_line(f);
+        return 0;
+    }
+    return parse_line(f, line, line + len);
+}
+
 ph_folded *
 ph_folded_new(int flags, ph_error_t *err)
 {
     ph_folded *f = calloc(1, sizeof *f);
 
-    if (f == NULL || grow_name_tab(f) < 0 || (!(flags & PH_FOLDED_KEEP_ORDER) && grow_stack_tab(f) < 0)) {
+    if (f == NULL || (f->names = ph_intern_new(SIZE_MAX)) == NULL ||
+        (!(flags & PH_FOLDED_KEEP_ORDER) && grow_stack_tab(f) < 0)) {
         ph_folded_free(f);
         ph_fail(err, ENOMEM, "folded stacks: out of memory");
         return NULL;
     }
     f->flags = flags;
+    ph_lines_init(&f->lines, PH_FOLDED_MAX_LINE, PH_LINES_KEEP_CR, line_cb, f);
     return f;
 }
 
@@ -400,96 +316,31 @@ ph_folded_free(ph_folded *f)
 {
     if (f == NULL)
         return;
-    while (f->arena) {
-        arena_block *n = f->arena->next;
-        free(f->arena);
-        f->arena = n;
-    }
-    free(f->names);
-    free(f->name_tab);
+    ph_intern_free(f->names);
     free(f->ids);
     free(f->stacks);
     free(f->stack_tab);
-    free(f->held);
+    ph_lines_free(&f->lines);
     free(f);
-}
-
-/* Append BUF[0..N) to the held partial line, or drop it once too long. */
-static int
-hold(ph_folded *f, const char *buf, size_t n)
-{
-    if (f->held_too_long)
-        return 0;
-    if (f->held_len + n > PH_FOLDED_MAX_LINE) {
-        f->held_too_long = 1;
-        return 0;
-    }
-    if (reserve((void **)&f->held, &f->held_cap, f->held_len, n, 1) < 0)
-        return -1;
-    memcpy(f->held + f->held_len, buf, n);
-    f->held_len += n;
-    return 0;
-}
-
-/* The held line is complete: parse it (or count it bad) and forget it. */
-static int
-flush_held(ph_folded *f)
-{
-    int rc = 0;
-
-    if (f->held_too_long) {
-        long_line(f);
-    } else {
-        rc = parse_line(f, f->held, f->held + f->held_len);
-    }
-    f->held_len = 0;
-    f->held_too_long = 0;
-    return rc;
 }
 
 int
 ph_folded_feed(ph_folded *f, const char *buf, size_t len, ph_error_t *err)
 {
-    const char *p = buf, *end = buf + len;
-
-    if (f->held_len > 0 || f->held_too_long) {
-        const char *nl = memchr(p, '\n', len);
-        if (hold(f, p, (size_t)((nl ? nl : end) - p)) < 0)
-            goto oom;
-        if (nl == NULL)
-            return 0;
-        if (flush_held(f) < 0)
-            goto oom;
-        p = nl + 1;
-    }
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl == NULL) {
-            if (hold(f, p, (size_t)(end - p)) < 0)
-                goto oom;
-            break;
-        }
-        if ((size_t)(nl - p) > PH_FOLDED_MAX_LINE)
-            long_line(f);
-        else if (parse_line(f, p, nl) < 0) {
-            goto oom;
-        }
-        p = nl + 1;
-    }
+    if (ph_lines_feed_with(&f->lines, buf, len, line_cb, err) < 0)
+        return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu lines", f->st.lines);
     f->st.stacks = f->n_stacks;
-    f->st.names = f->n_names;
+    f->st.names = ph_intern_count(f->names);
     return 0;
-oom:
-    return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu lines", f->st.lines);
 }
 
 int
 ph_folded_finish(ph_folded *f, ph_error_t *err)
 {
-    if ((f->held_len > 0 || f->held_too_long) && flush_held(f) < 0)
+    if (ph_lines_finish(&f->lines, err) < 0)
         return ph_fail(err, ENOMEM, "folded stacks: out of memory after %zu lines", f->st.lines);
     f->st.stacks = f->n_stacks;
-    f->st.names = f->n_names;
+    f->st.names = ph_intern_count(f->names);
     return 0;
 }
 
@@ -514,7 +365,7 @@ ph_folded_intern(ph_folded *f, const char *s, size_t n, ph_error_t *err)
 
     if (id < 0)
         return ph_fail(err, ENOMEM, "folded stacks: out of memory for a name of %zu bytes", n);
-    f->st.names = f->n_names;
+    f->st.names = ph_intern_count(f->names);
     return id;
 }
 
@@ -557,15 +408,15 @@ ph_folded_get_stack(const ph_folded *f, size_t i)
 size_t
 ph_folded_n_names(const ph_folded *f)
 {
-    return f->n_names;
+    return ph_intern_count(f->names);
 }
 
 const char *
 ph_folded_name(const ph_folded *f, uint32_t id, size_t *len)
 {
     if (len)
-        *len = f->names[id].len;
-    return f->names[id].s;
+        *len = ph_intern_len(f->names, id);
+    return ph_intern_get(f->names, id);
 }
 
 /* ---- differential input ------------------------------------------------- */
@@ -603,10 +454,10 @@ ph_folded_diff(const char *a, size_t alen, const char *b, size_t blen, int norma
         double ca = normalise ? round(r->before * k * 1000) / 1000 : r->before;
 
         for (uint32_t d = 0; d < r->depth; d++) {
-            const name_rec *n = &f->names[f->ids[r->off + d]];
+            uint32_t id = f->ids[r->off + d];
             if (d)
                 putc(';', out);
-            fwrite(n->s, 1, n->len, out);
+            fwrite(ph_intern_get(f->names, id), 1, ph_intern_len(f->names, id), out);
         }
         fprintf(out, " %.15g %.15g\n", ca, r->count);
     }

@@ -18,8 +18,8 @@
  * Input may arrive in chunks of any size (ph_folded_feed), so a writer can
  * stream a file through a small buffer instead of holding it.
  *
- * Pure and reentrant: libc and ph_error only, no global state, never
- * exits; one ph_folded belongs to one thread at a time.
+ * Pure and reentrant: libc, ph_error, ph_lines (the line splitter) and
+ * ph_intern (the string table) only, no global state, never exits; one ph_folded belongs to one thread at a time.
  */
 #ifndef PH_FOLDED_H
 #define PH_FOLDED_H

@@ -702,7 +702,7 @@ ph_callgrind_new(ph_error_t *err)
         ph_fail(err, ENOMEM, "parse callgrind output");
         return NULL;
     }
-    ph_lines_init(&cg->lines, PH_CG_MAX_LINE, line_cb, cg);
+    ph_lines_init(&cg->lines, PH_CG_MAX_LINE, 0, line_cb, cg);
     cg->empty = (uint32_t)empty;
     cg->npos = 1;
     snprintf(cg->positions, sizeof cg->positions, "line");

@@ -543,7 +543,7 @@ ph_massif_new(ph_error_t *err)
         ph_fail(err, ENOMEM, "parse massif output");
         return NULL;
     }
-    ph_lines_init(&m->lines, PH_MASSIF_MAX_LINE, line_cb, m);
+    ph_lines_init(&m->lines, PH_MASSIF_MAX_LINE, 0, line_cb, m);
     m->info.peak = -1;
     return m;
 }

@@ -588,7 +588,7 @@ ph_strace_new(ph_error_t *err)
         ph_fail(err, ENOMEM, "parse an strace log");
         return NULL;
     }
-    ph_lines_init(&st->lines, PH_STRACE_MAX_LINE, line_cb, st);
+    ph_lines_init(&st->lines, PH_STRACE_MAX_LINE, 0, line_cb, st);
     st->other_sys = st->other_thread = UINT32_MAX;
     st->width_ns = FIRST_WIDTH_NS;
     st->info.first_ns = 1;

@@ -236,6 +236,37 @@ test_edges(void **state)
 }
 
 /* The same output whatever the chunking, lines split anywhere. */
+/* The header's limit: a line of PH_COLLAPSE_MAX_LINE bytes is read (here
+ * a comment), one byte more is counted unrecognized and too long, whole or
+ * split across feeds, and the next line is read. */
+static void
+test_line_limit(void **state)
+{
+    const char *tail = "\npp 1 1.0: 1 e:\n\t1 a (m)\n\n";
+    size_t max = PH_COLLAPSE_MAX_LINE, chunks[] = { 0, (1u << 20) + 3 };
+    char *in = malloc(max + 64);
+
+    (void)state;
+    assert_non_null(in);
+    for (size_t extra = 0; extra <= 1; extra++) {
+        memset(in, 'x', max + extra);
+        in[0] = '#';
+        strcpy(in + max + extra, tail);
+        for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+            ph_collapse_stats st;
+            char *out = collapse(in, NULL, chunks[i], &st);
+
+            assert_string_equal(out, "pp;a 1\n");
+            assert_int_equal(st.lines, 4);
+            assert_int_equal(st.long_lines, extra);
+            assert_int_equal(st.unrecognized, extra);
+            assert_int_equal(st.unrecognized_line_numbers[0], extra ? 1 : 0);
+            free(out);
+        }
+    }
+    free(in);
+}
+
 static void
 test_chunks(void **state)
 {
@@ -356,6 +387,7 @@ main(void)
         cmocka_unit_test(test_tidy),
         cmocka_unit_test(test_unknown_and_annotations),
         cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_line_limit),
         cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_perf_map),
         cmocka_unit_test(test_inline),

@@ -1,8 +1,10 @@
-/* ph_intern.h - a string table (and a 64-bit key map) for the report's parsers: each distinct
- * string stored once (in large blocks, so millions of names cost no
- * per-string allocation), numbered from 0 in first-seen order, found
- * again through a hash table.  Strings may contain any byte but NUL; each
- * stored copy is NUL-terminated.
+/* ph_intern.h - the string table of every parser (folded stacks' frame
+ * names, the report's files, functions and syscalls), and a 64-bit key
+ * map: each distinct string stored once (in large blocks, so millions of
+ * names cost no per-string allocation), numbered from 0 in first-seen
+ * order, found again through a hash table.  Strings may hold any byte;
+ * each stored copy is NUL-terminated (ph_intern_len tells the length of
+ * one that holds a NUL).
  *
  * MAX_BYTES bounds the stored text: an insert that would pass it fails
  * with errno E2BIG and nothing changes, so a hostile input cannot grow the
