@@ -115,7 +115,34 @@ check: tests-build
 clean:
 	rm -rf $(B)
 
-.PHONY: all check clean tests-build
+# Install like a tool (FHS): the binary finds the rest relative to itself
+# (harness/util/ph_paths.h), so PREFIX can be anywhere and DESTDIR stages.
+PREFIX  ?= /usr/local
+BINDIR  := $(PREFIX)/bin
+LIBDIR  := $(PREFIX)/lib/profharness
+DATADIR := $(PREFIX)/share/profharness
+INCDIR  := $(PREFIX)/include/profharness
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)/images
+	install -m 0755 $(B)/profharness $(DESTDIR)$(BINDIR)/profharness
+	install -m 0755 $(B)/ph-init $(DESTDIR)$(LIBDIR)/ph-init
+	install -m 0644 profiles/*.yaml $(DESTDIR)$(DATADIR)/profiles/
+	install -m 0644 profharness.just $(DESTDIR)$(DATADIR)/profharness.just
+	cp -R images/. $(DESTDIR)$(DATADIR)/images/
+	chmod -R u+w,go-w,a+rX $(DESTDIR)$(DATADIR)/images
+ifneq ($(SAMPLER_TARGETS),)
+	install -d $(DESTDIR)$(INCDIR)
+	install -m 0755 $(B)/libphsampler.so $(DESTDIR)$(LIBDIR)/libphsampler.so
+	install -m 0644 $(B)/libphsampler.a $(DESTDIR)$(LIBDIR)/libphsampler.a
+	install -m 0644 harness/sampler/ph_sampler.h $(DESTDIR)$(INCDIR)/ph_sampler.h
+endif
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/profharness
+	rm -rf $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(INCDIR)
+
+.PHONY: all check clean tests-build install uninstall
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
 # ---- Sanitizers and fuzzing (docs/testing.md) ------------------------------

@@ -16,6 +16,18 @@ deps:
 build: deps
     make -j2 all build/demo-load
 
+# install under PREFIX (bin/, lib/profharness/, share/profharness/); DESTDIR stages
+install PREFIX="/usr/local": build
+    make install PREFIX={{PREFIX}}
+
+# remove what `just install PREFIX` put there
+uninstall PREFIX="/usr/local":
+    make uninstall PREFIX={{PREFIX}}
+
+# remove profiling images no container uses (the newest of each kept)
+prune: build
+    {{ph}} prune
+
 # make sure a Docker Engine answers and the base image exists
 engine: deps
     scripts/engine-up.sh

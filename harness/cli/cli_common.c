@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-ph_run *
-ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err)
+#include "ph_paths.h"
+
+static ph_run *
+run_open(const ph_global_opts *g, int build, const ph_tar_limits *lim, ph_error_t *err)
 {
     ph_run_opts o = {
         .compose = &g->compose,
@@ -17,6 +20,7 @@ ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_err
         .profiles_dir = g->profiles_dir,
         .out_dir = g->out_dir,
         .project = g->project,
+        .build = build,
     };
 
     if (lim != NULL)
@@ -25,9 +29,40 @@ ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_err
 }
 
 ph_run *
+ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err)
+{
+    return run_open(g, build, NULL, err);
+}
+
+ph_run *
+ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err)
+{
+    return run_open(g, 0, lim, err);
+}
+
+ph_run *
 ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
 {
-    return ph_cli_run_open_limits(g, NULL, err);
+    return run_open(g, 0, NULL, err);
+}
+
+int
+ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err)
+{
+    ph_run_opts o = { .profiles_dir = g->profiles_dir };
+    ph_compose *c = NULL;
+    ph_error_t no_project = NULL;
+    ph_layout lay;
+    int rc;
+
+    if (ph_paths_layout(NULL, getenv("PH_DATA_DIR"), &lay, err) < 0)
+        return -1;
+    /* Listing modes needs no project; with one, its own profiles count. */
+    if (ph_compose_open(&g->compose, &c, &no_project) < 0)
+        ph_error_free(&no_project);
+    rc = ph_run_load_profiles(&o, lay.data, c ? c->dir : NULL, out, err);
+    ph_compose_free(c);
+    return rc;
 }
 
 int
@@ -78,19 +113,29 @@ services_args(int argc, char **argv, const char *usage, ph_tar_limits *lim)
 }
 
 int
-ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode)
+ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build)
 {
     static const struct option longopts[] = {
         { "mode", required_argument, NULL, 'm' },
+        { "build", no_argument, NULL, 'b' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int c;
 
     *mode = NULL;
+    if (build != NULL)
+        *build = 0;
     while ((c = getopt_long(argc, argv, "+m:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': *mode = optarg; break;
+        case 'b':
+            if (build == NULL) { /* attach: the service runs already */
+                fputs(usage, stderr);
+                return -1;
+            }
+            *build = 1;
+            break;
         case 'h': fputs(usage, stdout); return -2;
         default: fputs(usage, stderr); return -1;
         }

@@ -9,6 +9,12 @@
 
 /* Open the run context for the global options; NULL and *err on failure. */
 ph_run *ph_cli_run_open(const ph_global_opts *g, ph_error_t *err);
+/* The same, building service images first when BUILD (start --build). */
+ph_run *ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err);
+
+/* The modes for the global options: shipped, the project's own (when a
+ * compose project is found here; none is needed), --profiles. */
+int ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err);
 /* The same, with collection limits from flags (ph_run_opts.collect). */
 ph_run *ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err);
 
@@ -35,10 +41,11 @@ int ph_cli_services_args(int argc, char **argv, const char *usage);
 /* The same with the limit flags too, into LIM. */
 int ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar_limits *lim);
 
-/* Parse `--mode MODE` (required) and -h, then SERVICE...  Returns the
+/* Parse `--mode MODE` (required), `--build` (when BUILD is not NULL: set
+ * to 1 when given, else 0) and -h, then SERVICE...  Returns the
  * index of the first service, or -1 after printing USAGE (exit 2), or -2
  * after printing it as help (exit 0). */
-int ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode);
+int ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build);
 
 /* Hand the input file PATH ("-": stdin, named "stdin" in errors) to CB in
  * chunks, as ph_read_fd_chunks does with FLAGS.  A file that cannot be

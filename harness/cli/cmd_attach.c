@@ -17,7 +17,7 @@ ph_cmd_attach(const ph_global_opts *g, int argc, char **argv)
     const char *mode = NULL;
     ph_error_t err = NULL;
     ph_run *r;
-    int first = ph_cli_mode_args(argc, argv, usage, &mode);
+    int first = ph_cli_mode_args(argc, argv, usage, &mode, NULL);
 
     if (first < 0)
         return first == -2 ? 0 : 2;

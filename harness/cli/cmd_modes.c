@@ -1,6 +1,7 @@
-/* cmd_modes.c - `profharness modes`: the modes the profiles directory
- * defines, whether each can attach to a running service, which images it
- * runs in, and why not where it cannot (the profiles' own words). */
+/* cmd_modes.c - `profharness modes`: the modes there are (shipped, the
+ * project's own, --profiles; see ph_run.h), whether each can attach to a
+ * running service, which images it runs in, and why not where it cannot
+ * (the profiles' own words). */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@ ph_cmd_modes(const ph_global_opts *g, int argc, char **argv)
 
     if (first < 0)
         return first == -2 ? 0 : 2;
-    if (ph_profiles_load_dir(g->profiles_dir, &set, &err) == 0) {
+    if (ph_cli_profiles(g, &set, &err) == 0) {
         int limits = 0;
 
         printf("%-12s %-6s %-15s %s\n", "MODE", "ATTACH", "IMAGES", "DESCRIPTION");

@@ -11,6 +11,8 @@
 #include "ph_cmds.h"
 #include "ph_engine.h"
 #include "ph_log.h"
+#include "ph_suggest.h"
+#include "ph_util.h"
 
 #define PH_VERSION "0.1.0"
 
@@ -23,16 +25,17 @@ typedef struct ph_cmd {
 
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
-    { "start", ph_cmd_start, "--mode MODE [SERVICE...]", "restart services under a profiling mode" },
+    { "start", ph_cmd_start, "--mode MODE [--build] [SERVICE...]", "restart services under a profiling mode" },
     { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
     { "stop", ph_cmd_stop, "[--discard] [LIMITS] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[LIMITS] [SERVICE...]", "run the services without profiling (collects first)" },
     { "collect", ph_cmd_collect, "[LIMITS] [SERVICE...]", "copy the artifacts there are now, without stopping" },
-    { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir" },
-    { "modes", ph_cmd_modes, "", "the modes found in the profiles directory" },
-    { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output" },
+    { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir (compose's containers too)" },
+    { "modes", ph_cmd_modes, "", "the modes there are (shipped, the project's profiles/, --profiles)" },
+    { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output (its last run's, once gone)" },
     { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
     { "diff", ph_cmd_diff, "[-n] A.folded B.folded", "differential folded stacks from two profiles" },
+    { "prune", ph_cmd_prune, "[--all]", "remove profiling images the project no longer needs" },
     { "collapse", ph_cmd_collapse, "perf [OPTIONS] [FILE...]", "perf script output to folded stacks" },
     { "report", ph_cmd_report, "[RUN_DIR|SERVICE...]", "write each run's report.html and summary.json, and the index" },
     { "compare", ph_cmd_compare, "[OPTIONS] A [B]", "compare two runs (--fail-if EXPR for CI)" },
@@ -58,8 +61,8 @@ usage(FILE *out)
             "      --profile NAME     enable a compose profile; repeatable (default: COMPOSE_PROFILES)\n"
             "      --env-file FILE    the project's environment file; repeatable (default: .env)\n"
             "      --project-directory DIR  where relative paths start (default: the first file's folder)\n"
-            "      --profiles DIR     profile (mode) definitions (default profiles)\n"
-            "  -o, --output DIR       where artifacts land (default contrib/profiling)\n"
+            "      --profiles DIR     more modes, over the shipped ones and the project's own profiles/\n"
+            "  -o, --output DIR       where artifacts land (default: contrib/profiling in the project directory)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
             "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
             "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
@@ -82,7 +85,8 @@ usage(FILE *out)
             "  DOCKER_CONTEXT, DOCKER_CONFIG                    the Docker context, as for docker\n"
             "  OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT  export each command's stages as OpenTelemetry spans\n"
             "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
-            "  PH_DATA_DIR            where images/ and build/ are (default: next to the binary)\n"
+            "  PH_DATA_DIR            where profiles/ and images/ are (default: found from the binary:\n"
+            "                         ../share/profharness when installed, .. in a build tree)\n"
             "  PH_JOBS                how many services stop at once (default 8; 1: one after the other)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
@@ -112,8 +116,8 @@ main(int argc, char **argv)
     };
     ph_global_opts g = {
         .compose_file = NULL,
-        .profiles_dir = "profiles",
-        .out_dir = "contrib/profiling",
+        .profiles_dir = NULL,
+        .out_dir = NULL,
         .project = NULL,
     };
     /* Each repeatable option takes at most every argument. */
@@ -171,6 +175,20 @@ main(int argc, char **argv)
             return rc;
         }
     }
-    fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);
+    {
+        const char *names[PH_ARRAY_LEN(commands)];
+        const char *near;
+
+        for (size_t i = 0; i < PH_ARRAY_LEN(commands); i++)
+            names[i] = commands[i].name;
+        near = ph_suggest(argv[first], names, PH_ARRAY_LEN(names));
+        if (near != NULL)
+            fprintf(stderr, "profharness: unknown command `%s`; did you mean `%s`?\n", argv[first], near);
+        else
+            fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);
+    }
+    free(files);
+    free(env_files);
+    free(profiles);
     return 2;
 }

@@ -10,8 +10,8 @@
 typedef struct ph_global_opts {
     ph_compose_opts compose;   /* -f..., -p, --project-directory, --env-file..., --profile... */
     const char *compose_file;  /* the first -f, NULL when none */
-    const char *profiles_dir;  /* --profiles, default "profiles" */
-    const char *out_dir;       /* -o, default "contrib/profiling" */
+    const char *profiles_dir;  /* --profiles, NULL when not given (ph_run_opts) */
+    const char *out_dir;       /* -o, NULL when not given (ph_run_opts) */
     const char *project;       /* -p, NULL = from the compose file */
 } ph_global_opts;
 
@@ -26,6 +26,7 @@ int ph_cmd_modes(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_logs(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_flamegraph(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_diff(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_prune(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_collapse(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_report(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_compare(const ph_global_opts *g, int argc, char **argv);

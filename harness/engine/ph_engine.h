@@ -120,6 +120,30 @@ int ph_engine_container_output(ph_engine *e, const char *id, int stream, ph_engi
                                ph_error_t *err);
 /* GET /info: does this host refuse privileged? not knowable; see ph_run. */
 
+/* ---- ph_engine_output.c, ph_engine_lists.c ------------------------------ */
+
+/* Run ARGV (NULL-terminated) in the running container ID as its user
+ * (exec), with ENV ("K=V", NULL-terminated; NULL: none) over the
+ * container's environment, its stdout and stderr handed to DATA_CB as they come (NULL:
+ * dropped), for at most TIMEOUT_S seconds (<= 0: no limit; on a timeout
+ * the command may still run on).  0 and *exit_code once it ended. */
+int ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, const char *const *env, long timeout_s,
+                   ph_engine_data_cb data_cb, void *ud, long *exit_code, ph_error_t *err);
+
+/* Everything container ID printed so far, stdout and stderr in the order
+ * the Engine has them, each line led by its timestamp as the Engine gives
+ * it ("2026-11-22T10:15:00.123456789Z "), to DATA_CB.  Works on a stopped
+ * container; needs a log driver that can be read back. */
+int ph_engine_container_log_all(ph_engine *e, const char *id, ph_engine_data_cb data_cb, void *ud, ph_error_t *err);
+
+/* GET /containers/json (ALL: stopped ones too): every container, whoever
+ * made it.  *OUT is an array. */
+int ph_engine_containers_all(ph_engine *e, int all, json_t **out, ph_error_t *err);
+
+/* GET /images/json?filters=FILTERS (a JSON object such as
+ * {"label": ["k"], "dangling": ["true"]}; NULL: every image). */
+int ph_engine_images_list(ph_engine *e, json_t *filters, json_t **out, ph_error_t *err);
+
 /* ---- additions ----------------------------------------------------------
  *
  * Notes on the calls above, as implemented:

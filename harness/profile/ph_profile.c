@@ -231,6 +231,8 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
             r = ph_yaml_dup(v, "report", &p->report, err);
         } else if (KEY("collect")) {
             r = read_collect(p, v, err);
+        } else if (ph_profile_read_use_key(p, key, v, &r, err)) {
+            /* aliases, note, snapshot: ph_profile_use.c */
         } else if ((r = ph_profile_read_key(p, key, v, err)) != 0) {
             r = r < 0 ? -1 : 0; /* packages, tools, attach, ...: ph_profile_keys.c */
         } else {
@@ -307,6 +309,7 @@ ph_profile_free(ph_profile *p)
     }
     free(p->artifacts);
     free(p->report);
+    ph_profile_free_use(p);
     memset(p, 0, sizeof *p);
 }
 
@@ -369,6 +372,10 @@ ph_profiles_find(ph_profile_set *set, const char *name)
     for (size_t i = 0; i < set->n; i++)
         if (strcmp(set->v[i].name, name) == 0)
             return &set->v[i];
+    for (size_t i = 0; i < set->n; i++)
+        for (size_t j = 0; j < set->v[i].aliases.n; j++)
+            if (strcmp(set->v[i].aliases.v[j], name) == 0)
+                return &set->v[i];
     return NULL;
 }
 

@@ -54,6 +54,16 @@
  *   artifacts:                      # globs in {out}; `latest` names a link kept
  *     - {glob: strace.log*, latest: strace.log, kind: strace}   # at <service>/<latest>
  *   report: strace                  # which report renders it (optional)
+ *   aliases: [valgrind]             # other names the mode answers to
+ *   note: "..."                     # said when the mode starts: what to expect
+ *   snapshot:                       # what `collect` does first, so that it copies
+ *     exec: [callgrind_control, --dump]   # what the profiler has now: a command
+ *                                   # run in the container ({out}, {service} ...
+ *                                   # expand), or
+ *     signal: SIGUSR2               # a signal to the stop target (through ph-init)
+ *     wait: 60s                     # how long the command may take, or how long
+ *                                   # to let the profiler write after the signal
+ *   snapshot: {unsupported: "why"}  # or why the mode cannot dump while it runs
  *   collect:                        # limits on what stop/collect take out of the
  *     max_bytes: 16GiB              # container (the defaults): files' full sizes,
  *                                   # holes included (a sparse file counts whole);
@@ -72,6 +82,7 @@
 #include "ph_strings.h"
 #include "ph_error.h"
 #include "ph_tar.h"
+#include "ph_yaml.h"
 
 typedef struct ph_artifact_spec {
     char *glob;
@@ -79,6 +90,13 @@ typedef struct ph_artifact_spec {
     char *kind;   /* free text used by reports, may be NULL */
 } ph_artifact_spec;
 
+/* `snapshot:` - how a running profiler is made to write what it has. */
+typedef struct ph_profile_snapshot {
+    ph_strv exec;                /* a command run in the container; empty: none */
+    char *signal;                /* or a signal for the stop target; NULL: none */
+    long long wait_ns;           /* bound on the command, or the wait after the signal */
+    char *unsupported;           /* why the mode cannot dump while it runs (may be NULL) */
+} ph_profile_snapshot;
 /* `convert:` - a command run on the run's files after the run. */
 typedef struct ph_profile_convert {
     ph_strv command;             /* empty: nothing to convert */
@@ -117,6 +135,9 @@ typedef struct ph_profile {
     size_t n_artifacts;
     char *report;
     ph_tar_limits collect;       /* `collect:`; a field of 0 = the default */
+    ph_strv aliases;             /* `aliases:` */
+    char *note;                  /* `note:`; NULL = none */
+    ph_profile_snapshot snapshot;
 } ph_profile;
 
 typedef struct ph_profile_set {
@@ -128,10 +149,35 @@ typedef struct ph_profile_set {
 int ph_profile_load(const char *path, ph_profile *out, ph_error_t *err);
 /* Load every *.yaml in DIR, sorted by name. */
 int ph_profiles_load_dir(const char *dir, ph_profile_set *out, ph_error_t *err);
+/* The mode named NAME, else the one with NAME among its aliases; NULL. */
 ph_profile *ph_profiles_find(ph_profile_set *set, const char *name);
 void ph_profile_free(ph_profile *p);
 void ph_profiles_free(ph_profile_set *set);
 
+/* ---- ph_profile_set.c: layers, names ----------------------------------- */
+
+typedef struct ph_profile_dir {
+    const char *path;
+    int optional;  /* a directory that is not there, or holds no *.yaml, is skipped */
+} ph_profile_dir;
+
+/* Load DIRS in order into *OUT: a profile in a later directory replaces
+ * the one of the same name from an earlier one (a project's own profiles
+ * over the shipped ones); the same directory twice is read once.  Sorted
+ * by name.  Errors as ph_profiles_load_dir; an empty result is one. */
+int ph_profiles_load_dirs(const ph_profile_dir *dirs, size_t n, ph_profile_set *out, ph_error_t *err);
+
+/* The names and aliases of SET as a NULL-terminated array into NAMES
+ * (room for CAP entries, the NULL included); returns how many.  For
+ * did-you-mean (ph_suggest.h). */
+size_t ph_profiles_names(const ph_profile_set *set, const char **names, size_t cap, int with_aliases);
+
+/* ---- ph_profile_use.c: aliases, note, snapshot ------------------------ */
+
+/* Read KEY (a top-level key) into P when it is one of these: 1 when it
+ * was (0 read, -1 and *err when malformed: r < 0), 0 when it is not. */
+int ph_profile_read_use_key(ph_profile *p, const char *key, const ph_ynode *v, int *r, ph_error_t *err);
+void ph_profile_free_use(ph_profile *p);
 /* The packages P lists for package manager PM ("apt", "apk", "dnf",
  * "microdnf", "yum"); NULL for a manager it cannot name packages for. */
 const ph_strv *ph_profile_packages(const ph_profile *p, const char *pm);

@@ -10,6 +10,7 @@
 
 #include "ph_escape.h"
 #include "ph_log.h"
+#include "ph_paths.h"
 #include "ph_run.h"
 #include "ph_tar.h"
 #include "ph_util.h"
@@ -330,8 +331,8 @@ hash_file(const char *path, uint64_t *h)
 }
 
 /* "registry:5000/team/app:1.2" -> "app" */
-static void
-short_name(const char *image, char *out, size_t len)
+void
+ph_image_short_name(const char *image, char *out, size_t len)
 {
     const char *slash = strrchr(image, '/'), *base = slash ? slash + 1 : image;
     size_t n = strcspn(base, ":@");
@@ -395,7 +396,7 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
 
     for (int i = 0; i < 3; i++)
         snprintf(ti->files[i], sizeof ti->files[i], "%s/images/tools/%s", data_dir, tools_names[i]);
-    snprintf(ti->files[3], sizeof ti->files[3], "%s/build/ph-init", data_dir);
+    ph_paths_lib_file(data_dir, "ph-init", ti->files[3], sizeof ti->files[3]);
     /* Debian's packages of the modes that can run from the tree. */
     for (size_t i = 0; rc == 0 && i < profiles->n; i++) {
         const ph_profile *p = &profiles->v[i];
@@ -532,8 +533,8 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
     memset(facts, 0, sizeof *facts);
     if (ti == NULL)
         return ph_fail(err, ENOMEM, "allocate");
-    snprintf(shim, sizeof shim, "%s/build/ph-init", data_dir);
-    snprintf(sampler, sizeof sampler, "%s/build/libphsampler.so", data_dir);
+    ph_paths_lib_file(data_dir, "ph-init", shim, sizeof shim);
+    ph_paths_lib_file(data_dir, "libphsampler.so", sampler, sizeof sampler);
     if (ph_engine_image_inspect(e, service_image, &info, &found, err) < 0)
         goto out;
     if (!found) {
@@ -557,7 +558,7 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
     if (hash_generated(profiles, &h, err) < 0 || tools_inputs_get(data_dir, profiles, ti, err) < 0)
         goto out;
     h = ph_image_hash(h, ti->tag, strlen(ti->tag) + 1);
-    short_name(service_image, name, sizeof name);
+    ph_image_short_name(service_image, name, sizeof name);
     snprintf(tag, sizeof tag, "%s-profiling:%016llx", name, (unsigned long long)h);
 
     json_decref(info);

@@ -44,6 +44,11 @@ int ph_image_ensure_profiling(ph_engine *e, const char *service_image, const cha
                               const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
                               ph_image_facts *facts, ph_error_t *err);
 
+/* The profiling image of IMAGE is tagged <short name>-profiling:<inputs
+ * hash>; the short name of "registry:5000/team/app:1.2" is "app". */
+void ph_image_short_name(const char *image, char *out, size_t len);
+#define PH_IMAGE_PROFILING_SUFFIX "-profiling"
+
 /* A request body from memory, for ph_engine_stream. */
 typedef struct ph_image_mem {
     const char *data;

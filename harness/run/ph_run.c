@@ -40,6 +40,8 @@
 #include "ph_escape.h"
 #include "ph_fs.h"
 #include "ph_log.h"
+#include "ph_paths.h"
+#include "ph_suggest.h"
 #include "ph_util.h"
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -176,39 +178,27 @@ ph_run_label(json_t *container, const char *key)
 
 /* ---- lifecycle -------------------------------------------------------- */
 
-static char *
-find_data_dir(const char *given)
+int
+ph_run_load_profiles(const ph_run_opts *o, const char *data_dir, const char *project_dir, ph_profile_set *out,
+                     ph_error_t *err)
 {
-    char exe[PATH_MAX], cand[PATH_MAX + 32];
-    ssize_t n;
-    char *slash;
-    const char *env = getenv("PH_DATA_DIR");
+    char shipped[PATH_MAX + 16], own[PATH_MAX + 16];
+    ph_profile_dir dirs[3] = { { shipped, 0 }, { NULL, 1 }, { o->profiles_dir, 0 } };
 
-    if (given != NULL)
-        return strdup(given);
-    if (env != NULL && env[0] != '\0')
-        return strdup(env);
-    /* build/profharness -> the repository (images/, build/). */
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        for (int up = 0; up < 2; up++) {
-            slash = strrchr(exe, '/');
-            if (slash == NULL)
-                break;
-            *slash = '\0';
-            snprintf(cand, sizeof cand, "%s/images/tools/Dockerfile", exe);
-            if (access(cand, R_OK) == 0)
-                return strdup(exe);
-        }
+    snprintf(shipped, sizeof shipped, "%s/profiles", data_dir);
+    if (project_dir != NULL) {
+        snprintf(own, sizeof own, "%s/profiles", project_dir);
+        dirs[1].path = own;
     }
-    return strdup(".");
+    return ph_profiles_load_dirs(dirs, PH_ARRAY_LEN(dirs), out, err);
 }
 
 ph_run *
 ph_run_new(const ph_run_opts *o, ph_error_t *err)
 {
     ph_run *r;
+    ph_layout lay;
+    char out[PATH_MAX];
 
     r = calloc(1, sizeof *r);
     if (r == NULL) {
@@ -216,7 +206,12 @@ ph_run_new(const ph_run_opts *o, ph_error_t *err)
         return NULL;
     }
     r->opts = *o;
-    r->data_dir = find_data_dir(o->data_dir);
+    if (o->data_dir != NULL)
+        r->data_dir = strdup(o->data_dir);
+    else if (ph_paths_layout(NULL, getenv("PH_DATA_DIR"), &lay, err) == 0)
+        r->data_dir = strdup(lay.data);
+    else
+        goto fail;
     if (r->data_dir == NULL) {
         ph_fail(err, errno, "allocate");
         goto fail;
@@ -224,8 +219,20 @@ ph_run_new(const ph_run_opts *o, ph_error_t *err)
     if ((o->compose ? ph_compose_open(o->compose, &r->compose, err)
                     : ph_compose_load(o->compose_file, o->project, &r->compose, err)) < 0)
         goto fail;
-    if (ph_profiles_load_dir(o->profiles_dir, &r->profiles, err) < 0)
+    if (ph_run_load_profiles(o, r->data_dir, r->compose->dir, &r->profiles, err) < 0)
         goto fail;
+    /* Runs land beside the project, wherever the command is run from; a
+     * relative -o is the user's, from where they stand.  Absolute either
+     * way: it is printed, and kept in labels `status` reads elsewhere. */
+    if (o->out_dir == NULL)
+        snprintf(out, sizeof out, "%s/%s", r->compose->dir, PH_OUT_DEFAULT);
+    else if (ph_paths_absolute(o->out_dir, out, sizeof out, err) < 0)
+        goto fail;
+    if ((r->out_dir = strdup(out)) == NULL) {
+        ph_fail(err, errno, "allocate");
+        goto fail;
+    }
+    r->opts.out_dir = r->out_dir;
     return r;
 fail:
     ph_run_free(r);
@@ -241,6 +248,7 @@ ph_run_free(ph_run *r)
     ph_compose_free(r->compose);
     ph_profiles_free(&r->profiles);
     free(r->data_dir);
+    free(r->out_dir);
     free(r);
 }
 
@@ -257,6 +265,59 @@ ph_run_profiles(ph_run *r)
 }
 
 /* ---- service selection ------------------------------------------------ */
+
+const char *
+ph_run_compose_path(ph_run *r)
+{
+    return r->compose->files.n > 0 ? r->compose->files.v[0] : r->compose->path;
+}
+
+int
+ph_run_bad_service(ph_run *r, const char *name, ph_error_t *err)
+{
+    ph_compose *c = r->compose;
+    const char **names = calloc(c->n_services + 1, sizeof *names);
+    const char *near;
+    char list[1024];
+
+    if (names == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    for (size_t i = 0; i < c->n_services; i++)
+        names[i] = c->services[i].name;
+    near = ph_suggest(name, names, c->n_services);
+    if (near != NULL)
+        ph_bad_input(err, "%s: no service `%s`; did you mean `%s`?", ph_run_compose_path(r), name, near);
+    else
+        ph_bad_input(err, "%s: no service `%s`", ph_run_compose_path(r), name);
+    ph_error_hint(err, "its services: %s", ph_suggest_list(list, sizeof list, names, c->n_services));
+    free(names);
+    return -1;
+}
+
+int
+ph_run_bad_mode(ph_run *r, const char *mode, ph_error_t *err)
+{
+    const char *names[128];
+    const char *near;
+    char list[1024];
+    size_t n = ph_profiles_names(&r->profiles, names, PH_ARRAY_LEN(names), 1), o = 0;
+
+    near = ph_suggest(mode, names, n);
+    if (near != NULL)
+        ph_bad_input(err, "no mode `%s`; did you mean `%s`?", mode, near);
+    else
+        ph_bad_input(err, "no mode `%s`", mode);
+    list[0] = '\0';
+    for (size_t i = 0; i < r->profiles.n && o < sizeof list; i++) {
+        const ph_profile *p = &r->profiles.v[i];
+
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", p->name);
+        for (size_t j = 0; j < p->aliases.n && o < sizeof list; j++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s%s", j ? ", " : " (also ", p->aliases.v[j],
+                                  j + 1 == p->aliases.n ? ")" : "");
+    }
+    return ph_error_hint(err, "the modes: %s; `profharness modes` says what each does", list);
+}
 
 int
 ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
@@ -279,8 +340,7 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
         if (s == NULL) {
             free(out->v);
             out->v = NULL;
-            ph_bad_input(err, "%s: no service `%s`", c->path, names[i]);
-            return ph_error_hint(err, "services in %s: run `profharness status`", c->path);
+            return ph_run_bad_service(r, names[i], err);
         }
         for (size_t j = 0; j < out->n; j++)
             dup |= out->v[j] == s;
@@ -292,7 +352,8 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
     return 0;
 }
 
-/* Containers of this project (and SERVICE, when not NULL). */
+/* Containers of this project (and SERVICE, when not NULL): ours, and
+ * those docker compose made for it. */
 int
 ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err)
 {
@@ -304,7 +365,15 @@ ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err)
         return -1;
     snprintf(l1, sizeof l1, "%s=%s", PH_LABEL_PROJECT, r->compose->project);
     snprintf(l2, sizeof l2, "%s=%s", PH_LABEL_SERVICE, service ? service : "");
-    return ph_engine_containers_by_label(e, labels, service ? 2 : 1, out, err);
+    if (ph_engine_containers_by_label(e, labels, service ? 2 : 1, out, err) < 0)
+        return -1;
+    /* And what docker compose runs for the project (ph_run_compose.c). */
+    if (ph_run_list_compose(r, service, *out, err) < 0) {
+        json_decref(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -354,11 +423,13 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
                 strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
                 since = created;
             }
-            /* Labels and states are the Engine's answer: escaped. */
-            fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name,
-                    ph_escape(e_mode, sizeof e_mode, ph_run_label(c, PH_LABEL_MODE)),
+            /* Labels and states are the Engine's answer: escaped.  A run
+             * dir appears when the run is collected: until then, say so. */
+            fprintf(out, "%-16s %-10s %-10s %-21s %s%s\n", s->name,
+                    ph_run_by_compose(c) ? "compose" : ph_escape(e_mode, sizeof e_mode, ph_run_label(c, PH_LABEL_MODE)),
                     ph_escape(e_state, sizeof e_state, json_string_value(json_object_get(c, "State"))),
-                    ph_escape(e_since, sizeof e_since, since), dir ? ph_escape(e_dir, sizeof e_dir, dir) : "-");
+                    ph_escape(e_since, sizeof e_since, since), dir ? ph_escape(e_dir, sizeof e_dir, dir) : "-",
+                    dir && access(dir, F_OK) != 0 ? " (written at stop)" : "");
             shown = 1;
         }
         if (!shown)
@@ -377,7 +448,7 @@ ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
     int rc = 0, any = 0;
 
     if (ph_compose_service(r->compose, service) == NULL)
-        return ph_bad_input(err, "%s: no service `%s`", r->compose->path, service);
+        return ph_run_bad_service(r, service, err);
     if (ph_run_engine(r, &e, err) < 0 || ph_run_list(r, service, &list, err) < 0)
         return -1;
     json_array_foreach(list, k, c) {
@@ -387,8 +458,8 @@ ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
             break;
     }
     json_decref(list);
-    if (!any)
-        ph_info("%s: no container", service);
+    if (!any) /* gone with its container: the last run kept it */
+        return ph_run_print_last_log(r, service, stdout, err);
     return rc;
 }
 

@@ -42,14 +42,23 @@
 #define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
 #define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 #define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
+#define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
+#define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
+
+#define PH_OUT_DEFAULT   "contrib/profiling"       /* under the project directory */
 
 typedef struct ph_run_opts {
     const ph_compose_opts *compose; /* files, project, env files, profiles; when NULL: */
     const char *compose_file;
+    /* Modes: the shipped profiles (DATA/profiles), then the project's own
+     * (<project dir>/profiles, when there), then this directory (may be
+     * NULL); a later one replaces an earlier one's mode of the same name. */
     const char *profiles_dir;
-    const char *out_dir;
+    const char *out_dir;    /* NULL = <project dir>/PH_OUT_DEFAULT; relative: from the cwd */
     const char *project;    /* NULL = from the compose file */
-    const char *data_dir;   /* where images/ and build/ are; NULL = next to the binary */
+    const char *data_dir;   /* profiles/ and images/ (ph_paths.h); NULL = found from the binary */
+    int build;              /* start, restore: build the images of services with `build` first
+                             * (compose's --build; the builder's cache keeps an unchanged one) */
     /* Limits on what one collection takes out of a container (stop,
      * collect, restore and a start that collects first): a field set here
      * (the flags --max-bytes, --max-entries, --min-free) wins over the
@@ -63,6 +72,10 @@ typedef struct ph_run ph_run;
 
 /* Load the compose file and the profiles; nothing is contacted yet. */
 ph_run *ph_run_new(const ph_run_opts *o, ph_error_t *err);
+/* The modes O gives (see profiles_dir) for DATA_DIR and PROJECT_DIR (NULL:
+ * no project's own). */
+int ph_run_load_profiles(const ph_run_opts *o, const char *data_dir, const char *project_dir, ph_profile_set *out,
+                         ph_error_t *err);
 void ph_run_free(ph_run *r);
 
 ph_compose *ph_run_compose(ph_run *r);
@@ -82,7 +95,12 @@ int ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
+/* The service's output: its containers' (compose's too), else the newest
+ * run's service.log. */
 int ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err);
+/* Remove the profiling images of the project's services that no container
+ * uses, keeping the newest of each unless ALL (ph_run_prune.c). */
+int ph_run_prune(ph_run *r, int all, ph_error_t *err);
 /* Profile running SERVICES without restarting them: a tools container in
  * each one's PID namespace runs MODE's attach command; ph_run_stop
  * detaches (the service keeps running) and collects.  A service already

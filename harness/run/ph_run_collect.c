@@ -925,6 +925,8 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     }
     describe_record(r, service, ph_run_label(c, PH_LABEL_MODE), &res);
     ph_run_attach_describe(r, c, res.record);
+    ph_run_explain_samples(service, res.run_fd);
+    ph_run_service_log(r, service, id, res.run_fd, res.run_dir); /* its output goes with the container */
 
     if (ph_engine_container_remove(e, id, 0, err) < 0) {
         ph_interrupt_end();
@@ -1099,6 +1101,7 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    ph_run_order_dependants_first(r, &sl); /* as compose stops them */
     rc = ph_run_stop_services(r, &sl, 0, err);
     free(sl.v);
     return rc;
@@ -1160,11 +1163,16 @@ snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
 
     if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return ph_run_stage_done(st, -1, err);
+    ph_run_snapshot_request(r, c); /* what the profiler has now, not what it wrote last */
     ph_interrupt_begin();
     rc = collect_into_run_dir(r, c, svcfd, 1, &res, err);
     if (rc < 0 && res.stats.limit != PH_TAR_LIMIT_NONE)
         limit_hint(&res.limits, res.stats.limit, "collect", service, json_string_value(json_object_get(c, "Id")),
                    err);
+    if (rc == 0)
+        ph_run_explain_samples(service, res.run_fd);
+    if (rc == 0)
+        ph_run_service_log(r, service, json_string_value(json_object_get(c, "Id")), res.run_fd, res.run_dir);
     if (rc == 0)
         rc = write_run_meta(c, &res, err);
     ph_interrupt_end();

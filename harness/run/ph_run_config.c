@@ -191,9 +191,12 @@ ensure_network(ph_run *r, ph_engine *e, const char *key, json_t *labels, ph_erro
         ph_fail(err, 0, "network `%s` is external (`external: true`) and does not exist", n->name);
         return ph_error_hint(err, "create it first: docker network create %s", n->name);
     }
+    labels = json_deep_copy(labels);
+    json_object_set_new(labels, "com.docker.compose.network", json_string(key));
     body = ph_compose_engine_network(r->compose, n, labels);
     rc = ph_engine_request(e, "POST", "/networks/create", body, NULL, &st, err);
     json_decref(body);
+    json_decref(labels);
     return rc < 0 ? ph_error_wrap(err, "create network `%s`", n->name) : 0;
 }
 
@@ -215,9 +218,12 @@ ensure_volume(ph_run *r, ph_engine *e, const char *key, json_t *labels, ph_error
         ph_fail(err, 0, "volume `%s` is external (`external: true`) and does not exist", v->name);
         return ph_error_hint(err, "create it first: docker volume create %s", v->name);
     }
+    labels = json_deep_copy(labels);
+    json_object_set_new(labels, "com.docker.compose.volume", json_string(key));
     body = ph_compose_engine_volume(r->compose, v, labels);
     rc = ph_engine_request(e, "POST", "/volumes/create", body, NULL, &st, err);
     json_decref(body);
+    json_decref(labels);
     return rc < 0 ? ph_error_wrap(err, "create volume `%s`", v->name) : 0;
 }
 
@@ -230,7 +236,10 @@ ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err)
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
-    labels = json_pack("{s:s}", PH_LABEL_PROJECT, r->compose->project);
+    /* compose's labels too: docker compose (v2 refuses a project network
+     * without them) takes what it finds as its own. */
+    labels = json_pack("{s:s, s:s, s:s}", PH_LABEL_PROJECT, r->compose->project, PH_DC_PROJECT,
+                       r->compose->project, "com.docker.compose.version", "1.29.2");
     if (s->network_mode == NULL && s->networks.n == 0)
         rc = ensure_network(r, e, "default", labels, err);
     for (size_t i = 0; rc == 0 && s->network_mode == NULL && i < s->networks.n; i++)
@@ -400,5 +409,6 @@ ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t
 fail:
     ph_engine_container_remove(e, id, 1, NULL);
     free(id);
+    ph_run_port_hint(r, err); /* a port someone else holds: who */
     return ph_error_wrap(err, "start service `%s`", s->name);
 }

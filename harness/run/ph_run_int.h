@@ -5,6 +5,11 @@
  *   ph_run_config.c   a service's Engine container configuration
  *   ph_run_start.c    images, start, restore
  *   ph_run_collect.c  stop and collect
+ *   ph_run_compose.c  living beside docker compose: its containers, its
+ *                     labels, who holds a port
+ *   ph_run_servicelog.c  service.log: the service's output kept per run
+ *   ph_run_prune.c    profiling images the project no longer needs
+ *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
  *   ph_run_record.c   the shim's completion record: read, checked, told
  */
 #ifndef PH_RUN_INT_H
@@ -19,6 +24,7 @@
 struct ph_run {
     ph_run_opts opts;
     char *data_dir;
+    char *out_dir;        /* absolute; opts.out_dir points here */
     ph_compose *compose;
     ph_profile_set profiles;
     ph_engine *engine;
@@ -91,6 +97,12 @@ int ph_run_mkdir_p(const char *path, ph_error_t *err);
 int ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err); /* connect once, lazily */
 const char *ph_run_label(json_t *container, const char *key);
 int ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err);
+/* The first compose file, absolute: what messages name. */
+const char *ph_run_compose_path(ph_run *r);
+/* PH_EXIT_USAGE errors for an unknown service or mode: did-you-mean, and
+ * a hint listing what there is.  Return -1. */
+int ph_run_bad_service(ph_run *r, const char *name, ph_error_t *err);
+int ph_run_bad_mode(ph_run *r, const char *mode, ph_error_t *err);
 int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
 int ph_run_is_running(json_t *c);
 int ph_run_is_profiled(json_t *c);
@@ -112,6 +124,61 @@ json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, co
 int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 int ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
                             ph_error_t *err);
+
+/* ph_run_start.c */
+/* Order SL so that a service comes after those it depends on (stable). */
+void ph_run_order_by_deps(ph_run *r, ph_svc_list *sl);
+/* The reverse: dependants first, as compose stops them. */
+void ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl);
+
+/* ph_run_compose.c */
+#define PH_DC_PROJECT "com.docker.compose.project"
+#define PH_DC_SERVICE "com.docker.compose.service"
+#define PH_DC_ONEOFF  "com.docker.compose.oneoff"
+#define PH_BY_COMPOSE "PhByCompose" /* in memory only: this listed container is docker compose's */
+/* C (as ph_run_list has it) was made by docker compose, not by us. */
+int ph_run_by_compose(json_t *c);
+/* Append to LIST the containers of THEIRS (a compose project's) that are
+ * the services' (not one-off) and not in LIST yet, each given the labels
+ * the loop reads and PH_BY_COMPOSE.  -1 on allocation failure. */
+int ph_run_merge_compose(json_t *list, json_t *theirs);
+/* ph_run_merge_compose of the project's compose containers (of SERVICE). */
+int ph_run_list_compose(ph_run *r, const char *service, json_t *list, ph_error_t *err);
+/* The labels docker compose gives its container of S, set in LABELS. */
+void ph_run_compose_labels(ph_run *r, const ph_service *s, json_t *labels);
+/* When MSG is the Engine's "port is already allocated": which container
+ * of CONTAINERS (GET /containers/json) holds it, as a hint into HINT; 1
+ * then, else 0. */
+int ph_run_port_owner(const char *msg, json_t *containers, char *hint, size_t len);
+/* ph_run_port_owner on *ERR and the running containers: sets the hint.
+ * Returns -1 (for `return ph_run_port_hint(r, err);`). */
+int ph_run_port_hint(ph_run *r, ph_error_t *err);
+
+/* ph_run_servicelog.c */
+/* Write what container ID printed as RUNFD/service.log (RUN_DIR names it
+ * in messages).  Best effort: a warning and -1 when it cannot. */
+int ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, const char *run_dir);
+/* Copy the newest run's service.log of SERVICE to OUT; an error with a
+ * hint when there is none. */
+int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err);
+
+/* ph_run_prune.c */
+/* What prune removes, from the Engine's IMAGES (GET /images/json) and
+ * CONTAINERS (all of them): [{"tag", "id", "size"}] for the tags in
+ * REPOS of images no container uses, the newest of each repository
+ * left out unless ALL.  NULL on allocation failure. */
+json_t *ph_run_prune_plan(json_t *images, json_t *containers, const ph_strv *repos, int all);
+
+/* ph_run_snapshot.c */
+/* Make the profiler of the running profiled container C write what it
+ * has (the mode's `snapshot:`), or say it cannot.  Best effort: 0 when it
+ * did or there is nothing to do, -1 after a warning. */
+int ph_run_snapshot_request(ph_run *r, json_t *c);
+/* From the sampler's status files in RUNFD: 0 none there, 1 samples were
+ * recorded, 2 none were (WHY says why, from the statuses), -1 on error. */
+int ph_run_sample_verdict(int runfd, char *why, size_t len);
+/* A warning with the reasons when ph_run_sample_verdict says 2. */
+void ph_run_explain_samples(const char *service, int runfd);
 
 /* ph_run_record.c */
 /* The completion record DIRFD/NAME, untrusted: at most PH_RECORD_MAX

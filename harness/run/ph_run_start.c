@@ -106,13 +106,17 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
 
 /* ---- start and restore ------------------------------------------------ */
 
+/* Make way for another container of the service: ours is stopped and
+ * removed; docker compose's is stopped and kept, with its name, volumes and
+ * config (restore starts it again). */
 static int
 remove_plain(ph_run *r, json_t *c, ph_error_t *err)
 {
     ph_engine *e;
     const char *id = json_string_value(json_object_get(c, "Id"));
+    const char *svc = ph_run_label(c, PH_LABEL_SERVICE);
     long grace = 10;
-    ph_service *s = ph_compose_service(r->compose, ph_run_label(c, PH_LABEL_SERVICE));
+    ph_service *s = ph_compose_service(r->compose, svc);
 
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
@@ -120,11 +124,46 @@ remove_plain(ph_run *r, json_t *c, ph_error_t *err)
         grace = (long)(s->stop_grace_ns / 1000000000LL);
     if (ph_run_is_running(c) && ph_engine_container_stop(e, id, grace, err) < 0)
         return -1;
+    if (ph_run_by_compose(c)) {
+        if (ph_run_is_running(c))
+            ph_info("%s: stopped docker compose's container %.12s; it is kept (`profharness restore %s` starts it "
+                    "again)", svc, id, svc);
+        return 0;
+    }
     return ph_engine_container_remove(e, id, 1, err);
 }
 
+/* Start docker compose's own container of S again, if it has one: *done
+ * says whether it did. */
+static int
+start_compose_own(ph_run *r, const ph_service *s, json_t *list, int *done, ph_error_t *err)
+{
+    ph_engine *e;
+    size_t k;
+    json_t *c;
+
+    *done = 0;
+    json_array_foreach(list, k, c) {
+        const char *id = json_string_value(json_object_get(c, "Id"));
+
+        if (!ph_run_by_compose(c))
+            continue;
+        if (!ph_run_is_running(c)) {
+            if (ph_run_engine(r, &e, err) < 0 || ph_engine_container_start(e, id, err) < 0) {
+                ph_run_port_hint(r, err);
+                return ph_error_wrap(err, "start docker compose's container %.12s of `%s` again", id, s->name);
+            }
+            ph_info("%s: running unprofiled (docker compose's container %.12s, started again)", s->name, id);
+        }
+        *done = 1;
+        return 0;
+    }
+    return 0;
+}
+
 /* Stop whatever runs for SERVICE: a profiled container is stopped and
- * collected (no data is lost by switching modes); a plain one removed. */
+ * collected (no data is lost by switching modes); a plain one of ours
+ * removed; docker compose's stopped and kept (remove_plain). */
 static int
 clear_service(ph_run *r, const ph_service *s, ph_error_t *err)
 {
@@ -170,11 +209,14 @@ start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
     if (s->unsupported != NULL)
         return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
                             s->unsupported, s->name);
-    if (ensure_service_image(r, s, 0, err) < 0 || ph_run_ensure_networks(r, s, err) < 0)
+    if (ensure_service_image(r, s, r->opts.build, err) < 0 || ph_run_ensure_networks(r, s, err) < 0)
         return -1;
     img = ph_run_service_image(r, s);
     name = container_name(r, s, NULL);
     cfg = img && name ? ph_run_base_config(r, s, img, name, err) : NULL;
+    /* docker compose takes it for its own: ps, logs, down. */
+    if (cfg != NULL)
+        ph_run_compose_labels(r, s, json_object_get(cfg, "Labels"));
     if (cfg != NULL && name != NULL && ph_run_create_and_start(r, s, name, cfg, &id, err) == 0) {
         ph_info("%s: running unprofiled (container %s)", s->name, name);
         rc = 0;
@@ -212,13 +254,15 @@ start_deps(ph_run *r, const ph_service *s, ph_svc_list *targets, int depth, ph_e
             return -1;
         json_array_foreach(list, k, c) running |= ph_run_is_running(c);
         if (!running) {
+            int again = 0;
+
             json_array_foreach(list, k, c) {
                 if (remove_plain(r, c, err) < 0) {
                     json_decref(list);
                     return -1;
                 }
             }
-            if (start_plain(r, d, err) < 0) {
+            if (start_compose_own(r, d, list, &again, err) < 0 || (!again && start_plain(r, d, err) < 0)) {
                 json_decref(list);
                 return ph_error_wrap(err, "start `%s` (a dependency of `%s`)", d->name, s->name);
             }
@@ -229,8 +273,8 @@ start_deps(ph_run *r, const ph_service *s, ph_svc_list *targets, int depth, ph_e
 }
 
 /* Order TARGETS so dependencies come first (stable otherwise). */
-static void
-order_by_deps(ph_run *r, ph_svc_list *sl)
+void
+ph_run_order_by_deps(ph_run *r, ph_svc_list *sl)
 {
     for (size_t pass = 0; pass < sl->n; pass++) {
         int moved = 0;
@@ -252,6 +296,18 @@ order_by_deps(ph_run *r, ph_svc_list *sl)
             break;
     }
     (void)r;
+}
+
+void
+ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl)
+{
+    ph_run_order_by_deps(r, sl);
+    for (size_t i = 0; i < sl->n / 2; i++) {
+        ph_service *t = sl->v[i];
+
+        sl->v[i] = sl->v[sl->n - 1 - i];
+        sl->v[sl->n - 1 - i] = t;
+    }
 }
 
 static char *
@@ -412,7 +468,7 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     if (s->unsupported != NULL)
         return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
                             s->unsupported, s->name);
-    if (ensure_service_image(r, s, 0, err) < 0)
+    if (ensure_service_image(r, s, r->opts.build, err) < 0)
         return -1;
     if (ensure_profiling_image(r, s, p, &prof_img, &facts, err) < 0)
         return -1;
@@ -504,7 +560,10 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *
     if (ph_run_create_caps_if_known(r, s, name, cfg, &p->cap_add_if_known, &id, err) < 0)
         goto out;
     ph_stage_attr(ph_stage_current(), "container.id", id);
-    ph_info("%s: profiling under %s (container %s, run %s)", s->name, p->name, name, run_id);
+    ph_info("%s: profiling under %s (container %s); its run dir is written when it stops "
+            "(`profharness stop %s`): %s", s->name, p->name, name, s->name, host_dir);
+    if (p->note != NULL)
+        ph_info("%s: %s", s->name, p->note);
     printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
     fflush(stdout);
     rc = 0;
@@ -524,10 +583,8 @@ ph_run_mode(ph_run *r, const char *mode, ph_error_t *err)
 {
     ph_profile *p = ph_profiles_find(&r->profiles, mode);
 
-    if (p == NULL) {
-        ph_bad_input(err, "no mode `%s` in %s", mode, r->opts.profiles_dir);
-        ph_error_hint(err, "list the modes with `profharness modes`");
-    }
+    if (p == NULL)
+        ph_run_bad_mode(r, mode, err); /* did you mean, and the modes there are */
     return p;
 }
 
@@ -541,7 +598,7 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
     if (p == NULL || ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     keep_enabled(&sl, n);
-    order_by_deps(r, &sl);
+    ph_run_order_by_deps(r, &sl);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         rc = start_deps(r, sl.v[i], &sl, 0, err);
         if (rc == 0)
@@ -556,6 +613,32 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
     return rc;
 }
 
+/* Docker compose's own container of S when there is one (started again,
+ * ours made way for it), else a fresh one compose takes for its own. */
+static int
+restore_one(ph_run *r, const ph_service *s, ph_error_t *err)
+{
+    json_t *list = NULL, *c;
+    size_t k;
+    int again = 0, rc = 0;
+
+    if (ph_run_list(r, s->name, &list, err) < 0)
+        return -1;
+    json_array_foreach(list, k, c) again |= ph_run_by_compose(c);
+    json_array_foreach(list, k, c) {
+        if (again && rc == 0 && !ph_run_by_compose(c))
+            rc = remove_plain(r, c, err);
+    }
+    if (rc == 0 && again)
+        rc = start_compose_own(r, s, list, &again, err);
+    json_decref(list);
+    if (rc < 0 || again)
+        return rc;
+    if (clear_service(r, s, err) < 0)
+        return -1;
+    return start_plain(r, s, err);
+}
+
 int
 ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
 {
@@ -565,17 +648,16 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     keep_enabled(&sl, n);
-    order_by_deps(r, &sl);
+    ph_run_order_by_deps(r, &sl);
     /* Collect every profiled one first: restoring must never lose a run. */
     rc = ph_run_stop_services(r, &sl, 1, err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         rc = start_deps(r, sl.v[i], &sl, 0, err);
-        if (rc == 0)
-            rc = clear_service(r, sl.v[i], err);
         if (rc == 0) {
             ph_stage *st = ph_run_service_stage("start", sl.v[i]->name, NULL);
 
-            rc = ph_run_stage_done(st, start_plain(r, sl.v[i], err), err);
+            /* compose's own container again, else a fresh plain one */
+            rc = ph_run_stage_done(st, restore_one(r, sl.v[i], err), err);
         }
     }
     free(sl.v);

@@ -66,7 +66,8 @@ test_shipped_exact(void **state)
 
     p = ph_profiles_find(&set, "massif");
     assert_non_null(p);
-    ASSERT_STRV(&p->wrap, "valgrind", "--tool=massif", "--massif-out-file={out}/massif.out", "--time-unit=B",
+    ASSERT_STRV(&p->wrap, "env", "-u", "HOSTNAME", "-u", "HOST", "-u", "USER", "-u", "LOGNAME", "valgrind",
+                "--tool=massif", "--vgdb-prefix=/tmp/ph-vgdb", "--massif-out-file={out}/massif.out", "--time-unit=B",
                 "--detailed-freq=10", "--max-snapshots=100", "--threshold=0.5");
     ASSERT_STRV(&p->cap_add, "SYS_PTRACE");
     ASSERT_STRV(&p->security_opt, "seccomp=unconfined");
@@ -84,7 +85,8 @@ test_shipped_exact(void **state)
 
     p = ph_profiles_find(&set, "callgrind");
     assert_non_null(p);
-    ASSERT_STRV(&p->wrap, "valgrind", "--tool=callgrind", "--callgrind-out-file={out}/callgrind.out",
+    ASSERT_STRV(&p->wrap, "env", "-u", "HOSTNAME", "-u", "HOST", "-u", "USER", "-u", "LOGNAME", "valgrind",
+                "--tool=callgrind", "--vgdb-prefix=/tmp/ph-vgdb", "--callgrind-out-file={out}/callgrind.out",
                 "--cache-sim=yes", "--branch-sim=yes", "--collect-jumps=yes", "--collect-systime=yes",
                 "--dump-instr=yes", "--dump-line=yes", "--compress-strings=no");
     ASSERT_STRV(&p->cap_add, "SYS_PTRACE");
@@ -270,7 +272,7 @@ test_shipped_profiles(void **state)
     p = ph_profiles_find(&set, "callgrind");
     assert_non_null(p);
     assert_true(p->stop_grace_ns >= 120LL * 1000000000LL);
-    x = ph_profile_expand(p->wrap.v[2], "/opt/profiling/front", "front", "callgrind", "r1");
+    x = ph_profile_expand(p->wrap.v[12], "/opt/profiling/front", "front", "callgrind", "r1");
     assert_string_equal(x, "--callgrind-out-file=/opt/profiling/front/callgrind.out");
     free(x);
     /* No profile asks for more than ptrace: least privilege. */

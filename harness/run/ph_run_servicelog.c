@@ -1,0 +1,129 @@
+/* ph_run_servicelog.c - service.log: what the service printed, kept with
+ * every run.
+ *
+ * A profiled container is removed once its run is collected, and its
+ * output (the service's stdout and stderr, and valgrind's own messages,
+ * which go to stderr) went with it.  So before the removal, stop and
+ * collect write it into the run dir as service.log, each line led by the
+ * Engine's timestamp, as `docker logs -t` shows it; `logs SERVICE` reads
+ * the newest one once no container is left.
+ *
+ * Best effort and bounded: a log the Engine cannot give back (a `none` or
+ * `syslog` driver) or a name the container already used is a warning, not
+ * a failed stop (the artifacts are what a stop guarantees); past
+ * PH_SERVICE_LOG_MAX bytes the rest is left out, and the file says so.
+ */
+#include "ph_run_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ph_log.h"
+#include "ph_util.h"
+
+typedef struct log_ctx {
+    int fd;
+    unsigned long long written, dropped;
+    ph_error_t *err;
+} log_ctx;
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int
+log_cb(void *ud, const char *data, size_t len)
+{
+    log_ctx *l = ud;
+    size_t take = len;
+
+    if (l->written + take > PH_SERVICE_LOG_MAX)
+        take = l->written >= PH_SERVICE_LOG_MAX ? 0 : (size_t)(PH_SERVICE_LOG_MAX - l->written);
+    l->dropped += len - take;
+    if (take > 0 && write_all(l->fd, data, take) < 0)
+        return ph_fail(l->err, errno, "write %s", PH_SERVICE_LOG_NAME);
+    l->written += take;
+    return 0;
+}
+
+int
+ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, const char *run_dir)
+{
+    ph_cleanup_close int fd = -1;
+    ph_error_t err = NULL;
+    log_ctx l = { .err = &err };
+    ph_engine *e;
+    char note[160];
+
+    fd = openat(runfd, PH_SERVICE_LOG_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        ph_warn("%s: the service's output is not kept: %s/%s: %s", service, run_dir, PH_SERVICE_LOG_NAME,
+                errno == EEXIST ? "the profiler wrote a file of that name" : strerror(errno));
+        return -1;
+    }
+    ph_run_give_at(runfd, PH_SERVICE_LOG_NAME);
+    l.fd = fd;
+    if (ph_run_engine(r, &e, &err) < 0 || ph_engine_container_log_all(e, id, log_cb, &l, &err) < 0) {
+        ph_warn("%s: the service's output is not (all) kept in %s/%s: %s", service, run_dir, PH_SERVICE_LOG_NAME,
+                err ? err->msg : "?");
+        ph_error_free(&err);
+        return -1;
+    }
+    if (l.dropped > 0) {
+        snprintf(note, sizeof note, "\n[profharness: %llu more bytes of output were left out: %s keeps %u MiB]\n",
+                 l.dropped, PH_SERVICE_LOG_NAME, PH_SERVICE_LOG_MAX >> 20);
+        if (write_all(fd, note, strlen(note)) < 0)
+            ph_debug("%s: note the cut: %s", service, strerror(errno));
+        ph_warn("%s: its output is over %u MiB: %s keeps the first %u MiB", service, PH_SERVICE_LOG_MAX >> 20,
+                PH_SERVICE_LOG_NAME, PH_SERVICE_LOG_MAX >> 20);
+    }
+    return 0;
+}
+
+int
+ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err)
+{
+    char path[PATH_MAX + 64], real[PATH_MAX], buf[65536];
+    ph_cleanup_close int fd = -1;
+    ssize_t n;
+
+    snprintf(path, sizeof path, "%s/%s/latest/%s", r->opts.out_dir, service, PH_SERVICE_LOG_NAME);
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            return ph_fail(err, errno, "open `%s`", path);
+        ph_fail(err, 0, "%s: no container, and no run with a %s in `%s/%s`", service, PH_SERVICE_LOG_NAME,
+                r->opts.out_dir, service);
+        return ph_error_hint(err, "start it (`profharness start --mode MODE %s` or `profharness restore %s`)",
+                             service, service);
+    }
+    if (realpath(path, real) == NULL)
+        snprintf(real, sizeof real, "%s", path);
+    ph_info("%s: no container; the output of its last run (%s):", service, real);
+    fflush(out);
+    while ((n = read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return ph_fail(err, errno, "read `%s`", path);
+        if (fwrite(buf, 1, (size_t)n, out) != (size_t)n)
+            return ph_fail(err, errno, "write the log");
+    }
+    return fflush(out) == 0 ? 0 : ph_fail(err, errno, "write the log");
+}

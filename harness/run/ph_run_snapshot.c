@@ -1,0 +1,193 @@
+/* ph_run_snapshot.c - make a running profiler write what it has, and say
+ * why a run is empty.
+ *
+ * `collect` of a running service copied the files there were, and a
+ * profiler that writes only at its end (valgrind, the sampler between its
+ * intervals) had none: a run with "files": 0, or a 0-byte callgrind.out,
+ * and exit 0.  So collect first does what the mode's `snapshot:` says
+ * (ph_profile.h): a command run in the container through the Engine's
+ * exec endpoint (callgrind_control --dump, massif's vgdb snapshot, the
+ * sampler's snapshot request), bounded by `wait`, or says plainly that
+ * the mode cannot dump while it runs.  A command that fails or times out
+ * is a warning, and what there is is still copied: a collect never stops
+ * or harms the service.
+ *
+ * And after a stop or a collect, the sampler's status files
+ * (sampler-status-<pid>.json, ph_sampler.h) are read: a run in which no
+ * process recorded a sample says so, with the sampler's reasons, instead
+ * of leaving an empty stacks file to be found later.
+ */
+#include "ph_run_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ph_escape.h"
+#include "ph_log.h"
+#include "ph_util.h"
+
+#define SNAP_OUTPUT_MAX 1024 /* what a failed command printed, kept for the warning */
+#define STATUS_MAX 65536      /* a bigger sampler status is none of the sampler's */
+
+typedef struct snap_out {
+    char buf[SNAP_OUTPUT_MAX];
+    size_t len;
+} snap_out;
+
+static int
+keep_output(void *ud, const char *data, size_t len)
+{
+    snap_out *o = ud;
+    size_t room = sizeof o->buf - 1 - o->len;
+
+    if (len > room)
+        len = room;
+    memcpy(o->buf + o->len, data, len);
+    o->len += len;
+    o->buf[o->len] = '\0';
+    return 0;
+}
+
+int
+ph_run_snapshot_request(ph_run *r, json_t *c)
+{
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
+    const char *run_id = ph_run_label(c, PH_LABEL_RUN), *id = json_string_value(json_object_get(c, "Id"));
+    ph_profile *p = mode ? ph_profiles_find(&r->profiles, mode) : NULL;
+    /* The dump command is not the service: the sampler stays out of it. */
+    static const char *const no_preload[] = { "LD_PRELOAD=", NULL };
+    char out[PATH_MAX], esc[sizeof ((snap_out *)0)->buf * 4];
+    const char **argv = NULL;
+    snap_out o = { .len = 0 };
+    ph_error_t err = NULL;
+    ph_engine *e;
+    long code = -1, wait_s;
+    int rc = -1;
+
+    if (p == NULL || service == NULL || id == NULL)
+        return 0;
+    if (p->snapshot.unsupported != NULL) {
+        ph_info("%s: %s cannot dump while it runs (%s): collect copies what it has written so far", service,
+                p->name, p->snapshot.unsupported);
+        return 0;
+    }
+    if (p->snapshot.exec.n == 0)
+        return 0;
+    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, service);
+    argv = calloc(p->snapshot.exec.n + 1, sizeof *argv);
+    for (size_t i = 0; argv != NULL && i < p->snapshot.exec.n; i++) {
+        argv[i] = ph_profile_expand(p->snapshot.exec.v[i], out, service, p->name, run_id ? run_id : "");
+        if (argv[i] == NULL)
+            goto out;
+    }
+    if (argv == NULL)
+        goto out;
+    wait_s = p->snapshot.wait_ns > 0 ? (long)((p->snapshot.wait_ns + 999999999LL) / 1000000000LL) : 60;
+    if (ph_run_engine(r, &e, &err) < 0 ||
+        ph_engine_exec(e, id, argv, no_preload, wait_s, keep_output, &o, &code, &err) < 0) {
+        ph_warn("%s: could not make %s dump (`%s`): %s; collecting what there is", service, p->name, argv[0],
+                err ? err->msg : "?");
+        goto out;
+    }
+    if (code != 0) {
+        ph_warn("%s: `%s` (%s's dump) exited with %ld: %s; collecting what there is", service, argv[0], p->name,
+                code, o.len ? ph_escape(esc, sizeof esc, o.buf) : "no output");
+        goto out;
+    }
+    ph_debug("%s: %s dumped (`%s`)", service, p->name, argv[0]);
+    rc = 0;
+out:
+    for (size_t i = 0; argv != NULL && i < p->snapshot.exec.n; i++)
+        free((char *)argv[i]);
+    free(argv);
+    ph_error_free(&err);
+    return rc;
+}
+
+/* ---- a run with no samples ---------------------------------------------- */
+
+static json_t *
+read_status(int dirfd, const char *name)
+{
+    ph_cleanup_close int fd = -1;
+    char buf[STATUS_MAX + 1];
+    size_t len = 0;
+    ssize_t n;
+
+    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    while (len < STATUS_MAX && (n = read(fd, buf + len, STATUS_MAX - len)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return NULL;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    return json_loadb(buf, len, 0, NULL);
+}
+
+int
+ph_run_sample_verdict(int runfd, char *why, size_t len)
+{
+    DIR *d;
+    struct dirent *de;
+    long long samples = 0;
+    int statuses = 0, dupfd = dup(runfd);
+    size_t o = 0;
+
+    why[0] = '\0';
+    if (dupfd < 0 || (d = fdopendir(dupfd)) == NULL) {
+        if (dupfd >= 0)
+            close(dupfd);
+        return -1;
+    }
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL) {
+        json_t *st;
+        const char *reason, *prog;
+        char e_reason[256], e_prog[256];
+
+        if (fnmatch("sampler-status-*.json", de->d_name, 0) != 0)
+            continue;
+        st = read_status(runfd, de->d_name);
+        if (!json_is_object(st)) {
+            json_decref(st);
+            continue;
+        }
+        statuses++;
+        samples += json_integer_value(json_object_get(st, "samples"));
+        reason = json_string_value(json_object_get(st, "reason"));
+        prog = json_string_value(json_object_get(st, "program"));
+        if (reason != NULL && reason[0] != '\0' && o < len)
+            o += (size_t)snprintf(why + o, len - o, "%s%s (pid %lld): %s", o ? "; " : "",
+                                  ph_escape(e_prog, sizeof e_prog, prog ? prog : "?"),
+                                  (long long)json_integer_value(json_object_get(st, "pid")),
+                                  ph_escape(e_reason, sizeof e_reason, reason));
+        json_decref(st);
+    }
+    closedir(d);
+    if (statuses == 0)
+        return 0;
+    if (samples > 0)
+        return 1;
+    if (why[0] == '\0')
+        snprintf(why, len, "no process says why");
+    return 2;
+}
+
+void
+ph_run_explain_samples(const char *service, int runfd)
+{
+    char why[1024];
+
+    if (ph_run_sample_verdict(runfd, why, sizeof why) == 2)
+        ph_warn("%s: the sampler recorded no samples, so there is no flamegraph: %s (the sampler-status-*.json "
+                "files in the run dir say more)", service, why);
+}
