@@ -143,9 +143,9 @@ teardown_file() {
     run iph start --mode strace worker front
     [ "$status" -eq 0 ]
     drive 5
-    # one at a time (PH_JOBS=1): concurrent stops (the default) stop them
-    # all at once, so their order is the jobs' finishing order
-    PH_JOBS=1 run iph stop
+    # concurrent stops (the default) go in waves: front depends on worker,
+    # so front's wave is done before worker's begins
+    run iph stop
     [ "$status" -eq 0 ]
     order=$(echo "$output" | sed -n 's#^\(front\|worker\)	/.*#\1#p' | tr '\n' ' ')
     [ "$order" = "front worker " ]

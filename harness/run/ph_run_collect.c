@@ -965,6 +965,7 @@ ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
 /* One job of a stop (or discard): every profiled container of service I. */
 typedef struct stop_jobs {
     ph_svc_list *sl;
+    size_t off; /* the wave's first service in SL */
     int discard;
     int *acted;
 } stop_jobs;
@@ -983,7 +984,10 @@ static int
 stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
 {
     stop_jobs *j = ud;
-    const char *name = j->sl->v[i]->name;
+    const char *name;
+
+    i += j->off;
+    name = j->sl->v[i]->name;
     json_t *list = NULL, *c;
     ph_error_t fault = NULL;
     size_t k;
@@ -1030,20 +1034,59 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     return fault != NULL ? -1 : 0;
 }
 
-/* Stop (or discard) every profiled container of the services in SL,
- * concurrently (ph_run_parallel, bounded): the time is the slowest
- * service's, not the sum.  A fault in one service does not strand the
- * others; an interrupt stops every job before its next container.  One
- * fault is returned as it is; several are each said and summed up. */
-static int
-for_each_profiled(ph_run *r, ph_svc_list *sl, int discard, int *acted, ph_error_t *err)
+/* SL in waves, as compose stops a project: a service's wave comes after
+ * that of every selected service depending on it, so dependants stop
+ * before what they depend on; each wave's services stop at once.  Sorts
+ * SL by wave (stable: the caller's order within one) into DEPTH. */
+static void
+stop_waves(ph_svc_list *sl, size_t *depth)
 {
+    for (size_t i = 0; i < sl->n; i++)
+        depth[i] = 0;
+    for (size_t pass = 0; pass < sl->n; pass++) { /* at most n: no cycle in a loaded project */
+        int moved = 0;
+
+        for (size_t i = 0; i < sl->n; i++)
+            for (size_t j = 0; j < sl->n; j++)
+                for (size_t k = 0; j != i && k < sl->v[j]->depends_on.n; k++)
+                    if (strcmp(sl->v[j]->depends_on.v[k], sl->v[i]->name) == 0 && depth[i] <= depth[j]) {
+                        depth[i] = depth[j] + 1;
+                        moved = 1;
+                    }
+        if (!moved)
+            break;
+    }
+    for (size_t i = 1; i < sl->n; i++) {
+        for (size_t j = i; j > 0 && depth[j - 1] > depth[j]; j--) {
+            ph_service *t = sl->v[j];
+            size_t d = depth[j];
+
+            sl->v[j] = sl->v[j - 1];
+            depth[j] = depth[j - 1];
+            sl->v[j - 1] = t;
+            depth[j - 1] = d;
+        }
+    }
+}
+
+/* Stop (or discard) every profiled container of the services in SL,
+ * wave by wave (stop_waves), each wave concurrently (ph_run_parallel,
+ * bounded): the time is the slowest service's of each wave, not the sum.
+ * A fault in one service does not strand the others; an interrupt stops
+ * every job before its next container.  One fault is returned as it is;
+ * several are each said and summed up. */
+static int
+for_each_profiled(ph_run *r, ph_svc_list *caller, int discard, int *acted, ph_error_t *err)
+{
+    /* the waves' order is this function's: the caller's list is left as it is */
+    ph_svc_list waves = { calloc(caller->n + 1, sizeof *waves.v), caller->n }, *sl = &waves;
     stop_jobs j = { .sl = sl, .discard = discard, .acted = calloc(sl->n + 1, sizeof *j.acted) };
     ph_error_t *errs = calloc(sl->n + 1, sizeof *errs);
+    size_t *depth = calloc(sl->n + 1, sizeof *depth);
     ph_engine *e;
     size_t failed = 0, keep = sl->n;
 
-    if (j.acted == NULL || errs == NULL) {
+    if (waves.v == NULL || j.acted == NULL || errs == NULL || depth == NULL) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
@@ -1052,8 +1095,18 @@ for_each_profiled(ph_run *r, ph_svc_list *sl, int discard, int *acted, ph_error_
         goto out;
     /* The workers' sections nest in this one: only this (the main)
      * thread installs and restores the handlers. */
+    memcpy(waves.v, caller->v, caller->n * sizeof *waves.v);
+    stop_waves(sl, depth);
     ph_interrupt_begin();
-    failed = ph_run_parallel(r, sl->n, ph_run_jobs_max(), stop_job, NULL, &j, errs);
+    for (size_t w = 0; w < sl->n;) {
+        size_t end = w;
+
+        while (end < sl->n && depth[end] == depth[w])
+            end++;
+        j.off = w;
+        failed += ph_run_parallel(r, end - w, ph_run_jobs_max(), stop_job, NULL, &j, errs + w);
+        w = end;
+    }
     ph_interrupt_end();
     for (size_t i = 0; i < sl->n; i++) {
         *acted += j.acted[i];
@@ -1076,6 +1129,8 @@ for_each_profiled(ph_run *r, ph_svc_list *sl, int discard, int *acted, ph_error_
 out:
     free(j.acted);
     free(errs);
+    free(depth);
+    free(waves.v);
     return *err != NULL ? -1 : 0;
 }
 
