@@ -1344,8 +1344,10 @@ test_delta_snapshots_hold_only_new_samples(void **state)
         if (i < n && t > 0.6 * 200 * 3.2)
             fail_msg("delta snapshot %d holds %.0f samples", i, t);
     }
-    /* together: the whole run (at least ~1 CPU-s; at most 3.2 s on one core) */
-    if (sum < 150 || sum > 200 * 3.2 * 1.15)
+    /* together: the whole run (at least ~1 CPU-s; about 3.2 s on one core,
+     * more on a loaded or sanitized build; snapshots that held every
+     * sample since the start would sum to twice that or more) */
+    if (sum < 150 || sum > 200 * 3.2 * 1.5)
         fail_msg("delta snapshots sum to %.0f samples", sum);
     assert_non_null(strstr(pprof_text(), "delta: samples since the previous snapshot"));
 }
