@@ -25,6 +25,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ph_escape.h"
@@ -118,9 +119,12 @@ read_status(int dirfd, const char *name)
     char buf[STATUS_MAX + 1];
     size_t len = 0;
     ssize_t n;
+    struct stat sb;
 
-    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    /* written in the container: a FIFO or a device by that name is none
+     * of the sampler's, and must not block or be read */
+    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
         return NULL;
     while (len < STATUS_MAX && (n = read(fd, buf + len, STATUS_MAX - len)) != 0) {
         if (n < 0 && errno == EINTR)

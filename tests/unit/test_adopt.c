@@ -739,6 +739,10 @@ test_sample_verdict(void **state)
     /* Not a status (no object): skipped, not counted. */
     tu_write("sampler-status-9.json", "[1, 2]");
     assert_int_equal(ph_run_sample_verdict(fd, why, sizeof why), 2);
+    /* A FIFO by a status's name (the container wrote the dir): skipped,
+     * never waited on. */
+    assert_int_equal(mkfifo("sampler-status-6.json", 0600), 0);
+    assert_int_equal(ph_run_sample_verdict(fd, why, sizeof why), 2);
     /* The program it started has samples: the run is fine. */
     tu_write("sampler-status-8.json", "{\"pid\": 8, \"program\": \"/usr/bin/python3\", \"state\": "
                                       "\"terminated\", \"samples\": 42, \"reason\": \"\"}\n");
