@@ -84,7 +84,8 @@ overlap() {
         # enough to be still streaming when the signal comes
         dk exec "${PH_TEST_PROJECT}-$svc-strace" sh -c "head -c 400000000 /dev/zero > /opt/profiling/$svc/big"
     done
-    env --default-signal=INT,TERM "$PH" -f "$REPO/compose.yaml" -p "$PH_TEST_PROJECT" \
+    demo_compose # the copy without the dependency: both services in one wave
+    env --default-signal=INT,TERM "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" \
         --profiles "$PH_PROFILES" -o "$OUT" stop front worker > "$BATS_TEST_TMPDIR/int.out" 2>&1 &
     pid=$!
     WAIT_SECONDS=120 wait_for bash -c "ls -A '$OUT/front' '$OUT/worker' 2>/dev/null | grep -c '^\.incoming-' | grep -qx 2"
