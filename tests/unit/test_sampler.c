@@ -632,7 +632,9 @@ test_short_threads_sampled_above_the_tick(void **state)
     assert_non_null(f);
     in_main = samples_with(f, ";main_thread_work", NULL, NULL);
     in_short = samples_with(f, ";short_thread_work", NULL, NULL);
-    if (in_main < 200 || in_short < 0.75 * in_main)
+    /* half: what the wake-up is for (2 % without it); under a CPU hog the
+     * writer's wake-up is itself delayed, and 70 % was seen */
+    if (in_main < 200 || in_short < 0.5 * in_main)
         fail_msg("short threads got %.0f samples for the main thread's %.0f of the same work", in_short, in_main);
 }
 
