@@ -91,11 +91,11 @@ walk(const ph_ynode *n, int depth, unsigned mark)
 {
     int tallest = -1;
 
-    if (depth > PH_YAML_MAX_DEPTH)
-        abort();
     probe(n);
     if (n->kind == PH_Y_SCALAR)
-        return;
+        return; /* a scalar is in DEPTH - 1 collections: 64 around it are allowed */
+    if (depth > PH_YAML_MAX_DEPTH)
+        abort();
     if (n->mark == mark)
         return;
     ((ph_ynode *)n)->mark = mark;
