@@ -120,6 +120,15 @@ fuzz-smoke: deps
 test-sanitize: build engine
     scripts/test-sanitize.sh
 
+# the unit suites RUNS times in a row next to a busy loop per CPU; a flaky test shows here
+soak-unit RUNS="20": build
+    make -j2 tests-build
+    tests/soak.sh -n {{RUNS}} -- tests/run-unit.sh build/tests/test_*
+
+# the end-to-end suite RUNS times in a row next to a busy loop per CPU
+soak-e2e RUNS="5": build engine
+    tests/soak.sh -n {{RUNS}} -- tests/run-bats.sh tests/*.bats
+
 # the mutation check: one-line bugs from tests/mutants/*.txt, each must be caught
 mutants *MODULES: deps
     tests/mutants.sh {{MODULES}}
