@@ -161,6 +161,20 @@ ph_exec_planted() {
     [[ "$output" == *"nothing to stop"* ]]
 }
 
+@test "an output path that is a file: stop says so and names -o; the container is untouched" {
+    start_worker
+    : > "$BATS_TEST_TMPDIR/afile"
+    OUT=$BATS_TEST_TMPDIR/afile run ph stop worker
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"\`$BATS_TEST_TMPDIR/afile\` is not a directory"* ]]
+    [[ "$output" == *"point -o at a directory"* ]]
+    [ "$(dk inspect -f '{{.State.Running}}' "$CTR")" = true ]
+    [ ! -s "$BATS_TEST_TMPDIR/afile" ]
+    run ph stop worker
+    [ "$status" -eq 0 ]
+}
+
 @test "a container created but never started (an interrupted start) does not block stop or restore" {
     dk create --name "$CTR" --label "io.profharness.project=$PH_TEST_PROJECT" \
         --label io.profharness.service=worker --label io.profharness.mode=strace \

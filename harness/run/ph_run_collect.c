@@ -100,6 +100,10 @@ open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
     if (ph_run_mkdir_p(r->opts.out_dir, err) < 0)
         return -1;
     out = open(r->opts.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (out < 0 && errno == ENOTDIR) {
+        ph_fail(err, 0, "the output directory `%s` is not a directory", r->opts.out_dir);
+        return ph_error_hint(err, "point -o at a directory (it is created if missing), or move the file away");
+    }
     if (out < 0)
         return ph_fail(err, errno, "open `%s`", r->opts.out_dir);
     if (mkdirat(out, service, 0755) == 0)
