@@ -123,11 +123,12 @@ main(int argc, char **argv)
     /* Each repeatable option takes at most every argument. */
     const char **files = calloc((size_t)argc + 1, sizeof *files), **env_files = calloc((size_t)argc + 1, sizeof *files),
                **profiles = calloc((size_t)argc + 1, sizeof *files);
-    int c, first;
+    int c, first, rc = 2;
 
     if (files == NULL || env_files == NULL || profiles == NULL) {
         fprintf(stderr, "profharness: out of memory\n");
-        return 1;
+        rc = 1;
+        goto out;
     }
     g.compose.files = files;
     g.compose.env_files = env_files;
@@ -147,32 +148,28 @@ main(int argc, char **argv)
         case 'o': g.out_dir = optarg; break;
         case 'p': g.project = g.compose.project = optarg; break;
         case 'v': ph_log_set_level(PH_LOG_DEBUG); break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("profharness %s\n", PH_VERSION); return 0;
+        case 'h': usage(stdout); rc = 0; goto out;
+        case 'V': printf("profharness %s\n", PH_VERSION); rc = 0; goto out;
         case 'C': ph_engine_set_context(optarg); break;
         case 'T':
             if (ph_cli_timings_set(optarg ? optarg : "1") < 0) {
                 fprintf(stderr, "profharness: --timings=`%s`: expected --timings or --timings=sorted\n", optarg);
-                return 2;
+                goto out;
             }
             break;
-        default: usage(stderr); return 2;
+        default: usage(stderr); goto out;
         }
     }
     if (optind >= argc) {
         usage(stderr);
-        return 2;
+        goto out;
     }
     first = optind;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[first], commands[i].name) == 0) {
             optind = 0; /* GNU getopt: 0 re-initialises for the subcommand's own options */
-            int rc = ph_cli_run_timed(commands[i].name, commands[i].fn, &g, argc - first, argv + first);
-
-            free(files);
-            free(env_files);
-            free(profiles);
-            return rc;
+            rc = ph_cli_run_timed(commands[i].name, commands[i].fn, &g, argc - first, argv + first);
+            goto out;
         }
     }
     {
@@ -187,8 +184,9 @@ main(int argc, char **argv)
         else
             fprintf(stderr, "profharness: unknown command `%s` (see profharness --help)\n", argv[first]);
     }
+out:
     free(files);
     free(env_files);
     free(profiles);
-    return 2;
+    return rc;
 }
