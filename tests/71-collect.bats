@@ -77,6 +77,25 @@ last_snapshot() { ls -d "$OUT/$1"/*-snapshot-* | sort | tail -1; }
     cat "$OUT/wrapped/latest"/stacks-*.folded | grep -q spin
 }
 
+@test "collect: a status of a sampled process that was killed without a word is not waited for" {
+    run cph start --mode flamegraph wrapped
+    [ "$status" -eq 0 ]
+    wait_log "$PH_TEST_PROJECT-wrapped-flamegraph" retitled
+    # What a process SIGKILLed mid-run leaves: a status saying "running"
+    # that no process will ever update (no such pid in the container).
+    dk exec "$PH_TEST_PROJECT-wrapped-flamegraph" sh -c 'printf "%s\n" \
+        "{\"pid\": 999999, \"ppid\": 1, \"program\": \"/gone\", \"followed\": false, \"state\": \"running\", \"samples\": 3, \"snapshot_request\": 0, \"reason\": \"\"}" \
+        > /opt/profiling/wrapped/sampler-status-999999.json'
+    run cph collect wrapped
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"no snapshot within"* && "$output" != *"could not make"* ]]
+    ls "$(last_snapshot wrapped)"/stacks-*.folded
+    running "$PH_TEST_PROJECT-wrapped-flamegraph"
+    run cph stop wrapped
+    [ "$status" -eq 0 ]
+}
+
 @test "collect: callgrind dumps without harming a service that rewrote its environment" {
     run cph start --mode callgrind retitle
     [ "$status" -eq 0 ]

@@ -96,6 +96,8 @@ ph_run_snapshot_request(ph_run *r, json_t *c)
         goto out;
     }
     if (code != 0) {
+        while (o.len > 0 && (o.buf[o.len - 1] == '\n' || o.buf[o.len - 1] == '\r'))
+            o.buf[--o.len] = '\0'; /* the line's end, not part of what it said */
         ph_warn("%s: `%s` (%s's dump) exited with %ld: %s; collecting what there is", service, argv[0], p->name,
                 code, o.len ? ph_escape(esc, sizeof esc, o.buf) : "no output");
         goto out;
