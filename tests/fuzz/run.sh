@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run.sh - build and run the libFuzzer targets of tests/fuzz/.
 #
-#   tests/fuzz/run.sh TARGET [SECONDS]   fuzz one target (default 60 s), niced,
-#       one process.  The corpus grows in build-fuzz/corpus/TARGET (seeded from
+#   tests/fuzz/run.sh TARGET [SECONDS]   fuzz one target (default 60 s), niced
+#       (PH_FUZZ_NICE, default 10; 0 makes it a CPU hog beside a soak), one
+#       process.  The corpus grows in build-fuzz/corpus/TARGET (seeded from
 #       tests/fuzz/seeds/TARGET), crashes are saved in build-fuzz/crashes/TARGET/
 #       (crash-<sha1>, leak-…, timeout-…, oom-…), and one line of figures is
 #       appended to build-fuzz/figures.tsv: date, target, seconds, CPU seconds,
@@ -88,7 +89,7 @@ fuzz() {
     before=$(find "$crashes" -type f | wc -l)
     echo "fuzz_$t: ${secs}s, corpus $corpus, crashes in $crashes/, log $log" >&2
     # /usr/bin/time: the CPU seconds the target used, for the figures.
-    /usr/bin/time -f '%U %S' -o "$log.time" nice -n 10 "$F/fuzz_$t" -max_total_time="$secs" -timeout=10 \
+    /usr/bin/time -f '%U %S' -o "$log.time" nice -n "${PH_FUZZ_NICE:-10}" "$F/fuzz_$t" -max_total_time="$secs" -timeout=10 \
         -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$crashes/" $(dict_args "$t") \
         "$corpus" "tests/fuzz/seeds/$t" >"$log" 2>&1
     rc=$?
