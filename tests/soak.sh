@@ -29,8 +29,15 @@ case $runs$hogs in *[!0-9]*) echo "soak: RUNS and K must be whole numbers" >&2; 
 mkdir -p "$keep" || exit 1
 
 pids=()
-stop_hogs() { [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; }
-trap stop_hogs EXIT
+cmd_pid=
+# On exit, the hogs go, and so does a run still going (its whole process
+# group: a test suite leaves no bats or harness behind).
+stop_all() {
+    [ -z "$cmd_pid" ] || kill -TERM -- "-$cmd_pid" 2>/dev/null
+    [ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null
+    wait 2>/dev/null
+}
+trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 for _ in $(seq 1 "$hogs"); do
@@ -43,8 +50,11 @@ cmd="$*"; [ ${#cmd} -le 80 ] || cmd="${cmd:0:77}..."
 echo "soak: $runs runs of '$cmd' next to $hogs busy loop(s); logs in $keep"
 for i in $(seq 1 "$runs"); do
     t0=$(date +%s)
-    "$@" >"$keep/run-$i.log" 2>&1
+    setsid "$@" >"$keep/run-$i.log" 2>&1 &
+    cmd_pid=$!
+    wait "$cmd_pid"
     rc=$?
+    cmd_pid=
     secs=$(( $(date +%s) - t0 ))
     load=$(cut -d' ' -f1 /proc/loadavg)
     if [ "$rc" -eq 0 ]; then
