@@ -84,18 +84,6 @@ group_teardown(void **state)
     return 0;
 }
 
-static ph_profile_set profiles;
-
-static const ph_profile_set *
-load_profiles(void)
-{
-    ph_error_t err = NULL;
-
-    if (profiles.n == 0 && ph_profiles_load_dir("profiles", &profiles, &err) < 0)
-        fail_msg("%s", err->msg);
-    return &profiles;
-}
-
 /* Write the report of RUN (under out/SERVICE/) and return its summary. */
 static json_t *
 report(const char *service, const char *run, ph_report_headline *h)
@@ -106,7 +94,7 @@ report(const char *service, const char *run, ph_report_headline *h)
     json_t *j;
 
     snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
-    if (ph_report_write_run(dir, load_profiles(), h, &err) < 0)
+    if (ph_report_write_run(dir, rt_profiles(), h, &err) < 0)
         fail_msg("report: %s", err->msg);
     snprintf(path, sizeof path, "%s/summary.json", dir);
     j = json_load_file(path, 0, &je);
@@ -542,7 +530,7 @@ compare(const char *a, const char *b, const char *const *fail_if, size_t n, int 
     snprintf(pa, sizeof pa, "%s/%s", out_dir, a);
     snprintf(pb, sizeof pb, "%s/%s", out_dir, b);
     snprintf(html, sizeof html, "%s/compare.html", test_dir);
-    rc = ph_compare_runs(pa, pb, load_profiles(), &o, f, failed, err);
+    rc = ph_compare_runs(pa, pb, rt_profiles(), &o, f, failed, err);
     fclose(f);
     return rc;
 }
@@ -756,6 +744,6 @@ main(void)
     };
     int rc = cmocka_run_group_tests_name("report", tests, group_setup, group_teardown);
 
-    ph_profiles_free(&profiles);
+    rt_profiles_free();
     return rc;
 }
