@@ -80,10 +80,11 @@ group_setup(void **state)
                 d));
     d = run_dir(ST_B, NULL, NULL);
     free(rt_run(NULL, "strace -f -tt -T -e trace=all -s 256 -o %s/strace.log " WORK " sys 2>&1", d));
-    /* 1,000 samples, then 1,200: hot 60 % -> 75 %, cold 40 % -> 25 %;
-     * main and work are on every stack in both (100 % -> 100 %) */
-    run_dir(FL_A, "stacks-20261122T101600Z-1.folded", "main-thread;main;work;hot 600\nmain-thread;main;work;cold 400\n");
-    run_dir(FL_B, "stacks-20261122T111600Z-1.folded", "main-thread;main;work;hot 900\nmain-thread;main;work;cold 300\n");
+    /* 1,000 samples, then 1,200: hot (a leaf under work) 60 % -> 75 %, cold
+     * (a leaf under main) 40 % -> 25 %; main is on every stack in both
+     * (100 % -> 100 %) and never the leaf */
+    run_dir(FL_A, "stacks-20261122T101600Z-1.folded", "main-thread;main;work;hot 600\nmain-thread;main;cold 400\n");
+    run_dir(FL_B, "stacks-20261122T111600Z-1.folded", "main-thread;main;work;hot 900\nmain-thread;main;cold 300\n");
     run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
     run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
     return 0;
@@ -312,30 +313,30 @@ static void
 test_compare_flame(void **state)
 {
     const char *conds[] = { "samples>+10%", "samples[cold]<-10%", "self[hot]>+30%", "samples[hot]>70",
-                            "samples>+1000" };
+                            "samples>+1000", "self[main]>0", "samples[main]<100", "samples[work]>+20%" };
     char *out = NULL, *failed = NULL, *l;
     json_t *j = compare_json(FL_A, FL_B), *t;
 
     (void)state;
-    assert_int_equal(compare(FL_A, FL_B, conds, 5, PH_COMPARE_TEXT, &out, &failed), 1);
+    assert_int_equal(compare(FL_A, FL_B, conds, 8, PH_COMPARE_TEXT, &out, &failed), 1);
     /* samples is a count, not a share */
     l = line_of(out, "samples");
     assert_non_null(strstr(l, "1,000"));
     assert_non_null(strstr(l, "1,200"));
     assert_null(strstr(l, "%  "));
     assert_non_null(strstr(l, "+20.0 %"));
-    /* what changed, and only that: main and work are 100 % in both */
-    assert_null(strstr(out, "\n  work "));
+    /* what changed, and only that: main is 100 % in both */
     assert_null(strstr(out, "\n  main "));
     assert_non_null(strstr(line_of(out, "hot"), "60.00 %"));
     assert_non_null(strstr(line_of(out, "cold"), "25.00 %"));
     t = table(j, "share of samples on the stack");
-    assert_int_equal(json_integer_value(json_object_get(t, "changed")), 2);
-    assert_null(row(t, "work"));
+    assert_int_equal(json_integer_value(json_object_get(t, "changed")), 3);
     assert_null(row(t, "main"));
+    assert_true(num(row(t, "work"), "a") == 60 && num(row(t, "work"), "b") == 75);
     assert_true(num(row(t, "hot"), "a") == 60 && num(row(t, "hot"), "b") == 75);
     t = table(j, "share of samples on CPU");
     assert_int_equal(json_integer_value(json_object_get(t, "changed")), 2);
+    assert_null(row(t, "work")); /* never the leaf */
     assert_true(num(row(t, "cold"), "a") == 40 && num(row(t, "cold"), "b") == 25);
     t = row(json_object_get(j, "totals"), "samples");
     assert_true(num(t, "a") == 1000 && num(t, "b") == 1200);
@@ -345,6 +346,9 @@ test_compare_flame(void **state)
     assert_null(strstr(failed, "self[hot]"));
     assert_non_null(strstr(failed, "--fail-if samples[hot]>70: samples[hot] went from 60.00 % to 75.00 %"));
     assert_null(strstr(failed, "samples>+1000"));
+    /* main is on every stack (100 %) and never the leaf (0 %) */
+    assert_null(strstr(failed, "[main]"));
+    assert_non_null(strstr(failed, "--fail-if samples[work]>+20%: samples[work] went from 60.00 % to 75.00 %"));
     json_decref(j);
     free(out);
     free(failed);

@@ -8,6 +8,7 @@
 #include "report_test_util.h"
 
 #include <jansson.h>
+#include <math.h>
 
 #include "ph_flame.h"
 #include "ph_fmt.h"
@@ -237,6 +238,18 @@ test_strace_report(void **state)
     assert_int_equal(json_integer_value(json_object_get(st, "errors")), strtoll(e, NULL, 10));
     json_array_foreach(json_object_get(st, "syscalls"), i, s) sum += json_integer_value(json_object_get(s, "calls"));
     assert_int_equal(sum, strtoll(n, NULL, 10));
+    /* each syscall's longest call, as awk finds it in the log */
+    json_array_foreach(json_object_get(st, "syscalls"), i, s) {
+        const char *name = json_string_value(json_object_get(s, "name"));
+        char *mx = rt_must("awk '{ b = $0; sub(/^[0-9]+ +[0-9:.]+ /, \"\", b); n = b;"
+                           "       if (b ~ /^<\\.\\.\\. /) { n = substr(b, 6); sub(/ .*/, \"\", n) } else sub(/\\(.*/, \"\", n);"
+                           "       if (n == \"%s\" && match(b, /<[0-9]+\\.[0-9]+>$/)) { t = substr(b, RSTART + 1, RLENGTH - 2) + 0;"
+                           "           if (t > m) m = t } } END { printf \"%%.6f\", m }' %s/worker/20261122T131500Z-strace/strace.log",
+                           name, out_dir);
+        if (fabs(json_real_value(json_object_get(s, "max_seconds")) - strtod(mx, NULL)) > 5e-7)
+            fail_msg("%s: max %.6f s, awk %s s", name, json_real_value(json_object_get(s, "max_seconds")), mx);
+        free(mx);
+    }
     assert_int_equal(json_array_size(json_object_get(st, "slowest")), 20);
     assert_non_null(strstr(h.text, " syscalls in "));
     assert_non_null(strstr(h.text, " errors"));

@@ -126,42 +126,62 @@ test_read_file_at(void **state)
     close(dfd);
 }
 
-/* The report of a run whose container planted a 20 MB ph-exit.json and
- * convert.json (JSON to the end): written, both said to be refused,
- * neither read. */
-static void
-test_report_refuses_huge_records(void **state)
+#define RUN "front/20261122T101500Z-strace"
+
+/* Write RUN's report; the problems it says, one a line, into OUT (static).
+ * *READ gets how many bytes this took to read. */
+static const char *
+report_problems(unsigned long long *read)
 {
-    const char *dir = rt_path("front/20261122T101500Z-strace");
-    char problems[4096] = "";
+    static char out[4096];
     ph_report_headline h;
     ph_error_t err = NULL;
-    unsigned long long before;
+    unsigned long long before = rchar();
     json_t *sum, *p;
     size_t i;
 
+    if (ph_report_write_run(rt_path(RUN), NULL, &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    *read = rchar() - before;
+    sum = json_load_file(rt_path(RUN "/summary.json"), 0, NULL);
+    assert_non_null(sum);
+    out[0] = '\0';
+    json_array_foreach(json_object_get(sum, "problems"), i, p) {
+        strncat(out, json_string_value(p), sizeof out - strlen(out) - 2);
+        strcat(out, "\n");
+    }
+    json_decref(sum);
+    return out;
+}
+
+/* The report of a run whose container planted a 20 MB ph-exit.json and
+ * convert.json (JSON to the end): written, both said to be refused,
+ * neither read; a link by such a name is not followed. */
+static void
+test_report_refuses_huge_records(void **state)
+{
+    unsigned long long read;
+    const char *problems;
+
     (void)state;
     assert_int_equal(mkdir(rt_path("front"), 0755), 0);
-    assert_int_equal(mkdir(dir, 0755), 0);
-    make_file("front/20261122T101500Z-strace/run.json",
+    assert_int_equal(mkdir(rt_path(RUN), 0755), 0);
+    make_file(RUN "/run.json",
               "{\"service\": \"front\", \"mode\": \"strace\", \"run\": \"20261122T101500Z-strace\", "
               "\"completion\": null}\n", 0);
-    make_big_json("front/20261122T101500Z-strace/ph-exit.json", BIG);
-    make_big_json("front/20261122T101500Z-strace/convert.json", BIG);
-    before = rchar();
-    if (ph_report_write_run(dir, NULL, &h, &err) < 0)
-        fail_msg("report: %s", err->msg);
-    assert_true(rchar() - before < (1u << 20));
-    sum = json_load_file(rt_path("front/20261122T101500Z-strace/summary.json"), 0, NULL);
-    assert_non_null(sum);
-    json_array_foreach(json_object_get(sum, "problems"), i, p) {
-        strncat(problems, json_string_value(p), sizeof problems - strlen(problems) - 2);
-        strcat(problems, "\n");
-    }
+    make_big_json(RUN "/ph-exit.json", BIG);
+    make_big_json(RUN "/convert.json", BIG);
+    problems = report_problems(&read);
+    assert_true(read < (1u << 20));
     if (strstr(problems, "`ph-exit.json` is 20971520 bytes (limit 65536)") == NULL ||
         strstr(problems, "`convert.json` is 20971520 bytes (limit 65536)") == NULL)
         fail_msg("problems: %s", problems);
-    json_decref(sum);
+
+    assert_int_equal(unlink(rt_path(RUN "/convert.json")), 0);
+    assert_int_equal(symlink("run.json", rt_path(RUN "/convert.json")), 0);
+    problems = report_problems(&read);
+    if (strstr(problems, "`convert.json` is a symbolic link") == NULL)
+        fail_msg("problems: %s", problems);
 }
 
 /* The index reads run.json and summary.json only: how long a run ran and

@@ -299,8 +299,9 @@ test_escape_bounded(void **state)
     assert_string_equal(big, "");
 }
 
-/* Text for stdout: every line escaped whole (no "..." however long), the
- * newlines kept. */
+/* Text for stdout: every line escaped whole (no "..." however long: 300
+ * bytes that grow past the stack buffer, 3,000 past any), the newlines
+ * kept. */
 static void
 test_escape_write(void **state)
 {
@@ -311,14 +312,16 @@ test_escape_write(void **state)
     (void)state;
     memset(big, 0x1b, sizeof big);
     assert_int_equal(ph_escape_write(f, "a\x1b]0;t\x07\nb\\c\n\n", 13, PH_ESCAPE_BACKSLASH), 0);
+    assert_int_equal(ph_escape_write(f, big, 300, 0), 0);
+    assert_int_equal(ph_escape_write(f, "\n", 1, 0), 0);
     assert_int_equal(ph_escape_write(f, big, sizeof big, 0), 0);
     assert_int_equal(ph_escape_printf(f, "\n%s: %d\n", "\x9b\xc2\x85x", 7), 0);
     fclose(f);
-    want = malloc(64 + 4 * sizeof big);
+    want = malloc(64 + 4 * (300 + sizeof big));
     assert_non_null(want);
     strcpy(want, "a\\x1b]0;t\\x07\nb\\\\c\n\n");
-    for (size_t i = 0; i < sizeof big; i++)
-        strcat(want + strlen(want), "\\x1b");
+    for (size_t i = 0; i < 300 + sizeof big; i++)
+        strcat(want + strlen(want), i == 300 ? "\n\\x1b" : "\\x1b");
     strcat(want, "\n\\x9b\\u0085x: 7\n");
     assert_int_equal(len, strlen(want));
     assert_string_equal(out, want);
