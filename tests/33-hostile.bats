@@ -48,6 +48,9 @@ no_controls() {
     meta="$OUT/worker/latest/run.json"
     [ "$(stat -c %s "$meta")" -lt 100000 ]
     jq -e '.completion == null and (.completion_problem | test("65536|64 KiB"))' "$meta"
+    # the report refused it unread too, and says so
+    jq -e '.problems | map(test("ph-exit.json` is [0-9]+ bytes \\(limit 65536\\)")) | any' \
+        "$OUT/worker/latest/summary.json"
 }
 
 @test "a completion record that is JSON but not the shim's is refused; its strings never reach the terminal raw" {
