@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "ph_lines.h"
+#include "ph_util.h"
 
 /* Names a run dir has that are not artifacts. */
 static const char *const not_artifacts[] = { "run.json",          "ph-exit.json",       PH_REPORT_HTML,
@@ -74,24 +76,45 @@ ph_rundata_files(const ph_rundata *rd, const char *kind, const ph_artifact **out
     return n;
 }
 
-static json_t *
-load_json(ph_rundata *rd, const char *name)
+json_t *
+ph_report_load_json(const char *dir, const char *name, size_t max, char *problem, size_t len)
 {
-    char path[PATH_MAX + 64];
+    ph_cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ph_cleanup_free char *buf = NULL;
+    size_t n = 0;
+    ph_error_t err = NULL;
     json_error_t je;
     json_t *j;
-    struct stat st;
 
-    snprintf(path, sizeof path, "%s/%s", rd->dir, name);
-    if (stat(path, &st) < 0)
+    if (problem != NULL && len > 0)
+        problem[0] = '\0';
+    if (dfd < 0)
         return NULL;
-    j = json_load_file(path, 0, &je);
+    if (ph_read_file_at(dfd, name, max, &buf, &n, &err) < 0) {
+        if (problem != NULL && err->errnum != ENOENT)
+            snprintf(problem, len, "%s", err->msg); /* it names the file */
+        ph_error_free(&err);
+        return NULL;
+    }
+    j = json_loadb(buf, n, 0, &je);
     if (j == NULL || !json_is_object(j)) {
-        ph_rundata_problem(rd, "%s cannot be read: %s (line %d)", name, j ? "not a JSON object" : je.text,
-                           j ? 0 : je.line);
+        if (problem != NULL)
+            snprintf(problem, len, "%s cannot be read: %s (line %d)", name, j ? "not a JSON object" : je.text,
+                     j ? 0 : je.line);
         json_decref(j);
         return NULL;
     }
+    return j;
+}
+
+static json_t *
+load_json(ph_rundata *rd, const char *name, size_t max)
+{
+    char problem[PATH_MAX + 512];
+    json_t *j = ph_report_load_json(rd->dir, name, max, problem, sizeof problem);
+
+    if (j == NULL && problem[0])
+        ph_rundata_problem(rd, "%s", problem);
     return j;
 }
 
@@ -472,9 +495,9 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
     if (rd->n_arts > 1) /* qsort takes no NULL, even for none */
         qsort(rd->arts, rd->n_arts, sizeof *rd->arts, cmp_art);
 
-    rd->run = load_json(rd, "run.json");
-    rd->exit = load_json(rd, "ph-exit.json");
-    rd->convert = load_json(rd, "convert.json");
+    rd->run = load_json(rd, "run.json", PH_RD_OWN_JSON_MAX);
+    rd->exit = load_json(rd, "ph-exit.json", PH_SMALL_JSON_MAX);
+    rd->convert = load_json(rd, "convert.json", PH_SMALL_JSON_MAX);
     rd->attached_to = rd->run ? json_string_value(json_object_get(rd->run, "attached_to")) : NULL;
     guess_names(rd);
 

@@ -21,6 +21,7 @@
 #include "ph_error.h"
 #include "ph_profile.h"
 #include "ph_tar.h"
+#include "ph_util.h"
 
 #define PH_LABEL_PROJECT "io.profharness.project"
 #define PH_LABEL_SERVICE "io.profharness.service"
@@ -37,7 +38,7 @@
 
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
-#define PH_RECORD_MAX    65536                     /* larger is no record of ours */
+#define PH_RECORD_MAX    PH_SMALL_JSON_MAX         /* larger is no record of ours */
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds, with the */
 #define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
 #define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
