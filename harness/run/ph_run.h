@@ -42,6 +42,7 @@
 #define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
 #define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 #define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
+#define PH_PERF_MAPS     "perf-maps"               /* in OUT/<service>: the run's JIT maps, perf-<pid>.map */
 #define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
 #define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
 
