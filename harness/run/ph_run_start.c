@@ -426,6 +426,62 @@ create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, 
     return 0;
 }
 
+/* Whether NOTE was said of this Engine before: it is looked up, and
+ * added, in the user's cache ($XDG_CACHE_HOME or ~/.cache, profharness/
+ * engine-<ID>), the Engine's ID from /info.  What an Engine lacks is its
+ * own fact, the same for every start and attach on it: told once, on the
+ * first, is enough.  Any failure (no cache, no ID) says it again. */
+static int
+engine_said_before(ph_run *r, const char *note)
+{
+    ph_engine *e;
+    json_t *info = NULL;
+    const char *id, *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[PATH_MAX], path[PATH_MAX], line[512];
+    long status = 0;
+    int said = 0;
+    FILE *f;
+
+    if (ph_run_engine(r, &e, NULL) < 0 || ph_engine_request(e, "GET", "/info", NULL, &info, &status, NULL) < 0)
+        return 0;
+    id = json_string_value(json_object_get(info, "ID"));
+    if (base != NULL && base[0] == '/')
+        snprintf(dir, sizeof dir, "%s/profharness", base);
+    else if (home != NULL && home[0] == '/')
+        snprintf(dir, sizeof dir, "%s/.cache/profharness", home);
+    else
+        dir[0] = '\0';
+    if (id == NULL || id[0] == '\0' || dir[0] == '\0' || strlen(note) >= sizeof line - 1) {
+        json_decref(info);
+        return 0;
+    }
+    /* the ID's colons and any other byte but [A-Za-z0-9] become '-' */
+    snprintf(path, sizeof path, "%s/engine-", dir);
+    for (size_t n = strlen(path), i = 0; id[i] && n + 1 < sizeof path; i++, n++) {
+        unsigned char ch = (unsigned char)id[i];
+        path[n] = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? (char)ch : '-';
+        path[n + 1] = '\0';
+    }
+    json_decref(info);
+    if ((f = fopen(path, "re")) != NULL) {
+        while (!said && fgets(line, sizeof line, f) != NULL) {
+            line[strcspn(line, "\n")] = '\0';
+            said = strcmp(line, note) == 0;
+        }
+        fclose(f);
+    }
+    for (char *sl = dir + 1; !said && (sl = strchr(sl, '/')) != NULL; sl++) { /* mkdir -p */
+        *sl = '\0';
+        mkdir(dir, 0700);
+        *sl = '/';
+    }
+    if (!said && (mkdir(dir, 0700) == 0 || errno == EEXIST) && (f = fopen(path, "ae")) != NULL) {
+        fprintf(f, "%s\n", note);
+        fclose(f);
+    }
+    return said;
+}
+
 int
 ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg, const ph_strv *if_known,
                             char **id_out, ph_error_t *err)
@@ -445,7 +501,16 @@ ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, js
     for (size_t i = before; i < before + added; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i > before ? ", " : "",
                  json_string_value(json_array_get(caps, i)));
-    ph_info("%s: this Engine does not know %s; running without (%s)", s ? s->name : name, list, (*err)->msg);
+    {
+        char note[300];
+
+        snprintf(note, sizeof note, "unknown capabilities: %s", list);
+        if (engine_said_before(r, note))
+            ph_debug("%s: this Engine does not know %s; running without", s ? s->name : name, list);
+        else
+            ph_info("%s: this Engine does not know %s; running without (%s; said once per Engine)",
+                    s ? s->name : name, list, (*err)->msg);
+    }
     ph_error_free(err);
     while (json_array_size(caps) > before)
         json_array_remove(caps, json_array_size(caps) - 1);
@@ -663,4 +728,3 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
     free(sl.v);
     return rc;
 }
-

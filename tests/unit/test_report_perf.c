@@ -152,6 +152,11 @@ test_perf_run(void **state)
     assert_string_equal(json_string_value(json_object_get(pm, "unit")), "nanoseconds");
     assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "name")),
                         "front_checksum_payload");
+    /* the counts are nanoseconds: the tables print times, with units */
+    assert_non_null(strstr(html, "data-v=\"600000000\">600 ms</td>"));
+    assert_non_null(strstr(html, "data-v=\"667334664\">667 ms</td>")); /* main's total */
+    assert_null(strstr(html, ">600 M</td>"));
+    assert_non_null(strstr(html, "self time"));
     /* perf.data is listed as what it is */
     assert_non_null(strstr(html, "perf.data</td><td>perf</td>"));
     assert_non_null(strstr(html, "333 samples of cpu-clock:uhpppH"));
