@@ -95,6 +95,12 @@ int ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
+/* The way down after restore: stop SERVICES, whatever runs them, as
+ * `docker compose stop` would (dependants first; the service's stop
+ * signal and grace): a profiled container is stopped and collected as
+ * `stop` does, a plain one of ours (restore's) stopped and removed,
+ * docker compose's own stopped and kept. */
+int ph_run_down(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
 /* The service's output: its containers' (compose's too), else the newest
  * run's service.log. */

@@ -728,3 +728,42 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
     free(sl.v);
     return rc;
 }
+
+
+int
+ph_run_down(ph_run *r, char **services, int n, ph_error_t *err)
+{
+    ph_svc_list sl;
+    int rc, downed = 0;
+
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    ph_run_order_dependants_first(r, &sl); /* as compose stops them */
+    /* a profiled run is collected first, as stop does: down never loses one */
+    rc = ph_run_stop_services(r, &sl, 1, err);
+    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
+        json_t *list = NULL, *c;
+        size_t k;
+
+        if ((rc = ph_run_list(r, sl.v[i]->name, &list, err)) < 0)
+            break;
+        json_array_foreach(list, k, c) {
+            const char *id = json_string_value(json_object_get(c, "Id"));
+            int running = ph_run_is_running(c);
+
+            if (!running && ph_run_by_compose(c))
+                continue; /* compose's, already stopped */
+            if ((rc = remove_plain(r, c, err)) < 0)
+                break;
+            if (!ph_run_by_compose(c))
+                ph_info("%s: %s container %.12s", sl.v[i]->name, running ? "stopped and removed" : "removed", id);
+            downed++;
+        }
+        json_decref(list);
+    }
+    if (rc == 0 && downed == 0)
+        ph_info("nothing to take down: no container of %s runs in project `%s`", n > 0 ? "those services" : "its services",
+                r->compose->project);
+    free(sl.v);
+    return rc;
+}
