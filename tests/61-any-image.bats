@@ -31,9 +31,11 @@ teardown_file() { common_teardown_file; }
     run pha setup
     [ "$status" -eq 0 ]
     [[ "$output" == *"static: ready"*"package manager none, C library none"* ]]
-    [[ "$output" == *"distroless: ready"*"package manager none, C library glibc"* ]]
+    [[ "$output" == *"distroless: ready"*"package manager none, C library glibc)"* ]]
+    # the loader is there, the program does not use it: setup says so
+    [[ "$output" == *"staticglibc: ready"*"C library glibc; its program /usr/local/bin/anyimg is static: not for modes that preload, flamegraph)"* ]]
     # what was found is on the profiling images, so later starts ask nothing
-    for svc in static distroless; do
+    for svc in static distroless staticglibc; do
         img=$(dk images --format '{{.Repository}}:{{.Tag}}' "profharness-anyimg-$svc-profiling" | head -n 1)
         [ -n "$img" ]
         [ "$(dk image inspect -f '{{index .Config.Labels "io.profharness.pm"}}' "$img")" = none ]
@@ -140,4 +142,20 @@ hot_on_top() {
     echo "$output" | grep -E '^perf +yes +any'
     echo "$output" | grep -E '^flamegraph +no +glibc'
     [[ "$output" == *"massif: valgrind must start the service"* ]]
+}
+
+@test "a static program in an image with glibc: flamegraph is refused before anything is restarted, naming perf" {
+    run pha restore staticglibc
+    [ "$status" -eq 0 ]
+    c=${PH_TEST_PROJECT}-staticglibc-1
+    id=$(dk inspect -f '{{.Id}}' "$c")
+    run pha start --mode flamegraph staticglibc
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"service \`staticglibc\`: mode \`flamegraph\` cannot profile \`/usr/local/bin/anyimg\`: it is statically linked"*"LD_PRELOAD"*"; mode \`perf\` samples any program"* ]]
+    [ "$(echo "$output" | grep -c 'statically linked')" -eq 1 ]
+    # nothing was restarted: the same container runs on, no profiled one
+    [ "$(dk inspect -f '{{.Id}} {{.State.Running}}' "$c")" = "$id true" ]
+    ! project_containers | grep -q -- '-staticglibc-flamegraph'
+    run pha down staticglibc
+    [ "$status" -eq 0 ]
 }
