@@ -357,21 +357,17 @@ read_cb(void *ud, char *buf, size_t len)
     return (ssize_t)n;
 }
 
-/* An image of exactly FILES (empty files: the probe never runs them). */
+/* An image ph-unittest/probe:TAG of DIR (NULL: none) and EXTRA. */
 static void
-import(const char *tag, const char *const *files, size_t n)
+import_tar(const char *tag, const char *dir, const ph_tar_extra *extra, size_t n)
 {
-    ph_tar_extra extra[16];
     ph_error_t err = NULL;
     void *tar = NULL;
     size_t tar_len = 0, m[3];
     long st = 0;
     char path[512];
 
-    assert_true(n <= 16);
-    for (size_t i = 0; i < n; i++)
-        extra[i] = (ph_tar_extra){ .name = files[i], .data = "", .len = 0, .mode = 0755 };
-    assert_int_equal(ph_tar_context_build(NULL, extra, n, 1 << 20, &tar, &tar_len, &err), 0);
+    assert_int_equal(ph_tar_context_build(dir, extra, n, 64 << 20, &tar, &tar_len, &err), 0);
     m[0] = (size_t)tar;
     m[1] = tar_len;
     m[2] = 0;
@@ -380,6 +376,18 @@ import(const char *tag, const char *const *files, size_t n)
                          &err) < 0)
         fail_msg("import: %s", err->msg);
     free(tar);
+}
+
+/* An image of exactly FILES (empty files: the probe never runs them). */
+static void
+import(const char *tag, const char *const *files, size_t n)
+{
+    ph_tar_extra extra[16];
+
+    assert_true(n <= 16);
+    for (size_t i = 0; i < n; i++)
+        extra[i] = (ph_tar_extra){ .name = files[i], .data = "", .len = 0, .mode = 0755 };
+    import_tar(tag, NULL, extra, n);
 }
 
 static void
@@ -454,27 +462,6 @@ test_probe(void **state)
     ph_engine_free(e);
 }
 
-/* An image of the directory DIR as it is (links stay links). */
-static void
-import_dir(const char *tag, const char *dir)
-{
-    ph_error_t err = NULL;
-    void *tar = NULL;
-    size_t tar_len = 0, m[3];
-    long st = 0;
-    char path[512];
-
-    assert_int_equal(ph_tar_context_build(dir, NULL, 0, 64 << 20, &tar, &tar_len, &err), 0);
-    m[0] = (size_t)tar;
-    m[1] = tar_len;
-    m[2] = 0;
-    snprintf(path, sizeof path, "/images/create?fromSrc=-&repo=ph-unittest/probe&tag=%s", tag);
-    if (ph_engine_stream(e, "POST", path, "application/x-tar", read_cb, m, (long long)tar_len, NULL, NULL, 120, &st,
-                         &err) < 0)
-        fail_msg("import: %s", err->msg);
-    free(tar);
-}
-
 /* The program a command runs, found in an image as the kernel would find
  * it (PATH, links, a relative path, a shell wrapper's exec), and whether
  * it is static: the static shim as the app, a dynamic shell beside it. */
@@ -514,7 +501,7 @@ test_program(void **state)
         fail_msg("no Docker Engine answers: %s", err ? err->msg : "?");
     snprintf(tag, sizeof tag, "%d-program", (int)getpid());
     snprintf(ref, sizeof ref, "ph-unittest/probe:%s", tag);
-    import_dir(tag, dir);
+    import_tar(tag, dir, NULL, 0); /* links stay links */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ph_image_program_t p;
 
