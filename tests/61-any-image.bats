@@ -3,7 +3,9 @@
 # distroless-like one (Debian's libc, no shell, no package manager, a
 # non-root user) are profiled under strace and perf from the tools tree,
 # flamegraph runs in the distroless one, and the modes an image cannot
-# have are refused before anything starts, saying why.
+# have are refused before anything starts, saying why: the image's C
+# library, and the program itself (static in a glibc image); perf names a
+# JIT's code from the map the run carries.
 # (tests/data/any-image: the images are built here, no registry.)
 
 load test_helper
@@ -158,4 +160,23 @@ hot_on_top() {
     ! project_containers | grep -q -- '-staticglibc-flamegraph'
     run pha down staticglibc
     [ "$status" -eq 0 ]
+}
+
+@test "perf: JIT frames are named from the perf map the run carries, never a file of this host" {
+    [ "$(uname -m)" = x86_64 ] || skip "jitimg's machine code is x86-64"
+    run pha start --mode perf jit
+    [ "$status" -eq 0 ]
+    jit_ran() { dk logs "${PH_TEST_PROJECT}-jit-perf" 2>&1 | grep -q 'jitimg: 10000 calls'; }
+    wait_for jit_ran
+    run pha stop jit
+    [ "$status" -eq 0 ]
+    run_dir=$(readlink -f "$OUT/jit/latest")
+    # the map the JIT wrote (HotSpot's 0x form) came with the run
+    map=$(ls "$run_dir"/perf-maps/perf-*.map)
+    grep -q '^0x[0-9a-f]* 0x[0-9a-f]* jit_hot_loop(long)$' "$map"
+    # perf script, in the converter, had no such file: the collapser named
+    # the code from the run's map; most of the CPU was there
+    grep -q '^jitimg;.*jit_hot_loop [0-9]*$' "$run_dir/stacks.folded"
+    ! grep -q 'perf-[0-9]*\.map' "$run_dir/stacks.folded"
+    jq -e '.flamegraph.top_self[0].name == "jit_hot_loop" and (.problems | length) == 0' "$run_dir/summary.json"
 }
