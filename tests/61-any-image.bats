@@ -157,7 +157,7 @@ hot_on_top() {
     [ "$(echo "$output" | grep -c 'statically linked')" -eq 1 ]
     # nothing was restarted: the same container runs on, no profiled one
     [ "$(dk inspect -f '{{.Id}} {{.State.Running}}' "$c")" = "$id true" ]
-    ! project_containers | grep -q -- '-staticglibc-flamegraph'
+    [ -z "$(project_containers | grep -- '-staticglibc-flamegraph')" ]
     run pha down staticglibc
     [ "$status" -eq 0 ]
 }
@@ -177,6 +177,6 @@ hot_on_top() {
     # perf script, in the converter, had no such file: the collapser named
     # the code from the run's map; most of the CPU was there
     grep -q '^jitimg;.*jit_hot_loop [0-9]*$' "$run_dir/stacks.folded"
-    ! grep -q 'perf-[0-9]*\.map' "$run_dir/stacks.folded"
+    [ "$(grep -c 'perf-[0-9]*\.map' "$run_dir/stacks.folded")" -eq 0 ]
     jq -e '.flamegraph.top_self[0].name == "jit_hot_loop" and (.problems | length) == 0' "$run_dir/summary.json"
 }

@@ -63,9 +63,11 @@ top_leaf() { sort -t' ' -k2,2n "$1" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//
     [[ "$output" == *"front: $nc samples of cpu-clock"*"of CPU), top front_checksum_payload"* ]]
     [[ "$output" == *"report: "*"$(basename "$run_dir")/report.html"* ]]
     grep -q 'perf.data</td><td>perf</td>' "$run_dir/report.html"
-    # the tables print perf's nanoseconds as times, not bare counts
-    grep -Eq 'data-v="[0-9.e+]+">[0-9.]+ (ns|µs|ms|s)</td>' "$run_dir/report.html"
-    ! grep -Eq 'data-v="[0-9.e+]+">[0-9.]+ [kMG]</td>' "$run_dir/report.html"
+    # the tables print perf's nanoseconds as times, not bare counts (the
+    # hot function's self and total cells)
+    [ "$(grep -Eo 'front_checksum_payload</td><td class="n" data-v="[0-9.e+]+">[0-9.]+ (ms|s)</td>' \
+        "$run_dir/report.html" | wc -l)" -eq 2 ]
+    [ "$(grep -Ec 'data-v="[0-9.e+]+">[0-9.]+ [kMG]</td>' "$run_dir/report.html")" -eq 0 ]
     # the converter is gone
     ! dk ps -a --filter "label=io.profharness.convert" --format '{{.Names}}' | grep -q .
 }

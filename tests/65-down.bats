@@ -54,7 +54,7 @@ events_of() {
     ev=$(events_of "$front" "$since")
     echo "$ev"
     echo "$ev" | grep -qx 'kill 2'
-    ! echo "$ev" | grep -qx 'kill 9'
+    [ "$(echo "$ev" | grep -cx 'kill 9')" -eq 0 ]
     echo "$ev" | grep -qx 'die 0'
     run dph down
     [ "$status" -eq 0 ]
