@@ -25,10 +25,17 @@ teardown_file() {
 dph() { timeout "${PH_TIMEOUT:-900}" "$PH" -f "$DOWN_COMPOSE" -p "$PH_TEST_PROJECT" -o "$OUT" "$@"; }
 dc() { timeout 300 docker-compose -f "$DOWN_COMPOSE" -p "$PH_TEST_PROJECT" "$@"; }
 
-# The signals the Engine delivered to container $1 since $2, and how it died.
+# The signals the Engine delivered to container $1 since $2 (a Unix time)
+# and how it died, once its death is among them (polled).  --until is a
+# second ahead: events of the current second are not all listed before.
 events_of() {
-    dk events --since "$2" --until "$(date +%s)" --filter "container=$1" \
-        --format '{{.Action}} {{index .Actor.Attributes "signal"}}{{index .Actor.Attributes "exitCode"}}'
+    local ev
+    for _ in $(seq 60); do
+        ev=$(dk events --since "$2" --until "$(($(date +%s) + 1))" --filter "container=$1" \
+            --format '{{.Action}} {{index .Actor.Attributes "signal"}}{{index .Actor.Attributes "exitCode"}}')
+        case "$ev" in *die*) break ;; esac
+    done
+    echo "$ev"
 }
 
 @test "down: what restore started is stopped by its stop signal, dependants first, and removed" {
@@ -41,7 +48,7 @@ events_of() {
     [ "$status" -eq 0 ]
     [[ "$output" == *"nothing to stop"* ]]
     [ "$(dk inspect -f '{{.State.Running}}' "$front")" = true ]
-    since=$(date +%s)
+    since=$(($(date +%s) - 1))
     run dph down
     [ "$status" -eq 0 ]
     echo "$output"
