@@ -29,6 +29,7 @@ static const ph_cmd commands[] = {
     { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
     { "stop", ph_cmd_stop, "[--discard] [LIMITS] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[LIMITS] [SERVICE...]", "run the services without profiling (collects first)" },
+    { "down", ph_cmd_down, "[LIMITS] [SERVICE...]", "stop the services, whatever runs them (collects first)" },
     { "collect", ph_cmd_collect, "[LIMITS] [SERVICE...]", "copy the artifacts there are now, without stopping" },
     { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir (compose's containers too)" },
     { "modes", ph_cmd_modes, "", "the modes there are (shipped, the project's profiles/, --profiles)" },

@@ -321,6 +321,103 @@ folded_chunk(void *ctx, const char *buf, size_t len, ph_error_t *err)
     return ph_folded_feed(ctx, buf, len, err);
 }
 
+/* ---- samples without a function name ---------------------------------- */
+
+#define UNNAMED_MODS 8
+#define UNNAMED_PROBLEM_PERCENT 10.0
+
+/* Whether NAME is a namer's placeholder for a frame it could not name,
+ * and whose code that is: the collapser's `[dso]`, `[dso <addr>]`,
+ * `[perf-N.map]`; the sampler's `[unknown]+0xPC` (no file: anonymous
+ * memory) and `module+0xOFF`.  *JIT: code outside any file, or in a perf
+ * map's range (a JIT's, whose map the run did not have). */
+static int
+unnamed_module(const char *name, char *mod, size_t len, int *jit)
+{
+    const char *end, *plus;
+
+    *jit = 0;
+    if (name[0] == '[') {
+        size_t n;
+
+        if ((end = strchr(name, ']')) == NULL || (end[1] != '\0' && strncmp(end + 1, "+0x", 3) != 0))
+            return 0;
+        n = (size_t)(end - name - 1);
+        for (size_t i = 1; i + 1 < (size_t)(end - name); i++)
+            if (name[i] == ' ' && name[i + 1] == '<') {
+                n = i - 1;
+                break;
+            }
+        if (n == 0 || (n == 9 && strncmp(name + 1, "truncated", 9) == 0))
+            return 0;
+        if (n == 7 && strncmp(name + 1, "unknown", 7) == 0) {
+            *jit = 1;
+            snprintf(mod, len, "code in no file");
+        } else {
+            *jit = n > 9 && strncmp(name + 1, "perf-", 5) == 0 && strncmp(name + 1 + n - 4, ".map", 4) == 0;
+            snprintf(mod, len, "%.*s", (int)n, name + 1);
+        }
+        return 1;
+    }
+    if ((plus = strstr(name, "+0x")) == NULL || plus == name || plus[3] == '\0' ||
+        strspn(plus + 3, "0123456789abcdef") != strlen(plus + 3) || strpbrk(name, " (<") != NULL)
+        return 0;
+    snprintf(mod, len, "%.*s", (int)(plus - name), name);
+    return 1;
+}
+
+/* A problem when much of the CPU went to frames without a function name:
+ * the report would otherwise show `[lang_go_static] 100 %` and no word. */
+static void
+unnamed_problem(ph_rundata *rd, const ph_folded *fo, int skip_root)
+{
+    struct {
+        char name[128];
+        int jit;
+        double count;
+    } m[UNNAMED_MODS];
+    size_t nm = 0, ns = ph_folded_n_stacks(fo);
+    double total = ph_folded_get_stats(fo)->total, unnamed = 0;
+    char text[1024], pct[PH_FMT_LEN];
+    size_t o = 0;
+
+    for (size_t i = 0; i < ns; i++) {
+        ph_folded_stack st = ph_folded_get_stack(fo, i);
+        char mod[128];
+        int jit;
+        size_t k;
+
+        if ((skip_root && st.depth < 2) ||
+            !unnamed_module(ph_folded_name(fo, st.frames[st.depth - 1], NULL), mod, sizeof mod, &jit))
+            continue;
+        unnamed += st.count;
+        for (k = 0; k < nm && strcmp(m[k].name, mod) != 0; k++)
+            ;
+        if (k == nm && nm < UNNAMED_MODS) {
+            snprintf(m[nm].name, sizeof m[nm].name, "%s", mod);
+            m[nm].jit = jit;
+            m[nm++].count = 0;
+        }
+        if (k < nm)
+            m[k].count += st.count;
+    }
+    if (!(total > 0) || 100 * unnamed / total < UNNAMED_PROBLEM_PERCENT)
+        return;
+    for (size_t i = 0; i < nm; i++) /* largest first; a few, insertion */
+        for (size_t j = i; j > 0 && m[j].count > m[j - 1].count; j--) {
+            __typeof__(m[0]) t = m[j];
+            m[j] = m[j - 1];
+            m[j - 1] = t;
+        }
+    for (size_t i = 0; i < nm && i < 3 && o < sizeof text; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o, "%s%s (%s) %s", i ? "; " : "", m[i].name,
+                              ph_fmt_percent(pct, m[i].count, total),
+                              m[i].jit ? "is JIT code without a perf map (the runtime wrote none, or the run did not "
+                                         "carry it)"
+                                       : "has no symbols (stripped, or its symbols were not found)");
+    ph_rundata_problem(rd, "%s of the samples have no function name: %s", ph_fmt_percent(pct, unnamed, total), text);
+}
+
 static void
 read_flame(ph_rundata *rd)
 {
@@ -377,6 +474,7 @@ read_flame(ph_rundata *rd)
                                folded[nf - 1]->name, st->bad_lines, st->bad_lines == 1 ? "" : "s",
                                st->bad_line_numbers[0]);
     }
+    unnamed_problem(rd, fd->folded, ph_flame_has_thread_root(rd));
 }
 
 /* The kinds the mode's profile promises that the run does not have. */

@@ -43,6 +43,7 @@
 #define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
 #define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 #define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
+#define PH_PERF_MAPS     "perf-maps"               /* in OUT/<service>: the run's JIT maps, perf-<pid>.map */
 #define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
 #define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
 
@@ -95,6 +96,12 @@ int ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
+/* The way down after restore: stop SERVICES, whatever runs them, as
+ * `docker compose stop` would (dependants first; the service's stop
+ * signal and grace): a profiled container is stopped and collected as
+ * `stop` does, a plain one of ours (restore's) stopped and removed,
+ * docker compose's own stopped and kept. */
+int ph_run_down(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
 /* The service's output: its containers' (compose's too), else the newest
  * run's service.log. */
