@@ -29,7 +29,7 @@ start_worker() {
 
 # no_controls TEXT: no ESC, BEL, CR or other C0 control but newline and tab.
 no_controls() {
-    ! printf '%s' "$1" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]'
+    ! printf '%s' "$1" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' || false
 }
 
 @test "a completion record over 64 KiB is not loaded: the run is marked, run.json stays small" {
@@ -149,7 +149,7 @@ ph_exec_planted() {
     [ -z "$(ls -A "$out/worker" | grep '^\.incoming-' || true)" ]
     # run.json: floats at 9 significant digits (at most 12 decimals, as
     # 0.000123456789), never 17 (1.1890000000000001)
-    ! grep -qE '[0-9]\.[0-9]{13,}' "$run_dir/run.json"
+    ! grep -qE '[0-9]\.[0-9]{13,}' "$run_dir/run.json" || false
 }
 
 @test "a stale temp dir of a killed harness is removed, never merged into a new run" {

@@ -175,7 +175,7 @@ changed() {
     [ "$status" -eq 0 ]
     [ -s "$OUT/db/latest/ph-exit.json" ]
     jq -e '.exit_code != null' "$OUT/db/latest/ph-exit.json"
-    ! dk volume inspect "$vol" >/dev/null 2>&1
+    ! dk volume inspect "$vol" >/dev/null 2>&1 || false
 }
 
 @test "oracle: build sends target, args, labels and dockerfile_inline to the Engine's builder" {
