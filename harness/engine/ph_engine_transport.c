@@ -372,6 +372,30 @@ ph_engine_watch_error(const ph_engine *e, const ph_engine_watch *w, const char *
                          PH_ENGINE_STALL_DEFAULT_S);
 }
 
+/* The host name in "tcp://HOST:PORT[/PATH]" ("[::1]" as "::1"): what the
+ * certificate must be issued for. */
+static void
+host_name_of(const char *host, char *out, size_t size)
+{
+    const char *h = strncmp(host, "tcp://", 6) == 0 ? host + 6 : host, *end = h + strcspn(h, "/");
+    const char *colon = NULL;
+
+    for (const char *p = h; p < end; p++)
+        if (*p == ':')
+            colon = p;
+    if (h < end && *h == '[') {
+        const char *close = memchr(h, ']', (size_t)(end - h));
+
+        if (close != NULL) {
+            h++;
+            colon = close;
+        }
+    }
+    if (colon != NULL)
+        end = colon;
+    snprintf(out, size, "%.*s", (int)(end - h), h);
+}
+
 /* A TLS failure: which file, and where the material came from. */
 static int
 tls_error(const ph_engine *e, CURLcode rc, const char *why, const char *what, ph_error_t *err)
@@ -387,10 +411,29 @@ tls_error(const ph_engine *e, CURLcode rc, const char *why, const char *what, ph
         ph_fail(err, 0, "%s: the client certificate `%s` or its key `%s` cannot be used: %s", w, ep->cert, ep->key,
                 why);
         break;
-    case CURLE_PEER_FAILED_VERIFICATION:
-        ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate does not verify against %s%s%s: %s",
-                w, e->where, ep->ca[0] ? "the CA `" : "the system's CAs", ep->ca, ep->ca[0] ? "`" : "", why);
+    case CURLE_PEER_FAILED_VERIFICATION: {
+        char name[512];
+
+        /* curl's words (OpenSSL's) differ by version; ours name the cause. */
+        host_name_of(ep->host, name, sizeof name);
+        if (strcasestr(why, "host name") != NULL || strcasestr(why, "subject name") != NULL ||
+            strcasestr(why, "does not match") != NULL)
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate is not issued for the host "
+                            "name `%s` (a certificate for another host, or DOCKER_HOST names the wrong one): %s",
+                    w, e->where, name, why);
+        else if (strcasestr(why, "expired") != NULL)
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate has expired: %s", w, e->where,
+                    why);
+        else if (strcasestr(why, "not yet valid") != NULL)
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate is not valid yet (is the "
+                            "clock right?): %s",
+                    w, e->where, why);
+        else
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate does not verify against "
+                            "%s%s%s: %s",
+                    w, e->where, ep->ca[0] ? "the CA `" : "the system's CAs", ep->ca, ep->ca[0] ? "`" : "", why);
         break;
+    }
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR: {
         /* TLS 1.3: the server's verdict on our certificate comes as an
