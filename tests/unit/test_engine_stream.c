@@ -2,11 +2,11 @@
  * core, split at every byte), and what a stalled or endless Engine does
  * to a transfer, against a fake Engine on a unix socket
  * (tests/unit/data/fake-engine.py): an archive that promises 10 GB and
- * stalls after one block, one that drips a byte every 5 s, one without
+ * stalls after one block, one that drips a byte every 2 s, one without
  * end, a log cut inside a frame header, a log without end read up to a
  * cap, a wait the Engine answers only after a silence.
  *
- * The stall limit is set to 2 s here; nothing asserts on elapsed time:
+ * The stall limit is set to 2 or 3 s here; nothing asserts on elapsed time:
  * each test runs under alarm(60), whose default action ends the binary
  * (a failure run-unit.sh counts) if a transfer hangs. */
 #include "test_engine_util.h"
@@ -207,13 +207,13 @@ count_cb(void *ud, const char *data, size_t len)
 }
 
 /* An archive that promises 10 GB, sends one block and goes silent, and one
- * that drips a byte every 5 s: both end as stalled, naming the request and
- * the limit. */
+ * that drips a byte every 2 s (more often than the 3 s limit, but less than
+ * a byte a second): both end as stalled, naming the request and the limit. */
 static void
 test_stalled_archive(void **state)
 {
     static const char *const names[] = { "stall", "drip" };
-    ph_engine *x = fake_engine(2);
+    ph_engine *x = fake_engine(3);
 
     (void)state;
     alarm(HANG_BOUND_S);
@@ -225,7 +225,7 @@ test_stalled_archive(void **state)
         assert_int_equal(ph_engine_archive_get(x, names[i], "/opt/out", count_cb, &c, &err), -1);
         snprintf(want, sizeof want,
                  "copy `/opt/out` out of container `%s`: the Docker Engine at %s stalled: less than a byte a "
-                 "second for 2 s",
+                 "second for 3 s",
                  names[i], fake_host);
         assert_string_equal(err->msg, want);
         assert_int_equal(err->status, PH_EXIT_FAILURE);

@@ -10,7 +10,7 @@ It prints "ready" (unix) or "ready PORT" (tls) once it accepts.  What a
 request gets depends on the container name in its path:
 
     GET  .../containers/stall/archive    a 10 GB promise, one 512-byte block, then nothing
-    GET  .../containers/drip/archive     a 10 GB promise, then one byte every 5 s
+    GET  .../containers/drip/archive     a 10 GB promise, then one byte every 2 s
     GET  .../containers/endless/archive  a 10 GB promise, 4 KiB every 10 ms
     GET  .../containers/NAME/json        a container without a TTY
     GET  .../containers/endless/logs     framed output without end
@@ -61,7 +61,7 @@ def serve_one(sock, method, path):
         promise(sock, "application/x-tar")
         while time.monotonic() < deadline:
             sock.sendall(b"\0")
-            time.sleep(5)
+            time.sleep(2)
         return False
     elif path.split("?")[0].endswith("/archive") and name == "endless":
         promise(sock, "application/x-tar")
