@@ -69,7 +69,7 @@ read_run(const char *out_dir, const char *service, const char *run, entry *e)
 
     snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
     sum = load(dir, PH_REPORT_SUMMARY);
-    meta = load(dir, "run.json");
+    meta = load(dir, PH_RUN_META_NAME);
     x = load(dir, "ph-exit.json");
     mode = json_string_value(json_object_get(sum, "mode"));
     if (mode == NULL)
@@ -143,7 +143,7 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
             continue;
         while ((re = readdir(sd)) != NULL && n < MAX_RUNS) {
             char rdir[PATH_MAX + 256];
-            if (re->d_name[0] == '.' || strcmp(re->d_name, "latest") == 0)
+            if (re->d_name[0] == '.' || strcmp(re->d_name, PH_LATEST_LINK) == 0)
                 continue;
             snprintf(rdir, sizeof rdir, "%s/%s", sdir, re->d_name);
             if (!is_dir(rdir))
