@@ -748,7 +748,8 @@ final_name(const ph_rundir_spec *s, char *out, size_t len, int *own, ph_error_t 
     *own = 0;
     snprintf(out, len, "%s", s->name);
     for (int k = 2; fstatat(s->svcfd, out, &st, AT_SYMLINK_NOFOLLOW) == 0; k++) {
-        if (is_own_run(s->svcfd, out, s->container)) {
+        /* a stop's retry; a snapshot is a new copy each time */
+        if (s->links && is_own_run(s->svcfd, out, s->container)) {
             *own = 1;
             return 0;
         }

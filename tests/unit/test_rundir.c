@@ -228,6 +228,7 @@ typedef struct run_ud {
     size_t meta_pad;        /* a string this long in run.json */
     int examined_saw_reserved;
     int examined;
+    int plant_at;           /* examine: an empty directory at the run's name, as a racer would */
     const char *container;
 } run_ud;
 
@@ -250,6 +251,8 @@ examine(void *ud, ph_rundir *rd)
     struct stat st;
 
     u->examined++;
+    if (u->plant_at > 0)
+        assert_int_equal(mkdirat(u->plant_at, "P", 0755), 0);
     u->examined_saw_reserved = fstatat(ph_rundir_fd(rd), "run.json", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
                                fstatat(ph_rundir_fd(rd), "service.log", &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
@@ -445,6 +448,16 @@ test_complete_hostile_names(void **state)
     assert_int_equal(done.resumed, 0);
     assert_true(exists("out/svc/R.2/run.json"));
     assert_non_null(strstr(done.run_dir, "/out/svc/R.2"));
+    /* snapshots of one container in one second: a copy each, no links */
+    spec.links = 0;
+    spec.name = "S";
+    assert_int_equal(ph_rundir_complete(&spec, &steps, &done, &err), 0);
+    assert_int_equal(ph_rundir_complete(&spec, &steps, &done, &err), 0);
+    assert_int_equal(done.resumed, 0);
+    assert_true(exists("out/svc/S.2/run.json"));
+    n = readlinkat(svcfd, "latest", buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    assert_string_equal(buf, "R.2");
     free(u.tar.data);
     close(svcfd);
 }
@@ -484,6 +497,36 @@ test_complete_links_never_cost_the_run(void **state)
     spec.name = "latest";
     assert_int_equal(ph_rundir_complete(&spec, &steps, &done, &err), -1);
     ph_error_free(&err);
+    assert_int_equal(temps_left(svcfd), 0);
+    free(u.tar.data);
+    close(svcfd);
+}
+
+static void
+test_complete_never_replaces(void **state)
+{
+    int svcfd = open_svc();
+    run_ud u = { .log_bytes = 6, .container = "cid1", .plant_at = svcfd };
+    ph_rundir_steps steps = { &u, fetch, examine, service_log, meta };
+    ph_rundir_done done;
+    ph_error_t err = NULL;
+    ph_rundir_spec spec = { .svcfd = svcfd, .out_dir = out_dir, .service = "svc", .name = "P", .container = "cid1",
+                            .cmd = "stop", .links = 1 };
+    DIR *d;
+    int entries = 0;
+
+    (void)state;
+    hostile_archive(&u.tar);
+    /* a directory appears at the run's name after it was chosen: the run
+     * is not renamed over it (nothing of either is lost) */
+    assert_int_equal(ph_rundir_complete(&spec, &steps, &done, &err), -1);
+    ph_error_free(&err);
+    d = fdopendir(openat(svcfd, "P", O_RDONLY | O_DIRECTORY));
+    assert_non_null(d);
+    while (readdir(d) != NULL)
+        entries++;
+    closedir(d);
+    assert_int_equal(entries, 2); /* . and .. : the planted one, empty as it was */
     assert_int_equal(temps_left(svcfd), 0);
     free(u.tar.data);
     close(svcfd);
@@ -591,6 +634,7 @@ main(void)
         cmocka_unit_test(test_limit_hint_text),
         cmocka_unit_test_setup_teardown(test_complete_hostile_names, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_complete_links_never_cost_the_run, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_complete_never_replaces, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_log_keeps_min_free, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_run_json_keeps_min_free, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_profile_record, tu_setup, tu_teardown),
