@@ -12,8 +12,10 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
 # flame, tar, engine, compose, profile, report (artifacts to HTML and JSON
-# summaries), then run (the loop).  A floor includes only floors below it.
-LIB_DIRS := util timing flame tar engine compose profile report run
+# summaries), rundir (the run-dir store: reserved names, the order a run is
+# completed in, the profile it was started with), then run (the loop).  A
+# floor includes only floors below it.
+LIB_DIRS := util timing flame tar engine compose profile report rundir run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 

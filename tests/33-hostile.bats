@@ -145,6 +145,8 @@ ph_exec_planted() {
     [ -z "$(find "$run_dir" ! -uid 65534)" ]
     [ "$(stat -c %u "$out/worker/latest")" -eq 65534 ]
     [ "$(stat -c %u "$out/worker/strace.log")" -eq 65534 ]
+    # the index of runs is a file the harness wrote too (issue 19)
+    [ "$(stat -c %u "$out/index.html")" -eq 65534 ]
     # the planted link is gone (it was no temp dir of a live harness)
     [ -z "$(ls -A "$out/worker" | grep '^\.incoming-' || true)" ]
     # run.json: floats at 9 significant digits (at most 12 decimals, as
@@ -250,4 +252,109 @@ interrupt_collection() {
     [ "$status" -eq 0 ]
     [ "$(stat -c %s "$OUT/worker/latest/big")" -eq 600000000 ]
     [ -z "$(dk ps -aq --filter name="^$CTR\$")" ]
+}
+
+# Issue 19: the run dir's own names belong to the harness.
+
+@test "a container's run.json directory and service.log: kept under other names, the run complete and said" {
+    start_worker
+    dk exec "$CTR" sh -c 'mkdir -p /opt/profiling/worker/run.json/x &&
+        echo planted > /opt/profiling/worker/service.log &&
+        printf "<b>theirs</b>" > /opt/profiling/worker/report.html &&
+        : > "/opt/profiling/worker/harness.$(printf "\033]0;PWNED\a")"'
+    run_id=$(dk inspect -f '{{index .Config.Labels "io.profharness.run"}}' "$CTR")
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run_dir="$OUT/worker/$run_id"
+    [ -f "$run_dir/run.json" ]
+    jq -e '.renamed["run.json"] == "container-run.json" and .renamed["service.log"] == "container-service.log"' \
+        "$run_dir/run.json"
+    [ -d "$run_dir/container-run.json/x" ]
+    [ "$(cat "$run_dir/container-service.log")" = planted ]
+    [ "$(cat "$run_dir/container-report.html")" = "<b>theirs</b>" ]
+    # the service's own output, and the harness's report
+    grep -q 'listening on' "$run_dir/service.log"
+    [ -s "$run_dir/report.html" ]
+    ! grep -q 'theirs' "$run_dir/report.html"
+    # said in one line each, the container's name escaped
+    [[ "$output" == *"the container wrote \`run.json\`, a name of the harness's own: kept as \`container-run.json\`"* ]]
+    [[ "$output" == *'harness.\x1b]0;PWNED\x07'* ]]
+    no_controls "$output"
+    [ -z "$(dk ps -aq --filter name="^$CTR\$")" ]
+}
+
+@test "a harness killed after the run is in place: the retry completes that run, no second copy" {
+    preload=$BATS_TEST_TMPDIR/crash-after-rename.so
+    # SIGKILL right after the temp dir is renamed into place: the instant
+    # between the rename and the container's removal, made certain
+    cat > "$BATS_TEST_TMPDIR/crash.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int renameat2(int a, const char *from, int b, const char *to, unsigned flags)
+{
+    int (*real)(int, const char *, int, const char *, unsigned) = dlsym(RTLD_NEXT, "renameat2");
+    int r = real(a, from, b, to, flags);
+    if (r == 0 && strncmp(from, ".incoming-", 10) == 0 && to[0] != '.')
+        kill(getpid(), SIGKILL);
+    return r;
+}
+C
+    cc -shared -fPIC -o "$preload" "$BATS_TEST_TMPDIR/crash.c" -ldl
+    start_worker
+    run_id=$(dk inspect -f '{{index .Config.Labels "io.profharness.run"}}' "$CTR")
+    run env LD_PRELOAD="$preload" "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" \
+        -o "$OUT" stop worker
+    echo "$output"
+    [ "$status" -eq 137 ]
+    [ -d "$OUT/worker/$run_id" ]
+    [ -n "$(dk ps -aq --filter name="^$CTR\$")" ]   # the container was kept
+    # in place means complete
+    [ -f "$OUT/worker/$run_id/run.json" ]
+    [ -f "$OUT/worker/$run_id/service.log" ]
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ ! -e "$OUT/worker/$run_id.2" ]
+    [ "$(readlink "$OUT/worker/latest")" = "$run_id" ]
+    [ -z "$(dk ps -aq --filter name="^$CTR\$")" ]
+}
+
+@test "a directory planted at latest or at a compat link: warned and left, the run keeps its run.json and report" {
+    rm -f "$OUT/worker/latest" "$OUT/worker/strace.log"   # the links of earlier tests
+    mkdir -p "$OUT/worker/latest/mine" "$OUT/worker/strace.log"
+    start_worker
+    run_id=$(dk inspect -f '{{index .Config.Labels "io.profharness.run"}}' "$CTR")
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ -f "$OUT/worker/$run_id/run.json" ]
+    [ -s "$OUT/worker/$run_id/report.html" ]
+    [[ "$output" == *"latest\` is no link profharness made (a directory)"* ]]
+    [[ "$output" == *"strace.log\` is no link profharness made (a directory)"* ]]
+    [ -d "$OUT/worker/latest/mine" ]
+    [ -z "$(dk ps -aq --filter name="^$CTR\$")" ]
+    rm -rf "$OUT/worker/latest" "$OUT/worker/strace.log"
+}
+
+@test "a container made by hand with profharness's labels: its outdir label is not trusted" {
+    dk run -d --name "$CTR" --label "io.profharness.project=$PH_TEST_PROJECT" \
+        --label io.profharness.service=worker --label io.profharness.mode=strace \
+        --label io.profharness.run=20000101T000000Z-strace --label io.profharness.outdir=/etc \
+        "$DEMO_IMAGE:latest" sleep 600 >/dev/null
+    run ph status
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" != *" /etc"* ]]
+    [[ "$output" == *"$OUT/worker/20000101T000000Z-strace (not profharness's labels: not collected)"* ]]
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"says its run goes to \`/etc\`"*"not collected"* ]]
+    [ -n "$(dk ps -aq --filter name="^$CTR\$")" ]
+    [ ! -e "$OUT/worker/20000101T000000Z-strace" ]
 }

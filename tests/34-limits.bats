@@ -15,6 +15,8 @@ setup_file() {
     export PH_PROFILES=$(short_grace_profiles)
 }
 teardown_file() { common_teardown_file; }
+# The small disk of a test that failed half way goes too.
+teardown() { ! mountpoint -q "$BATS_TEST_TMPDIR/small" || umount "$BATS_TEST_TMPDIR/small"; }
 
 CTR="$PH_TEST_PROJECT-worker-strace"
 
@@ -107,4 +109,50 @@ start_worker() {
     [ "$(dk inspect -f '{{.State.Status}}' "$CTR")" = running ]
     run ph stop worker
     [ "$status" -eq 0 ]
+}
+
+# Issue 19: what the harness adds to a run counts against min_free too.
+@test "a small disk: service.log over min_free stops the stop cleanly, the container kept, the hint's figure right" {
+    [ "$(id -u)" -eq 0 ] || skip "a tmpfs needs root"
+    small=$BATS_TEST_TMPDIR/small
+    mkdir -p "$small"
+    mount -t tmpfs -o size=5m tmpfs "$small"
+    start_worker
+    dk exec "$CTR" sh -c 'head -c 2000000 /dev/urandom > /opt/profiling/worker/blob.bin'
+    # 4 MB of service output: what PID 1 prints is the container's log
+    dk exec "$CTR" sh -c 'head -c 3000000 /dev/urandom | base64 > /proc/1/fd/1'
+    run "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" -o "$small" stop worker
+    echo "$output"
+    df "$small"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"error: "*"writing \`service.log\`"*"over the limit \`min_free\` of 256 KiB (the default)"* ]]
+    [[ "$output" != *"not (all) kept"* ]]   # the limit, not a warning about the log
+    [[ "$output" == *"hint: the container "*" is kept"* ]]
+    [[ "$output" == *"--min-free 128KiB worker"* ]]
+    # nothing left behind, the disk not full, the container kept
+    [ -z "$(ls -A "$small/worker" | grep -v '^\.lock$' || true)" ]
+    [ "$(df --output=avail -B1 "$small" | tail -1)" -gt $((4 << 20)) ]
+    [ "$(dk inspect -f '{{.State.Status}}' "$CTR")" = exited ]
+    umount "$small"
+    run ph stop worker
+    [ "$status" -eq 0 ]
+}
+
+@test "a profile edited between start and stop: the run is stopped and collected as it was started" {
+    prof=$BATS_TEST_TMPDIR/profiles
+    cp -r "$PH_PROFILES" "$prof"
+    run "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$prof" -o "$OUT" start --mode strace worker
+    [ "$status" -eq 0 ]
+    run_id=$(dk inspect -f '{{index .Config.Labels "io.profharness.run"}}' "$CTR")
+    # another artifact list and link, and no time to stop in
+    sed -i -e 's/glob: "strace.log\*", latest: strace.log/glob: "nothing*", latest: edited.log/' \
+        -e 's/^\(\s*\)grace: .*/\1grace: 0s/' "$prof/strace.yaml"
+    grep -q 'nothing\*' "$prof/strace.yaml"
+    run "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$prof" -o "$OUT" stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"waiting up to 38 s"* ]]
+    jq -e '.missing_artifacts == []' "$OUT/worker/$run_id/run.json"
+    [ "$(readlink "$OUT/worker/strace.log")" = "$run_id/strace.log" ]
+    [ ! -e "$OUT/worker/edited.log" ]
 }

@@ -283,7 +283,8 @@ PY
     [ "$status" -eq 0 ]
     check_tables "$output" stop
     [[ "$output" =~ harness\ +-\ +\ +stop\ worker ]]
-    [[ "$output" =~ host\ +-\ +\ +rename\ into\ place\ and\ link ]]
+    [[ "$output" =~ host\ +-\ +\ +rename\ into\ place ]]
+    [[ "$output" =~ host\ +-\ +\ +link\ and\ give\ the\ files\ to\ the\ invoker ]]
     [[ "$output" =~ host\ +-\ +\ +write\ run\.json\ and\ the\ harness\ timings ]]
     [[ "$output" =~ engine\ +[0-9.]+\ (B|KiB|MiB)\ +GET\ /containers/\{id\}/archive ]]
     # The run's report and the index, with the bytes written.

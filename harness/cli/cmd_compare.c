@@ -86,7 +86,7 @@ two_newest(const char *service_dir, char *a, char *b, ph_error_t *err)
         return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", service_dir);
     while ((de = readdir(d)) != NULL && n < 4096) {
         char p[PATH_MAX + 256];
-        if (de->d_name[0] == '.' || strcmp(de->d_name, "latest") == 0)
+        if (de->d_name[0] == '.' || strcmp(de->d_name, PH_LATEST_LINK) == 0)
             continue;
         snprintf(p, sizeof p, "%s/%s", service_dir, de->d_name);
         if (is_dir(p) && (names[n] = strdup(de->d_name)) != NULL)

@@ -49,13 +49,13 @@ looks_like_run(const char *dir)
     struct dirent *de;
     int subdirs = 0;
 
-    if (file_exists(dir, "run.json") || file_exists(dir, "ph-exit.json"))
+    if (file_exists(dir, PH_RUN_META_NAME) || file_exists(dir, "ph-exit.json"))
         return 1;
     if ((d = opendir(dir)) == NULL)
         return 0;
     while ((de = readdir(d)) != NULL && !subdirs) {
         char p[PATH_MAX + 256];
-        if (de->d_name[0] == '.' || strcmp(de->d_name, "latest") == 0)
+        if (de->d_name[0] == '.' || strcmp(de->d_name, PH_LATEST_LINK) == 0)
             continue;
         snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
         subdirs = is_dir(p);
@@ -128,7 +128,7 @@ report_service(const char *service_dir, const ph_profile_set *profiles, int *fai
         return -1;
     while ((de = readdir(d)) != NULL) {
         char p[PATH_MAX + 256];
-        if (de->d_name[0] == '.' || strcmp(de->d_name, "latest") == 0)
+        if (de->d_name[0] == '.' || strcmp(de->d_name, PH_LATEST_LINK) == 0)
             continue;
         snprintf(p, sizeof p, "%s/%s", service_dir, de->d_name);
         if (!is_dir(p))

@@ -182,7 +182,23 @@ read_collect(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 int
 ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
 {
-    ph_ynode *root = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+
+    memset(p, 0, sizeof *p);
+    if (ph_read_file(path, PH_PROFILE_MAX_BYTES, 1, &buf, &len, err) < 0)
+        return -1;
+    rc = ph_profile_load_buf(path, buf, len, p, err);
+    free(buf);
+    return rc;
+}
+
+int
+ph_profile_load_buf(const char *path, const char *buf, size_t len, ph_profile *p, ph_error_t *err)
+{
+    ph_ynode *root = NULL, **docs = NULL;
+    size_t n_docs = 0;
     const char *base;
     char expect[NAME_MAX + 1];
     int rc = -1, has_wrap = 0;
@@ -192,8 +208,22 @@ ph_profile_load(const char *path, ph_profile *p, ph_error_t *err)
     p->stop_grace_ns = 30LL * 1000000000LL;
     p->escalate_grace_ns = 10LL * 1000000000LL;
     p->path = strdup(path);
-    if (ph_yaml_load(path, &root, err) < 0)
+    if (len > PH_PROFILE_MAX_BYTES) {
+        ph_error_make(err, EFBIG, PH_EXIT_USAGE, "`%s`: a profile is at most %d bytes", path, PH_PROFILE_MAX_BYTES);
         goto out;
+    }
+    /* what the run records: this text, as it was read */
+    p->source = malloc(len + 1);
+    if (p->source == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    memcpy(p->source, buf, len);
+    p->source[len] = '\0';
+    if (ph_yaml_load_buf(path, buf, len, 0, &docs, &n_docs, err) < 0)
+        goto out;
+    root = docs[0];
+    free(docs);
     if (root->kind != PH_Y_MAP) {
         ph_yaml_error(root, err, "a profile is a mapping (name, wrap, stop, artifacts, ...)");
         goto out;
@@ -292,6 +322,7 @@ ph_profile_free(ph_profile *p)
         return;
     free(p->name);
     free(p->path);
+    free(p->source);
     free(p->description);
     ph_strv_free(&p->wrap);
     ph_kvv_free(&p->environment);

@@ -116,6 +116,7 @@ typedef struct ph_profile_attach {
 typedef struct ph_profile {
     char *name;
     char *path;
+    char *source;                /* the file's text as loaded (what a run records) */
     char *description;
     ph_strv wrap;
     ph_kvv environment;
@@ -145,8 +146,13 @@ typedef struct ph_profile_set {
     size_t n;
 } ph_profile_set;
 
+/* A profile file is at most this long. */
+#define PH_PROFILE_MAX_BYTES 65536
 /* Load one file; errors name file:line:col (PH_EXIT_USAGE). */
 int ph_profile_load(const char *path, ph_profile *out, ph_error_t *err);
+/* The same from LEN bytes of BUF, which PATH names (its base name must
+ * be the profile's name). */
+int ph_profile_load_buf(const char *path, const char *buf, size_t len, ph_profile *out, ph_error_t *err);
 /* Load every *.yaml in DIR, sorted by name. */
 int ph_profiles_load_dir(const char *dir, ph_profile_set *out, ph_error_t *err);
 /* The mode named NAME, else the one with NAME among its aliases; NULL. */

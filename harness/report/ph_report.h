@@ -28,10 +28,20 @@
 #include "ph_error.h"
 #include "ph_profile.h"
 
+/* A run dir's names, as the report reads and writes them.  The run-dir
+ * store (harness/rundir, above this floor) writes the run and reserves
+ * these names against the container's files (ph_rundir_reserved). */
 #define PH_REPORT_HTML "report.html"
+#define PH_REPORT_PREFIX "report"          /* report.html, report-<stem>.svg, ... */
 #define PH_REPORT_SUMMARY "summary.json"
 #define PH_REPORT_INDEX "index.html"
 #define PH_COMPARE_HTML "compare.html"
+#define PH_RUN_META_NAME "run.json"        /* what the harness knows of the run */
+#define PH_SERVICE_LOG_NAME "service.log"  /* the service's output */
+#define PH_HARNESS_PREFIX "harness."       /* the harness's own timings: */
+#define PH_HARNESS_FOLDED "harness.folded" /* as a flamechart's stacks */
+#define PH_HARNESS_TRACE "harness.trace.json" /* and a Chrome trace */
+#define PH_LATEST_LINK "latest"            /* <service>/latest: the newest run */
 
 typedef struct ph_report_headline {
     char service[128];

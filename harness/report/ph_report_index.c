@@ -62,7 +62,7 @@ read_run(const char *out_dir, const char *service, const char *run, entry *e)
 
     snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
     sum = ph_report_load_json(dir, PH_REPORT_SUMMARY, PH_RD_OWN_JSON_MAX, NULL, 0);
-    meta = ph_report_load_json(dir, "run.json", PH_RD_OWN_JSON_MAX, NULL, 0);
+    meta = ph_report_load_json(dir, PH_RUN_META_NAME, PH_RD_OWN_JSON_MAX, NULL, 0);
     x = json_object_get(meta, "completion"); /* borrowed; null for a snapshot */
     mode = json_string_value(json_object_get(sum, "mode"));
     if (mode == NULL)
@@ -135,7 +135,7 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
             continue;
         while ((re = readdir(sd)) != NULL && n < MAX_RUNS) {
             char rdir[PATH_MAX + 256];
-            if (re->d_name[0] == '.' || strcmp(re->d_name, "latest") == 0)
+            if (re->d_name[0] == '.' || strcmp(re->d_name, PH_LATEST_LINK) == 0)
                 continue;
             snprintf(rdir, sizeof rdir, "%s/%s", sdir, re->d_name);
             if (!is_dir(rdir))

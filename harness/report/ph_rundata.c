@@ -20,9 +20,9 @@
 #include "ph_util.h"
 
 /* Names a run dir has that are not artifacts. */
-static const char *const not_artifacts[] = { "run.json",          "ph-exit.json",       PH_REPORT_HTML,
-                                             PH_REPORT_SUMMARY,   PH_COMPARE_HTML,      "harness.folded",
-                                             "harness.trace.json", "convert.json" };
+static const char *const not_artifacts[] = { PH_RUN_META_NAME,  "ph-exit.json",       PH_REPORT_HTML,
+                                             PH_REPORT_SUMMARY,   PH_COMPARE_HTML,      PH_HARNESS_FOLDED,
+                                             PH_HARNESS_TRACE,    "convert.json" };
 
 /* Without a profile, the usual names (the shipped profiles use the same). */
 static const struct {
@@ -593,7 +593,11 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
     if (rd->n_arts > 1) /* qsort takes no NULL, even for none */
         qsort(rd->arts, rd->n_arts, sizeof *rd->arts, cmp_art);
 
-    rd->run = load_json(rd, "run.json", PH_RD_OWN_JSON_MAX);
+    rd->run = load_json(rd, PH_RUN_META_NAME, PH_RD_OWN_JSON_MAX);
+    /* a run reported before it is renamed into place: its name to be */
+    if (json_is_string(json_object_get(rd->run, "dir")) &&
+        strchr(json_string_value(json_object_get(rd->run, "dir")), '/') == NULL)
+        snprintf(rd->name, sizeof rd->name, "%s", json_string_value(json_object_get(rd->run, "dir")));
     rd->exit = load_json(rd, "ph-exit.json", PH_SMALL_JSON_MAX);
     rd->convert = load_json(rd, "convert.json", PH_SMALL_JSON_MAX);
     rd->attached_to = rd->run ? json_string_value(json_object_get(rd->run, "attached_to")) : NULL;

@@ -79,48 +79,6 @@ ph_run_utc_iso(char *buf, size_t len)
  * SUDO_UID, not root (the setup we replace left root-owned files).  Only
  * what the harness itself creates is handed over: `sudo profharness -o
  * /tmp` must not give /tmp away. */
-int
-ph_run_invoker(uid_t *uid, gid_t *gid)
-{
-    const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
-    char *end;
-    unsigned long lu, lg;
-
-    if (geteuid() != 0 || u == NULL || g == NULL || u[0] < '0' || u[0] > '9' || g[0] < '0' || g[0] > '9')
-        return 0;
-    errno = 0;
-    lu = strtoul(u, &end, 10);
-    if (*end != '\0' || errno != 0 || lu >= (uid_t)-1)
-        return 0;
-    lg = strtoul(g, &end, 10);
-    if (*end != '\0' || errno != 0 || lg >= (gid_t)-1)
-        return 0;
-    *uid = (uid_t)lu;
-    *gid = (gid_t)lg;
-    return 1;
-}
-
-void
-ph_run_give_at(int dirfd, const char *name)
-{
-    uid_t uid;
-    gid_t gid;
-
-    if (ph_run_invoker(&uid, &gid) && fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-        ph_debug("chown `%s`: %s", name, strerror(errno));
-}
-
-int
-ph_run_give_tree_at(int dirfd, const char *name, ph_error_t *err)
-{
-    uid_t uid;
-    gid_t gid;
-
-    if (!ph_run_invoker(&uid, &gid))
-        return 0;
-    return ph_fs_chown_tree_at(dirfd, name, uid, gid, err);
-}
-
 /* mkdir -p PATH; the directories it creates are the invoker's. */
 int
 ph_run_mkdir_p(const char *path, ph_error_t *err)
@@ -139,7 +97,7 @@ ph_run_mkdir_p(const char *path, ph_error_t *err)
             continue;
         *p = '\0';
         if (mkdir(tmp, 0755) == 0)
-            ph_run_give_at(AT_FDCWD, tmp);
+            ph_rundir_give_at(AT_FDCWD, tmp);
         else if (errno != EEXIST)
             return ph_fail(err, errno, "mkdir `%s`", tmp);
         *p = c;
@@ -392,6 +350,57 @@ ph_run_is_profiled(json_t *c)
     return mode != NULL && strcmp(mode, "none") != 0;
 }
 
+/* ---- what a container of ours says of itself ------------------------- */
+
+int
+ph_run_outdir_check(ph_run *r, json_t *c, char *expect, size_t len, ph_error_t *err)
+{
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *run = ph_run_label(c, PH_LABEL_RUN);
+    const char *label = ph_run_label(c, PH_LABEL_OUTDIR), *id = json_string_value(json_object_get(c, "Id"));
+    char e1[PATH_MAX], e2[PATH_MAX];
+
+    size_t ll, tl;
+    char tail[PATH_MAX];
+
+    snprintf(expect, len, "%s/%s/%s", r->opts.out_dir, service ? service : "?", run ? run : "?");
+    /* The run goes where this command writes runs (-o), never where a
+     * label says; a label that disagrees with the container's own service
+     * and run labels was not written by profharness. */
+    snprintf(tail, sizeof tail, "/%s/%s", service ? service : "?", run ? run : "?");
+    ll = label ? strlen(label) : 0;
+    tl = strlen(tail);
+    if (ph_run_by_compose(c) || label == NULL ||
+        (label[0] == '/' && ll > tl && strcmp(label + ll - tl, tail) == 0))
+        return 0;
+    ph_fail(err, 0, "container %.12s says its run goes to `%s`, which is not a run dir of service `%s`, run `%s`: "
+            "its labels were not written by profharness; not collected", id ? id : "?",
+            ph_escape(e1, sizeof e1, label), ph_escape(e2, sizeof e2, service ? service : "?"),
+            ph_escape(tail, sizeof tail, run ? run : "?"));
+    return ph_error_hint(err, "runs are written to `%s` (-o); a container that only carries profharness's labels "
+                         "is not collected: remove it with `docker rm -f %.12s`", r->opts.out_dir, id ? id : "?");
+}
+
+int
+ph_run_started_profile(ph_run *r, json_t *c, ph_profile *own, const ph_profile **out, ph_error_t *err)
+{
+    const char *rec = ph_run_label(c, PH_LABEL_PROFILE), *mode = ph_run_label(c, PH_LABEL_MODE);
+    const char *id = json_string_value(json_object_get(c, "Id"));
+
+    memset(own, 0, sizeof *own);
+    if (rec == NULL) {
+        /* a container of an older profharness: the mode as it is now */
+        *out = ph_profiles_find(&r->profiles, mode);
+        return 0;
+    }
+    if (ph_rundir_profile_load(rec, mode, own, err) < 0) {
+        ph_error_wrap(err, "container %.12s: the profile it was started with cannot be read", id ? id : "?");
+        return ph_error_hint(err, "give the run up with `profharness stop --discard %s`",
+                             ph_run_label(c, PH_LABEL_SERVICE) ? ph_run_label(c, PH_LABEL_SERVICE) : "SERVICE");
+    }
+    *out = own;
+    return 0;
+}
+
 /* ---- status and logs -------------------------------------------------- */
 
 int
@@ -411,8 +420,9 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
         json_array_foreach(list, k, c) {
             const char *svc = ph_run_label(c, PH_LABEL_SERVICE);
             const char *since = ph_run_label(c, PH_LABEL_STARTED);
-            const char *dir = ph_run_label(c, PH_LABEL_OUTDIR);
-            char created[32] = "-", e_mode[64], e_state[32], e_since[64], e_dir[PATH_MAX];
+            char dir[PATH_MAX], created[32] = "-", e_mode[64], e_state[32], e_since[64], e_dir[PATH_MAX];
+            ph_error_t bad = NULL;
+            int mismatch;
 
             if (svc == NULL || strcmp(svc, s->name) != 0)
                 continue;
@@ -423,13 +433,19 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
                 strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
                 since = created;
             }
+            /* The run dir is this command's (-o), not the label's. */
+            mismatch = ph_run_outdir_check(r, c, dir, sizeof dir, &bad) < 0;
+            ph_error_free(&bad);
             /* Labels and states are the Engine's answer: escaped.  A run
              * dir appears when the run is collected: until then, say so. */
             fprintf(out, "%-16s %-10s %-10s %-21s %s%s\n", s->name,
                     ph_run_by_compose(c) ? "compose" : ph_escape(e_mode, sizeof e_mode, ph_run_label(c, PH_LABEL_MODE)),
                     ph_escape(e_state, sizeof e_state, json_string_value(json_object_get(c, "State"))),
-                    ph_escape(e_since, sizeof e_since, since), dir ? ph_escape(e_dir, sizeof e_dir, dir) : "-",
-                    dir && access(dir, F_OK) != 0 ? " (written at stop)" : "");
+                    ph_escape(e_since, sizeof e_since, since),
+                    ph_run_is_profiled(c) && !ph_run_by_compose(c) ? ph_escape(e_dir, sizeof e_dir, dir) : "-",
+                    !ph_run_is_profiled(c) || ph_run_by_compose(c) ? ""
+                    : mismatch ? " (not profharness's labels: not collected)"
+                    : access(dir, F_OK) != 0 ? " (written at stop)" : "");
             shown = 1;
         }
         if (!shown)

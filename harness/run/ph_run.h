@@ -20,6 +20,7 @@
 #include "ph_engine.h"
 #include "ph_error.h"
 #include "ph_profile.h"
+#include "ph_report.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
@@ -29,6 +30,7 @@
 #define PH_LABEL_RUN     "io.profharness.run"
 #define PH_LABEL_STARTED "io.profharness.started"
 #define PH_LABEL_OUTDIR  "io.profharness.outdir"   /* host run dir it will land in */
+#define PH_LABEL_PROFILE "io.profharness.profile"  /* the profile it was started with (ph_rundir.h) */
 #define PH_LABEL_INPUTS  "io.profharness.inputs"   /* on profiling images: input hash */
 #define PH_LABEL_PM      "io.profharness.pm"       /* on profiling images: its package manager */
 #define PH_LABEL_LIBC    "io.profharness.libc"     /* ... and C library ("none" when none) */
@@ -39,13 +41,11 @@
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    PH_SMALL_JSON_MAX         /* larger is no record of ours */
-#define PH_RUN_META_NAME "run.json"                /* what the supervisor adds, with the */
-#define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
-#define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 #define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
 #define PH_PERF_MAPS     "perf-maps"               /* in OUT/<service>: the run's JIT maps, perf-<pid>.map */
-#define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
-#define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
+#define PH_SERVICE_LOG_MAX (256u << 20)            /* service.log keeps up to this many bytes */
+/* The run dir's own names (run.json, service.log, ...): ph_report.h, and
+ * reserved by the store (ph_rundir.h). */
 
 #define PH_OUT_DEFAULT   "contrib/profiling"       /* under the project directory */
 

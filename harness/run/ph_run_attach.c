@@ -36,18 +36,13 @@
 #include "ph_log.h"
 #include "ph_util.h"
 
-/* The service's running, unprofiled container, or why there is none to
- * attach to.  *id_out is malloc'd. */
-static int
-find_target(ph_run *r, const ph_service *s, const ph_profile *p, char **id_out, ph_error_t *err)
+int
+ph_run_attach_pick(json_t *list, const char *service, const char *mode_name, const char **id_out, ph_error_t *err)
 {
-    json_t *list = NULL, *c, *target = NULL;
+    json_t *c, *target = NULL;
     size_t k;
-    int rc = -1;
 
     *id_out = NULL;
-    if (ph_run_list(r, s->name, &list, err) < 0)
-        return -1;
     json_array_foreach(list, k, c) {
         const char *mode = ph_run_label(c, PH_LABEL_MODE);
         const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
@@ -55,14 +50,13 @@ find_target(ph_run *r, const ph_service *s, const ph_profile *p, char **id_out, 
         if (!ph_run_is_profiled(c))
             continue;
         if (ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
-            ph_bad_input(err, "`%s` is already attached to under %s (container %s): one profiler at a time", s->name,
+            ph_bad_input(err, "`%s` is already attached to under %s (container %s): one profiler at a time", service,
                          mode, name ? name + (name[0] == '/') : "?");
         else
-            ph_bad_input(err, "`%s` is already being profiled under %s (container %s, restarted for it)", s->name,
+            ph_bad_input(err, "`%s` is already being profiled under %s (container %s, restarted for it)", service,
                          mode, name ? name + (name[0] == '/') : "?");
-        ph_error_hint(err, "stop it first: `profharness stop %s` (it is collected), then attach with `--mode %s`",
-                      s->name, p->name);
-        goto out;
+        return ph_error_hint(err, "stop it first: `profharness stop %s` (it is collected), then attach with "
+                             "`--mode %s`", service, mode_name);
     }
     json_array_foreach(list, k, c) {
         if (ph_run_is_running(c)) {
@@ -70,15 +64,31 @@ find_target(ph_run *r, const ph_service *s, const ph_profile *p, char **id_out, 
             break;
         }
     }
-    if (target == NULL) {
-        ph_bad_input(err, "`%s` is not running: there is nothing to attach to", s->name);
-        ph_error_hint(err, "run it with `profharness restore %s`, or start it under the mode with "
-                      "`profharness start --mode %s %s`", s->name, p->name, s->name);
-        goto out;
+    if (target == NULL || json_string_value(json_object_get(target, "Id")) == NULL) {
+        ph_bad_input(err, "`%s` is not running: there is nothing to attach to", service);
+        return ph_error_hint(err, "run it with `profharness restore %s`, or start it under the mode with "
+                             "`profharness start --mode %s %s`", service, mode_name, service);
     }
-    *id_out = strdup(json_string_value(json_object_get(target, "Id")));
-    rc = *id_out ? 0 : ph_fail(err, ENOMEM, "allocate");
-out:
+    *id_out = json_string_value(json_object_get(target, "Id"));
+    return 0;
+}
+
+/* The service's running, unprofiled container, or why there is none to
+ * attach to.  *id_out is malloc'd. */
+static int
+find_target(ph_run *r, const ph_service *s, const ph_profile *p, char **id_out, ph_error_t *err)
+{
+    json_t *list = NULL;
+    const char *id;
+    int rc = -1;
+
+    *id_out = NULL;
+    if (ph_run_list(r, s->name, &list, err) < 0)
+        return -1;
+    if (ph_run_attach_pick(list, s->name, p->name, &id, err) == 0) {
+        *id_out = strdup(id);
+        rc = *id_out ? 0 : ph_fail(err, ENOMEM, "allocate");
+    }
     json_decref(list);
     return rc;
 }
@@ -153,6 +163,13 @@ attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
     if (cfg == NULL) {
         ph_fail(err, ENOMEM, "build the tools container's configuration");
         goto out;
+    }
+    {
+        char *rec = ph_rundir_profile_record(p);
+
+        if (rec != NULL)
+            json_object_set_new(json_object_get(cfg, "Labels"), PH_LABEL_PROFILE, json_string(rec));
+        free(rec);
     }
     if (asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name) < 0) {
         name = NULL;

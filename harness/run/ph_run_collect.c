@@ -56,14 +56,12 @@
 #include "ph_signal.h"
 #include "ph_util.h"
 #include "ph_report.h"
+#include "ph_rundir.h"
 #include "ph_tar.h"
 #include "ph_timing.h"
 #include "ph_timing_out.h"
 
-#define TEMP_PREFIX ".incoming-"
-/* Seconds in run.json: enough digits for nanoseconds over a day, and no
- * 1.1890000000000001. */
-#define META_DUMP_FLAGS (JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9))
+#define TEMP_PREFIX PH_RUNDIR_TEMP_PREFIX
 
 /* ---- the service directory and its lock --------------------------------- */
 
@@ -107,7 +105,7 @@ open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
     if (out < 0)
         return ph_fail(err, errno, "open `%s`", r->opts.out_dir);
     if (mkdirat(out, service, 0755) == 0)
-        ph_run_give_at(out, service);
+        ph_rundir_give_at(out, service);
     else if (errno != EEXIST)
         return ph_fail(err, errno, "mkdir `%s/%s`", r->opts.out_dir, service);
     fd = openat(out, service, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -168,7 +166,7 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
         return -1;
     fd = openat(svcfd, ".lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0)
-        ph_run_give_at(svcfd, ".lock");
+        ph_rundir_give_at(svcfd, ".lock");
     else if (errno == EEXIST)
         fd = openat(svcfd, ".lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -196,449 +194,84 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
     return 0;
 }
 
-/* ---- collection limits -------------------------------------------------- */
+/* ---- collection: the run-dir store's steps ----------------------------- */
 
-/* The limits one collection runs under, and where each came from: a flag
- * (ph_run_opts.collect) wins over the mode's `collect:`, which wins over
- * the defaults. */
-typedef struct collect_limits {
-    ph_tar_limits lim;
-    const char *profile_path;           /* the mode's file, NULL when it has none */
-    char mode[64];
-    char from[PH_TAR_LIMIT_FREE + 1];   /* per limit: 'f'lag, 'p'rofile, 'd'efault */
-} collect_limits;
-
-static uint64_t *
-limit_field(ph_tar_limits *l, ph_tar_limit which)
-{
-    return which == PH_TAR_LIMIT_BYTES ? &l->max_bytes
-         : which == PH_TAR_LIMIT_ENTRIES ? &l->max_entries : &l->min_free_bytes;
-}
-
-static void
-collect_limits_of(ph_run *r, const char *mode, collect_limits *cl)
-{
-    ph_profile *p = ph_profiles_find(&r->profiles, mode);
-
-    memset(cl, 0, sizeof *cl);
-    snprintf(cl->mode, sizeof cl->mode, "%s", mode ? mode : "MODE");
-    cl->profile_path = p ? p->path : NULL;
-    for (int w = PH_TAR_LIMIT_BYTES; w <= PH_TAR_LIMIT_FREE; w++) {
-        uint64_t flag = *limit_field(&r->opts.collect, w), prof = p ? *limit_field(&p->collect, w) : 0;
-
-        *limit_field(&cl->lim, w) = flag ? flag : prof;
-        cl->from[w] = flag ? 'f' : prof ? 'p' : 'd';
-    }
-}
-
-/* V for a flag: "32GiB" when exact in a binary unit, else bytes. */
-static const char *
-size_arg(uint64_t v, char buf[32])
-{
-    static const char *const units[] = { "", "KiB", "MiB", "GiB", "TiB", "PiB" };
-    int u = 0;
-
-    while (u < 5 && v >= 1024 && v % 1024 == 0) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, 32, "%" PRIu64 "%s", v, units[u]);
-    return buf;
-}
-
-/* A collection stopped by limit WHICH: say in ERR's message where the
- * limit was set, and in its hint how to raise it and retry with CMD
- * ("stop", "collect"); the container is kept. */
-static int
-limit_hint(const collect_limits *cl, ph_tar_limit which, const char *cmd, const char *service, const char *id,
-           ph_error_t *err)
-{
-    static const char *const flags[] = { "", "--max-bytes", "--max-entries", "--min-free" };
-    static const uint64_t defaults[] = { 0, PH_TAR_DEFAULT_MAX_BYTES, PH_TAR_DEFAULT_MAX_ENTRIES, 0 };
-    const char *name = ph_tar_limit_name(which), *file = cl->profile_path ? cl->profile_path : "the mode's profile";
-    uint64_t v = *limit_field((ph_tar_limits *)&cl->lim, which);
-    char more[32], where[PATH_MAX + 64];
-    size_t n;
-
-    if (*err == NULL || which < PH_TAR_LIMIT_BYTES || which > PH_TAR_LIMIT_FREE)
-        return -1;
-    if (cl->from[which] == 'f')
-        snprintf(where, sizeof where, "set with %s", flags[which]);
-    else if (cl->from[which] == 'p')
-        snprintf(where, sizeof where, "set in %s", file);
-    else
-        snprintf(where, sizeof where, "the default");
-    n = strlen((*err)->msg);
-    snprintf((*err)->msg + n, sizeof (*err)->msg - n, " (%s)", where);
-    if (which == PH_TAR_LIMIT_FREE)
-        return ph_error_hint(err, "the container %.12s is kept with its artifacts, no partial run left; free "
-                             "space on the disk of the output dir, or lower `min_free` (`profharness %s "
-                             "--min-free 256MiB %s`, or `collect: {min_free: 256MiB}` in %s), and retry",
-                             id, cmd, service, file);
-    if (v == 0)
-        v = defaults[which];
-    if (which == PH_TAR_LIMIT_ENTRIES)
-        snprintf(more, sizeof more, "%" PRIu64, v > UINT64_MAX / 2 ? v : v * 2);
-    else
-        size_arg(v > UINT64_MAX / 2 ? v : v * 2, more);
-    return ph_error_hint(err, "the container %.12s is kept with its artifacts, no partial run left; raise the "
-                         "limit and retry: `profharness %s %s %s %s`, or `collect: {%s: %s}` in %s "
-                         "(`unlimited` turns it off)", id, cmd, flags[which], more, service, name, more, file);
-}
-
-/* ---- collection ------------------------------------------------------- */
-
-typedef struct collect_result {
-    char run_dir[PATH_MAX];   /* as the user can open it: <out>/<service>/<run> */
-    int run_fd;               /* the run dir, wherever it is moved: run.json goes there */
-    ph_tar_stats stats;
+/* What one stop or collect knows of its container while the store
+ * completes the run (ph_rundir_complete): the steps below fill it. */
+typedef struct collect_run {
+    ph_run *r;
+    json_t *c;                /* the container as listed */
+    const ph_profile *p;      /* the profile it was started with, or NULL */
+    const char *service, *id;
+    ph_engine *e;
     json_t *record;           /* the shim's completion record, or NULL ... */
     char record_problem[256]; /* ... and why */
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
-    collect_limits limits;    /* what the collection ran under */
-} collect_result;
+    ph_rundir_done done;
+} collect_run;
 
 static void
-collect_result_done(collect_result *res)
+collect_run_done(collect_run *cr)
 {
-    if (res->run_fd >= 0)
-        close(res->run_fd);
-    res->run_fd = -1;
-    json_decref(res->record);
-    res->record = NULL;
-    json_decref(res->missing);
-    res->missing = NULL;
+    json_decref(cr->record);
+    cr->record = NULL;
+    json_decref(cr->missing);
+    cr->missing = NULL;
 }
 
-typedef struct extract_ctx {
-    ph_tar_extract *x;
+typedef struct fetch_ctx {
+    ph_rundir_feed_cb feed;
+    void *feed_ud;
     ph_error_t *err;
-} extract_ctx;
+} fetch_ctx;
 
 static int
-extract_cb(void *ud, const char *data, size_t len)
+fetch_cb(void *ud, const char *data, size_t len)
 {
-    extract_ctx *a = ud;
-    int sig = ph_interrupted();
+    fetch_ctx *f = ud;
 
-    if (sig != 0)
-        return ph_interrupt_fail(a->err, sig);
-    return ph_tar_extract_feed(a->x, data, len, a->err);
+    return f->feed(f->feed_ud, data, len, f->err);
 }
 
-int
-ph_run_link_replace(int svcfd, const char *target, const char *link, ph_error_t *err)
-{
-    char tmp[64];
-
-    for (int tries = 0;; tries++) {
-        memcpy(tmp, TEMP_PREFIX "link-", sizeof TEMP_PREFIX + 4);
-        ph_fs_random_name(tmp + sizeof TEMP_PREFIX + 4, 12);
-        tmp[sizeof TEMP_PREFIX + 16] = '\0';
-        if (symlinkat(target, svcfd, tmp) == 0)
-            break;
-        if (errno != EEXIST || tries == 100)
-            return ph_fail(err, errno, "symlink `%s`", tmp);
-    }
-    ph_run_give_at(svcfd, tmp);
-    if (renameat(svcfd, tmp, svcfd, link) < 0) {
-        int e = errno;
-        unlinkat(svcfd, tmp, 0);
-        return ph_fail(err, e, "replace the link `%s`", link);
-    }
-    return 0;
-}
-
-/* The newest regular file in the directory DIRFD matching GLOB, by mtime
- * then name. */
+/* /opt/profiling/<service> out of the container, streamed into the store. */
 static int
-newest_match(int dirfd, const char *glob, char *out, size_t len)
+fetch_step(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
 {
-    DIR *d = ph_fs_opendir_at(dirfd);
-    struct dirent *de;
-    struct stat st;
-    time_t best = 0;
-    int found = 0;
+    collect_run *cr = ud;
+    fetch_ctx f = { feed, feed_ud, err };
+    char src[PATH_MAX];
 
-    if (d == NULL)
-        return 0;
-    while ((de = readdir(d)) != NULL) {
-        if (fnmatch(glob, de->d_name, 0) != 0)
-            continue;
-        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (!found || st.st_mtime > best || (st.st_mtime == best && strcmp(de->d_name, out) > 0)) {
-            snprintf(out, len, "%s", de->d_name);
-            best = st.st_mtime;
-            found = 1;
-        }
-    }
-    closedir(d);
-    return found;
+    snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, cr->service);
+    return ph_engine_archive_get(cr->e, cr->id, src, fetch_cb, &f, err);
 }
 
-static int
-update_links(ph_run *r, int svcfd, int runfd, const char *run_name, const char *mode, ph_error_t *err)
-{
-    char target[PATH_MAX], file[NAME_MAX + 1];
-    ph_profile *p = ph_profiles_find(&r->profiles, mode);
-
-    if (ph_run_link_replace(svcfd, run_name, "latest", err) < 0)
-        return -1;
-    if (p == NULL)
-        return 0;
-    for (size_t i = 0; i < p->n_artifacts; i++) {
-        const ph_artifact_spec *a = &p->artifacts[i];
-
-        if (a->latest == NULL || !newest_match(runfd, a->glob, file, sizeof file))
-            continue;
-        snprintf(target, sizeof target, "%s/%s", run_name, file);
-        if (ph_run_link_replace(svcfd, target, a->latest, err) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Write DIRFD/NAME: FILL writes a fresh temp file (O_EXCL, O_NOFOLLOW)
- * through its fd, which is then renamed over NAME.  SHOWN names it in
- * errors. */
-static int
-write_file_at(int dirfd, const char *shown, const char *name, int (*fill)(int fd, const void *ud), const void *ud,
-              ph_error_t *err)
-{
-    char tmp[64];
-    int fd = -1;
-
-    for (int tries = 0; fd < 0; tries++) {
-        memcpy(tmp, TEMP_PREFIX, sizeof TEMP_PREFIX - 1);
-        ph_fs_random_name(tmp + sizeof TEMP_PREFIX - 1, 12);
-        tmp[sizeof TEMP_PREFIX + 11] = '\0';
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 && (errno != EEXIST || tries == 100))
-            return ph_fail(err, errno, "write `%s`", shown);
-    }
-    if (fill(fd, ud) < 0) {
-        int e = errno;
-        close(fd);
-        unlinkat(dirfd, tmp, 0);
-        return ph_fail(err, e, "write `%s`", shown);
-    }
-    if (close(fd) < 0) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return ph_fail(err, e, "write `%s`", shown);
-    }
-    ph_run_give_at(dirfd, tmp);
-    if (renameat(dirfd, tmp, dirfd, name) < 0) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return ph_fail(err, e, "rename into `%s`", shown);
-    }
-    return 0;
-}
-
-static int
-fill_json(int fd, const void *j)
-{
-    return json_dumpfd(j, fd, META_DUMP_FLAGS) < 0 || write(fd, "\n", 1) != 1 ? -1 : 0;
-}
-
-static int
-fill_json_compact(int fd, const void *j)
-{
-    return json_dumpfd(j, fd, JSON_COMPACT) < 0 || write(fd, "\n", 1) != 1 ? -1 : 0;
-}
-
-int
-ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err)
-{
-    return write_file_at(dirfd, shown, name, fill_json, j, err);
-}
-
-/* harness.folded: the command's stages so far, as a flamechart's lines. */
-static int
-fill_folded(int fd, const void *tree)
-{
-    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    FILE *f = dfd < 0 ? NULL : fdopen(dfd, "w");
-    ph_error_t e = NULL;
-    int rc;
-
-    if (f == NULL) {
-        if (dfd >= 0)
-            close(dfd);
-        return -1;
-    }
-    rc = ph_timing_write_folded(f, tree, &e);
-    ph_error_free(&e);
-    if (fclose(f) != 0)
-        rc = -1;
-    return rc < 0 ? (errno = errno ? errno : EIO, -1) : 0;
-}
-
-/* The globs of MODE's artifacts that match no regular file in DIRFD: what
- * the profiler did not write (a process killed by SIGKILL, a sampler that
- * never reached its first write). */
+/* The globs of the run's artifacts that match no regular file in DIRFD:
+ * what the profiler did not write (a process killed by SIGKILL, a sampler
+ * that never reached its first write). */
 static json_t *
-missing_artifacts(ph_run *r, const char *mode, int dirfd)
+missing_artifacts(const ph_profile *p, int dirfd)
 {
-    ph_profile *p = ph_profiles_find(&r->profiles, mode);
     json_t *missing = json_array();
     char file[NAME_MAX + 1];
 
     for (size_t i = 0; p != NULL && missing != NULL && i < p->n_artifacts; i++)
-        if (!newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+        if (!ph_rundir_newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
             json_array_append_new(missing, json_string(p->artifacts[i].glob));
     return missing;
 }
 
-/* Remove the temp dir NAME in SVCFD whose fd is TMPFD: its contents through
- * the fd (what is in our dir, wherever it is), then the name if it is
- * still our dir. */
-static void
-remove_temp(const char *svc_path, int svcfd, const char *name, int tmpfd)
-{
-    ph_error_t e = NULL;
-    struct stat a, b;
-
-    if (ph_fs_remove_tree_at(tmpfd, ".", &e) < 0) {
-        ph_warn("could not empty the temp dir `%s/%s`: %s", svc_path, name, e->msg);
-        ph_error_free(&e);
-    }
-    if (fstat(tmpfd, &a) == 0 && fstatat(svcfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
-        a.st_ino == b.st_ino)
-        unlinkat(svcfd, name, AT_REMOVEDIR);
-}
-
-/* Stream /opt/profiling/<service> out of container C into a new run dir
- * under SVCFD (locked).  SNAPSHOT: a copy while it runs (a distinct name,
- * links untouched).  On failure nothing is left on the host. */
-static int
-collect_into_run_dir(ph_run *r, json_t *c, int svcfd, int snapshot, collect_result *res, ph_error_t *err)
-{
-    const char *id = json_string_value(json_object_get(c, "Id"));
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
-    const char *mode = ph_run_label(c, PH_LABEL_MODE);
-    const char *run = ph_run_label(c, PH_LABEL_RUN);
-    char tmp[NAME_MAX + 1], src[PATH_MAX], run_name[NAME_MAX], final[NAME_MAX + 1], stamp[17], esc[256];
-    ph_tar_extract *x = NULL;
-    extract_ctx ctx;
-    int tmpfd = -1, sig, finished = 0;
-    uid_t uid;
-    gid_t gid;
-    ph_stage *st = NULL;
-    ph_engine *e;
-
-    res->run_fd = -1;
-    if (ph_run_engine(r, &e, err) < 0)
-        return -1;
-    if (service == NULL || run == NULL || mode == NULL)
-        return ph_fail(err, 0, "container %.12s has no profharness labels", id);
-    if (!safe_name(run))
-        return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", id,
-                       ph_escape(esc, sizeof esc, run));
-    ph_run_utc_stamp(stamp);
-    if (snapshot)
-        snprintf(run_name, sizeof run_name, "%s-snapshot-%s", run, stamp);
-    else
-        snprintf(run_name, sizeof run_name, "%s", run);
-    if (ph_fs_mkdtemp_at(svcfd, TEMP_PREFIX, 0700, tmp, sizeof tmp, err) < 0)
-        return ph_error_wrap(err, "collect the artifacts of `%s` into `%s/%s`", service, r->opts.out_dir, service);
-    tmpfd = openat(svcfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (tmpfd < 0) {
-        ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, service, tmp);
-        unlinkat(svcfd, tmp, AT_REMOVEDIR);
-        return ph_error_wrap(err, "collect the artifacts of `%s`", service);
-    }
-
-    st = ph_stage_beginf("collect", 0, "stream and extract %s/%s", PH_CONTAINER_OUT, service);
-    /* Through our fd: no link planted under <out>/<service> meanwhile can
-     * redirect the extraction. */
-    collect_limits_of(r, mode, &res->limits);
-    x = ph_tar_extract_new_at(tmpfd, 1, &res->limits.lim, err);
-    if (x == NULL)
-        goto fail;
-    ctx.x = x;
-    ctx.err = err;
-    snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, service);
-    if (ph_engine_archive_get(e, id, src, extract_cb, &ctx, err) < 0)
-        goto fail;
-    finished = 1;
-    if (ph_tar_extract_finish(x, &res->stats, err) < 0)
-        goto fail;
-    ph_tar_extract_free(x);
-    x = NULL;
-    ph_stage_bytes(st, 0, res->stats.bytes);
-    ph_stage_end(st);
-    st = NULL;
-    if ((sig = ph_interrupted()) != 0) {
-        ph_interrupt_fail(err, sig);
-        goto fail;
-    }
-
-    ph_run_record_read(tmpfd, PH_RECORD_NAME, &res->record, res->record_problem, sizeof res->record_problem);
-    res->missing = missing_artifacts(r, mode, tmpfd);
-    if (fchmod(tmpfd, 0755) < 0) {
-        ph_fail(err, errno, "chmod `%s/%s/%s`", r->opts.out_dir, service, tmp);
-        goto fail;
-    }
-    /* Through our fd: the tree we extracted, whatever the name points at. */
-    st = ph_run_invoker(&uid, &gid) ? ph_stage_begin("host", "give the files to the invoker", 0) : NULL;
-    if (ph_run_invoker(&uid, &gid) && ph_fs_chown_tree_at(tmpfd, ".", uid, gid, err) < 0)
-        goto fail;
-    ph_stage_end(st);
-    st = NULL;
-    if ((sig = ph_interrupted()) != 0) {
-        ph_interrupt_fail(err, sig);
-        goto fail;
-    }
-    st = ph_stage_begin("host", "rename into place and link", 0);
-    snprintf(final, sizeof final, "%s", run_name);
-    for (int k = 2; renameat2(svcfd, tmp, svcfd, final, RENAME_NOREPLACE) < 0; k++) {
-        if ((errno != EEXIST && errno != ENOTEMPTY) || k == 1000) {
-            ph_fail(err, errno, "rename `%s/%s/%s` to `%s`", r->opts.out_dir, service, tmp, final);
-            goto fail;
-        }
-        snprintf(final, sizeof final, "%s.%d", run_name, k);
-    }
-    snprintf(res->run_dir, sizeof res->run_dir, "%s/%s/%s", r->opts.out_dir, service, final);
-    res->run_fd = tmpfd;
-    if (!snapshot && update_links(r, svcfd, tmpfd, final, mode, err) < 0) {
-        ph_error_wrap(err, "the artifacts are in place in %s, but", res->run_dir);
-        return ph_run_stage_done(st, -1, err);
-    }
-    ph_stage_end(st);
-    return 0;
-fail:
-    ph_run_stage_done(st, -1, err);
-    if (x != NULL && !finished) {
-        /* The stats of a failed feed: which limit, if one stopped it. */
-        ph_error_t ignored = NULL;
-
-        ph_tar_extract_finish(x, &res->stats, &ignored);
-        ph_error_free(&ignored);
-    }
-    ph_tar_extract_free(x);
-    /* Keep nothing half-written: the container still has everything. */
-    snprintf(src, sizeof src, "%s/%s", r->opts.out_dir, service);
-    remove_temp(src, svcfd, tmp, tmpfd);
-    close(tmpfd);
-    return ph_error_wrap(err, "collect the artifacts of `%s`", service);
-}
-
-/* The names of MODE's artifacts found in DIRFD ("strace.log"; a glob's
+/* The names of the run's artifacts found in DIRFD ("strace.log"; a glob's
  * `latest` name, else the file's), joined with ", " into OUT. */
 static void
-present_artifacts(ph_run *r, const char *mode, int dirfd, char *out, size_t len)
+present_artifacts(const ph_profile *p, int dirfd, char *out, size_t len)
 {
-    ph_profile *p = ph_profiles_find(&r->profiles, mode);
     char file[NAME_MAX + 1], esc[NAME_MAX * 4 + 1];
     size_t o = 0;
 
     out[0] = '\0';
     for (size_t i = 0; p != NULL && i < p->n_artifacts && o < len; i++) {
-        if (!newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+        if (!ph_rundir_newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
             continue;
         ph_escape(esc, sizeof esc, p->artifacts[i].latest ? p->artifacts[i].latest : file);
         o += (size_t)snprintf(out + o, len - o, "%s%s", o ? ", " : "", esc);
@@ -646,15 +279,15 @@ present_artifacts(ph_run *r, const char *mode, int dirfd, char *out, size_t len)
 }
 
 static void
-describe_record(ph_run *r, const char *service, const char *mode, const collect_result *res)
+describe_record(const collect_run *cr, int runfd)
 {
-    json_t *rec = res->record, *esc_list, *g;
-    const char *sig;
+    json_t *rec = cr->record, *esc_list, *g;
+    const char *sig, *service = cr->service;
     char esc[128], globs[512] = "", present[512], story[1024];
     size_t i, o = 0;
     int level;
 
-    json_array_foreach(res->missing, i, g)
+    json_array_foreach(cr->missing, i, g)
         o += (size_t)snprintf(globs + o, o < sizeof globs ? sizeof globs - o : 0, "%s`%s`", i ? ", " : "",
                               json_string_value(g));
     if (o > 0)
@@ -663,17 +296,17 @@ describe_record(ph_run *r, const char *service, const char *mode, const collect_
     /* The kernel's SIGKILL is no stop: whoever it hit had no chance to
      * flush, and the record (written by ph-init, which survived) may not
      * know it was the OOM killer. */
-    if (res->oom_killed && !(rec && json_is_string(json_object_get(rec, "outcome")) &&
-                             strcmp(json_string_value(json_object_get(rec, "outcome")), "oom_killed") == 0))
+    if (cr->oom_killed && !(rec && json_is_string(json_object_get(rec, "outcome")) &&
+                            strcmp(json_string_value(json_object_get(rec, "outcome")), "oom_killed") == 0))
         ph_warn("%s: the OOM killer struck in the container (its memory limit): what the profiler wrote may be "
                 "incomplete", service);
     if (rec == NULL) {
         ph_warn("%s: no valid completion record: %s; the profiled process may not have stopped through the "
-                "shim, so output may be incomplete (marked in %s)", service, res->record_problem, PH_RUN_META_NAME);
+                "shim, so output may be incomplete (marked in %s)", service, cr->record_problem, PH_RUN_META_NAME);
         return;
     }
     /* What happened, plainly, from the shim's outcome. */
-    present_artifacts(r, mode, res->run_fd, present, sizeof present);
+    present_artifacts(cr->p, runfd, present, sizeof present);
     if ((level = ph_run_record_story(rec, present, story, sizeof story)) >= 0) {
         ph_log(level ? PH_LOG_WARN : PH_LOG_INFO, "%s: %s", service, story);
         return;
@@ -690,88 +323,95 @@ describe_record(ph_run *r, const char *service, const char *mode, const collect_
     if (json_array_size(esc_list) > 0)
         ph_warn("%s: the service did not stop on its stop signal; escalated (%zu step%s, see %s)", service,
                 json_array_size(esc_list), json_array_size(esc_list) == 1 ? "" : "s", PH_RECORD_NAME);
-    if (!ph_run_record_complete(rec) && !res->oom_killed)
+    if (!ph_run_record_complete(rec) && !cr->oom_killed)
         ph_warn("%s: the profiler itself was killed before it could finish: what it wrote may be incomplete "
                 "(see %s)", service, PH_RECORD_NAME);
 }
 
-/* harness.folded and harness.trace.json (ph_timing_out.h) of the command
- * so far into the run dir; a failure is a warning: timings never cost a
- * run. */
+/* After extraction: the record, what is missing, said. */
 static void
-write_timing_files(const collect_result *res)
+examine_step(void *ud, ph_rundir *rd)
 {
-    const ph_stage *tree = ph_timing_root();
-    json_t *trace;
-    ph_error_t e = NULL;
-    char shown[PATH_MAX + 32];
+    collect_run *cr = ud;
+    int fd = ph_rundir_fd(rd);
 
-    if (tree == NULL)
-        return;
-    snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_HARNESS_FOLDED);
-    if (write_file_at(res->run_fd, shown, PH_HARNESS_FOLDED, fill_folded, tree, &e) == 0) {
-        snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_HARNESS_TRACE);
-        trace = ph_timing_trace_json(tree);
-        if (trace == NULL)
-            ph_fail(&e, ENOMEM, "build `%s`", shown);
-        else
-            write_file_at(res->run_fd, shown, PH_HARNESS_TRACE, fill_json_compact, trace, &e);
-        json_decref(trace);
-    }
-    if (e != NULL) {
-        ph_warn("%s (the run is complete without it)", e->msg);
-        ph_error_free(&e);
-    }
+    ph_run_record_read(fd, PH_RECORD_NAME, &cr->record, cr->record_problem, sizeof cr->record_problem);
+    cr->missing = missing_artifacts(cr->p, fd);
+    describe_record(cr, fd);
+    ph_run_attach_describe(cr->r, cr->c, cr->record);
+    ph_run_explain_samples(cr->service, fd);
 }
 
+/* Its output goes with the container: kept before it is removed. */
 static int
-write_run_meta(json_t *c, const collect_result *res, ph_error_t *err)
+service_log_step(void *ud, ph_rundir *rd, ph_error_t *err)
 {
-    ph_stage *st = ph_stage_begin("host", "write run.json and the harness timings", 0);
-    json_t *meta;
-    char ended[32], shown[PATH_MAX + 16];
-    int rc;
+    collect_run *cr = ud;
 
+    return ph_run_service_log(cr->r, cr->service, cr->id, rd, err);
+}
+
+static json_t *
+meta_step(void *ud, ph_rundir *rd)
+{
+    collect_run *cr = ud;
+    json_t *c = cr->c, *meta;
+    char ended[32];
+
+    (void)rd;
     ph_run_utc_iso(ended, sizeof ended);
-    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:I, s:I, s:I, s:O?, s:s?, s:O?, s:b}",
+    meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:O?, s:s?, s:O?, s:b}",
                      "service", ph_run_label(c, PH_LABEL_SERVICE),
                      "mode", ph_run_label(c, PH_LABEL_MODE),
                      "run", ph_run_label(c, PH_LABEL_RUN),
                      "started_at", ph_run_label(c, PH_LABEL_STARTED),
-                     "container", json_string_value(json_object_get(c, "Id")),
+                     "container", cr->id,
                      "collected_at", ended,
-                     "files", (json_int_t)res->stats.files,
-                     "bytes", (json_int_t)res->stats.bytes,
-                     "refused_entries", (json_int_t)res->stats.refused,
-                     "completion", res->record,
-                     "completion_problem", res->record == NULL ? res->record_problem : NULL,
-                     "missing_artifacts", res->missing,
-                     "oom_killed", res->oom_killed);
+                     "completion", cr->record,
+                     "completion_problem", cr->record == NULL ? cr->record_problem : NULL,
+                     "missing_artifacts", cr->missing,
+                     "oom_killed", cr->oom_killed);
     /* attach: the service's container, which kept running (the report says so) */
     if (meta != NULL && ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
         json_object_set_new(meta, "attached_to", json_string(ph_run_label(c, PH_LABEL_ATTACHED)));
-    /* The whole stage tree so far, and the trace id of its spans; the
-     * three files as of one instant. */
-    ph_timing_read_begin();
-    if (meta == NULL || ph_timing_run_json(meta) < 0) {
-        ph_timing_read_end();
-        json_decref(meta);
-        return ph_run_stage_done(st, ph_fail(err, ENOMEM, "build %s", PH_RUN_META_NAME), err);
-    }
-    write_timing_files(res);
-    ph_timing_read_end();
-    snprintf(shown, sizeof shown, "%s/%s", res->run_dir, PH_RUN_META_NAME);
-    rc = ph_run_write_json_at(res->run_fd, shown, PH_RUN_META_NAME, meta, err);
-    json_decref(meta);
-    return ph_run_stage_done(st, rc, err);
+    return meta;
+}
+
+/* Complete the run of container C under SVCFD (locked) as NAME, through
+ * the store (ph_rundir_complete: its fixed order).  SNAPSHOT: a copy
+ * while it runs (links untouched).  On failure nothing is left on the
+ * host and CR->done says which limit stopped it, if one did. */
+static int
+collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
+{
+    ph_run *r = cr->r;
+    const char *run = ph_run_label(cr->c, PH_LABEL_RUN);
+    char name[NAME_MAX], stamp[17], esc[256];
+    ph_rundir_steps steps = { cr, fetch_step, examine_step, service_log_step, meta_step };
+    ph_rundir_spec spec = { .svcfd = svcfd, .out_dir = r->opts.out_dir, .service = cr->service, .name = name,
+                            .container = cr->id, .cmd = snapshot ? "collect" : "stop", .profile = cr->p,
+                            .flags = &r->opts.collect, .links = !snapshot };
+
+    if (ph_run_engine(r, &cr->e, err) < 0)
+        return -1;
+    if (cr->service == NULL || run == NULL || ph_run_label(cr->c, PH_LABEL_MODE) == NULL)
+        return ph_fail(err, 0, "container %.12s has no profharness labels", cr->id);
+    if (!safe_name(run))
+        return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", cr->id,
+                       ph_escape(esc, sizeof esc, run));
+    ph_run_utc_stamp(stamp);
+    if (snapshot)
+        snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
+    else
+        snprintf(name, sizeof name, "%s", run);
+    return ph_rundir_complete(&spec, &steps, &cr->done, err);
 }
 
 /* ---- stop ------------------------------------------------------------- */
 
-static long
-stop_budget_s(ph_run *r, json_t *c)
+long
+ph_run_stop_budget_s(const ph_profile *p)
 {
-    ph_profile *p = ph_profiles_find(&r->profiles, ph_run_label(c, PH_LABEL_MODE));
     long long ns;
 
     if (p == NULL)
@@ -813,48 +453,15 @@ signal_and_wait(ph_engine *e, json_t *c, long budget, int *timed_out, ph_error_t
     return ph_run_stage_done(st, ph_engine_container_wait_end(w, budget, &code, timed_out, err), err);
 }
 
-/* The size of DIR/NAME, for a "report" stage's bytes out; 0 if absent. */
-static uint64_t
-file_size_in(const char *dir, const char *name)
-{
-    char path[PATH_MAX];
-    struct stat sb;
-
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path || stat(path, &sb) < 0)
-        return 0;
-    return (uint64_t)sb.st_size;
-}
-
-/* The run's report.html and summary.json, and its headline on stderr
- * (stdout keeps the parseable "service<TAB>run dir" lines).  A report that
- * cannot be written costs a warning, never the run: the artifacts are
- * already in place.  A "report" stage of the command (after run.json, so
- * the command's tree has it and the run's own run.json does not). */
-static void
-write_report(ph_run *r, const char *run_dir)
-{
-    ph_stage *st = ph_stage_begin("report", "write report.html and summary.json", 0);
-    ph_report_headline h;
-    ph_error_t rerr = NULL;
-
-    if (ph_report_write_run(run_dir, &r->profiles, &h, &rerr) < 0) {
-        ph_warn("no report for %s: %s (the artifacts are there; retry with `profharness report %s`)", run_dir,
-                rerr->msg, run_dir);
-        ph_run_stage_done(st, -1, &rerr);
-        ph_error_free(&rerr);
-        return;
-    }
-    ph_stage_bytes(st, 0, file_size_in(run_dir, "report.html") + file_size_in(run_dir, "summary.json"));
-    ph_stage_end(st);
-    ph_report_print_headline(stderr, &h);
-}
-
-/* contrib/profiling/index.html, after a command collected something. */
+/* contrib/profiling/index.html, after a command collected something;
+ * handed to the invoker like every file the harness writes. */
 static void
 write_index(ph_run *r)
 {
     ph_stage *st = ph_stage_begin("report", "write the index of runs", 0);
+    ph_cleanup_close int outfd = -1;
     ph_error_t rerr = NULL;
+    struct stat sb;
 
     if (ph_report_write_index(r->opts.out_dir, &rerr) < 0) {
         ph_warn("the index of runs was not updated: %s (retry with `profharness report`)", rerr->msg);
@@ -862,7 +469,12 @@ write_index(ph_run *r)
         ph_error_free(&rerr);
         return;
     }
-    ph_stage_bytes(st, 0, file_size_in(r->opts.out_dir, "index.html"));
+    outfd = open(r->opts.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (outfd >= 0) {
+        ph_rundir_give_at(outfd, PH_REPORT_INDEX);
+        if (fstatat(outfd, PH_REPORT_INDEX, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+            ph_stage_bytes(st, 0, (uint64_t)sb.st_size);
+    }
     ph_stage_end(st);
 }
 
@@ -876,11 +488,14 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
     json_t *fresh = NULL, *c;
-    collect_result res = { .run_fd = -1 };
+    collect_run cr = { .r = r, .c = listed, .service = service, .id = id };
+    ph_profile own;
+    char expect[PATH_MAX];
     ph_engine *e;
     int found = 0, timed_out = 0, rc = -1;
     long budget;
 
+    memset(&own, 0, sizeof own);
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
     if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
@@ -903,58 +518,54 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         ph_info("%s: container %.12s was created but never started: nothing to collect; removed", service, id);
         return 0;
     }
+    if (ph_run_outdir_check(r, c, expect, sizeof expect, err) < 0)
+        return -1;
+    /* The run is stopped, collected and reported as it was started. */
+    if (ph_run_started_profile(r, c, &own, &cr.p, err) < 0)
+        return -1;
 
-    budget = stop_budget_s(r, c);
+    budget = ph_run_stop_budget_s(cr.p);
     if (signal_and_wait(e, c, budget, &timed_out, err) < 0)
         goto keep;
     if (timed_out) {
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
         goto keep;
     }
-    ph_run_convert(r, c); /* perf: folded stacks, flamegraph, pprof beside perf.data */
+    ph_run_convert(r, c, cr.p); /* perf: folded stacks, flamegraph, pprof beside perf.data */
     if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
         goto keep;
-    res.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
+    cr.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
     json_decref(fresh);
 
+    /* Complete before the container goes: run.json, service.log, report. */
     ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
-    if (collect_into_run_dir(r, c, svcfd, 0, &res, err) < 0) {
+    if (collect_run_dir(&cr, svcfd, 0, err) < 0) {
         ph_interrupt_end();
-        if (res.run_fd < 0)
-            goto keep;
-        /* In place; only the links failed: the container is not needed. */
-        ph_error_hint(err, "the run is complete in %s; the container %.12s is kept: remove it with "
-                      "`profharness stop --discard %s`", res.run_dir, id, service);
-        goto out;
+        goto keep;
     }
-    describe_record(r, service, ph_run_label(c, PH_LABEL_MODE), &res);
-    ph_run_attach_describe(r, c, res.record);
-    ph_run_explain_samples(service, res.run_fd);
-    ph_run_service_log(r, service, id, res.run_fd, res.run_dir); /* its output goes with the container */
-
     if (ph_engine_container_remove(e, id, 0, err) < 0) {
         ph_interrupt_end();
-        ph_error_wrap(err, "artifacts are safe in %s, but removing container %.12s failed", res.run_dir, id);
+        ph_error_wrap(err, "the run is complete in %s, but removing container %.12s failed", cr.done.run_dir, id);
         ph_error_hint(err, "remove it by hand: docker rm %.12s", id);
         goto out;
     }
-    rc = write_run_meta(c, &res, err);
     ph_interrupt_end();
-    if (rc < 0)
-        goto out;
-    write_report(r, res.run_dir);
-    printf("%s\t%s\n", service, res.run_dir);
+    rc = 0;
+    if (cr.done.reported)
+        ph_report_print_headline(stderr, &cr.done.headline);
+    printf("%s\t%s\n", service, cr.done.run_dir);
     fflush(stdout);
     goto out;
 keep:
-    if (res.stats.limit != PH_TAR_LIMIT_NONE)
-        limit_hint(&res.limits, res.stats.limit, "stop", service, id, err);
+    if (cr.done.stats.limit != PH_TAR_LIMIT_NONE)
+        ph_rundir_limit_hint(&cr.done.limits, cr.done.stats.limit, cr.done.limit_value, "stop", service, id, err);
     else
         ph_error_hint(err, "the container %.12s is kept with its artifacts; retry with `profharness stop %s` "
                       "(or `profharness collect %s`); if it cannot be collected, give the run up with "
                       "`profharness stop --discard %s`", id, service, service, service);
 out:
-    collect_result_done(&res);
+    collect_run_done(&cr);
+    ph_profile_free(&own);
     return rc;
 }
 
@@ -1042,8 +653,8 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
  * that of every selected service depending on it, so dependants stop
  * before what they depend on; each wave's services stop at once.  Sorts
  * SL by wave (stable: the caller's order within one) into DEPTH. */
-static void
-stop_waves(ph_svc_list *sl, size_t *depth)
+void
+ph_run_stop_waves(ph_svc_list *sl, size_t *depth)
 {
     for (size_t i = 0; i < sl->n; i++)
         depth[i] = 0;
@@ -1074,7 +685,7 @@ stop_waves(ph_svc_list *sl, size_t *depth)
 }
 
 /* Stop (or discard) every profiled container of the services in SL,
- * wave by wave (stop_waves), each wave concurrently (ph_run_parallel,
+ * wave by wave (ph_run_stop_waves), each wave concurrently (ph_run_parallel,
  * bounded): the time is the slowest service's of each wave, not the sum.
  * A fault in one service does not strand the others; an interrupt stops
  * every job before its next container.  One fault is returned as it is;
@@ -1100,7 +711,7 @@ for_each_profiled(ph_run *r, ph_svc_list *caller, int discard, int *acted, ph_er
     /* The workers' sections nest in this one: only this (the main)
      * thread installs and restores the handlers. */
     memcpy(waves.v, caller->v, caller->n * sizeof *waves.v);
-    stop_waves(sl, depth);
+    ph_run_stop_waves(sl, depth);
     ph_interrupt_begin();
     for (size_t w = 0; w < sl->n;) {
         size_t end = w;
@@ -1214,32 +825,36 @@ static int
 snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
 {
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
+    const char *id = json_string_value(json_object_get(c, "Id"));
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
     ph_stage *st = ph_run_container_stage(c, "snapshot");
-    collect_result res = { .run_fd = -1 };
+    collect_run cr = { .r = r, .c = c, .service = service, .id = id };
+    ph_profile own;
+    char expect[PATH_MAX];
     int rc;
 
-    if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
+    memset(&own, 0, sizeof own);
+    if (ph_run_outdir_check(r, c, expect, sizeof expect, err) < 0 ||
+        ph_run_started_profile(r, c, &own, &cr.p, err) < 0 ||
+        ph_run_lock_service(r, service, &svcfd, &lock, err) < 0) {
+        ph_profile_free(&own);
         return ph_run_stage_done(st, -1, err);
-    ph_run_snapshot_request(r, c); /* what the profiler has now, not what it wrote last */
+    }
+    ph_run_snapshot_request(r, c, cr.p); /* what the profiler has now, not what it wrote last */
     ph_interrupt_begin();
-    rc = collect_into_run_dir(r, c, svcfd, 1, &res, err);
-    if (rc < 0 && res.stats.limit != PH_TAR_LIMIT_NONE)
-        limit_hint(&res.limits, res.stats.limit, "collect", service, json_string_value(json_object_get(c, "Id")),
-                   err);
-    if (rc == 0)
-        ph_run_explain_samples(service, res.run_fd);
-    if (rc == 0)
-        ph_run_service_log(r, service, json_string_value(json_object_get(c, "Id")), res.run_fd, res.run_dir);
-    if (rc == 0)
-        rc = write_run_meta(c, &res, err);
+    rc = collect_run_dir(&cr, svcfd, 1, err);
+    if (rc < 0 && cr.done.stats.limit != PH_TAR_LIMIT_NONE)
+        ph_rundir_limit_hint(&cr.done.limits, cr.done.stats.limit, cr.done.limit_value, "collect", service, id,
+                             err);
     ph_interrupt_end();
     if (rc == 0) {
-        write_report(r, res.run_dir);
-        printf("%s\t%s\n", service, res.run_dir);
+        if (cr.done.reported)
+            ph_report_print_headline(stderr, &cr.done.headline);
+        printf("%s\t%s\n", service, cr.done.run_dir);
     }
-    collect_result_done(&res);
+    collect_run_done(&cr);
+    ph_profile_free(&own);
     return ph_run_stage_done(st, rc, err);
 }
 

@@ -427,10 +427,9 @@ out:
 }
 
 void
-ph_run_convert(ph_run *r, json_t *c)
+ph_run_convert(ph_run *r, json_t *c, const ph_profile *p)
 {
     const char *service = ph_run_label(c, PH_LABEL_SERVICE);
-    ph_profile *p = ph_profiles_find(&r->profiles, ph_run_label(c, PH_LABEL_MODE));
     const ph_profile_convert *conv;
     ph_error_t err = NULL;
     ph_stage *st;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "ph_run.h"
+#include "ph_rundir.h"
 #include "ph_timing.h"
 
 struct ph_run {
@@ -70,13 +71,17 @@ json_t *ph_run_shim_argv(const ph_profile *p, const char *target, const char *si
  * service exited while attached (and why the profiler's end may be
  * missing).  Nothing for other containers. */
 void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
+/* ph_run_attach.c: of LIST (SERVICE's containers, as listed), the one to
+ * attach MODE to: the first running one (*ID_OUT, LIST's), when none is
+ * profiled already; else -1 and a PH_EXIT_USAGE error that says why. */
+int ph_run_attach_pick(json_t *list, const char *service, const char *mode, const char **id_out, ph_error_t *err);
 
 /* ph_run_convert.c: C (a profiled or attach container that has exited)
- * gets its profile's `convert` outputs in its {out} before collection
+ * gets its profile P's (the started one) `convert` outputs in its {out} before collection
  * (stacks.folded, flamegraph.svg, profile.pb.gz).  Never fails the stop:
  * on a failure the run is collected as it is and a warning says how to
  * convert by hand. */
-void ph_run_convert(ph_run *r, json_t *c);
+void ph_run_convert(ph_run *r, json_t *c, const ph_profile *p);
 
 /* Where the tools tree's programs are, in a profiling image or the tools image. */
 #define PH_TOOLS_BIN "/opt/profharness/tools/bin"
@@ -84,15 +89,8 @@ void ph_run_convert(ph_run *r, json_t *c);
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */
 void ph_run_utc_iso(char *buf, size_t len);    /* "2026-11-22T10:15:00Z" */
-/* Under sudo (root with SUDO_UID/SUDO_GID): 1 and the invoker's ids. */
-int ph_run_invoker(uid_t *uid, gid_t *gid);
-/* Hand DIRFD/NAME (a link itself, never its target) to the invoker; best
- * effort, for single entries the harness created. */
-void ph_run_give_at(int dirfd, const char *name);
-/* Hand a whole tree over, any depth, links not followed (ph_fs.h); every
- * entry or -1 and *err. */
-int ph_run_give_tree_at(int dirfd, const char *name, ph_error_t *err);
-/* mkdir -p; only the directories it creates are handed over. */
+/* mkdir -p; only the directories it creates are handed to the invoker
+ * (ph_rundir_give_at). */
 int ph_run_mkdir_p(const char *path, ph_error_t *err);
 int ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err); /* connect once, lazily */
 const char *ph_run_label(json_t *container, const char *key);
@@ -106,6 +104,16 @@ int ph_run_bad_mode(ph_run *r, const char *mode, ph_error_t *err);
 int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
 int ph_run_is_running(json_t *c);
 int ph_run_is_profiled(json_t *c);
+/* The run dir this invocation writes container C's run to (EXPECT, from
+ * -o, never from the label): 0, or -1 and an error when C's outdir label
+ * disagrees with its service and run labels (labels profharness did not
+ * write: the container is not collected). */
+int ph_run_outdir_check(ph_run *r, json_t *c, char *expect, size_t len, ph_error_t *err);
+/* The profile container C was started with: its record (PH_LABEL_PROFILE)
+ * loaded into OWN (freed by the caller with ph_profile_free), or for a
+ * container of an older profharness the mode as it is loaded now; *OUT
+ * (NULL for an unknown mode).  -1 and *err when the record is no profile. */
+int ph_run_started_profile(ph_run *r, json_t *c, ph_profile *own, const ph_profile **out, ph_error_t *err);
 /* Timing (ph_timing.h): a stage about container C ("stop front") with
  * what exporters want of it: service, mode, run id, container id. */
 ph_stage *ph_run_container_stage(json_t *c, const char *verb);
@@ -155,9 +163,11 @@ int ph_run_port_owner(const char *msg, json_t *containers, char *hint, size_t le
 int ph_run_port_hint(ph_run *r, ph_error_t *err);
 
 /* ph_run_servicelog.c */
-/* Write what container ID printed as RUNFD/service.log (RUN_DIR names it
- * in messages).  Best effort: a warning and -1 when it cannot. */
-int ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, const char *run_dir);
+/* Write what container ID printed as service.log into the run dir RD
+ * being completed.  Best effort (a warning when it cannot), but the space
+ * it takes counts against min_free: over it, -1 and the limit's error
+ * (the run is not completed, the container kept). */
+int ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir *rd, ph_error_t *err);
 /* Copy the newest run's service.log of SERVICE to OUT; an error with a
  * hint when there is none. */
 int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err);
@@ -171,9 +181,9 @@ json_t *ph_run_prune_plan(json_t *images, json_t *containers, const ph_strv *rep
 
 /* ph_run_snapshot.c */
 /* Make the profiler of the running profiled container C write what it
- * has (the mode's `snapshot:`), or say it cannot.  Best effort: 0 when it
+ * has (`snapshot:` of P, the profile it was started with), or say it cannot.  Best effort: 0 when it
  * did or there is nothing to do, -1 after a warning. */
-int ph_run_snapshot_request(ph_run *r, json_t *c);
+int ph_run_snapshot_request(ph_run *r, json_t *c, const ph_profile *p);
 /* From the sampler's status files in RUNFD: 0 none there, 1 samples were
  * recorded, 2 none were (WHY says why, from the statuses), -1 on error. */
 int ph_run_sample_verdict(int runfd, char *why, size_t len);
@@ -206,13 +216,12 @@ int ph_run_discard_one(ph_run *r, json_t *listed, ph_error_t *err);
  * flock its .lock; remove the .incoming-* entries dead harnesses left.
  * *svcfd_out: the service dir, through which everything below is reached. */
 int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
-/* Replace SVCFD/LINK with a symlink to TARGET, atomically: made under a
- * fresh temp name, renamed over LINK (a link there is replaced, never
- * followed). */
-int ph_run_link_replace(int svcfd, const char *target, const char *link, ph_error_t *err);
-/* Write J as DIRFD/NAME: a fresh temp file (O_EXCL, O_NOFOLLOW) renamed
- * over NAME; floats with 9 significant digits.  SHOWN names it in errors. */
-int ph_run_write_json_at(int dirfd, const char *shown, const char *name, json_t *j, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
-
+/* How long a stop waits for the profiler of a run of P (NULL: unknown) to
+ * flush and exit, in seconds: its grace, each escalation's, and 30 s. */
+long ph_run_stop_budget_s(const ph_profile *p);
+/* SL in waves, as compose stops a project: a service's wave comes after
+ * that of every selected service depending on it.  Sorts SL by wave
+ * (stable) and sets DEPTH[i], the wave of SL->v[i]. */
+void ph_run_stop_waves(ph_svc_list *sl, size_t *depth);
 #endif

@@ -9,13 +9,15 @@
  * the newest one once no container is left.
  *
  * Best effort and bounded: a log the Engine cannot give back (a `none` or
- * `syslog` driver) or a name the container already used is a warning, not
- * a failed stop (the artifacts are what a stop guarantees); past
- * PH_SERVICE_LOG_MAX bytes (PH_SERVICE_LOG_MAX in the environment, a size)
- * the rest is left out, and the file says so.  The rest is not read
- * either: at the cap the stream is closed, so a service that printed a
- * gigabyte costs a stop no more than the cap.  How much was left is then
- * known only as "at least" what had come with the last chunk.
+ * `syslog` driver) is a warning, not a failed stop (the artifacts are what
+ * a stop guarantees); past PH_SERVICE_LOG_MAX bytes (PH_SERVICE_LOG_MAX in
+ * the environment, a size) the rest is left out, and the file says so.
+ * The rest is not read either: at the cap the stream is closed, so a
+ * service that printed a gigabyte costs a stop no more than the cap; how
+ * much was left is then known only as "at least" what had come with the
+ * last chunk.  It is written through the run-dir store, before run.json
+ * (ph_rundir.h): its space counts against min_free like the artifacts',
+ * and a container's own service.log was moved aside first.
  */
 #include "ph_run_int.h"
 
@@ -31,6 +33,7 @@
 #include "ph_util.h"
 
 typedef struct log_ctx {
+    ph_rundir *rd;
     int fd;
     unsigned long long max, written, dropped;
     ph_error_t *err;
@@ -69,22 +72,6 @@ size_words(unsigned long long n, char *out, size_t size)
 }
 
 static int
-write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int
 log_cb(void *ud, const char *data, size_t len)
 {
     log_ctx *l = ud;
@@ -93,35 +80,39 @@ log_cb(void *ud, const char *data, size_t len)
     if (l->written + take > l->max)
         take = l->written >= l->max ? 0 : (size_t)(l->max - l->written);
     l->dropped += len - take;
-    if (take > 0 && write_all(l->fd, data, take) < 0)
-        return ph_fail(l->err, errno, "write %s", PH_SERVICE_LOG_NAME);
+    /* the store's write: min_free is kept, as for the artifacts */
+    if (take > 0 && ph_rundir_write(l->rd, l->fd, PH_SERVICE_LOG_NAME, data, take, l->err) < 0)
+        return -1;
     l->written += take;
     /* At the cap: read no further (the Engine would send it all). */
     return l->dropped > 0 || l->written >= l->max ? PH_ENGINE_DATA_ENOUGH : 0;
 }
 
 int
-ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, const char *run_dir)
+ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir *rd, ph_error_t *err)
 {
     ph_cleanup_close int fd = -1;
-    ph_error_t err = NULL;
-    log_ctx l = { .err = &err, .max = log_max() };
+    ph_error_t lerr = NULL;
+    log_ctx l = { .rd = rd, .err = &lerr, .max = log_max() };
     ph_engine *e;
     char note[300], cap[32];
 
-    fd = openat(runfd, PH_SERVICE_LOG_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        ph_warn("%s: the service's output is not kept: %s/%s: %s", service, run_dir, PH_SERVICE_LOG_NAME,
-                errno == EEXIST ? "the profiler wrote a file of that name" : strerror(errno));
-        return -1;
+    /* the store moved a container's file of that name away */
+    if (ph_rundir_create(rd, PH_SERVICE_LOG_NAME, &fd, &lerr) < 0) {
+        ph_warn("%s: the service's output is not kept: %s", service, lerr->msg);
+        ph_error_free(&lerr);
+        return 0;
     }
-    ph_run_give_at(runfd, PH_SERVICE_LOG_NAME);
     l.fd = fd;
-    if (ph_run_engine(r, &e, &err) < 0 || ph_engine_container_log_all(e, id, log_cb, &l, &err) < 0) {
-        ph_warn("%s: the service's output is not (all) kept in %s/%s: %s", service, run_dir, PH_SERVICE_LOG_NAME,
-                err ? err->msg : "?");
-        ph_error_free(&err);
-        return -1;
+    if (ph_run_engine(r, &e, &lerr) < 0 || ph_engine_container_log_all(e, id, log_cb, &l, &lerr) < 0) {
+        if (ph_rundir_stats(rd)->limit == PH_TAR_LIMIT_FREE) {
+            *err = lerr; /* over min_free: the run is not completed */
+            return -1;
+        }
+        ph_warn("%s: the service's output is not (all) kept in %s/%s: %s", service, ph_rundir_path(rd),
+                PH_SERVICE_LOG_NAME, lerr ? lerr->msg : "?");
+        ph_error_free(&lerr);
+        return 0;
     }
     if (l.dropped > 0) {
         size_words(l.max, cap, sizeof cap);
@@ -129,8 +120,8 @@ ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, co
                  "\n[profharness: the output goes on past %s; at least %llu more bytes were left out, the rest "
                  "unread: %s keeps %s (PH_SERVICE_LOG_MAX)]\n",
                  cap, l.dropped, PH_SERVICE_LOG_NAME, cap);
-        if (write_all(fd, note, strlen(note)) < 0)
-            ph_debug("%s: note the cut: %s", service, strerror(errno));
+        if (ph_rundir_write(rd, fd, PH_SERVICE_LOG_NAME, note, strlen(note), err) < 0)
+            return -1;
         ph_warn("%s: its output is over %s: %s keeps the first %s, the rest was not read", service, cap,
                 PH_SERVICE_LOG_NAME, cap);
     }

@@ -54,11 +54,10 @@ keep_output(void *ud, const char *data, size_t len)
 }
 
 int
-ph_run_snapshot_request(ph_run *r, json_t *c)
+ph_run_snapshot_request(ph_run *r, json_t *c, const ph_profile *p)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
+    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
     const char *run_id = ph_run_label(c, PH_LABEL_RUN), *id = json_string_value(json_object_get(c, "Id"));
-    ph_profile *p = mode ? ph_profiles_find(&r->profiles, mode) : NULL;
     /* The dump command is not the service: the sampler stays out of it. */
     static const char *const no_preload[] = { "LD_PRELOAD=", NULL };
     char out[PATH_MAX], esc[sizeof ((snap_out *)0)->buf * 4];

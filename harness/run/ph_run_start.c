@@ -703,6 +703,14 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     json_object_set_new(labels, PH_LABEL_RUN, json_string(run_id));
     json_object_set_new(labels, PH_LABEL_STARTED, json_string(started));
     json_object_set_new(labels, PH_LABEL_OUTDIR, json_string(host_dir));
+    /* the definition this run is stopped, collected and reported with */
+    {
+        char *rec = ph_rundir_profile_record(p);
+
+        if (rec != NULL)
+            json_object_set_new(labels, PH_LABEL_PROFILE, json_string(rec));
+        free(rec);
+    }
     host = json_object_get(cfg, "HostConfig");
     /* The Engine must not restart a profiled container mid-run: a restart
      * would start the profiler over and its output with it. */

@@ -228,6 +228,7 @@ limit_fail(ph_tar_extract *x, ph_tar_limit limit, ph_error_t *err, const char *f
     (*err)->errnum = errnums[limit];
     ph_error_hint(err, "if this is expected, raise `%s` (`unlimited` turns it off)", ph_tar_limit_name(limit));
     x->stats.limit = limit;
+    x->stats.limit_value = values[limit];
     return -1;
 }
 
@@ -236,20 +237,15 @@ limit_fail(ph_tar_extract *x, ph_tar_limit limit, ph_error_t *err, const char *f
 static int
 free_check(ph_tar_extract *x, int fd, uint64_t need, const char *rel, ph_error_t *err)
 {
-    struct statvfs sv;
-    uint64_t avail;
-    char a[32], n[32];
-
     x->unchecked_bytes = 0;
     x->unchecked_entries = 0;
-    if (x->lim.min_free_bytes == PH_TAR_NO_LIMIT || fstatvfs(fd, &sv) < 0)
-        return 0; /* off, or cannot tell: a write that fails will say why */
-    avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-    if (avail >= x->lim.min_free_bytes && avail - x->lim.min_free_bytes >= need)
+    if (*err != NULL)
+        return -1; /* an earlier error stands */
+    if (ph_tar_free_check(fd, x->lim.min_free_bytes, need, rel, err) == 0)
         return 0;
-    return limit_fail(x, PH_TAR_LIMIT_FREE, err,
-                      "writing `%s` would leave less free space (%s available, %s more to write)", rel,
-                      ph_tar_size_text(avail, a), ph_tar_size_text(need, n));
+    x->stats.limit = PH_TAR_LIMIT_FREE;
+    x->stats.limit_value = x->lim.min_free_bytes;
+    return -1;
 }
 
 /* ---- the refused-name set (for hard links) ------------------------------ */
@@ -1044,19 +1040,13 @@ umask_harmless(void)
 static void
 limits_resolve(ph_tar_extract *x, const ph_tar_limits *limits)
 {
-    struct statvfs sv;
-
     if (limits)
         x->lim = *limits;
     if (x->lim.max_bytes == 0)
         x->lim.max_bytes = PH_TAR_DEFAULT_MAX_BYTES;
     if (x->lim.max_entries == 0)
         x->lim.max_entries = PH_TAR_DEFAULT_MAX_ENTRIES;
-    if (x->lim.min_free_bytes == 0) {
-        x->lim.min_free_bytes = PH_TAR_DEFAULT_MIN_FREE;
-        if (fstatvfs(x->dest_fd, &sv) == 0 && (uint64_t)sv.f_blocks * sv.f_frsize / 20 < x->lim.min_free_bytes)
-            x->lim.min_free_bytes = (uint64_t)sv.f_blocks * sv.f_frsize / 20;
-    }
+    x->lim.min_free_bytes = ph_tar_min_free_of(x->lim.min_free_bytes, x->dest_fd);
 }
 
 /* Both constructors: DEST_FD is the destination, owned from here on. */

@@ -94,6 +94,17 @@ typedef struct ph_tar_limits {
  * less (a small disk can still take a run; a large one keeps room). */
 #define PH_TAR_DEFAULT_MIN_FREE (1ull << 30)
 
+/* min_free_bytes SET as an extraction into FD's filesystem uses it: SET,
+ * or for 0 the default above. */
+uint64_t ph_tar_min_free_of(uint64_t set, int fd);
+/* Room for NEED more bytes where AVAIL are available, keeping MIN_FREE
+ * (PH_TAR_NO_LIMIT: the check is off): 1 or 0. */
+int ph_tar_room(uint64_t avail, uint64_t min_free, uint64_t need);
+/* Is there room for NEED more bytes on FD's filesystem, keeping MIN_FREE
+ * (resolved)?  0, or -1 and the error an extraction stopped by min_free
+ * gives (errnum ENOSPC), naming REL as what is written. */
+int ph_tar_free_check(int fd, uint64_t min_free, uint64_t need, const char *rel, ph_error_t *err);
+
 /* The user-facing name of a limit: "max_bytes", "max_entries", "min_free". */
 const char *ph_tar_limit_name(ph_tar_limit limit);
 /* Parse TEXT as a value for LIMIT: a size for max_bytes and min_free
@@ -111,6 +122,7 @@ typedef struct ph_tar_stats {
     uint64_t entries;  /* archive entries seen (what max_entries counts) */
     uint64_t refused;  /* entries refused for safety (listed through ph_warn) */
     ph_tar_limit limit; /* the limit that stopped the extraction, if one did */
+    uint64_t limit_value; /* ... and its value (resolved: a default as it was) */
 } ph_tar_stats;
 
 /* Extract into DEST_DIR (must exist).  STRIP: leading path components to

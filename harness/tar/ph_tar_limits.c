@@ -2,9 +2,11 @@
  * ph_tar.h): names, parsing of sizes and counts, and sizes in messages. */
 #include "ph_tar.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "ph_tar_int.h"
 
@@ -103,3 +105,44 @@ ph_tar_size_text(uint64_t v, char buf[32])
     return buf;
 }
 
+
+uint64_t
+ph_tar_min_free_of(uint64_t set, int fd)
+{
+    struct statvfs sv;
+
+    if (set != 0)
+        return set;
+    if (fstatvfs(fd, &sv) == 0 && (uint64_t)sv.f_blocks * sv.f_frsize / 20 < PH_TAR_DEFAULT_MIN_FREE)
+        return (uint64_t)sv.f_blocks * sv.f_frsize / 20;
+    return PH_TAR_DEFAULT_MIN_FREE;
+}
+
+int
+ph_tar_room(uint64_t avail, uint64_t min_free, uint64_t need)
+{
+    if (min_free == PH_TAR_NO_LIMIT)
+        return 1;
+    return avail >= min_free && avail - min_free >= need;
+}
+
+int
+ph_tar_free_check(int fd, uint64_t min_free, uint64_t need, const char *rel, ph_error_t *err)
+{
+    struct statvfs sv;
+    uint64_t avail;
+    char a[32], n[32], v[32];
+
+    if (min_free == PH_TAR_NO_LIMIT || fstatvfs(fd, &sv) < 0)
+        return 0; /* off, or cannot tell: a write that fails will say why */
+    avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    if (ph_tar_room(avail, min_free, need))
+        return 0;
+    ph_fail(err, 0, "writing `%s` would leave less free space (%s available, %s more to write): over the limit "
+            "`%s` of %s", rel, ph_tar_size_text(avail, a), ph_tar_size_text(need, n),
+            ph_tar_limit_name(PH_TAR_LIMIT_FREE), ph_tar_size_text(min_free, v));
+    (*err)->errnum = ENOSPC;
+    ph_error_hint(err, "if this is expected, raise `%s` (`unlimited` turns it off)",
+                  ph_tar_limit_name(PH_TAR_LIMIT_FREE));
+    return -1;
+}

@@ -102,7 +102,7 @@ give_in_child(const char *name, long max_fds)
 
         if (max_fds > 0 && setrlimit(RLIMIT_NOFILE, &rl) < 0)
             _exit(3);
-        if (ph_run_give_tree_at(AT_FDCWD, top, &err) < 0)
+        if (ph_rundir_give_tree_at(AT_FDCWD, top, &err) < 0)
             _exit(ph_error_report(&err) == 0 ? 4 : 5);
         _exit(0);
     }
@@ -872,22 +872,22 @@ test_invoker_parsing(void **state)
         skip();
     setenv("SUDO_UID", "4242", 1);
     setenv("SUDO_GID", "4343", 1);
-    assert_int_equal(ph_run_invoker(&u, &g), 1);
+    assert_int_equal(ph_rundir_invoker(&u, &g), 1);
     assert_int_equal(u, 4242);
     assert_int_equal(g, 4343);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("SUDO_UID", bad[i], 1);
-        assert_int_equal(ph_run_invoker(&u, &g), 0);
+        assert_int_equal(ph_rundir_invoker(&u, &g), 0);
         setenv("SUDO_UID", "4242", 1);
         setenv("SUDO_GID", bad[i], 1);
-        assert_int_equal(ph_run_invoker(&u, &g), 0);
+        assert_int_equal(ph_rundir_invoker(&u, &g), 0);
         setenv("SUDO_GID", "4343", 1);
     }
     unsetenv("SUDO_GID");
-    assert_int_equal(ph_run_invoker(&u, &g), 0);
+    assert_int_equal(ph_rundir_invoker(&u, &g), 0);
     unsetenv("SUDO_UID");
     setenv("SUDO_GID", "4343", 1);
-    assert_int_equal(ph_run_invoker(&u, &g), 0);
+    assert_int_equal(ph_rundir_invoker(&u, &g), 0);
 }
 
 static void
@@ -907,7 +907,7 @@ test_link_replace(void **state)
     tu_write("target", "x");
     /* a planted link at the name: replaced, its target untouched */
     assert_int_equal(symlinkat("../target", dfd, "latest"), 0);
-    assert_int_equal(ph_run_link_replace(dfd, "run-2", "latest", &err), 0);
+    assert_int_equal(ph_rundir_link_replace(dfd, "run-2", "latest", &err), 0);
     n = readlinkat(dfd, "latest", buf, sizeof buf - 1);
     assert_true(n > 0);
     buf[n] = '\0';
@@ -918,7 +918,7 @@ test_link_replace(void **state)
     /* a directory at the name: an error, and no temp link left behind */
     assert_int_equal(mkdirat(dfd, "strace.log", 0755), 0);
     tu_write("svc/strace.log/inside", "x");
-    assert_int_equal(ph_run_link_replace(dfd, "run-2/strace.log", "strace.log", &err), -1);
+    assert_int_equal(ph_rundir_link_replace(dfd, "run-2/strace.log", "strace.log", &err), -1);
     ph_error_free(&err);
     {
         DIR *d = fdopendir(dup(dfd));
@@ -931,7 +931,7 @@ test_link_replace(void **state)
     /* under sudo the new link is the invoker's, its target is not */
     if (geteuid() == 0) {
         setenv_sudo();
-        assert_int_equal(ph_run_link_replace(dfd, "../target", "other", &err), 0);
+        assert_int_equal(ph_rundir_link_replace(dfd, "../target", "other", &err), 0);
         assert_int_equal(fstatat(dfd, "other", &st, AT_SYMLINK_NOFOLLOW), 0);
         assert_int_equal(st.st_uid, GIVE_UID);
         assert_int_equal(lstat(path, &st), 0);
@@ -956,7 +956,7 @@ test_write_json_precision_and_links(void **state)
     tu_write("victim", "keep");
     snprintf(path, sizeof path, "%s/run.json", test_dir);
     assert_int_equal(symlink("victim", path), 0);
-    assert_int_equal(ph_run_write_json_at(dfd, "run.json", "run.json", j, &err), 0);
+    assert_int_equal(ph_rundir_write_json_at(dfd, "run.json", "run.json", j, &err), 0);
     json_decref(j);
     assert_int_equal(lstat(path, &st), 0);
     assert_true(S_ISREG(st.st_mode));
@@ -1021,6 +1021,126 @@ test_interrupt_deferred(void **state)
     ph_error_free(&err);
 }
 
+/* ---- stop: waves, budget; attach: which container ---------------------- */
+
+static void
+test_stop_budget(void **state)
+{
+    ph_strv esc = { 0 };
+    ph_profile p = { .stop_grace_ns = 3000000000LL, .escalate_grace_ns = 5000000000LL };
+
+    (void)state;
+    assert_int_equal(ph_run_stop_budget_s(NULL), 600);
+    assert_int_equal(ph_run_stop_budget_s(&p), 3 + 30); /* no escalation */
+    ph_strv_push(&esc, "SIGUSR2");
+    ph_strv_push(&esc, "SIGKILL");
+    p.escalate = esc;
+    assert_int_equal(ph_run_stop_budget_s(&p), 3 + 2 * 5 + 30);
+    /* seconds, from nanoseconds: 120 s of grace is 120, not 120e9 or 0 */
+    p.stop_grace_ns = 120000000000LL;
+    p.escalate_grace_ns = 1500000000LL;
+    assert_int_equal(ph_run_stop_budget_s(&p), 120 + 3 + 30);
+    ph_strv_free(&esc);
+}
+
+static ph_service *
+svc(const char *name, const char *dep1, const char *dep2)
+{
+    ph_service *s = calloc(1, sizeof *s);
+
+    assert_non_null(s);
+    s->name = strdup(name);
+    if (dep1)
+        ph_strv_push(&s->depends_on, dep1);
+    if (dep2)
+        ph_strv_push(&s->depends_on, dep2);
+    return s;
+}
+
+static void
+svc_free(ph_service *s)
+{
+    free(s->name);
+    ph_strv_free(&s->depends_on);
+    free(s);
+}
+
+static void
+test_stop_waves(void **state)
+{
+    /* front -> api -> db, front -> cache; worker -> db; lone alone.  Given
+     * in an order that puts what is depended on first. */
+    ph_service *all[] = { svc("db", NULL, NULL), svc("cache", NULL, NULL), svc("api", "db", NULL),
+                          svc("lone", NULL, NULL), svc("worker", "db", NULL), svc("front", "api", "cache") };
+    ph_service *v[6];
+    ph_svc_list sl = { v, 6 };
+    size_t depth[6];
+    const char *want[] = { "lone", "worker", "front", "cache", "api", "db" }; /* stable: the given order within a wave */
+    const size_t want_depth[] = { 0, 0, 0, 1, 1, 2 };
+
+    (void)state;
+    memcpy(v, all, sizeof v);
+    ph_run_stop_waves(&sl, depth);
+    for (size_t i = 0; i < 6; i++) {
+        assert_string_equal(sl.v[i]->name, want[i]);
+        assert_int_equal(depth[i], want_depth[i]);
+    }
+    /* a dependency outside the selection does not count; one service */
+    sl.n = 1;
+    sl.v[0] = all[2]; /* api, without db */
+    ph_run_stop_waves(&sl, depth);
+    assert_int_equal(depth[0], 0);
+    /* a chain: each its own wave, dependants first */
+    {
+        ph_service *c[] = { svc("c", NULL, NULL), svc("b", "c", NULL), svc("a", "b", NULL) };
+        ph_svc_list cl = { c, 3 };
+        size_t d[3];
+
+        ph_run_stop_waves(&cl, d);
+        assert_string_equal(cl.v[0]->name, "a");
+        assert_string_equal(cl.v[1]->name, "b");
+        assert_string_equal(cl.v[2]->name, "c");
+        assert_int_equal(d[0], 0);
+        assert_int_equal(d[1], 1);
+        assert_int_equal(d[2], 2);
+        for (size_t i = 0; i < 3; i++)
+            svc_free(c[i]);
+    }
+    for (size_t i = 0; i < 6; i++)
+        svc_free(all[i]);
+}
+
+static void
+test_attach_pick(void **state)
+{
+    json_t *list;
+    const char *id = NULL;
+    ph_error_t err = NULL;
+
+    (void)state;
+    /* an exited container, then the running one: the running one */
+    list = json_pack("[{s:s, s:s, s:{}}, {s:s, s:s, s:{}}]", "Id", "exited1", "State", "exited", "Labels", "Id",
+                     "running1", "State", "running", "Labels");
+    assert_int_equal(ph_run_attach_pick(list, "front", "strace", &id, &err), 0);
+    assert_string_equal(id, "running1");
+    json_decref(list);
+    /* none running: a usage error that says so */
+    list = json_pack("[{s:s, s:s, s:{}}, {s:s, s:s, s:{}}]", "Id", "a", "State", "exited", "Labels", "Id", "b",
+                     "State", "created", "Labels");
+    assert_int_equal(ph_run_attach_pick(list, "front", "strace", &id, &err), -1);
+    assert_non_null(strstr(err->msg, "is not running"));
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    ph_error_free(&err);
+    json_decref(list);
+    /* profiled already (even when not running): refused */
+    list = json_pack("[{s:s, s:s, s:{s:s}}, {s:s, s:s, s:{}}]", "Id", "p", "State", "exited", "Labels",
+                     PH_LABEL_MODE, "massif", "Id", "r", "State", "running", "Labels");
+    assert_int_equal(ph_run_attach_pick(list, "front", "strace", &id, &err), -1);
+    assert_non_null(strstr(err->msg, "already being profiled under massif"));
+    ph_error_free(&err);
+    json_decref(list);
+}
+
 int
 main(void)
 {
@@ -1049,6 +1169,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_link_replace, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_write_json_precision_and_links, tu_setup, tu_teardown),
         cmocka_unit_test(test_interrupt_deferred),
+        cmocka_unit_test(test_stop_budget),
+        cmocka_unit_test(test_stop_waves),
+        cmocka_unit_test(test_attach_pick),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
