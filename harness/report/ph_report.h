@@ -32,6 +32,11 @@
 #define PH_REPORT_SUMMARY "summary.json"
 #define PH_REPORT_INDEX "index.html"
 #define PH_COMPARE_HTML "compare.html"
+/* The flamegraphs the report draws from a run's folded stacks (never the
+ * container's own SVGs): "report-" + the stacks file's stem, and this one
+ * for the report's graph (the link <service>/flamegraph.svg points here). */
+#define PH_REPORT_SVG_PREFIX "report-"
+#define PH_REPORT_FLAME_SVG "report-flamegraph.svg"
 
 typedef struct ph_report_headline {
     char service[128];

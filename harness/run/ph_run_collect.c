@@ -400,6 +400,20 @@ update_links(ph_run *r, int svcfd, int runfd, const char *run_name, const char *
     return 0;
 }
 
+/* The links to what the report draws (report-flamegraph.svg) again, now
+ * that it has: the first update_links came before the report. */
+static void
+relink_after_report(ph_run *r, int svcfd, const collect_result *res, const char *mode)
+{
+    const char *name = strrchr(res->run_dir, '/');
+    ph_error_t e = NULL;
+
+    if (update_links(r, svcfd, res->run_fd, name ? name + 1 : res->run_dir, mode, &e) < 0) {
+        ph_warn("%s", e->msg);
+        ph_error_free(&e);
+    }
+}
+
 /* Write DIRFD/NAME: FILL writes a fresh temp file (O_EXCL, O_NOFOLLOW)
  * through its fd, which is then renamed over NAME.  SHOWN names it in
  * errors. */
@@ -488,7 +502,8 @@ missing_artifacts(ph_run *r, const char *mode, int dirfd)
     char file[NAME_MAX + 1];
 
     for (size_t i = 0; p != NULL && missing != NULL && i < p->n_artifacts; i++)
-        if (!newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+        if (strncmp(p->artifacts[i].glob, PH_REPORT_SVG_PREFIX, strlen(PH_REPORT_SVG_PREFIX)) != 0 && /* drawn later */
+            !newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
             json_array_append_new(missing, json_string(p->artifacts[i].glob));
     return missing;
 }
@@ -943,6 +958,7 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     if (rc < 0)
         goto out;
     write_report(r, res.run_dir);
+    relink_after_report(r, svcfd, &res, ph_run_label(c, PH_LABEL_MODE));
     printf("%s\t%s\n", service, res.run_dir);
     fflush(stdout);
     goto out;
