@@ -680,6 +680,33 @@ test_flame_tally(void **state)
     ph_folded_free(f);
 }
 
+/* A planted report.html.tmp or summary.json.tmp symlink is not written
+ * through (the harness may run as root under sudo): the files are made
+ * fresh, the link's target is untouched. */
+static void
+test_planted_temp_links(void **state)
+{
+    const char *d = make_run("front", "20261122T160000Z-strace", "strace", 0);
+    char path[900], victim[900], *text;
+    ph_report_headline h;
+    json_t *j;
+
+    (void)state;
+    snprintf(victim, sizeof victim, "%s/victim", out_dir);
+    free(rt_must("printf 'precious\\n' > %s && ln -s %s %s/report.html.tmp && ln -s %s %s/summary.json.tmp && "
+                 "ln -s %s %s/report-flamegraph.svg.tmp", victim, victim, d, victim, d, victim, d));
+    snprintf(path, sizeof path, "%s/strace.log", d);
+    free(rt_must("printf '1 10:00:00.000001 read(3, \"x\", 1) = 1 <0.000010>\\n' > %s", path));
+    j = report("front", "20261122T160000Z-strace", &h);
+    json_decref(j);
+    text = rt_slurp(victim, NULL);
+    assert_string_equal(text, "precious\n");
+    free(text);
+    text = rt_must("stat -c %%F %s/report.html %s/summary.json", d, d);
+    assert_string_equal(text, "regular file\nregular file\n");
+    free(text);
+}
+
 static void
 test_fmt(void **state)
 {
@@ -718,6 +745,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_massif_report),
+        cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
         cmocka_unit_test(test_flame_report),
