@@ -213,6 +213,37 @@ test_sha256(void **state)
     assert_string_equal(ph_markup_csp_hash(csp, "window.pageRan=1;"), "sha256-JoHLCNzzZsmzrUHMMyXLdZ0u2axRSCWLYnrVwFp2crU=");
 }
 
+/* SRC compiled (syntax only) against ph_markup.h: the compiler's status. */
+static int
+compiles(const char *src)
+{
+    char cmd[1200];
+    FILE *p;
+
+    snprintf(cmd, sizeof cmd, "cc -fsyntax-only -Werror -D_GNU_SOURCE -Iharness/util -x c - 2>/dev/null");
+    p = popen(cmd, "w");
+    assert_non_null(p);
+    fputs(src, p);
+    return pclose(p) == 0;
+}
+
+/* By construction: markup from a variable, or stdio in a file that
+ * writes pages, does not build; the same with a literal does. */
+static void
+test_only_literals_compile(void **state)
+{
+    (void)state;
+    assert_true(compiles("#include \"ph_markup.h\"\nvoid f(ph_mw *w) { PH_MW_RAW(w, \"<b>\"); }\n"));
+    assert_false(compiles("#include \"ph_markup.h\"\nvoid f(ph_mw *w, const char *s) { PH_MW_RAW(w, s); }\n"));
+    assert_false(compiles("#include \"ph_markup.h\"\nvoid f(ph_mw *w, const char *s) { PH_MW_FMT(w, s, 1); }\n"));
+    assert_true(compiles("#include <stdio.h>\n#include \"ph_markup_only.h\"\n"
+                         "void f(ph_mw *w, const char *s) { ph_mw_text(w, s); }\n"));
+    assert_false(compiles("#include <stdio.h>\n#include \"ph_markup_only.h\"\n"
+                          "void f(FILE *o, const char *s) { fputs(s, o); }\n"));
+    assert_false(compiles("#include <stdio.h>\n#include \"ph_markup_only.h\"\n"
+                          "void f(FILE *o, const char *s) { fprintf(o, \"%s\", s); }\n"));
+}
+
 int
 main(void)
 {
@@ -220,6 +251,7 @@ main(void)
         cmocka_unit_test(test_html_text), cmocka_unit_test(test_html_attr),       cmocka_unit_test(test_svg_text),
         cmocka_unit_test(test_js),        cmocka_unit_test(test_url),             cmocka_unit_test(test_fmt),
         cmocka_unit_test(test_raw_and_splice), cmocka_unit_test(test_base64),     cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_only_literals_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

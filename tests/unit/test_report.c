@@ -334,6 +334,14 @@ test_flame_report(void **state)
                                      "report-stacks-20261122T141600Z-2.svg\n");
         free(decoded);
     }
+    /* written again (`profharness report`): the report's own graphs are
+     * not the run's artifacts */
+    json_decref(report("front", "20261122T141500Z-flamegraph", &h));
+    html = report_html("front", "20261122T141500Z-flamegraph");
+    assert_non_null(strstr(html, ">stacks-20261122T141600Z-2.folded</td>"));
+    assert_null(strstr(html, ">report-flamegraph.svg</td>"));
+    assert_null(strstr(html, ">report-stacks-20261122T141600Z-1.svg</td>"));
+    free(html);
     json_decref(j);
 }
 
@@ -521,6 +529,8 @@ test_index(void **state)
 
     (void)state;
     make_run("front", "20261122T170000Z-strace", "strace", 0); /* no report yet */
+    /* a run dir's name is a path segment of the link: ? and # cannot cut it */
+    free(rt_must("echo '{}' > '%s'/summary.json", make_run("front", "20261122T165000Z-strace#x?y", "strace", 0)));
     assert_int_equal(ph_report_write_index(out_dir, &err), 0);
     snprintf(path, sizeof path, "%s/index.html", out_dir);
     html = rt_slurp(path, NULL);
@@ -533,6 +543,10 @@ test_index(void **state)
     assert_true(a < b && b < c); /* newest first */
     assert_non_null(strstr(html, "profharness report front/20261122T170000Z-strace"));
     assert_non_null(strstr(html, "peak heap"));
+    assert_non_null(strstr(html, "href=\"front/20261122T165000Z-strace%23x%3Fy/report.html\""));
+    /* the page's own scripts only, by their hashes */
+    assert_non_null(strstr(html, "script-src 'sha256-"));
+    assert_null(strstr(html, "script-src 'unsafe-inline'"));
     free(html);
     assert_int_equal(ph_report_write_index("/nonexistent/out", &err), -1);
     assert_int_equal(err->status, PH_EXIT_USAGE);
