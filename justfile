@@ -76,6 +76,10 @@ stop-profiling *SERVICES: build
 profile-restore *SERVICES: build engine
     {{ph}} restore {{SERVICES}}
 
+# stop SERVICES, whatever runs them: restore's removed, compose's own kept, a profiled run collected first
+profile-down *SERVICES: build engine
+    {{ph}} down {{SERVICES}}
+
 # copy the artifacts there are now, without stopping
 collect *SERVICES: build
     {{ph}} collect {{SERVICES}}

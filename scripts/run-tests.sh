@@ -20,6 +20,9 @@ tests/fuzz/run.sh --smoke 2>&1 | tee "$log/fuzz.log"
 passed=$((passed + $(grep -c '^ok: ' "$log/fuzz.log")))
 failed=$((failed + $(grep -c '^not ok: ' "$log/fuzz.log")))
 
+echo "== test lint (checks that cannot fail)"
+if tests/lint-bats.sh; then passed=$((passed+1)); echo "ok: tests/lint-bats.sh"; else failed=$((failed+1)); echo "not ok: tests/lint-bats.sh"; fi
+
 echo "== end-to-end tests (bats, real Docker Engine)"
 tests/run-bats.sh tests/*.bats 2>&1 | tee "$log/bats.log"
 line=$(grep -E '^bats: [0-9]+ passed, [0-9]+ failed' "$log/bats.log" | tail -1)

@@ -30,14 +30,14 @@ teardown_file() { common_teardown_file; }
     grep -qE '(recvfrom|read)\(' "$log"
     # it ended cleanly: the service saw SIGTERM and exited, never SIGKILL
     grep -q 'SIGTERM' "$log"
-    ! grep -q 'killed by SIGKILL' "$log"
+    ! grep -q 'killed by SIGKILL' "$log" || false
     tail -n 1 "$log" | grep -q '+++ exited with 0 +++'
     # the completion record: no escalation needed
     rec="$OUT/front/latest/ph-exit.json"
     [ -f "$rec" ]
     jq -e '.exit_code == 0 and (.escalations | length) == 0' "$rec"
     # the profiled container is gone, the worker still runs
-    ! project_containers | grep -q "${PH_TEST_PROJECT}-front-strace"
+    ! project_containers | grep -q "${PH_TEST_PROJECT}-front-strace" || false
 }
 
 @test "strace: artifacts belong to the invoking user and are readable" {

@@ -82,8 +82,8 @@ teardown_file() { common_teardown_file; }
     for c in ${PH_TEST_PROJECT}-front-1 ${PH_TEST_PROJECT}-worker-1; do
         procs=$(dk top "$c" -eo pid,comm)
         echo "$procs"
-        ! grep -qE 'strace|valgrind|memcheck|massif|callgrind|ph-init' <<<"$procs"
-        ! dk exec "$c" grep -q phsampler /proc/1/maps
+        ! grep -qE 'strace|valgrind|memcheck|massif|callgrind|ph-init' <<<"$procs" || false
+        ! dk exec "$c" grep -q phsampler /proc/1/maps || false
         image=$(dk inspect -f '{{.Config.Image}}' "$c")
         [[ "$image" != *profiling* ]]
     done

@@ -29,7 +29,7 @@ start_worker() {
 
 # no_controls TEXT: no ESC, BEL, CR or other C0 control but newline and tab.
 no_controls() {
-    ! printf '%s' "$1" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]'
+    ! printf '%s' "$1" | LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' || false
 }
 
 @test "a completion record over 64 KiB is not loaded: the run is marked, run.json stays small" {
@@ -48,6 +48,9 @@ no_controls() {
     meta="$OUT/worker/latest/run.json"
     [ "$(stat -c %s "$meta")" -lt 100000 ]
     jq -e '.completion == null and (.completion_problem | test("65536|64 KiB"))' "$meta"
+    # the report refused it unread too, and says so
+    jq -e '.problems | map(test("ph-exit.json` is [0-9]+ bytes \\(limit 65536\\)")) | any' \
+        "$OUT/worker/latest/summary.json"
 }
 
 @test "a completion record that is JSON but not the shim's is refused; its strings never reach the terminal raw" {
@@ -82,6 +85,31 @@ no_controls() {
     [ "$status" -eq 0 ]
     no_controls "$output"
     [[ "$output" == *'\r\x1b[2K\x1b]0;PWNED\x07... all good\n\x1b[8m'* ]]
+}
+
+@test "function names from a planted profile never reach the terminal raw: stop's headline, report's" {
+    # callgrind, so the headline names the top function: the planted one
+    run ph start --mode callgrind worker
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=180 wait_for bash -c "docker logs $PH_TEST_PROJECT-worker-callgrind 2>&1 | grep -q 'listening on'"
+    dk stop -t 120 "$PH_TEST_PROJECT-worker-callgrind" >/dev/null
+    # the title, the clipboard, a cleared screen
+    evil=$'evil\e]0;PWNED\a\e]52;c;cHduZWQ=\a\e[2J'
+    printf 'version: 1\ncreator: planted\nevents: Ir\nfn=%s\n1 999999999999\ntotals: 999999999999\n' "$evil" \
+        > "$BATS_TEST_TMPDIR/callgrind.out.666"
+    dk cp "$BATS_TEST_TMPDIR/callgrind.out.666" "$PH_TEST_PROJECT-worker-callgrind:/opt/profiling/worker/"
+    run ph stop worker
+    echo "$output" | cat -v
+    [ "$status" -eq 0 ]
+    no_controls "$output"
+    [[ "$output" == *'top evil\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J '* ]]
+    run ph report "$OUT/worker/latest/"
+    echo "$output" | cat -v
+    [ "$status" -eq 0 ]
+    no_controls "$output"
+    [[ "$output" == *'top evil\x1b]0;PWNED\x07'* ]]
+    # summary.json keeps the real name, as JSON
+    jq -e --arg e "$evil" '.headline | contains("top " + $e + " ")' "$OUT/worker/latest/summary.json"
 }
 
 # ph_exec_planted OUT ARGS...: the harness exec'd by a bash that first runs $PLANT
@@ -121,7 +149,7 @@ ph_exec_planted() {
     [ -z "$(ls -A "$out/worker" | grep '^\.incoming-' || true)" ]
     # run.json: floats at 9 significant digits (at most 12 decimals, as
     # 0.000123456789), never 17 (1.1890000000000001)
-    ! grep -qE '[0-9]\.[0-9]{13,}' "$run_dir/run.json"
+    ! grep -qE '[0-9]\.[0-9]{13,}' "$run_dir/run.json" || false
 }
 
 @test "a stale temp dir of a killed harness is removed, never merged into a new run" {

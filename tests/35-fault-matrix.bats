@@ -99,10 +99,45 @@ trigger_crash() {
     timeout 600 "$REPO/build/demo-load" -w 120 -n 100 -c 1 "127.0.0.1:$DEMO_PORT" >/dev/null 2>&1 || true
     wait_exited
 }
+# The memory the front container's cgroup is charged, in MiB, read inside
+# it: cgroup v2's memory.current, else v1's memory.usage_in_bytes.
+ctr_mem_mib() {
+    local b
+    b=$(dk exec "$CTR" cat /sys/fs/cgroup/memory.current 2>/dev/null ||
+        dk exec "$CTR" cat /sys/fs/cgroup/memory/memory.usage_in_bytes 2>/dev/null) &&
+        [[ "$b" =~ ^[0-9]+$ ]] || { echo "# $mode: cannot read $CTR's memory use from its cgroup" >&3; return 1; }
+    echo $((b >> 20))
+}
+# A few requests (each a wait request and one more) to the front; a
+# failure is no error here, the service may be the one being killed.
+hog_requests() { timeout 300 "$REPO/build/demo-load" -n 1 -c 1 "127.0.0.1:$DEMO_PORT" >/dev/null 2>&1 || true; }
+# With DEMO_HOG_MB=8, every request keeps 8 MiB more.  By condition, not
+# pace, so that every mode gets there however slow (valgrind): the
+# service answers; the hog has allocated (the cgroup's charge grew 32 MiB
+# since the first answer); then a limit 48 MiB above what the container
+# holds, which the Engine can set on cgroup v1 and v2 alike; then requests
+# until the kernel kills it (a few suffice; 100 bound the loop).
 trigger_oom() {
-    # a limit the service's start fits in and its requests do not
-    dk update --memory 160m --memory-swap 160m "$CTR" >/dev/null
-    timeout 900 "$REPO/build/demo-load" -w 120 -n 1000 -c 1 "127.0.0.1:$DEMO_PORT" >/dev/null 2>&1 || true
+    local first used limit i
+    timeout 900 "$REPO/build/demo-load" -w 600 -n 1 -c 1 "127.0.0.1:$DEMO_PORT" >/dev/null ||
+        { echo "# $mode: the front never answered" >&3; return 1; }
+    first=$(ctr_mem_mib)
+    used=$first
+    for i in $(seq 50); do
+        [ "$used" -lt $((first + 32)) ] || break
+        hog_requests
+        used=$(ctr_mem_mib)
+    done
+    [ "$used" -ge $((first + 32)) ] ||
+        { echo "# $mode: the hog did not allocate: $first MiB, then $used MiB after 50 requests" >&3; return 1; }
+    limit=$((used + 48))
+    echo "# $mode: the hog grew the container from $first to $used MiB; limit $limit MiB" >&3
+    dk update --memory "${limit}m" --memory-swap "${limit}m" "$CTR" >/dev/null
+    [ "$(dk inspect -f '{{.HostConfig.Memory}}' "$CTR")" = $((limit << 20)) ]
+    for i in $(seq 100); do
+        [ "$(state_of "$CTR")" = running ] || break
+        hog_requests
+    done
     wait_exited
     OOM_KILLED=$(dk inspect -f '{{.State.OOMKilled}}' "$CTR")
 }

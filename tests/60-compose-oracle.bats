@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The compose oracle: for a project using the keys that change how a
-# container runs (tests/compose-oracle/compose.yaml), the containers
+# container runs (tests/compose-oracle/compose.yaml; and a base file with
+# an override, tests/compose-oracle/override/), the containers
 # `profharness restore` creates and those docker-compose 1.29 creates (a
 # real compose implementation, Debian's package) are compared field by
 # field from the Engine's inspect output: Config, HostConfig, network
@@ -23,6 +24,13 @@ export ORACLE_IMAGE="$PH_TEST_PROJECT-oracle-build"
 
 dc() { timeout 300 docker-compose -f "$ORACLE/compose.yaml" -p "$DCP" "$@"; }
 phx() { timeout 900 "$PH" -f "$ORACLE/compose.yaml" -p "$PHP" --profiles "$REPO/profiles" -o "$OUT" "$@"; }
+# The base + override pair (tests/compose-oracle/override/), each tool.
+OV="$ORACLE/override"
+dco() { timeout 300 docker-compose -f "$OV/compose.yaml" -f "$OV/override.yaml" -p "$DCP-ov" "$@"; }
+phxo() {
+    timeout 900 "$PH" -f "$OV/compose.yaml" -f "$OV/override.yaml" -p "$PHP-ov" --profiles "$REPO/profiles" \
+        -o "$OUT" "$@"
+}
 # phc ARGS...: the harness with only the profiles and output given.
 phc() { timeout 120 "$PH" --profiles "$REPO/profiles" -o "$OUT" "$@"; }
 
@@ -34,17 +42,22 @@ normalized() {
     dk inspect $ids | jq -S --arg project "$2" -f "$ORACLE/normalize.jq"
 }
 
+# remove_ph PROJECT: the containers, networks and volumes profharness made for it.
+remove_ph() {
+    local ids label="label=io.profharness.project=$1"
+    ids=$(dk ps -aq --filter "$label" || true)
+    [ -z "$ids" ] || dk rm -f -v $ids >/dev/null 2>&1 || true
+    dk network ls -q --filter "$label" | xargs -r timeout 60 docker network rm >/dev/null 2>&1 || true
+    dk volume ls -q --filter "$label" | xargs -r timeout 60 docker volume rm >/dev/null 2>&1 || true
+}
+
 remove_oracle() {
-    local ids
     dc down -v --remove-orphans >/dev/null 2>&1 || true
-    ids=$(dk ps -aq --filter "label=io.profharness.project=$PHP-build" || true)
-    [ -z "$ids" ] || dk rm -f -v $ids >/dev/null 2>&1 || true
-    dk network ls -q --filter "label=io.profharness.project=$PHP-build" | xargs -r timeout 60 docker network rm >/dev/null 2>&1 || true
+    dco down -v --remove-orphans >/dev/null 2>&1 || true
+    remove_ph "$PHP-build"
     dk rmi -f "$ORACLE_IMAGE:staged" "$ORACLE_IMAGE:inline" >/dev/null 2>&1 || true
-    ids=$(dk ps -aq --filter "label=io.profharness.project=$PHP" || true)
-    [ -z "$ids" ] || dk rm -f -v $ids >/dev/null 2>&1 || true
-    dk network ls -q --filter "label=io.profharness.project=$PHP" | xargs -r timeout 60 docker network rm >/dev/null 2>&1 || true
-    dk volume ls -q --filter "label=io.profharness.project=$PHP" | xargs -r timeout 60 docker volume rm >/dev/null 2>&1 || true
+    remove_ph "$PHP"
+    remove_ph "$PHP-ov"
 }
 
 setup_file() {
@@ -55,6 +68,34 @@ setup_file() {
 }
 
 teardown_file() { remove_oracle; }
+
+# First, while nothing else of this file publishes ORACLE_PORT/ORACLE_PORT2.
+@test "oracle: -f base -f override merges as docker-compose 1.29 merges" {
+    export ORACLE_INHERITED=from-shell
+    unset ORACLE_UNSET
+    dco up -d >&3 2>&1
+    normalized com.docker.compose.project "$DCP-ov" > "$BATS_TEST_TMPDIR/compose.json"
+    dco down -v >&3 2>&1
+    run phxo restore
+    echo "$output"
+    [ "$status" -eq 0 ]
+    normalized io.profharness.project "$PHP-ov" > "$BATS_TEST_TMPDIR/restore.json"
+    remove_ph "$PHP-ov"
+    # The comparison means something: each rule's result is there.
+    jq -e '.app.HostConfig.PortBindings["80/udp"] | map(.HostPort) | sort
+           == ([env.ORACLE_PORT, env.ORACLE_PORT2] | sort)' "$BATS_TEST_TMPDIR/restore.json"
+    jq -e '.app.Config.Env as $e
+           | ["KEEP=base", "REPLACED=override", "FILE_ONLY=file", "ORACLE_INHERITED=from-shell", "ORACLE_UNSET"]
+           | all(. as $v | $e | index([$v]) != null)' "$BATS_TEST_TMPDIR/restore.json"
+    jq -e '.app.Config.Env | map(select(startswith("ORACLE_UNSET="))) == []' "$BATS_TEST_TMPDIR/restore.json"
+    jq -e '.app.Config.Labels == {"org.example.layer": "base", "org.example.extra": "1"}
+           and .app.HostConfig.Dns == ["192.0.2.53", "192.0.2.54"]
+           and .other.Config.User == "1000" and .other.Config.Cmd == ["sleep", "infinity"]' \
+        "$BATS_TEST_TMPDIR/restore.json"
+    run diff -u "$BATS_TEST_TMPDIR/compose.json" "$BATS_TEST_TMPDIR/restore.json"
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
 
 @test "oracle: restore creates what docker-compose 1.29 creates, field by field" {
     dc up -d >&3 2>&1
@@ -134,7 +175,7 @@ changed() {
     [ "$status" -eq 0 ]
     [ -s "$OUT/db/latest/ph-exit.json" ]
     jq -e '.exit_code != null' "$OUT/db/latest/ph-exit.json"
-    ! dk volume inspect "$vol" >/dev/null 2>&1
+    ! dk volume inspect "$vol" >/dev/null 2>&1 || false
 }
 
 @test "oracle: build sends target, args, labels and dockerfile_inline to the Engine's builder" {

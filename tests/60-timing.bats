@@ -237,7 +237,7 @@ check_run_dir() {
     grep -qE "^ThreadId\(1\)-main; $cmd [0-9]+$" "$dir/harness.folded"
     grep -qE "^ThreadId\(1\)-main; $cmd(; [^;]+)*; stop worker; stream and extract [^;]+; GET /containers/\{id\}/archive [0-9]+$" \
         "$dir/harness.folded"
-    ! grep -vE '^ThreadId\([0-9]+\)[^ ]*(; [^;]+)* [0-9]+$' "$dir/harness.folded"
+    ! grep -vE '^ThreadId\([0-9]+\)[^ ]*(; [^;]+)* [0-9]+$' "$dir/harness.folded" || false
     python3 - "$dir/harness.trace.json" "$cmd" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))

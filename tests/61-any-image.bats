@@ -3,7 +3,9 @@
 # distroless-like one (Debian's libc, no shell, no package manager, a
 # non-root user) are profiled under strace and perf from the tools tree,
 # flamegraph runs in the distroless one, and the modes an image cannot
-# have are refused before anything starts, saying why.
+# have are refused before anything starts, saying why: the image's C
+# library, and the program itself (static in a glibc image); perf names a
+# JIT's code from the map the run carries.
 # (tests/data/any-image: the images are built here, no registry.)
 
 load test_helper
@@ -31,9 +33,11 @@ teardown_file() { common_teardown_file; }
     run pha setup
     [ "$status" -eq 0 ]
     [[ "$output" == *"static: ready"*"package manager none, C library none"* ]]
-    [[ "$output" == *"distroless: ready"*"package manager none, C library glibc"* ]]
+    [[ "$output" == *"distroless: ready"*"package manager none, C library glibc)"* ]]
+    # the loader is there, the program does not use it: setup says so
+    [[ "$output" == *"staticglibc: ready"*"C library glibc; its program /usr/local/bin/anyimg is static: not for modes that preload, flamegraph)"* ]]
     # what was found is on the profiling images, so later starts ask nothing
-    for svc in static distroless; do
+    for svc in static distroless staticglibc; do
         img=$(dk images --format '{{.Repository}}:{{.Tag}}' "profharness-anyimg-$svc-profiling" | head -n 1)
         [ -n "$img" ]
         [ "$(dk image inspect -f '{{index .Config.Labels "io.profharness.pm"}}' "$img")" = none ]
@@ -131,7 +135,7 @@ hot_on_top() {
     [ "$status" -eq 2 ]
     [[ "$output" == *"needs a service linked against glibc"*"no C library loader"* ]]
     # nothing was started or left behind
-    ! project_containers | grep -q -- '-static-'
+    ! project_containers | grep -q -- '-static-' || false
     # and the modes table says the same
     run pha modes
     [ "$status" -eq 0 ]
@@ -140,4 +144,39 @@ hot_on_top() {
     echo "$output" | grep -E '^perf +yes +any'
     echo "$output" | grep -E '^flamegraph +no +glibc'
     [[ "$output" == *"massif: valgrind must start the service"* ]]
+}
+
+@test "a static program in an image with glibc: flamegraph is refused before anything is restarted, naming perf" {
+    run pha restore staticglibc
+    [ "$status" -eq 0 ]
+    c=${PH_TEST_PROJECT}-staticglibc-1
+    id=$(dk inspect -f '{{.Id}}' "$c")
+    run pha start --mode flamegraph staticglibc
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"service \`staticglibc\`: mode \`flamegraph\` cannot profile \`/usr/local/bin/anyimg\`: it is statically linked"*"LD_PRELOAD"*"; mode \`perf\` samples any program"* ]]
+    [ "$(echo "$output" | grep -c 'statically linked')" -eq 1 ]
+    # nothing was restarted: the same container runs on, no profiled one
+    [ "$(dk inspect -f '{{.Id}} {{.State.Running}}' "$c")" = "$id true" ]
+    [ -z "$(project_containers | grep -- '-staticglibc-flamegraph')" ]
+    run pha down staticglibc
+    [ "$status" -eq 0 ]
+}
+
+@test "perf: JIT frames are named from the perf map the run carries, never a file of this host" {
+    [ "$(uname -m)" = x86_64 ] || skip "jitimg's machine code is x86-64"
+    run pha start --mode perf jit
+    [ "$status" -eq 0 ]
+    jit_ran() { dk logs "${PH_TEST_PROJECT}-jit-perf" 2>&1 | grep -q 'jitimg: 10000 calls'; }
+    wait_for jit_ran
+    run pha stop jit
+    [ "$status" -eq 0 ]
+    run_dir=$(readlink -f "$OUT/jit/latest")
+    # the map the JIT wrote (HotSpot's 0x form) came with the run
+    map=$(ls "$run_dir"/perf-maps/perf-*.map)
+    grep -q '^0x[0-9a-f]* 0x[0-9a-f]* jit_hot_loop(long)$' "$map"
+    # perf script, in the converter, had no such file: the collapser named
+    # the code from the run's map; most of the CPU was there
+    grep -q '^jitimg;.*jit_hot_loop [0-9]*$' "$run_dir/stacks.folded"
+    [ "$(grep -c 'perf-[0-9]*\.map' "$run_dir/stacks.folded")" -eq 0 ]
+    jq -e '.flamegraph.top_self[0].name == "jit_hot_loop" and (.problems | length) == 0' "$run_dir/summary.json"
 }

@@ -45,7 +45,7 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     [ "$(front_id)" = "$before" ]
     [ "$(dk inspect -f '{{.State.Running}}' "${PH_TEST_PROJECT}-front-1")" = true ]
     drive_load 5
-    ! dk inspect "$tc" >/dev/null 2>&1
+    ! dk inspect "$tc" >/dev/null 2>&1 || false
     # the usual run dir, latest and the compatibility link
     run_dir=$(readlink -f "$OUT/front/latest")
     [[ "$(basename "$run_dir")" =~ ^[0-9]{8}T[0-9]{6}Z-strace$ ]]
@@ -57,8 +57,8 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     grep -qE '(sendto|write)\(' "$log"
     # strace detached on SIGINT and wrote its end: whole lines, not killed
     [ "$(tail -c 1 "$log" | od -An -c | tr -d ' ')" = '\n' ]
-    ! grep -q 'killed by' "$log"
-    ! grep -q '+++ exited' "$log"
+    ! grep -q 'killed by' "$log" || false
+    ! grep -q '+++ exited' "$log" || false
     jq -e '.stop_requested and .stop_signal == "SIGINT" and (.escalations | length) == 0 and .complete' \
         "$run_dir/ph-exit.json"
     jq -e '.mode == "strace" and .service == "front"' "$run_dir/run.json"
@@ -126,7 +126,7 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     run ph attach --mode flamegraph front
     [ "$status" -eq 2 ]
     [[ "$output" == *"cannot attach"*"LD_PRELOAD"* ]]
-    ! project_containers | grep -q -- '-attach-'
+    ! project_containers | grep -q -- '-attach-' || false
 }
 
 @test "attach: the service exits while attached; stop collects what strace wrote and says why its end is missing" {
@@ -146,7 +146,7 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     # it saw the demo's SIGTERM and its exit
     grep -q -- '--- SIGTERM' "$log"
     grep -q 'exit_group(0)' "$log"
-    ! project_containers | grep -q -- '-attach-'
+    ! project_containers | grep -q -- '-attach-' || false
     run ph restore front
     [ "$status" -eq 0 ]
 }

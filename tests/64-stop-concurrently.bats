@@ -16,7 +16,7 @@ setup_file() {
     # (tests/70-adopt.bats checks the order with the dependency).
     demo_compose
     sed -i '/depends_on: \[worker\]/d' "$DEMO_COMPOSE"
-    ! grep -q depends_on "$DEMO_COMPOSE"
+    ! grep -q depends_on "$DEMO_COMPOSE" || false
     ph setup >&3 2>&1
     export PH_PROFILES=$(short_grace_profiles)
 }
@@ -51,7 +51,7 @@ overlap() {
     [ "$status" -eq 0 ]
     PH_JOBS=1 run ph stop front worker
     [ "$status" -eq 0 ]
-    ! overlap
+    ! overlap || false
     # one after the other: whichever went first had ended before the
     # other's stop was asked for
     [[ "$(rec front ended_at)" < "$(rec worker stop_requested_at)" ||
@@ -68,7 +68,7 @@ overlap() {
     [[ "$output" == *"error:"*"/worker"*"Not a directory"* ]]
     # front was collected all the same, worker's container is kept
     [ -s "$OUT/front/strace.log" ]
-    ! project_containers | grep -q -- '-front-strace'
+    ! project_containers | grep -q -- '-front-strace' || false
     project_containers | grep -q -- '-worker-strace'
     rm -f "$OUT/worker"
     run ph stop worker

@@ -232,12 +232,12 @@ teardown_file() {
     run iph --profile edit prune
     [ "$status" -eq 0 ]
     echo "$output" | grep -q "^removed	$EDITED_IMAGE-profiling:"
-    ! dk image inspect "$first" >/dev/null 2>&1
+    ! dk image inspect "$first" >/dev/null 2>&1 || false
     # the old service image, untagged by the rebuild, went with it
-    ! dk image inspect "$old_service" >/dev/null 2>&1
+    ! dk image inspect "$old_service" >/dev/null 2>&1 || false
     dk image inspect "$second" >/dev/null
     run iph --profile edit prune --all
     [ "$status" -eq 0 ]
-    ! dk image inspect "$second" >/dev/null 2>&1
+    ! dk image inspect "$second" >/dev/null 2>&1 || false
     [ -z "$(dk images -q "$EDITED_IMAGE-profiling")" ]
 }

@@ -73,6 +73,8 @@ wait_for() {
 
 common_setup_file() {
     export OUT=$BATS_FILE_TMPDIR/out
+    # what the harness remembers per Engine (notes said once): per file
+    export XDG_CACHE_HOME=$BATS_FILE_TMPDIR/cache
     mkdir -p "$OUT"
     demo_compose
     export DEMO_COMPOSE

@@ -160,6 +160,24 @@ ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar_lim
 }
 
 int
+ph_cli_run_services_limits(const ph_global_opts *g, int argc, char **argv, const char *usage,
+                           int (*fn)(ph_run *r, char **services, int n, ph_error_t *err))
+{
+    ph_error_t err = NULL;
+    ph_tar_limits lim = { 0 };
+    ph_run *r;
+    int first = ph_cli_services_limits_args(argc, argv, usage, &lim);
+
+    if (first < 0)
+        return first == -2 ? 0 : 2;
+    r = ph_cli_run_open_limits(g, &lim, &err);
+    if (r != NULL)
+        fn(r, argv + first, argc - first, &err);
+    ph_run_free(r);
+    return ph_error_report(&err);
+}
+
+int
 ph_cli_read_input(const char *path, int flags, ph_chunk_cb cb, void *ctx, ph_error_t *err)
 {
     int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);

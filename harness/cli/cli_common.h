@@ -41,6 +41,12 @@ int ph_cli_services_args(int argc, char **argv, const char *usage);
 /* The same with the limit flags too, into LIM. */
 int ph_cli_services_limits_args(int argc, char **argv, const char *usage, ph_tar_limits *lim);
 
+/* A command of that shape, whole: the limit flags and SERVICE... parsed,
+ * the run opened, FN(r, services, n, err) run, the error reported; the
+ * exit status. */
+int ph_cli_run_services_limits(const ph_global_opts *g, int argc, char **argv, const char *usage,
+                               int (*fn)(ph_run *r, char **services, int n, ph_error_t *err));
+
 /* Parse `--mode MODE` (required), `--build` (when BUILD is not NULL: set
  * to 1 when given, else 0) and -h, then SERVICE...  Returns the
  * index of the first service, or -1 after printing USAGE (exit 2), or -2

@@ -29,7 +29,8 @@ static const char usage[] =
     "  --event-filter EV   keep samples of event EV (default: the first event seen)\n"
     "  --inline            add the functions inlined at each address, from DWARF (libdw): name_[i]\n"
     "  --context           with --inline: each function's file:line\n"
-    "  --map-dir DIR       read perf-PID.map files (JIT symbols) from DIR, not where perf script says\n"
+    "  --map-dir DIR       name JIT frames perf script left [unknown] from DIR/perf-PID.map\n"
+    "                      (no map is read without it; --map-dir /tmp for this machine's)\n"
     "Exit status: 0 ok, 1 failure (read, write, libdw), 2 usage.\n";
 
 static int

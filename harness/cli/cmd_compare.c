@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cli_common.h"
+#include "ph_escape.h"
 #include "ph_log.h"
 #include "ph_report.h"
 
@@ -219,7 +220,7 @@ ph_cmd_compare(const ph_global_opts *g, int argc, char **argv)
     if (o.html_path != NULL)
         ph_info("compare: %s", o.html_path);
     if (rc > 0) {
-        fputs(failed, stderr);
+        ph_escape_write(stderr, failed, strlen(failed), PH_ESCAPE_BACKSLASH);
         free(failed);
         return 3;
     }

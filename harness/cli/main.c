@@ -29,6 +29,7 @@ static const ph_cmd commands[] = {
     { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
     { "stop", ph_cmd_stop, "[--discard] [LIMITS] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[LIMITS] [SERVICE...]", "run the services without profiling (collects first)" },
+    { "down", ph_cmd_down, "[LIMITS] [SERVICE...]", "stop the services, whatever runs them (collects first)" },
     { "collect", ph_cmd_collect, "[LIMITS] [SERVICE...]", "copy the artifacts there are now, without stopping" },
     { "status", ph_cmd_status, "", "table: service, mode, state, since, run dir (compose's containers too)" },
     { "modes", ph_cmd_modes, "", "the modes there are (shipped, the project's profiles/, --profiles)" },
@@ -65,6 +66,8 @@ usage(FILE *out)
             "  -o, --output DIR       where artifacts land (default: contrib/profiling in the project directory)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
             "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
+            "      --engine-stall SECONDS  a transfer that moves less than a byte a second this long has\n"
+            "                         stalled: it fails, saying so (default 60; also PH_ENGINE_STALL)\n"
             "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
             "                         (also PH_TIMINGS=1 or sorted; PH_TIMINGS=off records nothing)\n"
             "  -h, --help             this text\n"
@@ -88,6 +91,8 @@ usage(FILE *out)
             "  PH_DATA_DIR            where profiles/ and images/ are (default: found from the binary:\n"
             "                         ../share/profharness when installed, .. in a build tree)\n"
             "  PH_JOBS                how many services stop at once (default 8; 1: one after the other)\n"
+            "  PH_ENGINE_STALL        seconds (or 1m30s) without progress before a transfer has stalled\n"
+            "  PH_SERVICE_LOG_MAX     how much of a service's output service.log keeps (default 256MiB)\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
             "3 a `compare --fail-if` condition held, 130/143 interrupted by SIGINT/SIGTERM.\n"
@@ -111,6 +116,7 @@ main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { "context", required_argument, NULL, 'C' },
+        { "engine-stall", required_argument, NULL, 'S' },
         { "timings", optional_argument, NULL, 'T' },
         { NULL, 0, NULL, 0 },
     };
@@ -151,6 +157,18 @@ main(int argc, char **argv)
         case 'h': usage(stdout); rc = 0; goto out;
         case 'V': printf("profharness %s\n", PH_VERSION); rc = 0; goto out;
         case 'C': ph_engine_set_context(optarg); break;
+        case 'S': {
+            ph_error_t err = NULL;
+            long stall = 0;
+
+            if (ph_engine_stall_parse(optarg, &stall, &err) < 0) {
+                fprintf(stderr, "profharness: --engine-stall: %s\n", err->msg);
+                ph_error_free(&err);
+                goto out;
+            }
+            ph_engine_set_stall(stall);
+            break;
+        }
         case 'T':
             if (ph_cli_timings_set(optarg ? optarg : "1") < 0) {
                 fprintf(stderr, "profharness: --timings=`%s`: expected --timings or --timings=sorted\n", optarg);

@@ -20,6 +20,7 @@ int ph_cmd_start(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_attach(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_stop(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_restore(const ph_global_opts *g, int argc, char **argv);
+int ph_cmd_down(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_collect(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_status(const ph_global_opts *g, int argc, char **argv);
 int ph_cmd_modes(const ph_global_opts *g, int argc, char **argv);

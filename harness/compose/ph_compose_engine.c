@@ -593,10 +593,15 @@ ph_compose_engine_config(const ph_compose *c, const ph_service *s, const ph_comp
         json_object_set_new(cfg, "Entrypoint", strv_json(&s->entrypoint));
     if (s->has_command)
         json_object_set_new(cfg, "Cmd", strv_json(&s->command));
+    /* A variable without a value goes as `KEY`, as compose sends it: unset
+     * in the container, whatever the image says. */
     for (size_t i = 0; i < s->environment.n; i++) {
+        const ph_kv *kv = &s->environment.v[i];
         char *line = NULL;
 
-        if (s->environment.v[i].value && asprintf(&line, "%s=%s", s->environment.v[i].key, s->environment.v[i].value) >= 0)
+        if (kv->value == NULL)
+            json_array_append_new(env, json_string(kv->key));
+        else if (asprintf(&line, "%s=%s", kv->key, kv->value) >= 0)
             json_array_append_new(env, json_string(line));
         free(line);
     }

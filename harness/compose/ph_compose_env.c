@@ -431,6 +431,37 @@ ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_looku
     return rc;
 }
 
+static const char *
+kvv_lookup(const char *name, void *ud)
+{
+    return ph_kvv_get(ud, name);
+}
+
+int
+ph_compose_add_env_files(ph_kvv *env, const ph_strv *files, const char *base, int must_exist, ph_error_t *err)
+{
+    ph_kvv from_files = { 0 };
+    int rc = 0;
+
+    /* One mapping for all the files, as compose-go's GetEnvFromFile: a
+     * later file's KEY replaces an earlier one's, and ${VAR} looks in ENV
+     * first, then in what the files set so far. */
+    for (size_t i = 0; rc == 0 && i < files->n; i++) {
+        char *p = base ? ph_compose_abs_path(base, files->v[i]) : strdup(files->v[i]);
+
+        rc = p ? ph_compose_read_env_file(p, &from_files, must_exist, kvv_lookup, env, err)
+               : ph_fail(err, ENOMEM, "allocate");
+        free(p);
+    }
+    /* Then Mapping.Merge: what ENV sets already stays. */
+    for (size_t k = 0; rc == 0 && k < from_files.n; k++)
+        if (ph_kvv_get(env, from_files.v[k].key) == NULL &&
+            ph_kvv_set(env, from_files.v[k].key, from_files.v[k].value) < 0)
+            rc = ph_fail(err, ENOMEM, "allocate");
+    ph_kvv_free(&from_files);
+    return rc;
+}
+
 /* `format: raw`: KEY=VALUE lines taken as they are, no quotes, no
  * escapes, no ${VAR}; blank lines and `#` lines skipped. */
 int

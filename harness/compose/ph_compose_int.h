@@ -107,6 +107,12 @@ int ph_compose_read_logging(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph
  * MUST_EXIST; anything but a regular file is refused. */
 int ph_compose_read_env_file(const char *path, ph_kvv *out, int must_exist, ph_lookup_cb lookup, void *ud,
                              ph_error_t *err);
+/* ENV_FILES (relative to BASE, or as they are when BASE is NULL) added to
+ * ENV as compose-go reads a project's or an include's env files: what ENV
+ * sets wins, then the later file; a missing file is an error only when
+ * MUST_EXIST. */
+int ph_compose_add_env_files(ph_kvv *env, const ph_strv *files, const char *base, int must_exist,
+                             ph_error_t *err);
 /* The same for `format: raw`: lines taken as written. */
 int ph_compose_read_env_raw(const char *path, ph_kvv *out, int must_exist, ph_error_t *err);
 

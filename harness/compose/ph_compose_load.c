@@ -331,7 +331,8 @@ load_include(ph_compose_loader *l, ph_ynode *entry, const ph_kvv *env, ph_ynode 
     if (dir == NULL)
         goto oom;
     /* The including project's environment, then the include's env files
-     * (default: its directory's .env) for what it does not set. */
+     * (default: its directory's .env, which may be absent) for what it
+     * does not set. */
     for (size_t i = 0; i < env->n; i++)
         if (ph_kvv_set(&inc_env, env->v[i].key, env->v[i].value) < 0)
             goto oom;
@@ -344,22 +345,9 @@ load_include(ph_compose_loader *l, ph_ynode *entry, const ph_kvv *env, ph_ynode 
         }
         free(dotenv);
     }
-    for (size_t i = 0; i < env_files.n; i++) {
-        ph_kvv from_file = { 0 };
-        char *p = ph_compose_abs_path(base, env_files.v[i]);
-        int r = p ? ph_compose_read_env_file(p, &from_file, envf != NULL, env_lookup, &inc_env, err)
-                  : ph_fail(err, ENOMEM, "allocate");
-
-        for (size_t k = 0; r == 0 && k < from_file.n; k++)
-            if (ph_kvv_get(&inc_env, from_file.v[k].key) == NULL &&
-                ph_kvv_set(&inc_env, from_file.v[k].key, from_file.v[k].value) < 0)
-                r = ph_fail(err, ENOMEM, "allocate");
-        free(p);
-        ph_kvv_free(&from_file);
-        if (r < 0) {
-            ph_error_wrap(err, "%s:%d:%d: include", ph_yaml_file(entry), entry->line, entry->col);
-            goto out;
-        }
+    if (ph_compose_add_env_files(&inc_env, &env_files, base, envf != NULL, err) < 0) {
+        ph_error_wrap(err, "%s:%d:%d: include", ph_yaml_file(entry), entry->line, entry->col);
+        goto out;
     }
     rc = ph_compose_load_files(l, &files, NULL, dir, &inc_env, out, err);
     if (rc < 0)

@@ -9,8 +9,10 @@
  * `depends_on` and a service's `networks` merge as mappings whatever
  * their form, `build: DIR` is `build: {context: DIR}`, `logging` is
  * replaced when the driver changes, and a ulimit given as one number
- * replaces.  A value tagged `!reset` removes the key; one tagged
- * `!override` replaces instead of merging.
+ * replaces.  An empty value (null) keeps the base, except where the
+ * value is replaced whole: there it is the image's default again.  A value
+ * tagged `!reset` removes the key; one tagged `!override` replaces instead
+ * of merging.
  *
  * Merging never changes its inputs (nodes are shared with aliases and
  * other files): what differs is new, the rest is referenced.  Duplicates
@@ -254,10 +256,12 @@ merge_at(ph_ynode *base, ph_ynode *over, path *p, ph_error_t *err)
                       MERGE_MAX_VISITS);
         return NULL;
     }
-    if (ph_yaml_is_null(over))
-        return ph_ynode_ref(base);
+    /* An empty key keeps the base, but what is replaced whole is replaced
+     * by nothing too (compose-go: its rules by path come first). */
     if (path_in(p, replaced, PH_ARRAY_LEN(replaced)))
         return ph_ynode_ref(over);
+    if (ph_yaml_is_null(over))
+        return ph_ynode_ref(base);
     if (path_in(p, to_sequence, PH_ARRAY_LEN(to_sequence))) {
         if ((a = as_sequence(base, err)) != NULL && (b = as_sequence(over, err)) != NULL)
             r = append_seqs(a, b, err);

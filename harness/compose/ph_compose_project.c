@@ -229,7 +229,8 @@ kvv_lookup(const char *name, void *ud)
     return ph_kvv_get(ud, name);
 }
 
-/* The process environment, then ENV_FILES for what it does not set. */
+/* The process environment, then ENV_FILES for what it does not set (of
+ * two files setting one variable, the later wins). */
 static int
 build_env(ph_compose *c, const ph_strv *env_files, int must_exist, ph_error_t *err)
 {
@@ -248,19 +249,7 @@ build_env(ph_compose *c, const ph_strv *env_files, int must_exist, ph_error_t *e
         if (rc < 0)
             return ph_fail(err, ENOMEM, "allocate");
     }
-    for (size_t i = 0; i < env_files->n; i++) {
-        ph_kvv from_file = { 0 };
-        int rc = ph_compose_read_env_file(env_files->v[i], &from_file, must_exist, kvv_lookup, &c->env, err);
-
-        for (size_t k = 0; rc == 0 && k < from_file.n; k++)
-            if (ph_kvv_get(&c->env, from_file.v[k].key) == NULL &&
-                ph_kvv_set(&c->env, from_file.v[k].key, from_file.v[k].value) < 0)
-                rc = ph_fail(err, ENOMEM, "allocate");
-        ph_kvv_free(&from_file);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return ph_compose_add_env_files(&c->env, env_files, NULL, must_exist, err);
 }
 
 /* --env-file, or COMPOSE_ENV_FILES, or DIR/.env unless COMPOSE_DISABLE_ENV_FILE. */

@@ -581,7 +581,9 @@ ph_compose_read_service(ph_compose_loader *l, ph_service *s, ph_ynode *map, ph_y
         if (s->labels.v[i].value == NULL && (s->labels.v[i].value = strdup("")) == NULL)
             goto oom;
     /* env_file first, then environment: the later wins.  A variable with no
-     * value comes from the project's environment, or is left out. */
+     * value comes from the project's environment; unset there, it is kept
+     * without a value (sent as `KEY`, which the Engine takes as unset), so
+     * it still hides an env_file's value, as compose-go's OverrideBy. */
     if ((v = ph_yaml_get(map, "env_file")) != NULL && !ph_yaml_is_null(v))
         rc = read_env_files(l, s, v, "env_file", &env_file, err);
     if (rc == 0 && (v = ph_yaml_get(map, "environment")) != NULL && !ph_yaml_is_null(v))
@@ -592,7 +594,7 @@ ph_compose_read_service(ph_compose_loader *l, ph_service *s, ph_ynode *map, ph_y
         const ph_kv *kv = i < env_file.n ? &env_file.v[i] : &env.v[i - env_file.n];
         const char *val = kv->value ? kv->value : ph_kvv_get(&l->c->env, kv->key);
 
-        if (val != NULL && ph_kvv_set(&s->environment, kv->key, val) < 0)
+        if (ph_kvv_set(&s->environment, kv->key, val) < 0)
             goto oom;
     }
     ph_kvv_free(&env_file);

@@ -57,6 +57,9 @@ ph_engine_stream(ph_engine *e, const char *method, const char *path, const char 
     int rc;
 
     snprintf(what, sizeof what, "%s %.200s", method ? method : "?", path ? path : "?");
+    /* The Engine's own long jobs: a build step or a registry may be silent
+     * for minutes, and their progress comes at the Engine's pace. */
+    r.quiet = path != NULL && (strncmp(path, "/build?", 7) == 0 || strncmp(path, "/images/create?", 15) == 0);
     if (r.data_cb == NULL) /* streamed all the same: the answer is not kept */
         r.data_cb = ph_engine_discard_cb;
     rc = ph_engine_call(e, &r, err);
@@ -269,7 +272,7 @@ ph_engine_container_stop(ph_engine *e, const char *id, long timeout_s, ph_error_
     /* The Engine waits up to t seconds then kills; give it time to do so. */
     ph_engine_req r = { .what = "stop container `{}`", .method = "POST", .path = "/containers/{id}/stop",
                         .arg = { id }, .kind = "container id", .query = { { "t", t } }, .ok = { 304 },
-                        .timeout_s = timeout_s + 60 };
+                        .timeout_s = timeout_s + 60, .quiet = 1 };
 
     if (timeout_s < 0)
         return ph_bad_input(err, "stop container `%.200s`: negative grace period", id ? id : "");
@@ -300,7 +303,7 @@ ph_engine_container_wait(ph_engine *e, const char *id, long timeout_s, long *exi
     ph_engine_req r = { .what = "wait for container `{}`", .method = "POST", .path = "/containers/{id}/wait",
                         .arg = { id }, .kind = "container id", .query = { { "condition", "not-running" } },
                         .timeout_s = timeout_s > 0 ? timeout_s : PH_ENGINE_NO_TIMEOUT, .timeout_ok = 1,
-                        .resp = &resp };
+                        .resp = &resp, .quiet = 1 };
     char what[300];
     int rc;
 
@@ -324,7 +327,8 @@ ph_engine_container_remove(ph_engine *e, const char *id, int force, ph_error_t *
 {
     ph_engine_req r = { .what = "remove container `{}`", .method = "DELETE", .path = "/containers/{id}",
                         .arg = { id }, .kind = "container id",
-                        .query = { { "v", "1" }, { "force", force ? "1" : NULL } }, .ok = { 404 } };
+                        .query = { { "v", "1" }, { "force", force ? "1" : NULL } }, .ok = { 404 },
+                        .quiet = 1 /* a large writable layer takes its time */ };
 
     if (id == NULL)
         return 0; /* like free(NULL): cleanup paths call this unconditionally */

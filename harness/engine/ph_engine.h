@@ -36,6 +36,23 @@ ph_engine *ph_engine_new(ph_error_t *err);
  * NULL restores the default resolution.  Call before starting threads. */
 void ph_engine_set_context(const char *name);
 
+/* A stalled Engine.  Every transfer ends with an error ("the Docker Engine
+ * at X stalled: less than a byte a second for N s during <what>") once
+ * fewer than N bytes moved either way in N seconds, N being
+ * PH_ENGINE_STALL_DEFAULT_S, PH_ENGINE_STALL in the environment, or the
+ * value set here (--engine-stall), which wins.  Requests where the Engine
+ * works before it answers (wait, stop, remove, exec, build, pull) are
+ * bounded by their own timeouts instead.  And every transfer, those too,
+ * ends within about a second of a signal caught in a deferred-interrupt
+ * section (ph_signal.h), with the error ph_interrupt_fail makes. */
+#define PH_ENGINE_STALL_DEFAULT_S 60L
+#define PH_ENGINE_STALL_MAX_S 86400L
+/* "30", "30s", "1m30s" (a compose duration, whole seconds, 1 s up to a day). */
+int ph_engine_stall_parse(const char *s, long *seconds, ph_error_t *err);
+/* For every later ph_engine_new; 0 goes back to the environment's.  Call
+ * before starting threads. */
+void ph_engine_set_stall(long seconds);
+
 /* Where E talks to, for messages: "tcp://h:2376 (context `x`, TLS)". */
 const char *ph_engine_describe(ph_engine *e);
 void ph_engine_free(ph_engine *e);
@@ -59,10 +76,13 @@ int ph_engine_request_timeout(ph_engine *e, const char *method, const char *path
 
 /* Streaming request body and/or response: body_read_cb supplies the request
  * body (NULL for none; content_type names it), data_cb receives the response
- * body as it arrives (return 0 to go on, -1 to abort).  For /build and
+ * body as it arrives (return 0 to go on, -1 to abort, PH_ENGINE_DATA_ENOUGH
+ * to end the transfer there and succeed: the connection is closed and the
+ * rest never read).  For /build and
  * /images/create the Engine streams JSON lines; see ph_engine_build. */
 typedef ssize_t (*ph_engine_read_cb)(void *ud, char *buf, size_t len);
 typedef int (*ph_engine_data_cb)(void *ud, const char *data, size_t len);
+#define PH_ENGINE_DATA_ENOUGH 1
 int ph_engine_stream(ph_engine *e, const char *method, const char *path,
                      const char *content_type, ph_engine_read_cb body_read_cb, void *body_ud,
                      long long body_len, ph_engine_data_cb data_cb, void *data_ud,
@@ -133,7 +153,8 @@ int ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, const 
 /* Everything container ID printed so far, stdout and stderr in the order
  * the Engine has them, each line led by its timestamp as the Engine gives
  * it ("2026-11-22T10:15:00.123456789Z "), to DATA_CB.  Works on a stopped
- * container; needs a log driver that can be read back. */
+ * container; needs a log driver that can be read back.  DATA_CB's
+ * PH_ENGINE_DATA_ENOUGH ends the reading there (a cap reached), with 0. */
 int ph_engine_container_log_all(ph_engine *e, const char *id, ph_engine_data_cb data_cb, void *ud, ph_error_t *err);
 
 /* GET /containers/json (ALL: stopped ones too): every container, whoever
@@ -188,7 +209,8 @@ void ph_engine_set_max_body(ph_engine *e, size_t max);
 /* The log stream demultiplexer as a pure core: frames of an 8-byte header
  * (stream 0/1/2, three zero bytes, big-endian payload size) then the
  * payload, split anywhere across calls.  Payloads go to out_cb (its -1
- * aborts: the error is then the callback's to make).  A malformed header
+ * aborts: the error is then the callback's to make; its
+ * PH_ENGINE_DATA_ENOUGH stops the feed, which returns it).  A malformed header
  * fails with the offset of the frame. */
 typedef struct ph_engine_demux {
     unsigned char hdr[8];

@@ -178,7 +178,7 @@ ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *docke
     mem_reader m = { .data = tar, .len = tar_len };
     ph_engine_req r = { .what = what, .method = "POST", .path = "/build", .content_type = "application/x-tar",
                         .read_cb = mem_read_cb, .read_ud = &m, .body_len = (long long)tar_len,
-                        .data_cb = build_data_cb, .timeout_s = BUILD_TIMEOUT_S };
+                        .data_cb = build_data_cb, .timeout_s = BUILD_TIMEOUT_S, .quiet = 1 };
     build_ctx *b = NULL;
     int rc = -1;
 

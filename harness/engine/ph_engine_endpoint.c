@@ -140,7 +140,7 @@ parse_tcp(const char *value, const char *addr, char *out, size_t size, ph_error_
         port[pl] = '\0';
     }
     if (port[0] && (atol(port) < 1 || atol(port) > 65535))
-        return ph_bad_input(err, "DOCKER_HOST=`%s`: port %s is out of range", value, port);
+        return ph_bad_input(err, "DOCKER_HOST=`%s`: port %s is out of range: 1 to 65535", value, port);
     if (host[0] == '\0')
         v6 = 0; /* "[]:2375" is the default host, as for Go's SplitHostPort */
     if (!host_ok(host, v6, addr[0] == '['))

@@ -35,6 +35,7 @@ struct ph_engine {
     char *base_url;        /* http://localhost (unix), http(s)://HOST:PORT[/PATH] (tcp) */
     char api[16];          /* negotiated version, "" until the first ping */
     size_t max_body;
+    long stall_s;          /* a transfer moving less than a byte a second this long has stalled */
     char where[1400];      /* the host, and the context and TLS when they matter, for messages */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -70,6 +71,9 @@ typedef struct ph_engine_req {
     ph_engine_query query[6];  /* ?key=value&..., in order */
     json_t *body;              /* a JSON request body, or NULL */
     long timeout_s;            /* > 0 seconds; 0 PH_ENGINE_DEFAULT_TIMEOUT_S; PH_ENGINE_NO_TIMEOUT */
+    /* The Engine works before it answers (a wait, a stop's grace, a build
+     * step): silence is bounded by timeout_s, not by the stall limit. */
+    int quiet;
     long ok[2];                /* statuses that are answers, not errors: 304 (already), 404 (gone) */
     int timeout_ok;            /* a timeout is an answer: timed_out = 1, returns 0 */
     json_t **resp;             /* the decoded JSON answer (NULL for an empty one); NULL: discarded */
@@ -98,6 +102,27 @@ void ph_engine_req_what(const ph_engine_req *r, char *out, size_t size);
  * callers that drive their own handle (the race-free wait).  WHAT is R's
  * formatted what (at least 300 bytes). */
 char *ph_engine_req_url(ph_engine *e, ph_engine_req *r, char *what, size_t what_size, ph_error_t *err);
+
+/* The progress callback of every transfer: it ends one that an interrupt
+ * came during (the count of ph_interrupt_count changed since SIGNALS) and,
+ * unless STALL_S is 0, one that moved less than a byte a second for
+ * STALL_S seconds.  Set with ph_engine_watch_setup; read the verdict in
+ * interrupted (the signal) and stalled. */
+typedef struct ph_engine_watch {
+    int signals;
+    long stall_s;
+    double mark_t;              /* monotonic seconds of the window's start */
+    unsigned long long mark_bytes;
+    int interrupted, stalled;
+} ph_engine_watch;
+
+/* CLOCK_MONOTONIC in seconds. */
+double ph_engine_now_mono(void);
+
+void ph_engine_watch_setup(CURL *c, ph_engine_watch *w, long stall_s);
+/* The error of a transfer the watch ended (the return value is -1), or 0
+ * if it ended on its own. */
+int ph_engine_watch_error(const ph_engine *e, const ph_engine_watch *w, const char *what, ph_error_t *err);
 
 /* Point handle C at E's endpoint: unix socket or TCP, TLS material and
  * verification, protocol restrictions, connect timeout, no signals. */

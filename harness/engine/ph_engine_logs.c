@@ -41,8 +41,9 @@ ph_engine_demux_feed(ph_engine_demux *d, const char *data, size_t len, ph_engine
         }
         {
             size_t take = d->remaining < len ? d->remaining : len;
+            int rc = out_cb(ud, data, take);
 
-            if (out_cb(ud, data, take) < 0)
+            if (rc < 0)
                 return -1; /* the callback's error */
             data += take;
             len -= take;
@@ -50,6 +51,8 @@ ph_engine_demux_feed(ph_engine_demux *d, const char *data, size_t len, ph_engine
             d->remaining -= take;
             if (d->remaining == 0)
                 d->hdr_len = 0;
+            if (rc == PH_ENGINE_DATA_ENOUGH)
+                return rc;
         }
     }
     return 0;
@@ -117,7 +120,8 @@ logs_call(ph_engine *e, const char *id, int streams, int follow, long tail, logs
                         .query = { { "stdout", streams & 1 ? "1" : "0" }, { "stderr", streams & 2 ? "1" : "0" },
                                    { "follow", follow ? "1" : "0" }, { "tail", t } },
                         .data_cb = logs_cb, .data_ud = l,
-                        .timeout_s = follow ? PH_ENGINE_NO_TIMEOUT : LOGS_TIMEOUT_S };
+                        .timeout_s = follow ? PH_ENGINE_NO_TIMEOUT : LOGS_TIMEOUT_S,
+                        .quiet = follow /* a quiet service is no stalled Engine */ };
     int found = 0;
 
     /* The stream is framed unless the container has a TTY; the Engine's

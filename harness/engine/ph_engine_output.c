@@ -12,6 +12,7 @@
 typedef struct out_ctx {
     ph_engine_demux demux;
     int tty;
+    int enough; /* the callback had enough: the stream ends where it stopped */
     ph_engine_data_cb cb;
     void *ud;
     ph_error_t *err;
@@ -21,10 +22,11 @@ static int
 out_cb(void *ud, const char *data, size_t len)
 {
     out_ctx *o = ud;
+    int rc = o->tty ? o->cb(o->ud, data, len) : ph_engine_demux_feed(&o->demux, data, len, o->cb, o->ud, o->err);
 
-    if (o->tty)
-        return o->cb(o->ud, data, len);
-    return ph_engine_demux_feed(&o->demux, data, len, o->cb, o->ud, o->err);
+    if (rc == PH_ENGINE_DATA_ENOUGH)
+        o->enough = 1;
+    return rc;
 }
 
 int
@@ -73,7 +75,8 @@ ph_engine_exec(ph_engine *e, const char *id, const char *const *argv, const char
          * when the command ends. */
         ph_engine_req run = { .what = what, .method = "POST", .path = "/exec/{id}/start", .arg = { exec_id },
                               .kind = "exec id", .data_cb = out_cb, .data_ud = &o,
-                              .timeout_s = timeout_s > 0 ? timeout_s : PH_ENGINE_NO_TIMEOUT };
+                              .timeout_s = timeout_s > 0 ? timeout_s : PH_ENGINE_NO_TIMEOUT,
+                              .quiet = 1 /* the command may work in silence */ };
         ph_engine_req look = { .what = what, .method = "GET", .path = "/exec/{id}/json", .arg = { exec_id },
                                .kind = "exec id", .resp = &info };
         json_t *code;
@@ -123,5 +126,5 @@ ph_engine_container_log_all(ph_engine *e, const char *id, ph_engine_data_cb data
     json_decref(info);
     if (ph_engine_call(e, &r, err) < 0)
         return -1;
-    return o.tty ? 0 : ph_engine_demux_finish(&o.demux, err);
+    return o.tty || o.enough ? 0 : ph_engine_demux_finish(&o.demux, err);
 }

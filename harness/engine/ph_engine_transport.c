@@ -38,8 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "ph_log.h"
+#include "ph_signal.h"
+#include "ph_strings.h"
 #include "ph_timing.h"
 #include "ph_util.h"
 
@@ -69,6 +72,53 @@ void
 ph_engine_set_context(const char *name)
 {
     snprintf(context_flag, sizeof context_flag, "%s", name ? name : "");
+}
+
+/* --engine-stall, for every engine made after ph_engine_set_stall. */
+static long stall_flag;
+
+void
+ph_engine_set_stall(long seconds)
+{
+    stall_flag = seconds;
+}
+
+int
+ph_engine_stall_parse(const char *s, long *seconds, ph_error_t *err)
+{
+    long long ns = 0;
+    char *end = NULL;
+    long v;
+
+    if (s == NULL || s[0] == '\0')
+        return ph_bad_input(err, "an empty stall limit");
+    v = strtol(s, &end, 10);
+    if (end != s && *end == '\0') {
+        ns = (long long)v * 1000000000LL;
+    } else if (ph_duration_parse(s, &ns) < 0) {
+        return ph_bad_input(err, "`%.40s` is no stall limit: seconds (60) or a duration (1m30s)", s);
+    }
+    if (ns < 1000000000LL || ns > PH_ENGINE_STALL_MAX_S * 1000000000LL)
+        return ph_bad_input(err, "stall limit `%.40s`: from 1 s to %ld s", s, PH_ENGINE_STALL_MAX_S);
+    *seconds = (long)(ns / 1000000000LL);
+    return 0;
+}
+
+static int
+stall_of_environment(long *out, ph_error_t *err)
+{
+    const char *v = getenv("PH_ENGINE_STALL");
+
+    *out = PH_ENGINE_STALL_DEFAULT_S;
+    if (stall_flag > 0) {
+        *out = stall_flag;
+        return 0;
+    }
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    if (ph_engine_stall_parse(v, out, err) < 0)
+        return ph_error_wrap(err, "PH_ENGINE_STALL");
+    return 0;
 }
 
 /* curl_global_init is not thread-safe; ph_engine_new may be called from
@@ -173,6 +223,10 @@ ph_engine_new(ph_error_t *err)
         return NULL;
     }
     e->max_body = PH_ENGINE_MAX_BODY;
+    if (stall_of_environment(&e->stall_s, err) < 0) {
+        free(e);
+        return NULL;
+    }
     if (ph_engine_endpoint_resolve(context_flag[0] ? context_flag : NULL, &e->ep, err) < 0) {
         free(e);
         return NULL;
@@ -254,6 +308,94 @@ ph_engine_transport_setup(const ph_engine *e, CURL *c, char *errbuf)
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, ep->verify ? 2L : 0L);
 }
 
+/* ---- the watch: stalls and interrupts ---------------------------------- */
+
+double
+ph_engine_now_mono(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int
+watch_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    ph_engine_watch *w = ud;
+    unsigned long long moved = (unsigned long long)dlnow + (unsigned long long)ulnow;
+    double now;
+
+    (void)dltotal;
+    (void)ultotal;
+    if (ph_interrupt_count() != w->signals) {
+        w->interrupted = ph_interrupted();
+        return 1;
+    }
+    if (w->stall_s <= 0)
+        return 0;
+    now = ph_engine_now_mono();
+    /* A byte a second on average over the window: a drip slower than
+     * that is as stalled as silence. */
+    if (moved - w->mark_bytes >= (unsigned long long)w->stall_s) {
+        w->mark_t = now;
+        w->mark_bytes = moved;
+    } else if (now - w->mark_t >= (double)w->stall_s) {
+        w->stalled = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void
+ph_engine_watch_setup(CURL *c, ph_engine_watch *w, long stall_s)
+{
+    *w = (ph_engine_watch){ .signals = ph_interrupt_count(), .stall_s = stall_s, .mark_t = ph_engine_now_mono() };
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, watch_cb);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
+}
+
+int
+ph_engine_watch_error(const ph_engine *e, const ph_engine_watch *w, const char *what, ph_error_t *err)
+{
+    if (w->interrupted) {
+        ph_interrupt_fail(err, w->interrupted);
+        return ph_error_wrap(err, "%s", what);
+    }
+    if (!w->stalled)
+        return 0;
+    ph_fail(err, 0, "%s: the Docker Engine at %s stalled: less than a byte a second for %ld s", what, e->where,
+            w->stall_s);
+    return ph_error_hint(err, "a busy or wedged Engine; if it is only slow, allow it more with PH_ENGINE_STALL=SECONDS "
+                              "or --engine-stall SECONDS (default %ld)",
+                         PH_ENGINE_STALL_DEFAULT_S);
+}
+
+/* The host name in "tcp://HOST:PORT[/PATH]" ("[::1]" as "::1"): what the
+ * certificate must be issued for. */
+static void
+host_name_of(const char *host, char *out, size_t size)
+{
+    const char *h = strncmp(host, "tcp://", 6) == 0 ? host + 6 : host, *end = h + strcspn(h, "/");
+    const char *colon = NULL;
+
+    for (const char *p = h; p < end; p++)
+        if (*p == ':')
+            colon = p;
+    if (h < end && *h == '[') {
+        const char *close = memchr(h, ']', (size_t)(end - h));
+
+        if (close != NULL) {
+            h++;
+            colon = close;
+        }
+    }
+    if (colon != NULL)
+        end = colon;
+    snprintf(out, size, "%.*s", (int)(end - h), h);
+}
+
 /* A TLS failure: which file, and where the material came from. */
 static int
 tls_error(const ph_engine *e, CURLcode rc, const char *why, const char *what, ph_error_t *err)
@@ -269,10 +411,29 @@ tls_error(const ph_engine *e, CURLcode rc, const char *why, const char *what, ph
         ph_fail(err, 0, "%s: the client certificate `%s` or its key `%s` cannot be used: %s", w, ep->cert, ep->key,
                 why);
         break;
-    case CURLE_PEER_FAILED_VERIFICATION:
-        ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate does not verify against %s%s%s: %s",
-                w, e->where, ep->ca[0] ? "the CA `" : "the system's CAs", ep->ca, ep->ca[0] ? "`" : "", why);
+    case CURLE_PEER_FAILED_VERIFICATION: {
+        char name[512];
+
+        /* curl's words (OpenSSL's) differ by version; ours name the cause. */
+        host_name_of(ep->host, name, sizeof name);
+        if (strcasestr(why, "host name") != NULL || strcasestr(why, "subject name") != NULL ||
+            strcasestr(why, "does not match") != NULL)
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate is not issued for the host "
+                            "name `%s` (a certificate for another host, or DOCKER_HOST names the wrong one): %s",
+                    w, e->where, name, why);
+        else if (strcasestr(why, "expired") != NULL)
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate has expired: %s", w, e->where,
+                    why);
+        else if (strcasestr(why, "not yet valid") != NULL)
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate is not valid yet (is the "
+                            "clock right?): %s",
+                    w, e->where, why);
+        else
+            ph_fail(err, 0, "%s: the Docker Engine at %s is not trusted: its certificate does not verify against "
+                            "%s%s%s: %s",
+                    w, e->where, ep->ca[0] ? "the CA `" : "the system's CAs", ep->ca, ep->ca[0] ? "`" : "", why);
         break;
+    }
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR: {
         /* TLS 1.3: the server's verdict on our certificate comes as an
@@ -426,6 +587,7 @@ ping_once(ph_engine *e, long *status_out, size_t *bytes, ph_error_t *err)
     char server[16] = "";
     int smaj, smin, mmaj, mmin;
     long status = 0;
+    ph_engine_watch watch;
     CURLcode rc;
 
     if (asprintf(&url, "%s/_ping", e->base_url) < 0) {
@@ -438,12 +600,15 @@ ping_once(ph_engine *e, long *status_out, size_t *bytes, ph_error_t *err)
     curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(e->curl, CURLOPT_HEADERFUNCTION, ping_header_cb);
     curl_easy_setopt(e->curl, CURLOPT_HEADERDATA, server);
+    ph_engine_watch_setup(e->curl, &watch, e->stall_s);
     rc = curl_easy_perform(e->curl);
     curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
     *status_out = status;
     *bytes = b.len;
     if (rc != CURLE_OK) {
         free(b.data);
+        if (rc == CURLE_ABORTED_BY_CALLBACK && ph_engine_watch_error(e, &watch, "ping the Docker Engine", err) < 0)
+            return -1;
         if (rc == CURLE_WRITE_ERROR && b.overflow)
             return ph_fail(err, 0, "ping the Docker Engine at %s: the answer exceeds %u bytes; is that an Engine?",
                            e->where, PING_BODY_MAX);
@@ -678,8 +843,9 @@ typedef struct call_ctx {
     ph_engine_req *r;
     ph_engine_buf body;  /* a buffered answer, or the error body of a streamed one */
     long status;
-    int data_aborted, read_failed;
+    int data_aborted, read_failed, enough;
     unsigned long long bytes_in, bytes_out;
+    ph_engine_watch watch;
 } call_ctx;
 
 static size_t
@@ -700,11 +866,16 @@ call_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
         ph_engine_buf_append(&s->body, ptr, n < room ? n : room);
         return n;
     }
-    if (s->r->data_cb(s->r->data_ud, ptr, n) < 0) {
+    switch (s->r->data_cb(s->r->data_ud, ptr, n)) {
+    case 0:
+        return n;
+    case PH_ENGINE_DATA_ENOUGH:
+        s->enough = 1;
+        return 0; /* curl ends the transfer and closes the connection */
+    default:
         s->data_aborted = 1;
         return 0;
     }
-    return n;
 }
 
 static size_t
@@ -796,6 +967,10 @@ call_result(ph_engine *e, ph_engine_req *r, call_ctx *s, CURLcode rc, const char
     if (s->status == 0)
         curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &s->status);
     r->status = s->status;
+    if (rc == CURLE_ABORTED_BY_CALLBACK && ph_engine_watch_error(e, &s->watch, what, err) < 0)
+        return -1;
+    if (s->enough && is_2xx(s->status))
+        return 0;
     if (s->data_aborted) {
         /* The callback may have made the error itself (callers hand it
          * their err through the user data); keep theirs if so. */
@@ -896,6 +1071,7 @@ ph_engine_call(ph_engine *e, ph_engine_req *r, ph_error_t *err)
         return -1;
     if (set_body(e, r, &s, what, &payload, &hdrs, err) < 0)
         return -1;
+    ph_engine_watch_setup(e->curl, &s.watch, r->quiet ? 0 : e->stall_s);
     st = ph_engine_stage_begin(r, 0);
     rc = curl_easy_perform(e->curl);
     ret = call_result(e, r, &s, rc, what, timeout_s, err);

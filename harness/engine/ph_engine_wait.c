@@ -36,6 +36,7 @@ struct ph_engine_wait {
     CURLcode result;
     char what[300];
     char errbuf[CURL_ERROR_SIZE];
+    ph_engine_watch watch; /* no stall limit (the wait is silent by nature); interrupts end it */
     ph_stage *stage; /* from begin to end: concurrent with the signal sent meanwhile */
 };
 
@@ -79,15 +80,6 @@ wait_header_cb(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static double
-now_mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Drive the transfer until STOP(w) or the deadline (<= 0: none).
  * Returns 1 when stopped, 0 at the deadline, -1 on a multi error. */
 static int
@@ -109,7 +101,7 @@ wait_drive(ph_engine_wait *w, int (*stop)(const ph_engine_wait *), double deadli
         if (stop(w) || w->done)
             return 1;
         if (deadline > 0) {
-            double left_s = deadline - now_mono();
+            double left_s = deadline - ph_engine_now_mono();
 
             if (left_s <= 0)
                 return 0;
@@ -139,6 +131,8 @@ stop_never(const ph_engine_wait *w)
 static int
 wait_check_done(ph_engine_wait *w, ph_error_t *err)
 {
+    if (w->result == CURLE_ABORTED_BY_CALLBACK && ph_engine_watch_error(w->e, &w->watch, w->what, err) < 0)
+        return -1;
     if (w->result == CURLE_WRITE_ERROR && w->body.overflow)
         return ph_fail(err, 0, "%s: the Engine's answer exceeds %zu bytes", w->what, w->body.max);
     if (w->result != CURLE_OK)
@@ -193,13 +187,14 @@ ph_engine_container_wait_begin(ph_engine *e, const char *id, ph_engine_wait **ou
     curl_easy_setopt(w->curl, CURLOPT_HEADERDATA, w);
     curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, wait_write_cb);
     curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, &w->body);
+    ph_engine_watch_setup(w->curl, &w->watch, 0);
     if (curl_multi_add_handle(w->multi, w->curl) != CURLM_OK) {
         ph_engine_wait_free(w);
         return ph_fail(err, 0, "%s: curl refused the transfer", what);
     }
     /* The signal the caller sends next is not inside the wait: detached. */
     w->stage = ph_engine_stage_begin(&r, PH_STAGE_DETACHED | PH_STAGE_CONCURRENT);
-    rc = wait_drive(w, stop_at_headers, now_mono() + WAIT_BEGIN_TIMEOUT_S, err);
+    rc = wait_drive(w, stop_at_headers, ph_engine_now_mono() + WAIT_BEGIN_TIMEOUT_S, err);
     if (rc < 0) {
         ph_engine_wait_free(w);
         return -1;
@@ -237,7 +232,7 @@ ph_engine_container_wait_end(ph_engine_wait *w, long timeout_s, long *exit_code,
         ph_bad_input(err, "%s: no place for the timed-out flag", w->what);
         goto out;
     }
-    r = w->done ? 1 : wait_drive(w, stop_never, timeout_s > 0 ? now_mono() + (double)timeout_s : 0, err);
+    r = w->done ? 1 : wait_drive(w, stop_never, timeout_s > 0 ? ph_engine_now_mono() + (double)timeout_s : 0, err);
     if (r < 0)
         goto out;
     if (r == 0) {

@@ -215,6 +215,16 @@ parse_hex(span s, int *ok)
 
 /* ---- perf map files ------------------------------------------------------- */
 
+/* A number of a map line: hex, with or without 0x (V8 writes it bare,
+ * HotSpot with 0x; perf reads both). */
+static uint64_t
+parse_map_hex(span s, int *ok)
+{
+    if (s.n > 2 && s.p[0] == '0' && (s.p[1] == 'x' || s.p[1] == 'X'))
+        s = (span){ s.p + 2, s.n - 2 };
+    return parse_hex(s, ok);
+}
+
 static int
 cmp_pm(const void *a, const void *b)
 {
@@ -223,8 +233,11 @@ cmp_pm(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->name > y->name) - (x->name < y->name);
 }
 
-/* The map file MOD names (under map_dir when given), loaded once; NULL if
- * it cannot be read (the frame then stays [perf-N.map], as in Perl). */
+/* The map file MOD names, read from map_dir, loaded once; NULL if there
+ * is no map_dir or it has no such file (the frame then stays
+ * [perf-N.map], as in Perl).  Never the path MOD names: perf script's
+ * /tmp/perf-<pid>.map is the profiled machine's (a container's pid), and
+ * the file there, if any, is some other program's. */
 static perfmap *
 perfmap_get(ph_collapse *c, span mod)
 {
@@ -236,13 +249,12 @@ perfmap_get(ph_collapse *c, span mod)
     size_t cap = 0, names_n = 0, names_cap = 0, vcap = 0;
     ssize_t len;
 
+    if (c->o.map_dir == NULL)
+        return NULL;
     for (size_t i = 0; i < mod.n; i++)
         if (mod.p[i] == '/')
             base = mod.p + i + 1;
-    if (c->o.map_dir)
-        snprintf(path, sizeof path, "%s/%.*s", c->o.map_dir, (int)(mod.n - (size_t)(base - mod.p)), base);
-    else
-        snprintf(path, sizeof path, "%.*s", (int)mod.n, mod.p);
+    snprintf(path, sizeof path, "%s/%.*s", c->o.map_dir, (int)(mod.n - (size_t)(base - mod.p)), base);
     for (m = c->maps; m; m = m->next)
         if (strcmp(m->path, path) == 0)
             return m->n ? m : NULL;
@@ -260,8 +272,8 @@ perfmap_get(ph_collapse *c, span mod)
         uint64_t start, size;
         if (sp1 == NULL || (sp2 = memchr(sp1 + 1, ' ', (size_t)(line + len - sp1 - 1))) == NULL)
             continue;
-        start = parse_hex((span){ line, (size_t)(sp1 - line) }, &ok1);
-        size = parse_hex((span){ sp1 + 1, (size_t)(sp2 - sp1 - 1) }, &ok2);
+        start = parse_map_hex((span){ line, (size_t)(sp1 - line) }, &ok1);
+        size = parse_map_hex((span){ sp1 + 1, (size_t)(sp2 - sp1 - 1) }, &ok2);
         nl = line + len;
         while (nl > sp2 + 1 && (nl[-1] == '\n' || nl[-1] == '\r'))
             nl--;

@@ -22,8 +22,10 @@
  * Counts are exact to 2^53 (Perl's to 2^63); a header whose period has
  * more than 18 digits is counted as unrecognized (Perl adds it as a float).
  * Two additions: `[unknown]` frames of a perf map file are looked up in
- * that file (map_dir, or where perf script names it), so JIT frames have
- * names when perf script ran where the map was not (node --perf-basic-prof);
+ * a file of that name in map_dir (never where perf script names it: that
+ * path is the profiled machine's), so JIT frames have names when perf
+ * script ran where the map was not (node --perf-basic-prof); map lines
+ * are `START SIZE name`, the numbers hex with or without 0x (HotSpot's);
  * `inline_frames` expands a frame into the functions inlined at its
  * address, read from its dso's DWARF through libdw (dlopen'd; without it,
  * an error says so), where stackcollapse-perf.pl --inline runs addr2line:
@@ -49,7 +51,7 @@ typedef struct ph_collapse_opts {
     int inline_frames;        /* expand inlined functions from DWARF (libdw) */
     int context;              /* with inline_frames: each function's file:line */
     const char *event_filter; /* NULL: the first event seen */
-    const char *map_dir;      /* where perf-<pid>.map files are; NULL: where perf script says */
+    const char *map_dir;      /* where perf-<pid>.map files are; NULL: no maps read */
 } ph_collapse_opts;
 
 #define PH_COLLAPSE_BAD_KEPT 8

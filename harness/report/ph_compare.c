@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "ph_escape.h"
 #include "ph_intern.h"
 
 /* ---- metrics ----------------------------------------------------------- */
@@ -291,6 +292,23 @@ table_slot(table *t, const char *name)
     if (table_add(t, name, 0, 0) < 0 || ph_u64map_put(&t->by_name, h, (uint32_t)(t->n - 1)) < 0)
         return -1;
     return (ssize_t)(t->n - 1);
+}
+
+/* Drop the rows whose A and B are equal: a "largest changes" table lists
+ * what changed, and its count says how many did.  The name index is
+ * stale afterwards (the table is only sorted and shown from then on). */
+static void
+table_drop_unchanged(table *t)
+{
+    size_t o = 0;
+
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i].a == t->v[i].b)
+            free(t->v[i].name);
+        else
+            t->v[o++] = t->v[i];
+    }
+    t->n = o;
 }
 
 static void
@@ -604,11 +622,16 @@ build(comparison *c)
         snprintf(c->diff_title, sizeof c->diff_title, "CPU samples, B against A scaled to B's total: red grew, blue shrank");
         make_diff(c, fa, la, fb, lb, 1);
     }
-    for (size_t i = 0; i < c->nt; i++)
+    for (size_t i = 0; i < c->nt; i++) {
+        table_drop_unchanged(&c->t[i]);
         qsort(c->t[i].v, c->t[i].n, sizeof *c->t[i].v, cmp_delta);
+    }
     return 0;
 }
 
+/* The unit of METRIC (a totals row, or a --fail-if metric without its
+ * [name]): samples alone is a count; samples[fn] and self[fn] are shares,
+ * which the caller knows by the [name]. */
 static const char *
 unit_of(const comparison *c, const char *metric_name)
 {
@@ -616,7 +639,7 @@ unit_of(const comparison *c, const char *metric_name)
         return "bytes";
     if (strcmp(metric_name, "syscall_time") == 0 || strcmp(metric_name, "time") == 0)
         return "s";
-    if (c->a.rd.flame.folded && (strcmp(metric_name, "self") == 0 || strcmp(metric_name, "samples") == 0))
+    if (c->a.rd.flame.folded && strcmp(metric_name, "self") == 0)
         return "%";
     return "";
 }
@@ -653,8 +676,6 @@ check_all(comparison *c, const ph_compare_opts *o, char **failed, ph_error_t *er
             return -1;
         }
         unit = k.has_arg && strcmp(k.metric, "samples") == 0 ? "%" : unit_of(c, k.metric);
-        if (k.has_arg && strcmp(k.metric, "samples") != 0 && strcmp(unit, "%") == 0)
-            unit = "%";
         change = va != 0 ? 100 * (vb - va) / fabs(va) : vb == 0 ? 0 : vb > 0 ? INFINITY : -INFINITY;
         x = k.kind == 0 ? vb : k.kind == 1 ? vb - va : change;
         hit = holds(x, k.op, k.value);
@@ -676,7 +697,7 @@ check_all(comparison *c, const ph_compare_opts *o, char **failed, ph_error_t *er
 }
 
 static void
-write_text(FILE *out, const comparison *c, size_t top)
+text_tables(FILE *out, const comparison *c, size_t top)
 {
     char ba[PH_FMT_LEN], bb[PH_FMT_LEN], bc[PH_FMT_LEN];
     const table *all[MAX_TABLES + 1];
@@ -713,6 +734,24 @@ write_text(FILE *out, const comparison *c, size_t top)
         fprintf(out, "  %-40s %s\n", json_string_value(json_object_get(k, "expr")),
                 json_is_true(json_object_get(k, "failed")) ? "FAILED" : "ok");
     }
+}
+
+/* The tables as text for a terminal: names of functions, sites and
+ * syscalls are the artifacts' bytes, so the whole text is escaped on its
+ * way out, not each name where it is printed. */
+static void
+write_text(FILE *out, const comparison *c, size_t top)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+
+    if (m == NULL)
+        return;
+    text_tables(m, c, top);
+    if (fclose(m) == 0)
+        ph_escape_write(out, text, len, PH_ESCAPE_BACKSLASH);
+    free(text);
 }
 
 static json_t *

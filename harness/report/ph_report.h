@@ -42,7 +42,9 @@ typedef struct ph_report_headline {
     char service[128];
     char mode[64];
     char run[256];         /* the run dir's name */
-    char text[512];        /* "peak heap 14.2 MiB at 3.10 s (front_cache_put 61.0 %)" */
+    char text[512];        /* "peak heap 14.2 MiB at 3.10 s (front_cache_put 61.0 %)": names
+                              from the artifacts, raw; a terminal sees it only through
+                              ph_report_print_headline, which escapes it */
     char report[PATH_MAX]; /* the report.html written */
     int problems;          /* things the report says are missing or broken */
 } ph_report_headline;
@@ -56,7 +58,8 @@ int ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_
 
 /* The headline as the terminal shows it at the end of `stop`:
  *   front: peak heap 14.2 MiB at 3.10 s (front_cache_put 61.0 %)
- *     report: contrib/profiling/front/20261122T101500Z-massif/report.html */
+ *     report: contrib/profiling/front/20261122T101500Z-massif/report.html
+ * every byte escaped for a terminal (ph_escape_printf). */
 void ph_report_print_headline(FILE *out, const ph_report_headline *h);
 
 /* Write OUT_DIR/index.html: every OUT_DIR/<service>/<run>/ with its mode,

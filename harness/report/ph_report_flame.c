@@ -94,8 +94,16 @@ ranked(const ph_folded *f, const double *v, size_t *n)
     return ids;
 }
 
+/* A count of the table's unit: samples or events, or with NS nanoseconds
+ * of CPU (perf's cpu-clock periods), as a time. */
+static const char *
+fmt_value(char b[PH_FMT_LEN], double v, int ns)
+{
+    return ns ? ph_fmt_seconds(b, v / 1e9) : ph_fmt_count(b, v);
+}
+
 static json_t *
-top_rows(ph_mw *f, const ph_folded *fo, const double *v, double total, const char *title, const char *what)
+top_rows(ph_mw *f, const ph_folded *fo, const double *v, double total, const char *title, const char *what, int ns)
 {
     size_t n = 0;
     uint32_t *ids = ranked(fo, v, &n);
@@ -112,7 +120,7 @@ top_rows(ph_mw *f, const ph_folded *fo, const double *v, double total, const cha
         PH_MW_RAW(f, "<tr><td class=\"name\">");
         ph_mw_text(f, name);
         PH_MW_RAW(f, "</td>");
-        ph_html_num(f, v[ids[i]], ph_fmt_count(b, v[ids[i]]));
+        ph_html_num(f, v[ids[i]], fmt_value(b, v[ids[i]], ns));
         ph_html_num(f, total > 0 ? 100 * v[ids[i]] / total : 0, ph_fmt_percent(p, v[ids[i]], total));
         ph_html_bar(f, total > 0 ? v[ids[i]] / total : 0);
         PH_MW_RAW(f, "</tr>\n");
@@ -127,7 +135,7 @@ top_rows(ph_mw *f, const ph_folded *fo, const double *v, double total, const cha
 
 /* Samples per thread (the root frame) with each one's busiest leaf. */
 static json_t *
-threads(ph_mw *f, const ph_folded *fo, double total)
+threads(ph_mw *f, const ph_folded *fo, double total, int in_ns)
 {
     size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), n = 0, npairs = 0;
     double *per = calloc(nn ? nn : 1, sizeof *per), *best = calloc(nn ? nn : 1, sizeof *best);
@@ -135,7 +143,7 @@ threads(ph_mw *f, const ph_folded *fo, double total)
     uint32_t *leaf = malloc((nn ? nn : 1) * sizeof *leaf), *ids = NULL;
     ph_u64map pairs = { 0 };
     json_t *a = json_array();
-    static const char *const heads[] = { "thread", "samples#", "%#", "", "busiest function (self)" };
+    const char *const heads[] = { "thread", in_ns ? "CPU time#" : "samples#", "%#", "", "busiest function (self)" };
     char b[PH_FMT_LEN], p[PH_FMT_LEN];
 
     if (per == NULL || best == NULL || sums == NULL || leaf == NULL)
@@ -171,7 +179,7 @@ threads(ph_mw *f, const ph_folded *fo, double total)
             PH_MW_RAW(f, "<tr><td class=\"name\">");
             ph_mw_text(f, ph_folded_name(fo, t, NULL));
             PH_MW_RAW(f, "</td>");
-            ph_html_num(f, per[t], ph_fmt_count(b, per[t]));
+            ph_html_num(f, per[t], fmt_value(b, per[t], in_ns));
             ph_html_num(f, total > 0 ? 100 * per[t] / total : 0, ph_fmt_percent(p, per[t], total));
             ph_html_bar(f, total > 0 ? per[t] / total : 0);
             PH_MW_RAW(f, "<td class=\"name\">");
@@ -338,11 +346,12 @@ ph_report_flame(ph_rctx *c)
     if (fo == NULL || ph_folded_n_stacks(fo) == 0) {
         ph_html_problem(f, "No stacks to count (see the problems above).");
     } else if (ph_flame_tally(fo, root, &self, &tot) == 0) {
-        json_object_set_new(js, "top_self", top_rows(f, fo, self, total, "Top functions by self samples (on CPU)", "self#"));
-        json_object_set_new(js, "top_total",
-                            top_rows(f, fo, tot, total, "Top functions by total samples (on the stack)", "total#"));
+        json_object_set_new(js, "top_self", top_rows(f, fo, self, total, "Top functions by self samples (on CPU)",
+                                                     perf_ns ? "self time#" : "self#", perf_ns));
+        json_object_set_new(js, "top_total", top_rows(f, fo, tot, total, "Top functions by total samples (on the stack)",
+                                                      perf_ns ? "total time#" : "total#", perf_ns));
         if (root)
-            json_object_set_new(js, "threads", threads(f, fo, total));
+            json_object_set_new(js, "threads", threads(f, fo, total, perf_ns));
         {
             size_t n = 0;
             uint32_t *ids = ranked(fo, self, &n);

@@ -2,9 +2,11 @@
  * first, with its mode, start, duration, how it stopped and headline,
  * each linking to its report.
  *
- * It reads only the small files (summary.json, else run.json and
- * ph-exit.json), so it stays fast with many large runs.  A run without a
- * report yet is listed with the command that makes one.
+ * It reads only the harness's own small files, summary.json and
+ * run.json, each with a size cap, so it stays fast with many large runs;
+ * nothing the container wrote (how the run stopped is run.json's
+ * `completion`, the record the harness checked when it collected).  A run
+ * without a report yet is listed with the command that makes one.
  */
 #include "ph_report_int.h"
 
@@ -23,15 +25,6 @@ typedef struct entry {
     double seconds;          /* how long it ran, -1 unknown */
     int has_report, problems;
 } entry;
-
-static json_t *
-load(const char *dir, const char *name)
-{
-    char path[PATH_MAX + 64];
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    return json_load_file(path, 0, NULL);
-}
 
 static char *
 dup_or(const char *s, const char *dflt)
@@ -65,14 +58,14 @@ static int
 read_run(const char *out_dir, const char *service, const char *run, entry *e)
 {
     char dir[PATH_MAX];
-    json_t *sum, *meta, *x;
+    json_t *sum, *meta, *x, *secs;
     const char *mode, *started, *stopped, *headline;
     char guess[64] = "", attached[96];
 
     snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
-    sum = load(dir, PH_REPORT_SUMMARY);
-    meta = load(dir, "run.json");
-    x = load(dir, "ph-exit.json");
+    sum = ph_report_load_json(dir, PH_REPORT_SUMMARY, PH_RD_OWN_JSON_MAX, NULL, 0);
+    meta = ph_report_load_json(dir, "run.json", PH_RD_OWN_JSON_MAX, NULL, 0);
+    x = json_object_get(meta, "completion"); /* borrowed; null for a snapshot */
     mode = json_string_value(json_object_get(sum, "mode"));
     if (mode == NULL)
         mode = json_string_value(json_object_get(meta, "mode"));
@@ -95,15 +88,14 @@ read_run(const char *out_dir, const char *service, const char *run, entry *e)
     e->mode = strdup(mode);
     /* no start time recorded: the run's name starts with its UTC stamp */
     e->started = dup_or(started, run);
-    e->stopped = dup_or(stopped, x ? "" : "snapshot / unknown");
+    e->stopped = dup_or(stopped, json_is_object(x) ? "" : "snapshot / unknown");
     e->headline = dup_or(headline, "");
     e->has_report = sum != NULL;
     e->problems = (int)json_array_size(json_object_get(sum, "problems"));
-    e->seconds = json_is_number(json_object_get(x, "run_seconds")) ? json_number_value(json_object_get(x, "run_seconds"))
-                                                                   : -1;
+    secs = json_object_get(json_is_number(json_object_get(sum, "run_seconds")) ? sum : x, "run_seconds");
+    e->seconds = json_is_number(secs) ? json_number_value(secs) : -1;
     json_decref(sum);
     json_decref(meta);
-    json_decref(x);
     if (e->service == NULL || e->run == NULL || e->mode == NULL || e->started == NULL || e->stopped == NULL ||
         e->headline == NULL) {
         free_entry(e);

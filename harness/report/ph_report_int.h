@@ -74,6 +74,17 @@ typedef struct ph_rundata {
     size_t n_problems;
 } ph_rundata;
 
+/* A run dir's small JSON files are read whole, with a cap checked before
+ * a byte is read (ph_read_file_at): ph-exit.json and convert.json come out
+ * of the container (PH_SMALL_JSON_MAX); run.json and summary.json are the
+ * harness's own, bounded all the same so a planted one costs nothing. */
+#define PH_RD_OWN_JSON_MAX (16u << 20)
+
+/* DIR/NAME parsed as a JSON object, at most MAX bytes; NULL when it is
+ * missing, and when it is refused or broken, with why into PROBLEM (LEN
+ * bytes; PROBLEM may be NULL). */
+json_t *ph_report_load_json(const char *dir, const char *name, size_t max, char *problem, size_t len);
+
 /* Read RUN_DIR: metadata and every artifact, parsed.  Bad artifacts are
  * problems (ph_rundata_problem), not errors; -1 only when RUN_DIR cannot
  * be listed, or on ENOMEM. */

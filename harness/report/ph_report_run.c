@@ -20,6 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ph_escape.h"
+
+#include "ph_markup_only.h"
+
 /* ---- the run itself ----------------------------------------------------- */
 
 static const char *
@@ -568,6 +572,7 @@ out:
 void
 ph_report_print_headline(FILE *out, const ph_report_headline *h)
 {
-    fprintf(out, "%s: %s\n  report: %s%s\n", h->service, h->text, h->report,
-            h->problems > 0 ? " (it says what is missing)" : "");
+    /* the text holds names from the artifacts: escaped on the way out */
+    ph_escape_printf(out, "%s: %s\n  report: %s%s\n", h->service, h->text, h->report,
+                     h->problems > 0 ? " (it says what is missing)" : "");
 }

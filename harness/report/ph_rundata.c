@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "ph_lines.h"
+#include "ph_util.h"
 
 /* Names a run dir has that are not artifacts. */
 static const char *const not_artifacts[] = { "run.json",          "ph-exit.json",       PH_REPORT_HTML,
@@ -74,24 +76,45 @@ ph_rundata_files(const ph_rundata *rd, const char *kind, const ph_artifact **out
     return n;
 }
 
-static json_t *
-load_json(ph_rundata *rd, const char *name)
+json_t *
+ph_report_load_json(const char *dir, const char *name, size_t max, char *problem, size_t len)
 {
-    char path[PATH_MAX + 64];
+    ph_cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ph_cleanup_free char *buf = NULL;
+    size_t n = 0;
+    ph_error_t err = NULL;
     json_error_t je;
     json_t *j;
-    struct stat st;
 
-    snprintf(path, sizeof path, "%s/%s", rd->dir, name);
-    if (stat(path, &st) < 0)
+    if (problem != NULL && len > 0)
+        problem[0] = '\0';
+    if (dfd < 0)
         return NULL;
-    j = json_load_file(path, 0, &je);
+    if (ph_read_file_at(dfd, name, max, &buf, &n, &err) < 0) {
+        if (problem != NULL && err->errnum != ENOENT)
+            snprintf(problem, len, "%s", err->msg); /* it names the file */
+        ph_error_free(&err);
+        return NULL;
+    }
+    j = json_loadb(buf, n, 0, &je);
     if (j == NULL || !json_is_object(j)) {
-        ph_rundata_problem(rd, "%s cannot be read: %s (line %d)", name, j ? "not a JSON object" : je.text,
-                           j ? 0 : je.line);
+        if (problem != NULL)
+            snprintf(problem, len, "%s cannot be read: %s (line %d)", name, j ? "not a JSON object" : je.text,
+                     j ? 0 : je.line);
         json_decref(j);
         return NULL;
     }
+    return j;
+}
+
+static json_t *
+load_json(ph_rundata *rd, const char *name, size_t max)
+{
+    char problem[PATH_MAX + 512];
+    json_t *j = ph_report_load_json(rd->dir, name, max, problem, sizeof problem);
+
+    if (j == NULL && problem[0])
+        ph_rundata_problem(rd, "%s", problem);
     return j;
 }
 
@@ -298,6 +321,103 @@ folded_chunk(void *ctx, const char *buf, size_t len, ph_error_t *err)
     return ph_folded_feed(ctx, buf, len, err);
 }
 
+/* ---- samples without a function name ---------------------------------- */
+
+#define UNNAMED_MODS 8
+#define UNNAMED_PROBLEM_PERCENT 10.0
+
+/* Whether NAME is a namer's placeholder for a frame it could not name,
+ * and whose code that is: the collapser's `[dso]`, `[dso <addr>]`,
+ * `[perf-N.map]`; the sampler's `[unknown]+0xPC` (no file: anonymous
+ * memory) and `module+0xOFF`.  *JIT: code outside any file, or in a perf
+ * map's range (a JIT's, whose map the run did not have). */
+static int
+unnamed_module(const char *name, char *mod, size_t len, int *jit)
+{
+    const char *end, *plus;
+
+    *jit = 0;
+    if (name[0] == '[') {
+        size_t n;
+
+        if ((end = strchr(name, ']')) == NULL || (end[1] != '\0' && strncmp(end + 1, "+0x", 3) != 0))
+            return 0;
+        n = (size_t)(end - name - 1);
+        for (size_t i = 1; i + 1 < (size_t)(end - name); i++)
+            if (name[i] == ' ' && name[i + 1] == '<') {
+                n = i - 1;
+                break;
+            }
+        if (n == 0 || (n == 9 && strncmp(name + 1, "truncated", 9) == 0))
+            return 0;
+        if (n == 7 && strncmp(name + 1, "unknown", 7) == 0) {
+            *jit = 1;
+            snprintf(mod, len, "code in no file");
+        } else {
+            *jit = n > 9 && strncmp(name + 1, "perf-", 5) == 0 && strncmp(name + 1 + n - 4, ".map", 4) == 0;
+            snprintf(mod, len, "%.*s", (int)n, name + 1);
+        }
+        return 1;
+    }
+    if ((plus = strstr(name, "+0x")) == NULL || plus == name || plus[3] == '\0' ||
+        strspn(plus + 3, "0123456789abcdef") != strlen(plus + 3) || strpbrk(name, " (<") != NULL)
+        return 0;
+    snprintf(mod, len, "%.*s", (int)(plus - name), name);
+    return 1;
+}
+
+/* A problem when much of the CPU went to frames without a function name:
+ * the report would otherwise show `[lang_go_static] 100 %` and no word. */
+static void
+unnamed_problem(ph_rundata *rd, const ph_folded *fo, int skip_root)
+{
+    struct {
+        char name[128];
+        int jit;
+        double count;
+    } m[UNNAMED_MODS];
+    size_t nm = 0, ns = ph_folded_n_stacks(fo);
+    double total = ph_folded_get_stats(fo)->total, unnamed = 0;
+    char text[1024], pct[PH_FMT_LEN];
+    size_t o = 0;
+
+    for (size_t i = 0; i < ns; i++) {
+        ph_folded_stack st = ph_folded_get_stack(fo, i);
+        char mod[128];
+        int jit;
+        size_t k;
+
+        if ((skip_root && st.depth < 2) ||
+            !unnamed_module(ph_folded_name(fo, st.frames[st.depth - 1], NULL), mod, sizeof mod, &jit))
+            continue;
+        unnamed += st.count;
+        for (k = 0; k < nm && strcmp(m[k].name, mod) != 0; k++)
+            ;
+        if (k == nm && nm < UNNAMED_MODS) {
+            snprintf(m[nm].name, sizeof m[nm].name, "%s", mod);
+            m[nm].jit = jit;
+            m[nm++].count = 0;
+        }
+        if (k < nm)
+            m[k].count += st.count;
+    }
+    if (!(total > 0) || 100 * unnamed / total < UNNAMED_PROBLEM_PERCENT)
+        return;
+    for (size_t i = 0; i < nm; i++) /* largest first; a few, insertion */
+        for (size_t j = i; j > 0 && m[j].count > m[j - 1].count; j--) {
+            __typeof__(m[0]) t = m[j];
+            m[j] = m[j - 1];
+            m[j - 1] = t;
+        }
+    for (size_t i = 0; i < nm && i < 3 && o < sizeof text; i++)
+        o += (size_t)snprintf(text + o, sizeof text - o, "%s%s (%s) %s", i ? "; " : "", m[i].name,
+                              ph_fmt_percent(pct, m[i].count, total),
+                              m[i].jit ? "is JIT code without a perf map (the runtime wrote none, or the run did not "
+                                         "carry it)"
+                                       : "has no symbols (stripped, or its symbols were not found)");
+    ph_rundata_problem(rd, "%s of the samples have no function name: %s", ph_fmt_percent(pct, unnamed, total), text);
+}
+
 static void
 read_flame(ph_rundata *rd)
 {
@@ -354,6 +474,7 @@ read_flame(ph_rundata *rd)
                                folded[nf - 1]->name, st->bad_lines, st->bad_lines == 1 ? "" : "s",
                                st->bad_line_numbers[0]);
     }
+    unnamed_problem(rd, fd->folded, ph_flame_has_thread_root(rd));
 }
 
 /* The kinds the mode's profile promises that the run does not have. */
@@ -476,9 +597,9 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
     if (rd->n_arts > 1) /* qsort takes no NULL, even for none */
         qsort(rd->arts, rd->n_arts, sizeof *rd->arts, cmp_art);
 
-    rd->run = load_json(rd, "run.json");
-    rd->exit = load_json(rd, "ph-exit.json");
-    rd->convert = load_json(rd, "convert.json");
+    rd->run = load_json(rd, "run.json", PH_RD_OWN_JSON_MAX);
+    rd->exit = load_json(rd, "ph-exit.json", PH_SMALL_JSON_MAX);
+    rd->convert = load_json(rd, "convert.json", PH_SMALL_JSON_MAX);
     rd->attached_to = rd->run ? json_string_value(json_object_get(rd->run, "attached_to")) : NULL;
     guess_names(rd);
 

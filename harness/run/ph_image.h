@@ -73,6 +73,25 @@ int ph_image_ensure_tools(ph_engine *e, const char *data_dir, const ph_profile_s
  * there; the container is removed. */
 int ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_error_t *err);
 
+/* Whether the ELF file whose first LEN bytes are HEAD asks for an
+ * interpreter (PT_INTERP): 1, the dynamic loader runs it and an
+ * LD_PRELOAD reaches it; 0, static (static-pie too); -1 not an ELF
+ * program, or its program headers lie past LEN.  Pure. */
+int ph_image_elf_interp(const void *head, size_t len);
+
+/* What runs a service's command ARGV (ARGC words) in IMAGE: ARGV[0] found
+ * as the kernel would (PATH_VAR, WORKDIR), symlinks followed, its first
+ * bytes read through the archive endpoint of a created, never started
+ * container; for a shell wrapper (`sh -c "exec prog"`) the program it
+ * runs, when that is static.  out->linked as ph_image_elf_interp; -1 too
+ * when the program is not found. */
+typedef struct ph_image_program_t {
+    char path[4096]; /* the file, its links followed ("" when not found) */
+    int linked;
+} ph_image_program_t;
+int ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc, const char *path_var,
+                     const char *workdir, ph_image_program_t *out, ph_error_t *err);
+
 /* "apt" ... or "none"; "glibc", "musl" or "none". */
 const char *ph_image_facts_pm(const ph_image_facts *f);
 const char *ph_image_facts_libc(const ph_image_facts *f);

@@ -25,6 +25,8 @@
 #include "ph_image.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,36 @@
 #include "ph_util.h"
 
 /* ---- what an image offers ---------------------------------------------- */
+
+/* The probe container *ID removed; RC, or -1 when that fails, the error
+ * saying what was being done (WHAT `IMAGE`). */
+static int
+probe_done(ph_engine *e, char **id, int rc, const char *image, const char *what, ph_error_t *err)
+{
+    if (ph_engine_container_remove(e, *id, 1, rc < 0 ? NULL : err) < 0)
+        rc = -1;
+    free(*id);
+    *id = NULL;
+    if (rc < 0)
+        ph_error_wrap(err, "%s `%s`", what, image);
+    return rc;
+}
+
+/* A container of IMAGE to ask the archive endpoint about its files;
+ * never started: the entrypoint need not exist, and nothing runs. */
+static int
+probe_create(ph_engine *e, const char *image, char **id, ph_error_t *err)
+{
+    json_t *cfg = json_pack("{s:s, s:[s], s:[], s:{s:s}, s:b}", "Image", image, "Entrypoint", "/.profharness-probe",
+                            "Cmd", "Labels", PH_LABEL_PROBE, "1", "NetworkDisabled", 1);
+    int rc;
+
+    if (cfg == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    rc = ph_engine_container_create(e, NULL, cfg, id, err);
+    json_decref(cfg);
+    return rc < 0 ? ph_error_wrap(err, "look into image `%s`", image) : 0;
+}
 
 int
 ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_error_t *err)
@@ -53,21 +85,12 @@ ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_error_t 
         { "/lib64/ld-linux-x86-64.so.2", "glibc" }, { "/lib/ld-linux-aarch64.so.1", "glibc" },
         { "/lib/ld-musl-x86_64.so.1", "musl" }, { "/lib/ld-musl-aarch64.so.1", "musl" },
     };
-    json_t *cfg;
     char *id = NULL;
     int found = 0, shell = 0, rc = -1;
 
     memset(out, 0, sizeof *out);
-    /* Never started: the entrypoint need not exist, and nothing runs. */
-    cfg = json_pack("{s:s, s:[s], s:[], s:{s:s}, s:b}", "Image", image, "Entrypoint", "/.profharness-probe", "Cmd",
-                    "Labels", PH_LABEL_PROBE, "1", "NetworkDisabled", 1);
-    if (cfg == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (ph_engine_container_create(e, NULL, cfg, &id, err) < 0) {
-        json_decref(cfg);
-        return ph_error_wrap(err, "look into image `%s`", image);
-    }
-    json_decref(cfg);
+    if (probe_create(e, image, &id, err) < 0)
+        return -1;
     if (ph_engine_archive_stat(e, id, "/bin/sh", &shell, err) < 0)
         goto out;
     for (size_t i = 0; i < PH_ARRAY_LEN(pms) && out->pm[0] == '\0'; i++) {
@@ -86,12 +109,7 @@ ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_error_t 
     out->shell = shell;
     rc = 0;
 out:
-    if (ph_engine_container_remove(e, id, 1, rc < 0 ? NULL : err) < 0)
-        rc = -1;
-    free(id);
-    if (rc < 0)
-        ph_error_wrap(err, "look into image `%s`", image);
-    return rc;
+    return probe_done(e, &id, rc, image, "look into image", err);
 }
 
 const char *
@@ -104,6 +122,259 @@ const char *
 ph_image_facts_libc(const ph_image_facts *f)
 {
     return f->libc[0] ? f->libc : "none";
+}
+
+/* ---- whether a program can take an LD_PRELOAD ----------------------------- */
+
+static uint64_t
+elf_word(const unsigned char *p, int n, int le)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[le ? i : n - 1 - i] << (8 * i);
+    return v;
+}
+
+int
+ph_image_elf_interp(const void *head, size_t len)
+{
+    const unsigned char *b = head;
+    int is64, le;
+    uint64_t type, phoff, phentsize, phnum;
+
+    if (len < 52 || memcmp(b, "\177ELF", 4) != 0 || (b[4] != 1 && b[4] != 2) || (b[5] != 1 && b[5] != 2))
+        return -1;
+    is64 = b[4] == 2;
+    le = b[5] == 1;
+    if (is64 && len < 64)
+        return -1;
+    type = elf_word(b + 16, 2, le);
+    if (type != 2 && type != 3) /* ET_EXEC, ET_DYN */
+        return -1;
+    phoff = is64 ? elf_word(b + 32, 8, le) : elf_word(b + 28, 4, le);
+    phentsize = elf_word(b + (is64 ? 54 : 42), 2, le);
+    phnum = elf_word(b + (is64 ? 56 : 44), 2, le);
+    if (phentsize < (is64 ? 56u : 32u) || phnum == 0 || phnum == 0xffff || phoff > len)
+        return -1;
+    for (uint64_t i = 0; i < phnum; i++) {
+        uint64_t off = phoff + i * phentsize;
+
+        if (off > len || len - off < 4)
+            return -1; /* past what was read: not known */
+        if (elf_word(b + off, 4, le) == 3) /* PT_INTERP */
+            return 1;
+    }
+    return 0;
+}
+
+#define PEEK_BYTES 8192
+
+typedef struct peek_buf {
+    char data[PEEK_BYTES];
+    size_t len;
+    int full;
+} peek_buf;
+
+static int
+peek_cb(void *ud, const char *data, size_t len)
+{
+    peek_buf *p = ud;
+    size_t n = len < sizeof p->data - p->len ? len : sizeof p->data - p->len;
+
+    memcpy(p->data + p->len, data, n);
+    p->len += n;
+    if (p->len == sizeof p->data) {
+        p->full = 1;
+        return -1; /* enough: the rest of the file is not needed */
+    }
+    return 0;
+}
+
+/* PATH with `.`, `..` and repeated slashes resolved lexically, in place
+ * (what a link's target means; `..` above / stays at /). */
+static void
+path_clean(char *path)
+{
+    char out[PATH_MAX];
+    size_t o = 0;
+
+    for (char *p = path, *end; *p; p = end) {
+        size_t n;
+
+        while (*p == '/')
+            p++;
+        end = p + strcspn(p, "/");
+        n = (size_t)(end - p);
+        if (n == 0 || (n == 1 && p[0] == '.'))
+            continue;
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            while (o > 0 && out[--o] != '/')
+                ;
+            continue;
+        }
+        if (o + 1 + n >= sizeof out)
+            break;
+        out[o++] = '/';
+        memcpy(out + o, p, n);
+        o += n;
+    }
+    if (o == 0)
+        out[o++] = '/';
+    out[o] = '\0';
+    memcpy(path, out, o + 1);
+}
+
+/* Whether PATH in container ID is an ELF program with an interpreter (1),
+ * without (0), or neither or not there (-1): its symlinks followed (at
+ * most 8), the first bytes read through the archive endpoint.  *REAL:
+ * the file at the end of the links. */
+static int
+program_linked(ph_engine *e, const char *id, const char *path, char *real, size_t rlen, ph_error_t *err)
+{
+    char cur[PATH_MAX], next[PATH_MAX];
+    static char head[PEEK_BYTES];
+
+    snprintf(cur, sizeof cur, "%s", path);
+    path_clean(cur);
+    for (int hop = 0; hop < 8; hop++) {
+        peek_buf *p = calloc(1, sizeof *p);
+        ph_tar_peek_t t;
+        ph_error_t sub = NULL;
+        int found = 0, rc;
+
+        if (p == NULL)
+            return ph_fail(err, ENOMEM, "allocate");
+        if (ph_engine_archive_stat(e, id, cur, &found, err) < 0) {
+            free(p);
+            return -2;
+        }
+        if (!found) {
+            free(p);
+            return -1;
+        }
+        rc = ph_engine_archive_get(e, id, cur, peek_cb, p, &sub);
+        if (rc < 0 && !p->full) {
+            free(p);
+            if (err)
+                *err = sub;
+            else
+                ph_error_free(&sub);
+            return -2;
+        }
+        ph_error_free(&sub);
+        rc = ph_tar_peek(p->data, p->len, &t, head, sizeof head, NULL);
+        free(p);
+        if (rc < 0 || t.type == PH_TAR_PEEK_OTHER)
+            return -1;
+        snprintf(real, rlen, "%s", cur);
+        if (t.type == PH_TAR_PEEK_FILE)
+            return ph_image_elf_interp(head, t.len);
+        if (t.target[0] == '/') {
+            snprintf(next, sizeof next, "%s", t.target);
+        } else {
+            char *slash = strrchr(cur, '/');
+            snprintf(next, sizeof next, "%.*s/%s", slash ? (int)(slash - cur) : 0, cur, t.target);
+        }
+        snprintf(cur, sizeof cur, "%s", next);
+        path_clean(cur);
+    }
+    return -1;
+}
+
+/* PROG as the kernel would find it: as it is with a slash (from WORKDIR
+ * when relative), else the first PATH_VAR directory holding it.  0 and
+ * "" when there is none. */
+static int
+program_resolve(ph_engine *e, const char *id, const char *prog, const char *path_var, const char *workdir, char *out,
+                size_t len, ph_error_t *err)
+{
+    out[0] = '\0';
+    if (strchr(prog, '/') != NULL) {
+        if (prog[0] == '/')
+            snprintf(out, len, "%s", prog);
+        else
+            snprintf(out, len, "%s/%s", workdir && workdir[0] ? workdir : "", prog);
+        return 0;
+    }
+    for (const char *d = path_var; d != NULL && *d;) {
+        const char *colon = strchr(d, ':');
+        size_t n = colon ? (size_t)(colon - d) : strlen(d);
+        char cand[PATH_MAX];
+        int found = 0;
+
+        if (n > 0 && d[0] == '/') {
+            snprintf(cand, sizeof cand, "%.*s/%s", (int)n, d, prog);
+            if (ph_engine_archive_stat(e, id, cand, &found, err) < 0)
+                return -1;
+            if (found) {
+                snprintf(out, len, "%s", cand);
+                return 0;
+            }
+        }
+        d = colon ? colon + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The program a shell wrapper runs: `sh -c "exec prog ..."` or `sh -c
+ * "prog ..."`, when the command's first word is a plain path; NULL else. */
+static const char *
+wrapped_program(char *const *argv, size_t argc, char *buf, size_t len)
+{
+    const char *sh = argc > 0 ? strrchr(argv[0], '/') : NULL, *c;
+    size_t n;
+
+    sh = sh ? sh + 1 : argc > 0 ? argv[0] : "";
+    if (argc < 3 || strcmp(argv[1], "-c") != 0 ||
+        (strcmp(sh, "sh") != 0 && strcmp(sh, "bash") != 0 && strcmp(sh, "dash") != 0 && strcmp(sh, "ash") != 0))
+        return NULL;
+    c = argv[2] + strspn(argv[2], " \t");
+    if (strncmp(c, "exec ", 5) == 0)
+        c += 5 + strspn(c + 5, " \t");
+    n = strspn(c, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-");
+    if (n == 0 || n >= len || (c[n] != '\0' && c[n] != ' ' && c[n] != '\t'))
+        return NULL;
+    snprintf(buf, len, "%.*s", (int)n, c);
+    return buf;
+}
+
+int
+ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc, const char *path_var,
+                 const char *workdir, ph_image_program_t *out, ph_error_t *err)
+{
+    char *id = NULL, path[PATH_MAX], word[PATH_MAX];
+    const char *inner;
+    int rc = -1;
+
+    memset(out, 0, sizeof *out);
+    out->linked = -1;
+    if (argc == 0)
+        return 0;
+    if (probe_create(e, image, &id, err) < 0)
+        return -1;
+    if (program_resolve(e, id, argv[0], path_var, workdir, path, sizeof path, err) < 0)
+        goto out;
+    if (path[0] != '\0' && (out->linked = program_linked(e, id, path, out->path, sizeof out->path, err)) == -2)
+        goto out;
+    /* a shell wrapper: what it execs is what the sampler must get into */
+    if (out->linked == 1 && (inner = wrapped_program(argv, argc, word, sizeof word)) != NULL) {
+        int linked;
+
+        if (program_resolve(e, id, inner, path_var, workdir, path, sizeof path, err) < 0)
+            goto out;
+        if (path[0] != '\0') {
+            if ((linked = program_linked(e, id, path, word, sizeof word, err)) == -2)
+                goto out;
+            if (linked == 0) {
+                out->linked = 0;
+                snprintf(out->path, sizeof out->path, "%s", word);
+            }
+        }
+    }
+    rc = 0;
+out:
+    return probe_done(e, &id, rc, image, "look at the program of image", err);
 }
 
 /* ---- can a mode run there ---------------------------------------------- */

@@ -21,6 +21,7 @@
 #include "ph_error.h"
 #include "ph_profile.h"
 #include "ph_tar.h"
+#include "ph_util.h"
 
 #define PH_LABEL_PROJECT "io.profharness.project"
 #define PH_LABEL_SERVICE "io.profharness.service"
@@ -37,11 +38,12 @@
 
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
-#define PH_RECORD_MAX    65536                     /* larger is no record of ours */
+#define PH_RECORD_MAX    PH_SMALL_JSON_MAX         /* larger is no record of ours */
 #define PH_RUN_META_NAME "run.json"                /* what the supervisor adds, with the */
 #define PH_HARNESS_FOLDED "harness.folded"         /* command's timings as a flamechart's */
 #define PH_HARNESS_TRACE "harness.trace.json"      /* stacks and a Chrome trace */
 #define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */
+#define PH_PERF_MAPS     "perf-maps"               /* in OUT/<service>: the run's JIT maps, perf-<pid>.map */
 #define PH_SERVICE_LOG_NAME "service.log"          /* and the service's output, */
 #define PH_SERVICE_LOG_MAX (256u << 20)            /* up to this many bytes */
 
@@ -94,6 +96,12 @@ int ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
+/* The way down after restore: stop SERVICES, whatever runs them, as
+ * `docker compose stop` would (dependants first; the service's stop
+ * signal and grace): a profiled container is stopped and collected as
+ * `stop` does, a plain one of ours (restore's) stopped and removed,
+ * docker compose's own stopped and kept. */
+int ph_run_down(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
 /* The service's output: its containers' (compose's too), else the newest
  * run's service.log. */

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "ph_collapse.h"
+#include "ph_fs.h"
 #include "ph_flame.h"
 #include "ph_timing.h"
 #include "ph_image.h"
@@ -222,6 +223,53 @@ out:
     return rc;
 }
 
+/* ---- the run's JIT maps ------------------------------------------------ */
+
+static int
+extract_cb(void *ud, const char *data, size_t len)
+{
+    ph_tar_extract *x = ((void **)ud)[0];
+    ph_error_t *err = ((void **)ud)[1];
+
+    return ph_tar_extract_feed(x, data, len, err);
+}
+
+/* The maps the run carries ({out}/perf-maps/perf-<pid>.map) into a temp
+ * dir MAPS made here beside the run's; MAPS stays "" when the run has
+ * none.  The collapser reads maps from there only: perf script names
+ * /tmp/perf-<pid>.map, the container's path with the container's pid,
+ * which on this host is some other program's file, or none. */
+static int
+fetch_maps(ph_run *r, ph_engine *e, const char *id, const char *out, const char *service, char *maps, size_t len,
+           ph_error_t *err)
+{
+    char path[PATH_MAX], dir[PATH_MAX];
+    ph_tar_extract *x;
+    int there = 0, rc;
+
+    maps[0] = '\0';
+    snprintf(path, sizeof path, "%s/%s", out, PH_PERF_MAPS);
+    if (ph_engine_archive_stat(e, id, path, &there, err) < 0)
+        return -1;
+    if (!there)
+        return 0;
+    snprintf(dir, sizeof dir, "%s/%s/.maps-XXXXXX", r->opts.out_dir, service);
+    if (mkdtemp(dir) == NULL)
+        return ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, service);
+    snprintf(maps, len, "%s", dir);
+    if ((x = ph_tar_extract_new(dir, 1, &r->opts.collect, err)) == NULL)
+        return -1;
+    {
+        void *ud[2] = { x, err };
+
+        rc = ph_engine_archive_get(e, id, path, extract_cb, ud, err);
+    }
+    if (rc == 0)
+        rc = ph_tar_extract_finish(x, NULL, err);
+    ph_tar_extract_free(x);
+    return rc;
+}
+
 /* ---- the conversion ---------------------------------------------------- */
 
 static int
@@ -231,7 +279,7 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
     const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
     const char *run_id = ph_run_label(c, PH_LABEL_RUN);
     ph_engine *e;
-    char out[PATH_MAX], title[256], dir[PATH_MAX] = "";
+    char out[PATH_MAX], title[256], dir[PATH_MAX] = "", maps[PATH_MAX] = "";
     json_t *cfg = NULL, *argv = NULL, *labels;
     char *tools = NULL, *cid = NULL, *folded = NULL;
     FILE *tmp = NULL, *fm = NULL;
@@ -301,6 +349,9 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
 
     /* Its output, collapsed as it arrives: memory is the distinct stacks. */
     ph_collapse_opts_init(&co);
+    if (fetch_maps(r, e, id, out, service, maps, sizeof maps, err) < 0)
+        goto out;
+    co.map_dir = maps[0] ? maps : NULL;
     if ((col = ph_collapse_new(&co, err)) == NULL)
         goto out;
     {
@@ -359,6 +410,8 @@ out:
         }
         rmdir(dir);
     }
+    if (maps[0] != '\0')
+        ph_fs_remove_tree_at(AT_FDCWD, maps, NULL);
     if (cid != NULL)
         ph_engine_container_remove(e, cid, 1, NULL);
     if (tmp != NULL)

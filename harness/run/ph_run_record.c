@@ -87,49 +87,19 @@ ph_run_record_complete(json_t *rec)
 int
 ph_run_record_read(int dirfd, const char *name, json_t **out, char *problem, size_t len)
 {
-    ph_cleanup_close int fd = -1;
-    char *buf = NULL;
+    ph_cleanup_free char *buf = NULL;
     size_t got = 0;
-    struct stat st;
     json_error_t jerr;
     json_t *rec;
+    ph_error_t err = NULL;
 
     *out = NULL;
-    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return record_problem(problem, len, "%s is missing", PH_RECORD_NAME);
-        if (errno == ELOOP)
-            return record_problem(problem, len, "%s is a symbolic link", PH_RECORD_NAME);
-        return record_problem(problem, len, "%s cannot be opened: %s", PH_RECORD_NAME, strerror(errno));
-    }
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return record_problem(problem, len, "%s is not a regular file", PH_RECORD_NAME);
-    if (st.st_size > PH_RECORD_MAX)
-        return record_problem(problem, len, "%s is %lld bytes (limit %d)", PH_RECORD_NAME, (long long)st.st_size,
-                              PH_RECORD_MAX);
-    /* One byte more than the cap: a file that grew after fstat is caught. */
-    buf = malloc(PH_RECORD_MAX + 1);
-    if (buf == NULL)
-        return record_problem(problem, len, "%s: out of memory", PH_RECORD_NAME);
-    for (;;) {
-        ssize_t n = read(fd, buf + got, PH_RECORD_MAX + 1 - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            free(buf);
-            return record_problem(problem, len, "%s cannot be read: %s", PH_RECORD_NAME, strerror(errno));
-        }
-        if (n == 0 || (got += (size_t)n) > PH_RECORD_MAX)
-            break;
-    }
-    if (got > PH_RECORD_MAX) {
-        free(buf);
-        return record_problem(problem, len, "%s is over %d bytes", PH_RECORD_NAME, PH_RECORD_MAX);
+    if (ph_read_file_at(dirfd, name, PH_RECORD_MAX, &buf, &got, &err) < 0) {
+        record_problem(problem, len, "%s", err->msg);
+        ph_error_free(&err);
+        return -1;
     }
     rec = json_loadb(buf, got, JSON_REJECT_DUPLICATES, &jerr);
-    free(buf);
     if (rec == NULL)
         return record_problem(problem, len, "%s is not JSON (line %d: %s)", PH_RECORD_NAME, jerr.line, jerr.text);
     if (ph_run_record_check(rec, problem, len) < 0) {

@@ -11,7 +11,11 @@
  * Best effort and bounded: a log the Engine cannot give back (a `none` or
  * `syslog` driver) or a name the container already used is a warning, not
  * a failed stop (the artifacts are what a stop guarantees); past
- * PH_SERVICE_LOG_MAX bytes the rest is left out, and the file says so.
+ * PH_SERVICE_LOG_MAX bytes (PH_SERVICE_LOG_MAX in the environment, a size)
+ * the rest is left out, and the file says so.  The rest is not read
+ * either: at the cap the stream is closed, so a service that printed a
+ * gigabyte costs a stop no more than the cap.  How much was left is then
+ * known only as "at least" what had come with the last chunk.
  */
 #include "ph_run_int.h"
 
@@ -23,13 +27,46 @@
 #include <unistd.h>
 
 #include "ph_log.h"
+#include "ph_tar.h"
 #include "ph_util.h"
 
 typedef struct log_ctx {
     int fd;
-    unsigned long long written, dropped;
+    unsigned long long max, written, dropped;
     ph_error_t *err;
 } log_ctx;
+
+/* PH_SERVICE_LOG_MAX, else the default; a bad value is said and ignored
+ * (the log is a side file: it never fails a stop). */
+static unsigned long long
+log_max(void)
+{
+    const char *v = getenv("PH_SERVICE_LOG_MAX");
+    ph_error_t err = NULL;
+    uint64_t max = PH_SERVICE_LOG_MAX;
+
+    if (v == NULL || v[0] == '\0')
+        return PH_SERVICE_LOG_MAX;
+    if (ph_tar_limit_parse(PH_TAR_LIMIT_BYTES, v, &max, &err) < 0 || max == PH_TAR_NO_LIMIT) {
+        ph_warn("PH_SERVICE_LOG_MAX=`%s`: %s; %s keeps up to %u MiB", v, err ? err->msg : "no limit is no cap",
+                PH_SERVICE_LOG_NAME, PH_SERVICE_LOG_MAX >> 20);
+        ph_error_free(&err);
+        return PH_SERVICE_LOG_MAX;
+    }
+    return max;
+}
+
+/* "256 MiB", or bytes where the cap is no whole MiB. */
+static void
+size_words(unsigned long long n, char *out, size_t size)
+{
+    if (n >= (1ull << 20) && n % (1ull << 20) == 0)
+        snprintf(out, size, "%llu MiB", n >> 20);
+    else if (n >= 1024 && n % 1024 == 0)
+        snprintf(out, size, "%llu KiB", n >> 10);
+    else
+        snprintf(out, size, "%llu bytes", n);
+}
 
 static int
 write_all(int fd, const char *p, size_t n)
@@ -53,13 +90,14 @@ log_cb(void *ud, const char *data, size_t len)
     log_ctx *l = ud;
     size_t take = len;
 
-    if (l->written + take > PH_SERVICE_LOG_MAX)
-        take = l->written >= PH_SERVICE_LOG_MAX ? 0 : (size_t)(PH_SERVICE_LOG_MAX - l->written);
+    if (l->written + take > l->max)
+        take = l->written >= l->max ? 0 : (size_t)(l->max - l->written);
     l->dropped += len - take;
     if (take > 0 && write_all(l->fd, data, take) < 0)
         return ph_fail(l->err, errno, "write %s", PH_SERVICE_LOG_NAME);
     l->written += take;
-    return 0;
+    /* At the cap: read no further (the Engine would send it all). */
+    return l->dropped > 0 || l->written >= l->max ? PH_ENGINE_DATA_ENOUGH : 0;
 }
 
 int
@@ -67,9 +105,9 @@ ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, co
 {
     ph_cleanup_close int fd = -1;
     ph_error_t err = NULL;
-    log_ctx l = { .err = &err };
+    log_ctx l = { .err = &err, .max = log_max() };
     ph_engine *e;
-    char note[160];
+    char note[300], cap[32];
 
     fd = openat(runfd, PH_SERVICE_LOG_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -86,12 +124,15 @@ ph_run_service_log(ph_run *r, const char *service, const char *id, int runfd, co
         return -1;
     }
     if (l.dropped > 0) {
-        snprintf(note, sizeof note, "\n[profharness: %llu more bytes of output were left out: %s keeps %u MiB]\n",
-                 l.dropped, PH_SERVICE_LOG_NAME, PH_SERVICE_LOG_MAX >> 20);
+        size_words(l.max, cap, sizeof cap);
+        snprintf(note, sizeof note,
+                 "\n[profharness: the output goes on past %s; at least %llu more bytes were left out, the rest "
+                 "unread: %s keeps %s (PH_SERVICE_LOG_MAX)]\n",
+                 cap, l.dropped, PH_SERVICE_LOG_NAME, cap);
         if (write_all(fd, note, strlen(note)) < 0)
             ph_debug("%s: note the cut: %s", service, strerror(errno));
-        ph_warn("%s: its output is over %u MiB: %s keeps the first %u MiB", service, PH_SERVICE_LOG_MAX >> 20,
-                PH_SERVICE_LOG_NAME, PH_SERVICE_LOG_MAX >> 20);
+        ph_warn("%s: its output is over %s: %s keeps the first %s, the rest was not read", service, cap,
+                PH_SERVICE_LOG_NAME, cap);
     }
     return 0;
 }

@@ -33,7 +33,6 @@
 #include "ph_util.h"
 
 #define SNAP_OUTPUT_MAX 1024 /* what a failed command printed, kept for the warning */
-#define STATUS_MAX 65536      /* a bigger sampler status is none of the sampler's */
 
 typedef struct snap_out {
     char buf[SNAP_OUTPUT_MAX];
@@ -114,28 +113,20 @@ out:
 
 /* ---- a run with no samples ---------------------------------------------- */
 
+/* A sampler-status-<pid>.json, written in the container: bounded and
+ * never a link, FIFO or device (ph_read_file_at); NULL when it is none of
+ * the sampler's. */
 static json_t *
 read_status(int dirfd, const char *name)
 {
-    ph_cleanup_close int fd = -1;
-    char buf[STATUS_MAX + 1];
+    ph_cleanup_free char *buf = NULL;
     size_t len = 0;
-    ssize_t n;
-    struct stat sb;
+    ph_error_t err = NULL;
 
-    /* written in the container: a FIFO or a device by that name is none
-     * of the sampler's, and must not block or be read */
-    fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+    if (ph_read_file_at(dirfd, name, PH_SMALL_JSON_MAX, &buf, &len, &err) < 0) {
+        ph_error_free(&err);
         return NULL;
-    while (len < STATUS_MAX && (n = read(fd, buf + len, STATUS_MAX - len)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return NULL;
-        len += (size_t)n;
     }
-    buf[len] = '\0';
     return json_loadb(buf, len, 0, NULL);
 }
 

@@ -79,6 +79,8 @@ ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, c
     return 0;
 }
 
+static int static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_t *err);
+
 int
 ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
 {
@@ -95,9 +97,22 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
         rc = ensure_service_image(r, sl.v[i], 1, err);
         if (rc == 0)
             rc = ensure_profiling_image(r, sl.v[i], NULL, &tag, &facts, err);
-        if (rc == 0)
-            ph_info("%s: ready (profiling image %s; package manager %s, C library %s)", sl.v[i]->name, tag,
-                    ph_image_facts_pm(&facts), ph_image_facts_libc(&facts));
+        if (rc == 0) {
+            char prog[PATH_MAX], modes[256] = "";
+            int st = static_program(r, sl.v[i], prog, sizeof prog, err);
+
+            for (size_t k = 0; st > 0 && k < r->profiles.n; k++)
+                if (r->profiles.v[k].libc.n > 0)
+                    snprintf(modes + strlen(modes), sizeof modes - strlen(modes), "%s%s", modes[0] ? ", " : "",
+                             r->profiles.v[k].name);
+            if (st < 0)
+                rc = -1;
+            else
+                ph_info("%s: ready (profiling image %s; package manager %s, C library %s%s%s%s%s)", sl.v[i]->name,
+                        tag, ph_image_facts_pm(&facts), ph_image_facts_libc(&facts),
+                        st > 0 ? "; its program " : "", st > 0 ? prog : "",
+                        st > 0 ? " is static: not for modes that preload, " : "", st > 0 ? modes : "");
+        }
         free(tag);
     }
     free(sl.v);
@@ -353,6 +368,26 @@ ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, co
     return argv;
 }
 
+/* What the service runs, appended to ARGV: Docker's rule, an entrypoint
+ * given by the service replaces the image's and drops the image's CMD. */
+static void
+service_command(const ph_service *s, json_t *image_cfg, json_t *argv)
+{
+    json_t *ep = s->has_entrypoint ? NULL : json_object_get(image_cfg, "Entrypoint");
+    json_t *cmd = s->has_command ? NULL : (s->has_entrypoint ? NULL : json_object_get(image_cfg, "Cmd"));
+    json_t *x;
+    size_t i;
+
+    if (s->has_entrypoint)
+        for (i = 0; i < s->entrypoint.n; i++)
+            json_array_append_new(argv, json_string(s->entrypoint.v[i]));
+    json_array_foreach(ep, i, x) json_array_append(argv, x);
+    if (s->has_command)
+        for (i = 0; i < s->command.n; i++)
+            json_array_append_new(argv, json_string(s->command.v[i]));
+    json_array_foreach(cmd, i, x) json_array_append(argv, x);
+}
+
 /* The argv the profiled container runs: the shim, its stop protocol, the
  * profiler's wrap, then what the service would have run.  TOOLS_BIN: the
  * wrap's program comes from the tools tree there (the image has no
@@ -361,9 +396,8 @@ static int
 profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image_cfg, const char *tools_bin,
               const char *out, const char *run_id, json_t **argv_out, ph_error_t *err)
 {
-    json_t *argv = ph_run_shim_argv(p, p->stop_target, p->stop_signal, out), *ep, *cmd;
+    json_t *argv = ph_run_shim_argv(p, p->stop_target, p->stop_signal, out);
     size_t i, n0;
-    json_t *x;
 
     for (i = 0; i < p->wrap.n; i++) {
         char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id);
@@ -384,18 +418,7 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
         free(w);
     }
     n0 = json_array_size(argv);
-    /* Docker's rule: an entrypoint given by the service replaces the
-     * image's and drops the image's CMD. */
-    ep = s->has_entrypoint ? NULL : json_object_get(image_cfg, "Entrypoint");
-    cmd = s->has_command ? NULL : (s->has_entrypoint ? NULL : json_object_get(image_cfg, "Cmd"));
-    if (s->has_entrypoint)
-        for (i = 0; i < s->entrypoint.n; i++)
-            json_array_append_new(argv, json_string(s->entrypoint.v[i]));
-    json_array_foreach(ep, i, x) json_array_append(argv, x);
-    if (s->has_command)
-        for (i = 0; i < s->command.n; i++)
-            json_array_append_new(argv, json_string(s->command.v[i]));
-    json_array_foreach(cmd, i, x) json_array_append(argv, x);
+    service_command(s, image_cfg, argv);
     if (json_array_size(argv) == n0) {
         json_decref(argv);
         return ph_bad_input(err, "%s: service `%s` has no command to profile (none in the compose file or the image)",
@@ -426,6 +449,62 @@ create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, 
     return 0;
 }
 
+/* Whether NOTE was said of this Engine before: it is looked up, and
+ * added, in the user's cache ($XDG_CACHE_HOME or ~/.cache, profharness/
+ * engine-<ID>), the Engine's ID from /info.  What an Engine lacks is its
+ * own fact, the same for every start and attach on it: told once, on the
+ * first, is enough.  Any failure (no cache, no ID) says it again. */
+static int
+engine_said_before(ph_run *r, const char *note)
+{
+    ph_engine *e;
+    json_t *info = NULL;
+    const char *id, *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[PATH_MAX], path[PATH_MAX], line[512];
+    long status = 0;
+    int said = 0;
+    FILE *f;
+
+    if (ph_run_engine(r, &e, NULL) < 0 || ph_engine_request(e, "GET", "/info", NULL, &info, &status, NULL) < 0)
+        return 0;
+    id = json_string_value(json_object_get(info, "ID"));
+    if (base != NULL && base[0] == '/')
+        snprintf(dir, sizeof dir, "%s/profharness", base);
+    else if (home != NULL && home[0] == '/')
+        snprintf(dir, sizeof dir, "%s/.cache/profharness", home);
+    else
+        dir[0] = '\0';
+    if (id == NULL || id[0] == '\0' || dir[0] == '\0' || strlen(note) >= sizeof line - 1) {
+        json_decref(info);
+        return 0;
+    }
+    /* the ID's colons and any other byte but [A-Za-z0-9] become '-' */
+    snprintf(path, sizeof path, "%s/engine-", dir);
+    for (size_t n = strlen(path), i = 0; id[i] && n + 1 < sizeof path; i++, n++) {
+        unsigned char ch = (unsigned char)id[i];
+        path[n] = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? (char)ch : '-';
+        path[n + 1] = '\0';
+    }
+    json_decref(info);
+    if ((f = fopen(path, "re")) != NULL) {
+        while (!said && fgets(line, sizeof line, f) != NULL) {
+            line[strcspn(line, "\n")] = '\0';
+            said = strcmp(line, note) == 0;
+        }
+        fclose(f);
+    }
+    for (char *sl = dir + 1; !said && (sl = strchr(sl, '/')) != NULL; sl++) { /* mkdir -p */
+        *sl = '\0';
+        mkdir(dir, 0700);
+        *sl = '/';
+    }
+    if (!said && (mkdir(dir, 0700) == 0 || errno == EEXIST) && (f = fopen(path, "ae")) != NULL) {
+        fprintf(f, "%s\n", note);
+        fclose(f);
+    }
+    return said;
+}
+
 int
 ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg, const ph_strv *if_known,
                             char **id_out, ph_error_t *err)
@@ -445,32 +524,127 @@ ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, js
     for (size_t i = before; i < before + added; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i > before ? ", " : "",
                  json_string_value(json_array_get(caps, i)));
-    ph_info("%s: this Engine does not know %s; running without (%s)", s ? s->name : name, list, (*err)->msg);
+    {
+        char note[300];
+
+        snprintf(note, sizeof note, "unknown capabilities: %s", list);
+        if (engine_said_before(r, note))
+            ph_debug("%s: this Engine does not know %s; running without", s ? s->name : name, list);
+        else
+            ph_info("%s: this Engine does not know %s; running without (%s; said once per Engine)",
+                    s ? s->name : name, list, (*err)->msg);
+    }
     ph_error_free(err);
     while (json_array_size(caps) > before)
         json_array_remove(caps, json_array_size(caps) - 1);
     return create_and_start(r, s, name, cfg, id_out, err);
 }
 
+/* ---- before anything is stopped ------------------------------------- */
+
+/* What start needs of a service before anything of it is stopped. */
+typedef struct prepared {
+    char *prof_img;
+    ph_image_facts facts;
+} prepared;
+
+/* The program the service runs in its image, when it is static (no ELF
+ * interpreter): 1 and its path in PROG; 0 when not (dynamic, a script,
+ * not found: nothing to say). */
 static int
-start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_t *err)
+{
+    ph_engine *e;
+    json_t *info = NULL, *argv = json_array(), *cfg, *x;
+    ph_cleanup_free char *img = ph_run_service_image(r, s);
+    const char *path_var = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", *workdir;
+    char **words = NULL;
+    ph_image_program_t prog_out;
+    size_t i, n;
+    int found = 0, rc = -1;
+
+    if (img == NULL || argv == NULL || ph_run_engine(r, &e, err) < 0 ||
+        ph_engine_image_inspect(e, img, &info, &found, err) < 0 || !found)
+        goto out;
+    cfg = json_object_get(info, "Config");
+    service_command(s, cfg, argv);
+    json_array_foreach(json_object_get(cfg, "Env"), i, x) {
+        const char *kv = json_string_value(x);
+        if (kv != NULL && strncmp(kv, "PATH=", 5) == 0)
+            path_var = kv + 5;
+    }
+    if (ph_kvv_get(&s->environment, "PATH") != NULL)
+        path_var = ph_kvv_get(&s->environment, "PATH");
+    workdir = s->working_dir ? s->working_dir : json_string_value(json_object_get(cfg, "WorkingDir"));
+    n = json_array_size(argv);
+    if ((words = calloc(n + 1, sizeof *words)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    for (i = 0; i < n; i++)
+        words[i] = (char *)(json_string_value(json_array_get(argv, i)) ? json_string_value(json_array_get(argv, i)) : "");
+    if (ph_image_program(e, img, words, n, path_var, workdir, &prog_out, err) < 0)
+        goto out;
+    snprintf(prog, len, "%s", prog_out.path);
+    rc = prog_out.linked == 0;
+out:
+    if (rc < 0 && (err == NULL || *err == NULL))
+        ph_fail(err, 0, "image `%s` of service `%s` vanished", img ? img : "?", s->name);
+    free(words);
+    json_decref(argv);
+    json_decref(info);
+    return rc;
+}
+
+/* Refuse mode P for S, before anything of S is stopped, when P preloads
+ * itself (`libc:`) and the service's program is static: the dynamic
+ * loader, which honours LD_PRELOAD, never runs.  Names a mode of the
+ * same report that needs no preloading. */
+static int
+check_program(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+{
+    char prog[PATH_MAX], alt[160] = "";
+    int st;
+
+    if (p->libc.n == 0)
+        return 0;
+    if ((st = static_program(r, s, prog, sizeof prog, err)) <= 0)
+        return st;
+    for (size_t i = 0; i < r->profiles.n && alt[0] == '\0'; i++) {
+        const ph_profile *q = &r->profiles.v[i];
+        if (q != p && q->libc.n == 0 && q->wrap.n > 0 && q->report && p->report && strcmp(q->report, p->report) == 0)
+            snprintf(alt, sizeof alt, "; mode `%s` samples any program", q->name);
+    }
+    return ph_bad_input(err, "service `%s`: mode `%s` cannot profile `%s`: it is statically linked (no ELF "
+                        "interpreter), and the mode is loaded into the program with LD_PRELOAD, which only the "
+                        "dynamic loader honours%s", s->name, p->name, prog, alt);
+}
+
+static int
+prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_error_t *err)
+{
+    if (s->unsupported != NULL)
+        return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
+                            s->unsupported, s->name);
+    if (ensure_service_image(r, s, r->opts.build, err) < 0 ||
+        ensure_profiling_image(r, s, p, &out->prof_img, &out->facts, err) < 0)
+        return -1;
+    return check_program(r, s, p, err);
+}
+
+static int
+start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepared *prep, ph_error_t *err)
 {
     ph_engine *e;
     json_t *cfg = NULL, *img_info = NULL, *argv = NULL, *host, *labels, *env, *caps, *secopt;
-    char *img = NULL, *prof_img = NULL, *name = NULL, *id = NULL;
-    ph_image_facts facts;
+    char *img = NULL, *name = NULL, *id = NULL;
+    const char *prof_img = prep->prof_img;
+    const ph_image_facts facts = prep->facts;
     char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
     int found = 0, rc = -1;
     size_t i;
 
     if (ph_run_engine(r, &e, err) < 0)
-        return -1;
-    if (s->unsupported != NULL)
-        return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
-                            s->unsupported, s->name);
-    if (ensure_service_image(r, s, r->opts.build, err) < 0)
-        return -1;
-    if (ensure_profiling_image(r, s, p, &prof_img, &facts, err) < 0)
         return -1;
     if (ph_run_ensure_networks(r, s, err) < 0)
         goto out;
@@ -572,7 +746,6 @@ out:
     json_decref(argv);
     json_decref(img_info);
     free(img);
-    free(prof_img);
     free(name);
     free(id);
     return rc;
@@ -595,10 +768,20 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
     ph_svc_list sl;
     int rc = 0;
 
+    prepared *prep;
+
     if (p == NULL || ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);
+    if ((prep = calloc(sl.n ? sl.n : 1, sizeof *prep)) == NULL) {
+        free(sl.v);
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    /* every service's images, and whether the mode can run its program,
+     * before anything is stopped: a refusal restarts nothing */
+    for (size_t i = 0; rc == 0 && i < sl.n; i++)
+        rc = prepare(r, sl.v[i], p, &prep[i], err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         rc = start_deps(r, sl.v[i], &sl, 0, err);
         if (rc == 0)
@@ -606,9 +789,12 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
         if (rc == 0) {
             ph_stage *st = ph_run_service_stage("start", sl.v[i]->name, p->name);
 
-            rc = ph_run_stage_done(st, start_profiled(r, sl.v[i], p, err), err);
+            rc = ph_run_stage_done(st, start_profiled(r, sl.v[i], p, &prep[i], err), err);
         }
     }
+    for (size_t i = 0; i < sl.n; i++)
+        free(prep[i].prof_img);
+    free(prep);
     free(sl.v);
     return rc;
 }
@@ -664,3 +850,41 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
     return rc;
 }
 
+
+int
+ph_run_down(ph_run *r, char **services, int n, ph_error_t *err)
+{
+    ph_svc_list sl;
+    int rc, downed = 0;
+
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    ph_run_order_dependants_first(r, &sl); /* as compose stops them */
+    /* a profiled run is collected first, as stop does: down never loses one */
+    rc = ph_run_stop_services(r, &sl, 1, err);
+    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
+        json_t *list = NULL, *c;
+        size_t k;
+
+        if ((rc = ph_run_list(r, sl.v[i]->name, &list, err)) < 0)
+            break;
+        json_array_foreach(list, k, c) {
+            const char *id = json_string_value(json_object_get(c, "Id"));
+            int running = ph_run_is_running(c);
+
+            if (!running && ph_run_by_compose(c))
+                continue; /* compose's, already stopped */
+            if ((rc = remove_plain(r, c, err)) < 0)
+                break;
+            if (!ph_run_by_compose(c))
+                ph_info("%s: %s container %.12s", sl.v[i]->name, running ? "stopped and removed" : "removed", id);
+            downed++;
+        }
+        json_decref(list);
+    }
+    if (rc == 0 && downed == 0)
+        ph_info("nothing to take down: no container of %s runs in project `%s`", n > 0 ? "those services" : "its services",
+                r->compose->project);
+    free(sl.v);
+    return rc;
+}

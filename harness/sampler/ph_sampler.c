@@ -88,6 +88,10 @@
 #define STATUS_EVERY_MS 5000
 #define CHILDREN_WAIT_MS 3000 /* within STOP_SIGNAL_WAIT_MS */
 #define MAX_HZ 10000
+/* The largest step the unwinder takes on a stack whose bounds it does not
+ * know (a thread that was running before the sampler, a stack of the
+ * service's own); on the thread's own stack the bound is its top. */
+#define MAX_STEP (8u << 20)
 
 phs_state phs;
 
@@ -114,6 +118,7 @@ static struct {
     char last_snapshot[256];    /* the newest folded file's name */
     char why[300];              /* why profiling was disabled */
     double status_at;           /* when the status was last written (mono_ms) */
+    double cpu_sampled0;        /* process CPU (less the writer's) when the timer started */
     char exec_path[1024];       /* the program an exec in place starts */
     int exec_handed;            /* ... and whether it got the settings */
     int handler_lost;           /* the service replaced our SIGPROF handler */
@@ -293,8 +298,11 @@ after_call(uintptr_t ret, walk *w)
  * crashes with DWARF unwinding in production).  Every word is read only
  * after proving it readable (on the thread's own stack by its bounds, for
  * free; anywhere else by a probe), and every step must move the stack
- * pointer up, within 8 MB: a wrong rule gives a shorter stack, never a
- * fault or a loop. */
+ * pointer up, and stay within the thread's stack (MAX_STEP per step where
+ * its bounds are not known): a wrong rule gives a shorter stack, never a
+ * fault or a loop.  A walk that MAX_STEP or PHS_MAX_DEPTH stops before
+ * the stack's end ends in the PHS_TRUNCATED marker and is counted: a frame
+ * bigger than the bound is cut where it is seen, never silently. */
 static uint32_t
 unwind(const ucontext_t *uc, uintptr_t *pcs)
 {
@@ -316,6 +324,7 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
     const phs_cfi *cfi = S.unwind_fp_only ? NULL : phs_cfi_enter();
     walk w = { 0, 0, 0 };
     size_t hint = 0;
+    int cut = 0;
 
     if (tls_stack_hi != 0 && sp >= tls_stack_lo && sp < tls_stack_hi) {
         w.lo = sp;
@@ -333,7 +342,13 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
 
             if (row->flags & PHS_CFI_OUTERMOST)
                 break;
-            if (cfa <= sp || cfa - sp > (8u << 20) || (at & 7) || !readable(&w, at, 8))
+            if (cfa <= sp || (at & 7) || (w.hi != 0 && cfa > w.hi))
+                break;
+            if (w.hi == 0 && cfa - sp > MAX_STEP) {
+                cut = 1;
+                break;
+            }
+            if (!readable(&w, at, 8))
                 break;
             ret = *(const uintptr_t *)at;
             if (row->fp_off != 0) {
@@ -354,7 +369,7 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
              * a call instruction. */
             if (depth == 1 && !(sp & 7) && readable(&w, sp, 8)) {
                 uintptr_t top = ((const uintptr_t *)sp)[0];
-                uintptr_t framed = fp >= sp && fp - sp < (8u << 20) && !(fp & 7) && readable(&w, fp, 16)
+                uintptr_t framed = fp >= sp && fp - sp < MAX_STEP && !(fp & 7) && readable(&w, fp, 16)
                                        ? ((const uintptr_t *)fp)[1]
                                        : 0;
 
@@ -362,7 +377,13 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
                     pcs[depth++] = top - 1;
             }
 #endif
-            if (fp < sp || fp - sp > (8u << 20) || (fp & 7) || !readable(&w, fp, 16))
+            if (fp < sp || (fp & 7) || (w.hi != 0 && fp + 16 > w.hi))
+                break;
+            if (w.hi == 0 && fp - sp > MAX_STEP) {
+                cut = 1;
+                break;
+            }
+            if (!readable(&w, fp, 16))
                 break;
             ret = ((const uintptr_t *)fp)[1];
             sp = fp + 16;
@@ -375,9 +396,11 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
     }
     if (!S.unwind_fp_only)
         phs_cfi_leave();
-    if (depth == PHS_MAX_DEPTH) {
-        /* Cut, and said so: the outermost frame becomes the marker. */
-        pcs[depth - 1] = PHS_TRUNCATED;
+    if (depth == PHS_MAX_DEPTH || cut) {
+        /* Cut, and said so: the marker is the outermost frame. */
+        if (depth == PHS_MAX_DEPTH)
+            depth--;
+        pcs[depth++] = PHS_TRUNCATED;
         atomic_fetch_add_explicit(&phs.truncated, 1, memory_order_relaxed);
     }
     return depth;
@@ -783,7 +806,9 @@ mono_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Why there is no sample, into BUF; "" when there are some. */
+/* Why there is no sample, into BUF; "" when there are some.  CPU is the
+ * process's less the writer's; what it used before sampling started (the
+ * loader, constructors, the unwind tables) could not be sampled. */
 static void
 no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double children)
 {
@@ -796,15 +821,16 @@ no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double ch
     }
     if (samples > 0)
         return;
+    cpu = cpu > S.cpu_sampled0 ? cpu - S.cpu_sampled0 : 0;
     if (children >= 0.01)
         snprintf(kids, sizeof kids, "; its child processes used %.2f CPU-s (PH_SAMPLER_FOLLOW=%s)", children,
                  phs_proc_follow_name());
     if (S.handler_lost)
         snprintf(buf, len, "the service replaced the sampler's SIGPROF handler: no sample arrived%s", kids);
     else if (cpu * (phs.hz_nominal > 0 ? phs.hz_nominal : 1) < 1)
-        snprintf(buf, len, "no CPU time used (%.3f CPU-s, less than one sample period)%s", cpu, kids);
+        snprintf(buf, len, "no CPU time used (%.3f CPU-s while sampling, less than one sample period)%s", cpu, kids);
     else
-        snprintf(buf, len, "no sample arrived in %.2f CPU-s: %s blocked or ignored in the threads that ran%s", cpu,
+        snprintf(buf, len, "no sample arrived in %.2f CPU-s of sampling: %s blocked or ignored in the threads that ran%s", cpu,
                  phs.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF", kids);
 }
 
@@ -820,6 +846,7 @@ write_status(const char *state)
     st.state = state;
     st.samples = atomic_load(&phs.samples);
     st.dropped = atomic_load(&phs.dropped);
+    st.truncated = atomic_load(&phs.truncated);
     st.cpu_s = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - (tls_writer ? phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID) : 0);
     if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
         st.children_cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
@@ -866,6 +893,7 @@ writer_main(void *arg)
      * exist, so every sample has its callers. */
     if (!S.unwind_fp_only)
         phs_cfi_refresh();
+    S.cpu_sampled0 = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     if (phs.use_perf && atomic_load(&phs.on))
         phs_perf_scan(self);
     else if (atomic_load(&phs.on) && start_itimer() < 0)

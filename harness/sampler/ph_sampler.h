@@ -37,8 +37,10 @@
  * at 250 Hz and the cap is reported).  The delivered rate
  * is measured and written into every snapshot.  Stacks come from each
  * object's .eh_frame (x86-64; code without frame pointers keeps its
- * callers) or from frame pointers, at most 512 frames; deeper ones end in
- * a "[truncated]" frame.
+ * callers) or from frame pointers, at most 512 frames, each within the
+ * thread's stack (or 8 MiB where its bounds are not known: a thread
+ * started before the sampler, a stack of the service's own); a stack cut
+ * there ends in a "[truncated]" frame and is counted.
  *
  * What it writes into DIR, every interval, on ph_sampler_flush(), on
  * request (below), at exit or _exit(), before an exec and on
@@ -89,6 +91,10 @@
  *                          not-sampled (PH_SAMPLER_FOLLOW's pattern does
  *                          not match the program)
  *   samples, dropped       samples taken; lost to a full buffer
+ *   truncated              stacks cut by the unwinder's bounds (more than
+ *                          512 frames, or a frame over 8 MiB where the
+ *                          thread's stack bounds are not known), each
+ *                          ending in a "[truncated]" frame
  *   cpu_seconds            the process's CPU time less the writer's
  *   children_cpu_seconds   its reaped children's CPU time
  *   hz, timer              the rate set (after any cap); the source
@@ -99,10 +105,11 @@
  *                          name ("" if none)
  *   snapshot_request       the last request served
  *   reason                 "" when samples > 0; else why not, one of
- *                          "no CPU time used (X CPU-s, less than one
- *                          sample period)", "no sample arrived in X
- *                          CPU-s: SIGPROF|SIGTRAP blocked or ignored in
- *                          the threads that ran", "the service replaced
+ *                          "no CPU time used (X CPU-s while sampling,
+ *                          less than one sample period)", "no sample
+ *                          arrived in X CPU-s of sampling: SIGPROF|SIGTRAP
+ *                          blocked or ignored in the threads that
+ *                          ran", "the service replaced
  *                          the sampler's SIGPROF handler: ...",
  *                          "profiling disabled: <why>", "replaced by
  *                          <program>, which got the settings

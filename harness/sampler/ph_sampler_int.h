@@ -214,7 +214,7 @@ PH_HIDDEN int phs_write_pprof(const char *path, const phs_stack *stacks, size_t 
 /* What sampler-status-<pid>.json says (see ph_sampler_proc.c). */
 typedef struct phs_status {
     const char *state, *timer, *last_snapshot, *reason;
-    uint64_t samples, dropped;
+    uint64_t samples, dropped, truncated;
     double cpu_s, children_cpu_s;
     int hz, snapshots;
     long request;

@@ -52,7 +52,8 @@
  *   process, not the service's first), state (running, terminated: the
  *   SIGTERM/SIGINT snapshot is written; exited; exec: replaced by another
  *   program; disabled; not-sampled: a program the pattern does not
- *   match), samples, dropped, cpu_seconds (the process's, less the
+ *   match), samples, dropped, truncated (stacks cut at the
+ *   unwinder's bounds, ending in a [truncated] frame), cpu_seconds (the process's, less the
  *   writer's), children_cpu_seconds (its reaped children's), hz, timer,
  *   snapshots, last_snapshot (the newest folded file, "" if none),
  *   snapshot_request (the last request served), reason ("" when there
@@ -625,9 +626,11 @@ phs_status_write(const char *dir, const phs_status *st)
     json_str(f, exe);
     fprintf(f, ", \"followed\": %s, \"state\": ", P.followed ? "true" : "false");
     json_str(f, st->state);
-    fprintf(f, ", \"samples\": %llu, \"dropped\": %llu, \"cpu_seconds\": %.3f, \"children_cpu_seconds\": %.3f, "
-               "\"hz\": %d, \"timer\": ",
-            (unsigned long long)st->samples, (unsigned long long)st->dropped, st->cpu_s, st->children_cpu_s, st->hz);
+    fprintf(f,
+            ", \"samples\": %llu, \"dropped\": %llu, \"truncated\": %llu, \"cpu_seconds\": %.3f, "
+            "\"children_cpu_seconds\": %.3f, \"hz\": %d, \"timer\": ",
+            (unsigned long long)st->samples, (unsigned long long)st->dropped, (unsigned long long)st->truncated,
+            st->cpu_s, st->children_cpu_s, st->hz);
     json_str(f, st->timer ? st->timer : "");
     fprintf(f, ", \"snapshots\": %d, \"last_snapshot\": ", st->snapshots);
     json_str(f, st->last_snapshot ? st->last_snapshot : "");

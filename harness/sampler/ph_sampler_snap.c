@@ -54,7 +54,7 @@ struct phs_agg {
     phs_symbols *sym;
     struct timespec wall0, wall_last;
     double cpu0, cpu_last;           /* process CPU at start / last snapshot */
-    uint64_t samples_last, dropped_last, own_last;
+    uint64_t samples_last, dropped_last;
 };
 
 double
@@ -423,8 +423,9 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     since = a->delta ? a->wall_last : a->wall0;
     window = a->delta ? cpu - a->cpu_last : cpu - a->cpu0;
-    delivered = window > 0 ? (double)(a->delta ? (got + lost + own) - (a->samples_last + a->dropped_last + a->own_last)
-                                               : got + lost + own) / window
+    /* Per CPU-second the service could be sampled in: the writer's own
+     * samples, whose CPU the window leaves out, are left out too. */
+    delivered = window > 0 ? (double)(a->delta ? (got + lost) - (a->samples_last + a->dropped_last) : got + lost) / window
                            : 0;
     snprintf(rates, sizeof rates, "requested %d Hz, timer %d Hz (%s), delivered %.0f Hz per CPU-second", phs.hz,
              phs.hz_nominal, phs.source, delivered);
@@ -484,7 +485,6 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     a->cpu_last = cpu;
     a->samples_last = got;
     a->dropped_last = lost;
-    a->own_last = own;
     rc = 0;
 out:
     if (f)

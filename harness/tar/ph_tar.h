@@ -162,4 +162,15 @@ typedef struct ph_tar_extra {
 int ph_tar_context_build(const char *dir, const ph_tar_extra *extra, size_t n_extra,
                          size_t max_bytes, void **out, size_t *out_len, ph_error_t *err);
 
+/* The first member of a tar whose first LEN bytes are DATA (the rest may
+ * be missing): a regular file's first bytes (up to CAP into BUF, as many
+ * as DATA holds; out->len), or a symlink's target.  -1 and *err when DATA
+ * does not begin with a tar header. */
+typedef struct ph_tar_peek_t {
+    enum { PH_TAR_PEEK_OTHER, PH_TAR_PEEK_FILE, PH_TAR_PEEK_SYMLINK } type;
+    size_t len;         /* bytes of a file's data in BUF */
+    char target[4096];  /* a symlink's target */
+} ph_tar_peek_t;
+int ph_tar_peek(const void *data, size_t len, ph_tar_peek_t *out, void *buf, size_t cap, ph_error_t *err);
+
 #endif

@@ -2,8 +2,11 @@
  * ph_escape.h). */
 #include "ph_escape.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Length of the valid UTF-8 sequence at S (at most N bytes) and its code
@@ -122,4 +125,55 @@ ph_escape(char *buf, size_t size, const char *s)
         s = "(null)";
     ph_escape_mem(buf, size, s, strlen(s), PH_ESCAPE_BACKSLASH);
     return buf;
+}
+
+int
+ph_escape_write(FILE *out, const void *data, size_t n, unsigned flags)
+{
+    const char *s = data, *end = s + n;
+    char small[1024], *buf = small;
+    size_t cap = sizeof small;
+    int rc = 0;
+
+    while (s < end && rc == 0) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t len = (size_t)((nl ? nl : end) - s), o;
+
+        /* a byte grows to at most 4 ("\xNN"): room for all, never cut */
+        if (4 * len + 4 > cap) {
+            char *nb;
+            cap = 4 * len + 4;
+            nb = buf == small ? malloc(cap) : realloc(buf, cap);
+            if (nb == NULL) {
+                errno = ENOMEM;
+                rc = -1;
+                break;
+            }
+            buf = nb;
+        }
+        o = ph_escape_mem(buf, cap, s, len, flags);
+        if (fwrite(buf, 1, o, out) != o || (nl != NULL && fputc('\n', out) == EOF))
+            rc = -1;
+        s = nl ? nl + 1 : end;
+    }
+    if (buf != small)
+        free(buf);
+    return rc;
+}
+
+int
+ph_escape_printf(FILE *out, const char *fmt, ...)
+{
+    va_list ap;
+    char *text = NULL;
+    int n, rc;
+
+    va_start(ap, fmt);
+    n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    rc = ph_escape_write(out, text, (size_t)n, PH_ESCAPE_BACKSLASH);
+    free(text);
+    return rc;
 }

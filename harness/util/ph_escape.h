@@ -22,12 +22,16 @@
  * PH_ESCAPE_BACKSLASH, so text escaped earlier is not escaped twice): a
  * string that reaches them unescaped still cannot drive the terminal.  Call
  * ph_escape() yourself for a name inside a message, so the name is shown
- * unambiguously, and for anything printed with plain stdio.
+ * unambiguously.  Text for stdout or stderr that is not a log line (a
+ * run's headline, compare's tables) goes out through ph_escape_write() or
+ * ph_escape_printf(): the whole text is escaped on its way out, so a bare
+ * %s of a function name cannot reach the terminal raw.
  */
 #ifndef PH_ESCAPE_H
 #define PH_ESCAPE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define PH_ESCAPE_BACKSLASH 1u
 
@@ -38,5 +42,14 @@ size_t ph_escape_mem(char *buf, size_t size, const void *s, size_t n, unsigned f
 /* Escape the string S (NULL prints as "(null)") with PH_ESCAPE_BACKSLASH.
  * Returns BUF, so it can be an argument: ph_warn("`%s`", ph_escape(b, sizeof b, name)). */
 const char *ph_escape(char *buf, size_t size, const char *s);
+
+/* Write the N bytes at S to OUT escaped line by line: each '\n' is kept,
+ * everything else escaped as ph_escape_mem does with FLAGS, never cut.
+ * Returns 0, or -1 (ENOMEM, or OUT's write error). */
+int ph_escape_write(FILE *out, const void *s, size_t n, unsigned flags);
+
+/* printf to OUT through ph_escape_write with PH_ESCAPE_BACKSLASH: the
+ * format and its arguments alike.  Returns 0 or -1. */
+int ph_escape_printf(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -9,6 +9,7 @@ static const int deferred[] = { SIGINT, SIGTERM, SIGHUP };
 #define N_DEFERRED (sizeof deferred / sizeof deferred[0])
 
 static volatile sig_atomic_t caught;
+static volatile sig_atomic_t count; /* every signal caught, the first and the ones after */
 /* Atomic: stop's worker threads nest sections inside the one the main
  * thread holds around them, so only the main thread ever reaches 0. */
 static int depth;
@@ -19,6 +20,7 @@ on_signal(int sig)
 {
     if (caught == 0)
         caught = sig;
+    count++;
 }
 
 void
@@ -54,6 +56,12 @@ int
 ph_interrupted(void)
 {
     return caught;
+}
+
+int
+ph_interrupt_count(void)
+{
+    return count;
 }
 
 int

@@ -26,6 +26,12 @@ void ph_interrupt_end(void);
  * a loop over services stops at the next one).  Async-signal-safe. */
 int ph_interrupted(void);
 
+/* How many signals were caught in sections so far.  A transfer notes it
+ * when it begins and ends when it changes: an interrupt ends the transfer
+ * under way, and a second one ends a cleanup begun after the first.
+ * Async-signal-safe. */
+int ph_interrupt_count(void);
+
 /* Make the error for an interrupt by SIG: "interrupted by SIGINT", status
  * PH_EXIT_SIGNAL + SIG.  Returns -1. */
 int ph_interrupt_fail(ph_error_t *err, int sig);

@@ -23,6 +23,22 @@ void ph_fclosep(FILE **f);    /* fclose(*f) when non-NULL */
 #include "ph_error.h"
 int ph_read_file(const char *path, size_t max, int allow_fifo, char **buf, size_t *len, ph_error_t *err);
 
+/* Read DIRFD/NAME (AT_FDCWD: a path) whole into a NUL-terminated *BUF
+ * (LEN without the NUL), for a file a container may have written: never
+ * through a link in its last component, never a FIFO, device or directory,
+ * its size checked before a byte is read and at most MAX + 1 bytes read
+ * whatever it grows to meanwhile, so a planted 300 MB file costs a
+ * fstat().  -1 and *err (PH_EXIT_USAGE) with errnum ENOENT (missing),
+ * ELOOP (a link), EINVAL (not a regular file), EFBIG (over MAX); any other
+ * errnum is the system's (PH_EXIT_FAILURE). */
+int ph_read_file_at(int dirfd, const char *name, size_t max, char **buf, size_t *len, ph_error_t *err);
+
+/* The most a small JSON file written inside a container may hold (the
+ * init shim's completion record, the sampler's status, a conversion's
+ * facts): theirs are a few hundred bytes, anything larger is none of
+ * theirs and is refused unread. */
+#define PH_SMALL_JSON_MAX 65536
+
 /* Allocation that aborts on failure is not used: these return NULL. */
 char *ph_strdup0(const char *s); /* strdup, NULL-safe */
 

@@ -1,8 +1,10 @@
 /* fuzz_escape.c - ph_escape_mem on any bytes: the output never carries a
  * terminal control (C0, DEL, C1, bidi or line separators, invalid UTF-8),
  * is terminated inside the buffer, and is the input itself when the input
- * is plain printable ASCII without backslashes that fits. */
+ * is plain printable ASCII without backslashes that fits.  ph_escape_write
+ * likewise, its lines the input's lines. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +71,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (memcmp(buf, data, size) != 0 || buf[size] != '\0')
                 abort();
         }
+    }
+    {
+        char *out = NULL;
+        size_t len = 0, in_nl = 0, out_nl = 0, start = 0;
+        FILE *m = open_memstream(&out, &len);
+
+        if (m == NULL || ph_escape_write(m, data, size, 1) < 0 || fclose(m) != 0)
+            abort();
+        for (size_t i = 0; i < size; i++)
+            in_nl += data[i] == '\n';
+        for (size_t i = 0; i <= len; i++) {
+            if (i < len && out[i] != '\n')
+                continue;
+            if (has_control((const unsigned char *)out + start, i - start))
+                abort();
+            out_nl += i < len;
+            start = i + 1;
+        }
+        if (in_nl != out_nl)
+            abort();
+        free(out);
     }
     return 0;
 }

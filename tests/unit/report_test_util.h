@@ -6,6 +6,8 @@
 
 #include "test_util.h"
 
+#include "ph_profile.h"
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -118,6 +120,25 @@ rt_path(const char *name)
     k = (k + 1) % 4;
     snprintf(path[k], sizeof path[k], "%s/%s", test_dir, name);
     return path[k];
+}
+
+/* The shipped profiles (profiles/), loaded once. */
+TU_UNUSED static ph_profile_set rt_profile_set;
+
+TU_UNUSED static const ph_profile_set *
+rt_profiles(void)
+{
+    ph_error_t err = NULL;
+
+    if (rt_profile_set.n == 0 && ph_profiles_load_dir("profiles", &rt_profile_set, &err) < 0)
+        fail_msg("%s", err->msg);
+    return &rt_profile_set;
+}
+
+TU_UNUSED static void
+rt_profiles_free(void)
+{
+    ph_profiles_free(&rt_profile_set);
 }
 
 #endif

@@ -7,6 +7,7 @@
 #include "test_util.h"
 
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "ph_collapse.h"
 
@@ -329,6 +330,55 @@ test_perf_map(void **state)
            "node;[perf-4242.map]_[j] 1\n");
 }
 
+/* HotSpot writes its map with 0x before both numbers (perf reads both
+ * forms): `0x00007f7be8ed5d80 0x00000000000000d8 long X.hot(long, long)`. */
+static void
+test_perf_map_0x(void **state)
+{
+    ph_collapse_opts o;
+
+    (void)state;
+    tu_mkdtemp();
+    tu_write("perf-77.map", "0x00007f7be8ed5d80 0x00000000000000d8 long LangJava.hot_seventy_five(long, long)\n"
+                            "0X00007F7BE8ED6000 0x10 Interpreter\n"
+                            "7f7be8ed7000 20 bare\n"
+                            "0x 0x10 not-an-address\n");
+    ph_collapse_opts_init(&o);
+    o.map_dir = test_dir;
+    expect("java 77 1.0: 1 cpu-clock:\n"
+           "\t7f7be8ed5e00 [unknown] (/tmp/perf-77.map)\n"
+           "\t7f7be8ed6008 [unknown] (/tmp/perf-77.map)\n"
+           "\t7f7be8ed7010 [unknown] (/tmp/perf-77.map)\n"
+           "\t7f7be8ed5d80 [unknown] (/tmp/perf-77.map)\n"
+           "\n",
+           &o, "java;long LangJava.hot_seventy_five;bare;Interpreter;long LangJava.hot_seventy_five 1\n");
+    tu_rmdir();
+}
+
+/* Maps come only from the directory given: a map file at the path the
+ * input names (the host's /tmp, seen from a container's pid) is never
+ * opened, so an unrelated program's map cannot name the frames. */
+static void
+test_perf_map_not_from_input_path(void **state)
+{
+    char in[600];
+    ph_collapse_opts o;
+
+    (void)state;
+    tu_mkdtemp();
+    snprintf(in, sizeof in, "%s/tmp", test_dir);
+    assert_int_equal(mkdir(in, 0700), 0);
+    tu_write("tmp/perf-12345.map", "7f0000001000 100 planted\n");
+    snprintf(in, sizeof in, "node 12345 1.0: 1 cpu-clock:\n\t7f0000001010 [unknown] (%s/tmp/perf-12345.map)\n\n",
+             test_dir);
+    ph_collapse_opts_init(&o);
+    expect(in, &o, "node;[perf-12345.map] 1\n");
+    /* and with a map dir that has no such map, neither */
+    o.map_dir = "/nonexistent";
+    expect(in, &o, "node;[perf-12345.map] 1\n");
+    tu_rmdir();
+}
+
 /* --inline: a function inlined into collapse_outer (the helper, built
  * -O1 -g) is read back from DWARF at some of its addresses; at every
  * address the real function comes first. */
@@ -390,6 +440,8 @@ main(void)
         cmocka_unit_test(test_line_limit),
         cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_perf_map),
+        cmocka_unit_test(test_perf_map_0x),
+        cmocka_unit_test(test_perf_map_not_from_input_path),
         cmocka_unit_test(test_inline),
     };
     return cmocka_run_group_tests_name("collapse", tests, NULL, NULL);

@@ -94,9 +94,11 @@ test_fixture_full(void **state)
     assert_string_equal(ph_kvv_get(&s->environment, "DOLLAR"), "$HOME");
     assert_string_equal(ph_kvv_get(&s->environment, "DOT"), "dot");
     assert_string_equal(ph_kvv_get(&s->environment, "WHICH"), "from-environment");
-    /* BARE is set nowhere: left out, as compose leaves it out. */
-    assert_null(ph_kvv_get(&s->environment, "BARE"));
-    assert_int_equal(s->environment.n, 10);
+    /* BARE is set nowhere: kept without a value, sent as `BARE` (unset in
+     * the container), as docker compose sends it. */
+    assert_string_equal(s->environment.v[10].key, "BARE");
+    assert_null(s->environment.v[10].value);
+    assert_int_equal(s->environment.n, 11);
     assert_string_equal(s->working_dir, "/srv");
     assert_string_equal(s->user, "1000:1000");
 
@@ -204,8 +206,9 @@ test_fixture_full(void **state)
     assert_string_equal(s->command.v[2], "4");
     assert_string_equal(ph_kvv_get(&s->environment, "MODE"), "batch");
     assert_string_equal(ph_kvv_get(&s->environment, "EMPTY"), "");
+    /* set nowhere: kept without a value (sent as `FROM_PROCESS`) */
     assert_null(ph_kvv_get(&s->environment, "FROM_PROCESS"));
-    assert_int_equal(s->environment.n, 2);
+    assert_int_equal(s->environment.n, 3);
     assert_true(s->privileged);
     assert_true(s->healthcheck.present);
     assert_true(s->healthcheck.disable);

@@ -439,6 +439,39 @@ test_remote_context(void **state)
     ph_compose_free(c);
 }
 
+/* Two publishes of one container port are two bindings of it; a variable
+ * without a value, unset in the environment, goes as `KEY` (unset in the
+ * container, over the env_file's value), as compose v2 sends them. */
+static void
+test_ports_and_bare_env(void **state)
+{
+    ph_compose *c;
+    ph_error_t err = NULL;
+    json_t *cfg;
+
+    (void)state;
+    unsetenv("PH_T_BARE");
+    setenv("PH_T_SET", "shell", 1);
+    tu_write("web.env", "PH_T_BARE=from-file\nFILE=1\n");
+    c = load("services:\n"
+             "  web:\n"
+             "    image: web\n"
+             "    env_file: web.env\n"
+             "    environment: [PH_T_BARE, PH_T_SET, A=1]\n"
+             "    ports: [\"8080:80\", \"9090:80\", \"127.0.0.1:8080:80\"]\n");
+    cfg = ph_compose_engine_config(c, &c->services[0], &rt, &err);
+    assert_non_null(cfg);
+    expect_json(cfg, "{\"Env\": [\"PH_T_BARE\", \"FILE=1\", \"PH_T_SET=shell\", \"A=1\"],"
+                     " \"ExposedPorts\": {\"80/tcp\": {}}}", 1);
+    expect_json(json_object_get(cfg, "HostConfig"),
+                "{\"PortBindings\": {\"80/tcp\": [{\"HostIp\": \"\", \"HostPort\": \"8080\"},"
+                "  {\"HostIp\": \"\", \"HostPort\": \"9090\"}, {\"HostIp\": \"127.0.0.1\", \"HostPort\": \"8080\"}]}}",
+                1);
+    json_decref(cfg);
+    ph_compose_free(c);
+    unsetenv("PH_T_SET");
+}
+
 /* Valid keys profharness cannot honour mark the service, not the project. */
 static void
 test_unsupported(void **state)
@@ -466,6 +499,7 @@ main(void)
         cmocka_unit_test(test_networks_and_volumes),
         cmocka_unit_test(test_remote_context),
         cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_ports_and_bare_env),
     };
     return cmocka_run_group_tests_name("compose_engine", tests, tu_setup, tu_teardown);
 }

@@ -283,6 +283,132 @@ test_merge_rules(void **state)
     }
 }
 
+/* The entry for KEY in S's environment (its value NULL when the variable
+ * is sent without one), or NULL when S has none. */
+static const ph_kv *
+env_entry(const ph_service *s, const char *key)
+{
+    for (size_t i = 0; i < s->environment.n; i++)
+        if (strcmp(s->environment.v[i].key, key) == 0)
+            return &s->environment.v[i];
+    return NULL;
+}
+
+/* An override's empty keys, as compose-go's MergeYaml takes them: `image:`,
+ * `environment:`, `ports:`, `labels:` and a service with nothing under it
+ * keep what the base says; `command` and `entrypoint`, which an override
+ * replaces whole, are replaced by nothing: the image's own again. */
+static void
+test_override_empty_keys(void **state)
+{
+    const char *files[] = { "a.yaml", "b.yaml", NULL };
+    ph_compose *c;
+    ph_service *s;
+
+    (void)state;
+    wr("a.yaml", "services:\n"
+                 "  web:\n"
+                 "    image: web:1\n"
+                 "    command: [run]\n"
+                 "    entrypoint: [/init]\n"
+                 "    environment: {A: a}\n"
+                 "    ports: [\"8080:80\"]\n"
+                 "    labels: [one=1]\n"
+                 "    healthcheck: {test: [CMD, a], interval: 5s}\n"
+                 "  db:\n"
+                 "    image: db\n"
+                 "    user: postgres\n");
+    wr("b.yaml", "services:\n"
+                 "  web:\n"
+                 "    image:\n"
+                 "    environment:\n"
+                 "    ports:\n"
+                 "    labels:\n"
+                 "    command:\n"
+                 "    entrypoint:\n"
+                 "  db:\n");
+    c = open_ok("", files, "p");
+    s = ph_compose_service(c, "web");
+    assert_string_equal(s->image, "web:1");
+    assert_int_equal(s->environment.n, 1);
+    assert_string_equal(ph_kvv_get(&s->environment, "A"), "a");
+    assert_int_equal(s->n_ports, 1);
+    assert_string_equal(s->ports[0].host_port, "8080");
+    assert_string_equal(ph_kvv_get(&s->labels, "one"), "1");
+    assert_false(s->has_command);
+    assert_int_equal(s->command.n, 0);
+    assert_false(s->has_entrypoint);
+    assert_int_equal(s->entrypoint.n, 0);
+    assert_int_equal(s->healthcheck.test.n, 2);
+    s = ph_compose_service(c, "db");
+    assert_string_equal(s->image, "db");
+    assert_string_equal(s->user, "postgres");
+    ph_compose_free(c);
+    /* a healthcheck without a test is invalid, merged or not (compose's schema) */
+    wr("b.yaml", "services:\n  web:\n    healthcheck: {test: }\n");
+    expect_open_error("", files, "`healthcheck.test` is empty");
+}
+
+/* A variable without a value, in an override's mapping (`KEY:`), comes
+ * from the project's environment; unset there, it is sent without a value
+ * (`KEY`), which the Engine takes as unset: so it hides the base's
+ * env_file value, as docker compose sends it. */
+static void
+test_override_inherit(void **state)
+{
+    const char *files[] = { "a.yaml", "b.yaml", NULL };
+    ph_compose *c;
+    ph_service *s;
+    const ph_kv *kv;
+
+    (void)state;
+    wr("web.env", "PH_T_TAG=from-env-file\nFILE_ONLY=file\n");
+    wr("a.yaml", "services:\n  web:\n    image: web\n    env_file: [web.env]\n    environment: {A: a}\n");
+    wr("b.yaml", "services:\n  web:\n    environment:\n      PH_T_WHO:\n      PH_T_TAG:\n      B: b\n");
+    setenv("PH_T_WHO", "shell", 1);
+    c = open_ok("", files, "p");
+    s = ph_compose_service(c, "web");
+    assert_string_equal(ph_kvv_get(&s->environment, "A"), "a");
+    assert_string_equal(ph_kvv_get(&s->environment, "B"), "b");
+    assert_string_equal(ph_kvv_get(&s->environment, "FILE_ONLY"), "file");
+    assert_string_equal(ph_kvv_get(&s->environment, "PH_T_WHO"), "shell");
+    kv = env_entry(s, "PH_T_TAG");
+    assert_non_null(kv);
+    assert_null(kv->value);
+    ph_compose_free(c);
+    /* the list form too */
+    wr("b.yaml", "services:\n  web:\n    environment: [PH_T_WHO, PH_T_TAG]\n");
+    c = open_ok("", files, "p");
+    s = ph_compose_service(c, "web");
+    assert_string_equal(ph_kvv_get(&s->environment, "PH_T_WHO"), "shell");
+    assert_null(env_entry(s, "PH_T_TAG")->value);
+    ph_compose_free(c);
+}
+
+/* Two publishes of one container port, one per file: both kept (compose
+ * settles duplicates by ip, host port, port and protocol); the same one
+ * again is one. */
+static void
+test_override_ports(void **state)
+{
+    const char *files[] = { "a.yaml", "b.yaml", NULL };
+    ph_compose *c;
+    ph_service *s;
+
+    (void)state;
+    wr("a.yaml", "services:\n  web:\n    image: web\n    ports: [\"8080:80\"]\n");
+    wr("b.yaml", "services:\n  web:\n    ports: [\"9090:80\", \"8080:80\", \"127.0.0.1:8080:80\", \"8080:80/udp\"]\n");
+    c = open_ok("", files, "p");
+    s = ph_compose_service(c, "web");
+    assert_int_equal(s->n_ports, 4);
+    assert_string_equal(s->ports[0].host_port, "8080");
+    assert_string_equal(s->ports[1].host_port, "9090");
+    assert_string_equal(s->ports[1].container_port, "80");
+    assert_string_equal(s->ports[2].host_ip, "127.0.0.1");
+    assert_string_equal(s->ports[3].protocol, "udp");
+    ph_compose_free(c);
+}
+
 /* COMPOSE_FILE (from the environment or .env), COMPOSE_PATH_SEPARATOR. */
 static void
 test_compose_file_env(void **state)
@@ -376,6 +502,18 @@ test_env_files(void **state)
     assert_int_equal(ph_compose_open(&o, &c, &err), 0);
     assert_string_equal(c->services[0].image, "other-nobody");
     ph_compose_free(c);
+    /* several: the later wins, as compose-go's GetEnvFromFile reads them */
+    {
+        const char *two[] = { "e/other.env", "e/later.env", NULL };
+        ph_compose_opts o2 = o;
+
+        wr("e/later.env", "PH_T_TAG=later\nPH_T_WHO=${PH_T_TAG}\n");
+        o2.env_files = two;
+        o2.n_env_files = 2;
+        assert_int_equal(ph_compose_open(&o2, &c, &err), 0);
+        assert_string_equal(c->services[0].image, "later-later");
+        ph_compose_free(c);
+    }
     setenv("COMPOSE_ENV_FILES", "e/other.env", 1);
     c = open_ok("", files, "p");
     assert_string_equal(c->services[0].image, "other-nobody");
@@ -505,6 +643,43 @@ test_include(void **state)
     expect_open_error("", files, "include");
 }
 
+/* An include's environment, as compose-go's ApplyInclude: the including
+ * project's (the process's, then its .env) wins over the included .env;
+ * the default .env may be absent, an `env_file` named must exist; of
+ * several env files the later wins. */
+static void
+test_include_env(void **state)
+{
+    ph_compose *c;
+
+    (void)state;
+    wr("lib/compose.yaml", "services:\n  db:\n    image: db-${DB_TAG}-${PH_T_WHO}-${LIB_ONLY:-none}\n");
+    wr("lib/.env", "DB_TAG=lib\nPH_T_WHO=lib\nLIB_ONLY=lib\n");
+    wr("main/compose.yaml", "include: [../lib/compose.yaml]\nservices:\n  web:\n    image: web\n");
+    wr("main/.env", "DB_TAG=main\n");
+    setenv("PH_T_WHO", "shell", 1);
+    c = open_ok("main", NULL, "p");
+    assert_string_equal(ph_compose_service(c, "db")->image, "db-main-shell-lib");
+    ph_compose_free(c);
+    /* no .env beside the included file: nothing is missing */
+    assert_int_equal(unlink(at("lib/.env")), 0);
+    c = open_ok("main", NULL, "p");
+    assert_string_equal(ph_compose_service(c, "db")->image, "db-main-shell-none");
+    ph_compose_free(c);
+    /* env files named: the later wins, the including project's still first */
+    wr("lib/one.env", "LIB_ONLY=one\nDB_TAG=one\n");
+    wr("lib/two.env", "LIB_ONLY=two\n");
+    wr("main/compose.yaml", "include:\n  - path: ../lib/compose.yaml\n    env_file: [../lib/one.env, ../lib/two.env]\n"
+                            "services:\n  web:\n    image: web\n");
+    c = open_ok("main", NULL, "p");
+    assert_string_equal(ph_compose_service(c, "db")->image, "db-main-shell-two");
+    ph_compose_free(c);
+    /* a named env file must be there */
+    wr("main/compose.yaml", "include:\n  - path: ../lib/compose.yaml\n    env_file: ../lib/missing.env\n"
+                            "services:\n  web:\n    image: web\n");
+    expect_open_error("main", NULL, "missing.env");
+}
+
 /* extends: from the same file and from another (paths relative to it),
  * chained, merged with compose's rules; cycles and missing bases refused. */
 static void
@@ -609,12 +784,16 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_default_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_merge_rules, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_override_empty_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_override_inherit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_override_ports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compose_file_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_project_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dotenv_grammar, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_document, setup, teardown),
         cmocka_unit_test_setup_teardown(test_include, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_include_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profiles, setup, teardown),
     };

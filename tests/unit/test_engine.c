@@ -2,15 +2,17 @@
  *
  * No Engine is a failure, not a skip: the group setup pings and fails
  * loudly, so cmocka reports the whole group as failed.  Everything created
- * carries a label unique to this process (and names with the pid), and the
- * group teardown removes whatever a failed test left behind.  Every library
+ * carries a label unique to this process and a name with the pid
+ * (ph-unittest-engine-<pid>-...); the group teardown removes whatever a
+ * failed test left behind, and the setup what a killed run left
+ * (tu_engine_sweep).  Every library
  * call has its own timeout; where the test waits for the container it polls
  * against a deadline instead of sleeping a fixed time.
  *
- * The demultiplexer is a pure core and is tested with frames split at every
- * byte; the rest talks to the Engine.  The build context is a tar written by
+ * The demultiplexer and stalled transfers are test_engine_stream.c's; here
+ * everything talks to the Engine.  The build context is a tar written by
  * hand below (ustar headers, 512-byte blocks). */
-#include "test_util.h"
+#include "test_engine_util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -87,6 +89,7 @@ setup(void **state)
     int found = 0;
 
     (void)state;
+    tu_engine_sweep(); /* what a killed run of this suite left behind */
     /* The Engine under test is the caller's: DOCKER_HOST is honoured. */
     docker_host = getenv("DOCKER_HOST") ? strdup(getenv("DOCKER_HOST")) : NULL;
     snprintf(label_val, sizeof label_val, "%d", (int)getpid());
@@ -112,9 +115,12 @@ static int
 teardown(void **state)
 {
     (void)state;
+    restore_docker_host();
+    ph_engine_set_max_body(e, 0); /* a failed test may have left it low */
     cleanup_ours();
     ph_engine_free(e);
     free(docker_host);
+    tu_engine_sweep(); /* by name, with a client of its own: what the labels missed */
     return 0;
 }
 
@@ -366,101 +372,6 @@ test_body_bounded_and_timeouts(void **state)
     assert_int_equal(st, 200);
     assert_true(json_is_object(out));
     json_decref(out);
-}
-
-/* ---- the demultiplexer, a pure core ------------------------------------ */
-
-typedef struct sink {
-    char data[4096];
-    size_t len;
-} sink;
-
-static int
-sink_cb(void *ud, const char *d, size_t n)
-{
-    sink *s = ud;
-
-    assert_true(s->len + n <= sizeof s->data);
-    memcpy(s->data + s->len, d, n);
-    s->len += n;
-    return 0;
-}
-
-static size_t
-frame(char *out, int stream, const char *payload, size_t n)
-{
-    out[0] = (char)stream;
-    out[1] = out[2] = out[3] = 0;
-    out[4] = (char)(n >> 24);
-    out[5] = (char)(n >> 16);
-    out[6] = (char)(n >> 8);
-    out[7] = (char)n;
-    memcpy(out + 8, payload, n);
-    return 8 + n;
-}
-
-static void
-test_demux_split_anywhere(void **state)
-{
-    char in[1024], big[300], want[1024];
-    size_t n = 0, wn = 0;
-    ph_error_t err = NULL;
-
-    (void)state;
-    memset(big, 'z', sizeof big);
-    n += frame(in + n, 1, "hello ", 6);
-    n += frame(in + n, 2, "world\n", 6);
-    n += frame(in + n, 1, "", 0);
-    n += frame(in + n, 1, big, sizeof big);
-    n += frame(in + n, 2, "!", 1);
-    memcpy(want, "hello world\n", 12);
-    wn = 12;
-    memcpy(want + wn, big, sizeof big);
-    wn += sizeof big;
-    want[wn++] = '!';
-
-    /* Two chunks, split at every byte. */
-    for (size_t cut = 0; cut <= n; cut++) {
-        ph_engine_demux d = { 0 };
-        sink s = { .len = 0 };
-
-        assert_int_equal(ph_engine_demux_feed(&d, in, cut, sink_cb, &s, &err), 0);
-        assert_int_equal(ph_engine_demux_feed(&d, in + cut, n - cut, sink_cb, &s, &err), 0);
-        assert_int_equal(ph_engine_demux_finish(&d, &err), 0);
-        assert_int_equal(s.len, wn);
-        assert_memory_equal(s.data, want, wn);
-    }
-    /* One byte at a time. */
-    {
-        ph_engine_demux d = { 0 };
-        sink s = { .len = 0 };
-
-        for (size_t i = 0; i < n; i++)
-            assert_int_equal(ph_engine_demux_feed(&d, in + i, 1, sink_cb, &s, &err), 0);
-        assert_int_equal(ph_engine_demux_finish(&d, &err), 0);
-        assert_int_equal(s.len, wn);
-        assert_memory_equal(s.data, want, wn);
-    }
-    /* Cut short inside a frame. */
-    {
-        ph_engine_demux d = { 0 };
-        sink s = { .len = 0 };
-
-        assert_int_equal(ph_engine_demux_feed(&d, in, 10, sink_cb, &s, &err), 0);
-        assert_int_equal(ph_engine_demux_finish(&d, &err), -1);
-        assert_non_null(strstr(err->msg, "ends inside a frame"));
-        ph_error_free(&err);
-    }
-    /* Not a framed stream (a TTY's raw text). */
-    {
-        ph_engine_demux d = { 0 };
-        sink s = { .len = 0 };
-
-        assert_int_equal(ph_engine_demux_feed(&d, "hello world\n", 12, sink_cb, &s, &err), -1);
-        assert_non_null(strstr(err->msg, "bad frame header at byte 0"));
-        assert_int_equal(s.len, 0);
-        ph_error_free(&err);
-    }
 }
 
 /* ---- containers -------------------------------------------------------- */
@@ -1076,7 +987,7 @@ test_calls_are_stages(void **state)
     json_t *out = NULL, *cfg;
     int found = 1, timed_out = 0;
     long code = 0;
-    char *id = NULL;
+    char *id = NULL, name[96];
     ph_engine_wait *w = NULL;
 
     (void)state;
@@ -1090,7 +1001,8 @@ test_calls_are_stages(void **state)
     assert_int_equal(ph_engine_request(x, "GET", "/info", NULL, &out, NULL, &err), 0);
     json_decref(out);
     cfg = json_pack("{s:s, s:[s, s], s:{s:s}}", "Image", IMAGE, "Cmd", "sleep", "30", "Labels", LABEL_KEY, label_val);
-    assert_int_equal(ph_engine_container_create(x, NULL, cfg, &id, &err), 0);
+    snprintf(name, sizeof name, "ph-unittest-engine-%d-stages", (int)getpid());
+    assert_int_equal(ph_engine_container_create(x, name, cfg, &id, &err), 0);
     json_decref(cfg);
     assert_int_equal(ph_engine_container_start(x, id, &err), 0);
     assert_int_equal(ph_engine_container_wait_begin(x, id, &w, &err), 0);
@@ -1172,7 +1084,6 @@ main(void)
         cmocka_unit_test(test_engine_message_shown),
         cmocka_unit_test(test_arguments_checked),
         cmocka_unit_test(test_body_bounded_and_timeouts),
-        cmocka_unit_test(test_demux_split_anywhere),
         cmocka_unit_test(test_container_lifecycle),
         cmocka_unit_test(test_wait_for_exit),
         cmocka_unit_test(test_build),

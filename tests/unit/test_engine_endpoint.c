@@ -185,6 +185,7 @@ test_host_parse(void **state)
         { "tcp://::1", 0, "tcp://[::1]:2375" }, /* too many colons: all host, as docker */
         { "tcp://my_host.example-1:5", 0, "tcp://my_host.example-1:5" },
         { "tcp://h:1/base/", 0, "tcp://h:1/base/" },
+        { "tcp://h:65535", 0, "tcp://h:65535" },
         { "  tcp://h:1 \n", 0, "tcp://h:1" },
     };
     static const struct {
@@ -194,6 +195,8 @@ test_host_parse(void **state)
         { "ftp://nope", "invalid bind address format" },
         { "tcp://h:abc", "the port must be a number" },
         { "tcp://h:99999", "out of range" },
+        { "tcp://h:0", "port 0 is out of range: 1 to 65535" },
+        { "tcp://h:65536", "port 65536 is out of range" },
         { "tcp://a://b", "invalid proto" },
         { "unix://a://b", "invalid proto" },
         { "tcp://user@h:1", "`@` has no place" },

@@ -1,12 +1,13 @@
 /* test_engine_io.c - looking into containers and copying into them, and
  * reading one output stream of a container, against the real local Engine
  * (as test_engine.c: no Engine is a failure, everything made is labelled
- * with this process's pid and removed at the end).
+ * with this process's pid, named ph-unittest-engine-io-<pid>-..., and
+ * removed at the end, what a killed run left at the next start).
  *
  * These are what an image probe (does this image have apt-get? a C
  * library?), a converter (perf.data in, `perf script` text out) and a
  * conversion's results written back into a stopped container need. */
-#include "test_util.h"
+#include "test_engine_util.h"
 
 #include <jansson.h>
 #include <time.h>
@@ -101,6 +102,7 @@ setup(void **state)
     ph_error_t err = NULL;
 
     (void)state;
+    tu_engine_sweep();
     snprintf(label_val, sizeof label_val, "%d", (int)getpid());
     e = ph_engine_new(&err);
     if (e == NULL || ph_engine_ping(e, &err) < 0) {
@@ -125,6 +127,7 @@ teardown(void **state)
             ph_engine_container_remove(e, json_string_value(json_object_get(c, "Id")), 1, NULL);
     json_decref(list);
     ph_engine_free(e);
+    tu_engine_sweep();
     return tu_teardown(state);
 }
 

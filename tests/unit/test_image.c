@@ -7,6 +7,8 @@
 #include "test_util.h"
 
 #include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
 
 #include "ph_engine.h"
 #include "ph_image.h"
@@ -244,6 +246,102 @@ test_mode_without_packages_for_manager(void **state)
     ph_profile_free(&p);
 }
 
+/* ---- whether a program takes an LD_PRELOAD ----------------------------- */
+
+static void
+put_word(unsigned char *p, int n, int le, uint64_t v)
+{
+    for (int i = 0; i < n; i++)
+        p[le ? i : n - 1 - i] = (unsigned char)(v >> (8 * i));
+}
+
+/* An ELF header (class IS64, byte order LE, e_type TYPE) with program
+ * headers of TYPES at PHOFF. */
+static size_t
+mk_elf(unsigned char *b, size_t cap, int is64, int le, int type, uint64_t phoff, const uint32_t *types, int n)
+{
+    size_t phent = is64 ? 56 : 32, end = (size_t)phoff + (size_t)n * phent;
+
+    assert_true(end <= cap);
+    memset(b, 0, cap);
+    memcpy(b, "\177ELF", 4);
+    b[4] = is64 ? 2 : 1;
+    b[5] = le ? 1 : 2;
+    b[6] = 1;
+    put_word(b + 16, 2, le, (uint64_t)type);
+    if (is64) {
+        put_word(b + 32, 8, le, phoff);
+        put_word(b + 54, 2, le, phent);
+        put_word(b + 56, 2, le, (uint64_t)n);
+    } else {
+        put_word(b + 28, 4, le, phoff);
+        put_word(b + 42, 2, le, phent);
+        put_word(b + 44, 2, le, (uint64_t)n);
+    }
+    for (int i = 0; i < n; i++)
+        put_word(b + phoff + (size_t)i * phent, 4, le, types[i]);
+    return end;
+}
+
+/* The first LEN bytes of the file PATH. */
+static size_t
+head_of(const char *path, unsigned char *b, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n;
+
+    assert_non_null(f);
+    n = fread(b, 1, len, f);
+    fclose(f);
+    return n;
+}
+
+/* PT_INTERP or not, on real programs (the static shim, this dynamic test)
+ * and on headers made here: both classes and byte orders, static-pie
+ * (ET_DYN without PT_INTERP), and what is not known (not ELF, cut short,
+ * program headers past what was read, not a program). */
+static void
+test_elf_interp(void **state)
+{
+    static const uint32_t dyn[] = { 6, 3, 1, 1, 2 }, stat[] = { 1, 1, 7, 0x6474e551 }, spie[] = { 6, 1, 2, 0x6474e552 },
+                          late[] = { 6, 1, 1, 2, 3 };
+    unsigned char b[4096];
+    size_t n;
+
+    (void)state;
+    n = head_of("build/ph-init", b, 1024);
+    assert_int_equal(ph_image_elf_interp(b, n), 0);
+    n = head_of("/proc/self/exe", b, 1024);
+    assert_int_equal(ph_image_elf_interp(b, n), 1);
+    assert_int_equal(ph_image_elf_interp(b, 64), -1); /* its program headers are past 64 bytes */
+    assert_int_equal(ph_image_elf_interp(b, 40), -1);
+    n = mk_elf(b, sizeof b, 1, 1, 2, 64, dyn, 5);
+    assert_int_equal(ph_image_elf_interp(b, n), 1);
+    assert_int_equal(ph_image_elf_interp(b, 64 + 56 + 4), 1); /* PT_INTERP is read: enough */
+    n = mk_elf(b, sizeof b, 1, 1, 2, 64, late, 5);
+    assert_int_equal(ph_image_elf_interp(b, n), 1);
+    assert_int_equal(ph_image_elf_interp(b, n - 53), -1); /* the last one is not */
+    n = mk_elf(b, sizeof b, 1, 1, 2, 64, stat, 4);
+    assert_int_equal(ph_image_elf_interp(b, n), 0);
+    n = mk_elf(b, sizeof b, 1, 1, 3, 64, spie, 4); /* static-pie */
+    assert_int_equal(ph_image_elf_interp(b, n), 0);
+    n = mk_elf(b, sizeof b, 0, 1, 2, 52, dyn, 5); /* 32-bit */
+    assert_int_equal(ph_image_elf_interp(b, n), 1);
+    n = mk_elf(b, sizeof b, 0, 0, 2, 52, stat, 4); /* big-endian */
+    assert_int_equal(ph_image_elf_interp(b, n), 0);
+    n = mk_elf(b, sizeof b, 1, 0, 3, 200, dyn, 5);
+    assert_int_equal(ph_image_elf_interp(b, n), 1);
+    n = mk_elf(b, sizeof b, 1, 1, 1, 64, dyn, 5); /* ET_REL: not a program */
+    assert_int_equal(ph_image_elf_interp(b, n), -1);
+    n = mk_elf(b, sizeof b, 1, 1, 2, 64, dyn, 0); /* no program headers */
+    assert_int_equal(ph_image_elf_interp(b, n + 64), -1);
+    n = mk_elf(b, sizeof b, 1, 1, 2, 64, dyn, 5);
+    put_word(b + 32, 8, 1, UINT64_MAX - 8); /* an offset that wraps */
+    assert_int_equal(ph_image_elf_interp(b, n), -1);
+    assert_int_equal(ph_image_elf_interp("#!/bin/sh\nexec app\n" "..................................................", 60),
+                     -1);
+}
+
 /* ---- the probe, on images imported from tars ------------------------- */
 
 static ph_engine *e;
@@ -259,21 +357,17 @@ read_cb(void *ud, char *buf, size_t len)
     return (ssize_t)n;
 }
 
-/* An image of exactly FILES (empty files: the probe never runs them). */
+/* An image ph-unittest/probe:TAG of DIR (NULL: none) and EXTRA. */
 static void
-import(const char *tag, const char *const *files, size_t n)
+import_tar(const char *tag, const char *dir, const ph_tar_extra *extra, size_t n)
 {
-    ph_tar_extra extra[16];
     ph_error_t err = NULL;
     void *tar = NULL;
     size_t tar_len = 0, m[3];
     long st = 0;
     char path[512];
 
-    assert_true(n <= 16);
-    for (size_t i = 0; i < n; i++)
-        extra[i] = (ph_tar_extra){ .name = files[i], .data = "", .len = 0, .mode = 0755 };
-    assert_int_equal(ph_tar_context_build(NULL, extra, n, 1 << 20, &tar, &tar_len, &err), 0);
+    assert_int_equal(ph_tar_context_build(dir, extra, n, 64 << 20, &tar, &tar_len, &err), 0);
     m[0] = (size_t)tar;
     m[1] = tar_len;
     m[2] = 0;
@@ -282,6 +376,18 @@ import(const char *tag, const char *const *files, size_t n)
                          &err) < 0)
         fail_msg("import: %s", err->msg);
     free(tar);
+}
+
+/* An image of exactly FILES (empty files: the probe never runs them). */
+static void
+import(const char *tag, const char *const *files, size_t n)
+{
+    ph_tar_extra extra[16];
+
+    assert_true(n <= 16);
+    for (size_t i = 0; i < n; i++)
+        extra[i] = (ph_tar_extra){ .name = files[i], .data = "", .len = 0, .mode = 0755 };
+    import_tar(tag, NULL, extra, n);
 }
 
 static void
@@ -356,6 +462,61 @@ test_probe(void **state)
     ph_engine_free(e);
 }
 
+/* The program a command runs, found in an image as the kernel would find
+ * it (PATH, links, a relative path, a shell wrapper's exec), and whether
+ * it is static: the static shim as the app, a dynamic shell beside it. */
+static void
+test_program(void **state)
+{
+    static const struct {
+        const char *argv[4];
+        int argc;
+        const char *path;
+        int linked;
+    } cases[] = {
+        { { "/app" }, 1, "/app", 0 },
+        { { "app-link" }, 1, "/app", 0 },                           /* PATH, then ../../../app */
+        { { "./app" }, 1, "/app", 0 },                              /* from the working dir */
+        { { "dyn" }, 1, "/usr/bin/dyn", 1 },
+        { { "sh", "-c", "exec /app --serve" }, 3, "/app", 0 },       /* the wrapper's program */
+        { { "/usr/bin/sh", "-c", "  app-link" }, 3, "/app", 0 },
+        { { "sh", "-c", "exec dyn" }, 3, "/usr/bin/sh", 1 },
+        { { "sh", "-c", "echo hi; /app" }, 3, "/usr/bin/sh", 1 },  /* not plain: the shell is what is known */
+        { { "missing" }, 1, "", -1 },
+        { { "/notes.txt" }, 1, "/notes.txt", -1 },
+    };
+    char dir[600], cmd[1400], tag[64], ref[128];
+    ph_error_t err = NULL;
+
+    (void)state;
+    tu_mkdtemp();
+    snprintf(dir, sizeof dir, "%s/root", test_dir);
+    snprintf(cmd, sizeof cmd,
+             "set -e; mkdir -p %s/usr/bin %s/usr/local/bin; cp build/ph-init %s/app; cp /bin/true %s/usr/bin/dyn; "
+             "cp /bin/dash %s/usr/bin/sh; ln -s ../../../app %s/usr/local/bin/app-link; echo hi > %s/notes.txt",
+             dir, dir, dir, dir, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    e = ph_engine_new(&err);
+    if (e == NULL || ph_engine_ping(e, &err) < 0)
+        fail_msg("no Docker Engine answers: %s", err ? err->msg : "?");
+    snprintf(tag, sizeof tag, "%d-program", (int)getpid());
+    snprintf(ref, sizeof ref, "ph-unittest/probe:%s", tag);
+    import_tar(tag, dir, NULL, 0); /* links stay links */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ph_image_program_t p;
+
+        if (ph_image_program(e, ref, (char *const *)cases[i].argv, (size_t)cases[i].argc, "/usr/bin:/usr/local/bin",
+                             "/", &p, &err) < 0)
+            fail_msg("%s: %s", cases[i].argv[0], err->msg);
+        if (p.linked != cases[i].linked || strcmp(p.path, cases[i].path) != 0)
+            fail_msg("case %zu (%s): got %s %d, want %s %d", i, cases[i].argv[0], p.path, p.linked, cases[i].path,
+                     cases[i].linked);
+    }
+    assert_int_equal(ph_engine_image_remove(e, ref, 1, &err), 0);
+    ph_engine_free(e);
+    tu_rmdir();
+}
+
 int
 main(void)
 {
@@ -366,6 +527,8 @@ main(void)
         cmocka_unit_test(test_modes_per_image),
         cmocka_unit_test_setup_teardown(test_mode_without_packages_for_manager, tu_setup, tu_teardown),
         cmocka_unit_test(test_probe),
+        cmocka_unit_test(test_elf_interp),
+        cmocka_unit_test(test_program),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

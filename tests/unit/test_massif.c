@@ -384,6 +384,34 @@ test_tree_shapes(void **state)
     ph_massif_free(m);
 }
 
+/* Two peak trees (massif writes one; a file can hold two): the second
+ * replaces the first, nothing of the first is left in the tree. */
+static void
+test_second_peak_replaces(void **state)
+{
+    const char *in = "cmd: t\ntime_unit: i\n"
+                     "snapshot=0\ntime=5\nmem_heap_B=100\nmem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=peak\n"
+                     "n1: 100 (heap allocation functions) malloc/new/new[], --alloc-fns, etc.\n"
+                     " n0: 100 0xA: first (a.c:1)\n"
+                     "snapshot=1\ntime=9\nmem_heap_B=300\nmem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=peak\n"
+                     "n1: 300 (heap allocation functions) malloc/new/new[], --alloc-fns, etc.\n"
+                     " n0: 300 0xB: second (a.c:2)\n";
+    ph_massif *m = parse_buf(in, strlen(in), 7);
+    text t = { 0 };
+
+    (void)state;
+    assert_string_equal(ph_massif_get_info(m)->problem, "");
+    assert_int_equal(ph_massif_get_info(m)->peak_num, 1);
+    assert_int_equal(ph_massif_n_peak_nodes(m), 2);
+    t.f = open_memstream(&t.buf, &t.len);
+    assert_int_equal(ph_massif_walk_peak(m, 1.0, print_line_cb, &t), 0);
+    fclose(t.f);
+    assert_string_equal(t.buf, "0 100.00% (300B) (heap allocation functions) malloc/new/new[], --alloc-fns, etc.\n"
+                               "1 100.00% (300B) 0xB: second (a.c:2)\n");
+    free(t.buf);
+    ph_massif_free(m);
+}
+
 /* Windows line ends and no final newline read the same. */
 static void
 test_crlf(void **state)
@@ -456,6 +484,7 @@ main(void)
         cmocka_unit_test(test_truncated_in_tree),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_tree_shapes),
+        cmocka_unit_test(test_second_peak_replaces),
         cmocka_unit_test(test_crlf),
         cmocka_unit_test(test_thinning),
     };

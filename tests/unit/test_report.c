@@ -8,6 +8,7 @@
 #include "report_test_util.h"
 
 #include <jansson.h>
+#include <math.h>
 
 #include "ph_flame.h"
 #include "ph_fmt.h"
@@ -84,18 +85,6 @@ group_teardown(void **state)
     return 0;
 }
 
-static ph_profile_set profiles;
-
-static const ph_profile_set *
-load_profiles(void)
-{
-    ph_error_t err = NULL;
-
-    if (profiles.n == 0 && ph_profiles_load_dir("profiles", &profiles, &err) < 0)
-        fail_msg("%s", err->msg);
-    return &profiles;
-}
-
 /* Write the report of RUN (under out/SERVICE/) and return its summary. */
 static json_t *
 report(const char *service, const char *run, ph_report_headline *h)
@@ -106,7 +95,7 @@ report(const char *service, const char *run, ph_report_headline *h)
     json_t *j;
 
     snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
-    if (ph_report_write_run(dir, load_profiles(), h, &err) < 0)
+    if (ph_report_write_run(dir, rt_profiles(), h, &err) < 0)
         fail_msg("report: %s", err->msg);
     snprintf(path, sizeof path, "%s/summary.json", dir);
     j = json_load_file(path, 0, &je);
@@ -249,6 +238,18 @@ test_strace_report(void **state)
     assert_int_equal(json_integer_value(json_object_get(st, "errors")), strtoll(e, NULL, 10));
     json_array_foreach(json_object_get(st, "syscalls"), i, s) sum += json_integer_value(json_object_get(s, "calls"));
     assert_int_equal(sum, strtoll(n, NULL, 10));
+    /* each syscall's longest call, as awk finds it in the log */
+    json_array_foreach(json_object_get(st, "syscalls"), i, s) {
+        const char *name = json_string_value(json_object_get(s, "name"));
+        char *mx = rt_must("awk '{ b = $0; sub(/^[0-9]+ +[0-9:.]+ /, \"\", b); n = b;"
+                           "       if (b ~ /^<\\.\\.\\. /) { n = substr(b, 6); sub(/ .*/, \"\", n) } else sub(/\\(.*/, \"\", n);"
+                           "       if (n == \"%s\" && match(b, /<[0-9]+\\.[0-9]+>$/)) { t = substr(b, RSTART + 1, RLENGTH - 2) + 0;"
+                           "           if (t > m) m = t } } END { printf \"%%.6f\", m }' %s/worker/20261122T131500Z-strace/strace.log",
+                           name, out_dir);
+        if (fabs(json_real_value(json_object_get(s, "max_seconds")) - strtod(mx, NULL)) > 5e-7)
+            fail_msg("%s: max %.6f s, awk %s s", name, json_real_value(json_object_get(s, "max_seconds")), mx);
+        free(mx);
+    }
     assert_int_equal(json_array_size(json_object_get(st, "slowest")), 20);
     assert_non_null(strstr(h.text, " syscalls in "));
     assert_non_null(strstr(h.text, " errors"));
@@ -566,7 +567,7 @@ compare(const char *a, const char *b, const char *const *fail_if, size_t n, int 
     snprintf(pa, sizeof pa, "%s/%s", out_dir, a);
     snprintf(pb, sizeof pb, "%s/%s", out_dir, b);
     snprintf(html, sizeof html, "%s/compare.html", test_dir);
-    rc = ph_compare_runs(pa, pb, load_profiles(), &o, f, failed, err);
+    rc = ph_compare_runs(pa, pb, rt_profiles(), &o, f, failed, err);
     fclose(f);
     return rc;
 }
@@ -775,6 +776,6 @@ main(void)
     };
     int rc = cmocka_run_group_tests_name("report", tests, group_setup, group_teardown);
 
-    ph_profiles_free(&profiles);
+    rt_profiles_free();
     return rc;
 }

@@ -152,6 +152,11 @@ test_perf_run(void **state)
     assert_string_equal(json_string_value(json_object_get(pm, "unit")), "nanoseconds");
     assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "name")),
                         "front_checksum_payload");
+    /* the counts are nanoseconds: the tables print times, with units */
+    assert_non_null(strstr(html, "data-v=\"600000000\">600 ms</td>"));
+    assert_non_null(strstr(html, "data-v=\"667334664\">667 ms</td>")); /* main's total */
+    assert_null(strstr(html, ">600 M</td>"));
+    assert_non_null(strstr(html, "self time"));
     /* perf.data is listed as what it is */
     assert_non_null(strstr(html, "perf.data</td><td>perf</td>"));
     assert_non_null(strstr(html, "333 samples of cpu-clock:uhpppH"));
@@ -167,6 +172,59 @@ test_perf_run(void **state)
     assert_non_null(strstr(json_string_value(json_array_get(json_object_get(j, "problems"), 0)), "no perf.data"));
     free(html);
     json_decref(j);
+}
+
+/* Work in frames without a function name is a problem that says whose
+ * code it is and why: a module without symbols (a static Go binary
+ * perf found no symbols for), JIT code without its perf map, the
+ * sampler's own placeholders; a little of it is none. */
+static void
+test_unnamed(void **state)
+{
+    static const struct {
+        const char *folded, *want;
+    } cases[] = {
+        { "lang_go_static;[lang_go_static] 1000000000\n",
+          "100.0 % of the samples have no function name: lang_go_static (100.0 %) has no symbols" },
+        { "node;[perf-8.map] 990000000\nnode;main;work 10000000\n",
+          "99.0 % of the samples have no function name: perf-8.map (99.0 %) is JIT code without a perf map" },
+        { "java;[unknown] 50\njava;[libjvm.so <7f01>] 30\njava;main 20\n",
+          "80.0 % of the samples have no function name: code in no file (50.0 %) is JIT code without a perf map "
+          "(the runtime wrote none, or the run did not carry it); libjvm.so (30.0 %) has no symbols" },
+        { "node;main;[unknown]+0x7fe51234 70\nnode;main;libfoo.so+0x1a2b 20\nnode;main;hot 10\n",
+          "90.0 % of the samples have no function name: code in no file (70.0 %) is JIT code" },
+        { "demo;main;[truncated] 50\ndemo;main;run 50\n", NULL },
+        { "demo;main;[libc.so.6] 9\ndemo;main;run 91\n", NULL },
+        { "demo;main;operator+0x1(int) 50\ndemo;main;[x]y 50\n", NULL },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *d = make_run("20261123T020000Z-perf", "perf", NULL, "[\"perf\",\"record\",\"app\"]", "SIGTERM");
+        ph_report_headline h;
+        char *html;
+        json_t *j, *pr;
+
+        put(d, "stacks.folded", cases[i].folded);
+        put(d, "perf.data", "PERFILE2");
+        put(d, "flamegraph.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>\n");
+        put(d, "convert.json", "{\"version\": 1, \"event\": \"cpu-clock\", \"samples\": 100, \"unit\": "
+                               "\"nanoseconds\"}\n");
+        j = report("20261123T020000Z-perf", &h, &html);
+        pr = json_object_get(j, "problems");
+        if (cases[i].want == NULL) {
+            if (json_array_size(pr) != 0)
+                fail_msg("case %zu: %s", i, json_string_value(json_array_get(pr, 0)));
+        } else {
+            if (json_array_size(pr) != 1)
+                fail_msg("case %zu: %zu problems, the first %s", i, json_array_size(pr), json_string_value(json_array_get(pr, 0)));
+            if (strstr(json_string_value(json_array_get(pr, 0)), cases[i].want) == NULL)
+                fail_msg("case %zu: %s", i, json_string_value(json_array_get(pr, 0)));
+            assert_non_null(strstr(html, "have no function name"));
+        }
+        free(html);
+        json_decref(j);
+    }
 }
 
 /* An attached strace run: the service kept running; the calls in
@@ -236,6 +294,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_perf_run),
+        cmocka_unit_test(test_unnamed),
         cmocka_unit_test(test_attached_run),
     };
 

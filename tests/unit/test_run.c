@@ -299,6 +299,36 @@ test_escape_bounded(void **state)
     assert_string_equal(big, "");
 }
 
+/* Text for stdout: every line escaped whole (no "..." however long: 300
+ * bytes that grow past the stack buffer, 3,000 past any), the newlines
+ * kept. */
+static void
+test_escape_write(void **state)
+{
+    char *out = NULL, *want, big[3000];
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+
+    (void)state;
+    memset(big, 0x1b, sizeof big);
+    assert_int_equal(ph_escape_write(f, "a\x1b]0;t\x07\nb\\c\n\n", 13, PH_ESCAPE_BACKSLASH), 0);
+    assert_int_equal(ph_escape_write(f, big, 300, 0), 0);
+    assert_int_equal(ph_escape_write(f, "\n", 1, 0), 0);
+    assert_int_equal(ph_escape_write(f, big, sizeof big, 0), 0);
+    assert_int_equal(ph_escape_printf(f, "\n%s: %d\n", "\x9b\xc2\x85x", 7), 0);
+    fclose(f);
+    want = malloc(64 + 4 * (300 + sizeof big));
+    assert_non_null(want);
+    strcpy(want, "a\\x1b]0;t\\x07\nb\\\\c\n\n");
+    for (size_t i = 0; i < 300 + sizeof big; i++)
+        strcat(want + strlen(want), i == 300 ? "\n\\x1b" : "\\x1b");
+    strcat(want, "\n\\x9b\\u0085x: 7\n");
+    assert_int_equal(len, strlen(want));
+    assert_string_equal(out, want);
+    free(want);
+    free(out);
+}
+
 /* ---- ph_fs -------------------------------------------------------------- */
 
 static void
@@ -1002,6 +1032,7 @@ main(void)
         cmocka_unit_test(test_escape_controls),
         cmocka_unit_test(test_escape_utf8),
         cmocka_unit_test(test_escape_bounded),
+        cmocka_unit_test(test_escape_write),
         cmocka_unit_test_setup_teardown(test_fs_remove_deep_and_links, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_remove_dot_empties, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_walk_tree_moved, tu_setup, tu_teardown),

@@ -48,7 +48,8 @@ parse_buf(const char *buf, size_t len, size_t chunk)
     return st;
 }
 
-/* The independent count: NAME CALLS ERRORS MICROSECONDS per syscall. */
+/* The independent count: NAME CALLS ERRORS MICROSECONDS MAX-MICROSECONDS
+ * per syscall. */
 static const char awk_per_syscall[] =
     "awk '{ body = $0; sub(/^[0-9]+ +[0-9:.]+ /, \"\", body);"
     "       if (body ~ /^(---|\\+\\+\\+)/) next;"
@@ -56,8 +57,8 @@ static const char awk_per_syscall[] =
     "       else { n = body; sub(/\\(.*/, \"\", n); calls[n]++ };"
     "       if (body ~ / = (-1|\\?) E[A-Z0-9_]+/) errs[n]++;"
     "       if (match(body, /<[0-9]+\\.[0-9]+>$/)) { t = substr(body, RSTART + 1, RLENGTH - 2); split(t, a, \".\");"
-    "           us[n] += a[1] * 1000000 + a[2] } }"
-    "     END { for (n in calls) printf \"%%s %%d %%d %%d\\n\", n, calls[n], errs[n], us[n] }' %s";
+    "           us[n] += a[1] * 1000000 + a[2]; if (a[1] * 1000000 + a[2] > mx[n]) mx[n] = a[1] * 1000000 + a[2] } }"
+    "     END { for (n in calls) printf \"%%s %%d %%d %%d %%d\\n\", n, calls[n], errs[n], us[n], mx[n] }' %s";
 
 static void
 test_counts_equal_awk(void **state)
@@ -78,19 +79,19 @@ test_counts_equal_awk(void **state)
     assert_string_equal(info->problem, "");
     while (rt_next_line(&p, line, sizeof line)) {
         char name[128];
-        unsigned long long calls, errs, us;
+        unsigned long long calls, errs, us, max;
         int i;
         ph_strace_sys s;
 
-        assert_int_equal(sscanf(line, "%127s %llu %llu %llu", name, &calls, &errs, &us), 4);
+        assert_int_equal(sscanf(line, "%127s %llu %llu %llu %llu", name, &calls, &errs, &us, &max), 5);
         i = ph_strace_find_syscall(st, name);
         if (i < 0)
             fail_msg("%s: not found", name);
         s = ph_strace_get_syscall(st, (size_t)i);
-        if (s.calls != calls || s.errors != errs || s.total_ns != us * 1000)
-            fail_msg("%s: ours %llu calls, %llu errors, %llu ns; awk %llu, %llu, %llu us", name,
-                     (unsigned long long)s.calls, (unsigned long long)s.errors, (unsigned long long)s.total_ns, calls,
-                     errs, us);
+        if (s.calls != calls || s.errors != errs || s.total_ns != us * 1000 || s.max_ns != max * 1000)
+            fail_msg("%s: ours %llu calls, %llu errors, %llu ns, max %llu ns; awk %llu, %llu, %llu us, max %llu us",
+                     name, (unsigned long long)s.calls, (unsigned long long)s.errors, (unsigned long long)s.total_ns,
+                     (unsigned long long)s.max_ns, calls, errs, us, max);
         names++;
         all += calls;
     }

@@ -57,7 +57,19 @@
  *              in a thread on a stack it was given, PROT_NONE above it;
  *              and in code outside every object (as a JIT's), with a
  *              garbage word where its return address would be.  Exits 0
- *              if it lived; S CPU-seconds in all. */
+ *              if it lived; S CPU-seconds in all.
+ *   bigframes S  frame_9k and frame_64k (9 and 64 KiB of locals) spin in a
+ *              callee, in turn, for S/2 CPU-seconds from main, then S/2
+ *              from big_context, on a 1 MiB stack of the workload's own
+ *              (swapcontext: bounds the sampler does not know)
+ *   hugeframe S  frame_9m (9 MiB of locals) spins S/2 CPU-seconds on a
+ *              thread with a 32 MiB stack started while sampling
+ *              (huge_thread), then S/2 on the main thread switched to a
+ *              32 MiB stack of its own (swapcontext: bounds the sampler
+ *              does not know)
+ *   forklate S the parent spins S CPU-seconds in work_light (so it has
+ *              been sampled), then forks a child (no exec) that spins as
+ *              long in work_heavy */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -360,6 +372,95 @@ on_term(int sig)
     stop = 1;
 }
 
+/* A frame holding BYTES of locals, spinning in a callee until CLOCK
+ * reads UNTIL.  (With -fstack-clash-protection its prologue touches every
+ * page of it.) */
+#define BIG_FRAME(name, bytes)                                                                                     \
+    __attribute__((noinline)) static void name(clockid_t clock, double until)                                     \
+    {                                                                                                              \
+        volatile char pad[bytes];                                                                                  \
+                                                                                                                   \
+        pad[0] = 1;                                                                                                \
+        pad[sizeof pad - 1] = 2;                                                                                   \
+        while (seconds(clock) < until)                                                                             \
+            spin(100000);                                                                                          \
+        sink += (unsigned long)pad[0] + (unsigned long)pad[sizeof pad - 1]; /* no tail call */                    \
+    }
+BIG_FRAME(frame_9k, 9 * 1024)
+BIG_FRAME(frame_64k, 64 * 1024)
+BIG_FRAME(frame_9m, 9 * 1024 * 1024)
+
+static double huge_until;
+static ucontext_t huge_main_ctx, huge_co_ctx;
+
+/* Run FN on a fresh stack of SIZE bytes (swapcontext): 0, or 1. */
+static int
+on_own_stack(void (*fn)(void), size_t size)
+{
+    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                       -1, 0);
+
+    if (stack == MAP_FAILED)
+        return 1;
+    getcontext(&huge_co_ctx);
+    huge_co_ctx.uc_stack.ss_sp = stack;
+    huge_co_ctx.uc_stack.ss_size = size;
+    huge_co_ctx.uc_link = &huge_main_ctx;
+    makecontext(&huge_co_ctx, fn, 0);
+    if (swapcontext(&huge_main_ctx, &huge_co_ctx) < 0)
+        return 1;
+    munmap(stack, size);
+    return 0;
+}
+
+static void
+big_frames_until(double until)
+{
+    while (seconds(CLOCK_PROCESS_CPUTIME_ID) < until) {
+        frame_9k(CLOCK_PROCESS_CPUTIME_ID, seconds(CLOCK_PROCESS_CPUTIME_ID) + 0.02);
+        frame_64k(CLOCK_PROCESS_CPUTIME_ID, seconds(CLOCK_PROCESS_CPUTIME_ID) + 0.02);
+    }
+}
+
+__attribute__((noinline)) static void
+big_context(void)
+{
+    big_frames_until(huge_until);
+    sink++;
+}
+
+static void *
+huge_thread(void *arg)
+{
+    frame_9m(CLOCK_THREAD_CPUTIME_ID, *(double *)arg);
+    sink++;
+    return NULL;
+}
+
+static void
+huge_context(void)
+{
+    frame_9m(CLOCK_THREAD_CPUTIME_ID, huge_until);
+    sink++;
+}
+
+static int
+hugeframe(double secs)
+{
+    size_t size = 32u << 20;
+    pthread_attr_t a;
+    pthread_t t;
+    double half = secs / 2;
+
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, size);
+    if (pthread_create(&t, &a, huge_thread, &half) != 0)
+        return 1;
+    pthread_join(t, NULL);
+    huge_until = seconds(CLOCK_THREAD_CPUTIME_ID) + half;
+    return on_own_stack(huge_context, size);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -559,6 +660,25 @@ main(int argc, char **argv)
         pthread_join(t, NULL);
     } else if (strcmp(argv[1], "torn") == 0) {
         return torn(secs);
+    } else if (strcmp(argv[1], "bigframes") == 0) {
+        big_frames_until(secs / 2);
+        huge_until = secs;
+        return on_own_stack(big_context, 1u << 20);
+    } else if (strcmp(argv[1], "hugeframe") == 0) {
+        return hugeframe(secs);
+    } else if (strcmp(argv[1], "forklate") == 0) {
+        int st;
+        pid_t c;
+
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
+            work_light();
+        c = fork();
+        if (c == 0) {
+            while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
+                work_heavy();
+            exit(0);
+        }
+        return c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 12;
     } else if (strcmp(argv[1], "env") == 0) {
         printf("LD_PRELOAD=%s PH_SAMPLER_DIR=%s\n", getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "(unset)",
                getenv("PH_SAMPLER_DIR") ? getenv("PH_SAMPLER_DIR") : "(unset)");

@@ -1,0 +1,434 @@
+/* test_compare.c - `profharness compare` on pairs of runs of each kind,
+ * and what reaches a terminal from a run (compare's text, the headline of
+ * stop, collect and report).
+ *
+ * strace: real logs (report_work under strace), the figures checked
+ * against awk over each log; A did the work twice, B once, so every
+ * change is a fall and the negative --fail-if conditions are the ones that
+ * fire.  flamegraph: folded stacks as the sampler writes them, small
+ * enough to know every share.  callgrind: a file whose function names
+ * carry terminal escapes (title, clipboard, clear screen), as a container
+ * can plant one: escaped in every text, real in every JSON. */
+#include "report_test_util.h"
+
+#include <jansson.h>
+#include <math.h>
+
+#include "ph_fmt.h"
+#include "ph_report.h"
+
+static char out_dir[600];
+
+/* The escapes of issue 19: set the title, write the clipboard, clear. */
+#define EVIL "evil\x1b]0;PWNED\x07\x1b]52;c;cHduZWQ=\x07\x1b[2J"
+#define EVIL_SHOWN "evil\\x1b]0;PWNED\\x07\\x1b]52;c;cHduZWQ=\\x07\\x1b[2J"
+
+#define ST_A "worker/20261122T101500Z-strace"
+#define ST_B "worker/20261122T111500Z-strace"
+#define FL_A "front/20261122T101500Z-flamegraph"
+#define FL_B "front/20261122T111500Z-flamegraph"
+#define CG_A "front/20261122T101500Z-callgrind"
+#define CG_B "front/20261122T111500Z-callgrind"
+
+/* out/RUN/ with a run.json (no completion record: as a snapshot) and the
+ * file NAME holding TEXT (NULL: none).  Returns the run dir. */
+static const char *
+run_dir(const char *run, const char *name, const char *text)
+{
+    static char dir[700];
+    char path[800], meta[400];
+
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, run);
+    free(rt_must("mkdir -p %s", dir));
+    snprintf(meta, sizeof meta, "{\"service\": \"%.*s\", \"mode\": \"%s\", \"run\": \"%s\"}\n",
+             (int)strcspn(run, "/"), run, strrchr(run, '-') + 1, strchr(run, '/') + 1);
+    snprintf(path, sizeof path, "out/%s/run.json", run);
+    tu_write(path, meta);
+    if (name != NULL) {
+        snprintf(path, sizeof path, "out/%s/%s", run, name);
+        tu_write(path, text);
+    }
+    return dir;
+}
+
+static const char *
+cg_file(unsigned long long evil, unsigned long long work)
+{
+    static char text[1024];
+
+    snprintf(text, sizeof text,
+             "version: 1\ncreator: test\ncmd: demo\nevents: Ir\n"
+             "fn=main\n1 10\ncalls=1 0\n2 %llu\ncalls=1 0\n3 %llu\n"
+             "fn=" EVIL "\n4 %llu\n"
+             "fn=work\n5 %llu\n"
+             "totals: %llu\n",
+             evil, work, evil, work, 10 + 2 * (evil + work));
+    return text;
+}
+
+static int
+group_setup(void **state)
+{
+    const char *d;
+
+    (void)state;
+    tu_mkdtemp();
+    snprintf(out_dir, sizeof out_dir, "%s/out", test_dir);
+    /* A: the work twice, B: once */
+    d = run_dir(ST_A, NULL, NULL);
+    free(rt_run(NULL, "strace -f -tt -T -e trace=all -s 256 -o %s/strace.log sh -c '" WORK " sys; " WORK " sys' 2>&1",
+                d));
+    d = run_dir(ST_B, NULL, NULL);
+    free(rt_run(NULL, "strace -f -tt -T -e trace=all -s 256 -o %s/strace.log " WORK " sys 2>&1", d));
+    /* 1,000 samples, then 1,200: hot (a leaf under work) 60 % -> 75 %, cold
+     * (a leaf under main) 40 % -> 25 %; main is on every stack in both
+     * (100 % -> 100 %) and never the leaf */
+    run_dir(FL_A, "stacks-20261122T101600Z-1.folded", "main-thread;main;work;hot 600\nmain-thread;main;cold 400\n");
+    run_dir(FL_B, "stacks-20261122T111600Z-1.folded", "main-thread;main;work;hot 900\nmain-thread;main;cold 300\n");
+    run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
+    run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
+    return 0;
+}
+
+
+/* Compare out/A with out/B; the output into *OUT, the failed conditions
+ * into *FAILED (NULL when none). */
+static int
+compare(const char *a, const char *b, const char *const *fail_if, size_t n, int format, char **out, char **failed)
+{
+    char pa[900], pb[900];
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    ph_compare_opts o = { NULL, format, fail_if, n, 10 };
+    ph_error_t err = NULL;
+    int rc;
+
+    snprintf(pa, sizeof pa, "%s/%s", out_dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", out_dir, b);
+    rc = ph_compare_runs(pa, pb, rt_profiles(), &o, f, failed, &err);
+    fclose(f);
+    if (rc < 0)
+        fail_msg("compare %s %s: %s", a, b, err->msg);
+    return rc;
+}
+
+static json_t *
+compare_json(const char *a, const char *b)
+{
+    char *out = NULL, *failed = NULL;
+    json_t *j;
+
+    assert_int_equal(compare(a, b, NULL, 0, PH_COMPARE_JSON, &out, &failed), 0);
+    j = json_loads(out, 0, NULL);
+    assert_non_null(j);
+    free(out);
+    return j;
+}
+
+/* The element of the array ARR whose string KEY is VALUE (its first LEN
+ * bytes; 0: all of it), or NULL. */
+static json_t *
+find(json_t *arr, const char *key, const char *value, size_t len)
+{
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(arr, i, e) {
+        const char *v = json_string_value(json_object_get(e, key));
+        if (v != NULL && (len ? strncmp(v, value, len) : strcmp(v, value)) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* The table of J whose title starts with TITLE. */
+static json_t *
+table(json_t *j, const char *title)
+{
+    json_t *t = find(json_object_get(j, "tables"), "title", title, strlen(title));
+
+    if (t == NULL)
+        fail_msg("no table `%s`", title);
+    return t;
+}
+
+/* The row NAME of table T (NULL: none). */
+static json_t *
+row(json_t *t, const char *name)
+{
+    return find(json_object_get(t, "rows"), "name", name, 0);
+}
+
+static double
+num(json_t *o, const char *key)
+{
+    return json_number_value(json_object_get(o, key));
+}
+
+/* The line of TEXT that starts (after blanks) with WORD. */
+static char *
+line_of(const char *text, const char *word)
+{
+    static char line[1024];
+    const char *p = text;
+
+    while (rt_next_line(&p, line, sizeof line)) {
+        const char *s = line + strspn(line, " ");
+        if (strncmp(s, word, strlen(word)) == 0 && s[strlen(word)] == ' ')
+            return line;
+    }
+    fail_msg("no line `%s` in:\n%s", word, text);
+    return NULL;
+}
+
+/* ---- strace ------------------------------------------------------------ */
+
+/* awk over a run's strace.log: NAME CALLS MICROSECONDS per syscall. */
+static const char awk_calls[] =
+    "awk '{ body = $0; sub(/^[0-9]+ +[0-9:.]+ /, \"\", body);"
+    "       if (body ~ /^(---|\\+\\+\\+)/) next;"
+    "       if (body ~ /^<\\.\\.\\. /) { n = substr(body, 6); sub(/ .*/, \"\", n) }"
+    "       else { n = body; sub(/\\(.*/, \"\", n); calls[n]++ };"
+    "       if (match(body, /<[0-9]+\\.[0-9]+>$/)) { t = substr(body, RSTART + 1, RLENGTH - 2); split(t, a, \".\");"
+    "           us[n] += a[1] * 1000000 + a[2] } }"
+    "     END { for (n in calls) printf \"%%s %%d %%d\\n\", n, calls[n], us[n] }' %s/%s/strace.log";
+
+typedef struct sys_fig {
+    char name[64];
+    unsigned long long calls, us;
+} sys_fig;
+
+static size_t
+awk_figures(const char *run, sys_fig *v, size_t max)
+{
+    char *out = rt_must(awk_calls, out_dir, run), line[256];
+    const char *p = out;
+    size_t n = 0;
+
+    while (n < max && rt_next_line(&p, line, sizeof line)) {
+        assert_int_equal(sscanf(line, "%63s %llu %llu", v[n].name, &v[n].calls, &v[n].us), 3);
+        n++;
+    }
+    free(out);
+    return n;
+}
+
+static const sys_fig *
+fig(const sys_fig *v, size_t n, const char *name)
+{
+    static const sys_fig none = { "", 0, 0 };
+
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return &v[i];
+    return &none;
+}
+
+/* Calls per syscall of both runs equal awk's, the unchanged ones left
+ * out; the totals and time[name] in seconds. */
+static void
+test_compare_strace(void **state)
+{
+    sys_fig fa[256], fb[256];
+    size_t na = awk_figures(ST_A, fa, 256), nb = awk_figures(ST_B, fb, 256), changed = 0, i;
+    unsigned long long all_a = 0, all_b = 0;
+    json_t *j = compare_json(ST_A, ST_B), *calls = table(j, "calls per syscall"), *r;
+
+    (void)state;
+    for (i = 0; i < na; i++) {
+        all_a += fa[i].calls;
+        changed += fa[i].calls != fig(fb, nb, fa[i].name)->calls;
+    }
+    for (i = 0; i < nb; i++) {
+        all_b += fb[i].calls;
+        changed += fig(fa, na, fb[i].name)->calls == 0;
+    }
+    assert_true(changed > 0);
+    assert_int_equal(json_integer_value(json_object_get(calls, "changed")), changed);
+    json_array_foreach(json_object_get(calls, "rows"), i, r) {
+        const char *name = json_string_value(json_object_get(r, "name"));
+        if (num(r, "a") != fig(fa, na, name)->calls || num(r, "b") != fig(fb, nb, name)->calls)
+            fail_msg("%s: %g -> %g, awk %llu -> %llu", name, num(r, "a"), num(r, "b"), fig(fa, na, name)->calls,
+                     fig(fb, nb, name)->calls);
+    }
+    r = row(json_object_get(j, "totals"), "syscalls");
+    assert_non_null(r);
+    assert_true(num(r, "a") == all_a && num(r, "b") == all_b);
+    json_decref(j);
+
+    /* time[name] is in seconds: the run's own figure, its unit in the text */
+    {
+        const char *sys = "nanosleep";
+        char expr[80], *out = NULL, *failed = NULL, want[200], ba[PH_FMT_LEN], bb[PH_FMT_LEN];
+        const char *conds[1] = { expr };
+        double a, b;
+
+        if (fig(fb, nb, sys)->us == 0)
+            sys = "clock_nanosleep";
+        a = fig(fa, na, sys)->us / 1e6;
+        b = fig(fb, nb, sys)->us / 1e6;
+        assert_true(a > 0 && b > 0);
+        snprintf(expr, sizeof expr, "time[%s]>0", sys);
+        assert_int_equal(compare(ST_A, ST_B, conds, 1, PH_COMPARE_JSON, &out, &failed), 1);
+        j = json_loads(out, 0, NULL);
+        r = json_array_get(json_object_get(j, "fail_if"), 0);
+        if (fabs(num(r, "a") - a) > 1e-9 || fabs(num(r, "b") - b) > 1e-9)
+            fail_msg("%s: %g s -> %g s, awk %g s -> %g s", expr, num(r, "a"), num(r, "b"), a, b);
+        snprintf(want, sizeof want, "time[%s] went from %s to %s", sys, ph_fmt_seconds(ba, a), ph_fmt_seconds(bb, b));
+        if (strstr(failed, want) == NULL)
+            fail_msg("want `%s` in `%s`", want, failed);
+        json_decref(j);
+        free(out);
+        free(failed);
+    }
+}
+
+/* B made about half of A's calls: the falls fire, the rises do not. */
+static void
+test_compare_negative(void **state)
+{
+    const char *conds[] = { "syscalls<-10%", "syscalls<-80%", "syscalls>+10%", "syscalls<-5", "syscalls>-5",
+                            "errors<-10%" };
+    char *out = NULL, *failed = NULL;
+
+    (void)state;
+    assert_int_equal(compare(ST_A, ST_B, conds, 6, PH_COMPARE_TEXT, &out, &failed), 1);
+    assert_non_null(strstr(failed, "--fail-if syscalls<-10%: syscalls went from "));
+    assert_null(strstr(failed, "syscalls<-80%"));
+    assert_null(strstr(failed, "syscalls>+10%"));
+    assert_non_null(strstr(failed, "--fail-if syscalls<-5: "));
+    assert_null(strstr(failed, "syscalls>-5"));
+    assert_non_null(strstr(failed, "--fail-if errors<-10%: "));
+    /* the text's verdicts say the same */
+    assert_non_null(strstr(line_of(out, "syscalls<-10%"), "FAILED"));
+    assert_non_null(strstr(line_of(out, "syscalls<-80%"), "ok"));
+    assert_non_null(strstr(line_of(out, "syscalls>+10%"), "ok"));
+    free(out);
+    free(failed);
+}
+
+/* ---- flamegraph --------------------------------------------------------- */
+
+static void
+test_compare_flame(void **state)
+{
+    const char *conds[] = { "samples>+10%", "samples[cold]<-10%", "self[hot]>+30%", "samples[hot]>70",
+                            "samples>+1000", "self[main]>0", "samples[main]<100", "samples[work]>+20%" };
+    char *out = NULL, *failed = NULL, *l;
+    json_t *j = compare_json(FL_A, FL_B), *t;
+
+    (void)state;
+    assert_int_equal(compare(FL_A, FL_B, conds, 8, PH_COMPARE_TEXT, &out, &failed), 1);
+    /* samples is a count, not a share */
+    l = line_of(out, "samples");
+    assert_non_null(strstr(l, "1,000"));
+    assert_non_null(strstr(l, "1,200"));
+    assert_null(strstr(l, "%  "));
+    assert_non_null(strstr(l, "+20.0 %"));
+    /* what changed, and only that: main is 100 % in both */
+    assert_null(strstr(out, "\n  main "));
+    assert_non_null(strstr(line_of(out, "hot"), "60.00 %"));
+    assert_non_null(strstr(line_of(out, "cold"), "25.00 %"));
+    t = table(j, "share of samples on the stack");
+    assert_int_equal(json_integer_value(json_object_get(t, "changed")), 3);
+    assert_null(row(t, "main"));
+    assert_true(num(row(t, "work"), "a") == 60 && num(row(t, "work"), "b") == 75);
+    assert_true(num(row(t, "hot"), "a") == 60 && num(row(t, "hot"), "b") == 75);
+    t = table(j, "share of samples on CPU");
+    assert_int_equal(json_integer_value(json_object_get(t, "changed")), 2);
+    assert_null(row(t, "work")); /* never the leaf */
+    assert_true(num(row(t, "cold"), "a") == 40 && num(row(t, "cold"), "b") == 25);
+    t = row(json_object_get(j, "totals"), "samples");
+    assert_true(num(t, "a") == 1000 && num(t, "b") == 1200);
+    /* the conditions: counts and shares, relative and absolute */
+    assert_non_null(strstr(failed, "--fail-if samples>+10%: samples went from 1,000 to 1,200 (+20.0 %)"));
+    assert_non_null(strstr(failed, "--fail-if samples[cold]<-10%: samples[cold] went from 40.00 % to 25.00 %"));
+    assert_null(strstr(failed, "self[hot]"));
+    assert_non_null(strstr(failed, "--fail-if samples[hot]>70: samples[hot] went from 60.00 % to 75.00 %"));
+    assert_null(strstr(failed, "samples>+1000"));
+    /* main is on every stack (100 %) and never the leaf (0 %) */
+    assert_null(strstr(failed, "[main]"));
+    assert_non_null(strstr(failed, "--fail-if samples[work]>+20%: samples[work] went from 60.00 % to 75.00 %"));
+    json_decref(j);
+    free(out);
+    free(failed);
+}
+
+/* ---- what reaches a terminal ------------------------------------------- */
+
+/* The offset of the first control byte but '\n' in S, or -1.  (A failing
+ * test names the offset: printing the text would run its escapes.) */
+static long
+first_control(const char *s)
+{
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 && *p != '\n')
+            return p - s;
+    return -1;
+}
+
+static void
+test_compare_escapes_names(void **state)
+{
+    const char *conds[] = { "ir>+10%" };
+    char *out = NULL, *failed = NULL;
+    json_t *j, *t;
+
+    (void)state;
+    assert_int_equal(compare(CG_A, CG_B, conds, 1, PH_COMPARE_TEXT, &out, &failed), 1);
+    if (first_control(out) >= 0)
+        fail_msg("a control byte at offset %ld of compare's text", first_control(out));
+    assert_non_null(strstr(out, EVIL_SHOWN));
+    free(out);
+    free(failed);
+    /* JSON keeps the real name (jansson writes \u001b) */
+    j = compare_json(CG_A, CG_B);
+    t = table(j, "self cost");
+    assert_non_null(row(t, ":" EVIL)); /* no fl=: file:fn with no file */
+    assert_int_equal(json_integer_value(json_object_get(t, "changed")), 1); /* work and main did not change */
+    json_decref(j);
+}
+
+static void
+test_headline_escaped(void **state)
+{
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    char dir[800], path[900], *text = NULL;
+    size_t len = 0;
+    FILE *f;
+    json_t *sum;
+
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, CG_B);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    f = open_memstream(&text, &len);
+    ph_report_print_headline(f, &h);
+    fclose(f);
+    if (first_control(text) >= 0)
+        fail_msg("a control byte at offset %ld of the headline", first_control(text));
+    assert_non_null(strstr(text, "top " EVIL_SHOWN " "));
+    free(text);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    sum = json_load_file(path, 0, NULL);
+    assert_non_null(sum);
+    assert_non_null(strstr(json_string_value(json_object_get(sum, "headline")), "top " EVIL " "));
+    json_decref(sum);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compare_strace),
+        cmocka_unit_test(test_compare_negative),
+        cmocka_unit_test(test_compare_flame),
+        cmocka_unit_test(test_compare_escapes_names),
+        cmocka_unit_test(test_headline_escaped),
+    };
+    int rc = cmocka_run_group_tests_name("compare", tests, group_setup, tu_teardown);
+
+    rt_profiles_free();
+    return rc;
+}
