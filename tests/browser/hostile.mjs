@@ -108,14 +108,21 @@ export async function checkFlame(page, report) {
   // click the widest frame of the report's graph, as a person would
   const box = await page.eval(`(function () { var f = document.querySelector('iframe.flame'); f.scrollIntoView();
     var b = f.getBoundingClientRect(); return { x: b.left + f.clientLeft, y: b.top + f.clientTop }; })()`);
-  const target = await until(() => page.evalInFrame(FRAME_RECT).catch(() => null), 10000, 'the graph in its frame');
-  await page.click(box.x + target.x, box.y + target.y);
-  const zoomed = await until(async () => {
-    const href = await page.eval('location.href').catch(() => null);
-    if (href !== url) return { moved: href };
-    return (await page.evalInFrame(`!document.getElementById('unzoom').classList.contains('hide')`).catch(() => false))
-      ? { zoomed: true } : null;
-  }, 10000, 'the click to zoom the graph').catch(() => ({ timeout: true }));
+  const target = await until(() => page.evalInFrame(`document.readyState === 'complete' && ${FRAME_RECT}`)
+    .catch(() => null), 60000, 'the graph in its frame');
+  // click until the graph zooms (its script listens from its load event
+  // on) or the tab goes elsewhere; every click is the same zoom
+  let zoomed = null;
+  for (let i = 0; i < 20 && !zoomed; i++) {
+    await page.click(box.x + target.x, box.y + target.y);
+    zoomed = await until(async () => {
+      const href = await page.eval('location.href').catch(() => null);
+      if (href !== url) return { moved: href };
+      return (await page.evalInFrame(`!document.getElementById('unzoom').classList.contains('hide')`).catch(() => false))
+        ? { zoomed: true } : null;
+    }, 3000, 'the click to zoom the graph').catch(() => null);
+  }
+  zoomed = zoomed || {};
   const navs = page.events().filter((e) => e.method === 'Page.frameNavigated' && !e.params.frame.parentId &&
     e.params.frame.url !== url);
   if (zoomed.moved !== undefined || navs.length > 0)
