@@ -4,7 +4,7 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wformat=2 -Wshadow -Wno-unused-parameter -Wmissing-prototypes \
-           -Wstrict-prototypes -Werror=implicit-function-declaration \
+           -Wstrict-prototypes -Werror=implicit-function-declaration -Werror=incompatible-pointer-types \
            -Wno-format-truncation # buffers are bounded on purpose; truncation is handled
 PKGS    := libcurl yaml-0.1 libarchive jansson zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -27,11 +27,13 @@ SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # The sampler draws its own flamegraphs: the renderer and the error type are
 # compiled into it (position-independent), nothing else of the library.
 # ph_folded is the renderer's parser, ph_lines its line splitter and
-# ph_intern its string table; ph_escape is what ph_error prints through.
+# ph_intern its string table; ph_escape is what ph_error prints through;
+# ph_markup (and its ph_sha256) the writer every SVG goes through.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
                $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
                $(B)/pic/harness/flame/ph_folded.o $(B)/pic/harness/util/ph_lines.o \
-               $(B)/pic/harness/util/ph_intern.o
+               $(B)/pic/harness/util/ph_intern.o $(B)/pic/harness/util/ph_markup.o \
+               $(B)/pic/harness/util/ph_sha256.o
 # zlib is linked in (Debian's libz.a is position-independent): the sampler
 # then loads into a service whose image has no zlib (distroless).
 SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthread -lm

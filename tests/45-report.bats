@@ -133,3 +133,52 @@ profile() {
     [[ "$output" == *"front: "*"report: $rd/report.html"* ]]
     grep -q "front/$(basename "$rd")/report.html" "$OUT/index.html"
 }
+
+# hostile COMMAND ARGS: tests/browser/hostile.mjs (headless Chromium over
+# the DevTools protocol; Node 20 has WebSocket behind a flag).
+hostile() {
+    local flag=--experimental-websocket
+    node $flag -e '' 2>/dev/null || flag=
+    timeout 300 node $flag "$REPO/tests/browser/hostile.mjs" "$@"
+}
+
+@test "report: a callgrind.out planted by a strace container runs no script in the report (Chromium)" {
+    run ph start --mode strace front
+    [ "$status" -eq 0 ]
+    # event, function and file names that are markup and script
+    hostile write-callgrind "$BATS_TEST_TMPDIR/callgrind.out.1"
+    dk cp "$BATS_TEST_TMPDIR/callgrind.out.1" "$PH_TEST_PROJECT-front-strace:/opt/profiling/front/callgrind.out.1"
+    drive_load 20
+    run ph stop front
+    [ "$status" -eq 0 ]
+    rd=$(latest front)
+    [ -s "$rd/callgrind.out.1" ]
+    # the title stays, nothing of it runs or becomes an element, the names
+    # are shown as they were written; the page allows its own script only
+    hostile check-injected "$rd/report.html"
+    run ph report "$rd"
+    [ "$status" -eq 0 ]
+    hostile check-injected "$rd/report.html"
+}
+
+@test "report: a flamegraph container's own SVG is neither shown nor linked; the host's graph zooms in its sandbox (Chromium)" {
+    run ph start --mode flamegraph front
+    [ "$status" -eq 0 ]
+    # a sampler-like SVG with a script and a click that takes the tab away,
+    # named to sort after the sampler's own
+    hostile write-svg "$PH" "$BATS_TEST_TMPDIR/planted.svg"
+    dk cp "$BATS_TEST_TMPDIR/planted.svg" \
+        "$PH_TEST_PROJECT-front-flamegraph:/opt/profiling/front/flamegraph-99991231T235959Z-1.svg"
+    drive_load 200
+    run ph stop front
+    [ "$status" -eq 0 ]
+    rd=$(latest front)
+    grep -q CONTAINER-SVG-MARKER "$rd/flamegraph-99991231T235959Z-1.svg"
+    # flamegraph.svg is the harness's rendering of the stacks
+    [ "$(readlink -f "$OUT/front/flamegraph.svg")" = "$rd/report-flamegraph.svg" ]
+    grep -q front_checksum_payload "$rd/report-flamegraph.svg"
+    ! grep -q CONTAINER-SVG-MARKER "$rd/report-flamegraph.svg" || false
+    # no frame holds the planted SVG, every frame is sandboxed, a click
+    # zooms the graph and leaves the tab where it is
+    hostile check-flame "$rd/report.html"
+}

@@ -43,8 +43,15 @@ top_leaf() { sort -t' ' -k2,2n "$1" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//
     [[ "$output" == *"samples of cpu-clock"* ]]
     for f in stacks.folded flamegraph.svg profile.pb.gz; do
         [ -s "$run_dir/$f" ]
+    done
+    for f in stacks.folded profile.pb.gz; do
         [ "$(readlink "$OUT/front/$f")" = "$(basename "$run_dir")/$f" ]
     done
+    # flamegraph.svg links the report's rendering of the stacks: the
+    # conversion's SVG went through the container
+    [ "$(readlink "$OUT/front/flamegraph.svg")" = "$(basename "$run_dir")/report-flamegraph.svg" ]
+    grep -q 'front_checksum_payload' "$run_dir/report-flamegraph.svg"
+    grep -q "front (perf, run $(basename "$run_dir"))" "$run_dir/report-flamegraph.svg"
     [ "$(top_leaf "$run_dir/stacks.folded")" = front_checksum_payload ]
     grep -q '^demo-front;' "$run_dir/stacks.folded"
     grep -q 'front_checksum_payload' "$run_dir/flamegraph.svg"

@@ -53,6 +53,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_markup_only.h"
+
 #define FRAME_H 16
 #define FONT_SIZE 12
 /* The advance of a 12 px monospace character: 0.6025 em, the widest of
@@ -536,7 +538,7 @@ show_chars(const char *s, size_t n)
 /* Text content or attribute value: S[0..N) shown (see show_unit), at most
  * LIMIT characters of it, with markup escaped. */
 static void
-xml_show(FILE *out, const char *s, size_t n, size_t limit)
+xml_show(ph_mw *out, const char *s, size_t n, size_t limit)
 {
     char u[8];
 
@@ -545,21 +547,12 @@ xml_show(FILE *out, const char *s, size_t n, size_t limit)
         if (chars > limit) /* an escape cut short: its first characters */
             ulen = chars = limit;
         limit -= chars;
-        if (ulen == 1) {
-            switch (u[0]) {
-            case '&': fputs("&amp;", out); continue;
-            case '<': fputs("&lt;", out); continue;
-            case '>': fputs("&gt;", out); continue;
-            case '"': fputs("&quot;", out); continue;
-            case '\'': fputs("&apos;", out); continue;
-            }
-        }
-        fwrite(u, 1, ulen, out);
+        ph_mw_textn(out, u, ulen);
     }
 }
 
 static void
-xml_text(FILE *out, const char *s, size_t n)
+xml_text(ph_mw *out, const char *s, size_t n)
 {
     xml_show(out, s, n, SIZE_MAX);
 }
@@ -799,7 +792,7 @@ colour(const char *name, size_t nlen, const palette *pal, int differential, doub
 }
 
 typedef struct draw_ctx {
-    FILE *out;
+    ph_mw *out;
     const ph_folded *f;
     const ph_flame_opts *o;
     const palette *pal;
@@ -820,7 +813,7 @@ static void
 draw(const draw_ctx *c, const kept *k)
 {
     static const char all[] = "all";
-    FILE *out = c->out;
+    ph_mw *out = c->out;
     size_t nlen;
     const char *name = k->name == ROOT_ID ? all : ph_folded_name(c->f, k->name, &nlen);
     int64_t x1 = llround((XPAD + k->x * c->scale) * 100), x2 = llround((XPAD + (k->x + k->w) * c->scale) * 100);
@@ -835,24 +828,24 @@ draw(const draw_ctx *c, const kept *k)
     if (annotation(name, nlen))
         nlen -= 4; /* shown without its annotation, as flamegraph.pl does */
     fmt_count(cnt, sizeof cnt, k->w);
-    fputs("<g><title>", out);
+    PH_MW_RAW(out, "<g><title>");
     xml_text(out, name, nlen);
     if (c->differential) {
         /* flamegraph.pl's form, "; +28.57%": the change as a share of the total */
         double d = 100.0 * delta_of(k, c->o->diff_self) / c->total;
-        fprintf(out, " (%s %s, %.2f%%; %s%.2f%%)", cnt, c->countname, 100.0 * k->w / c->total,
+        PH_MW_FMT(out, " (%s %s, %.2f%%; %s%.2f%%)", cnt, c->countname, 100.0 * k->w / c->total,
                 d > 0.005 ? "+" : d < -0.005 ? "-" : "", fabs(d));
     } else {
-        fprintf(out, " (%s %s, %.2f%%)", cnt, c->countname, 100.0 * k->w / c->total);
+        PH_MW_FMT(out, " (%s %s, %.2f%%)", cnt, c->countname, 100.0 * k->w / c->total);
     }
     fmt_px(xs, sizeof xs, x1);
     fmt_px(ws, sizeof ws, x2 - x1);
     /* fg:x and fg:w: the frame in samples (inferno's attributes), exact
      * (%.17g round-trips a double), for the script's zoom and search */
-    fprintf(out, "</title><rect x=\"%s\" y=\"%.0f\" width=\"%s\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\" fg:x=\"%.17g\" "
+    PH_MW_FMT(out, "</title><rect x=\"%s\" y=\"%.0f\" width=\"%s\" height=\"%d\" fill=\"%s\" rx=\"2\" ry=\"2\" fg:x=\"%.17g\" "
             "fg:w=\"%.17g\"/>", xs, y, ws, FRAME_H - 1, fill, k->x, k->w);
     fmt_px(xs, sizeof xs, x1 + 300);
-    fprintf(out, "<text x=\"%s\" y=\"%.0f\">", xs, y + FRAME_H - 5);
+    PH_MW_FMT(out, "<text x=\"%s\" y=\"%.0f\">", xs, y + FRAME_H - 5);
     /* the same arithmetic as fit() in the script */
     nch = w > 6 ? (size_t)floor((w - 6) / CHAR_W) : 0;
     if (nch >= 3) {
@@ -861,10 +854,10 @@ draw(const draw_ctx *c, const kept *k)
             xml_text(out, name, nlen);
         } else {
             xml_show(out, name, nlen, nch - 2);
-            fputs("..", out);
+            PH_MW_RAW(out, "..");
         }
     }
-    fputs("</text></g>\n", out);
+    PH_MW_RAW(out, "</text></g>\n");
 }
 
 /* The interactive part.  Frames carry their extent in samples (fg:x,
@@ -874,76 +867,81 @@ draw(const draw_ctx *c, const kept *k)
  * for decimal counts, rescales x and width and refits labels with the
  * fixed char width.  State (zoomed frame, search, case) lives in the
  * query string, so a link reopens the same view. */
-static const char script[] =
-    "<script type=\"text/ecmascript\"><![CDATA[\n"
-    "'use strict';\n"
-    "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted, EPS;\n"
-    "var ignorecase=false, currentSearch=null, zoomed=null;\n"
-    "function init(){ svg=document.documentElement; W=svg.viewBox.baseVal.width||+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n"
-    "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n"
-    "  details=document.getElementById('details').firstChild; matchedtxt=document.getElementById('matched');\n"
-    "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n"
-    "  var gs=document.getElementById('frames').children;\n"
-    "  for(var i=0;i<gs.length;i++){ var g=gs[i], r=g.firstChild.nextSibling, t=r.nextSibling, title=g.firstChild.textContent;\n"
-    "    var f={ g:g, r:r, t:t, x:+r.getAttribute('fg:x'), w:+r.getAttribute('fg:w'), y:+r.getAttribute('y'),\n"
-    "      px:+r.getAttribute('x'), pw:+r.getAttribute('width'),\n"
-    "      name:Array.from(title.replace(/ \\([^()]*\\)$/,'')), title:title, fill:r.getAttribute('fill') };\n"
-    "    g.frame=f; frames.push(f); }\n"
-    "  EPS=frames[0].w*1e-9;\n"
-    "  document.getElementById('frames').addEventListener('click', function(e){ var g=e.target.closest('g'); if(g&&g.frame) zoom(g.frame); });\n"
-    "  document.getElementById('frames').addEventListener('mouseover', function(e){ var g=e.target.closest('g'); if(g&&g.frame) details.nodeValue='Function: '+g.frame.title; });\n"
-    "  document.getElementById('frames').addEventListener('mouseout', function(){ details.nodeValue=' '; });\n"
-    "  searchbtn.addEventListener('click', function(){ if(currentSearch===null) searchPrompt(); else resetSearch(); });\n"
-    "  unzoombtn.addEventListener('click', function(){ unzoom(); });\n"
-    "  icbtn.addEventListener('click', function(){ toggleCase(); });\n"
-    "  window.addEventListener('keydown', function(e){ if((e.ctrlKey&&e.key==='f')||e.key==='F3'){ e.preventDefault(); searchPrompt(); }\n"
-    "    else if(e.ctrlKey&&e.key==='i'){ e.preventDefault(); toggleCase(); } else if(e.key==='Escape'){ resetSearch(); } });\n"
-    "  var p=new URLSearchParams(document.location.search);\n"
-    "  if(p.get('ic')==='1') setCase(true);\n"
-    "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return Math.abs(f.x-x)<=EPS && f.y===y; })[0]; if(t) zoom(t); }\n"
-    "  if(p.has('s')) search(p.get('s')); }\n"
-    "function updateUrl(){ var p=new URLSearchParams();\n"
-    "  if(zoomed){ p.set('x',zoomed.x); p.set('y',zoomed.y); }\n"
-    "  if(currentSearch!==null) p.set('s',currentSearch); if(ignorecase) p.set('ic','1');\n"
-    "  var q=p.toString(); try{ history.replaceState(null,'',document.location.pathname+(q?'?'+q:'')); }catch(e){} }\n"
-    "function fit(f,x,w){ f.r.setAttribute('x',x.toFixed(2)); f.r.setAttribute('width',w.toFixed(2)); f.t.setAttribute('x',(x+3).toFixed(2));\n"
-    "  var n=w>6 ? Math.floor((w-6)/CW) : 0, s;\n"
-    "  s = n<3 ? '' : (f.name.length<=n ? f.name.join('') : f.name.slice(0,n-2).join('')+'..');\n"
-    "  if(f.t.textContent!==s) f.t.textContent=s; }\n"
-    "function isAncestor(f,z){ return (inverted ? f.y<z.y : f.y>z.y) && f.x<=z.x+EPS && f.x+f.w>=z.x+z.w-EPS; }\n"
-    "function isDescendant(f,z){ return (inverted ? f.y>=z.y : f.y<=z.y) && f.x>=z.x-EPS && f.x+f.w<=z.x+z.w+EPS; }\n"
-    "function zoom(z){ var scale=(W-2*PAD)/z.w; zoomed=z; unzoombtn.classList.remove('hide');\n"
-    "  frames.forEach(function(f){ var g=f.g;\n"
-    "    if(isAncestor(f,z)){ g.classList.add('parent'); g.classList.remove('hide'); fit(f,PAD,W-2*PAD); }\n"
-    "    else if(isDescendant(f,z)){ g.classList.remove('parent','hide'); fit(f,PAD+(f.x-z.x)*scale,f.w*scale); }\n"
-    "    else { g.classList.add('hide'); g.classList.remove('parent'); } });\n"
-    "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
-    "function unzoom(){ zoomed=null; unzoombtn.classList.add('hide');\n"
-    "  frames.forEach(function(f){ f.g.classList.remove('parent','hide'); fit(f,f.px,f.pw); });\n"
-    "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
-    "function setCase(on){ ignorecase=on; icbtn.classList.toggle('show',on); }\n"
-    "function toggleCase(){ setCase(!ignorecase); if(currentSearch!==null) search(currentSearch); updateUrl(); }\n"
-    "function searchPrompt(){ var t=prompt('Enter a search term (regexp allowed, eg: ^ext4_)'+(ignorecase?', ignoring case':'')+'\\nPress Ctrl-I to toggle case sensitivity',''); if(t!==null && t!=='') search(t); }\n"
-    "function clearPaint(){ frames.forEach(function(f){ if(f.painted){ f.r.setAttribute('fill',f.fill); f.painted=false; } }); }\n"
-    "function resetSearch(){ currentSearch=null; clearPaint(); matchedtxt.classList.add('hide'); matchedtxt.firstChild.nodeValue=' ';\n"
-    "  searchbtn.classList.remove('show'); searchbtn.firstChild.nodeValue='Search'; updateUrl(); }\n"
-    "// Matched: the union of the matching frames' spans within the view, so\n"
-    "// a match nested in another match is not counted twice.\n"
-    "function search(term){ var re; try{ re=new RegExp(term, ignorecase?'i':''); }catch(e){ return; }\n"
-    "  clearPaint(); currentSearch=term; var lo=zoomed?zoomed.x:frames[0].x, hi=zoomed?zoomed.x+zoomed.w:frames[0].x+frames[0].w, spans=[];\n"
-    "  frames.forEach(function(f){ if(f.g.classList.contains('hide') || !re.test(f.name.join(''))) return;\n"
-    "    f.r.setAttribute('fill','rgb(230,0,230)'); f.painted=true; spans.push([Math.max(f.x,lo), Math.min(f.x+f.w,hi)]); });\n"
-    "  spans.sort(function(a,b){ return a[0]-b[0]; }); var sum=0, end=-Infinity;\n"
-    "  spans.forEach(function(s){ var a=Math.max(s[0],end); if(s[1]>a){ sum+=s[1]-a; } if(s[1]>end) end=s[1]; });\n"
-    "  matchedtxt.firstChild.nodeValue='Matched: '+(hi>lo ? 100*sum/(hi-lo) : 0).toFixed(1)+'%'; matchedtxt.classList.remove('hide');\n"
-    "  searchbtn.classList.add('show'); searchbtn.firstChild.nodeValue='Reset Search'; updateUrl(); }\n"
+#define FLAME_JS \
+    "\n'use strict';\n" \
+    "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted, EPS;\n" \
+    "var ignorecase=false, currentSearch=null, zoomed=null;\n" \
+    "function init(){ svg=document.documentElement; W=svg.viewBox.baseVal.width||+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n" \
+    "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n" \
+    "  details=document.getElementById('details').firstChild; matchedtxt=document.getElementById('matched');\n" \
+    "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n" \
+    "  var gs=document.getElementById('frames').children;\n" \
+    "  for(var i=0;i<gs.length;i++){ var g=gs[i], r=g.firstChild.nextSibling, t=r.nextSibling, title=g.firstChild.textContent;\n" \
+    "    var f={ g:g, r:r, t:t, x:+r.getAttribute('fg:x'), w:+r.getAttribute('fg:w'), y:+r.getAttribute('y'),\n" \
+    "      px:+r.getAttribute('x'), pw:+r.getAttribute('width'),\n" \
+    "      name:Array.from(title.replace(/ \\([^()]*\\)$/,'')), title:title, fill:r.getAttribute('fill') };\n" \
+    "    g.frame=f; frames.push(f); }\n" \
+    "  EPS=frames[0].w*1e-9;\n" \
+    "  document.getElementById('frames').addEventListener('click', function(e){ var g=e.target.closest('g'); if(g&&g.frame) zoom(g.frame); });\n" \
+    "  document.getElementById('frames').addEventListener('mouseover', function(e){ var g=e.target.closest('g'); if(g&&g.frame) details.nodeValue='Function: '+g.frame.title; });\n" \
+    "  document.getElementById('frames').addEventListener('mouseout', function(){ details.nodeValue=' '; });\n" \
+    "  searchbtn.addEventListener('click', function(){ if(currentSearch===null) searchPrompt(); else resetSearch(); });\n" \
+    "  unzoombtn.addEventListener('click', function(){ unzoom(); });\n" \
+    "  icbtn.addEventListener('click', function(){ toggleCase(); });\n" \
+    "  window.addEventListener('keydown', function(e){ if((e.ctrlKey&&e.key==='f')||e.key==='F3'){ e.preventDefault(); searchPrompt(); }\n" \
+    "    else if(e.ctrlKey&&e.key==='i'){ e.preventDefault(); toggleCase(); } else if(e.key==='Escape'){ resetSearch(); } });\n" \
+    "  var p=new URLSearchParams(document.location.search);\n" \
+    "  if(p.get('ic')==='1') setCase(true);\n" \
+    "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return Math.abs(f.x-x)<=EPS && f.y===y; })[0]; if(t) zoom(t); }\n" \
+    "  if(p.has('s')) search(p.get('s')); }\n" \
+    "function updateUrl(){ var p=new URLSearchParams();\n" \
+    "  if(zoomed){ p.set('x',zoomed.x); p.set('y',zoomed.y); }\n" \
+    "  if(currentSearch!==null) p.set('s',currentSearch); if(ignorecase) p.set('ic','1');\n" \
+    "  var q=p.toString(); try{ history.replaceState(null,'',document.location.pathname+(q?'?'+q:'')); }catch(e){} }\n" \
+    "function fit(f,x,w){ f.r.setAttribute('x',x.toFixed(2)); f.r.setAttribute('width',w.toFixed(2)); f.t.setAttribute('x',(x+3).toFixed(2));\n" \
+    "  var n=w>6 ? Math.floor((w-6)/CW) : 0, s;\n" \
+    "  s = n<3 ? '' : (f.name.length<=n ? f.name.join('') : f.name.slice(0,n-2).join('')+'..');\n" \
+    "  if(f.t.textContent!==s) f.t.textContent=s; }\n" \
+    "function isAncestor(f,z){ return (inverted ? f.y<z.y : f.y>z.y) && f.x<=z.x+EPS && f.x+f.w>=z.x+z.w-EPS; }\n" \
+    "function isDescendant(f,z){ return (inverted ? f.y>=z.y : f.y<=z.y) && f.x>=z.x-EPS && f.x+f.w<=z.x+z.w+EPS; }\n" \
+    "function zoom(z){ var scale=(W-2*PAD)/z.w; zoomed=z; unzoombtn.classList.remove('hide');\n" \
+    "  frames.forEach(function(f){ var g=f.g;\n" \
+    "    if(isAncestor(f,z)){ g.classList.add('parent'); g.classList.remove('hide'); fit(f,PAD,W-2*PAD); }\n" \
+    "    else if(isDescendant(f,z)){ g.classList.remove('parent','hide'); fit(f,PAD+(f.x-z.x)*scale,f.w*scale); }\n" \
+    "    else { g.classList.add('hide'); g.classList.remove('parent'); } });\n" \
+    "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n" \
+    "function unzoom(){ zoomed=null; unzoombtn.classList.add('hide');\n" \
+    "  frames.forEach(function(f){ f.g.classList.remove('parent','hide'); fit(f,f.px,f.pw); });\n" \
+    "  if(currentSearch!==null) search(currentSearch); updateUrl(); }\n" \
+    "function setCase(on){ ignorecase=on; icbtn.classList.toggle('show',on); }\n" \
+    "function toggleCase(){ setCase(!ignorecase); if(currentSearch!==null) search(currentSearch); updateUrl(); }\n" \
+    "function searchPrompt(){ var t=prompt('Enter a search term (regexp allowed, eg: ^ext4_)'+(ignorecase?', ignoring case':'')+'\\nPress Ctrl-I to toggle case sensitivity',''); if(t!==null && t!=='') search(t); }\n" \
+    "function clearPaint(){ frames.forEach(function(f){ if(f.painted){ f.r.setAttribute('fill',f.fill); f.painted=false; } }); }\n" \
+    "function resetSearch(){ currentSearch=null; clearPaint(); matchedtxt.classList.add('hide'); matchedtxt.firstChild.nodeValue=' ';\n" \
+    "  searchbtn.classList.remove('show'); searchbtn.firstChild.nodeValue='Search'; updateUrl(); }\n" \
+    "// Matched: the union of the matching frames' spans within the view, so\n" \
+    "// a match nested in another match is not counted twice.\n" \
+    "function search(term){ var re; try{ re=new RegExp(term, ignorecase?'i':''); }catch(e){ return; }\n" \
+    "  clearPaint(); currentSearch=term; var lo=zoomed?zoomed.x:frames[0].x, hi=zoomed?zoomed.x+zoomed.w:frames[0].x+frames[0].w, spans=[];\n" \
+    "  frames.forEach(function(f){ if(f.g.classList.contains('hide') || !re.test(f.name.join(''))) return;\n" \
+    "    f.r.setAttribute('fill','rgb(230,0,230)'); f.painted=true; spans.push([Math.max(f.x,lo), Math.min(f.x+f.w,hi)]); });\n" \
+    "  spans.sort(function(a,b){ return a[0]-b[0]; }); var sum=0, end=-Infinity;\n" \
+    "  spans.forEach(function(s){ var a=Math.max(s[0],end); if(s[1]>a){ sum+=s[1]-a; } if(s[1]>end) end=s[1]; });\n" \
+    "  matchedtxt.firstChild.nodeValue='Matched: '+(hi>lo ? 100*sum/(hi-lo) : 0).toFixed(1)+'%'; matchedtxt.classList.remove('hide');\n" \
+    "  searchbtn.classList.add('show'); searchbtn.firstChild.nodeValue='Reset Search'; updateUrl(); }\n" \
     "window.addEventListener('load', init);\n"
-    "]]></script>\n";
+
+const char *
+ph_flame_script(void)
+{
+    return FLAME_JS;
+}
 
 static int
 write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int differential, frames *fr, double total,
-          FILE *out)
+          FILE *file)
 {
+    ph_mw w = ph_mw_on(file, PH_MW_SVG), *out = &w;
     draw_ctx c;
     const char *title = o->title ? o->title
                         : o->inverted ? "Icicle Graph"
@@ -982,51 +980,53 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
             maxdelta = fabs(delta_of(&fr->v[i], o->diff_self));
     c = (draw_ctx){ out, f, o, pal, o->countname ? o->countname : "samples", differential, height, TOP_PAD + sub_pad,
                     total, (o->width - 2 * XPAD) / total, maxdelta };
-    fprintf(out,
-            "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
+    PH_MW_FMT(out, "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
             "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" "
             "xmlns=\"http://www.w3.org/2000/svg\" xmlns:fg=\"http://github.com/jonhoo/inferno\" data-charw=\"%.2f\" data-xpad=\"%d\" data-inverted=\"%d\">\n",
             o->width, height, o->width, height, CHAR_W, XPAD, o->inverted ? 1 : 0);
-    fputs("<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0)}#title{text-anchor:middle;font-size:17px}"
+    PH_MW_RAW(out, "<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0)}#title{text-anchor:middle;font-size:17px}"
           "#subtitle{text-anchor:middle;fill:rgb(160,160,160)}#frames>g{cursor:pointer}"
           "#frames>g:hover rect{stroke:black;stroke-width:0.5}#frames text{pointer-events:none}"
           ".hide{display:none}.parent{opacity:0.5}#search,#ignorecase{opacity:0.1;cursor:pointer}"
-          "#search:hover,#search.show,#ignorecase:hover,#ignorecase.show{opacity:1}#unzoom{cursor:pointer}", out);
+          "#search:hover,#search.show,#ignorecase:hover,#ignorecase.show{opacity:1}#unzoom{cursor:pointer}");
     /* unchanged frames of a differential graph are near white, as the
      * background is: an outline keeps them apart */
-    fputs(differential ? "#frames rect{stroke:rgb(210,210,210);stroke-width:0.5}</style>\n" : "</style>\n", out);
-    fputs(script, out);
-    fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n", o->width, height);
-    fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", o->width / 2);
+    if (differential)
+        PH_MW_RAW(out, "#frames rect{stroke:rgb(210,210,210);stroke-width:0.5}");
+    PH_MW_RAW(out, "</style>\n<script type=\"text/ecmascript\"><![CDATA[" FLAME_JS "]]></script>\n");
+    PH_MW_FMT(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n", o->width, height);
+    PH_MW_FMT(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", o->width / 2);
     if (show_chars(title, strlen(title)) <= tmax) {
         xml_text(out, title, strlen(title));
     } else {
         xml_show(out, title, strlen(title), tmax - 2);
-        fputs("..", out);
+        PH_MW_RAW(out, "..");
     }
-    fputs("</text>\n", out);
+    PH_MW_RAW(out, "</text>\n");
     if (nsub > 0) {
-        fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6);
+        PH_MW_FMT(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6);
         for (size_t i = 0; i < nsub; i++) {
-            fprintf(out, "<tspan x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6 + (int)i * SUB_LINE_H);
+            PH_MW_FMT(out, "<tspan x=\"%.1f\" y=\"%d\">", o->width / 2, 24 + FONT_SIZE + 6 + (int)i * SUB_LINE_H);
             xml_text(out, subsrc[i] + sub[i].off, sub[i].len);
-            fputs(sub[i].cut ? "..</tspan>" : "</tspan>", out);
+            if (sub[i].cut)
+                PH_MW_RAW(out, "..");
+            PH_MW_RAW(out, "</tspan>");
         }
-        fputs("</text>\n", out);
+        PH_MW_RAW(out, "</text>\n");
     }
-    fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 17);
-    fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n", XPAD);
-    fprintf(out, "<text id=\"search\" x=\"%.0f\" y=\"24\">Search</text>\n", o->width - XPAD - 100);
-    fprintf(out, "<text id=\"ignorecase\" x=\"%.0f\" y=\"24\">ic</text>\n", o->width - XPAD - 16);
-    fprintf(out, "<text id=\"matched\" class=\"hide\" x=\"%.0f\" y=\"%d\"> </text>\n", o->width - XPAD - 100, height - 17);
-    fputs("<g id=\"frames\">\n", out);
+    PH_MW_FMT(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", XPAD, height - 17);
+    PH_MW_FMT(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n", XPAD);
+    PH_MW_FMT(out, "<text id=\"search\" x=\"%.0f\" y=\"24\">Search</text>\n", o->width - XPAD - 100);
+    PH_MW_FMT(out, "<text id=\"ignorecase\" x=\"%.0f\" y=\"24\">ic</text>\n", o->width - XPAD - 16);
+    PH_MW_FMT(out, "<text id=\"matched\" class=\"hide\" x=\"%.0f\" y=\"%d\"> </text>\n", o->width - XPAD - 100, height - 17);
+    PH_MW_RAW(out, "<g id=\"frames\">\n");
     /* the root first (the script reads the view's extent from it), then
      * the others in the order they closed: left to right, leaves first */
     draw(&c, &fr->v[fr->n - 1]);
     for (size_t i = 0; i + 1 < fr->n; i++)
         draw(&c, &fr->v[i]);
-    fputs("</g>\n</svg>\n", out);
-    return fflush(out) != 0 || ferror(out) ? -1 : 0;
+    PH_MW_RAW(out, "</g>\n</svg>\n");
+    return fflush(file) != 0 || ph_mw_error(out) ? -1 : 0;
 }
 
 int
@@ -1103,27 +1103,29 @@ out:
 }
 
 int
-ph_flame_render_error(const char *message, const ph_flame_opts *opts, FILE *out, ph_error_t *err)
+ph_flame_render_error(const char *message, const ph_flame_opts *opts, FILE *file, ph_error_t *err)
 {
+    ph_mw w = ph_mw_on(file, PH_MW_SVG), *out = &w;
     double width = opts && opts->width >= 2 * XPAD + 10 && isfinite(opts->width) ? opts->width : 1200;
     text_line lines[3];
     size_t n = wrap_text(message, strlen(message), (size_t)((width - 2 * XPAD) / CHAR_W) - 7, lines, 3);
     int height = TOP_PAD + (int)(n + 1) * SUB_LINE_H;
 
-    fprintf(out,
-            "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
+    PH_MW_FMT(out, "<?xml version=\"1.0\" standalone=\"yes\"?>\n"
             "<svg version=\"1.1\" width=\"%.0f\" height=\"%d\" viewBox=\"0 0 %.0f %d\" xmlns=\"http://www.w3.org/2000/svg\">\n"
             "<style>text{font-family:monospace;font-size:12px;fill:rgb(0,0,0);text-anchor:middle}</style>\n"
             "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%d\" fill=\"rgb(248,248,248)\"/>\n"
             "<text id=\"error\" x=\"%.1f\" y=\"24\">",
             width, height, width, height, width, height, width / 2);
     for (size_t i = 0; i < n; i++) {
-        fprintf(out, "<tspan x=\"%.1f\" y=\"%d\">%s", width / 2, 24 + (int)i * SUB_LINE_H, i ? "" : "ERROR: ");
+        PH_MW_FMT(out, "<tspan x=\"%.1f\" y=\"%d\">%s", width / 2, 24 + (int)i * SUB_LINE_H, i ? "" : "ERROR: ");
         xml_text(out, message + lines[i].off, lines[i].len);
-        fputs(lines[i].cut ? "..</tspan>" : "</tspan>", out);
+        if (lines[i].cut)
+            PH_MW_RAW(out, "..");
+        PH_MW_RAW(out, "</tspan>");
     }
-    fputs("</text>\n</svg>\n", out);
-    if (fflush(out) != 0 || ferror(out))
+    PH_MW_RAW(out, "</text>\n</svg>\n");
+    if (fflush(file) != 0 || ph_mw_error(out))
         return ph_fail(err, errno, "flamegraph: write the SVG");
     return 0;
 }

@@ -93,6 +93,10 @@ int ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph
 /* A small SVG of OPTS's width saying "ERROR: MESSAGE", for when there is
  * nothing to draw (flamegraph.pl writes one too): a file meant to hold a
  * graph then shows why it does not.  -1 and *err if writing fails. */
+/* The script every rendered SVG carries (the text of its <script>), for a
+ * page's Content-Security-Policy hash. */
+const char *ph_flame_script(void);
+
 int ph_flame_render_error(const char *message, const ph_flame_opts *opts, FILE *out, ph_error_t *err);
 
 /* Kept for callers of the first API: ph_folded_diff without bad-line counts. */

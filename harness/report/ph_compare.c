@@ -781,7 +781,7 @@ write_json(FILE *out, const comparison *c, size_t top)
 }
 
 static void
-html_table(FILE *f, const comparison *c, const table *t, size_t top)
+html_table(ph_mw *f, const comparison *c, const table *t, size_t top)
 {
     static const char *const heads[] = { "name", "A#", "B#", "change#", "" };
     char ba[PH_FMT_LEN], bb[PH_FMT_LEN], bc[PH_FMT_LEN];
@@ -794,40 +794,41 @@ html_table(FILE *f, const comparison *c, const table *t, size_t top)
         const row *w = &t->v[r];
         const char *unit = t == &c->totals ? unit_of(c, w->name) : t->unit;
         double rel = w->a != 0 ? (w->b - w->a) / fabs(w->a) : (w->b > 0 ? 1 : 0);
-        fputs("<tr><td class=\"name\">", f);
-        ph_html_esc(f, w->name);
-        fputs("</td>", f);
+        PH_MW_RAW(f, "<tr><td class=\"name\">");
+        ph_mw_text(f, w->name);
+        PH_MW_RAW(f, "</td>");
         ph_html_num(f, w->a, fmt_value(ba, w->a, unit));
         ph_html_num(f, w->b, fmt_value(bb, w->b, unit));
-        fprintf(f, "<td class=\"n %s\" data-v=\"%.17g\">", w->b > w->a ? "up" : w->b < w->a ? "down" : "",
+        PH_MW_FMT(f, "<td class=\"n %s\" data-v=\"%.17g\">", w->b > w->a ? "up" : w->b < w->a ? "down" : "",
                 isfinite(rel) ? rel : 0.0);
-        ph_html_esc(f, ph_fmt_change(bc, w->a, w->b));
-        fputs("</td>", f);
+        ph_mw_text(f, ph_fmt_change(bc, w->a, w->b));
+        PH_MW_RAW(f, "</td>");
         ph_html_bar(f, maxd > 0 ? fabs(w->b - w->a) / maxd : 0);
-        fputs("</tr>\n", f);
+        PH_MW_RAW(f, "</tr>\n");
     }
     ph_html_table_end(f);
     if (t != &c->totals && t->n > top)
-        fprintf(f, "<p class=\"note\">%zu more changed.</p>\n", t->n - top);
+        PH_MW_FMT(f, "<p class=\"note\">%zu more changed.</p>\n", t->n - top);
 }
 
 static int
 write_html(const comparison *c, const char *path, size_t top, const char *failed, ph_error_t *err)
 {
-    char *page = NULL, title[600], sub[1200], dir[PATH_MAX], *slash;
+    char title[600], sub[1200], dir[PATH_MAX], *slash;
+    const char *page = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&page, &len);
+    ph_mw w, *f = &w;
     int rc;
 
-    if (f == NULL)
+    if (ph_mw_open_mem(&w, PH_MW_HTML) < 0)
         return ph_fail(err, ENOMEM, "write `%s`", path);
     snprintf(title, sizeof title, "%s · %s: compare", c->b.rd.service, c->b.rd.mode);
     snprintf(sub, sizeof sub, "A = %s, B = %s", c->a.rd.name, c->b.rd.name);
     ph_html_begin(f, title, title, sub);
     if (failed != NULL) {
-        fputs("<div class=\"headline\">", f);
-        ph_html_esc(f, failed);
-        fputs("</div>", f);
+        PH_MW_RAW(f, "<div class=\"headline\">");
+        ph_mw_text(f, failed);
+        PH_MW_RAW(f, "</div>");
     }
     ph_html_main(f);
     ph_html_section(f, "totals", "Totals");
@@ -862,7 +863,10 @@ write_html(const comparison *c, const char *path, size_t top, const char *failed
         ph_html_section_end(f);
     }
     ph_html_end(f);
-    fclose(f);
+    if (ph_mw_finish(&w, &page, &len) < 0) {
+        ph_mw_close(&w);
+        return ph_fail(err, ENOMEM, "write `%s`", path);
+    }
     snprintf(dir, sizeof dir, "%s", path);
     slash = strrchr(dir, '/');
     if (slash == NULL)
@@ -870,7 +874,7 @@ write_html(const comparison *c, const char *path, size_t top, const char *failed
     else
         *slash = '\0';
     rc = ph_report_write_file(dir, path, page, len, err);
-    free(page);
+    ph_mw_close(&w);
     return rc;
 }
 

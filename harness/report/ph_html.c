@@ -1,256 +1,236 @@
-/* ph_html.c - the report's HTML and SVG, written straight to a FILE.
+/* ph_html.c - the report's HTML and SVG, written through a markup writer
+ * (ph_markup.h; stdio's writers are poisoned here).
  *
  * Every page is one file: the style sheet and a small script inline, the
- * charts as inline SVG drawn here, flamegraphs in frames of their own
- * (data: URLs) so their scripts run as they were written.  Everything
+ * charts as inline SVG drawn here, flamegraphs drawn by the harness's
+ * renderer in sandboxed frames of their own (data: URLs).  Everything
  * reads without JS; the script only sorts tables when a header is
  * clicked.  Text from artifacts (function names, paths, commands) is
- * always escaped.
+ * always escaped; a Content-Security-Policy lets only the harness's own
+ * scripts run.
  */
 #include "ph_report_int.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char style[] =
-    ":root{--fg:#1c2230;--muted:#667085;--bg:#f4f5f7;--card:#fff;--line:#e4e7ec;--accent:#d9480f;--accent2:#1c7ed6;"
-    "--warn:#fff4e5;--warnline:#f59f00;--good:#2b8a3e;--bad:#c92a2a}"
-    "*{box-sizing:border-box}"
-    "body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',sans-serif;"
-    "color:var(--fg);background:var(--bg)}"
-    "header{background:#1c2230;color:#fff;padding:18px 32px 16px}"
-    "header h1{margin:0;font-size:21px;font-weight:600;letter-spacing:.01em}"
-    "header .sub{color:#aeb6c7;margin-top:4px;font-size:13px}"
-    "header .headline{margin-top:10px;font-size:17px;color:#ffd8a8;font-weight:500}"
-    "header a{color:#a5d8ff}"
-    "nav.toc{margin-top:10px;font-size:13px}nav.toc a{color:#d0ebff;margin-right:14px;text-decoration:none}"
-    "nav.toc a:hover{text-decoration:underline}"
-    "main{max-width:1340px;margin:0 auto;padding:8px 32px 56px}"
-    "section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 22px 18px;"
-    "margin:18px 0;box-shadow:0 1px 2px rgba(16,24,40,.04)}"
-    "h2{font-size:16px;margin:0 0 12px;font-weight:600}h3{font-size:14px;margin:18px 0 8px;color:#344054}"
-    "table.data{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}"
-    "table.data th{font-weight:600;color:#475467;font-size:12px;text-transform:uppercase;letter-spacing:.03em;"
-    "cursor:pointer;user-select:none;background:#f9fafb}"
-    "table.data th,table.data td{padding:5px 9px;border-bottom:1px solid var(--line);text-align:left;"
-    "vertical-align:top}"
-    "table.data tr:hover td{background:#f8f9fc}"
-    "table.data .n{text-align:right;white-space:nowrap}"
-    "td.name{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;word-break:break-all}"
-    "td.bar{width:140px;min-width:90px}td.bar span{display:block;height:9px;margin-top:5px;background:var(--accent);"
-    "border-radius:2px;min-width:1px}"
-    "td.up{color:var(--bad)}td.down{color:var(--good)}"
-    "td.name .file{color:var(--muted);font-size:11.5px;margin-left:6px}"
-    "details>summary{cursor:pointer;margin:6px 0}"
-    ".cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:12px;margin:4px 0 10px}"
-    ".card{border:1px solid var(--line);border-radius:8px;padding:10px 14px;background:#fcfcfd}"
-    ".card .v{font-size:21px;font-weight:600;font-variant-numeric:tabular-nums}"
-    ".card .l{color:var(--muted);font-size:11.5px;text-transform:uppercase;letter-spacing:.05em}"
-    ".card .x{color:var(--muted);font-size:12px}"
-    ".problem{background:var(--warn);border-left:4px solid var(--warnline);padding:8px 12px;margin:8px 0;"
-    "border-radius:4px}"
-    ".note{color:var(--muted);font-size:12.5px;margin:6px 0}"
-    "code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}"
-    "dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}"
-    "dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-all}"
-    "iframe.flame{width:100%;border:1px solid var(--line);border-radius:6px;background:#fff}"
-    "svg.chart{width:100%;height:auto;display:block}"
-    "svg.chart text{font:11px system-ui,sans-serif;fill:#475467}"
-    "ul.legend{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12.5px}"
-    "ul.legend li{display:flex;align-items:center;gap:6px;max-width:560px}"
-    "ul.legend i{width:11px;height:11px;border-radius:2px;flex:none;display:inline-block}"
-    ".tabs>input{position:absolute;opacity:0;pointer-events:none}"
-    ".tabs>label{display:inline-block;padding:4px 12px;margin:0 4px 8px 0;border:1px solid var(--line);"
-    "border-radius:14px;cursor:pointer;font-size:12.5px;background:#f9fafb}"
-    ".tabs>input:checked+label{background:#1c2230;color:#fff;border-color:#1c2230}"
-    ".tabs .panel{display:none}"
-    ".tree td.name{white-space:pre-wrap}"
-    "footer{color:var(--muted);font-size:12px;text-align:center;margin:24px 0}";
+#include "ph_markup_only.h"
+
+#define STYLE \
+    ":root{--fg:#1c2230;--muted:#667085;--bg:#f4f5f7;--card:#fff;--line:#e4e7ec;--accent:#d9480f;--accent2:#1c7ed6;" \
+    "--warn:#fff4e5;--warnline:#f59f00;--good:#2b8a3e;--bad:#c92a2a}" \
+    "*{box-sizing:border-box}" \
+    "body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',sans-serif;" \
+    "color:var(--fg);background:var(--bg)}" \
+    "header{background:#1c2230;color:#fff;padding:18px 32px 16px}" \
+    "header h1{margin:0;font-size:21px;font-weight:600;letter-spacing:.01em}" \
+    "header .sub{color:#aeb6c7;margin-top:4px;font-size:13px}" \
+    "header .headline{margin-top:10px;font-size:17px;color:#ffd8a8;font-weight:500}" \
+    "header a{color:#a5d8ff}" \
+    "nav.toc{margin-top:10px;font-size:13px}nav.toc a{color:#d0ebff;margin-right:14px;text-decoration:none}" \
+    "nav.toc a:hover{text-decoration:underline}" \
+    "main{max-width:1340px;margin:0 auto;padding:8px 32px 56px}" \
+    "section{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 22px 18px;" \
+    "margin:18px 0;box-shadow:0 1px 2px rgba(16,24,40,.04)}" \
+    "h2{font-size:16px;margin:0 0 12px;font-weight:600}h3{font-size:14px;margin:18px 0 8px;color:#344054}" \
+    "table.data{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}" \
+    "table.data th{font-weight:600;color:#475467;font-size:12px;text-transform:uppercase;letter-spacing:.03em;" \
+    "cursor:pointer;user-select:none;background:#f9fafb}" \
+    "table.data th,table.data td{padding:5px 9px;border-bottom:1px solid var(--line);text-align:left;" \
+    "vertical-align:top}" \
+    "table.data tr:hover td{background:#f8f9fc}" \
+    "table.data .n{text-align:right;white-space:nowrap}" \
+    "td.name{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;word-break:break-all}" \
+    "td.bar{width:140px;min-width:90px}td.bar span{display:block;height:9px;margin-top:5px;background:var(--accent);" \
+    "border-radius:2px;min-width:1px}" \
+    "td.up{color:var(--bad)}td.down{color:var(--good)}" \
+    "td.name .file{color:var(--muted);font-size:11.5px;margin-left:6px}" \
+    "details>summary{cursor:pointer;margin:6px 0}" \
+    ".cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:12px;margin:4px 0 10px}" \
+    ".card{border:1px solid var(--line);border-radius:8px;padding:10px 14px;background:#fcfcfd}" \
+    ".card .v{font-size:21px;font-weight:600;font-variant-numeric:tabular-nums}" \
+    ".card .l{color:var(--muted);font-size:11.5px;text-transform:uppercase;letter-spacing:.05em}" \
+    ".card .x{color:var(--muted);font-size:12px}" \
+    ".problem{background:var(--warn);border-left:4px solid var(--warnline);padding:8px 12px;margin:8px 0;" \
+    "border-radius:4px}" \
+    ".note{color:var(--muted);font-size:12.5px;margin:6px 0}" \
+    "code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}" \
+    "dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}" \
+    "dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-all}" \
+    "iframe.flame{width:100%;border:1px solid var(--line);border-radius:6px;background:#fff}" \
+    "svg.chart{width:100%;height:auto;display:block}" \
+    "svg.chart text{font:11px system-ui,sans-serif;fill:#475467}" \
+    "ul.legend{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12.5px}" \
+    "ul.legend li{display:flex;align-items:center;gap:6px;max-width:560px}" \
+    "ul.legend i{width:11px;height:11px;border-radius:2px;flex:none;display:inline-block}" \
+    ".tabs>input{position:absolute;opacity:0;pointer-events:none}" \
+    ".tabs>label{display:inline-block;padding:4px 12px;margin:0 4px 8px 0;border:1px solid var(--line);" \
+    "border-radius:14px;cursor:pointer;font-size:12.5px;background:#f9fafb}" \
+    ".tabs>input:checked+label{background:#1c2230;color:#fff;border-color:#1c2230}" \
+    ".tabs .panel{display:none}" \
+    ".tree td.name{white-space:pre-wrap}" \
+    "footer{color:var(--muted);font-size:12px;text-align:center;margin:24px 0}"
 
 /* Click a header: sort by that column (numeric cells carry data-v). */
-static const char script[] =
-    "document.addEventListener('click',function(e){var th=e.target.closest&&e.target.closest('table.data th');"
-    "if(!th)return;var t=th.closest('table'),i=Array.prototype.indexOf.call(th.parentNode.children,th),"
-    "b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),num=th.classList.contains('n'),"
-    "dir=th.getAttribute('data-dir')==='d'?'a':'d';th.setAttribute('data-dir',dir);"
-    "rows.sort(function(x,y){var a=x.cells[i],c=y.cells[i];if(!a||!c)return 0;"
-    "var u=num?parseFloat(a.getAttribute('data-v')):a.textContent,w=num?parseFloat(c.getAttribute('data-v')):c.textContent;"
-    "var r=num?u-w:(u<w?-1:u>w?1:0);return dir==='d'?-r:r});rows.forEach(function(r){b.appendChild(r)})});";
+#define SCRIPT \
+    "document.addEventListener('click',function(e){var th=e.target.closest&&e.target.closest('table.data th');" \
+    "if(!th)return;var t=th.closest('table'),i=Array.prototype.indexOf.call(th.parentNode.children,th)," \
+    "b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),num=th.classList.contains('n')," \
+    "dir=th.getAttribute('data-dir')==='d'?'a':'d';th.setAttribute('data-dir',dir);" \
+    "rows.sort(function(x,y){var a=x.cells[i],c=y.cells[i];if(!a||!c)return 0;" \
+    "var u=num?parseFloat(a.getAttribute('data-v')):a.textContent,w=num?parseFloat(c.getAttribute('data-v')):c.textContent;" \
+    "var r=num?u-w:(u<w?-1:u>w?1:0);return dir==='d'?-r:r});rows.forEach(function(r){b.appendChild(r)})});"
 
-void
-ph_html_escn(FILE *f, const char *s, size_t n)
+/* The page's Content-Security-Policy: nothing but what the harness wrote
+ * runs.  Scripts: the page's own and the flamegraph renderer's (a frame
+ * with a data: URL keeps its parent's policy, so the graph's script is
+ * allowed by its hash here too), by their SHA-256; no 'unsafe-inline', so
+ * a <script> or an on* attribute that got in by any path does not run.
+ * Styles: 'unsafe-inline', because the page draws with style attributes
+ * (bar widths, legend colours, a frame's aspect ratio) and the renderer's
+ * SVG has its <style>; CSS cannot run script, and with default-src 'none'
+ * (no fonts, no fetches, images only as data:) a style cannot send
+ * anything anywhere.  Frames: data: only, each sandboxed. */
+static void
+csp(ph_mw *f)
 {
-    for (size_t i = 0; i < n && s[i]; i++) {
-        switch (s[i]) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            if ((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t')
-                fputc('?', f);
-            else
-                fputc(s[i], f);
-        }
-    }
+    char page[PH_CSP_HASH_LEN], flame[PH_CSP_HASH_LEN];
+
+    PH_MW_FMT(f,
+              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src '%s' '%s'; "
+              "style-src 'unsafe-inline'; img-src data:; frame-src data:; base-uri 'none'; form-action 'none'\">",
+              ph_markup_csp_hash(page, SCRIPT), ph_markup_csp_hash(flame, ph_flame_script()));
 }
 
 void
-ph_html_esc(FILE *f, const char *s)
+ph_html_begin(ph_mw *f, const char *title, const char *heading, const char *sub)
 {
-    if (s != NULL)
-        ph_html_escn(f, s, strlen(s));
-}
-
-void
-ph_html_begin(FILE *f, const char *title, const char *heading, const char *sub)
-{
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-          "script-src 'unsafe-inline'; img-src data:; frame-src data:\">\n<title>",
-          f);
-    ph_html_esc(f, title);
-    fprintf(f, "</title>\n<style>%s</style>\n<script>%s</script>\n</head><body>\n<header><h1>", style, script);
-    ph_html_esc(f, heading);
-    fputs("</h1>", f);
+    PH_MW_RAW(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                 "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    csp(f);
+    PH_MW_RAW(f, "\n<title>");
+    ph_mw_text(f, title);
+    PH_MW_RAW(f, "</title>\n<style>" STYLE "</style>\n<script>" SCRIPT "</script>\n</head><body>\n<header><h1>");
+    ph_mw_text(f, heading);
+    PH_MW_RAW(f, "</h1>");
     if (sub != NULL && sub[0]) {
-        fputs("<div class=\"sub\">", f);
-        ph_html_esc(f, sub);
-        fputs("</div>", f);
+        PH_MW_RAW(f, "<div class=\"sub\">");
+        ph_mw_text(f, sub);
+        PH_MW_RAW(f, "</div>");
     }
 }
 
 void
-ph_html_main(FILE *f)
+ph_html_main(ph_mw *f)
 {
-    fputs("</header>\n<main>\n", f);
+    PH_MW_RAW(f, "</header>\n<main>\n");
 }
 
 void
-ph_html_end(FILE *f)
+ph_html_end(ph_mw *f)
 {
-    fputs("</main>\n<footer>profharness</footer>\n</body></html>\n", f);
+    PH_MW_RAW(f, "</main>\n<footer>profharness</footer>\n</body></html>\n");
 }
 
 void
-ph_html_section(FILE *f, const char *id, const char *title)
+ph_html_section(ph_mw *f, const char *id, const char *title)
 {
-    fprintf(f, "<section id=\"%s\"><h2>", id);
-    ph_html_esc(f, title);
-    fputs("</h2>\n", f);
+    PH_MW_FMT(f, "<section id=\"%s\"><h2>", id);
+    ph_mw_text(f, title);
+    PH_MW_RAW(f, "</h2>\n");
 }
 
 void
-ph_html_section_end(FILE *f)
+ph_html_section_end(ph_mw *f)
 {
-    fputs("</section>\n", f);
+    PH_MW_RAW(f, "</section>\n");
 }
 
 void
-ph_html_problem(FILE *f, const char *text)
+ph_html_problem(ph_mw *f, const char *text)
 {
-    fputs("<div class=\"problem\">", f);
-    ph_html_esc(f, text);
-    fputs("</div>\n", f);
+    PH_MW_RAW(f, "<div class=\"problem\">");
+    ph_mw_text(f, text);
+    PH_MW_RAW(f, "</div>\n");
 }
 
 void
-ph_html_note(FILE *f, const char *text)
+ph_html_note(ph_mw *f, const char *text)
 {
-    fputs("<p class=\"note\">", f);
-    ph_html_esc(f, text);
-    fputs("</p>\n", f);
+    PH_MW_RAW(f, "<p class=\"note\">");
+    ph_mw_text(f, text);
+    PH_MW_RAW(f, "</p>\n");
 }
 
 void
-ph_html_cards_begin(FILE *f)
+ph_html_cards_begin(ph_mw *f)
 {
-    fputs("<div class=\"cards\">", f);
+    PH_MW_RAW(f, "<div class=\"cards\">");
 }
 
 void
-ph_html_card(FILE *f, const char *label, const char *value, const char *note)
+ph_html_card(ph_mw *f, const char *label, const char *value, const char *note)
 {
-    fputs("<div class=\"card\"><div class=\"l\">", f);
-    ph_html_esc(f, label);
-    fputs("</div><div class=\"v\">", f);
-    ph_html_esc(f, value);
-    fputs("</div>", f);
+    PH_MW_RAW(f, "<div class=\"card\"><div class=\"l\">");
+    ph_mw_text(f, label);
+    PH_MW_RAW(f, "</div><div class=\"v\">");
+    ph_mw_text(f, value);
+    PH_MW_RAW(f, "</div>");
     if (note != NULL && note[0]) {
-        fputs("<div class=\"x\">", f);
-        ph_html_esc(f, note);
-        fputs("</div>", f);
+        PH_MW_RAW(f, "<div class=\"x\">");
+        ph_mw_text(f, note);
+        PH_MW_RAW(f, "</div>");
     }
-    fputs("</div>", f);
+    PH_MW_RAW(f, "</div>");
 }
 
 void
-ph_html_cards_end(FILE *f)
+ph_html_cards_end(ph_mw *f)
 {
-    fputs("</div>\n", f);
+    PH_MW_RAW(f, "</div>\n");
 }
 
 void
-ph_html_table(FILE *f, const char *const *heads, size_t n)
+ph_html_table(ph_mw *f, const char *const *heads, size_t n)
 {
-    fputs("<table class=\"data\"><thead><tr>", f);
+    PH_MW_RAW(f, "<table class=\"data\"><thead><tr>");
     for (size_t i = 0; i < n; i++) {
         size_t l = strlen(heads[i]);
         int num = l > 0 && heads[i][l - 1] == '#';
-        fputs(num ? "<th class=\"n\">" : "<th>", f);
-        ph_html_escn(f, heads[i], num ? l - 1 : l);
-        fputs("</th>", f);
+        if (num)
+            PH_MW_RAW(f, "<th class=\"n\">");
+        else
+            PH_MW_RAW(f, "<th>");
+        ph_mw_textn(f, heads[i], num ? l - 1 : l);
+        PH_MW_RAW(f, "</th>");
     }
-    fputs("</tr></thead><tbody>\n", f);
+    PH_MW_RAW(f, "</tr></thead><tbody>\n");
 }
 
 void
-ph_html_table_end(FILE *f)
+ph_html_table_end(ph_mw *f)
 {
-    fputs("</tbody></table>\n", f);
+    PH_MW_RAW(f, "</tbody></table>\n");
 }
 
 void
-ph_html_num(FILE *f, double v, const char *text)
+ph_html_num(ph_mw *f, double v, const char *text)
 {
-    fprintf(f, "<td class=\"n\" data-v=\"%.17g\">", isfinite(v) ? v : 0.0);
-    ph_html_esc(f, text);
-    fputs("</td>", f);
+    PH_MW_FMT(f, "<td class=\"n\" data-v=\"%.17g\">", isfinite(v) ? v : 0.0);
+    ph_mw_text(f, text);
+    PH_MW_RAW(f, "</td>");
 }
 
 void
-ph_html_bar(FILE *f, double frac)
+ph_html_bar(ph_mw *f, double frac)
 {
     if (!(frac > 0))
         frac = 0;
     if (frac > 1)
         frac = 1;
-    fprintf(f, "<td class=\"bar\"><span style=\"width:%.1f%%\"></span></td>", 100 * frac);
-}
-
-static void
-base64(FILE *f, const unsigned char *s, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t i = 0;
-
-    for (; i + 2 < n; i += 3) {
-        unsigned v = (unsigned)s[i] << 16 | (unsigned)s[i + 1] << 8 | s[i + 2];
-        fputc(tab[v >> 18], f);
-        fputc(tab[(v >> 12) & 63], f);
-        fputc(tab[(v >> 6) & 63], f);
-        fputc(tab[v & 63], f);
-    }
-    if (i < n) {
-        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0);
-        fputc(tab[v >> 18], f);
-        fputc(tab[(v >> 12) & 63], f);
-        fputc(i + 1 < n ? tab[(v >> 6) & 63] : '=', f);
-        fputc('=', f);
-    }
+    PH_MW_FMT(f, "<td class=\"bar\"><span style=\"width:%.1f%%\"></span></td>", 100 * frac);
 }
 
 /* A number attribute of the root element, bounded to [start, end); its
@@ -277,13 +257,15 @@ root_attr(const char *start, const char *end, const char *name, size_t *at, size
     return -1;
 }
 
-/* The flamegraph in a frame of its own (its script runs there, apart from
- * the page's).  Its root's width and height become 100 % and the frame
+/* The flamegraph in a frame of its own: its script runs there, apart from
+ * the page's, sandboxed ("allow-scripts" and nothing more: an opaque
+ * origin, so it cannot reach the page, and no top navigation).  SVG is
+ * what the harness's renderer wrote, never an artifact's.  Its root's width and height become 100 % and the frame
  * takes the graph's aspect ratio, so the whole graph shows at the card's
  * width, scaled; the renderer's script reads its width from the viewBox.
  * An SVG without both attributes keeps its size, in a frame as tall. */
-void
-ph_html_flame_frame(FILE *f, const char *svg, size_t len, const char *title)
+static void
+flame_frame(ph_mw *f, const char *svg, size_t len, const char *title)
 {
     const char *root = memmem(svg, len < 4096 ? len : 4096, "<svg ", 5);
     const char *rend = root != NULL ? memchr(root, '>', (size_t)(svg + len - root)) : NULL;
@@ -308,7 +290,7 @@ ph_html_flame_frame(FILE *f, const char *svg, size_t len, const char *title)
         k += 4;
         memcpy(copy + k, root + hat + hn, len - off - hat - hn);
         k += len - off - hat - hn;
-        fprintf(f, "<iframe class=\"flame\" style=\"aspect-ratio:%.0f/%.0f\" title=\"", w, h);
+        PH_MW_FMT(f, "<iframe class=\"flame\" sandbox=\"allow-scripts\" style=\"aspect-ratio:%.0f/%.0f\" title=\"", w, h);
         svg = copy;
         len = k;
     } else {
@@ -316,17 +298,24 @@ ph_html_flame_frame(FILE *f, const char *svg, size_t len, const char *title)
             h = 400;
         if (h > 2400)
             h = 2400;
-        fprintf(f, "<iframe class=\"flame\" style=\"height:%.0fpx\" title=\"", h + 24);
+        PH_MW_FMT(f, "<iframe class=\"flame\" sandbox=\"allow-scripts\" style=\"height:%.0fpx\" title=\"", h + 24);
     }
-    ph_html_esc(f, title);
-    fputs("\" src=\"data:image/svg+xml;base64,", f);
-    base64(f, (const unsigned char *)svg, len);
-    fputs("\"></iframe>\n", f);
+    ph_mw_attr(f, title);
+    PH_MW_RAW(f, "\" src=\"data:image/svg+xml;base64,");
+    ph_mw_base64(f, svg, len);
+    PH_MW_RAW(f, "\"></iframe>\n");
     free(copy);
 }
 
 void
-ph_html_flame_render(FILE *f, const ph_folded *folded, const ph_flame_opts *o, const char *title)
+ph_html_flame_render(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, const char *title)
+{
+    ph_html_flame_render_kept(f, folded, o, title, NULL, NULL);
+}
+
+void
+ph_html_flame_render_kept(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, const char *title, char **kept,
+                          size_t *kept_len)
 {
     char *svg = NULL;
     size_t len = 0;
@@ -339,14 +328,20 @@ ph_html_flame_render(FILE *f, const ph_folded *folded, const ph_flame_opts *o, c
         return;
     }
     rc = ph_flame_render(folded, o, m, NULL, &err);
-    fclose(m);
+    if (fclose(m) != 0 && rc == 0)
+        rc = ph_fail(&err, ENOMEM, "write the SVG");
     if (rc < 0) {
         char msg[700];
         snprintf(msg, sizeof msg, "the flamegraph could not be drawn: %s", err->msg);
         ph_html_problem(f, msg);
         ph_error_free(&err);
     } else {
-        ph_html_flame_frame(f, svg, len, title);
+        flame_frame(f, svg, len, title);
+        if (kept != NULL) {
+            *kept = svg;
+            *kept_len = len;
+            svg = NULL;
+        }
     }
     free(svg);
 }
@@ -392,7 +387,7 @@ nice_step(double span, int n, int binary)
 #define MB 40.0
 
 void
-ph_svg_stacked(FILE *f, const double *x, size_t n, const ph_chart_series *series, size_t ns, const double *lx,
+ph_svg_stacked(ph_mw *f, const double *x, size_t n, const ph_chart_series *series, size_t ns, const double *lx,
                const double *ly, size_t ln, const char *line_name, ph_chart_fmt fx, ph_chart_fmt fy,
                const char *x_label, int flags)
 {
@@ -425,51 +420,51 @@ ph_svg_stacked(FILE *f, const double *x, size_t n, const ph_chart_series *series
     xstep = nice_step(x1 - x0, 6, (flags & PH_CHART_X_BYTES) != 0);
 #define SX(v) (ML + ((v) - x0) / (x1 - x0) * pw)
 #define SY(v) (MT + ph - (v) / ymax * ph)
-    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">",
+    PH_MW_FMT(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">",
             CW, CH);
     for (double v = 0; v <= ymax + ystep / 2; v += ystep) {
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eaecf0\"/>", ML, CW - MR, SY(v),
+        PH_MW_FMT(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#eaecf0\"/>", ML, CW - MR, SY(v),
                 SY(v));
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", ML - 6, SY(v) + 4, fy(buf, v));
+        PH_MW_FMT(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", ML - 6, SY(v) + 4, fy(buf, v));
     }
     for (double v = ceil(x0 / xstep) * xstep; v <= x1 + xstep / 1000; v += xstep)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", SX(v), CH - MB + 16, fx(buf, v));
+        PH_MW_FMT(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", SX(v), CH - MB + 16, fx(buf, v));
     if (x_label)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", ML + pw / 2, CH - 6, x_label);
+        PH_MW_FMT(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", ML + pw / 2, CH - 6, x_label);
     for (size_t k = 0; k < ns && n > 0; k++) {
-        fprintf(f, "<path fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\" stroke-width=\"0.6\" d=\"", ph_chart_color(k),
+        PH_MW_FMT(f, "<path fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\" stroke-width=\"0.6\" d=\"", ph_chart_color(k),
                 ph_chart_color(k));
         for (size_t i = 0; i < n; i++)
-            fprintf(f, "%s%.1f %.1f", i ? " L" : "M", SX(x[i]), SY(cum[i] + series[k].y[i]));
+            PH_MW_FMT(f, "%s%.1f %.1f", i ? " L" : "M", SX(x[i]), SY(cum[i] + series[k].y[i]));
         for (size_t i = n; i-- > 0;)
-            fprintf(f, " L%.1f %.1f", SX(x[i]), SY(cum[i]));
-        fputs("Z\"><title>", f);
-        ph_html_esc(f, series[k].name);
-        fputs("</title></path>", f);
+            PH_MW_FMT(f, " L%.1f %.1f", SX(x[i]), SY(cum[i]));
+        PH_MW_RAW(f, "Z\"><title>");
+        ph_mw_text(f, series[k].name);
+        PH_MW_RAW(f, "</title></path>");
         for (size_t i = 0; i < n; i++)
             cum[i] += series[k].y[i];
     }
     if (ln > 0) {
-        fputs("<polyline fill=\"none\" stroke=\"#1c2230\" stroke-width=\"1.6\" points=\"", f);
+        PH_MW_RAW(f, "<polyline fill=\"none\" stroke=\"#1c2230\" stroke-width=\"1.6\" points=\"");
         for (size_t i = 0; i < ln; i++)
-            fprintf(f, "%s%.1f,%.1f", i ? " " : "", SX(lx[i]), SY(ly[i]));
-        fputs("\"><title>", f);
-        ph_html_esc(f, line_name ? line_name : "");
-        fputs("</title></polyline>", f);
+            PH_MW_FMT(f, "%s%.1f,%.1f", i ? " " : "", SX(lx[i]), SY(ly[i]));
+        PH_MW_RAW(f, "\"><title>");
+        ph_mw_text(f, line_name ? line_name : "");
+        PH_MW_RAW(f, "</title></polyline>");
     }
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#98a2b3\"/>", ML, CW - MR, SY(0), SY(0));
-    fputs("</svg>\n<ul class=\"legend\">", f);
+    PH_MW_FMT(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#98a2b3\"/>", ML, CW - MR, SY(0), SY(0));
+    PH_MW_RAW(f, "</svg>\n<ul class=\"legend\">");
     for (size_t k = 0; k < ns; k++) {
-        fprintf(f, "<li><i style=\"background:%s\"></i><span class=\"mono\">", ph_chart_color(k));
-        ph_html_esc(f, series[k].name);
-        fputs("</span></li>", f);
+        PH_MW_FMT(f, "<li><i style=\"background:%s\"></i><span class=\"mono\">", ph_chart_color(k));
+        ph_mw_text(f, series[k].name);
+        PH_MW_RAW(f, "</span></li>");
     }
     if (ln > 0) {
-        fputs("<li><i style=\"background:#1c2230;height:3px\"></i><span>", f);
-        ph_html_esc(f, line_name ? line_name : "");
-        fputs("</span></li>", f);
+        PH_MW_RAW(f, "<li><i style=\"background:#1c2230;height:3px\"></i><span>");
+        ph_mw_text(f, line_name ? line_name : "");
+        PH_MW_RAW(f, "</span></li>");
     }
-    fputs("</ul>\n", f);
+    PH_MW_RAW(f, "</ul>\n");
 #undef SX
 #undef SY
     free(cum);

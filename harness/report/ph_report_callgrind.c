@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_markup_only.h"
+
 #define TOP_ROWS 25
 #define TOP_CALLS 8
 #define TOP_FILES 30
@@ -46,24 +48,24 @@ meaning(const char *ev)
 /* The function first, its file after it (callgrind_annotate's
  * "file:function" in the tooltip, with the object). */
 static void
-fn_cell(FILE *f, const ph_cg_fn *fn)
+fn_cell(ph_mw *f, const ph_cg_fn *fn)
 {
-    fputs("<td class=\"name\" title=\"", f);
-    ph_html_esc(f, fn->name);
+    PH_MW_RAW(f, "<td class=\"name\" title=\"");
+    ph_mw_text(f, fn->name);
     if (fn->obj[0]) {
-        fputs(" [", f);
-        ph_html_esc(f, fn->obj);
-        fputs("]", f);
+        PH_MW_RAW(f, " [");
+        ph_mw_text(f, fn->obj);
+        PH_MW_RAW(f, "]");
     }
-    fputs("\"><b>", f);
-    ph_html_esc(f, fn->fn);
-    fputs("</b><span class=\"file\">", f);
-    ph_html_esc(f, fn->file);
-    fputs("</span></td>", f);
+    PH_MW_RAW(f, "\"><b>");
+    ph_mw_text(f, fn->fn);
+    PH_MW_RAW(f, "</b><span class=\"file\">");
+    ph_mw_text(f, fn->file);
+    PH_MW_RAW(f, "</span></td>");
 }
 
 static void
-top_table(FILE *f, const ph_callgrind *cg, size_t ev, int incl, const char *title)
+top_table(ph_mw *f, const ph_callgrind *cg, size_t ev, int incl, const char *title)
 {
     const ph_cg_info *info = ph_callgrind_get_info(cg);
     uint32_t top[TOP_ROWS];
@@ -72,18 +74,18 @@ top_table(FILE *f, const ph_callgrind *cg, size_t ev, int incl, const char *titl
     const char *heads[] = { "function and file", incl ? "inclusive#" : "self#", "%#", "" };
     double total = (double)info->totals[ev];
 
-    fprintf(f, "<h3>%s</h3>\n", title);
+    PH_MW_FMT(f, "<h3>%s</h3>\n", title);
     ph_html_table(f, heads, 4);
     for (size_t i = 0; i < n; i++) {
         ph_cg_fn fn = ph_callgrind_get_fn(cg, top[i]);
         uint64_t v = (incl ? fn.incl : fn.self)[ev];
 
-        fputs("<tr>", f);
+        PH_MW_RAW(f, "<tr>");
         fn_cell(f, &fn);
         ph_html_num(f, (double)v, ph_fmt_commify(b, v));
         ph_html_num(f, total > 0 ? 100.0 * (double)v / total : 0, ph_fmt_percent(p, (double)v, total));
         ph_html_bar(f, total > 0 ? (double)v / total : 0);
-        fputs("</tr>\n", f);
+        PH_MW_RAW(f, "</tr>\n");
     }
     ph_html_table_end(f);
 }
@@ -104,7 +106,7 @@ cmp_file_total(const void *a, const void *b)
 }
 
 static void
-per_file(FILE *f, const ph_callgrind *cg)
+per_file(ph_mw *f, const ph_callgrind *cg)
 {
     size_t n = ph_callgrind_n_fns(cg), nf = 0;
     file_total *ft = calloc(n ? n : 1, sizeof *ft);
@@ -125,39 +127,39 @@ per_file(FILE *f, const ph_callgrind *cg)
         ft[k].v += fn.self[0];
     }
     qsort(ft, nf, sizeof *ft, cmp_file_total);
-    fprintf(f, "<h3>Per source file (%s, self)</h3>\n", ph_callgrind_get_info(cg)->events[0]);
+    PH_MW_FMT(f, "<h3>Per source file (%s, self)</h3>\n", ph_callgrind_get_info(cg)->events[0]);
     ph_html_table(f, heads, 4);
     for (size_t i = 0; i < nf && i < TOP_FILES && ft[i].v > 0; i++) {
-        fputs("<tr><td class=\"name\">", f);
-        ph_html_esc(f, ft[i].file[0] ? ft[i].file : "(unknown)");
-        fputs("</td>", f);
+        PH_MW_RAW(f, "<tr><td class=\"name\">");
+        ph_mw_text(f, ft[i].file[0] ? ft[i].file : "(unknown)");
+        PH_MW_RAW(f, "</td>");
         ph_html_num(f, (double)ft[i].v, ph_fmt_commify(b, ft[i].v));
         ph_html_num(f, total > 0 ? 100 * (double)ft[i].v / total : 0, ph_fmt_percent(p, (double)ft[i].v, total));
         ph_html_bar(f, total > 0 ? (double)ft[i].v / total : 0);
-        fputs("</tr>\n", f);
+        PH_MW_RAW(f, "</tr>\n");
     }
     ph_html_table_end(f);
     free(ft);
 }
 
 static void
-callers_callees(FILE *f, const ph_callgrind *cg)
+callers_callees(ph_mw *f, const ph_callgrind *cg)
 {
     uint32_t top[TOP_CALLS];
     size_t n = ph_callgrind_top(cg, 0, 0, top, TOP_CALLS), nc = ph_callgrind_n_calls(cg);
     const ph_cg_info *info = ph_callgrind_get_info(cg);
     char b[PH_FMT_LEN], k[PH_FMT_LEN];
 
-    fprintf(f, "<h3>Callers and callees of the top %zu functions (%s)</h3>\n", n, info->events[0]);
+    PH_MW_FMT(f, "<h3>Callers and callees of the top %zu functions (%s)</h3>\n", n, info->events[0]);
     ph_html_note(f, "For each function: who calls it (←) and what it calls (→), with the inclusive cost of those "
                     "calls and how many there were, as callgrind_annotate --tree=both shows them.");
     for (size_t i = 0; i < n; i++) {
         ph_cg_fn fn = ph_callgrind_get_fn(cg, top[i]);
         static const char *const heads[] = { "", "function", "calls#", "inclusive#" };
 
-        fputs("<details open><summary class=\"mono\">", f);
-        ph_html_esc(f, fn.name);
-        fprintf(f, " &#8212; self %s</summary>\n", ph_fmt_commify(b, fn.self[0]));
+        PH_MW_RAW(f, "<details open><summary class=\"mono\">");
+        ph_mw_text(f, fn.name);
+        PH_MW_FMT(f, " &#8212; self %s</summary>\n", ph_fmt_commify(b, fn.self[0]));
         ph_html_table(f, heads, 4);
         for (int dir = 0; dir < 2; dir++)
             for (size_t c = 0; c < nc; c++) {
@@ -169,19 +171,22 @@ callers_callees(FILE *f, const ph_callgrind *cg)
                     continue;
                 other = dir == 0 ? call.caller : call.callee;
                 of = ph_callgrind_get_fn(cg, other);
-                fprintf(f, "<tr><td>%s</td>", dir == 0 ? "&#8592; caller" : "&#8594; callee");
+                if (dir == 0)
+                    PH_MW_RAW(f, "<tr><td>&#8592; caller</td>");
+                else
+                    PH_MW_RAW(f, "<tr><td>&#8594; callee</td>");
                 fn_cell(f, &of);
                 ph_html_num(f, (double)call.count, ph_fmt_commify(k, call.count));
                 ph_html_num(f, (double)call.cost[0], ph_fmt_commify(b, call.cost[0]));
-                fputs("</tr>\n", f);
+                PH_MW_RAW(f, "</tr>\n");
             }
         ph_html_table_end(f);
-        fputs("</details>\n", f);
+        PH_MW_RAW(f, "</details>\n");
     }
 }
 
 static void
-flamegraph(FILE *f, const ph_callgrind *cg)
+flamegraph(ph_mw *f, const ph_callgrind *cg)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -190,7 +195,7 @@ flamegraph(FILE *f, const ph_callgrind *cg)
     const char *ev = ph_callgrind_get_info(cg)->events[0];
     char title[128];
 
-    fprintf(f, "<h3>Inclusive flamegraph (%s)</h3>\n", ev);
+    PH_MW_FMT(f, "<h3>Inclusive flamegraph (%s)</h3>\n", ev);
     ph_html_note(f, "Built from the call graph: a function's cost is shared among its callers in proportion to their "
                     "calls, so this is an approximation where one function is called from several places with "
                     "different costs, and recursion and call cycles are cut where they close.");
@@ -244,7 +249,7 @@ top_json(const ph_callgrind *cg, int incl)
 void
 ph_report_callgrind(ph_rctx *c)
 {
-    FILE *f = c->html;
+    ph_mw *f = c->html;
     const ph_callgrind *cg = c->rd->cg;
     const ph_cg_info *info;
     char b[PH_FMT_LEN], note[256];
@@ -273,51 +278,51 @@ ph_report_callgrind(ph_rctx *c)
     ph_html_note(f, note);
 
     /* one tab per event, CSS only */
-    fputs("<div class=\"tabs\">\n<style>", f);
+    PH_MW_RAW(f, "<div class=\"tabs\">\n<style>");
     for (size_t k = 0; k < info->n_events; k++)
-        fprintf(f, "%s#cg-ev-%zu:checked~#cg-pn-%zu", k ? "," : "", k, k);
-    fputs("{display:block}</style>\n", f);
+        PH_MW_FMT(f, "%s#cg-ev-%zu:checked~#cg-pn-%zu", k ? "," : "", k, k);
+    PH_MW_RAW(f, "{display:block}</style>\n");
     for (size_t k = 0; k < info->n_events; k++) {
-        fprintf(f, "<input type=\"radio\" name=\"cg-ev\" id=\"cg-ev-%zu\"%s><label for=\"cg-ev-%zu\" title=\"", k,
+        PH_MW_FMT(f, "<input type=\"radio\" name=\"cg-ev\" id=\"cg-ev-%zu\"%s><label for=\"cg-ev-%zu\" title=\"", k,
                 k == 0 ? " checked" : "", k);
-        ph_html_esc(f, meaning(info->events[k]));
-        fputs("\">", f);
-        ph_html_esc(f, info->events[k]);
-        fputs("</label>\n", f);
+        ph_mw_text(f, meaning(info->events[k]));
+        PH_MW_RAW(f, "\">");
+        ph_mw_text(f, info->events[k]);
+        PH_MW_RAW(f, "</label>\n");
     }
     for (size_t k = 0; k < info->n_events; k++) {
         char t1[160], t2[160];
-        fprintf(f, "<div class=\"panel\" id=\"cg-pn-%zu\">", k);
+        PH_MW_FMT(f, "<div class=\"panel\" id=\"cg-pn-%zu\">", k);
         snprintf(t1, sizeof t1, "Top %d by self %s (callgrind_annotate)", TOP_ROWS, info->events[k]);
         snprintf(t2, sizeof t2, "Top %d by inclusive %s (callgrind_annotate --inclusive=yes)", TOP_ROWS,
                  info->events[k]);
         top_table(f, cg, k, 0, t1);
         top_table(f, cg, k, 1, t2);
-        fputs("</div>\n", f);
+        PH_MW_RAW(f, "</div>\n");
     }
-    fputs("</div>\n", f);
+    PH_MW_RAW(f, "</div>\n");
 
     callers_callees(f, cg);
     per_file(f, cg);
     if (info->n_parts > 1) {
         static const char *const heads[] = { "part", "pid", "thread", "command", "first event#" };
-        fputs("<h3>Parts and threads</h3>\n", f);
+        PH_MW_RAW(f, "<h3>Parts and threads</h3>\n");
         ph_html_table(f, heads, 5);
         for (size_t i = 0;; i++) {
             const ph_cg_part *p = ph_callgrind_get_part(cg, i);
             if (p == NULL)
                 break;
-            fputs("<tr><td>", f);
-            ph_html_esc(f, p->part[0] ? p->part : "1");
-            fputs("</td><td>", f);
-            ph_html_esc(f, p->pid);
-            fputs("</td><td>", f);
-            ph_html_esc(f, p->thread[0] ? p->thread : "all");
-            fputs("</td><td class=\"name\">", f);
-            ph_html_esc(f, p->cmd);
-            fputs("</td>", f);
+            PH_MW_RAW(f, "<tr><td>");
+            ph_mw_text(f, p->part[0] ? p->part : "1");
+            PH_MW_RAW(f, "</td><td>");
+            ph_mw_text(f, p->pid);
+            PH_MW_RAW(f, "</td><td>");
+            ph_mw_text(f, p->thread[0] ? p->thread : "all");
+            PH_MW_RAW(f, "</td><td class=\"name\">");
+            ph_mw_text(f, p->cmd);
+            PH_MW_RAW(f, "</td>");
             ph_html_num(f, (double)p->first_event_total, ph_fmt_commify(b, p->first_event_total));
-            fputs("</tr>\n", f);
+            PH_MW_RAW(f, "</tr>\n");
         }
         ph_html_table_end(f);
     }

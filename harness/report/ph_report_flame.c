@@ -11,8 +11,9 @@
 #include "ph_intern.h"
 #include "ph_lines.h"
 
+#include "ph_markup_only.h"
+
 #define TOP_ROWS 25
-#define MAX_SVG (64u << 20)
 
 int
 ph_flame_tally(const ph_folded *folded, int skip_root, double **self_out, double **total_out)
@@ -102,7 +103,7 @@ fmt_value(char b[PH_FMT_LEN], double v, int ns)
 }
 
 static json_t *
-top_rows(FILE *f, const ph_folded *fo, const double *v, double total, const char *title, const char *what, int ns)
+top_rows(ph_mw *f, const ph_folded *fo, const double *v, double total, const char *title, const char *what, int ns)
 {
     size_t n = 0;
     uint32_t *ids = ranked(fo, v, &n);
@@ -112,17 +113,17 @@ top_rows(FILE *f, const ph_folded *fo, const double *v, double total, const char
 
     if (ids == NULL)
         return a;
-    fprintf(f, "<h3>%s</h3>\n", title);
+    PH_MW_FMT(f, "<h3>%s</h3>\n", title);
     ph_html_table(f, heads, 4);
     for (size_t i = 0; i < n && i < TOP_ROWS; i++) {
         const char *name = ph_folded_name(fo, ids[i], NULL);
-        fputs("<tr><td class=\"name\">", f);
-        ph_html_esc(f, name);
-        fputs("</td>", f);
+        PH_MW_RAW(f, "<tr><td class=\"name\">");
+        ph_mw_text(f, name);
+        PH_MW_RAW(f, "</td>");
         ph_html_num(f, v[ids[i]], fmt_value(b, v[ids[i]], ns));
         ph_html_num(f, total > 0 ? 100 * v[ids[i]] / total : 0, ph_fmt_percent(p, v[ids[i]], total));
         ph_html_bar(f, total > 0 ? v[ids[i]] / total : 0);
-        fputs("</tr>\n", f);
+        PH_MW_RAW(f, "</tr>\n");
         if (i < 20)
             json_array_append_new(a, json_pack("{s:s, s:f, s:f}", "name", name, "samples", v[ids[i]], "percent",
                                                total > 0 ? 100 * v[ids[i]] / total : 0.0));
@@ -134,7 +135,7 @@ top_rows(FILE *f, const ph_folded *fo, const double *v, double total, const char
 
 /* Samples per thread (the root frame) with each one's busiest leaf. */
 static json_t *
-threads(FILE *f, const ph_folded *fo, double total, int in_ns)
+threads(ph_mw *f, const ph_folded *fo, double total, int in_ns)
 {
     size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), n = 0, npairs = 0;
     double *per = calloc(nn ? nn : 1, sizeof *per), *best = calloc(nn ? nn : 1, sizeof *best);
@@ -171,22 +172,22 @@ threads(FILE *f, const ph_folded *fo, double total, int in_ns)
     }
     ids = ranked(fo, per, &n);
     if (ids != NULL && n > 0) {
-        fputs("<h3>Per thread</h3>\n", f);
+        PH_MW_RAW(f, "<h3>Per thread</h3>\n");
         ph_html_table(f, heads, 5);
         for (size_t i = 0; i < n && i < 200; i++) {
             uint32_t t = ids[i];
-            fputs("<tr><td class=\"name\">", f);
-            ph_html_esc(f, ph_folded_name(fo, t, NULL));
-            fputs("</td>", f);
+            PH_MW_RAW(f, "<tr><td class=\"name\">");
+            ph_mw_text(f, ph_folded_name(fo, t, NULL));
+            PH_MW_RAW(f, "</td>");
             ph_html_num(f, per[t], fmt_value(b, per[t], in_ns));
             ph_html_num(f, total > 0 ? 100 * per[t] / total : 0, ph_fmt_percent(p, per[t], total));
             ph_html_bar(f, total > 0 ? per[t] / total : 0);
-            fputs("<td class=\"name\">", f);
+            PH_MW_RAW(f, "<td class=\"name\">");
             if (leaf[t] != UINT32_MAX) {
-                ph_html_esc(f, ph_folded_name(fo, leaf[t], NULL));
-                fprintf(f, " (%s)", ph_fmt_percent(p, best[t], per[t]));
+                ph_mw_text(f, ph_folded_name(fo, leaf[t], NULL));
+                PH_MW_FMT(f, " (%s)", ph_fmt_percent(p, best[t], per[t]));
             }
-            fputs("</td></tr>\n", f);
+            PH_MW_RAW(f, "</td></tr>\n");
             json_array_append_new(a, json_pack("{s:s, s:f}", "thread", ph_folded_name(fo, t, NULL), "samples", per[t]));
         }
         ph_html_table_end(f);
@@ -201,42 +202,20 @@ out:
     return a;
 }
 
-typedef struct slurp {
-    char *buf;
-    size_t len, cap;
-} slurp;
-
 static int
-slurp_cb(void *ctx, const char *buf, size_t len, ph_error_t *err)
+folded_chunk(void *ctx, const char *buf, size_t len, ph_error_t *err)
 {
-    slurp *s = ctx;
-
-    if (s->len + len > MAX_SVG)
-        return ph_fail(err, EFBIG, "the flamegraph is larger than %u MiB", MAX_SVG >> 20);
-    if (s->len + len > s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 1 << 20;
-        char *nb;
-        while (nc < s->len + len)
-            nc *= 2;
-        nb = realloc(s->buf, nc);
-        if (nb == NULL)
-            return ph_fail(err, ENOMEM, "read the flamegraph");
-        s->buf = nb;
-        s->cap = nc;
-    }
-    memcpy(s->buf + s->len, buf, len);
-    s->len += len;
-    return 0;
+    return ph_folded_feed(ctx, buf, len, err);
 }
 
 static void
-sampler_figures(FILE *f, const ph_sampler_stats *s)
+sampler_figures(ph_mw *f, const ph_sampler_stats *s)
 {
     char b[PH_FMT_LEN], note[200];
 
     if (!s->have)
         return;
-    fputs("<h3>The sampler</h3>\n", f);
+    PH_MW_RAW(f, "<h3>The sampler</h3>\n");
     ph_html_cards_begin(f);
     snprintf(note, sizeof note, "timer %.0f Hz (%s)", s->timer_hz, s->source);
     snprintf(b, sizeof b, "%.0f Hz", s->requested_hz);
@@ -253,9 +232,68 @@ sampler_figures(FILE *f, const ph_sampler_stats *s)
 }
 
 void
+ph_report_flame_opts(const ph_rundata *rd, ph_flame_opts *o, char *title, size_t cap)
+{
+    ph_flame_opts_init(o);
+    snprintf(title, cap, "%s (%s, run %s)", rd->service, rd->mode, rd->name);
+    o->title = title;
+    if (rd->flame.sampler.text[0])
+        o->subtitle = rd->flame.sampler.text;
+}
+
+int
+ph_report_flame_files(const ph_rundata *rd, ph_error_t *err)
+{
+    const ph_artifact *a[PH_RD_MAX_ARTIFACTS];
+    size_t n = ph_rundata_files(rd, "folded", a, PH_RD_MAX_ARTIFACTS);
+
+    for (size_t i = 0; n > 1 && i < n; i++) {
+        char name[NAME_MAX + 1], path[PATH_MAX + NAME_MAX + 2], title[400], *svg = NULL;
+        size_t stem = strlen(a[i]->name), len = 0;
+        ph_folded *fo = NULL;
+        ph_flame_opts o;
+        FILE *m = NULL;
+        int rc = -1;
+
+        if (stem > 7 && strcmp(a[i]->name + stem - 7, ".folded") == 0)
+            stem -= 7;
+        if (snprintf(name, sizeof name, PH_REPORT_SVG_PREFIX "%.*s.svg", (int)stem, a[i]->name) >= (int)sizeof name)
+            continue; /* no room for the prefix: the report's graph has it */
+        snprintf(path, sizeof path, "%s/%s", rd->dir, name);
+        ph_flame_opts_init(&o);
+        snprintf(title, sizeof title, "%s (%s, %s)", rd->service, rd->mode, a[i]->name);
+        o.title = title;
+        if ((fo = ph_folded_new(0, err)) == NULL || ph_read_file_chunks(a[i]->path, folded_chunk, fo, NULL, err) < 0 ||
+            ph_folded_finish(fo, err) < 0) {
+            /* the report says what is wrong with the file */
+            ph_error_free(err);
+            ph_folded_free(fo);
+            continue;
+        }
+        if ((m = open_memstream(&svg, &len)) == NULL) {
+            ph_fail(err, ENOMEM, "draw `%s`", name);
+        } else {
+            if (ph_folded_n_stacks(fo) == 0)
+                rc = ph_flame_render_error("no samples in this file", &o, m, err);
+            else
+                rc = ph_flame_render(fo, &o, m, NULL, err);
+            if (fclose(m) != 0 && rc == 0)
+                rc = ph_fail(err, ENOMEM, "draw `%s`", name);
+            if (rc == 0)
+                rc = ph_report_write_file(rd->dir, path, svg, len, err);
+        }
+        free(svg);
+        ph_folded_free(fo);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void
 ph_report_flame(ph_rctx *c)
 {
-    FILE *f = c->html;
+    ph_mw *f = c->html;
     const ph_flamedata *fd = &c->rd->flame;
     const ph_folded *fo = fd->folded;
     double total = fo ? ph_folded_get_stats(fo)->total : 0, *self = NULL, *tot = NULL;
@@ -292,24 +330,18 @@ ph_report_flame(ph_rctx *c)
     }
     ph_html_cards_end(f);
 
-    /* the interactive graph: the sampler's own, else drawn from the stacks */
-    if (fd->svg != NULL) {
-        slurp s = { 0 };
-        ph_error_t err = NULL;
-        if (ph_read_file_chunks(fd->svg->path, slurp_cb, &s, NULL, &err) == 0) {
-            ph_html_flame_frame(f, s.buf, s.len, fd->svg->name);
-            snprintf(note, sizeof note, "%s: click a frame to zoom, Ctrl-F to search.", fd->svg->name);
-            ph_html_note(f, note);
-        } else {
-            ph_html_problem(f, err->msg);
-            ph_error_free(&err);
-        }
-        free(s.buf);
-    } else if (fo != NULL && ph_folded_n_stacks(fo) > 0) {
+    /* the interactive graph, drawn here from the stacks: an SVG the
+     * container wrote is never shown (its script would run in the page) */
+    if (fo != NULL && ph_folded_n_stacks(fo) > 0) {
         ph_flame_opts o;
-        ph_flame_opts_init(&o);
-        o.title = "CPU samples";
-        ph_html_flame_render(f, fo, &o, "CPU samples");
+        char title[400];
+
+        ph_report_flame_opts(c->rd, &o, title, sizeof title);
+        free(c->flame_svg);
+        c->flame_svg = NULL;
+        ph_html_flame_render_kept(f, fo, &o, title, &c->flame_svg, &c->flame_svg_len);
+        ph_html_note(f, "Click a frame to zoom.  " PH_REPORT_FLAME_SVG " beside this report is the same graph by itself, "
+                        "to search (Ctrl-F) and to link to.");
     }
     if (fo == NULL || ph_folded_n_stacks(fo) == 0) {
         ph_html_problem(f, "No stacks to count (see the problems above).");

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ph_markup_only.h"
+
 #define MAX_RUNS 100000
 
 typedef struct entry {
@@ -117,9 +119,10 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
     struct dirent *de, *re;
     entry *v = NULL;
     size_t n = 0, cap = 0, services = 0;
-    char *page = NULL, path[PATH_MAX + 32], b[PH_FMT_LEN], sub[256];
+    char path[PATH_MAX + 32], b[PH_FMT_LEN], sub[256];
+    const char *page = NULL;
     size_t page_len = 0;
-    FILE *f;
+    ph_mw w = { 0 }, *f = &w;
     int rc = -1;
 
     if (d == NULL)
@@ -163,8 +166,7 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
     }
     qsort(v, n, sizeof *v, cmp_entry);
 
-    f = open_memstream(&page, &page_len);
-    if (f == NULL) {
+    if (ph_mw_open_mem(&w, PH_MW_HTML) < 0) {
         ph_fail(err, ENOMEM, "write the index");
         goto out;
     }
@@ -181,45 +183,45 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
         ph_html_table(f, heads, 7);
         for (size_t i = 0; i < n; i++) {
             entry *e = &v[i];
-            fprintf(f, "<tr id=\"");
-            ph_html_esc(f, e->service);
-            fputs("--", f);
-            ph_html_esc(f, e->run);
-            fputs("\"><td><b>", f);
-            ph_html_esc(f, e->service);
-            fputs("</b></td><td>", f);
-            ph_html_esc(f, e->mode);
-            fputs("</td><td class=\"mono\">", f);
-            ph_html_esc(f, e->started);
-            fputs("</td>", f);
+            PH_MW_RAW(f, "<tr id=\"");
+            ph_mw_attr(f, e->service);
+            PH_MW_RAW(f, "--");
+            ph_mw_attr(f, e->run);
+            PH_MW_RAW(f, "\"><td><b>");
+            ph_mw_text(f, e->service);
+            PH_MW_RAW(f, "</b></td><td>");
+            ph_mw_text(f, e->mode);
+            PH_MW_RAW(f, "</td><td class=\"mono\">");
+            ph_mw_text(f, e->started);
+            PH_MW_RAW(f, "</td>");
             ph_html_num(f, e->seconds, e->seconds >= 0 ? ph_fmt_seconds(b, e->seconds) : "-");
-            fputs("<td>", f);
-            ph_html_esc(f, e->stopped);
-            fputs("</td><td>", f);
-            ph_html_esc(f, e->headline);
+            PH_MW_RAW(f, "<td>");
+            ph_mw_text(f, e->stopped);
+            PH_MW_RAW(f, "</td><td>");
+            ph_mw_text(f, e->headline);
             if (e->problems > 0)
-                fprintf(f, " <span class=\"note\">(%d problem%s)</span>", e->problems, e->problems == 1 ? "" : "s");
-            fputs("</td><td>", f);
+                PH_MW_FMT(f, " <span class=\"note\">(%d problem%s)</span>", e->problems, e->problems == 1 ? "" : "s");
+            PH_MW_RAW(f, "</td><td>");
             if (e->has_report) {
-                fputs("<a href=\"", f);
-                ph_html_esc(f, e->service);
-                fputs("/", f);
-                ph_html_esc(f, e->run);
-                fputs("/" PH_REPORT_HTML "\">report</a>", f);
+                PH_MW_RAW(f, "<a href=\"");
+                ph_mw_url(f, e->service);
+                PH_MW_RAW(f, "/");
+                ph_mw_url(f, e->run);
+                PH_MW_RAW(f, "/" PH_REPORT_HTML "\">report</a>");
             } else {
-                fputs("<span class=\"note\">none yet: <code>profharness report ", f);
-                ph_html_esc(f, e->service);
-                fputs("/", f);
-                ph_html_esc(f, e->run);
-                fputs("</code></span>", f);
+                PH_MW_RAW(f, "<span class=\"note\">none yet: <code>profharness report ");
+                ph_mw_text(f, e->service);
+                PH_MW_RAW(f, "/");
+                ph_mw_text(f, e->run);
+                PH_MW_RAW(f, "</code></span>");
             }
-            fputs("</td></tr>\n", f);
+            PH_MW_RAW(f, "</td></tr>\n");
         }
         ph_html_table_end(f);
     }
     ph_html_section_end(f);
     ph_html_end(f);
-    if (fclose(f) != 0) {
+    if (ph_mw_finish(&w, &page, &page_len) < 0) {
         ph_fail(err, ENOMEM, "write the index");
         goto out;
     }
@@ -231,6 +233,6 @@ out:
     for (size_t i = 0; i < n; i++)
         free_entry(&v[i]);
     free(v);
-    free(page);
+    ph_mw_close(&w);
     return rc;
 }

@@ -20,6 +20,7 @@
 #include "ph_flame.h"
 #include "ph_fmt.h"
 #include "ph_folded.h"
+#include "ph_markup.h"
 #include "ph_massif.h"
 #include "ph_report.h"
 #include "ph_strace.h"
@@ -48,7 +49,7 @@ typedef struct ph_sampler_stats {
 
 typedef struct ph_flamedata {
     ph_folded *folded;         /* merged stacks, the root frame is the thread */
-    const ph_artifact *svg;    /* the sampler's last flamegraph, NULL if none */
+    const ph_artifact *svg;    /* the sampler's last flamegraph (its subtitle is read, never shown), or NULL */
     size_t n_files;            /* stacks files read */
     ph_sampler_stats sampler;
 } ph_flamedata;
@@ -97,33 +98,39 @@ void ph_sampler_stats_parse(const char *subtitle, ph_sampler_stats *s);
 
 /* ---- ph_html.c --------------------------------------------------------- */
 
-void ph_html_esc(FILE *f, const char *s);
-void ph_html_escn(FILE *f, const char *s, size_t n);
-/* The page: <head> with the style sheet and script, a header bar. */
-void ph_html_begin(FILE *f, const char *title, const char *heading, const char *sub);
+/* Pages are written through a markup writer (ph_markup.h): artifact text
+ * reaches them only escaped, through ph_mw_text, ph_mw_attr, ph_mw_url or
+ * a %s of PH_MW_FMT.
+ *
+ * The page: <head> with its Content-Security-Policy, the style sheet and
+ * script, a header bar. */
+void ph_html_begin(ph_mw *f, const char *title, const char *heading, const char *sub);
 /* Close the header bar (after any headline and links) and open <main>. */
-void ph_html_main(FILE *f);
-void ph_html_end(FILE *f);
-void ph_html_section(FILE *f, const char *id, const char *title);
-void ph_html_section_end(FILE *f);
+void ph_html_main(ph_mw *f);
+void ph_html_end(ph_mw *f);
+void ph_html_section(ph_mw *f, const char *id, const char *title);
+void ph_html_section_end(ph_mw *f);
 /* A visible notice: something is missing or wrong. */
-void ph_html_problem(FILE *f, const char *text);
-void ph_html_note(FILE *f, const char *text);
-void ph_html_cards_begin(FILE *f);
-void ph_html_card(FILE *f, const char *label, const char *value, const char *note);
-void ph_html_cards_end(FILE *f);
+void ph_html_problem(ph_mw *f, const char *text);
+void ph_html_note(ph_mw *f, const char *text);
+void ph_html_cards_begin(ph_mw *f);
+void ph_html_card(ph_mw *f, const char *label, const char *value, const char *note);
+void ph_html_cards_end(ph_mw *f);
 /* <table class="data"> with header cells; a name ending in '#' is numeric. */
-void ph_html_table(FILE *f, const char *const *heads, size_t n);
-void ph_html_table_end(FILE *f);
+void ph_html_table(ph_mw *f, const char *const *heads, size_t n);
+void ph_html_table_end(ph_mw *f);
 /* A numeric cell: TEXT shown, V sorts. */
-void ph_html_num(FILE *f, double v, const char *text);
+void ph_html_num(ph_mw *f, double v, const char *text);
 /* A cell with a bar of FRAC (0..1) of the width. */
-void ph_html_bar(FILE *f, double frac);
-/* An interactive SVG flamegraph inside the page, in its own frame so its
- * script runs as written (a data: URL; it reads fine without JS too). */
-void ph_html_flame_frame(FILE *f, const char *svg, size_t len, const char *title);
-/* Render F with O and frame it; a notice instead when nothing can be drawn. */
-void ph_html_flame_render(FILE *f, const ph_folded *folded, const ph_flame_opts *o, const char *title);
+void ph_html_bar(ph_mw *f, double frac);
+/* Render F with O (the harness's own renderer: never an SVG an artifact
+ * holds) and show it in a sandboxed frame of its own; a notice instead
+ * when nothing can be drawn. */
+void ph_html_flame_render(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, const char *title);
+/* The same, the SVG drawn kept in *SVG (*LEN bytes; the caller frees;
+ * NULL when nothing was drawn). */
+void ph_html_flame_render_kept(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, const char *title,
+                               char **svg, size_t *len);
 
 /* Charts (inline SVG, drawn here: no script needed). */
 typedef struct ph_chart_series {
@@ -134,7 +141,7 @@ typedef const char *(*ph_chart_fmt)(char buf[PH_FMT_LEN], double v);
 /* Stacked areas of SERIES over X (N points), and LINE (may be NULL) drawn
  * on top over LX (LN points), e.g. massif's total heap. */
 enum { PH_CHART_X_BYTES = 1, PH_CHART_Y_BYTES = 2 }; /* ticks at powers of two */
-void ph_svg_stacked(FILE *f, const double *x, size_t n, const ph_chart_series *series, size_t ns, const double *lx,
+void ph_svg_stacked(ph_mw *f, const double *x, size_t n, const ph_chart_series *series, size_t ns, const double *lx,
                     const double *ly, size_t ln, const char *line_name, ph_chart_fmt fx, ph_chart_fmt fy,
                     const char *x_label, int flags);
 /* The colour of series I (a fixed palette; the last one is "other"). */
@@ -151,10 +158,12 @@ int ph_report_write_json(const char *dir, const char *path, json_t *j, ph_error_
 
 /* What a section adds to the run's report. */
 typedef struct ph_rctx {
-    FILE *html;
+    ph_mw *html;
     json_t *summary;           /* the run's summary.json object */
     ph_rundata *rd;
     char headline[512];        /* set by the section of the run's main kind */
+    char *flame_svg;           /* the flamegraph section's graph (PH_REPORT_FLAME_SVG), or NULL */
+    size_t flame_svg_len;
 } ph_rctx;
 
 void ph_report_massif(ph_rctx *c);
@@ -167,6 +176,13 @@ void ph_report_flame(ph_rctx *c);
  * the stack (once per stack, however deep the recursion).  SKIP_ROOT:
  * frame 0 is the thread, not a function (the sampler's stacks). */
 int ph_flame_tally(const ph_folded *folded, int skip_root, double **self, double **total);
+/* The renderer's options for the run's flamegraph: TITLE (CAP bytes)
+ * names the run, the subtitle is what the sampler said of itself. */
+void ph_report_flame_opts(const ph_rundata *rd, ph_flame_opts *o, char *title, size_t cap);
+/* Draw report-<stem>.svg in the run dir for each of the run's folded
+ * stacks files when it has more than one (PH_REPORT_FLAME_SVG has them
+ * all); -1 when one cannot be written. */
+int ph_report_flame_files(const ph_rundata *rd, ph_error_t *err);
 /* Whether the run's folded stacks start with the thread's name. */
 int ph_flame_has_thread_root(const ph_rundata *rd);
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_markup_only.h"
+
 #define TOP_SITES 8
 
 const char *
@@ -52,7 +54,7 @@ fmt_axis_instr(char buf[PH_FMT_LEN], double t)
 }
 
 typedef struct tree_ctx {
-    FILE *f;
+    ph_mw *f;
     json_t *top;  /* the root's children, for summary.json */
 } tree_ctx;
 
@@ -63,20 +65,23 @@ tree_row_cb(void *ctx, const ph_massif_line *l)
     char b[PH_FMT_LEN], pct[32];
 
     snprintf(pct, sizeof pct, "%05.2f%%", l->percent);
-    fprintf(t->f, "<tr%s><td class=\"name\" style=\"padding-left:%upx\">", l->group ? " class=\"group\"" : "",
-            9 + 18 * l->depth);
+    if (l->group)
+        PH_MW_RAW(t->f, "<tr class=\"group\">");
+    else
+        PH_MW_RAW(t->f, "<tr>");
+    PH_MW_FMT(t->f, "<td class=\"name\" style=\"padding-left:%upx\">", 9 + 18 * l->depth);
     if (l->group) {
-        fprintf(t->f, "<span class=\"note\">in %u+ places, all below the 1%% threshold</span>", l->places);
+        PH_MW_FMT(t->f, "<span class=\"note\">in %u+ places, all below the 1%% threshold</span>", l->places);
     } else {
         if (l->depth > 0)
-            fputs("&#8627; ", t->f);
-        ph_html_esc(t->f, l->details);
+            PH_MW_RAW(t->f, "&#8627; ");
+        ph_mw_text(t->f, l->details);
     }
-    fputs("</td>", t->f);
+    PH_MW_RAW(t->f, "</td>");
     ph_html_num(t->f, l->percent, pct);
     ph_html_num(t->f, (double)l->bytes, ph_fmt_commify(b, l->bytes));
     ph_html_bar(t->f, l->percent / 100);
-    fputs("</tr>\n", t->f);
+    PH_MW_RAW(t->f, "</tr>\n");
     if (!l->group && l->depth == 1)
         json_array_append_new(t->top, json_pack("{s:s, s:I, s:f}", "site", ph_report_site_name(l->details), "bytes",
                                                 (json_int_t)l->bytes, "percent", l->percent));
@@ -117,7 +122,7 @@ pick_sites(const ph_massif *m, const ph_massif_snapshot *peak, uint32_t *out, si
 void
 ph_report_massif(ph_rctx *c)
 {
-    FILE *f = c->html;
+    ph_mw *f = c->html;
     const ph_massif *m = c->rd->massif;
     const ph_massif_info *info;
     const ph_massif_snapshot *peak = NULL;
@@ -162,13 +167,12 @@ ph_report_massif(ph_rctx *c)
     ph_html_card(f, "snapshots", ph_fmt_commify(b1, info->n_snapshots), note);
     ph_html_cards_end(f);
     if (total > 0)
-        fprintf(f,
-                "<div style=\"display:flex;height:12px;border-radius:3px;overflow:hidden;margin:2px 0 12px\" "
+        PH_MW_FMT(f, "<div style=\"display:flex;height:12px;border-radius:3px;overflow:hidden;margin:2px 0 12px\" "
                 "title=\"useful heap / extra heap / stacks\"><span style=\"flex:%llu;background:%s\"></span>"
                 "<span style=\"flex:%llu;background:%s\"></span><span style=\"flex:%llu;background:%s\"></span></div>\n",
                 (unsigned long long)peak->heap, ph_chart_color(0), (unsigned long long)peak->extra, ph_chart_color(1),
                 (unsigned long long)peak->stacks, ph_chart_color(2));
-    fprintf(f, "<ul class=\"legend\" style=\"margin-top:-6px\"><li><i style=\"background:%s\"></i>useful heap</li>"
+    PH_MW_FMT(f, "<ul class=\"legend\" style=\"margin-top:-6px\"><li><i style=\"background:%s\"></i>useful heap</li>"
                "<li><i style=\"background:%s\"></i>extra heap</li><li><i style=\"background:%s\"></i>stacks</li></ul>\n",
             ph_chart_color(0), ph_chart_color(1), ph_chart_color(2));
 
@@ -205,7 +209,7 @@ ph_report_massif(ph_rctx *c)
             for (size_t k = 0; k < nsites; k++)
                 series[k] = (ph_chart_series){ ph_massif_site_name(m, sites[k]), ys + k * ns };
             series[nsites] = (ph_chart_series){ other, ys + nsites * ns };
-            fputs("<h3>Heap over time, by allocation site</h3>\n", f);
+            PH_MW_RAW(f, "<h3>Heap over time, by allocation site</h3>\n");
             ph_svg_stacked(f, x, nd, series, nsites + 1, lx, ly, ns, "useful heap, every snapshot",
                            strcmp(unit, "B") == 0    ? fmt_axis_bytes
                            : strcmp(unit, "ms") == 0 ? fmt_axis_ms
@@ -232,13 +236,13 @@ ph_report_massif(ph_rctx *c)
 
         snprintf(note, sizeof note, "Snapshot %llu, as ms_print prints it (threshold 1%%; percentages of the total, %s).",
                  (unsigned long long)peak->num, ph_fmt_bytes(b3, (double)total));
-        fputs("<h3>Where the peak's memory was allocated</h3>\n", f);
+        PH_MW_RAW(f, "<h3>Where the peak's memory was allocated</h3>\n");
         ph_html_note(f, note);
-        fputs("<div class=\"tree\">", f);
+        PH_MW_RAW(f, "<div class=\"tree\">");
         ph_html_table(f, heads, 4);
         ph_massif_walk_peak(m, 1.0, tree_row_cb, &t);
         ph_html_table_end(f);
-        fputs("</div>", f);
+        PH_MW_RAW(f, "</div>");
         if (info->peak_tree_truncated)
             ph_html_note(f, "The tree was too large to keep whole; its smallest branches are left out.");
     } else if (info->peak < 0 || peak->tree == PH_MASSIF_EMPTY) {

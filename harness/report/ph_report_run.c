@@ -1,3 +1,4 @@
+
 /* ph_report_run.c - one run's report.html and summary.json.
  *
  * The sections are written first (into memory), because the headline
@@ -20,6 +21,8 @@
 #include <unistd.h>
 
 #include "ph_escape.h"
+
+#include "ph_markup_only.h"
 
 /* ---- the run itself ----------------------------------------------------- */
 
@@ -107,23 +110,24 @@ how_it_stopped(json_t *x, int attached, char *buf, size_t cap)
 
 /* One detail of a stage, "key=value" (SEP before it). */
 static void
-stage_detail(FILE *f, const char *key, json_t *v, int *first)
+stage_detail(ph_mw *f, const char *key, json_t *v, int *first)
 {
     if (json_is_false(v) || json_is_null(v) || (json_is_integer(v) && json_integer_value(v) == 0 &&
                                                 (strncmp(key, "bytes_", 6) == 0)))
         return; /* nothing to say: no bytes, not concurrent, not failed */
-    fputs(*first ? "" : ", ", f);
+    if (!*first)
+        PH_MW_RAW(f, ", ");
     *first = 0;
-    ph_html_esc(f, key);
+    ph_mw_text(f, key);
     if (json_is_true(v))
         return;
-    fputs("=", f);
+    PH_MW_RAW(f, "=");
     if (json_is_string(v))
-        ph_html_esc(f, json_string_value(v));
+        ph_mw_text(f, json_string_value(v));
     else if (json_is_integer(v))
-        fprintf(f, "%lld", (long long)json_integer_value(v));
+        PH_MW_FMT(f, "%lld", (long long)json_integer_value(v));
     else if (json_is_real(v))
-        fprintf(f, "%g", json_real_value(v));
+        PH_MW_FMT(f, "%g", json_real_value(v));
 }
 
 /* A stage's seconds: {seconds} (run.json's first stages array) or
@@ -142,7 +146,7 @@ stage_seconds(json_t *s)
  * or a tree ({name, duration_ns, children, attributes, ...}); whatever
  * else a stage carries is shown as key=value. */
 static void
-stage_rows(FILE *f, json_t *stages, int depth, double total)
+stage_rows(ph_mw *f, json_t *stages, int depth, double total)
 {
     size_t i;
     json_t *s;
@@ -156,12 +160,12 @@ stage_rows(FILE *f, json_t *stages, int depth, double total)
 
         if (!json_is_object(s))
             continue;
-        fprintf(f, "<tr><td style=\"padding-left:%dpx\">", 9 + 18 * depth);
-        ph_html_esc(f, name ? name : "(unnamed)");
-        fputs("</td>", f);
+        PH_MW_FMT(f, "<tr><td style=\"padding-left:%dpx\">", 9 + 18 * depth);
+        ph_mw_text(f, name ? name : "(unnamed)");
+        PH_MW_RAW(f, "</td>");
         ph_html_num(f, sec, sec >= 0 ? ph_fmt_seconds(b, sec) : "-");
         ph_html_bar(f, total > 0 && sec > 0 ? sec / total : 0);
-        fputs("<td class=\"note\">", f);
+        PH_MW_RAW(f, "<td class=\"note\">");
         json_object_foreach(s, key, v) {
             static const char *const quiet[] = { "name", "seconds", "start_ns", "duration_ns", "self_ns" };
             int skip = 0;
@@ -179,7 +183,7 @@ stage_rows(FILE *f, json_t *stages, int depth, double total)
                 stage_detail(f, key, v, &first);
             }
         }
-        fputs("</td></tr>\n", f);
+        PH_MW_RAW(f, "</td></tr>\n");
         if (kids != NULL && depth < 12)
             stage_rows(f, kids, depth + 1, total);
     }
@@ -188,7 +192,7 @@ stage_rows(FILE *f, json_t *stages, int depth, double total)
 /* harness.folded (the harness's own stages as folded stacks, in ns): a
  * small flamegraph of where the harness spent its time. */
 static void
-harness_flamegraph(FILE *f, const ph_rundata *rd)
+harness_flamegraph(ph_mw *f, const ph_rundata *rd)
 {
     char path[PATH_MAX + 32];
     ph_folded *fo = NULL;
@@ -211,7 +215,7 @@ harness_flamegraph(FILE *f, const ph_rundata *rd)
         o.title = "The harness's own time";
         o.countname = "ns";
         o.palette = "aqua";
-        fputs("<h3>The harness's own time (harness.folded)</h3>\n", f);
+        PH_MW_RAW(f, "<h3>The harness's own time (harness.folded)</h3>\n");
         ph_html_flame_render(f, fo, &o, "The harness's own time");
     }
     ph_error_free(&err);
@@ -219,7 +223,7 @@ harness_flamegraph(FILE *f, const ph_rundata *rd)
 }
 
 static void
-run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *summary)
+run_section(ph_mw *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *summary)
 {
     json_t *x = rd->exit, *run = rd->run, *stages = run ? json_object_get(run, "stages") : NULL;
     ph_profile *p = profiles ? ph_profiles_find((ph_profile_set *)profiles, rd->mode) : NULL;
@@ -228,12 +232,12 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
 
     ph_html_section(f, "run", "The run");
     how_it_stopped(x, rd->attached_to != NULL, how, sizeof how);
-    fputs("<dl class=\"kv\">", f);
+    PH_MW_RAW(f, "<dl class=\"kv\">");
 #define KV(k, v)                                                                                                       \
     do {                                                                                                               \
-        fputs("<dt>" k "</dt><dd>", f);                                                                                \
-        ph_html_esc(f, v);                                                                                             \
-        fputs("</dd>", f);                                                                                             \
+        PH_MW_RAW(f, "<dt>" k "</dt><dd>");                                                                            \
+        ph_mw_text(f, v);                                                                                             \
+        PH_MW_RAW(f, "</dd>");                                                                                             \
     } while (0)
     KV("service", rd->service);
     KV("mode", rd->mode);
@@ -260,25 +264,26 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
     if (x != NULL && json_is_array(json_object_get(x, "command"))) {
         size_t i;
         json_t *a;
-        fputs("<dt>command</dt><dd class=\"mono\">", f);
+        PH_MW_RAW(f, "<dt>command</dt><dd class=\"mono\">");
         json_array_foreach(json_object_get(x, "command"), i, a) {
             const char *w = json_string_value(a) ? json_string_value(a) : "";
-            fputs(i ? " " : "", f);
+            if (i)
+                PH_MW_RAW(f, " ");
             if (w[0] != '\0' && strpbrk(w, " \t\n'\"$\\`*?;&|<>()") == NULL) {
-                ph_html_esc(f, w);
+                ph_mw_text(f, w);
                 continue;
             }
             /* as a shell would need it: 'it'\''s' */
-            fputs("&#39;", f);
+            PH_MW_RAW(f, "&#39;");
             for (const char *q = w; *q; q++) {
                 if (*q == '\'')
-                    fputs("&#39;\\&#39;&#39;", f);
+                    PH_MW_RAW(f, "&#39;\\&#39;&#39;");
                 else
-                    ph_html_escn(f, q, 1);
+                    ph_mw_textn(f, q, 1);
             }
-            fputs("&#39;", f);
+            PH_MW_RAW(f, "&#39;");
         }
-        fputs("</dd>", f);
+        PH_MW_RAW(f, "</dd>");
     }
     if (p != NULL) {
         char caps[512] = "";
@@ -294,7 +299,7 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
     }
     if (jstr(run, "container"))
         KV("container", jstr(run, "container"));
-    fputs("</dl>\n", f);
+    PH_MW_RAW(f, "</dl>\n");
 #undef KV
 
     {
@@ -316,7 +321,7 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
         }
         if (rows != NULL) {
             json_array_foreach(rows, i, s) total += fmax(stage_seconds(s), 0);
-            fputs("<h3>The harness's stage timings</h3>\n", f);
+            PH_MW_RAW(f, "<h3>The harness's stage timings</h3>\n");
             ph_html_table(f, heads, 4);
             stage_rows(f, rows, 0, total);
             ph_html_table_end(f);
@@ -327,16 +332,16 @@ run_section(FILE *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *sum
 
     {
         static const char *const heads[] = { "file", "kind", "size#" };
-        fputs("<h3>Files</h3>\n", f);
+        PH_MW_RAW(f, "<h3>Files</h3>\n");
         ph_html_table(f, heads, 3);
         for (size_t i = 0; i < rd->n_arts; i++) {
-            fputs("<tr><td class=\"name\">", f);
-            ph_html_esc(f, rd->arts[i].name);
-            fputs("</td><td>", f);
-            ph_html_esc(f, rd->arts[i].kind);
-            fputs("</td>", f);
+            PH_MW_RAW(f, "<tr><td class=\"name\">");
+            ph_mw_text(f, rd->arts[i].name);
+            PH_MW_RAW(f, "</td><td>");
+            ph_mw_text(f, rd->arts[i].kind);
+            PH_MW_RAW(f, "</td>");
             ph_html_num(f, (double)rd->arts[i].size, ph_fmt_bytes(b, (double)rd->arts[i].size));
-            fputs("</tr>\n", f);
+            PH_MW_RAW(f, "</tr>\n");
         }
         ph_html_table_end(f);
     }
@@ -369,7 +374,11 @@ write_atomic(const char *dir, const char *path, const char *buf, size_t len, ph_
     size_t o = 0;
 
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* A fresh file, never through what is there: a run dir holds what a
+     * container wrote, and a planted `report.html.tmp` symlink would
+     * otherwise have us write (as root, under sudo) wherever it points. */
+    (void)unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return ph_fail(err, errno, "write `%s`", tmp);
     while (o < len) {
@@ -458,9 +467,10 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
 {
     ph_rundata rd;
     ph_rctx c = { 0 };
-    char *body = NULL, *page = NULL, title[512], sub[700], path[PATH_MAX + 32];
+    char title[512], sub[700], path[PATH_MAX + 32];
+    const char *body = NULL, *page = NULL;
     size_t body_len = 0, page_len = 0;
-    FILE *f;
+    ph_mw bw = { 0 }, pw = { 0 };
     json_t *problems;
     int rc = -1;
 
@@ -468,15 +478,14 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
         return ph_error_wrap(err, "report on `%s`", run_dir);
     c.rd = &rd;
     c.summary = json_object();
-    f = open_memstream(&body, &body_len);
-    if (c.summary == NULL || f == NULL) {
+    if (c.summary == NULL || ph_mw_open_mem(&bw, PH_MW_HTML) < 0 || ph_mw_open_mem(&pw, PH_MW_HTML) < 0) {
         ph_fail(err, ENOMEM, "report on `%s`", run_dir);
         goto out;
     }
-    c.html = f;
+    c.html = &bw;
     sections(&c);
-    run_section(f, &rd, profiles, c.summary);
-    if (fclose(f) != 0) {
+    run_section(&bw, &rd, profiles, c.summary);
+    if (ph_mw_finish(&bw, &body, &body_len) < 0) {
         ph_fail(err, ENOMEM, "report on `%s`", run_dir);
         goto out;
     }
@@ -484,38 +493,33 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
         snprintf(c.headline, sizeof c.headline, "no figures: %s",
                  rd.n_problems ? rd.problems[0] : "the run has no artifact a report can read");
 
-    f = open_memstream(&page, &page_len);
-    if (f == NULL) {
-        ph_fail(err, ENOMEM, "report on `%s`", run_dir);
-        goto out;
-    }
     snprintf(title, sizeof title, "%s · %s · %s", rd.service, rd.mode, rd.name);
     snprintf(sub, sizeof sub, "%s%s%s", jstr(rd.run, "started_at") ? "started " : "",
              jstr(rd.run, "started_at") ? jstr(rd.run, "started_at") : "", "");
-    ph_html_begin(f, title, title, sub);
-    fputs("<div class=\"headline\">", f);
-    ph_html_esc(f, c.headline);
-    fputs("</div><nav class=\"toc\"><a href=\"../../index.html\">all runs</a>", f);
+    ph_html_begin(&pw, title, title, sub);
+    PH_MW_RAW(&pw, "<div class=\"headline\">");
+    ph_mw_text(&pw, c.headline);
+    PH_MW_RAW(&pw, "</div><nav class=\"toc\"><a href=\"../../index.html\">all runs</a>");
     for (size_t i = 0; i < 4; i++) {
         static const char *const ids[] = { "massif", "callgrind", "strace", "flamegraph" };
         const char *needle[] = { "id=\"massif\"", "id=\"callgrind\"", "id=\"strace\"", "id=\"flamegraph\"" };
         if (memmem(body, body_len, needle[i], strlen(needle[i])) != NULL)
-            fprintf(f, "<a href=\"#%s\">%s</a>", ids[i], ids[i]);
+            PH_MW_FMT(&pw, "<a href=\"#%s\">%s</a>", ids[i], ids[i]);
     }
-    fputs("<a href=\"#run\">the run</a></nav>\n", f);
-    ph_html_main(f);
+    PH_MW_RAW(&pw, "<a href=\"#run\">the run</a></nav>\n");
+    ph_html_main(&pw);
     problems = json_array();
     if (rd.n_problems > 0) {
-        fputs("<section id=\"problems\"><h2>What is missing or broken</h2>\n", f);
+        PH_MW_RAW(&pw, "<section id=\"problems\"><h2>What is missing or broken</h2>\n");
         for (size_t i = 0; i < rd.n_problems; i++) {
-            ph_html_problem(f, rd.problems[i]);
+            ph_html_problem(&pw, rd.problems[i]);
             json_array_append_new(problems, json_string(rd.problems[i]));
         }
-        fputs("</section>\n", f);
+        PH_MW_RAW(&pw, "</section>\n");
     }
-    fwrite(body, 1, body_len, f);
-    ph_html_end(f);
-    if (fclose(f) != 0) {
+    ph_mw_splice(&pw, &bw);
+    ph_html_end(&pw);
+    if (ph_mw_finish(&pw, &page, &page_len) < 0) {
         ph_fail(err, ENOMEM, "report on `%s`", run_dir);
         json_decref(problems);
         goto out;
@@ -532,6 +536,14 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
     if (jstr(rd.run, "collected_at"))
         json_object_set_new(c.summary, "collected_at", json_string(jstr(rd.run, "collected_at")));
 
+    /* the graphs first: the report links them */
+    if (c.flame_svg != NULL) {
+        snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_FLAME_SVG);
+        if (ph_report_write_file(rd.dir, path, c.flame_svg, c.flame_svg_len, err) < 0)
+            goto out;
+    }
+    if (ph_report_flame_files(&rd, err) < 0)
+        goto out;
     snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_HTML);
     if (ph_report_write_file(rd.dir, path, page, page_len, err) < 0)
         goto out;
@@ -549,8 +561,9 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
     }
     rc = 0;
 out:
-    free(body);
-    free(page);
+    ph_mw_close(&bw);
+    ph_mw_close(&pw);
+    free(c.flame_svg);
     json_decref(c.summary);
     ph_rundata_free(&rd);
     return rc;

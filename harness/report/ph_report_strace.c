@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_markup_only.h"
+
 #define TIMELINE_ROWS 48
 
 static int
@@ -43,7 +45,7 @@ fmt_rel_seconds(char buf[PH_FMT_LEN], double s)
 }
 
 static void
-errnos_text(FILE *f, const ph_strace *st, size_t sys, json_t *js)
+errnos_text(ph_mw *f, const ph_strace *st, size_t sys, json_t *js)
 {
     int first = 1;
 
@@ -51,16 +53,16 @@ errnos_text(FILE *f, const ph_strace *st, size_t sys, json_t *js)
         ph_strace_errno e = ph_strace_get_errno(st, i);
         if (e.sys != sys)
             continue;
-        fprintf(f, "%s", first ? "" : ", ");
-        ph_html_esc(f, e.name);
-        fprintf(f, "&#215;%llu", (unsigned long long)e.count);
+        PH_MW_FMT(f, "%s", first ? "" : ", ");
+        ph_mw_text(f, e.name);
+        PH_MW_FMT(f, "&#215;%llu", (unsigned long long)e.count);
         json_object_set_new(js, e.name, json_integer((json_int_t)e.count));
         first = 0;
     }
 }
 
 static void
-timeline(FILE *f, const ph_strace *st, const size_t *order, size_t nt)
+timeline(ph_mw *f, const ph_strace *st, const size_t *order, size_t nt)
 {
     const double W = 960, left = 92, right = 12, row = 15, top = 6;
     size_t rows = 0;
@@ -85,10 +87,10 @@ timeline(FILE *f, const ph_strace *st, const size_t *order, size_t nt)
     bw = pw / (double)nb;
     span_s = (double)width * (double)nb / 1e9;
     H = top + row * (double)rows + 30;
-    fputs("<h3>Timeline: time in syscalls, per thread</h3>\n", f);
+    PH_MW_RAW(f, "<h3>Timeline: time in syscalls, per thread</h3>\n");
     ph_html_note(f, "Each row is a thread (the busiest first); the darker a slice, the more of it the thread spent "
                     "inside syscalls (blocked or working in the kernel).");
-    fprintf(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">", W, H);
+    PH_MW_FMT(f, "<svg class=\"chart\" viewBox=\"0 0 %.0f %.0f\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">", W, H);
     rows = 0;
     for (size_t i = 0; i < nt && rows < TIMELINE_ROWS; i++) {
         const ph_strace_thread *t = ph_strace_get_thread(st, order[i]);
@@ -97,9 +99,9 @@ timeline(FILE *f, const ph_strace *st, const size_t *order, size_t nt)
 
         if (bk == NULL)
             continue;
-        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s%lld</text>", left - 8, y + row - 4,
+        PH_MW_FMT(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s%lld</text>", left - 8, y + row - 4,
                 t->pid < 0 ? "other" : "pid ", t->pid < 0 ? 0LL : (long long)t->pid);
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f2f4f7\"/>", left, y + 1, pw,
+        PH_MW_FMT(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f2f4f7\"/>", left, y + 1, pw,
                 row - 2);
         for (size_t k = 0; k < nb; k++) {
             double frac = (double)bk[k] / (double)width;
@@ -107,8 +109,7 @@ timeline(FILE *f, const ph_strace *st, const size_t *order, size_t nt)
                 continue;
             if (frac > 1)
                 frac = 1;
-            fprintf(f,
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"#d9480f\" "
+            PH_MW_FMT(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"#d9480f\" "
                     "fill-opacity=\"%.2f\"><title>%s in syscalls</title></rect>",
                     left + bw * (double)k, y + 1, bw + 0.05, row - 2, 0.12 + 0.88 * frac,
                     ph_fmt_seconds(b, (double)bk[k] / 1e9));
@@ -117,16 +118,16 @@ timeline(FILE *f, const ph_strace *st, const size_t *order, size_t nt)
     }
     for (int k = 0; k <= 6; k++) {
         double x = left + pw * k / 6;
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">+%s</text>", x, H - 10,
+        PH_MW_FMT(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">+%s</text>", x, H - 10,
                 k == 0 ? "start" : k == 6 ? "end" : "middle", fmt_rel_seconds(b, span_s * k / 6));
     }
-    fputs("</svg>\n", f);
+    PH_MW_RAW(f, "</svg>\n");
 }
 
 void
 ph_report_strace(ph_rctx *c)
 {
-    FILE *f = c->html;
+    ph_mw *f = c->html;
     const ph_strace *st = c->rd->st;
     const ph_strace_info *info;
     size_t nsys, nt, *order = NULL, *torder = NULL;
@@ -173,7 +174,7 @@ ph_report_strace(ph_rctx *c)
     /* per syscall */
     {
         static const char *const heads[] = { "syscall", "calls#", "errors", "total#", "mean#", "max#", "% time#", "" };
-        fputs("<h3>Per syscall</h3>\n", f);
+        PH_MW_RAW(f, "<h3>Per syscall</h3>\n");
         ph_html_table(f, heads, 8);
         jsys = json_array();
         for (size_t i = 0; i < nsys; i++) {
@@ -183,23 +184,23 @@ ph_report_strace(ph_rctx *c)
 
             if (s.calls == 0)
                 continue;
-            fputs("<tr><td class=\"name\">", f);
-            ph_html_esc(f, s.name);
-            fputs("</td>", f);
+            PH_MW_RAW(f, "<tr><td class=\"name\">");
+            ph_mw_text(f, s.name);
+            PH_MW_RAW(f, "</td>");
             ph_html_num(f, (double)s.calls, ph_fmt_commify(b, s.calls));
-            fputs("<td>", f);
+            PH_MW_RAW(f, "<td>");
             if (s.errors) {
-                fprintf(f, "%s: ", ph_fmt_commify(b, s.errors));
+                PH_MW_FMT(f, "%s: ", ph_fmt_commify(b, s.errors));
                 errnos_text(f, st, order[i], errnos);
             }
-            fputs("</td>", f);
+            PH_MW_RAW(f, "</td>");
             ph_html_num(f, (double)s.total_ns, s.timed ? ph_fmt_seconds(b, (double)s.total_ns / 1e9) : "-");
             ph_html_num(f, mean, s.timed ? ph_fmt_seconds(b2, mean) : "-");
             ph_html_num(f, (double)s.max_ns, s.timed ? ph_fmt_seconds(b3, (double)s.max_ns / 1e9) : "-");
             ph_html_num(f, info->total_ns ? 100.0 * (double)s.total_ns / (double)info->total_ns : 0,
                         ph_fmt_percent(b, (double)s.total_ns, (double)info->total_ns));
             ph_html_bar(f, info->total_ns ? (double)s.total_ns / (double)info->total_ns : 0);
-            fputs("</tr>\n", f);
+            PH_MW_RAW(f, "</tr>\n");
             json_array_append_new(jsys, json_pack("{s:s, s:I, s:I, s:I, s:f, s:f, s:o}", "name", s.name, "calls",
                                                   (json_int_t)s.calls, "errors", (json_int_t)s.errors, "timed",
                                                   (json_int_t)s.timed, "seconds", (double)s.total_ns / 1e9,
@@ -212,17 +213,17 @@ ph_report_strace(ph_rctx *c)
     jslow = json_array();
     if (ph_strace_n_slowest(st) > 0) {
         static const char *const heads[] = { "started", "pid", "took#", "call" };
-        fprintf(f, "<h3>The %zu slowest calls</h3>\n", ph_strace_n_slowest(st));
+        PH_MW_FMT(f, "<h3>The %zu slowest calls</h3>\n", ph_strace_n_slowest(st));
         ph_html_table(f, heads, 4);
         for (size_t i = 0; i < ph_strace_n_slowest(st); i++) {
             const ph_strace_call *sc = ph_strace_get_slowest(st, i);
-            fputs("<tr><td class=\"mono\">", f);
-            ph_html_esc(f, sc->ts);
-            fprintf(f, "</td><td class=\"mono\">%lld</td>", (long long)sc->pid);
+            PH_MW_RAW(f, "<tr><td class=\"mono\">");
+            ph_mw_text(f, sc->ts);
+            PH_MW_FMT(f, "</td><td class=\"mono\">%lld</td>", (long long)sc->pid);
             ph_html_num(f, (double)sc->dur_ns, ph_fmt_seconds(b, (double)sc->dur_ns / 1e9));
-            fputs("<td class=\"name\">", f);
-            ph_html_esc(f, sc->text);
-            fputs("</td></tr>\n", f);
+            PH_MW_RAW(f, "<td class=\"name\">");
+            ph_mw_text(f, sc->text);
+            PH_MW_RAW(f, "</td></tr>\n");
             json_array_append_new(jslow, json_pack("{s:s, s:I, s:f, s:s}", "started", sc->ts, "pid", (json_int_t)sc->pid,
                                                    "seconds", (double)sc->dur_ns / 1e9, "call", sc->text));
         }
@@ -233,21 +234,21 @@ ph_report_strace(ph_rctx *c)
     {
         static const char *const heads[] = { "pid", "calls#", "errors#", "in syscalls#", "first", "last", "signals#",
                                              "ended" };
-        fputs("<h3>Per thread</h3>\n", f);
+        PH_MW_RAW(f, "<h3>Per thread</h3>\n");
         ph_html_table(f, heads, 8);
         for (size_t i = 0; i < nt && i < 500; i++) {
             const ph_strace_thread *t = ph_strace_get_thread(st, torder[i]);
-            fprintf(f, "<tr><td class=\"mono\">%s%lld</td>", t->pid < 0 ? "other " : "", t->pid < 0 ? 0LL : (long long)t->pid);
+            PH_MW_FMT(f, "<tr><td class=\"mono\">%s%lld</td>", t->pid < 0 ? "other " : "", t->pid < 0 ? 0LL : (long long)t->pid);
             ph_html_num(f, (double)t->calls, ph_fmt_commify(b, t->calls));
             ph_html_num(f, (double)t->errors, ph_fmt_commify(b, t->errors));
             ph_html_num(f, (double)t->total_ns, ph_fmt_seconds(b, (double)t->total_ns / 1e9));
-            fprintf(f, "<td class=\"mono\">+%s</td><td class=\"mono\">+%s</td>",
+            PH_MW_FMT(f, "<td class=\"mono\">+%s</td><td class=\"mono\">+%s</td>",
                     t->first_ns >= 0 ? ph_fmt_seconds(b, (double)(t->first_ns - info->first_ns) / 1e9) : "?",
                     t->last_ns >= 0 ? ph_fmt_seconds(b2, (double)(t->last_ns - info->first_ns) / 1e9) : "?");
             ph_html_num(f, (double)t->signals, ph_fmt_commify(b, t->signals));
-            fputs("<td>", f);
-            ph_html_esc(f, t->ended[0] ? t->ended : "(still running when the log ends)");
-            fputs("</td></tr>\n", f);
+            PH_MW_RAW(f, "<td>");
+            ph_mw_text(f, t->ended[0] ? t->ended : "(still running when the log ends)");
+            PH_MW_RAW(f, "</td></tr>\n");
         }
         ph_html_table_end(f);
         if (nt > 500)
@@ -256,15 +257,15 @@ ph_report_strace(ph_rctx *c)
     timeline(f, st, torder, nt);
     if (ph_strace_n_signals(st) > 0) {
         static const char *const heads[] = { "signal", "delivered#" };
-        fputs("<h3>Signals</h3>\n", f);
+        PH_MW_RAW(f, "<h3>Signals</h3>\n");
         ph_html_table(f, heads, 2);
         for (size_t i = 0; i < ph_strace_n_signals(st); i++) {
             ph_strace_signal s = ph_strace_get_signal(st, i);
-            fputs("<tr><td class=\"mono\">", f);
-            ph_html_esc(f, s.name);
-            fputs("</td>", f);
+            PH_MW_RAW(f, "<tr><td class=\"mono\">");
+            ph_mw_text(f, s.name);
+            PH_MW_RAW(f, "</td>");
             ph_html_num(f, (double)s.count, ph_fmt_commify(b, s.count));
-            fputs("</tr>\n", f);
+            PH_MW_RAW(f, "</tr>\n");
         }
         ph_html_table_end(f);
     }

@@ -497,7 +497,8 @@ check_expected(ph_rundata *rd, const ph_profile_set *profiles)
         const char *k = known_kind(s->kind);
         int found = 0;
 
-        if (k[0] == '\0' || strcmp(k, "pprof") == 0)
+        if (k[0] == '\0' || strcmp(k, "pprof") == 0 ||
+            strncmp(s->glob, PH_REPORT_SVG_PREFIX, strlen(PH_REPORT_SVG_PREFIX)) == 0) /* the report draws it */
             continue;
         for (size_t j = 0; j < rd->n_arts && !found; j++)
             found = fnmatch(s->glob, rd->arts[j].name, 0) == 0;
@@ -567,6 +568,9 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
 
         for (size_t i = 0; i < sizeof not_artifacts / sizeof not_artifacts[0] && !skip; i++)
             skip = strcmp(de->d_name, not_artifacts[i]) == 0;
+        /* the report's own graphs (a container's file by that name is
+         * kept under another by the run dir's store) */
+        skip |= strncmp(de->d_name, PH_REPORT_SVG_PREFIX, strlen(PH_REPORT_SVG_PREFIX)) == 0;
         if (skip || (nl > 4 && strcmp(de->d_name + nl - 4, ".tmp") == 0))
             continue;
         snprintf(path, sizeof path, "%s/%s", rd->dir, de->d_name);

@@ -47,11 +47,15 @@ export async function launch() {
       events.push(msg);
     }
   };
-  const send = (method, params = {}) => new Promise((ok, fail) => {
+  // SESSION: a frame's own target (an out-of-process iframe), else the page
+  const send = (method, params = {}, sessionId = undefined) => new Promise((ok, fail) => {
     const id = next++;
     pending.set(id, { ok, fail });
-    ws.send(JSON.stringify({ id, method, params }));
+    ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
   });
+  // Frames Chromium puts in processes of their own (a sandboxed frame is
+  // one) are targets of their own: attach to them as they come.
+  await send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: true });
   const page = {
     send,
     async open(url, width = 1300, height = 900) {
@@ -72,6 +76,27 @@ export async function launch() {
       await send('Input.dispatchMouseEvent', { type: 'mouseMoved', x, y });
       await send('Input.dispatchMouseEvent', { type: 'mousePressed', x, y, button: 'left', clickCount: 1 });
       await send('Input.dispatchMouseEvent', { type: 'mouseReleased', x, y, button: 'left', clickCount: 1 });
+    },
+    // What the page did since it was opened (Page.* events: navigations).
+    events() { return events.slice(); },
+    // The value of EXPR in the first child frame (an iframe) of the page,
+    // whatever the frame's origin (a sandboxed data: frame's is opaque):
+    // through its own target when it has one, else in an isolated world
+    // of the page's process (it sees the frame's DOM all the same).
+    async evalInFrame(expr) {
+      const own = events.find((e) => e.method === 'Target.attachedToTarget' && e.params.targetInfo.type === 'iframe');
+      let r;
+      if (own) {
+        r = await send('Runtime.evaluate', { expression: expr, returnByValue: true }, own.params.sessionId);
+      } else {
+        const tree = await send('Page.getFrameTree');
+        const child = (tree.frameTree.childFrames || [])[0];
+        if (!child) throw new Error('the page has no frame');
+        const w = await send('Page.createIsolatedWorld', { frameId: child.frame.id, worldName: 'ph-test' });
+        r = await send('Runtime.evaluate', { expression: expr, contextId: w.executionContextId, returnByValue: true });
+      }
+      if (r.exceptionDetails) throw new Error(`frame threw: ${JSON.stringify(r.exceptionDetails).slice(0, 400)}`);
+      return r.result.value;
     },
     async screenshot() {
       const r = await send('Page.captureScreenshot', { format: 'png' });

@@ -4,6 +4,9 @@
 # clicks and real font measurement in headless Chromium.
 #   zoom.test.mjs    click frames; a zoom keeps descendants and ancestors
 #   layout.test.mjs  title, subtitle and labels stay inside the image
+#   hostile.test.mjs nothing a container planted runs in a report: names
+#                    escaped, a CSP per page, the host's own graphs in
+#                    sandboxed frames (a click zooms, the tab stays)
 # Screenshots are left in PH_BROWSER_SHOTS (default: a temp dir, removed)
 # to look at.  Needs `chromium` and Node 20+ (scripts/install-deps.sh
 # installs both).  PROFHARNESS overrides the binary under test.

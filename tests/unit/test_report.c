@@ -13,7 +13,7 @@
 #include "ph_flame.h"
 #include "ph_fmt.h"
 #include "ph_report.h"
-#include "ph_report_int.h" /* ph_flame_tally, ph_html_flame_frame */
+#include "ph_report_int.h" /* ph_flame_tally */
 
 static char out_dir[600];
 
@@ -281,9 +281,12 @@ test_flame_report(void **state)
     f = fopen(path, "w");
     fputs(folded, f);
     fclose(f);
+    /* the sampler's SVG: its subtitle gives the sampler's figures; the
+     * rest of it (a script that would run in the page) is never shown */
     snprintf(path, sizeof path, "%s/flamegraph-20261122T141600Z-2.svg", d);
     f = fopen(path, "w");
     ph_flame_opts_init(&o);
+    o.title = "CONTAINER-SVG";
     o.subtitle = "final: 100 samples over 0.67 CPU-s; 3 dropped, 1 truncated, 0 threads without perf events, 7 in the "
                  "sampler's own writer (left out); requested 150 Hz, timer 150 Hz (perf_event cpu-clock per thread), "
                  "delivered 149 Hz per CPU-second";
@@ -311,20 +314,35 @@ test_flame_report(void **state)
     assert_non_null(strstr(html, "a&amp;b &quot;q&quot;"));
     assert_non_null(strstr(html, "src=\"data:image/svg+xml;base64,"));
     free(html);
-    /* the frame holds the sampler's SVG, byte for byte but for the root's
-     * size, which becomes the frame's so the graph scales to the card */
+    /* the frame holds the harness's own rendering of the stacks, as
+     * report-flamegraph.svg has it but for the root's size (the frame's,
+     * so the graph scales to the card), never the container's SVG; and
+     * each stacks file has its own graph beside it */
     {
         char *decoded = rt_must("sed -n 's/.*src=\"data:image\\/svg+xml;base64,\\([^\"]*\\)\".*/\\1/p' %s/report.html | "
                                 "head -1 | base64 -d > %s/../decoded.svg && sed '0,/^<svg /s/^\\(<svg [^>]*\\) width=\"[0-9.]*\" "
-                                "height=\"[0-9.]*\"/\\1 width=\"100%%\" height=\"100%%\"/' %s/flamegraph-20261122T141600Z-2.svg | "
-                                "cmp - %s/../decoded.svg && rm %s/../decoded.svg && echo same",
-                                d, d, d, d, d);
-        assert_string_equal(decoded, "same\n");
+                                "height=\"[0-9.]*\"/\\1 width=\"100%%\" height=\"100%%\"/' %s/report-flamegraph.svg | "
+                                "cmp - %s/../decoded.svg && ! grep -q CONTAINER-SVG %s/../decoded.svg && "
+                                "grep -c 'id=\"title\"[^>]*>front (flamegraph, run 20261122T141500Z-flamegraph)<' "
+                                "%s/../decoded.svg && grep -c 'id=\"subtitle\"[^>]*>.*requested 150 Hz' %s/../decoded.svg && "
+                                "rm %s/../decoded.svg && echo same",
+                                d, d, d, d, d, d, d, d);
+        assert_string_equal(decoded, "1\n1\nsame\n");
         free(decoded);
-        decoded = rt_must("grep -c 'iframe class=\"flame\" style=\"aspect-ratio:' %s/report.html", d);
-        assert_string_equal(decoded, "1\n");
+        decoded = rt_must("grep -c 'iframe class=\"flame\" sandbox=\"allow-scripts\" style=\"aspect-ratio:' %s/report.html; "
+                          "grep -l CONTAINER-SVG %s/report* || echo none; ls %s | grep '^report-'", d, d, d);
+        assert_string_equal(decoded, "1\nnone\nreport-flamegraph.svg\nreport-stacks-20261122T141600Z-1.svg\n"
+                                     "report-stacks-20261122T141600Z-2.svg\n");
         free(decoded);
     }
+    /* written again (`profharness report`): the report's own graphs are
+     * not the run's artifacts */
+    json_decref(report("front", "20261122T141500Z-flamegraph", &h));
+    html = report_html("front", "20261122T141500Z-flamegraph");
+    assert_non_null(strstr(html, ">stacks-20261122T141600Z-2.folded</td>"));
+    assert_null(strstr(html, ">report-flamegraph.svg</td>"));
+    assert_null(strstr(html, ">report-stacks-20261122T141600Z-1.svg</td>"));
+    free(html);
     json_decref(j);
 }
 
@@ -512,6 +530,8 @@ test_index(void **state)
 
     (void)state;
     make_run("front", "20261122T170000Z-strace", "strace", 0); /* no report yet */
+    /* a run dir's name is a path segment of the link: ? and # cannot cut it */
+    free(rt_must("echo '{}' > '%s'/summary.json", make_run("front", "20261122T165000Z-strace#x?y", "strace", 0)));
     assert_int_equal(ph_report_write_index(out_dir, &err), 0);
     snprintf(path, sizeof path, "%s/index.html", out_dir);
     html = rt_slurp(path, NULL);
@@ -524,6 +544,10 @@ test_index(void **state)
     assert_true(a < b && b < c); /* newest first */
     assert_non_null(strstr(html, "profharness report front/20261122T170000Z-strace"));
     assert_non_null(strstr(html, "peak heap"));
+    assert_non_null(strstr(html, "href=\"front/20261122T165000Z-strace%23x%3Fy/report.html\""));
+    /* the page's own scripts only, by their hashes */
+    assert_non_null(strstr(html, "script-src 'sha256-"));
+    assert_null(strstr(html, "script-src 'unsafe-inline'"));
     free(html);
     assert_int_equal(ph_report_write_index("/nonexistent/out", &err), -1);
     assert_int_equal(err->status, PH_EXIT_USAGE);
@@ -671,36 +695,31 @@ test_flame_tally(void **state)
     ph_folded_free(f);
 }
 
-/* The flamegraph frame's data: URL decodes to the SVG, whatever its
- * length modulo 3. */
+/* A planted report.html.tmp or summary.json.tmp symlink is not written
+ * through (the harness may run as root under sudo): the files are made
+ * fresh, the link's target is untouched. */
 static void
-test_flame_frame_base64(void **state)
+test_planted_temp_links(void **state)
 {
-    const char *svg = "<svg xmlns=\"http://www.w3.org/2000/svg\"><text>abcdefgh</text></svg>";
+    const char *d = make_run("front", "20261122T160000Z-strace", "strace", 0);
+    char path[900], victim[900], *text;
+    ph_report_headline h;
+    json_t *j;
 
     (void)state;
-    for (size_t len = 0; len < 9; len++) {
-        char *html = NULL, *cmd, *out;
-        size_t hl = 0, n = strlen(svg) - len;
-        FILE *f = open_memstream(&html, &hl);
-        const char *b, *e;
-
-        ph_html_flame_frame(f, svg, n, "t");
-        fclose(f);
-        b = strstr(html, "base64,");
-        assert_non_null(b);
-        b += 7;
-        e = strchr(b, '"');
-        assert_non_null(e);
-        assert_int_equal((e - b) % 4, 0);
-        assert_true(asprintf(&cmd, "printf '%%s' '%.*s' | base64 -d", (int)(e - b), b) > 0);
-        out = rt_must("%s", cmd);
-        assert_int_equal(strlen(out), n);
-        assert_memory_equal(out, svg, n);
-        free(out);
-        free(cmd);
-        free(html);
-    }
+    snprintf(victim, sizeof victim, "%s/victim", out_dir);
+    free(rt_must("printf 'precious\\n' > %s && ln -s %s %s/report.html.tmp && ln -s %s %s/summary.json.tmp && "
+                 "ln -s %s %s/report-flamegraph.svg.tmp", victim, victim, d, victim, d, victim, d));
+    snprintf(path, sizeof path, "%s/strace.log", d);
+    free(rt_must("printf '1 10:00:00.000001 read(3, \"x\", 1) = 1 <0.000010>\\n' > %s", path));
+    j = report("front", "20261122T160000Z-strace", &h);
+    json_decref(j);
+    text = rt_slurp(victim, NULL);
+    assert_string_equal(text, "precious\n");
+    free(text);
+    text = rt_must("stat -c %%F %s/report.html %s/summary.json", d, d);
+    assert_string_equal(text, "regular file\nregular file\n");
+    free(text);
 }
 
 static void
@@ -741,6 +760,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_massif_report),
+        cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
         cmocka_unit_test(test_flame_report),
@@ -752,7 +772,6 @@ main(void)
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_fail_if_syntax),
         cmocka_unit_test(test_flame_tally),
-        cmocka_unit_test(test_flame_frame_base64),
         cmocka_unit_test(test_fmt),
     };
     int rc = cmocka_run_group_tests_name("report", tests, group_setup, group_teardown);
