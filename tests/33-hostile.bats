@@ -276,7 +276,7 @@ interrupt_collection() {
     # the service's own output, and the harness's report
     grep -q 'listening on' "$run_dir/service.log"
     [ -s "$run_dir/report.html" ]
-    ! grep -q 'theirs' "$run_dir/report.html"
+    ! grep -q 'theirs' "$run_dir/report.html" || false
     # said in one line each, the container's name escaped
     [[ "$output" == *"the container wrote \`run.json\`, a name of the harness's own: kept as \`container-run.json\`"* ]]
     [[ "$output" == *'harness.\x1b]0;PWNED\x07'* ]]
