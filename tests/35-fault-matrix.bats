@@ -32,8 +32,10 @@ modes() {
 }
 
 # The artifact globs and kinds of MODE, from its profile.
+# The profiler's own: a `report-*` glob is what the report draws from the
+# stacks (report-flamegraph.svg), there only when the profiler wrote some.
 artifact_specs() {
-    sed -nE 's/.*\{ *glob: *"([^"]+)".*kind: *([a-z0-9_-]+).*/\1 \2/p' "$REPO/profiles/$1.yaml"
+    sed -nE 's/.*\{ *glob: *"([^"]+)".*kind: *([a-z0-9_-]+).*/\1 \2/p' "$REPO/profiles/$1.yaml" | grep -v '^report-'
 }
 
 # artifact_ok KIND FILE: FILE is a whole artifact of its kind.
