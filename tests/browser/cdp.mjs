@@ -106,7 +106,8 @@ export async function launch() {
       try { ws.close(); } catch { /* gone */ }
       proc.kill('SIGTERM');
       await until(() => proc.exitCode !== null || proc.signalCode !== null, 10000, 'chromium to exit').catch(() => proc.kill('SIGKILL'));
-      rmSync(dir, { recursive: true, force: true });
+      // its helpers (renderers, crashpad) may still be writing there: retried
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
     },
   };
   return page;
