@@ -66,6 +66,24 @@ test_layout_311(void **state)
 #endif
 }
 
+/* The counts of FOLDED's lines holding A, then B, then C, in that order. */
+static double
+in_order(const char *folded, const char *a, const char *b, const char *c)
+{
+    double n = 0;
+
+    for (const char *p = folded; *p;) {
+        const char *nl = strchr(p, '\n'), *end = nl ? nl : p + strlen(p);
+        char *line = strndup(p, (size_t)(end - p)), *x, *y, *z;
+
+        if ((x = strstr(line, a)) && (y = strstr(x, b)) && (z = strstr(y, c)) && strrchr(line, ' '))
+            n += atof(strrchr(line, ' ') + 1);
+        free(line);
+        p = nl ? nl + 1 : end;
+    }
+    return n;
+}
+
 static pid_t
 run(const char *prog, const char *hz, char *const args[])
 {
@@ -81,7 +99,7 @@ run(const char *prog, const char *hz, char *const args[])
 static void
 test_hot_cool_shares(void **state)
 {
-    char *args[] = { SCRIPT, "1000", NULL };
+    char *args[] = { SCRIPT, "1500", NULL };
     const char *folded, *st, *pp;
     double total, hot, cool, eval;
     int status;
@@ -97,8 +115,8 @@ test_hot_cool_shares(void **state)
     assert_non_null(strstr(st, ": frames read\""));
     folded = newest("stacks-");
     assert_non_null(folded);
-    hot = samples_with(folded, ";main (hot_cool.py:32)_[p];hot_seventy_five (hot_cool.py:20)_[p];spin (hot_cool.py:", &total, NULL);
-    cool = samples_with(folded, ";main (hot_cool.py:33)_[p];cool_twenty_five (hot_cool.py:24)_[p];spin (hot_cool.py:", NULL, NULL);
+    hot = samples_with(folded, ";main (hot_cool.py:33)_[p];hot_seventy_five (hot_cool.py:21)_[p];spin (hot_cool.py:", &total, NULL);
+    cool = samples_with(folded, ";cool_twenty_five (hot_cool.py:25)_[p];spin (hot_cool.py:", NULL, NULL);
     eval = samples_with(folded, "_PyEval_EvalFrameDefault", NULL, NULL);
     print_message("# %.0f samples: hot_seventy_five %.1f %%, cool_twenty_five %.1f %%, eval loop left %.1f %%\n",
                   total, 100 * hot / total, 100 * cool / total, 100 * eval / total);
@@ -108,7 +126,11 @@ test_hot_cool_shares(void **state)
     /* the eval loop's frames are replaced, not kept beside them */
     assert_true(eval / total < 0.05);
     /* the outer frames too, the module's own code first */
-    assert_non_null(strstr(folded, ";<module> (hot_cool.py:40)_[p];main (hot_cool.py:"));
+    assert_non_null(strstr(folded, ";<module> (hot_cool.py:41)_[p];main (hot_cool.py:"));
+    /* cool_twenty_five runs in a second eval loop, called by map (C):
+     * each loop's frames take its place, the C frames between stay */
+    assert_true(in_order(folded, ";main (hot_cool.py:34)_[p];", ";_PyFunction_Vectorcall;",
+                         ";cool_twenty_five (hot_cool.py:25)_[p];spin (hot_cool.py:") / cool > 0.9);
     /* pprof: Python functions with their file (as Python has it: the
      * main script's path made absolute) */
     pp = decoded_pprof();
