@@ -396,10 +396,15 @@ read_str(const phs_py_layout *L, uintptr_t addr, char *out, size_t cap)
     unsigned kind;
     size_t o = 0;
 
-    if (L->u_compact_data > sizeof head || copy_in(head, addr, L->u_compact_data) < 0 ||
+    /* The ASCII header first: a short str may end before a compact one's
+     * would (and its page with it). */
+    if (L->u_compact_data > sizeof head || copy_in(head, addr, L->u_ascii_data) < 0 ||
         word_at(head + PHS_PY_OB_TYPE) != PY.unicode_type)
         return -1;
     memcpy(&state, head + L->u_state, sizeof state);
+    if (!((state >> 6) & 1) &&
+        copy_in(head + L->u_ascii_data, addr + L->u_ascii_data, L->u_compact_data - L->u_ascii_data) < 0)
+        return -1;
     memcpy(&len, head + L->u_length, sizeof len);
     kind = (state >> 2) & 7;
     if (!((state >> 5) & 1) || len < 0 || (kind != 1 && kind != 2 && kind != 4))
