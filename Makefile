@@ -96,6 +96,12 @@ $(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a
 $(B)/tests/test_sampler_cfi: harness/sampler/ph_sampler_cfi.c harness/sampler/ph_sampler_int.h
 $(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
 
+# The Python layout checked with offsetof against CPython 3.11's own
+# headers, where python3.11-dev installed them (skipped elsewhere).
+PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)
+$(B)/tests/test_sampler_py: private CPPFLAGS += $(if $(PY311_INC),-DPH_HAVE_PY311_HEADERS -I/usr/include/python3.11)
+$(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h
+
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/unit/helpers/%.c=$(B)/tests/helpers/%)

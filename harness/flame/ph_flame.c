@@ -685,12 +685,13 @@ ph_flame_palette_valid(const char *name)
 
 /* The annotation perf's collapsers append to a name (stackcollapse-perf
  * --kernel/--jit/--inline, ph_collapse): `_[k]` kernel, `_[j]` JIT, `_[i]`
- * inlined, `_[w]` waker; 0 for none.  Labels and tooltips leave it out. */
+ * inlined, `_[w]` waker; and the sampler's `_[p]`, a Python function; 0
+ * for none.  Labels and tooltips leave it out. */
 static char
 annotation(const char *s, size_t n)
 {
     if (n >= 4 && s[n - 4] == '_' && s[n - 3] == '[' && s[n - 1] == ']' &&
-        (s[n - 2] == 'k' || s[n - 2] == 'j' || s[n - 2] == 'i' || s[n - 2] == 'w'))
+        (s[n - 2] == 'k' || s[n - 2] == 'j' || s[n - 2] == 'i' || s[n - 2] == 'w' || s[n - 2] == 'p'))
         return s[n - 2];
     return 0;
 }
@@ -755,8 +756,8 @@ multi_palette(char multi, const char *s, size_t n, char ann)
  * DELTA's share of MAXDELTA.  Otherwise the palette's colour of the
  * name's hash; in a single palette an annotated frame takes the colour
  * flamegraph.pl's java palette gives it (kernel orange, JIT green,
- * inlined and waker aqua), since the annotation says what it is.  The
- * separators `--` and `-` of combined stacks are grey, as flamegraph.pl
+ * inlined and waker aqua), since the annotation says what it is; a
+ * Python frame (`_[p]`) is blue in every palette.  The separators `--` and `-` of combined stacks are grey, as flamegraph.pl
  * draws them. */
 static void
 colour(const char *name, size_t nlen, const palette *pal, int differential, double delta, double maxdelta,
@@ -783,7 +784,9 @@ colour(const char *name, size_t nlen, const palette *pal, int differential, doub
             snprintf(out, len, "rgb(250,250,250)");
         return;
     }
-    if (pal->multi)
+    if (ann == 'p')
+        pal = find_palette("blue"); /* Python, whatever the palette: its own colour */
+    else if (pal->multi)
         pal = find_palette(multi_palette(pal->multi, name, nlen, ann));
     else if (ann)
         pal = find_palette(ann == 'k' ? "orange" : ann == 'j' ? "green" : "aqua");

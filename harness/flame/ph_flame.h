@@ -28,9 +28,10 @@
  * Pruning is flamegraph.pl's: a frame narrower than minwidth px (or % of
  * the total) is not drawn, nor anything above it.  Annotations perf's
  * collapsers append (`_[k]` kernel, `_[j]` JIT, `_[i]` inlined, `_[w]`
- * waker) are left out of labels and colour the frame, as flamegraph.pl's
- * java palette does, in every palette (flamegraph.pl: only in its multi
- * palettes java, js, perl, chain).
+ * waker; the sampler's `_[p]`, a Python function) are left out of labels
+ * and colour the frame, as flamegraph.pl's java palette does, in every
+ * palette (flamegraph.pl: only in its multi palettes java, js, perl,
+ * chain); Python frames are blue.
  *
  * Parsing and merging live in ph_folded.c; this module turns merged stacks
  * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o

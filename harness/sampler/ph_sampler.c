@@ -233,6 +233,15 @@ probe(walk *w, uintptr_t addr, size_t len)
     return 1;
 }
 
+/* The probe without a walk's cache, for the Python frame reader. */
+int
+phs_probe_mem(uintptr_t addr, size_t len)
+{
+    walk w = { 0, 0, 0 };
+
+    return addr >= 4096 && len <= 16 && probe(&w, addr, len);
+}
+
 /* Can the LEN (at most 16) bytes at ADDR be read?  On the stack, yes;
  * elsewhere the probe says. */
 static inline int
@@ -446,26 +455,13 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
     return -1;
 }
 
-/* One sample of the interrupted context CTX, on this thread. */
+/* Record PCS[0..DEPTH) as one sample of this thread. */
 static void
-sample(const void *ctx)
+commit(const uintptr_t *pcs, uint32_t depth)
 {
-    uintptr_t pcs[PHS_MAX_DEPTH];
-    uint32_t depth;
     int a;
     phs_table *t;
 
-    if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
-        return;
-    if (tls_writer) { /* CPU the writer spent: ours, not the service's */
-        atomic_fetch_add_explicit(&phs.own, 1, memory_order_relaxed);
-        return;
-    }
-    if (tls_pid != S.pid || tls_tid == 0) {
-        tls_tid = (int)syscall(SYS_gettid);
-        tls_pid = S.pid;
-    }
-    depth = unwind(ctx, pcs);
     /* Enter the active table; if the writer flipped it meanwhile, leave:
      * it may already be reading that one.  (seq_cst on both sides: either
      * we see the flip or the writer sees us inside.) */
@@ -477,6 +473,42 @@ sample(const void *ctx)
     else
         atomic_fetch_add_explicit(&phs.samples, 1, memory_order_relaxed);
     atomic_fetch_sub(&t->inflight, 1);
+}
+
+/* CPython's eval loop frames become the Python frames they run.  Apart,
+ * so only a Python process's handler has the bigger stack on its thread's
+ * stack (8 KiB more). */
+static __attribute__((noinline)) void
+commit_py(const uintptr_t *native, uint32_t depth)
+{
+    uintptr_t merged[PHS_MAX_WORDS];
+
+    commit(merged, phs_py_merge(native, depth, merged, PHS_MAX_WORDS));
+}
+
+/* One sample of the interrupted context CTX, on this thread. */
+static void
+sample(const void *ctx)
+{
+    uintptr_t native[PHS_MAX_DEPTH];
+    uint32_t depth;
+
+    if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
+        return;
+    if (tls_writer) { /* CPU the writer spent: ours, not the service's */
+        atomic_fetch_add_explicit(&phs.own, 1, memory_order_relaxed);
+        return;
+    }
+    if (tls_pid != S.pid || tls_tid == 0) {
+        tls_tid = (int)syscall(SYS_gettid);
+        tls_pid = S.pid;
+    }
+    depth = unwind(ctx, native);
+    if (phs_py_active()) {
+        commit_py(native, depth);
+        return;
+    }
+    commit(native, depth);
 }
 
 static void
@@ -856,6 +888,7 @@ write_status(const char *state)
     st.snapshots = atomic_load(&S.n_snapshots);
     st.last_snapshot = S.last_snapshot;
     st.request = S.request;
+    st.python = phs_py_describe();
     if (strcmp(state, "exec") == 0)
         snprintf(reason, sizeof reason, "replaced by %s, which %s", S.exec_path[0] ? S.exec_path : "another program",
                  S.exec_handed ? "got the settings (PH_SAMPLER_FOLLOW)"
@@ -893,6 +926,8 @@ writer_main(void *arg)
      * exist, so every sample has its callers. */
     if (!S.unwind_fp_only)
         phs_cfi_refresh();
+    /* A CPython in the process: its frames from the first sample on. */
+    phs_agg_prepare(agg);
     S.cpu_sampled0 = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     if (phs.use_perf && atomic_load(&phs.on))
         phs_perf_scan(self);

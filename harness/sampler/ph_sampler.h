@@ -49,7 +49,10 @@
  * (<pid> only in a followed program's names):
  *   stacks-<UTC>[-<pid>]-<n>.folded    `thread;outer;...;leaf COUNT`; a
  *                              function inlined into the one before is
- *                              `name (inlined)`
+ *                              `name (inlined)`; in a CPython 3.11 process
+ *                              the eval loop's frames are replaced by the
+ *                              Python functions they ran, `qualname
+ *                              (file.py:line)_[p]` (ph_sampler_py.c)
  *   flamegraph-<UTC>[-<pid>]-<n>.svg
  *   profile-<UTC>[-<pid>]-<n>.pb.gz    pprof: samples/count and
  *                              cpu/nanoseconds, a `thread` and `thread_id`
@@ -119,6 +122,11 @@
  *                          with "; its child processes used X CPU-s
  *                          (PH_SAMPLER_FOLLOW=<value>)" added when the
  *                          CPU went to children not followed
+ *   python                 "" (no CPython in the process), "Python
+ *                          3.11.2: frames read", or "Python X.Y.Z: frames
+ *                          not read (unknown version)" (no layout for
+ *                          it: native frames only); also in the graph's
+ *                          subtitle and the profile's comments
  *   updated                UTC, YYYYMMDDTHHMMSSZ
  * At `stop`: the run has samples when some status has samples > 0.  When
  * none has, the reasons to tell are those of the statuses with

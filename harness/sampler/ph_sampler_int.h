@@ -17,10 +17,26 @@
 #define PH_HIDDEN __attribute__((visibility("hidden")))
 
 #define PHS_MAX_DEPTH 512            /* deeper stacks end in a "[truncated]" frame */
+#define PHS_MAX_WORDS 1024           /* a stack's words with its Python frames (PHS_PY_WORDS each) */
 #define PHS_TRUNCATED ((uintptr_t)1) /* marker pc, outermost frame of a cut stack */
 #define PHS_SLOTS 4096               /* stacks per table between two drains */
 #define PHS_ARENA (256u * 1024u)     /* pcs per table between two drains */
 #define PHS_ITIMER_MAX_HZ 250        /* the kernel tick caps ITIMER_PROF (CONFIG_HZ) */
+
+/* A stack's words are native pcs, or Python frames, tagged with the top
+ * bit (no user-space code address has it).  On the signal path a Python
+ * frame is PHS_PY_WORDS words: its code object | PHS_PY_TAG, PHS_PY_TAG |
+ * first line << 32 | instruction index, and the code's qualified name
+ * object (checked again when it is named).  The writer's drain turns each
+ * such group into one word, PHS_PY_TAG | the id of its name in the
+ * symbols' Python table, before the stack is aggregated. */
+#define PHS_PY_TAG ((uintptr_t)1 << 63)
+#define PHS_PY_WORDS 3
+static inline int
+phs_is_py(uintptr_t w)
+{
+    return (w & PHS_PY_TAG) != 0;
+}
 
 /* One recorded stack in a table.  A handler claims an empty slot (state
  * 0 -> 1) with a CAS, fills it, publishes it (state 2); later samples of
@@ -113,6 +129,10 @@ PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t
 typedef struct phs_agg phs_agg;
 PH_HIDDEN phs_agg *phs_agg_new(int delta, int debuginfo);
 PH_HIDDEN void phs_agg_free(phs_agg *a);
+/* Look for what the signal path may read besides native frames (a
+ * CPython), before the timer starts; the drain looks again for what is
+ * loaded later. */
+PH_HIDDEN void phs_agg_prepare(phs_agg *a);
 /* Take the active table out of the signal path's hands and merge it. */
 PH_HIDDEN void phs_agg_drain(phs_agg *a);
 /* Write snapshot N's files into DIR, named <kind>-<UTC><TAG>-<N>; FINAL
@@ -139,11 +159,15 @@ PH_HIDDEN void phs_symbols_free(phs_symbols *s);
  * are cut (the outermost ones kept). */
 #define PHS_MAX_INLINE 15
 
+enum { PHS_KIND_NATIVE, PHS_KIND_PYTHON };
+
 typedef struct phs_frame {
-    const char *name;       /* demangled, or "module+0xoff" */
+    const char *name;       /* demangled, or "module+0xoff"; Python: the qualified name */
     const char *file;       /* source file from debug info, or NULL */
     int line;               /* 0: unknown */
     int inlined;            /* inlined into the frame before it */
+    int kind;               /* PHS_KIND_* */
+    const char *system;     /* pprof's system name, NULL: the name (Python: file:qualname) */
 } phs_frame;
 
 /* The frames at code address PC: [0] the function that holds it, then
@@ -158,8 +182,17 @@ PH_HIDDEN int phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames,
 static inline uintptr_t
 phs_call_pc(const uintptr_t *pcs, uint32_t k)
 {
-    return k == 0 || pcs[k] == PHS_TRUNCATED ? pcs[k] : pcs[k] - 1;
+    return k == 0 || pcs[k] == PHS_TRUNCATED || phs_is_py(pcs[k]) ? pcs[k] : pcs[k] - 1;
 }
+
+/* How many modules S knows (listing them again first when RELIST, or
+ * when none is known yet). */
+PH_HIDDEN size_t phs_symbols_count(phs_symbols *s, int relist);
+/* The runtime address and size of the symbol NAME (a function or an
+ * object) defined in module I's .dynsym or .symtab; 0, or -1. */
+PH_HIDDEN int phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintptr_t *size);
+/* The Python frames' names S keeps (ph_sampler_py.c). */
+PH_HIDDEN struct phs_pytab *phs_symbols_py(phs_symbols *s);
 
 /* Module I for pprof mappings: 0, or -1 past the end. */
 PH_HIDDEN int phs_module_info(phs_symbols *s, int i, uintptr_t *lo, uintptr_t *hi, uintptr_t *file_off,
@@ -167,6 +200,36 @@ PH_HIDDEN int phs_module_info(phs_symbols *s, int i, uintptr_t *lo, uintptr_t *h
 /* C++ and Rust (legacy and v0) names demangled by libiberty; returns NAME
  * itself when it is not mangled, or a string owned by S. */
 PH_HIDDEN const char *phs_demangle(phs_symbols *s, const char *name);
+
+/* ---- Python frames: ph_sampler_py.c ---------------------------------- */
+
+/* Can the LEN (at most 16) bytes at ADDR be read?  ph_sampler.c's probe;
+ * async-signal-safe. */
+PH_HIDDEN int phs_probe_mem(uintptr_t addr, size_t len);
+
+/* Writer: look for a CPython in the process (its symbols in the program
+ * or a loaded libpython) and, when its version has a layout, let the
+ * signal path read its frames.  Cheap once decided. */
+PH_HIDDEN void phs_py_detect(phs_symbols *s);
+/* "Python 3.11.2: frames read", "Python 3.15.0: frames not read (unknown
+ * version)", or "" when the process runs no CPython. */
+PH_HIDDEN const char *phs_py_describe(void);
+/* Signal path: the native stack NATIVE[0..N) (innermost first) with each
+ * frame of CPython's eval loop replaced by the Python frames it runs,
+ * into OUT (MAX words); returns how many.  Without Python frames to read
+ * (none detected, this thread holds no GIL, a bad read) OUT is NATIVE. */
+PH_HIDDEN uint32_t phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max);
+PH_HIDDEN int phs_py_active(void);
+
+/* Writer: the Python frames' names, read while their code objects live. */
+typedef struct phs_pytab phs_pytab;
+PH_HIDDEN phs_pytab *phs_pytab_new(void);
+PH_HIDDEN void phs_pytab_free(phs_pytab *t);
+/* Rewrite the signal path's groups of PCS[0..DEPTH) in place into single
+ * words; returns the new depth.  Reads the code objects now. */
+PH_HIDDEN uint32_t phs_py_resolve(phs_pytab *t, uintptr_t *pcs, uint32_t depth);
+/* The frame a resolved word stands for. */
+PH_HIDDEN const phs_frame *phs_py_frame(phs_pytab *t, uintptr_t word);
 
 /* ---- debug info: ph_sampler_dwarf.c (libdw, dlopen'd) ------------------- */
 
@@ -201,7 +264,7 @@ typedef struct phs_stack {
 typedef struct phs_pprof_meta {
     int64_t time_nanos, duration_nanos;
     int64_t period_ns;      /* cpu nanoseconds one sample stands for */
-    const char *comments[5];
+    const char *comments[6];
 } phs_pprof_meta;
 
 /* Write a gzip'd pprof profile of STACKS to PATH (through PATH.tmp and a
@@ -214,6 +277,7 @@ PH_HIDDEN int phs_write_pprof(const char *path, const phs_stack *stacks, size_t 
 /* What sampler-status-<pid>.json says (see ph_sampler_proc.c). */
 typedef struct phs_status {
     const char *state, *timer, *last_snapshot, *reason;
+    const char *python;     /* phs_py_describe(), NULL or "": no CPython */
     uint64_t samples, dropped, truncated;
     double cpu_s, children_cpu_s;
     int hz, snapshots;

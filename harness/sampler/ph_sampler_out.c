@@ -72,6 +72,7 @@ struct phs_symbols {
     time_t listed_at;
     int debuginfo;         /* 0: PH_SAMPLER_DEBUGINFO=0, or libdw absent */
     phs_dwarf *dw;
+    phs_pytab *py;         /* Python frames' names */
 };
 
 /* ---- modules ------------------------------------------------------------ */
@@ -218,6 +219,42 @@ has_debuginfo(const elfmod *m, const ElfW(Shdr) *sh, int shnum, const char *shst
     return 0;
 }
 
+/* The section headers of M's mapped file (*SHNUM of them), or NULL when
+ * it is not a 64-bit ELF file whose headers lie within it. */
+static const ElfW(Shdr) *
+sections(const elfmod *m, int *shnum)
+{
+    const ElfW(Ehdr) *eh = m->map;
+
+    if (m->map == NULL || m->map_len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 || eh->e_shoff > m->map_len ||
+        (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > m->map_len - eh->e_shoff)
+        return NULL;
+    *shnum = eh->e_shnum;
+    return (const ElfW(Shdr) *)((const char *)m->map + eh->e_shoff);
+}
+
+/* Section I when it is a symbol table (.symtab, .dynsym) whose symbols
+ * and strings lie within M's file: how many symbols (0 otherwise), in
+ * *SYMS, their names in *STRTAB (*STRSIZE bytes). */
+static size_t
+symbol_table(const elfmod *m, const ElfW(Shdr) *sh, int shnum, int i, const ElfW(Sym) **syms, const char **strtab,
+             size_t *strsize)
+{
+    const ElfW(Shdr) *strsh;
+
+    if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) || sh[i].sh_link >= (unsigned)shnum)
+        return 0;
+    strsh = &sh[sh[i].sh_link];
+    if (sh[i].sh_offset > m->map_len || sh[i].sh_size > m->map_len - sh[i].sh_offset ||
+        strsh->sh_offset > m->map_len || strsh->sh_size > m->map_len - strsh->sh_offset || strsh->sh_size == 0)
+        return 0;
+    *syms = (const ElfW(Sym) *)((const char *)m->map + sh[i].sh_offset);
+    *strtab = (const char *)m->map + strsh->sh_offset;
+    *strsize = strsh->sh_size;
+    return sh[i].sh_size / sizeof **syms;
+}
+
 /* Read .symtab and .dynsym of M's file; hand it to libdw when it has
  * debug info. */
 static void
@@ -228,6 +265,7 @@ load_module(phs_symbols *s, elfmod *m)
     const ElfW(Ehdr) *eh;
     const ElfW(Shdr) *sh;
     size_t cap = 0;
+    int shnum = 0;
 
     m->loaded = 1;
     if (m->path[0] == '\0' || (fd = open(m->path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -244,42 +282,27 @@ load_module(phs_symbols *s, elfmod *m)
     }
     m->map_len = (size_t)st.st_size;
     eh = m->map;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 ||
-        eh->e_shoff > m->map_len || (size_t)eh->e_shnum * sizeof *sh > m->map_len - eh->e_shoff)
+    if ((sh = sections(m, &shnum)) == NULL)
         return;
-    sh = (const ElfW(Shdr) *)((const char *)m->map + eh->e_shoff);
-    if (s->debuginfo && eh->e_shstrndx < eh->e_shnum && sh[eh->e_shstrndx].sh_offset < m->map_len &&
+    if (s->debuginfo && eh->e_shstrndx < shnum && sh[eh->e_shstrndx].sh_offset < m->map_len &&
         sh[eh->e_shstrndx].sh_size <= m->map_len - sh[eh->e_shstrndx].sh_offset &&
-        has_debuginfo(m, sh, eh->e_shnum, (const char *)m->map + sh[eh->e_shstrndx].sh_offset,
+        has_debuginfo(m, sh, shnum, (const char *)m->map + sh[eh->e_shstrndx].sh_offset,
                       sh[eh->e_shstrndx].sh_size)) {
         if (s->dw == NULL && (s->dw = phs_dwarf_open()) == NULL)
             s->debuginfo = 0; /* no libdw here: symbol tables only */
         if (s->dw)
             m->dwmod = phs_dwarf_report(s->dw, m->path, m->bias);
     }
-    for (int i = 0; i < eh->e_shnum; i++) {
-        const ElfW(Sym) *syms;
-        const ElfW(Shdr) *strsh;
-        const char *strtab;
-        size_t n;
+    for (int i = 0; i < shnum; i++) {
+        const ElfW(Sym) *syms = NULL;
+        const char *strtab = NULL;
+        size_t strsize = 0, n = symbol_table(m, sh, shnum, i, &syms, &strtab, &strsize);
 
-        if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM)
-            continue;
-        if (sh[i].sh_link >= eh->e_shnum)
-            continue;
-        strsh = &sh[sh[i].sh_link];
-        if (sh[i].sh_offset > m->map_len || sh[i].sh_size > m->map_len - sh[i].sh_offset ||
-            strsh->sh_offset > m->map_len || strsh->sh_size > m->map_len - strsh->sh_offset || strsh->sh_size == 0)
-            continue;
-        syms = (const ElfW(Sym) *)((const char *)m->map + sh[i].sh_offset);
-        strtab = (const char *)m->map + strsh->sh_offset;
-        n = sh[i].sh_size / sizeof *syms;
         for (size_t k = 0; k < n; k++) {
             int type = ELF64_ST_TYPE(syms[k].st_info);
 
             if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[k].st_value == 0 || syms[k].st_shndx == SHN_UNDEF ||
-                syms[k].st_name >= strsh->sh_size || memchr(strtab + syms[k].st_name, '\0',
-                                                            strsh->sh_size - syms[k].st_name) == NULL)
+                syms[k].st_name >= strsize || memchr(strtab + syms[k].st_name, '\0', strsize - syms[k].st_name) == NULL)
                 continue;
             if (m->n_syms == cap) {
                 size_t nc = cap ? cap * 2 : 256;
@@ -308,7 +331,59 @@ phs_symbols_new(int debuginfo)
      * loader's lock can be held by a thread that no longer exists. */
     s->listed_at = 0;
     s->debuginfo = debuginfo;
+    s->py = phs_pytab_new();
+    if (s->py == NULL) {
+        free(s);
+        return NULL;
+    }
     return s;
+}
+
+phs_pytab *
+phs_symbols_py(phs_symbols *s)
+{
+    return s->py;
+}
+
+size_t
+phs_symbols_count(phs_symbols *s, int relist)
+{
+    if (relist || s->n_mods == 0) {
+        s->listed_at = time(NULL);
+        phs_dl_iterate(collect_cb, s);
+    }
+    return s->n_mods;
+}
+
+int
+phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintptr_t *size)
+{
+    const ElfW(Shdr) *sh;
+    elfmod *m;
+    int shnum = 0;
+
+    if (i < 0 || (size_t)i >= s->n_mods)
+        return -1;
+    m = &s->mods[i];
+    if (!m->loaded)
+        load_module(s, m);
+    if ((sh = sections(m, &shnum)) == NULL)
+        return -1;
+    for (int k = 0; k < shnum; k++) {
+        const ElfW(Sym) *syms = NULL;
+        const char *strtab = NULL;
+        size_t strsize = 0, n = symbol_table(m, sh, shnum, k, &syms, &strtab, &strsize);
+
+        for (size_t j = 0; j < n; j++) {
+            if (syms[j].st_shndx == SHN_UNDEF || syms[j].st_value == 0 || syms[j].st_name >= strsize ||
+                strsize - syms[j].st_name <= strlen(name) || strcmp(strtab + syms[j].st_name, name) != 0)
+                continue;
+            *addr = m->bias + syms[j].st_value;
+            *size = syms[j].st_size;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 int
@@ -495,7 +570,7 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
     f[0].line = dw[n - 1].line;
     /* then what was inlined into it, outermost first */
     for (int i = n - 2, k = 1; i >= 0; i--, k++) {
-        f[k] = (phs_frame){ dw[i].name ? phs_demangle(s, dw[i].name) : "[inlined]", dw[i].file, dw[i].line, 1 };
+        f[k] = (phs_frame){ dw[i].name ? phs_demangle(s, dw[i].name) : "[inlined]", dw[i].file, dw[i].line, 1, PHS_KIND_NATIVE, NULL };
     }
     return n;
 }
@@ -509,11 +584,17 @@ pc_hash(uintptr_t pc, size_t cap)
 int
 phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *mod_out)
 {
-    static const phs_frame oom = { "??", NULL, 0, 0 };
+    static const phs_frame oom = { "??", NULL, 0, 0, PHS_KIND_NATIVE, NULL };
     phs_frame f[PHS_MAX_INLINE + 1], *kept;
     size_t k = 0;
     int mod, n;
 
+    if (phs_is_py(pc)) {
+        if (mod_out)
+            *mod_out = -1;
+        *frames = phs_py_frame(s->py, pc);
+        return 1;
+    }
     if (s->n_cache * 2 >= s->cap_cache) {
         size_t cap = s->cap_cache ? s->cap_cache * 2 : 1024;
         pc_name *nc = calloc(cap, sizeof *nc);
@@ -573,6 +654,7 @@ phs_symbols_free(phs_symbols *s)
     free(s->owned);
     free(s->cache);
     phs_dwarf_close(s->dw);
+    phs_pytab_free(s->py);
     free(s);
 }
 
@@ -851,14 +933,17 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
         pb_int(&m, 1, i + 1);
         if (mod >= 0)
             pb_int(&m, 2, (uint64_t)mod + 1);
-        pb_int(&m, 3, lm.pcs[i]);
+        if (!phs_is_py(lm.pcs[i])) /* a Python frame has no address: its function and line say it all */
+            pb_int(&m, 3, lm.pcs[i]);
         for (int j = nf - 1; j >= 0; j--) {
-            uint64_t sname = str_id(&st, fr[j].name), fid;
+            /* One function per system name: a Python frame's is
+             * file:qualname, so every module's <module> is its own. */
+            uint64_t sname = str_id(&st, fr[j].name), sys = fr[j].system ? str_id(&st, fr[j].system) : sname, fid;
 
-            if (sname >= cap_fn) {
+            if (sys >= cap_fn) {
                 size_t cap = cap_fn ? cap_fn : 256;
                 uint64_t *nfn;
-                while (cap <= sname)
+                while (cap <= sys)
                     cap *= 2;
                 nfn = realloc(fn_of_str, cap * sizeof *nfn);
                 if (nfn == NULL)
@@ -867,14 +952,14 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
                 fn_of_str = nfn;
                 cap_fn = cap;
             }
-            fid = fn_of_str[sname];
+            fid = fn_of_str[sys];
             if (fid == 0) {
-                fid = fn_of_str[sname] = ++n_fn;
+                fid = fn_of_str[sys] = ++n_fn;
                 fn.len = 0;
                 pb_int(&fn, 1, fid);
                 pb_int(&fn, 2, sname);
-                pb_int(&fn, 3, sname);
-                if (fr[j].file)
+                pb_int(&fn, 3, sys);
+                if (fr[j].file && fr[j].file[0])
                     pb_int(&fn, 4, str_id(&st, fr[j].file));
                 else if (mod >= 0)
                     pb_int(&fn, 4, str_id(&st, syms->mods[mod].path[0] ? syms->mods[mod].path

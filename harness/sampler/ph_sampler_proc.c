@@ -636,6 +636,8 @@ phs_status_write(const char *dir, const phs_status *st)
     json_str(f, st->last_snapshot ? st->last_snapshot : "");
     fprintf(f, ", \"snapshot_request\": %ld, \"reason\": ", st->request);
     json_str(f, st->reason ? st->reason : "");
+    fprintf(f, ", \"python\": ");
+    json_str(f, st->python ? st->python : "");
     fprintf(f, ", \"updated\": \"%s\"}\n", stamp);
     if (fclose(f) != 0) {
         free(text);

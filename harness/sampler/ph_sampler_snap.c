@@ -230,6 +230,37 @@ thread_of(const phs_agg *a, uint32_t tid)
 }
 
 void
+phs_agg_prepare(phs_agg *a)
+{
+    phs_py_detect(a->sym);
+}
+
+/* Merge a stack of the signal path's, its Python frames named first (now,
+ * while their code objects live). */
+static void
+merge_slot(phs_agg *a, const phs_slot *s, const uintptr_t *pcs, uint64_t count)
+{
+    uintptr_t words[PHS_MAX_WORDS];
+    uint32_t depth = s->depth;
+    uint64_t h = 1469598103934665603ULL ^ s->tid;
+    int py = 0;
+
+    for (uint32_t i = 0; i < depth && !py; i++)
+        py = phs_is_py(pcs[i]);
+    if (!py || depth > PHS_MAX_WORDS) {
+        merge(a, s->hash, s->tid, pcs, depth, count);
+        return;
+    }
+    memcpy(words, pcs, depth * sizeof *pcs);
+    depth = phs_py_resolve(phs_symbols_py(a->sym), words, depth);
+    for (uint32_t i = 0; i < depth; i++) {
+        h ^= words[i];
+        h *= 1099511628211ULL;
+    }
+    merge(a, h, s->tid, words, depth, count);
+}
+
+void
 phs_agg_drain(phs_agg *a)
 {
     int old = atomic_load(&phs.active);
@@ -240,6 +271,7 @@ phs_agg_drain(phs_agg *a)
 
     if (t == NULL)
         return;
+    phs_py_detect(a->sym); /* a libpython dlopen'd since */
     atomic_store(&phs.active, 1 - old);
     /* Handlers already inside finish in microseconds; one stuck for a
      * second means something else is wrong: leave the table for later. */
@@ -260,7 +292,7 @@ phs_agg_drain(phs_agg *a)
         if (s->depth > 0 && c > 0) {
             int seen = 0;
 
-            merge(a, s->hash, s->tid, &t->arena[s->off], s->depth, c);
+            merge_slot(a, s, &t->arena[s->off], c);
             for (size_t k = 0; k < n_tids; k++)
                 seen |= tids[k] == s->tid;
             if (!seen && n_tids < sizeof tids / sizeof *tids)
@@ -334,7 +366,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     phs_stack *stacks = NULL;
     line *lines = NULL;
     entry **used = NULL;
-    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[512], rates[400], counts[320], unwinder[160] = "unwinding: ";
+    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[1024], rates[400], counts[320], unwinder[160] = "unwinding: ";
     size_t flen = 0, slen = 0, ns = 0, nl = 0;
     FILE *f = NULL;
     struct timespec now, since;
@@ -387,6 +419,14 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
             for (int j = 0; j < nf; j++) {
                 fputc(';', f);
                 put_frame(f, fr[j].name);
+                if (fr[j].kind == PHS_KIND_PYTHON) {
+                    /* `qualname (file.py:line)_[p]`, as py-spy names them;
+                     * the renderer colours the kind. */
+                    const char *base = fr[j].file ? strrchr(fr[j].file, '/') : NULL;
+                    fputs(" (", f);
+                    put_frame(f, base ? base + 1 : fr[j].file ? fr[j].file : "?");
+                    fprintf(f, ":%d)_[p]", fr[j].line);
+                }
                 if (fr[j].inlined)
                     fputs(" (inlined)", f);
             }
@@ -450,6 +490,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     meta.comments[3] = a->delta ? "delta: samples since the previous snapshot" : "cumulative since start";
     phs_cfi_describe(unwinder + 11, sizeof unwinder - 11);
     meta.comments[4] = unwinder;
+    meta.comments[5] = phs_py_describe()[0] ? phs_py_describe() : NULL;
     snprintf(path, sizeof path, "%s/profile-%s%s-%d.pb.gz", dir, stamp, tag, n);
     if (phs_write_pprof(path, stacks, ns, a->sym, &meta) < 0)
         goto out;
@@ -459,8 +500,8 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
         ph_error_t err = NULL;
         int r;
 
-        snprintf(sub, sizeof sub, "%s%s: %s; %s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
-                 rates);
+        snprintf(sub, sizeof sub, "%s%s: %s; %s%s%s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
+                 rates, phs_py_describe()[0] ? "; " : "", phs_py_describe());
         f = open_memstream(&svg, &slen);
         if (f == NULL)
             goto out;

@@ -1145,6 +1145,30 @@ test_annotations(void **state)
     free(svg);
 }
 
+/* The sampler's Python frames (`_[p]`) are blue in every palette, and
+ * read without the annotation. */
+static void
+test_python_frames(void **state)
+{
+    const char *palettes[] = { "hot", "java", "js", "mem" };
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char *svg;
+    int r, g, b;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof palettes / sizeof *palettes; i++) {
+        ph_flame_opts_init(&o);
+        o.minwidth = 0;
+        o.palette = palettes[i];
+        svg = render("main;_PyEval_Vector;hot_seventy_five (work.py:9)_[p] 3\nmain;other 1\n", &o, &st);
+        assert_non_null(strstr(svg, "<title>hot_seventy_five (work.py:9) (3 samples"));
+        rgb_of(svg, "hot_seventy_five (work.py:9)", &r, &g, &b);
+        assert_true(r >= 80 && r <= 140 && g >= 80 && g <= 140 && b >= 205);
+        free(svg);
+    }
+}
+
 /* flamegraph.pl's multi palettes pick a colour by what a name looks like;
  * `--` and `-` (separators of combined stacks) are grey. */
 static void
@@ -1457,6 +1481,7 @@ main(void)
         cmocka_unit_test(test_escaping_and_labels),
         cmocka_unit_test(test_random_names_valid_xml),
         cmocka_unit_test(test_annotations),
+        cmocka_unit_test(test_python_frames),
         cmocka_unit_test(test_multi_palettes),
         cmocka_unit_test(test_subtitle_fits),
         cmocka_unit_test(test_nothing_to_draw),

@@ -230,18 +230,27 @@ test_huge_frame_walked_or_cut_and_counted(void **state)
     }
 }
 
-/* The pids in the thread_id labels of the pprof profile PREFIX*.pb.gz
- * (every sample has one): how many there are, and how many are not TID. */
+/* The pids in the thread_id labels of the pprof profile NAME (every
+ * sample has one): how many there are, and how many are not TID.  By its
+ * whole name: the parent's "profile-<UTC>-1" is also the start of a
+ * child's "profile-<UTC>-1234-1" written in the same second. */
 static int
-thread_ids_not(const char *prefix, long tid, int *n)
+thread_ids_not(const char *name, long tid, int *n)
 {
     static char out[1 << 20];
     const char *p;
-    char want[64];
+    char want[64], cmd[1000];
     long k = -1, i = 0;
     int other = 0;
+    FILE *f;
+    size_t got;
 
-    pprof_of(prefix, 0, "| protoc --decode_raw 2>&1", out, sizeof out);
+    snprintf(cmd, sizeof cmd, "gunzip -c '%s/%s' | protoc --decode_raw 2>&1", outdir, name);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    got = fread(out, 1, sizeof out - 1, f);
+    assert_int_equal(pclose(f), 0);
+    out[got] = '\0';
     /* the string table's index of "thread_id" */
     for (p = out; p != NULL && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
         if (strncmp(p, "6: \"", 4) == 0) {
@@ -268,7 +277,7 @@ test_fork_child_samples_carry_its_tid(void **state)
 {
     char *args[] = { "forklate", "0.6", NULL };
     run_opts o = { .hz = "100", .interval = "0", .follow = "all" };
-    char prefix[64], path[600];
+    char prefix[300], path[600];
     const char *st;
     pid_t parent;
     long child = -1;
@@ -291,7 +300,18 @@ test_fork_child_samples_carry_its_tid(void **state)
     st = read_text(path);
     assert_true(json_num(st, "samples") >= 20);
 
-    snprintf(prefix, sizeof prefix, "profile-*-%ld-", child);
+    prefix[0] = '\0';
+    d = opendir(outdir);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char want[40];
+
+        snprintf(want, sizeof want, "-%ld-", child);
+        if (strncmp(de->d_name, "profile-", 8) == 0 && strstr(de->d_name, want) && strstr(de->d_name, ".tmp") == NULL)
+            snprintf(prefix, sizeof prefix, "%s", de->d_name);
+    }
+    closedir(d);
+    assert_true(prefix[0] != '\0');
     other = thread_ids_not(prefix, child, &n);
     if (n == 0 || other > 0)
         fail_msg("%d of the child's %d samples carry another thread than its own (%ld)", other, n, child);
@@ -304,8 +324,8 @@ test_fork_child_samples_carry_its_tid(void **state)
 
         for (const char *c = de->d_name; *c; c++)
             dashes += *c == '-';
-        if (strncmp(de->d_name, "profile-", 8) == 0 && dashes == 2)
-            snprintf(prefix, sizeof prefix, "%.*s", (int)(strcspn(de->d_name, ".")), de->d_name);
+        if (strncmp(de->d_name, "profile-", 8) == 0 && dashes == 2 && strstr(de->d_name, ".tmp") == NULL)
+            snprintf(prefix, sizeof prefix, "%s", de->d_name);
     }
     closedir(d);
     assert_true(prefix[0] != '\0');

@@ -1,0 +1,638 @@
+/* ph_sampler_py.c - CPython's own frames in the sampler's stacks: the
+ * functions a Python service runs, by their qualified names, files and
+ * lines, where a native stack shows only the interpreter's eval loop.
+ *
+ * How (py-spy --native, echion and perforator merge stacks the same way):
+ * - The writer (phs_py_detect) looks for a CPython in the process: the
+ *   symbols _PyRuntime and _PyEval_EvalFrameDefault in the program or a
+ *   loaded libpython, its version from Py_Version (3.11 and later: a
+ *   `const unsigned long`, PY_VERSION_HEX), and the layout of that
+ *   version (ph_sampler_pylayout.h).  An unknown version is not read:
+ *   the status and the snapshots say "Python X.Y.Z: frames not read
+ *   (unknown version)", never names read with wrong offsets.
+ * - The signal path (phs_py_merge), after the native unwind: the thread
+ *   state holding the GIL (_PyRuntime.gilstate.tstate_current), only when
+ *   its thread_id is this thread's pthread_self() (another thread's
+ *   frames are never charged to this one; a thread running without the
+ *   GIL keeps its native frames), then its current frame chain
+ *   (cframe->current_frame, previous...).  Going from the innermost native
+ *   frame outward, each _PyEval_EvalFrameDefault frame is replaced by the
+ *   Python frames it runs: up to and including the next entry frame
+ *   (is_entry in 3.11).  C extensions' frames stay where they are.  Only
+ *   raw words are recorded (the code object, its first line and the
+ *   instruction index, its qualified name object); every word is read
+ *   after proving its page readable (ph_sampler.c's probe, a few pages
+ *   per sample, cached within the sample), the chain is bounded by the
+ *   room in the stack, and any read that fails leaves the rest native.
+ *   While the interrupted thread holds the GIL no other thread can free
+ *   the objects read, so what is read is consistent.
+ * - The writer's drain (phs_py_resolve), within a tick (250 ms) of the
+ *   sample: each code object is read again, by copies that cannot fault
+ *   (process_vm_readv of our own memory; the probe where that syscall is
+ *   refused), and named only if it still is a code object (its type is
+ *   PyCode_Type) with the same qualified name object and first line as
+ *   sampled; its strings (compact str objects, type checked) and line
+ *   table (bytes) are copied then.  The writer holds no GIL, so a code
+ *   object freed in between is not named: "[python: code freed]".  What
+ *   is guaranteed: a name shown was, when copied, the name of a live code
+ *   object at the sampled address with the sampled name object and first
+ *   line; a reader racing a free reads garbage at worst, never faults.
+ *   Names are cached by (code, first line + instruction, name object).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ph_sampler_int.h"
+#include "ph_sampler_pylayout.h"
+
+#define MAX_CHAIN 1024       /* Python frames one eval frame may stand for */
+#define MAX_NAME 512         /* bytes of a name or file kept */
+#define MAX_LINETABLE (1u << 20)
+#define MAX_KEYS (1u << 20)  /* cached (code, instruction) names; past it, read each time */
+
+enum { PY_UNDECIDED, PY_NONE, PY_READING, PY_UNKNOWN };
+
+static struct {
+    _Atomic int state;       /* PY_*; the signal path reads frames only in PY_READING */
+    uintptr_t runtime, eval_lo, eval_hi;
+    uintptr_t code_type, unicode_type, bytes_type;
+    const phs_py_layout *L;
+    size_t scanned;          /* modules looked at */
+    time_t looked_at;
+    int vm_refused;          /* process_vm_readv refused: probe instead */
+    char desc[120];
+} PY;
+
+int
+phs_py_active(void)
+{
+    return atomic_load_explicit(&PY.state, memory_order_acquire) == PY_READING;
+}
+
+const char *
+phs_py_describe(void)
+{
+    return PY.desc;
+}
+
+static const phs_py_layout *
+layout_of(unsigned long version)
+{
+    if (((version >> 24) & 0xff) != 3)
+        return NULL;
+    for (size_t i = 0; i < sizeof phs_py_layouts / sizeof *phs_py_layouts; i++)
+        if (phs_py_layouts[i].minor == ((version >> 16) & 0xff))
+            return &phs_py_layouts[i];
+    return NULL;
+}
+
+/* ---- the writer's copies ---------------------------------------------- */
+
+/* LEN bytes at SRC into DST without ever faulting; 0 or -1. */
+static int
+copy_in(void *dst, uintptr_t src, size_t len)
+{
+    if (src < 4096 || src + len < src)
+        return -1;
+    if (!PY.vm_refused) {
+        struct iovec l = { dst, len }, r = { (void *)src, len };
+        ssize_t n = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+
+        if (n == (ssize_t)len)
+            return 0;
+        if (n >= 0 || (errno != ENOSYS && errno != EPERM))
+            return -1;
+        PY.vm_refused = 1; /* seccomp, or an old kernel */
+    }
+    for (uintptr_t p = src; p < src + len; p = (p & ~(uintptr_t)4095) + 4096)
+        if (!phs_probe_mem(p, 1))
+            return -1;
+    if (!phs_probe_mem(src + len - 1, 1))
+        return -1;
+    memcpy(dst, (const void *)src, len);
+    return 0;
+}
+
+static uintptr_t
+word_at(const unsigned char *p)
+{
+    uintptr_t w;
+
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+/* ---- detection (writer) ------------------------------------------------- */
+
+/* Look in modules not looked at yet: the program, and libpython*. */
+void
+phs_py_detect(phs_symbols *s)
+{
+    uintptr_t eval = 0, eval_size = 0, rt = 0, rt_size = 0, ver_addr = 0, size = 0;
+    unsigned long version = 0;
+    size_t n;
+    int mod = -1;
+
+    if (atomic_load(&PY.state) != PY_UNDECIDED && atomic_load(&PY.state) != PY_NONE)
+        return;
+    if (PY.scanned > 0 && time(NULL) == PY.looked_at)
+        return; /* a dlopen is looked for at most once a second */
+    PY.looked_at = time(NULL);
+    n = phs_symbols_count(s, PY.scanned > 0);
+    for (size_t i = PY.scanned; i < n && mod < 0; i++) {
+        uintptr_t lo, hi, off;
+        const char *path, *base;
+
+        if (phs_module_info(s, (int)i, &lo, &hi, &off, &path) < 0)
+            continue;
+        base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        if (i != 0 && strncmp(base, "libpython3", 10) != 0)
+            continue;
+        if (phs_symbol_addr(s, (int)i, "_PyEval_EvalFrameDefault", &eval, &eval_size) == 0 &&
+            phs_symbol_addr(s, (int)i, "_PyRuntime", &rt, &rt_size) == 0)
+            mod = (int)i;
+    }
+    PY.scanned = n;
+    if (mod < 0) {
+        atomic_store(&PY.state, PY_NONE);
+        return;
+    }
+    if (phs_symbol_addr(s, mod, "Py_Version", &ver_addr, &size) < 0 || size != sizeof version ||
+        copy_in(&version, ver_addr, sizeof version) < 0)
+        version = 0;
+    PY.L = layout_of(version);
+    PY.runtime = rt;
+    PY.eval_lo = eval;
+    PY.eval_hi = eval + (eval_size ? eval_size : 1);
+    if (phs_symbol_addr(s, mod, "PyCode_Type", &PY.code_type, &size) < 0 ||
+        phs_symbol_addr(s, mod, "PyUnicode_Type", &PY.unicode_type, &size) < 0 ||
+        phs_symbol_addr(s, mod, "PyBytes_Type", &PY.bytes_type, &size) < 0)
+        PY.L = NULL;
+    if (version == 0)
+        snprintf(PY.desc, sizeof PY.desc, "Python (before 3.11, no Py_Version): frames not read (unknown version)");
+    else
+        snprintf(PY.desc, sizeof PY.desc, "Python %lu.%lu.%lu: frames %s", (version >> 24) & 0xff,
+                 (version >> 16) & 0xff, (version >> 8) & 0xff,
+                 PY.L ? "read" : "not read (unknown version)");
+    atomic_store_explicit(&PY.state, PY.L ? PY_READING : PY_UNKNOWN, memory_order_release);
+}
+
+/* ---- the signal path ------------------------------------------------------ */
+
+/* Pages proven readable within one sample. */
+typedef struct reader {
+    uintptr_t pages[8];
+    unsigned n;
+} reader;
+
+static int
+page_ok(reader *r, uintptr_t addr)
+{
+    uintptr_t page = addr & ~(uintptr_t)4095;
+
+    for (unsigned i = 0; i < r->n && i < 8; i++)
+        if (r->pages[i] == page)
+            return 1;
+    if (!phs_probe_mem(page < addr ? addr : page, 1))
+        return 0;
+    r->pages[r->n++ % 8] = page;
+    return 1;
+}
+
+/* LEN (at most 8) bytes at ADDR into DST, each page proven first. */
+static int
+get(reader *r, uintptr_t addr, void *dst, size_t len)
+{
+    if (addr < 4096 || addr + len < addr || !page_ok(r, addr) || !page_ok(r, addr + len - 1))
+        return 0;
+    memcpy(dst, (const void *)addr, len);
+    return 1;
+}
+
+/* The Python frames from *FRAME up to and including the next entry frame,
+ * into OUT from *O (room for MAX words); *FRAME moves past them, to 0 when
+ * the chain cannot be read further.  Returns -1 when out of room. */
+static int
+emit_eval(reader *r, const phs_py_layout *L, uintptr_t *frame, uintptr_t *out, uint32_t *o, uint32_t max)
+{
+    uintptr_t f = *frame;
+
+    for (int i = 0; f != 0 && i < MAX_CHAIN; i++) {
+        uintptr_t code = 0, prev = 0, instr = 0, type = 0, qual = 0, idx = 0;
+        unsigned char entry = 0, owner = 0;
+        int32_t first = 0;
+
+        if (!get(r, f + L->fr_code, &code, 8) || !get(r, f + L->fr_previous, &prev, 8) ||
+            !get(r, f + L->fr_prev_instr, &instr, 8) || !get(r, f + L->fr_owner, &owner, 1) ||
+            (L->entry_owner < 0 && !get(r, f + L->fr_is_entry, &entry, 1))) {
+            *frame = 0;
+            return 0;
+        }
+        if (L->entry_owner >= 0 && owner == (unsigned char)L->entry_owner) {
+            *frame = prev; /* the shim that marks an entry: no code of its own */
+            return 0;
+        }
+        if (!get(r, code + PHS_PY_OB_TYPE, &type, 8) || type != PY.code_type ||
+            !get(r, code + L->co_qualname, &qual, 8) || !get(r, code + L->co_firstlineno, &first, 4)) {
+            *frame = 0;
+            return 0;
+        }
+        if (*o + PHS_PY_WORDS >= max)
+            return -1; /* the last word is kept for the truncation marker */
+        if (instr >= code + L->co_code)
+            idx = (instr - (code + L->co_code)) / 2;
+        out[(*o)++] = PHS_PY_TAG | code;
+        out[(*o)++] = PHS_PY_TAG | ((uintptr_t)((uint32_t)first & 0x7fffffff) << 32) |
+                      (idx > 0xffffffffu ? 0xffffffffu : idx);
+        out[(*o)++] = qual;
+        f = prev;
+        if (L->entry_owner < 0 && entry)
+            break;
+    }
+    *frame = f;
+    return 0;
+}
+
+uint32_t
+phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max)
+{
+    const phs_py_layout *L = PY.L;
+    reader r = { { 0 }, 0 };
+    uintptr_t ts = 0, tid = 0, cf = 0, frame = 0;
+    uint32_t o = 0;
+
+    if (n > max)
+        n = max;
+    if (!phs_py_active() || L == NULL || !get(&r, PY.runtime + L->rt_tstate_current, &ts, 8) || ts == 0 ||
+        !get(&r, ts + L->ts_thread_id, &tid, 8) || tid != (uintptr_t)pthread_self() ||
+        !get(&r, ts + L->ts_cframe, &cf, 8) || !get(&r, cf + L->cf_current_frame, &frame, 8))
+        frame = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uintptr_t pc = native[k];
+
+        if (frame != 0 && pc >= PY.eval_lo && pc < PY.eval_hi) {
+            uint32_t before = o;
+
+            if (emit_eval(&r, L, &frame, out, &o, max) < 0) {
+                out[o++] = PHS_TRUNCATED;
+                atomic_fetch_add_explicit(&phs.truncated, 1, memory_order_relaxed);
+                return o;
+            }
+            if (o != before)
+                continue;
+        }
+        if (o >= max - 1 && k + 1 < n) {
+            out[o++] = PHS_TRUNCATED;
+            atomic_fetch_add_explicit(&phs.truncated, 1, memory_order_relaxed);
+            return o;
+        }
+        out[o++] = pc;
+    }
+    return o;
+}
+
+/* ---- names (writer) ---------------------------------------------------- */
+
+typedef struct pykey {
+    uintptr_t code, meta, qual; /* code 0: empty */
+    uint32_t id;
+} pykey;
+
+typedef struct pyname {
+    phs_frame f;
+    uint64_t hash;
+} pyname;
+
+struct phs_pytab {
+    pykey *keys;
+    size_t n_keys, cap_keys;
+    pyname *names;              /* by id, distinct (name, file, line) */
+    size_t n, cap;
+    uint32_t *by_text;          /* open addressing over names: id + 1 */
+    size_t cap_text;
+};
+
+phs_pytab *
+phs_pytab_new(void)
+{
+    return calloc(1, sizeof(phs_pytab));
+}
+
+void
+phs_pytab_free(phs_pytab *t)
+{
+    if (t == NULL)
+        return;
+    for (size_t i = 0; i < t->n; i++) {
+        free((char *)t->names[i].f.name);
+        free((char *)t->names[i].f.file);
+        free((char *)t->names[i].f.system);
+    }
+    free(t->names);
+    free(t->keys);
+    free(t->by_text);
+    free(t);
+}
+
+static uint64_t
+fnv(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= ((const unsigned char *)p)[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Append code point C as UTF-8. */
+static size_t
+put_utf8(char *out, size_t o, size_t cap, uint32_t c)
+{
+    unsigned char b[4];
+    size_t n;
+
+    if (c < 0x20)
+        c = '?';
+    if (c < 0x80) {
+        b[0] = (unsigned char)c;
+        n = 1;
+    } else if (c < 0x800) {
+        b[0] = (unsigned char)(0xc0 | c >> 6);
+        b[1] = (unsigned char)(0x80 | (c & 0x3f));
+        n = 2;
+    } else if (c < 0x10000) {
+        b[0] = (unsigned char)(0xe0 | c >> 12);
+        b[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+        b[2] = (unsigned char)(0x80 | (c & 0x3f));
+        n = 3;
+    } else {
+        if (c > 0x10ffff)
+            c = 0xfffd;
+        b[0] = (unsigned char)(0xf0 | c >> 18);
+        b[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3f));
+        b[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+        b[3] = (unsigned char)(0x80 | (c & 0x3f));
+        n = 4;
+    }
+    if (o + n >= cap)
+        return o;
+    memcpy(out + o, b, n);
+    return o + n;
+}
+
+/* The str object at ADDR as UTF-8 into OUT (CAP), cut at MAX_NAME; 0 or
+ * -1 (not a compact str). */
+static int
+read_str(const phs_py_layout *L, uintptr_t addr, char *out, size_t cap)
+{
+    unsigned char head[96], data[MAX_NAME * 4];
+    uint32_t state;
+    intptr_t len;
+    unsigned kind;
+    size_t o = 0;
+
+    /* The ASCII header first: a short str may end before a compact one's
+     * would (and its page with it). */
+    if (L->u_compact_data > sizeof head || copy_in(head, addr, L->u_ascii_data) < 0 ||
+        word_at(head + PHS_PY_OB_TYPE) != PY.unicode_type)
+        return -1;
+    memcpy(&state, head + L->u_state, sizeof state);
+    if (!((state >> 6) & 1) &&
+        copy_in(head + L->u_ascii_data, addr + L->u_ascii_data, L->u_compact_data - L->u_ascii_data) < 0)
+        return -1;
+    memcpy(&len, head + L->u_length, sizeof len);
+    kind = (state >> 2) & 7;
+    if (!((state >> 5) & 1) || len < 0 || (kind != 1 && kind != 2 && kind != 4))
+        return -1; /* not compact: a legacy string, never a code object's */
+    if (len > MAX_NAME)
+        len = MAX_NAME;
+    if (copy_in(data, addr + ((state >> 6) & 1 ? L->u_ascii_data : L->u_compact_data), (size_t)len * kind) < 0)
+        return -1;
+    for (intptr_t i = 0; i < len; i++) {
+        uint32_t c = kind == 1 ? data[i] : kind == 2 ? ((const uint16_t *)(const void *)data)[i]
+                                                      : ((const uint32_t *)(const void *)data)[i];
+        o = put_utf8(out, o, cap, c);
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* CPython 3.11's location table (Objects/locations.md): entries of a
+ * first byte 1cccclll (code, length - 1 in code units) and continuation
+ * bytes below 0x80; varints of 6 bits with 0x40 for "more". */
+static unsigned
+varint(const unsigned char *p, size_t n, size_t *i)
+{
+    unsigned v = 0, shift = 0, b;
+
+    do {
+        if (*i >= n || shift > 28)
+            return v;
+        b = p[(*i)++];
+        v |= (b & 63u) << shift;
+        shift += 6;
+    } while (b & 64);
+    return v;
+}
+
+/* The line of instruction IDX, or 0 when it has none. */
+static int
+line_of(const unsigned char *p, size_t n, int first, uint32_t idx)
+{
+    int line = first;
+    uint64_t addr = 0;
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned b = p[i++], code = (b >> 3) & 15, len = (b & 7) + 1;
+
+        if (!(b & 0x80))
+            return 0;
+        if (code == 14 || code == 13) {
+            unsigned u = varint(p, n, &i);
+            line += (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
+        } else if (code >= 10 && code <= 12) {
+            line += (int)code - 10;
+        }
+        if (idx < addr + len)
+            return code == 15 ? 0 : line;
+        addr += len;
+        while (i < n && !(p[i] & 0x80))
+            i++;
+    }
+    return 0;
+}
+
+/* The frame of (CODE, META, QUAL), read now. */
+static void
+name_of(uintptr_t code, uintptr_t meta, uintptr_t qual, phs_frame *f, char *name, char *file, size_t cap)
+{
+    const phs_py_layout *L = PY.L;
+    unsigned char co[512], bh[64];
+    unsigned char *table = NULL;
+    int first = (int)((meta >> 32) & 0x7fffffff);
+    uintptr_t lt;
+    intptr_t size;
+
+    memset(f, 0, sizeof *f);
+    f->kind = PHS_KIND_PYTHON;
+    snprintf(name, cap, "[python: code freed]");
+    file[0] = '\0';
+    if (L == NULL || L->co_code > sizeof co || copy_in(co, code, L->co_code) < 0 ||
+        word_at(co + PHS_PY_OB_TYPE) != PY.code_type || word_at(co + L->co_qualname) != qual ||
+        (int)*(const int32_t *)(const void *)(co + L->co_firstlineno) != first)
+        return;
+    if (read_str(L, qual, name, cap) < 0) {
+        snprintf(name, cap, "[python: unreadable name]");
+        return;
+    }
+    if (read_str(L, word_at(co + L->co_filename), file, cap) < 0)
+        file[0] = '\0';
+    f->line = first;
+    lt = word_at(co + L->co_linetable);
+    if (L->b_data <= sizeof bh && copy_in(bh, lt, L->b_data) == 0 && word_at(bh + PHS_PY_OB_TYPE) == PY.bytes_type) {
+        memcpy(&size, bh + L->b_size, sizeof size);
+        if (size > 0 && size <= (intptr_t)MAX_LINETABLE && (table = malloc((size_t)size)) != NULL &&
+            copy_in(table, lt + L->b_data, (size_t)size) == 0) {
+            int line = line_of(table, (size_t)size, first, (uint32_t)meta);
+            if (line > 0)
+                f->line = line;
+        }
+        free(table);
+    }
+}
+
+static uint32_t
+intern_frame(phs_pytab *t, const char *name, const char *file, int line)
+{
+    uint64_t h = fnv(fnv(fnv(1469598103934665603ULL, name, strlen(name) + 1), file, strlen(file) + 1), &line,
+                     sizeof line);
+    size_t k;
+
+    if (t->n * 2 >= t->cap_text) {
+        size_t cap = t->cap_text ? t->cap_text * 2 : 256;
+        uint32_t *nt = calloc(cap, sizeof *nt);
+
+        if (nt == NULL)
+            return UINT32_MAX;
+        for (size_t i = 0; i < t->n; i++) {
+            for (k = t->names[i].hash & (cap - 1); nt[k]; k = (k + 1) & (cap - 1))
+                ;
+            nt[k] = (uint32_t)i + 1;
+        }
+        free(t->by_text);
+        t->by_text = nt;
+        t->cap_text = cap;
+    }
+    for (k = h & (t->cap_text - 1); t->by_text[k]; k = (k + 1) & (t->cap_text - 1)) {
+        const pyname *p = &t->names[t->by_text[k] - 1];
+        if (p->hash == h && p->f.line == line && strcmp(p->f.name, name) == 0 && strcmp(p->f.file, file) == 0)
+            return t->by_text[k] - 1;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        pyname *nn = realloc(t->names, cap * sizeof *nn);
+        if (nn == NULL)
+            return UINT32_MAX;
+        t->names = nn;
+        t->cap = cap;
+    }
+    {
+        size_t sn = strlen(file) + strlen(name) + 2;
+        char *sys = malloc(sn);
+
+        if (sys != NULL)
+            snprintf(sys, sn, "%s:%s", file, name);
+        t->names[t->n].f = (phs_frame){ strdup(name), strdup(file), line, 0, PHS_KIND_PYTHON, sys };
+    }
+    t->names[t->n].hash = h;
+    if (t->names[t->n].f.name == NULL || t->names[t->n].f.file == NULL || t->names[t->n].f.system == NULL) {
+        free((char *)t->names[t->n].f.name);
+        free((char *)t->names[t->n].f.file);
+        free((char *)t->names[t->n].f.system);
+        return UINT32_MAX;
+    }
+    t->by_text[k] = (uint32_t)t->n + 1;
+    return (uint32_t)t->n++;
+}
+
+/* The id for the signal path's group (CODE, META, QUAL). */
+static uint32_t
+id_of(phs_pytab *t, uintptr_t code, uintptr_t meta, uintptr_t qual)
+{
+    uint64_t h = fnv(fnv(fnv(1469598103934665603ULL, &code, sizeof code), &meta, sizeof meta), &qual, sizeof qual);
+    char name[MAX_NAME * 4 + 1], file[MAX_NAME * 4 + 1];
+    phs_frame f;
+    size_t k = 0;
+    uint32_t id;
+
+    if (t->n_keys * 2 >= t->cap_keys && t->n_keys < MAX_KEYS) {
+        size_t cap = t->cap_keys ? t->cap_keys * 2 : 1024;
+        pykey *nk = calloc(cap, sizeof *nk);
+
+        if (nk != NULL) {
+            for (size_t i = 0; i < t->cap_keys; i++) {
+                const pykey *e = &t->keys[i];
+                uint64_t eh;
+
+                if (e->code == 0)
+                    continue;
+                eh = fnv(fnv(fnv(1469598103934665603ULL, &e->code, sizeof e->code), &e->meta, sizeof e->meta),
+                         &e->qual, sizeof e->qual);
+                for (k = eh & (cap - 1); nk[k].code; k = (k + 1) & (cap - 1))
+                    ;
+                nk[k] = *e;
+            }
+            free(t->keys);
+            t->keys = nk;
+            t->cap_keys = cap;
+        }
+    }
+    if (t->cap_keys > 0)
+        for (k = h & (t->cap_keys - 1); t->keys[k].code; k = (k + 1) & (t->cap_keys - 1))
+            if (t->keys[k].code == code && t->keys[k].meta == meta && t->keys[k].qual == qual)
+                return t->keys[k].id;
+    name_of(code, meta, qual, &f, name, file, sizeof name);
+    id = intern_frame(t, name, file, f.line);
+    if (id != UINT32_MAX && t->cap_keys > 0 && t->n_keys * 2 < t->cap_keys) {
+        t->keys[k] = (pykey){ code, meta, qual, id };
+        t->n_keys++;
+    }
+    return id;
+}
+
+uint32_t
+phs_py_resolve(phs_pytab *t, uintptr_t *pcs, uint32_t depth)
+{
+    uint32_t o = 0;
+
+    for (uint32_t k = 0; k < depth;) {
+        uint32_t id;
+
+        if (!phs_is_py(pcs[k])) {
+            pcs[o++] = pcs[k++];
+            continue;
+        }
+        if (k + PHS_PY_WORDS > depth)
+            break; /* cannot happen: the signal path writes whole groups */
+        id = id_of(t, pcs[k] & ~PHS_PY_TAG, pcs[k + 1] & ~PHS_PY_TAG, pcs[k + 2]);
+        k += PHS_PY_WORDS;
+        if (id != UINT32_MAX)
+            pcs[o++] = PHS_PY_TAG | id;
+    }
+    return o;
+}
+
+const phs_frame *
+phs_py_frame(phs_pytab *t, uintptr_t word)
+{
+    static const phs_frame none = { "[python]", NULL, 0, 0, PHS_KIND_PYTHON, NULL };
+    uintptr_t id = word & ~PHS_PY_TAG;
+
+    return t != NULL && id < t->n ? &t->names[id].f : &none;
+}
