@@ -5,6 +5,8 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 passed=0; failed=0
 log=$(mktemp -d /tmp/profharness-tests.XXXXXX)
+# what the Engine holds now: what the tests add is removed at the end
+tests/sweep.sh snapshot "$log/engine-before"
 
 echo "== unit tests (C, cmocka)"
 make -j2 tests-build >"$log/build.log" 2>&1 || { cat "$log/build.log"; echo "unit tests did not build"; failed=$((failed+1)); }
@@ -35,6 +37,9 @@ if ls tests/browser/*.sh >/dev/null 2>&1; then
         if "$t"; then passed=$((passed+1)); echo "ok: $t"; else failed=$((failed+1)); echo "not ok: $t"; fi
     done
 fi
+
+echo "== leftovers (what the tests made in the Engine, removed)"
+if tests/sweep.sh sweep "$log/engine-before"; then passed=$((passed+1)); else failed=$((failed+1)); fi
 
 rm -rf "$log"
 echo "$passed passed, $failed failed"
