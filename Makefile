@@ -11,9 +11,10 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
-# flame, tar, engine, compose, profile, report (artifacts to HTML and JSON
-# summaries), then run (the loop).  A floor includes only floors below it.
-LIB_DIRS := util timing flame tar engine compose profile report run
+# symbol (naming frames: perf maps), flame, tar, engine, compose, profile,
+# report (artifacts to HTML and JSON summaries), then run (the loop).  A
+# floor includes only floors below it.
+LIB_DIRS := util timing symbol flame tar engine compose profile report run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
@@ -25,8 +26,10 @@ SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # The sampler draws its own flamegraphs: the renderer and the error type are
 # compiled into it (position-independent), nothing else of the library.
 # ph_folded is the renderer's parser, ph_lines its line splitter and
-# ph_intern its string table; ph_escape is what ph_error prints through.
+# ph_intern its string table; ph_escape is what ph_error prints through;
+# ph_perfmap names JIT code as the perf conversion does.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
+               $(B)/pic/harness/symbol/ph_perfmap.o \
                $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
                $(B)/pic/harness/flame/ph_folded.o $(B)/pic/harness/util/ph_lines.o \
                $(B)/pic/harness/util/ph_intern.o
