@@ -904,6 +904,7 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         return 0;
     }
 
+    ph_run_refresh(r, c); /* the runtimes' perf maps current and in the run */
     budget = stop_budget_s(r, c);
     if (signal_and_wait(e, c, budget, &timed_out, err) < 0)
         goto keep;

@@ -11,6 +11,7 @@
  *   ph_run_prune.c    profiling images the project no longer needs
  *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
  *   ph_run_record.c   the shim's completion record: read, checked, told
+ *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -70,6 +71,16 @@ json_t *ph_run_shim_argv(const ph_profile *p, const char *target, const char *si
  * service exited while attached (and why the profiler's end may be
  * missing).  Nothing for other containers. */
 void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
+
+/* ph_run_runtimes.c: EXTEND (a profile's `runtimes.environment`) into
+ * ENV, a container's `K=V` strings: each variable's value in ENV, else
+ * in IMAGE_ENV (the image's, may be NULL), extended by ph_profile_env_extend.
+ * -1 only on ENOMEM. */
+int ph_run_env_extend(json_t *env, json_t *image_env, const ph_kvv *extend, ph_error_t *err);
+/* ph_run_runtimes.c: the `runtimes.refresh` steps of C's mode, before a
+ * stop or a snapshot of C (a profiled or attach container).  Never fails:
+ * a step that does not succeed is said as a note. */
+void ph_run_refresh(ph_run *r, json_t *c);
 
 /* ph_run_convert.c: C (a profiled or attach container that has exited)
  * gets its profile's `convert` outputs in its {out} before collection
