@@ -91,7 +91,7 @@ test_bounds(void **state)
 {
     (void)state;
     const char *text = "1000 10 a\n2000 10 b\n3000 10 c\n";
-    ph_perfmap_opts o = { .max_bytes = 25 }; /* "1000 10 a\n2000 10 b\n3000 " */
+    ph_perfmap_opts o = { .max_bytes = 29 }; /* "1000 10 a\n2000 10 b\n3000 10 c": its end cut */
     ph_perfmap *m = parse(text, &o);
 
     assert_string_equal(ph_perfmap_find(m, 0x2000), "b");
