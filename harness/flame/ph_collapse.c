@@ -349,7 +349,7 @@ tidy_part(ph_collapse *c, span func, span pc, span mod, int index, ph_error_t *e
                !span_has(mod, "unknown")) {
         memcpy(b + n, "_[k]", 4);
         n += 4;
-    } else if (c->o.jit && is_tmp_perfmap(mod) && !memmem(b, n, "_[j]", 4)) {
+    } else if ((c->o.jit || (c->o.jit_named && sym != NULL)) && is_tmp_perfmap(mod) && !memmem(b, n, "_[j]", 4)) {
         memcpy(b + n, "_[j]", 4);
         n += 4;
     }
