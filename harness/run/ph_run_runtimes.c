@@ -10,9 +10,10 @@
  *   refresh  before a stop and before a snapshot: each step's command
  *            run in the service's container or the profiler's (Engine
  *            exec, bounded by its wait, the sampler kept out of it).  A
- *            step that fails is a note and the stop goes on: a runtime
- *            that is not there (no JVM, no shell in the image) is not a
- *            fault of the run.
+ *            step that fails is a note and the stop goes on; one whose
+ *            program the image does not have (exit 126/127: no shell in
+ *            a distroless image) is skipped without a word: a runtime
+ *            that is not there is not a fault of the run.
  */
 #include "ph_run_int.h"
 
@@ -98,7 +99,11 @@ run_step(ph_run *r, const char *id, const ph_profile *p, const ph_profile_refres
         }
     if (ph_run_engine(r, &e, err) < 0 || ph_engine_exec(e, id, argv, no_preload, wait_s, NULL, NULL, &code, err) < 0)
         goto out;
-    if (code != 0) {
+    if (code == 126 || code == 127) {
+        /* no such program in the image (no shell: distroless): nothing
+         * of the runtime to ask, not a fault to tell of at every stop */
+        ph_debug("%s: `%s` is not in the container: step skipped", service, argv[0]);
+    } else if (code != 0) {
         ph_fail(err, 0, "`%s` exited with %ld", argv[0], code);
         goto out;
     }
