@@ -36,7 +36,7 @@ LANGS="c cpp rust gostatic gocgo python node java"
 # CPU time a cell runs for, read from the container's cgroup: a
 # condition, not a pace; the same work for every language (startup and
 # JIT warm-up are part of it, as for any service)
-CPU_NS=6000000000
+CPU_NS=10000000000
 
 # pl ARGS...: the harness on the language project.
 pl() {
