@@ -11,11 +11,11 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
-# flame, tar, engine, compose, profile, report (artifacts to HTML and JSON
-# summaries), rundir (the run-dir store: reserved names, the order a run is
-# completed in, the profile it was started with), then run (the loop).  A
-# floor includes only floors below it.
-LIB_DIRS := util timing flame tar engine compose profile report rundir run
+# symbol (naming frames: perf maps), flame, tar, engine, compose, profile,
+# report (artifacts to HTML and JSON summaries), rundir (the run-dir store:
+# reserved names, the order a run is completed in, the profile it was
+# started with), then run (the loop).  A floor includes only floors below it.
+LIB_DIRS := util timing symbol flame tar engine compose profile report rundir run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
@@ -29,7 +29,9 @@ SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # ph_folded is the renderer's parser, ph_lines its line splitter and
 # ph_intern its string table; ph_escape is what ph_error prints through;
 # ph_markup (and its ph_sha256) the writer every SVG goes through.
+# ph_perfmap names JIT code as the perf conversion does.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
+               $(B)/pic/harness/symbol/ph_perfmap.o \
                $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
                $(B)/pic/harness/flame/ph_folded.o $(B)/pic/harness/util/ph_lines.o \
                $(B)/pic/harness/util/ph_intern.o $(B)/pic/harness/util/ph_markup.o \

@@ -175,8 +175,8 @@ hot_on_top() {
     map=$(ls "$run_dir"/perf-maps/perf-*.map)
     grep -q '^0x[0-9a-f]* 0x[0-9a-f]* jit_hot_loop(long)$' "$map"
     # perf script, in the converter, had no such file: the collapser named
-    # the code from the run's map; most of the CPU was there
-    grep -q '^jitimg;.*jit_hot_loop [0-9]*$' "$run_dir/stacks.folded"
+    # the code from the run's map; most of the CPU was there, marked JIT (_[j])
+    grep -q '^jitimg;.*jit_hot_loop_\[j\] [0-9]*$' "$run_dir/stacks.folded"
     [ "$(grep -c 'perf-[0-9]*\.map' "$run_dir/stacks.folded")" -eq 0 ]
-    jq -e '.flamegraph.top_self[0].name == "jit_hot_loop" and (.problems | length) == 0' "$run_dir/summary.json"
+    jq -e '.flamegraph.top_self[0].name == "jit_hot_loop_[j]" and (.problems | length) == 0' "$run_dir/summary.json"
 }

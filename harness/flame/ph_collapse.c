@@ -27,22 +27,17 @@
 #include "ph_collapse_int.h"
 #include "ph_folded.h"
 #include "ph_lines.h"
+#include "ph_perfmap.h"
 
 typedef struct span {
     const char *p;
     size_t n;
 } span;
 
-/* One perf map file (/tmp/perf-<pid>.map): `START SIZE name` lines, hex,
- * sorted by START. */
+/* One perf map file of map_dir, by the name perf script gives it. */
 typedef struct perfmap {
     char *path;
-    struct pm_entry {
-        uint64_t start, end;
-        size_t name; /* offset in names */
-    } *v;
-    size_t n;
-    char *names;
+    ph_perfmap *map; /* NULL: not there, or unreadable */
     struct perfmap *next;
 } perfmap;
 
@@ -215,39 +210,18 @@ parse_hex(span s, int *ok)
 
 /* ---- perf map files ------------------------------------------------------- */
 
-/* A number of a map line: hex, with or without 0x (V8 writes it bare,
- * HotSpot with 0x; perf reads both). */
-static uint64_t
-parse_map_hex(span s, int *ok)
-{
-    if (s.n > 2 && s.p[0] == '0' && (s.p[1] == 'x' || s.p[1] == 'X'))
-        s = (span){ s.p + 2, s.n - 2 };
-    return parse_hex(s, ok);
-}
-
-static int
-cmp_pm(const void *a, const void *b)
-{
-    const struct pm_entry *x = a, *y = b;
-
-    return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->name > y->name) - (x->name < y->name);
-}
-
-/* The map file MOD names, read from map_dir, loaded once; NULL if there
- * is no map_dir or it has no such file (the frame then stays
- * [perf-N.map], as in Perl).  Never the path MOD names: perf script's
- * /tmp/perf-<pid>.map is the profiled machine's (a container's pid), and
- * the file there, if any, is some other program's. */
-static perfmap *
+/* The map file MOD names, read from map_dir (ph_perfmap: bounded, no
+ * link), loaded once; NULL if there is no map_dir or it has no such file
+ * (the frame then stays [perf-N.map], as in Perl).  Never the path MOD
+ * names: perf script's /tmp/perf-<pid>.map is the profiled machine's (a
+ * container's pid), and the file there, if any, is some other program's. */
+static const ph_perfmap *
 perfmap_get(ph_collapse *c, span mod)
 {
     char path[4096];
     const char *base = mod.p;
     perfmap *m;
-    FILE *f;
-    char *line = NULL;
-    size_t cap = 0, names_n = 0, names_cap = 0, vcap = 0;
-    ssize_t len;
+    ph_error_t err = NULL;
 
     if (c->o.map_dir == NULL)
         return NULL;
@@ -257,60 +231,16 @@ perfmap_get(ph_collapse *c, span mod)
     snprintf(path, sizeof path, "%s/%.*s", c->o.map_dir, (int)(mod.n - (size_t)(base - mod.p)), base);
     for (m = c->maps; m; m = m->next)
         if (strcmp(m->path, path) == 0)
-            return m->n ? m : NULL;
+            return m->map;
     if ((m = calloc(1, sizeof *m)) == NULL || (m->path = strdup(path)) == NULL) {
         free(m);
         return NULL;
     }
     m->next = c->maps;
     c->maps = m;
-    if ((f = fopen(path, "re")) == NULL)
-        return NULL;
-    while ((len = getline(&line, &cap, f)) > 0) {
-        char *sp1 = memchr(line, ' ', (size_t)len), *sp2, *nl;
-        int ok1, ok2;
-        uint64_t start, size;
-        if (sp1 == NULL || (sp2 = memchr(sp1 + 1, ' ', (size_t)(line + len - sp1 - 1))) == NULL)
-            continue;
-        start = parse_map_hex((span){ line, (size_t)(sp1 - line) }, &ok1);
-        size = parse_map_hex((span){ sp1 + 1, (size_t)(sp2 - sp1 - 1) }, &ok2);
-        nl = line + len;
-        while (nl > sp2 + 1 && (nl[-1] == '\n' || nl[-1] == '\r'))
-            nl--;
-        if (!ok1 || !ok2 || grow((void **)&m->v, &vcap, m->n, 1, sizeof *m->v) < 0 ||
-            grow((void **)&m->names, &names_cap, names_n, (size_t)(nl - sp2), 1) < 0)
-            continue;
-        m->v[m->n++] = (struct pm_entry){ start, start + size, names_n };
-        memcpy(m->names + names_n, sp2 + 1, (size_t)(nl - sp2 - 1));
-        names_n += (size_t)(nl - sp2 - 1);
-        m->names[names_n++] = '\0';
-    }
-    free(line);
-    fclose(f);
-    qsort(m->v, m->n, sizeof *m->v, cmp_pm);
-    return m->n ? m : NULL;
-}
-
-/* The symbol of PC in M: of the entries starting nearest at or before
- * it, the first written (a JIT reuses its memory; perf script names such
- * a frame by the first too), if it holds PC. */
-static const char *
-perfmap_find(const perfmap *m, uint64_t pc)
-{
-    size_t lo = 0, hi = m->n;
-
-    while (lo < hi) { /* the first entry starting after pc */
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->v[mid].start <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
-        return NULL;
-    while (lo > 1 && m->v[lo - 2].start == m->v[lo - 1].start)
-        lo--;
-    return pc < m->v[lo - 1].end ? m->names + m->v[lo - 1].name : NULL;
+    m->map = ph_perfmap_open(path, NULL, &err); /* unreadable: as if not there */
+    ph_error_free(&err);
+    return m->map;
 }
 
 /* ---- frames -------------------------------------------------------------- */
@@ -340,13 +270,13 @@ tidy_part(ph_collapse *c, span func, span pc, span mod, int index, ph_error_t *e
         return ph_fail(err, ENOMEM, "collapse: out of memory");
     b = c->scratch;
     if (span_eq(func, "[unknown]")) {
-        perfmap *m;
+        const ph_perfmap *m;
         int ok;
         uint64_t addr;
         /* our addition: a JIT frame perf script could not name, named
          * from its perf map file */
         if (span_has(mod, "perf-") && (m = perfmap_get(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok))
-            sym = perfmap_find(m, addr);
+            sym = ph_perfmap_find(m, addr);
         if (sym != NULL) {
             size_t sn = strlen(sym);
             if (grow((void **)&c->scratch, &c->scratch_cap, 0, sn + 16, 1) < 0)
@@ -419,7 +349,7 @@ tidy_part(ph_collapse *c, span func, span pc, span mod, int index, ph_error_t *e
                !span_has(mod, "unknown")) {
         memcpy(b + n, "_[k]", 4);
         n += 4;
-    } else if (c->o.jit && is_tmp_perfmap(mod) && !memmem(b, n, "_[j]", 4)) {
+    } else if ((c->o.jit || (c->o.jit_named && sym != NULL)) && is_tmp_perfmap(mod) && !memmem(b, n, "_[j]", 4)) {
         memcpy(b + n, "_[j]", 4);
         n += 4;
     }
@@ -938,8 +868,7 @@ ph_collapse_free(ph_collapse *c)
     while (c->maps) {
         perfmap *n = c->maps->next;
         free(c->maps->path);
-        free(c->maps->v);
-        free(c->maps->names);
+        ph_perfmap_free(c->maps->map);
         free(c->maps);
         c->maps = n;
     }

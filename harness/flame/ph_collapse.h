@@ -47,6 +47,8 @@
 typedef struct ph_collapse_opts {
     int pid, tid;             /* process names as comm-PID, comm-PID/TID */
     int kernel, jit;          /* annotate kernel frames _[k], perf map (JIT) frames _[j] */
+    int jit_named;            /* annotate _[j] the frames named from a map_dir map only
+                               * (an unnamed [perf-N.map] stays as it is, for the report) */
     int addrs;                /* [unknown] frames keep their address: [dso <addr>] */
     int inline_frames;        /* expand inlined functions from DWARF (libdw) */
     int context;              /* with inline_frames: each function's file:line */

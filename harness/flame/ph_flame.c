@@ -683,10 +683,11 @@ ph_flame_palette_valid(const char *name)
     return find_palette(name) != NULL;
 }
 
-/* The annotation perf's collapsers append to a name (stackcollapse-perf
- * --kernel/--jit/--inline, ph_collapse): `_[k]` kernel, `_[j]` JIT, `_[i]`
- * inlined, `_[w]` waker; and the sampler's `_[p]`, a Python function; 0
- * for none.  Labels and tooltips leave it out. */
+/* A frame's kind, the suffix appended to its name (stackcollapse-perf
+ * --kernel/--jit/--inline, ph_collapse, the sampler): `_[k]` kernel,
+ * `_[j]` JIT code named from a perf map, `_[i]` inlined, `_[w]` waker,
+ * `_[p]` a Python function; 0 for none (native).  Labels and tooltips
+ * leave it out. */
 static char
 annotation(const char *s, size_t n)
 {
@@ -694,6 +695,24 @@ annotation(const char *s, size_t n)
         (s[n - 2] == 'k' || s[n - 2] == 'j' || s[n - 2] == 'i' || s[n - 2] == 'w' || s[n - 2] == 'p'))
         return s[n - 2];
     return 0;
+}
+
+/* The one choice of a colour per frame kind (annotation()) in a single
+ * palette, as async-profiler gives each language its own: kernel orange,
+ * JIT green and inlined or waker aqua (flamegraph.pl's java palette),
+ * Python blue (in every palette, multi ones too: draw()); NULL for a
+ * native frame (the palette's own colour). */
+static const char *
+kind_palette(char kind)
+{
+    switch (kind) {
+    case 'k': return "orange";
+    case 'j': return "green";
+    case 'i':
+    case 'w': return "aqua";
+    case 'p': return "blue";
+    default: return NULL;
+    }
 }
 
 static int
@@ -754,10 +773,9 @@ multi_palette(char multi, const char *s, size_t n, char ann)
 
 /* A frame's fill.  Differential graphs: red (grew) or blue (shrank) by
  * DELTA's share of MAXDELTA.  Otherwise the palette's colour of the
- * name's hash; in a single palette an annotated frame takes the colour
- * flamegraph.pl's java palette gives it (kernel orange, JIT green,
- * inlined and waker aqua), since the annotation says what it is; a
- * Python frame (`_[p]`) is blue in every palette.  The separators `--` and `-` of combined stacks are grey, as flamegraph.pl
+ * name's hash; in a single palette an annotated frame takes its kind's
+ * colour (kind_palette), since the annotation says what it is.  The
+ * separators `--` and `-` of combined stacks are grey, as flamegraph.pl
  * draws them. */
 static void
 colour(const char *name, size_t nlen, const palette *pal, int differential, double delta, double maxdelta,
@@ -785,11 +803,11 @@ colour(const char *name, size_t nlen, const palette *pal, int differential, doub
         return;
     }
     if (ann == 'p')
-        pal = find_palette("blue"); /* Python, whatever the palette: its own colour */
+        pal = find_palette(kind_palette(ann)); /* Python, whatever the palette: its own colour */
     else if (pal->multi)
         pal = find_palette(multi_palette(pal->multi, name, nlen, ann));
-    else if (ann)
-        pal = find_palette(ann == 'k' ? "orange" : ann == 'j' ? "green" : "aqua");
+    else if (kind_palette(ann) != NULL)
+        pal = find_palette(kind_palette(ann));
     snprintf(out, len, "rgb(%d,%d,%d)", pal->r0 + (int)(pal->rs * v[pal->rv]), pal->g0 + (int)(pal->gs * v[pal->gv]),
              pal->b0 + (int)(pal->bs * v[pal->bv]));
 }

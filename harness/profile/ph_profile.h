@@ -64,6 +64,16 @@
  *     wait: 60s                     # how long the command may take, or how long
  *                                   # to let the profiler write after the signal
  *   snapshot: {unsupported: "why"}  # or why the mode cannot dump while it runs
+ *   runtimes:                       # what a runtime offers the mode, with no change
+ *                                   # from the user (ph_profile_runtimes.c):
+ *     environment:                  # appended to the service's own value of each
+ *       NODE_OPTIONS: "--perf-basic-prof"   # (compose's, else its image's; the
+ *                                   # user's first, a space between), never replacing it
+ *     refresh:                      # before a stop and before a snapshot, in turn:
+ *       - in: service               # run in the service's container (an attached
+ *         exec: [sh, -c, "..."]     # run's service; else the profiled one), or
+ *         wait: 20s                 # `in: profiler`: the profiler's (the tools
+ *                                   # container of an attach); a failure is a note
  *   collect:                        # limits on what stop/collect take out of the
  *     max_bytes: 16GiB              # container (the defaults): files' full sizes,
  *                                   # holes included (a sparse file counts whole);
@@ -113,6 +123,13 @@ typedef struct ph_profile_attach {
     ph_profile_convert convert;
 } ph_profile_attach;
 
+/* `runtimes.refresh:` one step. */
+typedef struct ph_profile_refresh {
+    int in_service;              /* 1: the service's container; 0: the profiler's */
+    ph_strv exec;
+    long long wait_ns;
+} ph_profile_refresh;
+
 typedef struct ph_profile {
     char *name;
     char *path;
@@ -139,6 +156,9 @@ typedef struct ph_profile {
     ph_strv aliases;             /* `aliases:` */
     char *note;                  /* `note:`; NULL = none */
     ph_profile_snapshot snapshot;
+    ph_kvv env_extend;           /* `runtimes.environment` */
+    ph_profile_refresh *refresh; /* `runtimes.refresh` */
+    size_t n_refresh;
 } ph_profile;
 
 typedef struct ph_profile_set {
@@ -187,6 +207,16 @@ void ph_profile_free_use(ph_profile *p);
 /* The packages P lists for package manager PM ("apt", "apk", "dnf",
  * "microdnf", "yum"); NULL for a manager it cannot name packages for. */
 const ph_strv *ph_profile_packages(const ph_profile *p, const char *pm);
+
+/* ---- ph_profile_runtimes.c: what runtimes are asked for ----------------- */
+
+int ph_profile_read_runtimes(ph_profile *p, const ph_ynode *v, ph_error_t *err);
+void ph_profile_free_runtimes(ph_profile *p);
+/* USER (the service's own value, NULL if none) extended by OURS: "USER
+ * OURS", or OURS alone; each of OURS's words that USER already has (the
+ * same word) is left out, so a user who set it keeps their own place for
+ * it and nothing is said twice.  malloc'd, NULL on ENOMEM. */
+char *ph_profile_env_extend(const char *user, const char *ours);
 
 /* Expand {out}, {service}, {mode}, {run_id} in TEMPLATE.  malloc'd or NULL. */
 char *ph_profile_expand(const char *template_, const char *out, const char *service,

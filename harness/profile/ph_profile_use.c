@@ -95,6 +95,8 @@ ph_profile_read_use_key(ph_profile *p, const char *key, const ph_ynode *v, int *
         *r = ph_yaml_dup(v, "note", &p->note, err);
     else if (KEY("snapshot"))
         *r = read_snapshot(p, v, err);
+    else if (KEY("runtimes"))
+        *r = ph_profile_read_runtimes(p, v, err);
     else
         return 0;
     return 1;
@@ -108,4 +110,5 @@ ph_profile_free_use(ph_profile *p)
     ph_strv_free(&p->snapshot.exec);
     free(p->snapshot.signal);
     free(p->snapshot.unsupported);
+    ph_profile_free_runtimes(p);
 }

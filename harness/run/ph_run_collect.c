@@ -525,6 +525,7 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
     if (ph_run_started_profile(r, c, &own, &cr.p, err) < 0)
         return -1;
 
+    ph_run_refresh(r, c, cr.p); /* the runtimes' perf maps current and in the run */
     budget = ph_run_stop_budget_s(cr.p);
     if (signal_and_wait(e, c, budget, &timed_out, err) < 0)
         goto keep;

@@ -352,6 +352,7 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
     if (fetch_maps(r, e, id, out, service, maps, sizeof maps, err) < 0)
         goto out;
     co.map_dir = maps[0] ? maps : NULL;
+    co.jit_named = 1; /* a frame named from a perf map is JIT code: its kind, _[j] */
     if ((col = ph_collapse_new(&co, err)) == NULL)
         goto out;
     {

@@ -11,6 +11,7 @@
  *   ph_run_prune.c    profiling images the project no longer needs
  *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
  *   ph_run_record.c   the shim's completion record: read, checked, told
+ *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -75,6 +76,16 @@ void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
  * attach MODE to: the first running one (*ID_OUT, LIST's), when none is
  * profiled already; else -1 and a PH_EXIT_USAGE error that says why. */
 int ph_run_attach_pick(json_t *list, const char *service, const char *mode, const char **id_out, ph_error_t *err);
+
+/* ph_run_runtimes.c: EXTEND (a profile's `runtimes.environment`) into
+ * ENV, a container's `K=V` strings: each variable's value in ENV, else
+ * in IMAGE_ENV (the image's, may be NULL), extended by ph_profile_env_extend.
+ * -1 only on ENOMEM. */
+int ph_run_env_extend(json_t *env, json_t *image_env, const ph_kvv *extend, ph_error_t *err);
+/* ph_run_runtimes.c: the `runtimes.refresh` steps of C's mode, before a
+ * stop or a snapshot of C (a profiled or attach container).  Never fails:
+ * a step that does not succeed is said as a note. */
+void ph_run_refresh(ph_run *r, json_t *c, const ph_profile *p);
 
 /* ph_run_convert.c: C (a profiled or attach container that has exited)
  * gets its profile P's (the started one) `convert` outputs in its {out} before collection

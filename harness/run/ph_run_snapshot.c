@@ -70,6 +70,7 @@ ph_run_snapshot_request(ph_run *r, json_t *c, const ph_profile *p)
 
     if (p == NULL || service == NULL || id == NULL)
         return 0;
+    ph_run_refresh(r, c, p); /* the runtimes' perf maps current and in the run */
     if (p->snapshot.unsupported != NULL) {
         ph_info("%s: %s cannot dump while it runs (%s): collect copies what it has written so far", service,
                 p->name, p->snapshot.unsupported);

@@ -698,6 +698,9 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
         free(v);
         free(line);
     }
+    /* what the runtimes offer the mode, added to what the user set */
+    if (ph_run_env_extend(env, json_object_get(json_object_get(img_info, "Config"), "Env"), &p->env_extend, err) < 0)
+        goto out;
     labels = json_object_get(cfg, "Labels");
     json_object_set_new(labels, PH_LABEL_MODE, json_string(p->name));
     json_object_set_new(labels, PH_LABEL_RUN, json_string(run_id));

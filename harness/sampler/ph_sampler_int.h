@@ -154,6 +154,11 @@ PH_HIDDEN double phs_cpu_seconds(clockid_t c);
 typedef struct phs_symbols phs_symbols;
 PH_HIDDEN phs_symbols *phs_symbols_new(int debuginfo);
 PH_HIDDEN void phs_symbols_free(phs_symbols *s);
+/* Read this process's perf map (/tmp/perf-<pid>.map, written by a JIT:
+ * node --perf-basic-prof, HotSpot's Compiler.perfmap) again if it changed
+ * since the last call, so addresses outside every object are named from
+ * it.  Writer thread, before naming a snapshot's frames. */
+PH_HIDDEN void phs_symbols_jit_refresh(phs_symbols *s);
 
 /* Functions inlined into one another at an address, deeper than this,
  * are cut (the outermost ones kept). */

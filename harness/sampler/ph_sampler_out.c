@@ -13,8 +13,13 @@
  * When a module has debug info (its own sections, or a separate file
  * under /usr/lib/debug), ph_sampler_dwarf.c adds source lines and the
  * functions inlined at the address, and names what the symbol tables do
- * not cover.  An address nothing covers is `module+0xoffset`, never
- * dropped.  Frames are cached per address.
+ * not cover.  An address outside every object is JIT code: named from
+ * the perf map the runtime writes for this process (/tmp/perf-<pid>.map,
+ * read through ph_perfmap, the perf conversion's reader; re-read at each
+ * snapshot when it changed), its names marked `_[j]`; else
+ * `[unknown]+0xaddr`.  An address nothing covers is `module+0xoffset`,
+ * never dropped.  Frames are cached per address (JIT ones until the map
+ * changes).
  *
  * pprof: profile.proto written by hand (varints and length-delimited
  * fields; https://github.com/google/pprof/blob/main/proto/profile.proto),
@@ -33,6 +38,7 @@
 #include <zlib.h>
 
 #include "ph_sampler_int.h"
+#include "ph_perfmap.h"
 
 typedef struct sym {
     uintptr_t start, size; /* file virtual addresses */
@@ -73,6 +79,8 @@ struct phs_symbols {
     int debuginfo;         /* 0: PH_SAMPLER_DEBUGINFO=0, or libdw absent */
     phs_dwarf *dw;
     phs_pytab *py;         /* Python frames' names */
+    ph_perfmap *jit;       /* this process's perf map, NULL if none */
+    struct stat jit_st;    /* the map file as read (ino, size, mtime) */
 };
 
 /* ---- modules ------------------------------------------------------------ */
@@ -543,6 +551,8 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
         return 1;
     }
     if ((mod = module_of(s, pc)) < 0) {
+        if ((f->name = ph_perfmap_find(s->jit, pc)) != NULL)
+            return 1;
         snprintf(buf, sizeof buf, "[unknown]+0x%lx", (unsigned long)pc);
         f->name = keep_string(s, strdup(buf));
         return 1;
@@ -638,6 +648,60 @@ phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *mod_out)
     return n;
 }
 
+/* The cache less the addresses outside every object: named from a map
+ * that is being replaced. */
+static void
+forget_jit(phs_symbols *s)
+{
+    pc_name *nc;
+
+    if (s->cap_cache == 0)
+        return;
+    if ((nc = calloc(s->cap_cache, sizeof *nc)) == NULL) {
+        memset(s->cache, 0, s->cap_cache * sizeof *s->cache); /* all looked up anew */
+        s->n_cache = 0;
+        return;
+    }
+    s->n_cache = 0;
+    for (size_t i = 0; i < s->cap_cache; i++) {
+        size_t k;
+
+        if (s->cache[i].pc == 0 || s->cache[i].module < 0)
+            continue;
+        for (k = pc_hash(s->cache[i].pc, s->cap_cache); nc[k].pc; k = (k + 1) & (s->cap_cache - 1))
+            ;
+        nc[k] = s->cache[i];
+        s->n_cache++;
+    }
+    free(s->cache);
+    s->cache = nc;
+}
+
+void
+phs_symbols_jit_refresh(phs_symbols *s)
+{
+    char path[64];
+    struct stat st;
+    ph_perfmap *m;
+    ph_error_t err = NULL;
+    ph_perfmap_opts o = { .suffix = "_[j]" };
+
+    snprintf(path, sizeof path, "/tmp/perf-%ld.map", (long)getpid());
+    if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+        return; /* none (yet): JIT frames stay [unknown] */
+    if (s->jit != NULL && st.st_ino == s->jit_st.st_ino && st.st_size == s->jit_st.st_size &&
+        st.st_mtim.tv_sec == s->jit_st.st_mtim.tv_sec && st.st_mtim.tv_nsec == s->jit_st.st_mtim.tv_nsec)
+        return;
+    if ((m = ph_perfmap_open(path, &o, &err)) == NULL) {
+        ph_error_free(&err);
+        return;
+    }
+    forget_jit(s);
+    ph_perfmap_free(s->jit);
+    s->jit = m;
+    s->jit_st = st;
+}
+
 void
 phs_symbols_free(phs_symbols *s)
 {
@@ -653,6 +717,7 @@ phs_symbols_free(phs_symbols *s)
         free(s->owned[i]);
     free(s->owned);
     free(s->cache);
+    ph_perfmap_free(s->jit);
     phs_dwarf_close(s->dw);
     phs_pytab_free(s->py);
     free(s);

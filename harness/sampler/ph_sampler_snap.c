@@ -376,6 +376,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     phs_pprof_meta meta;
     int rc = -1;
 
+    phs_symbols_jit_refresh(a->sym); /* JIT code named as the runtime has it now */
     stacks = malloc((a->n ? a->n : 1) * sizeof *stacks);
     lines = malloc((a->n ? a->n : 1) * sizeof *lines);
     used = malloc((a->n ? a->n : 1) * sizeof *used);

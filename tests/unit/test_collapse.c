@@ -352,6 +352,16 @@ test_perf_map_0x(void **state)
            "\t7f7be8ed5d80 [unknown] (/tmp/perf-77.map)\n"
            "\n",
            &o, "java;long LangJava.hot_seventy_five;bare;Interpreter;long LangJava.hot_seventy_five 1\n");
+    /* jit_named (the perf conversion): the frames named from the map are
+     * JIT code, _[j]; one it could not name stays [perf-N.map] as it is,
+     * for the report to say the map is missing */
+    o.jit_named = 1;
+    expect("java 77 1.0: 1 cpu-clock:\n"
+           "\t7f7be8ed5e00 [unknown] (/tmp/perf-77.map)\n"
+           "\t7f7be8ed9000 [unknown] (/tmp/perf-77.map)\n"
+           "\t401000 main (/usr/bin/java)\n"
+           "\n",
+           &o, "java;main;[perf-77.map];long LangJava.hot_seventy_five_[j] 1\n");
     tu_rmdir();
 }
 

@@ -1105,7 +1105,7 @@ rgb_of(const char *svg, const char *name, int *r, int *g, int *b)
     assert_int_equal(sscanf(fill_of(svg, name), "rgb(%d,%d,%d)", r, g, b), 3);
 }
 
-/* Annotations (_[k] kernel, _[j] JIT, _[i] inlined, _[w] waker) are left
+/* Annotations (_[k] kernel, _[j] JIT, _[i] inlined, _[w] waker, _[p] Python) are left
  * out of labels and tooltips, as flamegraph.pl does, and colour the frame
  * in any palette; only a trailing one counts. */
 static void
@@ -1142,6 +1142,12 @@ test_annotations(void **state)
     assert_true(r >= 205 && b <= 55);
     /* the label is fitted without the annotation */
     assert_non_null(strstr(svg, ">sys_read</text>"));
+    free(svg);
+    /* a Python function (the sampler's CPython frames): blue, its own kind */
+    svg = render("a;py_fn_[p] 1\na;native 1\n", &o, &st);
+    assert_non_null(strstr(svg, "<title>py_fn (1 samples"));
+    rgb_of(svg, "py_fn", &r, &g, &b);
+    assert_true(r >= 80 && r <= 140 && g >= 80 && g <= 140 && b >= 205);
     free(svg);
 }
 

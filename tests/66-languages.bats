@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# Languages (issue 20, "Measure"): one CPU-bound service per language
+# (tests/lang/: C, C++, Rust, Go static and cgo, Python, Node, Java), each
+# spending 75 % of its work in `hot_seventy_five` and 25 % in
+# `cool_twenty_five`, profiled as a new user would, with no flag beyond
+# the mode, under flamegraph, perf and attach --mode perf.  For each cell:
+# share = folded counts of the stacks that contain the name / all counts;
+# a cell is named when hot is 75 ± 5 % and cool 25 ± 5 %, or it is the
+# refusal the mode owes a runtime it cannot work on.  What is not named
+# yet is in KNOWN_GAPS, each with its reason: such a cell must still be
+# what the list says (a cell that starts working fails until it is taken
+# off the list), never passed silently.  The whole table goes to the TAP
+# output (`# ...`), so a run documents today's state.
+# (The images are built from the local debian:bookworm-slim and tagged by
+# their inputs' hash, tests/lang/tags.sh: built once, then reused.)
+
+load test_helper
+
+LANGC="$REPO/tests/lang/compose.yaml"
+
+# The cells that are not named today, and why.  `refused: TEXT`: start or
+# attach refuses, saying TEXT.  `unnamed: WHY`: the run works, the shares
+# are not the workload's.  Take a cell off when work lands.
+declare -gA KNOWN_GAPS=(
+    [gostatic:flamegraph]="refused: is static"
+    [gostatic:perf]="unnamed: a static Go binary has no GNU build-id, so perf's build-id cache holds no copy and perf script names its frames [lang-go] (the conversion should give perf the binary)"
+    [gocgo:flamegraph]="unnamed: the Go runtime replaces the sampler's SIGPROF handler: no samples (a timer on a real-time signal is the way)"
+    [python:flamegraph]="unnamed: the sampler sees CPython's eval loop, not Python functions (CPython frame walking: another helper's work)"
+    [python:perf]="unnamed: Python 3.11 has no perf support (3.12's -X perf writes a map); perf sees only the eval loop"
+    [python:attach-perf]="unnamed: as perf, and no out-of-process frame reader yet"
+    [node:attach-perf]="unnamed: node writes a perf map only when started with --perf-basic-prof: a running node cannot be asked for one"
+)
+
+MODES="flamegraph perf attach-perf"
+LANGS="c cpp rust gostatic gocgo python node java"
+# CPU time a cell runs for, read from the container's cgroup: a
+# condition, not a pace; the same work for every language (startup and
+# JIT warm-up are part of it, as for any service)
+CPU_NS=10000000000
+
+# pl ARGS...: the harness on the language project.
+pl() {
+    timeout "${PH_TIMEOUT:-900}" "$PH" -f "$LANGC" -p "$PH_TEST_PROJECT" --profiles "$REPO/profiles" -o "$OUT" "$@"
+}
+
+setup_file() {
+    common_setup_file
+    eval "$("$REPO/tests/lang/tags.sh")"
+    export PH_LANG_C_TAG PH_LANG_CPP_TAG PH_LANG_RUST_TAG PH_LANG_GO_TAG PH_LANG_PYTHON_TAG PH_LANG_NODE_TAG PH_LANG_JAVA_TAG
+    export TABLE=$BATS_FILE_TMPDIR/table
+    : > "$TABLE"
+    pl setup >&3 2>&1
+}
+teardown_file() { common_teardown_file; }
+
+# cpu_ns CONTAINER: the CPU time its processes have used, in ns (its
+# cgroup's, v1 or v2), read in it (the sampler kept out of the reader).
+cpu_ns() {
+    dk exec -e LD_PRELOAD= "$1" sh -c 'cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
+        cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
+        echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
+}
+
+# ran_cpu CONTAINER NS: its processes have used NS of CPU time or more.
+ran_cpu() {
+    local n
+    n=$(cpu_ns "$1" 2>/dev/null)
+    [ -n "$n" ] && [ "$n" -ge "$2" ]
+}
+
+# shares FILE...: "HOT COOL TOTAL TOP" of the folded stacks in FILEs:
+# per cent of the counts whose stack holds each name, the total, and the
+# most frequent leaf frame with its share.
+shares() {
+    cat "$@" 2>/dev/null | awk '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s); t += n
+          if (index(s, "hot_seventy_five")) h += n
+          if (index(s, "cool_twenty_five")) c += n
+          k = split(s, a, ";"); leaf[a[k]] += n }
+        END { top = "-"; tn = 0
+              for (l in leaf) if (leaf[l] > tn) { tn = leaf[l]; top = l }
+              if (t == 0) { printf "0 0 0 -\n"; exit }
+              printf "%d %d %d %s %d%%\n", 100 * h / t + 0.5, 100 * c / t + 0.5, t, substr(top, 1, 60), 100 * tn / t + 0.5 }'
+}
+
+# The folded stacks of LANG's latest run: the perf conversion's, or the
+# sampler's last snapshot (each snapshot holds the whole run so far).
+run_folded() {
+    readlink -f "$OUT/$1/stacks.folded"
+}
+
+# cell LANG MODE: run the cell; its result, one line, into $CELL:
+# "named H/C", "unnamed H/C (top: FRAME N%)", "refused: MESSAGE",
+# "failed: WHY".
+cell() {
+    local lang=$1 mode=$2 c h co t top note=""
+    CELL=""
+    if [ "$mode" = attach-perf ]; then
+        run pl restore "$lang"
+        [ "$status" -eq 0 ] || { CELL="failed: restore: ${output##*$'\n'}"; return; }
+        c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+            --filter "label=com.docker.compose.service=$lang" | head -n 1)
+        WAIT_SECONDS=150 wait_for ran_cpu "$c" 1000000000 || { CELL="failed: the restored service did not run"; return; }
+        run pl attach --mode perf "$lang"
+        if [ "$status" -ne 0 ]; then
+            CELL="refused: $(printf '%s' "$output" | grep -m1 'error:')"
+            pl down "$lang" >/dev/null 2>&1 || true
+            return
+        fi
+        local base
+        base=$(cpu_ns "$c")
+        WAIT_SECONDS=150 wait_for ran_cpu "$c" $(( ${base:-0} + CPU_NS )) || note=" (short of its CPU time)"
+        run pl stop "$lang"
+        pl down "$lang" >/dev/null 2>&1 || true
+    else
+        run pl start --mode "$mode" "$lang"
+        if [ "$status" -ne 0 ]; then
+            CELL="refused: $(printf '%s' "$output" | grep -m1 'error:')"
+            return
+        fi
+        WAIT_SECONDS=150 wait_for ran_cpu "${PH_TEST_PROJECT}-$lang-$mode" "$CPU_NS" || note=" (short of its CPU time)"
+        run pl stop "$lang"
+    fi
+    [ "$status" -eq 0 ] || { CELL="failed: stop: ${output##*$'\n'}"; return; }
+    read -r h co t top <<< "$(shares "$(run_folded "$lang")")"
+    if [ "$t" -gt 0 ] && [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$co" -ge 20 ] && [ "$co" -le 30 ]; then
+        CELL="named $h/$co$note"
+    else
+        CELL="unnamed $h/$co (top: $top)$note"
+    fi
+}
+
+# check_cell LANG MODE: run it, record it in the table, and hold it to
+# what it must be: named, or exactly the known gap.
+check_cell() {
+    local key="$1:$2" gap
+    gap=${KNOWN_GAPS[$key]:-}
+    cell "$1" "$2"
+    printf '%s\t%s\t%s\n' "$1" "$2" "$CELL" >> "$TABLE"
+    echo "# $1 × $2: $CELL${gap:+ (known gap: ${gap})}" >&3
+    case $gap in
+        "")
+            [[ "$CELL" == named* ]] ;;
+        refused:*)
+            [[ "$CELL" == refused:* ]] && [[ "$CELL" == *"${gap#refused: }"* ]] ;;
+        unnamed:*)
+            # still a gap: it ran and did not name; when it does, take it off the list
+            [[ "$CELL" == unnamed* ]] ;;
+    esac
+}
+
+# One test per cell, in the table's order (bats 1.8 has no generated tests).
+@test "languages: c × flamegraph" { check_cell c flamegraph; }
+@test "languages: c × perf" { check_cell c perf; }
+@test "languages: c × attach-perf" { check_cell c attach-perf; }
+@test "languages: cpp × flamegraph" { check_cell cpp flamegraph; }
+@test "languages: cpp × perf" { check_cell cpp perf; }
+@test "languages: cpp × attach-perf" { check_cell cpp attach-perf; }
+@test "languages: rust × flamegraph" { check_cell rust flamegraph; }
+@test "languages: rust × perf" { check_cell rust perf; }
+@test "languages: rust × attach-perf" { check_cell rust attach-perf; }
+@test "languages: gostatic × flamegraph" { check_cell gostatic flamegraph; }
+@test "languages: gostatic × perf" { check_cell gostatic perf; }
+@test "languages: gostatic × attach-perf" { check_cell gostatic attach-perf; }
+@test "languages: gocgo × flamegraph" { check_cell gocgo flamegraph; }
+@test "languages: gocgo × perf" { check_cell gocgo perf; }
+@test "languages: gocgo × attach-perf" { check_cell gocgo attach-perf; }
+@test "languages: python × flamegraph" { check_cell python flamegraph; }
+@test "languages: python × perf" { check_cell python perf; }
+@test "languages: python × attach-perf" { check_cell python attach-perf; }
+@test "languages: node × flamegraph" { check_cell node flamegraph; }
+@test "languages: node × perf" { check_cell node perf; }
+@test "languages: node × attach-perf" { check_cell node attach-perf; }
+@test "languages: java × flamegraph" { check_cell java flamegraph; }
+@test "languages: java × perf" { check_cell java perf; }
+@test "languages: java × attach-perf" { check_cell java attach-perf; }
+
+@test "languages: the table (language × mode → shares hot/cool, or the refusal)" {
+    [ -s "$TABLE" ]
+    {
+        printf '# %-10s' language
+        for mode in $MODES; do printf ' | %-34s' "$mode"; done
+        printf '\n'
+        for lang in $LANGS; do
+            printf '# %-10s' "$lang"
+            for mode in $MODES; do
+                v=$(awk -F'\t' -v l="$lang" -v m="$mode" '$1 == l && $2 == m { print $3 }' "$TABLE")
+                printf ' | %-34s' "$(printf '%s' "${v:-not run}" | cut -c1-34)"
+            done
+            printf '\n'
+        done
+    } >&3
+    # every cell ran
+    [ "$(wc -l < "$TABLE")" -eq $(( $(echo $LANGS | wc -w) * $(echo $MODES | wc -w) )) ]
+}

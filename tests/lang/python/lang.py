@@ -1,0 +1,30 @@
+# The Python service of the language test project (Debian's python3, 3.11).
+import sys
+
+UNIT = 20000
+
+
+def hot_seventy_five(x, units):
+    for _ in range(units * UNIT):
+        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+    return x
+
+
+def cool_twenty_five(x, units):
+    for _ in range(units * UNIT):
+        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+    return x
+
+
+def main():
+    x = 1
+    rnd = 0
+    while True:
+        rnd += 1
+        x = hot_seventy_five(x, 3)
+        x = cool_twenty_five(x, 1)
+        if rnd % 50 == 0:
+            print(f"lang: {rnd} rounds", flush=True)
+
+
+main()
