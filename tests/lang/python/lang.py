@@ -1,7 +1,7 @@
 # The Python service of the language test project (Debian's python3, 3.11).
 import sys
 
-UNIT = 20000
+UNIT = 7919
 
 
 def hot_seventy_five(x, units):
@@ -21,8 +21,11 @@ def main():
     rnd = 0
     while True:
         rnd += 1
-        x = hot_seventy_five(x, 3)
-        x = cool_twenty_five(x, 1)
+        # rounds differ in length (the same for both functions within a
+        # round), so a periodic timer cannot fall into step with them
+        units = 1 + rnd * 7919 % 5
+        x = hot_seventy_five(x, 3 * units)
+        x = cool_twenty_five(x, units)
         if rnd % 50 == 0:
             print(f"lang: {rnd} rounds", flush=True)
 
