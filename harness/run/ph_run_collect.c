@@ -246,11 +246,8 @@ fetch_step(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
     return ph_engine_archive_get(cr->e, cr->id, src, fetch_cb, &f, err);
 }
 
-/* The globs of the run's artifacts that match no regular file in DIRFD:
- * what the profiler did not write (a process killed by SIGKILL, a sampler
- * that never reached its first write). */
-static json_t *
-missing_artifacts(const ph_profile *p, int dirfd)
+json_t *
+ph_run_missing_artifacts(const ph_profile *p, int dirfd)
 {
     json_t *missing = json_array();
     char file[NAME_MAX + 1];
@@ -337,7 +334,7 @@ examine_step(void *ud, ph_rundir *rd)
     int fd = ph_rundir_fd(rd);
 
     ph_run_record_read(fd, PH_RECORD_NAME, &cr->record, cr->record_problem, sizeof cr->record_problem);
-    cr->missing = missing_artifacts(cr->p, fd);
+    cr->missing = ph_run_missing_artifacts(cr->p, fd);
     describe_record(cr, fd);
     ph_run_attach_describe(cr->r, cr->c, cr->record);
     ph_run_explain_samples(cr->service, fd);

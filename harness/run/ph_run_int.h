@@ -235,4 +235,9 @@ long ph_run_stop_budget_s(const ph_profile *p);
  * that of every selected service depending on it.  Sorts SL by wave
  * (stable) and sets DEPTH[i], the wave of SL->v[i]. */
 void ph_run_stop_waves(ph_svc_list *sl, size_t *depth);
+/* The globs of P's artifacts that match no regular file in DIRFD: what
+ * the profiler did not write (a process killed by SIGKILL, a sampler that
+ * never reached its first write); the report's own (report-*) are drawn
+ * later and never missing.  A JSON array, NULL on ENOMEM. */
+json_t *ph_run_missing_artifacts(const ph_profile *p, int dirfd);
 #endif

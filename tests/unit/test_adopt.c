@@ -6,7 +6,7 @@
  * for an unknown mode or service; and the pure cores of living beside
  * docker compose (its containers merged in, its labels, who holds a
  * port), of stopping dependants first, of prune's choice and of reading
- * the last run's service.log. */
+ * the last run's service.log, and of what a collected run is missing. */
 #include "test_util.h"
 
 #include <errno.h>
@@ -19,6 +19,8 @@
 #include "ph_run_int.h"
 #include "ph_suggest.h"
 #include "ph_util.h"
+
+static char top[PATH_MAX]; /* the tree's top, where the tests start */
 
 /* Tests chdir into their temp dir: leave it before it is removed. */
 static int
@@ -750,6 +752,44 @@ test_sample_verdict(void **state)
     close(fd);
 }
 
+/* What a collected flamegraph run is missing: the profiler's artifacts
+ * that are not there, never the report's own drawing (report-*.svg, made
+ * after collection), nor a directory or a link by an artifact's name. */
+static void
+test_missing_artifacts(void **state)
+{
+    ph_profile p;
+    ph_error_t err = NULL;
+    json_t *m;
+    char path[PATH_MAX + 32];
+    int fd;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/profiles/flamegraph.yaml", top);
+    assert_int_equal(ph_profile_load(path, &p, &err), 0);
+    assert_int_equal(chdir(test_dir), 0);
+    fd = open(test_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    /* all the sampler writes: nothing missing, report-flamegraph.svg not drawn yet */
+    tu_write("flamegraph-20261122T101600Z-1.svg", "<svg/>");
+    tu_write("stacks-20261122T101600Z-1.folded", "main 1\n");
+    tu_write("profile-20261122T101600Z-1.pb.gz", "x");
+    m = ph_run_missing_artifacts(&p, fd);
+    assert_non_null(m);
+    assert_int_equal(json_array_size(m), 0);
+    json_decref(m);
+    /* no stacks (a directory and a link by their name are none): that one */
+    assert_int_equal(unlink("stacks-20261122T101600Z-1.folded"), 0);
+    assert_int_equal(mkdir("stacks-20261122T101600Z-2.folded", 0755), 0);
+    assert_int_equal(symlink("flamegraph-20261122T101600Z-1.svg", "stacks-20261122T101600Z-3.folded"), 0);
+    m = ph_run_missing_artifacts(&p, fd);
+    assert_int_equal(json_array_size(m), 1);
+    assert_string_equal(json_string_value(json_array_get(m, 0)), "stacks-*.folded");
+    json_decref(m);
+    close(fd);
+    ph_profile_free(&p);
+}
+
 int
 main(void)
 {
@@ -773,7 +813,11 @@ main(void)
         cmocka_unit_test(test_prune_plan),
         cmocka_unit_test_setup_teardown(test_last_log, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_sample_verdict, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_artifacts, tu_setup, teardown),
     };
+
+    if (getcwd(top, sizeof top) == NULL)
+        return 1;
 
     return cmocka_run_group_tests_name("adopt", tests, NULL, NULL);
 }

@@ -224,6 +224,14 @@ fig(const sys_fig *v, size_t n, const char *name)
     return &none;
 }
 
+static int
+cmp_desc(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
 /* Calls per syscall of both runs equal awk's, the unchanged ones left
  * out; the totals and time[name] in seconds. */
 static void
@@ -250,6 +258,29 @@ test_compare_strace(void **state)
         if (num(r, "a") != fig(fa, na, name)->calls || num(r, "b") != fig(fb, nb, name)->calls)
             fail_msg("%s: %g -> %g, awk %llu -> %llu", name, num(r, "a"), num(r, "b"), fig(fa, na, name)->calls,
                      fig(fb, nb, name)->calls);
+    }
+    /* largest change first: the table's rows are awk's changes, the
+     * largest |B - A| of all first, as many as the table shows */
+    {
+        double d[512], prev = INFINITY;
+        size_t nd = 0;
+
+        for (i = 0; i < na; i++)
+            if (fa[i].calls != fig(fb, nb, fa[i].name)->calls)
+                d[nd++] = fabs((double)fig(fb, nb, fa[i].name)->calls - (double)fa[i].calls);
+        for (i = 0; i < nb; i++)
+            if (fig(fa, na, fb[i].name)->calls == 0)
+                d[nd++] = (double)fb[i].calls;
+        qsort(d, nd, sizeof *d, cmp_desc);
+        assert_true(nd > 10); /* more than the table shows: which ones it shows matters */
+        assert_int_equal(json_array_size(json_object_get(calls, "rows")), 10);
+        json_array_foreach(json_object_get(calls, "rows"), i, r) {
+            double dr = fabs(num(r, "b") - num(r, "a"));
+            if (dr != d[i] || dr > prev)
+                fail_msg("row %zu (%s): a change of %g, the %zu-th largest is %g", i,
+                         json_string_value(json_object_get(r, "name")), dr, i + 1, d[i]);
+            prev = dr;
+        }
     }
     r = row(json_object_get(j, "totals"), "syscalls");
     assert_non_null(r);

@@ -279,6 +279,27 @@ test_engine_message_shown(void **state)
     if (strncmp(err->msg, want, strlen(want)) != 0)
         fail_msg("got `%s`", err->msg);
     ph_error_free(&err);
+    /* An id or name is one path segment, escaped: with a `/`, `?`, `#`,
+     * `%` or a blank it names no container (not this one by a prefix, not
+     * another endpoint), and the Engine is told it byte for byte. */
+    {
+        static const char *const tails[] = { "/json?all=1", "#frag", "%2Fx", " x" };
+        char odd[160];
+
+        for (size_t i = 0; i < PH_ARRAY_LEN(tails); i++) {
+            snprintf(odd, sizeof odd, "%s%s", name, tails[i]);
+            found = 1;
+            if (ph_engine_container_inspect(e, odd, &out, &found, &err) < 0)
+                fail_msg("inspect `%s`: %s", odd, err->msg);
+            if (found)
+                fail_msg("inspect `%s` found a container", odd);
+            assert_int_equal(ph_engine_container_start(e, odd, &err), -1);
+            snprintf(want, sizeof want, "No such container: %s", odd);
+            if (strstr(err->msg, want) == NULL)
+                fail_msg("start `%s`: got `%s`", odd, err->msg);
+            ph_error_free(&err);
+        }
+    }
     /* 304 is an answer for start and stop, a 404 is not. */
     assert_int_equal(ph_engine_container_start(e, "ph-no-such-container", &err), -1);
     assert_non_null(strstr(err->msg, "start container `ph-no-such-container`: No such container"));

@@ -242,6 +242,13 @@ test_only_literals_compile(void **state)
                           "void f(FILE *o, const char *s) { fputs(s, o); }\n"));
     assert_false(compiles("#include <stdio.h>\n#include \"ph_markup_only.h\"\n"
                           "void f(FILE *o, const char *s) { fprintf(o, \"%s\", s); }\n"));
+    /* nor the writer's raw entries by name, around the macros' check */
+    assert_true(compiles("#include <stdio.h>\n#include \"ph_markup_only.h\"\n"
+                         "void f(ph_mw *w, int n) { PH_MW_RAW(w, \"<b>\"); PH_MW_FMT(w, \"<i>%d</i>\", n); }\n"));
+    assert_false(compiles("#include <stdio.h>\n#include \"ph_markup_only.h\"\n"
+                          "void f(ph_mw *w, const char *s) { ph_mw_raw_(w, s); }\n"));
+    assert_false(compiles("#include <stdio.h>\n#include \"ph_markup_only.h\"\n"
+                          "void f(ph_mw *w, const char *s) { ph_mw_fmt_(w, \"%s\", s); }\n"));
 }
 
 int

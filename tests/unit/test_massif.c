@@ -238,6 +238,45 @@ test_detailed_sites(void **state)
         with_sites += n > 0;
     }
     assert_true(with_sites > 3);
+    /* the sites are the root's children, not the root ("(heap allocation
+     * functions) ..."): at the peak, each of its depth-1 nodes (as the peak
+     * tree keeps them, ms_print's) is one site with the same bytes */
+    {
+        const ph_massif_info *in = ph_massif_get_info(m);
+        const ph_massif_snapshot *pk;
+        const ph_massif_site_bytes *v;
+        const ph_massif_node *root;
+        size_t n, children = 0;
+
+        assert_true(in->peak >= 0);
+        pk = ph_massif_get_snapshot(m, (size_t)in->peak);
+        n = ph_massif_detail_sites(m, pk->detail, &v);
+        root = ph_massif_get_peak_node(m, 0);
+        assert_non_null(root);
+        assert_int_equal(root->depth, 0);
+        assert_true(root->n_children > 1);
+        assert_int_equal(n, root->n_children < PH_MASSIF_MAX_SITES_PER ? root->n_children : PH_MASSIF_MAX_SITES_PER);
+        for (size_t k = 0; k < n; k++)
+            assert_null(strstr(ph_massif_site_name(m, v[k].site), "(heap allocation functions)"));
+        for (size_t i = 1; i < ph_massif_n_peak_nodes(m); i++) {
+            const ph_massif_node *nd = ph_massif_get_peak_node(m, i);
+            const char *want = nd->details;
+            size_t k;
+
+            if (nd->depth != 1)
+                continue;
+            children++;
+            if (strncmp(want, "0x", 2) == 0 && strchr(want, ':') != NULL)
+                want = strchr(want, ':') + 1 + strspn(strchr(want, ':') + 1, " ");
+            for (k = 0; k < n; k++)
+                if (strcmp(ph_massif_site_name(m, v[k].site), want) == 0 && v[k].bytes == nd->bytes)
+                    break;
+            if (k == n)
+                fail_msg("the peak's child `%s` (%llu B) is no site of the peak snapshot", nd->details,
+                         (unsigned long long)nd->bytes);
+        }
+        assert_true(children > 1);
+    }
     /* past the end: nothing, not the next slot */
     {
         const ph_massif_site_bytes *v;

@@ -258,6 +258,36 @@ test_strace_report(void **state)
     json_decref(j);
 }
 
+/* The slowest calls' text is the container's bytes (a path it opened, a
+ * buffer it wrote): escaped in the page, real in summary.json. */
+static void
+test_strace_slowest_escaped(void **state)
+{
+    char *html;
+    ph_report_headline h;
+    json_t *j, *slow;
+
+    (void)state;
+    make_run("worker", "20261122T151500Z-strace", "strace", 0);
+    tu_write("out/worker/20261122T151500Z-strace/strace.log",
+             "7 10:00:00.000001 openat(AT_FDCWD, \"</td><script>alert(1)</script>\", O_RDONLY) = -1 ENOENT "
+             "(No such file or directory) <0.500000>\n"
+             "7 10:00:00.600000 write(1, \"a&b <i>\", 8) = 8 <0.000010>\n");
+    j = report("worker", "20261122T151500Z-strace", &h);
+    slow = json_object_get(json_object_get(j, "strace"), "slowest");
+    assert_int_equal(json_array_size(slow), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(slow, 0), "call")),
+                        "openat(AT_FDCWD, \"</td><script>alert(1)</script>\", O_RDONLY) = -1 ENOENT (No such file "
+                        "or directory)");
+    html = report_html("worker", "20261122T151500Z-strace");
+    assert_null(strstr(html, "<script>alert"));
+    assert_null(strstr(html, "<i>"));
+    assert_non_null(strstr(html, "openat(AT_FDCWD, &quot;&lt;/td&gt;&lt;script&gt;alert(1)&lt;/script&gt;&quot;"));
+    assert_non_null(strstr(html, "write(1, &quot;a&amp;b &lt;i&gt;&quot;, 8) = 8"));
+    free(html);
+    json_decref(j);
+}
+
 /* Folded stacks and a sampler SVG, as the flamegraph mode leaves them. */
 static void
 test_flame_report(void **state)
@@ -763,6 +793,7 @@ main(void)
         cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
+        cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),

@@ -11,6 +11,7 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -592,6 +593,41 @@ test_run_json_keeps_min_free(void **state)
     check_over_min_free(6, 8 << 20, "run.json");
 }
 
+/* An artifact's `latest` is its newest file by mtime (a profiler that
+ * rotates its log, a sampler's numbered snapshots), whatever the order of
+ * the names; of two with one mtime, the larger name; never a link or a
+ * directory, however new. */
+static void
+test_newest_match_by_mtime(void **state)
+{
+    static const struct {
+        const char *name;
+        time_t mtime;
+    } files[] = { { "stacks-9.folded", 1000 }, { "stacks-1.folded", 3000 }, { "stacks-5.folded", 2000 } };
+    char got[NAME_MAX + 1];
+    int dirfd = open(test_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    (void)state;
+    assert_true(dirfd >= 0);
+    assert_false(ph_rundir_newest_match(dirfd, "stacks-*.folded", got, sizeof got));
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        struct timespec ts[2] = { { files[i].mtime, 0 }, { files[i].mtime, 0 } };
+        tu_write(files[i].name, "main 1\n");
+        assert_int_equal(utimensat(dirfd, files[i].name, ts, 0), 0);
+    }
+    assert_int_equal(symlinkat("stacks-9.folded", dirfd, "stacks-link.folded"), 0);
+    assert_int_equal(mkdirat(dirfd, "stacks-dir.folded", 0755), 0);
+    assert_true(ph_rundir_newest_match(dirfd, "stacks-*.folded", got, sizeof got));
+    assert_string_equal(got, "stacks-1.folded");
+    {
+        struct timespec ts[2] = { { 3000, 0 }, { 3000, 0 } };
+        assert_int_equal(utimensat(dirfd, "stacks-5.folded", ts, 0), 0);
+    }
+    assert_true(ph_rundir_newest_match(dirfd, "stacks-*.folded", got, sizeof got));
+    assert_string_equal(got, "stacks-5.folded");
+    close(dirfd);
+}
+
 /* ---- the started profile ------------------------------------------------ */
 
 static void
@@ -646,6 +682,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_complete_never_replaces, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_log_keeps_min_free, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_run_json_keeps_min_free, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_newest_match_by_mtime, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_profile_record, tu_setup, tu_teardown),
     };
 

@@ -210,6 +210,27 @@ test_tables(void **state)
     free_tree(root);
 }
 
+/* A duration in the unit that shows it with two or three figures: us
+ * below 1 ms, ms to 1 s (one decimal below 10 ms), s above. */
+static void
+test_fmt_ns(void **state)
+{
+    static const struct {
+        uint64_t ns;
+        const char *text;
+    } cases[] = {
+        { 0, "0 us" },           { 999400, "999 us" },       { 1000000, "1.0 ms" },
+        { 9940000, "9.9 ms" },   { 10000000, "10 ms" },      { 250000000, "250 ms" },
+        { 999000000, "999 ms" }, { 1000000000, "1.00 s" },   { 9990000000u, "9.99 s" },
+        { 10000000000u, "10.0 s" }, { 125000000000u, "125.0 s" },
+    };
+    char buf[32];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_string_equal(ph_timing_fmt_ns(cases[i].ns, buf, sizeof buf), cases[i].text);
+}
+
 static void
 test_folded_flamechart(void **state)
 {
@@ -756,6 +777,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flatten_self_times),
         cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_fmt_ns),
         cmocka_unit_test(test_folded_flamechart),
         cmocka_unit_test(test_trace_and_tree_json),
         cmocka_unit_test(test_recording),
