@@ -130,11 +130,13 @@ count_files(const char *prefix)
 }
 
 /* Poll until a snapshot exists (the sampler has been sampling for a
- * while); never a bare sleep. */
+ * while); never a bare sleep.  The bound is a hang bound, not a pace:
+ * 10 s was missed on a loaded 2-CPU machine, where the workload's first
+ * CPU-second takes that long in wall time. */
 TU_UNUSED static void
 wait_for_snapshot(void)
 {
-    for (int i = 0; i < 1000 && count_files("stacks-") == 0; i++)
+    for (int i = 0; i < 12000 && count_files("stacks-") == 0; i++)
         usleep(10000);
     assert_true(count_files("stacks-") > 0);
 }
