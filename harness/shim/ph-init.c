@@ -999,9 +999,13 @@ classify(ph_init_report *r)
         r->outcome = "exited";
     /* The profiler had the chance to write its output unless it got a
      * SIGKILL: from us, or (wrapper mode: not a tracer mirroring its
-     * tracee's death) from anyone, such as the OOM killer. */
+     * tracee's death) from anyone, such as the OOM killer.  A tracer that
+     * died of SIGKILL while the OOM killer killed more than one process
+     * was one of them, as likely as not (perf record, larger than the
+     * service it traces, taken with it: its perf.data cut short), so its
+     * output is not said to be whole. */
     r->complete = !st.sent_wrapper[SIGKILL] &&
-                  !(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL && !opt.target_tracee);
+                  !(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL && (!opt.target_tracee || r->oom_kills > 1));
 }
 
 static void
