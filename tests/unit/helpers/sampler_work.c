@@ -594,7 +594,10 @@ main(int argc, char **argv)
         signal(SIGTERM, on_term); /* before the sampler starts */
         if (start(argv[3], 200, 0, "api") != 0)
             return 6;
-        spin(20000000);
+        /* 0.2 CPU-s sampled: ~40 samples expected at 200 Hz, never none
+         * (a fixed spin was a few ms on a fast CPU: no sample, no file) */
+        for (double t0 = seconds(CLOCK_PROCESS_CPUTIME_ID); seconds(CLOCK_PROCESS_CPUTIME_ID) < t0 + 0.2;)
+            spin(100000);
         if (flush() != 0)
             return 7;
         if ((d = opendir(argv[3])) == NULL)
