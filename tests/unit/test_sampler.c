@@ -10,6 +10,8 @@
  * stuck test run. */
 #include "sampler_test_util.h"
 
+#include <stdint.h>
+
 /* What protoc --decode_raw printed of a pprof profile, read back: the
  * string table, functions (id, name, file) and locations (their lines,
  * innermost first). */
@@ -1095,6 +1097,124 @@ test_pprof_decodes_with_protoc(void **state)
     assert_non_null(strstr(pprof_text(), "delivered"));       /* a comment with the rates */
 }
 
+/* The bytes of the newest pprof profile, through od: BUF gets them, the
+ * count is returned. */
+static size_t
+pprof_bytes(unsigned char *buf, size_t cap)
+{
+    static char text[1 << 22];
+    size_t n = 0;
+    char *s = pprof_of("profile-", 0, "| od -An -v -tu1", text, sizeof text), *end;
+
+    for (;;) {
+        unsigned long v = strtoul(s, &end, 10);
+
+        if (end == s)
+            break;
+        assert_true(n < cap && v < 256);
+        buf[n++] = (unsigned char)v;
+        s = end;
+    }
+    return n;
+}
+
+static uint64_t
+pb_next(const unsigned char **p, const unsigned char *end)
+{
+    uint64_t v = 0;
+
+    for (int shift = 0; shift < 64; shift += 7) {
+        assert_true(*p < end);
+        v |= (uint64_t)(**p & 0x7f) << shift;
+        if (!(*(*p)++ & 0x80))
+            return v;
+    }
+    fail_msg("varint longer than 64 bits");
+    return 0;
+}
+
+/* Each sample's two values are its count and count x the period in
+ * nanoseconds (the sample types say samples/count and cpu/nanoseconds):
+ * read from the profile's bytes, every sample. */
+static void
+test_pprof_values_are_counts_and_nanoseconds(void **state)
+{
+    static unsigned char buf[1 << 20];
+    char *args[] = { "split", "1", NULL };
+    const unsigned char *p, *end;
+    size_t n, samples = 0;
+    uint64_t all = 0;
+
+    (void)state;
+    finish(start("100", args));
+    n = pprof_bytes(buf, sizeof buf);
+    p = buf;
+    end = buf + n;
+    while (p < end) {
+        uint64_t key = pb_next(&p, end), len;
+        const unsigned char *m, *mend;
+
+        if ((key & 7) == 0) {
+            (void)pb_next(&p, end);
+            continue;
+        }
+        assert_int_equal(key & 7, 2);
+        len = pb_next(&p, end);
+        assert_true(len <= (uint64_t)(end - p));
+        m = p;
+        mend = p + len;
+        p = mend;
+        if (key >> 3 != 2) /* a sample */
+            continue;
+        while (m < mend) {
+            uint64_t k = pb_next(&m, mend), l;
+
+            if ((k & 7) == 0) {
+                (void)pb_next(&m, mend);
+                continue;
+            }
+            l = pb_next(&m, mend);
+            assert_true(l <= (uint64_t)(mend - m));
+            if (k >> 3 == 2) { /* packed values */
+                const unsigned char *v = m;
+                uint64_t count = pb_next(&v, m + l), ns = pb_next(&v, m + l);
+
+                assert_true(v == m + l);
+                assert_true(count > 0);
+                assert_true(ns == count * 10000000u);
+                all += count;
+                samples++;
+            }
+            m += l;
+        }
+    }
+    assert_true(samples > 0);
+    assert_true(all > 20);
+}
+
+/* The highest rate allowed is allowed: 10,000 per second starts (the
+ * sampler then says what it delivers), 10,001 is refused. */
+static void
+test_highest_rate_allowed(void **state)
+{
+    char *args[] = { "split", "0.5", NULL };
+    char out[400];
+    run_opts o = { .hz = "10000", .out = out };
+    int st;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stderr", test_dir);
+    st = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_null(strstr(read_text(out), "profiling disabled"));
+    assert_true(count_files("stacks-") > 0);
+    o = (run_opts){ .hz = "10001", .out = out };
+    st = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_non_null(strstr(read_text(out), "ph-sampler: PH_SAMPLER_HZ=10001: want samples per second, 1 to 10000; "
+                                           "profiling disabled\n"));
+}
+
 /* C++ and Rust names come out demangled in a process that has neither
  * runtime (no __cxa_demangle to borrow): libiberty is ours. */
 static void
@@ -1220,6 +1340,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_bad_setting_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_pprof_decodes_with_protoc, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_pprof_values_are_counts_and_nanoseconds, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_highest_rate_allowed, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_names_demangled_without_the_runtimes, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debuginfo_off_symbols_only, setup, tu_teardown),
