@@ -22,6 +22,8 @@ packages=(
     python3          # the TLS test finds a free port; the renderer's tests read SVG with its XML parser
     iproute2         # the Engine-fault tests run a private dockerd in a network namespace (ip netns)
     util-linux       # ... and nsenter, setpriv (a user outside the docker group)
+    docker-registry  # the Swarm bed's registry (tests/swarm/bed.sh runs its own, in a namespace;
+                     # where systemd runs, the package also enables one of its own on :5000)
     docker-compose   # Debian's compose 1.29: the oracle of tests/60-compose-oracle.bats
     linux-perf       # the collapse tests and benchmark record real perf script output; the perf
                      # mode's tests read perf.data with the host's perf report
