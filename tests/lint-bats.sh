@@ -6,7 +6,7 @@
 # line as FILE:LINE and exits 1 if there is one.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bad=$(grep -nE '^\s*! ' tests/*.bats tests/test_helper.bash |
+bad=$(grep -nE '^\s*! ' tests/*.bats tests/swarm/*.bats tests/test_helper.bash |
       grep -vE '(\|\| false|then|&&|\\)\s*$')
 [ -z "$bad" ] && exit 0
 printf '%s\n' "$bad"

@@ -3,7 +3,8 @@
 # their own (so a user's demo is untouched) with artifacts in a temp dir.
 # Every Engine call has a timeout; waits poll with a deadline, never sleep blindly.
 
-REPO=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+# (from this file's place: test files in tests/swarm/ load it too)
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # PH_BUILD: the build directory whose harness runs (build-san for
 # scripts/test-sanitize.sh).
 PH="$REPO/${PH_BUILD:-build}/profharness"

@@ -1,0 +1,63 @@
+# swarm_helper.bash: what the Swarm test files share, over the bed of
+# tests/swarm/bed.sh (load test_helper first).
+
+source "$REPO/tests/swarm/bed.sh"
+
+# The bed is the test project's own, so two helpers' runs never meet.
+export SWARM_BED=$PH_TEST_PROJECT
+STACK=$PH_TEST_PROJECT
+
+# timed LABEL CMD…: run CMD, print how long it took to the TAP output.
+timed() {
+    local label=$1 t0=$SECONDS rc=0
+    shift
+    "$@" || rc=$?
+    echo "# $label: $((SECONDS - t0)) s" >&3
+    return $rc
+}
+
+# stack_compose IMAGE REPLICAS [MAX_PER_NODE]: a compose file deploying the
+# demo's worker as a stack; prints its path.  endpoint_mode dnsrr: a
+# service's virtual IP needs IPVS, which kernels built without it
+# (CONFIG_IP_VS unset, as here) lack; the tasks run either way, but dnsrr
+# spares the errors in every node's log.
+stack_compose() {
+    local f=$BATS_FILE_TMPDIR/stack.yaml
+    {
+        echo "services:"
+        echo "  worker:"
+        echo "    image: $1"
+        echo '    command: ["demo-worker"]'
+        echo "    stop_grace_period: 20s"
+        echo "    deploy:"
+        echo "      replicas: $2"
+        echo "      endpoint_mode: dnsrr"
+        if [ -n "${3:-}" ]; then
+            echo "      placement:"
+            echo "        max_replicas_per_node: $3"
+        fi
+    } > "$f"
+    echo "$f"
+}
+
+# The stack's worker tasks the manager wants running and has running: one
+# line each, "TASK-ID NODE".
+running_tasks() {
+    bed_docker 1 service ps "${STACK}_worker" --filter desired-state=running \
+        --format '{{.ID}} {{.Node}} {{.CurrentState}}' | awk '$3 == "Running" { print $1, $2 }'
+}
+
+tasks_running() { [ "$(running_tasks | wc -l)" -eq "$1" ]; }
+
+# The ids of node I's containers of the stack's worker service that run.
+node_task_containers() {
+    bed_docker "$1" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_worker" --filter status=running
+}
+
+# Every container of the stack on node I says it listens (the worker serves).
+node_tasks_listening() {
+    local c
+    for c in $(node_task_containers "$1"); do
+        bed_docker "$1" logs "$c" 2>&1 | grep -q 'listening on' || return 1
+    done
+}
