@@ -112,6 +112,14 @@ demo: build engine
 test: build engine
     scripts/run-tests.sh
 
+# the three-node Swarm bed's test (about 2.5 min): a registry, 3 replicas one per node, a node killed
+test-swarm: build engine
+    tests/run-bats.sh tests/swarm/*.bats
+
+# a Swarm of private dockerd on this machine, by hand: `just swarm-bed up 3`, … `down` (docs/swarm-bed.md)
+swarm-bed *ARGS: deps
+    tests/swarm/bed.sh {{ARGS}}
+
 # fuzz one target (tests/fuzz/fuzz_TARGET.c) for SECONDS; corpus and crashes in build-fuzz/
 fuzz TARGET SECONDS="60": deps
     tests/fuzz/run.sh {{TARGET}} {{SECONDS}}
