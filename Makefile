@@ -111,6 +111,11 @@ $(B)/tests/helpers/%: tests/unit/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $< -lpthread -lm
 
+# The fake CPythons share their eval loop; the bad 3.13 is the good one
+# with another cookie.
+$(B)/tests/helpers/sampler_fakepy $(B)/tests/helpers/sampler_fakepy313: tests/unit/helpers/fakepy_eval.h
+$(B)/tests/helpers/sampler_fakepy313_bad: tests/unit/helpers/fakepy_eval.h tests/unit/helpers/sampler_fakepy313.c
+
 # The unwinding tests need code without frame pointers, as distributions
 # build it.
 $(B)/tests/helpers/sampler_nofp: tests/unit/helpers/sampler_nofp.c

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Languages (issue 20, "Measure"): one CPU-bound service per language
-# (tests/lang/: C, C++, Rust, Go static and cgo, Python, Node, Java), each
+# (tests/lang/: C, C++, Rust, Go static and cgo, Python 3.11 and 3.13,
+# Node, Java), each
 # spending 75 % of its work in `hot_seventy_five` and 25 % in
 # `cool_twenty_five`, profiled as a new user would, with no flag beyond
 # the mode, under flamegraph, perf and attach --mode perf.  For each cell:
@@ -11,8 +12,10 @@
 # what the list says (a cell that starts working fails until it is taken
 # off the list), never passed silently.  The whole table goes to the TAP
 # output (`# ...`), so a run documents today's state.
-# (The images are built from the local debian:bookworm-slim and tagged by
-# their inputs' hash, tests/lang/tags.sh: built once, then reused.)
+# (The images are built from the local debian:bookworm-slim, python313's
+# from debian:trixie-slim, and tagged by their inputs' hash,
+# tests/lang/tags.sh: built once, then reused; the trixie base too,
+# scripts/base-image.sh.)
 
 load test_helper
 
@@ -27,11 +30,12 @@ declare -gA KNOWN_GAPS=(
     [gocgo:flamegraph]="unnamed: the Go runtime replaces the sampler's SIGPROF handler: no samples (a timer on a real-time signal is the way)"
     [python:perf]="unnamed: Python 3.11 has no perf support (3.12's -X perf writes a map); perf sees only the eval loop"
     [python:attach-perf]="unnamed: as perf, and no out-of-process frame reader yet"
+    [python313:attach-perf]="unnamed: a running python3.13 started without PYTHONPERFSUPPORT writes no perf map (perf support cannot be turned on from outside), and no out-of-process frame reader yet: perf sees only the eval loop"
     [node:attach-perf]="unnamed: node writes a perf map only when started with --perf-basic-prof: a running node cannot be asked for one"
 )
 
 MODES="flamegraph perf attach-perf"
-LANGS="c cpp rust gostatic gocgo python node java"
+LANGS="c cpp rust gostatic gocgo python python313 node java"
 # CPU time a cell runs for, read from the container's cgroup: a
 # condition, not a pace; the same work for every language (startup and
 # JIT warm-up are part of it, as for any service)
@@ -44,6 +48,7 @@ pl() {
 
 setup_file() {
     common_setup_file
+    "$REPO/scripts/base-image.sh" trixie >&3 2>&1
     eval "$("$REPO/tests/lang/tags.sh")"
     export PH_LANG_C_TAG PH_LANG_CPP_TAG PH_LANG_RUST_TAG PH_LANG_GO_TAG PH_LANG_PYTHON_TAG PH_LANG_NODE_TAG PH_LANG_JAVA_TAG
     export TABLE=$BATS_FILE_TMPDIR/table
@@ -167,6 +172,9 @@ check_cell() {
 @test "languages: python × flamegraph" { check_cell python flamegraph; }
 @test "languages: python × perf" { check_cell python perf; }
 @test "languages: python × attach-perf" { check_cell python attach-perf; }
+@test "languages: python313 × flamegraph" { check_cell python313 flamegraph; }
+@test "languages: python313 × perf" { check_cell python313 perf; }
+@test "languages: python313 × attach-perf" { check_cell python313 attach-perf; }
 @test "languages: node × flamegraph" { check_cell node flamegraph; }
 @test "languages: node × perf" { check_cell node perf; }
 @test "languages: node × attach-perf" { check_cell node attach-perf; }

@@ -7,18 +7,23 @@
  *   symbols _PyRuntime and _PyEval_EvalFrameDefault in the program or a
  *   loaded libpython, its version from Py_Version (3.11 and later: a
  *   `const unsigned long`, PY_VERSION_HEX), and the layout of that
- *   version (ph_sampler_pylayout.h).  An unknown version is not read:
- *   the status and the snapshots say "Python X.Y.Z: frames not read
- *   (unknown version)", never names read with wrong offsets.
+ *   version (ph_sampler_pylayout.h); for 3.13 the offsets themselves
+ *   are read from the _Py_DebugOffsets CPython publishes at the start of
+ *   _PyRuntime (cookie, version and the structs' sizes checked).  An
+ *   unknown version is not read: the status and the snapshots say
+ *   "Python X.Y.Z: frames not read (unknown version)", never names read
+ *   with wrong offsets.
  * - The signal path (phs_py_merge), after the native unwind: the thread
- *   state holding the GIL (_PyRuntime.gilstate.tstate_current), only when
+ *   state holding the GIL (3.11: _PyRuntime.gilstate.tstate_current;
+ *   3.13: the main interpreter's GIL, its last_holder while locked), only when
  *   its thread_id is this thread's pthread_self() (another thread's
  *   frames are never charged to this one; a thread running without the
  *   GIL keeps its native frames), then its current frame chain
- *   (cframe->current_frame, previous...).  Going from the innermost native
- *   frame outward, each _PyEval_EvalFrameDefault frame is replaced by the
- *   Python frames it runs: up to and including the next entry frame
- *   (is_entry in 3.11).  C extensions' frames stay where they are.  Only
+ *   (3.11: cframe->current_frame; 3.13: current_frame; previous...).
+ *   Going from the innermost native frame outward, each
+ *   _PyEval_EvalFrameDefault frame is replaced by the Python frames it
+ *   runs: up to and including the next entry frame (is_entry in 3.11),
+ *   or up to the shim frame the loop pushed (owned by the C stack, 3.13).  C extensions' frames stay where they are.  Only
  *   raw words are recorded (the code object, its first line and the
  *   instruction index, its qualified name object); every word is read
  *   after proving its page readable (ph_sampler.c's probe, a few pages
@@ -62,6 +67,7 @@ static struct {
     uintptr_t runtime, eval_lo, eval_hi;
     uintptr_t code_type, unicode_type, bytes_type;
     const phs_py_layout *L;
+    phs_py_layout from_process; /* a row filled from _Py_DebugOffsets */
     size_t scanned;          /* modules looked at */
     time_t looked_at;
     int vm_refused;          /* process_vm_readv refused: probe instead */
@@ -90,6 +96,8 @@ layout_of(unsigned long version)
             return &phs_py_layouts[i];
     return NULL;
 }
+
+static int copy_in(void *dst, uintptr_t src, size_t len);
 
 /* ---- the writer's copies ---------------------------------------------- */
 
@@ -129,12 +137,84 @@ word_at(const unsigned char *p)
 
 /* ---- detection (writer) ------------------------------------------------- */
 
+/* The uint64_t at AT of the debug offsets D into *OUT, when it is below
+ * LIMIT (the size of the struct it is an offset into) and fits the row's
+ * 16 bits; else 0. */
+static int
+dbg_field(const unsigned char *d, uint16_t at, uint64_t limit, uint16_t *out)
+{
+    uint64_t v;
+
+    memcpy(&v, d + at, sizeof v);
+    if (v >= limit || v >= PHS_PY_NO_FIELD)
+        return 0;
+    *out = (uint16_t)v;
+    return 1;
+}
+
+/* ROW filled from the _Py_DebugOffsets at RT (the start of _PyRuntime)
+ * of a CPython of VERSION, after TEMPLATE; NULL with *WHY when they are
+ * not there or not as this minor version's are. */
+static const phs_py_layout *
+from_debug_offsets(const phs_py_layout *template, uintptr_t rt, unsigned long version, phs_py_layout *row,
+                   const char **why)
+{
+    const phs_py_dbg *D = &phs_py_dbg313;
+    unsigned char d[1024];
+    uint64_t v, ts, fr, co, ob, bytes, str;
+    phs_py_layout L = *template;
+    int ok;
+
+    *why = "its _Py_DebugOffsets are not as expected";
+    if (((version >> 4) & 0xf) != 0xf && ((version >> 8) & 0xff) == 0) {
+        *why = "a pre-release";
+        return NULL; /* 3.13.0 alpha to rc: the struct changed until rc2 */
+    }
+    if (D->size > sizeof d || copy_in(d, rt, D->size) < 0 || memcmp(d, "xdebugpy", 8) != 0)
+        return NULL;
+    memcpy(&v, d + D->version, sizeof v);
+    if (v != version)
+        return NULL;
+    memcpy(&v, d + D->free_threaded, sizeof v);
+    if (v != 0) {
+        *why = "a free-threaded build";
+        return NULL;
+    }
+    memcpy(&ts, d + D->ts_size, sizeof ts);
+    memcpy(&fr, d + D->fr_size, sizeof fr);
+    memcpy(&co, d + D->co_size, sizeof co);
+    memcpy(&ob, d + D->b_size, sizeof ob);
+    bytes = ob;
+    memcpy(&str, d + D->u_size, sizeof str);
+    /* the runtime and interpreter state: only their fields' offsets */
+    ok = dbg_field(d, D->interpreters_head, PHS_PY_NO_FIELD, &L.rt_interp_head) &&
+         dbg_field(d, D->gil_locked, PHS_PY_NO_FIELD, &L.is_gil_locked) &&
+         dbg_field(d, D->gil_holder, PHS_PY_NO_FIELD, &L.is_gil_holder) &&
+         dbg_field(d, D->ts_current_frame, ts, &L.cf_current_frame) &&
+         dbg_field(d, D->ts_thread_id, ts, &L.ts_thread_id) && dbg_field(d, D->fr_executable, fr, &L.fr_code) &&
+         dbg_field(d, D->fr_previous, fr, &L.fr_previous) && dbg_field(d, D->fr_instr_ptr, fr, &L.fr_prev_instr) &&
+         dbg_field(d, D->fr_owner, fr, &L.fr_owner) && dbg_field(d, D->co_filename, co, &L.co_filename) &&
+         dbg_field(d, D->co_qualname, co, &L.co_qualname) && dbg_field(d, D->co_linetable, co, &L.co_linetable) &&
+         dbg_field(d, D->co_firstlineno, co, &L.co_firstlineno) &&
+         dbg_field(d, D->co_code_adaptive, co + 1, &L.co_code) && dbg_field(d, D->b_ob_size, bytes, &L.b_size) &&
+         dbg_field(d, D->b_ob_sval, bytes + 1, &L.b_data) && dbg_field(d, D->u_state, str, &L.u_state) &&
+         dbg_field(d, D->u_length, str, &L.u_length) &&
+         dbg_field(d, D->u_asciiobject_size, str + 1, &L.u_ascii_data);
+    memcpy(&v, d + D->ob_type, sizeof v);
+    if (!ok || v != PHS_PY_OB_TYPE)
+        return NULL;
+    L.u_compact_data = (uint16_t)(L.u_ascii_data + template->u_compact_data);
+    *row = L;
+    return row;
+}
+
 /* Look in modules not looked at yet: the program, and libpython*. */
 void
 phs_py_detect(phs_symbols *s)
 {
     uintptr_t eval = 0, eval_size = 0, rt = 0, rt_size = 0, ver_addr = 0, size = 0;
     unsigned long version = 0;
+    const char *why = "unknown version";
     size_t n;
     int mod = -1;
 
@@ -166,6 +246,8 @@ phs_py_detect(phs_symbols *s)
         copy_in(&version, ver_addr, sizeof version) < 0)
         version = 0;
     PY.L = layout_of(version);
+    if (PY.L != NULL && PY.L->from_debug_offsets)
+        PY.L = from_debug_offsets(PY.L, rt, version, &PY.from_process, &why);
     PY.runtime = rt;
     PY.eval_lo = eval;
     PY.eval_hi = eval + (eval_size ? eval_size : 1);
@@ -176,9 +258,9 @@ phs_py_detect(phs_symbols *s)
     if (version == 0)
         snprintf(PY.desc, sizeof PY.desc, "Python (before 3.11, no Py_Version): frames not read (unknown version)");
     else
-        snprintf(PY.desc, sizeof PY.desc, "Python %lu.%lu.%lu: frames %s", (version >> 24) & 0xff,
-                 (version >> 16) & 0xff, (version >> 8) & 0xff,
-                 PY.L ? "read" : "not read (unknown version)");
+        snprintf(PY.desc, sizeof PY.desc, "Python %lu.%lu.%lu: frames %s%s%s", (version >> 24) & 0xff,
+                 (version >> 16) & 0xff, (version >> 8) & 0xff, PY.L ? "read" : "not read (",
+                 PY.L ? "" : why, PY.L ? "" : ")");
     atomic_store_explicit(&PY.state, PY.L ? PY_READING : PY_UNKNOWN, memory_order_release);
 }
 
@@ -258,6 +340,21 @@ emit_eval(reader *r, const phs_py_layout *L, uintptr_t *frame, uintptr_t *out, u
     return 0;
 }
 
+/* The thread state holding the GIL, or 0. */
+static uintptr_t
+gil_holder(reader *r, const phs_py_layout *L)
+{
+    uintptr_t ts = 0, interp = 0;
+    int32_t locked = 0;
+
+    if (L->ts_via == PHS_PY_TS_RUNTIME)
+        return get(r, PY.runtime + L->rt_tstate_current, &ts, 8) ? ts : 0;
+    if (!get(r, PY.runtime + L->rt_interp_head, &interp, 8) || interp == 0 ||
+        !get(r, interp + L->is_gil_locked, &locked, 4) || locked == 0 || !get(r, interp + L->is_gil_holder, &ts, 8))
+        return 0;
+    return ts;
+}
+
 uint32_t
 phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max)
 {
@@ -268,9 +365,12 @@ phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max)
 
     if (n > max)
         n = max;
-    if (!phs_py_active() || L == NULL || !get(&r, PY.runtime + L->rt_tstate_current, &ts, 8) || ts == 0 ||
-        !get(&r, ts + L->ts_thread_id, &tid, 8) || tid != (uintptr_t)pthread_self() ||
-        !get(&r, ts + L->ts_cframe, &cf, 8) || !get(&r, cf + L->cf_current_frame, &frame, 8))
+    if (!phs_py_active() || L == NULL || (ts = gil_holder(&r, L)) == 0 ||
+        !get(&r, ts + L->ts_thread_id, &tid, 8) || tid != (uintptr_t)pthread_self())
+        frame = 0;
+    else if (L->ts_cframe == PHS_PY_NO_FIELD)
+        frame = get(&r, ts + L->cf_current_frame, &frame, 8) ? frame : 0;
+    else if (!get(&r, ts + L->ts_cframe, &cf, 8) || !get(&r, cf + L->cf_current_frame, &frame, 8))
         frame = 0;
     for (uint32_t k = 0; k < n; k++) {
         uintptr_t pc = native[k];

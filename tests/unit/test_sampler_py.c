@@ -26,6 +26,7 @@
 #define PYTHON "/usr/bin/python3.11"
 #define SCRIPT "tests/data/python/hot_cool.py"
 #define FAKEPY "build/tests/helpers/sampler_fakepy"
+#define FAKEPY313 "build/tests/helpers/sampler_fakepy313"
 
 /* The 3.11 row is what CPython 3.11's headers say. */
 static void
@@ -165,6 +166,52 @@ test_unknown_version(void **state)
     assert_non_null(strstr(pprof_text(), "Python 3.15.0: frames not read (unknown version)"));
 }
 
+/* A CPython 3.13 is read by the offsets it publishes in _PyRuntime's
+ * _Py_DebugOffsets: the fake's structs are laid out nowhere near
+ * CPython's, and its frames are named all the same, in place of the eval
+ * loop's frame, stopping at the loop's shim frame. */
+static void
+test_debug_offsets_313(void **state)
+{
+    char *args[] = { "1.0", NULL };
+    const char *folded, *st;
+    double total, named;
+    int status;
+
+    (void)state;
+    status = finish(run(FAKEPY313, "250", args));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    st = status_of("sampler_fakepy313");
+    assert_non_null(st);
+    assert_non_null(strstr(st, "\"python\": \"Python 3.13.5: frames read\""));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    named = samples_with(folded, ";main;main (fake313.py:20)_[p];hot_fake (fake313.py:10)_[p]", &total, NULL);
+    print_message("# %.0f samples, %.0f named main;hot_fake\n", total, named);
+    assert_true(total > 0 && named / total > 0.9);
+    assert_null(strstr(folded, "_PyEval_EvalFrameDefault"));
+}
+
+/* Offsets that do not carry CPython's cookie are not read. */
+static void
+test_debug_offsets_not_cpythons(void **state)
+{
+    char *args[] = { "1.0", NULL };
+    const char *folded, *st;
+    int status;
+
+    (void)state;
+    status = finish(run(FAKEPY313 "_bad", "250", args));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    st = status_of("sampler_fakepy313_bad");
+    assert_non_null(st);
+    assert_non_null(strstr(st, "\"python\": \"Python 3.13.5: frames not read (its _Py_DebugOffsets are not as expected)\""));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    assert_null(strstr(folded, "_[p]"));
+    assert_non_null(strstr(folded, ";main;_PyEval_EvalFrameDefault"));
+}
+
 /* A program with no CPython: nothing said of Python. */
 static void
 test_no_python(void **state)
@@ -187,6 +234,8 @@ main(void)
         cmocka_unit_test(test_layout_311),
         cmocka_unit_test_setup_teardown(test_hot_cool_shares, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_version, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_debug_offsets_313, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_debug_offsets_not_cpythons, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_no_python, setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,5 @@
-# The Python service of the language test project (Debian's python3, 3.11).
+# The Python services of the language test project (Debian's python3:
+# 3.11 on bookworm, 3.13 on trixie).
 import sys
 
 UNIT = 7919

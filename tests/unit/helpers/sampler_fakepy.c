@@ -5,34 +5,11 @@
  * named like the eval loop.  The sampler must say it did not read its
  * frames, and show the native ones.  Argument: CPU-seconds to spend. */
 #include <stdlib.h>
-#include <time.h>
+#include "fakepy_eval.h"
 
 __attribute__((used)) const unsigned long Py_Version = 0x030f00f0; /* 3.15.0 final */
 __attribute__((used)) char _PyRuntime[4096];
 __attribute__((used)) char PyCode_Type[512], PyUnicode_Type[512], PyBytes_Type[512];
-
-static double
-cpu_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-__attribute__((noinline)) double _PyEval_EvalFrameDefault(double seconds);
-
-__attribute__((noinline)) double
-_PyEval_EvalFrameDefault(double seconds)
-{
-    volatile double x = 0;
-    double end = cpu_now() + seconds;
-
-    while (cpu_now() < end)
-        for (int i = 0; i < 10000; i++)
-            x += i * 0.5;
-    return x;
-}
 
 int
 main(int argc, char **argv)
