@@ -154,11 +154,17 @@ ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const 
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
+    len = 0;
     json_array_foreach(argv, i, x) {
+        const char *w = json_string_value(x) ? json_string_value(x) : "";
+        size_t k = strlen(w);
+
         if (i > 0)
-            strcat(args, " ");
-        strcat(args, json_string_value(x) ? json_string_value(x) : "");
+            args[len++] = ' ';
+        memcpy(args + len, w, k);
+        len += k;
     }
+    args[len] = '\0';
     rc = ph_run_unnamed_refuse(s->name, p, PH_UNNAMED_START, program, args, &all, err);
 out:
     free(args);
