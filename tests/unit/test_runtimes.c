@@ -186,7 +186,7 @@ test_unnamed_find(void **state)
     static const char *const opt_part[] = { "NODE_OPTIONS=--perf-basic-prof-x", NULL };
     static const char *const opt_other_var[] = { "OTHER=--perf-basic-prof", NULL };
     static const char *const opt_last_wins[] = { "NODE_OPTIONS=--perf-basic-prof", "NODE_OPTIONS=--x", NULL };
-    static const char *const opt_prefix_var[] = { "NODE_OPTIONSX=--perf-basic-prof", NULL };
+    static const char *const opt_prefix_var[] = { "NODE_OPTIONSX=x --perf-basic-prof", NULL };
 
     assert_int_equal(load("runtimes:\n  unnamed:\n"
                           "    - {program: [\"py3.[0-9]\", \"py3.1[01]\"], why: old, use: u}\n"
