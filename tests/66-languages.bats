@@ -28,10 +28,10 @@ declare -gA KNOWN_GAPS=(
     [gostatic:flamegraph]="refused: is static"
     [gostatic:perf]="unnamed: a static Go binary has no GNU build-id, so perf's build-id cache holds no copy and perf script names its frames [lang-go] (the conversion should give perf the binary)"
     [gocgo:flamegraph]="unnamed: the Go runtime replaces the sampler's SIGPROF handler: no samples (a timer on a real-time signal is the way)"
-    [python:perf]="unnamed: Python 3.11 has no perf support (3.12's -X perf writes a map); perf sees only the eval loop"
-    [python:attach-perf]="unnamed: as perf, and no out-of-process frame reader yet"
-    [python313:attach-perf]="unnamed: a running python3.13 started without PYTHONPERFSUPPORT writes no perf map (perf support cannot be turned on from outside), and no out-of-process frame reader yet: perf sees only the eval loop"
-    [node:attach-perf]="unnamed: node writes a perf map only when started with --perf-basic-prof: a running node cannot be asked for one"
+    [python:perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
+    [python:attach-perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
+    [python313:attach-perf]="refused: was started without PYTHONPERFSUPPORT=1 or -X perf: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode perf\`"
+    [node:attach-perf]="refused: node was started without --perf-basic-prof: its JavaScript would be unnamed; use \`start --mode perf\`"
 )
 
 MODES="flamegraph perf attach-perf"

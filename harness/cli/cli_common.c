@@ -12,7 +12,7 @@
 #include "ph_paths.h"
 
 static ph_run *
-run_open(const ph_global_opts *g, int build, const ph_tar_limits *lim, ph_error_t *err)
+run_open(const ph_global_opts *g, int build, int allow_unnamed, const ph_tar_limits *lim, ph_error_t *err)
 {
     ph_run_opts o = {
         .compose = &g->compose,
@@ -21,6 +21,7 @@ run_open(const ph_global_opts *g, int build, const ph_tar_limits *lim, ph_error_
         .out_dir = g->out_dir,
         .project = g->project,
         .build = build,
+        .allow_unnamed = allow_unnamed,
     };
 
     if (lim != NULL)
@@ -29,21 +30,21 @@ run_open(const ph_global_opts *g, int build, const ph_tar_limits *lim, ph_error_
 }
 
 ph_run *
-ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err)
+ph_cli_run_open_mode(const ph_global_opts *g, int build, int allow_unnamed, ph_error_t *err)
 {
-    return run_open(g, build, NULL, err);
+    return run_open(g, build, allow_unnamed, NULL, err);
 }
 
 ph_run *
 ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err)
 {
-    return run_open(g, 0, lim, err);
+    return run_open(g, 0, 0, lim, err);
 }
 
 ph_run *
 ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
 {
-    return run_open(g, 0, NULL, err);
+    return run_open(g, 0, 0, NULL, err);
 }
 
 int
@@ -113,11 +114,12 @@ services_args(int argc, char **argv, const char *usage, ph_tar_limits *lim)
 }
 
 int
-ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build)
+ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build, int *allow_unnamed)
 {
     static const struct option longopts[] = {
         { "mode", required_argument, NULL, 'm' },
         { "build", no_argument, NULL, 'b' },
+        { "allow-unnamed", no_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -126,6 +128,7 @@ ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, in
     *mode = NULL;
     if (build != NULL)
         *build = 0;
+    *allow_unnamed = 0;
     while ((c = getopt_long(argc, argv, "+m:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': *mode = optarg; break;
@@ -136,6 +139,7 @@ ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, in
             }
             *build = 1;
             break;
+        case 'u': *allow_unnamed = 1; break;
         case 'h': fputs(usage, stdout); return -2;
         default: fputs(usage, stderr); return -1;
         }

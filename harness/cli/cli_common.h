@@ -9,8 +9,10 @@
 
 /* Open the run context for the global options; NULL and *err on failure. */
 ph_run *ph_cli_run_open(const ph_global_opts *g, ph_error_t *err);
-/* The same, building service images first when BUILD (start --build). */
-ph_run *ph_cli_run_open_build(const ph_global_opts *g, int build, ph_error_t *err);
+/* The same, for start and attach: building service images first when
+ * BUILD (start --build); going on where the mode would name nothing of a
+ * runtime when ALLOW_UNNAMED (--allow-unnamed). */
+ph_run *ph_cli_run_open_mode(const ph_global_opts *g, int build, int allow_unnamed, ph_error_t *err);
 
 /* The modes for the global options: shipped, the project's own (when a
  * compose project is found here; none is needed), --profiles. */
@@ -48,10 +50,10 @@ int ph_cli_run_services_limits(const ph_global_opts *g, int argc, char **argv, c
                                int (*fn)(ph_run *r, char **services, int n, ph_error_t *err));
 
 /* Parse `--mode MODE` (required), `--build` (when BUILD is not NULL: set
- * to 1 when given, else 0) and -h, then SERVICE...  Returns the
- * index of the first service, or -1 after printing USAGE (exit 2), or -2
- * after printing it as help (exit 0). */
-int ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build);
+ * to 1 when given, else 0), `--allow-unnamed` (*ALLOW_UNNAMED) and -h,
+ * then SERVICE...  Returns the index of the first service, or -1 after
+ * printing USAGE (exit 2), or -2 after printing it as help (exit 0). */
+int ph_cli_mode_args(int argc, char **argv, const char *usage, const char **mode, int *build, int *allow_unnamed);
 
 /* Hand the input file PATH ("-": stdin, named "stdin" in errors) to CB in
  * chunks, as ph_read_fd_chunks does with FLAGS.  A file that cannot be

@@ -25,8 +25,10 @@ typedef struct ph_cmd {
 
 static const ph_cmd commands[] = {
     { "setup", ph_cmd_setup, "[SERVICE...]", "build the service images and their profiling images" },
-    { "start", ph_cmd_start, "--mode MODE [--build] [SERVICE...]", "restart services under a profiling mode" },
-    { "attach", ph_cmd_attach, "--mode MODE [SERVICE...]", "profile running services without restarting them" },
+    { "start", ph_cmd_start, "--mode MODE [OPTIONS] [SERVICE...]",
+      "restart services under a profiling mode (--build, --allow-unnamed: `start --help`)" },
+    { "attach", ph_cmd_attach, "--mode MODE [OPTIONS] [SERVICE...]",
+      "profile running services without restarting them (--allow-unnamed)" },
     { "stop", ph_cmd_stop, "[--discard] [LIMITS] [SERVICE...]", "stop profiled services gracefully and collect their artifacts" },
     { "restore", ph_cmd_restore, "[LIMITS] [SERVICE...]", "run the services without profiling (collects first)" },
     { "down", ph_cmd_down, "[LIMITS] [SERVICE...]", "stop the services, whatever runs them (collects first)" },

@@ -345,6 +345,19 @@ ph_engine_container_inspect(ph_engine *e, const char *id, json_t **out, int *fou
 }
 
 int
+ph_engine_container_top(ph_engine *e, const char *id, const char *ps_args, json_t **out, ph_error_t *err)
+{
+    ph_engine_req r = { .what = "list the processes of container `{}`", .method = "GET",
+                        .path = "/containers/{id}/top", .arg = { id }, .kind = "container id",
+                        .query = { { "ps_args", ps_args } }, .resp = out };
+
+    if (out == NULL)
+        return ph_bad_input(err, "list the processes of container `%.200s`: no place for the answer", id ? id : "");
+    *out = NULL;
+    return ph_engine_call(e, &r, err);
+}
+
+int
 ph_engine_containers_by_label(ph_engine *e, const char *const *labels, size_t n, json_t **out_array,
                               ph_error_t *err)
 {

@@ -123,6 +123,11 @@ int ph_engine_container_wait(ph_engine *e, const char *id, long timeout_s, long 
                              int *timed_out, ph_error_t *err);
 int ph_engine_container_remove(ph_engine *e, const char *id, int force, ph_error_t *err);
 int ph_engine_container_inspect(ph_engine *e, const char *id, json_t **out, int *found, ph_error_t *err);
+/* GET /containers/{id}/top?ps_args=PS_ARGS (NULL: the Engine's -ef): the
+ * container's processes as the Engine's host `ps` shows them, into *OUT
+ * ({"Titles": [...], "Processes": [[...], ...]}; the last column's
+ * spaces are single).  A container that does not run is an error. */
+int ph_engine_container_top(ph_engine *e, const char *id, const char *ps_args, json_t **out, ph_error_t *err);
 /* GET /containers/json?all=1&filters={"label":[...]}; labels are "k=v" or "k". */
 int ph_engine_containers_by_label(ph_engine *e, const char *const *labels, size_t n,
                                   json_t **out_array, ph_error_t *err);

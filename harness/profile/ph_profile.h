@@ -74,6 +74,17 @@
  *         exec: [sh, -c, "..."]     # run's service; else the profiled one), or
  *         wait: 20s                 # `in: profiler`: the profiler's (the tools
  *                                   # container of an attach); a failure is a note
+ *     unnamed:                      # where the mode would name none of a runtime's
+ *       - program: [node, nodejs]   # functions: its program (the file's name, links
+ *                                   # followed; globs); start and attach refuse it
+ *         on: [start, attach]       # before anything is restarted or attached, unless
+ *         unless: [NODE_OPTIONS=--perf-basic-prof, --perf-basic-prof]
+ *                                   # one of these holds: `VAR=WORD`, WORD is a word
+ *                                   # of the variable (at start: as the container
+ *                                   # will have it, `environment` above included),
+ *                                   # else words of its arguments; or --allow-unnamed
+ *         why: "was started without --perf-basic-prof: its JavaScript would be unnamed"
+ *         use: "`start --mode perf`"  # what works instead
  *   collect:                        # limits on what stop/collect take out of the
  *     max_bytes: 16GiB              # container (the defaults): files' full sizes,
  *                                   # holes included (a sparse file counts whole);
@@ -123,6 +134,16 @@ typedef struct ph_profile_attach {
     ph_profile_convert convert;
 } ph_profile_attach;
 
+/* `runtimes.unnamed:` one runtime the mode would name nothing of. */
+typedef struct ph_profile_unnamed {
+    ph_strv program;             /* globs on the program file's name */
+    int on;                      /* PH_UNNAMED_START | PH_UNNAMED_ATTACH */
+    ph_strv unless;              /* `VAR=WORD`, or words of the arguments */
+    char *why, *use;
+} ph_profile_unnamed;
+#define PH_UNNAMED_START 1
+#define PH_UNNAMED_ATTACH 2
+
 /* `runtimes.refresh:` one step. */
 typedef struct ph_profile_refresh {
     int in_service;              /* 1: the service's container; 0: the profiler's */
@@ -159,6 +180,8 @@ typedef struct ph_profile {
     ph_kvv env_extend;           /* `runtimes.environment` */
     ph_profile_refresh *refresh; /* `runtimes.refresh` */
     size_t n_refresh;
+    ph_profile_unnamed *unnamed; /* `runtimes.unnamed` */
+    size_t n_unnamed;
 } ph_profile;
 
 typedef struct ph_profile_set {
@@ -217,6 +240,17 @@ void ph_profile_free_runtimes(ph_profile *p);
  * same word) is left out, so a user who set it keeps their own place for
  * it and nothing is said twice.  malloc'd, NULL on ENOMEM. */
 char *ph_profile_env_extend(const char *user, const char *ours);
+
+/* The rule of P's `runtimes.unnamed` that refuses PROGRAM (the program
+ * file's name, no directory) when it is run as ARGS (its argument words,
+ * spaces between, the program's own first) with ENV ("K=V" strings, the
+ * last of a name wins) on WHEN (PH_UNNAMED_START or _ATTACH): the first
+ * rule whose `on` has WHEN, a glob of which matches PROGRAM, and none of
+ * whose `unless` holds.  NULL when none.  Pure. */
+const ph_profile_unnamed *ph_profile_unnamed_find(const ph_profile *p, int when, const char *program,
+                                                  const char *args, const ph_strv *env);
+/* Whether P has a `runtimes.unnamed` rule for WHEN at all. */
+int ph_profile_unnamed_any(const ph_profile *p, int when);
 
 /* Expand {out}, {service}, {mode}, {run_id} in TEMPLATE.  malloc'd or NULL. */
 char *ph_profile_expand(const char *template_, const char *out, const char *service,

@@ -10,10 +10,16 @@
  *                the service's container or the profiler's: a JVM asked
  *                for its map now (jcmd Compiler.perfmap), the maps copied
  *                into the run (perf-maps/).
+ *   unnamed      the runtimes the mode would name nothing of (Python 3.11
+ *                under perf: only its eval loop; a node started without
+ *                --perf-basic-prof, attached to), told by the program's
+ *                file name and what it was started with: start and attach
+ *                refuse them, saying why and what works.
  */
 #include "ph_profile.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,11 +59,87 @@ read_step(ph_profile_refresh *st, const ph_ynode *v, ph_error_t *err)
     return 0;
 }
 
+static int
+read_on(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
+{
+    ph_strv on = { 0 };
+    int rc = 0;
+
+    if (ph_yaml_strv(v, "runtimes.unnamed.on", 1, 0, &on, err) < 0)
+        return -1;
+    u->on = 0;
+    for (size_t i = 0; rc == 0 && i < on.n; i++) {
+        if (strcmp(on.v[i], "start") == 0)
+            u->on |= PH_UNNAMED_START;
+        else if (strcmp(on.v[i], "attach") == 0)
+            u->on |= PH_UNNAMED_ATTACH;
+        else
+            rc = ph_yaml_error(v, err, "`runtimes.unnamed.on` holds `start` and `attach`, not `%s`", on.v[i]);
+    }
+    ph_strv_free(&on);
+    if (rc == 0 && u->on == 0)
+        rc = ph_yaml_error(v, err, "`runtimes.unnamed.on` needs `start`, `attach` or both");
+    return rc;
+}
+
+static int
+read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
+{
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`runtimes.unnamed` items must be mappings (program, on, unless, why, use)");
+    u->on = PH_UNNAMED_START | PH_UNNAMED_ATTACH;
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
+        int rc = 0;
+
+        if (KEY("program"))
+            rc = ph_yaml_strv(vn, "runtimes.unnamed.program", 1, 0, &u->program, err);
+        else if (KEY("on"))
+            rc = read_on(u, vn, err);
+        else if (KEY("unless"))
+            rc = ph_yaml_strv(vn, "runtimes.unnamed.unless", 1, 0, &u->unless, err);
+        else if (KEY("why"))
+            rc = ph_yaml_dup(vn, "runtimes.unnamed.why", &u->why, err);
+        else if (KEY("use"))
+            rc = ph_yaml_dup(vn, "runtimes.unnamed.use", &u->use, err);
+        else
+            ph_warn("%s:%d: unknown key `runtimes.unnamed.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
+        if (rc < 0)
+            return -1;
+    }
+    if (u->program.n == 0 || u->why == NULL || u->use == NULL)
+        return ph_yaml_error(v, err, "`runtimes.unnamed` items need `program`, `why` and `use`: a refusal says "
+                             "which runtime, why and what works");
+    for (size_t i = 0; i < u->program.n; i++)
+        if (u->program.v[i][0] == '\0' || strchr(u->program.v[i], '/') != NULL)
+            return ph_yaml_error(v, err, "`runtimes.unnamed.program` holds file names (globs), not `%s`",
+                                 u->program.v[i]);
+    for (size_t i = 0; i < u->unless.n; i++)
+        if (u->unless.v[i][strspn(u->unless.v[i], " \t")] == '\0')
+            return ph_yaml_error(v, err, "`runtimes.unnamed.unless` items cannot be empty");
+    return 0;
+}
+
+static void
+free_unnamed(ph_profile *p)
+{
+    for (size_t i = 0; i < p->n_unnamed; i++) {
+        ph_strv_free(&p->unnamed[i].program);
+        ph_strv_free(&p->unnamed[i].unless);
+        free(p->unnamed[i].why);
+        free(p->unnamed[i].use);
+    }
+    free(p->unnamed);
+    p->unnamed = NULL;
+    p->n_unnamed = 0;
+}
+
 int
 ph_profile_read_runtimes(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
     if (v->kind != PH_Y_MAP)
-        return ph_yaml_error(v, err, "`runtimes` must be a mapping (environment, refresh)");
+        return ph_yaml_error(v, err, "`runtimes` must be a mapping (environment, refresh, unnamed)");
     PH_YAML_FOREACH_PAIR(v, pair) {
         const ph_ynode *kn = pair->key, *vn = pair->value;
         const char *key = ph_yaml_key(pair);
@@ -89,6 +171,16 @@ ph_profile_read_runtimes(ph_profile *p, const ph_ynode *v, ph_error_t *err)
                 if (read_step(st, *item, err) < 0)
                     return -1;
             }
+        } else if (KEY("unnamed")) {
+            if (vn->kind != PH_Y_SEQ)
+                return ph_yaml_error(vn, err, "`runtimes.unnamed` must be a list of runtimes (program, why, use)");
+            free_unnamed(p);
+            if (vn->n > 0 && (p->unnamed = calloc(vn->n, sizeof *p->unnamed)) == NULL)
+                return ph_fail(err, ENOMEM, "allocate");
+            PH_YAML_FOREACH_ITEM(vn, item) {
+                if (read_unnamed(&p->unnamed[p->n_unnamed++], *item, err) < 0)
+                    return -1;
+            }
         } else {
             ph_warn("%s:%d: unknown key `runtimes.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
         }
@@ -105,6 +197,7 @@ ph_profile_free_runtimes(ph_profile *p)
     free(p->refresh);
     p->refresh = NULL;
     p->n_refresh = 0;
+    free_unnamed(p);
 }
 
 /* Whether the word W (N bytes) is one of S's words (spaces between). */
@@ -154,4 +247,88 @@ ph_profile_env_extend(const char *user, const char *ours)
     }
     out[o] = '\0';
     return out;
+}
+
+/* Whether the words of W (spaces between) are consecutive words of S. */
+static int
+has_words(const char *s, const char *w)
+{
+    w += strspn(w, " \t");
+    for (const char *p = s; *p;) {
+        const char *a, *b;
+
+        p += strspn(p, " \t");
+        if (*p == '\0')
+            break;
+        for (a = p, b = w;;) {
+            size_t ka = strcspn(a, " \t"), kb = strcspn(b, " \t");
+
+            if (ka != kb || memcmp(a, b, ka) != 0)
+                break;
+            a += ka;
+            b += kb;
+            b += strspn(b, " \t");
+            if (*b == '\0')
+                return 1;
+            a += strspn(a, " \t");
+        }
+        p += strcspn(p, " \t");
+    }
+    return 0;
+}
+
+/* The value of NAME (N bytes) in ENV, the last one; NULL. */
+static const char *
+env_value(const ph_strv *env, const char *name, size_t n)
+{
+    const char *v = NULL;
+
+    for (size_t i = 0; env != NULL && i < env->n; i++)
+        if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=')
+            v = env->v[i] + n + 1;
+    return v;
+}
+
+/* An `unless` item: `VAR=WORD` when it starts with a variable's name. */
+static int
+unless_holds(const char *item, const char *args, const ph_strv *env)
+{
+    size_t n = strspn(item, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
+    if (n > 0 && item[n] == '=' && !(item[0] >= '0' && item[0] <= '9')) {
+        const char *v = env_value(env, item, n);
+
+        return v != NULL && has_words(v, item + n + 1);
+    }
+    return args != NULL && has_words(args, item);
+}
+
+const ph_profile_unnamed *
+ph_profile_unnamed_find(const ph_profile *p, int when, const char *program, const char *args, const ph_strv *env)
+{
+    if (program == NULL || program[0] == '\0')
+        return NULL;
+    for (size_t i = 0; i < p->n_unnamed; i++) {
+        const ph_profile_unnamed *u = &p->unnamed[i];
+        int hit = 0;
+
+        if (!(u->on & when))
+            continue;
+        for (size_t k = 0; !hit && k < u->program.n; k++)
+            hit = fnmatch(u->program.v[k], program, 0) == 0;
+        for (size_t k = 0; hit && k < u->unless.n; k++)
+            hit = !unless_holds(u->unless.v[k], args, env);
+        if (hit)
+            return u;
+    }
+    return NULL;
+}
+
+int
+ph_profile_unnamed_any(const ph_profile *p, int when)
+{
+    for (size_t i = 0; i < p->n_unnamed; i++)
+        if (p->unnamed[i].on & when)
+            return 1;
+    return 0;
 }

@@ -84,13 +84,20 @@ int ph_image_elf_interp(const void *head, size_t len);
  * bytes read through the archive endpoint of a created, never started
  * container; for a shell wrapper (`sh -c "exec prog"`) the program it
  * runs, when that is static.  out->linked as ph_image_elf_interp; -1 too
- * when the program is not found. */
+ * when the program is not found.  out->runs: the ELF program that runs,
+ * the wrapper's when there is one (its links followed; "" when not
+ * found): what tells a runtime (python3 -> /usr/bin/python3.11). */
 typedef struct ph_image_program_t {
     char path[4096]; /* the file, its links followed ("" when not found) */
+    char runs[4096];
     int linked;
 } ph_image_program_t;
 int ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc, const char *path_var,
                      const char *workdir, ph_image_program_t *out, ph_error_t *err);
+/* The same in the container ID as it is (created, or running: its files
+ * now), no container made. */
+int ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc, const char *path_var,
+                        const char *workdir, ph_image_program_t *out, ph_error_t *err);
 
 /* "apt" ... or "none"; "glibc", "musl" or "none". */
 const char *ph_image_facts_pm(const ph_image_facts *f);

@@ -340,12 +340,47 @@ wrapped_program(char *const *argv, size_t argc, char *buf, size_t len)
 }
 
 int
+ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc, const char *path_var,
+                    const char *workdir, ph_image_program_t *out, ph_error_t *err)
+{
+    char path[PATH_MAX], word[PATH_MAX];
+    const char *inner;
+
+    memset(out, 0, sizeof *out);
+    out->linked = -1;
+    if (argc == 0)
+        return 0;
+    if (program_resolve(e, id, argv[0], path_var, workdir, path, sizeof path, err) < 0)
+        return -1;
+    if (path[0] != '\0' && (out->linked = program_linked(e, id, path, out->path, sizeof out->path, err)) == -2)
+        return -1;
+    snprintf(out->runs, sizeof out->runs, "%s", out->path);
+    /* a shell wrapper: what it execs is what the sampler must get into */
+    if (out->linked == 1 && (inner = wrapped_program(argv, argc, word, sizeof word)) != NULL) {
+        int linked;
+
+        if (program_resolve(e, id, inner, path_var, workdir, path, sizeof path, err) < 0)
+            return -1;
+        if (path[0] != '\0') {
+            if ((linked = program_linked(e, id, path, word, sizeof word, err)) == -2)
+                return -1;
+            if (linked >= 0)
+                snprintf(out->runs, sizeof out->runs, "%s", word);
+            if (linked == 0) {
+                out->linked = 0;
+                snprintf(out->path, sizeof out->path, "%s", word);
+            }
+        }
+    }
+    return 0;
+}
+
+int
 ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc, const char *path_var,
                  const char *workdir, ph_image_program_t *out, ph_error_t *err)
 {
-    char *id = NULL, path[PATH_MAX], word[PATH_MAX];
-    const char *inner;
-    int rc = -1;
+    char *id = NULL;
+    int rc;
 
     memset(out, 0, sizeof *out);
     out->linked = -1;
@@ -353,27 +388,7 @@ ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc
         return 0;
     if (probe_create(e, image, &id, err) < 0)
         return -1;
-    if (program_resolve(e, id, argv[0], path_var, workdir, path, sizeof path, err) < 0)
-        goto out;
-    if (path[0] != '\0' && (out->linked = program_linked(e, id, path, out->path, sizeof out->path, err)) == -2)
-        goto out;
-    /* a shell wrapper: what it execs is what the sampler must get into */
-    if (out->linked == 1 && (inner = wrapped_program(argv, argc, word, sizeof word)) != NULL) {
-        int linked;
-
-        if (program_resolve(e, id, inner, path_var, workdir, path, sizeof path, err) < 0)
-            goto out;
-        if (path[0] != '\0') {
-            if ((linked = program_linked(e, id, path, word, sizeof word, err)) == -2)
-                goto out;
-            if (linked == 0) {
-                out->linked = 0;
-                snprintf(out->path, sizeof out->path, "%s", word);
-            }
-        }
-    }
-    rc = 0;
-out:
+    rc = ph_image_program_in(e, id, argv, argc, path_var, workdir, out, err);
     return probe_done(e, &id, rc, image, "look at the program of image", err);
 }
 

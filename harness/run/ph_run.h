@@ -61,6 +61,8 @@ typedef struct ph_run_opts {
     const char *data_dir;   /* profiles/ and images/ (ph_paths.h); NULL = found from the binary */
     int build;              /* start, restore: build the images of services with `build` first
                              * (compose's --build; the builder's cache keeps an unchanged one) */
+    int allow_unnamed;      /* start, attach: go on where the mode would name none of a
+                             * runtime's functions (a profile's `runtimes.unnamed`) */
     /* Limits on what one collection takes out of a container (stop,
      * collect, restore and a start that collects first): a field set here
      * (the flags --max-bytes, --max-entries, --min-free) wins over the

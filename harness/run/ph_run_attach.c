@@ -210,6 +210,16 @@ ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *e
     }
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    /* every service's target, and whether the mode names its runtimes,
+     * before anything is attached: a refusal attaches nothing */
+    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
+        char *target = NULL;
+
+        rc = find_target(r, sl.v[i], p, &target, err);
+        if (rc == 0)
+            rc = ph_run_unnamed_attach(r, sl.v[i], p, target, err);
+        free(target);
+    }
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         ph_stage *st = ph_run_service_stage("attach", sl.v[i]->name, p->name);
 

@@ -12,6 +12,7 @@
  *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
  *   ph_run_record.c   the shim's completion record: read, checked, told
  *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
+ *   ph_run_unnamed.c  a mode refused where it would name nothing of a runtime
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -86,6 +87,29 @@ int ph_run_env_extend(json_t *env, json_t *image_env, const ph_kvv *extend, ph_e
  * stop or a snapshot of C (a profiled or attach container).  Never fails:
  * a step that does not succeed is said as a note. */
 void ph_run_refresh(ph_run *r, json_t *c, const ph_profile *p);
+
+/* ph_run_unnamed.c: refuse mode P for SERVICE when a `runtimes.unnamed`
+ * rule holds for PROGRAM (a path; its file name is what rules match) run
+ * as ARGS with ENV on WHEN: -1 and a PH_EXIT_USAGE error (one line: the
+ * program, why, what works; the hint: --allow-unnamed); else 0.  Pure. */
+int ph_run_unnamed_refuse(const char *service, const ph_profile *p, int when, const char *program, const char *args,
+                          const ph_strv *env, ph_error_t *err);
+/* ph_run_unnamed.c: the environment in WITH_ENV, a process's line of `ps
+ * -o args e` whose `ps -o args` line is ARGS: the `K=V` strings after
+ * ARGS (a word with no `NAME=` belongs to the value before it), pushed
+ * onto ENV; nothing when WITH_ENV does not start with ARGS.  -1 only on
+ * ENOMEM.  Pure. */
+int ph_run_ps_env(const char *args, const char *with_env, ph_strv *env);
+/* ph_run_unnamed.c: before S is started under P (unless --allow-unnamed):
+ * its program PROGRAM (as ph_image_program's `runs`), ARGV (the service's
+ * command, JSON strings) and the environment the container will have
+ * (IMAGE_ENV, then compose's, the mode's, the runtimes' extensions). */
+int ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const char *program, json_t *argv,
+                         json_t *image_env, ph_error_t *err);
+/* ph_run_unnamed.c: before P is attached to S's running container ID
+ * (unless --allow-unnamed): each of its processes, as the Engine's `ps`
+ * sees it, and its program in the container's files. */
+int ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const char *id, ph_error_t *err);
 
 /* ph_run_convert.c: C (a profiled or attach container that has exited)
  * gets its profile P's (the started one) `convert` outputs in its {out} before collection

@@ -548,18 +548,18 @@ typedef struct prepared {
     ph_image_facts facts;
 } prepared;
 
-/* The program the service runs in its image, when it is static (no ELF
- * interpreter): 1 and its path in PROG; 0 when not (dynamic, a script,
- * not found: nothing to say). */
+/* The program the service runs in its image (ph_image_program) into
+ * *PROG; *ARGV_OUT its command and *ENV_OUT the image's environment (each
+ * a new JSON array) when not NULL.  0, or -1 and *err. */
 static int
-static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_t *err)
+service_program(ph_run *r, const ph_service *s, ph_image_program_t *prog, json_t **argv_out, json_t **env_out,
+                ph_error_t *err)
 {
     ph_engine *e;
     json_t *info = NULL, *argv = json_array(), *cfg, *x;
     ph_cleanup_free char *img = ph_run_service_image(r, s);
     const char *path_var = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", *workdir;
     char **words = NULL;
-    ph_image_program_t prog_out;
     size_t i, n;
     int found = 0, rc = -1;
 
@@ -583,10 +583,15 @@ static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_
     }
     for (i = 0; i < n; i++)
         words[i] = (char *)(json_string_value(json_array_get(argv, i)) ? json_string_value(json_array_get(argv, i)) : "");
-    if (ph_image_program(e, img, words, n, path_var, workdir, &prog_out, err) < 0)
+    if (ph_image_program(e, img, words, n, path_var, workdir, prog, err) < 0)
         goto out;
-    snprintf(prog, len, "%s", prog_out.path);
-    rc = prog_out.linked == 0;
+    if (env_out != NULL && (*env_out = json_deep_copy(json_object_get(cfg, "Env"))) == NULL)
+        *env_out = json_array();
+    if (argv_out != NULL) {
+        *argv_out = argv;
+        argv = NULL;
+    }
+    rc = 0;
 out:
     if (rc < 0 && (err == NULL || *err == NULL))
         ph_fail(err, 0, "image `%s` of service `%s` vanished", img ? img : "?", s->name);
@@ -596,28 +601,53 @@ out:
     return rc;
 }
 
-/* Refuse mode P for S, before anything of S is stopped, when P preloads
- * itself (`libc:`) and the service's program is static: the dynamic
- * loader, which honours LD_PRELOAD, never runs.  Names a mode of the
- * same report that needs no preloading. */
+/* The program the service runs in its image, when it is static (no ELF
+ * interpreter): 1 and its path in PROG; 0 when not (dynamic, a script,
+ * not found: nothing to say). */
+static int
+static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_t *err)
+{
+    ph_image_program_t prog_out;
+
+    if (service_program(r, s, &prog_out, NULL, NULL, err) < 0)
+        return -1;
+    snprintf(prog, len, "%s", prog_out.path);
+    return prog_out.linked == 0;
+}
+
+/* Refuse mode P for S, before anything of S is stopped, when the mode
+ * cannot work on its program: P preloads itself (`libc:`) and the program
+ * is static (the dynamic loader, which honours LD_PRELOAD, never runs;
+ * names a mode of the same report that needs no preloading), or P would
+ * name none of its runtime's functions (`runtimes.unnamed`). */
 static int
 check_program(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
 {
-    char prog[PATH_MAX], alt[160] = "";
-    int st;
+    ph_image_program_t prog;
+    json_t *argv = NULL, *env = NULL;
+    char alt[160] = "";
+    int rc;
 
-    if (p->libc.n == 0)
+    if (p->libc.n == 0 && (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START)))
         return 0;
-    if ((st = static_program(r, s, prog, sizeof prog, err)) <= 0)
-        return st;
-    for (size_t i = 0; i < r->profiles.n && alt[0] == '\0'; i++) {
-        const ph_profile *q = &r->profiles.v[i];
-        if (q != p && q->libc.n == 0 && q->wrap.n > 0 && q->report && p->report && strcmp(q->report, p->report) == 0)
-            snprintf(alt, sizeof alt, "; mode `%s` samples any program", q->name);
+    if (service_program(r, s, &prog, &argv, &env, err) < 0)
+        return -1;
+    if (p->libc.n > 0 && prog.linked == 0) {
+        for (size_t i = 0; i < r->profiles.n && alt[0] == '\0'; i++) {
+            const ph_profile *q = &r->profiles.v[i];
+            if (q != p && q->libc.n == 0 && q->wrap.n > 0 && q->report && p->report &&
+                strcmp(q->report, p->report) == 0)
+                snprintf(alt, sizeof alt, "; mode `%s` samples any program", q->name);
+        }
+        rc = ph_bad_input(err, "service `%s`: mode `%s` cannot profile `%s`: it is statically linked (no ELF "
+                          "interpreter), and the mode is loaded into the program with LD_PRELOAD, which only the "
+                          "dynamic loader honours%s", s->name, p->name, prog.path, alt);
+    } else {
+        rc = ph_run_unnamed_start(r, s, p, prog.runs, argv, env, err);
     }
-    return ph_bad_input(err, "service `%s`: mode `%s` cannot profile `%s`: it is statically linked (no ELF "
-                        "interpreter), and the mode is loaded into the program with LD_PRELOAD, which only the "
-                        "dynamic loader honours%s", s->name, p->name, prog, alt);
+    json_decref(argv);
+    json_decref(env);
+    return rc;
 }
 
 static int
@@ -626,10 +656,11 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
     if (s->unsupported != NULL)
         return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
                             s->unsupported, s->name);
-    if (ensure_service_image(r, s, r->opts.build, err) < 0 ||
-        ensure_profiling_image(r, s, p, &out->prof_img, &out->facts, err) < 0)
+    /* a mode that cannot work on the program is refused before its
+     * profiling image is built */
+    if (ensure_service_image(r, s, r->opts.build, err) < 0 || check_program(r, s, p, err) < 0)
         return -1;
-    return check_program(r, s, p, err);
+    return ensure_profiling_image(r, s, p, &out->prof_img, &out->facts, err);
 }
 
 static int

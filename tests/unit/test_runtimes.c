@@ -1,6 +1,8 @@
 /* test_runtimes.c - what a mode asks of the runtimes: the environment it
- * extends (ph_profile_env_extend, ph_run_env_extend) and the profile's
- * `runtimes:` key as the loader reads it. */
+ * extends (ph_profile_env_extend, ph_run_env_extend), the profile's
+ * `runtimes:` key as the loader reads it, and the runtimes a mode would
+ * name nothing of (`runtimes.unnamed`: the rules, the refusal, the
+ * environment read from the Engine's `ps`). */
 #include "test_util.h"
 
 #include "ph_profile.h"
@@ -102,6 +104,14 @@ test_profile_key(void **state)
         { "runtimes: {refresh: [{in: service}]}\n", "need `exec`" },
         { "runtimes: {refresh: [{exec: [\"\"]}]}\n", "need `exec`" },
         { "runtimes: {refresh: [x]}\n", "items must be mappings" },
+        { "runtimes: {unnamed: {program: x}}\n", "`runtimes.unnamed` must be a list" },
+        { "runtimes: {unnamed: [x]}\n", "`runtimes.unnamed` items must be mappings" },
+        { "runtimes: {unnamed: [{program: x, why: y}]}\n", "need `program`, `why` and `use`" },
+        { "runtimes: {unnamed: [{why: y, use: z}]}\n", "need `program`, `why` and `use`" },
+        { "runtimes: {unnamed: [{program: /usr/bin/x, why: y, use: z}]}\n", "file names (globs), not `/usr/bin/x`" },
+        { "runtimes: {unnamed: [{program: x, why: y, use: z, on: [stop]}]}\n", "not `stop`" },
+        { "runtimes: {unnamed: [{program: x, why: y, use: z, on: []}]}\n", "needs `start`, `attach` or both" },
+        { "runtimes: {unnamed: [{program: x, why: y, use: z, unless: [\" \"]}]}\n", "cannot be empty" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (load(bad[i].text, &p, &err) != -1)
@@ -110,6 +120,255 @@ test_profile_key(void **state)
             fail_msg("`%s`: `%s` lacks `%s`", bad[i].text, err->msg, bad[i].fragment);
         ph_error_free(&err);
     }
+}
+
+/* The rules as read: `on` both by default, `unless` kept in order. */
+static void
+test_unnamed_key(void **state)
+{
+    (void)state;
+    ph_profile p;
+    ph_error_t err = NULL;
+
+    assert_int_equal(load("runtimes:\n  unnamed:\n    - {program: [a, \"b*\"], why: w1, use: u1}\n"
+                          "    - {program: c, on: attach, unless: [V=x, -y z], why: w2, use: u2}\n",
+                          &p, &err), 0);
+    assert_int_equal(p.n_unnamed, 2);
+    assert_int_equal(p.unnamed[0].on, PH_UNNAMED_START | PH_UNNAMED_ATTACH);
+    assert_int_equal(p.unnamed[0].program.n, 2);
+    assert_string_equal(p.unnamed[0].why, "w1");
+    assert_string_equal(p.unnamed[0].use, "u1");
+    assert_int_equal(p.unnamed[1].on, PH_UNNAMED_ATTACH);
+    assert_int_equal(p.unnamed[1].unless.n, 2);
+    assert_string_equal(p.unnamed[1].unless.v[1], "-y z");
+    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_START));
+    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_ATTACH));
+    ph_profile_free(&p);
+    assert_int_equal(load("runtimes: {unnamed: [{program: c, on: [attach], why: w, use: u}]}\n", &p, &err), 0);
+    assert_false(ph_profile_unnamed_any(&p, PH_UNNAMED_START));
+    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_ATTACH));
+    ph_profile_free(&p);
+}
+
+/* ENV from "K=V" strings (NULL-terminated). */
+static ph_strv
+envv(const char *const *kv)
+{
+    ph_strv v = { 0 };
+
+    for (; kv != NULL && *kv != NULL; kv++)
+        assert_int_equal(ph_strv_push(&v, *kv), 0);
+    return v;
+}
+
+/* The name of the rule P refuses PROGRAM with, "-" for none. */
+static const char *
+refused(const ph_profile *p, int when, const char *program, const char *args, const char *const *kv)
+{
+    ph_strv env = envv(kv);
+    const ph_profile_unnamed *u = ph_profile_unnamed_find(p, when, program, args, &env);
+
+    ph_strv_free(&env);
+    return u == NULL ? "-" : u->why;
+}
+
+/* Globs on the file name; `VAR=WORD` is a word of the variable's value
+ * (the last of a name); other items are consecutive argument words;
+ * `on` is honoured; the first rule that holds is the one. */
+static void
+test_unnamed_find(void **state)
+{
+    (void)state;
+    ph_profile p;
+    ph_error_t err = NULL;
+    static const char *const none[] = { NULL };
+    static const char *const opt_after[] = { "NODE_OPTIONS=--max-old-space-size=100 --perf-basic-prof", NULL };
+    static const char *const opt_part[] = { "NODE_OPTIONS=--perf-basic-prof-x", NULL };
+    static const char *const opt_other_var[] = { "OTHER=--perf-basic-prof", NULL };
+    static const char *const opt_last_wins[] = { "NODE_OPTIONS=--perf-basic-prof", "NODE_OPTIONS=--x", NULL };
+    static const char *const opt_prefix_var[] = { "NODE_OPTIONSX=x --perf-basic-prof", NULL };
+
+    assert_int_equal(load("runtimes:\n  unnamed:\n"
+                          "    - {program: [\"py3.[0-9]\", \"py3.1[01]\"], why: old, use: u}\n"
+                          "    - {program: [node], unless: [NODE_OPTIONS=--perf-basic-prof, --perf-basic-prof],"
+                          " why: nomap, use: u}\n"
+                          "    - {program: [\"py3.1[2-9]\"], on: [attach], unless: [-X perf], why: noperf, use: u}\n"
+                          "    - {program: [\"*\"], on: [start], unless: [A=1], why: any, use: u}\n",
+                          &p, &err), 0);
+    assert_string_equal(refused(&p, PH_UNNAMED_START, "py3.11", "py3 app.py", none), "old");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "py3.9", "py3 app.py", none), "old");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "py3.111", "x", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node app.js", none), "nomap");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node --perf-basic-prof app.js", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node --perf-basic-prof-only app.js", none), "nomap");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node app.js", opt_after), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node app.js", opt_part), "nomap");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node app.js", opt_other_var), "nomap");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node app.js", opt_last_wins), "nomap");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node app.js", opt_prefix_var), "nomap");
+    /* on: attach only; two words in order */
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "py3.12", "py3 app.py", none), "noperf");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "py3.12", "py3 -X perf app.py", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "py3.12", "py3 -X  perf", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "py3.12", "py3 perf -X", none), "noperf");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "py3.12", "py3 -X perfx", none), "noperf");
+    assert_string_equal(refused(&p, PH_UNNAMED_START, "py3.12", "py3 app.py", none), "any");
+    /* on: start only */
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "cc", "cc", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_START, "", "cc", none), "-");
+    assert_null(ph_profile_unnamed_find(&p, PH_UNNAMED_START, NULL, NULL, NULL));
+    ph_profile_free(&p);
+}
+
+/* One line: the program (its file name), why, what works; the hint
+ * names the flag with the command it was refused on. */
+static void
+test_unnamed_refuse(void **state)
+{
+    (void)state;
+    ph_profile p;
+    ph_error_t err = NULL;
+    ph_strv env = { 0 };
+
+    assert_int_equal(load("runtimes: {unnamed: [{program: [\"py*\"], why: \"is old\", use: \"`other`\"}]}\n",
+                          &p, &err), 0);
+    assert_int_equal(ph_run_unnamed_refuse("svc", &p, PH_UNNAMED_START, "/usr/bin/cc", "cc", &env, &err), 0);
+    assert_null(err);
+    assert_int_equal(ph_run_unnamed_refuse("svc", &p, PH_UNNAMED_START, "/usr/bin/py3", "py3", &env, &err), -1);
+    assert_string_equal(err->msg, "service `svc`, mode `m`: py3 is old; use `other`");
+    assert_int_equal(err->status, 2);
+    assert_non_null(strstr(err->hint, "`profharness start --mode m --allow-unnamed svc`"));
+    assert_null(strchr(err->msg, '\n'));
+    ph_error_free(&err);
+    assert_int_equal(ph_run_unnamed_refuse("svc", &p, PH_UNNAMED_ATTACH, "py3", "py3", &env, &err), -1);
+    assert_non_null(strstr(err->hint, "`profharness attach --mode m --allow-unnamed svc`"));
+    ph_error_free(&err);
+    ph_profile_free(&p);
+}
+
+/* ph_run_ps_env(ARGS, LINE) as its strings joined by `|`. */
+static void
+check_ps_env(const char *args, const char *line, const char *want)
+{
+    ph_strv env = { 0 };
+    char got[512] = "";
+
+    assert_int_equal(ph_run_ps_env(args, line, &env), 0);
+    for (size_t i = 0; i < env.n; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "|" : "", env.v[i]);
+    if (strcmp(got, want) != 0)
+        fail_msg("`%s` after `%s`: `%s`, not `%s`", line, args, got, want);
+    ph_strv_free(&env);
+}
+
+/* The environment `ps -o args e` puts after the arguments: a word with no
+ * NAME= goes with the value before it; a line that does not start with
+ * the arguments gives nothing. */
+static void
+test_ps_env(void **state)
+{
+    (void)state;
+    check_ps_env("node /app.js", "node /app.js PATH=/bin HOSTNAME=x NODE_OPTIONS=--a --perf-basic-prof HOME=/root",
+                 "PATH=/bin|HOSTNAME=x|NODE_OPTIONS=--a --perf-basic-prof|HOME=/root");
+    /* a value with `=` in it, one that starts with a digit, an empty one */
+    check_ps_env("a", "a X=b=c 1=y Y= Z=1", "X=b=c 1=y|Y=|Z=1");
+    /* no environment; another process's line; a longer first word */
+    check_ps_env("a b", "a b", "");
+    check_ps_env("a b", "a c X=1", "");
+    check_ps_env("a", "ab X=1", "");
+    /* words before the first variable belong to no value */
+    check_ps_env("a", "a junk X=1", "X=1");
+}
+
+/* The shipped perf mode: Python before 3.12 refused on start and attach;
+ * 3.12+ only when attached to one started without perf support; node
+ * when started without --perf-basic-prof (a start gives it the flag, so
+ * a start is not refused); the flamegraph mode, whose sampler reads
+ * Python's frames and gives node its flag, refuses neither. */
+static void
+test_unnamed_shipped(void **state)
+{
+    (void)state;
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+    ph_profile *perf, *flame;
+    static const char *const none[] = { NULL };
+    static const char *const pyperf[] = { "PYTHONPERFSUPPORT=1", NULL };
+    static const char *const nodeopt[] = { "NODE_OPTIONS=--perf-basic-prof", NULL };
+    static const char *const nodeopt_fn[] = { "NODE_OPTIONS=--x --perf-basic-prof-only-functions", NULL };
+
+    assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
+    perf = ph_profiles_find(&set, "perf");
+    flame = ph_profiles_find(&set, "flamegraph");
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_START, "python3.11", "python3 /a.py", none), "no perf support"));
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_ATTACH, "python3.11", "python3 /a.py", pyperf), "no perf support"));
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_START, "python3.9", "x", none), "no perf support"));
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_START, "python3.10", "x", none), "no perf support"));
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_START, "python3.11d", "x", none), "no perf support"));
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_START, "python2.7", "x", none), "no perf support"));
+    assert_string_equal(refused(perf, PH_UNNAMED_START, "python3.12", "python3 /a.py", none), "-");
+    assert_string_equal(refused(perf, PH_UNNAMED_START, "python3.13", "python3 /a.py", none), "-");
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_ATTACH, "python3.13", "python3 /a.py", none), "PYTHONPERFSUPPORT"));
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "python3.13", "python3 /a.py", pyperf), "-");
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "python3.12", "python3 -X perf /a.py", none), "-");
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "python3.12", "python3 -Xperf /a.py", none), "-");
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_ATTACH, "node", "node /a.js", none), "--perf-basic-prof"));
+    assert_non_null(strstr(refused(perf, PH_UNNAMED_START, "node", "node /a.js", none), "--perf-basic-prof"));
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "node", "node /a.js", nodeopt), "-");
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "node", "node /a.js", nodeopt_fn), "-");
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "node", "node --perf-basic-prof /a.js", none), "-");
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "lang-c", "lang-c", none), "-");
+    assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "java", "java -jar a.jar", none), "-");
+    /* what works is named */
+    assert_non_null(strstr(ph_profile_unnamed_find(perf, PH_UNNAMED_START, "python3.11", "", NULL)->use,
+                           "--mode flamegraph"));
+    assert_string_equal(refused(flame, PH_UNNAMED_START, "python3.11", "python3 /a.py", none), "-");
+    assert_string_equal(refused(flame, PH_UNNAMED_START, "node", "node /a.js", none), "-");
+    ph_profiles_free(&set);
+}
+
+/* A start: the environment the container will have decides, so a node
+ * that the mode's `runtimes.environment` gives --perf-basic-prof is not
+ * refused, and one whose mode does not is. */
+static void
+test_unnamed_start_env(void **state)
+{
+    (void)state;
+    ph_profile p;
+    ph_error_t err = NULL;
+    ph_service s = { .name = (char *)"web" };
+    ph_run r = { 0 };
+    json_t *argv = json_pack("[s, s]", "node", "/a.js"), *img = json_pack("[s]", "PATH=/bin");
+
+    assert_int_equal(load("runtimes:\n  environment: {NODE_OPTIONS: --perf-basic-prof}\n"
+                          "  unnamed: [{program: node, unless: [NODE_OPTIONS=--perf-basic-prof], why: w, use: u}]\n",
+                          &p, &err), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
+    ph_profile_free(&p);
+    assert_int_equal(load("runtimes:\n  environment: {NODE_OPTIONS: --other}\n"
+                          "  unnamed: [{program: node, unless: [NODE_OPTIONS=--perf-basic-prof], why: w, use: u}]\n",
+                          &p, &err), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), -1);
+    assert_non_null(strstr(err->msg, "node w; use u"));
+    ph_error_free(&err);
+    /* the image's own value counts, and compose's */
+    json_array_append_new(img, json_string("NODE_OPTIONS=--perf-basic-prof"));
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
+    json_array_remove(img, 1);
+    assert_int_equal(ph_kvv_set(&s.environment, "NODE_OPTIONS", "--perf-basic-prof"), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
+    /* compose's value is the container's, not the image's */
+    json_array_append_new(img, json_string("NODE_OPTIONS=--perf-basic-prof"));
+    assert_int_equal(ph_kvv_set(&s.environment, "NODE_OPTIONS", "--x"), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), -1);
+    ph_error_free(&err);
+    /* and --allow-unnamed goes on */
+    ph_kvv_free(&s.environment);
+    r.opts.allow_unnamed = 1;
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
+    ph_profile_free(&p);
+    json_decref(argv);
+    json_decref(img);
 }
 
 /* The modes that sample JIT code turn on what Node and HotSpot offer. */
@@ -143,6 +402,12 @@ main(void)
         cmocka_unit_test(test_run_env_extend),
         cmocka_unit_test_setup_teardown(test_profile_key, tu_setup, tu_teardown),
         cmocka_unit_test(test_shipped),
+        cmocka_unit_test_setup_teardown(test_unnamed_key, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_unnamed_find, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_unnamed_refuse, tu_setup, tu_teardown),
+        cmocka_unit_test(test_ps_env),
+        cmocka_unit_test(test_unnamed_shipped),
+        cmocka_unit_test_setup_teardown(test_unnamed_start_env, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests_name("runtimes", tests, NULL, NULL);
 }

@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# Where a mode would name none of a runtime's functions (a profile's
+# `runtimes.unnamed`: Python 3.11 under perf, a node started without
+# --perf-basic-prof attached to), start and attach refuse before anything
+# is restarted or attached: one line says why and what works, the running
+# service is left exactly as it was, no container of the run is made.
+# --allow-unnamed goes on.  The services are tests/lang's (Debian
+# bookworm: python3 3.11, nodejs 18), run by `restore` as compose would.
+
+load test_helper
+
+LANGC="$REPO/tests/lang/compose.yaml"
+
+# pl ARGS...: the harness on the language project.
+pl() {
+    timeout "${PH_TIMEOUT:-900}" "$PH" -f "$LANGC" ${PL_OVERRIDE:+-f "$PL_OVERRIDE"} -p "$PH_TEST_PROJECT" \
+        --profiles "$REPO/profiles" -o "$OUT" "$@"
+}
+
+setup_file() {
+    common_setup_file
+    eval "$("$REPO/tests/lang/tags.sh")"
+    export PH_LANG_C_TAG PH_LANG_CPP_TAG PH_LANG_RUST_TAG PH_LANG_GO_TAG PH_LANG_PYTHON_TAG PH_LANG_NODE_TAG PH_LANG_JAVA_TAG
+    # a node started with its perf map on, as a user would set it
+    export NODE_WITH_MAP=$BATS_FILE_TMPDIR/node-with-map.yaml
+    printf 'services:\n  node:\n    environment:\n      NODE_OPTIONS: "--max-old-space-size=256 --perf-basic-prof"\n' \
+        > "$NODE_WITH_MAP"
+}
+teardown_file() {
+    pl down python node >/dev/null 2>&1 || true
+    common_teardown_file
+}
+teardown() {
+    common_teardown
+    pl down python node >/dev/null 2>&1 || true
+}
+
+# Every container of the project (compose's labels and ours), sorted:
+# id, name, state, start time.
+containers() {
+    {
+        dk ps -aq --filter "label=com.docker.compose.project=$PH_TEST_PROJECT"
+        dk ps -aq --filter "label=io.profharness.project=$PH_TEST_PROJECT"
+    } | sort -u | while read -r id; do
+        dk inspect -f '{{.Id}} {{.Name}} {{.State.Status}} {{.State.StartedAt}}' "$id"
+    done
+}
+
+# restored SERVICE: run it unprofiled, as compose would; its container id.
+restored() {
+    run pl restore "$1"
+    [ "$status" -eq 0 ]
+    dk ps -q --no-trunc --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=$1" | head -n 1
+}
+
+# recording CONTAINER: perf records in it (an attach's ph-attach copies
+# the mapped files first, then becomes perf record; a start's perf runs
+# the service).
+recording() {
+    dk top "$1" -o pid,args 2>/dev/null | awk '$2 ~ /(^|\/)perf$/ && / record / { f = 1 } END { exit !f }'
+}
+
+# refused TEXT ARGS...: `pl ARGS` is refused with exit 2 and one error
+# line holding TEXT, then the hint naming --allow-unnamed; the project's
+# containers are as they were (none stopped, restarted or made).
+refused() {
+    local text=$1 before
+    shift
+    before=$(containers)
+    run pl "$@"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"error: $text"* ]]
+    [ "$(printf '%s\n' "$output" | grep -c 'error:')" -eq 1 ]
+    printf '%s\n' "$output" | grep -q '^profharness: hint: .*--allow-unnamed'
+    [ "$(containers)" = "$before" ]
+}
+
+@test "unnamed: start --mode perf of Python 3.11 is refused; the running service is left as it was" {
+    c=$(restored python)
+    [ -n "$c" ]
+    refused "service \`python\`, mode \`perf\`: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`" \
+        start --mode perf python
+    [[ "$output" == *"profharness start --mode perf --allow-unnamed python"* ]]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    ! dk inspect "${PH_TEST_PROJECT}-python-perf" >/dev/null 2>&1 || false
+    [ ! -e "$OUT/python" ]
+}
+
+@test "unnamed: attach --mode perf to a node started without --perf-basic-prof is refused; nothing is attached" {
+    c=$(restored node)
+    [ -n "$c" ]
+    refused "service \`node\`, mode \`perf\`: node was started without --perf-basic-prof: its JavaScript would be unnamed; use \`start --mode perf\`" \
+        attach --mode perf node
+    [[ "$output" == *"profharness attach --mode perf --allow-unnamed node"* ]]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    ! dk inspect "${PH_TEST_PROJECT}-node-attach-perf" >/dev/null 2>&1 || false
+    # and Python 3.11 alike, in one call with node: nothing attached to either
+    restored python >/dev/null
+    refused "service \`python\`, mode \`perf\`: python3.11 has no perf support" attach --mode perf python node
+}
+
+@test "unnamed: --allow-unnamed goes on: attach to that node, and stop detaches and collects" {
+    c=$(restored node)
+    started=$(dk inspect -f '{{.State.StartedAt}}' "$c")
+    run pl attach --mode perf --allow-unnamed node
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=120 wait_for recording "${PH_TEST_PROJECT}-node-attach-perf"
+    run pl stop node
+    [ "$status" -eq 0 ]
+    [ -s "$OUT/node/latest/perf.data" ]
+    [ "$(dk inspect -f '{{.State.StartedAt}}' "$c")" = "$started" ]
+}
+
+@test "unnamed: --allow-unnamed goes on: start --mode perf of Python 3.11 runs it under perf" {
+    restored python >/dev/null
+    run pl start --mode perf --allow-unnamed python
+    [ "$status" -eq 0 ]
+    [ "$(dk inspect -f '{{.State.Running}} {{index .Config.Labels "io.profharness.mode"}}' \
+        "${PH_TEST_PROJECT}-python-perf")" = "true perf" ]
+    WAIT_SECONDS=120 wait_for recording "${PH_TEST_PROJECT}-python-perf"
+    run pl stop python
+    [ "$status" -eq 0 ]
+    [ -s "$OUT/python/latest/perf.data" ]
+}
+
+@test "unnamed: a node started with --perf-basic-prof in its NODE_OPTIONS is attached to" {
+    PL_OVERRIDE=$NODE_WITH_MAP
+    restored node >/dev/null
+    run pl attach --mode perf node
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=120 wait_for recording "${PH_TEST_PROJECT}-node-attach-perf"
+    run pl stop node
+    [ "$status" -eq 0 ]
+    [ -s "$OUT/node/latest/perf.data" ]
+}
