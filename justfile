@@ -56,6 +56,10 @@ profile-callgrind *SERVICES: build engine
 profile-flamegraph *SERVICES: build engine
     {{ph}} start --mode flamegraph {{SERVICES}}
 
+# restart SERVICES with the built-in heap sampler (in-use, peak and allocated bytes; no capabilities)
+profile-heap *SERVICES: build engine
+    {{ph}} start --mode heap {{SERVICES}}
+
 # restart SERVICES under perf record -g (CPU stacks: perf.data, flamegraph, pprof)
 profile-perf *SERVICES: build engine
     {{ph}} start --mode perf {{SERVICES}}
