@@ -5,8 +5,17 @@
  * is in use at the end is 3 : 1 : 0 and what was allocated 3 : 1 : 100.
  * Sizes vary (64 B to 64 KiB) so the estimates' weights are exercised;
  * calloc, realloc, posix_memalign and aligned_alloc are used too.
- * `heapwork once` exits at once after the work, without waiting. */
+ * `heapwork once` exits at once after the work, without waiting.
+ * `heapwork threads` instead runs 8 threads at once, each keeping 256 KiB
+ * from thread_keeps and churning 16 MiB through thread_churns (the
+ * sampler's tables claimed concurrently), and exits.
+ * `heapwork peak` keeps 1 MiB from keep_one_mib, then burst_eight_mib
+ * holds 8 MiB at once and frees it, and exits: at the peak of what is in
+ * use burst_eight_mib holds 8 of 9 MiB, at the end nothing. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +108,77 @@ churn_hundred_mib(void)
     }
 }
 
+#define THREADS 8
+static void *thread_kept[THREADS][4096];
+
+__attribute__((noinline)) static void
+thread_keeps(void **slots)
+{
+    size_t got = 0;
+
+    for (unsigned i = 0; got < 256 * 1024; i++) {
+        size_t n = size_of(i);
+
+        if (n > 256 * 1024 - got)
+            n = 256 * 1024 - got;
+        slots[i] = malloc(n);
+        if (slots[i] == NULL)
+            abort();
+        memset(slots[i], 2, n);
+        got += n;
+    }
+}
+
+__attribute__((noinline)) static void
+thread_churns(void)
+{
+    size_t got = 0;
+
+    for (unsigned i = 0; got < 16 * MIB; i++) {
+        size_t n = size_of(i + 3);
+        char *p = malloc(n);
+
+        if (p == NULL)
+            abort();
+        p[n - 1] = 1;
+        free(p);
+        got += n;
+    }
+}
+
+static void *
+thread_main(void *arg)
+{
+    thread_keeps(arg);
+    thread_churns();
+    return NULL;
+}
+
+static int
+threads(void)
+{
+    pthread_t t[THREADS];
+
+    for (int i = 0; i < THREADS; i++)
+        if (pthread_create(&t[i], NULL, thread_main, thread_kept[i]) != 0)
+            return 1;
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    printf("heapwork: threads done\n");
+    return 0;
+}
+
+__attribute__((noinline)) static void
+burst_eight_mib(void)
+{
+    static void *held[128];
+
+    for (int i = 0; i < 128; i++)
+        keep(held[i] = malloc(65536), 65536), n_kept--;
+    for (int i = 0; i < 128; i++)
+        free(held[i]);
+}
+
 static void
 on_term(int sig)
 {
@@ -114,6 +194,13 @@ main(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
+    if (argc > 1 && strcmp(argv[1], "threads") == 0)
+        return threads();
+    if (argc > 1 && strcmp(argv[1], "peak") == 0) {
+        keep_one_mib();
+        burst_eight_mib();
+        return 0;
+    }
     keep_three_mib();
     keep_one_mib();
     churn_hundred_mib();
