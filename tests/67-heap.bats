@@ -76,6 +76,13 @@ teardown_file() { common_teardown_file; }
         "$d"/latest/sampler-status-*.json
     # the service's own SIGTERM handler ended it, after the final snapshot
     jq -e '.exit_code == 0' "$d/latest/ph-exit.json"
+    # the report: the heap section, its headline (the peak and its top
+    # site), the sites in summary.json; no problem said
+    grep -q 'id="heap"' "$d/latest/report.html"
+    jq -e '.heap as $h | (.headline | test("^peak in use [0-9.]+ MiB \\(keep_three_mib [0-9.]+ %\\)")) and
+           $h.top_sites[0].site == "keep_three_mib" and $h.top_sites[1].site == "keep_one_mib" and
+           ($h.top_sites | map(select(.site == "churn_hundred_mib"))[0].alloc_bytes) > 0.9 * $h.alloc_bytes and
+           (.problems | length) == 0' "$d/latest/summary.json"
 }
 
 @test "heap: collect writes a snapshot while the service runs" {
