@@ -104,6 +104,9 @@ PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)
 $(B)/tests/test_sampler_py: private CPPFLAGS += $(if $(PY311_INC),-DPH_HAVE_PY311_HEADERS -I/usr/include/python3.11)
 $(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h
 
+# The heap sampler's arithmetic is tested as the allocation path compiles it.
+$(B)/tests/test_sampler_heap: harness/sampler/ph_sampler_heapmath.h
+
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/unit/helpers/%.c=$(B)/tests/helpers/%)

@@ -166,6 +166,10 @@ bench-collapse: build
 bench-summaries: build
     tests/bench/bench-summaries.sh
 
+# the heap mode's cost against no profiler, massif and heaptrack, and its peak against massif's
+bench-heap: build
+    tests/bench/bench-heap.sh
+
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build
     tests/bench/bench-flamegraph-overhead.sh
