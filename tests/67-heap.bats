@@ -20,7 +20,8 @@ ready() { dk logs "${PH_TEST_PROJECT}-heapwork-heap" 2>&1 | grep -q "heapwork: r
 
 setup_file() {
     common_setup_file
-    export HEAP_PROFILES=$BATS_FILE_TMPDIR/profiles
+    # (not profiles/ beside the demo's compose file: it would be the demo's)
+    export HEAP_PROFILES=$BATS_FILE_TMPDIR/heap-profiles
     mkdir -p "$HEAP_PROFILES"
     cp "$REPO"/profiles/*.yaml "$HEAP_PROFILES/"
     sed -i 's/^\(  PH_SAMPLER_HEAP:\) .*/\1 "4096"/' "$HEAP_PROFILES/heap.yaml"
@@ -42,6 +43,8 @@ teardown_file() { common_teardown_file; }
     for v in inuse_space inuse_objects peak_inuse_space peak_inuse_objects alloc_space alloc_objects; do
         [ -s "$d/$v.folded" ]
     done
+    # the snapshot at SIGTERM is the last word: none at exit after it
+    [ "$(ls "$d"/latest/heap-*.pb.gz | wc -l)" -eq 1 ]
     three=$(share ";keep_three_mib;" "$d/inuse_space.folded")
     one=$(share ";keep_one_mib;" "$d/inuse_space.folded")
     churn=$(share ";churn_hundred_mib;" "$d/inuse_space.folded")
@@ -99,4 +102,20 @@ teardown_file() { common_teardown_file; }
     ls "$snap"/heap-*.pb.gz
     run hph stop heapwork
     [ "$status" -eq 0 ]
+}
+
+@test "heap: the demo's front at the mode's own rate, to its report" {
+    ph setup front >&3 2>&1
+    run ph start --mode heap front
+    [ "$status" -eq 0 ]
+    drive_load 300
+    run ph stop front
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"peak in use "* ]]
+    d="$OUT/front/latest"
+    jq -e '.samples > 0 and .heap.mean_bytes == 524288' "$d"/sampler-status-*.json
+    jq -e '(.headline | startswith("peak in use ")) and (.heap.top_sites | length) > 0 and (.problems | length) == 0' \
+        "$d/summary.json"
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
 }

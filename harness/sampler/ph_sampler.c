@@ -1031,7 +1031,7 @@ writer_main(void *arg)
         }
         /* A final snapshot with nothing new since the last one (SIGTERM,
          * then exit) would only repeat it. */
-        if (want && (!final || n == 0 || phs_agg_pending(agg) > 0 || phs_heap_wanted())) {
+        if (want && (!final || n == 0 || (phs_heap_wanted() ? !phs_heap_final_written() : phs_agg_pending(agg) > 0))) {
             char name[256];
             int w = phs_heap_wanted() ? phs_heap_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name)
                                       : phs_agg_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name);

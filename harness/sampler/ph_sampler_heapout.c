@@ -21,9 +21,10 @@
  *                                  types, already scaled, as Go writes
  *                                  them), period space/bytes = the mean
  *                                  interval, default inuse_space
- * Always cumulative (what is in use is a state, not a sum); the final
- * snapshot is written even with no sample since the last one (frees
- * change what is in use).
+ * Always cumulative (what is in use is a state, not a sum).  The first
+ * final snapshot (SIGTERM, exit, exec) is the last: one at SIGTERM is
+ * not followed by one at exit, which would show what is left once the
+ * service has freed its data on the way out.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,14 @@
 #include "ph_sampler_int.h"
 
 #define MAX_ROWS (1u << 15)
+
+static int final_written;
+
+int
+phs_heap_final_written(void)
+{
+    return final_written;
+}
 
 static const char *const view_name[PHS_HEAP_VIEWS] = {
     [PHS_HEAP_ALLOC_OBJECTS] = "alloc_objects",      [PHS_HEAP_ALLOC_SPACE] = "alloc_space",
@@ -186,6 +195,7 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     snprintf(path, sizeof path, "%s/heap-%s%s-%d.pb.gz", dir, stamp, tag, n);
     if (phs_write_pprof(path, stacks, nr, sym, &meta) < 0)
         goto out;
+    final_written |= final;
     rc = 0;
 out:
     for (size_t i = 0; texts != NULL && i < nr; i++)

@@ -339,6 +339,10 @@ PH_HIDDEN size_t phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *
  * phs_agg_snapshot: 0, 1 (nothing sampled: none written) or -1. */
 PH_HIDDEN int phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final,
                                 char *folded, size_t len);
+/* A final snapshot was written (SIGTERM, exit, exec): the first is the
+ * last word, what the service frees while it shuts down is not "in use
+ * at the end". */
+PH_HIDDEN int phs_heap_final_written(void);
 /* For the status: "" while there are samples, else why there are none;
  * and the heap's figures as a JSON object. */
 PH_HIDDEN void phs_heap_reason(char *buf, size_t len);
