@@ -1255,14 +1255,12 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     }
     /* Before the writer, which enables the perf events. */
     take_signals();
-    /* The heap sampler from here on: what a service allocates first (its
-     * caches, at start) is often what it keeps.  So the unwind tables
-     * now, in front of the service (a few ms), not on the writer. */
-    if (phs_heap_wanted()) {
-        if (!S.unwind_fp_only)
-            phs_cfi_refresh();
-        phs_heap_enable();
-    }
+    /* The heap sampler from the service's first allocation on: what it
+     * allocates first (its caches, at start) is often what it keeps.  So
+     * the unwind tables now, in front of the service (a few ms), not on
+     * the writer. */
+    if (phs_heap_wanted() && !S.unwind_fp_only)
+        phs_cfi_refresh();
 
     /* On before the writer starts: it starts the timer, or attaches the
      * perf events, once it has built the unwind tables, if sampling is
@@ -1281,6 +1279,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_detach(S.writer);
+    phs_heap_enable(); /* after the writer's start: its stack is ours, not the service's */
     if (!S.atfork_done && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
         S.atfork_done = 1;
     if (!S.atexit_done && atexit(at_exit) == 0)

@@ -484,21 +484,15 @@ remember(uintptr_t p, uint32_t id, int64_t b, int64_t o)
     return -1;
 }
 
-/* A sampled block P of N bytes allocated from the frame whose registers
- * are PC, SP, FP (the interposer's). */
-static __attribute__((noinline)) void
-sampled(void *p, size_t n, uintptr_t pc, uintptr_t sp, uintptr_t fp)
+/* A sampled block P of N bytes; PCS[0..DEPTH) its stack. */
+static void
+sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
 {
-    uintptr_t pcs[PHS_MAX_DEPTH];
-    uint32_t depth, id;
+    uint32_t id = stack_id(pcs, depth);
     double w = phs_heap_weight((double)n, H.mean);
     int64_t b = (int64_t)llround(w * (double)n), o = (int64_t)llround(w * PHS_HEAP_OBJ);
-    heap_stack *s;
+    heap_stack *s = &H.stacks[id];
 
-    tls_guard = 1;
-    depth = phs_unwind_regs(pc, sp, fp, pcs);
-    id = stack_id(pcs, depth);
-    s = &H.stacks[id];
     atomic_fetch_add_explicit(&s->alloc_n, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->alloc_bytes, (uint64_t)b, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->alloc_objs, (uint64_t)o, memory_order_relaxed);
@@ -519,11 +513,9 @@ sampled(void *p, size_t n, uintptr_t pc, uintptr_t sp, uintptr_t fp)
     } else {
         atomic_fetch_add(&H.dropped, 1);
     }
-    tls_guard = 0;
 }
 
-/* Registers of the calling frame: the walk starts in the interposer, so
- * the leaf is the function the service called. */
+/* Registers of the calling frame, for the walk. */
 #if defined(__x86_64__)
 #define HERE(pc, sp, fp) __asm__ volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" \
                                           : "=r"(pc), "=r"(sp), "=r"(fp))
@@ -533,22 +525,19 @@ sampled(void *p, size_t n, uintptr_t pc, uintptr_t sp, uintptr_t fp)
 #error "the heap sampler knows x86-64 and aarch64 only"
 #endif
 
-/* The countdown, inlined into each interposer; the sample itself out of
- * line.  A macro, so HERE reads the interposer's own frame. */
-#define NOTE(p, n)                                                                                  \
-    do {                                                                                            \
-        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL && !tls_guard &&      \
-            phs_heap_count((n))) {                                                                  \
-            uintptr_t pc_, sp_, fp_;                                                                \
-            HERE(pc_, sp_, fp_);                                                                    \
-            sampled((p), (n), pc_, sp_, fp_);                                                       \
-        }                                                                                           \
-    } while (0)
-
-/* Count N bytes on this thread: 1 when a sample is due. */
-static inline int
-phs_heap_count(size_t n)
+/* The countdown reached the block P of N bytes (phs_heap_step decides,
+ * seeding the thread's generator first).  Called straight from an
+ * interposer and never inlined: the walk starts here, and this frame is
+ * dropped, so the leaf is the function the service called (malloc,
+ * calloc...). */
+static __attribute__((noinline)) void
+note_slow(void *p, size_t n)
 {
+    uintptr_t pcs[PHS_MAX_DEPTH], pc, sp, fp;
+    uint32_t depth;
+
+    if (tls_guard)
+        return;
     if (__builtin_expect(!tls_seeded, 0)) {
         tls_rng = (uint64_t)syscall(SYS_gettid) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)&tls_rng ^
                   (uint64_t)time(NULL);
@@ -557,8 +546,29 @@ phs_heap_count(size_t n)
         tls_left = phs_heap_interval(&tls_rng, H.mean);
         tls_seeded = 1;
     }
-    return phs_heap_step(&tls_left, &tls_rng, H.mean, n);
+    if (!phs_heap_step(&tls_left, &tls_rng, H.mean, n))
+        return;
+    tls_guard = 1;
+    HERE(pc, sp, fp);
+    depth = phs_unwind_regs(pc, sp, fp, pcs);
+    if (depth > 1)
+        sampled(p, n, pcs + 1, depth - 1);
+    tls_guard = 0;
 }
+
+/* The countdown, inlined into each interposer: N bytes off this thread's
+ * distance to the next sampled byte (phs_heap_step's first branch); the
+ * rest out of line. */
+#define NOTE(p, n)                                                                                 \
+    do {                                                                                           \
+        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL) {                    \
+            int64_t left_ = tls_left;                                                              \
+            if (__builtin_expect(left_ > 0 && (uint64_t)left_ > (n), 1))                           \
+                tls_left = left_ - (int64_t)(n);                                                   \
+            else                                                                                   \
+                note_slow((p), (n));                                                               \
+        }                                                                                          \
+    } while (0)
 
 static inline void
 release(void *p)

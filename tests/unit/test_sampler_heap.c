@@ -229,7 +229,8 @@ test_peak_is_the_peak(void **state)
     /* 8 of 9 MiB: 889 per mille */
     assert_true(burst >= 850 && burst <= 930);
     assert_true(peak > 0.9 * 9 * 1048576 && peak < 1.1 * 9 * 1048576);
-    assert_int_equal(share_of("inuse_space", ";keep_one_mib;", &inuse), 1000);
+    /* (>= 990: a small block of libc's own, sampled, weighs its mean) */
+    assert_true(share_of("inuse_space", ";keep_one_mib;", &inuse) >= 990);
     assert_true(inuse > 0.9 * 1048576 && inuse < 1.1 * 1048576);
 }
 
