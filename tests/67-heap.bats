@@ -88,6 +88,21 @@ teardown_file() { common_teardown_file; }
            (.problems | length) == 0' "$d/latest/summary.json"
 }
 
+@test "heap: a view with nothing in it (nothing in use at the end) is no problem in the report" {
+    # the first test's run, with nothing in use at the end
+    src=$(readlink -f "$OUT/heapwork/latest")
+    [ -d "$src" ]
+    dst="$OUT/heapwork/$(basename "$src")-empty"
+    cp -a "$src" "$dst"
+    : > "$(ls "$dst"/inuse_space-*.folded)"
+    : > "$(ls "$dst"/inuse_objects-*.folded)"
+    run hph report --no-index "$dst"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    jq -e '(.problems | length) == 0 and .heap.inuse_bytes == 0 and (.headline | contains(" 0 B in use at the end"))' \
+        "$dst/summary.json"
+}
+
 @test "heap: collect writes a snapshot while the service runs" {
     run hph start --mode heap heapwork
     [ "$status" -eq 0 ]
