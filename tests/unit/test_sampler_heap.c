@@ -252,6 +252,29 @@ test_threads_at_once(void **state)
     assert_true(alloc > 0.95 * 130 * 1048576 && alloc < 1.05 * 130 * 1048576);
 }
 
+/* A program a shell starts gets the heap mode too (PH_SAMPLER_HEAP is
+ * handed on with the other settings). */
+static void
+test_followed_program_heap(void **state)
+{
+    char *args[] = { "-c", "echo; " HEAPWORK " once", NULL }, cmd[700];
+    run_opts o = { .prog = "/bin/sh", .interval = "0" };
+    pid_t p;
+    int st;
+
+    (void)state;
+    setenv("PH_SAMPLER_HEAP", "4096", 1);
+    p = start_opts(&o, args);
+    unsetenv("PH_SAMPLER_HEAP");
+    st = finish(p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    snprintf(cmd, sizeof cmd,
+             "jq -s -e 'map(select(.program | endswith(\"/heapwork\"))) | length == 1 and "
+             ".[0].heap.mean_bytes == 4096 and .[0].samples > 100' %s/sampler-status-*.json",
+             outdir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void
 test_bad_setting_said(void **state)
 {
@@ -280,6 +303,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_shares_in_use_and_allocated, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_peak_is_the_peak, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_at_once, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_followed_program_heap, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_bad_setting_said, setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
