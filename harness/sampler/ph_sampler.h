@@ -74,7 +74,9 @@
  *                              alloc_space/bytes, inuse_objects/count,
  *                              inuse_space/bytes, as Go's heap profile
  *   and the status's `samples` are the allocations sampled, its `heap`
- *   an object of the heap's figures.
+ *   an object of the heap's figures.  The first final snapshot (SIGTERM,
+ *   exit, exec) is the last: what the service frees on its way out is
+ *   not "in use at the end".  No CPU timer runs in this mode.
  * each through a temporary name and a rename, and always
  *   sampler-status-<pid>.json  what the process got, or why nothing (below)
  *
