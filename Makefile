@@ -104,6 +104,9 @@ PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)
 $(B)/tests/test_sampler_py: private CPPFLAGS += $(if $(PY311_INC),-DPH_HAVE_PY311_HEADERS -I/usr/include/python3.11)
 $(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h
 
+# The heap sampler's arithmetic is tested as the allocation path compiles it.
+$(B)/tests/test_sampler_heap: harness/sampler/ph_sampler_heapmath.h
+
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/unit/helpers/%.c=$(B)/tests/helpers/%)
@@ -121,6 +124,12 @@ $(B)/tests/helpers/sampler_fakepy313_bad: tests/unit/helpers/fakepy_eval.h tests
 $(B)/tests/helpers/sampler_nofp: tests/unit/helpers/sampler_nofp.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
+
+# The heap mode's workload, the one the container of tests/67-heap.bats runs.
+HELPER_BIN += $(B)/tests/helpers/heapwork
+$(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -o $@ $< -lpthread
 
 tests-build: all $(TEST_BIN) $(HELPER_BIN)
 

@@ -56,6 +56,10 @@ profile-callgrind *SERVICES: build engine
 profile-flamegraph *SERVICES: build engine
     {{ph}} start --mode flamegraph {{SERVICES}}
 
+# restart SERVICES with the built-in heap sampler (in-use, peak and allocated bytes; no capabilities)
+profile-heap *SERVICES: build engine
+    {{ph}} start --mode heap {{SERVICES}}
+
 # restart SERVICES under perf record -g (CPU stacks: perf.data, flamegraph, pprof)
 profile-perf *SERVICES: build engine
     {{ph}} start --mode perf {{SERVICES}}
@@ -169,6 +173,10 @@ bench-collapse: build
 # the report's parsers on 500 MB inputs against callgrind_annotate and ms_print
 bench-summaries: build
     tests/bench/bench-summaries.sh
+
+# the heap mode's cost against no profiler, massif and heaptrack, and its peak against massif's
+bench-heap: build
+    tests/bench/bench-heap.sh
 
 # sampler overhead against gperftools and none, then the renderer
 bench-flamegraph: build

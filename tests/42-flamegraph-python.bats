@@ -18,11 +18,6 @@ rounds_done() {
     dk logs "${PH_TEST_PROJECT}-py-flamegraph" 2>&1 | grep -q "hot_cool: $1 rounds"
 }
 
-# share NAME FOLDED: per mille of the counts whose stack holds NAME.
-share() {
-    awk -v n="$1" '{ c = $NF; t += c; if (index($0, n)) h += c } END { printf "%d", t ? 1000 * h / t : -1 }' "$2"
-}
-
 setup_file() {
     common_setup_file
     php setup >&3 2>&1

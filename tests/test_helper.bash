@@ -63,6 +63,12 @@ drive_load() {
     timeout 300 "$REPO/build/demo-load" -w 120 -n "${1:-50}" -c 2 "127.0.0.1:$DEMO_PORT"
 }
 
+# share NAME FOLDED: per mille of the counts (or bytes) of the folded
+# stacks whose line holds NAME.
+share() {
+    awk -v n="$1" '{ c = $NF; t += c; if (index($0, n)) h += c } END { printf "%d", t ? 1000 * h / t : -1 }' "$2"
+}
+
 # wait_for CMD...: retry CMD for up to 60 s.
 wait_for() {
     local deadline=$((SECONDS + ${WAIT_SECONDS:-60}))

@@ -4,7 +4,7 @@
  *   ph_html.c           HTML and SVG writing: page, tables, cards, charts
  *   ph_report_run.c     report.html and summary.json of one run; headline
  *   ph_report_massif.c, ph_report_callgrind.c, ph_report_strace.c,
- *   ph_report_flame.c   one section per kind of artifact
+ *   ph_report_flame.c, ph_report_heap.c   one section per kind of artifact
  *   ph_report_index.c   index.html
  *   ph_compare.c        two runs side by side, --fail-if
  */
@@ -33,7 +33,7 @@
 typedef struct ph_artifact {
     char *name;                /* file name in the run dir */
     char *path;
-    const char *kind;          /* "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "perf", "" */
+    const char *kind;          /* "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "perf", "heap", "" */
     unsigned long long size;
 } ph_artifact;
 
@@ -54,6 +54,17 @@ typedef struct ph_flamedata {
     ph_sampler_stats sampler;
 } ph_flamedata;
 
+/* The heap sampler's views (profiles/heap.yaml, kind "heap"): the newest
+ * folded file of each, parsed; NULL where the run has none. */
+enum {
+    PH_HEAP_INUSE_SPACE, PH_HEAP_INUSE_OBJECTS, PH_HEAP_PEAK_SPACE, PH_HEAP_PEAK_OBJECTS,
+    PH_HEAP_ALLOC_SPACE, PH_HEAP_ALLOC_OBJECTS, PH_HEAP_VIEWS
+};
+typedef struct ph_heapdata {
+    ph_folded *view[PH_HEAP_VIEWS];
+    const ph_artifact *art[PH_HEAP_VIEWS];
+} ph_heapdata;
+
 typedef struct ph_rundata {
     char dir[PATH_MAX];
     char name[256];            /* the run dir's name */
@@ -69,7 +80,9 @@ typedef struct ph_rundata {
     ph_callgrind *cg;
     ph_strace *st;
     ph_flamedata flame;
+    ph_heapdata heap;
     int has_massif, has_cg, has_st, has_flame; /* artifacts of the kind exist */
+    int has_heap;
     char *problems[PH_RD_MAX_PROBLEMS];
     size_t n_problems;
 } ph_rundata;
@@ -90,6 +103,9 @@ json_t *ph_report_load_json(const char *dir, const char *name, size_t max, char 
  * be listed, or on ENOMEM. */
 int ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata *rd, ph_error_t *err);
 void ph_rundata_free(ph_rundata *rd);
+/* ph_report_heap.c: the heap views of RD's "heap" artifacts; their free. */
+void ph_rundata_read_heap(ph_rundata *rd);
+void ph_heapdata_free(ph_heapdata *h);
 void ph_rundata_problem(ph_rundata *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The artifacts of KIND, in name order; returns how many (up to MAX). */
 size_t ph_rundata_files(const ph_rundata *rd, const char *kind, const ph_artifact **out, size_t max);
@@ -170,6 +186,9 @@ void ph_report_massif(ph_rctx *c);
 void ph_report_callgrind(ph_rctx *c);
 void ph_report_strace(ph_rctx *c);
 void ph_report_flame(ph_rctx *c);
+void ph_report_heap(ph_rctx *c);
+/* Is NAME one of the allocator's functions (malloc, operator new...)? */
+int ph_heap_is_allocator(const char *name);
 
 /* Samples per frame name of FOLDED (ph_folded_n_names entries each, the
  * caller frees): SELF where the name is the leaf, TOTAL where it is on

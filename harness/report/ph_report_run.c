@@ -441,6 +441,7 @@ sections(ph_rctx *c)
         { "callgrind", ph_report_callgrind, offsetof(ph_rundata, has_cg) },
         { "strace", ph_report_strace, offsetof(ph_rundata, has_st) },
         { "flamegraph", ph_report_flame, offsetof(ph_rundata, has_flame) },
+        { "heap", ph_report_heap, offsetof(ph_rundata, has_heap) },
     };
     const size_t n = sizeof all / sizeof all[0];
     int done[sizeof all / sizeof all[0]] = { 0 };
@@ -500,9 +501,10 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
     PH_MW_RAW(&pw, "<div class=\"headline\">");
     ph_mw_text(&pw, c.headline);
     PH_MW_RAW(&pw, "</div><nav class=\"toc\"><a href=\"../../index.html\">all runs</a>");
-    for (size_t i = 0; i < 4; i++) {
-        static const char *const ids[] = { "massif", "callgrind", "strace", "flamegraph" };
-        const char *needle[] = { "id=\"massif\"", "id=\"callgrind\"", "id=\"strace\"", "id=\"flamegraph\"" };
+    for (size_t i = 0; i < 5; i++) {
+        static const char *const ids[] = { "massif", "callgrind", "strace", "flamegraph", "heap" };
+        const char *needle[] = { "id=\"massif\"", "id=\"callgrind\"", "id=\"strace\"", "id=\"flamegraph\"",
+                                 "id=\"heap\"" };
         if (memmem(body, body_len, needle[i], strlen(needle[i])) != NULL)
             PH_MW_FMT(&pw, "<a href=\"#%s\">%s</a>", ids[i], ids[i]);
     }

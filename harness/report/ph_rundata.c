@@ -34,7 +34,7 @@ static const struct {
 };
 
 /* The kinds we read, interned so that kind pointers compare. */
-static const char *const known_kinds[] = { "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "perf" };
+static const char *const known_kinds[] = { "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "perf", "heap" };
 
 static const char *
 known_kind(const char *k)
@@ -504,7 +504,7 @@ check_expected(ph_rundata *rd, const ph_profile_set *profiles)
             found = fnmatch(s->glob, rd->arts[j].name, 0) == 0;
         if (!found)
             ph_rundata_problem(rd, "no %s in the run: %s", s->glob, why);
-        else
+        else if (strcmp(k, "heap") != 0) /* an empty heap view: nothing of that kind (in use at the end) */
             for (size_t j = 0; j < rd->n_arts; j++)
                 if (fnmatch(s->glob, rd->arts[j].name, 0) == 0 && rd->arts[j].size == 0)
                     ph_rundata_problem(rd, "%s is empty: %s", rd->arts[j].name, why);
@@ -625,6 +625,7 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
     read_callgrind(rd);
     read_strace(rd);
     read_flame(rd);
+    ph_rundata_read_heap(rd);
     return 0;
 enomem:
     if (d)
@@ -648,6 +649,7 @@ ph_rundata_free(ph_rundata *rd)
     ph_callgrind_free(rd->cg);
     ph_strace_free(rd->st);
     ph_folded_free(rd->flame.folded);
+    ph_heapdata_free(&rd->heap);
     for (size_t i = 0; i < rd->n_problems; i++)
         free(rd->problems[i]);
     memset(rd, 0, sizeof *rd);

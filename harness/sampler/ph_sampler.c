@@ -180,6 +180,7 @@ disable(const char *why)
 
     atomic_store(&phs.on, 0);
     itimer_off();
+    phs_heap_disable();
     if (atomic_exchange(&S.said, 1))
         return;
     snprintf(S.why, sizeof S.why, "%s", why);
@@ -415,6 +416,23 @@ unwind(const ucontext_t *uc, uintptr_t *pcs)
     return depth;
 }
 
+uint32_t
+phs_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *pcs)
+{
+    ucontext_t uc;
+
+#if defined(__x86_64__)
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+#else
+    uc.uc_mcontext.pc = pc;
+    uc.uc_mcontext.sp = sp;
+    uc.uc_mcontext.regs[29] = fp;
+#endif
+    return unwind(&uc, pcs);
+}
+
 /* Add one sample of PCS[0..DEPTH) on thread TID to table T. */
 static int
 record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
@@ -613,7 +631,7 @@ phs_exec_failed(void)
 
     if (getpid() != S.pid || !atomic_load(&phs.on))
         return;
-    if (!phs.use_perf)
+    if (!phs.use_perf && !phs_heap_wanted())
         start_itimer();
     S.exec_path[0] = '\0';
     if (write(S.wake_pipe[1], &c, 1) < 0) {
@@ -870,7 +888,7 @@ no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double ch
 static void
 write_status(const char *state)
 {
-    char reason[600];
+    char reason[600], heap[400];
     struct rusage ru;
     phs_status st;
 
@@ -893,8 +911,16 @@ write_status(const char *state)
         snprintf(reason, sizeof reason, "replaced by %s, which %s", S.exec_path[0] ? S.exec_path : "another program",
                  S.exec_handed ? "got the settings (PH_SAMPLER_FOLLOW)"
                                : "is not profiled (PH_SAMPLER_FOLLOW: not a wrapper, or none)");
+    else if (phs_heap_wanted() && !S.why[0])
+        phs_heap_reason(reason, sizeof reason);
     else
         no_samples_reason(reason, sizeof reason, st.samples, st.cpu_s, st.children_cpu_s);
+    if (phs_heap_wanted()) {
+        /* heap mode: the samples are the allocations sampled */
+        st.samples = phs_heap_samples();
+        phs_heap_json(heap, sizeof heap);
+        st.heap = heap;
+    }
     st.reason = reason;
     phs_status_write(S.dir, &st);
     S.status_at = mono_ms();
@@ -917,6 +943,7 @@ writer_main(void *arg)
      * sleeping service thread as samples of wherever it sleeps.  Here it
      * is counted as our own cost.  poll() below may see EINTR: a tick. */
     tls_writer = 1;
+    phs_heap_writer_thread();
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
     pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
@@ -929,7 +956,9 @@ writer_main(void *arg)
     /* A CPython in the process: its frames from the first sample on. */
     phs_agg_prepare(agg);
     S.cpu_sampled0 = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
-    if (phs.use_perf && atomic_load(&phs.on))
+    if (phs_heap_wanted())
+        ; /* heap mode: allocations (sampled since start), no timer */
+    else if (phs.use_perf && atomic_load(&phs.on))
         phs_perf_scan(self);
     else if (atomic_load(&phs.on) && start_itimer() < 0)
         disable("cannot start the profiling timer");
@@ -1002,9 +1031,10 @@ writer_main(void *arg)
         }
         /* A final snapshot with nothing new since the last one (SIGTERM,
          * then exit) would only repeat it. */
-        if (want && (!final || n == 0 || phs_agg_pending(agg) > 0)) {
+        if (want && (!final || n == 0 || (phs_heap_wanted() ? !phs_heap_final_written() : phs_agg_pending(agg) > 0))) {
             char name[256];
-            int w = phs_agg_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name);
+            int w = phs_heap_wanted() ? phs_heap_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name)
+                                      : phs_agg_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name);
 
             if (w < 0) {
                 disable("cannot write a snapshot");
@@ -1072,6 +1102,7 @@ atfork_child(void)
     atomic_store(&phs.on, 0);
     atomic_store(&S.writer_running, 0);
     phs_perf_forget();
+    phs_heap_forked(phs_proc_follows_forks() && S.dir[0] != '\0');
     if (!phs_proc_follows_forks() || S.dir[0] == '\0')
         return;
     /* PH_SAMPLER_FOLLOW=all: a sampler of its own, from scratch: its own
@@ -1161,7 +1192,11 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         S.delta = m != NULL && strcmp(m, "delta") == 0;
         S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
         S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
+        if (phs_heap_configure(getenv("PH_SAMPLER_HEAP"), S.why, sizeof S.why) < 0)
+            return start_failed("bad PH_SAMPLER_HEAP");
     }
+    if (phs_heap_prepare() < 0)
+        return start_failed("cannot allocate the heap tables");
     phs.hz = hz;
     phs.hz_nominal = hz;
     phs.use_perf = 0;
@@ -1207,6 +1242,8 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     } else {
         snprintf(phs.source, sizeof phs.source, "setitimer(ITIMER_PROF)");
     }
+    if (phs_heap_wanted())
+        phs_heap_describe(phs.source, sizeof phs.source);
 
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigprof;
@@ -1218,6 +1255,12 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     }
     /* Before the writer, which enables the perf events. */
     take_signals();
+    /* The heap sampler from the service's first allocation on: what it
+     * allocates first (its caches, at start) is often what it keeps.  So
+     * the unwind tables now, in front of the service (a few ms), not on
+     * the writer. */
+    if (phs_heap_wanted() && !S.unwind_fp_only)
+        phs_cfi_refresh();
 
     /* On before the writer starts: it starts the timer, or attaches the
      * perf events, once it has built the unwind tables, if sampling is
@@ -1236,6 +1279,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_detach(S.writer);
+    phs_heap_enable(); /* after the writer's start: its stack is ours, not the service's */
     if (!S.atfork_done && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
         S.atfork_done = 1;
     if (!S.atexit_done && atexit(at_exit) == 0)
@@ -1320,7 +1364,7 @@ preload_start(void)
     int sample = 1;
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
     const char *u = getenv("PH_SAMPLER_UNWIND"), *g = getenv("PH_SAMPLER_DEBUGINFO");
-    const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL");
+    const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL"), *hp = getenv("PH_SAMPLER_HEAP");
     int hz = env_int(h, 150), interval = env_int(iv, 120);
 
     if (d == NULL || *d == '\0')
@@ -1337,6 +1381,8 @@ preload_start(void)
         snprintf(bad, sizeof bad, "PH_SAMPLER_UNWIND=%.40s: want cfi or fp", u);
     else if (g != NULL && *g != '\0' && strcmp(g, "0") != 0 && strcmp(g, "1") != 0)
         snprintf(bad, sizeof bad, "PH_SAMPLER_DEBUGINFO=%.40s: want 1 or 0", g);
+    else if (phs_heap_configure(hp, bad, sizeof bad) < 0)
+        ; /* said in BAD */
     else
         phs_proc_init(bad, sizeof bad, &sample); /* PH_SAMPLER_FOLLOW; the settings saved to hand on */
     snprintf(dir, sizeof dir, "%s", d);
@@ -1354,6 +1400,7 @@ preload_start(void)
     unsetenv("PH_SAMPLER_UNWIND");
     unsetenv("PH_SAMPLER_DEBUGINFO");
     unsetenv("PH_SAMPLER_FOLLOW");
+    unsetenv("PH_SAMPLER_HEAP");
     unsetenv("PH_SAMPLER_ROOT");
     unsetenv("PH_SAMPLER_SEQ");
     if (bad[0]) {

@@ -14,6 +14,10 @@
  *      PH_SAMPLER_DEBUGINFO 1 (default: source lines and inlined functions
  *                           through libdw.so.1 when it and debug info are
  *                           there) or 0 (symbol tables only)
+ *      PH_SAMPLER_HEAP      the heap mode: sample allocations instead of CPU
+ *                           time, one per this many bytes on average
+ *                           (524288, 512K, 1M; a randomized interval);
+ *                           unset: the CPU sampler (ph_sampler_heap.c)
  *      PH_SAMPLER_FOLLOW    which programs the service starts are profiled
  *                           too: auto (default: those a shell or an exec
  *                           wrapper that used no CPU of its own starts,
@@ -58,6 +62,21 @@
  *                              cpu/nanoseconds, a `thread` and `thread_id`
  *                              label per sample, source lines and inlined
  *                              functions when there is debug info
+ * With PH_SAMPLER_HEAP, instead of those three (ph_sampler_heapout.c):
+ *   <view>-<UTC>[-<pid>]-<n>.folded  `outer;...;leaf BYTES|OBJECTS` per view:
+ *                              inuse_space, inuse_objects (now),
+ *                              peak_inuse_space, peak_inuse_objects (at the
+ *                              peak of the bytes in use), alloc_space,
+ *                              alloc_objects (since start); unbiased
+ *                              estimates, the leaf the allocation function
+ *   <view>-<UTC>[-<pid>]-<n>.svg
+ *   heap-<UTC>[-<pid>]-<n>.pb.gz   pprof: alloc_objects/count,
+ *                              alloc_space/bytes, inuse_objects/count,
+ *                              inuse_space/bytes, as Go's heap profile
+ *   and the status's `samples` are the allocations sampled, its `heap`
+ *   an object of the heap's figures.  The first final snapshot (SIGTERM,
+ *   exit, exec) is the last: what the service frees on its way out is
+ *   not "in use at the end".  No CPU timer runs in this mode.
  * each through a temporary name and a rename, and always
  *   sampler-status-<pid>.json  what the process got, or why nothing (below)
  *

@@ -263,13 +263,22 @@ typedef struct phs_stack {
     uint32_t tid;
     uint64_t count;
     const uintptr_t *pcs;   /* innermost first */
-    const char *thread;     /* thread name */
+    const char *thread;     /* thread name; NULL: no thread labels */
+    const int64_t *values;  /* one per meta's sample type; NULL: count, count * period_ns */
 } phs_stack;
 
+#define PHS_PPROF_MAX_TYPES 4
 typedef struct phs_pprof_meta {
     int64_t time_nanos, duration_nanos;
-    int64_t period_ns;      /* cpu nanoseconds one sample stands for */
+    int64_t period_ns;      /* cpu nanoseconds one sample stands for (or the period of period_type) */
     const char *comments[6];
+    /* Sample types other than samples/count, cpu/nanoseconds: N_TYPES
+     * (type, unit) pairs, the period's (type, unit) and the default
+     * type.  Zeroed: the CPU profile's. */
+    int n_types;
+    const char *types[PHS_PPROF_MAX_TYPES][2];
+    const char *period_type[2];
+    const char *default_type;
 } phs_pprof_meta;
 
 /* Write a gzip'd pprof profile of STACKS to PATH (through PATH.tmp and a
@@ -277,12 +286,78 @@ typedef struct phs_pprof_meta {
 PH_HIDDEN int phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols *sym,
                               const phs_pprof_meta *meta);
 
+/* Frames of PCS[0..DEPTH) (innermost first) as folded text, outermost
+ * first, `;` between them (ph_sampler_snap.c). */
+PH_HIDDEN void phs_put_stack(FILE *f, phs_symbols *sym, const uintptr_t *pcs, uint32_t depth);
+/* The flamegraph of FOLDED (FLEN bytes) to PATH, atomically; COUNTNAME
+ * and PALETTE NULL: the renderer's.  0 or -1. */
+PH_HIDDEN int phs_write_svg(const char *path, const char *folded, size_t flen, const char *title, const char *subtitle,
+                            const char *countname, const char *palette);
+PH_HIDDEN phs_symbols *phs_agg_symbols(phs_agg *a);
+
+/* ---- the heap sampler: ph_sampler_heap.c, ph_sampler_heapout.c ---------- */
+
+/* Views of the heap profile, in the pprof's sample type order first. */
+enum {
+    PHS_HEAP_ALLOC_OBJECTS, PHS_HEAP_ALLOC_SPACE, PHS_HEAP_INUSE_OBJECTS, PHS_HEAP_INUSE_SPACE,
+    PHS_HEAP_PEAK_OBJECTS, PHS_HEAP_PEAK_SPACE, PHS_HEAP_VIEWS
+};
+#define PHS_HEAP_OBJ 65536.0  /* objects are counted in 1/65536ths */
+
+/* PH_SAMPLER_HEAP: the mean bytes between samples ("524288", "512K",
+ * "1M"); NULL or "": no heap sampling.  0, or -1 with BAD filled. */
+PH_HIDDEN int phs_heap_configure(const char *value, char *bad, size_t len);
+PH_HIDDEN int phs_heap_wanted(void);
+PH_HIDDEN double phs_heap_mean(void);
+/* The tables (mmap'd, lazily touched), at start: 0 or -1. */
+PH_HIDDEN int phs_heap_prepare(void);
+/* Sampling on (the writer, once the unwind tables exist) or off. */
+PH_HIDDEN void phs_heap_enable(void);
+PH_HIDDEN void phs_heap_disable(void);
+/* The calling thread's allocations are never sampled (the writer's). */
+PH_HIDDEN void phs_heap_writer_thread(void);
+/* In a fork child: off, or (KEEP) on afresh with tables of its own. */
+PH_HIDDEN void phs_heap_forked(int keep);
+PH_HIDDEN uint64_t phs_heap_samples(void);
+PH_HIDDEN void phs_heap_describe(char *buf, size_t len);
+
+typedef struct phs_heap_row {
+    const uintptr_t *pcs;   /* innermost first */
+    uint32_t depth;
+    uint64_t samples;
+    int64_t v[PHS_HEAP_VIEWS];
+} phs_heap_row;
+typedef struct phs_heap_totals {
+    int64_t v[PHS_HEAP_VIEWS];
+    uint64_t samples, dropped, stacks, live;
+    double mean;
+} phs_heap_totals;
+/* Writer: every stack with its views into ROWS (at most MAX; may be
+ * NULL with 0), the totals of all into T; how many rows. */
+PH_HIDDEN size_t phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t);
+/* Writer: the snapshot's files (see ph_sampler_heapout.c), as
+ * phs_agg_snapshot: 0, 1 (nothing sampled: none written) or -1. */
+PH_HIDDEN int phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final,
+                                char *folded, size_t len);
+/* A final snapshot was written (SIGTERM, exit, exec): the first is the
+ * last word, what the service frees while it shuts down is not "in use
+ * at the end". */
+PH_HIDDEN int phs_heap_final_written(void);
+/* For the status: "" while there are samples, else why there are none;
+ * and the heap's figures as a JSON object. */
+PH_HIDDEN void phs_heap_reason(char *buf, size_t len);
+PH_HIDDEN void phs_heap_json(char *buf, size_t len);
+/* ph_sampler.c: the stack of the calling thread from a frame's
+ * registers (the heap sampler's walk; the CPU sampler's unwinder). */
+PH_HIDDEN uint32_t phs_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *pcs);
+
 /* ---- across processes: ph_sampler_proc.c -------------------------------- */
 
 /* What sampler-status-<pid>.json says (see ph_sampler_proc.c). */
 typedef struct phs_status {
     const char *state, *timer, *last_snapshot, *reason;
     const char *python;     /* phs_py_describe(), NULL or "": no CPython */
+    const char *heap;       /* a JSON object (phs_heap_json), NULL: none */
     uint64_t samples, dropped, truncated;
     double cpu_s, children_cpu_s;
     int hz, snapshots;

@@ -935,17 +935,19 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     uint64_t *fn_of_str = NULL; /* string id of a name -> function id */
     size_t cap_fn = 0, n_fn = 0;
     uint64_t s_thread, s_thread_id;
-    int rc = -1;
+    const char *types[PHS_PPROF_MAX_TYPES][2] = { { "samples", "count" }, { "cpu", "nanoseconds" } };
+    int n_types = meta->n_types > 0 && meta->n_types <= PHS_PPROF_MAX_TYPES ? meta->n_types : 2, rc = -1;
 
+    if (meta->n_types > 0)
+        memcpy(types, meta->types, sizeof types);
     str_id(&st, "");
-    /* sample_type: samples/count, cpu/nanoseconds */
-    pb_int(&m, 1, str_id(&st, "samples"));
-    pb_int(&m, 2, str_id(&st, "count"));
-    pb_msg(&out, 1, &m);
-    m.len = 0;
-    pb_int(&m, 1, str_id(&st, "cpu"));
-    pb_int(&m, 2, str_id(&st, "nanoseconds"));
-    pb_msg(&out, 1, &m);
+    /* sample_type: samples/count, cpu/nanoseconds, or the meta's */
+    for (int t = 0; t < n_types; t++) {
+        m.len = 0;
+        pb_int(&m, 1, str_id(&st, types[t][0]));
+        pb_int(&m, 2, str_id(&st, types[t][1]));
+        pb_msg(&out, 1, &m);
+    }
     s_thread = str_id(&st, "thread");
     s_thread_id = str_id(&st, "thread_id");
     for (size_t i = 0; i < n; i++) {
@@ -955,9 +957,18 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
             pb_varint(&sub, loc_id(&lm, phs_call_pc(stacks[i].pcs, k)));
         pb_msg(&m, 1, &sub); /* packed location_id */
         sub.len = 0;
-        pb_varint(&sub, stacks[i].count);
-        pb_varint(&sub, stacks[i].count * (uint64_t)meta->period_ns);
+        if (stacks[i].values != NULL) {
+            for (int t = 0; t < n_types; t++)
+                pb_varint(&sub, (uint64_t)stacks[i].values[t]);
+        } else {
+            pb_varint(&sub, stacks[i].count);
+            pb_varint(&sub, stacks[i].count * (uint64_t)meta->period_ns);
+        }
         pb_msg(&m, 2, &sub); /* packed value */
+        if (stacks[i].thread == NULL) {
+            pb_msg(&out, 2, &m);
+            continue;
+        }
         sub.len = 0;
         pb_int(&sub, 1, s_thread);
         pb_int(&sub, 2, str_id(&st, stacks[i].thread));
@@ -1043,14 +1054,14 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     pb_int(&out, 9, (uint64_t)meta->time_nanos);
     pb_int(&out, 10, (uint64_t)meta->duration_nanos);
     m.len = 0;
-    pb_int(&m, 1, str_id(&st, "cpu"));
-    pb_int(&m, 2, str_id(&st, "nanoseconds"));
+    pb_int(&m, 1, str_id(&st, meta->period_type[0] ? meta->period_type[0] : "cpu"));
+    pb_int(&m, 2, str_id(&st, meta->period_type[1] ? meta->period_type[1] : "nanoseconds"));
     pb_msg(&out, 11, &m);
     pb_int(&out, 12, (uint64_t)meta->period_ns);
     for (size_t i = 0; i < sizeof meta->comments / sizeof *meta->comments; i++)
         if (meta->comments[i])
             pb_int(&out, 13, str_id(&st, meta->comments[i]));
-    pb_int(&out, 14, str_id(&st, "cpu")); /* default_sample_type */
+    pb_int(&out, 14, str_id(&st, meta->default_type ? meta->default_type : "cpu")); /* default_sample_type */
     /* the string table last: every id above is known by now */
     for (size_t i = 0; i < st.n; i++)
         pb_str(&out, 6, st.v[i]);

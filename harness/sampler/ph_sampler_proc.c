@@ -196,7 +196,8 @@ phs_proc_init(char *bad, size_t len, int *sample)
 {
     static const char *const names[] = { "PH_SAMPLER_DIR",     "PH_SAMPLER_HZ",     "PH_SAMPLER_INTERVAL",
                                          "PH_SAMPLER_TITLE",   "PH_SAMPLER_MODE",   "PH_SAMPLER_UNWIND",
-                                         "PH_SAMPLER_DEBUGINFO", "PH_SAMPLER_FOLLOW" };
+                                         "PH_SAMPLER_DEBUGINFO", "PH_SAMPLER_FOLLOW",
+                                         "PH_SAMPLER_HEAP" };
     const char *f = getenv("PH_SAMPLER_FOLLOW"), *root = getenv("PH_SAMPLER_ROOT"), *seq = getenv("PH_SAMPLER_SEQ");
     const char *pre = getenv("LD_PRELOAD");
     char exe[4096];
@@ -638,6 +639,8 @@ phs_status_write(const char *dir, const phs_status *st)
     json_str(f, st->reason ? st->reason : "");
     fprintf(f, ", \"python\": ");
     json_str(f, st->python ? st->python : "");
+    if (st->heap != NULL && st->heap[0])
+        fprintf(f, ", \"heap\": %s", st->heap);
     fprintf(f, ", \"updated\": \"%s\"}\n", stamp);
     if (fclose(f) != 0) {
         free(text);

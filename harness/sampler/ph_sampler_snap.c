@@ -108,6 +108,12 @@ phs_agg_free(phs_agg *a)
     free(a);
 }
 
+phs_symbols *
+phs_agg_symbols(phs_agg *a)
+{
+    return a->sym;
+}
+
 uint64_t
 phs_agg_pending(const phs_agg *a)
 {
@@ -359,6 +365,62 @@ put_frame(FILE *f, const char *name)
         fputc(*p == ';' ? ':' : (*p == '\n' ? ' ' : *p), f);
 }
 
+void
+phs_put_stack(FILE *f, phs_symbols *sym, const uintptr_t *pcs, uint32_t depth)
+{
+    for (uint32_t k = depth; k-- > 0;) {
+        const phs_frame *fr;
+        int nf = phs_frames(sym, phs_call_pc(pcs, k), &fr, NULL);
+
+        for (int j = 0; j < nf; j++) {
+            if (k + 1 < depth || j > 0)
+                fputc(';', f);
+            put_frame(f, fr[j].name);
+            if (fr[j].kind == PHS_KIND_PYTHON) {
+                /* `qualname (file.py:line)_[p]`, as py-spy names them;
+                 * the renderer colours the kind. */
+                const char *base = fr[j].file ? strrchr(fr[j].file, '/') : NULL;
+                fputs(" (", f);
+                put_frame(f, base ? base + 1 : fr[j].file ? fr[j].file : "?");
+                fprintf(f, ":%d)_[p]", fr[j].line);
+            }
+            if (fr[j].inlined)
+                fputs(" (inlined)", f);
+        }
+    }
+}
+
+int
+phs_write_svg(const char *path, const char *folded, size_t flen, const char *title, const char *subtitle,
+              const char *countname, const char *palette)
+{
+    ph_flame_opts o;
+    ph_error_t err = NULL;
+    char *svg = NULL;
+    size_t slen = 0;
+    FILE *f = open_memstream(&svg, &slen);
+    int r;
+
+    if (f == NULL)
+        return -1;
+    ph_flame_opts_init(&o);
+    o.title = title;
+    o.subtitle = subtitle;
+    if (countname)
+        o.countname = countname;
+    if (palette)
+        o.palette = palette;
+    /* ===== the flamegraph renderer (harness/flame/ph_flame.c) ===== */
+    r = ph_flame_render_folded(folded, flen, &o, f, NULL, &err);
+    ph_error_free(&err);
+    if (fclose(f) != 0)
+        r = -1;
+    if (r >= 0)
+        r = phs_write_atomic(path, svg, slen);
+    free(svg);
+    return r < 0 ? -1 : 0;
+}
+
 int
 phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final, char *folded_name,
                  size_t name_len)
@@ -366,8 +428,8 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     phs_stack *stacks = NULL;
     line *lines = NULL;
     entry **used = NULL;
-    char *folded = NULL, *svg = NULL, stamp[32], path[4200], sub[1024], rates[400], counts[320], unwinder[160] = "unwinding: ";
-    size_t flen = 0, slen = 0, ns = 0, nl = 0;
+    char *folded = NULL, stamp[32], path[4200], sub[1024], rates[400], counts[320], unwinder[160] = "unwinding: ";
+    size_t flen = 0, ns = 0, nl = 0;
     FILE *f = NULL;
     struct timespec now, since;
     struct tm tm;
@@ -392,7 +454,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
         if (c == 0)
             continue;
         used[ns] = e;
-        stacks[ns] = (phs_stack){ e->depth, e->tid, c, e->pcs, thread_of(a, e->tid) };
+        stacks[ns] = (phs_stack){ e->depth, e->tid, c, e->pcs, thread_of(a, e->tid), NULL };
         total += c;
         ns++;
     }
@@ -413,25 +475,8 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
         if (f == NULL)
             goto out;
         put_frame(f, stacks[i].thread);
-        for (uint32_t k = stacks[i].depth; k-- > 0;) {
-            const phs_frame *fr;
-            int nf = phs_frames(a->sym, phs_call_pc(stacks[i].pcs, k), &fr, NULL);
-
-            for (int j = 0; j < nf; j++) {
-                fputc(';', f);
-                put_frame(f, fr[j].name);
-                if (fr[j].kind == PHS_KIND_PYTHON) {
-                    /* `qualname (file.py:line)_[p]`, as py-spy names them;
-                     * the renderer colours the kind. */
-                    const char *base = fr[j].file ? strrchr(fr[j].file, '/') : NULL;
-                    fputs(" (", f);
-                    put_frame(f, base ? base + 1 : fr[j].file ? fr[j].file : "?");
-                    fprintf(f, ":%d)_[p]", fr[j].line);
-                }
-                if (fr[j].inlined)
-                    fputs(" (inlined)", f);
-            }
-        }
+        fputc(';', f);
+        phs_put_stack(f, a->sym, stacks[i].pcs, stacks[i].depth);
         if (fclose(f) != 0) {
             f = NULL;
             free(text);
@@ -482,6 +527,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
         goto out;
     snprintf(folded_name, name_len, "%s", strrchr(path, '/') + 1);
 
+    memset(&meta, 0, sizeof meta);
     meta.time_nanos = (int64_t)since.tv_sec * 1000000000LL + since.tv_nsec;
     meta.duration_nanos = ((int64_t)now.tv_sec - since.tv_sec) * 1000000000LL + (now.tv_nsec - since.tv_nsec);
     meta.period_ns = 1000000000LL / (phs.hz_nominal > 0 ? phs.hz_nominal : 1);
@@ -496,29 +542,11 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     if (phs_write_pprof(path, stacks, ns, a->sym, &meta) < 0)
         goto out;
 
-    {
-        ph_flame_opts o;
-        ph_error_t err = NULL;
-        int r;
-
-        snprintf(sub, sizeof sub, "%s%s: %s; %s%s%s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
-                 rates, phs_py_describe()[0] ? "; " : "", phs_py_describe());
-        f = open_memstream(&svg, &slen);
-        if (f == NULL)
-            goto out;
-        ph_flame_opts_init(&o);
-        o.title = title && title[0] ? title : "CPU";
-        o.subtitle = sub;
-        /* ===== the flamegraph renderer (harness/flame/ph_flame.c) ===== */
-        r = ph_flame_render_folded(folded, flen, &o, f, NULL, &err);
-        ph_error_free(&err);
-        if (fclose(f) != 0)
-            r = -1;
-        f = NULL;
-        snprintf(path, sizeof path, "%s/flamegraph-%s%s-%d.svg", dir, stamp, tag, n);
-        if (r < 0 || phs_write_atomic(path, svg, slen) < 0)
-            goto out;
-    }
+    snprintf(sub, sizeof sub, "%s%s: %s; %s%s%s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
+             rates, phs_py_describe()[0] ? "; " : "", phs_py_describe());
+    snprintf(path, sizeof path, "%s/flamegraph-%s%s-%d.svg", dir, stamp, tag, n);
+    if (phs_write_svg(path, folded, flen, title && title[0] ? title : "CPU", sub, NULL, NULL) < 0)
+        goto out;
 
     for (size_t i = 0; i < ns; i++)
         used[i]->reported = used[i]->count;
@@ -537,6 +565,5 @@ out:
     free(stacks);
     free(used);
     free(folded);
-    free(svg);
     return rc;
 }

@@ -1,0 +1,784 @@
+/* ph_sampler_heap.c - the heap sampler's allocation path: malloc and its
+ * family interposed, one sample per PH_SAMPLER_HEAP bytes on average
+ * (ph_sampler_heapmath.h), the stack of each sampled block kept, its
+ * release tracked.  The snapshot files are ph_sampler_heapout.c's.
+ *
+ * What runs where:
+ * - Every thread, inside malloc, calloc, realloc, reallocarray, free,
+ *   posix_memalign, aligned_alloc, memalign, valloc, pvalloc (C++'s new
+ *   and delete reach them through libstdc++): the real function (the
+ *   next definition, dlsym(RTLD_NEXT): glibc's, or a jemalloc/tcmalloc
+ *   library the service links), then, while sampling, a countdown in
+ *   thread-local storage.  Most calls stop there.  A sampled one walks
+ *   its own stack with the CPU sampler's unwinder (from the registers of
+ *   the interposer's frame, so the leaf is `malloc`, `calloc`...),
+ *   finds or adds the stack in a preallocated table, adds the block to
+ *   a preallocated table of live sampled blocks, and adds its weight to
+ *   the stack's counters.  No lock, no allocation, no system call but
+ *   the unwinder's probes (write/read on a pipe) off the thread's stack:
+ *   this runs inside the service's allocator, and may run in a signal
+ *   handler that allocates, or in a child after fork.  Everything is
+ *   atomic claims (CAS) and counters; a table that is full drops the
+ *   sample (counted), the stack table's overflow goes to one
+ *   "[truncated]" stack so the totals stay right.
+ * - free (and realloc of a block): a counting filter indexed by the
+ *   address (one load) says whether the block may be a sampled one; only
+ *   then is the live table searched and the block's weight taken off its
+ *   stack.  Before the real free: the address cannot be handed out again
+ *   while its record is still there.
+ * - The peak: the estimated bytes in use (all sampled blocks' weights)
+ *   are a counter; the thread whose sample raises it by more than the
+ *   mean interval, or 1/64 of the last copy, copies every stack's in-use
+ *   counters as the peak's (one thread at a time: a flag, no waiting;
+ *   the writer does the same at a snapshot while in use is at its
+ *   highest).  So the peak's composition is the in-use one at a moment
+ *   within max(T, peak/64) bytes of the highest estimate.
+ * - Re-entry: a thread-local flag; the writer thread sets it for good (its
+ *   allocations are the sampler's, never sampled).
+ * - Bootstrapping: the first call resolves the real functions with
+ *   dlsym, which may itself allocate; those allocations come from a small
+ *   static arena (never freed, ignored by free).
+ * - Not seen: a program linked with its own malloc (statically: the
+ *   executable's definition comes first), allocations through mmap or
+ *   brk directly, and libc's internal calls that do not go through the
+ *   PLT (none for the functions above in glibc).  A block realloc fails
+ *   to move is forgotten (counted as freed).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ph_sampler_heapmath.h"
+#include "ph_sampler_int.h"
+
+#define HEAP_STACKS (1u << 15)  /* distinct stacks */
+#define HEAP_INDEX (1u << 16)   /* their hash index */
+#define HEAP_ARENA (1u << 21)   /* their pcs */
+#define HEAP_LIVE (1u << 18)    /* sampled blocks alive at once */
+/* Counters of the live blocks' addresses: every free reads one, so they
+ * stay in cache (128 KiB); a false positive costs one probe of the live
+ * table.  (4 MiB of them cost the freeing loop of a benchmark a cache
+ * miss each: twice its time.) */
+#define HEAP_FILTER (1u << 16)
+#define HEAP_PROBES 64
+#define BOOT_ARENA (64u * 1024u)
+#define TOMB ((uintptr_t)1)
+
+typedef struct heap_stack {
+    uint64_t hash;
+    uint32_t depth, off;
+    _Atomic uint32_t ready;
+    _Atomic uint64_t alloc_n;                 /* samples */
+    _Atomic uint64_t alloc_bytes, alloc_objs; /* estimates; objects in PHS_HEAP_OBJ units */
+    _Atomic int64_t inuse_bytes, inuse_objs;
+    _Atomic int64_t peak_bytes, peak_objs;    /* at the last copy of the peak */
+} heap_stack;
+
+typedef struct live {
+    _Atomic uintptr_t key;  /* the block; 0 never used, TOMB freed */
+    uint32_t id;
+    int64_t bytes, objs;
+} live;
+
+static struct {
+    _Atomic int on;
+    double mean;                  /* T, bytes; 0: not configured */
+    heap_stack *stacks;
+    _Atomic uint32_t *index;
+    uintptr_t *arena;
+    live *live;
+    _Atomic uint16_t *filter;
+    /* written by samples: a cache line away from what every call reads */
+    _Alignas(64) _Atomic uint32_t n_stacks, arena_used;
+    _Atomic int64_t inuse, peak_copied;
+    _Atomic int peak_busy;
+    _Atomic uint64_t samples, dropped, live_n;
+} H;
+
+static __thread int tls_guard __attribute__((tls_model("initial-exec")));
+static __thread int tls_seeded __attribute__((tls_model("initial-exec")));
+static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_rng __attribute__((tls_model("initial-exec")));
+
+/* ---- the real functions and the bootstrap arena --------------------------- */
+
+static struct {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*usable)(void *);
+} R;
+
+static _Alignas(64) char boot[BOOT_ARENA];
+static _Atomic size_t boot_used;
+
+static int
+boot_owns(const void *p)
+{
+    return (const char *)p >= boot && (const char *)p < boot + sizeof boot;
+}
+
+/* N bytes aligned to ALIGN (a power of two, at least 16) from the arena,
+ * its size in the 16 bytes before it; NULL when the arena is spent. */
+static void *
+boot_alloc(size_t n, size_t align)
+{
+    size_t at, start;
+
+    if (align < 16)
+        align = 16;
+    if (n > sizeof boot || align > 4096)
+        return NULL;
+    at = atomic_fetch_add(&boot_used, n + align + 16);
+    start = (at + 16 + align - 1) & ~(align - 1);
+    if (start + n > sizeof boot)
+        return NULL;
+    memcpy(boot + start - 16, &n, sizeof n);
+    return boot + start;
+}
+
+static size_t
+boot_size(const void *p)
+{
+    size_t n;
+
+    memcpy(&n, (const char *)p - 16, sizeof n);
+    return n;
+}
+
+static __thread int tls_resolving __attribute__((tls_model("initial-exec")));
+
+#define NEXT(name) dlsym(RTLD_NEXT, name)
+
+/* dlsym may allocate (its error state): those calls, on this thread, are
+ * served from the arena meanwhile. */
+static int
+resolve(void)
+{
+    if (tls_resolving)
+        return -1;
+    tls_resolving = 1;
+    *(void **)&R.free = NEXT("free");
+    *(void **)&R.calloc = NEXT("calloc");
+    *(void **)&R.realloc = NEXT("realloc");
+    *(void **)&R.posix_memalign = NEXT("posix_memalign");
+    *(void **)&R.aligned_alloc = NEXT("aligned_alloc");
+    *(void **)&R.memalign = NEXT("memalign");
+    *(void **)&R.valloc = NEXT("valloc");
+    *(void **)&R.pvalloc = NEXT("pvalloc");
+    *(void **)&R.usable = NEXT("malloc_usable_size");
+    *(void **)&R.malloc = NEXT("malloc"); /* last: the sign that all are there */
+    tls_resolving = 0;
+    return R.malloc != NULL && R.free != NULL && R.calloc != NULL && R.realloc != NULL ? 0 : -1;
+}
+
+static inline int
+ready(void)
+{
+    return __builtin_expect(R.malloc != NULL, 1) || resolve() == 0;
+}
+
+/* ---- the tables ----------------------------------------------------------- */
+
+static void *
+map_lazy(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void
+unmap_all(void)
+{
+    if (H.stacks)
+        munmap(H.stacks, HEAP_STACKS * sizeof *H.stacks);
+    if (H.index)
+        munmap((void *)H.index, HEAP_INDEX * sizeof *H.index);
+    if (H.arena)
+        munmap(H.arena, HEAP_ARENA * sizeof *H.arena);
+    if (H.live)
+        munmap(H.live, HEAP_LIVE * sizeof *H.live);
+    if (H.filter)
+        munmap((void *)H.filter, HEAP_FILTER * sizeof *H.filter);
+    H.stacks = NULL;
+    H.index = NULL;
+    H.arena = NULL;
+    H.live = NULL;
+    H.filter = NULL;
+}
+
+int
+phs_heap_configure(const char *value, char *bad, size_t len)
+{
+    char *end;
+    double v;
+
+    H.mean = 0;
+    if (value == NULL || *value == '\0')
+        return 0;
+    errno = 0;
+    v = strtod(value, &end);
+    if (end == value || errno != 0 || !(v >= 1 && v <= 1e12) ||
+        (*end != '\0' && strcmp(end, "k") != 0 && strcmp(end, "K") != 0 && strcmp(end, "M") != 0)) {
+        snprintf(bad, len, "PH_SAMPLER_HEAP=%.40s: want the mean bytes between samples (e.g. 524288 or 512K)", value);
+        return -1;
+    }
+    if (*end == 'k' || *end == 'K')
+        v *= 1024;
+    else if (*end == 'M')
+        v *= 1024 * 1024;
+    H.mean = v;
+    return 0;
+}
+
+int
+phs_heap_wanted(void)
+{
+    return H.mean > 0;
+}
+
+double
+phs_heap_mean(void)
+{
+    return H.mean;
+}
+
+/* Stack 0: where the samples go when the stack table is full. */
+static void
+reserve_overflow(void)
+{
+    heap_stack *s = &H.stacks[0];
+
+    H.arena[0] = PHS_TRUNCATED;
+    s->depth = 1;
+    s->off = 0;
+    atomic_store(&H.arena_used, 1);
+    atomic_store(&H.n_stacks, 1);
+    atomic_store(&s->ready, 1);
+}
+
+int
+phs_heap_prepare(void)
+{
+    if (!phs_heap_wanted())
+        return 0;
+    if (!ready())
+        return -1;
+    if (H.stacks == NULL) {
+        H.stacks = map_lazy(HEAP_STACKS * sizeof *H.stacks);
+        H.index = map_lazy(HEAP_INDEX * sizeof *H.index);
+        H.arena = map_lazy(HEAP_ARENA * sizeof *H.arena);
+        H.live = map_lazy(HEAP_LIVE * sizeof *H.live);
+        H.filter = map_lazy(HEAP_FILTER * sizeof *H.filter);
+        if (H.stacks == NULL || H.index == NULL || H.arena == NULL || H.live == NULL || H.filter == NULL) {
+            unmap_all();
+            return -1;
+        }
+        reserve_overflow();
+    }
+    return 0;
+}
+
+void
+phs_heap_enable(void)
+{
+    if (phs_heap_wanted() && H.stacks != NULL)
+        atomic_store(&H.on, 1);
+}
+
+void
+phs_heap_disable(void)
+{
+    atomic_store(&H.on, 0);
+}
+
+void
+phs_heap_writer_thread(void)
+{
+    tls_guard = 1;
+}
+
+void
+phs_heap_forked(int keep)
+{
+    /* The parent's blocks are the child's too, but its profile starts
+     * afresh: new tables (the copies stay mapped, unused: another thread
+     * of the parent may have been inside them). */
+    atomic_store(&H.on, 0);
+    if (!keep)
+        return;
+    H.stacks = NULL;
+    H.index = NULL;
+    H.arena = NULL;
+    H.live = NULL;
+    H.filter = NULL;
+    atomic_store(&H.inuse, 0);
+    atomic_store(&H.peak_copied, 0);
+    atomic_store(&H.peak_busy, 0);
+    atomic_store(&H.samples, 0);
+    atomic_store(&H.dropped, 0);
+    atomic_store(&H.live_n, 0);
+    if (phs_heap_prepare() < 0)
+        H.mean = 0;
+}
+
+uint64_t
+phs_heap_samples(void)
+{
+    return atomic_load(&H.samples);
+}
+
+/* ---- the sample path ------------------------------------------------------ */
+
+static inline uint64_t
+hash_pcs(const uintptr_t *pcs, uint32_t depth)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (uint32_t i = 0; i < depth; i++) {
+        h ^= pcs[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static inline uint64_t
+hash_addr(uintptr_t p)
+{
+    return (uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL;
+}
+
+/* The id of the stack PCS[0..DEPTH), added if new; 0 (the overflow
+ * stack) when there is no room.  Two threads adding one stack at once may
+ * both add it: two ids, both counted, merged by name when written. */
+static uint32_t
+stack_id(const uintptr_t *pcs, uint32_t depth)
+{
+    uint64_t h = hash_pcs(pcs, depth);
+
+    for (uint32_t p = 0; p < HEAP_PROBES; p++) {
+        _Atomic uint32_t *slot = &H.index[(h + p) & (HEAP_INDEX - 1)];
+        uint32_t v = atomic_load_explicit(slot, memory_order_acquire), id, off, zero = 0;
+        heap_stack *s;
+
+        if (v != 0) {
+            s = &H.stacks[v - 1];
+            if (s->hash == h && s->depth == depth && memcmp(&H.arena[s->off], pcs, depth * sizeof *pcs) == 0)
+                return v - 1;
+            continue;
+        }
+        id = atomic_fetch_add(&H.n_stacks, 1);
+        if (id >= HEAP_STACKS)
+            return 0;
+        off = atomic_fetch_add(&H.arena_used, depth);
+        if (off > HEAP_ARENA - depth || off + depth > HEAP_ARENA)
+            return 0; /* (the id stays unready: skipped when written) */
+        s = &H.stacks[id];
+        memcpy(&H.arena[off], pcs, depth * sizeof *pcs);
+        s->hash = h;
+        s->depth = depth;
+        s->off = off;
+        atomic_store_explicit(&s->ready, 1, memory_order_release);
+        atomic_compare_exchange_strong(slot, &zero, id + 1); /* lost: a duplicate, unindexed */
+        return id;
+    }
+    return 0;
+}
+
+/* Copy every stack's in-use counters as the peak's; the one thread that
+ * holds the flag does it, the others go on. */
+static void
+copy_peak(void)
+{
+    uint32_t n = atomic_load(&H.n_stacks);
+    int64_t sum = 0;
+
+    if (atomic_exchange(&H.peak_busy, 1))
+        return;
+    if (n > HEAP_STACKS)
+        n = HEAP_STACKS;
+    for (uint32_t i = 0; i < n; i++) {
+        heap_stack *s = &H.stacks[i];
+        int64_t b = atomic_load_explicit(&s->inuse_bytes, memory_order_relaxed);
+
+        atomic_store_explicit(&s->peak_bytes, b, memory_order_relaxed);
+        atomic_store_explicit(&s->peak_objs, atomic_load_explicit(&s->inuse_objs, memory_order_relaxed),
+                              memory_order_relaxed);
+        sum += b;
+    }
+    atomic_store(&H.peak_copied, sum);
+    atomic_store(&H.peak_busy, 0);
+}
+
+/* Take the block P out of the live table, and its weight off its stack.
+ * 0, or -1 when it is not there. */
+static int
+forget(uintptr_t p)
+{
+    uint64_t h = hash_addr(p);
+
+    for (uint32_t i = 0; i < HEAP_PROBES; i++) {
+        live *e = &H.live[(h + i) & (HEAP_LIVE - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+        uint32_t id;
+        int64_t b, o;
+
+        if (k == 0)
+            return -1;
+        if (k != p)
+            continue;
+        id = e->id;
+        b = e->bytes;
+        o = e->objs;
+        if (!atomic_compare_exchange_strong(&e->key, &k, TOMB))
+            return -1;
+        atomic_fetch_sub(&H.filter[(h >> 32) & (HEAP_FILTER - 1)], 1);
+        atomic_fetch_sub(&H.live_n, 1);
+        atomic_fetch_sub_explicit(&H.stacks[id].inuse_bytes, b, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&H.stacks[id].inuse_objs, o, memory_order_relaxed);
+        atomic_fetch_sub(&H.inuse, b);
+        return 0;
+    }
+    return -1;
+}
+
+static inline int
+maybe_live(uintptr_t p)
+{
+    return H.filter != NULL && atomic_load_explicit(&H.live_n, memory_order_relaxed) != 0 &&
+           atomic_load_explicit(&H.filter[(hash_addr(p) >> 32) & (HEAP_FILTER - 1)], memory_order_relaxed) != 0;
+}
+
+static int
+remember(uintptr_t p, uint32_t id, int64_t b, int64_t o)
+{
+    uint64_t h = hash_addr(p);
+
+    for (uint32_t i = 0; i < HEAP_PROBES; i++) {
+        live *e = &H.live[(h + i) & (HEAP_LIVE - 1)];
+        uintptr_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+
+        if ((k == 0 || k == TOMB) && atomic_compare_exchange_strong(&e->key, &k, p)) {
+            e->id = id;
+            e->bytes = b;
+            e->objs = o;
+            atomic_fetch_add(&H.filter[(h >> 32) & (HEAP_FILTER - 1)], 1);
+            atomic_fetch_add(&H.live_n, 1);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A sampled block P of N bytes; PCS[0..DEPTH) its stack. */
+static void
+sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
+{
+    uint32_t id = stack_id(pcs, depth);
+    double w = phs_heap_weight((double)n, H.mean);
+    int64_t b = (int64_t)llround(w * (double)n), o = (int64_t)llround(w * PHS_HEAP_OBJ);
+    heap_stack *s = &H.stacks[id];
+
+    atomic_fetch_add_explicit(&s->alloc_n, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->alloc_bytes, (uint64_t)b, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->alloc_objs, (uint64_t)o, memory_order_relaxed);
+    atomic_fetch_add(&H.samples, 1);
+    /* A record of this address left by a free we did not see is stale:
+     * the allocator handed the address out again. */
+    if (maybe_live((uintptr_t)p))
+        forget((uintptr_t)p);
+    if (remember((uintptr_t)p, id, b, o) == 0) {
+        int64_t now, copied;
+
+        atomic_fetch_add_explicit(&s->inuse_bytes, b, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->inuse_objs, o, memory_order_relaxed);
+        now = atomic_fetch_add(&H.inuse, b) + b;
+        copied = atomic_load(&H.peak_copied);
+        if (now >= copied + (copied / 64 > (int64_t)H.mean ? copied / 64 : (int64_t)H.mean))
+            copy_peak();
+    } else {
+        atomic_fetch_add(&H.dropped, 1);
+    }
+}
+
+/* Registers of the calling frame, for the walk. */
+#if defined(__x86_64__)
+#define HERE(pc, sp, fp) __asm__ volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" \
+                                          : "=r"(pc), "=r"(sp), "=r"(fp))
+#elif defined(__aarch64__)
+#define HERE(pc, sp, fp) __asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=r"(pc), "=r"(sp), "=r"(fp))
+#else
+#error "the heap sampler knows x86-64 and aarch64 only"
+#endif
+
+/* The countdown reached the block P of N bytes (phs_heap_step decides,
+ * seeding the thread's generator first).  Called straight from an
+ * interposer and never inlined: the walk starts here, and this frame is
+ * dropped, so the leaf is the function the service called (malloc,
+ * calloc...). */
+static __attribute__((noinline)) void
+note_slow(void *p, size_t n)
+{
+    uintptr_t pcs[PHS_MAX_DEPTH], pc, sp, fp;
+    uint32_t depth;
+
+    if (tls_guard)
+        return;
+    if (__builtin_expect(!tls_seeded, 0)) {
+        tls_rng = (uint64_t)syscall(SYS_gettid) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)&tls_rng ^
+                  (uint64_t)time(NULL);
+        if (tls_rng == 0)
+            tls_rng = 1;
+        tls_left = phs_heap_interval(&tls_rng, H.mean);
+        tls_seeded = 1;
+    }
+    if (!phs_heap_step(&tls_left, &tls_rng, H.mean, n))
+        return;
+    tls_guard = 1;
+    HERE(pc, sp, fp);
+    depth = phs_unwind_regs(pc, sp, fp, pcs);
+    if (depth > 1)
+        sampled(p, n, pcs + 1, depth - 1);
+    tls_guard = 0;
+}
+
+/* The countdown, inlined into each interposer: N bytes off this thread's
+ * distance to the next sampled byte (phs_heap_step's first branch); the
+ * rest out of line. */
+#define NOTE(p, n)                                                                                 \
+    do {                                                                                           \
+        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL) {                    \
+            int64_t left_ = tls_left;                                                              \
+            if (__builtin_expect(left_ > 0 && (uint64_t)left_ > (n), 1))                           \
+                tls_left = left_ - (int64_t)(n);                                                   \
+            else                                                                                   \
+                note_slow((p), (n));                                                               \
+        }                                                                                          \
+    } while (0)
+
+static inline void
+release(void *p)
+{
+    if (maybe_live((uintptr_t)p))
+        forget((uintptr_t)p);
+}
+
+/* ---- the interposers ------------------------------------------------------ */
+
+void *
+malloc(size_t n)
+{
+    void *p;
+
+    if (!ready())
+        return boot_alloc(n, 16);
+    p = R.malloc(n);
+    NOTE(p, n);
+    return p;
+}
+
+void
+free(void *p)
+{
+    if (p == NULL || boot_owns(p))
+        return;
+    if (!ready())
+        return; /* cannot happen: a block came from somewhere */
+    release(p);
+    R.free(p);
+}
+
+void *
+calloc(size_t n, size_t size)
+{
+    void *p;
+    size_t total;
+
+    if (!ready()) {
+        if (__builtin_mul_overflow(n, size, &total))
+            return NULL;
+        return boot_alloc(total, 16); /* static: zeroed */
+    }
+    p = R.calloc(n, size);
+    if (p != NULL && !__builtin_mul_overflow(n, size, &total))
+        NOTE(p, total);
+    return p;
+}
+
+void *
+realloc(void *old, size_t n)
+{
+    void *p;
+
+    if (old != NULL && boot_owns(old)) {
+        size_t had = boot_size(old);
+
+        p = malloc(n);
+        if (p != NULL)
+            memcpy(p, old, had < n ? had : n);
+        return p;
+    }
+    if (!ready())
+        return old == NULL ? boot_alloc(n, 16) : NULL;
+    if (old != NULL)
+        release(old);
+    p = R.realloc(old, n);
+    NOTE(p, n);
+    return p;
+}
+
+void *
+reallocarray(void *old, size_t n, size_t size)
+{
+    size_t total;
+
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc(old, total);
+}
+
+int
+posix_memalign(void **out, size_t align, size_t n)
+{
+    int r;
+
+    if (!ready()) {
+        *out = boot_alloc(n, align);
+        return *out ? 0 : ENOMEM;
+    }
+    r = R.posix_memalign(out, align, n);
+    if (r == 0)
+        NOTE(*out, n);
+    return r;
+}
+
+void *
+aligned_alloc(size_t align, size_t n)
+{
+    void *p;
+
+    if (!ready())
+        return boot_alloc(n, align);
+    p = R.aligned_alloc(align, n);
+    NOTE(p, n);
+    return p;
+}
+
+void *
+memalign(size_t align, size_t n)
+{
+    void *p;
+
+    if (!ready())
+        return boot_alloc(n, align);
+    p = R.memalign(align, n);
+    NOTE(p, n);
+    return p;
+}
+
+void *
+valloc(size_t n)
+{
+    void *p;
+
+    if (!ready())
+        return boot_alloc(n, 4096);
+    p = R.valloc(n);
+    NOTE(p, n);
+    return p;
+}
+
+void *
+pvalloc(size_t n)
+{
+    void *p;
+
+    if (!ready() || R.pvalloc == NULL)
+        return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
+    p = R.pvalloc(n);
+    NOTE(p, n);
+    return p;
+}
+
+size_t
+malloc_usable_size(void *p)
+{
+    if (p == NULL)
+        return 0;
+    if (boot_owns(p))
+        return boot_size(p);
+    if (!ready() || R.usable == NULL)
+        return 0;
+    return R.usable(p);
+}
+
+/* ---- for the writer ------------------------------------------------------- */
+
+size_t
+phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
+{
+    uint32_t n = atomic_load(&H.n_stacks);
+    size_t k = 0;
+
+    memset(t, 0, sizeof *t);
+    if (H.stacks == NULL)
+        return 0;
+    /* In use at its highest now: the peak is now. */
+    if (atomic_load(&H.inuse) > atomic_load(&H.peak_copied))
+        copy_peak();
+    if (n > HEAP_STACKS)
+        n = HEAP_STACKS;
+    for (uint32_t i = 0; i < n; i++) {
+        heap_stack *s = &H.stacks[i];
+        phs_heap_row one, *r = k < max ? &rows[k] : &one;
+        int64_t ib, io, pb, po;
+
+        if (!atomic_load_explicit(&s->ready, memory_order_acquire) || atomic_load(&s->alloc_n) == 0)
+            continue;
+        ib = atomic_load(&s->inuse_bytes);
+        io = atomic_load(&s->inuse_objs);
+        pb = atomic_load(&s->peak_bytes);
+        po = atomic_load(&s->peak_objs);
+        r->pcs = &H.arena[s->off];
+        r->depth = s->depth;
+        r->samples = atomic_load(&s->alloc_n);
+        r->v[PHS_HEAP_ALLOC_OBJECTS] = (int64_t)llround((double)atomic_load(&s->alloc_objs) / PHS_HEAP_OBJ);
+        r->v[PHS_HEAP_ALLOC_SPACE] = (int64_t)atomic_load(&s->alloc_bytes);
+        r->v[PHS_HEAP_INUSE_OBJECTS] = io > 0 ? (int64_t)llround((double)io / PHS_HEAP_OBJ) : 0;
+        r->v[PHS_HEAP_INUSE_SPACE] = ib > 0 ? ib : 0;
+        r->v[PHS_HEAP_PEAK_OBJECTS] = po > 0 ? (int64_t)llround((double)po / PHS_HEAP_OBJ) : 0;
+        r->v[PHS_HEAP_PEAK_SPACE] = pb > 0 ? pb : 0;
+        for (int v = 0; v < PHS_HEAP_VIEWS; v++)
+            t->v[v] += r->v[v];
+        t->samples += r->samples;
+        if (r != &one)
+            k++;
+    }
+    t->dropped = atomic_load(&H.dropped);
+    t->stacks = n;
+    t->live = atomic_load(&H.live_n);
+    t->mean = H.mean;
+    return k;
+}
+
+void
+phs_heap_describe(char *buf, size_t len)
+{
+    snprintf(buf, len, "malloc sampling, one sample per %.0f bytes allocated on average", H.mean);
+}

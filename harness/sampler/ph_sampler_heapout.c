@@ -1,0 +1,239 @@
+/* ph_sampler_heapout.c - the heap sampler's snapshot files (writer thread
+ * only: allocates and blocks freely; its own allocations are never
+ * sampled).
+ *
+ * A snapshot (<tag> and <n> as the CPU sampler's, ph_sampler_snap.c):
+ *   <view>-<UTC><tag>-<n>.folded   `outer;...;leaf VALUE`, merged by text,
+ *                                  for each view: inuse_space, inuse_objects
+ *                                  (now), peak_inuse_space,
+ *                                  peak_inuse_objects (at the peak of the
+ *                                  bytes in use), alloc_space, alloc_objects
+ *                                  (since start); bytes and objects are the
+ *                                  samples' unbiased estimates
+ *                                  (ph_sampler_heapmath.h), so they add up
+ *                                  to what the program allocated, not to
+ *                                  the samples
+ *   <view>-<UTC><tag>-<n>.svg      the flamegraph of each view that has
+ *                                  something to show
+ *   heap-<UTC><tag>-<n>.pb.gz      pprof: alloc_objects/count,
+ *                                  alloc_space/bytes, inuse_objects/count,
+ *                                  inuse_space/bytes (Go's heap profile's
+ *                                  types, already scaled, as Go writes
+ *                                  them), period space/bytes = the mean
+ *                                  interval, default inuse_space
+ * Always cumulative (what is in use is a state, not a sum).  The first
+ * final snapshot (SIGTERM, exit, exec) is the last: one at SIGTERM is
+ * not followed by one at exit, which would show what is left once the
+ * service has freed its data on the way out.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ph_sampler_int.h"
+
+#define MAX_ROWS (1u << 15)
+
+static int final_written;
+
+int
+phs_heap_final_written(void)
+{
+    return final_written;
+}
+
+static const char *const view_name[PHS_HEAP_VIEWS] = {
+    [PHS_HEAP_ALLOC_OBJECTS] = "alloc_objects",      [PHS_HEAP_ALLOC_SPACE] = "alloc_space",
+    [PHS_HEAP_INUSE_OBJECTS] = "inuse_objects",      [PHS_HEAP_INUSE_SPACE] = "inuse_space",
+    [PHS_HEAP_PEAK_OBJECTS] = "peak_inuse_objects", [PHS_HEAP_PEAK_SPACE] = "peak_inuse_space",
+};
+
+typedef struct text {
+    char *s;                /* the stack as folded frames */
+    size_t row;
+} text;
+
+static int
+cmp_text(const void *x, const void *y)
+{
+    return strcmp(((const text *)x)->s, ((const text *)y)->s);
+}
+
+/* "12.3 MiB" */
+static const char *
+fmt_bytes(char *b, size_t len, double v)
+{
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    int u = 0;
+
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(b, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+    return b;
+}
+
+/* The folded text of view V over the sorted stacks T (N of them). */
+static int
+folded_view(const text *t, size_t n, const phs_heap_row *rows, int v, char **out, size_t *len)
+{
+    FILE *f = open_memstream(out, len);
+
+    if (f == NULL)
+        return -1;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        int64_t sum = 0;
+
+        for (; j < n && strcmp(t[j].s, t[i].s) == 0; j++)
+            sum += rows[t[j].row].v[v];
+        if (sum > 0)
+            fprintf(f, "%s %lld\n", t[i].s, (long long)sum);
+        i = j;
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int
+phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final, char *folded_name,
+                  size_t name_len)
+{
+    phs_symbols *sym = phs_agg_symbols(a);
+    phs_heap_row *rows = malloc(MAX_ROWS * sizeof *rows);
+    text *texts = NULL;
+    phs_stack *stacks = NULL;
+    phs_heap_totals tot;
+    phs_pprof_meta meta;
+    char stamp[32], path[4200], sub[600], b1[32], b2[32], b3[32], counts[300], full[600];
+    struct timespec now;
+    struct tm tm;
+    size_t nr = 0, nt = 0;
+    int rc = -1;
+
+    if (rows == NULL)
+        return -1;
+    nr = phs_heap_rows(rows, MAX_ROWS, &tot);
+    if (tot.samples == 0) {
+        free(rows);
+        return 1;
+    }
+    phs_symbols_jit_refresh(sym);
+    texts = calloc(nr ? nr : 1, sizeof *texts);
+    stacks = calloc(nr ? nr : 1, sizeof *stacks);
+    if (texts == NULL || stacks == NULL)
+        goto out;
+    for (size_t i = 0; i < nr; i++) {
+        size_t len = 0;
+        FILE *f = open_memstream(&texts[nt].s, &len);
+
+        if (f == NULL)
+            goto out;
+        phs_put_stack(f, sym, rows[i].pcs, rows[i].depth);
+        if (fclose(f) != 0)
+            goto out;
+        texts[nt++].row = i;
+        /* pprof: alloc_objects, alloc_space, inuse_objects, inuse_space */
+        stacks[i] = (phs_stack){ rows[i].depth, 0, rows[i].samples, rows[i].pcs, NULL, rows[i].v };
+    }
+    qsort(texts, nt, sizeof *texts, cmp_text);
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(counts, sizeof counts,
+             "%llu samples, one per %s on average; in use %s, at the peak %s, allocated %s; %llu dropped "
+             "(live table full)",
+             (unsigned long long)tot.samples, fmt_bytes(b1, sizeof b1, tot.mean),
+             fmt_bytes(b2, sizeof b2, (double)tot.v[PHS_HEAP_INUSE_SPACE]),
+             fmt_bytes(b3, sizeof b3, (double)tot.v[PHS_HEAP_PEAK_SPACE]),
+             fmt_bytes(full, sizeof full, (double)tot.v[PHS_HEAP_ALLOC_SPACE]), (unsigned long long)tot.dropped);
+
+    for (int v = 0; v < PHS_HEAP_VIEWS; v++) {
+        char *folded = NULL;
+        size_t flen = 0;
+        int w;
+
+        if (folded_view(texts, nt, rows, v, &folded, &flen) < 0) {
+            free(folded);
+            goto out;
+        }
+        snprintf(path, sizeof path, "%s/%s-%s%s-%d.folded", dir, view_name[v], stamp, tag, n);
+        w = phs_write_atomic(path, folded, flen);
+        if (w == 0 && v == PHS_HEAP_INUSE_SPACE)
+            snprintf(folded_name, name_len, "%s", strrchr(path, '/') + 1);
+        if (w == 0 && flen > 0) {
+            snprintf(sub, sizeof sub, "%s (%s): %s", view_name[v], final ? "final" : "interval", counts);
+            snprintf(full, sizeof full, "%s: %s", title && title[0] ? title : "heap", view_name[v]);
+            snprintf(path, sizeof path, "%s/%s-%s%s-%d.svg", dir, view_name[v], stamp, tag, n);
+            w = phs_write_svg(path, folded, flen, full, sub, strstr(view_name[v], "space") ? "bytes" : "objects",
+                              "mem");
+        }
+        free(folded);
+        if (w < 0)
+            goto out;
+    }
+
+    memset(&meta, 0, sizeof meta);
+    meta.time_nanos = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    meta.period_ns = (int64_t)tot.mean;
+    meta.comments[0] = counts;
+    meta.comments[1] = final ? "final snapshot" : "interval snapshot";
+    meta.comments[2] = "heap: sampled allocations, their estimates unbiased (size / (1 - exp(-size / mean)))";
+    meta.n_types = 4;
+    meta.types[0][0] = "alloc_objects";
+    meta.types[0][1] = "count";
+    meta.types[1][0] = "alloc_space";
+    meta.types[1][1] = "bytes";
+    meta.types[2][0] = "inuse_objects";
+    meta.types[2][1] = "count";
+    meta.types[3][0] = "inuse_space";
+    meta.types[3][1] = "bytes";
+    meta.period_type[0] = "space";
+    meta.period_type[1] = "bytes";
+    meta.default_type = "inuse_space";
+    snprintf(path, sizeof path, "%s/heap-%s%s-%d.pb.gz", dir, stamp, tag, n);
+    if (phs_write_pprof(path, stacks, nr, sym, &meta) < 0)
+        goto out;
+    final_written |= final;
+    rc = 0;
+out:
+    for (size_t i = 0; texts != NULL && i < nr; i++)
+        free(texts[i].s);
+    free(texts);
+    free(stacks);
+    free(rows);
+    return rc;
+}
+
+void
+phs_heap_reason(char *buf, size_t len)
+{
+    char b[32];
+
+    if (phs_heap_samples() > 0) {
+        buf[0] = '\0';
+        return;
+    }
+    snprintf(buf, len,
+             "no allocation sampled: the service allocated less than about %s (the mean interval) through malloc "
+             "since sampling started, or its malloc is its own (linked into the program) and not interposed",
+             fmt_bytes(b, sizeof b, phs_heap_mean()));
+}
+
+void
+phs_heap_json(char *buf, size_t len)
+{
+    phs_heap_totals t;
+
+    buf[0] = '\0';
+    if (!phs_heap_wanted())
+        return;
+    phs_heap_rows(NULL, 0, &t);
+    snprintf(buf, len,
+             "{\"mean_bytes\": %.0f, \"samples\": %llu, \"dropped\": %llu, \"stacks\": %llu, \"live_samples\": %llu, "
+             "\"inuse_bytes\": %lld, \"peak_inuse_bytes\": %lld, \"alloc_bytes\": %lld}",
+             t.mean, (unsigned long long)t.samples, (unsigned long long)t.dropped, (unsigned long long)t.stacks,
+             (unsigned long long)t.live, (long long)t.v[PHS_HEAP_INUSE_SPACE], (long long)t.v[PHS_HEAP_PEAK_SPACE],
+             (long long)t.v[PHS_HEAP_ALLOC_SPACE]);
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env bats
+# The heap mode end to end on a real service in a container
+# (tests/data/heap: heapwork keeps 3 MiB from keep_three_mib, 1 MiB from
+# keep_one_mib and churns 100 MiB through churn_hundred_mib): the shares
+# of what is in use and of what was allocated, as the sampler's unbiased
+# estimates give them; the pprof profile as `go tool pprof` reads it;
+# collect while it runs.  The profiles' copy samples every 4 KiB on
+# average (the mode's default, 512 KiB, gives too few samples of 4 MiB
+# for a share within 5 %), which also checks the rate is the profile's.
+
+load test_helper
+
+HC="$REPO/tests/data/heap/compose.yaml"
+
+hph() {
+    timeout "${PH_TIMEOUT:-900}" "$PH" -f "$HC" -p "$PH_TEST_PROJECT" --profiles "$HEAP_PROFILES" -o "$OUT" "$@"
+}
+
+ready() { dk logs "${PH_TEST_PROJECT}-heapwork-heap" 2>&1 | grep -q "heapwork: ready"; }
+
+setup_file() {
+    common_setup_file
+    # (not profiles/ beside the demo's compose file: it would be the demo's)
+    export HEAP_PROFILES=$BATS_FILE_TMPDIR/heap-profiles
+    mkdir -p "$HEAP_PROFILES"
+    cp "$REPO"/profiles/*.yaml "$HEAP_PROFILES/"
+    sed -i 's/^\(  PH_SAMPLER_HEAP:\) .*/\1 "4096"/' "$HEAP_PROFILES/heap.yaml"
+    grep -q 'PH_SAMPLER_HEAP: "4096"' "$HEAP_PROFILES/heap.yaml"
+    hph setup heapwork >&3 2>&1
+}
+teardown_file() { common_teardown_file; }
+
+@test "heap: in use 75 / 25 / 0, the churn ~96 % of what was allocated; pprof read by go tool pprof" {
+    run hph start --mode heap heapwork
+    [ "$status" -eq 0 ]
+    caps=$(dk inspect -f '{{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}' ${PH_TEST_PROJECT}-heapwork-heap)
+    [ "$caps" = "[] []" ]
+    wait_for ready
+    run hph stop heapwork
+    echo "$output"
+    [ "$status" -eq 0 ]
+    d="$OUT/heapwork"
+    for v in inuse_space inuse_objects peak_inuse_space peak_inuse_objects alloc_space alloc_objects; do
+        [ -s "$d/$v.folded" ]
+    done
+    # the snapshot at SIGTERM is the last word: none at exit after it
+    [ "$(ls "$d"/latest/heap-*.pb.gz | wc -l)" -eq 1 ]
+    three=$(share ";keep_three_mib;" "$d/inuse_space.folded")
+    one=$(share ";keep_one_mib;" "$d/inuse_space.folded")
+    churn=$(share ";churn_hundred_mib;" "$d/inuse_space.folded")
+    alloc=$(share ";churn_hundred_mib;" "$d/alloc_space.folded")
+    peak3=$(share ";keep_three_mib;" "$d/peak_inuse_space.folded")
+    echo "# in use: keep_three_mib $three, keep_one_mib $one, churn $churn; allocated: churn $alloc; peak: keep_three_mib $peak3 (per mille)" >&3
+    [ "$three" -ge 700 ] && [ "$three" -le 800 ]
+    [ "$one" -ge 200 ] && [ "$one" -le 300 ]
+    [ "$churn" -le 10 ]
+    # 100 of 104 MiB: 962 per mille
+    [ "$alloc" -ge 940 ] && [ "$alloc" -le 980 ]
+    [ "$peak3" -ge 650 ] && [ "$peak3" -le 800 ]
+    # the leaf is the function the service called
+    grep -q ';keep_three_mib;posix_memalign ' "$d/inuse_space.folded"
+    grep -q ';keep_one_mib;aligned_alloc ' "$d/inuse_space.folded"
+    # in use is about 4 MiB (the estimate, within 10 %)
+    total=$(awk '{ t += $NF } END { printf "%d", t }' "$d/inuse_space.folded")
+    [ "$total" -ge 3774873 ] && [ "$total" -le 4613734 ]
+    # pprof: Go's heap profile's sample types, read by go tool pprof
+    run timeout 120 go tool pprof -raw "$d/heap.pb.gz"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes[dflt]"* ]]
+    [[ "$output" == *"PeriodType: space bytes"* ]]
+    [[ "$output" == *"Period: 4096"* ]]
+    run timeout 120 go tool pprof -sample_index=inuse_space -top -nodecount=40 "$d/heap.pb.gz"
+    [ "$status" -eq 0 ]
+    pct=$(printf '%s\n' "$output" | awk '$NF == "keep_three_mib" { sub("%", "", $5); printf "%d", $5 }')
+    echo "# go tool pprof: keep_three_mib $pct % of inuse_space (cum)" >&3
+    [ "$pct" -ge 70 ] && [ "$pct" -le 80 ]
+    # the status says what was sampled
+    jq -e '.samples > 0 and .reason == "" and .heap.mean_bytes == 4096 and .heap.peak_inuse_bytes >= .heap.inuse_bytes' \
+        "$d"/latest/sampler-status-*.json
+    # the service's own SIGTERM handler ended it, after the final snapshot
+    jq -e '.exit_code == 0' "$d/latest/ph-exit.json"
+    # the report: the heap section, its headline (the peak and its top
+    # site), the sites in summary.json; no problem said
+    grep -q 'id="heap"' "$d/latest/report.html"
+    jq -e '.heap as $h | (.headline | test("^peak in use [0-9.]+ MiB \\(keep_three_mib [0-9.]+ %\\)")) and
+           $h.top_sites[0].site == "keep_three_mib" and $h.top_sites[1].site == "keep_one_mib" and
+           ($h.top_sites | map(select(.site == "churn_hundred_mib"))[0].alloc_bytes) > 0.9 * $h.alloc_bytes and
+           (.problems | length) == 0' "$d/latest/summary.json"
+}
+
+@test "heap: a view with nothing in it (nothing in use at the end) is no problem in the report" {
+    # the first test's run, with nothing in use at the end
+    src=$(readlink -f "$OUT/heapwork/latest")
+    [ -d "$src" ]
+    dst="$OUT/heapwork/$(basename "$src")-empty"
+    cp -a "$src" "$dst"
+    : > "$(ls "$dst"/inuse_space-*.folded)"
+    : > "$(ls "$dst"/inuse_objects-*.folded)"
+    run hph report --no-index "$dst"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    jq -e '(.problems | length) == 0 and .heap.inuse_bytes == 0 and (.headline | contains(" 0 B in use at the end"))' \
+        "$dst/summary.json"
+}
+
+@test "heap: collect writes a snapshot while the service runs" {
+    run hph start --mode heap heapwork
+    [ "$status" -eq 0 ]
+    wait_for ready
+    run hph collect heapwork
+    echo "$output"
+    [ "$status" -eq 0 ]
+    snap=$(ls -d "$OUT/heapwork"/*-snapshot-* | sort | tail -1)
+    ls -l "$snap"
+    three=$(share ";keep_three_mib;" "$(ls "$snap"/inuse_space-*.folded | tail -1)")
+    [ "$three" -ge 700 ] && [ "$three" -le 800 ]
+    ls "$snap"/heap-*.pb.gz
+    run hph stop heapwork
+    [ "$status" -eq 0 ]
+}
+
+@test "heap: the demo's front at the mode's own rate, to its report" {
+    ph setup front >&3 2>&1
+    run ph start --mode heap front
+    [ "$status" -eq 0 ]
+    drive_load 300
+    run ph stop front
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"peak in use "* ]]
+    d="$OUT/front/latest"
+    jq -e '.samples > 0 and .heap.mean_bytes == 524288' "$d"/sampler-status-*.json
+    jq -e '(.headline | startswith("peak in use ")) and (.heap.top_sites | length) > 0 and (.problems | length) == 0' \
+        "$d/summary.json"
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
+}

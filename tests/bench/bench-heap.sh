@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# bench-heap.sh: the heap mode's cost and fidelity on an allocation-heavy
+# program (tests/bench/heap_alloc.c: ITERS replacements in a live set of
+# SLOTS small blocks, a 64 KiB buffer every 64th, 8 MiB kept from the
+# start), side by side in one run: no profiler, our sampler at the mode's
+# default (512 KiB) and at 4 KiB, valgrind massif and heaptrack (Debian
+# `heaptrack`).  Runs are interleaved (none, ours, ours 4K, massif,
+# heaptrack, none, ...) so drift hits all alike; medians of RUNS wall
+# times of the whole process (start to exit: the final snapshot, massif's
+# and heaptrack's own writing included) and of the loop's CPU time (its
+# thread's, steadier on a shared machine; a profiler's own threads left
+# out), as ratios to none.  Then the peak
+# in use: ours (the sampler's estimate) against massif's peak (its
+# mem_heap_B, requested bytes as ours are).
+# Prints; asserts nothing.  Needs build/libphsampler.so (make).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+RUNS=${RUNS:-5}
+ITERS=${ITERS:-3000000}
+SLOTS=${SLOTS:-100000}
+[ -f build/libphsampler.so ] || { echo "bench-heap: build/libphsampler.so missing: run make" >&2; exit 1; }
+tmp=$(mktemp -d /tmp/ph-bench-heap.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -g -o "$tmp/alloc" tests/bench/heap_alloc.c
+have_massif=0; command -v valgrind >/dev/null && have_massif=1
+have_heaptrack=0; command -v heaptrack >/dev/null && have_heaptrack=1
+[ "$have_massif" = 1 ] || echo "bench-heap: valgrind missing (Debian: valgrind): massif left out"
+[ "$have_heaptrack" = 1 ] || echo "bench-heap: heaptrack missing (Debian: heaptrack): left out"
+
+now() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
+
+# run NAME CMD...: one timed run, its wall seconds appended to $tmp/NAME
+run() {
+    local name=$1 t0 t1
+    shift
+    t0=$(now)
+    "$@" > "$tmp/$name.out" 2>&1 || { echo "bench-heap: $name failed:"; cat "$tmp/$name.out"; exit 1; }
+    t1=$(now)
+    echo "scale=4; ($t1 - $t0) / 1000000000" | bc >> "$tmp/$name.t"
+    sed -n 's/^heap_alloc: .*, \([0-9.]*\) CPU-s$/\1/p' "$tmp/$name.out" >> "$tmp/$name.cpu"
+}
+ours() {
+    local dir=$tmp/ours-$1
+    rm -rf "$dir"
+    env LD_PRELOAD="$PWD/build/libphsampler.so" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HEAP="$1" PH_SAMPLER_INTERVAL=0 \
+        "$tmp/alloc" "$ITERS" "$SLOTS"
+}
+massif() { valgrind --tool=massif --massif-out-file="$tmp/massif.out" "$tmp/alloc" "$ITERS" "$SLOTS"; }
+htrack() { rm -f "$tmp"/ht.*; heaptrack -o "$tmp/ht" "$tmp/alloc" "$ITERS" "$SLOTS"; }
+
+echo "heap bench: $ITERS replacements in a live set of $SLOTS blocks, $RUNS runs each, interleaved"
+for ((i = 1; i <= RUNS; i++)); do
+    run none "$tmp/alloc" "$ITERS" "$SLOTS"
+    run ours512k ours 524288
+    run ours4k ours 4096
+    [ "$have_massif" = 0 ] || run massif massif
+    [ "$have_heaptrack" = 0 ] || run heaptrack htrack
+done
+
+base=$(median < "$tmp/none.t")
+cbase=$(median < "$tmp/none.cpu")
+printf '%-24s %10s %10s %12s %10s\n' "" "wall s" "vs none" "loop CPU-s" "vs none"
+for n in none ours512k ours4k massif heaptrack; do
+    [ -f "$tmp/$n.t" ] || continue
+    m=$(median < "$tmp/$n.t")
+    c=$(median < "$tmp/$n.cpu")
+    case $n in
+    none) label="no profiler" ;;
+    ours512k) label="ours, 512 KiB (default)" ;;
+    ours4k) label="ours, 4 KiB" ;;
+    massif) label="valgrind massif" ;;
+    heaptrack) label="heaptrack" ;;
+    esac
+    # (under valgrind the loop's thread reports no CPU time of its own)
+    if [ "$(echo "$c > 0" | bc)" = 1 ]; then
+        printf '%-24s %10.3f %9.2fx %12.3f %9.2fx\n' "$label" "$m" "$(echo "scale=4; $m / $base" | bc)" "$c" \
+            "$(echo "scale=4; $c / $cbase" | bc)"
+    else
+        printf '%-24s %10.3f %9.2fx %12s %10s\n' "$label" "$m" "$(echo "scale=4; $m / $base" | bc)" "-" "-"
+    fi
+done
+
+# the peak in use: ours against massif's
+for r in 524288 4096; do
+    st=$(ls "$tmp"/ours-$r/sampler-status-*.json | head -1)
+    ours_peak=$(jq '.heap.peak_inuse_bytes' "$st")
+    samples=$(jq '.heap.samples' "$st")
+    line="peak in use, ours at $r B: $ours_peak B ($samples samples)"
+    if [ "$have_massif" = 1 ]; then
+        m=$(sed -n 's/^mem_heap_B=//p' "$tmp/massif.out" | sort -n | tail -1)
+        line="$line; massif: $m B; ours/massif $(echo "scale=4; $ours_peak / $m" | bc)"
+    fi
+    echo "$line"
+done

@@ -1,0 +1,215 @@
+/* heapwork: the heap mode's fidelity workload (tests/67-heap.bats and
+ * tests/unit/test_sampler_heap.c).  keep_three_mib keeps 3 MiB live,
+ * keep_one_mib 1 MiB, churn_hundred_mib allocates and frees 100 MiB;
+ * then it says "heapwork: ready" and waits for SIGTERM (exit 0), so what
+ * is in use at the end is 3 : 1 : 0 and what was allocated 3 : 1 : 100.
+ * Sizes vary (64 B to 64 KiB) so the estimates' weights are exercised;
+ * calloc, realloc, posix_memalign and aligned_alloc are used too.
+ * `heapwork once` exits at once after the work, without waiting.
+ * `heapwork threads` instead runs 8 threads at once, each keeping 256 KiB
+ * from thread_keeps and churning 16 MiB through thread_churns (the
+ * sampler's tables claimed concurrently), and exits.
+ * `heapwork peak` keeps 1 MiB from keep_one_mib, then burst_eight_mib
+ * holds 8 MiB at once and frees it, and exits: at the peak of what is in
+ * use burst_eight_mib holds 8 of 9 MiB, at the end nothing. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIB (1024u * 1024u)
+
+static void *kept[1 << 16];
+static size_t n_kept;
+static volatile sig_atomic_t done;
+
+static size_t
+size_of(unsigned i)
+{
+    static const size_t sizes[] = { 64, 200, 1024, 4096, 16384, 65536 };
+    return sizes[i % (sizeof sizes / sizeof *sizes)];
+}
+
+static void
+keep(void *p, size_t n)
+{
+    if (p == NULL)
+        abort();
+    memset(p, 1, n);
+    kept[n_kept++] = p;
+}
+
+__attribute__((noinline)) static void
+keep_three_mib(void)
+{
+    size_t got = 0;
+
+    for (unsigned i = 0; got < 3 * MIB; i++) {
+        size_t n = size_of(i);
+        void *p = NULL;
+
+        if (n > 3 * MIB - got)
+            n = 3 * MIB - got;
+        switch (i % 3) {
+        case 0: p = malloc(n); break;
+        case 1: p = calloc(1, n); break;
+        default: if (posix_memalign(&p, 64, n) != 0) p = NULL; break;
+        }
+        keep(p, n);
+        got += n;
+    }
+}
+
+__attribute__((noinline)) static void
+keep_one_mib(void)
+{
+    size_t got = 0;
+
+    for (unsigned i = 0; got < MIB; i++) {
+        size_t n = size_of(i + 1);
+        void *p;
+
+        if (n > MIB - got)
+            n = MIB - got;
+        p = i % 2 ? aligned_alloc(64, (n + 63) & ~(size_t)63) : malloc(n);
+        if (i % 2)
+            n = (n + 63) & ~(size_t)63;
+        keep(p, n);
+        got += n;
+    }
+}
+
+__attribute__((noinline)) static void
+churn_hundred_mib(void)
+{
+    size_t got = 0;
+
+    for (unsigned i = 0; got < 100 * MIB; i++) {
+        size_t n = size_of(i + 2);
+        char *p = malloc(n);
+
+        if (p == NULL)
+            abort();
+        p[0] = (char)i;
+        if (i % 7 == 0) { /* grown once, then freed */
+            char *q = realloc(p, 2 * n);
+            if (q == NULL)
+                abort();
+            p = q;
+            got += 2 * n; /* n, then 2n by realloc: 3n in all */
+        }
+        free(p);
+        got += n;
+    }
+}
+
+#define THREADS 8
+static void *thread_kept[THREADS][4096];
+
+__attribute__((noinline)) static void
+thread_keeps(void **slots)
+{
+    size_t got = 0;
+
+    for (unsigned i = 0; got < 256 * 1024; i++) {
+        size_t n = size_of(i);
+
+        if (n > 256 * 1024 - got)
+            n = 256 * 1024 - got;
+        slots[i] = malloc(n);
+        if (slots[i] == NULL)
+            abort();
+        memset(slots[i], 2, n);
+        got += n;
+    }
+}
+
+__attribute__((noinline)) static void
+thread_churns(void)
+{
+    size_t got = 0;
+
+    for (unsigned i = 0; got < 16 * MIB; i++) {
+        size_t n = size_of(i + 3);
+        char *p = malloc(n);
+
+        if (p == NULL)
+            abort();
+        p[n - 1] = 1;
+        free(p);
+        got += n;
+    }
+}
+
+static void *
+thread_main(void *arg)
+{
+    thread_keeps(arg);
+    thread_churns();
+    return NULL;
+}
+
+static int
+threads(void)
+{
+    pthread_t t[THREADS];
+
+    for (int i = 0; i < THREADS; i++)
+        if (pthread_create(&t[i], NULL, thread_main, thread_kept[i]) != 0)
+            return 1;
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    printf("heapwork: threads done\n");
+    return 0;
+}
+
+__attribute__((noinline)) static void
+burst_eight_mib(void)
+{
+    static void *held[128];
+
+    for (int i = 0; i < 128; i++)
+        keep(held[i] = malloc(65536), 65536), n_kept--;
+    for (int i = 0; i < 128; i++)
+        free(held[i]);
+}
+
+static void
+on_term(int sig)
+{
+    (void)sig;
+    done = 1;
+}
+
+int
+main(int argc, char **argv)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    if (argc > 1 && strcmp(argv[1], "threads") == 0)
+        return threads();
+    if (argc > 1 && strcmp(argv[1], "peak") == 0) {
+        keep_one_mib();
+        burst_eight_mib();
+        return 0;
+    }
+    keep_three_mib();
+    keep_one_mib();
+    churn_hundred_mib();
+    printf("heapwork: ready (%zu blocks kept)\n", n_kept);
+    fflush(stdout);
+    if (argc > 1 && strcmp(argv[1], "once") == 0)
+        return 0;
+    while (!done)
+        pause();
+    printf("heapwork: stopped\n");
+    return 0;
+}
