@@ -125,7 +125,7 @@ $(B)/tests/helpers/sampler_nofp: tests/unit/helpers/sampler_nofp.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
 
-# The heap mode's workload, the one the container of tests/67-heap.bats runs.
+# The heap mode's workload, the one the container of tests/68-heap.bats runs.
 HELPER_BIN += $(B)/tests/helpers/heapwork
 $(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
 	@mkdir -p $(dir $@)

@@ -24,6 +24,7 @@ packages=(
     util-linux       # ... and nsenter, setpriv (a user outside the docker group)
     docker-registry  # the Swarm bed's registry (tests/swarm/bed.sh runs its own, in a namespace;
                      # where systemd runs, the package also enables one of its own on :5000)
+    golang-go        # `go tool pprof`: the oracle that reads the heap mode's profile (tests/68-heap.bats)
     docker-compose   # Debian's compose 1.29: the oracle of tests/60-compose-oracle.bats
     linux-perf       # the collapse tests and benchmark record real perf script output; the perf
                      # mode's tests read perf.data with the host's perf report

@@ -1,4 +1,4 @@
-/* heapwork: the heap mode's fidelity workload (tests/67-heap.bats and
+/* heapwork: the heap mode's fidelity workload (tests/68-heap.bats and
  * tests/unit/test_sampler_heap.c).  keep_three_mib keeps 3 MiB live,
  * keep_one_mib 1 MiB, churn_hundred_mib allocates and frees 100 MiB;
  * then it says "heapwork: ready" and waits for SIGTERM (exit 0), so what
