@@ -3,15 +3,18 @@
  * events deliver samples with it) and the writer thread's loop.
  *
  * What runs where:
- * - Signal context (SIGPROF or SIGTRAP, any thread): sample().  It walks
+ * - Signal context (the timer's real-time signal, SIGPROF or SIGTRAP, any
+ *   thread): sample(), its stacks in a scratch slot, not on the stack.  It walks
  *   the interrupted stack, reading a word only after proving it readable
  *   (write(2) of it into a pipe fails with EFAULT instead of faulting), and
  *   records the stack in the active preallocated table (phs_table, see
  *   ph_sampler_int.h) with atomic claims.  No malloc, no stdio, no lock: a
  *   sample that finds no room is counted as dropped.  Only raw syscalls
  *   (write, read, gettid) are made.
- * - Where samples come from: up to 250 Hz, setitimer(ITIMER_PROF) and
- *   SIGPROF: process CPU time, the kernel signals the thread that is
+ * - Where samples come from: up to 250 Hz, a POSIX timer on the process's
+ *   CPU clock sending a real-time signal (ph_sampler_timer.c; before
+ *   Linux 6.3 setitimer(ITIMER_PROF) and SIGPROF), process CPU time: the
+ *   kernel signals the thread that is
  *   running, so every thread is sampled, threads created later too, with
  *   no bookkeeping.  The kernel tick (CONFIG_HZ, 250 here) caps it, so
  *   above 250 Hz each thread gets its own perf_event_open software
@@ -25,7 +28,7 @@
  *   not allowed (perf_event_paranoid, seccomp) the rate is capped at 250
  *   Hz and the cap is reported.  The delivered rate is always measured
  *   (samples per CPU-second) and written in the outputs.
- * - The writer thread (a normal thread, every signal blocked but SIGPROF,
+ * - The writer thread (a normal thread, every signal blocked but the timer's,
  *   whose samples there are counted as the sampler's own cost) wakes every
  *   tick (250 ms): it drains the active table into its own heap
  *   aggregate, so the signal-side tables only hold one tick of samples,
@@ -44,8 +47,14 @@
  *   (breakpoints, the service's own perf events) to what the service
  *   asked for, the same way.  A debugger attached to the service sees a
  *   SIGTRAP per sample: sample at 250 Hz or less when debugging.
+ * - The timer's real-time signal: on_timer takes our timer's (SI_TIMER
+ *   with our value) and hands every other to what the service asked for,
+ *   the same way.  The writer's re-check each tick puts ours back in
+ *   front of a handler installed behind our back: the Go runtime installs
+ *   its own for every signal at its start, after our constructor, and
+ *   keeps the asynchronous ones to itself.  SA_ONSTACK, as Go requires.
  * - fork: the child turns sampling off (atfork), has no writer and closes
- *   the perf fds it inherited; itimers are not inherited.  With
+ *   the perf fds it inherited; timers are not inherited.  With
  *   PH_SAMPLER_FOLLOW=all it starts a sampler of its own.  fork waits
  *   while the writer is inside dl_iterate_phdr (phs_dl_iterate), or the
  *   child would inherit the loader's lock held.  exec: LD_PRELOAD and
@@ -88,10 +97,6 @@
 #define STATUS_EVERY_MS 5000
 #define CHILDREN_WAIT_MS 3000 /* within STOP_SIGNAL_WAIT_MS */
 #define MAX_HZ 10000
-/* The largest step the unwinder takes on a stack whose bounds it does not
- * know (a thread that was running before the sampler, a stack of the
- * service's own); on the thread's own stack the bound is its top. */
-#define MAX_STEP (8u << 20)
 
 phs_state phs;
 
@@ -105,7 +110,6 @@ static struct {
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
-    int probe_pipe[2];          /* readability checks on the signal path */
     int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop, 'x' exec, 'r' status */
     pthread_t writer;
     _Atomic int writer_running;
@@ -126,7 +130,7 @@ static struct {
     _Atomic int app_set[NSIG];  /* ours is in front of this signal */
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
     int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-} S = { .probe_pipe = { -1, -1 }, .wake_pipe = { -1, -1 } };
+} S = { .wake_pipe = { -1, -1 } };
 
 static int
 real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -148,23 +152,31 @@ say(const char *msg)
     (void)r;
 }
 
+/* The timer below the tick: the POSIX one (ph_sampler_timer.c), or
+ * setitimer(ITIMER_PROF) where it cannot be had. */
 static int
-start_itimer(void)
+start_timer(void)
 {
     struct itimerval it;
 
+    if (phs.timer_sig)
+        return phs_timer_set(phs.hz_nominal);
     it.it_interval.tv_sec = 0;
     it.it_interval.tv_usec = 1000000 / phs.hz_nominal;
     it.it_value = it.it_interval;
     return setitimer(ITIMER_PROF, &it, NULL);
 }
 
+/* Async-signal-safe. */
 static void
-itimer_off(void)
+timer_off(void)
 {
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
 
-    setitimer(ITIMER_PROF, &off, NULL);
+    if (phs.timer_sig)
+        phs_timer_set(0);
+    else
+        setitimer(ITIMER_PROF, &off, NULL);
 }
 
 /* Perf events are closed by the writer (it owns them) when it sees `on`
@@ -179,7 +191,7 @@ disable(const char *why)
     char line[512];
 
     atomic_store(&phs.on, 0);
-    itimer_off();
+    timer_off();
     if (atomic_exchange(&S.said, 1))
         return;
     snprintf(S.why, sizeof S.why, "%s", why);
@@ -197,224 +209,6 @@ disable(const char *why)
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
 static __thread int tls_writer __attribute__((tls_model("initial-exec")));
-/* This thread's stack, [lo, hi); hi 0: not known.  Set where the thread
- * starts: note_stack() in ph_sampler_start for the thread that starts the
- * sampler, in thread_start for threads pthread_create starts later. */
-static __thread uintptr_t tls_stack_lo __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec")));
-
-/* What one walk knows is readable: [lo, hi), from the interrupted stack
- * pointer to the top of the thread's stack when the stack pointer lies in
- * it (none of that can be unmapped while the thread runs on it), and the
- * page last proven readable by a probe. */
-typedef struct walk {
-    uintptr_t lo, hi;
-    uintptr_t last_page;
-} walk;
-
-/* Can the LEN (at most 16) bytes at ADDR, off the stack, be read?  A
- * write(2) of them into a pipe says: from unmapped memory it fails with
- * EFAULT (or writes less).  The bytes are drained at once. */
-static __attribute__((noinline)) int
-probe(walk *w, uintptr_t addr, size_t len)
-{
-    uintptr_t page = addr & ~(uintptr_t)4095;
-    char drain[16];
-
-    if (page == w->last_page && (addr & 4095) <= 4096 - len)
-        return 1;
-    if (write(S.probe_pipe[1], (const void *)addr, len) != (ssize_t)len)
-        return 0;
-    if (read(S.probe_pipe[0], drain, sizeof drain) < 0) {
-        /* nothing to do: another thread's read may have taken our bytes */
-    }
-    if ((addr & 4095) <= 4096 - len)
-        w->last_page = page;
-    return 1;
-}
-
-/* The probe without a walk's cache, for the Python frame reader. */
-int
-phs_probe_mem(uintptr_t addr, size_t len)
-{
-    walk w = { 0, 0, 0 };
-
-    return addr >= 4096 && len <= 16 && probe(&w, addr, len);
-}
-
-/* Can the LEN (at most 16) bytes at ADDR be read?  On the stack, yes;
- * elsewhere the probe says. */
-static inline int
-readable(walk *w, uintptr_t addr, size_t len)
-{
-    if (addr >= w->lo && addr < w->hi && w->hi - addr >= len)
-        return 1;
-    return probe(w, addr, len);
-}
-
-/* Record this thread's stack bounds (not async-signal-safe: at the
- * thread's start).  lo before hi: a sample in between sees "not known". */
-static void
-note_stack(void)
-{
-    pthread_attr_t a;
-    void *addr = NULL;
-    size_t size = 0;
-
-    if (pthread_getattr_np(pthread_self(), &a) != 0)
-        return;
-    if (pthread_attr_getstack(&a, &addr, &size) == 0 && size > 0) {
-        tls_stack_hi = 0;
-        atomic_signal_fence(memory_order_seq_cst);
-        tls_stack_lo = (uintptr_t)addr;
-        atomic_signal_fence(memory_order_seq_cst);
-        tls_stack_hi = (uintptr_t)addr + size;
-    }
-    pthread_attr_destroy(&a);
-}
-
-#if defined(__x86_64__)
-/* Does RET follow a call instruction?  (e8 rel32, or ff /2 in its common
- * register and memory forms.)  Reads only memory proven readable. */
-static int
-after_call(uintptr_t ret, walk *w)
-{
-    const unsigned char *p;
-
-    if (ret < 4096 + 7 || !readable(w, ret - 7, 16))
-        return 0; /* ret-7 .. ret+8 */
-    p = (const unsigned char *)ret;
-    if (p[-5] == 0xe8)
-        return 1;
-    if (p[-2] == 0xff && ((p[-1] >> 3) & 7) == 2)
-        return 1; /* call *%reg, call *(%reg) */
-    if (p[-3] == 0xff && ((p[-2] >> 3) & 7) == 2)
-        return 1; /* call *disp8(%reg) */
-    if (p[-6] == 0xff && ((p[-5] >> 3) & 7) == 2)
-        return 1; /* call *disp32(%reg), call *disp32(%rip) */
-    return 0;
-}
-#endif
-
-/* Walk the interrupted thread's stack into PCS (innermost first).
- *
- * Each frame is stepped by its call frame information when the tables of
- * ph_sampler_cfi.c cover its pc (built ahead of time on the writer thread:
- * no lock, no parsing here), by its frame pointer otherwise.  Not
- * libunwind: its local unwinder finds unwind tables through
- * dl_iterate_phdr, which takes the loader's lock, so a sample landing in
- * dlopen() would deadlock (gperftools documents this hang; pprof-rs saw
- * crashes with DWARF unwinding in production).  Every word is read only
- * after proving it readable (on the thread's own stack by its bounds, for
- * free; anywhere else by a probe), and every step must move the stack
- * pointer up, and stay within the thread's stack (MAX_STEP per step where
- * its bounds are not known): a wrong rule gives a shorter stack, never a
- * fault or a loop.  A walk that MAX_STEP or PHS_MAX_DEPTH stops before
- * the stack's end ends in the PHS_TRUNCATED marker and is counted: a frame
- * bigger than the bound is cut where it is seen, never silently. */
-static uint32_t
-unwind(const ucontext_t *uc, uintptr_t *pcs)
-{
-#if defined(__x86_64__)
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    /* Same frame record as x86-64: [fp] = caller's fp, [fp+8] = return
-     * address.  (Untested here: the machines we run on are x86-64.) */
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.regs[29];
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.sp;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
-#else
-#error "the sampler's unwinder knows x86-64 and aarch64 only"
-#endif
-    uintptr_t lookup = pc;
-    uint32_t depth = 0;
-    const phs_cfi *cfi = S.unwind_fp_only ? NULL : phs_cfi_enter();
-    walk w = { 0, 0, 0 };
-    size_t hint = 0;
-    int cut = 0;
-
-    if (tls_stack_hi != 0 && sp >= tls_stack_lo && sp < tls_stack_hi) {
-        w.lo = sp;
-        w.hi = tls_stack_hi;
-    }
-
-    pcs[depth++] = pc;
-    while (depth < PHS_MAX_DEPTH) {
-        const phs_cfi_row *row = phs_cfi_find(cfi, lookup, &hint);
-        uintptr_t ret;
-
-        if (row != NULL) {
-            uintptr_t cfa = (row->cfa_reg == PHS_CFA_SP ? sp : fp) + (uintptr_t)(intptr_t)row->cfa_off;
-            uintptr_t at = cfa + (uintptr_t)(intptr_t)row->ra_off;
-
-            if (row->flags & PHS_CFI_OUTERMOST)
-                break;
-            if (cfa <= sp || (at & 7) || (w.hi != 0 && cfa > w.hi))
-                break;
-            if (w.hi == 0 && cfa - sp > MAX_STEP) {
-                cut = 1;
-                break;
-            }
-            if (!readable(&w, at, 8))
-                break;
-            ret = *(const uintptr_t *)at;
-            if (row->fp_off != 0) {
-                at = cfa + (uintptr_t)(intptr_t)row->fp_off;
-                if ((at & 7) || !readable(&w, at, 8))
-                    break;
-                fp = *(const uintptr_t *)at;
-            } else if (row->flags & PHS_CFI_FP_LOST) {
-                fp = 0;
-            }
-            sp = cfa;
-        } else {
-#if defined(__x86_64__)
-            /* A leaf with no rule and no frame of its own (or stopped
-             * before it pushed one): its caller's return address is at
-             * the stack pointer, and the frame pointer still belongs to
-             * the caller's caller.  Take that word only when it follows
-             * a call instruction. */
-            if (depth == 1 && !(sp & 7) && readable(&w, sp, 8)) {
-                uintptr_t top = ((const uintptr_t *)sp)[0];
-                uintptr_t framed = fp >= sp && fp - sp < MAX_STEP && !(fp & 7) && readable(&w, fp, 16)
-                                       ? ((const uintptr_t *)fp)[1]
-                                       : 0;
-
-                if (top != framed && top != pcs[0] && after_call(top, &w))
-                    pcs[depth++] = top - 1;
-            }
-#endif
-            if (fp < sp || (fp & 7) || (w.hi != 0 && fp + 16 > w.hi))
-                break;
-            if (w.hi == 0 && fp - sp > MAX_STEP) {
-                cut = 1;
-                break;
-            }
-            if (!readable(&w, fp, 16))
-                break;
-            ret = ((const uintptr_t *)fp)[1];
-            sp = fp + 16;
-            fp = ((const uintptr_t *)fp)[0];
-        }
-        if (ret < 4096 || depth == PHS_MAX_DEPTH)
-            break;
-        pcs[depth++] = ret - 1; /* inside the call instruction: the caller's line */
-        lookup = ret - 1;
-    }
-    if (!S.unwind_fp_only)
-        phs_cfi_leave();
-    if (depth == PHS_MAX_DEPTH || cut) {
-        /* Cut, and said so: the marker is the outermost frame. */
-        if (depth == PHS_MAX_DEPTH)
-            depth--;
-        pcs[depth++] = PHS_TRUNCATED;
-        atomic_fetch_add_explicit(&phs.truncated, 1, memory_order_relaxed);
-    }
-    return depth;
-}
-
 /* Add one sample of PCS[0..DEPTH) on thread TID to table T. */
 static int
 record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
@@ -475,22 +269,13 @@ commit(const uintptr_t *pcs, uint32_t depth)
     atomic_fetch_sub(&t->inflight, 1);
 }
 
-/* CPython's eval loop frames become the Python frames they run.  Apart,
- * so only a Python process's handler has the bigger stack on its thread's
- * stack (8 KiB more). */
-static __attribute__((noinline)) void
-commit_py(const uintptr_t *native, uint32_t depth)
-{
-    uintptr_t merged[PHS_MAX_WORDS];
-
-    commit(merged, phs_py_merge(native, depth, merged, PHS_MAX_WORDS));
-}
-
-/* One sample of the interrupted context CTX, on this thread. */
+/* One sample of the interrupted context CTX, on this thread.  The stacks
+ * go into a scratch slot, not onto the signal stack (ph_sampler_timer.c:
+ * an alternate signal stack may be small). */
 static void
 sample(const void *ctx)
 {
-    uintptr_t native[PHS_MAX_DEPTH];
+    phs_scratch *sc;
     uint32_t depth;
 
     if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
@@ -503,12 +288,17 @@ sample(const void *ctx)
         tls_tid = (int)syscall(SYS_gettid);
         tls_pid = S.pid;
     }
-    depth = unwind(ctx, native);
-    if (phs_py_active()) {
-        commit_py(native, depth);
+    if ((sc = phs_scratch_get((unsigned)tls_tid)) == NULL) {
+        atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         return;
     }
-    commit(native, depth);
+    depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
+    /* CPython's eval loop frames become the Python frames they run. */
+    if (phs_py_active())
+        commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS));
+    else
+        commit(sc->native, depth);
+    phs_scratch_put(sc);
 }
 
 static void
@@ -523,6 +313,22 @@ on_sigprof(int sig, siginfo_t *si, void *ctx)
 }
 
 static void chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app);
+
+/* The POSIX timer's real-time signal: our timer's are samples; any other
+ * (the service's own, sent or queued) goes where the service wanted it,
+ * to the handler ours was put in front of. */
+static void
+on_timer(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+
+    if (si != NULL && phs_timer_is_ours(si)) {
+        sample(ctx);
+        errno = saved;
+        return;
+    }
+    chain(sig, si, ctx, &S.app[sig]);
+}
 
 /* A perf event's SIGTRAP (attr.sigtrap) carries TRAP_PERF and the event's
  * sig_data in si_perf_data, which glibc's siginfo_t does not name yet:
@@ -563,12 +369,20 @@ on_sigtrap(int sig, siginfo_t *si, void *ctx)
 
 /* ---- the signals we stand in front of -------------------------------- */
 
-/* SIGTERM/SIGINT always (the final snapshot comes first); SIGTRAP while
- * perf events deliver our samples with it. */
+/* The signals our samples come with: ours stands in front whatever the
+ * service asked (ignored too, or the samples would be). */
+static int
+is_sampling(int sig)
+{
+    return (sig == SIGTRAP && phs.perf_sig == SIGTRAP) || (sig != 0 && sig == phs.timer_sig);
+}
+
+/* SIGTERM/SIGINT always (the final snapshot comes first), and the
+ * sampling signals. */
 static int
 is_ours(int sig)
 {
-    return sig == SIGTERM || sig == SIGINT || (sig == SIGTRAP && phs.perf_sig == SIGTRAP);
+    return sig == SIGTERM || sig == SIGINT || is_sampling(sig);
 }
 
 /* Ask the writer for COMMAND and wait until it has done it, at most
@@ -597,7 +411,7 @@ phs_exec_begin(const char *path, int handed)
         return -1; /* a child, or nothing of ours runs here */
     /* setitimer's timers survive execve: the next tick would kill a
      * program with no SIGPROF handler yet. */
-    itimer_off();
+    timer_off();
     for (; path != NULL && path[i] && i < sizeof S.exec_path - 1; i++)
         S.exec_path[i] = path[i];
     S.exec_path[i] = '\0';
@@ -614,7 +428,7 @@ phs_exec_failed(void)
     if (getpid() != S.pid || !atomic_load(&phs.on))
         return;
     if (!phs.use_perf)
-        start_itimer();
+        start_timer();
     S.exec_path[0] = '\0';
     if (write(S.wake_pipe[1], &c, 1) < 0) {
         /* the next snapshot's status says "running" anyway */
@@ -630,19 +444,20 @@ install_ours(int sig, const struct sigaction *app)
      * SA_RESTART its blocking calls must still return EINTR; its mask
      * applies while the handlers run. */
     memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = sig == SIGTRAP ? on_sigtrap : on_stop_signal;
+    ours.sa_sigaction = sig == SIGTRAP ? on_sigtrap : is_sampling(sig) ? on_timer : on_stop_signal;
     ours.sa_flags = SA_SIGINFO | (app->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
     ours.sa_mask = app->sa_mask;
     if (app->sa_handler == SIG_DFL || app->sa_handler == SIG_IGN) {
         ours.sa_flags |= SA_RESTART; /* nobody else's calls to interrupt */
         sigemptyset(&ours.sa_mask);
     }
-    if (sig == SIGTRAP) {
-        /* A sample must never make a call fail with EINTR, and the
-         * unwinder needs more stack than an alternate signal stack may
-         * have. */
-        ours.sa_flags |= SA_RESTART;
-        ours.sa_flags &= ~SA_ONSTACK;
+    if (is_sampling(sig)) {
+        /* A sample must never make a call fail with EINTR.  On the
+         * thread's alternate stack where it has one: the Go runtime
+         * requires it of every handler (goroutine stacks are small) and
+         * its own, which ours may hand a signal to, checks it runs there.
+         * The handler's stacks are not on it (phs_scratch). */
+        ours.sa_flags |= SA_RESTART | SA_ONSTACK;
     }
     real_sigaction(sig, &ours, NULL);
 }
@@ -663,7 +478,7 @@ chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app_now)
         sigset_t set;
 
         /* Die as the service would have: by this signal. */
-        itimer_off();
+        timer_off();
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
         real_sigaction(sig, &dfl, NULL);
@@ -749,7 +564,7 @@ thread_start(void *p)
     thread_arg a = *(thread_arg *)p;
 
     free(p);
-    note_stack();
+    phs_note_stack();
     return a.fn(a.arg);
 }
 
@@ -801,14 +616,14 @@ take_signals(void)
             continue;
         if (real_sigaction(sig, NULL, &S.app[sig]) < 0)
             continue;
-        if (sig == SIGTRAP || S.app[sig].sa_handler != SIG_IGN)
+        if (is_sampling(sig) || S.app[sig].sa_handler != SIG_IGN)
             install_ours(sig, &S.app[sig]);
         atomic_store(&S.app_set[sig], 1);
     }
 }
 
-/* A handler installed behind our back (a direct syscall, a static libc):
- * record it and get in front again. */
+/* A handler installed behind our back (a direct syscall, a static libc,
+ * the Go runtime at its start): record it and get in front again. */
 static void
 recheck_signals(void)
 {
@@ -817,12 +632,13 @@ recheck_signals(void)
 
         if (!is_ours(sig) || !atomic_load(&S.app_set[sig]) || real_sigaction(sig, NULL, &cur) < 0)
             continue;
-        if ((cur.sa_flags & SA_SIGINFO) && (cur.sa_sigaction == on_stop_signal || cur.sa_sigaction == on_sigtrap))
+        if ((cur.sa_flags & SA_SIGINFO) &&
+            (cur.sa_sigaction == on_stop_signal || cur.sa_sigaction == on_sigtrap || cur.sa_sigaction == on_timer))
             continue;
-        if (sig != SIGTRAP && cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
+        if (!is_sampling(sig) && cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
             continue;
         S.app[sig] = cur;
-        if (sig == SIGTRAP || cur.sa_handler != SIG_IGN)
+        if (is_sampling(sig) || cur.sa_handler != SIG_IGN)
             install_ours(sig, &cur);
     }
 }
@@ -863,7 +679,7 @@ no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double ch
         snprintf(buf, len, "no CPU time used (%.3f CPU-s while sampling, less than one sample period)%s", cpu, kids);
     else
         snprintf(buf, len, "no sample arrived in %.2f CPU-s of sampling: %s blocked or ignored in the threads that ran%s", cpu,
-                 phs.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF", kids);
+                 phs.perf_sig == SIGTRAP ? "SIGTRAP" : phs.timer_sig ? "the timer's signal" : "SIGPROF", kids);
 }
 
 /* sampler-status-<pid>.json: STATE and the counts (see ph_sampler_proc.c). */
@@ -918,7 +734,7 @@ writer_main(void *arg)
      * is counted as our own cost.  poll() below may see EINTR: a tick. */
     tls_writer = 1;
     sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
+    sigaddset(&prof, phs.timer_sig ? phs.timer_sig : SIGPROF);
     pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
 
     /* The unwind tables (a few ms for libc-sized programs) here, beside
@@ -931,7 +747,7 @@ writer_main(void *arg)
     S.cpu_sampled0 = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     if (phs.use_perf && atomic_load(&phs.on))
         phs_perf_scan(self);
-    else if (atomic_load(&phs.on) && start_itimer() < 0)
+    else if (atomic_load(&phs.on) && start_timer() < 0)
         disable("cannot start the profiling timer");
     /* A request already there when we start is served: we have nothing
      * older to show. */
@@ -972,7 +788,7 @@ writer_main(void *arg)
         if (stop || exec) {
             /* (An exec in place may come before we started the timer:
              * it must not survive into the next program.) */
-            itimer_off();
+            timer_off();
             phs_perf_close_all(); /* the final snapshot holds everything sampled */
         }
         else if (phs.use_perf)
@@ -980,10 +796,10 @@ writer_main(void *arg)
         recheck_signals();
         if (!S.unwind_fp_only)
             phs_cfi_refresh(); /* after a dlopen or dlclose */
-        /* Ours is the only SIGPROF handler the samples can come through;
-         * a service that takes SIGPROF gets it (we would only fight it),
-         * and its status says so. */
-        if ((!phs.use_perf || phs.perf_sig == SIGPROF) && real_sigaction(SIGPROF, NULL, &cur) == 0 &&
+        /* With SIGPROF, ours is the only handler the samples can come
+         * through; a service that takes SIGPROF gets it (we would only
+         * fight it), and its status says so. */
+        if (((!phs.use_perf && !phs.timer_sig) || phs.perf_sig == SIGPROF) && real_sigaction(SIGPROF, NULL, &cur) == 0 &&
             !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigprof))
             S.handler_lost = 1;
         phs_agg_drain(agg);
@@ -1072,16 +888,17 @@ atfork_child(void)
     atomic_store(&phs.on, 0);
     atomic_store(&S.writer_running, 0);
     phs_perf_forget();
+    phs_timer_forget();
     if (!phs_proc_follows_forks() || S.dir[0] == '\0')
         return;
     /* PH_SAMPLER_FOLLOW=all: a sampler of its own, from scratch: its own
      * pipes (the parent's are shared), empty tables (the copies hold the
      * parent's samples), counts from zero.  The unwind tables are valid
      * as they are. */
+    phs_unwind_forget();
     for (int i = 0; i < 2; i++) {
-        close(S.probe_pipe[i]);
         close(S.wake_pipe[i]);
-        S.probe_pipe[i] = S.wake_pipe[i] = -1;
+        S.wake_pipe[i] = -1;
         if (phs.tables[i] != NULL)
             munmap(phs.tables[i], sizeof *phs.tables[i]);
         phs.tables[i] = NULL;
@@ -1101,7 +918,7 @@ static void
 at_exit(void)
 {
     if (getpid() == S.pid && atomic_load(&phs.on)) {
-        itimer_off();
+        timer_off();
         request_and_wait('s', EXIT_WAIT_MS);
         atomic_store(&phs.on, 0);
     }
@@ -1154,7 +971,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     snprintf(S.title, sizeof S.title, "%s", title ? title : "");
     S.interval_s = interval_s;
     S.pid = getpid();
-    note_stack(); /* threads that exist already, but for this one, are probed */
+    phs_note_stack(); /* threads that exist already, but for this one, are probed */
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
         const char *g = getenv("PH_SAMPLER_DEBUGINFO");
@@ -1177,7 +994,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         if (phs.tables[i] == NULL)
             return start_failed("cannot allocate the sample tables");
     }
-    if (S.probe_pipe[0] < 0 && pipe2(S.probe_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+    if (phs_unwind_init() < 0)
         return start_failed("cannot create a pipe");
     if (S.wake_pipe[0] < 0 && pipe2(S.wake_pipe, O_CLOEXEC) < 0)
         return start_failed("cannot create a pipe");
@@ -1207,12 +1024,29 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     } else {
         snprintf(phs.source, sizeof phs.source, "setitimer(ITIMER_PROF)");
     }
+    /* Below the tick (or capped there): the POSIX timer on its
+     * real-time signal where the kernel delivers it as setitimer does. */
+    phs.timer_sig = 0;
+    if (!phs.use_perf) {
+        char why[120], was[sizeof phs.source];
+
+        if (phs_timer_create(why, sizeof why) == 0) {
+            phs.timer_sig = PHS_TIMER_SIG;
+            snprintf(was, sizeof was, "%s", phs.source + strlen("setitimer(ITIMER_PROF)"));
+            snprintf(phs.source, sizeof phs.source, "timer_create(CLOCK_PROCESS_CPUTIME_ID), SIGRTMAX-%d%s",
+                     SIGRTMAX - PHS_TIMER_SIG, was);
+        }
+    }
+    if (phs_scratch_init() < 0) {
+        phs_agg_free(agg);
+        return start_failed("cannot allocate the handler's buffers");
+    }
 
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigprof;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (real_sigaction(SIGPROF, &sa, NULL) < 0) {
+    if (!phs.timer_sig && real_sigaction(SIGPROF, &sa, NULL) < 0) {
         phs_agg_free(agg);
         return start_failed("cannot install the SIGPROF handler");
     }
@@ -1257,7 +1091,7 @@ ph_sampler_stop(void)
 {
     if (!atomic_load(&phs.on))
         return;
-    itimer_off();
+    timer_off();
     request_and_wait('s', FLUSH_WAIT_MS);
     atomic_store(&phs.on, 0);
 }

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -73,6 +74,7 @@ typedef struct phs_state {
     int hz_nominal;               /* what the timer was set to after any cap */
     int use_perf;                 /* per-thread perf cpu-clock events feed the samples */
     int perf_sig;                 /* SIGTRAP or SIGPROF: what they send; 0: none */
+    int timer_sig;                /* the POSIX timer's signal (PHS_TIMER_SIG); 0: setitimer's SIGPROF */
     _Atomic uint64_t perf_failed; /* threads that could not get a perf event */
     char source[160];             /* "perf_event cpu-clock" / "setitimer(ITIMER_PROF) ..." */
 } phs_state;
@@ -94,6 +96,52 @@ PH_HIDDEN int phs_perf_choose(int hz);
 PH_HIDDEN void phs_perf_scan(int self_tid);
 PH_HIDDEN void phs_perf_close_all(void);
 PH_HIDDEN void phs_perf_forget(void);
+
+/* ---- the timer and the handler's scratch: ph_sampler_timer.c --------- */
+
+/* The real-time signal the timer sends: one the Go runtime (and glibc,
+ * which keeps 32 and 33) leaves to others. */
+#define PHS_TIMER_SIG (SIGRTMAX - 7)
+/* Is the running kernel Linux MAJOR.MINOR or later? */
+PH_HIDDEN int phs_kernel_at_least(int major, int minor);
+/* A POSIX timer on the process's CPU time sending PHS_TIMER_SIG: 0, or -1
+ * with why not in WHY (the caller falls back to setitimer). */
+PH_HIDDEN int phs_timer_create(char *why, size_t len);
+/* Arm it at HZ (0: disarm).  0 or -1.  Async-signal-safe. */
+PH_HIDDEN int phs_timer_set(int hz);
+/* Is SI one of our timer's signals?  Async-signal-safe. */
+PH_HIDDEN int phs_timer_is_ours(const siginfo_t *si);
+/* A fork child: the parent's timer is not its own, nor its scratch. */
+PH_HIDDEN void phs_timer_forget(void);
+
+/* A handler's working stacks, off the (alternate) signal stack. */
+typedef struct phs_scratch {
+    uintptr_t native[PHS_MAX_DEPTH];
+    uintptr_t merged[PHS_MAX_WORDS];
+} phs_scratch;
+PH_HIDDEN int phs_scratch_init(void);
+/* A free slot (tried from HINT on), or NULL: drop the sample.
+ * Async-signal-safe, as is giving it back. */
+PH_HIDDEN phs_scratch *phs_scratch_get(unsigned hint);
+PH_HIDDEN void phs_scratch_put(phs_scratch *s);
+
+/* ---- the stack walk: ph_sampler_unwind.c ------------------------------ */
+
+/* The probe's pipe: at start (0 or -1); a fork child's own sampler drops
+ * the parent's first. */
+PH_HIDDEN int phs_unwind_init(void);
+PH_HIDDEN void phs_unwind_forget(void);
+/* Note this thread's stack bounds, where a thread starts (not
+ * async-signal-safe). */
+PH_HIDDEN void phs_note_stack(void);
+/* Walk the interrupted context UC (a ucontext_t) into PCS (PHS_MAX_DEPTH,
+ * innermost first); by frame pointers only when FP_ONLY.  Returns the
+ * depth.  Async-signal-safe. */
+PH_HIDDEN uint32_t phs_unwind(const void *uc, uintptr_t *pcs, int fp_only);
+/* Writer: in a Go program, samples held behind its preemption signal are
+ * walked from where the goroutine was (see ph_sampler_unwind.c). */
+typedef struct phs_symbols phs_symbols;
+PH_HIDDEN void phs_go_detect(phs_symbols *s);
 
 /* ---- unwind tables: ph_sampler_cfi.c ----------------------------------- */
 

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "ph_sampler_int.h"
@@ -46,12 +45,7 @@ static struct {
 static int
 sigtrap_safe(void)
 {
-    struct utsname u;
-    int major = 0, minor = 0;
-
-    if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-        return 0;
-    return major > 6 || (major == 6 && minor >= 1);
+    return phs_kernel_at_least(6, 1);
 }
 
 /* A cpu-clock event on thread TID at HZ signalling SIG (SIGTRAP: the

@@ -233,6 +233,7 @@ void
 phs_agg_prepare(phs_agg *a)
 {
     phs_py_detect(a->sym);
+    phs_go_detect(a->sym);
 }
 
 /* Merge a stack of the signal path's, its Python frames named first (now,
