@@ -115,6 +115,13 @@ $(B)/tests/helpers/%: tests/unit/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $< -lpthread -lm
 
+# The wall-clock test service (tests/wall/svc), a workload of the
+# sampler's tests too.
+HELPER_BIN += $(B)/tests/helpers/sampler_wall
+$(B)/tests/helpers/sampler_wall: tests/wall/svc/wall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $<
+
 # The unwinding tests need code without frame pointers, as distributions
 # build it.
 $(B)/tests/helpers/sampler_nofp: tests/unit/helpers/sampler_nofp.c

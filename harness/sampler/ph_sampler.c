@@ -110,6 +110,7 @@ static struct {
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
+    int wall;                   /* PH_SAMPLER_CLOCK=wall */
     int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop, 'x' exec, 'r' status */
     pthread_t writer;
     _Atomic int writer_running;
@@ -159,6 +160,8 @@ start_timer(void)
 {
     struct itimerval it;
 
+    if (phs.wall)
+        return 0; /* per-thread timers, the writer's (phs_wall_scan) */
     if (phs.timer_sig)
         return phs_timer_set(phs.hz_nominal);
     it.it_interval.tv_sec = 0;
@@ -173,7 +176,9 @@ timer_off(void)
 {
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
 
-    if (phs.timer_sig)
+    if (phs.wall)
+        phs_wall_disarm_all();
+    else if (phs.timer_sig)
         phs_timer_set(0);
     else
         setitimer(ITIMER_PROF, &off, NULL);
@@ -209,9 +214,9 @@ disable(const char *why)
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
 static __thread int tls_writer __attribute__((tls_model("initial-exec")));
-/* Add one sample of PCS[0..DEPTH) on thread TID to table T. */
+/* Add W samples of PCS[0..DEPTH) on thread TID to table T. */
 static int
-record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
+record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
 {
     uint64_t h = 1469598103934665603ULL ^ tid;
 
@@ -225,7 +230,7 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
 
         if (st == 2 && s->hash == h && s->depth == depth && s->tid == tid &&
             memcmp(&t->arena[s->off], pcs, depth * sizeof *pcs) == 0) {
-            atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->count, w, memory_order_relaxed);
             return 0;
         }
         if (st == 0 && atomic_compare_exchange_strong(&s->state, &zero, 1)) {
@@ -241,7 +246,7 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
             memcpy(&t->arena[off], pcs, depth * sizeof *pcs);
             s->off = off;
             s->depth = depth;
-            atomic_store_explicit(&s->count, 1, memory_order_relaxed);
+            atomic_store_explicit(&s->count, w, memory_order_relaxed);
             atomic_store_explicit(&s->state, 2, memory_order_release);
             return 0;
         }
@@ -249,9 +254,9 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
     return -1;
 }
 
-/* Record PCS[0..DEPTH) as one sample of this thread. */
+/* Record PCS[0..DEPTH) as W samples of this thread. */
 static void
-commit(const uintptr_t *pcs, uint32_t depth)
+commit(const uintptr_t *pcs, uint32_t depth, uint64_t w)
 {
     int a;
     phs_table *t;
@@ -262,18 +267,18 @@ commit(const uintptr_t *pcs, uint32_t depth)
     a = atomic_load(&phs.active);
     t = phs.tables[a];
     atomic_fetch_add(&t->inflight, 1);
-    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tls_tid, pcs, depth) < 0)
-        atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
+    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tls_tid, pcs, depth, w) < 0)
+        atomic_fetch_add_explicit(&phs.dropped, w, memory_order_relaxed);
     else
-        atomic_fetch_add_explicit(&phs.samples, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&phs.samples, w, memory_order_relaxed);
     atomic_fetch_sub(&t->inflight, 1);
 }
 
-/* One sample of the interrupted context CTX, on this thread.  The stacks
- * go into a scratch slot, not onto the signal stack (ph_sampler_timer.c:
- * an alternate signal stack may be small). */
+/* One sample of the interrupted context CTX, on this thread, standing for
+ * W periods.  The stacks go into a scratch slot, not onto the signal stack
+ * (ph_sampler_timer.c: an alternate signal stack may be small). */
 static void
-sample(const void *ctx)
+sample(const void *ctx, uint64_t w)
 {
     phs_scratch *sc;
     uint32_t depth;
@@ -292,12 +297,18 @@ sample(const void *ctx)
         atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         return;
     }
-    depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
+    if (phs.wall && phs_wall_blocked(ctx)) {
+        /* a blocked thread: its stack ends in the call it blocks in */
+        sc->native[0] = PHS_OFFCPU;
+        depth = 1 + phs_unwind(ctx, sc->native + 1, S.unwind_fp_only);
+    } else {
+        depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
+    }
     /* CPython's eval loop frames become the Python frames they run. */
     if (phs_py_active())
-        commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS));
+        commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
     else
-        commit(sc->native, depth);
+        commit(sc->native, depth, w);
     phs_scratch_put(sc);
 }
 
@@ -308,7 +319,7 @@ on_sigprof(int sig, siginfo_t *si, void *ctx)
 
     (void)sig;
     (void)si;
-    sample(ctx);
+    sample(ctx, 1);
     errno = saved;
 }
 
@@ -323,7 +334,10 @@ on_timer(int sig, siginfo_t *si, void *ctx)
     int saved = errno;
 
     if (si != NULL && phs_timer_is_ours(si)) {
-        sample(ctx);
+        /* Wall clock: the periods a thread's timer expired while its
+         * signal was pending (a thread waiting for a CPU, or in a call
+         * that the signal cannot interrupt) are its stack's too. */
+        sample(ctx, phs.wall && si->si_overrun > 0 ? 1 + (uint64_t)(si->si_overrun < 1000 ? si->si_overrun : 1000) : 1);
         errno = saved;
         return;
     }
@@ -360,7 +374,7 @@ on_sigtrap(int sig, siginfo_t *si, void *ctx)
         if (p->flags & TRAP_PERF_ASYNC)
             atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         else
-            sample(ctx);
+            sample(ctx, 1);
         errno = saved;
         return;
     }
@@ -594,7 +608,7 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
     }
     /* One wake-up outstanding at most: a service starting threads in a
      * loop never fills the pipe (nor blocks on it). */
-    if (r == 0 && phs.use_perf && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
+    if (r == 0 && (phs.use_perf || phs.wall) && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
         atomic_exchange(&S.wake_pending, 1) == 0) {
         char c = 'w';
         if (write(S.wake_pipe[1], &c, 1) < 0) {
@@ -747,6 +761,8 @@ writer_main(void *arg)
     S.cpu_sampled0 = phs_cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - phs_cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     if (phs.use_perf && atomic_load(&phs.on))
         phs_perf_scan(self);
+    else if (phs.wall && atomic_load(&phs.on))
+        phs_wall_scan(self);
     else if (atomic_load(&phs.on) && start_timer() < 0)
         disable("cannot start the profiling timer");
     /* A request already there when we start is served: we have nothing
@@ -780,6 +796,7 @@ writer_main(void *arg)
         }
         if (!atomic_load(&phs.on)) {
             phs_perf_close_all();
+            phs_wall_close_all();
             atomic_store(&S.done_seq, seq);
             if (stop)
                 break;
@@ -790,9 +807,12 @@ writer_main(void *arg)
              * it must not survive into the next program.) */
             timer_off();
             phs_perf_close_all(); /* the final snapshot holds everything sampled */
+            phs_wall_close_all();
         }
         else if (phs.use_perf)
             phs_perf_scan(self);
+        else if (phs.wall)
+            phs_wall_scan(self);
         recheck_signals();
         if (!S.unwind_fp_only)
             phs_cfi_refresh(); /* after a dlopen or dlclose */
@@ -889,6 +909,7 @@ atfork_child(void)
     atomic_store(&S.writer_running, 0);
     phs_perf_forget();
     phs_timer_forget();
+    phs_wall_forget();
     if (!phs_proc_follows_forks() || S.dir[0] == '\0')
         return;
     /* PH_SAMPLER_FOLLOW=all: a sampler of its own, from scratch: its own
@@ -974,7 +995,8 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     phs_note_stack(); /* threads that exist already, but for this one, are probed */
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
-        const char *g = getenv("PH_SAMPLER_DEBUGINFO");
+        const char *g = getenv("PH_SAMPLER_DEBUGINFO"), *c = getenv("PH_SAMPLER_CLOCK");
+        S.wall = c != NULL && strcmp(c, "wall") == 0;
         S.delta = m != NULL && strcmp(m, "delta") == 0;
         S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
         S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
@@ -982,6 +1004,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     phs.hz = hz;
     phs.hz_nominal = hz;
     phs.use_perf = 0;
+    phs.wall = S.wall;
     atomic_store(&phs.samples, 0);
     atomic_store(&phs.dropped, 0);
     atomic_store(&phs.truncated, 0);
@@ -1005,7 +1028,10 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     /* Above the tick, perf events (SIGTRAP where the kernel delivers it
      * safely, else SIGPROF) or a reported cap. */
     phs.perf_sig = 0;
-    if (hz > PHS_ITIMER_MAX_HZ) {
+    if (phs.wall) {
+        snprintf(phs.source, sizeof phs.source, "timer_create(CLOCK_MONOTONIC) per thread, SIGRTMAX-%d: wall clock",
+                 SIGRTMAX - PHS_TIMER_SIG);
+    } else if (hz > PHS_ITIMER_MAX_HZ) {
         fd = phs_perf_choose(hz);
         if (fd == 0) {
             phs.use_perf = 1;
@@ -1026,8 +1052,8 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     }
     /* Below the tick (or capped there): the POSIX timer on its
      * real-time signal where the kernel delivers it as setitimer does. */
-    phs.timer_sig = 0;
-    if (!phs.use_perf) {
+    phs.timer_sig = phs.wall ? PHS_TIMER_SIG : 0;
+    if (!phs.use_perf && !phs.wall) {
         char why[120], was[sizeof phs.source];
 
         if (phs_timer_create(why, sizeof why) == 0) {
@@ -1154,7 +1180,7 @@ preload_start(void)
     int sample = 1;
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
     const char *u = getenv("PH_SAMPLER_UNWIND"), *g = getenv("PH_SAMPLER_DEBUGINFO");
-    const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL");
+    const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL"), *c = getenv("PH_SAMPLER_CLOCK");
     int hz = env_int(h, 150), interval = env_int(iv, 120);
 
     if (d == NULL || *d == '\0')
@@ -1171,6 +1197,8 @@ preload_start(void)
         snprintf(bad, sizeof bad, "PH_SAMPLER_UNWIND=%.40s: want cfi or fp", u);
     else if (g != NULL && *g != '\0' && strcmp(g, "0") != 0 && strcmp(g, "1") != 0)
         snprintf(bad, sizeof bad, "PH_SAMPLER_DEBUGINFO=%.40s: want 1 or 0", g);
+    else if (c != NULL && *c != '\0' && strcmp(c, "cpu") != 0 && strcmp(c, "wall") != 0)
+        snprintf(bad, sizeof bad, "PH_SAMPLER_CLOCK=%.40s: want cpu or wall", c);
     else
         phs_proc_init(bad, sizeof bad, &sample); /* PH_SAMPLER_FOLLOW; the settings saved to hand on */
     snprintf(dir, sizeof dir, "%s", d);
@@ -1178,6 +1206,7 @@ preload_start(void)
     S.delta = m != NULL && strcmp(m, "delta") == 0;
     S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
     S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
+    S.wall = c != NULL && strcmp(c, "wall") == 0;
     S.mode_from_env = 1;
     unpreload();
     unsetenv("PH_SAMPLER_DIR");
@@ -1187,6 +1216,7 @@ preload_start(void)
     unsetenv("PH_SAMPLER_MODE");
     unsetenv("PH_SAMPLER_UNWIND");
     unsetenv("PH_SAMPLER_DEBUGINFO");
+    unsetenv("PH_SAMPLER_CLOCK");
     unsetenv("PH_SAMPLER_FOLLOW");
     unsetenv("PH_SAMPLER_ROOT");
     unsetenv("PH_SAMPLER_SEQ");

@@ -11,6 +11,12 @@
  *      PH_SAMPLER_MODE      cumulative (default) or delta
  *      PH_SAMPLER_UNWIND    cfi (default: call frame information, frame
  *                           pointers where there is none) or fp
+ *      PH_SAMPLER_CLOCK     cpu (default: CPU time, below) or wall: every
+ *                           thread at PH_SAMPLER_HZ per second of wall time,
+ *                           running or blocked; a blocked thread's stack
+ *                           ends in an [off-cpu] frame under the call it
+ *                           blocks in (ph_sampler_wall.c: what EINTR it
+ *                           cannot prevent)
  *      PH_SAMPLER_DEBUGINFO 1 (default: source lines and inlined functions
  *                           through libdw.so.1 when it and debug info are
  *                           there) or 0 (symbol tables only)
@@ -56,8 +62,11 @@
  *                              Python functions they ran, `qualname
  *                              (file.py:line)_[p]` (ph_sampler_py.c)
  *   flamegraph-<UTC>[-<pid>]-<n>.svg
+ *   offcpu-, oncpu-<UTC>[-<pid>]-<n>.folded  PH_SAMPLER_CLOCK=wall only:
+ *                              the stacks ending in [off-cpu], the others
  *   profile-<UTC>[-<pid>]-<n>.pb.gz    pprof: samples/count and
- *                              cpu/nanoseconds, a `thread` and `thread_id`
+ *                              cpu/nanoseconds (wall/nanoseconds on the
+ *                              wall clock), a `thread` and `thread_id`
  *                              label per sample, source lines and inlined
  *                              functions when there is debug info
  * each through a temporary name and a rename, and always

@@ -20,6 +20,7 @@
 #define PHS_MAX_DEPTH 512            /* deeper stacks end in a "[truncated]" frame */
 #define PHS_MAX_WORDS 1024           /* a stack's words with its Python frames (PHS_PY_WORDS each) */
 #define PHS_TRUNCATED ((uintptr_t)1) /* marker pc, outermost frame of a cut stack */
+#define PHS_OFFCPU ((uintptr_t)2)    /* marker pc, the leaf of a wall sample of a blocked thread */
 #define PHS_SLOTS 4096               /* stacks per table between two drains */
 #define PHS_ARENA (256u * 1024u)     /* pcs per table between two drains */
 #define PHS_ITIMER_MAX_HZ 250        /* the kernel tick caps ITIMER_PROF (CONFIG_HZ) */
@@ -75,6 +76,7 @@ typedef struct phs_state {
     int use_perf;                 /* per-thread perf cpu-clock events feed the samples */
     int perf_sig;                 /* SIGTRAP or SIGPROF: what they send; 0: none */
     int timer_sig;                /* the POSIX timer's signal (PHS_TIMER_SIG); 0: setitimer's SIGPROF */
+    int wall;                     /* PH_SAMPLER_CLOCK=wall: every thread at a wall-clock rate */
     _Atomic uint64_t perf_failed; /* threads that could not get a perf event */
     char source[160];             /* "perf_event cpu-clock" / "setitimer(ITIMER_PROF) ..." */
 } phs_state;
@@ -91,6 +93,19 @@ PH_HIDDEN int phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), v
 /* ---- perf events: ph_sampler_perf.c (writer thread, start, atfork) ----- */
 
 #define PHS_PERF_COOKIE 0x7068735f73616d70ULL /* our events' sig_data: "phs_samp" */
+/* A set of threads, each with a handle of the writer's (a perf event's
+ * fd, a wall timer): tid 0 is a free entry.  Writer thread only. */
+#define PHS_MAX_THREADS 1024
+typedef struct phs_tset {
+    int tid[PHS_MAX_THREADS];
+    intptr_t h[PHS_MAX_THREADS];
+} phs_tset;
+/* Every thread in /proc/self/task but SELF_TID gets a handle from OPEN_CB
+ * (0, or -1: counted in phs.perf_failed); those of ended threads go to
+ * CLOSE_CB. */
+PH_HIDDEN void phs_tset_scan(phs_tset *t, int self_tid, int (*open_cb)(int, intptr_t *), void (*close_cb)(intptr_t));
+/* Every handle to CLOSE_CB (NULL: forgotten), the set emptied. */
+PH_HIDDEN void phs_tset_close_all(phs_tset *t, void (*close_cb)(intptr_t));
 PH_HIDDEN int phs_perf_choose(int hz);
 /* Every thread but SELF_TID gets an event; those of ended threads close. */
 PH_HIDDEN void phs_perf_scan(int self_tid);
@@ -114,9 +129,23 @@ PH_HIDDEN int phs_timer_is_ours(const siginfo_t *si);
 /* A fork child: the parent's timer is not its own, nor its scratch. */
 PH_HIDDEN void phs_timer_forget(void);
 
+/* ---- the wall clock: ph_sampler_wall.c ------------------------------- */
+
+/* Writer: a CLOCK_MONOTONIC timer at phs.hz_nominal sending PHS_TIMER_SIG
+ * to every thread of the process but SELF_TID; those of ended threads
+ * deleted.  (Close all: at the end; forget: a fork child.) */
+PH_HIDDEN void phs_wall_scan(int self_tid);
+PH_HIDDEN void phs_wall_close_all(void);
+PH_HIDDEN void phs_wall_forget(void);
+/* Stop every timer without touching the table.  Async-signal-safe. */
+PH_HIDDEN void phs_wall_disarm_all(void);
+/* Was the thread interrupted at CTX (a ucontext_t) blocked in a system
+ * call?  Async-signal-safe. */
+PH_HIDDEN int phs_wall_blocked(const void *ctx);
+
 /* A handler's working stacks, off the (alternate) signal stack. */
 typedef struct phs_scratch {
-    uintptr_t native[PHS_MAX_DEPTH];
+    uintptr_t native[PHS_MAX_DEPTH + 1]; /* + an [off-cpu] leaf */
     uintptr_t merged[PHS_MAX_WORDS];
 } phs_scratch;
 PH_HIDDEN int phs_scratch_init(void);
@@ -315,6 +344,7 @@ typedef struct phs_stack {
 } phs_stack;
 
 typedef struct phs_pprof_meta {
+    const char *type;       /* the value's sample type: "cpu" (NULL) or "wall", in nanoseconds */
     int64_t time_nanos, duration_nanos;
     int64_t period_ns;      /* cpu nanoseconds one sample stands for */
     const char *comments[6];

@@ -550,6 +550,10 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
         f->name = "[truncated]";
         return 1;
     }
+    if (pc == PHS_OFFCPU) {
+        f->name = "[off-cpu]";
+        return 1;
+    }
     if ((mod = module_of(s, pc)) < 0) {
         if ((f->name = ph_perfmap_find(s->jit, pc)) != NULL)
             return 1;
@@ -936,14 +940,15 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     size_t cap_fn = 0, n_fn = 0;
     uint64_t s_thread, s_thread_id;
     int rc = -1;
+    const char *type = meta->type ? meta->type : "cpu";
 
     str_id(&st, "");
-    /* sample_type: samples/count, cpu/nanoseconds */
+    /* sample_type: samples/count, cpu (or wall)/nanoseconds */
     pb_int(&m, 1, str_id(&st, "samples"));
     pb_int(&m, 2, str_id(&st, "count"));
     pb_msg(&out, 1, &m);
     m.len = 0;
-    pb_int(&m, 1, str_id(&st, "cpu"));
+    pb_int(&m, 1, str_id(&st, type));
     pb_int(&m, 2, str_id(&st, "nanoseconds"));
     pb_msg(&out, 1, &m);
     s_thread = str_id(&st, "thread");
@@ -1043,14 +1048,14 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     pb_int(&out, 9, (uint64_t)meta->time_nanos);
     pb_int(&out, 10, (uint64_t)meta->duration_nanos);
     m.len = 0;
-    pb_int(&m, 1, str_id(&st, "cpu"));
+    pb_int(&m, 1, str_id(&st, type));
     pb_int(&m, 2, str_id(&st, "nanoseconds"));
     pb_msg(&out, 11, &m);
     pb_int(&out, 12, (uint64_t)meta->period_ns);
     for (size_t i = 0; i < sizeof meta->comments / sizeof *meta->comments; i++)
         if (meta->comments[i])
             pb_int(&out, 13, str_id(&st, meta->comments[i]));
-    pb_int(&out, 14, str_id(&st, "cpu")); /* default_sample_type */
+    pb_int(&out, 14, str_id(&st, type)); /* default_sample_type */
     /* the string table last: every id above is known by now */
     for (size_t i = 0; i < st.n; i++)
         pb_str(&out, 6, st.v[i]);
