@@ -52,7 +52,8 @@
  *   the same way.  The writer's re-check each tick puts ours back in
  *   front of a handler installed behind our back: the Go runtime installs
  *   its own for every signal at its start, after our constructor, and
- *   keeps the asynchronous ones to itself.  SA_ONSTACK, as Go requires.
+ *   keeps the asynchronous ones to itself.  SA_ONSTACK as that handler
+ *   had it (Go requires it of every handler).
  * - fork: the child turns sampling off (atfork), has no writer and closes
  *   the perf fds it inherited; timers are not inherited.  With
  *   PH_SAMPLER_FOLLOW=all it starts a sampler of its own.  fork waits
@@ -456,7 +457,13 @@ install_ours(int sig, const struct sigaction *app)
 
     /* Ours stands in front but behaves as the service asked: without
      * SA_RESTART its blocking calls must still return EINTR; its mask
-     * applies while the handlers run. */
+     * applies while the handlers run; on the alternate signal stack when
+     * its handler asked for it (the Go runtime requires that of every
+     * handler, goroutine stacks being small, and its own, which ours may
+     * hand a signal to, checks it runs there; the sampler's stacks are
+     * not on it: phs_scratch), not otherwise (a program's alternate stack
+     * may be too small for the kernel's frame: MINSIGSTKSZ is 2 KiB, the
+     * frame ~3 KiB with AVX-512). */
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = sig == SIGTRAP ? on_sigtrap : is_sampling(sig) ? on_timer : on_stop_signal;
     ours.sa_flags = SA_SIGINFO | (app->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
@@ -465,14 +472,8 @@ install_ours(int sig, const struct sigaction *app)
         ours.sa_flags |= SA_RESTART; /* nobody else's calls to interrupt */
         sigemptyset(&ours.sa_mask);
     }
-    if (is_sampling(sig)) {
-        /* A sample must never make a call fail with EINTR.  On the
-         * thread's alternate stack where it has one: the Go runtime
-         * requires it of every handler (goroutine stacks are small) and
-         * its own, which ours may hand a signal to, checks it runs there.
-         * The handler's stacks are not on it (phs_scratch). */
-        ours.sa_flags |= SA_RESTART | SA_ONSTACK;
-    }
+    if (is_sampling(sig))
+        ours.sa_flags |= SA_RESTART; /* a sample must never make a call fail with EINTR */
     real_sigaction(sig, &ours, NULL);
 }
 

@@ -19,9 +19,10 @@
  *
  * Scratch: the handler's stacks (PHS_MAX_DEPTH native pcs and the words
  * with Python frames, 12 KiB) live in a preallocated pool, not on the
- * stack the handler runs on: it runs SA_ONSTACK (the Go runtime requires
- * it, its signal stack is 32 KiB) and other programs' alternate stacks
- * are smaller (Rust's threads have 8 KiB, minus the kernel's frame).  A
+ * stack the handler runs on: it runs SA_ONSTACK where the handler it
+ * stands in front of did (the Go runtime's, whose signal stack is 32
+ * KiB; other programs' alternate stacks are smaller: Rust's threads have
+ * 8 KiB, minus the kernel's frame).  A
  * handler claims a free slot with a CAS; with none free the sample is
  * dropped, never waited for.
  */
