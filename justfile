@@ -60,6 +60,11 @@ profile-flamegraph *SERVICES: build engine
 profile-heap *SERVICES: build engine
     {{ph}} start --mode heap {{SERVICES}}
 
+# restart SERVICES with the built-in sampler on the wall clock (every thread,
+# running or blocked: all, off-CPU and on-CPU stacks; no capabilities)
+profile-wall *SERVICES: build engine
+    {{ph}} start --mode wall {{SERVICES}}
+
 # restart SERVICES under perf record -g (CPU stacks: perf.data, flamegraph, pprof)
 profile-perf *SERVICES: build engine
     {{ph}} start --mode perf {{SERVICES}}

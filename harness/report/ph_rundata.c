@@ -328,7 +328,8 @@ folded_chunk(void *ctx, const char *buf, size_t len, ph_error_t *err)
 
 /* Whether NAME is a namer's placeholder for a frame it could not name,
  * and whose code that is: the collapser's `[dso]`, `[dso <addr>]`,
- * `[perf-N.map]`; the sampler's `[unknown]+0xPC` (no file: anonymous
+ * `[perf-N.map]` (not `[truncated]`, `[off-cpu]`: marks of the sampler's);
+ * the sampler's `[unknown]+0xPC` (no file: anonymous
  * memory) and `module+0xOFF`.  *JIT: code outside any file, or in a perf
  * map's range (a JIT's, whose map the run did not have). */
 static int
@@ -348,7 +349,8 @@ unnamed_module(const char *name, char *mod, size_t len, int *jit)
                 n = i - 1;
                 break;
             }
-        if (n == 0 || (n == 9 && strncmp(name + 1, "truncated", 9) == 0))
+        if (n == 0 || (n == 9 && strncmp(name + 1, "truncated", 9) == 0) ||
+            (n == 7 && strncmp(name + 1, "off-cpu", 7) == 0)) /* the wall clock's mark of a blocked thread */
             return 0;
         if (n == 7 && strncmp(name + 1, "unknown", 7) == 0) {
             *jit = 1;

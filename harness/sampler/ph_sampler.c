@@ -3,15 +3,18 @@
  * events deliver samples with it) and the writer thread's loop.
  *
  * What runs where:
- * - Signal context (SIGPROF or SIGTRAP, any thread): sample().  It walks
+ * - Signal context (the timer's real-time signal, SIGPROF or SIGTRAP, any
+ *   thread): sample(), its stacks in a scratch slot, not on the stack.  It walks
  *   the interrupted stack, reading a word only after proving it readable
  *   (write(2) of it into a pipe fails with EFAULT instead of faulting), and
  *   records the stack in the active preallocated table (phs_table, see
  *   ph_sampler_int.h) with atomic claims.  No malloc, no stdio, no lock: a
  *   sample that finds no room is counted as dropped.  Only raw syscalls
  *   (write, read, gettid) are made.
- * - Where samples come from: up to 250 Hz, setitimer(ITIMER_PROF) and
- *   SIGPROF: process CPU time, the kernel signals the thread that is
+ * - Where samples come from: up to 250 Hz, a POSIX timer on the process's
+ *   CPU clock sending a real-time signal (ph_sampler_timer.c; before
+ *   Linux 6.3 setitimer(ITIMER_PROF) and SIGPROF), process CPU time: the
+ *   kernel signals the thread that is
  *   running, so every thread is sampled, threads created later too, with
  *   no bookkeeping.  The kernel tick (CONFIG_HZ, 250 here) caps it, so
  *   above 250 Hz each thread gets its own perf_event_open software
@@ -25,7 +28,7 @@
  *   not allowed (perf_event_paranoid, seccomp) the rate is capped at 250
  *   Hz and the cap is reported.  The delivered rate is always measured
  *   (samples per CPU-second) and written in the outputs.
- * - The writer thread (a normal thread, every signal blocked but SIGPROF,
+ * - The writer thread (a normal thread, every signal blocked but the timer's,
  *   whose samples there are counted as the sampler's own cost) wakes every
  *   tick (250 ms): it drains the active table into its own heap
  *   aggregate, so the signal-side tables only hold one tick of samples,
@@ -44,8 +47,15 @@
  *   (breakpoints, the service's own perf events) to what the service
  *   asked for, the same way.  A debugger attached to the service sees a
  *   SIGTRAP per sample: sample at 250 Hz or less when debugging.
+ * - The timer's real-time signal: on_timer takes our timer's (SI_TIMER
+ *   with our value) and hands every other to what the service asked for,
+ *   the same way.  The writer's re-check each tick puts ours back in
+ *   front of a handler installed behind our back: the Go runtime installs
+ *   its own for every signal at its start, after our constructor, and
+ *   keeps the asynchronous ones to itself.  SA_ONSTACK as that handler
+ *   had it (Go requires it of every handler).
  * - fork: the child turns sampling off (atfork), has no writer and closes
- *   the perf fds it inherited; itimers are not inherited.  With
+ *   the perf fds it inherited; timers are not inherited.  With
  *   PH_SAMPLER_FOLLOW=all it starts a sampler of its own.  fork waits
  *   while the writer is inside dl_iterate_phdr (phs_dl_iterate), or the
  *   child would inherit the loader's lock held.  exec: LD_PRELOAD and
@@ -88,10 +98,6 @@
 #define STATUS_EVERY_MS 5000
 #define CHILDREN_WAIT_MS 3000 /* within STOP_SIGNAL_WAIT_MS */
 #define MAX_HZ 10000
-/* The largest step the unwinder takes on a stack whose bounds it does not
- * know (a thread that was running before the sampler, a stack of the
- * service's own); on the thread's own stack the bound is its top. */
-#define MAX_STEP (8u << 20)
 
 phs_state phs;
 
@@ -105,7 +111,7 @@ static struct {
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
-    int probe_pipe[2];          /* readability checks on the signal path */
+    int wall;                   /* PH_SAMPLER_CLOCK=wall */
     int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop, 'x' exec, 'r' status */
     pthread_t writer;
     _Atomic int writer_running;
@@ -126,7 +132,7 @@ static struct {
     _Atomic int app_set[NSIG];  /* ours is in front of this signal */
     int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
     int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-} S = { .probe_pipe = { -1, -1 }, .wake_pipe = { -1, -1 } };
+} S = { .wake_pipe = { -1, -1 } };
 
 static int
 real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -148,23 +154,35 @@ say(const char *msg)
     (void)r;
 }
 
+/* The timer below the tick: the POSIX one (ph_sampler_timer.c), or
+ * setitimer(ITIMER_PROF) where it cannot be had. */
 static int
-start_itimer(void)
+start_timer(void)
 {
     struct itimerval it;
 
+    if (phs.wall)
+        return 0; /* per-thread timers, the writer's (phs_wall_scan) */
+    if (phs.timer_sig)
+        return phs_timer_set(phs.hz_nominal);
     it.it_interval.tv_sec = 0;
     it.it_interval.tv_usec = 1000000 / phs.hz_nominal;
     it.it_value = it.it_interval;
     return setitimer(ITIMER_PROF, &it, NULL);
 }
 
+/* Async-signal-safe. */
 static void
-itimer_off(void)
+timer_off(void)
 {
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
 
-    setitimer(ITIMER_PROF, &off, NULL);
+    if (phs.wall)
+        phs_wall_disarm_all();
+    else if (phs.timer_sig)
+        phs_timer_set(0);
+    else
+        setitimer(ITIMER_PROF, &off, NULL);
 }
 
 /* Perf events are closed by the writer (it owns them) when it sees `on`
@@ -179,7 +197,7 @@ disable(const char *why)
     char line[512];
 
     atomic_store(&phs.on, 0);
-    itimer_off();
+    timer_off();
     phs_heap_disable();
     if (atomic_exchange(&S.said, 1))
         return;
@@ -198,224 +216,8 @@ disable(const char *why)
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
 static __thread int tls_writer __attribute__((tls_model("initial-exec")));
-/* This thread's stack, [lo, hi); hi 0: not known.  Set where the thread
- * starts: note_stack() in ph_sampler_start for the thread that starts the
- * sampler, in thread_start for threads pthread_create starts later. */
-static __thread uintptr_t tls_stack_lo __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t tls_stack_hi __attribute__((tls_model("initial-exec")));
-
-/* What one walk knows is readable: [lo, hi), from the interrupted stack
- * pointer to the top of the thread's stack when the stack pointer lies in
- * it (none of that can be unmapped while the thread runs on it), and the
- * page last proven readable by a probe. */
-typedef struct walk {
-    uintptr_t lo, hi;
-    uintptr_t last_page;
-} walk;
-
-/* Can the LEN (at most 16) bytes at ADDR, off the stack, be read?  A
- * write(2) of them into a pipe says: from unmapped memory it fails with
- * EFAULT (or writes less).  The bytes are drained at once. */
-static __attribute__((noinline)) int
-probe(walk *w, uintptr_t addr, size_t len)
-{
-    uintptr_t page = addr & ~(uintptr_t)4095;
-    char drain[16];
-
-    if (page == w->last_page && (addr & 4095) <= 4096 - len)
-        return 1;
-    if (write(S.probe_pipe[1], (const void *)addr, len) != (ssize_t)len)
-        return 0;
-    if (read(S.probe_pipe[0], drain, sizeof drain) < 0) {
-        /* nothing to do: another thread's read may have taken our bytes */
-    }
-    if ((addr & 4095) <= 4096 - len)
-        w->last_page = page;
-    return 1;
-}
-
-/* The probe without a walk's cache, for the Python frame reader. */
-int
-phs_probe_mem(uintptr_t addr, size_t len)
-{
-    walk w = { 0, 0, 0 };
-
-    return addr >= 4096 && len <= 16 && probe(&w, addr, len);
-}
-
-/* Can the LEN (at most 16) bytes at ADDR be read?  On the stack, yes;
- * elsewhere the probe says. */
-static inline int
-readable(walk *w, uintptr_t addr, size_t len)
-{
-    if (addr >= w->lo && addr < w->hi && w->hi - addr >= len)
-        return 1;
-    return probe(w, addr, len);
-}
-
-/* Record this thread's stack bounds (not async-signal-safe: at the
- * thread's start).  lo before hi: a sample in between sees "not known". */
-static void
-note_stack(void)
-{
-    pthread_attr_t a;
-    void *addr = NULL;
-    size_t size = 0;
-
-    if (pthread_getattr_np(pthread_self(), &a) != 0)
-        return;
-    if (pthread_attr_getstack(&a, &addr, &size) == 0 && size > 0) {
-        tls_stack_hi = 0;
-        atomic_signal_fence(memory_order_seq_cst);
-        tls_stack_lo = (uintptr_t)addr;
-        atomic_signal_fence(memory_order_seq_cst);
-        tls_stack_hi = (uintptr_t)addr + size;
-    }
-    pthread_attr_destroy(&a);
-}
-
-#if defined(__x86_64__)
-/* Does RET follow a call instruction?  (e8 rel32, or ff /2 in its common
- * register and memory forms.)  Reads only memory proven readable. */
-static int
-after_call(uintptr_t ret, walk *w)
-{
-    const unsigned char *p;
-
-    if (ret < 4096 + 7 || !readable(w, ret - 7, 16))
-        return 0; /* ret-7 .. ret+8 */
-    p = (const unsigned char *)ret;
-    if (p[-5] == 0xe8)
-        return 1;
-    if (p[-2] == 0xff && ((p[-1] >> 3) & 7) == 2)
-        return 1; /* call *%reg, call *(%reg) */
-    if (p[-3] == 0xff && ((p[-2] >> 3) & 7) == 2)
-        return 1; /* call *disp8(%reg) */
-    if (p[-6] == 0xff && ((p[-5] >> 3) & 7) == 2)
-        return 1; /* call *disp32(%reg), call *disp32(%rip) */
-    return 0;
-}
-#endif
-
-/* Walk the interrupted thread's stack into PCS (innermost first).
- *
- * Each frame is stepped by its call frame information when the tables of
- * ph_sampler_cfi.c cover its pc (built ahead of time on the writer thread:
- * no lock, no parsing here), by its frame pointer otherwise.  Not
- * libunwind: its local unwinder finds unwind tables through
- * dl_iterate_phdr, which takes the loader's lock, so a sample landing in
- * dlopen() would deadlock (gperftools documents this hang; pprof-rs saw
- * crashes with DWARF unwinding in production).  Every word is read only
- * after proving it readable (on the thread's own stack by its bounds, for
- * free; anywhere else by a probe), and every step must move the stack
- * pointer up, and stay within the thread's stack (MAX_STEP per step where
- * its bounds are not known): a wrong rule gives a shorter stack, never a
- * fault or a loop.  A walk that MAX_STEP or PHS_MAX_DEPTH stops before
- * the stack's end ends in the PHS_TRUNCATED marker and is counted: a frame
- * bigger than the bound is cut where it is seen, never silently. */
-static uint32_t
-unwind(const ucontext_t *uc, uintptr_t *pcs)
-{
-#if defined(__x86_64__)
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    /* Same frame record as x86-64: [fp] = caller's fp, [fp+8] = return
-     * address.  (Untested here: the machines we run on are x86-64.) */
-    uintptr_t fp = (uintptr_t)uc->uc_mcontext.regs[29];
-    uintptr_t sp = (uintptr_t)uc->uc_mcontext.sp;
-    uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
-#else
-#error "the sampler's unwinder knows x86-64 and aarch64 only"
-#endif
-    uintptr_t lookup = pc;
-    uint32_t depth = 0;
-    const phs_cfi *cfi = S.unwind_fp_only ? NULL : phs_cfi_enter();
-    walk w = { 0, 0, 0 };
-    size_t hint = 0;
-    int cut = 0;
-
-    if (tls_stack_hi != 0 && sp >= tls_stack_lo && sp < tls_stack_hi) {
-        w.lo = sp;
-        w.hi = tls_stack_hi;
-    }
-
-    pcs[depth++] = pc;
-    while (depth < PHS_MAX_DEPTH) {
-        const phs_cfi_row *row = phs_cfi_find(cfi, lookup, &hint);
-        uintptr_t ret;
-
-        if (row != NULL) {
-            uintptr_t cfa = (row->cfa_reg == PHS_CFA_SP ? sp : fp) + (uintptr_t)(intptr_t)row->cfa_off;
-            uintptr_t at = cfa + (uintptr_t)(intptr_t)row->ra_off;
-
-            if (row->flags & PHS_CFI_OUTERMOST)
-                break;
-            if (cfa <= sp || (at & 7) || (w.hi != 0 && cfa > w.hi))
-                break;
-            if (w.hi == 0 && cfa - sp > MAX_STEP) {
-                cut = 1;
-                break;
-            }
-            if (!readable(&w, at, 8))
-                break;
-            ret = *(const uintptr_t *)at;
-            if (row->fp_off != 0) {
-                at = cfa + (uintptr_t)(intptr_t)row->fp_off;
-                if ((at & 7) || !readable(&w, at, 8))
-                    break;
-                fp = *(const uintptr_t *)at;
-            } else if (row->flags & PHS_CFI_FP_LOST) {
-                fp = 0;
-            }
-            sp = cfa;
-        } else {
-#if defined(__x86_64__)
-            /* A leaf with no rule and no frame of its own (or stopped
-             * before it pushed one): its caller's return address is at
-             * the stack pointer, and the frame pointer still belongs to
-             * the caller's caller.  Take that word only when it follows
-             * a call instruction. */
-            if (depth == 1 && !(sp & 7) && readable(&w, sp, 8)) {
-                uintptr_t top = ((const uintptr_t *)sp)[0];
-                uintptr_t framed = fp >= sp && fp - sp < MAX_STEP && !(fp & 7) && readable(&w, fp, 16)
-                                       ? ((const uintptr_t *)fp)[1]
-                                       : 0;
-
-                if (top != framed && top != pcs[0] && after_call(top, &w))
-                    pcs[depth++] = top - 1;
-            }
-#endif
-            if (fp < sp || (fp & 7) || (w.hi != 0 && fp + 16 > w.hi))
-                break;
-            if (w.hi == 0 && fp - sp > MAX_STEP) {
-                cut = 1;
-                break;
-            }
-            if (!readable(&w, fp, 16))
-                break;
-            ret = ((const uintptr_t *)fp)[1];
-            sp = fp + 16;
-            fp = ((const uintptr_t *)fp)[0];
-        }
-        if (ret < 4096 || depth == PHS_MAX_DEPTH)
-            break;
-        pcs[depth++] = ret - 1; /* inside the call instruction: the caller's line */
-        lookup = ret - 1;
-    }
-    if (!S.unwind_fp_only)
-        phs_cfi_leave();
-    if (depth == PHS_MAX_DEPTH || cut) {
-        /* Cut, and said so: the marker is the outermost frame. */
-        if (depth == PHS_MAX_DEPTH)
-            depth--;
-        pcs[depth++] = PHS_TRUNCATED;
-        atomic_fetch_add_explicit(&phs.truncated, 1, memory_order_relaxed);
-    }
-    return depth;
-}
-
+/* The stack from PC, SP and FP (the heap sampler's walk, from inside
+ * the allocator): the signal path's unwinder over a made-up context. */
 uint32_t
 phs_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *pcs)
 {
@@ -430,12 +232,12 @@ phs_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *pcs)
     uc.uc_mcontext.sp = sp;
     uc.uc_mcontext.regs[29] = fp;
 #endif
-    return unwind(&uc, pcs);
+    return phs_unwind(&uc, pcs, S.unwind_fp_only);
 }
 
-/* Add one sample of PCS[0..DEPTH) on thread TID to table T. */
+/* Add W samples of PCS[0..DEPTH) on thread TID to table T. */
 static int
-record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
+record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
 {
     uint64_t h = 1469598103934665603ULL ^ tid;
 
@@ -449,7 +251,7 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
 
         if (st == 2 && s->hash == h && s->depth == depth && s->tid == tid &&
             memcmp(&t->arena[s->off], pcs, depth * sizeof *pcs) == 0) {
-            atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->count, w, memory_order_relaxed);
             return 0;
         }
         if (st == 0 && atomic_compare_exchange_strong(&s->state, &zero, 1)) {
@@ -465,7 +267,7 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
             memcpy(&t->arena[off], pcs, depth * sizeof *pcs);
             s->off = off;
             s->depth = depth;
-            atomic_store_explicit(&s->count, 1, memory_order_relaxed);
+            atomic_store_explicit(&s->count, w, memory_order_relaxed);
             atomic_store_explicit(&s->state, 2, memory_order_release);
             return 0;
         }
@@ -473,9 +275,9 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth)
     return -1;
 }
 
-/* Record PCS[0..DEPTH) as one sample of this thread. */
+/* Record PCS[0..DEPTH) as W samples of this thread. */
 static void
-commit(const uintptr_t *pcs, uint32_t depth)
+commit(const uintptr_t *pcs, uint32_t depth, uint64_t w)
 {
     int a;
     phs_table *t;
@@ -486,29 +288,20 @@ commit(const uintptr_t *pcs, uint32_t depth)
     a = atomic_load(&phs.active);
     t = phs.tables[a];
     atomic_fetch_add(&t->inflight, 1);
-    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tls_tid, pcs, depth) < 0)
-        atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
+    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tls_tid, pcs, depth, w) < 0)
+        atomic_fetch_add_explicit(&phs.dropped, w, memory_order_relaxed);
     else
-        atomic_fetch_add_explicit(&phs.samples, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&phs.samples, w, memory_order_relaxed);
     atomic_fetch_sub(&t->inflight, 1);
 }
 
-/* CPython's eval loop frames become the Python frames they run.  Apart,
- * so only a Python process's handler has the bigger stack on its thread's
- * stack (8 KiB more). */
-static __attribute__((noinline)) void
-commit_py(const uintptr_t *native, uint32_t depth)
-{
-    uintptr_t merged[PHS_MAX_WORDS];
-
-    commit(merged, phs_py_merge(native, depth, merged, PHS_MAX_WORDS));
-}
-
-/* One sample of the interrupted context CTX, on this thread. */
+/* One sample of the interrupted context CTX, on this thread, standing for
+ * W periods.  The stacks go into a scratch slot, not onto the signal stack
+ * (ph_sampler_timer.c: an alternate signal stack may be small). */
 static void
-sample(const void *ctx)
+sample(const void *ctx, uint64_t w)
 {
-    uintptr_t native[PHS_MAX_DEPTH];
+    phs_scratch *sc;
     uint32_t depth;
 
     if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
@@ -521,12 +314,23 @@ sample(const void *ctx)
         tls_tid = (int)syscall(SYS_gettid);
         tls_pid = S.pid;
     }
-    depth = unwind(ctx, native);
-    if (phs_py_active()) {
-        commit_py(native, depth);
+    if ((sc = phs_scratch_get((unsigned)tls_tid)) == NULL) {
+        atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         return;
     }
-    commit(native, depth);
+    if (phs.wall && phs_wall_blocked(ctx)) {
+        /* a blocked thread: its stack ends in the call it blocks in */
+        sc->native[0] = PHS_OFFCPU;
+        depth = 1 + phs_unwind(ctx, sc->native + 1, S.unwind_fp_only);
+    } else {
+        depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
+    }
+    /* CPython's eval loop frames become the Python frames they run. */
+    if (phs_py_active())
+        commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
+    else
+        commit(sc->native, depth, w);
+    phs_scratch_put(sc);
 }
 
 static void
@@ -536,11 +340,30 @@ on_sigprof(int sig, siginfo_t *si, void *ctx)
 
     (void)sig;
     (void)si;
-    sample(ctx);
+    sample(ctx, 1);
     errno = saved;
 }
 
 static void chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app);
+
+/* The POSIX timer's real-time signal: our timer's are samples; any other
+ * (the service's own, sent or queued) goes where the service wanted it,
+ * to the handler ours was put in front of. */
+static void
+on_timer(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno;
+
+    if (si != NULL && phs_timer_is_ours(si)) {
+        /* Wall clock: the periods a thread's timer expired while its
+         * signal was pending (a thread waiting for a CPU, or in a call
+         * that the signal cannot interrupt) are its stack's too. */
+        sample(ctx, phs.wall && si->si_overrun > 0 ? 1 + (uint64_t)(si->si_overrun < 1000 ? si->si_overrun : 1000) : 1);
+        errno = saved;
+        return;
+    }
+    chain(sig, si, ctx, &S.app[sig]);
+}
 
 /* A perf event's SIGTRAP (attr.sigtrap) carries TRAP_PERF and the event's
  * sig_data in si_perf_data, which glibc's siginfo_t does not name yet:
@@ -572,7 +395,7 @@ on_sigtrap(int sig, siginfo_t *si, void *ctx)
         if (p->flags & TRAP_PERF_ASYNC)
             atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         else
-            sample(ctx);
+            sample(ctx, 1);
         errno = saved;
         return;
     }
@@ -581,12 +404,20 @@ on_sigtrap(int sig, siginfo_t *si, void *ctx)
 
 /* ---- the signals we stand in front of -------------------------------- */
 
-/* SIGTERM/SIGINT always (the final snapshot comes first); SIGTRAP while
- * perf events deliver our samples with it. */
+/* The signals our samples come with: ours stands in front whatever the
+ * service asked (ignored too, or the samples would be). */
+static int
+is_sampling(int sig)
+{
+    return (sig == SIGTRAP && phs.perf_sig == SIGTRAP) || (sig != 0 && sig == phs.timer_sig);
+}
+
+/* SIGTERM/SIGINT always (the final snapshot comes first), and the
+ * sampling signals. */
 static int
 is_ours(int sig)
 {
-    return sig == SIGTERM || sig == SIGINT || (sig == SIGTRAP && phs.perf_sig == SIGTRAP);
+    return sig == SIGTERM || sig == SIGINT || is_sampling(sig);
 }
 
 /* Ask the writer for COMMAND and wait until it has done it, at most
@@ -615,7 +446,7 @@ phs_exec_begin(const char *path, int handed)
         return -1; /* a child, or nothing of ours runs here */
     /* setitimer's timers survive execve: the next tick would kill a
      * program with no SIGPROF handler yet. */
-    itimer_off();
+    timer_off();
     for (; path != NULL && path[i] && i < sizeof S.exec_path - 1; i++)
         S.exec_path[i] = path[i];
     S.exec_path[i] = '\0';
@@ -632,7 +463,7 @@ phs_exec_failed(void)
     if (getpid() != S.pid || !atomic_load(&phs.on))
         return;
     if (!phs.use_perf && !phs_heap_wanted())
-        start_itimer();
+        start_timer();
     S.exec_path[0] = '\0';
     if (write(S.wake_pipe[1], &c, 1) < 0) {
         /* the next snapshot's status says "running" anyway */
@@ -646,22 +477,23 @@ install_ours(int sig, const struct sigaction *app)
 
     /* Ours stands in front but behaves as the service asked: without
      * SA_RESTART its blocking calls must still return EINTR; its mask
-     * applies while the handlers run. */
+     * applies while the handlers run; on the alternate signal stack when
+     * its handler asked for it (the Go runtime requires that of every
+     * handler, goroutine stacks being small, and its own, which ours may
+     * hand a signal to, checks it runs there; the sampler's stacks are
+     * not on it: phs_scratch), not otherwise (a program's alternate stack
+     * may be too small for the kernel's frame: MINSIGSTKSZ is 2 KiB, the
+     * frame ~3 KiB with AVX-512). */
     memset(&ours, 0, sizeof ours);
-    ours.sa_sigaction = sig == SIGTRAP ? on_sigtrap : on_stop_signal;
+    ours.sa_sigaction = sig == SIGTRAP ? on_sigtrap : is_sampling(sig) ? on_timer : on_stop_signal;
     ours.sa_flags = SA_SIGINFO | (app->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
     ours.sa_mask = app->sa_mask;
     if (app->sa_handler == SIG_DFL || app->sa_handler == SIG_IGN) {
         ours.sa_flags |= SA_RESTART; /* nobody else's calls to interrupt */
         sigemptyset(&ours.sa_mask);
     }
-    if (sig == SIGTRAP) {
-        /* A sample must never make a call fail with EINTR, and the
-         * unwinder needs more stack than an alternate signal stack may
-         * have. */
-        ours.sa_flags |= SA_RESTART;
-        ours.sa_flags &= ~SA_ONSTACK;
-    }
+    if (is_sampling(sig))
+        ours.sa_flags |= SA_RESTART; /* a sample must never make a call fail with EINTR */
     real_sigaction(sig, &ours, NULL);
 }
 
@@ -681,7 +513,7 @@ chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app_now)
         sigset_t set;
 
         /* Die as the service would have: by this signal. */
-        itimer_off();
+        timer_off();
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
         real_sigaction(sig, &dfl, NULL);
@@ -767,7 +599,7 @@ thread_start(void *p)
     thread_arg a = *(thread_arg *)p;
 
     free(p);
-    note_stack();
+    phs_note_stack();
     return a.fn(a.arg);
 }
 
@@ -797,7 +629,7 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
     }
     /* One wake-up outstanding at most: a service starting threads in a
      * loop never fills the pipe (nor blocks on it). */
-    if (r == 0 && phs.use_perf && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
+    if (r == 0 && (phs.use_perf || phs.wall) && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
         atomic_exchange(&S.wake_pending, 1) == 0) {
         char c = 'w';
         if (write(S.wake_pipe[1], &c, 1) < 0) {
@@ -819,14 +651,14 @@ take_signals(void)
             continue;
         if (real_sigaction(sig, NULL, &S.app[sig]) < 0)
             continue;
-        if (sig == SIGTRAP || S.app[sig].sa_handler != SIG_IGN)
+        if (is_sampling(sig) || S.app[sig].sa_handler != SIG_IGN)
             install_ours(sig, &S.app[sig]);
         atomic_store(&S.app_set[sig], 1);
     }
 }
 
-/* A handler installed behind our back (a direct syscall, a static libc):
- * record it and get in front again. */
+/* A handler installed behind our back (a direct syscall, a static libc,
+ * the Go runtime at its start): record it and get in front again. */
 static void
 recheck_signals(void)
 {
@@ -835,12 +667,13 @@ recheck_signals(void)
 
         if (!is_ours(sig) || !atomic_load(&S.app_set[sig]) || real_sigaction(sig, NULL, &cur) < 0)
             continue;
-        if ((cur.sa_flags & SA_SIGINFO) && (cur.sa_sigaction == on_stop_signal || cur.sa_sigaction == on_sigtrap))
+        if ((cur.sa_flags & SA_SIGINFO) &&
+            (cur.sa_sigaction == on_stop_signal || cur.sa_sigaction == on_sigtrap || cur.sa_sigaction == on_timer))
             continue;
-        if (sig != SIGTRAP && cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
+        if (!is_sampling(sig) && cur.sa_handler == SIG_IGN && S.app[sig].sa_handler == SIG_IGN)
             continue;
         S.app[sig] = cur;
-        if (sig == SIGTRAP || cur.sa_handler != SIG_IGN)
+        if (is_sampling(sig) || cur.sa_handler != SIG_IGN)
             install_ours(sig, &cur);
     }
 }
@@ -881,7 +714,7 @@ no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double ch
         snprintf(buf, len, "no CPU time used (%.3f CPU-s while sampling, less than one sample period)%s", cpu, kids);
     else
         snprintf(buf, len, "no sample arrived in %.2f CPU-s of sampling: %s blocked or ignored in the threads that ran%s", cpu,
-                 phs.perf_sig == SIGTRAP ? "SIGTRAP" : "SIGPROF", kids);
+                 phs.perf_sig == SIGTRAP ? "SIGTRAP" : phs.timer_sig ? "the timer's signal" : "SIGPROF", kids);
 }
 
 /* sampler-status-<pid>.json: STATE and the counts (see ph_sampler_proc.c). */
@@ -945,7 +778,7 @@ writer_main(void *arg)
     tls_writer = 1;
     phs_heap_writer_thread();
     sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
+    sigaddset(&prof, phs.timer_sig ? phs.timer_sig : SIGPROF);
     pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
 
     /* The unwind tables (a few ms for libc-sized programs) here, beside
@@ -960,7 +793,9 @@ writer_main(void *arg)
         ; /* heap mode: allocations (sampled since start), no timer */
     else if (phs.use_perf && atomic_load(&phs.on))
         phs_perf_scan(self);
-    else if (atomic_load(&phs.on) && start_itimer() < 0)
+    else if (phs.wall && atomic_load(&phs.on))
+        phs_wall_scan(self);
+    else if (atomic_load(&phs.on) && start_timer() < 0)
         disable("cannot start the profiling timer");
     /* A request already there when we start is served: we have nothing
      * older to show. */
@@ -993,6 +828,7 @@ writer_main(void *arg)
         }
         if (!atomic_load(&phs.on)) {
             phs_perf_close_all();
+            phs_wall_close_all();
             atomic_store(&S.done_seq, seq);
             if (stop)
                 break;
@@ -1001,18 +837,21 @@ writer_main(void *arg)
         if (stop || exec) {
             /* (An exec in place may come before we started the timer:
              * it must not survive into the next program.) */
-            itimer_off();
+            timer_off();
             phs_perf_close_all(); /* the final snapshot holds everything sampled */
+            phs_wall_close_all();
         }
         else if (phs.use_perf)
             phs_perf_scan(self);
+        else if (phs.wall)
+            phs_wall_scan(self);
         recheck_signals();
         if (!S.unwind_fp_only)
             phs_cfi_refresh(); /* after a dlopen or dlclose */
-        /* Ours is the only SIGPROF handler the samples can come through;
-         * a service that takes SIGPROF gets it (we would only fight it),
-         * and its status says so. */
-        if ((!phs.use_perf || phs.perf_sig == SIGPROF) && real_sigaction(SIGPROF, NULL, &cur) == 0 &&
+        /* With SIGPROF, ours is the only handler the samples can come
+         * through; a service that takes SIGPROF gets it (we would only
+         * fight it), and its status says so. */
+        if (((!phs.use_perf && !phs.timer_sig) || phs.perf_sig == SIGPROF) && real_sigaction(SIGPROF, NULL, &cur) == 0 &&
             !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigprof))
             S.handler_lost = 1;
         phs_agg_drain(agg);
@@ -1103,16 +942,18 @@ atfork_child(void)
     atomic_store(&S.writer_running, 0);
     phs_perf_forget();
     phs_heap_forked(phs_proc_follows_forks() && S.dir[0] != '\0');
+    phs_timer_forget();
+    phs_wall_forget();
     if (!phs_proc_follows_forks() || S.dir[0] == '\0')
         return;
     /* PH_SAMPLER_FOLLOW=all: a sampler of its own, from scratch: its own
      * pipes (the parent's are shared), empty tables (the copies hold the
      * parent's samples), counts from zero.  The unwind tables are valid
      * as they are. */
+    phs_unwind_forget();
     for (int i = 0; i < 2; i++) {
-        close(S.probe_pipe[i]);
         close(S.wake_pipe[i]);
-        S.probe_pipe[i] = S.wake_pipe[i] = -1;
+        S.wake_pipe[i] = -1;
         if (phs.tables[i] != NULL)
             munmap(phs.tables[i], sizeof *phs.tables[i]);
         phs.tables[i] = NULL;
@@ -1132,7 +973,7 @@ static void
 at_exit(void)
 {
     if (getpid() == S.pid && atomic_load(&phs.on)) {
-        itimer_off();
+        timer_off();
         request_and_wait('s', EXIT_WAIT_MS);
         atomic_store(&phs.on, 0);
     }
@@ -1185,10 +1026,11 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     snprintf(S.title, sizeof S.title, "%s", title ? title : "");
     S.interval_s = interval_s;
     S.pid = getpid();
-    note_stack(); /* threads that exist already, but for this one, are probed */
+    phs_note_stack(); /* threads that exist already, but for this one, are probed */
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
-        const char *g = getenv("PH_SAMPLER_DEBUGINFO");
+        const char *g = getenv("PH_SAMPLER_DEBUGINFO"), *c = getenv("PH_SAMPLER_CLOCK");
+        S.wall = c != NULL && strcmp(c, "wall") == 0;
         S.delta = m != NULL && strcmp(m, "delta") == 0;
         S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
         S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
@@ -1200,6 +1042,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     phs.hz = hz;
     phs.hz_nominal = hz;
     phs.use_perf = 0;
+    phs.wall = S.wall;
     atomic_store(&phs.samples, 0);
     atomic_store(&phs.dropped, 0);
     atomic_store(&phs.truncated, 0);
@@ -1212,7 +1055,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
         if (phs.tables[i] == NULL)
             return start_failed("cannot allocate the sample tables");
     }
-    if (S.probe_pipe[0] < 0 && pipe2(S.probe_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+    if (phs_unwind_init() < 0)
         return start_failed("cannot create a pipe");
     if (S.wake_pipe[0] < 0 && pipe2(S.wake_pipe, O_CLOEXEC) < 0)
         return start_failed("cannot create a pipe");
@@ -1223,7 +1066,10 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     /* Above the tick, perf events (SIGTRAP where the kernel delivers it
      * safely, else SIGPROF) or a reported cap. */
     phs.perf_sig = 0;
-    if (hz > PHS_ITIMER_MAX_HZ) {
+    if (phs.wall) {
+        snprintf(phs.source, sizeof phs.source, "timer_create(CLOCK_MONOTONIC) per thread, SIGRTMAX-%d: wall clock",
+                 SIGRTMAX - PHS_TIMER_SIG);
+    } else if (hz > PHS_ITIMER_MAX_HZ) {
         fd = phs_perf_choose(hz);
         if (fd == 0) {
             phs.use_perf = 1;
@@ -1242,6 +1088,23 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     } else {
         snprintf(phs.source, sizeof phs.source, "setitimer(ITIMER_PROF)");
     }
+    /* Below the tick (or capped there): the POSIX timer on its
+     * real-time signal where the kernel delivers it as setitimer does. */
+    phs.timer_sig = phs.wall ? PHS_TIMER_SIG : 0;
+    if (!phs.use_perf && !phs.wall) {
+        char why[120], was[sizeof phs.source];
+
+        if (phs_timer_create(why, sizeof why) == 0) {
+            phs.timer_sig = PHS_TIMER_SIG;
+            snprintf(was, sizeof was, "%s", phs.source + strlen("setitimer(ITIMER_PROF)"));
+            snprintf(phs.source, sizeof phs.source, "timer_create(CLOCK_PROCESS_CPUTIME_ID), SIGRTMAX-%d%s",
+                     SIGRTMAX - PHS_TIMER_SIG, was);
+        }
+    }
+    if (phs_scratch_init() < 0) {
+        phs_agg_free(agg);
+        return start_failed("cannot allocate the handler's buffers");
+    }
     if (phs_heap_wanted())
         phs_heap_describe(phs.source, sizeof phs.source);
 
@@ -1249,7 +1112,7 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     sa.sa_sigaction = on_sigprof;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (real_sigaction(SIGPROF, &sa, NULL) < 0) {
+    if (!phs.timer_sig && real_sigaction(SIGPROF, &sa, NULL) < 0) {
         phs_agg_free(agg);
         return start_failed("cannot install the SIGPROF handler");
     }
@@ -1301,7 +1164,7 @@ ph_sampler_stop(void)
 {
     if (!atomic_load(&phs.on))
         return;
-    itimer_off();
+    timer_off();
     request_and_wait('s', FLUSH_WAIT_MS);
     atomic_store(&phs.on, 0);
 }
@@ -1365,6 +1228,7 @@ preload_start(void)
     const char *d = getenv("PH_SAMPLER_DIR"), *t = getenv("PH_SAMPLER_TITLE"), *m = getenv("PH_SAMPLER_MODE");
     const char *u = getenv("PH_SAMPLER_UNWIND"), *g = getenv("PH_SAMPLER_DEBUGINFO");
     const char *h = getenv("PH_SAMPLER_HZ"), *iv = getenv("PH_SAMPLER_INTERVAL"), *hp = getenv("PH_SAMPLER_HEAP");
+    const char *c = getenv("PH_SAMPLER_CLOCK");
     int hz = env_int(h, 150), interval = env_int(iv, 120);
 
     if (d == NULL || *d == '\0')
@@ -1383,6 +1247,8 @@ preload_start(void)
         snprintf(bad, sizeof bad, "PH_SAMPLER_DEBUGINFO=%.40s: want 1 or 0", g);
     else if (phs_heap_configure(hp, bad, sizeof bad) < 0)
         ; /* said in BAD */
+    else if (c != NULL && *c != '\0' && strcmp(c, "cpu") != 0 && strcmp(c, "wall") != 0)
+        snprintf(bad, sizeof bad, "PH_SAMPLER_CLOCK=%.40s: want cpu or wall", c);
     else
         phs_proc_init(bad, sizeof bad, &sample); /* PH_SAMPLER_FOLLOW; the settings saved to hand on */
     snprintf(dir, sizeof dir, "%s", d);
@@ -1390,6 +1256,7 @@ preload_start(void)
     S.delta = m != NULL && strcmp(m, "delta") == 0;
     S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
     S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
+    S.wall = c != NULL && strcmp(c, "wall") == 0;
     S.mode_from_env = 1;
     unpreload();
     unsetenv("PH_SAMPLER_DIR");
@@ -1399,6 +1266,7 @@ preload_start(void)
     unsetenv("PH_SAMPLER_MODE");
     unsetenv("PH_SAMPLER_UNWIND");
     unsetenv("PH_SAMPLER_DEBUGINFO");
+    unsetenv("PH_SAMPLER_CLOCK");
     unsetenv("PH_SAMPLER_FOLLOW");
     unsetenv("PH_SAMPLER_HEAP");
     unsetenv("PH_SAMPLER_ROOT");

@@ -11,6 +11,12 @@
  *      PH_SAMPLER_MODE      cumulative (default) or delta
  *      PH_SAMPLER_UNWIND    cfi (default: call frame information, frame
  *                           pointers where there is none) or fp
+ *      PH_SAMPLER_CLOCK     cpu (default: CPU time, below) or wall: every
+ *                           thread at PH_SAMPLER_HZ per second of wall time,
+ *                           running or blocked; a blocked thread's stack
+ *                           ends in an [off-cpu] frame under the call it
+ *                           blocks in (ph_sampler_wall.c: what EINTR it
+ *                           cannot prevent)
  *      PH_SAMPLER_DEBUGINFO 1 (default: source lines and inlined functions
  *                           through libdw.so.1 when it and debug info are
  *                           there) or 0 (symbol tables only)
@@ -35,7 +41,9 @@
  *    PH_SAMPLER_MODE is honoured there too, the environment is left alone.
  *
  * What it samples: CPU time of every thread, threads started later too
- * (SIGPROF from setitimer(ITIMER_PROF) up to 250 Hz; above that, per-thread
+ * (up to 250 Hz a POSIX timer on the process's CPU clock sending
+ * SIGRTMAX-7, on Linux 6.3 and later; before, SIGPROF from
+ * setitimer(ITIMER_PROF); above 250 Hz, per-thread
  * perf_event_open cpu-clock events when the kernel allows them, signalling
  * SIGTRAP on Linux 6.1 and later, SIGPROF before; else the rate is capped
  * at 250 Hz and the cap is reported).  The delivered rate
@@ -58,8 +66,11 @@
  *                              Python functions they ran, `qualname
  *                              (file.py:line)_[p]` (ph_sampler_py.c)
  *   flamegraph-<UTC>[-<pid>]-<n>.svg
+ *   offcpu-, oncpu-<UTC>[-<pid>]-<n>.folded  PH_SAMPLER_CLOCK=wall only:
+ *                              the stacks ending in [off-cpu], the others
  *   profile-<UTC>[-<pid>]-<n>.pb.gz    pprof: samples/count and
- *                              cpu/nanoseconds, a `thread` and `thread_id`
+ *                              cpu/nanoseconds (wall/nanoseconds on the
+ *                              wall clock), a `thread` and `thread_id`
  *                              label per sample, source lines and inlined
  *                              functions when there is debug info
  * With PH_SAMPLER_HEAP, instead of those three (ph_sampler_heapout.c):
@@ -120,19 +131,21 @@
  *   cpu_seconds            the process's CPU time less the writer's
  *   children_cpu_seconds   its reaped children's CPU time
  *   hz, timer              the rate set (after any cap); the source
- *                          of samples ("setitimer(ITIMER_PROF)", "perf_event
- *                          cpu-clock per thread, ...", or the itimer
- *                          "capped at 250 Hz: perf_event_open: <why>")
+ *                          of samples ("timer_create(CLOCK_PROCESS_CPUTIME_ID),
+ *                          SIGRTMAX-7", "setitimer(ITIMER_PROF)", "perf_event
+ *                          cpu-clock per thread, ...", either timer with
+ *                          ", capped at 250 Hz: perf_event_open: <why>")
  *   snapshots, last_snapshot  how many written; the newest folded file's
  *                          name ("" if none)
  *   snapshot_request       the last request served
  *   reason                 "" when samples > 0; else why not, one of
  *                          "no CPU time used (X CPU-s while sampling,
  *                          less than one sample period)", "no sample
- *                          arrived in X CPU-s of sampling: SIGPROF|SIGTRAP
- *                          blocked or ignored in the threads that
- *                          ran", "the service replaced
- *                          the sampler's SIGPROF handler: ...",
+ *                          arrived in X CPU-s of sampling: SIGPROF|SIGTRAP|the
+ *                          timer's signal blocked or ignored in the threads
+ *                          that ran", "the service replaced
+ *                          the sampler's SIGPROF handler: ..." (setitimer
+ *                          only),
  *                          "profiling disabled: <why>", "replaced by
  *                          <program>, which got the settings
  *                          (PH_SAMPLER_FOLLOW)" or "... which is not
@@ -158,8 +171,9 @@
  * PH_SAMPLER_FOLLOW=all, so by default a service that daemonises by
  * forking is not profiled after the fork.  Programs started through
  * system(), popen() or a raw execve syscall are not followed.  SIGKILL
- * writes nothing.  A service that uses SIGPROF or ITIMER_PROF itself
- * conflicts with the sampler (its status says so).  Above 250 Hz
+ * writes nothing.  Where setitimer is the timer (Linux before 6.3), a
+ * service that uses SIGPROF or ITIMER_PROF itself conflicts with the
+ * sampler (its status says so).  Above 250 Hz
  * with SIGTRAP, the service's own SIGTRAPs still reach its handler or its
  * default action, but a debugger attached sees every sample as a SIGTRAP.
  *
@@ -170,8 +184,11 @@
  * signal handler.  The library's own handlers (SIGPROF, and the SIGTERM /
  * SIGINT handler standing in front of the service's) are
  * async-signal-safe.  The library interposes sigaction() and signal() to
- * keep the service's SIGTERM/SIGINT (and, above 250 Hz, SIGTRAP) handlers
- * behind its own; both behave as libc's do.  It interposes the exec
+ * keep the service's SIGTERM/SIGINT and timer signal (and, above 250 Hz,
+ * SIGTRAP) handlers behind its own; both behave as libc's do.  A handler
+ * installed without them (a raw system call: the Go runtime takes every
+ * signal at its start) is put behind ours again by the writer within a
+ * tick; ours hands it every signal that is not a sample.  It interposes the exec
  * family, posix_spawn and _exit as said above; they stay
  * async-signal-safe, and usable in a vfork child.
  */

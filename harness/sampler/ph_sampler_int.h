@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -19,6 +20,7 @@
 #define PHS_MAX_DEPTH 512            /* deeper stacks end in a "[truncated]" frame */
 #define PHS_MAX_WORDS 1024           /* a stack's words with its Python frames (PHS_PY_WORDS each) */
 #define PHS_TRUNCATED ((uintptr_t)1) /* marker pc, outermost frame of a cut stack */
+#define PHS_OFFCPU ((uintptr_t)2)    /* marker pc, the leaf of a wall sample of a blocked thread */
 #define PHS_SLOTS 4096               /* stacks per table between two drains */
 #define PHS_ARENA (256u * 1024u)     /* pcs per table between two drains */
 #define PHS_ITIMER_MAX_HZ 250        /* the kernel tick caps ITIMER_PROF (CONFIG_HZ) */
@@ -73,6 +75,8 @@ typedef struct phs_state {
     int hz_nominal;               /* what the timer was set to after any cap */
     int use_perf;                 /* per-thread perf cpu-clock events feed the samples */
     int perf_sig;                 /* SIGTRAP or SIGPROF: what they send; 0: none */
+    int timer_sig;                /* the POSIX timer's signal (PHS_TIMER_SIG); 0: setitimer's SIGPROF */
+    int wall;                     /* PH_SAMPLER_CLOCK=wall: every thread at a wall-clock rate */
     _Atomic uint64_t perf_failed; /* threads that could not get a perf event */
     char source[160];             /* "perf_event cpu-clock" / "setitimer(ITIMER_PROF) ..." */
 } phs_state;
@@ -89,11 +93,84 @@ PH_HIDDEN int phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), v
 /* ---- perf events: ph_sampler_perf.c (writer thread, start, atfork) ----- */
 
 #define PHS_PERF_COOKIE 0x7068735f73616d70ULL /* our events' sig_data: "phs_samp" */
+/* A set of threads, each with a handle of the writer's (a perf event's
+ * fd, a wall timer): tid 0 is a free entry.  Writer thread only. */
+#define PHS_MAX_THREADS 1024
+typedef struct phs_tset {
+    int tid[PHS_MAX_THREADS];
+    intptr_t h[PHS_MAX_THREADS];
+} phs_tset;
+/* Every thread in /proc/self/task but SELF_TID gets a handle from OPEN_CB
+ * (0, or -1: counted in phs.perf_failed); those of ended threads go to
+ * CLOSE_CB. */
+PH_HIDDEN void phs_tset_scan(phs_tset *t, int self_tid, int (*open_cb)(int, intptr_t *), void (*close_cb)(intptr_t));
+/* Every handle to CLOSE_CB (NULL: forgotten), the set emptied. */
+PH_HIDDEN void phs_tset_close_all(phs_tset *t, void (*close_cb)(intptr_t));
 PH_HIDDEN int phs_perf_choose(int hz);
 /* Every thread but SELF_TID gets an event; those of ended threads close. */
 PH_HIDDEN void phs_perf_scan(int self_tid);
 PH_HIDDEN void phs_perf_close_all(void);
 PH_HIDDEN void phs_perf_forget(void);
+
+/* ---- the timer and the handler's scratch: ph_sampler_timer.c --------- */
+
+/* The real-time signal the timer sends: one the Go runtime (and glibc,
+ * which keeps 32 and 33) leaves to others. */
+#define PHS_TIMER_SIG (SIGRTMAX - 7)
+/* Is the running kernel Linux MAJOR.MINOR or later? */
+PH_HIDDEN int phs_kernel_at_least(int major, int minor);
+/* A POSIX timer on the process's CPU time sending PHS_TIMER_SIG: 0, or -1
+ * with why not in WHY (the caller falls back to setitimer). */
+PH_HIDDEN int phs_timer_create(char *why, size_t len);
+/* Arm it at HZ (0: disarm).  0 or -1.  Async-signal-safe. */
+PH_HIDDEN int phs_timer_set(int hz);
+/* Is SI one of our timer's signals?  Async-signal-safe. */
+PH_HIDDEN int phs_timer_is_ours(const siginfo_t *si);
+/* A fork child: the parent's timer is not its own, nor its scratch. */
+PH_HIDDEN void phs_timer_forget(void);
+
+/* ---- the wall clock: ph_sampler_wall.c ------------------------------- */
+
+/* Writer: a CLOCK_MONOTONIC timer at phs.hz_nominal sending PHS_TIMER_SIG
+ * to every thread of the process but SELF_TID; those of ended threads
+ * deleted.  (Close all: at the end; forget: a fork child.) */
+PH_HIDDEN void phs_wall_scan(int self_tid);
+PH_HIDDEN void phs_wall_close_all(void);
+PH_HIDDEN void phs_wall_forget(void);
+/* Stop every timer without touching the table.  Async-signal-safe. */
+PH_HIDDEN void phs_wall_disarm_all(void);
+/* Was the thread interrupted at CTX (a ucontext_t) blocked in a system
+ * call?  Async-signal-safe. */
+PH_HIDDEN int phs_wall_blocked(const void *ctx);
+
+/* A handler's working stacks, off the (alternate) signal stack. */
+typedef struct phs_scratch {
+    uintptr_t native[PHS_MAX_DEPTH + 1]; /* + an [off-cpu] leaf */
+    uintptr_t merged[PHS_MAX_WORDS];
+} phs_scratch;
+PH_HIDDEN int phs_scratch_init(void);
+/* A free slot (tried from HINT on), or NULL: drop the sample.
+ * Async-signal-safe, as is giving it back. */
+PH_HIDDEN phs_scratch *phs_scratch_get(unsigned hint);
+PH_HIDDEN void phs_scratch_put(phs_scratch *s);
+
+/* ---- the stack walk: ph_sampler_unwind.c ------------------------------ */
+
+/* The probe's pipe: at start (0 or -1); a fork child's own sampler drops
+ * the parent's first. */
+PH_HIDDEN int phs_unwind_init(void);
+PH_HIDDEN void phs_unwind_forget(void);
+/* Note this thread's stack bounds, where a thread starts (not
+ * async-signal-safe). */
+PH_HIDDEN void phs_note_stack(void);
+/* Walk the interrupted context UC (a ucontext_t) into PCS (PHS_MAX_DEPTH,
+ * innermost first); by frame pointers only when FP_ONLY.  Returns the
+ * depth.  Async-signal-safe. */
+PH_HIDDEN uint32_t phs_unwind(const void *uc, uintptr_t *pcs, int fp_only);
+/* Writer: in a Go program, samples held behind its preemption signal are
+ * walked from where the goroutine was (see ph_sampler_unwind.c). */
+typedef struct phs_symbols phs_symbols;
+PH_HIDDEN void phs_go_detect(phs_symbols *s);
 
 /* ---- unwind tables: ph_sampler_cfi.c ----------------------------------- */
 
@@ -269,6 +346,7 @@ typedef struct phs_stack {
 
 #define PHS_PPROF_MAX_TYPES 4
 typedef struct phs_pprof_meta {
+    const char *type;       /* the value's sample type: "cpu" (NULL) or "wall", in nanoseconds */
     int64_t time_nanos, duration_nanos;
     int64_t period_ns;      /* cpu nanoseconds one sample stands for (or the period of period_type) */
     const char *comments[6];

@@ -550,6 +550,10 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
         f->name = "[truncated]";
         return 1;
     }
+    if (pc == PHS_OFFCPU) {
+        f->name = "[off-cpu]";
+        return 1;
+    }
     if ((mod = module_of(s, pc)) < 0) {
         if ((f->name = ph_perfmap_find(s->jit, pc)) != NULL)
             return 1;
@@ -936,10 +940,13 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     size_t cap_fn = 0, n_fn = 0;
     uint64_t s_thread, s_thread_id;
     const char *types[PHS_PPROF_MAX_TYPES][2] = { { "samples", "count" }, { "cpu", "nanoseconds" } };
+    const char *type = meta->type ? meta->type : "cpu"; /* cpu, or wall */
     int n_types = meta->n_types > 0 && meta->n_types <= PHS_PPROF_MAX_TYPES ? meta->n_types : 2, rc = -1;
 
     if (meta->n_types > 0)
         memcpy(types, meta->types, sizeof types);
+    else
+        types[1][0] = type;
     str_id(&st, "");
     /* sample_type: samples/count, cpu/nanoseconds, or the meta's */
     for (int t = 0; t < n_types; t++) {
@@ -1054,14 +1061,14 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
     pb_int(&out, 9, (uint64_t)meta->time_nanos);
     pb_int(&out, 10, (uint64_t)meta->duration_nanos);
     m.len = 0;
-    pb_int(&m, 1, str_id(&st, meta->period_type[0] ? meta->period_type[0] : "cpu"));
+    pb_int(&m, 1, str_id(&st, meta->period_type[0] ? meta->period_type[0] : type));
     pb_int(&m, 2, str_id(&st, meta->period_type[1] ? meta->period_type[1] : "nanoseconds"));
     pb_msg(&out, 11, &m);
     pb_int(&out, 12, (uint64_t)meta->period_ns);
     for (size_t i = 0; i < sizeof meta->comments / sizeof *meta->comments; i++)
         if (meta->comments[i])
             pb_int(&out, 13, str_id(&st, meta->comments[i]));
-    pb_int(&out, 14, str_id(&st, meta->default_type ? meta->default_type : "cpu")); /* default_sample_type */
+    pb_int(&out, 14, str_id(&st, meta->default_type ? meta->default_type : type)); /* default_sample_type */
     /* the string table last: every id above is known by now */
     for (size_t i = 0; i < st.n; i++)
         pb_str(&out, 6, st.v[i]);

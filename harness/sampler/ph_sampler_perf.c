@@ -20,21 +20,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "ph_sampler_int.h"
 
-#define MAX_PERF_THREADS 1024
-
-/* A thread's event: tid 0 is a free entry. */
-typedef struct perf_thread {
-    int tid;
-    int fd;
-} perf_thread;
-
 static struct {
-    perf_thread perf[MAX_PERF_THREADS];
+    phs_tset perf; /* a thread's event: its fd */
 } P;
 
 /* Perf events can deliver samples as SIGTRAP (attr.sigtrap): sent to the
@@ -46,12 +37,7 @@ static struct {
 static int
 sigtrap_safe(void)
 {
-    struct utsname u;
-    int major = 0, minor = 0;
-
-    if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-        return 0;
-    return major > 6 || (major == 6 && minor >= 1);
+    return phs_kernel_at_least(6, 1);
 }
 
 /* A cpu-clock event on thread TID at HZ signalling SIG (SIGTRAP: the
@@ -96,16 +82,34 @@ perf_open(int tid, int hz, int sig, int enable)
     return fd;
 }
 
+static void
+perf_close_fd_cb(intptr_t h)
+{
+    close((int)h);
+}
+
+static void
+perf_close_cb(intptr_t h)
+{
+    ioctl((int)h, PERF_EVENT_IOC_DISABLE, 0);
+    close((int)h);
+}
+
+static int
+perf_open_cb(int tid, intptr_t *h)
+{
+    int fd = perf_open(tid, phs.hz_nominal, phs.perf_sig, 1);
+
+    if (fd < 0)
+        return -1;
+    *h = fd;
+    return 0;
+}
+
 void
 phs_perf_close_all(void)
 {
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (P.perf[i].tid == 0)
-            continue;
-        ioctl(P.perf[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-        close(P.perf[i].fd);
-        P.perf[i].tid = 0;
-    }
+    phs_tset_close_all(&P.perf, perf_close_cb);
 }
 
 /* Give every thread of the process an event and close those of threads
@@ -113,41 +117,58 @@ phs_perf_close_all(void)
 void
 phs_perf_scan(int self_tid)
 {
+    phs_tset_scan(&P.perf, self_tid, perf_open_cb, perf_close_cb);
+}
+
+/* A set of threads, each with a handle of the writer's (a perf event, a
+ * timer): tid 0 is a free entry. */
+void
+phs_tset_scan(phs_tset *t, int self_tid, int (*open_cb)(int, intptr_t *), void (*close_cb)(intptr_t))
+{
     DIR *d = opendir("/proc/self/task");
     struct dirent *de;
-    char seen[MAX_PERF_THREADS] = { 0 };
+    char seen[PHS_MAX_THREADS] = { 0 };
 
     if (d == NULL)
         return;
     while ((de = readdir(d)) != NULL) {
-        int tid = atoi(de->d_name), free_i = -1, known = 0, fd;
+        int tid = atoi(de->d_name), free_i = -1, known = 0;
 
         if (tid <= 0 || tid == self_tid)
             continue;
-        for (int i = 0; i < MAX_PERF_THREADS; i++) {
-            if (P.perf[i].tid == tid) {
+        for (int i = 0; i < PHS_MAX_THREADS; i++) {
+            if (t->tid[i] == tid) {
                 seen[i] = known = 1;
                 break;
             }
-            if (P.perf[i].tid == 0 && free_i < 0)
+            if (t->tid[i] == 0 && free_i < 0)
                 free_i = i;
         }
         if (known)
             continue;
-        if (free_i < 0 || (fd = perf_open(tid, phs.hz_nominal, phs.perf_sig, 1)) < 0) {
+        if (free_i < 0 || open_cb(tid, &t->h[free_i]) < 0) {
             atomic_fetch_add(&phs.perf_failed, 1);
             continue;
         }
-        P.perf[free_i].tid = tid;
-        P.perf[free_i].fd = fd;
+        t->tid[free_i] = tid;
         seen[free_i] = 1;
     }
     closedir(d);
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (P.perf[i].tid != 0 && !seen[i]) {
-            close(P.perf[i].fd);
-            P.perf[i].tid = 0;
+    for (int i = 0; i < PHS_MAX_THREADS; i++) {
+        if (t->tid[i] != 0 && !seen[i]) {
+            close_cb(t->h[i]);
+            t->tid[i] = 0;
         }
+    }
+}
+
+void
+phs_tset_close_all(phs_tset *t, void (*close_cb)(intptr_t))
+{
+    for (int i = 0; i < PHS_MAX_THREADS; i++) {
+        if (t->tid[i] != 0 && close_cb != NULL)
+            close_cb(t->h[i]);
+        t->tid[i] = 0;
     }
 }
 
@@ -176,9 +197,5 @@ phs_perf_choose(int hz)
 void
 phs_perf_forget(void)
 {
-    for (int i = 0; i < MAX_PERF_THREADS; i++) {
-        if (P.perf[i].tid != 0)
-            close(P.perf[i].fd);
-        P.perf[i].tid = 0;
-    }
+    phs_tset_close_all(&P.perf, perf_close_fd_cb);
 }

@@ -197,7 +197,7 @@ phs_proc_init(char *bad, size_t len, int *sample)
     static const char *const names[] = { "PH_SAMPLER_DIR",     "PH_SAMPLER_HZ",     "PH_SAMPLER_INTERVAL",
                                          "PH_SAMPLER_TITLE",   "PH_SAMPLER_MODE",   "PH_SAMPLER_UNWIND",
                                          "PH_SAMPLER_DEBUGINFO", "PH_SAMPLER_FOLLOW",
-                                         "PH_SAMPLER_HEAP" };
+                                         "PH_SAMPLER_HEAP", "PH_SAMPLER_CLOCK" };
     const char *f = getenv("PH_SAMPLER_FOLLOW"), *root = getenv("PH_SAMPLER_ROOT"), *seq = getenv("PH_SAMPLER_SEQ");
     const char *pre = getenv("LD_PRELOAD");
     char exe[4096];

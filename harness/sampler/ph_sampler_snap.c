@@ -239,6 +239,7 @@ void
 phs_agg_prepare(phs_agg *a)
 {
     phs_py_detect(a->sym);
+    phs_go_detect(a->sym);
 }
 
 /* Merge a stack of the signal path's, its Python frames named first (now,
@@ -421,6 +422,45 @@ phs_write_svg(const char *path, const char *folded, size_t flen, const char *tit
     return r < 0 ? -1 : 0;
 }
 
+/* The wall clock's views beside the whole (stacks-*: every sample):
+ * offcpu-* (the stacks that end in [off-cpu]: blocked in a call) and
+ * oncpu-* (the others), from the folded text FOLDED (LEN).  0 or -1. */
+static int
+write_wall_views(const char *dir, const char *stamp, const char *tag, int n, const char *folded, size_t len)
+{
+    static const char *const kinds[] = { "offcpu", "oncpu" };
+
+    for (int k = 0; k < 2; k++) {
+        char path[4200], *text = NULL;
+        size_t tlen = 0;
+        FILE *f = open_memstream(&text, &tlen);
+        int r;
+
+        if (f == NULL)
+            return -1;
+        for (const char *p = folded; p < folded + len;) {
+            const char *nl = memchr(p, '\n', (size_t)(folded + len - p));
+            size_t l = nl ? (size_t)(nl - p) + 1 : (size_t)(folded + len - p);
+            const char *sp = memrchr(p, ' ', l);
+            int off = sp != NULL && sp - p >= 10 && memcmp(sp - 10, ";[off-cpu]", 10) == 0;
+
+            if (off == (k == 0))
+                fwrite(p, 1, l, f);
+            p += l;
+        }
+        if (fclose(f) != 0) {
+            free(text);
+            return -1;
+        }
+        snprintf(path, sizeof path, "%s/%s-%s%s-%d.folded", dir, kinds[k], stamp, tag, n);
+        r = phs_write_atomic(path, text ? text : "", tlen);
+        free(text);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int
 phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final, char *folded_name,
                  size_t name_len)
@@ -526,11 +566,14 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     if (phs_write_atomic(path, folded, flen) < 0)
         goto out;
     snprintf(folded_name, name_len, "%s", strrchr(path, '/') + 1);
+    if (phs.wall && write_wall_views(dir, stamp, tag, n, folded, flen) < 0)
+        goto out;
 
     memset(&meta, 0, sizeof meta);
     meta.time_nanos = (int64_t)since.tv_sec * 1000000000LL + since.tv_nsec;
     meta.duration_nanos = ((int64_t)now.tv_sec - since.tv_sec) * 1000000000LL + (now.tv_nsec - since.tv_nsec);
     meta.period_ns = 1000000000LL / (phs.hz_nominal > 0 ? phs.hz_nominal : 1);
+    meta.type = phs.wall ? "wall" : NULL; /* a sample stands for a period of wall time, or of CPU time */
     meta.comments[0] = rates;
     meta.comments[1] = counts;
     meta.comments[2] = final ? "final snapshot" : "interval snapshot";
@@ -545,7 +588,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     snprintf(sub, sizeof sub, "%s%s: %s; %s%s%s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
              rates, phs_py_describe()[0] ? "; " : "", phs_py_describe());
     snprintf(path, sizeof path, "%s/flamegraph-%s%s-%d.svg", dir, stamp, tag, n);
-    if (phs_write_svg(path, folded, flen, title && title[0] ? title : "CPU", sub, NULL, NULL) < 0)
+    if (phs_write_svg(path, folded, flen, title && title[0] ? title : phs.wall ? "wall clock" : "CPU", sub, NULL, NULL) < 0)
         goto out;
 
     for (size_t i = 0; i < ns; i++)

@@ -34,6 +34,7 @@ typedef struct run_opts {
     const char *debuginfo;  /* PH_SAMPLER_DEBUGINFO, NULL: unset */
     const char *strace;     /* run under strace -f, its log here (NULL: not) */
     const char *follow;     /* PH_SAMPLER_FOLLOW, NULL: unset */
+    const char *clock;      /* PH_SAMPLER_CLOCK, NULL: unset */
 } run_opts;
 
 /* Start WORK ARGS with the sampler preloaded; returns the pid. */
@@ -77,6 +78,8 @@ start_opts(const run_opts *o, char *const args[])
             setenv("PH_SAMPLER_DEBUGINFO", o->debuginfo, 1);
         if (o->follow)
             setenv("PH_SAMPLER_FOLLOW", o->follow, 1);
+        if (o->clock)
+            setenv("PH_SAMPLER_CLOCK", o->clock, 1);
         if (o->out) {
             int fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
             dup2(fd, 1);

@@ -194,6 +194,8 @@ test_unnamed(void **state)
         { "node;main;[unknown]+0x7fe51234 70\nnode;main;libfoo.so+0x1a2b 20\nnode;main;hot 10\n",
           "90.0 % of the samples have no function name: code in no file (70.0 %) is JIT code" },
         { "demo;main;[truncated] 50\ndemo;main;run 50\n", NULL },
+        /* the wall clock's mark of a blocked thread is no unnamed code */
+        { "svc;main;wait;read;[off-cpu] 75\nsvc;main;compute 25\n", NULL },
         { "demo;main;[libc.so.6] 9\ndemo;main;run 91\n", NULL },
         { "demo;main;operator+0x1(int) 50\ndemo;main;[x]y 50\n", NULL },
     };

@@ -1,0 +1,121 @@
+/* test_sampler_sig.c - the sampler's signals beside a runtime that takes
+ * every signal for itself, as the Go runtime does at its start, after the
+ * sampler's constructor (workload: tests/unit/helpers/sampler_gosig.c):
+ * the sampler's timer signal gets its handler back from the writer
+ * thread, the service's own signals of that number still reach the
+ * handler that was replaced, the sampler's own never do, and its handler
+ * runs on (and fits in) a 32 KiB alternate signal stack, Go's. */
+#include "sampler_test_util.h"
+
+#include <math.h>
+
+#define GOSIG "build/tests/helpers/sampler_gosig"
+#define WALL "build/tests/helpers/sampler_wall" /* tests/wall/svc/wall.c */
+
+static void
+test_handler_replaced_after_start_still_samples(void **state)
+{
+    char *args[] = { "2", NULL }, out[400];
+    run_opts o = { .hz = "150", .interval = "0", .prog = GOSIG, .out = out };
+    const char *folded, *st;
+    const char *handler;
+    double in_hot, total;
+    int status;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    status = finish(start_opts(&o, args));
+    print_message("# %s", read_text(out));
+    handler = strstr(read_text(out), "the sampler's handler ");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("status 0x%x: %s", status, read_text(out));
+    folded = newest("stacks-");
+    if (folded == NULL) {
+        st = status_of("/sampler_gosig");
+        fail_msg("no snapshot; status: %s", st ? st : "(none)");
+    }
+    in_hot = samples_with(folded, ";go_hot", &total, NULL);
+    print_message("# %.0f of %.0f samples in go_hot\n", in_hot, total);
+    /* 2.5 CPU-s at 150 Hz: ~375, less what fell before the handler was
+     * taken back (one writer tick) */
+    assert_true(in_hot >= 150);
+    /* Small beside any alternate stack (Rust's are 8 KiB, less the
+     * kernel's frame): its stacks are not on it, and no symbol is bound
+     * lazily in it (the binder saves the vector state there: ~3 KiB). */
+    assert_non_null(handler);
+    if (atoi(handler + strlen("the sampler's handler ")) > 2048)
+        fail_msg("the handler took %s", handler);
+}
+
+/* PH_SAMPLER_CLOCK=wall: a loop computing 25 ms and blocked 75 ms in a
+ * read: the samples in the waiting function are its share of the wall
+ * time (75 %, as the service measures it) within 5 points; the off-CPU
+ * ones (75 % on an idle machine) are between its share blocked by the
+ * kernel's account and that, within 5 points (on a busy machine the
+ * service also waits for a CPU, which counts as on CPU: wanting it);
+ * each off-CPU stack ends in
+ * [off-cpu] under the read and the function that waits; the samples
+ * never make the read fail with EINTR (the service would die of it); the
+ * offcpu- and oncpu- views split the whole; pprof says wall/nanoseconds. */
+static void
+test_wall_clock_off_cpu_share(void **state)
+{
+    char *args[] = { "4", NULL }, out[400];
+    run_opts o = { .hz = "100", .interval = "0", .prog = WALL, .out = out, .clock = "wall" };
+    const char *folded;
+    char *off_view, *all;
+    double total, off, waiting, computing, off_total, on_total, want_waiting = -1, want_blocked = -1;
+    int status;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    status = finish(start_opts(&o, args));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("status 0x%x: %s", status, read_text(out));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    all = strdup(folded);
+    off = samples_with(all, ";[off-cpu]", &total, NULL);
+    waiting = samples_with(all, ";wait_three_quarters;", NULL, NULL);
+    computing = samples_with(all, ";compute_quarter", NULL, NULL);
+    /* the service's last line: its shares over the whole run */
+    for (const char *p = read_text(out); (p = strstr(p, "waiting=")) != NULL; p++) {
+        want_waiting = atof(p + 8);
+        want_blocked = atof(strstr(p, "blocked=") + 8);
+    }
+    print_message("# %.0f samples: %.0f off CPU (%.1f %%; blocked %.1f %% by the kernel's account), %.0f in "
+                  "wait_three_quarters (%.1f %%; %.1f %% by the service's clock), %.0f in compute_quarter\n",
+                  total, off, 100 * off / total, 100 * want_blocked, waiting, 100 * waiting / total,
+                  100 * want_waiting, computing);
+    assert_true(total >= 300); /* 4 s at 100 Hz: ~390, those its signal waited for counted */
+    assert_true(fabs(waiting / total - want_waiting) <= 0.05);
+    /* Off CPU: at least what the kernel counts as blocked (which our
+     * samples lower: each one wakes the thread, which may then wait for a
+     * CPU to take it), at most the time in the waiting function. */
+    assert_true(off / total >= want_blocked - 0.05 && off / total <= want_waiting + 0.05);
+    /* the waiting function named, the stack ending in the blocking call */
+    off_view = strdup(newest("offcpu-"));
+    assert_true(samples_with(off_view, ";wait_three_quarters;read;", NULL, NULL) +
+                    samples_with(off_view, ";wait_three_quarters;__read;", NULL, NULL) >=
+                0.9 * off);
+    assert_true(samples_with(off_view, "compute_quarter", NULL, NULL) == 0);
+    samples_with(off_view, "", &off_total, NULL);
+    samples_with(newest("oncpu-"), "", &on_total, NULL);
+    assert_true(off_total == off && on_total == total - off);
+    free(off_view);
+    free(all);
+    assert_non_null(strstr(pprof_text(), "wall"));
+    assert_non_null(strstr(status_of("/sampler_wall"), "CLOCK_MONOTONIC"));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_handler_replaced_after_start_still_samples, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wall_clock_off_cpu_share, setup, tu_teardown),
+    };
+    if (getenv("PH_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("PH_TEST_FILTER"));
+    return cmocka_run_group_tests_name("sampler_sig", tests, NULL, NULL);
+}
