@@ -486,6 +486,16 @@ commit_py(const uintptr_t *native, uint32_t depth)
     commit(merged, phs_py_merge(native, depth, merged, PHS_MAX_WORDS));
 }
 
+/* A JVM's threads: the Java frames after the native ones
+ * (ph_sampler_java.c).  Apart, as commit_py. */
+static __attribute__((noinline)) void
+commit_java(const void *ctx, const uintptr_t *native, uint32_t depth)
+{
+    uintptr_t merged[PHS_MAX_WORDS];
+
+    commit(merged, phs_java_merge(ctx, native, depth, merged, PHS_MAX_WORDS));
+}
+
 /* One sample of the interrupted context CTX, on this thread. */
 static void
 sample(const void *ctx)
@@ -506,6 +516,10 @@ sample(const void *ctx)
     depth = unwind(ctx, native);
     if (phs_py_active()) {
         commit_py(native, depth);
+        return;
+    }
+    if (phs_java_active()) {
+        commit_java(ctx, native, depth);
         return;
     }
     commit(native, depth);
@@ -889,6 +903,7 @@ write_status(const char *state)
     st.last_snapshot = S.last_snapshot;
     st.request = S.request;
     st.python = phs_py_describe();
+    st.java = phs_java_describe();
     if (strcmp(state, "exec") == 0)
         snprintf(reason, sizeof reason, "replaced by %s, which %s", S.exec_path[0] ? S.exec_path : "another program",
                  S.exec_handed ? "got the settings (PH_SAMPLER_FOLLOW)"

@@ -638,6 +638,8 @@ phs_status_write(const char *dir, const phs_status *st)
     json_str(f, st->reason ? st->reason : "");
     fprintf(f, ", \"python\": ");
     json_str(f, st->python ? st->python : "");
+    fprintf(f, ", \"java\": ");
+    json_str(f, st->java ? st->java : "");
     fprintf(f, ", \"updated\": \"%s\"}\n", stamp);
     if (fclose(f) != 0) {
         free(text);
