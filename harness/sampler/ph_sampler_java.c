@@ -386,7 +386,7 @@ phs_java_detect(phs_symbols *s)
     struct timespec now;
 
     if (st == J_NONE && time(NULL) != J.looked_at) {
-        size_t n = phs_symbols_count(s, 1);
+        size_t n = phs_symbols_count(s, 0); /* listed again each second by the Python detection */
 
         J.looked_at = time(NULL);
         for (size_t i = 0; i < n; i++) {
