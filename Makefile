@@ -111,6 +111,12 @@ $(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h
 # The heap sampler's arithmetic is tested as the allocation path compiles it.
 $(B)/tests/test_sampler_heap: harness/sampler/ph_sampler_heapmath.h
 
+# The JNI and JVMTI slots checked against a JDK's own headers, where one
+# is installed (skipped elsewhere).
+JDK_INC := $(patsubst %/jvmti.h,%,$(firstword $(wildcard /usr/lib/jvm/*/include/jvmti.h)))
+$(B)/tests/test_sampler_java: private CPPFLAGS += $(if $(JDK_INC),-DPH_HAVE_JVMTI_HEADERS -I$(JDK_INC) -I$(JDK_INC)/linux)
+$(B)/tests/test_sampler_java: harness/sampler/ph_sampler_jvmti.h
+
 # Small programs the unit tests run (signal echoers, workloads).
 HELPER_SRC := $(wildcard tests/unit/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/unit/helpers/%.c=$(B)/tests/helpers/%)

@@ -25,6 +25,7 @@ packages=(
     docker-registry  # the Swarm bed's registry (tests/swarm/bed.sh runs its own, in a namespace;
                      # where systemd runs, the package also enables one of its own on :5000)
     golang-go        # `go tool pprof`: the oracle that reads the heap mode's profile (tests/68-heap.bats)
+    openjdk-17-jdk-headless  # test_sampler_java runs a JVM with the sampler as its agent (java, javac, jvmti.h)
     docker-compose   # Debian's compose 1.29: the oracle of tests/60-compose-oracle.bats
     linux-perf       # the collapse tests and benchmark record real perf script output; the perf
                      # mode's tests read perf.data with the host's perf report

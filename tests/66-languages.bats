@@ -199,3 +199,44 @@ check_cell() {
     # every cell ran
     [ "$(wc -l < "$TABLE")" -eq $(( $(echo $LANGS | wc -w) * $(echo $MODES | wc -w) )) ]
 }
+
+# Java beyond the perf map (not cells of the table).  Shares here are
+# within the samples of the Java code (stacks holding an anchor), so the
+# JVM's own threads (more of them under -Xint) do not move them.
+# java_cell SERVICE ANCHOR LABEL: run SERVICE under flamegraph; its folded
+# stacks into $F and its status files into $ST; hot and cool (per cent of
+# the samples whose stack holds ANCHOR) must be the workload's.
+java_cell() {
+    local h c n
+    cell "$1" flamegraph
+    F=$(run_folded "$1")
+    ST=$(cat "$(dirname "$F")"/sampler-status-*.json)
+    read -r h c n <<< "$(awk -v a="$2" '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+          if (!index(s, a)) next
+          t += n
+          if (index(s, "hot_seventy_five")) h += n
+          if (index(s, "cool_twenty_five")) c += n }
+        END { if (t == 0) { print "0 0 0"; exit }
+              printf "%d %d %d\n", 100 * h / t + 0.5, 100 * c / t + 0.5, t }' "$F")"
+    echo "# $3 × flamegraph: $CELL; $h/$c of the $n samples with $2" >&3
+    [ "$n" -ge 500 ] && [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$c" -ge 20 ] && [ "$c" -le 30 ]
+}
+
+# Interpreted methods by name: under -Xint every method is interpreted,
+# which the perf map names `Interpreter` only; the sampler's JVMTI agent
+# names them through AsyncGetCallTrace, with the workload's shares.
+@test "languages: java -Xint × flamegraph: interpreted methods by name" {
+    java_cell javaint ';LangJava.main_[j];' 'java -Xint'
+    grep -q ';LangJava.main_\[j\];LangJava.hot_seventy_five_\[j\] ' "$F"
+    [[ "$ST" == *'"java": "Java: frames read through AsyncGetCallTrace'* ]]
+}
+
+# A JVM that does not load the agent (its wrapper takes -agentpath out):
+# the perf map's names, as before the agent, and the status says why.
+@test "languages: java without the agent × flamegraph: the perf map's names, and why" {
+    java_cell javanoagent '_[j]' 'java without the agent'
+    grep -q 'hot_seventy_five(long, long)_\[j\]' "$F"
+    [ "$(grep -c 'LangJava.hot_seventy_five_\[j\]' "$F")" = 0 ]
+    [[ "$ST" == *'"java": "Java: frames not read (the JVM did not load the sampler as its agent'* ]]
+}

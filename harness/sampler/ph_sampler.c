@@ -325,8 +325,12 @@ sample(const void *ctx, uint64_t w)
     } else {
         depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
     }
-    /* CPython's eval loop frames become the Python frames they run. */
-    if (phs_py_active())
+    /* A JVM's threads: the Java frames after the native ones
+     * (ph_sampler_java.c); CPython's eval loop frames become the Python
+     * frames they run. */
+    if (phs_java_active())
+        commit(sc->merged, phs_java_merge(ctx, sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
+    else if (phs_py_active())
         commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
     else
         commit(sc->native, depth, w);
@@ -740,6 +744,7 @@ write_status(const char *state)
     st.last_snapshot = S.last_snapshot;
     st.request = S.request;
     st.python = phs_py_describe();
+    st.java = phs_java_describe();
     if (strcmp(state, "exec") == 0)
         snprintf(reason, sizeof reason, "replaced by %s, which %s", S.exec_path[0] ? S.exec_path : "another program",
                  S.exec_handed ? "got the settings (PH_SAMPLER_FOLLOW)"

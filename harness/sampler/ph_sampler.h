@@ -33,6 +33,11 @@
  *                           none, or a pattern for the programs to profile
  *                           (`python3*`, matched against the executable's
  *                           path and name); see ph_sampler_proc.c
+ *      PH_SAMPLER_JAVA      1 (default: in a JVM that loads the library as
+ *                           its agent, -agentpath, Java frames through
+ *                           AsyncGetCallTrace, ph_sampler_java.c) or 0
+ *                           (the agent does nothing: JIT frames from the
+ *                           perf map only)
  *    At start the library removes its own entry from LD_PRELOAD and unsets
  *    PH_SAMPLER_*; the exec family and posix_spawn (interposed) give them
  *    back to a program that is followed.  A followed program writes files
@@ -159,6 +164,14 @@
  *                          not read (unknown version)" (no layout for
  *                          it: native frames only); also in the graph's
  *                          subtitle and the profile's comments
+ *   java                   "" (no JVM), "Java: frames read through
+ *                          AsyncGetCallTrace (samples of Java threads: N
+ *                          with Java frames, M without[, the last code
+ *                          C])", or "Java: frames not read (<why>): ..."
+ *                          (no AsyncGetCallTrace, the agent not loaded or
+ *                          refused, PH_SAMPLER_JAVA=0: the perf map's
+ *                          names only; also said once on stderr); in the
+ *                          subtitle and the comments as python
  *   updated                UTC, YYYYMMDDTHHMMSSZ
  * At `stop`: the run has samples when some status has samples > 0.  When
  * none has, the reasons to tell are those of the statuses with

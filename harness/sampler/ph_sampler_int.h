@@ -34,10 +34,35 @@
  * symbols' Python table, before the stack is aggregated. */
 #define PHS_PY_TAG ((uintptr_t)1 << 63)
 #define PHS_PY_WORDS 3
+/* Java frames (ph_sampler_java.c) have the top two bits.  On the signal
+ * path they follow the native words: PHS_JAVA_MARK | their number (|
+ * PHS_JAVA_CUT when the outermost may be missing), then two words each,
+ * PHS_JAVA_TAG | the bytecode index (32 bits) and the jmethodID.  The
+ * drain turns them into PHS_JAVA_TAG | the id of the frame's name, in
+ * place of the native frames in the JVM's code. */
+#define PHS_TAG_KIND ((uintptr_t)7 << 61)
+#define PHS_JAVA_TAG ((uintptr_t)3 << 62)
+#define PHS_JAVA_MARK (PHS_JAVA_TAG | (uintptr_t)1 << 61)
+#define PHS_JAVA_CUT ((uintptr_t)1 << 32)
+static inline int
+phs_is_tagged(uintptr_t w)
+{
+    return (w >> 63) != 0;
+}
 static inline int
 phs_is_py(uintptr_t w)
 {
-    return (w & PHS_PY_TAG) != 0;
+    return (w >> 62) == 2;
+}
+static inline int
+phs_is_java(uintptr_t w)
+{
+    return (w & PHS_TAG_KIND) == PHS_JAVA_TAG;
+}
+static inline int
+phs_is_java_mark(uintptr_t w)
+{
+    return (w & PHS_TAG_KIND) == PHS_JAVA_MARK;
 }
 
 /* One recorded stack in a table.  A handler claims an empty slot (state
@@ -241,7 +266,7 @@ PH_HIDDEN void phs_symbols_jit_refresh(phs_symbols *s);
  * are cut (the outermost ones kept). */
 #define PHS_MAX_INLINE 15
 
-enum { PHS_KIND_NATIVE, PHS_KIND_PYTHON };
+enum { PHS_KIND_NATIVE, PHS_KIND_PYTHON, PHS_KIND_JAVA };
 
 typedef struct phs_frame {
     const char *name;       /* demangled, or "module+0xoff"; Python: the qualified name */
@@ -264,9 +289,12 @@ PH_HIDDEN int phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames,
 static inline uintptr_t
 phs_call_pc(const uintptr_t *pcs, uint32_t k)
 {
-    return k == 0 || pcs[k] == PHS_TRUNCATED || phs_is_py(pcs[k]) ? pcs[k] : pcs[k] - 1;
+    return k == 0 || pcs[k] == PHS_TRUNCATED || phs_is_tagged(pcs[k]) ? pcs[k] : pcs[k] - 1;
 }
 
+/* The index of the module that holds PC, or -1 (JIT code, the JVM's
+ * code cache: anonymous memory). */
+PH_HIDDEN int phs_module_of(phs_symbols *s, uintptr_t pc);
 /* How many modules S knows (listing them again first when RELIST, or
  * when none is known yet). */
 PH_HIDDEN size_t phs_symbols_count(phs_symbols *s, int relist);
@@ -313,6 +341,26 @@ PH_HIDDEN uint32_t phs_py_resolve(phs_pytab *t, uintptr_t *pcs, uint32_t depth);
 /* The frame a resolved word stands for. */
 PH_HIDDEN const phs_frame *phs_py_frame(phs_pytab *t, uintptr_t word);
 
+/* ---- Java frames: ph_sampler_java.c ----------------------------------- */
+
+/* Signal path: the JVMTI agent is loaded and the VM live. */
+PH_HIDDEN int phs_java_active(void);
+/* Signal path: NATIVE[0..N) into OUT (MAX words), followed by the Java
+ * frames AsyncGetCallTrace finds in context CTX when this is a Java
+ * thread; returns how many words. */
+PH_HIDDEN uint32_t phs_java_merge(const void *ctx, const uintptr_t *native, uint32_t n, uintptr_t *out,
+                                  uint32_t max);
+/* Writer: the Java frames of W[0..DEPTH) named, in place of the native
+ * frames in the JVM's code; returns the new depth (never more). */
+PH_HIDDEN uint32_t phs_java_resolve(phs_symbols *s, uintptr_t *w, uint32_t depth);
+/* The frame a resolved word stands for. */
+PH_HIDDEN const phs_frame *phs_java_frame(uintptr_t word);
+/* Writer: notice a JVM that did not load the agent; say a fallback once. */
+PH_HIDDEN void phs_java_detect(phs_symbols *s);
+/* "Java: frames read ...", "Java: frames not read (why) ...", or "" when
+ * the process runs no JVM (that we know of). */
+PH_HIDDEN const char *phs_java_describe(void);
+
 /* ---- debug info: ph_sampler_dwarf.c (libdw, dlopen'd) ------------------- */
 
 typedef struct phs_dwarf phs_dwarf;
@@ -349,7 +397,7 @@ typedef struct phs_pprof_meta {
     const char *type;       /* the value's sample type: "cpu" (NULL) or "wall", in nanoseconds */
     int64_t time_nanos, duration_nanos;
     int64_t period_ns;      /* cpu nanoseconds one sample stands for (or the period of period_type) */
-    const char *comments[6];
+    const char *comments[7];
     /* Sample types other than samples/count, cpu/nanoseconds: N_TYPES
      * (type, unit) pairs, the period's (type, unit) and the default
      * type.  Zeroed: the CPU profile's. */
@@ -436,6 +484,7 @@ typedef struct phs_status {
     const char *state, *timer, *last_snapshot, *reason;
     const char *python;     /* phs_py_describe(), NULL or "": no CPython */
     const char *heap;       /* a JSON object (phs_heap_json), NULL: none */
+    const char *java;       /* phs_java_describe(), NULL or "": no JVM */
     uint64_t samples, dropped, truncated;
     double cpu_s, children_cpu_s;
     int hz, snapshots;

@@ -505,6 +505,12 @@ module_of(phs_symbols *s, uintptr_t pc)
     return -1;
 }
 
+int
+phs_module_of(phs_symbols *s, uintptr_t pc)
+{
+    return module_of(s, pc);
+}
+
 /* The symbol table's name for PC in M, demangled; NULL if none covers it. */
 static const char *
 symtab_name(phs_symbols *s, elfmod *m, uintptr_t pc)
@@ -603,6 +609,12 @@ phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *mod_out)
     size_t k = 0;
     int mod, n;
 
+    if (phs_is_java(pc)) {
+        if (mod_out)
+            *mod_out = -1;
+        *frames = phs_java_frame(pc);
+        return 1;
+    }
     if (phs_is_py(pc)) {
         if (mod_out)
             *mod_out = -1;
@@ -1016,7 +1028,7 @@ phs_write_pprof(const char *path, const phs_stack *stacks, size_t n, phs_symbols
         pb_int(&m, 1, i + 1);
         if (mod >= 0)
             pb_int(&m, 2, (uint64_t)mod + 1);
-        if (!phs_is_py(lm.pcs[i])) /* a Python frame has no address: its function and line say it all */
+        if (!phs_is_tagged(lm.pcs[i])) /* a Python or Java frame has no address: its function and line say it all */
             pb_int(&m, 3, lm.pcs[i]);
         for (int j = nf - 1; j >= 0; j--) {
             /* One function per system name: a Python frame's is

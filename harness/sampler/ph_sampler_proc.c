@@ -641,6 +641,8 @@ phs_status_write(const char *dir, const phs_status *st)
     json_str(f, st->python ? st->python : "");
     if (st->heap != NULL && st->heap[0])
         fprintf(f, ", \"heap\": %s", st->heap);
+    fprintf(f, ", \"java\": ");
+    json_str(f, st->java ? st->java : "");
     fprintf(f, ", \"updated\": \"%s\"}\n", stamp);
     if (fclose(f) != 0) {
         free(text);

@@ -242,24 +242,29 @@ phs_agg_prepare(phs_agg *a)
     phs_go_detect(a->sym);
 }
 
-/* Merge a stack of the signal path's, its Python frames named first (now,
- * while their code objects live). */
+/* Merge a stack of the signal path's, its Python and Java frames named
+ * first (now, while their code objects live). */
 static void
 merge_slot(phs_agg *a, const phs_slot *s, const uintptr_t *pcs, uint64_t count)
 {
     uintptr_t words[PHS_MAX_WORDS];
     uint32_t depth = s->depth;
     uint64_t h = 1469598103934665603ULL ^ s->tid;
-    int py = 0;
+    int py = 0, java = 0;
 
-    for (uint32_t i = 0; i < depth && !py; i++)
-        py = phs_is_py(pcs[i]);
-    if (!py || depth > PHS_MAX_WORDS) {
+    for (uint32_t i = 0; i < depth; i++) {
+        py |= phs_is_py(pcs[i]);
+        java |= phs_is_java_mark(pcs[i]);
+    }
+    if ((!py && !java) || depth > PHS_MAX_WORDS) {
         merge(a, s->hash, s->tid, pcs, depth, count);
         return;
     }
     memcpy(words, pcs, depth * sizeof *pcs);
-    depth = phs_py_resolve(phs_symbols_py(a->sym), words, depth);
+    if (py)
+        depth = phs_py_resolve(phs_symbols_py(a->sym), words, depth);
+    if (java) /* (named through JVMTI now: the ids may go stale) */
+        depth = phs_java_resolve(a->sym, words, depth);
     for (uint32_t i = 0; i < depth; i++) {
         h ^= words[i];
         h *= 1099511628211ULL;
@@ -279,6 +284,7 @@ phs_agg_drain(phs_agg *a)
     if (t == NULL)
         return;
     phs_py_detect(a->sym); /* a libpython dlopen'd since */
+    phs_java_detect(a->sym);
     atomic_store(&phs.active, 1 - old);
     /* Handlers already inside finish in microseconds; one stuck for a
      * second means something else is wrong: leave the table for later. */
@@ -385,6 +391,8 @@ phs_put_stack(FILE *f, phs_symbols *sym, const uintptr_t *pcs, uint32_t depth)
                 put_frame(f, base ? base + 1 : fr[j].file ? fr[j].file : "?");
                 fprintf(f, ":%d)_[p]", fr[j].line);
             }
+            if (fr[j].kind == PHS_KIND_JAVA)
+                fputs("_[j]", f); /* Java, as the JIT's frames named from the perf map */
             if (fr[j].inlined)
                 fputs(" (inlined)", f);
         }
@@ -581,12 +589,14 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
     phs_cfi_describe(unwinder + 11, sizeof unwinder - 11);
     meta.comments[4] = unwinder;
     meta.comments[5] = phs_py_describe()[0] ? phs_py_describe() : NULL;
+    meta.comments[6] = phs_java_describe()[0] ? phs_java_describe() : NULL;
     snprintf(path, sizeof path, "%s/profile-%s%s-%d.pb.gz", dir, stamp, tag, n);
     if (phs_write_pprof(path, stacks, ns, a->sym, &meta) < 0)
         goto out;
 
-    snprintf(sub, sizeof sub, "%s%s: %s; %s%s%s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
-             rates, phs_py_describe()[0] ? "; " : "", phs_py_describe());
+    snprintf(sub, sizeof sub, "%s%s: %s; %s%s%s%s%s", final ? "final" : "interval", a->delta ? " (delta)" : "", counts,
+             rates, phs_py_describe()[0] ? "; " : "", phs_py_describe(), phs_java_describe()[0] ? "; " : "",
+             phs_java_describe());
     snprintf(path, sizeof path, "%s/flamegraph-%s%s-%d.svg", dir, stamp, tag, n);
     if (phs_write_svg(path, folded, flen, title && title[0] ? title : phs.wall ? "wall clock" : "CPU", sub, NULL, NULL) < 0)
         goto out;

@@ -390,6 +390,13 @@ test_shipped(void **state)
         assert_non_null(strstr(ph_kvv_get(&p->env_extend, "JAVA_TOOL_OPTIONS"), "-XX:+DumpPerfMapAtExit"));
         assert_int_equal(p->n_refresh, 2);
     }
+    /* the sampler is HotSpot's agent too: the library LD_PRELOAD loads */
+    assert_string_equal(strstr(ph_kvv_get(&ph_profiles_find(&set, "flamegraph")->env_extend, "JAVA_TOOL_OPTIONS"),
+                               "-agentpath:"),
+                        "-agentpath:/opt/profharness/lib/libphsampler.so");
+    assert_string_equal(ph_kvv_get(&ph_profiles_find(&set, "flamegraph")->environment, "LD_PRELOAD"),
+                        "/opt/profharness/lib/libphsampler.so");
+    assert_null(strstr(ph_kvv_get(&ph_profiles_find(&set, "perf")->env_extend, "JAVA_TOOL_OPTIONS"), "-agentpath"));
     assert_int_equal(ph_profiles_find(&set, "strace")->env_extend.n, 0);
     ph_profiles_free(&set);
 }
