@@ -59,6 +59,60 @@ ph_flame_has_thread_root(const ph_rundata *rd)
     return rd->flame.sampler.have || (ph_rundata_files(rd, "folded", a, 1) == 1 && strncmp(a[0]->name, "stacks-", 7) == 0);
 }
 
+int
+ph_flame_is_wall(const ph_rundata *rd)
+{
+    const ph_folded *fo = rd->flame.folded;
+
+    if (rd->flame.sampler.wall)
+        return 1;
+    for (uint32_t i = 0; fo != NULL && i < ph_folded_n_names(fo); i++)
+        if (strcmp(ph_folded_name(fo, i, NULL), PH_OFFCPU_FRAME) == 0)
+            return 1;
+    return 0;
+}
+
+static int
+ends_offcpu(const ph_folded *fo, ph_folded_stack s)
+{
+    return s.depth > 0 && strcmp(ph_folded_name(fo, s.frames[s.depth - 1], NULL), PH_OFFCPU_FRAME) == 0;
+}
+
+double
+ph_folded_sum_with(const ph_folded *fo, const char *fn, int offcpu)
+{
+    double sum = 0;
+
+    for (size_t i = 0; fo != NULL && i < ph_folded_n_stacks(fo); i++) {
+        ph_folded_stack s = ph_folded_get_stack(fo, i);
+        int has = fn == NULL;
+
+        if (offcpu && !ends_offcpu(fo, s))
+            continue;
+        for (uint32_t d = 0; !has && d < s.depth; d++)
+            has = strcmp(ph_folded_name(fo, s.frames[d], NULL), fn) == 0;
+        if (has)
+            sum += s.count;
+    }
+    return sum;
+}
+
+/* Off-CPU samples per name id of FO: the frame under each [off-cpu] leaf
+ * (the call the thread blocks in); NULL without memory. */
+static double *
+blocking_calls(const ph_folded *fo)
+{
+    size_t nn = ph_folded_n_names(fo);
+    double *v = calloc(nn ? nn : 1, sizeof *v);
+
+    for (size_t i = 0; v != NULL && i < ph_folded_n_stacks(fo); i++) {
+        ph_folded_stack s = ph_folded_get_stack(fo, i);
+        if (s.depth >= 2 && ends_offcpu(fo, s))
+            v[s.frames[s.depth - 2]] += s.count;
+    }
+    return v;
+}
+
 typedef struct rank_ctx {
     const double *v;
     const ph_folded *f;
@@ -220,8 +274,10 @@ sampler_figures(ph_mw *f, const ph_sampler_stats *s)
     snprintf(note, sizeof note, "timer %.0f Hz (%s)", s->timer_hz, s->source);
     snprintf(b, sizeof b, "%.0f Hz", s->requested_hz);
     ph_html_card(f, "requested rate", b, note);
-    snprintf(b, sizeof b, "%.0f Hz", s->delivered_hz);
-    ph_html_card(f, "delivered rate", b, "per CPU-second, as the kernel delivered");
+    if (!s->wall) {
+        snprintf(b, sizeof b, "%.0f Hz", s->delivered_hz);
+        ph_html_card(f, "delivered rate", b, "per CPU-second, as the kernel delivered");
+    }
     snprintf(note, sizeof note, "%llu truncated stacks", s->truncated);
     ph_html_card(f, "dropped samples", ph_fmt_commify(b, s->dropped), note);
     snprintf(note, sizeof note, "%s of the samples",
@@ -297,9 +353,11 @@ ph_report_flame(ph_rctx *c)
     const ph_flamedata *fd = &c->rd->flame;
     const ph_folded *fo = fd->folded;
     double total = fo ? ph_folded_get_stats(fo)->total : 0, *self = NULL, *tot = NULL;
-    int root = ph_flame_has_thread_root(c->rd);
+    int root = ph_flame_has_thread_root(c->rd), wall = ph_flame_is_wall(c->rd);
+    /* the wall clock: samples of threads blocked, and where they block */
+    double off = wall ? ph_folded_sum_with(fo, NULL, 1) : 0, *blk = wall && fo ? blocking_calls(fo) : NULL;
     char b[PH_FMT_LEN], b2[PH_FMT_LEN], b3[PH_FMT_LEN], note[200];
-    json_t *js = json_object();
+    json_t *js = json_object(), *jw = wall ? json_object() : NULL;
     /* a perf run's conversion facts (ph_run_convert.c's convert.json) */
     json_t *perf = json_is_integer(json_object_get(c->rd->convert, "samples")) ? c->rd->convert : NULL;
     const char *pevent = perf && json_string_value(json_object_get(perf, "event"))
@@ -308,7 +366,7 @@ ph_report_flame(ph_rctx *c)
     int perf_ns = perf && json_string_value(json_object_get(perf, "unit")) &&
                   strcmp(json_string_value(json_object_get(perf, "unit")), "nanoseconds") == 0;
 
-    ph_html_section(f, "flamegraph", "CPU samples (flamegraph)");
+    ph_html_section(f, "flamegraph", wall ? "Wall-clock samples (flamegraph)" : "CPU samples (flamegraph)");
     ph_html_cards_begin(f);
     if (perf != NULL) {
         /* perf's folded counts are the samples' periods: nanoseconds of
@@ -324,7 +382,14 @@ ph_report_flame(ph_rctx *c)
         ph_html_card(f, "samples", ph_fmt_commify(b, (uint64_t)total),
                      fd->n_files > 1 ? "added up over the snapshots" : "");
     }
-    if (fd->sampler.have) {
+    if (wall) {
+        snprintf(note, sizeof note, "%s samples of threads blocked in a call", ph_fmt_commify(b2, (uint64_t)off));
+        ph_html_card(f, "off CPU", ph_fmt_percent(b, off, total), note);
+        if (fd->sampler.timer_hz > 0) {
+            snprintf(note, sizeof note, "at %.0f Hz per thread, running or blocked", fd->sampler.timer_hz);
+            ph_html_card(f, "thread time sampled", ph_fmt_seconds(b, total / fd->sampler.timer_hz), note);
+        }
+    } else if (fd->sampler.have) {
         snprintf(note, sizeof note, "at %.0f Hz delivered", fd->sampler.delivered_hz);
         ph_html_card(f, "CPU time sampled", ph_fmt_seconds(b, fd->sampler.cpu_seconds), note);
     }
@@ -346,8 +411,15 @@ ph_report_flame(ph_rctx *c)
     if (fo == NULL || ph_folded_n_stacks(fo) == 0) {
         ph_html_problem(f, "No stacks to count (see the problems above).");
     } else if (ph_flame_tally(fo, root, &self, &tot) == 0) {
-        json_object_set_new(js, "top_self", top_rows(f, fo, self, total, "Top functions by self samples (on CPU)",
-                                                     perf_ns ? "self time#" : "self#", perf_ns));
+        json_object_set_new(js, "top_self",
+                            top_rows(f, fo, self, total,
+                                     wall ? "Top functions by self samples (the leaf; " PH_OFFCPU_FRAME ": blocked)"
+                                          : "Top functions by self samples (on CPU)",
+                                     perf_ns ? "self time#" : "self#", perf_ns));
+        if (blk != NULL)
+            json_object_set_new(jw, "top_blocking", top_rows(f, fo, blk, total,
+                                                             "Top blocking calls (the frame under " PH_OFFCPU_FRAME ")",
+                                                             "off CPU#", 0));
         json_object_set_new(js, "top_total", top_rows(f, fo, tot, total, "Top functions by total samples (on the stack)",
                                                       perf_ns ? "total time#" : "total#", perf_ns));
         if (root)
@@ -355,7 +427,13 @@ ph_report_flame(ph_rctx *c)
         {
             size_t n = 0;
             uint32_t *ids = ranked(fo, self, &n);
-            if (ids != NULL && n > 0 && perf != NULL)
+            size_t nb = 0;
+            uint32_t *bids = blk != NULL && off > 0 ? ranked(fo, blk, &nb) : NULL;
+            if (bids != NULL && nb > 0)
+                snprintf(c->headline, sizeof c->headline, "%s samples, %s off CPU, top blocking call %.80s %s",
+                         ph_fmt_commify(b, (uint64_t)total), ph_fmt_percent(b2, off, total),
+                         ph_folded_name(fo, bids[0], NULL), ph_fmt_percent(b3, blk[bids[0]], total));
+            else if (ids != NULL && n > 0 && perf != NULL)
                 snprintf(c->headline, sizeof c->headline, "%s samples of %.40s (%s %s), top %.80s %s (self)",
                          ph_fmt_commify(b, (uint64_t)json_integer_value(json_object_get(perf, "samples"))), pevent,
                          perf_ns ? ph_fmt_seconds(b2, total / 1e9) : ph_fmt_commify(b2, (uint64_t)total),
@@ -366,21 +444,31 @@ ph_report_flame(ph_rctx *c)
                          ph_fmt_commify(b, (uint64_t)total), ph_folded_name(fo, ids[0], NULL),
                          ph_fmt_percent(b2, self[ids[0]], total));
             free(ids);
+            free(bids);
         }
     }
     sampler_figures(f, &fd->sampler);
     json_object_set_new(js, "samples", json_real(total));
     if (perf != NULL)
         json_object_set(js, "perf", perf);
-    if (fd->sampler.have)
+    if (jw != NULL) {
+        json_object_set_new(jw, "offcpu_samples", json_real(off));
+        json_object_set_new(jw, "offcpu_percent", json_real(total > 0 ? 100 * off / total : 0));
+        json_object_set_new(c->summary, "wall", jw);
+    }
+    if (fd->sampler.have) {
         json_object_set_new(js, "sampler",
                             json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:s}", "requested_hz", fd->sampler.requested_hz,
                                       "timer_hz", fd->sampler.timer_hz, "delivered_hz", fd->sampler.delivered_hz,
                                       "cpu_seconds", fd->sampler.cpu_seconds, "dropped", (json_int_t)fd->sampler.dropped,
                                       "truncated", (json_int_t)fd->sampler.truncated, "own",
                                       (json_int_t)fd->sampler.own, "text", fd->sampler.text));
+        if (wall) /* per CPU-second: nothing on the wall clock */
+            json_object_del(json_object_get(js, "sampler"), "delivered_hz");
+    }
     json_object_set_new(c->summary, "flamegraph", js);
     free(self);
     free(tot);
+    free(blk);
     ph_html_section_end(f);
 }

@@ -41,6 +41,7 @@ typedef struct ph_artifact {
 typedef struct ph_sampler_stats {
     int have;
     int delta;                 /* delta snapshots: add them all up */
+    int wall;                  /* the wall clock (profiles/wall.yaml): no per-CPU-second rate */
     double requested_hz, timer_hz, delivered_hz, cpu_seconds;
     unsigned long long samples, dropped, truncated, no_perf, own;
     char source[64];           /* the timer's name */
@@ -204,6 +205,15 @@ void ph_report_flame_opts(const ph_rundata *rd, ph_flame_opts *o, char *title, s
 int ph_report_flame_files(const ph_rundata *rd, ph_error_t *err);
 /* Whether the run's folded stacks start with the thread's name. */
 int ph_flame_has_thread_root(const ph_rundata *rd);
+/* The wall clock's mark of a blocked thread, the leaf of its stack. */
+#define PH_OFFCPU_FRAME "[off-cpu]"
+/* Whether the run's stacks are the wall clock's (the sampler says so, or
+ * a stack ends in PH_OFFCPU_FRAME). */
+int ph_flame_is_wall(const ph_rundata *rd);
+/* The samples (or bytes) of FO's stacks that have FN among their frames
+ * (FN NULL: all of them), and with OFFCPU only those that end in
+ * PH_OFFCPU_FRAME. */
+double ph_folded_sum_with(const ph_folded *fo, const char *fn, int offcpu);
 
 /* The name of a massif allocation site for people: "front_cache_put (front.c:88)". */
 const char *ph_report_site_name(const char *details);

@@ -143,6 +143,9 @@ ph_sampler_stats_parse(const char *sub, ph_sampler_stats *s)
     memset(s, 0, sizeof *s);
     snprintf(s->text, sizeof s->text, "%s", sub);
     s->delta = strstr(sub, "(delta)") != NULL;
+    /* per CPU-second means nothing on the wall clock: left out of the text */
+    if ((s->wall = strstr(sub, ": wall clock)") != NULL) && (p = strstr(s->text, ", delivered ")) != NULL)
+        *(char *)p = '\0';
     if ((p = strstr(sub, "requested ")) != NULL)
         s->requested_hz = strtod(p + 10, NULL);
     if ((p = strstr(sub, "timer ")) != NULL) {

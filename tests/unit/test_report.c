@@ -288,6 +288,75 @@ test_strace_slowest_escaped(void **state)
     json_decref(j);
 }
 
+/* Write TEXT to the file PATH. */
+static void
+put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A wall-clock run (profiles/wall.yaml): 100 samples, 75 of them blocked
+ * ([off-cpu] leaves), 60 of those in __read and 15 in poll.  The headline
+ * and summary.json give the off-CPU share and the top blocking call; the
+ * CPU-only figures (a rate per CPU-second, "CPU time sampled") are not
+ * printed: a wall sample is a tick of a thread's clock, running or not. */
+static void
+test_wall_report(void **state)
+{
+    const char *d = make_run("svc", "20261122T141500Z-wall", "wall", 0);
+    const char *stacks = "wall-svc;main;wait;__read;[off-cpu] 60\nwall-svc;main;loop;poll;[off-cpu] 15\n"
+                         "wall-svc;main;compute 25\n";
+    char path[900], *html;
+    FILE *f;
+    ph_report_headline h;
+    json_t *j, *w, *top;
+    ph_error_t err = NULL;
+    ph_flame_opts o;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
+    put(path, stacks);
+    snprintf(path, sizeof path, "%s/offcpu-20261122T141600Z-1.folded", d);
+    put(path, "wall-svc;main;wait;__read;[off-cpu] 60\nwall-svc;main;loop;poll;[off-cpu] 15\n");
+    snprintf(path, sizeof path, "%s/oncpu-20261122T141600Z-1.folded", d);
+    put(path, "wall-svc;main;compute 25\n");
+    snprintf(path, sizeof path, "%s/flamegraph-20261122T141600Z-1.svg", d);
+    f = fopen(path, "w");
+    ph_flame_opts_init(&o);
+    o.subtitle = "final: 100 samples over 0.25 CPU-s; 0 dropped, 0 truncated, 0 threads without perf events, 0 in the "
+                 "sampler's own writer (left out); requested 100 Hz, timer 100 Hz (timer_create(CLOCK_MONOTONIC) per "
+                 "thread, SIGRTMAX-7: wall clock), delivered 400 Hz per CPU-second";
+    assert_int_equal(ph_flame_render_folded(stacks, strlen(stacks), &o, f, NULL, &err), 0);
+    fclose(f);
+    j = report("svc", "20261122T141500Z-wall", &h);
+    w = json_object_get(j, "wall");
+    assert_non_null(w);
+    assert_true(json_real_value(json_object_get(w, "offcpu_percent")) == 75);
+    assert_true(json_real_value(json_object_get(w, "offcpu_samples")) == 75);
+    top = json_array_get(json_object_get(w, "top_blocking"), 0);
+    assert_string_equal(json_string_value(json_object_get(top, "name")), "__read");
+    assert_true(json_real_value(json_object_get(top, "samples")) == 60);
+    assert_true(json_real_value(json_object_get(top, "percent")) == 60);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(w, "top_blocking"), 1), "name")),
+                        "poll");
+    assert_null(json_array_get(json_object_get(w, "top_blocking"), 2));
+    /* no CPU-only figure: the rate per CPU-second means nothing here */
+    assert_null(json_object_get(json_object_get(json_object_get(j, "flamegraph"), "sampler"), "delivered_hz"));
+    assert_string_equal(h.text, "100 samples, 75.0 % off CPU, top blocking call __read 60.0 %");
+    html = report_html("svc", "20261122T141500Z-wall");
+    assert_null(strstr(html, "per CPU-second"));
+    assert_null(strstr(html, "delivered rate"));
+    assert_null(strstr(html, "CPU time sampled"));
+    assert_null(strstr(html, "(on CPU)"));
+    assert_non_null(strstr(html, "off CPU"));
+    free(html);
+    json_decref(j);
+}
+
 /* Folded stacks and a sampler SVG, as the flamegraph mode leaves them. */
 static void
 test_flame_report(void **state)
@@ -795,6 +864,7 @@ main(void)
         cmocka_unit_test(test_strace_report),
         cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
+        cmocka_unit_test(test_wall_report),
         cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),
