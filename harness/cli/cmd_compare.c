@@ -33,7 +33,8 @@ static const char usage[] =
     "  metrics: callgrind ir (or any event), EVENT[fn], EVENT_incl[fn]; massif peak_heap,\n"
     "  peak_total, peak_extra, peak_stacks, heap[site]; strace syscalls, errors, syscall_time,\n"
     "  calls[name], time[name], errors[name]; flamegraph samples, samples[fn] and self[fn]\n"
-    "  (shares of all samples, in %).\n"
+    "  (shares of all samples, in %); wall those and offcpu, offcpu[fn] (%); heap inuse_space,\n"
+    "  inuse_space[fn], alloc_space, alloc_space[fn] (bytes, [fn]: with fn on the stack).\n"
     "Exit status: 0 ok, 1 failure, 2 usage or bad input, 3 a --fail-if condition held.\n";
 
 static int

@@ -133,6 +133,24 @@ metric(const side *s, const char *metric, const char *arg, double *v)
             return 0;
         }
     }
+    if (strcmp(metric, "offcpu") == 0) {
+        /* the wall clock: the share of the samples blocked ([fn]: with fn on the stack) */
+        double total = rd->flame.folded ? ph_folded_get_stats(rd->flame.folded)->total : 0;
+
+        if (rd->flame.folded == NULL || !ph_flame_is_wall(rd))
+            return 1;
+        *v = total > 0 ? 100 * ph_folded_sum_with(rd->flame.folded, arg, 1) / total : 0;
+        return 0;
+    }
+    if (strcmp(metric, "inuse_space") == 0 || strcmp(metric, "alloc_space") == 0) {
+        /* the heap sampler: bytes in use at the end, or allocated ([fn]: with fn on the stack) */
+        const ph_folded *fo = rd->heap.view[metric[0] == 'i' ? PH_HEAP_INUSE_SPACE : PH_HEAP_ALLOC_SPACE];
+
+        if (fo == NULL)
+            return 1;
+        *v = ph_folded_sum_with(fo, arg, 0);
+        return 0;
+    }
     if (rd->flame.folded != NULL && s->self != NULL) {
         const ph_folded *fo = rd->flame.folded;
         double total = ph_folded_get_stats(fo)->total;
@@ -154,7 +172,8 @@ metric(const side *s, const char *metric, const char *arg, double *v)
 static const char *const metric_help =
     "callgrind: ir (or any event: dr, d1mr, ...), EVENT[fn], EVENT_incl[fn]; massif: peak_heap, peak_total, "
     "peak_extra, peak_stacks, heap[site]; strace: syscalls, errors, syscall_time, calls[name], time[name], "
-    "errors[name]; flamegraph: samples, samples[fn], self[fn]";
+    "errors[name]; flamegraph: samples, samples[fn], self[fn]; wall: those and offcpu, offcpu[fn] (per cent "
+    "of the samples); heap: inuse_space, inuse_space[fn], alloc_space, alloc_space[fn] (bytes)";
 
 /* ---- --fail-if --------------------------------------------------------- */
 
@@ -635,8 +654,11 @@ build(comparison *c)
 static const char *
 unit_of(const comparison *c, const char *metric_name)
 {
-    if (strncmp(metric_name, "peak_", 5) == 0 || strcmp(metric_name, "heap") == 0)
+    if (strncmp(metric_name, "peak_", 5) == 0 || strcmp(metric_name, "heap") == 0 ||
+        strcmp(metric_name, "inuse_space") == 0 || strcmp(metric_name, "alloc_space") == 0)
         return "bytes";
+    if (strcmp(metric_name, "offcpu") == 0)
+        return "%";
     if (strcmp(metric_name, "syscall_time") == 0 || strcmp(metric_name, "time") == 0)
         return "s";
     if (c->a.rd.flame.folded && strcmp(metric_name, "self") == 0)

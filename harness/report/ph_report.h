@@ -105,7 +105,9 @@ int ph_compare_runs(const char *a, const char *b, const ph_profile_set *profiles
  *           EVENT_incl[fn]; peak_heap, peak_total, heap[site];
  *           syscalls, errors, syscall_time, calls[name], time[name],
  *           errors[name]; samples, samples[fn] (share of samples with fn
- *           on the stack, %), self[fn] (share where fn is the leaf, %)
+ *           on the stack, %), self[fn] (share where fn is the leaf, %);
+ *           offcpu, offcpu[fn] (wall: share of samples blocked, %);
+ *           inuse_space, alloc_space and their [fn] (heap: bytes)
  *   OP      > or <  (>= and <= too)
  *   VALUE   +N% / -N% (relative change from A to B), +N / -N (absolute
  *           change), N (B's value itself); N may end in k, M, G

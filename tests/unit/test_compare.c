@@ -27,6 +27,10 @@ static char out_dir[600];
 #define ST_B "worker/20261122T111500Z-strace"
 #define FL_A "front/20261122T101500Z-flamegraph"
 #define FL_B "front/20261122T111500Z-flamegraph"
+#define WL_A "svc/20261122T101500Z-wall"
+#define WL_B "svc/20261122T111500Z-wall"
+#define HP_A "svc/20261122T101500Z-heap"
+#define HP_B "svc/20261122T111500Z-heap"
 #define CG_A "front/20261122T101500Z-callgrind"
 #define CG_B "front/20261122T111500Z-callgrind"
 
@@ -85,6 +89,14 @@ group_setup(void **state)
      * (100 % -> 100 %) and never the leaf */
     run_dir(FL_A, "stacks-20261122T101600Z-1.folded", "main-thread;main;work;hot 600\nmain-thread;main;cold 400\n");
     run_dir(FL_B, "stacks-20261122T111600Z-1.folded", "main-thread;main;work;hot 900\nmain-thread;main;cold 300\n");
+    /* the wall clock: off CPU 50 % -> 75 %, all of it in wait's read */
+    run_dir(WL_A, "stacks-20261122T101600Z-1.folded", "t;main;wait;__read;[off-cpu] 50\nt;main;compute 50\n");
+    run_dir(WL_B, "stacks-20261122T111600Z-1.folded", "t;main;wait;__read;[off-cpu] 75\nt;main;compute 25\n");
+    /* the heap: keep's 1 MiB in use -> 3 MiB; churn's 9 MiB allocated in both */
+    run_dir(HP_A, "inuse_space-20261122T101600Z-1.folded", "main;keep;malloc 1048576\n");
+    run_dir(HP_A, "alloc_space-20261122T101600Z-1.folded", "main;keep;malloc 1048576\nmain;churn;malloc 9437184\n");
+    run_dir(HP_B, "inuse_space-20261122T111600Z-1.folded", "main;keep;malloc 3145728\n");
+    run_dir(HP_B, "alloc_space-20261122T111600Z-1.folded", "main;keep;malloc 3145728\nmain;churn;malloc 9437184\n");
     run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
     run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
     return 0;
@@ -385,6 +397,73 @@ test_compare_flame(void **state)
     free(failed);
 }
 
+/* ---- the wall clock and the heap ----------------------------------------- */
+
+static void
+test_compare_wall(void **state)
+{
+    const char *conds[] = { "offcpu>+20%", "offcpu[wait]>70", "offcpu[compute]>0", "offcpu<50", "offcpu[__read]>=+25" };
+    char *out = NULL, *failed = NULL;
+
+    (void)state;
+    assert_int_equal(compare(WL_A, WL_B, conds, 5, PH_COMPARE_TEXT, &out, &failed), 1);
+    assert_non_null(failed);
+    assert_non_null(strstr(failed, "--fail-if offcpu>+20%: offcpu went from 50.00 % to 75.00 % (+50.0 %)"));
+    assert_non_null(strstr(failed, "--fail-if offcpu[wait]>70: offcpu[wait] went from 50.00 % to 75.00 %"));
+    assert_non_null(strstr(failed, "--fail-if offcpu[__read]>=+25: offcpu[__read] went from 50.00 % to 75.00 %"));
+    /* compute is never off CPU; the share is not under 50 */
+    assert_null(strstr(failed, "[compute]"));
+    assert_null(strstr(failed, "offcpu<50"));
+    free(out);
+    free(failed);
+}
+
+static void
+test_compare_heap(void **state)
+{
+    const char *conds[] = { "inuse_space>+50%", "inuse_space[keep]>2000000", "alloc_space[churn]>+1%",
+                            "alloc_space>+10%", "inuse_space[churn]>0" };
+    char *out = NULL, *failed = NULL;
+
+    (void)state;
+    assert_int_equal(compare(HP_A, HP_B, conds, 5, PH_COMPARE_TEXT, &out, &failed), 1);
+    assert_non_null(failed);
+    assert_non_null(strstr(failed, "--fail-if inuse_space>+50%: inuse_space went from 1.00 MiB to 3.00 MiB (+200.0 %)"));
+    assert_non_null(strstr(failed, "--fail-if inuse_space[keep]>2000000: inuse_space[keep] went from 1.00 MiB to 3.00 MiB"));
+    assert_non_null(strstr(failed, "--fail-if alloc_space>+10%: alloc_space went from 10.0 MiB to 12.0 MiB (+20.0 %)"));
+    /* churn allocated as much in both, and keeps nothing */
+    assert_null(strstr(failed, "[churn]"));
+    free(out);
+    free(failed);
+}
+
+/* Each metric belongs to its kind of run. */
+static void
+test_compare_wrong_kind(void **state)
+{
+    static const char *const pairs[][3] = { { FL_A, FL_B, "offcpu>0" }, { WL_A, WL_B, "inuse_space>0" },
+                                            { HP_A, HP_B, "offcpu[keep]>0" }, { FL_A, FL_B, "alloc_space[hot]>0" } };
+    char pa[900], pb[900];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        char *out = NULL, *failed = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        ph_compare_opts o = { NULL, PH_COMPARE_TEXT, &pairs[i][2], 1, 10 };
+        ph_error_t err = NULL;
+
+        snprintf(pa, sizeof pa, "%s/%s", out_dir, pairs[i][0]);
+        snprintf(pb, sizeof pb, "%s/%s", out_dir, pairs[i][1]);
+        assert_int_equal(ph_compare_runs(pa, pb, rt_profiles(), &o, f, &failed, &err), -1);
+        fclose(f);
+        assert_non_null(strstr(err->msg, "is not a metric of a"));
+        ph_error_free(&err);
+        free(out);
+        free(failed);
+    }
+}
+
 /* ---- what reaches a terminal ------------------------------------------- */
 
 /* The offset of the first control byte but '\n' in S, or -1.  (A failing
@@ -455,6 +534,9 @@ main(void)
         cmocka_unit_test(test_compare_strace),
         cmocka_unit_test(test_compare_negative),
         cmocka_unit_test(test_compare_flame),
+        cmocka_unit_test(test_compare_wall),
+        cmocka_unit_test(test_compare_heap),
+        cmocka_unit_test(test_compare_wrong_kind),
         cmocka_unit_test(test_compare_escapes_names),
         cmocka_unit_test(test_headline_escaped),
     };
