@@ -119,6 +119,18 @@ profile() {
     [ "$first" = "front/$(basename "$(latest front)")/report.html" ]
 }
 
+@test "report: a run dir copied out of its output dir is reported, and no index is written two levels up" {
+    src=$(latest front)
+    mkdir -p "$BATS_TEST_TMPDIR/top/copy"
+    cp -a "$src" "$BATS_TEST_TMPDIR/top/copy/run"
+    run ph report "$BATS_TEST_TMPDIR/top/copy/run"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "front: "* ]]
+    [ -s "$BATS_TEST_TMPDIR/top/copy/run/report.html" ]
+    [ ! -e "$BATS_TEST_TMPDIR/top/index.html" ]
+    [[ "$output" == *"not in an output dir"* ]]
+}
+
 @test "stop writes the run's report and the index, and prints the headline" {
     run ph start --mode strace front
     [ "$status" -eq 0 ]

@@ -65,7 +65,10 @@ looks_like_run(const char *dir)
 }
 
 /* The output dirs whose index.html is to be rewritten: each reported
- * run's grandparent (OUTDIR/SERVICE/RUN). */
+ * run's grandparent (OUTDIR/SERVICE/RUN), only where the parent is a
+ * service dir the harness made (it holds the `latest` link): a run dir
+ * copied anywhere else is reported without writing an index two levels
+ * up, which could be any directory (`/` for a run in /tmp). */
 static char index_dirs[16][PATH_MAX];
 static size_t n_index_dirs;
 
@@ -73,9 +76,19 @@ static void
 note_index_dir(const char *run_dir)
 {
     char d[PATH_MAX], *s;
+    struct stat st;
 
     snprintf(d, sizeof d, "%s", run_dir);
     for (int up = 0; up < 2; up++) {
+        if (up == 1) {
+            char link[PATH_MAX + 8];
+
+            snprintf(link, sizeof link, "%s/latest", d);
+            if (lstat(link, &st) != 0 || !S_ISLNK(st.st_mode)) {
+                ph_info("index: %s is not in an output dir (OUTDIR/SERVICE/RUN): no index written", run_dir);
+                return;
+            }
+        }
         while ((s = strrchr(d, '/')) != NULL && s[1] == '\0' && s != d)
             *s = '\0';
         s = strrchr(d, '/');
