@@ -23,7 +23,6 @@ LANGC="$REPO/tests/lang/compose.yaml"
 # are not the workload's.  Take a cell off when work lands.
 declare -gA KNOWN_GAPS=(
     [gostatic:flamegraph]="refused: is static"
-    [gostatic:perf]="unnamed: a static Go binary has no GNU build-id, so perf's build-id cache holds no copy and perf script names its frames [lang-go] (the conversion should give perf the binary)"
     [gocgo:flamegraph]="unnamed: the Go runtime replaces the sampler's SIGPROF handler: no samples (a timer on a real-time signal is the way)"
     [python:perf]="unnamed: Python 3.11 has no perf support (3.12's -X perf writes a map); perf sees only the eval loop"
     [python:attach-perf]="unnamed: as perf, and no out-of-process frame reader yet"
