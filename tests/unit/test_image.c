@@ -405,7 +405,7 @@ test_elf_build_id(void **state)
     assert_int_equal(ph_image_elf_build_id(b, 4096), 1);
     /* an ABI tag (GNU, type 1) is not a build-id; 8-aligned notes */
     n = mk_elf(b, sizeof b, 1, 1, 3, 64, t, 4);
-    m = mk_note(b + 1024, 1, "GNU", 1, 16, 8);
+    m = mk_note(b + 1024, 1, "GNU", 1, 20, 8); /* 20: padded to 24 */
     note_phdr(b, 1, 1, 2, 64, 1024, m, 8);
     assert_int_equal(ph_image_elf_build_id(b, 4096), 0);
     m += mk_note(b + 1024 + m, 1, "GNU", 3, 20, 8);
