@@ -183,10 +183,12 @@ bench-summaries: build
 bench-heap: build
     tests/bench/bench-heap.sh
 
-# sampler overhead against gperftools and none, then the renderer
-bench-flamegraph: build
+# sampler overhead against gperftools and none, then the renderer, then
+# the sampler in the Python, Node and Java services of tests/lang (Engine)
+bench-flamegraph: build engine
     tests/bench/bench-flamegraph-overhead.sh
     tests/bench/bench-flamegraph-render.sh
+    tests/bench/bench-flamegraph-lang.sh
 
 # the renderer and the collapser against flamegraph.pl and
 # stackcollapse-perf.pl on the peers' own test data.  Needs copies of

@@ -26,7 +26,6 @@ LANGC="$REPO/tests/lang/compose.yaml"
 # are not the workload's.  Take a cell off when work lands.
 declare -gA KNOWN_GAPS=(
     [gostatic:flamegraph]="refused: is static"
-    [gostatic:perf]="unnamed: a static Go binary has no GNU build-id, so perf's build-id cache holds no copy and perf script names its frames [lang-go] (the conversion should give perf the binary)"
     [python:perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python:attach-perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python313:attach-perf]="refused: was started without PYTHONPERFSUPPORT=1 or -X perf: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode perf\`"

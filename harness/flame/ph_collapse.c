@@ -41,6 +41,8 @@ typedef struct perfmap {
     struct perfmap *next;
 } perfmap;
 
+enum { MOD_UNNAMED = 1, MOD_NAMED = 2 };
+
 struct ph_collapse {
     ph_collapse_opts o;
     ph_collapse_stats st;
@@ -50,6 +52,8 @@ struct ph_collapse {
     ph_folded *out;  /* the tidied names and the stacks */
     ph_folded *keys; /* frame texts met, as names: their ids index kv */
     ph_folded *mods; /* dsos met, as names */
+    uint8_t *modf; /* per dso id: MOD_UNNAMED, MOD_NAMED frames met */
+    size_t modf_cap;
     struct recent_mod {
         const char *s; /* the interned name */
         size_t n;
@@ -761,6 +765,14 @@ frame_line(ph_collapse *c, span pc, span raw, span mod, ph_error_t *err)
         size_t first = c->pool_n;
         if (grow((void **)&c->kv, &c->kv_cap, c->kv_n, 1, sizeof *c->kv) < 0)
             return ph_fail(err, ENOMEM, "collapse: out of memory");
+        if (m >= c->modf_cap) {
+            size_t cap = c->modf_cap;
+            if (grow((void **)&c->modf, &cap, c->modf_cap, m + 1 - c->modf_cap, 1) < 0)
+                return ph_fail(err, ENOMEM, "collapse: out of memory");
+            memset(c->modf + c->modf_cap, 0, cap - c->modf_cap);
+            c->modf_cap = cap;
+        }
+        c->modf[m] |= span_eq(name, "[unknown]") ? MOD_UNNAMED : MOD_NAMED;
         if (frame_names(c, pc, raw, mod, err) < 0)
             return -1;
         c->kv[c->kv_n++] = (struct kv){ (uint32_t)first, (uint32_t)(c->pool_n - first) };
@@ -876,6 +888,7 @@ ph_collapse_free(ph_collapse *c)
     ph_folded_free(c->out);
     ph_folded_free(c->keys);
     ph_folded_free(c->mods);
+    free(c->modf);
     free(c->event_filter);
     free(c->kv);
     free(c->fast);
@@ -914,6 +927,37 @@ const ph_collapse_stats *
 ph_collapse_get_stats(const ph_collapse *c)
 {
     return &c->st;
+}
+
+/* Dso ID is a file perf named no frame of: a path (not `//anon`, a perf
+ * map, `[vdso]`), frames met, none named. */
+static int
+unnamed_file(const ph_collapse *c, uint32_t id)
+{
+    size_t n;
+    const char *s = ph_folded_name(c->mods, id, &n);
+
+    return id < c->modf_cap && c->modf[id] == MOD_UNNAMED && n >= 2 && s[0] == '/' && s[1] != '/' &&
+           !is_tmp_perfmap((span){ s, n });
+}
+
+size_t
+ph_collapse_n_unnamed(const ph_collapse *c)
+{
+    size_t k = 0;
+
+    for (size_t id = 0; id < ph_folded_n_names(c->mods) && k < PH_COLLAPSE_UNNAMED_MAX; id++)
+        k += unnamed_file(c, (uint32_t)id);
+    return k;
+}
+
+const char *
+ph_collapse_unnamed(const ph_collapse *c, size_t i)
+{
+    for (size_t id = 0, k = 0; id < ph_folded_n_names(c->mods) && k < PH_COLLAPSE_UNNAMED_MAX; id++)
+        if (unnamed_file(c, (uint32_t)id) && k++ == i)
+            return ph_folded_name(c->mods, (uint32_t)id, NULL);
+    return NULL;
 }
 
 /* ---- output -------------------------------------------------------------- */

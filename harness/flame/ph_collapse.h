@@ -87,6 +87,17 @@ int ph_collapse_finish(ph_collapse *c, ph_error_t *err);
 
 const ph_collapse_stats *ph_collapse_get_stats(const ph_collapse *c);
 
+/* The files (dsos perf script names with a path: `/usr/bin/x`, not
+ * `[vdso]`, `//anon` or a perf map) none of whose frames perf named, in
+ * first-seen order, at most PH_COLLAPSE_UNNAMED_MAX: the files perf had
+ * no symbols of at all (no copy in its build-id cache: a static Go
+ * binary has no GNU build-id), which a second pass may be given; a file
+ * with some frames named had its symbols.  Dso I (0 <= I < the count),
+ * valid until free. */
+#define PH_COLLAPSE_UNNAMED_MAX 16
+size_t ph_collapse_n_unnamed(const ph_collapse *c);
+const char *ph_collapse_unnamed(const ph_collapse *c, size_t i);
+
 /* The folded stacks, `stack count` a line, in byte order.  -1 and *err
  * when writing fails or on ENOMEM. */
 int ph_collapse_write(ph_collapse *c, FILE *out, ph_error_t *err);

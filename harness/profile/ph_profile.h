@@ -32,6 +32,13 @@
  *     command: [perf, script, -i, "{out}/perf.data"]   # in the tools image on a copy of
  *     collapse: perf                # {out}; its stdout goes through the collapser and
  *                                   # becomes stacks.folded, flamegraph.svg, profile.pb.gz
+ *     symfs:                        # files perf named no frame of that carry no GNU
+ *       dir: symfs                  # build-id (a static Go binary: perf's build-id
+ *       command: [...]              # cache has no copy) are copied from the profiled
+ *                                   # container to {out}/<dir>/<path>, kept with the run,
+ *                                   # and this command runs instead, on a fresh copy
+ *                                   # (not for attach: its container's files are the
+ *                                   # tools')
  *   attach:                         # `profharness attach`: a tools container in the
  *     command: [strace, -p, "{pids}", -o, "{out}/strace.log"]   # running service's PID
  *                                   # namespace runs COMMAND; {pids}: its processes
@@ -122,6 +129,8 @@ typedef struct ph_profile_snapshot {
 typedef struct ph_profile_convert {
     ph_strv command;             /* empty: nothing to convert */
     char *collapse;              /* the collapser its stdout goes through ("perf") */
+    char *symfs;                 /* `symfs.dir`: NULL, or a plain directory name under {out} */
+    ph_strv symfs_command;       /* `symfs.command`: the second pass, reading them there */
 } ph_profile_convert;
 
 /* `attach:` - how the mode joins a running service, or why it cannot. */

@@ -99,8 +99,43 @@ read_libc(ph_profile *p, const ph_ynode *v, ph_error_t *err)
     return 0;
 }
 
+/* `convert.symfs: {dir: NAME, command: [...]}`: where the files perf had
+ * no copy of go, and the command that reads them there. */
 static int
-read_convert(ph_profile_convert *c, const ph_ynode *v, const char *where, ph_error_t *err)
+read_symfs(ph_profile_convert *c, const ph_ynode *v, const char *where, ph_error_t *err)
+{
+    char key_buf[80];
+
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`%s` must be a mapping {dir: symfs, command: [...]}", where);
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
+        int rc = 0;
+
+        snprintf(key_buf, sizeof key_buf, "%s.%s", where, key);
+        if (KEY("dir")) {
+            rc = ph_yaml_dup(vn, key_buf, &c->symfs, err);
+            if (rc == 0 && !plain_name(c->symfs))
+                rc = ph_yaml_error(vn, err, "`%s` must be a plain directory name under {out}, not `%s`", key_buf,
+                                   c->symfs);
+        } else if (KEY("command")) {
+            rc = read_list(vn, key_buf, &c->symfs_command, err);
+            if (rc == 0 && (c->symfs_command.n == 0 || c->symfs_command.v[0][0] == '\0'))
+                rc = ph_yaml_error(vn, err, "`%s` must start with a program", key_buf);
+        } else {
+            ph_warn("%s:%d: unknown key `%s` (ignored)", ph_yaml_file(kn), kn->line, key_buf);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (c->symfs == NULL || c->symfs_command.n == 0)
+        return ph_yaml_error(v, err, "`%s` needs `dir` and `command`", where);
+    return 0;
+}
+
+static int
+read_convert(ph_profile_convert *c, const ph_ynode *v, const char *where, int attached, ph_error_t *err)
 {
     char key_buf[64];
 
@@ -116,6 +151,8 @@ read_convert(ph_profile_convert *c, const ph_ynode *v, const char *where, ph_err
             rc = read_list(vn, key_buf, &c->command, err);
             if (rc == 0 && (c->command.n == 0 || c->command.v[0][0] == '\0'))
                 rc = ph_yaml_error(vn, err, "`%s` must start with a program", key_buf);
+        } else if (KEY("symfs") && !attached) {
+            rc = read_symfs(c, vn, key_buf, err);
         } else if (KEY("collapse")) {
             rc = ph_yaml_dup(vn, key_buf, &c->collapse, err);
             if (rc == 0 && !one_of(c->collapse, collapsers, PH_ARRAY_LEN(collapsers)))
@@ -165,7 +202,7 @@ read_attach(ph_profile *p, const ph_ynode *v, ph_error_t *err)
                 rc = ph_yaml_error(vn, err, "`attach.copy_mapped` must be a plain directory name under {out}, "
                                                "not `%s`", a->copy_mapped);
         } else if (KEY("convert")) {
-            rc = read_convert(&a->convert, vn, "attach.convert", err);
+            rc = read_convert(&a->convert, vn, "attach.convert", 1, err);
         } else {
             ph_warn("%s:%d: unknown key `attach.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
         }
@@ -207,7 +244,7 @@ ph_profile_read_key(ph_profile *p, const char *key, const ph_ynode *v, ph_error_
     } else if (KEY("cap_add_if_known")) {
         rc = read_list(v, "cap_add_if_known", &p->cap_add_if_known, err);
     } else if (KEY("convert")) {
-        rc = read_convert(&p->convert, v, "convert", err);
+        rc = read_convert(&p->convert, v, "convert", 0, err);
     } else if (KEY("attach")) {
         rc = read_attach(p, v, err);
     } else {
@@ -239,6 +276,9 @@ convert_free(ph_profile_convert *c)
     ph_strv_free(&c->command);
     free(c->collapse);
     c->collapse = NULL;
+    free(c->symfs);
+    c->symfs = NULL;
+    ph_strv_free(&c->symfs_command);
 }
 
 void

@@ -21,6 +21,7 @@
 #include "ph_engine.h"
 #include "ph_error.h"
 #include "ph_profile.h"
+#include "ph_tar.h"
 
 /* Make sure IMAGE exists: build it when the service has `build` (always
  * when FORCE_BUILD or `pull_policy: build`, else only when missing), pull
@@ -78,6 +79,10 @@ int ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_erro
  * LD_PRELOAD reaches it; 0, static (static-pie too); -1 not an ELF
  * program, or its program headers lie past LEN.  Pure. */
 int ph_image_elf_interp(const void *head, size_t len);
+/* Whether that ELF program carries a GNU build-id note (in a PT_NOTE
+ * segment): 1; 0 none (a static Go binary: perf's build-id cache cannot
+ * hold it); -1 not an ELF program, or its notes lie past LEN.  Pure. */
+int ph_image_elf_build_id(const void *head, size_t len);
 
 /* What runs a service's command ARGV (ARGC words) in IMAGE: ARGV[0] found
  * as the kernel would (PATH_VAR, WORKDIR), symlinks followed, its first
@@ -98,6 +103,14 @@ int ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t 
  * now), no container made. */
 int ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc, const char *path_var,
                         const char *workdir, ph_image_program_t *out, ph_error_t *err);
+
+/* The first bytes of the file PATH in container ID (created, running or
+ * stopped), through the archive endpoint, the rest not transferred: up to
+ * CAP into BUF, T as ph_tar_peek says (a file's T->len bytes, or a link's
+ * target).  0; -1 when it is not there or not a tar's member; -2 and *err
+ * on a fault. */
+int ph_image_file_head(ph_engine *e, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
+                       ph_error_t *err);
 
 /* "apt" ... or "none"; "glibc", "musl" or "none". */
 const char *ph_image_facts_pm(const ph_image_facts *f);

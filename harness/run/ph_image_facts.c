@@ -136,43 +136,111 @@ elf_word(const unsigned char *p, int n, int le)
     return v;
 }
 
+/* An ELF program's program headers, checked: 0 and *H, or -1 (not an
+ * ELF program, or its header table starts past LEN). */
+typedef struct elf_head {
+    int is64, le;
+    uint64_t phoff, phentsize, phnum;
+} elf_head;
+
+static int
+elf_head_read(const unsigned char *b, size_t len, elf_head *h)
+{
+    uint64_t type;
+
+    if (len < 52 || memcmp(b, "\177ELF", 4) != 0 || (b[4] != 1 && b[4] != 2) || (b[5] != 1 && b[5] != 2))
+        return -1;
+    h->is64 = b[4] == 2;
+    h->le = b[5] == 1;
+    if (h->is64 && len < 64)
+        return -1;
+    type = elf_word(b + 16, 2, h->le);
+    if (type != 2 && type != 3) /* ET_EXEC, ET_DYN */
+        return -1;
+    h->phoff = h->is64 ? elf_word(b + 32, 8, h->le) : elf_word(b + 28, 4, h->le);
+    h->phentsize = elf_word(b + (h->is64 ? 54 : 42), 2, h->le);
+    h->phnum = elf_word(b + (h->is64 ? 56 : 44), 2, h->le);
+    if (h->phentsize < (h->is64 ? 56u : 32u) || h->phnum == 0 || h->phnum == 0xffff || h->phoff > len)
+        return -1;
+    return 0;
+}
+
 int
 ph_image_elf_interp(const void *head, size_t len)
 {
     const unsigned char *b = head;
-    int is64, le;
-    uint64_t type, phoff, phentsize, phnum;
+    elf_head h;
 
-    if (len < 52 || memcmp(b, "\177ELF", 4) != 0 || (b[4] != 1 && b[4] != 2) || (b[5] != 1 && b[5] != 2))
+    if (elf_head_read(b, len, &h) < 0)
         return -1;
-    is64 = b[4] == 2;
-    le = b[5] == 1;
-    if (is64 && len < 64)
-        return -1;
-    type = elf_word(b + 16, 2, le);
-    if (type != 2 && type != 3) /* ET_EXEC, ET_DYN */
-        return -1;
-    phoff = is64 ? elf_word(b + 32, 8, le) : elf_word(b + 28, 4, le);
-    phentsize = elf_word(b + (is64 ? 54 : 42), 2, le);
-    phnum = elf_word(b + (is64 ? 56 : 44), 2, le);
-    if (phentsize < (is64 ? 56u : 32u) || phnum == 0 || phnum == 0xffff || phoff > len)
-        return -1;
-    for (uint64_t i = 0; i < phnum; i++) {
-        uint64_t off = phoff + i * phentsize;
+    for (uint64_t i = 0; i < h.phnum; i++) {
+        uint64_t off = h.phoff + i * h.phentsize;
 
         if (off > len || len - off < 4)
             return -1; /* past what was read: not known */
-        if (elf_word(b + off, 4, le) == 3) /* PT_INTERP */
+        if (elf_word(b + off, 4, h.le) == 3) /* PT_INTERP */
             return 1;
     }
     return 0;
 }
 
+/* Whether the notes at B[0..N) hold a GNU build-id, notes aligned to
+ * ALIGN (4, or 8 for a segment of 8-aligned notes). */
+static int
+notes_build_id(const unsigned char *b, uint64_t n, uint64_t align, int le)
+{
+    uint64_t off = 0;
+
+    while (n - off >= 12) {
+        uint64_t namesz = elf_word(b + off, 4, le), descsz = elf_word(b + off + 4, 4, le);
+        uint64_t type = elf_word(b + off + 8, 4, le), name = off + 12;
+        uint64_t desc = name + ((namesz + align - 1) & ~(align - 1));
+
+        if (desc > n || descsz > n - desc)
+            return 0;
+        if (type == 3 && namesz == 4 && memcmp(b + name, "GNU", 4) == 0 && descsz > 0) /* NT_GNU_BUILD_ID */
+            return 1;
+        off = desc + ((descsz + align - 1) & ~(align - 1));
+    }
+    return 0;
+}
+
+int
+ph_image_elf_build_id(const void *head, size_t len)
+{
+    const unsigned char *b = head;
+    elf_head h;
+    int unknown = 0;
+
+    if (elf_head_read(b, len, &h) < 0)
+        return -1;
+    for (uint64_t i = 0; i < h.phnum; i++) {
+        uint64_t off = h.phoff + i * h.phentsize, foff, fsz, align;
+
+        if (off > len || len - off < h.phentsize)
+            return -1;
+        if (elf_word(b + off, 4, h.le) != 4) /* PT_NOTE */
+            continue;
+        foff = h.is64 ? elf_word(b + off + 8, 8, h.le) : elf_word(b + off + 4, 4, h.le);
+        fsz = h.is64 ? elf_word(b + off + 32, 8, h.le) : elf_word(b + off + 16, 4, h.le);
+        align = (h.is64 ? elf_word(b + off + 48, 8, h.le) : elf_word(b + off + 28, 4, h.le)) == 8 ? 8 : 4;
+        if (foff > len || fsz > len - foff) {
+            unknown = 1; /* past what was read */
+            continue;
+        }
+        if (notes_build_id(b + foff, fsz, align, h.le))
+            return 1;
+    }
+    return unknown ? -1 : 0;
+}
+
 #define PEEK_BYTES 8192
+/* a tar header, and a PAX header before it (long names) */
+#define PEEK_HEADERS 2048
 
 typedef struct peek_buf {
-    char data[PEEK_BYTES];
-    size_t len;
+    char *data;
+    size_t cap, len;
     int full;
 } peek_buf;
 
@@ -180,15 +248,46 @@ static int
 peek_cb(void *ud, const char *data, size_t len)
 {
     peek_buf *p = ud;
-    size_t n = len < sizeof p->data - p->len ? len : sizeof p->data - p->len;
+    size_t n = len < p->cap - p->len ? len : p->cap - p->len;
 
     memcpy(p->data + p->len, data, n);
     p->len += n;
-    if (p->len == sizeof p->data) {
+    if (p->len == p->cap) {
         p->full = 1;
         return -1; /* enough: the rest of the file is not needed */
     }
     return 0;
+}
+
+int
+ph_image_file_head(ph_engine *e, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
+                   ph_error_t *err)
+{
+    peek_buf p = { .cap = cap + PEEK_HEADERS };
+    ph_error_t sub = NULL;
+    int found = 0, rc;
+
+    if (ph_engine_archive_stat(e, id, path, &found, err) < 0)
+        return -2;
+    if (!found)
+        return -1;
+    if ((p.data = malloc(p.cap)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        return -2;
+    }
+    rc = ph_engine_archive_get(e, id, path, peek_cb, &p, &sub);
+    if (rc < 0 && !p.full) {
+        free(p.data);
+        if (err)
+            *err = sub;
+        else
+            ph_error_free(&sub);
+        return -2;
+    }
+    ph_error_free(&sub);
+    rc = ph_tar_peek(p.data, p.len, t, buf, cap, NULL);
+    free(p.data);
+    return rc < 0 ? -1 : 0;
 }
 
 /* PATH with `.`, `..` and repeated slashes resolved lexically, in place
@@ -238,34 +337,12 @@ program_linked(ph_engine *e, const char *id, const char *path, char *real, size_
     snprintf(cur, sizeof cur, "%s", path);
     path_clean(cur);
     for (int hop = 0; hop < 8; hop++) {
-        peek_buf *p = calloc(1, sizeof *p);
         ph_tar_peek_t t;
-        ph_error_t sub = NULL;
-        int found = 0, rc;
+        int rc = ph_image_file_head(e, id, cur, &t, head, sizeof head, err);
 
-        if (p == NULL)
-            return ph_fail(err, ENOMEM, "allocate");
-        if (ph_engine_archive_stat(e, id, cur, &found, err) < 0) {
-            free(p);
-            return -2;
-        }
-        if (!found) {
-            free(p);
-            return -1;
-        }
-        rc = ph_engine_archive_get(e, id, cur, peek_cb, p, &sub);
-        if (rc < 0 && !p->full) {
-            free(p);
-            if (err)
-                *err = sub;
-            else
-                ph_error_free(&sub);
-            return -2;
-        }
-        ph_error_free(&sub);
-        rc = ph_tar_peek(p->data, p->len, &t, head, sizeof head, NULL);
-        free(p);
-        if (rc < 0 || t.type == PH_TAR_PEEK_OTHER)
+        if (rc < 0)
+            return rc;
+        if (t.type == PH_TAR_PEEK_OTHER)
             return -1;
         snprintf(real, rlen, "%s", cur);
         if (t.type == PH_TAR_PEEK_FILE)

@@ -6,12 +6,18 @@
  *   its /opt/profiling/<service> is streamed out through the archive
  *   endpoint into a temp file on the host -> a converter container of the
  *   tools image gets it at the same path (so the profile's command reads
- *   {out} as the run wrote it) -> runs the command -> its stdout goes
- *   through the collapser as it arrives -> stacks.folded, flamegraph.svg
- *   and profile.pb.gz are made here -> copied into the profiled
- *   container's {out}, beside what the profiler wrote -> the converter
- *   is removed.  Collection then takes everything together, with the
- *   profile's `latest` links.
+ *   {out} as the run wrote it) -> runs the command, its stdout into a
+ *   file there -> that file comes back through the archive endpoint (not
+ *   the logs endpoint: perf script writes tens of MB, which the Engine's
+ *   json-file logs carry line by line, seconds per run) and goes through
+ *   the collapser -> with `symfs`, the files whose frames stayed unnamed
+ *   and that have no GNU build-id (perf's build-id cache cannot hold
+ *   them: a static Go binary) are copied from the profiled container
+ *   into {out}/<symfs> and the converter runs once more with them ->
+ *   stacks.folded, flamegraph.svg and profile.pb.gz are made here ->
+ *   copied into the profiled container's {out}, beside what the profiler
+ *   wrote (and the symfs files) -> the converter is removed.  Collection
+ *   then takes everything together, with the profile's `latest` links.
  *
  * Why there: the converter is the tools image's perf, the same one a run
  * without a package manager recorded with, whatever the host has (it may
@@ -32,13 +38,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ph_collapse.h"
+#include "ph_escape.h"
 #include "ph_fs.h"
 #include "ph_flame.h"
 #include "ph_timing.h"
 #include "ph_image.h"
+#include "ph_lines.h"
 #include "ph_log.h"
 #include "ph_pprof.h"
 #include "ph_tar.h"
@@ -46,6 +55,13 @@
 
 #define CONVERT_TIMEOUT_S 3600L
 #define CONVERT_STDERR_MAX 2048
+/* In the converter: where the command's stdout goes, read back through
+ * the archive endpoint. */
+#define CONVERT_STDOUT_DIR "/tmp"
+#define CONVERT_STDOUT_NAME "profharness-convert.out"
+/* An ELF's notes are read from its first bytes: a build-id note is in
+ * the first page of what linkers write. */
+#define ELF_HEAD_MAX (64u << 10)
 
 /* ---- the converter's output, as it arrives ---------------------------- */
 
@@ -114,17 +130,10 @@ temp_file(ph_run *r, const char *service, ph_error_t *err)
     return f;
 }
 
-typedef struct collapse_sink {
-    ph_collapse *c;
-    ph_error_t *err;
-} collapse_sink;
-
 static int
-collapse_cb(void *ud, const char *data, size_t len)
+collapse_chunk_cb(void *ctx, const char *buf, size_t len, ph_error_t *err)
 {
-    collapse_sink *s = ud;
-
-    return ph_collapse_feed(s->c, data, len, s->err);
+    return ph_collapse_feed(ctx, buf, len, err);
 }
 
 /* Write LEN bytes of DATA to DIR/NAME. */
@@ -270,6 +279,287 @@ fetch_maps(ph_run *r, ph_engine *e, const char *id, const char *out, const char 
     return rc;
 }
 
+/* ---- the converter, run and read ------------------------------------- */
+
+/* What each pass of a conversion shares. */
+typedef struct conv_ctx {
+    ph_run *r;
+    ph_engine *e;
+    const char *tools, *id, *service, *mode, *run_id;
+    const char *out;  /* {out}: the run's files, at the same path */
+    const char *work; /* the host's temp dir */
+    FILE *tmp;        /* the run's files, as a tar */
+    ph_collapse_opts co;
+} conv_ctx;
+
+static int
+put_buffer(ph_engine *e, const char *cid, const char *path, const void *data, size_t len, ph_error_t *err)
+{
+    FILE *in = fmemopen((void *)data, len, "r");
+    int rc;
+
+    if (in == NULL)
+        return ph_fail(err, errno, "allocate");
+    rc = ph_engine_archive_put(e, cid, path, file_read_cb, in, (long long)len, err);
+    fclose(in);
+    return rc;
+}
+
+/* One pass: a converter container of the tools image runs COMMAND on a
+ * copy of the run's files at the same path (and EXTRA, a tar put into
+ * {out} after them, when not NULL), its stdout into a file there; that
+ * file comes back through the archive endpoint into WORK/script and is
+ * collapsed: *OUT, a new collapser.  The container is removed. */
+static int
+converter_pass(conv_ctx *x, const ph_strv *command, const void *extra, size_t extra_len, ph_collapse **out,
+               ph_error_t *err)
+{
+    char dir[PATH_MAX], path[PATH_MAX];
+    text stderr_text = { .len = 0 };
+    json_t *cfg = NULL, *argv, *labels;
+    ph_tar_extract *tx = NULL;
+    ph_collapse *col = NULL;
+    char *cid = NULL;
+    long code = -1;
+    int timed_out = 0, rc = -1;
+
+    *out = NULL;
+    /* sh is the tools image's */
+    argv = json_pack("[s, s, s, s]", "/bin/sh", "-c", "exec \"$@\" > " CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME,
+                     "sh");
+    for (size_t i = 0; argv != NULL && i < command->n; i++) {
+        char *w = ph_profile_expand(command->v[i], x->out, x->service, x->mode, x->run_id);
+
+        if (w == NULL || json_array_append_new(argv, json_string(w)) < 0) {
+            json_decref(argv);
+            argv = NULL;
+        }
+        free(w);
+    }
+    labels = json_pack("{s:s, s:s, s:s}", PH_LABEL_PROJECT, x->r->compose->project, PH_LABEL_SERVICE, x->service,
+                       PH_LABEL_CONVERT, x->id);
+    /* No network; json-file logs whatever the daemon's default, so its
+     * stderr can be read back. */
+    if (argv != NULL && labels != NULL)
+        cfg = json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:{s:s, s:{s:s, s:{}}}}", "Image", x->tools, "Entrypoint",
+                        argv, "Cmd", "User", "0", "WorkingDir", x->out, "Labels", labels, "HostConfig", "NetworkMode",
+                        "none", "LogConfig", "Type", "json-file", "Config");
+    else {
+        json_decref(argv);
+        json_decref(labels);
+    }
+    if (cfg == NULL)
+        return ph_fail(err, ENOMEM, "build the converter's configuration");
+    rewind(x->tmp);
+    if (ph_engine_container_create(x->e, NULL, cfg, &cid, err) < 0 ||
+        ph_engine_archive_put(x->e, cid, PH_CONTAINER_OUT, file_read_cb, x->tmp, -1, err) < 0 ||
+        (extra != NULL && put_buffer(x->e, cid, x->out, extra, extra_len, err) < 0) ||
+        ph_engine_container_start(x->e, cid, err) < 0 ||
+        ph_engine_container_wait(x->e, cid, CONVERT_TIMEOUT_S, &code, &timed_out, err) < 0)
+        goto out;
+    if (timed_out) {
+        ph_fail(err, 0, "`%s` did not finish within %ld s", command->v[0], CONVERT_TIMEOUT_S);
+        goto out;
+    }
+    if (code != 0) {
+        ph_engine_container_output(x->e, cid, 2, text_cb, &stderr_text, NULL);
+        ph_fail(err, 0, "`%s` failed with status %ld: %s", command->v[0], code,
+                stderr_text.len ? stderr_text.buf : "(it said nothing)");
+        goto out;
+    }
+    snprintf(dir, sizeof dir, "%s/script", x->work);
+    ph_fs_remove_tree_at(AT_FDCWD, dir, NULL);
+    if (mkdir(dir, 0700) < 0) {
+        ph_fail(err, errno, "create `%s`", dir);
+        goto out;
+    }
+    if ((tx = ph_tar_extract_new(dir, 0, &x->r->opts.collect, err)) == NULL)
+        goto out;
+    {
+        void *ud[2] = { tx, err };
+
+        rc = ph_engine_archive_get(x->e, cid, CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME, extract_cb, ud, err);
+    }
+    if (rc == 0)
+        rc = ph_tar_extract_finish(tx, NULL, err);
+    if (rc < 0)
+        goto out;
+    rc = -1;
+    snprintf(path, sizeof path, "%s/%s", dir, CONVERT_STDOUT_NAME);
+    if ((col = ph_collapse_new(&x->co, err)) == NULL)
+        goto out;
+    if (ph_read_file_chunks(path, collapse_chunk_cb, col, NULL, err) < 0 || ph_collapse_finish(col, err) < 0) {
+        ph_collapse_free(col);
+        goto out;
+    }
+    ph_fs_remove_tree_at(AT_FDCWD, dir, NULL);
+    *out = col;
+    rc = 0;
+out:
+    ph_tar_extract_free(tx);
+    if (cid != NULL)
+        ph_engine_container_remove(x->e, cid, 1, NULL);
+    json_decref(cfg);
+    free(cid);
+    return rc;
+}
+
+/* ---- files perf had no copy of --------------------------------------- */
+
+/* A path perf named a file by, fit to be made under a directory: absolute,
+ * no empty, `.` or `..` component, under PATH_MAX. */
+static int
+clean_abs_path(const char *p)
+{
+    if (p[0] != '/' || strlen(p) >= PATH_MAX - 64)
+        return 0;
+    for (const char *c = p + 1; *c;) {
+        size_t n = strcspn(c, "/");
+
+        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+            return 0;
+        c += n;
+        if (*c == '/')
+            c++;
+        if (*c == '\0' && c[-1] == '/')
+            return 0;
+    }
+    return 1;
+}
+
+/* The directory REL (components of a clean path, up to LEN bytes) under
+ * BASE, made as needed, no link followed: its fd, or -1 and *err. */
+static int
+mkdirs_at(int base, const char *rel, size_t len, ph_error_t *err)
+{
+    int fd = dup(base);
+
+    if (fd < 0)
+        return ph_fail(err, errno, "dup");
+    for (size_t i = 0; i < len;) {
+        char name[NAME_MAX + 1];
+        size_t n = strcspn(rel + i, "/");
+        int next;
+
+        if (n > len - i)
+            n = len - i;
+        if (n == 0) {
+            i++;
+            continue;
+        }
+        if (n > NAME_MAX) {
+            close(fd);
+            return ph_fail(err, ENAMETOOLONG, "a component of `%.*s`", (int)len, rel);
+        }
+        memcpy(name, rel + i, n);
+        name[n] = '\0';
+        if (mkdirat(fd, name, 0755) < 0 && errno != EEXIST) {
+            ph_fail(err, errno, "create `%s`", name);
+            close(fd);
+            return -1;
+        }
+        next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        if (next < 0)
+            return ph_fail(err, errno, "open `%s`", name);
+        fd = next;
+        i += n;
+    }
+    return fd;
+}
+
+/* The file PATH of container ID, into SYMFS (an open directory) at its
+ * own path, when it is an ELF program with no GNU build-id (its first
+ * bytes are read first, so a file perf's cache had, and still named
+ * nothing of, is not copied): 1; 0 when not (not there, not a regular
+ * file, a build-id, not ELF); -1 and *err on a fault. */
+static int
+fetch_unnamed(ph_run *r, ph_engine *e, const char *id, int symfs, const char *path, ph_error_t *err)
+{
+    const char *base = strrchr(path, '/') + 1;
+    unsigned char *head = malloc(ELF_HEAD_MAX);
+    ph_tar_extract *x = NULL;
+    ph_tar_peek_t t;
+    int dirfd = -1, rc = -1;
+    struct stat st;
+
+    if (head == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    if ((rc = ph_image_file_head(e, id, path, &t, head, ELF_HEAD_MAX, err)) < 0) {
+        free(head);
+        return rc == -1 ? 0 : -1;
+    }
+    /* an ELF whose notes lie past what was read is copied (perf will
+     * see); what is not ELF is not */
+    rc = t.type == PH_TAR_PEEK_FILE ? ph_image_elf_build_id(head, t.len) : 1;
+    if (rc == -1 && (t.len < 4 || memcmp(head, "\177ELF", 4) != 0))
+        rc = 1;
+    free(head);
+    if (rc == 1)
+        return 0;
+    rc = -1;
+    if ((dirfd = mkdirs_at(symfs, path + 1, (size_t)(base - path - 1), err)) < 0)
+        return -1;
+    if ((x = ph_tar_extract_new_at(dirfd, 0, &r->opts.collect, err)) == NULL)
+        goto out;
+    {
+        void *ud[2] = { x, err };
+
+        rc = ph_engine_archive_get(e, id, path, extract_cb, ud, err);
+    }
+    if (rc == 0)
+        rc = ph_tar_extract_finish(x, NULL, err);
+    if (rc < 0)
+        goto out;
+    /* what came is a regular file (a link there would be nothing to read) */
+    rc = fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
+    if (rc == 0)
+        unlinkat(dirfd, base, 0);
+out:
+    ph_tar_extract_free(x);
+    close(dirfd);
+    return rc;
+}
+
+/* The files COL left unnamed, those without a build-id fetched from
+ * container ID into WORK/out/<symfs>: how many, or -1 and *err. */
+static int
+fetch_symfs(ph_run *r, ph_engine *e, const char *id, const char *service, const ph_profile_convert *conv,
+            const ph_collapse *col, const char *work, ph_error_t *err)
+{
+    char dir[PATH_MAX];
+    int symfs = -1, kept = 0;
+
+    snprintf(dir, sizeof dir, "%s/out/%s", work, conv->symfs);
+    for (size_t i = 0; i < ph_collapse_n_unnamed(col); i++) {
+        const char *path = ph_collapse_unnamed(col, i);
+        int got;
+
+        if (!clean_abs_path(path))
+            continue;
+        if (symfs < 0) {
+            if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return ph_fail(err, errno, "create `%s`", dir);
+            if ((symfs = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                return ph_fail(err, errno, "open `%s`", dir);
+        }
+        if ((got = fetch_unnamed(r, e, id, symfs, path, err)) < 0) {
+            close(symfs);
+            return -1;
+        }
+        if (got) {
+            char esc[PATH_MAX];
+
+            ph_info("%s: perf had no copy of `%s` (no GNU build-id): converting again with the file from the "
+                    "service's container, kept in %s/", service, ph_escape(esc, sizeof esc, path), conv->symfs);
+            kept++;
+        }
+    }
+    if (symfs >= 0)
+        close(symfs);
+    return kept;
+}
+
 /* ---- the conversion ---------------------------------------------------- */
 
 static int
@@ -279,18 +569,15 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
     const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
     const char *run_id = ph_run_label(c, PH_LABEL_RUN);
     ph_engine *e;
-    char out[PATH_MAX], title[256], dir[PATH_MAX] = "", maps[PATH_MAX] = "";
-    json_t *cfg = NULL, *argv = NULL, *labels;
-    char *tools = NULL, *cid = NULL, *folded = NULL;
+    char out[PATH_MAX], title[256], work[PATH_MAX] = "", dir[PATH_MAX], maps[PATH_MAX] = "";
+    char *tools = NULL, *folded = NULL;
     FILE *tmp = NULL, *fm = NULL;
     size_t folded_len = 0, tar_len = 0;
     void *tar = NULL;
     ph_collapse *col = NULL;
-    ph_collapse_opts co;
     const ph_collapse_stats *cs;
-    text stderr_text = { .len = 0 };
-    long code = -1;
-    int timed_out = 0, rc = -1;
+    conv_ctx x;
+    int rc = -1;
 
     if (ph_run_engine(r, &e, err) < 0 || ph_image_ensure_tools(e, r->data_dir, &r->profiles, &tools, err) < 0)
         return -1;
@@ -305,61 +592,47 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
 
         if (ph_engine_archive_get(e, id, out, file_cb, &s, err) < 0 || fflush(tmp) != 0)
             goto out;
-        rewind(tmp);
     }
-
-    /* The converter: the profile's command on a copy at the same path. */
-    argv = json_array();
-    for (size_t i = 0; i < conv->command.n; i++) {
-        char *w = ph_profile_expand(conv->command.v[i], out, service, mode, run_id);
-
-        if (w == NULL || json_array_append_new(argv, json_string(w)) < 0) {
-            free(w);
-            ph_fail(err, ENOMEM, "allocate");
-            goto out;
-        }
-        free(w);
-    }
-    labels = json_pack("{s:s, s:s, s:s}", PH_LABEL_PROJECT, r->compose->project, PH_LABEL_SERVICE, service,
-                       PH_LABEL_CONVERT, id);
-    /* No network; json-file logs whatever the daemon's default, so the
-     * output can be read back. */
-    cfg = json_pack("{s:s, s:O, s:[], s:s, s:s, s:o, s:{s:s, s:{s:s, s:{}}}}", "Image", tools, "Entrypoint", argv,
-                    "Cmd", "User", "0", "WorkingDir", out, "Labels", labels, "HostConfig", "NetworkMode", "none",
-                    "LogConfig", "Type", "json-file", "Config");
-    if (cfg == NULL) {
-        ph_fail(err, ENOMEM, "build the converter's configuration");
+    /* Beside where the run will land: WORK/out (what goes back into the
+     * container, then the run), WORK/script (the command's output). */
+    snprintf(work, sizeof work, "%s/%s/.convert-XXXXXX", r->opts.out_dir, service);
+    if (mkdtemp(work) == NULL) {
+        work[0] = '\0';
+        ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, service);
         goto out;
     }
-    if (ph_engine_container_create(e, NULL, cfg, &cid, err) < 0 ||
-        ph_engine_archive_put(e, cid, PH_CONTAINER_OUT, file_read_cb, tmp, -1, err) < 0 ||
-        ph_engine_container_start(e, cid, err) < 0 ||
-        ph_engine_container_wait(e, cid, CONVERT_TIMEOUT_S, &code, &timed_out, err) < 0)
-        goto out;
-    if (timed_out) {
-        ph_fail(err, 0, "`%s` did not finish within %ld s", conv->command.v[0], CONVERT_TIMEOUT_S);
+    snprintf(dir, sizeof dir, "%s/out", work);
+    if (mkdir(dir, 0755) < 0) {
+        ph_fail(err, errno, "create `%s`", dir);
         goto out;
     }
-    if (code != 0) {
-        ph_engine_container_output(e, cid, 2, text_cb, &stderr_text, NULL);
-        ph_fail(err, 0, "`%s` failed with status %ld: %s", conv->command.v[0], code,
-                stderr_text.len ? stderr_text.buf : "(it said nothing)");
-        goto out;
-    }
-
-    /* Its output, collapsed as it arrives: memory is the distinct stacks. */
-    ph_collapse_opts_init(&co);
     if (fetch_maps(r, e, id, out, service, maps, sizeof maps, err) < 0)
         goto out;
-    co.map_dir = maps[0] ? maps : NULL;
-    co.jit_named = 1; /* a frame named from a perf map is JIT code: its kind, _[j] */
-    if ((col = ph_collapse_new(&co, err)) == NULL)
+    x = (conv_ctx){ .r = r, .e = e, .tools = tools, .id = id, .service = service, .mode = mode, .run_id = run_id,
+                    .out = out, .work = work, .tmp = tmp };
+    ph_collapse_opts_init(&x.co);
+    x.co.map_dir = maps[0] ? maps : NULL;
+    x.co.jit_named = 1; /* a frame named from a perf map is JIT code: its kind, _[j] */
+    if (converter_pass(&x, &conv->command, NULL, 0, &col, err) < 0)
         goto out;
-    {
-        collapse_sink s = { col, err };
 
-        if (ph_engine_container_output(e, cid, 1, collapse_cb, &s, err) < 0 || ph_collapse_finish(col, err) < 0)
+    /* Files perf had no copy of: given to it, and its second command. */
+    if (conv->symfs != NULL && ph_run_label(c, PH_LABEL_ATTACHED) == NULL && ph_collapse_n_unnamed(col) > 0) {
+        int kept = fetch_symfs(r, e, id, service, conv, col, work, err);
+
+        if (kept < 0)
             goto out;
+        if (kept > 0) {
+            ph_collapse *again = NULL;
+
+            if (ph_tar_context_build(dir, NULL, 0, 1u << 30, &tar, &tar_len, err) < 0 ||
+                converter_pass(&x, &conv->symfs_command, tar, tar_len, &again, err) < 0)
+                goto out;
+            ph_collapse_free(col);
+            col = again;
+            free(tar);
+            tar = NULL;
+        }
     }
     cs = ph_collapse_get_stats(col);
     if (cs->samples == 0) {
@@ -377,53 +650,23 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
         goto out;
     rc = -1;
     snprintf(title, sizeof title, "%s (%s, run %s)", service, mode, run_id ? run_id : "?");
-    snprintf(dir, sizeof dir, "%s/%s/.convert-XXXXXX", r->opts.out_dir, service);
-    if (mkdtemp(dir) == NULL) {
-        dir[0] = '\0';
-        ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, service);
+    if (outputs_tar(dir, folded, folded_len, title, conv, cs, &tar, &tar_len, err) < 0 ||
+        put_buffer(e, id, out, tar, tar_len, err) < 0)
         goto out;
-    }
-    if (outputs_tar(dir, folded, folded_len, title, conv, cs, &tar, &tar_len, err) < 0)
-        goto out;
-    {
-        FILE *in = fmemopen(tar, tar_len, "r");
-
-        if (in == NULL) {
-            ph_fail(err, errno, "allocate");
-            goto out;
-        }
-        rc = ph_engine_archive_put(e, id, out, file_read_cb, in, (long long)tar_len, err);
-        fclose(in);
-        if (rc < 0)
-            goto out;
-        rc = -1;
-    }
     ph_info("%s: %zu samples of %s, %zu distinct stacks: stacks.folded, flamegraph.svg, profile.pb.gz", service,
             cs->samples, cs->event, cs->stacks);
     rc = 0;
 out:
-    if (dir[0] != '\0') {
-        char path[PATH_MAX];
-
-        for (size_t i = 0; i < PH_ARRAY_LEN(outputs); i++) {
-            snprintf(path, sizeof path, "%s/%s", dir, outputs[i]);
-            unlink(path);
-        }
-        rmdir(dir);
-    }
+    if (work[0] != '\0')
+        ph_fs_remove_tree_at(AT_FDCWD, work, NULL);
     if (maps[0] != '\0')
         ph_fs_remove_tree_at(AT_FDCWD, maps, NULL);
-    if (cid != NULL)
-        ph_engine_container_remove(e, cid, 1, NULL);
     if (tmp != NULL)
         fclose(tmp);
     ph_collapse_free(col);
-    json_decref(cfg);
-    json_decref(argv);
     free(folded);
     free(tar);
     free(tools);
-    free(cid);
     return rc;
 }
 

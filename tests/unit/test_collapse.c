@@ -437,6 +437,51 @@ test_inline(void **state)
     free(out);
 }
 
+/* The files perf named no frame of are listed (what a second pass may
+ * be given), once each, in first-seen order, bounded: not [vdso], //anon,
+ * a perf map or [unknown], nor a file some of whose frames have names
+ * (perf had its symbols: a stripped part is not helped by the file). */
+static void
+test_unnamed_dsos(void **state)
+{
+    ph_error_t err = NULL;
+    ph_collapse *c = ph_collapse_new(NULL, &err);
+    const char *in = "lang-go 9 1.0: 1 cpu-clock:\n"
+                     "\t2be40 [unknown] (/usr/local/bin/lang-go)\n"
+                     "\t23d5f [unknown] (/usr/local/bin/lang-go)\n"
+                     "\t1 [unknown] ([vdso])\n"
+                     "\t2 [unknown] (//anon)\n"
+                     "\t3 [unknown] (/tmp/perf-9.map)\n"
+                     "\t4 [unknown] ([unknown])\n"
+                     "\t5 main (/usr/bin/named)\n"
+                     "\t6 [unknown] (/lib/libz.so.1)\n"
+                     "\t7 [unknown] (/usr/bin/python3)\n"
+                     "\t8 _PyEval_EvalFrameDefault (/usr/bin/python3)\n"
+                     "\n";
+    char buf[256];
+
+    (void)state;
+    assert_non_null(c);
+    assert_int_equal(ph_collapse_feed(c, in, strlen(in), &err), 0);
+    assert_int_equal(ph_collapse_finish(c, &err), 0);
+    assert_int_equal(ph_collapse_n_unnamed(c), 2);
+    assert_string_equal(ph_collapse_unnamed(c, 0), "/usr/local/bin/lang-go");
+    assert_string_equal(ph_collapse_unnamed(c, 1), "/lib/libz.so.1");
+    assert_null(ph_collapse_unnamed(c, 2));
+    ph_collapse_free(c);
+
+    /* bounded: the first PH_COLLAPSE_UNNAMED_MAX */
+    c = ph_collapse_new(NULL, &err);
+    assert_non_null(c);
+    for (int i = 0; i < PH_COLLAPSE_UNNAMED_MAX + 5; i++) {
+        snprintf(buf, sizeof buf, "p 1 1.0: 1 e:\n\t1 [unknown] (/lib/l%d.so)\n\n", i);
+        assert_int_equal(ph_collapse_feed(c, buf, strlen(buf), &err), 0);
+    }
+    assert_int_equal(ph_collapse_n_unnamed(c), PH_COLLAPSE_UNNAMED_MAX);
+    assert_string_equal(ph_collapse_unnamed(c, PH_COLLAPSE_UNNAMED_MAX - 1), "/lib/l15.so");
+    ph_collapse_free(c);
+}
+
 int
 main(void)
 {
@@ -453,6 +498,7 @@ main(void)
         cmocka_unit_test(test_perf_map_0x),
         cmocka_unit_test(test_perf_map_not_from_input_path),
         cmocka_unit_test(test_inline),
+        cmocka_unit_test(test_unnamed_dsos),
     };
     return cmocka_run_group_tests_name("collapse", tests, NULL, NULL);
 }

@@ -342,6 +342,91 @@ test_elf_interp(void **state)
                      -1);
 }
 
+/* Program header I of the ELF in B (as mk_elf made it) a PT_NOTE of the
+ * SIZE bytes at OFF, notes aligned to ALIGN. */
+static void
+note_phdr(unsigned char *b, int is64, int le, int i, uint64_t phoff, uint64_t off, uint64_t size, uint64_t align)
+{
+    unsigned char *p = b + phoff + (size_t)i * (is64 ? 56 : 32);
+
+    put_word(p, 4, le, 4);
+    if (is64) {
+        put_word(p + 8, 8, le, off);
+        put_word(p + 32, 8, le, size);
+        put_word(p + 48, 8, le, align);
+    } else {
+        put_word(p + 4, 4, le, off);
+        put_word(p + 16, 4, le, size);
+        put_word(p + 28, 4, le, align);
+    }
+}
+
+/* A note NAME (with its NUL) of TYPE and DESCSZ bytes at B, padded to
+ * ALIGN: its size. */
+static size_t
+mk_note(unsigned char *b, int le, const char *name, uint32_t type, uint32_t descsz, size_t align)
+{
+    size_t nl = strlen(name) + 1, at = 12 + ((nl + align - 1) & ~(align - 1));
+
+    put_word(b, 4, le, nl);
+    put_word(b + 4, 4, le, descsz);
+    put_word(b + 8, 4, le, type);
+    memcpy(b + 12, name, nl);
+    memset(b + at, 0xab, descsz);
+    return at + ((descsz + align - 1) & ~(align - 1));
+}
+
+/* A GNU build-id note or not (what perf's build-id cache needs): this
+ * test (gcc, Debian: one), headers made here (a Go note only, as a static
+ * Go binary has; an ABI tag; 8-aligned notes; 32-bit and big-endian), and
+ * what is not known (notes past what was read) or malformed (sizes past
+ * the segment: none, never read past it). */
+static void
+test_elf_build_id(void **state)
+{
+    static const uint32_t t[] = { 6, 1, 1, 1 };
+    static unsigned char b[65536];
+    size_t n, m;
+
+    (void)state;
+    n = head_of("/proc/self/exe", b, sizeof b);
+    assert_int_equal(ph_image_elf_build_id(b, n), 1);
+    assert_int_equal(ph_image_elf_build_id(b, 40), -1);
+
+    /* a Go binary: its own note ("Go", type 4), no GNU one */
+    n = mk_elf(b, sizeof b, 1, 1, 2, 64, t, 4);
+    m = mk_note(b + 1024, 1, "Go", 4, 20, 4);
+    note_phdr(b, 1, 1, 1, 64, 1024, m, 4);
+    assert_int_equal(ph_image_elf_build_id(b, 4096), 0);
+    assert_int_equal(ph_image_elf_build_id(b, 1030), -1); /* the notes are past what was read */
+    /* and a GNU build-id after it, in the same segment */
+    m += mk_note(b + 1024 + m, 1, "GNU", 3, 20, 4);
+    note_phdr(b, 1, 1, 1, 64, 1024, m, 4);
+    assert_int_equal(ph_image_elf_build_id(b, 4096), 1);
+    /* an ABI tag (GNU, type 1) is not a build-id; 8-aligned notes */
+    n = mk_elf(b, sizeof b, 1, 1, 3, 64, t, 4);
+    m = mk_note(b + 1024, 1, "GNU", 1, 20, 8); /* 20: padded to 24 */
+    note_phdr(b, 1, 1, 2, 64, 1024, m, 8);
+    assert_int_equal(ph_image_elf_build_id(b, 4096), 0);
+    m += mk_note(b + 1024 + m, 1, "GNU", 3, 20, 8);
+    note_phdr(b, 1, 1, 2, 64, 1024, m, 8);
+    assert_int_equal(ph_image_elf_build_id(b, 4096), 1);
+    /* 32-bit, big-endian */
+    n = mk_elf(b, sizeof b, 0, 0, 2, 52, t, 4);
+    m = mk_note(b + 512, 0, "GNU", 3, 20, 4);
+    note_phdr(b, 0, 0, 3, 52, 512, m, 4);
+    assert_int_equal(ph_image_elf_build_id(b, n + 1024), 1);
+    /* malformed: a descsz past the segment, a name past it */
+    n = mk_elf(b, sizeof b, 1, 1, 2, 64, t, 4);
+    m = mk_note(b + 1024, 1, "GNU", 3, 20, 4);
+    put_word(b + 1024 + 4, 4, 1, 0xffffffffu);
+    note_phdr(b, 1, 1, 1, 64, 1024, m, 4);
+    assert_int_equal(ph_image_elf_build_id(b, 4096), 0);
+    put_word(b + 1024, 4, 1, 0xfffffff0u);
+    assert_int_equal(ph_image_elf_build_id(b, 4096), 0);
+    (void)n;
+}
+
 /* ---- the probe, on images imported from tars ------------------------- */
 
 static ph_engine *e;
@@ -528,6 +613,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_mode_without_packages_for_manager, tu_setup, tu_teardown),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_elf_interp),
+        cmocka_unit_test(test_elf_build_id),
         cmocka_unit_test(test_program),
     };
 

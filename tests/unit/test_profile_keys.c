@@ -144,6 +144,11 @@ test_shipped(void **state)
     ASSERT_STRV(&p->convert.command, "perf", "--buildid-dir", "{out}/perf.buildid", "script", "--force", "-i",
                 "{out}/perf.data");
     assert_string_equal(p->convert.collapse, "perf");
+    /* a file perf has no copy of (no build-id) goes to symfs/, and perf
+     * script reads it there with the run's cache as symfs/.debug */
+    assert_string_equal(p->convert.symfs, "symfs");
+    assert_string_equal(p->convert.symfs_command.v[0], "sh");
+    assert_null(p->attach.convert.symfs);
     ASSERT_STRV(&p->attach.command, "perf", "record", "-g", "-F", "499", "-o", "{out}/perf.data", "-p", "{pids}");
     ASSERT_STRV(&p->attach.cap_add, "SYS_PTRACE");
     assert_string_equal(p->attach.signal, "SIGINT");
@@ -196,6 +201,8 @@ test_bad(void **state)
         { "pkgscalar.yaml", "`packages` must be a list (Debian's names) or a mapping", 3, 11 },
         { "badsignal.yaml", "`attach.signal`: `SIGNOPE` is not a signal", 5, 11 },
         { "emptyattachcmd.yaml", "`attach.command` must start with a program", 4, 12 },
+        { "symfsdots.yaml", "`convert.symfs.dir` must be a plain directory name under {out}, not `..`", 6, 16 },
+        { "symfsnocmd.yaml", "`convert.symfs` needs `dir` and `command`", 6, 10 },
     };
 
     (void)state;

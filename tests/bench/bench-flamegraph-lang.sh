@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# bench-flamegraph-lang.sh: what the sampler costs a Python, a Node and a
+# Java service (tests/lang/: the issue 20 services, each looping on
+# `hot_seventy_five` and `cool_twenty_five` forever, printing a line
+# every 50 rounds), at 100 Hz, against no profiler, side by side in one
+# run.  Each run is a container of the service's profiling image (the one
+# `start --mode flamegraph` runs: the sampler and libdw in it), its
+# program started under a shell that reads the container's CPU time
+# (its cgroup's: every thread, the sampler's writer too) as the program
+# prints round FROM and round TO: the CPU the same work took.  Kinds:
+#   none   the program as the service runs it;
+#   flags  only what the mode adds to the runtime's environment
+#          (NODE_OPTIONS=--perf-basic-prof, HotSpot's perf map flags):
+#          Node and Java only;
+#   ours   the mode: the runtime's flags and the sampler (LD_PRELOAD) at
+#          100 Hz, no periodic snapshot (PH_SAMPLER_INTERVAL=0).
+# Runs are interleaved (none, flags, ours, none, ...) so drift hits all
+# alike; medians of RUNS; ratios to none (goal: ours <= 1.03); delivered:
+# the sampler's samples per CPU-second of the program, from its status.
+# Prints; asserts nothing.  Needs the Engine and the images of
+# tests/lang (built by `profharness setup`, which this runs first).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+RUNS=${RUNS:-5}
+HZ=${HZ:-100}
+FROM_ROUND=${FROM_ROUND:-100}   # warm-up: the JIT, the sampler's unwind tables
+TO_ROUND=${TO_ROUND:-500}       # ~4 s of CPU each
+LANGS=${LANGS:-"python node java"}
+PROJECT=${PROJECT:-phbenchlang}
+[ -x build/profharness ] || { echo "bench-flamegraph-lang: build/profharness missing: run make" >&2; exit 1; }
+eval "$(tests/lang/tags.sh)"
+export PH_LANG_C_TAG PH_LANG_CPP_TAG PH_LANG_RUST_TAG PH_LANG_GO_TAG PH_LANG_PYTHON_TAG PH_LANG_NODE_TAG PH_LANG_JAVA_TAG
+tmp=$(mktemp -d /tmp/ph-bench-lang.XXXXXX)
+names=()
+cleanup() {
+    [ ${#names[@]} -eq 0 ] || docker rm -f "${names[@]}" >/dev/null 2>&1 || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# The profiling image of each language, as setup names it.
+# shellcheck disable=SC2086
+build/profharness -f tests/lang/compose.yaml -p "$PROJECT" --profiles profiles -o "$tmp/out" setup $LANGS \
+    > "$tmp/setup" 2>&1 || { cat "$tmp/setup" >&2; exit 1; }
+declare -A IMAGE
+for l in $LANGS; do
+    IMAGE[$l]=$(sed -n "s/^profharness: $l: ready (profiling image \([^;]*\);.*/\1/p" "$tmp/setup" | tail -1)
+    [ -n "${IMAGE[$l]}" ] || { echo "bench-flamegraph-lang: no profiling image for $l:" >&2; cat "$tmp/setup" >&2; exit 1; }
+done
+
+# The mode's runtime environment, from profiles/flamegraph.yaml.
+runtime_env() {
+    sed -n "/^runtimes:/,/^[a-z]/s/^    $1: \"\\(.*\\)\"$/\\1/p" profiles/flamegraph.yaml
+}
+NODE_FLAGS=$(runtime_env NODE_OPTIONS)
+JAVA_FLAGS=$(runtime_env JAVA_TOOL_OPTIONS)
+
+now() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
+
+# In the container: the program (its words after the script), its lines
+# read as they come; at rounds FROM and TO the cgroup's CPU time in ns.
+# Only the program gets LD_PRELOAD (PH_BENCH_PRELOAD): not this shell,
+# not cat.
+# shellcheck disable=SC2016
+READER='cpu() { cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
+    cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
+    echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 )); }
+mkdir -p /tmp/phs
+env LD_PRELOAD="$PH_BENCH_PRELOAD" "$@" | while IFS= read -r l; do
+    case $l in
+        "lang: $PH_BENCH_FROM rounds") echo "bench-from $(cpu)" ;;
+        "lang: $PH_BENCH_TO rounds") echo "bench-to $(cpu)" ;; # read on: the program runs until removed
+    esac
+done'
+
+run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
+    local lang=$1 kind=$2 name="$PROJECT-$1-$2-$$" ep t0 t1 from to st hz=0 i
+    local -a env=(-e PH_BENCH_FROM="$FROM_ROUND" -e PH_BENCH_TO="$TO_ROUND" -e PH_BENCH_PRELOAD=)
+    if [ "$kind" != none ]; then
+        case $lang in
+            node) env+=(-e NODE_OPTIONS="$NODE_FLAGS") ;;
+            java) env+=(-e JAVA_TOOL_OPTIONS="$JAVA_FLAGS") ;;
+        esac
+    fi
+    [ "$kind" != ours ] || env+=(-e PH_BENCH_PRELOAD=/opt/profharness/lib/libphsampler.so -e PH_SAMPLER_DIR=/tmp/phs
+                                 -e PH_SAMPLER_HZ="$HZ" -e PH_SAMPLER_INTERVAL=0)
+    ep=$(docker image inspect "${IMAGE[$lang]}" --format '{{range .Config.Entrypoint}}{{.}} {{end}}{{range .Config.Cmd}}{{.}} {{end}}')
+    names+=("$name")
+    t0=$(now)
+    # shellcheck disable=SC2086
+    docker run -d --name "$name" --network none "${env[@]}" --entrypoint sh "${IMAGE[$lang]}" -c "$READER" sh $ep \
+        > /dev/null
+    for i in $(seq 1 3000); do
+        docker logs "$name" 2>/dev/null | grep -q '^bench-to ' && break
+        if [ "$(docker inspect -f '{{.State.Running}}' "$name")" != true ]; then
+            echo "bench-flamegraph-lang: $lang ($kind) ended early:" >&2
+            docker logs "$name" 2>&1 | tail -5 >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+    t1=$(now)
+    from=$(docker logs "$name" 2>/dev/null | sed -n 's/^bench-from //p')
+    to=$(docker logs "$name" 2>/dev/null | sed -n 's/^bench-to //p')
+    [ -n "$from" ] && [ -n "$to" ] || { echo "bench-flamegraph-lang: $lang ($kind): no CPU readings" >&2; exit 1; }
+    if [ "$kind" = ours ]; then
+        # the status is rewritten every 5 s: wait for one with samples
+        for i in $(seq 1 40); do
+            st=$(docker exec "$name" sh -c 'cat /tmp/phs/sampler-status-*.json' 2>/dev/null || true)
+            hz=$(printf '%s' "$st" | tr ',' '\n' | awk -F': ' '/"samples"/ { s += $2 } /"cpu_seconds"/ { c += $2 }
+                 END { printf "%.0f", (c > 0 ? s / c : 0) }')
+            [ "${hz:-0}" = 0 ] || break
+            sleep 0.5
+        done
+    fi
+    docker rm -f "$name" > /dev/null 2>&1
+    echo "$(( (to - from) / 1000000 )) $(( (t1 - t0) / 1000000 )) $hz" >> "$tmp/$lang-$kind"
+}
+
+kinds_of() { case $1 in python) echo "none ours" ;; *) echo "none flags ours" ;; esac; }
+
+printf 'bench-flamegraph-lang: tests/lang services, rounds %d to %d, the sampler at %d Hz, %d interleaved runs, medians; load average %s\n' \
+    "$FROM_ROUND" "$TO_ROUND" "$HZ" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)"
+for _ in $(seq 1 "$RUNS"); do
+    for l in $LANGS; do
+        for k in $(kinds_of "$l"); do
+            run "$l" "$k"
+        done
+    done
+done
+printf '%-8s | %9s | %9s %6s | %9s %6s %9s | %s\n' language none flags ratio ours ratio delivered "CPU of rounds $FROM_ROUND..$TO_ROUND (cgroup)"
+for l in $LANGS; do
+    n=$(cut -d' ' -f1 "$tmp/$l-none" | median)
+    f=-; fr=-
+    if [ -s "$tmp/$l-flags" ]; then
+        f=$(cut -d' ' -f1 "$tmp/$l-flags" | median)
+        fr=$(awk -v a="$f" -v b="$n" 'BEGIN { printf "%.3f", a / b }')
+        f="$f ms"
+    fi
+    o=$(cut -d' ' -f1 "$tmp/$l-ours" | median)
+    d=$(cut -d' ' -f3 "$tmp/$l-ours" | median)
+    printf '%-8s | %6s ms | %9s %6s | %6s ms %6.3f %6s Hz | none %s; ours %s\n' "$l" "$n" "$f" "$fr" "$o" \
+        "$(awk -v a="$o" -v b="$n" 'BEGIN { print a / b }')" "$d" \
+        "$(cut -d' ' -f1 "$tmp/$l-none" | tr '\n' ' ' | sed 's/ $//')" "$(cut -d' ' -f1 "$tmp/$l-ours" | tr '\n' ' ' | sed 's/ $//')"
+done
+echo "ratio: median CPU / median CPU with no profiler (goal: ours <= 1.03); flags: the mode's runtime flags alone;"
+echo "delivered: the sampler's samples per CPU-second of the program (its status), median"
