@@ -46,6 +46,8 @@ artifact_ok() {
     callgrind) grep -q '^totals:' "$2" && callgrind_annotate "$2" >/dev/null ;;
     flamegraph) tail -c 200 "$2" | grep -q '</svg>' ;;
     pprof) gzip -t "$2" ;;
+    # a heap view: folded lines, or none (nothing in use at the end is an answer)
+    heap) awk 'NF && $NF !~ /^[0-9]+$/ { bad = 1 } END { exit bad }' "$2" ;;
     *) [ -s "$2" ] ;;
     esac
 }
@@ -173,7 +175,7 @@ complete() {
     local latest
     [ -z "$(check_artifacts "$1" "$RUN_DIR")" ] || return 1
     for latest in $(sed -nE 's/.*latest: *([^,} ]+).*/\1/p' "$REPO/profiles/$1.yaml"); do
-        [ -s "$OUT/front/$latest" ] || return 1
+        [ -e "$OUT/front/$latest" ] || return 1  # (its content: check_artifacts above)
         [ "$(readlink -f "$OUT/front/$latest")" = "$(readlink -f "$RUN_DIR")/$(basename "$(readlink "$OUT/front/$latest")")" ] || return 1
     done
 }

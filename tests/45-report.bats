@@ -125,7 +125,7 @@ profile() {
     cp -a "$src" "$BATS_TEST_TMPDIR/top/copy/run"
     run ph report "$BATS_TEST_TMPDIR/top/copy/run"
     [ "$status" -eq 0 ]
-    [[ "$output" == "front: "* ]]
+    [[ "$output" == *"front: "* ]]
     [ -s "$BATS_TEST_TMPDIR/top/copy/run/report.html" ]
     [ ! -e "$BATS_TEST_TMPDIR/top/index.html" ]
     [[ "$output" == *"not in an output dir"* ]]
