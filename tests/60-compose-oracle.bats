@@ -148,7 +148,7 @@ changed() {
         | ($b[0].web.Config.Env - $a[0].web.Config.Env
            | map(select(. != $default or ($a[0].web.Config.Env | any(startswith("PATH="))))) | map(split("=")[0]) | sort)
             == ["JAVA_TOOL_OPTIONS", "LD_PRELOAD", "NODE_OPTIONS", "PH_SAMPLER_DIR", "PH_SAMPLER_HZ", "PH_SAMPLER_INTERVAL",
-                "PH_SAMPLER_TITLE"]
+                "PH_SAMPLER_TITLE", "PYTHONPERFSUPPORT"]
         and ($a[0].web.Config.Env - $b[0].web.Config.Env) == []'
     # The command: the shim, then what the service runs.
     jq -e -n --slurpfile a "$before" --slurpfile b "$after" '
