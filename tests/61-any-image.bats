@@ -35,7 +35,7 @@ teardown_file() { common_teardown_file; }
     [[ "$output" == *"static: ready"*"package manager none, C library none"* ]]
     [[ "$output" == *"distroless: ready"*"package manager none, C library glibc)"* ]]
     # the loader is there, the program does not use it: setup says so
-    [[ "$output" == *"staticglibc: ready"*"C library glibc; its program /usr/local/bin/anyimg is static: not for modes that preload, flamegraph)"* ]]
+    [[ "$output" == *"staticglibc: ready"*"C library glibc; its program /usr/local/bin/anyimg is static: not for modes that preload, flamegraph, heap, wall)"* ]]
     # what was found is on the profiling images, so later starts ask nothing
     for svc in static distroless staticglibc; do
         img=$(dk images --format '{{.Repository}}:{{.Tag}}' "profharness-anyimg-$svc-profiling" | head -n 1)
@@ -133,7 +133,9 @@ hot_on_top() {
     done
     run pha start --mode flamegraph static
     [ "$status" -eq 2 ]
-    [[ "$output" == *"needs a service linked against glibc"*"no C library loader"* ]]
+    # (its program is static: that refusal comes first, before the image's
+    # C library is looked at)
+    [[ "$output" == *"cannot profile \`/anyimg\`: it is statically linked"*"LD_PRELOAD"*"mode \`perf\` samples any program"* ]]
     # nothing was started or left behind
     ! project_containers | grep -q -- '-static-' || false
     # and the modes table says the same
