@@ -102,7 +102,7 @@ teardown_file() {
     run iph start --mode flamegraf front
     [ "$status" -eq 2 ]
     [[ "$output" == *"no mode \`flamegraf\`; did you mean \`flamegraph\`?"* ]]
-    [[ "$output" == *"the modes: callgrind, flamegraph, massif (also valgrind), "*"strace"* ]]
+    [[ "$output" == *"the modes: callgrind, flamegraph, heap, massif (also valgrind), "*"strace"* ]]
     run iph start --mode strace frnot
     [ "$status" -eq 2 ]
     [[ "$output" == *"$PROJ/compose.yaml: no service \`frnot\`; did you mean \`front\`?"* ]]
