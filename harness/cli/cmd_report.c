@@ -65,32 +65,26 @@ looks_like_run(const char *dir)
 }
 
 /* The output dirs whose index.html is to be rewritten: each reported
- * run's grandparent (OUTDIR/SERVICE/RUN), only where the parent is a
- * service dir the harness made (it holds the `latest` link): a run dir
- * copied anywhere else is reported without writing an index two levels
- * up, which could be any directory (`/` for a run in /tmp). */
+ * run's grandparent (OUTDIR/SERVICE/RUN), only where the parent is named
+ * for the run's service: a run dir copied anywhere else is reported
+ * without writing an index two levels up, which could be any directory
+ * (`/` for a run in /tmp). */
 static char index_dirs[16][PATH_MAX];
 static size_t n_index_dirs;
 
 static void
-note_index_dir(const char *run_dir)
+note_index_dir(const char *run_dir, const char *service)
 {
     char d[PATH_MAX], *s;
-    struct stat st;
 
     snprintf(d, sizeof d, "%s", run_dir);
     for (int up = 0; up < 2; up++) {
-        if (up == 1) {
-            char link[PATH_MAX + 8];
-
-            snprintf(link, sizeof link, "%s/latest", d);
-            if (lstat(link, &st) != 0 || !S_ISLNK(st.st_mode)) {
-                ph_info("index: %s is not in an output dir (OUTDIR/SERVICE/RUN): no index written", run_dir);
-                return;
-            }
-        }
         while ((s = strrchr(d, '/')) != NULL && s[1] == '\0' && s != d)
             *s = '\0';
+        if (up == 1 && strcmp((s = strrchr(d, '/')) ? s + 1 : d, service) != 0) {
+            ph_info("index: %s is not in an output dir (OUTDIR/%s/RUN): no index written", run_dir, service);
+            return;
+        }
         s = strrchr(d, '/');
         if (s == NULL)
             snprintf(d, sizeof d, ".");
@@ -112,12 +106,12 @@ report_one(const char *run_dir, const ph_profile_set *profiles, int *failed)
     ph_report_headline h;
     ph_error_t err = NULL;
 
-    note_index_dir(run_dir);
     if (ph_report_write_run(run_dir, profiles, &h, &err) < 0) {
         ph_error_report(&err);
         (*failed)++;
         return -1;
     }
+    note_index_dir(run_dir, h.service);
     ph_report_print_headline(stdout, &h);
     return 0;
 }
