@@ -76,8 +76,11 @@ kept_and_retried() {
 
 # stop through the proxy in the background, stalled, then signal SIG;
 # the exit status must be WANT, within a hang bound.
-signal_stalled_stop() {
-    local sig=$1 want=$2 pid rc
+# stop_stalled_by SIG: stop worker through the proxy, stall its archive,
+# send SIG to the harness once the proxy holds the transfer; leaves the
+# exit status in STOP_RC and what it printed in STOP_OUT.
+stop_stalled_by() {
+    local pid
     start_worker
     echo stall > "$PROXY_DIR/mode"
     # SIGINT is ignored in a background job unless its default is restored.
@@ -86,23 +89,37 @@ signal_stalled_stop() {
     pid=$!
     wait_for test -e "$PROXY_DIR/stalled"
     # timeout(1) forwards the signal to the harness.
-    kill "-$sig" "$pid"
+    kill "-$1" "$pid"
     WAIT_SECONDS=30 wait_for bash -c "! kill -0 $pid 2>/dev/null"
-    rc=0
-    wait "$pid" || rc=$?
-    cat "$BATS_TEST_TMPDIR/out"
-    [ "$rc" -eq "$want" ]
-    grep -q "interrupted by SIG$sig" "$BATS_TEST_TMPDIR/out"
-    grep -q "is kept.*retry with \`profharness stop worker\`" "$BATS_TEST_TMPDIR/out"
-    kept_and_retried
+    STOP_RC=0
+    wait "$pid" || STOP_RC=$?
+    STOP_OUT=$(cat "$BATS_TEST_TMPDIR/out")
+    printf '%s\n' "$STOP_OUT"
 }
 
 @test "SIGTERM during a stalled archive ends the stop with 143, the container kept" {
-    signal_stalled_stop TERM 143
+    stop_stalled_by TERM
+    [ "$STOP_RC" -eq 143 ]
+    [[ "$STOP_OUT" == *"interrupted by SIGTERM"* ]]
+    grep -q "is kept.*retry with \`profharness stop worker\`" <<< "$STOP_OUT"
+    # kept as it was, and a retry collects it and removes it
+    [ "$(dk inspect -f '{{.State.Status}}' "$CTR")" = exited ]
+    echo pass > "$PROXY_DIR/mode"
+    run ph stop worker
+    [ "$status" -eq 0 ]
+    [ -z "$(dk ps -aq --filter "name=^$CTR\$")" ]
 }
 
 @test "SIGINT during a stalled archive ends the stop with 130, the container kept" {
-    signal_stalled_stop INT 130
+    stop_stalled_by INT
+    [ "$STOP_RC" -eq 130 ]
+    [[ "$STOP_OUT" == *"interrupted by SIGINT"* ]]
+    grep -q "is kept.*retry with \`profharness stop worker\`" <<< "$STOP_OUT"
+    [ "$(dk inspect -f '{{.State.Status}}' "$CTR")" = exited ]
+    echo pass > "$PROXY_DIR/mode"
+    run ph stop worker
+    [ "$status" -eq 0 ]
+    [ -z "$(dk ps -aq --filter "name=^$CTR\$")" ]
 }
 
 # The bytes the command read from the Engine's logs endpoint, from the run's
