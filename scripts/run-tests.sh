@@ -24,6 +24,8 @@ failed=$((failed + $(grep -c '^not ok: ' "$log/fuzz.log")))
 
 echo "== test lint (checks that cannot fail)"
 if tests/lint-bats.sh; then passed=$((passed+1)); echo "ok: tests/lint-bats.sh"; else failed=$((failed+1)); echo "not ok: tests/lint-bats.sh"; fi
+echo "== floors (the loop over the backend, never the Engine)"
+if tests/check-floors.sh; then passed=$((passed+1)); echo "ok: tests/check-floors.sh"; else failed=$((failed+1)); echo "not ok: tests/check-floors.sh"; fi
 
 echo "== end-to-end tests (bats, real Docker Engine)"
 tests/run-bats.sh tests/*.bats 2>&1 | tee "$log/bats.log"

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,4 +250,21 @@ ph_proc_table_clear(ph_proc_table *t)
         ph_strv_free(&t->rows[i]);
     free(t->rows);
     memset(t, 0, sizeof *t);
+}
+
+int
+ph_backend_compose_labels(const ph_compose *c, const ph_service *s, ph_kvv *out)
+{
+    char files[4096] = "";
+    size_t o = 0;
+
+    for (size_t i = 0; i < c->files.n && o < sizeof files; i++)
+        o += (size_t)snprintf(files + o, sizeof files - o, "%s%s", i ? "," : "", c->files.v[i]);
+    if (ph_kvv_set(out, PH_DC_PROJECT, c->project) < 0 || ph_kvv_set(out, PH_DC_SERVICE, s->name) < 0 ||
+        ph_kvv_set(out, PH_DC_ONEOFF, "False") < 0 || ph_kvv_set(out, "com.docker.compose.container-number", "1") < 0 ||
+        ph_kvv_set(out, "com.docker.compose.version", PH_DC_VERSION) < 0 ||
+        ph_kvv_set(out, "com.docker.compose.project.working_dir", c->dir) < 0 ||
+        ph_kvv_set(out, "com.docker.compose.project.config_files", files) < 0)
+        return -1;
+    return 0;
 }

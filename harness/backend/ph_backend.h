@@ -67,6 +67,12 @@
 #define PH_DC_PROJECT "com.docker.compose.project"
 #define PH_DC_SERVICE "com.docker.compose.service"
 #define PH_DC_ONEOFF  "com.docker.compose.oneoff"
+#define PH_DC_VERSION "1.29.2" /* the compose whose labels these are (Debian's, the oracle's) */
+
+/* The labels docker compose gives its container of S in C (project,
+ * service, oneoff, number, version, working dir, config files), set in
+ * OUT.  -1 on ENOMEM. */
+int ph_backend_compose_labels(const ph_compose *c, const ph_service *s, ph_kvv *out);
 
 /* ---- the record of a workload ------------------------------------------ */
 

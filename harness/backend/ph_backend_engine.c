@@ -374,10 +374,13 @@ eng_image_inspect(ph_backend *b, const char *image, ph_image_config *out, int *f
     return 0;
 }
 
+/* A port someone else holds: who, in the hint. */
 static int
 eng_start(ph_backend *b, const char *id, ph_error_t *err)
 {
-    return ph_engine_container_start(E(b), id, err);
+    if (ph_engine_container_start(E(b), id, err) < 0)
+        return ph_backend_engine_port_hint(E(b), err);
+    return 0;
 }
 
 static int

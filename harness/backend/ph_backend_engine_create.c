@@ -96,25 +96,7 @@ runtime_for(ph_backend *b, const ph_compose *c, const char *image, const char *n
     rt->mac_in_endpoint = rt->all_endpoints;
 }
 
-#define DC_VERSION "1.29.2" /* the compose whose labels these are (Debian's, the oracle's) */
-
-/* The labels docker compose gives its container of S. */
-static void
-compose_labels(const ph_compose *c, const ph_service *s, json_t *labels)
-{
-    char files[4096] = "";
-    size_t o = 0;
-
-    for (size_t i = 0; i < c->files.n && o < sizeof files; i++)
-        o += (size_t)snprintf(files + o, sizeof files - o, "%s%s", i ? "," : "", c->files.v[i]);
-    json_object_set_new(labels, PH_DC_PROJECT, json_string(c->project));
-    json_object_set_new(labels, PH_DC_SERVICE, json_string(s->name));
-    json_object_set_new(labels, PH_DC_ONEOFF, json_string("False"));
-    json_object_set_new(labels, "com.docker.compose.container-number", json_string("1"));
-    json_object_set_new(labels, "com.docker.compose.version", json_string(DC_VERSION));
-    json_object_set_new(labels, "com.docker.compose.project.working_dir", json_string(c->dir));
-    json_object_set_new(labels, "com.docker.compose.project.config_files", json_string(files));
-}
+#define DC_VERSION PH_DC_VERSION
 
 static json_t *
 object_at(json_t *o, const char *key)
@@ -171,8 +153,19 @@ ph_backend_engine_config(ph_backend *b, const ph_workload_spec *sp, ph_error_t *
     if (sp->stop_grace_s >= 0)
         json_object_set_new(cfg, "StopTimeout", json_integer(sp->stop_grace_s));
     labels = object_at(cfg, "Labels");
-    if (sp->compose_labels && sp->service != NULL)
-        compose_labels(sp->compose, sp->service, labels);
+    if (sp->compose_labels && sp->service != NULL) {
+        ph_kvv dc = { 0 };
+
+        if (ph_backend_compose_labels(sp->compose, sp->service, &dc) < 0) {
+            ph_kvv_free(&dc);
+            json_decref(cfg);
+            ph_fail(err, ENOMEM, "allocate");
+            return NULL;
+        }
+        for (size_t i = 0; i < dc.n; i++)
+            json_object_set_new(labels, dc.v[i].key, json_string(dc.v[i].value));
+        ph_kvv_free(&dc);
+    }
     for (size_t i = 0; i < sp->labels.n; i++)
         json_object_set_new(labels, sp->labels.v[i].key, json_string(sp->labels.v[i].value ? sp->labels.v[i].value : ""));
     host = object_at(cfg, "HostConfig");
@@ -342,22 +335,6 @@ connect_extra_networks(ph_backend *b, const ph_workload_spec *sp, const char *id
     return 0;
 }
 
-typedef struct mem_reader {
-    const char *data;
-    size_t len, off;
-} mem_reader;
-
-static ssize_t
-mem_read_cb(void *ud, char *buf, size_t len)
-{
-    mem_reader *m = ud;
-    size_t n = m->len - m->off < len ? m->len - m->off : len;
-
-    memcpy(buf, m->data + m->off, n);
-    m->off += n;
-    return (ssize_t)n;
-}
-
 /* Secrets and configs given as `environment` or `content`: compose copies
  * them into the created container before it starts. */
 static int
@@ -369,7 +346,7 @@ inject_files(ph_backend *b, const ph_workload_spec *sp, const char *id, ph_error
     size_t n = 0, tar_len = 0;
     void *tar = NULL;
     char path[256];
-    mem_reader m;
+    ph_engine_mem m;
     long st = 0;
     int rc = -1;
 
@@ -394,9 +371,9 @@ inject_files(ph_backend *b, const ph_workload_spec *sp, const char *id, ph_error
     }
     if (ph_tar_context_build(NULL, extra, n, 64u << 20, &tar, &tar_len, err) < 0)
         goto out;
-    m = (mem_reader){ tar, tar_len, 0 };
+    m = (ph_engine_mem){ tar, tar_len, 0 };
     snprintf(path, sizeof path, "/containers/%s/archive?path=/", id);
-    rc = ph_engine_stream(E(b), "PUT", path, "application/x-tar", mem_read_cb, &m, (long long)tar_len, NULL, NULL,
+    rc = ph_engine_stream(E(b), "PUT", path, "application/x-tar", ph_engine_mem_read_cb, &m, (long long)tar_len, NULL, NULL,
                           120, &st, err);
     if (rc < 0)
         ph_error_wrap(err, "%s: write secrets and configs into the container", s->name);

@@ -81,6 +81,12 @@ int ph_engine_request_timeout(ph_engine *e, const char *method, const char *path
  * rest never read).  For /build and
  * /images/create the Engine streams JSON lines; see ph_engine_build. */
 typedef ssize_t (*ph_engine_read_cb)(void *ud, char *buf, size_t len);
+/* A request body from memory, for BODY_READ_CB. */
+typedef struct ph_engine_mem {
+    const char *data;
+    size_t len, off;
+} ph_engine_mem;
+ssize_t ph_engine_mem_read_cb(void *ud, char *buf, size_t len);
 typedef int (*ph_engine_data_cb)(void *ud, const char *data, size_t len);
 #define PH_ENGINE_DATA_ENOUGH 1
 int ph_engine_stream(ph_engine *e, const char *method, const char *path,

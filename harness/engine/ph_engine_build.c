@@ -21,15 +21,10 @@
 
 #define cleanup_json __attribute__((cleanup(json_decrefp)))
 
-typedef struct mem_reader {
-    const char *data;
-    size_t len, off;
-} mem_reader;
-
-static ssize_t
-mem_read_cb(void *ud, char *out, size_t len)
+ssize_t
+ph_engine_mem_read_cb(void *ud, char *out, size_t len)
 {
-    mem_reader *m = ud;
+    ph_engine_mem *m = ud;
     size_t n = m->len - m->off < len ? m->len - m->off : len;
 
     memcpy(out, m->data + m->off, n);
@@ -175,9 +170,9 @@ ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *docke
 {
     char what[600];
     ph_cleanup_free char *s_args = NULL, *s_labels = NULL;
-    mem_reader m = { .data = tar, .len = tar_len };
+    ph_engine_mem m = { .data = tar, .len = tar_len };
     ph_engine_req r = { .what = what, .method = "POST", .path = "/build", .content_type = "application/x-tar",
-                        .read_cb = mem_read_cb, .read_ud = &m, .body_len = (long long)tar_len,
+                        .read_cb = ph_engine_mem_read_cb, .read_ud = &m, .body_len = (long long)tar_len,
                         .data_cb = build_data_cb, .timeout_s = BUILD_TIMEOUT_S, .quiet = 1 };
     build_ctx *b = NULL;
     int rc = -1;

@@ -11,7 +11,23 @@
  *            rename into place -> only then remove the container
  *            (ph_run_collect.c).
  *
- * Single-threaded; what blocks is the Engine (every call has a timeout) and
+ * Beside docker compose.  A user's stack often runs under `docker compose
+ * up -d` when they reach for profharness: "restart *this* service under a
+ * profiler, then put it back".  So the listing takes compose's workloads
+ * of the project too (the backend marks them by_compose, one-off ones
+ * left out, given the service and mode "none"), and status, start,
+ * restore and `service:` references treat one as the service's; start
+ * stops compose's and keeps it (its name, anonymous volumes and config
+ * hash are compose's), then runs the profiled one in its place on the same
+ * networks, aliases and ports; restore starts compose's again when there
+ * is one, else creates one with compose's labels (compose_labels), so
+ * `docker compose ps/logs/down` take it as their own.  Nothing removes a
+ * workload compose made.
+ *
+ * Every orchestrator call goes through the backend (ph_backend.h): no
+ * Engine path or Engine JSON here; tests/check-floors.sh keeps it so.
+ *
+ * Single-threaded; what blocks is the backend (every call has a timeout) and
  * the disk.
  *
  * Timing (ph_timing.h): each command is a tree of stages.  The Engine
@@ -108,30 +124,14 @@ ph_run_mkdir_p(const char *path, ph_error_t *err)
 }
 
 int
-ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err)
+ph_run_backend(ph_run *r, ph_backend **out, ph_error_t *err)
 {
-    ph_engine **slot = ph_run_engine_slot(r); /* a worker thread has its own */
+    ph_backend **slot = ph_run_backend_slot(r); /* a worker thread has its own */
 
-    if (*slot == NULL) {
-        *slot = ph_engine_new(err);
-        if (*slot == NULL)
-            return -1;
-        if (ph_engine_ping(*slot, err) < 0) {
-            ph_engine_free(*slot);
-            *slot = NULL;
-            return -1;
-        }
-    }
+    if (*slot == NULL && (*slot = ph_backend_new(err)) == NULL)
+        return -1;
     *out = *slot;
     return 0;
-}
-
-const char *
-ph_run_label(json_t *container, const char *key)
-{
-    json_t *labels = json_object_get(container, "Labels");
-
-    return json_string_value(json_object_get(labels, key));
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -202,7 +202,7 @@ ph_run_free(ph_run *r)
 {
     if (r == NULL)
         return;
-    ph_engine_free(r->engine);
+    ph_backend_close(r->backend);
     ph_compose_free(r->compose);
     ph_profiles_free(&r->profiles);
     free(r->data_dir);
@@ -310,53 +310,23 @@ ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err)
     return 0;
 }
 
-/* Containers of this project (and SERVICE, when not NULL): ours, and
- * those docker compose made for it. */
 int
-ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err)
+ph_run_list(ph_run *r, const char *service, ph_workload_list *out, ph_error_t *err)
 {
-    char l1[512], l2[512];
-    const char *labels[2] = { l1, l2 };
-    ph_engine *e;
+    ph_backend *b;
 
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
-    snprintf(l1, sizeof l1, "%s=%s", PH_LABEL_PROJECT, r->compose->project);
-    snprintf(l2, sizeof l2, "%s=%s", PH_LABEL_SERVICE, service ? service : "");
-    if (ph_engine_containers_by_label(e, labels, service ? 2 : 1, out, err) < 0)
-        return -1;
-    /* And what docker compose runs for the project (ph_run_compose.c). */
-    if (ph_run_list_compose(r, service, *out, err) < 0) {
-        json_decref(*out);
-        *out = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-int
-ph_run_is_running(json_t *c)
-{
-    const char *state = json_string_value(json_object_get(c, "State"));
-
-    return state != NULL && (strcmp(state, "running") == 0 || strcmp(state, "restarting") == 0);
-}
-
-int
-ph_run_is_profiled(json_t *c)
-{
-    const char *mode = ph_run_label(c, PH_LABEL_MODE);
-
-    return mode != NULL && strcmp(mode, "none") != 0;
+    return b->ops->list(b, r->compose->project, service, PH_LIST_COMPOSE, out, err);
 }
 
 /* ---- what a container of ours says of itself ------------------------- */
 
 int
-ph_run_outdir_check(ph_run *r, json_t *c, char *expect, size_t len, ph_error_t *err)
+ph_run_outdir_check(ph_run *r, const ph_workload *c, char *expect, size_t len, ph_error_t *err)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *run = ph_run_label(c, PH_LABEL_RUN);
-    const char *label = ph_run_label(c, PH_LABEL_OUTDIR), *id = json_string_value(json_object_get(c, "Id"));
+    const char *service = c->service, *run = c->run;
+    const char *label = c->outdir, *id = c->id;
     char e1[PATH_MAX], e2[PATH_MAX];
 
     size_t ll, tl;
@@ -369,7 +339,7 @@ ph_run_outdir_check(ph_run *r, json_t *c, char *expect, size_t len, ph_error_t *
     snprintf(tail, sizeof tail, "/%s/%s", service ? service : "?", run ? run : "?");
     ll = label ? strlen(label) : 0;
     tl = strlen(tail);
-    if (ph_run_by_compose(c) || label == NULL ||
+    if (c->by_compose || label == NULL ||
         (label[0] == '/' && ll > tl && strcmp(label + ll - tl, tail) == 0))
         return 0;
     ph_fail(err, 0, "container %.12s says its run goes to `%s`, which is not a run dir of service `%s`, run `%s`: "
@@ -381,10 +351,10 @@ ph_run_outdir_check(ph_run *r, json_t *c, char *expect, size_t len, ph_error_t *
 }
 
 int
-ph_run_started_profile(ph_run *r, json_t *c, ph_profile *own, const ph_profile **out, ph_error_t *err)
+ph_run_started_profile(ph_run *r, const ph_workload *c, ph_profile *own, const ph_profile **out, ph_error_t *err)
 {
-    const char *rec = ph_run_label(c, PH_LABEL_PROFILE), *mode = ph_run_label(c, PH_LABEL_MODE);
-    const char *id = json_string_value(json_object_get(c, "Id"));
+    const char *rec = c->profile, *mode = c->mode;
+    const char *id = c->id;
 
     memset(own, 0, sizeof *own);
     if (rec == NULL) {
@@ -395,7 +365,7 @@ ph_run_started_profile(ph_run *r, json_t *c, ph_profile *own, const ph_profile *
     if (ph_rundir_profile_load(rec, mode, own, err) < 0) {
         ph_error_wrap(err, "container %.12s: the profile it was started with cannot be read", id ? id : "?");
         return ph_error_hint(err, "give the run up with `profharness stop --discard %s`",
-                             ph_run_label(c, PH_LABEL_SERVICE) ? ph_run_label(c, PH_LABEL_SERVICE) : "SERVICE");
+                             c->service ? c->service : "SERVICE");
     }
     *out = own;
     return 0;
@@ -406,20 +376,20 @@ ph_run_started_profile(ph_run *r, json_t *c, ph_profile *own, const ph_profile *
 int
 ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
 {
-    json_t *list = NULL;
+    ph_workload_list list = { 0 };
 
     if (ph_run_list(r, NULL, &list, err) < 0)
         return -1;
     fprintf(out, "%-16s %-10s %-10s %-21s %s\n", "SERVICE", "MODE", "STATE", "SINCE", "RUN DIR");
     for (size_t i = 0; i < r->compose->n_services; i++) {
         const ph_service *s = &r->compose->services[i];
-        json_t *c;
+        const ph_workload *c;
         size_t k;
         int shown = 0;
 
-        json_array_foreach(list, k, c) {
-            const char *svc = ph_run_label(c, PH_LABEL_SERVICE);
-            const char *since = ph_run_label(c, PH_LABEL_STARTED);
+        for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
+            const char *svc = c->service;
+            const char *since = c->started;
             char dir[PATH_MAX], created[32] = "-", e_mode[64], e_state[32], e_since[64], e_dir[PATH_MAX];
             ph_error_t bad = NULL;
             int mismatch;
@@ -427,7 +397,7 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
             if (svc == NULL || strcmp(svc, s->name) != 0)
                 continue;
             if (since == NULL) {
-                time_t t = (time_t)json_integer_value(json_object_get(c, "Created"));
+                time_t t = (time_t)c->created;
                 struct tm tm;
                 gmtime_r(&t, &tm);
                 strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -439,11 +409,11 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
             /* Labels and states are the Engine's answer: escaped.  A run
              * dir appears when the run is collected: until then, say so. */
             fprintf(out, "%-16s %-10s %-10s %-21s %s%s\n", s->name,
-                    ph_run_by_compose(c) ? "compose" : ph_escape(e_mode, sizeof e_mode, ph_run_label(c, PH_LABEL_MODE)),
-                    ph_escape(e_state, sizeof e_state, json_string_value(json_object_get(c, "State"))),
+                    c->by_compose ? "compose" : ph_escape(e_mode, sizeof e_mode, c->mode),
+                    ph_escape(e_state, sizeof e_state, c->state_text),
                     ph_escape(e_since, sizeof e_since, since),
-                    ph_run_is_profiled(c) && !ph_run_by_compose(c) ? ph_escape(e_dir, sizeof e_dir, dir) : "-",
-                    !ph_run_is_profiled(c) || ph_run_by_compose(c) ? ""
+                    ph_workload_profiled(c) && !c->by_compose ? ph_escape(e_dir, sizeof e_dir, dir) : "-",
+                    !ph_workload_profiled(c) || c->by_compose ? ""
                     : mismatch ? " (not profharness's labels: not collected)"
                     : access(dir, F_OK) != 0 ? " (written at stop)" : "");
             shown = 1;
@@ -451,29 +421,30 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
         if (!shown)
             fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name, "-", "absent", "-", "-");
     }
-    json_decref(list);
+    ph_workload_list_free(&list);
     return 0;
 }
 
 int
 ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
 {
-    json_t *list = NULL, *c;
+    ph_workload_list list = { 0 };
+    const ph_workload *c;
     size_t k;
-    ph_engine *e;
+    ph_backend *b;
     int rc = 0, any = 0;
 
     if (ph_compose_service(r->compose, service) == NULL)
         return ph_run_bad_service(r, service, err);
-    if (ph_run_engine(r, &e, err) < 0 || ph_run_list(r, service, &list, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0 || ph_run_list(r, service, &list, err) < 0)
         return -1;
-    json_array_foreach(list, k, c) {
+    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
         any = 1;
-        rc = ph_engine_container_logs(e, json_string_value(json_object_get(c, "Id")), follow, -1, 1, err);
+        rc = b->ops->logs(b, c->id, follow, -1, 1, err);
         if (rc < 0)
             break;
     }
-    json_decref(list);
+    ph_workload_list_free(&list);
     if (!any) /* gone with its container: the last run kept it */
         return ph_run_print_last_log(r, service, stdout, err);
     return rc;
@@ -492,12 +463,12 @@ ph_run_service_stage(const char *verb, const char *service, const char *mode)
 }
 
 ph_stage *
-ph_run_container_stage(json_t *c, const char *verb)
+ph_run_container_stage(const ph_workload *c, const char *verb)
 {
-    ph_stage *st = ph_run_service_stage(verb, ph_run_label(c, PH_LABEL_SERVICE), ph_run_label(c, PH_LABEL_MODE));
+    ph_stage *st = ph_run_service_stage(verb, c->service, c->mode);
 
-    ph_stage_attr(st, "profharness.run.id", ph_run_label(c, PH_LABEL_RUN));
-    ph_stage_attr(st, "container.id", json_string_value(json_object_get(c, "Id")));
+    ph_stage_attr(st, "profharness.run.id", c->run);
+    ph_stage_attr(st, "container.id", c->id);
     return st;
 }
 

@@ -18,15 +18,14 @@
 #include <stdio.h>
 #include "ph_backend.h"
 #include "ph_compose.h"
-#include "ph_engine.h"
 #include "ph_error.h"
+#include "ph_image.h"
 #include "ph_profile.h"
 #include "ph_report.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
 /* The labels state lives in (PH_LABEL_*, compose's PH_DC_*): ph_backend.h. */
-#define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    PH_SMALL_JSON_MAX         /* larger is no record of ours */
 #define PH_CONVERT_META  "convert.json"            /* a conversion's facts (perf: event, samples, unit) */

@@ -37,39 +37,40 @@
 #include "ph_util.h"
 
 int
-ph_run_attach_pick(json_t *list, const char *service, const char *mode_name, const char **id_out, ph_error_t *err)
+ph_run_attach_pick(const ph_workload_list *list, const char *service, const char *mode_name, const char **id_out,
+                   ph_error_t *err)
 {
-    json_t *c, *target = NULL;
+    const ph_workload *c, *target = NULL;
     size_t k;
 
     *id_out = NULL;
-    json_array_foreach(list, k, c) {
-        const char *mode = ph_run_label(c, PH_LABEL_MODE);
-        const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+    for (k = 0; k < list->n && ((c = &list->v[k]), 1); k++) {
+        const char *mode = c->mode;
+        const char *name = c->name;
 
-        if (!ph_run_is_profiled(c))
+        if (!ph_workload_profiled(c))
             continue;
-        if (ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
+        if (c->attached != NULL)
             ph_bad_input(err, "`%s` is already attached to under %s (container %s): one profiler at a time", service,
-                         mode, name ? name + (name[0] == '/') : "?");
+                         mode, name ? name : "?");
         else
             ph_bad_input(err, "`%s` is already being profiled under %s (container %s, restarted for it)", service,
-                         mode, name ? name + (name[0] == '/') : "?");
+                         mode, name ? name : "?");
         return ph_error_hint(err, "stop it first: `profharness stop %s` (it is collected), then attach with "
                              "`--mode %s`", service, mode_name);
     }
-    json_array_foreach(list, k, c) {
-        if (ph_run_is_running(c)) {
+    for (k = 0; k < list->n && ((c = &list->v[k]), 1); k++) {
+        if (ph_workload_running(c)) {
             target = c;
             break;
         }
     }
-    if (target == NULL || json_string_value(json_object_get(target, "Id")) == NULL) {
+    if (target == NULL || target->id == NULL) {
         ph_bad_input(err, "`%s` is not running: there is nothing to attach to", service);
         return ph_error_hint(err, "run it with `profharness restore %s`, or start it under the mode with "
                              "`profharness start --mode %s %s`", service, mode_name, service);
     }
-    *id_out = json_string_value(json_object_get(target, "Id"));
+    *id_out = target->id;
     return 0;
 }
 
@@ -78,62 +79,62 @@ ph_run_attach_pick(json_t *list, const char *service, const char *mode_name, con
 static int
 find_target(ph_run *r, const ph_service *s, const ph_profile *p, char **id_out, ph_error_t *err)
 {
-    json_t *list = NULL;
+    ph_workload_list list = { 0 };
     const char *id;
     int rc = -1;
 
     *id_out = NULL;
     if (ph_run_list(r, s->name, &list, err) < 0)
         return -1;
-    if (ph_run_attach_pick(list, s->name, p->name, &id, err) == 0) {
+    if (ph_run_attach_pick(&list, s->name, p->name, &id, err) == 0) {
         *id_out = strdup(id);
         rc = *id_out ? 0 : ph_fail(err, ENOMEM, "allocate");
     }
-    json_decref(list);
+    ph_workload_list_free(&list);
     return rc;
 }
 
-/* ph-init, then ph-attach with the mode's attach command. */
-static json_t *
-attach_argv(const ph_profile *p, const char *service, const char *out, const char *run_id)
+/* ph-init, then ph-attach with the mode's attach command, onto ARGV. */
+static int
+attach_argv(const ph_profile *p, const char *service, const char *out, const char *run_id, ph_strv *argv)
 {
     const ph_profile_attach *a = &p->attach;
-    json_t *argv = ph_run_shim_argv(p, "wrapper", a->signal, out);
 
-    json_array_append_new(argv, json_string("/opt/profharness/bin/ph-attach"));
+    if (ph_run_shim_argv(p, "wrapper", a->signal, out, argv) < 0 ||
+        ph_strv_push(argv, "/opt/profharness/bin/ph-attach") < 0)
+        return -1;
     if (a->copy_mapped) {
         char dir[PATH_MAX];
 
         snprintf(dir, sizeof dir, "%s/%s", out, a->copy_mapped);
-        json_array_append_new(argv, json_string("--copy-mapped"));
-        json_array_append_new(argv, json_string(dir));
+        if (ph_strv_push(argv, "--copy-mapped") < 0 || ph_strv_push(argv, dir) < 0)
+            return -1;
     }
-    json_array_append_new(argv, json_string("--"));
+    if (ph_strv_push(argv, "--") < 0)
+        return -1;
     for (size_t i = 0; i < a->command.n; i++) {
         char *w = ph_profile_expand(a->command.v[i], out, service, p->name, run_id);
+        int rc = w == NULL ? -1 : ph_strv_push(argv, w);
 
-        if (w == NULL) {
-            json_decref(argv);
-            return NULL;
-        }
-        json_array_append_new(argv, json_string(w));
         free(w);
+        if (rc < 0)
+            return -1;
     }
-    return argv;
+    return 0;
 }
 
 static int
 attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
 {
-    ph_engine *e;
-    json_t *cfg = NULL, *argv;
-    char *target = NULL, *tools = NULL, *id = NULL, *name = NULL;
-    char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX], pid_mode[128];
+    ph_backend *b;
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
+    char *target = NULL, *tools = NULL, *id = NULL, *name = NULL, *rec = NULL;
+    char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
     int rc = -1;
 
-    if (ph_run_engine(r, &e, err) < 0 || find_target(r, s, p, &target, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0 || find_target(r, s, p, &target, err) < 0)
         return -1;
-    if (ph_image_ensure_tools(e, r->data_dir, &r->profiles, &tools, err) < 0)
+    if (ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
         goto out;
 
     ph_run_utc_stamp(stamp);
@@ -141,42 +142,40 @@ attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
     ph_run_utc_iso(started, sizeof started);
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-    snprintf(pid_mode, sizeof pid_mode, "container:%s", target);
-    if ((argv = attach_argv(p, s->name, out, run_id)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    /* No network: the profiler reads the service's processes, nothing
-     * else.  The Engine's stop timeout outlasts the shim's protocol, as
-     * for a profiled container. */
-    cfg = json_pack("{s:s, s:o, s:[], s:s, s:I, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, "
-                    "s:{s:s, s:s, s:o, s:o, s:{s:s, s:i}}}",
-                    "Image", tools, "Entrypoint", argv, "Cmd", "StopSignal", "SIGTERM", "StopTimeout",
-                    (json_int_t)((p->stop_grace_ns + (long long)p->escalate.n * p->escalate_grace_ns) / 1000000000LL +
-                                 30),
-                    "Labels", PH_LABEL_PROJECT, r->compose->project, PH_LABEL_SERVICE, s->name, PH_LABEL_MODE, p->name,
-                    PH_LABEL_RUN, run_id, PH_LABEL_STARTED, started, PH_LABEL_OUTDIR, host_dir, PH_LABEL_ATTACHED,
-                    target,
-                    "HostConfig", "PidMode", pid_mode, "NetworkMode", "none", "CapAdd",
-                    ph_run_strv_json(&p->attach.cap_add), "SecurityOpt", ph_run_strv_json(&p->attach.security_opt),
-                    "RestartPolicy", "Name", "no", "MaximumRetryCount", 0);
-    if (cfg == NULL) {
-        ph_fail(err, ENOMEM, "build the tools container's configuration");
-        goto out;
-    }
-    {
-        char *rec = ph_rundir_profile_record(p);
-
-        if (rec != NULL)
-            json_object_set_new(json_object_get(cfg, "Labels"), PH_LABEL_PROFILE, json_string(rec));
-        free(rec);
-    }
-    if (asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name) < 0) {
+    if (asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name) < 0)
         name = NULL;
-        ph_fail(err, ENOMEM, "allocate");
+    rec = ph_rundir_profile_record(p);
+    /* No network: the profiler reads the service's processes, nothing
+     * else.  The stop timeout outlasts the shim's protocol, as for a
+     * profiled workload. */
+    spec.name = name;
+    spec.image = tools;
+    spec.set_entrypoint = spec.set_cmd = 1;
+    spec.stop_signal = strdup("SIGTERM");
+    spec.stop_grace_s = ph_run_stop_budget_s(p);
+    spec.pid_of = target;
+    spec.network_none = 1;
+    spec.no_restart = 1;
+    if (name == NULL || spec.stop_signal == NULL || attach_argv(p, s->name, out, run_id, &spec.entrypoint) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, s->name) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_MODE, p->name) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_RUN, run_id) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_STARTED, started) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_ATTACHED, target) < 0 ||
+        (rec != NULL && ph_kvv_set(&spec.labels, PH_LABEL_PROFILE, rec) < 0)) {
+        ph_fail(err, ENOMEM, "build the tools container's spec");
         goto out;
     }
-    if (ph_run_create_caps_if_known(r, NULL, name, cfg, &p->attach.cap_add_if_known, &id, err) < 0) {
+    for (size_t i = 0; i < p->attach.cap_add.n; i++)
+        if (ph_strv_push(&spec.cap_add, p->attach.cap_add.v[i]) < 0)
+            goto nomem;
+    for (size_t i = 0; i < p->attach.security_opt.n; i++)
+        if (ph_strv_push(&spec.security_opt, p->attach.security_opt.v[i]) < 0)
+            goto nomem;
+    for (size_t i = 0; i < p->attach.cap_add_if_known.n; i++)
+        if (ph_strv_push(&spec.cap_add_if_known, p->attach.cap_add_if_known.v[i]) < 0)
+            goto nomem;
+    if (ph_run_create_and_start(r, &spec, &id, err) < 0) {
         ph_error_wrap(err, "attach %s to `%s`", p->name, s->name);
         goto out;
     }
@@ -185,8 +184,12 @@ attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
     printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
     fflush(stdout);
     rc = 0;
+    goto out;
+nomem:
+    ph_fail(err, ENOMEM, "build the tools container's spec");
 out:
-    json_decref(cfg);
+    ph_workload_spec_clear(&spec);
+    free(rec);
     free(target);
     free(tools);
     free(id);
@@ -230,23 +233,23 @@ ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *e
 }
 
 void
-ph_run_attach_describe(ph_run *r, json_t *c, json_t *record)
+ph_run_attach_describe(ph_run *r, const ph_workload *c, json_t *record)
 {
-    const char *target = ph_run_label(c, PH_LABEL_ATTACHED);
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
-    json_t *info = NULL;
-    ph_engine *e;
+    const char *target = c->attached;
+    const char *service = c->service, *mode = c->mode;
+    ph_workload info;
+    ph_backend *b;
     ph_error_t err = NULL;
     int found = 0, running;
 
     if (target == NULL || (record != NULL && json_is_true(json_object_get(record, "stop_requested"))))
         return; /* not attached, or detached by stop as it should be */
-    if (ph_run_engine(r, &e, &err) < 0 || ph_engine_container_inspect(e, target, &info, &found, &err) < 0) {
+    if (ph_run_backend(r, &b, &err) < 0 || b->ops->inspect(b, target, &info, &found, &err) < 0) {
         ph_error_free(&err);
         return;
     }
-    running = found && json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
-    json_decref(info);
+    running = found && (ph_workload_running(&info) || info.state == PH_WL_PAUSED);
+    ph_workload_clear(&info);
     if (running)
         return;
     if (record == NULL)

@@ -200,10 +200,10 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
  * completes the run (ph_rundir_complete): the steps below fill it. */
 typedef struct collect_run {
     ph_run *r;
-    json_t *c;                /* the container as listed */
+    const ph_workload *c;     /* the workload as listed */
     const ph_profile *p;      /* the profile it was started with, or NULL */
     const char *service, *id;
-    ph_engine *e;
+    ph_backend *b;
     json_t *record;           /* the shim's completion record, or NULL ... */
     char record_problem[256]; /* ... and why */
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
@@ -243,7 +243,7 @@ fetch_step(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
     char src[PATH_MAX];
 
     snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, cr->service);
-    return ph_engine_archive_get(cr->e, cr->id, src, fetch_cb, &f, err);
+    return cr->b->ops->archive_get(cr->b, cr->id, src, fetch_cb, &f, err);
 }
 
 json_t *
@@ -353,16 +353,17 @@ static json_t *
 meta_step(void *ud, ph_rundir *rd)
 {
     collect_run *cr = ud;
-    json_t *c = cr->c, *meta;
+    const ph_workload *c = cr->c;
+    json_t *meta;
     char ended[32];
 
     (void)rd;
     ph_run_utc_iso(ended, sizeof ended);
     meta = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s?, s:s, s:O?, s:s?, s:O?, s:b}",
-                     "service", ph_run_label(c, PH_LABEL_SERVICE),
-                     "mode", ph_run_label(c, PH_LABEL_MODE),
-                     "run", ph_run_label(c, PH_LABEL_RUN),
-                     "started_at", ph_run_label(c, PH_LABEL_STARTED),
+                     "service", c->service,
+                     "mode", c->mode,
+                     "run", c->run,
+                     "started_at", c->started,
                      "container", cr->id,
                      "collected_at", ended,
                      "completion", cr->record,
@@ -370,8 +371,8 @@ meta_step(void *ud, ph_rundir *rd)
                      "missing_artifacts", cr->missing,
                      "oom_killed", cr->oom_killed);
     /* attach: the service's container, which kept running (the report says so) */
-    if (meta != NULL && ph_run_label(c, PH_LABEL_ATTACHED) != NULL)
-        json_object_set_new(meta, "attached_to", json_string(ph_run_label(c, PH_LABEL_ATTACHED)));
+    if (meta != NULL && c->attached != NULL)
+        json_object_set_new(meta, "attached_to", json_string(c->attached));
     return meta;
 }
 
@@ -383,16 +384,16 @@ static int
 collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
 {
     ph_run *r = cr->r;
-    const char *run = ph_run_label(cr->c, PH_LABEL_RUN);
+    const char *run = cr->c->run;
     char name[NAME_MAX], stamp[17], esc[256];
     ph_rundir_steps steps = { cr, fetch_step, examine_step, service_log_step, meta_step };
     ph_rundir_spec spec = { .svcfd = svcfd, .out_dir = r->opts.out_dir, .service = cr->service, .name = name,
                             .container = cr->id, .cmd = snapshot ? "collect" : "stop", .profile = cr->p,
                             .flags = &r->opts.collect, .links = !snapshot };
 
-    if (ph_run_engine(r, &cr->e, err) < 0)
+    if (ph_run_backend(r, &cr->b, err) < 0)
         return -1;
-    if (cr->service == NULL || run == NULL || ph_run_label(cr->c, PH_LABEL_MODE) == NULL)
+    if (cr->service == NULL || run == NULL || cr->c->mode == NULL)
         return ph_fail(err, 0, "container %.12s has no profharness labels", cr->id);
     if (!safe_name(run))
         return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", cr->id,
@@ -419,36 +420,34 @@ ph_run_stop_budget_s(const ph_profile *p)
 }
 
 static int
-is_created(json_t *c)
+is_created(const ph_workload *c)
 {
-    const char *state = json_string_value(json_object_get(c, "State"));
-
-    return state != NULL && strcmp(state, "created") == 0;
+    return c->state == PH_WL_CREATED;
 }
 
 /* The stop itself: the wait registered first (nothing can be missed),
  * then SIGTERM to the shim, then the wait for the profiler to flush and
  * exit within BUDGET seconds; a "profiler" stage, whose time is that. */
 static int
-signal_and_wait(ph_engine *e, json_t *c, long budget, int *timed_out, ph_error_t *err)
+signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int *timed_out, ph_error_t *err)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
-    const char *id = json_string_value(json_object_get(c, "Id"));
+    const char *service = c->service, *mode = c->mode;
+    const char *id = c->id;
     ph_stage *st = ph_stage_beginf("profiler", 0, "the %s profiler flushes and exits", mode ? mode : "?");
-    ph_engine_wait *w = NULL;
+    ph_backend_wait *w = NULL;
     long code = 0;
 
-    if (ph_engine_container_wait_begin(e, id, &w, err) < 0)
+    if (b->ops->wait_begin(b, id, &w, err) < 0)
         return ph_run_stage_done(st, -1, err);
-    if (ph_run_is_running(c)) {
+    if (ph_workload_running(c)) {
         ph_info("%s: stopping %s profiler (waiting up to %ld s for it to flush)", service, mode, budget);
-        if (ph_engine_container_kill(e, id, "SIGTERM", err) < 0) {
+        if (b->ops->signal(b, id, "SIGTERM", err) < 0) {
             /* It may have exited between the listing and now. */
             ph_debug("kill: %s", (*err)->msg);
             ph_error_free(err);
         }
     }
-    return ph_run_stage_done(st, ph_engine_container_wait_end(w, budget, &code, timed_out, err), err);
+    return ph_run_stage_done(st, b->ops->wait_end(w, budget, &code, timed_out, err), err);
 }
 
 /* contrib/profiling/index.html, after a command collected something;
@@ -479,39 +478,40 @@ write_index(ph_run *r)
 /* Gracefully stop one profiled container and collect it.  On any failure
  * the container is kept and the hint says how to recover. */
 static int
-stop_one(ph_run *r, json_t *listed, ph_error_t *err)
+stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
 {
-    const char *service = ph_run_label(listed, PH_LABEL_SERVICE);
-    const char *id = json_string_value(json_object_get(listed, "Id"));
+    const char *service = listed->service;
+    const char *id = listed->id;
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
-    json_t *fresh = NULL, *c;
+    const ph_workload *c;
+    ph_workload fresh;
     collect_run cr = { .r = r, .c = listed, .service = service, .id = id };
     ph_profile own;
     char expect[PATH_MAX];
-    ph_engine *e;
+    ph_backend *b;
     int found = 0, timed_out = 0, rc = -1;
     long budget;
 
     memset(&own, 0, sizeof own);
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     if (ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return -1;
     /* Whoever held the lock may have collected it already. */
-    if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
+    if (b->ops->inspect(b, id, &fresh, &found, err) < 0)
         return -1;
     if (!found) {
         ph_info("%s: nothing to stop (already collected)", service);
         return 0;
     }
-    json_decref(fresh);
+    ph_workload_clear(&fresh);
     c = listed;
 
     if (is_created(c)) {
         /* Made but never started (a start interrupted between create and
          * start): nothing ran, so there is nothing to collect. */
-        if (ph_engine_container_remove(e, id, 1, err) < 0)
+        if (b->ops->remove(b, id, 1, err) < 0)
             return ph_error_wrap(err, "remove the never-started container %.12s of `%s`", id, service);
         ph_info("%s: container %.12s was created but never started: nothing to collect; removed", service, id);
         return 0;
@@ -524,17 +524,17 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
 
     ph_run_refresh(r, c, cr.p); /* the runtimes' perf maps current and in the run */
     budget = ph_run_stop_budget_s(cr.p);
-    if (signal_and_wait(e, c, budget, &timed_out, err) < 0)
+    if (signal_and_wait(b, c, budget, &timed_out, err) < 0)
         goto keep;
     if (timed_out) {
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
         goto keep;
     }
     ph_run_convert(r, c, cr.p); /* perf: folded stacks, flamegraph, pprof beside perf.data */
-    if (ph_engine_container_inspect(e, id, &fresh, &found, err) < 0)
+    if (b->ops->inspect(b, id, &fresh, &found, err) < 0)
         goto keep;
-    cr.oom_killed = json_is_true(json_object_get(json_object_get(fresh, "State"), "OOMKilled"));
-    json_decref(fresh);
+    cr.oom_killed = found && fresh.oom_killed;
+    ph_workload_clear(&fresh);
 
     /* Complete before the container goes: run.json, service.log, report. */
     ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
@@ -542,7 +542,7 @@ stop_one(ph_run *r, json_t *listed, ph_error_t *err)
         ph_interrupt_end();
         goto keep;
     }
-    if (ph_engine_container_remove(e, id, 0, err) < 0) {
+    if (b->ops->remove(b, id, 0, err) < 0) {
         ph_interrupt_end();
         ph_error_wrap(err, "the run is complete in %s, but removing container %.12s failed", cr.done.run_dir, id);
         ph_error_hint(err, "remove it by hand: docker rm %.12s", id);
@@ -569,7 +569,7 @@ out:
 }
 
 int
-ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err)
+ph_run_stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
 {
     ph_stage *st = ph_run_container_stage(listed, "stop");
 
@@ -602,7 +602,8 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
 
     i += j->off;
     name = j->sl->v[i]->name;
-    json_t *list = NULL, *c;
+    ph_workload_list list = { 0 };
+    const ph_workload *c;
     ph_error_t fault = NULL;
     size_t k;
     int sig = ph_interrupted();
@@ -613,8 +614,8 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     }
     if (ph_run_list(r, name, &list, err) < 0)
         return -1;
-    json_array_foreach(list, k, c) {
-        if (!ph_run_is_profiled(c))
+    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
+        if (!ph_workload_profiled(c))
             continue;
         if ((sig = ph_interrupted()) != 0) {
             ph_interrupt_fail(err, sig);
@@ -637,7 +638,7 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
         }
         j->acted[i]++;
     }
-    json_decref(list);
+    ph_workload_list_free(&list);
     if (*err != NULL) { /* interrupted */
         if (fault != NULL)
             log_error(fault);
@@ -697,7 +698,7 @@ for_each_profiled(ph_run *r, ph_svc_list *caller, int discard, int *acted, ph_er
     stop_jobs j = { .sl = sl, .discard = discard, .acted = calloc(sl->n + 1, sizeof *j.acted) };
     ph_error_t *errs = calloc(sl->n + 1, sizeof *errs);
     size_t *depth = calloc(sl->n + 1, sizeof *depth);
-    ph_engine *e;
+    ph_backend *b;
     size_t failed = 0, keep = sl->n;
 
     if (waves.v == NULL || j.acted == NULL || errs == NULL || depth == NULL) {
@@ -705,7 +706,7 @@ for_each_profiled(ph_run *r, ph_svc_list *caller, int discard, int *acted, ph_er
         goto out;
     }
     /* The first contact (and its errors) on this thread, before any job. */
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         goto out;
     /* The workers' sections nest in this one: only this (the main)
      * thread installs and restores the handlers. */
@@ -779,24 +780,24 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
 /* ---- discard ---------------------------------------------------------- */
 
 int
-ph_run_discard_one(ph_run *r, json_t *c, ph_error_t *err)
+ph_run_discard_one(ph_run *r, const ph_workload *c, ph_error_t *err)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
-    const char *id = json_string_value(json_object_get(c, "Id"));
-    const char *run = ph_run_label(c, PH_LABEL_RUN);
-    const char *state = json_string_value(json_object_get(c, "State"));
+    const char *service = c->service;
+    const char *id = c->id;
+    const char *run = c->run;
+    const char *state = c->state_text[0] ? c->state_text : NULL;
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
     char esc[256];
-    ph_engine *e;
+    ph_backend *b;
     ph_stage *st = ph_run_container_stage(c, "discard");
 
-    if (ph_run_engine(r, &e, err) < 0 || ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0 || ph_run_lock_service(r, service, &svcfd, &lock, err) < 0)
         return ph_run_stage_done(st, -1, err);
     ph_warn("%s: discarding container %.12s (%s, run %s) without collecting it: whatever it holds in %s/%s "
             "is lost", service, id, state ? state : "?", ph_escape(esc, sizeof esc, run ? run : "?"),
             PH_CONTAINER_OUT, service);
-    if (ph_engine_container_remove(e, id, 1, err) < 0)
+    if (b->ops->remove(b, id, 1, err) < 0)
         return ph_run_stage_done(st, ph_error_wrap(err, "discard container %.12s of `%s`", id, service), err);
     ph_info("%s: container %.12s removed; nothing was collected", service, id);
     return ph_run_stage_done(st, 0, err);
@@ -821,10 +822,10 @@ ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err)
 
 /* A copy of what a running container has now, as a -snapshot- run. */
 static int
-snapshot_one(ph_run *r, json_t *c, ph_error_t *err)
+snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
-    const char *id = json_string_value(json_object_get(c, "Id"));
+    const char *service = c->service;
+    const char *id = c->id;
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
     ph_stage *st = ph_run_container_stage(c, "snapshot");
@@ -866,23 +867,24 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
-        json_t *list = NULL, *c;
+        ph_workload_list list = { 0 };
+        const ph_workload *c;
         size_t k;
 
         if (ph_run_list(r, sl.v[i]->name, &list, err) < 0) {
             rc = -1;
             break;
         }
-        json_array_foreach(list, k, c) {
-            if (!ph_run_is_profiled(c))
+        for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
+            if (!ph_workload_profiled(c))
                 continue;
             any = 1;
             /* A stopped profiled container: a stop that failed half way. */
-            rc = ph_run_is_running(c) ? snapshot_one(r, c, err) : ph_run_stop_one(r, c, err);
+            rc = ph_workload_running(c) ? snapshot_one(r, c, err) : ph_run_stop_one(r, c, err);
             if (rc < 0)
                 break;
         }
-        json_decref(list);
+        ph_workload_list_free(&list);
     }
     if (rc == 0 && !any)
         ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);

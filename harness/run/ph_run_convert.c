@@ -249,7 +249,7 @@ extract_cb(void *ud, const char *data, size_t len)
  * /tmp/perf-<pid>.map, the container's path with the container's pid,
  * which on this host is some other program's file, or none. */
 static int
-fetch_maps(ph_run *r, ph_engine *e, const char *id, const char *out, const char *service, char *maps, size_t len,
+fetch_maps(ph_run *r, ph_backend *b, const char *id, const char *out, const char *service, char *maps, size_t len,
            ph_error_t *err)
 {
     char path[PATH_MAX], dir[PATH_MAX];
@@ -258,7 +258,7 @@ fetch_maps(ph_run *r, ph_engine *e, const char *id, const char *out, const char 
 
     maps[0] = '\0';
     snprintf(path, sizeof path, "%s/%s", out, PH_PERF_MAPS);
-    if (ph_engine_archive_stat(e, id, path, &there, err) < 0)
+    if (b->ops->archive_stat(b, id, path, &there, err) < 0)
         return -1;
     if (!there)
         return 0;
@@ -271,7 +271,7 @@ fetch_maps(ph_run *r, ph_engine *e, const char *id, const char *out, const char 
     {
         void *ud[2] = { x, err };
 
-        rc = ph_engine_archive_get(e, id, path, extract_cb, ud, err);
+        rc = b->ops->archive_get(b, id, path, extract_cb, ud, err);
     }
     if (rc == 0)
         rc = ph_tar_extract_finish(x, NULL, err);
@@ -284,7 +284,7 @@ fetch_maps(ph_run *r, ph_engine *e, const char *id, const char *out, const char 
 /* What each pass of a conversion shares. */
 typedef struct conv_ctx {
     ph_run *r;
-    ph_engine *e;
+    ph_backend *b;
     const char *tools, *id, *service, *mode, *run_id;
     const char *out;  /* {out}: the run's files, at the same path */
     const char *work; /* the host's temp dir */
@@ -293,14 +293,14 @@ typedef struct conv_ctx {
 } conv_ctx;
 
 static int
-put_buffer(ph_engine *e, const char *cid, const char *path, const void *data, size_t len, ph_error_t *err)
+put_buffer(ph_backend *b, const char *cid, const char *path, const void *data, size_t len, ph_error_t *err)
 {
     FILE *in = fmemopen((void *)data, len, "r");
     int rc;
 
     if (in == NULL)
         return ph_fail(err, errno, "allocate");
-    rc = ph_engine_archive_put(e, cid, path, file_read_cb, in, (long long)len, err);
+    rc = b->ops->archive_put(b, cid, path, file_read_cb, in, (long long)len, err);
     fclose(in);
     return rc;
 }
@@ -316,7 +316,7 @@ converter_pass(conv_ctx *x, const ph_strv *command, const void *extra, size_t ex
 {
     char dir[PATH_MAX], path[PATH_MAX];
     text stderr_text = { .len = 0 };
-    json_t *cfg = NULL, *argv, *labels;
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
     ph_tar_extract *tx = NULL;
     ph_collapse *col = NULL;
     char *cid = NULL;
@@ -324,45 +324,39 @@ converter_pass(conv_ctx *x, const ph_strv *command, const void *extra, size_t ex
     int timed_out = 0, rc = -1;
 
     *out = NULL;
-    /* sh is the tools image's */
-    argv = json_pack("[s, s, s, s]", "/bin/sh", "-c", "exec \"$@\" > " CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME,
-                     "sh");
-    for (size_t i = 0; argv != NULL && i < command->n; i++) {
+    /* sh is the tools image's.  No network; logs the orchestrator can
+     * read back whatever its default, so its stderr can be read. */
+    spec.image = x->tools;
+    spec.set_entrypoint = spec.set_cmd = 1;
+    spec.network_none = 1;
+    spec.readable_logs = 1;
+    if (ph_strv_push(&spec.entrypoint, "/bin/sh") < 0 || ph_strv_push(&spec.entrypoint, "-c") < 0 ||
+        ph_strv_push(&spec.entrypoint, "exec \"$@\" > " CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME) < 0 ||
+        ph_strv_push(&spec.entrypoint, "sh") < 0 || (spec.user = strdup("0")) == NULL ||
+        (spec.workdir = strdup(x->out)) == NULL || ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, x->r->compose->project) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, x->service) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_CONVERT, x->id) < 0)
+        goto nomem;
+    for (size_t i = 0; i < command->n; i++) {
         char *w = ph_profile_expand(command->v[i], x->out, x->service, x->mode, x->run_id);
+        int bad = w == NULL || ph_strv_push(&spec.entrypoint, w) < 0;
 
-        if (w == NULL || json_array_append_new(argv, json_string(w)) < 0) {
-            json_decref(argv);
-            argv = NULL;
-        }
         free(w);
+        if (bad)
+            goto nomem;
     }
-    labels = json_pack("{s:s, s:s, s:s}", PH_LABEL_PROJECT, x->r->compose->project, PH_LABEL_SERVICE, x->service,
-                       PH_LABEL_CONVERT, x->id);
-    /* No network; json-file logs whatever the daemon's default, so its
-     * stderr can be read back. */
-    if (argv != NULL && labels != NULL)
-        cfg = json_pack("{s:s, s:o, s:[], s:s, s:s, s:o, s:{s:s, s:{s:s, s:{}}}}", "Image", x->tools, "Entrypoint",
-                        argv, "Cmd", "User", "0", "WorkingDir", x->out, "Labels", labels, "HostConfig", "NetworkMode",
-                        "none", "LogConfig", "Type", "json-file", "Config");
-    else {
-        json_decref(argv);
-        json_decref(labels);
-    }
-    if (cfg == NULL)
-        return ph_fail(err, ENOMEM, "build the converter's configuration");
     rewind(x->tmp);
-    if (ph_engine_container_create(x->e, NULL, cfg, &cid, err) < 0 ||
-        ph_engine_archive_put(x->e, cid, PH_CONTAINER_OUT, file_read_cb, x->tmp, -1, err) < 0 ||
-        (extra != NULL && put_buffer(x->e, cid, x->out, extra, extra_len, err) < 0) ||
-        ph_engine_container_start(x->e, cid, err) < 0 ||
-        ph_engine_container_wait(x->e, cid, CONVERT_TIMEOUT_S, &code, &timed_out, err) < 0)
+    if (x->b->ops->create(x->b, &spec, &cid, err) < 0 ||
+        x->b->ops->archive_put(x->b, cid, PH_CONTAINER_OUT, file_read_cb, x->tmp, -1, err) < 0 ||
+        (extra != NULL && put_buffer(x->b, cid, x->out, extra, extra_len, err) < 0) ||
+        x->b->ops->start(x->b, cid, err) < 0 ||
+        x->b->ops->wait(x->b, cid, CONVERT_TIMEOUT_S, &code, &timed_out, err) < 0)
         goto out;
     if (timed_out) {
         ph_fail(err, 0, "`%s` did not finish within %ld s", command->v[0], CONVERT_TIMEOUT_S);
         goto out;
     }
     if (code != 0) {
-        ph_engine_container_output(x->e, cid, 2, text_cb, &stderr_text, NULL);
+        x->b->ops->output(x->b, cid, 2, text_cb, &stderr_text, NULL);
         ph_fail(err, 0, "`%s` failed with status %ld: %s", command->v[0], code,
                 stderr_text.len ? stderr_text.buf : "(it said nothing)");
         goto out;
@@ -378,7 +372,7 @@ converter_pass(conv_ctx *x, const ph_strv *command, const void *extra, size_t ex
     {
         void *ud[2] = { tx, err };
 
-        rc = ph_engine_archive_get(x->e, cid, CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME, extract_cb, ud, err);
+        rc = x->b->ops->archive_get(x->b, cid, CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME, extract_cb, ud, err);
     }
     if (rc == 0)
         rc = ph_tar_extract_finish(tx, NULL, err);
@@ -395,11 +389,14 @@ converter_pass(conv_ctx *x, const ph_strv *command, const void *extra, size_t ex
     ph_fs_remove_tree_at(AT_FDCWD, dir, NULL);
     *out = col;
     rc = 0;
+    goto out;
+nomem:
+    ph_fail(err, ENOMEM, "build the converter's spec");
 out:
     ph_tar_extract_free(tx);
     if (cid != NULL)
-        ph_engine_container_remove(x->e, cid, 1, NULL);
-    json_decref(cfg);
+        x->b->ops->remove(x->b, cid, 1, NULL);
+    ph_workload_spec_clear(&spec);
     free(cid);
     return rc;
 }
@@ -474,7 +471,7 @@ mkdirs_at(int base, const char *rel, size_t len, ph_error_t *err)
  * nothing of, is not copied): 1; 0 when not (not there, not a regular
  * file, a build-id, not ELF); -1 and *err on a fault. */
 static int
-fetch_unnamed(ph_run *r, ph_engine *e, const char *id, int symfs, const char *path, ph_error_t *err)
+fetch_unnamed(ph_run *r, ph_backend *b, const char *id, int symfs, const char *path, ph_error_t *err)
 {
     const char *base = strrchr(path, '/') + 1;
     unsigned char *head = malloc(ELF_HEAD_MAX);
@@ -485,7 +482,7 @@ fetch_unnamed(ph_run *r, ph_engine *e, const char *id, int symfs, const char *pa
 
     if (head == NULL)
         return ph_fail(err, ENOMEM, "allocate");
-    if ((rc = ph_image_file_head(e, id, path, &t, head, ELF_HEAD_MAX, err)) < 0) {
+    if ((rc = ph_image_file_head(b, id, path, &t, head, ELF_HEAD_MAX, err)) < 0) {
         free(head);
         return rc == -1 ? 0 : -1;
     }
@@ -505,7 +502,7 @@ fetch_unnamed(ph_run *r, ph_engine *e, const char *id, int symfs, const char *pa
     {
         void *ud[2] = { x, err };
 
-        rc = ph_engine_archive_get(e, id, path, extract_cb, ud, err);
+        rc = b->ops->archive_get(b, id, path, extract_cb, ud, err);
     }
     if (rc == 0)
         rc = ph_tar_extract_finish(x, NULL, err);
@@ -524,7 +521,7 @@ out:
 /* The files COL left unnamed, those without a build-id fetched from
  * container ID into WORK/out/<symfs>: how many, or -1 and *err. */
 static int
-fetch_symfs(ph_run *r, ph_engine *e, const char *id, const char *service, const ph_profile_convert *conv,
+fetch_symfs(ph_run *r, ph_backend *b, const char *id, const char *service, const ph_profile_convert *conv,
             const ph_collapse *col, const char *work, ph_error_t *err)
 {
     char dir[PATH_MAX];
@@ -543,7 +540,7 @@ fetch_symfs(ph_run *r, ph_engine *e, const char *id, const char *service, const 
             if ((symfs = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                 return ph_fail(err, errno, "open `%s`", dir);
         }
-        if ((got = fetch_unnamed(r, e, id, symfs, path, err)) < 0) {
+        if ((got = fetch_unnamed(r, b, id, symfs, path, err)) < 0) {
             close(symfs);
             return -1;
         }
@@ -563,12 +560,12 @@ fetch_symfs(ph_run *r, ph_engine *e, const char *id, const char *service, const 
 /* ---- the conversion ---------------------------------------------------- */
 
 static int
-convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
+convert(ph_run *r, const ph_workload *c, const ph_profile_convert *conv, ph_error_t *err)
 {
-    const char *id = json_string_value(json_object_get(c, "Id"));
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *mode = ph_run_label(c, PH_LABEL_MODE);
-    const char *run_id = ph_run_label(c, PH_LABEL_RUN);
-    ph_engine *e;
+    const char *id = c->id;
+    const char *service = c->service, *mode = c->mode;
+    const char *run_id = c->run;
+    ph_backend *b;
     char out[PATH_MAX], title[256], work[PATH_MAX] = "", dir[PATH_MAX], maps[PATH_MAX] = "";
     char *tools = NULL, *folded = NULL;
     FILE *tmp = NULL, *fm = NULL;
@@ -579,7 +576,7 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
     conv_ctx x;
     int rc = -1;
 
-    if (ph_run_engine(r, &e, err) < 0 || ph_image_ensure_tools(e, r->data_dir, &r->profiles, &tools, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0 || ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
         return -1;
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, service);
     ph_info("%s: converting the %s run (%s, in the tools image)", service, mode, conv->command.v[0]);
@@ -590,7 +587,7 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
     {
         sink s = { tmp, err };
 
-        if (ph_engine_archive_get(e, id, out, file_cb, &s, err) < 0 || fflush(tmp) != 0)
+        if (b->ops->archive_get(b, id, out, file_cb, &s, err) < 0 || fflush(tmp) != 0)
             goto out;
     }
     /* Beside where the run will land: WORK/out (what goes back into the
@@ -606,9 +603,9 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
         ph_fail(err, errno, "create `%s`", dir);
         goto out;
     }
-    if (fetch_maps(r, e, id, out, service, maps, sizeof maps, err) < 0)
+    if (fetch_maps(r, b, id, out, service, maps, sizeof maps, err) < 0)
         goto out;
-    x = (conv_ctx){ .r = r, .e = e, .tools = tools, .id = id, .service = service, .mode = mode, .run_id = run_id,
+    x = (conv_ctx){ .r = r, .b = b, .tools = tools, .id = id, .service = service, .mode = mode, .run_id = run_id,
                     .out = out, .work = work, .tmp = tmp };
     ph_collapse_opts_init(&x.co);
     x.co.map_dir = maps[0] ? maps : NULL;
@@ -617,8 +614,8 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
         goto out;
 
     /* Files perf had no copy of: given to it, and its second command. */
-    if (conv->symfs != NULL && ph_run_label(c, PH_LABEL_ATTACHED) == NULL && ph_collapse_n_unnamed(col) > 0) {
-        int kept = fetch_symfs(r, e, id, service, conv, col, work, err);
+    if (conv->symfs != NULL && c->attached == NULL && ph_collapse_n_unnamed(col) > 0) {
+        int kept = fetch_symfs(r, b, id, service, conv, col, work, err);
 
         if (kept < 0)
             goto out;
@@ -651,7 +648,7 @@ convert(ph_run *r, json_t *c, const ph_profile_convert *conv, ph_error_t *err)
     rc = -1;
     snprintf(title, sizeof title, "%s (%s, run %s)", service, mode, run_id ? run_id : "?");
     if (outputs_tar(dir, folded, folded_len, title, conv, cs, &tar, &tar_len, err) < 0 ||
-        put_buffer(e, id, out, tar, tar_len, err) < 0)
+        put_buffer(b, id, out, tar, tar_len, err) < 0)
         goto out;
     ph_info("%s: %zu samples of %s, %zu distinct stacks: stacks.folded, flamegraph.svg, profile.pb.gz", service,
             cs->samples, cs->event, cs->stacks);
@@ -671,16 +668,16 @@ out:
 }
 
 void
-ph_run_convert(ph_run *r, json_t *c, const ph_profile *p)
+ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
+    const char *service = c->service;
     const ph_profile_convert *conv;
     ph_error_t err = NULL;
     ph_stage *st;
 
     if (p == NULL)
         return;
-    conv = ph_run_label(c, PH_LABEL_ATTACHED) ? &p->attach.convert : &p->convert;
+    conv = c->attached ? &p->attach.convert : &p->convert;
     if (conv->command.n == 0)
         return;
     st = ph_stage_beginf("profiler", 0, "convert what %s wrote", p->name);

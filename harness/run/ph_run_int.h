@@ -1,12 +1,10 @@
 /* ph_run_int.h - what the files of the loop share (not for other floors).
  *
- *   ph_run.c          the run context, service selection, container
- *                     listing by label, status and logs
- *   ph_run_config.c   a service's Engine container configuration
+ *   ph_run.c          the run context, service selection, workloads
+ *                     listed by label (docker compose's too), status, logs
+ *   ph_run_config.c   a service's workload spec, as compose would make it
  *   ph_run_start.c    images, start, restore
  *   ph_run_collect.c  stop and collect
- *   ph_run_compose.c  living beside docker compose: its containers, its
- *                     labels, who holds a port
  *   ph_run_servicelog.c  service.log: the service's output kept per run
  *   ph_run_prune.c    profiling images the project no longer needs
  *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
@@ -30,7 +28,7 @@ struct ph_run {
     char *out_dir;        /* absolute; opts.out_dir points here */
     ph_compose *compose;
     ph_profile_set profiles;
-    ph_engine *engine;
+    ph_backend *backend;  /* this thread's is ph_run_backend's */
 };
 
 /* Services selected by name, in the order asked (all: file order). */
@@ -38,13 +36,6 @@ typedef struct ph_svc_list {
     ph_service **v;
     size_t n;
 } ph_svc_list;
-
-/* ph_run_start.c: create and start, with the capabilities IF_KNOWN added
- * to the configuration's CapAdd; where the Engine refuses one as unknown,
- * again without them (and said).  S == NULL: a container of ours that is
- * not a service's (no compose networks, no `privileged` fallback). */
-int ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg,
-                                const ph_strv *if_known, char **id_out, ph_error_t *err);
 
 /* ph_run_parallel.c: jobs on several services at once, bounded.  A job
  * is CB(r, i, ud, err) for i in [0, N), on up to MAX_JOBS threads, each
@@ -58,35 +49,35 @@ size_t ph_run_parallel(ph_run *r, size_t n, size_t max_jobs, ph_run_job_cb cb, p
                        ph_error_t *errs);
 /* PH_RUN_JOBS_MAX, or PH_JOBS from the environment (1..64). */
 size_t ph_run_jobs_max(void);
-/* Where ph_run_engine keeps this thread's Engine: a worker's own. */
-ph_engine **ph_run_engine_slot(ph_run *r);
+/* Where ph_run_backend keeps this thread's backend: a worker's own. */
+ph_backend **ph_run_backend_slot(ph_run *r);
 
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
 
-/* ph_run_start.c: the init shim's argv up to `--`: P's grace and
- * escalation, the stop signal SIGNAL to TARGET ("wrapper", "tracee"), the
- * completion record in OUT. */
-json_t *ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out);
+/* ph_run_start.c: the init shim's argv up to `--`, pushed onto ARGV: P's
+ * grace and escalation, the stop signal SIGNAL to TARGET ("wrapper",
+ * "tracee"), the completion record in OUT.  -1 on ENOMEM. */
+int ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out, ph_strv *argv);
 
 /* ph_run_attach.c: after collecting attach container C, say so when the
  * service exited while attached (and why the profiler's end may be
  * missing).  Nothing for other containers. */
-void ph_run_attach_describe(ph_run *r, json_t *c, json_t *record);
+void ph_run_attach_describe(ph_run *r, const ph_workload *c, json_t *record);
 /* ph_run_attach.c: of LIST (SERVICE's containers, as listed), the one to
  * attach MODE to: the first running one (*ID_OUT, LIST's), when none is
  * profiled already; else -1 and a PH_EXIT_USAGE error that says why. */
-int ph_run_attach_pick(json_t *list, const char *service, const char *mode, const char **id_out, ph_error_t *err);
+int ph_run_attach_pick(const ph_workload_list *list, const char *service, const char *mode, const char **id_out, ph_error_t *err);
 
 /* ph_run_runtimes.c: EXTEND (a profile's `runtimes.environment`) into
  * ENV, a container's `K=V` strings: each variable's value in ENV, else
  * in IMAGE_ENV (the image's, may be NULL), extended by ph_profile_env_extend.
  * -1 only on ENOMEM. */
-int ph_run_env_extend(json_t *env, json_t *image_env, const ph_kvv *extend, ph_error_t *err);
+int ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, ph_error_t *err);
 /* ph_run_runtimes.c: the `runtimes.refresh` steps of C's mode, before a
  * stop or a snapshot of C (a profiled or attach container).  Never fails:
  * a step that does not succeed is said as a note. */
-void ph_run_refresh(ph_run *r, json_t *c, const ph_profile *p);
+void ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p);
 
 /* ph_run_unnamed.c: refuse mode P for SERVICE when a `runtimes.unnamed`
  * rule holds for PROGRAM (a path; its file name is what rules match) run
@@ -102,10 +93,10 @@ int ph_run_unnamed_refuse(const char *service, const ph_profile *p, int when, co
 int ph_run_ps_env(const char *args, const char *with_env, ph_strv *env);
 /* ph_run_unnamed.c: before S is started under P (unless --allow-unnamed):
  * its program PROGRAM (as ph_image_program's `runs`), ARGV (the service's
- * command, JSON strings) and the environment the container will have
+ * command) and the environment the container will have
  * (IMAGE_ENV, then compose's, the mode's, the runtimes' extensions). */
-int ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const char *program, json_t *argv,
-                         json_t *image_env, ph_error_t *err);
+int ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const char *program,
+                         const ph_strv *argv, const ph_strv *image_env, ph_error_t *err);
 /* ph_run_unnamed.c: before P is attached to S's running container ID
  * (unless --allow-unnamed): each of its processes, as the Engine's `ps`
  * sees it, and its program in the container's files. */
@@ -116,7 +107,7 @@ int ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, c
  * (stacks.folded, flamegraph.svg, profile.pb.gz).  Never fails the stop:
  * on a failure the run is collected as it is and a warning says how to
  * convert by hand. */
-void ph_run_convert(ph_run *r, json_t *c, const ph_profile *p);
+void ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p);
 
 /* Where the tools tree's programs are, in a profiling image or the tools image. */
 #define PH_TOOLS_BIN "/opt/profharness/tools/bin"
@@ -127,8 +118,7 @@ void ph_run_utc_iso(char *buf, size_t len);    /* "2026-11-22T10:15:00Z" */
 /* mkdir -p; only the directories it creates are handed to the invoker
  * (ph_rundir_give_at). */
 int ph_run_mkdir_p(const char *path, ph_error_t *err);
-int ph_run_engine(ph_run *r, ph_engine **out, ph_error_t *err); /* connect once, lazily */
-const char *ph_run_label(json_t *container, const char *key);
+int ph_run_backend(ph_run *r, ph_backend **out, ph_error_t *err); /* connect once, lazily */
 int ph_run_select(ph_run *r, char **names, int n, ph_svc_list *out, ph_error_t *err);
 /* The first compose file, absolute: what messages name. */
 const char *ph_run_compose_path(ph_run *r);
@@ -136,63 +126,45 @@ const char *ph_run_compose_path(ph_run *r);
  * a hint listing what there is.  Return -1. */
 int ph_run_bad_service(ph_run *r, const char *name, ph_error_t *err);
 int ph_run_bad_mode(ph_run *r, const char *mode, ph_error_t *err);
-int ph_run_list(ph_run *r, const char *service, json_t **out, ph_error_t *err);
-int ph_run_is_running(json_t *c);
-int ph_run_is_profiled(json_t *c);
+/* The project's workloads (SERVICE's, when not NULL): ours, and those
+ * docker compose made for it (by_compose). */
+int ph_run_list(ph_run *r, const char *service, ph_workload_list *out, ph_error_t *err);
 /* The run dir this invocation writes container C's run to (EXPECT, from
  * -o, never from the label): 0, or -1 and an error when C's outdir label
  * disagrees with its service and run labels (labels profharness did not
  * write: the container is not collected). */
-int ph_run_outdir_check(ph_run *r, json_t *c, char *expect, size_t len, ph_error_t *err);
+int ph_run_outdir_check(ph_run *r, const ph_workload *c, char *expect, size_t len, ph_error_t *err);
 /* The profile container C was started with: its record (PH_LABEL_PROFILE)
  * loaded into OWN (freed by the caller with ph_profile_free), or for a
  * container of an older profharness the mode as it is loaded now; *OUT
  * (NULL for an unknown mode).  -1 and *err when the record is no profile. */
-int ph_run_started_profile(ph_run *r, json_t *c, ph_profile *own, const ph_profile **out, ph_error_t *err);
+int ph_run_started_profile(ph_run *r, const ph_workload *c, ph_profile *own, const ph_profile **out, ph_error_t *err);
 /* Timing (ph_timing.h): a stage about container C ("stop front") with
  * what exporters want of it: service, mode, run id, container id. */
-ph_stage *ph_run_container_stage(json_t *c, const char *verb);
+ph_stage *ph_run_container_stage(const ph_workload *c, const char *verb);
 /* A stage for SERVICE under MODE (NULL: unprofiled), before a container. */
 ph_stage *ph_run_service_stage(const char *verb, const char *service, const char *mode);
 /* End ST with the outcome RC (*ERR's message when RC < 0); returns RC. */
 int ph_run_stage_done(ph_stage *st, int rc, ph_error_t *err);
 
 /* ph_run_config.c */
-json_t *ph_run_strv_json(const ph_strv *v);
-void ph_run_array_add_unique(json_t *a, const char *s);
 char *ph_run_project_name(ph_run *r, const char *name);
 char *ph_run_service_image(ph_run *r, const ph_service *s);
-/* What compose would create for S running IMAGE as container NAME. */
-json_t *ph_run_base_config(ph_run *r, const ph_service *s, const char *image, const char *name, ph_error_t *err);
+/* What compose would create for S running IMAGE as NAME, with our
+ * labels (mode "none"), into SPEC (zeroed first).  A service compose
+ * options profharness cannot honour is refused (PH_EXIT_USAGE). */
+int ph_run_base_spec(ph_run *r, const ph_service *s, const char *image, const char *name, ph_workload_spec *spec,
+                     ph_error_t *err);
+/* The project's networks and volumes S needs. */
 int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
-int ph_run_create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out,
-                            ph_error_t *err);
+/* Create and start SPEC (ph_backend_ops.run: its fallbacks); *ID_OUT. */
+int ph_run_create_and_start(ph_run *r, const ph_workload_spec *spec, char **id_out, ph_error_t *err);
 
 /* ph_run_start.c */
 /* Order SL so that a service comes after those it depends on (stable). */
 void ph_run_order_by_deps(ph_run *r, ph_svc_list *sl);
 /* The reverse: dependants first, as compose stops them. */
 void ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl);
-
-/* ph_run_compose.c */
-#define PH_BY_COMPOSE "PhByCompose" /* in memory only: this listed container is docker compose's */
-/* C (as ph_run_list has it) was made by docker compose, not by us. */
-int ph_run_by_compose(json_t *c);
-/* Append to LIST the containers of THEIRS (a compose project's) that are
- * the services' (not one-off) and not in LIST yet, each given the labels
- * the loop reads and PH_BY_COMPOSE.  -1 on allocation failure. */
-int ph_run_merge_compose(json_t *list, json_t *theirs);
-/* ph_run_merge_compose of the project's compose containers (of SERVICE). */
-int ph_run_list_compose(ph_run *r, const char *service, json_t *list, ph_error_t *err);
-/* The labels docker compose gives its container of S, set in LABELS. */
-void ph_run_compose_labels(ph_run *r, const ph_service *s, json_t *labels);
-/* When MSG is the Engine's "port is already allocated": which container
- * of CONTAINERS (GET /containers/json) holds it, as a hint into HINT; 1
- * then, else 0. */
-int ph_run_port_owner(const char *msg, json_t *containers, char *hint, size_t len);
-/* ph_run_port_owner on *ERR and the running containers: sets the hint.
- * Returns -1 (for `return ph_run_port_hint(r, err);`). */
-int ph_run_port_hint(ph_run *r, ph_error_t *err);
 
 /* ph_run_servicelog.c */
 /* Write what container ID printed as service.log into the run dir RD
@@ -204,18 +176,11 @@ int ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir
  * hint when there is none. */
 int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err);
 
-/* ph_run_prune.c */
-/* What prune removes, from the Engine's IMAGES (GET /images/json) and
- * CONTAINERS (all of them): [{"tag", "id", "size"}] for the tags in
- * REPOS of images no container uses, the newest of each repository
- * left out unless ALL.  NULL on allocation failure. */
-json_t *ph_run_prune_plan(json_t *images, json_t *containers, const ph_strv *repos, int all);
-
 /* ph_run_snapshot.c */
 /* Make the profiler of the running profiled container C write what it
  * has (`snapshot:` of P, the profile it was started with), or say it cannot.  Best effort: 0 when it
  * did or there is nothing to do, -1 after a warning. */
-int ph_run_snapshot_request(ph_run *r, json_t *c, const ph_profile *p);
+int ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p);
 /* From the sampler's status files in RUNFD: 0 none there, 1 samples were
  * recorded, 2 none were (WHY says why, from the statuses), -1 on error. */
 int ph_run_sample_verdict(int runfd, char *why, size_t len);
@@ -242,8 +207,8 @@ int ph_run_record_complete(json_t *rec);
 int ph_run_record_story(json_t *rec, const char *present, char *out, size_t len);
 
 /* ph_run_collect.c */
-int ph_run_stop_one(ph_run *r, json_t *listed, ph_error_t *err);
-int ph_run_discard_one(ph_run *r, json_t *listed, ph_error_t *err);
+int ph_run_stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
+int ph_run_discard_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
 /* Open <out>/<service> (made when missing, a link there refused) and
  * flock its .lock; remove the .incoming-* entries dead harnesses left.
  * *svcfd_out: the service dir, through which everything below is reached. */

@@ -7,8 +7,8 @@
  * once on threads of their own (PH_JOBS in the environment lowers or
  * raises the bound, 1 is one at a time).
  *
- * What a job may share.  The Engine client is not thread-safe, so each
- * worker thread gets its own ph_engine from ph_run_engine (made on its
+ * What a job may share.  A backend handle is not thread-safe, so each
+ * worker thread gets its own from ph_run_backend (made on its
  * first call, freed when the thread ends); the compose model and the
  * profiles are only read; everything a stop writes on the host is under
  * the service's own directory, behind the service's lock.  Each job has
@@ -28,14 +28,14 @@
 #include "ph_log.h"
 #include "ph_timing.h"
 
-/* This thread's Engine when it is a worker; the run's otherwise. */
+/* This thread's backend when it is a worker; the run's otherwise. */
 static __thread int worker;
-static __thread ph_engine *worker_engine;
+static __thread ph_backend *worker_backend;
 
-ph_engine **
-ph_run_engine_slot(ph_run *r)
+ph_backend **
+ph_run_backend_slot(ph_run *r)
 {
-    return worker ? &worker_engine : &r->engine;
+    return worker ? &worker_backend : &r->backend;
 }
 
 typedef struct pool {
@@ -84,8 +84,8 @@ worker_main(void *arg)
             break;
         run_job(p, i);
     }
-    ph_engine_free(worker_engine);
-    worker_engine = NULL;
+    ph_backend_close(worker_backend);
+    worker_backend = NULL;
     return NULL;
 }
 

@@ -8,8 +8,8 @@
  *            flags are on with no change from the user, and what the
  *            user set stays as set.
  *   refresh  before a stop and before a snapshot: each step's command
- *            run in the service's container or the profiler's (Engine
- *            exec, bounded by its wait, the sampler kept out of it).  A
+ *            run in the service's container or the profiler's (the
+ *            backend's exec, bounded by its wait, the sampler kept out of it).  A
  *            step that fails is a note and the stop goes on; one whose
  *            program the image does not have (exit 126/127: no shell in
  *            a distroless image) is skipped without a word: a runtime
@@ -26,22 +26,21 @@
 #include "ph_escape.h"
 #include "ph_log.h"
 
-/* The value of KEY in ENV (a container's `K=V` strings; the last wins, as
- * in the process's environment the Engine makes), or NULL.  *AT: its
- * index, -1 if none. */
+/* The value of KEY in ENV (a workload's `K=V` strings; the last wins, as
+ * in the process's environment the orchestrator makes), or NULL.  *AT:
+ * its index, -1 if none. */
 static const char *
-env_get(json_t *env, const char *key, ssize_t *at)
+env_get(const ph_strv *env, const char *key, ssize_t *at)
 {
-    size_t i, kl = strlen(key);
-    json_t *x;
+    size_t kl = strlen(key);
     const char *v = NULL;
 
     if (at)
         *at = -1;
-    json_array_foreach(env, i, x) {
-        const char *s = json_string_value(x);
+    for (size_t i = 0; env != NULL && i < env->n; i++) {
+        const char *s = env->v[i];
 
-        if (s && strncmp(s, key, kl) == 0 && s[kl] == '=') {
+        if (strncmp(s, key, kl) == 0 && s[kl] == '=') {
             v = s + kl + 1;
             if (at)
                 *at = (ssize_t)i;
@@ -51,7 +50,7 @@ env_get(json_t *env, const char *key, ssize_t *at)
 }
 
 int
-ph_run_env_extend(json_t *env, json_t *image_env, const ph_kvv *extend, ph_error_t *err)
+ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, ph_error_t *err)
 {
     for (size_t i = 0; i < extend->n; i++) {
         const char *key = extend->v[i].key, *user;
@@ -67,11 +66,16 @@ ph_run_env_extend(json_t *env, json_t *image_env, const ph_kvv *extend, ph_error
             return ph_fail(err, ENOMEM, "allocate");
         }
         free(merged);
-        if (at >= 0)
-            json_array_set_new(env, (size_t)at, json_string(line));
-        else
-            json_array_append_new(env, json_string(line));
-        free(line);
+        if (at >= 0) {
+            free(env->v[at]);
+            env->v[at] = line;
+        } else {
+            int rc = ph_strv_push(env, line);
+
+            free(line);
+            if (rc < 0)
+                return ph_fail(err, ENOMEM, "allocate");
+        }
     }
     return 0;
 }
@@ -86,7 +90,7 @@ run_step(ph_run *r, const char *id, const ph_profile *p, const ph_profile_refres
     char out[PATH_MAX];
     const char **argv = calloc(st->exec.n + 1, sizeof *argv);
     long code = -1, wait_s = st->wait_ns > 0 ? (long)((st->wait_ns + 999999999LL) / 1000000000LL) : 30;
-    ph_engine *e;
+    ph_backend *b;
     int rc = -1;
 
     if (argv == NULL)
@@ -97,7 +101,7 @@ run_step(ph_run *r, const char *id, const ph_profile *p, const ph_profile_refres
             ph_fail(err, ENOMEM, "allocate");
             goto out;
         }
-    if (ph_run_engine(r, &e, err) < 0 || ph_engine_exec(e, id, argv, no_preload, wait_s, NULL, NULL, &code, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0 || b->ops->exec(b, id, argv, no_preload, wait_s, NULL, NULL, &code, err) < 0)
         goto out;
     if (code == 126 || code == 127) {
         /* no such program in the image (no shell: distroless): nothing
@@ -116,13 +120,13 @@ out:
 }
 
 void
-ph_run_refresh(ph_run *r, json_t *c, const ph_profile *p)
+ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE), *run_id = ph_run_label(c, PH_LABEL_RUN);
-    const char *id = json_string_value(json_object_get(c, "Id")), *attached = ph_run_label(c, PH_LABEL_ATTACHED);
+    const char *service = c->service, *run_id = c->run;
+    const char *id = c->id, *attached = c->attached;
 
     /* P: the profile the run was started with.  A container that has ended has no runtime to ask */
-    if (p == NULL || service == NULL || id == NULL || !ph_run_is_running(c))
+    if (p == NULL || service == NULL || id == NULL || !ph_workload_running(c))
         return;
     for (size_t i = 0; i < p->n_refresh; i++) {
         const ph_profile_refresh *st = &p->refresh[i];

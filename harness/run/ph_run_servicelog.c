@@ -85,7 +85,7 @@ log_cb(void *ud, const char *data, size_t len)
         return -1;
     l->written += take;
     /* At the cap: read no further (the Engine would send it all). */
-    return l->dropped > 0 || l->written >= l->max ? PH_ENGINE_DATA_ENOUGH : 0;
+    return l->dropped > 0 || l->written >= l->max ? PH_BACKEND_DATA_ENOUGH : 0;
 }
 
 int
@@ -94,7 +94,7 @@ ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir *rd
     ph_cleanup_close int fd = -1;
     ph_error_t lerr = NULL;
     log_ctx l = { .rd = rd, .err = &lerr, .max = log_max() };
-    ph_engine *e;
+    ph_backend *b;
     char note[300], cap[32];
 
     /* the store moved a container's file of that name away */
@@ -104,7 +104,7 @@ ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir *rd
         return 0;
     }
     l.fd = fd;
-    if (ph_run_engine(r, &e, &lerr) < 0 || ph_engine_container_log_all(e, id, log_cb, &l, &lerr) < 0) {
+    if (ph_run_backend(r, &b, &lerr) < 0 || b->ops->log_all(b, id, log_cb, &l, &lerr) < 0) {
         if (ph_rundir_stats(rd)->limit == PH_TAR_LIMIT_FREE) {
             *err = lerr; /* over min_free: the run is not completed */
             return -1;

@@ -54,17 +54,17 @@ keep_output(void *ud, const char *data, size_t len)
 }
 
 int
-ph_run_snapshot_request(ph_run *r, json_t *c, const ph_profile *p)
+ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
 {
-    const char *service = ph_run_label(c, PH_LABEL_SERVICE);
-    const char *run_id = ph_run_label(c, PH_LABEL_RUN), *id = json_string_value(json_object_get(c, "Id"));
+    const char *service = c->service;
+    const char *run_id = c->run, *id = c->id;
     /* The dump command is not the service: the sampler stays out of it. */
     static const char *const no_preload[] = { "LD_PRELOAD=", NULL };
     char out[PATH_MAX], esc[sizeof ((snap_out *)0)->buf * 4];
     const char **argv = NULL;
     snap_out o = { .len = 0 };
     ph_error_t err = NULL;
-    ph_engine *e;
+    ph_backend *b;
     long code = -1, wait_s;
     int rc = -1;
 
@@ -88,8 +88,8 @@ ph_run_snapshot_request(ph_run *r, json_t *c, const ph_profile *p)
     if (argv == NULL)
         goto out;
     wait_s = p->snapshot.wait_ns > 0 ? (long)((p->snapshot.wait_ns + 999999999LL) / 1000000000LL) : 60;
-    if (ph_run_engine(r, &e, &err) < 0 ||
-        ph_engine_exec(e, id, argv, no_preload, wait_s, keep_output, &o, &code, &err) < 0) {
+    if (ph_run_backend(r, &b, &err) < 0 ||
+        b->ops->exec(b, id, argv, no_preload, wait_s, keep_output, &o, &code, &err) < 0) {
         ph_warn("%s: could not make %s dump (`%s`): %s; collecting what there is", service, p->name, argv[0],
                 err ? err->msg : "?");
         goto out;

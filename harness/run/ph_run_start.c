@@ -43,16 +43,16 @@ keep_enabled(ph_svc_list *sl, int named)
 static int
 ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t *err)
 {
-    ph_engine *e;
+    ph_backend *b;
     ph_cleanup_free char *img = ph_run_service_image(r, s);
     ph_stage *st;
 
     if (img == NULL)
         return ph_fail(err, ENOMEM, "allocate");
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     st = ph_stage_beginf("image", 0, "service image %s", img);
-    return ph_run_stage_done(st, ph_image_ensure_service(e, s, img, force_build, &r->compose->env, err), err);
+    return ph_run_stage_done(st, ph_image_ensure_service(b, s, img, force_build, &r->compose->env, err), err);
 }
 
 /* One profiling image serves every mode (all the profiles' packages), so
@@ -62,17 +62,17 @@ static int
 ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, char **tag_out,
                        ph_image_facts *facts, ph_error_t *err)
 {
-    ph_engine *e;
+    ph_backend *b;
     ph_cleanup_free char *img = ph_run_service_image(r, s);
     ph_stage *st;
     int rc;
 
     if (img == NULL)
         return ph_fail(err, ENOMEM, "allocate");
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     st = ph_stage_beginf("image", 0, "profiling image of %s", img);
-    rc = ph_run_stage_done(st, ph_image_ensure_profiling(e, img, r->data_dir, &r->profiles, mode, tag_out, facts, err),
+    rc = ph_run_stage_done(st, ph_image_ensure_profiling(b, img, r->data_dir, &r->profiles, mode, tag_out, facts, err),
                            err);
     if (rc < 0)
         return ph_error_wrap(err, "%s", s->name);
@@ -125,49 +125,48 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
  * removed; docker compose's is stopped and kept, with its name, volumes and
  * config (restore starts it again). */
 static int
-remove_plain(ph_run *r, json_t *c, ph_error_t *err)
+remove_plain(ph_run *r, const ph_workload *c, ph_error_t *err)
 {
-    ph_engine *e;
-    const char *id = json_string_value(json_object_get(c, "Id"));
-    const char *svc = ph_run_label(c, PH_LABEL_SERVICE);
+    ph_backend *b;
+    const char *id = c->id;
+    const char *svc = c->service;
     long grace = 10;
     ph_service *s = ph_compose_service(r->compose, svc);
 
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     if (s != NULL && s->stop_grace_ns >= 0)
         grace = (long)(s->stop_grace_ns / 1000000000LL);
-    if (ph_run_is_running(c) && ph_engine_container_stop(e, id, grace, err) < 0)
+    if (ph_workload_running(c) && b->ops->stop(b, id, grace, err) < 0)
         return -1;
-    if (ph_run_by_compose(c)) {
-        if (ph_run_is_running(c))
+    if (c->by_compose) {
+        if (ph_workload_running(c))
             ph_info("%s: stopped docker compose's container %.12s; it is kept (`profharness restore %s` starts it "
                     "again)", svc, id, svc);
         return 0;
     }
-    return ph_engine_container_remove(e, id, 1, err);
+    return b->ops->remove(b, id, 1, err);
 }
 
 /* Start docker compose's own container of S again, if it has one: *done
  * says whether it did. */
 static int
-start_compose_own(ph_run *r, const ph_service *s, json_t *list, int *done, ph_error_t *err)
+start_compose_own(ph_run *r, const ph_service *s, const ph_workload_list *list, int *done, ph_error_t *err)
 {
-    ph_engine *e;
+    ph_backend *b;
     size_t k;
-    json_t *c;
+    const ph_workload *c;
 
     *done = 0;
-    json_array_foreach(list, k, c) {
-        const char *id = json_string_value(json_object_get(c, "Id"));
+    for (k = 0; k < list->n && ((c = &list->v[k]), 1); k++) {
+        const char *id = c->id;
 
-        if (!ph_run_by_compose(c))
+        if (!c->by_compose)
             continue;
-        if (!ph_run_is_running(c)) {
-            if (ph_run_engine(r, &e, err) < 0 || ph_engine_container_start(e, id, err) < 0) {
-                ph_run_port_hint(r, err);
+        if (!ph_workload_running(c)) {
+            /* a port someone else holds is named in the hint */
+            if (ph_run_backend(r, &b, err) < 0 || b->ops->start(b, id, err) < 0)
                 return ph_error_wrap(err, "start docker compose's container %.12s of `%s` again", id, s->name);
-            }
             ph_info("%s: running unprofiled (docker compose's container %.12s, started again)", s->name, id);
         }
         *done = 1;
@@ -182,21 +181,22 @@ start_compose_own(ph_run *r, const ph_service *s, json_t *list, int *done, ph_er
 static int
 clear_service(ph_run *r, const ph_service *s, ph_error_t *err)
 {
-    json_t *list = NULL, *c;
+    ph_workload_list list = { 0 };
+    const ph_workload *c;
     size_t k;
     int rc = 0;
 
     if (ph_run_list(r, s->name, &list, err) < 0)
         return -1;
-    json_array_foreach(list, k, c) {
-        if (ph_run_is_profiled(c))
+    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
+        if (ph_workload_profiled(c))
             rc = ph_run_stop_one(r, c, err);
         else
             rc = remove_plain(r, c, err);
         if (rc < 0)
             break;
     }
-    json_decref(list);
+    ph_workload_list_free(&list);
     return rc;
 }
 
@@ -217,7 +217,7 @@ container_name(ph_run *r, const ph_service *s, const char *mode)
 static int
 start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
 {
-    json_t *cfg;
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
     char *img = NULL, *name = NULL, *id = NULL;
     int rc = -1;
 
@@ -228,15 +228,16 @@ start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
         return -1;
     img = ph_run_service_image(r, s);
     name = container_name(r, s, NULL);
-    cfg = img && name ? ph_run_base_config(r, s, img, name, err) : NULL;
-    /* docker compose takes it for its own: ps, logs, down. */
-    if (cfg != NULL)
-        ph_run_compose_labels(r, s, json_object_get(cfg, "Labels"));
-    if (cfg != NULL && name != NULL && ph_run_create_and_start(r, s, name, cfg, &id, err) == 0) {
-        ph_info("%s: running unprofiled (container %s)", s->name, name);
-        rc = 0;
+    if (img == NULL || name == NULL)
+        ph_fail(err, ENOMEM, "allocate");
+    else if (ph_run_base_spec(r, s, img, name, &spec, err) == 0) {
+        spec.compose_labels = 1; /* docker compose takes it for its own: ps, logs, down */
+        if (ph_run_create_and_start(r, &spec, &id, err) == 0) {
+            ph_info("%s: running unprofiled (container %s)", s->name, name);
+            rc = 0;
+        }
     }
-    json_decref(cfg);
+    ph_workload_spec_clear(&spec);
     free(img);
     free(name);
     free(id);
@@ -253,7 +254,8 @@ start_deps(ph_run *r, const ph_service *s, ph_svc_list *targets, int depth, ph_e
         return -1;
     for (size_t i = 0; i < s->depends_on.n; i++) {
         ph_service *d = ph_compose_service(r->compose, s->depends_on.v[i]);
-        json_t *list = NULL, *c;
+        ph_workload_list list = { 0 };
+        const ph_workload *c;
         size_t k;
         int running = 0, targeted = 0;
 
@@ -267,22 +269,22 @@ start_deps(ph_run *r, const ph_service *s, ph_svc_list *targets, int depth, ph_e
             return -1;
         if (ph_run_list(r, d->name, &list, err) < 0)
             return -1;
-        json_array_foreach(list, k, c) running |= ph_run_is_running(c);
+        for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) running |= ph_workload_running(c);
         if (!running) {
             int again = 0;
 
-            json_array_foreach(list, k, c) {
+            for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
                 if (remove_plain(r, c, err) < 0) {
-                    json_decref(list);
+                    ph_workload_list_free(&list);
                     return -1;
                 }
             }
-            if (start_compose_own(r, d, list, &again, err) < 0 || (!again && start_plain(r, d, err) < 0)) {
-                json_decref(list);
+            if (start_compose_own(r, d, &list, &again, err) < 0 || (!again && start_plain(r, d, err) < 0)) {
+                ph_workload_list_free(&list);
                 return ph_error_wrap(err, "start `%s` (a dependency of `%s`)", d->name, s->name);
             }
         }
-        json_decref(list);
+        ph_workload_list_free(&list);
     }
     return 0;
 }
@@ -334,12 +336,12 @@ fmt_seconds(long long ns)
     return s;
 }
 
-json_t *
-ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out)
+int
+ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out, ph_strv *argv)
 {
-    json_t *argv = json_array();
     char *grace = fmt_seconds(p->stop_grace_ns), *egrace = fmt_seconds(p->escalate_grace_ns);
     char esc[512] = "", rec[PATH_MAX];
+    int bad = 0;
 
     for (size_t i = 0; i < p->escalate.n; i++) {
         if (i)
@@ -347,60 +349,59 @@ ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, co
         strncat(esc, p->escalate.v[i], sizeof esc - strlen(esc) - 1);
     }
     snprintf(rec, sizeof rec, "%s/%s", out, PH_RECORD_NAME);
-    json_array_append_new(argv, json_string("/opt/profharness/bin/ph-init"));
-    json_array_append_new(argv, json_string("--stop-target"));
-    json_array_append_new(argv, json_string(target));
-    json_array_append_new(argv, json_string("--stop-signal"));
-    json_array_append_new(argv, json_string(signal));
-    json_array_append_new(argv, json_string("--grace"));
-    json_array_append_new(argv, json_string(grace ? grace : "30"));
+    bad |= ph_strv_push(argv, "/opt/profharness/bin/ph-init");
+    bad |= ph_strv_push(argv, "--stop-target");
+    bad |= ph_strv_push(argv, target);
+    bad |= ph_strv_push(argv, "--stop-signal");
+    bad |= ph_strv_push(argv, signal);
+    bad |= ph_strv_push(argv, "--grace");
+    bad |= ph_strv_push(argv, grace ? grace : "30");
     if (esc[0]) {
-        json_array_append_new(argv, json_string("--escalate"));
-        json_array_append_new(argv, json_string(esc));
-        json_array_append_new(argv, json_string("--escalate-grace"));
-        json_array_append_new(argv, json_string(egrace ? egrace : "10"));
+        bad |= ph_strv_push(argv, "--escalate");
+        bad |= ph_strv_push(argv, esc);
+        bad |= ph_strv_push(argv, "--escalate-grace");
+        bad |= ph_strv_push(argv, egrace ? egrace : "10");
     }
-    json_array_append_new(argv, json_string("--record"));
-    json_array_append_new(argv, json_string(rec));
-    json_array_append_new(argv, json_string("--"));
+    bad |= ph_strv_push(argv, "--record");
+    bad |= ph_strv_push(argv, rec);
+    bad |= ph_strv_push(argv, "--");
     free(grace);
     free(egrace);
-    return argv;
+    return bad ? -1 : 0;
 }
 
 /* What the service runs, appended to ARGV: Docker's rule, an entrypoint
  * given by the service replaces the image's and drops the image's CMD. */
-static void
-service_command(const ph_service *s, json_t *image_cfg, json_t *argv)
+static int
+service_command(const ph_service *s, const ph_image_config *image, ph_strv *argv)
 {
-    json_t *ep = s->has_entrypoint ? NULL : json_object_get(image_cfg, "Entrypoint");
-    json_t *cmd = s->has_command ? NULL : (s->has_entrypoint ? NULL : json_object_get(image_cfg, "Cmd"));
-    json_t *x;
-    size_t i;
+    const ph_strv *parts[4] = { s->has_entrypoint ? &s->entrypoint : NULL,
+                                s->has_entrypoint ? NULL : &image->entrypoint,
+                                s->has_command ? &s->command : NULL,
+                                s->has_command || s->has_entrypoint ? NULL : &image->cmd };
 
-    if (s->has_entrypoint)
-        for (i = 0; i < s->entrypoint.n; i++)
-            json_array_append_new(argv, json_string(s->entrypoint.v[i]));
-    json_array_foreach(ep, i, x) json_array_append(argv, x);
-    if (s->has_command)
-        for (i = 0; i < s->command.n; i++)
-            json_array_append_new(argv, json_string(s->command.v[i]));
-    json_array_foreach(cmd, i, x) json_array_append(argv, x);
+    for (size_t k = 0; k < 4; k++)
+        for (size_t i = 0; parts[k] != NULL && i < parts[k]->n; i++)
+            if (ph_strv_push(argv, parts[k]->v[i]) < 0)
+                return -1;
+    return 0;
 }
 
-/* The argv the profiled container runs: the shim, its stop protocol, the
- * profiler's wrap, then what the service would have run.  TOOLS_BIN: the
- * wrap's program comes from the tools tree there (the image has no
- * package manager to install it). */
+/* The argv the profiled container runs, onto ARGV: the shim, its stop
+ * protocol, the profiler's wrap, then what the service would have run.
+ * TOOLS_BIN: the wrap's program comes from the tools tree there (the
+ * image has no package manager to install it). */
 static int
-profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image_cfg, const char *tools_bin,
-              const char *out, const char *run_id, json_t **argv_out, ph_error_t *err)
+profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, const ph_image_config *image,
+              const char *tools_bin, const char *out, const char *run_id, ph_strv *argv, ph_error_t *err)
 {
-    json_t *argv = ph_run_shim_argv(p, p->stop_target, p->stop_signal, out);
     size_t i, n0;
 
+    if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, argv) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
     for (i = 0; i < p->wrap.n; i++) {
         char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id);
+        int rc;
 
         if (w != NULL && i == 0 && tools_bin != NULL) {
             char *t = NULL;
@@ -410,134 +411,18 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, json_t *image
             free(w);
             w = t;
         }
-        if (w == NULL) {
-            json_decref(argv);
-            return ph_fail(err, ENOMEM, "allocate");
-        }
-        json_array_append_new(argv, json_string(w));
+        rc = w == NULL ? -1 : ph_strv_push(argv, w);
         free(w);
+        if (rc < 0)
+            return ph_fail(err, ENOMEM, "allocate");
     }
-    n0 = json_array_size(argv);
-    service_command(s, image_cfg, argv);
-    if (json_array_size(argv) == n0) {
-        json_decref(argv);
+    n0 = argv->n;
+    if (service_command(s, image, argv) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    if (argv->n == n0)
         return ph_bad_input(err, "%s: service `%s` has no command to profile (none in the compose file or the image)",
                             r->compose->path, s->name);
-    }
-    *argv_out = argv;
     return 0;
-}
-
-/* S == NULL: a container of ours, not a service's (no compose networks
- * to join, no `privileged` to fall back from). */
-static int
-create_and_start(ph_run *r, const ph_service *s, const char *name, json_t *cfg, char **id_out, ph_error_t *err)
-{
-    ph_engine *e;
-    char *id = NULL;
-
-    if (s != NULL)
-        return ph_run_create_and_start(r, s, name, cfg, id_out, err);
-    if (ph_run_engine(r, &e, err) < 0 || ph_engine_container_create(e, name, cfg, &id, err) < 0)
-        return -1;
-    if (ph_engine_container_start(e, id, err) < 0) {
-        ph_engine_container_remove(e, id, 1, NULL);
-        free(id);
-        return -1;
-    }
-    *id_out = id;
-    return 0;
-}
-
-/* Whether NOTE was said of this Engine before: it is looked up, and
- * added, in the user's cache ($XDG_CACHE_HOME or ~/.cache, profharness/
- * engine-<ID>), the Engine's ID from /info.  What an Engine lacks is its
- * own fact, the same for every start and attach on it: told once, on the
- * first, is enough.  Any failure (no cache, no ID) says it again. */
-static int
-engine_said_before(ph_run *r, const char *note)
-{
-    ph_engine *e;
-    json_t *info = NULL;
-    const char *id, *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char dir[PATH_MAX], path[PATH_MAX], line[512];
-    long status = 0;
-    int said = 0;
-    FILE *f;
-
-    if (ph_run_engine(r, &e, NULL) < 0 || ph_engine_request(e, "GET", "/info", NULL, &info, &status, NULL) < 0)
-        return 0;
-    id = json_string_value(json_object_get(info, "ID"));
-    if (base != NULL && base[0] == '/')
-        snprintf(dir, sizeof dir, "%s/profharness", base);
-    else if (home != NULL && home[0] == '/')
-        snprintf(dir, sizeof dir, "%s/.cache/profharness", home);
-    else
-        dir[0] = '\0';
-    if (id == NULL || id[0] == '\0' || dir[0] == '\0' || strlen(note) >= sizeof line - 1) {
-        json_decref(info);
-        return 0;
-    }
-    /* the ID's colons and any other byte but [A-Za-z0-9] become '-' */
-    snprintf(path, sizeof path, "%s/engine-", dir);
-    for (size_t n = strlen(path), i = 0; id[i] && n + 1 < sizeof path; i++, n++) {
-        unsigned char ch = (unsigned char)id[i];
-        path[n] = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? (char)ch : '-';
-        path[n + 1] = '\0';
-    }
-    json_decref(info);
-    if ((f = fopen(path, "re")) != NULL) {
-        while (!said && fgets(line, sizeof line, f) != NULL) {
-            line[strcspn(line, "\n")] = '\0';
-            said = strcmp(line, note) == 0;
-        }
-        fclose(f);
-    }
-    for (char *sl = dir + 1; !said && (sl = strchr(sl, '/')) != NULL; sl++) { /* mkdir -p */
-        *sl = '\0';
-        mkdir(dir, 0700);
-        *sl = '/';
-    }
-    if (!said && (mkdir(dir, 0700) == 0 || errno == EEXIST) && (f = fopen(path, "ae")) != NULL) {
-        fprintf(f, "%s\n", note);
-        fclose(f);
-    }
-    return said;
-}
-
-int
-ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, json_t *cfg, const ph_strv *if_known,
-                            char **id_out, ph_error_t *err)
-{
-    json_t *caps = json_object_get(json_object_get(cfg, "HostConfig"), "CapAdd");
-    size_t before = json_array_size(caps), added;
-    char list[256] = "";
-
-    for (size_t i = 0; caps && i < if_known->n; i++)
-        ph_run_array_add_unique(caps, if_known->v[i]);
-    added = json_array_size(caps) - before;
-    if (create_and_start(r, s, name, cfg, id_out, err) == 0)
-        return 0;
-    /* An Engine older than a capability refuses it by name at create. */
-    if (added == 0 || strstr((*err)->msg, "unknown capability") == NULL)
-        return -1;
-    for (size_t i = before; i < before + added; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i > before ? ", " : "",
-                 json_string_value(json_array_get(caps, i)));
-    {
-        char note[300];
-
-        snprintf(note, sizeof note, "unknown capabilities: %s", list);
-        if (engine_said_before(r, note))
-            ph_debug("%s: this Engine does not know %s; running without", s ? s->name : name, list);
-        else
-            ph_info("%s: this Engine does not know %s; running without (%s; said once per Engine)",
-                    s ? s->name : name, list, (*err)->msg);
-    }
-    ph_error_free(err);
-    while (json_array_size(caps) > before)
-        json_array_remove(caps, json_array_size(caps) - 1);
-    return create_and_start(r, s, name, cfg, id_out, err);
 }
 
 /* ---- before anything is stopped ------------------------------------- */
@@ -549,55 +434,49 @@ typedef struct prepared {
 } prepared;
 
 /* The program the service runs in its image (ph_image_program) into
- * *PROG; *ARGV_OUT its command and *ENV_OUT the image's environment (each
- * a new JSON array) when not NULL.  0, or -1 and *err. */
+ * *PROG; ARGV_OUT its command and ENV_OUT the image's environment (pushed
+ * onto each) when not NULL.  0, or -1 and *err. */
 static int
-service_program(ph_run *r, const ph_service *s, ph_image_program_t *prog, json_t **argv_out, json_t **env_out,
+service_program(ph_run *r, const ph_service *s, ph_image_program_t *prog, ph_strv *argv_out, ph_strv *env_out,
                 ph_error_t *err)
 {
-    ph_engine *e;
-    json_t *info = NULL, *argv = json_array(), *cfg, *x;
+    ph_backend *b;
+    ph_image_config info = { 0 };
+    ph_strv argv = { 0 };
     ph_cleanup_free char *img = ph_run_service_image(r, s);
     const char *path_var = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", *workdir;
-    char **words = NULL;
-    size_t i, n;
     int found = 0, rc = -1;
 
-    if (img == NULL || argv == NULL || ph_run_engine(r, &e, err) < 0 ||
-        ph_engine_image_inspect(e, img, &info, &found, err) < 0 || !found)
+    if (img == NULL || ph_run_backend(r, &b, err) < 0 || b->ops->image_inspect(b, img, &info, &found, err) < 0 ||
+        !found)
         goto out;
-    cfg = json_object_get(info, "Config");
-    service_command(s, cfg, argv);
-    json_array_foreach(json_object_get(cfg, "Env"), i, x) {
-        const char *kv = json_string_value(x);
-        if (kv != NULL && strncmp(kv, "PATH=", 5) == 0)
-            path_var = kv + 5;
-    }
-    if (ph_kvv_get(&s->environment, "PATH") != NULL)
-        path_var = ph_kvv_get(&s->environment, "PATH");
-    workdir = s->working_dir ? s->working_dir : json_string_value(json_object_get(cfg, "WorkingDir"));
-    n = json_array_size(argv);
-    if ((words = calloc(n + 1, sizeof *words)) == NULL) {
+    if (service_command(s, &info, &argv) < 0) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
-    for (i = 0; i < n; i++)
-        words[i] = (char *)(json_string_value(json_array_get(argv, i)) ? json_string_value(json_array_get(argv, i)) : "");
-    if (ph_image_program(e, img, words, n, path_var, workdir, prog, err) < 0)
+    for (size_t i = 0; i < info.env.n; i++)
+        if (strncmp(info.env.v[i], "PATH=", 5) == 0)
+            path_var = info.env.v[i] + 5;
+    if (ph_kvv_get(&s->environment, "PATH") != NULL)
+        path_var = ph_kvv_get(&s->environment, "PATH");
+    workdir = s->working_dir ? s->working_dir : info.workdir;
+    if (ph_image_program(b, img, argv.v, argv.n, path_var, workdir, prog, err) < 0)
         goto out;
-    if (env_out != NULL && (*env_out = json_deep_copy(json_object_get(cfg, "Env"))) == NULL)
-        *env_out = json_array();
+    for (size_t i = 0; env_out != NULL && i < info.env.n; i++)
+        if (ph_strv_push(env_out, info.env.v[i]) < 0) {
+            ph_fail(err, ENOMEM, "allocate");
+            goto out;
+        }
     if (argv_out != NULL) {
         *argv_out = argv;
-        argv = NULL;
+        memset(&argv, 0, sizeof argv);
     }
     rc = 0;
 out:
     if (rc < 0 && (err == NULL || *err == NULL))
         ph_fail(err, 0, "image `%s` of service `%s` vanished", img ? img : "?", s->name);
-    free(words);
-    json_decref(argv);
-    json_decref(info);
+    ph_strv_free(&argv);
+    ph_image_config_clear(&info);
     return rc;
 }
 
@@ -624,14 +503,17 @@ static int
 check_program(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
 {
     ph_image_program_t prog;
-    json_t *argv = NULL, *env = NULL;
+    ph_strv argv = { 0 }, env = { 0 };
     char alt[160] = "";
     int rc;
 
     if (p->libc.n == 0 && (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START)))
         return 0;
-    if (service_program(r, s, &prog, &argv, &env, err) < 0)
+    if (service_program(r, s, &prog, &argv, &env, err) < 0) {
+        ph_strv_free(&argv);
+        ph_strv_free(&env);
         return -1;
+    }
     if (p->libc.n > 0 && prog.linked == 0) {
         for (size_t i = 0; i < r->profiles.n && alt[0] == '\0'; i++) {
             const ph_profile *q = &r->profiles.v[i];
@@ -643,10 +525,10 @@ check_program(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *e
                           "interpreter), and the mode is loaded into the program with LD_PRELOAD, which only the "
                           "dynamic loader honours%s", s->name, p->name, prog.path, alt);
     } else {
-        rc = ph_run_unnamed_start(r, s, p, prog.runs, argv, env, err);
+        rc = ph_run_unnamed_start(r, s, p, prog.runs, &argv, &env, err);
     }
-    json_decref(argv);
-    json_decref(env);
+    ph_strv_free(&argv);
+    ph_strv_free(&env);
     return rc;
 }
 
@@ -663,24 +545,70 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
     return ensure_profiling_image(r, s, p, &out->prof_img, &out->facts, err);
 }
 
+/* Compose's environment of S as the workload gets it (a variable
+ * without a value goes as `KEY`: unset, whatever the image says), then
+ * P's own, expanded: onto ENV. */
+static int
+profiled_env(const ph_service *s, const ph_profile *p, const char *out, const char *run_id, ph_strv *env)
+{
+    for (size_t i = 0; i < s->environment.n; i++) {
+        const ph_kv *kv = &s->environment.v[i];
+        char *line = NULL;
+        int rc;
+
+        if (kv->value == NULL)
+            rc = ph_strv_push(env, kv->key);
+        else if (asprintf(&line, "%s=%s", kv->key, kv->value) < 0)
+            rc = -1;
+        else
+            rc = ph_strv_push(env, line);
+        free(line);
+        if (rc < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < p->environment.n; i++) {
+        char *v = ph_profile_expand(p->environment.v[i].value ? p->environment.v[i].value : "", out, s->name,
+                                    p->name, run_id);
+        char *line = NULL;
+        int rc = 0;
+
+        if (v && asprintf(&line, "%s=%s", p->environment.v[i].key, v) >= 0)
+            rc = ph_strv_push(env, line);
+        free(v);
+        free(line);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+push_all(ph_strv *to, const ph_strv *from)
+{
+    for (size_t i = 0; i < from->n; i++)
+        if (ph_strv_push(to, from->v[i]) < 0)
+            return -1;
+    return 0;
+}
+
 static int
 start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepared *prep, ph_error_t *err)
 {
-    ph_engine *e;
-    json_t *cfg = NULL, *img_info = NULL, *argv = NULL, *host, *labels, *env, *caps, *secopt;
-    char *img = NULL, *name = NULL, *id = NULL;
+    ph_backend *b;
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
+    ph_image_config img_info = { 0 };
+    char *img = NULL, *name = NULL, *id = NULL, *rec = NULL;
     const char *prof_img = prep->prof_img;
     const ph_image_facts facts = prep->facts;
     char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
     int found = 0, rc = -1;
-    size_t i;
 
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     if (ph_run_ensure_networks(r, s, err) < 0)
         goto out;
     img = ph_run_service_image(r, s);
-    if (img == NULL || ph_engine_image_inspect(e, img, &img_info, &found, err) < 0)
+    if (img == NULL || b->ops->image_inspect(b, img, &img_info, &found, err) < 0)
         goto out;
     if (!found) {
         ph_fail(err, 0, "image `%s` vanished", img);
@@ -693,87 +621,61 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
 
-    if (profiled_argv(r, s, p, json_object_get(img_info, "Config"), facts.pm[0] ? NULL : PH_TOOLS_BIN, out, run_id,
-                      &argv, err) < 0)
-        goto out;
     name = container_name(r, s, p->name);
-    cfg = name ? ph_run_base_config(r, s, prof_img, name, err) : NULL;
-    if (cfg == NULL)
+    if (name == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
         goto out;
-    json_object_set_new(cfg, "Entrypoint", argv);
-    argv = NULL;
-    json_object_set_new(cfg, "Cmd", json_array());
-    /* The shim turns SIGTERM into the profile's stop protocol; Docker's own
-     * stop timeout must outlast it so a manual `docker stop` loses nothing. */
-    json_object_set_new(cfg, "StopSignal", json_string("SIGTERM"));
-    json_object_set_new(cfg, "StopTimeout",
-                        json_integer((p->stop_grace_ns + (long long)p->escalate.n * p->escalate_grace_ns) / 1000000000LL + 30));
-    if (s->user == NULL) {
-        const char *u = json_string_value(json_object_get(json_object_get(img_info, "Config"), "User"));
-        if (u && u[0])
-            json_object_set_new(cfg, "User", json_string(u));
     }
-    if (s->working_dir == NULL) {
-        const char *w = json_string_value(json_object_get(json_object_get(img_info, "Config"), "WorkingDir"));
-        if (w && w[0])
-            json_object_set_new(cfg, "WorkingDir", json_string(w));
-    }
-    env = json_object_get(cfg, "Env");
-    for (i = 0; i < p->environment.n; i++) {
-        char *v = ph_profile_expand(p->environment.v[i].value ? p->environment.v[i].value : "", out,
-                                    s->name, p->name, run_id);
-        char *line = NULL;
-
-        if (v && asprintf(&line, "%s=%s", p->environment.v[i].key, v) >= 0)
-            json_array_append_new(env, json_string(line));
-        free(v);
-        free(line);
+    if (ph_run_base_spec(r, s, prof_img, name, &spec, err) < 0)
+        goto out;
+    spec.set_entrypoint = spec.set_cmd = 1; /* the shim's argv; no CMD */
+    if (profiled_argv(r, s, p, &img_info, facts.pm[0] ? NULL : PH_TOOLS_BIN, out, run_id, &spec.entrypoint, err) < 0)
+        goto out;
+    /* The shim turns SIGTERM into the profile's stop protocol; the
+     * orchestrator's own stop timeout must outlast it so a manual `docker
+     * stop` loses nothing. */
+    spec.stop_signal = strdup("SIGTERM");
+    spec.stop_grace_s = ph_run_stop_budget_s(p);
+    if (s->user == NULL && img_info.user != NULL && img_info.user[0])
+        spec.user = strdup(img_info.user);
+    if (s->working_dir == NULL && img_info.workdir != NULL && img_info.workdir[0])
+        spec.workdir = strdup(img_info.workdir);
+    spec.set_env = 1;
+    if (spec.stop_signal == NULL || profiled_env(s, p, out, run_id, &spec.env) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
     }
     /* what the runtimes offer the mode, added to what the user set */
-    if (ph_run_env_extend(env, json_object_get(json_object_get(img_info, "Config"), "Env"), &p->env_extend, err) < 0)
+    if (ph_run_env_extend(&spec.env, &img_info.env, &p->env_extend, err) < 0)
         goto out;
-    labels = json_object_get(cfg, "Labels");
-    json_object_set_new(labels, PH_LABEL_MODE, json_string(p->name));
-    json_object_set_new(labels, PH_LABEL_RUN, json_string(run_id));
-    json_object_set_new(labels, PH_LABEL_STARTED, json_string(started));
-    json_object_set_new(labels, PH_LABEL_OUTDIR, json_string(host_dir));
     /* the definition this run is stopped, collected and reported with */
-    {
-        char *rec = ph_rundir_profile_record(p);
-
-        if (rec != NULL)
-            json_object_set_new(labels, PH_LABEL_PROFILE, json_string(rec));
-        free(rec);
+    rec = ph_rundir_profile_record(p);
+    if (ph_kvv_set(&spec.labels, PH_LABEL_MODE, p->name) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_RUN, run_id) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_STARTED, started) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
+        (rec != NULL && ph_kvv_set(&spec.labels, PH_LABEL_PROFILE, rec) < 0)) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
     }
-    host = json_object_get(cfg, "HostConfig");
-    /* The Engine must not restart a profiled container mid-run: a restart
-     * would start the profiler over and its output with it. */
+    /* The orchestrator must not restart a profiled workload mid-run: a
+     * restart would start the profiler over and its output with it. */
     if (s->restart != NULL && strcmp(s->restart, "no") != 0)
         ph_info("%s: `restart: %s` is left to restore; the profiled container is not restarted by the Engine",
                 s->name, s->restart);
-    json_object_set_new(host, "RestartPolicy", json_pack("{s:s, s:i}", "Name", "no", "MaximumRetryCount", 0));
+    spec.no_restart = 1;
     /* read_only: the artifacts still need somewhere to go.  An anonymous
-     * volume outlives the stop (collection reads the stopped container
-     * through the archive endpoint, which a tmpfs would not survive) and
-     * goes with the container when it is removed. */
-    if (s->read_only) {
-        json_t *vols = json_object_get(cfg, "Volumes");
-
-        if (vols == NULL) {
-            vols = json_object();
-            json_object_set_new(cfg, "Volumes", vols);
-        }
-        json_object_set_new(vols, PH_CONTAINER_OUT, json_object());
+     * volume outlives the stop (collection reads the stopped workload's
+     * files, which a tmpfs would not survive) and goes with the workload
+     * when it is removed. */
+    if ((s->read_only && ph_workload_spec_mount(&spec, PH_MOUNT_SPEC_ANON, NULL, PH_CONTAINER_OUT, 0) < 0) ||
+        push_all(&spec.cap_add, &p->cap_add) < 0 || push_all(&spec.security_opt, &p->security_opt) < 0 ||
+        push_all(&spec.cap_add_if_known, &p->cap_add_if_known) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
     }
-    caps = json_object_get(host, "CapAdd");
-    secopt = json_object_get(host, "SecurityOpt");
-    for (i = 0; i < p->cap_add.n; i++)
-        ph_run_array_add_unique(caps, p->cap_add.v[i]);
-    for (i = 0; i < p->security_opt.n; i++)
-        ph_run_array_add_unique(secopt, p->security_opt.v[i]);
 
     ph_stage_attr(ph_stage_current(), "profharness.run.id", run_id);
-    if (ph_run_create_caps_if_known(r, s, name, cfg, &p->cap_add_if_known, &id, err) < 0)
+    if (ph_run_create_and_start(r, &spec, &id, err) < 0)
         goto out;
     ph_stage_attr(ph_stage_current(), "container.id", id);
     ph_info("%s: profiling under %s (container %s); its run dir is written when it stops "
@@ -784,9 +686,9 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     fflush(stdout);
     rc = 0;
 out:
-    json_decref(cfg);
-    json_decref(argv);
-    json_decref(img_info);
+    ph_workload_spec_clear(&spec);
+    ph_image_config_clear(&img_info);
+    free(rec);
     free(img);
     free(name);
     free(id);
@@ -846,20 +748,21 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
 static int
 restore_one(ph_run *r, const ph_service *s, ph_error_t *err)
 {
-    json_t *list = NULL, *c;
+    ph_workload_list list = { 0 };
+    const ph_workload *c;
     size_t k;
     int again = 0, rc = 0;
 
     if (ph_run_list(r, s->name, &list, err) < 0)
         return -1;
-    json_array_foreach(list, k, c) again |= ph_run_by_compose(c);
-    json_array_foreach(list, k, c) {
-        if (again && rc == 0 && !ph_run_by_compose(c))
+    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) again |= c->by_compose;
+    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
+        if (again && rc == 0 && !c->by_compose)
             rc = remove_plain(r, c, err);
     }
     if (rc == 0 && again)
-        rc = start_compose_own(r, s, list, &again, err);
-    json_decref(list);
+        rc = start_compose_own(r, s, &list, &again, err);
+    ph_workload_list_free(&list);
     if (rc < 0 || again)
         return rc;
     if (clear_service(r, s, err) < 0)
@@ -905,24 +808,25 @@ ph_run_down(ph_run *r, char **services, int n, ph_error_t *err)
     /* a profiled run is collected first, as stop does: down never loses one */
     rc = ph_run_stop_services(r, &sl, 1, err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
-        json_t *list = NULL, *c;
+        ph_workload_list list = { 0 };
+        const ph_workload *c;
         size_t k;
 
         if ((rc = ph_run_list(r, sl.v[i]->name, &list, err)) < 0)
             break;
-        json_array_foreach(list, k, c) {
-            const char *id = json_string_value(json_object_get(c, "Id"));
-            int running = ph_run_is_running(c);
+        for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
+            const char *id = c->id;
+            int running = ph_workload_running(c);
 
-            if (!running && ph_run_by_compose(c))
+            if (!running && c->by_compose)
                 continue; /* compose's, already stopped */
             if ((rc = remove_plain(r, c, err)) < 0)
                 break;
-            if (!ph_run_by_compose(c))
+            if (!c->by_compose)
                 ph_info("%s: %s container %.12s", sl.v[i]->name, running ? "stopped and removed" : "removed", id);
             downed++;
         }
-        json_decref(list);
+        ph_workload_list_free(&list);
     }
     if (rc == 0 && downed == 0)
         ph_info("nothing to take down: no container of %s runs in project `%s`", n > 0 ? "those services" : "its services",

@@ -7,10 +7,10 @@
  *            and the environment the container will have: the image's,
  *            compose's, the mode's, the runtimes' extensions (so a node
  *            that `start` gives --perf-basic-prof is not refused).
- *   attach   each process of the running container as the Engine's host
- *            `ps` sees it (GET /containers/{id}/top: its arguments, then
- *            its arguments and initial environment), its program found in
- *            the container's own files through the archive endpoint.  No
+ *   attach   each process of the running workload as the host's `ps`
+ *            sees it (the backend's top: its arguments, then its
+ *            arguments and initial environment), its program found in
+ *            the workload's own files (the backend's archive).  No
  *            container is created for it and nothing runs in the service's.
  *
  * The refusal is one line: which program, why, and what works (the rule's
@@ -96,111 +96,106 @@ ph_run_ps_env(const char *args, const char *with_env, ph_strv *env)
 
 /* ENV's `K=V` strings pushed onto OUT. */
 static int
-push_env(ph_strv *out, json_t *env)
+push_env(ph_strv *out, const ph_strv *env)
 {
-    size_t i;
-    json_t *x;
-
-    json_array_foreach(env, i, x) {
-        const char *kv = json_string_value(x);
-
-        if (kv != NULL && strchr(kv, '=') != NULL && ph_strv_push(out, kv) < 0)
+    for (size_t i = 0; env != NULL && i < env->n; i++)
+        if (strchr(env->v[i], '=') != NULL && ph_strv_push(out, env->v[i]) < 0)
             return -1;
-    }
     return 0;
 }
 
 int
-ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const char *program, json_t *argv,
-                     json_t *image_env, ph_error_t *err)
+ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const char *program, const ph_strv *argv,
+                     const ph_strv *image_env, ph_error_t *err)
 {
-    json_t *env = json_array(), *x;
-    ph_strv all = { 0 };
+    ph_strv env = { 0 }, all = { 0 };
     char *args = NULL;
     size_t i, len = 0;
     int rc = -1;
 
-    if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START)) {
-        json_decref(env);
+    if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START))
         return 0;
-    }
-    if (env == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
     /* the environment start gives the container (start_profiled's order) */
     for (i = 0; i < s->environment.n; i++) {
         const ph_kv *kv = &s->environment.v[i];
         char *line = NULL;
 
-        if (kv->value != NULL && asprintf(&line, "%s=%s", kv->key, kv->value) >= 0)
-            json_array_append_new(env, json_string(line));
+        if (kv->value != NULL && asprintf(&line, "%s=%s", kv->key, kv->value) >= 0 && ph_strv_push(&env, line) < 0) {
+            free(line);
+            goto nomem;
+        }
         free(line);
     }
     for (i = 0; i < p->environment.n; i++) {
         char *line = NULL;
 
         if (asprintf(&line, "%s=%s", p->environment.v[i].key, p->environment.v[i].value ? p->environment.v[i].value
-                                                                                        : "") >= 0)
-            json_array_append_new(env, json_string(line));
+                                                                                        : "") >= 0 &&
+            ph_strv_push(&env, line) < 0) {
+            free(line);
+            goto nomem;
+        }
         free(line);
     }
-    if (ph_run_env_extend(env, image_env, &p->env_extend, err) < 0)
+    if (ph_run_env_extend(&env, image_env, &p->env_extend, err) < 0)
         goto out;
-    if (push_env(&all, image_env) < 0 || push_env(&all, env) < 0) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    json_array_foreach(argv, i, x) len += strlen(json_string_value(x) ? json_string_value(x) : "") + 1;
-    if ((args = calloc(1, len + 1)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
+    if (push_env(&all, image_env) < 0 || push_env(&all, &env) < 0)
+        goto nomem;
+    for (i = 0; i < argv->n; i++)
+        len += strlen(argv->v[i]) + 1;
+    if ((args = calloc(1, len + 1)) == NULL)
+        goto nomem;
     len = 0;
-    json_array_foreach(argv, i, x) {
-        const char *w = json_string_value(x) ? json_string_value(x) : "";
-        size_t k = strlen(w);
+    for (i = 0; i < argv->n; i++) {
+        size_t k = strlen(argv->v[i]);
 
         if (i > 0)
             args[len++] = ' ';
-        memcpy(args + len, w, k);
+        memcpy(args + len, argv->v[i], k);
         len += k;
     }
     args[len] = '\0';
     rc = ph_run_unnamed_refuse(s->name, p, PH_UNNAMED_START, program, args, &all, err);
+    goto out;
+nomem:
+    ph_fail(err, ENOMEM, "allocate");
 out:
     free(args);
     ph_strv_free(&all);
-    json_decref(env);
+    ph_strv_free(&env);
     return rc;
 }
 
 /* ---- attach -------------------------------------------------------------- */
 
-/* The column titled TITLE of TOP's answer; -1. */
+/* The column titled TITLE of TOP; -1. */
 static int
-top_column(json_t *top, const char *title)
+top_column(const ph_proc_table *top, const char *title)
 {
-    size_t i;
-    json_t *x;
-
-    json_array_foreach(json_object_get(top, "Titles"), i, x) {
-        if (json_string_value(x) && strcmp(json_string_value(x), title) == 0)
+    for (size_t i = 0; i < top->titles.n; i++)
+        if (strcmp(top->titles.v[i], title) == 0)
             return (int)i;
-    }
     return -1;
+}
+
+/* Column COL of ROW, or its last with COL -1; NULL. */
+static const char *
+top_cell(const ph_strv *row, int col)
+{
+    if (row->n == 0)
+        return NULL;
+    return col < 0 ? row->v[row->n - 1] : (size_t)col < row->n ? row->v[col] : NULL;
 }
 
 /* The arguments (the last column) of the process PID in TOP; NULL. */
 static const char *
-top_args(json_t *top, const char *pid, int pid_col)
+top_args(const ph_proc_table *top, const char *pid, int pid_col)
 {
-    size_t i;
-    json_t *row;
-
-    json_array_foreach(json_object_get(top, "Processes"), i, row) {
-        const char *rp = json_string_value(json_array_get(row, (size_t)pid_col));
+    for (size_t i = 0; i < top->n; i++) {
+        const char *rp = top_cell(&top->rows[i], pid_col);
 
         if (rp != NULL && strcmp(rp, pid) == 0)
-            return json_string_value(json_array_get(row, json_array_size(row) - 1));
+            return top_cell(&top->rows[i], -1);
     }
     return NULL;
 }
@@ -212,8 +207,8 @@ typedef struct seen_program {
 int
 ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const char *id, ph_error_t *err)
 {
-    ph_engine *e;
-    json_t *plain = NULL, *with_env = NULL, *row;
+    ph_backend *b;
+    ph_proc_table plain = { 0 }, with_env = { 0 };
     ph_error_t sub = NULL;
     seen_program seen[ATTACH_PROGRAMS_MAX];
     size_t n_seen = 0, i;
@@ -221,11 +216,11 @@ ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const
 
     if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_ATTACH))
         return 0;
-    if (ph_run_engine(r, &e, err) < 0)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
-    if (ph_engine_container_top(e, id, "-ww -o pid,args", &plain, &sub) < 0 ||
-        ph_engine_container_top(e, id, "-ww -o pid,args e", &with_env, &sub) < 0 ||
-        (pid_col = top_column(plain, "PID")) < 0 || (pid_col_env = top_column(with_env, "PID")) < 0) {
+    if (b->ops->top(b, id, "-ww -o pid,args", &plain, &sub) < 0 ||
+        b->ops->top(b, id, "-ww -o pid,args e", &with_env, &sub) < 0 ||
+        (pid_col = top_column(&plain, "PID")) < 0 || (pid_col_env = top_column(&with_env, "PID")) < 0) {
         ph_info("%s: cannot tell which runtimes run in container %.12s (%s); attaching %s without asking whether "
                 "it names their functions", s->name, id, sub ? sub->msg : "the Engine's answer has no PID column",
                 p->name);
@@ -234,9 +229,9 @@ ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const
         goto out;
     }
     rc = 0;
-    json_array_foreach(json_object_get(plain, "Processes"), i, row) {
-        const char *pid = json_string_value(json_array_get(row, (size_t)pid_col));
-        const char *args = json_string_value(json_array_get(row, json_array_size(row) - 1));
+    for (i = 0; i < plain.n; i++) {
+        const char *pid = top_cell(&plain.rows[i], pid_col);
+        const char *args = top_cell(&plain.rows[i], -1);
         const char *args_env, *path_var = NULL;
         char argv0[4096];
         char *words[1] = { argv0 };
@@ -244,7 +239,7 @@ ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const
         ph_image_program_t prog;
         size_t k;
 
-        if (pid == NULL || args == NULL || (args_env = top_args(with_env, pid, pid_col_env)) == NULL)
+        if (pid == NULL || args == NULL || (args_env = top_args(&with_env, pid, pid_col_env)) == NULL)
             continue;
         if (ph_run_ps_env(args, args_env, &env) < 0) {
             ph_strv_free(&env);
@@ -265,7 +260,7 @@ ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const
         /* each program is looked for once; each process's arguments and
          * environment are read by the rules */
         if (k == n_seen) {
-            if (ph_image_program_in(e, id, words, 1, path_var ? path_var : DEFAULT_PATH, "/", &prog, err) < 0) {
+            if (ph_image_program_in(b, id, words, 1, path_var ? path_var : DEFAULT_PATH, "/", &prog, err) < 0) {
                 ph_strv_free(&env);
                 rc = -1;
                 break;
@@ -291,7 +286,7 @@ out:
         free(seen[i].path_var);
         free(seen[i].runs);
     }
-    json_decref(plain);
-    json_decref(with_env);
+    ph_proc_table_clear(&plain);
+    ph_proc_table_clear(&with_env);
     return rc;
 }

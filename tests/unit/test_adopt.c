@@ -16,6 +16,8 @@
 
 #include "ph_paths.h"
 #include "ph_profile.h"
+#include "ph_backend_engine.h"
+#include "ph_image.h"
 #include "ph_run_int.h"
 #include "ph_suggest.h"
 #include "ph_util.h"
@@ -517,20 +519,23 @@ test_merge_compose(void **state)
                            "  \"com.docker.compose.oneoff\": \"True\"}},"
                            " {\"Id\": \"d\", \"Labels\": {\"com.docker.compose.project\": \"p\"}},"
                            " {\"Id\": \"e\", \"Labels\": null}]");
-    json_t *b;
+    ph_workload_list list = { 0 };
+    const ph_workload *b;
 
     (void)state;
-    assert_int_equal(ph_run_merge_compose(ours, theirs), 0);
+    assert_int_equal(ph_backend_engine_merge_compose(ours, theirs, &list), 0);
     /* a is ours (restore gave it compose's labels): once, as ours. */
-    assert_int_equal(json_array_size(ours), 2);
-    assert_false(ph_run_by_compose(json_array_get(ours, 0)));
-    b = json_array_get(ours, 1);
-    assert_string_equal(json_string_value(json_object_get(b, "Id")), "b");
-    assert_true(ph_run_by_compose(b));
-    assert_string_equal(ph_run_label(b, PH_LABEL_SERVICE), "worker");
-    assert_string_equal(ph_run_label(b, PH_LABEL_MODE), "none");
-    assert_false(ph_run_is_profiled(b));
-    assert_false(ph_run_is_running(b));
+    assert_int_equal(list.n, 2);
+    assert_false(list.v[0].by_compose);
+    assert_true(ph_workload_running(&list.v[0]));
+    b = &list.v[1];
+    assert_string_equal(b->id, "b");
+    assert_true(b->by_compose);
+    assert_string_equal(b->service, "worker");
+    assert_string_equal(b->mode, "none");
+    assert_false(ph_workload_profiled(b));
+    assert_false(ph_workload_running(b));
+    ph_workload_list_free(&list);
     json_decref(ours);
     json_decref(theirs);
 }
@@ -539,7 +544,7 @@ static void
 test_compose_labels(void **state)
 {
     ph_error_t err = NULL;
-    json_t *labels = json_object();
+    ph_kvv labels = { 0 };
     ph_run *r;
     char want[PATH_MAX];
 
@@ -560,17 +565,18 @@ test_compose_labels(void **state)
         r = ph_run_new(&o, &err);
     }
     assert_non_null(r);
-    ph_run_compose_labels(r, ph_compose_service(ph_run_compose(r), "cworker"), labels);
-    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.project")), "myapp");
-    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.service")), "cworker");
-    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.oneoff")), "False");
+    assert_int_equal(ph_backend_compose_labels(ph_run_compose(r), ph_compose_service(ph_run_compose(r), "cworker"),
+                                               &labels), 0);
+    assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.project"), "myapp");
+    assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.service"), "cworker");
+    assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.oneoff"), "False");
     /* docker-compose 1.29 refuses a container without its number. */
-    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.container-number")), "1");
+    assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.container-number"), "1");
     snprintf(want, sizeof want, "%s/proj", test_dir);
-    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.project.working_dir")), want);
+    assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.project.working_dir"), want);
     snprintf(want, sizeof want, "%s/proj/compose.yaml,%s/proj/compose.override.yaml", test_dir, test_dir);
-    assert_string_equal(json_string_value(json_object_get(labels, "com.docker.compose.project.config_files")), want);
-    json_decref(labels);
+    assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.project.config_files"), want);
+    ph_kvv_free(&labels);
     ph_run_free(r);
 }
 
@@ -588,21 +594,21 @@ test_port_owner(void **state)
     char hint[512];
 
     (void)state;
-    assert_int_equal(ph_run_port_owner(msg, all, hint, sizeof hint), 1);
+    assert_int_equal(ph_backend_engine_port_owner(msg, all, hint, sizeof hint), 1);
     assert_non_null(strstr(hint, "port 18181 is held by container `nu-myapp_front_1`, service `front` of the "
                                  "compose project `nu-myapp`"));
     assert_non_null(strstr(hint, "-p nu-myapp"));
-    assert_int_equal(ph_run_port_owner("Bind for 0.0.0.0:8000 failed: port is already allocated", all, hint,
+    assert_int_equal(ph_backend_engine_port_owner("Bind for 0.0.0.0:8000 failed: port is already allocated", all, hint,
                                        sizeof hint), 1);
     assert_non_null(strstr(hint, "container `plain`, which profharness did not make"));
-    assert_int_equal(ph_run_port_owner("Bind for [::]:9999 failed: port is already allocated", all, hint,
+    assert_int_equal(ph_backend_engine_port_owner("Bind for [::]:9999 failed: port is already allocated", all, hint,
                                        sizeof hint), 1);
     assert_non_null(strstr(hint, "port 9999 is held by a process outside"));
     /* Not a port conflict: nothing to say. */
-    assert_int_equal(ph_run_port_owner("No such image: x", all, hint, sizeof hint), 0);
-    assert_int_equal(ph_run_port_owner("Bind for 1.2.3.4:http failed: port is already allocated", all, hint,
+    assert_int_equal(ph_backend_engine_port_owner("No such image: x", all, hint, sizeof hint), 0);
+    assert_int_equal(ph_backend_engine_port_owner("Bind for 1.2.3.4:http failed: port is already allocated", all, hint,
                                        sizeof hint), 0);
-    assert_int_equal(ph_run_port_owner("Bind for 1.2.3.4:70000 failed: port is already allocated", all, hint,
+    assert_int_equal(ph_backend_engine_port_owner("Bind for 1.2.3.4:70000 failed: port is already allocated", all, hint,
                                        sizeof hint), 0);
     json_decref(all);
 }
@@ -667,7 +673,7 @@ test_prune_plan(void **state)
 
     (void)state;
     assert_int_equal(ph_strv_push(&repos, "app-profiling"), 0);
-    plan = ph_run_prune_plan(images, containers, &repos, 0);
+    plan = ph_image_prune_plan(images, containers, &repos, 0);
     assert_non_null(plan);
     /* the newest (bbb) stays, the used one (ccc) stays, another
      * project's repository and a longer name are none of ours */
@@ -676,7 +682,7 @@ test_prune_plan(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_array_get(plan, 0), "size")), 300);
     assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 1), "tag")), "app-profiling:ddd");
     json_decref(plan);
-    plan = ph_run_prune_plan(images, containers, &repos, 1);
+    plan = ph_image_prune_plan(images, containers, &repos, 1);
     assert_int_equal(json_array_size(plan), 3);
     assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 1), "tag")), "app-profiling:bbb");
     json_decref(plan);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "ph_backend_engine.h"
 #include "ph_engine.h"
 #include "ph_image.h"
 #include "ph_profile.h"
@@ -430,6 +431,7 @@ test_elf_build_id(void **state)
 /* ---- the probe, on images imported from tars ------------------------- */
 
 static ph_engine *e;
+static ph_backend *be; /* the Engine backend around E */
 
 static ssize_t
 read_cb(void *ud, char *buf, size_t len)
@@ -502,8 +504,9 @@ test_probe(void **state)
     ph_error_t err = NULL;
 
     (void)state;
-    e = ph_engine_new(&err);
-    if (e == NULL || ph_engine_ping(e, &err) < 0)
+    be = ph_backend_engine_new(&err);
+    e = ph_backend_engine_client(be);
+    if (be == NULL)
         fail_msg("no Docker Engine answers: %s", err ? err->msg : "?");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char tag[128], ref[200];
@@ -513,7 +516,7 @@ test_probe(void **state)
         snprintf(ref, sizeof ref, "ph-unittest/probe:%s", tag);
         import(tag, cases[i].files, cases[i].n);
         memset(&f, 0x55, sizeof f);
-        if (ph_image_probe(e, ref, &f, &err) < 0)
+        if (ph_image_probe(be, ref, &f, &err) < 0)
             fail_msg("%s: %s", cases[i].name, err->msg);
         if (strcmp(f.pm, cases[i].pm) != 0 || strcmp(f.libc, cases[i].libc) != 0 || f.shell != cases[i].shell)
             fail_msg("%s: got (%s, %s, %d), want (%s, %s, %d)", cases[i].name, f.pm, f.libc, f.shell, cases[i].pm,
@@ -540,11 +543,11 @@ test_probe(void **state)
     {
         ph_image_facts f;
 
-        assert_int_equal(ph_image_probe(e, "ph-unittest/probe:no-such-image", &f, &err), -1);
+        assert_int_equal(ph_image_probe(be, "ph-unittest/probe:no-such-image", &f, &err), -1);
         assert_non_null(strstr(err->msg, "look into image `ph-unittest/probe:no-such-image`"));
         ph_error_free(&err);
     }
-    ph_engine_free(e);
+    ph_backend_close(be);
 }
 
 /* The program a command runs, found in an image as the kernel would find
@@ -581,8 +584,9 @@ test_program(void **state)
              "cp /bin/dash %s/usr/bin/sh; ln -s ../../../app %s/usr/local/bin/app-link; echo hi > %s/notes.txt",
              dir, dir, dir, dir, dir, dir, dir);
     assert_int_equal(system(cmd), 0);
-    e = ph_engine_new(&err);
-    if (e == NULL || ph_engine_ping(e, &err) < 0)
+    be = ph_backend_engine_new(&err);
+    e = ph_backend_engine_client(be);
+    if (be == NULL)
         fail_msg("no Docker Engine answers: %s", err ? err->msg : "?");
     snprintf(tag, sizeof tag, "%d-program", (int)getpid());
     snprintf(ref, sizeof ref, "ph-unittest/probe:%s", tag);
@@ -590,7 +594,7 @@ test_program(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ph_image_program_t p;
 
-        if (ph_image_program(e, ref, (char *const *)cases[i].argv, (size_t)cases[i].argc, "/usr/bin:/usr/local/bin",
+        if (ph_image_program(be, ref, (char *const *)cases[i].argv, (size_t)cases[i].argc, "/usr/bin:/usr/local/bin",
                              "/", &p, &err) < 0)
             fail_msg("%s: %s", cases[i].argv[0], err->msg);
         if (p.linked != cases[i].linked || strcmp(p.path, cases[i].path) != 0)
@@ -598,7 +602,7 @@ test_program(void **state)
                      cases[i].linked);
     }
     assert_int_equal(ph_engine_image_remove(e, ref, 1, &err), 0);
-    ph_engine_free(e);
+    ph_backend_close(be);
     tu_rmdir();
 }
 

@@ -22,7 +22,7 @@ typedef struct shared {
     size_t started, running, max_running, until;
     size_t order[32], n_order;
     pthread_t thread[32];
-    ph_engine **slot[32];
+    ph_backend **slot[32];
     int fail_index;
     int wait_s;
 } shared;
@@ -39,7 +39,7 @@ job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     pthread_mutex_lock(&s->lock);
     s->order[s->n_order++] = i;
     s->thread[i] = pthread_self();
-    s->slot[i] = ph_run_engine_slot(r);
+    s->slot[i] = ph_run_backend_slot(r);
     s->started++;
     if (++s->running > s->max_running)
         s->max_running = s->running;
@@ -100,8 +100,8 @@ test_concurrent_and_bounded(void **state)
         } else {
             assert_null(errs[i]);
         }
-        /* Workers have Engine slots of their own, not the run's. */
-        assert_ptr_not_equal(s.slot[i], &r.engine);
+        /* Workers have backend slots of their own, not the run's. */
+        assert_ptr_not_equal(s.slot[i], &r.backend);
         assert_false(pthread_equal(s.thread[i], pthread_self()));
     }
     /* Two workers, so two distinct slots among the jobs. */
@@ -160,7 +160,7 @@ test_one_at_a_time(void **state)
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(s.order[i], i);
         assert_true(pthread_equal(s.thread[i], pthread_self()));
-        assert_ptr_equal(s.slot[i], &r.engine);
+        assert_ptr_equal(s.slot[i], &r.backend);
     }
     init(&s, 2, -1);
     s.wait_s = 1;

@@ -18,6 +18,7 @@
 #include "ph_escape.h"
 #include "ph_fs.h"
 #include "ph_log.h"
+#include "ph_backend_engine.h"
 #include "ph_run_int.h"
 #include "ph_signal.h"
 
@@ -1110,10 +1111,20 @@ test_stop_waves(void **state)
         svc_free(all[i]);
 }
 
+/* LIST as the Engine backend lists it. */
+static const ph_workload_list *
+listed(json_t *list, ph_workload_list *out)
+{
+    ph_workload_list_free(out);
+    assert_int_equal(ph_backend_engine_merge_compose(list, NULL, out), 0);
+    return out;
+}
+
 static void
 test_attach_pick(void **state)
 {
     json_t *list;
+    ph_workload_list wl = { 0 };
     const char *id = NULL;
     ph_error_t err = NULL;
 
@@ -1121,24 +1132,27 @@ test_attach_pick(void **state)
     /* an exited container, then the running one: the running one */
     list = json_pack("[{s:s, s:s, s:{}}, {s:s, s:s, s:{}}]", "Id", "exited1", "State", "exited", "Labels", "Id",
                      "running1", "State", "running", "Labels");
-    assert_int_equal(ph_run_attach_pick(list, "front", "strace", &id, &err), 0);
+    assert_int_equal(ph_run_attach_pick(listed(list, &wl), "front", "strace", &id, &err), 0);
     assert_string_equal(id, "running1");
     json_decref(list);
+    ph_workload_list_free(&wl);
     /* none running: a usage error that says so */
     list = json_pack("[{s:s, s:s, s:{}}, {s:s, s:s, s:{}}]", "Id", "a", "State", "exited", "Labels", "Id", "b",
                      "State", "created", "Labels");
-    assert_int_equal(ph_run_attach_pick(list, "front", "strace", &id, &err), -1);
+    assert_int_equal(ph_run_attach_pick(listed(list, &wl), "front", "strace", &id, &err), -1);
     assert_non_null(strstr(err->msg, "is not running"));
     assert_int_equal(err->status, PH_EXIT_USAGE);
     ph_error_free(&err);
     json_decref(list);
+    ph_workload_list_free(&wl);
     /* profiled already (even when not running): refused */
     list = json_pack("[{s:s, s:s, s:{s:s}}, {s:s, s:s, s:{}}]", "Id", "p", "State", "exited", "Labels",
                      PH_LABEL_MODE, "massif", "Id", "r", "State", "running", "Labels");
-    assert_int_equal(ph_run_attach_pick(list, "front", "strace", &id, &err), -1);
+    assert_int_equal(ph_run_attach_pick(listed(list, &wl), "front", "strace", &id, &err), -1);
     assert_non_null(strstr(err->msg, "already being profiled under massif"));
     ph_error_free(&err);
     json_decref(list);
+    ph_workload_list_free(&wl);
 }
 
 int

@@ -41,25 +41,29 @@ test_run_env_extend(void **state)
     (void)state;
     ph_kvv ext = { 0 };
     ph_error_t err = NULL;
-    json_t *env = json_pack("[s, s, s]", "A=1", "NODE_OPTIONS=--user", "B=2");
-    json_t *img = json_pack("[s, s]", "JAVA_TOOL_OPTIONS=-Ximage", "NODE_OPTIONS=--image");
-    char *dump;
+    ph_strv env = { 0 }, img = { 0 };
 
     assert_int_equal(ph_kvv_set(&ext, "NODE_OPTIONS", "--perf-basic-prof"), 0);
     assert_int_equal(ph_kvv_set(&ext, "JAVA_TOOL_OPTIONS", "-XX:+PreserveFramePointer"), 0);
     assert_int_equal(ph_kvv_set(&ext, "OTHER", "x"), 0);
-    assert_int_equal(ph_run_env_extend(env, img, &ext, &err), 0);
-    dump = json_dumps(env, JSON_COMPACT);
-    assert_string_equal(dump, "[\"A=1\",\"NODE_OPTIONS=--user --perf-basic-prof\",\"B=2\","
-                              "\"JAVA_TOOL_OPTIONS=-Ximage -XX:+PreserveFramePointer\",\"OTHER=x\"]");
-    free(dump);
-    json_decref(env);
+    assert_int_equal(ph_strv_push(&env, "A=1"), 0);
+    assert_int_equal(ph_strv_push(&env, "NODE_OPTIONS=--user"), 0);
+    assert_int_equal(ph_strv_push(&env, "B=2"), 0);
+    assert_int_equal(ph_strv_push(&img, "JAVA_TOOL_OPTIONS=-Ximage"), 0);
+    assert_int_equal(ph_strv_push(&img, "NODE_OPTIONS=--image"), 0);
+    assert_int_equal(ph_run_env_extend(&env, &img, &ext, &err), 0);
+    assert_int_equal(env.n, 5);
+    assert_string_equal(env.v[0], "A=1");
+    assert_string_equal(env.v[1], "NODE_OPTIONS=--user --perf-basic-prof");
+    assert_string_equal(env.v[2], "B=2");
+    assert_string_equal(env.v[3], "JAVA_TOOL_OPTIONS=-Ximage -XX:+PreserveFramePointer");
+    assert_string_equal(env.v[4], "OTHER=x");
+    ph_strv_free(&env);
     /* no image environment at all */
-    env = json_array();
-    assert_int_equal(ph_run_env_extend(env, NULL, &ext, &err), 0);
-    assert_string_equal(json_string_value(json_array_get(env, 0)), "NODE_OPTIONS=--perf-basic-prof");
-    json_decref(env);
-    json_decref(img);
+    assert_int_equal(ph_run_env_extend(&env, NULL, &ext, &err), 0);
+    assert_string_equal(env.v[0], "NODE_OPTIONS=--perf-basic-prof");
+    ph_strv_free(&env);
+    ph_strv_free(&img);
     ph_kvv_free(&ext);
 }
 
@@ -338,37 +342,43 @@ test_unnamed_start_env(void **state)
     ph_error_t err = NULL;
     ph_service s = { .name = (char *)"web" };
     ph_run r = { 0 };
-    json_t *argv = json_pack("[s, s]", "node", "/a.js"), *img = json_pack("[s]", "PATH=/bin");
+    ph_strv argv = { 0 }, img = { 0 };
+
+    assert_int_equal(ph_strv_push(&argv, "node"), 0);
+    assert_int_equal(ph_strv_push(&argv, "/a.js"), 0);
+    assert_int_equal(ph_strv_push(&img, "PATH=/bin"), 0);
 
     assert_int_equal(load("runtimes:\n  environment: {NODE_OPTIONS: --perf-basic-prof}\n"
                           "  unnamed: [{program: node, unless: [NODE_OPTIONS=--perf-basic-prof], why: w, use: u}]\n",
                           &p, &err), 0);
-    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", &argv, &img, &err), 0);
     ph_profile_free(&p);
     assert_int_equal(load("runtimes:\n  environment: {NODE_OPTIONS: --other}\n"
                           "  unnamed: [{program: node, unless: [NODE_OPTIONS=--perf-basic-prof], why: w, use: u}]\n",
                           &p, &err), 0);
-    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), -1);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", &argv, &img, &err), -1);
     assert_non_null(strstr(err->msg, "node w; use u"));
     ph_error_free(&err);
     /* the image's own value counts, and compose's */
-    json_array_append_new(img, json_string("NODE_OPTIONS=--perf-basic-prof"));
-    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
-    json_array_remove(img, 1);
+    assert_int_equal(ph_strv_push(&img, "NODE_OPTIONS=--perf-basic-prof"), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", &argv, &img, &err), 0);
+    free(img.v[1]);
+    img.v[1] = NULL;
+    img.n = 1;
     assert_int_equal(ph_kvv_set(&s.environment, "NODE_OPTIONS", "--perf-basic-prof"), 0);
-    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", &argv, &img, &err), 0);
     /* compose's value is the container's, not the image's */
-    json_array_append_new(img, json_string("NODE_OPTIONS=--perf-basic-prof"));
+    assert_int_equal(ph_strv_push(&img, "NODE_OPTIONS=--perf-basic-prof"), 0);
     assert_int_equal(ph_kvv_set(&s.environment, "NODE_OPTIONS", "--x"), 0);
-    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), -1);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", &argv, &img, &err), -1);
     ph_error_free(&err);
     /* and --allow-unnamed goes on */
     ph_kvv_free(&s.environment);
     r.opts.allow_unnamed = 1;
-    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", argv, img, &err), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/node", &argv, &img, &err), 0);
     ph_profile_free(&p);
-    json_decref(argv);
-    json_decref(img);
+    ph_strv_free(&argv);
+    ph_strv_free(&img);
 }
 
 /* The modes that sample JIT code turn on what Node and HotSpot offer. */

@@ -11,23 +11,30 @@
  * tools image's files), so each is rebuilt exactly when one changes; the
  * profiling image carries what was found as labels, so it is looked for
  * once, when it is built.
+ *
+ * A floor of its own between the backend and the loop: it builds and
+ * pulls through the Engine client the backend gives (ph_backend_ops.engine),
+ * so the loop never calls the Engine itself.
  */
 #ifndef PH_IMAGE_H
 #define PH_IMAGE_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "ph_compose.h"
-#include "ph_engine.h"
+#include "ph_backend.h"
 #include "ph_error.h"
 #include "ph_profile.h"
 #include "ph_tar.h"
+
+#define PH_CONTAINER_OUT "/opt/profiling" /* artifacts live in OUT/<service> */
 
 /* Make sure IMAGE exists: build it when the service has `build` (always
  * when FORCE_BUILD or `pull_policy: build`, else only when missing), pull
  * it otherwise (as `pull_policy` says).  ENV resolves build args given
  * without a value. */
-int ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
+int ph_image_ensure_service(ph_backend *b, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
                             ph_error_t *err);
 
 /* What an image offers a profiler. */
@@ -41,7 +48,7 @@ typedef struct ph_image_facts {
  * it, *facts says what its image offers.  MODE, when not NULL, is checked
  * against the image before anything is built (a PH_EXIT_USAGE error saying
  * why it cannot run there). */
-int ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
+int ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *data_dir,
                               const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
                               ph_image_facts *facts, ph_error_t *err);
 
@@ -50,13 +57,6 @@ int ph_image_ensure_profiling(ph_engine *e, const char *service_image, const cha
 void ph_image_short_name(const char *image, char *out, size_t len);
 #define PH_IMAGE_PROFILING_SUFFIX "-profiling"
 
-/* A request body from memory, for ph_engine_stream. */
-typedef struct ph_image_mem {
-    const char *data;
-    size_t len, off;
-} ph_image_mem;
-ssize_t ph_image_mem_read_cb(void *ud, char *buf, size_t len);
-
 /* FNV-1a 64: change detection for build inputs, not security. */
 uint64_t ph_image_hash(uint64_t h, const void *data, size_t len);
 #define PH_IMAGE_HASH_INIT 0xcbf29ce484222325ULL
@@ -64,7 +64,7 @@ uint64_t ph_image_hash(uint64_t h, const void *data, size_t len);
 /* Make sure the tools image exists (images/tools/Dockerfile, from Debian;
  * its packages and programs from the profiles' `packages` and `tools`);
  * *tag_out names it. */
-int ph_image_ensure_tools(ph_engine *e, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
+int ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
                           ph_error_t *err);
 
 /* ---- ph_image_facts.c ---------------------------------------------------- */
@@ -72,7 +72,7 @@ int ph_image_ensure_tools(ph_engine *e, const char *data_dir, const ph_profile_s
 /* Ask IMAGE what it offers: a container is created from it (never
  * started) and the Engine is asked which package managers and loaders are
  * there; the container is removed. */
-int ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_error_t *err);
+int ph_image_probe(ph_backend *b, const char *image, ph_image_facts *out, ph_error_t *err);
 
 /* Whether the ELF file whose first LEN bytes are HEAD asks for an
  * interpreter (PT_INTERP): 1, the dynamic loader runs it and an
@@ -97,11 +97,11 @@ typedef struct ph_image_program_t {
     char runs[4096];
     int linked;
 } ph_image_program_t;
-int ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc, const char *path_var,
+int ph_image_program(ph_backend *b, const char *image, char *const *argv, size_t argc, const char *path_var,
                      const char *workdir, ph_image_program_t *out, ph_error_t *err);
 /* The same in the container ID as it is (created, or running: its files
  * now), no container made. */
-int ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc, const char *path_var,
+int ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t argc, const char *path_var,
                         const char *workdir, ph_image_program_t *out, ph_error_t *err);
 
 /* The first bytes of the file PATH in container ID (created, running or
@@ -109,7 +109,7 @@ int ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t 
  * CAP into BUF, T as ph_tar_peek says (a file's T->len bytes, or a link's
  * target).  0; -1 when it is not there or not a tar's member; -2 and *err
  * on a fault. */
-int ph_image_file_head(ph_engine *e, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
+int ph_image_file_head(ph_backend *b, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
                        ph_error_t *err);
 
 /* "apt" ... or "none"; "glibc", "musl" or "none". */
@@ -126,5 +126,16 @@ const char *ph_image_unfit(const ph_profile *p, const ph_image_facts *f, char *b
  * artifacts directory.  A package name that is not one is refused. */
 int ph_image_dockerfile(const ph_image_facts *f, const char *base, const char *tools_image, const ph_strv *packages,
                         char **out, ph_error_t *err);
+
+/* ---- ph_image_prune.c ---------------------------------------------------- */
+
+/* What prune removes, from the Engine's IMAGES (GET /images/json) and
+ * CONTAINERS (all of them): [{"tag", "id", "size"}] for the tags in
+ * REPOS of images no container uses, the newest of each repository
+ * left out unless ALL.  NULL on allocation failure. */
+json_t *ph_image_prune_plan(json_t *images, json_t *containers, const ph_strv *repos, int all);
+/* Remove what ph_image_prune_plan says for REPOS (the profiling
+ * repositories of PROJECT's services), saying each on stdout. */
+int ph_image_prune(ph_backend *b, const char *project, const ph_strv *repos, int all, ph_error_t *err);
 
 #endif

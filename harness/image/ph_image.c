@@ -11,7 +11,8 @@
 #include "ph_escape.h"
 #include "ph_log.h"
 #include "ph_paths.h"
-#include "ph_run.h"
+#include "ph_backend.h"
+#include "ph_engine.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
@@ -160,16 +161,6 @@ build_data_cb(void *ud, const char *data, size_t len)
     return 0;
 }
 
-ssize_t
-ph_image_mem_read_cb(void *ud, char *buf, size_t len)
-{
-    ph_image_mem *m = ud;
-    size_t n = m->len - m->off < len ? m->len - m->off : len;
-
-    memcpy(buf, m->data + m->off, n);
-    m->off += n;
-    return (ssize_t)n;
-}
 
 #define INLINE_DOCKERFILE ".profharness-dockerfile-inline"
 
@@ -187,7 +178,7 @@ build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv
     size_t qlen = 0, qcap = 0, tar_len = 0;
     void *tar = NULL;
     build_out *b = calloc(1, sizeof *b);
-    ph_image_mem m;
+    ph_engine_mem m;
     long st = 0;
     int rc = -1;
 
@@ -240,8 +231,8 @@ build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
-    m = (ph_image_mem){ tar, tar_len, 0 };
-    if (ph_engine_stream(e, "POST", path, tar ? "application/x-tar" : NULL, tar ? ph_image_mem_read_cb : NULL, &m,
+    m = (ph_engine_mem){ tar, tar_len, 0 };
+    if (ph_engine_stream(e, "POST", path, tar ? "application/x-tar" : NULL, tar ? ph_engine_mem_read_cb : NULL, &m,
                          tar ? (long long)tar_len : -1, build_data_cb, b, 3600, &st, err) < 0)
         goto out;
     if (b->len > 0)
@@ -287,9 +278,10 @@ out:
 }
 
 int
-ph_image_ensure_service(ph_engine *e, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
+ph_image_ensure_service(ph_backend *b, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
                         ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     const char *policy = s->pull_policy ? s->pull_policy : "missing";
     json_t *info = NULL;
     int found = 0;
@@ -429,9 +421,10 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
 }
 
 int
-ph_image_ensure_tools(ph_engine *e, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
+ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
                       ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     tools_inputs *ti = calloc(1, sizeof *ti);
     json_t *args = NULL, *labels = NULL;
     void *tar = NULL;
@@ -516,10 +509,11 @@ check_mode(const ph_profile *mode, const ph_image_facts *f, const char *service_
 }
 
 int
-ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
+ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *data_dir,
                           const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
                           ph_image_facts *facts, ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     char shim[4096], sampler[4096], name[128], tag[256];
     json_t *info = NULL, *labels = NULL;
     char *base_id = NULL, *dockerfile = NULL, *tools = NULL, *id = NULL;
@@ -578,9 +572,9 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
         if (check_mode(mode, facts, service_image, err) < 0)
             goto out;
     } else {
-        if (ph_image_probe(e, base_id, facts, err) < 0 || check_mode(mode, facts, service_image, err) < 0)
+        if (ph_image_probe(b, base_id, facts, err) < 0 || check_mode(mode, facts, service_image, err) < 0)
             goto out;
-        if (facts->pm[0] == '\0' && ph_image_ensure_tools(e, data_dir, profiles, &tools, err) < 0)
+        if (facts->pm[0] == '\0' && ph_image_ensure_tools(b, data_dir, profiles, &tools, err) < 0)
             goto out;
         if (facts->pm[0] != '\0' && union_of(profiles, facts->pm, &pkgs) < 0) {
             ph_fail(err, ENOMEM, "allocate");

@@ -33,7 +33,8 @@
 #include <unistd.h>
 
 #include "ph_log.h"
-#include "ph_run.h"
+#include "ph_backend.h"
+#include "ph_engine.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
@@ -70,8 +71,9 @@ probe_create(ph_engine *e, const char *image, char **id, ph_error_t *err)
 }
 
 int
-ph_image_probe(ph_engine *e, const char *image, ph_image_facts *out, ph_error_t *err)
+ph_image_probe(ph_backend *b, const char *image, ph_image_facts *out, ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     /* In order of preference: an image with dnf and yum uses dnf. */
     static const struct {
         const char *path, *pm;
@@ -260,9 +262,10 @@ peek_cb(void *ud, const char *data, size_t len)
 }
 
 int
-ph_image_file_head(ph_engine *e, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
+ph_image_file_head(ph_backend *b, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
                    ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     peek_buf p = { .cap = cap + PEEK_HEADERS };
     ph_error_t sub = NULL;
     int found = 0, rc;
@@ -329,7 +332,7 @@ path_clean(char *path)
  * most 8), the first bytes read through the archive endpoint.  *REAL:
  * the file at the end of the links. */
 static int
-program_linked(ph_engine *e, const char *id, const char *path, char *real, size_t rlen, ph_error_t *err)
+program_linked(ph_backend *b, const char *id, const char *path, char *real, size_t rlen, ph_error_t *err)
 {
     char cur[PATH_MAX], next[PATH_MAX];
     static char head[PEEK_BYTES];
@@ -338,7 +341,7 @@ program_linked(ph_engine *e, const char *id, const char *path, char *real, size_
     path_clean(cur);
     for (int hop = 0; hop < 8; hop++) {
         ph_tar_peek_t t;
-        int rc = ph_image_file_head(e, id, cur, &t, head, sizeof head, err);
+        int rc = ph_image_file_head(b, id, cur, &t, head, sizeof head, err);
 
         if (rc < 0)
             return rc;
@@ -417,9 +420,10 @@ wrapped_program(char *const *argv, size_t argc, char *buf, size_t len)
 }
 
 int
-ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc, const char *path_var,
+ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t argc, const char *path_var,
                     const char *workdir, ph_image_program_t *out, ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     char path[PATH_MAX], word[PATH_MAX];
     const char *inner;
 
@@ -429,7 +433,7 @@ ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc
         return 0;
     if (program_resolve(e, id, argv[0], path_var, workdir, path, sizeof path, err) < 0)
         return -1;
-    if (path[0] != '\0' && (out->linked = program_linked(e, id, path, out->path, sizeof out->path, err)) == -2)
+    if (path[0] != '\0' && (out->linked = program_linked(b, id, path, out->path, sizeof out->path, err)) == -2)
         return -1;
     snprintf(out->runs, sizeof out->runs, "%s", out->path);
     /* a shell wrapper: what it execs is what the sampler must get into */
@@ -439,7 +443,7 @@ ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc
         if (program_resolve(e, id, inner, path_var, workdir, path, sizeof path, err) < 0)
             return -1;
         if (path[0] != '\0') {
-            if ((linked = program_linked(e, id, path, word, sizeof word, err)) == -2)
+            if ((linked = program_linked(b, id, path, word, sizeof word, err)) == -2)
                 return -1;
             if (linked >= 0)
                 snprintf(out->runs, sizeof out->runs, "%s", word);
@@ -453,9 +457,10 @@ ph_image_program_in(ph_engine *e, const char *id, char *const *argv, size_t argc
 }
 
 int
-ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc, const char *path_var,
+ph_image_program(ph_backend *b, const char *image, char *const *argv, size_t argc, const char *path_var,
                  const char *workdir, ph_image_program_t *out, ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     char *id = NULL;
     int rc;
 
@@ -465,7 +470,7 @@ ph_image_program(ph_engine *e, const char *image, char *const *argv, size_t argc
         return 0;
     if (probe_create(e, image, &id, err) < 0)
         return -1;
-    rc = ph_image_program_in(e, id, argv, argc, path_var, workdir, out, err);
+    rc = ph_image_program_in(b, id, argv, argc, path_var, workdir, out, err);
     return probe_done(e, &id, rc, image, "look at the program of image", err);
 }
 

@@ -1,0 +1,126 @@
+/* ph_image_prune.c - the profiling images no workload uses (`profharness
+ * prune`): deciding is pure (ph_image_prune_plan: the Engine's image and
+ * container lists in, the tags to remove out), so it is tested without an
+ * Engine; removing is one DELETE per tag, and an image that turned out to
+ * be in use is skipped with a note, not an error.
+ */
+#include "ph_image.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ph_engine.h"
+#include "ph_escape.h"
+#include "ph_log.h"
+
+/* "repo:tag" -> does repo equal REPO? */
+static int
+tag_of(const char *tag, const char *repo)
+{
+    size_t n = strlen(repo);
+
+    return strncmp(tag, repo, n) == 0 && tag[n] == ':';
+}
+
+static int
+in_use(json_t *containers, const char *image_id)
+{
+    size_t k;
+    json_t *c;
+
+    json_array_foreach(containers, k, c) {
+        const char *used = json_string_value(json_object_get(c, "ImageID"));
+
+        if (used != NULL && strcmp(used, image_id) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+json_t *
+ph_image_prune_plan(json_t *images, json_t *containers, const ph_strv *repos, int all)
+{
+    json_t *plan = json_array();
+
+    for (size_t r = 0; plan != NULL && r < repos->n; r++) {
+        const char *repo = repos->v[r];
+        json_int_t newest = -1;
+        const char *newest_id = NULL;
+        size_t k, j;
+        json_t *img, *t;
+
+        /* The newest image of this repository, which a next start uses. */
+        json_array_foreach(images, k, img) {
+            json_int_t created = json_integer_value(json_object_get(img, "Created"));
+
+            json_array_foreach(json_object_get(img, "RepoTags"), j, t) {
+                if (json_is_string(t) && tag_of(json_string_value(t), repo) && created > newest) {
+                    newest = created;
+                    newest_id = json_string_value(json_object_get(img, "Id"));
+                }
+            }
+        }
+        json_array_foreach(images, k, img) {
+            const char *id = json_string_value(json_object_get(img, "Id"));
+
+            if (id == NULL || in_use(containers, id) || (!all && newest_id && strcmp(id, newest_id) == 0))
+                continue;
+            json_array_foreach(json_object_get(img, "RepoTags"), j, t) {
+                if (json_is_string(t) && tag_of(json_string_value(t), repo))
+                    json_array_append_new(plan, json_pack("{s:s, s:s, s:I}", "tag", json_string_value(t), "id",
+                                                          id, "size",
+                                                          json_integer_value(json_object_get(img, "Size"))));
+            }
+        }
+    }
+    return plan;
+}
+
+int
+ph_image_prune(ph_backend *b, const char *project, const ph_strv *repos, int all, ph_error_t *err)
+{
+    ph_engine *e = b->ops->engine(b);
+    json_t *images = NULL, *containers = NULL, *plan = NULL, *filters = NULL, *x;
+    unsigned long long freed = 0;
+    size_t k, removed = 0;
+    int rc = -1;
+
+    filters = json_pack("{s:[s]}", "label", PH_LABEL_INPUTS);
+    if (filters == NULL || ph_engine_images_list(e, filters, &images, err) < 0 ||
+        ph_engine_containers_all(e, 1, &containers, err) < 0)
+        goto out;
+    plan = ph_image_prune_plan(images, containers, repos, all);
+    if (plan == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    json_array_foreach(plan, k, x) {
+        const char *tag = json_string_value(json_object_get(x, "tag"));
+        ph_error_t e2 = NULL;
+        char esc[300];
+
+        ph_escape(esc, sizeof esc, tag);
+        if (ph_engine_image_remove(e, tag, 0, &e2) < 0) {
+            /* Taken into use since the listing, or shared: leave it. */
+            ph_info("kept %s: %s", esc, e2->msg);
+            ph_error_free(&e2);
+            continue;
+        }
+        removed++;
+        freed += (unsigned long long)json_integer_value(json_object_get(x, "size"));
+        printf("removed\t%s\n", esc);
+    }
+    fflush(stdout);
+    ph_info("prune: %zu profiling image%s of project `%s` removed (up to %.1f MB; layers other images share "
+            "stay)%s", removed, removed == 1 ? "" : "s", project, (double)freed / 1e6,
+            all ? "" : "; the newest of each service is kept (`prune --all` removes it too)");
+    rc = 0;
+out:
+    json_decref(filters);
+    json_decref(images);
+    json_decref(containers);
+    json_decref(plan);
+    return rc;
+}
