@@ -140,7 +140,8 @@ int ph_workload_copy(ph_workload *dst, const ph_workload *src);
 /* Append a deep copy of W to L; -1 on ENOMEM. */
 int ph_workload_list_push(ph_workload_list *l, const ph_workload *w);
 /* Fill the typed fields of W from W->labels (the PH_LABEL_* above, and
- * compose's for by_compose/compose_oneoff).  For backends.  -1 on ENOMEM. */
+ * compose_oneoff from compose's; by_compose is the listing's to set).
+ * For backends.  -1 on ENOMEM. */
 int ph_workload_read_labels(ph_workload *w);
 /* "running" → PH_WL_RUNNING ...; unknown text → PH_WL_UNKNOWN. */
 ph_workload_state ph_workload_state_parse(const char *text);
