@@ -203,6 +203,9 @@ void ph_report_flame_opts(const ph_rundata *rd, ph_flame_opts *o, char *title, s
  * stacks files when it has more than one (PH_REPORT_FLAME_SVG has them
  * all); -1 when one cannot be written. */
 int ph_report_flame_files(const ph_rundata *rd, ph_error_t *err);
+/* ph_report_merge.c: a merged run's hosts, each linking its run's
+ * report (nothing for a run of one host). */
+void ph_report_merged_section(ph_mw *f, const ph_rundata *rd);
 /* Whether the run's folded stacks start with the thread's name. */
 int ph_flame_has_thread_root(const ph_rundata *rd);
 /* The wall clock's mark of a blocked thread, the leaf of its stack. */

@@ -485,6 +485,7 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
     }
     c.html = &bw;
     sections(&c);
+    ph_report_merged_section(&bw, &rd);
     run_section(&bw, &rd, profiles, c.summary);
     if (ph_mw_finish(&bw, &body, &body_len) < 0) {
         ph_fail(err, ENOMEM, "report on `%s`", run_dir);

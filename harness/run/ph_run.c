@@ -222,6 +222,12 @@ ph_run_profiles(ph_run *r)
     return &r->profiles;
 }
 
+const char *
+ph_run_out_dir(ph_run *r)
+{
+    return r->out_dir;
+}
+
 /* ---- service selection ------------------------------------------------ */
 
 const char *
