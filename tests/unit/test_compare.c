@@ -32,6 +32,7 @@ static char out_dir[600];
 #define WL_B "svc/20261122T111500Z-wall"
 #define HP_A "svc/20261122T101500Z-heap"
 #define HP_B "svc/20261122T111500Z-heap"
+#define HP_ONE "svc/20261122T121500Z-heap"
 #define CG_A "front/20261122T101500Z-callgrind"
 #define CG_B "front/20261122T111500Z-callgrind"
 
@@ -104,6 +105,8 @@ group_setup(void **state)
     run_dir(HP_A, "inuse_space-20261122T100600Z-1.folded", "main;keep;malloc 1048576\n");
     run_dir(HP_B, "inuse_space-20261122T110600Z-1.folded", "main;keep;malloc 2097152\nmain;other;malloc 524288\n");
     run_dir(HP_B, "inuse_space-20261122T110500Z-77-1.folded", "child;keep;malloc 99\n");
+    /* one snapshot: no growth to show */
+    run_dir(HP_ONE, "inuse_space-20261122T121600Z-1.folded", "main;keep;malloc 1048576\n");
     run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
     run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
     return 0;
@@ -533,6 +536,22 @@ test_heap_growth_report(void **state)
     assert_null(strstr(failed, "[other]"));
     free(out);
     free(failed);
+    /* one snapshot: no growth, said in the section, none in the headline */
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_ONE);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    assert_null(strstr(h.text, "grown"));
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    sum = json_load_file(path, 0, NULL);
+    assert_non_null(sum);
+    assert_null(json_object_get(json_object_get(sum, "heap"), "growth"));
+    json_decref(sum);
+    snprintf(path, sizeof path, "%s/report-inuse_space_growth.folded", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    text = rt_slurp(path, NULL);
+    assert_non_null(strstr(text, "One snapshot only"));
+    free(text);
 }
 
 /* Each metric belongs to its kind of run. */
