@@ -545,7 +545,7 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
         if (ph_report_write_file(rd.dir, path, c.flame_svg, c.flame_svg_len, err) < 0)
             goto out;
     }
-    if (ph_report_flame_files(&rd, err) < 0)
+    if (ph_report_flame_files(&rd, err) < 0 || ph_report_heap_files(&c, err) < 0)
         goto out;
     snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_HTML);
     if (ph_report_write_file(rd.dir, path, page, page_len, err) < 0)
@@ -567,6 +567,7 @@ out:
     ph_mw_close(&bw);
     ph_mw_close(&pw);
     free(c.flame_svg);
+    free(c.heap_svg);
     json_decref(c.summary);
     ph_rundata_free(&rd);
     return rc;
