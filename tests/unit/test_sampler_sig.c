@@ -11,6 +11,7 @@
 
 #define GOSIG "build/tests/helpers/sampler_gosig"
 #define WALL "build/tests/helpers/sampler_wall" /* tests/wall/svc/wall.c */
+#define WALL_IDLE "build/tests/helpers/sampler_wall_idle" /* tests/bench/wall_idle.c */
 
 static void
 test_handler_replaced_after_start_still_samples(void **state)
@@ -108,12 +109,51 @@ test_wall_clock_off_cpu_share(void **state)
     assert_non_null(strstr(status_of("/sampler_wall"), "CLOCK_MONOTONIC"));
 }
 
+/* PH_SAMPLER_CLOCK=wall beside 10 threads blocked for the whole run in
+ * pthread_cond_wait: every period of theirs is counted, off CPU, in the
+ * wait, yet they are not woken for it (a blocked thread is sampled once,
+ * then parked: its CPU clock read, no signal), or 10 idle threads at 100
+ * Hz would be 1,000 wakes a second. */
+static void
+test_wall_clock_idle_threads_not_woken(void **state)
+{
+    char *args[] = { "10", "10", NULL }, out[400];
+    run_opts o = { .hz = "100", .interval = "0", .prog = WALL_IDLE, .out = out, .clock = "wall" };
+    const char *folded, *w;
+    char *all;
+    double total, idle, idle_off;
+    long wakes;
+    int status;
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    status = finish(start_opts(&o, args));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("status 0x%x: %s", status, read_text(out));
+    w = strstr(read_text(out), "idle_wakes=");
+    assert_non_null(w);
+    wakes = atol(w + strlen("idle_wakes="));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    all = strdup(folded);
+    idle = samples_with(all, ";idle_worker;", &total, NULL);
+    idle_off = samples_with(all, ";[off-cpu]", NULL, NULL);
+    print_message("# %.0f samples, %.0f of the idle threads', %.0f off CPU; the idle threads woken %ld times\n",
+                  total, idle, idle_off, wakes);
+    /* 10 rounds of >= 100 ms, 10 threads at 100 Hz: >= 1,000 */
+    assert_true(idle >= 900);
+    assert_true(idle_off >= idle);
+    assert_true((double)wakes * 10 < idle);
+    free(all);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_handler_replaced_after_start_still_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wall_clock_off_cpu_share, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wall_clock_idle_threads_not_woken, setup, tu_teardown),
     };
     if (getenv("PH_TEST_FILTER"))
         cmocka_set_test_filter(getenv("PH_TEST_FILTER"));
