@@ -336,7 +336,11 @@ sample(const void *ctx, uint64_t w, int wall_slot)
     }
     if (wall_slot >= 0)
         w += phs_wall_debt(wall_slot);
-    if (phs.wall && phs_wall_blocked(ctx)) {
+    if (phs.wall && phs_wait_sampled()) {
+        /* held back while it waited (ph_sampler_wait.c): that wait's */
+        sc->native[0] = PHS_OFFCPU;
+        depth = 1 + phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, S.unwind_fp_only));
+    } else if (phs.wall && phs_wall_blocked(ctx)) {
         /* a blocked thread: its stack ends in the call it blocks in */
         blocked = 1;
         sc->native[0] = PHS_OFFCPU;
@@ -386,9 +390,10 @@ on_timer(int sig, siginfo_t *si, void *ctx)
 
     if (si != NULL && phs_timer_is_ours(si)) {
         /* Wall clock: the periods a thread's timer expired while its
-         * signal was pending (a thread waiting for a CPU, or in a call
-         * that the signal cannot interrupt) are its stack's too. */
-        sample(ctx, phs.wall && si->si_overrun > 0 ? 1 + (uint64_t)(si->si_overrun < 1000 ? si->si_overrun : 1000) : 1,
+         * signal was pending (a thread waiting for a CPU, in a call that
+         * the signal cannot interrupt, or in a wait that blocks it:
+         * ph_sampler_wait.c) are its stack's too. */
+        sample(ctx, phs.wall && si->si_overrun > 0 ? 1 + (uint64_t)(si->si_overrun < 1 << 24 ? si->si_overrun : 1 << 24) : 1,
                phs.wall ? phs_wall_slot(si) : -1);
         errno = saved;
         return;

@@ -187,6 +187,12 @@ PH_HIDDEN uint64_t phs_wall_debt(int slot);
  * threads' periods every sampling period meanwhile. */
 struct pollfd;
 PH_HIDDEN int phs_wall_poll(struct pollfd *pfd, int timeout_ms);
+/* ph_sampler_wait.c: is this thread's sample the one its wall timer
+ * held back while it waited in a call the kernel never restarts?  Then
+ * PCS[0..DEPTH) loses the frames below the interposed call: the new
+ * depth.  Async-signal-safe. */
+PH_HIDDEN int phs_wait_sampled(void);
+PH_HIDDEN uint32_t phs_wait_trim(uintptr_t *pcs, uint32_t depth);
 /* Record W samples of PCS[0..DEPTH) for thread TID from the writer
  * (ph_sampler.c). */
 PH_HIDDEN void phs_commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w);

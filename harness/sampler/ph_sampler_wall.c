@@ -36,11 +36,10 @@
  *
  * EINTR: the calls SA_RESTART restarts (read, write, recv, accept,
  * futex waits, wait4, flock, ...) never see the samples.  The calls the
- * kernel never restarts after a handler ran return EINTR to the program at
- * a sample that lands while they block, as at any other signal: well
- * written programs retry them; one that treats their EINTR as fatal
- * cannot be sampled by wall clock (no signal-based sampler can prevent
- * it without hiding the program's own signals from it too).
+ * kernel never restarts after a handler ran would return EINTR to the
+ * program at a sample that lands while they block: glibc's are
+ * interposed and keep the signal out while they wait (ph_sampler_wait.c,
+ * which says what remains).
  */
 #include <errno.h>
 #include <fcntl.h>
