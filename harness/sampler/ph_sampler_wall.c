@@ -159,10 +159,8 @@ phs_wall_disarm_all(void)
 
     memset(&off, 0, sizeof off);
     for (int i = 0; i < PHS_MAX_THREADS; i++) {
-        if (W.t.tid[i] != 0) {
-            timer_settime((timer_t)W.t.h[i], 0, &off, NULL);
-            atomic_store(&W.parked[i], 0); /* nothing counted while off */
-        }
+        if (W.t.tid[i] != 0)
+            timer_settime((timer_t)W.t.h[i], 0, &off, NULL); /* (parked threads still counted: blocked all the same) */
     }
 }
 
@@ -276,6 +274,8 @@ wall_tick(int all)
 {
     int64_t t = clock_ns(CLOCK_MONOTONIC);
 
+    if (!atomic_load(&phs.on))
+        return; /* nothing counted once sampling is off */
     for (int i = 0; i < PHS_MAX_THREADS; i++) {
         int state = W.t.tid[i] != 0 ? atomic_load_explicit(&W.parked[i], memory_order_acquire) : 0;
         int64_t cpu, now, ran, gap;
