@@ -51,8 +51,8 @@ wait_begin(sigset_t *old)
 {
     sigset_t ours;
 
-    if (!phs.wall || !atomic_load_explicit(&phs.on, memory_order_relaxed))
-        return 0;
+    if (!phs.wall)
+        return 0; /* (on or off: a timer's signal queued before the sampling stopped still arrives) */
     sigemptyset(&ours);
     sigaddset(&ours, PHS_TIMER_SIG);
     if (pthread_sigmask(SIG_BLOCK, &ours, old) != 0 || sigismember(old, PHS_TIMER_SIG))
