@@ -136,6 +136,19 @@ $(B)/tests/helpers/sampler_wall: tests/wall/svc/wall.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $<
 
+# The wall mode's EINTR service (tests/wall/svc), a workload of the
+# sampler's tests too.
+HELPER_BIN += $(B)/tests/helpers/sampler_eintr
+$(B)/tests/helpers/sampler_eintr: tests/wall/svc/eintr.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) -o $@ $<
+
+# The wall mode's cost workload (tests/bench), idle threads' wakes counted.
+HELPER_BIN += $(B)/tests/helpers/sampler_wall_idle
+$(B)/tests/helpers/sampler_wall_idle: tests/bench/wall_idle.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) -o $@ $<
+
 # The unwinding tests need code without frame pointers, as distributions
 # build it.
 $(B)/tests/helpers/sampler_nofp: tests/unit/helpers/sampler_nofp.c
