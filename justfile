@@ -154,10 +154,12 @@ soak-e2e RUNS="5": build engine
 mutants *MODULES: deps
     tests/mutants.sh {{MODULES}}
 
-# start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone
+# start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone;
+# edit one line, then `start --build` per mode against `docker compose build && up -d`
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh
     tests/bench/bench-stop-concurrent.sh
+    tests/bench/bench-edit.sh
 
 # the flamegraph renderer against flamegraph.pl (set FLAMEGRAPH_PL to compare)
 bench-render: build

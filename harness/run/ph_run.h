@@ -37,6 +37,7 @@
 #define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
 #define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach containers: the service's container id */
 #define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the container of the run */
+#define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume and its keeper: the tools image's hash */
 
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */

@@ -59,7 +59,7 @@ ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t
  * switching modes never rebuilds.  MODE, when given, is checked against
  * what the image offers first. */
 static int
-ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, char **tag_out,
+ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, char **tag_out, char **volume_out,
                        ph_image_facts *facts, ph_error_t *err)
 {
     ph_engine *e;
@@ -72,8 +72,8 @@ ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, c
     if (ph_run_engine(r, &e, err) < 0)
         return -1;
     st = ph_stage_beginf("image", 0, "profiling image of %s", img);
-    rc = ph_run_stage_done(st, ph_image_ensure_profiling(e, img, r->data_dir, &r->profiles, mode, tag_out, facts, err),
-                           err);
+    rc = ph_run_stage_done(st, ph_image_ensure_profiling(e, img, r->data_dir, &r->profiles, mode, tag_out,
+                                                         volume_out, facts, err), err);
     if (rc < 0)
         return ph_error_wrap(err, "%s", s->name);
     return 0;
@@ -91,12 +91,14 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     keep_enabled(&sl, n);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
-        char *tag = NULL;
+        char *tag = NULL, *volume = NULL, what[512];
         ph_image_facts facts;
 
         rc = ensure_service_image(r, sl.v[i], 1, err);
         if (rc == 0)
-            rc = ensure_profiling_image(r, sl.v[i], NULL, &tag, &facts, err);
+            rc = ensure_profiling_image(r, sl.v[i], NULL, &tag, &volume, &facts, err);
+        snprintf(what, sizeof what, "%s%s%s%s", volume ? "tools volume " : "", volume ? volume : "",
+                 volume && tag ? ", profiling image " : tag ? "profiling image " : "", tag ? tag : "");
         if (rc == 0) {
             char prog[PATH_MAX], modes[256] = "";
             int st = static_program(r, sl.v[i], prog, sizeof prog, err);
@@ -108,12 +110,13 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
             if (st < 0)
                 rc = -1;
             else
-                ph_info("%s: ready (profiling image %s; package manager %s, C library %s%s%s%s%s)", sl.v[i]->name,
-                        tag, ph_image_facts_pm(&facts), ph_image_facts_libc(&facts),
+                ph_info("%s: ready (%s; package manager %s, C library %s%s%s%s%s)", sl.v[i]->name,
+                        what, ph_image_facts_pm(&facts), ph_image_facts_libc(&facts),
                         st > 0 ? "; its program " : "", st > 0 ? prog : "",
                         st > 0 ? " is static: not for modes that preload, " : "", st > 0 ? modes : "");
         }
         free(tag);
+        free(volume);
     }
     free(sl.v);
     return rc;
@@ -544,7 +547,8 @@ ph_run_create_caps_if_known(ph_run *r, const ph_service *s, const char *name, js
 
 /* What start needs of a service before anything of it is stopped. */
 typedef struct prepared {
-    char *prof_img;
+    char *prof_img;     /* the profiling image, or NULL: */
+    char *tools_volume; /* the service's image with the tools volume mounted */
     ph_image_facts facts;
 } prepared;
 
@@ -660,7 +664,36 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
      * profiling image is built */
     if (ensure_service_image(r, s, r->opts.build, err) < 0 || check_program(r, s, p, err) < 0)
         return -1;
-    return ensure_profiling_image(r, s, p, &out->prof_img, &out->facts, err);
+    return ensure_profiling_image(r, s, p, &out->prof_img, &out->tools_volume, &out->facts, err);
+}
+
+/* The service's own image, profiled: the tools volume read-only at
+ * /opt/profharness (the shim, the sampler, the tree), and where the
+ * artifacts go, PH_CONTAINER_OUT, an anonymous volume (as for read_only:
+ * it outlives the stop, goes with the container), whose <service>
+ * directory any user may write (ph_run_config.c puts it there before the
+ * start: the image has no such directory). */
+static int
+tools_mount(json_t *cfg, const char *volume, ph_error_t *err)
+{
+    json_t *host = json_object_get(cfg, "HostConfig"), *mounts = json_object_get(host, "Mounts");
+    json_t *vols = json_object_get(cfg, "Volumes");
+
+    if (mounts == NULL) {
+        mounts = json_array();
+        json_object_set_new(host, "Mounts", mounts);
+    }
+    if (vols == NULL) {
+        vols = json_object();
+        json_object_set_new(cfg, "Volumes", vols);
+    }
+    if (mounts == NULL || vols == NULL ||
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:b, s:{s:b}}", "Type", "volume", "Source", volume,
+                                                "Target", PH_TOOLS_MOUNT, "ReadOnly", 1, "VolumeOptions", "NoCopy",
+                                                1)) < 0 ||
+        json_object_set_new(vols, PH_CONTAINER_OUT, json_object()) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
 }
 
 static int
@@ -669,8 +702,7 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     ph_engine *e;
     json_t *cfg = NULL, *img_info = NULL, *argv = NULL, *host, *labels, *env, *caps, *secopt;
     char *img = NULL, *name = NULL, *id = NULL;
-    const char *prof_img = prep->prof_img;
-    const ph_image_facts facts = prep->facts;
+    const char *tools_volume = prep->tools_volume;
     char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
     int found = 0, rc = -1;
     size_t i;
@@ -693,12 +725,14 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
 
-    if (profiled_argv(r, s, p, json_object_get(img_info, "Config"), facts.pm[0] ? NULL : PH_TOOLS_BIN, out, run_id,
-                      &argv, err) < 0)
+    /* from the tree when it serves the mode, or when the profiling image
+     * has it (an image with no package manager) */
+    if (profiled_argv(r, s, p, json_object_get(img_info, "Config"),
+                      tools_volume || !prep->facts.pm[0] ? PH_TOOLS_BIN : NULL, out, run_id, &argv, err) < 0)
         goto out;
     name = container_name(r, s, p->name);
-    cfg = name ? ph_run_base_config(r, s, prof_img, name, err) : NULL;
-    if (cfg == NULL)
+    cfg = name ? ph_run_base_config(r, s, tools_volume ? img : prep->prof_img, name, err) : NULL;
+    if (cfg == NULL || (tools_volume && tools_mount(cfg, tools_volume, err) < 0))
         goto out;
     json_object_set_new(cfg, "Entrypoint", argv);
     argv = NULL;
@@ -755,8 +789,9 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     /* read_only: the artifacts still need somewhere to go.  An anonymous
      * volume outlives the stop (collection reads the stopped container
      * through the archive endpoint, which a tmpfs would not survive) and
-     * goes with the container when it is removed. */
-    if (s->read_only) {
+     * goes with the container when it is removed.  (With the tools
+     * volume: tools_mount made it.) */
+    if (s->read_only && !tools_volume) {
         json_t *vols = json_object_get(cfg, "Volumes");
 
         if (vols == NULL) {
@@ -834,8 +869,10 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
             rc = ph_run_stage_done(st, start_profiled(r, sl.v[i], p, &prep[i], err), err);
         }
     }
-    for (size_t i = 0; i < sl.n; i++)
+    for (size_t i = 0; i < sl.n; i++) {
         free(prep[i].prof_img);
+        free(prep[i].tools_volume);
+    }
     free(prep);
     free(sl.v);
     return rc;
