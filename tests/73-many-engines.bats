@@ -13,14 +13,20 @@ load swarm/swarm_helper
 
 setup_file() {
     common_setup_file
-    local prof
-    prof=$(ph setup front worker 2>&1 | sed -n 's/.*front: ready (profiling image \([^;]*\);.*/\1/p')
-    [ -n "$prof" ] || { echo "# no profiling image named by setup" >&3; return 1; }
+    local ready prof tools
+    # the modes the tools tree serves run the service's image with the
+    # tools volume, filled on each Engine from the tools image (the bed has
+    # no mirror to build it from): both go to the hosts, with the profiling
+    # image when setup made one
+    ready=$(ph setup front worker 2>&1 | sed -n 's/.*front: ready (\([^;]*\);.*/\1/p')
+    prof=$(sed -n 's/.*profiling image \([^,]*\).*/\1/p' <<<"$ready")
+    tools=$(sed -n 's/^tools volume profharness-tools-\([0-9a-f]*\).*/profharness-tools:\1/p' <<<"$ready")
+    [ -n "$tools" ] || { echo "# no tools volume named by setup: $ready" >&3; return 1; }
     export SWARM_BED_PLAIN=1
     bed_down
     timed "up 2 Engines" bed_up 2
     # the images into both at once (bed_load does one node after the other)
-    timeout 600 docker save -o "$(bed_dir)/images.tar" "$DEMO_IMAGE:latest" "$prof"
+    timeout 600 docker save -o "$(bed_dir)/images.tar" "$DEMO_IMAGE:latest" "$tools" $prof
     timed "load into both" load_both
     rm -f "$(bed_dir)/images.tar"
     export DOCKER_CONFIG=$BATS_FILE_TMPDIR/docker-config
