@@ -47,6 +47,9 @@ LIBIBERTY := $(shell $(CC) -print-file-name=libiberty.a)
 IBERTY_OBJ := $(addprefix $(B)/iberty/,cp-demangle.o rust-demangle.o safe-ctype.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
+# Unit suites that need a swarm: run by the bats file that makes one
+# (tests/72-swarm-bed.bats), never by run-unit.sh's build/tests/test_*.
+BED_TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/bed/test_*.c))
 
 # The sampler is optional until its sources exist.
 SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a)
@@ -148,7 +151,7 @@ $(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -o $@ $< -lpthread
 
-tests-build: all $(TEST_BIN) $(HELPER_BIN)
+tests-build: all $(TEST_BIN) $(BED_TEST_BIN) $(HELPER_BIN)
 
 # Each unit test binary prints its own cmocka summary; tests/run-unit.sh
 # adds them up.

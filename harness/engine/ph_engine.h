@@ -30,6 +30,9 @@ typedef struct ph_engine ph_engine;
 /* Connect lazily: resolves the endpoint (environment, context store, TLS
  * files present and sane) and contacts nothing.  The first call pings. */
 ph_engine *ph_engine_new(ph_error_t *err);
+/* The same for the Docker context CONTEXT (NULL: as ph_engine_new): an
+ * Engine beside the current one, such as a swarm node's (ph_engine_swarm.h). */
+ph_engine *ph_engine_new_context(const char *context, ph_error_t *err);
 
 /* The Docker context every later ph_engine_new uses, as the docker CLI's
  * --context: it wins over DOCKER_HOST, DOCKER_CONTEXT and currentContext.

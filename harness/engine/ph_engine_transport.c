@@ -210,6 +210,12 @@ check_method(const char *method, const char *what, ph_error_t *err)
 ph_engine *
 ph_engine_new(ph_error_t *err)
 {
+    return ph_engine_new_context(NULL, err);
+}
+
+ph_engine *
+ph_engine_new_context(const char *context, ph_error_t *err)
+{
     ph_engine *e = NULL;
 
     pthread_once(&curl_once, curl_init_once);
@@ -227,7 +233,9 @@ ph_engine_new(ph_error_t *err)
         free(e);
         return NULL;
     }
-    if (ph_engine_endpoint_resolve(context_flag[0] ? context_flag : NULL, &e->ep, err) < 0) {
+    if (context == NULL && context_flag[0])
+        context = context_flag;
+    if (ph_engine_endpoint_resolve(context, &e->ep, err) < 0) {
         free(e);
         return NULL;
     }
