@@ -207,6 +207,13 @@ int ph_engine_container_wait_end(ph_engine_wait *w, long timeout_s, long *exit_c
 /* Abandon a begun wait (NULL is a no-op). */
 void ph_engine_wait_free(ph_engine_wait *w);
 
+/* POST /images/{name}/tag: IMAGE also as REPO:TAG. */
+int ph_engine_image_tag(ph_engine *e, const char *image, const char *repo, const char *tag, ph_error_t *err);
+/* POST /images/{name}/push of REPO:TAG to the registry REPO names (no
+ * credentials: a registry that wants them refuses, and its error is
+ * ours); an error line in the Engine's answer fails it. */
+int ph_engine_image_push(ph_engine *e, const char *repo, const char *tag, ph_error_t *err);
+
 /* DELETE /images/{name}; a missing image is not an error. */
 int ph_engine_image_remove(ph_engine *e, const char *name, int force, ph_error_t *err);
 
