@@ -11,11 +11,12 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
-# symbol (naming frames: perf maps), flame, tar, engine, compose, profile,
+# symbol (naming frames: perf maps), flame, tar, engine, compose, backend
+# (what the loop asks of an orchestrator; the Engine backend), profile,
 # report (artifacts to HTML and JSON summaries), rundir (the run-dir store:
 # reserved names, the order a run is completed in, the profile it was
 # started with), then run (the loop).  A floor includes only floors below it.
-LIB_DIRS := util timing symbol flame tar engine compose profile report rundir run
+LIB_DIRS := util timing symbol flame tar engine compose backend profile report rundir run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 

@@ -175,9 +175,6 @@ void ph_run_order_by_deps(ph_run *r, ph_svc_list *sl);
 void ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl);
 
 /* ph_run_compose.c */
-#define PH_DC_PROJECT "com.docker.compose.project"
-#define PH_DC_SERVICE "com.docker.compose.service"
-#define PH_DC_ONEOFF  "com.docker.compose.oneoff"
 #define PH_BY_COMPOSE "PhByCompose" /* in memory only: this listed container is docker compose's */
 /* C (as ph_run_list has it) was made by docker compose, not by us. */
 int ph_run_by_compose(json_t *c);
