@@ -197,6 +197,60 @@ task_current(const json_t *ts, const json_t *template)
 }
 
 int
+ph_engine_tasks_of(ph_engine *e, const char *service_id, json_t **out, ph_error_t *err)
+{
+    if (service_id == NULL || service_id[0] == '\0')
+        return ph_bad_input(err, "list a service's tasks: no service ID");
+    return filtered_list(e, "list the tasks of a service", "/tasks", "service", &service_id, 1, out, err);
+}
+
+int
+ph_engine_task_inspect(ph_engine *e, const char *id, json_t **out, int *found, ph_error_t *err)
+{
+    ph_engine_req r = { .what = "inspect task `{}`", .method = "GET", .path = "/tasks/{id}", .arg = { id },
+                        .kind = "task id", .ok = { 404 } };
+    json_t *tmp = NULL;
+
+    *out = NULL;
+    *found = 0;
+    r.resp = &tmp;
+    if (ph_engine_check(e, "inspect a task", err) < 0 || ph_engine_call(e, &r, err) < 0)
+        return -1;
+    if (r.status == 404) {
+        json_decref(tmp);
+        return 0;
+    }
+    *found = 1;
+    *out = tmp;
+    return 0;
+}
+
+void
+ph_swarm_task_read(const json_t *t, const json_t *template, const char *label, ph_swarm_task *x)
+{
+    json_t *st = json_object_get(t, "Status"), *cs = json_object_get(st, "ContainerStatus");
+    json_t *spec = json_object_get(t, "Spec");
+    const char *m;
+
+    memset(x, 0, sizeof *x);
+    copy_str(x->id, sizeof x->id, json_object_get(t, "ID"));
+    copy_str(x->node_id, sizeof x->node_id, json_object_get(t, "NodeID"));
+    copy_str(x->container_id, sizeof x->container_id, json_object_get(cs, "ContainerID"));
+    x->slot = (long)json_integer_value(json_object_get(t, "Slot"));
+    copy_str(x->state, sizeof x->state, json_object_get(st, "State"));
+    copy_str(x->desired, sizeof x->desired, json_object_get(t, "DesiredState"));
+    m = json_string_value(json_object_get(st, "Err"));
+    if (m == NULL || m[0] == '\0')
+        m = json_string_value(json_object_get(st, "Message"));
+    snprintf(x->message, sizeof x->message, "%s", m ? m : "");
+    x->exit_code = (long)json_integer_value(json_object_get(cs, "ExitCode"));
+    x->current = task_current(spec, template);
+    if (label != NULL)
+        copy_str(x->label, sizeof x->label,
+                 json_object_get(json_object_get(json_object_get(spec, "ContainerSpec"), "Labels"), label));
+}
+
+int
 ph_engine_service_tasks(ph_engine *e, const json_t *service, const char *label, ph_swarm_task **out, size_t *n,
                         ph_error_t *err)
 {
@@ -208,39 +262,17 @@ ph_engine_service_tasks(ph_engine *e, const json_t *service, const char *label, 
 
     *out = NULL;
     *n = 0;
-    if (sid == NULL)
-        return ph_bad_input(err, "list a service's tasks: the service has no ID");
-    if (filtered_list(e, "list the tasks of a service", "/tasks", "service", &sid, 1, &list, err) < 0)
+    if (ph_engine_tasks_of(e, sid, &list, err) < 0)
         return -1;
     if (json_array_size(list) > 0 && (v = calloc(json_array_size(list), sizeof *v)) == NULL) {
         json_decref(list);
         return ph_fail(err, ENOMEM, "list the tasks of service `%.200s`: allocate", sid);
     }
     json_array_foreach(list, i, t) {
-        ph_swarm_task *x = &v[k];
-        json_t *st = json_object_get(t, "Status"), *cs = json_object_get(st, "ContainerStatus");
-        json_t *spec = json_object_get(t, "Spec");
-        const char *m;
-
         /* the filter is the Engine's: a task of another service is not ours */
         if (!json_equal(json_object_get(t, "ServiceID"), json_object_get(service, "ID")))
             continue;
-        copy_str(x->id, sizeof x->id, json_object_get(t, "ID"));
-        copy_str(x->node_id, sizeof x->node_id, json_object_get(t, "NodeID"));
-        copy_str(x->container_id, sizeof x->container_id, json_object_get(cs, "ContainerID"));
-        x->slot = (long)json_integer_value(json_object_get(t, "Slot"));
-        copy_str(x->state, sizeof x->state, json_object_get(st, "State"));
-        copy_str(x->desired, sizeof x->desired, json_object_get(t, "DesiredState"));
-        m = json_string_value(json_object_get(st, "Err"));
-        if (m == NULL || m[0] == '\0')
-            m = json_string_value(json_object_get(st, "Message"));
-        snprintf(x->message, sizeof x->message, "%s", m ? m : "");
-        x->exit_code = (long)json_integer_value(json_object_get(cs, "ExitCode"));
-        x->current = task_current(spec, template);
-        if (label != NULL)
-            copy_str(x->label, sizeof x->label,
-                     json_object_get(json_object_get(json_object_get(spec, "ContainerSpec"), "Labels"), label));
-        k++;
+        ph_swarm_task_read(t, template, label, &v[k++]);
     }
     json_decref(list);
     if (k > 1)

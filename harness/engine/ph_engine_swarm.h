@@ -55,6 +55,15 @@ typedef struct ph_swarm_task {
     char label[128];       /* its container spec's label named by the caller, "" if none */
 } ph_swarm_task;
 
+/* GET /tasks?filters={"service":[SERVICE_ID]}: the Engine's array. */
+int ph_engine_tasks_of(ph_engine *e, const char *service_id, json_t **out, ph_error_t *err);
+/* GET /tasks/{id}: *found = 0 (and 0 returned) when there is none. */
+int ph_engine_task_inspect(ph_engine *e, const char *id, json_t **out, int *found, ph_error_t *err);
+/* One task of the Engine's JSON into *OUT: TEMPLATE (a service's
+ * Spec.TaskTemplate, may be NULL) tells whether it is current, LABEL (may
+ * be NULL) names the label copied to out->label. */
+void ph_swarm_task_read(const json_t *task, const json_t *template, const char *label, ph_swarm_task *out);
+
 /* Task states after which nothing more happens to a task's container. */
 int ph_swarm_task_ended(const ph_swarm_task *t);
 
