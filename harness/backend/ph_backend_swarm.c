@@ -15,6 +15,7 @@
 
 #include "ph_engine_swarm.h"
 #include "ph_log.h"
+#include "ph_signal.h"
 #include "ph_util.h"
 
 #define STACK_LABEL "com.docker.stack.namespace"
@@ -968,17 +969,27 @@ ph_backend_swarm_unprofile(ph_backend *pb, const char *project, const char *serv
     if (run != NULL) {
         if (signal_run(b, svc, run, "SIGTERM", err) < 0)
             goto out;
+        int killed = 0, sig;
+
         deadline = now_mono() + (double)(timeout_s > 0 ? timeout_s : 1);
         while ((e = run_ended(b, svc, run, err)) == 0) {
             struct timespec ts = { 0, 500000000L };
 
+            if ((sig = ph_interrupted()) != 0) {
+                ph_interrupt_fail(err, sig);
+                goto out;
+            }
+            if (now_mono() >= deadline && killed) {
+                ph_fail(err, 0, "service %s_%s: profiled tasks still running 30 s after SIGKILL", project, service);
+                goto out;
+            }
             if (now_mono() >= deadline) {
                 ph_warn("service %s_%s: profiled tasks still running after %ld s: killed", project, service,
                         timeout_s);
                 if (signal_run(b, svc, run, "SIGKILL", err) < 0)
                     goto out;
                 deadline = now_mono() + 30;
-                timeout_s = 30;
+                killed = 1;
             }
             nanosleep(&ts, NULL);
         }

@@ -932,6 +932,16 @@ set_body(ph_engine *e, ph_engine_req *r, call_ctx *s, const char *what, char **p
             return ph_fail(err, ENOMEM, "%s: allocate", what);
         *hdrs = l;
     }
+    if (r->registry_auth) {
+        char ra[1100];
+
+        if (strlen(r->registry_auth) > 1024 || strpbrk(r->registry_auth, "\r\n"))
+            return ph_bad_input(err, "%s: bad registry credentials header", what);
+        snprintf(ra, sizeof ra, "X-Registry-Auth: %s", r->registry_auth);
+        if ((l = curl_slist_append(*hdrs, ra)) == NULL)
+            return ph_fail(err, ENOMEM, "%s: allocate", what);
+        *hdrs = l;
+    }
     if (r->body != NULL) {
         *payload = json_dumps(r->body, JSON_COMPACT);
         if (*payload == NULL)

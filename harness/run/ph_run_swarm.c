@@ -398,9 +398,8 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     }
     if (ph_rundir_write_json_at(runfd, "tasks.json", "tasks.json", summary, err) < 0)
         goto out;
-    ph_info("%s: %zu task%s collected%s%s into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
-            lost ? ", lost " : "", lost ? (lost == 1 ? "1" : "several") : "", r->opts.out_dir, s->name, run.run,
-            rolled ? "; the service is rolled back as deployed" : "");
+    ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
+            r->opts.out_dir, s->name, run.run, rolled ? "; the service is rolled back as deployed" : "");
     if (collected == 0 && lost == 0) {
         ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, run.run);
         goto out;
