@@ -388,8 +388,8 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
                     run.run, name);
         } else {
             lost++;
-            ph_warn("%s: task %d on %s not collected: %s (its container %s stays on the node)", s->name, w->slot,
-                    w->node, why, w->id);
+            ph_warn("%s: task %d on %s not collected: %s (task %s: its container stays on the node)", s->name,
+                    w->slot, w->node, why, w->id);
         }
         json_array_append_new(json_object_get(summary, "tasks"),
                               json_pack("{s:i, s:s?, s:s, s:s, s:b, s:s?}", "slot", w->slot, "node", w->node, "task",

@@ -92,6 +92,19 @@ tasks_deployed() {
         --format '{{.Image}} {{.CurrentState}}' | grep -v -- '-profiling' | grep -c ' Running')" -eq "$1" ]
 }
 
+# work_tasks I: every profiled worker task running on node I serves 40
+# requests (an idle worker gives a sampler nothing to see); a deployed
+# task still being replaced is left alone.
+work_tasks() {
+    local c
+    for c in $(bed_docker "$1" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_worker" \
+        --filter label=io.profharness.run --filter status=running); do
+        bed_docker "$1" exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
+            for k in $(seq 40); do echo "WORK 50000 $k" >&3; read -r a <&3; [ "${a%% *}" = OK ] || exit 1; done' ||
+            return 1
+    done
+}
+
 # check_task_dir DIR MODE: a complete per-task run dir of MODE.
 check_task_dir() {
     local d=$1 mode=$2
@@ -99,6 +112,6 @@ check_task_dir() {
     grep -q '"outcome":"stopped"' "$d/ph-exit.json" || return 1
     case $mode in
     strace) grep -q 'execve(".*demo-worker"' "$d/strace.log" ;;
-    flamegraph) cat "$d"/stacks-*.folded | grep -q 'main' && [ -s "$d/report-flamegraph.svg" ] ;;
+    flamegraph) cat "$d"/stacks-*.folded | grep -q 'worker_serve_connection' && [ -s "$d/report-flamegraph.svg" ] ;;
     esac
 }

@@ -61,7 +61,10 @@ profile_three() {
     run swarm_ph status
     echo "$output"
     [ "$(grep -c " worker *[123] *$mode *running *$run_dir" <<<"$output")" -eq 3 ]
-    for i in 1 2 3; do wait_for node_tasks_listening "$i"; done
+    for i in 1 2 3; do
+        wait_for node_tasks_listening "$i"
+        work_tasks "$i"
+    done
     run timed "$mode: stop (3 tasks stopped and collected)" swarm_ph stop worker
     echo "$output"
     [ "$status" -eq 0 ]
@@ -169,8 +172,10 @@ deploy() {
     timed "node 2 killed" bed_stop 2 KILL
     node_down() { [ "$(bed_docker 1 node inspect --format '{{.Status.State}}' "$SWARM_BED-n2")" = down ]; }
     wait_for node_down
+    bed_docker 1 service ps --no-trunc "${STACK}_worker"
     run timed "stop with a node down" swarm_ph stop worker
     echo "$output"
+    bed_docker 1 service ps --no-trunc "${STACK}_worker"
     [ "$status" -eq 1 ]
     grep -q "task $lost_slot on $SWARM_BED-n2 not collected: its node is down" <<<"$output"
     grep -q "1 of 2 tasks lost (tasks.json says which)" <<<"$output"
