@@ -11,11 +11,12 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 # The library's floors, bottom up: util (errors, logs, strings, YAML),
 # timing (the harness timing itself; everything above may use it), then
-# symbol (naming frames: perf maps), flame, tar, engine, compose, profile,
+# symbol (naming frames: perf maps), flame, tar, engine, compose, backend
+# (what the loop asks of an orchestrator; the Engine backend), profile,
 # report (artifacts to HTML and JSON summaries), rundir (the run-dir store:
 # reserved names, the order a run is completed in, the profile it was
 # started with), then run (the loop).  A floor includes only floors below it.
-LIB_DIRS := util timing symbol flame tar engine compose profile report rundir run
+LIB_DIRS := util timing symbol flame tar engine compose backend profile report rundir run
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
@@ -47,6 +48,9 @@ LIBIBERTY := $(shell $(CC) -print-file-name=libiberty.a)
 IBERTY_OBJ := $(addprefix $(B)/iberty/,cp-demangle.o rust-demangle.o safe-ctype.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
+# Unit suites that need a swarm: run by the bats file that makes one
+# (tests/72-swarm-bed.bats), never by run-unit.sh's build/tests/test_*.
+BED_TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/bed/test_*.c))
 
 # The sampler is optional until its sources exist.
 SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a)
@@ -161,7 +165,7 @@ $(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -o $@ $< -lpthread
 
-tests-build: all $(TEST_BIN) $(HELPER_BIN)
+tests-build: all $(TEST_BIN) $(BED_TEST_BIN) $(HELPER_BIN)
 
 # Each unit test binary prints its own cmocka summary; tests/run-unit.sh
 # adds them up.

@@ -121,7 +121,7 @@ demo: build engine
 test: build engine
     scripts/run-tests.sh
 
-# the three-node Swarm bed's test (about 2.5 min): a registry, 3 replicas one per node, a node killed
+# the three-node Swarm bed's test (up to 17 min): a registry, 3 replicas one per node profiled under strace and flamegraph, a node killed, a node lost mid-run
 test-swarm: build engine
     tests/run-bats.sh tests/swarm/*.bats
 

@@ -703,10 +703,10 @@ out:
     return rc;
 }
 
-int
-ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
-                          const ph_profile_set *profiles, const ph_profile *mode, char **tag_out, char **volume_out,
-                          ph_image_facts *facts, ph_error_t *err)
+static int
+ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir, const ph_profile_set *profiles,
+                 const ph_profile *mode, int force_image, char **tag_out, char **volume_out, ph_image_facts *facts,
+                 ph_error_t *err)
 {
     json_t *info = NULL;
     const char *base_id;
@@ -725,7 +725,9 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
         goto out;
     /* The modes the tree serves need only the tools volume; a profiling
      * image is built for the others (setup: for any of them that fits). */
-    if (mode != NULL) {
+    if (force_image) {
+        need_image = 1;
+    } else if (mode != NULL) {
         need_image = !ph_image_tree_serves(mode, facts);
     } else {
         char why[1024];
@@ -734,7 +736,7 @@ ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *d
             need_image |= !ph_image_tree_serves(&profiles->v[i], facts) &&
                           ph_image_unfit(&profiles->v[i], facts, why, sizeof why) == NULL;
     }
-    if ((mode == NULL || !need_image) && ph_image_ensure_tools_volume(e, data_dir, profiles, volume_out, err) < 0)
+    if (!force_image && (mode == NULL || !need_image) && ph_image_ensure_tools_volume(e, data_dir, profiles, volume_out, err) < 0)
         goto out;
     if (need_image && profiling_image(e, service_image, base_id, data_dir, profiles, facts, tag_out, err) < 0)
         goto out;
@@ -746,5 +748,25 @@ out:
         *tag_out = *volume_out = NULL;
     }
     json_decref(info);
+    return rc;
+}
+
+int
+ph_image_ensure_profiling(ph_engine *e, const char *service_image, const char *data_dir,
+                          const ph_profile_set *profiles, const ph_profile *mode, char **tag_out, char **volume_out,
+                          ph_image_facts *facts, ph_error_t *err)
+{
+    return ensure_profiling(e, service_image, data_dir, profiles, mode, 0, tag_out, volume_out, facts, err);
+}
+
+int
+ph_image_ensure_profiling_image(ph_engine *e, const char *service_image, const char *data_dir,
+                                const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
+                                ph_image_facts *facts, ph_error_t *err)
+{
+    char *volume = NULL;
+    int rc = ensure_profiling(e, service_image, data_dir, profiles, mode, 1, tag_out, &volume, facts, err);
+
+    free(volume);
     return rc;
 }

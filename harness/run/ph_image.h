@@ -50,6 +50,13 @@ int ph_image_ensure_profiling(ph_engine *e, const char *service_image, const cha
                               const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
                               char **volume_out, ph_image_facts *facts, ph_error_t *err);
 
+/* As ph_image_ensure_profiling with the profiling image whatever the mode:
+ * for orchestrators whose nodes pull an image and have no tools volume of
+ * ours (a Swarm service's tasks). */
+int ph_image_ensure_profiling_image(ph_engine *e, const char *service_image, const char *data_dir,
+                                    const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
+                                    ph_image_facts *facts, ph_error_t *err);
+
 /* The profiling image of IMAGE is tagged <short name>-profiling:<inputs
  * hash>; the short name of "registry:5000/team/app:1.2" is "app". */
 void ph_image_short_name(const char *image, char *out, size_t len);

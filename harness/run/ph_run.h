@@ -16,6 +16,7 @@
 #define PH_RUN_H
 
 #include <stdio.h>
+#include "ph_backend.h"
 #include "ph_compose.h"
 #include "ph_engine.h"
 #include "ph_error.h"
@@ -24,21 +25,7 @@
 #include "ph_tar.h"
 #include "ph_util.h"
 
-#define PH_LABEL_PROJECT "io.profharness.project"
-#define PH_LABEL_SERVICE "io.profharness.service"
-#define PH_LABEL_MODE    "io.profharness.mode"     /* "none" when not profiled */
-#define PH_LABEL_RUN     "io.profharness.run"
-#define PH_LABEL_STARTED "io.profharness.started"
-#define PH_LABEL_OUTDIR  "io.profharness.outdir"   /* host run dir it will land in */
-#define PH_LABEL_PROFILE "io.profharness.profile"  /* the profile it was started with (ph_rundir.h) */
-#define PH_LABEL_INPUTS  "io.profharness.inputs"   /* on profiling images: input hash */
-#define PH_LABEL_PM      "io.profharness.pm"       /* on profiling images: its package manager */
-#define PH_LABEL_LIBC    "io.profharness.libc"     /* ... and C library ("none" when none) */
-#define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
-#define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach containers: the service's container id */
-#define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the container of the run */
-#define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume and its keeper: the tools image's hash */
-
+/* The labels state lives in (PH_LABEL_*, compose's PH_DC_*): ph_backend.h. */
 #define PH_CONTAINER_OUT "/opt/profiling"          /* artifacts live in OUT/<service> */
 #define PH_RECORD_NAME   "ph-exit.json"            /* the shim's completion record */
 #define PH_RECORD_MAX    PH_SMALL_JSON_MAX         /* larger is no record of ours */

@@ -851,6 +851,12 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: their tasks across the swarm */
+        if (rc > 0)
+            rc = ph_run_swarm_start(r, p, &sl, err);
+        free(sl.v);
+        return rc;
+    }
     if ((prep = calloc(sl.n ? sl.n : 1, sizeof *prep)) == NULL) {
         free(sl.v);
         return ph_fail(err, ENOMEM, "allocate");
@@ -914,6 +920,14 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: stop (collect) is the rollback */
+        int acted = 0;
+
+        if (rc > 0 && (rc = ph_run_swarm_stop(r, &sl, &acted, err)) == 0 && !acted)
+            ph_info("nothing to restore: no service of stack `%s` is profiled", r->compose->project);
+        free(sl.v);
+        return rc;
+    }
     /* Collect every profiled one first: restoring must never lose a run. */
     rc = ph_run_stop_services(r, &sl, 1, err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {

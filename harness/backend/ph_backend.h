@@ -1,0 +1,326 @@
+/* ph_backend.h - what the loop asks of an orchestrator, and nothing more.
+ *
+ * The loop (harness/run/) starts a service under a profiler, signals it,
+ * waits for it, copies the artifacts out and puts things back.  It does
+ * that to *workloads*: one running instance of a compose service (a
+ * container on a plain Engine; a task of a Swarm service; later a pod's
+ * container).  A service may have several workloads (replicas, or a
+ * Swarm service's tasks across nodes); each carries its slot and node.
+ *
+ * A backend is a table of operations (ph_backend_ops) behind a handle
+ * (ph_backend).  One handle per thread, as ph_engine: the loop's worker
+ * threads each open their own (ph_backend_ops.open through
+ * ph_backend_open).  Every operation follows the house rules: 0 or -1 and
+ * *err built at the failure site; none exits or prints errors (a warning
+ * through ph_log where a fallback is taken, as the Engine backend's
+ * `privileged` fallback).
+ *
+ * What a backend promises:
+ *   - State lives on the workloads: labels (PH_LABEL_* below) set at
+ *     create, which the workload cannot change, are read back by `list`
+ *     and `inspect` into the typed fields of ph_workload.  Nothing else
+ *     is kept on the host.
+ *   - `list` gives this project's workloads of ours and, with
+ *     PH_LIST_COMPOSE, those docker compose (or a stack deploy) made for
+ *     it, marked by_compose, given service and mode "none".
+ *   - `archive_get` streams a tar of a path in a stopped (or running)
+ *     workload; `archive_put` unpacks a tar into a directory of a created
+ *     or stopped one.  The loop extracts with harness/tar's limits; the
+ *     backend never interprets the tar.
+ *   - `wait_begin` registers a wait before the signal is sent, so "wait,
+ *     then signal" from one thread can miss nothing.
+ *   - `create` makes a workload from a neutral spec (ph_workload_spec):
+ *     compose's service model plus what the loop overrides.  Turning that
+ *     into an orchestrator's body (the Engine's create JSON, a Swarm
+ *     ServiceSpec, a pod template) is the backend's business alone.
+ *
+ * Implementations: ph_backend_engine.c (a plain Engine: a container per
+ * workload).  A Swarm backend (a service's tasks) implements the same
+ * table.  A Kubernetes backend would too (docs/kubernetes.md).
+ */
+#ifndef PH_BACKEND_H
+#define PH_BACKEND_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "ph_compose.h"
+#include "ph_error.h"
+#include "ph_strings.h"
+
+/* ---- the labels: where state lives ------------------------------------ */
+
+#define PH_LABEL_PROJECT "io.profharness.project"
+#define PH_LABEL_SERVICE "io.profharness.service"
+#define PH_LABEL_MODE    "io.profharness.mode"     /* "none" when not profiled */
+#define PH_LABEL_RUN     "io.profharness.run"
+#define PH_LABEL_STARTED "io.profharness.started"
+#define PH_LABEL_OUTDIR  "io.profharness.outdir"   /* host run dir it will land in */
+#define PH_LABEL_PROFILE "io.profharness.profile"  /* the profile it was started with (ph_rundir.h) */
+#define PH_LABEL_INPUTS  "io.profharness.inputs"   /* on profiling images: input hash */
+#define PH_LABEL_PM      "io.profharness.pm"       /* on profiling images: its package manager */
+#define PH_LABEL_LIBC    "io.profharness.libc"     /* ... and C library ("none" when none) */
+#define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
+#define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach workloads: the service's workload id */
+#define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the workload of the run */
+#define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume and its keeper: the tools image's hash */
+
+/* docker compose's own labels, which the loop reads and restore writes */
+#define PH_DC_PROJECT "com.docker.compose.project"
+#define PH_DC_SERVICE "com.docker.compose.service"
+#define PH_DC_ONEOFF  "com.docker.compose.oneoff"
+
+/* ---- the record of a workload ------------------------------------------ */
+
+typedef enum ph_workload_state {
+    PH_WL_UNKNOWN = 0,
+    PH_WL_CREATED,    /* made, never started */
+    PH_WL_RUNNING,
+    PH_WL_RESTARTING, /* counts as running */
+    PH_WL_PAUSED,
+    PH_WL_EXITED,
+    PH_WL_DEAD,
+    PH_WL_REMOVING,
+} ph_workload_state;
+
+/* What the loop knows of one workload.  Every string is owned by the
+ * record (ph_workload_clear frees them); a label that is absent is NULL.
+ * `id` is the handle every operation below takes. */
+typedef struct ph_workload {
+    char *id;          /* the backend's handle (Engine: the container id) */
+    char *name;        /* its name, no leading '/' (NULL: none) */
+    char *image;       /* the image it runs, as created */
+    char *node;        /* the node it runs on; NULL on a single Engine */
+    int slot;          /* replica number within its service, from 1; 0: unknown (a lone container) */
+
+    /* the labels the loop reads, typed (PH_LABEL_*) */
+    char *project;
+    char *service;     /* ours, or compose's service label for compose's */
+    char *mode;        /* "none" when not profiled */
+    char *run;         /* run id */
+    char *started;     /* the start's UTC stamp label */
+    char *outdir;      /* the host run dir its labels name (never trusted: ph_run_outdir_check) */
+    char *profile;     /* the profile's record as started (ph_rundir_profile_load) */
+    char *attached;    /* attach workloads: the workload id of the service attached to */
+    char *convert;     /* converters: the workload id of the run converted */
+    int by_compose;    /* made by docker compose (or a stack), not by us: never removed */
+    int compose_oneoff;/* `compose run`: not the service's (left out of lists) */
+
+    /* state */
+    ph_workload_state state;
+    char state_text[24]; /* as the orchestrator says it ("running", "exited"), escaped when printed */
+    long exit_code;    /* valid when state is EXITED or DEAD (from inspect; 0 from a listing) */
+    int oom_killed;    /* from inspect */
+    long long created; /* unix seconds; 0 unknown */
+    char *started_at;  /* RFC 3339 from inspect; NULL from a listing */
+    char *finished_at; /* RFC 3339 from inspect; NULL from a listing or while running */
+
+    ph_kvv labels;     /* every label as the orchestrator has it */
+} ph_workload;
+
+typedef struct ph_workload_list {
+    ph_workload *v;
+    size_t n;
+} ph_workload_list;
+
+void ph_workload_clear(ph_workload *w);          /* frees the fields; NULL ok */
+void ph_workload_list_free(ph_workload_list *l); /* frees each and the array; NULL ok */
+/* running or restarting */
+int ph_workload_running(const ph_workload *w);
+/* profiled: a mode label that is not "none" */
+int ph_workload_profiled(const ph_workload *w);
+/* a label by key (from LABELS), NULL when absent */
+const char *ph_workload_label(const ph_workload *w, const char *key);
+/* Deep copy of SRC into DST (zeroed first); -1 on ENOMEM. */
+int ph_workload_copy(ph_workload *dst, const ph_workload *src);
+/* Append a deep copy of W to L; -1 on ENOMEM. */
+int ph_workload_list_push(ph_workload_list *l, const ph_workload *w);
+/* Fill the typed fields of W from W->labels (the PH_LABEL_* above, and
+ * compose's for by_compose/compose_oneoff).  For backends.  -1 on ENOMEM. */
+int ph_workload_read_labels(ph_workload *w);
+/* "running" → PH_WL_RUNNING ...; unknown text → PH_WL_UNKNOWN. */
+ph_workload_state ph_workload_state_parse(const char *text);
+
+/* ---- what an image says of itself ------------------------------------- */
+
+typedef struct ph_image_config {
+    char *id;          /* "sha256:..." */
+    char *user;        /* NULL or "" : root */
+    char *workdir;
+    ph_strv env;       /* "K=V" */
+    ph_strv entrypoint;
+    ph_strv cmd;
+    ph_kvv labels;
+} ph_image_config;
+void ph_image_config_clear(ph_image_config *c);
+
+/* ---- the neutral create spec ------------------------------------------ */
+
+/* A mount the loop asks for beyond compose's (tools mounted read-only
+ * into a service, later). */
+typedef enum ph_mount_kind { PH_MOUNT_SPEC_BIND = 1, PH_MOUNT_SPEC_VOLUME, PH_MOUNT_SPEC_ANON } ph_mount_kind;
+typedef struct ph_spec_mount {
+    ph_mount_kind kind;
+    char *source;      /* host path (bind), volume name (volume); NULL for ANON */
+    char *target;      /* absolute path in the workload */
+    int read_only;
+} ph_spec_mount;
+
+/* What to create.  Zero it (PH_WORKLOAD_SPEC_INIT) and set what applies;
+ * the strings are owned by the spec (ph_workload_spec_clear frees them).
+ *
+ * With SERVICE set, the workload is what compose would create for it in
+ * COMPOSE (networks and aliases, ports, compose's mounts, resources,
+ * healthcheck, restart, secrets and configs...; docs/compose.md), and each
+ * field below that is set overrides compose's (a list replaces compose's
+ * where its `set_` flag is on, adds to it otherwise as said).  Without
+ * SERVICE it is a workload of ours (attach, converter, probe): only these
+ * fields, on the orchestrator's default network unless NETWORK_NONE. */
+typedef struct ph_workload_spec {
+    const char *name;          /* NULL: the orchestrator picks one */
+    const char *image;         /* required */
+    const ph_compose *compose; /* with SERVICE */
+    const ph_service *service; /* NULL: a workload of ours, not a service's */
+    int compose_labels;        /* also compose's own labels (restore: `docker compose ps` sees it) */
+    int slot;                  /* replica slot to create (0: the only one) */
+
+    int set_entrypoint;        /* ENTRYPOINT replaces compose's and the image's */
+    ph_strv entrypoint;
+    int set_cmd;               /* CMD replaces (empty: none) */
+    ph_strv cmd;
+    int set_env;               /* ENV ("K=V", or "K": unset) replaces compose's environment */
+    ph_strv env;
+    char *user;                /* NULL: compose's, else the image's */
+    char *workdir;             /* NULL: compose's, else the image's */
+    ph_kvv labels;             /* added to (over) compose's labels: the PH_LABEL_* of the run */
+
+    ph_strv cap_add;           /* added to compose's cap_add, no duplicates */
+    ph_strv cap_add_if_known;  /* added where the orchestrator knows them; else left out and said */
+    ph_strv security_opt;      /* added, no duplicates */
+    char *stop_signal;         /* NULL: compose's */
+    long stop_grace_s;         /* < 0: compose's */
+    int no_restart;            /* never restarted by the orchestrator (a profiled run) */
+    ph_spec_mount *mounts;     /* added to compose's */
+    size_t n_mounts;
+
+    const char *pid_of;        /* join this workload's PID namespace (attach); NULL: own */
+    int network_none;          /* no network at all (attach, converter, probe) */
+    int readable_logs;         /* a log driver whose output can be read back (converter) */
+} ph_workload_spec;
+
+#define PH_WORKLOAD_SPEC_INIT { .stop_grace_s = -1 }
+void ph_workload_spec_clear(ph_workload_spec *s);
+/* Add a mount (copies); -1 on ENOMEM. */
+int ph_workload_spec_mount(ph_workload_spec *s, ph_mount_kind kind, const char *source, const char *target,
+                           int read_only);
+
+/* ---- the operations ---------------------------------------------------- */
+
+typedef struct ph_backend ph_backend;
+typedef struct ph_backend_ops ph_backend_ops;
+typedef struct ph_backend_wait ph_backend_wait;
+struct ph_engine; /* the Engine client (ph_engine.h), for floors that build images */
+
+/* Streaming callbacks, the Engine client's contract: data as it arrives
+ * (0 go on, -1 abort with the callback's error, PH_BACKEND_DATA_ENOUGH end
+ * there with success); a body read in chunks (bytes, 0 at the end, -1). */
+typedef int (*ph_backend_data_cb)(void *ud, const char *data, size_t len);
+typedef ssize_t (*ph_backend_read_cb)(void *ud, char *buf, size_t len);
+#define PH_BACKEND_DATA_ENOUGH 1
+
+/* list flags */
+#define PH_LIST_COMPOSE 1  /* docker compose's workloads of the project too */
+#define PH_LIST_ALL_OF_HOST 2 /* every workload of the host, whoever made it (ports, images in use) */
+
+/* Processes of a running workload as `ps` shows them (attach). */
+typedef struct ph_proc_table {
+    ph_strv titles;    /* "PID", ..., the last is the command line */
+    ph_strv *rows;     /* each as many columns as titles */
+    size_t n;
+} ph_proc_table;
+void ph_proc_table_clear(ph_proc_table *t);
+
+struct ph_backend_ops {
+    const char *name; /* "engine", "swarm" */
+
+    /* A new handle of the same backend for another thread. */
+    ph_backend *(*open)(ph_backend *b, ph_error_t *err);
+    void (*close)(ph_backend *b);
+    /* Where it talks to, for messages. */
+    const char *(*describe)(ph_backend *b);
+    /* A stable id of the orchestrator (the Engine's /info ID), for notes
+     * said once per host; -1 when it has none. */
+    int (*host_id)(ph_backend *b, char *buf, size_t len, ph_error_t *err);
+    /* The Engine client images are built and pulled through (the Engine
+     * backend's own; a Swarm manager's); NULL when there is none. */
+    struct ph_engine *(*engine)(ph_backend *b);
+
+    /* PROJECT's workloads (SERVICE's, when not NULL), FLAGS PH_LIST_*. */
+    int (*list)(ph_backend *b, const char *project, const char *service, int flags, ph_workload_list *out,
+                ph_error_t *err);
+    /* One workload by id or name: *found 0 and 0 when there is none. */
+    int (*inspect)(ph_backend *b, const char *id, ph_workload *out, int *found, ph_error_t *err);
+    int (*image_inspect)(ph_backend *b, const char *image, ph_image_config *out, int *found, ph_error_t *err);
+
+    /* The project's networks and volumes S needs (compose's definitions),
+     * made when absent; external ones must exist. */
+    int (*prepare)(ph_backend *b, const ph_compose *c, const ph_service *s, ph_error_t *err);
+    /* Create (not started); *id. */
+    int (*create)(ph_backend *b, const ph_workload_spec *spec, char **id, ph_error_t *err);
+    int (*start)(ph_backend *b, const char *id, ph_error_t *err);
+    /* Create and start with the fallbacks a service needs: capabilities
+     * the host does not know left out (and said), `privileged` the host
+     * refuses replaced by the explicit capabilities (and said), compose's
+     * networks beyond the first connected, its secrets written in; a port
+     * held by someone else named in the hint.  Nothing is left behind on
+     * failure. */
+    int (*run)(ph_backend *b, const ph_workload_spec *spec, char **id, ph_error_t *err);
+
+    /* Send SIG ("SIGTERM"; NULL: the orchestrator's kill). */
+    int (*signal)(ph_backend *b, const char *id, const char *sig, ph_error_t *err);
+    /* Its stop signal, then a kill after GRACE_S. */
+    int (*stop)(ph_backend *b, const char *id, long grace_s, ph_error_t *err);
+    /* Wait for it to end, at most TIMEOUT_S (<= 0: no limit): *exit_code,
+     * or *timed_out. */
+    int (*wait)(ph_backend *b, const char *id, long timeout_s, long *exit_code, int *timed_out, ph_error_t *err);
+    /* The race-free pair (see above); wait_end always frees W. */
+    int (*wait_begin)(ph_backend *b, const char *id, ph_backend_wait **out, ph_error_t *err);
+    int (*wait_end)(ph_backend_wait *w, long timeout_s, long *exit_code, int *timed_out, ph_error_t *err);
+    void (*wait_free)(ph_backend_wait *w);
+    /* Gone (a missing one is no error; NULL id a no-op). */
+    int (*remove)(ph_backend *b, const char *id, int force, ph_error_t *err);
+
+    /* Files: a tar of PATH to DATA_CB; PATH there or not; a tar (LEN
+     * bytes, -1 unknown) unpacked into the directory PATH. */
+    int (*archive_get)(ph_backend *b, const char *id, const char *path, ph_backend_data_cb cb, void *ud,
+                       ph_error_t *err);
+    int (*archive_stat)(ph_backend *b, const char *id, const char *path, int *found, ph_error_t *err);
+    int (*archive_put)(ph_backend *b, const char *id, const char *path, ph_backend_read_cb cb, void *ud,
+                       long long len, ph_error_t *err);
+
+    /* ARGV in the running workload (ENV over its own, NULL none), output
+     * to DATA_CB (NULL: dropped), TIMEOUT_S (<= 0 none): *exit_code. */
+    int (*exec)(ph_backend *b, const char *id, const char *const *argv, const char *const *env, long timeout_s,
+                ph_backend_data_cb cb, void *ud, long *exit_code, ph_error_t *err);
+    /* Output: to FD, following (FOLLOW) from the last TAIL lines (< 0:
+     * all); everything so far, each line led by its timestamp, to CB; one
+     * stream (1 stdout, 2 stderr) of an ended one, to CB. */
+    int (*logs)(ph_backend *b, const char *id, int follow, long tail, int fd, ph_error_t *err);
+    int (*log_all)(ph_backend *b, const char *id, ph_backend_data_cb cb, void *ud, ph_error_t *err);
+    int (*output)(ph_backend *b, const char *id, int stream, ph_backend_data_cb cb, void *ud, ph_error_t *err);
+    /* Processes of a running workload, `ps PS_ARGS` as the host sees them. */
+    int (*top)(ph_backend *b, const char *id, const char *ps_args, ph_proc_table *out, ph_error_t *err);
+};
+
+/* The handle: implementations embed it first. */
+struct ph_backend {
+    const ph_backend_ops *ops;
+};
+
+/* The backend this invocation uses (today a plain Engine's,
+ * ph_backend_engine_new), connected and checked that it answers. */
+ph_backend *ph_backend_new(ph_error_t *err);
+/* Another handle for a worker thread. */
+static inline ph_backend *ph_backend_open(ph_backend *b, ph_error_t *err) { return b->ops->open(b, err); }
+static inline void ph_backend_close(ph_backend *b) { if (b != NULL) b->ops->close(b); }
+
+#endif
