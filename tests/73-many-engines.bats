@@ -13,20 +13,18 @@ load swarm/swarm_helper
 
 setup_file() {
     common_setup_file
-    local ready prof tools
+    local imgs
     # the modes the tools tree serves run the service's image with the
     # tools volume, filled on each Engine from the tools image (the bed has
-    # no mirror to build it from): both go to the hosts, with the profiling
+    # no mirror to build it from): it goes to the hosts, with the profiling
     # image when setup made one
-    ready=$(ph setup front worker 2>&1 | sed -n 's/.*front: ready (\([^;]*\);.*/\1/p')
-    prof=$(sed -n 's/.*profiling image \([^,]*\).*/\1/p' <<<"$ready")
-    tools=$(sed -n 's/^tools volume profharness-tools-\([0-9a-f]*\).*/profharness-tools:\1/p' <<<"$ready")
-    [ -n "$tools" ] || { echo "# no tools volume named by setup: $ready" >&3; return 1; }
+    imgs=$(setup_images front "$(ph setup front worker 2>&1)")
+    [[ "$imgs" == *profharness-tools:* ]] || { echo "# no tools volume named by setup: $imgs" >&3; return 1; }
     export SWARM_BED_PLAIN=1
     bed_down
     timed "up 2 Engines" bed_up 2
     # the images into both at once (bed_load does one node after the other)
-    timeout 600 docker save -o "$(bed_dir)/images.tar" "$DEMO_IMAGE:latest" "$tools" $prof
+    timeout 600 docker save -o "$(bed_dir)/images.tar" "$DEMO_IMAGE:latest" $imgs
     timed "load into both" load_both
     rm -f "$(bed_dir)/images.tar"
     export DOCKER_CONFIG=$BATS_FILE_TMPDIR/docker-config
