@@ -77,7 +77,9 @@ stack_profiling_image() {
     local out
     out=$(timeout 900 "$PH" -f "$BATS_FILE_TMPDIR/stack.yaml" -p "$STACK" --profiles "${PH_PROFILES:-$REPO/profiles}" \
         -o "$OUT" setup worker 2>&1) || { echo "$out" >&2; return 1; }
-    sed -n 's/.*(profiling image \([^;]*\);.*/\1/p' <<<"$out" | tail -1
+    # a Swarm task runs the profiling image whatever the mode (no tools
+    # volume on the nodes): setup's, as it names it
+    setup_images worker "$out" | grep -- '-profiling:'
 }
 
 # The stack's worker service, as the manager has it: its spec's image.
