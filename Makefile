@@ -49,6 +49,9 @@ LIBIBERTY := $(shell $(CC) -print-file-name=libiberty.a)
 IBERTY_OBJ := $(addprefix $(B)/iberty/,cp-demangle.o rust-demangle.o safe-ctype.o)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
+# Unit suites that need a swarm: run by the bats file that makes one
+# (tests/72-swarm-bed.bats), never by run-unit.sh's build/tests/test_*.
+BED_TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/bed/test_*.c))
 
 # The sampler is optional until its sources exist.
 SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a)
@@ -138,6 +141,19 @@ $(B)/tests/helpers/sampler_wall: tests/wall/svc/wall.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $<
 
+# The wall mode's EINTR service (tests/wall/svc), a workload of the
+# sampler's tests too.
+HELPER_BIN += $(B)/tests/helpers/sampler_eintr
+$(B)/tests/helpers/sampler_eintr: tests/wall/svc/eintr.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) -o $@ $<
+
+# The wall mode's cost workload (tests/bench), idle threads' wakes counted.
+HELPER_BIN += $(B)/tests/helpers/sampler_wall_idle
+$(B)/tests/helpers/sampler_wall_idle: tests/bench/wall_idle.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer -pthread $(WARN) -o $@ $<
+
 # The unwinding tests need code without frame pointers, as distributions
 # build it.
 $(B)/tests/helpers/sampler_nofp: tests/unit/helpers/sampler_nofp.c
@@ -150,7 +166,7 @@ $(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -o $@ $< -lpthread
 
-tests-build: all $(TEST_BIN) $(HELPER_BIN)
+tests-build: all $(TEST_BIN) $(BED_TEST_BIN) $(HELPER_BIN)
 
 # Each unit test binary prints its own cmocka summary; tests/run-unit.sh
 # adds them up.

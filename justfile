@@ -121,7 +121,7 @@ demo: build engine
 test: build engine
     scripts/run-tests.sh
 
-# the three-node Swarm bed's test (about 2.5 min): a registry, 3 replicas one per node, a node killed
+# the three-node Swarm bed's test (up to 17 min): a registry, 3 replicas one per node profiled under strace and flamegraph, a node killed, a node lost mid-run
 test-swarm: build engine
     tests/run-bats.sh tests/swarm/*.bats
 
@@ -154,10 +154,12 @@ soak-e2e RUNS="5": build engine
 mutants *MODULES: deps
     tests/mutants.sh {{MODULES}}
 
-# start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone
+# start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone;
+# edit one line, then `start --build` per mode against `docker compose build && up -d`
 bench-orchestration: build engine
     tests/bench/bench-orchestration.sh
     tests/bench/bench-stop-concurrent.sh
+    tests/bench/bench-edit.sh
 
 # the flamegraph renderer against flamegraph.pl (set FLAMEGRAPH_PL to compare)
 bench-render: build
@@ -182,6 +184,10 @@ bench-summaries: build
 # the heap mode's cost against no profiler, massif and heaptrack, and its peak against massif's
 bench-heap: build
     tests/bench/bench-heap.sh
+
+# the wall mode's CPU cost at 100 Hz with 50 idle threads, as a % of one CPU
+bench-wall: build
+    tests/bench/bench-wall.sh
 
 # sampler overhead against gperftools and none, then the renderer, then
 # the sampler in the Python, Node and Java services of tests/lang (Engine)

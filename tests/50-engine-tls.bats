@@ -206,9 +206,10 @@ phs() {
     # no way out, so they are carried over with docker save | docker load.
     run ph setup front
     [ "$status" -eq 0 ]
-    tag=$(printf '%s\n' "$output" | sed -n 's/.*front: ready (profiling image \([^;)]*\)[;)].*/\1/p' | tail -1)
-    [ -n "$tag" ]
-    dk save "$DEMO_IMAGE:latest" "$tag" | timeout 600 docker -H "unix://$PRIV_SOCK" load >/dev/null
+    imgs=$(setup_images front "$output")
+    [ -n "$imgs" ]
+    # shellcheck disable=SC2086
+    timeout 600 docker save "$DEMO_IMAGE:latest" $imgs | timeout 600 docker -H "unix://$PRIV_SOCK" load >/dev/null
 
     export DOCKER_HOST=tcp://127.0.0.1:$TLS_PORT DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=$CERTS/good
     run ph start --mode strace front

@@ -7,6 +7,8 @@
 # collect while it runs.  The profiles' copy samples every 4 KiB on
 # average (the mode's default, 512 KiB, gives too few samples of 4 MiB
 # for a share within 5 %), which also checks the rate is the profile's.
+# heapleak (heapwork leak): the growth between the first snapshot and the
+# last.
 
 load test_helper
 
@@ -117,6 +119,54 @@ teardown_file() { common_teardown_file; }
     ls "$snap"/heap-*.pb.gz
     run hph stop heapwork
     [ "$status" -eq 0 ]
+}
+
+# The KiB heapleak has said it leaked, 0 before it says.
+leaked() {
+    local n
+    n=$(dk logs "${PH_TEST_PROJECT}-heapleak-heap" 2>&1 | sed -n 's/^heapwork: leaked \([0-9]*\) KiB$/\1/p' | tail -1)
+    echo "${n:-0}"
+}
+
+@test "heap: what grew from the first snapshot to the last is the leak's, not the constant set's nor the churn's" {
+    hph setup heapleak >&3 2>&1
+    run hph start --mode heap heapleak
+    [ "$status" -eq 0 ]
+    leaking() { dk logs "${PH_TEST_PROJECT}-heapleak-heap" 2>&1 | grep -q "heapwork: leaking"; }
+    wait_for leaking
+    # the process's first snapshot: collect's (the interval is 120 s)
+    run hph collect heapleak
+    echo "$output"
+    [ "$status" -eq 0 ]
+    l0=$(leaked)
+    grown() { [ "$(leaked)" -ge $((l0 + 16384)) ]; }
+    wait_for grown
+    run hph stop heapleak
+    echo "$output"
+    [ "$status" -eq 0 ]
+    d="$OUT/heapleak/latest"
+    [ "$(ls "$d"/inuse_space-*.folded | wc -l)" -eq 2 ]
+    g="$d/report-inuse_space_growth.folded"
+    [ -s "$g" ]
+    [ -s "$d/report-inuse_space_growth.svg" ]
+    leak=$(share ";leak_steadily;" "$g")
+    constant=$(share ";constant_set;" "$g")
+    churn=$(share ";churn_steadily;" "$g")
+    echo "# growth: leak_steadily $leak, constant_set $constant, churn_steadily $churn (per mille); $(jq -r .headline "$d/summary.json")" >&3
+    [ "$leak" -ge 900 ]
+    [ "$constant" -le 40 ]
+    # (the constant set is in use, seen, at the end: it just did not grow)
+    for f in "$d"/inuse_space-*.folded; do
+        echo "# $(basename "$f"): $(grep ';constant_set;' "$f")" >&3
+        [ "$(share ";constant_set;" "$f")" -ge 10 ]
+    done
+    [ "$churn" -le 10 ]
+    # 16 MiB leaked between the two at least (the estimate, within 10 %)
+    jq -e '.heap.growth as $g | $g.bytes >= 0.9 * 16777216 and $g.top_sites[0].site == "leak_steadily" and
+           ($g.from | startswith("inuse_space-")) and $g.from != $g.to and
+           (.headline | test("; grown [0-9.]+ MiB \\(leak_steadily [0-9.]+ %\\)$")) and (.problems | length) == 0' \
+        "$d/summary.json"
+    grep -q 'Grown since the first snapshot' "$d/report.html"
 }
 
 @test "heap: the demo's front at the mode's own rate, to its report" {

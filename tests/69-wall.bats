@@ -30,11 +30,11 @@ setup_file() {
 teardown_file() { common_teardown_file; }
 teardown() { common_teardown; }
 
-# rounds_at_least N: the service has printed its line for round N or later.
-rounds_at_least() {
+# logged_at_least SERVICE KEY N: the service's last KEY=<n> line says N or more.
+logged_at_least() {
     local n
-    n=$(dk logs "${PH_TEST_PROJECT}-svc-wall" 2>/dev/null | sed -n 's/^rounds=\([0-9]*\) .*/\1/p' | tail -1)
-    [ -n "$n" ] && [ "$n" -ge "$1" ]
+    n=$(dk logs "${PH_TEST_PROJECT}-$1-wall" 2>/dev/null | sed -n "s/^$2=\\([0-9]*\\).*/\\1/p" | tail -1)
+    [ -n "$n" ] && [ "$n" -ge "$3" ]
 }
 
 @test "wall: off-CPU share and the waiting function, no EINTR, wall/nanoseconds" {
@@ -43,7 +43,7 @@ rounds_at_least() {
     caps=$(dk inspect -f '{{.HostConfig.CapAdd}} {{.HostConfig.SecurityOpt}}' "${PH_TEST_PROJECT}-svc-wall")
     [ "$caps" = "[] []" ]
     # 40 rounds of 100 ms: ~400 samples at 100 Hz (a condition, not a pace)
-    WAIT_SECONDS=120 wait_for rounds_at_least 40
+    WAIT_SECONDS=120 wait_for logged_at_least svc rounds 40
     run pw stop svc
     [ "$status" -eq 0 ]
     run_dir=$(readlink -f "$OUT/svc/latest")
@@ -76,4 +76,32 @@ rounds_at_least() {
     # the report: off-CPU time is no unnamed code
     [ -s "$run_dir/report.html" ]
     jq -e '[.problems[] | select(test("no function name"))] | length == 0' "$run_dir/summary.json"
+}
+
+@test "wall: no call fails with EINTR because of the samples; a thread per root, with its share" {
+    run pw start --mode wall eintr
+    [ "$status" -eq 0 ]
+    # 100 calls of ~30 ms each in every thread: ~3 s sampled (a condition, not a pace)
+    WAIT_SECONDS=120 wait_for logged_at_least eintr calls 100 # (calls=: the fewest any thread made)
+    [ "$(dk inspect -f '{{.State.Running}}' "${PH_TEST_PROJECT}-eintr-wall")" = true ]
+    run pw stop eintr
+    [ "$status" -eq 0 ]
+    run_dir=$(readlink -f "$OUT/eintr/latest")
+    ! grep EINTR "$run_dir/service.log" || false
+    # 14 threads alive the whole run (12 blocking, the ticker, main): a
+    # fourteenth of the samples each, within 3 points, each off CPU in its call
+    awk '{ split($1, f, ";"); n[f[1]] += $NF; t += $NF } END { for (k in n) printf "%s %d %d\n", k, n[k], t }' \
+        "$OUT/eintr/stacks.folded" > "$BATS_TEST_TMPDIR/threads"
+    cat "$BATS_TEST_TMPDIR/threads" | sed 's/^/# /' >&3
+    for t in read futex accept cond poll ppoll select epoll nanosleep clock_nsleep usleep sigtimedwait ticker wall-eintr; do
+        awk -v t="$t" '$1 == t { found = 1; d = $2 / $3 - 1 / 14; ok = d <= 0.03 && d >= -0.03 } END { exit !(found && ok) }' \
+            "$BATS_TEST_TMPDIR/threads"
+    done
+    [ "$(wc -l < "$BATS_TEST_TMPDIR/threads")" -eq 14 ]
+    grep -q '^poll;.*;poll;\[off-cpu\] [0-9]*$' "$OUT/eintr/stacks.folded"
+    grep -q '^epoll;.*;epoll_wait;\[off-cpu\] [0-9]*$' "$OUT/eintr/stacks.folded"
+    # the report: per thread, its samples off CPU
+    jq -e '[.flamegraph.threads[] | select(.thread == "nanosleep" and .offcpu_samples >= 0.9 * .samples)] | length == 1' \
+        "$run_dir/summary.json"
+    grep -q '<h3>Per thread</h3>' "$run_dir/report.html"
 }

@@ -139,5 +139,5 @@ last_snapshot() { ls -d "$OUT/$1"/*-snapshot-* | sort | tail -1; }
     echo "$output"
     [ "$status" -eq 0 ]
     # the reason is the sampler's (for `sleep`: no CPU time to speak of)
-    [[ "$output" == *"idle: the sampler recorded no samples, so there is no flamegraph: "*"/usr/bin/sleep (pid "* ]]
+    [[ "$output" == *"idle: the sampler recorded no samples, so there is no profile to draw: "*"/usr/bin/sleep (pid "* ]]
 }

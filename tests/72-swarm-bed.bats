@@ -37,6 +37,46 @@ teardown_file() {
     [ -z "$(dk ps -q --filter "label=com.docker.stack.namespace=$STACK")" ]
 }
 
+@test "the Engine client's Swarm calls, on the bed's manager (tests/unit/bed/test_engine_swarm.c)" {
+    run env DOCKER_HOST="unix://$(bed_sock 1)" PH_TEST_SWARM_IMAGE="$DEMO_IMAGE:latest" \
+        PH_TEST_SWARM_NODE="$SWARM_BED-n1" timeout 600 "$REPO/build/tests/bed/test_engine_swarm"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q '^\[  PASSED  \] 5 test' <<<"$output"
+}
+
+@test "a stack's service under strace: every task profiled, stopped, collected per task, rolled back" {
+    tasks_running 2
+    img=$(timed "the profiling image (setup on the shared Engine)" stack_profiling_image)
+    [ -n "$img" ]
+    timed "save | load of the profiling image" bed_load "$img"
+    run timed "start (update, converged)" swarm_ph start --mode strace worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "profiling under strace: 2 tasks on $SWARM_BED-n1 (2)" <<<"$output"
+    run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
+    [ "$(service_image)" = "$img" ]
+    run swarm_ph status
+    echo "$output"
+    [ "$(grep -c "^$SWARM_BED-n1 *worker *[12] *strace *running *$run_dir" <<<"$output")" -eq 2 ]
+    wait_for node_tasks_listening 1
+    run timed "stop (tasks stopped, collected, rolled back)" swarm_ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "2 tasks collected into $run_dir; the service is rolled back as deployed" <<<"$output"
+    for slot in 1 2; do
+        check_task_dir "$run_dir/$slot-$SWARM_BED-n1" strace
+        grep -q "\"slot\": $slot" "$run_dir/$slot-$SWARM_BED-n1/run.json"
+    done
+    [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 2 ]
+    # the service as deployed: its image, its tasks running again
+    [ "$(service_image)" = "$DEMO_IMAGE:latest" ]
+    wait_for tasks_deployed 2
+    run swarm_ph restore worker
+    [ "$status" -eq 0 ]
+    grep -q "nothing to restore" <<<"$output"
+}
+
 @test "the bed is off the host's network: no address or route of its subnet here" {
     [ -n "$(bed__namespaces)" ]
     [ -z "$(ip -o addr show | grep -F " $(bed__net)." || true)" ]

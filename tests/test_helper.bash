@@ -46,6 +46,19 @@ short_grace_profiles() {
 
 dk() { timeout 60 docker "$@"; }
 
+# setup_images SERVICE SETUP_OUTPUT: the images another Engine needs to
+# run SERVICE's profiled modes, as `setup` named them in its line
+# "SERVICE: ready (tools volume profharness-tools-H[, profiling image T]; ...)":
+# the tools image the volume is filled from, and the profiling image when
+# setup made one (the valgrind modes').  One a line; nothing when setup
+# named neither.
+setup_images() {
+    local ready
+    ready=$(sed -n "s/.*$1: ready (\([^;]*\);.*/\1/p" <<<"$2" | tail -1)
+    sed -n 's/^tools volume profharness-tools-\([0-9a-f]*\).*/profharness-tools:\1/p' <<<"$ready"
+    sed -n 's/.*profiling image \([^,;]*\).*/\1/p' <<<"$ready"
+}
+
 # Containers of the test project, by label.
 project_containers() {
     dk ps -a --filter "label=io.profharness.project=$PH_TEST_PROJECT" --format '{{.Names}} {{.State}} {{.Label "io.profharness.mode"}}'

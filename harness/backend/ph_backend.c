@@ -216,6 +216,7 @@ ph_workload_spec_clear(ph_workload_spec *s)
         free(s->mounts[i].target);
     }
     free(s->mounts);
+    free(s->open_dir);
     memset(s, 0, sizeof *s);
     s->stop_grace_s = -1;
 }

@@ -62,6 +62,7 @@
 #define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
 #define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach workloads: the service's workload id */
 #define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the workload of the run */
+#define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume and its keeper: the tools image's hash */
 
 /* docker compose's own labels, which the loop reads and restore writes */
 #define PH_DC_PROJECT "com.docker.compose.project"
@@ -161,14 +162,15 @@ void ph_image_config_clear(ph_image_config *c);
 
 /* ---- the neutral create spec ------------------------------------------ */
 
-/* A mount the loop asks for beyond compose's (tools mounted read-only
- * into a service, later). */
+/* A mount the loop asks for beyond compose's (the tools volume mounted
+ * read-only into a service; an anonymous volume for the artifacts). */
 typedef enum ph_mount_kind { PH_MOUNT_SPEC_BIND = 1, PH_MOUNT_SPEC_VOLUME, PH_MOUNT_SPEC_ANON } ph_mount_kind;
 typedef struct ph_spec_mount {
     ph_mount_kind kind;
     char *source;      /* host path (bind), volume name (volume); NULL for ANON */
     char *target;      /* absolute path in the workload */
     int read_only;
+    int no_copy;       /* VOLUME: never filled from the image's files at TARGET */
 } ph_spec_mount;
 
 /* What to create.  Zero it (PH_WORKLOAD_SPEC_INIT) and set what applies;
@@ -207,6 +209,9 @@ typedef struct ph_workload_spec {
     int no_restart;            /* never restarted by the orchestrator (a profiled run) */
     ph_spec_mount *mounts;     /* added to compose's */
     size_t n_mounts;
+    char *open_dir;            /* made before the start, writable by anyone (mode 01777), when the
+                                * workload runs as a user other than root: a directory in an ANON
+                                * mount, whose root only root may write (the artifacts') */
 
     const char *pid_of;        /* join this workload's PID namespace (attach); NULL: own */
     int network_none;          /* no network at all (attach, converter, probe) */

@@ -348,14 +348,14 @@ eng_inspect(ph_backend *b, const char *id, ph_workload *out, int *found, ph_erro
     return rc;
 }
 
-static int
-eng_image_inspect(ph_backend *b, const char *image, ph_image_config *out, int *found, ph_error_t *err)
+int
+ph_backend_engine_image_config(ph_engine *e, const char *image, ph_image_config *out, int *found, ph_error_t *err)
 {
     json_t *info = NULL, *cfg;
     int bad = 0;
 
     memset(out, 0, sizeof *out);
-    if (ph_engine_image_inspect(E(b), image, &info, found, err) < 0)
+    if (ph_engine_image_inspect(e, image, &info, found, err) < 0)
         return -1;
     if (!*found)
         return 0;
@@ -372,6 +372,12 @@ eng_image_inspect(ph_backend *b, const char *image, ph_image_config *out, int *f
     }
     json_decref(info);
     return 0;
+}
+
+static int
+eng_image_inspect(ph_backend *b, const char *image, ph_image_config *out, int *found, ph_error_t *err)
+{
+    return ph_backend_engine_image_config(E(b), image, out, found, err);
 }
 
 /* A port someone else holds: who, in the hint. */

@@ -40,5 +40,9 @@ int ph_backend_engine_create(ph_backend *b, const ph_workload_spec *spec, char *
 int ph_backend_engine_run(ph_backend *b, const ph_workload_spec *spec, char **id, ph_error_t *err);
 /* The spec as the Engine's create body (a new object), or NULL and *err. */
 json_t *ph_backend_engine_config(ph_backend *b, const ph_workload_spec *spec, ph_error_t *err);
+/* IMAGE as E's image inspect says it, into OUT (ops.image_inspect of a
+ * backend whose images are an Engine's: the Engine's, a Swarm manager's). */
+int ph_backend_engine_image_config(ph_engine *e, const char *image, ph_image_config *out, int *found,
+                                   ph_error_t *err);
 
 #endif

@@ -194,14 +194,18 @@ ph_backend_engine_config(ph_backend *b, const ph_workload_spec *sp, ph_error_t *
     for (size_t i = 0; i < sp->n_mounts; i++) {
         const ph_spec_mount *m = &sp->mounts[i];
 
-        if (m->kind == PH_MOUNT_SPEC_ANON)
+        json_t *o;
+
+        if (m->kind == PH_MOUNT_SPEC_ANON) {
             json_object_set_new(object_at(cfg, "Volumes"), m->target, json_object());
-        else
-            json_array_append_new(array_at(host, "Mounts"),
-                                  json_pack("{s:s, s:s, s:s, s:b}", "Type",
-                                            m->kind == PH_MOUNT_SPEC_BIND ? "bind" : "volume", "Source",
-                                            m->source ? m->source : "", "Target", m->target, "ReadOnly",
-                                            m->read_only));
+            continue;
+        }
+        o = json_pack("{s:s, s:s, s:s, s:b}", "Type", m->kind == PH_MOUNT_SPEC_BIND ? "bind" : "volume", "Source",
+                      m->source ? m->source : "", "Target", m->target, "ReadOnly", m->read_only);
+        /* (the Engine refuses VolumeOptions on a bind) */
+        if (o != NULL && m->kind == PH_MOUNT_SPEC_VOLUME && m->no_copy)
+            json_object_set_new(o, "VolumeOptions", json_pack("{s:b}", "NoCopy", 1));
+        json_array_append_new(array_at(host, "Mounts"), o);
     }
     return cfg;
 }
@@ -407,6 +411,46 @@ create_body(ph_engine *e, const ph_service *s, const char *name, json_t *cfg, ch
     return *id ? 0 : ph_fail(err, 0, "create container `%s`: the Engine gave no id", name);
 }
 
+/* Whether USER ("name", "uid", "name:group"...; NULL or "" the image's,
+ * which cfg carries when it has one) is root. */
+static int
+user_is_root(const char *user)
+{
+    size_t n = user ? strcspn(user, ":") : 0;
+
+    return n == 0 || (n == 1 && user[0] == '0') || (n == 4 && strncmp(user, "root", 4) == 0);
+}
+
+/* The spec's open_dir, made in the created container ID before its start
+ * for a workload that runs as another user than root (root's shim makes
+ * it): the root of an anonymous volume only root may write.  This costs
+ * the Engine a mount of the created container, about 0.4 s. */
+static int
+put_open_dir(ph_backend *b, const ph_workload_spec *sp, json_t *cfg, const char *id, ph_error_t *err)
+{
+    const char *slash = sp->open_dir ? strrchr(sp->open_dir, '/') : NULL;
+    char parent[PATH_MAX];
+    ph_tar_extra dir;
+    void *tar = NULL;
+    size_t tar_len = 0;
+    int rc;
+
+    if (slash == NULL || user_is_root(json_string_value(json_object_get(cfg, "User"))))
+        return 0;
+    snprintf(parent, sizeof parent, "%.*s", (int)(slash - sp->open_dir), sp->open_dir);
+    dir = (ph_tar_extra){ .name = slash + 1, .mode = S_IFDIR | 01777 };
+    if (ph_tar_context_build(NULL, &dir, 1, 1u << 20, &tar, &tar_len, err) < 0)
+        return -1;
+    {
+        ph_engine_mem m = { tar, tar_len, 0 };
+
+        rc = ph_engine_archive_put(E(b), id, parent[0] ? parent : "/", ph_engine_mem_read_cb, &m, (long long)tar_len,
+                                   err);
+    }
+    free(tar);
+    return rc < 0 ? ph_error_wrap(err, "make %s", sp->open_dir) : 0;
+}
+
 /* Created and ready to start: -1 create failed (nothing made), -2 after
  * (*id made). */
 static int
@@ -415,6 +459,8 @@ create_cfg(ph_backend *b, const ph_workload_spec *sp, json_t *cfg, char **id, ph
     if (create_body(E(b), sp->service, sp->name, cfg, id, err) < 0)
         return -1;
     if (sp->service != NULL && (connect_extra_networks(b, sp, *id, err) < 0 || inject_files(b, sp, *id, err) < 0))
+        return -2;
+    if (put_open_dir(b, sp, cfg, *id, err) < 0)
         return -2;
     return 0;
 }

@@ -34,7 +34,8 @@ static const char usage[] =
     "  peak_total, peak_extra, peak_stacks, heap[site]; strace syscalls, errors, syscall_time,\n"
     "  calls[name], time[name], errors[name]; flamegraph samples, samples[fn] and self[fn]\n"
     "  (shares of all samples, in %); wall those and offcpu, offcpu[fn] (%); heap inuse_space,\n"
-    "  inuse_space[fn], alloc_space, alloc_space[fn] (bytes, [fn]: with fn on the stack).\n"
+    "  inuse_space[fn], alloc_space, alloc_space[fn], inuse_space_growth (grown since the\n"
+    "  first snapshot), inuse_space_growth[fn] (bytes, [fn]: with fn on the stack).\n"
     "Exit status: 0 ok, 1 failure, 2 usage or bad input, 3 a --fail-if condition held.\n";
 
 static int

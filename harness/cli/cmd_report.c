@@ -160,6 +160,35 @@ report_service(const char *service_dir, const ph_profile_set *profiles, int *fai
     return 0;
 }
 
+/* Every service of HOST_DIR (OUT/@<context>), an output dir of its own;
+ * OUT's index lists its runs too. */
+static void
+report_host(const char *host_dir, const ph_profile_set *profiles, int *failed)
+{
+    DIR *d = opendir(host_dir);
+    struct dirent *de;
+    char out[PATH_MAX];
+
+    if (d == NULL)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        char p[PATH_MAX + 256];
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof p, "%s/%s", host_dir, de->d_name);
+        if (is_dir(p))
+            report_service(p, profiles, failed);
+    }
+    closedir(d);
+    snprintf(out, sizeof out, "%s", host_dir);
+    *strrchr(out, '/') = '\0';
+    for (size_t i = 0; i < n_index_dirs; i++)
+        if (strcmp(index_dirs[i], out) == 0)
+            return;
+    if (n_index_dirs < sizeof index_dirs / sizeof index_dirs[0])
+        snprintf(index_dirs[n_index_dirs++], PATH_MAX, "%s", out);
+}
+
 int
 ph_cmd_report(const ph_global_opts *g, int argc, char **argv)
 {
@@ -202,7 +231,11 @@ ph_cmd_report(const ph_global_opts *g, int argc, char **argv)
             if (de->d_name[0] == '.')
                 continue;
             snprintf(p, sizeof p, "%s/%s", g->out_dir, de->d_name);
-            if (is_dir(p))
+            if (!is_dir(p))
+                continue;
+            if (de->d_name[0] == '@') /* an Engine's own output dir (--context a --context b) */
+                report_host(p, pp, &failed);
+            else
                 report_service(p, pp, &failed);
         }
         closedir(d);

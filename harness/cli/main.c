@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_many.h"
 #include "cli_timing.h"
 #include "ph_cmds.h"
 #include "ph_engine.h"
@@ -67,7 +68,8 @@ usage(FILE *out)
             "      --profiles DIR     more modes, over the shipped ones and the project's own profiles/\n"
             "  -o, --output DIR       where artifacts land (default: contrib/profiling in the project directory)\n"
             "  -v, --verbose          debug logging (also PH_LOG=debug)\n"
-            "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT)\n"
+            "      --context NAME     the Docker context to use (wins over DOCKER_HOST and DOCKER_CONTEXT);\n"
+            "                         repeat it to run the command on several Engines at once (below)\n"
             "      --engine-stall SECONDS  a transfer that moves less than a byte a second this long has\n"
             "                         stalled: it fails, saying so (default 60; also PH_ENGINE_STALL)\n"
             "      --timings[=sorted] after the command, its stages and the time per category on stderr\n"
@@ -92,9 +94,16 @@ usage(FILE *out)
             "                         (OTLP/HTTP; the other OTEL_* settings and TRACEPARENT are honoured)\n"
             "  PH_DATA_DIR            where profiles/ and images/ are (default: found from the binary:\n"
             "                         ../share/profharness when installed, .. in a build tree)\n"
+            "  PH_CONTEXTS            a,b,...: Docker contexts, as --context a --context b (when no --context)\n"
             "  PH_JOBS                how many services stop at once (default 8; 1: one after the other)\n"
             "  PH_ENGINE_STALL        seconds (or 1m30s) without progress before a transfer has stalled\n"
             "  PH_SERVICE_LOG_MAX     how much of a service's output service.log keeps (default 256MiB)\n"
+            "\n"
+            "Several Engines (--context a --context b): the command runs on each at once, its lines\n"
+            "prefixed with the context; each host's runs go to OUTDIR/@<context>/<service>/<run>/;\n"
+            "after stop, collect, restore and down, a service's runs of the sampler and perf modes are\n"
+            "merged into OUTDIR/<service>/<run>-merged/ (stacks added up, flamegraph, pprof, report),\n"
+            "all listed in OUTDIR/index.html; the exit status is the worst of the hosts'.\n"
             "\n"
             "exit status: 0 ok, 1 failure (Engine, disk, a service), 2 usage or bad input,\n"
             "3 a `compare --fail-if` condition held, 130/143 interrupted by SIGINT/SIGTERM.\n"
@@ -118,6 +127,7 @@ main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { "context", required_argument, NULL, 'C' },
+        { PH_CLI_MANY_MEMBER, required_argument, NULL, 'M' },
         { "engine-stall", required_argument, NULL, 'S' },
         { "timings", optional_argument, NULL, 'T' },
         { NULL, 0, NULL, 0 },
@@ -132,6 +142,8 @@ main(int argc, char **argv)
     const char **files = calloc((size_t)argc + 1, sizeof *files), **env_files = calloc((size_t)argc + 1, sizeof *files),
                **profiles = calloc((size_t)argc + 1, sizeof *files);
     int c, first, rc = 2;
+    ph_cli_many many = { .n = 0 };
+    const char *member = NULL; /* one of several Engines (cli_many.h) */
 
     if (files == NULL || env_files == NULL || profiles == NULL) {
         fprintf(stderr, "profharness: out of memory\n");
@@ -158,7 +170,17 @@ main(int argc, char **argv)
         case 'v': ph_log_set_level(PH_LOG_DEBUG); break;
         case 'h': usage(stdout); rc = 0; goto out;
         case 'V': printf("profharness %s\n", PH_VERSION); rc = 0; goto out;
-        case 'C': ph_engine_set_context(optarg); break;
+        case 'C': {
+            ph_error_t err = NULL;
+
+            if (ph_cli_many_add(&many, optarg, &err) < 0) {
+                ph_error_wrap(&err, "--context");
+                ph_error_report(&err);
+                goto out;
+            }
+            break;
+        }
+        case 'M': member = optarg; break;
         case 'S': {
             ph_error_t err = NULL;
             long stall = 0;
@@ -185,6 +207,22 @@ main(int argc, char **argv)
         goto out;
     }
     first = optind;
+    if (member == NULL && many.n == 0 && getenv("PH_CONTEXTS") != NULL) {
+        ph_error_t err = NULL;
+
+        if (ph_cli_many_add_list(&many, getenv("PH_CONTEXTS"), &err) < 0) {
+            ph_error_report(&err);
+            goto out;
+        }
+    }
+    if (member != NULL)
+        ph_engine_set_context(member);
+    else if (many.n == 1)
+        ph_engine_set_context(many.contexts[0]);
+    else if (many.n > 1 && ph_cli_many_fans_out(argv[first])) {
+        rc = ph_cli_many_run(&g, &many, argc, argv, first);
+        goto out;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[first], commands[i].name) == 0) {
             optind = 0; /* GNU getopt: 0 re-initialises for the subcommand's own options */

@@ -30,6 +30,9 @@ typedef struct ph_engine ph_engine;
 /* Connect lazily: resolves the endpoint (environment, context store, TLS
  * files present and sane) and contacts nothing.  The first call pings. */
 ph_engine *ph_engine_new(ph_error_t *err);
+/* The same for the Docker context CONTEXT (NULL: as ph_engine_new): an
+ * Engine beside the current one, such as a swarm node's (ph_engine_swarm.h). */
+ph_engine *ph_engine_new_context(const char *context, ph_error_t *err);
 
 /* The Docker context every later ph_engine_new uses, as the docker CLI's
  * --context: it wins over DOCKER_HOST, DOCKER_CONTEXT and currentContext.
@@ -209,6 +212,13 @@ int ph_engine_container_wait_end(ph_engine_wait *w, long timeout_s, long *exit_c
                                  ph_error_t *err);
 /* Abandon a begun wait (NULL is a no-op). */
 void ph_engine_wait_free(ph_engine_wait *w);
+
+/* POST /images/{name}/tag: IMAGE also as REPO:TAG. */
+int ph_engine_image_tag(ph_engine *e, const char *image, const char *repo, const char *tag, ph_error_t *err);
+/* POST /images/{name}/push of REPO:TAG to the registry REPO names (no
+ * credentials: a registry that wants them refuses, and its error is
+ * ours); an error line in the Engine's answer fails it. */
+int ph_engine_image_push(ph_engine *e, const char *repo, const char *tag, ph_error_t *err);
 
 /* DELETE /images/{name}; a missing image is not an error. */
 int ph_engine_image_remove(ph_engine *e, const char *name, int force, ph_error_t *err);

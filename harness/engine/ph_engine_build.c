@@ -259,3 +259,54 @@ out:
     }
     return rc;
 }
+
+int
+ph_engine_image_tag(ph_engine *e, const char *image, const char *repo, const char *tag, ph_error_t *err)
+{
+    ph_engine_req r = { .what = "tag image `{}`", .method = "POST", .path = "/images/{name}/tag", .arg = { image },
+                        .kind = "image name", .query = { { "repo", repo, "repository" }, PH_ENGINE_Q("tag", tag) } };
+
+    if (ph_engine_check(e, "tag an image", err) < 0)
+        return -1;
+    return ph_engine_call(e, &r, err);
+}
+
+int
+ph_engine_image_push(ph_engine *e, const char *repo, const char *tag, ph_error_t *err)
+{
+    char what[600];
+    /* the registry may be silent while it takes a layer: bounded by the
+     * timeout, as a build */
+    ph_engine_req r = { .what = what, .method = "POST", .path = "/images/{name}/push", .arg = { repo },
+                        .kind = "image name", .query = { PH_ENGINE_Q("tag", tag) }, .data_cb = build_data_cb,
+                        .timeout_s = BUILD_TIMEOUT_S, .quiet = 1,
+                        /* the Engine wants the header, credentials or not: "{}" */
+                        .registry_auth = "e30=" };
+    build_ctx *b = NULL;
+    int rc = -1;
+
+    snprintf(what, sizeof what, "push `%.300s:%.200s`", repo ? repo : "", tag ? tag : "latest");
+    if (ph_engine_check(e, what, err) < 0)
+        return -1;
+    if ((b = calloc(1, sizeof *b)) == NULL)
+        return ph_fail(err, errno, "%s: allocate", what);
+    r.data_ud = b;
+    if (ph_engine_call(e, &r, err) < 0)
+        goto out;
+    if (b->len > 0 && !b->overlong)
+        build_line(b, b->line, b->len);
+    if (b->oom) {
+        ph_fail(err, ENOMEM, "%s: keep the Engine's answer", what);
+        goto out;
+    }
+    if (b->error != NULL) {
+        ph_fail(err, 0, "%s: %s", what, b->error);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(b->error);
+    free(b->image_id);
+    free(b);
+    return rc;
+}

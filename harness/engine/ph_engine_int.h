@@ -70,6 +70,7 @@ typedef struct ph_engine_req {
     const char *kind;          /* what arg[0] is, for messages ("container id") */
     ph_engine_query query[6];  /* ?key=value&..., in order */
     json_t *body;              /* a JSON request body, or NULL */
+    const char *registry_auth; /* X-Registry-Auth (base64 of the credentials' JSON), or NULL */
     long timeout_s;            /* > 0 seconds; 0 PH_ENGINE_DEFAULT_TIMEOUT_S; PH_ENGINE_NO_TIMEOUT */
     /* The Engine works before it answers (a wait, a stop's grace, a build
      * step): silence is bounded by timeout_s, not by the stall limit. */

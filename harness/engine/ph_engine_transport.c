@@ -210,6 +210,12 @@ check_method(const char *method, const char *what, ph_error_t *err)
 ph_engine *
 ph_engine_new(ph_error_t *err)
 {
+    return ph_engine_new_context(NULL, err);
+}
+
+ph_engine *
+ph_engine_new_context(const char *context, ph_error_t *err)
+{
     ph_engine *e = NULL;
 
     pthread_once(&curl_once, curl_init_once);
@@ -227,7 +233,9 @@ ph_engine_new(ph_error_t *err)
         free(e);
         return NULL;
     }
-    if (ph_engine_endpoint_resolve(context_flag[0] ? context_flag : NULL, &e->ep, err) < 0) {
+    if (context == NULL && context_flag[0])
+        context = context_flag;
+    if (ph_engine_endpoint_resolve(context, &e->ep, err) < 0) {
         free(e);
         return NULL;
     }
@@ -921,6 +929,16 @@ set_body(ph_engine *e, ph_engine_req *r, call_ctx *s, const char *what, char **p
             return ph_bad_input(err, "%s: bad content type `%.200s`", what, r->content_type);
         snprintf(ct, sizeof ct, "Content-Type: %s", r->content_type);
         if ((l = curl_slist_append(*hdrs, ct)) == NULL)
+            return ph_fail(err, ENOMEM, "%s: allocate", what);
+        *hdrs = l;
+    }
+    if (r->registry_auth) {
+        char ra[1100];
+
+        if (strlen(r->registry_auth) > 1024 || strpbrk(r->registry_auth, "\r\n"))
+            return ph_bad_input(err, "%s: bad registry credentials header", what);
+        snprintf(ra, sizeof ra, "X-Registry-Auth: %s", r->registry_auth);
+        if ((l = curl_slist_append(*hdrs, ra)) == NULL)
             return ph_fail(err, ENOMEM, "%s: allocate", what);
         *hdrs = l;
     }

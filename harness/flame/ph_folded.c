@@ -470,3 +470,64 @@ out:
     ph_folded_free(f);
     return rc;
 }
+
+int
+ph_folded_merge(ph_folded *into, const ph_folded *from, ph_error_t *err)
+{
+    size_t nn = ph_folded_n_names(from), cap = 0;
+    uint32_t *map = malloc((nn ? nn : 1) * sizeof *map), *ids = NULL;
+    int rc = -1;
+
+    if (map == NULL)
+        return ph_fail(err, ENOMEM, "merge folded stacks");
+    for (size_t i = 0; i < nn; i++) {
+        size_t len = 0;
+        const char *s = ph_folded_name(from, (uint32_t)i, &len);
+        int64_t id = ph_folded_intern(into, s, len, err);
+
+        if (id < 0)
+            goto out;
+        map[i] = (uint32_t)id;
+    }
+    for (size_t i = 0; i < ph_folded_n_stacks(from); i++) {
+        ph_folded_stack s = ph_folded_get_stack(from, i);
+
+        if (s.depth > cap) {
+            uint32_t *n = realloc(ids, s.depth * sizeof *n);
+            if (n == NULL) {
+                ph_fail(err, ENOMEM, "merge folded stacks");
+                goto out;
+            }
+            ids = n;
+            cap = s.depth;
+        }
+        for (uint32_t d = 0; d < s.depth; d++)
+            ids[d] = map[s.frames[d]];
+        if (ph_folded_add(into, ids, s.depth, s.count, err) < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(map);
+    free(ids);
+    return rc;
+}
+
+int
+ph_folded_write(const ph_folded *f, FILE *out, ph_error_t *err)
+{
+    for (size_t i = 0; i < ph_folded_n_stacks(f); i++) {
+        ph_folded_stack s = ph_folded_get_stack(f, i);
+
+        for (uint32_t d = 0; d < s.depth; d++) {
+            size_t n = 0;
+            const char *name = ph_folded_name(f, s.frames[d], &n);
+
+            if ((d && fputc(';', out) == EOF) || fwrite(name, 1, n, out) != n)
+                return ph_fail(err, errno, "write folded stacks");
+        }
+        if (fprintf(out, " %.17g\n", s.count) < 0)
+            return ph_fail(err, errno, "write folded stacks");
+    }
+    return 0;
+}

@@ -81,6 +81,15 @@ ph_folded *ph_folded_parse(const char *buf, size_t len, int flags, ph_error_t *e
 int64_t ph_folded_intern(ph_folded *f, const char *s, size_t n, ph_error_t *err);
 int ph_folded_add(ph_folded *f, const uint32_t *ids, uint32_t depth, double count, ph_error_t *err);
 
+/* Add FROM's stacks to INTO (their names interned in INTO's table), as
+ * if FROM's lines had been fed to INTO: counts of a stack both hold are
+ * summed.  -1 only on ENOMEM. */
+int ph_folded_merge(ph_folded *into, const ph_folded *from, ph_error_t *err);
+/* F's stacks as folded text, `root;child;leaf COUNT` a line, in F's
+ * order (the AFTER count of a differential stack); the count as short
+ * as it is exact (`12`, `12.5`).  -1 and *err when writing fails. */
+int ph_folded_write(const ph_folded *f, FILE *out, ph_error_t *err);
+
 const ph_folded_stats *ph_folded_get_stats(const ph_folded *f);
 size_t ph_folded_n_stacks(const ph_folded *f);
 /* Stack I (0 <= I < n_stacks), pointers valid until the next feed/free. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ph_escape.h"
@@ -369,14 +370,18 @@ join(const ph_strv *v, char *out, size_t len)
 
 #define TOOLS_BASE "debian:bookworm-slim"
 
+#define TOOLS_FILES 5
+
 typedef struct tools_inputs {
-    char files[4][4096];  /* Dockerfile, assemble.sh, ph-attach, the shim */
-    char packages[2048];  /* Debian's names of what the tools need */
-    char tools[1024];     /* the programs of the tree */
+    char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, the shim, the sampler */
+    size_t n_files;                /* the sampler only when it is built */
+    char packages[2048];           /* Debian's names of what the tools need */
+    char tools[1024];              /* the programs of the tree */
     char tag[128];
 } tools_inputs;
 
-static const char *const tools_names[4] = { "Dockerfile", "assemble.sh", "ph-attach", "opt/bin/ph-init" };
+static const char *const tools_names[TOOLS_FILES] = { "Dockerfile", "assemble.sh", "ph-attach", "opt/bin/ph-init",
+                                                      "opt/lib/libphsampler.so" };
 
 /* What the tools image is made of, and the tag that names it. */
 static int
@@ -389,6 +394,8 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
     for (int i = 0; i < 3; i++)
         snprintf(ti->files[i], sizeof ti->files[i], "%s/images/tools/%s", data_dir, tools_names[i]);
     ph_paths_lib_file(data_dir, "ph-init", ti->files[3], sizeof ti->files[3]);
+    ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[4], sizeof ti->files[4]);
+    ti->n_files = access(ti->files[4], R_OK) == 0 ? 5 : 4;
     /* Debian's packages of the modes that can run from the tree. */
     for (size_t i = 0; rc == 0 && i < profiles->n; i++) {
         const ph_profile *p = &profiles->v[i];
@@ -411,7 +418,7 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
     join(&tools, ti->tools, sizeof ti->tools);
     ph_strv_free(&pkgs);
     ph_strv_free(&tools);
-    for (int i = 0; i < 4; i++)
+    for (size_t i = 0; i < ti->n_files; i++)
         if (hash_file(ti->files[i], &h) < 0)
             return ph_fail(err, errno, "read `%s` (is the harness built? run `make`)", ti->files[i]);
     h = ph_image_hash(h, ti->packages, strlen(ti->packages) + 1);
@@ -437,11 +444,11 @@ ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set 
     if (tools_inputs_get(data_dir, profiles, ti, err) < 0 || ph_engine_image_inspect(e, ti->tag, NULL, &found, err) < 0)
         goto out;
     if (!found) {
-        ph_tar_extra extra[4];
+        ph_tar_extra extra[TOOLS_FILES];
 
-        for (int i = 0; i < 4; i++)
+        for (size_t i = 0; i < ti->n_files; i++)
             extra[i] = (ph_tar_extra){ .name = tools_names[i], .path = ti->files[i], .mode = i ? 0755 : 0644 };
-        if (ph_tar_context_build(NULL, extra, 4, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0)
+        if (ph_tar_context_build(NULL, extra, ti->n_files, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0)
             goto out;
         ph_info("building the tools image %s (from %s; tools: %s)", ti->tag, TOOLS_BASE, ti->tools);
         args = json_pack("{s:s, s:s, s:s}", "BASE_IMAGE", TOOLS_BASE, "PACKAGES", ti->packages, "TOOLS", ti->tools);
@@ -461,6 +468,99 @@ out:
     free(tar);
     free(id);
     free(ti);
+    return rc;
+}
+
+/* ---- the tools volume ---------------------------------------------------- */
+
+/* The tools volume is made by creating its keeper: a container of the
+ * tools image, never started, that mounts the new, empty volume at
+ * /opt/profharness, which the Engine fills from the image at create
+ * (copy-up), before create returns.  So a keeper that exists names a
+ * complete volume; it also keeps the volume in use (`docker volume prune`
+ * leaves it).  Two harnesses making it at once: the second's create is
+ * refused (the name is taken) and it waits for the first's. */
+static int
+tools_keeper(ph_engine *e, const char *name, int *found, ph_error_t *err)
+{
+    json_t *info = NULL;
+    int rc = ph_engine_container_inspect(e, name, &info, found, err);
+
+    json_decref(info);
+    return rc;
+}
+
+static int
+tools_volume_make(ph_engine *e, const char *tools_tag, const char *name, const char *hash, ph_error_t *err)
+{
+    json_t *labels = json_pack("{s:s}", PH_LABEL_TOOLS, hash), *cfg = NULL, *resp = NULL;
+    char path[256], *id = NULL;
+    ph_error_t sub = NULL;
+    long st = 0;
+    int found = 0, rc = -1;
+
+    if (labels == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    /* A volume left without its keeper (a keeper removed, a create
+     * interrupted) may be partial: made again, unless something uses it. */
+    snprintf(path, sizeof path, "/volumes/%s", name);
+    if (ph_engine_request(e, "DELETE", path, NULL, &resp, &st, &sub) < 0)
+        ph_error_free(&sub);
+    json_decref(resp);
+    if (ph_engine_volume_ensure(e, name, labels, err) < 0)
+        goto out;
+    cfg = json_pack("{s:s, s:[s,s], s:o, s:b, s:{s:[{s:s, s:s, s:s}]}}", "Image", tools_tag, "Entrypoint",
+                    PH_TOOLS_MOUNT "/tools/bin/busybox", "true", "Labels", json_incref(labels), "NetworkDisabled", 1,
+                    "HostConfig", "Mounts", "Type", "volume", "Source", name, "Target", PH_TOOLS_MOUNT);
+    if (cfg == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    ph_info("filling the tools volume %s from %s (once per Engine and tools)", name, tools_tag);
+    if (ph_engine_container_create(e, name, cfg, &id, &sub) == 0) {
+        rc = 0;
+        goto out;
+    }
+    /* someone else's keeper of the same name: wait for its create */
+    for (int i = 0; i < 600 && !found; i++) {
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+        if (tools_keeper(e, name, &found, NULL) < 0 || !found)
+            nanosleep(&ts, NULL);
+    }
+    if (found) {
+        ph_error_free(&sub);
+        rc = 0;
+    } else {
+        *err = sub;
+        ph_error_wrap(err, "fill the tools volume `%s`", name);
+    }
+out:
+    json_decref(labels);
+    json_decref(cfg);
+    free(id);
+    return rc;
+}
+
+int
+ph_image_ensure_tools_volume(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **volume_out,
+                             ph_error_t *err)
+{
+    ph_engine *e = b->ops->engine(b);
+    char *tag = NULL, name[160];
+    const char *hash;
+    int found = 0, rc = -1;
+
+    if (ph_image_ensure_tools(b, data_dir, profiles, &tag, err) < 0)
+        return -1;
+    hash = strchr(tag, ':') + 1;
+    snprintf(name, sizeof name, "%s%s", PH_TOOLS_VOLUME_PREFIX, hash);
+    if (tools_keeper(e, name, &found, err) < 0 || (!found && tools_volume_make(e, tag, name, hash, err) < 0))
+        goto out;
+    *volume_out = strdup(name);
+    rc = *volume_out ? 0 : ph_fail(err, ENOMEM, "allocate");
+out:
+    free(tag);
     return rc;
 }
 
@@ -508,15 +608,16 @@ check_mode(const ph_profile *mode, const ph_image_facts *f, const char *service_
     return ph_error_hint(err, "`profharness modes` says which modes run in which images");
 }
 
-int
-ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *data_dir,
-                          const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
-                          ph_image_facts *facts, ph_error_t *err)
+/* The profiling image of SERVICE_IMAGE (its id BASE_ID), which offers
+ * F: built when its inputs changed. */
+static int
+profiling_image(ph_backend *b, const char *service_image, const char *base_id, const char *data_dir,
+                const ph_profile_set *profiles, const ph_image_facts *facts, char **tag_out, ph_error_t *err)
 {
     ph_engine *e = b->ops->engine(b);
     char shim[4096], sampler[4096], name[128], tag[256];
-    json_t *info = NULL, *labels = NULL;
-    char *base_id = NULL, *dockerfile = NULL, *tools = NULL, *id = NULL;
+    json_t *labels = NULL;
+    char *dockerfile = NULL, *tools = NULL, *id = NULL;
     tools_inputs *ti = calloc(1, sizeof *ti);
     ph_strv pkgs = { 0 };
     void *tar = NULL;
@@ -524,23 +625,10 @@ ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *
     uint64_t h = PH_IMAGE_HASH_INIT;
     int found = 0, rc = -1;
 
-    memset(facts, 0, sizeof *facts);
     if (ti == NULL)
         return ph_fail(err, ENOMEM, "allocate");
     ph_paths_lib_file(data_dir, "ph-init", shim, sizeof shim);
     ph_paths_lib_file(data_dir, "libphsampler.so", sampler, sizeof sampler);
-    if (ph_engine_image_inspect(e, service_image, &info, &found, err) < 0)
-        goto out;
-    if (!found) {
-        ph_fail(err, 0, "image `%s` not found (run `profharness setup`)", service_image);
-        goto out;
-    }
-    base_id = strdup(json_string_value(json_object_get(info, "Id")) ? json_string_value(json_object_get(info, "Id")) : "");
-    if (base_id == NULL || base_id[0] == '\0') {
-        ph_fail(err, 0, "image `%s` has no id", service_image);
-        goto out;
-    }
-
     /* The tag hashes what goes in, not the tar's bytes: relinking the shim
      * changes its mtime but not its content, and must not cost a rebuild. */
     if (hash_file(shim, &h) < 0) {
@@ -554,26 +642,11 @@ ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *
     h = ph_image_hash(h, ti->tag, strlen(ti->tag) + 1);
     ph_image_short_name(service_image, name, sizeof name);
     snprintf(tag, sizeof tag, "%s-profiling:%016llx", name, (unsigned long long)h);
-
-    json_decref(info);
-    info = NULL;
-    if (ph_engine_image_inspect(e, tag, &info, &found, err) < 0)
+    if (ph_engine_image_inspect(e, tag, NULL, &found, err) < 0)
         goto out;
     if (found) {
-        /* What its image offers was found when it was built. */
-        json_t *l = json_object_get(json_object_get(info, "Config"), "Labels");
-        const char *pm = json_string_value(json_object_get(l, PH_LABEL_PM));
-        const char *libc = json_string_value(json_object_get(l, PH_LABEL_LIBC));
-
-        snprintf(facts->pm, sizeof facts->pm, "%s", pm && strcmp(pm, "none") != 0 ? pm : "");
-        snprintf(facts->libc, sizeof facts->libc, "%s", libc && strcmp(libc, "none") != 0 ? libc : "");
-        facts->shell = facts->pm[0] != '\0';
         ph_debug("profiling image %s is current (package manager %s)", tag, ph_image_facts_pm(facts));
-        if (check_mode(mode, facts, service_image, err) < 0)
-            goto out;
     } else {
-        if (ph_image_probe(b, base_id, facts, err) < 0 || check_mode(mode, facts, service_image, err) < 0)
-            goto out;
         if (facts->pm[0] == '\0' && ph_image_ensure_tools(b, data_dir, profiles, &tools, err) < 0)
             goto out;
         if (facts->pm[0] != '\0' && union_of(profiles, facts->pm, &pkgs) < 0) {
@@ -615,14 +688,81 @@ ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *
     *tag_out = strdup(tag);
     rc = *tag_out ? 0 : ph_fail(err, errno, "allocate");
 out:
-    json_decref(info);
     json_decref(labels);
     ph_strv_free(&pkgs);
-    free(base_id);
     free(dockerfile);
     free(tools);
     free(tar);
     free(id);
     free(ti);
+    return rc;
+}
+
+static int
+ensure_profiling(ph_backend *b, const char *service_image, const char *data_dir, const ph_profile_set *profiles,
+                 const ph_profile *mode, int force_image, char **tag_out, char **volume_out, ph_image_facts *facts,
+                 ph_error_t *err)
+{
+    ph_engine *e = b->ops->engine(b);
+    json_t *info = NULL;
+    const char *base_id;
+    int found = 0, need_image = 0, rc = -1;
+
+    memset(facts, 0, sizeof *facts);
+    *tag_out = *volume_out = NULL;
+    if (ph_engine_image_inspect(e, service_image, &info, &found, err) < 0)
+        return -1;
+    base_id = json_string_value(json_object_get(info, "Id"));
+    if (!found || base_id == NULL || base_id[0] == '\0') {
+        ph_fail(err, 0, "image `%s` %s (run `profharness setup`)", service_image, found ? "has no id" : "not found");
+        goto out;
+    }
+    if (ph_image_probe(b, base_id, facts, err) < 0 || check_mode(mode, facts, service_image, err) < 0)
+        goto out;
+    /* The modes the tree serves need only the tools volume; a profiling
+     * image is built for the others (setup: for any of them that fits). */
+    if (force_image) {
+        need_image = 1;
+    } else if (mode != NULL) {
+        need_image = !ph_image_tree_serves(mode, facts);
+    } else {
+        char why[1024];
+
+        for (size_t i = 0; i < profiles->n; i++)
+            need_image |= !ph_image_tree_serves(&profiles->v[i], facts) &&
+                          ph_image_unfit(&profiles->v[i], facts, why, sizeof why) == NULL;
+    }
+    if (!force_image && (mode == NULL || !need_image) && ph_image_ensure_tools_volume(b, data_dir, profiles, volume_out, err) < 0)
+        goto out;
+    if (need_image && profiling_image(b, service_image, base_id, data_dir, profiles, facts, tag_out, err) < 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc < 0) {
+        free(*tag_out);
+        free(*volume_out);
+        *tag_out = *volume_out = NULL;
+    }
+    json_decref(info);
+    return rc;
+}
+
+int
+ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *data_dir,
+                          const ph_profile_set *profiles, const ph_profile *mode, char **tag_out, char **volume_out,
+                          ph_image_facts *facts, ph_error_t *err)
+{
+    return ensure_profiling(b, service_image, data_dir, profiles, mode, 0, tag_out, volume_out, facts, err);
+}
+
+int
+ph_image_ensure_profiling_image(ph_backend *b, const char *service_image, const char *data_dir,
+                                const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
+                                ph_image_facts *facts, ph_error_t *err)
+{
+    char *volume = NULL;
+    int rc = ensure_profiling(b, service_image, data_dir, profiles, mode, 1, tag_out, &volume, facts, err);
+
+    free(volume);
     return rc;
 }

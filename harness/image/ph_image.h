@@ -13,8 +13,9 @@
  * once, when it is built.
  *
  * A floor of its own between the backend and the loop: it builds and
- * pulls through the Engine client the backend gives (ph_backend_ops.engine),
- * so the loop never calls the Engine itself.
+ * pulls, and makes the tools volume (and its keeper), through the Engine
+ * client the backend gives (ph_backend_ops.engine), so the loop never
+ * calls the Engine itself.
  */
 #ifndef PH_IMAGE_H
 #define PH_IMAGE_H
@@ -44,13 +45,25 @@ typedef struct ph_image_facts {
     int shell;     /* /bin/sh is there */
 } ph_image_facts;
 
-/* Make sure the profiling image of SERVICE_IMAGE exists: *tag_out names
- * it, *facts says what its image offers.  MODE, when not NULL, is checked
- * against the image before anything is built (a PH_EXIT_USAGE error saying
- * why it cannot run there). */
+/* What SERVICE_IMAGE needs to be profiled under MODE (*facts: what it
+ * offers, asked of the image).  MODE, when not NULL, is checked against
+ * the image first (a PH_EXIT_USAGE error saying why it cannot run there).
+ * A mode the tools tree serves (ph_image_tree_serves) runs the service's
+ * own image with the tools volume mounted: *volume_out names it, *tag_out
+ * is NULL.  Any other mode runs the profiling image (the service image +
+ * the profiles' packages through its package manager): *tag_out names it,
+ * *volume_out is NULL.  MODE NULL (setup): the tools volume, and the
+ * profiling image when a mode that fits the image needs it. */
 int ph_image_ensure_profiling(ph_backend *b, const char *service_image, const char *data_dir,
                               const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
-                              ph_image_facts *facts, ph_error_t *err);
+                              char **volume_out, ph_image_facts *facts, ph_error_t *err);
+
+/* As ph_image_ensure_profiling with the profiling image whatever the mode:
+ * for orchestrators whose nodes pull an image and have no tools volume of
+ * ours (a Swarm service's tasks). */
+int ph_image_ensure_profiling_image(ph_backend *b, const char *service_image, const char *data_dir,
+                                    const ph_profile_set *profiles, const ph_profile *mode, char **tag_out,
+                                    ph_image_facts *facts, ph_error_t *err);
 
 /* The profiling image of IMAGE is tagged <short name>-profiling:<inputs
  * hash>; the short name of "registry:5000/team/app:1.2" is "app". */
@@ -66,6 +79,16 @@ uint64_t ph_image_hash(uint64_t h, const void *data, size_t len);
  * *tag_out names it. */
 int ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
                           ph_error_t *err);
+
+/* The tools volume: the tools image's /opt/profharness (the tree, the
+ * shim, ph-attach, the sampler) in a volume named after the tools image's
+ * inputs (PH_TOOLS_VOLUME_PREFIX<hash>), filled once per Engine; a
+ * profiled container mounts it read-only at PH_TOOLS_MOUNT and runs the
+ * service's own image, unchanged.  *volume_out names it. */
+#define PH_TOOLS_MOUNT "/opt/profharness"
+#define PH_TOOLS_VOLUME_PREFIX "profharness-tools-"
+int ph_image_ensure_tools_volume(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **volume_out,
+                                 ph_error_t *err);
 
 /* ---- ph_image_facts.c ---------------------------------------------------- */
 
@@ -111,6 +134,11 @@ int ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t
  * on a fault. */
 int ph_image_file_head(ph_backend *b, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
                        ph_error_t *err);
+
+/* Whether mode P runs from the tools tree (mounted) in an image offering
+ * F: it names its `tools` (the tree carries them; `tools: []`, the
+ * sampler, needs none but the library).  Pure. */
+int ph_image_tree_serves(const ph_profile *p, const ph_image_facts *f);
 
 /* "apt" ... or "none"; "glibc", "musl" or "none". */
 const char *ph_image_facts_pm(const ph_image_facts *f);

@@ -476,6 +476,13 @@ ph_image_program(ph_backend *b, const char *image, char *const *argv, size_t arg
 
 /* ---- can a mode run there ---------------------------------------------- */
 
+int
+ph_image_tree_serves(const ph_profile *p, const ph_image_facts *f)
+{
+    (void)f;
+    return p->has_tools;
+}
+
 const char *
 ph_image_unfit(const ph_profile *p, const ph_image_facts *f, char *buf, size_t len)
 {

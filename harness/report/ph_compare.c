@@ -142,6 +142,13 @@ metric(const side *s, const char *metric, const char *arg, double *v)
         *v = total > 0 ? 100 * ph_folded_sum_with(rd->flame.folded, arg, 1) / total : 0;
         return 0;
     }
+    if (strcmp(metric, "inuse_space_growth") == 0) {
+        /* the heap sampler: bytes in use grown since the first snapshot ([fn]: with fn on the stack) */
+        if (rd->heap.growth == NULL)
+            return 1;
+        *v = ph_folded_sum_with(rd->heap.growth, arg, 0);
+        return 0;
+    }
     if (strcmp(metric, "inuse_space") == 0 || strcmp(metric, "alloc_space") == 0) {
         /* the heap sampler: bytes in use at the end, or allocated ([fn]: with fn on the stack) */
         const ph_folded *fo = rd->heap.view[metric[0] == 'i' ? PH_HEAP_INUSE_SPACE : PH_HEAP_ALLOC_SPACE];
@@ -173,7 +180,8 @@ static const char *const metric_help =
     "callgrind: ir (or any event: dr, d1mr, ...), EVENT[fn], EVENT_incl[fn]; massif: peak_heap, peak_total, "
     "peak_extra, peak_stacks, heap[site]; strace: syscalls, errors, syscall_time, calls[name], time[name], "
     "errors[name]; flamegraph: samples, samples[fn], self[fn]; wall: those and offcpu, offcpu[fn] (per cent "
-    "of the samples); heap: inuse_space, inuse_space[fn], alloc_space, alloc_space[fn] (bytes)";
+    "of the samples); heap: inuse_space, inuse_space[fn], alloc_space, alloc_space[fn], inuse_space_growth, "
+    "inuse_space_growth[fn] (bytes)";
 
 /* ---- --fail-if --------------------------------------------------------- */
 
@@ -655,7 +663,8 @@ static const char *
 unit_of(const comparison *c, const char *metric_name)
 {
     if (strncmp(metric_name, "peak_", 5) == 0 || strcmp(metric_name, "heap") == 0 ||
-        strcmp(metric_name, "inuse_space") == 0 || strcmp(metric_name, "alloc_space") == 0)
+        strcmp(metric_name, "inuse_space") == 0 || strcmp(metric_name, "alloc_space") == 0 ||
+        strcmp(metric_name, "inuse_space_growth") == 0)
         return "bytes";
     if (strcmp(metric_name, "offcpu") == 0)
         return "%";

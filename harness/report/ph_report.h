@@ -77,6 +77,28 @@ void ph_report_print_headline(FILE *out, const ph_report_headline *h);
  * what run.json says when there is no report yet), newest first. */
 int ph_report_write_index(const char *out_dir, ph_error_t *err);
 
+/* ---- many Engines (ph_report_merge.c) ----------------------------------- */
+/* A merged run: one service's runs on several Engines (`--context A
+ * --context B`), each host's in OUT/@<context>/<service>/<run>/, the
+ * merged one in OUT/<service>/<run>/ holding these and run.json, whose
+ * PH_MERGED_FROM lists {context, dir (from OUT), run, samples}. */
+#define PH_MERGED_FOLDED "stacks-merged.folded"
+#define PH_MERGED_PPROF "profile-merged.pb.gz"
+#define PH_MERGED_FROM "merged_from"
+typedef struct ph_merge_src {
+    const char *host;    /* the Docker context's name */
+    const char *run_dir; /* its run dir */
+} ph_merge_src;
+/* Write into DIR (made empty by the caller, to be renamed NAME) the sum
+ * of the N runs' stacks as each one's report counts them: PH_MERGED_FOLDED,
+ * PH_MERGED_PPROF, run.json, and convert.json for perf runs (the samples
+ * added up); ph_report_write_run then reports on it like on any run.
+ * 0 done; 1 nothing to add up, with why in WHY (a mode without stacks,
+ * runs of different modes, perf events or units); -1 and *err when a run
+ * cannot be read or a file written. */
+int ph_report_merge_runs(const char *dir, const char *name, const ph_merge_src *src, size_t n,
+                         const ph_profile_set *profiles, char *why, size_t why_len, ph_error_t *err);
+
 /* ---- compare ----------------------------------------------------------- */
 
 enum ph_compare_format { PH_COMPARE_TEXT, PH_COMPARE_JSON };

@@ -187,20 +187,24 @@ top_rows(ph_mw *f, const ph_folded *fo, const double *v, double total, const cha
     return a;
 }
 
-/* Samples per thread (the root frame) with each one's busiest leaf. */
+/* Samples per thread (the root frame) with each one's busiest leaf; on
+ * the wall clock, each one's share off CPU too. */
 static json_t *
-threads(ph_mw *f, const ph_folded *fo, double total, int in_ns)
+threads(ph_mw *f, const ph_folded *fo, double total, int in_ns, int wall)
 {
     size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), n = 0, npairs = 0;
     double *per = calloc(nn ? nn : 1, sizeof *per), *best = calloc(nn ? nn : 1, sizeof *best);
+    double *off = calloc(nn ? nn : 1, sizeof *off);
     double *sums = malloc((ns ? ns : 1) * sizeof *sums);
     uint32_t *leaf = malloc((nn ? nn : 1) * sizeof *leaf), *ids = NULL;
     ph_u64map pairs = { 0 };
     json_t *a = json_array();
-    const char *const heads[] = { "thread", in_ns ? "CPU time#" : "samples#", "%#", "", "busiest function (self)" };
+    const char *const heads[] = { "thread", in_ns ? "CPU time#" : "samples#", "%#", "", "off CPU#",
+                                  "busiest function (self)" };
+    const char *const heads_cpu[] = { heads[0], heads[1], heads[2], heads[3], heads[5] };
     char b[PH_FMT_LEN], p[PH_FMT_LEN];
 
-    if (per == NULL || best == NULL || sums == NULL || leaf == NULL)
+    if (per == NULL || best == NULL || off == NULL || sums == NULL || leaf == NULL)
         goto out;
     for (size_t i = 0; i < nn; i++)
         leaf[i] = UINT32_MAX;
@@ -211,6 +215,8 @@ threads(ph_mw *f, const ph_folded *fo, double total, int in_ns)
         uint64_t key = (uint64_t)t << 32 | l;
 
         per[t] += s.count;
+        if (ends_offcpu(fo, s))
+            off[t] += s.count;
         if (s.depth < 2)
             continue;
         if ((k = ph_u64map_get(&pairs, key)) == UINT32_MAX) {
@@ -227,7 +233,10 @@ threads(ph_mw *f, const ph_folded *fo, double total, int in_ns)
     ids = ranked(fo, per, &n);
     if (ids != NULL && n > 0) {
         PH_MW_RAW(f, "<h3>Per thread</h3>\n");
-        ph_html_table(f, heads, 5);
+        if (wall)
+            ph_html_table(f, heads, 6);
+        else
+            ph_html_table(f, heads_cpu, 5);
         for (size_t i = 0; i < n && i < 200; i++) {
             uint32_t t = ids[i];
             PH_MW_RAW(f, "<tr><td class=\"name\">");
@@ -236,6 +245,8 @@ threads(ph_mw *f, const ph_folded *fo, double total, int in_ns)
             ph_html_num(f, per[t], fmt_value(b, per[t], in_ns));
             ph_html_num(f, total > 0 ? 100 * per[t] / total : 0, ph_fmt_percent(p, per[t], total));
             ph_html_bar(f, total > 0 ? per[t] / total : 0);
+            if (wall) /* of the thread's own samples */
+                ph_html_num(f, per[t] > 0 ? 100 * off[t] / per[t] : 0, ph_fmt_percent(p, off[t], per[t]));
             PH_MW_RAW(f, "<td class=\"name\">");
             if (leaf[t] != UINT32_MAX) {
                 ph_mw_text(f, ph_folded_name(fo, leaf[t], NULL));
@@ -243,6 +254,8 @@ threads(ph_mw *f, const ph_folded *fo, double total, int in_ns)
             }
             PH_MW_RAW(f, "</td></tr>\n");
             json_array_append_new(a, json_pack("{s:s, s:f}", "thread", ph_folded_name(fo, t, NULL), "samples", per[t]));
+            if (wall)
+                json_object_set_new(json_array_get(a, json_array_size(a) - 1), "offcpu_samples", json_real(off[t]));
         }
         ph_html_table_end(f);
     }
@@ -251,6 +264,7 @@ out:
     free(ids);
     free(per);
     free(best);
+    free(off);
     free(sums);
     free(leaf);
     return a;
@@ -423,7 +437,7 @@ ph_report_flame(ph_rctx *c)
         json_object_set_new(js, "top_total", top_rows(f, fo, tot, total, "Top functions by total samples (on the stack)",
                                                       perf_ns ? "total time#" : "total#", perf_ns));
         if (root)
-            json_object_set_new(js, "threads", threads(f, fo, total, perf_ns));
+            json_object_set_new(js, "threads", threads(f, fo, total, perf_ns, wall));
         {
             size_t n = 0;
             uint32_t *ids = ranked(fo, self, &n);

@@ -6,6 +6,15 @@
  * allocation sites and the graphs of what was in use at the peak, at the
  * end and of what was allocated, drawn here from the stacks.
  *
+ * Growth (a leak shows as what only grows): the in-use bytes of the
+ * newest snapshot minus those of the first one the same process wrote
+ * (the first interval snapshot, PH_SAMPLER_INTERVAL after it started, or
+ * the first `collect`), per stack, positive only (ph_report_growth.c).
+ * The first, not zero: what a service builds at start and keeps is its
+ * working set, not growth.  Written beside the report as
+ * report-inuse_space_growth.folded and .svg; none when the process
+ * wrote one snapshot only.
+ *
  * A site is the innermost frame of a stack that is not the allocator's
  * (malloc and its family, operator new): the function that asked. */
 #include "ph_report_int.h"
@@ -30,6 +39,53 @@ static int
 chunk_cb(void *ctx, const char *buf, size_t len, ph_error_t *err)
 {
     return ph_folded_feed(ctx, buf, len, err);
+}
+
+/* What follows a snapshot's stamp in NAME (`inuse_space-<UTC><tag>-<n>.folded`):
+ * <tag>, the process, as a length into *TAG. */
+static size_t
+snapshot_tag(const char *name, const char **tag)
+{
+    size_t pre = strlen(view_names[PH_HEAP_INUSE_SPACE]) + 1 + 16; /* "inuse_space-" + YYYYMMDDTHHMMSSZ */
+    const char *dash = strrchr(name, '-');
+
+    if (strlen(name) < pre || dash == NULL || dash < name + pre) {
+        *tag = name;
+        return 0;
+    }
+    *tag = name + pre;
+    return (size_t)(dash - *tag);
+}
+
+/* The growth from the first in-use snapshot of the newest one's process
+ * to the newest (A: the N heap artifacts, in name order: oldest first). */
+static void
+read_growth(ph_rundata *rd, const ph_artifact *const *a, size_t n)
+{
+    const ph_artifact *last = rd->heap.art[PH_HEAP_INUSE_SPACE], *first = NULL;
+    const char *want, *tag;
+    size_t want_len, len = strlen(view_names[PH_HEAP_INUSE_SPACE]);
+    ph_folded *base = NULL;
+    ph_error_t err = NULL;
+
+    if (last == NULL || rd->heap.view[PH_HEAP_INUSE_SPACE] == NULL)
+        return;
+    want_len = snapshot_tag(last->name, &want);
+    for (size_t i = 0; i < n && first == NULL; i++)
+        if (strncmp(a[i]->name, view_names[PH_HEAP_INUSE_SPACE], len) == 0 && a[i]->name[len] == '-' &&
+            snapshot_tag(a[i]->name, &tag) == want_len && strncmp(tag, want, want_len) == 0)
+            first = a[i];
+    if (first == NULL || first == last)
+        return;
+    if ((base = ph_folded_new(0, &err)) == NULL || ph_read_file_chunks(first->path, chunk_cb, base, NULL, &err) < 0 ||
+        ph_folded_finish(base, &err) < 0 ||
+        ph_heap_growth(base, rd->heap.view[PH_HEAP_INUSE_SPACE], &rd->heap.growth, &err) < 0) {
+        ph_rundata_problem(rd, "%s: %s (no growth shown)", first->name, err ? err->msg : "cannot be read");
+        ph_error_free(&err);
+    } else {
+        rd->heap.growth_from = first;
+    }
+    ph_folded_free(base);
 }
 
 void
@@ -63,6 +119,7 @@ ph_rundata_read_heap(ph_rundata *rd)
         }
         rd->heap.view[v] = fo;
     }
+    read_growth(rd, a, n);
 }
 
 void
@@ -70,6 +127,7 @@ ph_heapdata_free(ph_heapdata *h)
 {
     for (int v = 0; v < PH_HEAP_VIEWS; v++)
         ph_folded_free(h->view[v]);
+    ph_folded_free(h->growth);
     memset(h, 0, sizeof *h);
 }
 
@@ -100,9 +158,10 @@ site_of(const ph_folded *fo, ph_folded_stack s)
 
 /* A site's bytes in one view, by name (the views are separate files, so
  * separate name tables). */
+enum { S_PEAK, S_END, S_ALLOC, S_GROWN, S_VIEWS };
 typedef struct site {
     const char *name;
-    double v[3];            /* at the peak, at the end, allocated */
+    double v[S_VIEWS];      /* at the peak, at the end, allocated, grown */
 } site;
 
 static int
@@ -117,17 +176,18 @@ cmp_site(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/* Sites over the three byte views, sorted by their bytes at the peak;
- * their names kept in NAMES. */
+/* Sites over the byte views and the growth, sorted by their bytes at the
+ * peak; their names kept in NAMES. */
 static site *
 sites(const ph_heapdata *h, ph_intern *names, size_t *n_out)
 {
-    static const int views[3] = { PH_HEAP_PEAK_SPACE, PH_HEAP_INUSE_SPACE, PH_HEAP_ALLOC_SPACE };
+    const ph_folded *views[S_VIEWS] = { h->view[PH_HEAP_PEAK_SPACE], h->view[PH_HEAP_INUSE_SPACE],
+                                        h->view[PH_HEAP_ALLOC_SPACE], h->growth };
     site *out = NULL;
     size_t n = 0, cap = 0;
 
-    for (int k = 0; k < 3; k++) {
-        const ph_folded *fo = h->view[views[k]];
+    for (int k = 0; k < S_VIEWS; k++) {
+        const ph_folded *fo = views[k];
 
         for (size_t i = 0; fo != NULL && i < ph_folded_n_stacks(fo); i++) {
             ph_folded_stack s = ph_folded_get_stack(fo, i);
@@ -148,7 +208,7 @@ sites(const ph_heapdata *h, ph_intern *names, size_t *n_out)
                     cap = nc;
                 }
                 for (; n <= (size_t)id; n++)
-                    out[n] = (site){ NULL, { 0, 0, 0 } };
+                    out[n] = (site){ NULL, { 0 } };
             }
             out[id].name = ph_intern_get(names, (uint32_t)id);
             out[id].v[k] += s.count;
@@ -169,10 +229,11 @@ total_of(const ph_folded *fo)
     return fo ? ph_folded_get_stats(fo)->total : 0;
 }
 
+/* The flamegraph of FO under TITLE; the SVG drawn kept in *KEPT when
+ * KEPT is not NULL. */
 static void
-graph(ph_rctx *c, int v, const char *title)
+graph(ph_rctx *c, const ph_folded *fo, const char *countname, const char *title, char **kept, size_t *kept_len)
 {
-    const ph_folded *fo = c->rd->heap.view[v];
     char t[400];
     ph_flame_opts o;
 
@@ -181,10 +242,93 @@ graph(ph_rctx *c, int v, const char *title)
     ph_flame_opts_init(&o);
     snprintf(t, sizeof t, "%s (%s, run %s): %s", c->rd->service, c->rd->mode, c->rd->name, title);
     o.title = t;
-    o.countname = strstr(view_names[v], "objects") ? "objects" : "bytes";
+    o.countname = countname;
     o.palette = "mem";
     PH_MW_FMT(c->html, "<h3>%s</h3>\n", title);
-    ph_html_flame_render(c->html, fo, &o, t);
+    ph_html_flame_render_kept(c->html, fo, &o, t, kept, kept_len);
+}
+
+/* The sites that grew, most first (at most TOP_GROWING), into G; how many. */
+#define TOP_GROWING 5
+static size_t
+growing(const site *all, size_t n, const site **g)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t j;
+
+        if (!(all[i].v[S_GROWN] > 0))
+            continue;
+        /* insertion from the end; the least falls off when G is full */
+        j = k < TOP_GROWING ? k++ : TOP_GROWING;
+        while (j > 0 && g[j - 1]->v[S_GROWN] < all[i].v[S_GROWN]) {
+            if (j < TOP_GROWING)
+                g[j] = g[j - 1];
+            j--;
+        }
+        if (j < TOP_GROWING)
+            g[j] = &all[i];
+    }
+    return k;
+}
+
+/* The growth part of the section: figures, the sites that grew, the graph;
+ * into JS and the headline. */
+static void
+report_growth(ph_rctx *c, const site *top, size_t ns, json_t *js)
+{
+    ph_mw *f = c->html;
+    const ph_heapdata *h = &c->rd->heap;
+    double grown = total_of(h->growth);
+    const site *g[TOP_GROWING];
+    size_t ng = top ? growing(top, ns, g) : 0;
+    char b[PH_FMT_LEN], b2[PH_FMT_LEN];
+    json_t *jg = json_object(), *jt = json_array();
+    size_t hl = strlen(c->headline);
+
+    PH_MW_RAW(f, "<h3>Growth</h3>\n");
+    if (h->growth == NULL) {
+        ph_html_note(f, "One snapshot only: growth is in use at the newest snapshot minus in use at the first, and "
+                        "needs two (the interval, PH_SAMPLER_INTERVAL, or a `collect` while it runs).");
+        json_decref(jg);
+        json_decref(jt);
+        return;
+    }
+    PH_MW_RAW(f, "<p class=\"note\">");
+    PH_MW_FMT(f, "In use grew by %s from the first snapshot (", ph_fmt_bytes(b, grown));
+    ph_mw_text(f, h->growth_from->name);
+    PH_MW_RAW(f, ") to the newest (");
+    ph_mw_text(f, h->art[PH_HEAP_INUSE_SPACE]->name);
+    PH_MW_RAW(f, "), counting only the stacks whose bytes in use grew: a leak shows as what only grows.</p>\n");
+    if (ng > 0) {
+        const char *heads[] = { "site", "grown#", "%#", "" };
+
+        ph_html_table(f, heads, 4);
+        for (size_t i = 0; i < ng; i++) {
+            PH_MW_RAW(f, "<tr><td class=\"name\">");
+            ph_mw_text(f, g[i]->name);
+            PH_MW_RAW(f, "</td>");
+            ph_html_num(f, g[i]->v[S_GROWN], ph_fmt_bytes(b, g[i]->v[S_GROWN]));
+            ph_html_num(f, grown > 0 ? 100 * g[i]->v[S_GROWN] / grown : 0, ph_fmt_percent(b2, g[i]->v[S_GROWN], grown));
+            ph_html_bar(f, grown > 0 ? g[i]->v[S_GROWN] / grown : 0);
+            PH_MW_RAW(f, "</tr>\n");
+            json_array_append_new(jt, json_pack("{s:s, s:f, s:f}", "site", g[i]->name, "bytes", g[i]->v[S_GROWN],
+                                                "percent", grown > 0 ? 100 * g[i]->v[S_GROWN] / grown : 0.0));
+        }
+        ph_html_table_end(f);
+        snprintf(c->headline + hl, sizeof c->headline - hl, "; grown %s (%.80s %s)", ph_fmt_bytes(b, grown),
+                 g[0]->name, ph_fmt_percent(b2, g[0]->v[S_GROWN], grown));
+    } else {
+        ph_html_note(f, "Nothing grew.");
+        snprintf(c->headline + hl, sizeof c->headline - hl, "; nothing grew");
+    }
+    graph(c, h->growth, "bytes", "Grown since the first snapshot (bytes in use)", &c->heap_svg, &c->heap_svg_len);
+    json_object_set_new(jg, "bytes", json_real(grown));
+    json_object_set_new(jg, "from", json_string(h->growth_from->name));
+    json_object_set_new(jg, "to", json_string(h->art[PH_HEAP_INUSE_SPACE]->name));
+    json_object_set_new(jg, "top_sites", jt);
+    json_object_set_new(js, "growth", jg);
 }
 
 void
@@ -208,6 +352,8 @@ ph_report_heap(ph_rctx *c)
     ph_html_card(f, "in use at the end", ph_fmt_bytes(b, inuse), note);
     snprintf(note, sizeof note, "%s objects over the run", ph_fmt_count(b2, allocn));
     ph_html_card(f, "allocated", ph_fmt_bytes(b, alloc), note);
+    if (h->growth != NULL)
+        ph_html_card(f, "grown", ph_fmt_bytes(b, total_of(h->growth)), "in use, since the first snapshot");
     ph_html_cards_end(f);
     ph_html_note(f, "Estimates from sampled allocations (one per N bytes on average, a randomized interval): each "
                     "sample of S bytes stands for S / (1 - exp(-S/N)) bytes, so the figures add up to what the "
@@ -224,27 +370,28 @@ ph_report_heap(ph_rctx *c)
             PH_MW_RAW(f, "<tr><td class=\"name\">");
             ph_mw_text(f, top[i].name);
             PH_MW_RAW(f, "</td>");
-            ph_html_num(f, top[i].v[0], ph_fmt_bytes(b, top[i].v[0]));
-            ph_html_num(f, peak > 0 ? 100 * top[i].v[0] / peak : 0, ph_fmt_percent(b2, top[i].v[0], peak));
-            ph_html_bar(f, peak > 0 ? top[i].v[0] / peak : 0);
-            ph_html_num(f, top[i].v[1], ph_fmt_bytes(b, top[i].v[1]));
-            ph_html_num(f, top[i].v[2], ph_fmt_bytes(b3, top[i].v[2]));
-            ph_html_num(f, alloc > 0 ? 100 * top[i].v[2] / alloc : 0, ph_fmt_percent(b2, top[i].v[2], alloc));
+            ph_html_num(f, top[i].v[S_PEAK], ph_fmt_bytes(b, top[i].v[S_PEAK]));
+            ph_html_num(f, peak > 0 ? 100 * top[i].v[S_PEAK] / peak : 0, ph_fmt_percent(b2, top[i].v[S_PEAK], peak));
+            ph_html_bar(f, peak > 0 ? top[i].v[S_PEAK] / peak : 0);
+            ph_html_num(f, top[i].v[S_END], ph_fmt_bytes(b, top[i].v[S_END]));
+            ph_html_num(f, top[i].v[S_ALLOC], ph_fmt_bytes(b3, top[i].v[S_ALLOC]));
+            ph_html_num(f, alloc > 0 ? 100 * top[i].v[S_ALLOC] / alloc : 0, ph_fmt_percent(b2, top[i].v[S_ALLOC], alloc));
             PH_MW_RAW(f, "</tr>\n");
             json_array_append_new(jt, json_pack("{s:s, s:f, s:f, s:f, s:f}", "site", top[i].name, "peak_inuse_bytes",
-                                                top[i].v[0], "percent", peak > 0 ? 100 * top[i].v[0] / peak : 0.0,
-                                                "inuse_bytes", top[i].v[1], "alloc_bytes", top[i].v[2]));
+                                                top[i].v[S_PEAK], "percent", peak > 0 ? 100 * top[i].v[S_PEAK] / peak : 0.0,
+                                                "inuse_bytes", top[i].v[S_END], "alloc_bytes", top[i].v[S_ALLOC]));
         }
         ph_html_table_end(f);
         snprintf(c->headline, sizeof c->headline, "peak in use %s (%.80s %s), %s in use at the end, %s allocated",
-                 ph_fmt_bytes(b, peak), top[0].name, ph_fmt_percent(b2, top[0].v[0], peak), ph_fmt_bytes(b3, inuse),
+                 ph_fmt_bytes(b, peak), top[0].name, ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
                  ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
     }
-    graph(c, PH_HEAP_PEAK_SPACE, "In use at the peak (bytes)");
-    graph(c, PH_HEAP_INUSE_SPACE, "In use at the end (bytes)");
-    graph(c, PH_HEAP_ALLOC_SPACE, "Allocated over the run (bytes)");
+    report_growth(c, top, ns, js);
+    graph(c, h->view[PH_HEAP_PEAK_SPACE], "bytes", "In use at the peak (bytes)", NULL, NULL);
+    graph(c, h->view[PH_HEAP_INUSE_SPACE], "bytes", "In use at the end (bytes)", NULL, NULL);
+    graph(c, h->view[PH_HEAP_ALLOC_SPACE], "bytes", "Allocated over the run (bytes)", NULL, NULL);
     ph_html_note(f, "Click a frame to zoom.  The objects views and the pprof profile (heap.pb.gz: go tool pprof) "
-                    "are beside this report.");
+                    "are beside this report; the growth's stacks too (" PH_REPORT_HEAP_GROWTH ".folded).");
 
     json_object_set_new(js, "peak_inuse_bytes", json_real(peak));
     json_object_set_new(js, "inuse_bytes", json_real(inuse));
@@ -255,4 +402,26 @@ ph_report_heap(ph_rctx *c)
     free(top);
     ph_intern_free(names);
     ph_html_section_end(f);
+}
+
+int
+ph_report_heap_files(const ph_rctx *c, ph_error_t *err)
+{
+    const ph_rundata *rd = c->rd;
+    char path[PATH_MAX + 64], *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (rd->heap.growth == NULL)
+        return 0;
+    if (ph_heap_growth_text(rd->heap.growth, &text, &len, err) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/%s.folded", rd->dir, PH_REPORT_HEAP_GROWTH);
+    rc = ph_report_write_file(rd->dir, path, text, len, err);
+    free(text);
+    if (rc == 0 && c->heap_svg != NULL) {
+        snprintf(path, sizeof path, "%s/%s.svg", rd->dir, PH_REPORT_HEAP_GROWTH);
+        rc = ph_report_write_file(rd->dir, path, c->heap_svg, c->heap_svg_len, err);
+    }
+    return rc;
 }

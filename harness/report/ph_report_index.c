@@ -1,6 +1,10 @@
 /* ph_report_index.c - OUT_DIR/index.html: every service and run, newest
  * first, with its mode, start, duration, how it stopped and headline,
- * each linking to its report.
+ * each linking to its report.  With runs on several Engines, each host's
+ * output dir OUT_DIR/@<context>/ is listed too, its runs marked with
+ * the host, and a merged run with the hosts it adds up (a context's name
+ * never starts with `@`, a service's neither: no dir is taken for the
+ * other).
  *
  * It reads only the harness's own small files, summary.json and
  * run.json, each with a size cap, so it stays fast with many large runs;
@@ -21,6 +25,7 @@
 #define MAX_RUNS 100000
 
 typedef struct entry {
+    char *host;              /* "" here; the context of OUT_DIR/@<context>/; "merged: a, b" */
     char *service, *run, *mode, *started, *stopped, *headline;
     double seconds;          /* how long it ran, -1 unknown */
     int has_report, problems;
@@ -39,12 +44,15 @@ cmp_entry(const void *a, const void *b)
     /* run names start with their UTC start stamp: newest first */
     int c = strcmp(y->run, x->run);
 
-    return c ? c : strcmp(x->service, y->service);
+    if (c == 0)
+        c = strcmp(x->service, y->service);
+    return c ? c : strcmp(x->host, y->host);
 }
 
 static void
 free_entry(entry *e)
 {
+    free(e->host);
     free(e->service);
     free(e->run);
     free(e->mode);
@@ -53,16 +61,38 @@ free_entry(entry *e)
     free(e->headline);
 }
 
-/* The entry of OUT_DIR/SERVICE/RUN. */
+/* "merged: a, b" for a merged run's run.json, else "". */
+static char *
+merged_hosts(json_t *meta)
+{
+    json_t *from = json_object_get(meta, PH_MERGED_FROM), *h;
+    char buf[512] = "";
+    size_t i, o = 0;
+
+    if (!json_is_array(from))
+        return strdup("");
+    o = (size_t)snprintf(buf, sizeof buf, "merged:");
+    json_array_foreach(from, i, h) {
+        const char *c = json_string_value(json_object_get(h, "context"));
+        if (o < sizeof buf)
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s %s", i ? "," : "", c ? c : "?");
+    }
+    return strdup(buf);
+}
+
+/* The entry of OUT_DIR/SERVICE/RUN (OUT_DIR/@HOST/SERVICE/RUN when HOST). */
 static int
-read_run(const char *out_dir, const char *service, const char *run, entry *e)
+read_run(const char *out_dir, const char *host, const char *service, const char *run, entry *e)
 {
     char dir[PATH_MAX];
     json_t *sum, *meta, *x, *secs;
     const char *mode, *started, *stopped, *headline;
     char guess[64] = "", attached[96];
 
-    snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
+    if (host != NULL)
+        snprintf(dir, sizeof dir, "%s/@%s/%s/%s", out_dir, host, service, run);
+    else
+        snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
     sum = ph_report_load_json(dir, PH_REPORT_SUMMARY, PH_RD_OWN_JSON_MAX, NULL, 0);
     meta = ph_report_load_json(dir, PH_RUN_META_NAME, PH_RD_OWN_JSON_MAX, NULL, 0);
     x = json_object_get(meta, "completion"); /* borrowed; null for a snapshot */
@@ -83,11 +113,14 @@ read_run(const char *out_dir, const char *service, const char *run, entry *e)
     stopped = json_string_value(json_object_get(sum, "stopped"));
     headline = json_string_value(json_object_get(sum, "headline"));
     memset(e, 0, sizeof *e);
+    e->host = host != NULL ? strdup(host) : merged_hosts(meta);
     e->service = strdup(service);
     e->run = strdup(run);
     e->mode = strdup(mode);
     /* no start time recorded: the run's name starts with its UTC stamp */
     e->started = dup_or(started, run);
+    if (stopped == NULL && json_is_array(json_object_get(meta, PH_MERGED_FROM)))
+        stopped = "the hosts' runs added up";
     e->stopped = dup_or(stopped, json_is_object(x) ? "" : "snapshot / unknown");
     e->headline = dup_or(headline, "");
     e->has_report = sum != NULL;
@@ -96,7 +129,7 @@ read_run(const char *out_dir, const char *service, const char *run, entry *e)
     e->seconds = json_is_number(secs) ? json_number_value(secs) : -1;
     json_decref(sum);
     json_decref(meta);
-    if (e->service == NULL || e->run == NULL || e->mode == NULL || e->started == NULL || e->stopped == NULL ||
+    if (e->host == NULL || e->service == NULL || e->run == NULL || e->mode == NULL || e->started == NULL || e->stopped == NULL ||
         e->headline == NULL) {
         free_entry(e);
         return -1;
@@ -112,59 +145,100 @@ is_dir(const char *path)
     return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int
-ph_report_write_index(const char *out_dir, ph_error_t *err)
-{
-    DIR *d = opendir(out_dir), *sd;
-    struct dirent *de, *re;
-    entry *v = NULL;
-    size_t n = 0, cap = 0, services = 0;
-    char path[PATH_MAX + 32], b[PH_FMT_LEN], sub[256];
-    const char *page = NULL;
-    size_t page_len = 0;
-    ph_mw w = { 0 }, *f = &w;
-    int rc = -1;
+typedef struct entries {
+    entry *v;
+    size_t n, cap;
+} entries;
 
-    if (d == NULL)
-        return ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", out_dir);
+/* The runs of every service dir of BASE (OUT_DIR, or OUT_DIR/@HOST) into
+ * L.  -1 only on ENOMEM. */
+static int
+scan(const char *out_dir, const char *host, entries *l)
+{
+    char base[PATH_MAX];
+    DIR *d, *sd;
+    struct dirent *de, *re;
+
+    if (host != NULL)
+        snprintf(base, sizeof base, "%s/@%s", out_dir, host);
+    else
+        snprintf(base, sizeof base, "%s", out_dir);
+    if ((d = opendir(base)) == NULL)
+        return 0;
     while ((de = readdir(d)) != NULL) {
         char sdir[PATH_MAX];
-        int any = 0;
 
-        if (de->d_name[0] == '.')
+        if (de->d_name[0] == '.' || de->d_name[0] == '@')
             continue;
-        snprintf(sdir, sizeof sdir, "%s/%s", out_dir, de->d_name);
+        snprintf(sdir, sizeof sdir, "%s/%s", base, de->d_name);
         if (!is_dir(sdir) || (sd = opendir(sdir)) == NULL)
             continue;
-        while ((re = readdir(sd)) != NULL && n < MAX_RUNS) {
+        while ((re = readdir(sd)) != NULL && l->n < MAX_RUNS) {
             char rdir[PATH_MAX + 256];
             if (re->d_name[0] == '.' || strcmp(re->d_name, PH_LATEST_LINK) == 0)
                 continue;
             snprintf(rdir, sizeof rdir, "%s/%s", sdir, re->d_name);
             if (!is_dir(rdir))
                 continue;
-            if (n == cap) {
-                entry *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof *nv);
-                if (nv == NULL) {
-                    closedir(sd);
-                    ph_fail(err, ENOMEM, "list the runs in `%s`", out_dir);
-                    goto out;
-                }
-                v = nv;
-                cap = cap ? cap * 2 : 64;
+            if (l->n == l->cap) {
+                entry *nv = realloc(l->v, (l->cap ? l->cap * 2 : 64) * sizeof *nv);
+                if (nv == NULL)
+                    goto enomem;
+                l->v = nv;
+                l->cap = l->cap ? l->cap * 2 : 64;
             }
-            if (read_run(out_dir, de->d_name, re->d_name, &v[n]) < 0) {
-                closedir(sd);
-                ph_fail(err, ENOMEM, "list the runs in `%s`", out_dir);
-                goto out;
-            }
-            n++;
-            any = 1;
+            if (read_run(out_dir, host, de->d_name, re->d_name, &l->v[l->n]) < 0)
+                goto enomem;
+            l->n++;
         }
         closedir(sd);
-        services += any;
     }
+    closedir(d);
+    return 0;
+enomem:
+    closedir(sd);
+    closedir(d);
+    return -1;
+}
+
+int
+ph_report_write_index(const char *out_dir, ph_error_t *err)
+{
+    DIR *d = opendir(out_dir);
+    struct dirent *de;
+    entries l = { 0 };
+    entry *v = NULL;
+    size_t n = 0, services = 0;
+    char path[PATH_MAX + 32], b[PH_FMT_LEN], sub[256];
+    const char *page = NULL;
+    size_t page_len = 0;
+    ph_mw w = { 0 }, *f = &w;
+    int rc = -1, hosts = 0;
+
+    if (d == NULL)
+        return ph_error_make(err, errno, errno == ENOENT ? PH_EXIT_USAGE : PH_EXIT_FAILURE, "open `%s`", out_dir);
+    if (scan(out_dir, NULL, &l) < 0)
+        goto enomem;
+    /* each Engine's own output dir, OUT_DIR/@<context> */
+    while ((de = readdir(d)) != NULL) {
+        char hdir[PATH_MAX];
+
+        snprintf(hdir, sizeof hdir, "%s/%s", out_dir, de->d_name);
+        if (de->d_name[0] != '@' || de->d_name[1] == '\0' || !is_dir(hdir))
+            continue;
+        if (scan(out_dir, de->d_name + 1, &l) < 0)
+            goto enomem;
+    }
+    v = l.v;
+    n = l.n;
     qsort(v, n, sizeof *v, cmp_entry);
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(v[j].service, v[i].service) == 0;
+        services += !seen;
+        hosts |= v[i].host[0] != '\0';
+    }
 
     if (ph_mw_open_mem(&w, PH_MW_HTML) < 0) {
         ph_fail(err, ENOMEM, "write the index");
@@ -178,16 +252,29 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
     if (n == 0) {
         ph_html_note(f, "No run yet: `just profile-strace SERVICE`, some load, then `just stop-profiling`.");
     } else {
-        static const char *const heads[] = { "service", "mode", "started (UTC)", "ran#", "how it stopped", "headline",
-                                             "report" };
-        ph_html_table(f, heads, 7);
+        static const char *const heads[] = { "host", "service", "mode", "started (UTC)", "ran#", "how it stopped",
+                                             "headline", "report" };
+        ph_html_table(f, heads + !hosts, 8 - !hosts);
         for (size_t i = 0; i < n; i++) {
             entry *e = &v[i];
+            /* a host's run: OUT_DIR/@<host>/...; a merged one is here */
+            int at = e->host[0] != '\0' && strncmp(e->host, "merged:", 7) != 0;
+
             PH_MW_RAW(f, "<tr id=\"");
+            if (e->host[0] != '\0') {
+                ph_mw_attr(f, at ? e->host : "merged");
+                PH_MW_RAW(f, "--");
+            }
             ph_mw_attr(f, e->service);
             PH_MW_RAW(f, "--");
             ph_mw_attr(f, e->run);
-            PH_MW_RAW(f, "\"><td><b>");
+            PH_MW_RAW(f, "\">");
+            if (hosts) {
+                PH_MW_RAW(f, "<td>");
+                ph_mw_text(f, e->host);
+                PH_MW_RAW(f, "</td>");
+            }
+            PH_MW_RAW(f, "<td><b>");
             ph_mw_text(f, e->service);
             PH_MW_RAW(f, "</b></td><td>");
             ph_mw_text(f, e->mode);
@@ -204,12 +291,22 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
             PH_MW_RAW(f, "</td><td>");
             if (e->has_report) {
                 PH_MW_RAW(f, "<a href=\"");
+                if (at) {
+                    PH_MW_RAW(f, "@");
+                    ph_mw_url(f, e->host);
+                    PH_MW_RAW(f, "/");
+                }
                 ph_mw_url(f, e->service);
                 PH_MW_RAW(f, "/");
                 ph_mw_url(f, e->run);
                 PH_MW_RAW(f, "/" PH_REPORT_HTML "\">report</a>");
             } else {
                 PH_MW_RAW(f, "<span class=\"note\">none yet: <code>profharness report ");
+                if (at) {
+                    PH_MW_RAW(f, "@");
+                    ph_mw_text(f, e->host);
+                    PH_MW_RAW(f, "/");
+                }
                 ph_mw_text(f, e->service);
                 PH_MW_RAW(f, "/");
                 ph_mw_text(f, e->run);
@@ -227,6 +324,11 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
     }
     snprintf(path, sizeof path, "%s/%s", out_dir, PH_REPORT_INDEX);
     rc = ph_report_write_file(out_dir, path, page, page_len, err);
+    goto out;
+enomem:
+    v = l.v;
+    n = l.n;
+    ph_fail(err, ENOMEM, "list the runs in `%s`", out_dir);
 out:
     if (d)
         closedir(d);

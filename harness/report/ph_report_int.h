@@ -5,6 +5,7 @@
  *   ph_report_run.c     report.html and summary.json of one run; headline
  *   ph_report_massif.c, ph_report_callgrind.c, ph_report_strace.c,
  *   ph_report_flame.c, ph_report_heap.c   one section per kind of artifact
+ *   ph_report_growth.c  the heap's growth between two snapshots (pure)
  *   ph_report_index.c   index.html
  *   ph_compare.c        two runs side by side, --fail-if
  */
@@ -64,6 +65,11 @@ enum {
 typedef struct ph_heapdata {
     ph_folded *view[PH_HEAP_VIEWS];
     const ph_artifact *art[PH_HEAP_VIEWS];
+    /* Growth: in use at the newest snapshot (art[PH_HEAP_INUSE_SPACE])
+     * minus in use at the process's first (growth_from), positive only;
+     * NULL when the process wrote one snapshot. */
+    ph_folded *growth;
+    const ph_artifact *growth_from;
 } ph_heapdata;
 
 typedef struct ph_rundata {
@@ -181,6 +187,8 @@ typedef struct ph_rctx {
     char headline[512];        /* set by the section of the run's main kind */
     char *flame_svg;           /* the flamegraph section's graph (PH_REPORT_FLAME_SVG), or NULL */
     size_t flame_svg_len;
+    char *heap_svg;            /* the heap section's growth graph (PH_REPORT_HEAP_GROWTH.svg), or NULL */
+    size_t heap_svg_len;
 } ph_rctx;
 
 void ph_report_massif(ph_rctx *c);
@@ -190,6 +198,20 @@ void ph_report_flame(ph_rctx *c);
 void ph_report_heap(ph_rctx *c);
 /* Is NAME one of the allocator's functions (malloc, operator new...)? */
 int ph_heap_is_allocator(const char *name);
+/* The heap's growth file (report-inuse_space_growth.folded) and its
+ * graph (.svg), when the run has a growth: -1 and *ERR when they cannot
+ * be written. */
+int ph_report_heap_files(const ph_rctx *c, ph_error_t *err);
+#define PH_REPORT_HEAP_GROWTH PH_REPORT_SVG_PREFIX "inuse_space_growth"
+
+/* ph_report_growth.c: per stack (by its frames' names), LAST's count
+ * minus BASE's (either may be NULL: nothing), the stacks whose
+ * difference is positive into *OUT (new; the caller frees).  -1 only on
+ * ENOMEM. */
+int ph_heap_growth(const ph_folded *base, const ph_folded *last, ph_folded **out, ph_error_t *err);
+/* FO as folded text, `a;b;c COUNT` a line, into *BUF (*LEN bytes; the
+ * caller frees).  -1 only on ENOMEM. */
+int ph_heap_growth_text(const ph_folded *fo, char **buf, size_t *len, ph_error_t *err);
 
 /* Samples per frame name of FOLDED (ph_folded_n_names entries each, the
  * caller frees): SELF where the name is the leaf, TOTAL where it is on
@@ -203,6 +225,9 @@ void ph_report_flame_opts(const ph_rundata *rd, ph_flame_opts *o, char *title, s
  * stacks files when it has more than one (PH_REPORT_FLAME_SVG has them
  * all); -1 when one cannot be written. */
 int ph_report_flame_files(const ph_rundata *rd, ph_error_t *err);
+/* ph_report_merge.c: a merged run's hosts, each linking its run's
+ * report (nothing for a run of one host). */
+void ph_report_merged_section(ph_mw *f, const ph_rundata *rd);
 /* Whether the run's folded stacks start with the thread's name. */
 int ph_flame_has_thread_root(const ph_rundata *rd);
 /* The wall clock's mark of a blocked thread, the leaf of its stack. */

@@ -485,6 +485,7 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
     }
     c.html = &bw;
     sections(&c);
+    ph_report_merged_section(&bw, &rd);
     run_section(&bw, &rd, profiles, c.summary);
     if (ph_mw_finish(&bw, &body, &body_len) < 0) {
         ph_fail(err, ENOMEM, "report on `%s`", run_dir);
@@ -544,7 +545,7 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
         if (ph_report_write_file(rd.dir, path, c.flame_svg, c.flame_svg_len, err) < 0)
             goto out;
     }
-    if (ph_report_flame_files(&rd, err) < 0)
+    if (ph_report_flame_files(&rd, err) < 0 || ph_report_heap_files(&c, err) < 0)
         goto out;
     snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_HTML);
     if (ph_report_write_file(rd.dir, path, page, page_len, err) < 0)
@@ -566,6 +567,7 @@ out:
     ph_mw_close(&bw);
     ph_mw_close(&pw);
     free(c.flame_svg);
+    free(c.heap_svg);
     json_decref(c.summary);
     ph_rundata_free(&rd);
     return rc;

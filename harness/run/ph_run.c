@@ -222,6 +222,12 @@ ph_run_profiles(ph_run *r)
     return &r->profiles;
 }
 
+const char *
+ph_run_out_dir(ph_run *r)
+{
+    return r->out_dir;
+}
+
 /* ---- service selection ------------------------------------------------ */
 
 const char *
@@ -377,7 +383,10 @@ int
 ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
 {
     ph_workload_list list = { 0 };
+    int swarm = ph_run_swarm_active(r, err);
 
+    if (swarm != 0)
+        return swarm < 0 ? -1 : ph_run_swarm_status(r, out, err);
     if (ph_run_list(r, NULL, &list, err) < 0)
         return -1;
     fprintf(out, "%-16s %-10s %-10s %-21s %s\n", "SERVICE", "MODE", "STATE", "SINCE", "RUN DIR");

@@ -71,6 +71,8 @@ void ph_run_free(ph_run *r);
 
 ph_compose *ph_run_compose(ph_run *r);
 ph_profile_set *ph_run_profiles(ph_run *r);
+/* Where runs land: -o made absolute, else <project dir>/PH_OUT_DEFAULT. */
+const char *ph_run_out_dir(ph_run *r);
 
 /* SERVICES/N select services by name (N == 0: all of them, in file order).
  * An unknown name is a PH_EXIT_USAGE error before anything is touched. */

@@ -67,8 +67,8 @@
 
 /* The run label names a directory: nothing but [A-Za-z0-9._-], no leading
  * dot, bounded. */
-static int
-safe_name(const char *s)
+int
+ph_run_safe_name(const char *s)
 {
     size_t n = 0;
 
@@ -92,7 +92,7 @@ open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
     char esc[256];
     int fd;
 
-    if (!safe_name(service))
+    if (!ph_run_safe_name(service))
         return ph_fail(err, 0, "`%s` is no service name profharness writes a directory for",
                        ph_escape(esc, sizeof esc, service));
     if (ph_run_mkdir_p(r->opts.out_dir, err) < 0)
@@ -395,7 +395,7 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
         return -1;
     if (cr->service == NULL || run == NULL || cr->c->mode == NULL)
         return ph_fail(err, 0, "container %.12s has no profharness labels", cr->id);
-    if (!safe_name(run))
+    if (!ph_run_safe_name(run))
         return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", cr->id,
                        ph_escape(esc, sizeof esc, run));
     ph_run_utc_stamp(stamp);
@@ -772,6 +772,14 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services */
+        int acted = 0;
+
+        if (rc > 0 && (rc = ph_run_swarm_stop(r, &sl, &acted, err)) == 0 && !acted)
+            ph_info("nothing to stop: no service of stack `%s` is profiled", r->compose->project);
+        free(sl.v);
+        return rc;
+    }
     rc = ph_run_stop_services(r, &sl, 0, err);
     free(sl.v);
     return rc;

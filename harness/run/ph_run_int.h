@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "ph_run.h"
 #include "ph_rundir.h"
@@ -51,6 +52,19 @@ size_t ph_run_parallel(ph_run *r, size_t n, size_t max_jobs, ph_run_job_cb cb, p
 size_t ph_run_jobs_max(void);
 /* Where ph_run_backend keeps this thread's backend: a worker's own. */
 ph_backend **ph_run_backend_slot(ph_run *r);
+
+/* ph_run_collect.c: a run label that names a directory: nothing but
+ * [A-Za-z0-9._-], no leading dot, under 128 bytes. */
+int ph_run_safe_name(const char *s);
+
+/* ph_run_swarm.c: the project deployed as a stack on a swarm manager
+ * (1; 0 a plain Engine's project, PH_SWARM=0 forces it; -1 and *err),
+ * and the commands there. */
+int ph_run_swarm_active(ph_run *r, ph_error_t *err);
+int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
+/* *ACTED: some service was profiled (stopped, collected). */
+int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
+int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
 
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);

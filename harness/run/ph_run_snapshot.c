@@ -185,6 +185,6 @@ ph_run_explain_samples(const char *service, int runfd)
     char why[1024];
 
     if (ph_run_sample_verdict(runfd, why, sizeof why) == 2)
-        ph_warn("%s: the sampler recorded no samples, so there is no flamegraph: %s (the sampler-status-*.json "
+        ph_warn("%s: the sampler recorded no samples, so there is no profile to draw: %s (the sampler-status-*.json "
                 "files in the run dir say more)", service, why);
 }

@@ -59,7 +59,7 @@ ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t
  * switching modes never rebuilds.  MODE, when given, is checked against
  * what the image offers first. */
 static int
-ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, char **tag_out,
+ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, char **tag_out, char **volume_out,
                        ph_image_facts *facts, ph_error_t *err)
 {
     ph_backend *b;
@@ -72,8 +72,8 @@ ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, c
     if (ph_run_backend(r, &b, err) < 0)
         return -1;
     st = ph_stage_beginf("image", 0, "profiling image of %s", img);
-    rc = ph_run_stage_done(st, ph_image_ensure_profiling(b, img, r->data_dir, &r->profiles, mode, tag_out, facts, err),
-                           err);
+    rc = ph_run_stage_done(st, ph_image_ensure_profiling(b, img, r->data_dir, &r->profiles, mode, tag_out,
+                                                         volume_out, facts, err), err);
     if (rc < 0)
         return ph_error_wrap(err, "%s", s->name);
     return 0;
@@ -91,12 +91,14 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     keep_enabled(&sl, n);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
-        char *tag = NULL;
+        char *tag = NULL, *volume = NULL, what[512];
         ph_image_facts facts;
 
         rc = ensure_service_image(r, sl.v[i], 1, err);
         if (rc == 0)
-            rc = ensure_profiling_image(r, sl.v[i], NULL, &tag, &facts, err);
+            rc = ensure_profiling_image(r, sl.v[i], NULL, &tag, &volume, &facts, err);
+        snprintf(what, sizeof what, "%s%s%s%s", volume ? "tools volume " : "", volume ? volume : "",
+                 volume && tag ? ", profiling image " : tag ? "profiling image " : "", tag ? tag : "");
         if (rc == 0) {
             char prog[PATH_MAX], modes[256] = "";
             int st = static_program(r, sl.v[i], prog, sizeof prog, err);
@@ -108,12 +110,13 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
             if (st < 0)
                 rc = -1;
             else
-                ph_info("%s: ready (profiling image %s; package manager %s, C library %s%s%s%s%s)", sl.v[i]->name,
-                        tag, ph_image_facts_pm(&facts), ph_image_facts_libc(&facts),
+                ph_info("%s: ready (%s; package manager %s, C library %s%s%s%s%s)", sl.v[i]->name,
+                        what, ph_image_facts_pm(&facts), ph_image_facts_libc(&facts),
                         st > 0 ? "; its program " : "", st > 0 ? prog : "",
                         st > 0 ? " is static: not for modes that preload, " : "", st > 0 ? modes : "");
         }
         free(tag);
+        free(volume);
     }
     free(sl.v);
     return rc;
@@ -429,7 +432,8 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, const ph_imag
 
 /* What start needs of a service before anything of it is stopped. */
 typedef struct prepared {
-    char *prof_img;
+    char *prof_img;     /* the profiling image, or NULL: */
+    char *tools_volume; /* the service's image with the tools volume mounted */
     ph_image_facts facts;
 } prepared;
 
@@ -542,7 +546,30 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
      * profiling image is built */
     if (ensure_service_image(r, s, r->opts.build, err) < 0 || check_program(r, s, p, err) < 0)
         return -1;
-    return ensure_profiling_image(r, s, p, &out->prof_img, &out->facts, err);
+    return ensure_profiling_image(r, s, p, &out->prof_img, &out->tools_volume, &out->facts, err);
+}
+
+/* Where the artifacts go, PH_CONTAINER_OUT, as an anonymous volume of
+ * its own (a read-only service, or the service's own image with the
+ * tools volume, which has no such directory): it outlives the stop
+ * (collection reads the stopped workload's files, which a tmpfs would not
+ * survive) and goes with the workload when it is removed; its <service>
+ * directory OUT any user may write (the backend makes it before the
+ * start).  With VOLUME, the tools volume too, read-only at PH_TOOLS_MOUNT
+ * (the shim, the sampler, the tree), never filled from the image.  -1 on
+ * ENOMEM. */
+static int
+own_out_volume(ph_workload_spec *spec, const char *volume, const char *out)
+{
+    if (volume != NULL) {
+        if (ph_workload_spec_mount(spec, PH_MOUNT_SPEC_VOLUME, volume, PH_TOOLS_MOUNT, 1) < 0)
+            return -1;
+        spec->mounts[spec->n_mounts - 1].no_copy = 1;
+    }
+    if (ph_workload_spec_mount(spec, PH_MOUNT_SPEC_ANON, NULL, PH_CONTAINER_OUT, 0) < 0)
+        return -1;
+    spec->open_dir = strdup(out);
+    return spec->open_dir ? 0 : -1;
 }
 
 /* Compose's environment of S as the workload gets it (a variable
@@ -583,22 +610,13 @@ profiled_env(const ph_service *s, const ph_profile *p, const char *out, const ch
 }
 
 static int
-push_all(ph_strv *to, const ph_strv *from)
-{
-    for (size_t i = 0; i < from->n; i++)
-        if (ph_strv_push(to, from->v[i]) < 0)
-            return -1;
-    return 0;
-}
-
-static int
 start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepared *prep, ph_error_t *err)
 {
     ph_backend *b;
     ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
     ph_image_config img_info = { 0 };
     char *img = NULL, *name = NULL, *id = NULL, *rec = NULL;
-    const char *prof_img = prep->prof_img;
+    const char *tools_volume = prep->tools_volume;
     const ph_image_facts facts = prep->facts;
     char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
     int found = 0, rc = -1;
@@ -626,10 +644,13 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
-    if (ph_run_base_spec(r, s, prof_img, name, &spec, err) < 0)
+    if (ph_run_base_spec(r, s, tools_volume ? img : prep->prof_img, name, &spec, err) < 0)
         goto out;
     spec.set_entrypoint = spec.set_cmd = 1; /* the shim's argv; no CMD */
-    if (profiled_argv(r, s, p, &img_info, facts.pm[0] ? NULL : PH_TOOLS_BIN, out, run_id, &spec.entrypoint, err) < 0)
+    /* from the tree when it serves the mode, or when the profiling image
+     * has it (an image with no package manager) */
+    if (profiled_argv(r, s, p, &img_info, tools_volume || !facts.pm[0] ? PH_TOOLS_BIN : NULL, out, run_id,
+                      &spec.entrypoint, err) < 0)
         goto out;
     /* The shim turns SIGTERM into the profile's stop protocol; the
      * orchestrator's own stop timeout must outlast it so a manual `docker
@@ -663,13 +684,10 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
         ph_info("%s: `restart: %s` is left to restore; the profiled container is not restarted by the Engine",
                 s->name, s->restart);
     spec.no_restart = 1;
-    /* read_only: the artifacts still need somewhere to go.  An anonymous
-     * volume outlives the stop (collection reads the stopped workload's
-     * files, which a tmpfs would not survive) and goes with the workload
-     * when it is removed. */
-    if ((s->read_only && ph_workload_spec_mount(&spec, PH_MOUNT_SPEC_ANON, NULL, PH_CONTAINER_OUT, 0) < 0) ||
-        push_all(&spec.cap_add, &p->cap_add) < 0 || push_all(&spec.security_opt, &p->security_opt) < 0 ||
-        push_all(&spec.cap_add_if_known, &p->cap_add_if_known) < 0) {
+    /* read_only: the artifacts still need somewhere to go */
+    if (((s->read_only || tools_volume) && own_out_volume(&spec, tools_volume, out) < 0) ||
+        ph_strv_push_all(&spec.cap_add, &p->cap_add) < 0 || ph_strv_push_all(&spec.security_opt, &p->security_opt) < 0 ||
+        ph_strv_push_all(&spec.cap_add_if_known, &p->cap_add_if_known) < 0) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
@@ -718,6 +736,12 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: their tasks across the swarm */
+        if (rc > 0)
+            rc = ph_run_swarm_start(r, p, &sl, err);
+        free(sl.v);
+        return rc;
+    }
     if ((prep = calloc(sl.n ? sl.n : 1, sizeof *prep)) == NULL) {
         free(sl.v);
         return ph_fail(err, ENOMEM, "allocate");
@@ -736,8 +760,10 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
             rc = ph_run_stage_done(st, start_profiled(r, sl.v[i], p, &prep[i], err), err);
         }
     }
-    for (size_t i = 0; i < sl.n; i++)
+    for (size_t i = 0; i < sl.n; i++) {
         free(prep[i].prof_img);
+        free(prep[i].tools_volume);
+    }
     free(prep);
     free(sl.v);
     return rc;
@@ -780,6 +806,14 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: stop (collect) is the rollback */
+        int acted = 0;
+
+        if (rc > 0 && (rc = ph_run_swarm_stop(r, &sl, &acted, err)) == 0 && !acted)
+            ph_info("nothing to restore: no service of stack `%s` is profiled", r->compose->project);
+        free(sl.v);
+        return rc;
+    }
     /* Collect every profiled one first: restoring must never lose a run. */
     rc = ph_run_stop_services(r, &sl, 1, err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {

@@ -161,8 +161,10 @@ start_timer(void)
 {
     struct itimerval it;
 
-    if (phs.wall)
-        return 0; /* per-thread timers, the writer's (phs_wall_scan) */
+    if (phs.wall) {
+        phs_wall_arm_all(); /* per-thread timers, the writer's (phs_wall_scan): again after a failed exec */
+        return 0;
+    }
     if (phs.timer_sig)
         return phs_timer_set(phs.hz_nominal);
     it.it_interval.tv_sec = 0;
@@ -277,7 +279,7 @@ record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth, uint64_
 
 /* Record PCS[0..DEPTH) as W samples of this thread. */
 static void
-commit(const uintptr_t *pcs, uint32_t depth, uint64_t w)
+commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
 {
     int a;
     phs_table *t;
@@ -288,21 +290,35 @@ commit(const uintptr_t *pcs, uint32_t depth, uint64_t w)
     a = atomic_load(&phs.active);
     t = phs.tables[a];
     atomic_fetch_add(&t->inflight, 1);
-    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tls_tid, pcs, depth, w) < 0)
+    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tid, pcs, depth, w) < 0)
         atomic_fetch_add_explicit(&phs.dropped, w, memory_order_relaxed);
     else
         atomic_fetch_add_explicit(&phs.samples, w, memory_order_relaxed);
     atomic_fetch_sub(&t->inflight, 1);
 }
 
-/* One sample of the interrupted context CTX, on this thread, standing for
- * W periods.  The stacks go into a scratch slot, not onto the signal stack
- * (ph_sampler_timer.c: an alternate signal stack may be small). */
 static void
-sample(const void *ctx, uint64_t w)
+commit(const uintptr_t *pcs, uint32_t depth, uint64_t w)
+{
+    commit_as(tls_tid, pcs, depth, w);
+}
+
+void
+phs_commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
+{
+    commit_as(tid, pcs, depth, w);
+}
+
+/* One sample of the interrupted context CTX, on this thread, standing for
+ * W periods; WALL_SLOT: its wall timer's slot, or -1.  The stacks go into
+ * a scratch slot, not onto the signal stack (ph_sampler_timer.c: an
+ * alternate signal stack may be small). */
+static void
+sample(const void *ctx, uint64_t w, int wall_slot)
 {
     phs_scratch *sc;
     uint32_t depth;
+    int blocked = 0;
 
     if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
         return;
@@ -318,8 +334,15 @@ sample(const void *ctx, uint64_t w)
         atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         return;
     }
-    if (phs.wall && phs_wall_blocked(ctx)) {
+    if (wall_slot >= 0)
+        w += phs_wall_debt(wall_slot);
+    if (phs.wall && phs_wait_sampled()) {
+        /* held back while it waited (ph_sampler_wait.c): that wait's */
+        sc->native[0] = PHS_OFFCPU;
+        depth = 1 + phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, S.unwind_fp_only));
+    } else if (phs.wall && phs_wall_blocked(ctx)) {
         /* a blocked thread: its stack ends in the call it blocks in */
+        blocked = 1;
         sc->native[0] = PHS_OFFCPU;
         depth = 1 + phs_unwind(ctx, sc->native + 1, S.unwind_fp_only);
     } else {
@@ -332,8 +355,15 @@ sample(const void *ctx, uint64_t w)
         commit(sc->merged, phs_java_merge(ctx, sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
     else if (phs_py_active())
         commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
-    else
+    else {
         commit(sc->native, depth, w);
+        /* Blocked: no more signals until it runs again; the writer
+         * counts its periods there meanwhile (ph_sampler_wall.c). */
+        if (blocked && wall_slot >= 0)
+            phs_wall_park(wall_slot, sc->native, depth);
+        else if (wall_slot >= 0 && sc->native[0] != PHS_OFFCPU)
+            phs_wall_oncpu(wall_slot, sc->native, depth);
+    }
     phs_scratch_put(sc);
 }
 
@@ -344,7 +374,7 @@ on_sigprof(int sig, siginfo_t *si, void *ctx)
 
     (void)sig;
     (void)si;
-    sample(ctx, 1);
+    sample(ctx, 1, -1);
     errno = saved;
 }
 
@@ -360,9 +390,11 @@ on_timer(int sig, siginfo_t *si, void *ctx)
 
     if (si != NULL && phs_timer_is_ours(si)) {
         /* Wall clock: the periods a thread's timer expired while its
-         * signal was pending (a thread waiting for a CPU, or in a call
-         * that the signal cannot interrupt) are its stack's too. */
-        sample(ctx, phs.wall && si->si_overrun > 0 ? 1 + (uint64_t)(si->si_overrun < 1000 ? si->si_overrun : 1000) : 1);
+         * signal was pending (a thread waiting for a CPU, in a call that
+         * the signal cannot interrupt, or in a wait that blocks it:
+         * ph_sampler_wait.c) are its stack's too. */
+        sample(ctx, phs.wall && si->si_overrun > 0 ? 1 + (uint64_t)(si->si_overrun < 1 << 24 ? si->si_overrun : 1 << 24) : 1,
+               phs.wall ? phs_wall_slot(si) : -1);
         errno = saved;
         return;
     }
@@ -399,7 +431,7 @@ on_sigtrap(int sig, siginfo_t *si, void *ctx)
         if (p->flags & TRAP_PERF_ASYNC)
             atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         else
-            sample(ctx, 1);
+            sample(ctx, 1, -1);
         errno = saved;
         return;
     }
@@ -817,7 +849,7 @@ writer_main(void *arg)
         char cmds[64];
         struct sigaction cur;
 
-        r = poll(&pfd, 1, TICK_MS);
+        r = phs.wall && atomic_load(&phs.on) ? phs_wall_poll(&pfd, TICK_MS) : poll(&pfd, 1, TICK_MS);
         seq = atomic_load(&S.flush_seq); /* requests up to here are served below */
         if (r > 0) {
             ssize_t got = read(S.wake_pipe[0], cmds, sizeof cmds);

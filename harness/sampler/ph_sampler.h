@@ -15,8 +15,9 @@
  *                           thread at PH_SAMPLER_HZ per second of wall time,
  *                           running or blocked; a blocked thread's stack
  *                           ends in an [off-cpu] frame under the call it
- *                           blocks in (ph_sampler_wall.c: what EINTR it
- *                           cannot prevent)
+ *                           blocks in (ph_sampler_wall.c; the EINTR it
+ *                           prevents and what it cannot:
+ *                           ph_sampler_wait.c)
  *      PH_SAMPLER_DEBUGINFO 1 (default: source lines and inlined functions
  *                           through libdw.so.1 when it and debug info are
  *                           there) or 0 (symbol tables only)

@@ -4,8 +4,11 @@
  * elfutils' libdw does the reading (DWARF 2-5, split and compressed
  * sections, separate debug files found by build id or .gnu_debuglink under
  * /usr/lib/debug).  The service need not have it: libdw.so.1 is dlopen'd
- * the first time a module turns out to carry debug info, and when it is
- * absent, or PH_SAMPLER_DEBUGINFO=0, names come from the symbol tables
+ * the first time a module turns out to carry debug info, the service's
+ * own, else the tools tree's beside this library (../tools/lib: the tools
+ * volume mounted into the service's own image; its search path leads to
+ * the tree's libelf, the service's libc is the one loaded), and when
+ * neither loads, or PH_SAMPLER_DEBUGINFO=0, names come from the symbol tables
  * alone and lines are 0.  Its headers are used for the types only; the
  * library is never linked.
  *
@@ -43,6 +46,23 @@ struct phs_dwarf {
     const char *(*filesrc)(Dwarf_Files *, size_t, Dwarf_Word *, Dwarf_Word *);
 };
 
+/* The tools tree's libdw, beside this library: <dir>/../tools/lib. */
+static void *
+tree_libdw(void)
+{
+    Dl_info info;
+    char path[4096];
+    const char *slash;
+
+    if (dladdr((void *)tree_libdw, &info) == 0 || info.dli_fname == NULL ||
+        (slash = strrchr(info.dli_fname, '/')) == NULL)
+        return NULL;
+    if ((size_t)snprintf(path, sizeof path, "%.*s/../tools/lib/libdw.so.1", (int)(slash - info.dli_fname),
+                         info.dli_fname) >= sizeof path)
+        return NULL;
+    return dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+}
+
 phs_dwarf *
 phs_dwarf_open(void)
 {
@@ -53,6 +73,8 @@ phs_dwarf_open(void)
     if (d == NULL)
         return NULL;
     lib = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (lib == NULL)
+        lib = tree_libdw();
     if (lib == NULL) {
         free(d);
         return NULL;

@@ -21,11 +21,24 @@
  *   atomic claims (CAS) and counters; a table that is full drops the
  *   sample (counted), the stack table's overflow goes to one
  *   "[truncated]" stack so the totals stay right.
- * - free (and realloc of a block): a counting filter indexed by the
- *   address (one load) says whether the block may be a sampled one; only
- *   then is the live table searched and the block's weight taken off its
- *   stack.  Before the real free: the address cannot be handed out again
- *   while its record is still there.
+ * - free (and realloc of a block): a Bloom filter of the live sampled
+ *   blocks' addresses, two bits per address (8 KiB, static: no pointer
+ *   to load first, and small enough to stay in the first-level caches
+ *   while the service thrashes them), says whether the block may be a
+ *   sampled one: one load for nearly every free (its first bit is clear),
+ *   a second for the few whose first bit is set; only when both are is
+ *   the live table searched and the block's weight taken off its stack
+ *   (a false positive costs a probe there: a cache miss, a page fault
+ *   the first time a page of it is read; two bits make those about
+ *   (2n/65536)^2 of the frees for n live samples instead of n/65536).
+ *   A bit is the "not zero" of a count (a counting filter, so a bit goes
+ *   when its last block does), the counts touched only by samples and
+ *   their frees.  Before the real free: the
+ *   address cannot be handed out again while its record is still there.
+ *   (tcmalloc and jemalloc read a sampled flag from the metadata their
+ *   free looks up anyway; an interposer has no such metadata, and a
+ *   header before each sampled block would need reading the bytes before
+ *   every block, which only glibc's layout makes safe.)
  * - The peak: the estimated bytes in use (all sampled blocks' weights)
  *   are a counter; the thread whose sample raises it by more than the
  *   mean interval, or 1/64 of the last copy, copies every stack's in-use
@@ -62,10 +75,12 @@
 #define HEAP_INDEX (1u << 16)   /* their hash index */
 #define HEAP_ARENA (1u << 21)   /* their pcs */
 #define HEAP_LIVE (1u << 18)    /* sampled blocks alive at once */
-/* Counters of the live blocks' addresses: every free reads one, so they
- * stay in cache (128 KiB); a false positive costs one probe of the live
- * table.  (4 MiB of them cost the freeing loop of a benchmark a cache
- * miss each: twice its time.) */
+/* Buckets of the live blocks' addresses, two per address: a count each
+ * (H.filter) and a bit each (live_bits, what every free reads: 8 KiB).
+ * (Reading the 128 KiB of counts instead cost a benchmark's free a cache
+ * miss: 85 % of the interposer's time; 4 MiB of them twice the loop's
+ * time.  One bit per address left the false positives' probes of the
+ * live table at 3 % of that loop's time.) */
 #define HEAP_FILTER (1u << 16)
 #define HEAP_PROBES 64
 #define BOOT_ARENA (64u * 1024u)
@@ -101,6 +116,8 @@ static struct {
     _Atomic int peak_busy;
     _Atomic uint64_t samples, dropped, live_n;
 } H;
+
+static _Alignas(64) _Atomic uint64_t live_bits[HEAP_FILTER / 64];
 
 static __thread int tls_guard __attribute__((tls_model("initial-exec")));
 static __thread int tls_seeded __attribute__((tls_model("initial-exec")));
@@ -326,6 +343,7 @@ phs_heap_forked(int keep)
     H.arena = NULL;
     H.live = NULL;
     H.filter = NULL;
+    memset((void *)live_bits, 0, sizeof live_bits);
     atomic_store(&H.inuse, 0);
     atomic_store(&H.peak_copied, 0);
     atomic_store(&H.peak_busy, 0);
@@ -360,6 +378,45 @@ static inline uint64_t
 hash_addr(uintptr_t p)
 {
     return (uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL;
+}
+
+/* The filter's two buckets of an address of hash H (its best-mixed bits). */
+static inline uint32_t
+bucket(uint64_t h)
+{
+    return (uint32_t)(h >> 32) & (HEAP_FILTER - 1);
+}
+
+static inline uint32_t
+bucket2(uint64_t h)
+{
+    return (uint32_t)(h >> 48) & (HEAP_FILTER - 1);
+}
+
+static inline int
+bit_set(uint32_t b)
+{
+    return (atomic_load_explicit(&live_bits[b / 64], memory_order_relaxed) >> (b % 64)) & 1;
+}
+
+/* Count a live block in bucket B: its count first, then its bit. */
+static void
+filter_add(uint32_t b)
+{
+    atomic_fetch_add(&H.filter[b], 1);
+    atomic_fetch_or(&live_bits[b / 64], 1ull << (b % 64));
+}
+
+/* Uncount one: the bit goes with the last block, and comes back when a
+ * block came in meanwhile (its add set the bit before this cleared it). */
+static void
+filter_remove(uint32_t b)
+{
+    if (atomic_fetch_sub(&H.filter[b], 1) != 1)
+        return;
+    atomic_fetch_and(&live_bits[b / 64], ~(1ull << (b % 64)));
+    if (atomic_load(&H.filter[b]) != 0)
+        atomic_fetch_or(&live_bits[b / 64], 1ull << (b % 64));
 }
 
 /* The id of the stack PCS[0..DEPTH), added if new; 0 (the overflow
@@ -446,7 +503,8 @@ forget(uintptr_t p)
         o = e->objs;
         if (!atomic_compare_exchange_strong(&e->key, &k, TOMB))
             return -1;
-        atomic_fetch_sub(&H.filter[(h >> 32) & (HEAP_FILTER - 1)], 1);
+        filter_remove(bucket(h));
+        filter_remove(bucket2(h));
         atomic_fetch_sub(&H.live_n, 1);
         atomic_fetch_sub_explicit(&H.stacks[id].inuse_bytes, b, memory_order_relaxed);
         atomic_fetch_sub_explicit(&H.stacks[id].inuse_objs, o, memory_order_relaxed);
@@ -456,11 +514,15 @@ forget(uintptr_t p)
     return -1;
 }
 
+/* May P be a live sampled block?  What every free asks: one bit.  (A
+ * block sampled on another thread reached this one through the program's
+ * own synchronisation, which orders the bit's setting before this load.) */
 static inline int
 maybe_live(uintptr_t p)
 {
-    return H.filter != NULL && atomic_load_explicit(&H.live_n, memory_order_relaxed) != 0 &&
-           atomic_load_explicit(&H.filter[(hash_addr(p) >> 32) & (HEAP_FILTER - 1)], memory_order_relaxed) != 0;
+    uint64_t h = hash_addr(p);
+
+    return __builtin_expect(bit_set(bucket(h)), 0) && bit_set(bucket2(h));
 }
 
 static int
@@ -476,7 +538,8 @@ remember(uintptr_t p, uint32_t id, int64_t b, int64_t o)
             e->id = id;
             e->bytes = b;
             e->objs = o;
-            atomic_fetch_add(&H.filter[(h >> 32) & (HEAP_FILTER - 1)], 1);
+            filter_add(bucket(h));
+            filter_add(bucket2(h));
             atomic_fetch_add(&H.live_n, 1);
             return 0;
         }

@@ -167,6 +167,35 @@ PH_HIDDEN void phs_wall_disarm_all(void);
 /* Was the thread interrupted at CTX (a ucontext_t) blocked in a system
  * call?  Async-signal-safe. */
 PH_HIDDEN int phs_wall_blocked(const void *ctx);
+/* Arm every thread's timer again (after a failed exec).
+ * Async-signal-safe. */
+PH_HIDDEN void phs_wall_arm_all(void);
+/* The slot of the wall timer SI came from, or -1 (not a wall timer's).
+ * Async-signal-safe. */
+PH_HIDDEN int phs_wall_slot(const siginfo_t *si);
+/* Handler of the thread of SLOT, blocked: its timer stops, its stack
+ * PCS[0..DEPTH) (the [off-cpu] leaf first) is kept for the writer to
+ * count while it stays blocked.  Async-signal-safe. */
+PH_HIDDEN void phs_wall_park(int slot, const uintptr_t *pcs, uint32_t depth);
+/* Handler of the thread of SLOT, on CPU: PCS[0..DEPTH) kept as its last
+ * stack on CPU.  Async-signal-safe. */
+PH_HIDDEN void phs_wall_oncpu(int slot, const uintptr_t *pcs, uint32_t depth);
+/* Handler: the periods of SLOT's thread the writer did not count, which
+ * its next sample stands for too (taken).  Async-signal-safe. */
+PH_HIDDEN uint64_t phs_wall_debt(int slot);
+/* Writer: poll(2) on PFD for at most TIMEOUT_MS, counting the parked
+ * threads' periods every sampling period meanwhile. */
+struct pollfd;
+PH_HIDDEN int phs_wall_poll(struct pollfd *pfd, int timeout_ms);
+/* ph_sampler_wait.c: is this thread's sample the one its wall timer
+ * held back while it waited in a call the kernel never restarts?  Then
+ * PCS[0..DEPTH) loses the frames below the interposed call: the new
+ * depth.  Async-signal-safe. */
+PH_HIDDEN int phs_wait_sampled(void);
+PH_HIDDEN uint32_t phs_wait_trim(uintptr_t *pcs, uint32_t depth);
+/* Record W samples of PCS[0..DEPTH) for thread TID from the writer
+ * (ph_sampler.c). */
+PH_HIDDEN void phs_commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w);
 
 /* A handler's working stacks, off the (alternate) signal stack. */
 typedef struct phs_scratch {

@@ -97,7 +97,7 @@ phs_timer_set(int hz)
 int
 phs_timer_is_ours(const siginfo_t *si)
 {
-    return si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&phs;
+    return si->si_code == SI_TIMER && (si->si_value.sival_ptr == (void *)&phs || phs_wall_slot(si) >= 0);
 }
 
 void

@@ -162,7 +162,8 @@ int ph_tar_extract_buffer(const void *data, size_t len, const char *dest_dir, in
  * directory covers its contents; Dockerfile and .dockerignore are always
  * sent, as Docker's CLI does.  Symlinks are stored as links; an extra
  * replaces a context file of the same name; its mode is extra.mode, or
- * when 0 its file's (0644 for data).  Over max_bytes: an error
+ * when 0 its file's (0644 for data); with no path and S_IFDIR in its
+ * mode, a directory of that mode (the sticky bit kept).  Over max_bytes: an error
  * naming the limit, with a hint. */
 typedef struct ph_tar_extra {
     const char *name;

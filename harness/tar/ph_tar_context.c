@@ -221,7 +221,7 @@ add_entry(struct archive *a, const char *name, mode_t type, mode_t perm, time_t 
     archive_entry_set_gid(e, 0);
     archive_entry_set_mtime(e, mtime, 0);
     archive_entry_set_filetype(e, type);
-    archive_entry_set_perm(e, perm & 0777);
+    archive_entry_set_perm(e, perm & (type == AE_IFDIR ? 07777 : 0777));
     if (type == AE_IFLNK)
         archive_entry_set_symlink(e, link_target);
     if (type == AE_IFREG)
@@ -362,6 +362,8 @@ add_extra(struct archive *a, const ph_tar_extra *x, ph_error_t *err)
                             x->name ? x->name : "(null)");
     if (x->path == NULL && x->data == NULL && x->len > 0)
         return ph_bad_input(err, "build context extra `%s`: no path and no data", x->name);
+    if (x->path == NULL && (x->mode & S_IFMT) == S_IFDIR)
+        return add_entry(a, x->name, AE_IFDIR, x->mode, 0, NULL, -1, 0, NULL, err);
     if (x->path == NULL)
         return add_entry(a, x->name, AE_IFREG, x->mode ? x->mode : 0644, 0, NULL, -1, (la_int64_t)x->len,
                          x->data ? x->data : "", err);

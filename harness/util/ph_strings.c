@@ -57,6 +57,15 @@ ph_strv_push(ph_strv *v, const char *s)
     return 0;
 }
 
+int
+ph_strv_push_all(ph_strv *v, const ph_strv *from)
+{
+    for (size_t i = 0; from != NULL && i < from->n; i++)
+        if (ph_strv_push(v, from->v[i] ? from->v[i] : "") < 0)
+            return -1;
+    return 0;
+}
+
 void
 ph_kvv_free(ph_kvv *v)
 {

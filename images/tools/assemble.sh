@@ -30,6 +30,10 @@ for f in "$dest"/bin/*; do
         patchelf --set-interpreter "$loader" --force-rpath --set-rpath "$dest/lib" "$f"
     fi
 done
+# The sampler, preloaded into a service, dlopens the tree's libdw when the
+# service has none: its own search path leads to the tree's libelf, zlib...
+# (a DT_RPATH covers the dependencies' dependencies too).
+[ ! -e "$dest/lib/libdw.so.1" ] || patchelf --force-rpath --set-rpath "$dest/lib" "$dest/lib/libdw.so.1"
 # Proof that the tree stands alone: every program starts with only the
 # tree's libraries (an empty system library path).
 for f in "$dest"/bin/*; do

@@ -44,7 +44,7 @@ build/profharness -f tests/lang/compose.yaml -p "$PROJECT" --profiles profiles -
     > "$tmp/setup" 2>&1 || { cat "$tmp/setup" >&2; exit 1; }
 declare -A IMAGE
 for l in $LANGS; do
-    IMAGE[$l]=$(sed -n "s/^profharness: $l: ready (profiling image \([^;]*\);.*/\1/p" "$tmp/setup" | tail -1)
+    IMAGE[$l]=$(sed -n "s/^profharness: $l: ready (.*profiling image \([^,;]*\)[,;].*/\1/p" "$tmp/setup" | tail -1)
     [ -n "${IMAGE[$l]}" ] || { echo "bench-flamegraph-lang: no profiling image for $l:" >&2; cat "$tmp/setup" >&2; exit 1; }
 done
 

@@ -12,6 +12,8 @@
 # out), as ratios to none.  Then the peak
 # in use: ours (the sampler's estimate) against massif's peak (its
 # mem_heap_B, requested bytes as ours are).
+# BASELINE_LIB=path/libphsampler.so adds that build of the sampler at the
+# default rate beside ours (before/after a change, in the same run).
 # Prints; asserts nothing.  Needs build/libphsampler.so (make).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -40,10 +42,12 @@ run() {
     echo "scale=4; ($t1 - $t0) / 1000000000" | bc >> "$tmp/$name.t"
     sed -n 's/^heap_alloc: .*, \([0-9.]*\) CPU-s$/\1/p' "$tmp/$name.out" >> "$tmp/$name.cpu"
 }
+BASELINE_LIB=${BASELINE_LIB:-}
+[ -z "$BASELINE_LIB" ] || [ -f "$BASELINE_LIB" ] || { echo "bench-heap: $BASELINE_LIB missing" >&2; exit 1; }
 ours() {
-    local dir=$tmp/ours-$1
+    local dir=$tmp/ours-$1${2:+-base} lib=${2:-$PWD/build/libphsampler.so}
     rm -rf "$dir"
-    env LD_PRELOAD="$PWD/build/libphsampler.so" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HEAP="$1" PH_SAMPLER_INTERVAL=0 \
+    env LD_PRELOAD="$lib" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HEAP="$1" PH_SAMPLER_INTERVAL=0 \
         "$tmp/alloc" "$ITERS" "$SLOTS"
 }
 massif() { valgrind --tool=massif --massif-out-file="$tmp/massif.out" "$tmp/alloc" "$ITERS" "$SLOTS"; }
@@ -53,6 +57,7 @@ echo "heap bench: $ITERS replacements in a live set of $SLOTS blocks, $RUNS runs
 for ((i = 1; i <= RUNS; i++)); do
     run none "$tmp/alloc" "$ITERS" "$SLOTS"
     run ours512k ours 524288
+    [ -z "$BASELINE_LIB" ] || run base512k ours 524288 "$(readlink -f "$BASELINE_LIB")"
     run ours4k ours 4096
     [ "$have_massif" = 0 ] || run massif massif
     [ "$have_heaptrack" = 0 ] || run heaptrack htrack
@@ -61,13 +66,14 @@ done
 base=$(median < "$tmp/none.t")
 cbase=$(median < "$tmp/none.cpu")
 printf '%-24s %10s %10s %12s %10s\n' "" "wall s" "vs none" "loop CPU-s" "vs none"
-for n in none ours512k ours4k massif heaptrack; do
+for n in none ours512k base512k ours4k massif heaptrack; do
     [ -f "$tmp/$n.t" ] || continue
     m=$(median < "$tmp/$n.t")
     c=$(median < "$tmp/$n.cpu")
     case $n in
     none) label="no profiler" ;;
     ours512k) label="ours, 512 KiB (default)" ;;
+    base512k) label="baseline lib, 512 KiB" ;;
     ours4k) label="ours, 4 KiB" ;;
     massif) label="valgrind massif" ;;
     heaptrack) label="heaptrack" ;;

@@ -23,7 +23,7 @@ export async function launch() {
   const dir = mkdtempSync(join(tmpdir(), 'ph-cdp-'));
   const proc = spawn('chromium', ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars',
-    '--remote-debugging-port=0', `--user-data-dir=${dir}`, 'about:blank'], { stdio: 'ignore' });
+    '--remote-debugging-port=0', `--user-data-dir=${dir}`, 'about:blank'], { stdio: 'ignore', detached: true });
   const portFile = join(dir, 'DevToolsActivePort');
   const port = await until(() => existsSync(portFile) && readFileSync(portFile, 'utf8').split('\n')[0], 30000,
     'chromium to listen');
@@ -104,10 +104,19 @@ export async function launch() {
     },
     async close() {
       try { ws.close(); } catch { /* gone */ }
-      proc.kill('SIGTERM');
-      await until(() => proc.exitCode !== null || proc.signalCode !== null, 10000, 'chromium to exit').catch(() => proc.kill('SIGKILL'));
-      // its helpers (renderers, crashpad) may still be writing there: retried
-      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+      // chromium leads a process group of its own (detached): its helpers
+      // (renderers, crashpad) are signalled with it, not left writing
+      const group = (sig) => { try { process.kill(-proc.pid, sig); } catch { /* gone */ } };
+      group('SIGTERM');
+      await until(() => proc.exitCode !== null || proc.signalCode !== null, 10000, 'chromium to exit').catch(() => {});
+      group('SIGKILL');
+      // a helper that outlived the group's kill may still write a moment:
+      // retried, and a profile dir left in /tmp is said, not a failed test
+      try {
+        rmSync(dir, { recursive: true, force: true, maxRetries: 25, retryDelay: 200 });
+      } catch (e) {
+        process.stderr.write(`cdp: left ${dir}: ${e.code || e.message}\n`);
+      }
     },
   };
   return page;

@@ -28,7 +28,8 @@
 # pull of a name the registry lacks fails at once instead of waiting on DNS.
 # Swarm's overlay networks (VXLAN) run over the veth links like over a LAN.
 #
-# Knobs: SWARM_BED_TMPFS=0 (the bed's directory on disk, not a tmpfs of
+# Knobs: SWARM_BED_PLAIN=1 (N Engines that form no swarm: up stops
+# before `swarm init`), SWARM_BED_TMPFS=0 (the bed's directory on disk, not a tmpfs of
 # at most SWARM_BED_TMPFS_SIZE, default 8g), SWARM_BED (the bed's name; default $PH_TEST_PROJECT, else phswarm:
 # two beds of different names coexist), SWARM_BED_NET (the /24's first three
 # octets; default 192.168.99: each bed's network is its own, so two beds may
@@ -177,6 +178,8 @@ bed_up() {
         bed__wait 120 bed__answers "$i" ||
             { bed__log "node $i's dockerd did not answer (log: $d/n$i/log)"; tail -20 "$d/n$i/log" >&2; return 1; }
     done
+    # SWARM_BED_PLAIN=1: N plain Engines (several hosts, no swarm)
+    [ "${SWARM_BED_PLAIN:-0}" = 0 ] || return 0
     bed_docker 1 swarm init --advertise-addr "$net.1" --listen-addr "$net.1:2377" >/dev/null || return 1
     token=$(bed_docker 1 swarm join-token -q worker) || return 1
     for i in $(seq 2 "$n"); do

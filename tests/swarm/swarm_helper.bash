@@ -61,3 +61,59 @@ node_tasks_listening() {
         bed_docker "$1" logs "$c" 2>&1 | grep -q 'listening on' || return 1
     done
 }
+
+# swarm_ph ARGS…: the harness against the bed's manager (node 1) on the
+# stack's compose file (stack_compose's), the stack's name its project.
+swarm_ph() {
+    DOCKER_HOST="unix://$(bed_sock 1)" timeout "${PH_TIMEOUT:-900}" "$PH" -f "$BATS_FILE_TMPDIR/stack.yaml" \
+        -p "$STACK" --profiles "${PH_PROFILES:-$REPO/profiles}" -o "$OUT" "$@"
+}
+
+# stack_profiling_image: the profiling image of the stack's worker, built
+# on the shared Engine (the bed's nodes have no network to install
+# packages from) from the stack's compose file; prints its tag.  Copy it
+# to the nodes with bed_load (one node) or bed_push (the registry).
+stack_profiling_image() {
+    local out
+    out=$(timeout 900 "$PH" -f "$BATS_FILE_TMPDIR/stack.yaml" -p "$STACK" --profiles "${PH_PROFILES:-$REPO/profiles}" \
+        -o "$OUT" setup worker 2>&1) || { echo "$out" >&2; return 1; }
+    # a Swarm task runs the profiling image whatever the mode (no tools
+    # volume on the nodes): setup's, as it names it
+    setup_images worker "$out" | grep -- '-profiling:'
+}
+
+# The stack's worker service, as the manager has it: its spec's image.
+service_image() {
+    bed_docker 1 service inspect --format '{{.Spec.TaskTemplate.ContainerSpec.Image}}' "${STACK}_worker"
+}
+
+# Every task the worker service wants running runs the deployed image
+# (not the profiling one): N of them.
+tasks_deployed() {
+    [ "$(bed_docker 1 service ps "${STACK}_worker" --filter desired-state=running \
+        --format '{{.Image}} {{.CurrentState}}' | grep -v -- '-profiling' | grep -c ' Running')" -eq "$1" ]
+}
+
+# work_tasks I: every profiled worker task running on node I serves 40
+# requests (an idle worker gives a sampler nothing to see); a deployed
+# task still being replaced is left alone.
+work_tasks() {
+    local c
+    for c in $(bed_docker "$1" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_worker" \
+        --filter label=io.profharness.run --filter status=running); do
+        bed_docker "$1" exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
+            for k in $(seq 40); do echo "WORK 50000 $k" >&3; read -r a <&3; [ "${a%% *}" = OK ] || exit 1; done' ||
+            return 1
+    done
+}
+
+# check_task_dir DIR MODE: a complete per-task run dir of MODE.
+check_task_dir() {
+    local d=$1 mode=$2
+    [ -s "$d/run.json" ] && [ -s "$d/report.html" ] && [ -s "$d/ph-exit.json" ] || return 1
+    grep -q '"outcome":"stopped"' "$d/ph-exit.json" || return 1
+    case $mode in
+    strace) grep -q 'execve(".*demo-worker"' "$d/strace.log" ;;
+    flamegraph) cat "$d"/stacks-*.folded | grep -q 'worker_serve_connection' && [ -s "$d/report-flamegraph.svg" ] ;;
+    esac
+}

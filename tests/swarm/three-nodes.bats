@@ -21,11 +21,65 @@ setup_file() {
     # the reference by digest, as `stack deploy` pins it
     DIGEST_REF=$(bed_docker 1 image inspect --format '{{index .RepoDigests 0}}' "$REF")
     export REF DIGEST_REF
+    # the harness reaches the workers' Engines through Docker contexts
+    # named as the nodes (docs/swarm.md)
+    export DOCKER_CONFIG=$BATS_FILE_TMPDIR/docker-config
+    mkdir -p "$DOCKER_CONFIG"
+    for i in 2 3; do
+        docker context create "$SWARM_BED-n$i" --docker "host=unix://$(bed_sock "$i")" >/dev/null
+    done
+    export PH_SWARM_REGISTRY=$(bed_registry)
 }
 
 teardown_file() {
     bed_down
+    # the tag this file gave the demo image on the shared Engine
+    [ -z "${REF:-}" ] || docker rmi "$REF" >/dev/null 2>&1 || true
     common_teardown_file
+}
+
+# profile_three MODE: the stack's worker, 3 tasks one per node, under MODE;
+# stopped, every task collected; the service back as deployed.
+profile_three() {
+    local mode=$1 run_dir d n
+    deploy
+    wait_for tasks_deployed 3
+    # the profiling image: made on the shared Engine (the demo image under
+    # the registry's name there), pushed into the bed's registry
+    docker tag "$DEMO_IMAGE:latest" "$REF"
+    img=$(stack_profiling_image)
+    [ -n "$img" ]
+    timed "push of the profiling image" bed_push "$img" >/dev/null
+    run timed "$mode: start (3 tasks updated, converged)" swarm_ph start --mode "$mode" worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "profiling under $mode: 3 tasks on " <<<"$output"
+    for i in 1 2 3; do grep -q "$SWARM_BED-n$i (1)" <<<"$output"; done
+    run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
+    # the workers pulled it from the registry
+    [ "$(service_image)" = "$(bed_registry)/$img" ]
+    run swarm_ph status
+    echo "$output"
+    [ "$(grep -c " worker *[123] *$mode *running *$run_dir" <<<"$output")" -eq 3 ]
+    for i in 1 2 3; do
+        wait_for node_tasks_listening "$i"
+        work_tasks "$i"
+    done
+    run timed "$mode: stop (3 tasks stopped and collected)" swarm_ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "3 tasks collected into $run_dir" <<<"$output"
+    # three complete sets of artifacts, one per task, one per node
+    n=0
+    for d in "$run_dir"/[123]-"$SWARM_BED"-n[123]; do
+        check_task_dir "$d" "$mode"
+        n=$((n + 1))
+    done
+    [ "$n" -eq 3 ]
+    [ "$(ls -d "$run_dir"/*-n[123] | sed 's/.*-n//' | sort | tr '\n' ,)" = "1,2,3," ]
+    [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 3 ]
+    [[ "$(service_image)" == "$REF"* && "$(service_image)" != *-profiling* ]]
+    WAIT_SECONDS=300 wait_for tasks_deployed 3
 }
 
 # deploy: the stack, 3 replicas at most one per node, all running (a no-op
@@ -67,6 +121,14 @@ deploy() {
     done
 }
 
+@test "3 replicas under strace: three complete sets of artifacts, one per task, from each node" {
+    profile_three strace
+}
+
+@test "3 replicas under flamegraph: three complete sets of artifacts" {
+    profile_three flamegraph
+}
+
 @test "a node killed: the manager reports it down, the other nodes' tasks run on" {
     deploy
     # the tasks before, by node; the node to kill is a worker's
@@ -91,6 +153,36 @@ deploy() {
     }
     wait_for slot_pending
     tasks_running 2
+}
+
+@test "a node killed mid-run: the other tasks collected, the lost one said" {
+    # node 3 is down (above): two replicas, one each on nodes 1 and 2
+    run bed_docker 1 stack deploy -c "$(stack_compose "$REF" 2 1)" "$STACK"
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=300 wait_for tasks_deployed 2
+    run swarm_ph start --mode strace worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "profiling under strace: 2 tasks on " <<<"$output"
+    run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
+    lost_slot=$(bed_docker 1 service ps "${STACK}_worker" --filter desired-state=running \
+        --filter "node=$SWARM_BED-n2" --format '{{.Name}}' | sed 's/.*\.//')
+    [ -n "$lost_slot" ]
+    wait_for node_tasks_listening 2
+    timed "node 2 killed" bed_stop 2 KILL
+    node_down() { [ "$(bed_docker 1 node inspect --format '{{.Status.State}}' "$SWARM_BED-n2")" = down ]; }
+    wait_for node_down
+    bed_docker 1 service ps --no-trunc "${STACK}_worker"
+    run timed "stop with a node down" swarm_ph stop worker
+    echo "$output"
+    bed_docker 1 service ps --no-trunc "${STACK}_worker"
+    [ "$status" -eq 1 ]
+    grep -q "task $lost_slot on $SWARM_BED-n2 not collected: its node is down" <<<"$output"
+    grep -q "1 of 2 tasks lost (tasks.json says which)" <<<"$output"
+    check_task_dir "$(ls -d "$run_dir"/*-"$SWARM_BED"-n1)" strace
+    [ ! -e "$run_dir/$lost_slot-$SWARM_BED-n2" ]
+    [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 1 ]
+    grep -q '"lost": "its node is down"' "$run_dir/tasks.json"
 }
 
 @test "down after a node's crash: nothing of the bed is left" {

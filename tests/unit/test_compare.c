@@ -16,6 +16,7 @@
 
 #include "ph_fmt.h"
 #include "ph_report.h"
+#include "ph_report_int.h" /* ph_heap_growth */
 
 static char out_dir[600];
 
@@ -31,6 +32,7 @@ static char out_dir[600];
 #define WL_B "svc/20261122T111500Z-wall"
 #define HP_A "svc/20261122T101500Z-heap"
 #define HP_B "svc/20261122T111500Z-heap"
+#define HP_ONE "svc/20261122T121500Z-heap"
 #define CG_A "front/20261122T101500Z-callgrind"
 #define CG_B "front/20261122T111500Z-callgrind"
 
@@ -97,6 +99,14 @@ group_setup(void **state)
     run_dir(HP_A, "alloc_space-20261122T101600Z-1.folded", "main;keep;malloc 1048576\nmain;churn;malloc 9437184\n");
     run_dir(HP_B, "inuse_space-20261122T111600Z-1.folded", "main;keep;malloc 3145728\n");
     run_dir(HP_B, "alloc_space-20261122T111600Z-1.folded", "main;keep;malloc 3145728\nmain;churn;malloc 9437184\n");
+    /* their first snapshots: A kept 1 MiB all along; B grew keep's 2 MiB
+     * to 3 MiB while other's 512 KiB went; a followed child of B's (its
+     * tag -77) wrote one before, which is not B's first */
+    run_dir(HP_A, "inuse_space-20261122T100600Z-1.folded", "main;keep;malloc 1048576\n");
+    run_dir(HP_B, "inuse_space-20261122T110600Z-1.folded", "main;keep;malloc 2097152\nmain;other;malloc 524288\n");
+    run_dir(HP_B, "inuse_space-20261122T110500Z-77-1.folded", "child;keep;malloc 99\n");
+    /* one snapshot: no growth to show */
+    run_dir(HP_ONE, "inuse_space-20261122T121600Z-1.folded", "main;keep;malloc 1048576\n");
     run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
     run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
     return 0;
@@ -437,6 +447,113 @@ test_compare_heap(void **state)
     free(failed);
 }
 
+/* Growth: per stack, the later count minus the earlier, what grew only;
+ * stacks matched by their names, whatever their order or name ids. */
+static void
+test_heap_growth_arithmetic(void **state)
+{
+    static const struct {
+        const char *base, *last, *want;
+    } cases[] = {
+        /* grew, unchanged (gone), shrank (gone), new, decimal counts */
+        { "a;b 100\na;c 50\nx 10\n", "x 5\nnew 7\na;c 50\na;b 300\n", "new 7\na;b 200\n" },
+        /* no base: everything in use grew from nothing */
+        { "", "a 1\nb 2\n", "a 1\nb 2\n" },
+        /* gone entirely: nothing grew */
+        { "a 1\nb 2\n", "", "" },
+        /* the same stack twice in one file counts once, summed */
+        { "a;b 10\na;b 10\n", "a;b 25\n", "a;b 5\n" },
+        /* a prefix is another stack */
+        { "a 10\n", "a 10\na;b 4\n", "a;b 4\n" },
+        { "m;k 1.5\n", "m;k 4\n", "m;k 2\n" }, /* (2.5, written as a whole number of bytes) */
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ph_error_t err = NULL;
+        ph_folded *base = ph_folded_parse(cases[i].base, strlen(cases[i].base), 0, &err);
+        ph_folded *last = ph_folded_parse(cases[i].last, strlen(cases[i].last), 0, &err), *g = NULL;
+        char *text = NULL;
+        size_t len = 0;
+
+        assert_non_null(base);
+        assert_non_null(last);
+        assert_int_equal(ph_heap_growth(base, last, &g, &err), 0);
+        assert_int_equal(ph_heap_growth_text(g, &text, &len, &err), 0);
+        if (strcmp(text, cases[i].want) != 0)
+            fail_msg("case %zu: `%s`, want `%s`", i, text, cases[i].want);
+        free(text);
+        ph_folded_free(g);
+        ph_folded_free(base);
+        ph_folded_free(last);
+    }
+}
+
+/* The report of a heap run with two snapshots: the growth from the
+ * process's first to its newest, its file and graph beside the report,
+ * its headline; compare's inuse_space_growth. */
+static void
+test_heap_growth_report(void **state)
+{
+    const char *conds[] = { "inuse_space_growth>1000000", "inuse_space_growth[other]>0", "inuse_space_growth>+0" };
+    char dir[800], path[900], *text, *out = NULL, *failed = NULL;
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    json_t *sum, *g;
+
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_B);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    snprintf(path, sizeof path, "%s/report-inuse_space_growth.folded", dir);
+    text = rt_slurp(path, NULL);
+    assert_string_equal(text, "main;keep;malloc 1048576\n");
+    free(text);
+    snprintf(path, sizeof path, "%s/report-inuse_space_growth.svg", dir);
+    text = rt_slurp(path, NULL);
+    assert_non_null(strstr(text, "<svg"));
+    free(text);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    sum = json_load_file(path, 0, NULL);
+    assert_non_null(sum);
+    g = json_object_get(json_object_get(sum, "heap"), "growth");
+    assert_true(json_real_value(json_object_get(g, "bytes")) == 1048576);
+    assert_string_equal(json_string_value(json_object_get(g, "from")), "inuse_space-20261122T110600Z-1.folded");
+    assert_string_equal(json_string_value(json_object_get(g, "to")), "inuse_space-20261122T111600Z-1.folded");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(g, "top_sites"), 0), "site")),
+                        "keep");
+    assert_int_equal(json_array_size(json_object_get(g, "top_sites")), 1);
+    assert_non_null(strstr(h.text, "; grown 1.00 MiB (keep 100.0 %)"));
+    json_decref(sum);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    text = rt_slurp(path, NULL);
+    assert_non_null(strstr(text, "Grown since the first snapshot"));
+    free(text);
+    /* A grew nothing: 0 -> 1 MiB; other shrank in B: not growth */
+    assert_int_equal(compare(HP_A, HP_B, conds, 3, PH_COMPARE_TEXT, &out, &failed), 1);
+    assert_non_null(failed);
+    assert_non_null(strstr(failed, "--fail-if inuse_space_growth>1000000: inuse_space_growth went from 0 B to 1.00 MiB"));
+    assert_null(strstr(failed, "[other]"));
+    free(out);
+    free(failed);
+    /* one snapshot: no growth, said in the section, none in the headline */
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_ONE);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    assert_null(strstr(h.text, "grown"));
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    sum = json_load_file(path, 0, NULL);
+    assert_non_null(sum);
+    assert_null(json_object_get(json_object_get(sum, "heap"), "growth"));
+    json_decref(sum);
+    snprintf(path, sizeof path, "%s/report-inuse_space_growth.folded", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    text = rt_slurp(path, NULL);
+    assert_non_null(strstr(text, "One snapshot only"));
+    free(text);
+}
+
 /* Each metric belongs to its kind of run. */
 static void
 test_compare_wrong_kind(void **state)
@@ -536,6 +653,8 @@ main(void)
         cmocka_unit_test(test_compare_flame),
         cmocka_unit_test(test_compare_wall),
         cmocka_unit_test(test_compare_heap),
+        cmocka_unit_test(test_heap_growth_arithmetic),
+        cmocka_unit_test(test_heap_growth_report),
         cmocka_unit_test(test_compare_wrong_kind),
         cmocka_unit_test(test_compare_escapes_names),
         cmocka_unit_test(test_headline_escaped),

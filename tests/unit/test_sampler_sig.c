@@ -11,6 +11,24 @@
 
 #define GOSIG "build/tests/helpers/sampler_gosig"
 #define WALL "build/tests/helpers/sampler_wall" /* tests/wall/svc/wall.c */
+#define WALL_IDLE "build/tests/helpers/sampler_wall_idle" /* tests/bench/wall_idle.c */
+#define EINTR_SVC "build/tests/helpers/sampler_eintr" /* tests/wall/svc/eintr.c */
+
+/* Run PROG with ARGS under PH_SAMPLER_CLOCK=wall at 100 Hz; it must exit
+ * 0.  Its stdout. */
+static const char *
+run_wall(const char *prog, char **args)
+{
+    static char out[400];
+    run_opts o = { .hz = "100", .interval = "0", .prog = prog, .out = out, .clock = "wall" };
+    int status;
+
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    status = finish(start_opts(&o, args));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("status 0x%x: %s", status, read_text(out));
+    return read_text(out);
+}
 
 static void
 test_handler_replaced_after_start_still_samples(void **state)
@@ -60,18 +78,13 @@ test_handler_replaced_after_start_still_samples(void **state)
 static void
 test_wall_clock_off_cpu_share(void **state)
 {
-    char *args[] = { "4", NULL }, out[400];
-    run_opts o = { .hz = "100", .interval = "0", .prog = WALL, .out = out, .clock = "wall" };
-    const char *folded;
+    char *args[] = { "4", NULL };
+    const char *folded, *out;
     char *off_view, *all;
     double total, off, waiting, computing, off_total, on_total, want_waiting = -1, want_blocked = -1;
-    int status;
 
     (void)state;
-    snprintf(out, sizeof out, "%s/stdout", test_dir);
-    status = finish(start_opts(&o, args));
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        fail_msg("status 0x%x: %s", status, read_text(out));
+    out = run_wall(WALL, args);
     folded = newest("stacks-");
     assert_non_null(folded);
     all = strdup(folded);
@@ -79,7 +92,7 @@ test_wall_clock_off_cpu_share(void **state)
     waiting = samples_with(all, ";wait_three_quarters;", NULL, NULL);
     computing = samples_with(all, ";compute_quarter", NULL, NULL);
     /* the service's last line: its shares over the whole run */
-    for (const char *p = read_text(out); (p = strstr(p, "waiting=")) != NULL; p++) {
+    for (const char *p = out; (p = strstr(p, "waiting=")) != NULL; p++) {
         want_waiting = atof(p + 8);
         want_blocked = atof(strstr(p, "blocked=") + 8);
     }
@@ -108,12 +121,106 @@ test_wall_clock_off_cpu_share(void **state)
     assert_non_null(strstr(status_of("/sampler_wall"), "CLOCK_MONOTONIC"));
 }
 
+/* PH_SAMPLER_CLOCK=wall beside 10 threads blocked for the whole run in
+ * pthread_cond_wait: every period of theirs is counted, off CPU, in the
+ * wait, yet they are not woken for it (a blocked thread is sampled once,
+ * then parked: its CPU clock read, no signal), or 10 idle threads at 100
+ * Hz would be 1,000 wakes a second. */
+static void
+test_wall_clock_idle_threads_not_woken(void **state)
+{
+    char *args[] = { "10", "10", NULL };
+    const char *folded, *w;
+    char *all;
+    double total, idle, idle_off;
+    long wakes;
+
+    (void)state;
+    w = strstr(run_wall(WALL_IDLE, args), "idle_wakes=");
+    assert_non_null(w);
+    wakes = atol(w + strlen("idle_wakes="));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    all = strdup(folded);
+    idle = samples_with(all, ";idle_worker;", &total, NULL);
+    idle_off = samples_with(all, ";[off-cpu]", NULL, NULL);
+    print_message("# %.0f samples, %.0f of the idle threads', %.0f off CPU; the idle threads woken %ld times\n",
+                  total, idle, idle_off, wakes);
+    /* 10 rounds of >= 100 ms, 10 threads at 100 Hz: >= 1,000 */
+    assert_true(idle >= 900);
+    assert_true(idle_off >= idle);
+    assert_true((double)wakes * 10 < idle);
+    free(all);
+}
+
+/* The samples of FOLDED's stacks whose root frame (the thread) is ROOT. */
+static double
+root_samples(const char *folded, const char *root)
+{
+    double in = 0;
+    size_t n = strlen(root);
+
+    for (const char *p = folded; *p;) {
+        const char *nl = strchr(p, '\n'), *sp;
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+        sp = memrchr(p, ' ', len);
+        if (sp != NULL && len > n && memcmp(p, root, n) == 0 && p[n] == ';')
+            in += atof(sp + 1);
+        p += len + (nl ? 1 : 0);
+    }
+    return in;
+}
+
+/* PH_SAMPLER_CLOCK=wall on a service that dies of any EINTR, one named
+ * thread blocking over and over in each of read, a futex wait, accept,
+ * pthread_cond_wait (restarted: SA_RESTART) and poll, ppoll, select,
+ * epoll_wait, nanosleep, clock_nanosleep, usleep, sigtimedwait (never
+ * restarted after a handler: the samples held back from them,
+ * ph_sampler_wait.c): it runs its 3 s to the end; every thread is a root
+ * of the stacks, each with its share of the wall time (all live the
+ * whole run: one fourteenth each, within 3 points), off CPU in its call. */
+static void
+test_wall_clock_no_eintr(void **state)
+{
+    static const char *const threads[] = { "read", "futex", "accept", "cond", "poll", "ppoll", "select", "epoll",
+                                           "nanosleep", "clock_nsleep", "usleep", "sigtimedwait", "ticker" };
+    static const char *const calls[] = { "read", "syscall", "accept", "pthread_cond_wait", "poll", "ppoll", "select",
+                                         "epoll_wait", "nanosleep", "clock_nanosleep", "usleep", "sigtimedwait",
+                                         "clock_nanosleep" };
+    char *args[] = { "3", NULL };
+    double total, main_thread;
+    char *all;
+
+    (void)state;
+    print_message("# %s", run_wall(EINTR_SVC, args));
+    assert_non_null(newest("stacks-"));
+    all = strdup(newest("stacks-"));
+    samples_with(all, "", &total, NULL);
+    main_thread = root_samples(all, "sampler_eintr");
+    assert_true(total >= 300);
+    for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+        double in = root_samples(all, threads[i]);
+        char leaf[64];
+
+        print_message("# %-12s %4.0f samples, %4.1f %% (the main thread %.1f %%)\n", threads[i], in, 100 * in / total,
+                      100 * main_thread / total);
+        assert_true(fabs(in / total - 1.0 / 14) <= 0.03);
+        /* the waits interposed: the held sample under the call */
+        snprintf(leaf, sizeof leaf, i >= 4 ? "%s;[off-cpu]" : "%s", calls[i]);
+        assert_true(samples_with(all, leaf, NULL, NULL) > 0);
+    }
+    free(all);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_handler_replaced_after_start_still_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wall_clock_off_cpu_share, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wall_clock_idle_threads_not_woken, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wall_clock_no_eintr, setup, tu_teardown),
     };
     if (getenv("PH_TEST_FILTER"))
         cmocka_set_test_filter(getenv("PH_TEST_FILTER"));

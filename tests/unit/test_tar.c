@@ -1893,6 +1893,27 @@ test_context_dockerignore_and_order(void **state)
     free(tar);
 }
 
+/* A directory extra (no path, S_IFDIR in its mode): what a profiled
+ * container's artifacts directory is put in as, sticky bit and all. */
+static void
+test_context_extra_dir(void **state)
+{
+    void *tar = NULL;
+    size_t len;
+    ph_error_t err = NULL;
+    const ph_tar_extra extra[] = {
+        { .name = "front", .mode = S_IFDIR | 01777 },
+        { .name = "front/f", .data = "x", .len = 1 },
+    };
+
+    (void)state;
+    assert_int_equal(ph_tar_context_build(NULL, extra, 2, 1 << 20, &tar, &len, &err), 0);
+    assert_null(err);
+    assert_string_equal(listing(tar, len), "front/ d 1777 0 0\n"
+                                           "front/f f 0644 0 1\n");
+    free(tar);
+}
+
 static void
 test_context_deterministic(void **state)
 {
@@ -2000,6 +2021,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_not_a_tar, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandon_and_misuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_context_dockerignore_and_order, setup, teardown),
+        cmocka_unit_test(test_context_extra_dir),
         cmocka_unit_test_setup_teardown(test_context_deterministic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_context_limit, setup, teardown),
     };

@@ -11,7 +11,13 @@
  * sampler's tables claimed concurrently), and exits.
  * `heapwork peak` keeps 1 MiB from keep_one_mib, then burst_eight_mib
  * holds 8 MiB at once and frees it, and exits: at the peak of what is in
- * use burst_eight_mib holds 8 of 9 MiB, at the end nothing. */
+ * use burst_eight_mib holds 8 of 9 MiB, at the end nothing.
+ * `heapwork leak` instead, round after round until SIGTERM (10 ms each):
+ * leak_steadily keeps 64 KiB more, constant_set replaces 16 of its 512
+ * blocks of 4 KiB (2 MiB in use, always), churn_steadily allocates and
+ * frees 256 KiB; it says "heapwork: leaked N KiB" every 1 MiB, so
+ * between two snapshots what grew is leak_steadily's, and only that
+ * (it stops leaking at 128 MiB). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MIB (1024u * 1024u)
@@ -179,6 +186,75 @@ burst_eight_mib(void)
         free(held[i]);
 }
 
+static void *leaked[8192];
+static size_t n_leaked;
+static void *set[512];
+
+__attribute__((noinline)) static void
+leak_steadily(void)
+{
+    for (int i = 0; i < 4 && n_leaked < sizeof leaked / sizeof *leaked; i++) {
+        void *p = i % 2 ? malloc(16384) : calloc(1, 16384);
+
+        if (p == NULL)
+            abort();
+        memset(p, 3, 16384);
+        leaked[n_leaked++] = p;
+    }
+}
+
+__attribute__((noinline)) static void
+constant_set(unsigned round)
+{
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned k = (round * 16 + i) % 512;
+
+        free(set[k]);
+        if ((set[k] = malloc(4096)) == NULL)
+            abort();
+        memset(set[k], 4, 4096);
+    }
+}
+
+__attribute__((noinline)) static void
+churn_steadily(void)
+{
+    for (unsigned i = 0; i < 64; i++) {
+        char *p = malloc(4096);
+
+        if (p == NULL)
+            abort();
+        p[4095] = (char)i;
+        free(p);
+    }
+}
+
+static int
+leak(void)
+{
+    struct timespec ten_ms = { 0, 10 * 1000 * 1000 };
+
+    for (unsigned k = 0; k < 512; k++)
+        if ((set[k] = malloc(4096)) == NULL)
+            abort();
+    printf("heapwork: leaking\n");
+    fflush(stdout);
+    for (unsigned round = 0; !done; round++) {
+        size_t before = n_leaked;
+
+        leak_steadily();
+        constant_set(round);
+        churn_steadily();
+        if (n_leaked != before && n_leaked % 64 == 0) {
+            printf("heapwork: leaked %zu KiB\n", n_leaked * 16);
+            fflush(stdout);
+        }
+        nanosleep(&ten_ms, NULL);
+    }
+    printf("heapwork: stopped\n");
+    return 0;
+}
+
 static void
 on_term(int sig)
 {
@@ -196,6 +272,8 @@ main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     if (argc > 1 && strcmp(argv[1], "threads") == 0)
         return threads();
+    if (argc > 1 && strcmp(argv[1], "leak") == 0)
+        return leak();
     if (argc > 1 && strcmp(argv[1], "peak") == 0) {
         keep_one_mib();
         burst_eight_mib();

@@ -1,0 +1,455 @@
+/* ph_run_swarm.c - the loop's commands on a stack deployed to a swarm
+ * (`docker stack deploy -c FILE PROJECT`), over the Swarm backend
+ * (harness/backend/ph_backend_swarm.h).
+ *
+ *   start    the profiling image (built or found on the manager; pushed to
+ *            PH_SWARM_REGISTRY when set, so every node pulls it), the
+ *            service updated so every task runs under the profiler, the
+ *            update waited for; says how many tasks run where.
+ *   stop     every profiled task stopped at once on its node (the shim's
+ *            stop protocol: each profiler flushes), the service rolled back
+ *            as deployed, then each task's files read from its node's
+ *            Engine into <out>/<service>/<run>/<slot>-<node>/, each a run
+ *            dir completed by the store (ph_rundir), and tasks.json at
+ *            <run>/ saying which were collected and which were lost (a node
+ *            down, an Engine not reached: its container stays there).
+ *   restore  stop, when the service is profiled.
+ *   status   the stack's tasks, per node.
+ *
+ * Not yet on the seam's loop: ph_run_start/stop/restore/status branch here
+ * when the project is a stack on a manager (ph_run_swarm_active).
+ */
+#include "ph_run_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ph_backend_swarm.h"
+#include "ph_image.h"
+#include "ph_log.h"
+#include "ph_escape.h"
+#include "ph_util.h"
+
+#define CONVERGE_TIMEOUT_S 600L
+
+int
+ph_run_swarm_active(ph_run *r, ph_error_t *err)
+{
+    ph_backend *b;
+    const char *off = getenv("PH_SWARM");
+    ph_error_t sub = NULL;
+    int rc;
+
+    if (off != NULL && strcmp(off, "0") == 0)
+        return 0;
+    if (ph_run_backend(r, &b, err) < 0)
+        return -1;
+    /* an Engine that cannot say is no swarm: the command's own calls
+     * make the error that matters */
+    rc = ph_backend_swarm_detect(b, r->compose->project, &sub);
+    if (rc < 0)
+        ph_debug("swarm: %s", sub->msg);
+    ph_error_free(&sub);
+    return rc > 0;
+}
+
+/* What the service runs: compose's entrypoint and command, else the
+ * image's (Docker's rule: an entrypoint given drops the image's CMD). */
+static int
+push_command(const ph_service *s, const ph_image_config *ic, ph_strv *argv)
+{
+    const ph_strv *cmd = s->has_command ? &s->command : s->has_entrypoint ? NULL : &ic->cmd;
+
+    if (ph_strv_push_all(argv, s->has_entrypoint ? &s->entrypoint : &ic->entrypoint) < 0)
+        return -1;
+    return ph_strv_push_all(argv, cmd);
+}
+
+/* The spec every task runs: the shim, the mode's wrap, the service's command. */
+static int
+task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const char *image, const ph_image_facts *facts,
+          const ph_image_config *image_cfg, const char *run_id, const char *host_dir, ph_workload_spec *spec,
+          ph_error_t *err)
+{
+    char out[PATH_MAX], started[32], budget[32];
+    size_t i, n0;
+    char *rec;
+
+    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
+    spec->image = image;
+    spec->set_entrypoint = 1;
+    spec->set_cmd = 1;
+    if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, &spec->entrypoint) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    for (i = 0; i < p->wrap.n; i++) {
+        char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id), *t = NULL;
+
+        if (w != NULL && i == 0 && !facts->pm[0] && asprintf(&t, "%s/%s", PH_TOOLS_BIN, w) >= 0) {
+            free(w);
+            w = t;
+        }
+        if (w == NULL || ph_strv_push(&spec->entrypoint, w) < 0) {
+            free(w);
+            return ph_fail(err, ENOMEM, "allocate");
+        }
+        free(w);
+    }
+    n0 = spec->entrypoint.n;
+    if (push_command(s, image_cfg, &spec->entrypoint) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    if (spec->entrypoint.n == n0)
+        return ph_bad_input(err, "service `%s` has no command to profile (none in the compose file or the image)",
+                            s->name);
+    for (i = 0; i < p->environment.n; i++) {
+        char *v = ph_profile_expand(p->environment.v[i].value ? p->environment.v[i].value : "", out, s->name,
+                                    p->name, run_id);
+        char *line = NULL;
+
+        if (v && asprintf(&line, "%s=%s", p->environment.v[i].key, v) >= 0)
+            ph_strv_push(&spec->env, line);
+        free(v);
+        free(line);
+    }
+    if (ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 ||
+        ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    spec->stop_signal = strdup("SIGTERM");
+    spec->stop_grace_s = ph_run_stop_budget_s(p);
+    spec->no_restart = 1;
+    ph_run_utc_iso(started, sizeof started);
+    snprintf(budget, sizeof budget, "%ld", spec->stop_grace_s);
+    rec = ph_rundir_profile_record(p);
+    if (ph_kvv_set(&spec->labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
+        ph_kvv_set(&spec->labels, PH_LABEL_SERVICE, s->name) < 0 ||
+        ph_kvv_set(&spec->labels, PH_LABEL_MODE, p->name) < 0 || ph_kvv_set(&spec->labels, PH_LABEL_RUN, run_id) < 0 ||
+        ph_kvv_set(&spec->labels, PH_LABEL_STARTED, started) < 0 ||
+        ph_kvv_set(&spec->labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
+        (rec != NULL && ph_kvv_set(&spec->labels, PH_LABEL_PROFILE, rec) < 0) || spec->stop_signal == NULL) {
+        free(rec);
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    free(rec);
+    if (p->security_opt.n > 0)
+        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
+                p->security_opt.v[0], p->name);
+    return 0;
+}
+
+static int
+start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph_error_t *err)
+{
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
+    ph_swarm_placement pl;
+    ph_image_facts facts;
+    ph_image_config img_info = { 0 };
+    char *img = NULL, *tag = NULL, *ref = NULL;
+    char run_id[64], stamp[17], host_dir[PATH_MAX], where[2048] = "";
+    int found = 0, rc = -1;
+
+    memset(&facts, 0, sizeof facts);
+    if ((img = ph_run_service_image(r, s)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    /* the manager builds it (its nodes run no tools volume of ours) */
+    if (ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &facts, err) < 0 ||
+        b->ops->image_inspect(b, img, &img_info, &found, err) < 0)
+        goto out;
+    if (!found) {
+        ph_fail(err, 0, "%s: image `%s` is not on the manager", s->name, img);
+        goto out;
+    }
+    if (ph_backend_swarm_distribute(b, tag, &ref, err) < 0)
+        goto out;
+    ph_run_utc_stamp(stamp);
+    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
+    if (task_spec(r, s, p, ref, &facts, &img_info, run_id, host_dir, &spec, err) < 0)
+        goto out;
+    if (ph_backend_swarm_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
+        ph_error_wrap(err, "%s", s->name);
+        goto out;
+    }
+    for (size_t i = 0; i < pl.n_nodes; i++) {
+        size_t l = strlen(where);
+
+        snprintf(where + l, sizeof where - l, "%s%s (%ld)", i ? ", " : "", pl.nodes[i].hostname, pl.nodes[i].tasks);
+    }
+    ph_info("%s: profiling under %s: %ld task%s on %s; its run dir is written when it stops (`profharness stop %s`): "
+            "%s", s->name, p->name, pl.tasks, pl.tasks == 1 ? "" : "s", where, s->name, host_dir);
+    printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
+    fflush(stdout);
+    rc = 0;
+out:
+    spec.image = NULL; /* REF's */
+    ph_workload_spec_clear(&spec);
+    ph_image_config_clear(&img_info);
+    free(img);
+    free(tag);
+    free(ref);
+    return rc;
+}
+
+int
+ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
+{
+    ph_backend *b = ph_backend_swarm_new(err);
+    int rc = 0;
+
+    if (b == NULL)
+        return -1;
+    for (size_t i = 0; rc == 0 && i < sl->n; i++) {
+        ph_stage *st = ph_run_service_stage("start", sl->v[i]->name, p->name);
+
+        rc = ph_run_stage_done(st, start_one(r, b, sl->v[i], p, err), err);
+    }
+    ph_backend_close(b);
+    return rc;
+}
+
+/* ---- stop and collect --------------------------------------------------- */
+
+typedef struct task_collect {
+    ph_backend *b;
+    const ph_workload *w;
+    const char *service;
+    ph_rundir_done done;
+} task_collect;
+
+typedef struct feed_ctx {
+    ph_rundir_feed_cb feed;
+    void *feed_ud;
+    ph_error_t *err;
+} feed_ctx;
+
+static int
+feed_cb(void *ud, const char *data, size_t len)
+{
+    feed_ctx *f = ud;
+
+    return f->feed(f->feed_ud, data, len, f->err);
+}
+
+static int
+task_fetch(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
+{
+    task_collect *tc = ud;
+    feed_ctx f = { feed, feed_ud, err };
+    char src[PATH_MAX];
+
+    snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, tc->service);
+    return tc->b->ops->archive_get(tc->b, tc->w->id, src, feed_cb, &f, err);
+}
+
+static json_t *
+task_meta(void *ud, ph_rundir *rd)
+{
+    task_collect *tc = ud;
+    char ended[32];
+
+    (void)rd;
+    ph_run_utc_iso(ended, sizeof ended);
+    return json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s?, s:i, s:s, s:s}", "service", tc->service, "mode", tc->w->mode,
+                     "run", tc->w->run, "started_at", tc->w->started, "task", tc->w->id, "node", tc->w->node,
+                     "slot", tc->w->slot, "task_state", tc->w->state_text, "collected_at", ended);
+}
+
+/* A directory name of W: "<slot>-<node>", the node's name made safe. */
+static void
+task_dir_name(const ph_workload *w, char *out, size_t size)
+{
+    char *p;
+
+    snprintf(out, size, "%d-%s", w->slot, w->node ? w->node : "node");
+    for (p = out; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+              *p == '_' || *p == '.'))
+            *p = '_';
+    if (out[0] == '.')
+        out[0] = '_';
+}
+
+static int
+stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    ph_workload run = { 0 };
+    ph_workload_list tasks = { 0 };
+    ph_profile own, *pp = NULL;
+    json_t *summary = NULL;
+    int found = 0, rolled = 0, svcfd = -1, lock = -1, runfd = -1, rc = -1;
+    size_t i, collected = 0, lost = 0;
+    long budget;
+
+    memset(&own, 0, sizeof own);
+    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
+        return -1;
+    if (!found) {
+        rc = 0;
+        goto out;
+    }
+    *acted = 1;
+    if (!ph_run_safe_name(run.run)) {
+        ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
+        goto out;
+    }
+    if (run.profile != NULL && ph_rundir_profile_load(run.profile, run.mode, &own, err) == 0)
+        pp = &own;
+    else if (run.profile != NULL)
+        goto out;
+    budget = ph_run_stop_budget_s(pp);
+    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0)
+        goto out;
+    {
+        ph_stage *st = ph_stage_beginf("profiler", 0, "stop the profiled tasks of %s", s->name);
+
+        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, run.run, budget,
+                                                             &rolled, err), err) < 0)
+            goto out;
+    }
+    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
+        goto out;
+    if (mkdirat(svcfd, run.run, 0755) < 0 && errno != EEXIST) {
+        ph_fail(err, errno, "create `%s/%s/%s`", r->opts.out_dir, s->name, run.run);
+        goto out;
+    }
+    if ((runfd = openat(svcfd, run.run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, s->name, run.run);
+        goto out;
+    }
+    ph_rundir_give_at(svcfd, run.run);
+    summary = json_pack("{s:s, s:s?, s:s, s:[]}", "service", s->name, "mode", run.mode, "run", run.run, "tasks");
+    for (i = 0; i < tasks.n; i++) {
+        const ph_workload *w = &tasks.v[i];
+        char name[NAME_MAX], svc_shown[PATH_MAX];
+        task_collect tc = { .b = b, .w = w, .service = s->name };
+        ph_rundir_steps steps = { &tc, task_fetch, NULL, NULL, task_meta };
+        ph_rundir_spec rs = { .svcfd = runfd, .out_dir = r->opts.out_dir, .service = svc_shown, .name = name,
+                              .container = w->id, .cmd = "stop", .profile = pp, .flags = &r->opts.collect,
+                              .links = 0 };
+        ph_error_t sub = NULL;
+        const char *why = NULL;
+        int down;
+
+        if (w->run == NULL || strcmp(w->run, run.run) != 0)
+            continue;
+        task_dir_name(w, name, sizeof name);
+        snprintf(svc_shown, sizeof svc_shown, "%s/%s", s->name, run.run);
+        down = ph_backend_swarm_node_down(b, w, NULL);
+        if (down == 1) {
+            why = "its node is down";
+        } else {
+            ph_stage *st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
+
+            if (ph_run_stage_done(st, ph_rundir_complete(&rs, &steps, &tc.done, &sub), &sub) < 0)
+                why = sub->msg;
+        }
+        if (why == NULL) {
+            collected++;
+            ph_info("%s: task %d on %s collected: %s/%s/%s/%s", s->name, w->slot, w->node, r->opts.out_dir, s->name,
+                    run.run, name);
+        } else {
+            lost++;
+            ph_warn("%s: task %d on %s not collected: %s (task %s: its container stays on the node)", s->name,
+                    w->slot, w->node, why, w->id);
+        }
+        json_array_append_new(json_object_get(summary, "tasks"),
+                              json_pack("{s:i, s:s?, s:s, s:s, s:b, s:s?}", "slot", w->slot, "node", w->node, "task",
+                                        w->id, "dir", name, "collected", why == NULL, "lost", why));
+        ph_error_free(&sub);
+    }
+    if (ph_rundir_write_json_at(runfd, "tasks.json", "tasks.json", summary, err) < 0)
+        goto out;
+    ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
+            r->opts.out_dir, s->name, run.run, rolled ? "; the service is rolled back as deployed" : "");
+    if (collected == 0 && lost == 0) {
+        ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, run.run);
+        goto out;
+    }
+    rc = lost ? ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, lost, lost + collected)
+              : 0;
+out:
+    json_decref(summary);
+    ph_workload_list_free(&tasks);
+    ph_workload_clear(&run);
+    if (pp)
+        ph_profile_free(pp);
+    if (runfd >= 0)
+        close(runfd);
+    if (lock >= 0)
+        close(lock);
+    if (svcfd >= 0)
+        close(svcfd);
+    return rc;
+}
+
+int
+ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+{
+    ph_backend *b = ph_backend_swarm_new(err);
+    int rc = 0;
+
+    *acted = 0;
+    if (b == NULL)
+        return -1;
+    for (size_t i = 0; i < sl->n; i++) {
+        ph_error_t sub = NULL;
+        ph_stage *st = ph_run_service_stage("stop", sl->v[i]->name, NULL);
+
+        if (ph_run_stage_done(st, stop_one(r, b, sl->v[i], acted, &sub), &sub) < 0) {
+            if (rc == 0 && err)
+                *err = sub;
+            else
+                ph_error_free(&sub);
+            rc = -1;
+        }
+    }
+    ph_backend_close(b);
+    return rc;
+}
+
+/* ---- status ------------------------------------------------------------- */
+
+/* Tasks per node: by node, then service, then slot. */
+static int
+by_node(const void *a, const void *b)
+{
+    const ph_workload *x = a, *y = b;
+    int c = strcmp(x->node ? x->node : "", y->node ? y->node : "");
+
+    if (c == 0)
+        c = strcmp(x->service ? x->service : "", y->service ? y->service : "");
+    return c != 0 ? c : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+int
+ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err)
+{
+    ph_backend *b = ph_backend_swarm_new(err);
+    ph_workload_list l = { 0 };
+
+    if (b == NULL)
+        return -1;
+    if (b->ops->list(b, r->compose->project, NULL, 0, &l, err) < 0) {
+        ph_backend_close(b);
+        return -1;
+    }
+    if (l.n > 1)
+        qsort(l.v, l.n, sizeof *l.v, by_node);
+    fprintf(out, "%-24s %-16s %-5s %-10s %-10s %s\n", "NODE", "SERVICE", "SLOT", "MODE", "STATE", "RUN DIR");
+    for (size_t i = 0; i < l.n; i++) {
+        const ph_workload *w = &l.v[i];
+
+        ph_escape_printf(out, "%-24s %-16s %-5d %-10s %-10s %s\n", w->node ? w->node : "?",
+                         w->service ? w->service : "?", w->slot, w->mode ? w->mode : "none", w->state_text,
+                         w->outdir && !w->by_compose ? w->outdir : "-");
+    }
+    ph_workload_list_free(&l);
+    ph_backend_close(b);
+    return 0;
+}

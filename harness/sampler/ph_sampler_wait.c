@@ -1,0 +1,347 @@
+/* ph_sampler_wait.c - the wall clock's samples kept out of the waits the
+ * kernel never restarts.
+ *
+ * signal(7): after a handler ran, poll, ppoll, select, pselect,
+ * epoll_wait, epoll_pwait, nanosleep, clock_nanosleep, usleep, pause,
+ * sigsuspend, sigtimedwait and sigwaitinfo fail with EINTR whatever
+ * SA_RESTART says (and sleep returns early).  A wall-clock sample landing
+ * while a thread blocks in one would hand the program an EINTR it did not
+ * cause.  So in the wall mode each of them is interposed: our timer's
+ * signal is blocked for the call (the service's own signals interrupt it
+ * as ever), so the thread's timer stays pending, counting the periods it
+ * expired (si_overrun), and is delivered as the call returns: one sample
+ * standing for the whole wait, marked [off-cpu] under the call (the
+ * frames below the interposed function dropped: phs_wait_trim).  Costs
+ * two rt_sigprocmask calls per wait that can block (a zero timeout is
+ * passed through untouched).  Not covered: these calls made by glibc
+ * itself (its resolver's poll), by syscall(2) or by a runtime's own
+ * system calls (the Go runtime retries EINTR itself), and the calls that
+ * fail with EINTR only on a socket with SO_RCVTIMEO/SO_SNDTIMEO, System
+ * V IPC (msgrcv, msgsnd, semop, semtimedop) and io_getevents: there a
+ * sample can still make a call fail with EINTR.  A thread still in a
+ * wait at a snapshot has that wait counted when it returns.
+ *
+ * Every function here is in the phs_wait section, which tells the
+ * handler where our frames are. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ph_sampler_int.h"
+
+#define WAIT_FN __attribute__((section("phs_wait"), noinline))
+
+extern const char __start_phs_wait[] PH_HIDDEN;
+extern const char __stop_phs_wait[] PH_HIDDEN;
+
+/* glibc's poll with _FORTIFY_SOURCE (bits/poll2.h) */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);
+
+static __thread int tls_wait __attribute__((tls_model("initial-exec")));
+
+/* Block our timer's signal for a wait: 1 if this call did (OLD: the mask
+ * before), 0 if nothing is to be done. */
+WAIT_FN static int
+wait_begin(sigset_t *old)
+{
+    sigset_t ours;
+
+    if (!phs.wall)
+        return 0; /* (on or off: a timer's signal queued before the sampling stopped still arrives) */
+    sigemptyset(&ours);
+    sigaddset(&ours, PHS_TIMER_SIG);
+    if (pthread_sigmask(SIG_BLOCK, &ours, old) != 0 || sigismember(old, PHS_TIMER_SIG))
+        return 0; /* already blocked: the program's own doing, or an outer wait */
+    tls_wait = 1;
+    return 1;
+}
+
+/* Let it in again: a pending sample is taken now, as off CPU. */
+WAIT_FN static void
+wait_end(int on)
+{
+    sigset_t ours;
+    int saved = errno;
+
+    if (!on)
+        return;
+    sigemptyset(&ours);
+    sigaddset(&ours, PHS_TIMER_SIG);
+    pthread_sigmask(SIG_UNBLOCK, &ours, NULL);
+    tls_wait = 0;
+    errno = saved;
+}
+
+int
+phs_wait_sampled(void)
+{
+    return tls_wait;
+}
+
+uint32_t
+phs_wait_trim(uintptr_t *pcs, uint32_t depth)
+{
+    uint32_t j = 0, k;
+
+#define IN(pc) ((pc) >= (uintptr_t)__start_phs_wait && (pc) < (uintptr_t)__stop_phs_wait)
+    while (j < depth && !IN(pcs[j]))
+        j++;
+    if (j == depth)
+        return depth;
+    for (k = j; k + 1 < depth && IN(pcs[k + 1]); k++)
+        ;
+#undef IN
+    /* pcs[k]: the interposed function, where the program called it */
+    for (uint32_t i = k; i < depth; i++)
+        pcs[i - k] = pcs[i];
+    return depth - k;
+}
+
+/* A mask handed to the call (ppoll, pselect, epoll_pwait, sigsuspend)
+ * replaces the thread's during it: ours added. */
+static const sigset_t *
+with_ours(const sigset_t *mask, sigset_t *copy, int on)
+{
+    if (!on || mask == NULL)
+        return mask;
+    *copy = *mask;
+    sigaddset(copy, PHS_TIMER_SIG);
+    return copy;
+}
+
+#define NEXT(fn)                                                                                                       \
+    static __typeof__(&fn) fn##_next;                                                                                  \
+    if (fn##_next == NULL)                                                                                             \
+    fn##_next = (__typeof__(&fn))dlsym(RTLD_NEXT, #fn)
+#define MISSING(fn) (fn##_next == NULL ? (errno = ENOSYS, 1) : 0)
+
+WAIT_FN int
+poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(poll);
+    if (MISSING(poll))
+        return -1;
+    on = timeout != 0 && wait_begin(&old);
+    r = poll_next(fds, n, timeout);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+__poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(__poll_chk);
+    if (MISSING(__poll_chk))
+        return -1;
+    on = timeout != 0 && wait_begin(&old);
+    r = __poll_chk_next(fds, n, timeout, len);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    sigset_t old, copy;
+    int on, r;
+
+    NEXT(ppoll);
+    if (MISSING(ppoll))
+        return -1;
+    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && wait_begin(&old);
+    r = ppoll_next(fds, n, ts, with_ours(mask, &copy, on));
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(select);
+    if (MISSING(select))
+        return -1;
+    on = !(tv != NULL && tv->tv_sec == 0 && tv->tv_usec == 0) && wait_begin(&old);
+    r = select_next(n, rd, wr, ex, tv);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask)
+{
+    sigset_t old, copy;
+    int on, r;
+
+    NEXT(pselect);
+    if (MISSING(pselect))
+        return -1;
+    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && wait_begin(&old);
+    r = pselect_next(n, rd, wr, ex, ts, with_ours(mask, &copy, on));
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(epoll_wait);
+    if (MISSING(epoll_wait))
+        return -1;
+    on = timeout != 0 && wait_begin(&old);
+    r = epoll_wait_next(fd, ev, max, timeout);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+{
+    sigset_t old, copy;
+    int on, r;
+
+    NEXT(epoll_pwait);
+    if (MISSING(epoll_pwait))
+        return -1;
+    on = timeout != 0 && wait_begin(&old);
+    r = epoll_pwait_next(fd, ev, max, timeout, with_ours(mask, &copy, on));
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+nanosleep(const struct timespec *req, struct timespec *rem)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(nanosleep);
+    if (MISSING(nanosleep))
+        return -1;
+    on = wait_begin(&old);
+    r = nanosleep_next(req, rem);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(clock_nanosleep);
+    if (MISSING(clock_nanosleep))
+        return ENOSYS; /* (it returns the error) */
+    on = wait_begin(&old);
+    r = clock_nanosleep_next(clock, flags, req, rem);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+usleep(useconds_t us)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(usleep);
+    if (MISSING(usleep))
+        return -1;
+    on = us != 0 && wait_begin(&old);
+    r = usleep_next(us);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN unsigned
+sleep(unsigned s)
+{
+    sigset_t old;
+    int on;
+    unsigned r;
+
+    NEXT(sleep);
+    if (sleep_next == NULL)
+        return s;
+    on = s != 0 && wait_begin(&old);
+    r = sleep_next(s);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+pause(void)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(pause);
+    if (MISSING(pause))
+        return -1;
+    on = wait_begin(&old);
+    r = pause_next();
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+sigsuspend(const sigset_t *mask)
+{
+    sigset_t old, copy;
+    int on, r;
+
+    NEXT(sigsuspend);
+    if (MISSING(sigsuspend))
+        return -1;
+    on = wait_begin(&old);
+    r = sigsuspend_next(with_ours(mask, &copy, on));
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(sigtimedwait);
+    if (MISSING(sigtimedwait))
+        return -1;
+    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && wait_begin(&old);
+    r = sigtimedwait_next(set, si, ts);
+    wait_end(on);
+    return r;
+}
+
+WAIT_FN int
+sigwaitinfo(const sigset_t *set, siginfo_t *si)
+{
+    sigset_t old;
+    int on, r;
+
+    NEXT(sigwaitinfo);
+    if (MISSING(sigwaitinfo))
+        return -1;
+    on = wait_begin(&old);
+    r = sigwaitinfo_next(set, si);
+    wait_end(on);
+    return r;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bats
+# Edit, then profile again: a mode the tools tree serves runs the
+# service's own image, the tools volume (the tree, the shim, the sampler)
+# mounted read-only, so a code change costs the service image's build and
+# nothing more: no profiling image per service image.
+
+load test_helper
+
+setup_file() {
+    common_setup_file
+    # the demo in a copy this file edits, under an image name of its own
+    export EDIT_IMAGE="$DEMO_IMAGE-edit"
+    cp -r "$BATS_TEST_DIRNAME/../images/demo" "$BATS_FILE_TMPDIR/demo"
+    sed -e "s#image: $DEMO_IMAGE:latest#image: $EDIT_IMAGE:latest#" \
+        -e "s#context: .*#context: $BATS_FILE_TMPDIR/demo#" "$DEMO_COMPOSE" > "$BATS_FILE_TMPDIR/edit.yaml"
+    mv "$BATS_FILE_TMPDIR/edit.yaml" "$DEMO_COMPOSE" # what ph() runs on
+}
+teardown_file() {
+    common_teardown_file
+    tags=$(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E "^$EDIT_IMAGE(-profiling)?:" || true)
+    [ -z "$tags" ] || docker rmi -f $tags >/dev/null 2>&1 || true
+}
+
+profiling_images() { dk images -q "$EDIT_IMAGE-profiling" | sort; }
+
+@test "tools volume: a profiled container runs the service's own image, the tools mounted read-only" {
+    run ph start --build --mode strace front
+    [ "$status" -eq 0 ]
+    c=${PH_TEST_PROJECT}-front-strace
+    [ "$(dk inspect -f '{{.Config.Image}}' "$c")" = "$EDIT_IMAGE:latest" ]
+    [ "$(dk inspect -f '{{.Image}}' "$c")" = "$(dk image inspect -f '{{.Id}}' "$EDIT_IMAGE:latest")" ]
+    dk inspect -f '{{range .Mounts}}{{.Destination}} {{.Name}} {{.RW}}{{"\n"}}{{end}}' "$c" > "$BATS_TEST_TMPDIR/mounts"
+    grep -Eq '^/opt/profharness profharness-tools-[0-9a-f]{16} false$' "$BATS_TEST_TMPDIR/mounts"
+    [ -z "$(profiling_images)" ]
+    drive_load 20
+    run ph stop front
+    [ "$status" -eq 0 ]
+    grep -q 'accept' "$OUT/front/strace.log"
+}
+
+@test "tools volume: an edit, then start --build runs the new image profiled, and builds no profiling image" {
+    run ph start --build --mode flamegraph front
+    [ "$status" -eq 0 ]
+    vol1=$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/opt/profharness"}}{{.Name}}{{end}}{{end}}' \
+        ${PH_TEST_PROJECT}-front-flamegraph)
+    run ph stop front
+    [ "$status" -eq 0 ]
+    echo 'const char front_edited[] __attribute__((used)) = "edited";' >> "$BATS_FILE_TMPDIR/demo/front.c"
+    old=$(dk image inspect -f '{{.Id}}' "$EDIT_IMAGE:latest")
+    run ph start --build --mode flamegraph front
+    [ "$status" -eq 0 ]
+    c=${PH_TEST_PROJECT}-front-flamegraph
+    new=$(dk image inspect -f '{{.Id}}' "$EDIT_IMAGE:latest")
+    [ "$new" != "$old" ]
+    [ "$(dk inspect -f '{{.Image}}' "$c")" = "$new" ]
+    [ "$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/opt/profharness"}}{{.Name}}{{end}}{{end}}' "$c")" = "$vol1" ]
+    [ -z "$(profiling_images)" ]
+    drive_load 40
+    run ph stop front
+    [ "$status" -eq 0 ]
+    grep -q 'front_checksum_payload' "$OUT/front/stacks.folded"
+}

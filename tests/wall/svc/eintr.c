@@ -1,0 +1,212 @@
+/* eintr.c - the wall mode's EINTR test service (tests/69-wall.bats, the
+ * sampler's unit tests; issue 21): one named thread per blocking call,
+ * each blocking in it over and over (~30 ms a time), EINTR fatal to every
+ * one of them: "EINTR in <call>" and exit 5.  The calls SA_RESTART
+ * restarts (read, a futex wait, accept, pthread_cond_wait) and those the
+ * kernel never restarts after a handler (signal(7): poll, ppoll, select,
+ * epoll_wait, nanosleep, clock_nanosleep, usleep, sigtimedwait), which
+ * the sampler keeps its samples out of (ph_sampler_wait.c).  A ticker
+ * thread wakes the read, the futex, the accept and the condition every
+ * 30 ms.  Every second (or at the end, after argv[1] seconds; 0 or none:
+ * forever) it prints the fewest calls any one thread has made:
+ *   calls=<n>
+ * The threads are named after their call (pthread_setname_np), so the
+ * wall mode's per-thread view shows them. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { READ, FUTEX, ACCEPT, COND, POLL, PPOLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, USLEEP, SIGTIMEDWAIT, NCALLS };
+static const char *const names[NCALLS] = { "read", "futex", "accept", "cond", "poll", "ppoll",
+                                           "select", "epoll", "nanosleep", "clock_nsleep", "usleep", "sigtimedwait" };
+static _Atomic long calls[NCALLS];
+static int pipefd[2], listen_fd, epfd;
+static _Atomic uint32_t futex_word;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static unsigned long cond_seq;
+static struct sockaddr_un addr;
+
+static void
+check(int which, long r)
+{
+    if (r < 0 && errno == EINTR) {
+        printf("EINTR in %s\n", names[which]);
+        exit(5);
+    }
+    if (r < 0 && errno != ETIMEDOUT && errno != EAGAIN) {
+        printf("%s: %s\n", names[which], strerror(errno));
+        exit(4);
+    }
+    calls[which]++;
+}
+
+static const struct timespec ms30 = { 0, 30 * 1000 * 1000 };
+
+static void *
+blocker(void *arg)
+{
+    int which = (int)(intptr_t)arg;
+    char name[16];
+
+    snprintf(name, sizeof name, "%s", names[which]);
+    pthread_setname_np(pthread_self(), name);
+    for (;;) {
+        struct pollfd pfd = { pipefd[0], POLLIN, 0 }; /* never readable but by the ticker's byte, read by READ */
+        struct epoll_event ev;
+        struct timeval tv = { 0, 30000 };
+        sigset_t set;
+        char c;
+        int fd;
+
+        switch (which) {
+        case READ:
+            check(which, read(pipefd[0], &c, 1));
+            break;
+        case FUTEX: {
+            uint32_t seen = futex_word;
+            check(which, syscall(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0));
+            break;
+        }
+        case ACCEPT:
+            fd = accept(listen_fd, NULL, NULL);
+            check(which, fd);
+            close(fd);
+            break;
+        case COND: {
+            unsigned long seq;
+
+            pthread_mutex_lock(&mu);
+            for (seq = cond_seq; seq == cond_seq;)
+                pthread_cond_wait(&cv, &mu); /* (never EINTR: POSIX) */
+            pthread_mutex_unlock(&mu);
+            calls[which]++;
+            break;
+        }
+        case POLL:
+            pfd.fd = -1; /* nothing to wait for but the timeout */
+            check(which, poll(&pfd, 1, 30));
+            break;
+        case PPOLL:
+            pfd.fd = -1;
+            sigemptyset(&set); /* a mask for the wait: every signal let in */
+            check(which, ppoll(&pfd, 1, &ms30, &set));
+            break;
+        case SELECT:
+            check(which, select(0, NULL, NULL, NULL, &tv));
+            break;
+        case EPOLL:
+            check(which, epoll_wait(epfd, &ev, 1, 30));
+            break;
+        case NANOSLEEP:
+            check(which, nanosleep(&ms30, NULL));
+            break;
+        case CLOCK_NANOSLEEP: {
+            int e = clock_nanosleep(CLOCK_MONOTONIC, 0, &ms30, NULL);
+
+            errno = e;
+            check(which, e ? -1 : 0);
+            break;
+        }
+        case USLEEP:
+            check(which, usleep(30000));
+            break;
+        case SIGTIMEDWAIT:
+            sigemptyset(&set);
+            sigaddset(&set, SIGUSR2); /* never sent */
+            check(which, sigtimedwait(&set, NULL, &ms30));
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Every 30 ms: a byte for the read, a futex wake, a connection for the
+ * accept, a signal for the condition. */
+static void *
+ticker(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "ticker");
+    for (;;) {
+        int fd;
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ms30, NULL) != 0)
+            ; /* not under test here */
+        if (write(pipefd[1], "x", 1) != 1)
+            exit(6);
+        futex_word++;
+        syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+            connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0)
+            exit(7);
+        close(fd);
+        pthread_mutex_lock(&mu);
+        cond_seq++;
+        pthread_cond_signal(&cv);
+        pthread_mutex_unlock(&mu);
+    }
+    return NULL;
+}
+
+static long
+fewest(void)
+{
+    long m = calls[0];
+
+    for (int i = 1; i < NCALLS; i++)
+        if (calls[i] < m)
+            m = calls[i];
+    return m;
+}
+
+int
+main(int argc, char **argv)
+{
+    double secs = argc > 1 ? atof(argv[1]) : 0;
+    pthread_t th;
+    sigset_t usr2;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    /* SIGUSR2 blocked everywhere: sigtimedwait's to wait for */
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path + 1, sizeof addr.sun_path - 1, "ph-eintr-%d", (int)getpid()); /* abstract */
+    if (pipe(pipefd) < 0 || (listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        bind(listen_fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(listen_fd, 64) < 0 ||
+        (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        return 2;
+    for (int i = 0; i < NCALLS; i++)
+        if (pthread_create(&th, NULL, blocker, (void *)(intptr_t)i) != 0)
+            return 3;
+    if (pthread_create(&th, NULL, ticker, NULL) != 0)
+        return 3;
+    for (int s = 1;; s++) {
+        struct timespec one = { 1, 0 };
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, 0, &one, NULL) != 0)
+            ;
+        printf("calls=%ld\n", fewest());
+        if (secs > 0 && s >= secs)
+            return 0;
+    }
+}
