@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "ph_backend_engine.h"
 #include "ph_compose.h"
 #include "ph_compose_engine.h"
 
@@ -488,6 +489,41 @@ test_unsupported(void **state)
     ph_compose_free(c);
 }
 
+/* The loop's own mounts (ph_workload_spec.mounts) as the Engine's create
+ * body: the tools volume read-only and never filled from the service
+ * image (NoCopy), a bind without VolumeOptions (the Engine refuses them
+ * there), an anonymous volume for the artifacts. */
+static void
+test_spec_mounts(void **state)
+{
+    ph_workload_spec sp = PH_WORKLOAD_SPEC_INIT;
+    ph_error_t err = NULL;
+    json_t *cfg, *mounts, *m;
+
+    (void)state;
+    sp.image = "app:1";
+    assert_int_equal(ph_workload_spec_mount(&sp, PH_MOUNT_SPEC_VOLUME, "profharness-tools-x", "/opt/profharness", 1), 0);
+    sp.mounts[0].no_copy = 1;
+    assert_int_equal(ph_workload_spec_mount(&sp, PH_MOUNT_SPEC_BIND, "/host", "/in", 0), 0);
+    sp.mounts[1].no_copy = 1; /* asked of a bind: not sent */
+    assert_int_equal(ph_workload_spec_mount(&sp, PH_MOUNT_SPEC_VOLUME, "data", "/data", 0), 0);
+    assert_int_equal(ph_workload_spec_mount(&sp, PH_MOUNT_SPEC_ANON, NULL, "/opt/profiling", 0), 0);
+    cfg = ph_backend_engine_config(NULL, &sp, &err);
+    assert_non_null(cfg);
+    mounts = json_object_get(json_object_get(cfg, "HostConfig"), "Mounts");
+    assert_int_equal(json_array_size(mounts), 3);
+    m = json_array_get(mounts, 0);
+    assert_string_equal(json_string_value(json_object_get(m, "Source")), "profharness-tools-x");
+    assert_true(json_is_true(json_object_get(m, "ReadOnly")));
+    assert_true(json_is_true(json_object_get(json_object_get(m, "VolumeOptions"), "NoCopy")));
+    assert_null(json_object_get(json_array_get(mounts, 1), "VolumeOptions"));
+    assert_null(json_object_get(json_array_get(mounts, 2), "VolumeOptions"));
+    assert_true(json_is_false(json_object_get(json_array_get(mounts, 2), "ReadOnly")));
+    assert_non_null(json_object_get(json_object_get(cfg, "Volumes"), "/opt/profiling"));
+    json_decref(cfg);
+    ph_workload_spec_clear(&sp);
+}
+
 int
 main(void)
 {
@@ -500,6 +536,7 @@ main(void)
         cmocka_unit_test(test_remote_context),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_ports_and_bare_env),
+        cmocka_unit_test(test_spec_mounts),
     };
     return cmocka_run_group_tests_name("compose_engine", tests, tu_setup, tu_teardown);
 }
