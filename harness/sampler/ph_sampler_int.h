@@ -393,6 +393,9 @@ PH_HIDDEN const char *phs_java_describe(void);
 /* ---- debug info: ph_sampler_dwarf.c (libdw, dlopen'd) ------------------- */
 
 typedef struct phs_dwarf phs_dwarf;
+/* The tools tree's debug files beside this library (<lib>/../debug: a
+ * .build-id/ tree), writer only: 0, or -1 when the path does not fit. */
+PH_HIDDEN int phs_tree_debug_dir(char *path, size_t len);
 typedef struct phs_dwarf_frame {
     const char *name;       /* as in the debug info (maybe mangled), NULL if none */
     const char *file;
