@@ -47,13 +47,13 @@ setup_file() {
     common_setup_file
     export PH_PROFILES=$(short_grace_profiles)
     # images built on the shared Engine, copied into the private one
-    prof=$(ph setup worker 2>&1 | tee /dev/fd/3 | sed -nE 's/.*ready \(profiling image ([^;)]+)[;)].*/\1/p')
-    [ -n "$prof" ]
+    imgs=$(setup_images worker "$(ph setup worker 2>&1 | tee /dev/fd/3)")
+    [ -n "$imgs" ]
     if ! engine_up; then
         tail -20 "$PD/log" >&3
         skip "a private dockerd could not start here (log above)"
     fi
-    timeout 600 docker save "$DEMO_IMAGE:latest" "$prof" | DOCKER_HOST="unix://$PD/sock" timeout 600 docker load >&3
+    timeout 600 docker save "$DEMO_IMAGE:latest" $imgs | DOCKER_HOST="unix://$PD/sock" timeout 600 docker load >&3
     export DOCKER_HOST="unix://$PD/sock"
 }
 

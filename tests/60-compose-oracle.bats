@@ -134,11 +134,22 @@ changed() {
     changed "$before" "$after" web > "$BATS_FILE_TMPDIR/changed.json"
     cat "$BATS_FILE_TMPDIR/changed.json"
     # What a profile may change, and nothing else: the command (the shim and
-    # the wrap before the service's own), the image (the profiling image),
-    # the stop protocol, the environment (the profile's), and the restart
-    # policy, which the Engine must not apply mid-run.
+    # the wrap before the service's own), the image (a profiling image, for
+    # the modes the tools tree does not serve), the stop protocol, the
+    # environment (the profile's), the restart policy, which the Engine
+    # must not apply mid-run, and the mounts, by two added below.
     jq -e '. - ["Config.Cmd", "Config.Entrypoint", "Config.Env", "Config.Image", "Config.StopSignal",
-                "Config.StopTimeout", "HostConfig.RestartPolicy"] == []' "$BATS_FILE_TMPDIR/changed.json"
+                "Config.StopTimeout", "HostConfig.RestartPolicy"] | map(select(startswith("Mounts.") | not)) == []' \
+        "$BATS_FILE_TMPDIR/changed.json"
+    # The mounts: the service's all kept, plus the tools volume read-only
+    # and an anonymous volume for the artifacts.
+    jq -e -n --slurpfile a "$before" --slurpfile b "$after" '
+        ($b[0].web.Mounts - $a[0].web.Mounts) as $new
+        | ($a[0].web.Mounts - $b[0].web.Mounts) == []
+        and ($new | map(.Destination) | sort) == ["/opt/profharness", "/opt/profiling"]
+        and ([$new[] | select(.Destination == "/opt/profharness")][0]
+             | .RW == false and .Type == "volume" and (.Name | startswith("profharness-tools-")))
+        and ([$new[] | select(.Destination == "/opt/profiling")][0] | .RW == true and .Name == "anonymous")'
     # The environment: the service's, plus the profile's variables.  An
     # image with no PATH (debootstrap's) gets the Engine's default one in the
     # profiling image from its builder: what every container of it runs with
@@ -165,11 +176,13 @@ changed() {
     [ "$status" -eq 0 ]
     normalized io.profharness.project "$PHP" > "$BATS_FILE_TMPDIR/profiled-db.json"
     jq -e '.db.HostConfig.ReadonlyRootfs == true' "$BATS_FILE_TMPDIR/profiled-db.json"
-    # The one mount a read-only service gets: an anonymous volume for the artifacts.
+    # What a read-only service gets: an anonymous volume for the artifacts,
+    # beside the tools volume (read-only, as every mode the tree serves).
     jq -e -n --slurpfile a "$BATS_FILE_TMPDIR/restore.json" --slurpfile b "$BATS_FILE_TMPDIR/profiled-db.json" '
-        ($b[0].db.Mounts - $a[0].db.Mounts)
+        ($b[0].db.Mounts - $a[0].db.Mounts | map(select(.Destination != "/opt/profharness")))
             == [{"Destination": "/opt/profiling", "Name": "anonymous", "Propagation": "", "RW": true,
-                 "Source": null, "Type": "volume"}]'
+                 "Source": null, "Type": "volume"}]
+        and ([$b[0].db.Mounts[] | select(.Destination == "/opt/profharness")][0] | .RW == false)'
     vol=$(dk inspect "$PHP-db-flamegraph" --format '{{range .Mounts}}{{if eq .Destination "/opt/profiling"}}{{.Name}}{{end}}{{end}}')
     [ -n "$vol" ]
     run phx stop db

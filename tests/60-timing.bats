@@ -173,7 +173,7 @@ check_one_tree() {
     [[ "$output" =~ harness\ +-\ +status ]]
     [[ "$output" =~ engine\ +[0-9]+\ B\ +\ \ GET\ /_ping ]]
     [[ "$output" == *"SELF       %        I/O  CATEGORY"* ]]
-    [[ "$output" =~ 100\.0\ +[0-9]+\ B\ +total\ \(wall\) ]]
+    [[ "$output" =~ 100\.0\ +[0-9.]+\ (B|KiB|MiB)\ +total\ \(wall\) ]]
     # The status table is data on stdout; the timings are on stderr.
     out=$(phs --timings status 2>/dev/null)
     [[ "$out" != *CATEGORY* ]]

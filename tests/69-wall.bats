@@ -105,3 +105,21 @@ logged_at_least() {
         "$run_dir/summary.json"
     grep -q '<h3>Per thread</h3>' "$run_dir/report.html"
 }
+
+@test "wall: the demo's front to its report; the call its threads block in is named, glibc's own included" {
+    # The demo's threads wait in pthread_cond_wait, whose futex wait
+    # (__futex_abstimed_wait_common64) is internal to glibc: named from
+    # the tools tree's debug files by build id (the service's image has
+    # none), not libc.so.6+0x... as it was once the tools came as a volume.
+    run ph start --mode wall front
+    [ "$status" -eq 0 ]
+    drive_load 100
+    run ph stop front
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"% off CPU, top blocking call "* ]]
+    [[ "$output" != *"top blocking call libc.so"* ]]
+    grep -q '__futex_abstimed_wait_common64' "$OUT/front/offcpu.folded"
+    [ -s "$OUT/front/latest/report.html" ]
+    ph restore worker >/dev/null 2>&1 || true
+}

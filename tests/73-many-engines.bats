@@ -141,7 +141,7 @@ total() { awk '{ s += $NF } END { printf "%d", s }' "$@"; }
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -c '^front: ')" -eq 3 ]
-    ! echo "$output" | grep -q "^@"
+    ! echo "$output" | grep -q "^@" || false
     grep -qF "3 runs of 1 service" "$OUT/index.html"
     grep -qF "href=\"@$CTX2/front/$r2/report.html\"" "$OUT/index.html"
 }
@@ -149,7 +149,7 @@ total() { awk '{ s += $NF } END { printf "%d", s }' "$@"; }
 @test "commands without an Engine run once; a bad context name is a usage error" {
     run ph --context "$CTX1" --context "$CTX2" modes
     [ "$status" -eq 0 ]
-    ! echo "$output" | grep -q " | "
+    ! echo "$output" | grep -q " | " || false
     run ph --context "$CTX1" --context 'a/../b' status
     echo "$output"
     [ "$status" -eq 2 ]

@@ -457,7 +457,7 @@ is_ours(int sig)
 }
 
 /* Ask the writer for COMMAND and wait until it has done it, at most
- * TIMEOUT_MS.  Async-signal-safe: write, nanosleep and lock-free atomics. */
+ * TIMEOUT_MS.  Async-signal-safe: write, phs_nap and lock-free atomics. */
 static void
 request_and_wait(char command, int timeout_ms)
 {
@@ -468,7 +468,7 @@ request_and_wait(char command, int timeout_ms)
         return;
     for (int waited = 0; waited < timeout_ms && atomic_load(&S.done_seq) < seq && atomic_load(&S.writer_running);
          waited += 2)
-        nanosleep(&ts, NULL);
+        phs_nap(&ts);
 }
 
 static void on_stop_signal(int sig, siginfo_t *si, void *ctx);

@@ -721,7 +721,7 @@ quiesce(void)
     for (int i = 0; i < 10000; i++) {
         if (atomic_load(&C.inflight) == 0)
             return 0;
-        nanosleep(&ts, NULL);
+        phs_nap(&ts);
     }
     return -1;
 }

@@ -46,19 +46,34 @@ struct phs_dwarf {
     const char *(*filesrc)(Dwarf_Files *, size_t, Dwarf_Word *, Dwarf_Word *);
 };
 
+/* <dir>/../REL, DIR this library's own (the tools tree's root when it is
+ * loaded from /opt/profharness/lib): 0, or -1 when it does not fit. */
+static int
+beside_self(const char *rel, char *path, size_t len)
+{
+    Dl_info info;
+    const char *slash;
+
+    if (dladdr((void *)beside_self, &info) == 0 || info.dli_fname == NULL ||
+        (slash = strrchr(info.dli_fname, '/')) == NULL)
+        return -1;
+    return (size_t)snprintf(path, len, "%.*s/../%s", (int)(slash - info.dli_fname), info.dli_fname, rel) < len ? 0
+                                                                                                          : -1;
+}
+
+int
+phs_tree_debug_dir(char *path, size_t len)
+{
+    return beside_self("debug", path, len);
+}
+
 /* The tools tree's libdw, beside this library: <dir>/../tools/lib. */
 static void *
 tree_libdw(void)
 {
-    Dl_info info;
     char path[4096];
-    const char *slash;
 
-    if (dladdr((void *)tree_libdw, &info) == 0 || info.dli_fname == NULL ||
-        (slash = strrchr(info.dli_fname, '/')) == NULL)
-        return NULL;
-    if ((size_t)snprintf(path, sizeof path, "%.*s/../tools/lib/libdw.so.1", (int)(slash - info.dli_fname),
-                         info.dli_fname) >= sizeof path)
+    if (beside_self("tools/lib/libdw.so.1", path, sizeof path) < 0)
         return NULL;
     return dlopen(path, RTLD_LAZY | RTLD_LOCAL);
 }
@@ -101,11 +116,22 @@ phs_dwarf_open(void)
     SYM(cb.find_elf, "dwfl_build_id_find_elf");
     SYM(cb.find_debuginfo, "dwfl_standard_find_debuginfo");
 #undef SYM
+    {
+        /* elfutils' default path, then the tools tree's debug files (by
+         * build id: the tree carries Debian's libc6-dbg, which names glibc's
+         * internal functions when the service's libc is that build) */
+        char tree[4096], buf[4200];
+
+        if (phs_tree_debug_dir(tree, sizeof tree) == 0 &&
+            (size_t)snprintf(buf, sizeof buf, ":.debug:/usr/lib/debug:%s", tree) < sizeof buf)
+            d->debuginfo_path = strdup(buf);
+    }
     d->cb.debuginfo_path = &d->debuginfo_path; /* NULL: the default path */
     if (ok)
         d->dwfl = d->begin(&d->cb);
     if (d->dwfl == NULL) {
         dlclose(lib);
+        free(d->debuginfo_path);
         free(d);
         return NULL;
     }
@@ -119,6 +145,7 @@ phs_dwarf_close(phs_dwarf *d)
         return;
     d->end(d->dwfl);
     dlclose(d->lib);
+    free(d->debuginfo_path);
     free(d);
 }
 

@@ -8,6 +8,9 @@
 #ifndef PH_SAMPLER_INT_H
 #define PH_SAMPLER_INT_H
 
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -392,7 +395,19 @@ PH_HIDDEN const char *phs_java_describe(void);
 
 /* ---- debug info: ph_sampler_dwarf.c (libdw, dlopen'd) ------------------- */
 
+/* Sleep TS (CLOCK_MONOTONIC) by the system call itself: the sampler's own
+ * waits never go through its interposed nanosleep (ph_sampler_wait.c), so
+ * they are never taken for the service's.  Async-signal-safe. */
+static inline void
+phs_nap(const struct timespec *ts)
+{
+    syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, ts, NULL);
+}
+
 typedef struct phs_dwarf phs_dwarf;
+/* The tools tree's debug files beside this library (<lib>/../debug: a
+ * .build-id/ tree), writer only: 0, or -1 when the path does not fit. */
+PH_HIDDEN int phs_tree_debug_dir(char *path, size_t len);
 typedef struct phs_dwarf_frame {
     const char *name;       /* as in the debug info (maybe mangled), NULL if none */
     const char *file;

@@ -232,7 +232,7 @@ on_vm_death(phj_ti ti, phj_jni jni)
     if (atomic_load(&J.state) == J_READING)
         atomic_store(&J.state, J_DEAD);
     for (int i = 0; i < DEATH_WAIT_MS && atomic_load(&J.busy) > 0; i++)
-        nanosleep(&ms, NULL);
+        phs_nap(&ms);
 }
 
 /* The libjvm that holds the JavaVM's functions: its AsyncGetCallTrace. */

@@ -205,6 +205,11 @@ has_debuginfo(const elfmod *m, const ElfW(Shdr) *sh, int shnum, const char *shst
         snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", m->build_id, m->build_id + 2);
         if (file_exists(path))
             return 1;
+        if (phs_tree_debug_dir(dir, sizeof dir) == 0 &&
+            (size_t)snprintf(path, sizeof path, "%s/.build-id/%.2s/%s.debug", dir, m->build_id, m->build_id + 2) <
+                sizeof path &&
+            file_exists(path))
+            return 1;
     }
     slash = strrchr(m->path, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - m->path) : 0, m->path);

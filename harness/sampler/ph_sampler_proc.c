@@ -743,7 +743,7 @@ phs_proc_children_snapshot(const char *dir, long last, int timeout_ms)
 
         if (running == served)
             return;
-        nanosleep(&ts, NULL);
+        phs_nap(&ts);
     }
 }
 

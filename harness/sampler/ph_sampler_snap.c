@@ -293,7 +293,7 @@ phs_agg_drain(phs_agg *a)
             atomic_store(&phs.active, old);
             return;
         }
-        nanosleep(&ms, NULL);
+        phs_nap(&ms);
     }
     for (size_t i = 0; i < PHS_SLOTS; i++) {
         phs_slot *s = &t->slots[i];
