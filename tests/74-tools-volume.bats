@@ -60,3 +60,40 @@ profiling_images() { dk images -q "$EDIT_IMAGE-profiling" | sort; }
     [ "$status" -eq 0 ]
     grep -q 'front_checksum_payload' "$OUT/front/stacks.folded"
 }
+
+@test "tools volume: prune removes an old tools volume no container mounts, keeps one in use and the current one" {
+    run ph start --mode strace front
+    [ "$status" -eq 0 ]
+    cur=$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/opt/profharness"}}{{.Name}}{{end}}{{end}}' \
+        ${PH_TEST_PROJECT}-front-strace)
+    [ -n "$cur" ]
+    img=$(dk inspect -f '{{.Config.Image}}' "$cur")
+    # two old ones, made as the harness makes them: a keeper named as its
+    # volume, labelled with its hash; the second still mounted by a
+    # container (a service started under the old tools)
+    for h in 00000000000000a1 00000000000000a2; do
+        dk volume create --label io.profharness.tools=$h profharness-tools-$h >/dev/null
+        dk create --name profharness-tools-$h --label io.profharness.tools=$h \
+            -v profharness-tools-$h:/opt/profharness "$img" true >/dev/null
+    done
+    dk create --name ${PH_TEST_PROJECT}-oldtools-user -v profharness-tools-00000000000000a2:/opt/profharness \
+        "$img" true >/dev/null
+    run ph prune
+    dk rm -f ${PH_TEST_PROJECT}-oldtools-user >/dev/null
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"removed	profharness-tools-00000000000000a1"* ]]
+    [[ "$output" == *"kept the old tools volume profharness-tools-00000000000000a2: a container still mounts it"* ]]
+    ! dk volume inspect profharness-tools-00000000000000a1 >/dev/null 2>&1 || false
+    ! dk inspect profharness-tools-00000000000000a1 >/dev/null 2>&1 || false
+    dk volume inspect profharness-tools-00000000000000a2 >/dev/null
+    dk volume inspect "$cur" >/dev/null
+    dk inspect "$cur" >/dev/null
+    # once its user is gone, the second goes too
+    run ph prune
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"removed	profharness-tools-00000000000000a2"* ]]
+    ! dk volume inspect profharness-tools-00000000000000a2 >/dev/null 2>&1 || false
+    dk volume inspect "$cur" >/dev/null
+    run ph stop front
+    [ "$status" -eq 0 ]
+}

@@ -39,7 +39,7 @@ static const ph_cmd commands[] = {
     { "logs", ph_cmd_logs, "[-f] SERVICE", "print (or follow) a service's output (its last run's, once gone)" },
     { "flamegraph", ph_cmd_flamegraph, "[OPTIONS] [FILE...]", "render folded stacks as an SVG flamegraph" },
     { "diff", ph_cmd_diff, "[-n] A.folded B.folded", "differential folded stacks from two profiles" },
-    { "prune", ph_cmd_prune, "[--all]", "remove profiling images the project no longer needs" },
+    { "prune", ph_cmd_prune, "[--all]", "remove profiling images and old tools volumes no longer needed" },
     { "collapse", ph_cmd_collapse, "perf [OPTIONS] [FILE...]", "perf script output to folded stacks" },
     { "report", ph_cmd_report, "[RUN_DIR|SERVICE...]", "write each run's report.html and summary.json, and the index" },
     { "compare", ph_cmd_compare, "[OPTIONS] A [B]", "compare two runs (--fail-if EXPR for CI)" },

@@ -428,6 +428,21 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
 }
 
 int
+ph_image_tools_hash(const char *data_dir, const ph_profile_set *profiles, char *hash, size_t len, ph_error_t *err)
+{
+    tools_inputs *ti = calloc(1, sizeof *ti);
+    int rc;
+
+    if (ti == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    rc = tools_inputs_get(data_dir, profiles, ti, err);
+    if (rc == 0)
+        snprintf(hash, len, "%s", ti->tag + strlen("profharness-tools:"));
+    free(ti);
+    return rc;
+}
+
+int
 ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
                       ph_error_t *err)
 {

@@ -89,6 +89,9 @@ int ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_
 #define PH_TOOLS_VOLUME_PREFIX "profharness-tools-"
 int ph_image_ensure_tools_volume(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **volume_out,
                                  ph_error_t *err);
+/* The hash the current tools image and volume are named by (HASH: 17
+ * bytes or more): what prune keeps. */
+int ph_image_tools_hash(const char *data_dir, const ph_profile_set *profiles, char *hash, size_t len, ph_error_t *err);
 
 /* ---- ph_image_facts.c ---------------------------------------------------- */
 
@@ -165,5 +168,14 @@ json_t *ph_image_prune_plan(json_t *images, json_t *containers, const ph_strv *r
 /* Remove what ph_image_prune_plan says for REPOS (the profiling
  * repositories of PROJECT's services), saying each on stdout. */
 int ph_image_prune(ph_backend *b, const char *project, const ph_strv *repos, int all, ph_error_t *err);
+/* The old tools volumes, from the Engine's CONTAINERS (all of them): the
+ * names of keepers (labelled PH_LABEL_TOOLS, named as their volume) of a
+ * hash other than CURRENT whose volume no other container mounts.  NULL
+ * on allocation failure. */
+json_t *ph_image_tools_prune_plan(json_t *containers, const char *current);
+/* Remove each old tools volume ph_image_tools_prune_plan names: its
+ * keeper, the volume, and its tools image where nothing else uses it;
+ * one a container still mounts is kept and said. */
+int ph_image_prune_tools(ph_backend *b, const char *current, ph_error_t *err);
 
 #endif

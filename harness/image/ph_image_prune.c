@@ -124,3 +124,140 @@ out:
     json_decref(plan);
     return rc;
 }
+
+/* ---- old tools volumes --------------------------------------------------- */
+
+/* Does a container other than KEEPER_ID mount the volume NAME? */
+static int
+mounted_elsewhere(json_t *containers, const char *name, const char *keeper_id)
+{
+    size_t k, j;
+    json_t *c, *m;
+
+    json_array_foreach(containers, k, c) {
+        const char *id = json_string_value(json_object_get(c, "Id"));
+
+        if (id != NULL && keeper_id != NULL && strcmp(id, keeper_id) == 0)
+            continue;
+        json_array_foreach(json_object_get(c, "Mounts"), j, m) {
+            const char *used = json_string_value(json_object_get(m, "Name"));
+
+            if (used != NULL && strcmp(used, name) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+json_t *
+ph_image_tools_prune_plan(json_t *containers, const char *current)
+{
+    json_t *plan = json_array(), *c;
+    size_t k;
+
+    json_array_foreach(containers, k, c) {
+        const char *hash = json_string_value(json_object_get(json_object_get(c, "Labels"), PH_LABEL_TOOLS));
+        const char *id = json_string_value(json_object_get(c, "Id"));
+        char name[160];
+
+        if (plan == NULL || hash == NULL || id == NULL || strcmp(hash, current) == 0)
+            continue;
+        /* A keeper is named as its volume: anything else with the label
+         * (a hand-made container) is not ours to remove. */
+        snprintf(name, sizeof name, "/%s%s", PH_TOOLS_VOLUME_PREFIX, hash);
+        if (!json_is_string(json_array_get(json_object_get(c, "Names"), 0)) ||
+            strcmp(json_string_value(json_array_get(json_object_get(c, "Names"), 0)), name) != 0)
+            continue;
+        json_array_append_new(plan, json_pack("{s:s, s:s, s:b}", "name", name + 1, "hash", hash, "in_use",
+                                              mounted_elsewhere(containers, name + 1, id)));
+    }
+    return plan;
+}
+
+int
+ph_image_prune_tools(ph_backend *b, const char *current, ph_error_t *err)
+{
+    ph_engine *e = b->ops->engine(b);
+    json_t *containers = NULL, *plan = NULL, *x, *resp = NULL, *filters = NULL, *images = NULL;
+    size_t k, removed = 0, images_removed = 0;
+    int rc = -1;
+
+    if (ph_engine_containers_all(e, 1, &containers, err) < 0)
+        return -1;
+    plan = ph_image_tools_prune_plan(containers, current);
+    if (plan == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    json_array_foreach(plan, k, x) {
+        const char *name = json_string_value(json_object_get(x, "name"));
+        const char *hash = json_string_value(json_object_get(x, "hash"));
+        char path[256], tag[160], esc[200];
+        ph_error_t e2 = NULL;
+        long st = 0;
+
+        ph_escape(esc, sizeof esc, name);
+        if (json_is_true(json_object_get(x, "in_use"))) {
+            ph_info("kept the old tools volume %s: a container still mounts it (prune again once it is removed)",
+                    esc);
+            continue;
+        }
+        snprintf(path, sizeof path, "/volumes/%s", name);
+        if (ph_engine_container_remove(e, name, 1, &e2) < 0 ||
+            ph_engine_request(e, "DELETE", path, NULL, &resp, &st, &e2) < 0) {
+            ph_info("kept the old tools volume %s: %s", esc, e2->msg);
+            ph_error_free(&e2);
+            json_decref(resp);
+            resp = NULL;
+            continue;
+        }
+        json_decref(resp);
+        resp = NULL;
+        /* Its image, unless a container of it is left (one in use is
+         * refused by the Engine and kept). */
+        snprintf(tag, sizeof tag, "profharness-tools:%s", hash);
+        if (ph_engine_image_remove(e, tag, 0, &e2) < 0)
+            ph_error_free(&e2);
+        removed++;
+        printf("removed\t%s\n", esc);
+    }
+    /* Old tools images left without a volume (from before the volumes,
+     * or a keeper removed by hand): no container of them is left. */
+    filters = json_pack("{s:[s]}", "reference", "profharness-tools");
+    if (filters == NULL || ph_engine_images_list(e, filters, &images, err) < 0)
+        goto out;
+    json_array_foreach(images, k, x) {
+        const char *id = json_string_value(json_object_get(x, "Id"));
+        json_t *t;
+        size_t j;
+
+        if (id == NULL || in_use(containers, id))
+            continue;
+        json_array_foreach(json_object_get(x, "RepoTags"), j, t) {
+            const char *tag = json_string_value(t);
+            ph_error_t e2 = NULL;
+            char esc[200];
+
+            if (tag == NULL || !tag_of(tag, "profharness-tools") || strcmp(tag + strlen("profharness-tools:"), current) == 0)
+                continue;
+            ph_escape(esc, sizeof esc, tag);
+            if (ph_engine_image_remove(e, tag, 0, &e2) < 0) {
+                ph_error_free(&e2);
+                continue;
+            }
+            images_removed++;
+            printf("removed\t%s\n", esc);
+        }
+    }
+    fflush(stdout);
+    if (removed + images_removed > 0)
+        ph_info("prune: %zu old tools volume%s and %zu old tools image%s removed (the current ones are kept)", removed,
+                removed == 1 ? "" : "s", images_removed, images_removed == 1 ? "" : "s");
+    rc = 0;
+out:
+    json_decref(containers);
+    json_decref(plan);
+    json_decref(filters);
+    json_decref(images);
+    return rc;
+}

@@ -10,8 +10,14 @@
  * lets the Engine drop its untagged parents as well: the old service
  * image a `--build` left behind goes with it.
  *
+ * The tools volumes are the Engine's, not a project's: each change of the
+ * tools (a new harness, a profile's packages) fills a new one of some 40
+ * MB beside the old.  Prune removes the old ones no container mounts any
+ * more (their keepers and tools images with them), whichever project made
+ * them; the current one stays.
+ *
  * The loop names the repositories; the images floor decides and removes
- * (ph_image_prune).
+ * (ph_image_prune, ph_image_prune_tools).
  */
 #include "ph_run_int.h"
 
@@ -58,5 +64,12 @@ ph_run_prune(ph_run *r, int all, ph_error_t *err)
     }
     rc = ph_image_prune(b, r->compose->project, &repos, all, err);
     ph_strv_free(&repos);
+    if (rc == 0) {
+        char hash[64];
+
+        rc = ph_image_tools_hash(r->data_dir, &r->profiles, hash, sizeof hash, err);
+        if (rc == 0)
+            rc = ph_image_prune_tools(b, hash, err);
+    }
     return rc;
 }

@@ -691,6 +691,42 @@ test_prune_plan(void **state)
     json_decref(containers);
 }
 
+/* Old tools volumes: a keeper (named as its volume, labelled with its
+ * hash) of an old hash goes unless another container mounts its volume;
+ * the current one, a labelled container of another name and an
+ * unlabelled one never do. */
+static void
+test_tools_prune_plan(void **state)
+{
+    json_t *containers = jload(
+        "[{\"Id\": \"k1\", \"Names\": [\"/profharness-tools-aaaa\"],"
+        "   \"Labels\": {\"io.profharness.tools\": \"aaaa\"},"
+        "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-aaaa\"}]},"
+        " {\"Id\": \"k2\", \"Names\": [\"/profharness-tools-bbbb\"],"
+        "   \"Labels\": {\"io.profharness.tools\": \"bbbb\"},"
+        "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-bbbb\"}]},"
+        " {\"Id\": \"svc\", \"Names\": [\"/app-front-strace\"], \"Labels\": {},"
+        "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-bbbb\"}]},"
+        " {\"Id\": \"k3\", \"Names\": [\"/profharness-tools-cccc\"],"
+        "   \"Labels\": {\"io.profharness.tools\": \"cccc\"},"
+        "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-cccc\"}]},"
+        " {\"Id\": \"hand\", \"Names\": [\"/mine\"], \"Labels\": {\"io.profharness.tools\": \"dddd\"}},"
+        " {\"Id\": \"plain\", \"Names\": [\"/profharness-tools-eeee\"], \"Labels\": {}}]");
+    json_t *plan;
+
+    (void)state;
+    plan = ph_image_tools_prune_plan(containers, "cccc");
+    assert_non_null(plan);
+    assert_int_equal(json_array_size(plan), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 0), "name")),
+                        "profharness-tools-aaaa");
+    assert_true(json_is_false(json_object_get(json_array_get(plan, 0), "in_use")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 1), "hash")), "bbbb");
+    assert_true(json_is_true(json_object_get(json_array_get(plan, 1), "in_use")));
+    json_decref(plan);
+    json_decref(containers);
+}
+
 static void
 test_last_log(void **state)
 {
@@ -817,6 +853,7 @@ main(void)
         cmocka_unit_test(test_port_owner),
         cmocka_unit_test_setup_teardown(test_stop_order, tu_setup, teardown),
         cmocka_unit_test(test_prune_plan),
+        cmocka_unit_test(test_tools_prune_plan),
         cmocka_unit_test_setup_teardown(test_last_log, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_sample_verdict, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_artifacts, tu_setup, teardown),
