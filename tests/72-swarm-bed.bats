@@ -77,6 +77,49 @@ teardown_file() {
     grep -q "nothing to restore" <<<"$output"
 }
 
+@test "attach to a stack's service: a profiler beside every task on its node, the tasks never restarted" {
+    wait_for tasks_deployed 2
+    run ph setup worker
+    [ "$status" -eq 0 ]
+    tools=$(setup_images worker "$output" | grep '^profharness-tools:')
+    [ -n "$tools" ]
+    timed "save | load of the tools image" bed_load "$tools"
+    wait_for node_tasks_listening 1
+    before=$(node_task_containers 1 | sort)
+    run timed "attach (2 tasks)" swarm_ph attach --mode strace worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "worker: attached strace to 2 tasks" <<<"$output"
+    run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
+    [ -n "$run_dir" ]
+    [ "$(bed_docker 1 ps -q --filter label=io.profharness.attached | wc -l)" -eq 2 ]
+    # a second attach is refused, and attaches nothing more
+    run swarm_ph attach --mode strace worker
+    [ "$status" -ne 0 ]
+    grep -q "already attached to" <<<"$output"
+    [ "$(bed_docker 1 ps -aq --filter label=io.profharness.attached | wc -l)" -eq 2 ]
+    # the service's spec was not touched: the deployed image, no update
+    [ "$(service_image)" = "$DEMO_IMAGE:latest" ]
+    # each task serves requests while strace follows it
+    for c in $(node_task_containers 1); do
+        bed_docker 1 exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
+            for k in $(seq 10); do echo "WORK 5000 $k" >&3; read -r a <&3; done'
+    done
+    run timed "stop (detached, collected)" swarm_ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "detached from 2 tasks, collected into $run_dir" <<<"$output"
+    for d in "$run_dir"/[12]-"$SWARM_BED"-n1; do
+        [ -s "$d/run.json" ] && [ -s "$d/report.html" ]
+        grep -q 'WORK 5000' "$d/strace.log"
+    done
+    [ "$(ls -d "$run_dir"/[12]-"$SWARM_BED"-n1 | wc -l)" -eq 2 ]
+    [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 2 ]
+    # the tools containers are gone; the tasks are the ones that ran before
+    [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
+    [ "$(node_task_containers 1 | sort)" = "$before" ]
+}
+
 @test "the bed is off the host's network: no address or route of its subnet here" {
     [ -n "$(bed__namespaces)" ]
     [ -z "$(ip -o addr show | grep -F " $(bed__net)." || true)" ]

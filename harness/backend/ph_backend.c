@@ -231,7 +231,8 @@ ph_workload_spec_mount(ph_workload_spec *s, ph_mount_kind kind, const char *sour
     if (v == NULL)
         return -1;
     s->mounts = v;
-    v[s->n_mounts] = (ph_spec_mount){ kind, dup_or_null(source, &bad), dup_or_null(target, &bad), read_only };
+    v[s->n_mounts] = (ph_spec_mount){ .kind = kind, .source = dup_or_null(source, &bad),
+                                      .target = dup_or_null(target, &bad), .read_only = read_only };
     if (bad) {
         free(v[s->n_mounts].source);
         free(v[s->n_mounts].target);

@@ -62,6 +62,8 @@
 #define PH_LABEL_PROBE   "io.profharness.probe"    /* on the containers that look into an image */
 #define PH_LABEL_ATTACHED "io.profharness.attached" /* on attach workloads: the service's workload id */
 #define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the workload of the run */
+#define PH_LABEL_TASK_SLOT "io.profharness.task.slot" /* on attach workloads beside a Swarm task: its slot */
+#define PH_LABEL_TASK_NODE "io.profharness.task.node" /* ... and its node's hostname */
 #define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume and its keeper: the tools image's hash */
 
 /* docker compose's own labels, which the loop reads and restore writes */

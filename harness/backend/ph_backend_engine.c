@@ -253,7 +253,8 @@ eng_close(ph_backend *b)
 {
     if (b == NULL)
         return;
-    ph_engine_free(E(b));
+    if (!((ph_backend_eng *)b)->borrowed)
+        ph_engine_free(E(b));
     free(b);
 }
 
@@ -548,6 +549,21 @@ ph_backend_engine_new(ph_error_t *err)
         eng_close(&b->base);
         return NULL;
     }
+    return &b->base;
+}
+
+ph_backend *
+ph_backend_engine_borrow(ph_engine *e, ph_error_t *err)
+{
+    ph_backend_eng *b = calloc(1, sizeof *b);
+
+    if (b == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        return NULL;
+    }
+    b->base.ops = &engine_ops;
+    b->e = e;
+    b->borrowed = 1;
     return &b->base;
 }
 

@@ -18,6 +18,10 @@
 
 /* Connected and pinged (the Engine the docker CLI would use). */
 ph_backend *ph_backend_engine_new(ph_error_t *err);
+/* The Engine backend over E, which stays the caller's (closing the
+ * backend leaves it): a Swarm node's Engine, reached by the Swarm
+ * backend. */
+ph_backend *ph_backend_engine_borrow(ph_engine *e, ph_error_t *err);
 /* The Engine client behind B (the Engine backend's own). */
 ph_engine *ph_backend_engine_client(ph_backend *b);
 

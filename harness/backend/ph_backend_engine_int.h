@@ -7,6 +7,7 @@
 typedef struct ph_backend_eng {
     ph_backend base; /* first */
     ph_engine *e;
+    int borrowed;    /* e is another's (ph_backend_engine_borrow): not freed */
 } ph_backend_eng;
 
 /* On *ERR being the Engine's "port is already allocated": the hint names

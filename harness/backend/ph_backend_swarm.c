@@ -217,6 +217,19 @@ route(ph_backend *pb, const char *id, ph_engine **e, char *cid, size_t size, ph_
     return node_engine(b, x.node_id, e, err);
 }
 
+int
+ph_backend_swarm_task_backend(ph_backend *b, const char *task_id, ph_backend **out, char *cid, size_t len,
+                              ph_error_t *err)
+{
+    ph_engine *e;
+
+    *out = NULL;
+    if (route(b, task_id, &e, cid, len, err) < 0)
+        return -1;
+    *out = ph_backend_engine_borrow(e, err);
+    return *out ? 0 : -1;
+}
+
 /* ---- workloads ---------------------------------------------------------- */
 
 static ph_workload_state

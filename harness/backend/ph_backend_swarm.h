@@ -91,6 +91,13 @@ int ph_backend_swarm_unprofile(ph_backend *b, const char *project, const char *s
 int ph_backend_swarm_service_run(ph_backend *b, const char *project, const char *service, ph_workload *w,
                                  int *found, ph_error_t *err);
 
+/* The Engine of task TASK_ID's node, as a plain Engine backend (*OUT,
+ * the caller's to close; its Engine stays B's, so B outlives it), and the
+ * task's container there (CID).  What runs beside a task (an attached
+ * profiler) is made there. */
+int ph_backend_swarm_task_backend(ph_backend *b, const char *task_id, ph_backend **out, char *cid, size_t len,
+                                  ph_error_t *err);
+
 /* Is the node of W down (or gone from the swarm)?  1 yes, 0 no, -1. */
 int ph_backend_swarm_node_down(ph_backend *b, const ph_workload *w, ph_error_t *err);
 

@@ -123,49 +123,42 @@ attach_argv(const ph_profile *p, const char *service, const char *out, const cha
     return 0;
 }
 
-static int
-attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+int
+ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_error_t *err)
 {
-    ph_backend *b;
+    const ph_service *s = to->service;
+    const ph_profile *p = to->profile;
     ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
-    char *target = NULL, *tools = NULL, *id = NULL, *name = NULL, *rec = NULL;
-    char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
+    char *rec = NULL, *id = NULL, started[32], out[PATH_MAX];
     int rc = -1;
 
-    if (ph_run_backend(r, &b, err) < 0 || find_target(r, s, p, &target, err) < 0)
-        return -1;
-    if (ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
-        goto out;
-
-    ph_run_utc_stamp(stamp);
-    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
     ph_run_utc_iso(started, sizeof started);
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
-    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-    if (asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name) < 0)
-        name = NULL;
     rec = ph_rundir_profile_record(p);
     /* No network: the profiler reads the service's processes, nothing
      * else.  The stop timeout outlasts the shim's protocol, as for a
      * profiled workload. */
-    spec.name = name;
-    spec.image = tools;
+    spec.name = strdup(to->name);
+    spec.image = strdup(to->tools);
     spec.set_entrypoint = spec.set_cmd = 1;
     spec.stop_signal = strdup("SIGTERM");
     spec.stop_grace_s = ph_run_stop_budget_s(p);
-    spec.pid_of = target;
+    spec.pid_of = strdup(to->target);
     spec.network_none = 1;
     spec.no_restart = 1;
-    if (name == NULL || spec.stop_signal == NULL || attach_argv(p, s->name, out, run_id, &spec.entrypoint) < 0 ||
+    if (spec.name == NULL || spec.image == NULL || spec.pid_of == NULL || spec.stop_signal == NULL ||
+        attach_argv(p, s->name, out, to->run_id, &spec.entrypoint) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, s->name) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_MODE, p->name) < 0 ||
-        ph_kvv_set(&spec.labels, PH_LABEL_RUN, run_id) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_STARTED, started) < 0 ||
-        ph_kvv_set(&spec.labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
-        ph_kvv_set(&spec.labels, PH_LABEL_ATTACHED, target) < 0 ||
-        (rec != NULL && ph_kvv_set(&spec.labels, PH_LABEL_PROFILE, rec) < 0)) {
-        ph_fail(err, ENOMEM, "build the tools container's spec");
-        goto out;
-    }
+        ph_kvv_set(&spec.labels, PH_LABEL_RUN, to->run_id) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_STARTED, started) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_OUTDIR, to->host_dir) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_ATTACHED, to->target) < 0 ||
+        (rec != NULL && ph_kvv_set(&spec.labels, PH_LABEL_PROFILE, rec) < 0))
+        goto nomem;
+    for (size_t i = 0; to->labels != NULL && i < to->labels->n; i++)
+        if (ph_kvv_set(&spec.labels, to->labels->v[i].key, to->labels->v[i].value) < 0)
+            goto nomem;
     for (size_t i = 0; i < p->attach.cap_add.n; i++)
         if (ph_strv_push(&spec.cap_add, p->attach.cap_add.v[i]) < 0)
             goto nomem;
@@ -175,14 +168,10 @@ attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
     for (size_t i = 0; i < p->attach.cap_add_if_known.n; i++)
         if (ph_strv_push(&spec.cap_add_if_known, p->attach.cap_add_if_known.v[i]) < 0)
             goto nomem;
-    if (ph_run_create_and_start(r, &spec, &id, err) < 0) {
+    if (b->ops->run(b, &spec, &id, err) < 0) {
         ph_error_wrap(err, "attach %s to `%s`", p->name, s->name);
         goto out;
     }
-    ph_info("%s: attached %s to container %.12s, which keeps running (tools container %s, run %s); "
-            "`profharness stop %s` detaches and collects", s->name, p->name, target, name, run_id, s->name);
-    printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
-    fflush(stdout);
     rc = 0;
     goto out;
 nomem:
@@ -190,9 +179,45 @@ nomem:
 out:
     ph_workload_spec_clear(&spec);
     free(rec);
+    free(id);
+    return rc;
+}
+
+static int
+attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+{
+    ph_backend *b;
+    char *target = NULL, *tools = NULL, *name = NULL;
+    char run_id[64], stamp[17], host_dir[PATH_MAX];
+    int rc = -1;
+
+    if (ph_run_backend(r, &b, err) < 0 || find_target(r, s, p, &target, err) < 0)
+        return -1;
+    if (ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
+        goto out;
+    ph_run_utc_stamp(stamp);
+    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
+    if (asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name) < 0) {
+        name = NULL;
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    {
+        ph_run_attach_to to = { .service = s, .profile = p, .target = target, .tools = tools, .name = name,
+                                .run_id = run_id, .host_dir = host_dir, .labels = NULL };
+
+        if (ph_run_attach_make(r, b, &to, err) < 0)
+            goto out;
+    }
+    ph_info("%s: attached %s to container %.12s, which keeps running (tools container %s, run %s); "
+            "`profharness stop %s` detaches and collects", s->name, p->name, target, name, run_id, s->name);
+    printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
+    fflush(stdout);
+    rc = 0;
+out:
     free(target);
     free(tools);
-    free(id);
     free(name);
     return rc;
 }
@@ -213,6 +238,12 @@ ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *e
     }
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: every running task, on its node */
+        if (rc > 0)
+            rc = ph_run_swarm_attach(r, p, &sl, err);
+        free(sl.v);
+        return rc;
+    }
     /* every service's target, and whether the mode names its runtimes,
      * before anything is attached: a refusal attaches nothing */
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {

@@ -65,6 +65,27 @@ int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error
 /* *ACTED: some service was profiled (stopped, collected). */
 int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
+/* attach P to every running task of each service, a tools container
+ * beside each on the task's node; `stop` detaches and collects them. */
+int ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
+/* stop: the tools containers attached to SERVICE's tasks (on each node
+ * the swarm backend B reaches), stopped, collected per task and removed;
+ * *ACTED when there was one. */
+int ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+/* ONE(r, b, service, p) for each service of SL in turn, on one Swarm
+ * backend, each a stage named WHAT; the first failure ends it. */
+typedef int (*ph_run_swarm_one_cb)(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p,
+                                   ph_error_t *err);
+int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
+                      ph_error_t *err);
+/* <out>/<service>/RUN made (given to the invoker) and opened: the fd. */
+int ph_run_swarm_run_dir(ph_run *r, int svcfd, const ph_service *s, const char *run, ph_error_t *err);
+/* W's files (a task, or a tools container attached to one; B reaches it)
+ * into RUNFD/<slot>-<node>/ completed as a run dir, unless WHY (then it is
+ * lost for that reason); said, and added to SUMMARY's "tasks".  1 when
+ * collected. */
+int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
+                              const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary);
 
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
@@ -78,6 +99,17 @@ int ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal
  * service exited while attached (and why the profiler's end may be
  * missing).  Nothing for other containers. */
 void ph_run_attach_describe(ph_run *r, const ph_workload *c, json_t *record);
+/* A tools container attached to TARGET (a workload id B knows: the
+ * container's PID namespace is joined), made and started on B, labelled
+ * as a run of SERVICE under PROFILE (RUN_ID, HOST_DIR) plus LABELS (may be
+ * NULL). */
+typedef struct ph_run_attach_to {
+    const ph_service *service;
+    const ph_profile *profile;
+    const char *target, *tools, *name, *run_id, *host_dir;
+    const ph_kvv *labels;
+} ph_run_attach_to;
+int ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_error_t *err);
 /* ph_run_attach.c: of LIST (SERVICE's containers, as listed), the one to
  * attach MODE to: the first running one (*ID_OUT, LIST's), when none is
  * profiled already; else -1 and a PH_EXIT_USAGE error that says why. */

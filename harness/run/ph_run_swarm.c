@@ -197,7 +197,8 @@ out:
 }
 
 int
-ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
+ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
+                  ph_error_t *err)
 {
     ph_backend *b = ph_backend_swarm_new(err);
     int rc = 0;
@@ -205,12 +206,18 @@ ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *
     if (b == NULL)
         return -1;
     for (size_t i = 0; rc == 0 && i < sl->n; i++) {
-        ph_stage *st = ph_run_service_stage("start", sl->v[i]->name, p->name);
+        ph_stage *st = ph_run_service_stage(what, sl->v[i]->name, p->name);
 
-        rc = ph_run_stage_done(st, start_one(r, b, sl->v[i], p, err), err);
+        rc = ph_run_stage_done(st, one(r, b, sl->v[i], p, err), err);
     }
     ph_backend_close(b);
     return rc;
+}
+
+int
+ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
+{
+    return ph_run_swarm_each(r, p, sl, "start", start_one, err);
 }
 
 /* ---- stop and collect --------------------------------------------------- */
@@ -275,6 +282,53 @@ task_dir_name(const ph_workload *w, char *out, size_t size)
         out[0] = '_';
 }
 
+int
+ph_run_swarm_run_dir(ph_run *r, int svcfd, const ph_service *s, const char *run, ph_error_t *err)
+{
+    int runfd;
+
+    if (mkdirat(svcfd, run, 0755) < 0 && errno != EEXIST)
+        return ph_fail(err, errno, "create `%s/%s/%s`", r->opts.out_dir, s->name, run);
+    if ((runfd = openat(svcfd, run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, s->name, run);
+    ph_rundir_give_at(svcfd, run);
+    return runfd;
+}
+
+int
+ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
+                          const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary)
+{
+    char name[NAME_MAX], svc_shown[PATH_MAX];
+    task_collect tc = { .b = b, .w = w, .service = s->name };
+    ph_rundir_steps steps = { &tc, task_fetch, NULL, NULL, task_meta };
+    ph_rundir_spec rs = { .svcfd = runfd, .out_dir = r->opts.out_dir, .service = svc_shown, .name = name,
+                          .container = w->id, .cmd = "stop", .profile = pp, .flags = &r->opts.collect,
+                          .links = 0 };
+    ph_error_t sub = NULL;
+
+    task_dir_name(w, name, sizeof name);
+    snprintf(svc_shown, sizeof svc_shown, "%s/%s", s->name, run);
+    if (why == NULL) {
+        ph_stage *st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
+
+        if (ph_run_stage_done(st, ph_rundir_complete(&rs, &steps, &tc.done, &sub), &sub) < 0)
+            why = sub->msg;
+    }
+    if (why == NULL)
+        ph_info("%s: task %d on %s collected: %s/%s/%s/%s", s->name, w->slot, w->node, r->opts.out_dir, s->name, run,
+                name);
+    else
+        ph_warn("%s: task %d on %s not collected: %s (%s %s: its container stays on the node)", s->name, w->slot,
+                w->node, why, w->attached ? "container" : "task", w->id);
+    json_array_append_new(json_object_get(summary, "tasks"),
+                          json_pack("{s:i, s:s?, s:s, s:s, s:b, s:s?}", "slot", w->slot, "node", w->node,
+                                    w->attached ? "container" : "task", w->id, "dir", name, "collected", why == NULL,
+                                    "lost", why));
+    ph_error_free(&sub);
+    return why == NULL;
+}
+
 static int
 stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
@@ -289,8 +343,8 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     memset(&own, 0, sizeof own);
     if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
         return -1;
-    if (!found) {
-        rc = 0;
+    if (!found) { /* not restarted under a profiler; attached to, maybe */
+        rc = ph_run_swarm_stop_attached(r, b, s, acted, err);
         goto out;
     }
     *acted = 1;
@@ -314,54 +368,21 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     }
     if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
         goto out;
-    if (mkdirat(svcfd, run.run, 0755) < 0 && errno != EEXIST) {
-        ph_fail(err, errno, "create `%s/%s/%s`", r->opts.out_dir, s->name, run.run);
+    if ((runfd = ph_run_swarm_run_dir(r, svcfd, s, run.run, err)) < 0)
         goto out;
-    }
-    if ((runfd = openat(svcfd, run.run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-        ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, s->name, run.run);
-        goto out;
-    }
-    ph_rundir_give_at(svcfd, run.run);
     summary = json_pack("{s:s, s:s?, s:s, s:[]}", "service", s->name, "mode", run.mode, "run", run.run, "tasks");
     for (i = 0; i < tasks.n; i++) {
         const ph_workload *w = &tasks.v[i];
-        char name[NAME_MAX], svc_shown[PATH_MAX];
-        task_collect tc = { .b = b, .w = w, .service = s->name };
-        ph_rundir_steps steps = { &tc, task_fetch, NULL, NULL, task_meta };
-        ph_rundir_spec rs = { .svcfd = runfd, .out_dir = r->opts.out_dir, .service = svc_shown, .name = name,
-                              .container = w->id, .cmd = "stop", .profile = pp, .flags = &r->opts.collect,
-                              .links = 0 };
-        ph_error_t sub = NULL;
         const char *why = NULL;
-        int down;
 
         if (w->run == NULL || strcmp(w->run, run.run) != 0)
             continue;
-        task_dir_name(w, name, sizeof name);
-        snprintf(svc_shown, sizeof svc_shown, "%s/%s", s->name, run.run);
-        down = ph_backend_swarm_node_down(b, w, NULL);
-        if (down == 1) {
+        if (ph_backend_swarm_node_down(b, w, NULL) == 1)
             why = "its node is down";
-        } else {
-            ph_stage *st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
-
-            if (ph_run_stage_done(st, ph_rundir_complete(&rs, &steps, &tc.done, &sub), &sub) < 0)
-                why = sub->msg;
-        }
-        if (why == NULL) {
+        if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, pp, w, why, summary) == 1)
             collected++;
-            ph_info("%s: task %d on %s collected: %s/%s/%s/%s", s->name, w->slot, w->node, r->opts.out_dir, s->name,
-                    run.run, name);
-        } else {
+        else
             lost++;
-            ph_warn("%s: task %d on %s not collected: %s (task %s: its container stays on the node)", s->name,
-                    w->slot, w->node, why, w->id);
-        }
-        json_array_append_new(json_object_get(summary, "tasks"),
-                              json_pack("{s:i, s:s?, s:s, s:s, s:b, s:s?}", "slot", w->slot, "node", w->node, "task",
-                                        w->id, "dir", name, "collected", why == NULL, "lost", why));
-        ph_error_free(&sub);
     }
     if (ph_rundir_write_json_at(runfd, "tasks.json", "tasks.json", summary, err) < 0)
         goto out;

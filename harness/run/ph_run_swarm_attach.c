@@ -1,0 +1,340 @@
+/* ph_run_swarm_attach.c - attach to a stack's service without a restart:
+ * one tools container beside each running task, on the task's node.
+ *
+ *   attach   every running task of the service (the Swarm backend lists
+ *            them), each on its node's Engine (the backend reaches it as
+ *            it does for collection): the tools image made sure of there,
+ *            a tools container in the task's container's PID namespace,
+ *            labelled as the run, with the task's slot and node.  All
+ *            tasks are checked first (node reached, nothing attached
+ *            yet, the service not restarted under a mode), so a refusal
+ *            attaches nothing.  The tasks keep running: the service's spec
+ *            is not touched.
+ *   stop     (ph_run_swarm_stop_attached, from the stop of a service not
+ *            restarted under a mode) each node the service's tasks ran on
+ *            is asked for the tools containers attached to the service;
+ *            every one is sent SIGTERM (ph-init detaches the profiler,
+ *            which writes its end), waited for, collected into
+ *            <run>/<slot>-<node>/ like a profiled task, and removed; one
+ *            that could not be collected stays on its node.
+ *
+ * Tasks that start after the attach (a node joins, a task is replaced)
+ * are not attached to: attach again after a stop.
+ */
+#include "ph_run_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ph_backend_swarm.h"
+#include "ph_image.h"
+#include "ph_log.h"
+
+/* A task to attach to: its node's backend and its container there. */
+typedef struct beside {
+    const ph_workload *task;
+    ph_backend *nb;
+    char cid[80];
+} beside;
+
+/* Is something attached to SERVICE on NB already?  1 yes (*WHICH names
+ * it), 0 no, -1. */
+static int
+attached_on(ph_run *r, ph_backend *nb, const char *service, char *which, size_t len, ph_error_t *err)
+{
+    ph_workload_list l = { 0 };
+    int found = 0;
+
+    if (nb->ops->list(nb, r->compose->project, service, 0, &l, err) < 0)
+        return -1;
+    for (size_t i = 0; i < l.n && !found; i++)
+        if (l.v[i].attached != NULL) {
+            snprintf(which, len, "%s", l.v[i].name ? l.v[i].name : l.v[i].id);
+            found = 1;
+        }
+    ph_workload_list_free(&l);
+    return found;
+}
+
+static int
+attach_service(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph_error_t *err)
+{
+    ph_workload_list tasks = { 0 };
+    ph_workload run = { 0 };
+    beside *bs = NULL;
+    size_t n = 0, made = 0;
+    char run_id[64], stamp[17], host_dir[PATH_MAX];
+    int found = 0, rc = -1;
+
+    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
+        return -1;
+    if (found) {
+        ph_bad_input(err, "`%s` is already being profiled under %s (its tasks restarted for it)", s->name,
+                     run.mode ? run.mode : "?");
+        ph_error_hint(err, "stop it first: `profharness stop %s` (it is collected), then attach with `--mode %s`",
+                      s->name, p->name);
+        goto out;
+    }
+    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
+        goto out;
+    if ((bs = calloc(tasks.n ? tasks.n : 1, sizeof *bs)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    /* every running task reached, and none attached to, before any is */
+    for (size_t i = 0; i < tasks.n; i++) {
+        char which[256];
+        int already;
+
+        if (!ph_workload_running(&tasks.v[i]))
+            continue;
+        bs[n].task = &tasks.v[i];
+        if (ph_backend_swarm_task_backend(b, tasks.v[i].id, &bs[n].nb, bs[n].cid, sizeof bs[n].cid, err) < 0) {
+            ph_error_wrap(err, "%s: task %d on %s", s->name, tasks.v[i].slot, tasks.v[i].node);
+            goto out;
+        }
+        n++;
+        if ((already = attached_on(r, bs[n - 1].nb, s->name, which, sizeof which, err)) < 0)
+            goto out;
+        if (already) {
+            ph_bad_input(err, "`%s` is already attached to on %s (container %s): one profiler at a time", s->name,
+                         tasks.v[i].node, which);
+            ph_error_hint(err, "stop it first: `profharness stop %s`", s->name);
+            goto out;
+        }
+    }
+    if (n == 0) {
+        ph_bad_input(err, "`%s` has no running task: there is nothing to attach to", s->name);
+        ph_error_hint(err, "see where its tasks are with `profharness status`");
+        goto out;
+    }
+    ph_run_utc_stamp(stamp);
+    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
+    for (size_t i = 0; i < n; i++) {
+        const ph_workload *t = bs[i].task;
+        ph_kvv labels = { 0 };
+        char *tools = NULL, *name = NULL, slot[16];
+
+        snprintf(slot, sizeof slot, "%d", t->slot);
+        /* each node's Engine has its own images: the tools image is made
+         * sure of there */
+        if (ph_image_ensure_tools(bs[i].nb, r->data_dir, &r->profiles, &tools, err) < 0 ||
+            asprintf(&name, "%s-%s-attach-%s-%d", r->compose->project, s->name, p->name, t->slot) < 0 ||
+            ph_kvv_set(&labels, PH_LABEL_TASK_SLOT, slot) < 0 ||
+            ph_kvv_set(&labels, PH_LABEL_TASK_NODE, t->node ? t->node : "") < 0) {
+            if (err && *err == NULL)
+                ph_fail(err, ENOMEM, "allocate");
+        } else {
+            ph_run_attach_to to = { .service = s, .profile = p, .target = bs[i].cid, .tools = tools, .name = name,
+                                    .run_id = run_id, .host_dir = host_dir, .labels = &labels };
+
+            if (ph_run_attach_make(r, bs[i].nb, &to, err) == 0)
+                made++;
+        }
+        ph_kvv_free(&labels);
+        free(tools);
+        free(name);
+        if (made != i + 1) {
+            if (made > 0)
+                ph_error_hint(err, "%zu task%s of `%s` %s attached to already: `profharness stop %s` detaches "
+                              "and collects them", made, made == 1 ? "" : "s", s->name, made == 1 ? "is" : "are",
+                              s->name);
+            goto out;
+        }
+        ph_info("%s: attached %s to task %d on %s (container %.12s), which keeps running", s->name, p->name, t->slot,
+                t->node, bs[i].cid);
+    }
+    ph_info("%s: attached %s to %zu task%s, run %s; `profharness stop %s` detaches and collects each", s->name,
+            p->name, made, made == 1 ? "" : "s", run_id, s->name);
+    printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
+    fflush(stdout);
+    rc = 0;
+out:
+    for (size_t i = 0; bs != NULL && i < n; i++)
+        ph_backend_close(bs[i].nb);
+    free(bs);
+    ph_workload_list_free(&tasks);
+    ph_workload_clear(&run);
+    return rc;
+}
+
+int
+ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
+{
+    return ph_run_swarm_each(r, p, sl, "attach", attach_service, err);
+}
+
+/* ---- stop: detach, collect, remove --------------------------------------- */
+
+/* A tools container found on a node. */
+typedef struct found_attach {
+    ph_backend *nb; /* its node's (owned by the node table) */
+    ph_workload w;
+} found_attach;
+
+#define NODES_MAX PH_SWARM_NODES_MAX
+
+int
+ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    ph_workload_list tasks = { 0 };
+    ph_backend *nodes[NODES_MAX];
+    const char *node_names[NODES_MAX];
+    found_attach *fa = NULL;
+    size_t n_nodes = 0, n = 0, cap = 0, collected = 0, lost = 0, unreached = 0;
+    ph_profile own, *pp = NULL;
+    json_t *summary = NULL;
+    const char *run;
+    int svcfd = -1, lock = -1, runfd = -1, rc = -1;
+    long budget;
+
+    memset(&own, 0, sizeof own);
+    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
+        return -1;
+    /* every node the service's tasks ran on, once */
+    for (size_t i = 0; i < tasks.n; i++) {
+        const char *node = tasks.v[i].node ? tasks.v[i].node : "";
+        ph_backend *nb = NULL;
+        ph_error_t sub = NULL;
+        char cid[80];
+        int seen = 0;
+
+        for (size_t j = 0; j < n_nodes; j++)
+            seen |= strcmp(node_names[j], node) == 0;
+        if (seen || n_nodes == NODES_MAX)
+            continue;
+        /* a task with no container (yet, or any more) does not say where
+         * its node's Engine is: another task of the node will */
+        if (ph_backend_swarm_task_backend(b, tasks.v[i].id, &nb, cid, sizeof cid, &sub) < 0) {
+            ph_debug("%s: task %d on %s: %s", s->name, tasks.v[i].slot, node, sub->msg);
+            ph_error_free(&sub);
+            continue;
+        }
+        node_names[n_nodes] = node;
+        nodes[n_nodes++] = nb;
+    }
+    for (size_t j = 0; j < n_nodes; j++) {
+        ph_workload_list l = { 0 };
+
+        ph_error_t sub = NULL;
+
+        if (nodes[j]->ops->list(nodes[j], r->compose->project, s->name, 0, &l, &sub) < 0) {
+            ph_warn("%s: node %s not reached: %s; a profiler attached there stays (stop again once it is back)",
+                    s->name, node_names[j], sub->msg);
+            ph_error_free(&sub);
+            unreached++;
+            continue;
+        }
+        for (size_t i = 0; i < l.n; i++) {
+            if (l.v[i].attached == NULL)
+                continue;
+            if (n == cap) {
+                found_attach *g = realloc(fa, (cap = cap ? cap * 2 : 4) * sizeof *fa);
+
+                if (g == NULL) {
+                    ph_workload_list_free(&l);
+                    ph_fail(err, ENOMEM, "allocate");
+                    goto out;
+                }
+                fa = g;
+            }
+            fa[n].nb = nodes[j];
+            fa[n].w = l.v[i]; /* moved */
+            memset(&l.v[i], 0, sizeof l.v[i]);
+            n++;
+        }
+        ph_workload_list_free(&l);
+    }
+    if (n == 0) {
+        rc = 0;
+        goto out;
+    }
+    *acted = 1;
+    run = fa[0].w.run;
+    if (run == NULL || !ph_run_safe_name(run)) {
+        ph_fail(err, 0, "%s: an attached container's run label is no directory name", s->name);
+        goto out;
+    }
+    if (fa[0].w.profile != NULL && ph_rundir_profile_load(fa[0].w.profile, fa[0].w.mode, &own, err) == 0)
+        pp = &own;
+    else if (fa[0].w.profile != NULL)
+        goto out;
+    budget = ph_run_stop_budget_s(pp);
+    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0)
+        goto out;
+    /* detach them all at once: each profiler writes its end */
+    for (size_t i = 0; i < n; i++) {
+        ph_error_t sub = NULL;
+
+        if (fa[i].nb->ops->signal(fa[i].nb, fa[i].w.id, "SIGTERM", &sub) < 0) {
+            ph_debug("%s: signal %s: %s", s->name, fa[i].w.name, sub->msg);
+            ph_error_free(&sub);
+        }
+    }
+    if ((runfd = ph_run_swarm_run_dir(r, svcfd, s, run, err)) < 0)
+        goto out;
+    summary = json_pack("{s:s, s:s?, s:s, s:b, s:[]}", "service", s->name, "mode", fa[0].w.mode, "run", run,
+                        "attached", 1, "tasks");
+    for (size_t i = 0; i < n; i++) {
+        ph_workload shown = fa[i].w;
+        const char *slot = ph_kvv_get(&fa[i].w.labels, PH_LABEL_TASK_SLOT);
+        const char *why = NULL;
+        ph_error_t sub = NULL;
+        long code = 0;
+        int timed_out = 0;
+
+        shown.slot = slot ? atoi(slot) : 0;
+        shown.node = (char *)ph_kvv_get(&fa[i].w.labels, PH_LABEL_TASK_NODE);
+        if (fa[i].nb->ops->wait(fa[i].nb, fa[i].w.id, budget, &code, &timed_out, &sub) < 0 || timed_out) {
+            why = sub ? sub->msg : "it did not end within its stop budget";
+        } else if (fa[i].w.run == NULL || strcmp(fa[i].w.run, run) != 0) {
+            why = "it belongs to another run";
+        }
+        if (ph_run_swarm_collect_task(r, fa[i].nb, runfd, s, run, pp, &shown, why, summary) == 1) {
+            ph_error_t e2 = NULL;
+
+            collected++;
+            if (fa[i].nb->ops->remove(fa[i].nb, fa[i].w.id, 0, &e2) < 0) {
+                ph_warn("%s: tools container %s collected but not removed: %s", s->name, fa[i].w.name, e2->msg);
+                ph_error_free(&e2);
+            }
+        } else {
+            lost++;
+        }
+        ph_error_free(&sub);
+    }
+    if (ph_rundir_write_json_at(runfd, "tasks.json", "tasks.json", summary, err) < 0)
+        goto out;
+    ph_info("%s: detached from %zu task%s, collected into %s/%s/%s", s->name, collected, collected == 1 ? "" : "s",
+            r->opts.out_dir, s->name, run);
+    if (lost)
+        rc = ph_fail(err, 0, "%s: %zu of %zu attached tasks not collected (tasks.json says which; their tools "
+                     "containers stay on their nodes: `profharness stop %s` again)", s->name, lost, n, s->name);
+    else if (unreached)
+        rc = ph_fail(err, 0, "%s: %zu node%s not reached (said above): what is attached there is not collected",
+                     s->name, unreached, unreached == 1 ? "" : "s");
+    else
+        rc = 0;
+out:
+    for (size_t i = 0; i < n; i++)
+        ph_workload_clear(&fa[i].w);
+    free(fa);
+    for (size_t j = 0; j < n_nodes; j++)
+        ph_backend_close(nodes[j]);
+    json_decref(summary);
+    ph_workload_list_free(&tasks);
+    if (pp)
+        ph_profile_free(pp);
+    if (runfd >= 0)
+        close(runfd);
+    if (lock >= 0)
+        close(lock);
+    if (svcfd >= 0)
+        close(svcfd);
+    return rc;
+}
