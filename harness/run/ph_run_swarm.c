@@ -330,12 +330,33 @@ ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service 
 }
 
 static int
+of_run(const ph_workload *w, const char *run)
+{
+    return w->run != NULL && strcmp(w->run, run) == 0;
+}
+
+/* SIGTERM to the task's ph-init, as the swarm's own stop would send it:
+ * the stop protocol flushes the profiler.  One not reached is the
+ * rollback's to stop. */
+static void
+stop_task(ph_backend *b, const ph_service *s, const ph_workload *w)
+{
+    ph_error_t sub = NULL;
+
+    if (b->ops->signal(b, w->id, "SIGTERM", &sub) < 0) {
+        ph_debug("%s: task %d: %s", s->name, w->slot, sub->msg);
+        ph_error_free(&sub);
+    }
+}
+
+static int
 stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
     ph_workload run = { 0 };
     ph_workload_list tasks = { 0 };
     ph_profile own, *pp = NULL;
     json_t *summary = NULL;
+    ph_strv done = { 0 };
     int found = 0, rolled = 0, svcfd = -1, lock = -1, runfd = -1, rc = -1;
     size_t i, collected = 0, lost = 0;
     long budget;
@@ -359,23 +380,65 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     budget = ph_run_stop_budget_s(pp);
     if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0)
         goto out;
-    {
-        ph_stage *st = ph_stage_beginf("profiler", 0, "stop the profiled tasks of %s", s->name);
-
-        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, run.run, budget,
-                                                             &rolled, err), err) < 0)
-            goto out;
-    }
+    /* Every task's profiler is stopped and its files collected BEFORE
+     * the rollback: a rollback can drop a slot (the service was scaled
+     * down meanwhile), and the swarm deletes that slot's tasks, and their
+     * containers on the nodes, with it. */
     if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
         goto out;
     if ((runfd = ph_run_swarm_run_dir(r, svcfd, s, run.run, err)) < 0)
         goto out;
     summary = json_pack("{s:s, s:s?, s:s, s:[]}", "service", s->name, "mode", run.mode, "run", run.run, "tasks");
+    {
+        ph_stage *st = ph_stage_beginf("profiler", 0, "stop the profiled tasks of %s", s->name);
+
+        for (i = 0; i < tasks.n; i++) /* all at once */
+            if (of_run(&tasks.v[i], run.run) && ph_workload_running(&tasks.v[i]) &&
+                ph_backend_swarm_node_down(b, &tasks.v[i], NULL) != 1)
+                stop_task(b, s, &tasks.v[i]);
+        for (i = 0; i < tasks.n; i++) {
+            const ph_workload *w = &tasks.v[i];
+            ph_error_t sub = NULL;
+            long code = 0;
+            int timed_out = 0;
+
+            if (!of_run(w, run.run) || ph_backend_swarm_node_down(b, w, NULL) == 1)
+                continue;
+            /* one that outlasts its budget is the rollback's to end: collected after it */
+            if (b->ops->wait(b, w->id, budget, &code, &timed_out, &sub) < 0 || timed_out) {
+                ph_debug("%s: task %d: %s", s->name, w->slot, sub ? sub->msg : "still running");
+                ph_error_free(&sub);
+                continue;
+            }
+            if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, pp, w, NULL, summary) == 1)
+                collected++;
+            else
+                lost++;
+            if (ph_strv_push(&done, w->id) < 0) {
+                ph_fail(err, ENOMEM, "allocate");
+                ph_stage_end(st);
+                goto out;
+            }
+        }
+        ph_stage_end(st);
+    }
+    {
+        ph_stage *st = ph_stage_beginf("rollback", 0, "roll %s back as deployed", s->name);
+
+        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, run.run, budget,
+                                                             &rolled, err), err) < 0)
+            goto out;
+    }
+    /* what was not collected before: a task that outlasted its budget,
+     * one on a node that is down */
+    ph_workload_list_free(&tasks);
+    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
+        goto out;
     for (i = 0; i < tasks.n; i++) {
         const ph_workload *w = &tasks.v[i];
         const char *why = NULL;
 
-        if (w->run == NULL || strcmp(w->run, run.run) != 0)
+        if (!of_run(w, run.run) || ph_strv_has(&done, w->id))
             continue;
         if (ph_backend_swarm_node_down(b, w, NULL) == 1)
             why = "its node is down";
@@ -396,6 +459,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
               : 0;
 out:
     json_decref(summary);
+    ph_strv_free(&done);
     ph_workload_list_free(&tasks);
     ph_workload_clear(&run);
     if (pp)

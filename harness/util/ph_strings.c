@@ -58,6 +58,15 @@ ph_strv_push(ph_strv *v, const char *s)
 }
 
 int
+ph_strv_has(const ph_strv *v, const char *s)
+{
+    for (size_t i = 0; i < v->n; i++)
+        if (strcmp(v->v[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+int
 ph_strv_push_all(ph_strv *v, const ph_strv *from)
 {
     for (size_t i = 0; from != NULL && i < from->n; i++)

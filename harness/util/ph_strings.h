@@ -39,6 +39,7 @@ int ph_shell_split(const char *s, ph_strv *out, ph_error_t *err);
 void ph_strv_free(ph_strv *v);
 int ph_strv_push(ph_strv *v, const char *s); /* copies s; -1 on ENOMEM */
 int ph_strv_push_all(ph_strv *v, const ph_strv *from); /* copies each of FROM (NULL: none); -1 on ENOMEM */
+int ph_strv_has(const ph_strv *v, const char *s);      /* 1 when S is one of V's strings */
 void ph_kvv_free(ph_kvv *v);
 /* FNV-1a of a string: for the hash indexes of the loaders. */
 unsigned long long ph_str_hash(const char *s);
