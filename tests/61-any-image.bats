@@ -141,7 +141,7 @@ hot_on_top() {
     # and the modes table says the same
     run pha modes
     [ "$status" -eq 0 ]
-    echo "$output" | grep -E '^massif +no +package manager'
+    echo "$output" | grep -E '^massif +no +glibc or pm'
     echo "$output" | grep -E '^strace +yes +any'
     echo "$output" | grep -E '^perf +yes +any'
     echo "$output" | grep -E '^flamegraph +no +glibc'
