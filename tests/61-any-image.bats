@@ -124,6 +124,21 @@ hot_on_top() {
     grep -q 'anyimg_hot' "$OUT/distroless/flamegraph.svg"
 }
 
+@test "distroless: callgrind runs from the tools tree in the image itself, and names the hot function" {
+    run pha start --mode callgrind distroless
+    [ "$status" -eq 0 ]
+    c=${PH_TEST_PROJECT}-distroless-callgrind
+    # no profiling image: the service's own image, valgrind from the tree
+    [ "$(dk inspect -f '{{.Config.Image}}' "$c")" = profharness-anyimg-distroless:latest ]
+    WAIT_SECONDS=120 wait_for eval "dk logs $c 2>&1 | grep -q 'running after 0 rounds'"
+    run pha stop distroless
+    [ "$status" -eq 0 ]
+    jq -e '.exit_code == 0 and (.escalations | length) == 0' "$OUT/distroless/latest/ph-exit.json"
+    run callgrind_annotate "$OUT/distroless/callgrind.out"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -m1 -E 'anyimg_[a-z]+' | grep -q anyimg_hot
+}
+
 @test "FROM scratch: valgrind and the sampler are refused before anything starts, saying why" {
     for mode in massif callgrind; do
         run pha start --mode "$mode" static
@@ -141,7 +156,7 @@ hot_on_top() {
     # and the modes table says the same
     run pha modes
     [ "$status" -eq 0 ]
-    echo "$output" | grep -E '^massif +no +package manager'
+    echo "$output" | grep -E '^massif +no +glibc or pm'
     echo "$output" | grep -E '^strace +yes +any'
     echo "$output" | grep -E '^perf +yes +any'
     echo "$output" | grep -E '^flamegraph +no +glibc'

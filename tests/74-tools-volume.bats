@@ -38,6 +38,35 @@ profiling_images() { dk images -q "$EDIT_IMAGE-profiling" | sort; }
     grep -q 'accept' "$OUT/front/strace.log"
 }
 
+@test "tools volume: massif and callgrind on a glibc image run valgrind from the tree, no profiling image" {
+    for mode in massif callgrind; do
+        run ph start --build --mode "$mode" front
+        [ "$status" -eq 0 ]
+        c=${PH_TEST_PROJECT}-front-$mode
+        [ "$(dk inspect -f '{{.Config.Image}}' "$c")" = "$EDIT_IMAGE:latest" ]
+        [ "$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/opt/profharness"}}{{.RW}}{{end}}{{end}}' "$c")" = false ]
+        # valgrind is the tree's (its launcher, through the tree's loader)
+        dk inspect -f '{{json .Config.Entrypoint}}' "$c" | grep -q '"/opt/profharness/tools/bin/valgrind"'
+        [ -z "$(profiling_images)" ]
+        drive_load 10
+        # collect: the dump command is the tree's vgdb too
+        run ph collect front
+        [ "$status" -eq 0 ]
+        [[ "$output" != *"could not make"* && "$output" != *"exited with"* ]]
+        run ph stop front
+        [ "$status" -eq 0 ]
+        jq -e '.exit_code == 0 and (.escalations | length) == 0' "$OUT/front/latest/ph-exit.json"
+    done
+    # the service's frames are named, and glibc's malloc was replaced
+    run ms_print "$OUT/front/massif.out"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"front_build_response"* ]]
+    # (collect's dump holds the load: callgrind starts over after a dump)
+    run callgrind_annotate "$OUT/front/latest/callgrind.out.1"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -m1 -E 'front_[a-z_]+' | grep -q front_checksum_payload
+}
+
 @test "tools volume: an edit, then start --build runs the new image profiled, and builds no profiling image" {
     run ph start --build --mode flamegraph front
     [ "$status" -eq 0 ]

@@ -8,12 +8,20 @@
 #include "cli_common.h"
 #include "ph_profile.h"
 
-/* "any", "glibc", "package manager": which images the mode runs in. */
+/* "any", "glibc", "package manager", "glibc or pm": which images the
+ * mode runs in. */
 static void
 images_of(const ph_profile *p, char *out, size_t len)
 {
     if (!p->has_tools) {
         snprintf(out, len, "package manager");
+        return;
+    }
+    if (p->tools_libc.n > 0) { /* from the tree with that C library, else the package manager's */
+        out[0] = '\0';
+        for (size_t i = 0; i < p->tools_libc.n; i++)
+            snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? "," : "", p->tools_libc.v[i]);
+        snprintf(out + strlen(out), len - strlen(out), " or pm");
         return;
     }
     if (p->libc.n == 0) {
@@ -47,8 +55,10 @@ ph_cmd_modes(const ph_global_opts *g, int argc, char **argv)
             limits |= set.v[i].limits != NULL || set.v[i].attach.unsupported != NULL;
         }
         if (limits) {
-            printf("\nIMAGES: any = FROM scratch and distroless too (the tools tree); package manager = "
-                   "apt, apk, dnf, microdnf or yum;\nglibc = a service dynamically linked against glibc.\n");
+            printf("\nIMAGES: any = FROM scratch and distroless too (the tools tree); package manager (pm) = "
+                   "apt, apk, dnf, microdnf or yum;\nglibc = a service dynamically linked against glibc; "
+                   "glibc or pm = from the tools tree in an image with glibc, else through its package "
+                   "manager.\n");
             for (size_t i = 0; i < set.n; i++) {
                 if (set.v[i].limits)
                     printf("  %s: %s\n", set.v[i].name, set.v[i].limits);

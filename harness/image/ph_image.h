@@ -140,7 +140,8 @@ int ph_image_file_head(ph_backend *b, const char *id, const char *path, ph_tar_p
 
 /* Whether mode P runs from the tools tree (mounted) in an image offering
  * F: it names its `tools` (the tree carries them; `tools: []`, the
- * sampler, needs none but the library).  Pure. */
+ * sampler, needs none but the library), and F's C library is one of its
+ * `tools_libc` when it names any.  Pure. */
 int ph_image_tree_serves(const ph_profile *p, const ph_image_facts *f);
 
 /* "apt" ... or "none"; "glibc", "musl" or "none". */

@@ -479,8 +479,12 @@ ph_image_program(ph_backend *b, const char *image, char *const *argv, size_t arg
 int
 ph_image_tree_serves(const ph_profile *p, const ph_image_facts *f)
 {
-    (void)f;
-    return p->has_tools;
+    if (!p->has_tools)
+        return 0;
+    for (size_t i = 0; i < p->tools_libc.n; i++)
+        if (strcmp(p->tools_libc.v[i], f->libc) == 0)
+            return 1;
+    return p->tools_libc.n == 0;
 }
 
 const char *
@@ -489,7 +493,7 @@ ph_image_unfit(const ph_profile *p, const ph_image_facts *f, char *buf, size_t l
     const char *why = p->limits ? p->limits : "";
     const char *sep = p->limits ? ": " : "";
 
-    if (f->pm[0] == '\0' && !p->has_tools) {
+    if (f->pm[0] == '\0' && !ph_image_tree_serves(p, f)) {
         snprintf(buf, len, "mode `%s` needs the image's package manager, and the image has none%s%s", p->name, sep,
                  why);
         return buf;

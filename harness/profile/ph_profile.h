@@ -22,6 +22,10 @@
  *                                   # tree instead (/opt/profharness/tools: its own
  *                                   # loader and libraries); no `tools`: the mode
  *                                   # needs the image's package manager
+ *   tools_libc: [glibc]             # the tree serves the mode only in an image with this
+ *                                   # C library's loader (what the tree's programs load
+ *                                   # into the service runs on it: valgrind's preloads);
+ *                                   # elsewhere the image's package manager is needed
  *   libc: [glibc]                   # the service must be dynamically linked against one
  *                                   # of these (glibc, musl): an LD_PRELOAD mode
  *   limits: "..."                   # one sentence: which images cannot have the mode
@@ -171,6 +175,7 @@ typedef struct ph_profile {
     ph_strv packages_apk, packages_dnf; /* packages: per package manager (packages is apt's) */
     int has_tools;               /* `tools:` given: the mode runs from the tools tree too */
     ph_strv tools, libc, cap_add_if_known;
+    ph_strv tools_libc;          /* `tools_libc:` the tree serves the mode only for these C libraries */
     char *limits;
     ph_profile_convert convert;
     ph_profile_attach attach;

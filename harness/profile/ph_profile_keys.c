@@ -88,14 +88,14 @@ read_names(const ph_ynode *v, const char *key, ph_strv *out, ph_error_t *err)
 }
 
 static int
-read_libc(ph_profile *p, const ph_ynode *v, ph_error_t *err)
+read_libc(ph_strv *out, const char *key, const ph_ynode *v, ph_error_t *err)
 {
-    if (read_list(v, "libc", &p->libc, err) < 0)
+    if (read_list(v, key, out, err) < 0)
         return -1;
-    for (size_t i = 0; i < p->libc.n; i++)
-        if (!one_of(p->libc.v[i], libcs, PH_ARRAY_LEN(libcs)))
-            return ph_yaml_error(v, err, "`libc`: `%s` is not a C library profharness tells apart (glibc, musl)",
-                                 p->libc.v[i]);
+    for (size_t i = 0; i < out->n; i++)
+        if (!one_of(out->v[i], libcs, PH_ARRAY_LEN(libcs)))
+            return ph_yaml_error(v, err, "`%s`: `%s` is not a C library profharness tells apart (glibc, musl)", key,
+                                 out->v[i]);
     return 0;
 }
 
@@ -238,7 +238,9 @@ ph_profile_read_key(ph_profile *p, const char *key, const ph_ynode *v, ph_error_
         p->has_tools = 1;
         rc = read_names(v, "tools", &p->tools, err);
     } else if (KEY("libc")) {
-        rc = read_libc(p, v, err);
+        rc = read_libc(&p->libc, "libc", v, err);
+    } else if (KEY("tools_libc")) {
+        rc = read_libc(&p->tools_libc, "tools_libc", v, err);
     } else if (KEY("limits")) {
         rc = ph_yaml_dup(v, "limits", &p->limits, err);
     } else if (KEY("cap_add_if_known")) {
@@ -288,6 +290,7 @@ ph_profile_free_keys(ph_profile *p)
     ph_strv_free(&p->packages_dnf);
     ph_strv_free(&p->tools);
     ph_strv_free(&p->libc);
+    ph_strv_free(&p->tools_libc);
     ph_strv_free(&p->cap_add_if_known);
     free(p->limits);
     p->limits = NULL;

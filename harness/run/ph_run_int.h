@@ -157,6 +157,12 @@ void ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p);
 
 /* Where the tools tree's programs are, in a profiling image or the tools image. */
 #define PH_TOOLS_BIN "/opt/profharness/tools/bin"
+/* Word I of a command of P (its wrap, its snapshot), W (owned, expanded),
+ * as it runs where the tree is at TOOLS_BIN (NULL: not there): the first
+ * word, and any word that is one of P's `tools` (`env ... valgrind`), is
+ * the tree's program.  W itself or a new string (W freed); NULL (W freed)
+ * on ENOMEM. */
+char *ph_run_tool_word(const ph_profile *p, size_t i, char *w, const char *tools_bin);
 
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */

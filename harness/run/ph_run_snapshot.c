@@ -53,6 +53,22 @@ keep_output(void *ud, const char *data, size_t len)
     return 0;
 }
 
+/* Whether the workload ID runs P's programs from the tools tree: 1 when
+ * P has `tools` and the tree there holds the first of P's snapshot
+ * command (the tools volume, or a profiling image with the tree), 0 when
+ * not (the image's own, from its package manager), -1 and *err. */
+static int
+tree_has(ph_backend *b, const char *id, const ph_profile *p, ph_error_t *err)
+{
+    char path[PATH_MAX];
+    int found = 0;
+
+    if (p->tools.n == 0 || p->snapshot.exec.n == 0 || strchr(p->snapshot.exec.v[0], '/') != NULL)
+        return 0;
+    snprintf(path, sizeof path, "%s/%s", PH_TOOLS_BIN, p->snapshot.exec.v[0]);
+    return b->ops->archive_stat(b, id, path, &found, err) < 0 ? -1 : found;
+}
+
 int
 ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
 {
@@ -66,7 +82,7 @@ ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
     ph_error_t err = NULL;
     ph_backend *b;
     long code = -1, wait_s;
-    int rc = -1;
+    int rc = -1, tree = 0;
 
     if (p == NULL || service == NULL || id == NULL)
         return 0;
@@ -79,17 +95,22 @@ ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
     if (p->snapshot.exec.n == 0)
         return 0;
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, service);
+    if (ph_run_backend(r, &b, &err) < 0 || (tree = tree_has(b, id, p, &err)) < 0) {
+        ph_warn("%s: could not make %s dump: %s; collecting what there is", service, p->name, err ? err->msg : "?");
+        goto out;
+    }
     argv = calloc(p->snapshot.exec.n + 1, sizeof *argv);
     for (size_t i = 0; argv != NULL && i < p->snapshot.exec.n; i++) {
-        argv[i] = ph_profile_expand(p->snapshot.exec.v[i], out, service, p->name, run_id ? run_id : "");
-        if (argv[i] == NULL)
+        char *w = ph_profile_expand(p->snapshot.exec.v[i], out, service, p->name, run_id ? run_id : "");
+
+        /* the dump command from the tree when the run's program is */
+        if ((argv[i] = ph_run_tool_word(p, i, w, tree ? PH_TOOLS_BIN : NULL)) == NULL)
             goto out;
     }
     if (argv == NULL)
         goto out;
     wait_s = p->snapshot.wait_ns > 0 ? (long)((p->snapshot.wait_ns + 999999999LL) / 1000000000LL) : 60;
-    if (ph_run_backend(r, &b, &err) < 0 ||
-        b->ops->exec(b, id, argv, no_preload, wait_s, keep_output, &o, &code, &err) < 0) {
+    if (b->ops->exec(b, id, argv, no_preload, wait_s, keep_output, &o, &code, &err) < 0) {
         ph_warn("%s: could not make %s dump (`%s`): %s; collecting what there is", service, p->name, argv[0],
                 err ? err->msg : "?");
         goto out;

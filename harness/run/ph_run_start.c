@@ -390,6 +390,22 @@ service_command(const ph_service *s, const ph_image_config *image, ph_strv *argv
     return 0;
 }
 
+char *
+ph_run_tool_word(const ph_profile *p, size_t i, char *w, const char *tools_bin)
+{
+    int tool = i == 0;
+    char *t = NULL;
+
+    for (size_t k = 0; w != NULL && !tool && k < p->tools.n; k++)
+        tool = strcmp(w, p->tools.v[k]) == 0;
+    if (w == NULL || tools_bin == NULL || !tool)
+        return w;
+    if (asprintf(&t, "%s/%s", tools_bin, w) < 0)
+        t = NULL;
+    free(w);
+    return t;
+}
+
 /* The argv the profiled container runs, onto ARGV: the shim, its stop
  * protocol, the profiler's wrap, then what the service would have run.
  * TOOLS_BIN: the wrap's program comes from the tools tree there (the
@@ -403,17 +419,9 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, const ph_imag
     if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, argv) < 0)
         return ph_fail(err, ENOMEM, "allocate");
     for (i = 0; i < p->wrap.n; i++) {
-        char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id);
+        char *w = ph_run_tool_word(p, i, ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id), tools_bin);
         int rc;
 
-        if (w != NULL && i == 0 && tools_bin != NULL) {
-            char *t = NULL;
-
-            if (asprintf(&t, "%s/%s", tools_bin, w) < 0)
-                t = NULL;
-            free(w);
-            w = t;
-        }
         rc = w == NULL ? -1 : ph_strv_push(argv, w);
         free(w);
         if (rc < 0)

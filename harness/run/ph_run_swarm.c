@@ -88,12 +88,9 @@ task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const char *image
     if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, &spec->entrypoint) < 0)
         return ph_fail(err, ENOMEM, "allocate");
     for (i = 0; i < p->wrap.n; i++) {
-        char *w = ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id), *t = NULL;
+        char *w = ph_run_tool_word(p, i, ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id),
+                                   facts->pm[0] ? NULL : PH_TOOLS_BIN);
 
-        if (w != NULL && i == 0 && !facts->pm[0] && asprintf(&t, "%s/%s", PH_TOOLS_BIN, w) >= 0) {
-            free(w);
-            w = t;
-        }
         if (w == NULL || ph_strv_push(&spec->entrypoint, w) < 0) {
             free(w);
             return ph_fail(err, ENOMEM, "allocate");

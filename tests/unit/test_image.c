@@ -198,7 +198,10 @@ test_modes_per_image(void **state)
         { "", "glibc", "strace", NULL },
         { "", "glibc", "perf", NULL },
         { "", "glibc", "flamegraph", NULL },
-        { "", "glibc", "massif", "needs the image's package manager" },
+        { "", "glibc", "massif", NULL }, /* valgrind from the tree */
+        { "", "glibc", "callgrind", NULL },
+        /* no package manager, musl: valgrind only from a package manager */
+        { "", "musl", "massif", "needs the image's package manager, and the image has none" },
         /* Alpine: apk and musl. */
         { "apk", "musl", "strace", NULL },
         { "apk", "musl", "perf", NULL },
@@ -225,6 +228,38 @@ test_modes_per_image(void **state)
         if (cases[i].unfit != NULL && (got == NULL || strstr(got, cases[i].unfit) == NULL))
             fail_msg("%s in (%s, %s): got `%s`, want `%s`", cases[i].mode, cases[i].pm, cases[i].libc,
                      got ? got : "(fit)", cases[i].unfit);
+    }
+    ph_profiles_free(&set);
+}
+
+/* Whether the tools tree serves a mode: valgrind only where the image
+ * has glibc's loader (a Debian valgrind's malloc replacement is glibc's),
+ * strace and the sampler anywhere they fit; the rest through the
+ * package manager (a profiling image). */
+static void
+test_tree_serves(void **state)
+{
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+    static const struct {
+        const char *libc, *mode;
+        int serves;
+    } cases[] = {
+        { "glibc", "massif", 1 }, { "glibc", "callgrind", 1 }, { "musl", "massif", 0 },
+        { "musl", "callgrind", 0 }, { "", "massif", 0 }, { "musl", "strace", 1 },
+        { "", "perf", 1 }, { "glibc", "flamegraph", 1 },
+    };
+
+    (void)state;
+    assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ph_image_facts f = facts("apt", cases[i].libc);
+        ph_profile *p = ph_profiles_find(&set, cases[i].mode);
+
+        assert_non_null(p);
+        if (ph_image_tree_serves(p, &f) != cases[i].serves)
+            fail_msg("%s with libc `%s`: tree serves %d, want %d", cases[i].mode, cases[i].libc,
+                     !cases[i].serves, cases[i].serves);
     }
     ph_profiles_free(&set);
 }
@@ -614,6 +649,7 @@ main(void)
         cmocka_unit_test(test_dockerfile_no_package_manager),
         cmocka_unit_test(test_package_names),
         cmocka_unit_test(test_modes_per_image),
+        cmocka_unit_test(test_tree_serves),
         cmocka_unit_test_setup_teardown(test_mode_without_packages_for_manager, tu_setup, tu_teardown),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_elf_interp),

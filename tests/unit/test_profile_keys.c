@@ -156,14 +156,16 @@ test_shipped(void **state)
     ASSERT_STRV(&p->attach.convert.command, "perf", "script", "--force", "--symfs", "{out}/symfs", "-i",
                 "{out}/perf.data");
 
-    /* valgrind cannot join a running process nor run without a package
-     * manager, and each says why. */
+    /* valgrind cannot join a running process, runs from the tree only
+     * with glibc, and each says why. */
     for (int i = 0; i < 2; i++) {
         p = ph_profiles_find(&set, i ? "callgrind" : "massif");
         assert_non_null(p);
         assert_int_equal(p->attach.command.n, 0);
         assert_non_null(strstr(p->attach.unsupported, "valgrind must start the process"));
-        assert_false(p->has_tools);
+        assert_true(p->has_tools);
+        ASSERT_STRV(&p->tools, "env", "valgrind", "vgdb");
+        ASSERT_STRV(&p->tools_libc, "glibc");
         assert_non_null(strstr(p->limits, "package manager"));
         ASSERT_STRV(&p->packages_apk, "valgrind");
     }
@@ -192,6 +194,7 @@ test_bad(void **state)
         { "badcollapse.yaml", "`convert.collapse`: no collapser `dtrace` (there is: perf)", 3, 46 },
         { "nocommand.yaml", "`convert` needs `command`", 3, 10 },
         { "badlibc.yaml", "`libc`: `bionic` is not a C library profharness tells apart (glibc, musl)", 3, 7 },
+        { "badtoolslibc.yaml", "`tools_libc`: `uclibc` is not a C library profharness tells apart (glibc, musl)", 4, 13 },
         { "toolpath.yaml", "`tools`: `usr/bin/strace` must be a plain name", 3, 8 },
         { "tooldot.yaml", "`tools`: `.hidden` must be a plain name", 3, 8 },
         { "mappeddots.yaml", "`attach.copy_mapped` must be a plain directory name under {out}, not `..`", 5, 16 },

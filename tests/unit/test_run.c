@@ -1155,6 +1155,47 @@ test_attach_pick(void **state)
     ph_workload_list_free(&wl);
 }
 
+/* A command run from the tools tree: its first word and every word that
+ * names one of the mode's tools are the tree's programs (`env -u X
+ * valgrind ...` runs the tree's valgrind), nothing else; without the tree
+ * the words are as written. */
+static void
+test_tool_word(void **state)
+{
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+    const ph_profile *p;
+    static const char *const wrap[][2] = {
+        { "env", PH_TOOLS_BIN "/env" }, { "-u", "-u" }, { "HOSTNAME", "HOSTNAME" },
+        { "valgrind", PH_TOOLS_BIN "/valgrind" }, { "--tool=massif", "--tool=massif" },
+        { "vgdb", PH_TOOLS_BIN "/vgdb" }, { "valgrind.bin", "valgrind.bin" },
+    };
+
+    (void)state;
+    assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
+    p = ph_profiles_find(&set, "massif");
+    assert_non_null(p);
+    for (size_t i = 0; i < sizeof wrap / sizeof wrap[0]; i++) {
+        char *w = ph_run_tool_word(p, i, strdup(wrap[i][0]), PH_TOOLS_BIN);
+
+        assert_non_null(w);
+        assert_string_equal(w, wrap[i][1]);
+        free(w);
+        w = ph_run_tool_word(p, i, strdup(wrap[i][0]), NULL);
+        assert_string_equal(w, wrap[i][0]);
+        free(w);
+    }
+    /* the first word is the tree's whatever it is (strace's wrap) */
+    {
+        char *w = ph_run_tool_word(p, 0, strdup("strace"), PH_TOOLS_BIN);
+
+        assert_string_equal(w, PH_TOOLS_BIN "/strace");
+        free(w);
+    }
+    assert_null(ph_run_tool_word(p, 1, NULL, PH_TOOLS_BIN));
+    ph_profiles_free(&set);
+}
+
 int
 main(void)
 {
@@ -1164,6 +1205,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_give_tree_links_not_followed, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_log_line_has_no_controls, tu_setup, tu_teardown),
         cmocka_unit_test(test_escape_controls),
+        cmocka_unit_test(test_tool_word),
         cmocka_unit_test(test_escape_utf8),
         cmocka_unit_test(test_escape_bounded),
         cmocka_unit_test(test_escape_write),
