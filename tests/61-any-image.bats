@@ -36,11 +36,11 @@ teardown_file() { common_teardown_file; }
     [[ "$output" == *"distroless: ready"*"package manager none, C library glibc)"* ]]
     # the loader is there, the program does not use it: setup says so
     [[ "$output" == *"staticglibc: ready"*"C library glibc; its program /usr/local/bin/anyimg is static: not for modes that preload, flamegraph, heap, wall)"* ]]
-    # what was found is on the profiling images, so later starts ask nothing
+    # every mode these images can run takes its tools from the tools
+    # volume: setup names it, and builds no profiling image for any
     for svc in static distroless staticglibc; do
-        img=$(dk images --format '{{.Repository}}:{{.Tag}}' "profharness-anyimg-$svc-profiling" | head -n 1)
-        [ -n "$img" ]
-        [ "$(dk image inspect -f '{{index .Config.Labels "io.profharness.pm"}}' "$img")" = none ]
+        [[ "$output" == *"$svc: ready (tools volume profharness-tools-"* ]]
+        ! grep -q "$svc: ready.*profiling image" <<<"$output" || false
     done
 }
 
