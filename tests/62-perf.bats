@@ -111,7 +111,7 @@ top_leaf() { sort -t' ' -k2,2n "$1" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//
     mkdir -p "$profiles"
     cp "$REPO"/profiles/*.yaml "$profiles/"
     # the converter reads a file the run did not write
-    sed -i 's|command: \[perf, --buildid-dir, "{out}/perf.buildid", script, --force, -i, "{out}/perf.data"\]|command: [perf, script, -i, "{out}/no-such.data"]|' \
+    sed -i 's|command: \[perf, --buildid-dir, "{out}/perf.buildid", script, --no-inline, --force, -i, "{out}/perf.data"\]|command: [perf, script, -i, "{out}/no-such.data"]|' \
         "$profiles/perf.yaml"
     grep -q 'no-such.data' "$profiles/perf.yaml"
     PH_PROFILES=$profiles run ph start --mode perf front

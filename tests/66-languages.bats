@@ -30,10 +30,6 @@ declare -gA KNOWN_GAPS=(
     [python:attach-perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python313:attach-perf]="refused: was started without PYTHONPERFSUPPORT=1 or -X perf: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode perf\`"
     [node:attach-perf]="refused: node was started without --perf-basic-prof: its JavaScript would be unnamed; use \`start --mode perf\`"
-    # since perf runs from the tools volume (Debian bookworm's perf) in the
-    # service's own trixie image, its stacks stop one frame into
-    # python3.13 (named 75/25 when the image's own perf ran it); to find
-    [python313:perf]="unnamed: the tools tree's perf records one or two frames of trixie's python3.13"
 )
 
 MODES="flamegraph perf attach-perf"

@@ -96,6 +96,10 @@
  *                                   # else words of its arguments; or --allow-unnamed
  *         why: "was started without --perf-basic-prof: its JavaScript would be unnamed"
  *         use: "`start --mode perf`"  # what works instead
+ *     wrap:                         # a runtime the mode records otherwise: its
+ *       - program: ["python3.1[2-9]"]   # program (as `unnamed`) started under this
+ *         wrap: [perf, record, --call-graph, dwarf, --]  # wrap instead of the
+ *         why: "..."                # profile's (the same program first); said at start
  *   collect:                        # limits on what stop/collect take out of the
  *     max_bytes: 16GiB              # container (the defaults): files' full sizes,
  *                                   # holes included (a sparse file counts whole);
@@ -157,6 +161,13 @@ typedef struct ph_profile_unnamed {
 #define PH_UNNAMED_START 1
 #define PH_UNNAMED_ATTACH 2
 
+/* `runtimes.wrap:` a runtime whose start is wrapped otherwise. */
+typedef struct ph_profile_rewrap {
+    ph_strv program;             /* globs on the program file's name */
+    ph_strv wrap;                /* instead of the profile's `wrap` */
+    char *why;
+} ph_profile_rewrap;
+
 /* `runtimes.refresh:` one step. */
 typedef struct ph_profile_refresh {
     int in_service;              /* 1: the service's container; 0: the profiler's */
@@ -196,6 +207,8 @@ typedef struct ph_profile {
     size_t n_refresh;
     ph_profile_unnamed *unnamed; /* `runtimes.unnamed` */
     size_t n_unnamed;
+    ph_profile_rewrap *rewrap;   /* `runtimes.wrap` */
+    size_t n_rewrap;
 } ph_profile;
 
 typedef struct ph_profile_set {
@@ -265,6 +278,9 @@ const ph_profile_unnamed *ph_profile_unnamed_find(const ph_profile *p, int when,
                                                   const char *args, const ph_strv *env);
 /* Whether P has a `runtimes.unnamed` rule for WHEN at all. */
 int ph_profile_unnamed_any(const ph_profile *p, int when);
+/* The first rule of P's `runtimes.wrap` a glob of which matches PROGRAM
+ * (the program file's name, no directory); NULL when none.  Pure. */
+const ph_profile_rewrap *ph_profile_rewrap_find(const ph_profile *p, const char *program);
 
 /* Expand {out}, {service}, {mode}, {run_id} in TEMPLATE.  malloc'd or NULL. */
 char *ph_profile_expand(const char *template_, const char *out, const char *service,

@@ -269,6 +269,12 @@ ph_profile_check_keys(ph_profile *p, const ph_ynode *root, ph_error_t *err)
         if (strcmp(p->tools.v[i], p->wrap.v[0]) == 0)
             break;
     }
+    /* a runtime's own wrap runs the same program: the profiling image
+     * and the tools tree hold only that one */
+    for (size_t i = 0; i < p->n_rewrap; i++)
+        if (p->wrap.n == 0 || strcmp(p->rewrap[i].wrap.v[0], p->wrap.v[0]) != 0)
+            return ph_yaml_error(root, err, "`runtimes.wrap` runs `%s`, not `wrap`'s program `%s`",
+                                 p->rewrap[i].wrap.v[0], p->wrap.n ? p->wrap.v[0] : "");
     return 0;
 }
 

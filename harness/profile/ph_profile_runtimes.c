@@ -15,6 +15,10 @@
  *                --perf-basic-prof, attached to), told by the program's
  *                file name and what it was started with: start and attach
  *                refuse them, saying why and what works.
+ *   wrap         the runtimes the mode records otherwise, told by the
+ *                program's file name: a start runs them under the rule's
+ *                wrap instead of the profile's (trixie's python3.13 has no
+ *                frame pointers: perf unwinds it with DWARF).
  */
 #include "ph_profile.h"
 
@@ -82,6 +86,17 @@ read_on(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
     return rc;
 }
 
+/* PROGRAM of `runtimes.WHAT` holds file names (globs), no paths. */
+static int
+check_programs(const ph_ynode *v, const char *what, const ph_strv *program, ph_error_t *err)
+{
+    for (size_t i = 0; i < program->n; i++)
+        if (program->v[i][0] == '\0' || strchr(program->v[i], '/') != NULL)
+            return ph_yaml_error(v, err, "`runtimes.%s.program` holds file names (globs), not `%s`", what,
+                                 program->v[i]);
+    return 0;
+}
+
 static int
 read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
 {
@@ -111,10 +126,8 @@ read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
     if (u->program.n == 0 || u->why == NULL || u->use == NULL)
         return ph_yaml_error(v, err, "`runtimes.unnamed` items need `program`, `why` and `use`: a refusal says "
                              "which runtime, why and what works");
-    for (size_t i = 0; i < u->program.n; i++)
-        if (u->program.v[i][0] == '\0' || strchr(u->program.v[i], '/') != NULL)
-            return ph_yaml_error(v, err, "`runtimes.unnamed.program` holds file names (globs), not `%s`",
-                                 u->program.v[i]);
+    if (check_programs(v, "unnamed", &u->program, err) < 0)
+        return -1;
     for (size_t i = 0; i < u->unless.n; i++)
         if (u->unless.v[i][strspn(u->unless.v[i], " \t")] == '\0')
             return ph_yaml_error(v, err, "`runtimes.unnamed.unless` items cannot be empty");
@@ -135,11 +148,51 @@ free_unnamed(ph_profile *p)
     p->n_unnamed = 0;
 }
 
+static int
+read_rewrap(ph_profile_rewrap *w, const ph_ynode *v, ph_error_t *err)
+{
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`runtimes.wrap` items must be mappings (program, wrap, why)");
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
+        int rc = 0;
+
+        if (KEY("program"))
+            rc = ph_yaml_strv(vn, "runtimes.wrap.program", 1, 0, &w->program, err);
+        else if (KEY("wrap"))
+            rc = ph_yaml_strv(vn, "runtimes.wrap.wrap", 1, 0, &w->wrap, err);
+        else if (KEY("why"))
+            rc = ph_yaml_dup(vn, "runtimes.wrap.why", &w->why, err);
+        else
+            ph_warn("%s:%d: unknown key `runtimes.wrap.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
+        if (rc < 0)
+            return -1;
+    }
+    if (w->program.n == 0 || w->wrap.n == 0 || w->why == NULL)
+        return ph_yaml_error(v, err, "`runtimes.wrap` items need `program`, `wrap` and `why`: a start says which "
+                             "runtime is recorded otherwise, and why");
+    return check_programs(v, "wrap", &w->program, err);
+}
+
+static void
+free_rewrap(ph_profile *p)
+{
+    for (size_t i = 0; i < p->n_rewrap; i++) {
+        ph_strv_free(&p->rewrap[i].program);
+        ph_strv_free(&p->rewrap[i].wrap);
+        free(p->rewrap[i].why);
+    }
+    free(p->rewrap);
+    p->rewrap = NULL;
+    p->n_rewrap = 0;
+}
+
 int
 ph_profile_read_runtimes(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
     if (v->kind != PH_Y_MAP)
-        return ph_yaml_error(v, err, "`runtimes` must be a mapping (environment, refresh, unnamed)");
+        return ph_yaml_error(v, err, "`runtimes` must be a mapping (environment, refresh, unnamed, wrap)");
     PH_YAML_FOREACH_PAIR(v, pair) {
         const ph_ynode *kn = pair->key, *vn = pair->value;
         const char *key = ph_yaml_key(pair);
@@ -181,6 +234,16 @@ ph_profile_read_runtimes(ph_profile *p, const ph_ynode *v, ph_error_t *err)
                 if (read_unnamed(&p->unnamed[p->n_unnamed++], *item, err) < 0)
                     return -1;
             }
+        } else if (KEY("wrap")) {
+            if (vn->kind != PH_Y_SEQ)
+                return ph_yaml_error(vn, err, "`runtimes.wrap` must be a list of runtimes (program, wrap, why)");
+            free_rewrap(p);
+            if (vn->n > 0 && (p->rewrap = calloc(vn->n, sizeof *p->rewrap)) == NULL)
+                return ph_fail(err, ENOMEM, "allocate");
+            PH_YAML_FOREACH_ITEM(vn, item) {
+                if (read_rewrap(&p->rewrap[p->n_rewrap++], *item, err) < 0)
+                    return -1;
+            }
         } else {
             ph_warn("%s:%d: unknown key `runtimes.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
         }
@@ -198,6 +261,7 @@ ph_profile_free_runtimes(ph_profile *p)
     p->refresh = NULL;
     p->n_refresh = 0;
     free_unnamed(p);
+    free_rewrap(p);
 }
 
 /* Whether the word W (N bytes) is one of S's words (spaces between). */
@@ -303,6 +367,16 @@ unless_holds(const char *item, const char *args, const ph_strv *env)
     return args != NULL && has_words(args, item);
 }
 
+/* Whether a glob of PROGRAMS matches PROGRAM. */
+static int
+program_matches(const ph_strv *programs, const char *program)
+{
+    for (size_t k = 0; k < programs->n; k++)
+        if (fnmatch(programs->v[k], program, 0) == 0)
+            return 1;
+    return 0;
+}
+
 const ph_profile_unnamed *
 ph_profile_unnamed_find(const ph_profile *p, int when, const char *program, const char *args, const ph_strv *env)
 {
@@ -310,17 +384,27 @@ ph_profile_unnamed_find(const ph_profile *p, int when, const char *program, cons
         return NULL;
     for (size_t i = 0; i < p->n_unnamed; i++) {
         const ph_profile_unnamed *u = &p->unnamed[i];
-        int hit = 0;
+        int hit;
 
         if (!(u->on & when))
             continue;
-        for (size_t k = 0; !hit && k < u->program.n; k++)
-            hit = fnmatch(u->program.v[k], program, 0) == 0;
+        hit = program_matches(&u->program, program);
         for (size_t k = 0; hit && k < u->unless.n; k++)
             hit = !unless_holds(u->unless.v[k], args, env);
         if (hit)
             return u;
     }
+    return NULL;
+}
+
+const ph_profile_rewrap *
+ph_profile_rewrap_find(const ph_profile *p, const char *program)
+{
+    if (program == NULL || program[0] == '\0')
+        return NULL;
+    for (size_t i = 0; i < p->n_rewrap; i++)
+        if (program_matches(&p->rewrap[i].program, program))
+            return &p->rewrap[i];
     return NULL;
 }
 

@@ -407,19 +407,20 @@ ph_run_tool_word(const ph_profile *p, size_t i, char *w, const char *tools_bin)
 }
 
 /* The argv the profiled container runs, onto ARGV: the shim, its stop
- * protocol, the profiler's wrap, then what the service would have run.
- * TOOLS_BIN: the wrap's program comes from the tools tree there (the
- * image has no package manager to install it). */
+ * protocol, the profiler's WRAP (the profile's, or its runtime's), then
+ * what the service would have run.  TOOLS_BIN: the wrap's program comes
+ * from the tools tree there (the image has no package manager to install
+ * it). */
 static int
-profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, const ph_image_config *image,
+profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, const ph_strv *wrap, const ph_image_config *image,
               const char *tools_bin, const char *out, const char *run_id, ph_strv *argv, ph_error_t *err)
 {
     size_t i, n0;
 
     if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, argv) < 0)
         return ph_fail(err, ENOMEM, "allocate");
-    for (i = 0; i < p->wrap.n; i++) {
-        char *w = ph_run_tool_word(p, i, ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id), tools_bin);
+    for (i = 0; i < wrap->n; i++) {
+        char *w = ph_run_tool_word(p, i, ph_profile_expand(wrap->v[i], out, s->name, p->name, run_id), tools_bin);
         int rc;
 
         rc = w == NULL ? -1 : ph_strv_push(argv, w);
@@ -443,6 +444,7 @@ typedef struct prepared {
     char *prof_img;     /* the profiling image, or NULL: */
     char *tools_volume; /* the service's image with the tools volume mounted */
     ph_image_facts facts;
+    const ph_profile_rewrap *rewrap; /* the program's `runtimes.wrap`, or NULL */
 } prepared;
 
 /* The program the service runs in its image (ph_image_program) into
@@ -510,16 +512,20 @@ static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_
  * cannot work on its program: P preloads itself (`libc:`) and the program
  * is static (the dynamic loader, which honours LD_PRELOAD, never runs;
  * names a mode of the same report that needs no preloading), or P would
- * name none of its runtime's functions (`runtimes.unnamed`). */
+ * name none of its runtime's functions (`runtimes.unnamed`).  *REWRAP:
+ * the rule of `runtimes.wrap` the program is started under, or NULL. */
 static int
-check_program(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+check_program(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap **rewrap,
+              ph_error_t *err)
 {
     ph_image_program_t prog;
     ph_strv argv = { 0 }, env = { 0 };
     char alt[160] = "";
+    const char *base;
     int rc;
 
-    if (p->libc.n == 0 && (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START)))
+    *rewrap = NULL;
+    if (p->libc.n == 0 && p->n_rewrap == 0 && (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START)))
         return 0;
     if (service_program(r, s, &prog, &argv, &env, err) < 0) {
         ph_strv_free(&argv);
@@ -539,6 +545,9 @@ check_program(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *e
     } else {
         rc = ph_run_unnamed_start(r, s, p, prog.runs, &argv, &env, err);
     }
+    base = strrchr(prog.runs, '/') ? strrchr(prog.runs, '/') + 1 : prog.runs;
+    if (rc == 0 && (*rewrap = ph_profile_rewrap_find(p, base)) != NULL)
+        ph_info("%s: %s %s", s->name, base, (*rewrap)->why);
     ph_strv_free(&argv);
     ph_strv_free(&env);
     return rc;
@@ -552,7 +561,7 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
                             s->unsupported, s->name);
     /* a mode that cannot work on the program is refused before its
      * profiling image is built */
-    if (ensure_service_image(r, s, r->opts.build, err) < 0 || check_program(r, s, p, err) < 0)
+    if (ensure_service_image(r, s, r->opts.build, err) < 0 || check_program(r, s, p, &out->rewrap, err) < 0)
         return -1;
     return ensure_profiling_image(r, s, p, &out->prof_img, &out->tools_volume, &out->facts, err);
 }
@@ -657,7 +666,7 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     spec.set_entrypoint = spec.set_cmd = 1; /* the shim's argv; no CMD */
     /* from the tree when it serves the mode, or when the profiling image
      * has it (an image with no package manager) */
-    if (profiled_argv(r, s, p, &img_info, tools_volume || !facts.pm[0] ? PH_TOOLS_BIN : NULL, out, run_id,
+    if (profiled_argv(r, s, p, prep->rewrap ? &prep->rewrap->wrap : &p->wrap, &img_info, tools_volume || !facts.pm[0] ? PH_TOOLS_BIN : NULL, out, run_id,
                       &spec.entrypoint, err) < 0)
         goto out;
     /* The shim turns SIGTERM into the profile's stop protocol; the

@@ -141,8 +141,8 @@ test_shipped(void **state)
     ASSERT_STRV(&p->packages_dnf, "perf");
     ASSERT_STRV(&p->tools, "perf");
     assert_string_equal(p->stop_target, "tracee");
-    ASSERT_STRV(&p->convert.command, "perf", "--buildid-dir", "{out}/perf.buildid", "script", "--force", "-i",
-                "{out}/perf.data");
+    ASSERT_STRV(&p->convert.command, "perf", "--buildid-dir", "{out}/perf.buildid", "script", "--no-inline", "--force",
+                "-i", "{out}/perf.data");
     assert_string_equal(p->convert.collapse, "perf");
     /* a file perf has no copy of (no build-id) goes to symfs/, and perf
      * script reads it there with the run's cache as symfs/.debug */

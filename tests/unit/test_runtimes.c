@@ -2,7 +2,8 @@
  * extends (ph_profile_env_extend, ph_run_env_extend), the profile's
  * `runtimes:` key as the loader reads it, and the runtimes a mode would
  * name nothing of (`runtimes.unnamed`: the rules, the refusal, the
- * environment read from the Engine's `ps`). */
+ * environment read from the Engine's `ps`), and the runtimes it records
+ * otherwise (`runtimes.wrap`). */
 #include "test_util.h"
 
 #include "ph_profile.h"
@@ -80,6 +81,26 @@ load(const char *text, ph_profile *p, ph_error_t *err)
     return ph_profile_load(tu_write("m.yaml", buf), p, err);
 }
 
+typedef struct bad_text {
+    const char *text, *fragment;
+} bad_text;
+
+/* Each of BAD's N texts is refused, its error naming its fragment. */
+static void
+refuses(const bad_text *bad, size_t n)
+{
+    ph_profile p;
+    ph_error_t err = NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        if (load(bad[i].text, &p, &err) != -1)
+            fail_msg("`%s` loaded", bad[i].text);
+        if (strstr(err->msg, bad[i].fragment) == NULL)
+            fail_msg("`%s`: `%s` lacks `%s`", bad[i].text, err->msg, bad[i].fragment);
+        ph_error_free(&err);
+    }
+}
+
 static void
 test_profile_key(void **state)
 {
@@ -100,7 +121,7 @@ test_profile_key(void **state)
     assert_string_equal(p.refresh[1].exec.v[2], "{out}");
     ph_profile_free(&p);
 
-    static const struct { const char *text, *fragment; } bad[] = {
+    static const bad_text bad[] = {
         { "runtimes: [x]\n", "`runtimes` must be a mapping" },
         { "runtimes: {environment: {A: }}\n", "`runtimes.environment.A` needs a value" },
         { "runtimes: {refresh: {exec: [x]}}\n", "`runtimes.refresh` must be a list" },
@@ -117,13 +138,7 @@ test_profile_key(void **state)
         { "runtimes: {unnamed: [{program: x, why: y, use: z, on: []}]}\n", "needs `start`, `attach` or both" },
         { "runtimes: {unnamed: [{program: x, why: y, use: z, unless: [\" \"]}]}\n", "cannot be empty" },
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        if (load(bad[i].text, &p, &err) != -1)
-            fail_msg("`%s` loaded", bad[i].text);
-        if (strstr(err->msg, bad[i].fragment) == NULL)
-            fail_msg("`%s`: `%s` lacks `%s`", bad[i].text, err->msg, bad[i].fragment);
-        ph_error_free(&err);
-    }
+    refuses(bad, sizeof bad / sizeof bad[0]);
 }
 
 /* The rules as read: `on` both by default, `unless` kept in order. */
@@ -381,6 +396,82 @@ test_unnamed_start_env(void **state)
     ph_strv_free(&img);
 }
 
+/* `runtimes.wrap`: read, the first rule whose glob matches the program's
+ * file name, the same program as `wrap`'s, each item whole. */
+static void
+test_rewrap_key(void **state)
+{
+    (void)state;
+    ph_profile p;
+    ph_error_t err = NULL;
+
+    assert_int_equal(load("runtimes:\n  wrap:\n    - {program: [\"py3.1[2-9]\", py4], wrap: [x, -a, \"{out}\"], why: w1}\n"
+                          "    - {program: [\"py*\"], wrap: [x, -b], why: w2}\n",
+                          &p, &err), 0);
+    assert_int_equal(p.n_rewrap, 2);
+    assert_string_equal(p.rewrap[0].wrap.v[2], "{out}");
+    assert_string_equal(ph_profile_rewrap_find(&p, "py3.13")->why, "w1");
+    assert_string_equal(ph_profile_rewrap_find(&p, "py4")->why, "w1");
+    assert_string_equal(ph_profile_rewrap_find(&p, "py3.11")->why, "w2");
+    assert_null(ph_profile_rewrap_find(&p, "node"));
+    assert_null(ph_profile_rewrap_find(&p, ""));
+    assert_null(ph_profile_rewrap_find(&p, NULL));
+    ph_profile_free(&p);
+
+    static const bad_text bad[] = {
+        { "runtimes: {wrap: {program: x}}\n", "`runtimes.wrap` must be a list" },
+        { "runtimes: {wrap: [x]}\n", "`runtimes.wrap` items must be mappings" },
+        { "runtimes: {wrap: [{program: x, wrap: [x]}]}\n", "need `program`, `wrap` and `why`" },
+        { "runtimes: {wrap: [{program: x, why: y}]}\n", "need `program`, `wrap` and `why`" },
+        { "runtimes: {wrap: [{wrap: [x], why: y}]}\n", "need `program`, `wrap` and `why`" },
+        { "runtimes: {wrap: [{program: /bin/x, wrap: [x], why: y}]}\n", "file names (globs), not `/bin/x`" },
+        { "runtimes: {wrap: [{program: x, wrap: [y, -g], why: y}]}\n", "runs `y`, not `wrap`'s program `x`" },
+    };
+    refuses(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* The shipped perf mode records CPython 3.12+ (built without frame
+ * pointers: -g stops in its eval loop) with DWARF call graphs, and the
+ * conversion does not ask addr2line for their inlined frames; every
+ * other program keeps the frame-pointer wrap. */
+static void
+test_rewrap_shipped(void **state)
+{
+    (void)state;
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+    const ph_profile *perf;
+    const ph_profile_rewrap *w;
+    static const char *const fp[] = { "python3.11", "python3.11d", "python2.7", "python3", "lang-c", "node", "java" };
+    static const char *const dwarf[] = { "python3.12", "python3.13", "python3.13t", "python3.14", "python3.20" };
+
+    assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
+    perf = ph_profiles_find(&set, "perf");
+    for (size_t i = 0; i < sizeof dwarf / sizeof dwarf[0]; i++) {
+        char words[512] = "";
+
+        if ((w = ph_profile_rewrap_find(perf, dwarf[i])) == NULL)
+            fail_msg("%s is recorded with the profile's own wrap", dwarf[i]);
+        for (size_t k = 0; k < w->wrap.n; k++)
+            snprintf(words + strlen(words), sizeof words - strlen(words), " %s", w->wrap.v[k]);
+        assert_non_null(strstr(words, " record "));
+        assert_non_null(strstr(words, " --call-graph dwarf "));
+        assert_null(strstr(words, " -g "));
+        assert_string_equal(w->wrap.v[w->wrap.n - 1], "--");
+    }
+    for (size_t i = 0; i < sizeof fp / sizeof fp[0]; i++)
+        if (ph_profile_rewrap_find(perf, fp[i]) != NULL)
+            fail_msg("%s is recorded otherwise", fp[i]);
+    for (size_t k = 0; k <= perf->convert.command.n; k++) {
+        assert_true(k < perf->convert.command.n);
+        if (strcmp(perf->convert.command.v[k], "--no-inline") == 0)
+            break;
+    }
+    assert_non_null(strstr(perf->convert.symfs_command.v[2], "perf script --no-inline"));
+    assert_int_equal(ph_profiles_find(&set, "flamegraph")->n_rewrap, 0);
+    ph_profiles_free(&set);
+}
+
 /* The modes that sample JIT code turn on what Node and HotSpot offer. */
 static void
 test_shipped(void **state)
@@ -425,6 +516,8 @@ main(void)
         cmocka_unit_test(test_ps_env),
         cmocka_unit_test(test_unnamed_shipped),
         cmocka_unit_test_setup_teardown(test_unnamed_start_env, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_rewrap_key, tu_setup, tu_teardown),
+        cmocka_unit_test(test_rewrap_shipped),
     };
     return cmocka_run_group_tests_name("runtimes", tests, NULL, NULL);
 }
