@@ -208,6 +208,7 @@ typedef struct collect_run {
     char record_problem[256]; /* ... and why */
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
+    int runfd;                /* a replica of several: <out>/<service>/<run>/, its sub-dir's parent; else -1 */
     ph_rundir_done done;
 } collect_run;
 
@@ -385,11 +386,12 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
 {
     ph_run *r = cr->r;
     const char *run = cr->c->run;
-    char name[NAME_MAX], stamp[17], esc[256];
+    char name[NAME_MAX], stamp[17], esc[256], shown[PATH_MAX];
     ph_rundir_steps steps = { cr, fetch_step, examine_step, service_log_step, meta_step };
     ph_rundir_spec spec = { .svcfd = svcfd, .out_dir = r->opts.out_dir, .service = cr->service, .name = name,
                             .container = cr->id, .cmd = snapshot ? "collect" : "stop", .profile = cr->p,
                             .flags = &r->opts.collect, .links = !snapshot };
+    int replica = cr->c->replicas > 1 ? cr->c->slot : 0;
 
     if (ph_run_backend(r, &cr->b, err) < 0)
         return -1;
@@ -399,9 +401,17 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
         return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", cr->id,
                        ph_escape(esc, sizeof esc, run));
     ph_run_utc_stamp(stamp);
-    if (snapshot)
+    if (snapshot && replica > 0)
+        snprintf(name, sizeof name, "%s-snapshot-%s-%d", run, stamp, replica);
+    else if (snapshot)
         snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
-    else
+    else if (replica > 0) { /* <run>/<replica>/: links stay the lone runs' */
+        ph_run_replica_dir_name(replica, name, sizeof name);
+        snprintf(shown, sizeof shown, "%s/%s", cr->service, run);
+        spec.svcfd = cr->runfd;
+        spec.service = shown;
+        spec.links = 0;
+    } else
         snprintf(name, sizeof name, "%s", run);
     return ph_rundir_complete(&spec, &steps, &cr->done, err);
 }
@@ -475,6 +485,41 @@ write_index(ph_run *r)
     ph_stage_end(st);
 }
 
+/* The run dir of replica C (one of several), under SVCFD (locked): made
+ * when missing, what a dead harness left in it removed, *RUNFD. */
+static int
+replica_run_dir(ph_run *r, const ph_workload *c, int svcfd, int *runfd, ph_error_t *err)
+{
+    char shown[PATH_MAX];
+
+    if (c->slot < 1 || c->slot > c->replicas)
+        return ph_fail(err, 0, "container %.12s says it is replica %d of %d: not collected", c->id, c->slot,
+                       c->replicas);
+    if (!ph_run_safe_name(c->run))
+        return ph_fail(err, 0, "container %.12s: its run label is no directory name", c->id);
+    if (ph_run_open_run_dir(r, svcfd, c->service, c->run, runfd, err) < 0)
+        return -1;
+    snprintf(shown, sizeof shown, "%s/%s", c->service, c->run);
+    remove_stale_temps(r, *runfd, shown);
+    return 0;
+}
+
+/* tasks.json of C's run again, after C's stop (WHY: its failure, or
+ * NULL); a fault there is said, never the stop's. */
+static void
+replicas_said(ph_run *r, const ph_workload *c, int runfd, const char *why)
+{
+    ph_error_t e = NULL;
+    if (ph_run_replicas_write(r, runfd, c, why, NULL, &e) < 0) {
+        ph_warn("%s: %s of run %s not written: %s", c->service, PH_RUN_TASKS_NAME, c->run, e->msg);
+        ph_error_free(&e);
+        return;
+    }
+    if (why == NULL)
+        ph_info("%s: replica %d of %d collected into %s/%s/%s/%d", c->service, c->slot, c->replicas,
+                r->opts.out_dir, c->service, c->run, c->slot);
+}
+
 /* Gracefully stop one profiled container and collect it.  On any failure
  * the container is kept and the hint says how to recover. */
 static int
@@ -486,7 +531,7 @@ stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
     ph_cleanup_close int svcfd = -1;
     const ph_workload *c;
     ph_workload fresh;
-    collect_run cr = { .r = r, .c = listed, .service = service, .id = id };
+    collect_run cr = { .r = r, .c = listed, .service = service, .id = id, .runfd = -1 };
     ph_profile own;
     char expect[PATH_MAX];
     ph_backend *b;
@@ -521,6 +566,11 @@ stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
     /* The run is stopped, collected and reported as it was started. */
     if (ph_run_started_profile(r, c, &own, &cr.p, err) < 0)
         return -1;
+    /* one of several replicas: into <run>/<replica>/ */
+    if (c->replicas > 1 && replica_run_dir(r, c, svcfd, &cr.runfd, err) < 0) {
+        ph_profile_free(&own);
+        return -1;
+    }
 
     ph_run_refresh(r, c, cr.p); /* the runtimes' perf maps current and in the run */
     budget = ph_run_stop_budget_s(cr.p);
@@ -556,6 +606,8 @@ stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
     fflush(stdout);
     goto out;
 keep:
+    if (c->replicas > 1)
+        ph_error_wrap(err, "replica %d of %d", c->slot, c->replicas);
     if (cr.done.stats.limit != PH_TAR_LIMIT_NONE)
         ph_rundir_limit_hint(&cr.done.limits, cr.done.stats.limit, cr.done.limit_value, "stop", service, id, err);
     else
@@ -563,8 +615,12 @@ keep:
                       "(or `profharness collect %s`); if it cannot be collected, give the run up with "
                       "`profharness stop --discard %s`", id, service, service, service);
 out:
+    if (cr.runfd >= 0)
+        replicas_said(r, c, cr.runfd, rc == 0 ? NULL : err != NULL && *err != NULL ? (*err)->msg : "failed");
     collect_run_done(&cr);
     ph_profile_free(&own);
+    if (cr.runfd >= 0)
+        close(cr.runfd);
     return rc;
 }
 

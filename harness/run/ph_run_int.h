@@ -11,6 +11,7 @@
  *   ph_run_record.c   the shim's completion record: read, checked, told
  *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
  *   ph_run_unnamed.c  a mode refused where it would name nothing of a runtime
+ *   ph_run_replicas.c a run of several workloads: a sub-dir each, tasks.json
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -65,6 +66,27 @@ int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error
 /* *ACTED: some service was profiled (stopped, collected). */
 int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
+
+/* ph_run_replicas.c: a run of several workloads of one service (replicas
+ * on one Engine, a Swarm service's tasks): <out>/<service>/<run>/ holds a
+ * run dir per workload and PH_RUN_TASKS_NAME, which lists them. */
+#define PH_RUN_TASKS_NAME "tasks.json"
+/* <out>/<service>/RUN under SVCFD (locked), made when missing (the
+ * invoker's), a link there refused: *RUNFD_OUT. */
+int ph_run_open_run_dir(ph_run *r, int svcfd, const char *service, const char *run, int *runfd_out, ph_error_t *err);
+/* tasks.json's object, {service, mode, run, tasks: []} (NULL on ENOMEM),
+ * and one entry of it: SLOT, NODE (NULL on one Engine), the workload ID,
+ * its sub-dir DIR, collected or LOST and why.  -1 on ENOMEM. */
+json_t *ph_run_tasks_new(const char *service, const char *mode, const char *run);
+int ph_run_tasks_add(json_t *tasks, int slot, const char *node, const char *id, const char *dir, const char *lost);
+/* The sub-dir of replica SLOT on one Engine: "<slot>". */
+void ph_run_replica_dir_name(int slot, char *out, size_t size);
+/* After a stop of replica C (C->replicas of them) into RUNFD: tasks.json
+ * written again from what is there (each replica's sub-dir, or its kept
+ * container; WHY_THIS: why C's collection failed, NULL when it did not);
+ * *LOST_OUT (may be NULL): how many are not collected. */
+int ph_run_replicas_write(ph_run *r, int runfd, const ph_workload *c, const char *why_this, size_t *lost_out,
+                          ph_error_t *err);
 
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);

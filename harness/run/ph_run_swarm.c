@@ -314,16 +314,12 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     }
     if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
         goto out;
-    if (mkdirat(svcfd, run.run, 0755) < 0 && errno != EEXIST) {
-        ph_fail(err, errno, "create `%s/%s/%s`", r->opts.out_dir, s->name, run.run);
+    if (ph_run_open_run_dir(r, svcfd, s->name, run.run, &runfd, err) < 0)
+        goto out;
+    if ((summary = ph_run_tasks_new(s->name, run.mode, run.run)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
-    if ((runfd = openat(svcfd, run.run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-        ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, s->name, run.run);
-        goto out;
-    }
-    ph_rundir_give_at(svcfd, run.run);
-    summary = json_pack("{s:s, s:s?, s:s, s:[]}", "service", s->name, "mode", run.mode, "run", run.run, "tasks");
     for (i = 0; i < tasks.n; i++) {
         const ph_workload *w = &tasks.v[i];
         char name[NAME_MAX], svc_shown[PATH_MAX];
@@ -358,12 +354,10 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             ph_warn("%s: task %d on %s not collected: %s (task %s: its container stays on the node)", s->name,
                     w->slot, w->node, why, w->id);
         }
-        json_array_append_new(json_object_get(summary, "tasks"),
-                              json_pack("{s:i, s:s?, s:s, s:s, s:b, s:s?}", "slot", w->slot, "node", w->node, "task",
-                                        w->id, "dir", name, "collected", why == NULL, "lost", why));
+        ph_run_tasks_add(summary, w->slot, w->node, w->id, name, why);
         ph_error_free(&sub);
     }
-    if (ph_rundir_write_json_at(runfd, "tasks.json", "tasks.json", summary, err) < 0)
+    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
         goto out;
     ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
             r->opts.out_dir, s->name, run.run, rolled ? "; the service is rolled back as deployed" : "");
