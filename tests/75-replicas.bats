@@ -58,6 +58,9 @@ $PH_TEST_PROJECT-worker-strace-2 2" ]
     jq -e '.service == "worker" and .mode == "strace" and (.tasks | length) == 2 and
            ([.tasks[] | select(.collected) | .dir] == ["1", "2"])' "$dir/tasks.json"
     [ -z "$(replicas_of strace io.profharness.replica)" ]
+    # the index lists each replica's run, linking to its report
+    grep -q "href=\"worker/$(basename "$dir")/1/report.html\"" "$OUT/index.html"
+    grep -q "href=\"worker/$(basename "$dir")/2/report.html\"" "$OUT/index.html"
 }
 
 @test "replicas: restore brings back two unprofiled replicas numbered as compose numbers them; status lists each" {

@@ -70,7 +70,7 @@ int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
 /* ph_run_replicas.c: a run of several workloads of one service (replicas
  * on one Engine, a Swarm service's tasks): <out>/<service>/<run>/ holds a
  * run dir per workload and PH_RUN_TASKS_NAME, which lists them. */
-#define PH_RUN_TASKS_NAME "tasks.json"
+#define PH_RUN_TASKS_NAME PH_TASKS_NAME
 /* <out>/<service>/RUN under SVCFD (locked), made when missing (the
  * invoker's), a link there refused: *RUNFD_OUT. */
 int ph_run_open_run_dir(ph_run *r, int svcfd, const char *service, const char *run, int *runfd_out, ph_error_t *err);
