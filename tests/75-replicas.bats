@@ -63,6 +63,24 @@ $PH_TEST_PROJECT-worker-strace-2 2" ]
     grep -q "href=\"worker/$(basename "$dir")/2/report.html\"" "$OUT/index.html"
 }
 
+@test "replicas: both replicas are asked to stop at once: their stop protocols overlap" {
+    # each ignores SIGTERM, so each stop takes the (short) grace before the
+    # shim escalates; one after the other, the first would have ended
+    # before the second was asked
+    export PH_PROFILES=$(short_grace_profiles)
+    DEMO_IGNORE_SIGTERM=1 run ph start --mode strace worker
+    [ "$status" -eq 0 ]
+    dir=$(run_dir_of strace "$output")
+    run ph stop worker
+    [ "$status" -eq 0 ]
+    rec() { jq -r ".$2" "$dir/$1/ph-exit.json"; }
+    for k in 1 2; do
+        jq -e '.escalations == ["SIGKILL"] and .stop_requested' "$dir/$k/ph-exit.json"
+    done
+    [[ "$(rec 1 stop_requested_at)" < "$(rec 2 ended_at)" ]]
+    [[ "$(rec 2 stop_requested_at)" < "$(rec 1 ended_at)" ]]
+}
+
 @test "replicas: restore brings back two unprofiled replicas numbered as compose numbers them; status lists each" {
     run ph restore worker
     [ "$status" -eq 0 ]

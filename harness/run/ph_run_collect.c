@@ -439,7 +439,7 @@ is_created(const ph_workload *c)
  * then SIGTERM to the shim, then the wait for the profiler to flush and
  * exit within BUDGET seconds; a "profiler" stage, whose time is that. */
 static int
-signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int *timed_out, ph_error_t *err)
+signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int signalled, int *timed_out, ph_error_t *err)
 {
     const char *service = c->service, *mode = c->mode;
     const char *id = c->id;
@@ -449,7 +449,7 @@ signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int *timed_out
 
     if (b->ops->wait_begin(b, id, &w, err) < 0)
         return ph_run_stage_done(st, -1, err);
-    if (ph_workload_running(c)) {
+    if (ph_workload_running(c) && !signalled) {
         ph_info("%s: stopping %s profiler (waiting up to %ld s for it to flush)", service, mode, budget);
         if (b->ops->signal(b, id, "SIGTERM", err) < 0) {
             /* It may have exited between the listing and now. */
@@ -520,10 +520,11 @@ replicas_said(ph_run *r, const ph_workload *c, int runfd, const char *why)
                 r->opts.out_dir, c->service, c->run, c->slot);
 }
 
-/* Gracefully stop one profiled container and collect it.  On any failure
- * the container is kept and the hint says how to recover. */
+/* Gracefully stop one profiled container and collect it; SIGNALLED: it
+ * was asked to stop already (with its runtimes refreshed first).  On any
+ * failure the container is kept and the hint says how to recover. */
 static int
-stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
+stop_one(ph_run *r, const ph_workload *listed, int signalled, ph_error_t *err)
 {
     const char *service = listed->service;
     const char *id = listed->id;
@@ -572,9 +573,10 @@ stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
         return -1;
     }
 
-    ph_run_refresh(r, c, cr.p); /* the runtimes' perf maps current and in the run */
+    if (!signalled)
+        ph_run_refresh(r, c, cr.p); /* the runtimes' perf maps current and in the run */
     budget = ph_run_stop_budget_s(cr.p);
-    if (signal_and_wait(b, c, budget, &timed_out, err) < 0)
+    if (signal_and_wait(b, c, budget, signalled, &timed_out, err) < 0)
         goto keep;
     if (timed_out) {
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
@@ -629,7 +631,50 @@ ph_run_stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
 {
     ph_stage *st = ph_run_container_stage(listed, "stop");
 
-    return ph_run_stage_done(st, stop_one(r, listed, err), err);
+    return ph_run_stage_done(st, stop_one(r, listed, 0, err), err);
+}
+
+/* The running replicas of LIST (profiled, of several) asked to stop at
+ * once, as compose stops a service's containers: their stop protocols
+ * overlap, where one after the other each would wait for the one before;
+ * each is then waited for and collected in turn.  Each is refreshed
+ * first (its runtimes' maps), as a lone stop does; one that stop_one
+ * would refuse (labels not ours, a profile that cannot be read) is not
+ * signalled.  SIGNALLED[k]: LIST->v[k] was. */
+static void
+replicas_stop_at_once(ph_run *r, const ph_workload_list *list, unsigned char *signalled)
+{
+    ph_backend *b;
+    ph_error_t e = NULL;
+
+    if (ph_run_backend(r, &b, &e) < 0) {
+        ph_error_free(&e);
+        return;
+    }
+    for (size_t k = 0; k < list->n; k++) {
+        const ph_workload *c = &list->v[k];
+        const ph_profile *p = NULL;
+        ph_profile own;
+        char expect[PATH_MAX];
+
+        if (!ph_workload_profiled(c) || c->replicas < 2 || !ph_workload_running(c))
+            continue;
+        if (ph_run_outdir_check(r, c, expect, sizeof expect, &e) < 0 ||
+            ph_run_started_profile(r, c, &own, &p, &e) < 0) {
+            ph_error_free(&e); /* said by its own stop */
+            continue;
+        }
+        ph_run_refresh(r, c, p);
+        ph_info("%s: stopping replica %d's %s profiler (waiting up to %ld s for it to flush)", c->service, c->slot,
+                c->mode, ph_run_stop_budget_s(p));
+        ph_profile_free(&own);
+        if (b->ops->signal(b, c->id, "SIGTERM", &e) < 0) {
+            ph_debug("kill: %s", e->msg); /* it may have exited: its stop finds out */
+            ph_error_free(&e);
+            continue;
+        }
+        signalled[k] = 1;
+    }
 }
 
 /* One job of a stop (or discard): every profiled container of service I. */
@@ -661,6 +706,7 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     ph_workload_list list = { 0 };
     const ph_workload *c;
     ph_error_t fault = NULL;
+    unsigned char *signalled = NULL;
     size_t k;
     int sig = ph_interrupted();
 
@@ -670,6 +716,12 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     }
     if (ph_run_list(r, name, &list, err) < 0)
         return -1;
+    if ((signalled = calloc(list.n + 1, 1)) == NULL) {
+        ph_workload_list_free(&list);
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    if (!j->discard)
+        replicas_stop_at_once(r, &list, signalled);
     for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
         if (!ph_workload_profiled(c))
             continue;
@@ -681,7 +733,8 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
         /* a stage per container, named for its service: a job of its own
          * would only repeat the name */
         if ((j->discard ? ph_run_stage_done(ph_run_container_stage(c, "discard"), ph_run_discard_one(r, c, err), err)
-                        : ph_run_stop_one(r, c, err)) < 0) {
+                        : ph_run_stage_done(ph_run_container_stage(c, "stop"), stop_one(r, c, signalled[k], err),
+                                            err)) < 0) {
             if ((*err)->status > PH_EXIT_SIGNAL)
                 break;
             if (fault != NULL) {
@@ -695,6 +748,7 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
         j->acted[i]++;
     }
     ph_workload_list_free(&list);
+    free(signalled);
     if (*err != NULL) { /* interrupted */
         if (fault != NULL)
             log_error(fault);

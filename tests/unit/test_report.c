@@ -671,6 +671,13 @@ test_index(void **state)
     assert_non_null(strstr(html, "href=\"worker/20261122T180000Z-strace/2/report.html\""));
     assert_non_null(strstr(html, "profharness report worker/20261122T180000Z-strace/1<"));
     assert_non_null(strstr(html, "<b>worker</b>/2<"));
+    {
+        size_t n = 0; /* 1 and 2: no . nor .. */
+
+        for (const char *at = html; (at = strstr(at, "<b>worker</b>/")) != NULL; at++)
+            n++;
+        assert_int_equal(n, 2);
+    }
     assert_null(strstr(html, "20261122T175000Z-strace/sub"));
     free(html);
     assert_int_equal(ph_report_write_index("/nonexistent/out", &err), -1);
