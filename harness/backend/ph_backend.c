@@ -93,6 +93,21 @@ ph_workload_state_parse(const char *text)
     return PH_WL_UNKNOWN;
 }
 
+/* A label's positive number (a replica's), else DFLT: a label anyone
+ * could have written, so anything but 1..100000 is none. */
+static int
+label_number(const char *v, int dflt)
+{
+    char *end;
+    long n;
+
+    if (v == NULL || *v < '0' || *v > '9')
+        return dflt;
+    errno = 0;
+    n = strtol(v, &end, 10);
+    return errno == 0 && *end == '\0' && n >= 1 && n <= 100000 ? (int)n : dflt;
+}
+
 int
 ph_workload_read_labels(ph_workload *w)
 {
@@ -116,6 +131,9 @@ ph_workload_read_labels(ph_workload *w)
         *field = dup_or_null(ph_kvv_get(&w->labels, typed[i].key), &bad);
     }
     w->compose_oneoff = oneoff != NULL && strcmp(oneoff, "True") == 0;
+    w->replicas = label_number(ph_kvv_get(&w->labels, PH_LABEL_REPLICAS), 0);
+    w->slot = label_number(ph_kvv_get(&w->labels, PH_LABEL_REPLICA),
+                           label_number(ph_kvv_get(&w->labels, PH_DC_NUMBER), w->slot));
     return bad ? -1 : 0;
 }
 
@@ -129,7 +147,6 @@ ph_workload_copy(ph_workload *dst, const ph_workload *src)
     dst->name = dup_or_null(src->name, &bad);
     dst->image = dup_or_null(src->image, &bad);
     dst->node = dup_or_null(src->node, &bad);
-    dst->slot = src->slot;
     for (size_t i = 0; !bad && i < src->labels.n; i++)
         bad = ph_kvv_set(&dst->labels, src->labels.v[i].key, src->labels.v[i].value) < 0;
     if (!bad)
@@ -153,6 +170,8 @@ ph_workload_copy(ph_workload *dst, const ph_workload *src)
     COPY(started_at);
     COPY(finished_at);
 #undef COPY
+    dst->slot = src->slot;
+    dst->replicas = src->replicas;
     dst->by_compose = src->by_compose;
     dst->compose_oneoff = src->compose_oneoff;
     dst->state = src->state;
@@ -255,15 +274,16 @@ ph_proc_table_clear(ph_proc_table *t)
 }
 
 int
-ph_backend_compose_labels(const ph_compose *c, const ph_service *s, ph_kvv *out)
+ph_backend_compose_labels(const ph_compose *c, const ph_service *s, int slot, ph_kvv *out)
 {
-    char files[4096] = "";
+    char files[4096] = "", number[16];
     size_t o = 0;
 
     for (size_t i = 0; i < c->files.n && o < sizeof files; i++)
         o += (size_t)snprintf(files + o, sizeof files - o, "%s%s", i ? "," : "", c->files.v[i]);
+    snprintf(number, sizeof number, "%d", slot > 0 ? slot : 1);
     if (ph_kvv_set(out, PH_DC_PROJECT, c->project) < 0 || ph_kvv_set(out, PH_DC_SERVICE, s->name) < 0 ||
-        ph_kvv_set(out, PH_DC_ONEOFF, "False") < 0 || ph_kvv_set(out, "com.docker.compose.container-number", "1") < 0 ||
+        ph_kvv_set(out, PH_DC_ONEOFF, "False") < 0 || ph_kvv_set(out, PH_DC_NUMBER, number) < 0 ||
         ph_kvv_set(out, "com.docker.compose.version", PH_DC_VERSION) < 0 ||
         ph_kvv_set(out, "com.docker.compose.project.working_dir", c->dir) < 0 ||
         ph_kvv_set(out, "com.docker.compose.project.config_files", files) < 0)

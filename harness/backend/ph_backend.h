@@ -65,17 +65,20 @@
 #define PH_LABEL_TASK_SLOT "io.profharness.task.slot" /* on attach workloads beside a Swarm task: its slot */
 #define PH_LABEL_TASK_NODE "io.profharness.task.node" /* ... and its node's hostname */
 #define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume and its keeper: the tools image's hash */
+#define PH_LABEL_REPLICA "io.profharness.replica"  /* a profiled replica's number, from 1 */
+#define PH_LABEL_REPLICAS "io.profharness.replicas" /* how many replicas its run started (2 or more: a sub-dir each) */
 
 /* docker compose's own labels, which the loop reads and restore writes */
 #define PH_DC_PROJECT "com.docker.compose.project"
 #define PH_DC_SERVICE "com.docker.compose.service"
 #define PH_DC_ONEOFF  "com.docker.compose.oneoff"
+#define PH_DC_NUMBER  "com.docker.compose.container-number" /* the replica's number, from 1 */
 #define PH_DC_VERSION "1.29.2" /* the compose whose labels these are (Debian's, the oracle's) */
 
-/* The labels docker compose gives its container of S in C (project,
- * service, oneoff, number, version, working dir, config files), set in
- * OUT.  -1 on ENOMEM. */
-int ph_backend_compose_labels(const ph_compose *c, const ph_service *s, ph_kvv *out);
+/* The labels docker compose gives its container number SLOT (from 1; 0:
+ * 1) of S in C (project, service, oneoff, number, version, working dir,
+ * config files), set in OUT.  -1 on ENOMEM. */
+int ph_backend_compose_labels(const ph_compose *c, const ph_service *s, int slot, ph_kvv *out);
 
 /* ---- the record of a workload ------------------------------------------ */
 
@@ -99,6 +102,7 @@ typedef struct ph_workload {
     char *image;       /* the image it runs, as created */
     char *node;        /* the node it runs on; NULL on a single Engine */
     int slot;          /* replica number within its service, from 1; 0: unknown (a lone container) */
+    int replicas;      /* the replicas its run started (PH_LABEL_REPLICAS); 0: unknown, one */
 
     /* the labels the loop reads, typed (PH_LABEL_*) */
     char *project;
@@ -142,8 +146,9 @@ const char *ph_workload_label(const ph_workload *w, const char *key);
 int ph_workload_copy(ph_workload *dst, const ph_workload *src);
 /* Append a deep copy of W to L; -1 on ENOMEM. */
 int ph_workload_list_push(ph_workload_list *l, const ph_workload *w);
-/* Fill the typed fields of W from W->labels (the PH_LABEL_* above, and
- * compose_oneoff from compose's; by_compose is the listing's to set).
+/* Fill the typed fields of W from W->labels (the PH_LABEL_* above, the
+ * slot from PH_LABEL_REPLICA or compose's number when either is there,
+ * and compose_oneoff from compose's; by_compose is the listing's to set).
  * For backends.  -1 on ENOMEM. */
 int ph_workload_read_labels(ph_workload *w);
 /* "running" → PH_WL_RUNNING ...; unknown text → PH_WL_UNKNOWN. */
@@ -191,7 +196,7 @@ typedef struct ph_workload_spec {
     const ph_compose *compose; /* with SERVICE */
     const ph_service *service; /* NULL: a workload of ours, not a service's */
     int compose_labels;        /* also compose's own labels (restore: `docker compose ps` sees it) */
-    int slot;                  /* replica slot to create (0: the only one) */
+    int slot;                  /* replica number to create (0: the only one); compose's number label */
 
     int set_entrypoint;        /* ENTRYPOINT replaces compose's and the image's */
     ph_strv entrypoint;

@@ -156,7 +156,7 @@ ph_backend_engine_config(ph_backend *b, const ph_workload_spec *sp, ph_error_t *
     if (sp->compose_labels && sp->service != NULL) {
         ph_kvv dc = { 0 };
 
-        if (ph_backend_compose_labels(sp->compose, sp->service, &dc) < 0) {
+        if (ph_backend_compose_labels(sp->compose, sp->service, sp->slot, &dc) < 0) {
             ph_kvv_free(&dc);
             json_decref(cfg);
             ph_fail(err, ENOMEM, "allocate");

@@ -119,6 +119,8 @@ typedef struct ph_depend {
     int required, restart;
 } ph_depend;
 
+#define PH_COMPOSE_REPLICAS_MAX 64
+
 typedef struct ph_service {
     char *name;
     int line;               /* line of the service's key in its file */
@@ -181,6 +183,9 @@ typedef struct ph_service {
     long long stop_grace_ns; /* -1 = not set (compose default 10 s) */
     ph_healthcheck healthcheck;
     char *container_name;
+    int replicas;           /* the containers compose runs for it (`scale`, `deploy.replicas`): 1 unless said,
+                             * at most PH_COMPOSE_REPLICAS_MAX */
+    int scale, deploy_replicas; /* as written; -1: not */
     /* resources: -1 = not set (pids_limit and cpu_quota: 0, as -1 means no limit) */
     long long mem_limit, memswap_limit, mem_reservation, shm_size, pids_limit; /* memswap_limit -2: unlimited */
     long long nano_cpus, cpu_shares, cpu_quota, cpu_period, cpu_count, cpu_percent;

@@ -68,6 +68,10 @@ int ph_compose_read_top(ph_compose_loader *l, ph_ynode *root, ph_error_t *err);
 const char *ph_compose_base(ph_compose_loader *l, const ph_ynode *n);
 /* Note the first key S has that profharness cannot honour (always 0). */
 int ph_compose_unsupported(ph_service *s, const ph_ynode *at, const char *what);
+/* After `scale` or `deploy.replicas` (KEY, at AT) was read into S: its
+ * replicas, or S refused (0, over PH_COMPOSE_REPLICAS_MAX, the two keys
+ * disagreeing).  Returns 0. */
+int ph_compose_replicas(ph_service *s, const ph_ynode *at, const char *key);
 int ph_compose_valid_name(const char *s);
 /* Add NAME to S's dependencies (service_started, required) unless there. */
 int ph_compose_add_depend(ph_service *s, const char *name, ph_error_t *err);

@@ -441,9 +441,10 @@ ph_compose_read_deploy(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_erro
             rc = read_restart_policy(s, vn, err);
         } else if (KEY("replicas")) {
             rc = ph_compose_int(vn, "deploy.replicas", 0, INT_MAX, &n, err);
-            if (rc == 0 && n != 1)
-                rc = ph_compose_unsupported(s, vn, "deploy.replicas other than 1 (profharness runs one container "
-                                                   "per service)");
+            if (rc == 0) {
+                s->deploy_replicas = (int)n;
+                rc = ph_compose_replicas(s, vn, "deploy.replicas");
+            }
         } else if (KEY("mode")) {
             const char *m = ph_yaml_nonempty(vn, "deploy.mode", err);
 

@@ -39,6 +39,24 @@ ph_compose_unsupported(ph_service *s, const ph_ynode *at, const char *what)
     return 0;
 }
 
+int
+ph_compose_replicas(ph_service *s, const ph_ynode *at, const char *key)
+{
+    int n = s->scale >= 0 ? s->scale : s->deploy_replicas;
+    char what[128];
+
+    if (s->scale >= 0 && s->deploy_replicas >= 0 && s->scale != s->deploy_replicas)
+        return ph_compose_unsupported(s, at, "scale and deploy.replicas with distinct values (compose refuses them "
+                                             "too)");
+    if (n == 0 || n > PH_COMPOSE_REPLICAS_MAX) {
+        snprintf(what, sizeof what, "%s: %d (profharness profiles 1 to %d replicas)", key, n,
+                 PH_COMPOSE_REPLICAS_MAX);
+        return ph_compose_unsupported(s, at, what);
+    }
+    s->replicas = n;
+    return 0;
+}
+
 /* Like compose: a letter or digit, then letters, digits, `_`, `.`, `-`. */
 int
 ph_compose_valid_name(const char *s)
@@ -467,7 +485,8 @@ read_scale(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err)
     (void)l;
     if (ph_compose_int(v, "scale", 0, INT_MAX, &n, err) < 0)
         return -1;
-    return n == 1 ? 0 : ph_compose_unsupported(s, v, "scale other than 1 (profharness runs one container per service)");
+    s->scale = (int)n;
+    return ph_compose_replicas(s, v, "scale");
 }
 
 static int
@@ -555,6 +574,8 @@ ph_compose_read_service(ph_compose_loader *l, ph_service *s, ph_ynode *map, ph_y
     int rc = 0;
 
     s->stop_grace_ns = -1;
+    s->replicas = 1;
+    s->scale = s->deploy_replicas = -1;
     s->mem_limit = s->memswap_limit = s->mem_reservation = s->shm_size = -1;
     s->nano_cpus = s->cpu_shares = s->cpu_period = s->cpu_count = s->cpu_percent = -1;
     s->cpu_rt_runtime = s->cpu_rt_period = s->mem_swappiness = s->blkio_weight = s->build_shm_size = -1;
@@ -576,6 +597,9 @@ ph_compose_read_service(ph_compose_loader *l, ph_service *s, ph_ynode *map, ph_y
         if (read_key(l, s, k, pair->value, err) < 0)
             goto fail;
     }
+    /* compose refuses it too: a container name is unique */
+    if (s->replicas > 1 && s->container_name != NULL)
+        ph_compose_unsupported(s, map, "container_name with more than one replica");
     /* A label without a value is an empty label, not an unset one. */
     for (size_t i = 0; i < s->labels.n; i++)
         if (s->labels.v[i].value == NULL && (s->labels.v[i].value = strdup("")) == NULL)

@@ -42,6 +42,7 @@
 #define PH_HARNESS_FOLDED "harness.folded" /* as a flamechart's stacks */
 #define PH_HARNESS_TRACE "harness.trace.json" /* and a Chrome trace */
 #define PH_LATEST_LINK "latest"            /* <service>/latest: the newest run */
+#define PH_TASKS_NAME "tasks.json"         /* <service>/<run>/tasks.json: a run of several workloads, a dir each */
 /* The flamegraphs the report draws from a run's folded stacks (never the
  * container's own SVGs): "report-" + the stacks file's stem, and this one
  * for the report's graph (the link <service>/flamegraph.svg points here). */

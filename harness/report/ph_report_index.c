@@ -10,7 +10,10 @@
  * run.json, each with a size cap, so it stays fast with many large runs;
  * nothing the container wrote (how the run stopped is run.json's
  * `completion`, the record the harness checked when it collected).  A run
- * without a report yet is listed with the command that makes one.
+ * without a report yet is listed with the command that makes one.  A run
+ * of several workloads (a service's replicas, a Swarm service's tasks:
+ * <run>/tasks.json beside a run dir per workload) is listed per workload,
+ * as SERVICE/<sub-dir>.
  */
 #include "ph_report_int.h"
 
@@ -26,7 +29,7 @@
 
 typedef struct entry {
     char *host;              /* "" here; the context of OUT_DIR/@<context>/; "merged: a, b" */
-    char *service, *run, *mode, *started, *stopped, *headline;
+    char *service, *run, *sub, *mode, *started, *stopped, *headline; /* sub: "" or a workload's dir in RUN */
     double seconds;          /* how long it ran, -1 unknown */
     int has_report, problems;
 } entry;
@@ -46,6 +49,8 @@ cmp_entry(const void *a, const void *b)
 
     if (c == 0)
         c = strcmp(x->service, y->service);
+    if (c == 0)
+        c = strcmp(x->sub, y->sub);
     return c ? c : strcmp(x->host, y->host);
 }
 
@@ -55,6 +60,7 @@ free_entry(entry *e)
     free(e->host);
     free(e->service);
     free(e->run);
+    free(e->sub);
     free(e->mode);
     free(e->started);
     free(e->stopped);
@@ -80,9 +86,10 @@ merged_hosts(json_t *meta)
     return strdup(buf);
 }
 
-/* The entry of OUT_DIR/SERVICE/RUN (OUT_DIR/@HOST/SERVICE/RUN when HOST). */
+/* The entry of OUT_DIR/SERVICE/RUN (OUT_DIR/@HOST/SERVICE/RUN when HOST),
+ * or of its workload's dir SUB ("" for none). */
 static int
-read_run(const char *out_dir, const char *host, const char *service, const char *run, entry *e)
+read_run(const char *out_dir, const char *host, const char *service, const char *run, const char *sub, entry *e)
 {
     char dir[PATH_MAX];
     json_t *sum, *meta, *x, *secs;
@@ -90,9 +97,9 @@ read_run(const char *out_dir, const char *host, const char *service, const char 
     char guess[64] = "", attached[96];
 
     if (host != NULL)
-        snprintf(dir, sizeof dir, "%s/@%s/%s/%s", out_dir, host, service, run);
+        snprintf(dir, sizeof dir, "%s/@%s/%s/%s%s%s", out_dir, host, service, run, sub[0] ? "/" : "", sub);
     else
-        snprintf(dir, sizeof dir, "%s/%s/%s", out_dir, service, run);
+        snprintf(dir, sizeof dir, "%s/%s/%s%s%s", out_dir, service, run, sub[0] ? "/" : "", sub);
     sum = ph_report_load_json(dir, PH_REPORT_SUMMARY, PH_RD_OWN_JSON_MAX, NULL, 0);
     meta = ph_report_load_json(dir, PH_RUN_META_NAME, PH_RD_OWN_JSON_MAX, NULL, 0);
     x = json_object_get(meta, "completion"); /* borrowed; null for a snapshot */
@@ -116,6 +123,7 @@ read_run(const char *out_dir, const char *host, const char *service, const char 
     e->host = host != NULL ? strdup(host) : merged_hosts(meta);
     e->service = strdup(service);
     e->run = strdup(run);
+    e->sub = strdup(sub);
     e->mode = strdup(mode);
     /* no start time recorded: the run's name starts with its UTC stamp */
     e->started = dup_or(started, run);
@@ -129,7 +137,7 @@ read_run(const char *out_dir, const char *host, const char *service, const char 
     e->seconds = json_is_number(secs) ? json_number_value(secs) : -1;
     json_decref(sum);
     json_decref(meta);
-    if (e->host == NULL || e->service == NULL || e->run == NULL || e->mode == NULL || e->started == NULL || e->stopped == NULL ||
+    if (e->host == NULL || e->service == NULL || e->run == NULL || e->sub == NULL || e->mode == NULL || e->started == NULL || e->stopped == NULL ||
         e->headline == NULL) {
         free_entry(e);
         return -1;
@@ -149,6 +157,48 @@ typedef struct entries {
     entry *v;
     size_t n, cap;
 } entries;
+
+/* One more entry in L: OUT_DIR/[@HOST/]SERVICE/RUN[/SUB].  -1 on ENOMEM. */
+static int
+push_run(entries *l, const char *out_dir, const char *host, const char *service, const char *run, const char *sub)
+{
+    if (l->n == l->cap) {
+        entry *nv = realloc(l->v, (l->cap ? l->cap * 2 : 64) * sizeof *nv);
+        if (nv == NULL)
+            return -1;
+        l->v = nv;
+        l->cap = l->cap ? l->cap * 2 : 64;
+    }
+    if (read_run(out_dir, host, service, run, sub, &l->v[l->n]) < 0)
+        return -1;
+    l->n++;
+    return 0;
+}
+
+/* RDIR, the run RUN of SERVICE: one entry, or one per workload's dir
+ * when it is a run of several (tasks.json beside them).  -1 on ENOMEM. */
+static int
+push_runs(entries *l, const char *out_dir, const char *host, const char *service, const char *run, const char *rdir)
+{
+    char tasks[PATH_MAX + 300];
+    struct stat st;
+    struct dirent *te;
+    DIR *td;
+    int rc = 0;
+
+    snprintf(tasks, sizeof tasks, "%s/%s", rdir, PH_TASKS_NAME);
+    if (lstat(tasks, &st) < 0 || !S_ISREG(st.st_mode) || (td = opendir(rdir)) == NULL)
+        return push_run(l, out_dir, host, service, run, "");
+    while (rc == 0 && (te = readdir(td)) != NULL && l->n < MAX_RUNS) {
+        char sdir[PATH_MAX + 600];
+
+        snprintf(sdir, sizeof sdir, "%s/%s", rdir, te->d_name);
+        if (te->d_name[0] != '.' && is_dir(sdir))
+            rc = push_run(l, out_dir, host, service, run, te->d_name);
+    }
+    closedir(td);
+    return rc;
+}
 
 /* The runs of every service dir of BASE (OUT_DIR, or OUT_DIR/@HOST) into
  * L.  -1 only on ENOMEM. */
@@ -180,16 +230,8 @@ scan(const char *out_dir, const char *host, entries *l)
             snprintf(rdir, sizeof rdir, "%s/%s", sdir, re->d_name);
             if (!is_dir(rdir))
                 continue;
-            if (l->n == l->cap) {
-                entry *nv = realloc(l->v, (l->cap ? l->cap * 2 : 64) * sizeof *nv);
-                if (nv == NULL)
-                    goto enomem;
-                l->v = nv;
-                l->cap = l->cap ? l->cap * 2 : 64;
-            }
-            if (read_run(out_dir, host, de->d_name, re->d_name, &l->v[l->n]) < 0)
+            if (push_runs(l, out_dir, host, de->d_name, re->d_name, rdir) < 0)
                 goto enomem;
-            l->n++;
         }
         closedir(sd);
     }
@@ -268,6 +310,10 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
             ph_mw_attr(f, e->service);
             PH_MW_RAW(f, "--");
             ph_mw_attr(f, e->run);
+            if (e->sub[0]) {
+                PH_MW_RAW(f, "--");
+                ph_mw_attr(f, e->sub);
+            }
             PH_MW_RAW(f, "\">");
             if (hosts) {
                 PH_MW_RAW(f, "<td>");
@@ -276,7 +322,12 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
             }
             PH_MW_RAW(f, "<td><b>");
             ph_mw_text(f, e->service);
-            PH_MW_RAW(f, "</b></td><td>");
+            PH_MW_RAW(f, "</b>");
+            if (e->sub[0]) { /* a replica, a task */
+                PH_MW_RAW(f, "/");
+                ph_mw_text(f, e->sub);
+            }
+            PH_MW_RAW(f, "</td><td>");
             ph_mw_text(f, e->mode);
             PH_MW_RAW(f, "</td><td class=\"mono\">");
             ph_mw_text(f, e->started);
@@ -299,6 +350,10 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
                 ph_mw_url(f, e->service);
                 PH_MW_RAW(f, "/");
                 ph_mw_url(f, e->run);
+                if (e->sub[0]) {
+                    PH_MW_RAW(f, "/");
+                    ph_mw_url(f, e->sub);
+                }
                 PH_MW_RAW(f, "/" PH_REPORT_HTML "\">report</a>");
             } else {
                 PH_MW_RAW(f, "<span class=\"note\">none yet: <code>profharness report ");
@@ -310,6 +365,10 @@ ph_report_write_index(const char *out_dir, ph_error_t *err)
                 ph_mw_text(f, e->service);
                 PH_MW_RAW(f, "/");
                 ph_mw_text(f, e->run);
+                if (e->sub[0]) {
+                    PH_MW_RAW(f, "/");
+                    ph_mw_text(f, e->sub);
+                }
                 PH_MW_RAW(f, "</code></span>");
             }
             PH_MW_RAW(f, "</td></tr>\n");

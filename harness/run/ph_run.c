@@ -400,6 +400,7 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
             const char *svc = c->service;
             const char *since = c->started;
             char dir[PATH_MAX], created[32] = "-", e_mode[64], e_state[32], e_since[64], e_dir[PATH_MAX];
+            char who[160];
             ph_error_t bad = NULL;
             int mismatch;
 
@@ -415,9 +416,16 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
             /* The run dir is this command's (-o), not the label's. */
             mismatch = ph_run_outdir_check(r, c, dir, sizeof dir, &bad) < 0;
             ph_error_free(&bad);
+            /* each replica by its number; a profiled one's run dir is its sub-dir */
+            if ((s->replicas > 1 || c->replicas > 1) && c->slot > 0)
+                snprintf(who, sizeof who, "%s/%d", s->name, c->slot);
+            else
+                snprintf(who, sizeof who, "%s", s->name);
+            if (c->replicas > 1 && c->slot > 0 && strlen(dir) + 12 < sizeof dir)
+                snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%d", c->slot);
             /* Labels and states are the Engine's answer: escaped.  A run
              * dir appears when the run is collected: until then, say so. */
-            fprintf(out, "%-16s %-10s %-10s %-21s %s%s\n", s->name,
+            fprintf(out, "%-16s %-10s %-10s %-21s %s%s\n", who,
                     c->by_compose ? "compose" : ph_escape(e_mode, sizeof e_mode, c->mode),
                     ph_escape(e_state, sizeof e_state, c->state_text),
                     ph_escape(e_since, sizeof e_since, since),

@@ -208,6 +208,7 @@ typedef struct collect_run {
     char record_problem[256]; /* ... and why */
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
+    int runfd;                /* a replica of several: <out>/<service>/<run>/, its sub-dir's parent; else -1 */
     ph_rundir_done done;
 } collect_run;
 
@@ -385,11 +386,12 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
 {
     ph_run *r = cr->r;
     const char *run = cr->c->run;
-    char name[NAME_MAX], stamp[17], esc[256];
+    char name[NAME_MAX], stamp[17], esc[256], shown[PATH_MAX];
     ph_rundir_steps steps = { cr, fetch_step, examine_step, service_log_step, meta_step };
     ph_rundir_spec spec = { .svcfd = svcfd, .out_dir = r->opts.out_dir, .service = cr->service, .name = name,
                             .container = cr->id, .cmd = snapshot ? "collect" : "stop", .profile = cr->p,
                             .flags = &r->opts.collect, .links = !snapshot };
+    int replica = cr->c->replicas > 1 ? cr->c->slot : 0;
 
     if (ph_run_backend(r, &cr->b, err) < 0)
         return -1;
@@ -399,9 +401,17 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
         return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", cr->id,
                        ph_escape(esc, sizeof esc, run));
     ph_run_utc_stamp(stamp);
-    if (snapshot)
+    if (snapshot && replica > 0)
+        snprintf(name, sizeof name, "%s-snapshot-%s-%d", run, stamp, replica);
+    else if (snapshot)
         snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
-    else
+    else if (replica > 0) { /* <run>/<replica>/: links stay the lone runs' */
+        ph_run_replica_dir_name(replica, name, sizeof name);
+        snprintf(shown, sizeof shown, "%s/%s", cr->service, run);
+        spec.svcfd = cr->runfd;
+        spec.service = shown;
+        spec.links = 0;
+    } else
         snprintf(name, sizeof name, "%s", run);
     return ph_rundir_complete(&spec, &steps, &cr->done, err);
 }
@@ -429,7 +439,7 @@ is_created(const ph_workload *c)
  * then SIGTERM to the shim, then the wait for the profiler to flush and
  * exit within BUDGET seconds; a "profiler" stage, whose time is that. */
 static int
-signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int *timed_out, ph_error_t *err)
+signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int signalled, int *timed_out, ph_error_t *err)
 {
     const char *service = c->service, *mode = c->mode;
     const char *id = c->id;
@@ -439,7 +449,7 @@ signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int *timed_out
 
     if (b->ops->wait_begin(b, id, &w, err) < 0)
         return ph_run_stage_done(st, -1, err);
-    if (ph_workload_running(c)) {
+    if (ph_workload_running(c) && !signalled) {
         ph_info("%s: stopping %s profiler (waiting up to %ld s for it to flush)", service, mode, budget);
         if (b->ops->signal(b, id, "SIGTERM", err) < 0) {
             /* It may have exited between the listing and now. */
@@ -475,10 +485,46 @@ write_index(ph_run *r)
     ph_stage_end(st);
 }
 
-/* Gracefully stop one profiled container and collect it.  On any failure
- * the container is kept and the hint says how to recover. */
+/* The run dir of replica C (one of several), under SVCFD (locked): made
+ * when missing, what a dead harness left in it removed, *RUNFD. */
 static int
-stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
+replica_run_dir(ph_run *r, const ph_workload *c, int svcfd, int *runfd, ph_error_t *err)
+{
+    char shown[PATH_MAX];
+
+    if (c->slot < 1 || c->slot > c->replicas)
+        return ph_fail(err, 0, "container %.12s says it is replica %d of %d: not collected", c->id, c->slot,
+                       c->replicas);
+    if (!ph_run_safe_name(c->run))
+        return ph_fail(err, 0, "container %.12s: its run label is no directory name", c->id);
+    if (ph_run_open_run_dir(r, svcfd, c->service, c->run, runfd, err) < 0)
+        return -1;
+    snprintf(shown, sizeof shown, "%s/%s", c->service, c->run);
+    remove_stale_temps(r, *runfd, shown);
+    return 0;
+}
+
+/* tasks.json of C's run again, after C's stop (WHY: its failure, or
+ * NULL); a fault there is said, never the stop's. */
+static void
+replicas_said(ph_run *r, const ph_workload *c, int runfd, const char *why)
+{
+    ph_error_t e = NULL;
+    if (ph_run_replicas_write(r, runfd, c, why, NULL, &e) < 0) {
+        ph_warn("%s: %s of run %s not written: %s", c->service, PH_RUN_TASKS_NAME, c->run, e->msg);
+        ph_error_free(&e);
+        return;
+    }
+    if (why == NULL)
+        ph_info("%s: replica %d of %d collected into %s/%s/%s/%d", c->service, c->slot, c->replicas,
+                r->opts.out_dir, c->service, c->run, c->slot);
+}
+
+/* Gracefully stop one profiled container and collect it; SIGNALLED: it
+ * was asked to stop already (with its runtimes refreshed first).  On any
+ * failure the container is kept and the hint says how to recover. */
+static int
+stop_one(ph_run *r, const ph_workload *listed, int signalled, ph_error_t *err)
 {
     const char *service = listed->service;
     const char *id = listed->id;
@@ -486,7 +532,7 @@ stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
     ph_cleanup_close int svcfd = -1;
     const ph_workload *c;
     ph_workload fresh;
-    collect_run cr = { .r = r, .c = listed, .service = service, .id = id };
+    collect_run cr = { .r = r, .c = listed, .service = service, .id = id, .runfd = -1 };
     ph_profile own;
     char expect[PATH_MAX];
     ph_backend *b;
@@ -521,10 +567,16 @@ stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
     /* The run is stopped, collected and reported as it was started. */
     if (ph_run_started_profile(r, c, &own, &cr.p, err) < 0)
         return -1;
+    /* one of several replicas: into <run>/<replica>/ */
+    if (c->replicas > 1 && replica_run_dir(r, c, svcfd, &cr.runfd, err) < 0) {
+        ph_profile_free(&own);
+        return -1;
+    }
 
-    ph_run_refresh(r, c, cr.p); /* the runtimes' perf maps current and in the run */
+    if (!signalled)
+        ph_run_refresh(r, c, cr.p); /* the runtimes' perf maps current and in the run */
     budget = ph_run_stop_budget_s(cr.p);
-    if (signal_and_wait(b, c, budget, &timed_out, err) < 0)
+    if (signal_and_wait(b, c, budget, signalled, &timed_out, err) < 0)
         goto keep;
     if (timed_out) {
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
@@ -556,6 +608,8 @@ stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
     fflush(stdout);
     goto out;
 keep:
+    if (c->replicas > 1)
+        ph_error_wrap(err, "replica %d of %d", c->slot, c->replicas);
     if (cr.done.stats.limit != PH_TAR_LIMIT_NONE)
         ph_rundir_limit_hint(&cr.done.limits, cr.done.stats.limit, cr.done.limit_value, "stop", service, id, err);
     else
@@ -563,8 +617,12 @@ keep:
                       "(or `profharness collect %s`); if it cannot be collected, give the run up with "
                       "`profharness stop --discard %s`", id, service, service, service);
 out:
+    if (cr.runfd >= 0)
+        replicas_said(r, c, cr.runfd, rc == 0 ? NULL : err != NULL && *err != NULL ? (*err)->msg : "failed");
     collect_run_done(&cr);
     ph_profile_free(&own);
+    if (cr.runfd >= 0)
+        close(cr.runfd);
     return rc;
 }
 
@@ -573,7 +631,50 @@ ph_run_stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err)
 {
     ph_stage *st = ph_run_container_stage(listed, "stop");
 
-    return ph_run_stage_done(st, stop_one(r, listed, err), err);
+    return ph_run_stage_done(st, stop_one(r, listed, 0, err), err);
+}
+
+/* The running replicas of LIST (profiled, of several) asked to stop at
+ * once, as compose stops a service's containers: their stop protocols
+ * overlap, where one after the other each would wait for the one before;
+ * each is then waited for and collected in turn.  Each is refreshed
+ * first (its runtimes' maps), as a lone stop does; one that stop_one
+ * would refuse (labels not ours, a profile that cannot be read) is not
+ * signalled.  SIGNALLED[k]: LIST->v[k] was. */
+static void
+replicas_stop_at_once(ph_run *r, const ph_workload_list *list, unsigned char *signalled)
+{
+    ph_backend *b;
+    ph_error_t e = NULL;
+
+    if (ph_run_backend(r, &b, &e) < 0) {
+        ph_error_free(&e);
+        return;
+    }
+    for (size_t k = 0; k < list->n; k++) {
+        const ph_workload *c = &list->v[k];
+        const ph_profile *p = NULL;
+        ph_profile own;
+        char expect[PATH_MAX];
+
+        if (!ph_workload_profiled(c) || c->replicas < 2 || !ph_workload_running(c))
+            continue;
+        if (ph_run_outdir_check(r, c, expect, sizeof expect, &e) < 0 ||
+            ph_run_started_profile(r, c, &own, &p, &e) < 0) {
+            ph_error_free(&e); /* said by its own stop */
+            continue;
+        }
+        ph_run_refresh(r, c, p);
+        ph_info("%s: stopping replica %d's %s profiler (waiting up to %ld s for it to flush)", c->service, c->slot,
+                c->mode, ph_run_stop_budget_s(p));
+        ph_profile_free(&own);
+        if (b->ops->signal(b, c->id, "SIGTERM", &e) < 0) {
+            ph_debug("kill: %s", e->msg); /* it may have exited: its stop finds out */
+            ph_error_free(&e);
+            continue;
+        }
+        signalled[k] = 1;
+    }
 }
 
 /* One job of a stop (or discard): every profiled container of service I. */
@@ -605,6 +706,7 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     ph_workload_list list = { 0 };
     const ph_workload *c;
     ph_error_t fault = NULL;
+    unsigned char *signalled = NULL;
     size_t k;
     int sig = ph_interrupted();
 
@@ -614,6 +716,12 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     }
     if (ph_run_list(r, name, &list, err) < 0)
         return -1;
+    if ((signalled = calloc(list.n + 1, 1)) == NULL) {
+        ph_workload_list_free(&list);
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    if (!j->discard)
+        replicas_stop_at_once(r, &list, signalled);
     for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
         if (!ph_workload_profiled(c))
             continue;
@@ -625,7 +733,8 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
         /* a stage per container, named for its service: a job of its own
          * would only repeat the name */
         if ((j->discard ? ph_run_stage_done(ph_run_container_stage(c, "discard"), ph_run_discard_one(r, c, err), err)
-                        : ph_run_stop_one(r, c, err)) < 0) {
+                        : ph_run_stage_done(ph_run_container_stage(c, "stop"), stop_one(r, c, signalled[k], err),
+                                            err)) < 0) {
             if ((*err)->status > PH_EXIT_SIGNAL)
                 break;
             if (fault != NULL) {
@@ -639,6 +748,7 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
         j->acted[i]++;
     }
     ph_workload_list_free(&list);
+    free(signalled);
     if (*err != NULL) { /* interrupted */
         if (fault != NULL)
             log_error(fault);

@@ -11,6 +11,7 @@
  *   ph_run_record.c   the shim's completion record: read, checked, told
  *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
  *   ph_run_unnamed.c  a mode refused where it would name nothing of a runtime
+ *   ph_run_replicas.c a run of several workloads: a sub-dir each, tasks.json
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -78,14 +79,33 @@ typedef int (*ph_run_swarm_one_cb)(ph_run *r, ph_backend *b, const ph_service *s
                                    ph_error_t *err);
 int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
                       ph_error_t *err);
-/* <out>/<service>/RUN made (given to the invoker) and opened: the fd. */
-int ph_run_swarm_run_dir(ph_run *r, int svcfd, const ph_service *s, const char *run, ph_error_t *err);
 /* W's files (a task, or a tools container attached to one; B reaches it)
  * into RUNFD/<slot>-<node>/ completed as a run dir, unless WHY (then it is
  * lost for that reason); said, and added to SUMMARY's "tasks".  1 when
  * collected. */
 int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
                               const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary);
+
+/* ph_run_replicas.c: a run of several workloads of one service (replicas
+ * on one Engine, a Swarm service's tasks): <out>/<service>/<run>/ holds a
+ * run dir per workload and PH_RUN_TASKS_NAME, which lists them. */
+#define PH_RUN_TASKS_NAME PH_TASKS_NAME
+/* <out>/<service>/RUN under SVCFD (locked), made when missing (the
+ * invoker's), a link there refused: *RUNFD_OUT. */
+int ph_run_open_run_dir(ph_run *r, int svcfd, const char *service, const char *run, int *runfd_out, ph_error_t *err);
+/* tasks.json's object, {service, mode, run, tasks: []} (NULL on ENOMEM),
+ * and one entry of it: SLOT, NODE (NULL on one Engine), the workload ID,
+ * its sub-dir DIR, collected or LOST and why.  -1 on ENOMEM. */
+json_t *ph_run_tasks_new(const char *service, const char *mode, const char *run);
+int ph_run_tasks_add(json_t *tasks, int slot, const char *node, const char *id, const char *dir, const char *lost);
+/* The sub-dir of replica SLOT on one Engine: "<slot>". */
+void ph_run_replica_dir_name(int slot, char *out, size_t size);
+/* After a stop of replica C (C->replicas of them) into RUNFD: tasks.json
+ * written again from what is there (each replica's sub-dir, or its kept
+ * container; WHY_THIS: why C's collection failed, NULL when it did not);
+ * *LOST_OUT (may be NULL): how many are not collected. */
+int ph_run_replicas_write(ph_run *r, int runfd, const ph_workload *c, const char *why_this, size_t *lost_out,
+                          ph_error_t *err);
 
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);

@@ -151,10 +151,12 @@ remove_plain(ph_run *r, const ph_workload *c, ph_error_t *err)
     return b->ops->remove(b, id, 1, err);
 }
 
-/* Start docker compose's own container of S again, if it has one: *done
- * says whether it did. */
+/* Start docker compose's own containers of S again: *done says whether
+ * it has any; HAVE[k] is set for each replica number k they are (a lone
+ * container without one is number 1). */
 static int
-start_compose_own(ph_run *r, const ph_service *s, const ph_workload_list *list, int *done, ph_error_t *err)
+start_compose_own(ph_run *r, const ph_service *s, const ph_workload_list *list, int *done, unsigned char *have,
+                  ph_error_t *err)
 {
     ph_backend *b;
     size_t k;
@@ -163,6 +165,7 @@ start_compose_own(ph_run *r, const ph_service *s, const ph_workload_list *list, 
     *done = 0;
     for (k = 0; k < list->n && ((c = &list->v[k]), 1); k++) {
         const char *id = c->id;
+        int slot = c->slot > 0 ? c->slot : 1;
 
         if (!c->by_compose)
             continue;
@@ -173,7 +176,8 @@ start_compose_own(ph_run *r, const ph_service *s, const ph_workload_list *list, 
             ph_info("%s: running unprofiled (docker compose's container %.12s, started again)", s->name, id);
         }
         *done = 1;
-        return 0;
+        if (slot <= PH_COMPOSE_REPLICAS_MAX)
+            have[slot] = 1;
     }
     return 0;
 }
@@ -203,22 +207,32 @@ clear_service(ph_run *r, const ph_service *s, ph_error_t *err)
     return rc;
 }
 
+/* The container's name: compose's for an unprofiled one
+ * (`container_name`, else <project>-<service>-<slot>), ours for a
+ * profiled one (<project>-<service>-<mode>, and -<slot> when the service
+ * runs several replicas). */
 static char *
-container_name(ph_run *r, const ph_service *s, const char *mode)
+container_name(ph_run *r, const ph_service *s, const char *mode, int slot)
 {
     char *n = NULL;
 
     if (mode == NULL && s->container_name != NULL)
         return strdup(s->container_name);
     if (mode == NULL)
-        asprintf(&n, "%s-%s-1", r->compose->project, s->name);
+        asprintf(&n, "%s-%s-%d", r->compose->project, s->name, slot > 0 ? slot : 1);
+    else if (s->replicas > 1)
+        asprintf(&n, "%s-%s-%s-%d", r->compose->project, s->name, mode, slot);
     else
         asprintf(&n, "%s-%s-%s", r->compose->project, s->name, mode);
     return n;
 }
 
+static int start_compose_own(ph_run *r, const ph_service *s, const ph_workload_list *list, int *done,
+                             unsigned char *have, ph_error_t *err);
+
+/* Replica SLOT of S, unprofiled, as compose runs it. */
 static int
-start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
+start_plain(ph_run *r, const ph_service *s, int slot, ph_error_t *err)
 {
     ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
     char *img = NULL, *name = NULL, *id = NULL;
@@ -230,11 +244,12 @@ start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
     if (ensure_service_image(r, s, r->opts.build, err) < 0 || ph_run_ensure_networks(r, s, err) < 0)
         return -1;
     img = ph_run_service_image(r, s);
-    name = container_name(r, s, NULL);
+    name = container_name(r, s, NULL, slot);
     if (img == NULL || name == NULL)
         ph_fail(err, ENOMEM, "allocate");
     else if (ph_run_base_spec(r, s, img, name, &spec, err) == 0) {
         spec.compose_labels = 1; /* docker compose takes it for its own: ps, logs, down */
+        spec.slot = slot;
         if (ph_run_create_and_start(r, &spec, &id, err) == 0) {
             ph_info("%s: running unprofiled (container %s)", s->name, name);
             rc = 0;
@@ -245,6 +260,23 @@ start_plain(ph_run *r, const ph_service *s, ph_error_t *err)
     free(name);
     free(id);
     return rc;
+}
+
+/* Every replica of S compose runs, unprofiled: compose's own containers
+ * of LIST started again where they are stopped, then those of the
+ * service's replicas none of them is, made (compose's number label each). */
+static int
+start_plain_replicas(ph_run *r, const ph_service *s, const ph_workload_list *list, ph_error_t *err)
+{
+    int again = 0;
+    unsigned char have[PH_COMPOSE_REPLICAS_MAX + 1] = { 0 };
+
+    if (start_compose_own(r, s, list, &again, have, err) < 0)
+        return -1;
+    for (int k = 1; k <= s->replicas && k <= PH_COMPOSE_REPLICAS_MAX; k++)
+        if (!have[k] && !(again && s->replicas == 1) && start_plain(r, s, k, err) < 0)
+            return ph_error_wrap(err, "replica %d of `%s`", k, s->name);
+    return 0;
 }
 
 /* Start the services SERVICE depends on that are not running, unprofiled. */
@@ -274,15 +306,13 @@ start_deps(ph_run *r, const ph_service *s, ph_svc_list *targets, int depth, ph_e
             return -1;
         for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) running |= ph_workload_running(c);
         if (!running) {
-            int again = 0;
-
             for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
                 if (remove_plain(r, c, err) < 0) {
                     ph_workload_list_free(&list);
                     return -1;
                 }
             }
-            if (start_compose_own(r, d, &list, &again, err) < 0 || (!again && start_plain(r, d, err) < 0)) {
+            if (start_plain_replicas(r, d, &list, err) < 0) {
                 ph_workload_list_free(&list);
                 return ph_error_wrap(err, "start `%s` (a dependency of `%s`)", d->name, s->name);
             }
@@ -626,17 +656,93 @@ profiled_env(const ph_service *s, const ph_profile *p, const char *out, const ch
     return 0;
 }
 
+/* The spec of replica SLOT (0: the only one) of S profiled under P, into
+ * SPEC (zeroed first): run RUN_ID, started STARTED, landing in HOST_DIR;
+ * IMG_INFO the service image's configuration. */
+static int
+profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepared *prep,
+              const ph_image_config *img_info, const char *img, const char *run_id, const char *started,
+              const char *host_dir, int slot, const char *name, ph_workload_spec *spec, ph_error_t *err)
+{
+    const char *tools_volume = prep->tools_volume;
+    char out[PATH_MAX], num[16];
+    char *rec = NULL;
+    int rc = -1;
+
+    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
+    if (ph_run_base_spec(r, s, tools_volume ? img : prep->prof_img, name, spec, err) < 0)
+        return -1;
+    spec->set_entrypoint = spec->set_cmd = 1; /* the shim's argv; no CMD */
+    /* from the tree when it serves the mode, or when the profiling image
+     * has it (an image with no package manager) */
+    if (profiled_argv(r, s, p, prep->rewrap ? &prep->rewrap->wrap : &p->wrap, img_info,
+                      tools_volume || !prep->facts.pm[0] ? PH_TOOLS_BIN : NULL, out, run_id, &spec->entrypoint,
+                      err) < 0)
+        goto out;
+    /* The shim turns SIGTERM into the profile's stop protocol; the
+     * orchestrator's own stop timeout must outlast it so a manual `docker
+     * stop` loses nothing. */
+    spec->stop_signal = strdup("SIGTERM");
+    spec->stop_grace_s = ph_run_stop_budget_s(p);
+    if (s->user == NULL && img_info->user != NULL && img_info->user[0])
+        spec->user = strdup(img_info->user);
+    if (s->working_dir == NULL && img_info->workdir != NULL && img_info->workdir[0])
+        spec->workdir = strdup(img_info->workdir);
+    spec->set_env = 1;
+    if (spec->stop_signal == NULL || profiled_env(s, p, out, run_id, &spec->env) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    /* what the runtimes offer the mode, added to what the user set */
+    if (ph_run_env_extend(&spec->env, &img_info->env, &p->env_extend, err) < 0)
+        goto out;
+    /* the definition this run is stopped, collected and reported with */
+    rec = ph_rundir_profile_record(p);
+    if (ph_kvv_set(&spec->labels, PH_LABEL_MODE, p->name) < 0 || ph_kvv_set(&spec->labels, PH_LABEL_RUN, run_id) < 0 ||
+        ph_kvv_set(&spec->labels, PH_LABEL_STARTED, started) < 0 ||
+        ph_kvv_set(&spec->labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
+        (rec != NULL && ph_kvv_set(&spec->labels, PH_LABEL_PROFILE, rec) < 0)) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    /* a replica of several: collected into a sub-dir of the run, by number */
+    snprintf(num, sizeof num, "%d", s->replicas);
+    if (s->replicas > 1 && ph_kvv_set(&spec->labels, PH_LABEL_REPLICAS, num) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    snprintf(num, sizeof num, "%d", slot);
+    if (s->replicas > 1 && ph_kvv_set(&spec->labels, PH_LABEL_REPLICA, num) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    /* The orchestrator must not restart a profiled workload mid-run: a
+     * restart would start the profiler over and its output with it. */
+    spec->no_restart = 1;
+    /* read_only: the artifacts still need somewhere to go */
+    if (((s->read_only || tools_volume) && own_out_volume(spec, tools_volume, out) < 0) ||
+        ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 || ph_strv_push_all(&spec->security_opt, &p->security_opt) < 0 ||
+        ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    rc = 0;
+out:
+    free(rec);
+    return rc;
+}
+
+/* Every replica of S under P: one run (one run id, one run dir), a
+ * container per replica.  A replica that cannot start leaves the ones
+ * before it running profiled, and the error says how to collect them. */
 static int
 start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepared *prep, ph_error_t *err)
 {
     ph_backend *b;
-    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
     ph_image_config img_info = { 0 };
-    char *img = NULL, *name = NULL, *id = NULL, *rec = NULL;
-    const char *tools_volume = prep->tools_volume;
-    const ph_image_facts facts = prep->facts;
-    char run_id[64], stamp[17], started[32], out[PATH_MAX], host_dir[PATH_MAX];
-    int found = 0, rc = -1;
+    char *img = NULL;
+    char run_id[64], stamp[17], started[32], host_dir[PATH_MAX], names[512] = "";
+    int found = 0, rc = -1, slot, n = s->replicas > 1 ? s->replicas : 1;
 
     if (ph_run_backend(r, &b, err) < 0)
         return -1;
@@ -653,80 +759,56 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
     ph_run_utc_stamp(stamp);
     snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
     ph_run_utc_iso(started, sizeof started);
-    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-
-    name = container_name(r, s, p->name);
-    if (name == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    if (ph_run_base_spec(r, s, tools_volume ? img : prep->prof_img, name, &spec, err) < 0)
-        goto out;
-    spec.set_entrypoint = spec.set_cmd = 1; /* the shim's argv; no CMD */
-    /* from the tree when it serves the mode, or when the profiling image
-     * has it (an image with no package manager) */
-    if (profiled_argv(r, s, p, prep->rewrap ? &prep->rewrap->wrap : &p->wrap, &img_info, tools_volume || !facts.pm[0] ? PH_TOOLS_BIN : NULL, out, run_id,
-                      &spec.entrypoint, err) < 0)
-        goto out;
-    /* The shim turns SIGTERM into the profile's stop protocol; the
-     * orchestrator's own stop timeout must outlast it so a manual `docker
-     * stop` loses nothing. */
-    spec.stop_signal = strdup("SIGTERM");
-    spec.stop_grace_s = ph_run_stop_budget_s(p);
-    if (s->user == NULL && img_info.user != NULL && img_info.user[0])
-        spec.user = strdup(img_info.user);
-    if (s->working_dir == NULL && img_info.workdir != NULL && img_info.workdir[0])
-        spec.workdir = strdup(img_info.workdir);
-    spec.set_env = 1;
-    if (spec.stop_signal == NULL || profiled_env(s, p, out, run_id, &spec.env) < 0) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    /* what the runtimes offer the mode, added to what the user set */
-    if (ph_run_env_extend(&spec.env, &img_info.env, &p->env_extend, err) < 0)
-        goto out;
-    /* the definition this run is stopped, collected and reported with */
-    rec = ph_rundir_profile_record(p);
-    if (ph_kvv_set(&spec.labels, PH_LABEL_MODE, p->name) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_RUN, run_id) < 0 ||
-        ph_kvv_set(&spec.labels, PH_LABEL_STARTED, started) < 0 ||
-        ph_kvv_set(&spec.labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
-        (rec != NULL && ph_kvv_set(&spec.labels, PH_LABEL_PROFILE, rec) < 0)) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    /* The orchestrator must not restart a profiled workload mid-run: a
-     * restart would start the profiler over and its output with it. */
+    ph_stage_attr(ph_stage_current(), "profharness.run.id", run_id);
     if (s->restart != NULL && strcmp(s->restart, "no") != 0)
         ph_info("%s: `restart: %s` is left to restore; the profiled container is not restarted by the Engine",
                 s->name, s->restart);
-    spec.no_restart = 1;
-    /* read_only: the artifacts still need somewhere to go */
-    if (((s->read_only || tools_volume) && own_out_volume(&spec, tools_volume, out) < 0) ||
-        ph_strv_push_all(&spec.cap_add, &p->cap_add) < 0 || ph_strv_push_all(&spec.security_opt, &p->security_opt) < 0 ||
-        ph_strv_push_all(&spec.cap_add_if_known, &p->cap_add_if_known) < 0) {
-        ph_fail(err, ENOMEM, "allocate");
+    for (slot = 1; slot <= n; slot++) {
+        ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
+        char *name = container_name(r, s, p->name, slot), *id = NULL;
+        size_t l = strlen(names);
+        int ok;
+
+        if (name == NULL) {
+            ph_fail(err, ENOMEM, "allocate");
+            break;
+        }
+        ok = profiled_spec(r, s, p, prep, &img_info, img, run_id, started, host_dir, n > 1 ? slot : 0, name, &spec,
+                           err) == 0 &&
+             ph_run_create_and_start(r, &spec, &id, err) == 0;
+        if (ok) {
+            ph_stage_attr(ph_stage_current(), "container.id", id);
+            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", name);
+        }
+        ph_workload_spec_clear(&spec);
+        free(name);
+        free(id);
+        if (!ok)
+            break;
+    }
+    if (slot <= n) {
+        if (n > 1)
+            ph_error_wrap(err, "replica %d of %d of `%s`", slot, n, s->name);
+        if (slot > 1)
+            ph_error_hint(err, "replica%s %s run%s profiled: `profharness stop %s` collects %s", slot > 2 ? "s" : "",
+                          names, slot > 2 ? "" : "s", s->name, slot > 2 ? "them" : "it");
         goto out;
     }
-
-    ph_stage_attr(ph_stage_current(), "profharness.run.id", run_id);
-    if (ph_run_create_and_start(r, &spec, &id, err) < 0)
-        goto out;
-    ph_stage_attr(ph_stage_current(), "container.id", id);
-    ph_info("%s: profiling under %s (container %s); its run dir is written when it stops "
-            "(`profharness stop %s`): %s", s->name, p->name, name, s->name, host_dir);
+    if (n > 1)
+        ph_info("%s: profiling under %s: %d replicas (containers %s); its run dir, a sub-dir per replica, is written "
+                "when it stops (`profharness stop %s`): %s", s->name, p->name, n, names, s->name, host_dir);
+    else
+        ph_info("%s: profiling under %s (container %s); its run dir is written when it stops "
+                "(`profharness stop %s`): %s", s->name, p->name, names, s->name, host_dir);
     if (p->note != NULL)
         ph_info("%s: %s", s->name, p->note);
     printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
     fflush(stdout);
     rc = 0;
 out:
-    ph_workload_spec_clear(&spec);
     ph_image_config_clear(&img_info);
-    free(rec);
     free(img);
-    free(name);
-    free(id);
     return rc;
 }
 
@@ -804,13 +886,13 @@ restore_one(ph_run *r, const ph_service *s, ph_error_t *err)
             rc = remove_plain(r, c, err);
     }
     if (rc == 0 && again)
-        rc = start_compose_own(r, s, &list, &again, err);
+        rc = start_plain_replicas(r, s, &list, err);
     ph_workload_list_free(&list);
     if (rc < 0 || again)
         return rc;
     if (clear_service(r, s, err) < 0)
         return -1;
-    return start_plain(r, s, err);
+    return start_plain_replicas(r, s, &(ph_workload_list){ 0 }, err);
 }
 
 int

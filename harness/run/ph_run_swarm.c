@@ -280,19 +280,6 @@ task_dir_name(const ph_workload *w, char *out, size_t size)
 }
 
 int
-ph_run_swarm_run_dir(ph_run *r, int svcfd, const ph_service *s, const char *run, ph_error_t *err)
-{
-    int runfd;
-
-    if (mkdirat(svcfd, run, 0755) < 0 && errno != EEXIST)
-        return ph_fail(err, errno, "create `%s/%s/%s`", r->opts.out_dir, s->name, run);
-    if ((runfd = openat(svcfd, run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-        return ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, s->name, run);
-    ph_rundir_give_at(svcfd, run);
-    return runfd;
-}
-
-int
 ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
                           const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary)
 {
@@ -318,10 +305,8 @@ ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service 
     else
         ph_warn("%s: task %d on %s not collected: %s (%s %s: its container stays on the node)", s->name, w->slot,
                 w->node, why, w->attached ? "container" : "task", w->id);
-    json_array_append_new(json_object_get(summary, "tasks"),
-                          json_pack("{s:i, s:s?, s:s, s:s, s:b, s:s?}", "slot", w->slot, "node", w->node,
-                                    w->attached ? "container" : "task", w->id, "dir", name, "collected", why == NULL,
-                                    "lost", why));
+    if (ph_run_tasks_add(summary, w->slot, w->node, w->id, name, why) < 0)
+        ph_warn("%s: task %d on %s: out of memory for tasks.json", s->name, w->slot, w->node);
     ph_error_free(&sub);
     return why == NULL;
 }
@@ -383,9 +368,12 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
      * containers on the nodes, with it. */
     if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
         goto out;
-    if ((runfd = ph_run_swarm_run_dir(r, svcfd, s, run.run, err)) < 0)
+    if (ph_run_open_run_dir(r, svcfd, s->name, run.run, &runfd, err) < 0)
         goto out;
-    summary = json_pack("{s:s, s:s?, s:s, s:[]}", "service", s->name, "mode", run.mode, "run", run.run, "tasks");
+    if ((summary = ph_run_tasks_new(s->name, run.mode, run.run)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
     {
         ph_stage *st = ph_stage_beginf("profiler", 0, "stop the profiled tasks of %s", s->name);
 
@@ -444,7 +432,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
         else
             lost++;
     }
-    if (ph_rundir_write_json_at(runfd, "tasks.json", "tasks.json", summary, err) < 0)
+    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
         goto out;
     ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
             r->opts.out_dir, s->name, run.run, rolled ? "; the service is rolled back as deployed" : "");

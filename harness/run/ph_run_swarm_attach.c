@@ -276,10 +276,13 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
             ph_error_free(&sub);
         }
     }
-    if ((runfd = ph_run_swarm_run_dir(r, svcfd, s, run, err)) < 0)
+    if (ph_run_open_run_dir(r, svcfd, s->name, run, &runfd, err) < 0)
         goto out;
-    summary = json_pack("{s:s, s:s?, s:s, s:b, s:[]}", "service", s->name, "mode", fa[0].w.mode, "run", run,
-                        "attached", 1, "tasks");
+    if ((summary = ph_run_tasks_new(s->name, fa[0].w.mode, run)) == NULL ||
+        json_object_set_new(summary, "attached", json_true()) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
     for (size_t i = 0; i < n; i++) {
         ph_workload shown = fa[i].w;
         const char *slot = ph_kvv_get(&fa[i].w.labels, PH_LABEL_TASK_SLOT);
@@ -308,7 +311,7 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
         }
         ph_error_free(&sub);
     }
-    if (ph_rundir_write_json_at(runfd, "tasks.json", "tasks.json", summary, err) < 0)
+    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
         goto out;
     ph_info("%s: detached from %zu task%s, collected into %s/%s/%s", s->name, collected, collected == 1 ? "" : "s",
             r->opts.out_dir, s->name, run);

@@ -41,7 +41,7 @@
 
 /* The one list: exact names, then prefixes. */
 static const char *const reserved_exact[] = { PH_RUN_META_NAME, PH_REPORT_SUMMARY, PH_SERVICE_LOG_NAME,
-                                              PH_REPORT_INDEX, PH_LATEST_LINK };
+                                              PH_REPORT_INDEX, PH_LATEST_LINK, PH_TASKS_NAME };
 static const char *const reserved_prefix[] = { PH_REPORT_PREFIX, PH_HARNESS_PREFIX };
 
 int

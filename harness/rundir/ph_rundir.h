@@ -4,7 +4,8 @@
  * A run dir holds what the container wrote (its artifacts) and what the
  * harness adds.  The harness's own names are reserved here, in one place:
  * in a run dir (ph_rundir_reserved) run.json, summary.json, service.log,
- * index.html, latest, and every name that starts with `report`
+ * index.html, latest, tasks.json (which makes a run dir one of several
+ * workloads' for the index), and every name that starts with `report`
  * (report.html, the host-rendered report-<stem>.svg) or `harness.`
  * (harness.folded, harness.trace.json); a file the container wrote under
  * such a name is kept as `container-<name>` (`container-<k>-<name>`, k =

@@ -565,7 +565,7 @@ test_compose_labels(void **state)
         r = ph_run_new(&o, &err);
     }
     assert_non_null(r);
-    assert_int_equal(ph_backend_compose_labels(ph_run_compose(r), ph_compose_service(ph_run_compose(r), "cworker"),
+    assert_int_equal(ph_backend_compose_labels(ph_run_compose(r), ph_compose_service(ph_run_compose(r), "cworker"), 1,
                                                &labels), 0);
     assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.project"), "myapp");
     assert_string_equal(ph_kvv_get(&labels, "com.docker.compose.service"), "cworker");

@@ -478,14 +478,34 @@ static void
 test_unsupported(void **state)
 {
     ph_compose *c = load("services:\n"
-                         "  a:\n    image: a\n    deploy: {replicas: 3}\n"
+                         "  a:\n    image: a\n    deploy: {mode: global}\n"
                          "  b:\n    provider: {type: model}\n    image: b\n"
-                         "  ok:\n    image: ok\n    deploy: {replicas: 1, placement: {constraints: []}}\n");
+                         "  ok:\n    image: ok\n    deploy: {replicas: 1, placement: {constraints: []}}\n"
+                         "  r3:\n    image: r\n    deploy: {replicas: 3}\n"
+                         "  s2:\n    image: s\n    scale: 2\n"
+                         "  both:\n    image: s\n    scale: 2\n    deploy: {replicas: 2}\n"
+                         "  differ:\n    image: s\n    deploy: {replicas: 3}\n    scale: 2\n"
+                         "  zero:\n    image: s\n    scale: 0\n"
+                         "  many:\n    image: s\n    deploy: {replicas: 65}\n"
+                         "  named:\n    image: s\n    container_name: one\n    scale: 2\n");
 
     (void)state;
-    assert_non_null(strstr(ph_compose_service(c, "a")->unsupported, "compose.yaml:4: `deploy.replicas other than 1"));
+    assert_non_null(strstr(ph_compose_service(c, "a")->unsupported, "compose.yaml:4: `deploy.mode other than replicated"));
     assert_non_null(strstr(ph_compose_service(c, "b")->unsupported, "`provider"));
     assert_null(ph_compose_service(c, "ok")->unsupported);
+    assert_int_equal(ph_compose_service(c, "ok")->replicas, 1);
+    /* replicas as docker compose runs them: a container each */
+    assert_null(ph_compose_service(c, "r3")->unsupported);
+    assert_int_equal(ph_compose_service(c, "r3")->replicas, 3);
+    assert_null(ph_compose_service(c, "s2")->unsupported);
+    assert_int_equal(ph_compose_service(c, "s2")->replicas, 2);
+    assert_null(ph_compose_service(c, "both")->unsupported);
+    assert_int_equal(ph_compose_service(c, "both")->replicas, 2);
+    /* what compose refuses too, and what there is nothing to profile of */
+    assert_non_null(strstr(ph_compose_service(c, "differ")->unsupported, "`scale and deploy.replicas with distinct"));
+    assert_non_null(strstr(ph_compose_service(c, "zero")->unsupported, "`scale: 0"));
+    assert_non_null(strstr(ph_compose_service(c, "many")->unsupported, "`deploy.replicas: 65"));
+    assert_non_null(strstr(ph_compose_service(c, "named")->unsupported, "`container_name with more than one replica"));
     ph_compose_free(c);
 }
 

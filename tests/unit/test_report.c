@@ -657,6 +657,29 @@ test_index(void **state)
     assert_non_null(strstr(html, "script-src 'sha256-"));
     assert_null(strstr(html, "script-src 'unsafe-inline'"));
     free(html);
+    /* a run of several workloads (replicas, a Swarm service's tasks):
+     * listed per workload, each linking to its own report */
+    make_run("worker/20261122T180000Z-strace", "1", "strace", 0);
+    free(rt_must("echo '{}' > '%s'/summary.json", make_run("worker/20261122T180000Z-strace", "2", "strace", 0)));
+    free(rt_must("echo '{}' > '%s/worker/20261122T180000Z-strace/tasks.json'", out_dir));
+    /* a lone run's sub-dir is no workload's (a container's tasks.json is kept
+     * as container-tasks.json: test_rundir) */
+    make_run("worker", "20261122T175000Z-strace", "strace", 0);
+    free(rt_must("mkdir '%s/worker/20261122T175000Z-strace/sub'", out_dir));
+    assert_int_equal(ph_report_write_index(out_dir, &err), 0);
+    html = rt_slurp(path, NULL);
+    assert_non_null(strstr(html, "href=\"worker/20261122T180000Z-strace/2/report.html\""));
+    assert_non_null(strstr(html, "profharness report worker/20261122T180000Z-strace/1<"));
+    assert_non_null(strstr(html, "<b>worker</b>/2<"));
+    {
+        size_t n = 0; /* 1 and 2: no . nor .. */
+
+        for (const char *at = html; (at = strstr(at, "<b>worker</b>/")) != NULL; at++)
+            n++;
+        assert_int_equal(n, 2);
+    }
+    assert_null(strstr(html, "20261122T175000Z-strace/sub"));
+    free(html);
     assert_int_equal(ph_report_write_index("/nonexistent/out", &err), -1);
     assert_int_equal(err->status, PH_EXIT_USAGE);
     ph_error_free(&err);

@@ -25,7 +25,7 @@ test_reserved_names(void **state)
 {
     static const char *const yes[] = { "run.json", "summary.json", "service.log", "index.html", "latest",
                                        "report.html", "report-flamegraph-1.svg", "report", "harness.folded",
-                                       "harness.trace.json", "harness.anything" };
+                                       "harness.trace.json", "harness.anything", "tasks.json" };
     static const char *const no[] = { "strace.log", "run.json.1", "Run.json", "service.log.1", "xreport.html",
                                       "harness", "container-run.json", "latest2", "ph-exit.json", "convert.json",
                                       "summary.json~", "index.htm" };
