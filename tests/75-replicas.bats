@@ -196,3 +196,30 @@ $PH_TEST_PROJECT-worker-2 2" ]
 worker 2 False" ]
     [ "$ours" = "$theirs" ]
 }
+
+@test "replicas: attach joins every running replica; stop detaches and collects each into its sub-dir" {
+    run ph restore worker
+    [ "$status" -eq 0 ]
+    [ "$(dk ps --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=worker" -q | wc -l)" -eq 2 ]
+    run ph attach --mode strace worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"worker: attached strace to 2 replicas"* ]]
+    dir=$(run_dir_of strace "$output")
+    [ -n "$dir" ]
+    [ "$(dk ps --filter "label=io.profharness.project=$PH_TEST_PROJECT" --filter label=io.profharness.attached \
+        --format '{{.Label "io.profharness.replica"}}' | sort | tr '\n' ' ')" = "1 2 " ]
+    run ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for k in 1 2; do
+        [ -s "$dir/$k/strace.log" ]
+        [ -s "$dir/$k/report.html" ]
+    done
+    jq -e '(.tasks | length) == 2 and ([.tasks[] | select(.collected) | .dir] == ["1", "2"])' "$dir/tasks.json"
+    # the replicas ran on, never restarted; the tools containers are gone
+    [ -z "$(dk ps -aq --filter "label=io.profharness.project=$PH_TEST_PROJECT" --filter label=io.profharness.attached)" ]
+    [ "$(dk ps --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=worker" -q | wc -l)" -eq 2 ]
+}

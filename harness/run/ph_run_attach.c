@@ -183,42 +183,95 @@ out:
     return rc;
 }
 
+/* Attach to one running container of S (TARGET; SLOT of REPLICAS when it
+ * is one of several) under RUN_ID. */
 static int
-attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+attach_to(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, const char *tools, const char *target,
+          int slot, int replicas, const char *run_id, const char *host_dir, ph_error_t *err)
 {
-    ph_backend *b;
-    char *target = NULL, *tools = NULL, *name = NULL;
-    char run_id[64], stamp[17], host_dir[PATH_MAX];
+    ph_kvv labels = { 0 };
+    char *name = NULL, num[16];
     int rc = -1;
 
-    if (ph_run_backend(r, &b, err) < 0 || find_target(r, s, p, &target, err) < 0)
-        return -1;
-    if (ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
-        goto out;
-    ph_run_utc_stamp(stamp);
-    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
-    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-    if (asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name) < 0) {
+    if ((replicas > 1 ? asprintf(&name, "%s-%s-attach-%s-%d", r->compose->project, s->name, p->name, slot)
+                      : asprintf(&name, "%s-%s-attach-%s", r->compose->project, s->name, p->name)) < 0) {
         name = NULL;
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
+        return ph_fail(err, ENOMEM, "allocate");
+    }
+    /* one of several replicas: collected into its sub-dir of the run, as
+     * a replica started under the mode */
+    if (replicas > 1) {
+        snprintf(num, sizeof num, "%d", slot);
+        if (ph_kvv_set(&labels, PH_LABEL_REPLICA, num) < 0)
+            goto nomem;
+        snprintf(num, sizeof num, "%d", replicas);
+        if (ph_kvv_set(&labels, PH_LABEL_REPLICAS, num) < 0)
+            goto nomem;
     }
     {
         ph_run_attach_to to = { .service = s, .profile = p, .target = target, .tools = tools, .name = name,
-                                .run_id = run_id, .host_dir = host_dir, .labels = NULL };
+                                .run_id = run_id, .host_dir = host_dir, .labels = &labels };
 
-        if (ph_run_attach_make(r, b, &to, err) < 0)
-            goto out;
+        rc = ph_run_attach_make(r, b, &to, err);
     }
-    ph_info("%s: attached %s to container %.12s, which keeps running (tools container %s, run %s); "
-            "`profharness stop %s` detaches and collects", s->name, p->name, target, name, run_id, s->name);
+    if (rc == 0)
+        ph_info("%s: attached %s to container %.12s, which keeps running (tools container %s, run %s); "
+                "`profharness stop %s` detaches and collects", s->name, p->name, target, name, run_id, s->name);
+    goto out;
+nomem:
+    ph_fail(err, ENOMEM, "allocate");
+out:
+    ph_kvv_free(&labels);
+    free(name);
+    return rc;
+}
+
+/* Every running replica of S (one, mostly), each a tools container of
+ * one run. */
+static int
+attach_one(ph_run *r, const ph_service *s, const ph_profile *p, ph_error_t *err)
+{
+    ph_workload_list list = { 0 };
+    ph_backend *b;
+    const char *first;
+    char *tools = NULL;
+    char run_id[64], stamp[17], host_dir[PATH_MAX];
+    size_t n = 0, made = 0;
+    int rc = -1;
+
+    if (ph_run_backend(r, &b, err) < 0 || ph_run_list(r, s->name, &list, err) < 0)
+        return -1;
+    if (ph_run_attach_pick(&list, s->name, p->name, &first, err) < 0 ||
+        ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
+        goto out;
+    for (size_t k = 0; k < list.n; k++)
+        n += ph_workload_running(&list.v[k]) && list.v[k].id != NULL;
+    ph_run_utc_stamp(stamp);
+    snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
+    for (size_t k = 0; k < list.n; k++) {
+        const ph_workload *c = &list.v[k];
+
+        if (!ph_workload_running(c) || c->id == NULL)
+            continue;
+        if (attach_to(r, b, s, p, tools, c->id, c->slot > 0 ? c->slot : (int)made + 1, n, run_id, host_dir,
+                      err) < 0) {
+            if (made > 0)
+                ph_error_hint(err, "%zu replica%s of `%s` %s attached to already: `profharness stop %s` detaches "
+                              "and collects them", made, made == 1 ? "" : "s", s->name, made == 1 ? "is" : "are",
+                              s->name);
+            goto out;
+        }
+        made++;
+    }
+    if (made > 1)
+        ph_info("%s: attached %s to %zu replicas, run %s", s->name, p->name, made, run_id);
     printf("%s\t%s\t%s\n", s->name, p->name, host_dir);
     fflush(stdout);
     rc = 0;
 out:
-    free(target);
+    ph_workload_list_free(&list);
     free(tools);
-    free(name);
     return rc;
 }
 
