@@ -89,11 +89,13 @@ ph_report_merge_runs(const char *dir, const char *name, const ph_merge_src *src,
             ph_fail(err, ENOMEM, "merge the runs");
         goto out;
     }
-    for (size_t i = 0; i < n; i++, loaded++) {
+    for (size_t i = 0; i < n; i++) {
         const ph_folded *fo;
 
+        /* counted once loaded: a run refused below is freed as well */
         if (ph_rundata_load(src[i].run_dir, profiles, &rd[i], err) < 0)
             goto out;
+        loaded++;
         fo = rd[i].flame.folded;
         if (fo == NULL) {
             snprintf(why, why_len, "%s's run has no folded stacks to add up (%s)", src[i].host,
@@ -145,7 +147,7 @@ ph_report_merge_runs(const char *dir, const char *name, const ph_merge_src *src,
     snprintf(path, sizeof path, "%s/%s", dir, PH_RUN_META_NAME);
     rc = ph_report_write_json(dir, path, run, err) < 0 ? -1 : 0;
 out:
-    for (size_t i = 0; i < loaded && i < n; i++)
+    for (size_t i = 0; i < loaded; i++)
         ph_rundata_free(&rd[i]);
     free(rd);
     ph_folded_free(sum);

@@ -611,6 +611,22 @@ test_port_owner(void **state)
     assert_int_equal(ph_backend_engine_port_owner("Bind for 1.2.3.4:70000 failed: port is already allocated", all, hint,
                                        sizeof hint), 0);
     json_decref(all);
+    /* A container's name and labels are anyone's: escaped for the terminal,
+     * the name's and the service's as much as the project's. */
+    all = jload("[{\"Names\": [\"/x\\u001b[2Jname\"], \"Ports\": [{\"PrivatePort\": 80, \"PublicPort\": 8001}],"
+                "  \"Labels\": {\"com.docker.compose.project\": \"p\","
+                "   \"com.docker.compose.service\": \"s\\u001b]0;t\\u0007\"}}]");
+    assert_int_equal(ph_backend_engine_port_owner("Bind for 0.0.0.0:8001 failed: port is already allocated", all, hint,
+                                       sizeof hint), 1);
+    assert_non_null(strstr(hint, "port 8001 is held by container"));
+    assert_null(strchr(hint, '\033'));
+    assert_null(strchr(hint, '\007'));
+    all = (json_decref(all), jload("[{\"Names\": [\"/x\\u001b[2Jname\"], \"Ports\": [{\"PublicPort\": 8001}]}]"));
+    assert_int_equal(ph_backend_engine_port_owner("Bind for 0.0.0.0:8001 failed: port is already allocated", all, hint,
+                                       sizeof hint), 1);
+    assert_non_null(strstr(hint, "which profharness did not make"));
+    assert_null(strchr(hint, '\033'));
+    json_decref(all);
 }
 
 static void

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ph_backend_engine.h"
 #include "ph_engine.h"
@@ -641,11 +642,32 @@ test_program(void **state)
     tu_rmdir();
 }
 
+/* The short name an image's tag is made from: the last path element,
+ * without tag or digest, lowercase letters, digits and -_. only; bounded. */
+static void
+test_short_name(void **state)
+{
+    char out[64], small[8];
+
+    (void)state;
+    ph_image_short_name("registry.example:5000/team/app:1.2", out, sizeof out);
+    assert_string_equal(out, "app");
+    ph_image_short_name("team/app@sha256:0123abcd", out, sizeof out);
+    assert_string_equal(out, "app");
+    ph_image_short_name("My_App.v2", out, sizeof out);
+    assert_string_equal(out, "-y_-pp.v2");
+    memset(small, 'X', sizeof small);
+    ph_image_short_name("abcdef", small, 4);
+    assert_string_equal(small, "abc");
+    assert_int_equal(small[4], 'X'); /* nothing written past LEN */
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dockerfile_per_package_manager),
+        cmocka_unit_test(test_short_name),
         cmocka_unit_test(test_dockerfile_no_package_manager),
         cmocka_unit_test(test_package_names),
         cmocka_unit_test(test_modes_per_image),

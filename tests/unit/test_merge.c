@@ -146,6 +146,87 @@ test_merge_refused(void **state)
     assert_non_null(strstr(why, "no folded stacks"));
 }
 
+/* convert.json into DIR, as perf's conversion writes it. */
+static void
+put_convert(const char *dir, const char *event, const char *unit, int samples)
+{
+    free(rt_must("printf '{\"version\":1,\"event\":\"%s\",\"unit\":\"%s\",\"samples\":%d}' > '%s/convert.json'", event,
+                 unit, samples, dir));
+}
+
+/* perf runs: convert.json's samples added up, the pprof's type what the
+ * unit says; runs of different units or services are not added up. */
+static void
+test_merge_perf(void **state)
+{
+    ph_error_t err = NULL;
+    char a[600], b[600], dir[600], why[256], path[700], *text;
+    ph_merge_src src[2];
+    json_t *conv;
+
+    (void)state;
+    snprintf(a, sizeof a, "%s", host_run("h1", "20261127T130000Z-perf", "perf", "main;work 3000\\n"));
+    snprintf(b, sizeof b, "%s", host_run("h2", "20261127T130000Z-perf", "perf", "main;work 1000\\n"));
+    put_convert(a, "cpu-clock", "nanoseconds", 3);
+    put_convert(b, "cpu-clock", "nanoseconds", 4);
+    src[0] = (ph_merge_src){ "h1", a };
+    src[1] = (ph_merge_src){ "h2", b };
+    snprintf(dir, sizeof dir, "%s/out/front/.merge3", test_dir);
+    free(rt_must("mkdir -p '%s'", dir));
+    assert_int_equal(ph_report_merge_runs(dir, "p-merged", src, 2, NULL, why, sizeof why, &err), 0);
+    snprintf(path, sizeof path, "%s/convert.json", dir);
+    conv = json_load_file(path, 0, NULL);
+    assert_non_null(conv);
+    assert_int_equal(json_integer_value(json_object_get(conv, "samples")), 7);
+    assert_string_equal(json_string_value(json_object_get(conv, "unit")), "nanoseconds");
+    json_decref(conv);
+    /* CPU time in nanoseconds, not a count of cpu-clock events */
+    text = rt_must("gzip -dc '%s/" PH_MERGED_PPROF "' | grep -a -o -e nanoseconds -e cpu-clock -e count | sort -u",
+                   dir);
+    assert_string_equal(text, "nanoseconds\n");
+    free(text);
+
+    /* a count of events and nanoseconds are not added up, either way round */
+    put_convert(b, "cpu-clock", "events", 4);
+    assert_int_equal(ph_report_merge_runs(dir, "p-merged", src, 2, NULL, why, sizeof why, &err), 1);
+    assert_non_null(strstr(why, "different events or units"));
+    src[0] = (ph_merge_src){ "h2", b };
+    src[1] = (ph_merge_src){ "h1", a };
+    assert_int_equal(ph_report_merge_runs(dir, "p-merged", src, 2, NULL, why, sizeof why, &err), 1);
+    assert_non_null(strstr(why, "different events or units"));
+    assert_null(err);
+
+    /* two services' runs of one mode are not one service's */
+    put_convert(b, "cpu-clock", "nanoseconds", 4);
+    free(rt_must("sed -i 's/\"front\"/\"back\"/' '%s/run.json'", b));
+    assert_int_equal(ph_report_merge_runs(dir, "p-merged", src, 2, NULL, why, sizeof why, &err), 1);
+    assert_non_null(strstr(why, "different services or modes"));
+    assert_null(err);
+}
+
+/* A host's name goes into the link to its run as a URL's path segment:
+ * escaped for that, not as text ('#' would start the URL's fragment). */
+static void
+test_merge_host_link(void **state)
+{
+    ph_error_t err = NULL;
+    char a[600], dir[600], why[256], path[700], *text;
+    ph_merge_src src[1];
+    ph_report_headline h;
+
+    (void)state;
+    snprintf(a, sizeof a, "%s", host_run("h#3", "20261127T140000Z-flamegraph", "flamegraph", "main 3\\n"));
+    src[0] = (ph_merge_src){ "h#3", a };
+    snprintf(dir, sizeof dir, "%s/out/front/.merge4", test_dir);
+    free(rt_must("mkdir -p '%s'", dir));
+    assert_int_equal(ph_report_merge_runs(dir, "q-merged", src, 1, NULL, why, sizeof why, &err), 0);
+    assert_int_equal(ph_report_write_run(dir, NULL, &h, &err), 0);
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    text = rt_slurp(path, NULL);
+    assert_non_null(strstr(text, "href=\"../../@h%233/front/20261127T140000Z-flamegraph/report.html\""));
+    free(text);
+}
+
 int
 main(void)
 {
@@ -153,6 +234,8 @@ main(void)
         cmocka_unit_test(test_folded_merge_write),
         cmocka_unit_test_setup_teardown(test_merge_runs, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_merge_refused, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_merge_perf, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_merge_host_link, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
