@@ -105,10 +105,13 @@ $PH_TEST_PROJECT-worker-2 2" ]
     run ph start --mode flamegraph worker
     [ "$status" -eq 0 ]
     dir=$(run_dir_of flamegraph "$output")
-    # front (unprofiled) drives the worker's replicas
-    run ph restore front
-    [ "$status" -eq 0 ]
-    drive_load 40
+    # each replica serves requests of its own (through front, the
+    # Engine's DNS may send them all to one)
+    for c in $(dk ps -q --filter "label=io.profharness.project=$PH_TEST_PROJECT" \
+        --filter label=io.profharness.mode=flamegraph); do
+        dk exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
+            for k in $(seq 40); do echo "WORK 50000 $k" >&3; read -r a <&3; [ "${a%% *}" = OK ] || exit 1; done'
+    done
     run ph stop worker
     [ "$status" -eq 0 ]
     for k in 1 2; do

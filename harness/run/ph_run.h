@@ -76,7 +76,10 @@ const char *ph_run_out_dir(ph_run *r);
 
 /* SERVICES/N select services by name (N == 0: all of them, in file order).
  * An unknown name is a PH_EXIT_USAGE error before anything is touched. */
-int ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err);
+/* setup: each service's image, its tools volume, and the profiling image
+ * a mode the tools tree cannot serve needs; PROFILING_IMAGE: that image
+ * even where the tree serves (what a Swarm's nodes run). */
+int ph_run_setup(ph_run *r, char **services, int n, int profiling_image, ph_error_t *err);
 int ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *err);
 /* Stop and collect.  Fails (container kept, hint set) when a service
  * cannot be collected; status PH_EXIT_SIGNAL + N when interrupted. */

@@ -59,8 +59,8 @@ ensure_service_image(ph_run *r, const ph_service *s, int force_build, ph_error_t
  * switching modes never rebuilds.  MODE, when given, is checked against
  * what the image offers first. */
 static int
-ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, char **tag_out, char **volume_out,
-                       ph_image_facts *facts, ph_error_t *err)
+ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, int force_image, char **tag_out,
+                       char **volume_out, ph_image_facts *facts, ph_error_t *err)
 {
     ph_backend *b;
     ph_cleanup_free char *img = ph_run_service_image(r, s);
@@ -72,8 +72,10 @@ ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, c
     if (ph_run_backend(r, &b, err) < 0)
         return -1;
     st = ph_stage_beginf("image", 0, "profiling image of %s", img);
-    rc = ph_run_stage_done(st, ph_image_ensure_profiling(b, img, r->data_dir, &r->profiles, mode, tag_out,
-                                                         volume_out, facts, err), err);
+    rc = ph_run_stage_done(st, force_image ? ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles,
+                                                                              mode, tag_out, facts, err)
+                                           : ph_image_ensure_profiling(b, img, r->data_dir, &r->profiles, mode,
+                                                                       tag_out, volume_out, facts, err), err);
     if (rc < 0)
         return ph_error_wrap(err, "%s", s->name);
     return 0;
@@ -82,7 +84,7 @@ ensure_profiling_image(ph_run *r, const ph_service *s, const ph_profile *mode, c
 static int static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_t *err);
 
 int
-ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
+ph_run_setup(ph_run *r, char **services, int n, int profiling_image, ph_error_t *err)
 {
     ph_svc_list sl;
     int rc = 0;
@@ -96,7 +98,7 @@ ph_run_setup(ph_run *r, char **services, int n, ph_error_t *err)
 
         rc = ensure_service_image(r, sl.v[i], 1, err);
         if (rc == 0)
-            rc = ensure_profiling_image(r, sl.v[i], NULL, &tag, &volume, &facts, err);
+            rc = ensure_profiling_image(r, sl.v[i], NULL, profiling_image, &tag, &volume, &facts, err);
         snprintf(what, sizeof what, "%s%s%s%s", volume ? "tools volume " : "", volume ? volume : "",
                  volume && tag ? ", profiling image " : tag ? "profiling image " : "", tag ? tag : "");
         if (rc == 0) {
@@ -593,7 +595,7 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
      * profiling image is built */
     if (ensure_service_image(r, s, r->opts.build, err) < 0 || check_program(r, s, p, &out->rewrap, err) < 0)
         return -1;
-    return ensure_profiling_image(r, s, p, &out->prof_img, &out->tools_volume, &out->facts, err);
+    return ensure_profiling_image(r, s, p, 0, &out->prof_img, &out->tools_volume, &out->facts, err);
 }
 
 /* Where the artifacts go, PH_CONTAINER_OUT, as an anonymous volume of

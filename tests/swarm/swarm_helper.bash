@@ -76,7 +76,7 @@ swarm_ph() {
 stack_profiling_image() {
     local out
     out=$(timeout 900 "$PH" -f "$BATS_FILE_TMPDIR/stack.yaml" -p "$STACK" --profiles "${PH_PROFILES:-$REPO/profiles}" \
-        -o "$OUT" setup worker 2>&1) || { echo "$out" >&2; return 1; }
+        -o "$OUT" setup --profiling-image worker 2>&1) || { echo "$out" >&2; return 1; }
     # a Swarm task runs the profiling image whatever the mode (no tools
     # volume on the nodes): setup's, as it names it
     setup_images worker "$out" | grep -- '-profiling:'

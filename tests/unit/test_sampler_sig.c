@@ -146,8 +146,11 @@ test_wall_clock_idle_threads_not_woken(void **state)
     idle_off = samples_with(all, ";[off-cpu]", NULL, NULL);
     print_message("# %.0f samples, %.0f of the idle threads', %.0f off CPU; the idle threads woken %ld times\n",
                   total, idle, idle_off, wakes);
-    /* 10 rounds of >= 100 ms, 10 threads at 100 Hz: >= 1,000 */
-    assert_true(idle >= 900);
+    /* 10 rounds of >= 100 ms, 10 threads at 100 Hz: about 1,000, fewer
+     * when a loaded machine delays the writer whose periods count them
+     * (892 seen at the start of a CI run); a parked thread left uncounted
+     * would give one sample each, 10 */
+    assert_true(idle >= 500);
     assert_true(idle_off >= idle);
     assert_true((double)wakes * 10 < idle);
     free(all);
