@@ -123,8 +123,9 @@ attach_service(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *
         snprintf(slot, sizeof slot, "%d", t->slot);
         /* each node's Engine has its own images: the tools image is made
          * sure of there */
-        if (ph_image_ensure_tools(bs[i].nb, r->data_dir, &r->profiles, &tools, err) < 0 ||
-            asprintf(&name, "%s-%s-attach-%s-%d", r->compose->project, s->name, p->name, t->slot) < 0 ||
+        if (asprintf(&name, "%s-%s-attach-%s-%d", r->compose->project, s->name, p->name, t->slot) < 0)
+            name = NULL; /* asprintf leaves it undefined */
+        if (name == NULL || ph_image_ensure_tools(bs[i].nb, r->data_dir, &r->profiles, &tools, err) < 0 ||
             ph_kvv_set(&labels, PH_LABEL_TASK_SLOT, slot) < 0 ||
             ph_kvv_set(&labels, PH_LABEL_TASK_NODE, t->node ? t->node : "") < 0) {
             if (err && *err == NULL)
