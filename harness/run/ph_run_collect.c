@@ -708,7 +708,7 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
     ph_error_t fault = NULL;
     unsigned char *signalled = NULL;
     size_t k;
-    int sig = ph_interrupted();
+    int rc, sig = ph_interrupted();
 
     if (sig != 0) {
         ph_interrupt_fail(err, sig);
@@ -730,11 +730,17 @@ stop_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
             ph_error_wrap(err, "stopped before a container of `%s`", name);
             break;
         }
-        /* a stage per container, named for its service: a job of its own
-         * would only repeat the name */
-        if ((j->discard ? ph_run_stage_done(ph_run_container_stage(c, "discard"), ph_run_discard_one(r, c, err), err)
-                        : ph_run_stage_done(ph_run_container_stage(c, "stop"), stop_one(r, c, signalled[k], err),
-                                            err)) < 0) {
+        /* a stage per container, named for its service (a job of its own
+         * would only repeat the name), begun before the work it times: the
+         * order a call's arguments are evaluated in is the compiler's */
+        if (j->discard)
+            rc = ph_run_discard_one(r, c, err); /* its own stage */
+        else {
+            ph_stage *st = ph_run_container_stage(c, "stop");
+
+            rc = ph_run_stage_done(st, stop_one(r, c, signalled[k], err), err);
+        }
+        if (rc < 0) {
             if ((*err)->status > PH_EXIT_SIGNAL)
                 break;
             if (fault != NULL) {
