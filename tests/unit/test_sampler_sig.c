@@ -104,12 +104,13 @@ test_wall_clock_off_cpu_share(void **state)
     /* Within 5 points on a quiet machine (and in 69-wall end to end); 8
      * here: on a loaded one the writer notices a parked thread's wake up
      * to a period late and gives that period to the blocked stack (80.2 %
-     * against 75.0 % seen beside a three-node Swarm test). */
+     * against 75.0 % in two fresh-clone runs, each started just after
+     * another run was killed). */
     assert_true(fabs(waiting / total - want_waiting) <= 0.08);
     /* Off CPU: at least what the kernel counts as blocked (which our
      * samples lower: each one wakes the thread, which may then wait for a
      * CPU to take it), at most the time in the waiting function. */
-    assert_true(off / total >= want_blocked - 0.05 && off / total <= want_waiting + 0.05);
+    assert_true(off / total >= want_blocked - 0.05 && off / total <= want_waiting + 0.08); /* 8: as above */
     /* the waiting function named, the stack ending in the blocking call */
     off_view = strdup(newest("offcpu-"));
     assert_true(samples_with(off_view, ";wait_three_quarters;read;", NULL, NULL) +
