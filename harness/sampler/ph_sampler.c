@@ -344,7 +344,7 @@ sample(const void *ctx, uint64_t w, int wall_slot)
         /* a blocked thread: its stack ends in the call it blocks in */
         blocked = 1;
         sc->native[0] = PHS_OFFCPU;
-        depth = 1 + phs_unwind(ctx, sc->native + 1, S.unwind_fp_only);
+        depth = 1 + phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, S.unwind_fp_only));
     } else {
         depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
     }

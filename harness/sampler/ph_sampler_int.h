@@ -196,6 +196,15 @@ PH_HIDDEN int phs_wall_poll(struct pollfd *pfd, int timeout_ms);
  * depth.  Async-signal-safe. */
 PH_HIDDEN int phs_wait_sampled(void);
 PH_HIDDEN uint32_t phs_wait_trim(uintptr_t *pcs, uint32_t depth);
+/* The functions that hold our timer's signal back for a wait live in
+ * the phs_wait section: phs_wait_trim tells our frames by it. */
+#define PHS_WAIT_FN __attribute__((section("phs_wait"), noinline))
+/* Block our timer's signal for a wait (wall mode): 1 if this call did
+ * (OLD: the mask before), 0 if nothing is to be done.  Then
+ * phs_wait_end(that) lets it in again: a sample held back is taken
+ * then, as off CPU, standing for the whole wait. */
+PH_HIDDEN int phs_wait_begin(sigset_t *old);
+PH_HIDDEN void phs_wait_end(int on);
 /* Record W samples of PCS[0..DEPTH) for thread TID from the writer
  * (ph_sampler.c). */
 PH_HIDDEN void phs_commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w);

@@ -13,12 +13,12 @@
  * standing for the whole wait, marked [off-cpu] under the call (the
  * frames below the interposed function dropped: phs_wait_trim).  Costs
  * two rt_sigprocmask calls per wait that can block (a zero timeout is
- * passed through untouched).  Not covered: these calls made by glibc
- * itself (its resolver's poll), by syscall(2) or by a runtime's own
- * system calls (the Go runtime retries EINTR itself), and the calls that
- * fail with EINTR only on a socket with SO_RCVTIMEO/SO_SNDTIMEO, System
- * V IPC (msgrcv, msgsnd, semop, semtimedop) and io_getevents: there a
- * sample can still make a call fail with EINTR.  A thread still in a
+ * passed through untouched).  The socket calls that fail with EINTR
+ * only once the socket has a timeout are ph_sampler_sock.c's.  Not
+ * covered: these calls made by glibc itself (its resolver's poll), by
+ * syscall(2) or by a runtime's own system calls (the Go runtime retries
+ * EINTR itself), System V IPC (msgrcv, msgsnd, semop, semtimedop) and
+ * io_getevents: there a sample can still make a call fail with EINTR.  A thread still in a
  * wait at a snapshot has that wait counted when it returns.
  *
  * Every function here is in the phs_wait section, which tells the
@@ -34,8 +34,6 @@
 
 #include "ph_sampler_int.h"
 
-#define WAIT_FN __attribute__((section("phs_wait"), noinline))
-
 extern const char __start_phs_wait[] PH_HIDDEN;
 extern const char __stop_phs_wait[] PH_HIDDEN;
 
@@ -44,10 +42,8 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len);
 
 static __thread int tls_wait __attribute__((tls_model("initial-exec")));
 
-/* Block our timer's signal for a wait: 1 if this call did (OLD: the mask
- * before), 0 if nothing is to be done. */
-WAIT_FN static int
-wait_begin(sigset_t *old)
+PHS_WAIT_FN int
+phs_wait_begin(sigset_t *old)
 {
     sigset_t ours;
 
@@ -61,9 +57,8 @@ wait_begin(sigset_t *old)
     return 1;
 }
 
-/* Let it in again: a pending sample is taken now, as off CPU. */
-WAIT_FN static void
-wait_end(int on)
+PHS_WAIT_FN void
+phs_wait_end(int on)
 {
     sigset_t ours;
     int saved = errno;
@@ -120,7 +115,7 @@ with_ours(const sigset_t *mask, sigset_t *copy, int on)
     fn##_next = (__typeof__(&fn))dlsym(RTLD_NEXT, #fn)
 #define MISSING(fn) (fn##_next == NULL ? (errno = ENOSYS, 1) : 0)
 
-WAIT_FN int
+PHS_WAIT_FN int
 poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     sigset_t old;
@@ -129,13 +124,13 @@ poll(struct pollfd *fds, nfds_t n, int timeout)
     NEXT(poll);
     if (MISSING(poll))
         return -1;
-    on = timeout != 0 && wait_begin(&old);
+    on = timeout != 0 && phs_wait_begin(&old);
     r = poll_next(fds, n, timeout);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 {
     sigset_t old;
@@ -144,13 +139,13 @@ __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
     NEXT(__poll_chk);
     if (MISSING(__poll_chk))
         return -1;
-    on = timeout != 0 && wait_begin(&old);
+    on = timeout != 0 && phs_wait_begin(&old);
     r = __poll_chk_next(fds, n, timeout, len);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     sigset_t old, copy;
@@ -159,13 +154,13 @@ ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *m
     NEXT(ppoll);
     if (MISSING(ppoll))
         return -1;
-    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && wait_begin(&old);
+    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && phs_wait_begin(&old);
     r = ppoll_next(fds, n, ts, with_ours(mask, &copy, on));
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
     sigset_t old;
@@ -174,13 +169,13 @@ select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
     NEXT(select);
     if (MISSING(select))
         return -1;
-    on = !(tv != NULL && tv->tv_sec == 0 && tv->tv_usec == 0) && wait_begin(&old);
+    on = !(tv != NULL && tv->tv_sec == 0 && tv->tv_usec == 0) && phs_wait_begin(&old);
     r = select_next(n, rd, wr, ex, tv);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask)
 {
     sigset_t old, copy;
@@ -189,13 +184,13 @@ pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, co
     NEXT(pselect);
     if (MISSING(pselect))
         return -1;
-    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && wait_begin(&old);
+    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && phs_wait_begin(&old);
     r = pselect_next(n, rd, wr, ex, ts, with_ours(mask, &copy, on));
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
 {
     sigset_t old;
@@ -204,13 +199,13 @@ epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
     NEXT(epoll_wait);
     if (MISSING(epoll_wait))
         return -1;
-    on = timeout != 0 && wait_begin(&old);
+    on = timeout != 0 && phs_wait_begin(&old);
     r = epoll_wait_next(fd, ev, max, timeout);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
     sigset_t old, copy;
@@ -219,13 +214,13 @@ epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t
     NEXT(epoll_pwait);
     if (MISSING(epoll_pwait))
         return -1;
-    on = timeout != 0 && wait_begin(&old);
+    on = timeout != 0 && phs_wait_begin(&old);
     r = epoll_pwait_next(fd, ev, max, timeout, with_ours(mask, &copy, on));
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 nanosleep(const struct timespec *req, struct timespec *rem)
 {
     sigset_t old;
@@ -234,13 +229,13 @@ nanosleep(const struct timespec *req, struct timespec *rem)
     NEXT(nanosleep);
     if (MISSING(nanosleep))
         return -1;
-    on = wait_begin(&old);
+    on = phs_wait_begin(&old);
     r = nanosleep_next(req, rem);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
 {
     sigset_t old;
@@ -249,13 +244,13 @@ clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct t
     NEXT(clock_nanosleep);
     if (MISSING(clock_nanosleep))
         return ENOSYS; /* (it returns the error) */
-    on = wait_begin(&old);
+    on = phs_wait_begin(&old);
     r = clock_nanosleep_next(clock, flags, req, rem);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 usleep(useconds_t us)
 {
     sigset_t old;
@@ -264,13 +259,13 @@ usleep(useconds_t us)
     NEXT(usleep);
     if (MISSING(usleep))
         return -1;
-    on = us != 0 && wait_begin(&old);
+    on = us != 0 && phs_wait_begin(&old);
     r = usleep_next(us);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN unsigned
+PHS_WAIT_FN unsigned
 sleep(unsigned s)
 {
     sigset_t old;
@@ -280,13 +275,13 @@ sleep(unsigned s)
     NEXT(sleep);
     if (sleep_next == NULL)
         return s;
-    on = s != 0 && wait_begin(&old);
+    on = s != 0 && phs_wait_begin(&old);
     r = sleep_next(s);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 pause(void)
 {
     sigset_t old;
@@ -295,13 +290,13 @@ pause(void)
     NEXT(pause);
     if (MISSING(pause))
         return -1;
-    on = wait_begin(&old);
+    on = phs_wait_begin(&old);
     r = pause_next();
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 sigsuspend(const sigset_t *mask)
 {
     sigset_t old, copy;
@@ -310,13 +305,13 @@ sigsuspend(const sigset_t *mask)
     NEXT(sigsuspend);
     if (MISSING(sigsuspend))
         return -1;
-    on = wait_begin(&old);
+    on = phs_wait_begin(&old);
     r = sigsuspend_next(with_ours(mask, &copy, on));
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts)
 {
     sigset_t old;
@@ -325,13 +320,13 @@ sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts)
     NEXT(sigtimedwait);
     if (MISSING(sigtimedwait))
         return -1;
-    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && wait_begin(&old);
+    on = !(ts != NULL && ts->tv_sec == 0 && ts->tv_nsec == 0) && phs_wait_begin(&old);
     r = sigtimedwait_next(set, si, ts);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }
 
-WAIT_FN int
+PHS_WAIT_FN int
 sigwaitinfo(const sigset_t *set, siginfo_t *si)
 {
     sigset_t old;
@@ -340,8 +335,8 @@ sigwaitinfo(const sigset_t *set, siginfo_t *si)
     NEXT(sigwaitinfo);
     if (MISSING(sigwaitinfo))
         return -1;
-    on = wait_begin(&old);
+    on = phs_wait_begin(&old);
     r = sigwaitinfo_next(set, si);
-    wait_end(on);
+    phs_wait_end(on);
     return r;
 }

@@ -5,9 +5,13 @@
  * restarts (read, a futex wait, accept, pthread_cond_wait) and those the
  * kernel never restarts after a handler (signal(7): poll, ppoll, select,
  * epoll_wait, nanosleep, clock_nanosleep, usleep, sigtimedwait), which
- * the sampler keeps its samples out of (ph_sampler_wait.c).  A ticker
- * thread wakes the read, the futex, the accept and the condition every
- * 30 ms.  Every second (or at the end, after argv[1] seconds; 0 or none:
+ * the sampler keeps its samples out of (ph_sampler_wait.c), and the
+ * socket calls the kernel never restarts once the socket has a timeout
+ * (SO_RCVTIMEO/SO_SNDTIMEO, 1 s here): recv and read on a connected
+ * socket, accept on a listener none connects to (it times out), connect
+ * to a listener whose backlog is full (it times out).  A ticker thread
+ * wakes the read, the futex, the accept, the condition and the two
+ * socket reads every 30 ms.  Every second (or at the end, after argv[1] seconds; 0 or none:
  * forever) it prints the fewest calls any one thread has made:
  *   calls=<n>
  * The threads are named after their call (pthread_setname_np), so the
@@ -33,16 +37,40 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { READ, FUTEX, ACCEPT, COND, POLL, PPOLL, SELECT, EPOLL, NANOSLEEP, CLOCK_NANOSLEEP, USLEEP, SIGTIMEDWAIT, NCALLS };
-static const char *const names[NCALLS] = { "read", "futex", "accept", "cond", "poll", "ppoll",
-                                           "select", "epoll", "nanosleep", "clock_nsleep", "usleep", "sigtimedwait" };
+enum {
+    READ,
+    FUTEX,
+    ACCEPT,
+    COND,
+    POLL,
+    PPOLL,
+    SELECT,
+    EPOLL,
+    NANOSLEEP,
+    CLOCK_NANOSLEEP,
+    USLEEP,
+    SIGTIMEDWAIT,
+    RECV_TO,
+    READ_TO,
+    ACCEPT_TO,
+    CONNECT_TO,
+    NCALLS
+};
+static const char *const names[NCALLS] = { "read",         "futex",   "accept",    "cond",        "poll",
+                                           "ppoll",        "select",  "epoll",     "nanosleep",   "clock_nsleep",
+                                           "usleep",       "sigtimedwait", "recv_timeo", "read_timeo", "accept_timeo",
+                                           "connect_timeo" };
 static _Atomic long calls[NCALLS];
 static int pipefd[2], listen_fd, epfd;
 static _Atomic uint32_t futex_word;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static unsigned long cond_seq;
-static struct sockaddr_un addr;
+static struct sockaddr_un addr, quiet_addr, full_addr;
+/* the socket calls with a timeout: a connected pair each for recv and
+ * read (the ticker writes the other end), a listener none connects to,
+ * a listener whose backlog of one is taken */
+static int recv_pair[2], read_pair[2], quiet_fd, full_fd;
 
 static void
 check(int which, long r)
@@ -59,6 +87,28 @@ check(int which, long r)
 }
 
 static const struct timespec ms30 = { 0, 30 * 1000 * 1000 };
+
+static void
+with_timeout(int fd, int opt, int ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+    if (setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv) < 0)
+        exit(2);
+}
+
+/* A listener on an abstract name "ph-eintr-TAG-PID", into ADDR. */
+static int
+listener(struct sockaddr_un *a, const char *tag, int backlog)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    a->sun_family = AF_UNIX;
+    snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "ph-eintr-%s-%d", tag, (int)getpid());
+    if (fd < 0 || bind(fd, (struct sockaddr *)a, sizeof *a) < 0 || listen(fd, backlog) < 0)
+        exit(2);
+    return fd;
+}
 
 static void *
 blocker(void *arg)
@@ -133,6 +183,22 @@ blocker(void *arg)
             sigaddset(&set, SIGUSR2); /* never sent */
             check(which, sigtimedwait(&set, NULL, &ms30));
             break;
+        case RECV_TO:
+            check(which, recv(recv_pair[0], &c, 1, 0));
+            break;
+        case READ_TO:
+            check(which, read(read_pair[0], &c, 1));
+            break;
+        case ACCEPT_TO:
+            check(which, fd = accept(quiet_fd, NULL, NULL)); /* EAGAIN after its 30 ms */
+            break;
+        case CONNECT_TO:
+            if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+                exit(4);
+            with_timeout(fd, SO_SNDTIMEO, 30);
+            check(which, connect(fd, (struct sockaddr *)&full_addr, sizeof full_addr)); /* EAGAIN after 30 ms */
+            close(fd);
+            break;
         }
     }
     return NULL;
@@ -151,6 +217,8 @@ ticker(void *arg)
         while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ms30, NULL) != 0)
             ; /* not under test here */
         if (write(pipefd[1], "x", 1) != 1)
+            exit(6);
+        if (write(recv_pair[1], "x", 1) != 1 || write(read_pair[1], "x", 1) != 1)
             exit(6);
         futex_word++;
         syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -195,6 +263,21 @@ main(int argc, char **argv)
         bind(listen_fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(listen_fd, 64) < 0 ||
         (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
         return 2;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, recv_pair) < 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, read_pair) < 0)
+        return 2;
+    with_timeout(recv_pair[0], SO_RCVTIMEO, 1000);
+    with_timeout(read_pair[0], SO_RCVTIMEO, 1000);
+    quiet_fd = listener(&quiet_addr, "quiet", 4);
+    with_timeout(quiet_fd, SO_RCVTIMEO, 30);
+    /* a backlog of 0 takes one connection: this one, never accepted */
+    full_fd = listener(&full_addr, "full", 0);
+    {
+        int filler = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+        if (filler < 0 || connect(filler, (struct sockaddr *)&full_addr, sizeof full_addr) < 0)
+            return 2;
+    }
     for (int i = 0; i < NCALLS; i++)
         if (pthread_create(&th, NULL, blocker, (void *)(intptr_t)i) != 0)
             return 3;
