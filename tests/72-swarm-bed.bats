@@ -47,6 +47,12 @@ teardown_file() {
 
 @test "a stack's service under strace: every task profiled, stopped, collected per task, rolled back" {
     tasks_running 2
+    # what a mode asks of the runtimes reaches every task, after what the
+    # user set, as on one Engine: a strace profile asking for one variable
+    export PH_PROFILES=$BATS_TEST_TMPDIR/profiles
+    mkdir -p "$PH_PROFILES"
+    cp "$REPO"/profiles/*.yaml "$PH_PROFILES/"
+    printf 'runtimes:\n  environment:\n    DEMO_PH_OPTS: "--from-profile"\n' >> "$PH_PROFILES/strace.yaml"
     img=$(timed "the profiling image (setup on the shared Engine)" stack_profiling_image)
     [ -n "$img" ]
     timed "save | load of the profiling image" bed_load "$img"
@@ -56,6 +62,8 @@ teardown_file() {
     grep -q "profiling under strace: 2 tasks on $SWARM_BED-n1 (2)" <<<"$output"
     run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
     [ "$(service_image)" = "$img" ]
+    bed_docker 1 service inspect --format '{{json .Spec.TaskTemplate.ContainerSpec.Env}}' "${STACK}_worker" |
+        grep -q '"DEMO_PH_OPTS=--from-user --from-profile"'
     run swarm_ph status
     echo "$output"
     [ "$(grep -c "^$SWARM_BED-n1 *worker *[12] *strace *running *$run_dir" <<<"$output")" -eq 2 ]

@@ -135,6 +135,21 @@ int ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_
  * profiled already; else -1 and a PH_EXIT_USAGE error that says why. */
 int ph_run_attach_pick(const ph_workload_list *list, const char *service, const char *mode, const char **id_out, ph_error_t *err);
 
+/* ph_run_start.c: refuse mode P for S, before anything of S is stopped,
+ * when the mode cannot work on its program: P preloads itself (`libc:`)
+ * and the program is static (the dynamic loader, which honours
+ * LD_PRELOAD, never runs; names a mode of the same report that needs no
+ * preloading), or P would name none of its runtime's functions
+ * (`runtimes.unnamed`).  *REWRAP: the rule of `runtimes.wrap` the program
+ * is started under, or NULL.  The service's image must be on R's
+ * backend. */
+int ph_run_check_program(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap **rewrap,
+                         ph_error_t *err);
+/* ph_run_start.c: compose's environment of S as the workload gets it (a
+ * variable without a value goes as `KEY`: unset, whatever the image
+ * says), then P's own, expanded for OUT and RUN_ID: onto ENV.  -1 only on
+ * ENOMEM. */
+int ph_run_profiled_env(const ph_service *s, const ph_profile *p, const char *out, const char *run_id, ph_strv *env);
 /* ph_run_runtimes.c: EXTEND (a profile's `runtimes.environment`) into
  * ENV, a container's `K=V` strings: each variable's value in ENV, else
  * in IMAGE_ENV (the image's, may be NULL), extended by ph_profile_env_extend.

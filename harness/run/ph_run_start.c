@@ -540,14 +540,8 @@ static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_
     return prog_out.linked == 0;
 }
 
-/* Refuse mode P for S, before anything of S is stopped, when the mode
- * cannot work on its program: P preloads itself (`libc:`) and the program
- * is static (the dynamic loader, which honours LD_PRELOAD, never runs;
- * names a mode of the same report that needs no preloading), or P would
- * name none of its runtime's functions (`runtimes.unnamed`).  *REWRAP:
- * the rule of `runtimes.wrap` the program is started under, or NULL. */
-static int
-check_program(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap **rewrap,
+int
+ph_run_check_program(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap **rewrap,
               ph_error_t *err)
 {
     ph_image_program_t prog;
@@ -593,7 +587,7 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
                             s->unsupported, s->name);
     /* a mode that cannot work on the program is refused before its
      * profiling image is built */
-    if (ensure_service_image(r, s, r->opts.build, err) < 0 || check_program(r, s, p, &out->rewrap, err) < 0)
+    if (ensure_service_image(r, s, r->opts.build, err) < 0 || ph_run_check_program(r, s, p, &out->rewrap, err) < 0)
         return -1;
     return ensure_profiling_image(r, s, p, 0, &out->prof_img, &out->tools_volume, &out->facts, err);
 }
@@ -621,11 +615,8 @@ own_out_volume(ph_workload_spec *spec, const char *volume, const char *out)
     return spec->open_dir ? 0 : -1;
 }
 
-/* Compose's environment of S as the workload gets it (a variable
- * without a value goes as `KEY`: unset, whatever the image says), then
- * P's own, expanded: onto ENV. */
-static int
-profiled_env(const ph_service *s, const ph_profile *p, const char *out, const char *run_id, ph_strv *env)
+int
+ph_run_profiled_env(const ph_service *s, const ph_profile *p, const char *out, const char *run_id, ph_strv *env)
 {
     for (size_t i = 0; i < s->environment.n; i++) {
         const ph_kv *kv = &s->environment.v[i];
@@ -691,7 +682,7 @@ profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepare
     if (s->working_dir == NULL && img_info->workdir != NULL && img_info->workdir[0])
         spec->workdir = strdup(img_info->workdir);
     spec->set_env = 1;
-    if (spec->stop_signal == NULL || profiled_env(s, p, out, run_id, &spec->env) < 0) {
+    if (spec->stop_signal == NULL || ph_run_profiled_env(s, p, out, run_id, &spec->env) < 0) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }

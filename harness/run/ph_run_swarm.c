@@ -71,12 +71,16 @@ push_command(const ph_service *s, const ph_image_config *ic, ph_strv *argv)
     return ph_strv_push_all(argv, cmd);
 }
 
-/* The spec every task runs: the shim, the mode's wrap, the service's command. */
+/* The spec every task runs: the shim, the mode's wrap (REWRAP's when
+ * the program has one), the service's command; compose's environment,
+ * the mode's and what it asks of the runtimes, as a start on one Engine
+ * gives them. */
 static int
-task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const char *image, const ph_image_facts *facts,
-          const ph_image_config *image_cfg, const char *run_id, const char *host_dir, ph_workload_spec *spec,
-          ph_error_t *err)
+task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap, const char *image,
+          const ph_image_facts *facts, const ph_image_config *image_cfg, const char *run_id, const char *host_dir,
+          ph_workload_spec *spec, ph_error_t *err)
 {
+    const ph_strv *wrap = rewrap ? &rewrap->wrap : &p->wrap;
     char out[PATH_MAX], started[32], budget[32];
     size_t i, n0;
     char *rec;
@@ -87,8 +91,8 @@ task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const char *image
     spec->set_cmd = 1;
     if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, &spec->entrypoint) < 0)
         return ph_fail(err, ENOMEM, "allocate");
-    for (i = 0; i < p->wrap.n; i++) {
-        char *w = ph_run_tool_word(p, i, ph_profile_expand(p->wrap.v[i], out, s->name, p->name, run_id),
+    for (i = 0; i < wrap->n; i++) {
+        char *w = ph_run_tool_word(p, i, ph_profile_expand(wrap->v[i], out, s->name, p->name, run_id),
                                    facts->pm[0] ? NULL : PH_TOOLS_BIN);
 
         if (w == NULL || ph_strv_push(&spec->entrypoint, w) < 0) {
@@ -103,16 +107,10 @@ task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const char *image
     if (spec->entrypoint.n == n0)
         return ph_bad_input(err, "service `%s` has no command to profile (none in the compose file or the image)",
                             s->name);
-    for (i = 0; i < p->environment.n; i++) {
-        char *v = ph_profile_expand(p->environment.v[i].value ? p->environment.v[i].value : "", out, s->name,
-                                    p->name, run_id);
-        char *line = NULL;
-
-        if (v && asprintf(&line, "%s=%s", p->environment.v[i].key, v) >= 0)
-            ph_strv_push(&spec->env, line);
-        free(v);
-        free(line);
-    }
+    if (ph_run_profiled_env(s, p, out, run_id, &spec->env) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    if (ph_run_env_extend(&spec->env, &image_cfg->env, &p->env_extend, err) < 0)
+        return -1;
     if (ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 ||
         ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0)
         return ph_fail(err, ENOMEM, "allocate");
@@ -145,6 +143,7 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     ph_swarm_placement pl;
     ph_image_facts facts;
     ph_image_config img_info = { 0 };
+    const ph_profile_rewrap *rewrap = NULL;
     char *img = NULL, *tag = NULL, *ref = NULL;
     char run_id[64], stamp[17], host_dir[PATH_MAX], where[2048] = "";
     int found = 0, rc = -1;
@@ -154,20 +153,24 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
-    /* the manager builds it (its nodes run no tools volume of ours) */
-    if (ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &facts, err) < 0 ||
-        b->ops->image_inspect(b, img, &img_info, &found, err) < 0)
+    if (b->ops->image_inspect(b, img, &img_info, &found, err) < 0)
         goto out;
     if (!found) {
         ph_fail(err, 0, "%s: image `%s` is not on the manager", s->name, img);
         goto out;
     }
+    /* refused where it cannot work, as on one Engine, before any image
+     * is built; the manager builds it (its nodes run no tools volume of
+     * ours) */
+    if (ph_run_check_program(r, s, p, &rewrap, err) < 0 ||
+        ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &facts, err) < 0)
+        goto out;
     if (ph_backend_swarm_distribute(b, tag, &ref, err) < 0)
         goto out;
     ph_run_utc_stamp(stamp);
     snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-    if (task_spec(r, s, p, ref, &facts, &img_info, run_id, host_dir, &spec, err) < 0)
+    if (task_spec(r, s, p, rewrap, ref, &facts, &img_info, run_id, host_dir, &spec, err) < 0)
         goto out;
     if (ph_backend_swarm_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
         ph_error_wrap(err, "%s", s->name);

@@ -28,6 +28,8 @@ stack_compose() {
         echo "  worker:"
         echo "    image: $1"
         echo '    command: ["demo-worker"]'
+        echo '    environment:'
+        echo '      DEMO_PH_OPTS: "--from-user"' # (the worker ignores it: runtimes' variables extend it)
         echo "    stop_grace_period: 20s"
         echo "    deploy:"
         echo "      replicas: $2"
