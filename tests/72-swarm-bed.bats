@@ -128,6 +128,28 @@ teardown_file() {
     [ "$(node_task_containers 1 | sort)" = "$before" ]
 }
 
+@test "attach --mode perf to a stack's service: each task's perf.data converted on the manager, named" {
+    wait_for tasks_deployed 2
+    wait_for node_tasks_listening 1
+    run timed "attach perf (2 tasks)" swarm_ph attach --mode perf worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
+    for c in $(node_task_containers 1); do
+        bed_docker 1 exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
+            for k in $(seq 40); do echo "WORK 20000 $k" >&3; read -r a <&3; done'
+    done
+    run timed "stop (detached, converted, collected)" swarm_ph stop worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c 'converting the perf run' <<<"$output")" -eq 2 ]
+    for d in "$run_dir"/[12]-"$SWARM_BED"-n1; do
+        [ -s "$d/perf.data" ] && [ -s "$d/stacks.folded" ] && [ -s "$d/profile.pb.gz" ]
+        grep -q ';worker_' "$d/stacks.folded" # (the worker's functions: worker_cmp_record, …)
+    done
+    [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
+}
+
 @test "the bed is off the host's network: no address or route of its subnet here" {
     [ -n "$(bed__namespaces)" ]
     [ -z "$(ip -o addr show | grep -F " $(bed__net)." || true)" ]

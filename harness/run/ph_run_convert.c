@@ -559,8 +559,10 @@ fetch_symfs(ph_run *r, ph_backend *b, const char *id, const char *service, const
 
 /* ---- the conversion ---------------------------------------------------- */
 
+/* C's run converted: its files read from and the outputs put back
+ * through SRC (C's backend), the converter run on R's own. */
 static int
-convert(ph_run *r, const ph_workload *c, const ph_profile_convert *conv, ph_error_t *err)
+convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile_convert *conv, ph_error_t *err)
 {
     const char *id = c->id;
     const char *service = c->service, *mode = c->mode;
@@ -578,6 +580,8 @@ convert(ph_run *r, const ph_workload *c, const ph_profile_convert *conv, ph_erro
 
     if (ph_run_backend(r, &b, err) < 0 || ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
         return -1;
+    if (src == NULL)
+        src = b;
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, service);
     ph_info("%s: converting the %s run (%s, in the tools image)", service, mode, conv->command.v[0]);
 
@@ -587,7 +591,7 @@ convert(ph_run *r, const ph_workload *c, const ph_profile_convert *conv, ph_erro
     {
         sink s = { tmp, err };
 
-        if (b->ops->archive_get(b, id, out, file_cb, &s, err) < 0 || fflush(tmp) != 0)
+        if (src->ops->archive_get(src, id, out, file_cb, &s, err) < 0 || fflush(tmp) != 0)
             goto out;
     }
     /* Beside where the run will land: WORK/out (what goes back into the
@@ -603,7 +607,7 @@ convert(ph_run *r, const ph_workload *c, const ph_profile_convert *conv, ph_erro
         ph_fail(err, errno, "create `%s`", dir);
         goto out;
     }
-    if (fetch_maps(r, b, id, out, service, maps, sizeof maps, err) < 0)
+    if (fetch_maps(r, src, id, out, service, maps, sizeof maps, err) < 0)
         goto out;
     x = (conv_ctx){ .r = r, .b = b, .tools = tools, .id = id, .service = service, .mode = mode, .run_id = run_id,
                     .out = out, .work = work, .tmp = tmp };
@@ -615,7 +619,7 @@ convert(ph_run *r, const ph_workload *c, const ph_profile_convert *conv, ph_erro
 
     /* Files perf had no copy of: given to it, and its second command. */
     if (conv->symfs != NULL && c->attached == NULL && ph_collapse_n_unnamed(col) > 0) {
-        int kept = fetch_symfs(r, b, id, service, conv, col, work, err);
+        int kept = fetch_symfs(r, src, id, service, conv, col, work, err);
 
         if (kept < 0)
             goto out;
@@ -648,7 +652,7 @@ convert(ph_run *r, const ph_workload *c, const ph_profile_convert *conv, ph_erro
     rc = -1;
     snprintf(title, sizeof title, "%s (%s, run %s)", service, mode, run_id ? run_id : "?");
     if (outputs_tar(dir, folded, folded_len, title, conv, cs, &tar, &tar_len, err) < 0 ||
-        put_buffer(b, id, out, tar, tar_len, err) < 0)
+        put_buffer(src, id, out, tar, tar_len, err) < 0)
         goto out;
     ph_info("%s: %zu samples of %s, %zu distinct stacks: stacks.folded, flamegraph.svg, profile.pb.gz", service,
             cs->samples, cs->event, cs->stacks);
@@ -670,6 +674,12 @@ out:
 void
 ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p)
 {
+    ph_run_convert_from(r, NULL, c, p);
+}
+
+void
+ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p)
+{
     const char *service = c->service;
     const ph_profile_convert *conv;
     ph_error_t err = NULL;
@@ -681,7 +691,7 @@ ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p)
     if (conv->command.n == 0)
         return;
     st = ph_stage_beginf("profiler", 0, "convert what %s wrote", p->name);
-    if (ph_run_stage_done(st, convert(r, c, conv, &err), &err) == 0)
+    if (ph_run_stage_done(st, convert(r, src, c, conv, &err), &err) == 0)
         return;
     ph_warn("%s: the conversion failed: %s", service, err->msg);
     ph_warn("%s: what %s wrote is collected as it is; convert by hand with `%s`, then `profharness collapse "

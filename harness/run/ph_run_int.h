@@ -79,7 +79,8 @@ typedef int (*ph_run_swarm_one_cb)(ph_run *r, ph_backend *b, const ph_service *s
                                    ph_error_t *err);
 int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
                       ph_error_t *err);
-/* W's files (a task, or a tools container attached to one; B reaches it)
+/* W's files (a task, or a tools container attached to one; B reaches it;
+ * converted first when its mode says so: ph_run_convert_from)
  * into RUNFD/<slot>-<node>/ completed as a run dir, unless WHY (then it is
  * lost for that reason); said, and added to SUMMARY's "tasks".  1 when
  * collected. */
@@ -189,6 +190,10 @@ int ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, c
  * on a failure the run is collected as it is and a warning says how to
  * convert by hand. */
 void ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p);
+/* The same for C on another backend, SRC (a Swarm task, or a container
+ * on a node): its files are read and the outputs put back through SRC,
+ * the converter runs on R's own backend (the manager).  SRC NULL: R's. */
+void ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p);
 
 /* Where the tools tree's programs are, in a profiling image or the tools image. */
 #define PH_TOOLS_BIN "/opt/profharness/tools/bin"
