@@ -109,10 +109,7 @@ teardown_file() {
     # the service's spec was not touched: the deployed image, no update
     [ "$(service_image)" = "$DEMO_IMAGE:latest" ]
     # each task serves requests while strace follows it
-    for c in $(node_task_containers 1); do
-        bed_docker 1 exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
-            for k in $(seq 10); do echo "WORK 5000 $k" >&3; read -r a <&3; done'
-    done
+    task_requests 1 10 5000
     run timed "stop (detached, collected)" swarm_ph stop worker
     echo "$output"
     [ "$status" -eq 0 ]
@@ -135,10 +132,7 @@ teardown_file() {
     echo "$output"
     [ "$status" -eq 0 ]
     run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
-    for c in $(node_task_containers 1); do
-        bed_docker 1 exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
-            for k in $(seq 40); do echo "WORK 20000 $k" >&3; read -r a <&3; done'
-    done
+    task_requests 1 40 20000
     run timed "stop (detached, converted, collected)" swarm_ph stop worker
     echo "$output"
     [ "$status" -eq 0 ]

@@ -96,18 +96,24 @@ tasks_deployed() {
         --format '{{.Image}} {{.CurrentState}}' | grep -v -- '-profiling' | grep -c ' Running')" -eq "$1" ]
 }
 
-# work_tasks I: every profiled worker task running on node I serves 40
-# requests (an idle worker gives a sampler nothing to see); a deployed
-# task still being replaced is left alone.
-work_tasks() {
-    local c
-    for c in $(bed_docker "$1" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_worker" \
-        --filter label=io.profharness.run --filter status=running); do
-        bed_docker "$1" exec "$c" timeout 120 bash -c 'exec 3<>/dev/tcp/127.0.0.1/9090
-            for k in $(seq 40); do echo "WORK 50000 $k" >&3; read -r a <&3; [ "${a%% *}" = OK ] || exit 1; done' ||
+# task_requests I N SIZE [FILTER...]: every running worker task on node I
+# (FILTER: more `docker ps` filters) serves N requests of SIZE records,
+# each answered OK.
+task_requests() {
+    local node=$1 n=$2 size=$3 c
+    shift 3
+    for c in $(bed_docker "$node" ps -q --filter "label=com.docker.swarm.service.name=${STACK}_worker" \
+        --filter status=running "$@"); do
+        bed_docker "$node" exec "$c" timeout 120 bash -c "exec 3<>/dev/tcp/127.0.0.1/9090
+            for k in \$(seq $n); do echo \"WORK $size \$k\" >&3; read -r a <&3; [ \"\${a%% *}\" = OK ] || exit 1; done" ||
             return 1
     done
 }
+
+# work_tasks I: every profiled worker task running on node I serves 40
+# requests (an idle worker gives a sampler nothing to see); a deployed
+# task still being replaced is left alone.
+work_tasks() { task_requests "$1" 40 50000 --filter label=io.profharness.run; }
 
 # check_task_dir DIR MODE: a complete per-task run dir of MODE.
 check_task_dir() {

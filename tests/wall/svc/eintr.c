@@ -7,9 +7,11 @@
  * epoll_wait, nanosleep, clock_nanosleep, usleep, sigtimedwait), which
  * the sampler keeps its samples out of (ph_sampler_wait.c), and the
  * socket calls the kernel never restarts once the socket has a timeout
- * (SO_RCVTIMEO/SO_SNDTIMEO, 1 s here): recv and read on a connected
- * socket, accept on a listener none connects to (it times out), connect
- * to a listener whose backlog is full (it times out).  A ticker thread
+ * (SO_RCVTIMEO/SO_SNDTIMEO, 1 s here): recv on a TCP socket accepted
+ * from a listener that has the timeout (the socket inherits it, never
+ * set on it), read on a socket given one, accept on a listener none
+ * connects to (it times out), connect to a listener whose backlog is
+ * full (it times out).  A ticker thread
  * wakes the read, the futex, the accept, the condition and the two
  * socket reads every 30 ms.  Every second (or at the end, after argv[1] seconds; 0 or none:
  * forever) it prints the fewest calls any one thread has made:
@@ -34,6 +36,7 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,9 +70,10 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static unsigned long cond_seq;
 static struct sockaddr_un addr, quiet_addr, full_addr;
-/* the socket calls with a timeout: a connected pair each for recv and
- * read (the ticker writes the other end), a listener none connects to,
- * a listener whose backlog of one is taken */
+/* the socket calls with a timeout: a TCP connection accepted from a
+ * listener with the timeout, for recv, and a connected pair for read
+ * (the ticker writes their other ends), a listener none connects to, a
+ * listener whose backlog of one is taken */
 static int recv_pair[2], read_pair[2], quiet_fd, full_fd;
 
 static void
@@ -95,6 +99,27 @@ with_timeout(int fd, int opt, int ms)
 
     if (setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv) < 0)
         exit(2);
+}
+
+/* PAIR: [0] accepted from a loopback TCP listener that has a receive
+ * timeout (inherited: the accepted socket is never given one), [1] the
+ * connecting end.  -1 on failure. */
+static int
+tcp_pair(int pair[2])
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 1) < 0 ||
+        getsockname(l, (struct sockaddr *)&a, &len) < 0)
+        return -1;
+    with_timeout(l, SO_RCVTIMEO, 1000);
+    if ((pair[1] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        connect(pair[1], (struct sockaddr *)&a, sizeof a) < 0 || (pair[0] = accept(l, NULL, NULL)) < 0)
+        return -1;
+    close(l);
+    return 0;
 }
 
 /* A listener on an abstract name "ph-eintr-TAG-PID", into ADDR. */
@@ -263,10 +288,8 @@ main(int argc, char **argv)
         bind(listen_fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(listen_fd, 64) < 0 ||
         (epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
         return 2;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, recv_pair) < 0 ||
-        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, read_pair) < 0)
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, read_pair) < 0 || tcp_pair(recv_pair) < 0)
         return 2;
-    with_timeout(recv_pair[0], SO_RCVTIMEO, 1000);
     with_timeout(read_pair[0], SO_RCVTIMEO, 1000);
     quiet_fd = listener(&quiet_addr, "quiet", 4);
     with_timeout(quiet_fd, SO_RCVTIMEO, 30);
