@@ -75,6 +75,8 @@ teardown_file() {
     for slot in 1 2; do
         check_task_dir "$run_dir/$slot-$SWARM_BED-n1" strace
         grep -q "\"slot\": $slot" "$run_dir/$slot-$SWARM_BED-n1/run.json"
+        # what the task printed, through its node (service.log)
+        grep -q 'listening on' "$run_dir/$slot-$SWARM_BED-n1/service.log"
     done
     [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 2 ]
     # the service as deployed: its image, its tasks running again
@@ -94,6 +96,19 @@ teardown_file() {
     timed "save | load of the tools image" bed_load "$tools"
     wait_for node_tasks_listening 1
     before=$(node_task_containers 1 | sort)
+    # a runtime the mode would name nothing of is refused in every task,
+    # as on one Engine: a rule for the worker's own program, in a copy of
+    # the profiles; nothing is attached
+    profs=$BATS_TEST_TMPDIR/profiles
+    mkdir -p "$profs"
+    cp "$REPO"/profiles/*.yaml "$profs/"
+    printf '%s\n' 'runtimes:' '  unnamed:' '    - program: [demo-worker]' '      on: [attach]' \
+        '      why: "would name nothing here (a test rule)"' '      use: "nothing"' >> "$profs/strace.yaml"
+    PH_PROFILES=$profs run swarm_ph attach --mode strace worker
+    echo "$output"
+    [ "$status" -eq 2 ]
+    grep -q "would name nothing here (a test rule)" <<<"$output"
+    [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
     run timed "attach (2 tasks)" swarm_ph attach --mode strace worker
     echo "$output"
     [ "$status" -eq 0 ]
@@ -128,6 +143,12 @@ teardown_file() {
 @test "attach --mode perf to a stack's service: each task's perf.data converted on the manager, named" {
     wait_for tasks_deployed 2
     wait_for node_tasks_listening 1
+    # start cannot: perf_event_open under the default seccomp profile; said, nothing updated
+    run swarm_ph start --mode perf worker
+    echo "$output"
+    [ "$status" -eq 2 ]
+    grep -q "mode \`perf\` cannot run in a Swarm task: Docker's default seccomp profile" <<<"$output"
+    [ "$(service_image)" = "$DEMO_IMAGE:latest" ]
     run timed "attach perf (2 tasks)" swarm_ph attach --mode perf worker
     echo "$output"
     [ "$status" -eq 0 ]

@@ -54,6 +54,8 @@
  *                                   # for symbols (the service's files are not the tools')
  *     convert: {command: [...], collapse: perf}   # as above, for attached runs
  *   attach: {unsupported: "valgrind must start the process"}   # or why it cannot
+ *   swarm: {unsupported: "..."}   # why `start` cannot run the mode in a Swarm
+ *                                 # task (refused there, before any update)
  *   stop:
  *     target: tracee                # who gets the stop signal: "wrapper" (the
  *                                   # process the wrap starts) or "tracee" (that
@@ -188,6 +190,7 @@ typedef struct ph_profile {
     ph_strv tools, libc, cap_add_if_known;
     ph_strv tools_libc;          /* `tools_libc:` the tree serves the mode only for these C libraries */
     char *limits;
+    char *swarm_unsupported;     /* `swarm.unsupported`: why a Swarm task cannot run it; NULL: it can */
     ph_profile_convert convert;
     ph_profile_attach attach;
     char *stop_target;           /* "wrapper" or "tracee" */

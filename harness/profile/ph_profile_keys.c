@@ -227,6 +227,28 @@ read_attach(ph_profile *p, const ph_ynode *v, ph_error_t *err)
     return 0;
 }
 
+/* `swarm: {unsupported: why}`: the mode cannot run in a Swarm task. */
+static int
+read_swarm(ph_profile *p, const ph_ynode *v, ph_error_t *err)
+{
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`swarm` must be a mapping: {unsupported: why}");
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
+
+        if (KEY("unsupported")) {
+            if (ph_yaml_dup(vn, "swarm.unsupported", &p->swarm_unsupported, err) < 0)
+                return -1;
+        } else {
+            ph_warn("%s:%d: unknown key `swarm.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
+        }
+    }
+    if (p->swarm_unsupported == NULL || p->swarm_unsupported[0] == '\0')
+        return ph_yaml_error(v, err, "`swarm` needs `unsupported` (why the mode cannot run in a Swarm task)");
+    return 0;
+}
+
 int
 ph_profile_read_key(ph_profile *p, const char *key, const ph_ynode *v, ph_error_t *err)
 {
@@ -249,6 +271,8 @@ ph_profile_read_key(ph_profile *p, const char *key, const ph_ynode *v, ph_error_
         rc = read_convert(&p->convert, v, "convert", 0, err);
     } else if (KEY("attach")) {
         rc = read_attach(p, v, err);
+    } else if (KEY("swarm")) {
+        rc = read_swarm(p, v, err);
     } else {
         return 0;
     }
@@ -300,6 +324,8 @@ ph_profile_free_keys(ph_profile *p)
     ph_strv_free(&p->cap_add_if_known);
     free(p->limits);
     p->limits = NULL;
+    free(p->swarm_unsupported);
+    p->swarm_unsupported = NULL;
     convert_free(&p->convert);
     ph_strv_free(&p->attach.command);
     free(p->attach.unsupported);

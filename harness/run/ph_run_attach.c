@@ -304,7 +304,7 @@ ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *e
 
         rc = find_target(r, sl.v[i], p, &target, err);
         if (rc == 0)
-            rc = ph_run_unnamed_attach(r, sl.v[i], p, target, err);
+            rc = ph_run_unnamed_attach(r, NULL, sl.v[i], p, target, err);
         free(target);
     }
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {

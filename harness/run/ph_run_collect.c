@@ -347,7 +347,7 @@ service_log_step(void *ud, ph_rundir *rd, ph_error_t *err)
 {
     collect_run *cr = ud;
 
-    return ph_run_service_log(cr->r, cr->service, cr->id, rd, err);
+    return ph_run_service_log(cr->r, NULL, cr->service, cr->id, rd, err);
 }
 
 static json_t *

@@ -181,8 +181,10 @@ int ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, co
                          const ph_strv *argv, const ph_strv *image_env, ph_error_t *err);
 /* ph_run_unnamed.c: before P is attached to S's running container ID
  * (unless --allow-unnamed): each of its processes, as the Engine's `ps`
- * sees it, and its program in the container's files. */
-int ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const char *id, ph_error_t *err);
+ * sees it, and its program in the container's files; B reaches ID (NULL:
+ * R's backend; a Swarm task's node). */
+int ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, const char *id,
+                          ph_error_t *err);
 
 /* ph_run_convert.c: C (a profiled or attach container that has exited)
  * gets its profile P's (the started one) `convert` outputs in its {out} before collection
@@ -260,10 +262,12 @@ void ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl);
 
 /* ph_run_servicelog.c */
 /* Write what container ID printed as service.log into the run dir RD
- * being completed.  Best effort (a warning when it cannot), but the space
- * it takes counts against min_free: over it, -1 and the limit's error
- * (the run is not completed, the container kept). */
-int ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir *rd, ph_error_t *err);
+ * being completed; B reaches ID (NULL: R's backend).  Best effort (a
+ * warning when it cannot), but the space it takes counts against
+ * min_free: over it, -1 and the limit's error (the run is not completed,
+ * the container kept). */
+int ph_run_service_log(ph_run *r, ph_backend *b, const char *service, const char *id, ph_rundir *rd,
+                       ph_error_t *err);
 /* Copy the newest run's service.log of SERVICE to OUT; an error with a
  * hint when there is none. */
 int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err);

@@ -89,12 +89,11 @@ log_cb(void *ud, const char *data, size_t len)
 }
 
 int
-ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir *rd, ph_error_t *err)
+ph_run_service_log(ph_run *r, ph_backend *b, const char *service, const char *id, ph_rundir *rd, ph_error_t *err)
 {
     ph_cleanup_close int fd = -1;
     ph_error_t lerr = NULL;
     log_ctx l = { .rd = rd, .err = &lerr, .max = log_max() };
-    ph_backend *b;
     char note[300], cap[32];
 
     /* the store moved a container's file of that name away */
@@ -104,7 +103,7 @@ ph_run_service_log(ph_run *r, const char *service, const char *id, ph_rundir *rd
         return 0;
     }
     l.fd = fd;
-    if (ph_run_backend(r, &b, &lerr) < 0 || b->ops->log_all(b, id, log_cb, &l, &lerr) < 0) {
+    if ((b == NULL && ph_run_backend(r, &b, &lerr) < 0) || b->ops->log_all(b, id, log_cb, &l, &lerr) < 0) {
         if (ph_rundir_stats(rd)->limit == PH_TAR_LIMIT_FREE) {
             *err = lerr; /* over min_free: the run is not completed */
             return -1;

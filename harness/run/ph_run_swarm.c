@@ -149,6 +149,11 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     int found = 0, rc = -1;
 
     memset(&facts, 0, sizeof facts);
+    if (p->swarm_unsupported != NULL) {
+        ph_bad_input(err, "service `%s`: mode `%s` cannot run in a Swarm task: %s", s->name, p->name,
+                     p->swarm_unsupported);
+        goto out;
+    }
     if ((img = ph_run_service_image(r, s)) == NULL) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
@@ -223,6 +228,7 @@ ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *
 /* ---- stop and collect --------------------------------------------------- */
 
 typedef struct task_collect {
+    ph_run *r;
     ph_backend *b;
     const ph_workload *w;
     const char *service;
@@ -252,6 +258,15 @@ task_fetch(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
 
     snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, tc->service);
     return tc->b->ops->archive_get(tc->b, tc->w->id, src, feed_cb, &f, err);
+}
+
+/* What the task's container printed, as service.log (through its node). */
+static int
+task_log(void *ud, ph_rundir *rd, ph_error_t *err)
+{
+    task_collect *tc = ud;
+
+    return ph_run_service_log(tc->r, tc->b, tc->service, tc->w->id, rd, err);
 }
 
 static json_t *
@@ -287,8 +302,8 @@ ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service 
                           const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary)
 {
     char name[NAME_MAX], svc_shown[PATH_MAX];
-    task_collect tc = { .b = b, .w = w, .service = s->name };
-    ph_rundir_steps steps = { &tc, task_fetch, NULL, NULL, task_meta };
+    task_collect tc = { .r = r, .b = b, .w = w, .service = s->name };
+    ph_rundir_steps steps = { &tc, task_fetch, NULL, task_log, task_meta };
     ph_rundir_spec rs = { .svcfd = runfd, .out_dir = r->opts.out_dir, .service = svc_shown, .name = name,
                           .container = w->id, .cmd = "stop", .profile = pp, .flags = &r->opts.collect,
                           .links = 0 };

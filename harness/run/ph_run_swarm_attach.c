@@ -106,6 +106,11 @@ attach_service(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *
             ph_error_hint(err, "stop it first: `profharness stop %s`", s->name);
             goto out;
         }
+        /* a runtime the mode would name nothing of, as on one Engine */
+        if (ph_run_unnamed_attach(r, bs[n - 1].nb, s, p, bs[n - 1].cid, err) < 0) {
+            ph_error_wrap(err, "task %d on %s", tasks.v[i].slot, tasks.v[i].node);
+            goto out;
+        }
     }
     if (n == 0) {
         ph_bad_input(err, "`%s` has no running task: there is nothing to attach to", s->name);

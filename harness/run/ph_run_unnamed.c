@@ -205,9 +205,9 @@ typedef struct seen_program {
 } seen_program;
 
 int
-ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const char *id, ph_error_t *err)
+ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, const char *id,
+                      ph_error_t *err)
 {
-    ph_backend *b;
     ph_proc_table plain = { 0 }, with_env = { 0 };
     ph_error_t sub = NULL;
     seen_program seen[ATTACH_PROGRAMS_MAX];
@@ -216,7 +216,7 @@ ph_run_unnamed_attach(ph_run *r, const ph_service *s, const ph_profile *p, const
 
     if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_ATTACH))
         return 0;
-    if (ph_run_backend(r, &b, err) < 0)
+    if (b == NULL && ph_run_backend(r, &b, err) < 0)
         return -1;
     if (b->ops->top(b, id, "-ww -o pid,args", &plain, &sub) < 0 ||
         b->ops->top(b, id, "-ww -o pid,args e", &with_env, &sub) < 0 ||

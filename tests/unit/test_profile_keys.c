@@ -88,6 +88,7 @@ test_defaults(void **state)
     assert_false(p.has_tools);
     assert_int_equal(p.libc.n, 0);
     assert_null(p.limits);
+    assert_null(p.swarm_unsupported); /* no `swarm:`: a task runs it */
     assert_int_equal(p.convert.command.n, 0);
     /* {pids} may sit inside an argument; detaching is SIGINT by default. */
     ASSERT_STRV(&p.attach.command, "tracer", "-p{pids}");
@@ -101,6 +102,7 @@ test_defaults(void **state)
     assert_int_equal(p.attach.command.n, 0);
     assert_string_equal(p.attach.unsupported, "it loads at start");
     assert_null(p.attach.signal);
+    assert_string_equal(p.swarm_unsupported, "no task can");
     ph_profile_free(&p);
 }
 
@@ -153,6 +155,8 @@ test_shipped(void **state)
     ASSERT_STRV(&p->attach.cap_add, "SYS_PTRACE");
     assert_string_equal(p->attach.signal, "SIGINT");
     assert_string_equal(p->attach.copy_mapped, "symfs");
+    /* perf cannot record in a Swarm task (no seccomp=unconfined there) */
+    assert_non_null(strstr(p->swarm_unsupported, "seccomp"));
     ASSERT_STRV(&p->attach.convert.command, "perf", "script", "--force", "--symfs", "{out}/symfs", "-i",
                 "{out}/perf.data");
 
@@ -206,6 +210,8 @@ test_bad(void **state)
         { "emptyattachcmd.yaml", "`attach.command` must start with a program", 4, 12 },
         { "symfsdots.yaml", "`convert.symfs.dir` must be a plain directory name under {out}, not `..`", 6, 16 },
         { "symfsnocmd.yaml", "`convert.symfs` needs `dir` and `command`", 6, 10 },
+        { "swarmempty.yaml", "`swarm` needs `unsupported` (why the mode cannot run in a Swarm task)", 3, 8 },
+        { "swarmlist.yaml", "`swarm` must be a mapping: {unsupported: why}", 3, 8 },
     };
 
     (void)state;
