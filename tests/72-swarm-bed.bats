@@ -48,11 +48,14 @@ teardown_file() {
 @test "a stack's service under strace: every task profiled, stopped, collected per task, rolled back" {
     tasks_running 2
     # what a mode asks of the runtimes reaches every task, after what the
-    # user set, as on one Engine: a strace profile asking for one variable
+    # user set, as on one Engine: a strace profile asking for one variable,
+    # and a refresh step before the stop (as jcmd Compiler.perfmap is)
     export PH_PROFILES=$BATS_TEST_TMPDIR/profiles
     mkdir -p "$PH_PROFILES"
     cp "$REPO"/profiles/*.yaml "$PH_PROFILES/"
-    printf 'runtimes:\n  environment:\n    DEMO_PH_OPTS: "--from-profile"\n' >> "$PH_PROFILES/strace.yaml"
+    printf '%s\n' 'runtimes:' '  environment:' '    DEMO_PH_OPTS: "--from-profile"' '  refresh:' \
+        '    - in: profiler' '      exec: [sh, -c, "echo refreshed > \"$1/refreshed\"", sh, "{out}"]' \
+        >> "$PH_PROFILES/strace.yaml"
     img=$(timed "the profiling image (setup on the shared Engine)" stack_profiling_image)
     [ -n "$img" ]
     timed "save | load of the profiling image" bed_load "$img"
@@ -77,6 +80,8 @@ teardown_file() {
         grep -q "\"slot\": $slot" "$run_dir/$slot-$SWARM_BED-n1/run.json"
         # what the task printed, through its node (service.log)
         grep -q 'listening on' "$run_dir/$slot-$SWARM_BED-n1/service.log"
+        # the refresh step ran in the task before its stop
+        grep -qx refreshed "$run_dir/$slot-$SWARM_BED-n1/refreshed"
     done
     [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 2 ]
     # the service as deployed: its image, its tasks running again

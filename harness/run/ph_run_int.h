@@ -160,6 +160,9 @@ int ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *exte
  * stop or a snapshot of C (a profiled or attach container).  Never fails:
  * a step that does not succeed is said as a note. */
 void ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p);
+/* The same through B, which reaches C (a Swarm task, a container on a
+ * node); NULL: R's backend. */
+void ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p);
 
 /* ph_run_unnamed.c: refuse mode P for SERVICE when a `runtimes.unnamed`
  * rule holds for PROGRAM (a path; its file name is what rules match) run

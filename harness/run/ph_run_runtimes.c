@@ -83,14 +83,13 @@ ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, 
 /* One step in container ID; 0, or -1 with *err (its exit status and
  * first words in it when it ran and failed). */
 static int
-run_step(ph_run *r, const char *id, const ph_profile *p, const ph_profile_refresh *st, const char *service,
-         const char *run_id, ph_error_t *err)
+run_step(ph_run *r, ph_backend *b, const char *id, const ph_profile *p, const ph_profile_refresh *st,
+         const char *service, const char *run_id, ph_error_t *err)
 {
     static const char *const no_preload[] = { "LD_PRELOAD=", NULL };
     char out[PATH_MAX];
     const char **argv = calloc(st->exec.n + 1, sizeof *argv);
     long code = -1, wait_s = st->wait_ns > 0 ? (long)((st->wait_ns + 999999999LL) / 1000000000LL) : 30;
-    ph_backend *b;
     int rc = -1;
 
     if (argv == NULL)
@@ -101,7 +100,8 @@ run_step(ph_run *r, const char *id, const ph_profile *p, const ph_profile_refres
             ph_fail(err, ENOMEM, "allocate");
             goto out;
         }
-    if (ph_run_backend(r, &b, err) < 0 || b->ops->exec(b, id, argv, no_preload, wait_s, NULL, NULL, &code, err) < 0)
+    if ((b == NULL && ph_run_backend(r, &b, err) < 0) ||
+        b->ops->exec(b, id, argv, no_preload, wait_s, NULL, NULL, &code, err) < 0)
         goto out;
     if (code == 126 || code == 127) {
         /* no such program in the image (no shell: distroless): nothing
@@ -122,6 +122,12 @@ out:
 void
 ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p)
 {
+    ph_run_refresh_on(r, NULL, c, p);
+}
+
+void
+ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p)
+{
     const char *service = c->service, *run_id = c->run;
     const char *id = c->id, *attached = c->attached;
 
@@ -133,7 +139,8 @@ ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p)
         ph_error_t err = NULL;
         char esc[2200];
 
-        if (run_step(r, st->in_service && attached ? attached : id, p, st, service, run_id ? run_id : "", &err) < 0)
+        if (run_step(r, b, st->in_service && attached ? attached : id, p, st, service, run_id ? run_id : "", &err) <
+            0)
             ph_info("%s: %s's refresh `%s` in the %s's container did not succeed (%s): runtime frames may stay "
                     "unnamed", service, p->name, st->exec.v[0], st->in_service ? "service" : "profiler",
                     ph_escape(esc, sizeof esc, err ? err->msg : "?"));

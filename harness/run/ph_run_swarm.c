@@ -400,10 +400,23 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     {
         ph_stage *st = ph_stage_beginf("profiler", 0, "stop the profiled tasks of %s", s->name);
 
+        unsigned char *up = calloc(tasks.n ? tasks.n : 1, 1);
+
+        if (up == NULL) {
+            ph_fail(err, ENOMEM, "allocate");
+            ph_stage_end(st);
+            goto out;
+        }
+        for (i = 0; i < tasks.n; i++) {
+            up[i] = of_run(&tasks.v[i], run.run) && ph_workload_running(&tasks.v[i]) &&
+                    ph_backend_swarm_node_down(b, &tasks.v[i], NULL) != 1;
+            if (up[i]) /* the runtimes' perf maps current and in the run */
+                ph_run_refresh_on(r, b, &tasks.v[i], pp);
+        }
         for (i = 0; i < tasks.n; i++) /* all at once */
-            if (of_run(&tasks.v[i], run.run) && ph_workload_running(&tasks.v[i]) &&
-                ph_backend_swarm_node_down(b, &tasks.v[i], NULL) != 1)
+            if (up[i])
                 stop_task(b, s, &tasks.v[i]);
+        free(up);
         for (i = 0; i < tasks.n; i++) {
             const ph_workload *w = &tasks.v[i];
             ph_error_t sub = NULL;

@@ -273,6 +273,10 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
     budget = ph_run_stop_budget_s(pp);
     if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0)
         goto out;
+    /* the runtimes' perf maps current and in the run (jcmd
+     * Compiler.perfmap), each through its node */
+    for (size_t i = 0; i < n; i++)
+        ph_run_refresh_on(r, fa[i].nb, &fa[i].w, pp);
     /* detach them all at once: each profiler writes its end */
     for (size_t i = 0; i < n; i++) {
         ph_error_t sub = NULL;
