@@ -354,11 +354,36 @@ stop_task(ph_backend *b, const ph_service *s, const ph_workload *w)
     }
 }
 
+/* The task ID in LIST, or NULL. */
+static const ph_workload *
+find_task(const ph_workload_list *list, const char *id)
+{
+    for (size_t i = 0; i < list->n; i++)
+        if (strcmp(list->v[i].id, id) == 0)
+            return &list->v[i];
+    return NULL;
+}
+
+/* W was placed on a node and got as far as a container there (a task
+ * still pending, or refused, has no files to collect). */
+static int
+had_container(const ph_workload *w)
+{
+    static const char *const before[] = { "new", "pending", "assigned", "accepted", "preparing", "rejected" };
+
+    if (w->node == NULL || w->node[0] == '\0')
+        return 0;
+    for (size_t i = 0; i < sizeof before / sizeof before[0]; i++)
+        if (strcmp(w->state_text, before[i]) == 0)
+            return 0;
+    return 1;
+}
+
 static int
 stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
     ph_workload run = { 0 };
-    ph_workload_list tasks = { 0 };
+    ph_workload_list tasks = { 0 }, after = { 0 };
     ph_profile own, *pp = NULL;
     json_t *summary = NULL;
     ph_strv done = { 0 };
@@ -450,19 +475,28 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
                                                              &rolled, err), err) < 0)
             goto out;
     }
-    /* what was not collected before: a task that outlasted its budget,
-     * one on a node that is down */
-    ph_workload_list_free(&tasks);
-    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
+    /* What was not collected before: a task that outlasted its budget
+     * (the rollback ended it), one on a node that is down.  Each is looked
+     * for among the tasks after the rollback, which may have removed it
+     * with its slot (a node down, the slot rescheduled and dropped): lost
+     * then, and said, never left out.  Then any task of the run that only
+     * the second listing has. */
+    if (b->ops->list(b, r->compose->project, s->name, 0, &after, err) < 0)
         goto out;
-    for (i = 0; i < tasks.n; i++) {
-        const ph_workload *w = &tasks.v[i];
+    for (i = 0; i < tasks.n + after.n; i++) {
+        const ph_workload *w = i < tasks.n ? &tasks.v[i] : &after.v[i - tasks.n];
+        const ph_workload *now = i < tasks.n ? find_task(&after, w->id) : w;
         const char *why = NULL;
 
-        if (!of_run(w, run.run) || ph_strv_has(&done, w->id))
+        if (!of_run(w, run.run) || ph_strv_has(&done, w->id) || !had_container(w) ||
+            (i >= tasks.n && find_task(&tasks, w->id) != NULL))
             continue;
+        if (now != NULL)
+            w = now;
         if (ph_backend_swarm_node_down(b, w, NULL) == 1)
             why = "its node is down";
+        else if (now == NULL)
+            why = "the rollback removed it with its slot";
         if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, pp, w, why, summary) == 1)
             collected++;
         else
@@ -482,6 +516,7 @@ out:
     json_decref(summary);
     ph_strv_free(&done);
     ph_workload_list_free(&tasks);
+    ph_workload_list_free(&after);
     ph_workload_clear(&run);
     if (pp)
         ph_profile_free(pp);

@@ -172,6 +172,13 @@ deploy() {
     timed "node 2 killed" bed_stop 2 KILL
     node_down() { [ "$(bed_docker 1 node inspect --format '{{.Status.State}}' "$SWARM_BED-n2")" = down ]; }
     wait_for node_down
+    # the orchestrator then gives up the lost task (desired: shutdown), and
+    # the rollback removes its slot's tasks: it must still be said lost
+    lost_given_up() {
+        bed_docker 1 service ps "${STACK}_worker" --filter "node=$SWARM_BED-n2" \
+            --format '{{.Name}} {{.DesiredState}} {{.Image}}' | grep -q "\.$lost_slot Shutdown .*-profiling"
+    }
+    WAIT_SECONDS=120 wait_for lost_given_up
     bed_docker 1 service ps --no-trunc "${STACK}_worker"
     run timed "stop with a node down" swarm_ph stop worker
     echo "$output"
