@@ -6,7 +6,8 @@
 # demo's hot function on top; a conversion that fails keeps perf.data.
 # A hostile run makes the host pay no more than the limits set: the
 # converter gets only what it reads, under the collection's limits, its
-# output is read up to max_bytes.
+# output is read up to max_bytes, and an attach copies only the ELF files
+# the service maps, not sparse ones.
 
 load test_helper
 
@@ -234,4 +235,27 @@ top_leaf() { sort -t' ' -k2,2n "$1" | tail -n 1 | sed -E 's/ [0-9.]+$//; s/.*;//
     [ ! -e "$run_dir/stacks.folded" ]
     ! ls -A "$OUT/front" | grep -q '^\.convert-' || false
     ! dk ps -a --filter "label=io.profharness.convert" --filter "label=io.profharness.project=$PH_TEST_PROJECT" --format '{{.Names}}' | grep -q . || false
+}
+
+@test "perf: an attach copies the ELF files the service maps, not a sparse one, and says what it left out" {
+    run ph restore front
+    [ "$status" -eq 0 ]
+    svc=${PH_TEST_PROJECT}-front-1
+    # a program made 2 GiB by a hole at its end: it still runs, mapped
+    dk exec "$svc" sh -c 'cp /bin/sleep /tmp/bigsleep && truncate -s 2G /tmp/bigsleep'
+    dk exec -d "$svc" /tmp/bigsleep 600
+    wait_for dk exec "$svc" sh -c 'for p in /proc/[0-9]*; do [ "$(readlink $p/exe)" = /tmp/bigsleep ] && exit 0; done; exit 1'
+    run ph attach --mode perf front
+    [ "$status" -eq 0 ]
+    drive_load 200
+    run ph stop front
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run_dir=$(readlink -f "$OUT/front/latest")
+    grep 'ph-attach: not copied' "$run_dir/service.log" || true
+    grep -q 'ph-attach: not copied: /tmp/bigsleep (2147483648 bytes, [0-9]* of them on disk: a sparse file)' "$run_dir/service.log"
+    [ ! -e "$run_dir/symfs/tmp/bigsleep" ]
+    [ -s "$run_dir/symfs/usr/local/bin/demo-front" ]
+    [ "$(top_leaf "$run_dir/stacks.folded")" = front_checksum_payload ]
+    run ph down front
 }
