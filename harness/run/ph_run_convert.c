@@ -317,8 +317,8 @@ take_input(conv_ctx *x, const ph_strv *command, ph_error_t *err)
             continue;
         if (take_into(x, path, dir, 0, err) < 0)
             return -1;
-        used += (size_t)snprintf(said + used, used < sizeof said ? sizeof said - used : 0, "%s%s",
-                                 used ? ", " : "", names[i]);
+        if (used < sizeof said) /* a list cut short is still said */
+            used += (size_t)snprintf(said + used, sizeof said - used, "%s%s", used ? ", " : "", names[i]);
     }
     ph_info("%s: the converter gets %s (%.1f MiB)", x->service, said[0] ? said : "nothing", (double)x->bytes / 1048576);
     return 0;
