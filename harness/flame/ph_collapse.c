@@ -34,13 +34,6 @@ typedef struct span {
     size_t n;
 } span;
 
-/* One perf map file of map_dir, by the name perf script gives it. */
-typedef struct perfmap {
-    char *path;
-    ph_perfmap *map; /* NULL: not there, or unreadable */
-    struct perfmap *next;
-} perfmap;
-
 enum { MOD_UNNAMED = 1, MOD_NAMED = 2 };
 
 struct ph_collapse {
@@ -80,7 +73,14 @@ struct ph_collapse {
     uint32_t *cur; /* frame ids, leaf first; a line's several ids reversed */
     size_t cur_n, cur_cap;
 
-    perfmap *maps;
+    /* The perf map files of map_dir, by the file name perf script gives
+     * (its path's last component: two paths of one name are one file
+     * there), each read once: map_names' ids index maps (NULL: not there,
+     * or unreadable).  A table, not a list: the input names as many maps
+     * as it likes. */
+    ph_folded *map_names;
+    ph_perfmap **maps;
+    size_t maps_n, maps_cap;
     ph_collapse_dw *dw;
 
     ph_lines lines; /* the bytes fed, as lines; a line split across feeds is held there */
@@ -223,28 +223,27 @@ static const ph_perfmap *
 perfmap_get(ph_collapse *c, span mod)
 {
     char path[4096];
-    const char *base = mod.p;
-    perfmap *m;
+    span base = mod;
+    int64_t id;
     ph_error_t err = NULL;
 
     if (c->o.map_dir == NULL)
         return NULL;
     for (size_t i = 0; i < mod.n; i++)
         if (mod.p[i] == '/')
-            base = mod.p + i + 1;
-    snprintf(path, sizeof path, "%s/%.*s", c->o.map_dir, (int)(mod.n - (size_t)(base - mod.p)), base);
-    for (m = c->maps; m; m = m->next)
-        if (strcmp(m->path, path) == 0)
-            return m->map;
-    if ((m = calloc(1, sizeof *m)) == NULL || (m->path = strdup(path)) == NULL) {
-        free(m);
-        return NULL;
+            base = (span){ mod.p + i + 1, mod.n - i - 1 };
+    /* room first: an id interned has its slot */
+    if (grow((void **)&c->maps, &c->maps_cap, c->maps_n, 1, sizeof *c->maps) < 0 ||
+        (id = ph_folded_intern(c->map_names, base.p, base.n, &err)) < 0) {
+        ph_error_free(&err);
+        return NULL; /* out of memory: as if not there */
     }
-    m->next = c->maps;
-    c->maps = m;
-    m->map = ph_perfmap_open(path, NULL, &err); /* unreadable: as if not there */
+    if ((size_t)id < c->maps_n)
+        return c->maps[id];
+    snprintf(path, sizeof path, "%s/%.*s", c->o.map_dir, (int)base.n, base.p);
+    c->maps[c->maps_n] = ph_perfmap_open(path, NULL, &err); /* unreadable: as if not there */
     ph_error_free(&err);
-    return m->map;
+    return c->maps[c->maps_n++];
 }
 
 /* ---- frames -------------------------------------------------------------- */
@@ -279,8 +278,13 @@ tidy_part(ph_collapse *c, span func, span pc, span mod, int index, ph_error_t *e
         uint64_t addr;
         /* our addition: a JIT frame perf script could not name, named
          * from its perf map file */
-        if (span_has(mod, "perf-") && (m = perfmap_get(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok))
-            sym = ph_perfmap_find(m, addr);
+        if (span_has(mod, "perf-") && (m = perfmap_get(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok)) {
+            size_t steps;
+
+            sym = ph_perfmap_find_counted(m, addr, &steps);
+            c->st.map_lookups++;
+            c->st.map_steps += steps;
+        }
         if (sym != NULL) {
             size_t sn = strlen(sym);
             if (grow((void **)&c->scratch, &c->scratch_cap, 0, sn + 16, 1) < 0)
@@ -852,7 +856,7 @@ ph_collapse_new(const ph_collapse_opts *o, ph_error_t *err)
         c->o = *o;
     ph_lines_init(&c->lines, PH_COLLAPSE_MAX_LINE, PH_LINES_KEEP_CR, line_cb, c);
     if ((c->out = ph_folded_new(0, err)) == NULL || (c->keys = ph_folded_new(0, err)) == NULL ||
-        (c->mods = ph_folded_new(0, err)) == NULL)
+        (c->mods = ph_folded_new(0, err)) == NULL || (c->map_names = ph_folded_new(0, err)) == NULL)
         goto fail;
     if ((c->fast = calloc(LINE_SLOTS, sizeof *c->fast)) == NULL) {
         ph_fail(err, ENOMEM, "collapse: out of memory");
@@ -877,13 +881,10 @@ ph_collapse_free(ph_collapse *c)
 {
     if (c == NULL)
         return;
-    while (c->maps) {
-        perfmap *n = c->maps->next;
-        free(c->maps->path);
-        ph_perfmap_free(c->maps->map);
-        free(c->maps);
-        c->maps = n;
-    }
+    for (size_t i = 0; i < c->maps_n; i++)
+        ph_perfmap_free(c->maps[i]);
+    free(c->maps);
+    ph_folded_free(c->map_names);
     ph_collapse_dw_close(c->dw);
     ph_folded_free(c->out);
     ph_folded_free(c->keys);

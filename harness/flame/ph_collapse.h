@@ -64,6 +64,9 @@ typedef struct ph_collapse_stats {
     size_t unrecognized;      /* lines neither header nor frame */
     size_t unrecognized_line_numbers[PH_COLLAPSE_BAD_KEPT]; /* the first, 1-based */
     size_t long_lines;        /* of those, longer than PH_COLLAPSE_MAX_LINE */
+    size_t map_lookups;       /* frames looked up in a perf map: one per distinct address and map,
+                               * however often the address comes */
+    size_t map_steps;         /* the map entries those lookups compared (ph_perfmap_find_counted) */
     char event[64];           /* the event kept ("" before the first header) */
     char other_event[64];     /* the first other event skipped */
 } ph_collapse_stats;

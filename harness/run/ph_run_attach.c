@@ -27,6 +27,7 @@
 #include "ph_run_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 
 #include "ph_image.h"
 #include "ph_log.h"
+#include "ph_tar.h"
 #include "ph_util.h"
 
 int
@@ -94,7 +96,10 @@ find_target(ph_run *r, const ph_service *s, const ph_profile *p, char **id_out, 
     return rc;
 }
 
-/* ph-init, then ph-attach with the mode's attach command, onto ARGV. */
+/* ph-init, then ph-attach with the mode's attach command, onto ARGV.
+ * The files it copies are held to what the run's collection will take
+ * (the profile's max_bytes, else the default: attach has no limit flags,
+ * stop does). */
 static int
 attach_argv(const ph_profile *p, const char *service, const char *out, const char *run_id, ph_strv *argv)
 {
@@ -104,10 +109,13 @@ attach_argv(const ph_profile *p, const char *service, const char *out, const cha
         ph_strv_push(argv, "/opt/profharness/bin/ph-attach") < 0)
         return -1;
     if (a->copy_mapped) {
-        char dir[PATH_MAX];
+        char dir[PATH_MAX], max[32];
+        uint64_t m = p->collect.max_bytes ? p->collect.max_bytes : PH_TAR_DEFAULT_MAX_BYTES;
 
         snprintf(dir, sizeof dir, "%s/%s", out, a->copy_mapped);
-        if (ph_strv_push(argv, "--copy-mapped") < 0 || ph_strv_push(argv, dir) < 0)
+        snprintf(max, sizeof max, "%" PRIu64, m == PH_TAR_NO_LIMIT ? (uint64_t)INT64_MAX : m);
+        if (ph_strv_push(argv, "--copy-mapped") < 0 || ph_strv_push(argv, dir) < 0 ||
+            ph_strv_push(argv, "--copy-max") < 0 || ph_strv_push(argv, max) < 0)
             return -1;
     }
     if (ph_strv_push(argv, "--") < 0)

@@ -3,18 +3,25 @@
  * flamegraph SVG and pprof, beside perf.data).
  *
  *   the profiled container has exited (stop waited for it) ->
- *   its /opt/profiling/<service> is streamed out through the archive
- *   endpoint into a temp file on the host -> a converter container of the
- *   tools image gets it at the same path (so the profile's command reads
- *   {out} as the run wrote it) -> runs the command, its stdout into a
- *   file there -> that file comes back through the archive endpoint (not
- *   the logs endpoint: perf script writes tens of MB, which the Engine's
- *   json-file logs carry line by line, seconds per run) and goes through
- *   the collapser -> with `symfs`, the files whose frames stayed unnamed
- *   and that have no GNU build-id (perf's build-id cache cannot hold
- *   them: a static Go binary) are copied from the profiled container
- *   into {out}/<symfs> and the converter runs once more with them ->
- *   stacks.folded, flamegraph.svg and profile.pb.gz are made here ->
+ *   the files the converter reads (those its command names under {out}:
+ *   perf.data and perf's build-id cache, or an attach's symfs/; never
+ *   anything else the container left there) are streamed out through the
+ *   archive endpoint and extracted into a temp dir beside the run, under
+ *   the collection's own limits (max_bytes, max_entries, min_free, as the
+ *   flags, the profile and the defaults set them, counted over all of
+ *   them), so nothing is written past a limit and holes stay holes ->
+ *   a converter container of the tools image gets them at the same path
+ *   (so the profile's command reads {out} as the run wrote it), streamed
+ *   from there without another copy -> the command runs in it (exec),
+ *   its stderr kept to its first 2 KiB there, its stdout streamed to the
+ *   collapser as it comes: nothing is written to disk on either side, at
+ *   most max_bytes are read (past that the conversion ends and says so),
+ *   and it has 300 s and a second per MiB of its input, at most an hour
+ *   -> with `symfs`, the files whose frames stayed unnamed and that have
+ *   no GNU build-id (perf's build-id cache cannot hold them: a static Go
+ *   binary) are copied from the profiled container (under the same
+ *   limits) into {out}/<symfs> and the converter runs once more with them
+ *   -> stacks.folded, flamegraph.svg and profile.pb.gz are made here ->
  *   copied into the profiled container's {out}, beside what the profiler
  *   wrote (and the symfs files) -> the converter is removed.  Collection
  *   then takes everything together, with the profile's `latest` links.
@@ -23,7 +30,12 @@
  * without a package manager recorded with, whatever the host has (it may
  * have no perf at all: macOS, a remote Engine), and the binaries to read
  * symbols from are in the run's files (perf's build-id cache, or the
- * files an attach copied), not on the host.
+ * files an attach copied), not on the host.  Why exec: the container's
+ * own output goes to its log (seconds per tens of MB of lines) and to a
+ * file in its layer would fill the Engine's disk (a 2.5 MB perf.data of
+ * 200-deep stacks of 4 KiB names made 1.2 GB of text); an exec's output
+ * is handed over as it is written and stops being written when it is
+ * not read.
  *
  * A conversion never costs the run: on any failure the profiler's own
  * output is collected as it is and a warning says what failed and how to
@@ -34,6 +46,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,50 +60,39 @@
 #include "ph_flame.h"
 #include "ph_timing.h"
 #include "ph_image.h"
-#include "ph_lines.h"
 #include "ph_log.h"
 #include "ph_pprof.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
-#define CONVERT_TIMEOUT_S 3600L
+/* The command's time: a base, a second per MiB of its input, a ceiling. */
+#define CONVERT_TIME_BASE_S 300L
+#define CONVERT_TIME_MAX_S 3600L
 #define CONVERT_STDERR_MAX 2048
-/* In the converter: where the command's stdout goes, read back through
- * the archive endpoint. */
-#define CONVERT_STDOUT_DIR "/tmp"
-#define CONVERT_STDOUT_NAME "profharness-convert.out"
+#define STR_(v) #v
+#define STR(v) STR_(v)
+/* In the converter: the command's stderr (its first CONVERT_STDERR_MAX
+ * bytes) and status, read back when it fails. */
+#define CONVERT_ERR "/tmp/profharness-convert.err"
+#define CONVERT_STATUS "/tmp/profharness-convert.status"
 /* An ELF's notes are read from its first bytes: a build-id note is in
  * the first page of what linkers write. */
 #define ELF_HEAD_MAX (64u << 10)
+/* Inputs a command names under {out}, at most. */
+#define INPUTS_MAX 16
 
-/* ---- the converter's output, as it arrives ---------------------------- */
-
-typedef struct sink {
-    FILE *f;
-    ph_error_t *err;
-} sink;
-
-static int
-file_cb(void *ud, const char *data, size_t len)
-{
-    sink *s = ud;
-
-    if (fwrite(data, 1, len, s->f) != len)
-        return ph_fail(s->err, errno, "write a temp file");
-    return 0;
-}
-
-static ssize_t
-file_read_cb(void *ud, char *buf, size_t len)
-{
-    FILE *f = ud;
-    size_t n = fread(buf, 1, len, f);
-
-    return n == 0 && ferror(f) ? -1 : (ssize_t)n;
-}
+/* What the exec runs: $1 the time limit, then the command, its stdout
+ * the exec's (fd 3), its stderr cut to its first bytes and the rest
+ * drained (a command that says much is not killed for it), its status
+ * the exec's. */
+static const char run_script[] =
+    "t=$1; shift; exec 3>&1; "
+    "{ timeout \"$t\" \"$@\" 2>&1 >&3 3>&-; echo $? > " CONVERT_STATUS "; } | "
+    "{ head -c " STR(CONVERT_STDERR_MAX) " > " CONVERT_ERR "; cat > /dev/null; } 3>&-; "
+    "exit \"$(cat " CONVERT_STATUS ")\"";
 
 typedef struct text {
-    char buf[CONVERT_STDERR_MAX];
+    char buf[CONVERT_STDERR_MAX + 1];
     size_t len;
 } text;
 
@@ -108,32 +110,13 @@ text_cb(void *ud, const char *data, size_t len)
     return 0;
 }
 
-/* A temp file beside where the run will land: anonymous (unlinked at
- * once), so nothing is left behind whatever happens. */
-static FILE *
-temp_file(ph_run *r, const char *service, ph_error_t *err)
-{
-    char path[PATH_MAX];
-    int fd;
-    FILE *f;
-
-    snprintf(path, sizeof path, "%s/%s/.convert-XXXXXX", r->opts.out_dir, service);
-    if ((fd = mkostemp(path, O_CLOEXEC)) < 0) {
-        ph_fail(err, errno, "create `%s`", path);
-        return NULL;
-    }
-    unlink(path);
-    if ((f = fdopen(fd, "w+")) == NULL) {
-        ph_fail(err, errno, "open `%s`", path);
-        close(fd);
-    }
-    return f;
-}
-
 static int
-collapse_chunk_cb(void *ctx, const char *buf, size_t len, ph_error_t *err)
+extract_cb(void *ud, const char *data, size_t len)
 {
-    return ph_collapse_feed(ctx, buf, len, err);
+    ph_tar_extract *x = ((void **)ud)[0];
+    ph_error_t *err = ((void **)ud)[1];
+
+    return ph_tar_extract_feed(x, data, len, err);
 }
 
 /* Write LEN bytes of DATA to DIR/NAME. */
@@ -157,246 +140,327 @@ write_file(const char *dir, const char *name, const void *data, size_t len, ph_e
     return 0;
 }
 
-/* convert.json: what the collapser saw (event, samples, the counts' unit),
- * for the report: the folded counts of cpu-clock are nanoseconds, not
- * samples. */
-static const char *const outputs[] = { "stacks.folded", "profile.pb.gz", "flamegraph.svg", PH_CONVERT_META };
-
+/* The tree DIR into directory PATH of container CID, streamed. */
 static int
-write_meta(const char *dir, const ph_profile_convert *conv, const ph_collapse_stats *cs, int ns, ph_error_t *err)
+put_dir(ph_backend *b, const char *cid, const char *path, const char *dir, ph_error_t *err)
 {
-    json_t *m = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:s?}", "version", 1, "command", conv->command.v[0],
-                          "collapse", conv->collapse, "event", cs->event, "samples", (json_int_t)cs->samples,
-                          "stacks", (json_int_t)cs->stacks, "unit", ns ? "nanoseconds" : "events",
-                          "unrecognized_lines", (json_int_t)cs->unrecognized,
-                          "other_event", cs->other_event[0] ? cs->other_event : NULL);
-    char *json_text = m ? json_dumps(m, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    ph_tar_stream *ts = ph_tar_stream_new(dir, NULL, 0, err);
     int rc;
 
-    json_decref(m);
-    if (json_text == NULL)
-        return ph_fail(err, ENOMEM, "build %s", PH_CONVERT_META);
-    rc = write_file(dir, PH_CONVERT_META, json_text, strlen(json_text), err);
-    free(json_text);
-    return rc;
-}
-
-/* The folded stacks as the four files, in DIR (so that they are dated
- * now), then in a tar to copy in. */
-static int
-outputs_tar(const char *dir, const char *folded, size_t folded_len, const char *title, const ph_profile_convert *conv,
-            const ph_collapse_stats *cs, void **tar, size_t *tar_len, ph_error_t *err)
-{
-    const char *event = cs->event;
-    /* cpu-clock and task-clock periods are nanoseconds; other events count. */
-    int ns = strncmp(event, "cpu-clock", 9) == 0 || strncmp(event, "task-clock", 10) == 0;
-    ph_folded *f = ph_folded_parse(folded, folded_len, 0, err);
-    ph_flame_opts fo;
-    ph_pprof_opts po = { .type = ns ? "cpu" : event, .unit = ns ? "nanoseconds" : "count", .comment = title };
-    char *svg = NULL, *pb = NULL, subtitle[160];
-    size_t svg_len = 0, pb_len = 0;
-    FILE *m = NULL;
-    int rc = -1;
-
-    if (f == NULL)
+    if (ts == NULL)
         return -1;
-    ph_flame_opts_init(&fo);
-    fo.title = title;
-    snprintf(subtitle, sizeof subtitle, "perf %s%s", event, ns ? ", in nanoseconds of CPU" : "");
-    fo.subtitle = subtitle;
-    fo.countname = ns ? "ns" : "events";
-    if ((m = open_memstream(&svg, &svg_len)) == NULL) {
-        ph_fail(err, errno, "allocate");
-        goto out;
-    }
-    rc = ph_flame_render(f, &fo, m, NULL, err);
-    fclose(m);
-    if (rc < 0)
-        goto out;
-    rc = -1;
-    if ((m = open_memstream(&pb, &pb_len)) == NULL) {
-        ph_fail(err, errno, "allocate");
-        goto out;
-    }
-    rc = ph_pprof_write(f, &po, m, err);
-    fclose(m);
-    if (rc < 0 || write_file(dir, outputs[0], folded, folded_len, err) < 0 ||
-        write_file(dir, outputs[1], pb, pb_len, err) < 0 || write_file(dir, outputs[2], svg, svg_len, err) < 0 ||
-        write_meta(dir, conv, cs, ns, err) < 0 ||
-        ph_tar_context_build(dir, NULL, 0, 1u << 30, tar, tar_len, err) < 0)
+    rc = b->ops->archive_put(b, cid, path, ph_tar_stream_read, ts, -1, err);
+    if (ph_tar_stream_finish(ts, err) < 0)
         rc = -1;
-out:
-    ph_folded_free(f);
-    free(svg);
-    free(pb);
+    ph_tar_stream_free(ts);
     return rc;
 }
 
-/* ---- the run's JIT maps ------------------------------------------------ */
+/* ---- what a conversion shares ------------------------------------------ */
 
+typedef struct conv_ctx {
+    ph_run *r;
+    ph_backend *b;    /* the converter's */
+    ph_backend *src;  /* the run's container's */
+    const char *tools, *id, *service, *mode, *run_id;
+    const char *out;  /* {out}: the run's files, at the same path */
+    char in[PATH_MAX]; /* the host's copy of the converter's input: in/<service>/... */
+    ph_collapse_opts co;
+    /* The collection's limits, over everything taken out of the run's
+     * container for the conversion. */
+    ph_rundir_limits lim;
+    uint64_t max_bytes, max_entries; /* resolved: a default as it is */
+    uint64_t bytes, entries;         /* taken so far (files' full sizes) */
+    long time_s;                     /* the command's */
+} conv_ctx;
+
+/* Past limit WHICH with what was taken so far: the error says so as a
+ * collection over it would, with where the limit was set and the hint. */
 static int
-extract_cb(void *ud, const char *data, size_t len)
+over_limit(conv_ctx *x, ph_tar_limit which, const char *path, uint64_t value, ph_error_t *err)
 {
-    ph_tar_extract *x = ((void **)ud)[0];
-    ph_error_t *err = ((void **)ud)[1];
+    char v[32];
 
-    return ph_tar_extract_feed(x, data, len, err);
+    if (which == PH_TAR_LIMIT_BYTES) {
+        ph_error_free(err);
+        ph_fail(err, 0, "`%s` brings the converter's input, holes included, to %" PRIu64
+                " bytes: over the limit `max_bytes` of %s", path, x->bytes, ph_tar_size_text(x->max_bytes, v));
+        (*err)->errnum = EFBIG;
+        value = x->max_bytes;
+    } else if (which == PH_TAR_LIMIT_ENTRIES) {
+        ph_error_free(err);
+        ph_fail(err, 0, "`%s` brings the converter's input to %" PRIu64 " entries: over the limit "
+                "`max_entries` of %" PRIu64, path, x->entries, x->max_entries);
+        (*err)->errnum = EMLINK;
+        value = x->max_entries;
+    } /* min_free: the extraction's own words (what was written, what is free) */
+    return ph_rundir_limit_hint(&x->lim, which, value, "stop", x->service, x->id, err);
 }
 
-/* The maps the run carries ({out}/perf-maps/perf-<pid>.map) into a temp
- * dir MAPS made here beside the run's; MAPS stays "" when the run has
+/* PATH of the run's container (a file or a tree), extracted into the
+ * directory DIRFD (STRIP leading components dropped) under what is left
+ * of the limits: the bytes and entries it brought are counted.  Holes
+ * stay holes; a member over max_bytes is refused at its header, before
+ * any of it is written; free space is looked at as it is written. */
+static int
+take(conv_ctx *x, const char *path, int dirfd, int strip, ph_error_t *err)
+{
+    ph_tar_limits left = { .min_free_bytes = x->lim.lim.min_free_bytes };
+    ph_tar_stats st = { 0 };
+    ph_tar_extract *tx;
+    int rc;
+
+    /* 0 would be the default: 1 lets one byte through, which the count
+     * below then refuses */
+    left.max_bytes = x->max_bytes == PH_TAR_NO_LIMIT ? PH_TAR_NO_LIMIT
+                     : x->bytes < x->max_bytes        ? x->max_bytes - x->bytes
+                                                      : 1;
+    left.max_entries = x->max_entries == PH_TAR_NO_LIMIT ? PH_TAR_NO_LIMIT
+                       : x->entries < x->max_entries      ? x->max_entries - x->entries
+                                                          : 1;
+    if ((tx = ph_tar_extract_new_at(dirfd, strip, &left, err)) == NULL)
+        return -1;
+    {
+        void *ud[2] = { tx, err };
+
+        rc = x->src->ops->archive_get(x->src, x->id, path, extract_cb, ud, err);
+    }
+    if (ph_tar_extract_finish(tx, &st, err) < 0)
+        rc = -1;
+    ph_tar_extract_free(tx);
+    x->bytes += st.size;
+    x->entries += st.entries;
+    if (st.limit != PH_TAR_LIMIT_NONE)
+        return over_limit(x, st.limit, path, st.limit_value, err);
+    if (rc == 0 && x->max_bytes != PH_TAR_NO_LIMIT && x->bytes > x->max_bytes)
+        return over_limit(x, PH_TAR_LIMIT_BYTES, path, 0, err);
+    if (rc == 0 && x->max_entries != PH_TAR_NO_LIMIT && x->entries > x->max_entries)
+        return over_limit(x, PH_TAR_LIMIT_ENTRIES, path, 0, err);
+    return rc;
+}
+
+/* take() into the directory DIR. */
+static int
+take_into(conv_ctx *x, const char *path, const char *dir, int strip, ph_error_t *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
+
+    if (fd < 0)
+        return ph_fail(err, errno, "open `%s`", dir);
+    rc = take(x, path, fd, strip, err);
+    close(fd);
+    return rc;
+}
+
+/* The names under {out} that COMMAND's words name ("{out}/perf.data",
+ * "--symfs={out}/symfs": perf.data, symfs), once each, into NAMES (at
+ * most INPUTS_MAX); 0 names when a word names {out} itself (or an input
+ * cannot be told): then the converter gets all of it. */
+static size_t
+inputs_of(const ph_strv *command, char names[][NAME_MAX + 1])
+{
+    static const char mark[] = "{out}";
+    size_t n = 0;
+
+    for (size_t i = 0; i < command->n; i++)
+        for (const char *w = command->v[i]; (w = strstr(w, mark)) != NULL;) {
+            const char *name = w + sizeof mark - 1, *end;
+            size_t len;
+            int seen = 0;
+
+            if (*name != '/')
+                return 0; /* {out} itself */
+            name++;
+            end = name + strcspn(name, "/ \"'");
+            len = (size_t)(end - name);
+            if (len == 0 || len > NAME_MAX || (len == 1 && name[0] == '.') || (len == 2 && memcmp(name, "..", 2) == 0) ||
+                memchr(name, '{', len) != NULL)
+                return 0;
+            for (size_t k = 0; k < n; k++)
+                seen |= strlen(names[k]) == len && memcmp(names[k], name, len) == 0;
+            if (!seen) {
+                if (n == INPUTS_MAX)
+                    return 0;
+                memcpy(names[n], name, len);
+                names[n++][len] = '\0';
+            }
+            w = end;
+        }
+    return n;
+}
+
+/* The converter's input, from the run's container into X->in/<service>:
+ * what COMMAND names (a name the run does not have is left out), or all
+ * of {out}.  Said in one line. */
+static int
+take_input(conv_ctx *x, const ph_strv *command, ph_error_t *err)
+{
+    char names[INPUTS_MAX][NAME_MAX + 1], path[PATH_MAX], dir[PATH_MAX], said[512] = "";
+    size_t n = inputs_of(command, names), used = 0;
+
+    snprintf(dir, sizeof dir, "%s/%s", x->in, x->service);
+    if (mkdir(dir, 0755) < 0)
+        return ph_fail(err, errno, "create `%s`", dir);
+    if (n == 0) { /* all of it: the archive of {out} names it as its first component */
+        if (take_into(x, x->out, x->in, 0, err) < 0)
+            return -1;
+        ph_info("%s: the converter gets all of %s (%.1f MiB)", x->service, x->out, (double)x->bytes / 1048576);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int there = 0;
+
+        snprintf(path, sizeof path, "%s/%s", x->out, names[i]);
+        if (x->src->ops->archive_stat(x->src, x->id, path, &there, err) < 0)
+            return -1;
+        if (!there)
+            continue;
+        if (take_into(x, path, dir, 0, err) < 0)
+            return -1;
+        if (used < sizeof said) /* a list cut short is still said */
+            used += (size_t)snprintf(said + used, sizeof said - used, "%s%s", used ? ", " : "", names[i]);
+    }
+    ph_info("%s: the converter gets %s (%.1f MiB)", x->service, said[0] ? said : "nothing", (double)x->bytes / 1048576);
+    return 0;
+}
+
+/* The maps the run carries ({out}/perf-maps/perf-<pid>.map) into MAPS
+ * (made here) under the same limits; MAPS stays "" when the run has
  * none.  The collapser reads maps from there only: perf script names
  * /tmp/perf-<pid>.map, the container's path with the container's pid,
  * which on this host is some other program's file, or none. */
 static int
-fetch_maps(ph_run *r, ph_backend *b, const char *id, const char *out, const char *service, char *maps, size_t len,
-           ph_error_t *err)
+take_maps(conv_ctx *x, const char *work, char *maps, size_t len, ph_error_t *err)
 {
-    char path[PATH_MAX], dir[PATH_MAX];
-    ph_tar_extract *x;
-    int there = 0, rc;
+    char path[PATH_MAX];
+    int there = 0;
 
     maps[0] = '\0';
-    snprintf(path, sizeof path, "%s/%s", out, PH_PERF_MAPS);
-    if (b->ops->archive_stat(b, id, path, &there, err) < 0)
+    snprintf(path, sizeof path, "%s/%s", x->out, PH_PERF_MAPS);
+    if (x->src->ops->archive_stat(x->src, x->id, path, &there, err) < 0)
         return -1;
     if (!there)
         return 0;
-    snprintf(dir, sizeof dir, "%s/%s/.maps-XXXXXX", r->opts.out_dir, service);
-    if (mkdtemp(dir) == NULL)
-        return ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, service);
-    snprintf(maps, len, "%s", dir);
-    if ((x = ph_tar_extract_new(dir, 1, &r->opts.collect, err)) == NULL)
+    snprintf(maps, len, "%s/maps", work);
+    if (mkdir(maps, 0700) < 0) {
+        ph_fail(err, errno, "create `%s`", maps);
+        maps[0] = '\0';
         return -1;
-    {
-        void *ud[2] = { x, err };
-
-        rc = b->ops->archive_get(b, id, path, extract_cb, ud, err);
     }
-    if (rc == 0)
-        rc = ph_tar_extract_finish(x, NULL, err);
-    ph_tar_extract_free(x);
-    return rc;
+    return take_into(x, path, maps, 1, err);
 }
 
 /* ---- the converter, run and read ------------------------------------- */
 
-/* What each pass of a conversion shares. */
-typedef struct conv_ctx {
-    ph_run *r;
-    ph_backend *b;
-    const char *tools, *id, *service, *mode, *run_id;
-    const char *out;  /* {out}: the run's files, at the same path */
-    const char *work; /* the host's temp dir */
-    FILE *tmp;        /* the run's files, as a tar */
-    ph_collapse_opts co;
-} conv_ctx;
+/* The command's output, as it comes: into the collapser, at most
+ * max_bytes of it. */
+typedef struct script {
+    conv_ctx *x;
+    const char *what;
+    ph_collapse *col;
+    uint64_t bytes;
+    int over;
+    ph_error_t *err;
+} script;
 
 static int
-put_buffer(ph_backend *b, const char *cid, const char *path, const void *data, size_t len, ph_error_t *err)
+script_cb(void *ud, const char *data, size_t len)
 {
-    FILE *in = fmemopen((void *)data, len, "r");
-    int rc;
+    script *s = ud;
+    uint64_t max = s->x->max_bytes, room = max == PH_TAR_NO_LIMIT ? UINT64_MAX : max - s->bytes;
+    char v[32];
 
-    if (in == NULL)
-        return ph_fail(err, errno, "allocate");
-    rc = b->ops->archive_put(b, cid, path, file_read_cb, in, (long long)len, err);
-    fclose(in);
-    return rc;
+    if (len > room) {
+        s->over = 1;
+        len = (size_t)room;
+    }
+    s->bytes += len;
+    if (len > 0 && ph_collapse_feed(s->col, data, len, s->err) < 0)
+        return -1;
+    if (!s->over)
+        return 0;
+    ph_fail(s->err, 0, "the output of `%s` passed %s: over the limit `max_bytes` of %s", s->what,
+            ph_tar_size_text(max, v), v);
+    (*s->err)->errnum = EFBIG;
+    ph_rundir_limit_hint(&s->x->lim, PH_TAR_LIMIT_BYTES, max, "stop", s->x->service, s->x->id, s->err);
+    return -1;
 }
 
-/* One pass: a converter container of the tools image runs COMMAND on a
- * copy of the run's files at the same path (and EXTRA, a tar put into
- * {out} after them, when not NULL), its stdout into a file there; that
- * file comes back through the archive endpoint into WORK/script and is
- * collapsed: *OUT, a new collapser.  The container is removed. */
+/* One pass: a converter container of the tools image gets the input
+ * (X->in, at / of the artifacts) and EXTRA (a dir put into {out} after
+ * it, when not NULL), COMMAND runs in it, its output collapsed: *OUT, a
+ * new collapser.  The container is removed. */
 static int
-converter_pass(conv_ctx *x, const ph_strv *command, const void *extra, size_t extra_len, ph_collapse **out,
-               ph_error_t *err)
+converter_pass(conv_ctx *x, const ph_strv *command, const char *extra, ph_collapse **out, ph_error_t *err)
 {
-    char dir[PATH_MAX], path[PATH_MAX];
-    text stderr_text = { .len = 0 };
     ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
-    ph_tar_extract *tx = NULL;
-    ph_collapse *col = NULL;
-    char *cid = NULL;
+    ph_strv argv = { 0 };
+    script sc = { .x = x, .what = command->v[0], .err = err };
+    char *cid = NULL, t[24], sleep_s[24];
     long code = -1;
-    int timed_out = 0, rc = -1;
+    int rc = -1;
 
     *out = NULL;
-    /* sh is the tools image's.  No network; logs the orchestrator can
-     * read back whatever its default, so its stderr can be read. */
+    /* The container only waits (a while past the command's time, should
+     * we be gone); the command is an exec in it.  No network. */
+    snprintf(t, sizeof t, "%ld", x->time_s);
+    snprintf(sleep_s, sizeof sleep_s, "%ld", x->time_s + 120);
     spec.image = x->tools;
     spec.set_entrypoint = spec.set_cmd = 1;
     spec.network_none = 1;
-    spec.readable_logs = 1;
-    if (ph_strv_push(&spec.entrypoint, "/bin/sh") < 0 || ph_strv_push(&spec.entrypoint, "-c") < 0 ||
-        ph_strv_push(&spec.entrypoint, "exec \"$@\" > " CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME) < 0 ||
-        ph_strv_push(&spec.entrypoint, "sh") < 0 || (spec.user = strdup("0")) == NULL ||
-        (spec.workdir = strdup(x->out)) == NULL || ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, x->r->compose->project) < 0 ||
-        ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, x->service) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_CONVERT, x->id) < 0)
+    if (ph_strv_push(&spec.entrypoint, "sleep") < 0 || ph_strv_push(&spec.entrypoint, sleep_s) < 0 ||
+        (spec.user = strdup("0")) == NULL || (spec.workdir = strdup(x->out)) == NULL ||
+        ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, x->r->compose->project) < 0 ||
+        ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, x->service) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_CONVERT, x->id) < 0 ||
+        ph_strv_push(&argv, "/bin/sh") < 0 || ph_strv_push(&argv, "-c") < 0 || ph_strv_push(&argv, run_script) < 0 ||
+        ph_strv_push(&argv, "sh") < 0 || ph_strv_push(&argv, t) < 0)
         goto nomem;
     for (size_t i = 0; i < command->n; i++) {
         char *w = ph_profile_expand(command->v[i], x->out, x->service, x->mode, x->run_id);
-        int bad = w == NULL || ph_strv_push(&spec.entrypoint, w) < 0;
+        int bad = w == NULL || ph_strv_push(&argv, w) < 0;
 
         free(w);
         if (bad)
             goto nomem;
     }
-    rewind(x->tmp);
-    if (x->b->ops->create(x->b, &spec, &cid, err) < 0 ||
-        x->b->ops->archive_put(x->b, cid, PH_CONTAINER_OUT, file_read_cb, x->tmp, -1, err) < 0 ||
-        (extra != NULL && put_buffer(x->b, cid, x->out, extra, extra_len, err) < 0) ||
-        x->b->ops->start(x->b, cid, err) < 0 ||
-        x->b->ops->wait(x->b, cid, CONVERT_TIMEOUT_S, &code, &timed_out, err) < 0)
+    if ((sc.col = ph_collapse_new(&x->co, err)) == NULL)
         goto out;
-    if (timed_out) {
-        ph_fail(err, 0, "`%s` did not finish within %ld s", command->v[0], CONVERT_TIMEOUT_S);
+    if (x->b->ops->create(x->b, &spec, &cid, err) < 0 || put_dir(x->b, cid, PH_CONTAINER_OUT, x->in, err) < 0 ||
+        (extra != NULL && put_dir(x->b, cid, x->out, extra, err) < 0) || x->b->ops->start(x->b, cid, err) < 0 ||
+        x->b->ops->exec(x->b, cid, (const char *const *)argv.v, NULL, x->time_s + 60, script_cb, &sc, &code, err) < 0)
+        goto out;
+    if (code == 124) {
+        ph_fail(err, 0, "`%s` did not finish within %ld s (%ld s and a second per MiB of its input, at most %ld s)",
+                command->v[0], x->time_s, CONVERT_TIME_BASE_S, CONVERT_TIME_MAX_S);
         goto out;
     }
     if (code != 0) {
-        x->b->ops->output(x->b, cid, 2, text_cb, &stderr_text, NULL);
-        ph_fail(err, 0, "`%s` failed with status %ld: %s", command->v[0], code,
-                stderr_text.len ? stderr_text.buf : "(it said nothing)");
-        goto out;
-    }
-    snprintf(dir, sizeof dir, "%s/script", x->work);
-    ph_fs_remove_tree_at(AT_FDCWD, dir, NULL);
-    if (mkdir(dir, 0700) < 0) {
-        ph_fail(err, errno, "create `%s`", dir);
-        goto out;
-    }
-    if ((tx = ph_tar_extract_new(dir, 0, &x->r->opts.collect, err)) == NULL)
-        goto out;
-    {
-        void *ud[2] = { tx, err };
+        const char *const cat[] = { "head", "-c", STR(CONVERT_STDERR_MAX), CONVERT_ERR, NULL };
+        text said = { .len = 0 };
+        long ignored;
 
-        rc = x->b->ops->archive_get(x->b, cid, CONVERT_STDOUT_DIR "/" CONVERT_STDOUT_NAME, extract_cb, ud, err);
-    }
-    if (rc == 0)
-        rc = ph_tar_extract_finish(tx, NULL, err);
-    if (rc < 0)
-        goto out;
-    rc = -1;
-    snprintf(path, sizeof path, "%s/%s", dir, CONVERT_STDOUT_NAME);
-    if ((col = ph_collapse_new(&x->co, err)) == NULL)
-        goto out;
-    if (ph_read_file_chunks(path, collapse_chunk_cb, col, NULL, err) < 0 || ph_collapse_finish(col, err) < 0) {
-        ph_collapse_free(col);
+        char esc[4 * CONVERT_STDERR_MAX + 1];
+
+        x->b->ops->exec(x->b, cid, cat, NULL, 30, text_cb, &said, &ignored, NULL);
+        /* what it said comes of the container's files: escaped */
+        ph_fail(err, 0, "`%s` failed with status %ld: %s", command->v[0], code,
+                said.len ? ph_escape(esc, sizeof esc, said.buf) : "(it said nothing)");
         goto out;
     }
-    ph_fs_remove_tree_at(AT_FDCWD, dir, NULL);
-    *out = col;
+    if (ph_collapse_finish(sc.col, err) < 0)
+        goto out;
+    *out = sc.col;
+    sc.col = NULL;
     rc = 0;
     goto out;
 nomem:
     ph_fail(err, ENOMEM, "build the converter's spec");
 out:
-    ph_tar_extract_free(tx);
+    ph_collapse_free(sc.col);
     if (cid != NULL)
         x->b->ops->remove(x->b, cid, 1, NULL);
     ph_workload_spec_clear(&spec);
+    ph_strv_free(&argv);
     free(cid);
     return rc;
 }
@@ -465,24 +529,24 @@ mkdirs_at(int base, const char *rel, size_t len, ph_error_t *err)
     return fd;
 }
 
-/* The file PATH of container ID, into SYMFS (an open directory) at its
- * own path, when it is an ELF program with no GNU build-id (its first
- * bytes are read first, so a file perf's cache had, and still named
- * nothing of, is not copied): 1; 0 when not (not there, not a regular
- * file, a build-id, not ELF); -1 and *err on a fault. */
+/* The file PATH of the run's container, into SYMFS (an open directory)
+ * at its own path, when it is an ELF program with no GNU build-id (its
+ * first bytes are read first, so a file perf's cache had, and still named
+ * nothing of, is not copied), under what is left of the limits: 1; 0
+ * when not (not there, not a regular file, a build-id, not ELF); -1 and
+ * *err on a fault or over a limit. */
 static int
-fetch_unnamed(ph_run *r, ph_backend *b, const char *id, int symfs, const char *path, ph_error_t *err)
+fetch_unnamed(conv_ctx *x, int symfs, const char *path, ph_error_t *err)
 {
     const char *base = strrchr(path, '/') + 1;
     unsigned char *head = malloc(ELF_HEAD_MAX);
-    ph_tar_extract *x = NULL;
     ph_tar_peek_t t;
     int dirfd = -1, rc = -1;
     struct stat st;
 
     if (head == NULL)
         return ph_fail(err, ENOMEM, "allocate");
-    if ((rc = ph_image_file_head(b, id, path, &t, head, ELF_HEAD_MAX, err)) < 0) {
+    if ((rc = ph_image_file_head(x->src, x->id, path, &t, head, ELF_HEAD_MAX, err)) < 0) {
         free(head);
         return rc == -1 ? 0 : -1;
     }
@@ -494,40 +558,26 @@ fetch_unnamed(ph_run *r, ph_backend *b, const char *id, int symfs, const char *p
     free(head);
     if (rc == 1)
         return 0;
-    rc = -1;
     if ((dirfd = mkdirs_at(symfs, path + 1, (size_t)(base - path - 1), err)) < 0)
         return -1;
-    if ((x = ph_tar_extract_new_at(dirfd, 0, &r->opts.collect, err)) == NULL)
-        goto out;
-    {
-        void *ud[2] = { x, err };
-
-        rc = b->ops->archive_get(b, id, path, extract_cb, ud, err);
-    }
-    if (rc == 0)
-        rc = ph_tar_extract_finish(x, NULL, err);
-    if (rc < 0)
-        goto out;
+    rc = take(x, path, dirfd, 0, err);
     /* what came is a regular file (a link there would be nothing to read) */
-    rc = fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
-    if (rc == 0)
-        unlinkat(dirfd, base, 0);
-out:
-    ph_tar_extract_free(x);
+    if (rc == 0) {
+        rc = fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
+        if (rc == 0)
+            unlinkat(dirfd, base, 0);
+    }
     close(dirfd);
     return rc;
 }
 
-/* The files COL left unnamed, those without a build-id fetched from
- * container ID into WORK/out/<symfs>: how many, or -1 and *err. */
+/* The files COL left unnamed, those without a build-id fetched from the
+ * run's container into DIR (WORK/out/<symfs>): how many, or -1 and *err. */
 static int
-fetch_symfs(ph_run *r, ph_backend *b, const char *id, const char *service, const ph_profile_convert *conv,
-            const ph_collapse *col, const char *work, ph_error_t *err)
+fetch_symfs(conv_ctx *x, const ph_profile_convert *conv, const ph_collapse *col, const char *dir, ph_error_t *err)
 {
-    char dir[PATH_MAX];
     int symfs = -1, kept = 0;
 
-    snprintf(dir, sizeof dir, "%s/out/%s", work, conv->symfs);
     for (size_t i = 0; i < ph_collapse_n_unnamed(col); i++) {
         const char *path = ph_collapse_unnamed(col, i);
         int got;
@@ -540,7 +590,7 @@ fetch_symfs(ph_run *r, ph_backend *b, const char *id, const char *service, const
             if ((symfs = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                 return ph_fail(err, errno, "open `%s`", dir);
         }
-        if ((got = fetch_unnamed(r, b, id, symfs, path, err)) < 0) {
+        if ((got = fetch_unnamed(x, symfs, path, err)) < 0) {
             close(symfs);
             return -1;
         }
@@ -548,7 +598,7 @@ fetch_symfs(ph_run *r, ph_backend *b, const char *id, const char *service, const
             char esc[PATH_MAX];
 
             ph_info("%s: perf had no copy of `%s` (no GNU build-id): converting again with the file from the "
-                    "service's container, kept in %s/", service, ph_escape(esc, sizeof esc, path), conv->symfs);
+                    "service's container, kept in %s/", x->service, ph_escape(esc, sizeof esc, path), conv->symfs);
             kept++;
         }
     }
@@ -557,82 +607,156 @@ fetch_symfs(ph_run *r, ph_backend *b, const char *id, const char *service, const
     return kept;
 }
 
+/* ---- the outputs -------------------------------------------------------- */
+
+/* convert.json: what the collapser saw (event, samples, the counts' unit),
+ * for the report: the folded counts of cpu-clock are nanoseconds, not
+ * samples. */
+static int
+write_meta(const char *dir, const ph_profile_convert *conv, const ph_collapse_stats *cs, int ns, ph_error_t *err)
+{
+    json_t *m = json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:s?}", "version", 1, "command", conv->command.v[0],
+                          "collapse", conv->collapse, "event", cs->event, "samples", (json_int_t)cs->samples,
+                          "stacks", (json_int_t)cs->stacks, "unit", ns ? "nanoseconds" : "events",
+                          "unrecognized_lines", (json_int_t)cs->unrecognized,
+                          "other_event", cs->other_event[0] ? cs->other_event : NULL);
+    char *json_text = m ? json_dumps(m, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    int rc;
+
+    json_decref(m);
+    if (json_text == NULL)
+        return ph_fail(err, ENOMEM, "build %s", PH_CONVERT_META);
+    rc = write_file(dir, PH_CONVERT_META, json_text, strlen(json_text), err);
+    free(json_text);
+    return rc;
+}
+
+/* The folded stacks as the four files, in DIR (so that they are dated
+ * now). */
+static int
+write_outputs(const char *dir, const char *folded, size_t folded_len, const char *title, const ph_profile_convert *conv,
+              const ph_collapse_stats *cs, ph_error_t *err)
+{
+    const char *event = cs->event;
+    /* cpu-clock and task-clock periods are nanoseconds; other events count. */
+    int ns = strncmp(event, "cpu-clock", 9) == 0 || strncmp(event, "task-clock", 10) == 0;
+    ph_folded *f = ph_folded_parse(folded, folded_len, 0, err);
+    ph_flame_opts fo;
+    ph_pprof_opts po = { .type = ns ? "cpu" : event, .unit = ns ? "nanoseconds" : "count", .comment = title };
+    char *svg = NULL, *pb = NULL, subtitle[160];
+    size_t svg_len = 0, pb_len = 0;
+    FILE *m = NULL;
+    int rc = -1;
+
+    if (f == NULL)
+        return -1;
+    ph_flame_opts_init(&fo);
+    fo.title = title;
+    snprintf(subtitle, sizeof subtitle, "perf %s%s", event, ns ? ", in nanoseconds of CPU" : "");
+    fo.subtitle = subtitle;
+    fo.countname = ns ? "ns" : "events";
+    if ((m = open_memstream(&svg, &svg_len)) == NULL) {
+        ph_fail(err, errno, "allocate");
+        goto out;
+    }
+    rc = ph_flame_render(f, &fo, m, NULL, err);
+    fclose(m);
+    if (rc < 0)
+        goto out;
+    rc = -1;
+    if ((m = open_memstream(&pb, &pb_len)) == NULL) {
+        ph_fail(err, errno, "allocate");
+        goto out;
+    }
+    rc = ph_pprof_write(f, &po, m, err);
+    fclose(m);
+    if (rc < 0 || write_file(dir, "stacks.folded", folded, folded_len, err) < 0 ||
+        write_file(dir, "profile.pb.gz", pb, pb_len, err) < 0 || write_file(dir, "flamegraph.svg", svg, svg_len, err) < 0 ||
+        write_meta(dir, conv, cs, ns, err) < 0)
+        rc = -1;
+out:
+    ph_folded_free(f);
+    free(svg);
+    free(pb);
+    return rc;
+}
+
 /* ---- the conversion ---------------------------------------------------- */
 
-/* C's run converted: its files read from and the outputs put back
- * through SRC (C's backend), the converter run on R's own. */
+/* C's run converted under P's limits: its files read from and the outputs
+ * put back through SRC (C's backend), the converter run on R's own. */
 static int
-convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile_convert *conv, ph_error_t *err)
+convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, const ph_profile_convert *conv,
+        ph_error_t *err)
 {
-    const char *id = c->id;
-    const char *service = c->service, *mode = c->mode;
-    const char *run_id = c->run;
     ph_backend *b;
-    char out[PATH_MAX], title[256], work[PATH_MAX] = "", dir[PATH_MAX], maps[PATH_MAX] = "";
+    char out[PATH_MAX], title[256], work[PATH_MAX] = "", dir[PATH_MAX], sym[PATH_MAX], maps[PATH_MAX] = "";
     char *tools = NULL, *folded = NULL;
-    FILE *tmp = NULL, *fm = NULL;
-    size_t folded_len = 0, tar_len = 0;
-    void *tar = NULL;
+    FILE *fm = NULL;
+    size_t folded_len = 0;
     ph_collapse *col = NULL;
     const ph_collapse_stats *cs;
     conv_ctx x;
+    long per_mib;
     int rc = -1;
 
     if (ph_run_backend(r, &b, err) < 0 || ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
         return -1;
-    if (src == NULL)
-        src = b;
-    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, service);
-    ph_info("%s: converting the %s run (%s, in the tools image)", service, mode, conv->command.v[0]);
+    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, c->service);
+    memset(&x, 0, sizeof x);
+    x.r = r;
+    x.b = b;
+    x.src = src != NULL ? src : b;
+    x.tools = tools;
+    x.id = c->id;
+    x.service = c->service;
+    x.mode = c->mode;
+    x.run_id = c->run;
+    x.out = out;
+    ph_rundir_limits_of(&r->opts.collect, p, &x.lim);
+    x.max_bytes = x.lim.lim.max_bytes ? x.lim.lim.max_bytes : PH_TAR_DEFAULT_MAX_BYTES;
+    x.max_entries = x.lim.lim.max_entries ? x.lim.lim.max_entries : PH_TAR_DEFAULT_MAX_ENTRIES;
+    ph_info("%s: converting the %s run (%s, in the tools image)", c->service, c->mode, conv->command.v[0]);
 
-    /* The run's files, out of the stopped container and into a temp file. */
-    if ((tmp = temp_file(r, service, err)) == NULL)
-        goto out;
-    {
-        sink s = { tmp, err };
-
-        if (src->ops->archive_get(src, id, out, file_cb, &s, err) < 0 || fflush(tmp) != 0)
-            goto out;
-    }
-    /* Beside where the run will land: WORK/out (what goes back into the
-     * container, then the run), WORK/script (the command's output). */
-    snprintf(work, sizeof work, "%s/%s/.convert-XXXXXX", r->opts.out_dir, service);
+    /* Beside where the run will land: WORK/in (the converter's input),
+     * WORK/maps (the run's JIT maps), WORK/out (what goes back into the
+     * container, then the run). */
+    snprintf(work, sizeof work, "%s/%s/.convert-XXXXXX", r->opts.out_dir, c->service);
     if (mkdtemp(work) == NULL) {
         work[0] = '\0';
-        ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, service);
+        ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, c->service);
         goto out;
     }
+    snprintf(x.in, sizeof x.in, "%s/in", work);
     snprintf(dir, sizeof dir, "%s/out", work);
-    if (mkdir(dir, 0755) < 0) {
+    if (mkdir(x.in, 0755) < 0 || mkdir(dir, 0755) < 0) {
         ph_fail(err, errno, "create `%s`", dir);
         goto out;
     }
-    if (fetch_maps(r, src, id, out, service, maps, sizeof maps, err) < 0)
+    if (take_input(&x, &conv->command, err) < 0 || take_maps(&x, work, maps, sizeof maps, err) < 0)
         goto out;
-    x = (conv_ctx){ .r = r, .b = b, .tools = tools, .id = id, .service = service, .mode = mode, .run_id = run_id,
-                    .out = out, .work = work, .tmp = tmp };
+    per_mib = (long)(x.bytes >> 20);
+    x.time_s = per_mib > CONVERT_TIME_MAX_S - CONVERT_TIME_BASE_S ? CONVERT_TIME_MAX_S : CONVERT_TIME_BASE_S + per_mib;
     ph_collapse_opts_init(&x.co);
     x.co.map_dir = maps[0] ? maps : NULL;
     x.co.jit_named = 1; /* a frame named from a perf map is JIT code: its kind, _[j] */
-    if (converter_pass(&x, &conv->command, NULL, 0, &col, err) < 0)
+    if (converter_pass(&x, &conv->command, NULL, &col, err) < 0)
         goto out;
 
     /* Files perf had no copy of: given to it, and its second command. */
     if (conv->symfs != NULL && c->attached == NULL && ph_collapse_n_unnamed(col) > 0) {
-        int kept = fetch_symfs(r, src, id, service, conv, col, work, err);
+        int kept;
 
-        if (kept < 0)
+        snprintf(sym, sizeof sym, "%s/%s", dir, conv->symfs);
+        if ((kept = fetch_symfs(&x, conv, col, sym, err)) < 0)
             goto out;
         if (kept > 0) {
             ph_collapse *again = NULL;
 
-            if (ph_tar_context_build(dir, NULL, 0, 1u << 30, &tar, &tar_len, err) < 0 ||
-                converter_pass(&x, &conv->symfs_command, tar, tar_len, &again, err) < 0)
+            if (converter_pass(&x, &conv->symfs_command, dir, &again, err) < 0)
                 goto out;
             ph_collapse_free(col);
             col = again;
-            free(tar);
-            tar = NULL;
         }
     }
     cs = ph_collapse_get_stats(col);
@@ -650,23 +774,17 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile_conve
     if (rc < 0)
         goto out;
     rc = -1;
-    snprintf(title, sizeof title, "%s (%s, run %s)", service, mode, run_id ? run_id : "?");
-    if (outputs_tar(dir, folded, folded_len, title, conv, cs, &tar, &tar_len, err) < 0 ||
-        put_buffer(src, id, out, tar, tar_len, err) < 0)
+    snprintf(title, sizeof title, "%s (%s, run %s)", c->service, c->mode, c->run ? c->run : "?");
+    if (write_outputs(dir, folded, folded_len, title, conv, cs, err) < 0 || put_dir(x.src, c->id, out, dir, err) < 0)
         goto out;
-    ph_info("%s: %zu samples of %s, %zu distinct stacks: stacks.folded, flamegraph.svg, profile.pb.gz", service,
+    ph_info("%s: %zu samples of %s, %zu distinct stacks: stacks.folded, flamegraph.svg, profile.pb.gz", c->service,
             cs->samples, cs->event, cs->stacks);
     rc = 0;
 out:
     if (work[0] != '\0')
         ph_fs_remove_tree_at(AT_FDCWD, work, NULL);
-    if (maps[0] != '\0')
-        ph_fs_remove_tree_at(AT_FDCWD, maps, NULL);
-    if (tmp != NULL)
-        fclose(tmp);
     ph_collapse_free(col);
     free(folded);
-    free(tar);
     free(tools);
     return rc;
 }
@@ -691,7 +809,7 @@ ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_p
     if (conv->command.n == 0)
         return;
     st = ph_stage_beginf("profiler", 0, "convert what %s wrote", p->name);
-    if (ph_run_stage_done(st, convert(r, src, c, conv, &err), &err) == 0)
+    if (ph_run_stage_done(st, convert(r, src, c, p, conv, &err), &err) == 0)
         return;
     ph_warn("%s: the conversion failed: %s", service, err->msg);
     ph_warn("%s: what %s wrote is collected as it is; convert by hand with `%s`, then `profharness collapse "

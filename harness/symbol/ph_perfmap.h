@@ -19,7 +19,8 @@
  *    spaces), its line end and any NUL cut;
  *  - lookups are by address: of the entries starting nearest at or
  *    before it, the first written (a JIT reuses memory; perf names such
- *    an address by the first entry too), and only if it covers it.
+ *    an address by the first entry too), and only if it covers it; one
+ *    binary search over the distinct starts, whatever the map holds.
  * Pure apart from ph_perfmap_open's read; no allocation after loading;
  * never prints, never exits.  Compiled into the library and (PIC) into
  * the sampler, which calls it from its writer thread only.
@@ -60,6 +61,11 @@ ph_perfmap *ph_perfmap_open(const char *path, const ph_perfmap_opts *o, ph_error
 
 /* The name of the code at PC, NULL if no entry covers it. */
 const char *ph_perfmap_find(const ph_perfmap *m, uint64_t pc);
+/* The same, and in *STEPS (when not NULL) the entries it compared on the
+ * way: at most log2(entries) + 1, whatever the map holds (entries that
+ * start at one address are resolved to one when the map is read), so
+ * that a test can hold a lookup to that. */
+const char *ph_perfmap_find_counted(const ph_perfmap *m, uint64_t pc, size_t *steps);
 
 const ph_perfmap_stats *ph_perfmap_get_stats(const ph_perfmap *m);
 void ph_perfmap_free(ph_perfmap *m);

@@ -67,6 +67,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "ph_error.h"
 
 typedef struct ph_tar_extract ph_tar_extract;
@@ -105,6 +106,9 @@ int ph_tar_room(uint64_t avail, uint64_t min_free, uint64_t need);
  * gives (errnum ENOSPC), naming REL as what is written. */
 int ph_tar_free_check(int fd, uint64_t min_free, uint64_t need, const char *rel, ph_error_t *err);
 
+/* V as "16 GiB" when exact in a binary unit, else in bytes; "unlimited"
+ * for PH_TAR_NO_LIMIT: sizes in the limits' messages.  Returns BUF. */
+const char *ph_tar_size_text(uint64_t v, char buf[32]);
 /* The user-facing name of a limit: "max_bytes", "max_entries", "min_free". */
 const char *ph_tar_limit_name(ph_tar_limit limit);
 /* Parse TEXT as a value for LIMIT: a size for max_bytes and min_free
@@ -174,6 +178,21 @@ typedef struct ph_tar_extra {
 } ph_tar_extra;
 int ph_tar_context_build(const char *dir, const ph_tar_extra *extra, size_t n_extra,
                          size_t max_bytes, void **out, size_t *out_len, ph_error_t *err);
+
+/* The tar ph_tar_context_build makes of DIR and EXTRA, streamed: a
+ * thread writes it as ph_tar_stream_read (the backend's read callback, UD
+ * the stream) takes it, so memory stays bounded whatever the files'
+ * sizes (holes are read as zeros).  DIR is copied; EXTRA must stay valid
+ * until free.  The reader's -1 means the writer failed; finish then
+ * gives the writer's error in place of the one the reader's caller made,
+ * or says the stream was not read to its end; 0 once it was, whole.
+ * Free ends a writer still running (its next write fails). */
+typedef struct ph_tar_stream ph_tar_stream;
+ph_tar_stream *ph_tar_stream_new(const char *dir, const ph_tar_extra *extra, size_t n_extra, ph_error_t *err);
+ssize_t ph_tar_stream_read(void *ud, char *buf, size_t len);
+int ph_tar_stream_finish(ph_tar_stream *s, ph_error_t *err);
+uint64_t ph_tar_stream_bytes(const ph_tar_stream *s); /* read so far */
+void ph_tar_stream_free(ph_tar_stream *s);
 
 /* The first member of a tar whose first LEN bytes are DATA (the rest may
  * be missing): a regular file's first bytes (up to CAP into BUF, as many

@@ -382,27 +382,27 @@ add_extra(struct archive *a, const ph_tar_extra *x, ph_error_t *err)
     return rc;
 }
 
+/* See ph_tar_int.h. */
 int
-ph_tar_context_build(const char *dir, const ph_tar_extra *extra, size_t n_extra, size_t max_bytes, void **out,
-                     size_t *out_len, ph_error_t *err)
+ph_tar_context_open(struct archive *a, void *ud, la_ssize_t (*write_cb)(struct archive *, void *, const void *, size_t),
+                    ph_error_t *err)
 {
-    struct archive *a = archive_write_new();
-    membuf m = { .max = max_bytes };
-    ignore_rules ig = { 0 };
-    int rc = -1, had_error = err != NULL && *err != NULL;
-
-    *out = NULL;
-    *out_len = 0;
-    if (a == NULL)
-        return ph_fail(err, ENOMEM, "start the build context");
     /* ustar headers, pax records only for what ustar cannot hold (long
      * names, big files); no padding to 10 kB records. */
     archive_write_set_format_pax_restricted(a);
     archive_write_set_bytes_in_last_block(a, 1);
-    if (archive_write_open(a, &m, NULL, mem_write_cb, NULL) != ARCHIVE_OK) {
-        ph_fail(err, 0, "start the build context: %s", archive_error_string(a));
-        goto out;
-    }
+    if (archive_write_open(a, ud, NULL, write_cb, NULL) != ARCHIVE_OK)
+        return ph_fail(err, 0, "start the archive: %s", archive_error_string(a));
+    return 0;
+}
+
+/* See ph_tar_int.h. */
+int
+ph_tar_context_write(struct archive *a, const char *dir, const ph_tar_extra *extra, size_t n_extra, ph_error_t *err)
+{
+    ignore_rules ig = { 0 };
+    int rc = -1;
+
     if (dir != NULL) {
         tree_ctx t = { .a = a, .root = dir, .ig = &ig, .extra = extra, .n_extra = n_extra };
 
@@ -413,9 +413,29 @@ ph_tar_context_build(const char *dir, const ph_tar_extra *extra, size_t n_extra,
         if (add_extra(a, &extra[i], err) < 0)
             goto out;
     if (archive_write_close(a) != ARCHIVE_OK) {
-        ph_fail(err, 0, "finish the build context: %s", archive_error_string(a));
+        ph_fail(err, 0, "finish the archive: %s", archive_error_string(a));
         goto out;
     }
+    rc = 0;
+out:
+    ignore_free(&ig);
+    return rc;
+}
+
+int
+ph_tar_context_build(const char *dir, const ph_tar_extra *extra, size_t n_extra, size_t max_bytes, void **out,
+                     size_t *out_len, ph_error_t *err)
+{
+    struct archive *a = archive_write_new();
+    membuf m = { .max = max_bytes };
+    int rc = -1, had_error = err != NULL && *err != NULL;
+
+    *out = NULL;
+    *out_len = 0;
+    if (a == NULL)
+        return ph_fail(err, ENOMEM, "start the build context");
+    if (ph_tar_context_open(a, &m, mem_write_cb, err) < 0 || ph_tar_context_write(a, dir, extra, n_extra, err) < 0)
+        goto out;
     *out = m.data;
     *out_len = m.len;
     m.data = NULL;
@@ -429,7 +449,6 @@ out:
         ph_error_hint(err, "list large files that the image does not need in .dockerignore");
     }
     archive_write_free(a);
-    ignore_free(&ig);
     free(m.data);
     return rc;
 }

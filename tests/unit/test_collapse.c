@@ -1,8 +1,8 @@
 /* test_collapse.c - perf script output to folded stacks (ph_collapse):
  * stackcollapse-perf.pl's rules case by case (headers, events, tidying,
  * [unknown] frames, annotations, Perl's truth of "0", samples without a
- * blank line), byte order of the output, any chunking, perf map files,
- * and --inline through libdw on a helper built with an inlined function.
+ * blank line), byte order of the output, any chunking, perf map files
+ * (and what naming from a hostile one costs), and --inline through libdw on a helper built with an inlined function.
  * The whole of FlameGraph's own suite is tests/43-collapse.bats. */
 #include "test_util.h"
 
@@ -389,6 +389,85 @@ test_perf_map_not_from_input_path(void **state)
     tu_rmdir();
 }
 
+/* ceil(log2(n + 1)): the most a binary search over n entries compares. */
+static size_t
+log_bound(size_t n)
+{
+    size_t k = 0;
+
+    for (; n > 0; n >>= 1)
+        k++;
+    return k;
+}
+
+/* The review's map: 200,000 entries at one start (a million in the
+ * review: 466 s of host time for one stop), with random call chains 100
+ * deep through it, many samples repeating addresses.  Each distinct
+ * address is looked up once, and a lookup compares at most log2 of the
+ * map's entries (counted, not timed). */
+static void
+test_perf_map_hostile(void **state)
+{
+    enum { SAME = 200000, POOL = 3000, SAMPLES = 400, DEPTH = 100 };
+    static uint64_t pool[POOL];
+    static unsigned char used[POOL];
+    size_t cap = (size_t)SAME * 32 + 4096, len = 0, distinct = 0;
+    char *map = malloc(cap), *in, *out, path[400];
+    ph_collapse_opts o;
+    ph_collapse_stats st;
+    uint64_t seed = 7;
+    FILE *f;
+
+    (void)state;
+    assert_non_null(map);
+    tu_mkdtemp();
+    /* the first entry at 7f0000100000 covers 1 MiB; the rest repeat it */
+    for (int k = 0; k < SAME; k++)
+        len += (size_t)snprintf(map + len, cap - len, "7f0000100000 %x same%d\n", k == 0 ? 0x100000 : 0x40, k);
+    for (int k = 0; k < 64; k++) /* and some code beside it */
+        len += (size_t)snprintf(map + len, cap - len, "7f0000300%03x 40 other%d\n", k * 0x40, k);
+    snprintf(path, sizeof path, "%s/perf-99.map", test_dir);
+    assert_non_null(f = fopen(path, "w"));
+    assert_int_equal(fwrite(map, 1, len, f), len);
+    fclose(f);
+    for (int i = 0; i < POOL; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        /* distinct by construction: i in its own 256 bytes, or at 0x...300000 + i */
+        pool[i] = i % 3 ? 0x7f0000100000 + 0x100 * (uint64_t)i + (seed >> 33) % 0x100 : 0x7f0000300000 + (uint64_t)i;
+    }
+    in = malloc((size_t)SAMPLES * (DEPTH * 48 + 64));
+    assert_non_null(in);
+    len = 0;
+    for (int s = 0; s < SAMPLES; s++) {
+        len += (size_t)sprintf(in + len, "node 99 1.0: 1 cpu-clock:\n");
+        for (int d = 0; d < DEPTH; d++) {
+            size_t i;
+
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            i = (seed >> 33) % POOL;
+            distinct += !used[i];
+            used[i] = 1;
+            len += (size_t)sprintf(in + len, "\t%llx [unknown] (/tmp/perf-99.map)\n", (unsigned long long)pool[i]);
+        }
+        len += (size_t)sprintf(in + len, "\n");
+    }
+    ph_collapse_opts_init(&o);
+    o.map_dir = test_dir;
+    o.jit_named = 1;
+    out = collapse(in, &o, 0, &st);
+    assert_int_equal(st.samples, SAMPLES);
+    assert_non_null(strstr(out, "same0_[j]"));
+    assert_null(strstr(out, "same1_")); /* the first written names the address */
+    assert_int_equal(st.map_lookups, distinct);
+    print_message("%zu lookups, %zu entries compared (at most %zu each)\n", st.map_lookups, st.map_steps,
+                  log_bound(SAME + 64));
+    assert_true(st.map_steps <= st.map_lookups * log_bound(SAME + 64));
+    free(out);
+    free(in);
+    free(map);
+    tu_rmdir();
+}
+
 /* --inline: a function inlined into collapse_outer (the helper, built
  * -O1 -g) is read back from DWARF at some of its addresses; at every
  * address the real function comes first. */
@@ -497,6 +576,7 @@ main(void)
         cmocka_unit_test(test_perf_map),
         cmocka_unit_test(test_perf_map_0x),
         cmocka_unit_test(test_perf_map_not_from_input_path),
+        cmocka_unit_test(test_perf_map_hostile),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_unnamed_dsos),
     };

@@ -1,7 +1,8 @@
 /* test_perfmap.c - the one perf map reader (harness/symbol/ph_perfmap.c):
  * V8's bare hex and HotSpot's 0x form, lookups at the edges, the first
  * entry of a reused address, bad lines, the bounds on bytes and
- * entries, the kind suffix, and files that are not maps. */
+ * entries, the kind suffix, files that are not maps, and what a lookup
+ * costs on a map made to be slow. */
 #include "test_util.h"
 
 #include <errno.h>
@@ -173,6 +174,92 @@ test_open(void **state)
     ph_error_free(&err);
 }
 
+/* ceil(log2(n + 1)): the comparisons a binary search over n entries makes
+ * at most. */
+static size_t
+log_bound(size_t n)
+{
+    size_t k = 0;
+
+    while (n > 0) {
+        k++;
+        n >>= 1;
+    }
+    return k;
+}
+
+/* A map made to be slow: 200,000 entries at one start (a JIT writing the
+ * same address again and again; the review's map had a million, 35 MB),
+ * among others.  Every lookup compares at most log2 of the entries,
+ * and names what a plain reading of the rule names: of the entries
+ * starting nearest at or before the address, the first written, if it
+ * covers it. */
+static void
+test_lookup_cost(void **state)
+{
+    enum { SAME = 200000, OTHER = 1000 };
+    size_t cap = (size_t)(SAME + OTHER) * 40, len = 0, worst = 0, steps;
+    char *text = malloc(cap);
+    ph_perfmap_opts o = { .max_entries = SAME + 2 * OTHER };
+    ph_perfmap *m;
+    uint64_t seed = 42;
+
+    (void)state;
+    assert_non_null(text);
+    /* OTHER entries 0x100 apart from 0x10000, each size 0x80, written
+     * twice at every 10th (the second with another name and size), and
+     * SAME entries at 0x20040 (inside f256), the first of size 0x40 */
+    for (int i = 0; i < OTHER; i++) {
+        len += (size_t)snprintf(text + len, cap - len, "%x 80 f%d\n", 0x10000 + 0x100 * i, i);
+        if (i % 10 == 0)
+            len += (size_t)snprintf(text + len, cap - len, "%x 100 again%d\n", 0x10000 + 0x100 * i, i);
+        if (i == OTHER / 2)
+            for (int k = 0; k < SAME; k++)
+                len += (size_t)snprintf(text + len, cap - len, "20040 %x same%d\n", k == 0 ? 0x40 : 0x1000 + k, k);
+    }
+    m = ph_perfmap_parse(text, len, &o, NULL);
+    assert_non_null(m);
+    assert_int_equal(ph_perfmap_get_stats(m)->entries, SAME + OTHER + OTHER / 10);
+    assert_string_equal(ph_perfmap_find(m, 0x2003f), "f256");
+    assert_string_equal(ph_perfmap_find(m, 0x20040), "same0");
+    assert_string_equal(ph_perfmap_find(m, 0x2007f), "same0");
+    assert_null(ph_perfmap_find(m, 0x20080)); /* the first written decides: it ends there */
+    assert_string_equal(ph_perfmap_find(m, 0x10000 + 0x100 * 10 + 0x7f), "f10");
+    assert_null(ph_perfmap_find(m, 0x10000 + 0x100 * 10 + 0x80));
+    for (int i = 0; i < 20000; i++) {
+        uint64_t pc;
+        const char *got;
+
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        pc = 0xff00 + (seed >> 33) % (0x100 * OTHER + 0x200);
+        got = ph_perfmap_find_counted(m, pc, &steps);
+        if (steps > worst)
+            worst = steps;
+        /* the rule, read plainly */
+        {
+            uint64_t start = pc < 0x10000 ? 0 : pc - (pc - 0x10000) % 0x100;
+            char want[32] = "";
+            int n = (int)((start - 0x10000) / 0x100);
+
+            if (pc >= 0x20040 && pc < 0x20100)
+                snprintf(want, sizeof want, "%s", pc < 0x20080 ? "same0" : "");
+            else if (pc >= 0x10000 && n < OTHER && pc < start + 0x80)
+                snprintf(want, sizeof want, "f%d", n);
+            if (want[0])
+                assert_string_equal(got, want);
+            else
+                assert_null(got);
+        }
+    }
+    /* a binary search over the distinct starts (OTHER + 1 of them; the
+     * review's map cost a walk over every entry at that start: 200,017
+     * steps here) */
+    print_message("worst lookup: %zu steps, at most %zu\n", worst, log_bound(OTHER + 1));
+    assert_true(worst <= log_bound(OTHER + 1));
+    ph_perfmap_free(m);
+    free(text);
+}
+
 int
 main(void)
 {
@@ -182,6 +269,7 @@ main(void)
         cmocka_unit_test(test_bad_lines),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_suffix),
+        cmocka_unit_test(test_lookup_cost),
         cmocka_unit_test_setup_teardown(test_open, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests_name("perfmap", tests, NULL, NULL);

@@ -1985,6 +1985,122 @@ test_context_limit(void **state)
     ph_error_free(&err);
 }
 
+/* Read stream S to its end in chunks of CHUNK bytes: the bytes, malloc'd. */
+static char *
+stream_all(ph_tar_stream *s, size_t chunk, size_t *len, ssize_t *last)
+{
+    size_t cap = 1 << 16;
+    char *out = malloc(cap);
+    ssize_t n;
+
+    *len = 0;
+    assert_non_null(out);
+    do {
+        if (cap - *len < chunk) {
+            cap *= 2;
+            assert_non_null(out = realloc(out, cap));
+        }
+        n = ph_tar_stream_read(s, out + *len, chunk);
+        if (n > 0)
+            *len += (size_t)n;
+    } while (n > 0);
+    *last = n;
+    return out;
+}
+
+/* A tree streamed (ph_tar_stream) is the build context's bytes, whatever
+ * the reader's chunks, and the reader knows it got the whole of it. */
+static void
+test_stream_same_bytes(void **state)
+{
+    char ctx[400];
+    void *tar = NULL;
+    char *got;
+    size_t len, got_len;
+    ssize_t last;
+    ph_error_t err = NULL;
+    const ph_tar_extra extra[] = { { .name = "extra.txt", .data = "in memory", .len = 9 } };
+
+    (void)state;
+    make_context();
+    tu_write("ctx/big.bin", ""); /* more than the socket holds at once */
+    {
+        char p[600];
+        FILE *f;
+
+        snprintf(p, sizeof p, "%s/ctx/big.bin", test_dir);
+        assert_non_null(f = fopen(p, "w"));
+        for (int i = 0; i < (3 << 20) / 8; i++)
+            fwrite("01234567", 1, 8, f);
+        fclose(f);
+    }
+    snprintf(ctx, sizeof ctx, "%s/ctx", test_dir);
+    assert_int_equal(ph_tar_context_build(ctx, extra, 1, 16 << 20, &tar, &len, &err), 0);
+    for (size_t chunk = 1000; chunk <= 1 << 16; chunk *= 8) {
+        ph_tar_stream *s = ph_tar_stream_new(ctx, extra, 1, &err);
+
+        assert_non_null(s);
+        got = stream_all(s, chunk, &got_len, &last);
+        assert_int_equal(last, 0);
+        assert_int_equal(ph_tar_stream_finish(s, &err), 0);
+        assert_null(err);
+        assert_int_equal(got_len, len);
+        assert_int_equal(ph_tar_stream_bytes(s), len);
+        assert_memory_equal(got, tar, len);
+        ph_tar_stream_free(s);
+        free(got);
+    }
+    free(tar);
+}
+
+/* A writer that fails (a directory it cannot read) makes the reader's
+ * read fail, and finish gives the writer's error in place of the
+ * reader's caller's; a reader that stops early ends the writer (free
+ * does not hang) and finish says the stream was not read to its end. */
+static void
+test_stream_failures(void **state)
+{
+    char ctx[400], buf[512];
+    size_t got_len;
+    ssize_t last;
+    char *got;
+    ph_error_t err = NULL;
+    ph_tar_stream *s;
+
+    (void)state;
+    s = ph_tar_stream_new("/nonexistent/ctx", NULL, 0, &err);
+    assert_non_null(s);
+    got = stream_all(s, 4096, &got_len, &last);
+    free(got);
+    assert_int_equal(last, -1);
+    ph_fail(&err, 0, "the upload's own error");
+    assert_int_equal(ph_tar_stream_finish(s, &err), -1);
+    assert_non_null(strstr(err->msg, "/nonexistent/ctx"));
+    ph_error_free(&err);
+    ph_tar_stream_free(s);
+
+    make_context();
+    tu_write("ctx/big.bin", "");
+    {
+        char p[600];
+
+        snprintf(p, sizeof p, "%s/ctx/big.bin", test_dir);
+        assert_int_equal(truncate(p, 64 << 20), 0); /* a hole: quick to make, 64 MiB to send */
+    }
+    snprintf(ctx, sizeof ctx, "%s/ctx", test_dir);
+    assert_non_null(s = ph_tar_stream_new(ctx, NULL, 0, &err));
+    assert_true(ph_tar_stream_read(s, buf, sizeof buf) > 0);
+    ph_fail(&err, 0, "the upload stopped");
+    assert_int_equal(ph_tar_stream_finish(s, &err), -1);
+    assert_string_equal(err->msg, "the upload stopped"); /* the writer's EPIPE is a consequence */
+    ph_error_free(&err);
+    assert_int_equal(ph_tar_stream_finish(s, &err), -1);
+    assert_non_null(strstr(err->msg, "not read to its end"));
+    ph_error_free(&err);
+    ph_tar_stream_free(s);
+    ph_tar_stream_free(NULL);
+}
+
 int
 main(void)
 {
@@ -2024,6 +2140,8 @@ main(void)
         cmocka_unit_test(test_context_extra_dir),
         cmocka_unit_test_setup_teardown(test_context_deterministic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_context_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_same_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stream_failures, setup, teardown),
     };
     return cmocka_run_group_tests_name("tar", tests, NULL, NULL);
 }
