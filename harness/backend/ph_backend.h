@@ -146,6 +146,13 @@ const char *ph_workload_label(const ph_workload *w, const char *key);
 int ph_workload_copy(ph_workload *dst, const ph_workload *src);
 /* Append a deep copy of W to L; -1 on ENOMEM. */
 int ph_workload_list_push(ph_workload_list *l, const ph_workload *w);
+/* W, listed by docker compose's labels (its labels read), appended to L
+ * as the loop sees it, and cleared: left out when it has no compose
+ * service label, is a one-off (`compose run`) or is in L already (ours,
+ * made with compose's labels by restore); given the service and mode
+ * "none" and marked by_compose when it is not ours.  For backends.  -1 on
+ * ENOMEM. */
+int ph_workload_list_push_compose(ph_workload_list *l, ph_workload *w);
 /* Fill the typed fields of W from W->labels (the PH_LABEL_* above, the
  * slot from PH_LABEL_REPLICA or compose's number when either is there,
  * and compose_oneoff from compose's; by_compose is the listing's to set).

@@ -108,15 +108,6 @@ inspected(json_t *c, ph_workload *w)
 }
 
 static int
-listed_already(const ph_workload_list *l, const char *id)
-{
-    for (size_t i = 0; id != NULL && i < l->n; i++)
-        if (l->v[i].id != NULL && strcmp(l->v[i].id, id) == 0)
-            return 1;
-    return 0;
-}
-
-static int
 push_listed(ph_workload_list *out, json_t *c, int compose)
 {
     ph_workload w;
@@ -124,25 +115,8 @@ push_listed(ph_workload_list *out, json_t *c, int compose)
 
     if (ph_backend_engine_listed(c, &w) < 0)
         return -1;
-    if (compose) {
-        const char *svc = ph_kvv_get(&w.labels, PH_DC_SERVICE);
-
-        /* One-off containers (`compose run`) are not the service's. */
-        if (svc == NULL || w.compose_oneoff || listed_already(out, w.id)) {
-            ph_workload_clear(&w); /* or ours, made with compose's labels by restore */
-            return 0;
-        }
-        if (w.service == NULL) {
-            w.service = strdup(svc);
-            free(w.mode);
-            w.mode = strdup("none");
-            w.by_compose = 1;
-            if (w.service == NULL || w.mode == NULL) {
-                ph_workload_clear(&w);
-                return -1;
-            }
-        }
-    }
+    if (compose)
+        return ph_workload_list_push_compose(out, &w);
     rc = ph_workload_list_push(out, &w);
     ph_workload_clear(&w);
     return rc;
