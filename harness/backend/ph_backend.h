@@ -278,6 +278,12 @@ struct ph_backend_ops {
     /* The Engine client images are built and pulled through (the Engine
      * backend's own; a Swarm manager's); NULL when there is none. */
     struct ph_engine *(*engine)(ph_backend *b);
+    /* Where images are: the backend whose image_inspect finds them, whose
+     * create/archive_stat/archive_get/remove look into one (a workload of
+     * the image, never started) and whose engine builds them.  B itself,
+     * or one B keeps and closes (a Swarm manager's Engine: a task is made
+     * by its service, never one by one).  NULL and *err on a fault. */
+    ph_backend *(*images)(ph_backend *b, ph_error_t *err);
 
     /* PROJECT's workloads (SERVICE's, when not NULL), FLAGS PH_LIST_*. */
     int (*list)(ph_backend *b, const char *project, const char *service, int flags, ph_workload_list *out,

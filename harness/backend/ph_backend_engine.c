@@ -264,6 +264,13 @@ eng_engine(ph_backend *b)
     return E(b);
 }
 
+static ph_backend *
+eng_images(ph_backend *b, ph_error_t *err)
+{
+    (void)err;
+    return b; /* the images are the Engine's own */
+}
+
 static int
 by_labels(ph_engine *e, const char *k1, const char *project, const char *k2, const char *service, json_t **out,
           ph_error_t *err)
@@ -485,6 +492,7 @@ static const ph_backend_ops engine_ops = {
     .describe = eng_describe,
     .host_id = eng_host_id,
     .engine = eng_engine,
+    .images = eng_images,
     .list = eng_list,
     .inspect = eng_inspect,
     .image_inspect = eng_image_inspect,

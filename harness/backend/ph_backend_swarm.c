@@ -37,6 +37,7 @@ typedef struct swarm_backend {
     size_t n_nodes;
     node_conn conn[PH_SWARM_NODES_MAX];
     size_t n_conn;
+    ph_backend *images; /* the manager's Engine as a plain backend, made when first asked */
 } swarm_backend;
 
 static const ph_backend_ops swarm_ops;
@@ -83,6 +84,7 @@ sb_close(ph_backend *pb)
         return;
     for (size_t i = 0; i < b->n_conn; i++)
         ph_engine_free(b->conn[i].e);
+    ph_backend_close(b->images);
     ph_engine_free(b->mgr);
     free(b->nodes);
     free(b);
@@ -105,6 +107,17 @@ static struct ph_engine *
 sb_engine(ph_backend *pb)
 {
     return sb_of(pb)->mgr;
+}
+
+/* The manager's images, looked into through containers made there. */
+static ph_backend *
+sb_images(ph_backend *pb, ph_error_t *err)
+{
+    swarm_backend *b = sb_of(pb);
+
+    if (b->images == NULL)
+        b->images = ph_backend_engine_borrow(b->mgr, err);
+    return b->images;
 }
 
 static int
@@ -593,6 +606,7 @@ static const ph_backend_ops swarm_ops = {
     .describe = sb_describe,
     .host_id = sb_host_id,
     .engine = sb_engine,
+    .images = sb_images,
     .list = sb_list,
     .inspect = sb_inspect,
     .image_inspect = sb_image_inspect,
