@@ -36,7 +36,9 @@
  *
  * Implementations: ph_backend_engine.c (a plain Engine: a container per
  * workload).  A Swarm backend (a service's tasks) implements the same
- * table.  A Kubernetes backend would too (docs/kubernetes.md).
+ * table.  A Kubernetes backend would too (docs/kubernetes.md).  The loop's
+ * unit tests run it over ph_backend_fake.c, an orchestrator in memory
+ * (built into the tests only), given through ph_run_opts.backend_new.
  */
 #ifndef PH_BACKEND_H
 #define PH_BACKEND_H
