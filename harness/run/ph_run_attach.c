@@ -146,8 +146,7 @@ ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_erro
     spec.pid_of = to->target;
     spec.network_none = 1;
     spec.no_restart = 1;
-    if (spec.name == NULL || spec.image == NULL || spec.pid_of == NULL || spec.stop_signal == NULL ||
-        attach_argv(p, s->name, out, to->run_id, &spec.entrypoint) < 0 ||
+    if (spec.stop_signal == NULL || attach_argv(p, s->name, out, to->run_id, &spec.entrypoint) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, s->name) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_MODE, p->name) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_RUN, to->run_id) < 0 ||

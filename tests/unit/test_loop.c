@@ -785,7 +785,8 @@ test_attach_and_detach(void **state)
     (void)t;
     must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
     c = run_of("proj-front-attach-strace");
-    assert_string_equal(c->spec.pid_of, ph_fake_wl_id(own));
+    CHECK(c->spec.pid_of != NULL && strcmp(c->spec.pid_of, ph_fake_wl_id(own)) == 0,
+          "the service's PID namespace joined: %s", c->spec.pid_of ? c->spec.pid_of : "(none: the host's)");
     assert_true(c->spec.network_none);
     assert_string_equal(spec_label(&c->spec, PH_LABEL_ATTACHED), ph_fake_wl_id(own));
     assert_string_equal(spec_label(&c->spec, PH_LABEL_MODE), "strace");
