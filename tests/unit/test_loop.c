@@ -352,18 +352,6 @@ has_words(const ph_strv *argv, const char *const *words)
     return 0;
 }
 
-static char *
-joined(const ph_strv *v)
-{
-    static char buf[8192];
-    size_t o = 0;
-
-    buf[0] = '\0';
-    for (size_t i = 0; i < v->n && o < sizeof buf; i++)
-        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", v->v[i]);
-    return buf;
-}
-
 /* test_dir/out/REL exists (links not followed). */
 static int
 exists(const char *rel)
@@ -443,7 +431,7 @@ test_start_lone(void **state)
     s = &c->spec;
     assert_string_equal(s->image, DEMO_IMAGE);
     CHECK(s->set_entrypoint && has_words(&s->entrypoint, shim) && has_words(&s->entrypoint, tail),
-          "the profiled argv: %s", joined(&s->entrypoint));
+          "the profiled argv: %s", tu_join(s->entrypoint.v, s->entrypoint.n));
     assert_string_equal(s->entrypoint.v[0], "/opt/profharness/bin/ph-init");
     assert_string_equal(s->entrypoint.v[s->entrypoint.n - 1], "--serve");
     CHECK(s->set_cmd && s->cmd.n == 0, "no CMD after the shim's argv");
@@ -483,12 +471,14 @@ test_start_entrypoint_drops_cmd(void **state)
     CHECK(strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 1], "-x") == 0 &&
           strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 2], "/bin/run") == 0 &&
           strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 3], "--") == 0,
-          "the service's entrypoint and nothing of the image's: %s", joined(&c->spec.entrypoint));
+          "the service's entrypoint and nothing of the image's: %s",
+          tu_join(c->spec.entrypoint.v, c->spec.entrypoint.n));
     start("strace", "cmd");
     c = run_of("proj-cmd-strace");
     CHECK(strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 1], "--other") == 0 &&
           strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 2], "/usr/bin/demo") == 0,
-          "the image's entrypoint, the service's command: %s", joined(&c->spec.entrypoint));
+          "the image's entrypoint, the service's command: %s",
+          tu_join(c->spec.entrypoint.v, c->spec.entrypoint.n));
 }
 
 /* ---- stop, by how the service ends ----------------------------------------- */
