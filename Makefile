@@ -21,8 +21,12 @@ LIB_DIRS := util timing symbol flame tar engine compose backend profile image re
 CPPFLAGS += -D_GNU_SOURCE $(addprefix -Iharness/,$(LIB_DIRS)) -Iharness/sampler
 B := build
 
-LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard harness/$(d)/*.c))
+# The fake backend (an orchestrator in memory) is the unit tests' alone:
+# linked into each test binary, never into the library or the CLI.
+FAKE_SRC := $(wildcard harness/backend/ph_backend_fake*.c)
+LIB_SRC := $(filter-out $(FAKE_SRC),$(foreach d,$(LIB_DIRS),$(wildcard harness/$(d)/*.c)))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+FAKE_OBJ := $(FAKE_SRC:%.c=$(B)/%.o)
 CLI_SRC := $(wildcard harness/cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/%.o)
 SAMPLER_SRC := $(wildcard harness/sampler/*.c)
@@ -97,9 +101,9 @@ $(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ) harness/sampler/exports.map M
 $(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/tests/%: tests/unit/%.c $(B)/libprofharness.a
+$(B)/tests/%: tests/unit/%.c $(FAKE_OBJ) $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(B)/libprofharness.a \
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -o $@ $< $(FAKE_OBJ) $(B)/libprofharness.a \
 	    $(PKG_LIBS) -lpthread -lcmocka -lm
 
 # The unwind tables' test compiles their source in (its functions are

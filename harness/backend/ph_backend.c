@@ -137,6 +137,40 @@ ph_workload_read_labels(ph_workload *w)
     return bad ? -1 : 0;
 }
 
+static int
+listed_already(const ph_workload_list *l, const char *id)
+{
+    for (size_t i = 0; id != NULL && i < l->n; i++)
+        if (l->v[i].id != NULL && strcmp(l->v[i].id, id) == 0)
+            return 1;
+    return 0;
+}
+
+int
+ph_workload_list_push_compose(ph_workload_list *l, ph_workload *w)
+{
+    const char *svc = ph_kvv_get(&w->labels, PH_DC_SERVICE);
+    int rc = 0;
+
+    /* One-off containers (`compose run`) are not the service's. */
+    if (svc == NULL || w->compose_oneoff || listed_already(l, w->id)) {
+        ph_workload_clear(w); /* or ours, made with compose's labels by restore */
+        return 0;
+    }
+    if (w->service == NULL) {
+        w->service = strdup(svc);
+        free(w->mode);
+        w->mode = strdup("none");
+        w->by_compose = 1;
+        if (w->service == NULL || w->mode == NULL)
+            rc = -1;
+    }
+    if (rc == 0)
+        rc = ph_workload_list_push(l, w);
+    ph_workload_clear(w);
+    return rc;
+}
+
 int
 ph_workload_copy(ph_workload *dst, const ph_workload *src)
 {

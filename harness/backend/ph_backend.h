@@ -36,7 +36,9 @@
  *
  * Implementations: ph_backend_engine.c (a plain Engine: a container per
  * workload).  A Swarm backend (a service's tasks) implements the same
- * table.  A Kubernetes backend would too (docs/kubernetes.md).
+ * table.  A Kubernetes backend would too (docs/kubernetes.md).  The loop's
+ * unit tests run it over ph_backend_fake.c, an orchestrator in memory
+ * (built into the tests only), given through ph_run_opts.backend_new.
  */
 #ifndef PH_BACKEND_H
 #define PH_BACKEND_H
@@ -146,6 +148,13 @@ const char *ph_workload_label(const ph_workload *w, const char *key);
 int ph_workload_copy(ph_workload *dst, const ph_workload *src);
 /* Append a deep copy of W to L; -1 on ENOMEM. */
 int ph_workload_list_push(ph_workload_list *l, const ph_workload *w);
+/* W, listed by docker compose's labels (its labels read), appended to L
+ * as the loop sees it, and cleared: left out when it has no compose
+ * service label, is a one-off (`compose run`) or is in L already (ours,
+ * made with compose's labels by restore); given the service and mode
+ * "none" and marked by_compose when it is not ours.  For backends.  -1 on
+ * ENOMEM. */
+int ph_workload_list_push_compose(ph_workload_list *l, ph_workload *w);
 /* Fill the typed fields of W from W->labels (the PH_LABEL_* above, the
  * slot from PH_LABEL_REPLICA or compose's number when either is there,
  * and compose_oneoff from compose's; by_compose is the listing's to set).
@@ -271,6 +280,12 @@ struct ph_backend_ops {
     /* The Engine client images are built and pulled through (the Engine
      * backend's own; a Swarm manager's); NULL when there is none. */
     struct ph_engine *(*engine)(ph_backend *b);
+    /* Where images are: the backend whose image_inspect finds them, whose
+     * create/archive_stat/archive_get/remove look into one (a workload of
+     * the image, never started) and whose engine builds them.  B itself,
+     * or one B keeps and closes (a Swarm manager's Engine: a task is made
+     * by its service, never one by one).  NULL and *err on a fault. */
+    ph_backend *(*images)(ph_backend *b, ph_error_t *err);
 
     /* PROJECT's workloads (SERVICE's, when not NULL), FLAGS PH_LIST_*. */
     int (*list)(ph_backend *b, const char *project, const char *service, int flags, ph_workload_list *out,

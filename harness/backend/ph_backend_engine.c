@@ -108,15 +108,6 @@ inspected(json_t *c, ph_workload *w)
 }
 
 static int
-listed_already(const ph_workload_list *l, const char *id)
-{
-    for (size_t i = 0; id != NULL && i < l->n; i++)
-        if (l->v[i].id != NULL && strcmp(l->v[i].id, id) == 0)
-            return 1;
-    return 0;
-}
-
-static int
 push_listed(ph_workload_list *out, json_t *c, int compose)
 {
     ph_workload w;
@@ -124,25 +115,8 @@ push_listed(ph_workload_list *out, json_t *c, int compose)
 
     if (ph_backend_engine_listed(c, &w) < 0)
         return -1;
-    if (compose) {
-        const char *svc = ph_kvv_get(&w.labels, PH_DC_SERVICE);
-
-        /* One-off containers (`compose run`) are not the service's. */
-        if (svc == NULL || w.compose_oneoff || listed_already(out, w.id)) {
-            ph_workload_clear(&w); /* or ours, made with compose's labels by restore */
-            return 0;
-        }
-        if (w.service == NULL) {
-            w.service = strdup(svc);
-            free(w.mode);
-            w.mode = strdup("none");
-            w.by_compose = 1;
-            if (w.service == NULL || w.mode == NULL) {
-                ph_workload_clear(&w);
-                return -1;
-            }
-        }
-    }
+    if (compose)
+        return ph_workload_list_push_compose(out, &w);
     rc = ph_workload_list_push(out, &w);
     ph_workload_clear(&w);
     return rc;
@@ -288,6 +262,13 @@ static struct ph_engine *
 eng_engine(ph_backend *b)
 {
     return E(b);
+}
+
+static ph_backend *
+eng_images(ph_backend *b, ph_error_t *err)
+{
+    (void)err;
+    return b; /* the images are the Engine's own */
 }
 
 static int
@@ -511,6 +492,7 @@ static const ph_backend_ops engine_ops = {
     .describe = eng_describe,
     .host_id = eng_host_id,
     .engine = eng_engine,
+    .images = eng_images,
     .list = eng_list,
     .inspect = eng_inspect,
     .image_inspect = eng_image_inspect,

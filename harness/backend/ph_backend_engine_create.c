@@ -50,10 +50,7 @@ add_unique(json_t *a, const char *s)
 static int
 api_at_least(ph_engine *e, int major, int minor)
 {
-    const char *v = ph_engine_api_version(e);
-    int ma = 0, mi = 0;
-
-    return v && sscanf(v, "%d.%d", &ma, &mi) == 2 && (ma > major || (ma == major && mi >= minor));
+    return ph_engine_version_at_least(ph_engine_api_version(e), major, minor);
 }
 
 typedef struct lookup_ctx {

@@ -37,6 +37,7 @@ typedef struct swarm_backend {
     size_t n_nodes;
     node_conn conn[PH_SWARM_NODES_MAX];
     size_t n_conn;
+    ph_backend *images; /* the manager's Engine as a plain backend, made when first asked */
 } swarm_backend;
 
 static const ph_backend_ops swarm_ops;
@@ -83,6 +84,7 @@ sb_close(ph_backend *pb)
         return;
     for (size_t i = 0; i < b->n_conn; i++)
         ph_engine_free(b->conn[i].e);
+    ph_backend_close(b->images);
     ph_engine_free(b->mgr);
     free(b->nodes);
     free(b);
@@ -105,6 +107,17 @@ static struct ph_engine *
 sb_engine(ph_backend *pb)
 {
     return sb_of(pb)->mgr;
+}
+
+/* The manager's images, looked into through containers made there. */
+static ph_backend *
+sb_images(ph_backend *pb, ph_error_t *err)
+{
+    swarm_backend *b = sb_of(pb);
+
+    if (b->images == NULL)
+        b->images = ph_backend_engine_borrow(b->mgr, err);
+    return b->images;
 }
 
 static int
@@ -142,10 +155,8 @@ node_of(swarm_backend *b, const char *id, ph_error_t *err)
     return n;
 }
 
-/* The Docker context for HOSTNAME: PH_SWARM_CONTEXTS's entry, else the
- * hostname itself. */
-static void
-context_of(const char *hostname, char *out, size_t size)
+void
+ph_backend_swarm_context_of(const char *hostname, char *out, size_t size)
 {
     const char *map = getenv("PH_SWARM_CONTEXTS"), *p;
     size_t hl = strlen(hostname);
@@ -184,7 +195,7 @@ node_engine(swarm_backend *b, const char *node_id, ph_engine **out, ph_error_t *
         return err && *err ? -1 : ph_fail(err, 0, "node %.80s is not in the swarm", node_id);
     if (b->n_conn == PH_SWARM_NODES_MAX)
         return ph_fail(err, 0, "node %s: more than %d nodes' Engines", n->hostname, PH_SWARM_NODES_MAX);
-    context_of(n->hostname, ctx, sizeof ctx);
+    ph_backend_swarm_context_of(n->hostname, ctx, sizeof ctx);
     if ((e = ph_engine_new_context(ctx, err)) == NULL) {
         ph_error_wrap(err, "node %s: its Engine is reached through the Docker context `%s` (or set "
                       "PH_SWARM_CONTEXTS=%s=CONTEXT)", n->hostname, ctx, n->hostname);
@@ -593,6 +604,7 @@ static const ph_backend_ops swarm_ops = {
     .describe = sb_describe,
     .host_id = sb_host_id,
     .engine = sb_engine,
+    .images = sb_images,
     .list = sb_list,
     .inspect = sb_inspect,
     .image_inspect = sb_image_inspect,
@@ -706,9 +718,8 @@ add_unique(json_t *arr, const char *s)
     json_array_append_new(arr, json_string(s));
 }
 
-/* The service's spec SVC turned into the profiled one: SPEC's changes, on a copy. */
-static json_t *
-profiled_spec(const json_t *svc, const ph_workload_spec *spec, ph_error_t *err)
+json_t *
+ph_backend_swarm_spec(const json_t *svc, const ph_workload_spec *spec, ph_error_t *err)
 {
     json_t *ns = json_deep_copy(json_object_get(svc, "Spec"));
     json_t *tt, *cs, *env, *labels, *slabels, *caps;
@@ -807,7 +818,7 @@ ph_backend_swarm_profile(ph_backend *pb, const char *project, const char *servic
         ph_bad_input(err, "service %s_%s runs profiled already (run %s): stop it first", project, service, run);
         goto out;
     }
-    if ((ns = profiled_spec(svc, spec, err)) == NULL)
+    if ((ns = ph_backend_swarm_spec(svc, spec, err)) == NULL)
         goto out;
     if (ph_engine_service_update(b->mgr, json_string_value(json_object_get(svc, "ID")), ph_engine_service_version(svc),
                                  ns, 0, err) < 0 ||

@@ -32,6 +32,7 @@
 #ifndef PH_BACKEND_SWARM_H
 #define PH_BACKEND_SWARM_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include "ph_backend.h"
 #include "ph_engine.h"
@@ -97,6 +98,17 @@ int ph_backend_swarm_service_run(ph_backend *b, const char *project, const char 
  * profiler) is made there. */
 int ph_backend_swarm_task_backend(ph_backend *b, const char *task_id, ph_backend **out, char *cid, size_t len,
                                   ph_error_t *err);
+
+/* The Docker context that reaches node HOSTNAME (PH_SWARM_CONTEXTS's
+ * entry for exactly that name, else the hostname itself), into OUT. */
+void ph_backend_swarm_context_of(const char *hostname, char *out, size_t size);
+
+/* The spec of service SVC (the Engine's JSON of it: Spec, Version) as
+ * ph_backend_swarm_profile sends it: SPEC's changes on a copy of the
+ * service's own (the task's command, environment, labels, capabilities,
+ * stop signal, StopGracePeriod in nanoseconds, mounts, no restart).  A
+ * new object, or NULL and *err.  Pure. */
+json_t *ph_backend_swarm_spec(const json_t *svc, const ph_workload_spec *spec, ph_error_t *err);
 
 /* Is the node of W down (or gone from the swarm)?  1 yes, 0 no, -1. */
 int ph_backend_swarm_node_down(ph_backend *b, const ph_workload *w, ph_error_t *err);

@@ -64,6 +64,9 @@ void ph_engine_free(ph_engine *e);
  * a hint when no Engine answers. */
 int ph_engine_ping(ph_engine *e, ph_error_t *err);
 const char *ph_engine_api_version(ph_engine *e); /* "1.41" after ping */
+/* Whether the API version V ("1.44") is MAJOR.MINOR or later: 1, else 0
+ * (and for what is no version).  Pure. */
+int ph_engine_version_at_least(const char *v, int major, int minor);
 
 /* Generic JSON request.  METHOD "GET"/"POST"/"DELETE"; PATH without the
  * version prefix ("/containers/json?all=1"); BODY may be NULL.  On 2xx

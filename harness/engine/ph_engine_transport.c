@@ -585,6 +585,14 @@ parse_version(const char *v, int *maj, int *min)
     return sscanf(v, "%d.%d%c", maj, min, &tail) == 2 && *maj >= 0 && *min >= 0;
 }
 
+int
+ph_engine_version_at_least(const char *v, int major, int minor)
+{
+    int ma, mi;
+
+    return v != NULL && parse_version(v, &ma, &mi) && (ma > major || (ma == major && mi >= minor));
+}
+
 /* One ping: the answer's status, headers and body checked, the version
  * negotiated.  *STATUS and *BYTES for the stage. */
 static int

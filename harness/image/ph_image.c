@@ -31,6 +31,35 @@ ph_image_hash(uint64_t h, const void *data, size_t len)
     return h;
 }
 
+/* The Engine B's images are built and pulled on (ops.images' Engine), or
+ * -1 and an error saying that WHAT needs one: a backend of its own images
+ * (the tests' in memory) finds them but makes none. */
+static int
+builder(ph_backend *b, const char *what, ph_engine **e, ph_error_t *err)
+{
+    if ((*e = b->ops->engine(b)) != NULL)
+        return 0;
+    ph_fail(err, 0, "%s: the %s backend (%s) builds and pulls no images", what, b->ops->name, b->ops->describe(b));
+    return ph_error_hint(err, "build or pull it where the images are, then retry");
+}
+
+/* IMAGE on B (where the images are): *FOUND, and its id into *ID when ID
+ * is not NULL (the caller's to free). */
+static int
+image_there(ph_backend *b, const char *image, int *found, char **id, ph_error_t *err)
+{
+    ph_image_config cfg = { 0 };
+
+    if (b->ops->image_inspect(b, image, &cfg, found, err) < 0)
+        return -1;
+    if (id != NULL) {
+        *id = cfg.id;
+        cfg.id = NULL;
+    }
+    ph_image_config_clear(&cfg);
+    return 0;
+}
+
 static void
 progress_cb(void *ud, const char *line)
 {
@@ -282,20 +311,18 @@ int
 ph_image_ensure_service(ph_backend *b, const ph_service *s, const char *image, int force_build, const ph_kvv *env,
                         ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
     const char *policy = s->pull_policy ? s->pull_policy : "missing";
-    json_t *info = NULL;
+    ph_engine *e;
     int found = 0;
 
-    if (ph_engine_image_inspect(e, image, &info, &found, err) < 0)
+    if ((b = b->ops->images(b, err)) == NULL || image_there(b, image, &found, NULL, err) < 0)
         return -1;
-    json_decref(info);
     /* pull_policy: `build` builds every time, `always` pulls every time,
      * `never` uses what is there; the rest act as `missing`. */
     if (s->has_build && (strcmp(policy, "build") == 0 || force_build || !found))
-        return build_service(e, s, image, env, err);
+        return builder(b, image, &e, err) < 0 ? -1 : build_service(e, s, image, env, err);
     if (strcmp(policy, "always") == 0 && !s->has_build)
-        return pull(e, image, err);
+        return builder(b, image, &e, err) < 0 ? -1 : pull(e, image, err);
     if (found)
         return 0;
     if (strcmp(policy, "never") == 0) {
@@ -303,7 +330,7 @@ ph_image_ensure_service(ph_backend *b, const ph_service *s, const char *image, i
                      image);
         return ph_error_hint(err, "load or build it first");
     }
-    return pull(e, image, err);
+    return builder(b, image, &e, err) < 0 ? -1 : pull(e, image, err);
 }
 
 /* Fold PATH's content into *H.  -1 when it cannot be read. */
@@ -446,20 +473,24 @@ int
 ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **tag_out,
                       ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
     tools_inputs *ti = calloc(1, sizeof *ti);
     json_t *args = NULL, *labels = NULL;
     void *tar = NULL;
     size_t tar_len = 0;
     char *id = NULL;
+    ph_engine *e;
     int found = 0, rc = -1;
 
     if (ti == NULL)
         return ph_fail(err, ENOMEM, "allocate");
-    if (tools_inputs_get(data_dir, profiles, ti, err) < 0 || ph_engine_image_inspect(e, ti->tag, NULL, &found, err) < 0)
+    if ((b = b->ops->images(b, err)) == NULL || tools_inputs_get(data_dir, profiles, ti, err) < 0 ||
+        image_there(b, ti->tag, &found, NULL, err) < 0)
         goto out;
     if (!found) {
         ph_tar_extra extra[TOOLS_FILES];
+
+        if (builder(b, ti->tag, &e, err) < 0)
+            goto out;
 
         for (size_t i = 0; i < ti->n_files; i++)
             extra[i] = (ph_tar_extra){ .name = tools_names[i], .path = ti->files[i], .mode = i ? 0755 : 0644 };
@@ -496,18 +527,19 @@ out:
  * leaves it).  Two harnesses making it at once: the second's create is
  * refused (the name is taken) and it waits for the first's. */
 static int
-tools_keeper(ph_engine *e, const char *name, int *found, ph_error_t *err)
+tools_keeper(ph_backend *b, const char *name, int *found, ph_error_t *err)
 {
-    json_t *info = NULL;
-    int rc = ph_engine_container_inspect(e, name, &info, found, err);
+    ph_workload w;
+    int rc = b->ops->inspect(b, name, &w, found, err);
 
-    json_decref(info);
+    ph_workload_clear(&w);
     return rc;
 }
 
 static int
-tools_volume_make(ph_engine *e, const char *tools_tag, const char *name, const char *hash, ph_error_t *err)
+tools_volume_make(ph_backend *b, const char *tools_tag, const char *name, const char *hash, ph_error_t *err)
 {
+    ph_engine *e = b->ops->engine(b);
     json_t *labels = json_pack("{s:s}", PH_LABEL_TOOLS, hash), *cfg = NULL, *resp = NULL;
     char path[256], *id = NULL;
     ph_error_t sub = NULL;
@@ -540,7 +572,7 @@ tools_volume_make(ph_engine *e, const char *tools_tag, const char *name, const c
     for (int i = 0; i < 600 && !found; i++) {
         struct timespec ts = { 0, 100 * 1000 * 1000 };
 
-        if (tools_keeper(e, name, &found, NULL) < 0 || !found)
+        if (tools_keeper(b, name, &found, NULL) < 0 || !found)
             nanosleep(&ts, NULL);
     }
     if (found) {
@@ -561,16 +593,17 @@ int
 ph_image_ensure_tools_volume(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **volume_out,
                              ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
     char *tag = NULL, name[160];
     const char *hash;
+    ph_engine *e;
     int found = 0, rc = -1;
 
-    if (ph_image_ensure_tools(b, data_dir, profiles, &tag, err) < 0)
+    if ((b = b->ops->images(b, err)) == NULL || ph_image_ensure_tools(b, data_dir, profiles, &tag, err) < 0)
         return -1;
     hash = strchr(tag, ':') + 1;
     snprintf(name, sizeof name, "%s%s", PH_TOOLS_VOLUME_PREFIX, hash);
-    if (tools_keeper(e, name, &found, err) < 0 || (!found && tools_volume_make(e, tag, name, hash, err) < 0))
+    if (tools_keeper(b, name, &found, err) < 0 ||
+        (!found && (builder(b, name, &e, err) < 0 || tools_volume_make(b, tag, name, hash, err) < 0)))
         goto out;
     *volume_out = strdup(name);
     rc = *volume_out ? 0 : ph_fail(err, ENOMEM, "allocate");
@@ -629,7 +662,7 @@ static int
 profiling_image(ph_backend *b, const char *service_image, const char *base_id, const char *data_dir,
                 const ph_profile_set *profiles, const ph_image_facts *facts, char **tag_out, ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
+    ph_engine *e;
     char shim[4096], sampler[4096], name[128], tag[256];
     json_t *labels = NULL;
     char *dockerfile = NULL, *tools = NULL, *id = NULL;
@@ -657,11 +690,13 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
     h = ph_image_hash(h, ti->tag, strlen(ti->tag) + 1);
     ph_image_short_name(service_image, name, sizeof name);
     snprintf(tag, sizeof tag, "%s-profiling:%016llx", name, (unsigned long long)h);
-    if (ph_engine_image_inspect(e, tag, NULL, &found, err) < 0)
+    if (image_there(b, tag, &found, NULL, err) < 0)
         goto out;
     if (found) {
         ph_debug("profiling image %s is current (package manager %s)", tag, ph_image_facts_pm(facts));
     } else {
+        if (builder(b, tag, &e, err) < 0)
+            goto out;
         if (facts->pm[0] == '\0' && ph_image_ensure_tools(b, data_dir, profiles, &tools, err) < 0)
             goto out;
         if (facts->pm[0] != '\0' && union_of(profiles, facts->pm, &pkgs) < 0) {
@@ -718,16 +753,13 @@ ensure_profiling(ph_backend *b, const char *service_image, const char *data_dir,
                  const ph_profile *mode, int force_image, char **tag_out, char **volume_out, ph_image_facts *facts,
                  ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
-    json_t *info = NULL;
-    const char *base_id;
+    char *base_id = NULL;
     int found = 0, need_image = 0, rc = -1;
 
     memset(facts, 0, sizeof *facts);
     *tag_out = *volume_out = NULL;
-    if (ph_engine_image_inspect(e, service_image, &info, &found, err) < 0)
+    if ((b = b->ops->images(b, err)) == NULL || image_there(b, service_image, &found, &base_id, err) < 0)
         return -1;
-    base_id = json_string_value(json_object_get(info, "Id"));
     if (!found || base_id == NULL || base_id[0] == '\0') {
         ph_fail(err, 0, "image `%s` %s (run `profharness setup`)", service_image, found ? "has no id" : "not found");
         goto out;
@@ -758,7 +790,7 @@ out:
         free(*volume_out);
         *tag_out = *volume_out = NULL;
     }
-    json_decref(info);
+    free(base_id);
     return rc;
 }
 

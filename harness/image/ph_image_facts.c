@@ -3,9 +3,10 @@
  * (the images are built in ph_image.c).
  *
  * What an image offers is asked of the image itself, not guessed from its
- * name: a container is created from it (never started) and the Engine is
- * asked whether a package manager (apt-get, apk, dnf, microdnf, yum) and
- * a C library's loader (glibc's, musl's) are there (ph_image_probe).
+ * name: a workload is created from it (never started) where the images
+ * are (ph_backend_ops.images) and its files are asked whether a package
+ * manager (apt-get, apk, dnf, microdnf, yum) and a C library's loader
+ * (glibc's, musl's) are there (ph_image_probe).
  *
  * The profiling image's Dockerfile is then written for what was found
  * (ph_image_dockerfile, a pure function): the profiles' packages through
@@ -34,18 +35,17 @@
 
 #include "ph_log.h"
 #include "ph_backend.h"
-#include "ph_engine.h"
 #include "ph_tar.h"
 #include "ph_util.h"
 
 /* ---- what an image offers ---------------------------------------------- */
 
-/* The probe container *ID removed; RC, or -1 when that fails, the error
- * saying what was being done (WHAT `IMAGE`). */
+/* The probe workload *ID removed from B; RC, or -1 when that fails, the
+ * error saying what was being done (WHAT `IMAGE`). */
 static int
-probe_done(ph_engine *e, char **id, int rc, const char *image, const char *what, ph_error_t *err)
+probe_done(ph_backend *b, char **id, int rc, const char *image, const char *what, ph_error_t *err)
 {
-    if (ph_engine_container_remove(e, *id, 1, rc < 0 ? NULL : err) < 0)
+    if (b->ops->remove(b, *id, 1, rc < 0 ? NULL : err) < 0)
         rc = -1;
     free(*id);
     *id = NULL;
@@ -54,26 +54,30 @@ probe_done(ph_engine *e, char **id, int rc, const char *image, const char *what,
     return rc;
 }
 
-/* A container of IMAGE to ask the archive endpoint about its files;
- * never started: the entrypoint need not exist, and nothing runs. */
+/* A workload of IMAGE on B (where the images are: ops.images) to ask
+ * about its files; never started: the entrypoint need not exist, and
+ * nothing runs. */
 static int
-probe_create(ph_engine *e, const char *image, char **id, ph_error_t *err)
+probe_create(ph_backend *b, const char *image, char **id, ph_error_t *err)
 {
-    json_t *cfg = json_pack("{s:s, s:[s], s:[], s:{s:s}, s:b}", "Image", image, "Entrypoint", "/.profharness-probe",
-                            "Cmd", "Labels", PH_LABEL_PROBE, "1", "NetworkDisabled", 1);
-    int rc;
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
+    int rc = -1;
 
-    if (cfg == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    rc = ph_engine_container_create(e, NULL, cfg, id, err);
-    json_decref(cfg);
+    spec.image = image;
+    spec.set_entrypoint = spec.set_cmd = 1;
+    spec.network_none = 1;
+    if (ph_strv_push(&spec.entrypoint, "/.profharness-probe") < 0 || ph_kvv_set(&spec.labels, PH_LABEL_PROBE, "1") < 0)
+        ph_fail(err, ENOMEM, "allocate");
+    else
+        rc = b->ops->create(b, &spec, id, err);
+    spec.image = NULL;
+    ph_workload_spec_clear(&spec);
     return rc < 0 ? ph_error_wrap(err, "look into image `%s`", image) : 0;
 }
 
 int
 ph_image_probe(ph_backend *b, const char *image, ph_image_facts *out, ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
     /* In order of preference: an image with dnf and yum uses dnf. */
     static const struct {
         const char *path, *pm;
@@ -91,19 +95,19 @@ ph_image_probe(ph_backend *b, const char *image, ph_image_facts *out, ph_error_t
     int found = 0, shell = 0, rc = -1;
 
     memset(out, 0, sizeof *out);
-    if (probe_create(e, image, &id, err) < 0)
+    if ((b = b->ops->images(b, err)) == NULL || probe_create(b, image, &id, err) < 0)
         return -1;
-    if (ph_engine_archive_stat(e, id, "/bin/sh", &shell, err) < 0)
+    if (b->ops->archive_stat(b, id, "/bin/sh", &shell, err) < 0)
         goto out;
     for (size_t i = 0; i < PH_ARRAY_LEN(pms) && out->pm[0] == '\0'; i++) {
-        if (ph_engine_archive_stat(e, id, pms[i].path, &found, err) < 0)
+        if (b->ops->archive_stat(b, id, pms[i].path, &found, err) < 0)
             goto out;
         /* A package manager is run by a shell-form RUN: it needs /bin/sh. */
         if (found && shell)
             snprintf(out->pm, sizeof out->pm, "%s", pms[i].pm);
     }
     for (size_t i = 0; i < PH_ARRAY_LEN(loaders) && out->libc[0] == '\0'; i++) {
-        if (ph_engine_archive_stat(e, id, loaders[i].path, &found, err) < 0)
+        if (b->ops->archive_stat(b, id, loaders[i].path, &found, err) < 0)
             goto out;
         if (found)
             snprintf(out->libc, sizeof out->libc, "%s", loaders[i].libc);
@@ -111,7 +115,7 @@ ph_image_probe(ph_backend *b, const char *image, ph_image_facts *out, ph_error_t
     out->shell = shell;
     rc = 0;
 out:
-    return probe_done(e, &id, rc, image, "look into image", err);
+    return probe_done(b, &id, rc, image, "look into image", err);
 }
 
 const char *
@@ -265,12 +269,11 @@ int
 ph_image_file_head(ph_backend *b, const char *id, const char *path, ph_tar_peek_t *t, void *buf, size_t cap,
                    ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
     peek_buf p = { .cap = cap + PEEK_HEADERS };
     ph_error_t sub = NULL;
     int found = 0, rc;
 
-    if (ph_engine_archive_stat(e, id, path, &found, err) < 0)
+    if (b->ops->archive_stat(b, id, path, &found, err) < 0)
         return -2;
     if (!found)
         return -1;
@@ -278,7 +281,7 @@ ph_image_file_head(ph_backend *b, const char *id, const char *path, ph_tar_peek_
         ph_fail(err, ENOMEM, "allocate");
         return -2;
     }
-    rc = ph_engine_archive_get(e, id, path, peek_cb, &p, &sub);
+    rc = b->ops->archive_get(b, id, path, peek_cb, &p, &sub);
     if (rc < 0 && !p.full) {
         free(p.data);
         if (err)
@@ -366,7 +369,7 @@ program_linked(ph_backend *b, const char *id, const char *path, char *real, size
  * when relative), else the first PATH_VAR directory holding it.  0 and
  * "" when there is none. */
 static int
-program_resolve(ph_engine *e, const char *id, const char *prog, const char *path_var, const char *workdir, char *out,
+program_resolve(ph_backend *b, const char *id, const char *prog, const char *path_var, const char *workdir, char *out,
                 size_t len, ph_error_t *err)
 {
     out[0] = '\0';
@@ -385,7 +388,7 @@ program_resolve(ph_engine *e, const char *id, const char *prog, const char *path
 
         if (n > 0 && d[0] == '/') {
             snprintf(cand, sizeof cand, "%.*s/%s", (int)n, d, prog);
-            if (ph_engine_archive_stat(e, id, cand, &found, err) < 0)
+            if (b->ops->archive_stat(b, id, cand, &found, err) < 0)
                 return -1;
             if (found) {
                 snprintf(out, len, "%s", cand);
@@ -423,7 +426,6 @@ int
 ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t argc, const char *path_var,
                     const char *workdir, ph_image_program_t *out, ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
     char path[PATH_MAX], word[PATH_MAX];
     const char *inner;
 
@@ -431,7 +433,7 @@ ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t arg
     out->linked = -1;
     if (argc == 0)
         return 0;
-    if (program_resolve(e, id, argv[0], path_var, workdir, path, sizeof path, err) < 0)
+    if (program_resolve(b, id, argv[0], path_var, workdir, path, sizeof path, err) < 0)
         return -1;
     if (path[0] != '\0' && (out->linked = program_linked(b, id, path, out->path, sizeof out->path, err)) == -2)
         return -1;
@@ -440,7 +442,7 @@ ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t arg
     if (out->linked == 1 && (inner = wrapped_program(argv, argc, word, sizeof word)) != NULL) {
         int linked;
 
-        if (program_resolve(e, id, inner, path_var, workdir, path, sizeof path, err) < 0)
+        if (program_resolve(b, id, inner, path_var, workdir, path, sizeof path, err) < 0)
             return -1;
         if (path[0] != '\0') {
             if ((linked = program_linked(b, id, path, word, sizeof word, err)) == -2)
@@ -460,7 +462,6 @@ int
 ph_image_program(ph_backend *b, const char *image, char *const *argv, size_t argc, const char *path_var,
                  const char *workdir, ph_image_program_t *out, ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
     char *id = NULL;
     int rc;
 
@@ -468,10 +469,10 @@ ph_image_program(ph_backend *b, const char *image, char *const *argv, size_t arg
     out->linked = -1;
     if (argc == 0)
         return 0;
-    if (probe_create(e, image, &id, err) < 0)
+    if ((b = b->ops->images(b, err)) == NULL || probe_create(b, image, &id, err) < 0)
         return -1;
     rc = ph_image_program_in(b, id, argv, argc, path_var, workdir, out, err);
-    return probe_done(e, &id, rc, image, "look at the program of image", err);
+    return probe_done(b, &id, rc, image, "look at the program of image", err);
 }
 
 /* ---- can a mode run there ---------------------------------------------- */

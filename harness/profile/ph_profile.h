@@ -41,8 +41,8 @@
  *       command: [...]              # cache has no copy) are copied from the profiled
  *                                   # container to {out}/<dir>/<path>, kept with the run,
  *                                   # and this command runs instead, on a fresh copy
- *                                   # (not for attach: its container's files are the
- *                                   # tools')
+ *                                   # (refused under attach.convert: an attach never
+ *                                   # stops the service's container; copy_mapped is its way)
  *   attach:                         # `profharness attach`: a tools container in the
  *     command: [strace, -p, "{pids}", -o, "{out}/strace.log"]   # running service's PID
  *                                   # namespace runs COMMAND; {pids}: its processes

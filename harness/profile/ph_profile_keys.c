@@ -151,8 +151,13 @@ read_convert(ph_profile_convert *c, const ph_ynode *v, const char *where, int at
             rc = read_list(vn, key_buf, &c->command, err);
             if (rc == 0 && (c->command.n == 0 || c->command.v[0][0] == '\0'))
                 rc = ph_yaml_error(vn, err, "`%s` must start with a program", key_buf);
-        } else if (KEY("symfs") && !attached) {
-            rc = read_symfs(c, vn, key_buf, err);
+        } else if (KEY("symfs")) {
+            /* symfs copies from the stopped service container; an attach
+             * stops only its tools container (copy_mapped is its way) */
+            rc = attached ? ph_yaml_error(kn, err, "`%s` can do nothing: an attach never stops the service's "
+                                          "container, whose files it would copy; `attach.copy_mapped` copies what "
+                                          "its processes map while they run", key_buf)
+                          : read_symfs(c, vn, key_buf, err);
         } else if (KEY("collapse")) {
             rc = ph_yaml_dup(vn, key_buf, &c->collapse, err);
             if (rc == 0 && !one_of(c->collapse, collapsers, PH_ARRAY_LEN(collapsers)))

@@ -128,7 +128,8 @@ ph_run_backend(ph_run *r, ph_backend **out, ph_error_t *err)
 {
     ph_backend **slot = ph_run_backend_slot(r); /* a worker thread has its own */
 
-    if (*slot == NULL && (*slot = ph_backend_new(err)) == NULL)
+    if (*slot == NULL && (*slot = r->opts.backend_new ? r->opts.backend_new(r->opts.backend_ud, err)
+                                                      : ph_backend_new(err)) == NULL)
         return -1;
     *out = *slot;
     return 0;

@@ -57,6 +57,13 @@ typedef struct ph_run_opts {
      * not set.  Over a limit the temp dir is removed, the container kept,
      * and the error names the limit, where it was set and how to raise it. */
     ph_tar_limits collect;
+    /* The orchestrator: NULL, the one this invocation reaches
+     * (ph_backend_new); else BACKEND_NEW(BACKEND_UD) makes each handle the
+     * run uses (its own, and one per worker thread of a parallel stop),
+     * closed by the run: the unit tests' in-memory backend
+     * (harness/backend/ph_backend_fake.h). */
+    ph_backend *(*backend_new)(void *ud, ph_error_t *err);
+    void *backend_ud;
 } ph_run_opts;
 
 typedef struct ph_run ph_run;

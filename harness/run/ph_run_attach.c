@@ -146,16 +146,15 @@ ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_erro
     /* No network: the profiler reads the service's processes, nothing
      * else.  The stop timeout outlasts the shim's protocol, as for a
      * profiled workload. */
-    spec.name = strdup(to->name);
-    spec.image = strdup(to->tools);
+    spec.name = to->name; /* the spec's name, image and pid_of are the caller's */
+    spec.image = to->tools;
     spec.set_entrypoint = spec.set_cmd = 1;
     spec.stop_signal = strdup("SIGTERM");
     spec.stop_grace_s = ph_run_stop_budget_s(p);
-    spec.pid_of = strdup(to->target);
+    spec.pid_of = to->target;
     spec.network_none = 1;
     spec.no_restart = 1;
-    if (spec.name == NULL || spec.image == NULL || spec.pid_of == NULL || spec.stop_signal == NULL ||
-        attach_argv(p, s->name, out, to->run_id, &spec.entrypoint) < 0 ||
+    if (spec.stop_signal == NULL || attach_argv(p, s->name, out, to->run_id, &spec.entrypoint) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, s->name) < 0 || ph_kvv_set(&spec.labels, PH_LABEL_MODE, p->name) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_RUN, to->run_id) < 0 ||

@@ -66,6 +66,17 @@ int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error
 /* *ACTED: some service was profiled (stopped, collected). */
 int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
+/* The spec every task of S runs under P (into SPEC, zeroed by the
+ * caller): IMAGE (the profiling image as the nodes name it, offering
+ * FACTS: without a package manager the wrap's program is the tools
+ * tree's), the shim, the mode's wrap (REWRAP's when the program has one),
+ * the service's command (Docker's rule: an entrypoint given drops the
+ * image's CMD, IMAGE_CFG's), compose's environment, the mode's and what
+ * it asks of the runtimes, the stop budget as the stop grace, the run's
+ * labels (RUN_ID, landing in HOST_DIR). */
+int ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap,
+                           const char *image, const ph_image_facts *facts, const ph_image_config *image_cfg,
+                           const char *run_id, const char *host_dir, ph_workload_spec *spec, ph_error_t *err);
 /* attach P to every running task of each service, a tools container
  * beside each on the task's node; `stop` detaches and collects them. */
 int ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);

@@ -71,14 +71,10 @@ push_command(const ph_service *s, const ph_image_config *ic, ph_strv *argv)
     return ph_strv_push_all(argv, cmd);
 }
 
-/* The spec every task runs: the shim, the mode's wrap (REWRAP's when
- * the program has one), the service's command; compose's environment,
- * the mode's and what it asks of the runtimes, as a start on one Engine
- * gives them. */
-static int
-task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap, const char *image,
-          const ph_image_facts *facts, const ph_image_config *image_cfg, const char *run_id, const char *host_dir,
-          ph_workload_spec *spec, ph_error_t *err)
+int
+ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap,
+                       const char *image, const ph_image_facts *facts, const ph_image_config *image_cfg,
+                       const char *run_id, const char *host_dir, ph_workload_spec *spec, ph_error_t *err)
 {
     const ph_strv *wrap = rewrap ? &rewrap->wrap : &p->wrap;
     char out[PATH_MAX], started[32], budget[32];
@@ -175,7 +171,7 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     ph_run_utc_stamp(stamp);
     snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-    if (task_spec(r, s, p, rewrap, ref, &facts, &img_info, run_id, host_dir, &spec, err) < 0)
+    if (ph_run_swarm_task_spec(r, s, p, rewrap, ref, &facts, &img_info, run_id, host_dir, &spec, err) < 0)
         goto out;
     if (ph_backend_swarm_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
         ph_error_wrap(err, "%s", s->name);

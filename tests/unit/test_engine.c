@@ -829,6 +829,12 @@ fake_serve(int cfd)
             strcpy(b + 11 + n, "\"}\n{\"errorDetail\":{\"message\":\"boom\"},\"error\":\"boom\"}\n");
             fake_reply_chunked(cfd, b, strlen(b), 4000);
             free(b);
+        } else if (strncmp(path, "/v1.40/containers/stopme/stop", 29) == 0) {
+            char body[1200];
+
+            /* the query the stop was sent with, said back */
+            snprintf(body, sizeof body, "{\"message\":\"fake: asked %s\"}", path);
+            fake_reply(cfd, 500, "", body);
         } else if (strcmp(path, "/v1.40/images/noaux/json") == 0) {
             fake_reply(cfd, 200, "", "{\"Id\":\"sha256:inspected\"}");
         } else {
@@ -882,6 +888,22 @@ fake_engine_stop(void)
     tu_rmdir();
 }
 
+/* The fake Engine started, and a client of it (the caller's to free; fake_engine_stop ends the fake). */
+static ph_engine *
+fake_engine_client(void)
+{
+    ph_error_t err = NULL;
+    ph_engine *x;
+
+    fake_engine_start();
+    setenv("DOCKER_HOST", fake_host, 1);
+    x = ph_engine_new(&err);
+    restore_docker_host();
+    if (x == NULL)
+        fail_msg("a client of the fake Engine: %s", err ? err->msg : "?");
+    return x;
+}
+
 typedef struct seen {
     char text[8][64];
     int n;
@@ -909,11 +931,7 @@ test_build_stream_parsing(void **state)
     long st = 0;
 
     (void)state;
-    fake_engine_start();
-    setenv("DOCKER_HOST", fake_host, 1);
-    x = ph_engine_new(&err);
-    restore_docker_host();
-    assert_non_null(x);
+    x = fake_engine_client();
     assert_int_equal(ph_engine_ping(x, &err), 0);
     assert_string_equal(ph_engine_api_version(x), "1.40"); /* the lower of 1.40 and ours */
     /* Paths carry the negotiated version (the fake answers /v1.40 only). */
@@ -949,6 +967,53 @@ test_build_stream_parsing(void **state)
     ph_error_free(&err);
     ph_engine_free(x);
     fake_engine_stop();
+}
+
+/* A stop's grace goes to the Engine as its `t`, 0 too: without it the
+ * Engine waits its own default (10 s) before the kill. */
+static void
+test_stop_grace_sent(void **state)
+{
+    ph_error_t err = NULL;
+    ph_engine *x;
+
+    (void)state;
+    x = fake_engine_client();
+    assert_int_equal(ph_engine_container_stop(x, "stopme", 0, &err), -1);
+    if (strstr(err->msg, "fake: asked /v1.40/containers/stopme/stop?t=0") == NULL)
+        fail_msg("a grace of 0: %s", err->msg);
+    ph_error_free(&err);
+    assert_int_equal(ph_engine_container_stop(x, "stopme", 30, &err), -1);
+    if (strstr(err->msg, "fake: asked /v1.40/containers/stopme/stop?t=30") == NULL)
+        fail_msg("a grace of 30: %s", err->msg);
+    ph_error_free(&err);
+    assert_int_equal(ph_engine_container_stop(x, "stopme", -1, &err), -1);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    ph_error_free(&err);
+    ph_engine_free(x);
+    fake_engine_stop();
+}
+
+/* The API version where the Engine takes every network in the create
+ * call: 1.44 itself and later, not 1.43; what is no version is none.
+ * (Negotiated, the version is at most PH_ENGINE_MAX_API, 1.41:
+ * test_ping_negotiates_version.) */
+static void
+test_version_at_least(void **state)
+{
+    (void)state;
+    assert_true(ph_engine_version_at_least("1.44", 1, 44));
+    assert_true(ph_engine_version_at_least("1.45", 1, 44));
+    assert_true(ph_engine_version_at_least("1.100", 1, 44));
+    assert_true(ph_engine_version_at_least("2.0", 1, 44));
+    assert_false(ph_engine_version_at_least("1.43", 1, 44));
+    assert_false(ph_engine_version_at_least("1.4", 1, 44));
+    assert_false(ph_engine_version_at_least("0.99", 1, 44));
+    assert_false(ph_engine_version_at_least("", 1, 44));
+    assert_false(ph_engine_version_at_least(NULL, 1, 44));
+    assert_false(ph_engine_version_at_least("1.44beta", 1, 44));
+    assert_true(ph_engine_version_at_least(PH_ENGINE_MAX_API, 1, 41));
+    assert_false(ph_engine_version_at_least(PH_ENGINE_MAX_API, 1, 44));
 }
 
 /* ---- timing: every call is a stage, by itself ---------------------------- */
@@ -1101,6 +1166,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ping_negotiates_version),
+        cmocka_unit_test(test_stop_grace_sent),
+        cmocka_unit_test(test_version_at_least),
         cmocka_unit_test(test_unreachable_engine),
         cmocka_unit_test(test_engine_message_shown),
         cmocka_unit_test(test_arguments_checked),

@@ -210,6 +210,8 @@ test_bad(void **state)
         { "emptyattachcmd.yaml", "`attach.command` must start with a program", 4, 12 },
         { "symfsdots.yaml", "`convert.symfs.dir` must be a plain directory name under {out}, not `..`", 6, 16 },
         { "symfsnocmd.yaml", "`convert.symfs` needs `dir` and `command`", 6, 10 },
+        { "attachsymfs.yaml", "`attach.convert.symfs` can do nothing: an attach never stops the service's container", 9,
+          5 },
         { "swarmempty.yaml", "`swarm` needs `unsupported` (why the mode cannot run in a Swarm task)", 3, 8 },
         { "swarmlist.yaml", "`swarm` must be a mapping: {unsupported: why}", 3, 8 },
     };

@@ -65,6 +65,20 @@ tu_write(const char *name, const char *text)
     return path;
 }
 
+/* V's N words joined by blanks (a static buffer): what a message shows of
+ * an argv. */
+TU_UNUSED static const char *
+tu_join(char *const *v, size_t n)
+{
+    static char buf[8192];
+    size_t o = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && o < sizeof buf; i++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", v[i]);
+    return buf;
+}
+
 /* Capture stderr between tu_capture_begin and tu_capture_end. */
 static int saved_stderr = -1;
 static char capture_path[512];

@@ -1,0 +1,1131 @@
+/* test_loop.c - the loop (harness/run/) through the fake backend
+ * (harness/backend/ph_backend_fake.h): start, stop under every way a
+ * service ends, collect, restore, attach, replicas, an interrupted
+ * extraction, the order a run dir is completed in, the free space a
+ * collection keeps; and what the loop asks of the backend (names, stop
+ * graces, the create spec's command, labels).
+ *
+ * Each test makes a project in its own temp dir (test_dir/proj, runs in
+ * test_dir/out) over a fresh world, with the shipped profiles (the
+ * repository's profiles/, and its build/ph-init for the tools' hash: run
+ * from the top of the tree, as run-unit.sh does).  Nothing here talks to
+ * an Engine or sleeps. */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+
+#include "ph_backend_fake.h"
+#include "ph_image.h"
+#include "ph_log.h"
+#include "ph_run_int.h"
+
+/* ---- a disk whose free space the test says --------------------------------
+ * The free-space checks (ph_tar_free_check) read fstatvfs; this binary's
+ * own definition wins over libc's for the library linked into it.  With
+ * fake_avail set, every filesystem has that many bytes available. */
+static unsigned long long fake_avail;
+
+int
+fstatvfs(int fd, struct statvfs *buf)
+{
+    static int (*real)(int, struct statvfs *);
+
+    if (real == NULL)
+        real = (int (*)(int, struct statvfs *))dlsym(RTLD_NEXT, "fstatvfs");
+    if (real(fd, buf) < 0)
+        return -1;
+    if (fake_avail > 0) {
+        buf->f_frsize = 1;
+        buf->f_bsize = 1;
+        buf->f_bavail = buf->f_bfree = fake_avail;
+        buf->f_blocks = fake_avail * 4;
+    }
+    return 0;
+}
+
+/* ---- the fixture ------------------------------------------------------------ */
+
+typedef struct world {
+    ph_fake *f;
+    ph_run *r;
+    char top[PATH_MAX];  /* the repository: data dir */
+    char out[PATH_MAX];  /* test_dir/out */
+    char proj[PATH_MAX]; /* test_dir/proj */
+} world;
+
+static world W;
+
+/* Fail with the calls so far when COND does not hold. */
+#define CHECK(cond, ...)                                                                                          \
+    do {                                                                                                          \
+        if (!(cond)) {                                                                                            \
+            char *log_ = ph_fake_call_log(W.f);                                                                   \
+            print_error("%s\n", log_ ? log_ : "");                                                                \
+            free(log_);                                                                                           \
+            fail_msg(__VA_ARGS__);                                                                                \
+        }                                                                                                         \
+    } while (0)
+
+
+#define DEMO_IMAGE "demo:1"
+#define DEMO_ID "sha256:d3m0"
+#define RECORD_STOPPED \
+    "{\"version\":1,\"exit_code\":0,\"signal\":\"SIGTERM\",\"escalations\":[],\"stop_signal\":\"SIGTERM\"," \
+    "\"stop_requested\":true,\"complete\":true,\"outcome\":\"stopped\"}"
+#define STRACE_LOG "12:00:00.000001 read(3, \"x\", 1) = 1 <0.000010>\n"
+
+static void
+mkdirs(const char *rel)
+{
+    char cmd[PATH_MAX + 32];
+
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/%s'", test_dir, rel);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The demo's image: glibc, apt, its program dynamic; ENTRYPOINT
+ * /usr/bin/demo, CMD --serve. */
+static ph_fake_image *
+demo_image(const char *name, const char *id)
+{
+    ph_fake_image *img = ph_fake_image_add(W.f, name, id);
+    ph_image_config *c = ph_fake_image_config(img);
+
+    assert_non_null(img);
+    assert_int_equal(ph_strv_push(&c->entrypoint, "/usr/bin/demo"), 0);
+    assert_int_equal(ph_strv_push(&c->cmd, "--serve"), 0);
+    assert_int_equal(ph_strv_push(&c->env, "PATH=/usr/local/bin:/usr/bin:/bin"), 0);
+    assert_int_equal(ph_fake_image_facts(img, "apt", "glibc"), 0);
+    assert_int_equal(ph_fake_image_program(img, "/usr/bin/demo", 1), 0);
+    return img;
+}
+
+/* The tools image and its volume, there already (as `setup` leaves them). */
+static void
+tools_ready(void)
+{
+    char hash[64], keeper[128];
+    ph_error_t err = NULL;
+
+    assert_non_null(ph_fake_image_add(W.f, "profharness-tools:*", "sha256:70015"));
+    if (ph_image_tools_hash(W.top, ph_run_profiles(W.r), hash, sizeof hash, &err) < 0)
+        fail_msg("the tools' hash (is the tree built? run from its top): %s", err->msg);
+    snprintf(keeper, sizeof keeper, "%s%s", PH_TOOLS_VOLUME_PREFIX, hash);
+    ph_fake_wl_state(ph_fake_workload(W.f, keeper, "profharness-tools:x"), PH_WL_CREATED, 0);
+}
+
+/* A project of COMPOSE_YAML over a fresh world with the demo's image and
+ * the tools; runs land in test_dir/out.  LIMITS may be NULL. */
+static void
+open_world(const char *compose_yaml, const ph_tar_limits *limits)
+{
+    ph_run_opts o = { 0 };
+    char compose[PATH_MAX + 32];
+    ph_error_t err = NULL;
+
+    assert_non_null(getcwd(W.top, sizeof W.top));
+    snprintf(W.out, sizeof W.out, "%s/out", test_dir);
+    snprintf(W.proj, sizeof W.proj, "%s/proj", test_dir);
+    mkdirs("proj");
+    tu_write("proj/compose.yaml", compose_yaml);
+    snprintf(compose, sizeof compose, "%s/compose.yaml", W.proj);
+    W.f = ph_fake_new();
+    assert_non_null(W.f);
+    o.compose_file = compose;
+    o.data_dir = W.top;
+    o.out_dir = W.out;
+    o.backend_new = ph_fake_backend;
+    o.backend_ud = W.f;
+    if (limits != NULL)
+        o.collect = *limits;
+    W.r = ph_run_new(&o, &err);
+    if (W.r == NULL)
+        fail_msg("ph_run_new: %s", err->msg);
+    demo_image(DEMO_IMAGE, DEMO_ID);
+    tools_ready();
+}
+
+static void
+close_world(void)
+{
+    ph_run_free(W.r);
+    ph_fake_free(W.f);
+    memset(&W, 0, sizeof W);
+}
+
+static int
+setup(void **state)
+{
+    (void)state;
+    tu_mkdtemp();
+    ph_log_set_level(PH_LOG_WARN);
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    (void)state;
+    close_world();
+    fake_avail = 0;
+    tu_rmdir();
+    return 0;
+}
+
+/* What a profiled container of SERVICE (named as GLOB) writes: a
+ * strace.log from the start, the shim's record as it ends. */
+static ph_fake_wl *
+profiled_writes_rec(const char *glob, const char *service, ph_fake_end end, const char *record)
+{
+    ph_fake_wl *t = ph_fake_on_create(W.f, glob);
+    char path[PATH_MAX];
+
+    assert_non_null(t);
+    ph_fake_wl_end(t, end);
+    snprintf(path, sizeof path, "%s/%s/strace.log", PH_CONTAINER_OUT, service);
+    assert_int_equal(ph_fake_wl_file(t, path, STRACE_LOG, strlen(STRACE_LOG), 0644), 0);
+    snprintf(path, sizeof path, "%s/%s/%s", PH_CONTAINER_OUT, service, PH_RECORD_NAME);
+    assert_int_equal(ph_fake_wl_file_at_end(t, path, record), 0);
+    assert_int_equal(ph_fake_wl_log(t, "2026-01-01T00:00:00.000000000Z serving\n"), 0);
+    return t;
+}
+
+static ph_fake_wl *
+profiled_writes(const char *glob, const char *service, ph_fake_end end)
+{
+    return profiled_writes_rec(glob, service, end, RECORD_STOPPED);
+}
+
+/* test_dir/out/REL as JSON (the caller's to decref), or fail. */
+static json_t *
+json_at(const char *rel)
+{
+    char p[PATH_MAX + 256];
+    json_error_t je;
+    json_t *j;
+
+    snprintf(p, sizeof p, "%s/%s", W.out, rel);
+    j = json_load_file(p, 0, &je);
+    CHECK(j != NULL, "%s: %s", p, je.text);
+    return j;
+}
+
+static void
+must(int rc, ph_error_t *err, const char *what)
+{
+    if (rc < 0) {
+        char *log = ph_fake_call_log(W.f);
+
+        print_error("%s\n", log ? log : "");
+        free(log);
+        fail_msg("%s: %s (hint: %s)", what, *err ? (*err)->msg : "?", *err ? (*err)->hint : "");
+    }
+}
+
+static int
+start(const char *mode, const char *service)
+{
+    char *names[1] = { (char *)service };
+    ph_error_t err = NULL;
+    int rc = ph_run_start(W.r, mode, names, 1, &err);
+
+    must(rc, &err, "start");
+    return rc;
+}
+
+static void
+stop_ok(const char *service)
+{
+    char *names[1] = { (char *)service };
+    ph_error_t err = NULL;
+
+    must(ph_run_stop(W.r, names, 1, &err), &err, "stop");
+}
+
+/* Stop SERVICE, which must fail: its error (the caller's to free). */
+static ph_error_t
+stop_fails(const char *service)
+{
+    char *names[1] = { (char *)service };
+    ph_error_t err = NULL;
+
+    CHECK(ph_run_stop(W.r, names, 1, &err) < 0, "stop of %s did not fail", service);
+    assert_non_null(err);
+    return err;
+}
+
+/* The index (from 0) of the nth call of OP in the calls, or -1. */
+static long
+call_index(const char *op, size_t nth)
+{
+    const ph_fake_call *want = ph_fake_call_nth(W.f, op, nth);
+
+    for (size_t i = 0; want != NULL && i < ph_fake_n_calls(W.f); i++)
+        if (ph_fake_call_at(W.f, i) == want)
+            return (long)i;
+    return -1;
+}
+
+/* The index of the first call of OP on the workload NAME, or -1; how
+ * many there are. */
+static long
+call_on(const char *op, const char *name)
+{
+    for (size_t i = 0; i < ph_fake_n_calls(W.f); i++) {
+        const ph_fake_call *c = ph_fake_call_at(W.f, i);
+
+        if (strcmp(c->op, op) == 0 && c->name != NULL && strcmp(c->name, name) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+static size_t
+calls_on(const char *op, const char *name)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < ph_fake_n_calls(W.f); i++) {
+        const ph_fake_call *c = ph_fake_call_at(W.f, i);
+
+        n += strcmp(c->op, op) == 0 && c->name != NULL && strcmp(c->name, name) == 0;
+    }
+    return n;
+}
+
+/* Whether the workload NAME (or id) is there, and its state (may be NULL). */
+static int
+there(const char *name, ph_workload_state *state)
+{
+    ph_workload w;
+    int found = ph_fake_look(W.f, name, &w);
+
+    if (state != NULL)
+        *state = w.state;
+    ph_workload_clear(&w);
+    return found;
+}
+
+/* The run call that created NAME, or fail. */
+static const ph_fake_call *
+run_of(const char *name)
+{
+    for (size_t i = 0; i < ph_fake_call_count(W.f, "run"); i++) {
+        const ph_fake_call *c = ph_fake_call_nth(W.f, "run", i);
+
+        if (c->spec.name != NULL && strcmp(c->spec.name, name) == 0)
+            return c;
+    }
+    CHECK(0, "no container `%s` was made", name);
+    return NULL;
+}
+
+static const char *
+spec_label(const ph_workload_spec *s, const char *key)
+{
+    return ph_kvv_get(&s->labels, key);
+}
+
+/* Whether ARGV holds the words WORDS (NULL-ended) in a row. */
+static int
+has_words(const ph_strv *argv, const char *const *words)
+{
+    size_t n = 0;
+
+    while (words[n] != NULL)
+        n++;
+    for (size_t i = 0; i + n <= argv->n; i++) {
+        size_t k = 0;
+
+        while (k < n && strcmp(argv->v[i + k], words[k]) == 0)
+            k++;
+        if (k == n)
+            return 1;
+    }
+    return 0;
+}
+
+/* test_dir/out/REL exists (links not followed). */
+static int
+exists(const char *rel)
+{
+    char p[PATH_MAX + 256];
+    struct stat st;
+
+    snprintf(p, sizeof p, "%s/%s", W.out, rel);
+    return lstat(p, &st) == 0;
+}
+
+/* The one run dir of SERVICE (its name into RUN), failing when there is
+ * not exactly one. */
+static void
+the_run(const char *service, char *run, size_t len)
+{
+    char p[PATH_MAX];
+    DIR *d;
+    struct dirent *de;
+    int n = 0;
+
+    snprintf(p, sizeof p, "%s/%s", W.out, service);
+    d = opendir(p);
+    CHECK(d != NULL, "no %s", p);
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        char q[PATH_MAX + 256];
+
+        snprintf(q, sizeof q, "%s/%s", p, de->d_name);
+        if (de->d_name[0] == '.' || strcmp(de->d_name, "latest") == 0 || lstat(q, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        snprintf(run, len, "%s", de->d_name);
+        n++;
+    }
+    closedir(d);
+    CHECK(n == 1, "%d run dirs in %s, wanted 1", n, p);
+}
+
+/* No temp dir of a collection left anywhere under test_dir/out/SERVICE. */
+static void
+no_temp_left(const char *service)
+{
+    char cmd[PATH_MAX + 128];
+
+    snprintf(cmd, sizeof cmd, "test -z \"$(find '%s/%s' -name '.incoming-*' 2>/dev/null)\"", W.out, service);
+    CHECK(system(cmd) == 0, "a temp dir is left under %s/%s", W.out, service);
+}
+
+#define ONE "services:\n  front:\n    image: " DEMO_IMAGE "\n"
+
+/* ---- start ------------------------------------------------------------------ */
+
+/* A lone service under strace: one container, named <project>-<service>-
+ * <mode>, running the service's own image with the tools volume, its
+ * command the shim (the profile's grace in seconds), the tree's strace,
+ * then the image's ENTRYPOINT and CMD; the orchestrator's stop timeout
+ * the whole stop budget (30 s grace, one 10 s escalation, 30 s), our
+ * labels, never restarted. */
+static void
+test_start_lone(void **state)
+{
+    static const char *const shim[] = { "/opt/profharness/bin/ph-init", "--stop-target", "tracee", "--stop-signal",
+                                        "SIGTERM", "--grace", "30.000", "--escalate", "SIGKILL", "--escalate-grace",
+                                        "10.000", "--record", "/opt/profiling/front/ph-exit.json", "--", NULL };
+    static const char *const tail[] = { "/opt/profharness/tools/bin/strace", "-f", "-tt", "-T", "-e", "trace=all",
+                                        "-s", "256", "-o", "/opt/profiling/front/strace.log", "--",
+                                        "/usr/bin/demo", "--serve", NULL };
+    const ph_fake_call *c;
+    const ph_workload_spec *s;
+    char want[PATH_MAX];
+
+    (void)state;
+    open_world(ONE, NULL);
+    start("strace", "front");
+    CHECK(ph_fake_call_count(W.f, "run") == 1, "one container made");
+    c = run_of("proj-front-strace");
+    s = &c->spec;
+    assert_string_equal(s->image, DEMO_IMAGE);
+    CHECK(s->set_entrypoint && has_words(&s->entrypoint, shim) && has_words(&s->entrypoint, tail),
+          "the profiled argv: %s", tu_join(s->entrypoint.v, s->entrypoint.n));
+    assert_string_equal(s->entrypoint.v[0], "/opt/profharness/bin/ph-init");
+    assert_string_equal(s->entrypoint.v[s->entrypoint.n - 1], "--serve");
+    CHECK(s->set_cmd && s->cmd.n == 0, "no CMD after the shim's argv");
+    assert_int_equal(s->stop_grace_s, 70);
+    assert_string_equal(s->stop_signal, "SIGTERM");
+    assert_true(s->no_restart);
+    assert_string_equal(spec_label(s, PH_LABEL_PROJECT), "proj");
+    assert_string_equal(spec_label(s, PH_LABEL_SERVICE), "front");
+    assert_string_equal(spec_label(s, PH_LABEL_MODE), "strace");
+    assert_non_null(spec_label(s, PH_LABEL_PROFILE));
+    snprintf(want, sizeof want, "%s/front/%s", W.out, spec_label(s, PH_LABEL_RUN));
+    assert_string_equal(spec_label(s, PH_LABEL_OUTDIR), want);
+    assert_null(spec_label(s, PH_LABEL_REPLICA));
+    /* the tools volume read-only, never filled; the artifacts' own volume */
+    CHECK(s->n_mounts == 2 && s->mounts[0].kind == PH_MOUNT_SPEC_VOLUME && s->mounts[0].read_only &&
+          s->mounts[0].no_copy && strcmp(s->mounts[0].target, PH_TOOLS_MOUNT) == 0 &&
+          s->mounts[1].kind == PH_MOUNT_SPEC_ANON && strcmp(s->mounts[1].target, PH_CONTAINER_OUT) == 0,
+          "the mounts");
+    assert_string_equal(s->open_dir, "/opt/profiling/front");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 1, "one profiled container there");
+}
+
+/* Docker's rule for what runs: an entrypoint the service gives drops the
+ * image's CMD (the image's ENTRYPOINT too); a command it gives replaces
+ * only the CMD. */
+static void
+test_start_entrypoint_drops_cmd(void **state)
+{
+    const ph_fake_call *c;
+
+    (void)state;
+    open_world("services:\n"
+               "  ep:\n    image: " DEMO_IMAGE "\n    entrypoint: [/bin/run, -x]\n"
+               "  cmd:\n    image: " DEMO_IMAGE "\n    command: [--other]\n", NULL);
+    start("strace", "ep");
+    c = run_of("proj-ep-strace");
+    CHECK(strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 1], "-x") == 0 &&
+          strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 2], "/bin/run") == 0 &&
+          strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 3], "--") == 0,
+          "the service's entrypoint and nothing of the image's: %s",
+          tu_join(c->spec.entrypoint.v, c->spec.entrypoint.n));
+    start("strace", "cmd");
+    c = run_of("proj-cmd-strace");
+    CHECK(strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 1], "--other") == 0 &&
+          strcmp(c->spec.entrypoint.v[c->spec.entrypoint.n - 2], "/usr/bin/demo") == 0,
+          "the image's entrypoint, the service's command: %s",
+          tu_join(c->spec.entrypoint.v, c->spec.entrypoint.n));
+}
+
+/* ---- stop, by how the service ends ----------------------------------------- */
+
+/* Started under strace, ending as END when asked: the run's id. */
+static const char *
+started(ph_fake_end end, const char *record)
+{
+    static char run[128];
+    const ph_fake_call *c;
+
+    open_world(ONE, NULL);
+    profiled_writes_rec("proj-front-strace", "front", end, record);
+    start("strace", "front");
+    c = run_of("proj-front-strace");
+    snprintf(run, sizeof run, "%s", spec_label(&c->spec, PH_LABEL_RUN));
+    return run;
+}
+
+/* The run of RUN collected in place: its files, run.json naming the
+ * container ID, `latest` at it; the container gone. */
+static json_t *
+collected(const char *run, const char *id)
+{
+    char rel[512], link[PATH_MAX];
+    json_t *meta;
+    ssize_t n;
+
+    snprintf(rel, sizeof rel, "front/%s/strace.log", run);
+    CHECK(exists(rel), "%s collected", rel);
+    snprintf(rel, sizeof rel, "front/%s/service.log", run);
+    CHECK(exists(rel), "%s kept", rel);
+    snprintf(rel, sizeof rel, "front/%s/report.html", run);
+    CHECK(exists(rel), "%s written", rel);
+    snprintf(rel, sizeof rel, "%s/front/latest", W.out);
+    n = readlink(rel, link, sizeof link - 1);
+    CHECK(n > 0, "front/latest is a link");
+    link[n] = '\0';
+    assert_string_equal(link, run);
+    snprintf(rel, sizeof rel, "front/%s/run.json", run);
+    meta = json_at(rel);
+    assert_string_equal(json_string_value(json_object_get(meta, "container")), id);
+    assert_string_equal(json_string_value(json_object_get(meta, "run")), run);
+    CHECK(ph_fake_files_under(W.f, id, "/") < 0, "the container is removed once its run is in place");
+    no_temp_left("front");
+    return meta;
+}
+
+static const char *
+profiled_id(void)
+{
+    ph_workload w;
+    static char id[72];
+
+    CHECK(ph_fake_look(W.f, "proj-front-strace", &w) == 1, "the profiled container is there");
+    snprintf(id, sizeof id, "%s", w.id);
+    ph_workload_clear(&w);
+    return id;
+}
+
+/* It exits on SIGTERM after two polls: the wait is registered before the
+ * signal, which goes to the shim; the wait is the stop budget; the run is
+ * complete before the container goes. */
+static void
+test_stop_exits_on_term(void **state)
+{
+    const char *run = started((ph_fake_end){ PH_FAKE_EXITS_ON_TERM, 0, 2 }, RECORD_STOPPED);
+    const char *id = profiled_id();
+    const ph_fake_call *sig, *wait;
+    json_t *meta;
+
+    (void)state;
+    stop_ok("front");
+    sig = ph_fake_call_nth(W.f, "signal", 0);
+    wait = ph_fake_call_nth(W.f, "wait_end", 0);
+    CHECK(sig != NULL && wait != NULL && ph_fake_call_count(W.f, "signal") == 1, "one signal, one wait");
+    assert_string_equal(sig->arg, "SIGTERM");
+    assert_string_equal(sig->target, id);
+    CHECK(call_index("wait_begin", 0) >= 0 && call_index("wait_begin", 0) < call_index("signal", 0),
+          "the wait is registered before the signal");
+    assert_int_equal(wait->num, 70);
+    CHECK(call_on("remove", "proj-front-strace") > call_on("log_all", "proj-front-strace") &&
+          call_on("log_all", "proj-front-strace") > call_on("archive_get", "proj-front-strace"),
+          "extracted, then service.log, then removed");
+    meta = collected(run, id);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "completion"), "outcome")), "stopped");
+    assert_false(json_is_true(json_object_get(meta, "oom_killed")));
+    json_decref(meta);
+}
+
+/* It ignores SIGTERM: the wait times out, nothing is collected, the
+ * container is kept (running) and the hint says how to retry. */
+static void
+test_stop_ignores_term(void **state)
+{
+    ph_error_t err;
+    ph_workload_state st;
+
+    (void)state;
+    started((ph_fake_end){ PH_FAKE_IGNORES_TERM, 0, 0 }, RECORD_STOPPED);
+    err = stop_fails("front");
+    CHECK(strstr(err->msg, "did not exit within 70 s") != NULL, "why: %s", err->msg);
+    CHECK(strstr(err->hint, "is kept") != NULL && strstr(err->hint, "profharness stop front") != NULL, "hint: %s",
+          err->hint);
+    ph_error_free(&err);
+    CHECK(there("proj-front-strace", &st) && st == PH_WL_RUNNING, "kept, running");
+    CHECK(calls_on("remove", "proj-front-strace") == 0 && calls_on("archive_get", "proj-front-strace") == 0,
+          "nothing taken");
+    CHECK(!exists("front/latest"), "no run");
+    no_temp_left("front");
+}
+
+/* It crashes on SIGTERM: what it wrote is collected all the same, the
+ * record saying how it ended. */
+static void
+test_stop_crashes(void **state)
+{
+    const char *run = started((ph_fake_end){ PH_FAKE_CRASHES, 0, 0 },
+                              "{\"version\":1,\"exit_code\":139,\"signal\":\"SIGSEGV\",\"escalations\":[],"
+                              "\"stop_requested\":true,\"complete\":false,\"outcome\":\"crashed\"}");
+    const char *id = profiled_id();
+    json_t *meta;
+
+    (void)state;
+    stop_ok("front");
+    meta = collected(run, id);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "completion"), "outcome")), "crashed");
+    json_decref(meta);
+}
+
+/* It ended by itself before the stop: nothing is signalled, it is
+ * collected. */
+static void
+test_stop_exited_by_itself(void **state)
+{
+    const char *run = started((ph_fake_end){ PH_FAKE_EXITS_BY_ITSELF, 3, 0 }, RECORD_STOPPED);
+    const char *id = profiled_id();
+
+    (void)state;
+    stop_ok("front");
+    json_decref(collected(run, id));
+    CHECK(ph_fake_call_count(W.f, "signal") == 0, "an exited container is not signalled");
+}
+
+/* The OOM killer ended it: collected, and run.json says so. */
+static void
+test_stop_oom(void **state)
+{
+    const char *run = started((ph_fake_end){ PH_FAKE_OOM, 0, 1 }, RECORD_STOPPED);
+    const char *id = profiled_id();
+    json_t *meta;
+
+    (void)state;
+    stop_ok("front");
+    meta = collected(run, id);
+    assert_true(json_is_true(json_object_get(meta, "oom_killed")));
+    json_decref(meta);
+}
+
+/* ---- collect ------------------------------------------------------------------ */
+
+/* A running flamegraph run (its program checked: dynamic, so the sampler
+ * can be preloaded) collected: the dump command in the container, then a
+ * -snapshot- copy beside, the container running on, untouched. */
+static void
+test_collect_snapshot(void **state)
+{
+    char *names[1] = { "front" }, run[256];
+    const ph_fake_call *ex;
+    ph_fake_wl *t;
+    ph_error_t err = NULL;
+    ph_workload_state st;
+
+    (void)state;
+    open_world(ONE, NULL);
+    t = ph_fake_on_create(W.f, "proj-front-flamegraph");
+    assert_int_equal(ph_fake_wl_file(t, "/opt/profiling/front/stacks-1.folded", "main;work 3\n", 12, 0644), 0);
+    start("flamegraph", "front");
+    CHECK(call_on("archive_get", "proj-front-flamegraph") < 0, "nothing read before the collect");
+    must(ph_run_collect(W.r, names, 1, &err), &err, "collect");
+    /* the runtimes' refresh steps first (30 s each), then the dump */
+    for (size_t i = 0; (ex = ph_fake_call_nth(W.f, "exec", i)) != NULL && ex->num != 40; i++)
+        ;
+    CHECK(ex != NULL && ex->name != NULL && strcmp(ex->name, "proj-front-flamegraph") == 0 && ex->argv.n > 0 &&
+          strcmp(ex->argv.v[0], "sh") == 0 && ex->num == 40, "the dump command in the running container, 40 s");
+    CHECK(ex->env.n == 1 && strcmp(ex->env.v[0], "LD_PRELOAD=") == 0, "the dump command is not sampled");
+    the_run("front", run, sizeof run);
+    CHECK(strstr(run, "-snapshot-") != NULL, "a snapshot run: %s", run);
+    CHECK(there("proj-front-flamegraph", &st) && st == PH_WL_RUNNING, "it runs on");
+    CHECK(calls_on("signal", "proj-front-flamegraph") == 0 && calls_on("remove", "proj-front-flamegraph") == 0,
+          "neither signalled nor removed");
+    CHECK(!exists("front/latest"), "a snapshot moves no link");
+    no_temp_left("front");
+}
+
+/* ---- restore ----------------------------------------------------------------- */
+
+/* A profiled run is collected first, then the service runs as compose
+ * would make it: compose's labels, its own command. */
+static void
+test_restore_after_profiled(void **state)
+{
+    char *names[1] = { "front" };
+    const ph_fake_call *c;
+    ph_error_t err = NULL;
+    const char *run;
+
+    (void)state;
+    char id[72];
+
+    run = started((ph_fake_end){ PH_FAKE_EXITS_ON_TERM, 0, 0 }, RECORD_STOPPED);
+    snprintf(id, sizeof id, "%s", profiled_id());
+    must(ph_run_restore(W.r, names, 1, &err), &err, "restore");
+    json_decref(collected(run, id));
+    c = run_of("proj-front-1");
+    CHECK(call_on("run", "proj-front-1") > call_on("remove", "proj-front-strace"), "collected before the restore");
+    assert_true(c->spec.compose_labels);
+    assert_int_equal(c->spec.slot, 1);
+    assert_false(c->spec.set_entrypoint);
+    assert_false(c->spec.set_cmd);
+    assert_string_equal(spec_label(&c->spec, PH_LABEL_MODE), "none");
+    CHECK(ph_fake_count(W.f, PH_DC_SERVICE, "front") == 1, "compose takes it for its own");
+}
+
+/* docker compose's own container: stopped (its grace, in seconds) and kept
+ * by start, started again by restore; nothing new is made for it. */
+static void
+test_restore_compose_own(void **state)
+{
+    char *names[1] = { "front" };
+    ph_fake_wl *own;
+    const ph_fake_call *st;
+    ph_error_t err = NULL;
+    ph_workload_state wl_state;
+
+    (void)state;
+    open_world("services:\n  front:\n    image: " DEMO_IMAGE "\n    stop_grace_period: 30s\n", NULL);
+    own = ph_fake_workload(W.f, "proj-front-1", DEMO_IMAGE);
+    ph_fake_wl_label(own, PH_DC_PROJECT, "proj");
+    ph_fake_wl_label(own, PH_DC_SERVICE, "front");
+    ph_fake_wl_label(own, PH_DC_NUMBER, "1");
+    profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
+    start("strace", "front");
+    st = ph_fake_call_nth(W.f, "stop", 0);
+    CHECK(st != NULL && strcmp(st->target, ph_fake_wl_id(own)) == 0, "compose's container is stopped");
+    assert_int_equal(st->num, 30);
+    CHECK(calls_on("remove", "proj-front-1") == 0, "and kept");
+    must(ph_run_restore(W.r, names, 1, &err), &err, "restore");
+    CHECK(call_on("start", "proj-front-1") > call_on("remove", "proj-front-strace"),
+          "started again after the collection");
+    CHECK(ph_fake_call_count(W.f, "run") == 1, "nothing made but the profiled one");
+    CHECK(there("proj-front-1", &wl_state) && wl_state == PH_WL_RUNNING, "compose's runs again");
+}
+
+/* A stop grace of 0 s is given to the orchestrator as 0, not left to its
+ * default. */
+static void
+test_replaced_grace_zero(void **state)
+{
+    ph_fake_wl *own;
+    const ph_fake_call *st;
+
+    (void)state;
+    open_world("services:\n  front:\n    image: " DEMO_IMAGE "\n    stop_grace_period: 0s\n", NULL);
+    own = ph_fake_workload(W.f, "proj-front-1", DEMO_IMAGE);
+    ph_fake_wl_label(own, PH_DC_PROJECT, "proj");
+    ph_fake_wl_label(own, PH_DC_SERVICE, "front");
+    start("strace", "front");
+    st = ph_fake_call_nth(W.f, "stop", 0);
+    CHECK(st != NULL, "compose's container is stopped");
+    assert_int_equal(st->num, 0);
+}
+
+/* ---- attach ------------------------------------------------------------------ */
+
+/* A tools container joins the running service's PID namespace, no
+ * network, labelled as a run attached to it; stop detaches it (SIGTERM to
+ * the tools container only) and collects; the service is never touched. */
+static void
+test_attach_and_detach(void **state)
+{
+    char *names[1] = { "front" }, run[256], rel[512];
+    ph_fake_wl *own, *t;
+    const ph_fake_call *c;
+    ph_error_t err = NULL;
+    json_t *meta;
+
+    (void)state;
+    open_world(ONE, NULL);
+    own = ph_fake_workload(W.f, "proj-front-1", DEMO_IMAGE);
+    ph_fake_wl_label(own, PH_DC_PROJECT, "proj");
+    ph_fake_wl_label(own, PH_DC_SERVICE, "front");
+    t = profiled_writes("proj-front-attach-strace", "front", (ph_fake_end){ 0 });
+    (void)t;
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    c = run_of("proj-front-attach-strace");
+    CHECK(c->spec.pid_of != NULL && strcmp(c->spec.pid_of, ph_fake_wl_id(own)) == 0,
+          "the service's PID namespace joined: %s", c->spec.pid_of ? c->spec.pid_of : "(none: the host's)");
+    assert_true(c->spec.network_none);
+    assert_string_equal(spec_label(&c->spec, PH_LABEL_ATTACHED), ph_fake_wl_id(own));
+    assert_string_equal(spec_label(&c->spec, PH_LABEL_MODE), "strace");
+    CHECK(strncmp(c->spec.image, "profharness-tools:", 18) == 0, "the tools image: %s", c->spec.image);
+    assert_int_equal(c->spec.stop_grace_s, 70);
+    stop_ok("front");
+    CHECK(calls_on("signal", "proj-front-attach-strace") == 1, "the tools container is signalled");
+    CHECK(calls_on("signal", "proj-front-1") == 0 && calls_on("stop", "proj-front-1") == 0 &&
+          calls_on("remove", "proj-front-1") == 0, "the service is never touched");
+    the_run("front", run, sizeof run);
+    snprintf(rel, sizeof rel, "front/%s/run.json", run);
+    meta = json_at(rel);
+    assert_string_equal(json_string_value(json_object_get(meta, "attached_to")), ph_fake_wl_id(own));
+    json_decref(meta);
+}
+
+/* ---- replicas ------------------------------------------------------------------ */
+
+#define THREE "services:\n  front:\n    image: " DEMO_IMAGE "\n    deploy:\n      replicas: 3\n"
+
+/* Three replicas: a container each, numbered, one run for all. */
+static const char *
+three_started(void)
+{
+    static char run[128];
+
+    open_world(THREE, NULL);
+    profiled_writes("proj-front-strace-*", "front", (ph_fake_end){ PH_FAKE_EXITS_ON_TERM, 0, 1 });
+    start("strace", "front");
+    CHECK(ph_fake_call_count(W.f, "run") == 3, "a container per replica");
+    for (int k = 1; k <= 3; k++) {
+        char name[64], num[8];
+        const ph_fake_call *c;
+
+        snprintf(name, sizeof name, "proj-front-strace-%d", k);
+        snprintf(num, sizeof num, "%d", k);
+        c = run_of(name);
+        assert_string_equal(spec_label(&c->spec, PH_LABEL_REPLICA), num);
+        assert_string_equal(spec_label(&c->spec, PH_LABEL_REPLICAS), "3");
+        if (k == 1)
+            snprintf(run, sizeof run, "%s", spec_label(&c->spec, PH_LABEL_RUN));
+        else
+            assert_string_equal(spec_label(&c->spec, PH_LABEL_RUN), run);
+    }
+    return run;
+}
+
+/* tasks.json of RUN: how many of its entries are collected, after
+ * checking there is one per replica, in order. */
+static int
+tasks_collected(const char *run)
+{
+    char rel[512];
+    json_t *t, *e;
+    size_t i;
+    int n = 0;
+
+    snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
+    t = json_at(rel);
+    CHECK(json_array_size(json_object_get(t, "tasks")) == 3, "a task per replica");
+    json_array_foreach(json_object_get(t, "tasks"), i, e) {
+        assert_int_equal(json_integer_value(json_object_get(e, "slot")), (json_int_t)i + 1);
+        n += json_is_true(json_object_get(e, "collected"));
+    }
+    json_decref(t);
+    return n;
+}
+
+/* All asked to stop at once (every signal before the first wait), each
+ * collected into <run>/<n>/, the last one too. */
+static void
+test_replicas_stop(void **state)
+{
+    const char *run = three_started();
+    char rel[512];
+
+    (void)state;
+    stop_ok("front");
+    CHECK(ph_fake_call_count(W.f, "signal") == 3 && call_index("signal", 2) < call_index("wait_end", 0),
+          "the three are signalled before the first is waited for");
+    for (int k = 1; k <= 3; k++) {
+        snprintf(rel, sizeof rel, "front/%s/%d/strace.log", run, k);
+        CHECK(exists(rel), "replica %d collected into %s", k, rel);
+    }
+    assert_int_equal(tasks_collected(run), 3);
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "every replica's container removed");
+    no_temp_left("front");
+}
+
+/* Replica 2 cannot be collected: said as replica 2 of 3, its container
+ * kept and named in tasks.json, the others collected; the retry adds it. */
+static void
+test_replicas_one_kept_then_added(void **state)
+{
+    const char *run = three_started();
+    char rel[512], *kept_id;
+    ph_error_t err;
+    ph_workload w;
+    json_t *t;
+
+    (void)state;
+    ph_fake_fault(W.f, "archive_get", "proj-front-strace-2", PH_FAKE_FAIL, 0, 1);
+    err = stop_fails("front");
+    CHECK(strstr(err->msg, "replica 2 of 3") != NULL, "which replica: %s", err->msg);
+    CHECK(strstr(err->hint, "kept") != NULL, "hint: %s", err->hint);
+    ph_error_free(&err);
+    CHECK(ph_fake_look(W.f, "proj-front-strace-2", &w) == 1, "replica 2's container is kept");
+    kept_id = strdup(w.id);
+    ph_workload_clear(&w);
+    CHECK(!there("proj-front-strace-1", NULL) && !there("proj-front-strace-3", NULL),
+          "the others are collected and removed");
+    assert_int_equal(tasks_collected(run), 2);
+    snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
+    t = json_at(rel);
+    {
+        json_t *e = json_array_get(json_object_get(t, "tasks"), 1);
+
+        assert_string_equal(json_string_value(json_object_get(e, "task")), kept_id);
+        CHECK(strstr(json_string_value(json_object_get(e, "lost")), "is kept") != NULL, "why lost");
+    }
+    json_decref(t);
+    snprintf(rel, sizeof rel, "front/%s/2", run);
+    CHECK(!exists(rel), "nothing partial of replica 2");
+    stop_ok("front");
+    CHECK(exists(rel), "the retry adds replica 2");
+    assert_int_equal(tasks_collected(run), 3);
+    CHECK(!there(kept_id, NULL), "and removes its container");
+    free(kept_id);
+    no_temp_left("front");
+}
+
+/* ---- an interrupted extraction ------------------------------------------------ */
+
+/* In a child (an interrupt stays caught for the process's life): SIGINT
+ * part way through the archive: the stop fails with 130, the container is
+ * kept, nothing is left on the host.  The child's exit: 0, or which check
+ * failed. */
+static int
+interrupted_child(void)
+{
+    static char big[64 * 1024];
+    char cmd[PATH_MAX + 64];
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    ph_workload w;
+    ph_fake_wl *t;
+
+    signal(SIGINT, SIG_DFL);
+    open_world(ONE, NULL);
+    t = profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
+    memset(big, 'x', sizeof big);
+    ph_fake_wl_file(t, "/opt/profiling/front/big.bin", big, sizeof big, 0644);
+    ph_fake_chunk(W.f, 1024);
+    ph_fake_fault(W.f, "archive_get", "proj-front-strace", PH_FAKE_INTERRUPT, 8192, 1);
+    start("strace", "front");
+    if (ph_run_stop(W.r, names, 1, &err) == 0)
+        return 1;
+    if (err->status != 130 || strstr(err->msg, "interrupted by SIGINT") == NULL)
+        return 2;
+    if (ph_fake_look(W.f, "proj-front-strace", &w) != 1 || w.state != PH_WL_EXITED)
+        return 3;
+    ph_workload_clear(&w);
+    if (calls_on("remove", "proj-front-strace") != 0)
+        return 4;
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s/front' | grep -v '^.lock$')\"", W.out);
+    if (system(cmd) != 0)
+        return 5; /* a temp dir, a run dir or a link left */
+    ph_error_free(&err);
+    return 0;
+}
+
+static void
+test_interrupted_extraction(void **state)
+{
+    pid_t pid;
+    int st;
+
+    (void)state;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(interrupted_child());
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the interrupted stop: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
+}
+
+/* ---- the order a run is completed in ---------------------------------------- */
+
+typedef struct order_seen {
+    int at_log, at_remove; /* 1: all held, else which check failed (negative) */
+    char run[128];
+} order_seen;
+
+static int
+count_entries(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+
+    while (d != NULL && (de = readdir(d)) != NULL)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+/* At service.log's turn: extracted into a temp dir, nothing in place yet. */
+static void
+at_log_all(void *ud, const ph_fake_call *c)
+{
+    order_seen *o = ud;
+    char p[PATH_MAX + 256];
+
+    if (c->name == NULL || strcmp(c->name, "proj-front-strace") != 0)
+        return;
+    snprintf(p, sizeof p, "%s/front", W.out);
+    o->at_log = count_entries(p, ".incoming-") == 1 ? 1 : -1;
+    snprintf(p, sizeof p, "front/%s", o->run);
+    if (o->at_log == 1 && (exists(p) || exists("front/latest")))
+        o->at_log = -2;
+    snprintf(p, sizeof p, "%s/front/.incoming-*/strace.log", W.out);
+    {
+        char cmd[PATH_MAX + 300];
+
+        snprintf(cmd, sizeof cmd, "ls %s >/dev/null 2>&1 && ! ls %s/front/.incoming-*/run.json >/dev/null 2>&1", p,
+                 W.out);
+        if (o->at_log == 1 && system(cmd) != 0)
+            o->at_log = -3; /* the artifacts are there, run.json is not yet */
+    }
+}
+
+/* At the removal: the run is complete in place, its links made. */
+static void
+at_remove(void *ud, const ph_fake_call *c)
+{
+    order_seen *o = ud;
+    char p[PATH_MAX + 256];
+    static const char *const files[] = { "strace.log", "service.log", "run.json", "report.html", "summary.json" };
+
+    if (c->name == NULL || strcmp(c->name, "proj-front-strace") != 0)
+        return;
+    o->at_remove = 1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "front/%s/%s", o->run, files[i]);
+        if (!exists(p))
+            o->at_remove = -(int)i - 1;
+    }
+    snprintf(p, sizeof p, "%s/front", W.out);
+    if (o->at_remove == 1 && (!exists("front/latest") || !exists("front/strace.log") || count_entries(p, ".incoming-")))
+        o->at_remove = -10;
+}
+
+static void
+test_run_dir_completed_in_order(void **state)
+{
+    order_seen o = { 0 };
+
+    (void)state;
+    snprintf(o.run, sizeof o.run, "%s", started((ph_fake_end){ 0 }, RECORD_STOPPED));
+    ph_fake_hook(W.f, "log_all", at_log_all, &o);
+    ph_fake_hook(W.f, "remove", at_remove, &o);
+    stop_ok("front");
+    CHECK(o.at_log == 1, "at service.log: check %d", o.at_log);
+    CHECK(o.at_remove == 1, "at the removal: check %d", o.at_remove);
+}
+
+/* ---- free space ------------------------------------------------------------ */
+
+/* The disk has 10 bytes over min_free: the artifacts (empty files) fit,
+ * service.log's first write (100 bytes) does not, and says so by its
+ * name; the container is kept, nothing left on the host. */
+static void
+test_first_write_checks_free_space(void **state)
+{
+    ph_tar_limits lim = { 0 };
+    ph_fake_wl *t;
+    char log[101];
+    ph_error_t err;
+
+    (void)state;
+    fake_avail = 1ull << 30;
+    lim.min_free_bytes = fake_avail - 10;
+    open_world(ONE, &lim);
+    t = ph_fake_on_create(W.f, "proj-front-strace");
+    ph_fake_wl_file(t, "/opt/profiling/front/strace.log", "", 0, 0644);
+    memset(log, 'l', 100);
+    log[100] = '\0';
+    ph_fake_wl_log(t, log);
+    start("strace", "front");
+    err = stop_fails("front");
+    CHECK(strstr(err->msg, "writing `service.log` would leave less free space") != NULL, "why: %s", err->msg);
+    CHECK(strstr(err->msg, "set with --min-free") != NULL, "where the limit was set: %s", err->msg);
+    ph_error_free(&err);
+    CHECK(there("proj-front-strace", NULL), "the container is kept");
+    no_temp_left("front");
+    CHECK(!exists("front/latest"), "no run");
+}
+
+/* Over --max-bytes 1500 (a 2000-byte file): the container is kept, and
+ * the hint names twice the limit as it is, 3000 (not rounded to KiB). */
+static void
+test_limit_hint(void **state)
+{
+    static char data[2000];
+    ph_tar_limits lim = { 0 };
+    ph_fake_wl *t;
+    ph_error_t err;
+
+    (void)state;
+    lim.max_bytes = 1500;
+    open_world(ONE, &lim);
+    t = profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
+    memset(data, 'd', sizeof data);
+    ph_fake_wl_file(t, "/opt/profiling/front/big.bin", data, sizeof data, 0644);
+    start("strace", "front");
+    err = stop_fails("front");
+    CHECK(strstr(err->msg, "set with --max-bytes") != NULL, "where the limit was set: %s", err->msg);
+    CHECK(strstr(err->hint, "`profharness stop --max-bytes 3000 front`") != NULL, "hint: %s", err->hint);
+    ph_error_free(&err);
+    CHECK(there("proj-front-strace", NULL), "the container is kept");
+    no_temp_left("front");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_start_lone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_start_entrypoint_drops_cmd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_exits_on_term, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_ignores_term, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_crashes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_exited_by_itself, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_oom, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_collect_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_and_detach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_extraction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_dir_completed_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_write_checks_free_space, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limit_hint, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
