@@ -131,6 +131,23 @@ last_snapshot() { ls -d "$OUT/$1"/*-snapshot-* | sort | tail -1; }
     [ "$status" -eq 0 ]
 }
 
+@test "stop: a perf run with no samples says so, and is no failed conversion" {
+    # perf at 1 Hz: an idle `sleep` is never sampled, whatever the machine
+    local prof=$BATS_TEST_TMPDIR/profiles
+    mkdir -p "$prof"
+    sed 's/-F, "499"/-F, "1"/' "$REPO/profiles/perf.yaml" > "$prof/perf.yaml"
+    grep -q -- '-F, "1"' "$prof/perf.yaml"
+    run cph --profiles "$prof" start --mode perf idle
+    [ "$status" -eq 0 ]
+    wait_log "$PH_TEST_PROJECT-idle-perf" starting
+    run cph --profiles "$prof" stop idle
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"idle: perf recorded no samples, so there is no profile to draw"* ]]
+    [[ "$output" != *"conversion failed"* ]]
+    [ -s "$OUT/idle/latest/perf.data" ]
+}
+
 @test "stop: a run with no samples says why" {
     run cph start --mode flamegraph idle
     [ "$status" -eq 0 ]

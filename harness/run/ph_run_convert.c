@@ -684,7 +684,10 @@ out:
 /* ---- the conversion ---------------------------------------------------- */
 
 /* C's run converted under P's limits: its files read from and the outputs
- * put back through SRC (C's backend), the converter run on R's own. */
+ * put back through SRC (C's backend), the converter run on R's own.  0
+ * converted; 1 when the command read the run whole but it held no sample
+ * (a service never on a CPU where the profiler looks): nothing to draw, no
+ * failure; -1 on error. */
 static int
 convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, const ph_profile_convert *conv,
         ph_error_t *err)
@@ -761,7 +764,7 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     }
     cs = ph_collapse_get_stats(col);
     if (cs->samples == 0) {
-        ph_fail(err, 0, "`%s` gave no samples (%zu lines read)", conv->command.v[0], cs->lines);
+        rc = 1;
         goto out;
     }
     if ((fm = open_memstream(&folded, &folded_len)) == NULL) {
@@ -809,8 +812,19 @@ ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_p
     if (conv->command.n == 0)
         return;
     st = ph_stage_beginf("profiler", 0, "convert what %s wrote", p->name);
-    if (ph_run_stage_done(st, convert(r, src, c, p, conv, &err), &err) == 0)
+    switch (ph_run_stage_done(st, convert(r, src, c, p, conv, &err), &err)) {
+    case 0:
         return;
+    case 1:
+        /* perf.data is whole: it holds no sample, as the sampler's modes
+         * say of an idle run */
+        ph_warn("%s: %s recorded no samples, so there is no profile to draw: the service was on no CPU where %s "
+                "looks (user space) while it ran; what %s wrote is collected as it is", service, p->name, p->name,
+                p->name);
+        return;
+    default:
+        break;
+    }
     ph_warn("%s: the conversion failed: %s", service, err->msg);
     ph_warn("%s: what %s wrote is collected as it is; convert by hand with `%s`, then `profharness collapse "
             "perf` and `profharness flamegraph`", service, p->name, conv->command.v[0]);
