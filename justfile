@@ -118,8 +118,14 @@ demo: build engine
     scripts/demo.sh
 
 # every test: C unit tests, end-to-end on the real Engine, the browser check
+# (PH_TEST_JOBS files at once, default 3)
 test: build engine
     scripts/run-tests.sh
+
+# the edit loop's tests (a few minutes): the unit suites, the lints, the fuzz
+# targets over their seeds, one end-to-end run per mode
+test-fast: build engine
+    scripts/run-tests.sh --fast
 
 # the three-node Swarm bed's test (up to 17 min): a registry, 3 replicas one per node profiled under strace and flamegraph, a node killed, a node lost mid-run
 test-swarm: build engine

@@ -60,7 +60,7 @@ setup_file() {
     # wrong bridge.
     export PRIV_BR=phtls$((TLS_PORT % 100000))
     ip link add name "$PRIV_BR" type bridge
-    ip addr add "10.213.$((TLS_PORT % 250)).1/24" dev "$PRIV_BR"
+    ip addr add "10.215.$((TLS_PORT % 250)).1/24" dev "$PRIV_BR"
     ip link set "$PRIV_BR" up
     # The host's FORWARD policy is DROP (the shared Engine's doing) and
     # bridged traffic passes through it, so containers of the private

@@ -120,8 +120,14 @@ cell() {
             CELL="refused: $(printf '%s' "$output" | grep -m1 'error:')"
             return
         fi
-        WAIT_SECONDS=150 wait_for ran_cpu "${PH_TEST_PROJECT}-$lang-$mode" "$CPU_NS" || note=" (short of its CPU time)"
+        START_OUTPUT=$output
+        WAIT_SECONDS=150 wait_for ran_cpu "${PH_TEST_PROJECT}-$lang-$mode" "$CPU_NS" || {
+            note=" (short of its CPU time)"
+            # what the container did, for the failure's report
+            DIAG="start: ${START_OUTPUT##*$'\n'}; container: $(dk inspect -f '{{.State.Status}} exit {{.State.ExitCode}} oom {{.State.OOMKilled}}' "${PH_TEST_PROJECT}-$lang-$mode" 2>&1); log: $(dk logs --tail 5 "${PH_TEST_PROJECT}-$lang-$mode" 2>&1 | tr '\n' '|')"
+        }
         run pl stop "$lang"
+        [ -z "${DIAG:-}" ] || DIAG="$DIAG; stop ($status): $(printf '%s' "$output" | tail -3 | tr '\n' '|')"
     fi
     [ "$status" -eq 0 ] || { CELL="failed: stop: ${output##*$'\n'}"; return; }
     read -r h co t top <<< "$(shares "$(run_folded "$lang")")"
@@ -137,9 +143,11 @@ cell() {
 check_cell() {
     local key="$1:$2" gap
     gap=${KNOWN_GAPS[$key]:-}
+    DIAG=""
     cell "$1" "$2"
     printf '%s\t%s\t%s\n' "$1" "$2" "$CELL" >> "$TABLE"
     echo "# $1 × $2: $CELL${gap:+ (known gap: ${gap})}" >&3
+    [ -z "$DIAG" ] || echo "#   $DIAG" >&3
     case $gap in
         "")
             [[ "$CELL" == named* ]] ;;

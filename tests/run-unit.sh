@@ -2,16 +2,66 @@
 # run-unit.sh: run each cmocka test binary given, then print one line
 # "unit: N passed, N failed" from their summaries.  A binary that crashes or
 # prints no summary counts as one failure.
+#
+#   tests/run-unit.sh [-j JOBS] BINARY...
+#
+# JOBS (default $PH_TEST_JOBS, else 1) binaries run at once, each one's
+# output printed whole when it ends; the slowest (the sampler's, which run
+# real workloads for seconds) start first.  The suites that use the Engine
+# name what they make by their pid, so they may run side by side.
 set -u
-passed=0; failed=0
-for t in "$@"; do
-    out=$("$t" 2>&1); rc=$?
-    printf '%s\n' "$out"
-    p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
-    f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | awk '{s+=$1} END{print s+0}')
+jobs=${PH_TEST_JOBS:-1}
+while [ $# -gt 0 ]; do
+    case $1 in
+        -j) jobs=$2; shift 2 ;;
+        -j*) jobs=${1#-j}; shift ;;
+        --) shift; break ;;
+        -*) echo "run-unit: unknown option '$1' (usage: tests/run-unit.sh [-j JOBS] BINARY...)" >&2; exit 2 ;;
+        *) break ;;
+    esac
+done
+case $jobs in '' | *[!0-9]* | 0) echo "run-unit: JOBS must be a whole number above 0, not '$jobs'" >&2; exit 2 ;; esac
+
+logs=$(mktemp -d /tmp/profharness-unit.XXXXXX)
+trap 'rm -rf "$logs"' EXIT
+
+# The sampler's suites first: they take most of the time.
+mapfile -t bins < <(printf '%s\n' "$@" | awk '{ print (index($0, "test_sampler") ? 0 : 1), NR, $0 }' |
+                    sort -k1,1n -k2,2n | cut -d' ' -f3-)
+n=${#bins[@]}
+passed=0; failed=0; next=0; running=0; done_n=0
+declare -A seen=()
+
+one() {
+    local t=$1 k=$2 rc
+    "$t" >"$logs/$k.out" 2>&1
+    rc=$?
+    echo "$rc" >"$logs/$k.done"
+}
+
+count() {
+    local k=$1 t=${bins[$1]} rc p f
+    rc=$(cat "$logs/$k.done")
+    cat "$logs/$k.out"
+    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/$k.out" | awk '{s+=$1} END{print s+0}')
+    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$logs/$k.out" | awk '{s+=$1} END{print s+0}')
     if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; echo "unit: $t printed no summary (exit $rc)"; fi
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "unit: $t exited $rc"; fi
     passed=$((passed + p)); failed=$((failed + f))
+}
+
+while [ "$done_n" -lt "$n" ]; do
+    while [ "$running" -lt "$jobs" ] && [ "$next" -lt "$n" ]; do
+        one "${bins[$next]}" "$next" &
+        next=$((next + 1)); running=$((running + 1))
+    done
+    wait -n 2>/dev/null || true
+    for ((k = 0; k < next; k++)); do
+        if [ -e "$logs/$k.done" ] && [ -z "${seen[$k]:-}" ]; then
+            seen[$k]=1; count "$k"
+            running=$((running - 1)); done_n=$((done_n + 1))
+        fi
+    done
 done
 echo "unit: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

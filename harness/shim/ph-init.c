@@ -6,7 +6,7 @@
  * Why it exists: the setup we replace made the profiler PID 1.  strace run
  * as `strace -o FILE PROG` blocks fatal signals, so `docker stop` ended in a
  * SIGKILL after 10 s; valgrind as PID 1 crashes on SIGTERM; a slow callgrind
- * dump was lost to that SIGKILL (shared/REFERENCE.md §1).  What stops them
+ * dump was lost to that SIGKILL (all three seen here).  What stops them
  * cleanly is to signal the *profiled process* (for strace: the tracee, not
  * strace), wait generously, and escalate only then.  The record tells the
  * supervisor that the profiler's output is complete.

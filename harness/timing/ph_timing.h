@@ -13,8 +13,9 @@
  * transport makes every Engine call a stage by itself, and a helper thread
  * adopts its parent (ph_stage_adopt) so its stages nest where they belong.
  *
- * The finished tree is flattened into self times the way the checkpoint
- * daemon of shared/REFERENCE.md does: a stage's self time is its duration
+ * The finished tree is flattened into self times the way per-stage timing
+ * tables of request pipelines are (a checkpoint/restore daemon's adapters,
+ * each timed, were the model): a stage's self time is its duration
  * less its serial children's; concurrent children are not subtracted (only
  * the time spent waiting for them counts, in the parent), and neither they
  * nor anything under them is summed into a category, so the counted self

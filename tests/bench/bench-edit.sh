@@ -37,6 +37,10 @@ down_all() {
     ph down >/dev/null 2>&1 || true
     dc rm -sf >/dev/null 2>&1 || true
 }
+# The images there were before: every image the edits make (each edit's
+# build leaves the one before it untagged, with its layers) goes at the end.
+IMAGES_BEFORE=$(mktemp /tmp/profharness-bench-edit-images.XXXXXX)
+docker image ls -aq --no-trunc | sort -u >"$IMAGES_BEFORE"
 cleanup() {
     down_all
     ids=$(docker ps -aq --filter label=io.profharness.project=$PROJECT)
@@ -45,7 +49,15 @@ cleanup() {
     docker network rm ${PROJECT}_default >/dev/null 2>&1 || true
     tags=$(docker images --format '{{.Repository}}:{{.Tag}}' | grep -E "^$IMAGE(-profiling)?:" || true)
     [ -z "$tags" ] || docker rmi -f $tags >/dev/null 2>&1 || true
-    rm -rf "$OUT"
+    # what the edits left untagged (another's tagged image is not ours)
+    # (twice: a parent layer goes once the child that held it has gone)
+    for _ in 1 2; do
+        for id in $(docker image ls -aq --no-trunc | sort -u | comm -13 "$IMAGES_BEFORE" -); do
+            [ -n "$(docker image inspect -f '{{join .RepoTags ""}}' "$id" 2>/dev/null)" ] ||
+                docker rmi "$id" >/dev/null 2>&1 || true
+        done
+    done
+    rm -rf "$OUT" "$IMAGES_BEFORE"
 }
 trap cleanup EXIT
 

@@ -93,7 +93,7 @@ run() { # KIND HZ -> appends "wall_ms delivered_hz cpu_ms" to $tmp/KIND
 
 printf 'bench-flamegraph-overhead: loop 30 frames deep, %s rounds, %d interleaved runs, medians; load average %s\n' \
     "$ROUNDS" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%7s | %-5s | %8s | %8s %6s %9s %7s %7s | %8s %6s %9s %7s | %10s\n' "" "" none ours ratio delivered us/smp >floor \
+printf '%7s | %-5s | %8s | %8s %6s %9s %7s %7s | %8s %6s %9s %7s | %10s\n' "" "" none ours ratio delivered us/smp ">floor" \
     gperf ratio delivered us/smp ours/gperf
 floor_source=itimer
 for hz in $HZS; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-flamegraph-render.sh: our renderer against flamegraph.pl on the
-# shared benchmark input (gen_folded.py: 200,000 unique stacks over 3,000
+# benchmark input (tests/bench/gen_folded.py: 200,000 unique stacks over 3,000
 # names, 75 MB), same pruning (--minwidth 0.1 px, both defaults), wall time
 # (median of RUNS) and peak RSS (median, /usr/bin/time), as ratios; and the
 # number of frames each draws (<g><title> elements), which must be equal.
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 RUNS=${RUNS:-3}
 PH=${PROFHARNESS:-build/profharness}
-gen=../shared/bench/gen_folded.py
+gen=tests/bench/gen_folded.py
 [ -f "$gen" ] || { echo "bench-flamegraph-render: $gen not found" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench-flamegraph-render: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
 [ -x "$PH" ] || { echo "bench-flamegraph-render: $PH not built (run make)" >&2; exit 1; }

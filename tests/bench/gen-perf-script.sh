@@ -16,7 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 mb=${1:?usage: gen-perf-script.sh MB OUT}
 out=${2:?usage: gen-perf-script.sh MB OUT}
 PH=${PROFHARNESS:-build/profharness}
-gen=../shared/bench/gen_folded.py
+gen=tests/bench/gen_folded.py
 command -v perf >/dev/null || { echo "gen-perf-script: perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
 [ -f "$gen" ] || { echo "gen-perf-script: $gen not found" >&2; exit 1; }
 [ -x "$PH" ] || { echo "gen-perf-script: $PH not built (run make)" >&2; exit 1; }

@@ -11,6 +11,8 @@
 #   tests/fuzz/run.sh --smoke [TARGET...] every target (or those named) over its
 #       seeds, then a few thousand runs or 10 s; one "ok: fuzz_T" or
 #       "not ok: fuzz_T" line each (scripts/run-tests.sh counts them).
+#   tests/fuzz/run.sh --seeds [TARGET...] the same over the seeds, then 1,000
+#       runs or 2 s (the edit loop's: scripts/run-tests.sh --fast).
 #   tests/fuzz/run.sh --list             the targets there are.
 #
 # TARGET is the part after fuzz_: `yaml` for tests/fuzz/fuzz_yaml.c.  A file
@@ -45,6 +47,7 @@ dict_args() {
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
+smoke_runs=10000 smoke_secs=10
 smoke() {
     local t tmp rc repro status=0
     local -a list
@@ -58,7 +61,7 @@ smoke() {
         tmp=$(mktemp -d /tmp/ph-fuzz-smoke.XXXXXX)
         mkdir -p "$tmp/corpus"
         # Seeds first (each one run), then mutations from them.
-        "$F/fuzz_$t" -runs=10000 -max_total_time=10 -timeout=10 -rss_limit_mb=2048 \
+        "$F/fuzz_$t" -runs=$smoke_runs -max_total_time=$smoke_secs -timeout=10 -rss_limit_mb=2048 \
             -artifact_prefix="$tmp/" $(dict_args "$t") "$tmp/corpus" "tests/fuzz/seeds/$t" >"$tmp/log" 2>&1
         rc=$?
         if [ $rc -eq 0 ] && ! ls "$tmp"/crash-* "$tmp"/leak-* "$tmp"/timeout-* "$tmp"/oom-* >/dev/null 2>&1; then
@@ -109,6 +112,7 @@ fuzz() {
 
 case "${1:-}" in
 --smoke) shift; smoke "$@" ;;
+--seeds) shift; smoke_runs=1000 smoke_secs=2; smoke "$@" ;;
 --list) targets ;;
 '' | -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ] ;;
 *) fuzz "$@" ;;
