@@ -554,6 +554,24 @@ test_heap_growth_report(void **state)
     free(text);
 }
 
+/* A heap run reported without the profiles (as `report` did when run
+ * without --profiles): the same report as with them, the views read as
+ * heap, never as CPU samples ("5,645,180 samples, top malloc"). */
+static void
+test_heap_report_without_profiles(void **state)
+{
+    char dir[800];
+    ph_report_headline with, without;
+    ph_error_t err = NULL;
+
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_B);
+    if (ph_report_write_run(dir, rt_profiles(), &with, &err) < 0 || ph_report_write_run(dir, NULL, &without, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    assert_non_null(strstr(with.text, "peak in use "));
+    assert_string_equal(without.text, with.text);
+}
+
 /* Each metric belongs to its kind of run. */
 static void
 test_compare_wrong_kind(void **state)
@@ -655,6 +673,7 @@ main(void)
         cmocka_unit_test(test_compare_heap),
         cmocka_unit_test(test_heap_growth_arithmetic),
         cmocka_unit_test(test_heap_growth_report),
+        cmocka_unit_test(test_heap_report_without_profiles),
         cmocka_unit_test(test_compare_wrong_kind),
         cmocka_unit_test(test_compare_escapes_names),
         cmocka_unit_test(test_headline_escaped),
