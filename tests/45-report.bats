@@ -185,6 +185,27 @@ user_project() {
     [[ "$output" == *"no output dir to report: no compose file"* ]]
 }
 
+@test "compare SERVICE: its two newest runs of the newest run's mode, said; SERVICE@RUN under the default output dir; a --fail-if name in neither run" {
+    a=$(profile front strace 10)
+    profile front flamegraph 50 >/dev/null
+    b=$(profile front strace 20)
+    proj=$(user_project)
+    # "`front` has no run of mode any": the build context ./front was taken for the service
+    run bash -c "cd '$proj' && '$PH' compare --no-html front"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"front's two newest strace runs: A $(basename "$a"), B $(basename "$b")"* ]]
+    [[ "$output" == *"compare front (strace): $(basename "$a") -> $(basename "$b")"* ]]
+    # it looked for `(null)/front/...`
+    run bash -c "cd '$proj' && '$PH' compare --no-html 'front@$(basename "$a")' front@latest"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"compare front (strace): $(basename "$a") -> $(basename "$b")"* ]]
+    [ "$(ls -A "$proj/front")" = Dockerfile ]
+    # a function (here a syscall) in neither run was 0.00 % without a word
+    run bash -c "cd '$proj' && '$PH' compare --no-html --fail-if 'calls[wirte]>0' front"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no syscall \`wirte\` in either run"*"did you mean \`write\`?"* ]]
+}
+
 @test "stop writes the run's report and the index, and prints the headline" {
     run ph start --mode strace front
     [ "$status" -eq 0 ]
