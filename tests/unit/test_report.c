@@ -258,6 +258,47 @@ test_strace_report(void **state)
     json_decref(j);
 }
 
+/* The report of a strace run RUN of service svc whose log is LOG, its
+ * headline in H and summary.json returned. */
+static json_t *
+strace_run_report(const char *run, const char *log, ph_report_headline *h)
+{
+    char path[900];
+
+    make_run("svc", run, "strace", 0);
+    snprintf(path, sizeof path, "out/svc/%s/strace.log", run);
+    tu_write(path, log);
+    return report("svc", run, h);
+}
+
+/* The time in syscalls is summed over the threads: three threads each
+ * blocked 10 s in futex within a 10 s log is 30 s of it, which the
+ * headline read as "30.0 s in syscalls" of a 10-second run.  With
+ * several threads it says what the figure is; with one it is as before. */
+static void
+test_strace_time_summed_over_threads(void **state)
+{
+    const char *many = "100 10:00:00.000000 futex(0x1, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <10.000000>\n"
+                       "101 10:00:00.000100 futex(0x2, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <10.000000>\n"
+                       "102 10:00:00.000200 futex(0x3, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <10.000000>\n"
+                       "100 10:00:10.000300 write(1, \"x\", 1) = 1 <0.000010>\n";
+    const char *one = "100 10:00:00.000000 read(0, \"\", 1) = 0 <2.000000>\n"
+                      "100 10:00:09.000000 write(1, \"x\", 1) = 1 <0.000010>\n";
+    ph_report_headline h;
+    json_t *j;
+
+    (void)state;
+    j = strace_run_report("20261122T141500Z-strace", many, &h);
+    if (strstr(h.text, "30.0 s of syscall time summed over 3 threads (futex 100.0 %)") == NULL)
+        fail_msg("headline: %s", h.text);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "strace"), "threads_in_syscalls")), 3);
+    json_decref(j);
+    j = strace_run_report("20261122T151500Z-strace", one, &h);
+    if (strstr(h.text, ", 2.00 s in syscalls (read ") == NULL)
+        fail_msg("headline: %s", h.text);
+    json_decref(j);
+}
+
 /* The slowest calls' text is the container's bytes (a path it opened, a
  * buffer it wrote): escaped in the page, real in summary.json. */
 static void
@@ -894,6 +935,7 @@ main(void)
         cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
+        cmocka_unit_test(test_strace_time_summed_over_threads),
         cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_wall_report),
