@@ -131,6 +131,81 @@ profile() {
     [[ "$output" == *"not in an output dir"* ]]
 }
 
+# user_project: a project as a user has one: the compose file, the front
+# service's build context in ./front (named for it, as Radicale's is),
+# and the runs of $OUT/front in contrib/profiling beside the compose file
+# (the default output dir).  Prints its directory.
+user_project() {
+    local proj=$BATS_TEST_TMPDIR/proj
+    mkdir -p "$proj/front" "$proj/contrib/profiling"
+    cp "$DEMO_COMPOSE" "$proj/compose.yaml"
+    echo 'FROM scratch' > "$proj/front/Dockerfile"
+    cp -a "$OUT/front" "$proj/contrib/profiling/"
+    echo "$proj"
+}
+
+@test "report: no -o, no --profiles: every run beside the compose file, as at stop (heap included); a build context named for the service is left alone" {
+    rd=$(profile front heap 100)
+    stopped=$(jq -r .headline "$rd/summary.json")
+    [[ "$stopped" == "peak in use "* ]]
+    proj=$(user_project)
+    out=$proj/contrib/profiling
+    # each run's headline as its own report gave it (at stop, or by a test above)
+    for d in "$out"/front/2*/; do
+        printf '%s %s\n' "$(basename "$d")" "$(jq -r .headline "$d/summary.json")"
+    done | sort > "$BATS_TEST_TMPDIR/before.txt"
+    [ -s "$BATS_TEST_TMPDIR/before.txt" ]
+    # no argument, no -o: it crashed (exit 139)
+    run bash -c "cd '$proj' && '$PH' report"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"index: $out/index.html"* ]]
+    for d in "$out"/front/2*/; do
+        printf '%s %s\n' "$(basename "$d")" "$(jq -r .headline "$d/summary.json")"
+    done | sort > "$BATS_TEST_TMPDIR/after.txt"
+    diff "$BATS_TEST_TMPDIR/before.txt" "$BATS_TEST_TMPDIR/after.txt"
+    [ "$(jq -r .headline "$out/front/$(basename "$rd")/summary.json")" = "$stopped" ]
+    # a service's name, where a directory of that name is its build context
+    run bash -c "cd '$proj' && '$PH' report front"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"front: peak in use "* ]]
+    [ "$(ls -A "$proj/front")" = Dockerfile ]
+    # from elsewhere, with -f (it crashed too)
+    run "$PH" -f "$proj/compose.yaml" report front
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"index: $out/index.html"* ]]
+    [ "$(ls -A "$proj/front")" = Dockerfile ]
+    # a name that is neither: the error names the output dir it looked in
+    run bash -c "cd '$proj' && '$PH' report hugo"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"\`hugo\` is neither a run dir nor a service under \`$out\`"* ]]
+    [[ "$output" != *"(null)"* ]]
+    # with no compose file and no -o: said, nothing written
+    run bash -c "cd '$BATS_TEST_TMPDIR' && '$PH' report"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no output dir to report: no compose file"* ]]
+}
+
+@test "compare SERVICE: its two newest runs of the newest run's mode, said; SERVICE@RUN under the default output dir; a --fail-if name in neither run" {
+    a=$(profile front strace 10)
+    profile front flamegraph 50 >/dev/null
+    b=$(profile front strace 20)
+    proj=$(user_project)
+    # "`front` has no run of mode any": the build context ./front was taken for the service
+    run bash -c "cd '$proj' && '$PH' compare --no-html front"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"front's two newest strace runs: A $(basename "$a"), B $(basename "$b")"* ]]
+    [[ "$output" == *"compare front (strace): $(basename "$a") -> $(basename "$b")"* ]]
+    # it looked for `(null)/front/...`
+    run bash -c "cd '$proj' && '$PH' compare --no-html 'front@$(basename "$a")' front@latest"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"compare front (strace): $(basename "$a") -> $(basename "$b")"* ]]
+    [ "$(ls -A "$proj/front")" = Dockerfile ]
+    # a function (here a syscall) in neither run was 0.00 % without a word
+    run bash -c "cd '$proj' && '$PH' compare --no-html --fail-if 'calls[wirte]>0' front"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"no syscall \`wirte\` in either run"*"did you mean \`write\`?"* ]]
+}
+
 @test "stop writes the run's report and the index, and prints the headline" {
     run ph start --mode strace front
     [ "$status" -eq 0 ]

@@ -68,9 +68,12 @@ events_of() {
     [[ "$output" == *"nothing to take down"* ]]
 }
 
-@test "down: one service only; a profiled run is collected first" {
+@test "down: one service only; a profiled run is collected first; nothing of ours is left, not even Created" {
     run dph start --mode strace front
     [ "$status" -eq 0 ]
+    vol=$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/opt/profharness"}}{{.Name}}{{end}}{{end}}' \
+        "${PH_TEST_PROJECT}-front-strace")
+    [[ "$vol" == profharness-tools-* ]]
     run dph down front
     [ "$status" -eq 0 ]
     [ -s "$OUT/front/latest/strace.log" ]
@@ -80,6 +83,11 @@ events_of() {
     run dph down worker
     [ "$status" -eq 0 ]
     [ -z "$(dk ps -aq --filter "label=io.profharness.project=$PH_TEST_PROJECT")" ]
+    # the container that filled the tools volume is gone; the volume stays
+    # for the next run (a copy of 500 MB), marked complete
+    [ -z "$(dk ps -aq --filter status=created --filter "label=io.profharness.tools=${vol#profharness-tools-}")" ]
+    ! dk container inspect "$vol" >/dev/null 2>&1 || false
+    dk volume inspect "$vol" "$vol-filled" >/dev/null
 }
 
 @test "down: docker compose's own containers are stopped and kept, as docker compose stop does" {

@@ -25,6 +25,14 @@ setup_file() {
     export NODE_WITH_MAP=$BATS_FILE_TMPDIR/node-with-map.yaml
     printf 'services:\n  node:\n    environment:\n      NODE_OPTIONS: "--max-old-space-size=256 --perf-basic-prof"\n' \
         > "$NODE_WITH_MAP"
+    # a node that names itself, as Verdaccio does (process.title): ps shows
+    # `verdaccio`, and its arguments are gone
+    export NODE_TITLED=$BATS_FILE_TMPDIR/node-titled.yaml
+    cat > "$NODE_TITLED" <<'YAML'
+services:
+  node:
+    entrypoint: ["node", "-e", "process.title = 'verdaccio'; require('/opt/lang/lang.js')"]
+YAML
 }
 teardown_file() {
     pl down python node >/dev/null 2>&1 || true
@@ -60,6 +68,10 @@ restored() {
 recording() {
     dk top "$1" -o pid,args 2>/dev/null | awk '$2 ~ /(^|\/)perf$/ && / record / { f = 1 } END { exit !f }'
 }
+
+# titled CONTAINER: its node shows as `verdaccio` and nothing more
+# (process.title is set; before, its arguments name the title too).
+titled() { dk top "$1" -o pid,args | awk 'NR > 1 && $2 == "verdaccio" && NF == 2 { f = 1 } END { exit !f }'; }
 
 # refused TEXT ARGS...: `pl ARGS` is refused with exit 2 and one error
 # line holding TEXT, then the hint naming --allow-unnamed; the project's
@@ -98,6 +110,19 @@ refused() {
     # and Python 3.11 alike, in one call with node: nothing attached to either
     restored python >/dev/null
     refused "service \`python\`, mode \`perf\`: python3.11 has no perf support" attach --mode perf python node
+}
+
+@test "unnamed: attach --mode perf to a node that set its title is refused: it runs node all the same" {
+    PL_OVERRIDE=$NODE_TITLED
+    c=$(restored node)
+    [ -n "$c" ]
+    # the precondition: ps names no node
+    wait_for titled "$c"
+    ! dk top "$c" -o pid,args | grep -q node || false
+    refused "service \`node\`, mode \`perf\`: node (shown as \`verdaccio\`: it set its title) was started without --perf-basic-prof" \
+        attach --mode perf node
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    ! dk inspect "${PH_TEST_PROJECT}-node-attach-perf" >/dev/null 2>&1 || false
 }
 
 @test "unnamed: --allow-unnamed goes on: attach to that node, and stop detaches and collects" {

@@ -96,12 +96,19 @@ profiling_images() { dk images -q "$EDIT_IMAGE-profiling" | sort; }
     cur=$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/opt/profharness"}}{{.Name}}{{end}}{{end}}' \
         ${PH_TEST_PROJECT}-front-strace)
     [ -n "$cur" ]
-    img=$(dk inspect -f '{{.Config.Image}}' "$cur")
-    # two old ones, made as the harness makes them: a keeper named as its
-    # volume, labelled with its hash; the second still mounted by a
-    # container (a service started under the old tools)
-    for h in 00000000000000a1 00000000000000a2; do
+    img=$(dk inspect -f '{{.Config.Image}}' "${PH_TEST_PROJECT}-front-strace")
+    # the current one: marked complete, and no keeper left (Created)
+    dk volume inspect "$cur-filled" >/dev/null
+    ! dk container inspect "$cur" >/dev/null 2>&1 || false
+    # old ones, made as the harness makes them (a volume labelled with its
+    # hash and its mark) and as an older one did (a keeper named as its
+    # volume); the second still mounted by a container (a service started
+    # under the old tools)
+    for h in 00000000000000a1 00000000000000a2 00000000000000a3; do
         dk volume create --label io.profharness.tools=$h profharness-tools-$h >/dev/null
+    done
+    dk volume create --label io.profharness.tools=00000000000000a3 profharness-tools-00000000000000a3-filled >/dev/null
+    for h in 00000000000000a1 00000000000000a2; do
         dk create --name profharness-tools-$h --label io.profharness.tools=$h \
             -v profharness-tools-$h:/opt/profharness "$img" true >/dev/null
     done
@@ -111,12 +118,14 @@ profiling_images() { dk images -q "$EDIT_IMAGE-profiling" | sort; }
     dk rm -f ${PH_TEST_PROJECT}-oldtools-user >/dev/null
     [ "$status" -eq 0 ]
     [[ "$output" == *"removed	profharness-tools-00000000000000a1"* ]]
+    [[ "$output" == *"removed	profharness-tools-00000000000000a3"* ]]
     [[ "$output" == *"kept the old tools volume profharness-tools-00000000000000a2: a container still mounts it"* ]]
     ! dk volume inspect profharness-tools-00000000000000a1 >/dev/null 2>&1 || false
-    ! dk inspect profharness-tools-00000000000000a1 >/dev/null 2>&1 || false
+    ! dk container inspect profharness-tools-00000000000000a1 >/dev/null 2>&1 || false
+    ! dk volume inspect profharness-tools-00000000000000a3 >/dev/null 2>&1 || false
+    ! dk volume inspect profharness-tools-00000000000000a3-filled >/dev/null 2>&1 || false
     dk volume inspect profharness-tools-00000000000000a2 >/dev/null
-    dk volume inspect "$cur" >/dev/null
-    dk inspect "$cur" >/dev/null
+    dk volume inspect "$cur" "$cur-filled" >/dev/null
     # once its user is gone, the second goes too
     run ph prune
     [ "$status" -eq 0 ]

@@ -66,7 +66,7 @@
 #define PH_LABEL_CONVERT "io.profharness.convert"  /* on converters: the workload of the run */
 #define PH_LABEL_TASK_SLOT "io.profharness.task.slot" /* on attach workloads beside a Swarm task: its slot */
 #define PH_LABEL_TASK_NODE "io.profharness.task.node" /* ... and its node's hostname */
-#define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume and its keeper: the tools image's hash */
+#define PH_LABEL_TOOLS   "io.profharness.tools"    /* on the tools volume, its mark, its keeper: the tools image's hash */
 #define PH_LABEL_REPLICA "io.profharness.replica"  /* a profiled replica's number, from 1 */
 #define PH_LABEL_REPLICAS "io.profharness.replicas" /* how many replicas its run started (2 or more: a sub-dir each) */
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ph_log.h"
 #include "ph_paths.h"
 
 static ph_run *
@@ -47,23 +48,58 @@ ph_cli_run_open(const ph_global_opts *g, ph_error_t *err)
     return run_open(g, 0, 0, NULL, err);
 }
 
-int
-ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err)
+/* The modes for G with project C (may be NULL): shipped, C's own, --profiles. */
+static int
+modes_of(const ph_global_opts *g, const ph_compose *c, ph_profile_set *out, ph_error_t *err)
 {
     ph_run_opts o = { .profiles_dir = g->profiles_dir };
-    ph_compose *c = NULL;
-    ph_error_t no_project = NULL;
     ph_layout lay;
-    int rc;
 
     if (ph_paths_layout(NULL, getenv("PH_DATA_DIR"), &lay, err) < 0)
         return -1;
+    return ph_run_load_profiles(&o, lay.data, c ? c->dir : NULL, out, err);
+}
+
+int
+ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err)
+{
+    ph_compose *c = NULL;
+    ph_error_t no_project = NULL;
+    int rc;
+
     /* Listing modes needs no project; with one, its own profiles count. */
     if (ph_compose_open(&g->compose, &c, &no_project) < 0)
         ph_error_free(&no_project);
-    rc = ph_run_load_profiles(&o, lay.data, c ? c->dir : NULL, out, err);
+    rc = modes_of(g, c, out, err);
     ph_compose_free(c);
     return rc;
+}
+
+int
+ph_cli_runs_open(const ph_global_opts *g, ph_profile_set *profiles, char *out, size_t len, char *why, size_t why_len)
+{
+    ph_compose *c = NULL;
+    ph_error_t no_project = NULL, err = NULL;
+
+    out[0] = why[0] = '\0';
+    memset(profiles, 0, sizeof *profiles);
+    /* -o wins; else the project's, as start and stop put runs there */
+    if (ph_compose_open(&g->compose, &c, &no_project) < 0) {
+        snprintf(why, why_len, "%s", no_project->msg);
+        ph_error_free(&no_project);
+    }
+    if (g->out_dir != NULL)
+        snprintf(out, len, "%s", g->out_dir);
+    else if (c != NULL)
+        snprintf(out, len, "%s/%s", c->dir, PH_OUT_DEFAULT);
+    if (modes_of(g, c, profiles, &err) < 0) {
+        ph_warn("%s; files are recognised by their usual names", err->msg);
+        ph_error_free(&err);
+        ph_profiles_free(profiles);
+        memset(profiles, 0, sizeof *profiles);
+    }
+    ph_compose_free(c);
+    return 0;
 }
 
 int

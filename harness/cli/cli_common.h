@@ -17,6 +17,15 @@ ph_run *ph_cli_run_open_mode(const ph_global_opts *g, int build, int allow_unnam
 /* The modes for the global options: shipped, the project's own (when a
  * compose project is found here; none is needed), --profiles. */
 int ph_cli_profiles(const ph_global_opts *g, ph_profile_set *out, ph_error_t *err);
+/* For the commands that read runs and need no Engine (report, compare):
+ * the modes as stop knows them (ph_cli_profiles) into PROFILES, and the
+ * output dir into OUT (LEN bytes): -o as given, else PH_OUT_DEFAULT
+ * beside the compose file, found as the other commands find it.  With
+ * neither, OUT is "" and WHY (WHY_LEN bytes) says why, for the error of
+ * whatever needs it.  Modes that do not load are a warning (files are
+ * then known by their usual names), never an error: returns 0. */
+int ph_cli_runs_open(const ph_global_opts *g, ph_profile_set *profiles, char *out, size_t len, char *why,
+                     size_t why_len);
 /* The same, with collection limits from flags (ph_run_opts.collect). */
 ph_run *ph_cli_run_open_limits(const ph_global_opts *g, const ph_tar_limits *lim, ph_error_t *err);
 

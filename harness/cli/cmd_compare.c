@@ -1,6 +1,10 @@
 /* cmd_compare.c - `profharness compare [OPTIONS] A [B]`: two runs of one
  * mode side by side (text or JSON on stdout, compare.html beside them),
- * and --fail-if conditions for CI.  Needs no compose file and no Engine. */
+ * and --fail-if conditions for CI.  Needs no Engine; the compose file
+ * only for where the output dir is (as report finds it) and the modes.
+ * A run is a run dir only by its run.json (ph_report_run_dir_info), so a
+ * directory that bears a service's name (its build context) is never
+ * taken for the service's runs. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +25,8 @@ static const char usage[] =
     "usage: profharness compare [OPTIONS] A [B]\n"
     "Compares run B (after) with run A (before), two runs of one mode:\n"
     "  A, B        run dirs, SERVICE@RUN or SERVICE/RUN (RUN may be `latest`) under OUTDIR;\n"
-    "              or A alone = SERVICE: its two newest runs of the newest run's mode\n"
+    "              or A alone = SERVICE: its two newest runs of the newest run's mode (said)\n"
+    "              OUTDIR: -o, else contrib/profiling beside the compose file\n"
     "  --format text|json   what goes to stdout (text)\n"
     "  --html FILE          where compare.html goes (default: B's service dir)\n"
     "  --no-html            write no compare.html\n"
@@ -33,9 +38,11 @@ static const char usage[] =
     "  metrics: callgrind ir (or any event), EVENT[fn], EVENT_incl[fn]; massif peak_heap,\n"
     "  peak_total, peak_extra, peak_stacks, heap[site]; strace syscalls, errors, syscall_time,\n"
     "  calls[name], time[name], errors[name]; flamegraph samples, samples[fn] and self[fn]\n"
-    "  (shares of all samples, in %); wall those and offcpu, offcpu[fn] (%); heap inuse_space,\n"
-    "  inuse_space[fn], alloc_space, alloc_space[fn], inuse_space_growth (grown since the\n"
-    "  first snapshot), inuse_space_growth[fn] (bytes, [fn]: with fn on the stack).\n"
+    "  (shares of all samples, in %); perf those and cpu_time (s of CPU) or events; wall those\n"
+    "  and offcpu, offcpu[fn] (%); heap inuse_space, inuse_space[fn], alloc_space,\n"
+    "  alloc_space[fn], inuse_space_growth (grown since the first snapshot),\n"
+    "  inuse_space_growth[fn] (bytes, [fn]: with fn on the stack).  A [name] in neither run\n"
+    "  is an error (exit 2), with the nearest name there is.\n"
     "Exit status: 0 ok, 1 failure, 2 usage or bad input, 3 a --fail-if condition held.\n";
 
 static int
@@ -46,90 +53,142 @@ is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* A run of a service, for picking the newest: its dir, its mode and
+ * when it was collected (run.json's collected_at as a stamp, else its
+ * name's: both start YYYYMMDDTHHMMSSZ). */
+typedef struct run_pick {
+    char *name;
+    char mode[64];
+    char when[40];
+} run_pick;
+
 static int
-cmp_desc(const void *a, const void *b)
+cmp_newest(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)b, *(char *const *)a);
+    const run_pick *x = a, *y = b;
+    int c = strcmp(y->when, x->when);
+
+    return c ? c : strcmp(y->name, x->name);
 }
 
-/* The mode of run dir DIR/NAME: run.json's, else from the name. */
-static void
-run_mode(const char *dir, const char *name, char *mode, size_t cap)
-{
-    char path[PATH_MAX + 300], buf[4096];
-    FILE *f;
-    const char *p, *d;
-
-    snprintf(path, sizeof path, "%s/%s/run.json", dir, name);
-    mode[0] = '\0';
-    if ((f = fopen(path, "re")) != NULL) {
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        buf[n] = '\0';
-        fclose(f);
-        if ((p = strstr(buf, "\"mode\"")) != NULL && (p = strchr(p + 6, '"')) != NULL) {
-            snprintf(mode, cap, "%.*s", (int)strcspn(p + 1, "\""), p + 1);
-            return;
-        }
-    }
-    if ((d = strchr(name, '-')) != NULL)
-        snprintf(mode, cap, "%.*s", (int)strcspn(d + 1, "-."), d + 1);
-}
-
-/* SERVICE's two newest runs of one mode into A and B. */
+/* SERVICE_DIR's two newest runs of one mode (the newest run's) into A
+ * and B, said; SHOWN names the service in what is said. */
 static int
-two_newest(const char *service_dir, char *a, char *b, ph_error_t *err)
+two_newest(const char *service_dir, const char *shown, char *a, char *b, ph_error_t *err)
 {
     DIR *d = opendir(service_dir);
     struct dirent *de;
-    char *names[4096], mode[64] = "", m[64];
-    size_t n = 0, found = 0;
+    run_pick *runs = NULL;
+    size_t n = 0, cap = 0, other = 0, found = 0, pick[2] = { 0, 0 };
+    int rc = 0;
 
     if (d == NULL)
         return ph_error_make(err, errno, PH_EXIT_USAGE, "open `%s`", service_dir);
-    while ((de = readdir(d)) != NULL && n < 4096) {
+    while ((de = readdir(d)) != NULL) {
         char p[PATH_MAX + 256];
+        ph_run_dir_info info;
+
         if (de->d_name[0] == '.' || strcmp(de->d_name, PH_LATEST_LINK) == 0)
             continue;
         snprintf(p, sizeof p, "%s/%s", service_dir, de->d_name);
-        if (is_dir(p) && (names[n] = strdup(de->d_name)) != NULL)
-            n++;
+        if (ph_report_run_dir_info(p, &info) != PH_RUN_DIR_ONE)
+            continue;
+        if (n == cap) {
+            run_pick *nr = realloc(runs, (cap ? cap * 2 : 16) * sizeof *nr);
+            if (nr == NULL) {
+                rc = ph_fail(err, ENOMEM, "list the runs of `%s`", service_dir);
+                break;
+            }
+            runs = nr;
+            cap = cap ? cap * 2 : 16;
+        }
+        if ((runs[n].name = strdup(de->d_name)) == NULL) {
+            rc = ph_fail(err, ENOMEM, "list the runs of `%s`", service_dir);
+            break;
+        }
+        snprintf(runs[n].mode, sizeof runs[n].mode, "%s", info.mode);
+        if (info.collected[0]) {
+            size_t o = 0;
+            for (const char *c = info.collected; *c && o + 1 < sizeof runs[n].when; c++)
+                if (*c != '-' && *c != ':')
+                    runs[n].when[o++] = *c;
+            runs[n].when[o] = '\0';
+        } else {
+            snprintf(runs[n].when, sizeof runs[n].when, "%.16s", de->d_name);
+        }
+        n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_desc);
-    for (size_t i = 0; i < n && found < 2; i++) {
-        run_mode(service_dir, names[i], m, sizeof m);
-        if (found == 0)
-            snprintf(mode, sizeof mode, "%s", m);
-        if (strcmp(m, mode) != 0)
-            continue;
-        snprintf(found == 0 ? b : a, PATH_MAX, "%s/%s", service_dir, names[i]);
-        found++;
+    if (rc == 0 && n > 1)
+        qsort(runs, n, sizeof *runs, cmp_newest);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (strcmp(runs[i].mode, runs[0].mode) != 0)
+            other++;
+        else if (found < 2)
+            pick[found++] = i;
+    }
+    if (rc == 0 && found < 2) {
+        if (n == 0)
+            rc = ph_bad_input(err, "`%s` has no run under `%s`: nothing to compare", shown, service_dir);
+        else
+            rc = ph_bad_input(err, "`%s` has one %s run (its newest, %s)%s: nothing to compare", shown, runs[0].mode,
+                              runs[0].name, other ? " and runs of other modes" : "");
+        ph_error_hint(err, "name two runs: `profharness compare %s@RUN_A %s@RUN_B`", shown, shown);
+    }
+    if (rc == 0) {
+        snprintf(a, PATH_MAX, "%s/%s", service_dir, runs[pick[1]].name);
+        snprintf(b, PATH_MAX, "%s/%s", service_dir, runs[pick[0]].name);
+        ph_info("compare: %s's two newest %s runs: A %s, B %s", shown, runs[0].mode, runs[pick[1]].name,
+                runs[pick[0]].name);
     }
     for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    if (found < 2)
-        return ph_bad_input(err, "`%s` has %s run of mode %s: nothing to compare", service_dir,
-                            found ? "only one" : "no", mode[0] ? mode : "any");
-    return 0;
+        free(runs[i].name);
+    free(runs);
+    return rc;
 }
 
-/* A run named as the user may name it, into OUT. */
+/* A run named as the user may name it, into OUT: a run dir by its path,
+ * SERVICE@RUN or SERVICE/RUN (or @HOST/SERVICE/RUN) under the output dir
+ * OUTDIR ("" none: WHY says why). */
 static int
-resolve(const ph_global_opts *g, const char *arg, char *out, ph_error_t *err)
+resolve_run(const char *outdir, const char *why, const char *arg, char *out, ph_error_t *err)
 {
-    const char *at = strchr(arg, '@');
+    const char *at = arg[0] == '@' ? strchr(arg + 1, '@') : strchr(arg, '@');
+    ph_run_dir_info info;
 
-    if (at == NULL && is_dir(arg)) {
+    if (at == NULL && ph_report_run_dir_info(arg, &info) == PH_RUN_DIR_ONE) {
         snprintf(out, PATH_MAX, "%s", arg);
         return 0;
     }
+    if (outdir[0] == '\0')
+        return ph_bad_input(err, "`%s` is no run dir, and there is no output dir to look for it in: %s", arg, why);
     if (at != NULL)
-        snprintf(out, PATH_MAX, "%s/%.*s/%s", g->out_dir, (int)(at - arg), arg, at + 1);
+        snprintf(out, PATH_MAX, "%s/%.*s/%s", outdir, (int)(at - arg), arg, at + 1);
     else
-        snprintf(out, PATH_MAX, "%s/%s", g->out_dir, arg);
-    if (!is_dir(out))
-        return ph_bad_input(err, "`%s`: no such run (looked for `%s`)", arg, out);
+        snprintf(out, PATH_MAX, "%s/%s", outdir, arg);
+    if (ph_report_run_dir_info(out, &info) != PH_RUN_DIR_ONE)
+        return ph_bad_input(err, "`%s`: no such run (looked for a run dir at `%s`)", arg, out);
     return 0;
+}
+
+/* A service named as the user may name it: SERVICE (or @HOST/SERVICE)
+ * under the output dir, else a directory of runs by its path. */
+static int
+resolve_service(const char *outdir, const char *why, const char *arg, char *out, ph_error_t *err)
+{
+    if (outdir[0] != '\0') {
+        snprintf(out, PATH_MAX, "%s/%s", outdir, arg);
+        if (is_dir(out))
+            return 0;
+    }
+    if (is_dir(arg) && ph_report_run_dir_info(arg, &(ph_run_dir_info){ 0 }) == PH_RUN_DIR_NONE) {
+        snprintf(out, PATH_MAX, "%s", arg);
+        return 0;
+    }
+    if (outdir[0] == '\0')
+        return ph_bad_input(err, "`%s` is no service with runs, and there is no output dir to look for one in: %s",
+                            arg, why);
+    return ph_bad_input(err, "`%s` is no service with runs under `%s`", arg, outdir);
 }
 
 int
@@ -146,7 +205,7 @@ ph_cmd_compare(const ph_global_opts *g, int argc, char **argv)
     ph_compare_opts o = { 0 };
     ph_profile_set profiles = { 0 }, *pp = NULL;
     ph_error_t err = NULL;
-    char a[PATH_MAX], b[PATH_MAX], html_default[PATH_MAX + 32], *failed = NULL, *end;
+    char a[PATH_MAX], b[PATH_MAX], html_default[PATH_MAX + 32], outdir[PATH_MAX], why[1024], *failed = NULL, *end;
     int c, no_html = 0, rc;
 
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
@@ -187,16 +246,20 @@ ph_cmd_compare(const ph_global_opts *g, int argc, char **argv)
         fputs(usage, stderr);
         return PH_EXIT_USAGE;
     }
+    ph_cli_runs_open(g, &profiles, outdir, sizeof outdir, why, sizeof why);
+    pp = profiles.n > 0 ? &profiles : NULL;
     if (argc - optind == 1) {
         char sdir[PATH_MAX];
-        if (resolve(g, argv[optind], sdir, &err) < 0 || two_newest(sdir, a, b, &err) < 0)
+        if (resolve_service(outdir, why, argv[optind], sdir, &err) < 0 ||
+            two_newest(sdir, argv[optind], a, b, &err) < 0) {
+            ph_profiles_free(&profiles);
             return ph_error_report(&err);
-    } else if (resolve(g, argv[optind], a, &err) < 0 || resolve(g, argv[optind + 1], b, &err) < 0) {
+        }
+    } else if (resolve_run(outdir, why, argv[optind], a, &err) < 0 ||
+               resolve_run(outdir, why, argv[optind + 1], b, &err) < 0) {
+        ph_profiles_free(&profiles);
         return ph_error_report(&err);
     }
-    if (is_dir(g->profiles_dir) && ph_profiles_load_dir(g->profiles_dir, &profiles, &err) == 0)
-        pp = &profiles;
-    ph_error_free(&err);
     if (!no_html) {
         if (html == NULL) {
             /* B's service dir: OUTDIR/SERVICE/RUN -> OUTDIR/SERVICE/compare.html */

@@ -9,7 +9,7 @@ static const char usage[] =
     "Remove the profiling images of this project's services that no container\n"
     "uses (each is some hundred MB; a new one is made whenever a service's image\n"
     "or a profile changes), and the old service images only they still held;\n"
-    "and the Engine's old tools volumes (with their keepers and tools images)\n"
+    "and the Engine's old tools volumes (with their marks and tools images)\n"
     "that no container mounts any more.  The current tools volume stays.\n"
     "  --all   the newest of each service too (the next start builds it again)\n";
 

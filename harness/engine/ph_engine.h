@@ -181,6 +181,8 @@ int ph_engine_containers_all(ph_engine *e, int all, json_t **out, ph_error_t *er
 /* GET /images/json?filters=FILTERS (a JSON object such as
  * {"label": ["k"], "dangling": ["true"]}; NULL: every image). */
 int ph_engine_images_list(ph_engine *e, json_t *filters, json_t **out, ph_error_t *err);
+/* GET /volumes?filters=FILTERS: the "Volumes" array (empty for none). */
+int ph_engine_volumes_list(ph_engine *e, json_t *filters, json_t **out, ph_error_t *err);
 
 /* ---- additions ----------------------------------------------------------
  *

@@ -1,6 +1,6 @@
 /* ph_engine_lists.c - every container and images by filter (see
  * ph_engine.h): for what the harness must see beyond its own labels, a
- * port held by someone else's container and images to prune. */
+ * port held by someone else's container, images and volumes to prune. */
 #include "ph_engine_int.h"
 
 #include <errno.h>
@@ -45,4 +45,32 @@ ph_engine_images_list(ph_engine *e, json_t *filters, json_t **out, ph_error_t *e
     rc = list(e, &r, out, err);
     free(s);
     return rc;
+}
+
+int
+ph_engine_volumes_list(ph_engine *e, json_t *filters, json_t **out, ph_error_t *err)
+{
+    ph_engine_req r = { .what = "list volumes", .method = "GET", .path = "/volumes" };
+    json_t *resp = NULL, *v;
+    char *s = NULL;
+    int rc;
+
+    *out = NULL;
+    if (filters != NULL && (s = json_dumps(filters, JSON_COMPACT)) == NULL)
+        return ph_fail(err, ENOMEM, "list volumes: encode the filter");
+    r.query[0] = PH_ENGINE_Q("filters", s);
+    r.resp = &resp;
+    rc = ph_engine_check(e, r.what, err) < 0 || ph_engine_call(e, &r, err) < 0 ? -1 : 0;
+    free(s);
+    if (rc < 0)
+        return -1;
+    /* {"Volumes": [...] or null, "Warnings": ...} */
+    v = json_object_get(resp, "Volumes");
+    if (resp != NULL && !json_is_object(resp)) {
+        json_decref(resp);
+        return ph_fail(err, 0, "list volumes: the Engine's answer is not an object");
+    }
+    *out = json_is_array(v) ? json_incref(v) : json_array();
+    json_decref(resp);
+    return *out != NULL ? 0 : ph_fail(err, ENOMEM, "allocate");
 }

@@ -519,13 +519,19 @@ out:
 
 /* ---- the tools volume ---------------------------------------------------- */
 
-/* The tools volume is made by creating its keeper: a container of the
+/* The tools volume is filled by creating its keeper: a container of the
  * tools image, never started, that mounts the new, empty volume at
  * /opt/profharness, which the Engine fills from the image at create
- * (copy-up), before create returns.  So a keeper that exists names a
- * complete volume; it also keeps the volume in use (`docker volume prune`
- * leaves it).  Two harnesses making it at once: the second's create is
- * refused (the name is taken) and it waits for the first's. */
+ * (copy-up) before create returns, and registers the container only
+ * then.  Once it is there the volume is complete: a second, empty volume
+ * named PH_TOOLS_FILLED_SUFFIX after it says so, and the keeper is
+ * removed (a Created container of ours left after `down` was all a user
+ * saw of it).  A volume without its mark may be partial (the Engine died
+ * while it copied): made again, unless something uses it.  Two harnesses
+ * making it at once: the keeper's name is the lock; the second's create
+ * is refused while the first's runs, and it tries again until the
+ * volume is marked or the keeper is there (a harness killed after the
+ * create, or a keeper of an older profharness: it marks it itself). */
 static int
 tools_keeper(ph_backend *b, const char *name, int *found, ph_error_t *err)
 {
@@ -533,6 +539,74 @@ tools_keeper(ph_backend *b, const char *name, int *found, ph_error_t *err)
     int rc = b->ops->inspect(b, name, &w, found, err);
 
     ph_workload_clear(&w);
+    return rc;
+}
+
+/* Whether the volume NAME exists into *FOUND. */
+static int
+volume_found(ph_engine *e, const char *name, int *found, ph_error_t *err)
+{
+    char path[256];
+    json_t *resp = NULL;
+    ph_error_t sub = NULL;
+    long st = 0;
+
+    snprintf(path, sizeof path, "/volumes/%s", name);
+    *found = ph_engine_request(e, "GET", path, NULL, &resp, &st, &sub) == 0;
+    json_decref(resp);
+    if (*found || st == 404) {
+        ph_error_free(&sub);
+        return 0;
+    }
+    *err = sub;
+    return -1;
+}
+
+/* Whether the volume NAME is there and marked complete. */
+static int
+tools_volume_filled(ph_engine *e, const char *name, int *filled, ph_error_t *err)
+{
+    char mark[200];
+    int found = 0;
+
+    *filled = 0;
+    snprintf(mark, sizeof mark, "%s" PH_TOOLS_FILLED_SUFFIX, name);
+    if (volume_found(e, mark, &found, err) < 0 || (found && volume_found(e, name, &found, err) < 0))
+        return -1;
+    *filled = found;
+    return 0;
+}
+
+/* The keeper NAME exists: its volume is complete.  Marked, the keeper
+ * removed (another harness marking it at once may be removing it: its
+ * "removal already in progress" is no fault). */
+static int
+tools_volume_mark(ph_engine *e, const char *name, json_t *labels, ph_error_t *err)
+{
+    char mark[200];
+    ph_error_t sub = NULL;
+
+    snprintf(mark, sizeof mark, "%s" PH_TOOLS_FILLED_SUFFIX, name);
+    if (ph_engine_volume_ensure(e, mark, labels, err) < 0)
+        return ph_error_wrap(err, "mark the tools volume `%s` complete", name);
+    if (ph_engine_container_remove(e, name, 1, &sub) < 0) {
+        ph_debug("%s", sub->msg);
+        ph_error_free(&sub);
+    }
+    return 0;
+}
+
+/* The keeper NAME of the tools of HASH is there: its volume marked. */
+static int
+tools_keeper_marked(ph_engine *e, const char *name, const char *hash, ph_error_t *err)
+{
+    json_t *labels = json_pack("{s:s}", PH_LABEL_TOOLS, hash);
+    int rc;
+
+    if (labels == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    rc = tools_volume_mark(e, name, labels, err);
+    json_decref(labels);
     return rc;
 }
 
@@ -548,40 +622,50 @@ tools_volume_make(ph_backend *b, const char *tools_tag, const char *name, const 
 
     if (labels == NULL)
         return ph_fail(err, ENOMEM, "allocate");
-    /* A volume left without its keeper (a keeper removed, a create
-     * interrupted) may be partial: made again, unless something uses it. */
+    /* A volume left unmarked may be partial: made again, unless in use
+     * (by a keeper left there too: the loop below marks it). */
     snprintf(path, sizeof path, "/volumes/%s", name);
     if (ph_engine_request(e, "DELETE", path, NULL, &resp, &st, &sub) < 0)
         ph_error_free(&sub);
     json_decref(resp);
     if (ph_engine_volume_ensure(e, name, labels, err) < 0)
         goto out;
-    cfg = json_pack("{s:s, s:[s,s], s:o, s:b, s:{s:[{s:s, s:s, s:s}]}}", "Image", tools_tag, "Entrypoint",
-                    PH_TOOLS_MOUNT "/tools/bin/busybox", "true", "Labels", json_incref(labels), "NetworkDisabled", 1,
-                    "HostConfig", "Mounts", "Type", "volume", "Source", name, "Target", PH_TOOLS_MOUNT);
+    /* the mount labels the volume too, should it be made there */
+    cfg = json_pack("{s:s, s:[s,s], s:O, s:b, s:{s:[{s:s, s:s, s:s, s:{s:O}}]}}", "Image", tools_tag, "Entrypoint",
+                    PH_TOOLS_MOUNT "/tools/bin/busybox", "true", "Labels", labels, "NetworkDisabled", 1,
+                    "HostConfig", "Mounts", "Type", "volume", "Source", name, "Target", PH_TOOLS_MOUNT,
+                    "VolumeOptions", "Labels", labels);
     if (cfg == NULL) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
     ph_info("filling the tools volume %s from %s (once per Engine and tools)", name, tools_tag);
-    if (ph_engine_container_create(e, name, cfg, &id, &sub) == 0) {
-        rc = 0;
-        goto out;
-    }
-    /* someone else's keeper of the same name: wait for its create */
-    for (int i = 0; i < 600 && !found; i++) {
+    /* The name taken: someone else's keeper, being made (tried again
+     * until it is done) or left there (its create ended: complete). */
+    for (int i = 0; i < 600; i++) {
         struct timespec ts = { 0, 100 * 1000 * 1000 };
+        int filled = 0;
 
-        if (tools_keeper(b, name, &found, NULL) < 0 || !found)
-            nanosleep(&ts, NULL);
+        if (ph_engine_container_create(e, name, cfg, &id, &sub) == 0) {
+            rc = tools_volume_mark(e, name, labels, err);
+            goto out;
+        }
+        if (tools_keeper(b, name, &found, NULL) == 0 && found) {
+            ph_error_free(&sub);
+            rc = tools_volume_mark(e, name, labels, err);
+            goto out;
+        }
+        if (tools_volume_filled(e, name, &filled, NULL) == 0 && filled) {
+            ph_error_free(&sub);
+            rc = 0;
+            goto out;
+        }
+        if (i + 1 < 600)
+            ph_error_free(&sub);
+        nanosleep(&ts, NULL);
     }
-    if (found) {
-        ph_error_free(&sub);
-        rc = 0;
-    } else {
-        *err = sub;
-        ph_error_wrap(err, "fill the tools volume `%s`", name);
-    }
+    *err = sub;
+    ph_error_wrap(err, "fill the tools volume `%s`", name);
 out:
     json_decref(labels);
     json_decref(cfg);
@@ -602,8 +686,15 @@ ph_image_ensure_tools_volume(ph_backend *b, const char *data_dir, const ph_profi
         return -1;
     hash = strchr(tag, ':') + 1;
     snprintf(name, sizeof name, "%s%s", PH_TOOLS_VOLUME_PREFIX, hash);
-    if (tools_keeper(b, name, &found, err) < 0 ||
-        (!found && (builder(b, name, &e, err) < 0 || tools_volume_make(b, tag, name, hash, err) < 0)))
+    /* A keeper there (an older profharness's): its volume is complete,
+     * marked where images are made; otherwise the mark says. */
+    if (tools_keeper(b, name, &found, err) < 0)
+        goto out;
+    if (found) {
+        if ((e = b->ops->engine(b)) != NULL && tools_keeper_marked(e, name, hash, err) < 0)
+            goto out;
+    } else if (builder(b, name, &e, err) < 0 || tools_volume_filled(e, name, &found, err) < 0 ||
+               (!found && tools_volume_make(b, tag, name, hash, err) < 0))
         goto out;
     *volume_out = strdup(name);
     rc = *volume_out ? 0 : ph_fail(err, ENOMEM, "allocate");

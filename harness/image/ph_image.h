@@ -13,7 +13,7 @@
  * once, when it is built.
  *
  * A floor of its own between the backend and the loop: it builds and
- * pulls, and makes the tools volume (and its keeper), through the Engine
+ * pulls, and makes the tools volume (and its mark), through the Engine
  * client the backend gives (ph_backend_ops.engine), so the loop never
  * calls the Engine itself.
  */
@@ -87,6 +87,9 @@ int ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_
  * service's own image, unchanged.  *volume_out names it. */
 #define PH_TOOLS_MOUNT "/opt/profharness"
 #define PH_TOOLS_VOLUME_PREFIX "profharness-tools-"
+/* The empty volume <volume>PH_TOOLS_FILLED_SUFFIX says the volume is
+ * complete (its keeper, which filled it, is gone: ph_image.c). */
+#define PH_TOOLS_FILLED_SUFFIX "-filled"
 int ph_image_ensure_tools_volume(ph_backend *b, const char *data_dir, const ph_profile_set *profiles, char **volume_out,
                                  ph_error_t *err);
 /* The hash the current tools image and volume are named by (HASH: 17
@@ -169,14 +172,18 @@ json_t *ph_image_prune_plan(json_t *images, json_t *containers, const ph_strv *r
 /* Remove what ph_image_prune_plan says for REPOS (the profiling
  * repositories of PROJECT's services), saying each on stdout. */
 int ph_image_prune(ph_backend *b, const char *project, const ph_strv *repos, int all, ph_error_t *err);
-/* The old tools volumes, from the Engine's CONTAINERS (all of them): the
- * names of keepers (labelled PH_LABEL_TOOLS, named as their volume) of a
- * hash other than CURRENT whose volume no other container mounts.  NULL
- * on allocation failure. */
-json_t *ph_image_tools_prune_plan(json_t *containers, const char *current);
+/* The old tools volumes, from the Engine's VOLUMES (those labelled
+ * PH_LABEL_TOOLS) and CONTAINERS (all of them): each hash other than
+ * CURRENT of a volume, a volume's mark (PH_TOOLS_FILLED_SUFFIX) or a
+ * keeper an older profharness left (labelled with the hash and named
+ * PH_TOOLS_VOLUME_PREFIX<hash>, as the volume), once, with whether a
+ * container other than its keeper mounts the volume ("name", "hash",
+ * "in_use").  NULL on allocation failure. */
+json_t *ph_image_tools_prune_plan(json_t *volumes, json_t *containers, const char *current);
 /* Remove each old tools volume ph_image_tools_prune_plan names: its
- * keeper, the volume, and its tools image where nothing else uses it;
- * one a container still mounts is kept and said. */
+ * keeper if one is left, the volume and its mark, and its tools image
+ * where nothing else uses it; one a container still mounts is kept and
+ * said. */
 int ph_image_prune_tools(ph_backend *b, const char *current, ph_error_t *err);
 
 #endif

@@ -127,17 +127,18 @@ out:
 
 /* ---- old tools volumes --------------------------------------------------- */
 
-/* Does a container other than KEEPER_ID mount the volume NAME? */
+/* Does a container other than the keeper (named as the volume) mount
+ * the volume NAME? */
 static int
-mounted_elsewhere(json_t *containers, const char *name, const char *keeper_id)
+mounted_elsewhere(json_t *containers, const char *name)
 {
     size_t k, j;
     json_t *c, *m;
 
     json_array_foreach(containers, k, c) {
-        const char *id = json_string_value(json_object_get(c, "Id"));
+        const char *first = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
 
-        if (id != NULL && keeper_id != NULL && strcmp(id, keeper_id) == 0)
+        if (first != NULL && first[0] == '/' && strcmp(first + 1, name) == 0)
             continue;
         json_array_foreach(json_object_get(c, "Mounts"), j, m) {
             const char *used = json_string_value(json_object_get(m, "Name"));
@@ -149,27 +150,62 @@ mounted_elsewhere(json_t *containers, const char *name, const char *keeper_id)
     return 0;
 }
 
-json_t *
-ph_image_tools_prune_plan(json_t *containers, const char *current)
+/* The hash of a tools volume, its mark or its keeper: labelled
+ * PH_LABEL_TOOLS and named after it (PH_TOOLS_VOLUME_PREFIX<hash>, then
+ * nothing or PH_TOOLS_FILLED_SUFFIX for a volume); NULL for anything else
+ * (a hand-made one with the label is not ours to remove). */
+static const char *
+tools_hash_of(json_t *labels, const char *name, int volume)
 {
-    json_t *plan = json_array(), *c;
+    const char *hash = json_string_value(json_object_get(labels, PH_LABEL_TOOLS));
+    size_t np = strlen(PH_TOOLS_VOLUME_PREFIX), nh;
+
+    if (hash == NULL || name == NULL || strncmp(name, PH_TOOLS_VOLUME_PREFIX, np) != 0)
+        return NULL;
+    nh = strlen(hash);
+    if (strncmp(name + np, hash, nh) != 0)
+        return NULL;
+    if (name[np + nh] == '\0' || (volume && strcmp(name + np + nh, PH_TOOLS_FILLED_SUFFIX) == 0))
+        return hash;
+    return NULL;
+}
+
+/* Add HASH's entry to PLAN once. */
+static void
+plan_add(json_t *plan, json_t *containers, const char *hash)
+{
+    json_t *x;
     size_t k;
+    char name[160];
 
-    json_array_foreach(containers, k, c) {
-        const char *hash = json_string_value(json_object_get(json_object_get(c, "Labels"), PH_LABEL_TOOLS));
-        const char *id = json_string_value(json_object_get(c, "Id"));
-        char name[160];
+    json_array_foreach(plan, k, x)
+        if (strcmp(json_string_value(json_object_get(x, "hash")), hash) == 0)
+            return;
+    snprintf(name, sizeof name, "%s%s", PH_TOOLS_VOLUME_PREFIX, hash);
+    json_array_append_new(plan, json_pack("{s:s, s:s, s:b}", "name", name, "hash", hash, "in_use",
+                                          mounted_elsewhere(containers, name)));
+}
 
-        if (plan == NULL || hash == NULL || id == NULL || strcmp(hash, current) == 0)
-            continue;
-        /* A keeper is named as its volume: anything else with the label
-         * (a hand-made container) is not ours to remove. */
-        snprintf(name, sizeof name, "/%s%s", PH_TOOLS_VOLUME_PREFIX, hash);
-        if (!json_is_string(json_array_get(json_object_get(c, "Names"), 0)) ||
-            strcmp(json_string_value(json_array_get(json_object_get(c, "Names"), 0)), name) != 0)
-            continue;
-        json_array_append_new(plan, json_pack("{s:s, s:s, s:b}", "name", name + 1, "hash", hash, "in_use",
-                                              mounted_elsewhere(containers, name + 1, id)));
+json_t *
+ph_image_tools_prune_plan(json_t *volumes, json_t *containers, const char *current)
+{
+    json_t *plan = json_array(), *v;
+    size_t k;
+    const char *hash;
+
+    json_array_foreach(volumes, k, v)
+        if (plan != NULL &&
+            (hash = tools_hash_of(json_object_get(v, "Labels"), json_string_value(json_object_get(v, "Name")), 1)) !=
+                NULL &&
+            strcmp(hash, current) != 0)
+            plan_add(plan, containers, hash);
+    /* a keeper (an older profharness kept it) */
+    json_array_foreach(containers, k, v) {
+        const char *first = json_string_value(json_array_get(json_object_get(v, "Names"), 0));
+
+        if (plan != NULL && first != NULL && first[0] == '/' &&
+            (hash = tools_hash_of(json_object_get(v, "Labels"), first + 1, 0)) != NULL && strcmp(hash, current) != 0)
+            plan_add(plan, containers, hash);
     }
     return plan;
 }
@@ -178,13 +214,18 @@ int
 ph_image_prune_tools(ph_backend *b, const char *current, ph_error_t *err)
 {
     ph_engine *e = b->ops->engine(b);
-    json_t *containers = NULL, *plan = NULL, *x, *resp = NULL, *filters = NULL, *images = NULL;
+    json_t *containers = NULL, *volumes = NULL, *plan = NULL, *x, *resp = NULL, *filters = NULL, *images = NULL;
     size_t k, removed = 0, images_removed = 0;
     int rc = -1;
 
     if (ph_engine_containers_all(e, 1, &containers, err) < 0)
         return -1;
-    plan = ph_image_tools_prune_plan(containers, current);
+    filters = json_pack("{s:[s]}", "label", PH_LABEL_TOOLS);
+    if (filters == NULL || ph_engine_volumes_list(e, filters, &volumes, err) < 0)
+        goto out;
+    json_decref(filters);
+    filters = NULL;
+    plan = ph_image_tools_prune_plan(volumes, containers, current);
     if (plan == NULL) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
@@ -202,15 +243,23 @@ ph_image_prune_tools(ph_backend *b, const char *current, ph_error_t *err)
                     esc);
             continue;
         }
+        /* the keeper (if one is left), the volume, then its mark: an
+         * unmarked volume is never taken for a whole one */
         snprintf(path, sizeof path, "/volumes/%s", name);
         if (ph_engine_container_remove(e, name, 1, &e2) < 0 ||
-            ph_engine_request(e, "DELETE", path, NULL, &resp, &st, &e2) < 0) {
+            (ph_engine_request(e, "DELETE", path, NULL, &resp, &st, &e2) < 0 && st != 404)) {
             ph_info("kept the old tools volume %s: %s", esc, e2->msg);
             ph_error_free(&e2);
             json_decref(resp);
             resp = NULL;
             continue;
         }
+        ph_error_free(&e2);
+        json_decref(resp);
+        resp = NULL;
+        snprintf(path, sizeof path, "/volumes/%s" PH_TOOLS_FILLED_SUFFIX, name);
+        if (ph_engine_request(e, "DELETE", path, NULL, &resp, &st, &e2) < 0)
+            ph_error_free(&e2);
         json_decref(resp);
         resp = NULL;
         /* Its image, unless a container of it is left (one in use is
@@ -256,6 +305,7 @@ ph_image_prune_tools(ph_backend *b, const char *current, ph_error_t *err)
     rc = 0;
 out:
     json_decref(containers);
+    json_decref(volumes);
     json_decref(plan);
     json_decref(filters);
     json_decref(images);

@@ -24,8 +24,11 @@
  *  - self cost: the function's cost lines (`callgrind_annotate`);
  *  - inclusive (`--inclusive=yes`): for a function something calls, the
  *    sum of the calls' costs into it; for one nothing calls, its self
- *    cost plus its calls' costs.  Recursion counts more than once there,
- *    as callgrind_annotate counts it;
+ *    cost plus its calls' costs.  Except in a call cycle (recursion),
+ *    which callgrind_annotate counts once per level, above the program's
+ *    totals: there a function's calls to itself are not counted, and none
+ *    costs more than its cycle as a whole (the calls into the cycle from
+ *    outside); no figure is above the totals;
  *  - a callee without `cfi=`/`cfl=` is in the caller's current file;
  *  - program totals: `summary:`, else `totals:`, else the sum of the
  *    self costs.

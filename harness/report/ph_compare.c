@@ -18,6 +18,7 @@
 
 #include "ph_escape.h"
 #include "ph_intern.h"
+#include "ph_suggest.h"
 
 /* ---- metrics ----------------------------------------------------------- */
 
@@ -161,8 +162,23 @@ metric(const side *s, const char *metric, const char *arg, double *v)
     if (rd->flame.folded != NULL && s->self != NULL) {
         const ph_folded *fo = rd->flame.folded;
         double total = ph_folded_get_stats(fo)->total;
+        /* perf's folded counts are its samples' periods (ph_run_convert.c's
+         * convert.json): nanoseconds of CPU for cpu-clock, events else;
+         * its samples are counted there */
+        json_t *perf = json_is_integer(json_object_get(rd->convert, "samples")) ? rd->convert : NULL;
+        const char *unit = perf ? json_string_value(json_object_get(perf, "unit")) : NULL;
 
         if (arg == NULL && strcmp(metric, "samples") == 0) {
+            *v = perf ? (double)json_integer_value(json_object_get(perf, "samples")) : total;
+            return 0;
+        }
+        if (arg == NULL && perf != NULL && unit != NULL && strcmp(unit, "nanoseconds") == 0 &&
+            strcmp(metric, "cpu_time") == 0) {
+            *v = total / 1e9;
+            return 0;
+        }
+        if (arg == NULL && perf != NULL && (unit == NULL || strcmp(unit, "nanoseconds") != 0) &&
+            strcmp(metric, "events") == 0) {
             *v = total;
             return 0;
         }
@@ -179,7 +195,8 @@ metric(const side *s, const char *metric, const char *arg, double *v)
 static const char *const metric_help =
     "callgrind: ir (or any event: dr, d1mr, ...), EVENT[fn], EVENT_incl[fn]; massif: peak_heap, peak_total, "
     "peak_extra, peak_stacks, heap[site]; strace: syscalls, errors, syscall_time, calls[name], time[name], "
-    "errors[name]; flamegraph: samples, samples[fn], self[fn]; wall: those and offcpu, offcpu[fn] (per cent "
+    "errors[name]; flamegraph: samples, samples[fn], self[fn]; perf: those and cpu_time (seconds of CPU, "
+    "cpu-clock) or events (another event); wall: those and offcpu, offcpu[fn] (per cent "
     "of the samples); heap: inuse_space, inuse_space[fn], alloc_space, alloc_space[fn], inuse_space_growth, "
     "inuse_space_growth[fn] (bytes)";
 
@@ -580,6 +597,8 @@ make_diff(comparison *c, char *fa, size_t la, char *fb, size_t lb, int normalise
     free(fb);
 }
 
+static const char *const flame_totals[] = { "samples", "cpu_time", "events" };
+
 static int
 build(comparison *c)
 {
@@ -638,11 +657,16 @@ build(comparison *c)
             return -1;
     }
     if (a->flame.folded && b->flame.folded && c->a.self && c->b.self) {
-        double va = ph_folded_get_stats(a->flame.folded)->total, vb = ph_folded_get_stats(b->flame.folded)->total;
+        double va, vb;
         table *self = new_table(c, "share of samples on CPU (self), largest changes", "%");
         table *total = new_table(c, "share of samples on the stack (total), largest changes", "%");
-        if (table_add(&c->totals, "samples", va, vb) < 0 || flame_rows(&c->a, &c->b, 1, self) < 0 ||
-            flame_rows(&c->a, &c->b, 0, total) < 0)
+        /* the run-wide figures in their own unit: perf's periods are
+         * nanoseconds of CPU (or events), not samples */
+        for (size_t i = 0; i < sizeof flame_totals / sizeof flame_totals[0]; i++)
+            if (metric(&c->a, flame_totals[i], NULL, &va) == 0 && metric(&c->b, flame_totals[i], NULL, &vb) == 0 &&
+                table_add(&c->totals, flame_totals[i], va, vb) < 0)
+                return -1;
+        if (flame_rows(&c->a, &c->b, 1, self) < 0 || flame_rows(&c->a, &c->b, 0, total) < 0)
             return -1;
         fa = folded_text(a->flame.folded, &la);
         fb = folded_text(b->flame.folded, &lb);
@@ -668,11 +692,127 @@ unit_of(const comparison *c, const char *metric_name)
         return "bytes";
     if (strcmp(metric_name, "offcpu") == 0)
         return "%";
-    if (strcmp(metric_name, "syscall_time") == 0 || strcmp(metric_name, "time") == 0)
+    if (strcmp(metric_name, "syscall_time") == 0 || strcmp(metric_name, "time") == 0 ||
+        strcmp(metric_name, "cpu_time") == 0)
         return "s";
     if (c->a.rd.flame.folded && strcmp(metric_name, "self") == 0)
         return "%";
     return "";
+}
+
+/* ---- the names a [name] may take -------------------------------------- */
+
+/* The names a METRIC[name] could mean in a run, looked through for WANT;
+ * with COLLECT, kept (up to NAMES_MAX, each short enough to suggest) for
+ * a did-you-mean when it is in neither run. */
+#define NAMES_MAX 100000
+
+typedef struct names {
+    const char *want;
+    int found, collect;
+    char **v;
+    size_t n, cap;
+} names;
+
+static void
+name_seen(names *ns, const char *name, size_t len)
+{
+    char **nv;
+
+    if (strlen(ns->want) == len && memcmp(ns->want, name, len) == 0)
+        ns->found = 1;
+    if (!ns->collect || len == 0 || len > PH_SUGGEST_MAX || ns->n == NAMES_MAX)
+        return;
+    if (ns->n == ns->cap) {
+        if ((nv = realloc(ns->v, (ns->cap ? ns->cap * 2 : 256) * sizeof *nv)) == NULL)
+            return;
+        ns->v = nv;
+        ns->cap = ns->cap ? ns->cap * 2 : 256;
+    }
+    if ((ns->v[ns->n] = strndup(name, len)) != NULL)
+        ns->n++;
+}
+
+static void
+folded_names(const ph_folded *fo, names *ns)
+{
+    for (uint32_t i = 0; fo != NULL && i < ph_folded_n_names(fo); i++) {
+        size_t len = 0;
+        const char *name = ph_folded_name(fo, i, &len);
+
+        name_seen(ns, name, len);
+    }
+}
+
+/* What a [name] of METRIC is, for the error: "function", "syscall"... */
+static const char *
+metric_names(const side *s, const char *metric, names *ns)
+{
+    const ph_rundata *rd = &s->rd;
+    size_t ml = strlen(metric);
+    char ev[64];
+
+    snprintf(ev, sizeof ev, "%.*s", (int)(ml > 5 && strcmp(metric + ml - 5, "_incl") == 0 ? ml - 5 : ml), metric);
+    if (rd->cg != NULL && ph_callgrind_event_index(rd->cg, ev) >= 0) {
+        for (uint32_t i = 0; i < ph_callgrind_n_fns(rd->cg); i++) {
+            ph_cg_fn f = ph_callgrind_get_fn(rd->cg, i);
+            name_seen(ns, f.fn, strlen(f.fn));
+            name_seen(ns, f.name, strlen(f.name));
+        }
+        return "function";
+    }
+    if (strcmp(metric, "heap") == 0) {
+        for (size_t i = 0; rd->massif != NULL && i < ph_massif_n_snapshots(rd->massif); i++) {
+            const ph_massif_site_bytes *sb;
+            size_t n = ph_massif_detail_sites(rd->massif, ph_massif_get_snapshot(rd->massif, i)->detail, &sb);
+            for (size_t k = 0; k < n; k++) {
+                const char *name = ph_massif_site_name(rd->massif, sb[k].site);
+                /* "fn (file.c:12)" is asked for as fn, or whole */
+                name_seen(ns, name, strcspn(name, " "));
+                name_seen(ns, name, strlen(name));
+            }
+        }
+        return "allocation site";
+    }
+    if (strcmp(metric, "calls") == 0 || strcmp(metric, "time") == 0 || strcmp(metric, "errors") == 0) {
+        for (size_t i = 0; rd->st != NULL && i < ph_strace_n_syscalls(rd->st); i++) {
+            ph_strace_sys sy = ph_strace_get_syscall(rd->st, i);
+            name_seen(ns, sy.name, strlen(sy.name));
+        }
+        return "syscall";
+    }
+    if (strncmp(metric, "inuse_space", 11) == 0 || strcmp(metric, "alloc_space") == 0) {
+        for (size_t v = 0; v < PH_HEAP_VIEWS; v++)
+            folded_names(rd->heap.view[v], ns);
+        folded_names(rd->heap.growth, ns);
+        folded_names(rd->heap.growth_base, ns);
+        return "function";
+    }
+    folded_names(rd->flame.folded, ns);
+    return "function";
+}
+
+/* A [name] in neither run is a slip, not a 0: an error naming it, with
+ * the name nearest to it in either run.  0, or -1 and *err. */
+static int
+check_named(const comparison *c, const char *expr, const char *metric, const char *arg, ph_error_t *err)
+{
+    names ns = { .want = arg };
+    const char *what = metric_names(&c->a, metric, &ns), *near;
+
+    metric_names(&c->b, metric, &ns);
+    if (ns.found)
+        return 0;
+    ns.collect = 1;
+    metric_names(&c->a, metric, &ns);
+    metric_names(&c->b, metric, &ns);
+    near = ph_suggest(arg, (const char *const *)ns.v, ns.n);
+    ph_bad_input(err, "--fail-if `%s`: no %s `%s` in either run (%s, %s)%s%s%s", expr, what, arg, c->a.rd.name,
+                 c->b.rd.name, near ? "; did you mean `" : "", near ? near : "", near ? "`?" : "");
+    for (size_t i = 0; i < ns.n; i++)
+        free(ns.v[i]);
+    free(ns.v);
+    return -1;
 }
 
 /* Evaluate the --fail-if expressions; failed lines into *FAILED. */
@@ -696,7 +836,8 @@ check_all(comparison *c, const ph_compare_opts *o, char **failed, ph_error_t *er
 
         if (parse_cond(o->fail_if[i], &k, err) < 0 ||
             metric(&c->a, k.metric, k.has_arg ? k.arg : NULL, &va) != 0 ||
-            metric(&c->b, k.metric, k.has_arg ? k.arg : NULL, &vb) != 0) {
+            metric(&c->b, k.metric, k.has_arg ? k.arg : NULL, &vb) != 0 ||
+            (k.has_arg && check_named(c, o->fail_if[i], k.metric, k.arg, err) < 0)) {
             if (*err == NULL) {
                 ph_bad_input(err, "--fail-if `%s`: `%s%s` is not a metric of a %s run", o->fail_if[i], k.metric,
                              k.has_arg ? "[...]" : "", c->b.rd.mode);

@@ -73,6 +73,19 @@ int ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_
  * every byte escaped for a terminal (ph_escape_printf). */
 void ph_report_print_headline(FILE *out, const ph_report_headline *h);
 
+/* What a directory is to the report: a run dir (its run.json, which only
+ * the harness writes, a JSON object naming the run's mode), a run of
+ * several workloads (its tasks.json, a run dir per workload beside it),
+ * or neither.  Only those two small files are read, bounded. */
+enum { PH_RUN_DIR_NONE, PH_RUN_DIR_ONE, PH_RUN_DIR_SEVERAL };
+typedef struct ph_run_dir_info {
+    int kind;            /* PH_RUN_DIR_* */
+    char mode[64];       /* the run's mode ("" when none is recorded) */
+    char collected[40];  /* run.json's collected_at, "" when none */
+} ph_run_dir_info;
+/* DIR's kind into OUT (and its mode and time for a run dir); returns the kind. */
+int ph_report_run_dir_info(const char *dir, ph_run_dir_info *out);
+
 /* Write OUT_DIR/index.html: every OUT_DIR/<service>/<run>/ with its mode,
  * start, duration, how it stopped and headline (from summary.json, or
  * what run.json says when there is no report yet), newest first. */

@@ -294,8 +294,8 @@ ph_report_callgrind(ph_rctx *c)
         char t1[160], t2[160];
         PH_MW_FMT(f, "<div class=\"panel\" id=\"cg-pn-%zu\">", k);
         snprintf(t1, sizeof t1, "Top %d by self %s (callgrind_annotate)", TOP_ROWS, info->events[k]);
-        snprintf(t2, sizeof t2, "Top %d by inclusive %s (callgrind_annotate --inclusive=yes)", TOP_ROWS,
-                 info->events[k]);
+        snprintf(t2, sizeof t2, "Top %d by inclusive %s (callgrind_annotate --inclusive=yes, recursion counted once)",
+                 TOP_ROWS, info->events[k]);
         top_table(f, cg, k, 0, t1);
         top_table(f, cg, k, 1, t2);
         PH_MW_RAW(f, "</div>\n");

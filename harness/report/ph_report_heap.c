@@ -84,6 +84,8 @@ read_growth(ph_rundata *rd, const ph_artifact *const *a, size_t n)
         ph_error_free(&err);
     } else {
         rd->heap.growth_from = first;
+        rd->heap.growth_base = base;
+        base = NULL;
     }
     ph_folded_free(base);
 }
@@ -128,6 +130,7 @@ ph_heapdata_free(ph_heapdata *h)
     for (int v = 0; v < PH_HEAP_VIEWS; v++)
         ph_folded_free(h->view[v]);
     ph_folded_free(h->growth);
+    ph_folded_free(h->growth_base);
     memset(h, 0, sizeof *h);
 }
 

@@ -70,6 +70,7 @@ typedef struct ph_heapdata {
      * NULL when the process wrote one snapshot. */
     ph_folded *growth;
     const ph_artifact *growth_from;
+    ph_folded *growth_base;  /* growth_from read: what was in use then (compare's names) */
 } ph_heapdata;
 
 typedef struct ph_rundata {

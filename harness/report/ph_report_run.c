@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,24 +53,64 @@ sig_list(json_t *a, char *buf, size_t cap)
                               json_string_value(json_array_get(a, i)) ? json_string_value(json_array_get(a, i)) : "?");
 }
 
-/* How it stopped, for the index: "SIGTERM, exit 0", "SIGTERM, SIGUSR2, SIGKILL: killed by SIGKILL". */
+/* The number of the signal named NAME ("SIGTERM"), 0 if none is. */
+static int
+signal_number(const char *name)
+{
+    if (name == NULL || strncmp(name, "SIG", 3) != 0)
+        return 0;
+    for (int n = 1; n < NSIG; n++) {
+        const char *abbrev = sigabbrev_np(n);
+        if (abbrev != NULL && strcmp(abbrev, name + 3) == 0)
+            return n;
+    }
+    return 0;
+}
+
+/* Whether X records a normal stop that ended in status 128 + the stop
+ * signal: the JVM (and a shell) run their handlers and exit(143) on the
+ * SIGTERM the harness sent, which is no failure.  Not when nobody asked
+ * it to stop (someone else's SIGTERM), nor after an escalation. */
+static int
+exit_on_stop_signal(json_t *x, long long *code)
+{
+    const char *outcome = jstr(x, "outcome");
+    json_t *svc = x ? json_object_get(x, "service_exit_code") : NULL;
+    int n = signal_number(jstr(x, "stop_signal"));
+
+    if (x == NULL || !json_is_true(json_object_get(x, "stop_requested")) || jstr(x, "signal") != NULL ||
+        json_array_size(json_object_get(x, "escalations")) > 0 || (outcome != NULL && strcmp(outcome, "stopped") != 0) ||
+        n == 0)
+        return 0;
+    *code = json_is_integer(svc) ? json_integer_value(svc) : (long long)jnum(x, "exit_code", -1);
+    return *code == 128 + n;
+}
+
+/* How it stopped, for the index: "SIGTERM: exit 0", "SIGTERM, escalated:
+ * SIGUSR2, then SIGKILL: ended by SIGKILL", "stopped on SIGTERM (exit 143
+ * = 128 + SIGTERM, the JVM's usual)". */
 static void
 stop_short(json_t *x, char *buf, size_t cap)
 {
     const char *sig = jstr(x, "signal"), *stop = jstr(x, "stop_signal");
-    char esc[160];
+    char esc[160], head[256];
+    long long code;
 
     if (x == NULL) {
         snprintf(buf, cap, "snapshot / unknown");
         return;
     }
+    if (exit_on_stop_signal(x, &code)) {
+        snprintf(buf, cap, "stopped on %s (exit %lld = 128 + %s, the JVM's usual)", stop, code, stop);
+        return;
+    }
     sig_list(json_object_get(x, "escalations"), esc, sizeof esc);
+    snprintf(head, sizeof head, "%s%s%s", json_is_true(json_object_get(x, "stop_requested")) && stop ? stop : "",
+             esc[0] ? ", escalated: " : "", esc);
     if (sig != NULL)
-        snprintf(buf, cap, "%s%s%s: ended by %s", json_is_true(json_object_get(x, "stop_requested")) && stop ? stop : "",
-                 esc[0] ? ", escalated: " : "", esc, sig);
+        snprintf(buf, cap, "%s%sended by %s", head, head[0] ? ": " : "", sig);
     else
-        snprintf(buf, cap, "%s%s%s: exit %lld", json_is_true(json_object_get(x, "stop_requested")) && stop ? stop : "",
-                 esc[0] ? ", escalated: " : "", esc, (long long)jnum(x, "exit_code", -1));
+        snprintf(buf, cap, "%s%sexit %lld", head, head[0] ? ": " : "", (long long)jnum(x, "exit_code", -1));
 }
 
 /* How the service stopped, in one sentence, from ph-exit.json. */
@@ -82,6 +123,7 @@ how_it_stopped(json_t *x, int attached, char *buf, size_t cap)
     const char *sig = jstr(x, "signal"), *stop = jstr(x, "stop_signal");
     json_t *req = x ? json_object_get(x, "stop_requested") : NULL;
     double ss = jnum(x, "stop_seconds", -1);
+    long long code;
     size_t o;
 
     if (x == NULL) {
@@ -98,7 +140,10 @@ how_it_stopped(json_t *x, int attached, char *buf, size_t cap)
         o = (size_t)snprintf(buf, cap, "not asked to stop; ");
     if (o >= cap)
         return;
-    if (sig != NULL)
+    if (!attached && exit_on_stop_signal(x, &code))
+        o += (size_t)snprintf(buf + o, cap - o, "stopped on it: status %lld is 128 + %s, how the JVM and a shell end "
+                                                "on it", code, stop);
+    else if (sig != NULL)
         o += (size_t)snprintf(buf + o, cap - o, "ended by %s", sig);
     else
         o += (size_t)snprintf(buf + o, cap - o, "exited with status %lld", (long long)jnum(x, "exit_code", -1));

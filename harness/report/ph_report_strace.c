@@ -38,6 +38,17 @@ cmp_thread(const void *a, const void *b, void *ctx)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* The threads that made a syscall (the time in syscalls is theirs, summed). */
+static size_t
+busy_threads(const ph_strace *st)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < ph_strace_n_threads(st); i++)
+        n += ph_strace_get_thread(st, i)->calls > 0;
+    return n;
+}
+
 static const char *
 fmt_rel_seconds(char buf[PH_FMT_LEN], double s)
 {
@@ -134,6 +145,7 @@ ph_report_strace(ph_rctx *c)
     char b[PH_FMT_LEN], b2[PH_FMT_LEN], b3[PH_FMT_LEN], note[256];
     double span;
     json_t *jsys, *jslow, *js;
+    size_t busy;
 
     ph_html_section(f, "strace", "System calls (strace)");
     if (st == NULL || ph_strace_get_info(st)->calls == 0) {
@@ -160,8 +172,16 @@ ph_report_strace(ph_rctx *c)
     ph_html_card(f, "system calls", ph_fmt_commify(b, info->calls), info->calls >= 1000 ? ph_fmt_count(b2, (double)info->calls) : "");
     snprintf(note, sizeof note, "%s of the calls", ph_fmt_percent(b2, (double)info->errors, (double)info->calls));
     ph_html_card(f, "errors", ph_fmt_commify(b, info->errors), note);
-    snprintf(note, sizeof note, "summed over threads (strace -T)");
-    ph_html_card(f, "time in syscalls", ph_fmt_seconds(b, (double)info->total_ns / 1e9), note);
+    busy = busy_threads(st);
+    if (busy > 1 && span > 0 && (double)info->total_ns / 1e9 > span)
+        snprintf(note, sizeof note, "summed over %zu threads (strace -T): %.1f× the log's span, threads wait side by side",
+                 busy, (double)info->total_ns / 1e9 / span);
+    else if (busy > 1)
+        snprintf(note, sizeof note, "summed over %zu threads (strace -T)", busy);
+    else
+        snprintf(note, sizeof note, "strace -T");
+    ph_html_card(f, busy > 1 ? "syscall time, all threads" : "time in syscalls",
+                 ph_fmt_seconds(b, (double)info->total_ns / 1e9), note);
     ph_html_card(f, "log spans", ph_fmt_seconds(b, span), "first to last timestamp");
     ph_html_card(f, "threads", ph_fmt_commify(b, nt), "");
     ph_html_cards_end(f);
@@ -271,19 +291,27 @@ ph_report_strace(ph_rctx *c)
     }
 
     {
+        /* the time in syscalls is summed over the threads: with several,
+         * said so (it reads as more time than the run had otherwise) */
         ph_strace_sys top = nsys ? ph_strace_get_syscall(st, order[0]) : (ph_strace_sys){ "", 0, 0, 0, 0, 0 };
-        snprintf(c->headline, sizeof c->headline, "%s syscalls in %s, %s in syscalls%s%.40s%s%s%s, %s error%s",
+        char sum[64];
+
+        if (busy > 1)
+            snprintf(sum, sizeof sum, " of syscall time summed over %zu threads", busy);
+        else
+            snprintf(sum, sizeof sum, " in syscalls");
+        snprintf(c->headline, sizeof c->headline, "%s syscalls in %s, %s%s%s%.40s%s%s%s, %s error%s",
                  ph_fmt_commify(b, info->calls), ph_fmt_seconds(b2, span),
-                 ph_fmt_seconds(b3, (double)info->total_ns / 1e9), top.total_ns ? " (" : "", top.total_ns ? top.name : "",
+                 ph_fmt_seconds(b3, (double)info->total_ns / 1e9), sum, top.total_ns ? " (" : "", top.total_ns ? top.name : "",
                  top.total_ns ? " " : "",
                  top.total_ns ? ph_fmt_percent((char[PH_FMT_LEN]){ 0 }, (double)top.total_ns, (double)info->total_ns) : "",
                  top.total_ns ? ")" : "", ph_fmt_commify((char[PH_FMT_LEN]){ 0 }, info->errors),
                  info->errors == 1 ? "" : "s");
     }
-    js = json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:o, s:o}", "calls", (json_int_t)info->calls, "errors",
+    js = json_pack("{s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:o, s:o}", "calls", (json_int_t)info->calls, "errors",
                    (json_int_t)info->errors, "syscall_seconds", (double)info->total_ns / 1e9, "span_seconds", span,
-                   "threads", (json_int_t)nt, "unfinished", (json_int_t)info->unfinished, "syscalls", jsys, "slowest",
-                   jslow);
+                   "threads", (json_int_t)nt, "threads_in_syscalls", (json_int_t)busy, "unfinished",
+                   (json_int_t)info->unfinished, "syscalls", jsys, "slowest", jslow);
     json_object_set_new(c->summary, "strace", js);
 out:
     free(order);

@@ -24,12 +24,25 @@ static const char *const not_artifacts[] = { PH_RUN_META_NAME,  "ph-exit.json", 
                                              PH_REPORT_SUMMARY,   PH_COMPARE_HTML,      PH_HARNESS_FOLDED,
                                              PH_HARNESS_TRACE,    "convert.json" };
 
-/* Without a profile, the usual names (the shipped profiles use the same). */
+/* Without a profile, the usual names (the shipped profiles use the same):
+ * the heap sampler's views before any other folded file, or a heap run
+ * reported without its profile is read as CPU samples. */
 static const struct {
     const char *glob, *kind;
 } default_kinds[] = {
-    { "massif.out*", "massif" },        { "callgrind.out*", "callgrind" }, { "strace.log*", "strace" },
-    { "stacks-*.folded", "folded" },    { "*.folded", "folded" },          { "flamegraph-*.svg", "flamegraph" },
+    { "massif.out*", "massif" },
+    { "callgrind.out*", "callgrind" },
+    { "strace.log*", "strace" },
+    { "inuse_space-*.folded", "heap" },
+    { "inuse_objects-*.folded", "heap" },
+    { "peak_inuse_space-*.folded", "heap" },
+    { "peak_inuse_objects-*.folded", "heap" },
+    { "alloc_space-*.folded", "heap" },
+    { "alloc_objects-*.folded", "heap" },
+    { "heap-*.pb.gz", "pprof" },
+    { "stacks-*.folded", "folded" },
+    { "*.folded", "folded" },
+    { "flamegraph-*.svg", "flamegraph" },
     { "profile-*.pb.gz", "pprof" },
 };
 
@@ -116,6 +129,32 @@ load_json(ph_rundata *rd, const char *name, size_t max)
     if (j == NULL && problem[0])
         ph_rundata_problem(rd, "%s", problem);
     return j;
+}
+
+int
+ph_report_run_dir_info(const char *dir, ph_run_dir_info *out)
+{
+    json_t *j = ph_report_load_json(dir, PH_RUN_META_NAME, PH_RD_OWN_JSON_MAX, NULL, 0);
+    const char *mode = json_string_value(json_object_get(j, "mode"));
+    const char *when = json_string_value(json_object_get(j, "collected_at"));
+
+    memset(out, 0, sizeof *out);
+    if (mode != NULL) {
+        out->kind = PH_RUN_DIR_ONE;
+        snprintf(out->mode, sizeof out->mode, "%s", mode);
+        snprintf(out->collected, sizeof out->collected, "%s", when ? when : "");
+    }
+    json_decref(j);
+    if (out->kind == PH_RUN_DIR_NONE) {
+        j = ph_report_load_json(dir, PH_TASKS_NAME, PH_RD_OWN_JSON_MAX, NULL, 0);
+        if (json_is_array(json_object_get(j, "tasks"))) {
+            out->kind = PH_RUN_DIR_SEVERAL;
+            mode = json_string_value(json_object_get(j, "mode"));
+            snprintf(out->mode, sizeof out->mode, "%s", mode ? mode : "");
+        }
+        json_decref(j);
+    }
+    return out->kind;
 }
 
 /* ---- the sampler's own figures ---------------------------------------- */

@@ -209,6 +209,7 @@ typedef struct collect_run {
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
     int runfd;                /* a replica of several: <out>/<service>/<run>/, its sub-dir's parent; else -1 */
+    int snapshot;             /* collect of a running service: no record is expected */
     ph_rundir_done done;
 } collect_run;
 
@@ -299,6 +300,9 @@ describe_record(const collect_run *cr, int runfd)
                             strcmp(json_string_value(json_object_get(rec, "outcome")), "oom_killed") == 0))
         ph_warn("%s: the OOM killer struck in the container (its memory limit): what the profiler wrote may be "
                 "incomplete", service);
+    /* a running service has written none yet: nothing is wrong then */
+    if (rec == NULL && cr->snapshot)
+        return;
     if (rec == NULL) {
         ph_warn("%s: no valid completion record: %s; the profiled process may not have stopped through the "
                 "shim, so output may be incomplete (marked in %s)", service, cr->record_problem, PH_RUN_META_NAME);
@@ -953,7 +957,7 @@ snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err)
     ph_cleanup_close int lock = -1;
     ph_cleanup_close int svcfd = -1;
     ph_stage *st = ph_run_container_stage(c, "snapshot");
-    collect_run cr = { .r = r, .c = c, .service = service, .id = id };
+    collect_run cr = { .r = r, .c = c, .service = service, .id = id, .snapshot = 1 };
     ph_profile own;
     char expect[PATH_MAX];
     int rc;

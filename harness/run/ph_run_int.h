@@ -181,6 +181,21 @@ void ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_
  * program, why, what works; the hint: --allow-unnamed); else 0.  Pure. */
 int ph_run_unnamed_refuse(const char *service, const ph_profile *p, int when, const char *program, const char *args,
                           const ph_strv *env, ph_error_t *err);
+/* The same for a process that set its title (TITLE: its first argument
+ * as ps shows it, from the container: escaped in the message), which
+ * hides the program's name and arguments: the message names both. */
+int ph_run_unnamed_refuse_titled(const char *service, const ph_profile *p, int when, const char *program,
+                                 const char *title, const char *args, const ph_strv *env, ph_error_t *err);
+/* ph_run_unnamed.c: which program a running process runs, from `ps -o
+ * exe` (EXE: the kernel's /proc/PID/exe as the container sees it, "-"
+ * when ps could not read it, " (deleted)" after it when the file was
+ * replaced since; NULL when ps has no such field) and the program its
+ * first argument names (FOUND: ph_image_program's `runs`, "" when none):
+ * the exe's path when ps gave one, else FOUND, into OUT (LEN bytes).
+ * 1 when the arguments are not the ones it was started with (a node's
+ * process.title, a redis's): the first names no program, or another
+ * than runs; else 0.  Pure. */
+int ph_run_unnamed_program(const char *exe, const char *found, char *out, size_t len);
 /* ph_run_unnamed.c: the environment in WITH_ENV, a process's line of `ps
  * -o args e` whose `ps -o args` line is ARGS: the `K=V` strings after
  * ARGS (a word with no `NAME=` belongs to the value before it), pushed

@@ -13,7 +13,7 @@
  * The tools volumes are the Engine's, not a project's: each change of the
  * tools (a new harness, a profile's packages) fills a new one of some 40
  * MB beside the old.  Prune removes the old ones no container mounts any
- * more (their keepers and tools images with them), whichever project made
+ * more (their marks and tools images with them), whichever project made
  * them; the current one stays.
  *
  * The loop names the repositories; the images floor decides and removes

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_escape.h"
 #include "ph_image.h"
 #include "ph_log.h"
 
@@ -32,20 +33,66 @@
 /* At most this many distinct programs of a container are looked at. */
 #define ATTACH_PROGRAMS_MAX 32
 
-int
-ph_run_unnamed_refuse(const char *service, const ph_profile *p, int when, const char *program, const char *args,
-                      const ph_strv *env, ph_error_t *err)
+/* TITLE: what the process shows instead of its program's name, or NULL. */
+static int
+refuse(const char *service, const ph_profile *p, int when, const char *program, const char *title, const char *args,
+       const ph_strv *env, ph_error_t *err)
 {
     const char *base = program ? strrchr(program, '/') : NULL;
     const ph_profile_unnamed *u;
+    char esc[256], shown[512];
 
     base = base ? base + 1 : program;
     if ((u = ph_profile_unnamed_find(p, when, base, args, env)) == NULL)
         return 0;
-    ph_bad_input(err, "service `%s`, mode `%s`: %s %s; use %s", service, p->name, base, u->why, u->use);
+    ph_escape(esc, sizeof esc, base);
+    if (title != NULL) {
+        char t[128];
+        snprintf(shown, sizeof shown, "%s (shown as `%s`: it set its title)", esc, ph_escape(t, sizeof t, title));
+    } else {
+        snprintf(shown, sizeof shown, "%s", esc);
+    }
+    ph_bad_input(err, "service `%s`, mode `%s`: %s %s; use %s", service, p->name, shown, u->why, u->use);
     return ph_error_hint(err, "to profile it under %s anyway, its native frames only: `profharness %s --mode %s "
                          "--allow-unnamed %s`", p->name, when == PH_UNNAMED_ATTACH ? "attach" : "start", p->name,
                          service);
+}
+
+int
+ph_run_unnamed_refuse(const char *service, const ph_profile *p, int when, const char *program, const char *args,
+                      const ph_strv *env, ph_error_t *err)
+{
+    return refuse(service, p, when, program, NULL, args, env, err);
+}
+
+int
+ph_run_unnamed_refuse_titled(const char *service, const ph_profile *p, int when, const char *program,
+                             const char *title, const char *args, const ph_strv *env, ph_error_t *err)
+{
+    return refuse(service, p, when, program, title, args, env, err);
+}
+
+int
+ph_run_unnamed_program(const char *exe, const char *found, char *out, size_t len)
+{
+    static const char deleted[] = " (deleted)";
+    const char *ours, *theirs;
+    size_t n;
+
+    if (len < 2)
+        return 0;
+    if (exe == NULL || exe[0] != '/') { /* no exe field, or "-": unreadable */
+        snprintf(out, len, "%s", found ? found : "");
+        return 0;
+    }
+    n = strlen(exe);
+    if (n > sizeof deleted - 1 && strcmp(exe + n - (sizeof deleted - 1), deleted) == 0)
+        n -= sizeof deleted - 1;
+    snprintf(out, len, "%.*s", (int)n, exe);
+    ours = strrchr(out, '/') + 1;
+    theirs = found ? strrchr(found, '/') : NULL;
+    theirs = theirs ? theirs + 1 : found;
+    return theirs == NULL || theirs[0] == '\0' || strcmp(ours, theirs) != 0;
 }
 
 int
@@ -104,13 +151,36 @@ push_env(ph_strv *out, const ph_strv *env)
     return 0;
 }
 
+/* FIRST (or nothing) and the words of A and B, joined with spaces; NULL
+ * on ENOMEM. */
+static char *
+join_words(const char *first, const ph_strv *a, const ph_strv *b)
+{
+    const ph_strv *parts[2] = { a, b };
+    size_t len = first ? strlen(first) + 1 : 1, o = 0;
+    char *out;
+
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; parts[k] != NULL && i < parts[k]->n; i++)
+            len += strlen(parts[k]->v[i]) + 1;
+    if ((out = malloc(len)) == NULL)
+        return NULL;
+    if (first != NULL)
+        o += (size_t)snprintf(out, len, "%s", first);
+    out[o] = '\0';
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; parts[k] != NULL && i < parts[k]->n; i++)
+            o += (size_t)snprintf(out + o, len - o, "%s%s", o ? " " : "", parts[k]->v[i]);
+    return out;
+}
+
 int
 ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const char *program, const ph_strv *argv,
                      const ph_strv *image_env, ph_error_t *err)
 {
     ph_strv env = { 0 }, all = { 0 };
     char *args = NULL;
-    size_t i, len = 0;
+    size_t i;
     int rc = -1;
 
     if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START))
@@ -141,20 +211,8 @@ ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const 
         goto out;
     if (push_env(&all, image_env) < 0 || push_env(&all, &env) < 0)
         goto nomem;
-    for (i = 0; i < argv->n; i++)
-        len += strlen(argv->v[i]) + 1;
-    if ((args = calloc(1, len + 1)) == NULL)
+    if ((args = join_words(NULL, argv, NULL)) == NULL)
         goto nomem;
-    len = 0;
-    for (i = 0; i < argv->n; i++) {
-        size_t k = strlen(argv->v[i]);
-
-        if (i > 0)
-            args[len++] = ' ';
-        memcpy(args + len, argv->v[i], k);
-        len += k;
-    }
-    args[len] = '\0';
     rc = ph_run_unnamed_refuse(s->name, p, PH_UNNAMED_START, program, args, &all, err);
     goto out;
 nomem:
@@ -208,11 +266,11 @@ int
 ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, const char *id,
                       ph_error_t *err)
 {
-    ph_proc_table plain = { 0 }, with_env = { 0 };
+    ph_proc_table plain = { 0 }, with_env = { 0 }, exes = { 0 };
     ph_error_t sub = NULL;
     seen_program seen[ATTACH_PROGRAMS_MAX];
     size_t n_seen = 0, i;
-    int pid_col, pid_col_env, rc = -1;
+    int pid_col, pid_col_env, pid_col_exe = -1, rc = -1;
 
     if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_ATTACH))
         return 0;
@@ -228,6 +286,12 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
         rc = 0;
         goto out;
     }
+    /* What each runs, as the kernel knows it (/proc/PID/exe): a process
+     * that set its title (node's process.title) shows no program name in
+     * its arguments.  A `ps` without the field (an older procps) is
+     * no fault: the first argument is what there is. */
+    if (b->ops->top(b, id, "-ww -o pid,exe", &exes, &sub) < 0 || (pid_col_exe = top_column(&exes, "PID")) < 0)
+        ph_error_free(&sub);
     rc = 0;
     for (i = 0; i < plain.n; i++) {
         const char *pid = top_cell(&plain.rows[i], pid_col);
@@ -275,7 +339,20 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
                 break;
             }
         }
-        rc = ph_run_unnamed_refuse(s->name, p, PH_UNNAMED_ATTACH, seen[k].runs, args, &env, err);
+        {
+            const char *exe = pid_col_exe >= 0 ? top_args(&exes, pid, pid_col_exe) : NULL;
+            char program[4096], *more;
+
+            if (!ph_run_unnamed_program(exe, seen[k].runs, program, sizeof program)) {
+                rc = ph_run_unnamed_refuse(s->name, p, PH_UNNAMED_ATTACH, program, args, &env, err);
+            } else if ((more = join_words(args, &s->entrypoint, &s->command)) == NULL) {
+                rc = ph_fail(err, ENOMEM, "allocate");
+            } else {
+                /* its own arguments are gone: what compose started it with stands in */
+                rc = ph_run_unnamed_refuse_titled(s->name, p, PH_UNNAMED_ATTACH, program, argv0, more, &env, err);
+                free(more);
+            }
+        }
         ph_strv_free(&env);
         if (rc < 0)
             break;
@@ -288,5 +365,6 @@ out:
     }
     ph_proc_table_clear(&plain);
     ph_proc_table_clear(&with_env);
+    ph_proc_table_clear(&exes);
     return rc;
 }

@@ -707,39 +707,62 @@ test_prune_plan(void **state)
     json_decref(containers);
 }
 
-/* Old tools volumes: a keeper (named as its volume, labelled with its
- * hash) of an old hash goes unless another container mounts its volume;
- * the current one, a labelled container of another name and an
- * unlabelled one never do. */
+/* Old tools volumes: a volume (named after its hash, labelled with it)
+ * of an old hash goes unless a container other than its keeper mounts
+ * it; so does one known only by its mark, or by the keeper an older
+ * profharness kept; each hash once.  The current one, a labelled volume
+ * or container of another name and an unlabelled one never do. */
 static void
 test_tools_prune_plan(void **state)
 {
+    json_t *volumes = jload(
+        "[{\"Name\": \"profharness-tools-aaaa\", \"Labels\": {\"io.profharness.tools\": \"aaaa\"}},"
+        " {\"Name\": \"profharness-tools-aaaa-filled\", \"Labels\": {\"io.profharness.tools\": \"aaaa\"}},"
+        " {\"Name\": \"profharness-tools-bbbb\", \"Labels\": {\"io.profharness.tools\": \"bbbb\"}},"
+        " {\"Name\": \"profharness-tools-cccc\", \"Labels\": {\"io.profharness.tools\": \"cccc\"}},"
+        " {\"Name\": \"profharness-tools-cccc-filled\", \"Labels\": {\"io.profharness.tools\": \"cccc\"}},"
+        " {\"Name\": \"profharness-tools-ffff-filled\", \"Labels\": {\"io.profharness.tools\": \"ffff\"}},"
+        " {\"Name\": \"mine\", \"Labels\": {\"io.profharness.tools\": \"9999\"}},"
+        " {\"Name\": \"profharness-tools-8888-x\", \"Labels\": {\"io.profharness.tools\": \"8888\"}},"
+        " {\"Name\": \"profharness-tools-7777\", \"Labels\": null}]");
     json_t *containers = jload(
-        "[{\"Id\": \"k1\", \"Names\": [\"/profharness-tools-aaaa\"],"
-        "   \"Labels\": {\"io.profharness.tools\": \"aaaa\"},"
-        "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-aaaa\"}]},"
-        " {\"Id\": \"k2\", \"Names\": [\"/profharness-tools-bbbb\"],"
+        "[{\"Id\": \"k2\", \"Names\": [\"/profharness-tools-bbbb\"],"
         "   \"Labels\": {\"io.profharness.tools\": \"bbbb\"},"
         "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-bbbb\"}]},"
         " {\"Id\": \"svc\", \"Names\": [\"/app-front-strace\"], \"Labels\": {},"
         "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-bbbb\"}]},"
+        " {\"Id\": \"k1\", \"Names\": [\"/profharness-tools-aaaa\"],"
+        "   \"Labels\": {\"io.profharness.tools\": \"aaaa\"},"
+        "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-aaaa\"}]},"
         " {\"Id\": \"k3\", \"Names\": [\"/profharness-tools-cccc\"],"
         "   \"Labels\": {\"io.profharness.tools\": \"cccc\"},"
         "   \"Mounts\": [{\"Type\": \"volume\", \"Name\": \"profharness-tools-cccc\"}]},"
+        " {\"Id\": \"k5\", \"Names\": [\"/profharness-tools-eeee\"],"
+        "   \"Labels\": {\"io.profharness.tools\": \"eeee\"}},"
         " {\"Id\": \"hand\", \"Names\": [\"/mine\"], \"Labels\": {\"io.profharness.tools\": \"dddd\"}},"
-        " {\"Id\": \"plain\", \"Names\": [\"/profharness-tools-eeee\"], \"Labels\": {}}]");
+        " {\"Id\": \"plain\", \"Names\": [\"/profharness-tools-6666\"], \"Labels\": {}}]");
+    static const struct {
+        const char *hash;
+        int in_use;
+    } want[] = { { "aaaa", 0 }, { "bbbb", 1 }, { "ffff", 0 }, { "eeee", 0 } };
     json_t *plan;
 
     (void)state;
-    plan = ph_image_tools_prune_plan(containers, "cccc");
+    plan = ph_image_tools_prune_plan(volumes, containers, "cccc");
     assert_non_null(plan);
-    assert_int_equal(json_array_size(plan), 2);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 0), "name")),
-                        "profharness-tools-aaaa");
-    assert_true(json_is_false(json_object_get(json_array_get(plan, 0), "in_use")));
-    assert_string_equal(json_string_value(json_object_get(json_array_get(plan, 1), "hash")), "bbbb");
-    assert_true(json_is_true(json_object_get(json_array_get(plan, 1), "in_use")));
+    assert_int_equal(json_array_size(plan), PH_ARRAY_LEN(want));
+    for (size_t i = 0; i < PH_ARRAY_LEN(want); i++) {
+        json_t *x = json_array_get(plan, i);
+        char name[64];
+
+        snprintf(name, sizeof name, "profharness-tools-%s", want[i].hash);
+        assert_string_equal(json_string_value(json_object_get(x, "hash")), want[i].hash);
+        assert_string_equal(json_string_value(json_object_get(x, "name")), name);
+        if (json_is_true(json_object_get(x, "in_use")) != want[i].in_use)
+            fail_msg("%s: in_use %d", want[i].hash, !want[i].in_use);
+    }
     json_decref(plan);
+    json_decref(volumes);
     json_decref(containers);
 }
 

@@ -33,6 +33,8 @@ static char out_dir[600];
 #define HP_A "svc/20261122T101500Z-heap"
 #define HP_B "svc/20261122T111500Z-heap"
 #define HP_ONE "svc/20261122T121500Z-heap"
+#define PF_A "front/20261122T101500Z-perf"
+#define PF_B "front/20261122T111500Z-perf"
 #define CG_A "front/20261122T101500Z-callgrind"
 #define CG_B "front/20261122T111500Z-callgrind"
 
@@ -107,6 +109,12 @@ group_setup(void **state)
     run_dir(HP_B, "inuse_space-20261122T110500Z-77-1.folded", "child;keep;malloc 99\n");
     /* one snapshot: no growth to show */
     run_dir(HP_ONE, "inuse_space-20261122T121600Z-1.folded", "main;keep;malloc 1048576\n");
+    /* perf: the folded counts are cpu-clock periods (ns), convert.json
+     * counts the samples: 4 s of CPU in 4,000 samples, then 7 s in 7,000 */
+    run_dir(PF_A, "stacks.folded", "main;hot 3000000000\nmain;cold 1000000000\n");
+    tu_write("out/" PF_A "/convert.json", "{\"event\": \"cpu-clock\", \"unit\": \"nanoseconds\", \"samples\": 4000}\n");
+    run_dir(PF_B, "stacks.folded", "main;hot 6000000000\nmain;cold 1000000000\n");
+    tu_write("out/" PF_B "/convert.json", "{\"event\": \"cpu-clock\", \"unit\": \"nanoseconds\", \"samples\": 7000}\n");
     run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
     run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
     return 0;
@@ -407,6 +415,32 @@ test_compare_flame(void **state)
     free(failed);
 }
 
+/* perf: its folded counts are nanoseconds of CPU, not samples: the
+ * totals say CPU time in seconds, and samples as convert.json counts them. */
+static void
+test_compare_perf_units(void **state)
+{
+    const char *conds[] = { "cpu_time>+50%", "samples>6999" };
+    json_t *j = compare_json(PF_A, PF_B), *t = json_object_get(json_object_get(j, "totals"), "rows");
+    json_t *cpu = find(t, "name", "cpu_time", 0), *n = find(t, "name", "samples", 0);
+    char *out = NULL, *failed = NULL;
+
+    (void)state;
+    assert_non_null(cpu);
+    assert_non_null(n);
+    assert_true(json_real_value(json_object_get(cpu, "a")) == 4.0 && json_real_value(json_object_get(cpu, "b")) == 7.0);
+    assert_true(json_real_value(json_object_get(n, "a")) == 4000 && json_real_value(json_object_get(n, "b")) == 7000);
+    json_decref(j);
+    assert_int_equal(compare(PF_A, PF_B, conds, 2, PH_COMPARE_TEXT, &out, &failed), 1);
+    assert_non_null(strstr(out, "cpu_time"));
+    assert_non_null(strstr(out, "4.00 s"));
+    assert_null(strstr(out, "4,000,000,000"));
+    assert_non_null(strstr(failed, "--fail-if cpu_time>+50%: cpu_time went from 4.00 s to 7.00 s (+75.0 %)"));
+    assert_non_null(strstr(failed, "--fail-if samples>6999: samples went from 4,000 to 7,000"));
+    free(out);
+    free(failed);
+}
+
 /* ---- the wall clock and the heap ----------------------------------------- */
 
 static void
@@ -554,28 +588,91 @@ test_heap_growth_report(void **state)
     free(text);
 }
 
+/* A heap run reported without the profiles (as `report` did when run
+ * without --profiles): the same report as with them, the views read as
+ * heap, never as CPU samples ("5,645,180 samples, top malloc"). */
+static void
+test_heap_report_without_profiles(void **state)
+{
+    char dir[800];
+    ph_report_headline with, without;
+    ph_error_t err = NULL;
+
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_B);
+    if (ph_report_write_run(dir, rt_profiles(), &with, &err) < 0 || ph_report_write_run(dir, NULL, &without, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    assert_non_null(strstr(with.text, "peak in use "));
+    assert_string_equal(without.text, with.text);
+}
+
+/* Compare out/A with out/B under the one condition EXPR, which must be
+ * refused: the error (the caller frees), its status PH_EXIT_USAGE. */
+static ph_error_t
+compare_refused(const char *a, const char *b, const char *expr)
+{
+    char pa[900], pb[900], *out = NULL, *failed = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    ph_compare_opts o = { NULL, PH_COMPARE_TEXT, &expr, 1, 10 };
+    ph_error_t err = NULL;
+
+    snprintf(pa, sizeof pa, "%s/%s", out_dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", out_dir, b);
+    if (ph_compare_runs(pa, pb, rt_profiles(), &o, f, &failed, &err) != -1)
+        fail_msg("`%s` was evaluated: %s", expr, failed ? failed : "held not");
+    fclose(f);
+    assert_int_equal(err->status, PH_EXIT_USAGE);
+    free(out);
+    free(failed);
+    return err;
+}
+
 /* Each metric belongs to its kind of run. */
 static void
 test_compare_wrong_kind(void **state)
 {
     static const char *const pairs[][3] = { { FL_A, FL_B, "offcpu>0" }, { WL_A, WL_B, "inuse_space>0" },
                                             { HP_A, HP_B, "offcpu[keep]>0" }, { FL_A, FL_B, "alloc_space[hot]>0" } };
-    char pa[900], pb[900];
 
     (void)state;
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
-        char *out = NULL, *failed = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&out, &len);
-        ph_compare_opts o = { NULL, PH_COMPARE_TEXT, &pairs[i][2], 1, 10 };
-        ph_error_t err = NULL;
+        ph_error_t err = compare_refused(pairs[i][0], pairs[i][1], pairs[i][2]);
 
-        snprintf(pa, sizeof pa, "%s/%s", out_dir, pairs[i][0]);
-        snprintf(pb, sizeof pb, "%s/%s", out_dir, pairs[i][1]);
-        assert_int_equal(ph_compare_runs(pa, pb, rt_profiles(), &o, f, &failed, &err), -1);
-        fclose(f);
         assert_non_null(strstr(err->msg, "is not a metric of a"));
         ph_error_free(&err);
+    }
+}
+
+/* A [name] in neither run is a slip, not a 0 that never fires: exit 2,
+ * the name said, the nearest name of either run suggested.  A name in
+ * one run only still compares with 0 (new, gone). */
+static void
+test_fail_if_unknown_name(void **state)
+{
+    static const char *const cases[][4] = {
+        { FL_A, FL_B, "samples[hto]>+20%", "no function `hto` in either run (20261122T101500Z-flamegraph, "
+                                           "20261122T111500Z-flamegraph); did you mean `hot`?" },
+        { FL_A, FL_B, "self[front_nothing_like_it]>1", "no function `front_nothing_like_it` in either run" },
+        { CG_A, CG_B, "ir[wrok]>0", "no function `wrok` in either run" },
+        { ST_A, ST_B, "calls[writ]>0", "no syscall `writ` in either run" },
+        { WL_A, WL_B, "offcpu[wiat]>0", "did you mean `wait`?" },
+        { HP_A, HP_B, "inuse_space[kepe]>0", "did you mean `keep`?" },
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ph_error_t err = compare_refused(cases[i][0], cases[i][1], cases[i][2]);
+
+        if (strstr(err->msg, cases[i][3]) == NULL)
+            fail_msg("`%s`: %s", cases[i][2], err->msg);
+        ph_error_free(&err);
+    }
+    /* the name of a function in one run only: evaluated (0 in the other) */
+    {
+        const char *conds[] = { "inuse_space_growth[other]>0" };
+        char *out = NULL, *failed = NULL;
+
+        assert_int_equal(compare(HP_A, HP_B, conds, 1, PH_COMPARE_TEXT, &out, &failed), 0);
         free(out);
         free(failed);
     }
@@ -655,7 +752,10 @@ main(void)
         cmocka_unit_test(test_compare_heap),
         cmocka_unit_test(test_heap_growth_arithmetic),
         cmocka_unit_test(test_heap_growth_report),
+        cmocka_unit_test(test_heap_report_without_profiles),
+        cmocka_unit_test(test_compare_perf_units),
         cmocka_unit_test(test_compare_wrong_kind),
+        cmocka_unit_test(test_fail_if_unknown_name),
         cmocka_unit_test(test_compare_escapes_names),
         cmocka_unit_test(test_headline_escaped),
     };

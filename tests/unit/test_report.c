@@ -258,6 +258,47 @@ test_strace_report(void **state)
     json_decref(j);
 }
 
+/* The report of a strace run RUN of service svc whose log is LOG, its
+ * headline in H and summary.json returned. */
+static json_t *
+strace_run_report(const char *run, const char *log, ph_report_headline *h)
+{
+    char path[900];
+
+    make_run("svc", run, "strace", 0);
+    snprintf(path, sizeof path, "out/svc/%s/strace.log", run);
+    tu_write(path, log);
+    return report("svc", run, h);
+}
+
+/* The time in syscalls is summed over the threads: three threads each
+ * blocked 10 s in futex within a 10 s log is 30 s of it, which the
+ * headline read as "30.0 s in syscalls" of a 10-second run.  With
+ * several threads it says what the figure is; with one it is as before. */
+static void
+test_strace_time_summed_over_threads(void **state)
+{
+    const char *many = "100 10:00:00.000000 futex(0x1, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <10.000000>\n"
+                       "101 10:00:00.000100 futex(0x2, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <10.000000>\n"
+                       "102 10:00:00.000200 futex(0x3, FUTEX_WAIT_PRIVATE, 0, NULL) = 0 <10.000000>\n"
+                       "100 10:00:10.000300 write(1, \"x\", 1) = 1 <0.000010>\n";
+    const char *one = "100 10:00:00.000000 read(0, \"\", 1) = 0 <2.000000>\n"
+                      "100 10:00:09.000000 write(1, \"x\", 1) = 1 <0.000010>\n";
+    ph_report_headline h;
+    json_t *j;
+
+    (void)state;
+    j = strace_run_report("20261122T141500Z-strace", many, &h);
+    if (strstr(h.text, "30.0 s of syscall time summed over 3 threads (futex 100.0 %)") == NULL)
+        fail_msg("headline: %s", h.text);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "strace"), "threads_in_syscalls")), 3);
+    json_decref(j);
+    j = strace_run_report("20261122T151500Z-strace", one, &h);
+    if (strstr(h.text, ", 2.00 s in syscalls (read ") == NULL)
+        fail_msg("headline: %s", h.text);
+    json_decref(j);
+}
+
 /* The slowest calls' text is the container's bytes (a path it opened, a
  * buffer it wrote): escaped in the page, real in summary.json. */
 static void
@@ -577,6 +618,64 @@ test_run_section(void **state)
     json_decref(j);
 }
 
+/* The report of a massif run RUN of service jvm whose ph-exit.json is
+ * RECORD: summary.json returned, the page in *HTML. */
+static json_t *
+stopped_run(const char *run, const char *record, char **html)
+{
+    char path[900];
+    ph_report_headline h;
+    json_t *j;
+
+    make_run("jvm", run, "massif", 0);
+    snprintf(path, sizeof path, "out/jvm/%s/ph-exit.json", run);
+    tu_write(path, record);
+    j = report("jvm", run, &h);
+    *html = report_html("jvm", run);
+    return j;
+}
+
+/* A JVM ends on SIGTERM with exit(143), 128 + SIGTERM, after its shutdown
+ * hooks: a Tomcat stopped by the harness read "SIGTERM: exit 143", like a
+ * failure.  After the stop signal the harness sent, 128 + that signal is
+ * a normal stop, and said so; another status, or 143 with no stop asked,
+ * is shown as it is. */
+static void
+test_stop_exit_128_plus_signal(void **state)
+{
+#define REC                                                                                                            \
+    "{\"version\":1,\"exit_code\":%d,\"signal\":null,\"stop_requested\":%s,\"stop_signal\":\"SIGTERM\","           \
+    "\"escalations\":[],\"outcome\":\"%s\",\"service_exit_code\":%d,\"service_signal\":null,\"complete\":true,"     \
+    "\"stop_seconds\":1.5}"
+    char buf[512], *html;
+    json_t *j;
+
+    (void)state;
+    snprintf(buf, sizeof buf, REC, 143, "true", "stopped", 143);
+    j = stopped_run("20261122T170000Z-massif", buf, &html);
+    assert_string_equal(json_string_value(json_object_get(j, "stopped")),
+                        "stopped on SIGTERM (exit 143 = 128 + SIGTERM, the JVM's usual)");
+    if (strstr(html, "stop requested (SIGTERM); stopped on it: status 143 is 128 + SIGTERM, how the JVM and a shell "
+                     "end on it, 1.50 s after the request; no escalation") == NULL)
+        fail_msg("no normal stop in the page");
+    free(html);
+    json_decref(j);
+    /* another status after the stop: as it is */
+    snprintf(buf, sizeof buf, REC, 1, "true", "stopped", 1);
+    j = stopped_run("20261122T171000Z-massif", buf, &html);
+    assert_string_equal(json_string_value(json_object_get(j, "stopped")), "SIGTERM: exit 1");
+    free(html);
+    json_decref(j);
+    /* 143 with no stop asked: a SIGTERM from someone else, as it is */
+    snprintf(buf, sizeof buf, REC, 143, "false", "exited", 143);
+    j = stopped_run("20261122T172000Z-massif", buf, &html);
+    assert_string_equal(json_string_value(json_object_get(j, "stopped")), "exit 143");
+    assert_non_null(strstr(html, "not asked to stop; exited with status 143"));
+    free(html);
+    json_decref(j);
+#undef REC
+}
+
 /* run.json's timing tree (the harness's own stages, nested) and the
  * harness.folded beside it: shown in the run section, never taken for a
  * profiler's output. */
@@ -894,12 +993,14 @@ main(void)
         cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
+        cmocka_unit_test(test_strace_time_summed_over_threads),
         cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_wall_report),
         cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),
+        cmocka_unit_test(test_stop_exit_128_plus_signal),
         cmocka_unit_test(test_timing_tree),
         cmocka_unit_test(test_index),
         cmocka_unit_test(test_compare),

@@ -265,6 +265,54 @@ test_unnamed_refuse(void **state)
     ph_profile_free(&p);
 }
 
+/* A node that set process.title (Verdaccio: `verdaccio` in ps, its
+ * arguments gone) runs node all the same: /proc/PID/exe says so, and the
+ * refusal names both. */
+static void
+test_unnamed_program_titled(void **state)
+{
+    static const struct {
+        const char *exe, *found, *want;
+        int titled;
+    } cases[] = {
+        { "/usr/bin/node", "", "/usr/bin/node", 1 },                   /* `verdaccio`: no such program */
+        { "/usr/bin/node", "/usr/bin/redis-server", "/usr/bin/node", 1 }, /* a title that is a program */
+        { "/usr/bin/node", "/usr/bin/node", "/usr/bin/node", 0 },
+        { "/usr/bin/python3.11", "/usr/bin/python3.11", "/usr/bin/python3.11", 0 }, /* python3, links followed */
+        { "/usr/bin/node (deleted)", "/usr/bin/node", "/usr/bin/node", 0 },  /* upgraded under it */
+        { "-", "/usr/bin/node", "/usr/bin/node", 0 },                  /* ps could not read it */
+        { NULL, "/usr/bin/node", "/usr/bin/node", 0 },                 /* a ps without `exe` */
+        { NULL, "", "", 0 },
+    };
+    ph_profile p;
+    ph_error_t err = NULL;
+    ph_strv env = { 0 };
+    char out[256];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int titled = ph_run_unnamed_program(cases[i].exe, cases[i].found, out, sizeof out);
+        if (titled != cases[i].titled || strcmp(out, cases[i].want) != 0)
+            fail_msg("case %zu: `%s` titled %d, want `%s` %d", i, out, titled, cases[i].want, cases[i].titled);
+    }
+    assert_int_equal(load("runtimes: {unnamed: [{program: [node], unless: [--perf-basic-prof], why: \"is bare\", "
+                          "use: \"`start`\"}]}\n",
+                          &p, &err),
+                     0);
+    assert_int_equal(ph_run_unnamed_refuse_titled("svc", &p, PH_UNNAMED_ATTACH, "/usr/bin/node", "verd\033]0;x",
+                                                  "verd\033]0;x", &env, &err),
+                     -1);
+    assert_string_equal(err->msg, "service `svc`, mode `m`: node (shown as `verd\\x1b]0;x`: it set its title) is bare; "
+                                  "use `start`");
+    ph_error_free(&err);
+    /* the words compose started it with stand in for its arguments */
+    assert_int_equal(ph_run_unnamed_refuse_titled("svc", &p, PH_UNNAMED_ATTACH, "/usr/bin/node", "verdaccio",
+                                                  "verdaccio node --perf-basic-prof app.js", &env, &err),
+                     0);
+    assert_null(err);
+    ph_profile_free(&p);
+}
+
 /* ph_run_ps_env(ARGS, LINE) as its strings joined by `|`. */
 static void
 check_ps_env(const char *args, const char *line, const char *want)
@@ -513,6 +561,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_unnamed_key, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_find, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_refuse, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_unnamed_program_titled, tu_setup, tu_teardown),
         cmocka_unit_test(test_ps_env),
         cmocka_unit_test(test_unnamed_shipped),
         cmocka_unit_test_setup_teardown(test_unnamed_start_env, tu_setup, tu_teardown),
