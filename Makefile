@@ -111,7 +111,7 @@ $(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno
 # headers, where python3.11-dev installed them (skipped elsewhere).
 PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)
 $(B)/tests/test_sampler_py: private CPPFLAGS += $(if $(PY311_INC),-DPH_HAVE_PY311_HEADERS -I/usr/include/python3.11)
-$(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h
+$(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h tests/unit/helpers/fakepy_layouts.h
 
 # The heap sampler's arithmetic is tested as the allocation path compiles it.
 $(B)/tests/test_sampler_heap: harness/sampler/ph_sampler_heapmath.h
@@ -129,10 +129,14 @@ $(B)/tests/helpers/%: tests/unit/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $< -lpthread -lm
 
-# The fake CPythons share their eval loop; the bad 3.13 is the good one
-# with another cookie.
-$(B)/tests/helpers/sampler_fakepy $(B)/tests/helpers/sampler_fakepy313: tests/unit/helpers/fakepy_eval.h
-$(B)/tests/helpers/sampler_fakepy313_bad: tests/unit/helpers/fakepy_eval.h tests/unit/helpers/sampler_fakepy313.c
+# The fake CPythons share their eval loop and the versions' layouts; the
+# bad 3.13 is the good one with another cookie, the 3.8 and 3.7 the 3.10
+# built as those versions.
+FAKEPY_H := tests/unit/helpers/fakepy_eval.h tests/unit/helpers/fakepy_layouts.h
+$(B)/tests/helpers/sampler_fakepy $(B)/tests/helpers/sampler_fakepy313 $(B)/tests/helpers/sampler_fakepy310 \
+    $(B)/tests/helpers/sampler_fakepy312: $(FAKEPY_H)
+$(B)/tests/helpers/sampler_fakepy313_bad: $(FAKEPY_H) tests/unit/helpers/sampler_fakepy313.c
+$(B)/tests/helpers/sampler_fakepy38 $(B)/tests/helpers/sampler_fakepy37: $(FAKEPY_H) tests/unit/helpers/sampler_fakepy310.c
 
 # The wall-clock test service (tests/wall/svc), a workload of the
 # sampler's tests too.

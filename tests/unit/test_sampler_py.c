@@ -5,7 +5,10 @@
  * with those shares; a program that looks like a CPython of a version
  * without a layout gets no Python frames and a status that says why; and
  * the 3.11 layout is CPython 3.11's own, checked with offsetof against
- * its internal headers (python3.11-dev) when they are installed.
+ * its internal headers (python3.11-dev) when they are installed.  Fake
+ * CPythons 3.8, 3.10 and 3.12, laid out as those versions lay their
+ * structs out (helpers/fakepy_layouts.h), are named with their own line
+ * tables' lines; a 3.7 is not read and says so.
  *
  * Shares are by iteration counts and CPU-time sampling: a loaded machine
  * stretches the run but does not move them. */
@@ -27,6 +30,7 @@
 #define SCRIPT "tests/data/python/hot_cool.py"
 #define FAKEPY "build/tests/helpers/sampler_fakepy"
 #define FAKEPY313 "build/tests/helpers/sampler_fakepy313"
+#define FAKEPY_DIR "build/tests/helpers/"
 
 /* The 3.11 row is what CPython 3.11's headers say. */
 static void
@@ -192,6 +196,84 @@ test_debug_offsets_313(void **state)
     assert_null(strstr(folded, "_PyEval_EvalFrameDefault"));
 }
 
+/* The fake CPython NAME: its status says STATUS, and nearly all its
+ * samples are STACK (its Python frames in place of the eval loop's). */
+static void
+fake_named(const char *name, const char *status, const char *stack)
+{
+    char prog[200], quoted[200];
+    char *args[] = { "1.0", NULL };
+    const char *folded, *st;
+    double total, named;
+    int status_;
+
+    snprintf(prog, sizeof prog, FAKEPY_DIR "%s", name);
+    status_ = finish(run(prog, "250", args));
+    assert_true(WIFEXITED(status_) && WEXITSTATUS(status_) == 0);
+    st = status_of(name);
+    assert_non_null(st);
+    snprintf(quoted, sizeof quoted, "\"python\": \"%s\"", status);
+    if (strstr(st, quoted) == NULL)
+        print_message("# status: %s\n", st);
+    assert_non_null(strstr(st, quoted));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    named = samples_with(folded, stack, &total, NULL);
+    print_message("# %s: %.0f samples, %.0f named %s\n", name, total, named, stack);
+    assert_true(total > 0 && named / total > 0.9);
+    assert_null(strstr(folded, "_PyEval_EvalFrameDefault"));
+}
+
+/* 3.10: no Py_Version, the version from its PY_VERSION string; the frame
+ * objects' chain, one eval loop call per frame; the line from 3.10's
+ * co_linetable (a pair of no bytes moves the line too). */
+static void
+test_frames_310(void **state)
+{
+    (void)state;
+    fake_named("sampler_fakepy310", "Python 3.10.12: frames read",
+               ";main;main (fake310.py:20)_[p];hot_fake (fake310.py:12)_[p]");
+}
+
+/* 3.8: its runtime state's layout, and the line from co_lnotab. */
+static void
+test_frames_38(void **state)
+{
+    (void)state;
+    fake_named("sampler_fakepy38", "Python 3.8.18: frames read",
+               ";main;main (fake38.py:20)_[p];hot_fake (fake38.py:12)_[p]");
+}
+
+/* 3.12: the GIL behind the main interpreter's ceval.gil, cframe's current
+ * frame, the entry frame owned by the C stack ending one eval loop's. */
+static void
+test_frames_312(void **state)
+{
+    (void)state;
+    fake_named("sampler_fakepy312", "Python 3.12.4: frames read",
+               ";main;main (fake312.py:20)_[p];hot_fake (fake312.py:12)_[p]");
+}
+
+/* 3.7 (before 3.8, no row): not read, and said so. */
+static void
+test_unknown_37(void **state)
+{
+    char *args[] = { "1.0", NULL };
+    const char *st, *folded;
+    int status;
+
+    (void)state;
+    status = finish(run(FAKEPY_DIR "sampler_fakepy37", "250", args));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    st = status_of("sampler_fakepy37");
+    assert_non_null(st);
+    assert_non_null(strstr(st, "\"python\": \"Python 3.7.3: frames not read (unknown version)\""));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    assert_null(strstr(folded, "_[p]"));
+    assert_non_null(strstr(folded, ";main;_PyEval_EvalFrameDefault;_PyEval_EvalFrameDefault"));
+}
+
 /* Offsets that do not carry CPython's cookie are not read. */
 static void
 test_debug_offsets_not_cpythons(void **state)
@@ -237,6 +319,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_debug_offsets_313, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debug_offsets_not_cpythons, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_no_python, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_frames_310, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_frames_38, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_frames_312, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_37, setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
