@@ -40,7 +40,9 @@ SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o
                $(B)/pic/harness/util/ph_sha256.o
 # zlib is linked in (Debian's libz.a is position-independent): the sampler
 # then loads into a service whose image has no zlib (distroless).
-SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthread -lm
+# libdl, libpthread and librt are needed by name: on a glibc before 2.34
+# the functions ph_sampler_glibc.h binds to their old versions are there.
+SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -Wl,--push-state,--no-as-needed -l:libdl.so.2 -l:libpthread.so.0 -l:librt.so.1 -Wl,--pop-state -lm
 # The demanglers come from libiberty (libiberty-dev: a static, PIC archive):
 # only their three objects are taken, into both sampler libraries, so a
 # service linking libphsampler.a needs nothing more.  cp-demangle.c and
@@ -66,9 +68,12 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
+# Every object of the sampler binds glibc's functions as old glibcs have
+# them (ph_sampler_glibc.h): the library loads into older images than ours.
+$(SAMPLER_PIC): harness/sampler/ph_sampler_glibc.h
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -include harness/sampler/ph_sampler_glibc.h -fPIC -fno-omit-frame-pointer -MMD -MP -c -o $@ $<
 
 $(B)/libprofharness.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -8,7 +8,9 @@
  * its internal headers (python3.11-dev) when they are installed.  Fake
  * CPythons 3.8, 3.10 and 3.12, laid out as those versions lay their
  * structs out (helpers/fakepy_layouts.h), are named with their own line
- * tables' lines; a 3.7 is not read and says so.
+ * tables' lines; a 3.7 is not read and says so.  The library asks for no
+ * glibc symbol version after 2.28, so it loads into the older images
+ * Python 3.8 to 3.10 services run on (bullseye's 3.9: tests/66).
  *
  * Shares are by iteration counts and CPU-time sampling: a loaded machine
  * stretches the run but does not move them. */
@@ -24,6 +26,7 @@
 
 #include "ph_sampler_pylayout.h"
 
+#include <elf.h>
 #include <math.h>
 
 #define PYTHON "/usr/bin/python3.11"
@@ -69,6 +72,75 @@ test_layout_311(void **state)
     (void)state;
     skip(); /* no python3.11-dev headers here */
 #endif
+}
+
+/* The newest glibc version the preloaded library needs (its
+ * .gnu.version_r: GLIBC_2.X, X), the versions' names into NAMES. */
+static int
+newest_glibc(const char *path, char *names, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *b = NULL;
+    long n;
+    int newest = -1;
+    const Elf64_Ehdr *eh;
+
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    n = ftell(f);
+    rewind(f);
+    assert_true(n > (long)sizeof *eh);
+    assert_non_null(b = malloc((size_t)n));
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    eh = (const Elf64_Ehdr *)(const void *)b;
+    assert_int_equal(memcmp(eh->e_ident, ELFMAG, SELFMAG), 0);
+    assert_true(eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= (uint64_t)n);
+    names[0] = '\0';
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(b + eh->e_shoff) + i;
+        const Elf64_Shdr *str = (const Elf64_Shdr *)(const void *)(b + eh->e_shoff) + sh->sh_link;
+        uint64_t at = sh->sh_offset;
+
+        if (sh->sh_type != SHT_GNU_verneed)
+            continue;
+        for (unsigned k = 0; k < sh->sh_info; k++) {
+            const Elf64_Verneed *vn = (const Elf64_Verneed *)(const void *)(b + at);
+            uint64_t aux = at + vn->vn_aux;
+
+            for (unsigned j = 0; j < vn->vn_cnt; j++) {
+                const Elf64_Vernaux *va = (const Elf64_Vernaux *)(const void *)(b + aux);
+                const char *name = (const char *)b + str->sh_offset + va->vna_name;
+                int major = 0, minor = 0;
+
+                if (sscanf(name, "GLIBC_%d.%d", &major, &minor) == 2 && major == 2 && minor > newest)
+                    newest = minor;
+                snprintf(names + strlen(names), cap - strlen(names), " %s", name);
+                aux += va->vna_next;
+            }
+            at += vn->vn_next;
+        }
+    }
+    free(b);
+    return newest;
+}
+
+/* Older images than ours load the sampler: glibc 2.32 to 2.34 moved
+ * functions into libc under new versions, and 2.33 made stat a function;
+ * a library asking for those is refused by an older loader, and the
+ * service with it (bullseye, 2.31: "version `GLIBC_2.33' not found",
+ * the service exits 1).  ph_sampler_glibc.h binds the old versions. */
+static void
+test_glibc_floor(void **state)
+{
+    char names[4096];
+    int newest;
+
+    (void)state;
+    newest = newest_glibc("build/libphsampler.so", names, sizeof names);
+    print_message("# libphsampler.so needs:%s\n", names);
+    assert_true(newest >= 0);
+    assert_true(newest <= 28);
 }
 
 /* The counts of FOLDED's lines holding A, then B, then C, in that order. */
@@ -314,6 +386,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_311),
+        cmocka_unit_test(test_glibc_floor),
         cmocka_unit_test_setup_teardown(test_hot_cool_shares, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_version, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debug_offsets_313, setup, tu_teardown),
