@@ -136,12 +136,13 @@ $(B)/tests/helpers/%: tests/unit/helpers/%.c
 
 # The fake CPythons share their eval loop and the versions' layouts; the
 # bad 3.13 is the good one with another cookie, the 3.8 and 3.7 the 3.10
-# built as those versions.
+# built as those versions, the 3.10 "as 3.9" it saying it is a 3.9.
 FAKEPY_H := tests/unit/helpers/fakepy_eval.h tests/unit/helpers/fakepy_layouts.h
 $(B)/tests/helpers/sampler_fakepy $(B)/tests/helpers/sampler_fakepy313 $(B)/tests/helpers/sampler_fakepy310 \
     $(B)/tests/helpers/sampler_fakepy312: $(FAKEPY_H)
 $(B)/tests/helpers/sampler_fakepy313_bad: $(FAKEPY_H) tests/unit/helpers/sampler_fakepy313.c
-$(B)/tests/helpers/sampler_fakepy38 $(B)/tests/helpers/sampler_fakepy37: $(FAKEPY_H) tests/unit/helpers/sampler_fakepy310.c
+$(B)/tests/helpers/sampler_fakepy38 $(B)/tests/helpers/sampler_fakepy37 $(B)/tests/helpers/sampler_fakepy310_as39: \
+    $(FAKEPY_H) tests/unit/helpers/sampler_fakepy310.c
 
 # The wall-clock test service (tests/wall/svc), a workload of the
 # sampler's tests too.

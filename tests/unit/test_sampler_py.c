@@ -25,6 +25,7 @@
 #include "sampler_test_util.h"
 
 #include "ph_sampler_pylayout.h"
+#include "helpers/fakepy_layouts.h"
 
 #include <elf.h>
 #include <math.h>
@@ -35,12 +36,22 @@
 #define FAKEPY313 "build/tests/helpers/sampler_fakepy313"
 #define FAKEPY_DIR "build/tests/helpers/"
 
+/* The row of 3.MINOR, or NULL. */
+static const phs_py_layout *
+row(unsigned minor)
+{
+    for (size_t i = 0; i < sizeof phs_py_layouts / sizeof *phs_py_layouts; i++)
+        if (phs_py_layouts[i].minor == minor)
+            return &phs_py_layouts[i];
+    return NULL;
+}
+
 /* The 3.11 row is what CPython 3.11's headers say. */
 static void
 test_layout_311(void **state)
 {
 #ifdef PH_HAVE_PY311_HEADERS
-    const phs_py_layout *L = &phs_py_layouts[0];
+    const phs_py_layout *L = row(11);
 
     (void)state;
     assert_int_equal(PY_MAJOR_VERSION * 100 + PY_MINOR_VERSION, 311);
@@ -72,6 +83,64 @@ test_layout_311(void **state)
     (void)state;
     skip(); /* no python3.11-dev headers here */
 #endif
+}
+
+/* The 3.8, 3.9, 3.10 and 3.12 rows are where the compiler puts the fields
+ * of those versions' declarations (helpers/fakepy_layouts.h). */
+static void
+test_layout_rows(void **state)
+{
+    const phs_py_layout *L;
+
+    (void)state;
+    for (unsigned minor = 8; minor <= 10; minor++) {
+        assert_non_null(L = row(minor));
+        assert_int_equal(L->rt_tstate_current, minor == 8 ? offsetof(struct fruntime38, gilstate.tstate_current)
+                                                          : offsetof(struct fruntime310, gilstate.tstate_current));
+        assert_int_equal(L->ts_cframe, PHS_PY_NO_FIELD);
+        assert_int_equal(L->cf_current_frame, minor == 10 ? offsetof(struct fts310, frame) : offsetof(struct fts38, frame));
+        assert_int_equal(L->ts_thread_id, minor == 10 ? offsetof(struct fts310, thread_id) : offsetof(struct fts38, thread_id));
+        assert_int_equal(L->fr_code, minor == 10 ? offsetof(struct fframe310, f_code) : offsetof(struct fframe38, f_code));
+        assert_int_equal(L->fr_previous, minor == 10 ? offsetof(struct fframe310, f_back) : offsetof(struct fframe38, f_back));
+        assert_int_equal(L->fr_prev_instr, minor == 10 ? offsetof(struct fframe310, f_lasti) : offsetof(struct fframe38, f_lasti));
+        assert_int_equal(L->frame_size, minor == 10 ? sizeof(struct fframe310) : sizeof(struct fframe38));
+        assert_int_equal(L->co_firstlineno, offsetof(struct fcode38, co_firstlineno));
+        assert_int_equal(L->co_filename, offsetof(struct fcode38, co_filename));
+        assert_int_equal(L->co_qualname, offsetof(struct fcode38, co_name)); /* no qualified name before 3.11 */
+        assert_int_equal(L->co_linetable, offsetof(struct fcode38, co_lnotab));
+        assert_int_equal(L->co_code, sizeof(struct fcode38));
+        assert_int_equal(L->code_size, sizeof(struct fcode38));
+        assert_int_equal(L->u_length, offsetof(struct fstr38, length));
+        assert_int_equal(L->u_state, offsetof(struct fstr38, state));
+        assert_int_equal(L->u_ascii_data, offsetof(struct fstr38, data));
+        assert_int_equal(L->u_compact_data, offsetof(struct fstr38, data) + 24);
+        assert_int_equal(L->b_size, offsetof(struct fbytes, ob.size));
+        assert_int_equal(L->b_data, offsetof(struct fbytes, ob_sval));
+    }
+    assert_non_null(L = row(12));
+    assert_int_equal(L->rt_interp_head, offsetof(struct fruntime312, interpreters.main));
+    assert_int_equal(L->is_gil, offsetof(struct finterp312, ceval.gil));
+    assert_int_equal(L->is_gil_locked, offsetof(struct fgil, locked));
+    assert_int_equal(L->is_gil_holder, offsetof(struct fgil, last_holder));
+    assert_int_equal(L->ts_cframe, offsetof(struct fts312, cframe));
+    assert_int_equal(L->cf_current_frame, offsetof(struct fcframe312, current_frame));
+    assert_int_equal(L->ts_thread_id, offsetof(struct fts312, thread_id));
+    assert_int_equal(L->fr_code, offsetof(struct fframe312, f_code));
+    assert_int_equal(L->fr_previous, offsetof(struct fframe312, previous));
+    assert_int_equal(L->fr_prev_instr, offsetof(struct fframe312, prev_instr));
+    assert_int_equal(L->fr_owner, offsetof(struct fframe312, owner));
+    assert_int_equal(L->co_firstlineno, offsetof(struct fcode312, co_firstlineno));
+    assert_int_equal(L->co_filename, offsetof(struct fcode312, co_filename));
+    assert_int_equal(L->co_qualname, offsetof(struct fcode312, co_qualname));
+    assert_int_equal(L->co_linetable, offsetof(struct fcode312, co_linetable));
+    assert_int_equal(L->co_code, offsetof(struct fcode312, co_code_adaptive));
+    assert_int_equal(L->code_size, offsetof(struct fcode312, co_code_adaptive));
+    assert_int_equal(L->u_length, offsetof(struct fstr312, a.length));
+    assert_int_equal(L->u_state, offsetof(struct fstr312, a.state));
+    assert_int_equal(L->u_ascii_data, offsetof(struct fstr312, data));
+    assert_int_equal(L->u_compact_data, offsetof(struct fstr312, data) + 16);
+    assert_null(row(7));
+    assert_null(row(14));
 }
 
 /* The newest glibc version the preloaded library needs (its
@@ -268,15 +337,14 @@ test_debug_offsets_313(void **state)
     assert_null(strstr(folded, "_PyEval_EvalFrameDefault"));
 }
 
-/* The fake CPython NAME: its status says STATUS, and nearly all its
- * samples are STACK (its Python frames in place of the eval loop's). */
-static void
-fake_named(const char *name, const char *status, const char *stack)
+/* Run the fake CPython NAME for a CPU-second: its status says STATUS;
+ * its folded stacks. */
+static const char *
+run_fake(const char *name, const char *status)
 {
     char prog[200], quoted[200];
     char *args[] = { "1.0", NULL };
-    const char *folded, *st;
-    double total, named;
+    const char *st, *folded;
     int status_;
 
     snprintf(prog, sizeof prog, FAKEPY_DIR "%s", name);
@@ -290,10 +358,32 @@ fake_named(const char *name, const char *status, const char *stack)
     assert_non_null(strstr(st, quoted));
     folded = newest("stacks-");
     assert_non_null(folded);
+    return folded;
+}
+
+/* The fake CPython NAME: its status says STATUS, and nearly all its
+ * samples are STACK (its Python frames in place of the eval loop's). */
+static void
+fake_named(const char *name, const char *status, const char *stack)
+{
+    const char *folded = run_fake(name, status);
+    double total, named;
+
     named = samples_with(folded, stack, &total, NULL);
     print_message("# %s: %.0f samples, %.0f named %s\n", name, total, named, stack);
     assert_true(total > 0 && named / total > 0.9);
     assert_null(strstr(folded, "_PyEval_EvalFrameDefault"));
+}
+
+/* The fake CPython NAME is not read: its status says STATUS, no Python
+ * frame, its two eval loop calls kept native. */
+static void
+fake_not_read(const char *name, const char *status)
+{
+    const char *folded = run_fake(name, status);
+
+    assert_null(strstr(folded, "_[p]"));
+    assert_non_null(strstr(folded, ";main;_PyEval_EvalFrameDefault;_PyEval_EvalFrameDefault"));
 }
 
 /* 3.10: no Py_Version, the version from its PY_VERSION string; the frame
@@ -317,33 +407,32 @@ test_frames_38(void **state)
 }
 
 /* 3.12: the GIL behind the main interpreter's ceval.gil, cframe's current
- * frame, the entry frame owned by the C stack ending one eval loop's. */
+ * frame, the entry frame owned by the C stack ending one eval loop's
+ * frames (and never named itself), the outer loop's frames after it. */
 static void
 test_frames_312(void **state)
 {
     (void)state;
     fake_named("sampler_fakepy312", "Python 3.12.4: frames read",
-               ";main;main (fake312.py:20)_[p];hot_fake (fake312.py:12)_[p]");
+               ";main;<module> (fake312.py:30)_[p];main (fake312.py:20)_[p];hot_fake (fake312.py:12)_[p]");
 }
 
 /* 3.7 (before 3.8, no row): not read, and said so. */
 static void
 test_unknown_37(void **state)
 {
-    char *args[] = { "1.0", NULL };
-    const char *st, *folded;
-    int status;
-
     (void)state;
-    status = finish(run(FAKEPY_DIR "sampler_fakepy37", "250", args));
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    st = status_of("sampler_fakepy37");
-    assert_non_null(st);
-    assert_non_null(strstr(st, "\"python\": \"Python 3.7.3: frames not read (unknown version)\""));
-    folded = newest("stacks-");
-    assert_non_null(folded);
-    assert_null(strstr(folded, "_[p]"));
-    assert_non_null(strstr(folded, ";main;_PyEval_EvalFrameDefault;_PyEval_EvalFrameDefault"));
+    fake_not_read("sampler_fakepy37", "Python 3.7.3: frames not read (unknown version)");
+}
+
+/* A 3.10 saying it is a 3.9: its frame objects are not 3.9's size
+ * (PyFrame_Type's tp_basicsize), so nothing is read with 3.9's offsets. */
+static void
+test_size_not_the_versions(void **state)
+{
+    (void)state;
+    fake_not_read("sampler_fakepy310_as39",
+                  "Python 3.9.18: frames not read (its code or frame objects are not of this version's size)");
 }
 
 /* Offsets that do not carry CPython's cookie are not read. */
@@ -386,6 +475,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_311),
+        cmocka_unit_test(test_layout_rows),
         cmocka_unit_test(test_glibc_floor),
         cmocka_unit_test_setup_teardown(test_hot_cool_shares, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_version, setup, tu_teardown),
@@ -396,6 +486,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_frames_38, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_frames_312, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_37, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_size_not_the_versions, setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,11 +230,15 @@ struct fcode312 {
     uint16_t co_code_adaptive[16];
 };
 
-/* 3.12: Include/cpython/unicodeobject.h PyASCIIObject (no wstr) */
-struct fstr312 {
+/* 3.12: Include/cpython/unicodeobject.h PyASCIIObject (no wstr), an
+ * ASCII str's data after it */
+struct fascii312 {
     fobj ob;
     intptr_t length, hash;
     uint32_t state;
+};
+struct fstr312 {
+    struct fascii312 a;
     char data[40];
 };
 

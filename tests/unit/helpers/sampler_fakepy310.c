@@ -8,7 +8,9 @@
  * loop call of its own, as before 3.11.  Built with FAKE_MINOR 8
  * (sampler_fakepy38.c) it is a 3.8: 3.8's _PyRuntimeState, thread state
  * and frames, and a co_lnotab; with FAKE_MINOR 7 (sampler_fakepy37.c) a
- * 3.7, a version that is not read.  Argument: CPU-seconds to spend. */
+ * 3.7, a version that is not read; with FAKE_VERSION_CLAIMED
+ * (sampler_fakepy310_as39.c) a 3.10 that says it is another version.
+ * Argument: CPU-seconds to spend. */
 #include <pthread.h>
 #include <stdlib.h>
 #include "fakepy_eval.h"
@@ -35,6 +37,11 @@ typedef struct fframe310 fframe;
 typedef struct fruntime38 fruntime;
 typedef struct fts38 fts;
 typedef struct fframe38 fframe;
+#endif
+
+#ifdef FAKE_VERSION_CLAIMED
+#undef FAKE_VERSION
+#define FAKE_VERSION FAKE_VERSION_CLAIMED
 #endif
 
 /* PY_VERSION as Py_GetVersion() formats it in: a string of its own */
