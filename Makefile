@@ -44,7 +44,9 @@ SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o
                $(B)/pic/harness/util/ph_sha256.o
 # zlib is linked in (Debian's libz.a is position-independent): the sampler
 # then loads into a service whose image has no zlib (distroless).
-SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthread -lm
+# libdl, libpthread and librt are needed by name: on a glibc before 2.34
+# the functions ph_sampler_glibc.h binds to their old versions are there.
+SAMPLER_LIBS := -Wl,-Bstatic -lz -Wl,-Bdynamic -Wl,--push-state,--no-as-needed -l:libdl.so.2 -l:libpthread.so.0 -l:librt.so.1 -Wl,--pop-state -lm
 # The demanglers come from libiberty (libiberty-dev: a static, PIC archive):
 # only their three objects are taken, into both sampler libraries, so a
 # service linking libphsampler.a needs nothing more.  cp-demangle.c and
@@ -70,9 +72,12 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
+# Every object of the sampler binds glibc's functions as old glibcs have
+# them (ph_sampler_glibc.h): the library loads into older images than ours.
+$(SAMPLER_PIC): harness/sampler/ph_sampler_glibc.h
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -fPIC -fno-omit-frame-pointer -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -include harness/sampler/ph_sampler_glibc.h -fPIC -fno-omit-frame-pointer -MMD -MP -c -o $@ $<
 
 $(B)/libprofharness.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -115,7 +120,7 @@ $(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno
 # headers, where python3.11-dev installed them (skipped elsewhere).
 PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)
 $(B)/tests/test_sampler_py: private CPPFLAGS += $(if $(PY311_INC),-DPH_HAVE_PY311_HEADERS -I/usr/include/python3.11)
-$(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h
+$(B)/tests/test_sampler_py: harness/sampler/ph_sampler_pylayout.h tests/unit/helpers/fakepy_layouts.h
 
 # The heap sampler's arithmetic is tested as the allocation path compiles it.
 $(B)/tests/test_sampler_heap: harness/sampler/ph_sampler_heapmath.h
@@ -133,10 +138,15 @@ $(B)/tests/helpers/%: tests/unit/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $< -lpthread -lm
 
-# The fake CPythons share their eval loop; the bad 3.13 is the good one
-# with another cookie.
-$(B)/tests/helpers/sampler_fakepy $(B)/tests/helpers/sampler_fakepy313: tests/unit/helpers/fakepy_eval.h
-$(B)/tests/helpers/sampler_fakepy313_bad: tests/unit/helpers/fakepy_eval.h tests/unit/helpers/sampler_fakepy313.c
+# The fake CPythons share their eval loop and the versions' layouts; the
+# bad 3.13 is the good one with another cookie, the 3.8 and 3.7 the 3.10
+# built as those versions, the 3.10 "as 3.9" it saying it is a 3.9.
+FAKEPY_H := tests/unit/helpers/fakepy_eval.h tests/unit/helpers/fakepy_layouts.h
+$(B)/tests/helpers/sampler_fakepy $(B)/tests/helpers/sampler_fakepy313 $(B)/tests/helpers/sampler_fakepy310 \
+    $(B)/tests/helpers/sampler_fakepy312: $(FAKEPY_H)
+$(B)/tests/helpers/sampler_fakepy313_bad: $(FAKEPY_H) tests/unit/helpers/sampler_fakepy313.c
+$(B)/tests/helpers/sampler_fakepy38 $(B)/tests/helpers/sampler_fakepy37 $(B)/tests/helpers/sampler_fakepy310_as39: \
+    $(FAKEPY_H) tests/unit/helpers/sampler_fakepy310.c
 
 # The wall-clock test service (tests/wall/svc), a workload of the
 # sampler's tests too.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Languages (issue 20, "Measure"): one CPU-bound service per language
-# (tests/lang/: C, C++, Rust, Go static and cgo, Python 3.11 and 3.13,
-# Node, Java), each
+# (tests/lang/: C, C++, Rust, Go static and cgo, Python 3.9, 3.11 and
+# 3.13, Node, Java), each
 # spending 75 % of its work in `hot_seventy_five` and 25 % in
 # `cool_twenty_five`, profiled as a new user would, with no flag beyond
 # the mode, under flamegraph, perf and attach --mode perf.  For each cell:
@@ -13,9 +13,9 @@
 # off the list), never passed silently.  The whole table goes to the TAP
 # output (`# ...`), so a run documents today's state.
 # (The images are built from the local debian:bookworm-slim, python313's
-# from debian:trixie-slim, and tagged by their inputs' hash,
-# tests/lang/tags.sh: built once, then reused; the trixie base too,
-# scripts/base-image.sh.)
+# from debian:trixie-slim, python39's from debian:bullseye-slim, and
+# tagged by their inputs' hash, tests/lang/tags.sh: built once, then
+# reused; the trixie and bullseye bases too, scripts/base-image.sh.)
 
 load test_helper
 
@@ -28,12 +28,14 @@ declare -gA KNOWN_GAPS=(
     [gostatic:flamegraph]="refused: is static"
     [python:perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python:attach-perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
+    [python39:perf]="refused: python3.9 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
+    [python39:attach-perf]="refused: python3.9 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python313:attach-perf]="refused: was started without PYTHONPERFSUPPORT=1 or -X perf: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode perf\`"
     [node:attach-perf]="refused: node was started without --perf-basic-prof: its JavaScript would be unnamed; use \`start --mode perf\`"
 )
 
 MODES="flamegraph perf attach-perf"
-LANGS="c cpp rust gostatic gocgo python python313 node java"
+LANGS="c cpp rust gostatic gocgo python39 python python313 node java"
 # CPU time a cell runs for, read from the container's cgroup: a
 # condition, not a pace; the same work for every language (startup and
 # JIT warm-up are part of it, as for any service)
@@ -46,7 +48,7 @@ pl() {
 
 setup_file() {
     common_setup_file
-    "$REPO/scripts/base-image.sh" trixie >&3 2>&1
+    "$REPO/scripts/base-image.sh" trixie bullseye >&3 2>&1
     eval "$("$REPO/tests/lang/tags.sh")"
     export PH_LANG_C_TAG PH_LANG_CPP_TAG PH_LANG_RUST_TAG PH_LANG_GO_TAG PH_LANG_PYTHON_TAG PH_LANG_NODE_TAG PH_LANG_JAVA_TAG
     export TABLE=$BATS_FILE_TMPDIR/table
@@ -175,6 +177,9 @@ check_cell() {
 @test "languages: gocgo × flamegraph" { check_cell gocgo flamegraph; }
 @test "languages: gocgo × perf" { check_cell gocgo perf; }
 @test "languages: gocgo × attach-perf" { check_cell gocgo attach-perf; }
+@test "languages: python39 × flamegraph" { check_cell python39 flamegraph; }
+@test "languages: python39 × perf" { check_cell python39 perf; }
+@test "languages: python39 × attach-perf" { check_cell python39 attach-perf; }
 @test "languages: python × flamegraph" { check_cell python flamegraph; }
 @test "languages: python × perf" { check_cell python perf; }
 @test "languages: python × attach-perf" { check_cell python attach-perf; }

@@ -176,7 +176,10 @@ boot_size(const void *p)
     return n;
 }
 
-static __thread int tls_resolving __attribute__((tls_model("initial-exec")));
+/* volatile: the compiler sees no way for dlsym to reach calloc, and
+ * dropped both stores around it (the guard then never held: glibc 2.31's
+ * dlsym allocates, and the first calloc recursed until the stack ran out) */
+static __thread volatile int tls_resolving __attribute__((tls_model("initial-exec")));
 
 #define NEXT(name) dlsym(RTLD_NEXT, name)
 

@@ -6,24 +6,33 @@
  * - The writer (phs_py_detect) looks for a CPython in the process: the
  *   symbols _PyRuntime and _PyEval_EvalFrameDefault in the program or a
  *   loaded libpython, its version from Py_Version (3.11 and later: a
- *   `const unsigned long`, PY_VERSION_HEX), and the layout of that
- *   version (ph_sampler_pylayout.h); for 3.13 the offsets themselves
- *   are read from the _Py_DebugOffsets CPython publishes at the start of
- *   _PyRuntime (cookie, version and the structs' sizes checked).  An
- *   unknown version is not read: the status and the snapshots say
- *   "Python X.Y.Z: frames not read (unknown version)", never names read
- *   with wrong offsets.
+ *   `const unsigned long`, PY_VERSION_HEX) or, before 3.11, from its
+ *   name (python3.X, libpython3.X) and the PY_VERSION string in its
+ *   memory (the "3.X.Y" that Py_GetVersion() formats: copied, never
+ *   called), and the layout of that version (ph_sampler_pylayout.h),
+ *   checked against PyCode_Type's (and PyFrame_Type's) tp_basicsize; for
+ *   3.13 the offsets themselves are read from the _Py_DebugOffsets
+ *   CPython publishes at the start of _PyRuntime (cookie, version and the
+ *   structs' sizes checked).  An unknown version is not read: the status
+ *   and the snapshots say "Python X.Y.Z: frames not read (unknown
+ *   version)", never names read with wrong offsets.
  * - The signal path (phs_py_merge), after the native unwind: the thread
- *   state holding the GIL (3.11: _PyRuntime.gilstate.tstate_current;
- *   3.13: the main interpreter's GIL, its last_holder while locked), only when
+ *   state holding the GIL (3.8 to 3.11: _PyRuntime.gilstate.
+ *   tstate_current; 3.12: the GIL the main interpreter's ceval.gil points
+ *   to, 3.13: the main interpreter's own, its last_holder while locked;
+ *   from 3.12 on the current thread state is thread-local, which a
+ *   handler cannot read for another module), only when
  *   its thread_id is this thread's pthread_self() (another thread's
  *   frames are never charged to this one; a thread running without the
  *   GIL keeps its native frames), then its current frame chain
- *   (3.11: cframe->current_frame; 3.13: current_frame; previous...).
- *   Going from the innermost native frame outward, each
- *   _PyEval_EvalFrameDefault frame is replaced by the Python frames it
- *   runs: up to and including the next entry frame (is_entry in 3.11),
- *   or up to the shim frame the loop pushed (owned by the C stack, 3.13).  C extensions' frames stay where they are.  Only
+ *   (3.8 to 3.10: frame, f_back...; 3.11, 3.12: cframe->current_frame;
+ *   3.13: current_frame; previous...).  Going from the innermost native
+ *   frame outward, each _PyEval_EvalFrameDefault frame is replaced by the
+ *   Python frames it runs: before 3.11 exactly one (each frame has an
+ *   eval loop call of its own); then up to and including the next entry
+ *   frame (is_entry in 3.11), or up to the entry frame the loop pushed
+ *   (owned by the C stack, 3.12 and 3.13).  C extensions' frames stay
+ *   where they are.  Only
  *   raw words are recorded (the code object, its first line and the
  *   instruction index, its qualified name object); every word is read
  *   after proving its page readable (ph_sampler.c's probe, a few pages
@@ -37,7 +46,9 @@
  *   refused), and named only if it still is a code object (its type is
  *   PyCode_Type) with the same qualified name object and first line as
  *   sampled; its strings (compact str objects, type checked) and line
- *   table (bytes) are copied then.  The writer holds no GIL, so a code
+ *   table (bytes: 3.8, 3.9 co_lnotab, 3.10 co_linetable, 3.11+ the
+ *   location table) are copied then.  Before 3.11 a code object has no
+ *   qualified name: the name is co_name.  The writer holds no GIL, so a code
  *   object freed in between is not named: "[python: code freed]".  What
  *   is guaranteed: a name shown was, when copied, the name of a live code
  *   object at the sampled address with the sampled name object and first
@@ -208,15 +219,118 @@ from_debug_offsets(const phs_py_layout *template, uintptr_t rt, unsigned long ve
     return row;
 }
 
+/* 3.MINOR from a program or library named python3.MINOR or
+ * libpython3.MINOR (Debian's and the python images' names), or -1. */
+static int
+minor_of_name(const char *base)
+{
+    const char *p = strstr(base, "python3.");
+    int minor = 0, digits = 0;
+
+    if (p == NULL)
+        return -1;
+    for (p += 8; *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
+        minor = minor * 10 + (*p - '0');
+    return digits == 0 || digits > 2 || (*p >= '0' && *p <= '9') ? -1 : minor;
+}
+
+/* The version (PY_VERSION_HEX's major, minor and micro; release level
+ * final) of the string "3.MINOR.MICRO[a|b|rc N][+]" starting at P (N
+ * bytes, NUL-terminated within them), or 0. */
+static unsigned long
+version_string(const unsigned char *p, size_t n)
+{
+    unsigned long part[2] = { 0, 0 };
+    size_t i = 2;
+
+    if (n < 6 || p[0] != '3' || p[1] != '.')
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        size_t d = 0;
+
+        for (; i < n && p[i] >= '0' && p[i] <= '9' && d < 3; i++, d++)
+            part[k] = part[k] * 10 + (p[i] - '0');
+        if (d == 0 || d > 2 || i >= n || (k == 0 && p[i++] != '.'))
+            return 0;
+    }
+    if (i + 1 < n && (p[i] == 'a' || p[i] == 'b'))
+        i++;
+    else if (i + 2 < n && p[i] == 'r' && p[i + 1] == 'c')
+        i += 2;
+    while (i < n && p[i] >= '0' && p[i] <= '9' && p[i - 1] != '.')
+        i++;
+    if (i < n && p[i] == '+')
+        i++;
+    if (i >= n || p[i] != '\0')
+        return 0;
+    return 0x03000000ul | part[0] << 16 | part[1] << 8 | 0xf0;
+}
+
+/* The PY_VERSION string in the module's memory [LO, HI) (a NUL, "3.X.Y",
+ * a NUL): of 3.MINOR, or when MINOR is -1 of a 3.4 to 3.10 (the versions
+ * without Py_Version) when only one such version is there; 0 when none
+ * is, or several are.  The writer's copies, a page at a time (a page not
+ * mapped, between the module's segments, is passed over), once per
+ * CPython found. */
+static unsigned long
+version_in_memory(uintptr_t lo, uintptr_t hi, int minor)
+{
+    enum { PAGE = 4096, KEEP = 24 }; /* KEEP: past the longest such string */
+    static unsigned char buf[KEEP + PAGE];
+    unsigned long found = 0;
+    size_t kept = 0; /* the end of the page before, at the start of buf */
+
+    if (hi <= lo || hi - lo > (256u << 20))
+        return 0;
+    for (uintptr_t at = lo & ~(uintptr_t)(PAGE - 1); at < hi; at += PAGE) {
+        uintptr_t from = at < lo ? lo : at, to = hi - at < PAGE ? hi : at + PAGE;
+        size_t n = kept + (size_t)(to - from);
+
+        if (copy_in(buf + kept, from, (size_t)(to - from)) < 0) {
+            kept = 0;
+            continue;
+        }
+        /* a string across the pages is seen whole here, and may have been
+         * seen in part before: as a part it was no version */
+        for (size_t i = 0; i + 1 < n; i++) {
+            unsigned long v;
+
+            if (buf[i] != '\0' || buf[i + 1] != '3' || (v = version_string(buf + i + 1, n - i - 1)) == 0)
+                continue;
+            if (minor >= 0 ? ((v >> 16) & 0xff) != (unsigned long)minor
+                           : ((v >> 16) & 0xff) < 4 || ((v >> 16) & 0xff) > 10)
+                continue;
+            if (found != 0 && found != v)
+                return 0; /* two versions: neither is sure */
+            found = v;
+        }
+        kept = n < KEEP ? n : KEEP;
+        memmove(buf, buf + n - kept, kept);
+    }
+    return found;
+}
+
+/* The tp_basicsize of the type object NAME in module MOD is SIZE. */
+static int
+type_size_is(phs_symbols *s, int mod, const char *name, uint16_t size)
+{
+    uintptr_t addr = 0, len = 0;
+    intptr_t basic = 0;
+
+    return phs_symbol_addr(s, mod, name, &addr, &len) == 0 && copy_in(&basic, addr + 32, sizeof basic) == 0 &&
+           basic == (intptr_t)size; /* PyVarObject_HEAD, tp_name, then tp_basicsize */
+}
+
 /* Look in modules not looked at yet: the program, and libpython*. */
 void
 phs_py_detect(phs_symbols *s)
 {
-    uintptr_t eval = 0, eval_size = 0, rt = 0, rt_size = 0, ver_addr = 0, size = 0;
+    uintptr_t eval = 0, eval_size = 0, rt = 0, rt_size = 0, ver_addr = 0, size = 0, mlo = 0, mhi = 0, moff = 0;
     unsigned long version = 0;
-    const char *why = "unknown version";
+    const char *why = "unknown version", *mpath = "";
+    char minor_only[16] = "";
     size_t n;
-    int mod = -1;
+    int mod = -1, minor;
 
     if (atomic_load(&PY.state) != PY_UNDECIDED && atomic_load(&PY.state) != PY_NONE)
         return;
@@ -245,9 +359,25 @@ phs_py_detect(phs_symbols *s)
     if (phs_symbol_addr(s, mod, "Py_Version", &ver_addr, &size) < 0 || size != sizeof version ||
         copy_in(&version, ver_addr, sizeof version) < 0)
         version = 0;
+    if (version == 0 && phs_module_info(s, mod, &mlo, &mhi, &moff, &mpath) == 0) {
+        /* before 3.11: the name says the minor version, the string the micro */
+        const char *base = strrchr(mpath, '/') ? strrchr(mpath, '/') + 1 : mpath;
+
+        minor = minor_of_name(base);
+        version = version_in_memory(mlo, mhi, minor);
+        if (version == 0 && minor >= 0) {
+            version = 0x03000000ul | (unsigned long)minor << 16 | 0xf0;
+            snprintf(minor_only, sizeof minor_only, "3.%d", minor);
+        }
+    }
     PY.L = layout_of(version);
     if (PY.L != NULL && PY.L->from_debug_offsets)
         PY.L = from_debug_offsets(PY.L, rt, version, &PY.from_process, &why);
+    if (PY.L != NULL && ((PY.L->code_size && !type_size_is(s, mod, "PyCode_Type", PY.L->code_size)) ||
+                         (PY.L->frame_size && !type_size_is(s, mod, "PyFrame_Type", PY.L->frame_size)))) {
+        why = "its code or frame objects are not of this version's size";
+        PY.L = NULL;
+    }
     PY.runtime = rt;
     PY.eval_lo = eval;
     PY.eval_hi = eval + (eval_size ? eval_size : 1);
@@ -257,6 +387,9 @@ phs_py_detect(phs_symbols *s)
         PY.L = NULL;
     if (version == 0)
         snprintf(PY.desc, sizeof PY.desc, "Python (before 3.11, no Py_Version): frames not read (unknown version)");
+    else if (minor_only[0])
+        snprintf(PY.desc, sizeof PY.desc, "Python %s: frames %s%s%s", minor_only, PY.L ? "read" : "not read (",
+                 PY.L ? "" : why, PY.L ? "" : ")");
     else
         snprintf(PY.desc, sizeof PY.desc, "Python %lu.%lu.%lu: frames %s%s%s", (version >> 24) & 0xff,
                  (version >> 16) & 0xff, (version >> 8) & 0xff, PY.L ? "read" : "not read (",
@@ -307,11 +440,12 @@ emit_eval(reader *r, const phs_py_layout *L, uintptr_t *frame, uintptr_t *out, u
     for (int i = 0; f != 0 && i < MAX_CHAIN; i++) {
         uintptr_t code = 0, prev = 0, instr = 0, type = 0, qual = 0, idx = 0;
         unsigned char entry = 0, owner = 0;
-        int32_t first = 0;
+        int32_t first = 0, lasti = 0;
 
         if (!get(r, f + L->fr_code, &code, 8) || !get(r, f + L->fr_previous, &prev, 8) ||
-            !get(r, f + L->fr_prev_instr, &instr, 8) || !get(r, f + L->fr_owner, &owner, 1) ||
-            (L->entry_owner < 0 && !get(r, f + L->fr_is_entry, &entry, 1))) {
+            (L->lasti_int ? !get(r, f + L->fr_prev_instr, &lasti, 4) : !get(r, f + L->fr_prev_instr, &instr, 8)) ||
+            (L->entry_owner >= 0 && !get(r, f + L->fr_owner, &owner, 1)) ||
+            (L->fr_is_entry != PHS_PY_NO_FIELD && !get(r, f + L->fr_is_entry, &entry, 1))) {
             *frame = 0;
             return 0;
         }
@@ -326,14 +460,16 @@ emit_eval(reader *r, const phs_py_layout *L, uintptr_t *frame, uintptr_t *out, u
         }
         if (*o + PHS_PY_WORDS >= max)
             return -1; /* the last word is kept for the truncation marker */
-        if (instr >= code + L->co_code)
+        if (L->lasti_int)
+            idx = (uint32_t)lasti; /* -1: not started */
+        else if (instr >= code + L->co_code)
             idx = (instr - (code + L->co_code)) / 2;
         out[(*o)++] = PHS_PY_TAG | code;
         out[(*o)++] = PHS_PY_TAG | ((uintptr_t)((uint32_t)first & 0x7fffffff) << 32) |
                       (idx > 0xffffffffu ? 0xffffffffu : idx);
         out[(*o)++] = qual;
         f = prev;
-        if (L->entry_owner < 0 && entry)
+        if (L->each_eval || (L->entry_owner < 0 && entry))
             break;
     }
     *frame = f;
@@ -349,8 +485,11 @@ gil_holder(reader *r, const phs_py_layout *L)
 
     if (L->ts_via == PHS_PY_TS_RUNTIME)
         return get(r, PY.runtime + L->rt_tstate_current, &ts, 8) ? ts : 0;
-    if (!get(r, PY.runtime + L->rt_interp_head, &interp, 8) || interp == 0 ||
-        !get(r, interp + L->is_gil_locked, &locked, 4) || locked == 0 || !get(r, interp + L->is_gil_holder, &ts, 8))
+    if (!get(r, PY.runtime + L->rt_interp_head, &interp, 8) || interp == 0)
+        return 0;
+    if (L->ts_via == PHS_PY_TS_GILPTR && (!get(r, interp + L->is_gil, &interp, 8) || interp == 0))
+        return 0; /* interp: now the GIL itself */
+    if (!get(r, interp + L->is_gil_locked, &locked, 4) || locked == 0 || !get(r, interp + L->is_gil_holder, &ts, 8))
         return 0;
     return ts;
 }
@@ -568,6 +707,50 @@ line_of(const unsigned char *p, size_t n, int first, uint32_t idx)
     return 0;
 }
 
+/* CPython 3.8 and 3.9's co_lnotab (Objects/lnotab_notes.txt): (bytes,
+ * line delta) pairs, the delta a signed byte taken once its bytes are
+ * passed; the line of byte offset ADDR (negative: not started). */
+static int
+line_of_lnotab(const unsigned char *p, size_t n, int first, int32_t addr)
+{
+    int line = first;
+    int64_t at = 0;
+
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        at += p[i];
+        if (at > addr)
+            break;
+        line += (signed char)p[i + 1];
+    }
+    return line;
+}
+
+/* CPython 3.10's co_linetable (Objects/lnotab_notes.txt of 3.10): (bytes,
+ * line delta) pairs, each a range of that many bytes at the line moved by
+ * the delta, -128 for none (the line does not move then); a pair of no
+ * bytes moves the line only.  The line of instruction IDX (negative: not
+ * started, the first line), 0 when it has none. */
+static int
+line_of_310(const unsigned char *p, size_t n, int first, int32_t idx)
+{
+    int line = first;
+    int64_t end = 0, addr = (int64_t)idx * 2;
+
+    if (idx < 0)
+        return first;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        int64_t start = end;
+        int delta = (signed char)p[i + 1];
+
+        end += p[i];
+        if (delta != -128)
+            line += delta;
+        if (start != end && addr < end)
+            return delta == -128 ? 0 : line;
+    }
+    return 0;
+}
+
 /* The frame of (CODE, META, QUAL), read now. */
 static void
 name_of(uintptr_t code, uintptr_t meta, uintptr_t qual, phs_frame *f, char *name, char *file, size_t cap)
@@ -599,7 +782,9 @@ name_of(uintptr_t code, uintptr_t meta, uintptr_t qual, phs_frame *f, char *name
         memcpy(&size, bh + L->b_size, sizeof size);
         if (size > 0 && size <= (intptr_t)MAX_LINETABLE && (table = malloc((size_t)size)) != NULL &&
             copy_in(table, lt + L->b_data, (size_t)size) == 0) {
-            int line = line_of(table, (size_t)size, first, (uint32_t)meta);
+            int line = L->lines == PHS_PY_LINES_LNOTAB ? line_of_lnotab(table, (size_t)size, first, (int32_t)meta)
+                       : L->lines == PHS_PY_LINES_310  ? line_of_310(table, (size_t)size, first, (int32_t)meta)
+                                                       : line_of(table, (size_t)size, first, (uint32_t)meta);
             if (line > 0)
                 f->line = line;
         }

@@ -2,10 +2,23 @@
  * row per minor version (x86-64 and aarch64: LP64, default build, not the
  * free-threaded one).
  *
- * 3.11: each offset comes from CPython's own headers of that version,
- * named in the comment beside it; tests/unit/test_sampler_py.c checks the
- * row with offsetof against the installed headers (python3.11-dev,
- * /usr/include/python3.11) when they are there.
+ * 3.8 to 3.12: each offset comes from CPython's own headers of that
+ * version, named in the comment beside it (Include/internal/
+ * pycore_runtime.h, pycore_interp.h, pycore_frame.h, Include/cpython/
+ * pystate.h, frameobject.h, code.h, unicodeobject.h at the version's tag),
+ * worked out field by field.  tests/unit/test_sampler_py.c checks 3.11's
+ * with offsetof against the installed headers (python3.11-dev), and 3.8
+ * to 3.12's against structs that list those versions' fields in their
+ * order (tests/unit/helpers/fakepy_layouts.h).  3.9's were also compared
+ * with offsetof against Debian bullseye's python3.9-dev (3.9.2): all equal.
+ * The sampler also checks, at detection, that PyCode_Type's (and before
+ * 3.11 PyFrame_Type's) tp_basicsize is the row's.
+ *
+ * Before 3.11 each Python frame is a PyFrameObject (f_back, f_code,
+ * f_lasti: a byte offset in 3.8 and 3.9, an instruction index in 3.10)
+ * run by a call of the eval loop of its own, the thread state holding the
+ * innermost (PyThreadState.frame); from 3.11 on they are
+ * _PyInterpreterFrames, one eval loop running several.
  *
  * 3.13: CPython publishes the offsets itself, in _Py_DebugOffsets at the
  * start of _PyRuntime (cookie "xdebugpy", Include/internal/
@@ -19,10 +32,9 @@
  * when they do not fit the structs' sizes it reports.
  *
  * A version without a row is not read: the status says "Python X.Y:
- * frames not read (unknown version)" rather than guess.  3.12 (no
- * _Py_DebugOffsets, its own layout) has no row: no Debian release ships
- * it, so a row could not be tested here.  3.14 changed _Py_DebugOffsets
- * and its frames (tagged stack references): no row either. */
+ * frames not read (unknown version)" rather than guess.  3.7 and before
+ * have none (no Debian release here ships them), nor 3.14, which changed
+ * _Py_DebugOffsets and its frames (tagged stack references). */
 #ifndef PH_SAMPLER_PYLAYOUT_H
 #define PH_SAMPLER_PYLAYOUT_H
 
@@ -32,10 +44,19 @@
 
 /* How the thread state holding the GIL is found. */
 enum {
-    PHS_PY_TS_RUNTIME,  /* _PyRuntime + rt_tstate_current (3.11) */
+    PHS_PY_TS_RUNTIME,  /* _PyRuntime + rt_tstate_current (3.8 to 3.11) */
     PHS_PY_TS_GIL,      /* the main interpreter (_PyRuntime + rt_interp_head)'s
                          * GIL: the holder at is_gil_holder while the int at
                          * is_gil_locked is set (3.13) */
+    PHS_PY_TS_GILPTR,   /* the same in the GIL the interpreter points to at
+                         * is_gil (3.12) */
+};
+
+/* A code object's line table, and what the instruction index is. */
+enum {
+    PHS_PY_LINES_LOCATIONS, /* 3.11+: location table, code units */
+    PHS_PY_LINES_LNOTAB,    /* 3.8, 3.9: co_lnotab, bytes */
+    PHS_PY_LINES_310,       /* 3.10: co_linetable, code units (2 bytes each) */
 };
 
 typedef struct phs_py_layout {
@@ -45,6 +66,7 @@ typedef struct phs_py_layout {
     /* _PyRuntimeState, PyInterpreterState */
     uint16_t rt_tstate_current; /* the thread state holding the GIL */
     uint16_t rt_interp_head, is_gil_locked, is_gil_holder;
+    uint16_t is_gil;            /* PHS_PY_TS_GILPTR: the interpreter's pointer to its GIL */
     /* PyThreadState, _PyCFrame */
     uint16_t ts_thread_id;      /* pthread_self() of its thread */
     uint16_t ts_cframe;         /* PHS_PY_NO_FIELD: the thread state holds */
@@ -54,17 +76,59 @@ typedef struct phs_py_layout {
     uint16_t fr_is_entry;       /* a bool; 0xffff: none (see entry_owner) */
     uint16_t fr_owner;          /* a char */
     int16_t entry_owner;        /* the owner that marks an entry frame; -1: is_entry does */
+    uint8_t each_eval;          /* every frame runs in an eval loop call of its own (before 3.11) */
+    uint8_t lasti_int;          /* fr_prev_instr is an int index (f_lasti), not a pointer */
+    uint8_t lines;              /* PHS_PY_LINES_* */
     /* PyCodeObject */
     uint16_t co_filename, co_qualname, co_firstlineno, co_linetable, co_code;
     /* PyASCIIObject / PyCompactUnicodeObject */
     uint16_t u_length, u_state, u_ascii_data, u_compact_data;
     /* PyBytesObject */
     uint16_t b_size, b_data;
+    /* tp_basicsize of PyCode_Type and PyFrame_Type; 0: not checked */
+    uint16_t code_size, frame_size;
 } phs_py_layout;
 
 #define PHS_PY_OB_TYPE 8 /* PyObject.ob_type: after ob_refcnt, every version */
 
+/* 3.8 to 3.10 (PyFrameObject chains): what differs is the runtime
+ * state's size before gilstate, where f_lasti is, the line table's format
+ * and the frame object's size. */
+#define PHS_PY_ROW_BEFORE_311(MINOR, TSTATE_CURRENT, LASTI, LINES, FRAME_SIZE)                                     \
+    {                                                                                                              \
+        .minor = MINOR, .ts_via = PHS_PY_TS_RUNTIME, .rt_tstate_current = TSTATE_CURRENT,                          \
+        .rt_interp_head = PHS_PY_NO_FIELD, .is_gil_locked = PHS_PY_NO_FIELD, .is_gil_holder = PHS_PY_NO_FIELD,     \
+        /* Include/cpython/pystate.h: PyThreadState.frame (the innermost), .thread_id */                          \
+        .ts_thread_id = 176, .ts_cframe = PHS_PY_NO_FIELD, .cf_current_frame = 24,                                \
+        /* (cpython/)frameobject.h: PyFrameObject (a PyVarObject): f_back, f_code, ..., f_lasti */               \
+        .fr_code = 32, .fr_previous = 24, .fr_prev_instr = LASTI, .fr_is_entry = PHS_PY_NO_FIELD,                 \
+        .fr_owner = PHS_PY_NO_FIELD, .entry_owner = -1, .each_eval = 1, .lasti_int = 1, .lines = LINES,           \
+        /* (cpython/)code.h: PyCodeObject: 7 ints from co_argcount to co_firstlineno, co_code ...                \
+         * co_cell2arg, co_filename, co_name (no qualified name before 3.11), co_lnotab (3.10:                    \
+         * co_linetable); co_code: its size, 176 (instructions are not inline before 3.11) */                     \
+        .co_filename = 104, .co_qualname = 112, .co_firstlineno = 40, .co_linetable = 120, .co_code = 176,        \
+        /* Include/cpython/unicodeobject.h, bytesobject.h: as 3.11's */                                          \
+        .u_length = 16, .u_state = 32, .u_ascii_data = 48, .u_compact_data = 72, .b_size = 16, .b_data = 32,      \
+        .code_size = 176, .frame_size = FRAME_SIZE,                                                                \
+    }
+
 static const phs_py_layout phs_py_layouts[] = {
+    /* 3.8: Include/internal/pycore_pystate.h: _PyRuntimeState: 4 ints,
+     * finalizing, interpreters (4 words), xidregistry (2), main_thread,
+     * exitfuncs[32], nexitfuncs, gc (struct _gc_runtime_state,
+     * pycore_pymem.h: 240 bytes), ceval (pycore_ceval.h: 4 ints,
+     * _pending_calls of 544, signals_pending, the GIL, pycore_gil.h: 208),
+     * then gilstate (check_enabled, tstate_current).  Include/
+     * frameobject.h: f_lasti after f_gen (bytes), sizeof 368.  co_lnotab. */
+    PHS_PY_ROW_BEFORE_311(8, 1368, 104, PHS_PY_LINES_LNOTAB, 368),
+    /* 3.9: Include/internal/pycore_runtime.h: gc moved to the interpreter,
+     * ceval is signals_pending and the GIL; the rest as 3.8's. */
+    PHS_PY_ROW_BEFORE_311(9, 568, 104, PHS_PY_LINES_LNOTAB, 368),
+    /* 3.10: the runtime state as 3.9's; Include/cpython/pystate.h: 4 ints
+     * and cframe after frame, thread_id where it was; Include/cpython/
+     * frameobject.h: f_stackdepth for f_stacktop, f_lasti (instructions)
+     * after f_gen, sizeof 360; co_linetable. */
+    PHS_PY_ROW_BEFORE_311(10, 568, 96, PHS_PY_LINES_310, 360),
     {
         .minor = 11,
         .ts_via = PHS_PY_TS_RUNTIME,
@@ -106,6 +170,53 @@ static const phs_py_layout phs_py_layouts[] = {
         /* Include/cpython/bytesobject.h: ob_size (PyVarObject), ob_sval */
         .b_size = 16,
         .b_data = 32,
+    },
+    {
+        .minor = 12,
+        .ts_via = PHS_PY_TS_GILPTR,
+        .rt_tstate_current = PHS_PY_NO_FIELD, /* the current thread state is thread-local (_Py_tss_tstate) */
+        /* Include/internal/pycore_runtime.h: _PyRuntimeState: 5 ints,
+         * _finalizing, interpreters (mutex, head, main) */
+        .rt_interp_head = 48, /* interpreters.main */
+        /* Include/internal/pycore_interp.h: struct _is: next, id,
+         * id_refcount, requires_idref, id_mutex, 2 ints, 2 uint64_t,
+         * threads (4 words), runtime, _finalizing, gc (240 bytes), sysdict,
+         * builtins, ceval (pycore_ceval_state.h: 3 ints, then gil, the
+         * GIL the interpreter uses) */
+        .is_gil = 384,
+        /* Include/internal/pycore_gil.h: interval, last_holder, locked */
+        .is_gil_holder = 8,
+        .is_gil_locked = 16,
+        /* Include/cpython/pystate.h: PyThreadState: 3 pointers, _status, 6
+         * ints, cframe ... thread_id; _PyCFrame.current_frame first */
+        .ts_thread_id = 136,
+        .ts_cframe = 56,
+        .cf_current_frame = 0,
+        /* Include/internal/pycore_frame.h: _PyInterpreterFrame: f_code,
+         * previous, f_funcobj, f_globals, f_builtins, f_locals, frame_obj,
+         * prev_instr, stacktop, return_offset, owner; the eval loop's entry
+         * frame is owned by the C stack (FRAME_OWNED_BY_CSTACK) */
+        .fr_code = 0,
+        .fr_previous = 8,
+        .fr_prev_instr = 56,
+        .fr_is_entry = PHS_PY_NO_FIELD,
+        .fr_owner = 70,
+        .entry_owner = 3,
+        /* Include/cpython/code.h: _PyCode_DEF(): co_firstlineno after 3
+         * pointers and 6 ints, co_filename, co_name, co_qualname,
+         * co_linetable, ... co_extra, co_code_adaptive (what tp_basicsize
+         * ends at) */
+        .co_filename = 112, .co_qualname = 128, .co_firstlineno = 68, .co_linetable = 136, .co_code = 192,
+        /* Include/cpython/unicodeobject.h: PyASCIIObject lost wstr in 3.12
+         * (state: interned:2 kind:3 compact:1 ascii:1 statically_allocated:1);
+         * PyCompactUnicodeObject adds utf8_length, utf8 */
+        .u_length = 16,
+        .u_state = 32,
+        .u_ascii_data = 40,
+        .u_compact_data = 56,
+        .b_size = 16,
+        .b_data = 32,
+        .code_size = 192,
     },
     {
         .minor = 13,

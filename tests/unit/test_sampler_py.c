@@ -5,7 +5,12 @@
  * with those shares; a program that looks like a CPython of a version
  * without a layout gets no Python frames and a status that says why; and
  * the 3.11 layout is CPython 3.11's own, checked with offsetof against
- * its internal headers (python3.11-dev) when they are installed.
+ * its internal headers (python3.11-dev) when they are installed.  Fake
+ * CPythons 3.8, 3.10 and 3.12, laid out as those versions lay their
+ * structs out (helpers/fakepy_layouts.h), are named with their own line
+ * tables' lines; a 3.7 is not read and says so.  The library asks for no
+ * glibc symbol version after 2.28, so it loads into the older images
+ * Python 3.8 to 3.10 services run on (bullseye's 3.9: tests/66).
  *
  * Shares are by iteration counts and CPU-time sampling: a loaded machine
  * stretches the run but does not move them. */
@@ -20,20 +25,33 @@
 #include "sampler_test_util.h"
 
 #include "ph_sampler_pylayout.h"
+#include "helpers/fakepy_layouts.h"
 
+#include <elf.h>
 #include <math.h>
 
 #define PYTHON "/usr/bin/python3.11"
 #define SCRIPT "tests/data/python/hot_cool.py"
 #define FAKEPY "build/tests/helpers/sampler_fakepy"
 #define FAKEPY313 "build/tests/helpers/sampler_fakepy313"
+#define FAKEPY_DIR "build/tests/helpers/"
+
+/* The row of 3.MINOR, or NULL. */
+static const phs_py_layout *
+row(unsigned minor)
+{
+    for (size_t i = 0; i < sizeof phs_py_layouts / sizeof *phs_py_layouts; i++)
+        if (phs_py_layouts[i].minor == minor)
+            return &phs_py_layouts[i];
+    return NULL;
+}
 
 /* The 3.11 row is what CPython 3.11's headers say. */
 static void
 test_layout_311(void **state)
 {
 #ifdef PH_HAVE_PY311_HEADERS
-    const phs_py_layout *L = &phs_py_layouts[0];
+    const phs_py_layout *L = row(11);
 
     (void)state;
     assert_int_equal(PY_MAJOR_VERSION * 100 + PY_MINOR_VERSION, 311);
@@ -65,6 +83,133 @@ test_layout_311(void **state)
     (void)state;
     skip(); /* no python3.11-dev headers here */
 #endif
+}
+
+/* The 3.8, 3.9, 3.10 and 3.12 rows are where the compiler puts the fields
+ * of those versions' declarations (helpers/fakepy_layouts.h). */
+static void
+test_layout_rows(void **state)
+{
+    const phs_py_layout *L;
+
+    (void)state;
+    for (unsigned minor = 8; minor <= 10; minor++) {
+        assert_non_null(L = row(minor));
+        assert_int_equal(L->rt_tstate_current, minor == 8 ? offsetof(struct fruntime38, gilstate.tstate_current)
+                                                          : offsetof(struct fruntime310, gilstate.tstate_current));
+        assert_int_equal(L->ts_cframe, PHS_PY_NO_FIELD);
+        assert_int_equal(L->cf_current_frame, minor == 10 ? offsetof(struct fts310, frame) : offsetof(struct fts38, frame));
+        assert_int_equal(L->ts_thread_id, minor == 10 ? offsetof(struct fts310, thread_id) : offsetof(struct fts38, thread_id));
+        assert_int_equal(L->fr_code, minor == 10 ? offsetof(struct fframe310, f_code) : offsetof(struct fframe38, f_code));
+        assert_int_equal(L->fr_previous, minor == 10 ? offsetof(struct fframe310, f_back) : offsetof(struct fframe38, f_back));
+        assert_int_equal(L->fr_prev_instr, minor == 10 ? offsetof(struct fframe310, f_lasti) : offsetof(struct fframe38, f_lasti));
+        assert_int_equal(L->frame_size, minor == 10 ? sizeof(struct fframe310) : sizeof(struct fframe38));
+        assert_int_equal(L->co_firstlineno, offsetof(struct fcode38, co_firstlineno));
+        assert_int_equal(L->co_filename, offsetof(struct fcode38, co_filename));
+        assert_int_equal(L->co_qualname, offsetof(struct fcode38, co_name)); /* no qualified name before 3.11 */
+        assert_int_equal(L->co_linetable, offsetof(struct fcode38, co_lnotab));
+        assert_int_equal(L->co_code, sizeof(struct fcode38));
+        assert_int_equal(L->code_size, sizeof(struct fcode38));
+        assert_int_equal(L->u_length, offsetof(struct fstr38, length));
+        assert_int_equal(L->u_state, offsetof(struct fstr38, state));
+        assert_int_equal(L->u_ascii_data, offsetof(struct fstr38, data));
+        assert_int_equal(L->u_compact_data, offsetof(struct fstr38, data) + 24);
+        assert_int_equal(L->b_size, offsetof(struct fbytes, ob.size));
+        assert_int_equal(L->b_data, offsetof(struct fbytes, ob_sval));
+    }
+    assert_non_null(L = row(12));
+    assert_int_equal(L->rt_interp_head, offsetof(struct fruntime312, interpreters.main));
+    assert_int_equal(L->is_gil, offsetof(struct finterp312, ceval.gil));
+    assert_int_equal(L->is_gil_locked, offsetof(struct fgil, locked));
+    assert_int_equal(L->is_gil_holder, offsetof(struct fgil, last_holder));
+    assert_int_equal(L->ts_cframe, offsetof(struct fts312, cframe));
+    assert_int_equal(L->cf_current_frame, offsetof(struct fcframe312, current_frame));
+    assert_int_equal(L->ts_thread_id, offsetof(struct fts312, thread_id));
+    assert_int_equal(L->fr_code, offsetof(struct fframe312, f_code));
+    assert_int_equal(L->fr_previous, offsetof(struct fframe312, previous));
+    assert_int_equal(L->fr_prev_instr, offsetof(struct fframe312, prev_instr));
+    assert_int_equal(L->fr_owner, offsetof(struct fframe312, owner));
+    assert_int_equal(L->co_firstlineno, offsetof(struct fcode312, co_firstlineno));
+    assert_int_equal(L->co_filename, offsetof(struct fcode312, co_filename));
+    assert_int_equal(L->co_qualname, offsetof(struct fcode312, co_qualname));
+    assert_int_equal(L->co_linetable, offsetof(struct fcode312, co_linetable));
+    assert_int_equal(L->co_code, offsetof(struct fcode312, co_code_adaptive));
+    assert_int_equal(L->code_size, offsetof(struct fcode312, co_code_adaptive));
+    assert_int_equal(L->u_length, offsetof(struct fstr312, a.length));
+    assert_int_equal(L->u_state, offsetof(struct fstr312, a.state));
+    assert_int_equal(L->u_ascii_data, offsetof(struct fstr312, data));
+    assert_int_equal(L->u_compact_data, offsetof(struct fstr312, data) + 16);
+    assert_null(row(7));
+    assert_null(row(14));
+}
+
+/* The newest glibc version the preloaded library needs (its
+ * .gnu.version_r: GLIBC_2.X, X), the versions' names into NAMES. */
+static int
+newest_glibc(const char *path, char *names, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *b = NULL;
+    long n;
+    int newest = -1;
+    const Elf64_Ehdr *eh;
+
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    n = ftell(f);
+    rewind(f);
+    assert_true(n > (long)sizeof *eh);
+    assert_non_null(b = malloc((size_t)n));
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    eh = (const Elf64_Ehdr *)(const void *)b;
+    assert_int_equal(memcmp(eh->e_ident, ELFMAG, SELFMAG), 0);
+    assert_true(eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) <= (uint64_t)n);
+    names[0] = '\0';
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(b + eh->e_shoff) + i;
+        const Elf64_Shdr *str = (const Elf64_Shdr *)(const void *)(b + eh->e_shoff) + sh->sh_link;
+        uint64_t at = sh->sh_offset;
+
+        if (sh->sh_type != SHT_GNU_verneed)
+            continue;
+        for (unsigned k = 0; k < sh->sh_info; k++) {
+            const Elf64_Verneed *vn = (const Elf64_Verneed *)(const void *)(b + at);
+            uint64_t aux = at + vn->vn_aux;
+
+            for (unsigned j = 0; j < vn->vn_cnt; j++) {
+                const Elf64_Vernaux *va = (const Elf64_Vernaux *)(const void *)(b + aux);
+                const char *name = (const char *)b + str->sh_offset + va->vna_name;
+                int major = 0, minor = 0;
+
+                if (sscanf(name, "GLIBC_%d.%d", &major, &minor) == 2 && major == 2 && minor > newest)
+                    newest = minor;
+                snprintf(names + strlen(names), cap - strlen(names), " %s", name);
+                aux += va->vna_next;
+            }
+            at += vn->vn_next;
+        }
+    }
+    free(b);
+    return newest;
+}
+
+/* Older images than ours load the sampler: glibc 2.32 to 2.34 moved
+ * functions into libc under new versions, and 2.33 made stat a function;
+ * a library asking for those is refused by an older loader, and the
+ * service with it (bullseye, 2.31: "version `GLIBC_2.33' not found",
+ * the service exits 1).  ph_sampler_glibc.h binds the old versions. */
+static void
+test_glibc_floor(void **state)
+{
+    char names[4096];
+    int newest;
+
+    (void)state;
+    newest = newest_glibc("build/libphsampler.so", names, sizeof names);
+    print_message("# libphsampler.so needs:%s\n", names);
+    assert_true(newest >= 0);
+    assert_true(newest <= 28);
 }
 
 /* The counts of FOLDED's lines holding A, then B, then C, in that order. */
@@ -192,6 +337,104 @@ test_debug_offsets_313(void **state)
     assert_null(strstr(folded, "_PyEval_EvalFrameDefault"));
 }
 
+/* Run the fake CPython NAME for a CPU-second: its status says STATUS;
+ * its folded stacks. */
+static const char *
+run_fake(const char *name, const char *status)
+{
+    char prog[200], quoted[200];
+    char *args[] = { "1.0", NULL };
+    const char *st, *folded;
+    int status_;
+
+    snprintf(prog, sizeof prog, FAKEPY_DIR "%s", name);
+    status_ = finish(run(prog, "250", args));
+    assert_true(WIFEXITED(status_) && WEXITSTATUS(status_) == 0);
+    st = status_of(name);
+    assert_non_null(st);
+    snprintf(quoted, sizeof quoted, "\"python\": \"%s\"", status);
+    if (strstr(st, quoted) == NULL)
+        print_message("# status: %s\n", st);
+    assert_non_null(strstr(st, quoted));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    return folded;
+}
+
+/* The fake CPython NAME: its status says STATUS, and nearly all its
+ * samples are STACK (its Python frames in place of the eval loop's). */
+static void
+fake_named(const char *name, const char *status, const char *stack)
+{
+    const char *folded = run_fake(name, status);
+    double total, named;
+
+    named = samples_with(folded, stack, &total, NULL);
+    print_message("# %s: %.0f samples, %.0f named %s\n", name, total, named, stack);
+    assert_true(total > 0 && named / total > 0.9);
+    assert_null(strstr(folded, "_PyEval_EvalFrameDefault"));
+}
+
+/* The fake CPython NAME is not read: its status says STATUS, no Python
+ * frame, its two eval loop calls kept native. */
+static void
+fake_not_read(const char *name, const char *status)
+{
+    const char *folded = run_fake(name, status);
+
+    assert_null(strstr(folded, "_[p]"));
+    assert_non_null(strstr(folded, ";main;_PyEval_EvalFrameDefault;_PyEval_EvalFrameDefault"));
+}
+
+/* 3.10: no Py_Version, the version from its PY_VERSION string; the frame
+ * objects' chain, one eval loop call per frame; the line from 3.10's
+ * co_linetable (a pair of no bytes moves the line too). */
+static void
+test_frames_310(void **state)
+{
+    (void)state;
+    fake_named("sampler_fakepy310", "Python 3.10.12: frames read",
+               ";main;main (fake310.py:20)_[p];hot_fake (fake310.py:12)_[p]");
+}
+
+/* 3.8: its runtime state's layout, and the line from co_lnotab. */
+static void
+test_frames_38(void **state)
+{
+    (void)state;
+    fake_named("sampler_fakepy38", "Python 3.8.18: frames read",
+               ";main;main (fake38.py:20)_[p];hot_fake (fake38.py:12)_[p]");
+}
+
+/* 3.12: the GIL behind the main interpreter's ceval.gil, cframe's current
+ * frame, the entry frame owned by the C stack ending one eval loop's
+ * frames (and never named itself), the outer loop's frames after it. */
+static void
+test_frames_312(void **state)
+{
+    (void)state;
+    fake_named("sampler_fakepy312", "Python 3.12.4: frames read",
+               ";main;<module> (fake312.py:30)_[p];main (fake312.py:20)_[p];hot_fake (fake312.py:12)_[p]");
+}
+
+/* 3.7 (before 3.8, no row): not read, and said so. */
+static void
+test_unknown_37(void **state)
+{
+    (void)state;
+    fake_not_read("sampler_fakepy37", "Python 3.7.3: frames not read (unknown version)");
+}
+
+/* A 3.10 saying it is a 3.9: its frame objects are not 3.9's size
+ * (PyFrame_Type's tp_basicsize), so nothing is read with 3.9's offsets. */
+static void
+test_size_not_the_versions(void **state)
+{
+    (void)state;
+    fake_not_read("sampler_fakepy310_as39",
+                  "Python 3.9.18: frames not read (its code or frame objects are not of this version's size)");
+}
+
 /* Offsets that do not carry CPython's cookie are not read. */
 static void
 test_debug_offsets_not_cpythons(void **state)
@@ -232,11 +475,18 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_311),
+        cmocka_unit_test(test_layout_rows),
+        cmocka_unit_test(test_glibc_floor),
         cmocka_unit_test_setup_teardown(test_hot_cool_shares, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_version, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debug_offsets_313, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debug_offsets_not_cpythons, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_no_python, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_frames_310, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_frames_38, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_frames_312, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_37, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_size_not_the_versions, setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

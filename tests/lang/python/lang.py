@@ -1,5 +1,5 @@
 # The Python services of the language test project (Debian's python3:
-# 3.11 on bookworm, 3.13 on trixie).
+# 3.11 on bookworm, 3.13 on trixie, 3.9 on bullseye).
 import sys
 
 UNIT = 7919

@@ -14,6 +14,6 @@ __attribute__((used)) char PyCode_Type[512], PyUnicode_Type[512], PyBytes_Type[5
 int
 main(int argc, char **argv)
 {
-    _PyEval_EvalFrameDefault(argc > 1 ? atof(argv[1]) : 1.0);
+    _PyEval_EvalFrameDefault(argc > 1 ? atof(argv[1]) : 1.0, 0);
     return 0;
 }

@@ -139,6 +139,6 @@ int
 main(int argc, char **argv)
 {
     tstate.thread_id = (unsigned long)pthread_self();
-    _PyEval_EvalFrameDefault(argc > 1 ? atof(argv[1]) : 1.0);
+    _PyEval_EvalFrameDefault(argc > 1 ? atof(argv[1]) : 1.0, 0);
     return 0;
 }
