@@ -2,7 +2,7 @@
 # build-test-images.sh [--demo-only]: build, once, the images that several
 # end-to-end files need, before they run side by side (scripts/run-tests.sh):
 # the tools image and volume and the demo's images (`setup` of the demo),
-# and, unless --demo-only, trixie's base image and the language services
+# and, unless --demo-only, trixie's and bullseye's base images and the language services
 # of tests/lang (66-languages and 67-unnamed).  Each file still runs its
 # own `setup`, which then finds them built (the Engine's build cache: the
 # demo image's name is each file's own, its layers the same).
@@ -22,6 +22,6 @@ timeout 1800 "$PH" -f "$tmp/compose.yaml" -p "$project" -o "$tmp/out" setup
 
 [ "$demo_only" = 0 ] || exit 0
 echo "build-test-images: the language services (tests/lang)"
-scripts/base-image.sh trixie
+scripts/base-image.sh trixie bullseye
 eval "$(tests/lang/tags.sh)"
 timeout 3600 "$PH" -f tests/lang/compose.yaml -p "$project-lang" -o "$tmp/out" setup
