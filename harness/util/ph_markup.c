@@ -28,6 +28,7 @@ ph_mw_open_mem(ph_mw *w, ph_mw_sink sink)
 {
     *w = (ph_mw){ .sink_ = sink };
     w->file_ = open_memstream(&w->mem_, &w->mem_len_);
+    w->own_ = w->file_ != NULL;
     return w->file_ != NULL ? 0 : -1;
 }
 
@@ -43,10 +44,13 @@ ph_mw_finish(ph_mw *w, const char **mem, size_t *len)
     return rc;
 }
 
+/* The stream is closed whether or not it was ever flushed: mem_ is set
+ * only at a flush, so a writer closed unfinished (an error path) has
+ * none yet and still owns its stream and buffer. */
 void
 ph_mw_close(ph_mw *w)
 {
-    if (w->file_ != NULL && w->mem_ != NULL)
+    if (w->own_)
         fclose(w->file_);
     free(w->mem_);
     *w = (ph_mw){ 0 };

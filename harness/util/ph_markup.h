@@ -58,6 +58,7 @@ typedef enum ph_mw_sink {
 typedef struct ph_mw {
     FILE *file_;
     ph_mw_sink sink_;
+    int own_;       /* file_ is the writer's (a memory writer's stream) */
     char *mem_;
     size_t mem_len_;
 } ph_mw;

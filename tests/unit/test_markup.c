@@ -5,6 +5,7 @@
  * 3, and SHA-256 on FIPS 180-4's vectors and the padding's edges. */
 #include "test_util.h"
 
+#include <malloc.h>
 #include <stdint.h>
 
 #include "ph_markup.h"
@@ -138,6 +139,33 @@ test_raw_and_splice(void **state)
     ph_mw_close(&part);
 }
 
+/* A memory writer closed without ph_mw_finish (a report's error path)
+ * frees its stream and its buffer: the heap's bytes in use (the
+ * allocator's own count) do not grow over 2,000 of them, written to or
+ * not.  Before the fix each one left its FILE and buffer behind (the
+ * stream was closed only once a flush had set its buffer). */
+static void
+test_mem_writer_closed_unfinished(void **state)
+{
+    size_t before, after;
+
+    (void)state;
+    for (int round = 0; round < 2; round++) {
+        before = mallinfo2().uordblks;
+        for (int i = 0; i < 2000; i++) {
+            ph_mw w;
+            assert_int_equal(ph_mw_open_mem(&w, i % 2 ? PH_MW_SVG : PH_MW_HTML), 0);
+            if (i % 4 < 2)
+                ph_mw_text(&w, "<part of a page that failed>");
+            ph_mw_close(&w);
+        }
+        after = mallinfo2().uordblks;
+    }
+    /* the second round: whatever the first made stdio allocate once */
+    if (after > before + 4096)
+        fail_msg("%zu bytes more in use after 2,000 writers", after - before);
+}
+
 /* base64 of 0..9 bytes, decoded here again */
 static void
 test_base64(void **state)
@@ -257,7 +285,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_html_text), cmocka_unit_test(test_html_attr),       cmocka_unit_test(test_svg_text),
         cmocka_unit_test(test_js),        cmocka_unit_test(test_url),             cmocka_unit_test(test_fmt),
-        cmocka_unit_test(test_raw_and_splice), cmocka_unit_test(test_base64),     cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_raw_and_splice), cmocka_unit_test(test_mem_writer_closed_unfinished),
+        cmocka_unit_test(test_base64),     cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_only_literals_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
