@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_escape.h"
 #include "ph_markup_only.h"
 
 #define FRAME_H 16
@@ -464,10 +465,12 @@ oom:
  * UTF-8 and XML 1.0, where a stray byte or a control character (even as
  * a character reference) makes the whole file unreadable.  So, one unit
  * at a time: a valid UTF-8 character XML allows is itself; a control
- * character, C0 or C1 or DEL, and U+FFFE/U+FFFF are shown escaped (`\x01`,
- * `\u0085`, `\uFFFE`); any byte that does not start a well-formed
- * character (RFC 3629: no overlong forms, no surrogates, nothing past
- * U+10FFFF) is U+FFFD.  Markup is escaped later, on output.
+ * character, C0 or C1 or DEL, a bidi control (U+202E and its kin, which
+ * would make a frame read as another: ph_escape_cp_hidden) and
+ * U+FFFE/U+FFFF are shown escaped (`\x01`, `\u0085`, `\u202E`,
+ * `\uFFFE`); any byte that does not start a well-formed character
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF) is
+ * U+FFFD.  Markup is escaped later, on output.
  *
  * show_unit: the unit at S[0..N) (N >= 1): its displayed bytes in OUT
  * (at most 6), their count in *OUTLEN, the characters they show in
@@ -476,7 +479,8 @@ static size_t
 show_unit(const unsigned char *s, size_t n, char out[8], size_t *outlen, size_t *chars)
 {
     static const char hex[] = "0123456789abcdef";
-    unsigned c = s[0], lo = 0x80, hi = 0xbf, cp;
+    unsigned c = s[0];
+    uint32_t cp;
     size_t len;
 
     if (c < 0x80) {
@@ -491,29 +495,14 @@ show_unit(const unsigned char *s, size_t n, char out[8], size_t *outlen, size_t 
         }
         return 1;
     }
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        lo = c == 0xe0 ? 0xa0 : 0x80; /* E0 80..9F would be overlong */
-        hi = c == 0xed ? 0x9f : 0xbf; /* ED A0..BF would be a surrogate */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
-        hi = c == 0xf4 ? 0x8f : 0xbf; /* past U+10FFFF */
-    } else {
-        len = 0; /* a continuation byte, C0/C1 (always overlong), F5..FF */
-    }
-    if (len == 0 || len > n || s[1] < lo || s[1] > hi || (len > 2 && (s[2] & 0xc0) != 0x80) ||
-        (len > 3 && (s[3] & 0xc0) != 0x80)) {
+    if ((len = ph_utf8_decode(s, n, &cp)) == 0) {
         memcpy(out, "\xef\xbf\xbd", 3);
         *outlen = 3;
         *chars = 1;
         return 1;
     }
-    cp = len == 2 ? (c & 0x1f) << 6 | (s[1] & 0x3f) : len == 3 ? (c & 0x0f) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3f) : 0;
-    if ((len == 2 && cp < 0xa0) || (len == 3 && cp >= 0xfffe)) {
-        snprintf(out, 8, "\\u%04X", cp);
+    if (ph_escape_cp_hidden(cp) || cp == 0xfffe || cp == 0xffff) {
+        snprintf(out, 8, "\\u%04X", (unsigned)cp);
         *outlen = *chars = 6;
         return len;
     }

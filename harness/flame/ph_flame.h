@@ -15,8 +15,8 @@
  * one), so the browser never measures text; the title is cut and the
  * subtitle wrapped to the width.  Whatever bytes the names,
  * title and subtitle hold, the SVG is valid UTF-8 and well-formed XML:
- * control characters are shown escaped (`\x01`, `\u0085`), bytes that
- * are not UTF-8 as U+FFFD.
+ * control characters and bidi controls are shown escaped (`\x01`,
+ * `\u0085`, `\u202E`), bytes that are not UTF-8 as U+FFFD.
  *
  * Frames as flamegraph.pl draws them, siblings in its order, with two
  * deliberate differences: a name is one frame per parent (flamegraph.pl
@@ -34,9 +34,10 @@
  * chain); Python frames are blue.
  *
  * Parsing and merging live in ph_folded.c; this module turns merged stacks
- * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o
- * and ph_error.o (and -lm), nothing else: whatever links ph_flame.o, such
- * as libphsampler, must link ph_folded.o too.
+ * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o,
+ * ph_error.o, ph_escape.o (its UTF-8 decoder) and ph_markup.o (and -lm),
+ * nothing else: whatever links ph_flame.o, such as libphsampler, must link
+ * those too.
  *
  * Pure and reentrant: libc and ph_error only, no global state, never exits;
  * safe to call from any thread.

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "ph_escape.h"
 #include "ph_sha256.h"
 
 typedef enum esc {
@@ -68,43 +69,6 @@ ph_mw_raw_(ph_mw *w, const char *literal)
     fputs(literal, w->file_);
 }
 
-/* A well-formed UTF-8 character at S[0..N) (RFC 3629: no overlong forms,
- * no surrogates, nothing past U+10FFFF): its length, its code point in
- * *CP; 0 when S does not start one. */
-static size_t
-utf8(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xbf;
-    size_t len;
-
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        lo = c == 0xe0 ? 0xa0 : 0x80;
-        hi = c == 0xed ? 0x9f : 0xbf;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        lo = c == 0xf0 ? 0x90 : 0x80;
-        hi = c == 0xf4 ? 0x8f : 0xbf;
-    } else {
-        return 0;
-    }
-    if (len > n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    *cp = len == 2 ? (c & 0x1fu) << 6 | (s[1] & 0x3fu)
-          : len == 3 ? (c & 0x0fu) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3fu)
-                     : (c & 0x07u) << 18 | (s[1] & 0x3fu) << 12 | (s[2] & 0x3fu) << 6 | (s[3] & 0x3fu);
-    return len;
-}
-
 static void
 escape(FILE *f, esc how, const char *str, size_t n)
 {
@@ -132,18 +96,22 @@ escape(FILE *f, esc how, const char *str, size_t n)
             i++;
             continue;
         }
-        if (c < 0x80 || how != ESC_XML) {
+        if (c < 0x80) {
             fputc((int)c, f);
             i++;
             continue;
         }
-        /* XML: only characters XML 1.0 allows, as UTF-8 */
-        if ((len = utf8(s + i, n - i, &cp)) == 0 || cp == 0xfffe || cp == 0xffff) {
+        /* past ASCII, in every sink: UTF-8 only, and (XML) only the
+         * characters XML 1.0 allows */
+        if ((len = ph_utf8_decode(s + i, n - i, &cp)) == 0 || (how == ESC_XML && (cp == 0xfffe || cp == 0xffff))) {
             fputs(REPLACEMENT, f);
             i += len ? len : 1;
             continue;
         }
-        fwrite(s + i, 1, len, f);
+        if (ph_escape_cp_hidden(cp)) /* C1 and bidi controls: shown, never obeyed */
+            fprintf(f, "\\u%04X", (unsigned)cp);
+        else
+            fwrite(s + i, 1, len, f);
         i += len;
     }
 }
@@ -211,9 +179,12 @@ ph_mw_js(ph_mw *w, const char *str)
         } else if (c < 0x80) {
             fputc((int)c, w->file_);
             i++;
-        } else if ((len = utf8(s + i, n - i, &cp)) == 0) {
+        } else if ((len = ph_utf8_decode(s + i, n - i, &cp)) == 0) {
             fputs("\\ufffd", w->file_);
             i++;
+        } else if (ph_escape_cp_hidden(cp)) { /* the string's value is the text \uNNNN */
+            fprintf(w->file_, "\\\\u%04X", (unsigned)cp);
+            i += len;
         } else if (cp == 0x2028 || cp == 0x2029) {
             fprintf(w->file_, "\\u%04x", (unsigned)cp);
             i += len;

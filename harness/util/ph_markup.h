@@ -31,14 +31,18 @@
  *               exactly, never normalised)
  *   SVG/XML     text and attributes of an XML 1.0 document: & < > " ' as
  *               references; whatever XML cannot hold even as a reference
- *               (C0 controls but tab, newline, CR; U+FFFE, U+FFFF;
- *               surrogates; bytes that are not UTF-8) becomes U+FFFD, so
- *               the file always parses
+ *               (C0 controls but tab, newline, CR; U+FFFE, U+FFFF)
+ *               becomes U+FFFD, so the file always parses
  *   JS string   "…" with \" \\ \n and \uXXXX for controls, < > & ' and
- *               U+2028/U+2029 (so "</script>" cannot end the script);
- *               bytes that are not UTF-8 become \ufffd
+ *               U+2028/U+2029 (so "</script>" cannot end the script)
  *   URL path    every byte but A-Z a-z 0-9 - . _ ~ as %XX (so a name
  *               cannot become "javascript:" or leave the path)
+ * and in every sink but URLs: bytes that are not UTF-8 (RFC 3629: an
+ * overlong form, a surrogate, a lone 0x9b) become U+FFFD (\ufffd in JS);
+ * C1 controls and the bidi controls (ph_escape_cp_hidden: U+202E and its
+ * kin reorder what is around them, so one frame could read as another)
+ * are shown as the text \uNNNN, as the terminal's escaper shows them (in
+ * JS a string whose value is that text).
  *
  * Content-Security-Policy hashes of a page's own scripts: ph_markup_csp_hash.
  * Pure and thread-safe; write errors are the FILE's (ferror).

@@ -1098,6 +1098,49 @@ test_random_names_valid_xml(void **state)
     free(in);
 }
 
+/* A bidi control in a name (U+202E right-to-left override and its kin)
+ * would reorder the title and label around it, so one frame reads as
+ * another: shown as \uNNNN (six characters, and the label is fitted to
+ * them), as C1 controls are; the graph's title and subtitle too. */
+static void
+test_bidi_names_shown(void **state)
+{
+    static const struct {
+        const char *bytes, *shown;
+    } v[] = {
+        { "\xe2\x80\xae", "\\u202E" }, { "\xe2\x80\xaa", "\\u202A" }, { "\xe2\x81\xa6", "\\u2066" },
+        { "\xe2\x81\xa9", "\\u2069" }, { "\xe2\x80\x8e", "\\u200E" }, { "\xe2\x80\x8f", "\\u200F" },
+        { "\xd8\x9c", "\\u061C" },
+    };
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char in[512], want[128];
+    char *svg;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        snprintf(in, sizeof in, "main;evil%sgnp.exe 1\n", v[i].bytes);
+        ph_flame_opts_init(&o);
+        o.title = "t\xe2\x80\xaet";
+        o.subtitle = "s\xe2\x81\xa7s";
+        svg = render(in, &o, &st);
+        assert_null(strstr(svg, v[i].bytes));
+        snprintf(want, sizeof want, "<title>evil%sgnp.exe (", v[i].shown);
+        assert_non_null(strstr(svg, want));
+        snprintf(want, sizeof want, ">evil%sgnp.exe</text>", v[i].shown); /* the label: 18 characters fit */
+        assert_non_null(strstr(svg, want));
+        assert_non_null(strstr(svg, ">t\\u202Et</text>"));
+        assert_non_null(strstr(svg, ">s\\u2067s</tspan>"));
+        free(svg);
+    }
+    /* a label is fitted to what it shows: 6 characters for one control */
+    ph_flame_opts_init(&o);
+    o.width = 20 + 6 + 7.23 * 8 + 1; /* room for 8 characters */
+    svg = render("\xe2\x80\xae\xe2\x80\xae 1\n", &o, &st);
+    assert_non_null(strstr(svg, ">\\u202E..</text>"));
+    free(svg);
+}
+
 /* rgb(R,G,B) of a frame's fill, in *R, *G, *B. */
 static void
 rgb_of(const char *svg, const char *name, int *r, int *g, int *b)
@@ -1485,6 +1528,7 @@ main(void)
         cmocka_unit_test(test_differential_parents),
         cmocka_unit_test(test_differential_self),
         cmocka_unit_test(test_escaping_and_labels),
+        cmocka_unit_test(test_bidi_names_shown),
         cmocka_unit_test(test_random_names_valid_xml),
         cmocka_unit_test(test_annotations),
         cmocka_unit_test(test_python_frames),
