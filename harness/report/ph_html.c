@@ -314,20 +314,33 @@ ph_html_flame_render(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, 
 }
 
 void
-ph_html_flame_render_kept(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, const char *title, char **kept,
-                          size_t *kept_len)
+ph_report_graph_bounds(ph_flame_opts *o)
+{
+    if (!o->minwidth_percent && o->minwidth < 1)
+        o->minwidth = 1; /* what a person can see */
+    o->collapse = 1;
+    o->max_depth = PH_REPORT_GRAPH_DEPTH;
+    if (o->max_bytes == 0 || o->max_bytes > PH_REPORT_GRAPH_MAX)
+        o->max_bytes = PH_REPORT_GRAPH_MAX;
+}
+
+void
+ph_html_flame_render_kept(ph_mw *f, const ph_folded *folded, const ph_flame_opts *opts, const char *title,
+                          char **kept, size_t *kept_len)
 {
     char *svg = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&svg, &len);
     ph_error_t err = NULL;
+    ph_flame_opts o = *opts;
     int rc;
 
     if (m == NULL) {
         ph_html_problem(f, "the flamegraph could not be drawn: out of memory");
         return;
     }
-    rc = ph_flame_render(folded, o, m, NULL, &err);
+    ph_report_graph_bounds(&o);
+    rc = ph_flame_render(folded, &o, m, NULL, &err);
     if (fclose(m) != 0 && rc == 0)
         rc = ph_fail(&err, ENOMEM, "write the SVG");
     if (rc < 0) {
