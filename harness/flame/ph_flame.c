@@ -1003,12 +1003,15 @@ draw(const draw_ctx *c, const kept *k)
  * not add up to the same number), with a tolerance of 1e-9 of the total
  * for decimal counts, rescales x and width and refits labels with the
  * fixed char width.  State (zoomed frame, search, case) lives in the
- * query string, so a link reopens the same view. */
+ * query string, so a link reopens the same view.  The graph is the
+ * document's first svg: the document itself (a file), or inside a page
+ * (a report's frame); a graph taller than its window opens scrolled to
+ * its root, at the bottom. */
 #define FLAME_JS \
     "\n'use strict';\n" \
     "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted, EPS;\n" \
     "var ignorecase=false, currentSearch=null, zoomed=null;\n" \
-    "function init(){ svg=document.documentElement; W=svg.viewBox.baseVal.width||+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n" \
+    "function init(){ svg=document.querySelector('svg'); W=svg.viewBox.baseVal.width||+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n" \
     "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n" \
     "  details=document.getElementById('details').firstChild; matchedtxt=document.getElementById('matched');\n" \
     "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n" \
@@ -1030,7 +1033,8 @@ draw(const draw_ctx *c, const kept *k)
     "  var p=new URLSearchParams(document.location.search);\n" \
     "  if(p.get('ic')==='1') setCase(true);\n" \
     "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return Math.abs(f.x-x)<=EPS && f.y===y; })[0]; if(t) zoom(t); }\n" \
-    "  if(p.has('s')) search(p.get('s')); }\n" \
+    "  if(p.has('s')) search(p.get('s'));\n" \
+    "  if(!inverted) window.scrollTo(0, document.documentElement.scrollHeight||1e7); }\n" \
     "function updateUrl(){ var p=new URLSearchParams();\n" \
     "  if(zoomed){ p.set('x',zoomed.x); p.set('y',zoomed.y); }\n" \
     "  if(currentSearch!==null) p.set('s',currentSearch); if(ignorecase) p.set('ic','1');\n" \

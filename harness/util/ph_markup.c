@@ -131,10 +131,17 @@ ph_mw_text(ph_mw *w, const char *s)
 }
 
 void
+ph_mw_attrn(ph_mw *w, const char *s, size_t n)
+{
+    if (s != NULL)
+        escape(w->file_, w->sink_ == PH_MW_SVG ? ESC_XML : ESC_ATTR, s, n);
+}
+
+void
 ph_mw_attr(ph_mw *w, const char *s)
 {
     if (s != NULL)
-        escape(w->file_, w->sink_ == PH_MW_SVG ? ESC_XML : ESC_ATTR, s, strlen(s));
+        ph_mw_attrn(w, s, strlen(s));
 }
 
 void

@@ -15,7 +15,7 @@
  *                                 ph_mw_text (SVG) escapes it; numbers
  *                                 are numbers
  *   ph_mw_text(w, s)              text content
- *   ph_mw_attr(w, s)              inside a double-quoted attribute value
+ *   ph_mw_attr(w, s), _attrn      inside a double-quoted attribute value
  *   ph_mw_url(w, s)               a path segment of a relative URL, inside
  *                                 a double-quoted href (percent-encoded)
  *   ph_mw_js(w, s)                a JavaScript string literal, quotes
@@ -87,6 +87,7 @@ void ph_mw_fmt_(ph_mw *w, const char *literal_fmt, ...) __attribute__((format(pr
 void ph_mw_text(ph_mw *w, const char *s);
 void ph_mw_textn(ph_mw *w, const char *s, size_t n);
 void ph_mw_attr(ph_mw *w, const char *s);
+void ph_mw_attrn(ph_mw *w, const char *s, size_t n);
 void ph_mw_url(ph_mw *w, const char *s);
 void ph_mw_js(ph_mw *w, const char *s);
 void ph_mw_base64(ph_mw *w, const void *p, size_t n);
