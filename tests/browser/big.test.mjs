@@ -1,5 +1,5 @@
 // big.test.mjs - the embedded graphs of report.html and compare.html
-// paint whatever their size (issue 22, finding 4), and a tall graph shows
+// paint whatever their size (the report graphs review, finding 4), and a tall graph shows
 // its root without scrolling.
 //
 // A graph of 15,000 frames is an SVG of about 3.4 MB: as a data: URL

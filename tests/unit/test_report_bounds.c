@@ -1,6 +1,6 @@
 /* test_report_bounds.c - a report's output is bounded whatever a
- * container wrote (issue 22, finding 1): stacks files of one stack a
- * million frames deep, or of thousands of frames side by side, give
+ * container wrote (the report graphs review, finding 1): stacks files of
+ * one stack a million frames deep, or of thousands of frames side by side, give
  * graphs of a few hundred kB that say what they cut; a report's files are
  * held to its bound (the stacks files' graphs past it not drawn, and
  * said) and to the collection's min_free; memory does not follow the

@@ -593,7 +593,7 @@ test_run_json_keeps_min_free(void **state)
     check_over_min_free(6, 8 << 20, "run.json");
 }
 
-/* The report is held to min_free like the artifacts (issue 22): room
+/* The report is held to min_free like the artifacts (report graphs, finding 1): room
  * for the artifacts and run.json, none for the report's graphs (a 90 kB
  * stacks file draws several MB): the run completes, the warning names
  * the limit and the retry, and nothing of the report is left.  Before,
