@@ -18,6 +18,19 @@
 
 #include "ph_report.h"
 
+/* Under AddressSanitizer memory is its shadow and quarantine too: the
+ * peak resident set says nothing of the report's own, and is not held. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RSS_HELD 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RSS_HELD 0
+#endif
+#endif
+#ifndef RSS_HELD
+#define RSS_HELD 1
+#endif
+
 /* test_dir/NAME, a run dir of a flamegraph run. */
 static const char *
 run_dir(const char *name)
@@ -25,7 +38,7 @@ run_dir(const char *name)
     static char dir[600];
 
     snprintf(dir, sizeof dir, "%s/out/front/%s", test_dir, name);
-    assert_int_equal(rt_run(NULL, "mkdir -p '%s'", dir) != NULL, 1);
+    free(rt_must("mkdir -p '%s'", dir));
     return dir;
 }
 
@@ -160,8 +173,8 @@ test_deep_stacks_bounded(void **state)
     print_message("1,000,000 deep: %llu bytes in all, the largest file %llu, peak RSS +%llu\n", total5, largest5, grew5);
     assert_true(total <= 1u << 20);
     assert_true(total5 <= total + 4096); /* digits of the counts */
-    assert_true(grew <= 32u << 20);
-    assert_true(grew5 <= grew + (32u << 20)); /* the input: 3 x 2 MB of text, 4 MB of frames */
+    assert_true(!RSS_HELD || grew <= 32u << 20);
+    assert_true(!RSS_HELD || grew5 <= grew + (32u << 20)); /* the input: 3 x 2 MB of text, 4 MB of frames */
     /* the cut is said where it is: 200,001 frames, 511 drawn, the rest one */
     snprintf(path, sizeof path, "%s/out/front/20260101T000000Z-flamegraph/report-stacks-20260101T000000Z-1.svg",
              test_dir);
@@ -190,7 +203,7 @@ test_wide_stacks_bounded(void **state)
     /* each graph within its bound; report.html embeds the report's once */
     assert_true(largest <= 2ull * PH_REPORT_GRAPH_MAX);
     assert_true(total <= 5ull * PH_REPORT_GRAPH_MAX);
-    assert_true(grew <= 192u << 20);
+    assert_true(!RSS_HELD || grew <= 192u << 20);
     snprintf(path, sizeof path, "%s/report-stacks-20260101T000901Z-1.svg", dir);
     svg = rt_slurp(path, NULL);
     assert_non_null(strstr(svg, " merged: the graph is held to 4194304 bytes</tspan>"));
