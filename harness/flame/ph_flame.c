@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ph_escape.h"
 #include "ph_markup_only.h"
 
 #define FRAME_H 16
@@ -68,7 +69,7 @@
 #define BOTTOM_PAD (FONT_SIZE * 2 + 10)
 #define SUB_PAD (FONT_SIZE * 2)     /* the first subtitle line */
 #define SUB_LINE_H (FONT_SIZE + 4)  /* each line after it */
-#define SUB_MAX_LINES 5             /* 3 of the caller's subtitle, 2 of the differential note */
+#define SUB_MAX_LINES 6             /* 3 of the caller's subtitle, 2 of the differential note, 1 of max_bytes */
 #define TITLE_CHAR_W (17 * 0.6025)  /* the title's 17 px monospace */
 #define TITLE_MARGIN 120            /* each side: "Reset Zoom", "Search ic" */
 #define ROOT_ID UINT32_MAX
@@ -361,24 +362,54 @@ out:
 
 /* ---- the sweep ------------------------------------------------------------ */
 
+/* Frames that stand for others (with ROOT_ID, names no stack holds): the
+ * frames of a stack past max_depth, and siblings narrower than minwidth. */
+#define CUT_ID (UINT32_MAX - 1)
+#define NARROW_ID (UINT32_MAX - 2)
+
 /* A frame to draw: its name, depth (root 0), left edge and width in
  * counts, the sum of BEFORE counts under it, and (differential graphs)
- * its own counts, after and before: those of the stacks that end in it. */
+ * its own counts, after and before: those of the stacks that end in it.
+ * N1, N2: a CUT_ID frame's fewest and most frames cut, a NARROW_ID
+ * frame's frames merged (N1). */
 typedef struct kept {
     uint32_t name, depth;
     double x, w, before, self, self_before;
+    uint32_t n1, n2;
 } kept;
 
 typedef struct frames {
     kept *v;
     size_t n, cap;
     uint32_t max_depth;
+    size_t stacks_cut, merged;
 } frames;
 
 typedef struct openf {
     uint32_t name;
     double x, before, self, self_before;
+    uint32_t n1, n2;
 } openf;
+
+/* Narrow siblings closed at one depth and not yet drawn: [x0, x1). */
+typedef struct narrow_run {
+    int on;
+    double x0, x1, before, self, self_before;
+    uint32_t n;
+} narrow_run;
+
+typedef struct sweep_opts {
+    int reverse, differential, collapse;
+    uint32_t max_depth;  /* 0: none */
+    double min_w;        /* in counts: a frame this wide is kept ... */
+    uint32_t tie_depth;  /* ... when it is at most this deep (max_bytes cuts between equal widths) */
+} sweep_opts;
+
+typedef struct sweep_st {
+    const sweep_opts *o;
+    frames *fr;
+    narrow_run *runs; /* runs[k]: at depth k; max depth + 2 of them */
+} sweep_st;
 
 static int
 keep(frames *fr, uint32_t depth, const openf *o, double w)
@@ -391,70 +422,142 @@ keep(frames *fr, uint32_t depth, const openf *o, double w)
         fr->v = nv;
         fr->cap = cap;
     }
-    fr->v[fr->n++] = (kept){ o->name, depth, o->x, w, o->before, o->self, o->self_before };
+    fr->v[fr->n++] = (kept){ o->name, depth, o->x, w, o->before, o->self, o->self_before, o->n1, o->n2 };
     if (depth > fr->max_depth)
         fr->max_depth = depth;
     return 0;
 }
 
-/* Frame O at DEPTH closes at X: kept if at least MIN_W counts wide
- * (flamegraph.pl deletes a frame when etime - stime < minwidth_time). */
-static int
-close_frame(frames *fr, uint32_t depth, const openf *o, double x, double min_w)
+/* Stack S's depth as drawn, and its frame K as drawn: past max_depth the
+ * last one drawn is the marker. */
+static inline uint32_t
+drawn_depth(const ph_folded_stack *s, const sweep_opts *o)
 {
-    return x - o->x >= min_w ? keep(fr, depth, o, x - o->x) : 0;
+    return o->max_depth && s->depth > o->max_depth ? o->max_depth : s->depth;
+}
+
+static inline uint32_t
+drawn_frame(const ph_folded_stack *s, uint32_t k, const sweep_opts *o)
+{
+    return o->max_depth && s->depth > o->max_depth && k == o->max_depth - 1 ? CUT_ID : frame_at(s, k, o->reverse);
+}
+
+/* Whether a frame W counts wide at DEPTH is drawn on its own. */
+static inline int
+wide_enough(const sweep_opts *o, double w, uint32_t depth)
+{
+    return w > o->min_w || (w == o->min_w && depth <= o->tie_depth);
+}
+
+/* The narrow siblings pending at DEPTH, drawn as one frame if together
+ * they are wide enough. */
+static int
+flush_run(sweep_st *st, uint32_t depth)
+{
+    narrow_run *r = &st->runs[depth];
+    openf o = { NARROW_ID, r->x0, r->before, r->self, r->self_before, r->n, r->n };
+    int rc = 0;
+
+    if (r->on && wide_enough(st->o, r->x1 - r->x0, depth)) {
+        rc = keep(st->fr, depth, &o, r->x1 - r->x0);
+        st->fr->merged += r->n;
+    }
+    *r = (narrow_run){ 0 };
+    return rc;
+}
+
+/* Frame O at DEPTH closes at X: kept if at least min_w counts wide
+ * (flamegraph.pl deletes a frame when etime - stime < minwidth_time);
+ * with collapse a narrow one joins the narrow siblings before it, which
+ * a wide sibling or the parent's end draws.  Frames close children
+ * first, so the runs above DEPTH end here. */
+static int
+close_frame(sweep_st *st, uint32_t depth, const openf *o, double x)
+{
+    narrow_run *r = &st->runs[depth];
+
+    if (st->o->collapse && flush_run(st, depth + 1) < 0)
+        return -1;
+    if (wide_enough(st->o, x - o->x, depth)) {
+        if (st->o->collapse && flush_run(st, depth) < 0)
+            return -1;
+        return keep(st->fr, depth, o, x - o->x);
+    }
+    if (st->o->collapse) {
+        if (!r->on)
+            *r = (narrow_run){ 1, o->x, x, 0, 0, 0, 0 };
+        r->x1 = x;
+        r->before += o->before;
+        r->self += o->self;
+        r->self_before += o->self_before;
+        r->n++;
+    }
+    return 0;
 }
 
 /* Merge the stacks in ORDER into frames (see close_frame). */
 static int
-sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, int reverse, int differential, double min_w,
-      frames *fr)
+sweep(const ph_folded_stack *stacks, const uint32_t *order, size_t n, const sweep_opts *so, frames *fr)
 {
     uint32_t max_depth = 0, pd = 0; /* depth of the previous stack */
-    openf *open;
+    openf *open = NULL;
+    sweep_st st = { so, fr, NULL };
     double x = 0, before_total = 0;
 
+    fr->n = 0;
+    fr->max_depth = 0;
+    fr->stacks_cut = fr->merged = 0;
     for (size_t i = 0; i < n; i++)
-        if (stacks[i].depth > max_depth)
-            max_depth = stacks[i].depth;
+        if (drawn_depth(&stacks[i], so) > max_depth)
+            max_depth = drawn_depth(&stacks[i], so);
     /* open[0] is the root; open[k] the frame at depth k */
-    if ((open = malloc(((size_t)max_depth + 1) * sizeof *open)) == NULL)
-        return -1;
-    open[0] = (openf){ ROOT_ID, 0, 0, 0, 0 };
+    if ((open = malloc(((size_t)max_depth + 1) * sizeof *open)) == NULL ||
+        (st.runs = calloc((size_t)max_depth + 2, sizeof *st.runs)) == NULL)
+        goto oom;
+    open[0] = (openf){ ROOT_ID, 0, 0, 0, 0, 0, 0 };
     for (size_t i = 0; i < n; i++) {
         const ph_folded_stack *s = &stacks[order ? order[i] : i];
-        uint32_t shared = 0;
+        uint32_t shared = 0, de = drawn_depth(s, so);
 
-        while (shared < s->depth && shared < pd && open[shared + 1].name == frame_at(s, shared, reverse))
+        while (shared < de && shared < pd && open[shared + 1].name == drawn_frame(s, shared, so))
             shared++;
         for (uint32_t k = pd; k > shared; k--)
-            if (close_frame(fr, k, &open[k], x, min_w) < 0)
+            if (close_frame(&st, k, &open[k], x) < 0)
                 goto oom;
-        for (uint32_t k = shared; k < s->depth; k++)
-            open[k + 1] = (openf){ frame_at(s, k, reverse), x, 0, 0, 0 };
+        for (uint32_t k = shared; k < de; k++)
+            open[k + 1] = (openf){ drawn_frame(s, k, so), x, 0, 0, 0, 0, 0 };
+        if (de < s->depth) { /* cut: the marker says by how much */
+            uint32_t cut = s->depth - (de - 1);
+            openf *m = &open[de];
+            m->n1 = m->n2 == 0 || cut < m->n1 ? cut : m->n1;
+            m->n2 = cut > m->n2 ? cut : m->n2;
+            fr->stacks_cut++;
+        }
         /* each frame's BEFORE is the sum over its subtree, its own counts
          * those of the stacks ending in it; only differential graphs need
          * them (otherwise BEFORE equals the width) */
-        if (differential) {
-            for (uint32_t k = 1; k <= s->depth; k++)
+        if (so->differential) {
+            for (uint32_t k = 1; k <= de; k++)
                 open[k].before += s->before;
-            open[s->depth].self += s->count;
-            open[s->depth].self_before += s->before;
+            open[de].self += s->count;
+            open[de].self_before += s->before;
         }
         before_total += s->before;
         x += s->count;
-        pd = s->depth;
+        pd = de;
     }
     for (uint32_t k = pd; k > 0; k--) /* the last stack's frames */
-        if (close_frame(fr, k, &open[k], x, min_w) < 0)
+        if (close_frame(&st, k, &open[k], x) < 0)
             goto oom;
     open[0].before = before_total;
-    if (keep(fr, 0, &open[0], x) < 0)
+    if ((so->collapse && flush_run(&st, 1) < 0) || keep(fr, 0, &open[0], x) < 0)
         goto oom;
     free(open);
+    free(st.runs);
     return 0;
 oom:
     free(open);
+    free(st.runs);
     return -1;
 }
 
@@ -464,10 +567,12 @@ oom:
  * UTF-8 and XML 1.0, where a stray byte or a control character (even as
  * a character reference) makes the whole file unreadable.  So, one unit
  * at a time: a valid UTF-8 character XML allows is itself; a control
- * character, C0 or C1 or DEL, and U+FFFE/U+FFFF are shown escaped (`\x01`,
- * `\u0085`, `\uFFFE`); any byte that does not start a well-formed
- * character (RFC 3629: no overlong forms, no surrogates, nothing past
- * U+10FFFF) is U+FFFD.  Markup is escaped later, on output.
+ * character, C0 or C1 or DEL, a bidi control (U+202E and its kin, which
+ * would make a frame read as another: ph_escape_cp_hidden) and
+ * U+FFFE/U+FFFF are shown escaped (`\x01`, `\u0085`, `\u202E`,
+ * `\uFFFE`); any byte that does not start a well-formed character
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF) is
+ * U+FFFD.  Markup is escaped later, on output.
  *
  * show_unit: the unit at S[0..N) (N >= 1): its displayed bytes in OUT
  * (at most 6), their count in *OUTLEN, the characters they show in
@@ -476,7 +581,8 @@ static size_t
 show_unit(const unsigned char *s, size_t n, char out[8], size_t *outlen, size_t *chars)
 {
     static const char hex[] = "0123456789abcdef";
-    unsigned c = s[0], lo = 0x80, hi = 0xbf, cp;
+    unsigned c = s[0];
+    uint32_t cp;
     size_t len;
 
     if (c < 0x80) {
@@ -491,29 +597,14 @@ show_unit(const unsigned char *s, size_t n, char out[8], size_t *outlen, size_t 
         }
         return 1;
     }
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        lo = c == 0xe0 ? 0xa0 : 0x80; /* E0 80..9F would be overlong */
-        hi = c == 0xed ? 0x9f : 0xbf; /* ED A0..BF would be a surrogate */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        lo = c == 0xf0 ? 0x90 : 0x80; /* overlong */
-        hi = c == 0xf4 ? 0x8f : 0xbf; /* past U+10FFFF */
-    } else {
-        len = 0; /* a continuation byte, C0/C1 (always overlong), F5..FF */
-    }
-    if (len == 0 || len > n || s[1] < lo || s[1] > hi || (len > 2 && (s[2] & 0xc0) != 0x80) ||
-        (len > 3 && (s[3] & 0xc0) != 0x80)) {
+    if ((len = ph_utf8_decode(s, n, &cp)) == 0) {
         memcpy(out, "\xef\xbf\xbd", 3);
         *outlen = 3;
         *chars = 1;
         return 1;
     }
-    cp = len == 2 ? (c & 0x1f) << 6 | (s[1] & 0x3f) : len == 3 ? (c & 0x0f) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3f) : 0;
-    if ((len == 2 && cp < 0xa0) || (len == 3 && cp >= 0xfffe)) {
-        snprintf(out, 8, "\\u%04X", cp);
+    if (ph_escape_cp_hidden(cp) || cp == 0xfffe || cp == 0xffff) {
+        snprintf(out, 8, "\\u%04X", (unsigned)cp);
         *outlen = *chars = 6;
         return len;
     }
@@ -830,27 +921,52 @@ delta_of(const kept *k, int self)
     return self ? k->self - k->self_before : k->w - k->before;
 }
 
+/* The name a frame that stands for others shows, into BUF. */
+static const char *
+stand_in_name(const kept *k, char *buf, size_t len)
+{
+    char a[48];
+
+    fmt_count(a, sizeof a, k->name == CUT_ID ? k->n2 : k->n1);
+    if (k->name == CUT_ID)
+        snprintf(buf, len, "[%s%s frames cut]", k->n1 != k->n2 ? "up to " : "", a);
+    else
+        snprintf(buf, len, "[%s narrow frames]", a);
+    return buf;
+}
+
 static void
 draw(const draw_ctx *c, const kept *k)
 {
     static const char all[] = "all";
     ph_mw *out = c->out;
     size_t nlen;
-    const char *name = k->name == ROOT_ID ? all : ph_folded_name(c->f, k->name, &nlen);
+    char fill[48], cnt[48], xs[32], ws[32], stand_in[80];
+    int special = k->name == CUT_ID || k->name == NARROW_ID;
+    const char *name = k->name == ROOT_ID ? all
+                       : special          ? stand_in_name(k, stand_in, sizeof stand_in)
+                                          : ph_folded_name(c->f, k->name, &nlen);
     int64_t x1 = llround((XPAD + k->x * c->scale) * 100), x2 = llround((XPAD + (k->x + k->w) * c->scale) * 100);
     double w = (double)(x2 - x1) / 100.0, y;
-    char fill[48], cnt[48], xs[32], ws[32];
     size_t nch, chars;
 
-    if (k->name == ROOT_ID)
-        nlen = sizeof all - 1;
+    if (k->name == ROOT_ID || special)
+        nlen = strlen(name);
     y = c->o->inverted ? c->top + (double)k->depth * FRAME_H : c->height - BOTTOM_PAD - (double)(k->depth + 1) * FRAME_H;
-    colour(name, nlen, c->pal, c->differential, delta_of(k, c->o->diff_self), c->maxdelta, fill, sizeof fill);
-    if (annotation(name, nlen))
+    if (special && !c->differential) /* grey: no function of the program */
+        snprintf(fill, sizeof fill, k->name == CUT_ID ? "rgb(170,170,170)" : "rgb(215,215,215)");
+    else
+        colour(name, nlen, c->pal, c->differential, delta_of(k, c->o->diff_self), c->maxdelta, fill, sizeof fill);
+    if (!special && annotation(name, nlen))
         nlen -= 4; /* shown without its annotation, as flamegraph.pl does */
     fmt_count(cnt, sizeof cnt, k->w);
     PH_MW_RAW(out, "<g><title>");
-    xml_text(out, name, nlen);
+    if (c->o->max_bytes > 0 && show_chars(name, nlen) > PH_FLAME_NAME_SHOWN) {
+        xml_show(out, name, nlen, PH_FLAME_NAME_SHOWN - 2);
+        PH_MW_RAW(out, "..");
+    } else {
+        xml_text(out, name, nlen);
+    }
     if (c->differential) {
         /* flamegraph.pl's form, "; +28.57%": the change as a share of the total */
         double d = 100.0 * delta_of(k, c->o->diff_self) / c->total;
@@ -887,12 +1003,15 @@ draw(const draw_ctx *c, const kept *k)
  * not add up to the same number), with a tolerance of 1e-9 of the total
  * for decimal counts, rescales x and width and refits labels with the
  * fixed char width.  State (zoomed frame, search, case) lives in the
- * query string, so a link reopens the same view. */
+ * query string, so a link reopens the same view.  The graph is the
+ * document's first svg: the document itself (a file), or inside a page
+ * (a report's frame); a graph taller than its window opens scrolled to
+ * its root, at the bottom. */
 #define FLAME_JS \
     "\n'use strict';\n" \
     "var svg, frames=[], details, matchedtxt, searchbtn, unzoombtn, icbtn, W, PAD, CW, inverted, EPS;\n" \
     "var ignorecase=false, currentSearch=null, zoomed=null;\n" \
-    "function init(){ svg=document.documentElement; W=svg.viewBox.baseVal.width||+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n" \
+    "function init(){ svg=document.querySelector('svg'); W=svg.viewBox.baseVal.width||+svg.getAttribute('width'); PAD=+svg.getAttribute('data-xpad');\n" \
     "  CW=+svg.getAttribute('data-charw'); inverted=svg.getAttribute('data-inverted')==='1';\n" \
     "  details=document.getElementById('details').firstChild; matchedtxt=document.getElementById('matched');\n" \
     "  searchbtn=document.getElementById('search'); unzoombtn=document.getElementById('unzoom'); icbtn=document.getElementById('ignorecase');\n" \
@@ -914,7 +1033,8 @@ draw(const draw_ctx *c, const kept *k)
     "  var p=new URLSearchParams(document.location.search);\n" \
     "  if(p.get('ic')==='1') setCase(true);\n" \
     "  if(p.has('x')&&p.has('y')){ var x=+p.get('x'), y=+p.get('y'); var t=frames.filter(function(f){ return Math.abs(f.x-x)<=EPS && f.y===y; })[0]; if(t) zoom(t); }\n" \
-    "  if(p.has('s')) search(p.get('s')); }\n" \
+    "  if(p.has('s')) search(p.get('s'));\n" \
+    "  if(!inverted) window.scrollTo(0, document.documentElement.scrollHeight||1e7); }\n" \
     "function updateUrl(){ var p=new URLSearchParams();\n" \
     "  if(zoomed){ p.set('x',zoomed.x); p.set('y',zoomed.y); }\n" \
     "  if(currentSearch!==null) p.set('s',currentSearch); if(ignorecase) p.set('ic','1');\n" \
@@ -958,9 +1078,13 @@ ph_flame_script(void)
     return FLAME_JS;
 }
 
+/* Write the SVG of FR to FILE.  LIMIT_NOTE (may be NULL): one more
+ * subtitle line.  SIZES (may be NULL): each frame's bytes, in FR's
+ * order, read from *COUNTED, the bytes FILE took so far (a counting
+ * FILE). */
 static int
 write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int differential, frames *fr, double total,
-          FILE *file)
+          const char *limit_note, FILE *file, size_t *sizes, const uint64_t *counted)
 {
     ph_mw w = ph_mw_on(file, PH_MW_SVG), *out = &w;
     draw_ctx c;
@@ -993,6 +1117,8 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
             subsrc[i] = note;
         nsub += nnote;
     }
+    if (limit_note != NULL && wrap_text(limit_note, strlen(limit_note), per_line, sub + nsub, 1) == 1)
+        subsrc[nsub++] = limit_note;
     sub_pad = nsub ? SUB_PAD + (int)(nsub - 1) * SUB_LINE_H : 0;
     height = (int)((fr->max_depth + 1) * FRAME_H + TOP_PAD + BOTTOM_PAD + sub_pad);
 
@@ -1043,11 +1169,206 @@ write_svg(const ph_folded *f, const ph_flame_opts *o, const palette *pal, int di
     PH_MW_RAW(out, "<g id=\"frames\">\n");
     /* the root first (the script reads the view's extent from it), then
      * the others in the order they closed: left to right, leaves first */
-    draw(&c, &fr->v[fr->n - 1]);
-    for (size_t i = 0; i + 1 < fr->n; i++)
+    for (size_t j = 0; j < fr->n; j++) {
+        size_t i = j == 0 ? fr->n - 1 : j - 1;
+        uint64_t at = 0;
+
+        if (sizes != NULL && fflush(file) == 0)
+            at = *counted;
         draw(&c, &fr->v[i]);
+        if (sizes != NULL && fflush(file) == 0)
+            sizes[i] = (size_t)(*counted - at);
+    }
     PH_MW_RAW(out, "</g>\n</svg>\n");
     return fflush(file) != 0 || ph_mw_error(out) ? -1 : 0;
+}
+
+/* Bytes written, and nothing kept: a FILE that measures. */
+static ssize_t
+count_write(void *cookie, const char *buf, size_t n)
+{
+    (void)buf;
+    *(uint64_t *)cookie += n;
+    return (ssize_t)n;
+}
+
+typedef struct by_width {
+    const kept *v;
+} by_width;
+
+/* Wider first; of equal widths, nearer the root first (a parent is never
+ * after its child). */
+static int
+cmp_width(const void *a, const void *b, void *arg)
+{
+    const kept *v = ((const by_width *)arg)->v, *x = &v[*(const uint32_t *)a], *y = &v[*(const uint32_t *)b];
+
+    if (x->w != y->w)
+        return x->w > y->w ? -1 : 1;
+    return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+/* Room kept for the subtitle line fit() adds (its tspan, and a digit
+ * more of height in two y attributes). */
+#define LIMIT_NOTE_ROOM 320
+/* Graphs fit() measures after the first, bisecting between what surely
+ * fits and what surely does not. */
+#define FIT_PROBES 6
+
+typedef struct fit_ctx {
+    const ph_folded *f;
+    const ph_flame_opts *o;
+    const palette *pal;
+    int differential;
+    const ph_folded_stack *stacks;
+    const uint32_t *order;
+    size_t n;
+    double total;
+    FILE *cf;          /* a FILE that counts what it is given */
+    uint64_t counted;
+} fit_ctx;
+
+/* The bytes of FR's graph with NOTE; each frame's in SIZES (may be NULL). */
+static int
+measure(fit_ctx *x, frames *fr, const char *note, size_t *sizes, uint64_t *bytes)
+{
+    x->counted = 0;
+    if (write_svg(x->f, x->o, x->pal, x->differential, fr, x->total, note, x->cf, sizes, &x->counted) < 0 ||
+        fflush(x->cf) != 0)
+        return -1;
+    *bytes = x->counted;
+    return 0;
+}
+
+/* Sweep again keeping frames wider than W, or as wide and at most
+ * TIE_DEPTH deep, the others merged; NOTE (LEN bytes) says so. */
+static int
+cut_at(fit_ctx *x, sweep_opts *so, frames *fr, double w, uint32_t tie_depth, char *note, size_t len)
+{
+    double px = (x->o->width - 2 * XPAD) / x->total;
+
+    so->min_w = w;
+    so->tie_depth = tie_depth;
+    so->collapse = 1;
+    if (tie_depth == 0)
+        snprintf(note, len, "frames of %.2f px and narrower merged: the graph is held to %zu bytes", w * px,
+                 x->o->max_bytes);
+    else
+        snprintf(note, len, "frames narrower than %.2f px, and as wide past depth %u, merged: the graph is held to %zu bytes",
+                 w * px, tie_depth, x->o->max_bytes);
+    return sweep(x->stacks, x->order, x->n, so, fr);
+}
+
+/* Hold the graph to o->max_bytes (ph_flame.h).  The frames of the graph
+ * as drawn are ranked widest first, nearer the root first among equals
+ * (so a parent ranks before its child), and grouped by width and depth:
+ * keeping the first K groups is a cut at group K's width and depth,
+ * whatever else is merged into stand-ins.  Keeping the groups whose
+ * bytes, with room for two stand-ins each (a run of narrow siblings
+ * before a frame, and one above it: there are no more), fit in what the
+ * header leaves surely fits: frames only lose bytes in a smaller graph.
+ * Keeping those whose bytes alone do not fit surely does not.  Between
+ * the two, a few graphs are measured; the last that fits is kept, in FR,
+ * and NOTE (LEN bytes) says what was merged.  -1 and *err when not even
+ * the root fits (the title, subtitle and script take it all), or on
+ * ENOMEM. */
+static int
+fit(fit_ctx *x, sweep_opts *so, frames *fr, char *note, size_t len, ph_error_t *err)
+{
+    cookie_io_functions_t io = { NULL, count_write, NULL, NULL };
+    size_t *sizes = NULL, ng = 0, lo, hi, block = 0, nfr = fr->n;
+    uint32_t *idx = NULL;
+    uint64_t bytes, frames_bytes = 0, fixed, budget, sure = 0, over = 0;
+    struct {
+        double w;
+        uint32_t depth;
+    } *group = NULL; /* each group's width and depth */
+    int rc = -1;
+
+    if ((x->cf = fopencookie(&x->counted, "w", io)) == NULL || (sizes = malloc(nfr * sizeof *sizes)) == NULL ||
+        (idx = malloc(nfr * sizeof *idx)) == NULL || (group = malloc(nfr * sizeof *group)) == NULL)
+        goto oom;
+    if (measure(x, fr, NULL, sizes, &bytes) < 0)
+        goto oom;
+    if (bytes <= x->o->max_bytes) {
+        rc = 0;
+        goto out;
+    }
+    { /* what one stand-in costs at most: the widest numbers there are */
+        kept k = { NARROW_ID, UINT32_MAX / 2, x->total, x->total, x->total, x->total, x->total, UINT32_MAX, UINT32_MAX };
+        frames one = { &k, 1, 1, 0, 0, 0 };
+        uint64_t b1;
+        if (measure(x, &one, NULL, &block, &b1) < 0)
+            goto oom;
+    }
+    for (size_t i = 0; i < nfr; i++) {
+        frames_bytes += sizes[i];
+        idx[i] = (uint32_t)i;
+    }
+    fixed = bytes - frames_bytes + sizes[nfr - 1] + LIMIT_NOTE_ROOM; /* the header, the root, the note */
+    if (fixed > x->o->max_bytes) {
+        ph_fail(err, EFBIG, "flamegraph: the graph cannot be held to %zu bytes (%llu without its frames)",
+                x->o->max_bytes, (unsigned long long)fixed);
+        goto out;
+    }
+    budget = x->o->max_bytes - fixed;
+    qsort_r(idx, nfr, sizeof *idx, cmp_width, &(by_width){ fr->v });
+    /* groups, and LO (the most that surely fit) and HI (the fewest that
+     * surely do not); group 0 is the root, whose bytes are in FIXED */
+    lo = 1;
+    hi = 0;
+    for (size_t i = 0; i < nfr;) {
+        const kept *a = &fr->v[idx[i]];
+        uint64_t g = 0, gs = 0;
+        size_t j = i;
+        for (; j < nfr && fr->v[idx[j]].w == a->w && fr->v[idx[j]].depth == a->depth; j++)
+            if (fr->v[idx[j]].name != ROOT_ID) {
+                g += sizes[idx[j]];
+                gs += sizes[idx[j]] + 2 * block;
+            }
+        group[ng].w = a->w;
+        group[ng].depth = a->depth;
+        if ((sure += gs) <= budget)
+            lo = ng + 1;
+        if ((over += g) > budget && hi == 0)
+            hi = ng + 1;
+        ng++;
+        i = j;
+    }
+    if (hi == 0 || hi > ng)
+        hi = ng; /* not one group too many on its own: keeping them all is what did not fit */
+    if (lo >= hi)
+        lo = hi - 1;
+    /* keeping K groups: a cut at group K */
+    for (int p = 0; p < FIT_PROBES && hi - lo > 1; p++) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cut_at(x, so, fr, group[mid].w, group[mid].depth - 1, note, len) < 0 ||
+            measure(x, fr, note, NULL, &bytes) < 0)
+            goto oom;
+        if (bytes <= x->o->max_bytes)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (cut_at(x, so, fr, group[lo].w, group[lo].depth - 1, note, len) < 0 || measure(x, fr, note, NULL, &bytes) < 0)
+        goto oom;
+    if (bytes > x->o->max_bytes) { /* cannot be: LO surely fits */
+        ph_fail(err, EFBIG, "flamegraph: the graph cannot be held to %zu bytes (%llu as cut)", x->o->max_bytes,
+                (unsigned long long)bytes);
+        goto out;
+    }
+    rc = 0;
+    goto out;
+oom:
+    ph_fail(err, ENOMEM, "flamegraph: out of memory");
+out:
+    if (x->cf != NULL)
+        fclose(x->cf);
+    x->cf = NULL;
+    free(sizes);
+    free(idx);
+    free(group);
+    return rc;
 }
 
 int
@@ -1062,6 +1383,8 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     uint32_t *order = NULL;
     size_t n = ph_folded_n_stacks(f);
     double total = 0, min_w;
+    sweep_opts so;
+    char limit_note[160] = "";
     int differential, rc = -1;
 
     if (opts == NULL) {
@@ -1101,16 +1424,25 @@ ph_flame_render(const ph_folded *f, const ph_flame_opts *opts, FILE *out, ph_fla
     /* flamegraph.pl: minwidth_time = minwidth / widthpertime, or a share
      * of the total with "%" */
     min_w = opts->minwidth_percent ? total * opts->minwidth / 100 : opts->minwidth / ((opts->width - 2 * XPAD) / total);
-    if (sweep(stacks, order, n, opts->reverse, differential, min_w, &fr) < 0)
+    so = (sweep_opts){ opts->reverse, differential, opts->collapse, opts->max_depth, min_w, UINT32_MAX };
+    if (sweep(stacks, order, n, &so, &fr) < 0)
         goto oom;
+    if (opts->max_bytes > 0) {
+        fit_ctx fx = { f, opts, pal, differential, stacks, order, n, total, NULL, 0 };
+        if (fit(&fx, &so, &fr, limit_note, sizeof limit_note, err) < 0)
+            goto out;
+    }
     free(order);
     free(stacks);
     order = NULL;
     stacks = NULL;
-    if (write_svg(f, opts, pal, differential, &fr, total, out) < 0) {
+    if (write_svg(f, opts, pal, differential, &fr, total, limit_note[0] ? limit_note : NULL, out, NULL, NULL) < 0) {
         ph_fail(err, errno, "flamegraph: write the SVG");
         goto out;
     }
+    stats->stacks_cut = fr.stacks_cut;
+    stats->frames_merged = fr.merged;
+    stats->minwidth_px = (so.tie_depth == UINT32_MAX ? so.min_w : nextafter(so.min_w, INFINITY)) * (opts->width - 2 * XPAD) / total;
     stats->frames_drawn = fr.n;
     rc = 0;
     goto out;

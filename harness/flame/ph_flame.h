@@ -15,8 +15,8 @@
  * one), so the browser never measures text; the title is cut and the
  * subtitle wrapped to the width.  Whatever bytes the names,
  * title and subtitle hold, the SVG is valid UTF-8 and well-formed XML:
- * control characters are shown escaped (`\x01`, `\u0085`), bytes that
- * are not UTF-8 as U+FFFD.
+ * control characters and bidi controls are shown escaped (`\x01`,
+ * `\u0085`, `\u202E`), bytes that are not UTF-8 as U+FFFD.
  *
  * Frames as flamegraph.pl draws them, siblings in its order, with two
  * deliberate differences: a name is one frame per parent (flamegraph.pl
@@ -26,7 +26,21 @@
  * so a parent whose children grew stays white; diff_self asks for that).
  * The subtitle of a differential graph says which colours it shows.
  * Pruning is flamegraph.pl's: a frame narrower than minwidth px (or % of
- * the total) is not drawn, nor anything above it.  Annotations perf's
+ * the total) is not drawn, nor anything above it.
+ *
+ * Bounds, off by default (flamegraph.pl has none), for graphs of stacks
+ * nobody checked (the report's: a container wrote them): what a person
+ * can see, in a file of a known size whatever the input.
+ *   collapse   siblings narrower than minwidth are drawn as one frame,
+ *              "[N narrow frames]", instead of leaving a gap
+ *   max_depth  a stack deeper than this many frames above the root is
+ *              drawn to max_depth - 1, then one frame for the rest:
+ *              "[N frames cut]" ("up to N" where stacks merged into it
+ *              were cut by different amounts)
+ *   max_bytes  the SVG is at most this long: frames are merged narrowest
+ *              first (minwidth raised, collapse on) until it fits, and
+ *              the subtitle says below what width; a tooltip shows at
+ *              most PH_FLAME_NAME_SHOWN characters of a name  Annotations perf's
  * collapsers append (`_[k]` kernel, `_[j]` JIT, `_[i]` inlined, `_[w]`
  * waker; the sampler's `_[p]`, a Python function) are left out of labels
  * and colour the frame, as flamegraph.pl's java palette does, in every
@@ -34,9 +48,10 @@
  * chain); Python frames are blue.
  *
  * Parsing and merging live in ph_folded.c; this module turns merged stacks
- * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o
- * and ph_error.o (and -lm), nothing else: whatever links ph_flame.o, such
- * as libphsampler, must link ph_folded.o too.
+ * into frames and frames into SVG.  Linking ph_flame.o needs ph_folded.o,
+ * ph_error.o, ph_escape.o (its UTF-8 decoder) and ph_markup.o (and -lm),
+ * nothing else: whatever links ph_flame.o, such as libphsampler, must link
+ * those too.
  *
  * Pure and reentrant: libc and ph_error only, no global state, never exits;
  * safe to call from any thread.
@@ -63,10 +78,20 @@ typedef struct ph_flame_opts {
     int differential;       /* -1 auto (default: any line with two counts), 0 off, 1 on */
     int diff_self;          /* differential: colour each frame by its own change, as flamegraph.pl
                                does, not by its change with its children (the default) */
+    int collapse;           /* narrow siblings drawn as one frame (see above); 0 default */
+    unsigned max_depth;     /* frames above the root, the last one a marker; 0 (default): any */
+    size_t max_bytes;       /* the SVG's size; 0 (default): any */
 } ph_flame_opts;
+
+/* With max_bytes, a tooltip's name is cut to this many characters (and
+ * ".."): an 8 MiB frame name cannot fill the budget alone. */
+#define PH_FLAME_NAME_SHOWN 1000
 
 typedef struct ph_flame_stats {
     size_t lines, bad_lines, stacks, frames_drawn;
+    size_t stacks_cut;    /* stacks deeper than max_depth */
+    size_t frames_merged; /* frames drawn as part of a "[N narrow frames]" */
+    double minwidth_px;   /* the narrowest frame drawn on its own, in px (max_bytes may raise it) */
     size_t bad_line_numbers[PH_FOLDED_BAD_KEPT]; /* the first bad lines, 1-based; 0 = unused */
     int differential; /* drawn as a differential graph */
     double total;     /* sum of the counts drawn (AFTER counts when differential) */
@@ -80,8 +105,9 @@ void ph_flame_opts_init(ph_flame_opts *o);
 int ph_flame_palette_valid(const char *name);
 
 /* Render FOLDED (LEN bytes) to OUT.  Returns 0 and fills STATS (may be
- * NULL), or -1 and *err when nothing can be drawn (no valid line) or
- * writing fails. */
+ * NULL), or -1 and *err when nothing can be drawn (no valid line), the
+ * graph cannot be held to max_bytes (a title alone past it), or writing
+ * fails. */
 int ph_flame_render_folded(const char *folded, size_t len, const ph_flame_opts *opts, FILE *out,
                            ph_flame_stats *stats, ph_error_t *err);
 

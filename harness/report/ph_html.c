@@ -3,7 +3,7 @@
  *
  * Every page is one file: the style sheet and a small script inline, the
  * charts as inline SVG drawn here, flamegraphs drawn by the harness's
- * renderer in sandboxed frames of their own (data: URLs).  Everything
+ * renderer in sandboxed frames of their own (srcdoc documents).  Everything
  * reads without JS; the script only sorts tables when a header is
  * clicked.  Text from artifacts (function names, paths, commands) is
  * always escaped; a Content-Security-Policy lets only the harness's own
@@ -59,7 +59,8 @@
     "code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}" \
     "dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:4px 18px;margin:0}" \
     "dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-all}" \
-    "iframe.flame{width:100%;border:1px solid var(--line);border-radius:6px;background:#fff}" \
+    "iframe.flame{display:block;width:100%;max-height:calc(100vh - 24px);border:1px solid var(--line);border-radius:6px;" \
+    "background:#fff}" \
     "svg.chart{width:100%;height:auto;display:block}" \
     "svg.chart text{font:11px system-ui,sans-serif;fill:#475467}" \
     "ul.legend{list-style:none;padding:0;margin:6px 0 0;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:12.5px}" \
@@ -84,15 +85,16 @@
     "var r=num?u-w:(u<w?-1:u>w?1:0);return dir==='d'?-r:r});rows.forEach(function(r){b.appendChild(r)})});"
 
 /* The page's Content-Security-Policy: nothing but what the harness wrote
- * runs.  Scripts: the page's own and the flamegraph renderer's (a frame
- * with a data: URL keeps its parent's policy, so the graph's script is
- * allowed by its hash here too), by their SHA-256; no 'unsafe-inline', so
+ * runs.  Scripts: the page's own and the flamegraph renderer's (a srcdoc
+ * frame keeps its parent's policy, so the graph's script is allowed by
+ * its hash here too), by their SHA-256; no 'unsafe-inline', so
  * a <script> or an on* attribute that got in by any path does not run.
  * Styles: 'unsafe-inline', because the page draws with style attributes
  * (bar widths, legend colours, a frame's aspect ratio) and the renderer's
  * SVG has its <style>; CSS cannot run script, and with default-src 'none'
  * (no fonts, no fetches, images only as data:) a style cannot send
- * anything anywhere.  Frames: data: only, each sandboxed. */
+ * anything anywhere.  Frames: none loaded from anywhere (the graphs'
+ * are srcdoc documents, each sandboxed). */
 static void
 csp(ph_mw *f)
 {
@@ -100,7 +102,7 @@ csp(ph_mw *f)
 
     PH_MW_FMT(f,
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src '%s' '%s'; "
-              "style-src 'unsafe-inline'; img-src data:; frame-src data:; base-uri 'none'; form-action 'none'\">",
+              "style-src 'unsafe-inline'; img-src data:; frame-src 'none'; base-uri 'none'; form-action 'none'\">",
               ph_markup_csp_hash(page, SCRIPT), ph_markup_csp_hash(flame, ph_flame_script()));
 }
 
@@ -260,10 +262,17 @@ root_attr(const char *start, const char *end, const char *name, size_t *at, size
 /* The flamegraph in a frame of its own: its script runs there, apart from
  * the page's, sandboxed ("allow-scripts" and nothing more: an opaque
  * origin, so it cannot reach the page, and no top navigation).  SVG is
- * what the harness's renderer wrote, never an artifact's.  Its root's width and height become 100 % and the frame
- * takes the graph's aspect ratio, so the whole graph shows at the card's
- * width, scaled; the renderer's script reads its width from the viewBox.
- * An SVG without both attributes keeps its size, in a frame as tall. */
+ * what the harness's renderer wrote, never an artifact's.
+ *
+ * The frame's document is its srcdoc, the SVG inline in a small HTML
+ * page, escaped as the attribute it is: no URL holds it, so no limit on
+ * a URL's length blanks it (Chromium's 2 MiB did, to every graph past
+ * 1.5 MB of SVG as a data: URL), and it keeps the page's
+ * Content-Security-Policy (a srcdoc document inherits it), which lets
+ * the renderer's script run by its hash and nothing else.  The graph
+ * takes the card's width, its height following (the frame takes the
+ * graph's aspect ratio), at most the window's: a taller graph scrolls
+ * inside its frame, and its script starts it at the root. */
 static void
 flame_frame(ph_mw *f, const char *svg, size_t len, const char *title)
 {
@@ -271,40 +280,25 @@ flame_frame(ph_mw *f, const char *svg, size_t len, const char *title)
     const char *rend = root != NULL ? memchr(root, '>', (size_t)(svg + len - root)) : NULL;
     size_t wat = 0, wn = 0, hat = 0, hn = 0;
     double w = -1, h = -1;
-    char *copy = NULL;
 
     if (rend != NULL) {
         w = root_attr(root, rend, "width", &wat, &wn);
         h = root_attr(root, rend, "height", &hat, &hn);
     }
-    if (w > 0 && h > 0 && wat < hat && (copy = malloc(len + 8)) != NULL) {
-        size_t off = (size_t)(root - svg), k = 0;
-
-        memcpy(copy, svg, off + wat);
-        k = off + wat;
-        memcpy(copy + k, "100%", 4);
-        k += 4;
-        memcpy(copy + k, root + wat + wn, hat - wat - wn);
-        k += hat - wat - wn;
-        memcpy(copy + k, "100%", 4);
-        k += 4;
-        memcpy(copy + k, root + hat + hn, len - off - hat - hn);
-        k += len - off - hat - hn;
+    if (root == NULL) /* not the renderer's: nothing to show */
+        return;
+    if (w > 0 && h > 0)
         PH_MW_FMT(f, "<iframe class=\"flame\" sandbox=\"allow-scripts\" style=\"aspect-ratio:%.0f/%.0f\" title=\"", w, h);
-        svg = copy;
-        len = k;
-    } else {
-        if (!(h >= 100))
-            h = 400;
-        if (h > 2400)
-            h = 2400;
-        PH_MW_FMT(f, "<iframe class=\"flame\" sandbox=\"allow-scripts\" style=\"height:%.0fpx\" title=\"", h + 24);
-    }
+    else
+        PH_MW_FMT(f, "<iframe class=\"flame\" sandbox=\"allow-scripts\" style=\"height:%.0fpx\" title=\"",
+                  h >= 100 && h <= 2400 ? h + 24 : 424);
     ph_mw_attr(f, title);
-    PH_MW_RAW(f, "\" src=\"data:image/svg+xml;base64,");
-    ph_mw_base64(f, svg, len);
+    /* the XML declaration left out: an HTML page's parser would take it
+     * for a comment, and it says nothing the page does not */
+    PH_MW_RAW(f, "\" srcdoc=\"&lt;!DOCTYPE html&gt;&lt;meta charset=&quot;utf-8&quot;&gt;&lt;style&gt;"
+                 "html,body{margin:0}svg{display:block;width:100%;height:auto}&lt;/style&gt;");
+    ph_mw_attrn(f, root, len - (size_t)(root - svg));
     PH_MW_RAW(f, "\"></iframe>\n");
-    free(copy);
 }
 
 void
@@ -314,20 +308,33 @@ ph_html_flame_render(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, 
 }
 
 void
-ph_html_flame_render_kept(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, const char *title, char **kept,
-                          size_t *kept_len)
+ph_report_graph_bounds(ph_flame_opts *o)
+{
+    if (!o->minwidth_percent && o->minwidth < 1)
+        o->minwidth = 1; /* what a person can see */
+    o->collapse = 1;
+    o->max_depth = PH_REPORT_GRAPH_DEPTH;
+    if (o->max_bytes == 0 || o->max_bytes > PH_REPORT_GRAPH_MAX)
+        o->max_bytes = PH_REPORT_GRAPH_MAX;
+}
+
+void
+ph_html_flame_render_kept(ph_mw *f, const ph_folded *folded, const ph_flame_opts *opts, const char *title,
+                          char **kept, size_t *kept_len)
 {
     char *svg = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&svg, &len);
     ph_error_t err = NULL;
+    ph_flame_opts o = *opts;
     int rc;
 
     if (m == NULL) {
         ph_html_problem(f, "the flamegraph could not be drawn: out of memory");
         return;
     }
-    rc = ph_flame_render(folded, o, m, NULL, &err);
+    ph_report_graph_bounds(&o);
+    rc = ph_flame_render(folded, &o, m, NULL, &err);
     if (fclose(m) != 0 && rc == 0)
         rc = ph_fail(&err, ENOMEM, "write the SVG");
     if (rc < 0) {

@@ -24,6 +24,7 @@
 #define PH_REPORT_H
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "ph_error.h"
 #include "ph_profile.h"
@@ -60,10 +61,33 @@ typedef struct ph_report_headline {
     int problems;          /* things the report says are missing or broken */
 } ph_report_headline;
 
-/* Write RUN_DIR/report.html and RUN_DIR/summary.json.  PROFILES may be
- * NULL.  OUT (may be NULL) gets the headline.  -1 and *err only when the
- * run dir cannot be read or the files cannot be written; bad artifacts
- * are reported inside. */
+/* What holds one report's output (a field of 0 takes its default): its
+ * files are the host's writing from what a container wrote, so they are
+ * held as the artifacts are.
+ *   min_free   left available on the run dir's filesystem: the
+ *              collection's limit (ph_tar_limits), default its default
+ *   max_bytes  all the report's files together, PH_REPORT_MAX_BYTES
+ * Each graph is drawn to what a person can see (minwidth 1 px, narrow
+ * siblings merged, PH_REPORT_GRAPH_DEPTH frames deep) and at most
+ * PH_REPORT_GRAPH_MAX bytes, whatever the stacks (ph_flame.h's bounds);
+ * the graphs of a run's stacks files, one per file, are drawn while the
+ * bound leaves room, and the report says how many were not. */
+typedef struct ph_report_limits {
+    uint64_t min_free;
+    uint64_t max_bytes;
+} ph_report_limits;
+#define PH_REPORT_MAX_BYTES (64ull << 20)
+#define PH_REPORT_GRAPH_MAX (4u << 20)
+#define PH_REPORT_GRAPH_DEPTH 512 /* the sampler's own cut */
+
+/* Write RUN_DIR/report.html and RUN_DIR/summary.json (and the graphs
+ * beside them) under LIM (NULL: the defaults).  PROFILES may be NULL.
+ * OUT (may be NULL) gets the headline.  -1 and *err only when the run dir
+ * cannot be read or the files cannot be written (a limit, named); bad
+ * artifacts are reported inside. */
+int ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles, const ph_report_limits *lim,
+                                ph_report_headline *out, ph_error_t *err);
+/* The same under the defaults. */
 int ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_report_headline *out,
                         ph_error_t *err);
 

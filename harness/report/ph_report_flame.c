@@ -311,28 +311,57 @@ ph_report_flame_opts(const ph_rundata *rd, ph_flame_opts *o, char *title, size_t
         o->subtitle = rd->flame.sampler.text;
 }
 
+/* One stacks file's graph, streamed to its file. */
+typedef struct file_graph {
+    const ph_folded *fo;
+    const ph_flame_opts *o;
+} file_graph;
+
+static int
+fill_graph(FILE *f, void *arg, ph_error_t *err)
+{
+    const file_graph *g = arg;
+
+    if (ph_folded_n_stacks(g->fo) == 0)
+        return ph_flame_render_error("no samples in this file", g->o, f, err);
+    return ph_flame_render(g->fo, g->o, f, NULL, err);
+}
+
+/* Less than this left of the report's bound: no more stacks files' graphs. */
+#define GRAPH_MIN (64u << 10)
+
 int
-ph_report_flame_files(const ph_rundata *rd, ph_error_t *err)
+ph_report_flame_files(ph_rundata *rd, ph_report_out *ro, uint64_t reserve, ph_error_t *err)
 {
     const ph_artifact *a[PH_RD_MAX_ARTIFACTS];
-    size_t n = ph_rundata_files(rd, "folded", a, PH_RD_MAX_ARTIFACTS);
+    size_t n = ph_rundata_files(rd, "folded", a, PH_RD_MAX_ARTIFACTS), skipped = 0;
+    const char *first_skipped = NULL;
 
     for (size_t i = 0; n > 1 && i < n; i++) {
-        char name[NAME_MAX + 1], path[PATH_MAX + NAME_MAX + 2], title[400], *svg = NULL;
-        size_t stem = strlen(a[i]->name), len = 0;
+        char name[NAME_MAX + 1], path[PATH_MAX + NAME_MAX + 2], title[400];
+        size_t stem = strlen(a[i]->name);
+        uint64_t left = ph_report_out_left(ro);
         ph_folded *fo = NULL;
         ph_flame_opts o;
-        FILE *m = NULL;
-        int rc = -1;
+        file_graph g;
+        int rc;
 
         if (stem > 7 && strcmp(a[i]->name + stem - 7, ".folded") == 0)
             stem -= 7;
         if (snprintf(name, sizeof name, PH_REPORT_SVG_PREFIX "%.*s.svg", (int)stem, a[i]->name) >= (int)sizeof name)
             continue; /* no room for the prefix: the report's graph has it */
+        if (left < reserve + GRAPH_MIN) {
+            if (skipped++ == 0)
+                first_skipped = a[i]->name;
+            continue;
+        }
         snprintf(path, sizeof path, "%s/%s", rd->dir, name);
         ph_flame_opts_init(&o);
         snprintf(title, sizeof title, "%s (%s, %s)", rd->service, rd->mode, a[i]->name);
         o.title = title;
+        ph_report_graph_bounds(&o);
+        if (o.max_bytes > left - reserve)
+            o.max_bytes = left - reserve;
         if ((fo = ph_folded_new(0, err)) == NULL || ph_read_file_chunks(a[i]->path, folded_chunk, fo, NULL, err) < 0 ||
             ph_folded_finish(fo, err) < 0) {
             /* the report says what is wrong with the file */
@@ -340,22 +369,17 @@ ph_report_flame_files(const ph_rundata *rd, ph_error_t *err)
             ph_folded_free(fo);
             continue;
         }
-        if ((m = open_memstream(&svg, &len)) == NULL) {
-            ph_fail(err, ENOMEM, "draw `%s`", name);
-        } else {
-            if (ph_folded_n_stacks(fo) == 0)
-                rc = ph_flame_render_error("no samples in this file", &o, m, err);
-            else
-                rc = ph_flame_render(fo, &o, m, NULL, err);
-            if (fclose(m) != 0 && rc == 0)
-                rc = ph_fail(err, ENOMEM, "draw `%s`", name);
-            if (rc == 0)
-                rc = ph_report_write_file(rd->dir, path, svg, len, err);
-        }
-        free(svg);
+        g = (file_graph){ fo, &o };
+        rc = ph_report_out_stream(ro, path, fill_graph, &g, err);
         ph_folded_free(fo);
         if (rc < 0)
             return -1;
+    }
+    if (skipped > 0) {
+        char b[PH_FMT_LEN];
+        ph_rundata_problem(rd, "%zu of the %zu stacks files have no graph of their own (`%s` and after): a report's "
+                           "files are held to %s; " PH_REPORT_FLAME_SVG " draws them all",
+                           skipped, n, first_skipped, ph_fmt_bytes(b, (double)ro->max_bytes));
     }
     return 0;
 }

@@ -408,23 +408,27 @@ ph_report_heap(ph_rctx *c)
 }
 
 int
-ph_report_heap_files(const ph_rctx *c, ph_error_t *err)
+ph_report_heap_files(const ph_rctx *c, ph_report_out *ro, ph_error_t *err)
 {
-    const ph_rundata *rd = c->rd;
-    char path[PATH_MAX + 64], *text = NULL;
+    ph_rundata *rd = c->rd;
+    char path[PATH_MAX + 64], *text = NULL, b[PH_FMT_LEN];
     size_t len = 0;
-    int rc;
+    int rc = 0;
 
     if (rd->heap.growth == NULL)
         return 0;
     if (ph_heap_growth_text(rd->heap.growth, &text, &len, err) < 0)
         return -1;
     snprintf(path, sizeof path, "%s/%s.folded", rd->dir, PH_REPORT_HEAP_GROWTH);
-    rc = ph_report_write_file(rd->dir, path, text, len, err);
+    if (len + (c->heap_svg ? c->heap_svg_len : 0) > ph_report_out_left(ro) / 2)
+        ph_rundata_problem(rd, PH_REPORT_HEAP_GROWTH ".folded not written: its %s would take more than half of what a "
+                           "report's files are held to", ph_fmt_bytes(b, (double)len));
+    else
+        rc = ph_report_out_write(ro, path, text, len, err);
     free(text);
     if (rc == 0 && c->heap_svg != NULL) {
         snprintf(path, sizeof path, "%s/%s.svg", rd->dir, PH_REPORT_HEAP_GROWTH);
-        rc = ph_report_write_file(rd->dir, path, c->heap_svg, c->heap_svg_len, err);
+        rc = ph_report_out_write(ro, path, c->heap_svg, c->heap_svg_len, err);
     }
     return rc;
 }

@@ -155,6 +155,10 @@ void ph_html_flame_render(ph_mw *f, const ph_folded *folded, const ph_flame_opts
  * NULL when nothing was drawn). */
 void ph_html_flame_render_kept(ph_mw *f, const ph_folded *folded, const ph_flame_opts *o, const char *title,
                                char **svg, size_t *len);
+/* O bounded as every graph of a report is (ph_report_limits): minwidth at
+ * least 1 px, narrow siblings merged, PH_REPORT_GRAPH_DEPTH deep, at most
+ * PH_REPORT_GRAPH_MAX bytes. */
+void ph_report_graph_bounds(ph_flame_opts *o);
 
 /* Charts (inline SVG, drawn here: no script needed). */
 typedef struct ph_chart_series {
@@ -171,10 +175,36 @@ void ph_svg_stacked(ph_mw *f, const double *x, size_t n, const ph_chart_series *
 /* The colour of series I (a fixed palette; the last one is "other"). */
 const char *ph_chart_color(size_t i);
 
-/* ---- ph_report_run.c: files ------------------------------------------ */
+/* ---- ph_report_out.c: files ------------------------------------------ */
 
-/* Write PATH (in DIR, whose owner it takes when we are root) through a
- * temporary file and a rename. */
+/* Where one report's files go, and what holds them (ph_report_limits):
+ * every file counts against max_bytes, and none may leave less than
+ * min_free on the filesystem, looked at before each file and every MiB
+ * of a stream.  Fields are the module's. */
+typedef struct ph_report_out {
+    char dir[PATH_MAX];
+    uint64_t min_free;      /* as set (0: the default), then as resolved */
+    int min_free_resolved;
+    uint64_t max_bytes;
+    uint64_t written;       /* by this report so far */
+    uint64_t unchecked;     /* bytes since the last look at the free space */
+} ph_report_out;
+
+/* The output of a report into DIR under LIM (NULL: the defaults). */
+void ph_report_out_init(ph_report_out *o, const char *dir, const ph_report_limits *lim);
+/* What max_bytes leaves. */
+uint64_t ph_report_out_left(const ph_report_out *o);
+/* Write PATH (in the dir) through a temporary file and a rename; a limit
+ * it would pass is an error (EFBIG, or min_free's ENOSPC) and writes
+ * nothing. */
+int ph_report_out_write(ph_report_out *o, const char *path, const void *buf, size_t len, ph_error_t *err);
+int ph_report_out_json(ph_report_out *o, const char *path, json_t *j, ph_error_t *err);
+/* Write PATH as FILL writes it into F, streamed: the limits are checked
+ * as it goes, and the first one passed is the error (the file removed). */
+typedef int (*ph_report_fill_cb)(FILE *f, void *arg, ph_error_t *err);
+int ph_report_out_stream(ph_report_out *o, const char *path, ph_report_fill_cb fill, void *arg, ph_error_t *err);
+/* One file alone (the index, compare.html, a merged run's files), under
+ * the default limits. */
 int ph_report_write_file(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err);
 int ph_report_write_json(const char *dir, const char *path, json_t *j, ph_error_t *err);
 
@@ -200,9 +230,10 @@ void ph_report_heap(ph_rctx *c);
 /* Is NAME one of the allocator's functions (malloc, operator new...)? */
 int ph_heap_is_allocator(const char *name);
 /* The heap's growth file (report-inuse_space_growth.folded) and its
- * graph (.svg), when the run has a growth: -1 and *ERR when they cannot
- * be written. */
-int ph_report_heap_files(const ph_rctx *c, ph_error_t *err);
+ * graph (.svg), when the run has a growth, into RO (the growth's stacks
+ * past what its bound leaves are a problem, not written): -1 and *ERR
+ * when they cannot be written. */
+int ph_report_heap_files(const ph_rctx *c, ph_report_out *ro, ph_error_t *err);
 #define PH_REPORT_HEAP_GROWTH PH_REPORT_SVG_PREFIX "inuse_space_growth"
 
 /* ph_report_growth.c: per stack (by its frames' names), LAST's count
@@ -224,8 +255,10 @@ int ph_flame_tally(const ph_folded *folded, int skip_root, double **self, double
 void ph_report_flame_opts(const ph_rundata *rd, ph_flame_opts *o, char *title, size_t cap);
 /* Draw report-<stem>.svg in the run dir for each of the run's folded
  * stacks files when it has more than one (PH_REPORT_FLAME_SVG has them
- * all); -1 when one cannot be written. */
-int ph_report_flame_files(const ph_rundata *rd, ph_error_t *err);
+ * all), streamed into RO, keeping RESERVE bytes of its bound for the page;
+ * those the bound leaves no room for are a problem of RD.  -1 when one
+ * cannot be written. */
+int ph_report_flame_files(ph_rundata *rd, ph_report_out *ro, uint64_t reserve, ph_error_t *err);
 /* ph_report_merge.c: a merged run's hosts, each linking its run's
  * report (nothing for a run of one host). */
 void ph_report_merged_section(ph_mw *f, const ph_rundata *rd);

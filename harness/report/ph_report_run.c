@@ -407,72 +407,6 @@ run_section(ph_mw *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *su
     }
 }
 
-/* ---- writing ----------------------------------------------------------- */
-
-/* Write LEN bytes of BUF to PATH through PATH.tmp, owned like the dir. */
-static int
-write_atomic(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err)
-{
-    char tmp[PATH_MAX + 16];
-    struct stat st;
-    int fd;
-    size_t o = 0;
-
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    /* A fresh file, never through what is there: a run dir holds what a
-     * container wrote, and a planted `report.html.tmp` symlink would
-     * otherwise have us write (as root, under sudo) wherever it points. */
-    (void)unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return ph_fail(err, errno, "write `%s`", tmp);
-    while (o < len) {
-        ssize_t n = write(fd, buf + o, len - o);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            return ph_fail(err, e, "write `%s`", tmp);
-        }
-        o += (size_t)n;
-    }
-    if (geteuid() == 0 && stat(dir, &st) == 0 && fchown(fd, st.st_uid, st.st_gid) < 0) {
-        /* the file is ours then: readable all the same (0644) */
-    }
-    if (close(fd) < 0) {
-        int e = errno;
-        unlink(tmp);
-        return ph_fail(err, e, "write `%s`", tmp);
-    }
-    if (rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        return ph_fail(err, e, "rename `%s`", tmp);
-    }
-    return 0;
-}
-
-int
-ph_report_write_json(const char *dir, const char *path, json_t *j, ph_error_t *err)
-{
-    char *text = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
-    int rc;
-
-    if (text == NULL)
-        return ph_fail(err, ENOMEM, "build `%s`", path);
-    rc = write_atomic(dir, path, text, strlen(text), err);
-    free(text);
-    return rc;
-}
-
-int
-ph_report_write_file(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err)
-{
-    return write_atomic(dir, path, buf, len, err);
-}
-
 /* The kinds in the order the mode wants them: its own first. */
 static void
 sections(ph_rctx *c)
@@ -508,23 +442,82 @@ sections(ph_rctx *c)
     }
 }
 
+/* What the page's header and the problems take beyond its body, kept
+ * free of the report's bound while the stacks files' graphs are drawn. */
+#define PAGE_ROOM (1u << 20)
+
+/* report.html: the header bar with the headline and the sections' links,
+ * what is missing or broken, then the body the sections wrote. */
+typedef struct page_ctx {
+    ph_rundata *rd;
+    const char *headline, *body;
+    size_t body_len;
+    ph_mw *bw;      /* the body's writer, finished */
+    json_t *problems;
+} page_ctx;
+
+static int
+fill_page(FILE *file, void *arg, ph_error_t *err)
+{
+    page_ctx *p = arg;
+    ph_rundata *rd = p->rd;
+    ph_mw w = ph_mw_on(file, PH_MW_HTML), *pw = &w;
+    char title[512], sub[700];
+
+    snprintf(title, sizeof title, "%s · %s · %s", rd->service, rd->mode, rd->name);
+    snprintf(sub, sizeof sub, "%s%s%s", jstr(rd->run, "started_at") ? "started " : "",
+             jstr(rd->run, "started_at") ? jstr(rd->run, "started_at") : "", "");
+    ph_html_begin(pw, title, title, sub);
+    PH_MW_RAW(pw, "<div class=\"headline\">");
+    ph_mw_text(pw, p->headline);
+    PH_MW_RAW(pw, "</div><nav class=\"toc\"><a href=\"../../index.html\">all runs</a>");
+    for (size_t i = 0; i < 5; i++) {
+        static const char *const ids[] = { "massif", "callgrind", "strace", "flamegraph", "heap" };
+        const char *needle[] = { "id=\"massif\"", "id=\"callgrind\"", "id=\"strace\"", "id=\"flamegraph\"",
+                                 "id=\"heap\"" };
+        if (memmem(p->body, p->body_len, needle[i], strlen(needle[i])) != NULL)
+            PH_MW_FMT(pw, "<a href=\"#%s\">%s</a>", ids[i], ids[i]);
+    }
+    PH_MW_RAW(pw, "<a href=\"#run\">the run</a></nav>\n");
+    ph_html_main(pw);
+    if (rd->n_problems > 0) {
+        PH_MW_RAW(pw, "<section id=\"problems\"><h2>What is missing or broken</h2>\n");
+        for (size_t i = 0; i < rd->n_problems; i++) {
+            ph_html_problem(pw, rd->problems[i]);
+            json_array_append_new(p->problems, json_string(rd->problems[i]));
+        }
+        PH_MW_RAW(pw, "</section>\n");
+    }
+    ph_mw_splice(pw, p->bw);
+    ph_html_end(pw);
+    return ph_mw_error(pw) ? ph_fail(err, errno ? errno : EIO, "write `%s`", PH_REPORT_HTML) : 0;
+}
+
 int
 ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_report_headline *out, ph_error_t *err)
 {
+    return ph_report_write_run_limited(run_dir, profiles, NULL, out, err);
+}
+
+int
+ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles, const ph_report_limits *lim,
+                            ph_report_headline *out, ph_error_t *err)
+{
     ph_rundata rd;
     ph_rctx c = { 0 };
-    char title[512], sub[700], path[PATH_MAX + 32];
-    const char *body = NULL, *page = NULL;
-    size_t body_len = 0, page_len = 0;
-    ph_mw bw = { 0 }, pw = { 0 };
-    json_t *problems;
+    ph_report_out ro;
+    char path[PATH_MAX + 32];
+    const char *body = NULL;
+    size_t body_len = 0;
+    ph_mw bw = { 0 };
+    page_ctx page;
     int rc = -1;
 
     if (ph_rundata_load(run_dir, profiles, &rd, err) < 0)
         return ph_error_wrap(err, "report on `%s`", run_dir);
     c.rd = &rd;
     c.summary = json_object();
-    if (c.summary == NULL || ph_mw_open_mem(&bw, PH_MW_HTML) < 0 || ph_mw_open_mem(&pw, PH_MW_HTML) < 0) {
+    if (c.summary == NULL || ph_mw_open_mem(&bw, PH_MW_HTML) < 0) {
         ph_fail(err, ENOMEM, "report on `%s`", run_dir);
         goto out;
     }
@@ -540,63 +533,35 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
         snprintf(c.headline, sizeof c.headline, "no figures: %s",
                  rd.n_problems ? rd.problems[0] : "the run has no artifact a report can read");
 
-    snprintf(title, sizeof title, "%s · %s · %s", rd.service, rd.mode, rd.name);
-    snprintf(sub, sizeof sub, "%s%s%s", jstr(rd.run, "started_at") ? "started " : "",
-             jstr(rd.run, "started_at") ? jstr(rd.run, "started_at") : "", "");
-    ph_html_begin(&pw, title, title, sub);
-    PH_MW_RAW(&pw, "<div class=\"headline\">");
-    ph_mw_text(&pw, c.headline);
-    PH_MW_RAW(&pw, "</div><nav class=\"toc\"><a href=\"../../index.html\">all runs</a>");
-    for (size_t i = 0; i < 5; i++) {
-        static const char *const ids[] = { "massif", "callgrind", "strace", "flamegraph", "heap" };
-        const char *needle[] = { "id=\"massif\"", "id=\"callgrind\"", "id=\"strace\"", "id=\"flamegraph\"",
-                                 "id=\"heap\"" };
-        if (memmem(body, body_len, needle[i], strlen(needle[i])) != NULL)
-            PH_MW_FMT(&pw, "<a href=\"#%s\">%s</a>", ids[i], ids[i]);
+    /* the graphs first: the report links them, and says which of the
+     * stacks files' graphs the bound left out */
+    ph_report_out_init(&ro, rd.dir, lim);
+    if (c.flame_svg != NULL) {
+        snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_FLAME_SVG);
+        if (ph_report_out_write(&ro, path, c.flame_svg, c.flame_svg_len, err) < 0)
+            goto out;
     }
-    PH_MW_RAW(&pw, "<a href=\"#run\">the run</a></nav>\n");
-    ph_html_main(&pw);
-    problems = json_array();
-    if (rd.n_problems > 0) {
-        PH_MW_RAW(&pw, "<section id=\"problems\"><h2>What is missing or broken</h2>\n");
-        for (size_t i = 0; i < rd.n_problems; i++) {
-            ph_html_problem(&pw, rd.problems[i]);
-            json_array_append_new(problems, json_string(rd.problems[i]));
-        }
-        PH_MW_RAW(&pw, "</section>\n");
-    }
-    ph_mw_splice(&pw, &bw);
-    ph_html_end(&pw);
-    if (ph_mw_finish(&pw, &page, &page_len) < 0) {
-        ph_fail(err, ENOMEM, "report on `%s`", run_dir);
-        json_decref(problems);
+    if (ph_report_heap_files(&c, &ro, err) < 0 || ph_report_flame_files(&rd, &ro, body_len + PAGE_ROOM, err) < 0)
+        goto out;
+
+    page = (page_ctx){ &rd, c.headline, body, body_len, &bw, json_array() };
+    snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_HTML);
+    if (ph_report_out_stream(&ro, path, fill_page, &page, err) < 0) {
+        json_decref(page.problems);
         goto out;
     }
-
     json_object_set_new(c.summary, "version", json_integer(1));
     json_object_set_new(c.summary, "service", json_string(rd.service));
     json_object_set_new(c.summary, "mode", json_string(rd.mode));
     json_object_set_new(c.summary, "run", json_string(rd.name));
     json_object_set_new(c.summary, "headline", json_string(c.headline));
-    json_object_set_new(c.summary, "problems", problems);
+    json_object_set_new(c.summary, "problems", page.problems);
     if (jstr(rd.run, "started_at"))
         json_object_set_new(c.summary, "started_at", json_string(jstr(rd.run, "started_at")));
     if (jstr(rd.run, "collected_at"))
         json_object_set_new(c.summary, "collected_at", json_string(jstr(rd.run, "collected_at")));
-
-    /* the graphs first: the report links them */
-    if (c.flame_svg != NULL) {
-        snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_FLAME_SVG);
-        if (ph_report_write_file(rd.dir, path, c.flame_svg, c.flame_svg_len, err) < 0)
-            goto out;
-    }
-    if (ph_report_flame_files(&rd, err) < 0 || ph_report_heap_files(&c, err) < 0)
-        goto out;
-    snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_HTML);
-    if (ph_report_write_file(rd.dir, path, page, page_len, err) < 0)
-        goto out;
     snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_SUMMARY);
-    if (ph_report_write_json(rd.dir, path, c.summary, err) < 0)
+    if (ph_report_out_json(&ro, path, c.summary, err) < 0)
         goto out;
     if (out != NULL) {
         memset(out, 0, sizeof *out);
@@ -610,7 +575,6 @@ ph_report_write_run(const char *run_dir, const ph_profile_set *profiles, ph_repo
     rc = 0;
 out:
     ph_mw_close(&bw);
-    ph_mw_close(&pw);
     free(c.flame_svg);
     free(c.heap_svg);
     json_decref(c.summary);

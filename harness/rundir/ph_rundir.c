@@ -657,19 +657,20 @@ size_at(int dirfd, const char *name)
 }
 
 /* The report, in the temp dir (by its path: the report floor reads paths;
- * the dir is ours, under the lock).  A report that cannot be written
- * costs a warning, never the run. */
+ * the dir is ours, under the lock), held to the artifacts' min_free.  A
+ * report that cannot be written costs a warning, never the run. */
 static void
 write_report(ph_rundir *rd)
 {
     const ph_rundir_spec *s = rd->spec;
     ph_stage *st = ph_stage_begin("report", "write report.html and summary.json", 0);
     ph_profile_set one = { (ph_profile *)s->profile, s->profile ? 1 : 0 };
+    ph_report_limits lim = { rd->min_free, 0 };
     char tmp_path[PATH_MAX + NAME_MAX + 2];
     ph_error_t e = NULL;
 
     snprintf(tmp_path, sizeof tmp_path, "%s/%s/%s", s->out_dir, s->service, rd->tmp);
-    if (ph_report_write_run(tmp_path, &one, &rd->out->headline, &e) < 0) {
+    if (ph_report_write_run_limited(tmp_path, &one, &lim, &rd->out->headline, &e) < 0) {
         ph_warn("no report for %s: %s (the artifacts are there; retry with `profharness report %s`)", rd->path,
                 e->msg, rd->path);
         ph_stage_fail(st, e->msg);

@@ -9,16 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at S (at most N bytes) and its code
- * point, or 0 when it is not one (overlong, surrogate, past U+10FFFF,
- * truncated). */
-static size_t
-utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+size_t
+ph_utf8_decode(const void *data, size_t n, uint32_t *cp)
 {
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    const unsigned char *s = data;
+    unsigned char c = n > 0 ? s[0] : 0, lo = 0x80, hi = 0xBF;
     size_t len;
     uint32_t v;
 
+    if (c < 0x80 && n > 0) {
+        *cp = c;
+        return 1;
+    }
     if (c >= 0xC2 && c <= 0xDF) {
         len = 2;
         v = c & 0x1F;
@@ -53,13 +55,19 @@ utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
     return len;
 }
 
+int
+ph_escape_cp_hidden(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 /* Code points that move the cursor, reorder text or start a control
  * sequence in some terminal. */
 static int
 cp_is_control(uint32_t cp)
 {
-    return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
-           cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+    return ph_escape_cp_hidden(cp) || cp == 0x2028 || cp == 0x2029;
 }
 
 size_t
@@ -92,7 +100,7 @@ ph_escape_mem(char *buf, size_t size, const void *data, size_t n, unsigned flags
         } else if (c < 0x80) {
             piece = (const char *)s + i;
             plen = 1;
-        } else if ((step = utf8_decode(s + i, n - i, &cp)) == 0) {
+        } else if ((step = ph_utf8_decode(s + i, n - i, &cp)) == 0) {
             plen = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", c);
             step = 1;
         } else if (cp_is_control(cp)) {

@@ -31,9 +31,23 @@
 #define PH_ESCAPE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define PH_ESCAPE_BACKSLASH 1u
+
+/* The well-formed UTF-8 character at S, at most N bytes (RFC 3629: no
+ * overlong form, no surrogate, nothing past U+10FFFF): its length, its
+ * code point in *CP; 0 when S does not start one.  The markup writer and
+ * the renderer decode with it too. */
+size_t ph_utf8_decode(const void *s, size_t n, uint32_t *cp);
+
+/* 1 for a code point no text from outside is shown as, anywhere: the C1
+ * controls and the bidi controls, which reorder the text around them so
+ * that a name reads as another (U+061C, U+200E/F, U+202A..U+202E,
+ * U+2066..U+2069).  Shown as \uNNNN here and in pages (ph_markup.h);
+ * a terminal's escape above also takes U+2028/9. */
+int ph_escape_cp_hidden(uint32_t cp);
 
 /* Escape the N bytes at S into BUF (SIZE >= 4 bytes, always terminated).
  * Returns the length written. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "ph_escape.h"
 #include "ph_sha256.h"
 
 typedef enum esc {
@@ -28,6 +29,7 @@ ph_mw_open_mem(ph_mw *w, ph_mw_sink sink)
 {
     *w = (ph_mw){ .sink_ = sink };
     w->file_ = open_memstream(&w->mem_, &w->mem_len_);
+    w->own_ = w->file_ != NULL;
     return w->file_ != NULL ? 0 : -1;
 }
 
@@ -43,10 +45,13 @@ ph_mw_finish(ph_mw *w, const char **mem, size_t *len)
     return rc;
 }
 
+/* The stream is closed whether or not it was ever flushed: mem_ is set
+ * only at a flush, so a writer closed unfinished (an error path) has
+ * none yet and still owns its stream and buffer. */
 void
 ph_mw_close(ph_mw *w)
 {
-    if (w->file_ != NULL && w->mem_ != NULL)
+    if (w->own_)
         fclose(w->file_);
     free(w->mem_);
     *w = (ph_mw){ 0 };
@@ -62,43 +67,6 @@ void
 ph_mw_raw_(ph_mw *w, const char *literal)
 {
     fputs(literal, w->file_);
-}
-
-/* A well-formed UTF-8 character at S[0..N) (RFC 3629: no overlong forms,
- * no surrogates, nothing past U+10FFFF): its length, its code point in
- * *CP; 0 when S does not start one. */
-static size_t
-utf8(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned c = s[0], lo = 0x80, hi = 0xbf;
-    size_t len;
-
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        lo = c == 0xe0 ? 0xa0 : 0x80;
-        hi = c == 0xed ? 0x9f : 0xbf;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        lo = c == 0xf0 ? 0x90 : 0x80;
-        hi = c == 0xf4 ? 0x8f : 0xbf;
-    } else {
-        return 0;
-    }
-    if (len > n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    *cp = len == 2 ? (c & 0x1fu) << 6 | (s[1] & 0x3fu)
-          : len == 3 ? (c & 0x0fu) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3fu)
-                     : (c & 0x07u) << 18 | (s[1] & 0x3fu) << 12 | (s[2] & 0x3fu) << 6 | (s[3] & 0x3fu);
-    return len;
 }
 
 static void
@@ -128,18 +96,22 @@ escape(FILE *f, esc how, const char *str, size_t n)
             i++;
             continue;
         }
-        if (c < 0x80 || how != ESC_XML) {
+        if (c < 0x80) {
             fputc((int)c, f);
             i++;
             continue;
         }
-        /* XML: only characters XML 1.0 allows, as UTF-8 */
-        if ((len = utf8(s + i, n - i, &cp)) == 0 || cp == 0xfffe || cp == 0xffff) {
+        /* past ASCII, in every sink: UTF-8 only, and (XML) only the
+         * characters XML 1.0 allows */
+        if ((len = ph_utf8_decode(s + i, n - i, &cp)) == 0 || (how == ESC_XML && (cp == 0xfffe || cp == 0xffff))) {
             fputs(REPLACEMENT, f);
             i += len ? len : 1;
             continue;
         }
-        fwrite(s + i, 1, len, f);
+        if (ph_escape_cp_hidden(cp)) /* C1 and bidi controls: shown, never obeyed */
+            fprintf(f, "\\u%04X", (unsigned)cp);
+        else
+            fwrite(s + i, 1, len, f);
         i += len;
     }
 }
@@ -159,10 +131,17 @@ ph_mw_text(ph_mw *w, const char *s)
 }
 
 void
+ph_mw_attrn(ph_mw *w, const char *s, size_t n)
+{
+    if (s != NULL)
+        escape(w->file_, w->sink_ == PH_MW_SVG ? ESC_XML : ESC_ATTR, s, n);
+}
+
+void
 ph_mw_attr(ph_mw *w, const char *s)
 {
     if (s != NULL)
-        escape(w->file_, w->sink_ == PH_MW_SVG ? ESC_XML : ESC_ATTR, s, strlen(s));
+        ph_mw_attrn(w, s, strlen(s));
 }
 
 void
@@ -207,9 +186,12 @@ ph_mw_js(ph_mw *w, const char *str)
         } else if (c < 0x80) {
             fputc((int)c, w->file_);
             i++;
-        } else if ((len = utf8(s + i, n - i, &cp)) == 0) {
+        } else if ((len = ph_utf8_decode(s + i, n - i, &cp)) == 0) {
             fputs("\\ufffd", w->file_);
             i++;
+        } else if (ph_escape_cp_hidden(cp)) { /* the string's value is the text \uNNNN */
+            fprintf(w->file_, "\\\\u%04X", (unsigned)cp);
+            i += len;
         } else if (cp == 0x2028 || cp == 0x2029) {
             fprintf(w->file_, "\\u%04x", (unsigned)cp);
             i += len;

@@ -15,7 +15,7 @@
  *                                 ph_mw_text (SVG) escapes it; numbers
  *                                 are numbers
  *   ph_mw_text(w, s)              text content
- *   ph_mw_attr(w, s)              inside a double-quoted attribute value
+ *   ph_mw_attr(w, s), _attrn      inside a double-quoted attribute value
  *   ph_mw_url(w, s)               a path segment of a relative URL, inside
  *                                 a double-quoted href (percent-encoded)
  *   ph_mw_js(w, s)                a JavaScript string literal, quotes
@@ -31,14 +31,18 @@
  *               exactly, never normalised)
  *   SVG/XML     text and attributes of an XML 1.0 document: & < > " ' as
  *               references; whatever XML cannot hold even as a reference
- *               (C0 controls but tab, newline, CR; U+FFFE, U+FFFF;
- *               surrogates; bytes that are not UTF-8) becomes U+FFFD, so
- *               the file always parses
+ *               (C0 controls but tab, newline, CR; U+FFFE, U+FFFF)
+ *               becomes U+FFFD, so the file always parses
  *   JS string   "…" with \" \\ \n and \uXXXX for controls, < > & ' and
- *               U+2028/U+2029 (so "</script>" cannot end the script);
- *               bytes that are not UTF-8 become \ufffd
+ *               U+2028/U+2029 (so "</script>" cannot end the script)
  *   URL path    every byte but A-Z a-z 0-9 - . _ ~ as %XX (so a name
  *               cannot become "javascript:" or leave the path)
+ * and in every sink but URLs: bytes that are not UTF-8 (RFC 3629: an
+ * overlong form, a surrogate, a lone 0x9b) become U+FFFD (\ufffd in JS);
+ * C1 controls and the bidi controls (ph_escape_cp_hidden: U+202E and its
+ * kin reorder what is around them, so one frame could read as another)
+ * are shown as the text \uNNNN, as the terminal's escaper shows them (in
+ * JS a string whose value is that text).
  *
  * Content-Security-Policy hashes of a page's own scripts: ph_markup_csp_hash.
  * Pure and thread-safe; write errors are the FILE's (ferror).
@@ -58,6 +62,7 @@ typedef enum ph_mw_sink {
 typedef struct ph_mw {
     FILE *file_;
     ph_mw_sink sink_;
+    int own_;       /* file_ is the writer's (a memory writer's stream) */
     char *mem_;
     size_t mem_len_;
 } ph_mw;
@@ -82,6 +87,7 @@ void ph_mw_fmt_(ph_mw *w, const char *literal_fmt, ...) __attribute__((format(pr
 void ph_mw_text(ph_mw *w, const char *s);
 void ph_mw_textn(ph_mw *w, const char *s, size_t n);
 void ph_mw_attr(ph_mw *w, const char *s);
+void ph_mw_attrn(ph_mw *w, const char *s, size_t n);
 void ph_mw_url(ph_mw *w, const char *s);
 void ph_mw_js(ph_mw *w, const char *s);
 void ph_mw_base64(ph_mw *w, const void *p, size_t n);

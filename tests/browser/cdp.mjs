@@ -80,7 +80,7 @@ export async function launch() {
     // What the page did since it was opened (Page.* events: navigations).
     events() { return events.slice(); },
     // The value of EXPR in the first child frame (an iframe) of the page,
-    // whatever the frame's origin (a sandboxed data: frame's is opaque):
+    // whatever the frame's origin (a sandboxed srcdoc frame's is opaque):
     // through its own target when it has one, else in an isolated world
     // of the page's process (it sees the frame's DOM all the same).
     async evalInFrame(expr) {

@@ -7,6 +7,9 @@
 #   hostile.test.mjs nothing a container planted runs in a report: names
 #                    escaped, a CSP per page, the host's own graphs in
 #                    sandboxed frames (a click zooms, the tab stays)
+#   big.test.mjs     a report's and compare.html's graph of 15,000 frames
+#                    (past a URL's 2 MiB) paints; a tall one fits the
+#                    window and shows its root
 # Screenshots are left in PH_BROWSER_SHOTS (default: a temp dir, removed)
 # to look at.  Needs `chromium` and Node 20+ (scripts/install-deps.sh
 # installs both).  PROFHARNESS overrides the binary under test.

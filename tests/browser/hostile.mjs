@@ -14,7 +14,8 @@
 //                          Content-Security-Policy without 'unsafe-inline'
 //                          for scripts
 //   check-flame REPORT     the report of a run holding that SVG: no frame
-//                          holds it, every <iframe> is sandbox="allow-scripts",
+//                          holds it, every <iframe> is sandbox="allow-scripts"
+//                          and a srcdoc document (no URL),
 //                          a click in the report's flamegraph zooms it (the
 //                          harness's own graph works in its sandbox) and
 //                          the tab stays where it is
@@ -54,6 +55,7 @@ function cspProblems(html, name) {
   const script = (m[1].split(';').map((d) => d.trim()).find((d) => d.startsWith('script-src')) || '');
   if (!/^script-src( 'sha256-[A-Za-z0-9+/=]+')+$/.test(script)) out.push(`${name}: script-src is "${script}", not hashes only`);
   if (!/(^|; )default-src 'none'/.test(m[1])) out.push(`${name}: no default-src 'none'`);
+  if (!/(^|; )frame-src 'none'/.test(m[1])) out.push(`${name}: frames may be loaded (no frame-src 'none')`);
   return out;
 }
 
@@ -96,11 +98,17 @@ export async function checkFlame(page, report) {
   const html = readFileSync(report, 'utf8');
   const url = `file://${report}`;
   fails.push(...cspProblems(html, report));
-  const srcs = [...html.matchAll(/src="data:image\/svg\+xml;base64,([^"]*)"/g)].map((m) => Buffer.from(m[1], 'base64').toString());
-  if (srcs.length === 0) fails.push('the report shows no flamegraph');
-  if (srcs.some((s) => s.includes(SVG_MARKER))) fails.push("the report embeds the container's SVG");
-  for (const tag of html.match(/<iframe[^>]*>/g) || [])
+  // the graphs' frames are srcdoc documents (an attribute, unescaped
+  // here); no frame is loaded from anywhere
+  const unescape = (t) => t.replace(/&#(\d+);/g, (_, n) => String.fromCharCode(+n)).replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  const docs = [...html.matchAll(/ srcdoc="([^"]*)"/g)].map((m) => unescape(m[1]));
+  if (docs.length === 0) fails.push('the report shows no flamegraph');
+  if (docs.some((s) => s.includes(SVG_MARKER))) fails.push("the report embeds the container's SVG");
+  for (const tag of html.match(/<iframe[^>]*>/g) || []) {
     if (!/ sandbox="allow-scripts"/.test(tag)) fails.push(`an iframe without sandbox="allow-scripts": ${tag.slice(0, 120)}`);
+    if (/ src=/.test(tag)) fails.push(`an iframe loaded from a URL: ${tag.slice(0, 120)}`);
+  }
   await page.open(url);
   const sandboxes = await page.eval(`Array.prototype.map.call(document.querySelectorAll('iframe'), function (f) {
     return f.getAttribute('sandbox'); })`);

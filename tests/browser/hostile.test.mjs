@@ -3,7 +3,8 @@
 // callgrind.out.1 (markup and script in its event, function and file
 // names), a flamegraph run whose sampler SVG carries a script and a
 // top-navigating onclick, the index, and a comparison of two flamegraph
-// runs (its differential graph in a sandboxed frame too).
+// runs (its differential graph in a sandboxed frame too), and a script
+// put into a graph's frame document, which keeps the page's policy.
 // tests/45-report.bats runs the same checks on real runs.
 //
 // usage: node --experimental-websocket tests/browser/hostile.test.mjs PROFHARNESS SHOTDIR
@@ -11,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch } from './cdp.mjs';
+import { launch, until } from './cdp.mjs';
 import { callgrindText, evilSvg, checkInjected, checkFlame } from './hostile.mjs';
 
 const [ph] = process.argv.slice(2);
@@ -38,6 +39,19 @@ try {
   for (const f of await checkInjected(page, join(st, 'report.html'))) fail(`strace run: ${f}`);
   for (const f of await checkFlame(page, join(fa, 'report.html'))) fail(`flamegraph run: ${f}`);
   for (const f of await checkFlame(page, join(out, 'compare.html'))) fail(`compare: ${f}`);
+  // the graph's frame keeps the page's policy (a srcdoc document inherits
+  // it): a script that got into it by any path does not run, the
+  // renderer's does
+  const injected = join(fa, 'injected.html');
+  writeFileSync(injected, readFileSync(join(fa, 'report.html'), 'utf8')
+    .replace('&lt;/style&gt;', '&lt;/style&gt;&lt;script&gt;window.injected=1&lt;/script&gt;'));
+  await page.open(`file://${injected}`);
+  const inframe = await until(() => page.evalInFrame(`document.readyState === 'complete' &&
+    document.querySelector('#frames > g') && { injected: typeof window.injected,
+    ran: !!document.querySelector('#frames > g').frame }`).catch(() => null), 30000, 'the graph in its frame')
+    .catch(() => ({}));
+  if (inframe.injected !== 'undefined') fail(`a script put into the graph's frame ran (${inframe.injected})`);
+  if (inframe.ran !== true) fail("the renderer's script did not run in the graph's frame");
   // the index: its own policy too, and nothing of the runs' runs
   const index = readFileSync(join(out, 'index.html'), 'utf8');
   if (!/script-src 'sha256-[^']+' 'sha256-[^']+'; /.test(index)) fail('index.html: no hash-only script-src');

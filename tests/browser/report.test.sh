@@ -114,7 +114,9 @@ check strace "$r" section=strace section=run sort=ok
 r=$(visit "$out/20261122T140000Z-flamegraph/report.html"); echo "flamegraph: $r"
 check flamegraph "$r" section=flamegraph section=run frames=1 sort=ok
 # The embedded flamegraph fits the card: its frame has the SVG's own aspect
-# ratio, so the whole graph shows, scaled, with no scroll bar clipping it.
+# ratio, so the whole graph shows, scaled, with no scroll bar clipping it
+# (this one is shorter than the window; a taller one is held to the
+# window and scrolls inside: big.test.mjs).
 svg_aspect=$(sed -n 's/^<svg [^>]*width="\([0-9.]*\)" height="\([0-9.]*\)".*/\1 \2/p' \
     "$out/20261122T140000Z-flamegraph/report-flamegraph.svg" | head -1)
 got=$(grep -oE 'flameaspect=[0-9.]+' <<<"$r" | cut -d= -f2)

@@ -13,20 +13,30 @@
 #include "ph_flame.h"
 #include "ph_folded.h"
 
+/* Render IN (LEN bytes) with O, into memory; the length in *LEN_OUT. */
+static char *
+render_n(const char *in, size_t len, const ph_flame_opts *o, ph_flame_stats *st, size_t *len_out)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ph_error_t err = NULL;
+
+    assert_non_null(f);
+    if (ph_flame_render_folded(in, len, o, f, st, &err) < 0)
+        fail_msg("render failed: %s", err->msg);
+    fclose(f);
+    *len_out = n;
+    return buf;
+}
+
 /* Render IN with O; returns the SVG (malloc'd) and fills ST. */
 static char *
 render(const char *in, const ph_flame_opts *o, ph_flame_stats *st)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    ph_error_t err = NULL;
+    size_t len;
 
-    assert_non_null(f);
-    if (ph_flame_render_folded(in, strlen(in), o, f, st, &err) < 0)
-        fail_msg("render failed: %s", err->msg);
-    fclose(f);
-    return buf;
+    return render_n(in, strlen(in), o, st, &len);
 }
 
 static int
@@ -1098,6 +1108,226 @@ test_random_names_valid_xml(void **state)
     free(in);
 }
 
+/* A bidi control in a name (U+202E right-to-left override and its kin)
+ * would reorder the title and label around it, so one frame reads as
+ * another: shown as \uNNNN (six characters, and the label is fitted to
+ * them), as C1 controls are; the graph's title and subtitle too. */
+static void
+test_bidi_names_shown(void **state)
+{
+    static const struct {
+        const char *bytes, *shown;
+    } v[] = {
+        { "\xe2\x80\xae", "\\u202E" }, { "\xe2\x80\xaa", "\\u202A" }, { "\xe2\x81\xa6", "\\u2066" },
+        { "\xe2\x81\xa9", "\\u2069" }, { "\xe2\x80\x8e", "\\u200E" }, { "\xe2\x80\x8f", "\\u200F" },
+        { "\xd8\x9c", "\\u061C" },
+    };
+    ph_flame_opts o;
+    ph_flame_stats st;
+    char in[512], want[128];
+    char *svg;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        snprintf(in, sizeof in, "main;evil%sgnp.exe 1\n", v[i].bytes);
+        ph_flame_opts_init(&o);
+        o.title = "t\xe2\x80\xaet";
+        o.subtitle = "s\xe2\x81\xa7s";
+        svg = render(in, &o, &st);
+        assert_null(strstr(svg, v[i].bytes));
+        snprintf(want, sizeof want, "<title>evil%sgnp.exe (", v[i].shown);
+        assert_non_null(strstr(svg, want));
+        snprintf(want, sizeof want, ">evil%sgnp.exe</text>", v[i].shown); /* the label: 18 characters fit */
+        assert_non_null(strstr(svg, want));
+        assert_non_null(strstr(svg, ">t\\u202Et</text>"));
+        assert_non_null(strstr(svg, ">s\\u2067s</tspan>"));
+        free(svg);
+    }
+    /* a label is fitted to what it shows: 6 characters for one control */
+    ph_flame_opts_init(&o);
+    o.width = 20 + 6 + 7.23 * 8 + 1; /* room for 8 characters */
+    svg = render("\xe2\x80\xae\xe2\x80\xae 1\n", &o, &st);
+    assert_non_null(strstr(svg, ">\\u202E..</text>"));
+    free(svg);
+}
+
+/* ---- bounds (the report's graphs) --------------------------------------- */
+
+/* A stack deeper than max_depth is drawn to max_depth - 1 frames, then
+ * one frame saying how many were cut; stacks cut by different amounts
+ * under one parent share it ("up to"); shallower ones are as they were. */
+static void
+test_max_depth_marker(void **state)
+{
+    enum { DEEP = 100000 };
+    char *in = malloc(DEEP * 8 + 256), *p = in, *svg;
+    ph_flame_opts o;
+    ph_flame_stats st;
+    size_t len;
+
+    (void)state;
+    for (int i = 0; i < DEEP; i++)
+        p += sprintf(p, "%sf%d", i ? ";" : "", i % 7);
+    p += sprintf(p, " 3\n");
+    ph_flame_opts_init(&o);
+    o.max_depth = 64;
+    svg = render_n(in, (size_t)(p - in), &o, &st, &len);
+    /* the root, 63 frames, the marker for the other 99,937 */
+    assert_int_equal(st.frames_drawn, 65);
+    assert_int_equal(st.stacks_cut, 1);
+    assert_int_equal(count(svg, "<g><title>"), 65);
+    assert_non_null(strstr(svg, "<title>[99,937 frames cut] (3 samples, 100.00%)</title>"));
+    assert_non_null(strstr(svg, "<title>f6 (3 samples, 100.00%)</title>"));
+    assert_true(len < 40000);
+    free(svg);
+
+    /* two stacks cut by different amounts share the marker; one that
+     * ends before the cut has its own frames */
+    ph_flame_opts_init(&o);
+    o.max_depth = 3;
+    svg = render("a;b;c;d;e 2\na;b;x;y 1\na;b;z 4\na;q 1\n", &o, &st);
+    assert_int_equal(st.stacks_cut, 2);
+    assert_non_null(strstr(svg, "<title>[up to 3 frames cut] (3 samples, 37.50%)</title>"));
+    assert_non_null(strstr(svg, "<title>z (4 samples, 50.00%)</title>"));
+    assert_non_null(strstr(svg, "<title>q (1 samples, 12.50%)</title>"));
+    assert_null(strstr(svg, "<title>c ("));
+    assert_null(strstr(svg, "<title>x ("));
+    free(svg);
+    free(in);
+}
+
+/* With collapse, siblings narrower than minwidth are one frame where
+ * they were, not a gap; narrow frames above them are not drawn. */
+static void
+test_collapse_narrow_siblings(void **state)
+{
+    char *in = malloc(20000 * 24 + 64), *p = in, *svg;
+    ph_flame_opts o;
+    ph_flame_stats st;
+    size_t len;
+
+    (void)state;
+    p += sprintf(p, "main;big 10000\n");
+    for (int i = 0; i < 10000; i++) /* 0.059 px each */
+        p += sprintf(p, "main;n%05d;above 1\n", i);
+    p += sprintf(p, "main;zz 100\n");
+    ph_flame_opts_init(&o);
+    o.minwidth = 1;
+    o.collapse = 1;
+    svg = render_n(in, (size_t)(p - in), &o, &st, &len);
+    assert_non_null(strstr(svg, "<title>[10,000 narrow frames] (10,000 samples, 49.75%)</title>"));
+    assert_int_equal(st.frames_merged, 10000);
+    assert_int_equal(st.frames_drawn, 5); /* all, main, big, the narrow ones, zz */
+    assert_null(strstr(svg, "<title>above ("));
+    free(svg);
+    /* without it they are left out, as flamegraph.pl leaves them */
+    o.collapse = 0;
+    svg = render_n(in, (size_t)(p - in), &o, &st, &len);
+    assert_null(strstr(svg, "narrow frames"));
+    assert_int_equal(st.frames_drawn, 4);
+    free(svg);
+    free(in);
+}
+
+/* max_bytes holds the SVG to its size however wide and deep the stacks,
+ * merging the narrowest frames first, and says so; the widest frames
+ * and the totals stay.  Names past PH_FLAME_NAME_SHOWN characters are
+ * cut in tooltips. */
+static void
+test_max_bytes(void **state)
+{
+    enum { STACKS = 1000, DEPTH = 40 };
+    char *in = malloc((size_t)STACKS * DEPTH * 12 + 4096 + 20000), *p = in, *svg;
+    ph_flame_opts o;
+    ph_flame_stats st;
+    size_t len, full;
+
+    (void)state;
+    /* 1,000 stacks of 40 frames: 40,000 frames */
+    for (int i = 0; i < STACKS; i++) {
+        p += sprintf(p, "main");
+        for (int d = 0; d < DEPTH; d++)
+            p += sprintf(p, ";s%dd%d", i, d);
+        p += sprintf(p, " 1\n");
+    }
+    p += sprintf(p, "main;hot;hotter %d\n", STACKS / 10); /* a wide one: the others are 1.07 px each */
+    ph_flame_opts_init(&o);
+    o.minwidth = 1;
+    o.collapse = 1;
+    svg = render_n(in, (size_t)(p - in), &o, &st, &full);
+    assert_true(full > (4u << 20)); /* unbounded: over 4 MiB */
+    free(svg);
+    for (size_t max = 64 << 10; max <= (2u << 20); max *= 4) {
+        o.max_bytes = max;
+        svg = render_n(in, (size_t)(p - in), &o, &st, &len);
+        if (len > max)
+            fail_msg("max_bytes %zu: %zu bytes written", max, len);
+        if (max >= (256u << 10))
+            assert_true(len > max / 2); /* what fits is drawn */
+        else /* not even the 1,000 first frames fit: one stand-in for them */
+            assert_non_null(strstr(svg, "<title>[1,000 narrow frames] (1,000 samples, 90.91%)</title>"));
+        assert_true(xml_well_formed(svg));
+        assert_non_null(strstr(svg, "<title>all (1,100 samples, 100.00%)</title>"));
+        assert_non_null(strstr(svg, "<title>hotter (100 samples, 9.09%)</title>"));
+        assert_non_null(strstr(svg, " merged: the graph is held to "));
+        assert_true(st.minwidth_px > 1);
+        free(svg);
+    }
+    /* stand-ins a cut makes: 1,000 frames of 2 samples, each with two of
+     * 1 above it; cut between them, each pair becomes one "[2 narrow
+     * frames]" the frames below did not pay for (2 px a sample: each
+     * frame is drawn).  Every budget from what the widest frames need to
+     * the whole graph is kept. */
+    o.width = 2 * 2000 + 20;
+    p = in;
+    for (int i = 0; i < 1000; i++)
+        p += sprintf(p, "m;a%d;b%d 1\nm;a%d;c%d 1\n", i, i, i, i);
+    o.max_bytes = 0;
+    svg = render_n(in, (size_t)(p - in), &o, &st, &full);
+    free(svg);
+    for (size_t max = 16 << 10; max < full; max += 6 << 10) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        ph_error_t err = NULL;
+        o.max_bytes = max;
+        if (ph_flame_render_folded(in, (size_t)(p - in), &o, f, &st, &err) < 0)
+            fail_msg("max_bytes %zu: %s", max, err->msg);
+        fclose(f);
+        if (n > max)
+            fail_msg("max_bytes %zu: %zu bytes written", max, n);
+        free(buf);
+    }
+    /* a name of 20,000 characters: its tooltip shows PH_FLAME_NAME_SHOWN */
+    memset(in, 'n', 20000);
+    snprintf(in + 20000, 64, " 1\n");
+    o.max_bytes = 1 << 20;
+    svg = render_n(in, strlen(in), &o, &st, &len);
+    assert_true(len < 30000);
+    {
+        char *t = strstr(svg, "<title>nnn");
+        assert_non_null(t);
+        assert_int_equal(strspn(t + 7, "n"), PH_FLAME_NAME_SHOWN - 2);
+        assert_memory_equal(t + 7 + PH_FLAME_NAME_SHOWN - 2, ".. (1 samples", 13);
+    }
+    free(svg);
+    /* no room even for the title: an error, nothing half written */
+    {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        ph_error_t err = NULL;
+        o.max_bytes = 1000;
+        assert_int_equal(ph_flame_render_folded("a;b 1\n", 6, &o, f, &st, &err), -1);
+        assert_non_null(strstr(err->msg, "cannot be held to 1000 bytes"));
+        ph_error_free(&err);
+        fclose(f);
+        assert_int_equal(n, 0);
+        free(buf);
+    }
+    free(in);
+}
+
 /* rgb(R,G,B) of a frame's fill, in *R, *G, *B. */
 static void
 rgb_of(const char *svg, const char *name, int *r, int *g, int *b)
@@ -1485,6 +1715,10 @@ main(void)
         cmocka_unit_test(test_differential_parents),
         cmocka_unit_test(test_differential_self),
         cmocka_unit_test(test_escaping_and_labels),
+        cmocka_unit_test(test_bidi_names_shown),
+        cmocka_unit_test(test_max_depth_marker),
+        cmocka_unit_test(test_collapse_narrow_siblings),
+        cmocka_unit_test(test_max_bytes),
         cmocka_unit_test(test_random_names_valid_xml),
         cmocka_unit_test(test_annotations),
         cmocka_unit_test(test_python_frames),

@@ -5,6 +5,7 @@
  * 3, and SHA-256 on FIPS 180-4's vectors and the padding's edges. */
 #include "test_util.h"
 
+#include <malloc.h>
 #include <stdint.h>
 
 #include "ph_markup.h"
@@ -72,6 +73,47 @@ test_svg_text(void **state)
     assert_string_equal(WRITE(PH_MW_SVG, ph_mw_attr(w, "\"x\"")), "&quot;x&quot;");
 }
 
+/* What reorders or hides text, and bytes that are not UTF-8, never reach
+ * a page or an SVG as they are, in any context: a right-to-left override
+ * (U+202E) in a function name makes a frame read as another, and a lone
+ * 0x9b is the 8-bit CSI to whatever shows the file raw.  Bidi controls
+ * (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069) and C1 controls are
+ * shown as the text \uNNNN, as the terminal's escaper shows them; bytes
+ * that are not UTF-8 (an overlong form too) are U+FFFD. */
+#define BIDI "<\xe2\x80\xae|\xe2\x81\xa6|\xe2\x80\x8f|\xd8\x9c|\xe2\x80\xaa|\xe2\x81\xa9|\xc2\x9b|\x9b|\xe0\x80\xaf|\xff>"
+#define BIDI_SHOWN "&lt;\\u202E|\\u2066|\\u200F|\\u061C|\\u202A|\\u2069|\\u009B|" R "|" R R R "|" R "&gt;"
+static void
+test_bidi_c1_and_bad_bytes_every_context(void **state)
+{
+    (void)state;
+    assert_string_equal(WRITE(PH_MW_HTML, ph_mw_text(w, BIDI)), BIDI_SHOWN);
+    assert_string_equal(WRITE(PH_MW_HTML, ph_mw_attr(w, BIDI)), BIDI_SHOWN);
+    assert_string_equal(WRITE(PH_MW_SVG, ph_mw_text(w, BIDI)), BIDI_SHOWN);
+    assert_string_equal(WRITE(PH_MW_SVG, ph_mw_attr(w, BIDI)), BIDI_SHOWN);
+    assert_string_equal(WRITE(PH_MW_HTML, PH_MW_FMT(w, "<b title=\"%s\">", BIDI)), "<b title=\"" BIDI_SHOWN "\">");
+    assert_string_equal(WRITE(PH_MW_SVG, PH_MW_FMT(w, "<title>%s</title>", BIDI)), "<title>" BIDI_SHOWN "</title>");
+    /* in a JS string the value is that text: the backslash escaped */
+    assert_string_equal(WRITE(PH_MW_HTML, ph_mw_js(w, BIDI)),
+                        "\"\\u003c\\\\u202E|\\\\u2066|\\\\u200F|\\\\u061C|\\\\u202A|\\\\u2069|\\\\u009B|\\ufffd|"
+                        "\\ufffd\\ufffd\\ufffd|\\ufffd\\u003e\"");
+    /* the neighbours of each range are text like any other */
+    assert_string_equal(WRITE(PH_MW_HTML, ph_mw_text(w, "\xc2\xa0\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa\xe2\x80\x8d")),
+                        "\xc2\xa0\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa\xe2\x80\x8d");
+}
+
+/* An overlong 3-byte form (E0 80..9F) is no character: U+FFFD in an SVG
+ * and \ufffd in JS ("\xe0\x80\xbc" would otherwise be a second '<'). */
+static void
+test_overlong_three_bytes(void **state)
+{
+    (void)state;
+    assert_string_equal(WRITE(PH_MW_SVG, ph_mw_text(w, "a\xe0\x80\xafz")), "a" R R R "z");
+    assert_string_equal(WRITE(PH_MW_SVG, ph_mw_text(w, "a\xe0\x9f\xbfz")), "a" R R R "z");
+    assert_string_equal(WRITE(PH_MW_SVG, ph_mw_text(w, "a\xe0\xa0\x80z")), "a\xe0\xa0\x80z"); /* U+0800: the first */
+    assert_string_equal(WRITE(PH_MW_HTML, ph_mw_js(w, "\xe0\x80\xbc")), "\"\\ufffd\\ufffd\\ufffd\"");
+    assert_string_equal(WRITE(PH_MW_HTML, ph_mw_js(w, "\xe0\xa0\x80")), "\"\xe0\xa0\x80\"");
+}
+
 static void
 test_js(void **state)
 {
@@ -98,6 +140,12 @@ test_fmt(void **state)
     assert_string_equal(WRITE(PH_MW_HTML, PH_MW_FMT(w, "<h3>%s</h3>", "Ir<script>")), "<h3>Ir&lt;script&gt;</h3>");
     assert_string_equal(WRITE(PH_MW_HTML, PH_MW_FMT(w, "<a title=\"%s\">", "\" onclick=\"")),
                         "<a title=\"&quot; onclick=&quot;\">");
+    /* a %s may sit in an attribute: tab, newline and CR are references
+     * there (an attribute's value would normalise them), as ph_mw_attr
+     * writes them, never kept as text keeps them */
+    assert_string_equal(WRITE(PH_MW_HTML, PH_MW_FMT(w, "<a title=\"%s\">", "a\tb\nc\rd")),
+                        "<a title=\"a&#9;b&#10;c&#13;d\">");
+    assert_string_equal(WRITE(PH_MW_HTML, PH_MW_FMT(w, "<a title=\"%c%c\">", '\t', '\r')), "<a title=\"&#9;&#13;\">");
     assert_string_equal(WRITE(PH_MW_SVG, PH_MW_FMT(w, "<title>%s</title>", "a\x02<")), "<title>a\xef\xbf\xbd&lt;</title>");
     assert_string_equal(WRITE(PH_MW_HTML, PH_MW_FMT(w, "[%-6s|%6s|%.3s|%c]", "<a", "b", "<<<<", '<')),
                         "[&lt;a    |     b|&lt;&lt;&lt;|&lt;]");
@@ -136,6 +184,33 @@ test_raw_and_splice(void **state)
         ph_mw_close(&all);
     }
     ph_mw_close(&part);
+}
+
+/* A memory writer closed without ph_mw_finish (a report's error path)
+ * frees its stream and its buffer: the heap's bytes in use (the
+ * allocator's own count) do not grow over 2,000 of them, written to or
+ * not.  Before the fix each one left its FILE and buffer behind (the
+ * stream was closed only once a flush had set its buffer). */
+static void
+test_mem_writer_closed_unfinished(void **state)
+{
+    size_t before, after;
+
+    (void)state;
+    for (int round = 0; round < 2; round++) {
+        before = mallinfo2().uordblks;
+        for (int i = 0; i < 2000; i++) {
+            ph_mw w;
+            assert_int_equal(ph_mw_open_mem(&w, i % 2 ? PH_MW_SVG : PH_MW_HTML), 0);
+            if (i % 4 < 2)
+                ph_mw_text(&w, "<part of a page that failed>");
+            ph_mw_close(&w);
+        }
+        after = mallinfo2().uordblks;
+    }
+    /* the second round: whatever the first made stdio allocate once */
+    if (after > before + 4096)
+        fail_msg("%zu bytes more in use after 2,000 writers", after - before);
 }
 
 /* base64 of 0..9 bytes, decoded here again */
@@ -256,8 +331,10 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_html_text), cmocka_unit_test(test_html_attr),       cmocka_unit_test(test_svg_text),
+        cmocka_unit_test(test_bidi_c1_and_bad_bytes_every_context), cmocka_unit_test(test_overlong_three_bytes),
         cmocka_unit_test(test_js),        cmocka_unit_test(test_url),             cmocka_unit_test(test_fmt),
-        cmocka_unit_test(test_raw_and_splice), cmocka_unit_test(test_base64),     cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_raw_and_splice), cmocka_unit_test(test_mem_writer_closed_unfinished),
+        cmocka_unit_test(test_base64),     cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_only_literals_compile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

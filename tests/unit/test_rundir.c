@@ -593,6 +593,76 @@ test_run_json_keeps_min_free(void **state)
     check_over_min_free(6, 8 << 20, "run.json");
 }
 
+/* The report is held to min_free like the artifacts (report graphs, finding 1): room
+ * for the artifacts and run.json, none for the report's graphs (a 90 kB
+ * stacks file draws several MB): the run completes, the warning names
+ * the limit and the retry, and nothing of the report is left.  Before,
+ * the report was written past min_free. */
+static void
+test_report_keeps_min_free(void **state)
+{
+    run_ud u = { .log_bytes = 6, .container = "cid1" };
+    ph_rundir_steps steps = { &u, fetch, NULL, service_log, meta };
+    ph_rundir_done done;
+    ph_error_t err = NULL;
+    int svcfd = open_svc();
+    struct statvfs sv;
+    ph_tar_limits flags = { 0 };
+    ph_rundir_spec spec = { .svcfd = svcfd, .out_dir = out_dir, .service = "svc", .name = "R", .container = "cid1",
+                            .cmd = "stop", .flags = &flags, .links = 1 };
+    struct archive *a = archive_write_new();
+    char *folded = malloc(1100 * 12 * 8 + 64), *p = folded;
+    const char *said = NULL;
+
+    (void)state;
+    for (int i = 0; i < 1100; i++) { /* 13,200 frames a pixel wide */
+        for (int d = 0; d < 12; d++)
+            p += sprintf(p, "%sf%x", d ? ";" : "", i * 12 + d);
+        p += sprintf(p, " 1\n");
+    }
+    memset(&u.tar, 0, sizeof u.tar);
+    archive_write_set_format_pax_restricted(a);
+    assert_int_equal(archive_write_open(a, &u.tar, NULL, tb_write, NULL), ARCHIVE_OK);
+    tb_add(a, "svc", AE_IFDIR, NULL);
+    tb_add(a, "svc/stacks-1.folded", AE_IFREG, folded);
+    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    for (int attempt = 0; attempt < 5; attempt++) {
+        char *dump;
+        if (attempt > 0) {
+            assert_int_equal(system("rm -rf \"$PH_T\"/out/svc/R \"$PH_T\"/out/svc/latest") >= 0, 1);
+            fprintf(stderr, "attempt %d: the disk's room changed?; again\n", attempt + 1);
+        }
+        setenv("PH_T", test_dir, 1);
+        assert_int_equal(fstatvfs(svcfd, &sv), 0);
+        /* 2 MiB of room above min_free: the artifact and run.json fit */
+        flags.min_free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize - (2 << 20);
+        tu_capture_begin();
+        assert_int_equal(ph_rundir_complete(&spec, &steps, &done, &err), 0);
+        dump = strdup(tu_capture_end());
+        said = strstr(dump, "over the limit `min_free`") ? "yes" : NULL;
+        if (said != NULL) {
+            assert_non_null(strstr(dump, "no report for "));
+            assert_non_null(strstr(dump, "retry with `profharness report "));
+            free(dump);
+            break;
+        }
+        fprintf(stderr, "%s", dump);
+        free(dump);
+    }
+    assert_non_null(said);
+    assert_false(done.reported);
+    assert_true(exists("out/svc/R/stacks-1.folded"));
+    assert_true(exists("out/svc/R/run.json"));
+    assert_false(exists("out/svc/R/report.html"));
+    assert_false(exists("out/svc/R/report-flamegraph.svg"));
+    assert_false(exists("out/svc/R/report-flamegraph.svg.tmp"));
+    assert_int_equal(temps_left(svcfd), 0);
+    free(folded);
+    free(u.tar.data);
+    close(svcfd);
+}
+
 /* An artifact's `latest` is its newest file by mtime (a profiler that
  * rotates its log, a sampler's numbered snapshots), whatever the order of
  * the names; of two with one mtime, the larger name; never a link or a
@@ -682,6 +752,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_complete_never_replaces, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_service_log_keeps_min_free, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_run_json_keeps_min_free, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_report_keeps_min_free, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_newest_match_by_mtime, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_profile_record, tu_setup, tu_teardown),
     };
