@@ -156,7 +156,10 @@ resolve_run(const char *outdir, const char *why, const char *arg, char *out, ph_
     const char *at = arg[0] == '@' ? strchr(arg + 1, '@') : strchr(arg, '@');
     ph_run_dir_info info;
 
-    if (at == NULL && ph_report_run_dir_info(arg, &info) == PH_RUN_DIR_ONE) {
+    /* A path to a directory is the run the user points at, run.json of
+     * ours or not (a run copied by hand, another tool's folded stacks):
+     * compare only reads it. */
+    if (at == NULL && (ph_report_run_dir_info(arg, &info) == PH_RUN_DIR_ONE || (strchr(arg, '/') && is_dir(arg)))) {
         snprintf(out, PATH_MAX, "%s", arg);
         return 0;
     }

@@ -75,6 +75,9 @@ const out = join(tmp, 'out'), svc = join(out, 'front');
 const big = join(svc, '20261122T140000Z-flamegraph'), big2 = join(svc, '20261122T150000Z-flamegraph'),
   tall = join(svc, '20261122T160000Z-flamegraph');
 for (const d of [big, big2, tall]) mkdirSync(d, { recursive: true });
+// each a run as stop leaves it: its run.json says its mode (a directory without one is no run)
+for (const d of [big, big2, tall]) writeFileSync(join(d, 'run.json'),
+  JSON.stringify({ version: 1, mode: d.replace(/.*-/, ''), run: d.replace(/.*\//, '') }));
 writeFileSync(join(big, 'stacks-20261122T140100Z-1.folded'), chains(1000, 15, 1));
 writeFileSync(join(big2, 'stacks-20261122T150100Z-1.folded'), chains(1000, 15, (i) => 1 + (i % 3)));
 writeFileSync(join(tall, 'stacks-20261122T160100Z-1.folded'), chains(3, 320, 10));

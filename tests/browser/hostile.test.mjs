@@ -24,6 +24,9 @@ const out = join(tmp, 'out'), svc = join(out, 'front');
 const st = join(svc, '20261122T130000Z-strace'), fa = join(svc, '20261122T140000Z-flamegraph'),
   fb = join(svc, '20261122T150000Z-flamegraph');
 for (const d of [st, fa, fb]) mkdirSync(d, { recursive: true });
+// each a run as stop leaves it: its run.json says its mode (a directory without one is no run)
+for (const d of [st, fa, fb]) writeFileSync(join(d, 'run.json'),
+  JSON.stringify({ version: 1, mode: d.replace(/.*-/, ''), run: d.replace(/.*\//, '') }));
 writeFileSync(join(st, 'strace.log'),
   '100 10:00:00.000100 read(3, "x", 1) = 1 <0.000010>\n100 10:00:00.000200 write(1, "y", 1) = 1 <0.000020>\n');
 writeFileSync(join(st, 'callgrind.out.1'), callgrindText());

@@ -27,6 +27,11 @@ cc -O2 -o "$tmp/gen" tests/bench/gen_artifacts.c
 out=$tmp/out/front
 mkdir -p "$out/20261122T100000Z-callgrind" "$out/20261122T110000Z-callgrind" "$out/20261122T120000Z-massif" \
          "$out/20261122T130000Z-strace" "$out/20261122T140000Z-flamegraph"
+# each a run as stop leaves it: its run.json says its mode (a directory
+# without one is no run)
+for d in "$out"/*/; do
+    d=${d%/}; printf '{"version":1,"mode":"%s","run":"%s"}\n' "${d##*-}" "${d##*/}" > "$d/run.json"
+done
 "$tmp/gen" callgrind 2 1 > "$out/20261122T100000Z-callgrind/callgrind.out"
 "$tmp/gen" callgrind 3 2 > "$out/20261122T110000Z-callgrind/callgrind.out"
 "$tmp/gen" massif 400 > "$out/20261122T120000Z-massif/massif.out"
