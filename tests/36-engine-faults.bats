@@ -70,6 +70,7 @@ teardown_file() {
     fi
     [ ! -e "/run/netns/$NS" ] || ip netns del "$NS"
     unset DOCKER_HOST
+    remove_project_networks
 }
 
 CTR="$PH_TEST_PROJECT-worker-strace"

@@ -67,7 +67,7 @@ setup_file() {
     remove_oracle
 }
 
-teardown_file() { remove_oracle; }
+teardown_file() { remove_oracle; remove_project_networks; }
 
 # First, while nothing else of this file publishes ORACLE_PORT/ORACLE_PORT2.
 @test "oracle: -f base -f override merges as docker-compose 1.29 merges" {

@@ -67,6 +67,7 @@ teardown_file() {
     remove_adopt
     [ ! -x "$PREFIX/bin/profharness" ] || (cd "$PROJ" && iph --profile edit prune --all >/dev/null 2>&1) || true
     dk rmi "$EDITED_IMAGE:latest" >/dev/null 2>&1 || true
+    remove_project_networks
 }
 
 @test "install: FHS paths under the prefix, a staged DESTDIR, and uninstall" {

@@ -101,8 +101,22 @@ common_setup_file() {
     remove_project
 }
 
+# The project's networks (and those of projects named after it: a file's
+# private ones, P-priv), once nothing uses them: the Engine has some thirty
+# address pools, and files run side by side each make their own.
+remove_project_networks() {
+    local n p
+    for n in $(dk network ls -q --filter label=com.docker.compose.project 2>/dev/null); do
+        p=$(dk network inspect -f '{{index .Labels "com.docker.compose.project"}}' "$n" 2>/dev/null) || continue
+        case $p in
+        "$PH_TEST_PROJECT" | "$PH_TEST_PROJECT"-* | "$PH_TEST_PROJECT"_*) dk network rm "$n" >/dev/null 2>&1 || true ;;
+        esac
+    done
+}
+
 common_teardown_file() {
     remove_project
+    remove_project_networks
 }
 
 # After each test: when it failed, keep what it produced.  $OUT (shared by
