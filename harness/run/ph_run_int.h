@@ -164,6 +164,13 @@ void ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p);
  * node); NULL: R's backend. */
 void ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p);
 
+/* ph_run_runtimes.c: C (a profiled container that has exited, not an
+ * attached one) gets the files of its profile P's `runtimes.after_exit`
+ * in its {out}, before the conversion and the collection, through a temp
+ * dir in SVCFD (its service's run dir, locked).  Never fails: what could
+ * not be taken is said as a note. */
+void ph_run_after_exit(ph_run *r, const ph_workload *c, const ph_profile *p, int svcfd);
+
 /* ph_run_unnamed.c: refuse mode P for SERVICE when a `runtimes.unnamed`
  * rule holds for PROGRAM (a path; its file name is what rules match) run
  * as ARGS with ENV on WHEN: -1 and a PH_EXIT_USAGE error (one line: the
