@@ -216,6 +216,16 @@ void ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const
  * on ENOMEM. */
 char *ph_run_tool_word(const ph_profile *p, size_t i, char *w, const char *tools_bin);
 
+/* ph_run.c: what a command run in a workload printed (exec's output),
+ * its first PH_RUN_OUTPUT_MAX - 1 bytes kept for a warning or a note,
+ * always terminated.  ph_run_output_cb is exec's data callback for it. */
+#define PH_RUN_OUTPUT_MAX 1024
+typedef struct ph_run_output {
+    char buf[PH_RUN_OUTPUT_MAX];
+    size_t len;
+} ph_run_output;
+int ph_run_output_cb(void *ud, const char *data, size_t len);
+
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */
 void ph_run_utc_iso(char *buf, size_t len);    /* "2026-11-22T10:15:00Z" */

@@ -96,7 +96,7 @@ ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, 
 }
 
 /* One step in container ID; 0, or -1 with *err (its exit status and
- * first words in it when it ran and failed). */
+ * what it said in it when it ran and failed). */
 static int
 run_step(ph_run *r, ph_backend *b, const char *id, const ph_profile *p, const ph_profile_refresh *st,
          const char *service, const char *run_id, ph_error_t *err)
@@ -105,6 +105,7 @@ run_step(ph_run *r, ph_backend *b, const char *id, const ph_profile *p, const ph
     char out[PATH_MAX];
     const char **argv = calloc(st->exec.n + 1, sizeof *argv);
     long code = -1, wait_s = st->wait_ns > 0 ? (long)((st->wait_ns + 999999999LL) / 1000000000LL) : 30;
+    ph_run_output said = { .len = 0 };
     int rc = -1;
 
     if (argv == NULL)
@@ -116,14 +117,20 @@ run_step(ph_run *r, ph_backend *b, const char *id, const ph_profile *p, const ph
             goto out;
         }
     if ((b == NULL && ph_run_backend(r, &b, err) < 0) ||
-        b->ops->exec(b, id, argv, no_preload, wait_s, NULL, NULL, &code, err) < 0)
+        b->ops->exec(b, id, argv, no_preload, wait_s, ph_run_output_cb, &said, &code, err) < 0)
         goto out;
     if (code == 126 || code == 127) {
         /* no such program in the image (no shell: distroless): nothing
          * of the runtime to ask, not a fault to tell of at every stop */
         ph_debug("%s: `%s` is not in the container: step skipped", service, argv[0]);
     } else if (code != 0) {
-        ph_fail(err, 0, "`%s` exited with %ld", argv[0], code);
+        /* its lines on one line (escaped where it is printed) */
+        while (said.len > 0 && (said.buf[said.len - 1] == '\n' || said.buf[said.len - 1] == ' '))
+            said.buf[--said.len] = '\0';
+        for (size_t i = 0; i < said.len; i++)
+            if (said.buf[i] == '\n')
+                said.buf[i] = ';';
+        ph_fail(err, 0, "`%s` exited with %ld%s%.600s", argv[0], code, said.len ? ": " : "", said.buf);
         goto out;
     }
     rc = 0;

@@ -526,7 +526,7 @@ test_shipped(void **state)
     (void)state;
     ph_profile_set set = { 0 };
     ph_error_t err = NULL;
-    static const char *const modes[] = { "flamegraph", "perf" };
+    static const char *const modes[] = { "flamegraph", "perf", "wall" };
 
     assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
@@ -537,6 +537,12 @@ test_shipped(void **state)
         assert_non_null(strstr(ph_kvv_get(&p->env_extend, "JAVA_TOOL_OPTIONS"), "-XX:+PreserveFramePointer"));
         assert_non_null(strstr(ph_kvv_get(&p->env_extend, "JAVA_TOOL_OPTIONS"), "-XX:+DumpPerfMapAtExit"));
         assert_int_equal(p->n_refresh, 2);
+        /* the JVM's map now, by ph-jattach (no jcmd in a JRE), and the one it writes at exit */
+        assert_string_equal(p->refresh[0].exec.v[0], "/opt/profharness/bin/ph-jattach");
+        assert_false(p->refresh[0].in_service);
+        assert_int_equal(p->n_after_exit, 1);
+        assert_int_equal(ph_profile_exit_file(&p->after_exit[0], "perf-8.map", S_IFREG, 10), PH_EXIT_FILE_TAKE);
+        assert_string_equal(p->after_exit[0].into, "perf-maps");
     }
     /* the sampler is HotSpot's agent too: the library LD_PRELOAD loads */
     assert_string_equal(strstr(ph_kvv_get(&ph_profiles_find(&set, "flamegraph")->env_extend, "JAVA_TOOL_OPTIONS"),
