@@ -60,14 +60,6 @@ setup_file() {
 }
 teardown_file() { common_teardown_file; }
 
-# cpu_ns CONTAINER: the CPU time its processes have used, in ns (its
-# cgroup's, v1 or v2), read in it (the sampler kept out of the reader).
-cpu_ns() {
-    dk exec -e LD_PRELOAD= "$1" sh -c 'cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
-        cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
-        echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
-}
-
 # ran_cpu CONTAINER NS: its processes have used NS of CPU time or more.
 ran_cpu() {
     local n
