@@ -62,7 +62,7 @@ BED_TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/bed
 # The sampler is optional until its sources exist.
 SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a)
 
-all: $(B)/profharness $(B)/ph-init $(B)/demo-load $(SAMPLER_TARGETS)
+all: $(B)/profharness $(B)/ph-init $(B)/ph-jattach $(B)/demo-load $(SAMPLER_TARGETS)
 
 $(B)/demo-load: images/demo/load.c
 	@mkdir -p $(dir $@)
@@ -91,6 +91,17 @@ $(B)/profharness: $(CLI_OBJ) $(B)/libprofharness.a
 $(B)/ph-init: $(wildcard harness/shim/*.c harness/shim/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
+
+# ph-jattach asks a running JVM for its perf map over HotSpot's attach
+# socket, from the tools volume in whatever image the service has: static
+# too, and nothing but libc.
+$(B)/ph-jattach: $(wildcard harness/attach/*.c harness/attach/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iharness/attach $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
+
+# The attach protocol's pure parts, compiled into their test.
+$(B)/tests/test_jattach: harness/attach/ph_jattach.c harness/attach/ph_jattach.h
+$(B)/tests/test_jattach: private CPPFLAGS += -Iharness/attach
 
 $(IBERTY_OBJ): $(LIBIBERTY)
 	@mkdir -p $(dir $@)
@@ -202,6 +213,7 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(DATADIR)/profiles $(DESTDIR)$(DATADIR)/images
 	install -m 0755 $(B)/profharness $(DESTDIR)$(BINDIR)/profharness
 	install -m 0755 $(B)/ph-init $(DESTDIR)$(LIBDIR)/ph-init
+	install -m 0755 $(B)/ph-jattach $(DESTDIR)$(LIBDIR)/ph-jattach
 	install -m 0644 profiles/*.yaml $(DESTDIR)$(DATADIR)/profiles/
 	install -m 0644 profharness.just $(DESTDIR)$(DATADIR)/profharness.just
 	cp -R images/. $(DESTDIR)$(DATADIR)/images/

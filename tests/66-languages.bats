@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Languages (issue 20, "Measure"): one CPU-bound service per language
 # (tests/lang/: C, C++, Rust, Go static and cgo, Python 3.9, 3.11 and
-# 3.13, Node, Java), each
+# 3.13, Node, Java on a JDK and on a JRE alone), each
 # spending 75 % of its work in `hot_seventy_five` and 25 % in
 # `cool_twenty_five`, profiled as a new user would, with no flag beyond
 # the mode, under flamegraph, perf and attach --mode perf.  For each cell:
@@ -35,7 +35,12 @@ declare -gA KNOWN_GAPS=(
 )
 
 MODES="flamegraph perf attach-perf"
-LANGS="c cpp rust gostatic gocgo python39 python python313 node java"
+LANGS="c cpp rust gostatic gocgo python39 python python313 node java javajre"
+# Where the JIT's frames are held to being named too: at least
+# JIT_NAMED_MIN % of the samples in JIT code (jit_named).  javajre's image
+# has no jcmd: its maps come from the attach socket and the JVM's exit.
+declare -gA JIT_LANGS=([java]=1 [javajre]=1)
+JIT_NAMED_MIN=95
 # CPU time a cell runs for, read from the container's cgroup: a
 # condition, not a pace; the same work for every language (startup and
 # JIT warm-up are part of it, as for any service)
@@ -57,14 +62,6 @@ setup_file() {
 }
 teardown_file() { common_teardown_file; }
 
-# cpu_ns CONTAINER: the CPU time its processes have used, in ns (its
-# cgroup's, v1 or v2), read in it (the sampler kept out of the reader).
-cpu_ns() {
-    dk exec -e LD_PRELOAD= "$1" sh -c 'cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
-        cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
-        echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
-}
-
 # ran_cpu CONTAINER NS: its processes have used NS of CPU time or more.
 ran_cpu() {
     local n
@@ -85,6 +82,20 @@ shares() {
               for (l in leaf) if (leaf[l] > tn) { tn = leaf[l]; top = l }
               if (t == 0) { printf "0 0 0 -\n"; exit }
               printf "%d %d %d %s %d%%\n", 100 * h / t + 0.5, 100 * c / t + 0.5, t, substr(top, 1, 60), 100 * tn / t + 0.5 }'
+}
+
+# jit_named FILE...: per cent (rounded down) of the JIT samples of the
+# folded stacks in FILEs, those with a frame a perf map named (`_[j]`) or
+# one left unnamed (perf's `[perf-N.map]`, the sampler's `[unknown]`,
+# which a JVM's own unnamed native frames make stricter still), that have
+# no unnamed one; -1 when there is no JIT sample.
+jit_named() {
+    cat "$@" 2>/dev/null | awk '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s)
+          u = s ~ /(^|;)(\[perf-[0-9]+\.map\]|\[unknown\][^;]*)(;|$)/; j = index(s, "_[j]") > 0
+          if (u || j) t += n
+          if (j && !u) k += n }
+        END { if (t == 0) print -1; else printf "%d\n", 100 * k / t }'
 }
 
 # The folded stacks of LANG's latest run: the perf conversion's, or the
@@ -133,6 +144,12 @@ cell() {
     fi
     [ "$status" -eq 0 ] || { CELL="failed: stop: ${output##*$'\n'}"; return; }
     read -r h co t top <<< "$(shares "$(run_folded "$lang")")"
+    if [ -n "${JIT_LANGS[$lang]:-}" ]; then
+        local jit
+        jit=$(jit_named "$(run_folded "$lang")")
+        note=" (JIT $jit % named)$note"
+        [ "$jit" -ge "$JIT_NAMED_MIN" ] || t=0
+    fi
     if [ "$t" -gt 0 ] && [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$co" -ge 20 ] && [ "$co" -le 30 ]; then
         CELL="named $h/$co$note"
     else
@@ -192,6 +209,9 @@ check_cell() {
 @test "languages: java × flamegraph" { check_cell java flamegraph; }
 @test "languages: java × perf" { check_cell java perf; }
 @test "languages: java × attach-perf" { check_cell java attach-perf; }
+@test "languages: javajre × flamegraph" { check_cell javajre flamegraph; }
+@test "languages: javajre × perf" { check_cell javajre perf; }
+@test "languages: javajre × attach-perf" { check_cell javajre attach-perf; }
 
 @test "languages: the table (language × mode → shares hot/cool, or the refusal)" {
     [ -s "$TABLE" ]
@@ -251,4 +271,44 @@ java_cell() {
     grep -q 'hot_seventy_five(long, long)_\[j\]' "$F"
     [ "$(grep -c 'LangJava.hot_seventy_five_\[j\]' "$F")" = 0 ]
     [[ "$ST" == *'"java": "Java: frames not read (the JVM did not load the sampler as its agent'* ]]
+}
+
+# On the JRE alone (no jcmd), a JVM that does not load the agent: the
+# sampler names JIT frames from the perf map.  At its exit the JVM writes
+# the map itself (DumpPerfMapAtExit); while it runs, a snapshot (`collect`)
+# has a map only when the JVM is asked for one over its attach socket
+# (ph-jattach, before the snapshot): every JIT frame named in both, the
+# workload's shares.
+@test "languages: javajre without the agent × flamegraph collect: the perf map from the attach socket" {
+    local snap h c t top jit jit_stop
+    run pl start --mode flamegraph javajrenoagent
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=150 wait_for ran_cpu "${PH_TEST_PROJECT}-javajrenoagent-flamegraph" "$CPU_NS"
+    run pl collect javajrenoagent
+    [ "$status" -eq 0 ]
+    snap=$(ls -d "$OUT/javajrenoagent"/*-snapshot-* | sort | tail -1)
+    jit=$(jit_named "$snap"/stacks-*.folded)
+    read -r h c t top <<< "$(shares "$snap"/stacks-*.folded)"
+    run pl stop javajrenoagent
+    [ "$status" -eq 0 ]
+    jit_stop=$(jit_named "$(run_folded javajrenoagent)")
+    echo "# javajre without the agent × flamegraph: collect $h/$c (top: $top), JIT $jit % named; stop: JIT $jit_stop % named" >&3
+    [ "$jit" -ge "$JIT_NAMED_MIN" ] && [ "$jit_stop" -ge "$JIT_NAMED_MIN" ]
+    [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$c" -ge 20 ] && [ "$c" -le 30 ]
+}
+
+# A JVM started with -XX:+DisableAttachMechanism has no attach socket:
+# the stop says so (ph-jattach, not signalled), and the perf map the JVM
+# writes at its exit is read from the stopped container and carried in
+# the run's perf-maps/, so perf's frames are named all the same.
+@test "languages: javajre -XX:+DisableAttachMechanism × perf: the map written at exit, the refusal said" {
+    cell javajrenoattach perf
+    local said=$output
+    F=$(run_folded javajrenoattach)
+    jit=$(jit_named "$F")
+    echo "# javajre -XX:+DisableAttachMechanism × perf: $CELL; JIT $jit % named" >&3
+    [[ "$said" == *"-XX:+DisableAttachMechanism"* ]]
+    ls "$(dirname "$F")"/perf-maps/perf-*.map
+    [[ "$CELL" == named* ]]
+    [ "$jit" -ge "$JIT_NAMED_MIN" ]
 }

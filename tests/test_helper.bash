@@ -91,6 +91,14 @@ wait_for() {
     done
 }
 
+# cpu_ns CONTAINER: the CPU time its processes have used, in ns (its
+# cgroup's, v1 or v2), read in it (the sampler kept out of the reader).
+cpu_ns() {
+    dk exec -e LD_PRELOAD= "$1" sh -c 'cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
+        cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
+        echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
+}
+
 common_setup_file() {
     export OUT=$BATS_FILE_TMPDIR/out
     # what the harness remembers per Engine (notes said once): per file

@@ -397,10 +397,10 @@ join(const ph_strv *v, char *out, size_t len)
 
 #define TOOLS_BASE "debian:bookworm-slim"
 
-#define TOOLS_FILES 5
+#define TOOLS_FILES 6
 
 typedef struct tools_inputs {
-    char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, the shim, the sampler */
+    char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, the shim, ph-jattach, the sampler */
     size_t n_files;                /* the sampler only when it is built */
     char packages[2048];           /* Debian's names of what the tools need */
     char tools[1024];              /* the programs of the tree */
@@ -408,7 +408,7 @@ typedef struct tools_inputs {
 } tools_inputs;
 
 static const char *const tools_names[TOOLS_FILES] = { "Dockerfile", "assemble.sh", "ph-attach", "opt/bin/ph-init",
-                                                      "opt/lib/libphsampler.so" };
+                                                      "opt/bin/ph-jattach", "opt/lib/libphsampler.so" };
 
 /* What the tools image is made of, and the tag that names it. */
 static int
@@ -421,8 +421,9 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
     for (int i = 0; i < 3; i++)
         snprintf(ti->files[i], sizeof ti->files[i], "%s/images/tools/%s", data_dir, tools_names[i]);
     ph_paths_lib_file(data_dir, "ph-init", ti->files[3], sizeof ti->files[3]);
-    ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[4], sizeof ti->files[4]);
-    ti->n_files = access(ti->files[4], R_OK) == 0 ? 5 : 4;
+    ph_paths_lib_file(data_dir, "ph-jattach", ti->files[4], sizeof ti->files[4]);
+    ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[5], sizeof ti->files[5]);
+    ti->n_files = access(ti->files[5], R_OK) == 0 ? 6 : 5;
     /* Debian's packages of the modes that can run from the tree. */
     for (size_t i = 0; rc == 0 && i < profiles->n; i++) {
         const ph_profile *p = &profiles->v[i];
@@ -797,13 +798,15 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
         if (ph_image_dockerfile(facts, base_id, tools, &pkgs, &dockerfile, err) < 0)
             goto out;
         {
-            /* opt/ lands in /opt/profharness; the sampler only when it is built. */
+            /* opt/ lands in /opt/profharness, as in the tools volume (ph-jattach
+             * hashed with the tools' inputs); the sampler only when it is built. */
             const ph_tar_extra extra[] = {
                 { .name = "Dockerfile", .data = dockerfile, .len = strlen(dockerfile), .mode = 0644 },
                 { .name = "opt/bin/ph-init", .path = shim, .mode = 0755 },
+                { .name = tools_names[4], .path = ti->files[4], .mode = 0755 },
                 { .name = "opt/lib/libphsampler.so", .path = sampler, .mode = 0755 },
             };
-            size_t n_extra = access(sampler, R_OK) == 0 ? 3 : 2;
+            size_t n_extra = access(sampler, R_OK) == 0 ? 4 : 3;
 
             if (ph_tar_context_build(NULL, extra, n_extra, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
                 ph_error_wrap(err, "profiling image context (is the harness built? run `make`)");

@@ -98,6 +98,13 @@
  *                                   # else words of its arguments; or --allow-unnamed
  *         why: "was started without --perf-basic-prof: its JavaScript would be unnamed"
  *         use: "`start --mode perf`"  # what works instead
+ *     after_exit:                   # files a runtime writes as it exits, after the
+ *       - from: /tmp                # last refresh: taken from the stopped container
+ *         files: "perf-[0-9]*.map"  # (a glob on the regular files directly in `from`;
+ *         into: perf-maps           # at most 1 GiB of `from` is read) into {out}/<into>
+ *         max_bytes: 64MiB          # (a name) before the conversion and the collection;
+ *                                   # a file over max_bytes is left, said (default
+ *                                   # 64MiB); not for an attached run (its service runs on)
  *     wrap:                         # a runtime the mode records otherwise: its
  *       - program: ["python3.1[2-9]"]   # program (as `unnamed`) started under this
  *         wrap: [perf, record, --call-graph, dwarf, --]  # wrap instead of the
@@ -117,6 +124,7 @@
 #define PH_PROFILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "ph_strings.h"
 #include "ph_error.h"
 #include "ph_tar.h"
@@ -177,6 +185,16 @@ typedef struct ph_profile_refresh {
     long long wait_ns;
 } ph_profile_refresh;
 
+/* `runtimes.after_exit:` files a runtime writes as it exits. */
+typedef struct ph_profile_exit_files {
+    char *from;                  /* a directory of the stopped container */
+    char *files;                 /* a glob on the names directly in it */
+    char *into;                  /* a directory's name in {out} */
+    uint64_t max_bytes;          /* each file at most */
+} ph_profile_exit_files;
+#define PH_EXIT_FILES_MAX_DEFAULT (64ull << 20)
+#define PH_EXIT_FILES_READ_MAX (1ull << 30)  /* of `from`, taken or not */
+
 typedef struct ph_profile {
     char *name;
     char *path;
@@ -212,6 +230,8 @@ typedef struct ph_profile {
     size_t n_unnamed;
     ph_profile_rewrap *rewrap;   /* `runtimes.wrap` */
     size_t n_rewrap;
+    ph_profile_exit_files *after_exit; /* `runtimes.after_exit` */
+    size_t n_after_exit;
 } ph_profile;
 
 typedef struct ph_profile_set {
@@ -284,6 +304,15 @@ int ph_profile_unnamed_any(const ph_profile *p, int when);
 /* The first rule of P's `runtimes.wrap` a glob of which matches PROGRAM
  * (the program file's name, no directory); NULL when none.  Pure. */
 const ph_profile_rewrap *ph_profile_rewrap_find(const ph_profile *p, const char *program);
+
+/* What `runtimes.after_exit` rule X does with an entry of its `from`
+ * directory: NAME as it is below `from`, its TYPE (S_IFREG...) and SIZE.
+ * Taken: a regular file directly in `from` (no `/` in NAME) whose name
+ * the glob `files` matches, at most max_bytes; over that it is
+ * PH_EXIT_FILE_OVER (left, and said); anything else is passed over.
+ * Pure. */
+enum { PH_EXIT_FILE_PASS = 0, PH_EXIT_FILE_TAKE = 1, PH_EXIT_FILE_OVER = 2 };
+int ph_profile_exit_file(const ph_profile_exit_files *x, const char *name, unsigned type, uint64_t size);
 
 /* Expand {out}, {service}, {mode}, {run_id} in TEMPLATE.  malloc'd or NULL. */
 char *ph_profile_expand(const char *template_, const char *out, const char *service,

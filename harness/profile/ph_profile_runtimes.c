@@ -8,13 +8,16 @@
  *                the user set (in compose or in the image) stays first.
  *   refresh      commands run before a stop and before a snapshot, in
  *                the service's container or the profiler's: a JVM asked
- *                for its map now (jcmd Compiler.perfmap), the maps copied
- *                into the run (perf-maps/).
+ *                for its map now (ph-jattach: Compiler.perfmap over its
+ *                attach socket), the maps copied into the run (perf-maps/).
  *   unnamed      the runtimes the mode would name nothing of (Python 3.11
  *                under perf: only its eval loop; a node started without
  *                --perf-basic-prof, attached to), told by the program's
  *                file name and what it was started with: start and attach
  *                refuse them, saying why and what works.
+ *   after_exit   what a runtime writes as it exits, after the last
+ *                refresh (HotSpot's perf map with DumpPerfMapAtExit): the
+ *                files taken from the stopped container into the run.
  *   wrap         the runtimes the mode records otherwise, told by the
  *                program's file name: a start runs them under the rule's
  *                wrap instead of the profile's (trixie's python3.13 has no
@@ -24,6 +27,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +65,83 @@ read_step(ph_profile_refresh *st, const ph_ynode *v, ph_error_t *err)
     if (st->exec.n == 0 || st->exec.v[0][0] == '\0')
         return ph_yaml_error(v, err, "`runtimes.refresh` items need `exec`, starting with a program");
     return 0;
+}
+
+/* `runtimes.after_exit.from`: an absolute path in the container, no `..`. */
+static int
+exit_from(const ph_ynode *v, char **dst, ph_error_t *err)
+{
+    const char *sv = ph_yaml_scalar(v, "runtimes.after_exit.from", err);
+    size_t n;
+
+    if (sv == NULL)
+        return -1;
+    n = strlen(sv);
+    if (sv[0] != '/' || strstr(sv, "/../") != NULL || (n >= 3 && strcmp(sv + n - 3, "/..") == 0))
+        return ph_yaml_error(v, err, "`runtimes.after_exit.from` is an absolute path in the container with no "
+                             "`..`, not `%s`", sv);
+    free(*dst);
+    return (*dst = strdup(sv)) != NULL ? 0 : ph_fail(err, ENOMEM, "allocate");
+}
+
+static int
+read_exit_files(ph_profile_exit_files *x, const ph_ynode *v, ph_error_t *err)
+{
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`runtimes.after_exit` items must be mappings (from, files, into, max_bytes)");
+    x->max_bytes = PH_EXIT_FILES_MAX_DEFAULT;
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair), *sv;
+        ph_error_t why = NULL;
+        int rc = 0;
+
+        if (KEY("from")) {
+            rc = exit_from(vn, &x->from, err);
+        } else if (KEY("into")) {
+            if ((sv = ph_yaml_scalar(vn, "runtimes.after_exit.into", err)) == NULL)
+                return -1;
+            if (sv[0] == '\0' || sv[0] == '.' || strchr(sv, '/') != NULL)
+                return ph_yaml_error(vn, err, "`runtimes.after_exit.into` is the name of a directory in {out} "
+                                     "(no `/`, no leading `.`), not `%s`", sv);
+            rc = ph_yaml_dup(vn, "runtimes.after_exit.into", &x->into, err);
+        } else if (KEY("files")) {
+            if ((sv = ph_yaml_scalar(vn, "runtimes.after_exit.files", err)) == NULL)
+                return -1;
+            if (sv[0] == '\0' || strchr(sv, '/') != NULL)
+                return ph_yaml_error(vn, err, "`runtimes.after_exit.files` is a glob on names directly in `from` "
+                                     "(no `/`), not `%s`", sv);
+            rc = ph_yaml_dup(vn, "runtimes.after_exit.files", &x->files, err);
+        } else if (KEY("max_bytes")) {
+            if ((sv = ph_yaml_scalar(vn, "runtimes.after_exit.max_bytes", err)) == NULL)
+                return -1;
+            if (ph_tar_limit_parse(PH_TAR_LIMIT_BYTES, sv, &x->max_bytes, &why) < 0) {
+                ph_yaml_error(vn, err, "`runtimes.after_exit.max_bytes`: %s", why->msg);
+                ph_error_free(&why);
+                return -1;
+            }
+        } else {
+            ph_warn("%s:%d: unknown key `runtimes.after_exit.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    if (x->from == NULL || x->files == NULL || x->into == NULL)
+        return ph_yaml_error(v, err, "`runtimes.after_exit` items need `from`, `files` and `into`");
+    return 0;
+}
+
+static void
+free_after_exit(ph_profile *p)
+{
+    for (size_t i = 0; i < p->n_after_exit; i++) {
+        free(p->after_exit[i].from);
+        free(p->after_exit[i].files);
+        free(p->after_exit[i].into);
+    }
+    free(p->after_exit);
+    p->after_exit = NULL;
+    p->n_after_exit = 0;
 }
 
 static int
@@ -192,7 +273,7 @@ int
 ph_profile_read_runtimes(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
     if (v->kind != PH_Y_MAP)
-        return ph_yaml_error(v, err, "`runtimes` must be a mapping (environment, refresh, unnamed, wrap)");
+        return ph_yaml_error(v, err, "`runtimes` must be a mapping (environment, refresh, after_exit, unnamed, wrap)");
     PH_YAML_FOREACH_PAIR(v, pair) {
         const ph_ynode *kn = pair->key, *vn = pair->value;
         const char *key = ph_yaml_key(pair);
@@ -234,6 +315,16 @@ ph_profile_read_runtimes(ph_profile *p, const ph_ynode *v, ph_error_t *err)
                 if (read_unnamed(&p->unnamed[p->n_unnamed++], *item, err) < 0)
                     return -1;
             }
+        } else if (KEY("after_exit")) {
+            if (vn->kind != PH_Y_SEQ)
+                return ph_yaml_error(vn, err, "`runtimes.after_exit` must be a list (from, files, into, max_bytes)");
+            free_after_exit(p);
+            if (vn->n > 0 && (p->after_exit = calloc(vn->n, sizeof *p->after_exit)) == NULL)
+                return ph_fail(err, ENOMEM, "allocate");
+            PH_YAML_FOREACH_ITEM(vn, item) {
+                if (read_exit_files(&p->after_exit[p->n_after_exit++], *item, err) < 0)
+                    return -1;
+            }
         } else if (KEY("wrap")) {
             if (vn->kind != PH_Y_SEQ)
                 return ph_yaml_error(vn, err, "`runtimes.wrap` must be a list of runtimes (program, wrap, why)");
@@ -262,6 +353,16 @@ ph_profile_free_runtimes(ph_profile *p)
     p->n_refresh = 0;
     free_unnamed(p);
     free_rewrap(p);
+    free_after_exit(p);
+}
+
+int
+ph_profile_exit_file(const ph_profile_exit_files *x, const char *name, unsigned type, uint64_t size)
+{
+    /* FNM_PERIOD: `*` takes no hidden file (a `.attach_pid` trigger) */
+    if (type != S_IFREG || strchr(name, '/') != NULL || fnmatch(x->files, name, FNM_PERIOD) != 0)
+        return PH_EXIT_FILE_PASS;
+    return size > x->max_bytes ? PH_EXIT_FILE_OVER : PH_EXIT_FILE_TAKE;
 }
 
 /* Whether the word W (N bytes) is one of S's words (spaces between). */

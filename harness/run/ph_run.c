@@ -95,6 +95,20 @@ ph_run_utc_iso(char *buf, size_t len)
  * SUDO_UID, not root (the setup we replace left root-owned files).  Only
  * what the harness itself creates is handed over: `sudo profharness -o
  * /tmp` must not give /tmp away. */
+int
+ph_run_output_cb(void *ud, const char *data, size_t len)
+{
+    ph_run_output *o = ud;
+    size_t room = sizeof o->buf - 1 - o->len;
+
+    if (len > room)
+        len = room;
+    memcpy(o->buf + o->len, data, len);
+    o->len += len;
+    o->buf[o->len] = '\0';
+    return 0;
+}
+
 /* mkdir -p PATH; the directories it creates are the invoker's. */
 int
 ph_run_mkdir_p(const char *path, ph_error_t *err)

@@ -586,6 +586,7 @@ stop_one(ph_run *r, const ph_workload *listed, int signalled, ph_error_t *err)
         ph_fail(err, 0, "%s: the profiled container did not exit within %ld s", service, budget);
         goto keep;
     }
+    ph_run_after_exit(r, c, cr.p, svcfd); /* what runtimes wrote as they exited: HotSpot's perf map */
     ph_run_convert(r, c, cr.p); /* perf: folded stacks, flamegraph, pprof beside perf.data */
     if (b->ops->inspect(b, id, &fresh, &found, err) < 0)
         goto keep;

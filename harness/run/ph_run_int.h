@@ -175,6 +175,13 @@ void ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p);
  * node); NULL: R's backend. */
 void ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p);
 
+/* ph_run_runtimes.c: C (a profiled container that has exited, not an
+ * attached one) gets the files of its profile P's `runtimes.after_exit`
+ * in its {out}, before the conversion and the collection, through a temp
+ * dir in SVCFD (its service's run dir, locked).  Never fails: what could
+ * not be taken is said as a note. */
+void ph_run_after_exit(ph_run *r, const ph_workload *c, const ph_profile *p, int svcfd);
+
 /* ph_run_unnamed.c: refuse mode P for SERVICE when a `runtimes.unnamed`
  * rule holds for PROGRAM (a path; its file name is what rules match) run
  * as ARGS with ENV on WHEN: -1 and a PH_EXIT_USAGE error (one line: the
@@ -234,6 +241,16 @@ void ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const
  * the tree's program.  W itself or a new string (W freed); NULL (W freed)
  * on ENOMEM. */
 char *ph_run_tool_word(const ph_profile *p, size_t i, char *w, const char *tools_bin);
+
+/* ph_run.c: what a command run in a workload printed (exec's output),
+ * its first PH_RUN_OUTPUT_MAX - 1 bytes kept for a warning or a note,
+ * always terminated.  ph_run_output_cb is exec's data callback for it. */
+#define PH_RUN_OUTPUT_MAX 1024
+typedef struct ph_run_output {
+    char buf[PH_RUN_OUTPUT_MAX];
+    size_t len;
+} ph_run_output;
+int ph_run_output_cb(void *ud, const char *data, size_t len);
 
 /* ph_run.c */
 double ph_run_now(void);                       /* CLOCK_MONOTONIC seconds */

@@ -32,27 +32,6 @@
 #include "ph_log.h"
 #include "ph_util.h"
 
-#define SNAP_OUTPUT_MAX 1024 /* what a failed command printed, kept for the warning */
-
-typedef struct snap_out {
-    char buf[SNAP_OUTPUT_MAX];
-    size_t len;
-} snap_out;
-
-static int
-keep_output(void *ud, const char *data, size_t len)
-{
-    snap_out *o = ud;
-    size_t room = sizeof o->buf - 1 - o->len;
-
-    if (len > room)
-        len = room;
-    memcpy(o->buf + o->len, data, len);
-    o->len += len;
-    o->buf[o->len] = '\0';
-    return 0;
-}
-
 /* Whether the workload ID runs P's programs from the tools tree: 1 when
  * P has `tools` and the tree there holds the first of P's snapshot
  * command (the tools volume, or a profiling image with the tree), 0 when
@@ -76,9 +55,9 @@ ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
     const char *run_id = c->run, *id = c->id;
     /* The dump command is not the service: the sampler stays out of it. */
     static const char *const no_preload[] = { "LD_PRELOAD=", NULL };
-    char out[PATH_MAX], esc[sizeof ((snap_out *)0)->buf * 4];
+    char out[PATH_MAX], esc[PH_RUN_OUTPUT_MAX * 4];
     const char **argv = NULL;
-    snap_out o = { .len = 0 };
+    ph_run_output o = { .len = 0 };
     ph_error_t err = NULL;
     ph_backend *b;
     long code = -1, wait_s;
@@ -110,7 +89,7 @@ ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
     if (argv == NULL)
         goto out;
     wait_s = p->snapshot.wait_ns > 0 ? (long)((p->snapshot.wait_ns + 999999999LL) / 1000000000LL) : 60;
-    if (b->ops->exec(b, id, argv, no_preload, wait_s, keep_output, &o, &code, &err) < 0) {
+    if (b->ops->exec(b, id, argv, no_preload, wait_s, ph_run_output_cb, &o, &code, &err) < 0) {
         ph_warn("%s: could not make %s dump (`%s`): %s; collecting what there is", service, p->name, argv[0],
                 err ? err->msg : "?");
         goto out;

@@ -85,6 +85,10 @@
 #include "ph_tar_int.h"
 #include "ph_timing.h"
 
+/* The select callback is told an entry's type in <sys/stat.h>'s terms,
+ * which libarchive's are. */
+_Static_assert(AE_IFREG == S_IFREG && AE_IFDIR == S_IFDIR && AE_IFLNK == S_IFLNK, "libarchive's file types");
+
 #define READ_BLOCK (64 * 1024)
 #define REFUSED_SLOTS 8192                /* hashes of refused names, open addressing */
 #define REFUSED_MAX (REFUSED_SLOTS / 2)   /* beyond this, every hard link is refused */
@@ -113,6 +117,8 @@ struct ph_tar_extract {
     ph_tar_stats stats;
     ph_error_t err;  /* the reader's error, read after join */
     ph_stage *parent; /* the caller's timing stage: the reader's nests under it */
+    ph_tar_select_cb select_cb; /* NULL: every entry */
+    void *select_ud;
 
     /* Reader-thread state. */
     char rbuf[READ_BLOCK];
@@ -862,6 +868,11 @@ extract_entry(ph_tar_extract *x, struct archive *a, struct archive_entry *e, ph_
     case PH_TAR_NAME_LONG:
         return refuse(x, name, NULL, "name too long");
     }
+    if (x->select_cb != NULL &&
+        !x->select_cb(x->select_ud, rel, link ? S_IFREG : (unsigned)archive_entry_filetype(e), size)) {
+        x->stats.skipped++;
+        return 0;
+    }
     if (link != NULL)
         return write_hardlink(x, name, rel, link, err);
     switch (archive_entry_filetype(e)) {
@@ -1051,7 +1062,8 @@ limits_resolve(ph_tar_extract *x, const ph_tar_limits *limits)
 
 /* Both constructors: DEST_FD is the destination, owned from here on. */
 static ph_tar_extract *
-extract_new_fd(int dest_fd, int strip, const ph_tar_limits *limits, ph_error_t *err)
+extract_new_fd(int dest_fd, int strip, const ph_tar_limits *limits, ph_tar_select_cb select_cb, void *ud,
+               ph_error_t *err)
 {
     ph_tar_extract *x = calloc(1, sizeof *x);
     sigset_t all, old;
@@ -1065,6 +1077,8 @@ extract_new_fd(int dest_fd, int strip, const ph_tar_limits *limits, ph_error_t *
     x->dest_fd = dest_fd;
     x->parent = ph_stage_current();
     x->strip = strip < 0 ? 0 : strip;
+    x->select_cb = select_cb; /* before the thread that reads them starts */
+    x->select_ud = ud;
     x->sock[0] = x->sock[1] = -1;
     x->lv[0].fd = -1; /* the destination is dest_fd, never closed by the stack */
     x->low = 1;
@@ -1102,11 +1116,12 @@ ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar_limits *limits,
         ph_fail(err, errno, "open `%s`", dest_dir);
         return NULL;
     }
-    return extract_new_fd(fd, strip, limits, err);
+    return extract_new_fd(fd, strip, limits, NULL, NULL, err);
 }
 
 ph_tar_extract *
-ph_tar_extract_new_at(int dirfd, int strip, const ph_tar_limits *limits, ph_error_t *err)
+ph_tar_extract_new_select_at(int dirfd, int strip, const ph_tar_limits *limits, ph_tar_select_cb select_cb,
+                             void *ud, ph_error_t *err)
 {
     /* A description of our own (the caller's fd stays theirs), of the
      * very directory DIRFD is, whatever its name now points at. */
@@ -1116,7 +1131,13 @@ ph_tar_extract_new_at(int dirfd, int strip, const ph_tar_limits *limits, ph_erro
         ph_fail(err, dirfd < 0 ? EBADF : errno, "open the destination directory (fd %d)", dirfd);
         return NULL;
     }
-    return extract_new_fd(fd, strip, limits, err);
+    return extract_new_fd(fd, strip, limits, select_cb, ud, err);
+}
+
+ph_tar_extract *
+ph_tar_extract_new_at(int dirfd, int strip, const ph_tar_limits *limits, ph_error_t *err)
+{
+    return ph_tar_extract_new_select_at(dirfd, strip, limits, NULL, NULL, err);
 }
 
 /* Close our end (the reader sees end of file) and wait for the reader. */

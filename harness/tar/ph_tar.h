@@ -125,6 +125,7 @@ typedef struct ph_tar_stats {
     uint64_t size;     /* files' full sizes, holes included (what max_bytes counts) */
     uint64_t entries;  /* archive entries seen (what max_entries counts) */
     uint64_t refused;  /* entries refused for safety (listed through ph_warn) */
+    uint64_t skipped;  /* entries the select callback passed over */
     ph_tar_limit limit; /* the limit that stopped the extraction, if one did */
     uint64_t limit_value; /* ... and its value (resolved: a default as it was) */
 } ph_tar_stats;
@@ -137,6 +138,19 @@ ph_tar_extract *ph_tar_extract_new(const char *dest_dir, int strip, const ph_tar
  * named by the time extraction runs: no path is resolved.  DIRFD stays
  * the caller's. */
 ph_tar_extract *ph_tar_extract_new_at(int dirfd, int strip, const ph_tar_limits *limits, ph_error_t *err);
+/* The same as ph_tar_extract_new_at, extracting only the entries
+ * SELECT_CB takes (returns 1; 0 passes over it, counted in
+ * stats.skipped).  It is called with each entry's name as it would be
+ * written (stripped and checked: never empty, absolute or with `..`), its
+ * type (S_IFREG, S_IFDIR, S_IFLNK... of <sys/stat.h>; a hard link is
+ * S_IFREG, and is still refused when its target was not extracted) and
+ * its size, on the extraction's thread.  Every entry still counts against
+ * the limits, so max_bytes bounds how much of the archive is read, taken
+ * or not.  An entry taken under a directory passed over is written all
+ * the same, its directories made as for an archive that lists none. */
+typedef int (*ph_tar_select_cb)(void *ud, const char *rel, unsigned type, uint64_t size);
+ph_tar_extract *ph_tar_extract_new_select_at(int dirfd, int strip, const ph_tar_limits *limits,
+                                             ph_tar_select_cb select_cb, void *ud, ph_error_t *err);
 /* Feed LEN bytes.  Returns 0, or -1 and *err; after an error feed no more. */
 int ph_tar_extract_feed(ph_tar_extract *x, const void *data, size_t len, ph_error_t *err);
 /* Finish: flushes and checks the archive ended cleanly.  STATS (may be

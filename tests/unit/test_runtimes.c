@@ -6,6 +6,8 @@
  * otherwise (`runtimes.wrap`). */
 #include "test_util.h"
 
+#include <sys/stat.h>
+
 #include "ph_profile.h"
 #include "ph_run_int.h"
 
@@ -137,6 +139,51 @@ test_profile_key(void **state)
         { "runtimes: {unnamed: [{program: x, why: y, use: z, on: [stop]}]}\n", "not `stop`" },
         { "runtimes: {unnamed: [{program: x, why: y, use: z, on: []}]}\n", "needs `start`, `attach` or both" },
         { "runtimes: {unnamed: [{program: x, why: y, use: z, unless: [\" \"]}]}\n", "cannot be empty" },
+    };
+    refuses(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* `runtimes.after_exit`: read with its default, refused with the line
+ * and what is wanted; the rule takes regular files of its glob directly
+ * in `from`, and leaves (saying so) one over its max_bytes. */
+static void
+test_after_exit_key(void **state)
+{
+    ph_profile p;
+    ph_error_t err = NULL;
+    ph_profile_exit_files *x;
+
+    (void)state;
+    assert_int_equal(load("runtimes:\n  after_exit:\n    - {from: /tmp, files: \"perf-[0-9]*.map\", into: perf-maps}\n"
+                          "    - {from: /var/x, files: \"*.log\", into: logs, max_bytes: 1KiB}\n", &p, &err), 0);
+    assert_int_equal(p.n_after_exit, 2);
+    x = &p.after_exit[0];
+    assert_string_equal(x->from, "/tmp");
+    assert_string_equal(x->into, "perf-maps");
+    assert_true(x->max_bytes == PH_EXIT_FILES_MAX_DEFAULT);
+    assert_true(p.after_exit[1].max_bytes == 1024);
+    assert_int_equal(ph_profile_exit_file(x, "perf-8.map", S_IFREG, 100), PH_EXIT_FILE_TAKE);
+    assert_int_equal(ph_profile_exit_file(x, "perf-8.map", S_IFREG, PH_EXIT_FILES_MAX_DEFAULT), PH_EXIT_FILE_TAKE);
+    assert_int_equal(ph_profile_exit_file(x, "perf-8.map", S_IFREG, PH_EXIT_FILES_MAX_DEFAULT + 1), PH_EXIT_FILE_OVER);
+    assert_int_equal(ph_profile_exit_file(x, "perf-8.map", S_IFLNK, 10), PH_EXIT_FILE_PASS); /* a link: never */
+    assert_int_equal(ph_profile_exit_file(x, "perf-8.map", S_IFDIR, 0), PH_EXIT_FILE_PASS);
+    assert_int_equal(ph_profile_exit_file(x, "sub/perf-8.map", S_IFREG, 10), PH_EXIT_FILE_PASS);
+    assert_int_equal(ph_profile_exit_file(x, "perf-x.map", S_IFREG, 10), PH_EXIT_FILE_PASS);
+    assert_int_equal(ph_profile_exit_file(x, ".java_pid8", S_IFREG, 10), PH_EXIT_FILE_PASS);
+    assert_int_equal(ph_profile_exit_file(&p.after_exit[1], ".hidden.log", S_IFREG, 10), PH_EXIT_FILE_PASS);
+    ph_profile_free(&p);
+
+    static const bad_text bad[] = {
+        { "runtimes: {after_exit: {from: /tmp}}\n", "`runtimes.after_exit` must be a list" },
+        { "runtimes: {after_exit: [x]}\n", "items must be mappings" },
+        { "runtimes: {after_exit: [{from: /tmp, files: x}]}\n", "need `from`, `files` and `into`" },
+        { "runtimes: {after_exit: [{from: tmp, files: x, into: y}]}\n", "absolute path in the container" },
+        { "runtimes: {after_exit: [{from: /tmp/../etc, files: x, into: y}]}\n", "with no `..`" },
+        { "runtimes: {after_exit: [{from: /tmp, files: a/b, into: y}]}\n", "(no `/`), not `a/b`" },
+        { "runtimes: {after_exit: [{from: /tmp, files: x, into: ../y}]}\n", "the name of a directory in {out}" },
+        { "runtimes: {after_exit: [{from: /tmp, files: x, into: .y}]}\n", "no leading `.`" },
+        { "runtimes: {after_exit: [{from: /tmp, files: x, into: y, max_bytes: lots}]}\n",
+          "`runtimes.after_exit.max_bytes`" },
     };
     refuses(bad, sizeof bad / sizeof bad[0]);
 }
@@ -527,10 +574,10 @@ test_shipped(void **state)
     (void)state;
     ph_profile_set set = { 0 };
     ph_error_t err = NULL;
-    static const char *const modes[] = { "flamegraph", "perf" };
+    static const char *const modes[] = { "flamegraph", "perf", "wall" };
 
     assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         ph_profile *p = ph_profiles_find(&set, modes[i]);
 
         assert_non_null(p);
@@ -538,6 +585,12 @@ test_shipped(void **state)
         assert_non_null(strstr(ph_kvv_get(&p->env_extend, "JAVA_TOOL_OPTIONS"), "-XX:+PreserveFramePointer"));
         assert_non_null(strstr(ph_kvv_get(&p->env_extend, "JAVA_TOOL_OPTIONS"), "-XX:+DumpPerfMapAtExit"));
         assert_int_equal(p->n_refresh, 2);
+        /* the JVM's map now, by ph-jattach (no jcmd in a JRE), and the one it writes at exit */
+        assert_string_equal(p->refresh[0].exec.v[0], "/opt/profharness/bin/ph-jattach");
+        assert_false(p->refresh[0].in_service);
+        assert_int_equal(p->n_after_exit, 1);
+        assert_int_equal(ph_profile_exit_file(&p->after_exit[0], "perf-8.map", S_IFREG, 10), PH_EXIT_FILE_TAKE);
+        assert_string_equal(p->after_exit[0].into, "perf-maps");
     }
     /* the sampler is HotSpot's agent too: the library LD_PRELOAD loads */
     assert_string_equal(strstr(ph_kvv_get(&ph_profiles_find(&set, "flamegraph")->env_extend, "JAVA_TOOL_OPTIONS"),
@@ -558,6 +611,7 @@ main(void)
         cmocka_unit_test(test_run_env_extend),
         cmocka_unit_test_setup_teardown(test_profile_key, tu_setup, tu_teardown),
         cmocka_unit_test(test_shipped),
+        cmocka_unit_test_setup_teardown(test_after_exit_key, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_key, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_find, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_refuse, tu_setup, tu_teardown),

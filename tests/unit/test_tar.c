@@ -1733,6 +1733,101 @@ test_extract_new_at(void **state)
     free(t.data);
 }
 
+/* What the select callback was shown, and what it takes: regular files
+ * named `take*` directly in the top directory. */
+typedef struct seen {
+    char names[16][64];
+    unsigned types[16];
+    uint64_t sizes[16];
+    int n;
+} seen;
+
+static int
+select_cb(void *ud, const char *rel, unsigned type, uint64_t size)
+{
+    seen *s = ud;
+
+    if (s->n < 16) {
+        snprintf(s->names[s->n], sizeof s->names[0], "%s", rel);
+        s->types[s->n] = type;
+        s->sizes[s->n] = size;
+        s->n++;
+    }
+    return type == S_IFREG && strncmp(rel, "take", 4) == 0 && strchr(rel, '/') == NULL;
+}
+
+/* Only what the callback takes is written; it sees each entry's name as
+ * it would be written (stripped), its type and size; passed-over entries
+ * are counted, and count against the limits all the same; a hard link to
+ * a file passed over is refused, not followed. */
+static void
+test_extract_select(void **state)
+{
+    tarbuf t;
+    struct archive *a = tb_open(&t);
+    ph_tar_extract *x;
+    ph_tar_stats st;
+    ph_error_t err = NULL;
+    seen s = { .n = 0 };
+    int fd;
+
+    (void)state;
+    tb_add(a, "tmp/", AE_IFDIR, 01777, NULL, NULL);
+    tb_add(a, "tmp/take-1.map", AE_IFREG, 0644, "0x10 4 hot", NULL);
+    tb_add(a, "tmp/other.log", AE_IFREG, 0644, "no", NULL);
+    tb_add(a, "tmp/sub/", AE_IFDIR, 0755, NULL, NULL);
+    tb_add(a, "tmp/sub/take-2.map", AE_IFREG, 0644, "deeper", NULL);
+    tb_add(a, "tmp/take-link", AE_IFLNK, 0777, NULL, "/etc/passwd");
+    tb_add(a, "tmp/take-hard", AE_IFREG, 0644, NULL, "tmp/other.log");
+    tb_close(a);
+    fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    x = ph_tar_extract_new_select_at(fd, 1, NULL, select_cb, &s, &err);
+    assert_non_null(x);
+    tu_capture_begin();
+    assert_int_equal(ph_tar_extract_feed(x, t.data, t.len, &err), 0);
+    assert_int_equal(ph_tar_extract_finish(x, &st, &err), 0);
+    tu_capture_end();
+    ph_tar_extract_free(x);
+    assert_null(err);
+    assert_string_equal(contents("take-1.map"), "0x10 4 hot");
+    assert_false(exists_in("other.log"));
+    assert_false(exists_in("sub"));
+    assert_false(exists_in("take-link"));
+    assert_false(exists_in("take-hard")); /* its target was passed over */
+    assert_int_equal(st.files, 1);
+    assert_int_equal(st.skipped, 4);
+    assert_int_equal(st.refused, 1);
+    /* the stripped top directory is not shown; names as written */
+    assert_int_equal(s.n, 6);
+    assert_string_equal(s.names[0], "take-1.map");
+    assert_int_equal(s.types[0], S_IFREG);
+    assert_int_equal(s.sizes[0], 10);
+    assert_string_equal(s.names[2], "sub");
+    assert_int_equal(s.types[2], S_IFDIR);
+    assert_string_equal(s.names[3], "sub/take-2.map");
+    assert_int_equal(s.types[4], S_IFLNK);
+    assert_int_equal(s.types[5], S_IFREG); /* a hard link is shown as a file */
+
+    /* what is passed over still counts: 10 bytes taken, 18 read */
+    tu_rmdir();
+    setup(NULL);
+    close(fd);
+    fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    s.n = 0;
+    x = ph_tar_extract_new_select_at(fd, 1, &(ph_tar_limits){ .max_bytes = 12 }, select_cb, &s, &err);
+    assert_non_null(x);
+    tu_capture_begin();
+    ph_tar_extract_feed(x, t.data, t.len, &err);
+    assert_int_equal(ph_tar_extract_finish(x, &st, &err), -1);
+    tu_capture_end();
+    ph_tar_extract_free(x);
+    assert_int_equal(st.limit, PH_TAR_LIMIT_BYTES);
+    ph_error_free(&err);
+    close(fd);
+    free(t.data);
+}
+
 /* Given up half way (curl failed): free must not hang, nor leave a half
  * file; a feed after finish is an error. */
 static void
@@ -2107,6 +2202,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hostile_entries_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extract_new_at, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extract_select, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_chains, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hardlinks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_symlink_not_followed, setup, teardown),
