@@ -3,7 +3,7 @@
 # end-to-end files need, before they run side by side (scripts/run-tests.sh):
 # the tools image and volume and the demo's images (`setup` of the demo),
 # and, unless --demo-only, trixie's and bullseye's base images and the language services
-# of tests/lang (66-languages and 67-unnamed).  Each file still runs its
+# of tests/lang (the 66-languages files and 67-unnamed).  Each file still runs its
 # own `setup`, which then finds them built (the Engine's build cache: the
 # demo image's name is each file's own, its layers the same).
 set -euo pipefail

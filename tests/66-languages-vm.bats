@@ -1,0 +1,80 @@
+#!/usr/bin/env bats
+# Languages, the JIT runtimes (Node, HotSpot on a JDK and on a JRE): the cells of tests/lang/lang_helper.bash (what a
+# cell is, how it is held, the known gaps) for node java javajre.
+
+load test_helper
+load lang/lang_helper
+
+LANGS="node java javajre"
+LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
+
+# One test per cell, in the table's order (bats 1.8 has no generated tests).
+@test "languages: node × flamegraph" { check_cell node flamegraph; }
+@test "languages: node × perf" { check_cell node perf; }
+@test "languages: node × attach-perf" { check_cell node attach-perf; }
+@test "languages: java × flamegraph" { check_cell java flamegraph; }
+@test "languages: java × perf" { check_cell java perf; }
+@test "languages: java × attach-perf" { check_cell java attach-perf; }
+@test "languages: javajre × flamegraph" { check_cell javajre flamegraph; }
+@test "languages: javajre × perf" { check_cell javajre perf; }
+@test "languages: javajre × attach-perf" { check_cell javajre attach-perf; }
+
+@test "languages: the table (language × mode → shares hot/cool, or the refusal)" { lang_table; }
+
+# Interpreted methods by name: under -Xint every method is interpreted,
+# which the perf map names `Interpreter` only; the sampler's JVMTI agent
+# names them through AsyncGetCallTrace, with the workload's shares.
+@test "languages: java -Xint × flamegraph: interpreted methods by name" {
+    java_cell javaint ';LangJava.main_[j];' 'java -Xint'
+    grep -q ';LangJava.main_\[j\];LangJava.hot_seventy_five_\[j\] ' "$F"
+    [[ "$ST" == *'"java": "Java: frames read through AsyncGetCallTrace'* ]]
+}
+
+# A JVM that does not load the agent (its wrapper takes -agentpath out):
+# the perf map's names, as before the agent, and the status says why.
+@test "languages: java without the agent × flamegraph: the perf map's names, and why" {
+    java_cell javanoagent '_[j]' 'java without the agent'
+    grep -q 'hot_seventy_five(long, long)_\[j\]' "$F"
+    [ "$(grep -c 'LangJava.hot_seventy_five_\[j\]' "$F")" = 0 ]
+    [[ "$ST" == *'"java": "Java: frames not read (the JVM did not load the sampler as its agent'* ]]
+}
+
+# On the JRE alone (no jcmd), a JVM that does not load the agent: the
+# sampler names JIT frames from the perf map.  At its exit the JVM writes
+# the map itself (DumpPerfMapAtExit); while it runs, a snapshot (`collect`)
+# has a map only when the JVM is asked for one over its attach socket
+# (ph-jattach, before the snapshot): every JIT frame named in both, the
+# workload's shares.
+@test "languages: javajre without the agent × flamegraph collect: the perf map from the attach socket" {
+    local snap h c t top jit jit_stop
+    run pl start --mode flamegraph javajrenoagent
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=150 wait_for ran_cpu "${PH_TEST_PROJECT}-javajrenoagent-flamegraph" "$CPU_NS"
+    run pl collect javajrenoagent
+    [ "$status" -eq 0 ]
+    snap=$(ls -d "$OUT/javajrenoagent"/*-snapshot-* | sort | tail -1)
+    jit=$(jit_named "$snap"/stacks-*.folded)
+    read -r h c t top <<< "$(shares "$snap"/stacks-*.folded)"
+    run pl stop javajrenoagent
+    [ "$status" -eq 0 ]
+    jit_stop=$(jit_named "$(run_folded javajrenoagent)")
+    echo "# javajre without the agent × flamegraph: collect $h/$c (top: $top), JIT $jit % named; stop: JIT $jit_stop % named" >&3
+    [ "$jit" -ge "$JIT_NAMED_MIN" ] && [ "$jit_stop" -ge "$JIT_NAMED_MIN" ]
+    [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$c" -ge 20 ] && [ "$c" -le 30 ]
+}
+
+# A JVM started with -XX:+DisableAttachMechanism has no attach socket:
+# the stop says so (ph-jattach, not signalled), and the perf map the JVM
+# writes at its exit is read from the stopped container and carried in
+# the run's perf-maps/, so perf's frames are named all the same.
+@test "languages: javajre -XX:+DisableAttachMechanism × perf: the map written at exit, the refusal said" {
+    cell javajrenoattach perf
+    local said=$output
+    F=$(run_folded javajrenoattach)
+    jit=$(jit_named "$F")
+    echo "# javajre -XX:+DisableAttachMechanism × perf: $CELL; JIT $jit % named" >&3
+    [[ "$said" == *"-XX:+DisableAttachMechanism"* ]]
+    ls "$(dirname "$F")"/perf-maps/perf-*.map
+    [[ "$CELL" == named* ]]
+    [ "$jit" -ge "$JIT_NAMED_MIN" ]
+}
