@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ph_backend_engine.h"
 #include "ph_engine.h"
@@ -464,6 +466,92 @@ test_elf_build_id(void **state)
     (void)n;
 }
 
+/* LEN bytes that end where an unreadable page begins: a read one byte
+ * past them faults, in any build (and ASan says where). */
+static unsigned char *
+guarded(size_t len, void **map, size_t *map_len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page * page;
+    unsigned char *p = mmap(NULL, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    assert_true(p != MAP_FAILED);
+    assert_int_equal(mprotect(p + n, page, PROT_NONE), 0);
+    *map = p;
+    *map_len = n + page;
+    return p + n - len;
+}
+
+/* An image's program is untrusted: a note segment whose last note is not
+ * padded to the segment's end (a descsz of 5 in 4-aligned notes), the
+ * segment the end of what was read.  The walk stepped past the segment's
+ * end and read the next "header" there: a heap-buffer-overflow under
+ * ASan, a fault against an unreadable page.  Then the same with every
+ * length the walk reads at each boundary: descriptions up to the
+ * segment's end, cut by it, a name past it; a build-id before such a
+ * note or as the last one; 8-aligned notes; a segment shorter than a
+ * note's header. */
+static void
+test_elf_notes_never_read_past_the_segment(void **state)
+{
+    static const uint32_t t[] = { 6, 1, 1, 4 }; /* PT_NOTE last: the segment is the end of the head */
+    unsigned char proto[4096];
+    size_t n, m;
+
+    (void)state;
+    for (size_t align = 4; align <= 8; align += 4) {
+        for (uint32_t descsz = 0; descsz <= 9; descsz++) {
+            for (int c = 0; c < 6; c++) {
+                int id_first = c >= 3, extra = c % 3, want;
+                unsigned char *b;
+                void *map;
+                size_t map_len, seg, last;
+
+                memset(proto, 0, sizeof proto);
+                n = mk_elf(proto, sizeof proto, 1, 1, 2, 64, t, 4);
+                /* a GNU build-id (or an ABI tag, not one), then a Go note
+                 * whose description ends the segment, unpadded */
+                m = mk_note(proto + n, 1, "GNU", id_first ? 3 : 1, 16, align);
+                last = n + m;
+                seg = m + 12 + ((3 + align - 1) & ~(align - 1)) + descsz;
+                mk_note(proto + last, 1, "Go", 4, descsz, align);
+                if (extra == 1 && descsz > 0)
+                    seg -= 1; /* the description cut by the segment's end */
+                if (extra == 2)
+                    put_word(proto + last, 4, 1, seg - m - 12 + 1); /* a name one byte past it */
+                note_phdr(proto, 1, 1, 3, 64, n, seg, align);
+                want = id_first;
+                /* on the heap, exactly (what ASan watches), then against
+                 * a page that cannot be read (what any build sees) */
+                b = malloc(n + seg);
+                assert_non_null(b);
+                memcpy(b, proto, n + seg);
+                assert_int_equal(ph_image_elf_build_id(b, n + seg), want);
+                free(b);
+                b = guarded(n + seg, &map, &map_len);
+                memcpy(b, proto, n + seg);
+                if (ph_image_elf_build_id(b, n + seg) != want)
+                    fail_msg("align %zu, descsz %u, case %d: want %d", align, descsz, c, want);
+                munmap(map, map_len);
+            }
+        }
+    }
+    /* a segment shorter than one note header, and empty */
+    for (size_t seg = 0; seg < 12; seg++) {
+        unsigned char *b;
+        void *map;
+        size_t map_len;
+
+        memset(proto, 0, sizeof proto);
+        n = mk_elf(proto, sizeof proto, 0, 0, 2, 52, t, 4); /* 32-bit, big-endian */
+        memset(proto + n, 0xff, 12);
+        note_phdr(proto, 0, 0, 3, 52, n, seg, 4);
+        b = guarded(n + seg, &map, &map_len);
+        memcpy(b, proto, n + seg);
+        assert_int_equal(ph_image_elf_build_id(b, n + seg), 0);
+        munmap(map, map_len);
+    }
+}
+
 /* ---- the probe, on images imported from tars ------------------------- */
 
 static ph_engine *e;
@@ -676,6 +764,7 @@ main(void)
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_elf_interp),
         cmocka_unit_test(test_elf_build_id),
+        cmocka_unit_test(test_elf_notes_never_read_past_the_segment),
         cmocka_unit_test(test_program),
     };
 
