@@ -78,19 +78,23 @@ phs_wait_sampled(void)
     return tls_wait;
 }
 
+int
+phs_wait_fn(uintptr_t pc)
+{
+    return pc >= (uintptr_t)__start_phs_wait && pc < (uintptr_t)__stop_phs_wait;
+}
+
 uint32_t
 phs_wait_trim(uintptr_t *pcs, uint32_t depth)
 {
     uint32_t j = 0, k;
 
-#define IN(pc) ((pc) >= (uintptr_t)__start_phs_wait && (pc) < (uintptr_t)__stop_phs_wait)
-    while (j < depth && !IN(pcs[j]))
+    while (j < depth && !phs_wait_fn(pcs[j]))
         j++;
     if (j == depth)
         return depth;
-    for (k = j; k + 1 < depth && IN(pcs[k + 1]); k++)
+    for (k = j; k + 1 < depth && phs_wait_fn(pcs[k + 1]); k++)
         ;
-#undef IN
     /* pcs[k]: the interposed function, where the program called it */
     for (uint32_t i = k; i < depth; i++)
         pcs[i - k] = pcs[i];

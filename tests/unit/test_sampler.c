@@ -12,90 +12,6 @@
 
 #include <stdint.h>
 
-/* What protoc --decode_raw printed of a pprof profile, read back: the
- * string table, functions (id, name, file) and locations (their lines,
- * innermost first). */
-typedef struct pp_line {
-    long fn, line;
-} pp_line;
-typedef struct ppdec {
-    char *str[20000];
-    size_t n_str;
-    long fn_id[5000], fn_name[5000], fn_file[5000];
-    size_t n_fn;
-    pp_line loc[5000][8];
-    int loc_n[5000];
-    size_t n_loc;
-} ppdec;
-
-static void
-pp_parse(ppdec *p, const char *text)
-{
-    enum { TOP, FN, LOC, LINE } at = TOP;
-    const char *s = text;
-
-    memset(p, 0, sizeof *p);
-    while (*s) {
-        const char *nl = strchr(s, '\n');
-        size_t n = nl ? (size_t)(nl - s) : strlen(s);
-        char l[512];
-        long v;
-
-        snprintf(l, sizeof l, "%.*s", (int)n, s);
-        s += n + (nl != NULL);
-        if (at == TOP && strncmp(l, "6: \"", 4) == 0 && p->n_str < 20000) {
-            l[strlen(l) - 1] = '\0';
-            p->str[p->n_str++] = strdup(l + 4);
-        } else if (at == TOP && strcmp(l, "5 {") == 0 && p->n_fn < 5000) {
-            at = FN;
-        } else if (at == TOP && strcmp(l, "4 {") == 0 && p->n_loc < 5000) {
-            at = LOC;
-        } else if (at == FN && strcmp(l, "}") == 0) {
-            p->n_fn++;
-            at = TOP;
-        } else if (at == FN && sscanf(l, "  1: %ld", &v) == 1) {
-            p->fn_id[p->n_fn] = v;
-        } else if (at == FN && sscanf(l, "  2: %ld", &v) == 1) {
-            p->fn_name[p->n_fn] = v;
-        } else if (at == FN && sscanf(l, "  4: %ld", &v) == 1) {
-            p->fn_file[p->n_fn] = v;
-        } else if (at == LOC && strcmp(l, "}") == 0) {
-            p->n_loc++;
-            at = TOP;
-        } else if (at == LOC && strcmp(l, "  4 {") == 0) {
-            at = LINE;
-        } else if (at == LINE && strcmp(l, "  }") == 0) {
-            if (p->loc_n[p->n_loc] < 7)
-                p->loc_n[p->n_loc]++;
-            at = LOC;
-        } else if (at == LINE && sscanf(l, "    1: %ld", &v) == 1) {
-            p->loc[p->n_loc][p->loc_n[p->n_loc]].fn = v;
-        } else if (at == LINE && sscanf(l, "    2: %ld", &v) == 1) {
-            p->loc[p->n_loc][p->loc_n[p->n_loc]].line = v;
-        }
-    }
-}
-
-static void
-pp_free(ppdec *p)
-{
-    for (size_t i = 0; i < p->n_str; i++)
-        free(p->str[i]);
-}
-
-/* The name of function FN, "" if there is none. */
-static const char *
-pp_fn_name(const ppdec *p, long fn, const char **file)
-{
-    for (size_t i = 0; i < p->n_fn; i++)
-        if (p->fn_id[i] == fn && (size_t)p->fn_name[i] < p->n_str) {
-            if (file)
-                *file = (size_t)p->fn_file[i] < p->n_str ? p->str[p->fn_file[i]] : "";
-            return p->str[p->fn_name[i]];
-        }
-    return "";
-}
-
 /* The line of the helper's source that carries MARK. */
 static long
 source_line(const char *mark)
@@ -431,9 +347,8 @@ test_writer_cpu_not_charged_to_sleeping_threads(void **state)
     own = atol(c);
     print_message("# writer samples %ld, samples in the flush wait %.0f\n", own, in_wait);
     assert_true(own >= 1);
-    /* what the waiting loop itself may use: a few samples, more on a
-     * loaded machine (4 of 25 seen at load 20), never most of the writer's */
-    assert_true(in_wait <= 3 || in_wait * 4 <= own);
+    /* the waiting loop itself is the sampler's too (test_sampler_own.c) */
+    assert_true(in_wait == 0);
 }
 
 /* Lines of the strace log PATH made by thread TID (0: any) that hold
