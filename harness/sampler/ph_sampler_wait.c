@@ -113,6 +113,14 @@ with_ours(const sigset_t *mask, sigset_t *copy, int on)
     return copy;
 }
 
+/* Whether a wait of TIMEOUT ms (poll, epoll_wait) can block: any but 0,
+ * -1 (for ever, an event loop's) most of all. */
+static inline __attribute__((always_inline)) int
+may_block_ms(int timeout)
+{
+    return timeout != 0;
+}
+
 #define NEXT(fn)                                                                                                       \
     static __typeof__(&fn) fn##_next;                                                                                  \
     if (fn##_next == NULL)                                                                                             \
@@ -128,7 +136,7 @@ poll(struct pollfd *fds, nfds_t n, int timeout)
     NEXT(poll);
     if (MISSING(poll))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = poll_next(fds, n, timeout);
     phs_wait_end(on);
     return r;
@@ -143,7 +151,7 @@ __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
     NEXT(__poll_chk);
     if (MISSING(__poll_chk))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = __poll_chk_next(fds, n, timeout, len);
     phs_wait_end(on);
     return r;
@@ -203,7 +211,7 @@ epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
     NEXT(epoll_wait);
     if (MISSING(epoll_wait))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = epoll_wait_next(fd, ev, max, timeout);
     phs_wait_end(on);
     return r;
@@ -218,7 +226,7 @@ epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t
     NEXT(epoll_pwait);
     if (MISSING(epoll_pwait))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = epoll_pwait_next(fd, ev, max, timeout, with_ours(mask, &copy, on));
     phs_wait_end(on);
     return r;
