@@ -1191,6 +1191,30 @@ test_inlined_frames_and_lines_from_debug_info(void **state)
     assert_true(found > 0);
 }
 
+/* An address at a function's very first byte is that function's: a leaf
+ * sampled there (entry_spin loops back to its first byte) is named by the
+ * symbol table, not left as the module and offset.  Symbol tables only
+ * (PH_SAMPLER_DEBUGINFO=0), or libdw's own lookup would name it anyway. */
+static void
+test_first_byte_named_by_its_function(void **state)
+{
+    char *args[] = { "entry", "1", NULL };
+    run_opts o = { .hz = "250", .debuginfo = "0" };
+    const char *folded;
+    double total, named, unnamed;
+
+    (void)state;
+    finish(start_opts(&o, args));
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    samples_with(folded, "", &total, NULL);
+    named = samples_with(folded, ";main;entry_spin", NULL, NULL);
+    unnamed = samples_with(folded, ";main;sampler_work+0x", NULL, NULL);
+    print_message("# %.0f samples: %.0f in entry_spin, %.0f unnamed under main\n", total, named, unnamed);
+    assert_true(named >= 100);
+    assert_true(unnamed == 0);
+}
+
 /* PH_SAMPLER_DEBUGINFO=0: symbol tables only, so no inlined frames and no
  * lines (which shows the test above reads them from the debug info). */
 static void
@@ -1260,6 +1284,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_pprof_values_are_counts_and_nanoseconds, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_highest_rate_allowed, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_names_demangled_without_the_runtimes, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_first_byte_named_by_its_function, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debuginfo_off_symbols_only, setup, tu_teardown),
     };
