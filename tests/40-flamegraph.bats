@@ -29,6 +29,9 @@ teardown_file() { common_teardown_file; }
     # the demo is built with -g and the profiling image has libdw: the
     # functions carry their source file
     grep -q '"/src/front.c"' "$BATS_TEST_TMPDIR/pprof.txt"
+    # the profile holds the service's frames, never the sampler's own
+    # (its stop handler's wait, the malloc interposers)
+    no_sampler_frames 0 "$OUT"/front/latest/*.folded "$OUT"/front/latest/*.svg "$OUT"/front/latest/*.pb.gz
     # the sampler flushed, then the service's own SIGTERM handler ended it
     jq -e '.exit_code == 0 and (.escalations | length) == 0' "$OUT/front/latest/ph-exit.json"
 }

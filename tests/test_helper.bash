@@ -82,6 +82,46 @@ share() {
     awk -v n="$1" '{ c = $NF; t += c; if (index($0, n)) h += c } END { printf "%d", t ? 1000 * h / t : -1 }' "$2"
 }
 
+# no_sampler_frames LEAVES FILE...: no view the sampler wrote (folded
+# stacks, SVG flamegraphs, pprof profiles, by FILE's suffix) holds a frame
+# of the sampler's own: none named on_stop_signal, request_and_wait,
+# chain, thread_start, phs_*, ph_sampler* (inlined or not), no unnamed
+# frame of libphsampler, and in a pprof profile no function whose source
+# is the sampler's (harness/sampler/) but, with LEAVES 1, a call the
+# library interposes (the malloc a heap sample ends in, the read a wall
+# sample waited in: its exported names).  Says what it found on fd 3.
+no_sampler_frames() {
+    local leaves=$1 f bad raw exported own='^(on_stop_signal|request_and_wait|chain|thread_start|phs_.*|ph_sampler.*)( \(inlined\))?$|libphsampler'
+    shift
+    exported=$(nm -D --defined-only "$REPO/${PH_BUILD:-build}/libphsampler.so" | awk '$3 !~ /^ph_sampler/ { printf " %s", $3 }')
+    for f in "$@"; do
+        case $f in
+        # (grep finding nothing is the good case: never a failure under set -e)
+        *.folded) bad=$(sed 's/ [0-9.]*$//' "$f" | tr ';' '\n' | sort -u | grep -E "$own" || true) ;;
+        *.svg) bad=$( (grep -o '<title>[^<]*' "$f" || true) | sed -E 's/^<title>//; s/ \([^()]*\)$//' | sort -u |
+            grep -E "$own" || true) ;;
+        *.pb.gz)
+            # Locations: `N: 0xADDR M=K NAME FILE:LINE s=S`, then a line
+            # `NAME FILE:LINE s=S` for each function inlined there
+            raw=$(timeout 120 go tool pprof -raw "$f" 2>&1) && [[ "$raw" == *$'\nLocations\n'* ]] ||
+                { echo "# $f: go tool pprof -raw read no locations: $raw" >&3; return 1; }
+            bad=$(printf '%s\n' "$raw" | sed -n '/^Locations/,/^Mappings/p' | awk -v leaves="$leaves" \
+                -v ex="$exported " -v own="$own" '
+                /^Locations|^Mappings/ { next }
+                { first = $1 ~ /^[0-9]+:$/ ? 4 : 1; name = $first
+                  for (i = first + 1; i < NF - 1; i++) name = name " " $i
+                  file = $(NF - 1)
+                  if (name ~ own || (file ~ /harness\/sampler\// && !(leaves && index(ex, " " name " "))))
+                      print name " (" file ")" }' | sort -u) ;;
+        *) bad="not a view" ;;
+        esac
+        if [ -n "$bad" ]; then
+            echo "# $f holds the sampler's own frames: $(printf '%s' "$bad" | head -5 | tr '\n' ' ')" >&3
+            return 1
+        fi
+    done
+}
+
 # wait_for CMD...: retry CMD for up to 60 s.
 wait_for() {
     local deadline=$((SECONDS + ${WAIT_SECONDS:-60}))

@@ -191,7 +191,12 @@ ph_image_elf_interp(const void *head, size_t len)
 }
 
 /* Whether the notes at B[0..N) hold a GNU build-id, notes aligned to
- * ALIGN (4, or 8 for a segment of 8-aligned notes). */
+ * ALIGN (4, or 8 for a segment of 8-aligned notes).  The notes are the
+ * image's (untrusted): every size is compared with what is left of the
+ * segment before a byte of it is read or skipped, so OFF never passes
+ * N.  (Sizes are 32-bit: padded, they cannot wrap a uint64_t.)  A last
+ * note whose description is not padded to the segment's end ends the
+ * walk; stepping over its padding once read past the segment. */
 static int
 notes_build_id(const unsigned char *b, uint64_t n, uint64_t align, int le)
 {
@@ -199,14 +204,19 @@ notes_build_id(const unsigned char *b, uint64_t n, uint64_t align, int le)
 
     while (n - off >= 12) {
         uint64_t namesz = elf_word(b + off, 4, le), descsz = elf_word(b + off + 4, 4, le);
-        uint64_t type = elf_word(b + off + 8, 4, le), name = off + 12;
-        uint64_t desc = name + ((namesz + align - 1) & ~(align - 1));
+        uint64_t type = elf_word(b + off + 8, 4, le), name = off + 12, desc;
+        uint64_t name_pad = (namesz + align - 1) & ~(align - 1), desc_pad = (descsz + align - 1) & ~(align - 1);
 
-        if (desc > n || descsz > n - desc)
+        if (name_pad > n - name)
+            return 0;
+        desc = name + name_pad;
+        if (descsz > n - desc)
             return 0;
         if (type == 3 && namesz == 4 && memcmp(b + name, "GNU", 4) == 0 && descsz > 0) /* NT_GNU_BUILD_ID */
             return 1;
-        off = desc + ((descsz + align - 1) & ~(align - 1));
+        if (desc_pad > n - desc)
+            return 0;
+        off = desc + desc_pad;
     }
     return 0;
 }

@@ -66,6 +66,12 @@
  *   snapshot.
  * - Status and requests: the writer keeps sampler-status-<pid>.json and
  *   serves DIR/.snapshot-request each tick (ph_sampler_proc.c).
+ * - The sampler's own work on a service thread (the stop handler's wait,
+ *   an exec's, exit's or a flush's, a new thread's stack noted, the
+ *   heap's bookkeeping, setup) is never the service's: phs_own sections
+ *   and the library's code range (ph_sampler_int.h) make sample() count
+ *   it as the sampler's cost, and cut the library's frames from the
+ *   service's stacks.
  */
 #include "ph_sampler.h"
 
@@ -218,6 +224,55 @@ disable(const char *why)
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
 static __thread int tls_writer __attribute__((tls_model("initial-exec")));
+__thread volatile int phs_tls_own __attribute__((tls_model("initial-exec")));
+
+/* The library's code: its executable segment, [own_lo, own_hi), found
+ * once at start.  Linked into another object (libphsampler.a), its code
+ * is that object's: nothing is told by address there. */
+static uintptr_t own_lo, own_hi;
+
+static int
+own_range_cb(struct dl_phdr_info *info, size_t size, void *ud)
+{
+    uintptr_t me = (uintptr_t)&own_range_cb;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+    (void)size;
+    (void)ud;
+    base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || me < lo || me - lo >= ph->p_memsz)
+            continue;
+        if (strncmp(base, "libphsampler", 12) == 0) {
+            own_lo = lo;
+            own_hi = lo + ph->p_memsz;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int
+phs_own_pc(uintptr_t pc)
+{
+    return pc >= own_lo && pc < own_hi;
+}
+
+uint32_t
+phs_own_cut(uintptr_t *pcs, uint32_t from, uint32_t depth)
+{
+    uint32_t k = from;
+
+    if (depth <= from)
+        return depth;
+    for (uint32_t i = from; i < depth; i++)
+        if (!phs_own_pc(phs_call_pc(pcs, i)))
+            pcs[k++] = pcs[i];
+    return k;
+}
 /* The stack from PC, SP and FP (the heap sampler's walk, from inside
  * the allocator): the signal path's unwinder over a made-up context. */
 uint32_t
@@ -312,18 +367,23 @@ phs_commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
 /* One sample of the interrupted context CTX, on this thread, standing for
  * W periods; WALL_SLOT: its wall timer's slot, or -1.  The stacks go into
  * a scratch slot, not onto the signal stack (ph_sampler_timer.c: an
- * alternate signal stack may be small). */
+ * alternate signal stack may be small).  The sampler's own work is never
+ * the service's (ph_sampler_int.h): on the writer, inside a phs_own
+ * section, or where the innermost frame is the library's code, the sample
+ * is counted as the sampler's cost; the library's frames under the
+ * service's are cut.  (A wall sample held back by an interposed wait ends
+ * in that interposer: it names the call the thread waited in.) */
 static void
 sample(const void *ctx, uint64_t w, int wall_slot)
 {
     phs_scratch *sc;
     uint32_t depth;
-    int blocked = 0;
+    int blocked = 0, mine;
 
     if (!atomic_load_explicit(&phs.on, memory_order_relaxed) || phs.tables[0] == NULL)
         return;
-    if (tls_writer) { /* CPU the writer spent: ours, not the service's */
-        atomic_fetch_add_explicit(&phs.own, 1, memory_order_relaxed);
+    if (tls_writer || phs_tls_own) { /* CPU (or time) the sampler spent: ours, not the service's */
+        atomic_fetch_add_explicit(&phs.own, w, memory_order_relaxed);
         return;
     }
     if (tls_pid != S.pid || tls_tid == 0) {
@@ -334,35 +394,39 @@ sample(const void *ctx, uint64_t w, int wall_slot)
         atomic_fetch_add_explicit(&phs.dropped, 1, memory_order_relaxed);
         return;
     }
-    if (wall_slot >= 0)
-        w += phs_wall_debt(wall_slot);
-    if (phs.wall && phs_wait_sampled()) {
-        /* held back while it waited (ph_sampler_wait.c): that wait's */
+    if (phs.wall && (phs_wait_sampled() || (blocked = phs_wall_blocked(ctx)))) {
+        /* held back while it waited (ph_sampler_wait.c): that wait's; or a
+         * blocked thread: its stack ends in the call it blocks in */
         sc->native[0] = PHS_OFFCPU;
-        depth = 1 + phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, S.unwind_fp_only));
-    } else if (phs.wall && phs_wall_blocked(ctx)) {
-        /* a blocked thread: its stack ends in the call it blocks in */
-        blocked = 1;
-        sc->native[0] = PHS_OFFCPU;
-        depth = 1 + phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, S.unwind_fp_only));
+        depth = phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, S.unwind_fp_only));
+        mine = depth > 0 && phs_own_pc(sc->native[1]) && !phs_wait_fn(sc->native[1]);
+        depth = 1 + phs_own_cut(sc->native + 1, 1, depth);
     } else {
         depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
+        mine = depth > 0 && phs_own_pc(sc->native[0]);
+        depth = phs_own_cut(sc->native, 1, depth);
     }
-    /* A JVM's threads: the Java frames after the native ones
-     * (ph_sampler_java.c); CPython's eval loop frames become the Python
-     * frames they run. */
-    if (phs_java_active())
-        commit(sc->merged, phs_java_merge(ctx, sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
-    else if (phs_py_active())
-        commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
-    else {
-        commit(sc->native, depth, w);
-        /* Blocked: no more signals until it runs again; the writer
-         * counts its periods there meanwhile (ph_sampler_wall.c). */
-        if (blocked && wall_slot >= 0)
-            phs_wall_park(wall_slot, sc->native, depth);
-        else if (wall_slot >= 0 && sc->native[0] != PHS_OFFCPU)
-            phs_wall_oncpu(wall_slot, sc->native, depth);
+    if (mine) {
+        atomic_fetch_add_explicit(&phs.own, w, memory_order_relaxed);
+    } else {
+        if (wall_slot >= 0)
+            w += phs_wall_debt(wall_slot);
+        /* A JVM's threads: the Java frames after the native ones
+         * (ph_sampler_java.c); CPython's eval loop frames become the Python
+         * frames they run. */
+        if (phs_java_active())
+            commit(sc->merged, phs_java_merge(ctx, sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
+        else if (phs_py_active())
+            commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
+        else {
+            commit(sc->native, depth, w);
+            /* Blocked: no more signals until it runs again; the writer
+             * counts its periods there meanwhile (ph_sampler_wall.c). */
+            if (blocked && wall_slot >= 0)
+                phs_wall_park(wall_slot, sc->native, depth);
+            else if (wall_slot >= 0 && sc->native[0] != PHS_OFFCPU)
+                phs_wall_oncpu(wall_slot, sc->native, depth);
+        }
     }
     phs_scratch_put(sc);
 }
@@ -457,18 +521,22 @@ is_ours(int sig)
 }
 
 /* Ask the writer for COMMAND and wait until it has done it, at most
- * TIMEOUT_MS.  Async-signal-safe: write, phs_nap and lock-free atomics. */
+ * TIMEOUT_MS: the sampler's own time, not the caller's thread's (a
+ * phs_own section).  Async-signal-safe: write, phs_nap and lock-free
+ * atomics. */
 static void
 request_and_wait(char command, int timeout_ms)
 {
-    int seq = atomic_fetch_add(&S.flush_seq, 1) + 1;
+    int seq;
     struct timespec ts = { 0, 2 * 1000 * 1000 };
 
-    if (!atomic_load(&S.writer_running) || write(S.wake_pipe[1], &command, 1) != 1)
-        return;
-    for (int waited = 0; waited < timeout_ms && atomic_load(&S.done_seq) < seq && atomic_load(&S.writer_running);
-         waited += 2)
-        phs_nap(&ts);
+    phs_own_begin();
+    seq = atomic_fetch_add(&S.flush_seq, 1) + 1;
+    if (atomic_load(&S.writer_running) && write(S.wake_pipe[1], &command, 1) == 1)
+        for (int waited = 0; waited < timeout_ms && atomic_load(&S.done_seq) < seq && atomic_load(&S.writer_running);
+             waited += 2)
+            phs_nap(&ts);
+    phs_own_end();
 }
 
 static void on_stop_signal(int sig, siginfo_t *si, void *ctx);
@@ -480,6 +548,7 @@ phs_exec_begin(const char *path, int handed)
 
     if (getpid() != S.pid || !atomic_load(&phs.on))
         return -1; /* a child, or nothing of ours runs here */
+    phs_own_begin();
     /* setitimer's timers survive execve: the next tick would kill a
      * program with no SIGPROF handler yet. */
     timer_off();
@@ -488,6 +557,7 @@ phs_exec_begin(const char *path, int handed)
     S.exec_path[i] = '\0';
     S.exec_handed = handed;
     request_and_wait('x', EXIT_WAIT_MS);
+    phs_own_end();
     return atomic_load(&S.n_snapshots);
 }
 
@@ -498,12 +568,14 @@ phs_exec_failed(void)
 
     if (getpid() != S.pid || !atomic_load(&phs.on))
         return;
+    phs_own_begin();
     if (!phs.use_perf && !phs_heap_wanted())
         start_timer();
     S.exec_path[0] = '\0';
     if (write(S.wake_pipe[1], &c, 1) < 0) {
         /* the next snapshot's status says "running" anyway */
     }
+    phs_own_end();
 }
 
 static void
@@ -540,10 +612,14 @@ static void
 chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app_now)
 {
     int saved = errno;
-    struct sigaction app = *app_now;
+    struct sigaction app;
 
-    if (app.sa_handler == SIG_IGN)
+    phs_own_begin(); /* ours up to the service's handler */
+    app = *app_now;
+    if (app.sa_handler == SIG_IGN) {
+        phs_own_end();
         return;
+    }
     if (app.sa_handler == SIG_DFL) {
         struct sigaction dfl;
         sigset_t set;
@@ -559,6 +635,7 @@ chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app_now)
         raise(sig);
         /* Still here (a blocked signal elsewhere?): stay in front. */
         install_ours(sig, &app);
+        phs_own_end();
         errno = saved;
         return;
     }
@@ -567,6 +644,7 @@ chain(int sig, siginfo_t *si, void *ctx, const struct sigaction *app_now)
         memset(&S.app[sig], 0, sizeof S.app[sig]);
         S.app[sig].sa_handler = SIG_DFL;
     }
+    phs_own_end();
     errno = saved;
     if (app.sa_flags & SA_SIGINFO)
         app.sa_sigaction(sig, si, ctx);
@@ -578,10 +656,13 @@ static void
 on_stop_signal(int sig, siginfo_t *si, void *ctx)
 {
     int saved = errno;
-    struct sigaction app = S.app[sig];
+    struct sigaction app;
 
+    phs_own_begin();
+    app = S.app[sig];
     if (getpid() == S.pid && atomic_load(&phs.on))
         request_and_wait('q', STOP_SIGNAL_WAIT_MS);
+    phs_own_end();
     errno = saved;
     chain(sig, si, ctx, &app);
 }
@@ -632,10 +713,13 @@ typedef struct thread_arg {
 static void *
 thread_start(void *p)
 {
-    thread_arg a = *(thread_arg *)p;
+    thread_arg a;
 
+    phs_own_begin();
+    a = *(thread_arg *)p;
     free(p);
     phs_note_stack();
+    phs_own_end();
     return a.fn(a.arg);
 }
 
@@ -654,7 +738,12 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
             RTLD_NEXT, "pthread_create");
     if (S.real_pthread_create == NULL)
         return EAGAIN;
-    if (atomic_load_explicit(&phs.on, memory_order_relaxed) && (w = malloc(sizeof *w)) != NULL) {
+    if (atomic_load_explicit(&phs.on, memory_order_relaxed)) {
+        phs_own_begin();
+        w = malloc(sizeof *w);
+        phs_own_end();
+    }
+    if (w != NULL) {
         w->fn = fn;
         w->arg = arg;
         r = S.real_pthread_create(t, attr, thread_start, w);
@@ -668,9 +757,12 @@ pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), vo
     if (r == 0 && (phs.use_perf || phs.wall) && atomic_load_explicit(&phs.on, memory_order_relaxed) && getpid() == S.pid &&
         atomic_exchange(&S.wake_pending, 1) == 0) {
         char c = 'w';
+
+        phs_own_begin();
         if (write(S.wake_pipe[1], &c, 1) < 0) {
             /* nothing to do: the next tick scans anyway */
         }
+        phs_own_end();
     }
     return r;
 }
@@ -956,7 +1048,9 @@ phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 static void
 atfork_prepare(void)
 {
+    phs_own_begin();
     pthread_mutex_lock(&dl_guard);
+    phs_own_end();
 }
 
 static void
@@ -1040,8 +1134,8 @@ start_failed(const char *why)
     return -1;
 }
 
-int
-ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
+static int
+start_sampling(const char *dir, int hz, int interval_s, const char *title)
 {
     struct sigaction sa;
     struct stat st;
@@ -1063,6 +1157,8 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     snprintf(S.title, sizeof S.title, "%s", title ? title : "");
     S.interval_s = interval_s;
     S.pid = getpid();
+    if (own_hi == 0)
+        dl_iterate_phdr(own_range_cb, NULL);
     phs_note_stack(); /* threads that exist already, but for this one, are probed */
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
@@ -1187,6 +1283,19 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     return 0;
 }
 
+/* The sampler's setup, on the thread that starts it: its own work (what
+ * it allocates is not the service's). */
+int
+ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
+{
+    int r;
+
+    phs_own_begin();
+    r = start_sampling(dir, hz, interval_s, title);
+    phs_own_end();
+    return r;
+}
+
 int
 ph_sampler_flush(void)
 {
@@ -1257,8 +1366,8 @@ unpreload(void)
         unsetenv("LD_PRELOAD");
 }
 
-__attribute__((constructor)) static void
-preload_start(void)
+static void
+preload(void)
 {
     char dir[4096], title[512], bad[200] = "";
     int sample = 1;
@@ -1322,4 +1431,12 @@ preload_start(void)
         return;
     }
     ph_sampler_start(dir, hz, interval, title);
+}
+
+__attribute__((constructor)) static void
+preload_start(void)
+{
+    phs_own_begin();
+    preload();
+    phs_own_end();
 }

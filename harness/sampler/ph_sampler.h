@@ -58,7 +58,15 @@
  * callers) or from frame pointers, at most 512 frames, each within the
  * thread's stack (or 8 MiB where its bounds are not known: a thread
  * started before the sampler, a stack of the service's own); a stack cut
- * there ends in a "[truncated]" frame and is counted.
+ * there ends in a "[truncated]" frame and is counted.  No output holds
+ * the sampler's own frames: its work on the service's threads (its
+ * SIGTERM/SIGINT handler's wait, flushes, exec and exit, its malloc
+ * bookkeeping) is counted as its own cost ("in the sampler's own work"),
+ * and a stack through it (the service's handler run from ours) keeps
+ * only the service's frames; a wall or heap sample ends in the call the
+ * library interposes (`read;[off-cpu]`, `malloc`), as the service made
+ * it.  Linked in (libphsampler.a) its code cannot be told by address:
+ * only those sections are.
  *
  * What it writes into DIR, every interval, on ph_sampler_flush(), on
  * request (below), at exit or _exit(), before an exec and on

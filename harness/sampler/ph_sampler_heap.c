@@ -47,7 +47,11 @@
  *   highest).  So the peak's composition is the in-use one at a moment
  *   within max(T, peak/64) bytes of the highest estimate.
  * - Re-entry: a thread-local flag; the writer thread sets it for good (its
- *   allocations are the sampler's, never sampled).
+ *   allocations are the sampler's, never sampled).  What the sampler
+ *   allocates on a service thread (inside a phs_own section: a new
+ *   thread's stack noted, pthread_create's note, its start) is neither
+ *   counted nor sampled, and a sample's bookkeeping is such a section
+ *   itself: no CPU sample of it is the service's (ph_sampler_int.h).
  * - Bootstrapping: the first call resolves the real functions with
  *   dlsym, which may itself allocate; those allocations come from a small
  *   static arena (never freed, ignored by free).
@@ -595,7 +599,8 @@ sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
  * seeding the thread's generator first).  Called straight from an
  * interposer and never inlined: the walk starts here, and this frame is
  * dropped, so the leaf is the function the service called (malloc,
- * calloc...). */
+ * calloc...); the library's frames under the service's are cut (its
+ * handler run from ours, an allocation an interposer of ours makes). */
 static __attribute__((noinline)) void
 note_slow(void *p, size_t n)
 {
@@ -615,19 +620,22 @@ note_slow(void *p, size_t n)
     if (!phs_heap_step(&tls_left, &tls_rng, H.mean, n))
         return;
     tls_guard = 1;
+    phs_own_begin();
     HERE(pc, sp, fp);
     depth = phs_unwind_regs(pc, sp, fp, pcs);
     if (depth > 1)
-        sampled(p, n, pcs + 1, depth - 1);
+        sampled(p, n, pcs + 1, phs_own_cut(pcs + 1, 1, depth - 1));
+    phs_own_end();
     tls_guard = 0;
 }
 
 /* The countdown, inlined into each interposer: N bytes off this thread's
  * distance to the next sampled byte (phs_heap_step's first branch); the
- * rest out of line. */
+ * rest out of line.  What the sampler allocates for itself on a service
+ * thread (inside a phs_own section) is not counted. */
 #define NOTE(p, n)                                                                                 \
     do {                                                                                           \
-        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL) {                    \
+        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL && !phs_tls_own) {    \
             int64_t left_ = tls_left;                                                              \
             if (__builtin_expect(left_ > 0 && (uint64_t)left_ > (n), 1))                           \
                 tls_left = left_ - (int64_t)(n);                                                   \

@@ -98,7 +98,8 @@ typedef struct phs_state {
     _Atomic uint64_t samples;     /* recorded */
     _Atomic uint64_t dropped;     /* no slot or no arena room, or the table was being flipped */
     _Atomic uint64_t truncated;
-    _Atomic uint64_t own;         /* landed on the writer thread: the sampler's cost, left out */
+    _Atomic uint64_t own;         /* the sampler's cost, left out: periods on the writer, in a
+                                   * phs_own section or in the library's code (below) */
     int hz;                       /* requested */
     int hz_nominal;               /* what the timer was set to after any cap */
     int use_perf;                 /* per-thread perf cpu-clock events feed the samples */
@@ -110,6 +111,41 @@ typedef struct phs_state {
 } phs_state;
 
 PH_HIDDEN extern phs_state phs;
+
+/* ---- the sampler's own work on the service's threads: ph_sampler.c ----
+ *
+ * The profile never holds the sampler's frames.  Where a service thread
+ * runs the sampler's own code (its stop handler waiting for the final
+ * snapshot, an exec or a flush waiting for the writer, a new thread's
+ * stack noted, the heap's bookkeeping, the JVMTI agent's callbacks), that
+ * code is inside phs_own_begin/phs_own_end: the thread's samples there are
+ * the sampler's cost (phs.own), never the service's, and it allocates
+ * nothing the heap profile sees.  A count, so sections nest; set and read
+ * by the thread itself and its signal handlers only (a handler that
+ * enters leaves before it returns).  What no section covers, the signal
+ * path tells by address (phs_own_pc): a sample whose innermost frame is
+ * the library's code is its cost too, and the library's frames under the
+ * service's (its handler called from ours, an interposer's call of the
+ * real function) are cut from the stack (phs_own_cut).  Async-signal-safe. */
+PH_HIDDEN extern __thread volatile int phs_tls_own __attribute__((tls_model("initial-exec")));
+static inline void
+phs_own_begin(void)
+{
+    phs_tls_own++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void
+phs_own_end(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    phs_tls_own--;
+}
+/* Is PC in the library's code?  (0 when it is linked into a program,
+ * libphsampler.a, where its code cannot be told by address.) */
+PH_HIDDEN int phs_own_pc(uintptr_t pc);
+/* PCS[0..DEPTH) (innermost first) without the library's frames from
+ * index FROM on (callers, by their return addresses); the new depth. */
+PH_HIDDEN uint32_t phs_own_cut(uintptr_t *pcs, uint32_t from, uint32_t depth);
 
 /* dl_iterate_phdr, never while the process forks: a child would inherit
  * the loader's lock held by a thread it does not have (glibc resets its
@@ -196,6 +232,9 @@ PH_HIDDEN int phs_wall_poll(struct pollfd *pfd, int timeout_ms);
  * depth.  Async-signal-safe. */
 PH_HIDDEN int phs_wait_sampled(void);
 PH_HIDDEN uint32_t phs_wait_trim(uintptr_t *pcs, uint32_t depth);
+/* Is PC in the phs_wait section (an interposed wait, what a trimmed
+ * stack ends in)?  Async-signal-safe. */
+PH_HIDDEN int phs_wait_fn(uintptr_t pc);
 /* The functions that hold our timer's signal back for a wait live in
  * the phs_wait section: phs_wait_trim tells our frames by it. */
 #define PHS_WAIT_FN __attribute__((section("phs_wait"), noinline))

@@ -179,10 +179,14 @@ on_class_load(phj_ti ti, phj_jni jni, phj_object thread, phj_object cls)
     /* Enabled for AsyncGetCallTrace's sake (see above); nothing to do. */
 }
 
+/* (The agent's callbacks run on the JVM's threads: the sampler's work,
+ * in phs_own sections.) */
 static void
 on_class_prepare(phj_ti ti, phj_jni jni, phj_object thread, phj_object cls)
 {
+    phs_own_begin();
     load_methods(cls);
+    phs_own_end();
 }
 
 static void
@@ -216,10 +220,12 @@ on_thread_end(phj_ti ti, phj_jni jni, phj_object thread)
 static void
 on_vm_init(phj_ti ti, phj_jni jni, phj_object thread)
 {
+    phs_own_begin();
     tls_jni = jni;
     load_all_methods();
     if (atomic_load(&J.state) == J_LOADED)
         atomic_store_explicit(&J.state, J_READING, memory_order_release);
+    phs_own_end();
 }
 
 /* No call into the JVM from here on; wait for one in flight. */
@@ -228,11 +234,13 @@ on_vm_death(phj_ti ti, phj_jni jni)
 {
     struct timespec ms = { 0, 1000 * 1000 };
 
+    phs_own_begin();
     atomic_store(&J.dead, 1);
     if (atomic_load(&J.state) == J_READING)
         atomic_store(&J.state, J_DEAD);
     for (int i = 0; i < DEATH_WAIT_MS && atomic_load(&J.busy) > 0; i++)
         phs_nap(&ms);
+    phs_own_end();
 }
 
 /* The libjvm that holds the JavaVM's functions: its AsyncGetCallTrace. */
@@ -328,16 +336,28 @@ agent_start(phj_vm vm, int live)
 int Agent_OnLoad(phj_vm vm, char *options, void *reserved);
 int Agent_OnAttach(phj_vm vm, char *options, void *reserved);
 
+/* The agent's start: the sampler's work on the JVM's thread. */
+static int
+agent_start_own(phj_vm vm, int live)
+{
+    int r;
+
+    phs_own_begin();
+    r = agent_start(vm, live);
+    phs_own_end();
+    return r;
+}
+
 __attribute__((visibility("default"))) int
 Agent_OnLoad(phj_vm vm, char *options, void *reserved)
 {
-    return agent_start(vm, 0);
+    return agent_start_own(vm, 0);
 }
 
 __attribute__((visibility("default"))) int
 Agent_OnAttach(phj_vm vm, char *options, void *reserved)
 {
-    return agent_start(vm, 1);
+    return agent_start_own(vm, 1);
 }
 
 /* ---- the writer ------------------------------------------------------------ */

@@ -413,10 +413,30 @@ no_real(void)
 static char *const *
 before_exec(handoff *h, const char *path, char *const envp[], int *in_place)
 {
-    int give = hands_on(), seq = phs_exec_begin(path, give);
+    int give, seq;
+    char *const *env;
 
+    /* The sampler's work (a phs_own section), over before the real exec:
+     * in a vfork child the section's count is the parent's. */
+    phs_own_begin();
+    give = hands_on();
+    seq = phs_exec_begin(path, give);
     *in_place = seq >= 0;
-    return give ? hand_on(h, envp, seq) : envp;
+    env = give ? hand_on(h, envp, seq) : envp;
+    phs_own_end();
+    return env;
+}
+
+/* ENVP, or with the settings added back when they are handed on. */
+static char *const *
+before_spawn(handoff *h, char *const envp[])
+{
+    char *const *env;
+
+    phs_own_begin();
+    env = hands_on() ? hand_on(h, envp, -1) : envp;
+    phs_own_end();
+    return env;
 }
 
 static void
@@ -425,7 +445,7 @@ after_failed_exec(int in_place)
     int e = errno;
 
     if (in_place)
-        phs_exec_failed();
+        phs_exec_failed(); /* (a phs_own section of its own) */
     errno = e;
 }
 
@@ -547,7 +567,7 @@ posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, 
 
     if (P.real_spawn == NULL)
         return ENOSYS;
-    return P.real_spawn(pid, path, fa, attr, argv, hands_on() ? hand_on(&h, envp, -1) : envp);
+    return P.real_spawn(pid, path, fa, attr, argv, before_spawn(&h, envp));
 }
 
 int
@@ -558,7 +578,7 @@ posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
 
     if (P.real_spawnp == NULL)
         return ENOSYS;
-    return P.real_spawnp(pid, file, fa, attr, argv, hands_on() ? hand_on(&h, envp, -1) : envp);
+    return P.real_spawnp(pid, file, fa, attr, argv, before_spawn(&h, envp));
 }
 
 /* ---- _exit ------------------------------------------------------------------ */

@@ -565,7 +565,7 @@ phs_agg_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag
              phs.hz_nominal, phs.source, delivered);
     snprintf(counts, sizeof counts,
              "%llu samples over %.2f CPU-s; %llu dropped, %llu truncated, %llu threads without perf events, "
-             "%llu in the sampler's own writer (left out)",
+             "%llu in the sampler's own work (left out)",
              (unsigned long long)total, window, (unsigned long long)(lost + a->dropped),
              (unsigned long long)atomic_load(&phs.truncated), (unsigned long long)atomic_load(&phs.perf_failed),
              (unsigned long long)own);

@@ -78,19 +78,23 @@ phs_wait_sampled(void)
     return tls_wait;
 }
 
+int
+phs_wait_fn(uintptr_t pc)
+{
+    return pc >= (uintptr_t)__start_phs_wait && pc < (uintptr_t)__stop_phs_wait;
+}
+
 uint32_t
 phs_wait_trim(uintptr_t *pcs, uint32_t depth)
 {
     uint32_t j = 0, k;
 
-#define IN(pc) ((pc) >= (uintptr_t)__start_phs_wait && (pc) < (uintptr_t)__stop_phs_wait)
-    while (j < depth && !IN(pcs[j]))
+    while (j < depth && !phs_wait_fn(pcs[j]))
         j++;
     if (j == depth)
         return depth;
-    for (k = j; k + 1 < depth && IN(pcs[k + 1]); k++)
+    for (k = j; k + 1 < depth && phs_wait_fn(pcs[k + 1]); k++)
         ;
-#undef IN
     /* pcs[k]: the interposed function, where the program called it */
     for (uint32_t i = k; i < depth; i++)
         pcs[i - k] = pcs[i];
@@ -109,6 +113,14 @@ with_ours(const sigset_t *mask, sigset_t *copy, int on)
     return copy;
 }
 
+/* Whether a wait of TIMEOUT ms (poll, epoll_wait) can block: any but 0,
+ * -1 (for ever, an event loop's) most of all. */
+static inline __attribute__((always_inline)) int
+may_block_ms(int timeout)
+{
+    return timeout != 0;
+}
+
 #define NEXT(fn)                                                                                                       \
     static __typeof__(&fn) fn##_next;                                                                                  \
     if (fn##_next == NULL)                                                                                             \
@@ -124,7 +136,7 @@ poll(struct pollfd *fds, nfds_t n, int timeout)
     NEXT(poll);
     if (MISSING(poll))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = poll_next(fds, n, timeout);
     phs_wait_end(on);
     return r;
@@ -139,7 +151,7 @@ __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
     NEXT(__poll_chk);
     if (MISSING(__poll_chk))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = __poll_chk_next(fds, n, timeout, len);
     phs_wait_end(on);
     return r;
@@ -199,7 +211,7 @@ epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
     NEXT(epoll_wait);
     if (MISSING(epoll_wait))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = epoll_wait_next(fd, ev, max, timeout);
     phs_wait_end(on);
     return r;
@@ -214,7 +226,7 @@ epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t
     NEXT(epoll_pwait);
     if (MISSING(epoll_pwait))
         return -1;
-    on = timeout != 0 && phs_wait_begin(&old);
+    on = may_block_ms(timeout) && phs_wait_begin(&old);
     r = epoll_pwait_next(fd, ev, max, timeout, with_ours(mask, &copy, on));
     phs_wait_end(on);
     return r;

@@ -270,6 +270,90 @@ pprof_text(void)
     return pprof_of("profile-", 0, "", out, sizeof out);
 }
 
+/* What protoc --decode_raw printed of a pprof profile, read back: the
+ * string table, functions (id, name, file) and locations (their lines,
+ * innermost first). */
+typedef struct pp_line {
+    long fn, line;
+} pp_line;
+typedef struct ppdec {
+    char *str[20000];
+    size_t n_str;
+    long fn_id[5000], fn_name[5000], fn_file[5000];
+    size_t n_fn;
+    pp_line loc[5000][8];
+    int loc_n[5000];
+    size_t n_loc;
+} ppdec;
+
+TU_UNUSED static void
+pp_parse(ppdec *p, const char *text)
+{
+    enum { TOP, FN, LOC, LINE } at = TOP;
+    const char *s = text;
+
+    memset(p, 0, sizeof *p);
+    while (*s) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) : strlen(s);
+        char l[512];
+        long v;
+
+        snprintf(l, sizeof l, "%.*s", (int)n, s);
+        s += n + (nl != NULL);
+        if (at == TOP && strncmp(l, "6: \"", 4) == 0 && p->n_str < 20000) {
+            l[strlen(l) - 1] = '\0';
+            p->str[p->n_str++] = strdup(l + 4);
+        } else if (at == TOP && strcmp(l, "5 {") == 0 && p->n_fn < 5000) {
+            at = FN;
+        } else if (at == TOP && strcmp(l, "4 {") == 0 && p->n_loc < 5000) {
+            at = LOC;
+        } else if (at == FN && strcmp(l, "}") == 0) {
+            p->n_fn++;
+            at = TOP;
+        } else if (at == FN && sscanf(l, "  1: %ld", &v) == 1) {
+            p->fn_id[p->n_fn] = v;
+        } else if (at == FN && sscanf(l, "  2: %ld", &v) == 1) {
+            p->fn_name[p->n_fn] = v;
+        } else if (at == FN && sscanf(l, "  4: %ld", &v) == 1) {
+            p->fn_file[p->n_fn] = v;
+        } else if (at == LOC && strcmp(l, "}") == 0) {
+            p->n_loc++;
+            at = TOP;
+        } else if (at == LOC && strcmp(l, "  4 {") == 0) {
+            at = LINE;
+        } else if (at == LINE && strcmp(l, "  }") == 0) {
+            if (p->loc_n[p->n_loc] < 7)
+                p->loc_n[p->n_loc]++;
+            at = LOC;
+        } else if (at == LINE && sscanf(l, "    1: %ld", &v) == 1) {
+            p->loc[p->n_loc][p->loc_n[p->n_loc]].fn = v;
+        } else if (at == LINE && sscanf(l, "    2: %ld", &v) == 1) {
+            p->loc[p->n_loc][p->loc_n[p->n_loc]].line = v;
+        }
+    }
+}
+
+TU_UNUSED static void
+pp_free(ppdec *p)
+{
+    for (size_t i = 0; i < p->n_str; i++)
+        free(p->str[i]);
+}
+
+/* The name of function FN, "" if there is none. */
+TU_UNUSED static const char *
+pp_fn_name(const ppdec *p, long fn, const char **file)
+{
+    for (size_t i = 0; i < p->n_fn; i++)
+        if (p->fn_id[i] == fn && (size_t)p->fn_name[i] < p->n_str) {
+            if (file)
+                *file = (size_t)p->fn_file[i] < p->n_str ? p->str[p->fn_file[i]] : "";
+            return p->str[p->fn_name[i]];
+        }
+    return "";
+}
+
 TU_UNUSED static const char *
 read_text(const char *path)
 {

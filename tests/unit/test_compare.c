@@ -35,6 +35,7 @@ static char out_dir[600];
 #define HP_ONE "svc/20261122T121500Z-heap"
 #define PF_A "front/20261122T101500Z-perf"
 #define PF_B "front/20261122T111500Z-perf"
+#define HP_SITES "svc/20261122T131500Z-heap"
 #define CG_A "front/20261122T101500Z-callgrind"
 #define CG_B "front/20261122T111500Z-callgrind"
 
@@ -115,6 +116,29 @@ group_setup(void **state)
     tu_write("out/" PF_A "/convert.json", "{\"event\": \"cpu-clock\", \"unit\": \"nanoseconds\", \"samples\": 4000}\n");
     run_dir(PF_B, "stacks.folded", "main;hot 6000000000\nmain;cold 1000000000\n");
     tu_write("out/" PF_B "/convert.json", "{\"event\": \"cpu-clock\", \"unit\": \"nanoseconds\", \"samples\": 7000}\n");
+    /* seven sites whose figures tell every column apart: at the peak s1
+     * most, s7 least; at the end the other way round (s7 most); allocated
+     * 10 times the peak; grown since the first snapshot by 10 (s1), 20,
+     * 70, 40, 60, 30, 50 (s7): the top five by growth are s3 s5 s7 s4 s6.
+     * Each file in another order than any of those. */
+    {
+        static const int order[7] = { 4, 1, 6, 3, 0, 5, 2 }, grown[7] = { 10, 20, 70, 40, 60, 30, 50 };
+        char peak[512] = "", end[512] = "", alloc[512] = "", first[512] = "";
+
+        for (int k = 0; k < 7; k++) {
+            int i = order[k];
+            size_t l;
+
+            l = strlen(peak), snprintf(peak + l, sizeof peak - l, "main;s%d;malloc %d\n", i + 1, 7000 - 1000 * i);
+            l = strlen(end), snprintf(end + l, sizeof end - l, "main;s%d;malloc %d\n", i + 1, 1000 + 100 * i);
+            l = strlen(alloc), snprintf(alloc + l, sizeof alloc - l, "main;s%d;malloc %d\n", i + 1, 70000 - 10000 * i);
+            l = strlen(first), snprintf(first + l, sizeof first - l, "main;s%d;malloc %d\n", i + 1, 1000 + 100 * i - grown[i]);
+        }
+        run_dir(HP_SITES, "peak_inuse_space-20261122T131600Z-1.folded", peak);
+        run_dir(HP_SITES, "inuse_space-20261122T131600Z-1.folded", end);
+        run_dir(HP_SITES, "alloc_space-20261122T131600Z-1.folded", alloc);
+        run_dir(HP_SITES, "inuse_space-20261122T130600Z-1.folded", first);
+    }
     run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
     run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
     return 0;
@@ -628,6 +652,68 @@ compare_refused(const char *a, const char *b, const char *expr)
     return err;
 }
 
+/* The heap report's tables: the top sites by their bytes at the peak,
+ * most first, each column its own view's figure (at the peak, at the
+ * end, allocated); the sites that grew most, most first, the five of
+ * seven that grew most. */
+static void
+test_heap_sites_and_columns(void **state)
+{
+    static const char *const by_growth[] = { "s3", "s5", "s7", "s4", "s6" };
+    static const double grown[] = { 70, 60, 50, 40, 30 };
+    char dir[800], path[900], *html;
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    json_t *sum, *top, *g;
+
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_SITES);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    sum = json_load_file(path, 0, NULL);
+    assert_non_null(sum);
+    top = json_object_get(json_object_get(sum, "heap"), "top_sites");
+    assert_int_equal(json_array_size(top), 7);
+    for (int i = 0; i < 7; i++) {
+        json_t *t = json_array_get(top, (size_t)i);
+        char want[8];
+
+        snprintf(want, sizeof want, "s%d", i + 1);
+        assert_string_equal(json_string_value(json_object_get(t, "site")), want);
+        assert_true(json_real_value(json_object_get(t, "peak_inuse_bytes")) == 7000 - 1000 * i);
+        assert_true(json_real_value(json_object_get(t, "inuse_bytes")) == 1000 + 100 * i);
+        assert_true(json_real_value(json_object_get(t, "alloc_bytes")) == 70000 - 10000 * i);
+    }
+    assert_non_null(strstr(h.text, "peak in use 27.3 KiB (s1 25.0 %)"));
+    g = json_object_get(json_object_get(json_object_get(sum, "heap"), "growth"), "top_sites");
+    assert_int_equal(json_array_size(g), 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(json_string_value(json_object_get(json_array_get(g, i), "site")), by_growth[i]);
+        assert_true(json_real_value(json_object_get(json_array_get(g, i), "bytes")) == grown[i]);
+    }
+    json_decref(sum);
+    /* the page's table: the first row is s1's, its peak, then its end,
+     * then what it allocated */
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    html = rt_slurp(path, NULL);
+    {
+        const char *row = strstr(html, "<h3>Top allocation sites</h3>"), *end, *pk, *e, *a;
+
+        assert_non_null(row);
+        row = strstr(row, "<td class=\"name\">");
+        assert_non_null(row);
+        assert_int_equal(strncmp(row, "<td class=\"name\">s1</td>", 24), 0);
+        end = strstr(row, "</tr>");
+        pk = strstr(row, "data-v=\"7000\"");
+        e = strstr(row, "data-v=\"1000\"");
+        a = strstr(row, "data-v=\"70000\"");
+        assert_true(end != NULL && pk != NULL && e != NULL && a != NULL);
+        assert_true(pk < e && e < a && a < end);
+    }
+    free(html);
+}
+
 /* Each metric belongs to its kind of run. */
 static void
 test_compare_wrong_kind(void **state)
@@ -754,6 +840,7 @@ main(void)
         cmocka_unit_test(test_heap_growth_report),
         cmocka_unit_test(test_heap_report_without_profiles),
         cmocka_unit_test(test_compare_perf_units),
+        cmocka_unit_test(test_heap_sites_and_columns),
         cmocka_unit_test(test_compare_wrong_kind),
         cmocka_unit_test(test_fail_if_unknown_name),
         cmocka_unit_test(test_compare_escapes_names),

@@ -3,10 +3,11 @@
  * make in the real one.
  *
  * The sweep is by name: every container, network and volume the suites
- * make is named ph-unittest-engine-<pid>-... (or -io-<pid>-...).  At a
- * group's start and end, tu_engine_sweep removes those of this process
- * and those of processes that are gone (a suite killed or crashed before
- * its teardown), never another live suite's.  It uses an Engine client of
+ * make is named ph-unittest-engine-<pid>-... (or -io-<pid>-...), every
+ * image tagged ph-unittest/<name>:<pid>[-...].  At a group's start and
+ * end, tu_engine_sweep removes those of this process and those of
+ * processes that are gone (a suite killed or crashed before its
+ * teardown), never another live suite's.  It uses an Engine client of
  * its own, so a test that changed its client (a body bound, DOCKER_HOST)
  * cannot stop the cleanup. */
 #ifndef PH_TEST_ENGINE_UTIL_H
@@ -66,15 +67,34 @@ tu_engine_sweep_named(ph_engine *x, const char *collection, const char *key)
     json_decref(list);
 }
 
-/* Remove what tu_engine_sweepable names: containers, networks, volumes.
- * Returns how many containers were removed. */
+/* Is the image tag REF ours to remove: ph-unittest/<name>:<pid>[-...],
+ * the pid ours or gone (as tu_engine_sweepable)? */
+TU_UNUSED static int
+tu_image_sweepable(const char *ref)
+{
+    const char *colon = ref ? strrchr(ref, ':') : NULL;
+    char *end = NULL;
+    long pid;
+
+    if (colon == NULL || strncmp(ref, "ph-unittest/", 12) != 0 || strchr(colon, '/') != NULL)
+        return 0;
+    pid = strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || pid <= 0 || (*end != '\0' && *end != '-'))
+        return 0;
+    return pid == (long)getpid() || (kill((pid_t)pid, 0) < 0 && errno == ESRCH);
+}
+
+/* Remove what tu_engine_sweepable names (containers, networks,
+ * volumes) and what tu_image_sweepable names (images, and first the
+ * containers made of them: the image probe's, left by a process killed
+ * inside a probe).  Returns how many containers and images were removed. */
 TU_UNUSED static int
 tu_engine_sweep(void)
 {
     ph_error_t err = NULL;
     ph_engine *x = ph_engine_new(&err);
-    json_t *list = NULL, *c;
-    size_t i;
+    json_t *list = NULL, *c, *t;
+    size_t i, k;
     int n = 0;
 
     if (x == NULL) {
@@ -83,12 +103,21 @@ tu_engine_sweep(void)
     }
     if (ph_engine_containers_all(x, 1, &list, NULL) == 0)
         json_array_foreach(list, i, c)
-            if (tu_engine_sweepable(json_string_value(json_array_get(json_object_get(c, "Names"), 0))) &&
+            if ((tu_engine_sweepable(json_string_value(json_array_get(json_object_get(c, "Names"), 0))) ||
+                 tu_image_sweepable(json_string_value(json_object_get(c, "Image")))) &&
                 ph_engine_container_remove(x, json_string_value(json_object_get(c, "Id")), 1, NULL) == 0)
                 n++;
     json_decref(list);
     tu_engine_sweep_named(x, "/networks", NULL);
     tu_engine_sweep_named(x, "/volumes", "Volumes");
+    list = NULL;
+    if (ph_engine_images_list(x, NULL, &list, NULL) == 0)
+        json_array_foreach(list, i, c)
+            json_array_foreach(json_object_get(c, "RepoTags"), k, t)
+                if (tu_image_sweepable(json_string_value(t)) &&
+                    ph_engine_image_remove(x, json_string_value(t), 1, NULL) == 0)
+                    n++;
+    json_decref(list);
     ph_engine_free(x);
     return n;
 }

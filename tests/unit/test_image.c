@@ -3,13 +3,22 @@
  * that are not refused; which shipped mode runs in which image; and what
  * the probe finds in images made of nothing but the files it looks for
  * (imported into the real Engine from tars written here, so the
- * Alpine/Fedora/UBI answers are checked without their registries). */
-#include "test_util.h"
+ * Alpine/Fedora/UBI answers are checked without their registries).
+ *
+ * What a test makes in the Engine is tagged ph-unittest/probe:<pid>-...
+ * and removed by its teardown, which runs whether its assertions passed
+ * or not; the group's setup and teardown sweep what a killed run left
+ * (tu_engine_sweep: this pid's and dead pids', never a live
+ * suite's). */
+#include "test_engine_util.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ph_backend_engine.h"
 #include "ph_engine.h"
@@ -464,10 +473,155 @@ test_elf_build_id(void **state)
     (void)n;
 }
 
+/* LEN bytes that end where an unreadable page begins: a read one byte
+ * past them faults, in any build (and ASan says where). */
+static unsigned char *
+guarded(size_t len, void **map, size_t *map_len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page * page;
+    unsigned char *p = mmap(NULL, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    assert_true(p != MAP_FAILED);
+    assert_int_equal(mprotect(p + n, page, PROT_NONE), 0);
+    *map = p;
+    *map_len = n + page;
+    return p + n - len;
+}
+
+/* An image's program is untrusted: a note segment whose last note is not
+ * padded to the segment's end (a descsz of 5 in 4-aligned notes), the
+ * segment the end of what was read.  The walk stepped past the segment's
+ * end and read the next "header" there: a heap-buffer-overflow under
+ * ASan, a fault against an unreadable page.  Then the same with every
+ * length the walk reads at each boundary: descriptions up to the
+ * segment's end, cut by it, a name past it; a build-id before such a
+ * note or as the last one; 8-aligned notes; a segment shorter than a
+ * note's header. */
+static void
+test_elf_notes_never_read_past_the_segment(void **state)
+{
+    static const uint32_t t[] = { 6, 1, 1, 4 }; /* PT_NOTE last: the segment is the end of the head */
+    unsigned char proto[4096];
+    size_t n, m;
+
+    (void)state;
+    for (size_t align = 4; align <= 8; align += 4) {
+        for (uint32_t descsz = 0; descsz <= 9; descsz++) {
+            for (int c = 0; c < 6; c++) {
+                int id_first = c >= 3, extra = c % 3, want;
+                unsigned char *b;
+                void *map;
+                size_t map_len, seg, last;
+
+                memset(proto, 0, sizeof proto);
+                n = mk_elf(proto, sizeof proto, 1, 1, 2, 64, t, 4);
+                /* a GNU build-id (or an ABI tag, not one), then a Go note
+                 * whose description ends the segment, unpadded */
+                m = mk_note(proto + n, 1, "GNU", id_first ? 3 : 1, 16, align);
+                last = n + m;
+                seg = m + 12 + ((3 + align - 1) & ~(align - 1)) + descsz;
+                mk_note(proto + last, 1, "Go", 4, descsz, align);
+                if (extra == 1 && descsz > 0)
+                    seg -= 1; /* the description cut by the segment's end */
+                if (extra == 2)
+                    put_word(proto + last, 4, 1, seg - m - 12 + 1); /* a name one byte past it */
+                note_phdr(proto, 1, 1, 3, 64, n, seg, align);
+                want = id_first;
+                /* on the heap, exactly (what ASan watches), then against
+                 * a page that cannot be read (what any build sees) */
+                b = malloc(n + seg);
+                assert_non_null(b);
+                memcpy(b, proto, n + seg);
+                assert_int_equal(ph_image_elf_build_id(b, n + seg), want);
+                free(b);
+                b = guarded(n + seg, &map, &map_len);
+                memcpy(b, proto, n + seg);
+                if (ph_image_elf_build_id(b, n + seg) != want)
+                    fail_msg("align %zu, descsz %u, case %d: want %d", align, descsz, c, want);
+                munmap(map, map_len);
+            }
+        }
+    }
+    /* a segment shorter than one note header, and empty */
+    for (size_t seg = 0; seg < 12; seg++) {
+        unsigned char *b;
+        void *map;
+        size_t map_len;
+
+        memset(proto, 0, sizeof proto);
+        n = mk_elf(proto, sizeof proto, 0, 0, 2, 52, t, 4); /* 32-bit, big-endian */
+        memset(proto + n, 0xff, 12);
+        note_phdr(proto, 0, 0, 3, 52, n, seg, 4);
+        b = guarded(n + seg, &map, &map_len);
+        memcpy(b, proto, n + seg);
+        assert_int_equal(ph_image_elf_build_id(b, n + seg), 0);
+        munmap(map, map_len);
+    }
+}
+
 /* ---- the probe, on images imported from tars ------------------------- */
 
 static ph_engine *e;
 static ph_backend *be; /* the Engine backend around E */
+
+/* What a killed run of this suite left: gone before the first test and
+ * after the last. */
+static int
+group_sweep(void **state)
+{
+    (void)state;
+    tu_engine_sweep();
+    return 0;
+}
+
+/* A test that talks to the Engine: the backend and a temp dir; after it,
+ * whether its assertions held or not, its images and theirs probe
+ * containers removed, the backend closed, the temp dir removed. */
+static int
+engine_setup(void **state)
+{
+    ph_error_t err = NULL;
+
+    be = ph_backend_engine_new(&err);
+    if (be == NULL) {
+        fprintf(stderr, "test_image: no Docker Engine answers: %s\n", err ? err->msg : "?");
+        ph_error_free(&err);
+        return -1;
+    }
+    e = ph_backend_engine_client(be);
+    return tu_setup(state);
+}
+
+static int
+engine_teardown(void **state)
+{
+    tu_engine_sweep();
+    ph_backend_close(be);
+    be = NULL;
+    e = NULL;
+    return tu_teardown(state);
+}
+
+/* Probe containers of this process's images still there. */
+static int
+ours_left(void)
+{
+    const char *labels[] = { "io.profharness.probe" };
+    json_t *list = NULL, *c;
+    char mine[64];
+    size_t k;
+    int n = 0;
+
+    snprintf(mine, sizeof mine, "ph-unittest/probe:%d-", (int)getpid());
+    assert_int_equal(ph_engine_containers_by_label(e, labels, 1, &list, NULL), 0);
+    json_array_foreach(list, k, c) {
+        const char *img = json_string_value(json_object_get(c, "Image"));
+
+        n += img != NULL && strncmp(img, mine, strlen(mine)) == 0;
+    }
+    json_decref(list);
+    return n;
+}
 
 static ssize_t
 read_cb(void *ud, char *buf, size_t len)
@@ -540,10 +694,6 @@ test_probe(void **state)
     ph_error_t err = NULL;
 
     (void)state;
-    be = ph_backend_engine_new(&err);
-    e = ph_backend_engine_client(be);
-    if (be == NULL)
-        fail_msg("no Docker Engine answers: %s", err ? err->msg : "?");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char tag[128], ref[200];
         ph_image_facts f;
@@ -560,21 +710,7 @@ test_probe(void **state)
         assert_int_equal(ph_engine_image_remove(e, ref, 1, &err), 0);
     }
     /* The probe's containers are gone. */
-    {
-        const char *labels[] = { "io.profharness.probe" };
-        json_t *list = NULL;
-        size_t k;
-        json_t *c;
-
-        assert_int_equal(ph_engine_containers_by_label(e, labels, 1, &list, &err), 0);
-        json_array_foreach(list, k, c) {
-            const char *img = json_string_value(json_object_get(c, "Image"));
-
-            if (img && strstr(img, "ph-unittest/probe"))
-                fail_msg("a probe container of %s is left", img);
-        }
-        json_decref(list);
-    }
+    assert_int_equal(ours_left(), 0);
     /* An image that is not there says so, naming it. */
     {
         ph_image_facts f;
@@ -583,7 +719,6 @@ test_probe(void **state)
         assert_non_null(strstr(err->msg, "look into image `ph-unittest/probe:no-such-image`"));
         ph_error_free(&err);
     }
-    ph_backend_close(be);
 }
 
 /* The program a command runs, found in an image as the kernel would find
@@ -613,20 +748,17 @@ test_program(void **state)
     ph_error_t err = NULL;
 
     (void)state;
-    tu_mkdtemp();
     snprintf(dir, sizeof dir, "%s/root", test_dir);
     snprintf(cmd, sizeof cmd,
              "set -e; mkdir -p %s/usr/bin %s/usr/local/bin; cp build/ph-init %s/app; cp /bin/true %s/usr/bin/dyn; "
              "cp /bin/dash %s/usr/bin/sh; ln -s ../../../app %s/usr/local/bin/app-link; echo hi > %s/notes.txt",
              dir, dir, dir, dir, dir, dir, dir);
     assert_int_equal(system(cmd), 0);
-    be = ph_backend_engine_new(&err);
-    e = ph_backend_engine_client(be);
-    if (be == NULL)
-        fail_msg("no Docker Engine answers: %s", err ? err->msg : "?");
     snprintf(tag, sizeof tag, "%d-program", (int)getpid());
     snprintf(ref, sizeof ref, "ph-unittest/probe:%s", tag);
     import_tar(tag, dir, NULL, 0); /* links stay links */
+    if (getenv("PH_TEST_IMAGE_FAIL"))
+        fail_msg("failed on purpose (PH_TEST_IMAGE_FAIL), the image imported");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ph_image_program_t p;
 
@@ -638,8 +770,71 @@ test_program(void **state)
                      cases[i].linked);
     }
     assert_int_equal(ph_engine_image_remove(e, ref, 1, &err), 0);
-    ph_backend_close(be);
-    tu_rmdir();
+}
+
+/* A test that fails leaves nothing in the Engine: test_program run alone
+ * in a child of this suite, made to fail right after it imported its
+ * image; then neither its image nor a probe container of it is left. */
+static void
+test_a_failed_test_leaves_nothing(void **state)
+{
+    char self[PATH_MAX], ref[128];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    int st, found = 1;
+    ph_error_t err = NULL;
+    pid_t p;
+
+    (void)state;
+    assert_true(n > 0);
+    self[n] = '\0';
+    p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("PH_TEST_IMAGE_ONLY", "test_program", 1);
+        setenv("PH_TEST_IMAGE_FAIL", "1", 1);
+        execl(self, self, (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 127); /* it failed, as made to */
+    snprintf(ref, sizeof ref, "ph-unittest/probe:%d-program", (int)p);
+    assert_int_equal(ph_engine_image_inspect(e, ref, NULL, &found, &err), 0);
+    if (found)
+        fail_msg("the failed test left %s", ref);
+}
+
+/* The sweep at a group's start: the images of a run that is gone (a
+ * killed suite) are removed, another live suite's are not. */
+static void
+test_sweep_takes_dead_runs_only(void **state)
+{
+    static const ph_tar_extra file = { .name = "x", .data = "", .len = 0, .mode = 0644 };
+    char dead[64], live[64], ref[128];
+    ph_error_t err = NULL;
+    int st, found = 0;
+    pid_t p = fork();
+
+    (void)state;
+    assert_true(p >= 0);
+    if (p == 0)
+        _exit(0);
+    assert_int_equal(waitpid(p, &st, 0), p); /* P is gone */
+    snprintf(dead, sizeof dead, "%d-left", (int)p);
+    snprintf(live, sizeof live, "%d-alive", (int)getppid()); /* the shell or runner that started us: alive */
+    import_tar(dead, NULL, &file, 1);
+    import_tar(live, NULL, &file, 1);
+    tu_engine_sweep();
+    snprintf(ref, sizeof ref, "ph-unittest/probe:%s", dead);
+    assert_int_equal(ph_engine_image_inspect(e, ref, NULL, &found, &err), 0);
+    assert_false(found);
+    snprintf(ref, sizeof ref, "ph-unittest/probe:%s", live);
+    assert_int_equal(ph_engine_image_inspect(e, ref, NULL, &found, &err), 0);
+    assert_true(found);
+    assert_int_equal(ph_engine_image_remove(e, ref, 1, &err), 0);
 }
 
 /* The short name an image's tag is made from: the last path element,
@@ -673,11 +868,17 @@ main(void)
         cmocka_unit_test(test_modes_per_image),
         cmocka_unit_test(test_tree_serves),
         cmocka_unit_test_setup_teardown(test_mode_without_packages_for_manager, tu_setup, tu_teardown),
-        cmocka_unit_test(test_probe),
+        cmocka_unit_test_setup_teardown(test_probe, engine_setup, engine_teardown),
         cmocka_unit_test(test_elf_interp),
         cmocka_unit_test(test_elf_build_id),
-        cmocka_unit_test(test_program),
+        cmocka_unit_test(test_elf_notes_never_read_past_the_segment),
+        cmocka_unit_test_setup_teardown(test_program, engine_setup, engine_teardown),
+        cmocka_unit_test_setup_teardown(test_a_failed_test_leaves_nothing, engine_setup, engine_teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_takes_dead_runs_only, engine_setup, engine_teardown),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* (PH_TEST_IMAGE_ONLY: one test, as test_a_failed_test_leaves_nothing runs it) */
+    if (getenv("PH_TEST_IMAGE_ONLY"))
+        cmocka_set_test_filter(getenv("PH_TEST_IMAGE_ONLY"));
+    return cmocka_run_group_tests(tests, group_sweep, group_sweep);
 }

@@ -234,6 +234,59 @@ test_peak_is_the_peak(void **state)
     assert_true(inuse > 0.9 * 1048576 && inuse < 1.1 * 1048576);
 }
 
+/* A block realloc moves is forgotten at its old address: the addresses
+ * it leaves are never handed out again (a record there would stay "in
+ * use" for good), and in use at the end is what the reallocs kept. */
+static void
+test_realloc_forgets_the_block_it_moved(void **state)
+{
+    char *args[] = { "grow", NULL }, log[400];
+    run_opts o = { .prog = HEAPWORK, .interval = "0", .out = log };
+    double inuse = 0;
+    long grown, left;
+    int st;
+    pid_t p;
+
+    (void)state;
+    snprintf(log, sizeof log, "%s/grow.log", test_dir);
+    setenv("PH_SAMPLER_HEAP", "4096", 1);
+    p = start_opts(&o, args);
+    unsetenv("PH_SAMPLER_HEAP");
+    st = finish(p);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* (the workload's own premise: every block moved) */
+    assert_non_null(strstr(read_text(log), "heapwork: grown, 256 moved"));
+    grown = share_of("inuse_space", ";grow_four_mib;realloc ", &inuse);
+    left = share_of("inuse_space", ";grow_four_mib;malloc ", NULL);
+    print_message("# in use %.0f B: the reallocs %ld per mille, the blocks they moved %ld\n", inuse, grown, left);
+    assert_int_equal(left, 0);
+    assert_true(inuse > 0.9 * 5 * 1048576 && inuse < 1.1 * 5 * 1048576);
+    assert_true(grown >= 750 && grown <= 850);
+}
+
+/* PH_SAMPLER_HEAP's suffixes are binary: 512K is 524288 bytes, 1M
+ * 1048576 (as the header says), as the status reports the mean. */
+static void
+test_suffixes_are_binary(void **state)
+{
+    static const char *const set[] = { "512K", "64k", "1M" };
+    static const long want[] = { 524288, 65536, 1048576 };
+    char *args[] = { "peak", NULL }, cmd[600];
+
+    (void)state;
+    for (int i = 0; i < 3; i++) {
+        int st;
+
+        clear_outdir();
+        st = finish(start_heap(set[i], args));
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        snprintf(cmd, sizeof cmd, "jq -s -e 'length == 1 and .[0].heap.mean_bytes == %ld' %s/sampler-status-*.json",
+                 want[i], outdir);
+        if (system(cmd) != 0)
+            fail_msg("PH_SAMPLER_HEAP=%s: the status's mean is not %ld", set[i], want[i]);
+    }
+}
+
 /* Eight threads claim stacks and live slots at once: nothing lost. */
 static void
 test_threads_at_once(void **state)
@@ -302,6 +355,8 @@ main(void)
         cmocka_unit_test(test_huge_then_tiny),
         cmocka_unit_test_setup_teardown(test_shares_in_use_and_allocated, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_peak_is_the_peak, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_realloc_forgets_the_block_it_moved, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_suffixes_are_binary, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_at_once, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_followed_program_heap, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_bad_setting_said, setup, tu_teardown),

@@ -13,6 +13,7 @@
 #define WALL "build/tests/helpers/sampler_wall" /* tests/wall/svc/wall.c */
 #define WALL_IDLE "build/tests/helpers/sampler_wall_idle" /* tests/bench/wall_idle.c */
 #define EINTR_SVC "build/tests/helpers/sampler_eintr" /* tests/wall/svc/eintr.c */
+#define SOCKMARK "build/tests/helpers/sampler_sockmark"
 
 /* Run PROG with ARGS under PH_SAMPLER_CLOCK=wall at 100 Hz; it must exit
  * 0.  Its stdout. */
@@ -228,6 +229,24 @@ test_wall_clock_no_eintr(void **state)
     free(all);
 }
 
+/* PH_SAMPLER_CLOCK=wall: a socket's timeout marks its fd until it is
+ * closed, in both directions.  A read on a socket with SO_RCVTIMEO is held
+ * (the sampler's signal blocked for it); a pipe that took the numbers of
+ * two closed sockets, one with SO_RCVTIMEO and one with SO_SNDTIMEO, is
+ * no socket: its read and its write are not (a stale mark would hold
+ * every call on the reused fd, and name it a socket wait). */
+static void
+test_wall_clock_reused_fd_not_held(void **state)
+{
+    char *args[] = { NULL };
+    const char *out;
+
+    (void)state;
+    out = run_wall(SOCKMARK, args);
+    print_message("# %s", out);
+    assert_non_null(strstr(out, "timed held=1 read held=0 write held=0\n"));
+}
+
 int
 main(void)
 {
@@ -236,6 +255,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_wall_clock_off_cpu_share, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wall_clock_idle_threads_not_woken, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wall_clock_no_eintr, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wall_clock_reused_fd_not_held, setup, tu_teardown),
     };
     if (getenv("PH_TEST_FILTER"))
         cmocka_set_test_filter(getenv("PH_TEST_FILTER"));

@@ -12,6 +12,13 @@
  * `heapwork peak` keeps 1 MiB from keep_one_mib, then burst_eight_mib
  * holds 8 MiB at once and frees it, and exits: at the peak of what is in
  * use burst_eight_mib holds 8 of 9 MiB, at the end nothing.
+ * `heapwork grow` keeps 1 MiB from keep_one_mib, then grow_four_mib
+ * allocates 256 blocks of 4 KiB, each with a small one after it
+ * (fence_block: a realloc cannot grow the block where it is), and
+ * reallocs each to 16 KiB, kept: it moves, and the addresses it leaves are
+ * never handed out again.  In use at the end: 1 MiB, 4 MiB under
+ * grow_four_mib's realloc and nothing under its malloc.  It says
+ * "heapwork: grown, N moved" and exits.
  * `heapwork leak` instead, round after round until SIGTERM (10 ms each):
  * leak_steadily keeps 64 KiB more, constant_set replaces 16 of its 512
  * blocks of 4 KiB (2 MiB in use, always), churn_steadily allocates and
@@ -186,6 +193,38 @@ burst_eight_mib(void)
         free(held[i]);
 }
 
+static void *fences[256];
+
+__attribute__((noinline)) static void
+fence_block(unsigned i)
+{
+    if ((fences[i] = malloc(64)) == NULL)
+        abort();
+}
+
+__attribute__((noinline)) static unsigned
+grow_four_mib(void)
+{
+    static char *small[256];
+    unsigned moved = 0;
+
+    for (unsigned i = 0; i < 256; i++) {
+        if ((small[i] = malloc(4096)) == NULL)
+            abort();
+        small[i][0] = 1;
+        fence_block(i);
+    }
+    for (unsigned i = 0; i < 256; i++) {
+        char *q = realloc(small[i], 16384);
+
+        if (q == NULL)
+            abort();
+        moved += q != small[i];
+        keep(q, 16384);
+    }
+    return moved;
+}
+
 static void *leaked[8192];
 static size_t n_leaked;
 static void *set[512];
@@ -274,6 +313,14 @@ main(int argc, char **argv)
         return threads();
     if (argc > 1 && strcmp(argv[1], "leak") == 0)
         return leak();
+    if (argc > 1 && strcmp(argv[1], "grow") == 0) {
+        unsigned moved;
+
+        keep_one_mib();
+        moved = grow_four_mib();
+        printf("heapwork: grown, %u moved\n", moved);
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "peak") == 0) {
         keep_one_mib();
         burst_eight_mib();

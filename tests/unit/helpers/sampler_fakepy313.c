@@ -4,7 +4,7 @@
  * pycore_runtime.h) whose offsets are those of this program's own made-up
  * structs, none where CPython 3.13 has them.  Its main interpreter's GIL
  * is held by a thread state of the main thread, whose frame chain is
- * hot_fake (fake313.py:10) called by main (fake313.py:20), above the shim
+ * hot_fake (fake313.py:13) called by main (fake313.py:20), above the shim
  * frame an eval loop starts with; the CPU is spent in a function named
  * like the eval loop.  The sampler names those frames only by reading the
  * offsets from the process.  Built with FAKE_COOKIE set otherwise
@@ -106,7 +106,11 @@ struct fruntime {
 
 static struct fstr file = STR("fake313.py"), hot_name = STR("hot_fake"), main_name = STR("main");
 static struct fbytes no_lines = { 1, PyBytes_Type, { 0 }, 0, { 0 }, { 0 } };
-static struct fcode hot_code = { 1, PyCode_Type, { 0 }, 10, { 0 }, &no_lines, &file, { 0 }, &hot_name, { 0 }, { 0 } };
+/* hot_fake's location table (Objects/locations.md): two one-line entries
+ * of 4 code units each, line 10 + 1 for units 0-3, then + 2 for 4-7.  Its
+ * frame is at unit 4, the first of the second entry: line 13, not 11. */
+static struct fbytes hot_lines = { 1, PyBytes_Type, { 0 }, 6, { 0 }, { 0x80 | 11 << 3 | 3, 1, 2, 0x80 | 12 << 3 | 3, 1, 2 } };
+static struct fcode hot_code = { 1, PyCode_Type, { 0 }, 10, { 0 }, &hot_lines, &file, { 0 }, &hot_name, { 0 }, { 0 } };
 static struct fcode main_code = { 1, PyCode_Type, { 0 }, 20, { 0 }, &no_lines, &file, { 0 }, &main_name, { 0 }, { 0 } };
 static struct fframe shim = { .owner = 3 }; /* FRAME_OWNED_BY_CSTACK */
 static struct fframe main_frame = { .executable = &main_code, .instr_ptr = &main_code.code[2], .previous = &shim };

@@ -37,6 +37,8 @@
  *   names S    (CPU-seconds) functions under C++, legacy Rust and Rust v0 symbol names
  *              (asm labels: this program links neither libstdc++ nor Rust),
  *              and a function inlined into another (lines marked LINE:)
+ *   entry S    S CPU-seconds in entry_spin, most of its samples at its
+ *              very first byte (its loop's slow instruction just below it)
  *   trap S     a SIGTRAP handler of its own (SA_SIGINFO), and a raise(SIGTRAP)
  *              every 20 ms of S CPU-seconds; prints what the handler saw
  *              and exits 0 when it saw each of its own and no perf event's
@@ -149,6 +151,24 @@ holds_inline(void)
     inlined_mix(2000000); /* LINE:inline-call */
     sink++;
 }
+
+/* entry_spin(N): N rounds of a loop whose slow instruction (pause) is
+ * entry_pad, the function just below it, so the instruction a sample
+ * finds next is mostly entry_spin's first byte (an interrupt is taken
+ * after the instruction it waited for).  Each with its call frame
+ * information. */
+void entry_spin(long n);
+#if defined(__x86_64__)
+__asm__(".text\n.type entry_pad, @function\nentry_pad:\n.cfi_startproc\n\tpause\n.cfi_endproc\n"
+        ".size entry_pad, .-entry_pad\n"
+        ".globl entry_spin\n.type entry_spin, @function\nentry_spin:\n.cfi_startproc\n"
+        "\tdec %rdi\n\tjnz entry_pad\n\tret\n.cfi_endproc\n.size entry_spin, .-entry_spin\n");
+#elif defined(__aarch64__)
+__asm__(".text\n.type entry_pad, %function\nentry_pad:\n.cfi_startproc\n\tisb\n.cfi_endproc\n"
+        ".size entry_pad, .-entry_pad\n"
+        ".globl entry_spin\n.type entry_spin, %function\nentry_spin:\n.cfi_startproc\n"
+        "\tsubs x0, x0, #1\n\tb.ne entry_pad\n\tret\n.cfi_endproc\n.size entry_spin, .-entry_spin\n");
+#endif
 
 __attribute__((noinline)) static void main_thread_work(void) { spin(6000000); sink++; }
 __attribute__((noinline)) static void short_thread_work(void) { spin(6000000); sink++; }
@@ -613,6 +633,9 @@ main(int argc, char **argv)
             spin(100000);
         stopper();
         return 0;
+    } else if (strcmp(argv[1], "entry") == 0) {
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
+            entry_spin(1000000);
     } else if (strcmp(argv[1], "names") == 0) {
         while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
             cpp_fn(1000000);

@@ -11,9 +11,10 @@
  * from a listener that has the timeout (the socket inherits it, never
  * set on it), read on a socket given one, accept on a listener none
  * connects to (it times out), connect to a listener whose backlog is
- * full (it times out).  A ticker thread
- * wakes the read, the futex, the accept, the condition and the two
- * socket reads every 30 ms.  Every second (or at the end, after argv[1] seconds; 0 or none:
+ * full (it times out).  poll and epoll_wait alternate a 30 ms timeout
+ * with a wait for ever (-1, an event loop's) on a pipe of their own.  A
+ * ticker thread wakes the read, the futex, the accept, the condition, the
+ * two socket reads and the two waits for ever every 30 ms.  Every second (or at the end, after argv[1] seconds; 0 or none:
  * forever) it prints the fewest calls any one thread has made:
  *   calls=<n>
  * The threads are named after their call (pthread_setname_np), so the
@@ -65,6 +66,8 @@ static const char *const names[NCALLS] = { "read",         "futex",   "accept", 
                                            "connect_timeo" };
 static _Atomic long calls[NCALLS];
 static int pipefd[2], listen_fd, epfd;
+/* the waits for ever: poll's pipe, and epoll_wait's (in forever_epfd) */
+static int poll_pipe[2], epoll_pipe[2], forever_epfd;
 static _Atomic uint32_t futex_word;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
@@ -138,7 +141,7 @@ listener(struct sockaddr_un *a, const char *tag, int backlog)
 static void *
 blocker(void *arg)
 {
-    int which = (int)(intptr_t)arg;
+    int which = (int)(intptr_t)arg, forever = 0;
     char name[16];
 
     snprintf(name, sizeof name, "%s", names[which]);
@@ -176,6 +179,13 @@ blocker(void *arg)
             break;
         }
         case POLL:
+            if (forever ^= 1) { /* for ever, until the ticker's byte */
+                pfd.fd = poll_pipe[0];
+                check(which, poll(&pfd, 1, -1));
+                if (read(poll_pipe[0], &c, 1) != 1)
+                    exit(4);
+                break;
+            }
             pfd.fd = -1; /* nothing to wait for but the timeout */
             check(which, poll(&pfd, 1, 30));
             break;
@@ -188,6 +198,12 @@ blocker(void *arg)
             check(which, select(0, NULL, NULL, NULL, &tv));
             break;
         case EPOLL:
+            if (forever ^= 1) {
+                check(which, epoll_wait(forever_epfd, &ev, 1, -1));
+                if (read(epoll_pipe[0], &c, 1) != 1)
+                    exit(4);
+                break;
+            }
             check(which, epoll_wait(epfd, &ev, 1, 30));
             break;
         case NANOSLEEP:
@@ -245,6 +261,8 @@ ticker(void *arg)
             exit(6);
         if (write(recv_pair[1], "x", 1) != 1 || write(read_pair[1], "x", 1) != 1)
             exit(6);
+        if (write(poll_pipe[1], "x", 1) != 1 || write(epoll_pipe[1], "x", 1) != 1)
+            exit(6);
         futex_word++;
         syscall(SYS_futex, &futex_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
         if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
@@ -290,6 +308,15 @@ main(int argc, char **argv)
         return 2;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, read_pair) < 0 || tcp_pair(recv_pair) < 0)
         return 2;
+    {
+        struct epoll_event in = { .events = EPOLLIN };
+
+        if (pipe(poll_pipe) < 0 || pipe(epoll_pipe) < 0 || (forever_epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+            return 2;
+        in.data.fd = epoll_pipe[0];
+        if (epoll_ctl(forever_epfd, EPOLL_CTL_ADD, epoll_pipe[0], &in) < 0)
+            return 2;
+    }
     with_timeout(read_pair[0], SO_RCVTIMEO, 1000);
     quiet_fd = listener(&quiet_addr, "quiet", 4);
     with_timeout(quiet_fd, SO_RCVTIMEO, 30);
