@@ -1,6 +1,9 @@
 # profharness recipes.  On a fresh machine run them through scripts/just,
 # which installs `just` itself; every recipe installs what else it needs.
 set shell := ["bash", "-euo", "pipefail", "-c"]
+# each argument reaches the command as typed, one word ("$@"): a --fail-if
+# 'x>+20%' is never split at `>` by the shell
+set positional-arguments
 
 ph := "build/profharness"
 
@@ -18,11 +21,11 @@ build: deps
 
 # install under PREFIX (bin/, lib/profharness/, share/profharness/); DESTDIR stages
 install PREFIX="/usr/local": build
-    make install PREFIX={{PREFIX}}
+    make install PREFIX="$1"
 
 # remove what `just install PREFIX` put there
 uninstall PREFIX="/usr/local":
-    make uninstall PREFIX={{PREFIX}}
+    make uninstall PREFIX="$1"
 
 # remove profiling images no container uses (the newest of each kept)
 prune: build
@@ -35,71 +38,70 @@ engine: deps
 
 # build service images and their profiling images
 setup *SERVICES: build engine
-    {{ph}} setup {{SERVICES}}
+    {{ph}} setup "$@"
 
 # restart SERVICES (default: all) under strace
 profile-strace *SERVICES: build engine
-    {{ph}} start --mode strace {{SERVICES}}
+    {{ph}} start --mode strace "$@"
 
 # restart SERVICES under valgrind massif (heap)
 profile-valgrind *SERVICES: build engine
-    {{ph}} start --mode massif {{SERVICES}}
+    {{ph}} start --mode massif "$@"
 
-# alias of profile-valgrind
-profile-massif *SERVICES: (profile-valgrind SERVICES)
+alias profile-massif := profile-valgrind
 
 # restart SERVICES under valgrind callgrind (instructions)
 profile-callgrind *SERVICES: build engine
-    {{ph}} start --mode callgrind {{SERVICES}}
+    {{ph}} start --mode callgrind "$@"
 
 # restart SERVICES with the built-in sampler (flamegraphs; no capabilities)
 profile-flamegraph *SERVICES: build engine
-    {{ph}} start --mode flamegraph {{SERVICES}}
+    {{ph}} start --mode flamegraph "$@"
 
 # restart SERVICES with the built-in heap sampler (in-use, peak and allocated bytes; no capabilities)
 profile-heap *SERVICES: build engine
-    {{ph}} start --mode heap {{SERVICES}}
+    {{ph}} start --mode heap "$@"
 
 # restart SERVICES with the built-in sampler on the wall clock (every thread,
 # running or blocked: all, off-CPU and on-CPU stacks; no capabilities)
 profile-wall *SERVICES: build engine
-    {{ph}} start --mode wall {{SERVICES}}
+    {{ph}} start --mode wall "$@"
 
 # restart SERVICES under perf record -g (CPU stacks: perf.data, flamegraph, pprof)
 profile-perf *SERVICES: build engine
-    {{ph}} start --mode perf {{SERVICES}}
+    {{ph}} start --mode perf "$@"
 
 # attach strace to running SERVICES without restarting them (stop-profiling detaches)
 profile-attach-strace *SERVICES: build engine
-    {{ph}} attach --mode strace {{SERVICES}}
+    {{ph}} attach --mode strace "$@"
 
 # attach perf to running SERVICES without restarting them (stop-profiling detaches)
 profile-attach-perf *SERVICES: build engine
-    {{ph}} attach --mode perf {{SERVICES}}
+    {{ph}} attach --mode perf "$@"
 
 # stop profiled SERVICES gracefully and collect into contrib/profiling/<service>/
 stop-profiling *SERVICES: build
-    {{ph}} stop {{SERVICES}}
+    {{ph}} stop "$@"
 
 # run SERVICES without profiling (collects any profiled run first)
 profile-restore *SERVICES: build engine
-    {{ph}} restore {{SERVICES}}
+    {{ph}} restore "$@"
 
 # stop SERVICES, whatever runs them: restore's removed, compose's own kept, a profiled run collected first
 profile-down *SERVICES: build engine
-    {{ph}} down {{SERVICES}}
+    {{ph}} down "$@"
 
 # copy the artifacts there are now, without stopping
 collect *SERVICES: build
-    {{ph}} collect {{SERVICES}}
+    {{ph}} collect "$@"
 
 # (re)write the reports of runs (default: all) and the index; print each headline
 report *ARGS: build
-    {{ph}} report {{ARGS}}
+    {{ph}} report "$@"
 
 # compare two runs: `just compare front` (its two newest runs of one mode), or A B; --fail-if EXPR for CI
 compare *ARGS: build
-    {{ph}} compare {{ARGS}}
+    {{ph}} compare "$@"
 
 # service, mode, state, since, run dir
 status: build
@@ -107,11 +109,11 @@ status: build
 
 # follow a service's output (Ctrl-C to leave)
 logs SERVICE: build
-    {{ph}} logs -f {{SERVICE}}
+    {{ph}} logs -f "$1"
 
 # drive load at the demo's front service (loopback only)
 load *ARGS: build
-    build/demo-load {{ARGS}}
+    build/demo-load "$@"
 
 # the whole loop on the bundled demo: every mode, load, graceful stop, results
 demo: build engine
@@ -133,11 +135,11 @@ test-swarm: build engine
 
 # a Swarm of private dockerd on this machine, by hand: `just swarm-bed up 3`, … `down` (docs/swarm-bed.md)
 swarm-bed *ARGS: deps
-    tests/swarm/bed.sh {{ARGS}}
+    tests/swarm/bed.sh "$@"
 
 # fuzz one target (tests/fuzz/fuzz_TARGET.c) for SECONDS; corpus and crashes in build-fuzz/
 fuzz TARGET SECONDS="60": deps
-    tests/fuzz/run.sh {{TARGET}} {{SECONDS}}
+    tests/fuzz/run.sh "$@"
 
 # every fuzz target over its seeds, then a few thousand runs
 fuzz-smoke: deps
@@ -150,15 +152,15 @@ test-sanitize: build engine
 # the unit suites RUNS times in a row next to a busy loop per CPU; a flaky test shows here
 soak-unit RUNS="20": build
     make -j2 tests-build
-    tests/soak.sh -n {{RUNS}} -- tests/run-unit.sh build/tests/test_*
+    tests/soak.sh -n "$1" -- tests/run-unit.sh build/tests/test_*
 
 # the end-to-end suite RUNS times in a row next to a busy loop per CPU
 soak-e2e RUNS="5": build engine
-    tests/soak.sh -n {{RUNS}} -- tests/run-bats.sh tests/*.bats
+    tests/soak.sh -n "$1" -- tests/run-bats.sh tests/*.bats
 
 # the mutation check: one-line bugs from tests/mutants/*.txt, each must be caught
 mutants *MODULES: deps
-    tests/mutants.sh {{MODULES}}
+    tests/mutants.sh "$@"
 
 # start->running and stop->artifacts against the docker CLI; 8 stops at once against one alone;
 # edit one line, then `start --build` per mode against `docker compose build && up -d`

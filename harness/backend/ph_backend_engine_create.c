@@ -19,6 +19,7 @@
 
 #include "ph_compose_engine.h"
 #include "ph_log.h"
+#include "ph_paths.h"
 #include "ph_tar.h"
 
 #define E(b) (((ph_backend_eng *)(b))->e)
@@ -560,28 +561,17 @@ create_and_start(ph_backend *b, const ph_workload_spec *sp, json_t *cfg, char **
 static int
 said_before(ph_backend *b, const char *note)
 {
-    const char *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char id[256], dir[PATH_MAX], path[PATH_MAX], line[512];
     int said = 0;
     FILE *f;
 
     if (b->ops->host_id(b, id, sizeof id, NULL) < 0)
         return 0;
-    if (base != NULL && base[0] == '/')
-        snprintf(dir, sizeof dir, "%s/profharness", base);
-    else if (home != NULL && home[0] == '/')
-        snprintf(dir, sizeof dir, "%s/.cache/profharness", home);
-    else
-        dir[0] = '\0';
-    if (dir[0] == '\0' || strlen(note) >= sizeof line - 1)
+    if (ph_paths_cache_dir(dir, sizeof dir, 0) < 0 || strlen(note) >= sizeof line - 1)
         return 0;
     /* the ID's colons and any other byte but [A-Za-z0-9] become '-' */
     snprintf(path, sizeof path, "%s/engine-", dir);
-    for (size_t n = strlen(path), i = 0; id[i] && n + 1 < sizeof path; i++, n++) {
-        unsigned char ch = (unsigned char)id[i];
-        path[n] = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? (char)ch : '-';
-        path[n + 1] = '\0';
-    }
+    ph_paths_safe_name(path + strlen(path), sizeof path - strlen(path), id);
     if ((f = fopen(path, "re")) != NULL) {
         while (!said && fgets(line, sizeof line, f) != NULL) {
             line[strcspn(line, "\n")] = '\0';
@@ -589,12 +579,7 @@ said_before(ph_backend *b, const char *note)
         }
         fclose(f);
     }
-    for (char *sl = dir + 1; !said && (sl = strchr(sl, '/')) != NULL; sl++) { /* mkdir -p */
-        *sl = '\0';
-        mkdir(dir, 0700);
-        *sl = '/';
-    }
-    if (!said && (mkdir(dir, 0700) == 0 || errno == EEXIST) && (f = fopen(path, "ae")) != NULL) {
+    if (!said && ph_paths_cache_dir(dir, sizeof dir, 1) == 0 && (f = fopen(path, "ae")) != NULL) {
         fprintf(f, "%s\n", note);
         fclose(f);
     }

@@ -100,14 +100,32 @@ int ph_engine_stream(ph_engine *e, const char *method, const char *path,
                      long long body_len, ph_engine_data_cb data_cb, void *data_ud,
                      long timeout_s, long *http_status, ph_error_t *err);
 
-/* POST /build with an in-memory tar context.  Progress lines ("stream")
- * are passed to progress_cb (may be NULL) one line at a time; an "error"
- * line fails the build with that text.  buildargs/labels are JSON objects
- * (may be NULL).  Returns 0 and the image id in *image_id (malloc'd). */
+/* What a build tells as it goes (WATCH, may be NULL; either callback
+ * too): each line of the builder's text ("stream", and a pull's status
+ * lines without their bars) to LINE_CB, one line a call, without its
+ * newline; and the context's bytes as the Engine takes them, SENT of
+ * TOTAL, to SENT_CB. */
 typedef void (*ph_engine_line_cb)(void *ud, const char *line);
+typedef void (*ph_engine_sent_cb)(void *ud, unsigned long long sent, unsigned long long total);
+typedef struct ph_engine_build_watch {
+    ph_engine_line_cb line_cb;
+    ph_engine_sent_cb sent_cb;
+    void *ud;
+} ph_engine_build_watch;
+
+/* POST /build with an in-memory tar context, tagged TAG.  An "error" line
+ * fails the build with that text.  buildargs/labels are JSON objects (may
+ * be NULL).  Returns 0 and the image id in *image_id (malloc'd; IMAGE_ID
+ * may be NULL). */
 int ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *dockerfile,
                     const char *tag, json_t *buildargs, json_t *labels,
-                    ph_engine_line_cb progress_cb, void *ud, char **image_id, ph_error_t *err);
+                    const ph_engine_build_watch *watch, char **image_id, ph_error_t *err);
+/* The same for a caller that writes the builder's options itself: QUERY is
+ * /build's query, encoded, naming TAG as `t` ("t=app&dockerfile=..."); TAR
+ * NULL (TAR_LEN 0) sends no context, for one the Engine fetches
+ * (`remote=`). */
+int ph_engine_build_query(ph_engine *e, const char *query, const char *tag, const void *tar, size_t tar_len,
+                          const ph_engine_build_watch *watch, char **image_id, ph_error_t *err);
 
 /* GET /containers/{id}/archive?path=PATH streamed into data_cb (a tar). */
 int ph_engine_archive_get(ph_engine *e, const char *id, const char *path,

@@ -1,5 +1,6 @@
-/* ph_engine_build.c - POST /build: an in-memory tar context up, the
- * builder's JSON lines down (see ph_engine_build in ph_engine.h).
+/* ph_engine_build.c - POST /build: an in-memory tar context up (its bytes
+ * counted as the Engine takes them), the builder's JSON lines down (see
+ * ph_engine_build in ph_engine.h).
  *
  * The answer is parsed as it streams, in two bounded buffers (the JSON line,
  * LINE_MAX_LEN; one line of "stream" text, PROGRESS_MAX): lines may be split
@@ -38,8 +39,7 @@ ph_engine_mem_read_cb(void *ud, char *out, size_t len)
  * across chunks, and "stream" text is split across lines, so there are two
  * bounded buffers: one for the JSON line, one for the text line. */
 typedef struct build_ctx {
-    ph_engine_line_cb progress;
-    void *ud;
+    const ph_engine_build_watch *w; /* NULL: nothing told */
     char line[LINE_MAX_LEN];
     size_t len;
     int overlong;          /* the current JSON line passed LINE_MAX_LEN */
@@ -59,8 +59,8 @@ build_emit_text(build_ctx *b)
     while (l > 0 && b->text[l - 1] == '\r')
         l--;
     b->text[l] = '\0';
-    if (l > 0 && b->progress)
-        b->progress(b->ud, b->text);
+    if (l > 0 && b->w && b->w->line_cb)
+        b->w->line_cb(b->w->ud, b->text);
     b->text_len = 0;
 }
 
@@ -109,7 +109,7 @@ build_line(build_ctx *b, const char *line, size_t len)
     }
     if ((s = json_string_value(json_object_get(j, "stream"))) != NULL)
         build_add_text(b, s);
-    if ((s = json_string_value(json_object_get(j, "status"))) != NULL && b->progress) {
+    if ((s = json_string_value(json_object_get(j, "status"))) != NULL && b->w && b->w->line_cb) {
         /* Pull progress inside a build: show the steps, not the bars. */
         detail = json_object_get(j, "progressDetail");
         if (detail == NULL || json_object_size(detail) == 0) {
@@ -117,7 +117,7 @@ build_line(build_ctx *b, const char *line, size_t len)
             char one[PROGRESS_MAX];
 
             snprintf(one, sizeof one, "%s%s%s", id ? id : "", id ? ": " : "", s);
-            b->progress(b->ud, one);
+            b->w->line_cb(b->w->ud, one);
         }
     }
     if (b->error == NULL) {
@@ -163,48 +163,56 @@ build_data_cb(void *ud, const char *data, size_t len)
     return 0;
 }
 
-int
-ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *dockerfile, const char *tag,
-                json_t *buildargs, json_t *labels, ph_engine_line_cb progress_cb, void *ud, char **image_id,
-                ph_error_t *err)
+/* The context as the Engine reads it, its bytes told. */
+typedef struct build_upload {
+    ph_engine_mem m;
+    const ph_engine_build_watch *w;
+} build_upload;
+
+static ssize_t
+build_upload_cb(void *ud, char *out, size_t len)
+{
+    build_upload *u = ud;
+    ssize_t n = ph_engine_mem_read_cb(&u->m, out, len);
+
+    if (n > 0 && u->w && u->w->sent_cb)
+        u->w->sent_cb(u->w->ud, u->m.off, u->m.len);
+    return n;
+}
+
+/* Send R (POST /build, its query set), its context TAR, and read the
+ * builder's answer: the image TAG built, its id into *IMAGE_ID. */
+static int
+build_run(ph_engine *e, ph_engine_req *r, const char *tag, const void *tar, size_t tar_len,
+          const ph_engine_build_watch *w, char **image_id, ph_error_t *err)
 {
     char what[600];
-    ph_cleanup_free char *s_args = NULL, *s_labels = NULL;
-    ph_engine_mem m = { .data = tar, .len = tar_len };
-    ph_engine_req r = { .what = what, .method = "POST", .path = "/build", .content_type = "application/x-tar",
-                        .read_cb = ph_engine_mem_read_cb, .read_ud = &m, .body_len = (long long)tar_len,
-                        .data_cb = build_data_cb, .timeout_s = BUILD_TIMEOUT_S, .quiet = 1 };
+    build_upload up = { .m = { .data = tar, .len = tar_len }, .w = w };
     build_ctx *b = NULL;
     int rc = -1;
 
     if (image_id)
         *image_id = NULL;
     snprintf(what, sizeof what, "build `%.500s`", tag ? tag : "");
-    if (ph_engine_check(e, what, err) < 0 || ph_engine_check_str(tag, what, "image tag", err) < 0)
-        return -1;
-    if (tar == NULL || tar_len == 0)
-        return ph_bad_input(err, "%s: empty build context", what);
-    if (dockerfile == NULL || dockerfile[0] == '\0')
-        dockerfile = "Dockerfile";
-    if ((buildargs && !json_is_object(buildargs)) || (labels && !json_is_object(labels)))
-        return ph_bad_input(err, "%s: build args and labels must be JSON objects", what);
-    s_args = buildargs ? json_dumps(buildargs, JSON_COMPACT) : strdup("{}");
-    s_labels = labels ? json_dumps(labels, JSON_COMPACT) : strdup("{}");
-    if (s_args == NULL || s_labels == NULL)
-        return ph_fail(err, ENOMEM, "%s: encode build args and labels", what);
-    r.query[0] = PH_ENGINE_Q("t", tag);
-    r.query[1] = PH_ENGINE_Q("dockerfile", dockerfile);
-    r.query[2] = PH_ENGINE_Q("buildargs", s_args);
-    r.query[3] = PH_ENGINE_Q("labels", s_labels);
-    r.query[4] = PH_ENGINE_Q("rm", "1");
-    r.query[5] = PH_ENGINE_Q("forcerm", "1");
+    r->what = what;
+    r->method = "POST";
+    r->data_cb = build_data_cb;
+    r->timeout_s = BUILD_TIMEOUT_S;
+    r->quiet = 1;
+    if (tar != NULL) {
+        r->content_type = "application/x-tar";
+        r->read_cb = build_upload_cb;
+        r->read_ud = &up;
+        r->body_len = (long long)tar_len;
+    } else {
+        r->body_len = -1;
+    }
     b = calloc(1, sizeof *b); /* LINE_MAX_LEN is too much for the stack */
     if (b == NULL)
         return ph_fail(err, errno, "%s: allocate", what);
-    b->progress = progress_cb;
-    b->ud = ud;
-    r.data_ud = b;
-    if (ph_engine_call(e, &r, err) < 0)
+    b->w = w;
+    r->data_ud = b;
+    if (ph_engine_call(e, r, err) < 0)
         goto out;
     if (b->len > 0 && !b->overlong)
         build_line(b, b->line, b->len); /* a last line without its newline */
@@ -252,12 +260,66 @@ ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *docke
     }
     rc = 0;
 out:
-    if (b) {
-        free(b->error);
-        free(b->image_id);
-        free(b);
-    }
+    free(b->error);
+    free(b->image_id);
+    free(b);
     return rc;
+}
+
+int
+ph_engine_build(ph_engine *e, const void *tar, size_t tar_len, const char *dockerfile, const char *tag,
+                json_t *buildargs, json_t *labels, const ph_engine_build_watch *watch, char **image_id,
+                ph_error_t *err)
+{
+    char what[600];
+    ph_cleanup_free char *s_args = NULL, *s_labels = NULL;
+    ph_engine_req r = { .path = "/build" };
+
+    if (image_id)
+        *image_id = NULL;
+    snprintf(what, sizeof what, "build `%.500s`", tag ? tag : "");
+    if (ph_engine_check(e, what, err) < 0 || ph_engine_check_str(tag, what, "image tag", err) < 0)
+        return -1;
+    if (tar == NULL || tar_len == 0)
+        return ph_bad_input(err, "%s: empty build context", what);
+    if (dockerfile == NULL || dockerfile[0] == '\0')
+        dockerfile = "Dockerfile";
+    if ((buildargs && !json_is_object(buildargs)) || (labels && !json_is_object(labels)))
+        return ph_bad_input(err, "%s: build args and labels must be JSON objects", what);
+    s_args = buildargs ? json_dumps(buildargs, JSON_COMPACT) : strdup("{}");
+    s_labels = labels ? json_dumps(labels, JSON_COMPACT) : strdup("{}");
+    if (s_args == NULL || s_labels == NULL)
+        return ph_fail(err, ENOMEM, "%s: encode build args and labels", what);
+    r.query[0] = PH_ENGINE_Q("t", tag);
+    r.query[1] = PH_ENGINE_Q("dockerfile", dockerfile);
+    r.query[2] = PH_ENGINE_Q("buildargs", s_args);
+    r.query[3] = PH_ENGINE_Q("labels", s_labels);
+    r.query[4] = PH_ENGINE_Q("rm", "1");
+    r.query[5] = PH_ENGINE_Q("forcerm", "1");
+    return build_run(e, &r, tag, tar, tar_len, watch, image_id, err);
+}
+
+int
+ph_engine_build_query(ph_engine *e, const char *query, const char *tag, const void *tar, size_t tar_len,
+                      const ph_engine_build_watch *watch, char **image_id, ph_error_t *err)
+{
+    char what[600];
+    ph_cleanup_free char *path = NULL;
+    ph_engine_req r = { .raw = 1 };
+
+    if (image_id)
+        *image_id = NULL;
+    snprintf(what, sizeof what, "build `%.500s`", tag ? tag : "");
+    if (ph_engine_check(e, what, err) < 0 || ph_engine_check_str(tag, what, "image tag", err) < 0)
+        return -1;
+    if ((tar == NULL) != (tar_len == 0))
+        return ph_bad_input(err, "%s: a build context without its bytes, or of none", what);
+    if (asprintf(&path, "/build?%s", query ? query : "") < 0) {
+        path = NULL;
+        return ph_fail(err, ENOMEM, "%s: allocate", what);
+    }
+    r.path = path;
+    return build_run(e, &r, tag, tar, tar_len, watch, image_id, err);
 }
 
 int

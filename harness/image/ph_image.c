@@ -2,10 +2,13 @@
 #include "ph_image.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,18 +63,141 @@ image_there(ph_backend *b, const char *image, int *found, char **id, ph_error_t 
     return 0;
 }
 
-static void
-progress_cb(void *ud, const char *line)
-{
-    const char *who = ud;
-    size_t n = strlen(line);
-    char esc[2048];
+/* ---- what a build shows -------------------------------------------------- */
 
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-        n--;
-    /* What a Dockerfile's RUN prints comes through the Engine: escaped. */
-    if (n > 0 && ph_escape_mem(esc, sizeof esc, line, n, 0) > 0)
-        fprintf(stderr, "  [%s] %s\n", who, esc);
+#define BUILD_LOG_MAX (64ull << 20) /* of one build's log kept */
+
+/* A build as it goes: its progress on stderr (ph_image_progress.c, a
+ * status line on a terminal), its whole log in the user's cache
+ * (build-WHO-XXXXXX.log, else in TMPDIR), removed once the build
+ * succeeded and named in the error's hint when it failed. */
+typedef struct build_view {
+    ph_image_progress *p;
+    ph_engine_build_watch w;
+    FILE *log;
+    unsigned long long logged;
+    char path[PATH_MAX];
+} build_view;
+
+static void
+view_out_cb(void *ud, const char *s, size_t n)
+{
+    (void)ud;
+    fwrite(s, 1, n, stderr);
+    fflush(stderr);
+}
+
+static void
+view_log_cb(void *ud, const char *s, size_t n)
+{
+    static const char rest[] = "... (the log goes on: only its first 64 MiB are kept)\n";
+    build_view *v = ud;
+
+    if (v->log == NULL || v->logged > BUILD_LOG_MAX)
+        return;
+    if (v->logged + n > BUILD_LOG_MAX) {
+        s = rest;
+        n = sizeof rest - 1;
+        v->logged = BUILD_LOG_MAX;
+    }
+    fwrite(s, 1, n, v->log);
+    v->logged += n;
+}
+
+static void
+view_line_cb(void *ud, const char *line)
+{
+    ph_image_progress_line(((build_view *)ud)->p, line);
+}
+
+static void
+view_sent_cb(void *ud, unsigned long long sent, unsigned long long total)
+{
+    ph_image_progress_sent(((build_view *)ud)->p, sent, total);
+}
+
+/* The terminal's columns, 0 when unknown (the progress takes 80). */
+static int
+view_width(void)
+{
+    struct winsize ws;
+    const char *c = getenv("COLUMNS");
+    char *end = NULL;
+    long n;
+
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    n = c ? strtol(c, &end, 10) : 0;
+    return c && end != c && *end == '\0' && n > 0 && n < 10000 ? (int)n : 0;
+}
+
+/* The build of WHO's image begins; SAY is the status line's first text. */
+static int
+view_open(build_view *v, const char *who, const char *say, ph_error_t *err)
+{
+    ph_image_progress_opts o = { .who = who, .tty = isatty(STDERR_FILENO), .quiet = ph_log_get_level() < PH_LOG_INFO,
+                                 .out = view_out_cb, .log = view_log_cb, .log_ud = v };
+    char dir[PATH_MAX - 64], name[64];
+    const char *tmp = getenv("TMPDIR");
+    int fd;
+
+    memset(v, 0, sizeof *v);
+    o.width = o.tty ? view_width() : 0;
+    if ((v->p = ph_image_progress_new(&o)) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    v->w = (ph_engine_build_watch){ .line_cb = view_line_cb, .sent_cb = view_sent_cb, .ud = v };
+    /* No log file is no fault: the tail is still shown. */
+    if (ph_paths_cache_dir(dir, sizeof dir, 1) < 0)
+        snprintf(dir, sizeof dir, "%s", tmp && tmp[0] == '/' ? tmp : "/tmp");
+    ph_paths_safe_name(name, sizeof name, who);
+    snprintf(v->path, sizeof v->path, "%s/build-%s-XXXXXX.log", dir, name);
+    if ((fd = mkostemps(v->path, 4, O_CLOEXEC)) >= 0 && (v->log = fdopen(fd, "w")) == NULL)
+        close(fd);
+    if (v->log == NULL) {
+        ph_debug("keep no build log in %s: %s", dir, strerror(errno));
+        v->path[0] = '\0';
+    }
+    if (say != NULL)
+        ph_image_progress_say(v->p, say);
+    return 0;
+}
+
+/* The build ended with RC (0: IMAGE made).  A failure's tail is shown and
+ * its log kept, ended by the error, the hint naming it after any the
+ * error has. */
+static int
+view_close(build_view *v, int rc, const char *image, ph_error_t *err)
+{
+    int kept = 0;
+
+    if (v->log != NULL && rc < 0 && v->logged > 0 && err && *err) {
+        char esc[2 * sizeof (*err)->msg];
+        size_t n = ph_escape_mem(esc, sizeof esc - 1, (*err)->msg, strlen((*err)->msg), 0);
+
+        esc[n++] = '\n';
+        view_log_cb(v, esc, n);
+    }
+    if (v->log != NULL && fclose(v->log) == 0)
+        kept = rc < 0 && v->logged > 0;
+    v->log = NULL;
+    if (rc == 0) {
+        ph_image_progress_done(v->p, image);
+    } else {
+        ph_image_progress_failed(v->p);
+        if (kept && err && *err && (*err)->hint[0] != '\0') {
+            char was[sizeof (*err)->hint];
+
+            snprintf(was, sizeof was, "%s", (*err)->hint);
+            ph_error_hint(err, "%s; the whole build log: %s", was, v->path);
+        } else if (kept) {
+            ph_error_hint(err, "the whole build log: %s", v->path);
+        }
+    }
+    if (!kept && v->path[0] != '\0')
+        unlink(v->path);
+    ph_image_progress_free(v->p);
+    v->p = NULL;
+    return rc;
 }
 
 static int
@@ -146,52 +272,6 @@ q_add(char **q, size_t *len, size_t *cap, const char *key, const char *s)
     return 0;
 }
 
-/* The Engine's build output: JSON lines, cut anywhere by the transport. */
-typedef struct build_out {
-    const char *who;
-    char line[65536];
-    size_t len;
-    char *error, *id;
-} build_out;
-
-static void
-build_line(build_out *b)
-{
-    json_t *j;
-    const char *s;
-
-    b->line[b->len] = '\0';
-    j = json_loads(b->line, 0, NULL);
-    b->len = 0;
-    if (j == NULL)
-        return;
-    if ((s = json_string_value(json_object_get(j, "stream"))) != NULL)
-        progress_cb((void *)b->who, s);
-    if ((s = json_string_value(json_object_get(j, "error"))) != NULL && b->error == NULL)
-        b->error = strdup(s);
-    if ((s = json_string_value(json_object_get(json_object_get(j, "aux"), "ID"))) != NULL) {
-        free(b->id);
-        b->id = strdup(s);
-    }
-    json_decref(j);
-}
-
-static int
-build_data_cb(void *ud, const char *data, size_t len)
-{
-    build_out *b = ud;
-
-    for (size_t i = 0; i < len; i++) {
-        if (data[i] == '\n') {
-            build_line(b);
-        } else if (b->len + 1 < sizeof b->line) {
-            b->line[b->len++] = data[i];
-        }
-    }
-    return 0;
-}
-
-
 #define INLINE_DOCKERFILE ".profharness-dockerfile-inline"
 
 /* POST /build with every option of the service's `build:` the Engine's
@@ -204,24 +284,25 @@ build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv
     ph_tar_extra inl = { .name = INLINE_DOCKERFILE, .data = s->build_dockerfile_inline,
                          .len = s->build_dockerfile_inline ? strlen(s->build_dockerfile_inline) : 0, .mode = 0644 };
     json_t *args = json_object(), *labels = json_object(), *cache = json_array();
-    char *q = NULL, *path = NULL, *sa = NULL, *sl = NULL, *sc = NULL, hosts[4096] = "", num[32];
+    char *q = NULL, *sa = NULL, *sl = NULL, *sc = NULL, hosts[4096] = "", num[32], say[PATH_MAX + 600];
     size_t qlen = 0, qcap = 0, tar_len = 0;
     void *tar = NULL;
-    build_out *b = calloc(1, sizeof *b);
-    ph_engine_mem m;
+    build_view view = { 0 };
     long st = 0;
-    int rc = -1;
+    int rc = -1, built;
 
-    if (b == NULL || args == NULL || labels == NULL || cache == NULL) {
+    if (args == NULL || labels == NULL || cache == NULL) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
-    b->who = s->name;
-    ph_info("%s: building %s from %s%s%s", s->name, image, s->build_context, s->build_target ? ", target " : "",
-            s->build_target ? s->build_target : "");
+    snprintf(say, sizeof say, "building %s from %s%s%s", image, s->build_context, s->build_target ? ", target " : "",
+             s->build_target ? s->build_target : "");
+    if (view_open(&view, s->name, say, err) < 0)
+        goto out;
     if (!s->build_remote && ph_tar_context_build(s->build_context, &inl, s->build_dockerfile_inline ? 1 : 0,
                                                  PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
         ph_error_wrap(err, "%s: build context", s->name);
+        view_close(&view, -1, image, err);
         goto out;
     }
     /* A build arg with no value comes from the project's environment. */
@@ -255,22 +336,14 @@ build_service(ph_engine *e, const ph_service *s, const char *image, const ph_kvv
         (s->build_no_cache && q_add(&q, &qlen, &qcap, "nocache", "1") < 0) ||
         (s->build_pull && q_add(&q, &qlen, &qcap, "pull", "1") < 0) ||
         (s->build_shm_size >= 0 && (snprintf(num, sizeof num, "%lld", s->build_shm_size),
-                                    q_add(&q, &qlen, &qcap, "shmsize", num) < 0)) ||
-        asprintf(&path, "/build?%s", q) < 0) {
-        path = NULL;
+                                    q_add(&q, &qlen, &qcap, "shmsize", num) < 0))) {
         ph_fail(err, ENOMEM, "allocate");
+        view_close(&view, -1, image, err);
         goto out;
     }
-    m = (ph_engine_mem){ tar, tar_len, 0 };
-    if (ph_engine_stream(e, "POST", path, tar ? "application/x-tar" : NULL, tar ? ph_engine_mem_read_cb : NULL, &m,
-                         tar ? (long long)tar_len : -1, build_data_cb, b, 3600, &st, err) < 0)
+    built = ph_engine_build_query(e, q, image, tar, tar_len, &view.w, NULL, err);
+    if (view_close(&view, built, image, err) < 0)
         goto out;
-    if (b->len > 0)
-        build_line(b);
-    if (b->error != NULL) {
-        ph_fail(err, 0, "%s", b->error);
-        goto out;
-    }
     for (size_t i = 0; i < s->build_tags.n; i++) {
         char tpath[1200], *repo = strdup(s->build_tags.v[i]), *colon;
 
@@ -297,13 +370,7 @@ out:
     free(sl);
     free(sc);
     free(q);
-    free(path);
     free(tar);
-    if (b) {
-        free(b->error);
-        free(b->id);
-    }
-    free(b);
     return rc;
 }
 
@@ -479,6 +546,7 @@ ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set 
     void *tar = NULL;
     size_t tar_len = 0;
     char *id = NULL;
+    build_view v;
     ph_engine *e;
     int found = 0, rc = -1;
 
@@ -500,12 +568,16 @@ ph_image_ensure_tools(ph_backend *b, const char *data_dir, const ph_profile_set 
         ph_info("building the tools image %s (from %s; tools: %s)", ti->tag, TOOLS_BASE, ti->tools);
         args = json_pack("{s:s, s:s, s:s}", "BASE_IMAGE", TOOLS_BASE, "PACKAGES", ti->packages, "TOOLS", ti->tools);
         labels = json_pack("{s:s}", PH_LABEL_INPUTS, ti->tag + strlen("profharness-tools:"));
-        if (ph_engine_build(e, tar, tar_len, "Dockerfile", ti->tag, args, labels, progress_cb, "tools", &id, err) < 0) {
+        if (view_open(&v, "tools image", NULL, err) < 0)
+            goto out;
+        if (ph_engine_build(e, tar, tar_len, "Dockerfile", ti->tag, args, labels, &v.w, &id, err) < 0) {
             ph_error_wrap(err, "build the tools image");
             ph_error_hint(err, "it is built from %s, which must be on the Engine (scripts/base-image.sh makes it), "
                           "and installs Debian packages (%s)", TOOLS_BASE, ti->packages);
+            view_close(&v, -1, ti->tag, err);
             goto out;
         }
+        view_close(&v, 0, ti->tag, err);
     }
     *tag_out = strdup(ti->tag);
     rc = *tag_out ? 0 : ph_fail(err, ENOMEM, "allocate");
@@ -755,6 +827,7 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
                 const ph_profile_set *profiles, const ph_image_facts *facts, char **tag_out, ph_error_t *err)
 {
     ph_engine *e;
+    build_view v;
     char shim[4096], sampler[4096], name[128], tag[256];
     json_t *labels = NULL;
     char *dockerfile = NULL, *tools = NULL, *id = NULL;
@@ -824,7 +897,10 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
         }
         labels = json_pack("{s:s, s:s, s:s}", PH_LABEL_INPUTS, tag + strlen(name) + strlen("-profiling:"),
                            PH_LABEL_PM, ph_image_facts_pm(facts), PH_LABEL_LIBC, ph_image_facts_libc(facts));
-        if (ph_engine_build(e, tar, tar_len, "Dockerfile", tag, NULL, labels, progress_cb, "profiling", &id, err) < 0) {
+        if (view_open(&v, "profiling image", NULL, err) < 0)
+            goto out;
+        if (view_close(&v, ph_engine_build(e, tar, tar_len, "Dockerfile", tag, NULL, labels, &v.w, &id, err), tag,
+                       err) < 0) {
             ph_error_wrap(err, "build profiling image for `%s`", service_image);
             goto out;
         }

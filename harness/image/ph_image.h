@@ -162,6 +162,52 @@ const char *ph_image_unfit(const ph_profile *p, const ph_image_facts *f, char *b
 int ph_image_dockerfile(const ph_image_facts *f, const char *base, const char *tools_image, const ph_strv *packages,
                         char **out, ph_error_t *err);
 
+/* ---- ph_image_progress.c ------------------------------------------------- */
+
+/* What an image build shows while it runs, made of what it is given: the
+ * context's bytes sent and the builder's text lines in, text out through
+ * OUT.  On a terminal (TTY) one status line per build, redrawn in place
+ * ("\r", the text cut to WIDTH - 1 columns, ESC[K) only when its text
+ * changes: "front: sending build context 34 MiB / 80 MiB", then "front:
+ * step 3/8 RUN apt-get ..."; at the end one line is left: "front: built
+ * IMAGE (8 steps: 3 run, 5 from the build cache)", or for a build that ran
+ * no step "front: IMAGE up to date, from the build cache (8 steps)".  Off
+ * a terminal no carriage return: a line per step that runs (cut to
+ * PH_IMAGE_PROGRESS_LINE_MAX columns), then that last line.  QUIET shows
+ * nothing but a failure.  Every line of the builder's text goes to LOG (a
+ * line a call, "\n" ended; may be NULL) and its last PH_IMAGE_PROGRESS_TAIL
+ * are kept: a failure clears the status line and shows them, its step's
+ * line first.  All of it is escaped (ph_escape.h): a Dockerfile's line,
+ * and what its RUN printed, are untrusted.  A code point of U+1100 or
+ * above counts two columns (it may be wide).  Pure: no I/O but OUT and
+ * LOG; not thread-safe. */
+#define PH_IMAGE_PROGRESS_TAIL 20
+#define PH_IMAGE_PROGRESS_LINE_MAX 200
+typedef void (*ph_image_progress_out_cb)(void *ud, const char *text, size_t len);
+typedef struct ph_image_progress_opts {
+    const char *who;   /* what leads each line: "front", "tools image" */
+    int tty;
+    int width;         /* the terminal's columns (< 20: 80) */
+    int quiet;
+    ph_image_progress_out_cb out, log;
+    void *out_ud, *log_ud;
+} ph_image_progress_opts;
+typedef struct ph_image_progress ph_image_progress;
+
+/* NULL when out of memory. */
+ph_image_progress *ph_image_progress_new(const ph_image_progress_opts *o);
+void ph_image_progress_free(ph_image_progress *p);
+/* The status line's text until there is more to say (a terminal only). */
+void ph_image_progress_say(ph_image_progress *p, const char *what);
+/* SENT of the context's TOTAL bytes have gone (a terminal only). */
+void ph_image_progress_sent(ph_image_progress *p, unsigned long long sent, unsigned long long total);
+/* One line of the builder's text, without its newline. */
+void ph_image_progress_line(ph_image_progress *p, const char *line);
+/* The build made IMAGE: the last line. */
+void ph_image_progress_done(ph_image_progress *p, const char *image);
+/* The build failed: the status line cleared, the tail shown. */
+void ph_image_progress_failed(ph_image_progress *p);
+
 /* ---- ph_image_prune.c ---------------------------------------------------- */
 
 /* What prune removes, from the Engine's IMAGES (GET /images/json) and

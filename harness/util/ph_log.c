@@ -55,7 +55,7 @@ ph_log(enum ph_log_level level, const char *fmt, ...)
      * no byte of them may reach the terminal as a control. */
     ph_escape_mem(esc, sizeof esc, line, strlen(line), 0);
     if (level == PH_LOG_INFO)
-        fprintf(stderr, "profharness: %s\n", esc);
+        fprintf(stderr, PH_LOG_PREFIX "%s\n", esc);
     else
-        fprintf(stderr, "profharness: %s: %s\n", names[level], esc);
+        fprintf(stderr, PH_LOG_PREFIX "%s: %s\n", names[level], esc);
 }

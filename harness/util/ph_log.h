@@ -6,6 +6,9 @@
 #ifndef PH_LOG_H
 #define PH_LOG_H
 
+/* What leads every line the harness prints on stderr. */
+#define PH_LOG_PREFIX "profharness: "
+
 enum ph_log_level { PH_LOG_ERROR = 0, PH_LOG_WARN, PH_LOG_INFO, PH_LOG_DEBUG };
 
 void ph_log_set_level(enum ph_log_level level);

@@ -139,3 +139,41 @@ ph_paths_absolute(const char *path, char *buf, size_t len, ph_error_t *err)
     memcpy(buf, outp, o + 1);
     return 0;
 }
+
+int
+ph_paths_cache_dir(char *buf, size_t len, int make)
+{
+    const char *base = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+
+    if (base != NULL && base[0] == '/')
+        n = snprintf(buf, len, "%s/profharness", base);
+    else if (home != NULL && home[0] == '/')
+        n = snprintf(buf, len, "%s/.cache/profharness", home);
+    else
+        return -1;
+    if (n < 0 || (size_t)n >= len)
+        return -1;
+    if (!make)
+        return 0;
+    for (char *sl = buf + 1; (sl = strchr(sl, '/')) != NULL; sl++) { /* mkdir -p */
+        *sl = '\0';
+        mkdir(buf, 0700);
+        *sl = '/';
+    }
+    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+void
+ph_paths_safe_name(char *buf, size_t len, const char *s)
+{
+    size_t n = 0;
+
+    for (; len > 0 && s[n] != '\0' && n + 1 < len; n++) {
+        unsigned char ch = (unsigned char)s[n];
+
+        buf[n] = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ? (char)ch : '-';
+    }
+    if (len > 0)
+        buf[n] = '\0';
+}

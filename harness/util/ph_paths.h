@@ -41,6 +41,16 @@ void ph_paths_lib_dir(const char *data, char *buf, size_t len);
 /* LIB_DIR(DATA)/NAME into BUF: where the shim or the sampler is. */
 void ph_paths_lib_file(const char *data, const char *name, char *buf, size_t len);
 
+/* The user's cache folder for profharness into BUF: $XDG_CACHE_HOME/profharness
+ * when XDG_CACHE_HOME is absolute, else $HOME/.cache/profharness; made (mode
+ * 0700, its parents too) when MAKE.  -1 when there is none, or it cannot be
+ * made. */
+int ph_paths_cache_dir(char *buf, size_t len, int make);
+
+/* S as a part of a file name into BUF: every byte but [A-Za-z0-9] made
+ * '-' (always terminated, cut to fit). */
+void ph_paths_safe_name(char *buf, size_t len, const char *s);
+
 /* PATH made absolute against the working directory (nothing resolved, "."
  * and ".." segments folded, no trailing '/').  -1 and *err when it does not
  * fit or the working directory cannot be had. */

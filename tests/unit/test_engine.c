@@ -348,7 +348,7 @@ test_arguments_checked(void **state)
     EXPECT_BAD(ph_engine_containers_by_label(e, none, 0, &out, &err));
     EXPECT_BAD(ph_engine_containers_by_label(e, none, 1, &out, &err));
     EXPECT_BAD(ph_engine_archive_get(e, "x", "", NULL, NULL, &err));
-    EXPECT_BAD(ph_engine_build(e, NULL, 0, NULL, "t", NULL, NULL, NULL, NULL, &id, &err));
+    EXPECT_BAD(ph_engine_build(e, NULL, 0, NULL, "t", NULL, NULL, NULL, &id, &err));
     EXPECT_BAD(ph_engine_network_ensure(e, "", NULL, &err));
     EXPECT_BAD(ph_engine_container_logs(e, "x", 0, -1, -1, &err));
     /* A path past 64 KiB (labels travel in the URL) is refused before it
@@ -678,7 +678,8 @@ test_build(void **state)
     (void)state;
     n = tar_end(tar, tar_add(tar, 0, sizeof tar, "Dockerfile", "FROM debian:bookworm-slim\nRUN echo built > /x\n"));
     labels = json_pack("{s:s}", LABEL_KEY, label_val);
-    assert_int_equal(ph_engine_build(e, tar, n, "Dockerfile", tag, NULL, labels, line_cb, &l, &id, &err), 0);
+    assert_int_equal(ph_engine_build(e, tar, n, "Dockerfile", tag, NULL, labels,
+                                     &(ph_engine_build_watch){ .line_cb = line_cb, .ud = &l }, &id, &err), 0);
     assert_non_null(id);
     assert_int_equal(strncmp(id, "sha256:", 7), 0);
     assert_true(l.n >= 2);
@@ -700,14 +701,14 @@ test_build(void **state)
 
     /* A failing step: the builder's error text, not a generic one. */
     n = tar_end(tar, tar_add(tar, 0, sizeof tar, "Dockerfile", "FROM debian:bookworm-slim\nRUN false\n"));
-    assert_int_equal(ph_engine_build(e, tar, n, "Dockerfile", tag, NULL, labels, NULL, NULL, &id, &err), -1);
+    assert_int_equal(ph_engine_build(e, tar, n, "Dockerfile", tag, NULL, labels, NULL, &id, &err), -1);
     assert_null(id);
     snprintf(want, sizeof want, "build `%s`: The command '/bin/sh -c false' returned a non-zero code: 1", tag);
     assert_string_equal(err->msg, want);
     ph_error_free(&err);
 
     /* A missing Dockerfile: the Engine refuses the request itself. */
-    assert_int_equal(ph_engine_build(e, tar, n, "Nope.Dockerfile", tag, NULL, labels, NULL, NULL, &id, &err), -1);
+    assert_int_equal(ph_engine_build(e, tar, n, "Nope.Dockerfile", tag, NULL, labels, NULL, &id, &err), -1);
     assert_non_null(strstr(err->msg, "Nope.Dockerfile"));
     ph_error_free(&err);
     json_decref(labels);
@@ -907,7 +908,20 @@ fake_engine_client(void)
 typedef struct seen {
     char text[8][64];
     int n;
+    unsigned long long sent, total; /* the last the upload told */
+    int sent_calls, backwards;
 } seen;
+
+static void
+sent_cb(void *ud, unsigned long long sent, unsigned long long total)
+{
+    seen *s = ud;
+
+    s->backwards |= sent < s->sent || sent > total;
+    s->sent = sent;
+    s->total = total;
+    s->sent_calls++;
+}
 
 static void
 seen_cb(void *ud, const char *line)
@@ -943,7 +957,14 @@ test_build_stream_parsing(void **state)
     /* Lines split every 5 bytes, "stream" text split across lines, a
      * progress bar (not shown), a line that is not JSON (skipped), a last
      * line without a newline. */
-    assert_int_equal(ph_engine_build(x, tar, sizeof tar, NULL, "ok", NULL, NULL, seen_cb, &s, &id, &err), 0);
+    assert_int_equal(ph_engine_build(x, tar, sizeof tar, NULL, "ok", NULL, NULL,
+                                     &(ph_engine_build_watch){ .line_cb = seen_cb, .sent_cb = sent_cb, .ud = &s },
+                                     &id, &err), 0);
+    /* the context's bytes told as they went, all of them at the end */
+    assert_true(s.sent_calls >= 1);
+    assert_false(s.backwards);
+    assert_int_equal(s.sent, sizeof tar);
+    assert_int_equal(s.total, sizeof tar);
     assert_string_equal(id, "sha256:fake");
     free(id);
     id = NULL;
@@ -955,13 +976,13 @@ test_build_stream_parsing(void **state)
     assert_string_equal(s.text[4], "no newline at the end");
 
     /* No aux ID: the image is found by its tag. */
-    assert_int_equal(ph_engine_build(x, tar, sizeof tar, NULL, "noaux", NULL, NULL, NULL, NULL, &id, &err), 0);
+    assert_int_equal(ph_engine_build(x, tar, sizeof tar, NULL, "noaux", NULL, NULL, NULL, &id, &err), 0);
     assert_string_equal(id, "sha256:inspected");
     free(id);
     id = NULL;
 
     /* A line past the bound is dropped, and the error after it still wins. */
-    assert_int_equal(ph_engine_build(x, tar, sizeof tar, NULL, "long", NULL, NULL, NULL, NULL, &id, &err), -1);
+    assert_int_equal(ph_engine_build(x, tar, sizeof tar, NULL, "long", NULL, NULL, NULL, &id, &err), -1);
     assert_null(id);
     assert_string_equal(err->msg, "build `long`: boom");
     ph_error_free(&err);
