@@ -211,7 +211,7 @@ ph_cmd_compare(const ph_global_opts *g, int argc, char **argv)
     char a[PATH_MAX], b[PATH_MAX], html_default[PATH_MAX + 32], outdir[PATH_MAX], why[1024], *failed = NULL, *end;
     int c, no_html = 0, rc;
 
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case O_FORMAT:
             if (strcmp(optarg, "text") == 0)
