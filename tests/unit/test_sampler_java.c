@@ -132,21 +132,45 @@ run_java(const char *opts, const char *flag, const char *n, const char *secs)
     return st;
 }
 
+/* The split of CPU time HotCool measured itself (per cent in
+ * hot_seventy_five; its line "HotCool: hot NS cool NS" in test_dir/output). */
+static double
+measured_hot(void)
+{
+    char path[400];
+    const char *out, *p;
+    long long hot, cool;
+
+    snprintf(path, sizeof path, "%s/output", test_dir);
+    out = read_text(path);
+    assert_non_null(out);
+    p = strstr(out, "HotCool: hot ");
+    assert_non_null(p);
+    assert_int_equal(sscanf(p, "HotCool: hot %lld cool %lld", &hot, &cool), 2);
+    assert_true(hot > 0 && cool > 0);
+    return 100.0 * (double)hot / (double)(hot + cool);
+}
+
 /* The shares (per cent) of hot_seventy_five and cool_twenty_five in the
  * samples of HotCool.main (the JVM's own start and compiler threads
- * apart), which must be most of FOLDED's. */
+ * apart), which must be most of FOLDED's.  The truth they are held to
+ * is the CPU time the program measured in each (the interpreter runs the
+ * two at one cost per unit, 75/25; a JIT's two loops need not cost the
+ * same: 68/32 once); and the workload must still be mostly hot. */
 static void
 shares(const char *folded, double *hot, double *cool)
 {
-    double total, main_ = samples_with(folded, ";HotCool.main_[j]", &total, NULL);
+    double total, main_ = samples_with(folded, ";HotCool.main_[j]", &total, NULL), truth = measured_hot();
 
     *hot = 100 * samples_with(folded, ";HotCool.main_[j];HotCool.hot_seventy_five_[j]", NULL, NULL) / main_;
     *cool = 100 * samples_with(folded, ";HotCool.main_[j];HotCool.cool_twenty_five_[j]", NULL, NULL) / main_;
-    print_message("# %.0f samples, %.0f in HotCool.main: hot_seventy_five %.1f %%, cool_twenty_five %.1f %%\n", total,
-                  main_, *hot, *cool);
+    print_message("# %.0f samples, %.0f in HotCool.main: hot_seventy_five %.1f %%, cool_twenty_five %.1f %% "
+                  "(measured by the program: %.1f %% / %.1f %%)\n",
+                  total, main_, *hot, *cool, truth, 100 - truth);
     assert_true(main_ >= 300 && main_ / total > 0.6);
-    assert_true(fabs(*hot - 75) <= 5);
-    assert_true(fabs(*cool - 25) <= 5);
+    assert_true(truth >= 55 && truth <= 90);
+    assert_true(fabs(*hot - truth) <= 5);
+    assert_true(fabs(*cool - (100 - truth)) <= 5);
 }
 
 /* The share (per cent) of FOLDED's samples whose stack holds FRAME. */

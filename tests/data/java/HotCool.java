@@ -3,6 +3,9 @@
 // the main thread has used SECS of CPU time.  Each unit is one call of a
 // small step method per iteration, so a JIT inlines them (mixHot into hot,
 // mixCool into cool) and the interpreter (-Xint) runs both at one cost.
+// A JIT need not: its code for the two loops may differ in cost, so the
+// program measures the CPU time each took and prints the split at exit
+// ("HotCool: hot NS cool NS"), the truth a sampler's shares are held to.
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 
@@ -33,12 +36,19 @@ public final class HotCool {
         long n = Long.parseLong(args[0]);
         long end = (long) (Double.parseDouble(args[1]) * 1e9);
         ThreadMXBean t = ManagementFactory.getThreadMXBean();
-        long x = 1;
+        long x = 1, hot = 0, cool = 0, now = t.getCurrentThreadCpuTime();
 
-        while (t.getCurrentThreadCpuTime() < end) {
+        while (now < end) {
+            long mid;
+
             x = hot_seventy_five(x, n);
+            mid = t.getCurrentThreadCpuTime();
+            hot += mid - now;
             x = cool_twenty_five(x, n);
+            now = t.getCurrentThreadCpuTime();
+            cool += now - mid;
             sink = x;
         }
+        System.out.println("HotCool: hot " + hot + " cool " + cool);
     }
 }
