@@ -28,6 +28,7 @@
 #include "ph_folded.h"
 #include "ph_lines.h"
 #include "ph_perfmap.h"
+#include "ph_signal.h"
 
 typedef struct span {
     const char *p;
@@ -821,7 +822,14 @@ static inline int
 line_cb(void *ctx, const char *line, size_t len, size_t lineno, ph_error_t *err)
 {
     ph_collapse *c = ctx;
+    int sig;
 
+    /* A hostile input can make a line slow (a JIT map's names, deep
+     * stacks): an interrupt ends the collapse at the next line. */
+    if ((sig = ph_interrupted()) != 0) {
+        c->line_failed = 1;
+        return ph_interrupt_fail(err, sig);
+    }
     if (line == NULL) {
         c->st.lines++;
         c->st.long_lines++;
@@ -1028,6 +1036,12 @@ ph_collapse_write(ph_collapse *c, FILE *out, ph_error_t *err)
     qsort_r(order, n, sizeof *order, cmp_stacks, &sc);
     for (size_t i = 0; i < n; i++) {
         ph_folded_stack s = ph_folded_get_stack(c->out, order[i]);
+        int sig;
+
+        if ((i & 4095) == 0 && (sig = ph_interrupted()) != 0) {
+            ph_interrupt_fail(err, sig);
+            goto out;
+        }
         for (uint32_t d = 0; d < s.depth; d++) {
             size_t len;
             const char *name = ph_folded_name(c->out, s.frames[d], &len);

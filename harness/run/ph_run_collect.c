@@ -587,7 +587,8 @@ stop_one(ph_run *r, const ph_workload *listed, int signalled, ph_error_t *err)
         goto keep;
     }
     ph_run_after_exit(r, c, cr.p, svcfd); /* what runtimes wrote as they exited: HotSpot's perf map */
-    ph_run_convert(r, c, cr.p); /* perf: folded stacks, flamegraph, pprof beside perf.data */
+    if (ph_run_convert(r, c, cr.p, err) < 0) /* perf: folded stacks, flamegraph, pprof beside perf.data */
+        goto keep;
     if (b->ops->inspect(b, id, &fresh, &found, err) < 0)
         goto keep;
     cr.oom_killed = found && fresh.oom_killed;

@@ -43,6 +43,7 @@
  * `profharness collapse perf` command).
  */
 #include "ph_run_int.h"
+#include "ph_signal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -369,6 +370,10 @@ script_cb(void *ud, const char *data, size_t len)
     script *s = ud;
     uint64_t max = s->x->max_bytes, room = max == PH_TAR_NO_LIMIT ? UINT64_MAX : max - s->bytes;
     char v[32];
+    int sig;
+
+    if ((sig = ph_interrupted()) != 0)
+        return ph_interrupt_fail(s->err, sig);
 
     if (len > room) {
         s->over = 1;
@@ -724,7 +729,9 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     /* Beside where the run will land: WORK/in (the converter's input),
      * WORK/maps (the run's JIT maps), WORK/out (what goes back into the
      * container, then the run). */
-    snprintf(work, sizeof work, "%s/%s/.convert-XXXXXX", r->opts.out_dir, c->service);
+    /* named as the run dir's temp entries are, so that a retry after a
+     * kill (SIGKILL: no unwinding) removes it as it removes theirs */
+    snprintf(work, sizeof work, "%s/%s/" PH_RUNDIR_TEMP_PREFIX "convert-XXXXXX", r->opts.out_dir, c->service);
     if (mkdtemp(work) == NULL) {
         work[0] = '\0';
         ph_fail(err, errno, "create a temp dir in `%s/%s`", r->opts.out_dir, c->service);
@@ -792,41 +799,51 @@ out:
     return rc;
 }
 
-void
-ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p)
+int
+ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p, ph_error_t *err)
 {
-    ph_run_convert_from(r, NULL, c, p);
+    return ph_run_convert_from(r, NULL, c, p, err);
 }
 
-void
-ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p)
+int
+ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, ph_error_t *err)
 {
     const char *service = c->service;
     const ph_profile_convert *conv;
-    ph_error_t err = NULL;
+    ph_error_t e = NULL;
     ph_stage *st;
+    int rc, sig;
 
     if (p == NULL)
-        return;
+        return 0;
     conv = c->attached ? &p->attach.convert : &p->convert;
     if (conv->command.n == 0)
-        return;
+        return 0;
     st = ph_stage_beginf("profiler", 0, "convert what %s wrote", p->name);
-    switch (ph_run_stage_done(st, convert(r, src, c, p, conv, &err), &err)) {
+    ph_interrupt_begin(); /* a temp dir exists: a signal only sets a flag, the conversion ends at its next line */
+    rc = ph_run_stage_done(st, convert(r, src, c, p, conv, &e), &e);
+    ph_interrupt_end();
+    if ((sig = ph_interrupted()) != 0) {
+        ph_error_free(&e);
+        ph_interrupt_fail(err, sig);
+        return ph_error_wrap(err, "%s: the conversion of what %s wrote", service, p->name);
+    }
+    switch (rc) {
     case 0:
-        return;
+        return 0;
     case 1:
         /* perf.data is whole: it holds no sample, as the sampler's modes
          * say of an idle run */
         ph_warn("%s: %s recorded no samples, so there is no profile to draw: the service was on no CPU where %s "
                 "looks (user space) while it ran; what %s wrote is collected as it is", service, p->name, p->name,
                 p->name);
-        return;
+        return 0;
     default:
         break;
     }
-    ph_warn("%s: the conversion failed: %s", service, err->msg);
+    ph_warn("%s: the conversion failed: %s", service, e->msg);
     ph_warn("%s: what %s wrote is collected as it is; convert by hand with `%s`, then `profharness collapse "
             "perf` and `profharness flamegraph`", service, p->name, conv->command.v[0]);
-    ph_error_free(&err);
+    ph_error_free(&e);
+    return 0;
 }

@@ -224,14 +224,16 @@ int ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const p
 
 /* ph_run_convert.c: C (a profiled or attach container that has exited)
  * gets its profile P's (the started one) `convert` outputs in its {out} before collection
- * (stacks.folded, flamegraph.svg, profile.pb.gz).  Never fails the stop:
- * on a failure the run is collected as it is and a warning says how to
- * convert by hand. */
-void ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p);
+ * (stacks.folded, flamegraph.svg, profile.pb.gz).  A failed conversion
+ * does not fail the stop: the run is collected as it is and a warning says
+ * how to convert by hand.  An interrupt (SIGINT, SIGTERM, SIGHUP) ends it
+ * at the next line of the converter's output, its temp dir removed, and
+ * does: -1, *ERR "interrupted by SIG…" (the caller keeps the container). */
+int ph_run_convert(ph_run *r, const ph_workload *c, const ph_profile *p, ph_error_t *err);
 /* The same for C on another backend, SRC (a Swarm task, or a container
  * on a node): its files are read and the outputs put back through SRC,
  * the converter runs on R's own backend (the manager).  SRC NULL: R's. */
-void ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p);
+int ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, ph_error_t *err);
 
 /* Where the tools tree's programs are, in a profiling image or the tools image. */
 #define PH_TOOLS_BIN "/opt/profharness/tools/bin"

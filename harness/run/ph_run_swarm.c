@@ -307,12 +307,13 @@ ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service 
 
     task_dir_name(w, name, sizeof name);
     snprintf(svc_shown, sizeof svc_shown, "%s/%s", s->name, run);
+    /* perf: folded stacks, flamegraph, pprof beside perf.data, the
+     * converter on the manager (an interrupt leaves the task as it is) */
+    if (why == NULL && ph_run_convert_from(r, b, w, pp, &sub) < 0)
+        why = sub->msg;
     if (why == NULL) {
         ph_stage *st;
 
-        /* perf: folded stacks, flamegraph, pprof beside perf.data, the
-         * converter on the manager */
-        ph_run_convert_from(r, b, w, pp);
         st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
 
         if (ph_run_stage_done(st, ph_rundir_complete(&rs, &steps, &tc.done, &sub), &sub) < 0)

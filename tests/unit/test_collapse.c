@@ -6,10 +6,13 @@
  * The whole of FlameGraph's own suite is tests/43-collapse.bats. */
 #include "test_util.h"
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "ph_collapse.h"
+#include "ph_signal.h"
 
 /* Collapse IN with O (NULL: defaults), fed in chunks of CHUNK bytes (0:
  * whole); the folded output, malloc'd; stats in *ST when not NULL. */
@@ -561,6 +564,59 @@ test_unnamed_dsos(void **state)
     ph_collapse_free(c);
 }
 
+/* An interrupt ends a collapse at its next line, and its writing: a
+ * hostile map can make each line slow (issue: Ctrl-C waited 281 s for
+ * the whole collapse).  In a child: a caught interrupt stays caught for
+ * the process's life.  The child's exit: 0, or which check failed. */
+static int
+interrupted_child(void)
+{
+    static const char sample[] = "demo 1/1 1.0: 1 cycles:\n\t 401000 main+0x0 (/usr/bin/demo)\n\n";
+    ph_error_t err = NULL;
+    ph_collapse *c = ph_collapse_new(NULL, &err);
+    char *out = NULL;
+    size_t outlen = 0;
+    FILE *f;
+
+    if (c == NULL || ph_collapse_feed(c, sample, strlen(sample), &err) != 0)
+        return 1;
+    signal(SIGINT, SIG_DFL);
+    ph_interrupt_begin();
+    raise(SIGINT); /* only a flag inside the section */
+    if (ph_collapse_feed(c, sample, strlen(sample), &err) != -1)
+        return 2;
+    if (err == NULL || err->status != 130 || strcmp(err->msg, "interrupted by SIGINT") != 0)
+        return 3;
+    ph_error_free(&err);
+    if (ph_collapse_get_stats(c)->samples != 1)
+        return 4; /* the line after the signal was not parsed */
+    f = open_memstream(&out, &outlen);
+    if (ph_collapse_write(c, f, &err) != -1 || err == NULL || err->status != 130)
+        return 5;
+    fclose(f);
+    free(out);
+    ph_error_free(&err);
+    ph_collapse_free(c);
+    return 0;
+}
+
+static void
+test_interrupted(void **state)
+{
+    pid_t pid;
+    int st;
+
+    (void)state;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(interrupted_child());
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the interrupted collapse: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
+}
+
 int
 main(void)
 {
@@ -579,6 +635,7 @@ main(void)
         cmocka_unit_test(test_perf_map_hostile),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_unnamed_dsos),
+        cmocka_unit_test(test_interrupted),
     };
     return cmocka_run_group_tests_name("collapse", tests, NULL, NULL);
 }

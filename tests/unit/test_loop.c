@@ -965,6 +965,142 @@ test_interrupted_extraction(void **state)
         fail_msg("the interrupted stop: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
 }
 
+/* A conversion interrupted: SIGINT as the converter's `perf script`
+ * starts (a hostile perf map can make its collapse take minutes).  The
+ * stop ends then, with 130, instead of when the conversion is done: its
+ * outputs never put back, the container kept, nothing left on the host.
+ * (Before: the whole conversion ran first, its outputs put into the
+ * container, and only the collection's section saw the signal.) */
+static void
+raise_sigint(void *ud, const ph_fake_call *c)
+{
+    (void)ud;
+    (void)c;
+    raise(SIGINT);
+}
+
+static int
+interrupted_conversion_child(void)
+{
+    static const char script[] = "demo 1/1 1.000000: 2000000 cpu-clock:u:\n"
+                                 "\t    401000 serve+0x0 (/usr/bin/demo)\n"
+                                 "\t    402000 main+0x0 (/usr/bin/demo)\n\n";
+    char cmd[PATH_MAX + 64];
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    ph_workload w;
+    ph_fake_wl *t;
+
+    signal(SIGINT, SIG_DFL);
+    open_world(ONE, NULL);
+    t = ph_fake_on_create(W.f, "proj-front-perf");
+    ph_fake_wl_end(t, (ph_fake_end){ 0 });
+    ph_fake_wl_file(t, "/opt/profiling/front/perf.data", "PERFILE2", 8, 0644);
+    ph_fake_wl_file_at_end(t, "/opt/profiling/front/" PH_RECORD_NAME, RECORD_STOPPED);
+    ph_fake_exec_rule(W.f, "*", "*", 0, script);
+    start("perf", "front");
+    ph_fake_hook(W.f, "exec", raise_sigint, NULL);
+    if (ph_run_stop(W.r, names, 1, &err) == 0)
+        return 1;
+    if (err->status != 130 || strstr(err->msg, "interrupted by SIGINT") == NULL)
+        return 2;
+    if (calls_on("archive_put", "proj-front-perf") != 0)
+        return 3; /* the conversion went on to its end */
+    if (ph_fake_look(W.f, "proj-front-perf", &w) != 1 || w.state != PH_WL_EXITED)
+        return 4;
+    ph_workload_clear(&w);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s/front' | grep -v '^.lock$')\"", W.out);
+    if (system(cmd) != 0)
+        return 5; /* a temp dir, a run dir or a link left */
+    ph_error_free(&err);
+    return 0;
+}
+
+static void
+test_interrupted_conversion(void **state)
+{
+    pid_t pid;
+    int st;
+
+    (void)state;
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(interrupted_conversion_child());
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the interrupted conversion: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                 st);
+}
+
+/* SEEN (an int) is 1 when the service's dir holds a temp dir named as the
+ * collection's while the converter runs, -1 when it holds another. */
+static void
+note_convert_dir(void *ud, const ph_fake_call *c)
+{
+    int *seen = ud;
+    char path[PATH_MAX + 16];
+    DIR *d;
+    struct dirent *de;
+
+    (void)c;
+    snprintf(path, sizeof path, "%s/front", W.out);
+    if ((d = opendir(path)) == NULL)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, PH_RUNDIR_TEMP_PREFIX "convert-", strlen(PH_RUNDIR_TEMP_PREFIX "convert-")) == 0)
+            *seen = *seen == 0 ? 1 : *seen;
+        else if (strstr(de->d_name, "convert") != NULL)
+            *seen = -1;
+    }
+    closedir(d);
+}
+
+/* A conversion killed (SIGKILL: nothing unwinds) leaves its temp dir in
+ * the service's dir; the next stop or collect, under the lock, removes
+ * it as it removes the collection's.  (Before: `.convert-*`, not swept:
+ * each killed retry added one, up to max_bytes each.)
+ * The conversion names its dir so: the same prefix. */
+static void
+test_killed_conversion_swept(void **state)
+{
+    static const char script[] = "demo 1/1 1.000000: 2000000 cpu-clock:u:\n"
+                                 "\t    401000 serve+0x0 (/usr/bin/demo)\n\n";
+    ph_fake_wl *t;
+    int seen = 0;
+    char path[PATH_MAX + 64];
+    DIR *d;
+    struct dirent *de;
+
+    (void)state;
+    open_world(ONE, NULL);
+    t = ph_fake_on_create(W.f, "proj-front-perf");
+    ph_fake_wl_end(t, (ph_fake_end){ 0 });
+    ph_fake_wl_file(t, "/opt/profiling/front/perf.data", "PERFILE2", 8, 0644);
+    ph_fake_wl_file_at_end(t, "/opt/profiling/front/" PH_RECORD_NAME, RECORD_STOPPED);
+    ph_fake_exec_rule(W.f, "*", "*", 0, script);
+    start("perf", "front");
+    /* what the conversion makes, looked at while it runs */
+    ph_fake_hook(W.f, "exec", note_convert_dir, &seen);
+    stop_ok("front");
+    CHECK(seen == 1, "the conversion's temp dir is named " PH_RUNDIR_TEMP_PREFIX "* (seen %d)", seen);
+    /* one a killed stop left: the next stop's lock sweeps it */
+    snprintf(path, sizeof path, "%s/front/" PH_RUNDIR_TEMP_PREFIX "convert-dead01/in", W.out);
+    mkdirs(path + strlen(test_dir) + 1);
+    start("perf", "front");
+    seen = 0;
+    stop_ok("front");
+    snprintf(path, sizeof path, "%s/front", W.out);
+    d = opendir(path);
+    assert_non_null(d);
+    while ((de = readdir(d)) != NULL)
+        CHECK(strncmp(de->d_name, ".", 1) != 0 || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                  strcmp(de->d_name, ".lock") == 0,
+              "`%s` left in the service's dir", de->d_name);
+    closedir(d);
+}
+
 /* ---- the order a run is completed in ---------------------------------------- */
 
 typedef struct order_seen {
@@ -1122,6 +1258,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_extraction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_conversion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_conversion_swept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_dir_completed_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_write_checks_free_space, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limit_hint, setup, teardown),
