@@ -652,35 +652,51 @@ replicas_stop_at_once(ph_run *r, const ph_workload_list *list, unsigned char *si
 {
     ph_backend *b;
     ph_error_t e = NULL;
+    const ph_workload **cs = calloc(list->n + 1, sizeof *cs);
+    const ph_profile **ps = calloc(list->n + 1, sizeof *ps);
+    ph_profile *own = calloc(list->n + 1, sizeof *own);
+    size_t *at = calloc(list->n + 1, sizeof *at), n = 0;
 
-    if (ph_run_backend(r, &b, &e) < 0) {
-        ph_error_free(&e);
-        return;
+    if (cs == NULL || ps == NULL || own == NULL || at == NULL || ph_run_backend(r, &b, &e) < 0) {
+        ph_error_free(&e); /* each stop on its own, then */
+        goto out;
     }
     for (size_t k = 0; k < list->n; k++) {
         const ph_workload *c = &list->v[k];
-        const ph_profile *p = NULL;
-        ph_profile own;
         char expect[PATH_MAX];
 
         if (!ph_workload_profiled(c) || c->replicas < 2 || !ph_workload_running(c))
             continue;
         if (ph_run_outdir_check(r, c, expect, sizeof expect, &e) < 0 ||
-            ph_run_started_profile(r, c, &own, &p, &e) < 0) {
+            ph_run_started_profile(r, c, &own[n], &ps[n], &e) < 0) {
             ph_error_free(&e); /* said by its own stop */
             continue;
         }
-        ph_run_refresh(r, c, p);
+        cs[n] = c;
+        at[n++] = k;
+    }
+    /* every replica's runtimes asked at once: a step that hangs costs its
+     * wait once, not once per replica */
+    ph_run_refresh_many(r, cs, ps, n);
+    for (size_t i = 0; i < n; i++) {
+        const ph_workload *c = cs[i];
+
         ph_info("%s: stopping replica %d's %s profiler (waiting up to %ld s for it to flush)", c->service, c->slot,
-                c->mode, ph_run_stop_budget_s(p));
-        ph_profile_free(&own);
+                c->mode, ph_run_stop_budget_s(ps[i]));
         if (b->ops->signal(b, c->id, "SIGTERM", &e) < 0) {
             ph_debug("kill: %s", e->msg); /* it may have exited: its stop finds out */
             ph_error_free(&e);
             continue;
         }
-        signalled[k] = 1;
+        signalled[at[i]] = 1;
     }
+out:
+    for (size_t i = 0; own != NULL && i < n; i++)
+        ph_profile_free(&own[i]);
+    free(cs);
+    free(ps);
+    free(own);
+    free(at);
 }
 
 /* One job of a stop (or discard): every profiled container of service I. */

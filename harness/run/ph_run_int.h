@@ -174,6 +174,11 @@ void ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p);
 /* The same through B, which reaches C (a Swarm task, a container on a
  * node); NULL: R's backend. */
 void ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p);
+/* The steps of N containers at once (the replicas of one service, CS[i]
+ * started with PS[i]), each on a worker with a backend of its own, so N
+ * steps that hang take one step's wait, not N; what did not succeed is
+ * said once, with how many of the N. */
+void ph_run_refresh_many(ph_run *r, const ph_workload *const *cs, const ph_profile *const *ps, size_t n);
 
 /* ph_run_runtimes.c: C (a profiled container that has exited, not an
  * attached one) gets the files of its profile P's `runtimes.after_exit`

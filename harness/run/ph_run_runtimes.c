@@ -147,27 +147,112 @@ ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p)
     ph_run_refresh_on(r, NULL, c, p);
 }
 
-void
-ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p)
+/* C's steps through B (NULL: R's); how many did not succeed, the first
+ * one's program and message in *WHAT and *WHY (the caller's to free). */
+static size_t
+refresh_steps(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p, const ph_profile_refresh **what,
+              ph_error_t *why)
 {
     const char *service = c->service, *run_id = c->run;
     const char *id = c->id, *attached = c->attached;
+    size_t failed = 0;
 
     /* P: the profile the run was started with.  A container that has ended has no runtime to ask */
     if (p == NULL || service == NULL || id == NULL || !ph_workload_running(c))
-        return;
+        return 0;
     for (size_t i = 0; i < p->n_refresh; i++) {
         const ph_profile_refresh *st = &p->refresh[i];
         ph_error_t err = NULL;
-        char esc[2200];
 
         if (run_step(r, b, st->in_service && attached ? attached : id, p, st, service, run_id ? run_id : "", &err) <
-            0)
-            ph_info("%s: %s's refresh `%s` in the %s's container did not succeed (%s): runtime frames may stay "
-                    "unnamed", service, p->name, st->exec.v[0], st->in_service ? "service" : "profiler",
-                    ph_escape(esc, sizeof esc, err ? err->msg : "?"));
+            0) {
+            if (failed++ == 0) {
+                *what = st;
+                *why = err;
+                err = NULL;
+            }
+        }
         ph_error_free(&err);
     }
+    return failed;
+}
+
+static void
+refresh_said(const ph_workload *c, const ph_profile *p, const ph_profile_refresh *st, ph_error_t why,
+             const char *of)
+{
+    char esc[2200];
+
+    ph_info("%s: %s's refresh `%s` in the %s's container did not succeed%s (%s): runtime frames may stay unnamed",
+            c->service, p->name, st->exec.v[0], st->in_service ? "service" : "profiler", of,
+            ph_escape(esc, sizeof esc, why ? why->msg : "?"));
+}
+
+void
+ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p)
+{
+    /* each step that does not succeed said as it ends */
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < p->n_refresh; i++) {
+        ph_profile one = *p;
+        const ph_profile_refresh *what = NULL;
+        ph_error_t why = NULL;
+
+        one.refresh = &p->refresh[i];
+        one.n_refresh = 1;
+        if (refresh_steps(r, b, c, &one, &what, &why) > 0)
+            refresh_said(c, p, what, why, "");
+        ph_error_free(&why);
+    }
+}
+
+typedef struct refresh_jobs {
+    const ph_workload *const *cs;
+    const ph_profile *const *ps;
+    const ph_profile_refresh **what;
+    ph_error_t *why;
+} refresh_jobs;
+
+static int
+refresh_job(ph_run *r, size_t i, void *ud, ph_error_t *err)
+{
+    refresh_jobs *j = ud;
+
+    (void)err; /* never fails: what it found is in WHY */
+    refresh_steps(r, NULL, j->cs[i], j->ps[i], &j->what[i], &j->why[i]);
+    return 0;
+}
+
+void
+ph_run_refresh_many(ph_run *r, const ph_workload *const *cs, const ph_profile *const *ps, size_t n)
+{
+    refresh_jobs j = { cs, ps, calloc(n + 1, sizeof *j.what), calloc(n + 1, sizeof *j.why) };
+    ph_error_t *errs = calloc(n + 1, sizeof *errs);
+    size_t failed = 0, first = n;
+    char of[64];
+
+    if (j.what == NULL || j.why == NULL || errs == NULL) { /* no memory for threads: one after the other */
+        for (size_t i = 0; i < n; i++)
+            ph_run_refresh(r, cs[i], ps[i]);
+        goto out;
+    }
+    ph_run_parallel(r, n, n, refresh_job, NULL, &j, errs);
+    for (size_t i = 0; i < n; i++)
+        if (j.why[i] != NULL && failed++ == 0)
+            first = i;
+    if (failed > 0) {
+        snprintf(of, sizeof of, " in %zu of %zu replicas", failed, n);
+        refresh_said(cs[first], ps[first], j.what[first], j.why[first], n > 1 ? of : "");
+    }
+out:
+    for (size_t i = 0; j.why != NULL && i < n; i++)
+        ph_error_free(&j.why[i]);
+    for (size_t i = 0; errs != NULL && i < n; i++)
+        ph_error_free(&errs[i]);
+    free(j.what);
+    free(j.why);
+    free(errs);
 }
 
 /* ---- after_exit -------------------------------------------------------- */

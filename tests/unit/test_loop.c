@@ -866,6 +866,61 @@ test_replicas_stop(void **state)
     no_temp_left("front");
 }
 
+/* The replicas' runtime refresh steps (ph-jattach, the perf maps' copy)
+ * run at once, all before the first replica is signalled, so a step that
+ * hangs (an image whose shell never returns: 30 s a step) costs its wait
+ * once, not once per replica (before: one replica after another, 182 s
+ * for 3); and a step that fails in every replica is said once, with how
+ * many (before: a line per replica and step). */
+static void
+test_replicas_refresh_at_once(void **state)
+{
+    char log[PATH_MAX];
+    FILE *f;
+    char line[4096];
+    int said = 0, of_three = 0, saved;
+    long last_exec = -1;
+
+    (void)state;
+    open_world(THREE, NULL);
+    profiled_writes("proj-front-flamegraph-*", "front", (ph_fake_end){ PH_FAKE_EXITS_ON_TERM, 0, 1 });
+    start("flamegraph", "front");
+    assert_int_equal(ph_fake_exec_rule(W.f, "proj-front-flamegraph-*", "sh", 1, "sh: hung up\n"), 0);
+    ph_log_set_level(PH_LOG_INFO);
+    snprintf(log, sizeof log, "%s/stderr", test_dir);
+    fflush(stderr);
+    saved = dup(2);
+    f = fopen(log, "w");
+    assert_non_null(f);
+    dup2(fileno(f), 2);
+    stop_ok("front");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(f);
+    ph_log_set_level(PH_LOG_WARN);
+    for (size_t i = 0; i < ph_fake_n_calls(W.f); i++) {
+        const ph_fake_call *c = ph_fake_call_at(W.f, i);
+
+        if (strcmp(c->op, "exec") == 0 && c->target != NULL && strstr(c->name ? c->name : c->target, "flamegraph-"))
+            last_exec = (long)i;
+    }
+    CHECK(ph_fake_call_count(W.f, "signal") == 3, "three signals");
+    CHECK(last_exec >= 0 && last_exec < call_index("signal", 0),
+          "every replica's refresh before the first signal (last exec %ld, first signal %ld)", last_exec,
+          call_index("signal", 0));
+    f = fopen(log, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strstr(line, "refresh `sh`") && strstr(line, "did not succeed")) {
+            said++;
+            of_three += strstr(line, "in 3 of 3 replicas") != NULL;
+        }
+    fclose(f);
+    CHECK(said == 1 && of_three == 1, "the failed step said once, for the 3 replicas (%d lines, %d so)", said,
+          of_three);
+}
+
 /* Replica 2 cannot be collected: said as replica 2 of 3, its container
  * kept and named in tasks.json, the others collected; the retry adds it. */
 static void
@@ -1256,6 +1311,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_and_detach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_refresh_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_extraction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_conversion, setup, teardown),
