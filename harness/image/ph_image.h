@@ -125,7 +125,12 @@ typedef struct ph_image_program_t {
     char path[4096]; /* the file, its links followed ("" when not found) */
     char runs[4096];
     int linked;
+    size_t path_skipped; /* PATH_VAR's entries not looked in: past PH_IMAGE_PATH_DIRS distinct directories */
 } ph_image_program_t;
+/* A PATH is looked in up to this many distinct directories (one Engine
+ * request each): a process's environment is the container's to write
+ * (a 43,000-entry PATH made an attach take 39 s per process). */
+#define PH_IMAGE_PATH_DIRS 32
 int ph_image_program(ph_backend *b, const char *image, char *const *argv, size_t argc, const char *path_var,
                      const char *workdir, ph_image_program_t *out, ph_error_t *err);
 /* The same in the container ID as it is (created, or running: its files

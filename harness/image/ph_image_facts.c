@@ -376,12 +376,19 @@ program_linked(ph_backend *b, const char *id, const char *path, char *real, size
 }
 
 /* PROG as the kernel would find it: as it is with a slash (from WORKDIR
- * when relative), else the first PATH_VAR directory holding it.  0 and
- * "" when there is none. */
+ * when relative), else the first PATH_VAR directory holding it, of its
+ * first PH_IMAGE_PATH_DIRS distinct ones (the entries past them counted
+ * in *SKIPPED).  0 and "" when there is none. */
 static int
 program_resolve(ph_backend *b, const char *id, const char *prog, const char *path_var, const char *workdir, char *out,
-                size_t len, ph_error_t *err)
+                size_t len, size_t *skipped, ph_error_t *err)
 {
+    struct {
+        const char *d;
+        size_t n;
+    } looked[PH_IMAGE_PATH_DIRS];
+    size_t n_looked = 0;
+
     out[0] = '\0';
     if (strchr(prog, '/') != NULL) {
         if (prog[0] == '/')
@@ -390,22 +397,33 @@ program_resolve(ph_backend *b, const char *id, const char *prog, const char *pat
             snprintf(out, len, "%s/%s", workdir && workdir[0] ? workdir : "", prog);
         return 0;
     }
-    for (const char *d = path_var; d != NULL && *d;) {
+    for (const char *d = path_var, *next; d != NULL && *d; d = next) {
         const char *colon = strchr(d, ':');
-        size_t n = colon ? (size_t)(colon - d) : strlen(d);
+        size_t n = colon ? (size_t)(colon - d) : strlen(d), k;
         char cand[PATH_MAX];
         int found = 0;
 
-        if (n > 0 && d[0] == '/') {
-            snprintf(cand, sizeof cand, "%.*s/%s", (int)n, d, prog);
-            if (b->ops->archive_stat(b, id, cand, &found, err) < 0)
-                return -1;
-            if (found) {
-                snprintf(out, len, "%s", cand);
-                return 0;
-            }
+        next = colon ? colon + 1 : NULL;
+        if (n == 0 || d[0] != '/')
+            continue;
+        for (k = 0; k < n_looked; k++)
+            if (looked[k].n == n && memcmp(looked[k].d, d, n) == 0)
+                break;
+        if (k < n_looked) /* looked in already */
+            continue;
+        if (n_looked == PH_IMAGE_PATH_DIRS) {
+            (*skipped)++;
+            continue;
         }
-        d = colon ? colon + 1 : NULL;
+        looked[n_looked].d = d;
+        looked[n_looked++].n = n;
+        snprintf(cand, sizeof cand, "%.*s/%s", (int)n, d, prog);
+        if (b->ops->archive_stat(b, id, cand, &found, err) < 0)
+            return -1;
+        if (found) {
+            snprintf(out, len, "%s", cand);
+            return 0;
+        }
     }
     return 0;
 }
@@ -443,7 +461,7 @@ ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t arg
     out->linked = -1;
     if (argc == 0)
         return 0;
-    if (program_resolve(b, id, argv[0], path_var, workdir, path, sizeof path, err) < 0)
+    if (program_resolve(b, id, argv[0], path_var, workdir, path, sizeof path, &out->path_skipped, err) < 0)
         return -1;
     if (path[0] != '\0' && (out->linked = program_linked(b, id, path, out->path, sizeof out->path, err)) == -2)
         return -1;
@@ -452,7 +470,7 @@ ph_image_program_in(ph_backend *b, const char *id, char *const *argv, size_t arg
     if (out->linked == 1 && (inner = wrapped_program(argv, argc, word, sizeof word)) != NULL) {
         int linked;
 
-        if (program_resolve(b, id, inner, path_var, workdir, path, sizeof path, err) < 0)
+        if (program_resolve(b, id, inner, path_var, workdir, path, sizeof path, &out->path_skipped, err) < 0)
             return -1;
         if (path[0] != '\0') {
             if ((linked = program_linked(b, id, path, word, sizeof word, err)) == -2)

@@ -329,6 +329,14 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
                 rc = -1;
                 break;
             }
+            if (prog.path_skipped > 0) {
+                char esc_a[300], esc_p[300];
+
+                ph_warn("%s: process %s's PATH has more than %d distinct directories: `%s` was looked for in the "
+                        "first %d only (%zu entries skipped)", s->name, ph_escape(esc_p, sizeof esc_p, pid),
+                        PH_IMAGE_PATH_DIRS, ph_escape(esc_a, sizeof esc_a, argv0), PH_IMAGE_PATH_DIRS,
+                        prog.path_skipped);
+            }
             seen[k].argv0 = strdup(argv0);
             seen[k].path_var = strdup(path_var ? path_var : "");
             seen[k].runs = strdup(prog.runs);

@@ -1156,6 +1156,57 @@ test_killed_conversion_swept(void **state)
     closedir(d);
 }
 
+/* ---- a program found in a container's PATH ------------------------------------ */
+
+/* A process's PATH is the container's to write: 43,000 entries made
+ * `attach --mode perf` ask the Engine 43,000 times per process (39 s).
+ * The directories looked in are the first PH_IMAGE_PATH_DIRS distinct
+ * ones, the rest counted as skipped; a directory named again is not
+ * asked again, so a program past many repeats is still found. */
+static void
+test_program_path_bounded(void **state)
+{
+    size_t cap = 43000 * 8 + 64, at = 0, before;
+    char *path = malloc(cap);
+    ph_image_program_t prog;
+    ph_error_t err = NULL;
+    ph_backend *b;
+    ph_fake_wl *t;
+    const char *id;
+    char *argv[1] = { "node" };
+
+    (void)state;
+    assert_non_null(path);
+    open_world(ONE, NULL);
+    t = ph_fake_workload(W.f, "proj-front-1", DEMO_IMAGE);
+    assert_non_null(t);
+    assert_int_equal(ph_fake_wl_file(t, "/c/node", "#!/bin/sh\n", 10, 0755), 0);
+    id = ph_fake_wl_id(t);
+    b = ph_fake_backend(W.f, &err);
+    assert_non_null(b);
+    /* 43,000 distinct directories, none holding it */
+    for (int i = 0; i < 43000; i++)
+        at += (size_t)snprintf(path + at, cap - at, "%s/d%d", i ? ":" : "", i);
+    must(ph_image_program_in(b, id, argv, 1, path, "/", &prog, &err), &err, "program_in");
+    CHECK(ph_fake_call_count(W.f, "archive_stat") <= PH_IMAGE_PATH_DIRS, "%zu requests for one PATH",
+          ph_fake_call_count(W.f, "archive_stat"));
+    CHECK(prog.path[0] == '\0' && prog.path_skipped == 43000 - PH_IMAGE_PATH_DIRS, "%zu skipped",
+          prog.path_skipped);
+    /* two directories named 21,500 times each, then the one that has it */
+    at = 0;
+    for (int i = 0; i < 43000; i++)
+        at += (size_t)snprintf(path + at, cap - at, "%s", i % 2 ? ":/b" : (i ? ":/a" : "/a"));
+    snprintf(path + at, cap - at, ":/c");
+    before = ph_fake_call_count(W.f, "archive_stat");
+    must(ph_image_program_in(b, id, argv, 1, path, "/", &prog, &err), &err, "program_in");
+    CHECK(strcmp(prog.path, "/c/node") == 0 && prog.path_skipped == 0, "found `%s`, %zu skipped", prog.path,
+          prog.path_skipped);
+    CHECK(ph_fake_call_count(W.f, "archive_stat") - before <= 4, "%zu requests for /a, /b, /c (and the program)",
+          ph_fake_call_count(W.f, "archive_stat") - before);
+    ph_backend_close(b);
+    free(path);
+}
+
 /* ---- the order a run is completed in ---------------------------------------- */
 
 typedef struct order_seen {
@@ -1315,6 +1366,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_extraction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_conversion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_program_path_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_conversion_swept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_dir_completed_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_write_checks_free_space, setup, teardown),
