@@ -258,7 +258,19 @@ ph_profile_load_buf(const char *path, const char *buf, size_t len, ph_profile *p
         } else if (KEY("artifacts")) {
             r = read_artifacts(p, v, err);
         } else if (KEY("report")) {
+            static const char *const reports[] = PH_PROFILE_REPORTS;
+            size_t k = 0;
+
             r = ph_yaml_dup(v, "report", &p->report, err);
+            while (r == 0 && k < PH_PROFILE_N_REPORTS && strcmp(p->report, reports[k]) != 0)
+                k++;
+            if (r == 0 && k == PH_PROFILE_N_REPORTS) {
+                char names[128] = "";
+
+                for (k = 0; k < PH_PROFILE_N_REPORTS; k++)
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", reports[k]);
+                r = ph_yaml_error(v, err, "`report: %s`: there is no such report (the reports: %s)", p->report, names);
+            }
         } else if (KEY("collect")) {
             r = read_collect(p, v, err);
         } else if (ph_profile_read_use_key(p, key, v, &r, err)) {

@@ -66,7 +66,8 @@
  *     escalate_grace: 30s
  *   artifacts:                      # globs in {out}; `latest` names a link kept
  *     - {glob: strace.log*, latest: strace.log, kind: strace}   # at <service>/<latest>
- *   report: strace                  # which report renders it (optional)
+ *   report: strace                  # which report renders it (optional): one
+ *                                   # of PH_PROFILE_REPORTS
  *   aliases: [valgrind]             # other names the mode answers to
  *   note: "..."                     # said when the mode starts: what to expect
  *   snapshot:                       # what `collect` does first, so that it copies
@@ -129,6 +130,12 @@
 #include "ph_error.h"
 #include "ph_tar.h"
 #include "ph_yaml.h"
+
+/* The reports a profile's `report:` may name: the main section of its
+ * runs' report.html (harness/report/ draws each; a mode is data, so a new
+ * one with `report: flamegraph` gets that report with no code). */
+#define PH_PROFILE_REPORTS { "massif", "callgrind", "strace", "flamegraph", "heap" }
+#define PH_PROFILE_N_REPORTS 5
 
 typedef struct ph_artifact_spec {
     char *glob;
@@ -218,7 +225,7 @@ typedef struct ph_profile {
     long long escalate_grace_ns;
     ph_artifact_spec *artifacts;
     size_t n_artifacts;
-    char *report;
+    char *report;                /* `report:`, one of PH_PROFILE_REPORTS; NULL = none */
     ph_tar_limits collect;       /* `collect:`; a field of 0 = the default */
     ph_strv aliases;             /* `aliases:` */
     char *note;                  /* `note:`; NULL = none */

@@ -77,6 +77,7 @@ typedef struct ph_rundata {
     char dir[PATH_MAX];
     char name[256];            /* the run dir's name */
     char service[128], mode[64];
+    char report[32];           /* the mode's profile's `report:`, its main section ("" when none is known) */
     json_t *run;               /* run.json, NULL when absent or unreadable */
     json_t *exit;              /* ph-exit.json, NULL when absent or unreadable */
     json_t *convert;           /* convert.json: a conversion's facts (perf: event, samples, unit), or NULL */
@@ -220,6 +221,8 @@ typedef struct ph_rctx {
     size_t flame_svg_len;
     char *heap_svg;            /* the heap section's growth graph (PH_REPORT_HEAP_GROWTH.svg), or NULL */
     size_t heap_svg_len;
+    const char *toc[8];        /* the sections written, in order (the page's table of contents) */
+    size_t n_toc;
 } ph_rctx;
 
 void ph_report_massif(ph_rctx *c);

@@ -407,12 +407,15 @@ run_section(ph_mw *f, ph_rundata *rd, const ph_profile_set *profiles, json_t *su
     }
 }
 
-/* The kinds in the order the mode wants them: its own first. */
+/* The sections: the one the mode's profile names (`report:`) first, then
+ * every other kind the run has, in this order; each one that wrote
+ * something is in the table of contents.  No mode's name here: a mode is
+ * data (its profile), a report kind is code. */
 static void
 sections(ph_rctx *c)
 {
     static const struct {
-        const char *mode;
+        const char *report;
         void (*fn)(ph_rctx *);
         size_t has_off;
     } all[] = {
@@ -425,21 +428,25 @@ sections(ph_rctx *c)
     const size_t n = sizeof all / sizeof all[0];
     int done[sizeof all / sizeof all[0]] = { 0 };
 
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(c->rd->mode, all[i].mode) == 0) {
-            all[i].fn(c);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n; i++) {
+            char headline[sizeof c->headline];
+            size_t before = 0, after = 0;
+            int main_one = strcmp(c->rd->report, all[i].report) == 0;
+
+            if (done[i] || (pass == 0 && !main_one) || (pass == 1 && !*(int *)((char *)c->rd + all[i].has_off)))
+                continue;
             done[i] = 1;
+            /* another kind's headline does not replace the main one's */
+            memcpy(headline, c->headline, sizeof headline);
+            ph_mw_finish(c->html, NULL, &before);
+            all[i].fn(c);
+            ph_mw_finish(c->html, NULL, &after);
+            if (pass == 1 && headline[0])
+                memcpy(c->headline, headline, sizeof headline);
+            if (after > before && c->n_toc < sizeof c->toc / sizeof c->toc[0])
+                c->toc[c->n_toc++] = all[i].report;
         }
-    for (size_t i = 0; i < n; i++) {
-        char headline[sizeof c->headline];
-        if (done[i] || !*(int *)((char *)c->rd + all[i].has_off))
-            continue;
-        /* another kind's headline does not replace the mode's */
-        memcpy(headline, c->headline, sizeof headline);
-        all[i].fn(c);
-        if (headline[0])
-            memcpy(c->headline, headline, sizeof headline);
-    }
 }
 
 /* What the page's header and the problems take beyond its body, kept
@@ -454,6 +461,8 @@ typedef struct page_ctx {
     size_t body_len;
     ph_mw *bw;      /* the body's writer, finished */
     json_t *problems;
+    const char *const *toc;
+    size_t n_toc;
 } page_ctx;
 
 static int
@@ -471,13 +480,8 @@ fill_page(FILE *file, void *arg, ph_error_t *err)
     PH_MW_RAW(pw, "<div class=\"headline\">");
     ph_mw_text(pw, p->headline);
     PH_MW_RAW(pw, "</div><nav class=\"toc\"><a href=\"../../index.html\">all runs</a>");
-    for (size_t i = 0; i < 5; i++) {
-        static const char *const ids[] = { "massif", "callgrind", "strace", "flamegraph", "heap" };
-        const char *needle[] = { "id=\"massif\"", "id=\"callgrind\"", "id=\"strace\"", "id=\"flamegraph\"",
-                                 "id=\"heap\"" };
-        if (memmem(p->body, p->body_len, needle[i], strlen(needle[i])) != NULL)
-            PH_MW_FMT(pw, "<a href=\"#%s\">%s</a>", ids[i], ids[i]);
-    }
+    for (size_t i = 0; i < p->n_toc; i++) /* the sections written, each by its id */
+        PH_MW_FMT(pw, "<a href=\"#%s\">%s</a>", p->toc[i], p->toc[i]);
     PH_MW_RAW(pw, "<a href=\"#run\">the run</a></nav>\n");
     ph_html_main(pw);
     if (rd->n_problems > 0) {
@@ -544,7 +548,7 @@ ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles,
     if (ph_report_heap_files(&c, &ro, err) < 0 || ph_report_flame_files(&rd, &ro, body_len + PAGE_ROOM, err) < 0)
         goto out;
 
-    page = (page_ctx){ &rd, c.headline, body, body_len, &bw, json_array() };
+    page = (page_ctx){ &rd, c.headline, body, body_len, &bw, json_array(), c.toc, c.n_toc };
     snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_HTML);
     if (ph_report_out_stream(&ro, path, fill_page, &page, err) < 0) {
         json_decref(page.problems);

@@ -656,6 +656,9 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
     /* kinds: the profile's globs first, then the usual names */
     {
         ph_profile *p = profiles ? ph_profiles_find((ph_profile_set *)profiles, rd->mode) : NULL;
+
+        if (p != NULL && p->report != NULL)
+            snprintf(rd->report, sizeof rd->report, "%s", p->report);
         for (size_t i = 0; i < rd->n_arts; i++) {
             ph_artifact *a = &rd->arts[i];
             for (size_t k = 0; p != NULL && k < p->n_artifacts && a->kind[0] == '\0'; k++)

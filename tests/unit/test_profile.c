@@ -131,7 +131,7 @@ test_fixture_full_profile(void **state)
     assert_string_equal(p.artifacts[1].glob, "*.dat");
     assert_null(p.artifacts[1].latest);
     assert_null(p.artifacts[1].kind);
-    assert_string_equal(p.report, "alpha");
+    assert_string_equal(p.report, "strace");
     assert_true(p.collect.max_bytes == 512ull << 20);
     assert_true(p.collect.max_entries == 5000);
     assert_true(p.collect.min_free_bytes == 2ull << 30);

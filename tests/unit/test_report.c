@@ -220,6 +220,56 @@ test_callgrind_report(void **state)
     json_decref(j);
 }
 
+/* A mode is data: a new profile `sampled` with `report: flamegraph` gets
+ * the flamegraph report as its main section, headline and first entry
+ * of the table of contents, although its runs also hold a strace.log
+ * (whose section, before, came first: the main section was picked by
+ * comparing the mode's name with the reports').  The table of contents
+ * lists the sections written, main first.  A profile naming a report
+ * that does not exist is refused at load, with its file and line. */
+static void
+test_report_key_picks_the_section(void **state)
+{
+    char pdir[700], run[800], path[900];
+    ph_profile_set set = { 0 };
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    char *html, *toc;
+    FILE *f;
+
+    (void)state;
+    snprintf(pdir, sizeof pdir, "%s/sampled-profiles", test_dir);
+    free(rt_must("mkdir -p %s && sed -e 's/^name: strace/name: sampled/' -e 's/^report: strace/report: flamegraph/' "
+                 "profiles/strace.yaml > %s/sampled.yaml && grep -q '^report: flamegraph' %s/sampled.yaml",
+                 pdir, pdir, pdir));
+    assert_int_equal(ph_profiles_load_dir(pdir, &set, &err), 0);
+    snprintf(run, sizeof run, "%s", make_run("front", "20261122T141500Z-sampled", "sampled", 0));
+    free(rt_must("printf '1 12:00:00.000001 read(3, \"x\", 1) = 1 <0.000010>\\n' > %s/strace.log", run));
+    snprintf(path, sizeof path, "%s/stacks-20261122T141500Z-1.folded", run);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("main;serve;hot 75\nmain;serve;cool 25\n", f);
+    fclose(f);
+    if (ph_report_write_run(run, &set, &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    if (strstr(h.text, "samples") == NULL)
+        fail_msg("the headline is not the flamegraph's: %s", h.text);
+    html = report_html("front", "20261122T141500Z-sampled");
+    toc = strstr(html, "<nav class=\"toc\">");
+    assert_non_null(toc);
+    if (strstr(toc, "all runs</a><a href=\"#flamegraph\">flamegraph</a><a href=\"#strace\">strace</a>") == NULL)
+        fail_msg("table of contents: %.300s", toc);
+    free(html);
+    ph_profiles_free(&set);
+    /* no such report: refused, where */
+    free(rt_must("sed -i 's/^report: flamegraph/report: flamegrpah/' %s/sampled.yaml", pdir));
+    assert_int_equal(ph_profiles_load_dir(pdir, &set, &err), -1);
+    if (strstr(err->msg, "sampled.yaml:") == NULL || strstr(err->msg, "`report: flamegrpah`: there is no such report") == NULL)
+        fail_msg("%s", err->msg);
+    ph_error_free(&err);
+    ph_profiles_free(&set);
+}
+
 static void
 test_strace_report(void **state)
 {
@@ -993,6 +1043,7 @@ main(void)
         cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
+        cmocka_unit_test(test_report_key_picks_the_section),
         cmocka_unit_test(test_strace_time_summed_over_threads),
         cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
