@@ -35,7 +35,6 @@
 #include <jansson.h>
 #include <stddef.h>
 #include "ph_backend.h"
-#include "ph_engine.h"
 #include "ph_error.h"
 
 /* The swarm the current Engine (ph_engine_new's) manages; a worker or an
