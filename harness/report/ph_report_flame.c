@@ -51,6 +51,12 @@ ph_flame_tally(const ph_folded *folded, int skip_root, double **self_out, double
     return 0;
 }
 
+const ph_folded *
+ph_flame_native(const ph_flamedata *fd)
+{
+    return fd->native != NULL ? fd->native : fd->folded;
+}
+
 int
 ph_flame_has_thread_root(const ph_rundata *rd)
 {
@@ -384,6 +390,37 @@ ph_report_flame_files(ph_rundata *rd, ph_report_out *ro, uint64_t reserve, ph_er
     return 0;
 }
 
+/* The stacks with every frame, for a language service (its view is the
+ * section's): the graph (kept for PH_REPORT_FLAME_NATIVE_SVG) and the
+ * top tables, folded away in the page until opened. */
+static void
+native_view(ph_rctx *c, json_t *js, int root, int perf_ns)
+{
+    ph_mw *f = c->html;
+    const ph_folded *fo = c->rd->flame.native;
+    double total = ph_folded_get_stats(fo)->total, *self = NULL, *tot = NULL;
+    json_t *jn = json_object();
+    ph_flame_opts o;
+    char title[400];
+
+    PH_MW_RAW(f, "<details class=\"native\"><summary>Native view: every frame (the interpreter's, the VM's)</summary>\n");
+    ph_report_flame_opts(c->rd, &o, title, sizeof title);
+    free(c->flame_native_svg);
+    c->flame_native_svg = NULL;
+    ph_html_flame_render_kept(f, fo, &o, title, &c->flame_native_svg, &c->flame_native_svg_len);
+    ph_html_note(f, PH_REPORT_FLAME_NATIVE_SVG " beside this report is the same graph by itself.");
+    if (ph_flame_tally(fo, root, &self, &tot) == 0) {
+        json_object_set_new(jn, "top_self", top_rows(f, fo, self, total, "Top native functions by self samples",
+                                                     perf_ns ? "self time#" : "self#", perf_ns));
+        json_object_set_new(jn, "top_total", top_rows(f, fo, tot, total, "Top native functions by total samples",
+                                                      perf_ns ? "total time#" : "total#", perf_ns));
+    }
+    PH_MW_RAW(f, "</details>\n");
+    json_object_set_new(js, "native", jn);
+    free(self);
+    free(tot);
+}
+
 void
 ph_report_flame(ph_rctx *c)
 {
@@ -432,6 +469,15 @@ ph_report_flame(ph_rctx *c)
         ph_html_card(f, "CPU time sampled", ph_fmt_seconds(b, fd->sampler.cpu_seconds), note);
     }
     ph_html_cards_end(f);
+    json_object_set_new(js, "view", json_string(fd->native ? ph_langview_lang_name(fd->lang.lang) : "native"));
+    if (fd->native != NULL) {
+        const char *lang = ph_langview_lang_name(fd->lang.lang);
+        snprintf(note, sizeof note,
+                 "%s view: each stack is its %s functions (%s of the samples have one); the runtime's own native "
+                 "frames are the time of the function they run.  The native view, every frame, is below.",
+                 lang, lang, ph_fmt_percent(b, fd->lang.with_lang, fd->lang.total));
+        ph_html_note(f, note);
+    }
 
     /* the interactive graph, drawn here from the stacks: an SVG the
      * container wrote is never shown (its script would run in the page) */
@@ -467,24 +513,33 @@ ph_report_flame(ph_rctx *c)
             uint32_t *ids = ranked(fo, self, &n);
             size_t nb = 0;
             uint32_t *bids = blk != NULL && off > 0 ? ranked(fo, blk, &nb) : NULL;
+            char name[PH_HEADLINE_NAME + 64], view[64] = "";
+
+            if (fd->native != NULL)
+                snprintf(view, sizeof view, " (%s view)", ph_langview_lang_name(fd->lang.lang));
             if (bids != NULL && nb > 0)
-                snprintf(c->headline, sizeof c->headline, "%s samples, %s off CPU, top blocking call %.80s %s",
-                         ph_fmt_commify(b, (uint64_t)total), ph_fmt_percent(b2, off, total),
-                         ph_folded_name(fo, bids[0], NULL), ph_fmt_percent(b3, blk[bids[0]], total));
+                snprintf(c->headline, sizeof c->headline, "%s samples%s, %s off CPU, top blocking call %s %s",
+                         ph_fmt_commify(b, (uint64_t)total), view, ph_fmt_percent(b2, off, total),
+                         ph_fmt_name(name, sizeof name, ph_folded_name(fo, bids[0], NULL), PH_HEADLINE_NAME),
+                         ph_fmt_percent(b3, blk[bids[0]], total));
             else if (ids != NULL && n > 0 && perf != NULL)
-                snprintf(c->headline, sizeof c->headline, "%s samples of %.40s (%s %s), top %.80s %s (self)",
+                snprintf(c->headline, sizeof c->headline, "%s samples of %.40s (%s %s)%s, top %s %s (self)",
                          ph_fmt_commify(b, (uint64_t)json_integer_value(json_object_get(perf, "samples"))), pevent,
                          perf_ns ? ph_fmt_seconds(b2, total / 1e9) : ph_fmt_commify(b2, (uint64_t)total),
-                         perf_ns ? "of CPU" : "events", ph_folded_name(fo, ids[0], NULL),
+                         perf_ns ? "of CPU" : "events", view,
+                         ph_fmt_name(name, sizeof name, ph_folded_name(fo, ids[0], NULL), PH_HEADLINE_NAME),
                          ph_fmt_percent(b3, self[ids[0]], total));
             else if (ids != NULL && n > 0)
-                snprintf(c->headline, sizeof c->headline, "%s samples, top %.80s %s (self)",
-                         ph_fmt_commify(b, (uint64_t)total), ph_folded_name(fo, ids[0], NULL),
+                snprintf(c->headline, sizeof c->headline, "%s samples%s, top %s %s (self)",
+                         ph_fmt_commify(b, (uint64_t)total), view,
+                         ph_fmt_name(name, sizeof name, ph_folded_name(fo, ids[0], NULL), PH_HEADLINE_NAME),
                          ph_fmt_percent(b2, self[ids[0]], total));
             free(ids);
             free(bids);
         }
     }
+    if (fd->native != NULL)
+        native_view(c, js, root, perf_ns);
     sampler_figures(f, &fd->sampler);
     json_object_set_new(js, "samples", json_real(total));
     if (perf != NULL)

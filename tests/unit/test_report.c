@@ -497,6 +497,7 @@ test_flame_report(void **state)
 
 /* A long subtitle wrapped into lines (<tspan>s, as the renderer writes
  * one wider than the graph): the sampler's figures are read all the same. */
+
 static void
 test_flame_wrapped_subtitle(void **state)
 {
@@ -866,6 +867,87 @@ test_compare(void **state)
     }
 }
 
+/* A Python service's run (tests/unit/data/lang/python.folded, as the
+ * sampler writes it, two more native-only samples): the headline, the
+ * summary, the top tables and compare name Python functions; the
+ * interpreter's unnamed frames under them are no "no function name"; the
+ * native view is there beside it, in the page and as its own graph. */
+static void
+test_language_view_report(void **state)
+{
+    const char *run[2] = { "20261122T190000Z-flamegraph", "20261122T191500Z-flamegraph" };
+    char *html, *out = NULL, *failed = NULL, *t;
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    json_t *j, *fl, *p;
+    size_t k;
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        const char *d = make_run("radicale", run[i], "flamegraph", 0);
+        /* B: __setattr__ three times as often */
+        free(rt_must("grep -v off-cpu tests/unit/data/lang/python.folded | awk '/^#/ { next } "
+                     "{ n = $NF; if (%d && /__setattr__/) n *= 3; $NF = n; print } "
+                     "END { print \"thread-251;clone;start_thread;python3.11+0x255792;python3.11+0x12a4f0 3\" }' "
+                     "> %s/stacks-20261122T190100Z.folded",
+                     i, d));
+    }
+    j = report("radicale", run[0], &h);
+    fl = json_object_get(j, "flamegraph");
+    assert_string_equal(h.text, "26 samples (Python view), top __setattr__ (base.py) 61.5 % (self)");
+    assert_string_equal(json_string_value(json_object_get(fl, "view")), "Python");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "name")),
+                        "__setattr__ (base.py)");
+    assert_true(json_real_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "samples")) == 16);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_total"), 0), "name")),
+                        "_bootstrap (threading.py)");
+    /* the native view: every frame as the sampler wrote it */
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(json_object_get(fl, "native"), "top_self"), 0), "name")),
+                        "python3.11+0x1e44b0");
+    /* unnamed: the 5 samples of the threads with no Python frame, not the
+     * interpreter running __setattr__ (before: 18 of 26) */
+    t = NULL;
+    json_array_foreach(json_object_get(j, "problems"), k, p)
+        if (strstr(json_string_value(p), "no function name") != NULL)
+            t = strdup(json_string_value(p));
+    assert_non_null(t);
+    assert_non_null(strstr(t, "19.2 % of the samples have no function name: python3.11 (19.2 %), the CPython "
+                              "interpreter outside any Python function, has no symbols"));
+    free(t);
+    html = report_html("radicale", run[0]);
+    assert_non_null(strstr(html, "Python view: each stack is its Python functions (80.8 % of the samples have one)"));
+    assert_non_null(strstr(html, "<summary>Native view: every frame"));
+    assert_int_equal(count(html, "iframe class=\"flame\""), 2);
+    free(html);
+    t = rt_must("ls %s/radicale/%s | grep '^report-'; grep -c 'python3.11+0x1e44b0' %s/radicale/%s/report-flamegraph.svg; "
+                "grep -c 'python3.11+0x1e44b0' %s/radicale/%s/report-flamegraph-native.svg",
+                out_dir, run[0], out_dir, run[0], out_dir, run[0]);
+    assert_string_equal(t, "report-flamegraph-native.svg\nreport-flamegraph.svg\n0\n1\n");
+    free(t);
+    json_decref(j);
+    json_decref(report("radicale", run[1], &h));
+    /* compare speaks Python too */
+    {
+        char ra[200], rb[200];
+        const char *fail[] = { "self[__setattr__ (base.py)]>+30%" };
+
+        snprintf(ra, sizeof ra, "radicale/%s", run[0]);
+        snprintf(rb, sizeof rb, "radicale/%s", run[1]);
+        assert_int_equal(compare(ra, rb, fail, 1, PH_COMPARE_TEXT, &out, &failed, &err), 1);
+        assert_non_null(failed);
+        assert_non_null(strstr(failed, "__setattr__ (base.py)"));
+        assert_non_null(strstr(out, "__setattr__ (base.py)"));
+        assert_null(strstr(out, "python3.11+0x1e44b0"));
+        free(out);
+        free(failed);
+    }
+    assert_int_equal(ph_report_write_index(out_dir, &err), 0);
+    html = rt_slurp(rt_path("out/index.html"), NULL);
+    assert_non_null(strstr(html, "(Python view), top __setattr__ (base.py)"));
+    free(html);
+}
+
 static void
 test_fail_if_syntax(void **state)
 {
@@ -997,6 +1079,7 @@ main(void)
         cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_wall_report),
+        cmocka_unit_test(test_language_view_report),
         cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),
