@@ -948,6 +948,43 @@ test_language_view_report(void **state)
     free(html);
 }
 
+/* A headline never cuts a function's name: one that fits is whole (past
+ * the 80 bytes a headline held before), a longer one loses whole pieces
+ * (its arguments, its template arguments) for an ellipsis. */
+static void
+test_headline_whole_names(void **state)
+{
+    static const struct {
+        const char *leaf, *want;
+    } cases[] = {
+        { "net::HttpStreamFactory::JobController::OnStreamReadyOnPooledConnection(net::SSLConfig const&)",
+          "net::HttpStreamFactory::JobController::OnStreamReadyOnPooledConnection(net::SSLConfig const&)" },
+        { "void std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, "
+          "std::allocator<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > > >::"
+          "_M_realloc_insert<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&>"
+          "(__gnu_cxx::__normal_iterator<std::__cxx11::basic_string<char, std::char_traits<char>, "
+          "std::allocator<char> >*, std::vector<std::__cxx11::basic_string<char> > >, std::__cxx11::basic_string<char, "
+          "std::char_traits<char>, std::allocator<char> > const&)",
+          "void std::vector<\u2026>::_M_realloc_insert<\u2026>(\u2026)" },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *d = make_run("front", "20261122T200000Z-flamegraph", "flamegraph", 0);
+        char path[900], want[1024];
+        ph_report_headline h;
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/stacks-20261122T200100Z.folded", d);
+        f = fopen(path, "w");
+        fprintf(f, "main-thread;main;%s 9\nmain-thread;main;other 1\n", cases[i].leaf);
+        fclose(f);
+        json_decref(report("front", "20261122T200000Z-flamegraph", &h));
+        snprintf(want, sizeof want, "10 samples, top %s 90.0 %% (self)", cases[i].want);
+        assert_string_equal(h.text, want);
+    }
+}
+
 static void
 test_fail_if_syntax(void **state)
 {
@@ -1080,6 +1117,7 @@ main(void)
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_wall_report),
         cmocka_unit_test(test_language_view_report),
+        cmocka_unit_test(test_headline_whole_names),
         cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),
