@@ -985,6 +985,50 @@ test_headline_whole_names(void **state)
     }
 }
 
+/* Threads of a pool are one row, in the table and in summary.json:
+ * names that differ only in runs of digits, each differing run as N,
+ * with the count of threads, the biggest group first. */
+static void
+test_thread_pools(void **state)
+{
+    const char *d = make_run("tomcat", "20261122T210000Z-flamegraph", "flamegraph", 0);
+    static const struct {
+        const char *thread;
+        double samples;
+        int threads;
+    } want[] = {
+        { "http-nio-8080-exec-N", 9, 3 }, { "GC Thread#0", 6, 1 },          { "main", 5, 1 },
+        { "ForkJoinPool-1-worker-N", 2, 2 }, { "pool-N-thread-1", 2, 2 },
+    };
+    char path[900], *html;
+    ph_report_headline h;
+    json_t *j, *th;
+    FILE *f;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T210100Z.folded", d);
+    f = fopen(path, "w");
+    fputs("http-nio-8080-exec-1;run;doGet 4\nhttp-nio-8080-exec-2;run;doGet 2\nhttp-nio-8080-exec-10;run;service 3\n"
+          "ForkJoinPool-1-worker-3;run;compute 1\nForkJoinPool-1-worker-5;run;compute 1\n"
+          "pool-2-thread-1;run;poll 1\npool-3-thread-1;run;poll 1\nmain;main;wait 5\nGC Thread#0;work 6\n",
+          f);
+    fclose(f);
+    j = report("tomcat", "20261122T210000Z-flamegraph", &h);
+    th = json_object_get(json_object_get(j, "flamegraph"), "threads");
+    assert_int_equal(json_array_size(th), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *r = json_array_get(th, i);
+        assert_string_equal(json_string_value(json_object_get(r, "thread")), want[i].thread);
+        assert_true(json_real_value(json_object_get(r, "samples")) == want[i].samples);
+        assert_int_equal(json_integer_value(json_object_get(r, "threads")), want[i].threads);
+    }
+    html = report_html("tomcat", "20261122T210000Z-flamegraph");
+    assert_non_null(strstr(html, ">http-nio-8080-exec-N (3 threads)</td>"));
+    assert_non_null(strstr(html, "doGet (66.7 %)"));
+    free(html);
+    json_decref(j);
+}
+
 static void
 test_fail_if_syntax(void **state)
 {
@@ -1118,6 +1162,7 @@ main(void)
         cmocka_unit_test(test_wall_report),
         cmocka_unit_test(test_language_view_report),
         cmocka_unit_test(test_headline_whole_names),
+        cmocka_unit_test(test_thread_pools),
         cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),
