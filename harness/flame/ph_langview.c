@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,23 @@ ph_langview_frame(const char *name, size_t n, char *out, size_t cap)
     if (!ends_with(name, n, "_[j]"))
         return PH_LANG_NONE;
     n -= 4;
+    if (starts_with(name, n, "py::")) { /* CPython 3.12+'s perf trampolines: `py::qualname:path` */
+        const char *q = name + 4, *colon = memchr(q, ':', n - 4), *file, *slash;
+        size_t qn = colon ? (size_t)(colon - q) : n - 4, fn;
+
+        if (colon == NULL) {
+            snprintf(out, cap, "%.*s", (int)qn, q);
+            return PH_LANG_PYTHON;
+        }
+        file = colon + 1;
+        fn = n - 4 - qn - 1;
+        if ((slash = memrchr(file, '/', fn)) != NULL) { /* the file's name, as the sampler writes it */
+            fn -= (size_t)(slash + 1 - file);
+            file = slash + 1;
+        }
+        snprintf(out, cap, "%.*s (%.*s)", (int)qn, q, (int)fn, file);
+        return PH_LANG_PYTHON;
+    }
     if (v8_frame(name, n, out, cap, &l))
         return l;
     if (n == 0 || hotspot_stub(name, n))

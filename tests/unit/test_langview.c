@@ -28,6 +28,9 @@ test_frames(void **state)
     frame_is("__setattr__ (base.py:391)_[p]", PH_LANG_PYTHON, "__setattr__ (base.py)");
     frame_is("ContentLine.__setattr__ (base.py:406)_[p]", PH_LANG_PYTHON, "ContentLine.__setattr__ (base.py)");
     frame_is("<module> (?:0)_[p]", PH_LANG_PYTHON, "<module> (?)");
+    /* CPython 3.12+'s perf trampolines, named from its perf map */
+    frame_is("py::hot_seventy_five:/app/lang.py_[j]", PH_LANG_PYTHON, "hot_seventy_five (lang.py)");
+    frame_is("py::Server.<locals>.handle:server.py_[j]", PH_LANG_PYTHON, "Server.<locals>.handle (server.py)");
     /* V8: the tag and the tier go, the location is the function's own */
     frame_is("LazyCompile:*readFile node:fs:383_[j]", PH_LANG_JS, "readFile (node:fs:383)");
     frame_is("LazyCompile:~readFile node:fs:383_[j]", PH_LANG_JS, "readFile (node:fs:383)");
