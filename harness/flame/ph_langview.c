@@ -179,6 +179,15 @@ ph_langview_frame(const char *name, size_t n, char *out, size_t cap)
         return l;
     if (n == 0 || hotspot_stub(name, n))
         return PH_LANG_NONE;
+    {
+        /* HotSpot's own perf map writes `long LangJava.hot(long, long)`
+         * (the conversion drops the arguments): the return type goes */
+        const char *sp = memrchr(name, ' ', n);
+        if (sp != NULL && memchr(sp + 1, '.', (size_t)(name + n - sp - 1)) != NULL) {
+            n -= (size_t)(sp + 1 - name);
+            name = sp + 1;
+        }
+    }
     put3(out, cap, name, n, "", 0, "", 0);
     return PH_LANG_JAVA;
 }

@@ -50,6 +50,8 @@ test_frames(void **state)
     frame_is("java.lang.Thread.run_[j]", PH_LANG_JAVA, "java.lang.Thread.run");
     frame_is("java.lang.String.hashCode_[j] (inlined)", PH_LANG_JAVA, "java.lang.String.hashCode");
     frame_is("Lcom/example/Foo;::bar_[j]", PH_LANG_JAVA, "Lcom/example/Foo;::bar");
+    frame_is("long LangJava.hot_seventy_five_[j]", PH_LANG_JAVA, "LangJava.hot_seventy_five");
+    frame_is("java.lang.String java.lang.String.trim_[j]", PH_LANG_JAVA, "java.lang.String.trim");
     frame_is("Interpreter_[j]", PH_LANG_NONE, NULL);
     frame_is("StubRoutines (1)_[j]", PH_LANG_NONE, NULL);
     frame_is("I2C/C2I adapters_[j]", PH_LANG_NONE, NULL);
