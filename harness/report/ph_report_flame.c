@@ -204,7 +204,7 @@ typedef struct thread_group {
 } thread_group;
 
 typedef struct thread_key {
-    char key[256]; /* the name with each digit run as '#' */
+    char key[256]; /* the name with each digit run as one byte 001 */
     uint32_t id;
 } thread_key;
 
@@ -224,11 +224,11 @@ digit_key(const char *name, char *key, size_t cap)
 
     for (const char *p = name; *p && o + 1 < cap; p++) {
         if (*p >= '0' && *p <= '9') {
-            key[o++] = '#';
+            key[o++] = '\001'; /* a run: a byte no thread name of a person's has */
             while (p[1] >= '0' && p[1] <= '9')
                 p++;
         } else {
-            key[o++] = *p == '#' ? '.' : *p; /* a '#' of the name's own stays apart from a run */
+            key[o++] = *p;
         }
     }
     key[o] = '\0';
