@@ -180,9 +180,17 @@ ph_langview_frame(const char *name, size_t n, char *out, size_t cap)
     if (n == 0 || hotspot_stub(name, n))
         return PH_LANG_NONE;
     {
-        /* HotSpot's own perf map writes `long LangJava.hot(long, long)`
-         * (the conversion drops the arguments): the return type goes */
-        const char *sp = memrchr(name, ' ', n);
+        /* HotSpot's own perf map writes `long LangJava.hot(long, long)`:
+         * the arguments (the perf conversion drops them, the sampler's
+         * map reader does not) and the return type go */
+        const char *sp;
+
+        if (n > 0 && name[n - 1] == ')') {
+            const char *open = memchr(name, '(', n);
+            if (open != NULL && open > name)
+                n = (size_t)(open - name);
+        }
+        sp = memrchr(name, ' ', n);
         if (sp != NULL && memchr(sp + 1, '.', (size_t)(name + n - sp - 1)) != NULL) {
             n -= (size_t)(sp + 1 - name);
             name = sp + 1;

@@ -52,6 +52,7 @@ test_frames(void **state)
     frame_is("Lcom/example/Foo;::bar_[j]", PH_LANG_JAVA, "Lcom/example/Foo;::bar");
     frame_is("long LangJava.hot_seventy_five_[j]", PH_LANG_JAVA, "LangJava.hot_seventy_five");
     frame_is("java.lang.String java.lang.String.trim_[j]", PH_LANG_JAVA, "java.lang.String.trim");
+    frame_is("long LangJava.hot_seventy_five(long, long)_[j]", PH_LANG_JAVA, "LangJava.hot_seventy_five");
     frame_is("Interpreter_[j]", PH_LANG_NONE, NULL);
     frame_is("StubRoutines (1)_[j]", PH_LANG_NONE, NULL);
     frame_is("I2C/C2I adapters_[j]", PH_LANG_NONE, NULL);
