@@ -134,3 +134,90 @@ ph_fmt_change(char buf[PH_FMT_LEN], double a, double b)
         snprintf(buf, PH_FMT_LEN, "%+.1f %%", 100.0 * (b - a) / fabs(a));
     return buf;
 }
+
+#define ELLIPSIS "\xe2\x80\xa6" /* U+2026 */
+
+/* S with the contents of each bracket pair OPEN..CLOSE at depth 0 (or,
+ * with LAST_ONLY, of the last one when it ends S) made an ellipsis. */
+static void
+elide_groups(char *s, char open, char close, int last_only)
+{
+    char out[4096];
+    size_t o = 0, n = strlen(s), start = n;
+    int depth = 0;
+
+    if (last_only) { /* the trailing group: its open bracket at depth 0 */
+        if (n == 0 || s[n - 1] != close)
+            return;
+        for (size_t i = n; i-- > 0;) {
+            depth += s[i] == close ? 1 : s[i] == open ? -1 : 0;
+            if (depth == 0) {
+                start = i;
+                break;
+            }
+        }
+        if (start == n || start + 2 >= n) /* unbalanced, or empty already */
+            return;
+        snprintf(out, sizeof out, "%.*s%c" ELLIPSIS "%c", (int)start, s, open, close);
+        snprintf(s, 4096, "%s", out);
+        return;
+    }
+    for (size_t i = 0; i < n && o + 8 < sizeof out; i++) {
+        if (s[i] == open && depth++ == 0) {
+            out[o++] = open;
+            memcpy(out + o, ELLIPSIS, 3);
+            o += 3;
+            continue;
+        }
+        if (s[i] == close && depth > 0 && --depth == 0) {
+            out[o++] = close;
+            continue;
+        }
+        if (depth == 0)
+            out[o++] = s[i];
+    }
+    if (depth != 0)
+        return; /* unbalanced (`operator<`): left as it is */
+    out[o] = '\0';
+    snprintf(s, 4096, "%s", out);
+}
+
+/* `a::b::c(…)` -> `…::c(…)`: the last qualifier at depth 0 kept. */
+static void
+drop_qualifiers(char *s)
+{
+    char out[4096];
+    const char *cut = NULL;
+    int depth = 0;
+
+    for (const char *p = s; *p; p++) {
+        depth += (*p == '(' || *p == '<') ? 1 : (*p == ')' || *p == '>') ? -1 : 0;
+        if (depth == 0 && p[0] == ':' && p[1] == ':')
+            cut = p;
+    }
+    if (cut == NULL)
+        return;
+    snprintf(out, sizeof out, ELLIPSIS "%s", cut);
+    snprintf(s, 4096, "%s", out);
+}
+
+const char *
+ph_fmt_name(char *out, size_t cap, const char *name, size_t max)
+{
+    char s[4096];
+
+    if (cap == 0)
+        return out;
+    if (strlen(name) <= max || strlen(name) >= sizeof s) {
+        snprintf(out, cap, "%s", name);
+        return out;
+    }
+    snprintf(s, sizeof s, "%s", name);
+    elide_groups(s, '(', ')', 1);
+    if (strlen(s) > max)
+        elide_groups(s, '<', '>', 0);
+    if (strlen(s) > max)
+        drop_qualifiers(s);
+    snprintf(out, cap, "%s", s);
+    return out;
+}

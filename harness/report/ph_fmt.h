@@ -10,6 +10,7 @@
 #ifndef PH_FMT_H
 #define PH_FMT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define PH_FMT_LEN 48
@@ -28,5 +29,12 @@ const char *ph_fmt_seconds(char buf[PH_FMT_LEN], double s);
 const char *ph_fmt_percent(char buf[PH_FMT_LEN], double part, double whole);
 /* A relative change from A to B: "+5.2 %", "-12.0 %", "new" (A == 0). */
 const char *ph_fmt_change(char buf[PH_FMT_LEN], double a, double b);
+
+/* Function NAME for a headline, at most about MAX bytes, into OUT (CAP
+ * bytes): a name is never cut in the middle; a longer one loses whole
+ * pieces for an ellipsis (…) at their boundaries: its argument list's
+ * contents, then its template arguments, then its outer qualifiers
+ * (`…::push_back(…)`).  A name still longer is kept whole (to CAP). */
+const char *ph_fmt_name(char *out, size_t cap, const char *name, size_t max);
 
 #endif

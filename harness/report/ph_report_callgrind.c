@@ -335,8 +335,9 @@ ph_report_callgrind(ph_rctx *c)
 
         if (ph_callgrind_top(cg, 0, 0, &top, 1) == 1) {
             ph_cg_fn fn = ph_callgrind_get_fn(cg, top);
-            snprintf(c->headline, sizeof c->headline, "%s %s, top %.80s %s (self)", ph_fmt_count(b, (double)info->totals[0]),
-                     is_ir ? "instructions" : info->events[0], fn.fn,
+            snprintf(c->headline, sizeof c->headline, "%s %s, top %s %s (self)", ph_fmt_count(b, (double)info->totals[0]),
+                     is_ir ? "instructions" : info->events[0],
+                     ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, fn.fn, PH_HEADLINE_NAME),
                      ph_fmt_percent(b2, (double)fn.self[0], (double)info->totals[0]));
         } else {
             snprintf(c->headline, sizeof c->headline, "%s %s", ph_fmt_count(b, (double)info->totals[0]),

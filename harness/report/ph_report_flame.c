@@ -51,6 +51,12 @@ ph_flame_tally(const ph_folded *folded, int skip_root, double **self_out, double
     return 0;
 }
 
+const ph_folded *
+ph_flame_native(const ph_flamedata *fd)
+{
+    return fd->native != NULL ? fd->native : fd->folded;
+}
+
 int
 ph_flame_has_thread_root(const ph_rundata *rd)
 {
@@ -187,31 +193,200 @@ top_rows(ph_mw *f, const ph_folded *fo, const double *v, double total, const cha
     return a;
 }
 
-/* Samples per thread (the root frame) with each one's busiest leaf; on
- * the wall clock, each one's share off CPU too. */
+/* Threads of a pool are one row: threads whose names differ only in
+ * their runs of digits (`thread-249`, `thread-422`; `pool-1-thread-3`,
+ * `pool-1-thread-7`) are a group, called by the name with each run that
+ * differs as N (`thread-N`, `pool-1-thread-N`).  A name alone in its
+ * pattern is its own group, as it was. */
+typedef struct thread_group {
+    char *label;
+    size_t threads;
+} thread_group;
+
+typedef struct thread_key {
+    char key[256]; /* the name with each digit run as one byte 001 */
+    uint32_t id;
+} thread_key;
+
+static int
+cmp_key(const void *a, const void *b)
+{
+    const thread_key *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static void
+digit_key(const char *name, char *key, size_t cap)
+{
+    size_t o = 0;
+
+    for (const char *p = name; *p && o + 1 < cap; p++) {
+        if (*p >= '0' && *p <= '9') {
+            key[o++] = '\001'; /* a run: a byte no thread name of a person's has */
+            while (p[1] >= '0' && p[1] <= '9')
+                p++;
+        } else {
+            key[o++] = *p;
+        }
+    }
+    key[o] = '\0';
+}
+
+/* The label of the names IDS[0..N) (one pattern): the first name with
+ * every digit run that is not the same in all of them as N. */
+static char *
+group_label(const ph_folded *fo, const thread_key *k, size_t n)
+{
+    const char *first = ph_folded_name(fo, k[0].id, NULL);
+    char out[512];
+    size_t o = 0, run = 0;
+
+    for (const char *p = first; *p && o + 2 < sizeof out;) {
+        if (*p < '0' || *p > '9') {
+            out[o++] = *p++;
+            continue;
+        }
+        {
+            const char *e = p;
+            int same = 1;
+
+            while (*e >= '0' && *e <= '9')
+                e++;
+            for (size_t i = 1; i < n && same; i++) {
+                /* the same run (by its place) in the other name */
+                const char *q = ph_folded_name(fo, k[i].id, NULL), *qe;
+                size_t r = 0;
+                for (; *q; q++) {
+                    if (*q >= '0' && *q <= '9') {
+                        if (r++ == run)
+                            break;
+                        while (q[1] >= '0' && q[1] <= '9')
+                            q++;
+                    }
+                }
+                for (qe = q; *qe >= '0' && *qe <= '9'; qe++)
+                    ;
+                same = (size_t)(qe - q) == (size_t)(e - p) && memcmp(q, p, (size_t)(e - p)) == 0;
+            }
+            if (same) {
+                while (p < e && o + 1 < sizeof out)
+                    out[o++] = *p++;
+            } else {
+                out[o++] = 'N';
+                p = e;
+            }
+            run++;
+        }
+    }
+    out[o] = '\0';
+    return strdup(out);
+}
+
+/* The group of each thread (root frame) of FO into GROUP_OF (one per
+ * name id); the groups into *GROUPS.  How many groups, or -1 on ENOMEM. */
+static ssize_t
+thread_groups(const ph_folded *fo, uint32_t *group_of, thread_group **groups)
+{
+    size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), nk = 0, ng = 0;
+    uint8_t *is_thread = calloc(nn ? nn : 1, 1);
+    thread_key *k = NULL;
+    thread_group *g = NULL;
+
+    if (is_thread == NULL)
+        return -1;
+    for (size_t i = 0; i < ns; i++)
+        is_thread[ph_folded_get_stack(fo, i).frames[0]] = 1;
+    for (size_t i = 0; i < nn; i++)
+        nk += is_thread[i];
+    k = malloc((nk ? nk : 1) * sizeof *k);
+    g = calloc(nk ? nk : 1, sizeof *g);
+    if (k == NULL || g == NULL)
+        goto enomem;
+    nk = 0;
+    for (uint32_t i = 0; i < nn; i++) {
+        group_of[i] = UINT32_MAX;
+        if (is_thread[i]) {
+            digit_key(ph_folded_name(fo, i, NULL), k[nk].key, sizeof k[nk].key);
+            k[nk++].id = i;
+        }
+    }
+    if (nk > 1)
+        qsort(k, nk, sizeof *k, cmp_key);
+    for (size_t i = 0; i < nk;) {
+        size_t j = i + 1;
+
+        while (j < nk && strcmp(k[j].key, k[i].key) == 0)
+            j++;
+        g[ng].threads = j - i;
+        g[ng].label = j - i == 1 ? strdup(ph_folded_name(fo, k[i].id, NULL)) : group_label(fo, k + i, j - i);
+        if (g[ng].label == NULL)
+            goto enomem;
+        for (size_t m = i; m < j; m++)
+            group_of[k[m].id] = (uint32_t)ng;
+        ng++;
+        i = j;
+    }
+    free(is_thread);
+    free(k);
+    *groups = g;
+    return (ssize_t)ng;
+enomem:
+    for (size_t i = 0; g != NULL && i < ng; i++)
+        free(g[i].label);
+    free(g);
+    free(k);
+    free(is_thread);
+    return -1;
+}
+
+typedef struct group_rank {
+    const double *v;
+    const thread_group *g;
+} group_rank;
+
+static int
+cmp_group(const void *a, const void *b, void *ctx)
+{
+    const group_rank *r = ctx;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    if (r->v[x] != r->v[y])
+        return r->v[x] < r->v[y] ? 1 : -1;
+    return strcmp(r->g[x].label, r->g[y].label);
+}
+
+/* Samples per thread (the root frame; a pool's threads one row) with
+ * each one's busiest leaf; on the wall clock, each one's share off CPU too. */
 static json_t *
 threads(ph_mw *f, const ph_folded *fo, double total, int in_ns, int wall)
 {
-    size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), n = 0, npairs = 0;
-    double *per = calloc(nn ? nn : 1, sizeof *per), *best = calloc(nn ? nn : 1, sizeof *best);
-    double *off = calloc(nn ? nn : 1, sizeof *off);
+    size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), npairs = 0;
+    uint32_t *group_of = malloc((nn ? nn : 1) * sizeof *group_of), *ids = NULL;
+    thread_group *g = NULL;
+    ssize_t ng = group_of ? thread_groups(fo, group_of, &g) : -1;
+    size_t gn = ng > 0 ? (size_t)ng : 1;
+    double *per = calloc(gn, sizeof *per), *best = calloc(gn, sizeof *best), *off = calloc(gn, sizeof *off);
     double *sums = malloc((ns ? ns : 1) * sizeof *sums);
-    uint32_t *leaf = malloc((nn ? nn : 1) * sizeof *leaf), *ids = NULL;
+    uint32_t *leaf = malloc(gn * sizeof *leaf);
     ph_u64map pairs = { 0 };
     json_t *a = json_array();
     const char *const heads[] = { "thread", in_ns ? "CPU time#" : "samples#", "%#", "", "off CPU#",
                                   "busiest function (self)" };
     const char *const heads_cpu[] = { heads[0], heads[1], heads[2], heads[3], heads[5] };
     char b[PH_FMT_LEN], p[PH_FMT_LEN];
+    group_rank r = { per, g };
 
-    if (per == NULL || best == NULL || off == NULL || sums == NULL || leaf == NULL)
+    if (ng <= 0 || per == NULL || best == NULL || off == NULL || sums == NULL || leaf == NULL ||
+        (ids = malloc(gn * sizeof *ids)) == NULL)
         goto out;
-    for (size_t i = 0; i < nn; i++)
+    for (size_t i = 0; i < gn; i++)
         leaf[i] = UINT32_MAX;
-    /* one pass: samples per thread, and per (thread, leaf) pair */
+    /* one pass: samples per group, and per (group, leaf) pair */
     for (size_t i = 0; i < ns; i++) {
         ph_folded_stack s = ph_folded_get_stack(fo, i);
-        uint32_t t = s.frames[0], l = s.frames[s.depth - 1], k;
+        uint32_t t = group_of[s.frames[0]], l = s.frames[s.depth - 1], k;
         uint64_t key = (uint64_t)t << 32 | l;
 
         per[t] += s.count;
@@ -230,37 +405,48 @@ threads(ph_mw *f, const ph_folded *fo, double total, int in_ns, int wall)
             leaf[t] = l;
         }
     }
-    ids = ranked(fo, per, &n);
-    if (ids != NULL && n > 0) {
-        PH_MW_RAW(f, "<h3>Per thread</h3>\n");
-        if (wall)
-            ph_html_table(f, heads, 6);
-        else
-            ph_html_table(f, heads_cpu, 5);
-        for (size_t i = 0; i < n && i < 200; i++) {
-            uint32_t t = ids[i];
-            PH_MW_RAW(f, "<tr><td class=\"name\">");
-            ph_mw_text(f, ph_folded_name(fo, t, NULL));
-            PH_MW_RAW(f, "</td>");
-            ph_html_num(f, per[t], fmt_value(b, per[t], in_ns));
-            ph_html_num(f, total > 0 ? 100 * per[t] / total : 0, ph_fmt_percent(p, per[t], total));
-            ph_html_bar(f, total > 0 ? per[t] / total : 0);
-            if (wall) /* of the thread's own samples */
-                ph_html_num(f, per[t] > 0 ? 100 * off[t] / per[t] : 0, ph_fmt_percent(p, off[t], per[t]));
-            PH_MW_RAW(f, "<td class=\"name\">");
-            if (leaf[t] != UINT32_MAX) {
-                ph_mw_text(f, ph_folded_name(fo, leaf[t], NULL));
-                PH_MW_FMT(f, " (%s)", ph_fmt_percent(p, best[t], per[t]));
-            }
-            PH_MW_RAW(f, "</td></tr>\n");
-            json_array_append_new(a, json_pack("{s:s, s:f}", "thread", ph_folded_name(fo, t, NULL), "samples", per[t]));
-            if (wall)
-                json_object_set_new(json_array_get(a, json_array_size(a) - 1), "offcpu_samples", json_real(off[t]));
+    for (uint32_t i = 0; i < gn; i++)
+        ids[i] = i;
+    qsort_r(ids, gn, sizeof *ids, cmp_group, &r);
+    PH_MW_RAW(f, "<h3>Per thread</h3>\n");
+    if (wall)
+        ph_html_table(f, heads, 6);
+    else
+        ph_html_table(f, heads_cpu, 5);
+    for (size_t i = 0; i < gn && i < 200; i++) {
+        uint32_t t = ids[i];
+        json_t *row;
+
+        if (!(per[t] > 0))
+            continue;
+        PH_MW_RAW(f, "<tr><td class=\"name\">");
+        ph_mw_text(f, g[t].label);
+        if (g[t].threads > 1)
+            PH_MW_FMT(f, " (%zu threads)", g[t].threads);
+        PH_MW_RAW(f, "</td>");
+        ph_html_num(f, per[t], fmt_value(b, per[t], in_ns));
+        ph_html_num(f, total > 0 ? 100 * per[t] / total : 0, ph_fmt_percent(p, per[t], total));
+        ph_html_bar(f, total > 0 ? per[t] / total : 0);
+        if (wall) /* of the group's own samples */
+            ph_html_num(f, per[t] > 0 ? 100 * off[t] / per[t] : 0, ph_fmt_percent(p, off[t], per[t]));
+        PH_MW_RAW(f, "<td class=\"name\">");
+        if (leaf[t] != UINT32_MAX) {
+            ph_mw_text(f, ph_folded_name(fo, leaf[t], NULL));
+            PH_MW_FMT(f, " (%s)", ph_fmt_percent(p, best[t], per[t]));
         }
-        ph_html_table_end(f);
+        PH_MW_RAW(f, "</td></tr>\n");
+        row = json_pack("{s:s, s:f, s:I}", "thread", g[t].label, "samples", per[t], "threads", (json_int_t)g[t].threads);
+        if (wall)
+            json_object_set_new(row, "offcpu_samples", json_real(off[t]));
+        json_array_append_new(a, row);
     }
+    ph_html_table_end(f);
 out:
     ph_u64map_free(&pairs);
+    for (ssize_t i = 0; i < ng; i++)
+        free(g[i].label);
+    free(g);
+    free(group_of);
     free(ids);
     free(per);
     free(best);
@@ -384,6 +570,37 @@ ph_report_flame_files(ph_rundata *rd, ph_report_out *ro, uint64_t reserve, ph_er
     return 0;
 }
 
+/* The stacks with every frame, for a language service (its view is the
+ * section's): the graph (kept for PH_REPORT_FLAME_NATIVE_SVG) and the
+ * top tables, folded away in the page until opened. */
+static void
+native_view(ph_rctx *c, json_t *js, int root, int perf_ns)
+{
+    ph_mw *f = c->html;
+    const ph_folded *fo = c->rd->flame.native;
+    double total = ph_folded_get_stats(fo)->total, *self = NULL, *tot = NULL;
+    json_t *jn = json_object();
+    ph_flame_opts o;
+    char title[400];
+
+    PH_MW_RAW(f, "<details class=\"native\"><summary>Native view: every frame (the interpreter's, the VM's)</summary>\n");
+    ph_report_flame_opts(c->rd, &o, title, sizeof title);
+    free(c->flame_native_svg);
+    c->flame_native_svg = NULL;
+    ph_html_flame_render_kept(f, fo, &o, title, &c->flame_native_svg, &c->flame_native_svg_len);
+    ph_html_note(f, PH_REPORT_FLAME_NATIVE_SVG " beside this report is the same graph by itself.");
+    if (ph_flame_tally(fo, root, &self, &tot) == 0) {
+        json_object_set_new(jn, "top_self", top_rows(f, fo, self, total, "Top native functions by self samples",
+                                                     perf_ns ? "self time#" : "self#", perf_ns));
+        json_object_set_new(jn, "top_total", top_rows(f, fo, tot, total, "Top native functions by total samples",
+                                                      perf_ns ? "total time#" : "total#", perf_ns));
+    }
+    PH_MW_RAW(f, "</details>\n");
+    json_object_set_new(js, "native", jn);
+    free(self);
+    free(tot);
+}
+
 void
 ph_report_flame(ph_rctx *c)
 {
@@ -432,6 +649,15 @@ ph_report_flame(ph_rctx *c)
         ph_html_card(f, "CPU time sampled", ph_fmt_seconds(b, fd->sampler.cpu_seconds), note);
     }
     ph_html_cards_end(f);
+    json_object_set_new(js, "view", json_string(fd->native ? ph_langview_lang_name(fd->lang.lang) : "native"));
+    if (fd->native != NULL) {
+        const char *lang = ph_langview_lang_name(fd->lang.lang);
+        snprintf(note, sizeof note,
+                 "%s view: each stack is its %s functions (%s of the samples have one); the runtime's own native "
+                 "frames are the time of the function they run.  The native view, every frame, is below.",
+                 lang, lang, ph_fmt_percent(b, fd->lang.with_lang, fd->lang.total));
+        ph_html_note(f, note);
+    }
 
     /* the interactive graph, drawn here from the stacks: an SVG the
      * container wrote is never shown (its script would run in the page) */
@@ -467,24 +693,33 @@ ph_report_flame(ph_rctx *c)
             uint32_t *ids = ranked(fo, self, &n);
             size_t nb = 0;
             uint32_t *bids = blk != NULL && off > 0 ? ranked(fo, blk, &nb) : NULL;
+            char name[PH_HEADLINE_NAME + 64], view[64] = "";
+
+            if (fd->native != NULL)
+                snprintf(view, sizeof view, " (%s view)", ph_langview_lang_name(fd->lang.lang));
             if (bids != NULL && nb > 0)
-                snprintf(c->headline, sizeof c->headline, "%s samples, %s off CPU, top blocking call %.80s %s",
-                         ph_fmt_commify(b, (uint64_t)total), ph_fmt_percent(b2, off, total),
-                         ph_folded_name(fo, bids[0], NULL), ph_fmt_percent(b3, blk[bids[0]], total));
+                snprintf(c->headline, sizeof c->headline, "%s samples%s, %s off CPU, top blocking call %s %s",
+                         ph_fmt_commify(b, (uint64_t)total), view, ph_fmt_percent(b2, off, total),
+                         ph_fmt_name(name, sizeof name, ph_folded_name(fo, bids[0], NULL), PH_HEADLINE_NAME),
+                         ph_fmt_percent(b3, blk[bids[0]], total));
             else if (ids != NULL && n > 0 && perf != NULL)
-                snprintf(c->headline, sizeof c->headline, "%s samples of %.40s (%s %s), top %.80s %s (self)",
+                snprintf(c->headline, sizeof c->headline, "%s samples of %.40s (%s %s)%s, top %s %s (self)",
                          ph_fmt_commify(b, (uint64_t)json_integer_value(json_object_get(perf, "samples"))), pevent,
                          perf_ns ? ph_fmt_seconds(b2, total / 1e9) : ph_fmt_commify(b2, (uint64_t)total),
-                         perf_ns ? "of CPU" : "events", ph_folded_name(fo, ids[0], NULL),
+                         perf_ns ? "of CPU" : "events", view,
+                         ph_fmt_name(name, sizeof name, ph_folded_name(fo, ids[0], NULL), PH_HEADLINE_NAME),
                          ph_fmt_percent(b3, self[ids[0]], total));
             else if (ids != NULL && n > 0)
-                snprintf(c->headline, sizeof c->headline, "%s samples, top %.80s %s (self)",
-                         ph_fmt_commify(b, (uint64_t)total), ph_folded_name(fo, ids[0], NULL),
+                snprintf(c->headline, sizeof c->headline, "%s samples%s, top %s %s (self)",
+                         ph_fmt_commify(b, (uint64_t)total), view,
+                         ph_fmt_name(name, sizeof name, ph_folded_name(fo, ids[0], NULL), PH_HEADLINE_NAME),
                          ph_fmt_percent(b2, self[ids[0]], total));
             free(ids);
             free(bids);
         }
     }
+    if (fd->native != NULL)
+        native_view(c, js, root, perf_ns);
     sampler_figures(f, &fd->sampler);
     json_object_set_new(js, "samples", json_real(total));
     if (perf != NULL)

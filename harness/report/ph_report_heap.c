@@ -320,8 +320,9 @@ report_growth(ph_rctx *c, const site *top, size_t ns, json_t *js)
                                                 "percent", grown > 0 ? 100 * g[i]->v[S_GROWN] / grown : 0.0));
         }
         ph_html_table_end(f);
-        snprintf(c->headline + hl, sizeof c->headline - hl, "; grown %s (%.80s %s)", ph_fmt_bytes(b, grown),
-                 g[0]->name, ph_fmt_percent(b2, g[0]->v[S_GROWN], grown));
+        snprintf(c->headline + hl, sizeof c->headline - hl, "; grown %s (%s %s)", ph_fmt_bytes(b, grown),
+                 ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, g[0]->name, PH_HEADLINE_NAME),
+                 ph_fmt_percent(b2, g[0]->v[S_GROWN], grown));
     } else {
         ph_html_note(f, "Nothing grew.");
         snprintf(c->headline + hl, sizeof c->headline - hl, "; nothing grew");
@@ -385,8 +386,9 @@ ph_report_heap(ph_rctx *c)
                                                 "inuse_bytes", top[i].v[S_END], "alloc_bytes", top[i].v[S_ALLOC]));
         }
         ph_html_table_end(f);
-        snprintf(c->headline, sizeof c->headline, "peak in use %s (%.80s %s), %s in use at the end, %s allocated",
-                 ph_fmt_bytes(b, peak), top[0].name, ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
+        snprintf(c->headline, sizeof c->headline, "peak in use %s (%s %s), %s in use at the end, %s allocated",
+                 ph_fmt_bytes(b, peak),
+                 ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[0].name, PH_HEADLINE_NAME), ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
                  ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
     }
     report_growth(c, top, ns, js);

@@ -21,6 +21,7 @@
 #include "ph_flame.h"
 #include "ph_fmt.h"
 #include "ph_folded.h"
+#include "ph_langview.h"
 #include "ph_markup.h"
 #include "ph_massif.h"
 #include "ph_report.h"
@@ -50,7 +51,10 @@ typedef struct ph_sampler_stats {
 } ph_sampler_stats;
 
 typedef struct ph_flamedata {
-    ph_folded *folded;         /* merged stacks, the root frame is the thread */
+    ph_folded *folded;         /* merged stacks, the root frame is the thread; the
+                                * language view (ph_langview.h) when NATIVE is set */
+    ph_folded *native;         /* the stacks as read, when they have language frames; else NULL */
+    ph_langview_info lang;     /* the language of the view (PH_LANG_NONE: native stacks) */
     const ph_artifact *svg;    /* the sampler's last flamegraph (its subtitle is read, never shown), or NULL */
     size_t n_files;            /* stacks files read */
     ph_sampler_stats sampler;
@@ -219,11 +223,18 @@ typedef struct ph_rctx {
     char headline[512];        /* set by the section of the run's main kind */
     char *flame_svg;           /* the flamegraph section's graph (PH_REPORT_FLAME_SVG), or NULL */
     size_t flame_svg_len;
+    char *flame_native_svg;    /* a language view's native graph (PH_REPORT_FLAME_NATIVE_SVG), or NULL */
+    size_t flame_native_svg_len;
     char *heap_svg;            /* the heap section's growth graph (PH_REPORT_HEAP_GROWTH.svg), or NULL */
     size_t heap_svg_len;
     const char *toc[8];        /* the sections written, in order (the page's table of contents) */
     size_t n_toc;
 } ph_rctx;
+
+/* A function's name in a headline: about this long at most (ph_fmt_name). */
+#define PH_HEADLINE_NAME 120
+/* The native view's graph of a language service, beside PH_REPORT_FLAME_SVG. */
+#define PH_REPORT_FLAME_NATIVE_SVG PH_REPORT_SVG_PREFIX "flamegraph-native.svg"
 
 void ph_report_massif(ph_rctx *c);
 void ph_report_callgrind(ph_rctx *c);
@@ -265,6 +276,9 @@ int ph_report_flame_files(ph_rundata *rd, ph_report_out *ro, uint64_t reserve, p
 /* ph_report_merge.c: a merged run's hosts, each linking its run's
  * report (nothing for a run of one host). */
 void ph_report_merged_section(ph_mw *f, const ph_rundata *rd);
+/* The run's stacks with every frame (the native view): FD's native
+ * stacks, or its only ones. */
+const ph_folded *ph_flame_native(const ph_flamedata *fd);
 /* Whether the run's folded stacks start with the thread's name. */
 int ph_flame_has_thread_root(const ph_rundata *rd);
 /* The wall clock's mark of a blocked thread, the leaf of its stack. */

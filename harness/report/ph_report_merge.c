@@ -96,7 +96,7 @@ ph_report_merge_runs(const char *dir, const char *name, const ph_merge_src *src,
         if (ph_rundata_load(src[i].run_dir, profiles, &rd[i], err) < 0)
             goto out;
         loaded++;
-        fo = rd[i].flame.folded;
+        fo = ph_flame_native(&rd[i].flame); /* every frame: the merged run makes its own view */
         if (fo == NULL) {
             snprintf(why, why_len, "%s's run has no folded stacks to add up (%s)", src[i].host,
                      rd[i].has_flame ? "see its report" : "a mode without stacks: nothing to merge");

@@ -545,6 +545,11 @@ ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles,
         if (ph_report_out_write(&ro, path, c.flame_svg, c.flame_svg_len, err) < 0)
             goto out;
     }
+    if (c.flame_native_svg != NULL) {
+        snprintf(path, sizeof path, "%s/%s", rd.dir, PH_REPORT_FLAME_NATIVE_SVG);
+        if (ph_report_out_write(&ro, path, c.flame_native_svg, c.flame_native_svg_len, err) < 0)
+            goto out;
+    }
     if (ph_report_heap_files(&c, &ro, err) < 0 || ph_report_flame_files(&rd, &ro, body_len + PAGE_ROOM, err) < 0)
         goto out;
 
@@ -580,6 +585,7 @@ ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles,
 out:
     ph_mw_close(&bw);
     free(c.flame_svg);
+    free(c.flame_native_svg);
     free(c.heap_svg);
     json_decref(c.summary);
     ph_rundata_free(&rd);

@@ -410,6 +410,26 @@ unnamed_module(const char *name, char *mod, size_t len, int *jit)
     return 1;
 }
 
+/* Which piece of a language runtime module MOD is, for a person: "" for
+ * none we know.  In a language view these samples are outside any of
+ * the language's functions (start-up, the collector, a runtime thread). */
+static const char *
+runtime_piece(const char *mod)
+{
+    static const struct {
+        const char *prefix, *piece;
+    } pieces[] = {
+        { "python", "the CPython interpreter" }, { "libpython", "the CPython interpreter" },
+        { "libjvm.so", "the JVM (HotSpot)" },   { "libjava.so", "the JVM's native library" },
+        { "node", "node (V8 and libuv)" },      { "libnode.so", "node (V8 and libuv)" },
+    };
+
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++)
+        if (strncmp(mod, pieces[i].prefix, strlen(pieces[i].prefix)) == 0)
+            return pieces[i].piece;
+    return "";
+}
+
 /* A problem when much of the CPU went to frames without a function name:
  * the report would otherwise show `[lang_go_static] 100 %` and no word. */
 static void
@@ -453,12 +473,20 @@ unnamed_problem(ph_rundata *rd, const ph_folded *fo, int skip_root)
             m[j] = m[j - 1];
             m[j - 1] = t;
         }
-    for (size_t i = 0; i < nm && i < 3 && o < sizeof text; i++)
-        o += (size_t)snprintf(text + o, sizeof text - o, "%s%s (%s) %s", i ? "; " : "", m[i].name,
-                              ph_fmt_percent(pct, m[i].count, total),
+    for (size_t i = 0; i < nm && i < 3 && o < sizeof text; i++) {
+        const char *piece = m[i].jit ? "" : runtime_piece(m[i].name), *lang = ph_langview_lang_name(rd->flame.lang.lang);
+        char what[200] = "";
+
+        if (piece[0] && lang[0])
+            snprintf(what, sizeof what, ", %s outside any %s function,", piece, lang);
+        else if (piece[0])
+            snprintf(what, sizeof what, ", %s,", piece);
+        o += (size_t)snprintf(text + o, sizeof text - o, "%s%s (%s)%s %s", i ? "; " : "", m[i].name,
+                              ph_fmt_percent(pct, m[i].count, total), what,
                               m[i].jit ? "is JIT code without a perf map (the runtime wrote none, or the run did not "
                                          "carry it)"
                                        : "has no symbols (stripped, or its symbols were not found)");
+    }
     ph_rundata_problem(rd, "%s of the samples have no function name: %s", ph_fmt_percent(pct, unnamed, total), text);
 }
 
@@ -517,6 +545,22 @@ read_flame(ph_rundata *rd)
             ph_rundata_problem(rd, "%s: %zu line%s not in the folded format (first at line %zu), skipped",
                                folded[nf - 1]->name, st->bad_lines, st->bad_lines == 1 ? "" : "s",
                                st->bad_line_numbers[0]);
+    }
+    /* a language service: its tables, headline and figures at the level
+     * of its language, the stacks as read kept for the native view */
+    {
+        ph_folded *view = NULL;
+        int r = ph_langview_build(fd->folded, ph_flame_has_thread_root(rd), &view, &fd->lang, &err);
+
+        if (r < 0) {
+            ph_rundata_problem(rd, "%s", err->msg);
+            ph_error_free(&err);
+        } else if (r > 0) {
+            fd->native = fd->folded;
+            fd->folded = view;
+        } else {
+            fd->lang.lang = PH_LANG_NONE;
+        }
     }
     unnamed_problem(rd, fd->folded, ph_flame_has_thread_root(rd));
 }
@@ -698,6 +742,7 @@ ph_rundata_free(ph_rundata *rd)
     ph_callgrind_free(rd->cg);
     ph_strace_free(rd->st);
     ph_folded_free(rd->flame.folded);
+    ph_folded_free(rd->flame.native);
     ph_heapdata_free(&rd->heap);
     for (size_t i = 0; i < rd->n_problems; i++)
         free(rd->problems[i]);

@@ -547,6 +547,7 @@ test_flame_report(void **state)
 
 /* A long subtitle wrapped into lines (<tspan>s, as the renderer writes
  * one wider than the graph): the sampler's figures are read all the same. */
+
 static void
 test_flame_wrapped_subtitle(void **state)
 {
@@ -916,6 +917,168 @@ test_compare(void **state)
     }
 }
 
+/* A Python service's run (tests/unit/data/lang/python.folded, as the
+ * sampler writes it, two more native-only samples): the headline, the
+ * summary, the top tables and compare name Python functions; the
+ * interpreter's unnamed frames under them are no "no function name"; the
+ * native view is there beside it, in the page and as its own graph. */
+static void
+test_language_view_report(void **state)
+{
+    const char *run[2] = { "20261122T190000Z-flamegraph", "20261122T191500Z-flamegraph" };
+    char *html, *out = NULL, *failed = NULL, *t;
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    json_t *j, *fl, *p;
+    size_t k;
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        const char *d = make_run("radicale", run[i], "flamegraph", 0);
+        /* B: __setattr__ three times as often */
+        free(rt_must("grep -v off-cpu tests/unit/data/lang/python.folded | awk '/^#/ { next } "
+                     "{ n = $NF; if (%d && /__setattr__/) n *= 3; $NF = n; print } "
+                     "END { print \"thread-251;clone;start_thread;python3.11+0x255792;python3.11+0x12a4f0 3\" }' "
+                     "> %s/stacks-20261122T190100Z.folded",
+                     i, d));
+    }
+    j = report("radicale", run[0], &h);
+    fl = json_object_get(j, "flamegraph");
+    assert_string_equal(h.text, "26 samples (Python view), top __setattr__ (base.py) 61.5 % (self)");
+    assert_string_equal(json_string_value(json_object_get(fl, "view")), "Python");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "name")),
+                        "__setattr__ (base.py)");
+    assert_true(json_real_value(json_object_get(json_array_get(json_object_get(fl, "top_self"), 0), "samples")) == 16);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(fl, "top_total"), 0), "name")),
+                        "_bootstrap (threading.py)");
+    /* the native view: every frame as the sampler wrote it */
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(json_object_get(fl, "native"), "top_self"), 0), "name")),
+                        "python3.11+0x1e44b0");
+    /* unnamed: the 5 samples of the threads with no Python frame, not the
+     * interpreter running __setattr__ (before: 18 of 26) */
+    t = NULL;
+    json_array_foreach(json_object_get(j, "problems"), k, p)
+        if (strstr(json_string_value(p), "no function name") != NULL)
+            t = strdup(json_string_value(p));
+    assert_non_null(t);
+    assert_non_null(strstr(t, "19.2 % of the samples have no function name: python3.11 (19.2 %), the CPython "
+                              "interpreter outside any Python function, has no symbols"));
+    free(t);
+    html = report_html("radicale", run[0]);
+    assert_non_null(strstr(html, "Python view: each stack is its Python functions (80.8 % of the samples have one)"));
+    assert_non_null(strstr(html, "<summary>Native view: every frame"));
+    assert_int_equal(count(html, "iframe class=\"flame\""), 2);
+    free(html);
+    t = rt_must("ls %s/radicale/%s | grep '^report-'; grep -c 'python3.11+0x1e44b0' %s/radicale/%s/report-flamegraph.svg; "
+                "grep -c 'python3.11+0x1e44b0' %s/radicale/%s/report-flamegraph-native.svg",
+                out_dir, run[0], out_dir, run[0], out_dir, run[0]);
+    assert_string_equal(t, "report-flamegraph-native.svg\nreport-flamegraph.svg\n0\n1\n");
+    free(t);
+    json_decref(j);
+    json_decref(report("radicale", run[1], &h));
+    /* compare speaks Python too */
+    {
+        char ra[200], rb[200];
+        const char *fail[] = { "self[__setattr__ (base.py)]>+30%" };
+
+        snprintf(ra, sizeof ra, "radicale/%s", run[0]);
+        snprintf(rb, sizeof rb, "radicale/%s", run[1]);
+        assert_int_equal(compare(ra, rb, fail, 1, PH_COMPARE_TEXT, &out, &failed, &err), 1);
+        assert_non_null(failed);
+        assert_non_null(strstr(failed, "__setattr__ (base.py)"));
+        assert_non_null(strstr(out, "__setattr__ (base.py)"));
+        assert_null(strstr(out, "python3.11+0x1e44b0"));
+        free(out);
+        free(failed);
+    }
+    assert_int_equal(ph_report_write_index(out_dir, &err), 0);
+    html = rt_slurp(rt_path("out/index.html"), NULL);
+    assert_non_null(strstr(html, "(Python view), top __setattr__ (base.py)"));
+    free(html);
+}
+
+/* A headline never cuts a function's name: one that fits is whole (past
+ * the 80 bytes a headline held before), a longer one loses whole pieces
+ * (its arguments, its template arguments) for an ellipsis. */
+static void
+test_headline_whole_names(void **state)
+{
+    static const struct {
+        const char *leaf, *want;
+    } cases[] = {
+        { "net::HttpStreamFactory::JobController::OnStreamReadyOnPooledConnection(net::SSLConfig const&)",
+          "net::HttpStreamFactory::JobController::OnStreamReadyOnPooledConnection(net::SSLConfig const&)" },
+        { "void std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >, "
+          "std::allocator<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > > >::"
+          "_M_realloc_insert<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&>"
+          "(__gnu_cxx::__normal_iterator<std::__cxx11::basic_string<char, std::char_traits<char>, "
+          "std::allocator<char> >*, std::vector<std::__cxx11::basic_string<char> > >, std::__cxx11::basic_string<char, "
+          "std::char_traits<char>, std::allocator<char> > const&)",
+          "void std::vector<\u2026>::_M_realloc_insert<\u2026>(\u2026)" },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *d = make_run("front", "20261122T200000Z-flamegraph", "flamegraph", 0);
+        char path[900], want[1024];
+        ph_report_headline h;
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/stacks-20261122T200100Z.folded", d);
+        f = fopen(path, "w");
+        fprintf(f, "main-thread;main;%s 9\nmain-thread;main;other 1\n", cases[i].leaf);
+        fclose(f);
+        json_decref(report("front", "20261122T200000Z-flamegraph", &h));
+        snprintf(want, sizeof want, "10 samples, top %s 90.0 %% (self)", cases[i].want);
+        assert_string_equal(h.text, want);
+    }
+}
+
+/* Threads of a pool are one row, in the table and in summary.json:
+ * names that differ only in runs of digits, each differing run as N,
+ * with the count of threads, the biggest group first. */
+static void
+test_thread_pools(void **state)
+{
+    const char *d = make_run("tomcat", "20261122T210000Z-flamegraph", "flamegraph", 0);
+    static const struct {
+        const char *thread;
+        double samples;
+        int threads;
+    } want[] = {
+        { "http-nio-8080-exec-N", 9, 3 }, { "GC Thread#0", 6, 1 },          { "main", 5, 1 },
+        { "ForkJoinPool-1-worker-N", 2, 2 }, { "pool-N-thread-1", 2, 2 },
+    };
+    char path[900], *html;
+    ph_report_headline h;
+    json_t *j, *th;
+    FILE *f;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T210100Z.folded", d);
+    f = fopen(path, "w");
+    fputs("http-nio-8080-exec-1;run;doGet 4\nhttp-nio-8080-exec-2;run;doGet 2\nhttp-nio-8080-exec-10;run;service 3\n"
+          "ForkJoinPool-1-worker-3;run;compute 1\nForkJoinPool-1-worker-5;run;compute 1\n"
+          "pool-2-thread-1;run;poll 1\npool-3-thread-1;run;poll 1\nmain;main;wait 5\nGC Thread#0;work 6\n",
+          f);
+    fclose(f);
+    j = report("tomcat", "20261122T210000Z-flamegraph", &h);
+    th = json_object_get(json_object_get(j, "flamegraph"), "threads");
+    assert_int_equal(json_array_size(th), 5);
+    for (size_t i = 0; i < 5; i++) {
+        json_t *r = json_array_get(th, i);
+        assert_string_equal(json_string_value(json_object_get(r, "thread")), want[i].thread);
+        assert_true(json_real_value(json_object_get(r, "samples")) == want[i].samples);
+        assert_int_equal(json_integer_value(json_object_get(r, "threads")), want[i].threads);
+    }
+    html = report_html("tomcat", "20261122T210000Z-flamegraph");
+    assert_non_null(strstr(html, ">http-nio-8080-exec-N (3 threads)</td>"));
+    assert_non_null(strstr(html, "doGet (66.7 %)"));
+    free(html);
+    json_decref(j);
+}
+
 static void
 test_fail_if_syntax(void **state)
 {
@@ -1048,6 +1211,9 @@ main(void)
         cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_wall_report),
+        cmocka_unit_test(test_language_view_report),
+        cmocka_unit_test(test_headline_whole_names),
+        cmocka_unit_test(test_thread_pools),
         cmocka_unit_test(test_flame_wrapped_subtitle),
         cmocka_unit_test(test_bad_artifacts),
         cmocka_unit_test(test_run_section),

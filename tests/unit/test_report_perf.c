@@ -190,7 +190,7 @@ test_unnamed(void **state)
           "99.0 % of the samples have no function name: perf-8.map (99.0 %) is JIT code without a perf map" },
         { "java;[unknown] 50\njava;[libjvm.so <7f01>] 30\njava;main 20\n",
           "80.0 % of the samples have no function name: code in no file (50.0 %) is JIT code without a perf map "
-          "(the runtime wrote none, or the run did not carry it); libjvm.so (30.0 %) has no symbols" },
+          "(the runtime wrote none, or the run did not carry it); libjvm.so (30.0 %), the JVM (HotSpot), has no symbols" },
         { "node;main;[unknown]+0x7fe51234 70\nnode;main;libfoo.so+0x1a2b 20\nnode;main;hot 10\n",
           "90.0 % of the samples have no function name: code in no file (70.0 %) is JIT code" },
         { "demo;main;[truncated] 50\ndemo;main;run 50\n", NULL },
