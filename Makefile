@@ -191,6 +191,26 @@ $(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -o $@ $< -lpthread
 
+# Go programs for test_gopclntab: the language test's Go service built by
+# golang-go stripped three ways (-s -w static and PIE; cgo, then binutils'
+# strip, as distributions do), and the same programs with their symbols,
+# whose `go tool nm -size` is the test's oracle.
+GO_SRC := $(wildcard tests/lang/go/*.go)
+GO_TEST := $(B)/tests/go
+HELPER_BIN += $(GO_TEST)/built
+$(GO_TEST)/built: $(GO_SRC)
+	@rm -rf $(GO_TEST)/src && mkdir -p $(GO_TEST)/src
+	cp $(GO_SRC) $(GO_TEST)/src/ && printf 'module lang\n\ngo 1.19\n' > $(GO_TEST)/src/go.mod
+	cd $(GO_TEST)/src && export GOCACHE=$(abspath $(GO_TEST))/cache GOFLAGS=-buildvcs=false && \
+	  CGO_ENABLED=0 go build -o ../static . && CGO_ENABLED=0 go build -ldflags='-s -w' -o ../static-sw . && \
+	  CGO_ENABLED=0 go build -buildmode=pie -o ../pie . && \
+	  CGO_ENABLED=0 go build -buildmode=pie -ldflags='-s -w' -o ../pie-sw . && \
+	  CGO_ENABLED=1 go build -o ../cgo . && strip -o ../cgo-strip ../cgo && \
+	  for b in static pie cgo; do go tool nm -size ../$$b > ../$$b.nm || exit 1; done
+	touch $@
+$(B)/tests/test_gopclntab: | $(GO_TEST)/built
+$(B)/tests/test_gopclntab: private CPPFLAGS += -DGO_DIR='"$(GO_TEST)"'
+
 tests-build: all $(TEST_BIN) $(BED_TEST_BIN) $(HELPER_BIN)
 
 # Each unit test binary prints its own cmocka summary; tests/run-unit.sh
