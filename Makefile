@@ -35,9 +35,10 @@ SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # ph_folded is the renderer's parser, ph_lines its line splitter and
 # ph_intern its string table; ph_escape is what ph_error prints through;
 # ph_markup (and its ph_sha256) the writer every SVG goes through.
-# ph_perfmap names JIT code as the perf conversion does.
+# ph_perfmap names JIT code as the perf conversion does, ph_gopclntab
+# stripped Go programs.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
-               $(B)/pic/harness/symbol/ph_perfmap.o \
+               $(B)/pic/harness/symbol/ph_perfmap.o $(B)/pic/harness/symbol/ph_gopclntab.o \
                $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
                $(B)/pic/harness/flame/ph_folded.o $(B)/pic/harness/util/ph_lines.o \
                $(B)/pic/harness/util/ph_intern.o $(B)/pic/harness/util/ph_markup.o \
@@ -208,8 +209,8 @@ $(GO_TEST)/built: $(GO_SRC)
 	  CGO_ENABLED=1 go build -o ../cgo . && strip -o ../cgo-strip ../cgo && \
 	  for b in static pie cgo; do go tool nm -size ../$$b > ../$$b.nm || exit 1; done
 	touch $@
-$(B)/tests/test_gopclntab: | $(GO_TEST)/built
-$(B)/tests/test_gopclntab: private CPPFLAGS += -DGO_DIR='"$(GO_TEST)"'
+$(B)/tests/test_gopclntab $(B)/tests/test_sampler: | $(GO_TEST)/built
+$(B)/tests/test_gopclntab $(B)/tests/test_sampler: private CPPFLAGS += -DGO_DIR='"$(GO_TEST)"'
 
 tests-build: all $(TEST_BIN) $(BED_TEST_BIN) $(HELPER_BIN)
 
