@@ -378,6 +378,7 @@ phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintpt
 {
     const ElfW(Shdr) *sh;
     elfmod *m;
+    uint64_t start = 0, end = 0;
     int shnum = 0;
 
     if (i < 0 || (size_t)i >= s->n_mods)
@@ -400,6 +401,12 @@ phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintpt
             *size = syms[j].st_size;
             return 0;
         }
+    }
+    /* a stripped Go program: its functions by Go's own table */
+    if (ph_gopclntab_by_name(&m->go, name, &start, &end) == 0) {
+        *addr = m->bias + (uintptr_t)start;
+        *size = (uintptr_t)(end - start);
+        return 0;
     }
     return -1;
 }

@@ -176,6 +176,18 @@ ph_gopclntab_find(const ph_gopclntab *t, uint64_t pc, uint64_t *start, uint64_t 
     return ph_gopclntab_func(t, lo, start, end);
 }
 
+int
+ph_gopclntab_by_name(const ph_gopclntab *t, const char *name, uint64_t *start, uint64_t *end)
+{
+    for (size_t i = 0; i < t->nfunc; i++) {
+        const char *n = ph_gopclntab_func(t, i, start, end);
+
+        if (n != NULL && strcmp(n, name) == 0)
+            return 0;
+    }
+    return -1;
+}
+
 /* ---- ELF ----------------------------------------------------------------- */
 
 int

@@ -66,4 +66,9 @@ const char *ph_gopclntab_find(const ph_gopclntab *t, uint64_t pc, uint64_t *star
  * answers it. */
 const char *ph_gopclntab_func(const ph_gopclntab *t, size_t i, uint64_t *start, uint64_t *end);
 
+/* The first function named NAME (the table's spelling: no `.abi0`):
+ * 0 and its first and one-past-last address in *START and *END, or -1.
+ * One pass over the table. */
+int ph_gopclntab_by_name(const ph_gopclntab *t, const char *name, uint64_t *start, uint64_t *end);
+
 #endif

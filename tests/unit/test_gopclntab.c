@@ -88,7 +88,7 @@ check_against_nm(const char *stripped, const char *nm, int all)
     ph_gopclntab t;
     FILE *f = fopen(nm, "r");
     char line[4096];
-    size_t matched = 0, main_funcs = 0;
+    size_t matched = 0, main_funcs = 0, by_name = 0;
 
     assert_non_null(f);
     assert_int_equal(ph_gopclntab_elf(&t, m.p, m.len), 0);
@@ -118,9 +118,20 @@ check_against_nm(const char *stripped, const char *nm, int all)
         matched++;
         if (strcmp(got, "main.hot_seventy_five") == 0 || strcmp(got, "main.cool_twenty_five") == 0)
             main_funcs++;
+        /* by name too, as the sampler finds runtime.asyncPreempt */
+        if (strcmp(want, "runtime.asyncPreempt") == 0 || strcmp(want, "main.hot_seventy_five") == 0) {
+            uint64_t s = 0, e = 0;
+
+            assert_int_equal(ph_gopclntab_by_name(&t, want, &s, &e), 0);
+            assert_int_equal(s, addr);
+            assert_int_equal(e, end);
+            by_name++;
+        }
     }
     fclose(f);
     assert_int_equal(main_funcs, 2); /* the service's own two */
+    assert_int_equal(by_name, 2);
+    assert_int_equal(ph_gopclntab_by_name(&t, "main.no_such_function", NULL, NULL), -1);
     if (all)
         assert_int_equal(matched, t.nfunc);
     munmap(m.p, m.len);
