@@ -209,8 +209,8 @@ $(GO_TEST)/built: $(GO_SRC)
 	  CGO_ENABLED=1 go build -o ../cgo . && strip -o ../cgo-strip ../cgo && \
 	  for b in static pie cgo; do go tool nm -size ../$$b > ../$$b.nm || exit 1; done
 	touch $@
-$(B)/tests/test_gopclntab $(B)/tests/test_sampler: | $(GO_TEST)/built
-$(B)/tests/test_gopclntab $(B)/tests/test_sampler: private CPPFLAGS += -DGO_DIR='"$(GO_TEST)"'
+$(B)/tests/test_gopclntab $(B)/tests/test_sampler $(B)/tests/test_collapse: | $(GO_TEST)/built
+$(B)/tests/test_gopclntab $(B)/tests/test_sampler $(B)/tests/test_collapse: private CPPFLAGS += -DGO_DIR='"$(GO_TEST)"'
 
 tests-build: all $(TEST_BIN) $(BED_TEST_BIN) $(HELPER_BIN)
 
