@@ -346,9 +346,9 @@ clean_path(span mod)
     return 1;
 }
 
-/* The Go table of the program MOD under one of elf_dirs, NULL if none. */
-static const ph_gopclntab *
-go_table(ph_collapse *c, span mod)
+/* The program MOD under one of elf_dirs with its Go table, NULL if none. */
+static const gofile *
+go_file(ph_collapse *c, span mod)
 {
     gofile *g;
     struct stat st;
@@ -358,7 +358,7 @@ go_table(ph_collapse *c, span mod)
         return NULL;
     for (size_t i = 0; i < c->go_n; i++)
         if (strlen(c->go[i].path) == mod.n && memcmp(c->go[i].path, mod.p, mod.n) == 0)
-            return c->go[i].t.p ? &c->go[i].t : NULL;
+            return c->go[i].t.p ? &c->go[i] : NULL;
     if (c->go_n == GO_FILES_MAX || (c->go[c->go_n].path = strndup(mod.p, mod.n)) == NULL)
         return NULL;
     g = &c->go[c->go_n++];
@@ -374,17 +374,14 @@ go_table(ph_collapse *c, span mod)
             g->len = (size_t)st.st_size;
     }
     close(fd);
-    /* ET_EXEC (little or big-endian e_type 2): its addresses are perf's */
-    if (g->map == NULL || !(((const unsigned char *)g->map)[16] + (((const unsigned char *)g->map)[17] << 8) == 2 ||
-                            ((const unsigned char *)g->map)[17] + (((const unsigned char *)g->map)[16] << 8) == 2) ||
-        ph_gopclntab_elf(&g->t, g->map, g->len) < 0) {
+    if (g->map == NULL || ph_gopclntab_elf(&g->t, g->map, g->len) < 0) {
         if (g->map)
             munmap(g->map, g->len);
         g->map = NULL;
         memset(&g->t, 0, sizeof g->t);
         return NULL;
     }
-    return &g->t;
+    return g;
 }
 
 /* ---- frames -------------------------------------------------------------- */
@@ -419,7 +416,8 @@ tidy_part(ph_collapse *c, span func, span pc, span mod, int index, ph_error_t *e
         uint64_t addr;
         /* our addition: a JIT frame perf script could not name, named
          * from its perf map file */
-        const ph_gopclntab *go;
+        const gofile *go;
+        uint64_t va;
 
         if (span_has(mod, "perf-") && (m = perfmap_get(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok)) {
             size_t steps;
@@ -427,8 +425,10 @@ tidy_part(ph_collapse *c, span func, span pc, span mod, int index, ph_error_t *e
             sym = ph_perfmap_find_counted(m, addr, &steps);
             c->st.map_lookups++;
             c->st.map_steps += steps;
-        } else if ((go = go_table(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok)) {
-            sym = ph_gopclntab_find(go, addr, NULL, NULL); /* a stripped Go program's own table */
+        } else if ((go = go_file(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok) &&
+                   ph_gopclntab_elf_addr(go->map, go->len, addr, &va) == 0) {
+            /* a stripped Go program's own table; perf printed the file offset */
+            sym = ph_gopclntab_find(&go->t, va, NULL, NULL);
         }
         if (sym != NULL) {
             size_t sn = strlen(sym);

@@ -59,8 +59,8 @@ typedef struct ph_collapse_opts {
      * none): an `[unknown]` frame of a program at PATH there (ROOT/PATH, or
      * perf's build-id cache layout ROOT/PATH/<build-id>/elf) that is a Go
      * program is named from its .gopclntab (ph_gopclntab), which stripping
-     * keeps.  Only a program at a fixed address (ET_EXEC: perf prints
-     * run-time addresses); the path is walked without following a link. */
+     * keeps, at the file offset perf prints for such a frame; the path is
+     * walked without following a link. */
     const char *const *elf_dirs;
 } ph_collapse_opts;
 

@@ -240,3 +240,38 @@ ph_gopclntab_elf(ph_gopclntab *t, const void *file, size_t len)
         return -1;
     return ph_gopclntab_parse(t, b + tab_off, (size_t)tab_size, text_addr);
 }
+
+int
+ph_gopclntab_elf_addr(const void *file, size_t len, uint64_t off, uint64_t *addr)
+{
+    const unsigned char *b = file;
+    uint64_t phoff, phentsize, phnum;
+    int is64, be;
+    unsigned a;
+
+    if (b == NULL || len < 52 || memcmp(b, "\177ELF", 4) != 0 || (b[4] != 1 && b[4] != 2) || (b[5] != 1 && b[5] != 2))
+        return -1;
+    is64 = b[4] == 2;
+    be = b[5] == 2;
+    a = is64 ? 8 : 4;
+    if (is64 && len < 64)
+        return -1;
+    phoff = rd(b + (is64 ? 0x20 : 0x1c), a, be);
+    phentsize = rd(b + (is64 ? 0x36 : 0x2a), 2, be);
+    phnum = rd(b + (is64 ? 0x38 : 0x2c), 2, be);
+    if (phentsize < (is64 ? 56u : 32u) || phoff > len || phnum > (len - phoff) / phentsize)
+        return -1;
+    for (uint64_t i = 0; i < phnum; i++) {
+        const unsigned char *ph = b + phoff + i * phentsize;
+        /* 64-bit: type, flags, offset, vaddr, paddr, filesz; 32-bit: type,
+         * offset, vaddr, paddr, filesz */
+        uint64_t type = rd(ph, 4, be), p_off = rd(ph + (is64 ? 8 : 4), a, be), vaddr = rd(ph + (is64 ? 16 : 8), a, be);
+        uint64_t filesz = rd(ph + (is64 ? 32 : 16), a, be);
+
+        if (type != 1 /* PT_LOAD */ || off < p_off || off - p_off >= filesz || vaddr > UINT64_MAX - (off - p_off))
+            continue;
+        *addr = vaddr + (off - p_off);
+        return 0;
+    }
+    return -1;
+}

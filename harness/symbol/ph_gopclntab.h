@@ -56,6 +56,12 @@ int ph_gopclntab_parse(ph_gopclntab *t, const void *p, size_t len, uint64_t text
  * checked.  0, or -1 when it has none that ph_gopclntab_parse reads. */
 int ph_gopclntab_elf(ph_gopclntab *t, const void *file, size_t len);
 
+/* The address (the program's link-time one) of file offset OFF of the
+ * ELF file of LEN bytes at FILE: in the PT_LOAD segment whose file bytes
+ * hold it.  0 and *ADDR, or -1 (none, or headers out of bounds).  perf
+ * script prints a frame it cannot name at such an offset. */
+int ph_gopclntab_elf_addr(const void *file, size_t len, uint64_t off, uint64_t *addr);
+
 /* The function holding address PC (the program's link-time address):
  * its name (NUL-terminated, inside the section) and, when START or END
  * are not NULL, its first and one-past-last address; NULL when no

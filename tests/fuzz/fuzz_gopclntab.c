@@ -1,5 +1,5 @@
 /* fuzz_gopclntab.c - libFuzzer target for Go's function table reader
- * (ph_gopclntab_parse, ph_gopclntab_elf): the program is the service's,
+ * (ph_gopclntab_parse, ph_gopclntab_elf, ph_gopclntab_elf_addr): the program is the service's,
  * so untrusted, and read in the sampler's writer inside the service.
  * Each input is read from a heap copy of exactly its size (ASan sees one
  * byte past it):
@@ -101,9 +101,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ph_gopclntab_parse(&again, b, len, 0x401000) != rc || memcmp(&t, &again, sizeof t) != 0)
             abort();
     } else {
+        uint64_t addr = 0;
+
         rc = ph_gopclntab_elf(&t, b, len);
         if (ph_gopclntab_elf(&again, b, len) != rc || memcmp(&t, &again, sizeof t) != 0)
             abort();
+        /* a file offset to an address: within bounds whatever the headers */
+        for (uint64_t off = 0; off < 3 * (uint64_t)len + 2; off += len / 4 + 1)
+            if (ph_gopclntab_elf_addr(b, len, off, &addr) < -1)
+                abort();
     }
     check(&t, rc, b, len);
     free(b);

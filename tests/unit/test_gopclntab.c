@@ -404,8 +404,17 @@ test_elf_hostile(void **state)
     uint64_t shoff;
 
     (void)state;
+    uint64_t a = 0, phoff;
+
     memcpy(copy, m.p, m.len);
     assert_int_equal(ph_gopclntab_elf(&t, copy, m.len), 0);
+    /* a file offset to its address (the first segment: offset 0 at
+     * 0x400000, readelf -l), and not past the headers */
+    assert_int_equal(ph_gopclntab_elf_addr(copy, m.len, 0x1234, &a), 0);
+    assert_int_equal(a, 0x401234);
+    assert_int_equal(ph_gopclntab_elf_addr(copy, m.len, m.len + 1, &a), -1);
+    memcpy(&phoff, copy + 0x20, 8);
+    assert_int_equal(ph_gopclntab_elf_addr(copy, (size_t)phoff + 10, 0x1234, &a), -1);
     memcpy(&shoff, copy + 0x28, 8);
     assert_int_equal(ph_gopclntab_elf(&t, copy, (size_t)shoff + 64), -1); /* the headers cut */
     assert_int_equal(ph_gopclntab_elf(&t, copy, 63), -1);
