@@ -28,8 +28,6 @@ LANGC="$REPO/tests/lang/compose.yaml"
 # are not the workload's.  Take a cell off when work lands.
 declare -gA KNOWN_GAPS=(
     [gostatic:flamegraph]="refused: is static"
-    [gostrip:perf]="unnamed: perf script names nothing in a program without symbols, and the conversion does not read Go's .gopclntab yet (the sampler does)"
-    [gostrip:attach-perf]="unnamed: perf script names nothing in a program without symbols, and the conversion does not read Go's .gopclntab yet (the sampler does)"
     [python:perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python:attach-perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python39:perf]="refused: python3.9 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
