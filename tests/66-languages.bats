@@ -1,12 +1,13 @@
 #!/usr/bin/env bats
 # Languages, native programs: the cells of tests/lang/lang_helper.bash (what a
 # cell is, how it is held, the known gaps) for c cpp rust gostatic gocgo
-# gostrip (the cgo program stripped: named from Go's .gopclntab).
+# gostrip gostaticstrip (the cgo and the static program stripped: named
+# from Go's .gopclntab).
 
 load test_helper
 load lang/lang_helper
 
-LANGS="c cpp rust gostatic gocgo gostrip"
+LANGS="c cpp rust gostatic gocgo gostrip gostaticstrip"
 LANG_EXTRA=""
 
 # One test per cell, in the table's order (bats 1.8 has no generated tests).
@@ -28,5 +29,8 @@ LANG_EXTRA=""
 @test "languages: gostrip × flamegraph" { check_cell gostrip flamegraph; }
 @test "languages: gostrip × perf" { check_cell gostrip perf; }
 @test "languages: gostrip × attach-perf" { check_cell gostrip attach-perf; }
+@test "languages: gostaticstrip × flamegraph" { check_cell gostaticstrip flamegraph; }
+@test "languages: gostaticstrip × perf" { check_cell gostaticstrip perf; }
+@test "languages: gostaticstrip × attach-perf" { check_cell gostaticstrip attach-perf; }
 
 @test "languages: the table (language × mode → shares hot/cool, or the refusal)" { lang_table; }

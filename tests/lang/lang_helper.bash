@@ -28,6 +28,7 @@ LANGC="$REPO/tests/lang/compose.yaml"
 # are not the workload's.  Take a cell off when work lands.
 declare -gA KNOWN_GAPS=(
     [gostatic:flamegraph]="refused: is static"
+    [gostaticstrip:flamegraph]="refused: is static"
     [python:perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python:attach-perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python39:perf]="refused: python3.9 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
