@@ -35,9 +35,10 @@ SAMPLER_SRC := $(wildcard harness/sampler/*.c)
 # ph_folded is the renderer's parser, ph_lines its line splitter and
 # ph_intern its string table; ph_escape is what ph_error prints through;
 # ph_markup (and its ph_sha256) the writer every SVG goes through.
-# ph_perfmap names JIT code as the perf conversion does.
+# ph_perfmap names JIT code as the perf conversion does, ph_gopclntab
+# stripped Go programs.
 SAMPLER_PIC := $(SAMPLER_SRC:%.c=$(B)/pic/%.o) $(B)/pic/harness/flame/ph_flame.o \
-               $(B)/pic/harness/symbol/ph_perfmap.o \
+               $(B)/pic/harness/symbol/ph_perfmap.o $(B)/pic/harness/symbol/ph_gopclntab.o \
                $(B)/pic/harness/util/ph_error.o $(B)/pic/harness/util/ph_escape.o \
                $(B)/pic/harness/flame/ph_folded.o $(B)/pic/harness/util/ph_lines.o \
                $(B)/pic/harness/util/ph_intern.o $(B)/pic/harness/util/ph_markup.o \
@@ -190,6 +191,26 @@ HELPER_BIN += $(B)/tests/helpers/heapwork
 $(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -o $@ $< -lpthread
+
+# Go programs for test_gopclntab: the language test's Go service built by
+# golang-go stripped three ways (-s -w static and PIE; cgo, then binutils'
+# strip, as distributions do), and the same programs with their symbols,
+# whose `go tool nm -size` is the test's oracle.
+GO_SRC := $(wildcard tests/lang/go/*.go)
+GO_TEST := $(B)/tests/go
+HELPER_BIN += $(GO_TEST)/built
+$(GO_TEST)/built: $(GO_SRC)
+	@rm -rf $(GO_TEST)/src && mkdir -p $(GO_TEST)/src
+	cp $(GO_SRC) $(GO_TEST)/src/ && printf 'module lang\n\ngo 1.19\n' > $(GO_TEST)/src/go.mod
+	cd $(GO_TEST)/src && export GOCACHE=$(abspath $(GO_TEST))/cache GOFLAGS=-buildvcs=false && \
+	  CGO_ENABLED=0 go build -o ../static . && CGO_ENABLED=0 go build -ldflags='-s -w' -o ../static-sw . && \
+	  CGO_ENABLED=0 go build -buildmode=pie -o ../pie . && \
+	  CGO_ENABLED=0 go build -buildmode=pie -ldflags='-s -w' -o ../pie-sw . && \
+	  CGO_ENABLED=1 go build -o ../cgo . && strip -o ../cgo-strip ../cgo && \
+	  for b in static pie cgo; do go tool nm -size ../$$b > ../$$b.nm || exit 1; done
+	touch $@
+$(B)/tests/test_gopclntab $(B)/tests/test_sampler $(B)/tests/test_collapse: | $(GO_TEST)/built
+$(B)/tests/test_gopclntab $(B)/tests/test_sampler $(B)/tests/test_collapse: private CPPFLAGS += -DGO_DIR='"$(GO_TEST)"'
 
 tests-build: all $(TEST_BIN) $(BED_TEST_BIN) $(HELPER_BIN)
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env bats
 # Languages, native programs: the cells of tests/lang/lang_helper.bash (what a
-# cell is, how it is held, the known gaps) for c cpp rust gostatic gocgo.
+# cell is, how it is held, the known gaps) for c cpp rust gostatic gocgo
+# gostrip gostaticstrip (the cgo and the static program stripped: named
+# from Go's .gopclntab).
 
 load test_helper
 load lang/lang_helper
 
-LANGS="c cpp rust gostatic gocgo"
+LANGS="c cpp rust gostatic gocgo gostrip gostaticstrip"
 LANG_EXTRA=""
 
 # One test per cell, in the table's order (bats 1.8 has no generated tests).
@@ -24,5 +26,11 @@ LANG_EXTRA=""
 @test "languages: gocgo × flamegraph" { check_cell gocgo flamegraph; }
 @test "languages: gocgo × perf" { check_cell gocgo perf; }
 @test "languages: gocgo × attach-perf" { check_cell gocgo attach-perf; }
+@test "languages: gostrip × flamegraph" { check_cell gostrip flamegraph; }
+@test "languages: gostrip × perf" { check_cell gostrip perf; }
+@test "languages: gostrip × attach-perf" { check_cell gostrip attach-perf; }
+@test "languages: gostaticstrip × flamegraph" { check_cell gostaticstrip flamegraph; }
+@test "languages: gostaticstrip × perf" { check_cell gostaticstrip perf; }
+@test "languages: gostaticstrip × attach-perf" { check_cell gostaticstrip attach-perf; }
 
 @test "languages: the table (language × mode → shares hot/cool, or the refusal)" { lang_table; }

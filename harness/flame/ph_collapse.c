@@ -20,12 +20,18 @@
 #define LINE_TEXT 120
 #include "ph_collapse.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ph_collapse_int.h"
 #include "ph_folded.h"
+#include "ph_gopclntab.h"
 #include "ph_lines.h"
 #include "ph_perfmap.h"
 #include "ph_signal.h"
@@ -37,8 +43,20 @@ typedef struct span {
 
 enum { MOD_UNNAMED = 1, MOD_NAMED = 2 };
 
+/* A program of elf_dirs, looked at once: its Go table, if it has one. */
+#define GO_FILES_MAX 64
+#define GO_FILE_MAX_BYTES ((size_t)4 << 30)
+typedef struct gofile {
+    char *path; /* as perf script names it */
+    void *map;
+    size_t len;
+    ph_gopclntab t; /* empty: none */
+} gofile;
+
 struct ph_collapse {
     ph_collapse_opts o;
+    gofile go[GO_FILES_MAX];
+    size_t go_n;
     ph_collapse_stats st;
     char *event_filter; /* NULL until set (given, or the first event) */
     int event_defaulted;
@@ -247,6 +265,126 @@ perfmap_get(ph_collapse *c, span mod)
     return c->maps[c->maps_n++];
 }
 
+/* ---- Go programs without symbols ------------------------------------------ */
+
+/* The regular file REL (a relative path) under the directory DIRFD, every
+ * component opened without following a link; -1 if there is none. */
+static int
+open_beneath(int dirfd, const char *rel, int want_dir)
+{
+    char part[256];
+    int fd = dup(dirfd);
+
+    while (fd >= 0 && *rel) {
+        size_t n = strcspn(rel, "/");
+        int next, last = rel[n] == '\0';
+
+        if (n == 0 || n >= sizeof part) {
+            close(fd);
+            return -1;
+        }
+        memcpy(part, rel, n);
+        part[n] = '\0';
+        next = openat(fd, part, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (last && !want_dir ? 0 : O_DIRECTORY));
+        close(fd);
+        fd = next;
+        rel += n + (last ? 0 : 1);
+    }
+    if (fd >= 0 && !want_dir) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* PATH's copy under ROOT: ROOT/PATH, or perf's build-id cache entry
+ * ROOT/PATH/<build-id>/elf; -1 if none. */
+static int
+open_copy(const char *root, const char *path)
+{
+    int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, dfd;
+    DIR *d;
+    struct dirent *de;
+
+    if (rfd < 0)
+        return -1;
+    if ((fd = open_beneath(rfd, path + 1, 0)) < 0 && (dfd = open_beneath(rfd, path + 1, 1)) >= 0) {
+        if ((d = fdopendir(dfd)) == NULL) {
+            close(dfd);
+        } else {
+            for (int k = 0; fd < 0 && k < 16 && (de = readdir(d)) != NULL; k++) {
+                char rel[300];
+
+                if (de->d_name[0] == '.')
+                    continue;
+                snprintf(rel, sizeof rel, "%s/elf", de->d_name);
+                fd = open_beneath(dirfd(d), rel, 0);
+            }
+            closedir(d);
+        }
+    }
+    close(rfd);
+    return fd;
+}
+
+/* Whether PATH (MOD) is a clean absolute path: no empty, `.` or `..` part. */
+static int
+clean_path(span mod)
+{
+    if (mod.n < 2 || mod.n >= 4096 || mod.p[0] != '/' || memchr(mod.p, '\0', mod.n))
+        return 0;
+    for (size_t i = 1, start = 1; i <= mod.n; i++)
+        if (i == mod.n || mod.p[i] == '/') {
+            size_t n = i - start;
+            if (n == 0 || (n == 1 && mod.p[start] == '.') || (n == 2 && mod.p[start] == '.' && mod.p[start + 1] == '.'))
+                return 0;
+            start = i + 1;
+        }
+    return 1;
+}
+
+/* The program MOD under one of elf_dirs with its Go table, NULL if none. */
+static const gofile *
+go_file(ph_collapse *c, span mod)
+{
+    gofile *g;
+    struct stat st;
+    int fd = -1;
+
+    if (c->o.elf_dirs == NULL || !clean_path(mod))
+        return NULL;
+    for (size_t i = 0; i < c->go_n; i++)
+        if (strlen(c->go[i].path) == mod.n && memcmp(c->go[i].path, mod.p, mod.n) == 0)
+            return c->go[i].t.p ? &c->go[i] : NULL;
+    if (c->go_n == GO_FILES_MAX || (c->go[c->go_n].path = strndup(mod.p, mod.n)) == NULL)
+        return NULL;
+    g = &c->go[c->go_n++];
+    for (size_t r = 0; fd < 0 && c->o.elf_dirs[r] != NULL; r++)
+        fd = open_copy(c->o.elf_dirs[r], g->path);
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) == 0 && st.st_size >= 64 && (uint64_t)st.st_size <= GO_FILE_MAX_BYTES) {
+        g->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (g->map == MAP_FAILED)
+            g->map = NULL;
+        else
+            g->len = (size_t)st.st_size;
+    }
+    close(fd);
+    if (g->map == NULL || ph_gopclntab_elf(&g->t, g->map, g->len) < 0) {
+        if (g->map)
+            munmap(g->map, g->len);
+        g->map = NULL;
+        memset(&g->t, 0, sizeof g->t);
+        return NULL;
+    }
+    return g;
+}
+
 /* ---- frames -------------------------------------------------------------- */
 
 /* Intern the tidied name FUNC into out and add its id to the pool. */
@@ -279,12 +417,19 @@ tidy_part(ph_collapse *c, span func, span pc, span mod, int index, ph_error_t *e
         uint64_t addr;
         /* our addition: a JIT frame perf script could not name, named
          * from its perf map file */
+        const gofile *go;
+        uint64_t va;
+
         if (span_has(mod, "perf-") && (m = perfmap_get(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok)) {
             size_t steps;
 
             sym = ph_perfmap_find_counted(m, addr, &steps);
             c->st.map_lookups++;
             c->st.map_steps += steps;
+        } else if ((go = go_file(c, mod)) != NULL && (addr = parse_hex(pc, &ok), ok) &&
+                   ph_gopclntab_elf_addr(go->map, go->len, addr, &va) == 0) {
+            /* a stripped Go program's own table; perf printed the file offset */
+            sym = ph_gopclntab_find(&go->t, va, NULL, NULL);
         }
         if (sym != NULL) {
             size_t sn = strlen(sym);
@@ -738,7 +883,8 @@ frame_line(ph_collapse *c, span pc, span raw, span mod, ph_error_t *err)
         return 0;
     /* the key: what the names depend on (the offset only with --inline,
      * the address for --inline, --addrs and perf map lookups) */
-    pcdep = c->o.inline_frames || (has_unknown(name) && (c->o.addrs || span_has(mod, "perf-")));
+    pcdep = c->o.inline_frames ||
+            (has_unknown(name) && (c->o.addrs || span_has(mod, "perf-") || (c->o.elf_dirs && mod.n > 0 && mod.p[0] == '/')));
     if (!pcdep && name.n + mod.n <= LINE_TEXT) {
         slot = line_slot(c, name, mod);
         if (slot->used && slot->java == c->java && slot->name_n == name.n && slot->mod_n == mod.n &&
@@ -891,6 +1037,11 @@ ph_collapse_free(ph_collapse *c)
         return;
     for (size_t i = 0; i < c->maps_n; i++)
         ph_perfmap_free(c->maps[i]);
+    for (size_t i = 0; i < c->go_n; i++) {
+        if (c->go[i].map)
+            munmap(c->go[i].map, c->go[i].len);
+        free(c->go[i].path);
+    }
     free(c->maps);
     ph_folded_free(c->map_names);
     ph_collapse_dw_close(c->dw);

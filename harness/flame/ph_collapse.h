@@ -30,7 +30,8 @@
  * address, read from its dso's DWARF through libdw (dlopen'd; without it,
  * an error says so), where stackcollapse-perf.pl --inline runs addr2line:
  * the names are DWARF's (C++ functions without their arguments) and the
- * inlined ones end in `_[i]`.
+ * inlined ones end in `_[i]`; `elf_dirs` names a stripped Go program's
+ * `[unknown]` frames from Go's own function table.
  *
  * Input may arrive in chunks of any size; memory is the distinct frames
  * and stacks, never the text.  Not thread-safe: one ph_collapse per
@@ -54,6 +55,13 @@ typedef struct ph_collapse_opts {
     int context;              /* with inline_frames: each function's file:line */
     const char *event_filter; /* NULL: the first event seen */
     const char *map_dir;      /* where perf-<pid>.map files are; NULL: no maps read */
+    /* Where copies of the profiled machine's programs are (NULL-ended; NULL:
+     * none): an `[unknown]` frame of a program at PATH there (ROOT/PATH, or
+     * perf's build-id cache layout ROOT/PATH/<build-id>/elf) that is a Go
+     * program is named from its .gopclntab (ph_gopclntab), which stripping
+     * keeps, at the file offset perf prints for such a frame; the path is
+     * walked without following a link. */
+    const char *const *elf_dirs;
 } ph_collapse_opts;
 
 #define PH_COLLAPSE_BAD_KEPT 8

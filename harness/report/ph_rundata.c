@@ -565,6 +565,66 @@ read_flame(ph_rundata *rd)
     unnamed_problem(rd, fd->folded, ph_flame_has_thread_root(rd));
 }
 
+/* The sampler's word on each runtime it found in a process (its
+ * sampler-status-<pid>.json, ph_sampler.h: "python", "java"): one whose
+ * frames it did not read (a JVM that did not load it as its agent, a
+ * CPython of a version it has no layout for) leaves that process's samples
+ * with the interpreter's or VM's native frames only, which the tables
+ * would show without a word.  Each distinct statement is one problem,
+ * with the first process that made it and how many more did.  The files
+ * are the container's: each read whole only under a bound, each text cut
+ * to what a problem holds (escaped where it is shown). */
+#define STATUS_MAX (64u << 10)
+#define STATUS_TEXTS 8
+static void
+runtime_problems(ph_rundata *rd)
+{
+    static const char *const keys[] = { "java", "python" };
+    struct {
+        char text[400], program[256];
+        long long pid;
+        size_t more;
+    } seen[STATUS_TEXTS];
+    size_t n = 0;
+
+    for (size_t i = 0; i < rd->n_arts; i++) {
+        json_t *j;
+
+        if (fnmatch("sampler-status-*.json", rd->arts[i].name, 0) != 0 ||
+            (j = ph_report_load_json(rd->dir, rd->arts[i].name, STATUS_MAX, NULL, 0)) == NULL)
+            continue;
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            const char *v = json_string_value(json_object_get(j, keys[k]));
+            const char *prog = json_string_value(json_object_get(j, "program"));
+            size_t m;
+
+            if (v == NULL || strstr(v, ": frames not read") == NULL)
+                continue;
+            for (m = 0; m < n && strncmp(seen[m].text, v, sizeof seen[m].text - 1) != 0; m++)
+                ;
+            if (m < n) {
+                seen[m].more++;
+                continue;
+            }
+            if (n == STATUS_TEXTS)
+                continue;
+            snprintf(seen[n].text, sizeof seen[n].text, "%s", v);
+            snprintf(seen[n].program, sizeof seen[n].program, "%s", prog ? prog : "a process");
+            seen[n].pid = (long long)json_integer_value(json_object_get(j, "pid"));
+            seen[n++].more = 0;
+        }
+        json_decref(j);
+    }
+    for (size_t m = 0; m < n; m++) {
+        char more[64] = "";
+
+        if (seen[m].more > 0)
+            snprintf(more, sizeof more, ", and %zu more process%s", seen[m].more, seen[m].more == 1 ? "" : "es");
+        ph_rundata_problem(rd, "%s, in %s (pid %lld%s): its samples have the runtime's native frames only",
+                           seen[m].text, seen[m].program, seen[m].pid, more);
+    }
+}
+
 /* The kinds the mode's profile promises that the run does not have. */
 static void
 check_expected(ph_rundata *rd, const ph_profile_set *profiles)
@@ -718,6 +778,7 @@ ph_rundata_load(const char *run_dir, const ph_profile_set *profiles, ph_rundata 
     read_callgrind(rd);
     read_strace(rd);
     read_flame(rd);
+    runtime_problems(rd);
     ph_rundata_read_heap(rd);
     return 0;
 enomem:

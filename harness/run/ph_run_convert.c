@@ -688,6 +688,35 @@ out:
 
 /* ---- the conversion ---------------------------------------------------- */
 
+/* Where the collapser finds copies of the service's programs, to name a
+ * stripped Go program from its own table (ph_collapse_opts.elf_dirs):
+ * what COMMAND reads as a symfs or as perf's build-id cache under {out}
+ * (host copies in X->in/<service>/), and FETCHED (the files `symfs`
+ * fetches, NULL if none) into ROOTS (NULL-ended), their paths in BUF. */
+#define ELF_ROOTS_MAX 4
+static void
+elf_roots(const conv_ctx *x, const ph_strv *command, const char *fetched, char buf[][PATH_MAX], const char **roots)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i + 1 < command->n && n < ELF_ROOTS_MAX - 2; i++) {
+        const char *v = command->v[i + 1];
+
+        if ((strcmp(command->v[i], "--symfs") != 0 && strcmp(command->v[i], "--buildid-dir") != 0) ||
+            strncmp(v, "{out}/", 6) != 0 || v[6] == '\0' || v[6] == '.' || strchr(v + 6, '/') != NULL)
+            continue;
+        snprintf(buf[n], PATH_MAX, "%s/%s/%s", x->in, x->service, v + 6);
+        roots[n] = buf[n];
+        n++;
+    }
+    if (fetched != NULL) {
+        snprintf(buf[n], PATH_MAX, "%s", fetched);
+        roots[n] = buf[n];
+        n++;
+    }
+    roots[n] = NULL;
+}
+
 /* C's run converted under P's limits: its files read from and the outputs
  * put back through SRC (C's backend), the converter run on R's own.  0
  * converted; 1 when the command read the run whole but it held no sample
@@ -700,6 +729,8 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     ph_backend *b;
     char out[PATH_MAX], title[256], work[PATH_MAX] = "", dir[PATH_MAX], sym[PATH_MAX], maps[PATH_MAX] = "";
     char *tools = NULL, *folded = NULL;
+    char root_buf[ELF_ROOTS_MAX][PATH_MAX];
+    const char *roots[ELF_ROOTS_MAX];
     FILE *fm = NULL;
     size_t folded_len = 0;
     ph_collapse *col = NULL;
@@ -750,6 +781,9 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     ph_collapse_opts_init(&x.co);
     x.co.map_dir = maps[0] ? maps : NULL;
     x.co.jit_named = 1; /* a frame named from a perf map is JIT code: its kind, _[j] */
+    snprintf(sym, sizeof sym, "%s/%s", dir, conv->symfs ? conv->symfs : "");
+    elf_roots(&x, &conv->command, conv->symfs && c->attached == NULL ? sym : NULL, root_buf, roots);
+    x.co.elf_dirs = roots;
     if (converter_pass(&x, &conv->command, NULL, &col, err) < 0)
         goto out;
 
@@ -757,7 +791,6 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     if (conv->symfs != NULL && c->attached == NULL && ph_collapse_n_unnamed(col) > 0) {
         int kept;
 
-        snprintf(sym, sizeof sym, "%s/%s", dir, conv->symfs);
         if ((kept = fetch_symfs(&x, conv, col, sym, err)) < 0)
             goto out;
         if (kept > 0) {

@@ -414,19 +414,25 @@ sample(const void *ctx, uint64_t w, int wall_slot)
         /* A JVM's threads: the Java frames after the native ones
          * (ph_sampler_java.c); CPython's eval loop frames become the Python
          * frames they run. */
-        if (phs_java_active())
-            commit(sc->merged, phs_java_merge(ctx, sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
-        else if (phs_py_active())
-            commit(sc->merged, phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS), w);
-        else {
-            commit(sc->native, depth, w);
-            /* Blocked: no more signals until it runs again; the writer
-             * counts its periods there meanwhile (ph_sampler_wall.c). */
-            if (blocked && wall_slot >= 0)
-                phs_wall_park(wall_slot, sc->native, depth);
-            else if (wall_slot >= 0 && sc->native[0] != PHS_OFFCPU)
-                phs_wall_oncpu(wall_slot, sc->native, depth);
+        const uintptr_t *stack = sc->native;
+
+        if (phs_java_active()) {
+            depth = phs_java_merge(ctx, sc->native, depth, sc->merged, PHS_MAX_WORDS);
+            stack = sc->merged;
+        } else if (phs_py_active()) {
+            depth = phs_py_merge(sc->native, depth, sc->merged, PHS_MAX_WORDS);
+            stack = sc->merged;
         }
+        commit(stack, depth, w);
+        /* Blocked: no more signals until it runs again; the writer counts
+         * its periods there meanwhile (ph_sampler_wall.c).  Language words
+         * too: a parked thread's frames do not change, and its Java methods
+         * and Python code objects are named when each count is drained, as
+         * a sample's are. */
+        if (blocked && wall_slot >= 0)
+            phs_wall_park(wall_slot, stack, depth);
+        else if (wall_slot >= 0 && stack[0] != PHS_OFFCPU)
+            phs_wall_oncpu(wall_slot, stack, depth);
     }
     phs_scratch_put(sc);
 }

@@ -13,7 +13,9 @@
  * When a module has debug info (its own sections, or a separate file
  * under /usr/lib/debug), ph_sampler_dwarf.c adds source lines and the
  * functions inlined at the address, and names what the symbol tables do
- * not cover.  An address outside every object is JIT code: named from
+ * not cover.  A Go program stripped of both (`-ldflags="-s -w"`, a
+ * distribution's strip) is named from Go's own function table, which
+ * stripping keeps (ph_gopclntab, read in place in the mapped file).  An address outside every object is JIT code: named from
  * the perf map the runtime writes for this process (/tmp/perf-<pid>.map,
  * read through ph_perfmap, the perf conversion's reader; re-read at each
  * snapshot when it changed), its names marked `_[j]`; else
@@ -37,6 +39,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "ph_gopclntab.h"
 #include "ph_sampler_int.h"
 #include "ph_perfmap.h"
 
@@ -59,6 +62,7 @@ typedef struct module {
     size_t map_len;
     int loaded;
     void *dwmod;           /* libdw's module, when it has debug info */
+    ph_gopclntab go;       /* Go's function table, when the file has one */
 } elfmod;
 
 typedef struct pc_name {
@@ -297,6 +301,7 @@ load_module(phs_symbols *s, elfmod *m)
     eh = m->map;
     if ((sh = sections(m, &shnum)) == NULL)
         return;
+    (void)ph_gopclntab_elf(&m->go, m->map, m->map_len); /* none: m->go stays empty */
     if (s->debuginfo && eh->e_shstrndx < shnum && sh[eh->e_shstrndx].sh_offset < m->map_len &&
         sh[eh->e_shstrndx].sh_size <= m->map_len - sh[eh->e_shstrndx].sh_offset &&
         has_debuginfo(m, sh, shnum, (const char *)m->map + sh[eh->e_shstrndx].sh_offset,
@@ -373,6 +378,7 @@ phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintpt
 {
     const ElfW(Shdr) *sh;
     elfmod *m;
+    uint64_t start = 0, end = 0;
     int shnum = 0;
 
     if (i < 0 || (size_t)i >= s->n_mods)
@@ -395,6 +401,12 @@ phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintpt
             *size = syms[j].st_size;
             return 0;
         }
+    }
+    /* a stripped Go program: its functions by Go's own table */
+    if (ph_gopclntab_by_name(&m->go, name, &start, &end) == 0) {
+        *addr = m->bias + (uintptr_t)start;
+        *size = (uintptr_t)(end - start);
+        return 0;
     }
     return -1;
 }
@@ -577,13 +589,15 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
     if (m->dwmod)
         n = phs_dwarf_frames(s->dw, m->dwmod, pc, dw, PHS_MAX_INLINE + 1);
     /* The function holding PC: by the symbol table, as without debug
-     * info, then by libdw (a separate debug file's symbols), else the
-     * module and offset. */
+     * info, then by libdw (a separate debug file's symbols), then by Go's
+     * function table, else the module and offset. */
     name = symtab_name(s, m, pc);
     if (name == NULL && m->dwmod && (name = phs_dwarf_symbol(s->dw, m->dwmod, pc)) != NULL)
         name = phs_demangle(s, name);
     if (name == NULL && n > 0 && dw[n - 1].name)
         name = phs_demangle(s, dw[n - 1].name);
+    if (name == NULL)
+        name = ph_gopclntab_find(&m->go, pc - m->bias, NULL, NULL);
     if (name == NULL) {
         snprintf(buf, sizeof buf, "%s+0x%lx", m->base, (unsigned long)(pc - m->lo + m->file_off));
         name = keep_string(s, strdup(buf));

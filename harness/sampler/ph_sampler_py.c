@@ -21,10 +21,13 @@
  *   tstate_current; 3.12: the GIL the main interpreter's ceval.gil points
  *   to, 3.13: the main interpreter's own, its last_holder while locked;
  *   from 3.12 on the current thread state is thread-local, which a
- *   handler cannot read for another module), only when
- *   its thread_id is this thread's pthread_self() (another thread's
- *   frames are never charged to this one; a thread running without the
- *   GIL keeps its native frames), then its current frame chain
+ *   handler cannot read for another module), when its thread_id is this
+ *   thread's pthread_self() (another thread's frames are never charged
+ *   to this one); else (a thread blocked in a call that released the
+ *   GIL: time.sleep, select, a socket's recv; the wall clock's off-CPU
+ *   samples) this thread's own state, found in the main interpreter's
+ *   list of threads by that thread_id and remembered (thread-local);
+ *   then its current frame chain
  *   (3.8 to 3.10: frame, f_back...; 3.11, 3.12: cframe->current_frame;
  *   3.13: current_frame; previous...).  Going from the innermost native
  *   frame outward, each _PyEval_EvalFrameDefault frame is replaced by the
@@ -38,8 +41,9 @@
  *   after proving its page readable (ph_sampler.c's probe, a few pages
  *   per sample, cached within the sample), the chain is bounded by the
  *   room in the stack, and any read that fails leaves the rest native.
- *   While the interrupted thread holds the GIL no other thread can free
- *   the objects read, so what is read is consistent.
+ *   The frame chain read is the interrupted thread's own, which only it
+ *   pushes and pops, each frame holding its code object: what is read is
+ *   consistent whether or not it holds the GIL.
  * - The writer's drain (phs_py_resolve), within a tick (250 ms) of the
  *   sample: each code object is read again, by copies that cannot fault
  *   (process_vm_readv of our own memory; the probe where that syscall is
@@ -67,6 +71,7 @@
 #include "ph_sampler_pylayout.h"
 
 #define MAX_CHAIN 1024       /* Python frames one eval frame may stand for */
+#define MAX_THREADS_WALKED 256 /* thread states looked at for our own */
 #define MAX_NAME 512         /* bytes of a name or file kept */
 #define MAX_LINETABLE (1u << 20)
 #define MAX_KEYS (1u << 20)  /* cached (code, instruction) names; past it, read each time */
@@ -199,6 +204,8 @@ from_debug_offsets(const phs_py_layout *template, uintptr_t rt, unsigned long ve
     memcpy(&str, d + D->u_size, sizeof str);
     /* the runtime and interpreter state: only their fields' offsets */
     ok = dbg_field(d, D->interpreters_head, PHS_PY_NO_FIELD, &L.rt_interp_head) &&
+         dbg_field(d, D->interpreters_head, PHS_PY_NO_FIELD, &L.rt_interp) &&
+         dbg_field(d, D->threads_head, PHS_PY_NO_FIELD, &L.is_threads_head) && dbg_field(d, D->ts_next, ts, &L.ts_next) &&
          dbg_field(d, D->gil_locked, PHS_PY_NO_FIELD, &L.is_gil_locked) &&
          dbg_field(d, D->gil_holder, PHS_PY_NO_FIELD, &L.is_gil_holder) &&
          dbg_field(d, D->ts_current_frame, ts, &L.cf_current_frame) &&
@@ -476,6 +483,45 @@ emit_eval(reader *r, const phs_py_layout *L, uintptr_t *frame, uintptr_t *out, u
     return 0;
 }
 
+/* Whether TS is this thread's state. */
+static int
+is_mine(reader *r, const phs_py_layout *L, uintptr_t ts)
+{
+    uintptr_t tid = 0;
+
+    return ts != 0 && get(r, ts + L->ts_thread_id, &tid, 8) && tid == (uintptr_t)pthread_self();
+}
+
+/* This thread's state as last found (0: none yet). */
+static __thread uintptr_t tls_ts __attribute__((tls_model("initial-exec")));
+
+/* This thread's own state when it does not hold the GIL (blocked in a
+ * call that released it, or waiting to take it back): the one found last
+ * time if it still is this thread's, else the one in the main
+ * interpreter's list of threads (newest first: a new thread is found
+ * first) whose thread_id is ours; 0 if none.  The list may be changing
+ * under us (another thread starting or ending, without the GIL): every
+ * read is proven first, the walk is bounded, and only a state that says
+ * it is this thread's is taken. */
+static uintptr_t
+own_tstate(reader *r, const phs_py_layout *L)
+{
+    uintptr_t interp = 0, ts = 0;
+
+    if (is_mine(r, L, tls_ts))
+        return tls_ts;
+    if (L->rt_interp == PHS_PY_NO_FIELD || !get(r, PY.runtime + L->rt_interp, &interp, 8) || interp == 0 ||
+        !get(r, interp + L->is_threads_head, &ts, 8))
+        return 0;
+    for (int i = 0; ts != 0 && i < MAX_THREADS_WALKED; i++) {
+        if (is_mine(r, L, ts))
+            return tls_ts = ts;
+        if (!get(r, ts + L->ts_next, &ts, 8))
+            return 0;
+    }
+    return 0;
+}
+
 /* The thread state holding the GIL, or 0. */
 static uintptr_t
 gil_holder(reader *r, const phs_py_layout *L)
@@ -499,13 +545,20 @@ phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max)
 {
     const phs_py_layout *L = PY.L;
     reader r = { { 0 }, 0 };
-    uintptr_t ts = 0, tid = 0, cf = 0, frame = 0;
+    uintptr_t ts = 0, cf = 0, frame = 0;
     uint32_t o = 0;
 
     if (n > max)
         n = max;
-    if (!phs_py_active() || L == NULL || (ts = gil_holder(&r, L)) == 0 ||
-        !get(&r, ts + L->ts_thread_id, &tid, 8) || tid != (uintptr_t)pthread_self())
+    /* this thread's state: the GIL's holder when that is us, else our own
+     * found without it */
+    if (phs_py_active() && L != NULL) {
+        if (is_mine(&r, L, ts = gil_holder(&r, L)))
+            tls_ts = ts;
+        else
+            ts = own_tstate(&r, L);
+    }
+    if (ts == 0)
         frame = 0;
     else if (L->ts_cframe == PHS_PY_NO_FIELD)
         frame = get(&r, ts + L->cf_current_frame, &frame, 8) ? frame : 0;

@@ -67,6 +67,10 @@ typedef struct phs_py_layout {
     uint16_t rt_tstate_current; /* the thread state holding the GIL */
     uint16_t rt_interp_head, is_gil_locked, is_gil_holder;
     uint16_t is_gil;            /* PHS_PY_TS_GILPTR: the interpreter's pointer to its GIL */
+    /* A thread not holding the GIL finds its own state in the list of
+     * the main interpreter's threads: _PyRuntime + rt_interp, its list's
+     * head at is_threads_head, the next state at ts_next. */
+    uint16_t rt_interp, is_threads_head, ts_next;
     /* PyThreadState, _PyCFrame */
     uint16_t ts_thread_id;      /* pthread_self() of its thread */
     uint16_t ts_cframe;         /* PHS_PY_NO_FIELD: the thread state holds */
@@ -98,6 +102,10 @@ typedef struct phs_py_layout {
     {                                                                                                              \
         .minor = MINOR, .ts_via = PHS_PY_TS_RUNTIME, .rt_tstate_current = TSTATE_CURRENT,                          \
         .rt_interp_head = PHS_PY_NO_FIELD, .is_gil_locked = PHS_PY_NO_FIELD, .is_gil_holder = PHS_PY_NO_FIELD,     \
+        /* pycore_runtime.h (3.8: pycore_pystate.h): _PyRuntimeState: 4 ints, finalizing, interpreters           \
+         * (mutex, head, main); pycore_interp.h (3.8: pycore_pystate.h): struct _is: next, tstate_head;          \
+         * PyThreadState: prev, next */                                                                            \
+        .rt_interp = 40, .is_threads_head = 8, .ts_next = 8,                                                      \
         /* Include/cpython/pystate.h: PyThreadState.frame (the innermost), .thread_id */                          \
         .ts_thread_id = 176, .ts_cframe = PHS_PY_NO_FIELD, .cf_current_frame = 24,                                \
         /* (cpython/)frameobject.h: PyFrameObject (a PyVarObject): f_back, f_code, ..., f_lasti */               \
@@ -138,6 +146,12 @@ static const phs_py_layout phs_py_layouts[] = {
         /* Include/internal/pycore_runtime.h: _PyRuntimeState.gilstate
          * (struct _gilstate_runtime_state, same header).tstate_current */
         .rt_tstate_current = 576,
+        /* _PyRuntimeState: 5 ints, _finalizing, interpreters (mutex, head,
+         * main); Include/internal/pycore_interp.h: struct _is: next,
+         * threads (next_unique_id, head); PyThreadState: prev, next */
+        .rt_interp = 48,
+        .is_threads_head = 16,
+        .ts_next = 8,
         /* Include/cpython/pystate.h: PyThreadState.cframe, .thread_id;
          * _PyCFrame.current_frame (after uint8_t use_tracing) */
         .ts_thread_id = 152,
@@ -178,6 +192,11 @@ static const phs_py_layout phs_py_layouts[] = {
         /* Include/internal/pycore_runtime.h: _PyRuntimeState: 5 ints,
          * _finalizing, interpreters (mutex, head, main) */
         .rt_interp_head = 48, /* interpreters.main */
+        /* ... threads (next_unique_id, head) after 2 uint64_t (see is_gil);
+         * PyThreadState: prev, next */
+        .rt_interp = 48,
+        .is_threads_head = 72,
+        .ts_next = 8,
         /* Include/internal/pycore_interp.h: struct _is: next, id,
          * id_refcount, requires_idref, id_mutex, 2 ints, 2 uint64_t,
          * threads (4 words), runtime, _finalizing, gc (240 bytes), sysdict,
@@ -240,8 +259,8 @@ static const phs_py_layout phs_py_layouts[] = {
 typedef struct phs_py_dbg {
     uint16_t size;              /* sizeof(_Py_DebugOffsets) */
     uint16_t version, free_threaded;
-    uint16_t interpreters_head, gil_locked, gil_holder;
-    uint16_t ts_size, ts_current_frame, ts_thread_id;
+    uint16_t interpreters_head, threads_head, gil_locked, gil_holder;
+    uint16_t ts_size, ts_next, ts_current_frame, ts_thread_id;
     uint16_t fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
     uint16_t co_size, co_filename, co_qualname, co_linetable, co_firstlineno, co_code_adaptive;
     uint16_t ob_type;
@@ -254,9 +273,11 @@ static const phs_py_dbg phs_py_dbg313 = {
     .version = 8,
     .free_threaded = 16,
     .interpreters_head = 40, /* runtime_state. */
+    .threads_head = 72,      /* interpreter_state. */
     .gil_locked = 136,       /* interpreter_state.gil_runtime_state_locked */
     .gil_holder = 144,       /* interpreter_state.gil_runtime_state_holder */
     .ts_size = 152,          /* thread_state. */
+    .ts_next = 168,
     .ts_current_frame = 184,
     .ts_thread_id = 192,
     .fr_size = 224,          /* interpreter_frame. */

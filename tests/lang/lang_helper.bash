@@ -3,7 +3,7 @@
 # file sets LANGS (the services whose cells it runs) and LANG_EXTRA (more
 # services its setup builds) before its setup_file.
 # Languages (issue 20, "Measure"): one CPU-bound service per language
-# (tests/lang/: C, C++, Rust, Go static and cgo, Python 3.9, 3.11 and
+# (tests/lang/: C, C++, Rust, Go static, cgo and cgo stripped, Python 3.9, 3.11 and
 # 3.13, Node, Java on a JDK and on a JRE alone), each
 # spending 75 % of its work in `hot_seventy_five` and 25 % in
 # `cool_twenty_five`, profiled as a new user would, with no flag beyond
@@ -28,6 +28,7 @@ LANGC="$REPO/tests/lang/compose.yaml"
 # are not the workload's.  Take a cell off when work lands.
 declare -gA KNOWN_GAPS=(
     [gostatic:flamegraph]="refused: is static"
+    [gostaticstrip:flamegraph]="refused: is static"
     [python:perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python:attach-perf]="refused: python3.11 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python39:perf]="refused: python3.9 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"

@@ -333,6 +333,81 @@ test_perf_map(void **state)
            "node;[perf-4242.map]_[j] 1\n");
 }
 
+/* Where perf script puts a frame it cannot name: the file offset of FUNC
+ * (+ PLUS) in PROG, as hex text; FUNC's address from `go tool nm -size`'s
+ * NM, the offset from the segment binutils' readelf says holds it. */
+static void
+perf_addr(const char *prog, const char *nm, const char *func, unsigned long long plus, char *out, size_t len)
+{
+    FILE *f = fopen(nm, "r");
+    char line[1024], name[512], cmd[600];
+    unsigned long long addr = 0, size, off, va, pa, filesz;
+    char type;
+    int found = 0;
+
+    assert_non_null(f);
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, " %llx %llu %c %511s", &addr, &size, &type, name) == 4 && strcmp(name, func) == 0;
+    fclose(f);
+    assert_true(found);
+    addr += plus;
+    snprintf(cmd, sizeof cmd, "readelf -lW '%s'", prog);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    out[0] = '\0';
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, " LOAD %llx %llx %llx %llx", &off, &va, &pa, &filesz) == 4 && addr >= va && addr < va + filesz)
+            snprintf(out, len, "%llx", addr - va + off);
+    pclose(f);
+    assert_true(out[0] != '\0');
+}
+
+/* A stripped Go program perf could not name (`-ldflags="-s -w"`, static
+ * or PIE, or cgo then strip): with a copy of it in elf_dirs (the run's
+ * symfs/, or perf's build-id cache: PATH/<build-id>/elf), its frames are
+ * named from Go's own table, perf's file offsets taken to the addresses
+ * the unstripped build's `go tool nm` gives; a path with `..`, a link and
+ * no elf_dirs stay `[program]`. */
+static void
+test_go_stripped(void **state)
+{
+    char cmd[2048], hot[32], mainf[32], chot[32], phot[32], in[2048], want[256], symfs[600], cache[600];
+    const char *dirs[3] = { symfs, cache, NULL };
+    ph_collapse_opts o;
+
+    (void)state;
+    tu_mkdtemp();
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %1$s/symfs/usr/local/bin %1$s/cache/usr/bin/svc/0123abcd && "
+             "cp " GO_DIR "/static-sw %1$s/symfs/usr/local/bin/lang-go && "
+             "cp " GO_DIR "/pie-sw %1$s/symfs/usr/local/bin/lang-pie && "
+             "ln -s lang-go %1$s/symfs/usr/local/bin/link && "
+             "cp " GO_DIR "/cgo-strip %1$s/cache/usr/bin/svc/0123abcd/elf",
+             test_dir);
+    assert_int_equal(system(cmd), 0);
+    perf_addr(GO_DIR "/static-sw", GO_DIR "/static.nm", "main.hot_seventy_five", 9, hot, sizeof hot);
+    perf_addr(GO_DIR "/static-sw", GO_DIR "/static.nm", "main.main", 30, mainf, sizeof mainf);
+    perf_addr(GO_DIR "/pie-sw", GO_DIR "/pie.nm", "main.hot_seventy_five", 9, phot, sizeof phot);
+    perf_addr(GO_DIR "/cgo-strip", GO_DIR "/cgo.nm", "main.hot_seventy_five", 9, chot, sizeof chot);
+    snprintf(symfs, sizeof symfs, "%s/symfs", test_dir);
+    snprintf(cache, sizeof cache, "%s/cache", test_dir);
+    ph_collapse_opts_init(&o);
+    o.elf_dirs = dirs;
+    snprintf(in, sizeof in,
+             "lang-go 8 1.0: 1 cpu-clock:\n\t%1$s [unknown] (/usr/local/bin/lang-go)\n"
+             "\t%2$s [unknown] (/usr/local/bin/lang-go)\n\n"
+             "lang-go 8 2.0: 1 cpu-clock:\n\t%1$s [unknown] (/usr/local/bin/../bin/lang-go)\n"
+             "\t%1$s [unknown] (/usr/local/bin/link)\n\t%4$s [unknown] (/usr/local/bin/lang-pie)\n\n"
+             "svc 9 3.0: 1 cpu-clock:\n\t%3$s [unknown] (/usr/bin/svc)\n\n",
+             hot, mainf, chot, phot);
+    snprintf(want, sizeof want, "lang-go;main.hot_seventy_five;[link];[lang-go] 1\n"
+                                "lang-go;main.main;main.hot_seventy_five 1\nsvc;main.hot_seventy_five 1\n");
+    expect(in, &o, want);
+    o.elf_dirs = NULL;
+    expect(in, &o, "lang-go;[lang-go];[lang-go] 1\nlang-go;[lang-pie];[link];[lang-go] 1\nsvc;[svc] 1\n");
+    tu_rmdir();
+}
+
 /* HotSpot writes its map with 0x before both numbers (perf reads both
  * forms): `0x00007f7be8ed5d80 0x00000000000000d8 long X.hot(long, long)`. */
 static void
@@ -636,6 +711,7 @@ main(void)
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_unnamed_dsos),
         cmocka_unit_test(test_interrupted),
+        cmocka_unit_test(test_go_stripped),
     };
     return cmocka_run_group_tests_name("collapse", tests, NULL, NULL);
 }

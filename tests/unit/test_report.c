@@ -457,6 +457,66 @@ test_wall_report(void **state)
     json_decref(j);
 }
 
+/* A runtime whose frames the sampler did not read (its status says so:
+ * a JVM that did not load the agent, a CPython of an unknown version) is
+ * a problem the report states, once whatever the number of processes,
+ * with the program and pid as the status gives them, escaped; a runtime
+ * read, or none, is no problem. */
+static void
+test_runtime_frames_not_read(void **state)
+{
+    const char *d = make_run("front", "20261122T141500Z-wall", "wall", 0);
+    char path[900], *html;
+    FILE *f;
+    ph_report_headline h;
+    json_t *j, *pr;
+    size_t java;
+    static const char *const status[] = {
+        "{\"pid\": 8, \"program\": \"/usr/bin/java\", \"samples\": 90, \"python\": \"\", \"java\": \"Java (HotSpot "
+        "17): frames not read (the JVM did not load the sampler as its agent: -agentpath is not in "
+        "JAVA_TOOL_OPTIONS)\"}\n",
+        "{\"pid\": 9, \"program\": \"/usr/bin/java\", \"samples\": 5, \"java\": \"Java (HotSpot 17): frames not read "
+        "(the JVM did not load the sampler as its agent: -agentpath is not in JAVA_TOOL_OPTIONS)\"}\n",
+        "{\"pid\": 10, \"program\": \"/usr/bin/python3.10<b>\", \"samples\": 5, \"python\": \"Python 3.10.12: frames "
+        "not read (unknown version)\"}\n",
+        "{\"pid\": 11, \"program\": \"/usr/bin/python3.11\", \"samples\": 5, \"python\": \"Python 3.11.2: frames "
+        "read\"}\n",
+    };
+
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/sampler-status-%d.json", d, 8 + i);
+        f = fopen(path, "w");
+        fputs(status[i], f);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
+    f = fopen(path, "w");
+    fputs("main;run;work 60\nmain;wait;[off-cpu] 40\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/flamegraph-20261122T141600Z-1.svg", d);
+    f = fopen(path, "w");
+    fputs("<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>\n", f);
+    fclose(f);
+    j = report("front", "20261122T141500Z-wall", &h);
+    pr = json_object_get(j, "problems");
+    if (json_array_size(pr) != 2)
+        fail_msg("%zu problems, the first: %s", json_array_size(pr), json_string_value(json_array_get(pr, 0)));
+    /* in the files' order, each text once */
+    java = strstr(json_string_value(json_array_get(pr, 0)), "Java") ? 0 : 1;
+    assert_string_equal(json_string_value(json_array_get(pr, java)),
+                        "Java (HotSpot 17): frames not read (the JVM did not load the sampler as its agent: -agentpath "
+                        "is not in JAVA_TOOL_OPTIONS), in /usr/bin/java (pid 8, and 1 more process): its samples have "
+                        "the runtime's native frames only");
+    assert_string_equal(json_string_value(json_array_get(pr, 1 - java)),
+                        "Python 3.10.12: frames not read (unknown version), in /usr/bin/python3.10<b> (pid 10): its "
+                        "samples have the runtime's native frames only");
+    html = report_html("front", "20261122T141500Z-wall");
+    assert_non_null(strstr(html, "in /usr/bin/python3.10&lt;b&gt; (pid 10)"));
+    free(html);
+    json_decref(j);
+}
+
 /* Folded stacks and a sampler SVG, as the flamegraph mode leaves them. */
 static void
 test_flame_report(void **state)
@@ -1210,6 +1270,7 @@ main(void)
         cmocka_unit_test(test_strace_time_summed_over_threads),
         cmocka_unit_test(test_strace_slowest_escaped),
         cmocka_unit_test(test_flame_report),
+        cmocka_unit_test(test_runtime_frames_not_read),
         cmocka_unit_test(test_wall_report),
         cmocka_unit_test(test_language_view_report),
         cmocka_unit_test(test_headline_whole_names),

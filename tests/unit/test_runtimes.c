@@ -592,12 +592,17 @@ test_shipped(void **state)
         assert_int_equal(ph_profile_exit_file(&p->after_exit[0], "perf-8.map", S_IFREG, 10), PH_EXIT_FILE_TAKE);
         assert_string_equal(p->after_exit[0].into, "perf-maps");
     }
-    /* the sampler is HotSpot's agent too: the library LD_PRELOAD loads */
-    assert_string_equal(strstr(ph_kvv_get(&ph_profiles_find(&set, "flamegraph")->env_extend, "JAVA_TOOL_OPTIONS"),
-                               "-agentpath:"),
-                        "-agentpath:/opt/profharness/lib/libphsampler.so");
-    assert_string_equal(ph_kvv_get(&ph_profiles_find(&set, "flamegraph")->environment, "LD_PRELOAD"),
-                        "/opt/profharness/lib/libphsampler.so");
+    /* the sampler is HotSpot's agent too, in both its modes (the wall
+     * clock's Java frames come from the agent as the CPU clock's do): the
+     * library LD_PRELOAD loads */
+    for (size_t i = 0; i < 2; i++) {
+        ph_profile *p = ph_profiles_find(&set, i == 0 ? "flamegraph" : "wall");
+
+        assert_string_equal(strstr(ph_kvv_get(&p->env_extend, "JAVA_TOOL_OPTIONS"), "-agentpath:"),
+                            "-agentpath:/opt/profharness/lib/libphsampler.so");
+        assert_non_null(strstr(ph_kvv_get(&p->env_extend, "JAVA_TOOL_OPTIONS"), "-XX:+DebugNonSafepoints"));
+        assert_string_equal(ph_kvv_get(&p->environment, "LD_PRELOAD"), "/opt/profharness/lib/libphsampler.so");
+    }
     assert_null(strstr(ph_kvv_get(&ph_profiles_find(&set, "perf")->env_extend, "JAVA_TOOL_OPTIONS"), "-agentpath"));
     assert_int_equal(ph_profiles_find(&set, "strace")->env_extend.n, 0);
     ph_profiles_free(&set);

@@ -1218,6 +1218,48 @@ test_first_byte_named_by_its_function(void **state)
     assert_true(unnamed == 0);
 }
 
+/* A Go program with no symbol table (cgo, then binutils' strip, as a
+ * distribution ships one; built by the Makefile from tests/lang/go) is
+ * named from Go's own function table: the service's two functions by
+ * their names, no Go frame left as the program and an offset, and
+ * runtime.asyncPreempt found there too, so that a sample held while Go
+ * preempted the goroutine is still the goroutine's (ph_sampler_unwind.c)
+ * and never a leaf of its own with its callers lost. */
+static void
+test_stripped_go_named_from_its_function_table(void **state)
+{
+    run_opts o = { .hz = "500", .prog = GO_DIR "/cgo-strip" };
+    char *args[] = { NULL };
+    const char *folded = NULL;
+    double total = 0, hot, cool, unnamed, preempt;
+    pid_t p;
+    int st;
+
+    (void)state;
+    p = start_opts(&o, args);
+    /* the service never ends: until a snapshot holds enough samples (a
+     * hang bound, not a pace) */
+    for (int i = 0; i < 18000 && total < 1000; i++) {
+        if ((folded = newest("stacks-")) != NULL)
+            samples_with(folded, "", &total, NULL);
+        if (total < 1000)
+            usleep(10000);
+    }
+    kill(p, SIGKILL);
+    waitpid(p, &st, 0);
+    assert_true(total >= 1000);
+    hot = samples_with(folded, ";main.hot_seventy_five", NULL, NULL);
+    cool = samples_with(folded, ";main.cool_twenty_five", NULL, NULL);
+    unnamed = samples_with(folded, "cgo-strip+0x", NULL, NULL);
+    preempt = samples_with(folded, "runtime.main;runtime.asyncPreempt", NULL, NULL); /* its callers lost */
+    print_message("# %.0f samples: %.0f in main.hot_seventy_five, %.0f in main.cool_twenty_five, %.0f with an "
+                  "unnamed frame of the program, %.0f in runtime.asyncPreempt with its callers lost\n", total, hot, cool, unnamed, preempt);
+    assert_true(samples_with(folded, "runtime.main;main.main;main.hot_seventy_five", NULL, NULL) > 0);
+    assert_true(hot > cool && cool > 0);
+    assert_true(unnamed == 0);
+    assert_true(preempt == 0);
+}
+
 /* PH_SAMPLER_DEBUGINFO=0: symbol tables only, so no inlined frames and no
  * lines (which shows the test above reads them from the debug info). */
 static void
@@ -1290,6 +1332,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_first_byte_named_by_its_function, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debuginfo_off_symbols_only, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_stripped_go_named_from_its_function_table, setup, tu_teardown),
     };
     /* PH_TEST_FILTER=NAME runs one test (the mutation check does). */
     if (getenv("PH_TEST_FILTER"))

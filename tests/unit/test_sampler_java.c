@@ -98,7 +98,7 @@ classes(void)
     if (access(JAVA, X_OK) != 0 || access(JAVAC, X_OK) != 0)
         return NULL;
     snprintf(dir, sizeof dir, "%s/classes", test_dir);
-    snprintf(cmd, sizeof cmd, JAVAC " -d '%s' tests/data/java/HotCool.java", dir);
+    snprintf(cmd, sizeof cmd, JAVAC " -d '%s' tests/data/java/HotCool.java tests/data/java/Sleeper.java", dir);
     assert_int_equal(system(cmd), 0);
     return dir;
 }
@@ -269,6 +269,40 @@ check_fallback(const char *why)
     assert_int_equal(said, 1);
 }
 
+/* The wall clock (the wall mode) with the agent, as profiles/wall.yaml
+ * loads it: a Java thread blocked in Thread.sleep is sampled off CPU
+ * with its Java frames, the method it waits in under main. */
+static void
+test_wall_off_cpu_java_frames(void **state)
+{
+    char out[400], lib[4096], tool[4200];
+    const char *cp = classes(), *folded;
+    char *args[] = { "-Xshare:auto", "-cp", (char *)cp, "Sleeper", "3", NULL };
+    run_opts o = { .hz = "100", .interval = "0", .prog = JAVA, .out = out, .clock = "wall" };
+    double total, off, named;
+    int st;
+
+    (void)state;
+    if (cp == NULL)
+        skip();
+    snprintf(out, sizeof out, "%s/output", test_dir);
+    assert_non_null(realpath(LIB, lib));
+    snprintf(tool, sizeof tool,
+             "-XX:+PreserveFramePointer -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints -agentpath:%s", lib);
+    setenv("JAVA_TOOL_OPTIONS", tool, 1);
+    st = finish(start_opts(&o, args));
+    unsetenv("JAVA_TOOL_OPTIONS");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    off = samples_with(folded, "[off-cpu]", &total, NULL);
+    named = samples_with(folded, ";Sleeper.main_[j];Sleeper.waits_in_sleep_[j];", NULL, NULL);
+    print_message("# %.0f samples, %.0f off CPU, %.0f in Sleeper.waits_in_sleep\n", total, off, named);
+    /* the main thread, asleep for most of 3 s at 100 Hz */
+    assert_true(named > 150);
+    assert_true(samples_with(folded, ";Sleeper.waits_in_sleep_[j];", NULL, NULL) - named < 1); /* always under main */
+}
+
 /* The JVM did not load the agent (no -agentpath): today's frames, and
  * the status says why. */
 static void
@@ -317,6 +351,7 @@ main(void)
         cmocka_unit_test(test_layout),
         cmocka_unit_test_setup_teardown(test_interpreted_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_named, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wall_off_cpu_java_frames, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_no_agent, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_turned_off, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_agent_without_sampler, setup, tu_teardown),

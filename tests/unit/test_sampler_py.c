@@ -57,6 +57,9 @@ test_layout_311(void **state)
     assert_int_equal(PY_MAJOR_VERSION * 100 + PY_MINOR_VERSION, 311);
     assert_int_equal(L->minor, 11);
     assert_int_equal(L->rt_tstate_current, offsetof(_PyRuntimeState, gilstate.tstate_current));
+    assert_int_equal(L->rt_interp, offsetof(_PyRuntimeState, interpreters.main));
+    assert_int_equal(L->is_threads_head, offsetof(PyInterpreterState, threads.head));
+    assert_int_equal(L->ts_next, offsetof(PyThreadState, next));
     assert_int_equal(L->ts_thread_id, offsetof(PyThreadState, thread_id));
     assert_int_equal(L->ts_cframe, offsetof(PyThreadState, cframe));
     assert_int_equal(L->cf_current_frame, offsetof(_PyCFrame, current_frame));
@@ -98,6 +101,10 @@ test_layout_rows(void **state)
         assert_int_equal(L->rt_tstate_current, minor == 8 ? offsetof(struct fruntime38, gilstate.tstate_current)
                                                           : offsetof(struct fruntime310, gilstate.tstate_current));
         assert_int_equal(L->ts_cframe, PHS_PY_NO_FIELD);
+        assert_int_equal(L->rt_interp, minor == 8 ? offsetof(struct fruntime38, interpreters.main)
+                                                  : offsetof(struct fruntime310, interpreters.main));
+        assert_int_equal(L->is_threads_head, sizeof(void *)); /* struct _is: next, tstate_head */
+        assert_int_equal(L->ts_next, minor == 10 ? offsetof(struct fts310, next) : offsetof(struct fts38, next));
         assert_int_equal(L->cf_current_frame, minor == 10 ? offsetof(struct fts310, frame) : offsetof(struct fts38, frame));
         assert_int_equal(L->ts_thread_id, minor == 10 ? offsetof(struct fts310, thread_id) : offsetof(struct fts38, thread_id));
         assert_int_equal(L->fr_code, minor == 10 ? offsetof(struct fframe310, f_code) : offsetof(struct fframe38, f_code));
@@ -119,6 +126,9 @@ test_layout_rows(void **state)
     }
     assert_non_null(L = row(12));
     assert_int_equal(L->rt_interp_head, offsetof(struct fruntime312, interpreters.main));
+    assert_int_equal(L->rt_interp, offsetof(struct fruntime312, interpreters.main));
+    assert_int_equal(L->is_threads_head, offsetof(struct finterp312, threads.head));
+    assert_int_equal(L->ts_next, offsetof(struct fts312, next));
     assert_int_equal(L->is_gil, offsetof(struct finterp312, ceval.gil));
     assert_int_equal(L->is_gil_locked, offsetof(struct fgil, locked));
     assert_int_equal(L->is_gil_holder, offsetof(struct fgil, last_holder));
@@ -284,6 +294,40 @@ test_hot_cool_shares(void **state)
     assert_non_null(strstr(pp, "/" SCRIPT "\""));
     assert_non_null(strstr(pprof_text(), SCRIPT ":hot_seventy_five"));
     assert_non_null(strstr(newest("flamegraph-"), "Python 3.11."));
+}
+
+/* The wall clock (PH_SAMPLER_CLOCK=wall): a Python thread blocked in a
+ * call that released the GIL (time.sleep, select.select, Thread.join) is
+ * not the GIL's holder, and still has its Python frames: its off-CPU
+ * samples carry the Python function it waits in (the thread's own state
+ * found in the interpreter's list of threads). */
+static void
+test_wall_blocked_threads_python_frames(void **state)
+{
+    static char out[400];
+    char *args[] = { "tests/data/python/blocked.py", "2", NULL };
+    run_opts o = { .hz = "100", .interval = "0", .prog = PYTHON, .out = out, .clock = "wall" };
+    const char *folded;
+    double total, off, sleep_py, select_py, join_py;
+    int status;
+
+    (void)state;
+    if (access(PYTHON, X_OK) != 0)
+        skip();
+    snprintf(out, sizeof out, "%s/output", test_dir);
+    status = finish(start_opts(&o, args));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    off = samples_with(folded, ";[off-cpu]", &total, NULL);
+    sleep_py = samples_with(folded, ";waits_in_sleep (blocked.py:16)_[p];", NULL, NULL);
+    select_py = samples_with(folded, ";waits_in_select (blocked.py:22)_[p];", NULL, NULL);
+    join_py = samples_with(folded, ";main (blocked.py:31)_[p];", NULL, NULL);
+    print_message("# %.0f samples, %.0f off CPU: in time.sleep %.0f, in select %.0f, in join %.0f with the Python "
+                  "function\n", total, off, sleep_py, select_py, join_py);
+    assert_true(off > 0.9 * total);
+    /* each of the three threads for most of the 2 s (100 Hz each) */
+    assert_true(sleep_py > 100 && select_py > 100 && join_py > 100);
 }
 
 /* A CPython whose version has no layout: no Python frame, no wrong name,
@@ -488,6 +532,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_frames_310, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_frames_38, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_frames_312, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_wall_blocked_threads_python_frames, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_37, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_size_not_the_versions, setup, tu_teardown),
     };
