@@ -651,6 +651,54 @@ release(void *p)
         forget((uintptr_t)p);
 }
 
+/* ---- samples taken by a runtime (the JVM's, ph_sampler_java.c) ---------- */
+
+int
+phs_heap_on(void)
+{
+    return atomic_load_explicit(&H.on, memory_order_relaxed);
+}
+
+int
+phs_heap_record(uintptr_t key, size_t n, const uintptr_t *words, uint32_t depth)
+{
+    uint64_t dropped;
+
+    if (!phs_heap_on() || depth == 0 || key <= TOMB)
+        return -1;
+    dropped = atomic_load(&H.dropped);
+    sampled((void *)key, n, words, depth);
+    return atomic_load(&H.dropped) == dropped ? 0 : -1;
+}
+
+void
+phs_heap_release(uintptr_t key)
+{
+    release((void *)key);
+}
+
+uint32_t
+phs_heap_stack(uint32_t i, const uintptr_t **words)
+{
+    heap_stack *s;
+
+    if (H.stacks == NULL || i >= atomic_load(&H.n_stacks) || i >= HEAP_STACKS)
+        return 0;
+    s = &H.stacks[i];
+    if (!atomic_load_explicit(&s->ready, memory_order_acquire))
+        return 0;
+    *words = &H.arena[s->off];
+    return s->depth;
+}
+
+uint32_t
+phs_heap_n_stacks(void)
+{
+    uint32_t n = H.stacks ? atomic_load(&H.n_stacks) : 0;
+
+    return n > HEAP_STACKS ? HEAP_STACKS : n;
+}
+
 /* ---- the interposers ------------------------------------------------------ */
 
 void *

@@ -103,6 +103,7 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     phs_heap_row *rows = malloc(MAX_ROWS * sizeof *rows);
     text *texts = NULL;
     phs_stack *stacks = NULL;
+    uintptr_t **named = NULL;
     phs_heap_totals tot;
     phs_pprof_meta meta;
     char stamp[32], path[4200], sub[600], b1[32], b2[32], b3[32], counts[300], full[600];
@@ -121,8 +122,18 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     phs_symbols_jit_refresh(sym);
     texts = calloc(nr ? nr : 1, sizeof *texts);
     stacks = calloc(nr ? nr : 1, sizeof *stacks);
-    if (texts == NULL || stacks == NULL)
+    named = calloc(nr ? nr : 1, sizeof *named);
+    if (texts == NULL || stacks == NULL || named == NULL)
         goto out;
+    /* The JVM's objects: their class and Java frames named */
+    for (size_t i = 0; i < nr; i++) {
+        if (rows[i].depth == 0 || !phs_java_heap_word(rows[i].pcs[0]))
+            continue;
+        if ((named[i] = malloc(rows[i].depth * sizeof *named[i])) == NULL)
+            goto out;
+        rows[i].depth = phs_java_heap_resolve(sym, rows[i].pcs, rows[i].depth, named[i]);
+        rows[i].pcs = named[i];
+    }
     for (size_t i = 0; i < nr; i++) {
         size_t len = 0;
         FILE *f = open_memstream(&texts[nt].s, &len);
@@ -202,6 +213,9 @@ out:
         free(texts[i].s);
     free(texts);
     free(stacks);
+    for (size_t i = 0; named != NULL && i < nr; i++)
+        free(named[i]);
+    free(named);
     free(rows);
     return rc;
 }
