@@ -90,6 +90,52 @@ read_growth(ph_rundata *rd, const ph_artifact *const *a, size_t n)
     ph_folded_free(base);
 }
 
+#define HEAPINFO_MAX (64u * 1024u)
+
+/* The runtimes each process's newest heap-*.json names, each runtime
+ * once (the last said wins: newer, or a later process). */
+static void
+read_runtimes(ph_rundata *rd)
+{
+    const ph_artifact *a[PH_RD_MAX_ARTIFACTS];
+    size_t n = ph_rundata_files(rd, "heapinfo", a, PH_RD_MAX_ARTIFACTS);
+    json_t *all = NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        char problem[PATH_MAX + 512];
+        json_t *j = ph_report_load_json(rd->dir, a[i]->name, HEAPINFO_MAX, problem, sizeof problem), *rts, *rt;
+        size_t k;
+
+        if (j == NULL) {
+            if (problem[0])
+                ph_rundata_problem(rd, "%s (what it says of the runtimes is not shown)", problem);
+            continue;
+        }
+        rts = json_object_get(j, "runtimes");
+        if (all == NULL && (all = json_object()) == NULL) {
+            json_decref(j);
+            return;
+        }
+        json_array_foreach(rts, k, rt) {
+            const char *name = json_string_value(json_object_get(rt, "runtime"));
+
+            if (name != NULL && json_is_string(json_object_get(rt, "note")) &&
+                json_is_string(json_object_get(rt, "brief")))
+                json_object_set(all, name, rt);
+        }
+        json_decref(j);
+    }
+    if (all != NULL && json_object_size(all) > 0) {
+        const char *key;
+        json_t *v;
+
+        rd->heap.runtimes = json_array();
+        json_object_foreach(all, key, v)
+            json_array_append(rd->heap.runtimes, v);
+    }
+    json_decref(all);
+}
+
 void
 ph_rundata_read_heap(ph_rundata *rd)
 {
@@ -122,6 +168,7 @@ ph_rundata_read_heap(ph_rundata *rd)
         rd->heap.view[v] = fo;
     }
     read_growth(rd, a, n);
+    read_runtimes(rd);
 }
 
 void
@@ -131,7 +178,16 @@ ph_heapdata_free(ph_heapdata *h)
         ph_folded_free(h->view[v]);
     ph_folded_free(h->growth);
     ph_folded_free(h->growth_base);
+    json_decref(h->runtimes);
     memset(h, 0, sizeof *h);
+}
+
+int
+ph_heap_java_class(const char *name)
+{
+    size_t n = strlen(name);
+
+    return strncmp(name, "new ", 4) == 0 && n > 8 && strcmp(name + n - 4, "_[j]") == 0;
 }
 
 int
@@ -142,6 +198,8 @@ ph_heap_is_allocator(const char *name)
 
     if (strncmp(name, "operator new", 12) == 0 || strncmp(name, "__libc_", 7) == 0)
         return 1;
+    if (ph_heap_java_class(name))
+        return 1; /* the object a Java method made: its site is the method */
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(name, names[i]) == 0)
             return 1;
@@ -157,6 +215,16 @@ site_of(const ph_folded *fo, ph_folded_stack s)
         if (!ph_heap_is_allocator(ph_folded_name(fo, s.frames[d], NULL)))
             return s.frames[d];
     return s.frames[s.depth - 1];
+}
+
+/* Each Java object's class (its leaf, `new C_[j]`); UINT32_MAX for a
+ * stack that is not one. */
+static uint32_t
+class_of(const ph_folded *fo, ph_folded_stack s)
+{
+    uint32_t leaf = s.frames[s.depth - 1];
+
+    return ph_heap_java_class(ph_folded_name(fo, leaf, NULL)) ? leaf : UINT32_MAX;
 }
 
 /* A site's bytes in one view, by name (the views are separate files, so
@@ -182,7 +250,7 @@ cmp_site(const void *x, const void *y)
 /* Sites over the byte views and the growth, sorted by their bytes at the
  * peak; their names kept in NAMES. */
 static site *
-sites(const ph_heapdata *h, ph_intern *names, size_t *n_out)
+sites(const ph_heapdata *h, ph_intern *names, uint32_t (*key_of)(const ph_folded *, ph_folded_stack), size_t *n_out)
 {
     const ph_folded *views[S_VIEWS] = { h->view[PH_HEAP_PEAK_SPACE], h->view[PH_HEAP_INUSE_SPACE],
                                         h->view[PH_HEAP_ALLOC_SPACE], h->growth };
@@ -194,8 +262,14 @@ sites(const ph_heapdata *h, ph_intern *names, size_t *n_out)
 
         for (size_t i = 0; fo != NULL && i < ph_folded_n_stacks(fo); i++) {
             ph_folded_stack s = ph_folded_get_stack(fo, i);
-            const char *name = ph_folded_name(fo, site_of(fo, s), NULL);
-            int64_t id = ph_intern_add(names, name, strlen(name));
+            uint32_t key = key_of(fo, s);
+            const char *name;
+            int64_t id;
+
+            if (key == UINT32_MAX)
+                continue;
+            name = ph_folded_name(fo, key, NULL);
+            id = ph_intern_add(names, name, strlen(name));
 
             if (id < 0)
                 goto fail;
@@ -334,6 +408,82 @@ report_growth(ph_rctx *c, const site *top, size_t ns, json_t *js)
     json_object_set_new(js, "growth", jg);
 }
 
+/* The Java objects' classes, when there are any: most at the peak first. */
+static void
+report_classes(ph_rctx *c, double peak, double alloc, json_t *js)
+{
+    ph_mw *f = c->html;
+    size_t n = 0;
+    ph_intern *names = ph_intern_new(16u << 20);
+    site *cl = names ? sites(&c->rd->heap, names, class_of, &n) : NULL;
+    const char *heads[] = { "class#", "at the peak#", "%#", "", "in use at the end#", "allocated#", "%#" };
+    char b[PH_FMT_LEN], b2[PH_FMT_LEN];
+    json_t *jc;
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        k += cl[i].name != NULL;
+    if (cl == NULL || k == 0) {
+        free(cl);
+        ph_intern_free(names);
+        return;
+    }
+    jc = json_array();
+    PH_MW_RAW(f, "<h3>Top classes (Java objects)</h3>\n");
+    ph_html_table(f, heads, 7);
+    for (size_t i = 0; i < n && i < TOP_SITES; i++) {
+        if (cl[i].name == NULL)
+            continue;
+        PH_MW_RAW(f, "<tr><td class=\"name\">");
+        ph_mw_text(f, cl[i].name);
+        PH_MW_RAW(f, "</td>");
+        ph_html_num(f, cl[i].v[S_PEAK], ph_fmt_bytes(b, cl[i].v[S_PEAK]));
+        ph_html_num(f, peak > 0 ? 100 * cl[i].v[S_PEAK] / peak : 0, ph_fmt_percent(b2, cl[i].v[S_PEAK], peak));
+        ph_html_bar(f, peak > 0 ? cl[i].v[S_PEAK] / peak : 0);
+        ph_html_num(f, cl[i].v[S_END], ph_fmt_bytes(b, cl[i].v[S_END]));
+        ph_html_num(f, cl[i].v[S_ALLOC], ph_fmt_bytes(b, cl[i].v[S_ALLOC]));
+        ph_html_num(f, alloc > 0 ? 100 * cl[i].v[S_ALLOC] / alloc : 0, ph_fmt_percent(b2, cl[i].v[S_ALLOC], alloc));
+        PH_MW_RAW(f, "</tr>\n");
+        json_array_append_new(jc, json_pack("{s:s, s:f, s:f, s:f}", "class", cl[i].name, "peak_inuse_bytes",
+                                            cl[i].v[S_PEAK], "inuse_bytes", cl[i].v[S_END], "alloc_bytes",
+                                            cl[i].v[S_ALLOC]));
+    }
+    ph_html_table_end(f);
+    json_object_set_new(js, "top_classes", jc);
+    free(cl);
+    ph_intern_free(names);
+}
+
+/* Before any figure: what of each runtime's heap is seen and what is
+ * not, as the sampler said it (heap-*.json); the headline starts with
+ * the same, briefly. */
+static void
+runtimes_first(ph_rctx *c, json_t *js)
+{
+    const json_t *rts = c->rd->heap.runtimes, *rt;
+    size_t i, hl = 0;
+
+    c->headline[0] = '\0';
+    if (rts == NULL)
+        return;
+    json_array_foreach(rts, i, rt) {
+        const char *note = json_string_value(json_object_get(rt, "note"));
+        const char *brief = json_string_value(json_object_get(rt, "brief"));
+        int seen = json_is_true(json_object_get(rt, "objects"));
+
+        /* a heap not seen is a problem of the run, said as one */
+        if (seen)
+            ph_html_note(c->html, note);
+        else
+            ph_html_problem(c->html, note);
+        if (hl + 4 < sizeof c->headline)
+            hl += (size_t)snprintf(c->headline + hl, sizeof c->headline - hl, "%.80s; ", brief);
+    }
+    if (hl >= sizeof c->headline)
+        c->headline[sizeof c->headline - 1] = '\0';
+    json_object_set(js, "runtimes", (json_t *)rts);
+}
+
 void
 ph_report_heap(ph_rctx *c)
 {
@@ -344,10 +494,11 @@ ph_report_heap(ph_rctx *c)
     char b[PH_FMT_LEN], b2[PH_FMT_LEN], b3[PH_FMT_LEN], note[200];
     size_t ns = 0;
     ph_intern *names = ph_intern_new(64u << 20);
-    site *top = names ? sites(h, names, &ns) : NULL;
+    site *top = names ? sites(h, names, site_of, &ns) : NULL;
     json_t *js = json_object(), *jt = json_array();
 
     ph_html_section(f, "heap", "Heap (sampled allocations)");
+    runtimes_first(c, js);
     ph_html_cards_begin(f);
     snprintf(note, sizeof note, "%s objects", ph_fmt_count(b2, total_of(h->view[PH_HEAP_PEAK_OBJECTS])));
     ph_html_card(f, "in use at the peak", ph_fmt_bytes(b, peak), note);
@@ -385,10 +536,13 @@ ph_report_heap(ph_rctx *c)
                                                 "inuse_bytes", top[i].v[S_END], "alloc_bytes", top[i].v[S_ALLOC]));
         }
         ph_html_table_end(f);
-        snprintf(c->headline, sizeof c->headline, "peak in use %s (%.80s %s), %s in use at the end, %s allocated",
+        size_t hl = strlen(c->headline);
+
+        snprintf(c->headline + hl, sizeof c->headline - hl, "peak in use %s (%.80s %s), %s in use at the end, %s allocated",
                  ph_fmt_bytes(b, peak), top[0].name, ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
                  ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
     }
+    report_classes(c, peak, alloc, js);
     report_growth(c, top, ns, js);
     graph(c, h->view[PH_HEAP_PEAK_SPACE], "bytes", "In use at the peak (bytes)", NULL, NULL);
     graph(c, h->view[PH_HEAP_INUSE_SPACE], "bytes", "In use at the end (bytes)", NULL, NULL);

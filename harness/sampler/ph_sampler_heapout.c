@@ -21,6 +21,8 @@
  *                                  types, already scaled, as Go writes
  *                                  them), period space/bytes = the mean
  *                                  interval, default inuse_space
+ *   heap-<UTC><tag>-<n>.json       the runtimes in the process and what
+ *                                  of their heaps is seen (write_runtimes)
  * Always cumulative (what is in use is a state, not a sum).  The first
  * final snapshot (SIGTERM, exit, exec) is the last: one at SIGTERM is
  * not followed by one at exit, which would show what is left once the
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ph_sampler_int.h"
 
@@ -93,6 +96,95 @@ folded_view(const text *t, size_t n, const phs_heap_row *rows, int v, char **out
         i = j;
     }
     return fclose(f) == 0 ? 0 : -1;
+}
+
+/* S as a JSON string into F. */
+static void
+put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* One runtime of the heap file: its name, whether its own objects are
+ * sampled, the sentence for the report and the few words for a headline. */
+static void
+put_runtime(FILE *f, int *first, const char *runtime, int objects, const char *note, const char *brief)
+{
+    fputs(*first ? "\n  " : ",\n  ", f);
+    *first = 0;
+    fputs("{\"runtime\": ", f);
+    put_json_string(f, runtime);
+    fprintf(f, ", \"objects\": %s, \"note\": ", objects ? "true" : "false");
+    put_json_string(f, note);
+    fputs(", \"brief\": ", f);
+    put_json_string(f, brief);
+    fputc('}', f);
+}
+
+/* The program is node (by its file name: its heap, V8's, is not seen). */
+static int
+is_node(void)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *base;
+
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    return strcmp(base, "node") == 0 || strcmp(base, "nodejs") == 0 || strncmp(base, "node-", 5) == 0;
+}
+
+/* heap-<...>.json: what this process's heap profile sees of the
+ * runtimes in it (a JVM, a CPython, node), for the report to say first.
+ * {"runtimes": []} when there is none: every allocation is malloc's. */
+static int
+write_runtimes(const char *path)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    const char *java = phs_java_heap_describe();
+    int first = 1, rc;
+
+    if (f == NULL)
+        return -1;
+    fputs("{\"runtimes\": [", f);
+    if (java[0])
+        put_runtime(f, &first, "java", strstr(java, "are sampled") != NULL, java,
+                    strstr(java, "are sampled") ? "Java objects sampled (JVMTI)"
+                                                : "the JVM's heap not seen: its native allocations only");
+    if (phs_py_describe()[0])
+        put_runtime(f, &first, "python", 0,
+                    "CPython's heap is mostly not malloc: its objects of up to 512 bytes come from its own arenas "
+                    "(pymalloc, mmap) and are not seen; larger ones are, as the interpreter's calls of malloc with "
+                    "native stacks (no Python frames)",
+                    "CPython's small objects not seen: malloc only");
+    if (is_node())
+        put_runtime(f, &first, "node", 0,
+                    "V8's heap is not malloc: the JavaScript objects are not seen; these are node's and V8's own "
+                    "native allocations",
+                    "V8's heap not seen: node's native allocations only");
+    fputs(first ? "]}\n" : "\n]}\n", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return -1;
+    }
+    rc = phs_write_atomic(path, buf, len);
+    free(buf);
+    return rc;
 }
 
 int
@@ -205,6 +297,9 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     meta.default_type = "inuse_space";
     snprintf(path, sizeof path, "%s/heap-%s%s-%d.pb.gz", dir, stamp, tag, n);
     if (phs_write_pprof(path, stacks, nr, sym, &meta) < 0)
+        goto out;
+    snprintf(path, sizeof path, "%s/heap-%s%s-%d.json", dir, stamp, tag, n);
+    if (write_runtimes(path) < 0)
         goto out;
     final_written |= final;
     rc = 0;
