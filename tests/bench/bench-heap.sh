@@ -14,6 +14,13 @@
 # mem_heap_B, requested bytes as ours are).
 # BASELINE_LIB=path/libphsampler.so adds that build of the sampler at the
 # default rate beside ours (before/after a change, in the same run).
+# Then the runtimes (LANG_RUNS runs each, interleaved, medians of the
+# whole process's wall time): a JVM (tests/data/java/HeapTwo.java, 2.3
+# GiB of arrays; the sampler as the heap profile loads it, the JVMTI
+# agent sampling its objects), CPython and node (small objects, which
+# their own heaps serve: the sampler sees their mallocs only), each
+# without a profiler and in the heap mode at its default rate; a
+# runtime missing on the host is left out.
 # Prints; asserts nothing.  Needs build/libphsampler.so (make).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -98,4 +105,70 @@ for r in 524288 4096; do
         line="$line; massif: $m B; ours/massif $(echo "scale=4; $ours_peak / $m" | bc)"
     fi
     echo "$line"
+done
+
+# ---- the runtimes ----------------------------------------------------------
+LANG_RUNS=${LANG_RUNS:-$RUNS}
+lib=$PWD/build/libphsampler.so
+heapmode() { env LD_PRELOAD="$lib" PH_SAMPLER_DIR="$tmp/lang-$1" PH_SAMPLER_HEAP=524288 PH_SAMPLER_INTERVAL=0 "${@:2}"; }
+lang_cmd=()
+have_java=0
+if command -v java >/dev/null && command -v javac >/dev/null; then
+    javac -d "$tmp/classes" tests/data/java/HeapTwo.java && have_java=1
+else
+    echo "bench-heap: no java and javac: the JVM row left out"
+fi
+py=$(command -v python3 || true)
+# (a wrapper script, pyenv's shim, would be the one preloaded: the interpreter itself)
+[ -z "$py" ] || py=$("$py" -c 'import sys; print(sys.executable)')
+node=$(command -v node || true)
+PYWORK='import time
+t = time.process_time()
+keep = []
+for i in range(1500000):
+    d = {"k": i, "v": [i, str(i)]}
+    if i % 8 == 0:
+        keep.append(d)
+    if len(keep) > 100000:
+        keep = keep[50000:]
+print("py: %.3f CPU-s" % (time.process_time() - t))'
+JSWORK='let keep = [];
+for (let i = 0; i < 3000000; i++) {
+    const o = { k: i, v: [i, String(i)] };
+    if (i % 8 === 0) keep.push(o);
+    if (keep.length > 100000) keep = keep.slice(50000);
+}
+console.log("js: done");'
+lrun() { # NAME CMD...: one timed run of a runtime, wall seconds to $tmp/NAME.t
+    local name=$1 t0 t1
+    shift
+    t0=$(now)
+    "$@" > "$tmp/$name.out" 2>&1 || { echo "bench-heap: $name failed:"; cat "$tmp/$name.out"; exit 1; }
+    t1=$(now)
+    echo "scale=4; ($t1 - $t0) / 1000000000" | bc >> "$tmp/$name.t"
+}
+echo
+echo "runtimes: $LANG_RUNS runs each, interleaved; the heap mode at 512 KiB against no profiler (wall s, medians)"
+for ((i = 1; i <= LANG_RUNS; i++)); do
+    if [ "$have_java" = 1 ]; then
+        lrun java-none java -cp "$tmp/classes" HeapTwo 4
+        lrun java-heap heapmode java-$i env JAVA_TOOL_OPTIONS="-agentpath:$lib" java -cp "$tmp/classes" HeapTwo 4
+    fi
+    if [ -n "$py" ]; then
+        lrun py-none "$py" -c "$PYWORK"
+        lrun py-heap heapmode py-$i "$py" -c "$PYWORK"
+    fi
+    if [ -n "$node" ]; then
+        lrun node-none "$node" -e "$JSWORK"
+        lrun node-heap heapmode node-$i "$node" -e "$JSWORK"
+    fi
+done
+printf '%-8s %12s %12s %10s  %s\n' "" "none s" "heap mode s" "vs none" "what the heap mode saw"
+for r in java py node; do
+    [ -f "$tmp/$r-none.t" ] || continue
+    a=$(median < "$tmp/$r-none.t")
+    b=$(median < "$tmp/$r-heap.t")
+    seen=$(jq -r '[.runtimes[] | .brief] | if length == 0 then "malloc only" else join("; ") end' \
+        "$(ls "$tmp"/lang-$r-1/heap-*.json | head -1)")
+    printf '%-8s %12.3f %12.3f %9.2fx  %s\n' "$r" "$a" "$b" "$(echo "scale=4; $b / $a" | bc)" "$seen"
 done
