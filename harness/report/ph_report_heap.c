@@ -227,6 +227,31 @@ class_of(const ph_folded *fo, ph_folded_stack s)
     return ph_heap_java_class(ph_folded_name(fo, leaf, NULL)) ? leaf : UINT32_MAX;
 }
 
+/* A Java method's site (the method that made an object)? */
+static int
+java_site(const char *name)
+{
+    size_t n = strlen(name);
+
+    return n > 4 && strcmp(name + n - 4, "_[j]") == 0 && !ph_heap_java_class(name);
+}
+
+/* The Java objects' bytes at the peak. */
+static double
+java_peak(const ph_heapdata *h)
+{
+    const ph_folded *fo = h->view[PH_HEAP_PEAK_SPACE];
+    double sum = 0;
+
+    for (size_t i = 0; fo != NULL && i < ph_folded_n_stacks(fo); i++) {
+        ph_folded_stack s = ph_folded_get_stack(fo, i);
+
+        if (class_of(fo, s) != UINT32_MAX)
+            sum += s.count;
+    }
+    return sum;
+}
+
 /* A site's bytes in one view, by name (the views are separate files, so
  * separate name tables). */
 enum { S_PEAK, S_END, S_ALLOC, S_GROWN, S_VIEWS };
@@ -536,11 +561,23 @@ ph_report_heap(ph_rctx *c)
                                                 "inuse_bytes", top[i].v[S_END], "alloc_bytes", top[i].v[S_ALLOC]));
         }
         ph_html_table_end(f);
-        size_t hl = strlen(c->headline);
+        size_t hl = strlen(c->headline), j = 0;
+        double jpeak = java_peak(h);
 
-        snprintf(c->headline + hl, sizeof c->headline - hl, "peak in use %s (%.80s %s), %s in use at the end, %s allocated",
-                 ph_fmt_bytes(b, peak), top[0].name, ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
-                 ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
+        while (j < ns && !java_site(top[j].name))
+            j++;
+        if (jpeak > 0 && j < ns) /* the program's own objects first, the runtime's mallocs after */
+            snprintf(c->headline + hl, sizeof c->headline - hl,
+                     "Java objects at the peak %s (%.80s %s of them), all at the peak %s, %s in use at the end, %s "
+                     "allocated",
+                     ph_fmt_bytes(b, jpeak), top[j].name, ph_fmt_percent(b2, top[j].v[S_PEAK], jpeak),
+                     ph_fmt_bytes(b3, peak), ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, inuse),
+                     ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
+        else
+            snprintf(c->headline + hl, sizeof c->headline - hl,
+                     "peak in use %s (%.80s %s), %s in use at the end, %s allocated", ph_fmt_bytes(b, peak),
+                     top[0].name, ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
+                     ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
     }
     report_classes(c, peak, alloc, js);
     report_growth(c, top, ns, js);
