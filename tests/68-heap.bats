@@ -188,3 +188,62 @@ leaked() {
         "$d/summary.json"
     echo "# $(jq -r .headline "$d/summary.json")" >&3
 }
+
+# The sum of the counts of FILE's lines that hold NAME.
+bytes_with() {
+    awk -v n="$1" 'index($0, n) { t += $NF } END { printf "%d", t }' "$2"
+}
+
+# A JVM: its Java objects sampled through JVMTI by class (`new C`)
+# under the Java method that made them, the shares HeapTwo keeps (75 %
+# byte[] from keepBytes, 25 % long[] from keepLongs); the report says
+# first what it sees of the JVM's heap and names a Java method of the
+# program in the headline, not the JVM's os::malloc.
+@test "heap: a JVM's Java objects by class and Java stack, said first; the headline names the program's method" {
+    hph setup heapjava >&3 2>&1
+    run hph start --mode heap heapjava
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=180 wait_for eval 'dk logs "${PH_TEST_PROJECT}-heapjava-heap" 2>&1 | grep -q "HeapTwo: ready"'
+    run hph stop heapjava
+    echo "$output"
+    [ "$status" -eq 0 ]
+    b=$(bytes_with ';HeapTwo.keepBytes_[j];new byte[]_[j] ' "$OUT/heapjava/inuse_space.folded")
+    l=$(bytes_with ';HeapTwo.keepLongs_[j];new long[]_[j] ' "$OUT/heapjava/inuse_space.folded")
+    c=$(bytes_with ';HeapTwo.churnObjects_[j];new java.lang.Object[]_[j] ' "$OUT/heapjava/alloc_space.folded")
+    d="$OUT/heapjava/latest"
+    echo "# in use: byte[] $b B, long[] $l B; allocated: Object[] $c B" >&3
+    pm=$(( 1000 * b / (b + l) ))
+    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
+    # 32 MiB kept, within 10 %; 256 MiB churned at least
+    [ $((b + l)) -ge 30198989 ] && [ $((b + l)) -le 36909875 ]
+    [ "$c" -ge 241591910 ]
+    jq -e '.runtimes[0].runtime == "java" and .runtimes[0].objects' "$d"/heap-*.json
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
+    jq -e '(.headline | test("^Java objects sampled \\(JVMTI\\); Java objects at the peak [0-9.]+ MiB \\(HeapTwo\\.[a-zA-Z]+_\\[j\\] [0-9.]+ % of them\\)")) and
+           (.heap.top_classes | map(.class) | index("new byte[]_[j]")) != null and (.problems | length) == 0' \
+        "$d/summary.json"
+    # said before any figure
+    note=$(grep -bo 'its Java objects are sampled through JVMTI' "$d/report.html" | head -1 | cut -d: -f1)
+    card=$(grep -bo 'in use at the peak' "$d/report.html" | head -1 | cut -d: -f1)
+    [ -n "$note" ] && [ -n "$card" ] && [ "$note" -lt "$card" ]
+}
+
+# CPython: its small objects come from its own arenas, not malloc: the
+# report says so first, as a problem, and the headline starts with it.
+@test "heap: CPython's heap not seen as its objects is said first, in the headline and before any figure" {
+    hph setup heappython >&3 2>&1
+    run hph start --mode heap heappython
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=120 wait_for eval 'dk logs "${PH_TEST_PROJECT}-heappython-heap" 2>&1 | grep -q "lang: 50 rounds"'
+    run hph stop heappython
+    echo "$output"
+    [ "$status" -eq 0 ]
+    d="$OUT/heappython/latest"
+    jq -e '.runtimes == [.runtimes[0]] and .runtimes[0].runtime == "python" and (.runtimes[0].objects | not)' \
+        "$d"/heap-*.json
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
+    jq -e '.headline | startswith("CPython'"'"'s small objects not seen: malloc only; peak in use ")' "$d/summary.json"
+    note=$(grep -bo 'are not seen; larger ones are' "$d/report.html" | head -1 | cut -d: -f1)
+    card=$(grep -bo 'in use at the peak' "$d/report.html" | head -1 | cut -d: -f1)
+    [ -n "$note" ] && [ -n "$card" ] && [ "$note" -lt "$card" ]
+}

@@ -4,7 +4,9 @@
 // (in use: 75 % and 25 %); churnObjects allocates 256 MiB of Object[]
 // and drops it (allocated, not in use once collected).  Arrays of 1 KiB:
 // far below the sampling interval, so the estimates are the sampler's,
-// not a few whole objects'.
+// not a few whole objects'.  `HeapTwo SCALE serve` (the heap mode's
+// Java service, tests/68-heap.bats) then says it is ready and churns
+// 1 MiB a second until it is stopped.
 import java.util.ArrayList;
 
 public final class HeapTwo {
@@ -37,5 +39,12 @@ public final class HeapTwo {
         System.gc();
         Thread.sleep(300);
         System.out.println("HeapTwo: kept " + kept.size());
+        if (args.length > 1 && args[1].equals("serve")) {
+            System.out.println("HeapTwo: ready");
+            for (;;) {
+                churnObjects(1);
+                Thread.sleep(1000);
+            }
+        }
     }
 }
