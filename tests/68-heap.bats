@@ -228,22 +228,28 @@ bytes_with() {
     [ -n "$note" ] && [ -n "$card" ] && [ "$note" -lt "$card" ]
 }
 
-# CPython: its small objects come from its own arenas, not malloc: the
-# report says so first, as a problem, and the headline starts with it.
-@test "heap: CPython's heap not seen as its objects is said first, in the headline and before any figure" {
+# CPython: its objects through its own allocator (PyMem_SetAllocator),
+# by Python function: heap_two.py's keep_three and keep_one 75 / 25 in
+# use; said first, the headline naming keep_three.
+@test "heap: CPython's objects by Python stack, said first; the headline names the program's function" {
     hph setup heappython >&3 2>&1
     run hph start --mode heap heappython
     [ "$status" -eq 0 ]
-    WAIT_SECONDS=120 wait_for eval 'dk logs "${PH_TEST_PROJECT}-heappython-heap" 2>&1 | grep -q "lang: 50 rounds"'
+    WAIT_SECONDS=120 wait_for eval 'dk logs "${PH_TEST_PROJECT}-heappython-heap" 2>&1 | grep -q "heap_two: ready"'
     run hph stop heappython
     echo "$output"
     [ "$status" -eq 0 ]
+    t=$(bytes_with ';keep_three (heap_two.py:' "$OUT/heappython/inuse_space.folded")
+    o=$(bytes_with ';keep_one (heap_two.py:' "$OUT/heappython/inuse_space.folded")
+    echo "# in use: keep_three $t B, keep_one $o B" >&3
+    pm=$(( 1000 * t / (t + o) ))
+    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
     d="$OUT/heappython/latest"
-    jq -e '.runtimes == [.runtimes[0]] and .runtimes[0].runtime == "python" and (.runtimes[0].objects | not)' \
-        "$d"/heap-*.json
+    jq -e '.runtimes[0].runtime == "python" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
-    jq -e '.headline | startswith("CPython'"'"'s small objects not seen: malloc only; peak in use ")' "$d/summary.json"
-    note=$(grep -bo 'are not seen; larger ones are' "$d/report.html" | head -1 | cut -d: -f1)
+    jq -e '(.headline | test("^CPython objects sampled \\(PyMem_SetAllocator\\); Python objects at the peak [0-9.]+ MiB \\(keep_three \\(heap_two\\.py:[0-9]+\\)_\\[p\\] [0-9.]+ % of them\\)")) and
+           (.problems | length) == 0' "$d/summary.json"
+    note=$(grep -bo 'its objects are sampled through its object allocator' "$d/report.html" | head -1 | cut -d: -f1)
     card=$(grep -bo 'in use at the peak' "$d/report.html" | head -1 | cut -d: -f1)
     [ -n "$note" ] && [ -n "$card" ] && [ "$note" -lt "$card" ]
 }

@@ -15,8 +15,9 @@
  * report-inuse_space_growth.folded and .svg; none when the process
  * wrote one snapshot only.
  *
- * A site is the innermost frame of a stack that is not the allocator's
- * (malloc and its family, operator new): the function that asked. */
+ * A site is the innermost Python function of a stack that has one, else
+ * the innermost frame that is not the allocator's (malloc and its
+ * family, operator new, a Java object's class): the function that asked. */
 #include "ph_report_int.h"
 
 #include <stdlib.h>
@@ -211,6 +212,15 @@ ph_heap_is_allocator(const char *name)
 static uint32_t
 site_of(const ph_folded *fo, ph_folded_stack s)
 {
+    /* a Python object's: the innermost Python function (the interpreter's
+     * frames under it run it) */
+    for (uint32_t d = s.depth; d-- > 0;) {
+        const char *name = ph_folded_name(fo, s.frames[d], NULL);
+        size_t n = strlen(name);
+
+        if (n > 4 && strcmp(name + n - 4, "_[p]") == 0)
+            return s.frames[d];
+    }
     for (uint32_t d = s.depth; d-- > 0;)
         if (!ph_heap_is_allocator(ph_folded_name(fo, s.frames[d], NULL)))
             return s.frames[d];
@@ -227,18 +237,19 @@ class_of(const ph_folded *fo, ph_folded_stack s)
     return ph_heap_java_class(ph_folded_name(fo, leaf, NULL)) ? leaf : UINT32_MAX;
 }
 
-/* A Java method's site (the method that made an object)? */
+/* Does NAME end in the language mark SUFFIX (`_[j]`, `_[p]`)? */
 static int
-java_site(const char *name)
+marked(const char *name, const char *suffix)
 {
     size_t n = strlen(name);
 
-    return n > 4 && strcmp(name + n - 4, "_[j]") == 0 && !ph_heap_java_class(name);
+    return n > 4 && strcmp(name + n - 4, suffix) == 0;
 }
 
-/* The Java objects' bytes at the peak. */
+/* The bytes at the peak of the stacks whose site is a function of the
+ * language SUFFIX marks: the program's own objects (a JVM's, CPython's). */
 static double
-java_peak(const ph_heapdata *h)
+lang_peak(const ph_heapdata *h, const char *suffix)
 {
     const ph_folded *fo = h->view[PH_HEAP_PEAK_SPACE];
     double sum = 0;
@@ -246,7 +257,7 @@ java_peak(const ph_heapdata *h)
     for (size_t i = 0; fo != NULL && i < ph_folded_n_stacks(fo); i++) {
         ph_folded_stack s = ph_folded_get_stack(fo, i);
 
-        if (class_of(fo, s) != UINT32_MAX)
+        if (marked(ph_folded_name(fo, site_of(fo, s), NULL), suffix))
             sum += s.count;
     }
     return sum;
@@ -562,15 +573,17 @@ ph_report_heap(ph_rctx *c)
         }
         ph_html_table_end(f);
         size_t hl = strlen(c->headline), j = 0;
-        double jpeak = java_peak(h);
+        double jpeak = lang_peak(h, "_[j]"), ppeak = lang_peak(h, "_[p]"), lpeak = jpeak > ppeak ? jpeak : ppeak;
+        const char *mark = jpeak > ppeak ? "_[j]" : "_[p]";
 
-        while (j < ns && !java_site(top[j].name))
+        while (j < ns && !marked(top[j].name, mark))
             j++;
-        if (jpeak > 0 && j < ns) /* the program's own objects first, the runtime's mallocs after */
+        if (lpeak > 0 && j < ns) /* the program's own objects first, the runtime's mallocs after */
             snprintf(c->headline + hl, sizeof c->headline - hl,
-                     "Java objects at the peak %s (%.80s %s of them), all at the peak %s, %s in use at the end, %s "
+                     "%s objects at the peak %s (%.80s %s of them), all at the peak %s, %s in use at the end, %s "
                      "allocated",
-                     ph_fmt_bytes(b, jpeak), top[j].name, ph_fmt_percent(b2, top[j].v[S_PEAK], jpeak),
+                     jpeak > ppeak ? "Java" : "Python", ph_fmt_bytes(b, lpeak), top[j].name,
+                     ph_fmt_percent(b2, top[j].v[S_PEAK], lpeak),
                      ph_fmt_bytes(b3, peak), ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, inuse),
                      ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
         else

@@ -98,6 +98,45 @@ folded_view(const text *t, size_t n, const phs_heap_row *rows, int v, char **out
     return fclose(f) == 0 ? 0 : -1;
 }
 
+static int
+has_py(const uintptr_t *w, uint32_t depth)
+{
+    for (uint32_t i = 0; i < depth; i++)
+        if (phs_is_py(w[i]))
+            return 1;
+    return 0;
+}
+
+/* RAW[0..DEPTH) named into OUT (DEPTH words): a Java object's class and
+ * frames, or the Python frames; the new depth. */
+static uint32_t
+resolve(phs_symbols *sym, const uintptr_t *raw, uint32_t depth, uintptr_t *out)
+{
+    if (phs_java_heap_word(raw[0]))
+        return phs_java_heap_resolve(sym, raw, depth, out);
+    memcpy(out, raw, depth * sizeof *raw);
+    return phs_py_resolve(phs_symbols_py(sym), out, depth);
+}
+
+static uint32_t py_named; /* heap stacks looked at by phs_heap_name_py */
+
+void
+phs_heap_name_py(phs_agg *a)
+{
+    uintptr_t out[PHS_MAX_WORDS];
+    uint32_t n = phs_heap_n_stacks();
+
+    if (phs_heap_py_state(&(const char *){ NULL }) != 1)
+        return;
+    for (; py_named < n; py_named++) {
+        const uintptr_t *w = NULL;
+        uint32_t d = phs_heap_stack(py_named, &w);
+
+        if (d > 0 && d <= PHS_MAX_WORDS && has_py(w, d))
+            resolve(phs_agg_symbols(a), w, d, out);
+    }
+}
+
 /* S as a JSON string into F. */
 static void
 put_json_string(FILE *f, const char *s)
@@ -156,7 +195,7 @@ write_runtimes(const char *path)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    const char *java = phs_java_heap_describe();
+    const char *java = phs_java_heap_describe(), *why = "";
     int first = 1, rc;
 
     if (f == NULL)
@@ -166,12 +205,22 @@ write_runtimes(const char *path)
         put_runtime(f, &first, "java", strstr(java, "are sampled") != NULL, java,
                     strstr(java, "are sampled") ? "Java objects sampled (JVMTI)"
                                                 : "the JVM's heap not seen: its native allocations only");
-    if (phs_py_describe()[0])
-        put_runtime(f, &first, "python", 0,
-                    "CPython's heap is mostly not malloc: its objects of up to 512 bytes come from its own arenas "
-                    "(pymalloc, mmap) and are not seen; larger ones are, as the interpreter's calls of malloc with "
-                    "native stacks (no Python frames)",
-                    "CPython's small objects not seen: malloc only");
+    if (phs_py_describe()[0] && phs_heap_py_state(&why) == 1)
+        put_runtime(f, &first, "python", 1,
+                    "CPython's heap is mostly not malloc: its objects are sampled through its object allocator "
+                    "(PyMem_SetAllocator, as tracemalloc hooks it) with their Python stacks; the other stacks are "
+                    "the interpreter's own mallocs",
+                    "CPython objects sampled (PyMem_SetAllocator)");
+    else if (phs_py_describe()[0]) {
+        char note[400];
+
+        snprintf(note, sizeof note,
+                 "CPython's heap is mostly not malloc: its objects of up to 512 bytes come from its own arenas "
+                 "(pymalloc, mmap) and are not seen (%s); larger ones are, as the interpreter's calls of malloc "
+                 "with native stacks",
+                 why[0] ? why : !phs_py_active() ? "its frames are not read: see the status" : "not hooked yet");
+        put_runtime(f, &first, "python", 0, note, "CPython's small objects not seen: malloc only");
+    }
     if (is_node())
         put_runtime(f, &first, "node", 0,
                     "V8's heap is not malloc: the JavaScript objects are not seen; these are node's and V8's own "
@@ -217,13 +266,14 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     named = calloc(nr ? nr : 1, sizeof *named);
     if (texts == NULL || stacks == NULL || named == NULL)
         goto out;
-    /* The JVM's objects: their class and Java frames named */
+    /* The JVM's objects: their class and Java frames named; CPython's:
+     * their Python frames */
     for (size_t i = 0; i < nr; i++) {
-        if (rows[i].depth == 0 || !phs_java_heap_word(rows[i].pcs[0]))
+        if (rows[i].depth == 0 || (!phs_java_heap_word(rows[i].pcs[0]) && !has_py(rows[i].pcs, rows[i].depth)))
             continue;
         if ((named[i] = malloc(rows[i].depth * sizeof *named[i])) == NULL)
             goto out;
-        rows[i].depth = phs_java_heap_resolve(sym, rows[i].pcs, rows[i].depth, named[i]);
+        rows[i].depth = resolve(sym, rows[i].pcs, rows[i].depth, named[i]);
         rows[i].pcs = named[i];
     }
     for (size_t i = 0; i < nr; i++) {

@@ -562,6 +562,12 @@ PH_HIDDEN int phs_heap_on(void);
 PH_HIDDEN int phs_heap_record(uintptr_t key, size_t n, const uintptr_t *words, uint32_t depth);
 /* The object KEY is gone (signal-safe: atomics only). */
 PH_HIDDEN void phs_heap_release(uintptr_t key);
+/* Writer, each tick: once a CPython whose frames are read is initialized,
+ * its object allocator (PYMEM_DOMAIN_OBJ) wrapped with the GIL held, as
+ * tracemalloc does: its objects sampled with their Python stacks.
+ * phs_heap_py_state: 1 wrapped, 0 not (yet), -1 cannot be (*WHY). */
+PH_HIDDEN void phs_heap_py_hook(void);
+PH_HIDDEN int phs_heap_py_state(const char **why);
 /* Writer: how many stacks the table has; the words of stack I (its
  * depth, 0 when it has none yet). */
 PH_HIDDEN uint32_t phs_heap_n_stacks(void);
@@ -581,6 +587,9 @@ typedef struct phs_heap_totals {
 /* Writer: every stack with its views into ROWS (at most MAX; may be
  * NULL with 0), the totals of all into T; how many rows. */
 PH_HIDDEN size_t phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t);
+/* Writer, each tick: the Python frames of the heap stacks added since
+ * named while their code objects live (the names are cached). */
+PH_HIDDEN void phs_heap_name_py(phs_agg *a);
 /* Writer: the snapshot's files (see ph_sampler_heapout.c), as
  * phs_agg_snapshot: 0, 1 (nothing sampled: none written) or -1. */
 PH_HIDDEN int phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final,

@@ -37,6 +37,7 @@ static char out_dir[600];
 #define PF_B "front/20261122T111500Z-perf"
 #define HP_SITES "svc/20261122T131500Z-heap"
 #define HP_JVM "svc/20261122T141500Z-heap"
+#define HP_PY "svc/20261122T151500Z-heap"
 #define CG_A "front/20261122T101500Z-callgrind"
 #define CG_B "front/20261122T111500Z-callgrind"
 
@@ -156,6 +157,12 @@ group_setup(void **state)
         run_dir(HP_JVM, "heap-20261122T141600Z-1.json",
                 "{\"runtimes\": [{\"runtime\": \"java\", \"objects\": true, \"note\": \"Java objects seen\", "
                 "\"brief\": \"Java objects sampled (JVMTI)\"}]}\n");
+        run_dir(HP_PY, "peak_inuse_space-20261122T151600Z-1.folded",
+                "main;<module> (a.py:1)_[p];load (a.py:5)_[p];PyTuple_New 3000\n"
+                "main;<module> (a.py:1)_[p];parse (a.py:9)_[p] 1000\nmain;Py_Initialize;malloc 5000\n");
+        run_dir(HP_PY, "heap-20261122T151600Z-1.json",
+                "{\"runtimes\": [{\"runtime\": \"python\", \"objects\": true, \"note\": \"seen\", "
+                "\"brief\": \"CPython objects sampled (PyMem_SetAllocator)\"}]}\n");
         run_dir(HP_JVM, "heap-20261122T141600Z-9-1.json",
                 "{\"runtimes\": [{\"runtime\": \"node\", \"objects\": false, \"note\": \"V8 <b>not</b> seen\", "
                 "\"brief\": \"V8's heap not seen\"}]}\n");
@@ -781,6 +788,14 @@ test_heap_runtimes_first(void **state)
     assert_true(json_real_value(json_object_get(json_array_get(json_object_get(heap, "top_classes"), 1),
                                                 "peak_inuse_bytes")) == 3500);
     json_decref(sum);
+    /* CPython's objects: their site the innermost Python function (not the
+     * interpreter's PyTuple_New), first in the headline */
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_PY);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    print_message("# %s\n", h.text);
+    assert_non_null(strstr(h.text, "CPython objects sampled (PyMem_SetAllocator); Python objects at the peak 3.91 KiB "
+                                   "(load (a.py:5)_[p] 75.0 % of them), all at the peak 8.79 KiB"));
 }
 
 /* Each metric belongs to its kind of run. */

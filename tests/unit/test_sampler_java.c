@@ -311,18 +311,6 @@ run_heap(const char *opts, const char *mean)
     return st;
 }
 
-/* The newest VIEW file's text, a copy (newest() reuses its buffer). */
-static char *
-heap_view(const char *view)
-{
-    char prefix[64];
-    const char *text;
-
-    snprintf(prefix, sizeof prefix, "%s-", view);
-    text = newest(prefix);
-    return text ? strdup(text) : NULL;
-}
-
 /* Java objects by class and Java stack: HeapTwo keeps 48 MiB of byte[]
  * from keepBytes and 16 MiB of long[] from keepLongs, and drops 512 MiB
  * of Object[] from churnObjects.  At 32 KiB a sample, the 16 MiB are
@@ -338,8 +326,8 @@ test_heap_objects(void **state)
     if (classes() == NULL)
         skip();
     assert_int_equal(run_heap("AGENT", "32K"), 0);
-    in = heap_view("inuse_space");
-    alloc = heap_view("alloc_space");
+    in = heap_folded("inuse_space");
+    alloc = heap_folded("alloc_space");
     assert_non_null(in);
     assert_non_null(alloc);
     /* the class innermost, under the method that asked */
