@@ -444,6 +444,25 @@ report_growth(ph_rctx *c, const site *top, size_t ns, json_t *js)
     json_object_set_new(js, "growth", jg);
 }
 
+/* One row of a sites' or classes' table: at the peak (of PEAK), at the
+ * end, allocated (of ALLOC). */
+static void
+site_row(ph_mw *f, const site *s, double peak, double alloc)
+{
+    char b[PH_FMT_LEN], b2[PH_FMT_LEN];
+
+    PH_MW_RAW(f, "<tr><td class=\"name\">");
+    ph_mw_text(f, s->name);
+    PH_MW_RAW(f, "</td>");
+    ph_html_num(f, s->v[S_PEAK], ph_fmt_bytes(b, s->v[S_PEAK]));
+    ph_html_num(f, peak > 0 ? 100 * s->v[S_PEAK] / peak : 0, ph_fmt_percent(b2, s->v[S_PEAK], peak));
+    ph_html_bar(f, peak > 0 ? s->v[S_PEAK] / peak : 0);
+    ph_html_num(f, s->v[S_END], ph_fmt_bytes(b, s->v[S_END]));
+    ph_html_num(f, s->v[S_ALLOC], ph_fmt_bytes(b, s->v[S_ALLOC]));
+    ph_html_num(f, alloc > 0 ? 100 * s->v[S_ALLOC] / alloc : 0, ph_fmt_percent(b2, s->v[S_ALLOC], alloc));
+    PH_MW_RAW(f, "</tr>\n");
+}
+
 /* The Java objects' classes, when there are any: most at the peak first. */
 static void
 report_classes(ph_rctx *c, double peak, double alloc, json_t *js)
@@ -453,7 +472,6 @@ report_classes(ph_rctx *c, double peak, double alloc, json_t *js)
     ph_intern *names = ph_intern_new(16u << 20);
     site *cl = names ? sites(&c->rd->heap, names, class_of, &n) : NULL;
     const char *heads[] = { "class#", "at the peak#", "%#", "", "in use at the end#", "allocated#", "%#" };
-    char b[PH_FMT_LEN], b2[PH_FMT_LEN];
     json_t *jc;
     size_t k = 0;
 
@@ -470,16 +488,7 @@ report_classes(ph_rctx *c, double peak, double alloc, json_t *js)
     for (size_t i = 0; i < n && i < TOP_SITES; i++) {
         if (cl[i].name == NULL)
             continue;
-        PH_MW_RAW(f, "<tr><td class=\"name\">");
-        ph_mw_text(f, cl[i].name);
-        PH_MW_RAW(f, "</td>");
-        ph_html_num(f, cl[i].v[S_PEAK], ph_fmt_bytes(b, cl[i].v[S_PEAK]));
-        ph_html_num(f, peak > 0 ? 100 * cl[i].v[S_PEAK] / peak : 0, ph_fmt_percent(b2, cl[i].v[S_PEAK], peak));
-        ph_html_bar(f, peak > 0 ? cl[i].v[S_PEAK] / peak : 0);
-        ph_html_num(f, cl[i].v[S_END], ph_fmt_bytes(b, cl[i].v[S_END]));
-        ph_html_num(f, cl[i].v[S_ALLOC], ph_fmt_bytes(b, cl[i].v[S_ALLOC]));
-        ph_html_num(f, alloc > 0 ? 100 * cl[i].v[S_ALLOC] / alloc : 0, ph_fmt_percent(b2, cl[i].v[S_ALLOC], alloc));
-        PH_MW_RAW(f, "</tr>\n");
+        site_row(f, &cl[i], peak, alloc);
         json_array_append_new(jc, json_pack("{s:s, s:f, s:f, s:f}", "class", cl[i].name, "peak_inuse_bytes",
                                             cl[i].v[S_PEAK], "inuse_bytes", cl[i].v[S_END], "alloc_bytes",
                                             cl[i].v[S_ALLOC]));
@@ -557,16 +566,7 @@ ph_report_heap(ph_rctx *c)
         PH_MW_RAW(f, "<h3>Top allocation sites</h3>\n");
         ph_html_table(f, heads, 7);
         for (size_t i = 0; i < ns && i < TOP_SITES; i++) {
-            PH_MW_RAW(f, "<tr><td class=\"name\">");
-            ph_mw_text(f, top[i].name);
-            PH_MW_RAW(f, "</td>");
-            ph_html_num(f, top[i].v[S_PEAK], ph_fmt_bytes(b, top[i].v[S_PEAK]));
-            ph_html_num(f, peak > 0 ? 100 * top[i].v[S_PEAK] / peak : 0, ph_fmt_percent(b2, top[i].v[S_PEAK], peak));
-            ph_html_bar(f, peak > 0 ? top[i].v[S_PEAK] / peak : 0);
-            ph_html_num(f, top[i].v[S_END], ph_fmt_bytes(b, top[i].v[S_END]));
-            ph_html_num(f, top[i].v[S_ALLOC], ph_fmt_bytes(b3, top[i].v[S_ALLOC]));
-            ph_html_num(f, alloc > 0 ? 100 * top[i].v[S_ALLOC] / alloc : 0, ph_fmt_percent(b2, top[i].v[S_ALLOC], alloc));
-            PH_MW_RAW(f, "</tr>\n");
+            site_row(f, &top[i], peak, alloc);
             json_array_append_new(jt, json_pack("{s:s, s:f, s:f, s:f, s:f}", "site", top[i].name, "peak_inuse_bytes",
                                                 top[i].v[S_PEAK], "percent", peak > 0 ? 100 * top[i].v[S_PEAK] / peak : 0.0,
                                                 "inuse_bytes", top[i].v[S_END], "alloc_bytes", top[i].v[S_ALLOC]));

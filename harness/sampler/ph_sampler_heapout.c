@@ -223,8 +223,9 @@ write_runtimes(const char *path)
     }
     if (is_node())
         put_runtime(f, &first, "node", 0,
-                    "V8's heap is not malloc: the JavaScript objects are not seen; these are node's and V8's own "
-                    "native allocations",
+                    "V8's heap is not malloc: the JavaScript objects are not seen (V8 samples them itself only for its "
+                    "inspector, HeapProfiler.startSampling, or --heap-prof at the exit, which this mode does not read "
+                    "yet); these are node's and V8's own native allocations",
                     "V8's heap not seen: node's native allocations only");
     fputs(first ? "]}\n" : "\n]}\n", f);
     if (fclose(f) != 0) {

@@ -139,28 +139,20 @@ for (let i = 0; i < 3000000; i++) {
     if (keep.length > 100000) keep = keep.slice(50000);
 }
 console.log("js: done");'
-lrun() { # NAME CMD...: one timed run of a runtime, wall seconds to $tmp/NAME.t
-    local name=$1 t0 t1
-    shift
-    t0=$(now)
-    "$@" > "$tmp/$name.out" 2>&1 || { echo "bench-heap: $name failed:"; cat "$tmp/$name.out"; exit 1; }
-    t1=$(now)
-    echo "scale=4; ($t1 - $t0) / 1000000000" | bc >> "$tmp/$name.t"
-}
 echo
 echo "runtimes: $LANG_RUNS runs each, interleaved; the heap mode at 512 KiB against no profiler (wall s, medians)"
 for ((i = 1; i <= LANG_RUNS; i++)); do
     if [ "$have_java" = 1 ]; then
-        lrun java-none java -cp "$tmp/classes" HeapTwo 4
-        lrun java-heap heapmode java-$i env JAVA_TOOL_OPTIONS="-agentpath:$lib" java -cp "$tmp/classes" HeapTwo 4
+        run java-none java -cp "$tmp/classes" HeapTwo 4
+        run java-heap heapmode java-$i env JAVA_TOOL_OPTIONS="-agentpath:$lib" java -cp "$tmp/classes" HeapTwo 4
     fi
     if [ -n "$py" ]; then
-        lrun py-none "$py" -c "$PYWORK"
-        lrun py-heap heapmode py-$i "$py" -c "$PYWORK"
+        run py-none "$py" -c "$PYWORK"
+        run py-heap heapmode py-$i "$py" -c "$PYWORK"
     fi
     if [ -n "$node" ]; then
-        lrun node-none "$node" -e "$JSWORK"
-        lrun node-heap heapmode node-$i "$node" -e "$JSWORK"
+        run node-none "$node" -e "$JSWORK"
+        run node-heap heapmode node-$i "$node" -e "$JSWORK"
     fi
 done
 printf '%-8s %12s %12s %10s  %s\n' "" "none s" "heap mode s" "vs none" "what the heap mode saw"
