@@ -247,7 +247,10 @@ on_vm_init(phj_ti ti, phj_jni jni, phj_object thread)
 {
     phs_own_begin();
     tls_jni = jni;
-    load_all_methods();
+    /* (AsyncGetCallTrace's need: the heap mode's GetStackTrace makes the
+     * jmethodIDs it gives) */
+    if (!phs_heap_wanted())
+        load_all_methods();
     if (atomic_load(&J.state) == J_LOADED)
         atomic_store_explicit(&J.state, J_READING, memory_order_release);
     phs_own_end();
@@ -512,7 +515,7 @@ agent_start(phj_vm vm, int live)
             ti, cb, (phj_int)sizeof cb) != PHJ_OK ||
         enable(ti, PHJ_EV_VM_INIT) != PHJ_OK || enable(ti, PHJ_EV_VM_DEATH) != PHJ_OK ||
         enable(ti, PHJ_EV_THREAD_START) != PHJ_OK || enable(ti, PHJ_EV_THREAD_END) != PHJ_OK ||
-        enable(ti, PHJ_EV_CLASS_LOAD) != PHJ_OK || enable(ti, PHJ_EV_CLASS_PREPARE) != PHJ_OK) {
+        (!phs_heap_wanted() && (enable(ti, PHJ_EV_CLASS_LOAD) != PHJ_OK || enable(ti, PHJ_EV_CLASS_PREPARE) != PHJ_OK))) {
         fall_back(J_FALLBACK, "the JVM refused the agent's events");
         return 0;
     }

@@ -20,7 +20,9 @@
 # agent sampling its objects), CPython and node (small objects, which
 # their own heaps serve: the sampler sees their mallocs only), each
 # without a profiler and in the heap mode at its default rate; a
-# runtime missing on the host is left out.
+# runtime missing on the host is left out.  The loop's own CPU time
+# beside (HeapTwo's main thread, the Python loop's): start and the final
+# snapshot are in the wall time only.
 # Prints; asserts nothing.  Needs build/libphsampler.so (make).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -47,7 +49,8 @@ run() {
     "$@" > "$tmp/$name.out" 2>&1 || { echo "bench-heap: $name failed:"; cat "$tmp/$name.out"; exit 1; }
     t1=$(now)
     echo "scale=4; ($t1 - $t0) / 1000000000" | bc >> "$tmp/$name.t"
-    sed -n 's/^heap_alloc: .*, \([0-9.]*\) CPU-s$/\1/p' "$tmp/$name.out" >> "$tmp/$name.cpu"
+    # the loop's own CPU time: heap_alloc's, HeapTwo's main thread's, the Python loop's
+    sed -n 's/^\(heap_alloc: .*, \|HeapTwo: .*, \|py: \)\([0-9.]*\) CPU-s$/\2/p' "$tmp/$name.out" >> "$tmp/$name.cpu"
 }
 BASELINE_LIB=${BASELINE_LIB:-}
 [ -z "$BASELINE_LIB" ] || [ -f "$BASELINE_LIB" ] || { echo "bench-heap: $BASELINE_LIB missing" >&2; exit 1; }
@@ -155,12 +158,20 @@ for ((i = 1; i <= LANG_RUNS; i++)); do
         run node-heap heapmode node-$i "$node" -e "$JSWORK"
     fi
 done
-printf '%-8s %12s %12s %10s  %s\n' "" "none s" "heap mode s" "vs none" "what the heap mode saw"
+printf '%-8s %10s %10s %8s %12s %12s %8s  %s\n' "" "none s" "heap s" "vs none" "loop none" "loop heap" \
+    "vs none" "what the heap mode saw"
 for r in java py node; do
     [ -f "$tmp/$r-none.t" ] || continue
     a=$(median < "$tmp/$r-none.t")
     b=$(median < "$tmp/$r-heap.t")
     seen=$(jq -r '[.runtimes[] | .brief] | if length == 0 then "malloc only" else join("; ") end' \
         "$(ls "$tmp"/lang-$r-1/heap-*.json | head -1)")
-    printf '%-8s %12.3f %12.3f %9.2fx  %s\n' "$r" "$a" "$b" "$(echo "scale=4; $b / $a" | bc)" "$seen"
+    ca=-; cb=-; cr=-
+    if [ -s "$tmp/$r-none.cpu" ]; then # (node prints none)
+        ca=$(median < "$tmp/$r-none.cpu")
+        cb=$(median < "$tmp/$r-heap.cpu")
+        cr=$(printf '%.2fx' "$(echo "scale=4; $cb / $ca" | bc)")
+    fi
+    printf '%-8s %10.3f %10.3f %7.2fx %12s %12s %8s  %s\n' "$r" "$a" "$b" "$(echo "scale=4; $b / $a" | bc)" \
+        "$ca" "$cb" "$cr" "$seen"
 done

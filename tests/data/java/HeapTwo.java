@@ -38,7 +38,9 @@ public final class HeapTwo {
         // collected now, so what is in use at the exit is what is kept
         System.gc();
         Thread.sleep(300);
-        System.out.println("HeapTwo: kept " + kept.size());
+        System.out.println("HeapTwo: kept " + kept.size() + ", "
+                           + String.format("%.3f", java.lang.management.ManagementFactory.getThreadMXBean()
+                                                       .getCurrentThreadCpuTime() / 1e9) + " CPU-s");
         if (args.length > 1 && args[1].equals("serve")) {
             System.out.println("HeapTwo: ready");
             for (;;) {
