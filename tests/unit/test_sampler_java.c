@@ -54,6 +54,26 @@ test_layout(void **state)
     assert_int_equal(SLOT(struct jvmtiInterface_1_, GetLoadedClasses), PHJ_TI_GET_LOADED_CLASSES);
     assert_int_equal(SLOT(struct jvmtiInterface_1_, SetEventCallbacks), PHJ_TI_SET_EVENT_CALLBACKS);
     assert_int_equal(SLOT(struct jvmtiInterface_1_, AddCapabilities), PHJ_TI_ADD_CAPABILITIES);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, GetStackTrace), PHJ_TI_GET_STACK_TRACE);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, GetTag), PHJ_TI_GET_TAG);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, SetTag), PHJ_TI_SET_TAG);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, SetHeapSamplingInterval), PHJ_TI_SET_HEAP_SAMPLING_INTERVAL);
+    assert_int_equal(SLOT(jvmtiEventCallbacks, ObjectFree), PHJ_EV_OBJECT_FREE - 50);
+    assert_int_equal(SLOT(jvmtiEventCallbacks, SampledObjectAlloc), PHJ_EV_SAMPLED_OBJECT_ALLOC - 50);
+    assert_int_equal(JVMTI_EVENT_OBJECT_FREE, PHJ_EV_OBJECT_FREE);
+    assert_int_equal(JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, PHJ_EV_SAMPLED_OBJECT_ALLOC);
+    assert_int_equal(sizeof(jvmtiFrameInfo), sizeof(phj_frame_info));
+    assert_int_equal(offsetof(jvmtiFrameInfo, location), offsetof(phj_frame_info, location));
+    /* the heap mode's capabilities */
+    memset(&c, 0, sizeof c);
+    c.can_tag_objects = 1;
+    c.can_generate_object_free_events = 1;
+    c.can_generate_sampled_object_alloc_events = 1;
+    memset(&ours, 0, sizeof ours);
+    ours.b[PHJ_CAN_TAG_OBJECTS_BYTE] |= PHJ_CAN_TAG_OBJECTS_BIT;
+    ours.b[PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BYTE] |= PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BIT;
+    ours.b[PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BYTE] |= PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BIT;
+    assert_memory_equal(&c, &ours, sizeof c);
     assert_int_equal(SLOT(jvmtiEventCallbacks, VMInit), PHJ_EV_VM_INIT - 50);
     assert_int_equal(SLOT(jvmtiEventCallbacks, VMDeath), PHJ_EV_VM_DEATH - 50);
     assert_int_equal(SLOT(jvmtiEventCallbacks, ThreadStart), PHJ_EV_THREAD_START - 50);
