@@ -188,3 +188,72 @@ leaked() {
         "$d/summary.json"
     echo "# $(jq -r .headline "$d/summary.json")" >&3
 }
+
+# said_first TEXT REPORT: the report says TEXT before any figure (the
+# first card).
+said_first() {
+    local note card
+    note=$(grep -bo "$1" "$2" | head -1 | cut -d: -f1)
+    card=$(grep -bo 'in use at the peak' "$2" | head -1 | cut -d: -f1)
+    [ -n "$note" ] && [ -n "$card" ] && [ "$note" -lt "$card" ]
+}
+
+# heap_run SERVICE READY: SERVICE set up, started in the heap mode, and
+# stopped once its log says READY (a build and a JVM's start: 180 s).
+heap_run() {
+    hph setup "$1" >&3 2>&1
+    run hph start --mode heap "$1"
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=180 wait_for eval 'dk logs "${PH_TEST_PROJECT}-'"$1"'-heap" 2>&1 | grep -q "'"$2"'"'
+    run hph stop "$1"
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+# The sum of the counts of FILE's lines that hold NAME.
+bytes_with() {
+    awk -v n="$1" 'index($0, n) { t += $NF } END { printf "%d", t }' "$2"
+}
+
+# A JVM: its Java objects sampled through JVMTI by class (`new C`)
+# under the Java method that made them, the shares HeapTwo keeps (75 %
+# byte[] from keepBytes, 25 % long[] from keepLongs); the report says
+# first what it sees of the JVM's heap and names a Java method of the
+# program in the headline, not the JVM's os::malloc.
+@test "heap: a JVM's Java objects by class and Java stack, said first; the headline names the program's method" {
+    heap_run heapjava "HeapTwo: ready"
+    b=$(bytes_with ';HeapTwo.keepBytes_[j];new byte[]_[j] ' "$OUT/heapjava/inuse_space.folded")
+    l=$(bytes_with ';HeapTwo.keepLongs_[j];new long[]_[j] ' "$OUT/heapjava/inuse_space.folded")
+    c=$(bytes_with ';HeapTwo.churnObjects_[j];new java.lang.Object[]_[j] ' "$OUT/heapjava/alloc_space.folded")
+    d="$OUT/heapjava/latest"
+    echo "# in use: byte[] $b B, long[] $l B; allocated: Object[] $c B" >&3
+    pm=$(( 1000 * b / (b + l) ))
+    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
+    # 32 MiB kept, within 10 %; 256 MiB churned at least
+    [ $((b + l)) -ge 30198989 ] && [ $((b + l)) -le 36909875 ]
+    [ "$c" -ge 241591910 ]
+    jq -e '.runtimes[0].runtime == "java" and .runtimes[0].objects' "$d"/heap-*.json
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
+    jq -e '(.headline | test("^Java objects sampled \\(JVMTI\\); Java objects at the peak [0-9.]+ MiB \\(HeapTwo\\.[a-zA-Z]+_\\[j\\] [0-9.]+ % of them\\)")) and
+           (.heap.top_classes | map(.class) | index("new byte[]_[j]")) != null and (.problems | length) == 0' \
+        "$d/summary.json"
+    said_first 'its Java objects are sampled through JVMTI' "$d/report.html"
+}
+
+# CPython: its objects through its own allocator (PyMem_SetAllocator),
+# by Python function: heap_two.py's keep_three and keep_one 75 / 25 in
+# use; said first, the headline naming keep_three.
+@test "heap: CPython's objects by Python stack, said first; the headline names the program's function" {
+    heap_run heappython "heap_two: ready"
+    t=$(bytes_with ';keep_three (heap_two.py:' "$OUT/heappython/inuse_space.folded")
+    o=$(bytes_with ';keep_one (heap_two.py:' "$OUT/heappython/inuse_space.folded")
+    echo "# in use: keep_three $t B, keep_one $o B" >&3
+    pm=$(( 1000 * t / (t + o) ))
+    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
+    d="$OUT/heappython/latest"
+    jq -e '.runtimes[0].runtime == "python" and .runtimes[0].objects' "$d"/heap-*.json
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
+    jq -e '(.headline | test("^CPython objects sampled \\(PyMem_SetAllocator\\); Python objects at the peak [0-9.]+ MiB \\(keep_three \\(heap_two\\.py:[0-9]+\\)_\\[p\\] [0-9.]+ % of them\\)")) and
+           (.problems | length) == 0' "$d/summary.json"
+    said_first 'its objects are sampled through its object allocator' "$d/report.html"
+}

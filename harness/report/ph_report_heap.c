@@ -15,8 +15,9 @@
  * report-inuse_space_growth.folded and .svg; none when the process
  * wrote one snapshot only.
  *
- * A site is the innermost frame of a stack that is not the allocator's
- * (malloc and its family, operator new): the function that asked. */
+ * A site is the innermost Python function of a stack that has one, else
+ * the innermost frame that is not the allocator's (malloc and its
+ * family, operator new, a Java object's class): the function that asked. */
 #include "ph_report_int.h"
 
 #include <stdlib.h>
@@ -90,6 +91,52 @@ read_growth(ph_rundata *rd, const ph_artifact *const *a, size_t n)
     ph_folded_free(base);
 }
 
+#define HEAPINFO_MAX (64u * 1024u)
+
+/* The runtimes each process's newest heap-*.json names, each runtime
+ * once (the last said wins: newer, or a later process). */
+static void
+read_runtimes(ph_rundata *rd)
+{
+    const ph_artifact *a[PH_RD_MAX_ARTIFACTS];
+    size_t n = ph_rundata_files(rd, "heapinfo", a, PH_RD_MAX_ARTIFACTS);
+    json_t *all = NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        char problem[PATH_MAX + 512];
+        json_t *j = ph_report_load_json(rd->dir, a[i]->name, HEAPINFO_MAX, problem, sizeof problem), *rts, *rt;
+        size_t k;
+
+        if (j == NULL) {
+            if (problem[0])
+                ph_rundata_problem(rd, "%s (what it says of the runtimes is not shown)", problem);
+            continue;
+        }
+        rts = json_object_get(j, "runtimes");
+        if (all == NULL && (all = json_object()) == NULL) {
+            json_decref(j);
+            return;
+        }
+        json_array_foreach(rts, k, rt) {
+            const char *name = json_string_value(json_object_get(rt, "runtime"));
+
+            if (name != NULL && json_is_string(json_object_get(rt, "note")) &&
+                json_is_string(json_object_get(rt, "brief")))
+                json_object_set(all, name, rt);
+        }
+        json_decref(j);
+    }
+    if (all != NULL && json_object_size(all) > 0) {
+        const char *key;
+        json_t *v;
+
+        rd->heap.runtimes = json_array();
+        json_object_foreach(all, key, v)
+            json_array_append(rd->heap.runtimes, v);
+    }
+    json_decref(all);
+}
+
 void
 ph_rundata_read_heap(ph_rundata *rd)
 {
@@ -122,6 +169,7 @@ ph_rundata_read_heap(ph_rundata *rd)
         rd->heap.view[v] = fo;
     }
     read_growth(rd, a, n);
+    read_runtimes(rd);
 }
 
 void
@@ -131,7 +179,16 @@ ph_heapdata_free(ph_heapdata *h)
         ph_folded_free(h->view[v]);
     ph_folded_free(h->growth);
     ph_folded_free(h->growth_base);
+    json_decref(h->runtimes);
     memset(h, 0, sizeof *h);
+}
+
+int
+ph_heap_java_class(const char *name)
+{
+    size_t n = strlen(name);
+
+    return strncmp(name, "new ", 4) == 0 && n > 8 && strcmp(name + n - 4, "_[j]") == 0;
 }
 
 int
@@ -142,6 +199,8 @@ ph_heap_is_allocator(const char *name)
 
     if (strncmp(name, "operator new", 12) == 0 || strncmp(name, "__libc_", 7) == 0)
         return 1;
+    if (ph_heap_java_class(name))
+        return 1; /* the object a Java method made: its site is the method */
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strcmp(name, names[i]) == 0)
             return 1;
@@ -153,10 +212,55 @@ ph_heap_is_allocator(const char *name)
 static uint32_t
 site_of(const ph_folded *fo, ph_folded_stack s)
 {
+    /* a Python object's: the innermost Python function (the interpreter's
+     * frames under it run it) */
+    for (uint32_t d = s.depth; d-- > 0;) {
+        const char *name = ph_folded_name(fo, s.frames[d], NULL);
+        size_t n = strlen(name);
+
+        if (n > 4 && strcmp(name + n - 4, "_[p]") == 0)
+            return s.frames[d];
+    }
     for (uint32_t d = s.depth; d-- > 0;)
         if (!ph_heap_is_allocator(ph_folded_name(fo, s.frames[d], NULL)))
             return s.frames[d];
     return s.frames[s.depth - 1];
+}
+
+/* Each Java object's class (its leaf, `new C_[j]`); UINT32_MAX for a
+ * stack that is not one. */
+static uint32_t
+class_of(const ph_folded *fo, ph_folded_stack s)
+{
+    uint32_t leaf = s.frames[s.depth - 1];
+
+    return ph_heap_java_class(ph_folded_name(fo, leaf, NULL)) ? leaf : UINT32_MAX;
+}
+
+/* Does NAME end in the language mark SUFFIX (`_[j]`, `_[p]`)? */
+static int
+marked(const char *name, const char *suffix)
+{
+    size_t n = strlen(name);
+
+    return n > 4 && strcmp(name + n - 4, suffix) == 0;
+}
+
+/* The bytes at the peak of the stacks whose site is a function of the
+ * language SUFFIX marks: the program's own objects (a JVM's, CPython's). */
+static double
+lang_peak(const ph_heapdata *h, const char *suffix)
+{
+    const ph_folded *fo = h->view[PH_HEAP_PEAK_SPACE];
+    double sum = 0;
+
+    for (size_t i = 0; fo != NULL && i < ph_folded_n_stacks(fo); i++) {
+        ph_folded_stack s = ph_folded_get_stack(fo, i);
+
+        if (marked(ph_folded_name(fo, site_of(fo, s), NULL), suffix))
+            sum += s.count;
+    }
+    return sum;
 }
 
 /* A site's bytes in one view, by name (the views are separate files, so
@@ -182,7 +286,7 @@ cmp_site(const void *x, const void *y)
 /* Sites over the byte views and the growth, sorted by their bytes at the
  * peak; their names kept in NAMES. */
 static site *
-sites(const ph_heapdata *h, ph_intern *names, size_t *n_out)
+sites(const ph_heapdata *h, ph_intern *names, uint32_t (*key_of)(const ph_folded *, ph_folded_stack), size_t *n_out)
 {
     const ph_folded *views[S_VIEWS] = { h->view[PH_HEAP_PEAK_SPACE], h->view[PH_HEAP_INUSE_SPACE],
                                         h->view[PH_HEAP_ALLOC_SPACE], h->growth };
@@ -194,8 +298,14 @@ sites(const ph_heapdata *h, ph_intern *names, size_t *n_out)
 
         for (size_t i = 0; fo != NULL && i < ph_folded_n_stacks(fo); i++) {
             ph_folded_stack s = ph_folded_get_stack(fo, i);
-            const char *name = ph_folded_name(fo, site_of(fo, s), NULL);
-            int64_t id = ph_intern_add(names, name, strlen(name));
+            uint32_t key = key_of(fo, s);
+            const char *name;
+            int64_t id;
+
+            if (key == UINT32_MAX)
+                continue;
+            name = ph_folded_name(fo, key, NULL);
+            id = ph_intern_add(names, name, strlen(name));
 
             if (id < 0)
                 goto fail;
@@ -335,6 +445,91 @@ report_growth(ph_rctx *c, const site *top, size_t ns, json_t *js)
     json_object_set_new(js, "growth", jg);
 }
 
+/* One row of a sites' or classes' table: at the peak (of PEAK), at the
+ * end, allocated (of ALLOC). */
+static void
+site_row(ph_mw *f, const site *s, double peak, double alloc)
+{
+    char b[PH_FMT_LEN], b2[PH_FMT_LEN];
+
+    PH_MW_RAW(f, "<tr><td class=\"name\">");
+    ph_mw_text(f, s->name);
+    PH_MW_RAW(f, "</td>");
+    ph_html_num(f, s->v[S_PEAK], ph_fmt_bytes(b, s->v[S_PEAK]));
+    ph_html_num(f, peak > 0 ? 100 * s->v[S_PEAK] / peak : 0, ph_fmt_percent(b2, s->v[S_PEAK], peak));
+    ph_html_bar(f, peak > 0 ? s->v[S_PEAK] / peak : 0);
+    ph_html_num(f, s->v[S_END], ph_fmt_bytes(b, s->v[S_END]));
+    ph_html_num(f, s->v[S_ALLOC], ph_fmt_bytes(b, s->v[S_ALLOC]));
+    ph_html_num(f, alloc > 0 ? 100 * s->v[S_ALLOC] / alloc : 0, ph_fmt_percent(b2, s->v[S_ALLOC], alloc));
+    PH_MW_RAW(f, "</tr>\n");
+}
+
+/* The Java objects' classes, when there are any: most at the peak first. */
+static void
+report_classes(ph_rctx *c, double peak, double alloc, json_t *js)
+{
+    ph_mw *f = c->html;
+    size_t n = 0;
+    ph_intern *names = ph_intern_new(16u << 20);
+    site *cl = names ? sites(&c->rd->heap, names, class_of, &n) : NULL;
+    const char *heads[] = { "class#", "at the peak#", "%#", "", "in use at the end#", "allocated#", "%#" };
+    json_t *jc;
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        k += cl[i].name != NULL;
+    if (cl == NULL || k == 0) {
+        free(cl);
+        ph_intern_free(names);
+        return;
+    }
+    jc = json_array();
+    PH_MW_RAW(f, "<h3>Top classes (Java objects)</h3>\n");
+    ph_html_table(f, heads, 7);
+    for (size_t i = 0; i < n && i < TOP_SITES; i++) {
+        if (cl[i].name == NULL)
+            continue;
+        site_row(f, &cl[i], peak, alloc);
+        json_array_append_new(jc, json_pack("{s:s, s:f, s:f, s:f}", "class", cl[i].name, "peak_inuse_bytes",
+                                            cl[i].v[S_PEAK], "inuse_bytes", cl[i].v[S_END], "alloc_bytes",
+                                            cl[i].v[S_ALLOC]));
+    }
+    ph_html_table_end(f);
+    json_object_set_new(js, "top_classes", jc);
+    free(cl);
+    ph_intern_free(names);
+}
+
+/* Before any figure: what of each runtime's heap is seen and what is
+ * not, as the sampler said it (heap-*.json); the headline starts with
+ * the same, briefly. */
+static void
+runtimes_first(ph_rctx *c, json_t *js)
+{
+    const json_t *rts = c->rd->heap.runtimes, *rt;
+    size_t i, hl = 0;
+
+    c->headline[0] = '\0';
+    if (rts == NULL)
+        return;
+    json_array_foreach(rts, i, rt) {
+        const char *note = json_string_value(json_object_get(rt, "note"));
+        const char *brief = json_string_value(json_object_get(rt, "brief"));
+        int seen = json_is_true(json_object_get(rt, "objects"));
+
+        /* a heap not seen is a problem of the run, said as one */
+        if (seen)
+            ph_html_note(c->html, note);
+        else
+            ph_html_problem(c->html, note);
+        if (hl + 4 < sizeof c->headline)
+            hl += (size_t)snprintf(c->headline + hl, sizeof c->headline - hl, "%.80s; ", brief);
+    }
+    if (hl >= sizeof c->headline)
+        c->headline[sizeof c->headline - 1] = '\0';
+    json_object_set(js, "runtimes", (json_t *)rts);
+}
+
 void
 ph_report_heap(ph_rctx *c)
 {
@@ -345,10 +540,11 @@ ph_report_heap(ph_rctx *c)
     char b[PH_FMT_LEN], b2[PH_FMT_LEN], b3[PH_FMT_LEN], note[200];
     size_t ns = 0;
     ph_intern *names = ph_intern_new(64u << 20);
-    site *top = names ? sites(h, names, &ns) : NULL;
+    site *top = names ? sites(h, names, site_of, &ns) : NULL;
     json_t *js = json_object(), *jt = json_array();
 
     ph_html_section(f, "heap", "Heap (sampled allocations)");
+    runtimes_first(c, js);
     ph_html_cards_begin(f);
     snprintf(note, sizeof note, "%s objects", ph_fmt_count(b2, total_of(h->view[PH_HEAP_PEAK_OBJECTS])));
     ph_html_card(f, "in use at the peak", ph_fmt_bytes(b, peak), note);
@@ -371,26 +567,37 @@ ph_report_heap(ph_rctx *c)
         PH_MW_RAW(f, "<h3>Top allocation sites</h3>\n");
         ph_html_table(f, heads, 7);
         for (size_t i = 0; i < ns && i < TOP_SITES; i++) {
-            PH_MW_RAW(f, "<tr><td class=\"name\">");
-            ph_mw_text(f, top[i].name);
-            PH_MW_RAW(f, "</td>");
-            ph_html_num(f, top[i].v[S_PEAK], ph_fmt_bytes(b, top[i].v[S_PEAK]));
-            ph_html_num(f, peak > 0 ? 100 * top[i].v[S_PEAK] / peak : 0, ph_fmt_percent(b2, top[i].v[S_PEAK], peak));
-            ph_html_bar(f, peak > 0 ? top[i].v[S_PEAK] / peak : 0);
-            ph_html_num(f, top[i].v[S_END], ph_fmt_bytes(b, top[i].v[S_END]));
-            ph_html_num(f, top[i].v[S_ALLOC], ph_fmt_bytes(b3, top[i].v[S_ALLOC]));
-            ph_html_num(f, alloc > 0 ? 100 * top[i].v[S_ALLOC] / alloc : 0, ph_fmt_percent(b2, top[i].v[S_ALLOC], alloc));
-            PH_MW_RAW(f, "</tr>\n");
+            site_row(f, &top[i], peak, alloc);
             json_array_append_new(jt, json_pack("{s:s, s:f, s:f, s:f, s:f}", "site", top[i].name, "peak_inuse_bytes",
                                                 top[i].v[S_PEAK], "percent", peak > 0 ? 100 * top[i].v[S_PEAK] / peak : 0.0,
                                                 "inuse_bytes", top[i].v[S_END], "alloc_bytes", top[i].v[S_ALLOC]));
         }
         ph_html_table_end(f);
-        snprintf(c->headline, sizeof c->headline, "peak in use %s (%s %s), %s in use at the end, %s allocated",
-                 ph_fmt_bytes(b, peak),
-                 ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[0].name, PH_HEADLINE_NAME), ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
-                 ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
+        size_t hl = strlen(c->headline), j = 0;
+        double jpeak = lang_peak(h, "_[j]"), ppeak = lang_peak(h, "_[p]"), lpeak = jpeak > ppeak ? jpeak : ppeak;
+        const char *mark = jpeak > ppeak ? "_[j]" : "_[p]";
+
+        while (j < ns && !marked(top[j].name, mark))
+            j++;
+        if (lpeak > 0 && j < ns) /* the program's own objects first, the runtime's mallocs after */
+            snprintf(c->headline + hl, sizeof c->headline - hl,
+                     "%s objects at the peak %s (%s %s of them), all at the peak %s, %s in use at the end, %s "
+                     "allocated",
+                     jpeak > ppeak ? "Java" : "Python", ph_fmt_bytes(b, lpeak),
+                     ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[j].name,
+                                 PH_HEADLINE_NAME),
+                     ph_fmt_percent(b2, top[j].v[S_PEAK], lpeak),
+                     ph_fmt_bytes(b3, peak), ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, inuse),
+                     ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
+        else
+            snprintf(c->headline + hl, sizeof c->headline - hl,
+                     "peak in use %s (%s %s), %s in use at the end, %s allocated", ph_fmt_bytes(b, peak),
+                     ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[0].name,
+                                 PH_HEADLINE_NAME),
+                     ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
+                     ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
     }
+    report_classes(c, peak, alloc, js);
     report_growth(c, top, ns, js);
     graph(c, h->view[PH_HEAP_PEAK_SPACE], "bytes", "In use at the peak (bytes)", NULL, NULL);
     graph(c, h->view[PH_HEAP_INUSE_SPACE], "bytes", "In use at the end (bytes)", NULL, NULL);

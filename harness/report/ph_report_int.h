@@ -75,6 +75,9 @@ typedef struct ph_heapdata {
     ph_folded *growth;
     const ph_artifact *growth_from;
     ph_folded *growth_base;  /* growth_from read: what was in use then (compare's names) */
+    /* The runtimes the processes ran (heap-*.json, the sampler's), each
+     * once: [{runtime, objects, note, brief}]; NULL: none said. */
+    json_t *runtimes;
 } ph_heapdata;
 
 typedef struct ph_rundata {
@@ -243,6 +246,8 @@ void ph_report_flame(ph_rctx *c);
 void ph_report_heap(ph_rctx *c);
 /* Is NAME one of the allocator's functions (malloc, operator new...)? */
 int ph_heap_is_allocator(const char *name);
+/* Is NAME a Java object's class, as the sampler names it (`new C_[j]`)? */
+int ph_heap_java_class(const char *name);
 /* The heap's growth file (report-inuse_space_growth.folded) and its
  * graph (.svg), when the run has a growth, into RO (the growth's stacks
  * past what its bound leaves are a problem, not written): -1 and *ERR

@@ -40,6 +40,7 @@ static const struct {
     { "alloc_space-*.folded", "heap" },
     { "alloc_objects-*.folded", "heap" },
     { "heap-*.pb.gz", "pprof" },
+    { "heap-*.json", "heapinfo" },
     { "stacks-*.folded", "folded" },
     { "*.folded", "folded" },
     { "flamegraph-*.svg", "flamegraph" },
@@ -47,7 +48,8 @@ static const struct {
 };
 
 /* The kinds we read, interned so that kind pointers compare. */
-static const char *const known_kinds[] = { "massif", "callgrind", "strace", "folded", "flamegraph", "pprof", "perf", "heap" };
+static const char *const known_kinds[] = { "massif",     "callgrind", "strace", "folded",  "flamegraph",
+                                           "pprof",      "perf",      "heap",   "heapinfo" };
 
 static const char *
 known_kind(const char *k)

@@ -990,6 +990,10 @@ writer_main(void *arg)
             !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigprof))
             S.handler_lost = 1;
         phs_agg_drain(agg);
+        if (phs_heap_wanted()) {
+            phs_heap_py_hook();
+            phs_heap_name_py(agg);
+        }
         if (S.interval_s > 0 && mono_ms() >= next) {
             want = 1;
             next = mono_ms() + S.interval_s * 1e3;

@@ -602,7 +602,7 @@ sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
  * calloc...); the library's frames under the service's are cut (its
  * handler run from ours, an allocation an interposer of ours makes). */
 static __attribute__((noinline)) void
-note_slow(void *p, size_t n)
+note_slow(void *p, size_t n, int py)
 {
     uintptr_t pcs[PHS_MAX_DEPTH], pc, sp, fp;
     uint32_t depth;
@@ -623,8 +623,19 @@ note_slow(void *p, size_t n)
     phs_own_begin();
     HERE(pc, sp, fp);
     depth = phs_unwind_regs(pc, sp, fp, pcs);
-    if (depth > 1)
-        sampled(p, n, pcs + 1, phs_own_cut(pcs + 1, 1, depth - 1));
+    if (depth > 1) {
+        depth = phs_own_cut(pcs + 1, 1, depth - 1);
+        if (py && depth > 1) {
+            /* CPython's object allocator: its caller holds the GIL, and
+             * its eval loops become the Python frames they run; the leaf
+             * is the interpreter's function that asked (our hook left out) */
+            uintptr_t words[PHS_MAX_WORDS];
+
+            sampled(p, n, words, phs_py_merge(pcs + 2, depth - 1, words, PHS_MAX_WORDS));
+        } else if (!py) {
+            sampled(p, n, pcs + 1, depth);
+        }
+    }
     phs_own_end();
     tls_guard = 0;
 }
@@ -633,22 +644,187 @@ note_slow(void *p, size_t n)
  * distance to the next sampled byte (phs_heap_step's first branch); the
  * rest out of line.  What the sampler allocates for itself on a service
  * thread (inside a phs_own section) is not counted. */
-#define NOTE(p, n)                                                                                 \
+#define NOTE_(p, n, py)                                                                            \
     do {                                                                                           \
         if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL && !phs_tls_own) {    \
             int64_t left_ = tls_left;                                                              \
             if (__builtin_expect(left_ > 0 && (uint64_t)left_ > (n), 1))                           \
                 tls_left = left_ - (int64_t)(n);                                                   \
             else                                                                                   \
-                note_slow((p), (n));                                                               \
+                note_slow((p), (n), (py));                                                         \
         }                                                                                          \
     } while (0)
+#define NOTE(p, n) NOTE_(p, n, 0)
 
 static inline void
 release(void *p)
 {
     if (maybe_live((uintptr_t)p))
         forget((uintptr_t)p);
+}
+
+/* ---- samples taken by a runtime (the JVM's, ph_sampler_java.c) ---------- */
+
+int
+phs_heap_on(void)
+{
+    return atomic_load_explicit(&H.on, memory_order_relaxed);
+}
+
+int
+phs_heap_record(uintptr_t key, size_t n, const uintptr_t *words, uint32_t depth)
+{
+    uint64_t dropped;
+
+    if (!phs_heap_on() || depth == 0 || key <= TOMB)
+        return -1;
+    dropped = atomic_load(&H.dropped);
+    sampled((void *)key, n, words, depth);
+    return atomic_load(&H.dropped) == dropped ? 0 : -1;
+}
+
+void
+phs_heap_release(uintptr_t key)
+{
+    release((void *)key);
+}
+
+uint32_t
+phs_heap_stack(uint32_t i, const uintptr_t **words)
+{
+    heap_stack *s;
+
+    if (H.stacks == NULL || i >= atomic_load(&H.n_stacks) || i >= HEAP_STACKS)
+        return 0;
+    s = &H.stacks[i];
+    if (!atomic_load_explicit(&s->ready, memory_order_acquire))
+        return 0;
+    *words = &H.arena[s->off];
+    return s->depth;
+}
+
+uint32_t
+phs_heap_n_stacks(void)
+{
+    uint32_t n = H.stacks ? atomic_load(&H.n_stacks) : 0;
+
+    return n > HEAP_STACKS ? HEAP_STACKS : n;
+}
+
+/* ---- CPython's object allocator ------------------------------------------- */
+
+/* PyMemAllocatorEx (Python 3.5 and later) */
+typedef struct py_allocator {
+    void *ctx;
+    void *(*malloc)(void *ctx, size_t n);
+    void *(*calloc)(void *ctx, size_t n, size_t size);
+    void *(*realloc)(void *ctx, void *p, size_t n);
+    void (*free)(void *ctx, void *p);
+} py_allocator;
+#define PYMEM_DOMAIN_OBJ 2
+
+enum { PYH_NONE, PYH_ON, PYH_FAILED };
+static struct {
+    py_allocator orig;       /* the interpreter's own, which ours call */
+    _Atomic int state;       /* PYH_* */
+    char why[160];
+} PYH;
+
+/* The interpreter's own call, its mallocs not sampled again (a block
+ * over 512 bytes is PyMem_RawMalloc's, malloc's). */
+#define PY_ORIG(call) (phs_own_begin(), (call))
+
+static void *
+py_malloc(void *ctx, size_t n)
+{
+    void *p = PY_ORIG(PYH.orig.malloc(PYH.orig.ctx, n));
+
+    phs_own_end();
+    NOTE_(p, n, 1);
+    return p;
+}
+
+static void *
+py_calloc(void *ctx, size_t n, size_t size)
+{
+    void *p = PY_ORIG(PYH.orig.calloc(PYH.orig.ctx, n, size));
+    size_t total;
+
+    phs_own_end();
+    if (!__builtin_mul_overflow(n, size, &total))
+        NOTE_(p, total, 1);
+    return p;
+}
+
+static void *
+py_realloc(void *ctx, void *old, size_t n)
+{
+    void *p;
+
+    if (old != NULL)
+        release(old);
+    p = PY_ORIG(PYH.orig.realloc(PYH.orig.ctx, old, n));
+    phs_own_end();
+    NOTE_(p, n, 1);
+    return p;
+}
+
+static void
+py_free(void *ctx, void *p)
+{
+    if (p != NULL)
+        release(p);
+    PY_ORIG(PYH.orig.free(PYH.orig.ctx, p));
+    phs_own_end();
+}
+
+#define PY_SYM(name) dlsym(RTLD_DEFAULT, name)
+
+void
+phs_heap_py_hook(void)
+{
+    int (*initialized)(void), (*finalizing)(void), (*ensure)(void);
+    void (*gil_release)(int), (*get)(int, py_allocator *), (*set)(int, py_allocator *);
+    py_allocator ours = { NULL, py_malloc, py_calloc, py_realloc, py_free };
+    int g;
+
+    if (atomic_load(&PYH.state) != PYH_NONE || !phs_heap_wanted() || !phs_py_active())
+        return;
+    *(void **)&initialized = PY_SYM("Py_IsInitialized");
+    *(void **)&finalizing = PY_SYM("Py_IsFinalizing"); /* 3.13 */
+    if (finalizing == NULL)
+        *(void **)&finalizing = PY_SYM("_Py_IsFinalizing");
+    *(void **)&ensure = PY_SYM("PyGILState_Ensure");
+    *(void **)&gil_release = PY_SYM("PyGILState_Release");
+    *(void **)&get = PY_SYM("PyMem_GetAllocator");
+    *(void **)&set = PY_SYM("PyMem_SetAllocator");
+    if (initialized == NULL || ensure == NULL || gil_release == NULL || get == NULL || set == NULL) {
+        snprintf(PYH.why, sizeof PYH.why, "the interpreter's C API is not exported to the sampler (dlsym)");
+        atomic_store(&PYH.state, PYH_FAILED);
+        return;
+    }
+    if (!initialized() || (finalizing != NULL && finalizing()))
+        return; /* not yet, or no longer: the next tick looks again */
+    /* As tracemalloc does: swapped with the GIL held, the old one kept
+     * and called.  (The writer waits here while a thread holds the GIL
+     * in a long C call.) */
+    g = ensure();
+    get(PYMEM_DOMAIN_OBJ, &PYH.orig);
+    if (PYH.orig.malloc != NULL && PYH.orig.free != NULL && PYH.orig.calloc != NULL && PYH.orig.realloc != NULL) {
+        set(PYMEM_DOMAIN_OBJ, &ours);
+        atomic_store(&PYH.state, PYH_ON);
+    } else {
+        snprintf(PYH.why, sizeof PYH.why, "the object allocator the interpreter gave back is incomplete");
+        atomic_store(&PYH.state, PYH_FAILED);
+    }
+    gil_release(g);
+}
+
+int
+phs_heap_py_state(const char **why)
+{
+    *why = PYH.why;
+    return atomic_load(&PYH.state) == PYH_ON ? 1 : atomic_load(&PYH.state) == PYH_FAILED ? -1 : 0;
 }
 
 /* ---- the interposers ------------------------------------------------------ */

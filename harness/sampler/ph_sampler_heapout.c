@@ -21,6 +21,8 @@
  *                                  types, already scaled, as Go writes
  *                                  them), period space/bytes = the mean
  *                                  interval, default inuse_space
+ *   heap-<UTC><tag>-<n>.json       the runtimes in the process and what
+ *                                  of their heaps is seen (write_runtimes)
  * Always cumulative (what is in use is a state, not a sum).  The first
  * final snapshot (SIGTERM, exit, exec) is the last: one at SIGTERM is
  * not followed by one at exit, which would show what is left once the
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ph_sampler_int.h"
 
@@ -95,6 +98,145 @@ folded_view(const text *t, size_t n, const phs_heap_row *rows, int v, char **out
     return fclose(f) == 0 ? 0 : -1;
 }
 
+static int
+has_py(const uintptr_t *w, uint32_t depth)
+{
+    for (uint32_t i = 0; i < depth; i++)
+        if (phs_is_py(w[i]))
+            return 1;
+    return 0;
+}
+
+/* RAW[0..DEPTH) named into OUT (DEPTH words): a Java object's class and
+ * frames, or the Python frames; the new depth. */
+static uint32_t
+resolve(phs_symbols *sym, const uintptr_t *raw, uint32_t depth, uintptr_t *out)
+{
+    if (phs_java_heap_word(raw[0]))
+        return phs_java_heap_resolve(sym, raw, depth, out);
+    memcpy(out, raw, depth * sizeof *raw);
+    return phs_py_resolve(phs_symbols_py(sym), out, depth);
+}
+
+static uint32_t py_named; /* heap stacks looked at by phs_heap_name_py */
+
+void
+phs_heap_name_py(phs_agg *a)
+{
+    uintptr_t out[PHS_MAX_WORDS];
+    uint32_t n = phs_heap_n_stacks();
+
+    if (phs_heap_py_state(&(const char *){ NULL }) != 1)
+        return;
+    for (; py_named < n; py_named++) {
+        const uintptr_t *w = NULL;
+        uint32_t d = phs_heap_stack(py_named, &w);
+
+        if (d > 0 && d <= PHS_MAX_WORDS && has_py(w, d))
+            resolve(phs_agg_symbols(a), w, d, out);
+    }
+}
+
+/* S as a JSON string into F. */
+static void
+put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* One runtime of the heap file: its name, whether its own objects are
+ * sampled, the sentence for the report and the few words for a headline. */
+static void
+put_runtime(FILE *f, int *first, const char *runtime, int objects, const char *note, const char *brief)
+{
+    fputs(*first ? "\n  " : ",\n  ", f);
+    *first = 0;
+    fputs("{\"runtime\": ", f);
+    put_json_string(f, runtime);
+    fprintf(f, ", \"objects\": %s, \"note\": ", objects ? "true" : "false");
+    put_json_string(f, note);
+    fputs(", \"brief\": ", f);
+    put_json_string(f, brief);
+    fputc('}', f);
+}
+
+/* The program is node (by its file name: its heap, V8's, is not seen). */
+static int
+is_node(void)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *base;
+
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    return strcmp(base, "node") == 0 || strcmp(base, "nodejs") == 0 || strncmp(base, "node-", 5) == 0;
+}
+
+/* heap-<...>.json: what this process's heap profile sees of the
+ * runtimes in it (a JVM, a CPython, node), for the report to say first.
+ * {"runtimes": []} when there is none: every allocation is malloc's. */
+static int
+write_runtimes(const char *path)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    const char *java = phs_java_heap_describe(), *why = "";
+    int first = 1, rc;
+
+    if (f == NULL)
+        return -1;
+    fputs("{\"runtimes\": [", f);
+    if (java[0])
+        put_runtime(f, &first, "java", strstr(java, "are sampled") != NULL, java,
+                    strstr(java, "are sampled") ? "Java objects sampled (JVMTI)"
+                                                : "the JVM's heap not seen: its native allocations only");
+    if (phs_py_describe()[0] && phs_heap_py_state(&why) == 1)
+        put_runtime(f, &first, "python", 1,
+                    "CPython's heap is mostly not malloc: its objects are sampled through its object allocator "
+                    "(PyMem_SetAllocator, as tracemalloc hooks it) with their Python stacks; the other stacks are "
+                    "the interpreter's own mallocs",
+                    "CPython objects sampled (PyMem_SetAllocator)");
+    else if (phs_py_describe()[0]) {
+        char note[400];
+
+        snprintf(note, sizeof note,
+                 "CPython's heap is mostly not malloc: its objects of up to 512 bytes come from its own arenas "
+                 "(pymalloc, mmap) and are not seen (%s); larger ones are, as the interpreter's calls of malloc "
+                 "with native stacks",
+                 why[0] ? why : !phs_py_active() ? "its frames are not read: see the status" : "not hooked yet");
+        put_runtime(f, &first, "python", 0, note, "CPython's small objects not seen: malloc only");
+    }
+    if (is_node())
+        put_runtime(f, &first, "node", 0,
+                    "V8's heap is not malloc: the JavaScript objects are not seen (V8 samples them itself only for its "
+                    "inspector, HeapProfiler.startSampling, or --heap-prof at the exit, which this mode does not read "
+                    "yet); these are node's and V8's own native allocations",
+                    "V8's heap not seen: node's native allocations only");
+    fputs(first ? "]}\n" : "\n]}\n", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return -1;
+    }
+    rc = phs_write_atomic(path, buf, len);
+    free(buf);
+    return rc;
+}
+
 int
 phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final, char *folded_name,
                   size_t name_len)
@@ -103,6 +245,7 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     phs_heap_row *rows = malloc(MAX_ROWS * sizeof *rows);
     text *texts = NULL;
     phs_stack *stacks = NULL;
+    uintptr_t **named = NULL;
     phs_heap_totals tot;
     phs_pprof_meta meta;
     char stamp[32], path[4200], sub[600], b1[32], b2[32], b3[32], counts[300], full[600];
@@ -121,8 +264,19 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     phs_symbols_jit_refresh(sym);
     texts = calloc(nr ? nr : 1, sizeof *texts);
     stacks = calloc(nr ? nr : 1, sizeof *stacks);
-    if (texts == NULL || stacks == NULL)
+    named = calloc(nr ? nr : 1, sizeof *named);
+    if (texts == NULL || stacks == NULL || named == NULL)
         goto out;
+    /* The JVM's objects: their class and Java frames named; CPython's:
+     * their Python frames */
+    for (size_t i = 0; i < nr; i++) {
+        if (rows[i].depth == 0 || (!phs_java_heap_word(rows[i].pcs[0]) && !has_py(rows[i].pcs, rows[i].depth)))
+            continue;
+        if ((named[i] = malloc(rows[i].depth * sizeof *named[i])) == NULL)
+            goto out;
+        rows[i].depth = resolve(sym, rows[i].pcs, rows[i].depth, named[i]);
+        rows[i].pcs = named[i];
+    }
     for (size_t i = 0; i < nr; i++) {
         size_t len = 0;
         FILE *f = open_memstream(&texts[nt].s, &len);
@@ -195,6 +349,9 @@ phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *ta
     snprintf(path, sizeof path, "%s/heap-%s%s-%d.pb.gz", dir, stamp, tag, n);
     if (phs_write_pprof(path, stacks, nr, sym, &meta) < 0)
         goto out;
+    snprintf(path, sizeof path, "%s/heap-%s%s-%d.json", dir, stamp, tag, n);
+    if (write_runtimes(path) < 0)
+        goto out;
     final_written |= final;
     rc = 0;
 out:
@@ -202,6 +359,9 @@ out:
         free(texts[i].s);
     free(texts);
     free(stacks);
+    for (size_t i = 0; named != NULL && i < nr; i++)
+        free(named[i]);
+    free(named);
     free(rows);
     return rc;
 }

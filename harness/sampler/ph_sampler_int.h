@@ -440,6 +440,18 @@ PH_HIDDEN void phs_java_detect(phs_symbols *s);
 /* "Java: frames read ...", "Java: frames not read (why) ...", or "" when
  * the process runs no JVM (that we know of). */
 PH_HIDDEN const char *phs_java_describe(void);
+/* The heap mode's Java objects (JVMTI SampledObjectAlloc): a heap
+ * stack's words are a class word (phs_java_heap_word), then the Java
+ * frames as the signal path writes them.  Writer: such a stack named
+ * into OUT (DEPTH words at most): `new <class>` innermost, then the
+ * methods; its depth. */
+PH_HIDDEN int phs_java_heap_word(uintptr_t w);
+PH_HIDDEN uint32_t phs_java_heap_resolve(phs_symbols *s, const uintptr_t *raw, uint32_t depth, uintptr_t *out);
+/* Writer, each tick: the heap stacks added since names their methods
+ * while the JVM can still be asked. */
+PH_HIDDEN void phs_java_heap_name(phs_symbols *s);
+/* What the heap mode saw of a JVM's heap, a sentence; "" without one. */
+PH_HIDDEN const char *phs_java_heap_describe(void);
 
 /* ---- debug info: ph_sampler_dwarf.c (libdw, dlopen'd) ------------------- */
 
@@ -539,6 +551,28 @@ PH_HIDDEN void phs_heap_forked(int keep);
 PH_HIDDEN uint64_t phs_heap_samples(void);
 PH_HIDDEN void phs_heap_describe(char *buf, size_t len);
 
+/* Samples a runtime takes itself (the JVM's sampled objects), any
+ * thread, not in a signal handler: the object KEY (unique, never an
+ * address malloc returns: 16-byte aligned ones are; KEY & 15 == 8 is not)
+ * of N bytes with the stack WORDS[0..DEPTH) in the live table, weighed as
+ * a malloc sample of N bytes (the runtime samples with the same
+ * exponential interval, phs_heap_mean).  0, or -1 when not kept in use
+ * (sampling off, the live table full: counted). */
+PH_HIDDEN int phs_heap_on(void);
+PH_HIDDEN int phs_heap_record(uintptr_t key, size_t n, const uintptr_t *words, uint32_t depth);
+/* The object KEY is gone (signal-safe: atomics only). */
+PH_HIDDEN void phs_heap_release(uintptr_t key);
+/* Writer, each tick: once a CPython whose frames are read is initialized,
+ * its object allocator (PYMEM_DOMAIN_OBJ) wrapped with the GIL held, as
+ * tracemalloc does: its objects sampled with their Python stacks.
+ * phs_heap_py_state: 1 wrapped, 0 not (yet), -1 cannot be (*WHY). */
+PH_HIDDEN void phs_heap_py_hook(void);
+PH_HIDDEN int phs_heap_py_state(const char **why);
+/* Writer: how many stacks the table has; the words of stack I (its
+ * depth, 0 when it has none yet). */
+PH_HIDDEN uint32_t phs_heap_n_stacks(void);
+PH_HIDDEN uint32_t phs_heap_stack(uint32_t i, const uintptr_t **words);
+
 typedef struct phs_heap_row {
     const uintptr_t *pcs;   /* innermost first */
     uint32_t depth;
@@ -553,6 +587,9 @@ typedef struct phs_heap_totals {
 /* Writer: every stack with its views into ROWS (at most MAX; may be
  * NULL with 0), the totals of all into T; how many rows. */
 PH_HIDDEN size_t phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t);
+/* Writer, each tick: the Python frames of the heap stacks added since
+ * named while their code objects live (the names are cached). */
+PH_HIDDEN void phs_heap_name_py(phs_agg *a);
 /* Writer: the snapshot's files (see ph_sampler_heapout.c), as
  * phs_agg_snapshot: 0, 1 (nothing sampled: none written) or -1. */
 PH_HIDDEN int phs_heap_snapshot(phs_agg *a, const char *dir, const char *title, const char *tag, int n, int final,

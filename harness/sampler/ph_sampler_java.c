@@ -44,6 +44,7 @@
  *   names) and the status says why, as stderr does once.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,30 @@ static struct {
     phs_frame *frames;
     size_t n_frames, cap_frames;
 } J;
+
+/* The heap mode's (see below) */
+#define JH_FRAMES 128                  /* Java frames kept of an allocation's stack */
+#define JH_CLASSES (1u << 16)          /* classes named; past it "[java: too many classes]" */
+#define JH_CLASS ((uintptr_t)1 << 60)  /* a heap stack's first word: PHS_JAVA_TAG | JH_CLASS | class index */
+#define JH_CLASS_TAG ((int64_t)1 << 62) /* a class object's tag: | its index (objects' tags are below) */
+
+enum { JH_OFF, JH_ON, JH_REFUSED };
+
+static void class_name(const char *sig, char *out, size_t cap);
+
+static struct {
+    _Atomic int state;             /* JH_* */
+    char why[200];                 /* JH_REFUSED's reason */
+    pthread_mutex_t lock;          /* naming a class (a sampled thread's, never the signal path's) */
+    char *names[JH_CLASSES];       /* "new java.lang.String" */
+    _Atomic uint32_t n_names;
+    _Atomic uint64_t seq;          /* objects tagged */
+    _Atomic uint64_t samples, untagged;
+    _Atomic uint64_t want, done;   /* VMDeath's request for a naming pass, the writer's last one */
+    /* writer */
+    uint32_t named;                /* heap stacks named so far */
+    ph_u64map by_class;            /* class index -> frame id */
+} JH = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The JNIEnv of this thread, when it is a Java thread (set at its start).
  * initial-exec, as ph_sampler.c's: read in the signal handler. */
@@ -222,7 +247,10 @@ on_vm_init(phj_ti ti, phj_jni jni, phj_object thread)
 {
     phs_own_begin();
     tls_jni = jni;
-    load_all_methods();
+    /* (AsyncGetCallTrace's need: the heap mode's GetStackTrace makes the
+     * jmethodIDs it gives) */
+    if (!phs_heap_wanted())
+        load_all_methods();
     if (atomic_load(&J.state) == J_LOADED)
         atomic_store_explicit(&J.state, J_READING, memory_order_release);
     phs_own_end();
@@ -235,6 +263,14 @@ on_vm_death(phj_ti ti, phj_jni jni)
     struct timespec ms = { 0, 1000 * 1000 };
 
     phs_own_begin();
+    if (atomic_load(&JH.state) == JH_ON && atomic_load(&J.state) == J_READING) {
+        /* The heap stacks' methods named while they can be: the writer's
+         * next tick does it. */
+        uint64_t want = atomic_fetch_add(&JH.want, 1) + 1;
+
+        for (int i = 0; i < DEATH_WAIT_MS && atomic_load(&JH.done) < want; i++)
+            phs_nap(&ms);
+    }
     atomic_store(&J.dead, 1);
     if (atomic_load(&J.state) == J_READING)
         atomic_store(&J.state, J_DEAD);
@@ -267,6 +303,165 @@ enable(phj_ti ti, int event)
 {
     return PHJ_FN(int (*)(phj_ti, int, int, phj_object), ti, PHJ_TI_SET_EVENT_NOTIFICATION_MODE)(ti, PHJ_ENABLE,
                                                                                               event, NULL);
+}
+
+/* ---- the heap mode: the JVM's own sampled objects --------------------- */
+
+
+int
+phs_java_heap_word(uintptr_t w)
+{
+    return phs_is_java(w) && !phs_is_java_mark(w) && (w & JH_CLASS) != 0;
+}
+
+/* A class signature as Java writes the type: "[[I" -> "int[][]",
+ * "Lpkg/A$B;" -> "pkg.A$B", after "new ". */
+static void
+type_name(const char *sig, char *out, size_t cap)
+{
+    static const char prim[] = "ZBCSIJFD", *const prim_name[] = { "boolean", "byte", "char", "short",
+                                                                 "int", "long", "float", "double" };
+    int dims = 0;
+    size_t o;
+
+    snprintf(out, cap, "new ");
+    o = strlen(out);
+    while (*sig == '[') {
+        dims++;
+        sig++;
+    }
+    if (*sig == 'L') {
+        class_name(sig, out + o, cap - o);
+    } else {
+        const char *p = *sig ? strchr(prim, *sig) : NULL;
+
+        snprintf(out + o, cap - o, "%s", p ? prim_name[p - prim] : "?");
+    }
+    for (o = strlen(out); dims-- > 0 && o + 2 < cap; o += 2)
+        memcpy(out + o, "[]", 3);
+}
+
+/* The index of KLASS's name, named and tagged the first time; UINT32_MAX
+ * when it cannot be. */
+static uint32_t
+class_index(phj_ti ti, phj_object klass)
+{
+    int64_t tag = 0;
+    char *sig = NULL, name[MAX_NAME];
+    uint32_t i = UINT32_MAX;
+
+    if (PHJ_FN(int (*)(phj_ti, phj_object, int64_t *), ti, PHJ_TI_GET_TAG)(ti, klass, &tag) != PHJ_OK)
+        return UINT32_MAX;
+    if (tag & JH_CLASS_TAG)
+        return (uint32_t)(tag & 0xffffffff);
+    if (PHJ_FN(int (*)(phj_ti, phj_object, char **, char **), ti, PHJ_TI_GET_CLASS_SIGNATURE)(ti, klass, &sig,
+                                                                                               NULL) != PHJ_OK)
+        return UINT32_MAX;
+    type_name(sig, name, sizeof name);
+    ti_deallocate(sig);
+    /* Two threads naming one class at once: two indices, one name
+     * (merged by text when written). */
+    pthread_mutex_lock(&JH.lock);
+    if (atomic_load(&JH.n_names) < JH_CLASSES && (JH.names[atomic_load(&JH.n_names)] = strdup(name)) != NULL) {
+        i = atomic_load(&JH.n_names);
+        atomic_store_explicit(&JH.n_names, i + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&JH.lock);
+    if (i != UINT32_MAX)
+        PHJ_FN(int (*)(phj_ti, phj_object, int64_t), ti, PHJ_TI_SET_TAG)(ti, klass, JH_CLASS_TAG | i);
+    return i;
+}
+
+/* SampledObjectAlloc: on the allocating thread, after the object is
+ * made (HotSpot's sampler, one per SetHeapSamplingInterval bytes on
+ * average, the same exponential interval as the malloc sampler's).  Its
+ * stack and class into the heap table, the object tagged so its
+ * ObjectFree takes it out of what is in use. */
+static void
+on_sampled_alloc(phj_ti ti, phj_jni jni, phj_object thread, phj_object obj, phj_object klass, int64_t size)
+{
+    phj_frame_info fi[JH_FRAMES];
+    uintptr_t w[2 + 2 * JH_FRAMES];
+    phj_int n = 0;
+    uint32_t ci, d = 0;
+    uintptr_t key;
+
+    if (atomic_load(&J.dead) || !phs_heap_on() || size <= 0)
+        return;
+    phs_own_begin();
+    if ((ci = class_index(ti, klass)) != UINT32_MAX &&
+        PHJ_FN(int (*)(phj_ti, phj_object, phj_int, phj_int, phj_frame_info *, phj_int *), ti,
+               PHJ_TI_GET_STACK_TRACE)(ti, NULL, 0, JH_FRAMES, fi, &n) == PHJ_OK &&
+        n > 0) {
+        w[d++] = PHS_JAVA_TAG | JH_CLASS | ci;
+        w[d++] = PHS_JAVA_MARK | (uint32_t)n | (n == JH_FRAMES ? PHS_JAVA_CUT : 0);
+        for (phj_int i = 0; i < n; i++) {
+            w[d++] = PHS_JAVA_TAG | (uint32_t)(int32_t)(fi[i].location > INT32_MAX ? -1 : fi[i].location);
+            w[d++] = (uintptr_t)fi[i].method;
+        }
+        key = (uintptr_t)(atomic_fetch_add(&JH.seq, 1) + 1) << 4 | 8;
+        atomic_fetch_add(&JH.samples, 1);
+        /* Untagged, an object is allocated and never freed as far as we
+         * know: not kept in use. */
+        if (PHJ_FN(int (*)(phj_ti, phj_object, int64_t), ti, PHJ_TI_SET_TAG)(ti, obj, (int64_t)key) != PHJ_OK) {
+            atomic_fetch_add(&JH.untagged, 1);
+            if (phs_heap_record(key, (size_t)size, w, d) == 0)
+                phs_heap_release(key);
+        } else {
+            phs_heap_record(key, (size_t)size, w, d);
+        }
+    }
+    phs_own_end();
+}
+
+/* ObjectFree: a tagged object collected (in the GC: atomics only). */
+static void
+on_object_free(phj_ti ti, int64_t tag)
+{
+    if (!(tag & JH_CLASS_TAG))
+        phs_heap_release((uintptr_t)tag);
+}
+
+/* The heap mode: sampled objects, when this JVM can (JDK 11+).  Without,
+ * the malloc samples stay, and JH.why says why. */
+static void
+heap_start(phj_ti ti, phj_fnptr *cb)
+{
+    phj_caps caps;
+    double mean = phs_heap_mean();
+    int r;
+
+    memset(&caps, 0, sizeof caps);
+    caps.b[PHJ_CAN_TAG_OBJECTS_BYTE] |= PHJ_CAN_TAG_OBJECTS_BIT;
+    caps.b[PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BYTE] |= PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BIT;
+    caps.b[PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BYTE] |= PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BIT;
+    if ((r = PHJ_FN(int (*)(phj_ti, const phj_caps *), ti, PHJ_TI_ADD_CAPABILITIES)(ti, &caps)) != PHJ_OK) {
+        snprintf(JH.why, sizeof JH.why, "the JVM refused the capabilities to sample its objects (error %d: JDK 11 "
+                                        "or later needed)", r);
+        atomic_store(&JH.state, JH_REFUSED);
+        return;
+    }
+    if ((r = PHJ_FN(int (*)(phj_ti, phj_int), ti, PHJ_TI_SET_HEAP_SAMPLING_INTERVAL)(
+             ti, (phj_int)(mean > INT32_MAX ? INT32_MAX : mean))) != PHJ_OK) {
+        snprintf(JH.why, sizeof JH.why, "the JVM refused the sampling interval (error %d)", r);
+        atomic_store(&JH.state, JH_REFUSED);
+        return;
+    }
+    cb[PHJ_EV_SAMPLED_OBJECT_ALLOC - 50] = (phj_fnptr)on_sampled_alloc;
+    cb[PHJ_EV_OBJECT_FREE - 50] = (phj_fnptr)on_object_free;
+    atomic_store(&JH.state, JH_ON);
+}
+
+/* After SetEventCallbacks: the heap mode's events on. */
+static void
+heap_enable(phj_ti ti)
+{
+    if (atomic_load(&JH.state) != JH_ON)
+        return;
+    if (enable(ti, PHJ_EV_OBJECT_FREE) != PHJ_OK || enable(ti, PHJ_EV_SAMPLED_OBJECT_ALLOC) != PHJ_OK) {
+        snprintf(JH.why, sizeof JH.why, "the JVM refused the sampled allocation events");
+        atomic_store(&JH.state, JH_REFUSED);
+    }
 }
 
 /* Agent_OnLoad and Agent_OnAttach: 0 whatever happens (an agent's error
@@ -314,14 +509,17 @@ agent_start(phj_vm vm, int live)
     cb[PHJ_EV_THREAD_END - 50] = (phj_fnptr)on_thread_end;
     cb[PHJ_EV_CLASS_LOAD - 50] = (phj_fnptr)on_class_load;
     cb[PHJ_EV_CLASS_PREPARE - 50] = (phj_fnptr)on_class_prepare;
+    if (phs_heap_wanted())
+        heap_start(ti, cb);
     if (PHJ_FN(int (*)(phj_ti, const phj_fnptr *, phj_int), ti, PHJ_TI_SET_EVENT_CALLBACKS)(
             ti, cb, (phj_int)sizeof cb) != PHJ_OK ||
         enable(ti, PHJ_EV_VM_INIT) != PHJ_OK || enable(ti, PHJ_EV_VM_DEATH) != PHJ_OK ||
         enable(ti, PHJ_EV_THREAD_START) != PHJ_OK || enable(ti, PHJ_EV_THREAD_END) != PHJ_OK ||
-        enable(ti, PHJ_EV_CLASS_LOAD) != PHJ_OK || enable(ti, PHJ_EV_CLASS_PREPARE) != PHJ_OK) {
+        (!phs_heap_wanted() && (enable(ti, PHJ_EV_CLASS_LOAD) != PHJ_OK || enable(ti, PHJ_EV_CLASS_PREPARE) != PHJ_OK))) {
         fall_back(J_FALLBACK, "the JVM refused the agent's events");
         return 0;
     }
+    heap_enable(ti);
     atomic_store(&J.state, J_LOADED);
     if (live) {
         /* Attached to a running VM: its classes now; only threads it
@@ -436,6 +634,7 @@ phs_java_detect(phs_symbols *s)
         w = write(2, line, strlen(line));
         (void)w;
     }
+    phs_java_heap_name(s);
 }
 
 /* The writer's JNIEnv: attached to the JVM as a daemon thread the first
@@ -683,4 +882,79 @@ phs_java_frame(uintptr_t word)
     uintptr_t id = word & ~PHS_JAVA_TAG;
 
     return id < J.n_frames ? &J.frames[id] : &none;
+}
+
+/* ---- the writer: the heap mode's stacks ---------------------------------- */
+
+/* The frame id of class I's `new <class>`; UINT32_MAX when it cannot be kept. */
+static uint32_t
+class_frame(uint32_t i)
+{
+    uint32_t fid = ph_u64map_get(&JH.by_class, i);
+
+    if (fid != UINT32_MAX)
+        return fid;
+    if (room_for((void **)&J.frames, J.n_frames, &J.cap_frames, sizeof *J.frames) < 0)
+        return UINT32_MAX;
+    J.frames[J.n_frames] = (phs_frame){ i < atomic_load_explicit(&JH.n_names, memory_order_acquire) ? JH.names[i]
+                                                                                                      : "[java: too many classes]",
+                                        NULL, 0, 0, PHS_KIND_JAVA, NULL };
+    if (ph_u64map_put(&JH.by_class, i, (uint32_t)J.n_frames) < 0)
+        return UINT32_MAX;
+    return (uint32_t)J.n_frames++;
+}
+
+uint32_t
+phs_java_heap_resolve(phs_symbols *s, const uintptr_t *raw, uint32_t depth, uintptr_t *out)
+{
+    uint32_t fid;
+
+    memcpy(out, raw, depth * sizeof *raw);
+    if (depth == 0 || !phs_java_heap_word(raw[0]))
+        return depth;
+    fid = class_frame((uint32_t)(raw[0] & 0xffffffffu));
+    out[0] = PHS_JAVA_TAG | (fid == UINT32_MAX ? 0xffffffffu : fid);
+    /* the class word is a tagged "native" frame before the mark: it stays innermost */
+    return phs_java_resolve(s, out, depth);
+}
+
+void
+phs_java_heap_name(phs_symbols *s)
+{
+    uintptr_t out[2 + 2 * JH_FRAMES];
+    uint64_t want = atomic_load(&JH.want);
+    uint32_t n;
+
+    if (atomic_load(&JH.state) != JH_ON || atomic_load(&J.state) != J_READING || atomic_load(&J.dead))
+        return;
+    for (n = phs_heap_n_stacks(); JH.named < n; JH.named++) {
+        const uintptr_t *w = NULL;
+        uint32_t d = phs_heap_stack(JH.named, &w);
+
+        if (d > 0 && d <= sizeof out / sizeof *out && phs_java_heap_word(w[0]))
+            phs_java_heap_resolve(s, w, d, out);
+    }
+    atomic_store(&JH.done, want);
+}
+
+const char *
+phs_java_heap_describe(void)
+{
+    static char d[600];
+    int st = atomic_load(&J.state), hs = atomic_load(&JH.state);
+
+    if (st == J_NONE)
+        return "";
+    if (hs == JH_ON)
+        snprintf(d, sizeof d,
+                 "the JVM's heap is not malloc: its Java objects are sampled through JVMTI (SampledObjectAlloc, %llu "
+                 "samples) and shown as `new <class>` under their Java stacks; the other stacks are the JVM's own "
+                 "native allocations",
+                 (unsigned long long)atomic_load(&JH.samples));
+    else
+        snprintf(d, sizeof d,
+                 "the JVM's heap is not malloc: these are the JVM's own native allocations; its Java objects are not "
+                 "seen (%s)",
+                 hs == JH_REFUSED ? JH.why : J.why[0] ? J.why : "the agent did not start");
+    return d;
 }

@@ -45,8 +45,12 @@ enum {
     PHJ_TI_GET_METHOD_DECLARING_CLASS = 64,
     PHJ_TI_GET_LINE_NUMBER_TABLE = 69,
     PHJ_TI_GET_LOADED_CLASSES = 77,
+    PHJ_TI_GET_STACK_TRACE = 103,
+    PHJ_TI_GET_TAG = 105,
+    PHJ_TI_SET_TAG = 106,
     PHJ_TI_SET_EVENT_CALLBACKS = 121,
     PHJ_TI_ADD_CAPABILITIES = 141,
+    PHJ_TI_SET_HEAP_SAMPLING_INTERVAL = 155, /* JDK 11+ */
 };
 
 /* Events, and their callbacks' slots in jvmtiEventCallbacks (the event
@@ -58,6 +62,8 @@ enum {
     PHJ_EV_THREAD_END = 53,
     PHJ_EV_CLASS_LOAD = 55,
     PHJ_EV_CLASS_PREPARE = 56,
+    PHJ_EV_OBJECT_FREE = 83,
+    PHJ_EV_SAMPLED_OBJECT_ALLOC = 86, /* JDK 11+ */
 };
 #define PHJ_CALLBACKS 37 /* jvmtiEventCallbacks' size, in pointers (JDK 17) */
 
@@ -69,11 +75,23 @@ typedef struct phj_caps {
 #define PHJ_CAN_GET_SOURCE_FILE_NAME_BIT 0x08
 #define PHJ_CAN_GET_LINE_NUMBERS_BYTE 1
 #define PHJ_CAN_GET_LINE_NUMBERS_BIT 0x10
+/* the heap mode's (ph_sampler_java.c) */
+#define PHJ_CAN_TAG_OBJECTS_BYTE 0
+#define PHJ_CAN_TAG_OBJECTS_BIT 0x01
+#define PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BYTE 4
+#define PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BIT 0x01
+#define PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BYTE 5
+#define PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BIT 0x08
 
 typedef struct phj_line_entry { /* jvmtiLineNumberEntry */
     int64_t start_location;     /* jlocation: a bytecode index */
     phj_int line_number;
 } phj_line_entry;
+
+typedef struct phj_frame_info { /* jvmtiFrameInfo */
+    phj_method method;
+    int64_t location;           /* jlocation: the bytecode index; -1 in a native method */
+} phj_frame_info;
 
 typedef struct phj_attach_args { /* JavaVMAttachArgs */
     phj_int version;

@@ -14,6 +14,15 @@
 # mem_heap_B, requested bytes as ours are).
 # BASELINE_LIB=path/libphsampler.so adds that build of the sampler at the
 # default rate beside ours (before/after a change, in the same run).
+# Then the runtimes (LANG_RUNS runs each, interleaved, medians of the
+# whole process's wall time): a JVM (tests/data/java/HeapTwo.java, 2.3
+# GiB of arrays; the sampler as the heap profile loads it, the JVMTI
+# agent sampling its objects), CPython and node (small objects, which
+# their own heaps serve: the sampler sees their mallocs only), each
+# without a profiler and in the heap mode at its default rate; a
+# runtime missing on the host is left out.  The loop's own CPU time
+# beside (HeapTwo's main thread, the Python loop's): start and the final
+# snapshot are in the wall time only.
 # Prints; asserts nothing.  Needs build/libphsampler.so (make).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -40,7 +49,8 @@ run() {
     "$@" > "$tmp/$name.out" 2>&1 || { echo "bench-heap: $name failed:"; cat "$tmp/$name.out"; exit 1; }
     t1=$(now)
     echo "scale=4; ($t1 - $t0) / 1000000000" | bc >> "$tmp/$name.t"
-    sed -n 's/^heap_alloc: .*, \([0-9.]*\) CPU-s$/\1/p' "$tmp/$name.out" >> "$tmp/$name.cpu"
+    # the loop's own CPU time: heap_alloc's, HeapTwo's main thread's, the Python loop's
+    sed -n 's/^\(heap_alloc: .*, \|HeapTwo: .*, \|py: \)\([0-9.]*\) CPU-s$/\2/p' "$tmp/$name.out" >> "$tmp/$name.cpu"
 }
 BASELINE_LIB=${BASELINE_LIB:-}
 [ -z "$BASELINE_LIB" ] || [ -f "$BASELINE_LIB" ] || { echo "bench-heap: $BASELINE_LIB missing" >&2; exit 1; }
@@ -98,4 +108,70 @@ for r in 524288 4096; do
         line="$line; massif: $m B; ours/massif $(echo "scale=4; $ours_peak / $m" | bc)"
     fi
     echo "$line"
+done
+
+# ---- the runtimes ----------------------------------------------------------
+LANG_RUNS=${LANG_RUNS:-$RUNS}
+lib=$PWD/build/libphsampler.so
+heapmode() { env LD_PRELOAD="$lib" PH_SAMPLER_DIR="$tmp/lang-$1" PH_SAMPLER_HEAP=524288 PH_SAMPLER_INTERVAL=0 "${@:2}"; }
+lang_cmd=()
+have_java=0
+if command -v java >/dev/null && command -v javac >/dev/null; then
+    javac -d "$tmp/classes" tests/data/java/HeapTwo.java && have_java=1
+else
+    echo "bench-heap: no java and javac: the JVM row left out"
+fi
+py=$(command -v python3 || true)
+# (a wrapper script, pyenv's shim, would be the one preloaded: the interpreter itself)
+[ -z "$py" ] || py=$("$py" -c 'import sys; print(sys.executable)')
+node=$(command -v node || true)
+PYWORK='import time
+t = time.process_time()
+keep = []
+for i in range(1500000):
+    d = {"k": i, "v": [i, str(i)]}
+    if i % 8 == 0:
+        keep.append(d)
+    if len(keep) > 100000:
+        keep = keep[50000:]
+print("py: %.3f CPU-s" % (time.process_time() - t))'
+JSWORK='let keep = [];
+for (let i = 0; i < 3000000; i++) {
+    const o = { k: i, v: [i, String(i)] };
+    if (i % 8 === 0) keep.push(o);
+    if (keep.length > 100000) keep = keep.slice(50000);
+}
+console.log("js: done");'
+echo
+echo "runtimes: $LANG_RUNS runs each, interleaved; the heap mode at 512 KiB against no profiler (wall s, medians)"
+for ((i = 1; i <= LANG_RUNS; i++)); do
+    if [ "$have_java" = 1 ]; then
+        run java-none java -cp "$tmp/classes" HeapTwo 4
+        run java-heap heapmode java-$i env JAVA_TOOL_OPTIONS="-agentpath:$lib" java -cp "$tmp/classes" HeapTwo 4
+    fi
+    if [ -n "$py" ]; then
+        run py-none "$py" -c "$PYWORK"
+        run py-heap heapmode py-$i "$py" -c "$PYWORK"
+    fi
+    if [ -n "$node" ]; then
+        run node-none "$node" -e "$JSWORK"
+        run node-heap heapmode node-$i "$node" -e "$JSWORK"
+    fi
+done
+printf '%-8s %10s %10s %8s %12s %12s %8s  %s\n' "" "none s" "heap s" "vs none" "loop none" "loop heap" \
+    "vs none" "what the heap mode saw"
+for r in java py node; do
+    [ -f "$tmp/$r-none.t" ] || continue
+    a=$(median < "$tmp/$r-none.t")
+    b=$(median < "$tmp/$r-heap.t")
+    seen=$(jq -r '[.runtimes[] | .brief] | if length == 0 then "malloc only" else join("; ") end' \
+        "$(ls "$tmp"/lang-$r-1/heap-*.json | head -1)")
+    ca=-; cb=-; cr=-
+    if [ -s "$tmp/$r-none.cpu" ]; then # (node prints none)
+        ca=$(median < "$tmp/$r-none.cpu")
+        cb=$(median < "$tmp/$r-heap.cpu")
+        cr=$(printf '%.2fx' "$(echo "scale=4; $cb / $ca" | bc)")
+    fi
+    printf '%-8s %10.3f %10.3f %7.2fx %12s %12s %8s  %s\n' "$r" "$a" "$b" "$(echo "scale=4; $b / $a" | bc)" \
+        "$ca" "$cb" "$cr" "$seen"
 done

@@ -368,6 +368,24 @@ read_text(const char *path)
     return buf;
 }
 
+/* The newest VIEW-*.folded of the heap mode, read whole (the caller
+ * frees); NULL if none. */
+TU_UNUSED static char *
+heap_folded(const char *view)
+{
+    char cmd[800], path[700] = "";
+    FILE *p;
+
+    snprintf(cmd, sizeof cmd, "ls %s/%s-*.folded 2>/dev/null | sort | tail -1", outdir, view);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    if (fgets(path, sizeof path, p) == NULL)
+        path[0] = '\0';
+    pclose(p);
+    path[strcspn(path, "\n")] = '\0';
+    return path[0] ? strdup(read_text(path)) : NULL;
+}
+
 /* The status file of the process whose program ends in SUFFIX (the
  * newest such), read into a static buffer; NULL if there is none. */
 TU_UNUSED static const char *

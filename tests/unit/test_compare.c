@@ -36,6 +36,8 @@ static char out_dir[600];
 #define PF_A "front/20261122T101500Z-perf"
 #define PF_B "front/20261122T111500Z-perf"
 #define HP_SITES "svc/20261122T131500Z-heap"
+#define HP_JVM "svc/20261122T141500Z-heap"
+#define HP_PY "svc/20261122T151500Z-heap"
 #define CG_A "front/20261122T101500Z-callgrind"
 #define CG_B "front/20261122T111500Z-callgrind"
 
@@ -138,6 +140,32 @@ group_setup(void **state)
         run_dir(HP_SITES, "inuse_space-20261122T131600Z-1.folded", end);
         run_dir(HP_SITES, "alloc_space-20261122T131600Z-1.folded", alloc);
         run_dir(HP_SITES, "inuse_space-20261122T130600Z-1.folded", first);
+    }
+    /* a JVM's heap run: Java objects by class under the method that made
+     * them, the JVM's own mallocs; its heap file says the objects are
+     * seen, and (a second process) that a node's heap is not, with a
+     * note that must be escaped */
+    {
+        static const char java[] = "main;App.load_[j];new byte[]_[j] 6000\n"
+                                   "main;App.cache_[j];new java.lang.String_[j] 3000\n"
+                                   "main;App.load_[j];new java.lang.String_[j] 500\n"
+                                   "main;os::malloc(unsigned long) 500\n";
+
+        run_dir(HP_JVM, "peak_inuse_space-20261122T141600Z-1.folded", java);
+        run_dir(HP_JVM, "inuse_space-20261122T141600Z-1.folded", java);
+        run_dir(HP_JVM, "alloc_space-20261122T141600Z-1.folded", java);
+        run_dir(HP_JVM, "heap-20261122T141600Z-1.json",
+                "{\"runtimes\": [{\"runtime\": \"java\", \"objects\": true, \"note\": \"Java objects seen\", "
+                "\"brief\": \"Java objects sampled (JVMTI)\"}]}\n");
+        run_dir(HP_PY, "peak_inuse_space-20261122T151600Z-1.folded",
+                "main;<module> (a.py:1)_[p];load (a.py:5)_[p];PyTuple_New 3000\n"
+                "main;<module> (a.py:1)_[p];parse (a.py:9)_[p] 1000\nmain;Py_Initialize;malloc 5000\n");
+        run_dir(HP_PY, "heap-20261122T151600Z-1.json",
+                "{\"runtimes\": [{\"runtime\": \"python\", \"objects\": true, \"note\": \"seen\", "
+                "\"brief\": \"CPython objects sampled (PyMem_SetAllocator)\"}]}\n");
+        run_dir(HP_JVM, "heap-20261122T141600Z-9-1.json",
+                "{\"runtimes\": [{\"runtime\": \"node\", \"objects\": false, \"note\": \"V8 <b>not</b> seen\", "
+                "\"brief\": \"V8's heap not seen\"}]}\n");
     }
     run_dir(CG_A, "callgrind.out", cg_file(1000, 500));
     run_dir(CG_B, "callgrind.out", cg_file(5000, 500));
@@ -714,6 +742,62 @@ test_heap_sites_and_columns(void **state)
     free(html);
 }
 
+/* A heap run of runtimes: what of their heaps is seen and what is not
+ * comes first, in the headline and on the page before any figure; the
+ * sites are the Java methods (not the classes they made), the classes a
+ * table of their own. */
+static void
+test_heap_runtimes_first(void **state)
+{
+    char dir[800], path[900], *html;
+    const char *first, *card, *node;
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    json_t *sum, *heap;
+
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_JVM);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    print_message("# %s\n", h.text);
+    /* java then node, by name */
+    /* the Java objects first (9,500 B), the JVM's own mallocs in the total */
+    assert_non_null(strstr(h.text, "Java objects sampled (JVMTI); V8's heap not seen; Java objects at the peak 9.28 KiB "
+                                   "(App.load_[j] 68.4 % of them), all at the peak 9.77 KiB"));
+    snprintf(path, sizeof path, "%s/report.html", dir);
+    html = rt_slurp(path, NULL);
+    first = strstr(html, "Java objects seen");
+    node = strstr(html, "V8 &lt;b&gt;not&lt;/b&gt; seen");
+    card = strstr(html, "in use at the peak");
+    assert_true(first != NULL && node != NULL && card != NULL);
+    assert_true(first < card && node < card);
+    assert_null(strstr(html, "<b>not</b>"));
+    assert_non_null(strstr(html, "<h3>Top classes (Java objects)</h3>"));
+    free(html);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    sum = json_load_file(path, 0, NULL);
+    assert_non_null(sum);
+    heap = json_object_get(sum, "heap");
+    assert_int_equal(json_array_size(json_object_get(heap, "runtimes")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(heap, "top_sites"), 0), "site")),
+                        "App.load_[j]");
+    /* the classes: byte[] 6000, String 3500 */
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(heap, "top_classes"), 1), "class")),
+        "new java.lang.String_[j]");
+    assert_true(json_real_value(json_object_get(json_array_get(json_object_get(heap, "top_classes"), 1),
+                                                "peak_inuse_bytes")) == 3500);
+    json_decref(sum);
+    /* CPython's objects: their site the innermost Python function (not the
+     * interpreter's PyTuple_New), first in the headline */
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, HP_PY);
+    if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    print_message("# %s\n", h.text);
+    assert_non_null(strstr(h.text, "CPython objects sampled (PyMem_SetAllocator); Python objects at the peak 3.91 KiB "
+                                   "(load (a.py:5)_[p] 75.0 % of them), all at the peak 8.79 KiB"));
+}
+
 /* Each metric belongs to its kind of run. */
 static void
 test_compare_wrong_kind(void **state)
@@ -841,6 +925,7 @@ main(void)
         cmocka_unit_test(test_heap_report_without_profiles),
         cmocka_unit_test(test_compare_perf_units),
         cmocka_unit_test(test_heap_sites_and_columns),
+        cmocka_unit_test(test_heap_runtimes_first),
         cmocka_unit_test(test_compare_wrong_kind),
         cmocka_unit_test(test_fail_if_unknown_name),
         cmocka_unit_test(test_compare_escapes_names),

@@ -206,7 +206,13 @@ test_shares_in_use_and_allocated(void **state)
     assert_true(share_of("inuse_space", ";keep_three_mib;posix_memalign ", NULL) > 0);
     assert_true(share_of("inuse_space", ";keep_three_mib;calloc ", NULL) > 0);
     assert_true(share_of("alloc_space", ";churn_hundred_mib;realloc ", NULL) > 0);
-    assert_int_equal(count_files("heap-"), 1);
+    assert_int_equal(count_files("heap-"), 2); /* the pprof profile, and what it saw of the runtimes: */
+    {
+        char cmd[600];
+
+        snprintf(cmd, sizeof cmd, "jq -e '.runtimes == []' %s/heap-*.json >/dev/null", outdir);
+        assert_int_equal(system(cmd), 0); /* none: every allocation is malloc's */
+    }
     assert_int_equal(count_files("stacks-"), 0); /* no CPU profile in the heap mode */
     /* the writer's own allocations (symbols, files) are not the service's */
     assert_int_equal(share_of("alloc_space", "writer_main", NULL), 0);

@@ -54,6 +54,26 @@ test_layout(void **state)
     assert_int_equal(SLOT(struct jvmtiInterface_1_, GetLoadedClasses), PHJ_TI_GET_LOADED_CLASSES);
     assert_int_equal(SLOT(struct jvmtiInterface_1_, SetEventCallbacks), PHJ_TI_SET_EVENT_CALLBACKS);
     assert_int_equal(SLOT(struct jvmtiInterface_1_, AddCapabilities), PHJ_TI_ADD_CAPABILITIES);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, GetStackTrace), PHJ_TI_GET_STACK_TRACE);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, GetTag), PHJ_TI_GET_TAG);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, SetTag), PHJ_TI_SET_TAG);
+    assert_int_equal(SLOT(struct jvmtiInterface_1_, SetHeapSamplingInterval), PHJ_TI_SET_HEAP_SAMPLING_INTERVAL);
+    assert_int_equal(SLOT(jvmtiEventCallbacks, ObjectFree), PHJ_EV_OBJECT_FREE - 50);
+    assert_int_equal(SLOT(jvmtiEventCallbacks, SampledObjectAlloc), PHJ_EV_SAMPLED_OBJECT_ALLOC - 50);
+    assert_int_equal(JVMTI_EVENT_OBJECT_FREE, PHJ_EV_OBJECT_FREE);
+    assert_int_equal(JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, PHJ_EV_SAMPLED_OBJECT_ALLOC);
+    assert_int_equal(sizeof(jvmtiFrameInfo), sizeof(phj_frame_info));
+    assert_int_equal(offsetof(jvmtiFrameInfo, location), offsetof(phj_frame_info, location));
+    /* the heap mode's capabilities */
+    memset(&c, 0, sizeof c);
+    c.can_tag_objects = 1;
+    c.can_generate_object_free_events = 1;
+    c.can_generate_sampled_object_alloc_events = 1;
+    memset(&ours, 0, sizeof ours);
+    ours.b[PHJ_CAN_TAG_OBJECTS_BYTE] |= PHJ_CAN_TAG_OBJECTS_BIT;
+    ours.b[PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BYTE] |= PHJ_CAN_GENERATE_OBJECT_FREE_EVENTS_BIT;
+    ours.b[PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BYTE] |= PHJ_CAN_GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS_BIT;
+    assert_memory_equal(&c, &ours, sizeof c);
     assert_int_equal(SLOT(jvmtiEventCallbacks, VMInit), PHJ_EV_VM_INIT - 50);
     assert_int_equal(SLOT(jvmtiEventCallbacks, VMDeath), PHJ_EV_VM_DEATH - 50);
     assert_int_equal(SLOT(jvmtiEventCallbacks, ThreadStart), PHJ_EV_THREAD_START - 50);
@@ -88,7 +108,7 @@ test_layout(void **state)
 #endif
 }
 
-/* HotCool compiled into test_dir, once; NULL when there is no JDK. */
+/* HotCool and HeapTwo compiled into test_dir, once; NULL when there is no JDK. */
 static const char *
 classes(void)
 {
@@ -98,7 +118,8 @@ classes(void)
     if (access(JAVA, X_OK) != 0 || access(JAVAC, X_OK) != 0)
         return NULL;
     snprintf(dir, sizeof dir, "%s/classes", test_dir);
-    snprintf(cmd, sizeof cmd, JAVAC " -d '%s' tests/data/java/HotCool.java tests/data/java/Sleeper.java", dir);
+    snprintf(cmd, sizeof cmd, JAVAC " -d '%s' tests/data/java/HotCool.java tests/data/java/Sleeper.java "
+             "tests/data/java/HeapTwo.java", dir);
     assert_int_equal(system(cmd), 0);
     return dir;
 }
@@ -344,6 +365,81 @@ test_agent_without_sampler(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- the heap mode ------------------------------------------------------ */
+
+/* HeapTwo in the heap mode (one sample per MEAN bytes), the agent loaded
+ * as the heap profile loads it (JAVA_TOOL_OPTIONS: AGENT) or not (NULL);
+ * its exit status. */
+static int
+run_heap(const char *opts, const char *mean)
+{
+    char out[400], lib[4096], tool[4200];
+    char *args[] = { "-cp", (char *)classes(), "HeapTwo", "2", NULL };
+    run_opts o = { .interval = "0", .prog = JAVA, .out = out };
+    int st;
+
+    snprintf(out, sizeof out, "%s/output", test_dir);
+    assert_non_null(realpath(LIB, lib));
+    snprintf(tool, sizeof tool, "-agentpath:%s", lib);
+    if (opts != NULL)
+        setenv("JAVA_TOOL_OPTIONS", tool, 1);
+    setenv("PH_SAMPLER_HEAP", mean, 1);
+    st = finish(start_opts(&o, args));
+    unsetenv("PH_SAMPLER_HEAP");
+    unsetenv("JAVA_TOOL_OPTIONS");
+    return st;
+}
+
+/* Java objects by class and Java stack: HeapTwo keeps 48 MiB of byte[]
+ * from keepBytes and 16 MiB of long[] from keepLongs, and drops 512 MiB
+ * of Object[] from churnObjects.  At 32 KiB a sample, the 16 MiB are
+ * about 512 samples: the shares' standard deviation is under a point,
+ * the bounds 4 to 5 of them. */
+static void
+test_heap_objects(void **state)
+{
+    char *in, *alloc;
+    double in_total, alloc_total, bytes, longs, churn_in, churn, kept_alloc;
+
+    (void)state;
+    if (classes() == NULL)
+        skip();
+    assert_int_equal(run_heap("AGENT", "32K"), 0);
+    in = heap_folded("inuse_space");
+    alloc = heap_folded("alloc_space");
+    assert_non_null(in);
+    assert_non_null(alloc);
+    /* the class innermost, under the method that asked */
+    bytes = samples_with(in, ";HeapTwo.keepBytes_[j];new byte[]_[j]", &in_total, NULL);
+    longs = samples_with(in, ";HeapTwo.keepLongs_[j];new long[]_[j]", NULL, NULL);
+    churn_in = samples_with(in, "HeapTwo.churnObjects_[j]", NULL, NULL);
+    churn = samples_with(alloc, ";HeapTwo.churnObjects_[j];new java.lang.Object[]_[j]", &alloc_total, NULL);
+    kept_alloc = samples_with(alloc, "HeapTwo.keep", NULL, NULL);
+    print_message("# in use %.1f MiB: byte[] %.1f MiB, long[] %.1f MiB, churn %.1f MiB; allocated: churn %.1f of "
+                  "%.1f MiB, kept %.1f MiB\n",
+                  in_total / 1048576, bytes / 1048576, longs / 1048576, churn_in / 1048576, churn / 1048576,
+                  alloc_total / 1048576, kept_alloc / 1048576);
+    assert_true(fabs(100 * bytes / (bytes + longs) - 75) <= 5);
+    assert_true(fabs((bytes + longs) / 1048576 - 64) <= 0.1 * 64);
+    /* collected (System.gc() before the exit): not in use */
+    assert_true(churn_in < 0.02 * (bytes + longs));
+    assert_true(fabs(churn / 1048576 - 512) <= 0.1 * 512);
+    assert_true(fabs(100 * churn / (churn + kept_alloc) - 100.0 * 512 / 576) <= 3);
+    free(in);
+    free(alloc);
+    /* pprof: Go's heap profile's types, the class and the method's file */
+    {
+        char text[1 << 16];
+        const char *pp = pprof_of("heap-", 0, "| strings", text, sizeof text);
+
+        assert_non_null(strstr(pp, "inuse_space"));
+        assert_non_null(strstr(pp, "alloc_objects"));
+        assert_non_null(strstr(pp, "new byte[]"));
+        assert_non_null(strstr(pp, "HeapTwo.keepLongs"));
+        assert_non_null(strstr(pp, "HeapTwo.java"));
+    }
+}
+
 int
 main(void)
 {
@@ -355,6 +451,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_agent, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_turned_off, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_agent_without_sampler, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_heap_objects, setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

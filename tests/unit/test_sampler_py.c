@@ -517,6 +517,64 @@ test_no_python(void **state)
     assert_null(strstr(newest("stacks-"), "_[p]"));
 }
 
+/* ---- the heap mode ------------------------------------------------------ */
+
+/* The sum of FOLDED's counts whose stack holds NAME, in MiB. */
+static double
+mib_with(const char *folded, const char *name)
+{
+    return samples_with(folded, name, NULL, NULL) / 1048576;
+}
+
+/* CPython's objects through its object allocator, by Python stack:
+ * heap_two.py keeps 3 N and N tuples of 64 bytes from keep_three and
+ * keep_one (N = 200,000: 36.6 and 12.2 MiB), churns 8 N.  At 32 KiB a
+ * sample, keep_one's are about 390 samples: the share's standard
+ * deviation is about 1.1 points, the bound 5. */
+static void
+test_heap_objects(void **state)
+{
+    char *args[] = { "tests/data/python/heap_two.py", "200000", NULL };
+    char *in, *alloc, cmd[600];
+    double three, one, churn_in, churn;
+    pid_t p;
+
+    (void)state;
+    if (access(PYTHON, X_OK) != 0)
+        skip();
+    setenv("PH_SAMPLER_HEAP", "32K", 1);
+    p = run(PYTHON, "250", args);
+    unsetenv("PH_SAMPLER_HEAP");
+    finish(p); /* (its own SIGTERM ends it) */
+    in = heap_folded("inuse_space");
+    alloc = heap_folded("alloc_space");
+    assert_non_null(in);
+    assert_non_null(alloc);
+    three = mib_with(in, ";keep_three (heap_two.py:");
+    one = mib_with(in, ";keep_one (heap_two.py:");
+    churn_in = mib_with(in, ";churn (heap_two.py:");
+    churn = mib_with(alloc, ";churn (heap_two.py:");
+    print_message("# in use: keep_three %.1f MiB, keep_one %.1f MiB, churn %.1f MiB; allocated: churn %.1f MiB\n",
+                  three, one, churn_in, churn);
+    assert_true(fabs(100 * three / (three + one) - 75) <= 5);
+    assert_true(fabs(three + one - 48.8) <= 0.1 * 48.8);
+    assert_true(churn_in < 0.02 * (three + one));
+    /* allocated: what the allocator was asked, 97.7 MiB of tuples at most
+     * (CPython's free list of small tuples hands some of them out again:
+     * 48 MiB here) */
+    assert_true(churn > 0.25 * 97.7 && churn <= 1.1 * 97.7);
+    /* the tuples' leaf is the interpreter's function under the Python
+     * one, never the sampler's hook */
+    assert_non_null(strstr(in, "keep_three (heap_two.py:20)_[p];PyTuple_New"));
+    assert_null(strstr(in, "py_malloc"));
+    /* said: the objects are seen */
+    snprintf(cmd, sizeof cmd, "jq -e '.runtimes[0].runtime == \"python\" and .runtimes[0].objects' %s/heap-*.json >/dev/null",
+             outdir);
+    assert_int_equal(system(cmd), 0);
+    free(in);
+    free(alloc);
+}
+
 int
 main(void)
 {
@@ -525,6 +583,7 @@ main(void)
         cmocka_unit_test(test_layout_rows),
         cmocka_unit_test(test_glibc_floor),
         cmocka_unit_test_setup_teardown(test_hot_cool_shares, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_heap_objects, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_version, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debug_offsets_313, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debug_offsets_not_cpythons, setup, tu_teardown),
