@@ -75,6 +75,10 @@
 #include "ph_sampler_heapmath.h"
 #include "ph_sampler_int.h"
 
+#ifndef __GLIBC__
+void *pvalloc(size_t n); /* glibc's; musl has none, so R.pvalloc stays NULL */
+#endif
+
 #define HEAP_STACKS (1u << 15)  /* distinct stacks */
 #define HEAP_INDEX (1u << 16)   /* their hash index */
 #define HEAP_ARENA (1u << 21)   /* their pcs */
