@@ -139,8 +139,13 @@ cpu_ns() {
     local read='cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
         cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
         echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
-    dk exec -e LD_PRELOAD= "$1" sh -c "$read" 2>/dev/null ||
+    local n
+    # (a failed exec says why on its stdout)
+    if n=$(dk exec -e LD_PRELOAD= "$1" sh -c "$read" 2>/dev/null); then
+        printf '%s\n' "$n"
+    else
         dk exec -e LD_PRELOAD= "$1" /opt/profharness/tools/bin/busybox sh -c "$read"
+    fi
 }
 
 common_setup_file() {
