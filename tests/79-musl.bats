@@ -2,17 +2,21 @@
 # musl images (issue 30, item 2): the sampler's modes on a program built
 # with Debian's musl-gcc in a FROM scratch image holding only it and
 # musl's loader (tests/lang/musl: Alpine's userland without a registry).
-# flamegraph and wall are cells of tests/lang/lang_helper.bash, held to
-# 75 ± 5 / 25 ± 5; heap is heapwork (tests/68-heap.bats' service) built
-# the same way, held to its in-use shares.  The harness preloads the
-# sampler's musl build (libphsampler-musl.so) there.
+# flamegraph, wall and perf are cells of tests/lang/lang_helper.bash, held
+# to 75 ± 5 / 25 ± 5, massif to its refusal; heap is heapwork
+# (tests/68-heap.bats' service) built the same way, held to its in-use
+# shares.  The harness preloads the sampler's musl build
+# (libphsampler-musl.so) there.
 
 load test_helper
 load lang/lang_helper
 
 LANGS="musl"
 LANG_EXTRA="muslheap"
-MODES="flamegraph wall"
+MODES="flamegraph wall perf massif"
+# valgrind's preload objects are glibc's (the tree's Debian valgrind): on
+# musl it comes from the image's package manager, and FROM scratch has none
+KNOWN_GAPS[musl:massif]="refused: needs the image's package manager, and the image has none"
 
 @test "musl: the image has musl's loader and no glibc; the mode preloads musl's build" {
     run pl start --mode flamegraph musl
@@ -32,6 +36,8 @@ MODES="flamegraph wall"
 
 @test "languages: musl × flamegraph" { check_cell musl flamegraph; }
 @test "languages: musl × wall" { check_cell musl wall; }
+@test "languages: musl × perf" { check_cell musl perf; }
+@test "languages: musl × massif" { check_cell musl massif; }
 
 @test "musl × heap: in use 75 / 25 (keep_three_mib, keep_one_mib) through musl's malloc, interposed, each block counted once" {
     local prof=$BATS_FILE_TMPDIR/heap-profiles d three one
