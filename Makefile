@@ -68,7 +68,9 @@ SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a 
 # headers only: glibc's tree comes after them, for the headers of libdw,
 # libiberty and zlib and the kernel's asm/.  Debian's libz.a and libiberty
 # objects are glibc's, fortified: musl/ph_sampler_fortify.c gives them the
-# three __*printf_chk they call.
+# three __*printf_chk they call.  musl-gcc's specs link without
+# --eh-frame-hdr, which gcc (Alpine's too) passes: the unwind tables are
+# found through it, so it is asked for.
 MUSL_CC ?= musl-gcc
 MULTIARCH := $(shell $(CC) -dumpmachine)
 SAMPLER_MUSL_PIC := $(SAMPLER_PIC:$(B)/pic/%=$(B)/musl/pic/%) $(B)/musl/pic/harness/sampler/musl/ph_sampler_fortify.o
@@ -131,7 +133,7 @@ $(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ) harness/sampler/exports.map M
 	$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(SAMPLER_LIBS)
 
 $(B)/libphsampler-musl.so: $(SAMPLER_MUSL_PIC) $(IBERTY_OBJ) harness/sampler/exports.map Makefile
-	$(MUSL_CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(LIBZ_A) -lm
+	$(MUSL_CC) -shared -Wl,--eh-frame-hdr -Wl,-z,defs -Wl,-z,now -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(LIBZ_A) -lm
 
 $(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^
