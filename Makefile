@@ -61,7 +61,21 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(B)/tests/%)
 BED_TEST_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/bed/test_*.c))
 
 # The sampler is optional until its sources exist.
-SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a)
+SAMPLER_TARGETS := $(if $(SAMPLER_SRC),$(B)/libphsampler.so $(B)/libphsampler.a $(B)/libphsampler-musl.so)
+
+# The sampler for musl images (Alpine): the same sources compiled by
+# Debian's musl-gcc (musl-tools), without ph_sampler_glibc.h (musl has no
+# symbol versions), loaded by musl's loader.  musl-gcc searches musl's
+# headers only: glibc's tree comes after them, for the headers of libdw,
+# libiberty and zlib and the kernel's asm/.  Debian's libz.a and libiberty
+# objects are glibc's, fortified: musl/ph_sampler_fortify.c gives them the
+# three __*printf_chk they call.  musl-gcc's specs link without
+# --eh-frame-hdr, which gcc (Alpine's too) passes: the unwind tables are
+# found through it, so it is asked for.
+MUSL_CC ?= musl-gcc
+MULTIARCH := $(shell $(CC) -dumpmachine)
+SAMPLER_MUSL_PIC := $(SAMPLER_PIC:$(B)/pic/%=$(B)/musl/pic/%) $(B)/musl/pic/harness/sampler/musl/ph_sampler_fortify.o
+LIBZ_A := $(shell $(CC) -print-file-name=libz.a)
 
 all: $(B)/profharness $(B)/ph-init $(B)/ph-jattach $(B)/demo-load $(SAMPLER_TARGETS)
 
@@ -79,6 +93,10 @@ $(SAMPLER_PIC): harness/sampler/ph_sampler_glibc.h
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -include harness/sampler/ph_sampler_glibc.h -fPIC -fno-omit-frame-pointer -MMD -MP -c -o $@ $<
+
+$(B)/musl/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -idirafter /usr/include -idirafter /usr/include/$(MULTIARCH) -fPIC -fno-omit-frame-pointer -MMD -MP -c -o $@ $<
 
 $(B)/libprofharness.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -114,6 +132,9 @@ $(IBERTY_OBJ): $(LIBIBERTY)
 # stack: ~3 KiB of Go's 32 KiB, measured (test_sampler_sig).
 $(B)/libphsampler.so: $(SAMPLER_PIC) $(IBERTY_OBJ) harness/sampler/exports.map Makefile
 	$(CC) -shared -Wl,-z,defs -Wl,-z,now -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(SAMPLER_LIBS)
+
+$(B)/libphsampler-musl.so: $(SAMPLER_MUSL_PIC) $(IBERTY_OBJ) harness/sampler/exports.map Makefile
+	$(MUSL_CC) -shared -Wl,--eh-frame-hdr -Wl,-z,defs -Wl,-z,now -Wl,--version-script=harness/sampler/exports.map -o $@ $(filter %.o,$^) $(LIBZ_A) -lm
 
 $(B)/libphsampler.a: $(SAMPLER_PIC) $(IBERTY_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -242,6 +263,7 @@ install: all
 ifneq ($(SAMPLER_TARGETS),)
 	install -d $(DESTDIR)$(INCDIR)
 	install -m 0755 $(B)/libphsampler.so $(DESTDIR)$(LIBDIR)/libphsampler.so
+	install -m 0755 $(B)/libphsampler-musl.so $(DESTDIR)$(LIBDIR)/libphsampler-musl.so
 	install -m 0644 $(B)/libphsampler.a $(DESTDIR)$(LIBDIR)/libphsampler.a
 	install -m 0644 harness/sampler/ph_sampler.h $(DESTDIR)$(INCDIR)/ph_sampler.h
 endif

@@ -11,6 +11,7 @@ packages=(
     build-essential pkg-config libcurl4-openssl-dev libyaml-dev libarchive-dev
     libjansson-dev libcmocka-dev zlib1g-dev libiberty-dev libdw-dev
     libc6-dbg        # glibc's detached debug info: the sampler tests read a stripped library's names from it
+    musl-tools       # musl-gcc: the sampler built a second time for musl images (libphsampler-musl.so)
     bats strace valgrind
     debootstrap      # the base image, built locally when no registry answers
     docker.io iptables ca-certificates curl

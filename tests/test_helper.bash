@@ -133,10 +133,19 @@ wait_for() {
 
 # cpu_ns CONTAINER: the CPU time its processes have used, in ns (its
 # cgroup's, v1 or v2), read in it (the sampler kept out of the reader).
+# An image with no shell (FROM scratch) is read with the tools volume's
+# static busybox.
 cpu_ns() {
-    dk exec -e LD_PRELOAD= "$1" sh -c 'cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
+    local read='cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
         cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
         echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
+    local n
+    # (a failed exec says why on its stdout)
+    if n=$(dk exec -e LD_PRELOAD= "$1" sh -c "$read" 2>/dev/null); then
+        printf '%s\n' "$n"
+    else
+        dk exec -e LD_PRELOAD= "$1" /opt/profharness/tools/bin/busybox sh -c "$read"
+    fi
 }
 
 common_setup_file() {

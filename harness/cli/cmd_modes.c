@@ -56,7 +56,7 @@ ph_cmd_modes(const ph_global_opts *g, int argc, char **argv)
         }
         if (limits) {
             printf("\nIMAGES: any = FROM scratch and distroless too (the tools tree); package manager (pm) = "
-                   "apt, apk, dnf, microdnf or yum;\nglibc = a service dynamically linked against glibc; "
+                   "apt, apk, dnf, microdnf or yum;\nglibc,musl = a service dynamically linked against glibc or musl; "
                    "glibc or pm = from the tools tree in an image with glibc, else through its package "
                    "manager.\n");
             for (size_t i = 0; i < set.n; i++) {

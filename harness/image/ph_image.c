@@ -464,18 +464,19 @@ join(const ph_strv *v, char *out, size_t len)
 
 #define TOOLS_BASE "debian:bookworm-slim"
 
-#define TOOLS_FILES 6
+#define TOOLS_FILES 7
 
 typedef struct tools_inputs {
-    char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, the shim, ph-jattach, the sampler */
-    size_t n_files;                /* the sampler only when it is built */
+    char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, the shim, ph-jattach, the samplers */
+    size_t n_files;                /* the samplers (glibc's, musl's) only when they are built */
     char packages[2048];           /* Debian's names of what the tools need */
     char tools[1024];              /* the programs of the tree */
     char tag[128];
 } tools_inputs;
 
 static const char *const tools_names[TOOLS_FILES] = { "Dockerfile", "assemble.sh", "ph-attach", "opt/bin/ph-init",
-                                                      "opt/bin/ph-jattach", "opt/lib/libphsampler.so" };
+                                                      "opt/bin/ph-jattach", "opt/lib/libphsampler.so",
+                                                      "opt/lib/" PH_SAMPLER_MUSL };
 
 /* What the tools image is made of, and the tag that names it. */
 static int
@@ -490,7 +491,8 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
     ph_paths_lib_file(data_dir, "ph-init", ti->files[3], sizeof ti->files[3]);
     ph_paths_lib_file(data_dir, "ph-jattach", ti->files[4], sizeof ti->files[4]);
     ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[5], sizeof ti->files[5]);
-    ti->n_files = access(ti->files[5], R_OK) == 0 ? 6 : 5;
+    ph_paths_lib_file(data_dir, PH_SAMPLER_MUSL, ti->files[6], sizeof ti->files[6]);
+    ti->n_files = access(ti->files[5], R_OK) != 0 ? 5 : access(ti->files[6], R_OK) != 0 ? 6 : 7;
     /* Debian's packages of the modes that can run from the tree. */
     for (size_t i = 0; rc == 0 && i < profiles->n; i++) {
         const ph_profile *p = &profiles->v[i];
@@ -828,7 +830,7 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
 {
     ph_engine *e;
     build_view v;
-    char shim[4096], sampler[4096], name[128], tag[256];
+    char shim[4096], sampler[4096], sampler_musl[4096], name[128], tag[256];
     json_t *labels = NULL;
     char *dockerfile = NULL, *tools = NULL, *id = NULL;
     tools_inputs *ti = calloc(1, sizeof *ti);
@@ -849,6 +851,8 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
         goto out;
     }
     hash_file(sampler, &h); /* optional: the sampler only when it is built */
+    ph_paths_lib_file(data_dir, PH_SAMPLER_MUSL, sampler_musl, sizeof sampler_musl);
+    hash_file(sampler_musl, &h);
     h = ph_image_hash(h, base_id, strlen(base_id) + 1);
     if (hash_generated(profiles, &h, err) < 0 || tools_inputs_get(data_dir, profiles, ti, err) < 0)
         goto out;
@@ -878,8 +882,9 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
                 { .name = "opt/bin/ph-init", .path = shim, .mode = 0755 },
                 { .name = tools_names[4], .path = ti->files[4], .mode = 0755 },
                 { .name = "opt/lib/libphsampler.so", .path = sampler, .mode = 0755 },
+                { .name = tools_names[6], .path = sampler_musl, .mode = 0755 },
             };
-            size_t n_extra = access(sampler, R_OK) == 0 ? 4 : 3;
+            size_t n_extra = access(sampler, R_OK) != 0 ? 3 : access(sampler_musl, R_OK) != 0 ? 4 : 5;
 
             if (ph_tar_context_build(NULL, extra, n_extra, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
                 ph_error_wrap(err, "profiling image context (is the harness built? run `make`)");

@@ -156,6 +156,17 @@ int ph_image_tree_serves(const ph_profile *p, const ph_image_facts *f);
 const char *ph_image_facts_pm(const ph_image_facts *f);
 const char *ph_image_facts_libc(const ph_image_facts *f);
 
+/* The sampler's builds, in the tools volume's lib/: the profiles name
+ * glibc's (LD_PRELOAD, -agentpath); musl's loads where musl's loader is. */
+#define PH_SAMPLER_GLIBC "libphsampler.so"
+#define PH_SAMPLER_MUSL "libphsampler-musl.so"
+/* The sampler for an image with C library LIBC (ph_image_facts.libc): in
+ * each "KEY=VALUE" of ENV, PH_TOOLS_MOUNT/lib/PH_SAMPLER_GLIBC becomes
+ * musl's build when LIBC is "musl"; nothing changes otherwise.  0, or -1
+ * on ENOMEM (ENV as it was, but for the entries already rewritten).
+ * Pure. */
+int ph_image_sampler_env(ph_strv *env, const char *libc);
+
 /* NULL when mode P can run in an image offering F; else why not, in BUF
  * (the profile's `limits` sentence included). */
 const char *ph_image_unfit(const ph_profile *p, const ph_image_facts *f, char *buf, size_t len);

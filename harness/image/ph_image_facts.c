@@ -534,15 +534,52 @@ ph_image_unfit(const ph_profile *p, const ph_image_facts *f, char *buf, size_t l
         return buf;
     }
     if (p->libc.n > 0) {
-        for (size_t i = 0; i < p->libc.n; i++)
+        char libcs[64] = "";
+
+        for (size_t i = 0; i < p->libc.n; i++) {
             if (strcmp(p->libc.v[i], f->libc) == 0)
                 return NULL;
+            snprintf(libcs + strlen(libcs), sizeof libcs - strlen(libcs), "%s%s", i ? " or " : "", p->libc.v[i]);
+        }
         snprintf(buf, len, "mode `%s` needs a service linked against %s, and the image has %s%s%s%s", p->name,
-                 p->libc.v[0], f->libc[0] ? f->libc : "no C library loader (static binaries only)",
+                 libcs, f->libc[0] ? f->libc : "no C library loader (static binaries only)",
                  f->libc[0] ? "'s loader" : "", sep, why);
         return buf;
     }
     return NULL;
+}
+
+int
+ph_image_sampler_env(ph_strv *env, const char *libc)
+{
+    static const char glibc[] = PH_TOOLS_MOUNT "/lib/" PH_SAMPLER_GLIBC, musl[] = PH_TOOLS_MOUNT "/lib/" PH_SAMPLER_MUSL;
+
+    if (libc == NULL || strcmp(libc, "musl") != 0)
+        return 0;
+    for (size_t i = 0; i < env->n; i++) {
+        const char *at, *from = env->v[i];
+        char *r = NULL;
+        size_t n = 0;
+        FILE *m;
+
+        if (strstr(from, glibc) == NULL)
+            continue;
+        if ((m = open_memstream(&r, &n)) == NULL)
+            return -1;
+        /* every occurrence: LD_PRELOAD may name it beside other libraries */
+        while ((at = strstr(from, glibc)) != NULL) {
+            fprintf(m, "%.*s%s", (int)(at - from), from, musl);
+            from = at + strlen(glibc);
+        }
+        fputs(from, m);
+        if (fclose(m) != 0 || r == NULL) {
+            free(r);
+            return -1;
+        }
+        free(env->v[i]);
+        env->v[i] = r;
+    }
+    return 0;
 }
 
 /* ---- the profiling image's Dockerfile ----------------------------------- */

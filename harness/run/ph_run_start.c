@@ -689,6 +689,10 @@ profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepare
     /* what the runtimes offer the mode, added to what the user set */
     if (ph_run_env_extend(&spec->env, &img_info->env, &p->env_extend, err) < 0)
         goto out;
+    if (ph_image_sampler_env(&spec->env, prep->facts.libc) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
     /* the definition this run is stopped, collected and reported with */
     rec = ph_rundir_profile_record(p);
     if (ph_kvv_set(&spec->labels, PH_LABEL_MODE, p->name) < 0 || ph_kvv_set(&spec->labels, PH_LABEL_RUN, run_id) < 0 ||

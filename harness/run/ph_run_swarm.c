@@ -107,6 +107,8 @@ ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, cons
         return ph_fail(err, ENOMEM, "allocate");
     if (ph_run_env_extend(&spec->env, &image_cfg->env, &p->env_extend, err) < 0)
         return -1;
+    if (ph_image_sampler_env(&spec->env, facts->libc) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
     if (ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 ||
         ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0)
         return ph_fail(err, ENOMEM, "allocate");

@@ -67,6 +67,7 @@ phs_tree_debug_dir(char *path, size_t len)
     return beside_self("debug", path, len);
 }
 
+#ifdef __GLIBC__
 /* The tools tree's libdw, beside this library: <dir>/../tools/lib. */
 static void *
 tree_libdw(void)
@@ -77,6 +78,7 @@ tree_libdw(void)
         return NULL;
     return dlopen(path, RTLD_LAZY | RTLD_LOCAL);
 }
+#endif
 
 phs_dwarf *
 phs_dwarf_open(void)
@@ -88,8 +90,10 @@ phs_dwarf_open(void)
     if (d == NULL)
         return NULL;
     lib = dlopen("libdw.so.1", RTLD_LAZY | RTLD_LOCAL);
+#ifdef __GLIBC__ /* the tree's libdw is glibc's: never into a musl process */
     if (lib == NULL)
         lib = tree_libdw();
+#endif
     if (lib == NULL) {
         free(d);
         return NULL;

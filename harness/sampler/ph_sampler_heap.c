@@ -75,6 +75,10 @@
 #include "ph_sampler_heapmath.h"
 #include "ph_sampler_int.h"
 
+#ifndef __GLIBC__
+void *pvalloc(size_t n); /* glibc's; musl has none, so R.pvalloc stays NULL */
+#endif
+
 #define HEAP_STACKS (1u << 15)  /* distinct stacks */
 #define HEAP_INDEX (1u << 16)   /* their hash index */
 #define HEAP_ARENA (1u << 21)   /* their pcs */
@@ -126,6 +130,18 @@ static _Alignas(64) _Atomic uint64_t live_bits[HEAP_FILTER / 64];
 static __thread int tls_guard __attribute__((tls_model("initial-exec")));
 static __thread int tls_seeded __attribute__((tls_model("initial-exec")));
 static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
+#ifdef __GLIBC__
+#define INNER(call) (call)
+#define IN_INNER 0
+#else
+/* musl's allocator calls its own public functions, which are ours: calloc
+ * and realloc malloc, posix_memalign and memalign aligned_alloc.  The
+ * block is the outer call's, noted once by it: what a real function
+ * allocates inside is not counted.  (glibc's calls its internals.) */
+static __thread int tls_inner __attribute__((tls_model("initial-exec")));
+#define INNER(call) __extension__({ __typeof__(call) r_; tls_inner++; r_ = (call); tls_inner--; r_; })
+#define IN_INNER tls_inner
+#endif
 static __thread uint64_t tls_rng __attribute__((tls_model("initial-exec")));
 
 /* ---- the real functions and the bootstrap arena --------------------------- */
@@ -646,7 +662,8 @@ note_slow(void *p, size_t n, int py)
  * thread (inside a phs_own section) is not counted. */
 #define NOTE_(p, n, py)                                                                            \
     do {                                                                                           \
-        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL && !phs_tls_own) {    \
+        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL && !phs_tls_own &&    \
+            !IN_INNER) {                                                                           \
             int64_t left_ = tls_left;                                                              \
             if (__builtin_expect(left_ > 0 && (uint64_t)left_ > (n), 1))                           \
                 tls_left = left_ - (int64_t)(n);                                                   \
@@ -863,7 +880,7 @@ calloc(size_t n, size_t size)
             return NULL;
         return boot_alloc(total, 16); /* static: zeroed */
     }
-    p = R.calloc(n, size);
+    p = INNER(R.calloc(n, size));
     if (p != NULL && !__builtin_mul_overflow(n, size, &total))
         NOTE(p, total);
     return p;
@@ -886,7 +903,7 @@ realloc(void *old, size_t n)
         return old == NULL ? boot_alloc(n, 16) : NULL;
     if (old != NULL)
         release(old);
-    p = R.realloc(old, n);
+    p = INNER(R.realloc(old, n));
     NOTE(p, n);
     return p;
 }
@@ -912,7 +929,7 @@ posix_memalign(void **out, size_t align, size_t n)
         *out = boot_alloc(n, align);
         return *out ? 0 : ENOMEM;
     }
-    r = R.posix_memalign(out, align, n);
+    r = INNER(R.posix_memalign(out, align, n));
     if (r == 0)
         NOTE(*out, n);
     return r;
@@ -925,7 +942,7 @@ aligned_alloc(size_t align, size_t n)
 
     if (!ready())
         return boot_alloc(n, align);
-    p = R.aligned_alloc(align, n);
+    p = INNER(R.aligned_alloc(align, n));
     NOTE(p, n);
     return p;
 }
@@ -937,7 +954,7 @@ memalign(size_t align, size_t n)
 
     if (!ready())
         return boot_alloc(n, align);
-    p = R.memalign(align, n);
+    p = INNER(R.memalign(align, n));
     NOTE(p, n);
     return p;
 }
@@ -949,7 +966,7 @@ valloc(size_t n)
 
     if (!ready())
         return boot_alloc(n, 4096);
-    p = R.valloc(n);
+    p = INNER(R.valloc(n));
     NOTE(p, n);
     return p;
 }
@@ -961,7 +978,7 @@ pvalloc(size_t n)
 
     if (!ready() || R.pvalloc == NULL)
         return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
-    p = R.pvalloc(n);
+    p = INNER(R.pvalloc(n));
     NOTE(p, n);
     return p;
 }

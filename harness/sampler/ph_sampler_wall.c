@@ -115,7 +115,11 @@ wall_open_cb(int tid, intptr_t *h)
     ev.sigev_notify = SIGEV_THREAD_ID;
     ev.sigev_signo = PHS_TIMER_SIG;
     ev.sigev_value.sival_ptr = &W.tag[i];
+#ifdef __GLIBC__
     ev._sigev_un._tid = tid;
+#else /* musl names the union's member */
+    ev.sigev_notify_thread_id = tid;
+#endif
     atomic_store(&W.parked[i], 0);
     atomic_store(&W.debt[i], 0);
     W.on_depth[i] = 0;

@@ -202,8 +202,8 @@ test_modes_per_image(void **state)
         { "", "", "perf", NULL },
         { "", "", "massif", "needs the image's package manager, and the image has none: valgrind must start" },
         { "", "", "callgrind", "needs the image's package manager" },
-        { "", "", "flamegraph", "needs a service linked against glibc, and the image has no C library loader "
-                                "(static binaries only): the sampler is loaded" },
+        { "", "", "flamegraph", "needs a service linked against glibc or musl, and the image has no C library "
+                                "loader (static binaries only): the sampler is loaded" },
         /* distroless: glibc, no package manager. */
         { "", "glibc", "strace", NULL },
         { "", "glibc", "perf", NULL },
@@ -212,11 +212,17 @@ test_modes_per_image(void **state)
         { "", "glibc", "callgrind", NULL },
         /* no package manager, musl: valgrind only from a package manager */
         { "", "musl", "massif", "needs the image's package manager, and the image has none" },
+        /* ... the sampler's musl build from the tree */
+        { "", "musl", "flamegraph", NULL },
+        { "", "musl", "wall", NULL },
+        { "", "musl", "heap", NULL },
         /* Alpine: apk and musl. */
         { "apk", "musl", "strace", NULL },
         { "apk", "musl", "perf", NULL },
         { "apk", "musl", "massif", NULL },
-        { "apk", "musl", "flamegraph", "needs a service linked against glibc, and the image has musl's loader" },
+        { "apk", "musl", "flamegraph", NULL },
+        { "apk", "musl", "wall", NULL },
+        { "apk", "musl", "heap", NULL },
         /* Fedora, UBI: dnf, microdnf, yum and glibc: all of them. */
         { "dnf", "glibc", "flamegraph", NULL },
         { "microdnf", "glibc", "callgrind", NULL },
@@ -240,6 +246,44 @@ test_modes_per_image(void **state)
                      got ? got : "(fit)", cases[i].unfit);
     }
     ph_profiles_free(&set);
+}
+
+/* The sampler named in the environment is the build for the image's C
+ * library: musl's where musl's loader is, every occurrence in a value
+ * (LD_PRELOAD beside the user's libraries, JAVA_TOOL_OPTIONS' -agentpath);
+ * glibc's and a loaderless image's environment untouched. */
+static void
+test_sampler_env(void **state)
+{
+    static const char *const in[] = {
+        "LD_PRELOAD=/opt/profharness/lib/libphsampler.so",
+        "LD_PRELOAD=/usr/lib/libmine.so:/opt/profharness/lib/libphsampler.so",
+        "JAVA_TOOL_OPTIONS=-Xss1m -agentpath:/opt/profharness/lib/libphsampler.so -agentpath:/opt/profharness/lib/libphsampler.so",
+        "PH_SAMPLER_DIR=/opt/profiling/svc",
+        "MINE=/usr/lib/libphsampler.so",
+    };
+    static const char *const musl[] = {
+        "LD_PRELOAD=/opt/profharness/lib/libphsampler-musl.so",
+        "LD_PRELOAD=/usr/lib/libmine.so:/opt/profharness/lib/libphsampler-musl.so",
+        "JAVA_TOOL_OPTIONS=-Xss1m -agentpath:/opt/profharness/lib/libphsampler-musl.so -agentpath:/opt/profharness/lib/libphsampler-musl.so",
+        "PH_SAMPLER_DIR=/opt/profiling/svc",
+        "MINE=/usr/lib/libphsampler.so",
+    };
+    static const char *const libcs[] = { "glibc", "", "musl" };
+
+    (void)state;
+    for (size_t k = 0; k < sizeof libcs / sizeof libcs[0]; k++) {
+        ph_strv env = { 0 };
+
+        for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+            assert_int_equal(ph_strv_push(&env, in[i]), 0);
+        assert_int_equal(ph_image_sampler_env(&env, libcs[k]), 0);
+        assert_int_equal(env.n, sizeof in / sizeof in[0]);
+        for (size_t i = 0; i < env.n; i++)
+            assert_string_equal(env.v[i], strcmp(libcs[k], "musl") == 0 ? musl[i] : in[i]);
+        ph_strv_free(&env);
+    }
+    assert_int_equal(ph_image_sampler_env(&(ph_strv){ 0 }, NULL), 0);
 }
 
 /* Whether the tools tree serves a mode: valgrind only where the image
@@ -866,6 +910,7 @@ main(void)
         cmocka_unit_test(test_dockerfile_no_package_manager),
         cmocka_unit_test(test_package_names),
         cmocka_unit_test(test_modes_per_image),
+        cmocka_unit_test(test_sampler_env),
         cmocka_unit_test(test_tree_serves),
         cmocka_unit_test_setup_teardown(test_mode_without_packages_for_manager, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_probe, engine_setup, engine_teardown),

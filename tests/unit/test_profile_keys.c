@@ -173,13 +173,17 @@ test_shipped(void **state)
         assert_non_null(strstr(p->limits, "package manager"));
         ASSERT_STRV(&p->packages_apk, "valgrind");
     }
-    p = ph_profiles_find(&set, "flamegraph");
-    assert_non_null(p);
-    assert_true(p->has_tools);
-    assert_int_equal(p->tools.n, 0);
-    ASSERT_STRV(&p->libc, "glibc");
-    assert_int_equal(p->packages_apk.n, 0); /* musl: no sampler for Alpine */
-    assert_non_null(p->attach.unsupported);
+    /* the sampler's modes: glibc's build or musl's, from the tools volume
+     * (nothing from apk: the library is ours) */
+    for (int i = 0; i < 3; i++) {
+        p = ph_profiles_find(&set, i == 0 ? "flamegraph" : i == 1 ? "wall" : "heap");
+        assert_non_null(p);
+        assert_true(p->has_tools);
+        assert_int_equal(p->tools.n, 0);
+        ASSERT_STRV(&p->libc, "glibc", "musl");
+        assert_int_equal(p->packages_apk.n, 0);
+        assert_non_null(p->attach.unsupported);
+    }
     ph_profiles_free(&set);
 }
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bats
+# musl images (issue 30, item 2): the sampler's modes on a program built
+# with Debian's musl-gcc in a FROM scratch image holding only it and
+# musl's loader (tests/lang/musl: Alpine's userland without a registry).
+# flamegraph, wall and perf are cells of tests/lang/lang_helper.bash, held
+# to 75 ± 5 / 25 ± 5, massif to its refusal; heap is heapwork
+# (tests/68-heap.bats' service) built the same way, held to its in-use
+# shares.  The harness preloads the sampler's musl build
+# (libphsampler-musl.so) there.
+
+load test_helper
+load lang/lang_helper
+
+LANGS="musl"
+LANG_EXTRA="muslheap"
+MODES="flamegraph wall perf massif"
+# valgrind's preload objects are glibc's (the tree's Debian valgrind): on
+# musl it comes from the image's package manager, and FROM scratch has none
+KNOWN_GAPS[musl:massif]="refused: needs the image's package manager, and the image has none"
+
+@test "musl: the image has musl's loader and no glibc; the mode preloads musl's build" {
+    run pl start --mode flamegraph musl
+    [ "$status" -eq 0 ]
+    c="${PH_TEST_PROJECT}-musl-flamegraph"
+    dk inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$c" | grep -qx 'LD_PRELOAD=/opt/profharness/lib/libphsampler-musl.so'
+    run pl stop musl
+    [ "$status" -eq 0 ]
+    # the image is musl's loader and the programs, nothing of glibc
+    id=$(dk create "profharness-lang-musl:${PH_LANG_MUSL_TAG}-${PH_LANG_C_TAG}")
+    files=$(dk export "$id" | tar -t | grep -v '/$' | sort | tr '\n' ' ')
+    dk rm "$id" >/dev/null
+    echo "# image files: $files" >&3
+    [[ "$files" == *"lib/ld-musl-x86_64.so.1"* ]]
+    [[ "$files" != *"ld-linux"* ]] && [[ "$files" != *"libc.so.6"* ]]
+}
+
+@test "languages: musl × flamegraph" { check_cell musl flamegraph; }
+@test "languages: musl × wall" { check_cell musl wall; }
+@test "languages: musl × perf" { check_cell musl perf; }
+@test "languages: musl × massif" { check_cell musl massif; }
+
+@test "musl × heap: in use 75 / 25 (keep_three_mib, keep_one_mib) through musl's malloc, interposed, each block counted once" {
+    local prof=$BATS_FILE_TMPDIR/heap-profiles d three one
+    mkdir -p "$prof"
+    cp "$REPO"/profiles/*.yaml "$prof/"
+    # 4 KiB between samples, as tests/68-heap.bats (512 KiB gives too few of 4 MiB)
+    sed -i 's/^\(  PH_SAMPLER_HEAP:\) .*/\1 "4096"/' "$prof/heap.yaml"
+    run timeout 900 "$PH" -f "$LANGC" -p "$PH_TEST_PROJECT" --profiles "$prof" -o "$OUT" start --mode heap muslheap
+    [ "$status" -eq 0 ]
+    ready() { dk logs "${PH_TEST_PROJECT}-muslheap-heap" 2>&1 | grep -q "heapwork: ready"; }
+    wait_for ready
+    run timeout 900 "$PH" -f "$LANGC" -p "$PH_TEST_PROJECT" --profiles "$prof" -o "$OUT" stop muslheap
+    [ "$status" -eq 0 ]
+    d="$OUT/muslheap"
+    three=$(share "keep_three_mib;" "$d/inuse_space.folded")
+    one=$(share "keep_one_mib;" "$d/inuse_space.folded")
+    alloc=$(share "churn_hundred_mib;" "$d/alloc_space.folded")
+    echo "# musl × heap: in use keep_three_mib $three, keep_one_mib $one; allocated: churn $alloc (per mille)" >&3
+    [ "$three" -ge 700 ] && [ "$three" -le 800 ]
+    [ "$one" -ge 200 ] && [ "$one" -le 300 ]
+    # musl's calloc, realloc, posix_memalign and memalign call its public
+    # malloc and aligned_alloc, which are the sampler's: a block is counted
+    # once, by the call the service made (100 of 104 MiB: 962 per mille)
+    run grep -E ';(calloc|realloc|posix_memalign|aligned_alloc|memalign|valloc);[a-z_]+ [0-9]+$' "$d/alloc_space.folded"
+    [ "$status" -eq 1 ]
+    [ "$alloc" -ge 940 ] && [ "$alloc" -le 980 ]
+    # the program's callers from its CFI (it has no frame pointers), as on glibc
+    grep -q ';main;keep_three_mib;posix_memalign ' "$d/inuse_space.folded"
+}
+
+@test "musl: the table" { lang_table; }
