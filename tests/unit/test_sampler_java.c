@@ -177,7 +177,8 @@ measured_hot(void)
  * apart), which must be most of FOLDED's.  The truth they are held to
  * is the CPU time the program measured in each (the interpreter runs the
  * two at one cost per unit, 75/25; a JIT's two loops need not cost the
- * same: 68/32 once); and the workload must still be mostly hot. */
+ * same: 68/32 once), within WITHIN points; and the workload must still
+ * be mostly hot. */
 static void
 shares(const char *folded, double within, double *hot, double *cool)
 {
