@@ -234,7 +234,7 @@ bytes_with() {
     [ "$c" -ge 241591910 ]
     jq -e '.runtimes[0].runtime == "java" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
-    jq -e '(.headline | test("^Java objects sampled \\(JVMTI\\); Java objects at the peak [0-9.]+ MiB \\(HeapTwo\\.[a-zA-Z]+_\\[j\\] [0-9.]+ % of them\\)")) and
+    jq -e '(.headline | test("^Java objects sampled \\(JVMTI\\); Java objects at the peak [0-9.]+ MiB \\(HeapTwo\\.[a-zA-Z]+ [0-9.]+ % of them\\)")) and
            (.heap.top_classes | map(.class) | index("new byte[]_[j]")) != null and (.problems | length) == 0' \
         "$d/summary.json"
     said_first 'its Java objects are sampled through JVMTI' "$d/report.html"
@@ -253,7 +253,7 @@ bytes_with() {
     d="$OUT/heappython/latest"
     jq -e '.runtimes[0].runtime == "python" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
-    jq -e '(.headline | test("^CPython objects sampled \\(PyMem_SetAllocator\\); Python objects at the peak [0-9.]+ MiB \\(keep_three \\(heap_two\\.py:[0-9]+\\)_\\[p\\] [0-9.]+ % of them\\)")) and
+    jq -e '(.headline | test("^CPython objects sampled \\(PyMem_SetAllocator\\); Python objects at the peak [0-9.]+ MiB \\(keep_three \\(heap_two\\.py\\) [0-9.]+ % of them\\)")) and
            (.problems | length) == 0' "$d/summary.json"
     said_first 'its objects are sampled through its object allocator' "$d/report.html"
 }

@@ -19,6 +19,7 @@
  * the innermost frame that is not the allocator's (malloc and its
  * family, operator new, a Java object's class): the function that asked. */
 #include "ph_report_int.h"
+#include "ph_langview.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,19 @@ marked(const char *name, const char *suffix)
     size_t n = strlen(name);
 
     return n > 4 && strcmp(name + n - 4, suffix) == 0;
+}
+
+/* NAME as a headline shows it: a language frame by its name in the
+ * language view (`keep_three (heap_two.py)`, `HeapTwo.keepBytes`: no line,
+ * no mark), cut whole (ph_fmt_name); a native one as it is. */
+static const char *
+headline_name(const char *name, char *buf, size_t cap)
+{
+    char lang[PH_HEADLINE_NAME + 64];
+
+    if (ph_langview_frame(name, strlen(name), lang, sizeof lang) != PH_LANG_NONE)
+        name = lang;
+    return ph_fmt_name(buf, cap, name, PH_HEADLINE_NAME);
 }
 
 /* The bytes at the peak of the stacks whose site is a function of the
@@ -584,16 +598,14 @@ ph_report_heap(ph_rctx *c)
                      "%s objects at the peak %s (%s %s of them), all at the peak %s, %s in use at the end, %s "
                      "allocated",
                      jpeak > ppeak ? "Java" : "Python", ph_fmt_bytes(b, lpeak),
-                     ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[j].name,
-                                 PH_HEADLINE_NAME),
+                     headline_name(top[j].name, (char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64),
                      ph_fmt_percent(b2, top[j].v[S_PEAK], lpeak),
                      ph_fmt_bytes(b3, peak), ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, inuse),
                      ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
         else
             snprintf(c->headline + hl, sizeof c->headline - hl,
                      "peak in use %s (%s %s), %s in use at the end, %s allocated", ph_fmt_bytes(b, peak),
-                     ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[0].name,
-                                 PH_HEADLINE_NAME),
+                     headline_name(top[0].name, (char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64),
                      ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
                      ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
     }
