@@ -1345,11 +1345,43 @@ test_limit_hint(void **state)
     no_temp_left("front");
 }
 
+/* A replica's number from its labels, which anyone could have written:
+ * 1 to 100000, else none (compose's number then, else unknown). */
+static void
+test_replica_labels_read(void **state)
+{
+    static const struct {
+        const char *ours, *compose;
+        int slot;
+    } cases[] = {
+        { "2", "5", 2 }, { "0", "3", 3 }, { "0", NULL, 0 }, { "-1", NULL, 0 }, { "100001", "1", 1 },
+        { "1x", NULL, 0 }, { NULL, "4", 4 }, { NULL, "0", 0 },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ph_workload w = { 0 };
+
+        if (cases[i].ours)
+            assert_int_equal(ph_kvv_set(&w.labels, PH_LABEL_REPLICA, cases[i].ours), 0);
+        if (cases[i].compose)
+            assert_int_equal(ph_kvv_set(&w.labels, PH_DC_NUMBER, cases[i].compose), 0);
+        assert_int_equal(ph_kvv_set(&w.labels, PH_LABEL_REPLICAS, "0"), 0);
+        assert_int_equal(ph_workload_read_labels(&w), 0);
+        if (w.slot != cases[i].slot)
+            fail_msg("replica label `%s`, compose's `%s`: slot %d, want %d", cases[i].ours ? cases[i].ours : "-",
+                     cases[i].compose ? cases[i].compose : "-", w.slot, cases[i].slot);
+        assert_int_equal(w.replicas, 0);
+        ph_workload_clear(&w);
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_start_lone, setup, teardown),
+        cmocka_unit_test(test_replica_labels_read),
         cmocka_unit_test_setup_teardown(test_start_entrypoint_drops_cmd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_exits_on_term, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_ignores_term, setup, teardown),

@@ -1258,11 +1258,28 @@ test_fmt(void **state)
     assert_string_equal(ph_fmt_change(b, 5, 0), "gone");
 }
 
+/* A heap site is the caller of the allocator: C++'s operator new (any
+ * overload, its signature after the name) is the allocator as malloc is. */
+static void
+test_heap_allocator_names(void **state)
+{
+    (void)state;
+    static const char *const alloc[] = { "malloc", "calloc", "realloc", "operator new(unsigned long)",
+                                         "operator new[](unsigned long)", "operator new", "__libc_malloc" };
+    static const char *const not_alloc[] = { "main", "mallocx", "my_malloc", "operator delete(void*)" };
+
+    for (size_t i = 0; i < sizeof alloc / sizeof alloc[0]; i++)
+        assert_true(ph_heap_is_allocator(alloc[i]));
+    for (size_t i = 0; i < sizeof not_alloc / sizeof not_alloc[0]; i++)
+        assert_false(ph_heap_is_allocator(not_alloc[i]));
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_massif_report),
+        cmocka_unit_test(test_heap_allocator_names),
         cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),
