@@ -1320,6 +1320,39 @@ test_first_write_checks_free_space(void **state)
     CHECK(!exists("front/latest"), "no run");
 }
 
+/* The perf conversion copies its inputs (perf.data) beside the run dir
+ * under the collection's min_free too: on a disk with less free than
+ * --min-free, perf.data is not taken (the conversion fails, said, and
+ * puts nothing back), and the stop's own extraction refuses as well, the
+ * container kept.  (A fresh mutant that dropped the conversion's
+ * min_free survived every test: the converter then ran and its outputs
+ * went back into the container.) */
+static void
+test_conversion_keeps_min_free(void **state)
+{
+    static char data[64 * 1024];
+    ph_tar_limits lim = { 0 };
+    ph_fake_wl *t;
+    ph_error_t err;
+
+    (void)state;
+    fake_avail = 1ull << 30;
+    lim.min_free_bytes = fake_avail + 4096; /* less free than the limit already */
+    open_world(ONE, &lim);
+    t = ph_fake_on_create(W.f, "proj-front-perf");
+    ph_fake_wl_end(t, (ph_fake_end){ 0 });
+    memset(data, 'p', sizeof data);
+    ph_fake_wl_file(t, "/opt/profiling/front/perf.data", data, sizeof data, 0644);
+    ph_fake_wl_file_at_end(t, "/opt/profiling/front/" PH_RECORD_NAME, RECORD_STOPPED);
+    ph_fake_exec_rule(W.f, "*", "*", 0, "demo 1/1 1.000000: 2000000 cpu-clock:u:\n\t    401000 main+0x0 (/usr/bin/demo)\n\n");
+    start("perf", "front");
+    err = stop_fails("front");
+    ph_error_free(&err);
+    CHECK(calls_on("archive_put", "proj-front-perf") == 0, "the conversion took perf.data past min_free");
+    CHECK(there("proj-front-perf", NULL), "the container is kept");
+    no_temp_left("front");
+}
+
 /* Over --max-bytes 1500 (a 2000-byte file): the container is kept, and
  * the hint names twice the limit as it is, 3000 (not rounded to KiB). */
 static void
@@ -1403,6 +1436,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_run_dir_completed_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_write_checks_free_space, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limit_hint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conversion_keeps_min_free, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
