@@ -196,12 +196,21 @@ typedef struct ph_report_out {
     uint64_t max_bytes;
     uint64_t written;       /* by this report so far */
     uint64_t unchecked;     /* bytes since the last look at the free space */
+    char **made;            /* the files written so far (their paths) */
+    size_t n_made;
+    int made_lost;          /* a path not kept (ENOMEM): undo cannot be whole */
 } ph_report_out;
 
 /* The output of a report into DIR under LIM (NULL: the defaults). */
 void ph_report_out_init(ph_report_out *o, const char *dir, const ph_report_limits *lim);
 /* What max_bytes leaves. */
 uint64_t ph_report_out_left(const ph_report_out *o);
+/* A report that failed part way: the files it wrote so far removed, so
+ * nothing of it is left (a run's graphs without the page that shows
+ * them, written past min_free).  Then as ph_report_out_done. */
+void ph_report_out_undo(ph_report_out *o);
+/* What O holds freed (the files stay). */
+void ph_report_out_done(ph_report_out *o);
 /* Write PATH (in the dir) through a temporary file and a rename; a limit
  * it would pass is an error (EFBIG, or min_free's ENOSPC) and writes
  * nothing. */

@@ -33,6 +33,42 @@ ph_report_out_init(ph_report_out *o, const char *dir, const ph_report_limits *li
     o->max_bytes = lim != NULL && lim->max_bytes != 0 ? lim->max_bytes : PH_REPORT_MAX_BYTES;
 }
 
+void
+ph_report_out_done(ph_report_out *o)
+{
+    for (size_t i = 0; i < o->n_made; i++)
+        free(o->made[i]);
+    free(o->made);
+    o->made = NULL;
+    o->n_made = 0;
+}
+
+void
+ph_report_out_undo(ph_report_out *o)
+{
+    for (size_t i = 0; i < o->n_made; i++)
+        (void)unlink(o->made[i]);
+    ph_report_out_done(o);
+}
+
+/* PATH written: kept for an undo. */
+static void
+made(ph_report_out *o, const char *path)
+{
+    char **v = realloc(o->made, (o->n_made + 1) * sizeof *v);
+    char *p = strdup(path);
+
+    if (v == NULL || p == NULL) {
+        free(p);
+        if (v != NULL)
+            o->made = v;
+        o->made_lost = 1;
+        return;
+    }
+    o->made = v;
+    o->made[o->n_made++] = p;
+}
+
 uint64_t
 ph_report_out_left(const ph_report_out *o)
 {
@@ -102,6 +138,7 @@ finish_tmp(ph_report_out *o, int fd, const char *tmp, const char *path, ph_error
         unlink(tmp);
         return ph_fail(err, e, "rename `%s`", tmp);
     }
+    made(o, path);
     return 0;
 }
 
@@ -225,16 +262,22 @@ int
 ph_report_write_file(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err)
 {
     ph_report_out o;
+    int rc;
 
     ph_report_out_init(&o, dir, NULL);
-    return ph_report_out_write(&o, path, buf, len, err);
+    rc = ph_report_out_write(&o, path, buf, len, err);
+    ph_report_out_done(&o);
+    return rc;
 }
 
 int
 ph_report_write_json(const char *dir, const char *path, json_t *j, ph_error_t *err)
 {
     ph_report_out o;
+    int rc;
 
     ph_report_out_init(&o, dir, NULL);
-    return ph_report_out_json(&o, path, j, err);
+    rc = ph_report_out_json(&o, path, j, err);
+    ph_report_out_done(&o);
+    return rc;
 }
