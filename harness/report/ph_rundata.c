@@ -41,6 +41,7 @@ static const struct {
     { "alloc_objects-*.folded", "heap" },
     { "heap-*.pb.gz", "pprof" },
     { "heap-*.json", "heapinfo" },
+    { "*.heapprofile", "v8heap" },
     { "stacks-*.folded", "folded" },
     { "*.folded", "folded" },
     { "flamegraph-*.svg", "flamegraph" },
@@ -49,7 +50,7 @@ static const struct {
 
 /* The kinds we read, interned so that kind pointers compare. */
 static const char *const known_kinds[] = { "massif",     "callgrind", "strace", "folded",  "flamegraph",
-                                           "pprof",      "perf",      "heap",   "heapinfo" };
+                                           "pprof",      "perf",      "heap",   "heapinfo", "v8heap" };
 
 static const char *
 known_kind(const char *k)
