@@ -164,11 +164,9 @@ int ph_run_check_program(ph_run *r, const ph_service *s, const ph_profile *p, co
 int ph_run_profiled_env(const ph_service *s, const ph_profile *p, const char *out, const char *run_id, ph_strv *env);
 /* ph_run_runtimes.c: EXTEND (a profile's `runtimes.environment`) into
  * ENV, a container's `K=V` strings: each variable's value in ENV, else
- * in IMAGE_ENV (the image's, may be NULL), extended by ph_profile_env_extend
- * with EXTEND's words, {out} in them OUT (the service's out dir in the
- * container; NULL: left as written).  -1 only on ENOMEM. */
-int ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, const char *out,
-                      ph_error_t *err);
+ * in IMAGE_ENV (the image's, may be NULL), extended by ph_profile_env_extend.
+ * -1 only on ENOMEM. */
+int ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, ph_error_t *err);
 /* ph_run_runtimes.c: the `runtimes.refresh` steps of C's mode, before a
  * stop or a snapshot of C (a profiled or attach container).  Never fails:
  * a step that does not succeed is said as a note. */

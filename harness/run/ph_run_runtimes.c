@@ -4,9 +4,9 @@
  *   start    each `runtimes.environment` variable extended in the
  *            container's environment: the service's own value (compose's
  *            environment, else its image's ENV) first, then the mode's
- *            words ({out} in them: the service's out dir), so `node
- *            --perf-basic-prof` and HotSpot's perf map flags are on with
- *            no change from the user, and what the user set stays as set.
+ *            words, so `node --perf-basic-prof` and HotSpot's perf map
+ *            flags are on with no change from the user, and what the
+ *            user set stays as set.
  *   refresh  before a stop and before a snapshot: each step's command
  *            run in the service's container or the profiler's (the
  *            backend's exec, bounded by its wait, the sampler kept out of it).  A
@@ -65,24 +65,21 @@ env_get(const ph_strv *env, const char *key, ssize_t *at)
 }
 
 int
-ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, const char *out, ph_error_t *err)
+ph_run_env_extend(ph_strv *env, const ph_strv *image_env, const ph_kvv *extend, ph_error_t *err)
 {
     for (size_t i = 0; i < extend->n; i++) {
         const char *key = extend->v[i].key, *user;
-        char *merged = NULL, *line = NULL, *words;
+        char *merged = NULL, *line = NULL;
         ssize_t at;
 
         user = env_get(env, key, &at);
         if (user == NULL)
             user = env_get(image_env, key, NULL);
-        words = out ? ph_profile_expand(extend->v[i].value, out, NULL, NULL, NULL) : strdup(extend->v[i].value);
-        if (words == NULL || (merged = ph_profile_env_extend(user, words)) == NULL ||
+        if ((merged = ph_profile_env_extend(user, extend->v[i].value)) == NULL ||
             asprintf(&line, "%s=%s", key, merged) < 0) {
-            free(words);
             free(merged);
             return ph_fail(err, ENOMEM, "allocate");
         }
-        free(words);
         free(merged);
         if (at >= 0) {
             free(env->v[at]);

@@ -687,7 +687,7 @@ profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepare
         goto out;
     }
     /* what the runtimes offer the mode, added to what the user set */
-    if (ph_run_env_extend(&spec->env, &img_info->env, &p->env_extend, out, err) < 0)
+    if (ph_run_env_extend(&spec->env, &img_info->env, &p->env_extend, err) < 0)
         goto out;
     if (ph_image_sampler_env(&spec->env, prep->facts.libc) < 0) {
         ph_fail(err, ENOMEM, "allocate");

@@ -105,7 +105,7 @@ ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, cons
                             s->name);
     if (ph_run_profiled_env(s, p, out, run_id, &spec->env) < 0)
         return ph_fail(err, ENOMEM, "allocate");
-    if (ph_run_env_extend(&spec->env, &image_cfg->env, &p->env_extend, out, err) < 0)
+    if (ph_run_env_extend(&spec->env, &image_cfg->env, &p->env_extend, err) < 0)
         return -1;
     if (ph_image_sampler_env(&spec->env, facts->libc) < 0)
         return ph_fail(err, ENOMEM, "allocate");

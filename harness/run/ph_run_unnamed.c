@@ -207,7 +207,7 @@ ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const 
         }
         free(line);
     }
-    if (ph_run_env_extend(&env, image_env, &p->env_extend, NULL, err) < 0)
+    if (ph_run_env_extend(&env, image_env, &p->env_extend, err) < 0)
         goto out;
     if (push_env(&all, image_env) < 0 || push_env(&all, &env) < 0)
         goto nomem;

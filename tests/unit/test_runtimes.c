@@ -54,7 +54,7 @@ test_run_env_extend(void **state)
     assert_int_equal(ph_strv_push(&env, "B=2"), 0);
     assert_int_equal(ph_strv_push(&img, "JAVA_TOOL_OPTIONS=-Ximage"), 0);
     assert_int_equal(ph_strv_push(&img, "NODE_OPTIONS=--image"), 0);
-    assert_int_equal(ph_run_env_extend(&env, &img, &ext, NULL, &err), 0);
+    assert_int_equal(ph_run_env_extend(&env, &img, &ext, &err), 0);
     assert_int_equal(env.n, 5);
     assert_string_equal(env.v[0], "A=1");
     assert_string_equal(env.v[1], "NODE_OPTIONS=--user --perf-basic-prof");
@@ -63,13 +63,8 @@ test_run_env_extend(void **state)
     assert_string_equal(env.v[4], "OTHER=x");
     ph_strv_free(&env);
     /* no image environment at all */
-    assert_int_equal(ph_run_env_extend(&env, NULL, &ext, NULL, &err), 0);
+    assert_int_equal(ph_run_env_extend(&env, NULL, &ext, &err), 0);
     assert_string_equal(env.v[0], "NODE_OPTIONS=--perf-basic-prof");
-    ph_strv_free(&env);
-    /* {out} in the mode's words: the service's out dir (node's --heap-prof-dir) */
-    assert_int_equal(ph_kvv_set(&ext, "NODE_OPTIONS", "--heap-prof --heap-prof-dir={out}"), 0);
-    assert_int_equal(ph_run_env_extend(&env, NULL, &ext, "/out/svc", &err), 0);
-    assert_string_equal(env.v[0], "NODE_OPTIONS=--heap-prof --heap-prof-dir=/out/svc");
     ph_strv_free(&env);
     ph_strv_free(&img);
     ph_kvv_free(&ext);
