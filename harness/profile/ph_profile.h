@@ -141,6 +141,7 @@ typedef struct ph_artifact_spec {
     char *glob;
     char *latest; /* NULL = no compatibility link */
     char *kind;   /* free text used by reports, may be NULL */
+    int optional; /* only some services write it (node's heap profile): its absence is no fault */
 } ph_artifact_spec;
 
 /* `snapshot:` - how a running profiler is made to write what it has. */

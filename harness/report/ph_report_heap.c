@@ -155,8 +155,9 @@ node_sampled(const json_t *rts)
     return 0;
 }
 
-/* V8's objects: every process's *.heapprofile (node --heap-prof writes
- * one at each process's exit), their stacks summed into one view. */
+/* V8's objects: every process's *.heapprofile (the mode's preload in
+ * node writes one at each process's exit), their stacks summed into one
+ * view. */
 static void
 read_v8(ph_rundata *rd)
 {
@@ -209,9 +210,9 @@ read_v8(ph_rundata *rd)
         h->v8 = NULL;
     }
     if (h->v8 == NULL && n == 0 && node_sampled(h->runtimes))
-        ph_rundata_problem(rd, "node ran with --heap-prof but wrote no heap profile: node writes it when it exits "
-                           "normally, and one ended by a signal it does not handle (SIGTERM with no handler) writes "
-                           "none; its JavaScript objects are not shown");
+        ph_rundata_problem(rd, "node sampled its V8 heap but wrote no heap profile: it writes one as it exits, and a "
+                           "node killed (SIGKILL, the stop's escalation) or whose *.heapprofile was not collected "
+                           "writes none; its JavaScript objects are not shown");
 }
 
 void

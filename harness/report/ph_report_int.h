@@ -79,7 +79,7 @@ typedef struct ph_heapdata {
     /* The runtimes the processes ran (heap-*.json, the sampler's), each
      * once: [{runtime, objects, note, brief}]; NULL: none said. */
     json_t *runtimes;
-    /* V8's objects (node --heap-prof's *.heapprofile, each process's,
+    /* V8's objects (the *.heapprofile node wrote, each process's,
      * ph_v8heap.c): live at each process's exit, by JS stack; NULL: none. */
     ph_folded *v8;
     ph_v8heap_info v8_info; /* summed over the files */

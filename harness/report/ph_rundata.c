@@ -650,7 +650,7 @@ check_expected(ph_rundata *rd, const ph_profile_set *profiles)
         const char *k = known_kind(s->kind);
         int found = 0;
 
-        if (k[0] == '\0' || strcmp(k, "pprof") == 0 ||
+        if (k[0] == '\0' || strcmp(k, "pprof") == 0 || s->optional ||
             strncmp(s->glob, PH_REPORT_SVG_PREFIX, strlen(PH_REPORT_SVG_PREFIX)) == 0) /* the report draws it */
             continue;
         for (size_t j = 0; j < rd->n_arts && !found; j++)

@@ -2,7 +2,8 @@
  * .heapprofile, the inspector's HeapProfiler.stopSampling result) as
  * folded stacks: each call-tree node's selfSize (V8's estimate of the
  * bytes of its sampled objects still live when the profile was taken,
- * at the process's exit for --heap-prof) on the stack of JS frames from
+ * at the process's exit for the heap mode's preload and --heap-prof) on
+ * the stack of JS frames from
  * the root, a frame `function (url:line)` as the language view names JS
  * frames (the line 1-based; `(anonymous)` for an unnamed function; V8's
  * own pseudo frames such as `(BYTECODE_COMPILER)` as they are).

@@ -1,11 +1,13 @@
-/* test_v8heap.c - V8's sampling heap profile (node --heap-prof) as the
- * heap mode's JavaScript view (ph_v8heap.c, ph_report_heap.c).
+/* test_v8heap.c - V8's sampling heap profile (the heap mode's node
+ * preload, images/tools/ph-heapprof.js; node's --heap-prof writes the
+ * same) as the heap mode's JavaScript view (ph_v8heap.c,
+ * ph_report_heap.c).
  *
  * tests/unit/data/heap/heap_two.heapprofile was written by node 20 on
- * the host: `NODE_OPTIONS="--heap-prof --heap-prof-dir=D
- * --heap-prof-interval=65536" node tests/data/node/heap_two.js`, stopped
- * by SIGTERM (its handler exits): keepThree keeps 24 MiB of arrays,
- * keepOne 8 MiB.  Its figures are checked against the file's own
+ * the host: `PH_SAMPLER_DIR=D PH_SAMPLER_HEAP=65536 NODE_OPTIONS="--require
+ * images/tools/ph-heapprof.js" node /opt/heap/heap_two.js`, stopped by
+ * SIGTERM (its handler exits): keepThree keeps 24 MiB of arrays, keepOne
+ * 8 MiB.  Its figures are checked against the file's own
  * selfSize sums (jq's, not ours). */
 #include "report_test_util.h"
 
@@ -160,11 +162,11 @@ test_v8heap_report(void **state)
     json_t *s;
     const char *site;
     static const char node_rt[] = "{\"runtimes\": [{\"runtime\": \"node\", \"objects\": true, \"note\": \"V8 seen\", "
-                                  "\"brief\": \"V8 objects sampled (--heap-prof)\"}]}\n";
+                                  "\"brief\": \"V8 objects sampled (HeapProfiler)\"}]}\n";
 
     tu_mkdtemp();
     snprintf(dir, sizeof dir, "%s/svc/20261202T101500Z-heap", test_dir);
-    free(rt_must("mkdir -p %s && cp " PROFILE " %s/Heap.20261202.101600.7.0.001.heapprofile", dir, dir));
+    free(rt_must("mkdir -p %s && cp " PROFILE " %s/Heap-7-1796209050928.heapprofile", dir, dir));
     tu_write("svc/20261202T101500Z-heap/run.json", "{\"service\": \"svc\", \"mode\": \"heap\", \"run\": \"20261202T101500Z-heap\"}\n");
     tu_write("svc/20261202T101500Z-heap/inuse_space-20261202T101600Z-1.folded", "main;uv_run;malloc 1000\n");
     tu_write("svc/20261202T101500Z-heap/peak_inuse_space-20261202T101600Z-1.folded", "main;uv_run;malloc 1000\n");
@@ -173,7 +175,7 @@ test_v8heap_report(void **state)
     if (ph_report_write_run(dir, rt_profiles(), &h, &err) < 0)
         fail_msg("report: %s", err->msg);
     print_message("# %s\n", h.text);
-    assert_non_null(strstr(h.text, "V8 objects sampled (--heap-prof); JavaScript objects live at the exit "));
+    assert_non_null(strstr(h.text, "V8 objects sampled (HeapProfiler); JavaScript objects live at the exit "));
     assert_non_null(strstr(h.text, "(keepThree ("));
     snprintf(path, sizeof path, "%s/summary.json", dir);
     s = load(path);
