@@ -28,6 +28,8 @@ setup_file() {
     cp "$REPO"/profiles/*.yaml "$HEAP_PROFILES/"
     sed -i 's/^\(  PH_SAMPLER_HEAP:\) .*/\1 "4096"/' "$HEAP_PROFILES/heap.yaml"
     grep -q 'PH_SAMPLER_HEAP: "4096"' "$HEAP_PROFILES/heap.yaml"
+    sed -i 's/^\(  PH_HEAPPROF_INTERVAL:\) .*/\1 "4096"/' "$HEAP_PROFILES/heap.yaml"
+    grep -q 'PH_HEAPPROF_INTERVAL: "4096"' "$HEAP_PROFILES/heap.yaml"
     hph setup heapwork >&3 2>&1
 }
 teardown_file() { common_teardown_file; }
@@ -260,7 +262,7 @@ bytes_with() {
 
 # Node 18: V8's JavaScript objects through its own sampling heap
 # profiler (the mode's preload in NODE_OPTIONS starts it over the
-# in-process inspector at PH_SAMPLER_HEAP; written at the exit that
+# in-process inspector at PH_HEAPPROF_INTERVAL; written at the exit that
 # heap_two.js's SIGTERM handler makes), by JS function: keepThree and
 # keepOne 75 / 25 of what is live at the exit; said first, the headline
 # naming keepThree.

@@ -1,15 +1,15 @@
 // ph-heapprof.js - the heap mode's preload for node (NODE_OPTIONS
 // `--require`, profiles/heap.yaml): V8's own sampling heap profiler
 // (the inspector's HeapProfiler.startSampling, in process, at
-// PH_SAMPLER_HEAP bytes on average), its profile of what is live written
-// into PH_SAMPLER_DIR as the process exits (Heap-<pid>-<ms>.heapprofile,
+// PH_HEAPPROF_INTERVAL bytes on average), its profile of what is live
+// written into PH_HEAPPROF_DIR as the process exits (Heap-<pid>-<ms>.heapprofile,
 // the format of node's --heap-prof, which NODE_OPTIONS refuses before
 // node 20).  A SIGTERM the service does not handle itself: the profile
 // written, then the signal's default action, as without us.  Any
 // failure leaves the service as it is.
 'use strict';
 (function phHeapprof() {
-    const dir = process.env.PH_SAMPLER_DIR;
+    const dir = process.env.PH_HEAPPROF_DIR;
     let inspector, fs, wt;
 
     if (!dir)
@@ -23,7 +23,7 @@
     }
     if (!wt.isMainThread)
         return;
-    const interval = Number(process.env.PH_SAMPLER_HEAP) || 524288;
+    const interval = Number(process.env.PH_HEAPPROF_INTERVAL) || 524288;
     const session = new inspector.Session();
     let written = false;
 

@@ -4,7 +4,7 @@
  * ph_report_heap.c).
  *
  * tests/unit/data/heap/heap_two.heapprofile was written by node 20 on
- * the host: `PH_SAMPLER_DIR=D PH_SAMPLER_HEAP=65536 NODE_OPTIONS="--require
+ * the host: `PH_HEAPPROF_DIR=D PH_HEAPPROF_INTERVAL=65536 NODE_OPTIONS="--require
  * images/tools/ph-heapprof.js" node /opt/heap/heap_two.js`, stopped by
  * SIGTERM (its handler exits): keepThree keeps 24 MiB of arrays, keepOne
  * 8 MiB.  Its figures are checked against the file's own
