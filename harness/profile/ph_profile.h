@@ -66,6 +66,8 @@
  *     escalate_grace: 30s
  *   artifacts:                      # globs in {out}; `latest` names a link kept
  *     - {glob: strace.log*, latest: strace.log, kind: strace}   # at <service>/<latest>
+ *     - {glob: "*.heapprofile", kind: v8heap, optional: true}  # only some services
+ *                                   # write it: missing is no fault, said nowhere
  *   report: strace                  # which report renders it (optional): one
  *                                   # of PH_PROFILE_REPORTS
  *   aliases: [valgrind]             # other names the mode answers to
