@@ -287,3 +287,17 @@ bytes_with() {
     said_first 'JavaScript objects (V8' "$d/report.html"
     said_first 'sampled by V8' "$d/report.html"
 }
+
+# A node with no SIGTERM handler of its own: the preload writes V8's
+# profile, then SIGTERM's default action ends it as it would have
+# without the mode (the service dies of the signal).
+@test "heap: a node without a SIGTERM handler still writes its JavaScript objects, then dies of the signal" {
+    heap_run heapnodebare "heap_two: ready"
+    d="$OUT/heapnodebare/latest"
+    ls "$d"/*.heapprofile
+    jq -e '.service_signal == "SIGTERM"' "$d/ph-exit.json"
+    jq -e '.heap.v8.top_sites[0].site == "keepThree (/opt/heap/heap_two.js:9)" and
+           (.heap.v8.top_sites[0].bytes / (.heap.v8.top_sites[0].bytes + .heap.v8.top_sites[1].bytes)) > 0.7 and
+           (.problems | length) == 0' "$d/summary.json"
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
+}
