@@ -21,6 +21,7 @@
 #include "ph_flame.h"
 #include "ph_fmt.h"
 #include "ph_folded.h"
+#include "ph_v8heap.h"
 #include "ph_langview.h"
 #include "ph_markup.h"
 #include "ph_massif.h"
@@ -78,6 +79,11 @@ typedef struct ph_heapdata {
     /* The runtimes the processes ran (heap-*.json, the sampler's), each
      * once: [{runtime, objects, note, brief}]; NULL: none said. */
     json_t *runtimes;
+    /* V8's objects (the *.heapprofile node wrote, each process's,
+     * ph_v8heap.c): live at each process's exit, by JS stack; NULL: none. */
+    ph_folded *v8;
+    ph_v8heap_info v8_info; /* summed over the files */
+    size_t v8_files;
 } ph_heapdata;
 
 typedef struct ph_rundata {
