@@ -202,9 +202,7 @@ typedef struct ph_report_out {
     uint64_t max_bytes;
     uint64_t written;       /* by this report so far */
     uint64_t unchecked;     /* bytes since the last look at the free space */
-    char **made;            /* the files written so far (their paths) */
-    size_t n_made;
-    int made_lost;          /* a path not kept (ENOMEM): undo cannot be whole */
+    ph_strv made;           /* the files written so far (their paths) */
 } ph_report_out;
 
 /* The output of a report into DIR under LIM (NULL: the defaults). */

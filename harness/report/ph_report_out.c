@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ph_strings.h"
 #include "ph_tar.h"
 
 /* How often a stream looks at the free space. */
@@ -36,37 +37,15 @@ ph_report_out_init(ph_report_out *o, const char *dir, const ph_report_limits *li
 void
 ph_report_out_done(ph_report_out *o)
 {
-    for (size_t i = 0; i < o->n_made; i++)
-        free(o->made[i]);
-    free(o->made);
-    o->made = NULL;
-    o->n_made = 0;
+    ph_strv_free(&o->made);
 }
 
 void
 ph_report_out_undo(ph_report_out *o)
 {
-    for (size_t i = 0; i < o->n_made; i++)
-        (void)unlink(o->made[i]);
+    for (size_t i = 0; i < o->made.n; i++)
+        (void)unlink(o->made.v[i]);
     ph_report_out_done(o);
-}
-
-/* PATH written: kept for an undo. */
-static void
-made(ph_report_out *o, const char *path)
-{
-    char **v = realloc(o->made, (o->n_made + 1) * sizeof *v);
-    char *p = strdup(path);
-
-    if (v == NULL || p == NULL) {
-        free(p);
-        if (v != NULL)
-            o->made = v;
-        o->made_lost = 1;
-        return;
-    }
-    o->made = v;
-    o->made[o->n_made++] = p;
 }
 
 uint64_t
@@ -138,7 +117,7 @@ finish_tmp(ph_report_out *o, int fd, const char *tmp, const char *path, ph_error
         unlink(tmp);
         return ph_fail(err, e, "rename `%s`", tmp);
     }
-    made(o, path);
+    (void)ph_strv_push(&o->made, path); /* ENOMEM: an undo leaves this one */
     return 0;
 }
 

@@ -509,7 +509,7 @@ ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles,
 {
     ph_rundata rd;
     ph_rctx c = { 0 };
-    ph_report_out ro = { .n_made = 0 };
+    ph_report_out ro = { .min_free = 0 };
     char path[PATH_MAX + 32];
     const char *body = NULL;
     size_t body_len = 0;
