@@ -1006,18 +1006,8 @@ interrupted_child(void)
 static void
 test_interrupted_extraction(void **state)
 {
-    pid_t pid;
-    int st;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(interrupted_child());
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail_msg("the interrupted stop: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
+    tu_in_child(interrupted_child, "the interrupted stop");
 }
 
 /* A conversion interrupted: SIGINT as the converter's `perf script`
@@ -1074,19 +1064,8 @@ interrupted_conversion_child(void)
 static void
 test_interrupted_conversion(void **state)
 {
-    pid_t pid;
-    int st;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(interrupted_conversion_child());
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail_msg("the interrupted conversion: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
-                 st);
+    tu_in_child(interrupted_conversion_child, "the interrupted conversion");
 }
 
 /* SEEN (an int) is 1 when the service's dir holds a temp dir named as the
