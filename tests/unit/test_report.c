@@ -1136,6 +1136,14 @@ test_thread_pools(void **state)
     assert_non_null(strstr(html, ">http-nio-8080-exec-N (3 threads)</td>"));
     assert_non_null(strstr(html, "doGet (66.7 %)"));
     free(html);
+    /* and the graph draws a pool as one tower: its root frame the group's
+     * (a request-per-thread server drew hundreds of thin towers) */
+    snprintf(path, sizeof path, "%s/report-flamegraph.svg", d);
+    html = rt_slurp(path, NULL);
+    assert_non_null(strstr(html, ">http-nio-8080-exec-N ("));
+    assert_null(strstr(html, ">http-nio-8080-exec-10 ("));
+    assert_non_null(strstr(html, ">GC Thread#0 ("));
+    free(html);
     json_decref(j);
 }
 
