@@ -546,8 +546,17 @@ site_row(ph_mw *f, const site *s, double peak, double alloc)
 {
     char b[PH_FMT_LEN], b2[PH_FMT_LEN];
 
+    char shown[4096]; /* a row keeps the whole name */
+    size_t n = strlen(s->name);
+
+    /* as the language view names it; a class (`new byte[]_[j]`) and what
+     * the view keeps native shown without the mark: the tags are the
+     * graphs' */
+    if (strncmp(s->name, "new ", 4) == 0 || ph_langview_frame(s->name, n, shown, sizeof shown) == PH_LANG_NONE)
+        snprintf(shown, sizeof shown, "%.*s", (int)(n > 4 && s->name[n - 4] == '_' && s->name[n - 3] == '[' &&
+                                                             s->name[n - 1] == ']' ? n - 4 : n), s->name);
     PH_MW_RAW(f, "<tr><td class=\"name\">");
-    ph_mw_text(f, s->name);
+    ph_mw_text(f, shown);
     PH_MW_RAW(f, "</td>");
     ph_html_num(f, s->v[S_PEAK], ph_fmt_bytes(b, s->v[S_PEAK]));
     ph_html_num(f, peak > 0 ? 100 * s->v[S_PEAK] / peak : 0, ph_fmt_percent(b2, s->v[S_PEAK], peak));

@@ -773,6 +773,9 @@ test_heap_runtimes_first(void **state)
     assert_true(first < card && node < card);
     assert_null(strstr(html, "<b>not</b>"));
     assert_non_null(strstr(html, "<h3>Top classes (Java objects)</h3>"));
+    /* the rows name sites and classes as the headline does: no marks */
+    assert_non_null(strstr(html, "<td class=\"name\">App.load</td>"));
+    assert_non_null(strstr(html, "<td class=\"name\">new java.lang.String</td>"));
     free(html);
     snprintf(path, sizeof path, "%s/summary.json", dir);
     sum = json_load_file(path, 0, NULL);
