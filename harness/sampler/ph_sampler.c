@@ -95,6 +95,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "ph_sampler_attach.h"
 #include "ph_sampler_int.h"
 
 #define TICK_MS 250
@@ -1034,6 +1035,7 @@ writer_main(void *arg)
         atomic_store(&S.done_seq, seq);
     }
     phs_agg_free(agg);
+    phs_java_writer_end();
     atomic_store(&S.writer_running, 0);
     return NULL;
 }
@@ -1304,6 +1306,19 @@ ph_sampler_start(const char *dir, int hz, int interval_s, const char *title)
     r = start_sampling(dir, hz, interval_s, title);
     phs_own_end();
     return r;
+}
+
+/* Loaded into a running JVM (ph_sampler_attach.h): the settings are the
+ * agent's options, not the environment's. */
+PH_HIDDEN int
+phs_attach_start(const phs_attach_opts *o)
+{
+    S.delta = 0;
+    S.unwind_fp_only = 0;
+    S.no_debuginfo = 0;
+    S.wall = o->wall;
+    S.mode_from_env = 1;
+    return ph_sampler_start(o->dir, o->hz, o->interval_s, o->title);
 }
 
 int

@@ -440,6 +440,8 @@ PH_HIDDEN void phs_java_detect(phs_symbols *s);
 /* "Java: frames read ...", "Java: frames not read (why) ...", or "" when
  * the process runs no JVM (that we know of). */
 PH_HIDDEN const char *phs_java_describe(void);
+/* Writer: it ends; its thread leaves the JVM it joined to name methods. */
+PH_HIDDEN void phs_java_writer_end(void);
 /* The heap mode's Java objects (JVMTI SampledObjectAlloc): a heap
  * stack's words are a class word (phs_java_heap_word), then the Java
  * frames as the signal path writes them.  Writer: such a stack named

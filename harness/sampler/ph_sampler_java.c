@@ -52,6 +52,8 @@
 #include <unistd.h>
 
 #include "ph_intern.h"
+#include "ph_sampler.h"
+#include "ph_sampler_attach.h"
 #include "ph_sampler_int.h"
 #include "ph_sampler_jvmti.h"
 
@@ -73,6 +75,7 @@ static struct {
     phj_asgct_fn asgct;
     int lines, sources;         /* capabilities granted */
     _Atomic int dead;           /* VMDeath: no call into the JVM from here on */
+    _Atomic int live;           /* loaded into a running VM (Agent_OnAttach): threads it had have no ThreadStart */
     _Atomic int busy;           /* the writer is inside a JVMTI call */
     _Atomic uint64_t with, without; /* samples of Java threads with / without Java frames */
     _Atomic int last_error;     /* AsyncGetCallTrace's last code below 1 */
@@ -144,6 +147,17 @@ phs_java_merge(const void *ctx, const uintptr_t *native, uint32_t n, uintptr_t *
     if (n > max)
         n = max;
     memcpy(out, native, n * sizeof *native);
+    if (env == NULL && atomic_load_explicit(&J.live, memory_order_relaxed) && phs_java_active()) {
+        /* A thread the VM had before the agent came: its JNIEnv from
+         * GetEnv, which only reads the thread's pointer (no lock, no
+         * allocation: async-profiler calls it from its handler too). */
+        if (PHJ_FN(int (*)(phj_vm, void **, phj_int), J.vm, PHJ_VM_GET_ENV)(J.vm, (void **)&env,
+                                                                            PHJ_JNI_VERSION_1_6) == PHJ_OK &&
+            env != NULL)
+            tls_jni = env;
+        else
+            env = NULL;
+    }
     if (env == NULL || !phs_java_active() || max - n < 3)
         return n;
     room = (max - n - 1) / 2;
@@ -552,10 +566,58 @@ Agent_OnLoad(phj_vm vm, char *options, void *reserved)
     return agent_start_own(vm, 0);
 }
 
+/* Loaded into a running VM by HotSpot's dynamic attach (`load`, from the
+ * tools container of `profharness attach`): OPTIONS start the sampler
+ * (it was not preloaded, so nothing samples yet) and the Java frame
+ * reader, or stop the sampler, the JVM running on (a JVMTI agent is
+ * never unloaded: the next attach's `load` finds it here and starts it
+ * again).  Empty OPTIONS: the Java frame reader alone, in a JVM that is
+ * sampled already.  The result is the JVM's "return code: N"
+ * (ph_sampler_attach.h); what went wrong is said on the JVM's stderr and
+ * in the sampler's status. */
 __attribute__((visibility("default"))) int
 Agent_OnAttach(phj_vm vm, char *options, void *reserved)
 {
-    return agent_start_own(vm, 1);
+    phs_attach_opts o;
+    char why[200], line[300];
+    int r = PHS_ATTACH_OK;
+
+    if (options == NULL || options[0] == '\0')
+        return agent_start_own(vm, 1);
+    phs_own_begin();
+    if (phs_attach_parse(options, &o, why, sizeof why) < 0) {
+        snprintf(line, sizeof line, "ph-sampler: attach: %s\n", why);
+        r = PHS_ATTACH_BAD;
+    } else if (o.what == PHS_ATTACH_STOP) {
+        if (atomic_load(&J.live))
+            ph_sampler_stop(); /* the final snapshot written; the timers off */
+    } else if (atomic_load(&phs.on)) {
+        snprintf(line, sizeof line, "ph-sampler: attach: this JVM is sampled already\n");
+        r = PHS_ATTACH_BUSY;
+    } else if (phs_attach_start(&o) < 0) {
+        line[0] = '\0'; /* said by the sampler, in its status too */
+        r = PHS_ATTACH_FAILED;
+    } else {
+        atomic_store(&J.live, 1);
+        agent_start(vm, 1);
+    }
+    if (r != PHS_ATTACH_OK && line[0] != '\0') {
+        ssize_t w = write(2, line, strlen(line));
+        (void)w;
+    }
+    phs_own_end();
+    return r;
+}
+
+/* The writer is ending (the sampler stopped in a VM that runs on): its
+ * thread leaves the VM, and the next writer attaches its own. */
+void
+phs_java_writer_end(void)
+{
+    if (J.env != NULL && !atomic_load(&J.dead))
+        PHJ_FN(int (*)(phj_vm), J.vm, PHJ_VM_DETACH)(J.vm);
+    J.env = NULL;
+    J.attach_failed = 0;
 }
 
 /* ---- the writer ------------------------------------------------------------ */

@@ -22,6 +22,7 @@
 #include "sampler_test_util.h"
 
 #include "ph_sampler_jvmti.h"
+#include "../../harness/sampler/ph_sampler_attach.c"
 
 #include <math.h>
 
@@ -454,11 +455,158 @@ test_heap_objects(void **state)
     }
 }
 
+/* The attach options (ph_sampler_attach.h): start's settings, the title
+ * last with its commas, stop; what is refused, and why. */
+static void
+test_attach_options(void **state)
+{
+    phs_attach_opts o;
+    char why[200];
+
+    (void)state;
+    assert_int_equal(phs_attach_parse("start,dir=/tmp/x,hz=99,interval=0,clock=wall,title=svc (flamegraph, run 1)",
+                                      &o, why, sizeof why), 0);
+    assert_int_equal(o.what, PHS_ATTACH_START);
+    assert_string_equal(o.dir, "/tmp/x");
+    assert_int_equal(o.hz, 99);
+    assert_int_equal(o.interval_s, 0);
+    assert_int_equal(o.wall, 1);
+    assert_string_equal(o.title, "svc (flamegraph, run 1)");
+    assert_int_equal(phs_attach_parse("start,dir=/d", &o, why, sizeof why), 0);
+    assert_int_equal(o.hz, 150);
+    assert_int_equal(o.interval_s, 120);
+    assert_int_equal(o.wall, 0);
+    assert_string_equal(o.title, "");
+    assert_int_equal(phs_attach_parse("stop", &o, why, sizeof why), 0);
+    assert_int_equal(o.what, PHS_ATTACH_STOP);
+    {
+        static const char *const bad[][2] = {
+            { "", "must start with" },           { "stopp", "must start with" },
+            { "startx,dir=/d", "must start with" }, { "start", "needs dir=" },
+            { "start,dir=rel", "absolute" },     { "start,dir=/d,hz=0", "1 to 10000" },
+            { "start,dir=/d,hz=10001", "1 to 10000" }, { "start,dir=/d,hz=1x", "1 to 10000" },
+            { "start,dir=/d,interval=-1", "whole seconds" }, { "start,dir=/d,clock=real", "cpu or wall" },
+            { "start,dir=/d,mode=delta", "unknown option `mode`" }, { "start,dir=/d,junk", "no key=value" },
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            why[0] = '\0';
+            assert_int_equal(phs_attach_parse(bad[i][0], &o, why, sizeof why), -1);
+            if (strstr(why, bad[i][1]) == NULL)
+                fail_msg("`%s`: %s", bad[i][0], why);
+        }
+    }
+    assert_int_equal(phs_attach_parse(NULL, &o, why, sizeof why), -1);
+}
+
+/* CPU time (ns) process PID has used so far; -1 when it is gone. */
+static long long
+cpu_of(pid_t pid)
+{
+    char path[64], buf[2048], *p;
+    unsigned long long ut = 0, st = 0;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return -1;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if ((p = strrchr(buf, ')')) == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (long long)(ut + st) * (1000000000LL / sysconf(_SC_CLK_TCK));
+}
+
+/* ph-jattach PID load LIB true OPTIONS: its output into OUT (LEN). */
+static int
+jattach_load(pid_t pid, const char *lib, const char *options, char *out, size_t len)
+{
+    char cmd[1400];
+    FILE *f;
+    size_t n;
+
+    snprintf(cmd, sizeof cmd, "build/ph-jattach -t 20 %ld load '%s' true '%s' 2>&1", (long)pid, lib, options);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    return pclose(f);
+}
+
+/* A JVM started without the sampler, as a running service is: loaded
+ * into it as its agent through HotSpot's dynamic attach (`profharness
+ * attach --mode flamegraph`'s way), it samples from then on, names the
+ * methods of the classes loaded before it came (GetLoadedClasses) on the
+ * threads that ran before it (their JNIEnv from GetEnv), and on `stop`
+ * writes its final snapshot and stops, the JVM running on; a second
+ * start is refused while it samples. */
+static void
+test_attached_named(void **state)
+{
+    const char *cp = classes(), *folded, *st;
+    char lib[4096], opts[1200], out[2000], path[400];
+    long long cpu0;
+    double hot, cool;
+    pid_t pid;
+    int status;
+
+    (void)state;
+    if (cp == NULL)
+        skip();
+    assert_non_null(realpath(LIB, lib));
+    snprintf(path, sizeof path, "%s/output", test_dir);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        dup2(fd, 1);
+        dup2(fd, 2);
+        unsetenv("LD_PRELOAD");
+        unsetenv("JAVA_TOOL_OPTIONS");
+        execl(JAVA, JAVA, "-XX:-TieredCompilation", "-cp", cp, "HotCool", "2000000", "15", (char *)NULL);
+        _exit(127);
+    }
+    /* until the JVM has mapped libjvm and catches SIGQUIT (ph-jattach
+     * signals no process still starting): polled */
+    snprintf(opts, sizeof opts, "start,dir=%s,hz=250,interval=0,title=attached, with a comma", outdir);
+    for (int i = 0; jattach_load(pid, lib, opts, out, sizeof out) != 0; i++) {
+        if (i == 150 || (strstr(out, "still starting") == NULL && strstr(out, "not a JVM") == NULL))
+            fail_msg("load: %s", out);
+        usleep(200 * 1000);
+    }
+    if (strstr(out, "return code: 0") == NULL)
+        fail_msg("load: %s", out);
+    assert_int_equal(jattach_load(pid, lib, opts, out, sizeof out), 0);
+    assert_non_null(strstr(out, "return code: 3")); /* sampled already */
+    /* 3 CPU-seconds sampled: a condition, not a pace */
+    cpu0 = cpu_of(pid);
+    while (cpu_of(pid) >= 0 && cpu_of(pid) < cpu0 + 3000000000LL)
+        usleep(100 * 1000);
+    assert_int_equal(jattach_load(pid, lib, "stop", out, sizeof out), 0);
+    assert_non_null(strstr(out, "return code: 0"));
+    assert_int_equal(kill(pid, 0), 0); /* the JVM runs on */
+    st = status_of("bin/java");
+    assert_non_null(st);
+    assert_non_null(strstr(st, "\"java\": \"Java: frames read through AsyncGetCallTrace"));
+    assert_non_null(strstr(newest("flamegraph-"), "attached, with a comma"));
+    folded = newest("stacks-"); /* (one static buffer: read last) */
+    assert_non_null(folded);
+    /* the JVM ends as it would have: its own measure is the truth */
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    shares(folded, 10, &hot, &cool);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_attach_options),
+        cmocka_unit_test_setup_teardown(test_attached_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_interpreted_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wall_off_cpu_java_frames, setup, tu_teardown),
