@@ -12,11 +12,14 @@ LANG_EXTRA=""
 @test "languages: python39 × flamegraph" { check_cell python39 flamegraph; }
 @test "languages: python39 × perf" { check_cell python39 perf; }
 @test "languages: python39 × attach-perf" { check_cell python39 attach-perf; }
+@test "languages: python39 × attach-flamegraph" { check_cell python39 attach-flamegraph; }
 @test "languages: python × flamegraph" { check_cell python flamegraph; }
 @test "languages: python × perf" { check_cell python perf; }
 @test "languages: python × attach-perf" { check_cell python attach-perf; }
+@test "languages: python × attach-flamegraph" { check_cell python attach-flamegraph; }
 @test "languages: python313 × flamegraph" { check_cell python313 flamegraph; }
 @test "languages: python313 × perf" { check_cell python313 perf; }
 @test "languages: python313 × attach-perf" { check_cell python313 attach-perf; }
+@test "languages: python313 × attach-flamegraph" { check_cell python313 attach-flamegraph; }
 
 @test "languages: the table (language × mode → shares hot/cool, or the refusal)" { lang_table; }

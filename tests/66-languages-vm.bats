@@ -12,14 +12,35 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
 @test "languages: node × flamegraph" { check_cell node flamegraph; }
 @test "languages: node × perf" { check_cell node perf; }
 @test "languages: node × attach-perf" { check_cell node attach-perf; }
+@test "languages: node × attach-flamegraph" { check_cell node attach-flamegraph; }
 @test "languages: java × flamegraph" { check_cell java flamegraph; }
 @test "languages: java × perf" { check_cell java perf; }
 @test "languages: java × attach-perf" { check_cell java attach-perf; }
+@test "languages: java × attach-flamegraph" { check_cell java attach-flamegraph; }
 @test "languages: javajre × flamegraph" { check_cell javajre flamegraph; }
 @test "languages: javajre × perf" { check_cell javajre perf; }
 @test "languages: javajre × attach-perf" { check_cell javajre attach-perf; }
+@test "languages: javajre × attach-flamegraph" { check_cell javajre attach-flamegraph; }
 
 @test "languages: the table (language × mode → shares hot/cool, or the refusal)" { lang_table; }
+
+# A JVM started with -XX:+DisableAttachMechanism takes no agent while it
+# runs: attach --mode flamegraph refuses before anything is attached (no
+# tools container), says why and what works; the service runs on.
+@test "languages: java -XX:+DisableAttachMechanism × attach-flamegraph: refused, and why" {
+    run pl restore javajrenoattach
+    [ "$status" -eq 0 ]
+    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=javajrenoattach" | head -n 1)
+    [ -n "$c" ]
+    run pl attach --mode flamegraph javajrenoattach
+    echo "# $(printf '%s' "$output" | grep -m1 'error:')" >&3
+    pl down javajrenoattach >/dev/null 2>&1 || true
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"java was started with -XX:+DisableAttachMechanism: it takes no agent while it runs"* ]]
+    [[ "$output" == *'use `start --mode flamegraph`'* ]]
+    [ -z "$(dk ps -aq --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" --filter name=attach)" ]
+}
 
 # Interpreted methods by name: under -Xint every method is interpreted,
 # which the perf map names `Interpreter` only; the sampler's JVMTI agent

@@ -99,6 +99,7 @@
  *                                   # of the variable (at start: as the container
  *                                   # will have it, `environment` above included),
  *                                   # else words of its arguments; or --allow-unnamed
+ *         if: [-XX:+DisableAttachMechanism]  # and only when one of these holds (same form)
  *         why: "was started without --perf-basic-prof: its JavaScript would be unnamed"
  *         use: "`start --mode perf`"  # what works instead
  *     after_exit:                   # files a runtime writes as it exits, after the
@@ -176,6 +177,7 @@ typedef struct ph_profile_unnamed {
     ph_strv program;             /* globs on the program file's name */
     int on;                      /* PH_UNNAMED_START | PH_UNNAMED_ATTACH */
     ph_strv unless;              /* `VAR=WORD`, or words of the arguments */
+    ph_strv if_any;              /* `if`: only when one of these holds (as unless's) */
     char *why, *use;
 } ph_profile_unnamed;
 #define PH_UNNAMED_START 1
@@ -305,8 +307,9 @@ char *ph_profile_env_extend(const char *user, const char *ours);
  * file's name, no directory) when it is run as ARGS (its argument words,
  * spaces between, the program's own first) with ENV ("K=V" strings, the
  * last of a name wins) on WHEN (PH_UNNAMED_START or _ATTACH): the first
- * rule whose `on` has WHEN, a glob of which matches PROGRAM, and none of
- * whose `unless` holds.  NULL when none.  Pure. */
+ * rule whose `on` has WHEN, a glob of which matches PROGRAM, none of
+ * whose `unless` holds and, when it has an `if`, one of whose `if` items
+ * holds.  NULL when none.  Pure. */
 const ph_profile_unnamed *ph_profile_unnamed_find(const ph_profile *p, int when, const char *program,
                                                   const char *args, const ph_strv *env);
 /* Whether P has a `runtimes.unnamed` rule for WHEN at all. */

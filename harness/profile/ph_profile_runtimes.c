@@ -182,7 +182,7 @@ static int
 read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
 {
     if (v->kind != PH_Y_MAP)
-        return ph_yaml_error(v, err, "`runtimes.unnamed` items must be mappings (program, on, unless, why, use)");
+        return ph_yaml_error(v, err, "`runtimes.unnamed` items must be mappings (program, on, unless, if, why, use)");
     u->on = PH_UNNAMED_START | PH_UNNAMED_ATTACH;
     PH_YAML_FOREACH_PAIR(v, pair) {
         const ph_ynode *kn = pair->key, *vn = pair->value;
@@ -195,6 +195,8 @@ read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
             rc = read_on(u, vn, err);
         else if (KEY("unless"))
             rc = ph_yaml_strv(vn, "runtimes.unnamed.unless", 1, 0, &u->unless, err);
+        else if (KEY("if"))
+            rc = ph_yaml_strv(vn, "runtimes.unnamed.if", 1, 0, &u->if_any, err);
         else if (KEY("why"))
             rc = ph_yaml_dup(vn, "runtimes.unnamed.why", &u->why, err);
         else if (KEY("use"))
@@ -212,6 +214,9 @@ read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
     for (size_t i = 0; i < u->unless.n; i++)
         if (u->unless.v[i][strspn(u->unless.v[i], " \t")] == '\0')
             return ph_yaml_error(v, err, "`runtimes.unnamed.unless` items cannot be empty");
+    for (size_t i = 0; i < u->if_any.n; i++)
+        if (u->if_any.v[i][strspn(u->if_any.v[i], " \t")] == '\0')
+            return ph_yaml_error(v, err, "`runtimes.unnamed.if` items cannot be empty");
     return 0;
 }
 
@@ -221,6 +226,7 @@ free_unnamed(ph_profile *p)
     for (size_t i = 0; i < p->n_unnamed; i++) {
         ph_strv_free(&p->unnamed[i].program);
         ph_strv_free(&p->unnamed[i].unless);
+        ph_strv_free(&p->unnamed[i].if_any);
         free(p->unnamed[i].why);
         free(p->unnamed[i].use);
     }
@@ -454,7 +460,8 @@ env_value(const ph_strv *env, const char *name, size_t n)
     return v;
 }
 
-/* An `unless` item: `VAR=WORD` when it starts with a variable's name. */
+/* An `unless` (or `if`) item: `VAR=WORD` when it starts with a variable's
+ * name. */
 static int
 unless_holds(const char *item, const char *args, const ph_strv *env)
 {
@@ -492,6 +499,13 @@ ph_profile_unnamed_find(const ph_profile *p, int when, const char *program, cons
         hit = program_matches(&u->program, program);
         for (size_t k = 0; hit && k < u->unless.n; k++)
             hit = !unless_holds(u->unless.v[k], args, env);
+        if (hit && u->if_any.n > 0) {
+            size_t k = 0;
+
+            while (k < u->if_any.n && !unless_holds(u->if_any.v[k], args, env))
+                k++;
+            hit = k < u->if_any.n;
+        }
         if (hit)
             return u;
     }

@@ -292,13 +292,15 @@ inputs_of(const ph_strv *command, char names[][NAME_MAX + 1])
 
 /* The converter's input, from the run's container into X->in/<service>:
  * what COMMAND names (a name the run does not have is left out), or all
- * of {out}.  Said in one line. */
+ * of {out}.  Said in one line.  *NONE: COMMAND names inputs and the run
+ * has none of them. */
 static int
-take_input(conv_ctx *x, const ph_strv *command, ph_error_t *err)
+take_input(conv_ctx *x, const ph_strv *command, int *none, ph_error_t *err)
 {
     char names[INPUTS_MAX][NAME_MAX + 1], path[PATH_MAX], dir[PATH_MAX], said[512] = "";
     size_t n = inputs_of(command, names), used = 0;
 
+    *none = 0;
     snprintf(dir, sizeof dir, "%s/%s", x->in, x->service);
     if (mkdir(dir, 0755) < 0)
         return ph_fail(err, errno, "create `%s`", dir);
@@ -321,6 +323,7 @@ take_input(conv_ctx *x, const ph_strv *command, ph_error_t *err)
         if (used < sizeof said) /* a list cut short is still said */
             used += (size_t)snprintf(said + used, sizeof said - used, "%s%s", used ? ", " : "", names[i]);
     }
+    *none = said[0] == '\0';
     ph_info("%s: the converter gets %s (%.1f MiB)", x->service, said[0] ? said : "nothing", (double)x->bytes / 1048576);
     return 0;
 }
@@ -721,7 +724,8 @@ elf_roots(const conv_ctx *x, const ph_strv *command, const char *fetched, char b
  * put back through SRC (C's backend), the converter run on R's own.  0
  * converted; 1 when the command read the run whole but it held no sample
  * (a service never on a CPU where the profiler looks): nothing to draw, no
- * failure; -1 on error. */
+ * failure; 2 when an attached run holds none of the files the command
+ * reads (its profiler wrote the outputs itself); -1 on error. */
 static int
 convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, const ph_profile_convert *conv,
         ph_error_t *err)
@@ -737,7 +741,7 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     const ph_collapse_stats *cs;
     conv_ctx x;
     long per_mib;
-    int rc = -1;
+    int rc = -1, none = 0;
 
     if (ph_run_backend(r, &b, err) < 0 || ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
         return -1;
@@ -774,7 +778,13 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
         ph_fail(err, errno, "create `%s`", dir);
         goto out;
     }
-    if (take_input(&x, &conv->command, err) < 0 || take_maps(&x, work, maps, sizeof maps, err) < 0)
+    if (take_input(&x, &conv->command, &none, err) < 0)
+        goto out;
+    if (none && c->attached != NULL) {
+        rc = 2; /* an attach that wrote its outputs itself (the sampler in a JVM) */
+        goto out;
+    }
+    if (take_maps(&x, work, maps, sizeof maps, err) < 0)
         goto out;
     per_mib = (long)(x.bytes >> 20);
     x.time_s = per_mib > CONVERT_TIME_MAX_S - CONVERT_TIME_BASE_S ? CONVERT_TIME_MAX_S : CONVERT_TIME_BASE_S + per_mib;
@@ -863,6 +873,9 @@ ph_run_convert_from(ph_run *r, ph_backend *src, const ph_workload *c, const ph_p
     }
     switch (rc) {
     case 0:
+        return 0;
+    case 2:
+        ph_info("%s: nothing for %s's converter: the attached profiler wrote its outputs itself", service, p->name);
         return 0;
     case 1:
         /* perf.data is whole: it holds no sample, as the sampler's modes

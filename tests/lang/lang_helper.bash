@@ -35,9 +35,13 @@ declare -gA KNOWN_GAPS=(
     [python39:attach-perf]="refused: python3.9 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python313:attach-perf]="refused: was started without PYTHONPERFSUPPORT=1 or -X perf: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode perf\`"
     [node:attach-perf]="refused: node was started without --perf-basic-prof: its JavaScript would be unnamed; use \`start --mode perf\`"
+    [python:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
+    [python39:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
+    [python313:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
+    [node:attach-flamegraph]="refused: cannot be joined by the sampler yet: its JavaScript would be unnamed; use \`start --mode flamegraph\`"
 )
 
-MODES="flamegraph perf attach-perf"
+MODES="flamegraph perf attach-perf attach-flamegraph"
 # Where the JIT's frames are held to being named too: at least
 # JIT_NAMED_MIN % of the samples in JIT code (jit_named).  javajre's image
 # has no jcmd: its maps come from the attach socket and the JVM's exit.
@@ -112,13 +116,13 @@ run_folded() {
 cell() {
     local lang=$1 mode=$2 c h co t top note=""
     CELL=""
-    if [ "$mode" = attach-perf ]; then
+    if [[ "$mode" == attach-* ]]; then
         run pl restore "$lang"
         [ "$status" -eq 0 ] || { CELL="failed: restore: ${output##*$'\n'}"; return; }
         c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
             --filter "label=com.docker.compose.service=$lang" | head -n 1)
         WAIT_SECONDS=150 wait_for ran_cpu "$c" 1000000000 || { CELL="failed: the restored service did not run"; return; }
-        run pl attach --mode perf "$lang"
+        run pl attach --mode "${mode#attach-}" "$lang"
         if [ "$status" -ne 0 ]; then
             CELL="refused: $(printf '%s' "$output" | grep -m1 'error:')"
             pl down "$lang" >/dev/null 2>&1 || true
@@ -127,7 +131,16 @@ cell() {
         local base
         base=$(cpu_ns "$c")
         WAIT_SECONDS=150 wait_for ran_cpu "$c" $(( ${base:-0} + CPU_NS )) || note=" (short of its CPU time)"
+        local t0=$SECONDS
         run pl stop "$lang"
+        note=" (stop $((SECONDS - t0)) s)$note"
+        # a detach never stops the service: the same container runs on, on CPU
+        base=$(cpu_ns "$c")
+        if [ "$status" -eq 0 ] && ! WAIT_SECONDS=60 wait_for ran_cpu "$c" $(( ${base:-0} + 100000000 )); then
+            CELL="failed: the service did not keep running after stop"
+            pl down "$lang" >/dev/null 2>&1 || true
+            return
+        fi
         pl down "$lang" >/dev/null 2>&1 || true
     else
         run pl start --mode "$mode" "$lang"

@@ -308,6 +308,37 @@ test_unnamed_find(void **state)
     ph_profile_free(&p);
 }
 
+/* `if`: the rule holds only when one of its items does (an argument's
+ * words, or `VAR=WORD`), and never when an `unless` does. */
+static void
+test_unnamed_if(void **state)
+{
+    (void)state;
+    ph_profile p;
+    ph_error_t err = NULL;
+    static const char *const none[] = { NULL };
+    static const char *const tool[] = { "JAVA_TOOL_OPTIONS=-Xmx1g -XX:+DisableAttachMechanism", NULL };
+    static const char *const other[] = { "OTHER=-XX:+DisableAttachMechanism", NULL };
+
+    assert_int_equal(load("runtimes:\n  unnamed:\n"
+                          "    - {program: [java], on: [attach], if: [-XX:+DisableAttachMechanism, "
+                          "JAVA_TOOL_OPTIONS=-XX:+DisableAttachMechanism], unless: [-Dok], why: noattach, use: u}\n",
+                          &p, &err), 0);
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "java", "java -XX:+DisableAttachMechanism -cp . App", none),
+                        "noattach");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "java", "java -cp . App", tool), "noattach");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "java", "java -cp . App", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "java", "java -cp . App", other), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "java", "java -XX:+DisableAttachMechanismX App", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "java", "java -XX:+DisableAttachMechanism -Dok", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_START, "java", "java -XX:+DisableAttachMechanism", none), "-");
+    assert_string_equal(refused(&p, PH_UNNAMED_ATTACH, "node", "node -XX:+DisableAttachMechanism", none), "-");
+    ph_profile_free(&p);
+    assert_int_equal(load("runtimes: {unnamed: [{program: x, why: y, use: z, if: [\"\"]}]}\n", &p, &err), -1);
+    assert_non_null(strstr(err->msg, "cannot be empty"));
+    ph_error_free(&err);
+}
+
 /* One line: the program (its file name), why, what works; the hint
  * names the flag with the command it was refused on. */
 static void
@@ -642,6 +673,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_after_exit_key, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_key, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_find, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_unnamed_if, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_refuse, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unnamed_program_titled, tu_setup, tu_teardown),
         cmocka_unit_test(test_ps_env),
