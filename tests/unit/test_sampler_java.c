@@ -535,6 +535,40 @@ jattach_load(pid_t pid, const char *lib, const char *options, char *out, size_t 
     return pclose(f);
 }
 
+/* Start the JVM bare (no preload, no agent: a running service as it is)
+ * on CLASS A1 A2, its output into test_dir/output, and load LIB into it
+ * with OPTIONS once it takes attach (polled: ph-jattach signals no
+ * process still starting).  Its pid. */
+static pid_t
+bare_jvm_attached(const char *cp, const char *class, const char *a1, const char *a2, const char *lib,
+                  const char *options)
+{
+    char path[400], out[2000];
+    pid_t pid;
+
+    snprintf(path, sizeof path, "%s/output", test_dir);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+        dup2(fd, 1);
+        dup2(fd, 2);
+        unsetenv("LD_PRELOAD");
+        unsetenv("JAVA_TOOL_OPTIONS");
+        execl(JAVA, JAVA, "-XX:-TieredCompilation", "-cp", cp, class, a1, a2, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; jattach_load(pid, lib, options, out, sizeof out) != 0; i++) {
+        if (i == 150 || (strstr(out, "still starting") == NULL && strstr(out, "not a JVM") == NULL))
+            fail_msg("load: %s", out);
+        usleep(200 * 1000);
+    }
+    if (strstr(out, "return code: 0") == NULL)
+        fail_msg("load: %s", out);
+    return pid;
+}
+
 /* A JVM started without the sampler, as a running service is: loaded
  * into it as its agent through HotSpot's dynamic attach (`profharness
  * attach --mode flamegraph`'s way), it samples from then on, names the
@@ -546,7 +580,7 @@ static void
 test_attached_named(void **state)
 {
     const char *cp = classes(), *folded, *st;
-    char lib[4096], opts[1200], out[2000], path[400];
+    char lib[4096], opts[1200], out[2000];
     long long cpu0;
     double hot, cool;
     pid_t pid;
@@ -556,29 +590,8 @@ test_attached_named(void **state)
     if (cp == NULL)
         skip();
     assert_non_null(realpath(LIB, lib));
-    snprintf(path, sizeof path, "%s/output", test_dir);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-        dup2(fd, 1);
-        dup2(fd, 2);
-        unsetenv("LD_PRELOAD");
-        unsetenv("JAVA_TOOL_OPTIONS");
-        execl(JAVA, JAVA, "-XX:-TieredCompilation", "-cp", cp, "HotCool", "2000000", "15", (char *)NULL);
-        _exit(127);
-    }
-    /* until the JVM has mapped libjvm and catches SIGQUIT (ph-jattach
-     * signals no process still starting): polled */
     snprintf(opts, sizeof opts, "start,dir=%s,hz=250,interval=0,title=attached, with a comma", outdir);
-    for (int i = 0; jattach_load(pid, lib, opts, out, sizeof out) != 0; i++) {
-        if (i == 150 || (strstr(out, "still starting") == NULL && strstr(out, "not a JVM") == NULL))
-            fail_msg("load: %s", out);
-        usleep(200 * 1000);
-    }
-    if (strstr(out, "return code: 0") == NULL)
-        fail_msg("load: %s", out);
+    pid = bare_jvm_attached(cp, "HotCool", "2000000", "15", lib, opts);
     assert_int_equal(jattach_load(pid, lib, opts, out, sizeof out), 0);
     assert_non_null(strstr(out, "return code: 3")); /* sampled already */
     /* 3 CPU-seconds sampled: a condition, not a pace */
@@ -600,6 +613,47 @@ test_attached_named(void **state)
     shares(folded, 10, &hot, &cool);
 }
 
+/* The wall clock the same way (`attach --mode wall`): the main thread,
+ * asleep in Thread.sleep from before the agent came, sampled off CPU
+ * under its Java frames. */
+static void
+test_attached_wall(void **state)
+{
+    const char *cp = classes(), *folded, *st, *p;
+    char lib[4096], opts[1200], out[2000];
+    double total, off, named;
+    pid_t pid;
+    int status;
+
+    (void)state;
+    if (cp == NULL)
+        skip();
+    assert_non_null(realpath(LIB, lib));
+    snprintf(opts, sizeof opts, "start,dir=%s,hz=100,interval=0,clock=wall", outdir);
+    pid = bare_jvm_attached(cp, "Sleeper", "30", "", lib, opts); /* asleep past the test's end */
+    /* until the status (every 5 s) counts 1,000 samples: polled */
+    for (;;) {
+        st = status_of("bin/java");
+        if (st != NULL && (p = strstr(st, "\"samples\": ")) != NULL && atol(p + 11) >= 1000)
+            break;
+        assert_int_equal(kill(pid, 0), 0);
+        usleep(200 * 1000);
+    }
+    assert_int_equal(jattach_load(pid, lib, "stop", out, sizeof out), 0);
+    assert_non_null(strstr(out, "return code: 0"));
+    assert_int_equal(kill(pid, 0), 0);
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    off = samples_with(folded, "[off-cpu]", &total, NULL);
+    named = samples_with(folded, ";Sleeper.main_[j];Sleeper.waits_in_sleep_[j];", NULL, NULL);
+    print_message("# %.0f samples, %.0f off CPU, %.0f in Sleeper.waits_in_sleep\n", total, off, named);
+    assert_true(named > 150);
+    assert_true(off > 0.5 * total);
+    kill(pid, SIGTERM); /* the JVM's own exit: 143 */
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 143);
+}
+
 int
 main(void)
 {
@@ -607,6 +661,7 @@ main(void)
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_attach_options),
         cmocka_unit_test_setup_teardown(test_attached_named, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_attached_wall, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_interpreted_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_named, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wall_off_cpu_java_frames, setup, tu_teardown),
