@@ -39,7 +39,39 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
     [ "$status" -ne 0 ]
     [[ "$output" == *"java was started with -XX:+DisableAttachMechanism: it takes no agent while it runs"* ]]
     [[ "$output" == *'use `start --mode flamegraph`'* ]]
-    [ -z "$(dk ps -aq --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" --filter name=attach)" ]
+    [ -z "$(dk ps -aq --filter "name=${PH_TEST_PROJECT}-javajrenoattach-attach")" ]
+}
+
+# attach --mode wall: the sampler joins the running JVM on the wall clock;
+# within main's samples (the JVM's idle threads are the rest) 75/25.
+@test "languages: javajre × attach-wall: the running JVM on the wall clock" {
+    run pl restore javajre
+    [ "$status" -eq 0 ]
+    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=javajre" | head -n 1)
+    WAIT_SECONDS=150 wait_for ran_cpu "$c" 1000000000
+    run pl attach --mode wall javajre
+    [ "$status" -eq 0 ] || { pl down javajre >/dev/null 2>&1; false; }
+    base=$(cpu_ns "$c")
+    WAIT_SECONDS=150 wait_for ran_cpu "$c" $(( base + CPU_NS ))
+    run pl stop javajre
+    [ "$status" -eq 0 ]
+    base=$(cpu_ns "$c")
+    WAIT_SECONDS=60 wait_for ran_cpu "$c" $(( base + 100000000 )) # still running
+    pl down javajre >/dev/null 2>&1 || true
+    F=$(run_folded javajre)
+    read -r h co n off <<< "$(awk '
+        { k = $NF; s = $0; sub(/ [0-9]+$/, "", s); t += k; if (index(s, "[off-cpu]")) o += k
+          if (!index(s, ";LangJava.main_[j];")) next
+          m += k
+          if (index(s, "hot_seventy_five")) h += k
+          if (index(s, "cool_twenty_five")) c += k }
+        END { if (m == 0) { print "0 0 0 0"; exit }
+              printf "%d %d %d %d\n", 100 * h / m + 0.5, 100 * c / m + 0.5, m, 100 * o / t + 0.5 }' "$F")"
+    echo "# javajre × attach-wall: $h/$co of the $n samples in LangJava.main, $off % of all off CPU" >&3
+    [ "$n" -ge 500 ] && [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$co" -ge 20 ] && [ "$co" -le 30 ]
+    [ "$off" -gt 0 ]
+    [ -e "$(dirname "$F")/offcpu.folded" ] || ls "$(dirname "$F")"/offcpu-*.folded
 }
 
 # Interpreted methods by name: under -Xint every method is interpreted,
