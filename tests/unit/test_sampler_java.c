@@ -305,6 +305,23 @@ check_fallback(const char *why)
     assert_int_equal(said, 1);
 }
 
+/* The newest snapshot of Sleeper under the wall clock: its main thread
+ * named asleep, off CPU, in more than 150 samples; *TOTAL and *OFF its
+ * samples and those off CPU. */
+static const char *
+sleeper_checked(double *total, double *off)
+{
+    const char *folded = newest("stacks-");
+    double named;
+
+    assert_non_null(folded);
+    *off = samples_with(folded, "[off-cpu]", total, NULL);
+    named = samples_with(folded, ";Sleeper.main_[j];Sleeper.waits_in_sleep_[j];", NULL, NULL);
+    print_message("# %.0f samples, %.0f off CPU, %.0f in Sleeper.waits_in_sleep\n", *total, *off, named);
+    assert_true(named > 150);
+    return folded;
+}
+
 /* The wall clock (the wall mode) with the agent, as profiles/wall.yaml
  * loads it: a Java thread blocked in Thread.sleep is sampled off CPU
  * with its Java frames, the method it waits in under main. */
@@ -315,7 +332,7 @@ test_wall_off_cpu_java_frames(void **state)
     const char *cp = classes(), *folded;
     char *args[] = { "-Xshare:auto", "-cp", (char *)cp, "Sleeper", "3", NULL };
     run_opts o = { .hz = "100", .interval = "0", .prog = JAVA, .out = out, .clock = "wall" };
-    double total, off, named;
+    double total, off;
     int st;
 
     (void)state;
@@ -329,14 +346,10 @@ test_wall_off_cpu_java_frames(void **state)
     st = finish(start_opts(&o, args));
     unsetenv("JAVA_TOOL_OPTIONS");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    folded = newest("stacks-");
-    assert_non_null(folded);
-    off = samples_with(folded, "[off-cpu]", &total, NULL);
-    named = samples_with(folded, ";Sleeper.main_[j];Sleeper.waits_in_sleep_[j];", NULL, NULL);
-    print_message("# %.0f samples, %.0f off CPU, %.0f in Sleeper.waits_in_sleep\n", total, off, named);
     /* the main thread, asleep for most of 3 s at 100 Hz */
-    assert_true(named > 150);
-    assert_true(samples_with(folded, ";Sleeper.waits_in_sleep_[j];", NULL, NULL) - named < 1); /* always under main */
+    folded = sleeper_checked(&total, &off);
+    assert_true(samples_with(folded, ";Sleeper.waits_in_sleep_[j];", NULL, NULL) -
+                    samples_with(folded, ";Sleeper.main_[j];Sleeper.waits_in_sleep_[j];", NULL, NULL) < 1); /* under main */
 }
 
 /* The JVM did not load the agent (no -agentpath): today's frames, and
@@ -536,15 +549,19 @@ jattach_load(pid_t pid, const char *lib, const char *options, char *out, size_t 
 }
 
 /* Start the JVM bare (no preload, no agent: a running service as it is)
- * on CLASS A1 A2, its output into test_dir/output, and load LIB into it
- * with OPTIONS once it takes attach (polled: ph-jattach signals no
- * process still starting).  Its pid. */
+ * on CLASS A1 A2, its output into test_dir/output, and load the sampler
+ * (its absolute path into LIB, 4096 bytes) into it with "start,dir=
+ * <outdir>,SETTINGS" (into OPTIONS, 1200 bytes) once it takes attach
+ * (polled: ph-jattach signals no process still starting).  Its pid. */
 static pid_t
-bare_jvm_attached(const char *cp, const char *class, const char *a1, const char *a2, const char *lib,
-                  const char *options)
+bare_jvm_attached(const char *cp, const char *class, const char *a1, const char *a2, const char *settings, char *lib,
+                  char *options)
 {
     char path[400], out[2000];
     pid_t pid;
+
+    assert_non_null(realpath(LIB, lib));
+    snprintf(options, 1200, "start,dir=%s,%s", outdir, settings);
 
     snprintf(path, sizeof path, "%s/output", test_dir);
     pid = fork();
@@ -569,6 +586,17 @@ bare_jvm_attached(const char *cp, const char *class, const char *a1, const char 
     return pid;
 }
 
+/* `stop` to the sampler loaded into PID: answered, the JVM running on. */
+static void
+stop_attached(pid_t pid, const char *lib)
+{
+    char out[2000];
+
+    assert_int_equal(jattach_load(pid, lib, "stop", out, sizeof out), 0);
+    assert_non_null(strstr(out, "return code: 0"));
+    assert_int_equal(kill(pid, 0), 0);
+}
+
 /* A JVM started without the sampler, as a running service is: loaded
  * into it as its agent through HotSpot's dynamic attach (`profharness
  * attach --mode flamegraph`'s way), it samples from then on, names the
@@ -589,18 +617,14 @@ test_attached_named(void **state)
     (void)state;
     if (cp == NULL)
         skip();
-    assert_non_null(realpath(LIB, lib));
-    snprintf(opts, sizeof opts, "start,dir=%s,hz=250,interval=0,title=attached, with a comma", outdir);
-    pid = bare_jvm_attached(cp, "HotCool", "2000000", "15", lib, opts);
+    pid = bare_jvm_attached(cp, "HotCool", "2000000", "15", "hz=250,interval=0,title=attached, with a comma", lib, opts);
     assert_int_equal(jattach_load(pid, lib, opts, out, sizeof out), 0);
     assert_non_null(strstr(out, "return code: 3")); /* sampled already */
     /* 3 CPU-seconds sampled: a condition, not a pace */
     cpu0 = cpu_of(pid);
     while (cpu_of(pid) >= 0 && cpu_of(pid) < cpu0 + 3000000000LL)
         usleep(100 * 1000);
-    assert_int_equal(jattach_load(pid, lib, "stop", out, sizeof out), 0);
-    assert_non_null(strstr(out, "return code: 0"));
-    assert_int_equal(kill(pid, 0), 0); /* the JVM runs on */
+    stop_attached(pid, lib);
     st = status_of("bin/java");
     assert_non_null(st);
     assert_non_null(strstr(st, "\"java\": \"Java: frames read through AsyncGetCallTrace"));
@@ -619,18 +643,16 @@ test_attached_named(void **state)
 static void
 test_attached_wall(void **state)
 {
-    const char *cp = classes(), *folded, *st, *p;
-    char lib[4096], opts[1200], out[2000];
-    double total, off, named;
+    const char *cp = classes(), *st, *p;
+    char lib[4096], opts[1200];
+    double total, off;
     pid_t pid;
     int status;
 
     (void)state;
     if (cp == NULL)
         skip();
-    assert_non_null(realpath(LIB, lib));
-    snprintf(opts, sizeof opts, "start,dir=%s,hz=100,interval=0,clock=wall", outdir);
-    pid = bare_jvm_attached(cp, "Sleeper", "30", "", lib, opts); /* asleep past the test's end */
+    pid = bare_jvm_attached(cp, "Sleeper", "30", "", "hz=100,interval=0,clock=wall", lib, opts); /* asleep past the end */
     /* until the status (every 5 s) counts 1,000 samples: polled */
     for (;;) {
         st = status_of("bin/java");
@@ -639,15 +661,8 @@ test_attached_wall(void **state)
         assert_int_equal(kill(pid, 0), 0);
         usleep(200 * 1000);
     }
-    assert_int_equal(jattach_load(pid, lib, "stop", out, sizeof out), 0);
-    assert_non_null(strstr(out, "return code: 0"));
-    assert_int_equal(kill(pid, 0), 0);
-    folded = newest("stacks-");
-    assert_non_null(folded);
-    off = samples_with(folded, "[off-cpu]", &total, NULL);
-    named = samples_with(folded, ";Sleeper.main_[j];Sleeper.waits_in_sleep_[j];", NULL, NULL);
-    print_message("# %.0f samples, %.0f off CPU, %.0f in Sleeper.waits_in_sleep\n", total, off, named);
-    assert_true(named > 150);
+    stop_attached(pid, lib);
+    sleeper_checked(&total, &off);
     assert_true(off > 0.5 * total);
     kill(pid, SIGTERM); /* the JVM's own exit: 143 */
     assert_int_equal(waitpid(pid, &status, 0), pid);
