@@ -123,9 +123,13 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     run ph attach --mode massif front
     [ "$status" -eq 2 ]
     [[ "$output" == *"mode \`massif\` cannot attach to a running service: valgrind must start the process"* ]]
-    run ph attach --mode flamegraph front
+    run ph attach --mode heap front
     [ "$status" -eq 2 ]
     [[ "$output" == *"cannot attach"*"LD_PRELOAD"* ]]
+    # a mode that attaches still needs a running service
+    run ph attach --mode flamegraph front
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"\`front\` is not running: there is nothing to attach to"* ]]
     ! project_containers | grep -q -- '-attach-' || false
 }
 
