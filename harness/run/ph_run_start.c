@@ -601,6 +601,20 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
  * start).  With VOLUME, the tools volume too, read-only at PH_TOOLS_MOUNT
  * (the shim, the sampler, the tree), never filled from the image.  -1 on
  * ENOMEM. */
+/* Whether compose mounts something of S's at TARGET (a volume or a tmpfs). */
+static int
+mounts_at(const ph_service *s, const char *target)
+{
+    for (size_t i = 0; i < s->n_volumes; i++)
+        if (s->volumes[i].target != NULL && strcmp(s->volumes[i].target, target) == 0)
+            return 1;
+    for (size_t i = 0; i < s->tmpfs.n; i++)
+        if (strncmp(s->tmpfs.v[i], target, strlen(target)) == 0 &&
+            (s->tmpfs.v[i][strlen(target)] == '\0' || s->tmpfs.v[i][strlen(target)] == ':'))
+            return 1;
+    return 0;
+}
+
 static int
 own_out_volume(ph_workload_spec *spec, const char *volume, const char *out)
 {
@@ -716,8 +730,14 @@ profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepare
     /* The orchestrator must not restart a profiled workload mid-run: a
      * restart would start the profiler over and its output with it. */
     spec->no_restart = 1;
-    /* read_only: the artifacts still need somewhere to go */
+    /* read_only: the artifacts still need somewhere to go.  An image with
+     * no /tmp (FROM scratch) gets an empty one of its own, where the
+     * tree's programs write (valgrind its files, vgdb its FIFOs), as any
+     * other image has: made by root for root (0755), removed with the
+     * workload. */
     if (((s->read_only || tools_volume) && own_out_volume(spec, tools_volume, out) < 0) ||
+        (tools_volume && !prep->facts.tmp && !mounts_at(s, "/tmp") &&
+         ph_workload_spec_mount(spec, PH_MOUNT_SPEC_ANON, NULL, "/tmp", 0) < 0) ||
         ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 || ph_strv_push_all(&spec->security_opt, &p->security_opt) < 0 ||
         ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0) {
         ph_fail(err, ENOMEM, "allocate");

@@ -454,6 +454,34 @@ test_start_lone(void **state)
     CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 1, "one profiled container there");
 }
 
+/* massif from the tools tree in a musl image FROM scratch (its program
+ * and musl's loader, no /tmp): the workload gets an empty /tmp of its
+ * own, where valgrind writes its files and vgdb its FIFOs; an image with
+ * a /tmp (the demo's) gets none (test_start_lone's two mounts). */
+static void
+test_start_no_tmp(void **state)
+{
+    ph_fake_image *img;
+    const ph_workload_spec *s;
+    size_t tmp = 0;
+
+    (void)state;
+    open_world("services:\n  front:\n    image: scratchy:1\n", NULL);
+    img = ph_fake_image_add(W.f, "scratchy:1", "sha256:scratchy");
+    assert_non_null(img);
+    assert_int_equal(ph_strv_push(&ph_fake_image_config(img)->entrypoint, "/usr/bin/demo"), 0);
+    assert_int_equal(ph_fake_image_facts(img, NULL, "musl"), 0);
+    assert_int_equal(ph_fake_image_program(img, "/usr/bin/demo", 1), 0);
+    start("massif", "front");
+    s = &run_of("proj-front-massif")->spec;
+    CHECK(strcmp(s->entrypoint.v[s->entrypoint.n - 1], "/usr/bin/demo") == 0 &&
+          has_words(&s->entrypoint, (const char *const[]){ "/opt/profharness/tools/bin/valgrind", NULL }),
+          "valgrind from the tree: %s", tu_join(s->entrypoint.v, s->entrypoint.n));
+    for (size_t i = 0; i < s->n_mounts; i++)
+        tmp += s->mounts[i].kind == PH_MOUNT_SPEC_ANON && strcmp(s->mounts[i].target, "/tmp") == 0;
+    CHECK(tmp == 1, "one empty /tmp of its own (%zu mounts)", s->n_mounts);
+}
+
 /* Docker's rule for what runs: an entrypoint the service gives drops the
  * image's CMD (the image's ENTRYPOINT too); a command it gives replaces
  * only the CMD. */
@@ -1392,6 +1420,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_start_no_tmp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_lone, setup, teardown),
         cmocka_unit_test(test_replica_labels_read),
         cmocka_unit_test_setup_teardown(test_start_entrypoint_drops_cmd, setup, teardown),
