@@ -59,8 +59,12 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
     [ "$status" -eq 0 ]
     jit_stop=$(jit_named "$(run_folded javajrenoagent)")
     echo "# javajre without the agent × flamegraph: collect $h/$c (top: $top), JIT $jit % named; stop: JIT $jit_stop % named" >&3
-    [ "$jit" -ge "$JIT_NAMED_MIN" ] && [ "$jit_stop" -ge "$JIT_NAMED_MIN" ]
-    [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$c" -ge 20 ] && [ "$c" -le 30 ]
+    [ "$jit" -ge "$JIT_NAMED_MIN" ]
+    [ "$jit_stop" -ge "$JIT_NAMED_MIN" ]
+    [ "$h" -ge 70 ]
+    [ "$h" -le 80 ]
+    [ "$c" -ge 20 ]
+    [ "$c" -le 30 ]
 }
 
 # A JVM started with -XX:+DisableAttachMechanism has no attach socket:

@@ -135,7 +135,8 @@ teardown_file() {
     [ "$status" -eq 0 ]
     grep -q "detached from 2 tasks, collected into $run_dir" <<<"$output"
     for d in "$run_dir"/[12]-"$SWARM_BED"-n1; do
-        [ -s "$d/run.json" ] && [ -s "$d/report.html" ]
+        [ -s "$d/run.json" ]
+        [ -s "$d/report.html" ]
         grep -q 'WORK 5000' "$d/strace.log"
     done
     [ "$(ls -d "$run_dir"/[12]-"$SWARM_BED"-n1 | wc -l)" -eq 2 ]
@@ -164,7 +165,9 @@ teardown_file() {
     [ "$status" -eq 0 ]
     [ "$(grep -c 'converting the perf run' <<<"$output")" -eq 2 ]
     for d in "$run_dir"/[12]-"$SWARM_BED"-n1; do
-        [ -s "$d/perf.data" ] && [ -s "$d/stacks.folded" ] && [ -s "$d/profile.pb.gz" ]
+        [ -s "$d/perf.data" ]
+        [ -s "$d/stacks.folded" ]
+        [ -s "$d/profile.pb.gz" ]
         grep -q ';worker_' "$d/stacks.folded" # (the worker's functions: worker_cmp_record, …)
     done
     [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
