@@ -71,10 +71,24 @@ teardown_file() {
     echo "$output"
     [ "$(grep -c "^$SWARM_BED-n1 *worker *[12] *strace *running *$run_dir" <<<"$output")" -eq 2 ]
     wait_for node_tasks_listening 1
+    # what a harness that died mid-collection left in the run dir
+    mkdir -p "$run_dir/.incoming-left-by-a-dead-harness"
     run timed "stop (tasks stopped, collected, rolled back)" swarm_ph stop worker
     echo "$output"
     [ "$status" -eq 0 ]
     grep -q "2 tasks collected into $run_dir; the service is rolled back as deployed" <<<"$output"
+    # as a lone run's stop: the leftover swept, `latest` at the run, the
+    # index rewritten with each task's report, each task's run.json
+    # saying how it ended from the shim's completion record
+    [ ! -e "$run_dir/.incoming-left-by-a-dead-harness" ]
+    grep -q "removed .*\.incoming-left-by-a-dead-harness" <<<"$output"
+    [ "$(readlink "$OUT/worker/latest")" = "$(basename "$run_dir")" ]
+    for slot in 1 2; do
+        grep -qF "href=\"worker/$(basename "$run_dir")/$slot-$SWARM_BED-n1/report.html\"" "$OUT/index.html"
+        jq -e '.completion.outcome == "stopped" and .completion_problem == null and .missing_artifacts == []
+               and .oom_killed == false and .node != null and .task_state != null' \
+            "$run_dir/$slot-$SWARM_BED-n1/run.json"
+    done
     for slot in 1 2; do
         check_task_dir "$run_dir/$slot-$SWARM_BED-n1" strace
         grep -q "\"slot\": $slot" "$run_dir/$slot-$SWARM_BED-n1/run.json"
@@ -140,6 +154,7 @@ teardown_file() {
     done
     [ "$(ls -d "$run_dir"/[12]-"$SWARM_BED"-n1 | wc -l)" -eq 2 ]
     [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 2 ]
+    [ "$(readlink "$OUT/worker/latest")" = "$(basename "$run_dir")" ]
     # the tools containers are gone; the tasks are the ones that ran before
     [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
     [ "$(node_task_containers 1 | sort)" = "$before" ]

@@ -57,6 +57,17 @@ ph_backend **ph_run_backend_slot(ph_run *r);
 /* ph_run_collect.c: a run label that names a directory: nothing but
  * [A-Za-z0-9._-], no leading dot, under 128 bytes. */
 int ph_run_safe_name(const char *s);
+/* ph_run_collect.c: the temp entries under DIRFD (SHOWN in messages),
+ * locked: each a leftover of a harness that died, removed and said. */
+void ph_run_remove_stale_temps(ph_run *r, int dirfd, const char *shown);
+/* ph_run_collect.c: workload W (ended; B reaches it), started as P (may be
+ * NULL), collected as a stop collects a lone container (the shim's record
+ * examined, the missing artifacts and the OOM killer said, service.log,
+ * run.json with EXTRA's keys too (may be NULL), the report; an interrupt
+ * section around it) into RUNFD/DIR, RUNFD a run of several opened by
+ * ph_run_open_run_dir.  0, or -1 and *err (nothing left on the host). */
+int ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, int runfd, const char *dir,
+                        json_t *extra, ph_error_t *err);
 
 /* ph_run_swarm.c: the project deployed as a stack on a swarm manager
  * (1; 0 a plain Engine's project, PH_SWARM=0 forces it; -1 and *err),
@@ -97,13 +108,19 @@ int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const cha
  * collected. */
 int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
                               const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary);
+/* After a task's collection: 1 and *err ("interrupted by SIG…", its
+ * status 128+N, a hint to stop S again) when an interrupt came during
+ * one, so the stop goes no further (no rollback: a retry finds the run
+ * as it was); else 0. */
+int ph_run_swarm_interrupted(const ph_service *s, ph_error_t *err);
 
 /* ph_run_replicas.c: a run of several workloads of one service (replicas
  * on one Engine, a Swarm service's tasks): <out>/<service>/<run>/ holds a
  * run dir per workload and PH_RUN_TASKS_NAME, which lists them. */
 #define PH_RUN_TASKS_NAME PH_TASKS_NAME
 /* <out>/<service>/RUN under SVCFD (locked), made when missing (the
- * invoker's), a link there refused: *RUNFD_OUT. */
+ * invoker's), a link there refused, what a dead harness left in it
+ * removed: *RUNFD_OUT. */
 int ph_run_open_run_dir(ph_run *r, int svcfd, const char *service, const char *run, int *runfd_out, ph_error_t *err);
 /* tasks.json's object, {service, mode, run, tasks: []} (NULL on ENOMEM),
  * and one entry of it: SLOT, NODE (NULL on one Engine), the workload ID,

@@ -9,10 +9,14 @@
  *   stop     every profiled task stopped at once on its node (the shim's
  *            stop protocol: each profiler flushes), the service rolled back
  *            as deployed, then each task's files read from its node's
- *            Engine into <out>/<service>/<run>/<slot>-<node>/, each a run
- *            dir completed by the store (ph_rundir), and tasks.json at
- *            <run>/ saying which were collected and which were lost (a node
- *            down, an Engine not reached: its container stays there).
+ *            Engine into <out>/<service>/<run>/<slot>-<node>/, each
+ *            collected as a lone container's stop collects it
+ *            (ph_run_collect_task: the record examined, an interrupt
+ *            section), tasks.json at <run>/ saying which were collected
+ *            and which were lost (a node down, an Engine not reached: its
+ *            container stays there), `latest` at the run, the index
+ *            rewritten (ph_run_stop).  An interrupt ends the stop before
+ *            the rollback: `stop` again finds the run as it was.
  *   restore  stop, when the service is profiled.
  *   status   the stack's tasks, per node.
  *
@@ -34,6 +38,7 @@
 #include "ph_image.h"
 #include "ph_log.h"
 #include "ph_escape.h"
+#include "ph_signal.h"
 #include "ph_util.h"
 
 #define CONVERGE_TIMEOUT_S 600L
@@ -225,61 +230,6 @@ ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *
 
 /* ---- stop and collect --------------------------------------------------- */
 
-typedef struct task_collect {
-    ph_run *r;
-    ph_backend *b;
-    const ph_workload *w;
-    const char *service;
-    ph_rundir_done done;
-} task_collect;
-
-typedef struct feed_ctx {
-    ph_rundir_feed_cb feed;
-    void *feed_ud;
-    ph_error_t *err;
-} feed_ctx;
-
-static int
-feed_cb(void *ud, const char *data, size_t len)
-{
-    feed_ctx *f = ud;
-
-    return f->feed(f->feed_ud, data, len, f->err);
-}
-
-static int
-task_fetch(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
-{
-    task_collect *tc = ud;
-    feed_ctx f = { feed, feed_ud, err };
-    char src[PATH_MAX];
-
-    snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, tc->service);
-    return tc->b->ops->archive_get(tc->b, tc->w->id, src, feed_cb, &f, err);
-}
-
-/* What the task's container printed, as service.log (through its node). */
-static int
-task_log(void *ud, ph_rundir *rd, ph_error_t *err)
-{
-    task_collect *tc = ud;
-
-    return ph_run_service_log(tc->r, tc->b, tc->service, tc->w->id, rd, err);
-}
-
-static json_t *
-task_meta(void *ud, ph_rundir *rd)
-{
-    task_collect *tc = ud;
-    char ended[32];
-
-    (void)rd;
-    ph_run_utc_iso(ended, sizeof ended);
-    return json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s?, s:i, s:s, s:s}", "service", tc->service, "mode", tc->w->mode,
-                     "run", tc->w->run, "started_at", tc->w->started, "task", tc->w->id, "node", tc->w->node,
-                     "slot", tc->w->slot, "task_state", tc->w->state_text, "collected_at", ended);
-}
-
 /* A directory name of W: "<slot>-<node>", the node's name made safe. */
 static void
 task_dir_name(const ph_workload *w, char *out, size_t size)
@@ -299,27 +249,26 @@ int
 ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
                           const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary)
 {
-    char name[NAME_MAX], svc_shown[PATH_MAX];
-    task_collect tc = { .r = r, .b = b, .w = w, .service = s->name };
-    ph_rundir_steps steps = { &tc, task_fetch, NULL, task_log, task_meta };
-    ph_rundir_spec rs = { .svcfd = runfd, .out_dir = r->opts.out_dir, .service = svc_shown, .name = name,
-                          .container = w->id, .cmd = "stop", .profile = pp, .flags = &r->opts.collect,
-                          .links = 0 };
+    char name[NAME_MAX];
+    json_t *extra = NULL;
     ph_error_t sub = NULL;
 
     task_dir_name(w, name, sizeof name);
-    snprintf(svc_shown, sizeof svc_shown, "%s/%s", s->name, run);
     /* perf: folded stacks, flamegraph, pprof beside perf.data, the
      * converter on the manager (an interrupt leaves the task as it is) */
     if (why == NULL && ph_run_convert_from(r, b, w, pp, &sub) < 0)
         why = sub->msg;
     if (why == NULL) {
-        ph_stage *st;
+        ph_stage *st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
 
-        st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
-
-        if (ph_run_stage_done(st, ph_rundir_complete(&rs, &steps, &tc.done, &sub), &sub) < 0)
+        extra = json_pack("{s:s, s:s?, s:i, s:s}", "task", w->id, "node", w->node, "slot", w->slot, "task_state",
+                          w->state_text);
+        if (extra == NULL)
+            ph_fail(&sub, ENOMEM, "allocate");
+        if (ph_run_stage_done(st, extra == NULL ? -1 : ph_run_collect_task(r, b, w, pp, runfd, name, extra, &sub),
+                              &sub) < 0)
             why = sub->msg;
+        json_decref(extra);
     }
     if (why == NULL)
         ph_info("%s: task %d on %s collected: %s/%s/%s/%s", s->name, w->slot, w->node, r->opts.out_dir, s->name, run,
@@ -331,6 +280,19 @@ ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service 
         ph_warn("%s: task %d on %s: out of memory for tasks.json", s->name, w->slot, w->node);
     ph_error_free(&sub);
     return why == NULL;
+}
+
+int
+ph_run_swarm_interrupted(const ph_service *s, ph_error_t *err)
+{
+    int sig = ph_interrupted();
+
+    if (sig == 0)
+        return 0;
+    ph_interrupt_fail(err, sig);
+    ph_error_hint(err, "what is not collected stays on its node, the service as it is: `profharness stop %s` "
+                  "again collects the rest", s->name);
+    return 1;
 }
 
 static int
@@ -459,6 +421,10 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
                 collected++;
             else
                 lost++;
+            if (ph_run_swarm_interrupted(s, err)) {
+                ph_stage_end(st);
+                goto out;
+            }
             if (ph_strv_push(&done, w->id) < 0) {
                 ph_fail(err, ENOMEM, "allocate");
                 ph_stage_end(st);
@@ -500,9 +466,13 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             collected++;
         else
             lost++;
+        if (ph_run_swarm_interrupted(s, err))
+            goto out;
     }
     if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
         goto out;
+    if (collected > 0)
+        ph_rundir_link_latest(svcfd, r->opts.out_dir, s->name, run.run);
     ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
             r->opts.out_dir, s->name, run.run, rolled ? "; the service is rolled back as deployed" : "");
     if (collected == 0 && lost == 0) {
