@@ -77,17 +77,6 @@ int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error
 /* *ACTED: some service was profiled (stopped, collected). */
 int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
-/* The spec every task of S runs under P (into SPEC, zeroed by the
- * caller): IMAGE (the profiling image as the nodes name it, offering
- * FACTS: without a package manager the wrap's program is the tools
- * tree's), the shim, the mode's wrap (REWRAP's when the program has one),
- * the service's command (Docker's rule: an entrypoint given drops the
- * image's CMD, IMAGE_CFG's), compose's environment, the mode's and what
- * it asks of the runtimes, the stop budget as the stop grace, the run's
- * labels (RUN_ID, landing in HOST_DIR). */
-int ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap,
-                           const char *image, const ph_image_facts *facts, const ph_image_config *image_cfg,
-                           const char *run_id, const char *host_dir, ph_workload_spec *spec, ph_error_t *err);
 /* attach P to every running task of each service, a tools container
  * beside each on the task's node; `stop` detaches and collects them. */
 int ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
@@ -135,6 +124,31 @@ void ph_run_replica_dir_name(int slot, char *out, size_t size);
  * *LOST_OUT (may be NULL): how many are not collected. */
 int ph_run_replicas_write(ph_run *r, int runfd, const ph_workload *c, const char *why_this, size_t *lost_out,
                           ph_error_t *err);
+
+/* ph_run_start.c: what start needs of a service before anything of it is
+ * stopped. */
+typedef struct ph_run_prepared {
+    char *prof_img;     /* the profiling image (as the nodes name it, on a swarm), or NULL: */
+    char *tools_volume; /* the service's image with the tools volume mounted */
+    ph_image_facts facts;
+    const ph_profile_rewrap *rewrap; /* the program's `runtimes.wrap`, or NULL */
+} ph_run_prepared;
+/* A slot of ph_run_profiled_spec: the orchestrator numbers the workloads
+ * (a Swarm service's tasks). */
+#define PH_RUN_SLOT_ORCHESTRATED (-1)
+/* ph_run_start.c: the one spec of a profiled workload: S under P, into
+ * SPEC (zeroed first), replica SLOT of S's replicas (0: the only one;
+ * PH_RUN_SLOT_ORCHESTRATED), named NAME: PREP's image, the shim, the
+ * mode's wrap (PREP's rewrap when the program has one), the service's
+ * command (Docker's rule: an entrypoint given drops IMG_INFO's CMD),
+ * IMG_INFO's user and workdir where compose sets none, compose's
+ * environment, the mode's and what it asks of the runtimes, the stop
+ * budget as the stop grace, a volume of its own for the artifacts (a
+ * read-only service, the tools volume), the run's labels (RUN_ID, started
+ * STARTED, landing in HOST_DIR), never restarted. */
+int ph_run_profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_run_prepared *prep,
+                         const ph_image_config *img_info, const char *img, const char *run_id, const char *started,
+                         const char *host_dir, int slot, const char *name, ph_workload_spec *spec, ph_error_t *err);
 
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
@@ -319,6 +333,11 @@ char *ph_run_service_image(ph_run *r, const ph_service *s);
  * options profharness cannot honour is refused (PH_EXIT_USAGE). */
 int ph_run_base_spec(ph_run *r, const ph_service *s, const char *image, const char *name, ph_workload_spec *spec,
                      ph_error_t *err);
+/* The same for a service an orchestrator runs as deployed (a stack's: its
+ * own spec is kept by the update), so what one Engine could not honour
+ * is not refused. */
+int ph_run_orchestrated_spec(ph_run *r, const ph_service *s, const char *image, const char *name,
+                             ph_workload_spec *spec, ph_error_t *err);
 /* The project's networks and volumes S needs. */
 int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 /* Create and start SPEC (ph_backend_ops.run: its fallbacks); *ID_OUT. */

@@ -64,94 +64,18 @@ ph_run_swarm_active(ph_run *r, ph_error_t *err)
     return rc > 0;
 }
 
-/* What the service runs: compose's entrypoint and command, else the
- * image's (Docker's rule: an entrypoint given drops the image's CMD). */
-static int
-push_command(const ph_service *s, const ph_image_config *ic, ph_strv *argv)
-{
-    const ph_strv *cmd = s->has_command ? &s->command : s->has_entrypoint ? NULL : &ic->cmd;
-
-    if (ph_strv_push_all(argv, s->has_entrypoint ? &s->entrypoint : &ic->entrypoint) < 0)
-        return -1;
-    return ph_strv_push_all(argv, cmd);
-}
-
-int
-ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap,
-                       const char *image, const ph_image_facts *facts, const ph_image_config *image_cfg,
-                       const char *run_id, const char *host_dir, ph_workload_spec *spec, ph_error_t *err)
-{
-    const ph_strv *wrap = rewrap ? &rewrap->wrap : &p->wrap;
-    char out[PATH_MAX], started[32], budget[32];
-    size_t i, n0;
-    char *rec;
-
-    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
-    spec->image = image;
-    spec->set_entrypoint = 1;
-    spec->set_cmd = 1;
-    if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, &spec->entrypoint) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    for (i = 0; i < wrap->n; i++) {
-        char *w = ph_run_tool_word(p, i, ph_profile_expand(wrap->v[i], out, s->name, p->name, run_id),
-                                   facts->pm[0] ? NULL : PH_TOOLS_BIN);
-
-        if (w == NULL || ph_strv_push(&spec->entrypoint, w) < 0) {
-            free(w);
-            return ph_fail(err, ENOMEM, "allocate");
-        }
-        free(w);
-    }
-    n0 = spec->entrypoint.n;
-    if (push_command(s, image_cfg, &spec->entrypoint) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (spec->entrypoint.n == n0)
-        return ph_bad_input(err, "service `%s` has no command to profile (none in the compose file or the image)",
-                            s->name);
-    if (ph_run_profiled_env(s, p, out, run_id, &spec->env) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (ph_run_env_extend(&spec->env, &image_cfg->env, &p->env_extend, err) < 0)
-        return -1;
-    if (ph_image_sampler_env(&spec->env, facts->libc) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 ||
-        ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    spec->stop_signal = strdup("SIGTERM");
-    spec->stop_grace_s = ph_run_stop_budget_s(p);
-    spec->no_restart = 1;
-    ph_run_utc_iso(started, sizeof started);
-    snprintf(budget, sizeof budget, "%ld", spec->stop_grace_s);
-    rec = ph_rundir_profile_record(p);
-    if (ph_kvv_set(&spec->labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_SERVICE, s->name) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_MODE, p->name) < 0 || ph_kvv_set(&spec->labels, PH_LABEL_RUN, run_id) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_STARTED, started) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
-        (rec != NULL && ph_kvv_set(&spec->labels, PH_LABEL_PROFILE, rec) < 0) || spec->stop_signal == NULL) {
-        free(rec);
-        return ph_fail(err, ENOMEM, "allocate");
-    }
-    free(rec);
-    if (p->security_opt.n > 0)
-        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
-                p->security_opt.v[0], p->name);
-    return 0;
-}
-
 static int
 start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph_error_t *err)
 {
     ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
     ph_swarm_placement pl;
-    ph_image_facts facts;
+    ph_run_prepared prep;
     ph_image_config img_info = { 0 };
-    const ph_profile_rewrap *rewrap = NULL;
-    char *img = NULL, *tag = NULL, *ref = NULL;
-    char run_id[64], stamp[17], host_dir[PATH_MAX], where[2048] = "";
+    char *img = NULL, *tag = NULL;
+    char run_id[64], stamp[17], started[32], host_dir[PATH_MAX], where[2048] = "";
     int found = 0, rc = -1;
 
-    memset(&facts, 0, sizeof facts);
+    memset(&prep, 0, sizeof prep);
     if (p->swarm_unsupported != NULL) {
         ph_bad_input(err, "service `%s`: mode `%s` cannot run in a Swarm task: %s", s->name, p->name,
                      p->swarm_unsupported);
@@ -170,16 +94,23 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     /* refused where it cannot work, as on one Engine, before any image
      * is built; the manager builds it (its nodes run no tools volume of
      * ours) */
-    if (ph_run_check_program(r, s, p, &rewrap, err) < 0 ||
-        ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &facts, err) < 0)
+    if (ph_run_check_program(r, s, p, &prep.rewrap, err) < 0 ||
+        ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &prep.facts, err) < 0)
         goto out;
-    if (ph_backend_swarm_distribute(b, tag, &ref, err) < 0)
+    if (ph_backend_swarm_distribute(b, tag, &prep.prof_img, err) < 0)
         goto out;
     ph_run_utc_stamp(stamp);
     snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    ph_run_utc_iso(started, sizeof started);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-    if (ph_run_swarm_task_spec(r, s, p, rewrap, ref, &facts, &img_info, run_id, host_dir, &spec, err) < 0)
+    /* the spec a start on one Engine gives, the service's own (its
+     * networks, its mounts, its resources) kept by the update */
+    if (ph_run_profiled_spec(r, s, p, &prep, &img_info, img, run_id, started, host_dir, PH_RUN_SLOT_ORCHESTRATED,
+                             NULL, &spec, err) < 0)
         goto out;
+    if (p->security_opt.n > 0)
+        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
+                p->security_opt.v[0], p->name);
     if (ph_backend_swarm_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
         ph_error_wrap(err, "%s", s->name);
         goto out;
@@ -195,12 +126,11 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     fflush(stdout);
     rc = 0;
 out:
-    spec.image = NULL; /* REF's */
     ph_workload_spec_clear(&spec);
     ph_image_config_clear(&img_info);
     free(img);
     free(tag);
-    free(ref);
+    free(prep.prof_img);
     return rc;
 }
 
