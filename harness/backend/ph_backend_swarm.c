@@ -660,21 +660,17 @@ int
 ph_backend_swarm_detect(ph_backend *b, const char *project, ph_error_t *err)
 {
     ph_engine *e = b->ops->engine(b);
-    char self[72], label[600];
+    char label[600];
     const char *labels[1] = { label };
     json_t *svcs = NULL;
     int manager = 0, n;
 
     if (e == NULL)
         return 0; /* no Engine, no swarm */
-    if (ph_engine_swarm_self(e, self, sizeof self, &manager, err) < 0)
-        return -1;
-    if (!manager)
-        return 0;
     snprintf(label, sizeof label, "%s=%s", STACK_LABEL, project);
-    if (ph_engine_services_by_label(e, labels, 1, &svcs, err) < 0)
+    if (ph_engine_services_if_manager(e, labels, 1, &svcs, &manager, err) < 0)
         return -1;
-    n = json_array_size(svcs) > 0;
+    n = manager && json_array_size(svcs) > 0;
     json_decref(svcs);
     return n;
 }

@@ -44,7 +44,8 @@ ph_backend *ph_backend_swarm_new(ph_error_t *err);
 /* Whether PROJECT is deployed as a stack on the Engine of backend B (its
  * ops.engine: a manager with a service labelled
  * com.docker.stack.namespace=PROJECT): 1 yes, 0 no (an Engine in no swarm,
- * a worker, or a backend with no Engine is a no), -1 and *err. */
+ * a worker, or a backend with no Engine is a no), -1 and *err.  One
+ * request, the services by that label; no GET /info. */
 int ph_backend_swarm_detect(ph_backend *b, const char *project, ph_error_t *err);
 
 /* The profiling image TAG as the nodes name it: pushed to

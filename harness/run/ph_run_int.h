@@ -31,6 +31,7 @@ struct ph_run {
     ph_compose *compose;
     ph_profile_set profiles;
     ph_backend *backend;  /* this thread's is ph_run_backend's */
+    int stack;            /* ph_run_swarm_active's answer + 1; 0: not asked yet */
 };
 
 /* Services selected by name, in the order asked (all: file order). */
@@ -71,7 +72,7 @@ int ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph
 
 /* ph_run_swarm.c: the project deployed as a stack on a swarm manager
  * (1; 0 a plain Engine's project, PH_SWARM=0 forces it; -1 and *err),
- * and the commands there. */
+ * asked of the Engine once per run, and the commands there. */
 int ph_run_swarm_active(ph_run *r, ph_error_t *err);
 int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
 /* *ACTED: some service was profiled (stopped, collected). */

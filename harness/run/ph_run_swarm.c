@@ -53,6 +53,8 @@ ph_run_swarm_active(ph_run *r, ph_error_t *err)
 
     if (off != NULL && strcmp(off, "0") == 0)
         return 0;
+    if (r->stack > 0)
+        return r->stack - 1;
     if (ph_run_backend(r, &b, err) < 0)
         return -1;
     /* an Engine that cannot say is no swarm: the command's own calls
@@ -61,6 +63,7 @@ ph_run_swarm_active(ph_run *r, ph_error_t *err)
     if (rc < 0)
         ph_debug("swarm: %s", sub->msg);
     ph_error_free(&sub);
+    r->stack = 1 + (rc > 0);
     return rc > 0;
 }
 
