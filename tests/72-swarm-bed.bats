@@ -71,6 +71,21 @@ teardown_file() {
     echo "$output"
     [ "$(grep -c "^$SWARM_BED-n1 *worker *[12] *strace *running *$run_dir" <<<"$output")" -eq 2 ]
     wait_for node_tasks_listening 1
+    # collect: one run, a sub-dir per task, as stop lays a run out; the
+    # tasks the same containers, running on
+    before=$(node_task_containers 1 | sort)
+    run timed "collect (2 running tasks copied)" swarm_ph collect worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(ls -d "$OUT"/worker/*-snapshot-* | wc -l)" -eq 1 ]
+    snap=$(awk -F'\t' '$1 == "worker" { print $2 }' <<<"$output")
+    [ "$snap" = "$(ls -d "$OUT"/worker/*-snapshot-*)" ]
+    for slot in 1 2; do
+        [ -s "$snap/$slot-$SWARM_BED-n1/run.json" ] && [ -s "$snap/$slot-$SWARM_BED-n1/report.html" ]
+        grep -q 'execve(".*demo-worker"' "$snap/$slot-$SWARM_BED-n1/strace.log"
+    done
+    [ "$(grep -c '"collected": true' "$snap/tasks.json")" -eq 2 ]
+    [ "$(node_task_containers 1 | sort)" = "$before" ]
     # what a harness that died mid-collection left in the run dir
     mkdir -p "$run_dir/.incoming-left-by-a-dead-harness"
     run timed "stop (tasks stopped, collected, rolled back)" swarm_ph stop worker

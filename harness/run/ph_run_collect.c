@@ -209,7 +209,8 @@ typedef struct collect_run {
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
     int runfd;                /* a replica of several: <out>/<service>/<run>/, its sub-dir's parent; else -1 */
-    const char *task_dir;     /* a task's sub-dir of RUNFD, named by its caller; else NULL */
+    const char *task_dir;     /* a task's sub-dir of RUNFD, named by its caller; else NULL ... */
+    const char *parent;       /* ... and RUNFD's name under <out>/<service> */
     json_t *extra;            /* keys run.json has besides (a task's node, slot...), or NULL */
     int snapshot;             /* collect of a running service: no record is expected */
     ph_rundir_done done;
@@ -411,7 +412,7 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
     ph_run_utc_stamp(stamp);
     if (cr->task_dir != NULL) { /* <run>/<slot>-<node>/: as a replica's */
         snprintf(name, sizeof name, "%s", cr->task_dir);
-        snprintf(shown, sizeof shown, "%s/%s", cr->service, run);
+        snprintf(shown, sizeof shown, "%s/%s", cr->service, cr->parent);
         spec.svcfd = cr->runfd;
         spec.service = shown;
         spec.links = 0;
@@ -431,11 +432,12 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
 }
 
 int
-ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, int runfd, const char *dir,
-                    json_t *extra, ph_error_t *err)
+ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, const ph_run_task_dir *at,
+                    ph_error_t *err)
 {
-    collect_run cr = { .r = r, .c = w, .p = p, .service = w->service, .id = w->id, .b = b, .runfd = runfd,
-                       .task_dir = dir, .extra = extra };
+    collect_run cr = { .r = r, .c = w, .p = p, .service = w->service, .id = w->id, .b = b, .runfd = at->runfd,
+                       .task_dir = at->dir, .parent = at->parent, .extra = at->extra, .snapshot = at->snapshot };
+    int snapshot = at->snapshot;
     ph_workload fresh;
     ph_error_t sub = NULL;
     int found = 0, rc;
@@ -449,10 +451,10 @@ ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_pro
     if (found)
         ph_workload_clear(&fresh);
     ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
-    rc = collect_run_dir(&cr, runfd, 0, err);
+    rc = collect_run_dir(&cr, at->runfd, snapshot, err);
     if (rc < 0 && cr.done.stats.limit != PH_TAR_LIMIT_NONE)
-        ph_rundir_limit_hint(&cr.done.limits, cr.done.stats.limit, cr.done.limit_value, "stop", w->service, w->id,
-                             err);
+        ph_rundir_limit_hint(&cr.done.limits, cr.done.stats.limit, cr.done.limit_value, snapshot ? "collect" : "stop",
+                             w->service, w->id, err);
     ph_interrupt_end();
     if (rc == 0 && cr.done.reported)
         ph_report_print_headline(stderr, &cr.done.headline);
@@ -1050,6 +1052,14 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
+        if (rc > 0 && (rc = ph_run_swarm_collect(r, &sl, &any, err)) == 0 && !any)
+            ph_info("nothing to collect: no service of stack `%s` is profiled", r->compose->project);
+        if (any)
+            write_index(r);
+        free(sl.v);
+        return rc;
+    }
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         ph_workload_list list = { 0 };
         const ph_workload *c;

@@ -61,14 +61,24 @@ int ph_run_safe_name(const char *s);
 /* ph_run_collect.c: the temp entries under DIRFD (SHOWN in messages),
  * locked: each a leftover of a harness that died, removed and said. */
 void ph_run_remove_stale_temps(ph_run *r, int dirfd, const char *shown);
-/* ph_run_collect.c: workload W (ended; B reaches it), started as P (may be
- * NULL), collected as a stop collects a lone container (the shim's record
- * examined, the missing artifacts and the OOM killer said, service.log,
- * run.json with EXTRA's keys too (may be NULL), the report; an interrupt
- * section around it) into RUNFD/DIR, RUNFD a run of several opened by
- * ph_run_open_run_dir.  0, or -1 and *err (nothing left on the host). */
-int ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, int runfd, const char *dir,
-                        json_t *extra, ph_error_t *err);
+/* ph_run_collect.c: where a workload of a run of several lands: RUNFD
+ * (<out>/<service>/PARENT, opened by ph_run_open_run_dir) / DIR, run.json
+ * with EXTRA's keys too (may be NULL); SNAPSHOT: a copy of what the
+ * workload, running, has now (as `collect` copies: no record expected). */
+typedef struct ph_run_task_dir {
+    int runfd;
+    const char *parent, *dir;
+    json_t *extra;
+    int snapshot;
+} ph_run_task_dir;
+/* ph_run_collect.c: workload W (ended, unless a snapshot; B reaches it),
+ * started as P (may be NULL), collected as a lone container's stop or
+ * collect collects it (the shim's record examined, the missing artifacts
+ * and the OOM killer said, service.log, run.json, the report; an
+ * interrupt section around it) into AT.  0, or -1 and *err (nothing left
+ * on the host). */
+int ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, const ph_run_task_dir *at,
+                        ph_error_t *err);
 
 /* ph_run_swarm.c: the project deployed as a stack on a swarm manager
  * (1; 0 a plain Engine's project, PH_SWARM=0 forces it; -1 and *err),
@@ -78,6 +88,11 @@ int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error
 /* *ACTED: some service was profiled (stopped, collected). */
 int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
+/* collect: what every running task of each profiled service of SL has
+ * now, one run <run>-snapshot-<stamp>/ with a sub-dir per task and
+ * tasks.json, as stop lays a run out; the tasks run on.  *ACTED: some
+ * service was profiled. */
+int ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 /* attach P to every running task of each service, a tools container
  * beside each on the task's node; `stop` detaches and collects them. */
 int ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
@@ -92,11 +107,12 @@ typedef int (*ph_run_swarm_one_cb)(ph_run *r, ph_backend *b, const ph_service *s
 int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
                       ph_error_t *err);
 /* W's files (a task, or a tools container attached to one; B reaches it;
- * converted first when its mode says so: ph_run_convert_from)
- * into RUNFD/<slot>-<node>/ completed as a run dir, unless WHY (then it is
- * lost for that reason); said, and added to SUMMARY's "tasks".  1 when
+ * converted first when its mode says so: ph_run_convert_from, unless
+ * SNAPSHOT: a copy of a running task's) into RUNFD/<slot>-<node>/, RUNFD
+ * being <out>/<service>/RUN, completed as a run dir, unless WHY (then it
+ * is lost for that reason); said, and added to SUMMARY's "tasks".  1 when
  * collected. */
-int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
+int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
                               const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary);
 /* After a task's collection: 1 and *err ("interrupted by SIG…", its
  * status 128+N, a hint to stop S again) when an interrupt came during
@@ -367,6 +383,8 @@ int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t 
  * has (`snapshot:` of P, the profile it was started with), or say it cannot.  Best effort: 0 when it
  * did or there is nothing to do, -1 after a warning. */
 int ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p);
+/* The same through B, the backend that reaches C (NULL: R's). */
+int ph_run_snapshot_request_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p);
 /* From the sampler's status files in RUNFD: 0 none there, 1 samples were
  * recorded, 2 none were (WHY says why, from the statuses), -1 on error. */
 int ph_run_sample_verdict(int runfd, char *why, size_t len);

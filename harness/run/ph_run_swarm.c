@@ -179,29 +179,28 @@ task_dir_name(const ph_workload *w, char *out, size_t size)
 }
 
 int
-ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
+ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
                           const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary)
 {
     char name[NAME_MAX];
-    json_t *extra = NULL;
+    ph_run_task_dir at = { .runfd = runfd, .parent = run, .dir = name, .snapshot = snapshot };
     ph_error_t sub = NULL;
 
     task_dir_name(w, name, sizeof name);
     /* perf: folded stacks, flamegraph, pprof beside perf.data, the
      * converter on the manager (an interrupt leaves the task as it is) */
-    if (why == NULL && ph_run_convert_from(r, b, w, pp, &sub) < 0)
+    if (why == NULL && !snapshot && ph_run_convert_from(r, b, w, pp, &sub) < 0)
         why = sub->msg;
     if (why == NULL) {
         ph_stage *st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
 
-        extra = json_pack("{s:s, s:s?, s:i, s:s}", "task", w->id, "node", w->node, "slot", w->slot, "task_state",
-                          w->state_text);
-        if (extra == NULL)
+        at.extra = json_pack("{s:s, s:s?, s:i, s:s}", "task", w->id, "node", w->node, "slot", w->slot, "task_state",
+                             w->state_text);
+        if (at.extra == NULL)
             ph_fail(&sub, ENOMEM, "allocate");
-        if (ph_run_stage_done(st, extra == NULL ? -1 : ph_run_collect_task(r, b, w, pp, runfd, name, extra, &sub),
-                              &sub) < 0)
+        if (ph_run_stage_done(st, at.extra == NULL ? -1 : ph_run_collect_task(r, b, w, pp, &at, &sub), &sub) < 0)
             why = sub->msg;
-        json_decref(extra);
+        json_decref(at.extra);
     }
     if (why == NULL)
         ph_info("%s: task %d on %s collected: %s/%s/%s/%s", s->name, w->slot, w->node, r->opts.out_dir, s->name, run,
@@ -350,7 +349,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
                 ph_error_free(&sub);
                 continue;
             }
-            if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, pp, w, NULL, summary) == 1)
+            if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, 0, pp, w, NULL, summary) == 1)
                 collected++;
             else
                 lost++;
@@ -395,7 +394,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             why = "its node is down";
         else if (now == NULL)
             why = "the rollback removed it with its slot";
-        if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, pp, w, why, summary) == 1)
+        if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, 0, pp, w, why, summary) == 1)
             collected++;
         else
             lost++;
@@ -451,6 +450,111 @@ ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
                 ph_error_free(&sub);
             rc = -1;
         }
+    }
+    ph_backend_close(b);
+    return rc;
+}
+
+/* ---- collect ------------------------------------------------------------ */
+
+static int
+snapshot_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    ph_workload run = { 0 };
+    ph_workload_list tasks = { 0 };
+    ph_profile own, *pp = NULL;
+    json_t *summary = NULL;
+    char name[NAME_MAX], stamp[17];
+    int found = 0, svcfd = -1, lock = -1, runfd = -1, rc = -1;
+    size_t i, collected = 0, lost = 0;
+
+    memset(&own, 0, sizeof own);
+    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
+        return -1;
+    if (!found) {
+        rc = 0;
+        goto out;
+    }
+    *acted = 1;
+    if (!ph_run_safe_name(run.run)) {
+        ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
+        goto out;
+    }
+    if (run.profile != NULL && ph_rundir_profile_load(run.profile, run.mode, &own, err) == 0)
+        pp = &own;
+    else if (run.profile != NULL)
+        goto out;
+    ph_run_utc_stamp(stamp);
+    snprintf(name, sizeof name, "%s-snapshot-%s", run.run, stamp);
+    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0 ||
+        b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0 ||
+        ph_run_open_run_dir(r, svcfd, s->name, name, &runfd, err) < 0)
+        goto out;
+    if ((summary = ph_run_tasks_new(s->name, run.mode, name)) == NULL) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    for (i = 0; i < tasks.n; i++) {
+        const ph_workload *w = &tasks.v[i];
+
+        if (!of_run(w, run.run) || !ph_workload_running(w))
+            continue;
+        if (ph_backend_swarm_node_down(b, w, NULL) == 1) {
+            ph_run_swarm_collect_task(r, b, runfd, s, name, 1, pp, w, "its node is down", summary);
+            lost++;
+            continue;
+        }
+        ph_run_snapshot_request_on(r, b, w, pp); /* what the profiler has now, not what it wrote last */
+        if (ph_run_swarm_collect_task(r, b, runfd, s, name, 1, pp, w, NULL, summary) == 1)
+            collected++;
+        else
+            lost++;
+        if (ph_run_swarm_interrupted(s, err))
+            goto out;
+    }
+    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
+        goto out;
+    ph_rundir_give_at(runfd, PH_RUN_TASKS_NAME);
+    if (collected > 0)
+        printf("%s\t%s/%s/%s\n", s->name, r->opts.out_dir, s->name, name);
+    fflush(stdout);
+    ph_info("%s: %zu running task%s copied into %s/%s/%s; they run on", s->name, collected, collected == 1 ? "" : "s",
+            r->opts.out_dir, s->name, name);
+    if (collected == 0 && lost == 0) {
+        ph_fail(err, 0, "%s: no task of run %s is running", s->name, run.run);
+        goto out;
+    }
+    rc = lost ? ph_fail(err, 0, "%s: %zu of %zu tasks not copied (tasks.json says which)", s->name, lost,
+                        lost + collected)
+              : 0;
+out:
+    json_decref(summary);
+    ph_workload_list_free(&tasks);
+    ph_workload_clear(&run);
+    if (pp)
+        ph_profile_free(pp);
+    if (runfd >= 0)
+        close(runfd);
+    if (lock >= 0)
+        close(lock);
+    if (svcfd >= 0)
+        close(svcfd);
+    return rc;
+}
+
+int
+ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+{
+    ph_backend *b = ph_backend_swarm_new(err);
+    int rc = 0;
+
+    *acted = 0;
+    if (b == NULL)
+        return -1;
+    for (size_t i = 0; rc == 0 && i < sl->n; i++) {
+        ph_stage *st = ph_run_service_stage("collect", sl->v[i]->name, NULL);
+
+        rc = ph_run_stage_done(st, snapshot_one(r, b, sl->v[i], acted, err), err);
     }
     ph_backend_close(b);
     return rc;

@@ -308,7 +308,7 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
         } else if (fa[i].w.run == NULL || strcmp(fa[i].w.run, run) != 0) {
             why = "it belongs to another run";
         }
-        if (ph_run_swarm_collect_task(r, fa[i].nb, runfd, s, run, pp, &shown, why, summary) == 1) {
+        if (ph_run_swarm_collect_task(r, fa[i].nb, runfd, s, run, 0, pp, &shown, why, summary) == 1) {
             ph_error_t e2 = NULL;
 
             collected++;
