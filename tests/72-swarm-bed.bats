@@ -200,6 +200,27 @@ teardown_file() {
     [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
 }
 
+@test "down on a stack: a profiled service collected and rolled back first, then the stack's services removed" {
+    wait_for tasks_deployed 2
+    run timed "start (update, converged)" swarm_ph start --mode strace worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
+    wait_for node_tasks_listening 1
+    run timed "down (stopped, collected, removed)" swarm_ph down
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for slot in 1 2; do
+        check_task_dir "$run_dir/$slot-$SWARM_BED-n1" strace
+    done
+    grep -q "service ${STACK}_worker removed" <<<"$output"
+    [ -z "$(bed_docker 1 service ls -q --filter "label=com.docker.stack.namespace=$STACK")" ]
+    run swarm_ph down
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "nothing to take down" <<<"$output"
+}
+
 @test "the bed is off the host's network: no address or route of its subnet here" {
     [ -n "$(bed__namespaces)" ]
     [ -z "$(ip -o addr show | grep -F " $(bed__net)." || true)" ]

@@ -403,8 +403,8 @@ task_oom(swarm_backend *b, const json_t *t, ph_workload *w)
     ph_swarm_task_read(t, NULL, NULL, &x);
     if (x.container_id[0] == '\0')
         return;
-    if (node_engine(b, x.node_id, &e, &sub) == 0 && ph_engine_container_inspect(e, x.container_id, &c, &found, &sub) == 0 &&
-        found)
+    if (node_engine(b, x.node_id, &e, &sub) == 0 &&
+        ph_engine_container_inspect(e, x.container_id, &c, &found, &sub) == 0 && found)
         w->oom_killed = json_is_true(json_object_get(json_object_get(c, "State"), "OOMKilled"));
     if (sub != NULL)
         ph_debug("task %s: its container's state: %s", x.id, sub->msg);
@@ -655,6 +655,23 @@ static const ph_backend_ops swarm_ops = {
 };
 
 /* ---- a service under a profiler ----------------------------------------- */
+
+int
+ph_backend_swarm_remove(ph_backend *pb, const char *project, const char *service, int *found, ph_error_t *err)
+{
+    swarm_backend *b = sb_of(pb);
+    json_t *svc = NULL;
+    int rc;
+
+    *found = 0;
+    if (find_service(b, project, service, &svc, found, err) < 0)
+        return -1;
+    if (!*found)
+        return 0;
+    rc = ph_engine_service_remove(b->mgr, json_string_value(json_object_get(svc, "ID")), found, err);
+    json_decref(svc);
+    return rc;
+}
 
 int
 ph_backend_swarm_detect(ph_backend *b, const char *project, ph_error_t *err)

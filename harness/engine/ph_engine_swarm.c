@@ -145,6 +145,19 @@ ph_engine_service_inspect(ph_engine *e, const char *id, json_t **out, int *found
     return 0;
 }
 
+int
+ph_engine_service_remove(ph_engine *e, const char *id, int *found, ph_error_t *err)
+{
+    ph_engine_req r = { .what = "remove service `{}`", .method = "DELETE", .path = "/services/{id}", .arg = { id },
+                        .kind = "service id", .ok = { 404 } };
+
+    *found = 0;
+    if (ph_engine_check(e, "remove a service", err) < 0 || ph_engine_call(e, &r, err) < 0)
+        return -1;
+    *found = r.status != 404;
+    return 0;
+}
+
 long long
 ph_engine_service_version(const json_t *service)
 {

@@ -34,6 +34,9 @@ int ph_engine_services_if_manager(ph_engine *e, const char *const *labels, size_
 
 /* GET /services/{id}: *found = 0 (and 0 returned) when there is none. */
 int ph_engine_service_inspect(ph_engine *e, const char *id, json_t **out, int *found, ph_error_t *err);
+/* DELETE /services/{id}: the swarm stops and removes its tasks; *found
+ * = 0 (and 0 returned) when there was none. */
+int ph_engine_service_remove(ph_engine *e, const char *id, int *found, ph_error_t *err);
 
 /* A service's Version.Index (what an update must name), -1 when absent. */
 long long ph_engine_service_version(const json_t *service);

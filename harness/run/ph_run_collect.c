@@ -925,6 +925,22 @@ out:
     return *err != NULL ? -1 : 0;
 }
 
+/* FN (ph_run_swarm_stop, _collect) over a stack's services SL, said when
+ * none was profiled (VERB: what was asked); the index rewritten when one
+ * was. */
+static int
+on_stack(ph_run *r, ph_svc_list *sl, int (*fn)(ph_run *, ph_svc_list *, int *, ph_error_t *), const char *verb,
+         ph_error_t *err)
+{
+    int acted = 0, rc = fn(r, sl, &acted, err);
+
+    if (rc == 0 && !acted)
+        ph_info("nothing to %s: no service of stack `%s` is profiled", verb, r->compose->project);
+    if (acted)
+        write_index(r);
+    return rc;
+}
+
 int
 ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err)
 {
@@ -949,12 +965,8 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
     if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services */
-        int acted = 0;
-
-        if (rc > 0 && (rc = ph_run_swarm_stop(r, &sl, &acted, err)) == 0 && !acted)
-            ph_info("nothing to stop: no service of stack `%s` is profiled", r->compose->project);
-        if (acted)
-            write_index(r);
+        if (rc > 0)
+            rc = on_stack(r, &sl, ph_run_swarm_stop, "stop", err);
         free(sl.v);
         return rc;
     }
@@ -1053,10 +1065,8 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
-        if (rc > 0 && (rc = ph_run_swarm_collect(r, &sl, &any, err)) == 0 && !any)
-            ph_info("nothing to collect: no service of stack `%s` is profiled", r->compose->project);
-        if (any)
-            write_index(r);
+        if (rc > 0)
+            rc = on_stack(r, &sl, ph_run_swarm_collect, "collect", err);
         free(sl.v);
         return rc;
     }

@@ -93,6 +93,9 @@ int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
  * tasks.json, as stop lays a run out; the tasks run on.  *ACTED: some
  * service was profiled. */
 int ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
+/* down: each service of SL stopped (collected, rolled back) when
+ * profiled, then removed from the stack. */
+int ph_run_swarm_down(ph_run *r, ph_svc_list *sl, ph_error_t *err);
 /* attach P to every running task of each service, a tools container
  * beside each on the task's node; `stop` detaches and collects them. */
 int ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);

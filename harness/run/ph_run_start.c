@@ -926,6 +926,12 @@ ph_run_down(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: its services removed */
+        if (rc > 0)
+            rc = ph_run_swarm_down(r, &sl, err);
+        free(sl.v);
+        return rc;
+    }
     /* a profiled run is collected first, as stop does: down never loses one */
     rc = ph_run_stop_services(r, &sl, 1, err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {

@@ -272,76 +272,130 @@ had_container(const ph_workload *w)
     return 1;
 }
 
+/* A profiled service's run, as a stop or a collect holds it. */
+typedef struct stack_run {
+    ph_workload run;        /* the run's labels, as the service's spec carries them */
+    ph_profile own, *pp;    /* the profile it was started with, or NULL */
+    ph_workload_list tasks; /* the service's tasks */
+    json_t *summary;        /* tasks.json */
+    size_t collected, lost; /* tasks so far */
+    int svcfd, lock, runfd;
+} stack_run;
+
+#define STACK_RUN_INIT { .svcfd = -1, .lock = -1, .runfd = -1 }
+
+/* S's profiled run into SR: *FOUND 0 when S is not profiled now. */
+static int
+stack_run_find(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, int *found, ph_error_t *err)
+{
+    *found = 0;
+    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &sr->run, found, err) < 0)
+        return -1;
+    if (!*found)
+        return 0;
+    if (!ph_run_safe_name(sr->run.run))
+        return ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
+    if (sr->run.profile != NULL && ph_rundir_profile_load(sr->run.profile, sr->run.mode, &sr->own, err) < 0)
+        return -1;
+    sr->pp = sr->run.profile != NULL ? &sr->own : NULL;
+    return 0;
+}
+
+/* Then S locked, its tasks listed, the run dir NAME made or opened (what a
+ * dead harness left there swept), SR's tasks.json begun. */
+static int
+stack_run_hold(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, const char *name, ph_error_t *err)
+{
+    if (ph_run_lock_service(r, s->name, &sr->svcfd, &sr->lock, err) < 0 ||
+        b->ops->list(b, r->compose->project, s->name, 0, &sr->tasks, err) < 0 ||
+        ph_run_open_run_dir(r, sr->svcfd, s->name, name, &sr->runfd, err) < 0)
+        return -1;
+    if ((sr->summary = ph_run_tasks_new(s->name, sr->run.mode, name)) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
+}
+
+/* Task W of SR collected into SR's run dir PARENT (a copy when SNAPSHOT),
+ * or lost for WHY, and counted: -1 and *err when an interrupt came, so
+ * the caller goes no further. */
+static int
+stack_run_take(ph_run *r, ph_backend *b, stack_run *sr, const ph_service *s, const char *parent, int snapshot,
+               const ph_workload *w, const char *why, ph_error_t *err)
+{
+    if (ph_run_swarm_collect_task(r, b, sr->runfd, s, parent, snapshot, sr->pp, w, why, sr->summary) == 1)
+        sr->collected++;
+    else
+        sr->lost++;
+    return ph_run_swarm_interrupted(s, err) ? -1 : 0;
+}
+
+static void
+stack_run_close(stack_run *sr)
+{
+    json_decref(sr->summary);
+    ph_workload_list_free(&sr->tasks);
+    ph_workload_clear(&sr->run);
+    if (sr->pp)
+        ph_profile_free(sr->pp);
+    if (sr->runfd >= 0)
+        close(sr->runfd);
+    if (sr->lock >= 0)
+        close(sr->lock);
+    if (sr->svcfd >= 0)
+        close(sr->svcfd);
+}
+
 static int
 stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
-    ph_workload run = { 0 };
-    ph_workload_list tasks = { 0 }, after = { 0 };
-    ph_profile own, *pp = NULL;
-    json_t *summary = NULL;
+    stack_run sr = STACK_RUN_INIT;
+    ph_workload_list after = { 0 };
     ph_strv done = { 0 };
-    int found = 0, rolled = 0, svcfd = -1, lock = -1, runfd = -1, rc = -1;
-    size_t i, collected = 0, lost = 0;
+    int found = 0, rolled = 0, rc = -1;
+    size_t i;
     long budget;
 
-    memset(&own, 0, sizeof own);
-    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
-        return -1;
+    if (stack_run_find(r, b, s, &sr, &found, err) < 0)
+        goto out;
     if (!found) { /* not restarted under a profiler; attached to, maybe */
         rc = ph_run_swarm_stop_attached(r, b, s, acted, err);
         goto out;
     }
     *acted = 1;
-    if (!ph_run_safe_name(run.run)) {
-        ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
-        goto out;
-    }
-    if (run.profile != NULL && ph_rundir_profile_load(run.profile, run.mode, &own, err) == 0)
-        pp = &own;
-    else if (run.profile != NULL)
-        goto out;
-    budget = ph_run_stop_budget_s(pp);
-    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0)
-        goto out;
+    budget = ph_run_stop_budget_s(sr.pp);
     /* Every task's profiler is stopped and its files collected BEFORE
      * the rollback: a rollback can drop a slot (the service was scaled
      * down meanwhile), and the swarm deletes that slot's tasks, and their
      * containers on the nodes, with it. */
-    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
+    if (stack_run_hold(r, b, s, &sr, sr.run.run, err) < 0)
         goto out;
-    if (ph_run_open_run_dir(r, svcfd, s->name, run.run, &runfd, err) < 0)
-        goto out;
-    if ((summary = ph_run_tasks_new(s->name, run.mode, run.run)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
     {
         ph_stage *st = ph_stage_beginf("profiler", 0, "stop the profiled tasks of %s", s->name);
 
-        unsigned char *up = calloc(tasks.n ? tasks.n : 1, 1);
+        unsigned char *up = calloc(sr.tasks.n ? sr.tasks.n : 1, 1);
 
         if (up == NULL) {
             ph_fail(err, ENOMEM, "allocate");
             ph_stage_end(st);
             goto out;
         }
-        for (i = 0; i < tasks.n; i++) {
-            up[i] = of_run(&tasks.v[i], run.run) && ph_workload_running(&tasks.v[i]) &&
-                    ph_backend_swarm_node_down(b, &tasks.v[i], NULL) != 1;
+        for (i = 0; i < sr.tasks.n; i++) {
+            up[i] = of_run(&sr.tasks.v[i], sr.run.run) && ph_workload_running(&sr.tasks.v[i]) &&
+                    ph_backend_swarm_node_down(b, &sr.tasks.v[i], NULL) != 1;
             if (up[i]) /* the runtimes' perf maps current and in the run */
-                ph_run_refresh_on(r, b, &tasks.v[i], pp);
+                ph_run_refresh_on(r, b, &sr.tasks.v[i], sr.pp);
         }
-        for (i = 0; i < tasks.n; i++) /* all at once */
+        for (i = 0; i < sr.tasks.n; i++) /* all at once */
             if (up[i])
-                stop_task(b, s, &tasks.v[i]);
+                stop_task(b, s, &sr.tasks.v[i]);
         free(up);
-        for (i = 0; i < tasks.n; i++) {
-            const ph_workload *w = &tasks.v[i];
+        for (i = 0; i < sr.tasks.n; i++) {
+            const ph_workload *w = &sr.tasks.v[i];
             ph_error_t sub = NULL;
             long code = 0;
             int timed_out = 0;
 
-            if (!of_run(w, run.run) || ph_backend_swarm_node_down(b, w, NULL) == 1)
+            if (!of_run(w, sr.run.run) || ph_backend_swarm_node_down(b, w, NULL) == 1)
                 continue;
             /* one that outlasts its budget is the rollback's to end: collected after it */
             if (b->ops->wait(b, w->id, budget, &code, &timed_out, &sub) < 0 || timed_out) {
@@ -349,11 +403,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
                 ph_error_free(&sub);
                 continue;
             }
-            if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, 0, pp, w, NULL, summary) == 1)
-                collected++;
-            else
-                lost++;
-            if (ph_run_swarm_interrupted(s, err)) {
+            if (stack_run_take(r, b, &sr, s, sr.run.run, 0, w, NULL, err) < 0) {
                 ph_stage_end(st);
                 goto out;
             }
@@ -368,7 +418,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     {
         ph_stage *st = ph_stage_beginf("rollback", 0, "roll %s back as deployed", s->name);
 
-        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, run.run, budget,
+        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, sr.run.run, budget,
                                                              &rolled, err), err) < 0)
             goto out;
     }
@@ -380,13 +430,13 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
      * the second listing has. */
     if (b->ops->list(b, r->compose->project, s->name, 0, &after, err) < 0)
         goto out;
-    for (i = 0; i < tasks.n + after.n; i++) {
-        const ph_workload *w = i < tasks.n ? &tasks.v[i] : &after.v[i - tasks.n];
-        const ph_workload *now = i < tasks.n ? find_task(&after, w->id) : w;
+    for (i = 0; i < sr.tasks.n + after.n; i++) {
+        const ph_workload *w = i < sr.tasks.n ? &sr.tasks.v[i] : &after.v[i - sr.tasks.n];
+        const ph_workload *now = i < sr.tasks.n ? find_task(&after, w->id) : w;
         const char *why = NULL;
 
-        if (!of_run(w, run.run) || ph_strv_has(&done, w->id) || !had_container(w) ||
-            (i >= tasks.n && find_task(&tasks, w->id) != NULL))
+        if (!of_run(w, sr.run.run) || ph_strv_has(&done, w->id) || !had_container(w) ||
+            (i >= sr.tasks.n && find_task(&sr.tasks, w->id) != NULL))
             continue;
         if (now != NULL)
             w = now;
@@ -394,44 +444,36 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             why = "its node is down";
         else if (now == NULL)
             why = "the rollback removed it with its slot";
-        if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, 0, pp, w, why, summary) == 1)
-            collected++;
-        else
-            lost++;
-        if (ph_run_swarm_interrupted(s, err))
+        if (stack_run_take(r, b, &sr, s, sr.run.run, 0, w, why, err) < 0)
             goto out;
     }
-    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
+    if (ph_rundir_write_json_at(sr.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.summary, err) < 0)
         goto out;
-    if (collected > 0)
-        ph_rundir_link_latest(svcfd, r->opts.out_dir, s->name, run.run);
-    ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
-            r->opts.out_dir, s->name, run.run, rolled ? "; the service is rolled back as deployed" : "");
-    if (collected == 0 && lost == 0) {
-        ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, run.run);
+    if (sr.collected > 0)
+        ph_rundir_link_latest(sr.svcfd, r->opts.out_dir, s->name, sr.run.run);
+    ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, sr.collected, sr.collected == 1 ? "" : "s",
+            r->opts.out_dir, s->name, sr.run.run, rolled ? "; the service is rolled back as deployed" : "");
+    if (sr.collected == 0 && sr.lost == 0) {
+        ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, sr.run.run);
         goto out;
     }
-    rc = lost ? ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, lost, lost + collected)
-              : 0;
+    rc = sr.lost ? ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, sr.lost,
+                           sr.lost + sr.collected)
+                 : 0;
 out:
-    json_decref(summary);
     ph_strv_free(&done);
-    ph_workload_list_free(&tasks);
     ph_workload_list_free(&after);
-    ph_workload_clear(&run);
-    if (pp)
-        ph_profile_free(pp);
-    if (runfd >= 0)
-        close(runfd);
-    if (lock >= 0)
-        close(lock);
-    if (svcfd >= 0)
-        close(svcfd);
+    stack_run_close(&sr);
     return rc;
 }
 
-int
-ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+/* ONE for each service of SL on one Swarm backend, each a stage named
+ * WHAT; a failure is kept (the first) and the others go on.  *ACTED: some
+ * service was profiled. */
+typedef int (*acting_cb)(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+
+static int
+each_acting(ph_run *r, ph_svc_list *sl, const char *what, acting_cb one, int *acted, ph_error_t *err)
 {
     ph_backend *b = ph_backend_swarm_new(err);
     int rc = 0;
@@ -441,9 +483,9 @@ ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
         return -1;
     for (size_t i = 0; i < sl->n; i++) {
         ph_error_t sub = NULL;
-        ph_stage *st = ph_run_service_stage("stop", sl->v[i]->name, NULL);
+        ph_stage *st = ph_run_service_stage(what, sl->v[i]->name, NULL);
 
-        if (ph_run_stage_done(st, stop_one(r, b, sl->v[i], acted, &sub), &sub) < 0) {
+        if (ph_run_stage_done(st, one(r, b, sl->v[i], acted, &sub), &sub) < 0) {
             if (rc == 0 && err)
                 *err = sub;
             else
@@ -455,108 +497,103 @@ ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
     return rc;
 }
 
+int
+ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+{
+    return each_acting(r, sl, "stop", stop_one, acted, err);
+}
+
 /* ---- collect ------------------------------------------------------------ */
 
 static int
 snapshot_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
-    ph_workload run = { 0 };
-    ph_workload_list tasks = { 0 };
-    ph_profile own, *pp = NULL;
-    json_t *summary = NULL;
+    stack_run sr = STACK_RUN_INIT;
     char name[NAME_MAX], stamp[17];
-    int found = 0, svcfd = -1, lock = -1, runfd = -1, rc = -1;
-    size_t i, collected = 0, lost = 0;
+    int found = 0, rc = -1;
+    size_t i;
 
-    memset(&own, 0, sizeof own);
-    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
-        return -1;
+    if (stack_run_find(r, b, s, &sr, &found, err) < 0)
+        goto out;
     if (!found) {
         rc = 0;
         goto out;
     }
     *acted = 1;
-    if (!ph_run_safe_name(run.run)) {
-        ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
-        goto out;
-    }
-    if (run.profile != NULL && ph_rundir_profile_load(run.profile, run.mode, &own, err) == 0)
-        pp = &own;
-    else if (run.profile != NULL)
-        goto out;
     ph_run_utc_stamp(stamp);
-    snprintf(name, sizeof name, "%s-snapshot-%s", run.run, stamp);
-    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0 ||
-        b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0 ||
-        ph_run_open_run_dir(r, svcfd, s->name, name, &runfd, err) < 0)
+    snprintf(name, sizeof name, "%s-snapshot-%s", sr.run.run, stamp);
+    if (stack_run_hold(r, b, s, &sr, name, err) < 0)
         goto out;
-    if ((summary = ph_run_tasks_new(s->name, run.mode, name)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    for (i = 0; i < tasks.n; i++) {
-        const ph_workload *w = &tasks.v[i];
+    for (i = 0; i < sr.tasks.n; i++) {
+        const ph_workload *w = &sr.tasks.v[i];
 
-        if (!of_run(w, run.run) || !ph_workload_running(w))
+        if (!of_run(w, sr.run.run) || !ph_workload_running(w))
             continue;
         if (ph_backend_swarm_node_down(b, w, NULL) == 1) {
-            ph_run_swarm_collect_task(r, b, runfd, s, name, 1, pp, w, "its node is down", summary);
-            lost++;
+            stack_run_take(r, b, &sr, s, name, 1, w, "its node is down", err);
             continue;
         }
-        ph_run_snapshot_request_on(r, b, w, pp); /* what the profiler has now, not what it wrote last */
-        if (ph_run_swarm_collect_task(r, b, runfd, s, name, 1, pp, w, NULL, summary) == 1)
-            collected++;
-        else
-            lost++;
-        if (ph_run_swarm_interrupted(s, err))
+        ph_run_snapshot_request_on(r, b, w, sr.pp); /* what the profiler has now, not what it wrote last */
+        if (stack_run_take(r, b, &sr, s, name, 1, w, NULL, err) < 0)
             goto out;
     }
-    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
+    if (ph_rundir_write_json_at(sr.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.summary, err) < 0)
         goto out;
-    ph_rundir_give_at(runfd, PH_RUN_TASKS_NAME);
-    if (collected > 0)
+    ph_rundir_give_at(sr.runfd, PH_RUN_TASKS_NAME);
+    if (sr.collected > 0)
         printf("%s\t%s/%s/%s\n", s->name, r->opts.out_dir, s->name, name);
     fflush(stdout);
-    ph_info("%s: %zu running task%s copied into %s/%s/%s; they run on", s->name, collected, collected == 1 ? "" : "s",
-            r->opts.out_dir, s->name, name);
-    if (collected == 0 && lost == 0) {
-        ph_fail(err, 0, "%s: no task of run %s is running", s->name, run.run);
+    ph_info("%s: %zu running task%s copied into %s/%s/%s; they run on", s->name, sr.collected,
+            sr.collected == 1 ? "" : "s", r->opts.out_dir, s->name, name);
+    if (sr.collected == 0 && sr.lost == 0) {
+        ph_fail(err, 0, "%s: no task of run %s is running", s->name, sr.run.run);
         goto out;
     }
-    rc = lost ? ph_fail(err, 0, "%s: %zu of %zu tasks not copied (tasks.json says which)", s->name, lost,
-                        lost + collected)
-              : 0;
+    rc = sr.lost ? ph_fail(err, 0, "%s: %zu of %zu tasks not copied (tasks.json says which)", s->name, sr.lost,
+                           sr.lost + sr.collected)
+                 : 0;
 out:
-    json_decref(summary);
-    ph_workload_list_free(&tasks);
-    ph_workload_clear(&run);
-    if (pp)
-        ph_profile_free(pp);
-    if (runfd >= 0)
-        close(runfd);
-    if (lock >= 0)
-        close(lock);
-    if (svcfd >= 0)
-        close(svcfd);
+    stack_run_close(&sr);
     return rc;
 }
 
 int
 ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
 {
-    ph_backend *b = ph_backend_swarm_new(err);
-    int rc = 0;
+    return each_acting(r, sl, "collect", snapshot_one, acted, err);
+}
 
-    *acted = 0;
-    if (b == NULL)
+/* ---- down --------------------------------------------------------------- */
+
+int
+ph_run_swarm_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
+{
+    ph_backend *b;
+    int acted = 0, removed = 0, rc = 0;
+
+    /* a profiled run is collected and rolled back first: down never loses one */
+    if (ph_run_swarm_stop(r, sl, &acted, err) < 0)
         return -1;
-    for (size_t i = 0; rc == 0 && i < sl->n; i++) {
-        ph_stage *st = ph_run_service_stage("collect", sl->v[i]->name, NULL);
+    if ((b = ph_backend_swarm_new(err)) == NULL)
+        return -1;
+    for (size_t i = 0; i < sl->n; i++) {
+        int found = 0;
 
-        rc = ph_run_stage_done(st, snapshot_one(r, b, sl->v[i], acted, err), err);
+        if ((rc = ph_backend_swarm_remove(b, r->compose->project, sl->v[i]->name, &found, err)) < 0) {
+            ph_error_wrap(err, "%s", sl->v[i]->name);
+            break;
+        }
+        if (found)
+            ph_info("%s: service %s_%s removed (the swarm stops its tasks)", sl->v[i]->name, r->compose->project,
+                    sl->v[i]->name);
+        removed += found;
     }
     ph_backend_close(b);
+    if (rc == 0 && removed == 0)
+        ph_info("nothing to take down: no service of stack `%s` is there", r->compose->project);
+    else if (rc == 0)
+        ph_info("stack `%s`: %d service%s removed; its networks stay (`docker stack rm %s` removes them)",
+                r->compose->project, removed, removed == 1 ? "" : "s", r->compose->project);
     return rc;
 }
 

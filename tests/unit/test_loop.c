@@ -963,6 +963,23 @@ test_replicas_one_kept_then_added(void **state)
     no_temp_left("front");
 }
 
+/* In a child about to be interrupted: SIGINT's default action back, a
+ * project whose profiled container writes 64 KiB, streamed 1 KiB at a
+ * time (so a fault can strike part way). */
+static void
+open_big_world(void)
+{
+    static char big[64 * 1024];
+    ph_fake_wl *t;
+
+    signal(SIGINT, SIG_DFL);
+    open_world(ONE, NULL);
+    t = profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
+    memset(big, 'x', sizeof big);
+    ph_fake_wl_file(t, "/opt/profiling/front/big.bin", big, sizeof big, 0644);
+    ph_fake_chunk(W.f, 1024);
+}
+
 /* ---- a Swarm task's collection ---------------------------------------------- */
 
 /* The profiled container of front, ended as `started` said (asked to
@@ -1042,23 +1059,16 @@ test_swarm_task_collected_as_lone(void **state)
 static int
 swarm_interrupted_child(void)
 {
-    static char big[64 * 1024];
     const char *run;
     ph_service *svc;
     json_t *summary;
     ph_error_t err = NULL;
     ph_backend *b;
     ph_workload w;
-    ph_fake_wl *t;
     char cmd[PATH_MAX + 64];
     int runfd = -1;
 
-    signal(SIGINT, SIG_DFL);
-    open_world(ONE, NULL);
-    t = profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
-    memset(big, 'x', sizeof big);
-    ph_fake_wl_file(t, "/opt/profiling/front/big.bin", big, sizeof big, 0644);
-    ph_fake_chunk(W.f, 1024);
+    open_big_world();
     start("strace", "front");
     task_ended(1, &b, &w, &runfd);
     ph_fake_fault(W.f, "archive_get", "proj-front-strace", PH_FAKE_INTERRUPT, 8192, 1);
@@ -1095,19 +1105,12 @@ test_swarm_task_interrupted(void **state)
 static int
 interrupted_child(void)
 {
-    static char big[64 * 1024];
     char cmd[PATH_MAX + 64];
     char *names[1] = { "front" };
     ph_error_t err = NULL;
     ph_workload w;
-    ph_fake_wl *t;
 
-    signal(SIGINT, SIG_DFL);
-    open_world(ONE, NULL);
-    t = profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
-    memset(big, 'x', sizeof big);
-    ph_fake_wl_file(t, "/opt/profiling/front/big.bin", big, sizeof big, 0644);
-    ph_fake_chunk(W.f, 1024);
+    open_big_world();
     ph_fake_fault(W.f, "archive_get", "proj-front-strace", PH_FAKE_INTERRUPT, 8192, 1);
     start("strace", "front");
     if (ph_run_stop(W.r, names, 1, &err) == 0)
