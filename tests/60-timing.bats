@@ -192,6 +192,17 @@ check_one_tree() {
     [[ "$output" != *"status:"* ]]
 }
 
+@test "a plain project's commands ask no GET /info: whether it is a stack is one listing of its services" {
+    for cmd in status stop "restore one"; do
+        # shellcheck disable=SC2086 # the command's words
+        run phs --timings $cmd
+        echo "$cmd: $output"
+        [ "$status" -eq 0 ]
+        ! grep -q 'GET /info' <<<"$output"
+        [ "$(grep -c 'GET /services' <<<"$output")" -eq 1 ]
+    done
+}
+
 @test "flamegraph --flamechart draws a tracing-flame file in time order" {
     # tests/timing/tracing.folded is written to tracing-flame's format
     # specification (see its header).  Like inferno's --flamechart the
