@@ -127,6 +127,23 @@ static struct {
 
 static _Alignas(64) _Atomic uint64_t live_bits[HEAP_FILTER / 64];
 
+/* The exact count of what is in use (every block's requested bytes, not
+ * sampled): each thread's change since its last flush in TLS, the sum of
+ * the flushed changes here.  (A thread flushes when its change reaches
+ * FLUSH_AT either way, so the sum is within FLUSH_AT bytes per thread of
+ * the truth, and a thread's highest point since its flush is exact.) */
+#define FLUSH_AT ((int64_t)16384)
+static struct {
+    int on;                           /* blocks carry their size (tag()) */
+    _Alignas(64) _Atomic int64_t live;
+    _Atomic int64_t peak;             /* the highest live seen while sampling */
+    _Atomic int64_t peak_at_copy;     /* exact live when the peak's stacks were copied */
+    _Atomic int runtime;              /* samples not of malloc's (JVM, CPython objects) */
+} X;
+static __thread int64_t tls_pend __attribute__((tls_model("initial-exec")));
+static __thread int64_t tls_pmax __attribute__((tls_model("initial-exec")));
+static __thread int tls_py __attribute__((tls_model("initial-exec")));
+
 static __thread int tls_guard __attribute__((tls_model("initial-exec")));
 static __thread int tls_seeded __attribute__((tls_model("initial-exec")));
 static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
@@ -330,6 +347,11 @@ phs_heap_prepare(void)
         }
         reserve_overflow();
     }
+    /* From here on every block carries its size (tag()); for good: a tag
+     * is read at the block's free whenever that comes.  (The few blocks
+     * allocated before, the loader's and the constructors' that ran
+     * first, carry none: theirs frees read some size within them.) */
+    X.on = R.usable != NULL;
     return 0;
 }
 
@@ -373,6 +395,9 @@ phs_heap_forked(int keep)
     atomic_store(&H.samples, 0);
     atomic_store(&H.dropped, 0);
     atomic_store(&H.live_n, 0);
+    atomic_store(&X.peak, atomic_load(&X.live));
+    atomic_store(&X.peak_at_copy, 0);
+    atomic_store(&X.runtime, 0);
     if (phs_heap_prepare() < 0)
         H.mean = 0;
 }
@@ -482,12 +507,12 @@ stack_id(const uintptr_t *pcs, uint32_t depth)
 /* Copy every stack's in-use counters as the peak's; the one thread that
  * holds the flag does it, the others go on. */
 static void
-copy_peak(void)
+copy_peak(int64_t exact)
 {
     uint32_t n = atomic_load(&H.n_stacks);
     int64_t sum = 0;
 
-    if (atomic_exchange(&H.peak_busy, 1))
+    if (H.stacks == NULL || atomic_exchange(&H.peak_busy, 1))
         return;
     if (n > HEAP_STACKS)
         n = HEAP_STACKS;
@@ -501,7 +526,137 @@ copy_peak(void)
         sum += b;
     }
     atomic_store(&H.peak_copied, sum);
+    atomic_store(&X.peak_at_copy, exact);
     atomic_store(&H.peak_busy, 0);
+}
+
+/* ---- the exact count -------------------------------------------------- */
+
+/* A thread's change into the sum; its highest point since the last flush
+ * a candidate for the peak.  A peak above the last copy's by max(T,
+ * peak/64) copies the stacks' in-use counters again (as the sampled
+ * estimate did before: so the copies are few, O(64 log) of the growth). */
+static __attribute__((noinline)) void
+flush(void)
+{
+    int64_t before = atomic_fetch_add_explicit(&X.live, tls_pend, memory_order_relaxed), top = before + tls_pmax;
+    int64_t peak, at;
+
+    tls_pend = 0;
+    tls_pmax = 0;
+    if (!atomic_load_explicit(&H.on, memory_order_relaxed))
+        return;
+    peak = atomic_load_explicit(&X.peak, memory_order_relaxed);
+    while (top > peak && !atomic_compare_exchange_weak(&X.peak, &peak, top))
+        ;
+    if (top <= peak)
+        return;
+    at = atomic_load_explicit(&X.peak_at_copy, memory_order_relaxed);
+    if (top >= at + (at / 64 > (int64_t)H.mean ? at / 64 : (int64_t)H.mean))
+        copy_peak(top);
+}
+
+static inline void
+count_add(size_t n)
+{
+    int64_t v = tls_pend + (int64_t)n;
+
+    tls_pend = v;
+    if (v > tls_pmax) {
+        tls_pmax = v;
+        if (__builtin_expect(v >= FLUSH_AT, 0))
+            flush();
+    }
+}
+
+static inline void
+count_sub(size_t n)
+{
+    int64_t v = tls_pend - (int64_t)n;
+
+    tls_pend = v;
+    if (__builtin_expect(v <= -FLUSH_AT, 0))
+        flush();
+}
+
+/* The size tag.  A block is asked of the allocator one byte longer than
+ * the service asked, so its usable size U (malloc_usable_size: the
+ * allocator's own header, read by its free anyway) exceeds the request N:
+ * the last usable byte holds U - N when that is 1..255, else 0 and N in
+ * the 8 bytes before it (U - N >= 256 leaves room).  So free learns N from
+ * the block itself: no table, no lock, from any thread; realloc reads the
+ * old tag and writes a new one; the aligned allocators keep their
+ * alignment (only the length grows); calloc's zeroes are the N bytes'.
+ * Our malloc_usable_size says N, so a service never writes the tag.  The
+ * byte costs memory only when N was already the usable size.  The
+ * sampler's own blocks (OWN()) are asked 9 bytes longer and tagged
+ * the long way with OWN_BIT: never counted, wherever they are freed. */
+#define OWN_BIT ((size_t)1 << 63)
+/* The sampler's own blocks: the writer's, and a service thread's inside
+ * a phs_own section (its start, its notes) but for the interpreter's
+ * allocator our CPython hook calls (tls_py: the service's objects). */
+#define OWN() (tls_guard || (phs_tls_own && !tls_py))
+
+static inline void
+tag(void *p, size_t n)
+{
+    unsigned char *q = p;
+    size_t u = R.usable(p), s = u - n, own = OWN() ? OWN_BIT : 0;
+
+    if (s < 256 && !own) {
+        q[u - 1] = (unsigned char)s;
+        count_add(n);
+    } else {
+        size_t w = n | own;
+
+        q[u - 1] = 0;
+        memcpy(q + u - 9, &w, sizeof w);
+        if (!own)
+            count_add(n);
+    }
+}
+
+/* The size a block's tag says, bounded by its usable size (a block from
+ * before the sampler, which carries no tag, gives some size within it);
+ * *OWN: the writer's. */
+static inline size_t
+tag_size(const void *p, int *own)
+{
+    const unsigned char *q = p;
+    size_t u = R.usable((void *)p), n;
+
+    *own = 0;
+    if (u == 0)
+        return 0;
+    if (q[u - 1] != 0)
+        return q[u - 1] <= u ? u - q[u - 1] : 0;
+    if (u < 9)
+        return 0;
+    memcpy(&n, q + u - 9, sizeof n);
+    *own = (n & OWN_BIT) != 0;
+    n &= ~OWN_BIT;
+    return n < u ? n : 0;
+}
+
+static inline void
+untag(const void *p)
+{
+    int own;
+    size_t n = tag_size(p, &own);
+
+    if (!own)
+        count_sub(n);
+}
+
+/* What the allocator is asked for N: one byte more when tagging (0 when
+ * that overflows, which the allocator refuses as the service's N would). */
+#define TAGGING (X.on && !IN_INNER)
+static inline size_t
+ask(size_t n)
+{
+    size_t more = OWN() ? 9 : 1;
+
+    return !TAGGING ? n : n + more < n ? SIZE_MAX : n + more;
 }
 
 /* Take the block P out of the live table, and its weight off its stack.
@@ -594,8 +749,8 @@ sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
         atomic_fetch_add_explicit(&s->inuse_objs, o, memory_order_relaxed);
         now = atomic_fetch_add(&H.inuse, b) + b;
         copied = atomic_load(&H.peak_copied);
-        if (now >= copied + (copied / 64 > (int64_t)H.mean ? copied / 64 : (int64_t)H.mean))
-            copy_peak();
+        if (!X.on && now >= copied + (copied / 64 > (int64_t)H.mean ? copied / 64 : (int64_t)H.mean))
+            copy_peak(0);
     } else {
         atomic_fetch_add(&H.dropped, 1);
     }
@@ -647,6 +802,8 @@ note_slow(void *p, size_t n, int py)
              * is the interpreter's function that asked (our hook left out) */
             uintptr_t words[PHS_MAX_WORDS];
 
+            atomic_store_explicit(&X.runtime, 1, memory_order_relaxed);
+
             sampled(p, n, words, phs_py_merge(pcs + 2, depth - 1, words, PHS_MAX_WORDS));
         } else if (!py) {
             sampled(p, n, pcs + 1, depth);
@@ -695,6 +852,7 @@ phs_heap_record(uintptr_t key, size_t n, const uintptr_t *words, uint32_t depth)
 
     if (!phs_heap_on() || depth == 0 || key <= TOMB)
         return -1;
+    atomic_store_explicit(&X.runtime, 1, memory_order_relaxed);
     dropped = atomic_load(&H.dropped);
     sampled((void *)key, n, words, depth);
     return atomic_load(&H.dropped) == dropped ? 0 : -1;
@@ -749,14 +907,15 @@ static struct {
 
 /* The interpreter's own call, its mallocs not sampled again (a block
  * over 512 bytes is PyMem_RawMalloc's, malloc's). */
-#define PY_ORIG(call) (phs_own_begin(), (call))
+#define PY_ORIG(call) (tls_py++, phs_own_begin(), (call))
+#define PY_END() (phs_own_end(), tls_py--)
 
 static void *
 py_malloc(void *ctx, size_t n)
 {
     void *p = PY_ORIG(PYH.orig.malloc(PYH.orig.ctx, n));
 
-    phs_own_end();
+    PY_END();
     NOTE_(p, n, 1);
     return p;
 }
@@ -767,7 +926,7 @@ py_calloc(void *ctx, size_t n, size_t size)
     void *p = PY_ORIG(PYH.orig.calloc(PYH.orig.ctx, n, size));
     size_t total;
 
-    phs_own_end();
+    PY_END();
     if (!__builtin_mul_overflow(n, size, &total))
         NOTE_(p, total, 1);
     return p;
@@ -781,7 +940,7 @@ py_realloc(void *ctx, void *old, size_t n)
     if (old != NULL)
         release(old);
     p = PY_ORIG(PYH.orig.realloc(PYH.orig.ctx, old, n));
-    phs_own_end();
+    PY_END();
     NOTE_(p, n, 1);
     return p;
 }
@@ -792,7 +951,7 @@ py_free(void *ctx, void *p)
     if (p != NULL)
         release(p);
     PY_ORIG(PYH.orig.free(PYH.orig.ctx, p));
-    phs_own_end();
+    PY_END();
 }
 
 #define PY_SYM(name) dlsym(RTLD_DEFAULT, name)
@@ -853,7 +1012,9 @@ malloc(size_t n)
 
     if (!ready())
         return boot_alloc(n, 16);
-    p = R.malloc(n);
+    p = R.malloc(ask(n));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -865,6 +1026,8 @@ free(void *p)
         return;
     if (!ready())
         return; /* cannot happen: a block came from somewhere */
+    if (TAGGING)
+        untag(p);
     release(p);
     R.free(p);
 }
@@ -880,9 +1043,13 @@ calloc(size_t n, size_t size)
             return NULL;
         return boot_alloc(total, 16); /* static: zeroed */
     }
-    p = INNER(R.calloc(n, size));
-    if (p != NULL && !__builtin_mul_overflow(n, size, &total))
+    if (__builtin_mul_overflow(n, size, &total) || !TAGGING)
+        return INNER(R.calloc(n, size)); /* (refused when it overflows) */
+    p = INNER(R.calloc(1, ask(total)));
+    if (p != NULL) {
+        tag(p, total);
         NOTE(p, total);
+    }
     return p;
 }
 
@@ -903,7 +1070,22 @@ realloc(void *old, size_t n)
         return old == NULL ? boot_alloc(n, 16) : NULL;
     if (old != NULL)
         release(old);
-    p = INNER(R.realloc(old, n));
+    if (!TAGGING) {
+        p = INNER(R.realloc(old, n));
+    } else if (old != NULL && n == 0) {
+        untag(old); /* glibc frees it (and gives NULL) */
+        return INNER(R.realloc(old, 0));
+    } else {
+        int own = 0;
+        size_t had = old != NULL ? tag_size(old, &own) : 0;
+
+        p = INNER(R.realloc(old, ask(n)));
+        if (p == NULL)
+            return NULL; /* OLD stays, its tag with it */
+        if (!own)
+            count_sub(had);
+        tag(p, n);
+    }
     NOTE(p, n);
     return p;
 }
@@ -929,7 +1111,9 @@ posix_memalign(void **out, size_t align, size_t n)
         *out = boot_alloc(n, align);
         return *out ? 0 : ENOMEM;
     }
-    r = INNER(R.posix_memalign(out, align, n));
+    r = INNER(R.posix_memalign(out, align, ask(n)));
+    if (r == 0 && TAGGING)
+        tag(*out, n);
     if (r == 0)
         NOTE(*out, n);
     return r;
@@ -942,7 +1126,9 @@ aligned_alloc(size_t align, size_t n)
 
     if (!ready())
         return boot_alloc(n, align);
-    p = INNER(R.aligned_alloc(align, n));
+    p = INNER(R.aligned_alloc(align, ask(n)));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -954,7 +1140,9 @@ memalign(size_t align, size_t n)
 
     if (!ready())
         return boot_alloc(n, align);
-    p = INNER(R.memalign(align, n));
+    p = INNER(R.memalign(align, ask(n)));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -966,7 +1154,9 @@ valloc(size_t n)
 
     if (!ready())
         return boot_alloc(n, 4096);
-    p = INNER(R.valloc(n));
+    p = INNER(R.valloc(ask(n)));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -978,7 +1168,9 @@ pvalloc(size_t n)
 
     if (!ready() || R.pvalloc == NULL)
         return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
-    p = INNER(R.pvalloc(n));
+    p = INNER(R.pvalloc(ask(n)));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -992,6 +1184,11 @@ malloc_usable_size(void *p)
         return boot_size(p);
     if (!ready() || R.usable == NULL)
         return 0;
+    if (X.on) {
+        int own;
+
+        return tag_size(p, &own); /* the tag's bytes are not the service's */
+    }
     return R.usable(p);
 }
 
@@ -1002,13 +1199,33 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
 {
     uint32_t n = atomic_load(&H.n_stacks);
     size_t k = 0;
+    int64_t now_live = 0, peak = 0;
+    double k_in = 1, k_pk = 1;
 
     memset(t, 0, sizeof *t);
     if (H.stacks == NULL)
         return 0;
-    /* In use at its highest now: the peak is now. */
-    if (atomic_load(&H.inuse) > atomic_load(&H.peak_copied))
-        copy_peak();
+    if (X.on) {
+        /* the exact count: in use at its highest now, the peak is now */
+        now_live = atomic_load(&X.live);
+        peak = atomic_load(&X.peak);
+        if (now_live >= peak) {
+            atomic_store(&X.peak, now_live);
+            peak = now_live;
+            copy_peak(now_live);
+        }
+        /* The views' bytes sum to the exact figures, their shares the
+         * samples' (a runtime's objects, not malloc's, are estimates
+         * only: then the rows stay estimates, the exact count beside). */
+        if (!atomic_load(&X.runtime)) {
+            int64_t si = atomic_load(&H.inuse), sp = atomic_load(&H.peak_copied);
+
+            k_in = si > 0 && now_live > 0 ? (double)now_live / (double)si : 1;
+            k_pk = sp > 0 && peak > 0 ? (double)peak / (double)sp : 1;
+        }
+    } else if (atomic_load(&H.inuse) > atomic_load(&H.peak_copied)) {
+        copy_peak(0); /* in use at its highest now: the peak is now */
+    }
     if (n > HEAP_STACKS)
         n = HEAP_STACKS;
     for (uint32_t i = 0; i < n; i++) {
@@ -1028,9 +1245,9 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
         r->v[PHS_HEAP_ALLOC_OBJECTS] = (int64_t)llround((double)atomic_load(&s->alloc_objs) / PHS_HEAP_OBJ);
         r->v[PHS_HEAP_ALLOC_SPACE] = (int64_t)atomic_load(&s->alloc_bytes);
         r->v[PHS_HEAP_INUSE_OBJECTS] = io > 0 ? (int64_t)llround((double)io / PHS_HEAP_OBJ) : 0;
-        r->v[PHS_HEAP_INUSE_SPACE] = ib > 0 ? ib : 0;
+        r->v[PHS_HEAP_INUSE_SPACE] = ib > 0 ? (int64_t)llround((double)ib * k_in) : 0;
         r->v[PHS_HEAP_PEAK_OBJECTS] = po > 0 ? (int64_t)llround((double)po / PHS_HEAP_OBJ) : 0;
-        r->v[PHS_HEAP_PEAK_SPACE] = pb > 0 ? pb : 0;
+        r->v[PHS_HEAP_PEAK_SPACE] = pb > 0 ? (int64_t)llround((double)pb * k_pk) : 0;
         for (int v = 0; v < PHS_HEAP_VIEWS; v++)
             t->v[v] += r->v[v];
         t->samples += r->samples;
@@ -1041,6 +1258,9 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
     t->stacks = n;
     t->live = atomic_load(&H.live_n);
     t->mean = H.mean;
+    t->exact = X.on;
+    t->exact_live = now_live;
+    t->exact_peak = peak;
     return k;
 }
 
