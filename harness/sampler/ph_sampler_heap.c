@@ -64,6 +64,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,11 @@ static struct {
 static __thread int64_t tls_pend __attribute__((tls_model("initial-exec")));
 static __thread int64_t tls_pmax __attribute__((tls_model("initial-exec")));
 static __thread int tls_py __attribute__((tls_model("initial-exec")));
+static __thread int tls_keyed __attribute__((tls_model("initial-exec")));
+/* A thread's last change flushed when it exits (a key's destructor). */
+static pthread_key_t exit_key;
+static int exit_key_made;
+static void on_thread_exit(void *unused);
 
 static __thread int tls_guard __attribute__((tls_model("initial-exec")));
 static __thread int tls_seeded __attribute__((tls_model("initial-exec")));
@@ -351,6 +357,8 @@ phs_heap_prepare(void)
      * is read at the block's free whenever that comes.  (The few blocks
      * allocated before, the loader's and the constructors' that ran
      * first, carry none: theirs frees read some size within them.) */
+    if (!exit_key_made)
+        exit_key_made = pthread_key_create(&exit_key, on_thread_exit) == 0;
     X.on = R.usable != NULL;
     return 0;
 }
@@ -556,10 +564,30 @@ flush(void)
         copy_peak(top);
 }
 
+static void
+on_thread_exit(void *unused)
+{
+    if (tls_pend != 0 || tls_pmax != 0)
+        flush();
+}
+
+/* Once per thread: its flush at exit (a key below PTHREAD_KEYS_MAX's
+ * first block: glibc stores its value in the thread, no allocation). */
+static __attribute__((noinline)) void
+keyed(void)
+{
+    tls_keyed = 1;
+    if (exit_key_made)
+        pthread_setspecific(exit_key, &tls_keyed);
+}
+
 static inline void
 count_add(size_t n)
 {
     int64_t v = tls_pend + (int64_t)n;
+
+    if (__builtin_expect(!tls_keyed, 0))
+        keyed();
 
     tls_pend = v;
     if (v > tls_pmax) {
@@ -573,6 +601,9 @@ static inline void
 count_sub(size_t n)
 {
     int64_t v = tls_pend - (int64_t)n;
+
+    if (__builtin_expect(!tls_keyed, 0))
+        keyed();
 
     tls_pend = v;
     if (__builtin_expect(v <= -FLUSH_AT, 0))
