@@ -1289,6 +1289,12 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
     t->stacks = n;
     t->live = atomic_load(&H.live_n);
     t->mean = H.mean;
+    if (X.on && !atomic_load(&X.runtime)) {
+        /* the totals are the exact count's even where no sample stands
+         * for its bytes (no sampled block in use: no row, not nothing) */
+        t->v[PHS_HEAP_INUSE_SPACE] = now_live;
+        t->v[PHS_HEAP_PEAK_SPACE] = peak;
+    }
     t->exact = X.on;
     t->exact_live = now_live;
     t->exact_peak = peak;
