@@ -39,13 +39,20 @@
  *   free looks up anyway; an interposer has no such metadata, and a
  *   header before each sampled block would need reading the bytes before
  *   every block, which only glibc's layout makes safe.)
- * - The peak: the estimated bytes in use (all sampled blocks' weights)
- *   are a counter; the thread whose sample raises it by more than the
- *   mean interval, or 1/64 of the last copy, copies every stack's in-use
- *   counters as the peak's (one thread at a time: a flag, no waiting;
- *   the writer does the same at a snapshot while in use is at its
- *   highest).  So the peak's composition is the in-use one at a moment
- *   within max(T, peak/64) bytes of the highest estimate.
+ * - The bytes in use, exactly (not sampled): each block carries its
+ *   requested size in a tag past its end (tag(): asked one byte longer,
+ *   read back through malloc_usable_size at free and realloc), each
+ *   thread sums its changes in TLS and adds them to one counter every 16
+ *   KiB either way (and at its exit); a flush whose highest point tops the
+ *   peak raises it.  So the peak is exact for one thread and within 16 KiB
+ *   per other thread, at any interval; when it tops the last copy by
+ *   max(T, peak/64) every stack's in-use counters are copied as the
+ *   peak's (one thread at a time: a flag, no waiting; the writer does the
+ *   same at a snapshot while in use is at its highest).  The views'
+ *   bytes are scaled to the exact totals, their shares the samples'
+ *   (unless a runtime's objects are sampled too: those are estimates,
+ *   the exact malloc figures beside them).  Without malloc_usable_size
+ *   the peak is the estimate's, as before.
  * - Re-entry: a thread-local flag; the writer thread sets it for good (its
  *   allocations are the sampler's, never sampled).  What the sampler
  *   allocates on a service thread (inside a phs_own section: a new
