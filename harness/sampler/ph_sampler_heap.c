@@ -148,6 +148,7 @@ static struct {
     _Atomic int64_t peak_at_copy;     /* exact live when the peak's stacks were copied */
     _Atomic int runtime;              /* samples not of malloc's (JVM, CPython objects) */
 } X;
+static int glibc_heap; /* R.malloc is glibc's own: its chunk header read here (usable()) */
 static __thread int64_t tls_pend __attribute__((tls_model("initial-exec")));
 static __thread int64_t tls_pmax __attribute__((tls_model("initial-exec")));
 static __thread int tls_py __attribute__((tls_model("initial-exec")));
@@ -366,6 +367,19 @@ phs_heap_prepare(void)
      * first, carry none: theirs frees read some size within them.) */
     if (!exit_key_made)
         exit_key_made = pthread_key_create(&exit_key, on_thread_exit) == 0;
+#ifdef __GLIBC__
+    {
+        /* glibc's allocator, not a jemalloc or tcmalloc the service links:
+         * its headers are known */
+        void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+
+        if (libc != NULL) {
+            glibc_heap = dlsym(libc, "malloc_usable_size") == *(void **)&R.usable &&
+                         dlsym(libc, "malloc") == *(void **)&R.malloc;
+            dlclose(libc);
+        }
+    }
+#endif
     X.on = R.usable != NULL;
     return 0;
 }
@@ -630,6 +644,22 @@ count_sub(size_t n)
  * sampler's own blocks (OWN()) are asked 9 bytes longer and tagged
  * the long way with OWN_BIT: never counted, wherever they are freed. */
 #define OWN_BIT ((size_t)1 << 63)
+
+
+/* The usable size of P: glibc's from the chunk header before it (the
+ * line its malloc and free touch anyway: malloc_usable_size also reads
+ * the next chunk's, a cache miss), else the allocator's answer. */
+static inline size_t
+usable(const void *p)
+{
+    if (glibc_heap) {
+        size_t h;
+
+        memcpy(&h, (const char *)p - sizeof h, sizeof h);
+        return (h & ~(size_t)7) - (h & 2 ? 2 : 1) * sizeof h; /* IS_MMAPPED: no next chunk's prev_size */
+    }
+    return R.usable((void *)p);
+}
 /* The sampler's own blocks: the writer's, and a service thread's inside
  * a phs_own section (its start, its notes) but for the interpreter's
  * allocator our CPython hook calls (tls_py: the service's objects). */
@@ -639,7 +669,7 @@ static inline void
 tag(void *p, size_t n)
 {
     unsigned char *q = p;
-    size_t u = R.usable(p), s = u - n, own = OWN() ? OWN_BIT : 0;
+    size_t u = usable(p), s = u - n, own = OWN() ? OWN_BIT : 0;
 
     if (s < 256 && !own) {
         q[u - 1] = (unsigned char)s;
@@ -661,7 +691,7 @@ static inline size_t
 tag_size(const void *p, int *own)
 {
     const unsigned char *q = p;
-    size_t u = R.usable((void *)p), n;
+    size_t u = usable(p), n;
 
     *own = 0;
     if (u == 0)

@@ -155,8 +155,8 @@ for n in ours base; do
     fi
     echo "$line"
     for v in alloc_space inuse_space peak_inuse_space; do
-        awk -v v=$v '{ n = $NF; t += n } /;alloc_three/ { a += n } /;alloc_one/ { b += n }
-            END { printf "  %-18s alloc_three %5.1f %%, alloc_one %5.1f %%\n", v, 100 * a / t, 100 * b / t }' \
+        awk -v v=$v '{ n = $NF } /;alloc_three/ { a += n } /;alloc_one/ { b += n }
+            END { printf "  %-18s alloc_three %5.1f %% of the two\n", v, 100 * a / (a + b) }' \
             "$tmp"/split-$n/$v-*.folded
     done
 done

@@ -23,16 +23,22 @@ size_for(unsigned long long *x)
     return 16 + (*x % 256) * ((*x >> 9) % 8 == 0 ? 16 : 1); /* 16..271 B mostly, up to 4 KiB */
 }
 
-__attribute__((noinline)) static void *
+__attribute__((noipa)) static void *
 alloc_three(size_t n)
 {
-    return malloc(n);
+    void *p = malloc(n);
+
+    __asm__ volatile("" : : "r"(p) : "memory"); /* not a tail call: this frame stays (noipa: nor folded into its twin) */
+    return p;
 }
 
-__attribute__((noinline)) static void *
+__attribute__((noipa)) static void *
 alloc_one(size_t n)
 {
-    return malloc(n);
+    void *p = malloc(n);
+
+    __asm__ volatile("" : : "r"(p) : "memory"); /* not a tail call: this frame stays (noipa: nor folded into its twin) */
+    return p;
 }
 
 int
