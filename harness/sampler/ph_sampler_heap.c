@@ -545,6 +545,12 @@ copy_peak(int64_t exact)
         return;
     if (n > HEAP_STACKS)
         n = HEAP_STACKS;
+    /* No sampled block in use: no composition to keep (the last one
+     * stays, and the next raise tries again) */
+    if (exact != 0 && atomic_load(&H.inuse) <= 0) {
+        atomic_store(&H.peak_busy, 0);
+        return;
+    }
     for (uint32_t i = 0; i < n; i++) {
         heap_stack *s = &H.stacks[i];
         int64_t b = atomic_load_explicit(&s->inuse_bytes, memory_order_relaxed);
@@ -1281,6 +1287,8 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
             atomic_store(&X.peak, now_live);
             peak = now_live;
             copy_peak(now_live);
+        } else if (atomic_load(&H.peak_copied) <= 0) {
+            copy_peak(now_live); /* none kept at the peak: the composition now's */
         }
         /* The views' bytes sum to the exact figures, their shares the
          * samples' (a runtime's objects, not malloc's, are estimates
