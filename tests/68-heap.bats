@@ -28,6 +28,8 @@ setup_file() {
     cp "$REPO"/profiles/*.yaml "$HEAP_PROFILES/"
     sed -i 's/^\(  PH_SAMPLER_HEAP:\) .*/\1 "4096"/' "$HEAP_PROFILES/heap.yaml"
     grep -q 'PH_SAMPLER_HEAP: "4096"' "$HEAP_PROFILES/heap.yaml"
+    sed -i 's/^\(  PH_HEAPPROF_INTERVAL:\) .*/\1 "4096"/' "$HEAP_PROFILES/heap.yaml"
+    grep -q 'PH_HEAPPROF_INTERVAL: "4096"' "$HEAP_PROFILES/heap.yaml"
     hph setup heapwork >&3 2>&1
 }
 teardown_file() { common_teardown_file; }
@@ -234,7 +236,7 @@ bytes_with() {
     [ "$c" -ge 241591910 ]
     jq -e '.runtimes[0].runtime == "java" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
-    jq -e '(.headline | test("^Java objects sampled \\(JVMTI\\); Java objects at the peak [0-9.]+ MiB \\(HeapTwo\\.[a-zA-Z]+_\\[j\\] [0-9.]+ % of them\\)")) and
+    jq -e '(.headline | test("^Java objects sampled \\(JVMTI\\); Java objects at the peak [0-9.]+ MiB \\(HeapTwo\\.[a-zA-Z]+ [0-9.]+ % of them\\)")) and
            (.heap.top_classes | map(.class) | index("new byte[]_[j]")) != null and (.problems | length) == 0' \
         "$d/summary.json"
     said_first 'its Java objects are sampled through JVMTI' "$d/report.html"
@@ -253,7 +255,49 @@ bytes_with() {
     d="$OUT/heappython/latest"
     jq -e '.runtimes[0].runtime == "python" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
-    jq -e '(.headline | test("^CPython objects sampled \\(PyMem_SetAllocator\\); Python objects at the peak [0-9.]+ MiB \\(keep_three \\(heap_two\\.py:[0-9]+\\)_\\[p\\] [0-9.]+ % of them\\)")) and
+    jq -e '(.headline | test("^CPython objects sampled \\(PyMem_SetAllocator\\); Python objects at the peak [0-9.]+ MiB \\(keep_three \\(heap_two\\.py\\) [0-9.]+ % of them\\)")) and
            (.problems | length) == 0' "$d/summary.json"
     said_first 'its objects are sampled through its object allocator' "$d/report.html"
+}
+
+# Node 18: V8's JavaScript objects through its own sampling heap
+# profiler (the mode's preload in NODE_OPTIONS starts it over the
+# in-process inspector at PH_HEAPPROF_INTERVAL; written at the exit that
+# heap_two.js's SIGTERM handler makes), by JS function: keepThree and
+# keepOne 75 / 25 of what is live at the exit; said first, the headline
+# naming keepThree.
+@test "heap: node's JavaScript objects by JS stack (V8's sampling heap profiler), said first; the headline names the program's function" {
+    heap_run heapnode "heap_two: ready"
+    d="$OUT/heapnode/latest"
+    ls "$d"/*.heapprofile
+    # sampled at the profile's interval (4 KiB here): hundreds of samples
+    [ "$(jq '.samples | length' "$d"/*.heapprofile)" -ge 2000 ]
+    t=$(jq '[.. | objects | select(.callFrame.functionName? == "keepThree") | .selfSize] | add' "$d"/*.heapprofile)
+    o=$(jq '[.. | objects | select(.callFrame.functionName? == "keepOne") | .selfSize] | add' "$d"/*.heapprofile)
+    echo "# live at the exit: keepThree $t B, keepOne $o B" >&3
+    pm=$(( 1000 * t / (t + o) ))
+    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
+    jq -e '.runtimes[0].runtime == "node" and .runtimes[0].objects' "$d"/heap-*.json
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
+    jq -e '(.headline | test("^V8 objects sampled \\(HeapProfiler\\); JavaScript objects live at the exit [0-9.]+ MiB \\(keepThree \\(/opt/heap/heap_two\\.js:9\\) [0-9.]+ % of them\\)")) and
+           .heap.v8.top_sites[0].site == "keepThree (/opt/heap/heap_two.js:9)" and
+           .heap.v8.top_sites[1].site == "keepOne (/opt/heap/heap_two.js:13)" and
+           (.heap.v8.top_sites[0].bytes / (.heap.v8.top_sites[0].bytes + .heap.v8.top_sites[1].bytes)) > 0.7 and
+           (.problems | length) == 0' "$d/summary.json"
+    said_first 'JavaScript objects (V8' "$d/report.html"
+    said_first 'sampled by V8' "$d/report.html"
+}
+
+# A node with no SIGTERM handler of its own: the preload writes V8's
+# profile, then SIGTERM's default action ends it as it would have
+# without the mode (the service dies of the signal).
+@test "heap: a node without a SIGTERM handler still writes its JavaScript objects, then dies of the signal" {
+    heap_run heapnodebare "heap_two: ready"
+    d="$OUT/heapnodebare/latest"
+    ls "$d"/*.heapprofile
+    jq -e '.service_signal == "SIGTERM"' "$d/ph-exit.json"
+    jq -e '.heap.v8.top_sites[0].site == "keepThree (/opt/heap/heap_two.js:9)" and
+           (.heap.v8.top_sites[0].bytes / (.heap.v8.top_sites[0].bytes + .heap.v8.top_sites[1].bytes)) > 0.7 and
+           (.problems | length) == 0' "$d/summary.json"
+    echo "# $(jq -r .headline "$d/summary.json")" >&3
 }

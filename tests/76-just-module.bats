@@ -59,23 +59,35 @@ reaches() {
     [ "$n" -ge 7 ]
 }
 
+# given JUST-ARGS... -- : what profharness was given by `just JUST-ARGS`,
+# one argument a line, each in brackets (empty when just failed)
+given() {
+    local args=()
+    while [ "$1" != -- ]; do args+=("$1"); shift; done
+    rm -f "$REC"
+    (cd "$PROJ" && PROFHARNESS=$BATS_FILE_TMPDIR/record timeout 60 just "${args[@]}") >/dev/null 2>&1 || return 0
+    tr '\0' '\n' < "$REC" | sed 's/^/[/; s/$/]/'
+}
+# bracketed ARGS..., as given prints them
+argv() { printf '[%s]\n' "$@"; }
+
 @test "just-module: every command's recipe reaches profharness with its command" {
-    reaches setup -- setup
-    reaches setup front -- setup front
-    reaches stop-profiling front worker -- stop front worker
-    reaches profile-restore front -- restore front
-    reaches profile-down -- down
-    reaches profile-collect front -- collect front
-    reaches profile-status -- status
-    reaches profile-logs front -- logs front
-    reaches profile-logs -f front -- logs -f front
-    reaches profile-modes -- modes
-    reaches profile-prune -- prune
-    reaches report -- report
-    reaches report front -- report front
-    reaches compare front -- compare front
+    [ "$(given setup --)" = "$(argv setup)" ]
+    [ "$(given setup front --)" = "$(argv setup front)" ]
+    [ "$(given stop-profiling front worker --)" = "$(argv stop front worker)" ]
+    [ "$(given profile-restore front --)" = "$(argv restore front)" ]
+    [ "$(given profile-down --)" = "$(argv down)" ]
+    [ "$(given profile-collect front --)" = "$(argv collect front)" ]
+    [ "$(given profile-status --)" = "$(argv status)" ]
+    [ "$(given profile-logs front --)" = "$(argv logs front)" ]
+    [ "$(given profile-logs -f front --)" = "$(argv logs -f front)" ]
+    [ "$(given profile-modes --)" = "$(argv modes)" ]
+    [ "$(given profile-prune --)" = "$(argv prune)" ]
+    [ "$(given report --)" = "$(argv report)" ]
+    [ "$(given report front --)" = "$(argv report front)" ]
+    [ "$(given compare front --)" = "$(argv compare front)" ]
     # global options first, split as the user wrote them
-    PROFHARNESS_FLAGS="-o /tmp/runs -p other" reaches profile-status -- -o /tmp/runs -p other status
+    [ "$(PROFHARNESS_FLAGS="-o /tmp/runs -p other" given profile-status --)" = "$(argv -o /tmp/runs -p other status)" ]
 }
 
 @test "just-module: arguments arrive whole: shell metacharacters, spaces, quotes, empty" {

@@ -8,7 +8,8 @@
 # frames named are Tomcat's own Java methods.  The maps come from the
 # JVM's attach socket (ph-jattach, before the stop) and, for a started
 # run, from the map the JVM writes as it exits (DumpPerfMapAtExit), read
-# from the stopped container.
+# from the stopped container.  Under the heap mode its Java objects
+# are sampled (JVMTI) and named by Java method.
 
 load test_helper
 
@@ -131,4 +132,19 @@ stopped_named() {
     [ "$status" -eq 0 ]
     load_tomcat "$c"
     stopped_named attach-perf
+}
+
+@test "tomcat × heap: its Java objects by class and Java method, said first; the headline names a Java method, not the JVM's os::malloc" {
+    local d
+    run pt start --mode heap tomcat
+    [ "$status" -eq 0 ]
+    load_tomcat "${PH_TEST_PROJECT}-tomcat-heap"
+    run pt stop tomcat
+    [ "$status" -eq 0 ]
+    d=$(readlink -f "$OUT/tomcat/latest")
+    echo "# tomcat × heap: $(jq -r .headline "$d/summary.json")" >&3
+    jq -r '.heap.top_classes[:3][] | "#   \(.class) \(.peak_inuse_bytes)"' "$d/summary.json" >&3 || true
+    # was: "peak in use 52.2 MiB (os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&) 100.0 %)"
+    jq -e '(.headline | test("^Java objects sampled \\(JVMTI\\); Java objects at the peak [0-9.]+ [KMG]?i?B \\([A-Za-z_$][A-Za-z0-9_$.]*\\.[A-Za-z_$<][A-Za-z0-9_$<>]* [0-9.]+ % of them\\)")) and
+           (.headline | contains("os::malloc") | not) and (.heap.top_classes | length) > 0' "$d/summary.json"
 }

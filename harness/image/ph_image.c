@@ -464,19 +464,20 @@ join(const ph_strv *v, char *out, size_t len)
 
 #define TOOLS_BASE "debian:bookworm-slim"
 
-#define TOOLS_FILES 7
+#define TOOLS_FILES 8
 
 typedef struct tools_inputs {
-    char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, the shim, ph-jattach, the samplers */
+    char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, node's preload, the shim, ph-jattach, the samplers */
     size_t n_files;                /* the samplers (glibc's, musl's) only when they are built */
     char packages[2048];           /* Debian's names of what the tools need */
     char tools[1024];              /* the programs of the tree */
     char tag[128];
 } tools_inputs;
 
-static const char *const tools_names[TOOLS_FILES] = { "Dockerfile", "assemble.sh", "ph-attach", "opt/bin/ph-init",
-                                                      "opt/bin/ph-jattach", "opt/lib/libphsampler.so",
-                                                      "opt/lib/" PH_SAMPLER_MUSL };
+static const char *const tools_names[TOOLS_FILES] = { "Dockerfile",           "assemble.sh",
+                                                      "ph-attach",            "opt/lib/ph-heapprof.js",
+                                                      "opt/bin/ph-init",      "opt/bin/ph-jattach",
+                                                      "opt/lib/libphsampler.so", "opt/lib/" PH_SAMPLER_MUSL };
 
 /* What the tools image is made of, and the tag that names it. */
 static int
@@ -488,11 +489,12 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
 
     for (int i = 0; i < 3; i++)
         snprintf(ti->files[i], sizeof ti->files[i], "%s/images/tools/%s", data_dir, tools_names[i]);
-    ph_paths_lib_file(data_dir, "ph-init", ti->files[3], sizeof ti->files[3]);
-    ph_paths_lib_file(data_dir, "ph-jattach", ti->files[4], sizeof ti->files[4]);
-    ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[5], sizeof ti->files[5]);
-    ph_paths_lib_file(data_dir, PH_SAMPLER_MUSL, ti->files[6], sizeof ti->files[6]);
-    ti->n_files = access(ti->files[5], R_OK) != 0 ? 5 : access(ti->files[6], R_OK) != 0 ? 6 : 7;
+    snprintf(ti->files[3], sizeof ti->files[3], "%s/images/tools/ph-heapprof.js", data_dir);
+    ph_paths_lib_file(data_dir, "ph-init", ti->files[4], sizeof ti->files[4]);
+    ph_paths_lib_file(data_dir, "ph-jattach", ti->files[5], sizeof ti->files[5]);
+    ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[6], sizeof ti->files[6]);
+    ph_paths_lib_file(data_dir, PH_SAMPLER_MUSL, ti->files[7], sizeof ti->files[7]);
+    ti->n_files = access(ti->files[6], R_OK) != 0 ? 6 : access(ti->files[7], R_OK) != 0 ? 7 : 8;
     /* Debian's packages of the modes that can run from the tree. */
     for (size_t i = 0; rc == 0 && i < profiles->n; i++) {
         const ph_profile *p = &profiles->v[i];
@@ -880,11 +882,12 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
             const ph_tar_extra extra[] = {
                 { .name = "Dockerfile", .data = dockerfile, .len = strlen(dockerfile), .mode = 0644 },
                 { .name = "opt/bin/ph-init", .path = shim, .mode = 0755 },
-                { .name = tools_names[4], .path = ti->files[4], .mode = 0755 },
+                { .name = tools_names[5], .path = ti->files[5], .mode = 0755 },
+                { .name = tools_names[3], .path = ti->files[3], .mode = 0644 },
                 { .name = "opt/lib/libphsampler.so", .path = sampler, .mode = 0755 },
-                { .name = tools_names[6], .path = sampler_musl, .mode = 0755 },
+                { .name = tools_names[7], .path = sampler_musl, .mode = 0755 },
             };
-            size_t n_extra = access(sampler, R_OK) != 0 ? 3 : access(sampler_musl, R_OK) != 0 ? 4 : 5;
+            size_t n_extra = access(sampler, R_OK) != 0 ? 4 : access(sampler_musl, R_OK) != 0 ? 5 : 6;
 
             if (ph_tar_context_build(NULL, extra, n_extra, PH_CONTEXT_MAX, &tar, &tar_len, err) < 0) {
                 ph_error_wrap(err, "profiling image context (is the harness built? run `make`)");

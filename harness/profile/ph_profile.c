@@ -125,7 +125,10 @@ read_artifacts(ph_profile *p, const ph_ynode *v, ph_error_t *err)
                 dst = &a->latest;
             else if (KEY("kind"))
                 dst = &a->kind;
-            else
+            else if (KEY("optional")) {
+                if (ph_yaml_bool(vn, "artifacts.optional", &a->optional, err) < 0)
+                    return -1;
+            } else
                 ph_warn("%s:%d: unknown key `artifacts.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
             if (dst && ph_yaml_dup(vn, key, dst, err) < 0)
                 return -1;

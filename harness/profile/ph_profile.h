@@ -66,6 +66,8 @@
  *     escalate_grace: 30s
  *   artifacts:                      # globs in {out}; `latest` names a link kept
  *     - {glob: strace.log*, latest: strace.log, kind: strace}   # at <service>/<latest>
+ *     - {glob: "*.heapprofile", kind: v8heap, optional: true}  # only some services
+ *                                   # write it: missing is no fault, said nowhere
  *   report: strace                  # which report renders it (optional): one
  *                                   # of PH_PROFILE_REPORTS
  *   aliases: [valgrind]             # other names the mode answers to
@@ -141,6 +143,7 @@ typedef struct ph_artifact_spec {
     char *glob;
     char *latest; /* NULL = no compatibility link */
     char *kind;   /* free text used by reports, may be NULL */
+    int optional; /* only some services write it (node's heap profile): its absence is no fault */
 } ph_artifact_spec;
 
 /* `snapshot:` - how a running profiler is made to write what it has. */

@@ -357,6 +357,62 @@ cmp_group(const void *a, const void *b, void *ctx)
     return strcmp(r->g[x].label, r->g[y].label);
 }
 
+/* FO with each thread (root frame) of a pool named as its group
+ * (`thread-N`), so the graph draws the pool's stacks as one tower, as the
+ * per-thread table counts them as one row; NULL when no pool has more
+ * than one thread (FO draws as it is), or on ENOMEM. */
+static ph_folded *
+pooled_roots(const ph_folded *fo)
+{
+    size_t nn = ph_folded_n_names(fo), ns = ph_folded_n_stacks(fo), pools = 0;
+    uint32_t *group_of = malloc((nn ? nn : 1) * sizeof *group_of), *ids = NULL, cap = 0;
+    thread_group *g = NULL;
+    ssize_t ng = group_of ? thread_groups(fo, group_of, &g) : -1;
+    ph_folded *out = NULL;
+    ph_error_t err = NULL;
+
+    for (ssize_t i = 0; i < ng; i++)
+        pools += g[i].threads > 1;
+    if (pools == 0 || (out = ph_folded_new(0, &err)) == NULL)
+        goto out;
+    for (size_t i = 0; i < ns; i++) {
+        ph_folded_stack st = ph_folded_get_stack(fo, i);
+        const char *label = g[group_of[st.frames[0]]].label;
+        int64_t id;
+
+        if (st.depth > cap) {
+            uint32_t *v = realloc(ids, st.depth * sizeof *ids);
+
+            if (v == NULL)
+                goto fail;
+            ids = v;
+            cap = st.depth;
+        }
+        for (uint32_t d = 0; d < st.depth; d++) {
+            size_t len;
+            const char *name = d == 0 ? label : ph_folded_name(fo, st.frames[d], &len);
+
+            if ((id = ph_folded_intern(out, name, d == 0 ? strlen(label) : len, &err)) < 0)
+                goto fail;
+            ids[d] = (uint32_t)id;
+        }
+        if (ph_folded_add(out, ids, st.depth, st.count, &err) < 0)
+            goto fail;
+    }
+    goto out;
+fail:
+    ph_folded_free(out);
+    out = NULL;
+out:
+    ph_error_free(&err);
+    for (ssize_t i = 0; i < ng; i++)
+        free(g[i].label);
+    free(g);
+    free(group_of);
+    free(ids);
+    return out;
+}
+
 /* Samples per thread (the root frame; a pool's threads one row) with
  * each one's busiest leaf; on the wall clock, each one's share off CPU too. */
 static json_t *
@@ -665,10 +721,13 @@ ph_report_flame(ph_rctx *c)
         ph_flame_opts o;
         char title[400];
 
+        ph_folded *pooled = root ? pooled_roots(fo) : NULL; /* a pool's threads one tower */
+
         ph_report_flame_opts(c->rd, &o, title, sizeof title);
         free(c->flame_svg);
         c->flame_svg = NULL;
-        ph_html_flame_render_kept(f, fo, &o, title, &c->flame_svg, &c->flame_svg_len);
+        ph_html_flame_render_kept(f, pooled ? pooled : fo, &o, title, &c->flame_svg, &c->flame_svg_len);
+        ph_folded_free(pooled);
         ph_html_note(f, "Click a frame to zoom.  " PH_REPORT_FLAME_SVG " beside this report is the same graph by itself, "
                         "to search (Ctrl-F) and to link to.");
     }

@@ -19,6 +19,7 @@
  * the innermost frame that is not the allocator's (malloc and its
  * family, operator new, a Java object's class): the function that asked. */
 #include "ph_report_int.h"
+#include "ph_langview.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,84 @@ read_runtimes(ph_rundata *rd)
     json_decref(all);
 }
 
+#define V8HEAP_MAX (64u * 1024u * 1024u)
+
+/* A node said its V8 heap is sampled (heap-*.json's runtimes RTS). */
+static int
+node_sampled(const json_t *rts)
+{
+    size_t i;
+    const json_t *rt;
+
+    json_array_foreach(rts, i, rt) {
+        const char *name = json_string_value(json_object_get(rt, "runtime"));
+
+        if (name != NULL && strcmp(name, "node") == 0 && json_is_true(json_object_get(rt, "objects")))
+            return 1;
+    }
+    return 0;
+}
+
+/* V8's objects: every process's *.heapprofile (the mode's preload in
+ * node writes one at each process's exit), their stacks summed into one
+ * view. */
+static void
+read_v8(ph_rundata *rd)
+{
+    const ph_artifact *a[PH_RD_MAX_ARTIFACTS];
+    size_t n = ph_rundata_files(rd, "v8heap", a, PH_RD_MAX_ARTIFACTS);
+    ph_heapdata *h = &rd->heap;
+    ph_error_t err = NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        char problem[PATH_MAX + 512];
+        json_t *j = ph_report_load_json(rd->dir, a[i]->name, V8HEAP_MAX, problem, sizeof problem);
+        ph_v8heap_info info;
+
+        if (j == NULL) {
+            if (problem[0])
+                ph_rundata_problem(rd, "%s (its JavaScript objects are not shown)", problem);
+            continue;
+        }
+        if (h->v8 == NULL && (h->v8 = ph_folded_new(0, &err)) == NULL) {
+            json_decref(j);
+            break;
+        }
+        if (ph_v8heap_fold(j, h->v8, &info, &err) < 0) {
+            ph_rundata_problem(rd, "%s: %s (its JavaScript objects are not shown)", a[i]->name, err->msg);
+            ph_error_free(&err);
+        } else {
+            h->v8_info.bytes += info.bytes;
+            h->v8_info.samples += info.samples;
+            h->v8_info.nodes += info.nodes;
+            h->v8_info.cut += info.cut;
+            h->v8_files++;
+            if (info.cut > 0)
+                ph_rundata_problem(rd, "%s: %zu call-tree nodes deeper than %d frames: what they hold below is not "
+                                   "shown", a[i]->name, info.cut, PH_V8HEAP_MAX_DEPTH - 1);
+        }
+        json_decref(j);
+    }
+    if (err != NULL) {
+        ph_rundata_problem(rd, "V8's heap profiles: %s", err->msg);
+        ph_error_free(&err);
+    }
+    if (h->v8 != NULL && ph_folded_finish(h->v8, &err) < 0) {
+        ph_rundata_problem(rd, "V8's heap profiles: %s", err->msg);
+        ph_error_free(&err);
+        ph_folded_free(h->v8);
+        h->v8 = NULL;
+    }
+    if (h->v8 != NULL && h->v8_files == 0) {
+        ph_folded_free(h->v8);
+        h->v8 = NULL;
+    }
+    if (h->v8 == NULL && n == 0 && node_sampled(h->runtimes))
+        ph_rundata_problem(rd, "node sampled its V8 heap but wrote no heap profile: it writes one as it exits, and a "
+                           "node killed (SIGKILL, the stop's escalation) or whose *.heapprofile was not collected "
+                           "writes none; its JavaScript objects are not shown");
+}
+
 void
 ph_rundata_read_heap(ph_rundata *rd)
 {
@@ -170,6 +249,7 @@ ph_rundata_read_heap(ph_rundata *rd)
     }
     read_growth(rd, a, n);
     read_runtimes(rd);
+    read_v8(rd);
 }
 
 void
@@ -179,6 +259,7 @@ ph_heapdata_free(ph_heapdata *h)
         ph_folded_free(h->view[v]);
     ph_folded_free(h->growth);
     ph_folded_free(h->growth_base);
+    ph_folded_free(h->v8);
     json_decref(h->runtimes);
     memset(h, 0, sizeof *h);
 }
@@ -244,6 +325,19 @@ marked(const char *name, const char *suffix)
     size_t n = strlen(name);
 
     return n > 4 && strcmp(name + n - 4, suffix) == 0;
+}
+
+/* NAME as a headline shows it: a language frame by its name in the
+ * language view (`keep_three (heap_two.py)`, `HeapTwo.keepBytes`: no line,
+ * no mark), cut whole (ph_fmt_name); a native one as it is. */
+static const char *
+headline_name(const char *name, char *buf, size_t cap)
+{
+    char lang[PH_HEADLINE_NAME + 64];
+
+    if (ph_langview_frame(name, strlen(name), lang, sizeof lang) != PH_LANG_NONE)
+        name = lang;
+    return ph_fmt_name(buf, cap, name, PH_HEADLINE_NAME);
 }
 
 /* The bytes at the peak of the stacks whose site is a function of the
@@ -452,8 +546,17 @@ site_row(ph_mw *f, const site *s, double peak, double alloc)
 {
     char b[PH_FMT_LEN], b2[PH_FMT_LEN];
 
+    char shown[4096]; /* a row keeps the whole name */
+    size_t n = strlen(s->name);
+
+    /* as the language view names it; a class (`new byte[]_[j]`) and what
+     * the view keeps native shown without the mark: the tags are the
+     * graphs' */
+    if (strncmp(s->name, "new ", 4) == 0 || ph_langview_frame(s->name, n, shown, sizeof shown) == PH_LANG_NONE)
+        snprintf(shown, sizeof shown, "%.*s", (int)(n > 4 && s->name[n - 4] == '_' && s->name[n - 3] == '[' &&
+                                                             s->name[n - 1] == ']' ? n - 4 : n), s->name);
     PH_MW_RAW(f, "<tr><td class=\"name\">");
-    ph_mw_text(f, s->name);
+    ph_mw_text(f, shown);
     PH_MW_RAW(f, "</td>");
     ph_html_num(f, s->v[S_PEAK], ph_fmt_bytes(b, s->v[S_PEAK]));
     ph_html_num(f, peak > 0 ? 100 * s->v[S_PEAK] / peak : 0, ph_fmt_percent(b2, s->v[S_PEAK], peak));
@@ -530,6 +633,96 @@ runtimes_first(ph_rctx *c, json_t *js)
     json_object_set(js, "runtimes", (json_t *)rts);
 }
 
+typedef struct v8site {
+    const char *name;
+    double bytes;
+} v8site;
+
+static int
+cmp_v8site(const void *x, const void *y)
+{
+    const v8site *a = x, *b = y;
+
+    if (a->bytes != b->bytes)
+        return a->bytes < b->bytes ? 1 : -1;
+    return strcmp(a->name, b->name);
+}
+
+/* V8's objects, when a node wrote its heap profile: before the malloc
+ * figures, the program's own; the JS functions that made what was live
+ * at the exit (the innermost frame of each stack), the graph; into JS
+ * and the headline. */
+static void
+report_v8(ph_rctx *c, json_t *js)
+{
+    const ph_heapdata *h = &c->rd->heap;
+    const ph_folded *fo = h->v8;
+    size_t nn = fo ? ph_folded_n_names(fo) : 0, k = 0;
+    v8site *by = nn ? calloc(nn, sizeof *by) : NULL;
+    double total = h->v8_info.bytes;
+    char b[PH_FMT_LEN], b2[PH_FMT_LEN];
+    json_t *jv, *jt;
+    ph_mw *f = c->html;
+
+    if (fo == NULL)
+        return;
+    if (by == NULL) {
+        ph_html_problem(f, "No memory to show V8's objects.");
+        return;
+    }
+    for (size_t i = 0; i < ph_folded_n_stacks(fo); i++) {
+        ph_folded_stack st = ph_folded_get_stack(fo, i);
+        uint32_t leaf = st.frames[st.depth - 1];
+
+        by[leaf].name = ph_folded_name(fo, leaf, NULL);
+        by[leaf].bytes += st.count;
+    }
+    for (size_t i = 0; i < nn; i++)
+        if (by[i].name != NULL)
+            by[k++] = by[i];
+    qsort(by, k, sizeof *by, cmp_v8site);
+    PH_MW_RAW(f, "<h3>JavaScript objects (V8's sampling heap profiler)</h3>\n");
+    PH_MW_FMT(f, "<p class=\"note\">%s of JavaScript objects were live when node exited, by the function that "
+                 "allocated them, as V8's own sampling heap profiler estimates them (", ph_fmt_bytes(b, total));
+    PH_MW_FMT(f, "%s sampled objects, %zu profile%s written at the exit of node's processes): live at the exit, not "
+                 "a peak, and not what was allocated and collected before.</p>\n",
+              ph_fmt_count(b2, (double)h->v8_info.samples), h->v8_files, h->v8_files == 1 ? "" : "s");
+    jv = json_object();
+    jt = json_array();
+    if (k > 0) {
+        const char *heads[] = { "JS function", "live at the exit#", "%#", "" };
+
+        ph_html_table(f, heads, 4);
+        for (size_t i = 0; i < k && i < TOP_SITES; i++) {
+            double pc = total > 0 ? 100 * by[i].bytes / total : 0;
+
+            PH_MW_RAW(f, "<tr><td class=\"name\">");
+            ph_mw_text(f, by[i].name);
+            PH_MW_RAW(f, "</td>");
+            ph_html_num(f, by[i].bytes, ph_fmt_bytes(b, by[i].bytes));
+            ph_html_num(f, pc, ph_fmt_percent(b2, by[i].bytes, total));
+            ph_html_bar(f, total > 0 ? by[i].bytes / total : 0);
+            PH_MW_RAW(f, "</tr>\n");
+            json_array_append_new(jt, json_pack("{s:s, s:f, s:f}", "site", by[i].name, "bytes", by[i].bytes,
+                                                "percent", pc));
+        }
+        ph_html_table_end(f);
+        size_t hl = strlen(c->headline);
+        snprintf(c->headline + hl, sizeof c->headline - hl, "JavaScript objects live at the exit %s (%s %s of them); ",
+                 ph_fmt_bytes(b, total),
+                 ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, by[0].name, PH_HEADLINE_NAME),
+                 ph_fmt_percent(b2, by[0].bytes, total));
+    }
+    graph(c, fo, "bytes", "JavaScript objects live at the exit (bytes, V8's estimate)", NULL, NULL);
+    json_object_set_new(jv, "live_bytes", json_real(total));
+    json_object_set_new(jv, "samples", json_integer((json_int_t)h->v8_info.samples));
+    json_object_set_new(jv, "profiles", json_integer((json_int_t)h->v8_files));
+    json_object_set_new(jv, "top_sites", jt);
+    json_object_set_new(js, "v8", jv);
+    free(by);
+    ph_html_note(f, "The figures below are malloc's: node's and V8's native allocations.");
+}
+
 void
 ph_report_heap(ph_rctx *c)
 {
@@ -545,6 +738,7 @@ ph_report_heap(ph_rctx *c)
 
     ph_html_section(f, "heap", "Heap (sampled allocations)");
     runtimes_first(c, js);
+    report_v8(c, js);
     ph_html_cards_begin(f);
     snprintf(note, sizeof note, "%s objects", ph_fmt_count(b2, total_of(h->view[PH_HEAP_PEAK_OBJECTS])));
     ph_html_card(f, "in use at the peak", ph_fmt_bytes(b, peak), note);
@@ -584,16 +778,14 @@ ph_report_heap(ph_rctx *c)
                      "%s objects at the peak %s (%s %s of them), all at the peak %s, %s in use at the end, %s "
                      "allocated",
                      jpeak > ppeak ? "Java" : "Python", ph_fmt_bytes(b, lpeak),
-                     ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[j].name,
-                                 PH_HEADLINE_NAME),
+                     headline_name(top[j].name, (char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64),
                      ph_fmt_percent(b2, top[j].v[S_PEAK], lpeak),
                      ph_fmt_bytes(b3, peak), ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, inuse),
                      ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
         else
             snprintf(c->headline + hl, sizeof c->headline - hl,
                      "peak in use %s (%s %s), %s in use at the end, %s allocated", ph_fmt_bytes(b, peak),
-                     ph_fmt_name((char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64, top[0].name,
-                                 PH_HEADLINE_NAME),
+                     headline_name(top[0].name, (char[PH_HEADLINE_NAME + 64]){ 0 }, PH_HEADLINE_NAME + 64),
                      ph_fmt_percent(b2, top[0].v[S_PEAK], peak), ph_fmt_bytes(b3, inuse),
                      ph_fmt_bytes((char[PH_FMT_LEN]){ 0 }, alloc));
     }

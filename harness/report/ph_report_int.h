@@ -21,6 +21,7 @@
 #include "ph_flame.h"
 #include "ph_fmt.h"
 #include "ph_folded.h"
+#include "ph_v8heap.h"
 #include "ph_langview.h"
 #include "ph_markup.h"
 #include "ph_massif.h"
@@ -78,6 +79,11 @@ typedef struct ph_heapdata {
     /* The runtimes the processes ran (heap-*.json, the sampler's), each
      * once: [{runtime, objects, note, brief}]; NULL: none said. */
     json_t *runtimes;
+    /* V8's objects (the *.heapprofile node wrote, each process's,
+     * ph_v8heap.c): live at each process's exit, by JS stack; NULL: none. */
+    ph_folded *v8;
+    ph_v8heap_info v8_info; /* summed over the files */
+    size_t v8_files;
 } ph_heapdata;
 
 typedef struct ph_rundata {
@@ -196,12 +202,19 @@ typedef struct ph_report_out {
     uint64_t max_bytes;
     uint64_t written;       /* by this report so far */
     uint64_t unchecked;     /* bytes since the last look at the free space */
+    ph_strv made;           /* the files written so far (their paths) */
 } ph_report_out;
 
 /* The output of a report into DIR under LIM (NULL: the defaults). */
 void ph_report_out_init(ph_report_out *o, const char *dir, const ph_report_limits *lim);
 /* What max_bytes leaves. */
 uint64_t ph_report_out_left(const ph_report_out *o);
+/* A report that failed part way: the files it wrote so far removed, so
+ * nothing of it is left (a run's graphs without the page that shows
+ * them, written past min_free).  Then as ph_report_out_done. */
+void ph_report_out_undo(ph_report_out *o);
+/* What O holds freed (the files stay). */
+void ph_report_out_done(ph_report_out *o);
 /* Write PATH (in the dir) through a temporary file and a rename; a limit
  * it would pass is an error (EFBIG, or min_free's ENOSPC) and writes
  * nothing. */

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ph_strings.h"
 #include "ph_tar.h"
 
 /* How often a stream looks at the free space. */
@@ -31,6 +32,20 @@ ph_report_out_init(ph_report_out *o, const char *dir, const ph_report_limits *li
     snprintf(o->dir, sizeof o->dir, "%s", dir);
     o->min_free = lim != NULL ? lim->min_free : 0;
     o->max_bytes = lim != NULL && lim->max_bytes != 0 ? lim->max_bytes : PH_REPORT_MAX_BYTES;
+}
+
+void
+ph_report_out_done(ph_report_out *o)
+{
+    ph_strv_free(&o->made);
+}
+
+void
+ph_report_out_undo(ph_report_out *o)
+{
+    for (size_t i = 0; i < o->made.n; i++)
+        (void)unlink(o->made.v[i]);
+    ph_report_out_done(o);
 }
 
 uint64_t
@@ -102,6 +117,7 @@ finish_tmp(ph_report_out *o, int fd, const char *tmp, const char *path, ph_error
         unlink(tmp);
         return ph_fail(err, e, "rename `%s`", tmp);
     }
+    (void)ph_strv_push(&o->made, path); /* ENOMEM: an undo leaves this one */
     return 0;
 }
 
@@ -225,16 +241,22 @@ int
 ph_report_write_file(const char *dir, const char *path, const char *buf, size_t len, ph_error_t *err)
 {
     ph_report_out o;
+    int rc;
 
     ph_report_out_init(&o, dir, NULL);
-    return ph_report_out_write(&o, path, buf, len, err);
+    rc = ph_report_out_write(&o, path, buf, len, err);
+    ph_report_out_done(&o);
+    return rc;
 }
 
 int
 ph_report_write_json(const char *dir, const char *path, json_t *j, ph_error_t *err)
 {
     ph_report_out o;
+    int rc;
 
     ph_report_out_init(&o, dir, NULL);
-    return ph_report_out_json(&o, path, j, err);
+    rc = ph_report_out_json(&o, path, j, err);
+    ph_report_out_done(&o);
+    return rc;
 }

@@ -509,7 +509,7 @@ ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles,
 {
     ph_rundata rd;
     ph_rctx c = { 0 };
-    ph_report_out ro;
+    ph_report_out ro = { .min_free = 0 };
     char path[PATH_MAX + 32];
     const char *body = NULL;
     size_t body_len = 0;
@@ -583,6 +583,10 @@ ph_report_write_run_limited(const char *run_dir, const ph_profile_set *profiles,
     }
     rc = 0;
 out:
+    if (rc < 0) /* nothing of a report left half written: its graphs go too */
+        ph_report_out_undo(&ro);
+    else
+        ph_report_out_done(&ro);
     ph_mw_close(&bw);
     free(c.flame_svg);
     free(c.flame_native_svg);

@@ -41,6 +41,7 @@ static const struct {
     { "alloc_objects-*.folded", "heap" },
     { "heap-*.pb.gz", "pprof" },
     { "heap-*.json", "heapinfo" },
+    { "*.heapprofile", "v8heap" },
     { "stacks-*.folded", "folded" },
     { "*.folded", "folded" },
     { "flamegraph-*.svg", "flamegraph" },
@@ -49,7 +50,7 @@ static const struct {
 
 /* The kinds we read, interned so that kind pointers compare. */
 static const char *const known_kinds[] = { "massif",     "callgrind", "strace", "folded",  "flamegraph",
-                                           "pprof",      "perf",      "heap",   "heapinfo" };
+                                           "pprof",      "perf",      "heap",   "heapinfo", "v8heap" };
 
 static const char *
 known_kind(const char *k)
@@ -649,7 +650,7 @@ check_expected(ph_rundata *rd, const ph_profile_set *profiles)
         const char *k = known_kind(s->kind);
         int found = 0;
 
-        if (k[0] == '\0' || strcmp(k, "pprof") == 0 ||
+        if (k[0] == '\0' || strcmp(k, "pprof") == 0 || s->optional ||
             strncmp(s->glob, PH_REPORT_SVG_PREFIX, strlen(PH_REPORT_SVG_PREFIX)) == 0) /* the report draws it */
             continue;
         for (size_t j = 0; j < rd->n_arts && !found; j++)

@@ -256,7 +256,7 @@ ph_run_missing_artifacts(const ph_profile *p, int dirfd)
 
     for (size_t i = 0; p != NULL && missing != NULL && i < p->n_artifacts; i++)
         if (strncmp(p->artifacts[i].glob, PH_REPORT_SVG_PREFIX, strlen(PH_REPORT_SVG_PREFIX)) != 0 && /* drawn later */
-            !ph_rundir_newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+            !p->artifacts[i].optional && !ph_rundir_newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
             json_array_append_new(missing, json_string(p->artifacts[i].glob));
     return missing;
 }

@@ -147,30 +147,34 @@ ph_run_refresh(ph_run *r, const ph_workload *c, const ph_profile *p)
     ph_run_refresh_on(r, NULL, c, p);
 }
 
-/* C's steps through B (NULL: R's); how many did not succeed, the first
- * one's program and message in *WHAT and *WHY (the caller's to free). */
+/* C's step ST through B (NULL: R's): 0, or -1 and *WHY.  A container
+ * that has ended has no runtime to ask: 0.  P: the profile the run was
+ * started with. */
+static int
+refresh_step(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p, const ph_profile_refresh *st,
+             ph_error_t *why)
+{
+    if (c->service == NULL || c->id == NULL || !ph_workload_running(c))
+        return 0;
+    return run_step(r, b, st->in_service && c->attached ? c->attached : c->id, p, st, c->service,
+                    c->run ? c->run : "", why);
+}
+
+/* C's steps; how many did not succeed, the first one in *WHAT and *WHY
+ * (the caller's to free). */
 static size_t
 refresh_steps(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p, const ph_profile_refresh **what,
               ph_error_t *why)
 {
-    const char *service = c->service, *run_id = c->run;
-    const char *id = c->id, *attached = c->attached;
     size_t failed = 0;
 
-    /* P: the profile the run was started with.  A container that has ended has no runtime to ask */
-    if (p == NULL || service == NULL || id == NULL || !ph_workload_running(c))
-        return 0;
-    for (size_t i = 0; i < p->n_refresh; i++) {
-        const ph_profile_refresh *st = &p->refresh[i];
+    for (size_t i = 0; p != NULL && i < p->n_refresh; i++) {
         ph_error_t err = NULL;
 
-        if (run_step(r, b, st->in_service && attached ? attached : id, p, st, service, run_id ? run_id : "", &err) <
-            0) {
-            if (failed++ == 0) {
-                *what = st;
-                *why = err;
-                err = NULL;
-            }
+        if (refresh_step(r, b, c, p, &p->refresh[i], &err) < 0 && failed++ == 0) {
+            *what = &p->refresh[i];
+            *why = err;
+            err = NULL;
         }
         ph_error_free(&err);
     }
@@ -192,17 +196,11 @@ void
 ph_run_refresh_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p)
 {
     /* each step that does not succeed said as it ends */
-    if (p == NULL)
-        return;
-    for (size_t i = 0; i < p->n_refresh; i++) {
-        ph_profile one = *p;
-        const ph_profile_refresh *what = NULL;
+    for (size_t i = 0; p != NULL && i < p->n_refresh; i++) {
         ph_error_t why = NULL;
 
-        one.refresh = &p->refresh[i];
-        one.n_refresh = 1;
-        if (refresh_steps(r, b, c, &one, &what, &why) > 0)
-            refresh_said(c, p, what, why, "");
+        if (refresh_step(r, b, c, p, &p->refresh[i], &why) < 0)
+            refresh_said(c, p, &p->refresh[i], why, "");
         ph_error_free(&why);
     }
 }

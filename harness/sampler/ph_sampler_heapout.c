@@ -186,6 +186,16 @@ is_node(void)
     return strcmp(base, "node") == 0 || strcmp(base, "nodejs") == 0 || strncmp(base, "node-", 5) == 0;
 }
 
+/* Node loads the heap mode's preload (images/tools/ph-heapprof.js, in
+ * NODE_OPTIONS as the heap profile sets it), which samples V8's heap. */
+static int
+node_heap_prof(void)
+{
+    const char *o = getenv("NODE_OPTIONS");
+
+    return o != NULL && strstr(o, "ph-heapprof.js") != NULL;
+}
+
 /* heap-<...>.json: what this process's heap profile sees of the
  * runtimes in it (a JVM, a CPython, node), for the report to say first.
  * {"runtimes": []} when there is none: every allocation is malloc's. */
@@ -221,11 +231,18 @@ write_runtimes(const char *path)
                  why[0] ? why : !phs_py_active() ? "its frames are not read: see the status" : "not hooked yet");
         put_runtime(f, &first, "python", 0, note, "CPython's small objects not seen: malloc only");
     }
-    if (is_node())
+    if (is_node() && node_heap_prof())
+        put_runtime(f, &first, "node", 1,
+                    "V8's heap is not malloc: its JavaScript objects are sampled by V8's own heap profiler "
+                    "(HeapProfiler.startSampling, started by the mode's preload in NODE_OPTIONS), written as node "
+                    "exits: what is live at its exit, by JavaScript stack; the malloc figures are node's and V8's "
+                    "own native allocations",
+                    "V8 objects sampled (HeapProfiler)");
+    else if (is_node())
         put_runtime(f, &first, "node", 0,
-                    "V8's heap is not malloc: the JavaScript objects are not seen (V8 samples them itself only for its "
-                    "inspector, HeapProfiler.startSampling, or --heap-prof at the exit, which this mode does not read "
-                    "yet); these are node's and V8's own native allocations",
+                    "V8's heap is not malloc: the JavaScript objects are not seen (node did not load the mode's "
+                    "preload, ph-heapprof.js in NODE_OPTIONS: the service's own NODE_OPTIONS replaced it?); these are node's and V8's own native "
+                    "allocations",
                     "V8's heap not seen: node's native allocations only");
     fputs(first ? "]}\n" : "\n]}\n", f);
     if (fclose(f) != 0) {

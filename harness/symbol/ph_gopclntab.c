@@ -190,6 +190,18 @@ ph_gopclntab_by_name(const ph_gopclntab *t, const char *name, uint64_t *start, u
 
 /* ---- ELF ----------------------------------------------------------------- */
 
+/* An ELF file's ident, read within LEN: 64-bit or not, big-endian or not.
+ * -1 when FILE is no ELF file (or too short for its header). */
+static int
+elf_ident(const unsigned char *b, size_t len, int *is64, int *be)
+{
+    if (b == NULL || len < 52 || memcmp(b, "\177ELF", 4) != 0 || (b[4] != 1 && b[4] != 2) || (b[5] != 1 && b[5] != 2))
+        return -1;
+    *is64 = b[4] == 2;
+    *be = b[5] == 2;
+    return *is64 && len < 64 ? -1 : 0;
+}
+
 int
 ph_gopclntab_elf(ph_gopclntab *t, const void *file, size_t len)
 {
@@ -200,13 +212,9 @@ ph_gopclntab_elf(ph_gopclntab *t, const void *file, size_t len)
     unsigned a; /* the address fields' size */
 
     memset(t, 0, sizeof *t);
-    if (b == NULL || len < 52 || memcmp(b, "\177ELF", 4) != 0 || (b[4] != 1 && b[4] != 2) || (b[5] != 1 && b[5] != 2))
+    if (elf_ident(b, len, &is64, &be) < 0)
         return -1;
-    is64 = b[4] == 2;
-    be = b[5] == 2;
     a = is64 ? 8 : 4;
-    if (is64 && len < 64)
-        return -1;
     shoff = rd(b + (is64 ? 0x28 : 0x20), a, be);
     shentsize = rd(b + (is64 ? 0x3a : 0x2e), 2, be);
     shnum = rd(b + (is64 ? 0x3c : 0x30), 2, be);
@@ -249,13 +257,9 @@ ph_gopclntab_elf_addr(const void *file, size_t len, uint64_t off, uint64_t *addr
     int is64, be;
     unsigned a;
 
-    if (b == NULL || len < 52 || memcmp(b, "\177ELF", 4) != 0 || (b[4] != 1 && b[4] != 2) || (b[5] != 1 && b[5] != 2))
+    if (elf_ident(b, len, &is64, &be) < 0)
         return -1;
-    is64 = b[4] == 2;
-    be = b[5] == 2;
     a = is64 ? 8 : 4;
-    if (is64 && len < 64)
-        return -1;
     phoff = rd(b + (is64 ? 0x20 : 0x1c), a, be);
     phentsize = rd(b + (is64 ? 0x36 : 0x2a), 2, be);
     phnum = rd(b + (is64 ? 0x38 : 0x2c), 2, be);

@@ -229,7 +229,7 @@ samples_with(const char *folded, const char *frame, double *total, int *max_dept
 TU_UNUSED static char *
 pprof_of(const char *prefix, int which, const char *filter, char *out, size_t cap)
 {
-    char cmd[1000], pick[40] = "tail -1";
+    char cmd[1000], pick[40] = "tail -1", drop[4096];
     FILE *p;
     size_t n;
 
@@ -242,6 +242,10 @@ pprof_of(const char *prefix, int which, const char *filter, char *out, size_t ca
     p = popen(cmd, "r");
     assert_non_null(p);
     n = fread(out, 1, cap - 1, p);
+    /* the rest read and dropped: a profile longer than CAP must not end
+     * its writer on SIGPIPE (pclose 141: once, a JVM's heap profile) */
+    while (fread(drop, 1, sizeof drop, p) > 0)
+        ;
     assert_int_equal(pclose(p), 0);
     for (size_t i = 0; i < n; i++)
         out[i] = out[i] ? out[i] : '\n';

@@ -377,6 +377,7 @@ test_profile_use_keys(void **state)
         "snapshot: [x]\n",
         "aliases: [\"../up\"]\n",
         "aliases: [\"\"]\n",
+        "aliases: [\"-x\"]\n", /* an alias read as an option */
     };
     for (size_t i = 0; i < PH_ARRAY_LEN(bad); i++) {
         path = tu_write("strace.yaml", profile_text("strace", "d", bad[i]));

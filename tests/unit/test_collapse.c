@@ -678,18 +678,8 @@ interrupted_child(void)
 static void
 test_interrupted(void **state)
 {
-    pid_t pid;
-    int st;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(interrupted_child());
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail_msg("the interrupted collapse: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
+    tu_in_child(interrupted_child, "the interrupted collapse");
 }
 
 int

@@ -182,6 +182,19 @@ test_tty_small_context_in_kib(void **state)
     close_view(&f);
 }
 
+/* KiB and MiB are binary: 100 KiB is 102,400 bytes, not 102 thousand. */
+static void
+test_tty_context_units_binary(void **state)
+{
+    fixture f;
+
+    (void)state;
+    open_view(&f, "front", 1, 100, 0);
+    ph_image_progress_sent(f.p, 100u << 10, 900u << 10);
+    assert_string_equal(f.out.data, "\rprofharness: front: sending build context 100 KiB / 900 KiB\x1b[K");
+    close_view(&f);
+}
+
 static void
 test_tty_steps_then_one_line_left(void **state)
 {
@@ -421,6 +434,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tty_upload_redrawn_when_its_text_changes),
         cmocka_unit_test(test_tty_small_context_in_kib),
+        cmocka_unit_test(test_tty_context_units_binary),
         cmocka_unit_test(test_tty_steps_then_one_line_left),
         cmocka_unit_test(test_tty_cut_counts_wide_characters),
         cmocka_unit_test(test_builder_text_escaped),

@@ -1006,18 +1006,8 @@ interrupted_child(void)
 static void
 test_interrupted_extraction(void **state)
 {
-    pid_t pid;
-    int st;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(interrupted_child());
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail_msg("the interrupted stop: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
+    tu_in_child(interrupted_child, "the interrupted stop");
 }
 
 /* A conversion interrupted: SIGINT as the converter's `perf script`
@@ -1074,19 +1064,8 @@ interrupted_conversion_child(void)
 static void
 test_interrupted_conversion(void **state)
 {
-    pid_t pid;
-    int st;
-
     (void)state;
-    fflush(NULL);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(interrupted_conversion_child());
-    assert_int_equal(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fail_msg("the interrupted conversion: check %d failed (status %#x)", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
-                 st);
+    tu_in_child(interrupted_conversion_child, "the interrupted conversion");
 }
 
 /* SEEN (an int) is 1 when the service's dir holds a temp dir named as the
@@ -1320,6 +1299,39 @@ test_first_write_checks_free_space(void **state)
     CHECK(!exists("front/latest"), "no run");
 }
 
+/* The perf conversion copies its inputs (perf.data) beside the run dir
+ * under the collection's min_free too: on a disk with less free than
+ * --min-free, perf.data is not taken (the conversion fails, said, and
+ * puts nothing back), and the stop's own extraction refuses as well, the
+ * container kept.  (A fresh mutant that dropped the conversion's
+ * min_free survived every test: the converter then ran and its outputs
+ * went back into the container.) */
+static void
+test_conversion_keeps_min_free(void **state)
+{
+    static char data[64 * 1024];
+    ph_tar_limits lim = { 0 };
+    ph_fake_wl *t;
+    ph_error_t err;
+
+    (void)state;
+    fake_avail = 1ull << 30;
+    lim.min_free_bytes = fake_avail + 4096; /* less free than the limit already */
+    open_world(ONE, &lim);
+    t = ph_fake_on_create(W.f, "proj-front-perf");
+    ph_fake_wl_end(t, (ph_fake_end){ 0 });
+    memset(data, 'p', sizeof data);
+    ph_fake_wl_file(t, "/opt/profiling/front/perf.data", data, sizeof data, 0644);
+    ph_fake_wl_file_at_end(t, "/opt/profiling/front/" PH_RECORD_NAME, RECORD_STOPPED);
+    ph_fake_exec_rule(W.f, "*", "*", 0, "demo 1/1 1.000000: 2000000 cpu-clock:u:\n\t    401000 main+0x0 (/usr/bin/demo)\n\n");
+    start("perf", "front");
+    err = stop_fails("front");
+    ph_error_free(&err);
+    CHECK(calls_on("archive_put", "proj-front-perf") == 0, "the conversion took perf.data past min_free");
+    CHECK(there("proj-front-perf", NULL), "the container is kept");
+    no_temp_left("front");
+}
+
 /* Over --max-bytes 1500 (a 2000-byte file): the container is kept, and
  * the hint names twice the limit as it is, 3000 (not rounded to KiB). */
 static void
@@ -1345,11 +1357,43 @@ test_limit_hint(void **state)
     no_temp_left("front");
 }
 
+/* A replica's number from its labels, which anyone could have written:
+ * 1 to 100000, else none (compose's number then, else unknown). */
+static void
+test_replica_labels_read(void **state)
+{
+    static const struct {
+        const char *ours, *compose;
+        int slot;
+    } cases[] = {
+        { "2", "5", 2 }, { "0", "3", 3 }, { "0", NULL, 0 }, { "-1", NULL, 0 }, { "100001", "1", 1 },
+        { "1x", NULL, 0 }, { NULL, "4", 4 }, { NULL, "0", 0 },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ph_workload w = { 0 };
+
+        if (cases[i].ours)
+            assert_int_equal(ph_kvv_set(&w.labels, PH_LABEL_REPLICA, cases[i].ours), 0);
+        if (cases[i].compose)
+            assert_int_equal(ph_kvv_set(&w.labels, PH_DC_NUMBER, cases[i].compose), 0);
+        assert_int_equal(ph_kvv_set(&w.labels, PH_LABEL_REPLICAS, "0"), 0);
+        assert_int_equal(ph_workload_read_labels(&w), 0);
+        if (w.slot != cases[i].slot)
+            fail_msg("replica label `%s`, compose's `%s`: slot %d, want %d", cases[i].ours ? cases[i].ours : "-",
+                     cases[i].compose ? cases[i].compose : "-", w.slot, cases[i].slot);
+        assert_int_equal(w.replicas, 0);
+        ph_workload_clear(&w);
+    }
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_start_lone, setup, teardown),
+        cmocka_unit_test(test_replica_labels_read),
         cmocka_unit_test_setup_teardown(test_start_entrypoint_drops_cmd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_exits_on_term, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_ignores_term, setup, teardown),
@@ -1371,6 +1415,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_run_dir_completed_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_write_checks_free_space, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limit_hint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conversion_keeps_min_free, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1136,6 +1136,14 @@ test_thread_pools(void **state)
     assert_non_null(strstr(html, ">http-nio-8080-exec-N (3 threads)</td>"));
     assert_non_null(strstr(html, "doGet (66.7 %)"));
     free(html);
+    /* and the graph draws a pool as one tower: its root frame the group's
+     * (a request-per-thread server drew hundreds of thin towers) */
+    snprintf(path, sizeof path, "%s/report-flamegraph.svg", d);
+    html = rt_slurp(path, NULL);
+    assert_non_null(strstr(html, ">http-nio-8080-exec-N ("));
+    assert_null(strstr(html, ">http-nio-8080-exec-10 ("));
+    assert_non_null(strstr(html, ">GC Thread#0 ("));
+    free(html);
     json_decref(j);
 }
 
@@ -1258,11 +1266,28 @@ test_fmt(void **state)
     assert_string_equal(ph_fmt_change(b, 5, 0), "gone");
 }
 
+/* A heap site is the caller of the allocator: C++'s operator new (any
+ * overload, its signature after the name) is the allocator as malloc is. */
+static void
+test_heap_allocator_names(void **state)
+{
+    (void)state;
+    static const char *const alloc[] = { "malloc", "calloc", "realloc", "operator new(unsigned long)",
+                                         "operator new[](unsigned long)", "operator new", "__libc_malloc" };
+    static const char *const not_alloc[] = { "main", "mallocx", "my_malloc", "operator delete(void*)" };
+
+    for (size_t i = 0; i < sizeof alloc / sizeof alloc[0]; i++)
+        assert_true(ph_heap_is_allocator(alloc[i]));
+    for (size_t i = 0; i < sizeof not_alloc / sizeof not_alloc[0]; i++)
+        assert_false(ph_heap_is_allocator(not_alloc[i]));
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_massif_report),
+        cmocka_unit_test(test_heap_allocator_names),
         cmocka_unit_test(test_planted_temp_links),
         cmocka_unit_test(test_callgrind_report),
         cmocka_unit_test(test_strace_report),

@@ -289,6 +289,39 @@ test_report_held_to_min_free(void **state)
         fail_msg("report: %s", err->msg);
 }
 
+/* A report refused part way (its first graph written, then a bound
+ * passed) leaves none of its files: not the graph without the page that
+ * shows it.  (Before: report-flamegraph.svg stayed, written into a run
+ * whose report was refused as over min_free; seen once the language view
+ * added a second graph before the page.) */
+static void
+test_report_refused_part_way_leaves_nothing(void **state)
+{
+    const char *dir = run_dir("20260101T030000Z-flamegraph");
+    ph_report_limits lim = { 0, 0 };
+    ph_report_headline h;
+    ph_error_t err = NULL;
+    unsigned long long largest, total;
+    char *left;
+
+    (void)state;
+    write_folded(dir, "stacks-20260101T030000Z-1.folded", 40, 8, 1);
+    write_folded(dir, "stacks-20260101T030001Z-1.folded", 40, 8, 1);
+    if (ph_report_write_run_limited(dir, NULL, &lim, &h, &err) < 0)
+        fail_msg("report: %s", err->msg);
+    total = report_bytes(dir, &largest);
+    free(rt_must("cd '%s' && rm -f report* summary.json", dir));
+    /* room for the largest file, not for all of them */
+    lim.max_bytes = largest + 1;
+    assert_true(lim.max_bytes < total);
+    assert_int_equal(ph_report_write_run_limited(dir, NULL, &lim, &h, &err), -1);
+    assert_int_equal(err->errnum, EFBIG);
+    ph_error_free(&err);
+    left = rt_must("cd '%s' && ls", dir);
+    assert_string_equal(left, "stacks-20260101T030000Z-1.folded\nstacks-20260101T030001Z-1.folded\n");
+    free(left);
+}
+
 /* Finding 2: a right-to-left override and a lone 0x9b in a function
  * name reach no page raw: not the headline, not a table, not the graph. */
 static void
@@ -330,6 +363,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_wide_stacks_bounded, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_report_files_held_to_bound, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_report_held_to_min_free, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_report_refused_part_way_leaves_nothing, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_names_escaped_in_report, tu_setup, tu_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,7 +29,7 @@ test_reserved_names(void **state)
     static const char *const no[] = { "strace.log", "run.json.1", "Run.json", "service.log.1", "xreport.html",
                                       "harness", "container-run.json", "latest2", "ph-exit.json", "convert.json",
                                       "summary.json~", "index.htm" };
-    ph_artifact_spec arts[] = { { "strace.log*", "strace.log", "strace" }, { "x*", NULL, NULL } };
+    ph_artifact_spec arts[] = { { "strace.log*", "strace.log", "strace", 0 }, { "x*", NULL, NULL, 0 } };
     ph_profile p = { .artifacts = arts, .n_artifacts = 2 };
 
     (void)state;
@@ -370,7 +370,7 @@ exists(const char *rel)
 static void
 test_complete_hostile_names(void **state)
 {
-    ph_artifact_spec arts[] = { { "strace.log*", "strace.log", "strace" } };
+    ph_artifact_spec arts[] = { { "strace.log*", "strace.log", "strace", 0 } };
     ph_profile p = { .name = "strace", .path = "strace.yaml", .artifacts = arts, .n_artifacts = 1 };
     run_ud u = { .log_bytes = 6, .container = "cid1" };
     ph_rundir_steps steps = { &u, fetch, examine, service_log, meta };
@@ -466,7 +466,7 @@ test_complete_hostile_names(void **state)
 static void
 test_complete_links_never_cost_the_run(void **state)
 {
-    ph_artifact_spec arts[] = { { "strace.log*", "strace.log", "strace" } };
+    ph_artifact_spec arts[] = { { "strace.log*", "strace.log", "strace", 0 } };
     ph_profile p = { .name = "strace", .path = "strace.yaml", .artifacts = arts, .n_artifacts = 1 };
     run_ud u = { .log_bytes = 6, .container = "cid1" };
     ph_rundir_steps steps = { &u, fetch, NULL, service_log, meta };

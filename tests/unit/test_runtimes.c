@@ -70,6 +70,28 @@ test_run_env_extend(void **state)
     ph_kvv_free(&ext);
 }
 
+/* A variable whose name only starts with the one extended is another:
+ * left as it is, and ours added after it. */
+static void
+test_run_env_extend_whole_name(void **state)
+{
+    (void)state;
+    ph_kvv ext = { 0 };
+    ph_error_t err = NULL;
+    ph_strv env = { 0 }, img = { 0 };
+
+    assert_int_equal(ph_kvv_set(&ext, "JAVA_TOOL_OPTIONS", "-XX:+PreserveFramePointer"), 0);
+    assert_int_equal(ph_strv_push(&env, "JAVA_TOOL_OPTIONS_X=-Xuser"), 0);
+    assert_int_equal(ph_strv_push(&img, "JAVA_TOOL_OPTIONSX=-Ximage"), 0);
+    assert_int_equal(ph_run_env_extend(&env, &img, &ext, &err), 0);
+    assert_int_equal(env.n, 2);
+    assert_string_equal(env.v[0], "JAVA_TOOL_OPTIONS_X=-Xuser");
+    assert_string_equal(env.v[1], "JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer");
+    ph_strv_free(&env);
+    ph_strv_free(&img);
+    ph_kvv_free(&ext);
+}
+
 static const char profile_head[] = "name: m\nwrap: [x]\nstop: {target: wrapper, signal: SIGTERM, grace: 1s}\n"
                                    "artifacts: [{glob: a}]\n";
 
@@ -614,6 +636,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_extend),
         cmocka_unit_test(test_run_env_extend),
+        cmocka_unit_test(test_run_env_extend_whole_name),
         cmocka_unit_test_setup_teardown(test_profile_key, tu_setup, tu_teardown),
         cmocka_unit_test(test_shipped),
         cmocka_unit_test_setup_teardown(test_after_exit_key, tu_setup, tu_teardown),

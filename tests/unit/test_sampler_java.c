@@ -177,21 +177,33 @@ measured_hot(void)
  * apart), which must be most of FOLDED's.  The truth they are held to
  * is the CPU time the program measured in each (the interpreter runs the
  * two at one cost per unit, 75/25; a JIT's two loops need not cost the
- * same: 68/32 once); and the workload must still be mostly hot. */
+ * same: 68/32 once), within four standard deviations of sampling's own
+ * noise (binomial: 2.2 points for 400 samples) plus SYSTEMATIC points
+ * (what AsyncGetCallTrace's placement moves: its refusals at a call's
+ * edges, each round's, weigh more on the smaller share; compiled code's
+ * samples placed by the nearest pc with debug info); and the workload
+ * must still be mostly hot.  Seen under load 10 on 2 cores: 77.8/19.6
+ * interpreted and 79.1/18.6 compiled against a measured 75/25; on CI's
+ * machine, twice, compiled 68/32 and 67.0/32.4 against a measured
+ * 74.9/25.1, the suite alone there (hot and cool each their own nmethod,
+ * main not compiled: not a placement inside one method's code), never
+ * here in 10 runs quiet or at load 4 (74-78 hot). */
 static void
-shares(const char *folded, double *hot, double *cool)
+shares(const char *folded, double systematic, double *hot, double *cool)
 {
     double total, main_ = samples_with(folded, ";HotCool.main_[j]", &total, NULL), truth = measured_hot();
+    double within;
 
     *hot = 100 * samples_with(folded, ";HotCool.main_[j];HotCool.hot_seventy_five_[j]", NULL, NULL) / main_;
     *cool = 100 * samples_with(folded, ";HotCool.main_[j];HotCool.cool_twenty_five_[j]", NULL, NULL) / main_;
+    within = systematic + 4 * 100 * sqrt(truth / 100 * (1 - truth / 100) / (main_ > 0 ? main_ : 1));
     print_message("# %.0f samples, %.0f in HotCool.main: hot_seventy_five %.1f %%, cool_twenty_five %.1f %% "
-                  "(measured by the program: %.1f %% / %.1f %%)\n",
-                  total, main_, *hot, *cool, truth, 100 - truth);
+                  "(measured by the program: %.1f %% / %.1f %%; held within %.1f points)\n",
+                  total, main_, *hot, *cool, truth, 100 - truth, within);
     assert_true(main_ >= 300 && main_ / total > 0.6);
     assert_true(truth >= 55 && truth <= 90);
-    assert_true(fabs(*hot - truth) <= 5);
-    assert_true(fabs(*cool - (100 - truth)) <= 5);
+    assert_true(fabs(*hot - truth) <= within);
+    assert_true(fabs(*cool - (100 - truth)) <= within);
 }
 
 /* The share (per cent) of FOLDED's samples whose stack holds FRAME. */
@@ -214,13 +226,13 @@ test_interpreted_named(void **state)
     (void)state;
     if (classes() == NULL)
         skip();
-    assert_int_equal(run_java("AGENT", "-Xint", "20000", "2.5"), 0);
+    assert_int_equal(run_java("AGENT", "-Xint", "20000", "5"), 0);
     st = status_of("bin/java");
     assert_non_null(st);
     assert_non_null(strstr(st, "\"java\": \"Java: frames read through AsyncGetCallTrace"));
     folded = newest("stacks-");
     assert_non_null(folded);
-    shares(folded, &hot, &cool);
+    shares(folded, 2, &hot, &cool);
     /* the callees by name too, and main called from the VM's native
      * frames (kept outside the Java ones) */
     assert_true(share(folded, ";HotCool.hot_seventy_five_[j];HotCool.mixHot_[j]") > 10);
@@ -260,10 +272,12 @@ test_inlined_named(void **state)
     (void)state;
     if (classes() == NULL)
         skip();
-    assert_int_equal(run_java("AGENT", "-XX:-TieredCompilation", "2000000", "3"), 0);
+    assert_int_equal(run_java("AGENT", "-XX:-TieredCompilation", "2000000", "6"), 0);
     folded = newest("stacks-");
     assert_non_null(folded);
-    shares(folded, &hot, &cool);
+    /* 10 systematic points: what CI's machine moved compiled shares by
+     * (8), and a swap or an even split still fails */
+    shares(folded, 10, &hot, &cool);
     assert_true(share(folded, ";HotCool.hot_seventy_five_[j];HotCool.mixHot_[j]") > 40);
     assert_true(share(folded, ";HotCool.cool_twenty_five_[j];HotCool.mixCool_[j]") > 10);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #define TU_UNUSED __attribute__((unused))
@@ -114,6 +115,25 @@ tu_capture_end(void)
     buf[n] = '\0';
     fclose(f);
     return buf;
+}
+
+/* CHILD run in a child process (a caught interrupt stays caught for a
+ * process's life, so a test of one cannot share the suite's): it returns
+ * 0, or which of its checks failed, and the test fails saying WHAT. */
+TU_UNUSED static void
+tu_in_child(int (*child)(void), const char *what)
+{
+    pid_t pid;
+    int st;
+
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(child());
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("%s: check %d failed (status %#x)", what, WIFEXITED(st) ? WEXITSTATUS(st) : -1, st);
 }
 
 #endif

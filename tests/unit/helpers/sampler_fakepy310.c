@@ -71,10 +71,12 @@ static struct fcode38 hot_code = { .ob = { 1, &PyCode_Type }, .co_firstlineno = 
                                    .co_name = &hot_name, .co_lnotab = &hot_lines };
 static struct fcode38 main_code = { .ob = { 1, &PyCode_Type }, .co_firstlineno = 20, .co_filename = &file,
                                     .co_name = &main_name, .co_lnotab = &no_lines };
-/* f_lasti: 3.10 counts instructions (3: byte 6), 3.8 bytes (8) */
+/* f_lasti: 3.10 counts instructions (3: byte 6), 3.8 bytes (6, the first
+ * byte of line 12's pair: a pair's start has its own line, not the one
+ * before's) */
 static fframe main_frame = { .ob = { 1, &PyFrame_Type, 0 }, .f_code = &main_code, .f_lasti = 0 };
 static fframe hot_frame = { .ob = { 1, &PyFrame_Type, 0 }, .f_back = &main_frame, .f_code = &hot_code,
-                            .f_lasti = FAKE_MINOR == 10 ? 3 : 8 };
+                            .f_lasti = FAKE_MINOR == 10 ? 3 : 6 };
 static fts tstate = { .frame = &hot_frame };
 
 int
