@@ -171,6 +171,9 @@ static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
  * allocates inside is not counted.  (glibc's calls its internals.) */
 static __thread int tls_inner __attribute__((tls_model("initial-exec")));
 #define INNER(call) __extension__({ __typeof__(call) r_; tls_inner++; r_ = (call); tls_inner--; r_; })
+/* (CALL's arguments are evaluated inside, where TAGGING is false: what is
+ * asked, ask(n), is computed before, or the tag lands in the caller's
+ * last bytes) */
 #define IN_INNER tls_inner
 #endif
 static __thread uint64_t tls_rng __attribute__((tls_model("initial-exec")));
@@ -1110,7 +1113,7 @@ void *
 calloc(size_t n, size_t size)
 {
     void *p;
-    size_t total;
+    size_t total, want;
 
     if (!ready()) {
         if (__builtin_mul_overflow(n, size, &total))
@@ -1119,7 +1122,8 @@ calloc(size_t n, size_t size)
     }
     if (__builtin_mul_overflow(n, size, &total) || !TAGGING)
         return INNER(R.calloc(n, size)); /* (refused when it overflows) */
-    p = INNER(R.calloc(1, ask(total)));
+    want = ask(total);
+    p = INNER(R.calloc(1, want));
     if (p != NULL) {
         tag(p, total);
         NOTE(p, total);
@@ -1153,7 +1157,9 @@ realloc(void *old, size_t n)
         int own = 0;
         size_t had = old != NULL ? tag_size(old, &own) : 0;
 
-        p = INNER(R.realloc(old, ask(n)));
+        size_t want = ask(n);
+
+        p = INNER(R.realloc(old, want));
         if (p == NULL)
             return NULL; /* OLD stays, its tag with it */
         if (!own)
@@ -1179,13 +1185,15 @@ reallocarray(void *old, size_t n, size_t size)
 int
 posix_memalign(void **out, size_t align, size_t n)
 {
+    size_t want;
     int r;
 
     if (!ready()) {
         *out = boot_alloc(n, align);
         return *out ? 0 : ENOMEM;
     }
-    r = INNER(R.posix_memalign(out, align, ask(n)));
+    want = ask(n);
+    r = INNER(R.posix_memalign(out, align, want));
     if (r == 0 && TAGGING)
         tag(*out, n);
     if (r == 0)
@@ -1197,10 +1205,12 @@ void *
 aligned_alloc(size_t align, size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready())
         return boot_alloc(n, align);
-    p = INNER(R.aligned_alloc(align, ask(n)));
+    want = ask(n);
+    p = INNER(R.aligned_alloc(align, want));
     if (p != NULL && TAGGING)
         tag(p, n);
     NOTE(p, n);
@@ -1211,10 +1221,12 @@ void *
 memalign(size_t align, size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready())
         return boot_alloc(n, align);
-    p = INNER(R.memalign(align, ask(n)));
+    want = ask(n);
+    p = INNER(R.memalign(align, want));
     if (p != NULL && TAGGING)
         tag(p, n);
     NOTE(p, n);
@@ -1225,10 +1237,12 @@ void *
 valloc(size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready())
         return boot_alloc(n, 4096);
-    p = INNER(R.valloc(ask(n)));
+    want = ask(n);
+    p = INNER(R.valloc(want));
     if (p != NULL && TAGGING)
         tag(p, n);
     NOTE(p, n);
@@ -1239,10 +1253,12 @@ void *
 pvalloc(size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready() || R.pvalloc == NULL)
         return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
-    p = INNER(R.pvalloc(ask(n)));
+    want = ask(n);
+    p = INNER(R.pvalloc(want));
     if (p != NULL && TAGGING)
         tag(p, n);
     NOTE(p, n);

@@ -261,23 +261,23 @@ status_field(const char *field)
     return atoll(line);
 }
 
+/* heapwork PROG's exact run with the sampler LIB preloaded at 512 KiB:
+ * the sampler's peak and in use against heapwork's own count. */
 static void
-test_peak_exact_at_the_default_interval(void **state)
+check_exact(const char *prog, const char *lib)
 {
     char *args[] = { "exact", NULL }, log[400], cmd[700], line[200] = "";
-    run_opts o = { .prog = HEAPWORK, .interval = "0", .out = log };
+    run_opts o = { .prog = prog, .lib = lib, .interval = "0", .out = log };
     long long true_peak = -1, true_inuse = -1, peak, inuse;
     FILE *f;
     int st;
     pid_t p;
 
-    (void)state;
     snprintf(log, sizeof log, "%s/exact.log", test_dir);
     setenv("PH_SAMPLER_HEAP", "512K", 1);
     p = start_opts(&o, args);
     unsetenv("PH_SAMPLER_HEAP");
     st = finish(p);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     snprintf(cmd, sizeof cmd, "grep '^heapwork: exact' %s", log);
     f = popen(cmd, "r");
     assert_non_null(f);
@@ -286,11 +286,31 @@ test_peak_exact_at_the_default_interval(void **state)
     pclose(f);
     peak = status_field("peak_inuse_bytes");
     inuse = status_field("inuse_bytes");
-    print_message("# peak %lld B (true %lld), in use %lld B (true %lld)\n", peak, true_peak, inuse, true_inuse);
+    print_message("# %s: exit %d, peak %lld B (true %lld), in use %lld B (true %lld)\n", prog,
+                  WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), peak, true_peak, inuse, true_inuse);
+    /* (heapwork aborts when a block's bytes changed under it) */
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     assert_true(true_peak > 16 * 1048576);
     assert_true(peak >= true_peak && peak - true_peak <= 16384);
     assert_true(inuse >= true_inuse && inuse - true_inuse <= 16384);
     assert_true(status_field("malloc_peak_bytes") == peak);
+}
+
+static void
+test_peak_exact_at_the_default_interval(void **state)
+{
+    (void)state;
+    check_exact(HEAPWORK, NULL);
+}
+
+/* The same on musl (the musl build of the sampler and heapwork, on
+ * musl's loader): its allocator calls our calloc's, realloc's and the
+ * aligned ones' malloc, and its malloc_usable_size is the size asked. */
+static void
+test_peak_exact_on_musl(void **state)
+{
+    (void)state;
+    check_exact(HEAPWORK "-musl", "build/libphsampler-musl.so");
 }
 
 /* A block realloc moves is forgotten at its old address: the addresses
@@ -415,6 +435,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_shares_in_use_and_allocated, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_peak_is_the_peak, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_peak_exact_at_the_default_interval, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_peak_exact_on_musl, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_realloc_forgets_the_block_it_moved, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_suffixes_are_binary, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_threads_at_once, setup, tu_teardown),
