@@ -21,38 +21,48 @@
  *   atomic claims (CAS) and counters; a table that is full drops the
  *   sample (counted), the stack table's overflow goes to one
  *   "[truncated]" stack so the totals stay right.
- * - free (and realloc of a block): a Bloom filter of the live sampled
- *   blocks' addresses, two bits per address (8 KiB, static: no pointer
- *   to load first, and small enough to stay in the first-level caches
- *   while the service thrashes them), says whether the block may be a
- *   sampled one: one load for nearly every free (its first bit is clear),
- *   a second for the few whose first bit is set; only when both are is
- *   the live table searched and the block's weight taken off its stack
- *   (a false positive costs a probe there: a cache miss, a page fault
- *   the first time a page of it is read; two bits make those about
- *   (2n/65536)^2 of the frees for n live samples instead of n/65536).
- *   A bit is the "not zero" of a count (a counting filter, so a bit goes
- *   when its last block does), the counts touched only by samples and
- *   their frees.  Before the real free: the
- *   address cannot be handed out again while its record is still there.
- *   (tcmalloc and jemalloc read a sampled flag from the metadata their
- *   free looks up anyway; an interposer has no such metadata, and a
- *   header before each sampled block would need reading the bytes before
- *   every block, which only glibc's layout makes safe.)
- * - The bytes in use, exactly (not sampled): each block carries its
- *   requested size in a tag past its end (tag(): asked one byte longer,
- *   read back through malloc_usable_size at free and realloc), each
- *   thread sums its changes in TLS and adds them to one counter every 16
- *   KiB either way (and at its exit); a flush whose highest point tops the
- *   peak raises it.  So the peak is exact for one thread and within 16 KiB
- *   per other thread, at any interval; when it tops the last copy by
- *   max(T, peak/64) every stack's in-use counters are copied as the
- *   peak's (one thread at a time: a flag, no waiting; the writer does the
- *   same at a snapshot while in use is at its highest).  The views'
- *   bytes are scaled to the exact totals, their shares the samples'
- *   (unless a runtime's objects are sampled too: those are estimates,
- *   the exact malloc figures beside them).  Without malloc_usable_size
- *   the peak is the estimate's, as before.
+ * - The bytes in use, exactly (not sampled): each block carries the size
+ *   the service asked.  On glibc's allocator (TAG_FRONT) in a 16-byte
+ *   header before it (front()): malloc, calloc and realloc ask 16 bytes
+ *   more and give the service the block past the header; free reads the
+ *   header from the line of glibc's chunk header, which glibc's free reads
+ *   next, so knowing the size costs no cache miss.  A sealed word tells a
+ *   header from what else may be there, and a flag in it says the block
+ *   was sampled: only then does free look it up in the live table.  The
+ *   aligned allocators, and every block on another allocator (musl's,
+ *   jemalloc's: TAG_TAIL), carry a tag past the end instead (tag(): one
+ *   byte more asked, read back through the usable size), which free
+ *   reads from a line nothing else touches then: a miss when the service
+ *   has not read the block's end since.  Their sampled records are found
+ *   through a Bloom filter of the live sampled blocks' addresses (two
+ *   bits per address, 8 KiB, static, a counting filter: a bit goes with
+ *   its last block), one load for nearly every free; only when both bits
+ *   are set is the live table searched (false positives about
+ *   (2n/65536)^2 of the frees for n live samples).  Records go before the
+ *   real free: the address cannot be handed out again while its record
+ *   is still there.  Each thread sums its changes in TLS and adds them to
+ *   one counter every 16 KiB either way (and at its exit); a flush whose
+ *   highest point tops the peak raises it.  So the peak is exact for one
+ *   thread and within 16 KiB per other thread, at any interval; when it
+ *   tops the last copy by max(T, peak/64) every stack's in-use counters
+ *   are copied as the peak's (one thread at a time: a flag, no waiting;
+ *   the writer does the same at a snapshot while in use is at its
+ *   highest).  The views' bytes are scaled to the exact totals, their
+ *   shares the samples' (unless a runtime's objects are sampled too:
+ *   those are estimates, the exact malloc figures beside them).  Without
+ *   malloc_usable_size (and not glibc's) the peak is the estimate's.
+ * - Why the header is safe: realloc moves it with the bytes and seals it
+ *   anew (its flags cleared: the old record went first); posix_memalign,
+ *   memalign, aligned_alloc, valloc and pvalloc keep the tail's way (a
+ *   header would cost the alignment in bytes), and free and realloc tell
+ *   their blocks by the seal; calloc's zeroes are the service's bytes
+ *   past the header; a block freed on another thread carries its size
+ *   with it (the count is per thread, their sum exact); a block from
+ *   before the sampler started (the loader's, constructors' that ran
+ *   first) has no seal and goes to the real free as it is, uncounted (on
+ *   the tail's way it gives some size within it).  The cost: 16 bytes a
+ *   block (the tail's one byte costs 16 only when the size asked was
+ *   already the usable size).
  * - Re-entry: a thread-local flag; the writer thread sets it for good (its
  *   allocations are the sampler's, never sampled).  What the sampler
  *   allocates on a service thread (inside a phs_own section: a new
@@ -141,26 +151,55 @@ static _Alignas(64) _Atomic uint64_t live_bits[HEAP_FILTER / 64];
  * FLUSH_AT either way, so the sum is within FLUSH_AT bytes per thread of
  * the truth, and a thread's highest point since its flush is exact.) */
 #define FLUSH_AT ((int64_t)16384)
+/* How a new block carries its size (set once, by phs_heap_prepare):
+ * TAG_TAIL, a tag in its last usable byte (tag()); TAG_FRONT, on glibc's
+ * allocator, a header before it for malloc, calloc and realloc (front()),
+ * the tail's way for the aligned allocators. */
+enum { TAG_NONE, TAG_TAIL, TAG_FRONT };
 static struct {
-    int on;                           /* blocks carry their size (tag()) */
+    int on;                           /* TAG_*: blocks carry their size */
     _Alignas(64) _Atomic int64_t live;
     _Atomic int64_t peak;             /* the highest live seen while sampling */
     _Atomic int64_t peak_at_copy;     /* exact live when the peak's stacks were copied */
     _Atomic int runtime;              /* samples not of malloc's (JVM, CPython objects) */
 } X;
+#define FRONT 16
+static uint64_t seal_key;
+
+static uint64_t
+new_seal_key(void)
+{
+    uint64_t k = 0;
+    struct timespec t;
+
+    if (syscall(SYS_getrandom, &k, sizeof k, 1 /* GRND_NONBLOCK */) != (long)sizeof k) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        k = ((uint64_t)t.tv_nsec << 32 ^ (uint64_t)t.tv_sec ^ (uint64_t)getpid() << 16 ^ (uint64_t)(uintptr_t)&k) *
+            0x9E3779B97F4A7C15ULL;
+    }
+    return k | 1; /* (0: no key yet) */
+}
+
 static int glibc_heap; /* R.malloc is glibc's own: its chunk header read here (usable()) */
-static __thread int64_t tls_pend __attribute__((tls_model("initial-exec")));
-static __thread int64_t tls_pmax __attribute__((tls_model("initial-exec")));
-static __thread int tls_py __attribute__((tls_model("initial-exec")));
-static __thread int tls_keyed __attribute__((tls_model("initial-exec")));
+/* The thread's own state, in one block so that every field is an offset
+ * from one address (an initial-exec variable of a library costs a load of
+ * its offset first: one for all of them). */
+static __thread struct {
+    int64_t left;      /* bytes to the next sampled byte */
+    int64_t pend;      /* the exact count's change since the last flush */
+    int64_t pmax;      /* its highest since then */
+    uint64_t rng;
+    int guard;         /* the sampler's own thread, or inside a sample */
+    int py;            /* inside CPython's allocator, for our hook */
+    int keyed;         /* its exit flushes (exit_key) */
+    int seeded;
+    int inner;         /* musl: inside one of its functions that calls ours */
+} T __attribute__((tls_model("initial-exec")));
 /* A thread's last change flushed when it exits (a key's destructor). */
 static pthread_key_t exit_key;
 static int exit_key_made;
 static void on_thread_exit(void *unused);
 
-static __thread int tls_guard __attribute__((tls_model("initial-exec")));
-static __thread int tls_seeded __attribute__((tls_model("initial-exec")));
-static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
 #ifdef __GLIBC__
 #define INNER(call) (call)
 #define IN_INNER 0
@@ -169,14 +208,12 @@ static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
  * and realloc malloc, posix_memalign and memalign aligned_alloc.  The
  * block is the outer call's, noted once by it: what a real function
  * allocates inside is not counted.  (glibc's calls its internals.) */
-static __thread int tls_inner __attribute__((tls_model("initial-exec")));
-#define INNER(call) __extension__({ __typeof__(call) r_; tls_inner++; r_ = (call); tls_inner--; r_; })
+#define INNER(call) __extension__({ __typeof__(call) r_; T.inner++; r_ = (call); T.inner--; r_; })
 /* (CALL's arguments are evaluated inside, where TAGGING is false: what is
  * asked, ask(n), is computed before, or the tag lands in the caller's
  * last bytes) */
-#define IN_INNER tls_inner
+#define IN_INNER T.inner
 #endif
-static __thread uint64_t tls_rng __attribute__((tls_model("initial-exec")));
 
 /* ---- the real functions and the bootstrap arena --------------------------- */
 
@@ -383,7 +420,10 @@ phs_heap_prepare(void)
         }
     }
 #endif
-    X.on = R.usable != NULL;
+    if (seal_key == 0)
+        seal_key = new_seal_key();
+    /* one store: a thread sees no mode or the whole of one */
+    X.on = R.usable == NULL ? TAG_NONE : glibc_heap ? TAG_FRONT : TAG_TAIL;
     return 0;
 }
 
@@ -403,7 +443,7 @@ phs_heap_disable(void)
 void
 phs_heap_writer_thread(void)
 {
-    tls_guard = 1;
+    T.guard = 1;
 }
 
 void
@@ -577,11 +617,11 @@ copy_peak(int64_t exact)
 static __attribute__((noinline)) void
 flush(void)
 {
-    int64_t before = atomic_fetch_add_explicit(&X.live, tls_pend, memory_order_relaxed), top = before + tls_pmax;
+    int64_t before = atomic_fetch_add_explicit(&X.live, T.pend, memory_order_relaxed), top = before + T.pmax;
     int64_t peak, at;
 
-    tls_pend = 0;
-    tls_pmax = 0;
+    T.pend = 0;
+    T.pmax = 0;
     if (!atomic_load_explicit(&H.on, memory_order_relaxed))
         return;
     peak = atomic_load_explicit(&X.peak, memory_order_relaxed);
@@ -597,7 +637,7 @@ flush(void)
 static void
 on_thread_exit(void *unused)
 {
-    if (tls_pend != 0 || tls_pmax != 0)
+    if (T.pend != 0 || T.pmax != 0)
         flush();
 }
 
@@ -606,22 +646,22 @@ on_thread_exit(void *unused)
 static __attribute__((noinline)) void
 keyed(void)
 {
-    tls_keyed = 1;
+    T.keyed = 1;
     if (exit_key_made)
-        pthread_setspecific(exit_key, &tls_keyed);
+        pthread_setspecific(exit_key, &T.keyed);
 }
 
 static inline void
 count_add(size_t n)
 {
-    int64_t v = tls_pend + (int64_t)n;
+    int64_t v = T.pend + (int64_t)n;
 
-    if (__builtin_expect(!tls_keyed, 0))
+    if (__builtin_expect(!T.keyed, 0))
         keyed();
 
-    tls_pend = v;
-    if (v > tls_pmax) {
-        tls_pmax = v;
+    T.pend = v;
+    if (v > T.pmax) {
+        T.pmax = v;
         if (__builtin_expect(v >= FLUSH_AT, 0))
             flush();
     }
@@ -630,12 +670,12 @@ count_add(size_t n)
 static inline void
 count_sub(size_t n)
 {
-    int64_t v = tls_pend - (int64_t)n;
+    int64_t v = T.pend - (int64_t)n;
 
-    if (__builtin_expect(!tls_keyed, 0))
+    if (__builtin_expect(!T.keyed, 0))
         keyed();
 
-    tls_pend = v;
+    T.pend = v;
     if (__builtin_expect(v <= -FLUSH_AT, 0))
         flush();
 }
@@ -671,8 +711,8 @@ usable(const void *p)
 }
 /* The sampler's own blocks: the writer's, and a service thread's inside
  * a phs_own section (its start, its notes) but for the interpreter's
- * allocator our CPython hook calls (tls_py: the service's objects). */
-#define OWN() (tls_guard || (phs_tls_own && !tls_py))
+ * allocator our CPython hook calls (T.py: the service's objects). */
+#define OWN() (T.guard || (phs_tls_own && !T.py))
 
 static inline void
 tag(void *p, size_t n)
@@ -723,6 +763,75 @@ untag(const void *p)
 
     if (!own)
         count_sub(n);
+}
+
+/* ---- the front header (TAG_FRONT) ---------------------------------------
+ * The block Q the service gets is 16 bytes into the allocator's R: R's
+ * first word is the size asked (OWN_BIT for the sampler's own), its
+ * second seals it, key ^ Q ^ the first word.  free reads the 16 bytes
+ * before Q: on glibc's heap the line of the chunk header its own free
+ * reads next (and of the list links it writes at R), so the count costs
+ * no cache miss; the tail's tag (TAG_TAIL) is in a line nothing else
+ * touches at free, a miss per block the service has not read since.
+ * A block without the header (from before phs_heap_prepare, or an
+ * aligned allocator's, tail-tagged) has glibc's chunk header there
+ * (prev_size, size: readable), whose size word matches the seal only if
+ * the 8 bytes before it hold key ^ Q ^ size: the key is random and never
+ * leaves the library, so about once in 2^64 (glibc's tcache guards its
+ * double frees with such a key).  Only on glibc's allocator: another's
+ * bytes before a block it did not give us may not be mapped.  16 bytes
+ * keep malloc's alignment; the aligned allocators keep the tail (a
+ * header there would cost the alignment in bytes). */
+/* Does Q carry a front header?  *W its first word. */
+static inline int
+front_of(const void *q, uint64_t *w)
+{
+    uint64_t h[2];
+
+    memcpy(h, (const char *)q - FRONT, sizeof h);
+    *w = h[0];
+    return h[1] == (seal_key ^ (uintptr_t)q ^ h[0]);
+}
+
+/* The header into R, the block the allocator gave for N bytes; the
+ * service's block, counted unless it is the sampler's (OWN). */
+static inline void *
+front(void *r, size_t n, int own)
+{
+    char *q = (char *)r + FRONT;
+    uint64_t h[2];
+
+    h[0] = n | (own ? OWN_BIT : 0);
+    h[1] = seal_key ^ (uintptr_t)q ^ h[0];
+    memcpy(r, h, sizeof h);
+    if (!own)
+        count_add(n);
+    return q;
+}
+
+/* Q was sampled: its header says so, and free looks it up in the live
+ * table (the other blocks' frees look nowhere: no filter to read). */
+#define SAMPLED_BIT ((uint64_t)1 << 62)
+static void
+front_mark(void *q)
+{
+    uint64_t h[2];
+
+    memcpy(h, (char *)q - FRONT, sizeof h);
+    h[0] |= SAMPLED_BIT;
+    h[1] = seal_key ^ (uintptr_t)q ^ h[0];
+    memcpy((char *)q - FRONT, h, sizeof h);
+}
+
+/* The size word W of a header without its flags. */
+#define FRONT_SIZE(w) ((w) & ~(OWN_BIT | SAMPLED_BIT))
+
+/* What the allocator is asked for N with a header (SIZE_MAX, refused,
+ * when that overflows, as N would be). */
+static inline size_t
+ask_front(size_t n)
+{
+    return n > SIZE_MAX - FRONT ? SIZE_MAX : n + FRONT;
 }
 
 /* What the allocator is asked for N: one byte more when tagging (0 when
@@ -802,8 +911,9 @@ remember(uintptr_t p, uint32_t id, int64_t b, int64_t o)
     return -1;
 }
 
-/* A sampled block P of N bytes; PCS[0..DEPTH) its stack. */
-static void
+/* A sampled block P of N bytes; PCS[0..DEPTH) its stack.  0 when it is
+ * in the live table, -1 when that was full (dropped). */
+static int
 sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
 {
     uint32_t id = stack_id(pcs, depth);
@@ -828,9 +938,10 @@ sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
         copied = atomic_load(&H.peak_copied);
         if (!X.on && now >= copied + (copied / 64 > (int64_t)H.mean ? copied / 64 : (int64_t)H.mean))
             copy_peak(0);
-    } else {
-        atomic_fetch_add(&H.dropped, 1);
+        return 0;
     }
+    atomic_fetch_add(&H.dropped, 1);
+    return -1;
 }
 
 /* Registers of the calling frame, for the walk. */
@@ -849,25 +960,29 @@ sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
  * dropped, so the leaf is the function the service called (malloc,
  * calloc...); the library's frames under the service's are cut (its
  * handler run from ours, an allocation an interposer of ours makes). */
+enum { NOTE_TAIL, NOTE_PY, NOTE_FRONT }; /* what the block is: note_slow's KIND */
+
 static __attribute__((noinline)) void
-note_slow(void *p, size_t n, int py)
+note_slow(void *p, size_t n, int kind)
 {
+    int py = kind == NOTE_PY;
+
     uintptr_t pcs[PHS_MAX_DEPTH], pc, sp, fp;
     uint32_t depth;
 
-    if (tls_guard)
+    if (T.guard)
         return;
-    if (__builtin_expect(!tls_seeded, 0)) {
-        tls_rng = (uint64_t)syscall(SYS_gettid) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)&tls_rng ^
+    if (__builtin_expect(!T.seeded, 0)) {
+        T.rng = (uint64_t)syscall(SYS_gettid) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)&T.rng ^
                   (uint64_t)time(NULL);
-        if (tls_rng == 0)
-            tls_rng = 1;
-        tls_left = phs_heap_interval(&tls_rng, H.mean);
-        tls_seeded = 1;
+        if (T.rng == 0)
+            T.rng = 1;
+        T.left = phs_heap_interval(&T.rng, H.mean);
+        T.seeded = 1;
     }
-    if (!phs_heap_step(&tls_left, &tls_rng, H.mean, n))
+    if (!phs_heap_step(&T.left, &T.rng, H.mean, n))
         return;
-    tls_guard = 1;
+    T.guard = 1;
     phs_own_begin();
     HERE(pc, sp, fp);
     depth = phs_unwind_regs(pc, sp, fp, pcs);
@@ -882,30 +997,34 @@ note_slow(void *p, size_t n, int py)
             atomic_store_explicit(&X.runtime, 1, memory_order_relaxed);
 
             sampled(p, n, words, phs_py_merge(pcs + 2, depth - 1, words, PHS_MAX_WORDS));
-        } else if (!py) {
-            sampled(p, n, pcs + 1, depth);
+        } else if (!py && sampled(p, n, pcs + 1, depth) == 0 && kind == NOTE_FRONT) {
+            front_mark(p); /* its free finds its record by this */
         }
     }
     phs_own_end();
-    tls_guard = 0;
+    T.guard = 0;
 }
 
 /* The countdown, inlined into each interposer: N bytes off this thread's
  * distance to the next sampled byte (phs_heap_step's first branch); the
  * rest out of line.  What the sampler allocates for itself on a service
  * thread (inside a phs_own section) is not counted. */
-#define NOTE_(p, n, py)                                                                            \
+#define COUNTDOWN(p, n, kind)                                                                      \
     do {                                                                                           \
-        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL && !phs_tls_own &&    \
-            !IN_INNER) {                                                                           \
-            int64_t left_ = tls_left;                                                              \
+        if (atomic_load_explicit(&H.on, memory_order_relaxed)) {                                   \
+            int64_t left_ = T.left;                                                                \
             if (__builtin_expect(left_ > 0 && (uint64_t)left_ > (n), 1))                           \
-                tls_left = left_ - (int64_t)(n);                                                   \
+                T.left = left_ - (int64_t)(n);                                                     \
             else                                                                                   \
-                note_slow((p), (n), (py));                                                         \
+                note_slow((p), (n), (kind));                                                       \
         }                                                                                          \
     } while (0)
-#define NOTE(p, n) NOTE_(p, n, 0)
+#define NOTE_(p, n, kind)                                                                          \
+    do {                                                                                           \
+        if ((p) != NULL && !phs_tls_own && !IN_INNER)                                              \
+            COUNTDOWN(p, n, kind);                                                                 \
+    } while (0)
+#define NOTE(p, n) NOTE_(p, n, NOTE_TAIL)
 
 static inline void
 release(void *p)
@@ -984,8 +1103,8 @@ static struct {
 
 /* The interpreter's own call, its mallocs not sampled again (a block
  * over 512 bytes is PyMem_RawMalloc's, malloc's). */
-#define PY_ORIG(call) (tls_py++, phs_own_begin(), (call))
-#define PY_END() (phs_own_end(), tls_py--)
+#define PY_ORIG(call) (T.py++, phs_own_begin(), (call))
+#define PY_END() (phs_own_end(), T.py--)
 
 static void *
 py_malloc(void *ctx, size_t n)
@@ -993,7 +1112,7 @@ py_malloc(void *ctx, size_t n)
     void *p = PY_ORIG(PYH.orig.malloc(PYH.orig.ctx, n));
 
     PY_END();
-    NOTE_(p, n, 1);
+    NOTE_(p, n, NOTE_PY);
     return p;
 }
 
@@ -1005,7 +1124,7 @@ py_calloc(void *ctx, size_t n, size_t size)
 
     PY_END();
     if (!__builtin_mul_overflow(n, size, &total))
-        NOTE_(p, total, 1);
+        NOTE_(p, total, NOTE_PY);
     return p;
 }
 
@@ -1018,7 +1137,7 @@ py_realloc(void *ctx, void *old, size_t n)
         release(old);
     p = PY_ORIG(PYH.orig.realloc(PYH.orig.ctx, old, n));
     PY_END();
-    NOTE_(p, n, 1);
+    NOTE_(p, n, NOTE_PY);
     return p;
 }
 
@@ -1087,6 +1206,23 @@ malloc(size_t n)
 {
     void *p;
 
+    if (__builtin_expect(X.on == TAG_FRONT, 1)) {
+        /* The common path, on glibc's allocator: the call through (16
+         * bytes more), the header (the exact count's add into the
+         * thread's change), the countdown to the next sample.  What the
+         * sampler allocates on a service thread (phs_tls_own, volatile:
+         * read once) is neither counted nor sampled. */
+        int own;
+
+        p = R.malloc(ask_front(n));
+        if (__builtin_expect(p == NULL, 0))
+            return NULL;
+        own = phs_tls_own;
+        p = front(p, n, T.guard || (own && !T.py));
+        if (!own)
+            COUNTDOWN(p, n, NOTE_FRONT);
+        return p;
+    }
     if (!ready())
         return boot_alloc(n, 16);
     p = R.malloc(ask(n));
@@ -1096,9 +1232,33 @@ malloc(size_t n)
     return p;
 }
 
+/* A block with a header that is the sampler's or sampled. */
+static __attribute__((noinline)) void
+free_marked(void *p, uint64_t w)
+{
+    if (w & SAMPLED_BIT)
+        forget((uintptr_t)p);
+    if (!(w & OWN_BIT))
+        count_sub(FRONT_SIZE(w));
+}
+
 void
 free(void *p)
 {
+    uint64_t w;
+
+    /* The common path: a block with a header (read from the line of
+     * glibc's chunk header, which its free reads next), its size off the
+     * thread's change, the call through.  No lookup unless the header
+     * says it was sampled. */
+    if (__builtin_expect(X.on == TAG_FRONT, 1) && p != NULL && front_of(p, &w)) {
+        if (__builtin_expect(w & (OWN_BIT | SAMPLED_BIT), 0))
+            free_marked(p, w);
+        else
+            count_sub(w);
+        R.free((char *)p - FRONT);
+        return;
+    }
     if (p == NULL || boot_owns(p))
         return;
     if (!ready())
@@ -1122,6 +1282,18 @@ calloc(size_t n, size_t size)
     }
     if (__builtin_mul_overflow(n, size, &total) || !TAGGING)
         return INNER(R.calloc(n, size)); /* (refused when it overflows) */
+    if (X.on == TAG_FRONT) {
+        int own;
+
+        p = R.calloc(1, ask_front(total));
+        if (p == NULL)
+            return NULL;
+        own = phs_tls_own;
+        p = front(p, total, T.guard || (own && !T.py)); /* (the service's bytes zero) */
+        if (!own)
+            COUNTDOWN(p, total, NOTE_FRONT);
+        return p;
+    }
     want = ask(total);
     p = INNER(R.calloc(1, want));
     if (p != NULL) {
@@ -1148,6 +1320,36 @@ realloc(void *old, size_t n)
         return old == NULL ? boot_alloc(n, 16) : NULL;
     if (old != NULL)
         release(old);
+    if (X.on == TAG_FRONT) {
+        uint64_t w;
+
+        if (old == NULL)
+            return malloc(n);
+        if (front_of(old, &w)) {
+            void *r = (char *)old - FRONT;
+
+            int own;
+
+            if (n == 0) {
+                if (!(w & OWN_BIT))
+                    count_sub(FRONT_SIZE(w));
+                return R.realloc(r, 0); /* glibc frees it (and gives NULL) */
+            }
+            p = R.realloc(r, ask_front(n));
+            if (p == NULL)
+                return NULL; /* OLD stays, its header with it */
+            if (!(w & OWN_BIT))
+                count_sub(FRONT_SIZE(w));
+            /* the header moved with the bytes: sealed anew, unsampled
+             * (its record went with release() above) */
+            own = phs_tls_own;
+            p = front(p, n, T.guard || (own && !T.py));
+            if (!own)
+                COUNTDOWN(p, n, NOTE_FRONT);
+            return p;
+        }
+        /* an aligned allocator's or from before: the tail's way */
+    }
     if (!TAGGING) {
         p = INNER(R.realloc(old, n));
     } else if (old != NULL && n == 0) {
@@ -1276,7 +1478,10 @@ malloc_usable_size(void *p)
         return 0;
     if (X.on) {
         int own;
+        uint64_t w;
 
+        if (X.on == TAG_FRONT && front_of(p, &w))
+            return FRONT_SIZE(w);
         return tag_size(p, &own); /* the tag's bytes are not the service's */
     }
     return R.usable(p);
