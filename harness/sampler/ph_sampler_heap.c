@@ -651,19 +651,29 @@ keyed(void)
         pthread_setspecific(exit_key, &T.keyed);
 }
 
+/* count_add's rare turns, out of line (so its callers keep few
+ * registers): the thread's first block, a change to flush. */
+static __attribute__((noinline)) void
+count_slow(void)
+{
+    if (!T.keyed)
+        keyed();
+    if (T.pend >= FLUSH_AT)
+        flush();
+}
+
+/* N bytes more in use on this thread.  (Its first block tops pmax, 0,
+ * so the key's check waits for a new highest point.) */
 static inline void
 count_add(size_t n)
 {
     int64_t v = T.pend + (int64_t)n;
 
-    if (__builtin_expect(!T.keyed, 0))
-        keyed();
-
     T.pend = v;
     if (v > T.pmax) {
         T.pmax = v;
-        if (__builtin_expect(v >= FLUSH_AT, 0))
-            flush();
+        if (__builtin_expect(v >= FLUSH_AT || !T.keyed, 0))
+            count_slow();
     }
 }
 
