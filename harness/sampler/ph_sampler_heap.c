@@ -59,8 +59,12 @@
  *   past the header; a block freed on another thread carries its size
  *   with it (the count is per thread, their sum exact); a block from
  *   before the sampler started (the loader's, constructors' that ran
- *   first) has no seal and goes to the real free as it is, uncounted (on
- *   the tail's way it gives some size within it).  The cost: 16 bytes a
+ *   first, all those of a program that calls ph_sampler_start) has no
+ *   seal, before it nor at its end (the aligned allocators' tail is
+ *   sealed too on glibc's heap): it goes to the real free as it is,
+ *   uncounted, and malloc_usable_size says the allocator's size.  (On
+ *   another allocator the tail's one byte cannot be sealed: such a block
+ *   gives some size within it.)  The cost: 16 bytes a
  *   block (the tail's one byte costs 16 only when the size asked was
  *   already the usable size).
  * - Re-entry: a thread-local flag; the writer thread sets it for good (its
@@ -724,12 +728,34 @@ usable(const void *p)
  * allocator our CPython hook calls (T.py: the service's objects). */
 #define OWN() (T.guard || (phs_tls_own && !T.py))
 
+/* On glibc's heap (TAG_FRONT) a block the tail's way carries 16 bytes at
+ * the end of its usable size: the size asked (OWN_BIT: the sampler's),
+ * sealed as the front header is (salted: a tail is never a header), so
+ * a block from before the sampler started, with no seal, is told apart:
+ * uncounted, its usable size the allocator's. */
+#define TAIL_SALT 0x7461696c7461696cULL
+
+static inline uint64_t
+tail_seal(const void *p, uint64_t w)
+{
+    return seal_key ^ TAIL_SALT ^ (uintptr_t)p ^ w;
+}
+
 static inline void
 tag(void *p, size_t n)
 {
     unsigned char *q = p;
     size_t u = usable(p), s = u - n, own = OWN() ? OWN_BIT : 0;
 
+    if (X.on == TAG_FRONT) {
+        uint64_t h[2] = { n | own, 0 };
+
+        h[1] = tail_seal(p, h[0]);
+        memcpy(q + u - sizeof h, h, sizeof h);
+        if (!own)
+            count_add(n);
+        return;
+    }
     if (s < 256 && !own) {
         q[u - 1] = (unsigned char)s;
         count_add(n);
@@ -744,8 +770,9 @@ tag(void *p, size_t n)
 }
 
 /* The size a block's tag says, bounded by its usable size (a block from
- * before the sampler, which carries no tag, gives some size within it);
- * *OWN: the writer's. */
+ * before the sampler, which carries no tag, gives some size within it;
+ * on glibc's heap its usable size, *OWN set: not counted); *OWN: the
+ * writer's. */
 static inline size_t
 tag_size(const void *p, int *own)
 {
@@ -753,6 +780,21 @@ tag_size(const void *p, int *own)
     size_t u = usable(p), n;
 
     *own = 0;
+    if (X.on == TAG_FRONT) {
+        uint64_t h[2];
+
+        if (u < sizeof h) {
+            *own = 1;
+            return u;
+        }
+        memcpy(h, q + u - sizeof h, sizeof h);
+        if (h[1] != tail_seal(p, h[0])) {
+            *own = 1;
+            return u;
+        }
+        *own = (h[0] & OWN_BIT) != 0;
+        return h[0] & ~OWN_BIT;
+    }
     if (u == 0)
         return 0;
     if (q[u - 1] != 0)
@@ -850,7 +892,7 @@ ask_front(size_t n)
 static inline size_t
 ask(size_t n)
 {
-    size_t more = OWN() ? 9 : 1;
+    size_t more = X.on == TAG_FRONT ? 16 : OWN() ? 9 : 1;
 
     return !TAGGING ? n : n + more < n ? SIZE_MAX : n + more;
 }

@@ -28,10 +28,17 @@
  * `heapwork exact` counts what it asks for itself (every allocation
  * function, realloc grown, shrunk and to 0, blocks freed by other threads
  * than theirs), peaks with burst_sixteen_mib, and says "heapwork: exact
- * peak P in use N": the true figures the sampler's exact count must give. */
+ * peak P in use N": the true figures the sampler's exact count must give.
+ * `heapwork late DIR` makes blocks through every allocation function
+ * before the sampler starts, then starts it through its C API (preloaded
+ * without PH_SAMPLER_DIR, it waits for that), then grows half of those
+ * blocks with realloc, asks their usable size and frees them all among
+ * new ones: it aborts when a block's bytes changed under it, and says
+ * "heapwork: late ok". */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -397,6 +404,59 @@ exact(void)
     return 0;
 }
 
+/* ---- late: blocks from before the sampler started ------------------ */
+
+static void
+same_bytes(const void *p, size_t n)
+{
+    for (size_t b = 0; b < n; b++)
+        if (((const unsigned char *)p)[b] != 7)
+            abort();
+}
+
+static int
+late(const char *dir)
+{
+    static void *early[384], *fresh[384];
+    static size_t n[384];
+    int (*start)(const char *, int, int, const char *);
+
+    for (unsigned i = 0; i < 384; i++) {
+        n[i] = 16 + (i * 2654435761u) % 3000;
+        early[i] = ex_alloc(i, n[i]);
+        if (i % 6 == 4)
+            n[i] = (n[i] + 255) & ~(size_t)255;
+    }
+    *(void **)&start = dlsym(RTLD_DEFAULT, "ph_sampler_start");
+    if (start == NULL || start(dir, 100, 0, "late") != 0) {
+        printf("heapwork: no sampler to start\n");
+        return 2;
+    }
+    for (unsigned i = 0; i < 384; i++) {
+        if (malloc_usable_size(early[i]) < n[i])
+            abort();
+        same_bytes(early[i], n[i]);
+        if (i % 2 == 0) {
+            void *p = realloc(early[i], 2 * n[i]);
+
+            if (p == NULL)
+                abort();
+            same_bytes(p, n[i]);
+            memset(p, 7, 2 * n[i]);
+            early[i] = p;
+            n[i] *= 2;
+        }
+        fresh[i] = ex_alloc(i, n[i]);
+    }
+    for (unsigned i = 0; i < 384; i++) {
+        same_bytes(early[i], n[i]);
+        free(early[i]);
+        free(fresh[i]);
+    }
+    printf("heapwork: late ok\n");
+    return 0;
+}
+
 static int
 leak(void)
 {
@@ -444,6 +504,8 @@ main(int argc, char **argv)
         return leak();
     if (argc > 1 && strcmp(argv[1], "exact") == 0)
         return exact();
+    if (argc > 2 && strcmp(argv[1], "late") == 0)
+        return late(argv[2]);
     if (argc > 1 && strcmp(argv[1], "grow") == 0) {
         unsigned moved;
 
