@@ -1284,33 +1284,23 @@ malloc(size_t n)
     return p;
 }
 
-/* A block with a header that is the sampler's or sampled. */
+/* free of a block with a header off the common path: the sampler's or
+ * sampled, or a change to flush, or the thread's first free. */
 static __attribute__((noinline)) void
-free_marked(void *p, uint64_t w)
+free_front(void *p, uint64_t w)
 {
     if (w & SAMPLED_BIT)
         forget((uintptr_t)p);
     if (!(w & OWN_BIT))
         count_sub(FRONT_SIZE(w));
+    R.free((char *)p - FRONT);
 }
 
-void
-free(void *p)
+/* free of a block without a header (the tail's way, from before the
+ * sampler started, the bootstrap arena's). */
+static __attribute__((noinline)) void
+free_other(void *p)
 {
-    uint64_t w;
-
-    /* The common path: a block with a header (read from the line of
-     * glibc's chunk header, which its free reads next), its size off the
-     * thread's change, the call through.  No lookup unless the header
-     * says it was sampled. */
-    if (__builtin_expect(X.on == TAG_FRONT, 1) && p != NULL && front_of(p, &w)) {
-        if (__builtin_expect(w & (OWN_BIT | SAMPLED_BIT), 0))
-            free_marked(p, w);
-        else
-            count_sub(w);
-        R.free((char *)p - FRONT);
-        return;
-    }
     if (p == NULL || boot_owns(p))
         return;
     if (!ready())
@@ -1319,6 +1309,29 @@ free(void *p)
         untag(p);
     release(p);
     R.free(p);
+}
+
+void
+free(void *p)
+{
+    uint64_t w;
+    int64_t v;
+
+    /* The common path: a block with a header (read from the line of
+     * glibc's chunk header, which its free reads next), neither sampled
+     * (no lookup) nor the sampler's, its size off the thread's change,
+     * the call through; no call but that one, so nothing to save. */
+    if (__builtin_expect(X.on == TAG_FRONT, 1) && p != NULL && front_of(p, &w)) {
+        v = T.pend - (int64_t)w;
+        if (__builtin_expect(!(w & (OWN_BIT | SAMPLED_BIT)) && v > -FLUSH_AT && T.keyed, 1)) {
+            T.pend = v;
+            R.free((char *)p - FRONT);
+        } else {
+            free_front(p, w);
+        }
+        return;
+    }
+    free_other(p);
 }
 
 void *
