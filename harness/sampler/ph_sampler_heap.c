@@ -1253,6 +1253,15 @@ phs_heap_py_state(const char **why)
 
 /* ---- the interposers ------------------------------------------------------ */
 
+/* The header of a block the sampler allocates (inside a phs_own
+ * section but for CPython's objects, which are counted; T.guard: the
+ * writer, a sample's bookkeeping): not sampled. */
+static __attribute__((noinline)) void *
+front_own(void *r, size_t n, int own)
+{
+    return front(r, n, T.guard || (own && !T.py));
+}
+
 void *
 malloc(size_t n)
 {
@@ -1262,17 +1271,21 @@ malloc(size_t n)
         /* The common path, on glibc's allocator: the call through (16
          * bytes more), the header (the exact count's add into the
          * thread's change), the countdown to the next sample.  What the
-         * sampler allocates on a service thread (phs_tls_own, volatile:
-         * read once) is neither counted nor sampled. */
+         * sampler allocates (phs_tls_own, volatile: read once; T.guard)
+         * is neither counted nor sampled: out of line. */
+        size_t want;
         int own;
 
-        p = R.malloc(ask_front(n));
+        if (__builtin_expect(__builtin_add_overflow(n, FRONT, &want), 0))
+            want = SIZE_MAX; /* refused, as N would be */
+        p = R.malloc(want);
         if (__builtin_expect(p == NULL, 0))
             return NULL;
         own = phs_tls_own;
-        p = front(p, n, T.guard || (own && !T.py));
-        if (!own)
-            COUNTDOWN(p, n, NOTE_FRONT);
+        if (__builtin_expect(own | T.guard, 0))
+            return front_own(p, n, own);
+        p = front(p, n, 0);
+        COUNTDOWN(p, n, NOTE_FRONT);
         return p;
     }
     if (!ready())
