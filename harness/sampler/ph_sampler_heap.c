@@ -1405,7 +1405,6 @@ realloc(void *old, size_t n)
             return malloc(n);
         if (front_of(old, &w)) {
             void *r = (char *)old - FRONT;
-
             int own;
 
             if (n == 0) {
@@ -1435,9 +1434,7 @@ realloc(void *old, size_t n)
         return INNER(R.realloc(old, 0));
     } else {
         int own = 0;
-        size_t had = old != NULL ? tag_size(old, &own) : 0;
-
-        size_t want = ask(n);
+        size_t had = old != NULL ? tag_size(old, &own) : 0, want = ask(n);
 
         p = INNER(R.realloc(old, want));
         if (p == NULL)
