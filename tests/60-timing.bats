@@ -198,7 +198,7 @@ check_one_tree() {
         run phs --timings $cmd
         echo "$cmd: $output"
         [ "$status" -eq 0 ]
-        ! grep -q 'GET /info' <<<"$output"
+        ! grep -q 'GET /info' <<<"$output" || false
         [ "$(grep -c 'GET /services' <<<"$output")" -eq 1 ]
     done
 }

@@ -81,7 +81,8 @@ teardown_file() {
     snap=$(awk -F'\t' '$1 == "worker" { print $2 }' <<<"$output")
     [ "$snap" = "$(ls -d "$OUT"/worker/*-snapshot-*)" ]
     for slot in 1 2; do
-        [ -s "$snap/$slot-$SWARM_BED-n1/run.json" ] && [ -s "$snap/$slot-$SWARM_BED-n1/report.html" ]
+        [ -s "$snap/$slot-$SWARM_BED-n1/run.json" ]
+        [ -s "$snap/$slot-$SWARM_BED-n1/report.html" ]
         grep -q 'execve(".*demo-worker"' "$snap/$slot-$SWARM_BED-n1/strace.log"
     done
     [ "$(grep -c '"collected": true' "$snap/tasks.json")" -eq 2 ]
