@@ -212,6 +212,12 @@ HELPER_BIN += $(B)/tests/helpers/heapwork
 $(B)/tests/helpers/heapwork: tests/data/heap/heapwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g $(WARN) -o $@ $< -lpthread
+# ... and built for musl, run on its loader here (musl-tools gives both),
+# for the musl build of the sampler
+HELPER_BIN += $(B)/tests/helpers/heapwork-musl
+$(B)/tests/helpers/heapwork-musl: tests/data/heap/heapwork.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) -O2 -g $(WARN) -Wl,--eh-frame-hdr -o $@ $<
 
 # Go programs for test_gopclntab: the language test's Go service built by
 # golang-go stripped three ways (-s -w static and PIE; cgo, then binutils'

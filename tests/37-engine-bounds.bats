@@ -147,5 +147,6 @@ PY
     # Read up to the cap and a little (what was in flight), not the 32 MiB.
     bytes=$(logs_bytes_in "$OUT/worker/latest/harness.trace.json")
     echo "read from the logs endpoint: $bytes bytes"
-    [ "$bytes" -gt 65536 ] && [ "$bytes" -lt $((4 << 20)) ]
+    [ "$bytes" -gt 65536 ]
+    [ "$bytes" -lt $((4 << 20)) ]
 }

@@ -38,8 +38,10 @@ teardown_file() { common_teardown_file; }
     cool=$(share ";cool_twenty_five (hot_cool.py:25)_[p];spin (hot_cool.py:" "$folded")
     eval=$(share "_PyEval_EvalFrameDefault" "$folded")
     echo "# hot_seventy_five $hot, cool_twenty_five $cool, eval loop left $eval (per mille)" >&3
-    [ "$hot" -ge 700 ] && [ "$hot" -le 800 ]
-    [ "$cool" -ge 200 ] && [ "$cool" -le 300 ]
+    [ "$hot" -ge 700 ]
+    [ "$hot" -le 800 ]
+    [ "$cool" -ge 200 ]
+    [ "$cool" -le 300 ]
     [ "$eval" -lt 50 ]
     # the status and the graph say which Python was read
     jq -s -e 'map(select(.program | test("python"))) | length > 0 and

@@ -55,7 +55,8 @@ JS
 }
 
 @test "collapse: a Node.js program's JIT frames, named and annotated _[j]" {
-    command -v node >/dev/null && command -v perf >/dev/null
+    command -v node >/dev/null
+    command -v perf >/dev/null
     record_node
     perf script -i "$BATS_TEST_TMPDIR/node.data" > "$BATS_TEST_TMPDIR/node.txt" 2>/dev/null
     "$PH" collapse perf --jit "$BATS_TEST_TMPDIR/node.txt" > "$BATS_TEST_TMPDIR/node.folded"

@@ -51,7 +51,8 @@ setup_file() {
     export TLSD=$(mktemp -d /tmp/ph-tls.XXXXXX)
     export CERTS=$TLSD/certs
     make_certs "$CERTS"
-    [ -s "$CERTS/good/cert.pem" ] && [ -s "$CERTS/foreign/key.pem" ]
+    [ -s "$CERTS/good/cert.pem" ]
+    [ -s "$CERTS/foreign/key.pem" ]
     export TLS_PORT=$(free_port)
     export PRIV_SOCK=$TLSD/docker.sock
     # A bridge of its own (IFNAMSIZ: 15 bytes), and networks from a pool,

@@ -15,7 +15,7 @@ setup_file() {
     }
     export PROJ=$BATS_FILE_TMPDIR/proj
     mkdir -p "$PROJ"
-    printf 'name: phtiming\nservices:\n  one:\n    image: debian:bookworm-slim\n' > "$PROJ/compose.yaml"
+    printf 'name: %s\nservices:\n  one:\n    image: debian:bookworm-slim\n' "$PH_TEST_PROJECT" > "$PROJ/compose.yaml"
     # Nothing from the caller's environment decides where spans go.
     unset OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT OTEL_SDK_DISABLED TRACEPARENT TRACESTATE \
         OTEL_EXPORTER_OTLP_PROTOCOL OTEL_SERVICE_NAME OTEL_RESOURCE_ATTRIBUTES OTEL_EXPORTER_OTLP_HEADERS PH_TIMINGS
@@ -192,6 +192,17 @@ check_one_tree() {
     [[ "$output" != *"status:"* ]]
 }
 
+@test "a plain project's commands ask no GET /info: whether it is a stack is one listing of its services" {
+    for cmd in status stop "restore one"; do
+        # shellcheck disable=SC2086 # the command's words
+        run phs --timings $cmd
+        echo "$cmd: $output"
+        [ "$status" -eq 0 ]
+        ! grep -q 'GET /info' <<<"$output" || false
+        [ "$(grep -c 'GET /services' <<<"$output")" -eq 1 ]
+    done
+}
+
 @test "flamegraph --flamechart draws a tracing-flame file in time order" {
     # tests/timing/tracing.folded is written to tracing-flame's format
     # specification (see its header).  Like inferno's --flamechart the
@@ -295,7 +306,9 @@ PY
     check_run_dir "$second" stop
     # Every run dir has them; no old flat stage list.
     for d in "$OUT"/worker/*-strace; do
-        [ -s "$d/run.json" ] && [ -s "$d/harness.folded" ] && [ -s "$d/harness.trace.json" ]
+        [ -s "$d/run.json" ]
+        [ -s "$d/harness.folded" ]
+        [ -s "$d/harness.trace.json" ]
         jq -e 'has("stages") | not' "$d/run.json"
     done
 

@@ -69,7 +69,11 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
         END { if (m == 0) { print "0 0 0 0"; exit }
               printf "%d %d %d %d\n", 100 * h / m + 0.5, 100 * c / m + 0.5, m, 100 * o / t + 0.5 }' "$F")"
     echo "# javajre × attach-wall: $h/$co of the $n samples in LangJava.main, $off % of all off CPU" >&3
-    [ "$n" -ge 500 ] && [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$co" -ge 20 ] && [ "$co" -le 30 ]
+    [ "$n" -ge 500 ]
+    [ "$h" -ge 70 ]
+    [ "$h" -le 80 ]
+    [ "$co" -ge 20 ]
+    [ "$co" -le 30 ]
     [ "$off" -gt 0 ]
     [ -e "$(dirname "$F")/offcpu.folded" ] || ls "$(dirname "$F")"/offcpu-*.folded
 }
@@ -112,8 +116,12 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
     [ "$status" -eq 0 ]
     jit_stop=$(jit_named "$(run_folded javajrenoagent)")
     echo "# javajre without the agent × flamegraph: collect $h/$c (top: $top), JIT $jit % named; stop: JIT $jit_stop % named" >&3
-    [ "$jit" -ge "$JIT_NAMED_MIN" ] && [ "$jit_stop" -ge "$JIT_NAMED_MIN" ]
-    [ "$h" -ge 70 ] && [ "$h" -le 80 ] && [ "$c" -ge 20 ] && [ "$c" -le 30 ]
+    [ "$jit" -ge "$JIT_NAMED_MIN" ]
+    [ "$jit_stop" -ge "$JIT_NAMED_MIN" ]
+    [ "$h" -ge 70 ]
+    [ "$h" -le 80 ]
+    [ "$c" -ge 20 ]
+    [ "$c" -le 30 ]
 }
 
 # A JVM started with -XX:+DisableAttachMechanism has no attach socket:

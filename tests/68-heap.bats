@@ -55,12 +55,16 @@ teardown_file() { common_teardown_file; }
     alloc=$(share ";churn_hundred_mib;" "$d/alloc_space.folded")
     peak3=$(share ";keep_three_mib;" "$d/peak_inuse_space.folded")
     echo "# in use: keep_three_mib $three, keep_one_mib $one, churn $churn; allocated: churn $alloc; peak: keep_three_mib $peak3 (per mille)" >&3
-    [ "$three" -ge 700 ] && [ "$three" -le 800 ]
-    [ "$one" -ge 200 ] && [ "$one" -le 300 ]
+    [ "$three" -ge 700 ]
+    [ "$three" -le 800 ]
+    [ "$one" -ge 200 ]
+    [ "$one" -le 300 ]
     [ "$churn" -le 10 ]
     # 100 of 104 MiB: 962 per mille
-    [ "$alloc" -ge 940 ] && [ "$alloc" -le 980 ]
-    [ "$peak3" -ge 650 ] && [ "$peak3" -le 800 ]
+    [ "$alloc" -ge 940 ]
+    [ "$alloc" -le 980 ]
+    [ "$peak3" -ge 650 ]
+    [ "$peak3" -le 800 ]
     # the leaf is the function the service called
     grep -q ';keep_three_mib;posix_memalign ' "$d/inuse_space.folded"
     # and no frame is the sampler's own (its stop handler, a new thread's
@@ -69,7 +73,8 @@ teardown_file() { common_teardown_file; }
     grep -q ';keep_one_mib;aligned_alloc ' "$d/inuse_space.folded"
     # in use is about 4 MiB (the estimate, within 10 %)
     total=$(awk '{ t += $NF } END { printf "%d", t }' "$d/inuse_space.folded")
-    [ "$total" -ge 3774873 ] && [ "$total" -le 4613734 ]
+    [ "$total" -ge 3774873 ]
+    [ "$total" -le 4613734 ]
     # pprof: Go's heap profile's sample types, read by go tool pprof
     run timeout 120 go tool pprof -raw "$d/heap.pb.gz"
     [ "$status" -eq 0 ]
@@ -80,7 +85,8 @@ teardown_file() { common_teardown_file; }
     [ "$status" -eq 0 ]
     pct=$(printf '%s\n' "$output" | awk '$NF == "keep_three_mib" { sub("%", "", $5); printf "%d", $5 }')
     echo "# go tool pprof: keep_three_mib $pct % of inuse_space (cum)" >&3
-    [ "$pct" -ge 70 ] && [ "$pct" -le 80 ]
+    [ "$pct" -ge 70 ]
+    [ "$pct" -le 80 ]
     # the status says what was sampled
     jq -e '.samples > 0 and .reason == "" and .heap.mean_bytes == 4096 and .heap.peak_inuse_bytes >= .heap.inuse_bytes' \
         "$d"/latest/sampler-status-*.json
@@ -120,7 +126,8 @@ teardown_file() { common_teardown_file; }
     snap=$(ls -d "$OUT/heapwork"/*-snapshot-* | sort | tail -1)
     ls -l "$snap"
     three=$(share ";keep_three_mib;" "$(ls "$snap"/inuse_space-*.folded | tail -1)")
-    [ "$three" -ge 700 ] && [ "$three" -le 800 ]
+    [ "$three" -ge 700 ]
+    [ "$three" -le 800 ]
     ls "$snap"/heap-*.pb.gz
     run hph stop heapwork
     [ "$status" -eq 0 ]
@@ -230,9 +237,11 @@ bytes_with() {
     d="$OUT/heapjava/latest"
     echo "# in use: byte[] $b B, long[] $l B; allocated: Object[] $c B" >&3
     pm=$(( 1000 * b / (b + l) ))
-    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
+    [ "$pm" -ge 700 ]
+    [ "$pm" -le 800 ]
     # 32 MiB kept, within 10 %; 256 MiB churned at least
-    [ $((b + l)) -ge 30198989 ] && [ $((b + l)) -le 36909875 ]
+    [ $((b + l)) -ge 30198989 ]
+    [ $((b + l)) -le 36909875 ]
     [ "$c" -ge 241591910 ]
     jq -e '.runtimes[0].runtime == "java" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
@@ -251,7 +260,8 @@ bytes_with() {
     o=$(bytes_with ';keep_one (heap_two.py:' "$OUT/heappython/inuse_space.folded")
     echo "# in use: keep_three $t B, keep_one $o B" >&3
     pm=$(( 1000 * t / (t + o) ))
-    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
+    [ "$pm" -ge 700 ]
+    [ "$pm" -le 800 ]
     d="$OUT/heappython/latest"
     jq -e '.runtimes[0].runtime == "python" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
@@ -276,7 +286,8 @@ bytes_with() {
     o=$(jq '[.. | objects | select(.callFrame.functionName? == "keepOne") | .selfSize] | add' "$d"/*.heapprofile)
     echo "# live at the exit: keepThree $t B, keepOne $o B" >&3
     pm=$(( 1000 * t / (t + o) ))
-    [ "$pm" -ge 700 ] && [ "$pm" -le 800 ]
+    [ "$pm" -ge 700 ]
+    [ "$pm" -le 800 ]
     jq -e '.runtimes[0].runtime == "node" and .runtimes[0].objects' "$d"/heap-*.json
     echo "# $(jq -r .headline "$d/summary.json")" >&3
     jq -e '(.headline | test("^V8 objects sampled \\(HeapProfiler\\); JavaScript objects live at the exit [0-9.]+ MiB \\(keepThree \\(/opt/heap/heap_two\\.js:9\\) [0-9.]+ % of them\\)")) and

@@ -71,10 +71,40 @@ teardown_file() {
     echo "$output"
     [ "$(grep -c "^$SWARM_BED-n1 *worker *[12] *strace *running *$run_dir" <<<"$output")" -eq 2 ]
     wait_for node_tasks_listening 1
+    # collect: one run, a sub-dir per task, as stop lays a run out; the
+    # tasks the same containers, running on
+    before=$(node_task_containers 1 | sort)
+    run timed "collect (2 running tasks copied)" swarm_ph collect worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(ls -d "$OUT"/worker/*-snapshot-* | wc -l)" -eq 1 ]
+    snap=$(awk -F'\t' '$1 == "worker" { print $2 }' <<<"$output")
+    [ "$snap" = "$(ls -d "$OUT"/worker/*-snapshot-*)" ]
+    for slot in 1 2; do
+        [ -s "$snap/$slot-$SWARM_BED-n1/run.json" ]
+        [ -s "$snap/$slot-$SWARM_BED-n1/report.html" ]
+        grep -q 'execve(".*demo-worker"' "$snap/$slot-$SWARM_BED-n1/strace.log"
+    done
+    [ "$(grep -c '"collected": true' "$snap/tasks.json")" -eq 2 ]
+    [ "$(node_task_containers 1 | sort)" = "$before" ]
+    # what a harness that died mid-collection left in the run dir
+    mkdir -p "$run_dir/.incoming-left-by-a-dead-harness"
     run timed "stop (tasks stopped, collected, rolled back)" swarm_ph stop worker
     echo "$output"
     [ "$status" -eq 0 ]
     grep -q "2 tasks collected into $run_dir; the service is rolled back as deployed" <<<"$output"
+    # as a lone run's stop: the leftover swept, `latest` at the run, the
+    # index rewritten with each task's report, each task's run.json
+    # saying how it ended from the shim's completion record
+    [ ! -e "$run_dir/.incoming-left-by-a-dead-harness" ]
+    grep -q "removed .*\.incoming-left-by-a-dead-harness" <<<"$output"
+    [ "$(readlink "$OUT/worker/latest")" = "$(basename "$run_dir")" ]
+    for slot in 1 2; do
+        grep -qF "href=\"worker/$(basename "$run_dir")/$slot-$SWARM_BED-n1/report.html\"" "$OUT/index.html"
+        jq -e '.completion.outcome == "stopped" and .completion_problem == null and .missing_artifacts == []
+               and .oom_killed == false and .node != null and .task_state != null' \
+            "$run_dir/$slot-$SWARM_BED-n1/run.json"
+    done
     for slot in 1 2; do
         check_task_dir "$run_dir/$slot-$SWARM_BED-n1" strace
         grep -q "\"slot\": $slot" "$run_dir/$slot-$SWARM_BED-n1/run.json"
@@ -135,11 +165,13 @@ teardown_file() {
     [ "$status" -eq 0 ]
     grep -q "detached from 2 tasks, collected into $run_dir" <<<"$output"
     for d in "$run_dir"/[12]-"$SWARM_BED"-n1; do
-        [ -s "$d/run.json" ] && [ -s "$d/report.html" ]
+        [ -s "$d/run.json" ]
+        [ -s "$d/report.html" ]
         grep -q 'WORK 5000' "$d/strace.log"
     done
     [ "$(ls -d "$run_dir"/[12]-"$SWARM_BED"-n1 | wc -l)" -eq 2 ]
     [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 2 ]
+    [ "$(readlink "$OUT/worker/latest")" = "$(basename "$run_dir")" ]
     # the tools containers are gone; the tasks are the ones that ran before
     [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
     [ "$(node_task_containers 1 | sort)" = "$before" ]
@@ -164,10 +196,33 @@ teardown_file() {
     [ "$status" -eq 0 ]
     [ "$(grep -c 'converting the perf run' <<<"$output")" -eq 2 ]
     for d in "$run_dir"/[12]-"$SWARM_BED"-n1; do
-        [ -s "$d/perf.data" ] && [ -s "$d/stacks.folded" ] && [ -s "$d/profile.pb.gz" ]
+        [ -s "$d/perf.data" ]
+        [ -s "$d/stacks.folded" ]
+        [ -s "$d/profile.pb.gz" ]
         grep -q ';worker_' "$d/stacks.folded" # (the worker's functions: worker_cmp_record, …)
     done
     [ -z "$(bed_docker 1 ps -aq --filter label=io.profharness.attached)" ]
+}
+
+@test "down on a stack: a profiled service collected and rolled back first, then the stack's services removed" {
+    wait_for tasks_deployed 2
+    run timed "start (update, converged)" swarm_ph start --mode strace worker
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run_dir=$(awk -F'\t' '$1 == "worker" { print $3 }' <<<"$output")
+    wait_for node_tasks_listening 1
+    run timed "down (stopped, collected, removed)" swarm_ph down
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for slot in 1 2; do
+        check_task_dir "$run_dir/$slot-$SWARM_BED-n1" strace
+    done
+    grep -q "service ${STACK}_worker removed" <<<"$output"
+    [ -z "$(bed_docker 1 service ls -q --filter "label=com.docker.stack.namespace=$STACK")" ]
+    run swarm_ph down
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q "nothing to take down" <<<"$output"
 }
 
 @test "the bed is off the host's network: no address or route of its subnet here" {

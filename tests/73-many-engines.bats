@@ -89,7 +89,9 @@ total() { awk '{ s += $NF } END { printf "%d", s }' "$@"; }
     r1=$(readlink -f "$OUT/@$CTX1/front/latest")
     r2=$(readlink -f "$OUT/@$CTX2/front/latest")
     m=$(readlink -f "$OUT/front/latest")
-    [ -d "$r1" ] && [ -d "$r2" ] && [ -d "$m" ]
+    [ -d "$r1" ]
+    [ -d "$r2" ]
+    [ -d "$m" ]
     [[ "$m" == *-flamegraph-merged ]]
     # each host's run is whole (its last snapshot, cumulative, is what its
     # report counts: <service>/stacks.folded links it); the merged stacks
@@ -97,12 +99,14 @@ total() { awk '{ s += $NF } END { printf "%d", s }' "$@"; }
     local s1 s2 t1 t2 tm
     s1=$OUT/@$CTX1/front/stacks.folded
     s2=$OUT/@$CTX2/front/stacks.folded
-    [ "$(dirname "$(readlink -f "$s1")")" = "$r1" ] && [ "$(dirname "$(readlink -f "$s2")")" = "$r2" ]
+    [ "$(dirname "$(readlink -f "$s1")")" = "$r1" ]
+    [ "$(dirname "$(readlink -f "$s2")")" = "$r2" ]
     t1=$(total "$s1")
     t2=$(total "$s2")
     tm=$(total "$m/stacks-merged.folded")
     echo "# $CTX1 $t1, $CTX2 $t2, merged $tm" >&3
-    [ "$t1" -gt 0 ] && [ "$t2" -gt 0 ]
+    [ "$t1" -gt 0 ]
+    [ "$t2" -gt 0 ]
     [ "$tm" -eq $((t1 + t2)) ]
     [ "$(jq '.flamegraph.samples' "$r1/summary.json" | cut -d. -f1)" -eq "$t1" ]
     [ "$(jq '.flamegraph.samples' "$r2/summary.json" | cut -d. -f1)" -eq "$t2" ]

@@ -161,7 +161,8 @@ ph_fake_image_facts(ph_fake_image *img, const char *pm, const char *libc)
     for (size_t i = 0; pm != NULL && i < sizeof pms / sizeof pms[0]; i++)
         if (strcmp(pm, pms[i].name) == 0 &&
             (ph_fake_fs_set(&img->files, pms[i].path, "#!", 2, 0755, NULL) < 0 ||
-             ph_fake_fs_set(&img->files, "/bin/sh", "#!", 2, 0755, NULL) < 0))
+             ph_fake_fs_set(&img->files, "/bin/sh", "#!", 2, 0755, NULL) < 0 ||
+             ph_fake_fs_set(&img->files, "/tmp", NULL, 0, S_IFDIR | 01777, NULL) < 0))
             return -1;
     for (size_t i = 0; libc != NULL && i < sizeof loaders / sizeof loaders[0]; i++)
         if (strcmp(libc, loaders[i].name) == 0 &&

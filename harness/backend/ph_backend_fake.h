@@ -59,7 +59,7 @@ ph_fake_image *ph_fake_image_add(ph_fake *f, const char *glob, const char *id);
 ph_image_config *ph_fake_image_config(ph_fake_image *img);
 /* A file of the image (MODE: its permissions; S_IFDIR for a directory),
  * a link, or the facts the image floor probes for: a package manager PM
- * ("apt", "apk" or NULL: none; a shell comes with one), the loader of LIBC
+ * ("apt", "apk" or NULL: none; a shell and /tmp come with one), the loader of LIBC
  * ("glibc", "musl" or NULL: none), and PATH an ELF program that is
  * DYNAMIC (it asks for an interpreter) or static.  -1 on ENOMEM. */
 int ph_fake_image_file(ph_fake_image *img, const char *path, const void *data, size_t len, unsigned mode);

@@ -389,6 +389,29 @@ sb_list(ph_backend *pb, const char *project, const char *service, int flags, ph_
     return rc;
 }
 
+/* Whether the kernel's OOM killer struck in task T's container (W's
+ * oom_killed), as its node's Engine says; a node not reached leaves it 0. */
+static void
+task_oom(swarm_backend *b, const json_t *t, ph_workload *w)
+{
+    ph_swarm_task x;
+    ph_engine *e;
+    json_t *c = NULL;
+    ph_error_t sub = NULL;
+    int found = 0;
+
+    ph_swarm_task_read(t, NULL, NULL, &x);
+    if (x.container_id[0] == '\0')
+        return;
+    if (node_engine(b, x.node_id, &e, &sub) == 0 &&
+        ph_engine_container_inspect(e, x.container_id, &c, &found, &sub) == 0 && found)
+        w->oom_killed = json_is_true(json_object_get(json_object_get(c, "State"), "OOMKilled"));
+    if (sub != NULL)
+        ph_debug("task %s: its container's state: %s", x.id, sub->msg);
+    ph_error_free(&sub);
+    json_decref(c);
+}
+
 static int
 sb_inspect(ph_backend *pb, const char *id, ph_workload *out, int *found, ph_error_t *err)
 {
@@ -410,6 +433,8 @@ sb_inspect(ph_backend *pb, const char *id, ph_workload *out, int *found, ph_erro
         goto out;
     }
     rc = task_workload(b, t, project, name + strlen(project) + (name[strlen(project)] == '_'), out, err);
+    if (rc == 0)
+        task_oom(b, t, out);
 out:
     json_decref(svc);
     json_decref(t);
@@ -632,24 +657,37 @@ static const ph_backend_ops swarm_ops = {
 /* ---- a service under a profiler ----------------------------------------- */
 
 int
+ph_backend_swarm_remove(ph_backend *pb, const char *project, const char *service, int *found, ph_error_t *err)
+{
+    swarm_backend *b = sb_of(pb);
+    json_t *svc = NULL;
+    int rc;
+
+    *found = 0;
+    if (find_service(b, project, service, &svc, found, err) < 0)
+        return -1;
+    if (!*found)
+        return 0;
+    rc = ph_engine_service_remove(b->mgr, json_string_value(json_object_get(svc, "ID")), found, err);
+    json_decref(svc);
+    return rc;
+}
+
+int
 ph_backend_swarm_detect(ph_backend *b, const char *project, ph_error_t *err)
 {
     ph_engine *e = b->ops->engine(b);
-    char self[72], label[600];
+    char label[600];
     const char *labels[1] = { label };
     json_t *svcs = NULL;
     int manager = 0, n;
 
     if (e == NULL)
         return 0; /* no Engine, no swarm */
-    if (ph_engine_swarm_self(e, self, sizeof self, &manager, err) < 0)
-        return -1;
-    if (!manager)
-        return 0;
     snprintf(label, sizeof label, "%s=%s", STACK_LABEL, project);
-    if (ph_engine_services_by_label(e, labels, 1, &svcs, err) < 0)
+    if (ph_engine_services_if_manager(e, labels, 1, &svcs, &manager, err) < 0)
         return -1;
-    n = json_array_size(svcs) > 0;
+    n = manager && json_array_size(svcs) > 0;
     json_decref(svcs);
     return n;
 }

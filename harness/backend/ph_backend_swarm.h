@@ -44,7 +44,8 @@ ph_backend *ph_backend_swarm_new(ph_error_t *err);
 /* Whether PROJECT is deployed as a stack on the Engine of backend B (its
  * ops.engine: a manager with a service labelled
  * com.docker.stack.namespace=PROJECT): 1 yes, 0 no (an Engine in no swarm,
- * a worker, or a backend with no Engine is a no), -1 and *err. */
+ * a worker, or a backend with no Engine is a no), -1 and *err.  One
+ * request, the services by that label; no GET /info. */
 int ph_backend_swarm_detect(ph_backend *b, const char *project, ph_error_t *err);
 
 /* The profiling image TAG as the nodes name it: pushed to
@@ -108,6 +109,11 @@ void ph_backend_swarm_context_of(const char *hostname, char *out, size_t size);
  * stop signal, StopGracePeriod in nanoseconds, mounts, no restart).  A
  * new object, or NULL and *err.  Pure. */
 json_t *ph_backend_swarm_spec(const json_t *svc, const ph_workload_spec *spec, ph_error_t *err);
+
+/* Remove the stack PROJECT's service SERVICE, as `docker stack rm`
+ * removes each (the swarm stops its tasks with their stop signal and
+ * grace); *found 0 when there is none. */
+int ph_backend_swarm_remove(ph_backend *b, const char *project, const char *service, int *found, ph_error_t *err);
 
 /* Is the node of W down (or gone from the swarm)?  1 yes, 0 no, -1. */
 int ph_backend_swarm_node_down(ph_backend *b, const ph_workload *w, ph_error_t *err);

@@ -31,12 +31,14 @@ copy_str(char *dst, size_t size, const json_t *v)
     snprintf(dst, size, "%s", s ? s : "");
 }
 
-/* GET a list whose query is one filter (KEY: [VALUE...]). */
+/* GET a list whose query is one filter (KEY: [VALUE...]).  With
+ * MANAGER: 503, the Engine's answer when it manages no swarm (in none, or
+ * a worker), is no error: *MANAGER 0 and *OUT an empty array. */
 static int
 filtered_list(ph_engine *e, const char *what, const char *path, const char *key, const char *const *values, size_t n,
-              json_t **out, ph_error_t *err)
+              json_t **out, int *manager, ph_error_t *err)
 {
-    ph_engine_req r = { .what = what, .method = "GET", .path = path, .resp = out };
+    ph_engine_req r = { .what = what, .method = "GET", .path = path, .resp = out, .ok = { manager ? 503 : 0 } };
     json_t *filters = NULL, *arr;
     char *s = NULL;
     int rc = -1;
@@ -68,6 +70,10 @@ filtered_list(ph_engine *e, const char *what, const char *path, const char *key,
     }
     if (ph_engine_call(e, &r, err) < 0)
         goto out;
+    if (manager != NULL && (*manager = r.status != 503) == 0) {
+        json_decref(*out);
+        *out = NULL;
+    }
     if (*out == NULL)
         *out = json_array();
     if (!json_is_array(*out)) {
@@ -106,7 +112,16 @@ ph_engine_services_by_label(ph_engine *e, const char *const *labels, size_t n, j
 {
     if (out == NULL || labels == NULL || n == 0)
         return ph_bad_input(err, "list services by label: no labels given");
-    return filtered_list(e, "list services by label", "/services", "label", labels, n, out, err);
+    return filtered_list(e, "list services by label", "/services", "label", labels, n, out, NULL, err);
+}
+
+int
+ph_engine_services_if_manager(ph_engine *e, const char *const *labels, size_t n, json_t **out, int *manager,
+                              ph_error_t *err)
+{
+    if (out == NULL || labels == NULL || n == 0 || manager == NULL)
+        return ph_bad_input(err, "list services by label: no labels given");
+    return filtered_list(e, "list services by label", "/services", "label", labels, n, out, manager, err);
 }
 
 int
@@ -127,6 +142,19 @@ ph_engine_service_inspect(ph_engine *e, const char *id, json_t **out, int *found
     }
     *found = 1;
     *out = tmp;
+    return 0;
+}
+
+int
+ph_engine_service_remove(ph_engine *e, const char *id, int *found, ph_error_t *err)
+{
+    ph_engine_req r = { .what = "remove service `{}`", .method = "DELETE", .path = "/services/{id}", .arg = { id },
+                        .kind = "service id", .ok = { 404 } };
+
+    *found = 0;
+    if (ph_engine_check(e, "remove a service", err) < 0 || ph_engine_call(e, &r, err) < 0)
+        return -1;
+    *found = r.status != 404;
     return 0;
 }
 
@@ -201,7 +229,7 @@ ph_engine_tasks_of(ph_engine *e, const char *service_id, json_t **out, ph_error_
 {
     if (service_id == NULL || service_id[0] == '\0')
         return ph_bad_input(err, "list a service's tasks: no service ID");
-    return filtered_list(e, "list the tasks of a service", "/tasks", "service", &service_id, 1, out, err);
+    return filtered_list(e, "list the tasks of a service", "/tasks", "service", &service_id, 1, out, NULL, err);
 }
 
 int
@@ -291,7 +319,7 @@ ph_engine_nodes(ph_engine *e, ph_swarm_node **out, size_t *n, ph_error_t *err)
 
     *out = NULL;
     *n = 0;
-    if (filtered_list(e, "list the swarm's nodes", "/nodes", NULL, NULL, 0, &list, err) < 0)
+    if (filtered_list(e, "list the swarm's nodes", "/nodes", NULL, NULL, 0, &list, NULL, err) < 0)
         return -1;
     if (json_array_size(list) > 0 && (v = calloc(json_array_size(list), sizeof *v)) == NULL) {
         json_decref(list);

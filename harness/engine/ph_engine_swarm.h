@@ -25,9 +25,18 @@ int ph_engine_swarm_self(ph_engine *e, char *node_id, size_t size, int *manager,
 /* GET /services?filters={"label":[...]}: the services carrying every
  * label ("k=v" or "k"), as the Engine's array. */
 int ph_engine_services_by_label(ph_engine *e, const char *const *labels, size_t n, json_t **out, ph_error_t *err);
+/* The same, asked of an Engine that may manage no swarm: its 503 then (in
+ * none, or a worker) is *MANAGER 0 and an empty *OUT, no error; so one
+ * request says whether a project is a stack, where GET /info would be
+ * one more for every project that is not. */
+int ph_engine_services_if_manager(ph_engine *e, const char *const *labels, size_t n, json_t **out, int *manager,
+                                  ph_error_t *err);
 
 /* GET /services/{id}: *found = 0 (and 0 returned) when there is none. */
 int ph_engine_service_inspect(ph_engine *e, const char *id, json_t **out, int *found, ph_error_t *err);
+/* DELETE /services/{id}: the swarm stops and removes its tasks; *found
+ * = 0 (and 0 returned) when there was none. */
+int ph_engine_service_remove(ph_engine *e, const char *id, int *found, ph_error_t *err);
 
 /* A service's Version.Index (what an update must name), -1 when absent. */
 long long ph_engine_service_version(const json_t *service);

@@ -43,6 +43,7 @@ typedef struct ph_image_facts {
     char pm[16];   /* apt, apk, dnf, microdnf, yum; "" when none (or no /bin/sh to run it) */
     char libc[8];  /* glibc, musl: whose loader is there; "" when none (static programs only) */
     int shell;     /* /bin/sh is there */
+    int tmp;       /* /tmp is there (FROM scratch has none) */
 } ph_image_facts;
 
 /* What SERVICE_IMAGE needs to be profiled under MODE (*facts: what it

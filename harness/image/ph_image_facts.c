@@ -113,6 +113,8 @@ ph_image_probe(ph_backend *b, const char *image, ph_image_facts *out, ph_error_t
             snprintf(out->libc, sizeof out->libc, "%s", loaders[i].libc);
     }
     out->shell = shell;
+    if (b->ops->archive_stat(b, id, "/tmp", &out->tmp, err) < 0)
+        goto out;
     rc = 0;
 out:
     return probe_done(b, &id, rc, image, "look into image", err);

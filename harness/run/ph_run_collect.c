@@ -126,8 +126,8 @@ open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
 
 /* Under the lock no other harness is collecting: every temp entry is a
  * leftover of one that died (its container was kept, so nothing is lost). */
-static void
-remove_stale_temps(ph_run *r, int svcfd, const char *service)
+void
+ph_run_remove_stale_temps(ph_run *r, int svcfd, const char *service)
 {
     DIR *d = ph_fs_opendir_at(svcfd);
     struct dirent *de;
@@ -187,7 +187,7 @@ ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_ou
             return ph_fail(err, e, "lock `%s/%s/.lock`", r->opts.out_dir, service);
         }
     }
-    remove_stale_temps(r, svcfd, service);
+    ph_run_remove_stale_temps(r, svcfd, service);
     *lock_out = fd;
     *svcfd_out = svcfd;
     svcfd = -1;
@@ -209,6 +209,9 @@ typedef struct collect_run {
     json_t *missing;          /* globs of the mode's artifacts that matched nothing */
     int oom_killed;           /* the Engine says the kernel's OOM killer struck */
     int runfd;                /* a replica of several: <out>/<service>/<run>/, its sub-dir's parent; else -1 */
+    const char *task_dir;     /* a task's sub-dir of RUNFD, named by its caller; else NULL ... */
+    const char *parent;       /* ... and RUNFD's name under <out>/<service> */
+    json_t *extra;            /* keys run.json has besides (a task's node, slot...), or NULL */
     int snapshot;             /* collect of a running service: no record is expected */
     ph_rundir_done done;
 } collect_run;
@@ -351,7 +354,7 @@ service_log_step(void *ud, ph_rundir *rd, ph_error_t *err)
 {
     collect_run *cr = ud;
 
-    return ph_run_service_log(cr->r, NULL, cr->service, cr->id, rd, err);
+    return ph_run_service_log(cr->r, cr->b, cr->service, cr->id, rd, err);
 }
 
 static json_t *
@@ -378,6 +381,8 @@ meta_step(void *ud, ph_rundir *rd)
     /* attach: the service's container, which kept running (the report says so) */
     if (meta != NULL && c->attached != NULL)
         json_object_set_new(meta, "attached_to", json_string(c->attached));
+    if (meta != NULL && cr->extra != NULL)
+        json_object_update(meta, cr->extra);
     return meta;
 }
 
@@ -397,7 +402,7 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
                             .flags = &r->opts.collect, .links = !snapshot };
     int replica = cr->c->replicas > 1 ? cr->c->slot : 0;
 
-    if (ph_run_backend(r, &cr->b, err) < 0)
+    if (cr->b == NULL && ph_run_backend(r, &cr->b, err) < 0)
         return -1;
     if (cr->service == NULL || run == NULL || cr->c->mode == NULL)
         return ph_fail(err, 0, "container %.12s has no profharness labels", cr->id);
@@ -405,7 +410,13 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
         return ph_fail(err, 0, "container %.12s: its run label `%s` is no directory name", cr->id,
                        ph_escape(esc, sizeof esc, run));
     ph_run_utc_stamp(stamp);
-    if (snapshot && replica > 0)
+    if (cr->task_dir != NULL) { /* <run>/<slot>-<node>/: as a replica's */
+        snprintf(name, sizeof name, "%s", cr->task_dir);
+        snprintf(shown, sizeof shown, "%s/%s", cr->service, cr->parent);
+        spec.svcfd = cr->runfd;
+        spec.service = shown;
+        spec.links = 0;
+    } else if (snapshot && replica > 0)
         snprintf(name, sizeof name, "%s-snapshot-%s-%d", run, stamp, replica);
     else if (snapshot)
         snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
@@ -418,6 +429,37 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
     } else
         snprintf(name, sizeof name, "%s", run);
     return ph_rundir_complete(&spec, &steps, &cr->done, err);
+}
+
+int
+ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, const ph_run_task_dir *at,
+                    ph_error_t *err)
+{
+    collect_run cr = { .r = r, .c = w, .p = p, .service = w->service, .id = w->id, .b = b, .runfd = at->runfd,
+                       .task_dir = at->dir, .parent = at->parent, .extra = at->extra, .snapshot = at->snapshot };
+    int snapshot = at->snapshot;
+    ph_workload fresh;
+    ph_error_t sub = NULL;
+    int found = 0, rc;
+
+    /* the kernel's OOM killer, as the backend saw the workload end */
+    if (b->ops->inspect(b, w->id, &fresh, &found, &sub) == 0 && found)
+        cr.oom_killed = fresh.oom_killed;
+    else if (sub != NULL)
+        ph_debug("%s: inspect %s: %s", w->service, w->id, sub->msg);
+    ph_error_free(&sub);
+    if (found)
+        ph_workload_clear(&fresh);
+    ph_interrupt_begin(); /* a temp dir exists from here: signals only set a flag */
+    rc = collect_run_dir(&cr, at->runfd, snapshot, err);
+    if (rc < 0 && cr.done.stats.limit != PH_TAR_LIMIT_NONE)
+        ph_rundir_limit_hint(&cr.done.limits, cr.done.stats.limit, cr.done.limit_value, snapshot ? "collect" : "stop",
+                             w->service, w->id, err);
+    ph_interrupt_end();
+    if (rc == 0 && cr.done.reported)
+        ph_report_print_headline(stderr, &cr.done.headline);
+    collect_run_done(&cr);
+    return rc;
 }
 
 /* ---- stop ------------------------------------------------------------- */
@@ -494,8 +536,6 @@ write_index(ph_run *r)
 static int
 replica_run_dir(ph_run *r, const ph_workload *c, int svcfd, int *runfd, ph_error_t *err)
 {
-    char shown[PATH_MAX];
-
     if (c->slot < 1 || c->slot > c->replicas)
         return ph_fail(err, 0, "container %.12s says it is replica %d of %d: not collected", c->id, c->slot,
                        c->replicas);
@@ -503,8 +543,6 @@ replica_run_dir(ph_run *r, const ph_workload *c, int svcfd, int *runfd, ph_error
         return ph_fail(err, 0, "container %.12s: its run label is no directory name", c->id);
     if (ph_run_open_run_dir(r, svcfd, c->service, c->run, runfd, err) < 0)
         return -1;
-    snprintf(shown, sizeof shown, "%s/%s", c->service, c->run);
-    remove_stale_temps(r, *runfd, shown);
     return 0;
 }
 
@@ -887,6 +925,22 @@ out:
     return *err != NULL ? -1 : 0;
 }
 
+/* FN (ph_run_swarm_stop, _collect) over a stack's services SL, said when
+ * none was profiled (VERB: what was asked); the index rewritten when one
+ * was. */
+static int
+on_stack(ph_run *r, ph_svc_list *sl, int (*fn)(ph_run *, ph_svc_list *, int *, ph_error_t *), const char *verb,
+         ph_error_t *err)
+{
+    int acted = 0, rc = fn(r, sl, &acted, err);
+
+    if (rc == 0 && !acted)
+        ph_info("nothing to %s: no service of stack `%s` is profiled", verb, r->compose->project);
+    if (acted)
+        write_index(r);
+    return rc;
+}
+
 int
 ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err)
 {
@@ -911,10 +965,8 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
     if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services */
-        int acted = 0;
-
-        if (rc > 0 && (rc = ph_run_swarm_stop(r, &sl, &acted, err)) == 0 && !acted)
-            ph_info("nothing to stop: no service of stack `%s` is profiled", r->compose->project);
+        if (rc > 0)
+            rc = on_stack(r, &sl, ph_run_swarm_stop, "stop", err);
         free(sl.v);
         return rc;
     }
@@ -1012,6 +1064,12 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
+        if (rc > 0)
+            rc = on_stack(r, &sl, ph_run_swarm_collect, "collect", err);
+        free(sl.v);
+        return rc;
+    }
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {
         ph_workload_list list = { 0 };
         const ph_workload *c;

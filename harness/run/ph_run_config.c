@@ -43,6 +43,14 @@ ph_run_base_spec(ph_run *r, const ph_service *s, const char *image, const char *
     if (s->unsupported != NULL)
         return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
                             s->unsupported, s->name);
+    return ph_run_orchestrated_spec(r, s, image, name, spec, err);
+}
+
+int
+ph_run_orchestrated_spec(ph_run *r, const ph_service *s, const char *image, const char *name, ph_workload_spec *spec,
+                         ph_error_t *err)
+{
+    *spec = (ph_workload_spec)PH_WORKLOAD_SPEC_INIT;
     spec->name = name;
     spec->image = image;
     spec->compose = r->compose;

@@ -31,6 +31,7 @@ struct ph_run {
     ph_compose *compose;
     ph_profile_set profiles;
     ph_backend *backend;  /* this thread's is ph_run_backend's */
+    int stack;            /* ph_run_swarm_active's answer + 1; 0: not asked yet */
 };
 
 /* Services selected by name, in the order asked (all: file order). */
@@ -57,26 +58,44 @@ ph_backend **ph_run_backend_slot(ph_run *r);
 /* ph_run_collect.c: a run label that names a directory: nothing but
  * [A-Za-z0-9._-], no leading dot, under 128 bytes. */
 int ph_run_safe_name(const char *s);
+/* ph_run_collect.c: the temp entries under DIRFD (SHOWN in messages),
+ * locked: each a leftover of a harness that died, removed and said. */
+void ph_run_remove_stale_temps(ph_run *r, int dirfd, const char *shown);
+/* ph_run_collect.c: where a workload of a run of several lands: RUNFD
+ * (<out>/<service>/PARENT, opened by ph_run_open_run_dir) / DIR, run.json
+ * with EXTRA's keys too (may be NULL); SNAPSHOT: a copy of what the
+ * workload, running, has now (as `collect` copies: no record expected). */
+typedef struct ph_run_task_dir {
+    int runfd;
+    const char *parent, *dir;
+    json_t *extra;
+    int snapshot;
+} ph_run_task_dir;
+/* ph_run_collect.c: workload W (ended, unless a snapshot; B reaches it),
+ * started as P (may be NULL), collected as a lone container's stop or
+ * collect collects it (the shim's record examined, the missing artifacts
+ * and the OOM killer said, service.log, run.json, the report; an
+ * interrupt section around it) into AT.  0, or -1 and *err (nothing left
+ * on the host). */
+int ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, const ph_run_task_dir *at,
+                        ph_error_t *err);
 
 /* ph_run_swarm.c: the project deployed as a stack on a swarm manager
  * (1; 0 a plain Engine's project, PH_SWARM=0 forces it; -1 and *err),
- * and the commands there. */
+ * asked of the Engine once per run, and the commands there. */
 int ph_run_swarm_active(ph_run *r, ph_error_t *err);
 int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
 /* *ACTED: some service was profiled (stopped, collected). */
 int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
-/* The spec every task of S runs under P (into SPEC, zeroed by the
- * caller): IMAGE (the profiling image as the nodes name it, offering
- * FACTS: without a package manager the wrap's program is the tools
- * tree's), the shim, the mode's wrap (REWRAP's when the program has one),
- * the service's command (Docker's rule: an entrypoint given drops the
- * image's CMD, IMAGE_CFG's), compose's environment, the mode's and what
- * it asks of the runtimes, the stop budget as the stop grace, the run's
- * labels (RUN_ID, landing in HOST_DIR). */
-int ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap,
-                           const char *image, const ph_image_facts *facts, const ph_image_config *image_cfg,
-                           const char *run_id, const char *host_dir, ph_workload_spec *spec, ph_error_t *err);
+/* collect: what every running task of each profiled service of SL has
+ * now, one run <run>-snapshot-<stamp>/ with a sub-dir per task and
+ * tasks.json, as stop lays a run out; the tasks run on.  *ACTED: some
+ * service was profiled. */
+int ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
+/* down: each service of SL stopped (collected, rolled back) when
+ * profiled, then removed from the stack. */
+int ph_run_swarm_down(ph_run *r, ph_svc_list *sl, ph_error_t *err);
 /* attach P to every running task of each service, a tools container
  * beside each on the task's node; `stop` detaches and collects them. */
 int ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
@@ -91,19 +110,26 @@ typedef int (*ph_run_swarm_one_cb)(ph_run *r, ph_backend *b, const ph_service *s
 int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
                       ph_error_t *err);
 /* W's files (a task, or a tools container attached to one; B reaches it;
- * converted first when its mode says so: ph_run_convert_from)
- * into RUNFD/<slot>-<node>/ completed as a run dir, unless WHY (then it is
- * lost for that reason); said, and added to SUMMARY's "tasks".  1 when
+ * converted first when its mode says so: ph_run_convert_from, unless
+ * SNAPSHOT: a copy of a running task's) into RUNFD/<slot>-<node>/, RUNFD
+ * being <out>/<service>/RUN, completed as a run dir, unless WHY (then it
+ * is lost for that reason); said, and added to SUMMARY's "tasks".  1 when
  * collected. */
-int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
+int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
                               const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary);
+/* After a task's collection: 1 and *err ("interrupted by SIG…", its
+ * status 128+N, a hint to stop S again) when an interrupt came during
+ * one, so the stop goes no further (no rollback: a retry finds the run
+ * as it was); else 0. */
+int ph_run_swarm_interrupted(const ph_service *s, ph_error_t *err);
 
 /* ph_run_replicas.c: a run of several workloads of one service (replicas
  * on one Engine, a Swarm service's tasks): <out>/<service>/<run>/ holds a
  * run dir per workload and PH_RUN_TASKS_NAME, which lists them. */
 #define PH_RUN_TASKS_NAME PH_TASKS_NAME
 /* <out>/<service>/RUN under SVCFD (locked), made when missing (the
- * invoker's), a link there refused: *RUNFD_OUT. */
+ * invoker's), a link there refused, what a dead harness left in it
+ * removed: *RUNFD_OUT. */
 int ph_run_open_run_dir(ph_run *r, int svcfd, const char *service, const char *run, int *runfd_out, ph_error_t *err);
 /* tasks.json's object, {service, mode, run, tasks: []} (NULL on ENOMEM),
  * and one entry of it: SLOT, NODE (NULL on one Engine), the workload ID,
@@ -118,6 +144,31 @@ void ph_run_replica_dir_name(int slot, char *out, size_t size);
  * *LOST_OUT (may be NULL): how many are not collected. */
 int ph_run_replicas_write(ph_run *r, int runfd, const ph_workload *c, const char *why_this, size_t *lost_out,
                           ph_error_t *err);
+
+/* ph_run_start.c: what start needs of a service before anything of it is
+ * stopped. */
+typedef struct ph_run_prepared {
+    char *prof_img;     /* the profiling image (as the nodes name it, on a swarm), or NULL: */
+    char *tools_volume; /* the service's image with the tools volume mounted */
+    ph_image_facts facts;
+    const ph_profile_rewrap *rewrap; /* the program's `runtimes.wrap`, or NULL */
+} ph_run_prepared;
+/* A slot of ph_run_profiled_spec: the orchestrator numbers the workloads
+ * (a Swarm service's tasks). */
+#define PH_RUN_SLOT_ORCHESTRATED (-1)
+/* ph_run_start.c: the one spec of a profiled workload: S under P, into
+ * SPEC (zeroed first), replica SLOT of S's replicas (0: the only one;
+ * PH_RUN_SLOT_ORCHESTRATED), named NAME: PREP's image, the shim, the
+ * mode's wrap (PREP's rewrap when the program has one), the service's
+ * command (Docker's rule: an entrypoint given drops IMG_INFO's CMD),
+ * IMG_INFO's user and workdir where compose sets none, compose's
+ * environment, the mode's and what it asks of the runtimes, the stop
+ * budget as the stop grace, a volume of its own for the artifacts (a
+ * read-only service, the tools volume), the run's labels (RUN_ID, started
+ * STARTED, landing in HOST_DIR), never restarted. */
+int ph_run_profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_run_prepared *prep,
+                         const ph_image_config *img_info, const char *img, const char *run_id, const char *started,
+                         const char *host_dir, int slot, const char *name, ph_workload_spec *spec, ph_error_t *err);
 
 /* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
@@ -302,6 +353,11 @@ char *ph_run_service_image(ph_run *r, const ph_service *s);
  * options profharness cannot honour is refused (PH_EXIT_USAGE). */
 int ph_run_base_spec(ph_run *r, const ph_service *s, const char *image, const char *name, ph_workload_spec *spec,
                      ph_error_t *err);
+/* The same for a service an orchestrator runs as deployed (a stack's: its
+ * own spec is kept by the update), so what one Engine could not honour
+ * is not refused. */
+int ph_run_orchestrated_spec(ph_run *r, const ph_service *s, const char *image, const char *name,
+                             ph_workload_spec *spec, ph_error_t *err);
 /* The project's networks and volumes S needs. */
 int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 /* Create and start SPEC (ph_backend_ops.run: its fallbacks); *ID_OUT. */
@@ -330,6 +386,8 @@ int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t 
  * has (`snapshot:` of P, the profile it was started with), or say it cannot.  Best effort: 0 when it
  * did or there is nothing to do, -1 after a warning. */
 int ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p);
+/* The same through B, the backend that reaches C (NULL: R's). */
+int ph_run_snapshot_request_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p);
 /* From the sampler's status files in RUNFD: 0 none there, 1 samples were
  * recorded, 2 none were (WHY says why, from the statuses), -1 on error. */
 int ph_run_sample_verdict(int runfd, char *why, size_t len);

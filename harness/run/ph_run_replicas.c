@@ -26,6 +26,7 @@
 int
 ph_run_open_run_dir(ph_run *r, int svcfd, const char *service, const char *run, int *runfd_out, ph_error_t *err)
 {
+    char shown[PATH_MAX];
     int fd;
 
     if (mkdirat(svcfd, run, 0755) == 0)
@@ -34,6 +35,8 @@ ph_run_open_run_dir(ph_run *r, int svcfd, const char *service, const char *run, 
         return ph_fail(err, errno, "create `%s/%s/%s`", r->opts.out_dir, service, run);
     if ((fd = openat(svcfd, run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
         return ph_fail(err, errno, "open `%s/%s/%s`", r->opts.out_dir, service, run);
+    snprintf(shown, sizeof shown, "%s/%s", service, run);
+    ph_run_remove_stale_temps(r, fd, shown);
     *runfd_out = fd;
     return 0;
 }

@@ -51,6 +51,12 @@ tree_has(ph_backend *b, const char *id, const ph_profile *p, ph_error_t *err)
 int
 ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
 {
+    return ph_run_snapshot_request_on(r, NULL, c, p);
+}
+
+int
+ph_run_snapshot_request_on(ph_run *r, ph_backend *b, const ph_workload *c, const ph_profile *p)
+{
     const char *service = c->service;
     const char *run_id = c->run, *id = c->id;
     /* The dump command is not the service: the sampler stays out of it. */
@@ -59,13 +65,12 @@ ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
     const char **argv = NULL;
     ph_run_output o = { .len = 0 };
     ph_error_t err = NULL;
-    ph_backend *b;
     long code = -1, wait_s;
     int rc = -1, tree = 0;
 
     if (p == NULL || service == NULL || id == NULL)
         return 0;
-    ph_run_refresh(r, c, p); /* the runtimes' perf maps current and in the run */
+    ph_run_refresh_on(r, b, c, p); /* the runtimes' perf maps current and in the run */
     if (p->snapshot.unsupported != NULL) {
         ph_info("%s: %s cannot dump while it runs (%s): collect copies what it has written so far", service,
                 p->name, p->snapshot.unsupported);
@@ -74,7 +79,7 @@ ph_run_snapshot_request(ph_run *r, const ph_workload *c, const ph_profile *p)
     if (p->snapshot.exec.n == 0)
         return 0;
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, service);
-    if (ph_run_backend(r, &b, &err) < 0 || (tree = tree_has(b, id, p, &err)) < 0) {
+    if ((b == NULL && ph_run_backend(r, &b, &err) < 0) || (tree = tree_has(b, id, p, &err)) < 0) {
         ph_warn("%s: could not make %s dump: %s; collecting what there is", service, p->name, err ? err->msg : "?");
         goto out;
     }

@@ -471,14 +471,6 @@ profiled_argv(ph_run *r, const ph_service *s, const ph_profile *p, const ph_strv
 
 /* ---- before anything is stopped ------------------------------------- */
 
-/* What start needs of a service before anything of it is stopped. */
-typedef struct prepared {
-    char *prof_img;     /* the profiling image, or NULL: */
-    char *tools_volume; /* the service's image with the tools volume mounted */
-    ph_image_facts facts;
-    const ph_profile_rewrap *rewrap; /* the program's `runtimes.wrap`, or NULL */
-} prepared;
-
 /* The program the service runs in its image (ph_image_program) into
  * *PROG; ARGV_OUT its command and ENV_OUT the image's environment (pushed
  * onto each) when not NULL.  0, or -1 and *err. */
@@ -580,7 +572,7 @@ ph_run_check_program(ph_run *r, const ph_service *s, const ph_profile *p, const 
 }
 
 static int
-prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_error_t *err)
+prepare(ph_run *r, const ph_service *s, const ph_profile *p, ph_run_prepared *out, ph_error_t *err)
 {
     if (s->unsupported != NULL)
         return ph_bad_input(err, "%s, which profharness cannot honour: service `%s` would not run as compose runs it",
@@ -601,6 +593,20 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, prepared *out, ph_e
  * start).  With VOLUME, the tools volume too, read-only at PH_TOOLS_MOUNT
  * (the shim, the sampler, the tree), never filled from the image.  -1 on
  * ENOMEM. */
+/* Whether compose mounts something of S's at TARGET (a volume or a tmpfs). */
+static int
+mounts_at(const ph_service *s, const char *target)
+{
+    for (size_t i = 0; i < s->n_volumes; i++)
+        if (s->volumes[i].target != NULL && strcmp(s->volumes[i].target, target) == 0)
+            return 1;
+    for (size_t i = 0; i < s->tmpfs.n; i++)
+        if (strncmp(s->tmpfs.v[i], target, strlen(target)) == 0 &&
+            (s->tmpfs.v[i][strlen(target)] == '\0' || s->tmpfs.v[i][strlen(target)] == ':'))
+            return 1;
+    return 0;
+}
+
 static int
 own_out_volume(ph_workload_spec *spec, const char *volume, const char *out)
 {
@@ -649,13 +655,10 @@ ph_run_profiled_env(const ph_service *s, const ph_profile *p, const char *out, c
     return 0;
 }
 
-/* The spec of replica SLOT (0: the only one) of S profiled under P, into
- * SPEC (zeroed first): run RUN_ID, started STARTED, landing in HOST_DIR;
- * IMG_INFO the service image's configuration. */
-static int
-profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepared *prep,
-              const ph_image_config *img_info, const char *img, const char *run_id, const char *started,
-              const char *host_dir, int slot, const char *name, ph_workload_spec *spec, ph_error_t *err)
+int
+ph_run_profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_run_prepared *prep,
+                     const ph_image_config *img_info, const char *img, const char *run_id, const char *started,
+                     const char *host_dir, int slot, const char *name, ph_workload_spec *spec, ph_error_t *err)
 {
     const char *tools_volume = prep->tools_volume;
     char out[PATH_MAX], num[16];
@@ -663,7 +666,8 @@ profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepare
     int rc = -1;
 
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
-    if (ph_run_base_spec(r, s, tools_volume ? img : prep->prof_img, name, spec, err) < 0)
+    if ((slot == PH_RUN_SLOT_ORCHESTRATED ? ph_run_orchestrated_spec : ph_run_base_spec)(
+            r, s, tools_volume ? img : prep->prof_img, name, spec, err) < 0)
         return -1;
     spec->set_entrypoint = spec->set_cmd = 1; /* the shim's argv; no CMD */
     /* from the tree when it serves the mode, or when the profiling image
@@ -702,22 +706,29 @@ profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, const prepare
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
-    /* a replica of several: collected into a sub-dir of the run, by number */
+    /* a replica of several: collected into a sub-dir of the run, by
+     * number (an orchestrator's tasks carry their own slots) */
     snprintf(num, sizeof num, "%d", s->replicas);
-    if (s->replicas > 1 && ph_kvv_set(&spec->labels, PH_LABEL_REPLICAS, num) < 0) {
+    if (slot >= 0 && s->replicas > 1 && ph_kvv_set(&spec->labels, PH_LABEL_REPLICAS, num) < 0) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
     snprintf(num, sizeof num, "%d", slot);
-    if (s->replicas > 1 && ph_kvv_set(&spec->labels, PH_LABEL_REPLICA, num) < 0) {
+    if (slot >= 0 && s->replicas > 1 && ph_kvv_set(&spec->labels, PH_LABEL_REPLICA, num) < 0) {
         ph_fail(err, ENOMEM, "allocate");
         goto out;
     }
     /* The orchestrator must not restart a profiled workload mid-run: a
      * restart would start the profiler over and its output with it. */
     spec->no_restart = 1;
-    /* read_only: the artifacts still need somewhere to go */
+    /* read_only: the artifacts still need somewhere to go.  An image with
+     * no /tmp (FROM scratch) gets an empty one of its own, where the
+     * tree's programs write (valgrind its files, vgdb its FIFOs), as any
+     * other image has: made by root for root (0755), removed with the
+     * workload. */
     if (((s->read_only || tools_volume) && own_out_volume(spec, tools_volume, out) < 0) ||
+        (tools_volume && !prep->facts.tmp && !mounts_at(s, "/tmp") &&
+         ph_workload_spec_mount(spec, PH_MOUNT_SPEC_ANON, NULL, "/tmp", 0) < 0) ||
         ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 || ph_strv_push_all(&spec->security_opt, &p->security_opt) < 0 ||
         ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0) {
         ph_fail(err, ENOMEM, "allocate");
@@ -733,7 +744,7 @@ out:
  * container per replica.  A replica that cannot start leaves the ones
  * before it running profiled, and the error says how to collect them. */
 static int
-start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepared *prep, ph_error_t *err)
+start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const ph_run_prepared *prep, ph_error_t *err)
 {
     ph_backend *b;
     ph_image_config img_info = { 0 };
@@ -771,8 +782,8 @@ start_profiled(ph_run *r, const ph_service *s, const ph_profile *p, const prepar
             ph_fail(err, ENOMEM, "allocate");
             break;
         }
-        ok = profiled_spec(r, s, p, prep, &img_info, img, run_id, started, host_dir, n > 1 ? slot : 0, name, &spec,
-                           err) == 0 &&
+        ok = ph_run_profiled_spec(r, s, p, prep, &img_info, img, run_id, started, host_dir, n > 1 ? slot : 0, name,
+                                  &spec, err) == 0 &&
              ph_run_create_and_start(r, &spec, &id, err) == 0;
         if (ok) {
             ph_stage_attr(ph_stage_current(), "container.id", id);
@@ -826,7 +837,7 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
     ph_svc_list sl;
     int rc = 0;
 
-    prepared *prep;
+    ph_run_prepared *prep;
 
     if (p == NULL || ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
@@ -935,6 +946,12 @@ ph_run_down(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
+    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: its services removed */
+        if (rc > 0)
+            rc = ph_run_swarm_down(r, &sl, err);
+        free(sl.v);
+        return rc;
+    }
     /* a profiled run is collected first, as stop does: down never loses one */
     rc = ph_run_stop_services(r, &sl, 1, err);
     for (size_t i = 0; rc == 0 && i < sl.n; i++) {

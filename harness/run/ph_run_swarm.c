@@ -9,10 +9,14 @@
  *   stop     every profiled task stopped at once on its node (the shim's
  *            stop protocol: each profiler flushes), the service rolled back
  *            as deployed, then each task's files read from its node's
- *            Engine into <out>/<service>/<run>/<slot>-<node>/, each a run
- *            dir completed by the store (ph_rundir), and tasks.json at
- *            <run>/ saying which were collected and which were lost (a node
- *            down, an Engine not reached: its container stays there).
+ *            Engine into <out>/<service>/<run>/<slot>-<node>/, each
+ *            collected as a lone container's stop collects it
+ *            (ph_run_collect_task: the record examined, an interrupt
+ *            section), tasks.json at <run>/ saying which were collected
+ *            and which were lost (a node down, an Engine not reached: its
+ *            container stays there), `latest` at the run, the index
+ *            rewritten (ph_run_stop).  An interrupt ends the stop before
+ *            the rollback: `stop` again finds the run as it was.
  *   restore  stop, when the service is profiled.
  *   status   the stack's tasks, per node.
  *
@@ -34,6 +38,7 @@
 #include "ph_image.h"
 #include "ph_log.h"
 #include "ph_escape.h"
+#include "ph_signal.h"
 #include "ph_util.h"
 
 #define CONVERGE_TIMEOUT_S 600L
@@ -48,6 +53,8 @@ ph_run_swarm_active(ph_run *r, ph_error_t *err)
 
     if (off != NULL && strcmp(off, "0") == 0)
         return 0;
+    if (r->stack > 0)
+        return r->stack - 1;
     if (ph_run_backend(r, &b, err) < 0)
         return -1;
     /* an Engine that cannot say is no swarm: the command's own calls
@@ -56,82 +63,8 @@ ph_run_swarm_active(ph_run *r, ph_error_t *err)
     if (rc < 0)
         ph_debug("swarm: %s", sub->msg);
     ph_error_free(&sub);
+    r->stack = 1 + (rc > 0);
     return rc > 0;
-}
-
-/* What the service runs: compose's entrypoint and command, else the
- * image's (Docker's rule: an entrypoint given drops the image's CMD). */
-static int
-push_command(const ph_service *s, const ph_image_config *ic, ph_strv *argv)
-{
-    const ph_strv *cmd = s->has_command ? &s->command : s->has_entrypoint ? NULL : &ic->cmd;
-
-    if (ph_strv_push_all(argv, s->has_entrypoint ? &s->entrypoint : &ic->entrypoint) < 0)
-        return -1;
-    return ph_strv_push_all(argv, cmd);
-}
-
-int
-ph_run_swarm_task_spec(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap *rewrap,
-                       const char *image, const ph_image_facts *facts, const ph_image_config *image_cfg,
-                       const char *run_id, const char *host_dir, ph_workload_spec *spec, ph_error_t *err)
-{
-    const ph_strv *wrap = rewrap ? &rewrap->wrap : &p->wrap;
-    char out[PATH_MAX], started[32], budget[32];
-    size_t i, n0;
-    char *rec;
-
-    snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
-    spec->image = image;
-    spec->set_entrypoint = 1;
-    spec->set_cmd = 1;
-    if (ph_run_shim_argv(p, p->stop_target, p->stop_signal, out, &spec->entrypoint) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    for (i = 0; i < wrap->n; i++) {
-        char *w = ph_run_tool_word(p, i, ph_profile_expand(wrap->v[i], out, s->name, p->name, run_id),
-                                   facts->pm[0] ? NULL : PH_TOOLS_BIN);
-
-        if (w == NULL || ph_strv_push(&spec->entrypoint, w) < 0) {
-            free(w);
-            return ph_fail(err, ENOMEM, "allocate");
-        }
-        free(w);
-    }
-    n0 = spec->entrypoint.n;
-    if (push_command(s, image_cfg, &spec->entrypoint) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (spec->entrypoint.n == n0)
-        return ph_bad_input(err, "service `%s` has no command to profile (none in the compose file or the image)",
-                            s->name);
-    if (ph_run_profiled_env(s, p, out, run_id, &spec->env) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (ph_run_env_extend(&spec->env, &image_cfg->env, &p->env_extend, err) < 0)
-        return -1;
-    if (ph_image_sampler_env(&spec->env, facts->libc) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    if (ph_strv_push_all(&spec->cap_add, &p->cap_add) < 0 ||
-        ph_strv_push_all(&spec->cap_add_if_known, &p->cap_add_if_known) < 0)
-        return ph_fail(err, ENOMEM, "allocate");
-    spec->stop_signal = strdup("SIGTERM");
-    spec->stop_grace_s = ph_run_stop_budget_s(p);
-    spec->no_restart = 1;
-    ph_run_utc_iso(started, sizeof started);
-    snprintf(budget, sizeof budget, "%ld", spec->stop_grace_s);
-    rec = ph_rundir_profile_record(p);
-    if (ph_kvv_set(&spec->labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_SERVICE, s->name) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_MODE, p->name) < 0 || ph_kvv_set(&spec->labels, PH_LABEL_RUN, run_id) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_STARTED, started) < 0 ||
-        ph_kvv_set(&spec->labels, PH_LABEL_OUTDIR, host_dir) < 0 ||
-        (rec != NULL && ph_kvv_set(&spec->labels, PH_LABEL_PROFILE, rec) < 0) || spec->stop_signal == NULL) {
-        free(rec);
-        return ph_fail(err, ENOMEM, "allocate");
-    }
-    free(rec);
-    if (p->security_opt.n > 0)
-        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
-                p->security_opt.v[0], p->name);
-    return 0;
 }
 
 static int
@@ -139,14 +72,13 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
 {
     ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
     ph_swarm_placement pl;
-    ph_image_facts facts;
+    ph_run_prepared prep;
     ph_image_config img_info = { 0 };
-    const ph_profile_rewrap *rewrap = NULL;
-    char *img = NULL, *tag = NULL, *ref = NULL;
-    char run_id[64], stamp[17], host_dir[PATH_MAX], where[2048] = "";
+    char *img = NULL, *tag = NULL;
+    char run_id[64], stamp[17], started[32], host_dir[PATH_MAX], where[2048] = "";
     int found = 0, rc = -1;
 
-    memset(&facts, 0, sizeof facts);
+    memset(&prep, 0, sizeof prep);
     if (p->swarm_unsupported != NULL) {
         ph_bad_input(err, "service `%s`: mode `%s` cannot run in a Swarm task: %s", s->name, p->name,
                      p->swarm_unsupported);
@@ -165,16 +97,23 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     /* refused where it cannot work, as on one Engine, before any image
      * is built; the manager builds it (its nodes run no tools volume of
      * ours) */
-    if (ph_run_check_program(r, s, p, &rewrap, err) < 0 ||
-        ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &facts, err) < 0)
+    if (ph_run_check_program(r, s, p, &prep.rewrap, err) < 0 ||
+        ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &prep.facts, err) < 0)
         goto out;
-    if (ph_backend_swarm_distribute(b, tag, &ref, err) < 0)
+    if (ph_backend_swarm_distribute(b, tag, &prep.prof_img, err) < 0)
         goto out;
     ph_run_utc_stamp(stamp);
     snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
+    ph_run_utc_iso(started, sizeof started);
     snprintf(host_dir, sizeof host_dir, "%s/%s/%s", r->opts.out_dir, s->name, run_id);
-    if (ph_run_swarm_task_spec(r, s, p, rewrap, ref, &facts, &img_info, run_id, host_dir, &spec, err) < 0)
+    /* the spec a start on one Engine gives, the service's own (its
+     * networks, its mounts, its resources) kept by the update */
+    if (ph_run_profiled_spec(r, s, p, &prep, &img_info, img, run_id, started, host_dir, PH_RUN_SLOT_ORCHESTRATED,
+                             NULL, &spec, err) < 0)
         goto out;
+    if (p->security_opt.n > 0)
+        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
+                p->security_opt.v[0], p->name);
     if (ph_backend_swarm_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
         ph_error_wrap(err, "%s", s->name);
         goto out;
@@ -190,12 +129,11 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     fflush(stdout);
     rc = 0;
 out:
-    spec.image = NULL; /* REF's */
     ph_workload_spec_clear(&spec);
     ph_image_config_clear(&img_info);
     free(img);
     free(tag);
-    free(ref);
+    free(prep.prof_img);
     return rc;
 }
 
@@ -225,61 +163,6 @@ ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *
 
 /* ---- stop and collect --------------------------------------------------- */
 
-typedef struct task_collect {
-    ph_run *r;
-    ph_backend *b;
-    const ph_workload *w;
-    const char *service;
-    ph_rundir_done done;
-} task_collect;
-
-typedef struct feed_ctx {
-    ph_rundir_feed_cb feed;
-    void *feed_ud;
-    ph_error_t *err;
-} feed_ctx;
-
-static int
-feed_cb(void *ud, const char *data, size_t len)
-{
-    feed_ctx *f = ud;
-
-    return f->feed(f->feed_ud, data, len, f->err);
-}
-
-static int
-task_fetch(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
-{
-    task_collect *tc = ud;
-    feed_ctx f = { feed, feed_ud, err };
-    char src[PATH_MAX];
-
-    snprintf(src, sizeof src, "%s/%s", PH_CONTAINER_OUT, tc->service);
-    return tc->b->ops->archive_get(tc->b, tc->w->id, src, feed_cb, &f, err);
-}
-
-/* What the task's container printed, as service.log (through its node). */
-static int
-task_log(void *ud, ph_rundir *rd, ph_error_t *err)
-{
-    task_collect *tc = ud;
-
-    return ph_run_service_log(tc->r, tc->b, tc->service, tc->w->id, rd, err);
-}
-
-static json_t *
-task_meta(void *ud, ph_rundir *rd)
-{
-    task_collect *tc = ud;
-    char ended[32];
-
-    (void)rd;
-    ph_run_utc_iso(ended, sizeof ended);
-    return json_pack("{s:s, s:s?, s:s?, s:s?, s:s, s:s?, s:i, s:s, s:s}", "service", tc->service, "mode", tc->w->mode,
-                     "run", tc->w->run, "started_at", tc->w->started, "task", tc->w->id, "node", tc->w->node,
-                     "slot", tc->w->slot, "task_state", tc->w->state_text, "collected_at", ended);
-}
-
 /* A directory name of W: "<slot>-<node>", the node's name made safe. */
 static void
 task_dir_name(const ph_workload *w, char *out, size_t size)
@@ -296,30 +179,28 @@ task_dir_name(const ph_workload *w, char *out, size_t size)
 }
 
 int
-ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run,
+ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
                           const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary)
 {
-    char name[NAME_MAX], svc_shown[PATH_MAX];
-    task_collect tc = { .r = r, .b = b, .w = w, .service = s->name };
-    ph_rundir_steps steps = { &tc, task_fetch, NULL, task_log, task_meta };
-    ph_rundir_spec rs = { .svcfd = runfd, .out_dir = r->opts.out_dir, .service = svc_shown, .name = name,
-                          .container = w->id, .cmd = "stop", .profile = pp, .flags = &r->opts.collect,
-                          .links = 0 };
+    char name[NAME_MAX];
+    ph_run_task_dir at = { .runfd = runfd, .parent = run, .dir = name, .snapshot = snapshot };
     ph_error_t sub = NULL;
 
     task_dir_name(w, name, sizeof name);
-    snprintf(svc_shown, sizeof svc_shown, "%s/%s", s->name, run);
     /* perf: folded stacks, flamegraph, pprof beside perf.data, the
      * converter on the manager (an interrupt leaves the task as it is) */
-    if (why == NULL && ph_run_convert_from(r, b, w, pp, &sub) < 0)
+    if (why == NULL && !snapshot && ph_run_convert_from(r, b, w, pp, &sub) < 0)
         why = sub->msg;
     if (why == NULL) {
-        ph_stage *st;
+        ph_stage *st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
 
-        st = ph_stage_beginf("collect", 0, "collect task %d of %s on %s", w->slot, s->name, w->node);
-
-        if (ph_run_stage_done(st, ph_rundir_complete(&rs, &steps, &tc.done, &sub), &sub) < 0)
+        at.extra = json_pack("{s:s, s:s?, s:i, s:s}", "task", w->id, "node", w->node, "slot", w->slot, "task_state",
+                             w->state_text);
+        if (at.extra == NULL)
+            ph_fail(&sub, ENOMEM, "allocate");
+        if (ph_run_stage_done(st, at.extra == NULL ? -1 : ph_run_collect_task(r, b, w, pp, &at, &sub), &sub) < 0)
             why = sub->msg;
+        json_decref(at.extra);
     }
     if (why == NULL)
         ph_info("%s: task %d on %s collected: %s/%s/%s/%s", s->name, w->slot, w->node, r->opts.out_dir, s->name, run,
@@ -331,6 +212,19 @@ ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service 
         ph_warn("%s: task %d on %s: out of memory for tasks.json", s->name, w->slot, w->node);
     ph_error_free(&sub);
     return why == NULL;
+}
+
+int
+ph_run_swarm_interrupted(const ph_service *s, ph_error_t *err)
+{
+    int sig = ph_interrupted();
+
+    if (sig == 0)
+        return 0;
+    ph_interrupt_fail(err, sig);
+    ph_error_hint(err, "what is not collected stays on its node, the service as it is: `profharness stop %s` "
+                  "again collects the rest", s->name);
+    return 1;
 }
 
 static int
@@ -378,76 +272,130 @@ had_container(const ph_workload *w)
     return 1;
 }
 
+/* A profiled service's run, as a stop or a collect holds it. */
+typedef struct stack_run {
+    ph_workload run;        /* the run's labels, as the service's spec carries them */
+    ph_profile own, *pp;    /* the profile it was started with, or NULL */
+    ph_workload_list tasks; /* the service's tasks */
+    json_t *summary;        /* tasks.json */
+    size_t collected, lost; /* tasks so far */
+    int svcfd, lock, runfd;
+} stack_run;
+
+#define STACK_RUN_INIT { .svcfd = -1, .lock = -1, .runfd = -1 }
+
+/* S's profiled run into SR: *FOUND 0 when S is not profiled now. */
+static int
+stack_run_find(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, int *found, ph_error_t *err)
+{
+    *found = 0;
+    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &sr->run, found, err) < 0)
+        return -1;
+    if (!*found)
+        return 0;
+    if (!ph_run_safe_name(sr->run.run))
+        return ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
+    if (sr->run.profile != NULL && ph_rundir_profile_load(sr->run.profile, sr->run.mode, &sr->own, err) < 0)
+        return -1;
+    sr->pp = sr->run.profile != NULL ? &sr->own : NULL;
+    return 0;
+}
+
+/* Then S locked, its tasks listed, the run dir NAME made or opened (what a
+ * dead harness left there swept), SR's tasks.json begun. */
+static int
+stack_run_hold(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, const char *name, ph_error_t *err)
+{
+    if (ph_run_lock_service(r, s->name, &sr->svcfd, &sr->lock, err) < 0 ||
+        b->ops->list(b, r->compose->project, s->name, 0, &sr->tasks, err) < 0 ||
+        ph_run_open_run_dir(r, sr->svcfd, s->name, name, &sr->runfd, err) < 0)
+        return -1;
+    if ((sr->summary = ph_run_tasks_new(s->name, sr->run.mode, name)) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
+}
+
+/* Task W of SR collected into SR's run dir PARENT (a copy when SNAPSHOT),
+ * or lost for WHY, and counted: -1 and *err when an interrupt came, so
+ * the caller goes no further. */
+static int
+stack_run_take(ph_run *r, ph_backend *b, stack_run *sr, const ph_service *s, const char *parent, int snapshot,
+               const ph_workload *w, const char *why, ph_error_t *err)
+{
+    if (ph_run_swarm_collect_task(r, b, sr->runfd, s, parent, snapshot, sr->pp, w, why, sr->summary) == 1)
+        sr->collected++;
+    else
+        sr->lost++;
+    return ph_run_swarm_interrupted(s, err) ? -1 : 0;
+}
+
+static void
+stack_run_close(stack_run *sr)
+{
+    json_decref(sr->summary);
+    ph_workload_list_free(&sr->tasks);
+    ph_workload_clear(&sr->run);
+    if (sr->pp)
+        ph_profile_free(sr->pp);
+    if (sr->runfd >= 0)
+        close(sr->runfd);
+    if (sr->lock >= 0)
+        close(sr->lock);
+    if (sr->svcfd >= 0)
+        close(sr->svcfd);
+}
+
 static int
 stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
-    ph_workload run = { 0 };
-    ph_workload_list tasks = { 0 }, after = { 0 };
-    ph_profile own, *pp = NULL;
-    json_t *summary = NULL;
+    stack_run sr = STACK_RUN_INIT;
+    ph_workload_list after = { 0 };
     ph_strv done = { 0 };
-    int found = 0, rolled = 0, svcfd = -1, lock = -1, runfd = -1, rc = -1;
-    size_t i, collected = 0, lost = 0;
+    int found = 0, rolled = 0, rc = -1;
+    size_t i;
     long budget;
 
-    memset(&own, 0, sizeof own);
-    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
-        return -1;
+    if (stack_run_find(r, b, s, &sr, &found, err) < 0)
+        goto out;
     if (!found) { /* not restarted under a profiler; attached to, maybe */
         rc = ph_run_swarm_stop_attached(r, b, s, acted, err);
         goto out;
     }
     *acted = 1;
-    if (!ph_run_safe_name(run.run)) {
-        ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
-        goto out;
-    }
-    if (run.profile != NULL && ph_rundir_profile_load(run.profile, run.mode, &own, err) == 0)
-        pp = &own;
-    else if (run.profile != NULL)
-        goto out;
-    budget = ph_run_stop_budget_s(pp);
-    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0)
-        goto out;
+    budget = ph_run_stop_budget_s(sr.pp);
     /* Every task's profiler is stopped and its files collected BEFORE
      * the rollback: a rollback can drop a slot (the service was scaled
      * down meanwhile), and the swarm deletes that slot's tasks, and their
      * containers on the nodes, with it. */
-    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
+    if (stack_run_hold(r, b, s, &sr, sr.run.run, err) < 0)
         goto out;
-    if (ph_run_open_run_dir(r, svcfd, s->name, run.run, &runfd, err) < 0)
-        goto out;
-    if ((summary = ph_run_tasks_new(s->name, run.mode, run.run)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
     {
         ph_stage *st = ph_stage_beginf("profiler", 0, "stop the profiled tasks of %s", s->name);
 
-        unsigned char *up = calloc(tasks.n ? tasks.n : 1, 1);
+        unsigned char *up = calloc(sr.tasks.n ? sr.tasks.n : 1, 1);
 
         if (up == NULL) {
             ph_fail(err, ENOMEM, "allocate");
             ph_stage_end(st);
             goto out;
         }
-        for (i = 0; i < tasks.n; i++) {
-            up[i] = of_run(&tasks.v[i], run.run) && ph_workload_running(&tasks.v[i]) &&
-                    ph_backend_swarm_node_down(b, &tasks.v[i], NULL) != 1;
+        for (i = 0; i < sr.tasks.n; i++) {
+            up[i] = of_run(&sr.tasks.v[i], sr.run.run) && ph_workload_running(&sr.tasks.v[i]) &&
+                    ph_backend_swarm_node_down(b, &sr.tasks.v[i], NULL) != 1;
             if (up[i]) /* the runtimes' perf maps current and in the run */
-                ph_run_refresh_on(r, b, &tasks.v[i], pp);
+                ph_run_refresh_on(r, b, &sr.tasks.v[i], sr.pp);
         }
-        for (i = 0; i < tasks.n; i++) /* all at once */
+        for (i = 0; i < sr.tasks.n; i++) /* all at once */
             if (up[i])
-                stop_task(b, s, &tasks.v[i]);
+                stop_task(b, s, &sr.tasks.v[i]);
         free(up);
-        for (i = 0; i < tasks.n; i++) {
-            const ph_workload *w = &tasks.v[i];
+        for (i = 0; i < sr.tasks.n; i++) {
+            const ph_workload *w = &sr.tasks.v[i];
             ph_error_t sub = NULL;
             long code = 0;
             int timed_out = 0;
 
-            if (!of_run(w, run.run) || ph_backend_swarm_node_down(b, w, NULL) == 1)
+            if (!of_run(w, sr.run.run) || ph_backend_swarm_node_down(b, w, NULL) == 1)
                 continue;
             /* one that outlasts its budget is the rollback's to end: collected after it */
             if (b->ops->wait(b, w->id, budget, &code, &timed_out, &sub) < 0 || timed_out) {
@@ -455,10 +403,10 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
                 ph_error_free(&sub);
                 continue;
             }
-            if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, pp, w, NULL, summary) == 1)
-                collected++;
-            else
-                lost++;
+            if (stack_run_take(r, b, &sr, s, sr.run.run, 0, w, NULL, err) < 0) {
+                ph_stage_end(st);
+                goto out;
+            }
             if (ph_strv_push(&done, w->id) < 0) {
                 ph_fail(err, ENOMEM, "allocate");
                 ph_stage_end(st);
@@ -470,7 +418,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     {
         ph_stage *st = ph_stage_beginf("rollback", 0, "roll %s back as deployed", s->name);
 
-        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, run.run, budget,
+        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, sr.run.run, budget,
                                                              &rolled, err), err) < 0)
             goto out;
     }
@@ -482,13 +430,13 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
      * the second listing has. */
     if (b->ops->list(b, r->compose->project, s->name, 0, &after, err) < 0)
         goto out;
-    for (i = 0; i < tasks.n + after.n; i++) {
-        const ph_workload *w = i < tasks.n ? &tasks.v[i] : &after.v[i - tasks.n];
-        const ph_workload *now = i < tasks.n ? find_task(&after, w->id) : w;
+    for (i = 0; i < sr.tasks.n + after.n; i++) {
+        const ph_workload *w = i < sr.tasks.n ? &sr.tasks.v[i] : &after.v[i - sr.tasks.n];
+        const ph_workload *now = i < sr.tasks.n ? find_task(&after, w->id) : w;
         const char *why = NULL;
 
-        if (!of_run(w, run.run) || ph_strv_has(&done, w->id) || !had_container(w) ||
-            (i >= tasks.n && find_task(&tasks, w->id) != NULL))
+        if (!of_run(w, sr.run.run) || ph_strv_has(&done, w->id) || !had_container(w) ||
+            (i >= sr.tasks.n && find_task(&sr.tasks, w->id) != NULL))
             continue;
         if (now != NULL)
             w = now;
@@ -496,40 +444,36 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             why = "its node is down";
         else if (now == NULL)
             why = "the rollback removed it with its slot";
-        if (ph_run_swarm_collect_task(r, b, runfd, s, run.run, pp, w, why, summary) == 1)
-            collected++;
-        else
-            lost++;
+        if (stack_run_take(r, b, &sr, s, sr.run.run, 0, w, why, err) < 0)
+            goto out;
     }
-    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
+    if (ph_rundir_write_json_at(sr.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.summary, err) < 0)
         goto out;
-    ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, collected, collected == 1 ? "" : "s",
-            r->opts.out_dir, s->name, run.run, rolled ? "; the service is rolled back as deployed" : "");
-    if (collected == 0 && lost == 0) {
-        ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, run.run);
+    if (sr.collected > 0)
+        ph_rundir_link_latest(sr.svcfd, r->opts.out_dir, s->name, sr.run.run);
+    ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, sr.collected, sr.collected == 1 ? "" : "s",
+            r->opts.out_dir, s->name, sr.run.run, rolled ? "; the service is rolled back as deployed" : "");
+    if (sr.collected == 0 && sr.lost == 0) {
+        ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, sr.run.run);
         goto out;
     }
-    rc = lost ? ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, lost, lost + collected)
-              : 0;
+    rc = sr.lost ? ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, sr.lost,
+                           sr.lost + sr.collected)
+                 : 0;
 out:
-    json_decref(summary);
     ph_strv_free(&done);
-    ph_workload_list_free(&tasks);
     ph_workload_list_free(&after);
-    ph_workload_clear(&run);
-    if (pp)
-        ph_profile_free(pp);
-    if (runfd >= 0)
-        close(runfd);
-    if (lock >= 0)
-        close(lock);
-    if (svcfd >= 0)
-        close(svcfd);
+    stack_run_close(&sr);
     return rc;
 }
 
-int
-ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+/* ONE for each service of SL on one Swarm backend, each a stage named
+ * WHAT; a failure is kept (the first) and the others go on.  *ACTED: some
+ * service was profiled. */
+typedef int (*acting_cb)(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+
+static int
+each_acting(ph_run *r, ph_svc_list *sl, const char *what, acting_cb one, int *acted, ph_error_t *err)
 {
     ph_backend *b = ph_backend_swarm_new(err);
     int rc = 0;
@@ -539,9 +483,9 @@ ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
         return -1;
     for (size_t i = 0; i < sl->n; i++) {
         ph_error_t sub = NULL;
-        ph_stage *st = ph_run_service_stage("stop", sl->v[i]->name, NULL);
+        ph_stage *st = ph_run_service_stage(what, sl->v[i]->name, NULL);
 
-        if (ph_run_stage_done(st, stop_one(r, b, sl->v[i], acted, &sub), &sub) < 0) {
+        if (ph_run_stage_done(st, one(r, b, sl->v[i], acted, &sub), &sub) < 0) {
             if (rc == 0 && err)
                 *err = sub;
             else
@@ -550,6 +494,106 @@ ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
         }
     }
     ph_backend_close(b);
+    return rc;
+}
+
+int
+ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+{
+    return each_acting(r, sl, "stop", stop_one, acted, err);
+}
+
+/* ---- collect ------------------------------------------------------------ */
+
+static int
+snapshot_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    stack_run sr = STACK_RUN_INIT;
+    char name[NAME_MAX], stamp[17];
+    int found = 0, rc = -1;
+    size_t i;
+
+    if (stack_run_find(r, b, s, &sr, &found, err) < 0)
+        goto out;
+    if (!found) {
+        rc = 0;
+        goto out;
+    }
+    *acted = 1;
+    ph_run_utc_stamp(stamp);
+    snprintf(name, sizeof name, "%s-snapshot-%s", sr.run.run, stamp);
+    if (stack_run_hold(r, b, s, &sr, name, err) < 0)
+        goto out;
+    for (i = 0; i < sr.tasks.n; i++) {
+        const ph_workload *w = &sr.tasks.v[i];
+
+        if (!of_run(w, sr.run.run) || !ph_workload_running(w))
+            continue;
+        if (ph_backend_swarm_node_down(b, w, NULL) == 1) {
+            stack_run_take(r, b, &sr, s, name, 1, w, "its node is down", err);
+            continue;
+        }
+        ph_run_snapshot_request_on(r, b, w, sr.pp); /* what the profiler has now, not what it wrote last */
+        if (stack_run_take(r, b, &sr, s, name, 1, w, NULL, err) < 0)
+            goto out;
+    }
+    if (ph_rundir_write_json_at(sr.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.summary, err) < 0)
+        goto out;
+    ph_rundir_give_at(sr.runfd, PH_RUN_TASKS_NAME);
+    if (sr.collected > 0)
+        printf("%s\t%s/%s/%s\n", s->name, r->opts.out_dir, s->name, name);
+    fflush(stdout);
+    ph_info("%s: %zu running task%s copied into %s/%s/%s; they run on", s->name, sr.collected,
+            sr.collected == 1 ? "" : "s", r->opts.out_dir, s->name, name);
+    if (sr.collected == 0 && sr.lost == 0) {
+        ph_fail(err, 0, "%s: no task of run %s is running", s->name, sr.run.run);
+        goto out;
+    }
+    rc = sr.lost ? ph_fail(err, 0, "%s: %zu of %zu tasks not copied (tasks.json says which)", s->name, sr.lost,
+                           sr.lost + sr.collected)
+                 : 0;
+out:
+    stack_run_close(&sr);
+    return rc;
+}
+
+int
+ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+{
+    return each_acting(r, sl, "collect", snapshot_one, acted, err);
+}
+
+/* ---- down --------------------------------------------------------------- */
+
+int
+ph_run_swarm_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
+{
+    ph_backend *b;
+    int acted = 0, removed = 0, rc = 0;
+
+    /* a profiled run is collected and rolled back first: down never loses one */
+    if (ph_run_swarm_stop(r, sl, &acted, err) < 0)
+        return -1;
+    if ((b = ph_backend_swarm_new(err)) == NULL)
+        return -1;
+    for (size_t i = 0; i < sl->n; i++) {
+        int found = 0;
+
+        if ((rc = ph_backend_swarm_remove(b, r->compose->project, sl->v[i]->name, &found, err)) < 0) {
+            ph_error_wrap(err, "%s", sl->v[i]->name);
+            break;
+        }
+        if (found)
+            ph_info("%s: service %s_%s removed (the swarm stops its tasks)", sl->v[i]->name, r->compose->project,
+                    sl->v[i]->name);
+        removed += found;
+    }
+    ph_backend_close(b);
+    if (rc == 0 && removed == 0)
+        ph_info("nothing to take down: no service of stack `%s` is there", r->compose->project);
+    else if (rc == 0)
+        ph_info("stack `%s`: %d service%s removed; its networks stay (`docker stack rm %s` removes them)",
+                r->compose->project, removed, removed == 1 ? "" : "s", r->compose->project);
     return rc;
 }
 

@@ -308,7 +308,7 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
         } else if (fa[i].w.run == NULL || strcmp(fa[i].w.run, run) != 0) {
             why = "it belongs to another run";
         }
-        if (ph_run_swarm_collect_task(r, fa[i].nb, runfd, s, run, pp, &shown, why, summary) == 1) {
+        if (ph_run_swarm_collect_task(r, fa[i].nb, runfd, s, run, 0, pp, &shown, why, summary) == 1) {
             ph_error_t e2 = NULL;
 
             collected++;
@@ -320,9 +320,13 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
             lost++;
         }
         ph_error_free(&sub);
+        if (ph_run_swarm_interrupted(s, err))
+            goto out;
     }
     if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
         goto out;
+    if (collected > 0)
+        ph_rundir_link_latest(svcfd, r->opts.out_dir, s->name, run);
     ph_info("%s: detached from %zu task%s, collected into %s/%s/%s", s->name, collected, collected == 1 ? "" : "s",
             r->opts.out_dir, s->name, run);
     if (lost)

@@ -560,6 +560,14 @@ link_one(const ph_rundir_spec *s, const char *target, const char *link)
     }
 }
 
+void
+ph_rundir_link_latest(int svcfd, const char *out_dir, const char *service, const char *name)
+{
+    ph_rundir_spec s = { .svcfd = svcfd, .out_dir = out_dir, .service = service };
+
+    link_one(&s, name, PH_LATEST_LINK);
+}
+
 static void
 update_links(const ph_rundir_spec *s, int runfd)
 {

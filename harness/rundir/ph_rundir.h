@@ -168,6 +168,11 @@ typedef struct ph_rundir_done {
 int ph_rundir_complete(const ph_rundir_spec *spec, const ph_rundir_steps *steps, ph_rundir_done *out,
                        ph_error_t *err);
 
+/* Point SVCFD/latest at NAME, a run of several workloads whose sub-dirs
+ * were completed without links, as a lone run's completion points it
+ * (OUT_DIR/SERVICE in messages); a problem is a warning. */
+void ph_rundir_link_latest(int svcfd, const char *out_dir, const char *service, const char *name);
+
 /* For the steps: the run dir (its fd, its path as the user will see it). */
 int ph_rundir_fd(const ph_rundir *rd);
 const char *ph_rundir_path(const ph_rundir *rd);

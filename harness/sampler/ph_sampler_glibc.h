@@ -53,6 +53,8 @@ PHS_GLIBC_BIND(pthread_sigmask, PHS_GLIBC_OLD);
 PHS_GLIBC_BIND(pthread_getattr_np, PHS_GLIBC_OLD);
 PHS_GLIBC_BIND(pthread_detach, PHS_GLIBC_OLD);
 PHS_GLIBC_BIND(pthread_attr_getstack, PHS_GLIBC_OLD);
+PHS_GLIBC_BIND(pthread_key_create, PHS_GLIBC_OLD);
+PHS_GLIBC_BIND(pthread_setspecific, PHS_GLIBC_OLD);
 PHS_GLIBC_BIND(timer_create, PHS_GLIBC_OLD_RT);
 PHS_GLIBC_BIND(timer_settime, PHS_GLIBC_OLD_RT);
 PHS_GLIBC_BIND(timer_delete, PHS_GLIBC_OLD_RT);

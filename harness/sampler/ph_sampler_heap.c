@@ -21,31 +21,52 @@
  *   atomic claims (CAS) and counters; a table that is full drops the
  *   sample (counted), the stack table's overflow goes to one
  *   "[truncated]" stack so the totals stay right.
- * - free (and realloc of a block): a Bloom filter of the live sampled
- *   blocks' addresses, two bits per address (8 KiB, static: no pointer
- *   to load first, and small enough to stay in the first-level caches
- *   while the service thrashes them), says whether the block may be a
- *   sampled one: one load for nearly every free (its first bit is clear),
- *   a second for the few whose first bit is set; only when both are is
- *   the live table searched and the block's weight taken off its stack
- *   (a false positive costs a probe there: a cache miss, a page fault
- *   the first time a page of it is read; two bits make those about
- *   (2n/65536)^2 of the frees for n live samples instead of n/65536).
- *   A bit is the "not zero" of a count (a counting filter, so a bit goes
- *   when its last block does), the counts touched only by samples and
- *   their frees.  Before the real free: the
- *   address cannot be handed out again while its record is still there.
- *   (tcmalloc and jemalloc read a sampled flag from the metadata their
- *   free looks up anyway; an interposer has no such metadata, and a
- *   header before each sampled block would need reading the bytes before
- *   every block, which only glibc's layout makes safe.)
- * - The peak: the estimated bytes in use (all sampled blocks' weights)
- *   are a counter; the thread whose sample raises it by more than the
- *   mean interval, or 1/64 of the last copy, copies every stack's in-use
- *   counters as the peak's (one thread at a time: a flag, no waiting;
+ * - The bytes in use, exactly (not sampled): each block carries the size
+ *   the service asked.  On glibc's allocator (TAG_FRONT) in a 16-byte
+ *   header before it (front()): malloc, calloc and realloc ask 16 bytes
+ *   more and give the service the block past the header; free reads the
+ *   header from the line of glibc's chunk header, which glibc's free reads
+ *   next, so knowing the size costs no cache miss.  A sealed word tells a
+ *   header from what else may be there, and a flag in it says the block
+ *   was sampled: only then does free look it up in the live table.  The
+ *   aligned allocators, and every block on another allocator (musl's,
+ *   jemalloc's: TAG_TAIL), carry a tag past the end instead (tag(): one
+ *   byte more asked, read back through the usable size), which free
+ *   reads from a line nothing else touches then: a miss when the service
+ *   has not read the block's end since.  Their sampled records are found
+ *   through a Bloom filter of the live sampled blocks' addresses (two
+ *   bits per address, 8 KiB, static, a counting filter: a bit goes with
+ *   its last block), one load for nearly every free; only when both bits
+ *   are set is the live table searched (false positives about
+ *   (2n/65536)^2 of the frees for n live samples).  Records go before the
+ *   real free: the address cannot be handed out again while its record
+ *   is still there.  Each thread sums its changes in TLS and adds them to
+ *   one counter every 16 KiB either way (and at its exit); a flush whose
+ *   highest point tops the peak raises it.  So the peak is exact for one
+ *   thread and within 16 KiB per other thread, at any interval; when it
+ *   tops the last copy by max(T, peak/64) every stack's in-use counters
+ *   are copied as the peak's (one thread at a time: a flag, no waiting;
  *   the writer does the same at a snapshot while in use is at its
- *   highest).  So the peak's composition is the in-use one at a moment
- *   within max(T, peak/64) bytes of the highest estimate.
+ *   highest).  The views' bytes are scaled to the exact totals, their
+ *   shares the samples' (unless a runtime's objects are sampled too:
+ *   those are estimates, the exact malloc figures beside them).  Without
+ *   malloc_usable_size (and not glibc's) the peak is the estimate's.
+ * - Why the header is safe: realloc moves it with the bytes and seals it
+ *   anew (its flags cleared: the old record went first); posix_memalign,
+ *   memalign, aligned_alloc, valloc and pvalloc keep the tail's way (a
+ *   header would cost the alignment in bytes), and free and realloc tell
+ *   their blocks by the seal; calloc's zeroes are the service's bytes
+ *   past the header; a block freed on another thread carries its size
+ *   with it (the count is per thread, their sum exact); a block from
+ *   before the sampler started (the loader's, constructors' that ran
+ *   first, all those of a program that calls ph_sampler_start) has no
+ *   seal, before it nor at its end (the aligned allocators' tail is
+ *   sealed too on glibc's heap): it goes to the real free as it is,
+ *   uncounted, and malloc_usable_size says the allocator's size.  (On
+ *   another allocator the tail's one byte cannot be sealed: such a block
+ *   gives some size within it.)  The cost: 16 bytes a
+ *   block (the tail's one byte costs 16 only when the size asked was
+ *   already the usable size).
  * - Re-entry: a thread-local flag; the writer thread sets it for good (its
  *   allocations are the sampler's, never sampled).  What the sampler
  *   allocates on a service thread (inside a phs_own section: a new
@@ -64,6 +85,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,9 +149,61 @@ static struct {
 
 static _Alignas(64) _Atomic uint64_t live_bits[HEAP_FILTER / 64];
 
-static __thread int tls_guard __attribute__((tls_model("initial-exec")));
-static __thread int tls_seeded __attribute__((tls_model("initial-exec")));
-static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
+/* The exact count of what is in use (every block's requested bytes, not
+ * sampled): each thread's change since its last flush in TLS, the sum of
+ * the flushed changes here.  (A thread flushes when its change reaches
+ * FLUSH_AT either way, so the sum is within FLUSH_AT bytes per thread of
+ * the truth, and a thread's highest point since its flush is exact.) */
+#define FLUSH_AT ((int64_t)16384)
+/* How a new block carries its size (set once, by phs_heap_prepare):
+ * TAG_TAIL, a tag in its last usable byte (tag()); TAG_FRONT, on glibc's
+ * allocator, a header before it for malloc, calloc and realloc (front()),
+ * the tail's way for the aligned allocators. */
+enum { TAG_NONE, TAG_TAIL, TAG_FRONT };
+static struct {
+    int on;                           /* TAG_*: blocks carry their size */
+    _Alignas(64) _Atomic int64_t live;
+    _Atomic int64_t peak;             /* the highest live seen while sampling */
+    _Atomic int64_t peak_at_copy;     /* exact live when the peak's stacks were copied */
+    _Atomic int runtime;              /* samples not of malloc's (JVM, CPython objects) */
+} X;
+#define FRONT 16
+static uint64_t seal_key;
+
+static uint64_t
+new_seal_key(void)
+{
+    uint64_t k = 0;
+    struct timespec t;
+
+    if (syscall(SYS_getrandom, &k, sizeof k, 1 /* GRND_NONBLOCK */) != (long)sizeof k) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        k = ((uint64_t)t.tv_nsec << 32 ^ (uint64_t)t.tv_sec ^ (uint64_t)getpid() << 16 ^ (uint64_t)(uintptr_t)&k) *
+            0x9E3779B97F4A7C15ULL;
+    }
+    return k | 1; /* (0: no key yet) */
+}
+
+static int glibc_heap; /* R.malloc is glibc's own: its chunk header read here (usable()) */
+/* The thread's own state, in one block so that every field is an offset
+ * from one address (an initial-exec variable of a library costs a load of
+ * its offset first: one for all of them). */
+static __thread struct {
+    int64_t left;      /* bytes to the next sampled byte */
+    int64_t pend;      /* the exact count's change since the last flush */
+    int64_t pmax;      /* its highest since then */
+    uint64_t rng;
+    int guard;         /* the sampler's own thread, or inside a sample */
+    int py;            /* inside CPython's allocator, for our hook */
+    int keyed;         /* its exit flushes (exit_key) */
+    int seeded;
+    int inner;         /* musl: inside one of its functions that calls ours */
+} T __attribute__((tls_model("initial-exec")));
+/* A thread's last change flushed when it exits (a key's destructor). */
+static pthread_key_t exit_key;
+static int exit_key_made;
+static void on_thread_exit(void *unused);
+
 #ifdef __GLIBC__
 #define INNER(call) (call)
 #define IN_INNER 0
@@ -138,11 +212,12 @@ static __thread int64_t tls_left __attribute__((tls_model("initial-exec")));
  * and realloc malloc, posix_memalign and memalign aligned_alloc.  The
  * block is the outer call's, noted once by it: what a real function
  * allocates inside is not counted.  (glibc's calls its internals.) */
-static __thread int tls_inner __attribute__((tls_model("initial-exec")));
-#define INNER(call) __extension__({ __typeof__(call) r_; tls_inner++; r_ = (call); tls_inner--; r_; })
-#define IN_INNER tls_inner
+#define INNER(call) __extension__({ __typeof__(call) r_; T.inner++; r_ = (call); T.inner--; r_; })
+/* (CALL's arguments are evaluated inside, where TAGGING is false: what is
+ * asked, ask(n), is computed before, or the tag lands in the caller's
+ * last bytes) */
+#define IN_INNER T.inner
 #endif
-static __thread uint64_t tls_rng __attribute__((tls_model("initial-exec")));
 
 /* ---- the real functions and the bootstrap arena --------------------------- */
 
@@ -330,6 +405,29 @@ phs_heap_prepare(void)
         }
         reserve_overflow();
     }
+    /* From here on every block carries its size (tag()); for good: a tag
+     * is read at the block's free whenever that comes.  (The few blocks
+     * allocated before, the loader's and the constructors' that ran
+     * first, carry none: theirs frees read some size within them.) */
+    if (!exit_key_made)
+        exit_key_made = pthread_key_create(&exit_key, on_thread_exit) == 0;
+#ifdef __GLIBC__
+    {
+        /* glibc's allocator, not a jemalloc or tcmalloc the service links:
+         * its headers are known */
+        void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+
+        if (libc != NULL) {
+            glibc_heap = dlsym(libc, "malloc_usable_size") == *(void **)&R.usable &&
+                         dlsym(libc, "malloc") == *(void **)&R.malloc;
+            dlclose(libc);
+        }
+    }
+#endif
+    if (seal_key == 0)
+        seal_key = new_seal_key();
+    /* one store: a thread sees no mode or the whole of one */
+    X.on = R.usable == NULL ? TAG_NONE : glibc_heap ? TAG_FRONT : TAG_TAIL;
     return 0;
 }
 
@@ -349,7 +447,7 @@ phs_heap_disable(void)
 void
 phs_heap_writer_thread(void)
 {
-    tls_guard = 1;
+    T.guard = 1;
 }
 
 void
@@ -373,6 +471,9 @@ phs_heap_forked(int keep)
     atomic_store(&H.samples, 0);
     atomic_store(&H.dropped, 0);
     atomic_store(&H.live_n, 0);
+    atomic_store(&X.peak, atomic_load(&X.live));
+    atomic_store(&X.peak_at_copy, 0);
+    atomic_store(&X.runtime, 0);
     if (phs_heap_prepare() < 0)
         H.mean = 0;
 }
@@ -482,15 +583,21 @@ stack_id(const uintptr_t *pcs, uint32_t depth)
 /* Copy every stack's in-use counters as the peak's; the one thread that
  * holds the flag does it, the others go on. */
 static void
-copy_peak(void)
+copy_peak(int64_t exact)
 {
     uint32_t n = atomic_load(&H.n_stacks);
     int64_t sum = 0;
 
-    if (atomic_exchange(&H.peak_busy, 1))
+    if (H.stacks == NULL || atomic_exchange(&H.peak_busy, 1))
         return;
     if (n > HEAP_STACKS)
         n = HEAP_STACKS;
+    /* No sampled block in use: no composition to keep (the last one
+     * stays, and the next raise tries again) */
+    if (exact != 0 && atomic_load(&H.inuse) <= 0) {
+        atomic_store(&H.peak_busy, 0);
+        return;
+    }
     for (uint32_t i = 0; i < n; i++) {
         heap_stack *s = &H.stacks[i];
         int64_t b = atomic_load_explicit(&s->inuse_bytes, memory_order_relaxed);
@@ -501,7 +608,293 @@ copy_peak(void)
         sum += b;
     }
     atomic_store(&H.peak_copied, sum);
+    atomic_store(&X.peak_at_copy, exact);
     atomic_store(&H.peak_busy, 0);
+}
+
+/* ---- the exact count -------------------------------------------------- */
+
+/* A thread's change into the sum; its highest point since the last flush
+ * a candidate for the peak.  A peak above the last copy's by max(T,
+ * peak/64) copies the stacks' in-use counters again (as the sampled
+ * estimate did before: so the copies are few, O(64 log) of the growth). */
+static __attribute__((noinline)) void
+flush(void)
+{
+    int64_t before = atomic_fetch_add_explicit(&X.live, T.pend, memory_order_relaxed), top = before + T.pmax;
+    int64_t peak, at;
+
+    T.pend = 0;
+    T.pmax = 0;
+    if (!atomic_load_explicit(&H.on, memory_order_relaxed))
+        return;
+    peak = atomic_load_explicit(&X.peak, memory_order_relaxed);
+    while (top > peak && !atomic_compare_exchange_weak(&X.peak, &peak, top))
+        ;
+    if (top <= peak)
+        return;
+    at = atomic_load_explicit(&X.peak_at_copy, memory_order_relaxed);
+    if (top >= at + (at / 64 > (int64_t)H.mean ? at / 64 : (int64_t)H.mean))
+        copy_peak(top);
+}
+
+static void
+on_thread_exit(void *unused)
+{
+    if (T.pend != 0 || T.pmax != 0)
+        flush();
+}
+
+/* Once per thread: its flush at exit (a key below PTHREAD_KEYS_MAX's
+ * first block: glibc stores its value in the thread, no allocation). */
+static __attribute__((noinline)) void
+keyed(void)
+{
+    T.keyed = 1;
+    if (exit_key_made)
+        pthread_setspecific(exit_key, &T.keyed);
+}
+
+/* count_add's rare turns, out of line (so its callers keep few
+ * registers): the thread's first block, a change to flush. */
+static __attribute__((noinline)) void
+count_slow(void)
+{
+    if (!T.keyed)
+        keyed();
+    if (T.pend >= FLUSH_AT)
+        flush();
+}
+
+/* N bytes more in use on this thread.  (Its first block tops pmax, 0,
+ * so the key's check waits for a new highest point.) */
+static inline void
+count_add(size_t n)
+{
+    int64_t v = T.pend + (int64_t)n;
+
+    T.pend = v;
+    if (v > T.pmax) {
+        T.pmax = v;
+        if (__builtin_expect(v >= FLUSH_AT || !T.keyed, 0))
+            count_slow();
+    }
+}
+
+static inline void
+count_sub(size_t n)
+{
+    int64_t v = T.pend - (int64_t)n;
+
+    if (__builtin_expect(!T.keyed, 0))
+        keyed();
+
+    T.pend = v;
+    if (__builtin_expect(v <= -FLUSH_AT, 0))
+        flush();
+}
+
+/* The size tag.  A block is asked of the allocator one byte longer than
+ * the service asked, so its usable size U (malloc_usable_size: the
+ * allocator's own header, read by its free anyway) exceeds the request N:
+ * the last usable byte holds U - N when that is 1..255, else 0 and N in
+ * the 8 bytes before it (U - N >= 256 leaves room).  So free learns N from
+ * the block itself: no table, no lock, from any thread; realloc reads the
+ * old tag and writes a new one; the aligned allocators keep their
+ * alignment (only the length grows); calloc's zeroes are the N bytes'.
+ * Our malloc_usable_size says N, so a service never writes the tag.  The
+ * byte costs memory only when N was already the usable size.  The
+ * sampler's own blocks (OWN()) are asked 9 bytes longer and tagged
+ * the long way with OWN_BIT: never counted, wherever they are freed. */
+#define OWN_BIT ((size_t)1 << 63)
+
+
+/* The usable size of P: glibc's from the chunk header before it (the
+ * line its malloc and free touch anyway: malloc_usable_size also reads
+ * the next chunk's, a cache miss), else the allocator's answer. */
+static inline size_t
+usable(const void *p)
+{
+    if (glibc_heap) {
+        size_t h;
+
+        memcpy(&h, (const char *)p - sizeof h, sizeof h);
+        return (h & ~(size_t)7) - (h & 2 ? 2 : 1) * sizeof h; /* IS_MMAPPED: no next chunk's prev_size */
+    }
+    return R.usable((void *)p);
+}
+/* The sampler's own blocks: the writer's, and a service thread's inside
+ * a phs_own section (its start, its notes) but for the interpreter's
+ * allocator our CPython hook calls (T.py: the service's objects). */
+#define OWN() (T.guard || (phs_tls_own && !T.py))
+
+/* On glibc's heap (TAG_FRONT) a block the tail's way carries 16 bytes at
+ * the end of its usable size: the size asked (OWN_BIT: the sampler's),
+ * sealed as the front header is (salted: a tail is never a header), so
+ * a block from before the sampler started, with no seal, is told apart:
+ * uncounted, its usable size the allocator's. */
+#define TAIL_SALT 0x7461696c7461696cULL
+
+static inline uint64_t
+tail_seal(const void *p, uint64_t w)
+{
+    return seal_key ^ TAIL_SALT ^ (uintptr_t)p ^ w;
+}
+
+static inline void
+tag(void *p, size_t n)
+{
+    unsigned char *q = p;
+    size_t u = usable(p), s = u - n, own = OWN() ? OWN_BIT : 0;
+
+    if (X.on == TAG_FRONT) {
+        uint64_t h[2] = { n | own, 0 };
+
+        h[1] = tail_seal(p, h[0]);
+        memcpy(q + u - sizeof h, h, sizeof h);
+        if (!own)
+            count_add(n);
+        return;
+    }
+    if (s < 256 && !own) {
+        q[u - 1] = (unsigned char)s;
+        count_add(n);
+    } else {
+        size_t w = n | own;
+
+        q[u - 1] = 0;
+        memcpy(q + u - 9, &w, sizeof w);
+        if (!own)
+            count_add(n);
+    }
+}
+
+/* The size a block's tag says, bounded by its usable size (a block from
+ * before the sampler, which carries no tag, gives some size within it;
+ * on glibc's heap its usable size, *OWN set: not counted); *OWN: the
+ * writer's. */
+static inline size_t
+tag_size(const void *p, int *own)
+{
+    const unsigned char *q = p;
+    size_t u = usable(p), n;
+
+    *own = 0;
+    if (X.on == TAG_FRONT) {
+        uint64_t h[2];
+
+        if (u < sizeof h) {
+            *own = 1;
+            return u;
+        }
+        memcpy(h, q + u - sizeof h, sizeof h);
+        if (h[1] != tail_seal(p, h[0])) {
+            *own = 1;
+            return u;
+        }
+        *own = (h[0] & OWN_BIT) != 0;
+        return h[0] & ~OWN_BIT;
+    }
+    if (u == 0)
+        return 0;
+    if (q[u - 1] != 0)
+        return q[u - 1] <= u ? u - q[u - 1] : 0;
+    if (u < 9)
+        return 0;
+    memcpy(&n, q + u - 9, sizeof n);
+    *own = (n & OWN_BIT) != 0;
+    n &= ~OWN_BIT;
+    return n < u ? n : 0;
+}
+
+static inline void
+untag(const void *p)
+{
+    int own;
+    size_t n = tag_size(p, &own);
+
+    if (!own)
+        count_sub(n);
+}
+
+/* ---- the front header (TAG_FRONT) ---------------------------------------
+ * The block Q the service gets is 16 bytes into the allocator's R: R's
+ * first word is the size asked (OWN_BIT for the sampler's own), its
+ * second seals it, key ^ Q ^ the first word.  free reads the 16 bytes
+ * before Q: on glibc's heap the line of the chunk header its own free
+ * reads next (and of the list links it writes at R), so the count costs
+ * no cache miss; the tail's tag (TAG_TAIL) is in a line nothing else
+ * touches at free, a miss per block the service has not read since.
+ * A block without the header (from before phs_heap_prepare, or an
+ * aligned allocator's, tail-tagged) has glibc's chunk header there
+ * (prev_size, size: readable), whose size word matches the seal only if
+ * the 8 bytes before it hold key ^ Q ^ size: the key is random and never
+ * leaves the library, so about once in 2^64 (glibc's tcache guards its
+ * double frees with such a key).  Only on glibc's allocator: another's
+ * bytes before a block it did not give us may not be mapped.  16 bytes
+ * keep malloc's alignment; the aligned allocators keep the tail (a
+ * header there would cost the alignment in bytes). */
+/* Does Q carry a front header?  *W its first word. */
+static inline int
+front_of(const void *q, uint64_t *w)
+{
+    uint64_t h[2];
+
+    memcpy(h, (const char *)q - FRONT, sizeof h);
+    *w = h[0];
+    return h[1] == (seal_key ^ (uintptr_t)q ^ h[0]);
+}
+
+/* The header into R, the block the allocator gave for N bytes; the
+ * service's block, counted unless it is the sampler's (OWN). */
+static inline void *
+front(void *r, size_t n, int own)
+{
+    char *q = (char *)r + FRONT;
+    uint64_t h[2];
+
+    h[0] = n | (own ? OWN_BIT : 0);
+    h[1] = seal_key ^ (uintptr_t)q ^ h[0];
+    memcpy(r, h, sizeof h);
+    if (!own)
+        count_add(n);
+    return q;
+}
+
+/* Q was sampled: its header says so, and free looks it up in the live
+ * table (the other blocks' frees look nowhere: no filter to read). */
+#define SAMPLED_BIT ((uint64_t)1 << 62)
+static void
+front_mark(void *q)
+{
+    uint64_t h[2];
+
+    memcpy(h, (char *)q - FRONT, sizeof h);
+    h[0] |= SAMPLED_BIT;
+    h[1] = seal_key ^ (uintptr_t)q ^ h[0];
+    memcpy((char *)q - FRONT, h, sizeof h);
+}
+
+/* The size word W of a header without its flags. */
+#define FRONT_SIZE(w) ((w) & ~(OWN_BIT | SAMPLED_BIT))
+
+/* What the allocator is asked for N with a header (SIZE_MAX, refused,
+ * when that overflows, as N would be). */
+static inline size_t
+ask_front(size_t n)
+{
+    return n > SIZE_MAX - FRONT ? SIZE_MAX : n + FRONT;
+}
+
+/* What the allocator is asked for N: one byte more when tagging (0 when
+ * that overflows, which the allocator refuses as the service's N would). */
+#define TAGGING (X.on && !IN_INNER)
+static inline size_t
+ask(size_t n)
+{
+    size_t more = X.on == TAG_FRONT ? 16 : OWN() ? 9 : 1;
+
+    return !TAGGING ? n : n + more < n ? SIZE_MAX : n + more;
 }
 
 /* Take the block P out of the live table, and its weight off its stack.
@@ -570,8 +963,9 @@ remember(uintptr_t p, uint32_t id, int64_t b, int64_t o)
     return -1;
 }
 
-/* A sampled block P of N bytes; PCS[0..DEPTH) its stack. */
-static void
+/* A sampled block P of N bytes; PCS[0..DEPTH) its stack.  0 when it is
+ * in the live table, -1 when that was full (dropped). */
+static int
 sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
 {
     uint32_t id = stack_id(pcs, depth);
@@ -594,11 +988,12 @@ sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
         atomic_fetch_add_explicit(&s->inuse_objs, o, memory_order_relaxed);
         now = atomic_fetch_add(&H.inuse, b) + b;
         copied = atomic_load(&H.peak_copied);
-        if (now >= copied + (copied / 64 > (int64_t)H.mean ? copied / 64 : (int64_t)H.mean))
-            copy_peak();
-    } else {
-        atomic_fetch_add(&H.dropped, 1);
+        if (!X.on && now >= copied + (copied / 64 > (int64_t)H.mean ? copied / 64 : (int64_t)H.mean))
+            copy_peak(0);
+        return 0;
     }
+    atomic_fetch_add(&H.dropped, 1);
+    return -1;
 }
 
 /* Registers of the calling frame, for the walk. */
@@ -617,25 +1012,29 @@ sampled(void *p, size_t n, const uintptr_t *pcs, uint32_t depth)
  * dropped, so the leaf is the function the service called (malloc,
  * calloc...); the library's frames under the service's are cut (its
  * handler run from ours, an allocation an interposer of ours makes). */
+enum { NOTE_TAIL, NOTE_PY, NOTE_FRONT }; /* what the block is: note_slow's KIND */
+
 static __attribute__((noinline)) void
-note_slow(void *p, size_t n, int py)
+note_slow(void *p, size_t n, int kind)
 {
+    int py = kind == NOTE_PY;
+
     uintptr_t pcs[PHS_MAX_DEPTH], pc, sp, fp;
     uint32_t depth;
 
-    if (tls_guard)
+    if (T.guard)
         return;
-    if (__builtin_expect(!tls_seeded, 0)) {
-        tls_rng = (uint64_t)syscall(SYS_gettid) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)&tls_rng ^
+    if (__builtin_expect(!T.seeded, 0)) {
+        T.rng = (uint64_t)syscall(SYS_gettid) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)(uintptr_t)&T.rng ^
                   (uint64_t)time(NULL);
-        if (tls_rng == 0)
-            tls_rng = 1;
-        tls_left = phs_heap_interval(&tls_rng, H.mean);
-        tls_seeded = 1;
+        if (T.rng == 0)
+            T.rng = 1;
+        T.left = phs_heap_interval(&T.rng, H.mean);
+        T.seeded = 1;
     }
-    if (!phs_heap_step(&tls_left, &tls_rng, H.mean, n))
+    if (!phs_heap_step(&T.left, &T.rng, H.mean, n))
         return;
-    tls_guard = 1;
+    T.guard = 1;
     phs_own_begin();
     HERE(pc, sp, fp);
     depth = phs_unwind_regs(pc, sp, fp, pcs);
@@ -647,31 +1046,37 @@ note_slow(void *p, size_t n, int py)
              * is the interpreter's function that asked (our hook left out) */
             uintptr_t words[PHS_MAX_WORDS];
 
+            atomic_store_explicit(&X.runtime, 1, memory_order_relaxed);
+
             sampled(p, n, words, phs_py_merge(pcs + 2, depth - 1, words, PHS_MAX_WORDS));
-        } else if (!py) {
-            sampled(p, n, pcs + 1, depth);
+        } else if (!py && sampled(p, n, pcs + 1, depth) == 0 && kind == NOTE_FRONT) {
+            front_mark(p); /* its free finds its record by this */
         }
     }
     phs_own_end();
-    tls_guard = 0;
+    T.guard = 0;
 }
 
 /* The countdown, inlined into each interposer: N bytes off this thread's
  * distance to the next sampled byte (phs_heap_step's first branch); the
  * rest out of line.  What the sampler allocates for itself on a service
  * thread (inside a phs_own section) is not counted. */
-#define NOTE_(p, n, py)                                                                            \
+#define COUNTDOWN(p, n, kind)                                                                      \
     do {                                                                                           \
-        if (atomic_load_explicit(&H.on, memory_order_relaxed) && (p) != NULL && !phs_tls_own &&    \
-            !IN_INNER) {                                                                           \
-            int64_t left_ = tls_left;                                                              \
+        if (atomic_load_explicit(&H.on, memory_order_relaxed)) {                                   \
+            int64_t left_ = T.left;                                                                \
             if (__builtin_expect(left_ > 0 && (uint64_t)left_ > (n), 1))                           \
-                tls_left = left_ - (int64_t)(n);                                                   \
+                T.left = left_ - (int64_t)(n);                                                     \
             else                                                                                   \
-                note_slow((p), (n), (py));                                                         \
+                note_slow((p), (n), (kind));                                                       \
         }                                                                                          \
     } while (0)
-#define NOTE(p, n) NOTE_(p, n, 0)
+#define NOTE_(p, n, kind)                                                                          \
+    do {                                                                                           \
+        if ((p) != NULL && !phs_tls_own && !IN_INNER)                                              \
+            COUNTDOWN(p, n, kind);                                                                 \
+    } while (0)
+#define NOTE(p, n) NOTE_(p, n, NOTE_TAIL)
 
 static inline void
 release(void *p)
@@ -695,6 +1100,7 @@ phs_heap_record(uintptr_t key, size_t n, const uintptr_t *words, uint32_t depth)
 
     if (!phs_heap_on() || depth == 0 || key <= TOMB)
         return -1;
+    atomic_store_explicit(&X.runtime, 1, memory_order_relaxed);
     dropped = atomic_load(&H.dropped);
     sampled((void *)key, n, words, depth);
     return atomic_load(&H.dropped) == dropped ? 0 : -1;
@@ -749,15 +1155,16 @@ static struct {
 
 /* The interpreter's own call, its mallocs not sampled again (a block
  * over 512 bytes is PyMem_RawMalloc's, malloc's). */
-#define PY_ORIG(call) (phs_own_begin(), (call))
+#define PY_ORIG(call) (T.py++, phs_own_begin(), (call))
+#define PY_END() (phs_own_end(), T.py--)
 
 static void *
 py_malloc(void *ctx, size_t n)
 {
     void *p = PY_ORIG(PYH.orig.malloc(PYH.orig.ctx, n));
 
-    phs_own_end();
-    NOTE_(p, n, 1);
+    PY_END();
+    NOTE_(p, n, NOTE_PY);
     return p;
 }
 
@@ -767,9 +1174,9 @@ py_calloc(void *ctx, size_t n, size_t size)
     void *p = PY_ORIG(PYH.orig.calloc(PYH.orig.ctx, n, size));
     size_t total;
 
-    phs_own_end();
+    PY_END();
     if (!__builtin_mul_overflow(n, size, &total))
-        NOTE_(p, total, 1);
+        NOTE_(p, total, NOTE_PY);
     return p;
 }
 
@@ -781,8 +1188,8 @@ py_realloc(void *ctx, void *old, size_t n)
     if (old != NULL)
         release(old);
     p = PY_ORIG(PYH.orig.realloc(PYH.orig.ctx, old, n));
-    phs_own_end();
-    NOTE_(p, n, 1);
+    PY_END();
+    NOTE_(p, n, NOTE_PY);
     return p;
 }
 
@@ -792,7 +1199,7 @@ py_free(void *ctx, void *p)
     if (p != NULL)
         release(p);
     PY_ORIG(PYH.orig.free(PYH.orig.ctx, p));
-    phs_own_end();
+    PY_END();
 }
 
 #define PY_SYM(name) dlsym(RTLD_DEFAULT, name)
@@ -846,43 +1253,131 @@ phs_heap_py_state(const char **why)
 
 /* ---- the interposers ------------------------------------------------------ */
 
+/* The header of a block the sampler allocates (inside a phs_own
+ * section but for CPython's objects, which are counted; T.guard: the
+ * writer, a sample's bookkeeping): not sampled. */
+static __attribute__((noinline)) void *
+front_own(void *r, size_t n, int own)
+{
+    return front(r, n, T.guard || (own && !T.py));
+}
+
 void *
 malloc(size_t n)
 {
     void *p;
 
+    if (__builtin_expect(X.on == TAG_FRONT, 1)) {
+        /* The common path, on glibc's allocator: the call through (16
+         * bytes more), the header (the exact count's add into the
+         * thread's change), the countdown to the next sample.  What the
+         * sampler allocates (phs_tls_own, volatile: read once; T.guard)
+         * is neither counted nor sampled: out of line. */
+        size_t want;
+        int own;
+
+        if (__builtin_expect(__builtin_add_overflow(n, FRONT, &want), 0))
+            want = SIZE_MAX; /* refused, as N would be */
+        p = R.malloc(want);
+        if (__builtin_expect(p == NULL, 0))
+            return NULL;
+        own = phs_tls_own;
+        if (__builtin_expect(own | T.guard, 0))
+            return front_own(p, n, own);
+        p = front(p, n, 0);
+        COUNTDOWN(p, n, NOTE_FRONT);
+        return p;
+    }
     if (!ready())
         return boot_alloc(n, 16);
-    p = R.malloc(n);
+    p = R.malloc(ask(n));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
 
-void
-free(void *p)
+/* free of a block with a header off the common path: the sampler's or
+ * sampled, or a change to flush, or the thread's first free. */
+static __attribute__((noinline)) void
+free_front(void *p, uint64_t w)
+{
+    if (w & SAMPLED_BIT)
+        forget((uintptr_t)p);
+    if (!(w & OWN_BIT))
+        count_sub(FRONT_SIZE(w));
+    R.free((char *)p - FRONT);
+}
+
+/* free of a block without a header (the tail's way, from before the
+ * sampler started, the bootstrap arena's). */
+static __attribute__((noinline)) void
+free_other(void *p)
 {
     if (p == NULL || boot_owns(p))
         return;
     if (!ready())
         return; /* cannot happen: a block came from somewhere */
+    if (TAGGING)
+        untag(p);
     release(p);
     R.free(p);
+}
+
+void
+free(void *p)
+{
+    uint64_t w;
+    int64_t v;
+
+    /* The common path: a block with a header (read from the line of
+     * glibc's chunk header, which its free reads next), neither sampled
+     * (no lookup) nor the sampler's, its size off the thread's change,
+     * the call through; no call but that one, so nothing to save. */
+    if (__builtin_expect(X.on == TAG_FRONT, 1) && p != NULL && front_of(p, &w)) {
+        v = T.pend - (int64_t)w;
+        if (__builtin_expect(!(w & (OWN_BIT | SAMPLED_BIT)) && v > -FLUSH_AT && T.keyed, 1)) {
+            T.pend = v;
+            R.free((char *)p - FRONT);
+        } else {
+            free_front(p, w);
+        }
+        return;
+    }
+    free_other(p);
 }
 
 void *
 calloc(size_t n, size_t size)
 {
     void *p;
-    size_t total;
+    size_t total, want;
 
     if (!ready()) {
         if (__builtin_mul_overflow(n, size, &total))
             return NULL;
         return boot_alloc(total, 16); /* static: zeroed */
     }
-    p = INNER(R.calloc(n, size));
-    if (p != NULL && !__builtin_mul_overflow(n, size, &total))
+    if (__builtin_mul_overflow(n, size, &total) || !TAGGING)
+        return INNER(R.calloc(n, size)); /* (refused when it overflows) */
+    if (X.on == TAG_FRONT) {
+        int own;
+
+        p = R.calloc(1, ask_front(total));
+        if (p == NULL)
+            return NULL;
+        own = phs_tls_own;
+        p = front(p, total, T.guard || (own && !T.py)); /* (the service's bytes zero) */
+        if (!own)
+            COUNTDOWN(p, total, NOTE_FRONT);
+        return p;
+    }
+    want = ask(total);
+    p = INNER(R.calloc(1, want));
+    if (p != NULL) {
+        tag(p, total);
         NOTE(p, total);
+    }
     return p;
 }
 
@@ -903,7 +1398,51 @@ realloc(void *old, size_t n)
         return old == NULL ? boot_alloc(n, 16) : NULL;
     if (old != NULL)
         release(old);
-    p = INNER(R.realloc(old, n));
+    if (X.on == TAG_FRONT) {
+        uint64_t w;
+
+        if (old == NULL)
+            return malloc(n);
+        if (front_of(old, &w)) {
+            void *r = (char *)old - FRONT;
+            int own;
+
+            if (n == 0) {
+                if (!(w & OWN_BIT))
+                    count_sub(FRONT_SIZE(w));
+                return R.realloc(r, 0); /* glibc frees it (and gives NULL) */
+            }
+            p = R.realloc(r, ask_front(n));
+            if (p == NULL)
+                return NULL; /* OLD stays, its header with it */
+            if (!(w & OWN_BIT))
+                count_sub(FRONT_SIZE(w));
+            /* the header moved with the bytes: sealed anew, unsampled
+             * (its record went with release() above) */
+            own = phs_tls_own;
+            p = front(p, n, T.guard || (own && !T.py));
+            if (!own)
+                COUNTDOWN(p, n, NOTE_FRONT);
+            return p;
+        }
+        /* an aligned allocator's or from before: the tail's way */
+    }
+    if (!TAGGING) {
+        p = INNER(R.realloc(old, n));
+    } else if (old != NULL && n == 0) {
+        untag(old); /* glibc frees it (and gives NULL) */
+        return INNER(R.realloc(old, 0));
+    } else {
+        int own = 0;
+        size_t had = old != NULL ? tag_size(old, &own) : 0, want = ask(n);
+
+        p = INNER(R.realloc(old, want));
+        if (p == NULL)
+            return NULL; /* OLD stays, its tag with it */
+        if (!own)
+            count_sub(had);
+        tag(p, n);
+    }
     NOTE(p, n);
     return p;
 }
@@ -923,13 +1462,17 @@ reallocarray(void *old, size_t n, size_t size)
 int
 posix_memalign(void **out, size_t align, size_t n)
 {
+    size_t want;
     int r;
 
     if (!ready()) {
         *out = boot_alloc(n, align);
         return *out ? 0 : ENOMEM;
     }
-    r = INNER(R.posix_memalign(out, align, n));
+    want = ask(n);
+    r = INNER(R.posix_memalign(out, align, want));
+    if (r == 0 && TAGGING)
+        tag(*out, n);
     if (r == 0)
         NOTE(*out, n);
     return r;
@@ -939,10 +1482,14 @@ void *
 aligned_alloc(size_t align, size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready())
         return boot_alloc(n, align);
-    p = INNER(R.aligned_alloc(align, n));
+    want = ask(n);
+    p = INNER(R.aligned_alloc(align, want));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -951,10 +1498,14 @@ void *
 memalign(size_t align, size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready())
         return boot_alloc(n, align);
-    p = INNER(R.memalign(align, n));
+    want = ask(n);
+    p = INNER(R.memalign(align, want));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -963,10 +1514,14 @@ void *
 valloc(size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready())
         return boot_alloc(n, 4096);
-    p = INNER(R.valloc(n));
+    want = ask(n);
+    p = INNER(R.valloc(want));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -975,10 +1530,14 @@ void *
 pvalloc(size_t n)
 {
     void *p;
+    size_t want;
 
     if (!ready() || R.pvalloc == NULL)
         return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
-    p = INNER(R.pvalloc(n));
+    want = ask(n);
+    p = INNER(R.pvalloc(want));
+    if (p != NULL && TAGGING)
+        tag(p, n);
     NOTE(p, n);
     return p;
 }
@@ -992,6 +1551,14 @@ malloc_usable_size(void *p)
         return boot_size(p);
     if (!ready() || R.usable == NULL)
         return 0;
+    if (X.on) {
+        int own;
+        uint64_t w;
+
+        if (X.on == TAG_FRONT && front_of(p, &w))
+            return FRONT_SIZE(w);
+        return tag_size(p, &own); /* the tag's bytes are not the service's */
+    }
     return R.usable(p);
 }
 
@@ -1002,13 +1569,35 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
 {
     uint32_t n = atomic_load(&H.n_stacks);
     size_t k = 0;
+    int64_t now_live = 0, peak = 0;
+    double k_in = 1, k_pk = 1;
 
     memset(t, 0, sizeof *t);
     if (H.stacks == NULL)
         return 0;
-    /* In use at its highest now: the peak is now. */
-    if (atomic_load(&H.inuse) > atomic_load(&H.peak_copied))
-        copy_peak();
+    if (X.on) {
+        /* the exact count: in use at its highest now, the peak is now */
+        now_live = atomic_load(&X.live);
+        peak = atomic_load(&X.peak);
+        if (now_live >= peak) {
+            atomic_store(&X.peak, now_live);
+            peak = now_live;
+            copy_peak(now_live);
+        } else if (atomic_load(&H.peak_copied) <= 0) {
+            copy_peak(now_live); /* none kept at the peak: the composition now's */
+        }
+        /* The views' bytes sum to the exact figures, their shares the
+         * samples' (a runtime's objects, not malloc's, are estimates
+         * only: then the rows stay estimates, the exact count beside). */
+        if (!atomic_load(&X.runtime)) {
+            int64_t si = atomic_load(&H.inuse), sp = atomic_load(&H.peak_copied);
+
+            k_in = si > 0 && now_live > 0 ? (double)now_live / (double)si : 1;
+            k_pk = sp > 0 && peak > 0 ? (double)peak / (double)sp : 1;
+        }
+    } else if (atomic_load(&H.inuse) > atomic_load(&H.peak_copied)) {
+        copy_peak(0); /* in use at its highest now: the peak is now */
+    }
     if (n > HEAP_STACKS)
         n = HEAP_STACKS;
     for (uint32_t i = 0; i < n; i++) {
@@ -1028,9 +1617,9 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
         r->v[PHS_HEAP_ALLOC_OBJECTS] = (int64_t)llround((double)atomic_load(&s->alloc_objs) / PHS_HEAP_OBJ);
         r->v[PHS_HEAP_ALLOC_SPACE] = (int64_t)atomic_load(&s->alloc_bytes);
         r->v[PHS_HEAP_INUSE_OBJECTS] = io > 0 ? (int64_t)llround((double)io / PHS_HEAP_OBJ) : 0;
-        r->v[PHS_HEAP_INUSE_SPACE] = ib > 0 ? ib : 0;
+        r->v[PHS_HEAP_INUSE_SPACE] = ib > 0 ? (int64_t)llround((double)ib * k_in) : 0;
         r->v[PHS_HEAP_PEAK_OBJECTS] = po > 0 ? (int64_t)llround((double)po / PHS_HEAP_OBJ) : 0;
-        r->v[PHS_HEAP_PEAK_SPACE] = pb > 0 ? pb : 0;
+        r->v[PHS_HEAP_PEAK_SPACE] = pb > 0 ? (int64_t)llround((double)pb * k_pk) : 0;
         for (int v = 0; v < PHS_HEAP_VIEWS; v++)
             t->v[v] += r->v[v];
         t->samples += r->samples;
@@ -1041,6 +1630,15 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
     t->stacks = n;
     t->live = atomic_load(&H.live_n);
     t->mean = H.mean;
+    if (X.on && !atomic_load(&X.runtime)) {
+        /* the totals are the exact count's even where no sample stands
+         * for its bytes (no sampled block in use: no row, not nothing) */
+        t->v[PHS_HEAP_INUSE_SPACE] = now_live;
+        t->v[PHS_HEAP_PEAK_SPACE] = peak;
+    }
+    t->exact = X.on;
+    t->exact_live = now_live;
+    t->exact_peak = peak;
     return k;
 }
 

@@ -585,6 +585,8 @@ typedef struct phs_heap_totals {
     int64_t v[PHS_HEAP_VIEWS];
     uint64_t samples, dropped, stacks, live;
     double mean;
+    int exact;                   /* malloc's bytes counted exactly: */
+    int64_t exact_live, exact_peak; /* in use now and at the peak */
 } phs_heap_totals;
 /* Writer: every stack with its views into ROWS (at most MAX; may be
  * NULL with 0), the totals of all into T; how many rows. */

@@ -110,6 +110,57 @@ for r in 524288 4096; do
     echo "$line"
 done
 
+# ---- the 75/25 program (issue 31) ----------------------------------------
+# tests/bench/heap_split.c: SPLIT_CALLS mallocs and frees of mixed sizes,
+# the bytes 75/25 between alloc_three and alloc_one; none, ours at 512 KiB
+# (and BASELINE_LIB's), interleaved; the loop's CPU medians; the split in
+# every view of ours; the peak against the program's own count and massif's.
+SPLIT_CALLS=${SPLIT_CALLS:-4000000}
+cc -O2 -g -o "$tmp/split" tests/bench/heap_split.c
+split_ours() {
+    local dir=$tmp/split-$1
+    rm -rf "$dir"
+    env LD_PRELOAD="$2" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HEAP=524288 PH_SAMPLER_INTERVAL=0 "$tmp/split" "$SPLIT_CALLS"
+}
+splitrun() {
+    local name=$1
+    shift
+    "$@" > "$tmp/$name.out" 2>&1 || { echo "bench-heap: $name failed:"; cat "$tmp/$name.out"; exit 1; }
+    sed -n 's/^heap_split: .*, \([0-9.]*\) CPU-s$/\1/p' "$tmp/$name.out" >> "$tmp/$name.cpu"
+}
+echo
+echo "75/25 program: $SPLIT_CALLS calls, $RUNS runs each, interleaved (loop CPU-s, medians)"
+for ((i = 1; i <= RUNS; i++)); do
+    splitrun split-none "$tmp/split" "$SPLIT_CALLS"
+    splitrun split-ours split_ours ours "$PWD/build/libphsampler.so"
+    [ -z "$BASELINE_LIB" ] || splitrun split-base split_ours base "$(readlink -f "$BASELINE_LIB")"
+done
+[ "$have_massif" = 0 ] || valgrind --tool=massif --massif-out-file="$tmp/split-massif.out" "$tmp/split" "$SPLIT_CALLS" \
+    > /dev/null 2>&1
+sbase=$(median < "$tmp/split-none.cpu")
+for n in split-none split-ours split-base; do
+    [ -f "$tmp/$n.cpu" ] || continue
+    c=$(median < "$tmp/$n.cpu")
+    printf '%-24s %10.3f CPU-s %8.3fx\n' "${n#split-}" "$c" "$(echo "scale=4; $c / $sbase" | bc)"
+done
+true_peak=$(sed -n 's/^heap_split: .*, peak \([0-9]*\) B, .*/\1/p' "$tmp/split-none.out")
+for n in ours base; do
+    [ -d "$tmp/split-$n" ] || continue
+    st=$(ls "$tmp"/split-$n/sampler-status-*.json | head -1)
+    p=$(jq '.heap.peak_inuse_bytes' "$st")
+    line="$n: peak $p B, the program's own $true_peak B ($(echo "scale=4; $p / $true_peak" | bc)x)"
+    if [ "$have_massif" = 1 ]; then
+        m=$(sed -n 's/^mem_heap_B=//p' "$tmp/split-massif.out" | sort -n | tail -1)
+        line="$line, massif $m B ($(echo "scale=4; $p / $m" | bc)x)"
+    fi
+    echo "$line"
+    for v in alloc_space inuse_space peak_inuse_space; do
+        awk -v v=$v '{ n = $NF } /;alloc_three/ { a += n } /;alloc_one/ { b += n }
+            END { printf "  %-18s alloc_three %5.1f %% of the two\n", v, 100 * a / (a + b) }' \
+            "$tmp"/split-$n/$v-*.folded
+    done
+done
+
 # ---- the runtimes ----------------------------------------------------------
 LANG_RUNS=${LANG_RUNS:-$RUNS}
 lib=$PWD/build/libphsampler.so

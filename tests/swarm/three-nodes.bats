@@ -135,7 +135,8 @@ deploy() {
     before=$(running_tasks | sort)
     c1=$(node_task_containers 1)
     c2=$(node_task_containers 2)
-    [ -n "$c1" ] && [ -n "$c2" ]
+    [ -n "$c1" ]
+    [ -n "$c2" ]
     timed "node 3 killed" bed_stop 3 KILL
     node_down() { [ "$(bed_docker 1 node inspect --format '{{.Status.State}}' "$SWARM_BED-n3")" = down ]; }
     timed "node 3 reported down" wait_for node_down

@@ -30,6 +30,7 @@ typedef struct run_opts {
     const char *dir;        /* NULL: outdir; "": PH_SAMPLER_DIR unset */
     const char *out;        /* file for stdout+stderr, NULL: inherit */
     const char *prog;       /* NULL: WORK */
+    const char *lib;        /* the sampler preloaded, NULL: LIB */
     const char *unwind;     /* PH_SAMPLER_UNWIND, NULL: unset */
     const char *debuginfo;  /* PH_SAMPLER_DEBUGINFO, NULL: unset */
     const char *strace;     /* run under strace -f, its log here (NULL: not) */
@@ -58,7 +59,7 @@ start_opts(const run_opts *o, char *const args[])
             a = sizeof pre / sizeof *pre;
             prog = "/usr/bin/strace";
         } else {
-            setenv("LD_PRELOAD", LIB, 1);
+            setenv("LD_PRELOAD", o->lib ? o->lib : LIB, 1);
         }
         for (int i = 0; args[i] && i < 6; i++)
             argv[a + i] = args[i];

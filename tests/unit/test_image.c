@@ -210,8 +210,10 @@ test_modes_per_image(void **state)
         { "", "glibc", "flamegraph", NULL },
         { "", "glibc", "massif", NULL }, /* valgrind from the tree */
         { "", "glibc", "callgrind", NULL },
-        /* no package manager, musl: valgrind only from a package manager */
-        { "", "musl", "massif", "needs the image's package manager, and the image has none" },
+        /* no package manager, musl: valgrind from the tree too (musl's
+         * malloc replaced by somalloc=NONE: profiles/massif.yaml) */
+        { "", "musl", "massif", NULL },
+        { "", "musl", "callgrind", NULL },
         /* ... the sampler's musl build from the tree */
         { "", "musl", "flamegraph", NULL },
         { "", "musl", "wall", NULL },
@@ -286,10 +288,10 @@ test_sampler_env(void **state)
     assert_int_equal(ph_image_sampler_env(&(ph_strv){ 0 }, NULL), 0);
 }
 
-/* Whether the tools tree serves a mode: valgrind only where the image
- * has glibc's loader (a Debian valgrind's malloc replacement is glibc's),
- * strace and the sampler anywhere they fit; the rest through the
- * package manager (a profiling image). */
+/* Whether the tools tree serves a mode: valgrind where the image has a
+ * C library's loader (glibc's or musl's: the program runs on it), not in
+ * an image of static programs only; strace and the sampler anywhere they
+ * fit; the rest through the package manager (a profiling image). */
 static void
 test_tree_serves(void **state)
 {
@@ -299,8 +301,8 @@ test_tree_serves(void **state)
         const char *libc, *mode;
         int serves;
     } cases[] = {
-        { "glibc", "massif", 1 }, { "glibc", "callgrind", 1 }, { "musl", "massif", 0 },
-        { "musl", "callgrind", 0 }, { "", "massif", 0 }, { "musl", "strace", 1 },
+        { "glibc", "massif", 1 }, { "glibc", "callgrind", 1 }, { "musl", "massif", 1 },
+        { "musl", "callgrind", 1 }, { "", "massif", 0 }, { "musl", "strace", 1 },
         { "", "perf", 1 }, { "glibc", "flamegraph", 1 },
     };
 

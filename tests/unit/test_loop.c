@@ -454,6 +454,34 @@ test_start_lone(void **state)
     CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 1, "one profiled container there");
 }
 
+/* massif from the tools tree in a musl image FROM scratch (its program
+ * and musl's loader, no /tmp): the workload gets an empty /tmp of its
+ * own, where valgrind writes its files and vgdb its FIFOs; an image with
+ * a /tmp (the demo's) gets none (test_start_lone's two mounts). */
+static void
+test_start_no_tmp(void **state)
+{
+    ph_fake_image *img;
+    const ph_workload_spec *s;
+    size_t tmp = 0;
+
+    (void)state;
+    open_world("services:\n  front:\n    image: scratchy:1\n", NULL);
+    img = ph_fake_image_add(W.f, "scratchy:1", "sha256:scratchy");
+    assert_non_null(img);
+    assert_int_equal(ph_strv_push(&ph_fake_image_config(img)->entrypoint, "/usr/bin/demo"), 0);
+    assert_int_equal(ph_fake_image_facts(img, NULL, "musl"), 0);
+    assert_int_equal(ph_fake_image_program(img, "/usr/bin/demo", 1), 0);
+    start("massif", "front");
+    s = &run_of("proj-front-massif")->spec;
+    CHECK(strcmp(s->entrypoint.v[s->entrypoint.n - 1], "/usr/bin/demo") == 0 &&
+          has_words(&s->entrypoint, (const char *const[]){ "/opt/profharness/tools/bin/valgrind", NULL }),
+          "valgrind from the tree: %s", tu_join(s->entrypoint.v, s->entrypoint.n));
+    for (size_t i = 0; i < s->n_mounts; i++)
+        tmp += s->mounts[i].kind == PH_MOUNT_SPEC_ANON && strcmp(s->mounts[i].target, "/tmp") == 0;
+    CHECK(tmp == 1, "one empty /tmp of its own (%zu mounts)", s->n_mounts);
+}
+
 /* Docker's rule for what runs: an entrypoint the service gives drops the
  * image's CMD (the image's ENTRYPOINT too); a command it gives replaces
  * only the CMD. */
@@ -963,6 +991,139 @@ test_replicas_one_kept_then_added(void **state)
     no_temp_left("front");
 }
 
+/* In a child about to be interrupted: SIGINT's default action back, a
+ * project whose profiled container writes 64 KiB, streamed 1 KiB at a
+ * time (so a fault can strike part way). */
+static void
+open_big_world(void)
+{
+    static char big[64 * 1024];
+    ph_fake_wl *t;
+
+    signal(SIGINT, SIG_DFL);
+    open_world(ONE, NULL);
+    t = profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
+    memset(big, 'x', sizeof big);
+    ph_fake_wl_file(t, "/opt/profiling/front/big.bin", big, sizeof big, 0644);
+    ph_fake_chunk(W.f, 1024);
+}
+
+/* ---- a Swarm task's collection ---------------------------------------------- */
+
+/* The profiled container of front, ended as `started` said (asked to
+ * stop when ASK), as a task of slot 1 on node n1 (*W, the caller's to
+ * clear), and the run dir of several it lands in (*RUNFD), a leftover of
+ * a dead harness in it. */
+static void
+task_ended(int ask, ph_backend **b, ph_workload *w, int *runfd)
+{
+    ph_workload_list l = { 0 };
+    ph_error_t err = NULL;
+    char rel[PATH_MAX];
+    long code = 0;
+    int timed_out = 0, svcfd = -1, lock = -1;
+
+    must(ph_run_backend(W.r, b, &err), &err, "backend");
+    must(ph_run_list(W.r, "front", &l, &err), &err, "list");
+    CHECK(l.n == 1 && ph_workload_profiled(&l.v[0]), "one profiled workload");
+    *w = l.v[0];
+    memset(&l.v[0], 0, sizeof l.v[0]);
+    ph_workload_list_free(&l);
+    if (ask)
+        (*b)->ops->signal(*b, w->id, "SIGTERM", NULL);
+    must((*b)->ops->wait(*b, w->id, 60, &code, &timed_out, &err), &err, "wait");
+    CHECK(!timed_out, "it ended");
+    w->slot = 1;
+    free(w->node);
+    w->node = strdup("n1");
+    snprintf(rel, sizeof rel, "out/front/%s/.incoming-left", w->run);
+    mkdirs(rel);
+    must(ph_run_lock_service(W.r, "front", &svcfd, &lock, &err), &err, "lock");
+    must(ph_run_open_run_dir(W.r, svcfd, "front", w->run, runfd, &err), &err, "the run dir");
+    close(svcfd);
+    close(lock);
+}
+
+/* A task is collected as a lone container's stop collects it: the shim's
+ * record examined into run.json (completion, missing_artifacts), the OOM
+ * killer said, the task's node and slot beside; the leftover swept. */
+static void
+test_swarm_task_collected_as_lone(void **state)
+{
+    const char *run = started((ph_fake_end){ PH_FAKE_OOM, 0, 1 }, RECORD_STOPPED);
+    ph_service *svc = ph_compose_service(W.r->compose, "front");
+    json_t *summary = ph_run_tasks_new("front", "strace", run), *meta;
+    ph_backend *b;
+    ph_workload w;
+    char rel[PATH_MAX];
+    int runfd = -1;
+
+    (void)state;
+    task_ended(0, &b, &w, &runfd);
+    CHECK(ph_run_swarm_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) == 1, "collected");
+    snprintf(rel, sizeof rel, "front/%s/1-n1/run.json", run);
+    meta = json_at(rel);
+    CHECK(json_is_object(json_object_get(meta, "completion")), "run.json holds the shim's completion record");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "completion"), "outcome")),
+                        "stopped");
+    assert_true(json_is_null(json_object_get(meta, "completion_problem")));
+    assert_int_equal(json_array_size(json_object_get(meta, "missing_artifacts")), 0);
+    assert_true(json_is_array(json_object_get(meta, "missing_artifacts")));
+    assert_true(json_is_true(json_object_get(meta, "oom_killed")));
+    assert_string_equal(json_string_value(json_object_get(meta, "node")), "n1");
+    assert_int_equal(json_integer_value(json_object_get(meta, "slot")), 1);
+    snprintf(rel, sizeof rel, "front/%s/.incoming-left", run);
+    CHECK(!exists(rel), "the leftover of a dead harness is swept");
+    no_temp_left("front");
+    json_decref(meta);
+    json_decref(summary);
+    ph_workload_clear(&w);
+    close(runfd);
+}
+
+/* In a child: SIGINT part way through a task's archive: the process
+ * lives on (the interrupt section), the task is not collected, nothing is
+ * left in the run dir, and the stop is told to go no further (130). */
+static int
+swarm_interrupted_child(void)
+{
+    const char *run;
+    ph_service *svc;
+    json_t *summary;
+    ph_error_t err = NULL;
+    ph_backend *b;
+    ph_workload w;
+    char cmd[PATH_MAX + 64];
+    int runfd = -1;
+
+    open_big_world();
+    start("strace", "front");
+    task_ended(1, &b, &w, &runfd);
+    ph_fake_fault(W.f, "archive_get", "proj-front-strace", PH_FAKE_INTERRUPT, 8192, 1);
+    svc = ph_compose_service(W.r->compose, "front");
+    run = w.run;
+    summary = ph_run_tasks_new("front", "strace", run);
+    if (ph_run_swarm_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) != 0)
+        return 1;
+    if (!ph_run_swarm_interrupted(svc, &err) || err->status != 130)
+        return 2;
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s/front/%s')\"", W.out, run);
+    if (system(cmd) != 0)
+        return 3; /* a temp dir or a task dir left */
+    json_decref(summary);
+    ph_error_free(&err);
+    ph_workload_clear(&w);
+    close(runfd);
+    return 0;
+}
+
+static void
+test_swarm_task_interrupted(void **state)
+{
+    (void)state;
+    tu_in_child(swarm_interrupted_child, "the interrupted task");
+}
+
 /* ---- an interrupted extraction ------------------------------------------------ */
 
 /* In a child (an interrupt stays caught for the process's life): SIGINT
@@ -972,19 +1133,12 @@ test_replicas_one_kept_then_added(void **state)
 static int
 interrupted_child(void)
 {
-    static char big[64 * 1024];
     char cmd[PATH_MAX + 64];
     char *names[1] = { "front" };
     ph_error_t err = NULL;
     ph_workload w;
-    ph_fake_wl *t;
 
-    signal(SIGINT, SIG_DFL);
-    open_world(ONE, NULL);
-    t = profiled_writes("proj-front-strace", "front", (ph_fake_end){ 0 });
-    memset(big, 'x', sizeof big);
-    ph_fake_wl_file(t, "/opt/profiling/front/big.bin", big, sizeof big, 0644);
-    ph_fake_chunk(W.f, 1024);
+    open_big_world();
     ph_fake_fault(W.f, "archive_get", "proj-front-strace", PH_FAKE_INTERRUPT, 8192, 1);
     start("strace", "front");
     if (ph_run_stop(W.r, names, 1, &err) == 0)
@@ -1392,6 +1546,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_start_no_tmp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_lone, setup, teardown),
         cmocka_unit_test(test_replica_labels_read),
         cmocka_unit_test_setup_teardown(test_start_entrypoint_drops_cmd, setup, teardown),
@@ -1408,6 +1563,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_refresh_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swarm_task_collected_as_lone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swarm_task_interrupted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_extraction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_conversion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_program_path_bounded, setup, teardown),

@@ -67,7 +67,7 @@ test_shipped_exact(void **state)
     p = ph_profiles_find(&set, "massif");
     assert_non_null(p);
     ASSERT_STRV(&p->wrap, "env", "-u", "HOSTNAME", "-u", "HOST", "-u", "USER", "-u", "LOGNAME", "valgrind",
-                "--tool=massif", "--vgdb-prefix=/tmp/ph-vgdb", "--massif-out-file={out}/massif.out", "--time-unit=B",
+                "--tool=massif", "--soname-synonyms=somalloc=NONE", "--vgdb-prefix=/tmp/ph-vgdb", "--massif-out-file={out}/massif.out", "--time-unit=B",
                 "--detailed-freq=10", "--max-snapshots=100", "--threshold=0.5");
     ASSERT_STRV(&p->cap_add, "SYS_PTRACE");
     ASSERT_STRV(&p->security_opt, "seccomp=unconfined");

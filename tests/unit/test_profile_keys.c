@@ -160,8 +160,8 @@ test_shipped(void **state)
     ASSERT_STRV(&p->attach.convert.command, "perf", "script", "--force", "--symfs", "{out}/symfs", "-i",
                 "{out}/perf.data");
 
-    /* valgrind cannot join a running process, runs from the tree only
-     * with glibc, and each says why. */
+    /* valgrind cannot join a running process, runs from the tree with
+     * glibc's or musl's loader, and each says why. */
     for (int i = 0; i < 2; i++) {
         p = ph_profiles_find(&set, i ? "callgrind" : "massif");
         assert_non_null(p);
@@ -169,8 +169,8 @@ test_shipped(void **state)
         assert_non_null(strstr(p->attach.unsupported, "valgrind must start the process"));
         assert_true(p->has_tools);
         ASSERT_STRV(&p->tools, "env", "valgrind", "vgdb");
-        ASSERT_STRV(&p->tools_libc, "glibc");
-        assert_non_null(strstr(p->limits, "package manager"));
+        ASSERT_STRV(&p->tools_libc, "glibc", "musl");
+        assert_non_null(strstr(p->limits, "static programs only"));
         ASSERT_STRV(&p->packages_apk, "valgrind");
     }
     /* the sampler's modes: glibc's build or musl's, from the tools volume
@@ -182,7 +182,17 @@ test_shipped(void **state)
         assert_int_equal(p->tools.n, 0);
         ASSERT_STRV(&p->libc, "glibc", "musl");
         assert_int_equal(p->packages_apk.n, 0);
-        assert_non_null(p->attach.unsupported);
+        if (i == 2) {
+            assert_non_null(p->attach.unsupported); /* heap: only from the start */
+            continue;
+        }
+        /* flamegraph and wall join a running JVM (its agent), flamegraph
+         * anything else through perf, on their own clocks */
+        assert_null(p->attach.unsupported);
+        assert_string_equal(p->attach.command.v[0], "/opt/profharness/bin/ph-attach-sampler");
+        assert_string_equal(p->attach.command.v[2], "{pids}");
+        assert_string_equal(p->attach.command.v[4], i ? "wall" : "cpu");
+        ASSERT_STRV(&p->attach.cap_add, "SYS_PTRACE");
     }
     ph_profiles_free(&set);
 }

@@ -1,7 +1,9 @@
 /* test_swarm.c - what the Swarm path builds, reached without a swarm:
- * the spec every profiled task runs (ph_run_swarm_task_spec: its
- * command, the tools tree's wrap where the image has no package manager,
- * the stop budget), the service spec the backend sends for it
+ * the spec every profiled task runs (ph_run_profiled_spec, as a start on
+ * one Engine builds it: its command, the tools tree's wrap where the
+ * image has no package manager, the stop budget, the image's user and
+ * workdir, a volume for the artifacts of a read-only service), the
+ * service spec the backend sends for it
  * (ph_backend_swarm_spec: StopGracePeriod in nanoseconds), and which
  * Docker context reaches a node (PH_SWARM_CONTEXTS, by the whole name).
  * The swarm itself is tests/72-swarm-bed.bats and tests/swarm/. */
@@ -31,28 +33,39 @@ open_project(const char *compose_yaml)
     return r;
 }
 
-/* The task spec of SERVICE under strace in an image offering FACTS whose
- * ENTRYPOINT is /usr/bin/demo and CMD --serve: its command, joined. */
-static const char *
-task_command(ph_run *r, const char *service, const char *pm, ph_workload_spec *spec)
+/* The task spec of SERVICE under strace as the Swarm start builds it, in
+ * an image offering FACTS whose ENTRYPOINT is /usr/bin/demo and CMD
+ * --serve, its USER and WORKDIR as given (may be NULL). */
+static void
+task_spec(ph_run *r, const char *service, const char *pm, const char *user, const char *workdir,
+          ph_workload_spec *spec)
 {
+    static char image[] = "reg/demo-profiling:1";
     ph_image_config ic = { 0 };
-    ph_image_facts facts = { 0 };
+    ph_run_prepared prep = { .prof_img = image };
     ph_error_t err = NULL;
     ph_service *s = ph_compose_service(ph_run_compose(r), service);
     ph_profile *p = ph_profiles_find(ph_run_profiles(r), "strace");
 
     assert_non_null(s);
     assert_non_null(p);
-    snprintf(facts.pm, sizeof facts.pm, "%s", pm);
-    snprintf(facts.libc, sizeof facts.libc, "glibc");
+    snprintf(prep.facts.pm, sizeof prep.facts.pm, "%s", pm);
+    snprintf(prep.facts.libc, sizeof prep.facts.libc, "glibc");
     assert_int_equal(ph_strv_push(&ic.entrypoint, "/usr/bin/demo"), 0);
     assert_int_equal(ph_strv_push(&ic.cmd, "--serve"), 0);
-    *spec = (ph_workload_spec)PH_WORKLOAD_SPEC_INIT;
-    if (ph_run_swarm_task_spec(r, s, p, NULL, "reg/demo-profiling:1", &facts, &ic, "20260101T000000Z-strace",
-                               "/out/front/20260101T000000Z-strace", spec, &err) < 0)
+    ic.user = user ? strdup(user) : NULL;
+    ic.workdir = workdir ? strdup(workdir) : NULL;
+    if (ph_run_profiled_spec(r, s, p, &prep, &ic, "demo:1", "20260101T000000Z-strace", "2026-01-01T00:00:00Z",
+                             "/out/front/20260101T000000Z-strace", PH_RUN_SLOT_ORCHESTRATED, NULL, spec, &err) < 0)
         fail_msg("task spec: %s", err->msg);
     ph_image_config_clear(&ic);
+}
+
+/* Its command, joined. */
+static const char *
+task_command(ph_run *r, const char *service, const char *pm, ph_workload_spec *spec)
+{
+    task_spec(r, service, pm, NULL, NULL, spec);
     return tu_join(spec->entrypoint.v, spec->entrypoint.n);
 }
 
@@ -167,6 +180,62 @@ test_service_spec(void **state)
     ph_workload_spec_clear(&spec);
 }
 
+/* A task runs as a start on one Engine runs the service: as the image's
+ * user in its workdir (the profiling image is built as root), compose's
+ * own where it sets them (the service's spec keeps those); a read-only
+ * service's artifacts on a volume of their own; the slots the swarm's,
+ * no replica labels of ours; a global service (no mode one Engine runs)
+ * not refused.  Through the service spec sent: User, Dir,
+ * an anonymous volume at /opt/profiling. */
+static void
+test_task_user_workdir_read_only(void **state)
+{
+    ph_workload_spec spec;
+    ph_error_t err = NULL;
+    json_t *svc, *ns, *cs, *m;
+    size_t i;
+    int vol = 0;
+    ph_run *r;
+
+    (void)state;
+    r = open_project("services:\n"
+                     "  front:\n    image: demo:1\n    read_only: true\n    deploy:\n      replicas: 2\n"
+                     "  own:\n    image: demo:1\n    user: \"1000\"\n    working_dir: /work\n"
+                     "  everywhere:\n    image: demo:1\n    deploy:\n      mode: global\n");
+    task_spec(r, "front", "apt", "65534", "/srv", &spec);
+    assert_non_null(spec.user);
+    assert_string_equal(spec.user, "65534");
+    assert_non_null(spec.workdir);
+    assert_string_equal(spec.workdir, "/srv");
+    assert_null(ph_kvv_get(&spec.labels, PH_LABEL_REPLICA));
+    assert_null(ph_kvv_get(&spec.labels, PH_LABEL_REPLICAS));
+    svc = json_pack("{s:{s:i}, s:{s:s, s:{s:{s:s, s:b}}}}", "Version", "Index", 7, "Spec", "Name", "proj_front",
+                    "TaskTemplate", "ContainerSpec", "Image", "demo:1", "ReadOnly", 1);
+    ns = ph_backend_swarm_spec(svc, &spec, &err);
+    if (ns == NULL)
+        fail_msg("spec: %s", err->msg);
+    cs = json_object_get(json_object_get(ns, "TaskTemplate"), "ContainerSpec");
+    assert_string_equal(json_string_value(json_object_get(cs, "User")), "65534");
+    assert_string_equal(json_string_value(json_object_get(cs, "Dir")), "/srv");
+    json_array_foreach(json_object_get(cs, "Mounts"), i, m)
+        vol += strcmp(json_string_value(json_object_get(m, "Target")), "/opt/profiling") == 0 &&
+               strcmp(json_string_value(json_object_get(m, "Type")), "volume") == 0 &&
+               json_object_get(m, "Source") == NULL && !json_is_true(json_object_get(m, "ReadOnly"));
+    if (vol != 1)
+        fail_msg("no volume of its own at /opt/profiling: %s", json_dumps(cs, JSON_COMPACT));
+    json_decref(ns);
+    json_decref(svc);
+    clear(&spec);
+    task_spec(r, "own", "apt", "65534", "/srv", &spec);
+    assert_null(spec.user);
+    assert_null(spec.workdir);
+    clear(&spec);
+    /* what one Engine could not run, the swarm runs: not refused */
+    task_spec(r, "everywhere", "apt", NULL, NULL, &spec);
+    clear(&spec);
+    ph_run_free(r);
+}
+
 /* PH_SWARM_CONTEXTS names a node by its whole hostname: node1 is not
  * node10; a node it does not name is reached by a context of its name. */
 static void
@@ -198,6 +267,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_task_wrap_from_the_tree, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_task_command_and_grace, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_task_user_workdir_read_only, tu_setup, tu_teardown),
         cmocka_unit_test(test_service_spec),
         cmocka_unit_test(test_context_by_whole_name),
     };

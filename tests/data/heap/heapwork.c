@@ -24,10 +24,22 @@
  * blocks of 4 KiB (2 MiB in use, always), churn_steadily allocates and
  * frees 256 KiB; it says "heapwork: leaked N KiB" every 1 MiB, so
  * between two snapshots what grew is leak_steadily's, and only that
- * (it stops leaking at 128 MiB). */
+ * (it stops leaking at 128 MiB).
+ * `heapwork exact` counts what it asks for itself (every allocation
+ * function, realloc grown, shrunk and to 0, blocks freed by other threads
+ * than theirs), peaks with burst_sixteen_mib, and says "heapwork: exact
+ * peak P in use N": the true figures the sampler's exact count must give.
+ * `heapwork late DIR` makes blocks through every allocation function
+ * before the sampler starts, then starts it through its C API (preloaded
+ * without PH_SAMPLER_DIR, it waits for that), then grows half of those
+ * blocks with realloc, asks their usable size and frees them all among
+ * new ones: it aborts when a block's bytes changed under it, and says
+ * "heapwork: late ok". */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -268,6 +280,183 @@ churn_steadily(void)
     }
 }
 
+/* ---- exact: the true bytes in use, counted here as the sampler should */
+
+static _Atomic long long ex_live, ex_peak;
+static void *ex_main[4096];
+static size_t ex_main_n[4096];
+static void *ex_thread[4][256];
+
+static void
+ex_add(long long n)
+{
+    long long now = __atomic_add_fetch(&ex_live, n, __ATOMIC_SEQ_CST), top = __atomic_load_n(&ex_peak, __ATOMIC_SEQ_CST);
+
+    while (now > top && !__atomic_compare_exchange_n(&ex_peak, &top, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+}
+
+static void *
+ex_got(void *p, size_t n)
+{
+    if (p == NULL)
+        abort();
+    memset(p, 7, n);
+    ex_add((long long)n);
+    return p;
+}
+
+/* Block I of the main set, N bytes, by one function or another. */
+static void *
+ex_alloc(unsigned i, size_t n)
+{
+    void *p = NULL;
+
+    switch (i % 6) {
+    case 0: return ex_got(malloc(n), n);
+    case 1: return ex_got(calloc(1, n), n);
+    case 2: return ex_got(memalign(64, n), n);
+    case 3: return posix_memalign(&p, 4096, n) == 0 ? ex_got(p, n) : NULL;
+    case 4: return ex_got(aligned_alloc(256, (n + 255) & ~(size_t)255), (n + 255) & ~(size_t)255);
+    default: return ex_got(valloc(n), n);
+    }
+}
+
+static void *
+ex_worker(void *arg)
+{
+    unsigned t = (unsigned)(size_t)arg;
+
+    /* a quarter of main's blocks freed here, not where they were made */
+    for (unsigned i = t; i < 4096; i += 4) {
+        free(ex_main[i]);
+        ex_add(-(long long)ex_main_n[i]);
+    }
+    /* blocks main frees after the join */
+    for (unsigned i = 0; i < 256; i++)
+        ex_thread[t][i] = ex_got(malloc(24 + i * 8), 24 + i * 8);
+    return NULL;
+}
+
+__attribute__((noinline)) static void
+burst_sixteen_mib(void)
+{
+    static void *b[256];
+
+    for (unsigned i = 0; i < 256; i++)
+        b[i] = ex_got(malloc(65536), 65536);
+    for (unsigned i = 0; i < 256; i++) {
+        /* the bytes malloc_usable_size says are the service's to write */
+        size_t u = malloc_usable_size(b[i]);
+        if (u < 65536)
+            abort();
+        memset(b[i], 9, u);
+        free(b[i]);
+        ex_add(-65536);
+    }
+}
+
+static int
+exact(void)
+{
+    pthread_t th[4];
+
+    for (unsigned i = 0; i < 4096; i++) {
+        size_t n = 16 + (i * 2654435761u) % 4000;
+
+        ex_main[i] = ex_alloc(i, n);
+        ex_main_n[i] = i % 6 == 4 ? (n + 255) & ~(size_t)255 : n;
+    }
+    /* realloc: grown, shrunk, to 0 (freed: glibc gives NULL) */
+    for (unsigned i = 0; i < 4096; i += 3) {
+        size_t n = i % 2 ? ex_main_n[i] * 3 : ex_main_n[i] / 2 + 1;
+        void *p = realloc(ex_main[i], n);
+
+        if (p == NULL)
+            abort();
+        /* the bytes kept are the service's: nothing of the sampler's in them */
+        for (size_t b = 0; b < n && b < ex_main_n[i]; b++)
+            if (((unsigned char *)p)[b] != 7)
+                abort();
+        ex_add((long long)n - (long long)ex_main_n[i]);
+        ex_main[i] = p;
+        ex_main_n[i] = n;
+    }
+    {
+        void *z = ex_got(malloc(100), 100), *z0 = realloc(z, 0);
+
+        /* glibc frees it and gives NULL; musl gives a block of 0 bytes */
+        ex_add(-100);
+        free(z0);
+    }
+    for (unsigned t = 0; t < 4; t++)
+        if (pthread_create(&th[t], NULL, ex_worker, (void *)(size_t)t) != 0)
+            abort();
+    for (unsigned t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+    for (unsigned t = 0; t < 4; t++)
+        for (unsigned i = 0; i < 256; i += 2) {
+            free(ex_thread[t][i]);
+            ex_add(-(long long)(24 + i * 8));
+        }
+    burst_sixteen_mib();
+    printf("heapwork: exact peak %lld in use %lld\n", (long long)ex_peak, (long long)ex_live);
+    return 0;
+}
+
+/* ---- late: blocks from before the sampler started ------------------ */
+
+static void
+same_bytes(const void *p, size_t n)
+{
+    for (size_t b = 0; b < n; b++)
+        if (((const unsigned char *)p)[b] != 7)
+            abort();
+}
+
+static int
+late(const char *dir)
+{
+    static void *early[384], *fresh[384];
+    static size_t n[384];
+    int (*start)(const char *, int, int, const char *);
+
+    for (unsigned i = 0; i < 384; i++) {
+        n[i] = 16 + (i * 2654435761u) % 3000;
+        early[i] = ex_alloc(i, n[i]);
+        if (i % 6 == 4)
+            n[i] = (n[i] + 255) & ~(size_t)255;
+    }
+    *(void **)&start = dlsym(RTLD_DEFAULT, "ph_sampler_start");
+    if (start == NULL || start(dir, 100, 0, "late") != 0) {
+        printf("heapwork: no sampler to start\n");
+        return 2;
+    }
+    for (unsigned i = 0; i < 384; i++) {
+        if (malloc_usable_size(early[i]) < n[i])
+            abort();
+        same_bytes(early[i], n[i]);
+        if (i % 2 == 0) {
+            void *p = realloc(early[i], 2 * n[i]);
+
+            if (p == NULL)
+                abort();
+            same_bytes(p, n[i]);
+            memset(p, 7, 2 * n[i]);
+            early[i] = p;
+            n[i] *= 2;
+        }
+        fresh[i] = ex_alloc(i, n[i]);
+    }
+    for (unsigned i = 0; i < 384; i++) {
+        same_bytes(early[i], n[i]);
+        free(early[i]);
+        free(fresh[i]);
+    }
+    printf("heapwork: late ok\n");
+    return 0;
+}
+
 static int
 leak(void)
 {
@@ -313,6 +502,10 @@ main(int argc, char **argv)
         return threads();
     if (argc > 1 && strcmp(argv[1], "leak") == 0)
         return leak();
+    if (argc > 1 && strcmp(argv[1], "exact") == 0)
+        return exact();
+    if (argc > 2 && strcmp(argv[1], "late") == 0)
+        return late(argv[2]);
     if (argc > 1 && strcmp(argv[1], "grow") == 0) {
         unsigned moved;
 
