@@ -251,6 +251,22 @@ fetch_step(void *ud, ph_rundir_feed_cb feed, void *feed_ud, ph_error_t *err)
     return cr->b->ops->archive_get(cr->b, cr->id, src, fetch_cb, &f, err);
 }
 
+/* Whether an artifact of P other than the Ith, with the Ith's `latest`
+ * name, is in DIRFD: the same file by another profiler's name (the
+ * sampler's stacks-*.folded, perf's stacks.folded of an attached run). */
+static int
+alternative_there(const ph_profile *p, size_t i, int dirfd)
+{
+    const char *latest = p->artifacts[i].latest;
+    char file[NAME_MAX + 1];
+
+    for (size_t k = 0; latest != NULL && k < p->n_artifacts; k++)
+        if (k != i && p->artifacts[k].latest != NULL && strcmp(p->artifacts[k].latest, latest) == 0 &&
+            ph_rundir_newest_match(dirfd, p->artifacts[k].glob, file, sizeof file))
+            return 1;
+    return 0;
+}
+
 json_t *
 ph_run_missing_artifacts(const ph_profile *p, int dirfd)
 {
@@ -259,7 +275,8 @@ ph_run_missing_artifacts(const ph_profile *p, int dirfd)
 
     for (size_t i = 0; p != NULL && missing != NULL && i < p->n_artifacts; i++)
         if (strncmp(p->artifacts[i].glob, PH_REPORT_SVG_PREFIX, strlen(PH_REPORT_SVG_PREFIX)) != 0 && /* drawn later */
-            !p->artifacts[i].optional && !ph_rundir_newest_match(dirfd, p->artifacts[i].glob, file, sizeof file))
+            !p->artifacts[i].optional && !ph_rundir_newest_match(dirfd, p->artifacts[i].glob, file, sizeof file) &&
+            !alternative_there(p, i, dirfd))
             json_array_append_new(missing, json_string(p->artifacts[i].glob));
     return missing;
 }

@@ -868,6 +868,25 @@ test_missing_artifacts(void **state)
     assert_int_equal(json_array_size(m), 1);
     assert_string_equal(json_string_value(json_array_get(m, 0)), "stacks-*.folded");
     json_decref(m);
+    /* an attached native run: perf's converted stacks.folded and
+     * profile.pb.gz stand for the sampler's (the same `latest`), its own
+     * SVG is no fault */
+    for (const char *const *f = (const char *const[]){ "stacks-20261122T101600Z-2.folded",
+                                                       "flamegraph-20261122T101600Z-1.svg",
+                                                       "profile-20261122T101600Z-1.pb.gz", NULL };
+         *f != NULL; f++)
+        if (rmdir(*f) < 0)
+            (void)unlink(*f);
+    tu_write("stacks.folded", "main 1\n");
+    tu_write("profile.pb.gz", "x");
+    m = ph_run_missing_artifacts(&p, fd);
+    assert_int_equal(json_array_size(m), 0);
+    json_decref(m);
+    assert_int_equal(unlink("stacks.folded"), 0);
+    m = ph_run_missing_artifacts(&p, fd);
+    assert_int_equal(json_array_size(m), 1);
+    assert_string_equal(json_string_value(json_array_get(m, 0)), "stacks-*.folded");
+    json_decref(m);
     close(fd);
     ph_profile_free(&p);
 }
