@@ -134,6 +134,40 @@ stopped_named() {
     stopped_named attach-perf
 }
 
+@test "tomcat × attach --mode flamegraph: the sampler joins the running JVM; Tomcat's methods named, the Java view's headline, still serving after the stop" {
+    local c d f hl j a t
+    run pt restore tomcat
+    [ "$status" -eq 0 ]
+    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=tomcat" | head -n 1)
+    load_tomcat "$c" "$WARM_NS"
+    run pt attach --mode flamegraph tomcat
+    [ "$status" -eq 0 ]
+    load_tomcat "$c"
+    run pt stop tomcat
+    [ "$status" -eq 0 ]
+    # the same container, never restarted, still answering
+    [ "$(dk inspect -f '{{.State.Running}} {{.RestartCount}}' "$c")" = "true 0" ]
+    answers
+    d=$(readlink -f "$OUT/tomcat/latest")
+    f=$(readlink -f "$OUT/tomcat/stacks.folded")
+    hl=$(jq -r .headline "$d/summary.json")
+    read -r j a t <<< "$(awk '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s); t += n
+          if (index(s, "_[j]")) j += n
+          if (s ~ /(^|;)[^;]*org\.apache\.(catalina|coyote|tomcat|jasper)\.[^;]*_\[j\]/) a += n }
+        END { if (t == 0) { print "0 0 0"; exit }
+              printf "%.1f %.1f %d\n", 100 * j / t, 100 * a / t, t }' "$f")"
+    echo "# tomcat × attach --mode flamegraph: $hl" >&3
+    echo "#   Java frames in $j % of $t samples, Tomcat's methods in $a %" >&3
+    [ -s "$OUT/tomcat/flamegraph.svg" ]
+    [ -s "$OUT/tomcat/profile.pb.gz" ]
+    [ "$t" -gt 100 ]
+    awk -v a="$a" 'BEGIN { exit !(a >= 10) }'
+    [[ "$hl" == *"(Java view), top "* ]]
+    [[ "$hl" != *"::"* ]]
+}
+
 @test "tomcat × heap: its Java objects by class and Java method, said first; the headline names a Java method, not the JVM's os::malloc" {
     local d
     run pt start --mode heap tomcat
