@@ -584,15 +584,6 @@ prepare(ph_run *r, const ph_service *s, const ph_profile *p, ph_run_prepared *ou
     return ensure_profiling_image(r, s, p, 0, &out->prof_img, &out->tools_volume, &out->facts, err);
 }
 
-/* Where the artifacts go, PH_CONTAINER_OUT, as an anonymous volume of
- * its own (a read-only service, or the service's own image with the
- * tools volume, which has no such directory): it outlives the stop
- * (collection reads the stopped workload's files, which a tmpfs would not
- * survive) and goes with the workload when it is removed; its <service>
- * directory OUT any user may write (the backend makes it before the
- * start).  With VOLUME, the tools volume too, read-only at PH_TOOLS_MOUNT
- * (the shim, the sampler, the tree), never filled from the image.  -1 on
- * ENOMEM. */
 /* Whether compose mounts something of S's at TARGET (a volume or a tmpfs). */
 static int
 mounts_at(const ph_service *s, const char *target)
@@ -607,6 +598,15 @@ mounts_at(const ph_service *s, const char *target)
     return 0;
 }
 
+/* Where the artifacts go, PH_CONTAINER_OUT, as an anonymous volume of
+ * its own (a read-only service, or the service's own image with the
+ * tools volume, which has no such directory): it outlives the stop
+ * (collection reads the stopped workload's files, which a tmpfs would not
+ * survive) and goes with the workload when it is removed; its <service>
+ * directory OUT any user may write (the backend makes it before the
+ * start).  With VOLUME, the tools volume too, read-only at PH_TOOLS_MOUNT
+ * (the shim, the sampler, the tree), never filled from the image.  -1 on
+ * ENOMEM. */
 static int
 own_out_volume(ph_workload_spec *spec, const char *volume, const char *out)
 {
