@@ -547,13 +547,16 @@ test_all_in_namespace(void **state)
              "  " JATTACH " all jcmd Compiler.perfmap >/dev/null 2>&1 && [ -s /tmp/perf-$j.map ] && break; sleep 0.1; "
              "done; "
              "grep -q HotCool /tmp/perf-$j.map && echo map; kill -0 $s && echo sleep-alive; "
-             "[ $(ls /tmp/perf-*.map | wc -l) = 1 ] && echo one-map; kill $j $s' > %s 2>&1",
+             "[ $(ls /tmp/perf-*.map | wc -l) = 1 ] && echo one-map; "
+             /* the markers are the test; a JVM that ended its 20 s of
+              * CPU first is no failure of the kill */
+             "kill $j $s 2>/dev/null; exit 0' > %s 2>&1",
              classes(), tp("ns.out"));
     assert_int_equal(system(cmd), 0);
     out = slurp(tp("ns.out"), NULL);
-    assert_non_null(strstr(out, "map\n"));
-    assert_non_null(strstr(out, "sleep-alive\n"));
-    assert_non_null(strstr(out, "one-map\n"));
+    if ((strncmp(out, "map\n", 4) != 0 && strstr(out, "\nmap\n") == NULL) || strstr(out, "sleep-alive\n") == NULL ||
+        strstr(out, "one-map\n") == NULL)
+        fail_msg("in the namespace: %s", out);
 }
 
 int
