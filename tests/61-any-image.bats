@@ -156,10 +156,10 @@ hot_on_top() {
     # and the modes table says the same
     run pha modes
     [ "$status" -eq 0 ]
-    echo "$output" | grep -E '^massif +no +glibc or pm'
+    echo "$output" | grep -E '^massif +no +glibc,musl or pm'
     echo "$output" | grep -E '^strace +yes +any'
     echo "$output" | grep -E '^perf +yes +any'
-    echo "$output" | grep -E '^flamegraph +no +glibc'
+    echo "$output" | grep -E '^flamegraph +yes +glibc,musl'
     [[ "$output" == *"massif: valgrind must start the service"* ]]
 }
 

@@ -8,8 +8,8 @@
 #include "cli_common.h"
 #include "ph_profile.h"
 
-/* "any", "glibc", "package manager", "glibc or pm": which images the
- * mode runs in. */
+/* "any", "glibc,musl", "package manager", "glibc,musl or pm": which
+ * images the mode runs in. */
 static void
 images_of(const ph_profile *p, char *out, size_t len)
 {
@@ -45,20 +45,20 @@ ph_cmd_modes(const ph_global_opts *g, int argc, char **argv)
     if (ph_cli_profiles(g, &set, &err) == 0) {
         int limits = 0;
 
-        printf("%-12s %-6s %-15s %s\n", "MODE", "ATTACH", "IMAGES", "DESCRIPTION");
+        printf("%-12s %-6s %-16s %s\n", "MODE", "ATTACH", "IMAGES", "DESCRIPTION");
         for (size_t i = 0; i < set.n; i++) {
             char images[64];
 
             images_of(&set.v[i], images, sizeof images);
-            printf("%-12s %-6s %-15s %s\n", set.v[i].name, set.v[i].attach.command.n ? "yes" : "no", images,
+            printf("%-12s %-6s %-16s %s\n", set.v[i].name, set.v[i].attach.command.n ? "yes" : "no", images,
                    set.v[i].description ? set.v[i].description : "");
             limits |= set.v[i].limits != NULL || set.v[i].attach.unsupported != NULL;
         }
         if (limits) {
             printf("\nIMAGES: any = FROM scratch and distroless too (the tools tree); package manager (pm) = "
                    "apt, apk, dnf, microdnf or yum;\nglibc,musl = a service dynamically linked against glibc or musl; "
-                   "glibc or pm = from the tools tree in an image with glibc, else through its package "
-                   "manager.\n");
+                   "glibc,musl or pm = from the tools tree in an image with glibc's or musl's loader, else "
+                   "through its package manager.\n");
             for (size_t i = 0; i < set.n; i++) {
                 if (set.v[i].limits)
                     printf("  %s: %s\n", set.v[i].name, set.v[i].limits);
