@@ -541,20 +541,23 @@ test_all_in_namespace(void **state)
     (void)state;
     if (classes() == NULL || geteuid() != 0 || system("unshare --pid --fork --mount-proc true 2>/dev/null") != 0)
         skip();
+    /* the classes and ph-jattach copied out of /tmp first: a checkout
+     * under /tmp (a fresh clone there) is hidden by the tmpfs */
     snprintf(cmd, sizeof cmd,
              "unshare --pid --fork --mount-proc sh -c '"
+             "d=/run/ph-jattach-test-%ld; rm -rf $d; mkdir -p $d && cp -R %s/. $d/ && cp " JATTACH " $d/ || exit 8; "
              "mount -t tmpfs tmpfs /tmp || exit 9; "
-             "sleep 60 & s=$!; " JAVA " -cp %s HotCool 20000 20 >/dev/null 2>&1 & j=$!; "
+             "sleep 60 & s=$!; " JAVA " -cp $d HotCool 20000 20 >/dev/null 2>&1 & j=$!; "
              "for i in $(seq 300); do "
-             "  " JATTACH " all jcmd Compiler.perfmap >/dev/null 2>&1 && grep -q HotCool /tmp/perf-$j.map && break; "
+             "  $d/ph-jattach all jcmd Compiler.perfmap >/dev/null 2>&1 && grep -q HotCool /tmp/perf-$j.map && break; "
              "  sleep 0.1; "
              "done; "
              "grep -q HotCool /tmp/perf-$j.map && echo map; kill -0 $s && echo sleep-alive; "
              "[ $(ls /tmp/perf-*.map | wc -l) = 1 ] && echo one-map; "
              /* the markers are the test; a JVM that ended its 20 s of
               * CPU first is no failure of the kill */
-             "kill $j $s 2>/dev/null; exit 0' > %s 2>&1",
-             classes(), tp("ns.out"));
+             "kill $j $s 2>/dev/null; rm -rf $d; exit 0' > %s 2>&1",
+             (long)getpid(), classes(), tp("ns.out"));
     assert_int_equal(system(cmd), 0);
     out = slurp(tp("ns.out"), NULL);
     if ((strncmp(out, "map\n", 4) != 0 && strstr(out, "\nmap\n") == NULL) || strstr(out, "sleep-alive\n") == NULL ||
