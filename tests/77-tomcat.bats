@@ -117,37 +117,34 @@ stopped_named() {
     stopped_named perf
 }
 
-@test "tomcat × attach --mode perf: its Java methods named, the JVM's map from its attach socket" {
-    local c
+# attached MODE: Tomcat restored (its container into $C) and attached to
+# under MODE as a running service is: warm, its JSPs compiled and its JIT
+# settled (the map names code that is there when it is asked for; code
+# the JVM has compiled again since and freed stays unnamed), not in its
+# first seconds; then loaded.
+attached() {
     run pt restore tomcat
     [ "$status" -eq 0 ]
-    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+    C=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
         --filter "label=com.docker.compose.service=tomcat" | head -n 1)
-    # attached to as a running service is: warm, its JSPs compiled and its
-    # JIT settled (the map names code that is there when it is asked for;
-    # code the JVM has compiled again since and freed stays unnamed), not
-    # in its first seconds
-    load_tomcat "$c" "$WARM_NS"
-    run pt attach --mode perf tomcat
+    load_tomcat "$C" "$WARM_NS"
+    run pt attach --mode "$1" tomcat
     [ "$status" -eq 0 ]
-    load_tomcat "$c"
+    load_tomcat "$C"
+}
+
+@test "tomcat × attach --mode perf: its Java methods named, the JVM's map from its attach socket" {
+    attached perf
     stopped_named attach-perf
 }
 
 @test "tomcat × attach --mode flamegraph: the sampler joins the running JVM; Tomcat's methods named, the Java view's headline, still serving after the stop" {
-    local c d f hl j a t
-    run pt restore tomcat
-    [ "$status" -eq 0 ]
-    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
-        --filter "label=com.docker.compose.service=tomcat" | head -n 1)
-    load_tomcat "$c" "$WARM_NS"
-    run pt attach --mode flamegraph tomcat
-    [ "$status" -eq 0 ]
-    load_tomcat "$c"
+    local d f hl j a t
+    attached flamegraph
     run pt stop tomcat
     [ "$status" -eq 0 ]
     # the same container, never restarted, still answering
-    [ "$(dk inspect -f '{{.State.Running}} {{.RestartCount}}' "$c")" = "true 0" ]
+    [ "$(dk inspect -f '{{.State.Running}} {{.RestartCount}}' "$C")" = "true 0" ]
     answers
     d=$(readlink -f "$OUT/tomcat/latest")
     f=$(readlink -f "$OUT/tomcat/stacks.folded")
