@@ -112,8 +112,9 @@ $(B)/ph-init: $(wildcard harness/shim/*.c harness/shim/*.h)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
 
 # ph-jattach asks a running JVM for its perf map over HotSpot's attach
-# socket, from the tools volume in whatever image the service has: static
-# too, and nothing but libc.
+# socket, from the tools volume in whatever image the service has, and
+# (`files`) reaches its files inside its own root: static too, and
+# nothing but libc.
 $(B)/ph-jattach: $(wildcard harness/attach/*.c harness/attach/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness/attach $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
