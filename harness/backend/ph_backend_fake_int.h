@@ -74,8 +74,19 @@ typedef struct hook {
     void *ud;
 } hook;
 
+/* A service of a stack: the run its spec is under (its labels; none: as
+ * deployed). */
+typedef struct fake_service {
+    char *project, *service;
+    ph_kvv run;
+} fake_service;
+
 struct ph_fake {
     pthread_mutex_t lock;
+    int stack;              /* its backend places services (the service_* operations) */
+    fake_service *svcs;
+    size_t n_svcs;
+    ph_strv down;           /* nodes that are down */
     ph_fake_image **images;
     size_t n_images;
     ph_fake_wl **wls, **templates;

@@ -942,7 +942,7 @@ out:
     return *err != NULL ? -1 : 0;
 }
 
-/* FN (ph_run_swarm_stop, _collect) over a stack's services SL, said when
+/* FN (ph_run_placed_stop, _collect) over a stack's services SL, said when
  * none was profiled (VERB: what was asked); the index rewritten when one
  * was. */
 static int
@@ -981,9 +981,9 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack's services */
         if (rc > 0)
-            rc = on_stack(r, &sl, ph_run_swarm_stop, "stop", err);
+            rc = on_stack(r, &sl, ph_run_placed_stop, "stop", err);
         free(sl.v);
         return rc;
     }
@@ -1081,9 +1081,9 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
         if (rc > 0)
-            rc = on_stack(r, &sl, ph_run_swarm_collect, "collect", err);
+            rc = on_stack(r, &sl, ph_run_placed_collect, "collect", err);
         free(sl.v);
         return rc;
     }

@@ -1060,7 +1060,7 @@ test_swarm_task_collected_as_lone(void **state)
 
     (void)state;
     task_ended(0, &b, &w, &runfd);
-    CHECK(ph_run_swarm_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) == 1, "collected");
+    CHECK(ph_run_placed_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) == 1, "collected");
     snprintf(rel, sizeof rel, "front/%s/1-n1/run.json", run);
     meta = json_at(rel);
     CHECK(json_is_object(json_object_get(meta, "completion")), "run.json holds the shim's completion record");
@@ -1103,9 +1103,9 @@ swarm_interrupted_child(void)
     svc = ph_compose_service(W.r->compose, "front");
     run = w.run;
     summary = ph_run_tasks_new("front", "strace", run);
-    if (ph_run_swarm_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) != 0)
+    if (ph_run_placed_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) != 0)
         return 1;
-    if (!ph_run_swarm_interrupted(svc, &err) || err->status != 130)
+    if (!ph_run_placed_interrupted(svc, &err) || err->status != 130)
         return 2;
     snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s/front/%s')\"", W.out, run);
     if (system(cmd) != 0)

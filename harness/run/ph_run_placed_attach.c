@@ -1,4 +1,4 @@
-/* ph_run_swarm_attach.c - attach to a stack's service without a restart:
+/* ph_run_placed_attach.c - attach to a stack's service without a restart:
  * one tools container beside each running task, on the task's node.
  *
  *   attach   every running task of the service (the Swarm backend lists
@@ -10,7 +10,7 @@
  *            yet, the service not restarted under a mode), so a refusal
  *            attaches nothing.  The tasks keep running: the service's spec
  *            is not touched.
- *   stop     (ph_run_swarm_stop_attached, from the stop of a service not
+ *   stop     (ph_run_placed_stop_attached, from the stop of a service not
  *            restarted under a mode) each node the service's tasks ran on
  *            is asked for the tools containers attached to the service;
  *            every one is sent SIGTERM (ph-init detaches the profiler,
@@ -30,7 +30,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ph_backend_swarm.h"
 #include "ph_image.h"
 #include "ph_log.h"
 
@@ -70,7 +69,7 @@ attach_service(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *
     char run_id[64], stamp[17], host_dir[PATH_MAX];
     int found = 0, rc = -1;
 
-    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
+    if (b->ops->service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
         return -1;
     if (found) {
         ph_bad_input(err, "`%s` is already being profiled under %s (its tasks restarted for it)", s->name,
@@ -93,7 +92,7 @@ attach_service(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *
         if (!ph_workload_running(&tasks.v[i]))
             continue;
         bs[n].task = &tasks.v[i];
-        if (ph_backend_swarm_task_backend(b, tasks.v[i].id, &bs[n].nb, bs[n].cid, sizeof bs[n].cid, err) < 0) {
+        if (b->ops->reach(b, tasks.v[i].id, &bs[n].nb, bs[n].cid, sizeof bs[n].cid, err) < 0) {
             ph_error_wrap(err, "%s: task %d on %s", s->name, tasks.v[i].slot, tasks.v[i].node);
             goto out;
         }
@@ -170,9 +169,9 @@ out:
 }
 
 int
-ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
+ph_run_placed_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
 {
-    return ph_run_swarm_each(r, p, sl, "attach", attach_service, err);
+    return ph_run_placed_each(r, p, sl, "attach", attach_service, err);
 }
 
 /* ---- stop: detach, collect, remove --------------------------------------- */
@@ -183,10 +182,10 @@ typedef struct found_attach {
     ph_workload w;
 } found_attach;
 
-#define NODES_MAX PH_SWARM_NODES_MAX
+#define NODES_MAX PH_PLACEMENT_NODES_MAX
 
 int
-ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
     ph_workload_list tasks = { 0 };
     ph_backend *nodes[NODES_MAX];
@@ -216,7 +215,7 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
             continue;
         /* a task with no container (yet, or any more) does not say where
          * its node's Engine is: another task of the node will */
-        if (ph_backend_swarm_task_backend(b, tasks.v[i].id, &nb, cid, sizeof cid, &sub) < 0) {
+        if (b->ops->reach(b, tasks.v[i].id, &nb, cid, sizeof cid, &sub) < 0) {
             ph_debug("%s: task %d on %s: %s", s->name, tasks.v[i].slot, node, sub->msg);
             ph_error_free(&sub);
             continue;
@@ -308,7 +307,7 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
         } else if (fa[i].w.run == NULL || strcmp(fa[i].w.run, run) != 0) {
             why = "it belongs to another run";
         }
-        if (ph_run_swarm_collect_task(r, fa[i].nb, runfd, s, run, 0, pp, &shown, why, summary) == 1) {
+        if (ph_run_placed_collect_task(r, fa[i].nb, runfd, s, run, 0, pp, &shown, why, summary) == 1) {
             ph_error_t e2 = NULL;
 
             collected++;
@@ -320,7 +319,7 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
             lost++;
         }
         ph_error_free(&sub);
-        if (ph_run_swarm_interrupted(s, err))
+        if (ph_run_placed_interrupted(s, err))
             goto out;
     }
     if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
