@@ -147,7 +147,7 @@ void ph_fake_chunk(ph_fake *f, size_t chunk);
 /* ---- what the loop asked ------------------------------------------------- */
 
 typedef struct ph_fake_call {
-    char op[16];               /* the ph_backend_ops member: "run", "signal", "stop", "archive_get"... */
+    char op[24];               /* the ph_backend_ops member: "run", "signal", "stop", "archive_get"... */
     char *target;              /* the id or name it was given (NULL: none) */
     char *name;                /* that workload's name then, a create's the spec's (NULL: none) */
     char *arg;                 /* its argument as text: the signal, the path, ps's arguments (NULL: none) */

@@ -61,7 +61,7 @@ typedef struct exec_rule {
 } exec_rule;
 
 typedef struct fault {
-    char op[16];
+    char op[24];
     char *glob;
     ph_fake_fault_kind kind;
     size_t after;
@@ -69,7 +69,7 @@ typedef struct fault {
 } fault;
 
 typedef struct hook {
-    char op[16];
+    char op[24];
     ph_fake_hook_cb cb;
     void *ud;
 } hook;
@@ -106,6 +106,7 @@ struct ph_fake {
 typedef struct fake_backend {
     ph_backend base;
     ph_fake *f;
+    char *node; /* a stack's node's Engine (ops.reach): its workloads only; NULL: the whole */
 } fake_backend;
 
 #define F(b) (((fake_backend *)(b))->f)

@@ -65,15 +65,30 @@ node_down(const ph_fake *f, const char *node)
     return node != NULL && ph_strv_has(&f->down, node);
 }
 
+static void fake_close(ph_backend *b);
+
 static ph_backend *
 fake_open(ph_backend *b, ph_error_t *err)
 {
-    return ph_fake_backend(F(b), err);
+    ph_backend *o = ph_fake_backend(F(b), err);
+    const char *node = ((fake_backend *)b)->node;
+
+    if (o != NULL && node != NULL) {
+        o->ops = b->ops;
+        if ((((fake_backend *)o)->node = strdup(node)) == NULL) {
+            fake_close(o);
+            ph_fail(err, ENOMEM, "fake backend: allocate");
+            return NULL;
+        }
+    }
+    return o;
 }
 
 static void
 fake_close(ph_backend *b)
 {
+    if (b != NULL)
+        free(((fake_backend *)b)->node);
     free(b);
 }
 
@@ -121,7 +136,10 @@ fake_list(ph_backend *b, const char *project, const char *service, int flags, ph
 {
     BEGIN("list", service, project, flags);
     memset(out, 0, sizeof *out);
-    if (f->stack && !(flags & PH_LIST_ALL_OF_HOST))
+    const char *node = ((fake_backend *)b)->node;
+    int tasks_only = f->stack && node == NULL;
+
+    if (tasks_only && !(flags & PH_LIST_ALL_OF_HOST))
         flags |= PH_LIST_COMPOSE; /* a stack's listing is every task of its services */
     /* ours, then (PH_LIST_COMPOSE) docker compose's, as the Engine's two listings */
     for (int pass = 0; pass < 2; pass++) {
@@ -138,6 +156,10 @@ fake_list(ph_backend *b, const char *project, const char *service, int flags, ph
 
             if (w->gone || !take)
                 continue;
+            if (node != NULL && (w->node == NULL || strcmp(w->node, node) != 0))
+                continue; /* a node's Engine has its own only */
+            if (tasks_only && (ph_kvv_get(&w->labels, PH_LABEL_ATTACHED) || ph_kvv_get(&w->labels, PH_LABEL_CONVERT)))
+                continue; /* what runs beside a task is no task */
             ph_fake_wl_observe(f, w);
             if (ph_fake_wl_record(w, &rec) < 0 ||
                 (pass == 0 ? ph_workload_list_push(out, &rec) : ph_workload_list_push_compose(out, &rec)) < 0) {
@@ -263,11 +285,24 @@ nomem:
     return ph_fail(err, ENOMEM, "fake backend: allocate");
 }
 
+/* A workload made through a node's Engine runs there. */
+static int
+placed(ph_fake *f, ph_backend *b, const char *id, ph_error_t *err)
+{
+    const char *node = ((fake_backend *)b)->node;
+    ph_fake_wl *w = ph_fake_wl_find(f, id);
+
+    if (node == NULL || w == NULL)
+        return 0;
+    free(w->node);
+    return (w->node = strdup(node)) != NULL ? 0 : ph_fail(err, ENOMEM, "fake backend: allocate");
+}
+
 static int
 fake_create(ph_backend *b, const ph_workload_spec *spec, char **id, ph_error_t *err)
 {
     BEGIN("create", spec->name, spec->image, -1);
-    rc = create_locked(f, call, spec, id, err);
+    rc = create_locked(f, call, spec, id, err) < 0 ? -1 : placed(f, b, *id, err);
     END;
 }
 
@@ -286,7 +321,7 @@ static int
 fake_run(ph_backend *b, const ph_workload_spec *spec, char **id, ph_error_t *err)
 {
     BEGIN("run", spec->name, spec->image, -1);
-    if (create_locked(f, call, spec, id, err) < 0)
+    if (create_locked(f, call, spec, id, err) < 0 || placed(f, b, *id, err) < 0)
         goto out;
     ph_fake_wl_started(f, ph_fake_wl_find(f, *id));
     rc = 0;
@@ -612,7 +647,16 @@ fake_reach(ph_backend *b, const char *id, ph_backend **out_b, char *cid, size_t 
     BEGIN("reach", id, NULL, -1);
     WL(w, id);
     snprintf(cid, len, "%s", w->id);
-    rc = (*out_b = ph_fake_backend(f, err)) != NULL ? 0 : -1;
+    if ((*out_b = ph_fake_backend(f, err)) == NULL)
+        goto out;
+    ((fake_backend *)*out_b)->base.ops = &fake_ops; /* a node's Engine places nothing */
+    if (w->node != NULL && (((fake_backend *)*out_b)->node = strdup(w->node)) == NULL) {
+        ph_backend_close(*out_b);
+        *out_b = NULL;
+        ph_fail(err, ENOMEM, "fake backend: allocate");
+        goto out;
+    }
+    rc = 0;
     END;
 }
 

@@ -525,8 +525,8 @@ signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int signalled,
 
 /* contrib/profiling/index.html, after a command collected something;
  * handed to the invoker like every file the harness writes. */
-static void
-write_index(ph_run *r)
+void
+ph_run_write_index(ph_run *r)
 {
     ph_stage *st = ph_stage_begin("report", "write the index of runs", 0);
     ph_cleanup_close int outfd = -1;
@@ -954,7 +954,7 @@ on_stack(ph_run *r, ph_svc_list *sl, int (*fn)(ph_run *, ph_svc_list *, int *, p
     if (rc == 0 && !acted)
         ph_info("nothing to %s: no service of stack `%s` is profiled", verb, r->compose->project);
     if (acted)
-        write_index(r);
+        ph_run_write_index(r);
     return rc;
 }
 
@@ -968,7 +968,7 @@ ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *
     if (stopped == 0 && !quiet_if_none)
         ph_info("nothing to stop: no profiled service is running in project `%s`", r->compose->project);
     if (stopped > 0)
-        write_index(r);
+        ph_run_write_index(r);
     return 0;
 }
 
@@ -1110,7 +1110,7 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
     if (rc == 0 && !any)
         ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);
     if (any)
-        write_index(r);
+        ph_run_write_index(r);
     free(sl.v);
     return rc;
 }

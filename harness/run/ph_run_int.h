@@ -79,6 +79,10 @@ typedef struct ph_run_task_dir {
 int ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, const ph_run_task_dir *at,
                         ph_error_t *err);
 
+/* <out>/index.html rewritten after a command collected something (a
+ * failure is warned of, never fatal). */
+void ph_run_write_index(ph_run *r);
+
 /* ph_run_placed.c: the run's backend places the project's services
  * itself (1: ph_backend_places, a stack on a swarm; 0 a plain Engine's
  * project; -1 and *err), and the commands there. */
@@ -102,6 +106,11 @@ int ph_run_placed_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_err
  * the backend B reaches (ops.reach)), stopped, collected per task and removed;
  * *ACTED when there was one. */
 int ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+/* collect: a copy of what each tools container attached to SERVICE's
+ * tasks has now, one run <run>-snapshot-<stamp>/ with a sub-dir per task
+ * and tasks.json, as stop lays it out; they run on.  *ACTED when there
+ * was one. */
+int ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
 /* ONE(r, b, service, p) for each service of SL in turn, on the run's
  * backend, each a stage named WHAT; the first failure ends it. */
 typedef int (*ph_run_placed_one_cb)(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p,

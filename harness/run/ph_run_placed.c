@@ -266,6 +266,7 @@ typedef struct stack_run {
     ph_workload_list tasks; /* the service's tasks */
     json_t *summary;        /* tasks.json */
     size_t collected, lost; /* tasks so far */
+    char lost_on[256];      /* the nodes of the lost ones, ", " between */
     int svcfd, lock, runfd;
 } stack_run;
 
@@ -309,10 +310,16 @@ static int
 stack_run_take(ph_run *r, ph_backend *b, stack_run *sr, const ph_service *s, const char *parent, int snapshot,
                const ph_workload *w, const char *why, ph_error_t *err)
 {
-    if (ph_run_placed_collect_task(r, b, sr->runfd, s, parent, snapshot, sr->pp, w, why, sr->summary) == 1)
+    if (ph_run_placed_collect_task(r, b, sr->runfd, s, parent, snapshot, sr->pp, w, why, sr->summary) == 1) {
         sr->collected++;
-    else
+    } else {
+        size_t l = strlen(sr->lost_on);
+        const char *node = w->node ? w->node : "?";
+
         sr->lost++;
+        if (strstr(sr->lost_on, node) == NULL && l + strlen(node) + 3 < sizeof sr->lost_on)
+            snprintf(sr->lost_on + l, sizeof sr->lost_on - l, "%s%s", l ? ", " : "", node);
+    }
     return ph_run_placed_interrupted(s, err) ? -1 : 0;
 }
 
@@ -444,9 +451,17 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
         ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, sr.run.run);
         goto out;
     }
-    rc = sr.lost ? ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, sr.lost,
-                           sr.lost + sr.collected)
-                 : 0;
+    if (sr.lost) {
+        /* the service runs as deployed again: a second stop finds no run,
+         * but each lost task's container stays on its node with its files */
+        ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which and why)", s->name, sr.lost,
+                sr.lost + sr.collected);
+        ph_error_hint(err, "a lost task's container stays on its node (%s) with what it wrote: once the node is "
+                      "back, copy %s/%s out of it with `docker cp` (tasks.json names each task)", sr.lost_on,
+                      PH_CONTAINER_OUT, s->name);
+        goto out;
+    }
+    rc = 0;
 out:
     ph_strv_free(&done);
     ph_workload_list_free(&after);
@@ -501,8 +516,8 @@ snapshot_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error
 
     if (stack_run_find(r, b, s, &sr, &found, err) < 0)
         goto out;
-    if (!found) {
-        rc = 0;
+    if (!found) { /* not restarted under a profiler; attached to, maybe */
+        rc = ph_run_placed_snapshot_attached(r, b, s, acted, err);
         goto out;
     }
     *acted = 1;
@@ -557,8 +572,12 @@ ph_run_placed_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
     ph_backend *b;
     int acted = 0, removed = 0, rc = 0;
 
-    /* a profiled run is collected and rolled back first: down never loses one */
-    if (ph_run_placed_stop(r, sl, &acted, err) < 0)
+    /* a profiled run is collected and rolled back first: down never loses
+     * one; the index then lists it, as a plain down's stop does */
+    rc = ph_run_placed_stop(r, sl, &acted, err);
+    if (acted)
+        ph_run_write_index(r);
+    if (rc < 0)
         return -1;
     if (ph_run_backend(r, &b, err) < 0)
         return -1;
