@@ -469,7 +469,7 @@ out:
     return rc;
 }
 
-/* ONE for each service of SL on one Swarm backend, each a stage named
+/* ONE for each service of SL on the run's backend, each a stage named
  * WHAT; a failure is kept (the first) and the others go on.  *ACTED: some
  * service was profiled. */
 typedef int (*acting_cb)(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
