@@ -454,7 +454,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     if (sr.lost) {
         /* the service runs as deployed again: a second stop finds no run,
          * but each lost task's container stays on its node with its files */
-        ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which and why)", s->name, sr.lost,
+        ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, sr.lost,
                 sr.lost + sr.collected);
         ph_error_hint(err, "a lost task's container stays on its node (%s) with what it wrote: once the node is "
                       "back, copy %s/%s out of it with `docker cp` (tasks.json names each task)", sr.lost_on,
