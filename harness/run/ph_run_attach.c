@@ -298,9 +298,9 @@ ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *e
     }
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: every running task, on its node */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack: every running task, on its node */
         if (rc > 0)
-            rc = ph_run_swarm_attach(r, p, &sl, err);
+            rc = ph_run_placed_attach(r, p, &sl, err);
         free(sl.v);
         return rc;
     }

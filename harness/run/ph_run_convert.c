@@ -743,7 +743,10 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     long per_mib;
     int rc = -1, none = 0;
 
-    if (ph_run_backend(r, &b, err) < 0 || ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
+    /* the converter is a workload of ours, made where images are (a
+     * swarm makes no task one by one: its manager's Engine) */
+    if (ph_run_backend(r, &b, err) < 0 || (b = b->ops->images(b, err)) == NULL ||
+        ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
         return -1;
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, c->service);
     memset(&x, 0, sizeof x);
