@@ -476,10 +476,12 @@ frame_name(const char *fn, const char *url, long long line, char **out)
     /* a module's URL: its path, as V8's perf map names the file */
     if (strncmp(url, "file://", 7) == 0 && url[7] == '/')
         url += 7;
-    if (url[0] == '\0' && fn[0] == '(') /* V8's (root), (program), (idle), (garbage collector) */
-        r = asprintf(out, "%s", fn);
-    else if (url[0] == '\0')
-        r = asprintf(out, "JS:%s_[j]", fn);
+    /* no script: V8's (root), (program), (idle), (garbage collector), or
+     * a native function JavaScript called (a binding's writev): native
+     * frames, as the start mode has the C++ they run, so that the
+     * language view gives their time to the JavaScript calling them */
+    if (url[0] == '\0')
+        r = asprintf(out, "%s", fn[0] ? fn : "(native)");
     else if (line >= 0 && line < INT_MAX)
         r = asprintf(out, "JS:%s %s:%lld_[j]", fn, url, line + 1);
     else

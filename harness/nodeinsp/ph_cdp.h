@@ -91,8 +91,9 @@ typedef struct ph_cdp_fold_stats {
 /* The profile PROFILE[0..N) (Profiler.stop's result.profile) as folded
  * stacks on OUT, the root first, each JavaScript frame named as V8's perf
  * map names it (`JS:name url:line_[j]`, line 1-based: the start mode's
- * frames, ph_langview.c), V8's own pseudo-frames as they are
- * (`(program)`, `(garbage collector)`).  The idle samples are left out
+ * frames, ph_langview.c), a function with no script (V8's own
+ * `(program)`, `(garbage collector)`, a native binding's `writev`) by its
+ * name alone: native, as the start mode has them.  The idle samples are left out
  * unless O->wall.  0 with *ST filled, or -1 with WHY. */
 int ph_cdp_fold(const char *profile, size_t n, const ph_cdp_fold_opts *o, FILE *out, ph_cdp_fold_stats *st,
                 char *why, size_t why_len);

@@ -144,8 +144,9 @@ static const char lang_profile[] =
     NODE(4, "tick", "file:///opt/lang/lang.js", 24, "5,6") ","
     NODE(5, "hot_seventy_five", "file:///opt/lang/lang.js", 9, "") ","
     NODE(6, "cool_twenty_five", "file:///opt/lang/lang.js", 15, "") ","
-    NODE(7, "(idle)", "", -1, "") ",\n" NODE(8, "", "/opt/lang/lang.js", 0, "") "],"
-    "\"startTime\":1,\"endTime\":2,\"samples\":[5,5,5,6,2,7,7,5],\"timeDeltas\":[1,2,3,4,5,6,7,8]}";
+    NODE(7, "(idle)", "", -1, "") ",\n" NODE(8, "", "/opt/lang/lang.js", 0, "9") ","
+    NODE(9, "writev", "", -1, "") "],"
+    "\"startTime\":1,\"endTime\":2,\"samples\":[5,5,5,6,2,7,7,5,9],\"timeDeltas\":[1,2,3,4,5,6,7,8]}";
 
 static void
 test_fold_lang(void **state)
@@ -160,16 +161,17 @@ test_fold_lang(void **state)
                         "node;JS:processImmediate node:internal/timers:431_[j];JS:tick /opt/lang/lang.js:25_[j];"
                         "JS:hot_seventy_five /opt/lang/lang.js:10_[j] 4\n"
                         "node;JS:processImmediate node:internal/timers:431_[j];JS:tick /opt/lang/lang.js:25_[j];"
-                        "JS:cool_twenty_five /opt/lang/lang.js:16_[j] 1\n");
-    assert_int_equal(st.samples, 8);
+                        "JS:cool_twenty_five /opt/lang/lang.js:16_[j] 1\n"
+                        "node;JS: /opt/lang/lang.js:1_[j];writev 1\n");
+    assert_int_equal(st.samples, 9);
     assert_int_equal(st.idle, 2);
-    assert_int_equal(st.kept, 6);
-    assert_int_equal(st.nodes, 8);
+    assert_int_equal(st.kept, 7);
+    assert_int_equal(st.nodes, 9);
     free(out);
     /* wall: the idle samples kept, off the CPU */
     assert_int_equal(fold_text(lang_profile, strlen(lang_profile), 1, &out, &st, why, sizeof why), 0);
     assert_non_null(strstr(out, "node;(idle);[off-cpu] 2\n"));
-    assert_int_equal(st.kept, 8);
+    assert_int_equal(st.kept, 9);
     free(out);
 }
 
@@ -179,11 +181,14 @@ static void
 test_fold_langview_names(void **state)
 {
     char out[256];
-    static const char f[] = "JS:hot_seventy_five /opt/lang/lang.js:10_[j]";
+    static const char f[] = "JS:hot_seventy_five /opt/lang/lang.js:10_[j]", anon[] = "JS: /opt/lang/lang.js:1_[j]";
 
     (void)state;
     assert_int_equal(ph_langview_frame(f, strlen(f), out, sizeof out), PH_LANG_JS);
     assert_string_equal(out, "hot_seventy_five (/opt/lang/lang.js:10)");
+    assert_int_equal(ph_langview_frame(anon, strlen(anon), out, sizeof out), PH_LANG_JS);
+    assert_string_equal(out, "(anonymous) (/opt/lang/lang.js:1)");
+    assert_int_equal(ph_langview_frame("writev", 6, out, sizeof out), PH_LANG_NONE);
 }
 
 static void
