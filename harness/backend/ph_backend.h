@@ -231,6 +231,8 @@ typedef struct ph_workload_spec {
 
     const char *pid_of;        /* join this workload's PID namespace (attach); NULL: own */
     int network_none;          /* no network at all (attach, converter, probe) */
+    const char *net_of;        /* join this workload's network namespace instead (an attach whose
+                                * profiler speaks to the service's loopback: a Node's inspector) */
     int readable_logs;         /* a log driver whose output can be read back (converter) */
 } ph_workload_spec;
 

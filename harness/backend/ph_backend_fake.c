@@ -60,7 +60,8 @@ ph_fake_call_free(ph_fake_call *c)
     free((char *)c->spec.name);
     free((char *)c->spec.image);
     free((char *)c->spec.pid_of);
-    c->spec.name = c->spec.image = c->spec.pid_of = NULL;
+    free((char *)c->spec.net_of);
+    c->spec.name = c->spec.image = c->spec.pid_of = c->spec.net_of = NULL;
     ph_workload_spec_clear(&c->spec);
     ph_strv_free(&c->argv);
     ph_strv_free(&c->env);
@@ -602,6 +603,7 @@ ph_fake_spec_copy(ph_workload_spec *dst, const ph_workload_spec *src)
     dst->name = ph_fake_dup(src->name);
     dst->image = ph_fake_dup(src->image);
     dst->pid_of = ph_fake_dup(src->pid_of);
+    dst->net_of = ph_fake_dup(src->net_of);
     dst->user = ph_fake_dup(src->user);
     dst->workdir = ph_fake_dup(src->workdir);
     dst->stop_signal = ph_fake_dup(src->stop_signal);

@@ -38,7 +38,6 @@ declare -gA KNOWN_GAPS=(
     [python:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
     [python39:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
     [python313:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
-    [node:attach-flamegraph]="refused: cannot be joined by the sampler yet: its JavaScript would be unnamed; use \`start --mode flamegraph\`"
 )
 
 MODES="flamegraph perf attach-perf attach-flamegraph"

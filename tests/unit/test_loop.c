@@ -806,6 +806,7 @@ test_attach_and_detach(void **state)
     CHECK(c->spec.pid_of != NULL && strcmp(c->spec.pid_of, ph_fake_wl_id(own)) == 0,
           "the service's PID namespace joined: %s", c->spec.pid_of ? c->spec.pid_of : "(none: the host's)");
     assert_true(c->spec.network_none);
+    assert_null(c->spec.net_of); /* strace has no `attach.network: service` */
     assert_string_equal(spec_label(&c->spec, PH_LABEL_ATTACHED), ph_fake_wl_id(own));
     assert_string_equal(spec_label(&c->spec, PH_LABEL_MODE), "strace");
     CHECK(strncmp(c->spec.image, "profharness-tools:", 18) == 0, "the tools image: %s", c->spec.image);
