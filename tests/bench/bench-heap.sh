@@ -4,8 +4,16 @@
 # SLOTS small blocks, a 64 KiB buffer every 64th, 8 MiB kept from the
 # start), side by side in one run: no profiler, our sampler at the mode's
 # default (512 KiB) and at 4 KiB, valgrind massif and heaptrack (Debian
-# `heaptrack`).  Runs are interleaved (none, ours, ours 4K, massif,
-# heaptrack, none, ...) so drift hits all alike; medians of RUNS wall
+# `heaptrack`), gperftools' heap profiler (HEAPPROFILE, Debian
+# libgoogle-perftools4: it brings tcmalloc, so it is measured against
+# tcmalloc alone too) and tcmalloc's own sampling at 512 KiB
+# (TCMALLOC_SAMPLE_PARAMETER, no profile written: the cost tcmalloc's
+# design aims at, against tcmalloc unsampled), and two floors
+# (tests/bench/heap_floor.c): an interposer that only calls through, and
+# one that also keeps a 16-byte header before each block as our exact
+# count does on glibc: the part of our cost that is those bytes alone.  Runs are interleaved
+# (none, ours, ours 4K, massif, heaptrack, gperftools..., none, ...) so
+# drift hits all alike; medians of RUNS wall
 # times of the whole process (start to exit: the final snapshot, massif's
 # and heaptrack's own writing included) and of the loop's CPU time (its
 # thread's, steadier on a shared machine; a profiler's own threads left
@@ -33,10 +41,15 @@ SLOTS=${SLOTS:-100000}
 tmp=$(mktemp -d /tmp/ph-bench-heap.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -g -o "$tmp/alloc" tests/bench/heap_alloc.c
+cc -O2 -shared -fPIC -o "$tmp/floor.so" tests/bench/heap_floor.c
+cc -O2 -shared -fPIC -DHEADER -o "$tmp/floor16.so" tests/bench/heap_floor.c
 have_massif=0; command -v valgrind >/dev/null && have_massif=1
 have_heaptrack=0; command -v heaptrack >/dev/null && have_heaptrack=1
 [ "$have_massif" = 1 ] || echo "bench-heap: valgrind missing (Debian: valgrind): massif left out"
 [ "$have_heaptrack" = 1 ] || echo "bench-heap: heaptrack missing (Debian: heaptrack): left out"
+TCMALLOC=${TCMALLOC:-/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4}
+have_gperf=0; [ -f "$TCMALLOC" ] && have_gperf=1
+[ "$have_gperf" = 1 ] || echo "bench-heap: $TCMALLOC missing (Debian: libgoogle-perftools4): gperftools left out"
 
 now() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
@@ -62,6 +75,9 @@ ours() {
 }
 massif() { valgrind --tool=massif --massif-out-file="$tmp/massif.out" "$tmp/alloc" "$ITERS" "$SLOTS"; }
 htrack() { rm -f "$tmp"/ht.*; heaptrack -o "$tmp/ht" "$tmp/alloc" "$ITERS" "$SLOTS"; }
+# (TCMALLOC_SAMPLE_PARAMETER=0: tcmalloc samples nothing)
+tcm() { env LD_PRELOAD="$TCMALLOC" TCMALLOC_SAMPLE_PARAMETER="$1" "$tmp/alloc" "$ITERS" "$SLOTS"; }
+gperf() { rm -f "$tmp"/gp.*; env LD_PRELOAD="$TCMALLOC" HEAPPROFILE="$tmp/gp" "$tmp/alloc" "$ITERS" "$SLOTS"; }
 
 echo "heap bench: $ITERS replacements in a live set of $SLOTS blocks, $RUNS runs each, interleaved"
 for ((i = 1; i <= RUNS; i++)); do
@@ -69,14 +85,21 @@ for ((i = 1; i <= RUNS; i++)); do
     run ours512k ours 524288
     [ -z "$BASELINE_LIB" ] || run base512k ours 524288 "$(readlink -f "$BASELINE_LIB")"
     run ours4k ours 4096
+    run floor env LD_PRELOAD="$tmp/floor.so" "$tmp/alloc" "$ITERS" "$SLOTS"
+    run floor16 env LD_PRELOAD="$tmp/floor16.so" "$tmp/alloc" "$ITERS" "$SLOTS"
     [ "$have_massif" = 0 ] || run massif massif
     [ "$have_heaptrack" = 0 ] || run heaptrack htrack
+    if [ "$have_gperf" = 1 ]; then
+        run tcmalloc tcm 0
+        run tcsample tcm 524288
+        run gperf gperf
+    fi
 done
 
 base=$(median < "$tmp/none.t")
 cbase=$(median < "$tmp/none.cpu")
 printf '%-24s %10s %10s %12s %10s\n' "" "wall s" "vs none" "loop CPU-s" "vs none"
-for n in none ours512k base512k ours4k massif heaptrack; do
+for n in none ours512k base512k ours4k floor floor16 massif heaptrack tcmalloc tcsample gperf; do
     [ -f "$tmp/$n.t" ] || continue
     m=$(median < "$tmp/$n.t")
     c=$(median < "$tmp/$n.cpu")
@@ -85,8 +108,13 @@ for n in none ours512k base512k ours4k massif heaptrack; do
     ours512k) label="ours, 512 KiB (default)" ;;
     base512k) label="baseline lib, 512 KiB" ;;
     ours4k) label="ours, 4 KiB" ;;
+    floor) label="floor: call through" ;;
+    floor16) label="floor + 16 B header" ;;
     massif) label="valgrind massif" ;;
     heaptrack) label="heaptrack" ;;
+    tcmalloc) label="tcmalloc, no profiler" ;;
+    tcsample) label="tcmalloc sampling 512K" ;;
+    gperf) label="gperftools heap prof." ;;
     esac
     # (under valgrind the loop's thread reports no CPU time of its own)
     if [ "$(echo "$c > 0" | bc)" = 1 ]; then
@@ -109,6 +137,14 @@ for r in 524288 4096; do
     fi
     echo "$line"
 done
+# gperftools' peak: the most in use in any of its dumps (it writes one per
+# GiB allocated and per 100 MB more in use: a peak between them is missed)
+if [ "$have_gperf" = 1 ] && ls "$tmp"/gp.*.heap > /dev/null 2>&1; then
+    g=$(for f in "$tmp"/gp.*.heap; do head -1 "$f"; done | sed -n 's/^heap profile: *[0-9]*: *\([0-9]*\) .*/\1/p' | sort -n | tail -1)
+    line="peak in use, gperftools: $g B, the most of its $(ls "$tmp"/gp.*.heap | wc -l) dumps"
+    [ "$have_massif" = 0 ] || line="$line; gperftools/massif $(echo "scale=4; $g / $m" | bc)"
+    echo "$line"
+fi
 
 # ---- the 75/25 program (issue 31) ----------------------------------------
 # tests/bench/heap_split.c: SPLIT_CALLS mallocs and frees of mixed sizes,
@@ -134,11 +170,13 @@ for ((i = 1; i <= RUNS; i++)); do
     splitrun split-none "$tmp/split" "$SPLIT_CALLS"
     splitrun split-ours split_ours ours "$PWD/build/libphsampler.so"
     [ -z "$BASELINE_LIB" ] || splitrun split-base split_ours base "$(readlink -f "$BASELINE_LIB")"
+    splitrun split-floor env LD_PRELOAD="$tmp/floor.so" "$tmp/split" "$SPLIT_CALLS"
+    splitrun split-floor16 env LD_PRELOAD="$tmp/floor16.so" "$tmp/split" "$SPLIT_CALLS"
 done
 [ "$have_massif" = 0 ] || valgrind --tool=massif --massif-out-file="$tmp/split-massif.out" "$tmp/split" "$SPLIT_CALLS" \
     > /dev/null 2>&1
 sbase=$(median < "$tmp/split-none.cpu")
-for n in split-none split-ours split-base; do
+for n in split-none split-ours split-base split-floor split-floor16; do
     [ -f "$tmp/$n.cpu" ] || continue
     c=$(median < "$tmp/$n.cpu")
     printf '%-24s %10.3f CPU-s %8.3fx\n' "${n#split-}" "$c" "$(echo "scale=4; $c / $sbase" | bc)"
