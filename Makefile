@@ -275,6 +275,7 @@ install: all
 	install -m 0755 $(B)/profharness $(DESTDIR)$(BINDIR)/profharness
 	install -m 0755 $(B)/ph-init $(DESTDIR)$(LIBDIR)/ph-init
 	install -m 0755 $(B)/ph-jattach $(DESTDIR)$(LIBDIR)/ph-jattach
+	install -m 0755 $(B)/ph-pyattach $(DESTDIR)$(LIBDIR)/ph-pyattach
 	install -m 0644 profiles/*.yaml $(DESTDIR)$(DATADIR)/profiles/
 	install -m 0644 profharness.just $(DESTDIR)$(DATADIR)/profharness.just
 	cp -R images/. $(DESTDIR)$(DATADIR)/images/

@@ -1,6 +1,7 @@
 /* ph-pyattach.c - sample a running CPython's Python frames from outside it.
  *
  *   ph-pyattach [-F HZ] [-c cpu|wall] [-t TITLE] -o DIR PID
+ *   ph-pyattach -n PID      only say whether PID's frames can be read
  *
  * Run by images/tools/ph-attach-sampler, in a tools container in the
  * service's PID namespace with CAP_SYS_PTRACE (process_vm_readv of
@@ -35,7 +36,7 @@ on_stop(int sig)
 static int
 usage(void)
 {
-    fprintf(stderr, "usage: ph-pyattach [-F HZ] [-c cpu|wall] [-t TITLE] -o DIR PID\n");
+    fprintf(stderr, "usage: ph-pyattach [-F HZ] [-c cpu|wall] [-t TITLE] -o DIR PID | -n PID\n");
     return 2;
 }
 
@@ -46,11 +47,11 @@ main(int argc, char **argv)
     struct sigaction sa;
     ph_error_t err = NULL;
     php_target *t;
-    int hz = 100, clock = PHP_CLOCK_CPU, c, rc;
+    int hz = 100, clock = PHP_CLOCK_CPU, check = 0, c, rc;
     char *end;
     long pid;
 
-    while ((c = getopt(argc, argv, "F:c:t:o:")) != -1) {
+    while ((c = getopt(argc, argv, "F:c:t:o:n")) != -1) {
         switch (c) {
         case 'F':
             hz = (int)strtol(optarg, &end, 10);
@@ -64,10 +65,11 @@ main(int argc, char **argv)
             break;
         case 't': title = optarg; break;
         case 'o': dir = optarg; break;
+        case 'n': check = 1; break;
         default: return usage();
         }
     }
-    if (dir == NULL || optind + 1 != argc)
+    if ((dir == NULL && !check) || optind + 1 != argc)
         return usage();
     pid = strtol(argv[optind], &end, 10);
     if (*end || pid < 1)
@@ -81,6 +83,11 @@ main(int argc, char **argv)
         fprintf(stderr, "ph-pyattach: %s\n", err->msg);
         ph_error_free(&err);
         return 2;
+    }
+    if (check) {
+        fprintf(stderr, "ph-pyattach: process %ld: %s\n", pid, php_target_describe(t));
+        php_target_close(t);
+        return 0;
     }
     fprintf(stderr, "ph-pyattach: process %ld: %s; sampling at %d Hz (%s clock)\n", pid, php_target_describe(t), hz,
             clock == PHP_CLOCK_WALL ? "wall" : "CPU");
