@@ -128,8 +128,10 @@ PYATTACH_OBJ := $(patsubst %.c,$(B)/%.o,$(filter-out %/ph-pyattach.c,$(wildcard 
 $(PYATTACH_OBJ) $(B)/harness/pyattach/ph-pyattach.o: private CPPFLAGS += -Iharness/pyattach
 $(B)/ph-pyattach: $(B)/harness/pyattach/ph-pyattach.o $(PYATTACH_OBJ) $(B)/libprofharness.a
 	$(CC) $(CFLAGS) -static -o $@ $^ -lz -lm
-$(B)/tests/test_pyattach: $(PYATTACH_OBJ)
 $(B)/tests/test_pyattach: private CPPFLAGS += -Iharness/pyattach
+$(B)/tests/test_pyattach: tests/unit/test_pyattach.c $(PYATTACH_OBJ) $(B)/libprofharness.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(PYATTACH_OBJ) $(B)/libprofharness.a -lz -lcmocka -lm
 
 # The attach protocol's pure parts, compiled into their test.
 $(B)/tests/test_jattach: harness/attach/ph_jattach.c harness/attach/ph_jattach.h

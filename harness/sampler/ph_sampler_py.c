@@ -94,6 +94,10 @@ static struct {
 void
 phs_py_target(pid_t pid)
 {
+    if (pid == PY.target)
+        return;
+    /* another process: what was found is not its */
+    memset(&PY, 0, sizeof PY);
     PY.target = pid;
 }
 
