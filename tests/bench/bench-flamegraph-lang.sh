@@ -13,7 +13,13 @@
 #          (NODE_OPTIONS=--perf-basic-prof, HotSpot's perf map flags):
 #          Node and Java only;
 #   ours   the mode: the runtime's flags and the sampler (LD_PRELOAD) at
-#          100 Hz, no periodic snapshot (PH_SAMPLER_INTERVAL=0).
+#          100 Hz, no periodic snapshot (PH_SAMPLER_INTERVAL=0);
+#   attached  Python only: the program as `none`, read from outside by
+#          build/ph-pyattach at 100 Hz (`attach --mode flamegraph`) in a
+#          container of its own in the program's PID namespace
+#          (SYS_PTRACE); `reader` is that container's CPU (its cgroup's)
+#          over its life per CPU of the program's cgroup over the same
+#          time (goal: <= 3 %).
 # Runs are interleaved (none, flags, ours, none, ...) so drift hits all
 # alike; medians of RUNS; ratios to none (goal: ours <= 1.03); delivered:
 # the sampler's samples per CPU-second of the program, from its status.
@@ -74,6 +80,19 @@ env LD_PRELOAD="$PH_BENCH_PRELOAD" "$@" | while IFS= read -r l; do
     esac
 done'
 
+# A cgroup's CPU time in ns, from inside its container.
+# shellcheck disable=SC2016
+CGCPU='cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
+    echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
+# The reader, on the namespace's python (its program, not the shell around it).
+# shellcheck disable=SC2016
+ATTACH='for _ in $(seq 1 100); do
+    for d in /proc/[0-9]*; do
+        case $(readlink "$d/exe") in */python3*) exec /ph-pyattach -F "$1" -o /tmp "${d#/proc/}" ;; esac
+    done
+    sleep 0.1
+done'
+
 run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
     local lang=$1 kind=$2 name="$PROJECT-$1-$2-$$" ep t0 t1 from to st hz=0 i
     local -a env=(-e PH_BENCH_FROM="$FROM_ROUND" -e PH_BENCH_TO="$TO_ROUND" -e PH_BENCH_PRELOAD=)
@@ -91,6 +110,13 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
     # shellcheck disable=SC2086
     docker run -d --name "$name" --network none "${env[@]}" --entrypoint sh "${IMAGE[$lang]}" -c "$READER" sh $ep \
         > /dev/null
+    if [ "$kind" = attached ]; then
+        # the reader, static, from the build; its container's CPU from the start
+        names+=("$name-r")
+        svc0=$(docker exec "$name" sh -c "$CGCPU")
+        docker run -d --name "$name-r" --network none --pid "container:$name" --cap-add SYS_PTRACE \
+            -v "$PWD/build/ph-pyattach:/ph-pyattach:ro" --entrypoint sh "${IMAGE[$lang]}" -c "$ATTACH" sh "$HZ" > /dev/null
+    fi
     for i in $(seq 1 3000); do
         docker logs "$name" 2>/dev/null | grep -q '^bench-to ' && break
         if [ "$(docker inspect -f '{{.State.Running}}' "$name")" != true ]; then
@@ -114,11 +140,20 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
             sleep 0.5
         done
     fi
+    if [ "$kind" = attached ]; then
+        local svc1 rd
+        svc1=$(docker exec "$name" sh -c "$CGCPU")
+        rd=$(docker exec "$name-r" sh -c "$CGCPU")
+        docker logs "$name-r" 2>&1 | grep -q 'sampling at' ||
+            { echo "bench-flamegraph-lang: the reader did not run:" >&2; docker logs "$name-r" 2>&1 | tail -3 >&2; exit 1; }
+        hz=$(awk -v r="$rd" -v a="$svc0" -v b="$svc1" 'BEGIN { printf "%.2f", 100 * r / (b - a) }')
+        docker rm -f "$name-r" > /dev/null 2>&1
+    fi
     docker rm -f "$name" > /dev/null 2>&1
     echo "$(( (to - from) / 1000000 )) $(( (t1 - t0) / 1000000 )) $hz" >> "$tmp/$lang-$kind"
 }
 
-kinds_of() { case $1 in python) echo "none ours" ;; *) echo "none flags ours" ;; esac; }
+kinds_of() { case $1 in python) echo "none ours attached" ;; *) echo "none flags ours" ;; esac; }
 
 printf 'bench-flamegraph-lang: tests/lang services, rounds %d to %d, the sampler at %d Hz, %d interleaved runs, medians; load average %s\n' \
     "$FROM_ROUND" "$TO_ROUND" "$HZ" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -140,6 +175,12 @@ for l in $LANGS; do
     fi
     o=$(cut -d' ' -f1 "$tmp/$l-ours" | median)
     d=$(cut -d' ' -f3 "$tmp/$l-ours" | median)
+    if [ -s "$tmp/$l-attached" ]; then
+        a=$(cut -d' ' -f1 "$tmp/$l-attached" | median)
+        printf '%-8s | attached (ph-pyattach, %d Hz): %s ms, ratio %.3f; reader CPU %s %% of the program'"'"'s (median; runs: %s)\n' \
+            "$l" "$HZ" "$a" "$(awk -v a="$a" -v b="$(cut -d' ' -f1 "$tmp/$l-none" | median)" 'BEGIN { print a / b }')" \
+            "$(cut -d' ' -f3 "$tmp/$l-attached" | median)" "$(cut -d' ' -f3 "$tmp/$l-attached" | tr '\n' ' ' | sed 's/ $//')"
+    fi
     printf '%-8s | %6s ms | %9s %6s | %6s ms %6.3f %6s Hz | none %s; ours %s\n' "$l" "$n" "$f" "$fr" "$o" \
         "$(awk -v a="$o" -v b="$n" 'BEGIN { print a / b }')" "$d" \
         "$(cut -d' ' -f1 "$tmp/$l-none" | tr '\n' ' ' | sed 's/ $//')" "$(cut -d' ' -f1 "$tmp/$l-ours" | tr '\n' ' ' | sed 's/ $//')"
