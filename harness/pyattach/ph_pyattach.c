@@ -15,8 +15,8 @@
  * The offset is found, once, as the first one (of the descriptor's first
  * 2 KiB) where every thread state's descriptor holds a distinct id of a
  * thread of the process (one thread: the process's own id), and checked
- * again at each sample: a state whose id is not a thread of the process
- * is "not told".  Untold threads on the CPU clock: the GIL's holder is
+ * again at each sample: a state whose id has no /proc/PID/task/ID is "not
+ * told".  Untold threads on the CPU clock: the GIL's holder is
  * taken as the one running.
  *
  * Counting: each sample's folded line (the thread's name from
@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -509,14 +510,19 @@ php_sample(php_target *t, int clock)
     pid_t tids[MAX_THREADS];
     uintptr_t holder = 0;
     size_t n = phs_py_threads(ts, MAX_THREADS, &holder);
-    int ntids = list_tids(t->pid, tids, MAX_THREADS), counted = 0;
+    int counted = 0;
 
-    if (ntids < 0)
+    if (n == 0 && kill(t->pid, 0) < 0 && errno == ESRCH)
         return -1;
     for (size_t i = 0; i < n; i++)
         pt[i] = phs_py_thread_id(ts[i]);
-    if (t->tid_off == -1 && n > 0)
+    if (t->tid_off == -1 && n > 0) {
+        int ntids = list_tids(t->pid, tids, MAX_THREADS);
+
+        if (ntids < 0)
+            return -1;
         t->tid_off = find_tid_off(t->pid, pt, n, tids, ntids);
+    }
     for (size_t i = 0; i < n; i++) {
         char state = '?', name[64] = "thread";
         int32_t tid = 0, told = 0, running;
@@ -525,7 +531,8 @@ php_sample(php_target *t, int clock)
         if (t->tid_off >= 0 && pt[i] != 0) {
             struct iovec l = { &tid, sizeof tid }, r = { (void *)(pt[i] + (uintptr_t)t->tid_off), sizeof tid };
 
-            told = process_vm_readv(t->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof tid && has_tid(tids, ntids, tid) &&
+            /* a thread of the process: its stat is under the process's task/ */
+            told = process_vm_readv(t->pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof tid && tid > 0 &&
                    thread_stat(t->pid, tid, &state, name, sizeof name) == 0;
         }
         running = told ? state == 'R' : ts[i] == holder;

@@ -440,12 +440,53 @@ page_ok(reader *r, uintptr_t addr)
     return 1;
 }
 
+/* Out of process, the blocks of the target read within one walk
+ * (remote_fresh empties them): a frame's or a code object's fields are
+ * a block or two, one process_vm_readv each rather than one per field.
+ * The writer's only (one thread); the signal path never reads another
+ * process. */
+#define RBLOCK 256
+static struct {
+    uintptr_t at[4];
+    unsigned char data[4][RBLOCK];
+    unsigned n;
+} RB;
+
+static void
+remote_fresh(void)
+{
+    RB.n = 0;
+}
+
+static int
+remote_get(uintptr_t addr, void *dst, size_t len)
+{
+    uintptr_t base = addr & ~(uintptr_t)(RBLOCK - 1);
+    unsigned k;
+
+    if (addr - base + len > RBLOCK)
+        return copy_in(dst, addr, len) == 0;
+    for (k = 0; k < RB.n && k < 4; k++)
+        if (RB.at[k] == base)
+            break;
+    if (k == RB.n || k == 4) {
+        k = RB.n++ % 4;
+        RB.at[k] = 0;
+        /* a block past the end of a mapping: the field alone */
+        if (base < 4096 || copy_in(RB.data[k], base, RBLOCK) < 0)
+            return copy_in(dst, addr, len) == 0;
+        RB.at[k] = base;
+    }
+    memcpy(dst, RB.data[k] + (addr - base), len);
+    return 1;
+}
+
 /* LEN (at most 8) bytes at ADDR into DST, each page proven first. */
 static int
 get(reader *r, uintptr_t addr, void *dst, size_t len)
 {
     if (PY.target != 0)
-        return copy_in(dst, addr, len) == 0; /* another process: nothing of ours can fault */
+        return remote_get(addr, dst, len); /* another process: nothing of ours can fault */
     if (addr < 4096 || addr + len < addr || !page_ok(r, addr) || !page_ok(r, addr + len - 1))
         return 0;
     memcpy(dst, (const void *)addr, len);
@@ -580,6 +621,7 @@ phs_py_threads(uintptr_t *ts, size_t max, uintptr_t *holder)
     size_t n = 0;
 
     *holder = 0;
+    remote_fresh();
     if (!phs_py_active() || L == NULL || L->rt_interp == PHS_PY_NO_FIELD ||
         !get(&r, PY.runtime + L->rt_interp, &interp, 8) || interp == 0 || !get(&r, interp + L->is_threads_head, &t, 8))
         return 0;
@@ -598,6 +640,7 @@ phs_py_thread_id(uintptr_t ts)
     reader r = { { 0 }, 0 };
     uintptr_t tid = 0;
 
+    remote_fresh();
     return PY.L != NULL && get(&r, ts + PY.L->ts_thread_id, &tid, 8) ? tid : 0;
 }
 
@@ -611,6 +654,7 @@ phs_py_walk(uintptr_t ts, uintptr_t *out, uint32_t max)
 
     if (!phs_py_active() || L == NULL)
         return 0;
+    remote_fresh();
     frame = current_frame(&r, L, ts);
     /* each call stands for one eval loop's frames, and moves past them */
     for (int i = 0; frame != 0 && i < MAX_CHAIN; i++)

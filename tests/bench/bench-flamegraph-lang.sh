@@ -48,9 +48,18 @@ trap cleanup EXIT
 # shellcheck disable=SC2086
 build/profharness -f tests/lang/compose.yaml -p "$PROJECT" --profiles profiles -o "$tmp/out" setup $LANGS \
     > "$tmp/setup" 2>&1 || { cat "$tmp/setup" >&2; exit 1; }
-declare -A IMAGE
+# An image with a package manager runs its own image with the tools
+# volume at /opt/profharness (setup says "ready (tools volume V; ...)"),
+# one without gets a profiling image ("profiling image I").
+declare -A IMAGE MOUNT
 for l in $LANGS; do
     IMAGE[$l]=$(sed -n "s/^profharness: $l: ready (.*profiling image \([^,;]*\)[,;].*/\1/p" "$tmp/setup" | tail -1)
+    MOUNT[$l]=
+    if [ -z "${IMAGE[$l]}" ]; then
+        vol=$(sed -n "s/^profharness: $l: ready (tools volume \([^,;]*\)[,;].*/\1/p" "$tmp/setup" | tail -1)
+        IMAGE[$l]=$(sed -n "s/^profharness: $l: \(profharness-lang-[^ ]*\) .*/\1/p" "$tmp/setup" | tail -1)
+        [ -z "$vol" ] || MOUNT[$l]="-v $vol:/opt/profharness:ro"
+    fi
     [ -n "${IMAGE[$l]}" ] || { echo "bench-flamegraph-lang: no profiling image for $l:" >&2; cat "$tmp/setup" >&2; exit 1; }
 done
 
@@ -108,7 +117,7 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
     names+=("$name")
     t0=$(now)
     # shellcheck disable=SC2086
-    docker run -d --name "$name" --network none "${env[@]}" --entrypoint sh "${IMAGE[$lang]}" -c "$READER" sh $ep \
+    docker run -d --name "$name" --network none "${env[@]}" ${MOUNT[$lang]} --entrypoint sh "${IMAGE[$lang]}" -c "$READER" sh $ep \
         > /dev/null
     if [ "$kind" = attached ]; then
         # the reader, static, from the build; its container's CPU from the start
