@@ -77,7 +77,7 @@ MULTIARCH := $(shell $(CC) -dumpmachine)
 SAMPLER_MUSL_PIC := $(SAMPLER_PIC:$(B)/pic/%=$(B)/musl/pic/%) $(B)/musl/pic/harness/sampler/musl/ph_sampler_fortify.o
 LIBZ_A := $(shell $(CC) -print-file-name=libz.a)
 
-all: $(B)/profharness $(B)/ph-init $(B)/ph-jattach $(B)/ph-pyattach $(B)/demo-load $(SAMPLER_TARGETS)
+all: $(B)/profharness $(B)/ph-init $(B)/ph-jattach $(B)/ph-pyattach $(B)/ph-nodeinsp $(B)/demo-load $(SAMPLER_TARGETS)
 
 $(B)/demo-load: images/demo/load.c
 	@mkdir -p $(dir $@)
@@ -112,8 +112,9 @@ $(B)/ph-init: $(wildcard harness/shim/*.c harness/shim/*.h)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
 
 # ph-jattach asks a running JVM for its perf map over HotSpot's attach
-# socket, from the tools volume in whatever image the service has: static
-# too, and nothing but libc.
+# socket, from the tools volume in whatever image the service has, and
+# (`files`) reaches its files inside its own root: static too, and
+# nothing but libc.
 $(B)/ph-jattach: $(wildcard harness/attach/*.c harness/attach/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness/attach $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
@@ -136,6 +137,16 @@ $(B)/tests/test_pyattach: tests/unit/test_pyattach.c $(PYATTACH_OBJ) $(B)/libpro
 # The attach protocol's pure parts, compiled into their test.
 $(B)/tests/test_jattach: harness/attach/ph_jattach.c harness/attach/ph_jattach.h
 $(B)/tests/test_jattach: private CPPFLAGS += -Iharness/attach
+
+# ph-nodeinsp drives a running Node's own inspector from the tools
+# container of an attach (attach --mode flamegraph): static, as ph-jattach.
+$(B)/ph-nodeinsp: $(wildcard harness/nodeinsp/*.c harness/nodeinsp/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iharness/nodeinsp $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
+
+# The inspector session's pure parts (framing, the profile), in their test.
+$(B)/tests/test_cdp: harness/nodeinsp/ph_cdp.c harness/nodeinsp/ph_cdp.h
+$(B)/tests/test_cdp: private CPPFLAGS += -Iharness/nodeinsp
 
 $(IBERTY_OBJ): $(LIBIBERTY)
 	@mkdir -p $(dir $@)
@@ -278,6 +289,7 @@ install: all
 	install -m 0755 $(B)/ph-init $(DESTDIR)$(LIBDIR)/ph-init
 	install -m 0755 $(B)/ph-jattach $(DESTDIR)$(LIBDIR)/ph-jattach
 	install -m 0755 $(B)/ph-pyattach $(DESTDIR)$(LIBDIR)/ph-pyattach
+	install -m 0755 $(B)/ph-nodeinsp $(DESTDIR)$(LIBDIR)/ph-nodeinsp
 	install -m 0644 profiles/*.yaml $(DESTDIR)$(DATADIR)/profiles/
 	install -m 0644 profharness.just $(DESTDIR)$(DATADIR)/profharness.just
 	cp -R images/. $(DESTDIR)$(DATADIR)/images/

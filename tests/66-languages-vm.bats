@@ -78,6 +78,45 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
     [ -e "$(dirname "$F")/offcpu.folded" ] || ls "$(dirname "$F")"/offcpu-*.folded
 }
 
+# The sampler's files go into the JVM's /tmp/.profharness-attach through
+# /proc/PID/root, where a symlink the service planted was followed as the
+# tools container's own path: `-> /opt` had a root mkdir and cp write
+# /opt/lib in the tools container (which runs with SYS_PTRACE and no
+# seccomp), and the JVM, looking in its own /opt, took no agent.  Each
+# path is now resolved inside the JVM's root (ph-jattach files).
+@test "languages: javajre × attach-flamegraph: a symlink the service planted stays in its root" {
+    run pl restore javajre
+    [ "$status" -eq 0 ]
+    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=javajre" | head -n 1)
+    WAIT_SECONDS=150 wait_for ran_cpu "$c" 1000000000
+    dk exec "$c" sh -c 'rm -rf /tmp/.profharness-attach && ln -s /opt /tmp/.profharness-attach'
+    run pl attach --mode flamegraph javajre
+    [ "$status" -eq 0 ] || { pl down javajre >/dev/null 2>&1; false; }
+    tools="${PH_TEST_PROJECT}-javajre-attach-flamegraph"
+    said_it() { dk logs "$tools" 2>&1 | grep -q 'the sampler runs in JVM\|cannot\|not loaded'; }
+    WAIT_SECONDS=60 wait_for said_it
+    said=$(dk logs "$tools" 2>&1)
+    echo "# $(printf '%s' "$said" | grep -m1 'sampler runs\|cannot\|not loaded')" >&3
+    planted=$(dk exec "$tools" sh -c 'ls -d /opt/lib /opt/out-* 2>/dev/null' || true)
+    inside=$(dk exec "$c" sh -c 'ls /opt/lib/' 2>/dev/null || true)
+    base=$(cpu_ns "$c")
+    WAIT_SECONDS=150 wait_for ran_cpu "$c" $(( base + CPU_NS ))
+    run pl stop javajre
+    pl down javajre >/dev/null 2>&1 || true
+    [ "$status" -eq 0 ]
+    echo "# in the tools container: ${planted:-nothing}; in the JVM's /opt/lib: ${inside:-nothing}" >&3
+    [ -z "$planted" ]
+    [[ "$inside" == *libphsampler-*.so* ]]
+    [[ "$said" == *"the sampler runs in JVM"* ]]
+    read -r h co t top <<< "$(shares "$(run_folded javajre)")"
+    echo "# $h/$co of $t samples" >&3
+    [ "$h" -ge 70 ]
+    [ "$h" -le 80 ]
+    [ "$co" -ge 20 ]
+    [ "$co" -le 30 ]
+}
+
 # Interpreted methods by name: under -Xint every method is interpreted,
 # which the perf map names `Interpreter` only; the sampler's JVMTI agent
 # names them through AsyncGetCallTrace, with the workload's shares.

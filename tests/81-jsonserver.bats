@@ -73,3 +73,42 @@ loaded() {
     [[ "$headline" =~ \ \(([^\)]*\.js|node:[a-z_/]+)(:[0-9]+)?\) ]]
     [[ "$headline" != *LazyCompile:* && "$headline" != *"Function:"* ]]
 }
+
+# inspector_open CONTAINER: something listens on the service's 127.0.0.1:9229
+inspector_open() {
+    dk exec "$1" node -e "require('net').connect(9229, '127.0.0.1').on('connect', () => process.exit(0)).on('error', () => process.exit(1))"
+}
+
+@test "json-server × attach flamegraph: joined through its inspector while serving, named, serving on, the inspector closed" {
+    local c sj headline t0 stop_s dir
+    run pj restore api
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=120 wait_for answers
+    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=api" | head -n 1)
+    [ -n "$c" ]
+    ! inspector_open "$c"
+    run pj attach --mode flamegraph api
+    [ "$status" -eq 0 ]
+    BASE_NS=$(cpu_ns "$c")
+    WAIT_SECONDS=300 wait_for loaded "$c"
+    t0=$SECONDS
+    run pj stop api
+    stop_s=$((SECONDS - t0))
+    [ "$status" -eq 0 ]
+    # the same container serves on, its inspector closed again
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    answers
+    ! inspector_open "$c"
+    dir=$(readlink -f "$OUT/api/latest")
+    sj=$dir/summary.json
+    headline=$(jq -r .headline "$sj")
+    echo "# json-server × attach flamegraph (stop ${stop_s} s): $headline" >&3
+    grep -h 'ph-nodeinsp' "$dir/service.log" | sed 's/^/#   /' >&3
+    # Chrome DevTools' profile kept; the folded stacks name json-server's
+    # own JavaScript (express, lowdb, lodash under node_modules), by file:line
+    [ "$(jq '.nodes | length' "$dir/profile.cpuprofile")" -gt 10 ]
+    grep -q 'JS:[^;]* /srv/node_modules/[^;]*:[0-9][0-9]*_\[j\]' "$dir/stacks.folded"
+    [ -s "$dir/profile.pb.gz" ] && [ -s "$dir/flamegraph.svg" ]
+    [[ "$headline" =~ \ \(([^\)]*\.js|node:[a-z_/]+)(:[0-9]+)?\) ]]
+}

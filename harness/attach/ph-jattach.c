@@ -67,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ph_inroot.h"
 #include "ph_jattach.h"
 
 #define DEFAULT_TIMEOUT_S 10
@@ -550,8 +551,9 @@ usage(void)
             "usage: %s [-t SECONDS] PID|all COMMAND [ARG...]\n"
             "  Run COMMAND (e.g. `jcmd Compiler.perfmap`) in a HotSpot JVM over its attach socket.\n"
             "  all: every JVM in this PID namespace.  -t: each JVM's deadline (default %d s).\n"
-            "  Exit: 0 answered, 1 a JVM not attached or its command failed, 2 usage.\n",
-            prog, DEFAULT_TIMEOUT_S);
+            "  Exit: 0 answered, 1 a JVM not attached or its command failed, 2 usage.\n"
+            "       %s files PID mkdirs|install|mkout|take ...: the JVM's files in its own root\n",
+            prog, DEFAULT_TIMEOUT_S, prog);
     return 2;
 }
 
@@ -565,6 +567,8 @@ main(int argc, char **argv)
     int timeout_s = DEFAULT_TIMEOUT_S, i = 1, failed = 0, found = 0;
 
     signal(SIGPIPE, SIG_IGN);
+    if (argc > 1 && strcmp(argv[1], "files") == 0) /* the JVM's files, not its socket */
+        return ph_jattach_files_main(argc - 1, argv + 1);
     if (i < argc && (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
         usage();
         return 0;

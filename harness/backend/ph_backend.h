@@ -231,6 +231,8 @@ typedef struct ph_workload_spec {
 
     const char *pid_of;        /* join this workload's PID namespace (attach); NULL: own */
     int network_none;          /* no network at all (attach, converter, probe) */
+    const char *net_of;        /* join this workload's network namespace instead (an attach whose
+                                * profiler speaks to the service's loopback: a Node's inspector) */
     int readable_logs;         /* a log driver whose output can be read back (converter) */
 } ph_workload_spec;
 
@@ -245,6 +247,7 @@ int ph_workload_spec_mount(ph_workload_spec *s, ph_mount_kind kind, const char *
 typedef struct ph_backend ph_backend;
 typedef struct ph_backend_ops ph_backend_ops;
 typedef struct ph_backend_wait ph_backend_wait;
+struct ph_placement;
 struct ph_engine; /* the Engine client (ph_engine.h), for floors that build images */
 
 /* Streaming callbacks, the Engine client's contract: data as it arrives
@@ -342,16 +345,72 @@ struct ph_backend_ops {
     int (*output)(ph_backend *b, const char *id, int stream, ph_backend_data_cb cb, void *ud, ph_error_t *err);
     /* Processes of a running workload, `ps PS_ARGS` as the host sees them. */
     int (*top)(ph_backend *b, const char *id, const char *ps_args, ph_proc_table *out, ph_error_t *err);
+
+    /* ---- where workloads run -------------------------------------------
+     * Every backend has these.  The profiling image TAG as the places
+     * workloads run name it (*REF_OUT, the caller's: a single Engine's own
+     * tag; a swarm's pushed to its registry).  The backend that reaches
+     * workload ID where it runs (*OUT, the caller's to close before B
+     * is) and its handle there (CID): what runs beside it (an
+     * attached profiler) is made through *OUT.  Whether W is lost to this
+     * collection (its node down or gone, the workload removed): 1 yes,
+     * 0 no, -1 and *err. */
+    int (*distribute)(ph_backend *b, const char *tag, char **ref_out, ph_error_t *err);
+    int (*reach)(ph_backend *b, const char *id, ph_backend **out, char *cid, size_t len, ph_error_t *err);
+    int (*lost)(ph_backend *b, const ph_workload *w, ph_error_t *err);
+
+    /* ---- a service the orchestrator places (a stack's) ------------------
+     * NULL on a backend whose loop makes each workload itself (a plain
+     * Engine: ph_run_start creates and starts each replica, ph_run_stop
+     * removes it); set, the loop puts a SERVICE of PROJECT under a spec as
+     * a whole and the orchestrator makes its workloads (ph_run_placed.c).
+     *   service_profile: every workload of the service replaced by one
+     *     running SPEC (its compose and service not read), waited for at
+     *     most TIMEOUT_S until converged; *OUT (may be NULL) where they
+     *     run.  A service profiled already is refused.
+     *   service_unprofile: back to the spec the user deployed, when the
+     *     current one is RUN's (*ROLLED 1), waited for until RUN's
+     *     workloads ended or are lost; *ROLLED 0: it was not profiled.
+     *   service_run: the profiled run's labels (mode, run, outdir,
+     *     profile), as the service carries them, into W; *FOUND 0: none.
+     *   service_remove: the service gone, its workloads stopped with
+     *     their stop signal and grace; *FOUND 0: there was none. */
+    int (*service_profile)(ph_backend *b, const char *project, const char *service, const ph_workload_spec *spec,
+                           long timeout_s, struct ph_placement *out, ph_error_t *err);
+    int (*service_unprofile)(ph_backend *b, const char *project, const char *service, const char *run,
+                             long timeout_s, int *rolled, ph_error_t *err);
+    int (*service_run)(ph_backend *b, const char *project, const char *service, ph_workload *w, int *found,
+                       ph_error_t *err);
+    int (*service_remove)(ph_backend *b, const char *project, const char *service, int *found, ph_error_t *err);
 };
+
+/* Where the workloads of a service run, as service_profile left them. */
+#define PH_PLACEMENT_NODES_MAX 64
+typedef struct ph_placement {
+    long tasks;                   /* workloads running the spec */
+    size_t n_nodes;
+    struct {
+        char hostname[256];
+        long tasks;
+    } nodes[PH_PLACEMENT_NODES_MAX]; /* by hostname, in the order first seen */
+} ph_placement;
+
 
 /* The handle: implementations embed it first. */
 struct ph_backend {
     const ph_backend_ops *ops;
 };
 
-/* The backend this invocation uses (today a plain Engine's,
- * ph_backend_engine_new), connected and checked that it answers. */
-ph_backend *ph_backend_new(ph_error_t *err);
+/* Does B's orchestrator place a service's workloads itself (it has the
+ * service_* operations)? */
+static inline int ph_backend_places(const ph_backend *b) { return b->ops->service_profile != NULL; }
+
+/* The backend this invocation uses for PROJECT, chosen once: each kind
+ * (ph_backend_choose.c's table, crun's can_handle model) is asked in turn
+ * whether it handles the project, on the Engine the environment names
+ * (connected and checked that it answers); the plain Engine handles any.
+ * PROJECT NULL: the plain Engine's. */
+ph_backend *ph_backend_new(const char *project, ph_error_t *err);
 /* Another handle for a worker thread. */
 static inline ph_backend *ph_backend_open(ph_backend *b, ph_error_t *err) { return b->ops->open(b, err); }
 static inline void ph_backend_close(ph_backend *b) { if (b != NULL) b->ops->close(b); }

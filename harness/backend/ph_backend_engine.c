@@ -485,6 +485,37 @@ nomem:
     return ph_fail(err, ENOMEM, "allocate");
 }
 
+/* One Engine: the image is where its workloads run, a workload is
+ * reached where it is, and lost only when it is gone. */
+static int
+eng_distribute(ph_backend *b, const char *tag, char **ref_out, ph_error_t *err)
+{
+    (void)b;
+    if ((*ref_out = strdup(tag)) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
+}
+
+static int
+eng_reach(ph_backend *b, const char *id, ph_backend **out, char *cid, size_t len, ph_error_t *err)
+{
+    snprintf(cid, len, "%s", id);
+    *out = ph_backend_engine_borrow(E(b), err);
+    return *out ? 0 : -1;
+}
+
+static int
+eng_lost(ph_backend *b, const ph_workload *w, ph_error_t *err)
+{
+    ph_workload now = { 0 };
+    int found = 0;
+
+    if (eng_inspect(b, w->id, &now, &found, err) < 0)
+        return -1;
+    ph_workload_clear(&now);
+    return !found;
+}
+
 static const ph_backend_ops engine_ops = {
     .name = "engine",
     .open = eng_open,
@@ -515,6 +546,10 @@ static const ph_backend_ops engine_ops = {
     .log_all = eng_log_all,
     .output = eng_output,
     .top = eng_top,
+    .distribute = eng_distribute,
+    .reach = eng_reach,
+    .lost = eng_lost,
+    /* no service_*: the loop creates, starts and removes each replica */
 };
 
 ph_backend *
@@ -562,8 +597,3 @@ ph_backend_engine_client(ph_backend *b)
     return b != NULL && b->ops == &engine_ops ? E(b) : NULL;
 }
 
-ph_backend *
-ph_backend_new(ph_error_t *err)
-{
-    return ph_backend_engine_new(err);
-}

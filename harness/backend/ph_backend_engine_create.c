@@ -173,8 +173,14 @@ ph_backend_engine_config(ph_backend *b, const ph_workload_spec *sp, ph_error_t *
         snprintf(pid_mode, sizeof pid_mode, "container:%s", sp->pid_of);
         json_object_set_new(host, "PidMode", json_string(pid_mode));
     }
-    if (sp->network_none)
+    if (sp->net_of != NULL) {
+        char net_mode[300];
+
+        snprintf(net_mode, sizeof net_mode, "container:%s", sp->net_of);
+        json_object_set_new(host, "NetworkMode", json_string(net_mode));
+    } else if (sp->network_none) {
         json_object_set_new(host, "NetworkMode", json_string("none"));
+    }
     {
         json_t *caps = array_at(host, "CapAdd"), *secopt = array_at(host, "SecurityOpt");
 

@@ -60,7 +60,8 @@ ph_fake_call_free(ph_fake_call *c)
     free((char *)c->spec.name);
     free((char *)c->spec.image);
     free((char *)c->spec.pid_of);
-    c->spec.name = c->spec.image = c->spec.pid_of = NULL;
+    free((char *)c->spec.net_of);
+    c->spec.name = c->spec.image = c->spec.pid_of = c->spec.net_of = NULL;
     ph_workload_spec_clear(&c->spec);
     ph_strv_free(&c->argv);
     ph_strv_free(&c->env);
@@ -95,6 +96,13 @@ ph_fake_free(ph_fake *f)
     for (size_t i = 0; i < f->n_faults; i++)
         free(f->faults[i].glob);
     free(f->faults);
+    for (size_t i = 0; i < f->n_svcs; i++) {
+        free(f->svcs[i].project);
+        free(f->svcs[i].service);
+        ph_kvv_free(&f->svcs[i].run);
+    }
+    free(f->svcs);
+    ph_strv_free(&f->down);
     free(f->hooks);
     for (size_t i = 0; i < f->n_calls; i++)
         ph_fake_call_free(f->calls[i]);
@@ -595,6 +603,7 @@ ph_fake_spec_copy(ph_workload_spec *dst, const ph_workload_spec *src)
     dst->name = ph_fake_dup(src->name);
     dst->image = ph_fake_dup(src->image);
     dst->pid_of = ph_fake_dup(src->pid_of);
+    dst->net_of = ph_fake_dup(src->net_of);
     dst->user = ph_fake_dup(src->user);
     dst->workdir = ph_fake_dup(src->workdir);
     dst->stop_signal = ph_fake_dup(src->stop_signal);
@@ -707,4 +716,35 @@ ph_fake_call_log(ph_fake *f)
     ph_fake_unlock(f);
     fclose(m);
     return out;
+}
+
+/* ---- a stack --------------------------------------------------------------- */
+
+void
+ph_fake_stack(ph_fake *f)
+{
+    f->stack = 1;
+}
+
+int
+ph_fake_node_down(ph_fake *f, const char *node)
+{
+    int rc;
+
+    ph_fake_lock(f);
+    rc = ph_strv_push(&f->down, node);
+    ph_fake_unlock(f);
+    return rc;
+}
+
+int
+ph_fake_wl_place(ph_fake_wl *w, const char *node, int slot)
+{
+    char n[16];
+
+    snprintf(n, sizeof n, "%d", slot);
+    free(w->node);
+    if ((w->node = strdup(node)) == NULL)
+        return -1;
+    return ph_kvv_set(&w->labels, PH_DC_NUMBER, n);
 }

@@ -30,11 +30,14 @@
  * once with the end that is coming, or timed out when none is (one that
  * ignores SIGTERM).  Nothing sleeps.
  *
- * Later, one loop for every backend (a Swarm-like "service under a spec,
- * rolled back, a node lost"): a workload carries its node and slot
- * already; services would be a table beside the workloads (the spec, the
- * previous one, the tasks made from it), and a node's state one field
- * every per-workload operation checks.
+ * A world made a stack (ph_fake_stack) is a Swarm-like orchestrator that
+ * places services itself: its backend has the service_* operations (a
+ * service put under a spec: each running task replaced by one of the
+ * spec on the same node and slot; taken back: the run's tasks stopped, the
+ * deployed ones made again; removed), its listings hold the deployed
+ * tasks (docker compose's labels, placed with ph_fake_wl_place), and a
+ * node can be down: every per-workload operation on a workload there
+ * fails as an Engine not reached, `lost` says so.
  */
 #ifndef PH_BACKEND_FAKE_H
 #define PH_BACKEND_FAKE_H
@@ -110,6 +113,16 @@ long ph_fake_files_under(ph_fake *f, const char *id_or_name, const char *path);
 /* Workloads there (not removed) with label KEY=VALUE (KEY NULL: all). */
 size_t ph_fake_count(ph_fake *f, const char *key, const char *value);
 
+/* ---- a stack ------------------------------------------------------------- */
+
+/* The world is a stack (see above). */
+void ph_fake_stack(ph_fake *f);
+/* Workload W (a deployed task) runs on NODE in SLOT (compose's number
+ * label).  -1 on ENOMEM. */
+int ph_fake_wl_place(ph_fake_wl *w, const char *node, int slot);
+/* NODE is down from now on.  -1 on ENOMEM. */
+int ph_fake_node_down(ph_fake *f, const char *node);
+
 /* ---- exec ---------------------------------------------------------------- */
 
 /* An exec of a program matching ARGV0_GLOB in a workload whose name
@@ -134,7 +147,7 @@ void ph_fake_chunk(ph_fake *f, size_t chunk);
 /* ---- what the loop asked ------------------------------------------------- */
 
 typedef struct ph_fake_call {
-    char op[16];               /* the ph_backend_ops member: "run", "signal", "stop", "archive_get"... */
+    char op[24];               /* the ph_backend_ops member: "run", "signal", "stop", "archive_get"... */
     char *target;              /* the id or name it was given (NULL: none) */
     char *name;                /* that workload's name then, a create's the spec's (NULL: none) */
     char *arg;                 /* its argument as text: the signal, the path, ps's arguments (NULL: none) */

@@ -61,7 +61,7 @@ typedef struct exec_rule {
 } exec_rule;
 
 typedef struct fault {
-    char op[16];
+    char op[24];
     char *glob;
     ph_fake_fault_kind kind;
     size_t after;
@@ -69,13 +69,24 @@ typedef struct fault {
 } fault;
 
 typedef struct hook {
-    char op[16];
+    char op[24];
     ph_fake_hook_cb cb;
     void *ud;
 } hook;
 
+/* A service of a stack: the run its spec is under (its labels; none: as
+ * deployed). */
+typedef struct fake_service {
+    char *project, *service;
+    ph_kvv run;
+} fake_service;
+
 struct ph_fake {
     pthread_mutex_t lock;
+    int stack;              /* its backend places services (the service_* operations) */
+    fake_service *svcs;
+    size_t n_svcs;
+    ph_strv down;           /* nodes that are down */
     ph_fake_image **images;
     size_t n_images;
     ph_fake_wl **wls, **templates;
@@ -95,6 +106,7 @@ struct ph_fake {
 typedef struct fake_backend {
     ph_backend base;
     ph_fake *f;
+    char *node; /* a stack's node's Engine (ops.reach): its workloads only; NULL: the whole */
 } fake_backend;
 
 #define F(b) (((fake_backend *)(b))->f)

@@ -47,6 +47,10 @@ static const ph_backend_ops fake_ops;
     if (w == NULL) {                                                                                                 \
         ph_fail(err, 0, "fake backend: no such container: %.64s", (id) ? (id) : "");                                 \
         goto out;                                                                                                    \
+    }                                                                                                                \
+    if (node_down(f, w->node)) {                                                                                     \
+        ph_fail(err, 0, "fake backend: node %s is down: its Engine is not reached", w->node);                        \
+        goto out;                                                                                                    \
     }
 
 #define RUNNING(w, what)                                                                                             \
@@ -55,15 +59,36 @@ static const ph_backend_ops fake_ops;
         goto out;                                                                                                    \
     }
 
+static int
+node_down(const ph_fake *f, const char *node)
+{
+    return node != NULL && ph_strv_has(&f->down, node);
+}
+
+static void fake_close(ph_backend *b);
+
 static ph_backend *
 fake_open(ph_backend *b, ph_error_t *err)
 {
-    return ph_fake_backend(F(b), err);
+    ph_backend *o = ph_fake_backend(F(b), err);
+    const char *node = ((fake_backend *)b)->node;
+
+    if (o != NULL && node != NULL) {
+        o->ops = b->ops;
+        if ((((fake_backend *)o)->node = strdup(node)) == NULL) {
+            fake_close(o);
+            ph_fail(err, ENOMEM, "fake backend: allocate");
+            return NULL;
+        }
+    }
+    return o;
 }
 
 static void
 fake_close(ph_backend *b)
 {
+    if (b != NULL)
+        free(((fake_backend *)b)->node);
     free(b);
 }
 
@@ -111,6 +136,11 @@ fake_list(ph_backend *b, const char *project, const char *service, int flags, ph
 {
     BEGIN("list", service, project, flags);
     memset(out, 0, sizeof *out);
+    const char *node = ((fake_backend *)b)->node;
+    int tasks_only = f->stack && node == NULL;
+
+    if (tasks_only && !(flags & PH_LIST_ALL_OF_HOST))
+        flags |= PH_LIST_COMPOSE; /* a stack's listing is every task of its services */
     /* ours, then (PH_LIST_COMPOSE) docker compose's, as the Engine's two listings */
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < f->n_wls; i++) {
@@ -126,6 +156,10 @@ fake_list(ph_backend *b, const char *project, const char *service, int flags, ph
 
             if (w->gone || !take)
                 continue;
+            if (node != NULL && (w->node == NULL || strcmp(w->node, node) != 0))
+                continue; /* a node's Engine has its own only */
+            if (tasks_only && (ph_kvv_get(&w->labels, PH_LABEL_ATTACHED) || ph_kvv_get(&w->labels, PH_LABEL_CONVERT)))
+                continue; /* what runs beside a task is no task */
             ph_fake_wl_observe(f, w);
             if (ph_fake_wl_record(w, &rec) < 0 ||
                 (pass == 0 ? ph_workload_list_push(out, &rec) : ph_workload_list_push_compose(out, &rec)) < 0) {
@@ -195,19 +229,30 @@ fake_prepare(ph_backend *b, const ph_compose *c, const ph_service *s, ph_error_t
     END;
 }
 
+static int make_locked(ph_fake *f, const ph_workload_spec *spec, char **id, ph_error_t *err);
+
 /* A workload made from SPEC (the image's files, the matching template's
- * end, files and output), created: *ID. */
+ * end, files and output), created: *ID; the call records it. */
 static int
 create_locked(ph_fake *f, ph_fake_call *call, const ph_workload_spec *spec, char **id, ph_error_t *err)
 {
-    ph_fake_image *img = ph_fake_image_find(f, spec->image);
-    ph_fake_wl *w, *t = NULL;
-
     *id = NULL;
     if (call->name == NULL && spec->name != NULL && (call->name = strdup(spec->name)) == NULL)
         return ph_fail(err, ENOMEM, "fake backend: allocate");
     if (ph_fake_spec_copy(&call->spec, spec) < 0)
         return ph_fail(err, ENOMEM, "fake backend: allocate");
+    return make_locked(f, spec, id, err);
+}
+
+/* SPEC's workload made (the image's files, the template its name
+ * matches: its end, files and output), created: *ID. */
+static int
+make_locked(ph_fake *f, const ph_workload_spec *spec, char **id, ph_error_t *err)
+{
+    ph_fake_image *img = ph_fake_image_find(f, spec->image);
+    ph_fake_wl *w, *t = NULL;
+
+    *id = NULL;
     if (img == NULL)
         return ph_fail(err, 0, "fake backend: create: no such image: %s", spec->image ? spec->image : "(none)");
     if (spec->name != NULL && ph_fake_wl_find(f, spec->name) != NULL)
@@ -240,11 +285,24 @@ nomem:
     return ph_fail(err, ENOMEM, "fake backend: allocate");
 }
 
+/* A workload made through a node's Engine runs there. */
+static int
+placed(ph_fake *f, ph_backend *b, const char *id, ph_error_t *err)
+{
+    const char *node = ((fake_backend *)b)->node;
+    ph_fake_wl *w = ph_fake_wl_find(f, id);
+
+    if (node == NULL || w == NULL)
+        return 0;
+    free(w->node);
+    return (w->node = strdup(node)) != NULL ? 0 : ph_fail(err, ENOMEM, "fake backend: allocate");
+}
+
 static int
 fake_create(ph_backend *b, const ph_workload_spec *spec, char **id, ph_error_t *err)
 {
     BEGIN("create", spec->name, spec->image, -1);
-    rc = create_locked(f, call, spec, id, err);
+    rc = create_locked(f, call, spec, id, err) < 0 ? -1 : placed(f, b, *id, err);
     END;
 }
 
@@ -263,7 +321,7 @@ static int
 fake_run(ph_backend *b, const ph_workload_spec *spec, char **id, ph_error_t *err)
 {
     BEGIN("run", spec->name, spec->image, -1);
-    if (create_locked(f, call, spec, id, err) < 0)
+    if (create_locked(f, call, spec, id, err) < 0 || placed(f, b, *id, err) < 0)
         goto out;
     ph_fake_wl_started(f, ph_fake_wl_find(f, *id));
     rc = 0;
@@ -569,6 +627,268 @@ fake_top(ph_backend *b, const char *id, const char *ps_args, ph_proc_table *out,
     END;
 }
 
+/* ---- where workloads run ------------------------------------------------------ */
+
+static int
+fake_distribute(ph_backend *b, const char *tag, char **ref_out, ph_error_t *err)
+{
+    BEGIN("distribute", NULL, tag, -1);
+    if ((*ref_out = strdup(tag)) == NULL) {
+        ph_fail(err, ENOMEM, "fake backend: allocate");
+        goto out;
+    }
+    rc = 0;
+    END;
+}
+
+static int
+fake_reach(ph_backend *b, const char *id, ph_backend **out_b, char *cid, size_t len, ph_error_t *err)
+{
+    BEGIN("reach", id, NULL, -1);
+    WL(w, id);
+    snprintf(cid, len, "%s", w->id);
+    if ((*out_b = ph_fake_backend(f, err)) == NULL)
+        goto out;
+    ((fake_backend *)*out_b)->base.ops = &fake_ops; /* a node's Engine places nothing */
+    if (w->node != NULL && (((fake_backend *)*out_b)->node = strdup(w->node)) == NULL) {
+        ph_backend_close(*out_b);
+        *out_b = NULL;
+        ph_fail(err, ENOMEM, "fake backend: allocate");
+        goto out;
+    }
+    rc = 0;
+    END;
+}
+
+static int
+fake_lost(ph_backend *b, const ph_workload *wl, ph_error_t *err)
+{
+    BEGIN("lost", wl->id, wl->node, -1);
+    ph_fake_wl *w = ph_fake_wl_find(f, wl->id);
+
+    rc = w == NULL || node_down(f, wl->node) || (w != NULL && node_down(f, w->node));
+    END;
+}
+
+/* ---- a stack's services ----------------------------------------------------- */
+
+static int
+kvv_copy(ph_kvv *dst, const ph_kvv *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        if (ph_kvv_set(dst, src->v[i].key, src->v[i].value) < 0)
+            return -1;
+    return 0;
+}
+
+/* The service SERVICE of PROJECT (made when MAKE), or NULL. */
+static fake_service *
+service_of(ph_fake *f, const char *project, const char *service, int make)
+{
+    fake_service *fs;
+
+    for (size_t i = 0; i < f->n_svcs; i++)
+        if (strcmp(f->svcs[i].project, project) == 0 && strcmp(f->svcs[i].service, service) == 0)
+            return &f->svcs[i];
+    if (!make || GROW(f->svcs, f->n_svcs) < 0)
+        return NULL;
+    fs = &f->svcs[f->n_svcs];
+    memset(fs, 0, sizeof *fs);
+    if ((fs->project = strdup(project)) == NULL || (fs->service = strdup(service)) == NULL) {
+        free(fs->project);
+        return NULL;
+    }
+    f->n_svcs++;
+    return fs;
+}
+
+/* W is a task of SERVICE: deployed (compose's labels) or of a run (ours),
+ * never what runs beside one (attached, a converter). */
+static int
+task_of(const ph_fake_wl *w, const char *project, const char *service)
+{
+    if (w->gone)
+        return 0;
+    if (label_is(w, PH_DC_PROJECT, project) && ph_kvv_get(&w->labels, PH_DC_PROJECT) &&
+        label_is(w, PH_DC_SERVICE, service))
+        return 1;
+    return label_is(w, PH_LABEL_PROJECT, project) && ph_kvv_get(&w->labels, PH_LABEL_PROJECT) &&
+           label_is(w, PH_LABEL_SERVICE, service) && ph_kvv_get(&w->labels, PH_LABEL_ATTACHED) == NULL &&
+           ph_kvv_get(&w->labels, PH_LABEL_CONVERT) == NULL;
+}
+
+static int
+slot_of(const ph_fake_wl *w)
+{
+    const char *n = ph_kvv_get(&w->labels, PH_DC_NUMBER);
+
+    return n ? atoi(n) : 1;
+}
+
+/* A task of SPEC in SLOT on NODE, running: the swarm's replacement. */
+static int
+task_new(ph_fake *f, const char *project, const char *service, const ph_workload_spec *spec, int slot,
+         const char *node, ph_error_t *err)
+{
+    ph_workload_spec t = *spec;
+    ph_fake_wl *w;
+    char name[256], n[16];
+    char *id = NULL;
+
+    snprintf(name, sizeof name, "%s_%s.%d.%lu", project, service, slot, f->serial + 1);
+    snprintf(n, sizeof n, "%d", slot);
+    t.name = name;
+    t.compose_labels = 0;
+    if (make_locked(f, &t, &id, err) < 0)
+        return -1;
+    w = ph_fake_wl_find(f, id);
+    free(id);
+    free(w->node);
+    if ((node != NULL && (w->node = strdup(node)) == NULL) || ph_kvv_set(&w->labels, PH_DC_NUMBER, n) < 0)
+        return ph_fail(err, ENOMEM, "fake backend: allocate");
+    ph_fake_wl_started(f, w);
+    return 0;
+}
+
+static int
+fake_service_profile(ph_backend *b, const char *project, const char *service, const ph_workload_spec *spec,
+                     long timeout_s, ph_placement *pl, ph_error_t *err)
+{
+    BEGIN("service_profile", service, spec->image, timeout_s);
+    fake_service *fs = service_of(f, project, service, 1);
+    size_t n = f->n_wls;
+
+    if (fs == NULL) {
+        ph_fail(err, ENOMEM, "fake backend: allocate");
+        goto out;
+    }
+    if (fs->run.n > 0) {
+        ph_fail(err, 0, "fake backend: service %s_%s is profiled already", project, service);
+        goto out;
+    }
+    if (ph_fake_spec_copy(&call->spec, spec) < 0 || kvv_copy(&fs->run, &spec->labels) < 0) {
+        ph_fail(err, ENOMEM, "fake backend: allocate");
+        goto out;
+    }
+    if (pl != NULL)
+        memset(pl, 0, sizeof *pl);
+    for (size_t i = 0; i < n; i++) { /* the tasks there before the update */
+        ph_fake_wl *w = f->wls[i];
+
+        if (!task_of(w, project, service) || w->state != PH_WL_RUNNING || node_down(f, w->node))
+            continue;
+        ph_fake_wl_finish(f, w, 0, 0); /* replaced */
+        if (task_new(f, project, service, spec, slot_of(w), w->node, err) < 0)
+            goto out;
+        if (pl != NULL) {
+            size_t k = 0;
+
+            while (k < pl->n_nodes && strcmp(pl->nodes[k].hostname, w->node ? w->node : "") != 0)
+                k++;
+            if (k == pl->n_nodes && k < PH_PLACEMENT_NODES_MAX)
+                snprintf(pl->nodes[pl->n_nodes++].hostname, sizeof pl->nodes[k].hostname, "%s",
+                         w->node ? w->node : "");
+            if (k < PH_PLACEMENT_NODES_MAX)
+                pl->nodes[k].tasks++;
+            pl->tasks++;
+        }
+    }
+    rc = 0;
+    END;
+}
+
+static int
+fake_service_unprofile(ph_backend *b, const char *project, const char *service, const char *run, long timeout_s,
+                       int *rolled, ph_error_t *err)
+{
+    BEGIN("service_unprofile", service, run, timeout_s);
+    fake_service *fs = service_of(f, project, service, 0);
+    const char *now = fs ? ph_kvv_get(&fs->run, PH_LABEL_RUN) : NULL;
+    size_t n = f->n_wls;
+
+    if (rolled != NULL)
+        *rolled = 0;
+    if (now == NULL) {
+        rc = 0;
+        goto out;
+    }
+    if (strcmp(now, run) != 0) {
+        ph_fail(err, 0, "fake backend: service %s_%s is profiled by run %s, not %s", project, service, now, run);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) { /* the run's tasks stopped, each slot deployed again */
+        ph_fake_wl *w = f->wls[i], *dep = NULL;
+        ph_workload_spec again = PH_WORKLOAD_SPEC_INIT;
+
+        if (!task_of(w, project, service) || !label_is(w, PH_LABEL_RUN, run))
+            continue;
+        if (w->state == PH_WL_RUNNING && !node_down(f, w->node)) {
+            ph_fake_wl_ask(f, w);
+            if (!ph_fake_wl_wait(f, w))
+                ph_fake_wl_finish(f, w, 137, 0);
+        }
+        for (size_t k = 0; k < n; k++) /* the slot's task as deployed, the last one */
+            if (task_of(f->wls[k], project, service) && ph_kvv_get(&f->wls[k]->labels, PH_LABEL_RUN) == NULL &&
+                slot_of(f->wls[k]) == slot_of(w))
+                dep = f->wls[k];
+        if (dep == NULL)
+            continue;
+        again.image = dep->image;
+        again.labels = dep->labels; /* borrowed: make_locked copies */
+        if (task_new(f, project, service, &again, slot_of(w), w->node, err) < 0)
+            goto out;
+    }
+    ph_kvv_free(&fs->run);
+    if (rolled != NULL)
+        *rolled = 1;
+    rc = 0;
+    END;
+}
+
+static int
+fake_service_run(ph_backend *b, const char *project, const char *service, ph_workload *wl, int *found,
+                 ph_error_t *err)
+{
+    BEGIN("service_run", service, project, -1);
+    fake_service *fs = service_of(f, project, service, 0);
+
+    memset(wl, 0, sizeof *wl);
+    *found = fs != NULL && fs->run.n > 0;
+    if (*found && (kvv_copy(&wl->labels, &fs->run) < 0 || ph_workload_read_labels(wl) < 0)) {
+        ph_workload_clear(wl);
+        ph_fail(err, ENOMEM, "fake backend: allocate");
+        goto out;
+    }
+    rc = 0;
+    END;
+}
+
+static int
+fake_service_remove(ph_backend *b, const char *project, const char *service, int *found, ph_error_t *err)
+{
+    BEGIN("service_remove", service, project, -1);
+    fake_service *fs = service_of(f, project, service, 0);
+
+    *found = 0;
+    for (size_t i = 0; i < f->n_wls; i++) {
+        ph_fake_wl *w = f->wls[i];
+
+        if (!task_of(w, project, service))
+            continue;
+        *found = 1;
+        if (w->state == PH_WL_RUNNING && !node_down(f, w->node)) {
+            ph_fake_wl_ask(f, w);
+            if (!ph_fake_wl_wait(f, w))
+                ph_fake_wl_finish(f, w, 137, 0);
+        }
+        w->gone = 1;
+    }
+    if (fs != NULL)
+        ph_kvv_free(&fs->run);
+    rc = 0;
+    END;
+}
+
 static const ph_backend_ops fake_ops = {
     .name = "fake",
     .open = fake_open,
@@ -599,7 +919,25 @@ static const ph_backend_ops fake_ops = {
     .log_all = fake_log_all,
     .output = fake_output,
     .top = fake_top,
+    .distribute = fake_distribute,
+    .reach = fake_reach,
+    .lost = fake_lost,
 };
+
+/* A stack's: the same, and the service_* operations. */
+static ph_backend_ops stack_ops;
+static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
+
+static void
+stack_ops_init(void)
+{
+    stack_ops = fake_ops;
+    stack_ops.name = "fake-stack";
+    stack_ops.service_profile = fake_service_profile;
+    stack_ops.service_unprofile = fake_service_unprofile;
+    stack_ops.service_run = fake_service_run;
+    stack_ops.service_remove = fake_service_remove;
+}
 
 ph_backend *
 ph_fake_backend(void *fake, ph_error_t *err)
@@ -610,7 +948,8 @@ ph_fake_backend(void *fake, ph_error_t *err)
         ph_fail(err, ENOMEM, "fake backend: allocate");
         return NULL;
     }
-    b->base.ops = &fake_ops;
+    pthread_once(&stack_once, stack_ops_init);
+    b->base.ops = ((ph_fake *)fake)->stack ? &stack_ops : &fake_ops;
     b->f = fake;
     return &b->base;
 }

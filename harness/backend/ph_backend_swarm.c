@@ -35,7 +35,7 @@ typedef struct swarm_backend {
     char where[1500];
     ph_swarm_node *nodes;
     size_t n_nodes;
-    node_conn conn[PH_SWARM_NODES_MAX];
+    node_conn conn[PH_PLACEMENT_NODES_MAX];
     size_t n_conn;
     ph_backend *images; /* the manager's Engine as a plain backend, made when first asked */
 } swarm_backend;
@@ -193,8 +193,8 @@ node_engine(swarm_backend *b, const char *node_id, ph_engine **out, ph_error_t *
         }
     if ((n = node_of(b, node_id, err)) == NULL)
         return err && *err ? -1 : ph_fail(err, 0, "node %.80s is not in the swarm", node_id);
-    if (b->n_conn == PH_SWARM_NODES_MAX)
-        return ph_fail(err, 0, "node %s: more than %d nodes' Engines", n->hostname, PH_SWARM_NODES_MAX);
+    if (b->n_conn == PH_PLACEMENT_NODES_MAX)
+        return ph_fail(err, 0, "node %s: more than %d nodes' Engines", n->hostname, PH_PLACEMENT_NODES_MAX);
     ph_backend_swarm_context_of(n->hostname, ctx, sizeof ctx);
     if ((e = ph_engine_new_context(ctx, err)) == NULL) {
         ph_error_wrap(err, "node %s: its Engine is reached through the Docker context `%s` (or set "
@@ -228,9 +228,8 @@ route(ph_backend *pb, const char *id, ph_engine **e, char *cid, size_t size, ph_
     return node_engine(b, x.node_id, e, err);
 }
 
-int
-ph_backend_swarm_task_backend(ph_backend *b, const char *task_id, ph_backend **out, char *cid, size_t len,
-                              ph_error_t *err)
+static int
+sb_reach(ph_backend *b, const char *task_id, ph_backend **out, char *cid, size_t len, ph_error_t *err)
 {
     ph_engine *e;
 
@@ -622,42 +621,11 @@ sb_top(ph_backend *pb, const char *id, const char *ps_args, ph_proc_table *out, 
     return 0;
 }
 
-static const ph_backend_ops swarm_ops = {
-    .name = "swarm",
-    .open = sb_open,
-    .close = sb_close,
-    .describe = sb_describe,
-    .host_id = sb_host_id,
-    .engine = sb_engine,
-    .images = sb_images,
-    .list = sb_list,
-    .inspect = sb_inspect,
-    .image_inspect = sb_image_inspect,
-    .prepare = sb_prepare,
-    .create = sb_create,
-    .start = sb_start,
-    .run = sb_create,
-    .signal = sb_signal,
-    .stop = sb_stop,
-    .wait = sb_wait,
-    .wait_begin = sb_wait_begin,
-    .wait_end = sb_wait_end,
-    .wait_free = sb_wait_free,
-    .remove = sb_remove,
-    .archive_get = sb_archive_get,
-    .archive_stat = sb_archive_stat,
-    .archive_put = sb_archive_put,
-    .exec = sb_exec,
-    .logs = sb_logs,
-    .log_all = sb_log_all,
-    .output = sb_output,
-    .top = sb_top,
-};
 
 /* ---- a service under a profiler ----------------------------------------- */
 
-int
-ph_backend_swarm_remove(ph_backend *pb, const char *project, const char *service, int *found, ph_error_t *err)
+static int
+sb_service_remove(ph_backend *pb, const char *project, const char *service, int *found, ph_error_t *err)
 {
     swarm_backend *b = sb_of(pb);
     json_t *svc = NULL;
@@ -674,16 +642,17 @@ ph_backend_swarm_remove(ph_backend *pb, const char *project, const char *service
 }
 
 int
-ph_backend_swarm_detect(ph_backend *b, const char *project, ph_error_t *err)
+ph_backend_swarm_handles(ph_backend *b, const char *project, ph_error_t *err)
 {
     ph_engine *e = b->ops->engine(b);
+    const char *off = getenv("PH_SWARM");
     char label[600];
     const char *labels[1] = { label };
     json_t *svcs = NULL;
     int manager = 0, n;
 
-    if (e == NULL)
-        return 0; /* no Engine, no swarm */
+    if (e == NULL || (off != NULL && strcmp(off, "0") == 0))
+        return 0; /* no Engine, no swarm; or told to look for none */
     snprintf(label, sizeof label, "%s=%s", STACK_LABEL, project);
     if (ph_engine_services_if_manager(e, labels, 1, &svcs, &manager, err) < 0)
         return -1;
@@ -830,14 +799,14 @@ spec_label(const json_t *spec, const char *key)
     return json_string_value(json_object_get(json_object_get(spec, "Labels"), key));
 }
 
-int
-ph_backend_swarm_profile(ph_backend *pb, const char *project, const char *service, const ph_workload_spec *spec,
-                         long timeout_s, ph_swarm_placement *out, ph_error_t *err)
+static int
+sb_service_profile(ph_backend *pb, const char *project, const char *service, const ph_workload_spec *spec,
+                         long timeout_s, ph_placement *out, ph_error_t *err)
 {
     swarm_backend *b = sb_of(pb);
     json_t *svc = NULL, *ns = NULL;
     ph_swarm_task *t = NULL;
-    ph_swarm_placement own;
+    ph_placement own;
     size_t n = 0, i, k;
     const char *run;
     int found = 0, rc = -1;
@@ -879,10 +848,10 @@ ph_backend_swarm_profile(ph_backend *pb, const char *project, const char *servic
         for (k = 0; k < out->n_nodes; k++)
             if (strcmp(out->nodes[k].hostname, nd ? nd->hostname : t[i].node_id) == 0)
                 break;
-        if (k == out->n_nodes && k < PH_SWARM_NODES_MAX)
+        if (k == out->n_nodes && k < PH_PLACEMENT_NODES_MAX)
             snprintf(out->nodes[out->n_nodes++].hostname, sizeof out->nodes[0].hostname, "%s",
                      nd ? nd->hostname : t[i].node_id);
-        if (k < PH_SWARM_NODES_MAX)
+        if (k < PH_PLACEMENT_NODES_MAX)
             out->nodes[k].tasks++;
     }
     rc = 0;
@@ -893,8 +862,8 @@ out:
     return rc;
 }
 
-int
-ph_backend_swarm_service_run(ph_backend *pb, const char *project, const char *service, ph_workload *w, int *found,
+static int
+sb_service_run(ph_backend *pb, const char *project, const char *service, ph_workload *w, int *found,
                              ph_error_t *err)
 {
     swarm_backend *b = sb_of(pb);
@@ -922,11 +891,13 @@ ph_backend_swarm_service_run(ph_backend *pb, const char *project, const char *se
     return 0;
 }
 
-int
-ph_backend_swarm_node_down(ph_backend *pb, const ph_workload *w, ph_error_t *err)
+static int
+sb_lost(ph_backend *pb, const ph_workload *w, ph_error_t *err)
 {
     swarm_backend *b = sb_of(pb);
 
+    if (w->node == NULL)
+        return 1; /* never placed, or its node is gone from the swarm */
     if (refresh_nodes(b, err) < 0)
         return -1;
     for (size_t i = 0; i < b->n_nodes; i++)
@@ -996,8 +967,8 @@ signal_run(swarm_backend *b, const json_t *svc, const char *run, const char *sig
     return 0;
 }
 
-int
-ph_backend_swarm_unprofile(ph_backend *pb, const char *project, const char *service, const char *run,
+static int
+sb_service_unprofile(ph_backend *pb, const char *project, const char *service, const char *run,
                            long timeout_s, int *rolled, ph_error_t *err)
 {
     swarm_backend *b = sb_of(pb);
@@ -1077,8 +1048,8 @@ out:
 
 /* ---- the image the nodes run --------------------------------------------- */
 
-int
-ph_backend_swarm_distribute(ph_backend *b, const char *tag, char **ref_out, ph_error_t *err)
+static int
+sb_distribute(ph_backend *b, const char *tag, char **ref_out, ph_error_t *err)
 {
     ph_engine *e = sb_of(b)->mgr;
     const char *reg = getenv("PH_SWARM_REGISTRY");
@@ -1101,3 +1072,42 @@ ph_backend_swarm_distribute(ph_backend *b, const char *tag, char **ref_out, ph_e
     *ref_out = strdup(repo);
     return *ref_out ? 0 : ph_fail(err, ENOMEM, "allocate");
 }
+
+static const ph_backend_ops swarm_ops = {
+    .name = "swarm",
+    .open = sb_open,
+    .close = sb_close,
+    .describe = sb_describe,
+    .host_id = sb_host_id,
+    .engine = sb_engine,
+    .images = sb_images,
+    .list = sb_list,
+    .inspect = sb_inspect,
+    .image_inspect = sb_image_inspect,
+    .prepare = sb_prepare,
+    .create = sb_create,
+    .start = sb_start,
+    .run = sb_create,
+    .signal = sb_signal,
+    .stop = sb_stop,
+    .wait = sb_wait,
+    .wait_begin = sb_wait_begin,
+    .wait_end = sb_wait_end,
+    .wait_free = sb_wait_free,
+    .remove = sb_remove,
+    .archive_get = sb_archive_get,
+    .archive_stat = sb_archive_stat,
+    .archive_put = sb_archive_put,
+    .exec = sb_exec,
+    .logs = sb_logs,
+    .log_all = sb_log_all,
+    .output = sb_output,
+    .top = sb_top,
+    .distribute = sb_distribute,
+    .reach = sb_reach,
+    .lost = sb_lost,
+    .service_profile = sb_service_profile,
+    .service_unprofile = sb_service_unprofile,
+    .service_run = sb_service_run,
+    .service_remove = sb_service_remove,
+};

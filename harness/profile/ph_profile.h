@@ -52,6 +52,8 @@
  *     signal: SIGINT                # detaches COMMAND (the service runs on)
  *     copy_mapped: symfs            # copy the files the processes map to {out}/symfs,
  *                                   # for symbols (the service's files are not the tools')
+ *     network: service              # in the service's network namespace (its loopback:
+ *                                   # a Node's inspector); default none, no network
  *     convert: {command: [...], collapse: perf}   # as above, for attached runs
  *   attach: {unsupported: "valgrind must start the process"}   # or why it cannot
  *   swarm: {unsupported: "..."}   # why `start` cannot run the mode in a Swarm
@@ -169,6 +171,7 @@ typedef struct ph_profile_attach {
     ph_strv cap_add, cap_add_if_known, security_opt;
     char *signal;                /* what detaches the command; "SIGINT" by default */
     char *copy_mapped;           /* NULL, or a plain directory name under {out} */
+    int network_service;         /* `network: service`: in the service's network namespace (else none) */
     ph_profile_convert convert;
 } ph_profile_attach;
 

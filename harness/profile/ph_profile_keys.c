@@ -206,6 +206,15 @@ read_attach(ph_profile *p, const ph_ynode *v, ph_error_t *err)
             if (rc == 0 && !plain_name(a->copy_mapped))
                 rc = ph_yaml_error(vn, err, "`attach.copy_mapped` must be a plain directory name under {out}, "
                                                "not `%s`", a->copy_mapped);
+        } else if (KEY("network")) {
+            const char *sv = ph_yaml_scalar(vn, "attach.network", err);
+
+            if (sv == NULL)
+                rc = -1;
+            else if (strcmp(sv, "service") != 0 && strcmp(sv, "none") != 0)
+                rc = ph_yaml_error(vn, err, "`attach.network` is `none` or `service`, not `%s`", sv);
+            else
+                a->network_service = strcmp(sv, "service") == 0;
         } else if (KEY("convert")) {
             rc = read_convert(&a->convert, vn, "attach.convert", 1, err);
         } else {

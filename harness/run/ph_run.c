@@ -142,8 +142,17 @@ ph_run_backend(ph_run *r, ph_backend **out, ph_error_t *err)
 {
     ph_backend **slot = ph_run_backend_slot(r); /* a worker thread has its own */
 
-    if (*slot == NULL && (*slot = r->opts.backend_new ? r->opts.backend_new(r->opts.backend_ud, err)
-                                                      : ph_backend_new(err)) == NULL)
+    if (*slot != NULL) {
+        *out = *slot;
+        return 0;
+    }
+    /* chosen once: a worker opens another handle of the run's kind */
+    if (slot != &r->backend && r->backend != NULL)
+        *slot = ph_backend_open(r->backend, err);
+    else
+        *slot = r->opts.backend_new ? r->opts.backend_new(r->opts.backend_ud, err)
+                                    : ph_backend_new(r->compose->project, err);
+    if (*slot == NULL)
         return -1;
     *out = *slot;
     return 0;
@@ -398,10 +407,10 @@ int
 ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
 {
     ph_workload_list list = { 0 };
-    int swarm = ph_run_swarm_active(r, err);
+    int placed = ph_run_placed(r, err);
 
-    if (swarm != 0)
-        return swarm < 0 ? -1 : ph_run_swarm_status(r, out, err);
+    if (placed != 0)
+        return placed < 0 ? -1 : ph_run_placed_status(r, out, err);
     if (ph_run_list(r, NULL, &list, err) < 0)
         return -1;
     fprintf(out, "%-16s %-10s %-10s %-21s %s\n", "SERVICE", "MODE", "STATE", "SINCE", "RUN DIR");

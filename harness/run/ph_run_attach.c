@@ -144,15 +144,18 @@ ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_erro
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, s->name);
     rec = ph_rundir_profile_record(p);
     /* No network: the profiler reads the service's processes, nothing
-     * else.  The stop timeout outlasts the shim's protocol, as for a
+     * else (unless the mode joins the service's own, for what listens on
+     * its loopback: `attach.network: service`).  The stop timeout outlasts the shim's protocol, as for a
      * profiled workload. */
-    spec.name = to->name; /* the spec's name, image and pid_of are the caller's */
+    spec.name = to->name; /* the spec's name, image, pid_of and net_of are the caller's */
     spec.image = to->tools;
     spec.set_entrypoint = spec.set_cmd = 1;
     spec.stop_signal = strdup("SIGTERM");
     spec.stop_grace_s = ph_run_stop_budget_s(p);
     spec.pid_of = to->target;
     spec.network_none = 1;
+    if (p->attach.network_service) /* the profile's `attach.network: service` */
+        spec.net_of = to->target;
     spec.no_restart = 1;
     if (spec.stop_signal == NULL || attach_argv(p, s->name, out, to->run_id, &spec.entrypoint) < 0 ||
         ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, r->compose->project) < 0 ||
@@ -298,9 +301,9 @@ ph_run_attach(ph_run *r, const char *mode, char **services, int n, ph_error_t *e
     }
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: every running task, on its node */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack: every running task, on its node */
         if (rc > 0)
-            rc = ph_run_swarm_attach(r, p, &sl, err);
+            rc = ph_run_placed_attach(r, p, &sl, err);
         free(sl.v);
         return rc;
     }

@@ -525,8 +525,8 @@ signal_and_wait(ph_backend *b, const ph_workload *c, long budget, int signalled,
 
 /* contrib/profiling/index.html, after a command collected something;
  * handed to the invoker like every file the harness writes. */
-static void
-write_index(ph_run *r)
+void
+ph_run_write_index(ph_run *r)
 {
     ph_stage *st = ph_stage_begin("report", "write the index of runs", 0);
     ph_cleanup_close int outfd = -1;
@@ -942,7 +942,7 @@ out:
     return *err != NULL ? -1 : 0;
 }
 
-/* FN (ph_run_swarm_stop, _collect) over a stack's services SL, said when
+/* FN (ph_run_placed_stop, _collect) over a stack's services SL, said when
  * none was profiled (VERB: what was asked); the index rewritten when one
  * was. */
 static int
@@ -954,7 +954,7 @@ on_stack(ph_run *r, ph_svc_list *sl, int (*fn)(ph_run *, ph_svc_list *, int *, p
     if (rc == 0 && !acted)
         ph_info("nothing to %s: no service of stack `%s` is profiled", verb, r->compose->project);
     if (acted)
-        write_index(r);
+        ph_run_write_index(r);
     return rc;
 }
 
@@ -968,7 +968,7 @@ ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *
     if (stopped == 0 && !quiet_if_none)
         ph_info("nothing to stop: no profiled service is running in project `%s`", r->compose->project);
     if (stopped > 0)
-        write_index(r);
+        ph_run_write_index(r);
     return 0;
 }
 
@@ -981,9 +981,9 @@ ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack's services */
         if (rc > 0)
-            rc = on_stack(r, &sl, ph_run_swarm_stop, "stop", err);
+            rc = on_stack(r, &sl, ph_run_placed_stop, "stop", err);
         free(sl.v);
         return rc;
     }
@@ -1081,9 +1081,9 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
 
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
         if (rc > 0)
-            rc = on_stack(r, &sl, ph_run_swarm_collect, "collect", err);
+            rc = on_stack(r, &sl, ph_run_placed_collect, "collect", err);
         free(sl.v);
         return rc;
     }
@@ -1110,7 +1110,7 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
     if (rc == 0 && !any)
         ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);
     if (any)
-        write_index(r);
+        ph_run_write_index(r);
     free(sl.v);
     return rc;
 }

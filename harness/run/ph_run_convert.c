@@ -640,7 +640,8 @@ write_meta(const char *dir, const ph_profile_convert *conv, const ph_collapse_st
 }
 
 /* The folded stacks as the four files, in DIR (so that they are dated
- * now). */
+ * now); CONV NULL: the attached profiler's own stacks.folded (no
+ * collapser, no convert.json, counts as samples), only the other two. */
 static int
 write_outputs(const char *dir, const char *folded, size_t folded_len, const char *title, const ph_profile_convert *conv,
               const ph_collapse_stats *cs, ph_error_t *err)
@@ -660,7 +661,8 @@ write_outputs(const char *dir, const char *folded, size_t folded_len, const char
         return -1;
     ph_flame_opts_init(&fo);
     fo.title = title;
-    snprintf(subtitle, sizeof subtitle, "perf %s%s", event, ns ? ", in nanoseconds of CPU" : "");
+    snprintf(subtitle, sizeof subtitle, "%s %s%s", conv ? "perf" : "the attached profiler's", event,
+             ns ? ", in nanoseconds of CPU" : "");
     fo.subtitle = subtitle;
     fo.countname = ns ? "ns" : "events";
     if ((m = open_memstream(&svg, &svg_len)) == NULL) {
@@ -678,9 +680,9 @@ write_outputs(const char *dir, const char *folded, size_t folded_len, const char
     }
     rc = ph_pprof_write(f, &po, m, err);
     fclose(m);
-    if (rc < 0 || write_file(dir, "stacks.folded", folded, folded_len, err) < 0 ||
+    if (rc < 0 || (conv != NULL && write_file(dir, "stacks.folded", folded, folded_len, err) < 0) ||
         write_file(dir, "profile.pb.gz", pb, pb_len, err) < 0 || write_file(dir, "flamegraph.svg", svg, svg_len, err) < 0 ||
-        write_meta(dir, conv, cs, ns, err) < 0)
+        (conv != NULL && write_meta(dir, conv, cs, ns, err) < 0))
         rc = -1;
 out:
     ph_folded_free(f);
@@ -690,6 +692,46 @@ out:
 }
 
 /* ---- the conversion ---------------------------------------------------- */
+
+/* An attached profiler that wrote stacks.folded and no pprof (ph-nodeinsp:
+ * a Node's own profile, folded in the tools container): its SVG and pprof
+ * drawn from it, into DIR and back into the container.  The stacks are
+ * the container's: read under the conversion's limits, parsed as any
+ * folded input.  2 when there is no such file (the profiler wrote all of
+ * its outputs: the sampler in a JVM). */
+static int
+draw_folded(conv_ctx *x, const char *dir, const char *title, ph_error_t *err)
+{
+    char path[PATH_MAX], in[PATH_MAX];
+    ph_collapse_stats cs = { 0 };
+    char *stacks = NULL;
+    size_t len = 0;
+    int there = 0, rc;
+
+    snprintf(path, sizeof path, "%s/profile.pb.gz", x->out);
+    if (x->src->ops->archive_stat(x->src, x->id, path, &there, err) < 0)
+        return -1;
+    if (there)
+        return 2;
+    snprintf(path, sizeof path, "%s/stacks.folded", x->out);
+    if (x->src->ops->archive_stat(x->src, x->id, path, &there, err) < 0)
+        return -1;
+    if (!there)
+        return 2;
+    snprintf(in, sizeof in, "%s/%s", x->in, x->service);
+    if (take_into(x, path, in, 0, err) < 0)
+        return -1;
+    snprintf(in, sizeof in, "%s/%s/stacks.folded", x->in, x->service);
+    if (ph_read_file(in, (size_t)x->max_bytes, 0, &stacks, &len, err) < 0)
+        return -1;
+    snprintf(cs.event, sizeof cs.event, "samples");
+    rc = write_outputs(dir, stacks, len, title, NULL, &cs, err);
+    free(stacks);
+    if (rc < 0 || put_dir(x->src, x->id, x->out, dir, err) < 0)
+        return -1;
+    ph_info("%s: the attached profiler's stacks.folded drawn: flamegraph.svg, profile.pb.gz", x->service);
+    return 0;
+}
 
 /* Where the collapser finds copies of the service's programs, to name a
  * stripped Go program from its own table (ph_collapse_opts.elf_dirs):
@@ -743,7 +785,10 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     long per_mib;
     int rc = -1, none = 0;
 
-    if (ph_run_backend(r, &b, err) < 0 || ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
+    /* the converter is a workload of ours, made where images are (a
+     * swarm makes no task one by one: its manager's Engine) */
+    if (ph_run_backend(r, &b, err) < 0 || (b = b->ops->images(b, err)) == NULL ||
+        ph_image_ensure_tools(b, r->data_dir, &r->profiles, &tools, err) < 0)
         return -1;
     snprintf(out, sizeof out, "%s/%s", PH_CONTAINER_OUT, c->service);
     memset(&x, 0, sizeof x);
@@ -780,8 +825,9 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     }
     if (take_input(&x, &conv->command, &none, err) < 0)
         goto out;
+    snprintf(title, sizeof title, "%s (%s, run %s)", c->service, c->mode, c->run ? c->run : "?");
     if (none && c->attached != NULL) {
-        rc = 2; /* an attach that wrote its outputs itself (the sampler in a JVM) */
+        rc = draw_folded(&x, dir, title, err); /* an attach that wrote its outputs itself */
         goto out;
     }
     if (take_maps(&x, work, maps, sizeof maps, err) < 0)
@@ -827,7 +873,6 @@ convert(ph_run *r, ph_backend *src, const ph_workload *c, const ph_profile *p, c
     if (rc < 0)
         goto out;
     rc = -1;
-    snprintf(title, sizeof title, "%s (%s, run %s)", c->service, c->mode, c->run ? c->run : "?");
     if (write_outputs(dir, folded, folded_len, title, conv, cs, err) < 0 || put_dir(x.src, c->id, out, dir, err) < 0)
         goto out;
     ph_info("%s: %zu samples of %s, %zu distinct stacks: stacks.folded, flamegraph.svg, profile.pb.gz", c->service,

@@ -31,7 +31,6 @@ struct ph_run {
     ph_compose *compose;
     ph_profile_set profiles;
     ph_backend *backend;  /* this thread's is ph_run_backend's */
-    int stack;            /* ph_run_swarm_active's answer + 1; 0: not asked yet */
 };
 
 /* Services selected by name, in the order asked (all: file order). */
@@ -80,34 +79,43 @@ typedef struct ph_run_task_dir {
 int ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_profile *p, const ph_run_task_dir *at,
                         ph_error_t *err);
 
-/* ph_run_swarm.c: the project deployed as a stack on a swarm manager
- * (1; 0 a plain Engine's project, PH_SWARM=0 forces it; -1 and *err),
- * asked of the Engine once per run, and the commands there. */
-int ph_run_swarm_active(ph_run *r, ph_error_t *err);
-int ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
+/* <out>/index.html rewritten after a command collected something (a
+ * failure is warned of, never fatal). */
+void ph_run_write_index(ph_run *r);
+
+/* ph_run_placed.c: the run's backend places the project's services
+ * itself (1: ph_backend_places, a stack on a swarm; 0 a plain Engine's
+ * project; -1 and *err), and the commands there. */
+int ph_run_placed(ph_run *r, ph_error_t *err);
+int ph_run_placed_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
 /* *ACTED: some service was profiled (stopped, collected). */
-int ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
-int ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err);
+int ph_run_placed_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
+int ph_run_placed_status(ph_run *r, FILE *out, ph_error_t *err);
 /* collect: what every running task of each profiled service of SL has
  * now, one run <run>-snapshot-<stamp>/ with a sub-dir per task and
  * tasks.json, as stop lays a run out; the tasks run on.  *ACTED: some
  * service was profiled. */
-int ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
+int ph_run_placed_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
 /* down: each service of SL stopped (collected, rolled back) when
  * profiled, then removed from the stack. */
-int ph_run_swarm_down(ph_run *r, ph_svc_list *sl, ph_error_t *err);
+int ph_run_placed_down(ph_run *r, ph_svc_list *sl, ph_error_t *err);
 /* attach P to every running task of each service, a tools container
  * beside each on the task's node; `stop` detaches and collects them. */
-int ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
+int ph_run_placed_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err);
 /* stop: the tools containers attached to SERVICE's tasks (on each node
- * the swarm backend B reaches), stopped, collected per task and removed;
+ * the backend B reaches (ops.reach)), stopped, collected per task and removed;
  * *ACTED when there was one. */
-int ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
-/* ONE(r, b, service, p) for each service of SL in turn, on one Swarm
+int ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+/* collect: a copy of what each tools container attached to SERVICE's
+ * tasks has now, one run <run>-snapshot-<stamp>/ with a sub-dir per task
+ * and tasks.json, as stop lays it out; they run on.  *ACTED when there
+ * was one. */
+int ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+/* ONE(r, b, service, p) for each service of SL in turn, on the run's
  * backend, each a stage named WHAT; the first failure ends it. */
-typedef int (*ph_run_swarm_one_cb)(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p,
+typedef int (*ph_run_placed_one_cb)(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p,
                                    ph_error_t *err);
-int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
+int ph_run_placed_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_placed_one_cb one,
                       ph_error_t *err);
 /* W's files (a task, or a tools container attached to one; B reaches it;
  * converted first when its mode says so: ph_run_convert_from, unless
@@ -115,13 +123,13 @@ int ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const cha
  * being <out>/<service>/RUN, completed as a run dir, unless WHY (then it
  * is lost for that reason); said, and added to SUMMARY's "tasks".  1 when
  * collected. */
-int ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
+int ph_run_placed_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
                               const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary);
 /* After a task's collection: 1 and *err ("interrupted by SIG…", its
  * status 128+N, a hint to stop S again) when an interrupt came during
  * one, so the stop goes no further (no rollback: a retry finds the run
  * as it was); else 0. */
-int ph_run_swarm_interrupted(const ph_service *s, ph_error_t *err);
+int ph_run_placed_interrupted(const ph_service *s, ph_error_t *err);
 
 /* ph_run_replicas.c: a run of several workloads of one service (replicas
  * on one Engine, a Swarm service's tasks): <out>/<service>/<run>/ holds a

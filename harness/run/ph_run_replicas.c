@@ -3,7 +3,7 @@
  * completed by the store (ph_rundir), and tasks.json, which says for each
  * whether it was collected or why not.  The shape is the same for the
  * replicas of a service on one Engine (sub-dir `<replica>`) and for the
- * tasks of a Swarm service (`<slot>-<node>`, ph_run_swarm.c).
+ * tasks of a Swarm service (`<slot>-<node>`, ph_run_placed.c).
  *
  * On one Engine each replica is stopped and collected as a lone container
  * is (ph_run_collect.c), into its sub-dir; tasks.json is written again

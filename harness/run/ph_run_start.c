@@ -843,9 +843,9 @@ ph_run_start(ph_run *r, const char *mode, char **services, int n, ph_error_t *er
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack's services: their tasks across the swarm */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack's services: their tasks across the swarm */
         if (rc > 0)
-            rc = ph_run_swarm_start(r, p, &sl, err);
+            rc = ph_run_placed_start(r, p, &sl, err);
         free(sl.v);
         return rc;
     }
@@ -913,10 +913,10 @@ ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err)
         return -1;
     keep_enabled(&sl, n);
     ph_run_order_by_deps(r, &sl);
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: stop (collect) is the rollback */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack: stop (collect) is the rollback */
         int acted = 0;
 
-        if (rc > 0 && (rc = ph_run_swarm_stop(r, &sl, &acted, err)) == 0 && !acted)
+        if (rc > 0 && (rc = ph_run_placed_stop(r, &sl, &acted, err)) == 0 && !acted)
             ph_info("nothing to restore: no service of stack `%s` is profiled", r->compose->project);
         free(sl.v);
         return rc;
@@ -946,9 +946,9 @@ ph_run_down(ph_run *r, char **services, int n, ph_error_t *err)
     if (ph_run_select(r, services, n, &sl, err) < 0)
         return -1;
     ph_run_order_dependants_first(r, &sl); /* as compose stops them */
-    if ((rc = ph_run_swarm_active(r, err)) != 0) { /* a stack: its services removed */
+    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack: its services removed */
         if (rc > 0)
-            rc = ph_run_swarm_down(r, &sl, err);
+            rc = ph_run_placed_down(r, &sl, err);
         free(sl.v);
         return rc;
     }

@@ -23,6 +23,13 @@
 #          from a program on a CPU of its own (goal: <= 3 %; the first
 #          rises with the machine's load, which slows the program, not
 #          the reader's wall-clock rate).
+#   attach Node only: the program as the service runs it, joined as
+#          `attach --mode flamegraph` joins it: build/ph-nodeinsp in a
+#          container in its PID and network namespaces opens its
+#          inspector and runs V8's profiler at 100 Hz (the cost is node's:
+#          V8's sampling thread, in the service's cgroup; ph-nodeinsp's
+#          own CPU, in its container, is not counted).  It must be
+#          profiling before round FROM, else the run fails.
 # Runs are interleaved (none, flags, ours, none, ...) so drift hits all
 # alike; medians of RUNS; ratios to none (goal: ours <= 1.03); delivered:
 # the sampler's samples per CPU-second of the program, from its status.
@@ -116,6 +123,9 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
     fi
     [ "$kind" != ours ] || env+=(-e PH_BENCH_PRELOAD=/opt/profharness/lib/libphsampler.so -e PH_SAMPLER_DIR=/tmp/phs
                                  -e PH_SAMPLER_HZ="$HZ" -e PH_SAMPLER_INTERVAL=0)
+    if [ "$kind" = attach ]; then
+        env=(-e PH_BENCH_FROM="$FROM_ROUND" -e PH_BENCH_TO="$TO_ROUND" -e PH_BENCH_PRELOAD=)
+    fi
     ep=$(docker image inspect "${IMAGE[$lang]}" --format '{{range .Config.Entrypoint}}{{.}} {{end}}{{range .Config.Cmd}}{{.}} {{end}}')
     names+=("$name")
     t0=$(now)
@@ -128,6 +138,31 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
         svc0=$(docker exec "$name" sh -c "$CGCPU")
         docker run -d --name "$name-r" --network none --pid "container:$name" --cap-add SYS_PTRACE \
             -v "$PWD/build/ph-pyattach:/ph-pyattach:ro" --entrypoint sh "${IMAGE[$lang]}" -c "$ATTACH" sh "$HZ" > /dev/null
+    fi
+    if [ "$kind" = attach ]; then
+        names+=("$name-insp")
+        # shellcheck disable=SC2016
+        docker run -d --name "$name-insp" --pid "container:$name" --network "container:$name" \
+            -v "$PWD/build/ph-nodeinsp:/ph-nodeinsp:ro" --entrypoint sh "${IMAGE[$lang]}" -c '
+            for i in $(seq 100); do
+                for d in /proc/[0-9]*; do
+                    # node, once it catches SIGUSR1 (a node starting has not yet)
+                    case $(readlink "$d/exe") in */node)
+                        c=$(sed -n "s/^SigCgt:[[:space:]]*//p" "$d/status")
+                        [ $(( 0x$c & 0x200 )) = 0 ] || exec /ph-nodeinsp /tmp "${d#/proc/}" "$1" cpu ;;
+                    esac
+                done
+                sleep 0.05
+            done; exit 1' sh "$HZ" > /dev/null
+        for i in $(seq 1 200); do
+            docker logs "$name-insp" 2>&1 | grep -q "V8's profiler samples" && break
+            sleep 0.05
+        done
+        if ! docker logs "$name-insp" 2>&1 | grep -q "V8's profiler samples" || docker logs "$name" 2>/dev/null | grep -q '^bench-from '; then
+            echo "bench-flamegraph-lang: $lang ($kind): not profiling before round $FROM_ROUND (raise FROM_ROUND):" >&2
+            docker logs "$name-insp" 2>&1 | tail -3 >&2
+            exit 1
+        fi
     fi
     for i in $(seq 1 3000); do
         docker logs "$name" 2>/dev/null | grep -q '^bench-to ' && break
@@ -166,11 +201,26 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
         hz=$(awk -v r="$rd" -v a="$svc0" -v b="$svc1" -v n="$ns" 'BEGIN { printf "%.2f:%.0f", 100 * r / (b - a), r / n / 1000 }')
         docker rm -f "$name-r" > /dev/null 2>&1
     fi
+    if [ "$kind" = attach ]; then
+        # its end, as `stop`'s: the profile taken and the inspector closed
+        docker kill -s INT "$name-insp" > /dev/null 2>&1 || true
+        docker wait "$name-insp" > /dev/null 2>&1 || true
+        docker rm -f "$name-insp" > /dev/null 2>&1
+    fi
     docker rm -f "$name" > /dev/null 2>&1
     echo "$(( (to - from) / 1000000 )) $(( (t1 - t0) / 1000000 )) $hz" >> "$tmp/$lang-$kind"
 }
 
-kinds_of() { case $1 in python) echo "none ours attached" ;; *) echo "none flags ours" ;; esac; }
+# KINDS (e.g. "none attach"): only those, where a language has them
+kinds_of() {
+    local k
+    if [ -n "${KINDS:-}" ]; then
+        for k in $(kinds_all "$1"); do [[ " $KINDS " != *" $k "* ]] || printf '%s ' "$k"; done
+        return
+    fi
+    kinds_all "$1"
+}
+kinds_all() { case $1 in python) echo "none ours attached" ;; node) echo "none flags ours attach" ;; *) echo "none flags ours" ;; esac; }
 
 printf 'bench-flamegraph-lang: tests/lang services, rounds %d to %d, the sampler at %d Hz, %d interleaved runs, medians; load average %s\n' \
     "$FROM_ROUND" "$TO_ROUND" "$HZ" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -190,6 +240,7 @@ for l in $LANGS; do
         fr=$(awk -v a="$f" -v b="$n" 'BEGIN { printf "%.3f", a / b }')
         f="$f ms"
     fi
+    [ -s "$tmp/$l-ours" ] || continue
     o=$(cut -d' ' -f1 "$tmp/$l-ours" | median)
     d=$(cut -d' ' -f3 "$tmp/$l-ours" | median)
     if [ -s "$tmp/$l-attached" ]; then
@@ -203,6 +254,13 @@ for l in $LANGS; do
     printf '%-8s | %6s ms | %9s %6s | %6s ms %6.3f %6s Hz | none %s; ours %s\n' "$l" "$n" "$f" "$fr" "$o" \
         "$(awk -v a="$o" -v b="$n" 'BEGIN { print a / b }')" "$d" \
         "$(cut -d' ' -f1 "$tmp/$l-none" | tr '\n' ' ' | sed 's/ $//')" "$(cut -d' ' -f1 "$tmp/$l-ours" | tr '\n' ' ' | sed 's/ $//')"
+done
+for l in $LANGS; do
+    [ -s "$tmp/$l-attach" ] || continue
+    n=$(cut -d' ' -f1 "$tmp/$l-none" | median)
+    a=$(cut -d' ' -f1 "$tmp/$l-attach" | median)
+    printf '%-8s | %6s ms | attached (its inspector, V8 profiler at %d Hz) %6s ms %6.3f | attached %s\n' "$l" "$n" "$HZ" "$a" \
+        "$(awk -v x="$a" -v y="$n" 'BEGIN { print x / y }')" "$(cut -d' ' -f1 "$tmp/$l-attach" | tr '\n' ' ' | sed 's/ $//')"
 done
 echo "ratio: median CPU / median CPU with no profiler (goal: ours <= 1.03); flags: the mode's runtime flags alone;"
 echo "delivered: the sampler's samples per CPU-second of the program (its status), median"

@@ -187,6 +187,9 @@ deploy() {
     [ "$status" -eq 1 ]
     grep -q "task $lost_slot on $SWARM_BED-n2 not collected: its node is down" <<<"$output"
     grep -q "1 of 2 tasks lost (tasks.json says which)" <<<"$output"
+    # the service is rolled back, so a second stop finds no run: the way to
+    # the lost task's files is said
+    grep -q "stays on its node ($SWARM_BED-n2).*copy /opt/profiling/worker out of it with \`docker cp\`" <<<"$output"
     check_task_dir "$(ls -d "$run_dir"/*-"$SWARM_BED"-n1)" strace
     [ ! -e "$run_dir/$lost_slot-$SWARM_BED-n2" ]
     [ "$(grep -c '"collected": true' "$run_dir/tasks.json")" -eq 1 ]

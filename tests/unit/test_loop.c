@@ -806,6 +806,7 @@ test_attach_and_detach(void **state)
     CHECK(c->spec.pid_of != NULL && strcmp(c->spec.pid_of, ph_fake_wl_id(own)) == 0,
           "the service's PID namespace joined: %s", c->spec.pid_of ? c->spec.pid_of : "(none: the host's)");
     assert_true(c->spec.network_none);
+    assert_null(c->spec.net_of); /* strace has no `attach.network: service` */
     assert_string_equal(spec_label(&c->spec, PH_LABEL_ATTACHED), ph_fake_wl_id(own));
     assert_string_equal(spec_label(&c->spec, PH_LABEL_MODE), "strace");
     CHECK(strncmp(c->spec.image, "profharness-tools:", 18) == 0, "the tools image: %s", c->spec.image);
@@ -1060,7 +1061,7 @@ test_swarm_task_collected_as_lone(void **state)
 
     (void)state;
     task_ended(0, &b, &w, &runfd);
-    CHECK(ph_run_swarm_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) == 1, "collected");
+    CHECK(ph_run_placed_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) == 1, "collected");
     snprintf(rel, sizeof rel, "front/%s/1-n1/run.json", run);
     meta = json_at(rel);
     CHECK(json_is_object(json_object_get(meta, "completion")), "run.json holds the shim's completion record");
@@ -1103,9 +1104,9 @@ swarm_interrupted_child(void)
     svc = ph_compose_service(W.r->compose, "front");
     run = w.run;
     summary = ph_run_tasks_new("front", "strace", run);
-    if (ph_run_swarm_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) != 0)
+    if (ph_run_placed_collect_task(W.r, b, runfd, svc, run, 0, NULL, &w, NULL, summary) != 0)
         return 1;
-    if (!ph_run_swarm_interrupted(svc, &err) || err->status != 130)
+    if (!ph_run_placed_interrupted(svc, &err) || err->status != 130)
         return 2;
     snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s/front/%s')\"", W.out, run);
     if (system(cmd) != 0)
@@ -1122,6 +1123,136 @@ test_swarm_task_interrupted(void **state)
 {
     (void)state;
     tu_in_child(swarm_interrupted_child, "the interrupted task");
+}
+
+/* ---- a stack: services the orchestrator places ------------------------------- */
+
+/* ONE deployed as a stack (the fake's service_* operations): front's two
+ * tasks, slot 1 on n1 and slot 2 on n2; each task a profiling update
+ * makes writes strace.log and the shim's record. */
+static void
+open_stack(void)
+{
+    open_world(ONE, NULL);
+    ph_fake_stack(W.f);
+    demo_image("demo-profiling:*", "sha256:pr0f"); /* a stack's tasks run the profiling image */
+    for (int slot = 1; slot <= 2; slot++) {
+        char name[64], node[8];
+        ph_fake_wl *t;
+
+        snprintf(name, sizeof name, "proj_front.%d.deployed", slot);
+        snprintf(node, sizeof node, "n%d", slot);
+        t = ph_fake_workload(W.f, name, DEMO_IMAGE);
+        assert_int_equal(ph_fake_wl_label(t, PH_DC_PROJECT, "proj"), 0);
+        assert_int_equal(ph_fake_wl_label(t, PH_DC_SERVICE, "front"), 0);
+        assert_int_equal(ph_fake_wl_place(t, node, slot), 0);
+    }
+    profiled_writes("proj_front.*", "front", (ph_fake_end){ 0 });
+}
+
+/* The run a stack's start put front under (its spec's label), into RUN. */
+static void
+stack_run(char *run, size_t len)
+{
+    const ph_fake_call *c = ph_fake_call_nth(W.f, "service_profile", 0);
+
+    CHECK(c != NULL, "the service was put under a profiling spec");
+    snprintf(run, len, "%s", spec_label(&c->spec, PH_LABEL_RUN));
+}
+
+/* A node lost during a stack's stop: the other task is collected (its
+ * run dir, `latest`), the service is rolled back, tasks.json says which
+ * was lost and why, and the error says how to get the lost one's files. */
+static void
+test_stack_stop_node_lost(void **state)
+{
+    char *names[1] = { "front" }, run[128], rel[512];
+    ph_error_t err = NULL;
+    json_t *t, *e;
+    size_t i, lost = 0;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    stack_run(run, sizeof run);
+    assert_int_equal(ph_fake_node_down(W.f, "n2"), 0);
+    CHECK(ph_run_stop(W.r, names, 1, &err) < 0, "a lost task fails the stop");
+    CHECK(strstr(err->msg, "1 of 2 tasks lost") != NULL, "said: %s", err->msg);
+    CHECK(err->hint != NULL && strstr(err->hint, "n2") != NULL && strstr(err->hint, "docker cp") != NULL &&
+          strstr(err->hint, "/opt/profiling/front") != NULL,
+          "how to recover the lost task's files: %s", err->hint ? err->hint : "(no hint)");
+    snprintf(rel, sizeof rel, "front/%s/1-n1/run.json", run);
+    CHECK(exists(rel), "the task on n1 is collected");
+    CHECK(exists("front/latest"), "latest names the run");
+    CHECK(exists("index.html"), "the index is rewritten");
+    CHECK(ph_fake_call_count(W.f, "service_unprofile") == 1, "the service is rolled back");
+    snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
+    t = json_at(rel);
+    CHECK(json_array_size(json_object_get(t, "tasks")) == 2, "both tasks in tasks.json");
+    json_array_foreach(json_object_get(t, "tasks"), i, e) {
+        const char *why = json_string_value(json_object_get(e, "lost"));
+
+        if (why == NULL)
+            continue;
+        lost++;
+        assert_string_equal(json_string_value(json_object_get(e, "node")), "n2");
+        CHECK(strstr(why, "node is down") != NULL, "why: %s", why);
+    }
+    CHECK(lost == 1, "one task lost");
+    json_decref(t);
+    ph_error_free(&err);
+}
+
+/* `collect` on a stack attached to (no restart): each attached task's
+ * files now, one snapshot run with a sub-dir per task; the tools
+ * containers run on and nothing is signalled. */
+static void
+test_stack_collect_attached(void **state)
+{
+    char *names[1] = { "front" }, run[256], rel[512];
+    ph_error_t err = NULL;
+    json_t *t;
+
+    (void)state;
+    open_stack();
+    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    must(ph_run_collect(W.r, names, 1, &err), &err, "collect");
+    the_run("front", run, sizeof run);
+    CHECK(strstr(run, "-snapshot-") != NULL, "a snapshot run: %s", run);
+    snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
+    t = json_at(rel);
+    CHECK(json_array_size(json_object_get(t, "tasks")) == 2, "a sub-dir per attached task");
+    json_decref(t);
+    snprintf(rel, sizeof rel, "front/%s/1-n1/run.json", run);
+    CHECK(exists(rel), "task 1's copy");
+    snprintf(rel, sizeof rel, "front/%s/2-n2/run.json", run);
+    CHECK(exists(rel), "task 2's copy");
+    CHECK(ph_fake_call_count(W.f, "signal") == 0 && ph_fake_call_count(W.f, "remove") == 0,
+          "nothing signalled or removed: they run on");
+}
+
+/* `down` on a stack: a profiled run collected first (its index, as a
+ * plain down's stop writes it), then its services removed; the networks
+ * stay, as a plain down leaves them. */
+static void
+test_stack_down(void **state)
+{
+    char *names[1] = { "front" }, run[128], rel[512];
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    stack_run(run, sizeof run);
+    must(ph_run_down(W.r, names, 1, &err), &err, "down");
+    snprintf(rel, sizeof rel, "front/%s/2-n2/run.json", run);
+    CHECK(exists(rel), "the run collected before the removal");
+    CHECK(exists("index.html"), "the index rewritten, as a plain down's stop does");
+    CHECK(ph_fake_call_count(W.f, "service_remove") == 1, "the service removed");
+    CHECK(ph_fake_count(W.f, PH_DC_SERVICE, "front") == 0, "no task of it left");
+    CHECK(ph_fake_call_count(W.f, "prepare") == 0, "networks neither made nor touched");
 }
 
 /* ---- an interrupted extraction ------------------------------------------------ */
@@ -1556,6 +1687,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stop_exited_by_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_collect_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_stop_node_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_collect_attached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),

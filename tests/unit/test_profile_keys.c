@@ -65,6 +65,7 @@ test_every_key(void **state)
     ASSERT_STRV(&p.attach.security_opt, "seccomp=unconfined");
     assert_string_equal(p.attach.signal, "SIGUSR1");
     assert_string_equal(p.attach.copy_mapped, "symfs");
+    assert_true(p.attach.network_service); /* `network: service`: the service's namespace */
     ASSERT_STRV(&p.attach.convert.command, "perf", "script", "--symfs", "{out}/symfs");
     assert_string_equal(p.attach.convert.collapse, "perf");
     ph_profile_free(&p);
@@ -94,6 +95,7 @@ test_defaults(void **state)
     ASSERT_STRV(&p.attach.command, "tracer", "-p{pids}");
     assert_string_equal(p.attach.signal, "SIGINT");
     assert_null(p.attach.copy_mapped);
+    assert_false(p.attach.network_service); /* no network by default */
     ph_profile_free(&p);
 
     assert_int_equal(ph_profile_load(data_path("good/epsilon.yaml"), &p, &err), 0);
@@ -221,6 +223,7 @@ test_bad(void **state)
         { "wrappath.yaml", "`wrap` must start with a program name from it, not the path `/usr/bin/strace`", 1, 1 },
         { "pkgscalar.yaml", "`packages` must be a list (Debian's names) or a mapping", 3, 11 },
         { "badsignal.yaml", "`attach.signal`: `SIGNOPE` is not a signal", 5, 11 },
+        { "badnetwork.yaml", "`attach.network` is `none` or `service`, not `host`", 5, 12 },
         { "emptyattachcmd.yaml", "`attach.command` must start with a program", 4, 12 },
         { "symfsdots.yaml", "`convert.symfs.dir` must be a plain directory name under {out}, not `..`", 6, 16 },
         { "symfsnocmd.yaml", "`convert.symfs` needs `dir` and `command`", 6, 10 },

@@ -1,27 +1,30 @@
-/* ph_run_swarm.c - the loop's commands on a stack deployed to a swarm
- * (`docker stack deploy -c FILE PROJECT`), over the Swarm backend
- * (harness/backend/ph_backend_swarm.h).
+/* ph_run_placed.c - the loop's commands on services an orchestrator
+ * places itself (a stack deployed to a swarm, `docker stack deploy -c
+ * FILE PROJECT`; later a Kubernetes deployment), over the service_*
+ * operations of the backend (ph_backend.h) the run chose: its workloads
+ * are called tasks here, each on a node with a slot.
  *
- *   start    the profiling image (built or found on the manager; pushed to
- *            PH_SWARM_REGISTRY when set, so every node pulls it), the
- *            service updated so every task runs under the profiler, the
- *            update waited for; says how many tasks run where.
+ *   start    the profiling image (built or found where images are, then
+ *            made available where the tasks run: ops.distribute), the
+ *            service put under the profiling spec (ops.service_profile)
+ *            and waited for; says how many tasks run where.
  *   stop     every profiled task stopped at once on its node (the shim's
- *            stop protocol: each profiler flushes), the service rolled back
- *            as deployed, then each task's files read from its node's
+ *            stop protocol: each profiler flushes), the service taken
+ *            back as deployed (ops.service_unprofile), then each task's files read from its node's
  *            Engine into <out>/<service>/<run>/<slot>-<node>/, each
  *            collected as a lone container's stop collects it
  *            (ph_run_collect_task: the record examined, an interrupt
  *            section), tasks.json at <run>/ saying which were collected
- *            and which were lost (a node down, an Engine not reached: its
- *            container stays there), `latest` at the run, the index
+ *            and which were lost (ops.lost: a node down, an Engine not
+ *            reached: its container stays there), `latest` at the run, the index
  *            rewritten (ph_run_stop).  An interrupt ends the stop before
  *            the rollback: `stop` again finds the run as it was.
  *   restore  stop, when the service is profiled.
  *   status   the stack's tasks, per node.
  *
- * Not yet on the seam's loop: ph_run_start/stop/restore/status branch here
- * when the project is a stack on a manager (ph_run_swarm_active).
+ * ph_run_start/stop/collect/restore/down/status/attach come here when
+ * the run's backend places its services (ph_run_placed): the plain
+ * Engine's loop makes each replica itself.
  */
 #include "ph_run_int.h"
 
@@ -34,7 +37,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ph_backend_swarm.h"
 #include "ph_image.h"
 #include "ph_log.h"
 #include "ph_escape.h"
@@ -44,34 +46,20 @@
 #define CONVERGE_TIMEOUT_S 600L
 
 int
-ph_run_swarm_active(ph_run *r, ph_error_t *err)
+ph_run_placed(ph_run *r, ph_error_t *err)
 {
     ph_backend *b;
-    const char *off = getenv("PH_SWARM");
-    ph_error_t sub = NULL;
-    int rc;
 
-    if (off != NULL && strcmp(off, "0") == 0)
-        return 0;
-    if (r->stack > 0)
-        return r->stack - 1;
     if (ph_run_backend(r, &b, err) < 0)
         return -1;
-    /* an Engine that cannot say is no swarm: the command's own calls
-     * make the error that matters */
-    rc = ph_backend_swarm_detect(b, r->compose->project, &sub);
-    if (rc < 0)
-        ph_debug("swarm: %s", sub->msg);
-    ph_error_free(&sub);
-    r->stack = 1 + (rc > 0);
-    return rc > 0;
+    return ph_backend_places(b);
 }
 
 static int
 start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph_error_t *err)
 {
     ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
-    ph_swarm_placement pl;
+    ph_placement pl;
     ph_run_prepared prep;
     ph_image_config img_info = { 0 };
     char *img = NULL, *tag = NULL;
@@ -100,7 +88,7 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     if (ph_run_check_program(r, s, p, &prep.rewrap, err) < 0 ||
         ph_image_ensure_profiling_image(b, img, r->data_dir, &r->profiles, p, &tag, &prep.facts, err) < 0)
         goto out;
-    if (ph_backend_swarm_distribute(b, tag, &prep.prof_img, err) < 0)
+    if (b->ops->distribute(b, tag, &prep.prof_img, err) < 0)
         goto out;
     ph_run_utc_stamp(stamp);
     snprintf(run_id, sizeof run_id, "%s-%s", stamp, p->name);
@@ -114,7 +102,7 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     if (p->security_opt.n > 0)
         ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
                 p->security_opt.v[0], p->name);
-    if (ph_backend_swarm_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
+    if (b->ops->service_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
         ph_error_wrap(err, "%s", s->name);
         goto out;
     }
@@ -138,27 +126,26 @@ out:
 }
 
 int
-ph_run_swarm_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_swarm_one_cb one,
+ph_run_placed_each(ph_run *r, const ph_profile *p, ph_svc_list *sl, const char *what, ph_run_placed_one_cb one,
                   ph_error_t *err)
 {
-    ph_backend *b = ph_backend_swarm_new(err);
+    ph_backend *b;
     int rc = 0;
 
-    if (b == NULL)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     for (size_t i = 0; rc == 0 && i < sl->n; i++) {
         ph_stage *st = ph_run_service_stage(what, sl->v[i]->name, p->name);
 
         rc = ph_run_stage_done(st, one(r, b, sl->v[i], p, err), err);
     }
-    ph_backend_close(b);
     return rc;
 }
 
 int
-ph_run_swarm_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
+ph_run_placed_start(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
 {
-    return ph_run_swarm_each(r, p, sl, "start", start_one, err);
+    return ph_run_placed_each(r, p, sl, "start", start_one, err);
 }
 
 /* ---- stop and collect --------------------------------------------------- */
@@ -179,7 +166,7 @@ task_dir_name(const ph_workload *w, char *out, size_t size)
 }
 
 int
-ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
+ph_run_placed_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service *s, const char *run, int snapshot,
                           const ph_profile *pp, const ph_workload *w, const char *why, json_t *summary)
 {
     char name[NAME_MAX];
@@ -215,7 +202,7 @@ ph_run_swarm_collect_task(ph_run *r, ph_backend *b, int runfd, const ph_service 
 }
 
 int
-ph_run_swarm_interrupted(const ph_service *s, ph_error_t *err)
+ph_run_placed_interrupted(const ph_service *s, ph_error_t *err)
 {
     int sig = ph_interrupted();
 
@@ -279,6 +266,7 @@ typedef struct stack_run {
     ph_workload_list tasks; /* the service's tasks */
     json_t *summary;        /* tasks.json */
     size_t collected, lost; /* tasks so far */
+    char lost_on[256];      /* the nodes of the lost ones, ", " between */
     int svcfd, lock, runfd;
 } stack_run;
 
@@ -289,7 +277,7 @@ static int
 stack_run_find(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, int *found, ph_error_t *err)
 {
     *found = 0;
-    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &sr->run, found, err) < 0)
+    if (b->ops->service_run(b, r->compose->project, s->name, &sr->run, found, err) < 0)
         return -1;
     if (!*found)
         return 0;
@@ -322,11 +310,17 @@ static int
 stack_run_take(ph_run *r, ph_backend *b, stack_run *sr, const ph_service *s, const char *parent, int snapshot,
                const ph_workload *w, const char *why, ph_error_t *err)
 {
-    if (ph_run_swarm_collect_task(r, b, sr->runfd, s, parent, snapshot, sr->pp, w, why, sr->summary) == 1)
+    if (ph_run_placed_collect_task(r, b, sr->runfd, s, parent, snapshot, sr->pp, w, why, sr->summary) == 1) {
         sr->collected++;
-    else
+    } else {
+        size_t l = strlen(sr->lost_on);
+        const char *node = w->node ? w->node : "?";
+
         sr->lost++;
-    return ph_run_swarm_interrupted(s, err) ? -1 : 0;
+        if (strstr(sr->lost_on, node) == NULL && l + strlen(node) + 3 < sizeof sr->lost_on)
+            snprintf(sr->lost_on + l, sizeof sr->lost_on - l, "%s%s", l ? ", " : "", node);
+    }
+    return ph_run_placed_interrupted(s, err) ? -1 : 0;
 }
 
 static void
@@ -358,7 +352,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     if (stack_run_find(r, b, s, &sr, &found, err) < 0)
         goto out;
     if (!found) { /* not restarted under a profiler; attached to, maybe */
-        rc = ph_run_swarm_stop_attached(r, b, s, acted, err);
+        rc = ph_run_placed_stop_attached(r, b, s, acted, err);
         goto out;
     }
     *acted = 1;
@@ -381,7 +375,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
         }
         for (i = 0; i < sr.tasks.n; i++) {
             up[i] = of_run(&sr.tasks.v[i], sr.run.run) && ph_workload_running(&sr.tasks.v[i]) &&
-                    ph_backend_swarm_node_down(b, &sr.tasks.v[i], NULL) != 1;
+                    b->ops->lost(b, &sr.tasks.v[i], NULL) != 1;
             if (up[i]) /* the runtimes' perf maps current and in the run */
                 ph_run_refresh_on(r, b, &sr.tasks.v[i], sr.pp);
         }
@@ -395,7 +389,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             long code = 0;
             int timed_out = 0;
 
-            if (!of_run(w, sr.run.run) || ph_backend_swarm_node_down(b, w, NULL) == 1)
+            if (!of_run(w, sr.run.run) || b->ops->lost(b, w, NULL) == 1)
                 continue;
             /* one that outlasts its budget is the rollback's to end: collected after it */
             if (b->ops->wait(b, w->id, budget, &code, &timed_out, &sub) < 0 || timed_out) {
@@ -418,7 +412,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
     {
         ph_stage *st = ph_stage_beginf("rollback", 0, "roll %s back as deployed", s->name);
 
-        if (ph_run_stage_done(st, ph_backend_swarm_unprofile(b, r->compose->project, s->name, sr.run.run, budget,
+        if (ph_run_stage_done(st, b->ops->service_unprofile(b, r->compose->project, s->name, sr.run.run, budget,
                                                              &rolled, err), err) < 0)
             goto out;
     }
@@ -440,7 +434,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             continue;
         if (now != NULL)
             w = now;
-        if (ph_backend_swarm_node_down(b, w, NULL) == 1)
+        if (b->ops->lost(b, w, NULL) == 1)
             why = "its node is down";
         else if (now == NULL)
             why = "the rollback removed it with its slot";
@@ -457,9 +451,17 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
         ph_fail(err, 0, "%s: no task of run %s had a container to collect", s->name, sr.run.run);
         goto out;
     }
-    rc = sr.lost ? ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, sr.lost,
-                           sr.lost + sr.collected)
-                 : 0;
+    if (sr.lost) {
+        /* the service runs as deployed again: a second stop finds no run,
+         * but each lost task's container stays on its node with its files */
+        ph_fail(err, 0, "%s: %zu of %zu tasks lost (tasks.json says which)", s->name, sr.lost,
+                sr.lost + sr.collected);
+        ph_error_hint(err, "a lost task's container stays on its node (%s) with what it wrote: once the node is "
+                      "back, copy %s/%s out of it with `docker cp` (tasks.json names each task)", sr.lost_on,
+                      PH_CONTAINER_OUT, s->name);
+        goto out;
+    }
+    rc = 0;
 out:
     ph_strv_free(&done);
     ph_workload_list_free(&after);
@@ -467,7 +469,7 @@ out:
     return rc;
 }
 
-/* ONE for each service of SL on one Swarm backend, each a stage named
+/* ONE for each service of SL on the run's backend, each a stage named
  * WHAT; a failure is kept (the first) and the others go on.  *ACTED: some
  * service was profiled. */
 typedef int (*acting_cb)(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
@@ -475,11 +477,11 @@ typedef int (*acting_cb)(ph_run *r, ph_backend *b, const ph_service *s, int *act
 static int
 each_acting(ph_run *r, ph_svc_list *sl, const char *what, acting_cb one, int *acted, ph_error_t *err)
 {
-    ph_backend *b = ph_backend_swarm_new(err);
+    ph_backend *b;
     int rc = 0;
 
     *acted = 0;
-    if (b == NULL)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     for (size_t i = 0; i < sl->n; i++) {
         ph_error_t sub = NULL;
@@ -493,12 +495,11 @@ each_acting(ph_run *r, ph_svc_list *sl, const char *what, acting_cb one, int *ac
             rc = -1;
         }
     }
-    ph_backend_close(b);
     return rc;
 }
 
 int
-ph_run_swarm_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+ph_run_placed_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
 {
     return each_acting(r, sl, "stop", stop_one, acted, err);
 }
@@ -515,8 +516,8 @@ snapshot_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error
 
     if (stack_run_find(r, b, s, &sr, &found, err) < 0)
         goto out;
-    if (!found) {
-        rc = 0;
+    if (!found) { /* not restarted under a profiler; attached to, maybe */
+        rc = ph_run_placed_snapshot_attached(r, b, s, acted, err);
         goto out;
     }
     *acted = 1;
@@ -529,7 +530,7 @@ snapshot_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error
 
         if (!of_run(w, sr.run.run) || !ph_workload_running(w))
             continue;
-        if (ph_backend_swarm_node_down(b, w, NULL) == 1) {
+        if (b->ops->lost(b, w, NULL) == 1) {
             stack_run_take(r, b, &sr, s, name, 1, w, "its node is down", err);
             continue;
         }
@@ -558,7 +559,7 @@ out:
 }
 
 int
-ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+ph_run_placed_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
 {
     return each_acting(r, sl, "collect", snapshot_one, acted, err);
 }
@@ -566,20 +567,24 @@ ph_run_swarm_collect(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
 /* ---- down --------------------------------------------------------------- */
 
 int
-ph_run_swarm_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
+ph_run_placed_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
 {
     ph_backend *b;
     int acted = 0, removed = 0, rc = 0;
 
-    /* a profiled run is collected and rolled back first: down never loses one */
-    if (ph_run_swarm_stop(r, sl, &acted, err) < 0)
+    /* a profiled run is collected and rolled back first: down never loses
+     * one; the index then lists it, as a plain down's stop does */
+    rc = ph_run_placed_stop(r, sl, &acted, err);
+    if (acted)
+        ph_run_write_index(r);
+    if (rc < 0)
         return -1;
-    if ((b = ph_backend_swarm_new(err)) == NULL)
+    if (ph_run_backend(r, &b, err) < 0)
         return -1;
     for (size_t i = 0; i < sl->n; i++) {
         int found = 0;
 
-        if ((rc = ph_backend_swarm_remove(b, r->compose->project, sl->v[i]->name, &found, err)) < 0) {
+        if ((rc = b->ops->service_remove(b, r->compose->project, sl->v[i]->name, &found, err)) < 0) {
             ph_error_wrap(err, "%s", sl->v[i]->name);
             break;
         }
@@ -588,7 +593,6 @@ ph_run_swarm_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
                     sl->v[i]->name);
         removed += found;
     }
-    ph_backend_close(b);
     if (rc == 0 && removed == 0)
         ph_info("nothing to take down: no service of stack `%s` is there", r->compose->project);
     else if (rc == 0)
@@ -612,17 +616,13 @@ by_node(const void *a, const void *b)
 }
 
 int
-ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err)
+ph_run_placed_status(ph_run *r, FILE *out, ph_error_t *err)
 {
-    ph_backend *b = ph_backend_swarm_new(err);
+    ph_backend *b;
     ph_workload_list l = { 0 };
 
-    if (b == NULL)
+    if (ph_run_backend(r, &b, err) < 0 || b->ops->list(b, r->compose->project, NULL, 0, &l, err) < 0)
         return -1;
-    if (b->ops->list(b, r->compose->project, NULL, 0, &l, err) < 0) {
-        ph_backend_close(b);
-        return -1;
-    }
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, by_node);
     fprintf(out, "%-24s %-16s %-5s %-10s %-10s %s\n", "NODE", "SERVICE", "SLOT", "MODE", "STATE", "RUN DIR");
@@ -634,6 +634,5 @@ ph_run_swarm_status(ph_run *r, FILE *out, ph_error_t *err)
                          w->outdir && !w->by_compose ? w->outdir : "-");
     }
     ph_workload_list_free(&l);
-    ph_backend_close(b);
     return 0;
 }

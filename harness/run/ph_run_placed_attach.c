@@ -1,4 +1,4 @@
-/* ph_run_swarm_attach.c - attach to a stack's service without a restart:
+/* ph_run_placed_attach.c - attach to a stack's service without a restart:
  * one tools container beside each running task, on the task's node.
  *
  *   attach   every running task of the service (the Swarm backend lists
@@ -10,7 +10,7 @@
  *            yet, the service not restarted under a mode), so a refusal
  *            attaches nothing.  The tasks keep running: the service's spec
  *            is not touched.
- *   stop     (ph_run_swarm_stop_attached, from the stop of a service not
+ *   stop     (ph_run_placed_stop_attached, from the stop of a service not
  *            restarted under a mode) each node the service's tasks ran on
  *            is asked for the tools containers attached to the service;
  *            every one is sent SIGTERM (ph-init detaches the profiler,
@@ -30,7 +30,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ph_backend_swarm.h"
 #include "ph_image.h"
 #include "ph_log.h"
 
@@ -70,7 +69,7 @@ attach_service(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *
     char run_id[64], stamp[17], host_dir[PATH_MAX];
     int found = 0, rc = -1;
 
-    if (ph_backend_swarm_service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
+    if (b->ops->service_run(b, r->compose->project, s->name, &run, &found, err) < 0)
         return -1;
     if (found) {
         ph_bad_input(err, "`%s` is already being profiled under %s (its tasks restarted for it)", s->name,
@@ -93,7 +92,7 @@ attach_service(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *
         if (!ph_workload_running(&tasks.v[i]))
             continue;
         bs[n].task = &tasks.v[i];
-        if (ph_backend_swarm_task_backend(b, tasks.v[i].id, &bs[n].nb, bs[n].cid, sizeof bs[n].cid, err) < 0) {
+        if (b->ops->reach(b, tasks.v[i].id, &bs[n].nb, bs[n].cid, sizeof bs[n].cid, err) < 0) {
             ph_error_wrap(err, "%s: task %d on %s", s->name, tasks.v[i].slot, tasks.v[i].node);
             goto out;
         }
@@ -170,29 +169,123 @@ out:
 }
 
 int
-ph_run_swarm_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
+ph_run_placed_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_error_t *err)
 {
-    return ph_run_swarm_each(r, p, sl, "attach", attach_service, err);
+    return ph_run_placed_each(r, p, sl, "attach", attach_service, err);
 }
 
 /* ---- stop: detach, collect, remove --------------------------------------- */
 
 /* A tools container found on a node. */
 typedef struct found_attach {
-    ph_backend *nb; /* its node's (owned by the node table) */
+    ph_backend *nb; /* its node's (owned by the set) */
     ph_workload w;
 } found_attach;
 
-#define NODES_MAX PH_SWARM_NODES_MAX
+#define NODES_MAX PH_PLACEMENT_NODES_MAX
+
+/* What is attached to a service's tasks, found on each node they ran on. */
+typedef struct attached_set {
+    ph_backend *nodes[NODES_MAX];
+    const char *node_names[NODES_MAX]; /* the tasks' */
+    size_t n_nodes, unreached;
+    found_attach *fa;
+    size_t n, cap;
+    ph_workload_list tasks;
+} attached_set;
+
+static void
+attached_free(attached_set *as)
+{
+    for (size_t i = 0; i < as->n; i++)
+        ph_workload_clear(&as->fa[i].w);
+    free(as->fa);
+    for (size_t j = 0; j < as->n_nodes; j++)
+        ph_backend_close(as->nodes[j]);
+    ph_workload_list_free(&as->tasks);
+}
+
+/* Every tools container attached to S's tasks into AS (zeroed by the
+ * caller), each node reached once through B (ops.reach); a node not
+ * reached is said and counted. */
+static int
+attached_find(ph_run *r, ph_backend *b, const ph_service *s, attached_set *as, ph_error_t *err)
+{
+    if (b->ops->list(b, r->compose->project, s->name, 0, &as->tasks, err) < 0)
+        return -1;
+    /* every node the service's tasks ran on, once */
+    for (size_t i = 0; i < as->tasks.n; i++) {
+        const char *node = as->tasks.v[i].node ? as->tasks.v[i].node : "";
+        ph_backend *nb = NULL;
+        ph_error_t sub = NULL;
+        char cid[80];
+        int seen = 0;
+
+        for (size_t j = 0; j < as->n_nodes; j++)
+            seen |= strcmp(as->node_names[j], node) == 0;
+        if (seen || as->n_nodes == NODES_MAX)
+            continue;
+        /* a task with no container (yet, or any more) does not say where
+         * its node's Engine is: another task of the node will */
+        if (b->ops->reach(b, as->tasks.v[i].id, &nb, cid, sizeof cid, &sub) < 0) {
+            ph_debug("%s: task %d on %s: %s", s->name, as->tasks.v[i].slot, node, sub->msg);
+            ph_error_free(&sub);
+            continue;
+        }
+        as->node_names[as->n_nodes] = node;
+        as->nodes[as->n_nodes++] = nb;
+    }
+    for (size_t j = 0; j < as->n_nodes; j++) {
+        ph_workload_list l = { 0 };
+        ph_error_t sub = NULL;
+
+        if (as->nodes[j]->ops->list(as->nodes[j], r->compose->project, s->name, 0, &l, &sub) < 0) {
+            ph_warn("%s: node %s not reached: %s; a profiler attached there stays (stop again once it is back)",
+                    s->name, as->node_names[j], sub->msg);
+            ph_error_free(&sub);
+            as->unreached++;
+            continue;
+        }
+        for (size_t i = 0; i < l.n; i++) {
+            if (l.v[i].attached == NULL)
+                continue;
+            if (as->n == as->cap) {
+                found_attach *g = realloc(as->fa, (as->cap = as->cap ? as->cap * 2 : 4) * sizeof *as->fa);
+
+                if (g == NULL) {
+                    ph_workload_list_free(&l);
+                    return ph_fail(err, ENOMEM, "allocate");
+                }
+                as->fa = g;
+            }
+            as->fa[as->n].nb = as->nodes[j];
+            as->fa[as->n].w = l.v[i]; /* moved */
+            memset(&l.v[i], 0, sizeof l.v[i]);
+            as->n++;
+        }
+        ph_workload_list_free(&l);
+    }
+    return 0;
+}
+
+/* The task an attached container W stands beside, as a task dir names
+ * it (its slot and node labels), into SHOWN: a shallow copy of W. */
+static void
+beside_task(const ph_workload *w, ph_workload *shown)
+{
+    const char *slot = ph_kvv_get(&w->labels, PH_LABEL_TASK_SLOT);
+
+    *shown = *w;
+    shown->slot = slot ? atoi(slot) : 0;
+    shown->node = (char *)ph_kvv_get(&w->labels, PH_LABEL_TASK_NODE);
+}
 
 int
-ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
-    ph_workload_list tasks = { 0 };
-    ph_backend *nodes[NODES_MAX];
-    const char *node_names[NODES_MAX];
-    found_attach *fa = NULL;
-    size_t n_nodes = 0, n = 0, cap = 0, collected = 0, lost = 0, unreached = 0;
+    attached_set as;
+    found_attach *fa;
+    size_t n, collected = 0, lost = 0;
     ph_profile own, *pp = NULL;
     json_t *summary = NULL;
     const char *run;
@@ -200,62 +293,11 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
     long budget;
 
     memset(&own, 0, sizeof own);
-    if (b->ops->list(b, r->compose->project, s->name, 0, &tasks, err) < 0)
-        return -1;
-    /* every node the service's tasks ran on, once */
-    for (size_t i = 0; i < tasks.n; i++) {
-        const char *node = tasks.v[i].node ? tasks.v[i].node : "";
-        ph_backend *nb = NULL;
-        ph_error_t sub = NULL;
-        char cid[80];
-        int seen = 0;
-
-        for (size_t j = 0; j < n_nodes; j++)
-            seen |= strcmp(node_names[j], node) == 0;
-        if (seen || n_nodes == NODES_MAX)
-            continue;
-        /* a task with no container (yet, or any more) does not say where
-         * its node's Engine is: another task of the node will */
-        if (ph_backend_swarm_task_backend(b, tasks.v[i].id, &nb, cid, sizeof cid, &sub) < 0) {
-            ph_debug("%s: task %d on %s: %s", s->name, tasks.v[i].slot, node, sub->msg);
-            ph_error_free(&sub);
-            continue;
-        }
-        node_names[n_nodes] = node;
-        nodes[n_nodes++] = nb;
-    }
-    for (size_t j = 0; j < n_nodes; j++) {
-        ph_workload_list l = { 0 };
-
-        ph_error_t sub = NULL;
-
-        if (nodes[j]->ops->list(nodes[j], r->compose->project, s->name, 0, &l, &sub) < 0) {
-            ph_warn("%s: node %s not reached: %s; a profiler attached there stays (stop again once it is back)",
-                    s->name, node_names[j], sub->msg);
-            ph_error_free(&sub);
-            unreached++;
-            continue;
-        }
-        for (size_t i = 0; i < l.n; i++) {
-            if (l.v[i].attached == NULL)
-                continue;
-            if (n == cap) {
-                found_attach *g = realloc(fa, (cap = cap ? cap * 2 : 4) * sizeof *fa);
-
-                if (g == NULL) {
-                    ph_workload_list_free(&l);
-                    ph_fail(err, ENOMEM, "allocate");
-                    goto out;
-                }
-                fa = g;
-            }
-            fa[n].nb = nodes[j];
-            fa[n].w = l.v[i]; /* moved */
-            memset(&l.v[i], 0, sizeof l.v[i]);
-            n++;
-        }
-        ph_workload_list_free(&l);
-    }
+    memset(&as, 0, sizeof as);
+    if (attached_find(r, b, s, &as, err) < 0)
+        goto out;
+    fa = as.fa;
+    n = as.n;
     if (n == 0) {
         rc = 0;
         goto out;
@@ -294,21 +336,19 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        ph_workload shown = fa[i].w;
-        const char *slot = ph_kvv_get(&fa[i].w.labels, PH_LABEL_TASK_SLOT);
+        ph_workload shown;
         const char *why = NULL;
         ph_error_t sub = NULL;
         long code = 0;
         int timed_out = 0;
 
-        shown.slot = slot ? atoi(slot) : 0;
-        shown.node = (char *)ph_kvv_get(&fa[i].w.labels, PH_LABEL_TASK_NODE);
+        beside_task(&fa[i].w, &shown);
         if (fa[i].nb->ops->wait(fa[i].nb, fa[i].w.id, budget, &code, &timed_out, &sub) < 0 || timed_out) {
             why = sub ? sub->msg : "it did not end within its stop budget";
         } else if (fa[i].w.run == NULL || strcmp(fa[i].w.run, run) != 0) {
             why = "it belongs to another run";
         }
-        if (ph_run_swarm_collect_task(r, fa[i].nb, runfd, s, run, 0, pp, &shown, why, summary) == 1) {
+        if (ph_run_placed_collect_task(r, fa[i].nb, runfd, s, run, 0, pp, &shown, why, summary) == 1) {
             ph_error_t e2 = NULL;
 
             collected++;
@@ -320,7 +360,7 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
             lost++;
         }
         ph_error_free(&sub);
-        if (ph_run_swarm_interrupted(s, err))
+        if (ph_run_placed_interrupted(s, err))
             goto out;
     }
     if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
@@ -332,19 +372,99 @@ ph_run_swarm_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *a
     if (lost)
         rc = ph_fail(err, 0, "%s: %zu of %zu attached tasks not collected (tasks.json says which; their tools "
                      "containers stay on their nodes: `profharness stop %s` again)", s->name, lost, n, s->name);
-    else if (unreached)
+    else if (as.unreached)
         rc = ph_fail(err, 0, "%s: %zu node%s not reached (said above): what is attached there is not collected",
-                     s->name, unreached, unreached == 1 ? "" : "s");
+                     s->name, as.unreached, as.unreached == 1 ? "" : "s");
     else
         rc = 0;
 out:
-    for (size_t i = 0; i < n; i++)
-        ph_workload_clear(&fa[i].w);
-    free(fa);
-    for (size_t j = 0; j < n_nodes; j++)
-        ph_backend_close(nodes[j]);
+    attached_free(&as);
     json_decref(summary);
-    ph_workload_list_free(&tasks);
+    if (pp)
+        ph_profile_free(pp);
+    if (runfd >= 0)
+        close(runfd);
+    if (lock >= 0)
+        close(lock);
+    if (svcfd >= 0)
+        close(svcfd);
+    return rc;
+}
+
+/* ---- collect: a copy of each attached task's files --------------------- */
+
+int
+ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    attached_set as;
+    ph_profile own, *pp = NULL;
+    json_t *summary = NULL;
+    char name[NAME_MAX], stamp[17];
+    const char *run;
+    size_t collected = 0, lost = 0;
+    int svcfd = -1, lock = -1, runfd = -1, rc = -1;
+
+    memset(&own, 0, sizeof own);
+    memset(&as, 0, sizeof as);
+    if (attached_find(r, b, s, &as, err) < 0)
+        goto out;
+    if (as.n == 0) {
+        rc = 0;
+        goto out;
+    }
+    *acted = 1;
+    run = as.fa[0].w.run;
+    if (run == NULL || !ph_run_safe_name(run)) {
+        ph_fail(err, 0, "%s: an attached container's run label is no directory name", s->name);
+        goto out;
+    }
+    if (as.fa[0].w.profile != NULL && ph_rundir_profile_load(as.fa[0].w.profile, as.fa[0].w.mode, &own, err) < 0)
+        goto out;
+    pp = as.fa[0].w.profile != NULL ? &own : NULL;
+    /* laid out as stop lays the run out, a sub-dir per task */
+    ph_run_utc_stamp(stamp);
+    snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
+    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0 ||
+        ph_run_open_run_dir(r, svcfd, s->name, name, &runfd, err) < 0)
+        goto out;
+    if ((summary = ph_run_tasks_new(s->name, as.fa[0].w.mode, name)) == NULL ||
+        json_object_set_new(summary, "attached", json_true()) < 0) {
+        ph_fail(err, ENOMEM, "allocate");
+        goto out;
+    }
+    for (size_t i = 0; i < as.n; i++) {
+        const found_attach *fa = &as.fa[i];
+        const char *why = NULL;
+        ph_workload shown;
+
+        beside_task(&fa->w, &shown);
+        if (fa->w.run == NULL || strcmp(fa->w.run, run) != 0)
+            why = "it belongs to another run";
+        else if (!ph_workload_running(&fa->w))
+            why = "it is not running";
+        else /* what the profiler has now, not what it wrote last */
+            ph_run_snapshot_request_on(r, fa->nb, &fa->w, pp);
+        if (ph_run_placed_collect_task(r, fa->nb, runfd, s, name, 1, pp, &shown, why, summary) == 1)
+            collected++;
+        else
+            lost++;
+        if (ph_run_placed_interrupted(s, err))
+            goto out;
+    }
+    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
+        goto out;
+    ph_rundir_give_at(runfd, PH_RUN_TASKS_NAME);
+    if (collected > 0)
+        printf("%s\t%s/%s/%s\n", s->name, r->opts.out_dir, s->name, name);
+    fflush(stdout);
+    ph_info("%s: %zu attached task%s copied into %s/%s/%s; they run on, attached", s->name, collected,
+            collected == 1 ? "" : "s", r->opts.out_dir, s->name, name);
+    rc = lost ? ph_fail(err, 0, "%s: %zu of %zu attached tasks not copied (tasks.json says which)", s->name, lost,
+                        lost + collected)
+              : 0;
+out:
+    attached_free(&as);
+    json_decref(summary);
     if (pp)
         ph_profile_free(pp);
     if (runfd >= 0)

@@ -1,0 +1,79 @@
+/* ph_inroot.h - a running service's files, reached from the tools
+ * container that joined its PID namespace, without its symlinks leading
+ * out of its own root.
+ *
+ * The tools container reaches the service's files through
+ * /proc/PID/root, but a symlink in the service's tree is read by the
+ * kernel from there as this container's: `/tmp/.profharness-attach ->
+ * /opt/profharness/bin`, planted by the service, would have a root
+ * `mkdir`, `cp` or `rm -rf` of that path act on the tools container's own
+ * files, which run as root beside SYS_PTRACE and no seccomp.  Every path
+ * here is resolved with openat2(RESOLVE_IN_ROOT) under a descriptor of
+ * /proc/PID/root: `/` and absolute symlinks mean the service's root, `..`
+ * stops there, and /proc's magic links (RESOLVE_NO_MAGICLINKS) are not
+ * followed.  What is read back (the sampler's files, written by the
+ * service's user) is taken only as regular files opened without
+ * following a last symlink, at most a byte budget in all, into a
+ * directory of this container's.
+ *
+ * Each function returns 0, or -1 with WHY (WHY_LEN bytes) saying what
+ * went wrong; nothing here allocates on the heap or exits.
+ */
+#ifndef PH_INROOT_H
+#define PH_INROOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Open PATH (absolute or not: either is under ROOT) with FLAGS (and MODE
+ * for O_CREAT) as the service sees it: a descriptor, or -1 and errno. */
+int ph_inroot_open(int root, const char *path, int flags, mode_t mode);
+
+/* Make every missing directory of DIR (mode 0755), then make sure DIR is
+ * ours (this process's euid: root in the tools
+ * container) and writable by nobody else (a directory of the service's user
+ * there would let it swap what is put in it): refused otherwise. */
+int ph_inroot_mkdirs(int root, const char *dir, char *why, size_t why_len);
+
+/* Put the file SRC of this container into DIR (ph_inroot_mkdirs) as
+ * NAME-<hash>.so... : BASE with its content's 64-bit FNV-1a hash before
+ * its last dot, mode 0644, written beside and renamed; a file already of
+ * that name with the same content is left as it is (a JVM may map it:
+ * an agent is never unloaded, and the next attach loads the same path).
+ * The path, as the service sees it, into INSTALLED (LEN bytes). */
+int ph_inroot_install(int root, const char *src, const char *dir, const char *base, char *installed, size_t len,
+                      char *why, size_t why_len);
+
+/* A fresh, empty directory DIR (its parent must be ph_inroot_mkdirs'),
+ * owned by UID:GID, mode 0700: where the service's user writes.  What a
+ * last attach left there is taken away first (ph_inroot_take's removal). */
+int ph_inroot_mkout(int root, const char *dir, uid_t uid, gid_t gid, char *why, size_t why_len);
+
+/* What ph_inroot_take did. */
+typedef struct ph_inroot_taken {
+    unsigned files;     /* copied whole */
+    unsigned skipped;   /* not regular files, or names not plain */
+    unsigned truncated; /* cut at the budget */
+    uint64_t bytes;
+} ph_inroot_taken;
+
+/* Copy the plain files of DIR (names of letters, digits, `.`, `_`, `-`;
+ * regular files, no last symlink followed) into OUT, a directory of this
+ * container (made if missing), at most MAX bytes in all: what passes the
+ * budget is cut, and said on stderr; what is not a plain file is said and
+ * left.  Then each file and DIR itself are removed from the service's
+ * tree.  *TAKEN (may be NULL) counts it. */
+int ph_inroot_take(int root, const char *dir, const char *out, uint64_t max, ph_inroot_taken *taken, char *why,
+                   size_t why_len);
+
+/* Is NAME plain (a file name the sampler writes: letters, digits, `.`,
+ * `_`, `-`, not `.` or `..`, at most 255 bytes)?  1/0. */
+int ph_inroot_plain_name(const char *name);
+
+/* `ph-jattach files PID ...` (harness/attach/ph-jattach-files.c): the
+ * above on /proc/PID/root, for images/tools/ph-attach-sampler.  The exit
+ * status: 0 done, 1 refused or failed (one line on stderr), 2 usage. */
+int ph_jattach_files_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,257 @@
+/* test_inroot.c - a service's files from the tools container
+ * (harness/attach/ph_inroot.c, compiled in) on a directory standing for
+ * the service's root, with what a hostile service plants there: absolute
+ * and `..` symlinks to this side's files, a stale temp file that is a
+ * symlink, a FIFO, names that are not plain, a mostly-holes file, more
+ * bytes than the budget.  Nothing outside the root is written, read or
+ * removed; what is taken is bounded. */
+#include "test_util.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "../../harness/attach/ph_inroot.c"
+
+static char rootp[300], outside[300];
+static int root = -1;
+
+static int
+setup(void **state)
+{
+    char cmd[1200];
+
+    tu_setup(state);
+    snprintf(rootp, sizeof rootp, "%s/root", test_dir);
+    snprintf(outside, sizeof outside, "%s/outside", test_dir);
+    /* the same absolute path exists inside the root too: a symlink to it
+     * must land there, not here */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/tmp %s %s%s && chmod 1777 %s/tmp && echo secret > %s/secret", rootp,
+             outside, rootp, outside, rootp, outside);
+    assert_int_equal(system(cmd), 0);
+    root = open(rootp, O_RDONLY | O_DIRECTORY);
+    assert_true(root >= 0);
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    close(root);
+    return tu_teardown(state);
+}
+
+static int exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Is there anything (a link too) at the path FMT makes? */
+static int
+exists(const char *fmt, ...)
+{
+    char p[900];
+    struct stat st;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof p, fmt, ap);
+    va_end(ap);
+    return lstat(p, &st) == 0;
+}
+
+static void
+test_absolute_symlink_stays_in_root(void **state)
+{
+    char p[600], why[512];
+
+    (void)state;
+    snprintf(p, sizeof p, "%s/tmp/.profharness-attach", rootp);
+    assert_int_equal(symlink(outside, p), 0);
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.profharness-attach/lib", why, sizeof why), 0);
+    assert_true(exists("%s%s/lib", rootp, outside));
+    assert_false(exists("%s/lib", outside));
+}
+
+static void
+test_dotdot_symlink_stops_at_root(void **state)
+{
+    char p[600], why[512];
+
+    (void)state;
+    snprintf(p, sizeof p, "%s/tmp/.profharness-attach", rootp);
+    assert_int_equal(symlink("../../../../../../../../ph-escaped", p), 0);
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.profharness-attach", why, sizeof why), -1);
+    assert_non_null(strstr(why, "a symlink to nothing"));
+    assert_false(exists("%s/../ph-escaped", test_dir));
+    assert_false(exists("/ph-escaped"));
+}
+
+static void
+test_dir_of_another_user_refused(void **state)
+{
+    char p[600], why[512];
+
+    (void)state;
+    snprintf(p, sizeof p, "%s/tmp/.profharness-attach", rootp);
+    assert_int_equal(mkdir(p, 0777), 0);
+    assert_int_equal(chmod(p, 0777), 0);
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.profharness-attach", why, sizeof why), -1);
+    assert_non_null(strstr(why, "mode 777"));
+    assert_non_null(strstr(why, "remove it"));
+}
+
+static void
+test_install_by_content(void **state)
+{
+    char src[600], got[600], again[600], why[512], p[900];
+    struct stat a, b;
+
+    (void)state;
+    snprintf(src, sizeof src, "%s", tu_write("lib.so", "the sampler, version one"));
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.pa", why, sizeof why), 0);
+    assert_int_equal(ph_inroot_install(root, src, "/tmp/.pa", "libphsampler.so", got, sizeof got, why, sizeof why),
+                     0);
+    assert_non_null(strstr(got, "/tmp/.pa/libphsampler-"));
+    assert_string_equal(got + strlen(got) - 3, ".so");
+    snprintf(p, sizeof p, "%s%s", rootp, got);
+    assert_int_equal(stat(p, &a), 0);
+    assert_int_equal(a.st_mode & 0777, 0644);
+    /* the same content again: the same file, not rewritten (a JVM maps it) */
+    assert_int_equal(ph_inroot_install(root, src, "/tmp/.pa", "libphsampler.so", again, sizeof again, why,
+                                       sizeof why), 0);
+    assert_string_equal(got, again);
+    assert_int_equal(stat(p, &b), 0);
+    assert_int_equal(a.st_ino, b.st_ino);
+    /* a changed file under that name (planted): replaced by ours */
+    tu_write("planted", "not ours");
+    snprintf(again, sizeof again, "cp %s/planted %s", test_dir, p);
+    assert_int_equal(system(again), 0);
+    assert_int_equal(ph_inroot_install(root, src, "/tmp/.pa", "libphsampler.so", again, sizeof again, why,
+                                       sizeof why), 0);
+    assert_int_equal(stat(p, &b), 0);
+    assert_int_not_equal(a.st_ino, b.st_ino);
+    assert_int_equal(b.st_size, strlen("the sampler, version one"));
+    /* another version: another name */
+    tu_write("lib.so", "the sampler, version two");
+    assert_int_equal(ph_inroot_install(root, src, "/tmp/.pa", "libphsampler.so", again, sizeof again, why,
+                                       sizeof why), 0);
+    assert_string_not_equal(got, again);
+}
+
+static void
+test_install_temp_symlink_not_followed(void **state)
+{
+    char src[600], got[600], why[512], p[900], name[600];
+    FILE *f;
+    char line[64] = "";
+
+    (void)state;
+    snprintf(src, sizeof src, "%s", tu_write("lib.so", "ours"));
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.pa", why, sizeof why), 0);
+    /* learn the name, then plant its temp file as a symlink to a file here */
+    assert_int_equal(ph_inroot_install(root, src, "/tmp/.pa", "l.so", got, sizeof got, why, sizeof why), 0);
+    snprintf(p, sizeof p, "%s%s", rootp, got);
+    assert_int_equal(unlink(p), 0);
+    snprintf(name, sizeof name, "%s/tmp/.pa/.%s.new", rootp, strrchr(got, '/') + 1);
+    snprintf(p, sizeof p, "%s/secret", outside);
+    assert_int_equal(symlink(p, name), 0);
+    assert_int_equal(ph_inroot_install(root, src, "/tmp/.pa", "l.so", got, sizeof got, why, sizeof why), 0);
+    f = fopen(p, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    assert_string_equal(line, "secret\n");
+}
+
+static void
+test_take_only_plain_files_bounded(void **state)
+{
+    char p[900], why[512], out[600], cmd[1400];
+    ph_inroot_taken t;
+    struct stat st;
+    int fd;
+
+    (void)state;
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.pa", why, sizeof why), 0);
+    assert_int_equal(ph_inroot_mkout(root, "/tmp/.pa/out-7", getuid(), getgid(), why, sizeof why), 0);
+    snprintf(p, sizeof p, "%s/tmp/.pa/out-7", rootp);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    /* what the service's user leaves there */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && head -c 3000 /dev/zero > stacks-1.folded && head -c 3000 /dev/zero > profile-1.pb.gz && "
+             "ln -s %s/secret link.folded && ln -s / rootlink && mkfifo fifo && echo x > 'bad name' && "
+             "truncate -s 64M holes.folded && mkdir sub",
+             p, outside);
+    assert_int_equal(system(cmd), 0);
+    snprintf(out, sizeof out, "%s/collected", test_dir);
+    assert_int_equal(ph_inroot_take(root, "/tmp/.pa/out-7", out, 4000, &t, why, sizeof why), 0);
+    assert_int_equal(t.files, 1);
+    assert_int_equal(t.truncated, 1);
+    assert_int_equal(t.bytes, 4000);
+    assert_int_equal(t.skipped, 6); /* the two links, the FIFO, the name, the holes, the sub-directory */
+    assert_false(exists("%s/link.folded", out));
+    assert_false(exists("%s/holes.folded", out));
+    assert_false(exists("%s/fifo", out));
+    /* the files are gone from the service's tree; the sub-directory keeps
+     * its parent there */
+    assert_false(exists("%s/stacks-1.folded", p));
+    assert_false(exists("%s/link.folded", p));
+    assert_true(exists("%s/sub", p));
+    /* the secret here untouched */
+    snprintf(cmd, sizeof cmd, "%s/secret", outside);
+    assert_true((fd = open(cmd, O_RDONLY)) >= 0);
+    close(fd);
+    /* a fresh out dir replaces what is left of the old one's files; the
+     * sub-directory, the service user's, is refused, said */
+    assert_int_equal(ph_inroot_mkout(root, "/tmp/.pa/out-7", getuid(), getgid(), why, sizeof why), -1);
+    assert_non_null(strstr(why, "out-7"));
+}
+
+static void
+test_out_dir_that_is_a_symlink(void **state)
+{
+    char p[900], why[512], out[600];
+    ph_inroot_taken t;
+
+    (void)state;
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.pa", why, sizeof why), 0);
+    snprintf(p, sizeof p, "%s/tmp/.pa/out-9", rootp);
+    assert_int_equal(symlink(outside, p), 0);
+    snprintf(out, sizeof out, "%s/collected", test_dir);
+    /* taken: the link only, nothing through it */
+    assert_int_equal(ph_inroot_take(root, "/tmp/.pa/out-9", out, 1 << 20, &t, why, sizeof why), 0);
+    assert_int_equal(t.files, 0);
+    assert_true(exists("%s/secret", outside));
+    assert_false(exists("%s/secret", out));
+    /* mkout over a link: the link goes, a directory comes */
+    assert_int_equal(symlink(outside, p), 0);
+    assert_int_equal(ph_inroot_mkout(root, "/tmp/.pa/out-9", getuid(), getgid(), why, sizeof why), 0);
+    assert_true(exists("%s/secret", outside));
+}
+
+static void
+test_plain_names(void **state)
+{
+    (void)state;
+    assert_true(ph_inroot_plain_name("stacks-20261202T1200-3.folded"));
+    assert_true(ph_inroot_plain_name("sampler-status-12.json"));
+    assert_false(ph_inroot_plain_name(".."));
+    assert_false(ph_inroot_plain_name("a/b"));
+    assert_false(ph_inroot_plain_name("a\nb"));
+    assert_false(ph_inroot_plain_name(""));
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_absolute_symlink_stays_in_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dotdot_symlink_stops_at_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dir_of_another_user_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_install_by_content, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_install_temp_symlink_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_take_only_plain_files_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_dir_that_is_a_symlink, setup, teardown),
+        cmocka_unit_test(test_plain_names),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
