@@ -77,7 +77,7 @@ MULTIARCH := $(shell $(CC) -dumpmachine)
 SAMPLER_MUSL_PIC := $(SAMPLER_PIC:$(B)/pic/%=$(B)/musl/pic/%) $(B)/musl/pic/harness/sampler/musl/ph_sampler_fortify.o
 LIBZ_A := $(shell $(CC) -print-file-name=libz.a)
 
-all: $(B)/profharness $(B)/ph-init $(B)/ph-jattach $(B)/ph-nodeinsp $(B)/demo-load $(SAMPLER_TARGETS)
+all: $(B)/profharness $(B)/ph-init $(B)/ph-jattach $(B)/ph-pyattach $(B)/ph-nodeinsp $(B)/demo-load $(SAMPLER_TARGETS)
 
 $(B)/demo-load: images/demo/load.c
 	@mkdir -p $(dir $@)
@@ -118,6 +118,21 @@ $(B)/ph-init: $(wildcard harness/shim/*.c harness/shim/*.h)
 $(B)/ph-jattach: $(wildcard harness/attach/*.c harness/attach/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness/attach $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
+
+# ph-pyattach reads a running CPython's frames from outside it, in the
+# tools container of an attach (images/tools/ph-attach-sampler): the
+# sampler's frame reader (ph_sampler_py.c, compiled here as a plain object)
+# over the target's memory and symbols, the library's renderer and pprof
+# writer; static, as the tools tree's own programs.
+PYATTACH_OBJ := $(patsubst %.c,$(B)/%.o,$(filter-out %/ph-pyattach.c,$(wildcard harness/pyattach/*.c))) \
+                $(B)/harness/sampler/ph_sampler_py.o
+$(PYATTACH_OBJ) $(B)/harness/pyattach/ph-pyattach.o: private CPPFLAGS += -Iharness/pyattach
+$(B)/ph-pyattach: $(B)/harness/pyattach/ph-pyattach.o $(PYATTACH_OBJ) $(B)/libprofharness.a
+	$(CC) $(CFLAGS) -static -o $@ $^ -lz -lm
+$(B)/tests/test_pyattach: private CPPFLAGS += -Iharness/pyattach
+$(B)/tests/test_pyattach: tests/unit/test_pyattach.c $(PYATTACH_OBJ) $(B)/libprofharness.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(PYATTACH_OBJ) $(B)/libprofharness.a -lz -lcmocka -lm
 
 # The attach protocol's pure parts, compiled into their test.
 $(B)/tests/test_jattach: harness/attach/ph_jattach.c harness/attach/ph_jattach.h
@@ -273,6 +288,7 @@ install: all
 	install -m 0755 $(B)/profharness $(DESTDIR)$(BINDIR)/profharness
 	install -m 0755 $(B)/ph-init $(DESTDIR)$(LIBDIR)/ph-init
 	install -m 0755 $(B)/ph-jattach $(DESTDIR)$(LIBDIR)/ph-jattach
+	install -m 0755 $(B)/ph-pyattach $(DESTDIR)$(LIBDIR)/ph-pyattach
 	install -m 0755 $(B)/ph-nodeinsp $(DESTDIR)$(LIBDIR)/ph-nodeinsp
 	install -m 0644 profiles/*.yaml $(DESTDIR)$(DATADIR)/profiles/
 	install -m 0644 profharness.just $(DESTDIR)$(DATADIR)/profharness.just

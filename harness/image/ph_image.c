@@ -464,11 +464,11 @@ join(const ph_strv *v, char *out, size_t len)
 
 #define TOOLS_BASE "debian:bookworm-slim"
 
-#define TOOLS_FILES 10
+#define TOOLS_FILES 11
 
 typedef struct tools_inputs {
     char files[TOOLS_FILES][4096]; /* Dockerfile, assemble.sh, ph-attach, node's preload, the shim, ph-jattach,
-                                    * the sampler's attach script, ph-nodeinsp, the samplers */
+                                    * the sampler's attach script, ph-pyattach, ph-nodeinsp, the samplers */
     size_t n_files;                /* the samplers (glibc's, musl's) only when they are built */
     char packages[2048];           /* Debian's names of what the tools need */
     char tools[1024];              /* the programs of the tree */
@@ -478,7 +478,8 @@ typedef struct tools_inputs {
 static const char *const tools_names[TOOLS_FILES] = { "Dockerfile",           "assemble.sh",
                                                       "ph-attach",            "opt/lib/ph-heapprof.js",
                                                       "opt/bin/ph-init",      "opt/bin/ph-jattach",
-                                                      "opt/bin/ph-attach-sampler", "opt/bin/ph-nodeinsp",
+                                                      "opt/bin/ph-attach-sampler", "opt/bin/ph-pyattach",
+                                                      "opt/bin/ph-nodeinsp",
                                                       "opt/lib/libphsampler.so", "opt/lib/" PH_SAMPLER_MUSL };
 
 /* What the tools image is made of, and the tag that names it. */
@@ -495,10 +496,11 @@ tools_inputs_get(const char *data_dir, const ph_profile_set *profiles, tools_inp
     ph_paths_lib_file(data_dir, "ph-init", ti->files[4], sizeof ti->files[4]);
     ph_paths_lib_file(data_dir, "ph-jattach", ti->files[5], sizeof ti->files[5]);
     snprintf(ti->files[6], sizeof ti->files[6], "%s/images/tools/ph-attach-sampler", data_dir);
-    ph_paths_lib_file(data_dir, "ph-nodeinsp", ti->files[7], sizeof ti->files[7]);
-    ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[8], sizeof ti->files[8]);
-    ph_paths_lib_file(data_dir, PH_SAMPLER_MUSL, ti->files[9], sizeof ti->files[9]);
-    ti->n_files = access(ti->files[8], R_OK) != 0 ? 8 : access(ti->files[9], R_OK) != 0 ? 9 : 10;
+    ph_paths_lib_file(data_dir, "ph-pyattach", ti->files[7], sizeof ti->files[7]);
+    ph_paths_lib_file(data_dir, "ph-nodeinsp", ti->files[8], sizeof ti->files[8]);
+    ph_paths_lib_file(data_dir, "libphsampler.so", ti->files[9], sizeof ti->files[9]);
+    ph_paths_lib_file(data_dir, PH_SAMPLER_MUSL, ti->files[10], sizeof ti->files[10]);
+    ti->n_files = access(ti->files[9], R_OK) != 0 ? 9 : access(ti->files[10], R_OK) != 0 ? 10 : 11;
     /* Debian's packages of the modes that can run from the tree. */
     for (size_t i = 0; rc == 0 && i < profiles->n; i++) {
         const ph_profile *p = &profiles->v[i];
@@ -889,7 +891,7 @@ profiling_image(ph_backend *b, const char *service_image, const char *base_id, c
                 { .name = tools_names[5], .path = ti->files[5], .mode = 0755 },
                 { .name = tools_names[3], .path = ti->files[3], .mode = 0644 },
                 { .name = "opt/lib/libphsampler.so", .path = sampler, .mode = 0755 },
-                { .name = tools_names[9], .path = sampler_musl, .mode = 0755 },
+                { .name = tools_names[10], .path = sampler_musl, .mode = 0755 },
             };
             size_t n_extra = access(sampler, R_OK) != 0 ? 4 : access(sampler_musl, R_OK) != 0 ? 5 : 6;
 

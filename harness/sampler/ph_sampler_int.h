@@ -410,6 +410,19 @@ PH_HIDDEN const char *phs_py_describe(void);
  * (none detected, this thread holds no GIL, a bad read) OUT is NATIVE. */
 PH_HIDDEN uint32_t phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max);
 PH_HIDDEN int phs_py_active(void);
+/* Out of process (harness/pyattach): every read above goes to process
+ * PID's memory (process_vm_readv, never a probe of ours), before
+ * phs_py_detect, whose phs_symbols are then that process's.  0: this one. */
+PH_HIDDEN void phs_py_target(pid_t pid);
+/* Writer, out of process: the main interpreter's thread states, at most
+ * MAX into TS; *HOLDER the one holding the GIL (0: none or unknown). */
+PH_HIDDEN size_t phs_py_threads(uintptr_t *ts, size_t max, uintptr_t *holder);
+/* The thread_id (its pthread_t) thread state TS says it is; 0 unread. */
+PH_HIDDEN uintptr_t phs_py_thread_id(uintptr_t ts);
+/* All of thread state TS's Python frames, innermost first, as the signal
+ * path's groups (PHS_PY_WORDS each, for phs_py_resolve) into OUT (MAX
+ * words, the last kept free); returns how many words. */
+PH_HIDDEN uint32_t phs_py_walk(uintptr_t ts, uintptr_t *out, uint32_t max);
 
 /* Writer: the Python frames' names, read while their code objects live. */
 typedef struct phs_pytab phs_pytab;

@@ -87,8 +87,19 @@ static struct {
     size_t scanned;          /* modules looked at */
     time_t looked_at;
     int vm_refused;          /* process_vm_readv refused: probe instead */
+    pid_t target;            /* 0: this process; else the one read from outside (phs_py_target) */
     char desc[120];
 } PY;
+
+void
+phs_py_target(pid_t pid)
+{
+    if (pid == PY.target)
+        return;
+    /* another process: what was found is not its */
+    memset(&PY, 0, sizeof PY);
+    PY.target = pid;
+}
 
 int
 phs_py_active(void)
@@ -117,19 +128,22 @@ static int copy_in(void *dst, uintptr_t src, size_t len);
 
 /* ---- the writer's copies ---------------------------------------------- */
 
-/* LEN bytes at SRC into DST without ever faulting; 0 or -1. */
+/* LEN bytes at SRC into DST without ever faulting; 0 or -1.  The one
+ * read of the target's memory every other read goes through: this
+ * process's, or the one phs_py_target named (there no probe: its pages
+ * are not ours to touch). */
 static int
 copy_in(void *dst, uintptr_t src, size_t len)
 {
     if (src < 4096 || src + len < src)
         return -1;
-    if (!PY.vm_refused) {
+    if (PY.target != 0 || !PY.vm_refused) {
         struct iovec l = { dst, len }, r = { (void *)src, len };
-        ssize_t n = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+        ssize_t n = process_vm_readv(PY.target != 0 ? PY.target : getpid(), &l, 1, &r, 1, 0);
 
         if (n == (ssize_t)len)
             return 0;
-        if (n >= 0 || (errno != ENOSYS && errno != EPERM))
+        if (PY.target != 0 || n >= 0 || (errno != ENOSYS && errno != EPERM))
             return -1;
         PY.vm_refused = 1; /* seccomp, or an old kernel */
     }
@@ -426,10 +440,53 @@ page_ok(reader *r, uintptr_t addr)
     return 1;
 }
 
+/* Out of process, the blocks of the target read within one walk
+ * (remote_fresh empties them): a frame's or a code object's fields are
+ * a block or two, one process_vm_readv each rather than one per field.
+ * The writer's only (one thread); the signal path never reads another
+ * process. */
+#define RBLOCK 256
+static struct {
+    uintptr_t at[4];
+    unsigned char data[4][RBLOCK];
+    unsigned n;
+} RB;
+
+static void
+remote_fresh(void)
+{
+    RB.n = 0;
+}
+
+static int
+remote_get(uintptr_t addr, void *dst, size_t len)
+{
+    uintptr_t base = addr & ~(uintptr_t)(RBLOCK - 1);
+    unsigned k;
+
+    if (addr - base + len > RBLOCK)
+        return copy_in(dst, addr, len) == 0;
+    for (k = 0; k < RB.n && k < 4; k++)
+        if (RB.at[k] == base)
+            break;
+    if (k == RB.n || k == 4) {
+        k = RB.n++ % 4;
+        RB.at[k] = 0;
+        /* a block past the end of a mapping: the field alone */
+        if (base < 4096 || copy_in(RB.data[k], base, RBLOCK) < 0)
+            return copy_in(dst, addr, len) == 0;
+        RB.at[k] = base;
+    }
+    memcpy(dst, RB.data[k] + (addr - base), len);
+    return 1;
+}
+
 /* LEN (at most 8) bytes at ADDR into DST, each page proven first. */
 static int
 get(reader *r, uintptr_t addr, void *dst, size_t len)
 {
+    if (PY.target != 0)
+        return remote_get(addr, dst, len); /* another process: nothing of ours can fault */
     if (addr < 4096 || addr + len < addr || !page_ok(r, addr) || !page_ok(r, addr + len - 1))
         return 0;
     memcpy(dst, (const void *)addr, len);
@@ -540,12 +597,78 @@ gil_holder(reader *r, const phs_py_layout *L)
     return ts;
 }
 
+/* The innermost frame of thread state TS, or 0. */
+static uintptr_t
+current_frame(reader *r, const phs_py_layout *L, uintptr_t ts)
+{
+    uintptr_t cf = 0, frame = 0;
+
+    if (ts == 0)
+        return 0;
+    if (L->ts_cframe == PHS_PY_NO_FIELD)
+        return get(r, ts + L->cf_current_frame, &frame, 8) ? frame : 0;
+    if (!get(r, ts + L->ts_cframe, &cf, 8) || !get(r, cf + L->cf_current_frame, &frame, 8))
+        return 0;
+    return frame;
+}
+
+size_t
+phs_py_threads(uintptr_t *ts, size_t max, uintptr_t *holder)
+{
+    const phs_py_layout *L = PY.L;
+    reader r = { { 0 }, 0 };
+    uintptr_t interp = 0, t = 0;
+    size_t n = 0;
+
+    *holder = 0;
+    remote_fresh();
+    if (!phs_py_active() || L == NULL || L->rt_interp == PHS_PY_NO_FIELD ||
+        !get(&r, PY.runtime + L->rt_interp, &interp, 8) || interp == 0 || !get(&r, interp + L->is_threads_head, &t, 8))
+        return 0;
+    for (int i = 0; t != 0 && n < max && i < MAX_THREADS_WALKED; i++) {
+        ts[n++] = t;
+        if (!get(&r, t + L->ts_next, &t, 8))
+            break;
+    }
+    *holder = gil_holder(&r, L);
+    return n;
+}
+
+uintptr_t
+phs_py_thread_id(uintptr_t ts)
+{
+    reader r = { { 0 }, 0 };
+    uintptr_t tid = 0;
+
+    remote_fresh();
+    return PY.L != NULL && get(&r, ts + PY.L->ts_thread_id, &tid, 8) ? tid : 0;
+}
+
+uint32_t
+phs_py_walk(uintptr_t ts, uintptr_t *out, uint32_t max)
+{
+    const phs_py_layout *L = PY.L;
+    reader r = { { 0 }, 0 };
+    uintptr_t frame;
+    uint32_t o = 0;
+
+    if (!phs_py_active() || L == NULL)
+        return 0;
+    remote_fresh();
+    frame = current_frame(&r, L, ts);
+    /* each call stands for one eval loop's frames, and moves past them */
+    for (int i = 0; frame != 0 && i < MAX_CHAIN; i++)
+        if (emit_eval(&r, L, &frame, out, &o, max) < 0)
+            break;
+    return o;
+}
+
 uint32_t
 phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max)
 {
     const phs_py_layout *L = PY.L;
     reader r = { { 0 }, 0 };
-    uintptr_t ts = 0, cf = 0, frame = 0;
+    uintptr_t ts = 0, frame = 0;
     uint32_t o = 0;
 
     if (n > max)
@@ -558,12 +681,7 @@ phs_py_merge(const uintptr_t *native, uint32_t n, uintptr_t *out, uint32_t max)
         else
             ts = own_tstate(&r, L);
     }
-    if (ts == 0)
-        frame = 0;
-    else if (L->ts_cframe == PHS_PY_NO_FIELD)
-        frame = get(&r, ts + L->cf_current_frame, &frame, 8) ? frame : 0;
-    else if (!get(&r, ts + L->ts_cframe, &cf, 8) || !get(&r, cf + L->cf_current_frame, &frame, 8))
-        frame = 0;
+    frame = current_frame(&r, L, ts);
     for (uint32_t k = 0; k < n; k++) {
         uintptr_t pc = native[k];
 

@@ -14,6 +14,15 @@
 #          Node and Java only;
 #   ours   the mode: the runtime's flags and the sampler (LD_PRELOAD) at
 #          100 Hz, no periodic snapshot (PH_SAMPLER_INTERVAL=0);
+#   attached  Python only: the program as `none`, read from outside by
+#          build/ph-pyattach at 100 Hz (`attach --mode flamegraph`) in a
+#          container of its own in the program's PID namespace
+#          (SYS_PTRACE); `reader` is that container's CPU (its cgroup's)
+#          over its life per CPU of the program's cgroup over the same
+#          time, and per sample: times HZ, the share of a CPU it takes
+#          from a program on a CPU of its own (goal: <= 3 %; the first
+#          rises with the machine's load, which slows the program, not
+#          the reader's wall-clock rate).
 #   attach Node only: the program as the service runs it, joined as
 #          `attach --mode flamegraph` joins it: build/ph-nodeinsp in a
 #          container in its PID and network namespaces opens its
@@ -49,13 +58,18 @@ trap cleanup EXIT
 # shellcheck disable=SC2086
 build/profharness -f tests/lang/compose.yaml -p "$PROJECT" --profiles profiles -o "$tmp/out" setup $LANGS \
     > "$tmp/setup" 2>&1 || { cat "$tmp/setup" >&2; exit 1; }
-declare -A IMAGE
+# An image with a package manager runs its own image with the tools
+# volume at /opt/profharness (setup says "ready (tools volume V; ...)"),
+# one without gets a profiling image ("profiling image I").
+declare -A IMAGE MOUNT
 for l in $LANGS; do
     IMAGE[$l]=$(sed -n "s/^profharness: $l: ready (.*profiling image \([^,;]*\)[,;].*/\1/p" "$tmp/setup" | tail -1)
-    # no profiling image (the mode runs from the tools volume): the
-    # service's own, for the kinds that need no sampler in it (KINDS)
-    [ -n "${IMAGE[$l]}" ] || [ -z "${KINDS:-}" ] ||
-        IMAGE[$l]=$(sed -n "s/^profharness: $l: \(profharness-lang-[^ ]*\) up to date.*/\1/p" "$tmp/setup" | tail -1)
+    MOUNT[$l]=
+    if [ -z "${IMAGE[$l]}" ]; then
+        vol=$(sed -n "s/^profharness: $l: ready (tools volume \([^,;]*\)[,;].*/\1/p" "$tmp/setup" | tail -1)
+        IMAGE[$l]=$(sed -n "s/^profharness: $l: \(profharness-lang-[^ ]*\) .*/\1/p" "$tmp/setup" | tail -1)
+        [ -z "$vol" ] || MOUNT[$l]="-v $vol:/opt/profharness:ro"
+    fi
     [ -n "${IMAGE[$l]}" ] || { echo "bench-flamegraph-lang: no profiling image for $l:" >&2; cat "$tmp/setup" >&2; exit 1; }
 done
 
@@ -85,6 +99,19 @@ env LD_PRELOAD="$PH_BENCH_PRELOAD" "$@" | while IFS= read -r l; do
     esac
 done'
 
+# A cgroup's CPU time in ns, from inside its container.
+# shellcheck disable=SC2016
+CGCPU='cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
+    echo $(( $(sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat) * 1000 ))'
+# The reader, on the namespace's python (its program, not the shell around it).
+# shellcheck disable=SC2016
+ATTACH='for _ in $(seq 1 100); do
+    for d in /proc/[0-9]*; do
+        case $(readlink "$d/exe") in */python3*) exec /ph-pyattach -F "$1" -o /tmp "${d#/proc/}" ;; esac
+    done
+    sleep 0.1
+done'
+
 run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
     local lang=$1 kind=$2 name="$PROJECT-$1-$2-$$" ep t0 t1 from to st hz=0 i
     local -a env=(-e PH_BENCH_FROM="$FROM_ROUND" -e PH_BENCH_TO="$TO_ROUND" -e PH_BENCH_PRELOAD=)
@@ -103,8 +130,15 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
     names+=("$name")
     t0=$(now)
     # shellcheck disable=SC2086
-    docker run -d --name "$name" --network none "${env[@]}" --entrypoint sh "${IMAGE[$lang]}" -c "$READER" sh $ep \
+    docker run -d --name "$name" --network none "${env[@]}" ${MOUNT[$lang]} --entrypoint sh "${IMAGE[$lang]}" -c "$READER" sh $ep \
         > /dev/null
+    if [ "$kind" = attached ]; then
+        # the reader, static, from the build; its container's CPU from the start
+        names+=("$name-r")
+        svc0=$(docker exec "$name" sh -c "$CGCPU")
+        docker run -d --name "$name-r" --network none --pid "container:$name" --cap-add SYS_PTRACE \
+            -v "$PWD/build/ph-pyattach:/ph-pyattach:ro" --entrypoint sh "${IMAGE[$lang]}" -c "$ATTACH" sh "$HZ" > /dev/null
+    fi
     if [ "$kind" = attach ]; then
         names+=("$name-insp")
         # shellcheck disable=SC2016
@@ -153,6 +187,20 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
             sleep 0.5
         done
     fi
+    if [ "$kind" = attached ]; then
+        local svc1 rd ns
+        svc1=$(docker exec "$name" sh -c "$CGCPU")
+        rd=$(docker exec "$name-r" sh -c "$CGCPU")
+        # SIGTERM: the reader writes its end and says how many samples
+        docker stop -t 10 "$name-r" > /dev/null 2>&1
+        ns=$(docker logs "$name-r" 2>&1 | sed -n 's/^ph-pyattach: process [0-9]*: \([0-9]*\) samples written.*/\1/p')
+        [ -n "$ns" ] && [ "$ns" -gt 0 ] ||
+            { echo "bench-flamegraph-lang: the reader did not run:" >&2; docker logs "$name-r" 2>&1 | tail -3 >&2; exit 1; }
+        # "share per-sample" : the reader's CPU per the program's, and per
+        # sample (the program on a CPU of its own gets HZ per second)
+        hz=$(awk -v r="$rd" -v a="$svc0" -v b="$svc1" -v n="$ns" 'BEGIN { printf "%.2f:%.0f", 100 * r / (b - a), r / n / 1000 }')
+        docker rm -f "$name-r" > /dev/null 2>&1
+    fi
     if [ "$kind" = attach ]; then
         # its end, as `stop`'s: the profile taken and the inspector closed
         docker kill -s INT "$name-insp" > /dev/null 2>&1 || true
@@ -172,7 +220,7 @@ kinds_of() {
     fi
     kinds_all "$1"
 }
-kinds_all() { case $1 in python) echo "none ours" ;; node) echo "none flags ours attach" ;; *) echo "none flags ours" ;; esac; }
+kinds_all() { case $1 in python) echo "none ours attached" ;; node) echo "none flags ours attach" ;; *) echo "none flags ours" ;; esac; }
 
 printf 'bench-flamegraph-lang: tests/lang services, rounds %d to %d, the sampler at %d Hz, %d interleaved runs, medians; load average %s\n' \
     "$FROM_ROUND" "$TO_ROUND" "$HZ" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -195,6 +243,14 @@ for l in $LANGS; do
     [ -s "$tmp/$l-ours" ] || continue
     o=$(cut -d' ' -f1 "$tmp/$l-ours" | median)
     d=$(cut -d' ' -f3 "$tmp/$l-ours" | median)
+    if [ -s "$tmp/$l-attached" ]; then
+        a=$(cut -d' ' -f1 "$tmp/$l-attached" | median)
+        us=$(cut -d' ' -f3 "$tmp/$l-attached" | cut -d: -f2 | median)
+        printf '%-8s | attached (ph-pyattach, %d Hz): %s ms, ratio %.3f; reader CPU %s %% of the program'"'"'s over its life, %s us a sample: %.2f %% of a CPU at %d Hz (medians; runs: %s)\n' \
+            "$l" "$HZ" "$a" "$(awk -v a="$a" -v b="$(cut -d' ' -f1 "$tmp/$l-none" | median)" 'BEGIN { print a / b }')" \
+            "$(cut -d' ' -f3 "$tmp/$l-attached" | cut -d: -f1 | median)" "$us" "$(awk -v u="$us" -v h="$HZ" 'BEGIN { print u * h / 1e4 }')" \
+            "$HZ" "$(cut -d' ' -f3 "$tmp/$l-attached" | tr '\n' ' ' | sed 's/ $//')"
+    fi
     printf '%-8s | %6s ms | %9s %6s | %6s ms %6.3f %6s Hz | none %s; ours %s\n' "$l" "$n" "$f" "$fr" "$o" \
         "$(awk -v a="$o" -v b="$n" 'BEGIN { print a / b }')" "$d" \
         "$(cut -d' ' -f1 "$tmp/$l-none" | tr '\n' ' ' | sed 's/ $//')" "$(cut -d' ' -f1 "$tmp/$l-ours" | tr '\n' ' ' | sed 's/ $//')"

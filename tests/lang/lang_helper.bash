@@ -35,9 +35,6 @@ declare -gA KNOWN_GAPS=(
     [python39:attach-perf]="refused: python3.9 has no perf support: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode flamegraph\`"
     [python313:attach-perf]="refused: was started without PYTHONPERFSUPPORT=1 or -X perf: its functions would show as _PyEval_EvalFrameDefault; use \`start --mode perf\`"
     [node:attach-perf]="refused: node was started without --perf-basic-prof: its JavaScript would be unnamed; use \`start --mode perf\`"
-    [python:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
-    [python39:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
-    [python313:attach-flamegraph]="refused: cannot be joined by the sampler yet: its Python functions would be unnamed; use \`start --mode flamegraph\`"
 )
 
 MODES="flamegraph perf attach-perf attach-flamegraph"
