@@ -285,8 +285,17 @@ symbol_table(const elfmod *m, const ElfW(Shdr) *sh, int shnum, int i, const ElfW
     return sh[i].sh_size / sizeof **syms;
 }
 
-/* Read .symtab and .dynsym of M's file; hand it to libdw when it has
- * debug info. */
+/* M's file read whole (its symbol tables, a search by name): its pages
+ * leave our RSS (a node's or a libpython's are tens of MB); the few names
+ * used later fault back in from the page cache. */
+static void
+drop_pages(elfmod *m)
+{
+    if (m->map)
+        madvise(m->map, m->map_len, MADV_DONTNEED);
+}
+
+/* Read .symtab and .dynsym of M's file; note whether it has debug info. */
 static void
 load_module(phs_symbols *s, elfmod *m)
 {
@@ -344,10 +353,7 @@ load_module(phs_symbols *s, elfmod *m)
     }
     if (m->n_syms > 1)
         qsort(m->syms, m->n_syms, sizeof *m->syms, cmp_sym);
-    /* The tables are read: their pages leave our RSS (a libpython's are
-     * megabytes); the few names used later fault back in from the page
-     * cache. */
-    madvise(m->map, m->map_len, MADV_DONTNEED);
+    drop_pages(m);
 }
 
 /* libdw's module for M, libdw opened and M reported first if need be;
@@ -446,9 +452,11 @@ phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintpt
                 continue;
             *addr = m->bias + syms[j].st_value;
             *size = syms[j].st_size;
+            drop_pages(m);
             return 0;
         }
     }
+    drop_pages(m);
     /* a stripped Go program: its functions by Go's own table */
     if (ph_gopclntab_by_name(&m->go, name, &start, &end) == 0) {
         *addr = m->bias + (uintptr_t)start;
