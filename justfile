@@ -198,11 +198,14 @@ bench-wall: build
     tests/bench/bench-wall.sh
 
 # sampler overhead against gperftools and none, then the renderer, then
-# the sampler in the Python, Node and Java services of tests/lang (Engine)
+# the sampler in the Python, Node and Java services of tests/lang (Engine),
+# then the RSS it adds per runtime and mode, and the wall mode's cost
 bench-flamegraph: build engine
     tests/bench/bench-flamegraph-overhead.sh
     tests/bench/bench-flamegraph-render.sh
     tests/bench/bench-flamegraph-lang.sh
+    tests/bench/bench-flamegraph-rss.sh
+    tests/bench/bench-wall.sh
 
 # the renderer and the collapser against flamegraph.pl and
 # stackcollapse-perf.pl on the peers' own test data.  Needs copies of

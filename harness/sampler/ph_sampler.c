@@ -1015,6 +1015,10 @@ writer_main(void *arg)
             int w = phs_heap_wanted() ? phs_heap_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name)
                                       : phs_agg_snapshot(agg, S.dir, S.title, tag, n + 1, final, name, sizeof name);
 
+            /* Named: libdw's tens of MB go until the next snapshot
+             * (before the status, which tells the files are in place). */
+            phs_symbols_release(phs_agg_symbols(agg));
+
             if (w < 0) {
                 disable("cannot write a snapshot");
             } else if (w == 0) {

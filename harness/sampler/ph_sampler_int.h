@@ -336,6 +336,10 @@ PH_HIDDEN double phs_cpu_seconds(clockid_t c);
 typedef struct phs_symbols phs_symbols;
 PH_HIDDEN phs_symbols *phs_symbols_new(int debuginfo);
 PH_HIDDEN void phs_symbols_free(phs_symbols *s);
+/* Writer, after a snapshot: libdw's state goes (its debug files unmapped,
+ * its memory freed); the names it gave stay, and the next lookup that
+ * needs it opens it again.  Nothing to do when it is not open. */
+PH_HIDDEN void phs_symbols_release(phs_symbols *s);
 /* Read this process's perf map (/tmp/perf-<pid>.map, written by a JIT:
  * node --perf-basic-prof, HotSpot's Compiler.perfmap) again if it changed
  * since the last call, so addresses outside every object are named from
@@ -496,7 +500,7 @@ PH_HIDDEN void *phs_dwarf_report(phs_dwarf *d, const char *path, uintptr_t bias)
 /* Scopes at PC, innermost first (the inlined functions, then the function
  * holding them); fills at most MAX (the innermost dropped when there are
  * more), returns how many.  Strings are libdw's
- * and live until phs_dwarf_close. */
+ * and live until phs_dwarf_close (ph_sampler_out.c interns them). */
 PH_HIDDEN int phs_dwarf_frames(phs_dwarf *d, void *module, uintptr_t pc, phs_dwarf_frame *out, int max);
 /* A symbol's name for PC from libdw's tables (a separate debug file's), or NULL. */
 PH_HIDDEN const char *phs_dwarf_symbol(phs_dwarf *d, void *module, uintptr_t pc);

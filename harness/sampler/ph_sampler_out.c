@@ -13,7 +13,13 @@
  * When a module has debug info (its own sections, or a separate file
  * under /usr/lib/debug), ph_sampler_dwarf.c adds source lines and the
  * functions inlined at the address, and names what the symbol tables do
- * not cover.  A Go program stripped of both (`-ldflags="-s -w"`, a
+ * not cover.  libdw's state (its reading of the debug files: their sections
+ * mapped, decompressed and indexed, tens of MB for a libpython or a libc
+ * with libc6-dbg) is built when a snapshot first needs it and released
+ * after the snapshot (phs_symbols_release): the names and files it gave
+ * are copied into strings of our own, interned, so the cache outlives it,
+ * and the next snapshot reads again only for addresses not seen before.
+ * A Go program stripped of both (`-ldflags="-s -w"`, a
  * distribution's strip) is named from Go's own function table, which
  * stripping keeps (ph_gopclntab, read in place in the mapped file).  An address outside every object is JIT code: named from
  * the perf map the runtime writes for this process (/tmp/perf-<pid>.map,
@@ -31,6 +37,7 @@
 #include <fcntl.h>
 #include <libiberty/demangle.h>
 #include <link.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +47,7 @@
 #include <zlib.h>
 
 #include "ph_gopclntab.h"
+#include "ph_intern.h"
 #include "ph_sampler_int.h"
 #include "ph_perfmap.h"
 
@@ -61,7 +69,8 @@ typedef struct module {
     void *map;
     size_t map_len;
     int loaded;
-    void *dwmod;           /* libdw's module, when it has debug info */
+    int has_dw;            /* it has debug info: reported to libdw when a lookup needs it */
+    void *dwmod;           /* libdw's module while libdw is open */
     ph_gopclntab go;       /* Go's function table, when the file has one */
 } elfmod;
 
@@ -81,11 +90,15 @@ struct phs_symbols {
     size_t n_cache, cap_cache;
     time_t listed_at;
     int debuginfo;         /* 0: PH_SAMPLER_DEBUGINFO=0, or libdw absent */
-    phs_dwarf *dw;
+    phs_dwarf *dw;         /* open from the first lookup that needs it to phs_symbols_release */
+    ph_intern *strs;       /* our copies of libdw's strings, one of each */
     phs_pytab *py;         /* Python frames' names */
     ph_perfmap *jit;       /* this process's perf map, NULL if none */
     struct stat jit_st;    /* the map file as read (ino, size, mtime) */
 };
+
+/* The bytes of libdw's names and files kept (past it, "??"). */
+#define PHS_INTERN_MAX (64u << 20)
 
 /* ---- modules ------------------------------------------------------------ */
 
@@ -272,8 +285,17 @@ symbol_table(const elfmod *m, const ElfW(Shdr) *sh, int shnum, int i, const ElfW
     return sh[i].sh_size / sizeof **syms;
 }
 
-/* Read .symtab and .dynsym of M's file; hand it to libdw when it has
- * debug info. */
+/* M's file read whole (its symbol tables, a search by name): its pages
+ * leave our RSS (a node's or a libpython's are tens of MB); the few names
+ * used later fault back in from the page cache. */
+static void
+drop_pages(elfmod *m)
+{
+    if (m->map)
+        madvise(m->map, m->map_len, MADV_DONTNEED);
+}
+
+/* Read .symtab and .dynsym of M's file; note whether it has debug info. */
 static void
 load_module(phs_symbols *s, elfmod *m)
 {
@@ -305,12 +327,8 @@ load_module(phs_symbols *s, elfmod *m)
     if (s->debuginfo && eh->e_shstrndx < shnum && sh[eh->e_shstrndx].sh_offset < m->map_len &&
         sh[eh->e_shstrndx].sh_size <= m->map_len - sh[eh->e_shstrndx].sh_offset &&
         has_debuginfo(m, sh, shnum, (const char *)m->map + sh[eh->e_shstrndx].sh_offset,
-                      sh[eh->e_shstrndx].sh_size)) {
-        if (s->dw == NULL && (s->dw = phs_dwarf_open()) == NULL)
-            s->debuginfo = 0; /* no libdw here: symbol tables only */
-        if (s->dw)
-            m->dwmod = phs_dwarf_report(s->dw, m->path, m->bias);
-    }
+                      sh[eh->e_shstrndx].sh_size))
+        m->has_dw = 1;
     for (int i = 0; i < shnum; i++) {
         const ElfW(Sym) *syms = NULL;
         const char *strtab = NULL;
@@ -335,6 +353,41 @@ load_module(phs_symbols *s, elfmod *m)
     }
     if (m->n_syms > 1)
         qsort(m->syms, m->n_syms, sizeof *m->syms, cmp_sym);
+    drop_pages(m);
+}
+
+/* libdw's module for M, libdw opened and M reported first if need be;
+ * NULL when M has no debug info or libdw cannot read it. */
+static void *
+dw_module(phs_symbols *s, elfmod *m)
+{
+    if (!m->has_dw || !s->debuginfo)
+        return NULL;
+    if (m->dwmod)
+        return m->dwmod;
+    if (s->dw == NULL && (s->dw = phs_dwarf_open()) == NULL) {
+        s->debuginfo = 0; /* no libdw here: symbol tables only */
+        return NULL;
+    }
+    if ((m->dwmod = phs_dwarf_report(s->dw, m->path, m->bias)) == NULL)
+        m->has_dw = 0; /* one attempt */
+    return m->dwmod;
+}
+
+void
+phs_symbols_release(phs_symbols *s)
+{
+    if (s == NULL || s->dw == NULL)
+        return;
+    phs_dwarf_close(s->dw);
+    s->dw = NULL;
+    for (size_t i = 0; i < s->n_mods; i++)
+        s->mods[i].dwmod = NULL;
+#ifdef __GLIBC__
+    /* What libdw freed goes back to the system: glibc keeps freed memory
+     * in its arenas (the writer's among them) otherwise. */
+    malloc_trim(0);
+#endif
 }
 
 phs_symbols *
@@ -399,9 +452,11 @@ phs_symbol_addr(phs_symbols *s, int i, const char *name, uintptr_t *addr, uintpt
                 continue;
             *addr = m->bias + syms[j].st_value;
             *size = syms[j].st_size;
+            drop_pages(m);
             return 0;
         }
     }
+    drop_pages(m);
     /* a stripped Go program: its functions by Go's own table */
     if (ph_gopclntab_by_name(&m->go, name, &start, &end) == 0) {
         *addr = m->bias + (uintptr_t)start;
@@ -447,6 +502,21 @@ static const char *
 keep_string(phs_symbols *s, char *str)
 {
     return own(s, str) == 0 ? str : "??";
+}
+
+/* STR (NULL: NULL) as a string of S's own, one copy of each: libdw's
+ * strings do not outlive phs_symbols_release. */
+static const char *
+intern(phs_symbols *s, const char *str)
+{
+    int64_t id;
+
+    if (str == NULL)
+        return NULL;
+    if (s->strs == NULL && (s->strs = ph_intern_new(PHS_INTERN_MAX)) == NULL)
+        return "??";
+    id = ph_intern_add(s->strs, str, strlen(str));
+    return id < 0 ? "??" : ph_intern_get(s->strs, (uint32_t)id);
 }
 
 /* ---- demangling ------------------------------------------------------ */
@@ -565,6 +635,7 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
     char buf[600];
     const char *name = NULL;
     elfmod *m;
+    void *dwmod;
     int mod, n = 0;
 
     *mod_out = -1;
@@ -586,14 +657,18 @@ lookup(phs_symbols *s, uintptr_t pc, phs_frame *f, int *mod_out)
     }
     *mod_out = mod;
     m = &s->mods[mod];
-    if (m->dwmod)
-        n = phs_dwarf_frames(s->dw, m->dwmod, pc, dw, PHS_MAX_INLINE + 1);
+    if ((dwmod = dw_module(s, m)) != NULL)
+        n = phs_dwarf_frames(s->dw, dwmod, pc, dw, PHS_MAX_INLINE + 1);
+    for (int i = 0; i < n; i++) { /* libdw's strings, ours from here */
+        dw[i].name = intern(s, dw[i].name);
+        dw[i].file = intern(s, dw[i].file);
+    }
     /* The function holding PC: by the symbol table, as without debug
      * info, then by libdw (a separate debug file's symbols), then by Go's
      * function table, else the module and offset. */
     name = symtab_name(s, m, pc);
-    if (name == NULL && m->dwmod && (name = phs_dwarf_symbol(s->dw, m->dwmod, pc)) != NULL)
-        name = phs_demangle(s, name);
+    if (name == NULL && dwmod && (name = phs_dwarf_symbol(s->dw, dwmod, pc)) != NULL)
+        name = phs_demangle(s, intern(s, name));
     if (name == NULL && n > 0 && dw[n - 1].name)
         name = phs_demangle(s, dw[n - 1].name);
     if (name == NULL)
@@ -752,6 +827,7 @@ phs_symbols_free(phs_symbols *s)
         free(s->owned[i]);
     free(s->owned);
     free(s->cache);
+    ph_intern_free(s->strs);
     ph_perfmap_free(s->jit);
     phs_dwarf_close(s->dw);
     phs_pytab_free(s->py);

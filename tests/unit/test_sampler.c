@@ -1158,6 +1158,31 @@ test_names_demangled_without_the_runtimes(void **state)
     assert_null(strstr(folded, "_RNv"));
 }
 
+/* The newest pprof profile's locations of INNER inlined into OUTER (two
+ * lines, innermost first), each checked to be at the helper's lines BODY
+ * and CALL of its source file; how many. */
+static int
+inlined_locations(const char *inner, const char *outer, long body, long call)
+{
+    static ppdec p;
+    int found = 0;
+
+    pp_parse(&p, decoded_pprof());
+    for (size_t i = 0; i < p.n_loc; i++) {
+        const char *file = "";
+
+        if (p.loc_n[i] != 2 || strcmp(pp_fn_name(&p, p.loc[i][0].fn, &file), inner) != 0)
+            continue;
+        assert_string_equal(pp_fn_name(&p, p.loc[i][1].fn, NULL), outer);
+        assert_int_equal(p.loc[i][0].line, body);
+        assert_int_equal(p.loc[i][1].line, call);
+        assert_non_null(strstr(file, "tests/unit/helpers/sampler_work.c"));
+        found++;
+    }
+    pp_free(&p);
+    return found;
+}
+
 /* With debug info, a function inlined into another is a frame of its own,
  * and pprof has the source lines: the inlined body's line, then the line
  * of the call it was inlined at, as profile.proto orders them. */
@@ -1167,8 +1192,6 @@ test_inlined_frames_and_lines_from_debug_info(void **state)
     char *args[] = { "names", "1", NULL };
     long body = source_line("LINE:inline-body"), call = source_line("LINE:inline-call");
     const char *folded;
-    static ppdec p;
-    int found = 0;
 
     (void)state;
     finish(start("200", args));
@@ -1178,20 +1201,50 @@ test_inlined_frames_and_lines_from_debug_info(void **state)
     /* a local function of the stripped libc, named from its separate
      * debug file (libc6-dbg, found by build id) */
     assert_true(samples_with(folded, ";__libc_start_call_main;main;", NULL, NULL) > 0);
-    pp_parse(&p, decoded_pprof());
-    for (size_t i = 0; i < p.n_loc; i++) {
-        const char *file = "";
+    assert_true(inlined_locations("inlined_mix", "holds_inline", body, call) > 0);
+}
 
-        if (p.loc_n[i] != 2 || strcmp(pp_fn_name(&p, p.loc[i][0].fn, &file), "inlined_mix") != 0)
-            continue;
-        assert_string_equal(pp_fn_name(&p, p.loc[i][1].fn, NULL), "holds_inline");
-        assert_int_equal(p.loc[i][0].line, body);
-        assert_int_equal(p.loc[i][1].line, call);
-        assert_non_null(strstr(file, "tests/unit/helpers/sampler_work.c"));
-        found++;
+/* libdw's state (libc6-dbg's file mapped, sections decompressed: tens of
+ * MB) is gone from the process once a snapshot is written, and opened
+ * again for the next: addresses first sampled after the release still
+ * get their inlined frames and lines. */
+static void
+test_debug_info_released_after_a_snapshot_and_read_again(void **state)
+{
+    char marker[400], *args[] = { "names-late", marker, "1.5", NULL };
+    run_opts o = { .hz = "200", .interval = "0" };
+    long body = source_line("LINE:late-body"), call = source_line("LINE:late-call");
+    const char *maps;
+    char path[64];
+    pid_t pid;
+    int n = 0;
+
+    (void)state;
+    snprintf(marker, sizeof marker, "%s/late", test_dir);
+    unlink(marker);
+    clear_outdir();
+    assert_int_equal(mkdir(outdir, 0755), 0);
+    pid = start_opts(&o, args);
+    for (int k = 1; k < 40 && n == 0; k++) { /* until one has samples */
+        char req[32], ack[64];
+
+        snprintf(req, sizeof req, "%d\n", k);
+        snprintf(ack, sizeof ack, "\"snapshot_request\": %d,", k);
+        request_snapshot(req);
+        wait_status(pid, ack);
+        n = count_files("stacks-");
     }
-    pp_free(&p);
-    assert_true(found > 0);
+    assert_int_equal(n, 1);
+    assert_true(samples_with(newest("stacks-"), ";holds_inline;inlined_mix (inlined)", NULL, NULL) > 0);
+    /* the status follows the release: nothing of libdw is left mapped */
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    maps = read_text(path);
+    assert_null(strstr(maps, "libdw"));
+    assert_null(strstr(maps, "/usr/lib/debug/"));
+    assert_int_equal(close(open(marker, O_WRONLY | O_CREAT, 0644)), 0);
+    assert_int_equal(finish(pid), 0);
+    assert_true(samples_with(newest("stacks-"), ";holds_late;inlined_late (inlined)", NULL, NULL) > 0);
+    assert_true(inlined_locations("inlined_late", "holds_late", body, call) > 0);
 }
 
 /* An address at a function's very first byte is that function's: a leaf
@@ -1331,6 +1384,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_names_demangled_without_the_runtimes, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_first_byte_named_by_its_function, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_inlined_frames_and_lines_from_debug_info, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_debug_info_released_after_a_snapshot_and_read_again, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debuginfo_off_symbols_only, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_stripped_go_named_from_its_function_table, setup, tu_teardown),
     };

@@ -37,6 +37,8 @@
  *   names S    (CPU-seconds) functions under C++, legacy Rust and Rust v0 symbol names
  *              (asm labels: this program links neither libstdc++ nor Rust),
  *              and a function inlined into another (lines marked LINE:)
+ *   names-late M S  the inlined function of `names` until the file M
+ *              exists, then another (holds_late) for S CPU-seconds
  *   entry S    S CPU-seconds in entry_spin, most of its samples at its
  *              very first byte (its loop's slow instruction just below it)
  *   trap S     a SIGTRAP handler of its own (SA_SIGINFO), and a raise(SIGTRAP)
@@ -149,6 +151,21 @@ __attribute__((noinline)) static void
 holds_inline(void)
 {
     inlined_mix(2000000); /* LINE:inline-call */
+    sink++;
+}
+
+/* The same shape, run only after `names-late`'s marker: addresses no
+ * snapshot before it has named. */
+static inline __attribute__((always_inline)) void
+inlined_late(long n)
+{
+    for (long i = 0; i < n; i++) sink = sink * 6364136223846793005UL + 1442695040888963407UL; /* LINE:late-body */
+}
+
+__attribute__((noinline)) static void
+holds_late(void)
+{
+    inlined_late(2000000); /* LINE:late-call */
     sink++;
 }
 
@@ -644,6 +661,16 @@ main(int argc, char **argv)
             rust_v0_method();
             holds_inline();
         }
+    } else if (strcmp(argv[1], "names-late") == 0) {
+        /* names-late MARKER SECS: holds_inline until MARKER exists, then
+         * holds_late for SECS more CPU seconds */
+        double late_until;
+
+        while (access(argv[2], F_OK) != 0)
+            holds_inline();
+        late_until = seconds(CLOCK_PROCESS_CPUTIME_ID) + atof(argv[3]);
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < late_until)
+            holds_late();
     } else if (strcmp(argv[1], "trap") == 0) {
         struct sigaction sa;
         int raised = 0;
