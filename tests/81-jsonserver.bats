@@ -87,7 +87,7 @@ inspector_open() {
     c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
         --filter "label=com.docker.compose.service=api" | head -n 1)
     [ -n "$c" ]
-    ! inspector_open "$c"
+    ! inspector_open "$c" || false
     run pj attach --mode flamegraph api
     [ "$status" -eq 0 ]
     BASE_NS=$(cpu_ns "$c")
@@ -99,7 +99,7 @@ inspector_open() {
     # the same container serves on, its inspector closed again
     [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
     answers
-    ! inspector_open "$c"
+    ! inspector_open "$c" || false
     dir=$(readlink -f "$OUT/api/latest")
     sj=$dir/summary.json
     headline=$(jq -r .headline "$sj")
@@ -109,6 +109,7 @@ inspector_open() {
     # own JavaScript (express, lowdb, lodash under node_modules), by file:line
     [ "$(jq '.nodes | length' "$dir/profile.cpuprofile")" -gt 10 ]
     grep -q 'JS:[^;]* /srv/node_modules/[^;]*:[0-9][0-9]*_\[j\]' "$dir/stacks.folded"
-    [ -s "$dir/profile.pb.gz" ] && [ -s "$dir/flamegraph.svg" ]
+    [ -s "$dir/profile.pb.gz" ]
+    [ -s "$dir/flamegraph.svg" ]
     [[ "$headline" =~ \ \(([^\)]*\.js|node:[a-z_/]+)(:[0-9]+)?\) ]]
 }
