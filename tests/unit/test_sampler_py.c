@@ -322,8 +322,12 @@ test_wall_blocked_threads_python_frames(void **state)
     off = samples_with(folded, ";[off-cpu]", &total, NULL);
     sleep_py = samples_with(folded, ";waits_in_sleep (blocked.py:16)_[p];", NULL, NULL);
     select_py = samples_with(folded, ";waits_in_select (blocked.py:22)_[p];", NULL, NULL);
-    join_py = samples_with(folded, ";main (blocked.py:31)_[p];", NULL, NULL);
-    print_message("# %.0f samples, %.0f off CPU: in time.sleep %.0f, in select %.0f, in join %.0f with the Python "
+    /* main waits in join (line 31); on a loaded machine, seen in CI and
+     * on the old code too, it may still wait for the GIL back in
+     * Thread.start (line 29, take_gil) for the whole run: either way a
+     * blocked thread with its Python function */
+    join_py = samples_with(folded, ";<module> (blocked.py:35)_[p];main (blocked.py:", NULL, NULL);
+    print_message("# %.0f samples, %.0f off CPU: in time.sleep %.0f, in select %.0f, in main %.0f with the Python "
                   "function\n", total, off, sleep_py, select_py, join_py);
     assert_true(off > 0.9 * total);
     /* each of the three threads for most of the 2 s (100 Hz each) */
