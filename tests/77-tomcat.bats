@@ -91,23 +91,19 @@ shares() {
               printf "%.1f %.1f %.1f %.1f %d\n", 100 * l / t, 100 * u / t, 100 * j / t, 100 * a / t, k }' "$1"
 }
 
-# stopped_named LABEL: stop the run; its shares said, then held to: the
-# run carries the JVM's map, at most UNNAMED_MAX % of the time is in JIT
-# code no map names, Tomcat's methods are among those named.
+# stopped_named LABEL: stop the run; its shares said and left for the
+# test to hold (F the folded stacks, T their count, LEAF_UNNAMED the %
+# in JIT code no map names, TOMCAT_SHARE Tomcat's methods' %).
 stopped_named() {
-    local f l u j a t
+    local l u j a
     run pt stop tomcat
     [ "$status" -eq 0 ]
     echo "$output" | grep -E 'perf-maps|ph-jattach' | sed 's/^/# /' >&3 || true
-    f=$(readlink -f "$OUT/tomcat/latest/stacks.folded")
-    read -r l u j a t <<< "$(shares "$f")"
+    F=$(readlink -f "$OUT/tomcat/latest/stacks.folded")
+    read -r l u j a T <<< "$(shares "$F")"
     echo "# tomcat × $1: [perf-N.map] $l % as the leaf ($u % anywhere in the stack)," \
-        "perf-map-named JIT $j %, Tomcat's methods $a % ($t stacks)" >&3
-    ls "$(dirname "$f")"/perf-maps/perf-*.map
-    [ "$t" -gt 100 ]
-    awk -v l="$l" -v m="$UNNAMED_MAX" 'BEGIN { exit !(l <= m) }'
-    awk -v a="$a" 'BEGIN { exit !(a >= 1) }'
-    grep -Eq 'org\.apache\.(catalina|coyote)\.[^;]*_\[j\]' "$f"
+        "perf-map-named JIT $j %, Tomcat's methods $a % ($T stacks)" >&3
+    LEAF_UNNAMED=$l TOMCAT_SHARE=$a
 }
 
 @test "tomcat × perf: its Java methods named, the JVM's map from its attach socket and its exit" {
@@ -115,6 +111,11 @@ stopped_named() {
     [ "$status" -eq 0 ]
     load_tomcat "${PH_TEST_PROJECT}-tomcat-perf"
     stopped_named perf
+    ls "$(dirname "$F")"/perf-maps/perf-*.map
+    [ "$T" -gt 100 ]
+    awk -v l="$LEAF_UNNAMED" -v m="$UNNAMED_MAX" 'BEGIN { exit !(l <= m) }'
+    awk -v a="$TOMCAT_SHARE" 'BEGIN { exit !(a >= 1) }'
+    grep -Eq 'org\.apache\.(catalina|coyote)\.[^;]*_\[j\]' "$F"
 }
 
 # attached MODE: Tomcat restored (its container into $C) and attached to
@@ -136,6 +137,13 @@ attached() {
 @test "tomcat × attach --mode perf: its Java methods named, the JVM's map from its attach socket" {
     attached perf
     stopped_named attach-perf
+    # detached, not restarted: the same container still runs
+    [ "$(dk inspect -f '{{.State.Running}} {{.RestartCount}}' "$C")" = "true 0" ]
+    ls "$(dirname "$F")"/perf-maps/perf-*.map
+    [ "$T" -gt 100 ]
+    awk -v l="$LEAF_UNNAMED" -v m="$UNNAMED_MAX" 'BEGIN { exit !(l <= m) }'
+    awk -v a="$TOMCAT_SHARE" 'BEGIN { exit !(a >= 1) }'
+    grep -Eq 'org\.apache\.(catalina|coyote)\.[^;]*_\[j\]' "$F"
 }
 
 @test "tomcat × attach --mode flamegraph: the sampler joins the running JVM; Tomcat's methods named, the Java view's headline, still serving after the stop" {
