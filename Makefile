@@ -197,6 +197,12 @@ $(B)/tests/helpers/%: tests/unit/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer $(WARN) -o $@ $< -lpthread -lm
 
+# Libraries the unit tests preload in front of the sampler.
+HELPER_BIN += $(B)/tests/preload/pollrace.so
+$(B)/tests/preload/%.so: tests/unit/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O1 -g -fPIC -shared $(WARN) -o $@ $< -ldl
+
 # The fake CPythons share their eval loop and the versions' layouts; the
 # bad 3.13 is the good one with another cookie, the 3.8 and 3.7 the 3.10
 # built as those versions, the 3.10 "as 3.9" it saying it is a 3.9.

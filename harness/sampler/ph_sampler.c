@@ -119,10 +119,11 @@ static struct {
     int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
     int wall;                   /* PH_SAMPLER_CLOCK=wall */
-    int wake_pipe[2];           /* to the writer: 'f' flush, 'q' final, 's' stop, 'x' exec, 'r' status */
+    int wake_pipe[2];           /* to the writer: 'w' wake, 'r' status */
     pthread_t writer;
     _Atomic int writer_running;
     _Atomic int flush_seq, done_seq;
+    _Atomic unsigned commands;  /* CMD_* asked by request_and_wait, set before its flush_seq */
     _Atomic int said;           /* the one "profiling disabled" line was printed */
     _Atomic int wake_pending;   /* a 'w' for a new thread is in the pipe */
     int atfork_done, atexit_done;
@@ -527,22 +528,38 @@ is_ours(int sig)
     return sig == SIGTERM || sig == SIGINT || is_sampling(sig);
 }
 
-/* Ask the writer for COMMAND and wait until it has done it, at most
- * TIMEOUT_MS: the sampler's own time, not the caller's thread's (a
- * phs_own section).  Async-signal-safe: write, phs_nap and lock-free
- * atomics. */
+/* What request_and_wait asks of the writer. */
+enum {
+    CMD_FLUSH = 1, /* a snapshot now */
+    CMD_FINAL = 2, /* the last one (SIGTERM/SIGINT) */
+    CMD_STOP = 4,  /* the last one, and the writer ends (exit, stop) */
+    CMD_EXEC = 8,  /* the last one of this image (an exec in place) */
+};
+
+/* Ask the writer for COMMAND (CMD_*) and wait until it has done it, at
+ * most TIMEOUT_MS: the sampler's own time, not the caller's thread's (a
+ * phs_own section).  The command is set before the sequence number is
+ * taken, so a writer that counts this request as served (it reads the
+ * sequence, then takes the commands) has seen it; the pipe only wakes
+ * it.  Async-signal-safe: write, phs_nap and lock-free atomics. */
 static void
-request_and_wait(char command, int timeout_ms)
+request_and_wait(unsigned command, int timeout_ms)
 {
     int seq;
+    char wake = 'w';
     struct timespec ts = { 0, 2 * 1000 * 1000 };
 
     phs_own_begin();
-    seq = atomic_fetch_add(&S.flush_seq, 1) + 1;
-    if (atomic_load(&S.writer_running) && write(S.wake_pipe[1], &command, 1) == 1)
+    if (atomic_load(&S.writer_running)) {
+        atomic_fetch_or(&S.commands, command);
+        seq = atomic_fetch_add(&S.flush_seq, 1) + 1;
+        if (write(S.wake_pipe[1], &wake, 1) < 0) {
+            /* a full pipe is a wake already on its way; the tick serves it anyway */
+        }
         for (int waited = 0; waited < timeout_ms && atomic_load(&S.done_seq) < seq && atomic_load(&S.writer_running);
              waited += 2)
             phs_nap(&ts);
+    }
     phs_own_end();
 }
 
@@ -563,7 +580,7 @@ phs_exec_begin(const char *path, int handed)
         S.exec_path[i] = path[i];
     S.exec_path[i] = '\0';
     S.exec_handed = handed;
-    request_and_wait('x', EXIT_WAIT_MS);
+    request_and_wait(CMD_EXEC, EXIT_WAIT_MS);
     phs_own_end();
     return atomic_load(&S.n_snapshots);
 }
@@ -668,7 +685,7 @@ on_stop_signal(int sig, siginfo_t *si, void *ctx)
     phs_own_begin();
     app = S.app[sig];
     if (getpid() == S.pid && atomic_load(&phs.on))
-        request_and_wait('q', STOP_SIGNAL_WAIT_MS);
+        request_and_wait(CMD_FINAL, STOP_SIGNAL_WAIT_MS);
     phs_own_end();
     errno = saved;
     chain(sig, si, ctx, &app);
@@ -943,24 +960,29 @@ writer_main(void *arg)
 
     while (!stop) {
         struct pollfd pfd = { S.wake_pipe[0], POLLIN, 0 };
-        int want = 0, final = 0, exec = 0, status = 0, seq, r;
+        int want, final, exec, status = 0, seq, r;
+        unsigned cmd;
         long request;
         char cmds[64];
         struct sigaction cur;
 
         r = phs.wall && atomic_load(&phs.on) ? phs_wall_poll(&pfd, TICK_MS) : poll(&pfd, 1, TICK_MS);
-        seq = atomic_load(&S.flush_seq); /* requests up to here are served below */
+        /* Requests up to SEQ are served below: their commands were set
+         * before their number, so they are all in CMD (a request whose
+         * wake is still on its way, or that came while poll returned,
+         * included: served on a timeout as well). */
+        seq = atomic_load(&S.flush_seq);
+        cmd = atomic_exchange(&S.commands, 0);
+        want = (cmd & (CMD_FLUSH | CMD_FINAL | CMD_STOP | CMD_EXEC)) != 0;
+        final = (cmd & (CMD_FINAL | CMD_STOP | CMD_EXEC)) != 0;
+        stop = (cmd & CMD_STOP) != 0;
+        exec = (cmd & CMD_EXEC) != 0;
         if (r > 0) {
             ssize_t got = read(S.wake_pipe[0], cmds, sizeof cmds);
 
             atomic_store(&S.wake_pending, 0); /* threads started from here on wake us again */
-            for (ssize_t i = 0; i < got; i++) {
-                want |= cmds[i] == 'f' || cmds[i] == 'q' || cmds[i] == 's' || cmds[i] == 'x'; /* 'w': just wake */
-                final |= cmds[i] == 'q' || cmds[i] == 's' || cmds[i] == 'x';
-                stop |= cmds[i] == 's';
-                exec |= cmds[i] == 'x';
-                status |= cmds[i] == 'r';
-            }
+            for (ssize_t i = 0; i < got; i++)
+                status |= cmds[i] == 'r'; /* 'w': just wake */
         }
         if (!atomic_load(&phs.on)) {
             phs_perf_close_all();
@@ -1121,7 +1143,7 @@ at_exit(void)
 {
     if (getpid() == S.pid && atomic_load(&phs.on)) {
         timer_off();
-        request_and_wait('s', EXIT_WAIT_MS);
+        request_and_wait(CMD_STOP, EXIT_WAIT_MS);
         atomic_store(&phs.on, 0);
     }
 }
@@ -1282,6 +1304,7 @@ start_sampling(const char *dir, int hz, int interval_s, const char *title)
      * service's ever runs on it. */
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    atomic_store(&S.commands, 0); /* nothing a writer before this one left */
     atomic_store(&S.writer_running, 1);
     if (pthread_create(&S.writer, NULL, writer_main, agg) != 0) {
         atomic_store(&S.writer_running, 0);
@@ -1330,7 +1353,7 @@ ph_sampler_flush(void)
 {
     if (!atomic_load(&phs.on) || !atomic_load(&S.writer_running))
         return -1;
-    request_and_wait('f', FLUSH_WAIT_MS);
+    request_and_wait(CMD_FLUSH, FLUSH_WAIT_MS);
     return 0;
 }
 
@@ -1340,7 +1363,7 @@ ph_sampler_stop(void)
     if (!atomic_load(&phs.on))
         return;
     timer_off();
-    request_and_wait('s', FLUSH_WAIT_MS);
+    request_and_wait(CMD_STOP, FLUSH_WAIT_MS);
     atomic_store(&phs.on, 0);
 }
 
