@@ -6,7 +6,9 @@
 # runs; then the report speaks Python: its headline names a Python
 # function (`name (file.py)`), and the samples the report itself counts
 # as having no function name are at most UNNAMED_MAX % (the interpreter
-# running named Python code is that code, not unnamed).
+# running named Python code is that code, not unnamed).  The same
+# Radicale joined while it serves (attach: read from outside the process)
+# is named the same way, and serves on.
 
 load test_helper
 
@@ -84,6 +86,43 @@ loaded() {
     unnamed=$(jq -r '[.problems[] | capture("^(?<p>[0-9.]+) % of the samples have no function name") | .p][0] // "0"' "$sj")
     echo "# radicale × flamegraph: $headline; unnamed $unnamed %" >&3
     jq -r '.problems[]' "$sj" | sed 's/^/#   /' >&3
+    [[ "$headline" =~ \ \([^\)]*\.py\) ]]
+    awk -v u="$unnamed" -v m="$UNNAMED_MAX" 'BEGIN { exit !(u <= m) }'
+}
+
+@test "radicale × attach flamegraph: joined while serving, its Python named, serving on" {
+    local c sj headline unnamed t0 stop_s dir
+    run pr restore radicale
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=120 wait_for answers
+    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=radicale" | head -n 1)
+    [ -n "$c" ]
+    calendar
+    run pr attach --mode flamegraph radicale
+    [ "$status" -eq 0 ]
+    BASE_NS=$(cpu_ns "$c")
+    WAIT_SECONDS=300 wait_for loaded "$c"
+    t0=$SECONDS
+    run pr stop radicale
+    stop_s=$((SECONDS - t0))
+    [ "$status" -eq 0 ]
+    # the same container serves on, its calendar still there
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    curl -fsS -o /dev/null --max-time 10 -u u:x "$BASE/cal/e1.ics"
+    dir=$(readlink -f "$OUT/radicale/latest")
+    sj=$dir/summary.json
+    headline=$(jq -r .headline "$sj")
+    unnamed=$(jq -r '[.problems[] | capture("^(?<p>[0-9.]+) % of the samples have no function name") | .p][0] // "0"' "$sj")
+    echo "# radicale × attach flamegraph (stop ${stop_s} s): $headline; unnamed $unnamed %" >&3
+    # Radicale's own handlers of the load's two requests, by file:line, read
+    # from outside the process
+    cat "$dir"/stacks-*.folded > "$BATS_TEST_TMPDIR/all.folded"
+    grep -q 'ApplicationPartReport[._A-Za-z]* (report\.py:[0-9]*)_\[p\]' "$BATS_TEST_TMPDIR/all.folded"
+    grep -q 'ApplicationPartPropfind[._A-Za-z]* (propfind\.py:[0-9]*)_\[p\]' "$BATS_TEST_TMPDIR/all.folded"
+    # the artifacts a started run has
+    compgen -G "$dir/profile-*.pb.gz" > /dev/null
+    [ -s "$dir/report-flamegraph.svg" ]
     [[ "$headline" =~ \ \([^\)]*\.py\) ]]
     awk -v u="$unnamed" -v m="$UNNAMED_MAX" 'BEGIN { exit !(u <= m) }'
 }
