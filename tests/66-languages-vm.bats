@@ -59,8 +59,15 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
     ls "$d"/offcpu-*.folded
     [ -s "$(ls "$d"/oncpu-*.folded)" ]
     [ -s "$(ls "$d"/profile-*.pb.gz)" ]
+    # the wall mode's report, in the JavaScript view (its headline the
+    # time off the CPU when the event loop was seen waiting between ticks,
+    # else the top function), its top function by self samples the workload's
+    hl=$(jq -r .headline "$d/summary.json")
+    echo "#   headline: $hl" >&3
+    [[ "$hl" == *"(JavaScript view), "* ]]
+    [ "$(jq -r .mode "$d/summary.json")" = wall ]
     [ "$(jq -r '.wall.offcpu_percent | type' "$d/summary.json")" = number ]
-    view_headline node
+    [[ "$(jq -r '.flamegraph.top_self[0].name' "$d/summary.json")" == "hot_seventy_five (/opt/lang/lang.js:10)" ]]
 }
 
 # attach --mode wall: the sampler joins the running JVM on the wall clock;
