@@ -139,10 +139,12 @@ $(B)/tests/test_jattach: harness/attach/ph_jattach.c harness/attach/ph_jattach.h
 $(B)/tests/test_jattach: private CPPFLAGS += -Iharness/attach
 
 # ph-nodeinsp drives a running Node's own inspector from the tools
-# container of an attach (attach --mode flamegraph): static, as ph-jattach.
-$(B)/ph-nodeinsp: $(wildcard harness/nodeinsp/*.c harness/nodeinsp/*.h)
+# container of an attach (attach --mode flamegraph, wall): static, as the
+# tools tree's own programs; the wall mode's files (ph_stackset: the
+# library's renderer and pprof writer) as ph-pyattach writes them.
+$(B)/ph-nodeinsp: $(wildcard harness/nodeinsp/*.c harness/nodeinsp/*.h) $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iharness/nodeinsp $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^)
+	$(CC) $(CPPFLAGS) -Iharness/nodeinsp $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^) $(B)/libprofharness.a -lz -lm
 
 # The inspector session's pure parts (framing, the profile), in their test.
 $(B)/tests/test_cdp: harness/nodeinsp/ph_cdp.c harness/nodeinsp/ph_cdp.h

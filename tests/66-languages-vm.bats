@@ -42,6 +42,34 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
     [ -z "$(dk ps -aq --filter "name=${PH_TEST_PROJECT}-javajrenoattach-attach")" ]
 }
 
+# attach --mode wall on a running Node: V8's profiler through its own
+# inspector (ph-nodeinsp), as attach-flamegraph, its JavaScript thread
+# sampled whether it runs or waits: the cell held as the others (75/25 of
+# all the samples: the workload never waits), and the wall mode's files
+# (the off-CPU and on-CPU views, pprof wall/nanoseconds) and report.  Not a
+# check_cell: java's cells of this column are the test below's, held
+# within main's samples.
+@test "languages: node × attach-wall" {
+    cell node attach-wall
+    echo "# node × attach-wall: $CELL" >&3
+    [[ "$CELL" == named* ]]
+    d=$(dirname "$(run_folded node)")
+    grep -h 'ph-nodeinsp' "$d/service.log" | sed 's/^/#   /' >&3
+    grep -q "every 10000 us (100 Hz, wall)" "$d/service.log"
+    ls "$d"/offcpu-*.folded
+    [ -s "$(ls "$d"/oncpu-*.folded)" ]
+    [ -s "$(ls "$d"/profile-*.pb.gz)" ]
+    # the wall mode's report, in the JavaScript view (its headline the
+    # time off the CPU when the event loop was seen waiting between ticks,
+    # else the top function), its top function by self samples the workload's
+    hl=$(jq -r .headline "$d/summary.json")
+    echo "#   headline: $hl" >&3
+    [[ "$hl" == *"(JavaScript view), "* ]]
+    [ "$(jq -r .mode "$d/summary.json")" = wall ]
+    [ "$(jq -r '.wall.offcpu_percent | type' "$d/summary.json")" = number ]
+    [[ "$(jq -r '.flamegraph.top_self[0].name' "$d/summary.json")" == "hot_seventy_five (/opt/lang/lang.js:10)" ]]
+}
+
 # attach --mode wall: the sampler joins the running JVM on the wall clock;
 # within main's samples (the JVM's idle threads are the rest) 75/25.
 @test "languages: javajre × attach-wall: the running JVM on the wall clock" {

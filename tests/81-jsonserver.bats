@@ -113,3 +113,46 @@ inspector_open() {
     [ -s "$dir/flamegraph.svg" ]
     [[ "$headline" =~ \ \(([^\)]*\.js|node:[a-z_/]+)(:[0-9]+)?\) ]]
 }
+
+# attach --mode wall while json-server waits for requests: V8 samples its
+# JavaScript thread on the wall clock, running or not, and a thread
+# waiting in the event loop is V8's (idle): off the CPU, `[off-cpu]`, the
+# wall mode's views and report (summary.json's wall.offcpu_percent).  One
+# request before, none during: most samples are its waiting.
+@test "json-server × attach wall: an idle server's waiting is off-CPU, the inspector closed again" {
+    local c dir sj off t0 stop_s v
+    run pj restore api
+    [ "$status" -eq 0 ]
+    WAIT_SECONDS=120 wait_for answers
+    c=$(dk ps -q --filter "label=com.docker.compose.project=$PH_TEST_PROJECT" \
+        --filter "label=com.docker.compose.service=api" | head -n 1)
+    [ -n "$c" ]
+    run pj attach --mode wall api
+    [ "$status" -eq 0 ]
+    sampling() { dk logs "${PH_TEST_PROJECT}-api-attach-wall" 2>&1 | grep -q "V8's profiler samples"; }
+    WAIT_SECONDS=60 wait_for sampling
+    answers
+    sleep 5 # idle: the samples of it waiting are what this holds
+    t0=$SECONDS
+    run pj stop api
+    stop_s=$((SECONDS - t0))
+    [ "$status" -eq 0 ]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    answers
+    ! inspector_open "$c" || false
+    dir=$(readlink -f "$OUT/api/latest")
+    sj=$dir/summary.json
+    v=$OUT/api # the latest of each artifact, as the wall mode's
+    off=$(awk '{ n = $NF; t += n } /;\[off-cpu\] [0-9]+$/ { o += $NF } END { if (t) printf "%d %d\n", 100 * o / t, t }' \
+        "$v/stacks.folded")
+    echo "# json-server × attach wall (stop ${stop_s} s): ${off% *} % of ${off#* } samples off-CPU; $(jq -r .headline "$sj")" >&3
+    grep -h 'ph-nodeinsp' "$dir/service.log" | sed 's/^/#   /' >&3
+    [ "${off% *}" -gt 50 ]
+    # the off-CPU view is those samples, the on-CPU one the rest
+    [ -s "$v/offcpu.folded" ]
+    ! grep -v ';\[off-cpu\] [0-9]*$' "$v/offcpu.folded" || false
+    ! grep -q ';\[off-cpu\] ' "$v/oncpu.folded" || false
+    [ "$(jq '.wall.offcpu_percent > 50' "$sj")" = true ]
+    [ -s "$v/profile.pb.gz" ]
+    [ "$(jq '.nodes | length' "$dir/profile.cpuprofile")" -gt 1 ]
+}

@@ -1,9 +1,9 @@
 /* ph-nodeinsp - a running Node's CPU profile through its own inspector.
  *
- *   ph-nodeinsp OUT PID HZ CLOCK
+ *   ph-nodeinsp OUT PID HZ CLOCK [TITLE]
  *
  * Run by ph-attach-sampler in the tools container of `attach --mode
- * flamegraph`, which shares the service's PID namespace and (the mode's
+ * flamegraph` (CLOCK cpu) or `--mode wall` (CLOCK wall), which shares the service's PID namespace and (the mode's
  * `attach.network: service`) its network namespace, so 127.0.0.1 is the
  * service's loopback.  Static, nothing but libc (as ph-jattach).
  *
@@ -17,14 +17,20 @@
  *     setSamplingInterval (1e6 / HZ us), start;
  *   SIGINT or SIGTERM (`stop`, through ph-init) -> Profiler.stop: its
  *     profile is written as OUT/profile.cpuprofile (Chrome DevTools opens
- *     it) and as OUT/stacks.folded (ph_cdp_fold), and the inspector is
+ *     it) and folded (ph_cdp_fold): CLOCK cpu into OUT/stacks.folded (the
+ *     harness draws it), CLOCK wall into the wall mode's own files
+ *     (ph_stackset.h: stacks-, offcpu-, oncpu-, flamegraph-, profile-
+ *     with wall/nanoseconds, TITLE on the SVG), and the inspector is
  *     closed again (see close_inspector) -> exit 0.
  *
  * V8's profiler samples the JS thread on its own clock every interval,
  * whatever the thread does: a sample taken while it waits in the event
  * loop is `(idle)`.  CLOCK cpu leaves those out (the time the thread was
  * not running JavaScript or V8's own work); CLOCK wall keeps them as
- * `(idle);[off-cpu]`.  A thread blocked in a synchronous call
+ * `(idle);[off-cpu]` (V8 puts its (idle) node under the root: what the
+ * loop waits for is not in the profile).  `(program)` (V8's and Node's
+ * native work outside JavaScript) and `(garbage collector)` are on the
+ * CPU in both.  A thread blocked in a synchronous call
  * (fs.readFileSync) is under that call either way: V8 does not know it
  * blocks.  Only the main thread is sampled (workers have inspectors of
  * their own).
@@ -35,6 +41,7 @@
  * names cleaned) or as the profile's own bytes (profile.cpuprofile).
  */
 #include "ph_cdp.h"
+#include "ph_stackset.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -474,8 +481,36 @@ write_file(const char *dir, const char *name, const char *data, size_t n)
     return ok && rename(tmp, path) == 0 ? 0 : -1;
 }
 
+/* The wall mode's files (ph_stackset.h) of the folded TEXT in OUT: the
+ * start's stacks-, offcpu-, oncpu-, flamegraph- and profile- files, as
+ * the preloaded sampler names them, so the wall profile's artifacts,
+ * collection and report take them as a started run's. */
 static int
-fold_into(const char *out, const char *profile, size_t n, pid_t pid, int wall)
+write_wall(const char *out, const char *text, size_t len, pid_t pid, long hz, double seconds, const char *title,
+           const ph_cdp_fold_stats *st)
+{
+    char stamp[32], sub[256];
+    struct tm tm;
+    time_t now = time(NULL);
+    ph_error_t e = NULL;
+    ph_stackset_opts so = { .stamp = stamp, .pid = pid, .wall = 1, .period_ns = (uint64_t)(1000000000L / hz),
+                            .duration_ns = (int64_t)(seconds * 1e9), .title = title, .subtitle = sub };
+
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(sub, sizeof sub, "node %d, attached through its inspector at %ld Hz: %zu samples of the JavaScript "
+             "thread (wall clock), %zu of them idle in the event loop (off the CPU)", (int)pid, hz, st->kept, st->idle);
+    if (ph_stackset_write(out, text, len, &so, &e) < 0) {
+        say("%s", e->msg);
+        ph_error_free(&e);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+fold_into(const char *out, const char *profile, size_t n, pid_t pid, long hz, int wall, double seconds,
+          const char *title)
 {
     char root[64], comm[32] = "node", path[64], why[256], *text = NULL;
     size_t len = 0;
@@ -502,9 +537,12 @@ fold_into(const char *out, const char *profile, size_t n, pid_t pid, int wall)
     if (rc < 0) {
         say("the profile could not be read: %s (profile.cpuprofile is kept as it came)", why);
     } else {
-        say("%zu samples (%zu idle%s), %zu nodes, %zu stacks%s", st.samples, st.idle, wall ? "" : ", left out",
-            st.nodes, st.stacks, st.bad_ids || st.reparented || st.cut ? " (some of it malformed: kept apart)" : "");
-        if (len > 0 && write_file(out, "stacks.folded", text, len) < 0) {
+        say("%zu samples (%zu idle%s), %zu nodes, %zu stacks%s", st.samples, st.idle,
+            wall ? ": off the CPU, [off-cpu]" : ", left out", st.nodes, st.stacks,
+            st.bad_ids || st.reparented || st.cut ? " (some of it malformed: kept apart)" : "");
+        if (len > 0 && wall) {
+            rc = write_wall(out, text, len, pid, hz, seconds, title, &st);
+        } else if (len > 0 && write_file(out, "stacks.folded", text, len) < 0) {
             say("%s/stacks.folded: %s", out, strerror(errno));
             rc = -1;
         }
@@ -520,20 +558,22 @@ main(int argc, char **argv)
     char body[HTTP_MAX], path[512], params[64];
     session s = { .fd = -1, .next_id = 1 };
     struct sigaction sa = { .sa_handler = on_stop };
-    const char *out, *why;
+    const char *out, *why, *title;
     char *reply = NULL;
     pid_t pid;
     long hz;
     int wall, rc = 1;
     size_t len, off, plen;
-    long long deadline;
+    long long deadline, started;
+    double seconds;
 
-    if (argc != 5 || (hz = strtol(argv[3], NULL, 10)) <= 0 || hz > 10000 ||
+    if ((argc != 5 && argc != 6) || (hz = strtol(argv[3], NULL, 10)) <= 0 || hz > 10000 ||
         (strcmp(argv[4], "cpu") != 0 && strcmp(argv[4], "wall") != 0) || (pid = (pid_t)atoi(argv[2])) <= 0) {
-        fprintf(stderr, "usage: ph-nodeinsp OUT PID HZ cpu|wall\n");
+        fprintf(stderr, "usage: ph-nodeinsp OUT PID HZ cpu|wall [TITLE]\n");
         return 2;
     }
     out = argv[1];
+    title = argc == 6 ? argv[5] : NULL;
     wall = strcmp(argv[4], "wall") == 0;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -569,6 +609,7 @@ main(int argc, char **argv)
         goto out;
     }
     say("V8's profiler samples node %d every %ld us (%ld Hz, %s)", (int)pid, 1000000L / hz, hz, wall ? "wall" : "cpu");
+    started = now_ms();
     while (!stop_requested) {
         /* events are read and dropped (none is asked for); the session
          * ending means node did */
@@ -578,6 +619,7 @@ main(int argc, char **argv)
             goto out;
         }
     }
+    seconds = (double)(now_ms() - started) / 1000;
     if (call(&s, "Profiler.stop", NULL, REPLY_WAIT_MS) < 0) {
         close_inspector(&s);
         goto out;
@@ -595,7 +637,7 @@ main(int argc, char **argv)
         say("%s/profile.cpuprofile: %s", out, strerror(errno));
     call(&s, "Profiler.disable", NULL, 5000);
     close_inspector(&s);
-    rc = fold_into(out, reply + off, plen, pid, wall) < 0;
+    rc = fold_into(out, reply + off, plen, pid, hz, wall, seconds, title) < 0;
 out:
     free(reply);
     if (s.fd >= 0)

@@ -41,9 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ph_flame.h"
-#include "ph_folded.h"
-#include "ph_pprof.h"
+#include "ph_stackset.h"
 #include "ph_sampler_int.h"
 
 #define MAX_MODS 1024
@@ -584,70 +582,18 @@ php_folded(const php_target *t, uint64_t scale, char **out, size_t *len, ph_erro
     return 0;
 }
 
-/* DATA (LEN) into DIR/NAME through a temporary name. */
-static int
-write_file(const char *dir, const char *name, const char *data, size_t len, ph_error_t *err)
-{
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
-    FILE *f;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if ((f = fopen(tmp, "we")) == NULL)
-        return ph_fail(err, errno, "create `%s`", tmp);
-    if ((len > 0 && fwrite(data, 1, len, f) != len) || fclose(f) != 0) {
-        unlink(tmp);
-        return ph_fail(err, errno, "write `%s`", tmp);
-    }
-    if (rename(tmp, path) < 0)
-        return ph_fail(err, errno, "rename `%s`", tmp);
-    return 0;
-}
-
-/* The lines of FOLDED (LEN) that end in [off-cpu] (OFF) or not, into DIR/NAME. */
-static int
-write_view(const char *dir, const char *name, const char *folded, size_t len, int off, ph_error_t *err)
-{
-    char *text = NULL;
-    size_t tlen = 0;
-    FILE *f = open_memstream(&text, &tlen);
-    int rc;
-
-    if (f == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    for (const char *p = folded; p < folded + len;) {
-        const char *nl = memchr(p, '\n', (size_t)(folded + len - p));
-        size_t l = nl ? (size_t)(nl - p) + 1 : (size_t)(folded + len - p);
-        const char *sp = memrchr(p, ' ', l);
-        int is_off = sp != NULL && sp - p >= 10 && memcmp(sp - 10, ";[off-cpu]", 10) == 0;
-
-        if (is_off == off)
-            fwrite(p, 1, l, f);
-        p += l;
-    }
-    if (fclose(f) != 0) {
-        free(text);
-        return ph_fail(err, ENOMEM, "allocate");
-    }
-    rc = write_file(dir, name, text ? text : "", tlen, err);
-    free(text);
-    return rc;
-}
-
-/* The snapshot's files of T's stacks in DIR. */
+/* The snapshot's files of T's stacks in DIR (ph_stackset.h). */
 static int
 write_outputs(php_target *t, int hz, int clock, const char *dir, const char *title, double seconds, ph_error_t *err)
 {
-    char stamp[32], name[PATH_MAX], sub[256], *folded = NULL, *svg = NULL, *pb = NULL, *ns = NULL;
-    size_t flen = 0, slen = 0, plen = 0, nslen = 0;
+    char stamp[32], sub[256], *folded = NULL;
+    size_t flen = 0;
     struct tm tm;
     time_t now = time(NULL);
-    ph_folded *f = NULL;
-    ph_flame_opts fo;
-    ph_pprof_opts po = { .type = clock == PHP_CLOCK_WALL ? "wall" : "cpu", .unit = "nanoseconds",
-                         .duration_ns = (int64_t)(seconds * 1e9), .comment = title };
-    FILE *m;
-    int rc = -1;
+    ph_stackset_opts so = { .stamp = stamp, .pid = t->pid, .wall = clock == PHP_CLOCK_WALL,
+                            .period_ns = (uint64_t)(1000000000L / hz), .duration_ns = (int64_t)(seconds * 1e9),
+                            .title = title, .subtitle = sub };
+    int rc;
 
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
@@ -658,59 +604,11 @@ write_outputs(php_target *t, int hz, int clock, const char *dir, const char *tit
         return ph_fail(err, 0, "process %d: no sample in %.1f s (%s clock): nothing written", (int)t->pid, seconds,
                        clock == PHP_CLOCK_WALL ? "wall" : "CPU");
     }
-    snprintf(name, sizeof name, "stacks-%s-%d-1.folded", stamp, (int)t->pid);
-    if (write_file(dir, name, folded, flen, err) < 0)
-        goto out;
-    if (clock == PHP_CLOCK_WALL) {
-        snprintf(name, sizeof name, "offcpu-%s-%d-1.folded", stamp, (int)t->pid);
-        if (write_view(dir, name, folded, flen, 1, err) < 0)
-            goto out;
-        snprintf(name, sizeof name, "oncpu-%s-%d-1.folded", stamp, (int)t->pid);
-        if (write_view(dir, name, folded, flen, 0, err) < 0)
-            goto out;
-    }
-    if ((f = ph_folded_parse(folded, flen, 0, err)) == NULL)
-        goto out;
-    ph_flame_opts_init(&fo);
-    fo.title = title;
     snprintf(sub, sizeof sub, "%s; attached from outside at %d Hz, %llu samples of %s; %s", t->desc, hz,
              (unsigned long long)t->samples, clock == PHP_CLOCK_WALL ? "every thread (wall clock)" : "running threads (CPU)",
              t->dropped ? "some stacks dropped (table full)" : "none dropped");
-    fo.subtitle = sub;
-    if ((m = open_memstream(&svg, &slen)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    if (ph_flame_render(f, &fo, m, NULL, err) < 0) {
-        fclose(m);
-        goto out;
-    }
-    fclose(m);
-    snprintf(name, sizeof name, "flamegraph-%s-%d-1.svg", stamp, (int)t->pid);
-    if (write_file(dir, name, svg, slen, err) < 0)
-        goto out;
-    /* pprof's values: each sample stands for a period of the clock */
-    ph_folded_free(f);
-    if (php_folded(t, (uint64_t)(1000000000L / hz), &ns, &nslen, err) < 0 ||
-        (f = ph_folded_parse(ns, nslen, 0, err)) == NULL)
-        goto out;
-    if ((m = open_memstream(&pb, &plen)) == NULL) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    if (ph_pprof_write(f, &po, m, err) < 0) {
-        fclose(m);
-        goto out;
-    }
-    fclose(m);
-    snprintf(name, sizeof name, "profile-%s-%d-1.pb.gz", stamp, (int)t->pid);
-    rc = write_file(dir, name, pb, plen, err);
-out:
-    ph_folded_free(f);
+    rc = ph_stackset_write(dir, folded, flen, &so, err);
     free(folded);
-    free(ns);
-    free(svg);
-    free(pb);
     return rc;
 }
 

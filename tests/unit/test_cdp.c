@@ -8,6 +8,9 @@
 
 #include "../../harness/nodeinsp/ph_cdp.c"
 #include "ph_langview.h"
+#include "ph_stackset.h"
+
+#include <zlib.h>
 
 /* ---- WebSocket ---------------------------------------------------------- */
 
@@ -175,6 +178,104 @@ test_fold_lang(void **state)
     free(out);
 }
 
+/* A waiting Node's profile: V8 samples its JavaScript thread whether it
+ * runs or waits; the samples of the event loop waiting are (idle), V8's
+ * and Node's native work (program), the collector (garbage collector). */
+static const char wait_profile[] =
+    "{\"nodes\":[" NODE(1, "(root)", "", -1, "2,3,4,5") "," NODE(2, "(program)", "", -1, "") ","
+    NODE(3, "(garbage collector)", "", -1, "") "," NODE(4, "(idle)", "", -1, "") ","
+    NODE(5, "tick", "file:///opt/lang/lang.js", 24, "6,7") ","
+    NODE(6, "hot_seventy_five", "file:///opt/lang/lang.js", 9, "") ","
+    NODE(7, "cool_twenty_five", "file:///opt/lang/lang.js", 15, "") "],"
+    "\"samples\":[6,4,6,4,6,2,4,3,7,4]}";
+
+/* test_dir/KIND-20260101T000000Z-42-1.EXT whole (gunzipped), malloc'd. */
+static char *
+set_file(const char *kind, const char *ext, size_t *len)
+{
+    char path[600], *buf = malloc(1 << 20);
+    gzFile g;
+    int n;
+
+    snprintf(path, sizeof path, "%s/%s-20260101T000000Z-42-1.%s", test_dir, kind, ext);
+    assert_non_null(buf);
+    if ((g = gzopen(path, "rb")) == NULL) {
+        free(buf);
+        return NULL;
+    }
+    n = gzread(g, buf, (1 << 20) - 1);
+    gzclose(g);
+    assert_true(n >= 0);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Both modes of one profile: flamegraph keeps what ran, (program) and the
+ * collector included, and leaves (idle) out; wall keeps every sample, the
+ * idle ones as [off-cpu], and writes the wall mode's files: the
+ * off-CPU view exactly the idle samples, the on-CPU view the rest,
+ * pprof's type wall/nanoseconds (cpu for the CPU clock, no views). */
+static void
+test_fold_wall_files(void **state)
+{
+    ph_cdp_fold_stats st;
+    char *out = NULL, why[160], *f;
+    size_t len;
+    ph_error_t e = NULL;
+    ph_stackset_opts so = { .stamp = "20260101T000000Z", .pid = 42, .wall = 1, .period_ns = 10000000,
+                            .title = "api (wall)", .subtitle = "node" };
+
+    (void)state;
+    assert_int_equal(fold_text(wait_profile, strlen(wait_profile), 0, &out, &st, why, sizeof why), 0);
+    assert_string_equal(out, "node;(program) 1\n"
+                             "node;(garbage collector) 1\n"
+                             "node;JS:tick /opt/lang/lang.js:25_[j];JS:hot_seventy_five /opt/lang/lang.js:10_[j] 3\n"
+                             "node;JS:tick /opt/lang/lang.js:25_[j];JS:cool_twenty_five /opt/lang/lang.js:16_[j] 1\n");
+    assert_int_equal(st.idle, 4);
+    assert_int_equal(st.kept, 6);
+    free(out);
+
+    assert_int_equal(fold_text(wait_profile, strlen(wait_profile), 1, &out, &st, why, sizeof why), 0);
+    assert_int_equal(st.kept, 10);
+    assert_int_equal(ph_stackset_write(test_dir, out, strlen(out), &so, &e), 0);
+    assert_non_null(f = set_file("stacks", "folded", &len));
+    assert_string_equal(f, out);
+    free(f);
+    assert_non_null(f = set_file("offcpu", "folded", &len));
+    assert_string_equal(f, "node;(idle);[off-cpu] 4\n");
+    free(f);
+    assert_non_null(f = set_file("oncpu", "folded", &len));
+    assert_non_null(strstr(f, "node;(program) 1\n"));
+    assert_non_null(strstr(f, "node;(garbage collector) 1\n"));
+    assert_non_null(strstr(f, "JS:hot_seventy_five /opt/lang/lang.js:10_[j] 3\n"));
+    assert_null(strstr(f, "(idle)"));
+    free(f);
+    assert_non_null(f = set_file("flamegraph", "svg", &len));
+    assert_non_null(strstr(f, "api (wall)"));
+    free(f);
+    assert_non_null(f = set_file("profile", "pb.gz", &len));
+    assert_non_null(memmem(f, len, "wall", 4));
+    assert_non_null(memmem(f, len, "nanoseconds", 11));
+    assert_non_null(memmem(f, len, "(idle)", 6));
+    free(f);
+    free(out);
+
+    /* the CPU clock: no views, pprof's type cpu */
+    tu_rmdir();
+    tu_mkdtemp();
+    so.wall = 0;
+    so.title = "api (flamegraph)";
+    assert_int_equal(fold_text(wait_profile, strlen(wait_profile), 0, &out, &st, why, sizeof why), 0);
+    assert_int_equal(ph_stackset_write(test_dir, out, strlen(out), &so, &e), 0);
+    assert_null(set_file("offcpu", "folded", &len));
+    assert_non_null(f = set_file("profile", "pb.gz", &len));
+    assert_null(memmem(f, len, "wall", 4));
+    assert_non_null(memmem(f, len, "cpu", 3));
+    free(f);
+    free(out);
+}
+
 /* The start mode's names for the same frames (ph_langview): the same
  * view of them, `hot_seventy_five (/opt/lang/lang.js:10)`. */
 static void
@@ -301,7 +402,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ws_encode_rfc),     cmocka_unit_test(test_ws_decode),
         cmocka_unit_test(test_replies),           cmocka_unit_test(test_fold_lang),
-        cmocka_unit_test(test_fold_langview_names), cmocka_unit_test(test_fold_hostile),
+        cmocka_unit_test(test_fold_langview_names),
+        cmocka_unit_test_setup_teardown(test_fold_wall_files, tu_setup, tu_teardown), cmocka_unit_test(test_fold_hostile),
         cmocka_unit_test(test_fold_deep),         cmocka_unit_test(test_fold_huge_strings),
     };
 

@@ -283,6 +283,38 @@ test_shipped_profiles(void **state)
     ph_profiles_free(&set);
 }
 
+/* The modes that join a running Node through its inspector (flamegraph,
+ * wall): each in the service's network namespace (the inspector listens
+ * on its loopback), each refusing, before attaching, a node whose
+ * inspector is the user's or that takes no SIGUSR1, a plain one not. */
+static void
+test_shipped_node_attach(void **state)
+{
+    static const char *const modes[] = { "flamegraph", "wall" };
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+    ph_strv env = { 0 }, inspect_env = { 0 };
+    char *kv[] = { "NODE_OPTIONS=--max-old-space-size=512 --inspect" };
+
+    (void)state;
+    inspect_env.v = kv;
+    inspect_env.n = 1;
+    assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        const ph_profile *p = ph_profiles_find(&set, modes[i]);
+        const ph_profile_unnamed *u;
+
+        assert_non_null(p);
+        assert_true(p->attach.network_service);
+        assert_null(ph_profile_unnamed_find(p, PH_UNNAMED_ATTACH, "node", "node /srv/server.js", &env));
+        assert_non_null(u = ph_profile_unnamed_find(p, PH_UNNAMED_ATTACH, "node", "node --inspect /srv/server.js", &env));
+        assert_non_null(strstr(u->why, "inspector"));
+        assert_non_null(ph_profile_unnamed_find(p, PH_UNNAMED_ATTACH, "nodejs", "nodejs --disable-sigusr1 a.js", &env));
+        assert_non_null(ph_profile_unnamed_find(p, PH_UNNAMED_ATTACH, "node", "node a.js", &inspect_env));
+    }
+    ph_profiles_free(&set);
+}
+
 static void
 expect_bad(const char *file, const char *yaml, const char *fragment, int line, int col)
 {
@@ -368,6 +400,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_profiles),
+        cmocka_unit_test(test_shipped_node_attach),
         cmocka_unit_test(test_shipped_exact),
         cmocka_unit_test(test_fixture_full_profile),
         cmocka_unit_test(test_fixture_dirs),
