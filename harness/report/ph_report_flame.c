@@ -756,7 +756,17 @@ ph_report_flame(ph_rctx *c)
 
             if (fd->native != NULL)
                 snprintf(view, sizeof view, " (%s view)", ph_langview_lang_name(fd->lang.lang));
-            if (bids != NULL && nb > 0)
+            size_t oncpu = 0; /* the top function on CPU: [off-cpu] is no function */
+
+            while (oncpu < n && strcmp(ph_folded_name(fo, ids[oncpu], NULL), PH_OFFCPU_FRAME) == 0)
+                oncpu++;
+            if (bids != NULL && nb > 0 && oncpu < n && self[ids[oncpu]] > blk[bids[0]])
+                /* wall time mostly on CPU (one idle sample is no headline) */
+                snprintf(c->headline, sizeof c->headline, "%s samples%s, %s off CPU, top %s %s (self)",
+                         ph_fmt_commify(b, (uint64_t)total), view, ph_fmt_percent(b2, off, total),
+                         ph_fmt_name(name, sizeof name, ph_folded_name(fo, ids[oncpu], NULL), PH_HEADLINE_NAME),
+                         ph_fmt_percent(b3, self[ids[oncpu]], total));
+            else if (bids != NULL && nb > 0)
                 snprintf(c->headline, sizeof c->headline, "%s samples%s, %s off CPU, top blocking call %s %s",
                          ph_fmt_commify(b, (uint64_t)total), view, ph_fmt_percent(b2, off, total),
                          ph_fmt_name(name, sizeof name, ph_folded_name(fo, bids[0], NULL), PH_HEADLINE_NAME),

@@ -457,6 +457,27 @@ test_wall_report(void **state)
     json_decref(j);
 }
 
+/* A wall-clock run that waited once in 100 samples: its headline names
+ * what took the wall time (compute, on CPU), with the off-CPU share, not
+ * the one blocking call (it did: "1.0 % off CPU, top blocking call
+ * __read 1.0 %", as an idle tick did over a busy Node). */
+static void
+test_wall_report_mostly_on_cpu(void **state)
+{
+    const char *d = make_run("svc", "20261122T141500Z-wall", "wall", 0);
+    char path[900];
+    ph_report_headline h;
+    json_t *j;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
+    put(path, "wall-svc;main;wait;__read;[off-cpu] 1\nwall-svc;main;compute 74\nwall-svc;main;hash 25\n");
+    j = report("svc", "20261122T141500Z-wall", &h);
+    assert_string_equal(h.text, "100 samples, 1.0 % off CPU, top compute 74.0 % (self)");
+    assert_true(json_real_value(json_object_get(json_object_get(j, "wall"), "offcpu_percent")) == 1);
+    json_decref(j);
+}
+
 /* A runtime whose frames the sampler did not read (its status says so:
  * a JVM that did not load the agent, a CPython of an unknown version) is
  * a problem the report states, once whatever the number of processes,
@@ -1297,6 +1318,7 @@ main(void)
         cmocka_unit_test(test_flame_report),
         cmocka_unit_test(test_runtime_frames_not_read),
         cmocka_unit_test(test_wall_report),
+        cmocka_unit_test(test_wall_report_mostly_on_cpu),
         cmocka_unit_test(test_language_view_report),
         cmocka_unit_test(test_headline_whole_names),
         cmocka_unit_test(test_thread_pools),
