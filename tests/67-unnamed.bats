@@ -4,7 +4,8 @@
 # --perf-basic-prof attached to), start and attach refuse before anything
 # is restarted or attached: one line says why and what works, the running
 # service is left exactly as it was, no container of the run is made.
-# --allow-unnamed goes on.  The services are tests/lang's (Debian
+# --allow-unnamed goes on, except where what attach runs would refuse it
+# the same (a node with its inspector open under flamegraph).  The services are tests/lang's (Debian
 # bookworm: python3 3.11, nodejs 18), run by `restore` as compose would.
 
 load test_helper
@@ -35,12 +36,12 @@ services:
 YAML
 }
 teardown_file() {
-    pl down python node >/dev/null 2>&1 || true
+    pl down python node c >/dev/null 2>&1 || true
     common_teardown_file
 }
 teardown() {
     common_teardown
-    pl down python node >/dev/null 2>&1 || true
+    pl down python node c >/dev/null 2>&1 || true
 }
 
 # Every container of the project (compose's labels and ours), sorted:
@@ -158,4 +159,34 @@ refused() {
     run pl stop node
     [ "$status" -eq 0 ]
     [ -s "$OUT/node/latest/perf.data" ]
+}
+
+# attach refuses before the tools container what that container would
+# refuse after `attach` had returned 0 (issue 30).
+@test "unnamed: attach --mode wall to a native program is refused before anything is attached" {
+    c=$(restored c)
+    [ -n "$c" ]
+    refused "service \`c\`, mode \`wall\`: its processes run lang-c, none of them a JVM, a CPython or a Node: the wall clock of a program the sampler is not loaded into cannot be sampled from outside it (perf samples CPU time); use \`start --mode wall\`, or \`attach --mode flamegraph\` for its CPU time" \
+        attach --mode wall c
+    [[ "$output" == *"embedded: it maps libjvm.so or a libpython3), \`profharness attach --mode wall --allow-unnamed c\`"* ]]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    ! dk inspect "${PH_TEST_PROJECT}-c-attach-wall" >/dev/null 2>&1 || false
+    [ ! -e "$OUT/c" ]
+}
+
+@test "unnamed: a node with its inspector open: attach --mode flamegraph is refused, --allow-unnamed too; the hint names perf" {
+    local inspect=$BATS_TEST_TMPDIR/node-inspect.yaml
+    printf 'services:\n  node:\n    environment:\n      NODE_OPTIONS: "--max-old-space-size=256 --inspect"\n' > "$inspect"
+    export PL_OVERRIDE=$inspect
+    c=$(restored node)
+    [ -n "$c" ]
+    refused "service \`node\`, mode \`flamegraph\`: node was started with its inspector open (--inspect)" \
+        attach --mode flamegraph node
+    [[ "$output" == *"its native frames only: \`profharness attach --mode perf --allow-unnamed node\`"* ]]
+    [[ "$output" != *"--mode flamegraph --allow-unnamed"* ]]
+    # the tools container would refuse it the same: --allow-unnamed does not make one
+    refused "service \`node\`, mode \`flamegraph\`: node was started with its inspector open" \
+        attach --mode flamegraph --allow-unnamed node
+    ! dk inspect "${PH_TEST_PROJECT}-node-attach-flamegraph" >/dev/null 2>&1 || false
+    [ ! -e "$OUT/node" ]
 }

@@ -179,8 +179,9 @@ typedef struct ph_profile_attach {
     ph_profile_convert convert;
     /* `needs: {program, why, use}`: the runtimes the command can join
      * (globs on program file names); a service none of whose processes
-     * runs one is refused before its tools container is made.  Empty:
-     * any service. */
+     * runs one is refused before its tools container is made ("its
+     * processes run sh, lang-c, <why>; use <use>").  Empty: any
+     * service. */
     ph_strv needs;
     char *needs_why, *needs_use;
 } ph_profile_attach;

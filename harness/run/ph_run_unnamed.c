@@ -411,7 +411,7 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
     /* none of its processes runs what the attach command can join (a
      * process whose program could not be looked at may) */
     if (rc == 0 && !needed && !unseen && p->attach.needs.n > 0 && !r->opts.allow_unnamed && ran[0] != '\0') {
-        ph_bad_input(err, "service `%s`, mode `%s`: none of its processes (%s) %s; use %s", s->name, p->name, ran,
+        ph_bad_input(err, "service `%s`, mode `%s`: its processes run %s, %s; use %s", s->name, p->name, ran,
                      p->attach.needs_why, p->attach.needs_use);
         rc = ph_error_hint(err, "if one of them runs such a runtime under another name (embedded: it maps libjvm.so "
                            "or a libpython3), `profharness attach --mode %s --allow-unnamed %s` lets the tools "
