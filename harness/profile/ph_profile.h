@@ -55,6 +55,9 @@
  *     network: service              # in the service's network namespace (its loopback:
  *                                   # a Node's inspector); default none, no network
  *     convert: {command: [...], collapse: perf}   # as above, for attached runs
+ *     needs: {program: [java, "python3*"], why: "...", use: "..."}   # COMMAND joins
+ *                                   # only these programs: a service none of whose
+ *                                   # processes runs one is refused (--allow-unnamed: not)
  *   attach: {unsupported: "valgrind must start the process"}   # or why it cannot
  *   swarm: {unsupported: "..."}   # why `start` cannot run the mode in a Swarm
  *                                 # task (refused there, before any update)

@@ -21,6 +21,9 @@
 
 #define SAMPLES_MAX 20000 /* samples looked at for what must show, at 1 ms apart */
 
+/* ready once the idle thread sleeps (in nanosleep: x86-64's 35 and 230,
+ * arm64's 101 and 115): before, it runs pyattach_idle on a CPU for a
+ * moment, which a loaded machine stretches into the CPU clock's samples */
 static const char script[] =
     "import threading, time\n"
     "def pyattach_idle():\n"
@@ -29,7 +32,10 @@ static const char script[] =
     "    x = 0\n"
     "    while True:\n"
     "        x += 1\n"
-    "threading.Thread(target=pyattach_idle, daemon=True).start()\n"
+    "t = threading.Thread(target=pyattach_idle, daemon=True)\n"
+    "t.start()\n"
+    "while open('/proc/self/task/%d/syscall' % t.native_id).read().split()[0] not in ('35', '230', '101', '115'):\n"
+    "    time.sleep(0.001)\n"
     "print('ready', flush=True)\n"
     "pyattach_busy()\n";
 
@@ -116,7 +122,7 @@ test_cpu_names_the_running_thread(void **state)
         fail_msg("%s", err->msg);
     assert_non_null(strstr(php_target_describe(t), ": frames read"));
     folded = sample_until(t, PHP_CLOCK_CPU, "pyattach_busy (<string>:");
-    assert_non_null(strstr(folded, "<module> (<string>:10)_[p];pyattach_busy (<string>:"));
+    assert_non_null(strstr(folded, "<module> (<string>:13)_[p];pyattach_busy (<string>:"));
     /* asleep: never on the CPU clock */
     assert_null(strstr(folded, "pyattach_idle"));
     assert_null(strstr(folded, "[off-cpu]"));
