@@ -581,6 +581,23 @@ test_attach_shipped_refusals(void **state)
     assert_non_null(strstr(err->msg, "use `start --mode wall`"));
     assert_non_null(strstr(err->hint, "--allow-unnamed does not go on under wall"));
     ph_error_free(&err);
+    /* by the program's name, its ABI letters too: 3.7's python3.7m, the
+     * free-threaded builds the reader refuses (python3.13t, 3.14t) */
+    {
+        static const char *const unreadable[] = { "python3.7m", "python3.7", "python3.6dm", "python3.13t",
+                                                  "python3.14t", "python3.14", "python3.15", "python3.20", "python2.7" };
+        static const char *const readable[] = { "python3.8", "python3.9", "python3.10", "python3.11", "python3.12",
+                                                "python3.13", "python3" };
+
+        for (size_t i = 0; i < sizeof unreadable / sizeof unreadable[0]; i++)
+            for (int m = 0; m < 2; m++)
+                if (ph_profile_unnamed_find(m ? wall : flame, PH_UNNAMED_ATTACH, unreadable[i], "x", NULL) == NULL)
+                    fail_msg("%s not refused under %s", unreadable[i], m ? "wall" : "flamegraph");
+        for (size_t i = 0; i < sizeof readable / sizeof readable[0]; i++)
+            for (int m = 0; m < 2; m++)
+                if (ph_profile_unnamed_find(m ? wall : flame, PH_UNNAMED_ATTACH, readable[i], "x", NULL) != NULL)
+                    fail_msg("%s refused under %s", readable[i], m ? "wall" : "flamegraph");
+    }
     /* the readable ones are not refused */
     assert_int_equal(ph_run_unnamed_refuse("web", wall, PH_UNNAMED_ATTACH, "/usr/bin/python3.13", "python3 /a.py",
                                            NULL, &err), 0);
