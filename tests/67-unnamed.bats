@@ -190,3 +190,35 @@ refused() {
     ! dk inspect "${PH_TEST_PROJECT}-node-attach-flamegraph" >/dev/null 2>&1 || false
     [ ! -e "$OUT/node" ]
 }
+
+# A CPython the attached reader has no layout for, by its program's name:
+# bookworm's 3.11 copied as python3.14 (the name is what the harness
+# reads; before, the tools container's ph-pyattach refused it only after
+# `attach` had returned 0).
+@test "unnamed: attach --mode flamegraph and wall to a python3.14 are refused before anything is attached" {
+    local as314=$BATS_TEST_TMPDIR/python314.yaml
+    cat > "$as314" <<'YAML'
+services:
+  python:
+    entrypoint: ["sh", "-c", "cp /usr/bin/python3.11 /tmp/python3.14 && exec /tmp/python3.14 /opt/lang/lang.py"]
+YAML
+    export PL_OVERRIDE=$as314
+    c=$(restored python)
+    [ -n "$c" ]
+    # until it runs the copy
+    runs_copy() { dk top "$1" -o pid,exe 2>/dev/null | grep -q '/tmp/python3\.14$'; }
+    WAIT_SECONDS=60 wait_for runs_copy "$c"
+    refused "service \`python\`, mode \`flamegraph\`: python3.14 is a CPython whose frames the attached reader cannot read (it reads 3.8 to 3.13, not a free-threaded build); use \`start --mode flamegraph\`" \
+        attach --mode flamegraph python
+    [[ "$output" == *"its native frames only: \`profharness attach --mode perf --allow-unnamed python\`"* ]]
+    refused "service \`python\`, mode \`flamegraph\`: python3.14 is a CPython" attach --mode flamegraph --allow-unnamed python
+    run pl attach --mode wall --allow-unnamed python
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"error: service \`python\`, mode \`wall\`: python3.14 is a CPython whose frames the attached reader cannot read"*"use \`start --mode wall\`"* ]]
+    [[ "$output" == *"--allow-unnamed does not go on under wall"* ]]
+    for m in flamegraph wall; do
+        ! dk inspect "${PH_TEST_PROJECT}-python-attach-$m" >/dev/null 2>&1 || false
+    done
+    [ ! -e "$OUT/python" ]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+}
