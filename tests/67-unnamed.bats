@@ -163,15 +163,20 @@ refused() {
 
 # attach refuses before the tools container what that container would
 # refuse after `attach` had returned 0 (issue 30).
+
+# runs SERVICE: its run dirs under $OUT (earlier tests of this file leave
+# theirs), one a line.
+runs() { ls -1A "$OUT/$1" 2>/dev/null || true; }
 @test "unnamed: attach --mode wall to a native program is refused before anything is attached" {
     c=$(restored c)
     [ -n "$c" ]
+    before=$(runs c)
     refused "service \`c\`, mode \`wall\`: its processes run lang-c, none of them a JVM, a CPython or a Node: the wall clock of a program the sampler is not loaded into cannot be sampled from outside it (perf samples CPU time); use \`start --mode wall\`, or \`attach --mode flamegraph\` for its CPU time" \
         attach --mode wall c
     [[ "$output" == *"embedded: it maps libjvm.so or a libpython3), \`profharness attach --mode wall --allow-unnamed c\`"* ]]
     [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
     ! dk inspect "${PH_TEST_PROJECT}-c-attach-wall" >/dev/null 2>&1 || false
-    [ ! -e "$OUT/c" ]
+    [ "$(runs c)" = "$before" ]
 }
 
 @test "unnamed: a node with its inspector open: attach --mode flamegraph is refused, --allow-unnamed too; the hint names perf" {
@@ -180,6 +185,7 @@ refused() {
     export PL_OVERRIDE=$inspect
     c=$(restored node)
     [ -n "$c" ]
+    before=$(runs node)
     refused "service \`node\`, mode \`flamegraph\`: node was started with its inspector open (--inspect)" \
         attach --mode flamegraph node
     [[ "$output" == *"its native frames only: \`profharness attach --mode perf --allow-unnamed node\`"* ]]
@@ -188,7 +194,7 @@ refused() {
     refused "service \`node\`, mode \`flamegraph\`: node was started with its inspector open" \
         attach --mode flamegraph --allow-unnamed node
     ! dk inspect "${PH_TEST_PROJECT}-node-attach-flamegraph" >/dev/null 2>&1 || false
-    [ ! -e "$OUT/node" ]
+    [ "$(runs node)" = "$before" ]
 }
 
 # A CPython the attached reader has no layout for, by its program's name:
@@ -208,6 +214,7 @@ YAML
     # until it runs the copy
     runs_copy() { dk top "$1" -o pid,exe 2>/dev/null | grep -q '/tmp/python3\.14$'; }
     WAIT_SECONDS=60 wait_for runs_copy "$c"
+    before=$(runs python)
     refused "service \`python\`, mode \`flamegraph\`: python3.14 is a CPython whose frames the attached reader cannot read (it reads 3.8 to 3.13, not a free-threaded build); use \`start --mode flamegraph\`" \
         attach --mode flamegraph python
     [[ "$output" == *"its native frames only: \`profharness attach --mode perf --allow-unnamed python\`"* ]]
@@ -219,6 +226,6 @@ YAML
     for m in flamegraph wall; do
         ! dk inspect "${PH_TEST_PROJECT}-python-attach-$m" >/dev/null 2>&1 || false
     done
-    [ ! -e "$OUT/python" ]
+    [ "$(runs python)" = "$before" ]
     [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
 }
