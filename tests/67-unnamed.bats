@@ -177,6 +177,15 @@ runs() { ls -1A "$OUT/$1" 2>/dev/null || true; }
     [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
     ! dk inspect "${PH_TEST_PROJECT}-c-attach-wall" >/dev/null 2>&1 || false
     [ "$(runs c)" = "$before" ]
+    # under a shell: every process is looked at, each program named once
+    local shell=$BATS_TEST_TMPDIR/c-shell.yaml
+    printf 'services:\n  c:\n    entrypoint: ["sh", "-c", "/usr/local/bin/lang-c & /usr/local/bin/lang-c & wait"]\n' > "$shell"
+    export PL_OVERRIDE=$shell
+    c=$(restored c)
+    two() { [ "$(dk top "$1" -o pid,exe 2>/dev/null | grep -c '/lang-c$')" -eq 2 ]; }
+    WAIT_SECONDS=60 wait_for two "$c"
+    refused "service \`c\`, mode \`wall\`: its processes run dash, lang-c, none of them a JVM" attach --mode wall c
+    ! dk inspect "${PH_TEST_PROJECT}-c-attach-wall" >/dev/null 2>&1 || false
 }
 
 @test "unnamed: a node with its inspector open: attach --mode flamegraph is refused, --allow-unnamed too; the hint names perf" {

@@ -276,14 +276,18 @@ note_program(const ph_profile *p, const char *program, char *ran, size_t len)
 {
     const char *base = strrchr(program, '/');
     char esc[128], item[136];
-    size_t n = strlen(ran);
+    size_t n = strlen(ran), k;
+    int listed = 0;
 
     base = base ? base + 1 : program;
     if (base[0] == '\0')
         return 0;
     ph_escape(esc, sizeof esc, base);
+    k = strlen(esc);
+    for (const char *at = ran; !listed && (at = strstr(at, esc)) != NULL; at++)
+        listed = (at == ran || at[-1] == ' ') && (at[k] == ',' || at[k] == '\0');
     snprintf(item, sizeof item, "%s%s", n ? ", " : "", esc);
-    if (strstr(ran, esc) == NULL && !strstr(ran, "...")) {
+    if (!listed && !strstr(ran, "...")) {
         if (n + strlen(item) + 6 < len)
             snprintf(ran + n, len - n, "%s", item);
         else if (n + 6 < len)
@@ -401,7 +405,9 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
                 rc = refuse(s->name, p, PH_UNNAMED_ATTACH, program, argv0, more, &env, allowed, err);
                 free(more);
             }
-            if (rc == 0)
+            if (rc == 0 && program[0] == '\0')
+                unseen++; /* what it runs is not known: it may be a JVM */
+            else if (rc == 0)
                 needed |= note_program(p, program, ran, sizeof ran);
         }
         ph_strv_free(&env);
