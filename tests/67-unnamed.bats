@@ -36,12 +36,12 @@ services:
 YAML
 }
 teardown_file() {
-    pl down python node c >/dev/null 2>&1 || true
+    pl down python node c javajre >/dev/null 2>&1 || true
     common_teardown_file
 }
 teardown() {
     common_teardown
-    pl down python node c >/dev/null 2>&1 || true
+    pl down python node c javajre >/dev/null 2>&1 || true
 }
 
 # Every container of the project (compose's labels and ours), sorted:
@@ -236,5 +236,23 @@ YAML
         ! dk inspect "${PH_TEST_PROJECT}-python-attach-$m" >/dev/null 2>&1 || false
     done
     [ "$(runs python)" = "$before" ]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+}
+
+# attach.needs looks at every process: a JVM under a shell is joined.
+@test "unnamed: attach --mode wall to a JVM under a shell is not refused; stop detaches and collects" {
+    local shell=$BATS_TEST_TMPDIR/java-shell.yaml
+    printf 'services:\n  javajre:\n    entrypoint: ["sh", "-c", "java -cp /opt/lang LangJava & wait"]\n' > "$shell"
+    export PL_OVERRIDE=$shell
+    c=$(restored javajre)
+    [ -n "$c" ]
+    jvm() { dk top "$1" -o pid,exe 2>/dev/null | grep -q '/java$'; }
+    WAIT_SECONDS=60 wait_for jvm "$c"
+    run pl attach --mode wall javajre
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"javajre: attached wall to container"* ]]
+    run pl stop javajre
+    [ "$status" -eq 0 ]
+    ls "$OUT"/javajre/latest/stacks-*.folded
     [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
 }
