@@ -123,13 +123,14 @@ $(B)/ph-jattach: $(wildcard harness/attach/*.c harness/attach/*.h)
 # tools container of an attach (images/tools/ph-attach-sampler): the
 # sampler's frame reader (ph_sampler_py.c, compiled here as a plain object)
 # over the target's memory and symbols, the library's renderer and pprof
-# writer; static, as the tools tree's own programs.
+# writer; static, as the tools tree's own programs.  The target's files
+# are opened inside its root (ph_inroot.c, ph-jattach's too).
 PYATTACH_OBJ := $(patsubst %.c,$(B)/%.o,$(filter-out %/ph-pyattach.c,$(wildcard harness/pyattach/*.c))) \
-                $(B)/harness/sampler/ph_sampler_py.o
-$(PYATTACH_OBJ) $(B)/harness/pyattach/ph-pyattach.o: private CPPFLAGS += -Iharness/pyattach
+                $(B)/harness/sampler/ph_sampler_py.o $(B)/harness/attach/ph_inroot.o
+$(PYATTACH_OBJ) $(B)/harness/pyattach/ph-pyattach.o: private CPPFLAGS += -Iharness/pyattach -Iharness/attach
 $(B)/ph-pyattach: $(B)/harness/pyattach/ph-pyattach.o $(PYATTACH_OBJ) $(B)/libprofharness.a
 	$(CC) $(CFLAGS) -static -o $@ $^ -lz -lm
-$(B)/tests/test_pyattach: private CPPFLAGS += -Iharness/pyattach
+$(B)/tests/test_pyattach: private CPPFLAGS += -Iharness/pyattach -Iharness/attach
 $(B)/tests/test_pyattach: tests/unit/test_pyattach.c $(PYATTACH_OBJ) $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(PYATTACH_OBJ) $(B)/libprofharness.a -lz -lcmocka -lm

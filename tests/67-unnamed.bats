@@ -4,7 +4,8 @@
 # --perf-basic-prof attached to), start and attach refuse before anything
 # is restarted or attached: one line says why and what works, the running
 # service is left exactly as it was, no container of the run is made.
-# --allow-unnamed goes on.  The services are tests/lang's (Debian
+# --allow-unnamed goes on, except where what attach runs would refuse it
+# the same (a node with its inspector open under flamegraph).  The services are tests/lang's (Debian
 # bookworm: python3 3.11, nodejs 18), run by `restore` as compose would.
 
 load test_helper
@@ -35,12 +36,12 @@ services:
 YAML
 }
 teardown_file() {
-    pl down python node >/dev/null 2>&1 || true
+    pl down python node c javajre >/dev/null 2>&1 || true
     common_teardown_file
 }
 teardown() {
     common_teardown
-    pl down python node >/dev/null 2>&1 || true
+    pl down python node c javajre >/dev/null 2>&1 || true
 }
 
 # Every container of the project (compose's labels and ours), sorted:
@@ -158,4 +159,100 @@ refused() {
     run pl stop node
     [ "$status" -eq 0 ]
     [ -s "$OUT/node/latest/perf.data" ]
+}
+
+# attach refuses before the tools container what that container would
+# refuse after `attach` had returned 0 (issue 30).
+
+# runs SERVICE: its run dirs under $OUT (earlier tests of this file leave
+# theirs), one a line.
+runs() { ls -1A "$OUT/$1" 2>/dev/null || true; }
+@test "unnamed: attach --mode wall to a native program is refused before anything is attached" {
+    c=$(restored c)
+    [ -n "$c" ]
+    before=$(runs c)
+    refused "service \`c\`, mode \`wall\`: its processes run lang-c, none of them a JVM, a CPython or a Node: the wall clock of a program the sampler is not loaded into cannot be sampled from outside it (perf samples CPU time); use \`start --mode wall\`, or \`attach --mode flamegraph\` for its CPU time" \
+        attach --mode wall c
+    [[ "$output" == *"embedded: it maps libjvm.so or a libpython3), \`profharness attach --mode wall --allow-unnamed c\`"* ]]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+    ! dk inspect "${PH_TEST_PROJECT}-c-attach-wall" >/dev/null 2>&1 || false
+    [ "$(runs c)" = "$before" ]
+    # under a shell: every process is looked at, each program named once
+    local shell=$BATS_TEST_TMPDIR/c-shell.yaml
+    printf 'services:\n  c:\n    entrypoint: ["sh", "-c", "/usr/local/bin/lang-c & /usr/local/bin/lang-c & wait"]\n' > "$shell"
+    export PL_OVERRIDE=$shell
+    c=$(restored c)
+    two() { [ "$(dk top "$1" -o pid,exe 2>/dev/null | grep -c '/lang-c$')" -eq 2 ]; }
+    WAIT_SECONDS=60 wait_for two "$c"
+    refused "service \`c\`, mode \`wall\`: its processes run dash, lang-c, none of them a JVM" attach --mode wall c
+    ! dk inspect "${PH_TEST_PROJECT}-c-attach-wall" >/dev/null 2>&1 || false
+}
+
+@test "unnamed: a node with its inspector open: attach --mode flamegraph is refused, --allow-unnamed too; the hint names perf" {
+    local inspect=$BATS_TEST_TMPDIR/node-inspect.yaml
+    printf 'services:\n  node:\n    environment:\n      NODE_OPTIONS: "--max-old-space-size=256 --inspect"\n' > "$inspect"
+    export PL_OVERRIDE=$inspect
+    c=$(restored node)
+    [ -n "$c" ]
+    before=$(runs node)
+    refused "service \`node\`, mode \`flamegraph\`: node was started with its inspector open (--inspect)" \
+        attach --mode flamegraph node
+    [[ "$output" == *"its native frames only: \`profharness attach --mode perf --allow-unnamed node\`"* ]]
+    [[ "$output" != *"--mode flamegraph --allow-unnamed"* ]]
+    # the tools container would refuse it the same: --allow-unnamed does not make one
+    refused "service \`node\`, mode \`flamegraph\`: node was started with its inspector open" \
+        attach --mode flamegraph --allow-unnamed node
+    ! dk inspect "${PH_TEST_PROJECT}-node-attach-flamegraph" >/dev/null 2>&1 || false
+    [ "$(runs node)" = "$before" ]
+}
+
+# A CPython the attached reader has no layout for, by its program's name:
+# bookworm's 3.11 copied as python3.14 (the name is what the harness
+# reads; before, the tools container's ph-pyattach refused it only after
+# `attach` had returned 0).
+@test "unnamed: attach --mode flamegraph and wall to a python3.14 are refused before anything is attached" {
+    local as314=$BATS_TEST_TMPDIR/python314.yaml
+    cat > "$as314" <<'YAML'
+services:
+  python:
+    entrypoint: ["sh", "-c", "cp /usr/bin/python3.11 /tmp/python3.14 && exec /tmp/python3.14 /opt/lang/lang.py"]
+YAML
+    export PL_OVERRIDE=$as314
+    c=$(restored python)
+    [ -n "$c" ]
+    # until it runs the copy
+    runs_copy() { dk top "$1" -o pid,exe 2>/dev/null | grep -q '/tmp/python3\.14$'; }
+    WAIT_SECONDS=60 wait_for runs_copy "$c"
+    before=$(runs python)
+    refused "service \`python\`, mode \`flamegraph\`: python3.14 is a CPython whose frames the attached reader cannot read (it reads 3.8 to 3.13, not a free-threaded build); use \`start --mode flamegraph\`" \
+        attach --mode flamegraph python
+    [[ "$output" == *"its native frames only: \`profharness attach --mode perf --allow-unnamed python\`"* ]]
+    refused "service \`python\`, mode \`flamegraph\`: python3.14 is a CPython" attach --mode flamegraph --allow-unnamed python
+    run pl attach --mode wall --allow-unnamed python
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"error: service \`python\`, mode \`wall\`: python3.14 is a CPython whose frames the attached reader cannot read"*"use \`start --mode wall\`"* ]]
+    [[ "$output" == *"--allow-unnamed does not go on under wall"* ]]
+    for m in flamegraph wall; do
+        ! dk inspect "${PH_TEST_PROJECT}-python-attach-$m" >/dev/null 2>&1 || false
+    done
+    [ "$(runs python)" = "$before" ]
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
+}
+
+# attach.needs looks at every process: a JVM under a shell is joined.
+@test "unnamed: attach --mode wall to a JVM under a shell is not refused; stop detaches and collects" {
+    local shell=$BATS_TEST_TMPDIR/java-shell.yaml
+    printf 'services:\n  javajre:\n    entrypoint: ["sh", "-c", "java -cp /opt/lang LangJava & wait"]\n' > "$shell"
+    export PL_OVERRIDE=$shell
+    c=$(restored javajre)
+    [ -n "$c" ]
+    jvm() { dk top "$1" -o pid,exe 2>/dev/null | grep -q '/java$'; }
+    WAIT_SECONDS=60 wait_for jvm "$c"
+    run pl attach --mode wall javajre
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"javajre: attached wall to container"* ]]
+    run pl stop javajre
+    [ "$status" -eq 0 ]
+    ls "$OUT"/javajre/latest/stacks-*.folded
+    [ "$(dk inspect -f '{{.State.Running}}' "$c")" = true ]
 }

@@ -55,6 +55,9 @@
  *     network: service              # in the service's network namespace (its loopback:
  *                                   # a Node's inspector); default none, no network
  *     convert: {command: [...], collapse: perf}   # as above, for attached runs
+ *     needs: {program: [java, "python3*"], why: "...", use: "..."}   # COMMAND joins
+ *                                   # only these programs: a service none of whose
+ *                                   # processes runs one is refused (--allow-unnamed: not)
  *   attach: {unsupported: "valgrind must start the process"}   # or why it cannot
  *   swarm: {unsupported: "..."}   # why `start` cannot run the mode in a Swarm
  *                                 # task (refused there, before any update)
@@ -104,6 +107,10 @@
  *         if: [-XX:+DisableAttachMechanism]  # and only when one of these holds (same form)
  *         why: "was started without --perf-basic-prof: its JavaScript would be unnamed"
  *         use: "`start --mode perf`"  # what works instead
+ *         anyway: perf              # the mode whose --allow-unnamed goes on anyway
+ *                                   # (native frames only; `none`: none does): the
+ *                                   # hint names it, and this mode's --allow-unnamed
+ *                                   # refuses still (default: this mode's goes on)
  *     after_exit:                   # files a runtime writes as it exits, after the
  *       - from: /tmp                # last refresh: taken from the stopped container
  *         files: "perf-[0-9]*.map"  # (a glob on the regular files directly in `from`;
@@ -173,6 +180,13 @@ typedef struct ph_profile_attach {
     char *copy_mapped;           /* NULL, or a plain directory name under {out} */
     int network_service;         /* `network: service`: in the service's network namespace (else none) */
     ph_profile_convert convert;
+    /* `needs: {program, why, use}`: the runtimes the command can join
+     * (globs on program file names); a service none of whose processes
+     * runs one is refused before its tools container is made ("its
+     * processes run sh, lang-c, <why>; use <use>").  Empty: any
+     * service. */
+    ph_strv needs;
+    char *needs_why, *needs_use;
 } ph_profile_attach;
 
 /* `runtimes.unnamed:` one runtime the mode would name nothing of. */
@@ -182,6 +196,8 @@ typedef struct ph_profile_unnamed {
     ph_strv unless;              /* `VAR=WORD`, or words of the arguments */
     ph_strv if_any;              /* `if`: only when one of these holds (as unless's) */
     char *why, *use;
+    char *anyway;                /* `anyway`: the mode whose --allow-unnamed goes on (its
+                                  * native frames), "none"; NULL: this one */
 } ph_profile_unnamed;
 #define PH_UNNAMED_START 1
 #define PH_UNNAMED_ATTACH 2
@@ -315,8 +331,12 @@ char *ph_profile_env_extend(const char *user, const char *ours);
  * holds.  NULL when none.  Pure. */
 const ph_profile_unnamed *ph_profile_unnamed_find(const ph_profile *p, int when, const char *program,
                                                   const char *args, const ph_strv *env);
-/* Whether P has a `runtimes.unnamed` rule for WHEN at all. */
-int ph_profile_unnamed_any(const ph_profile *p, int when);
+/* Whether P has a `runtimes.unnamed` rule for WHEN at all; with
+ * ANYWAY_ONLY, one that --allow-unnamed does not pass (an `anyway`). */
+int ph_profile_unnamed_any(const ph_profile *p, int when, int anyway_only);
+/* Whether PROGRAM (a file name) is one `attach.needs` asks for: 1 also
+ * when P's attach needs none.  Pure. */
+int ph_profile_attach_needs(const ph_profile *p, const char *program);
 /* The first rule of P's `runtimes.wrap` a glob of which matches PROGRAM
  * (the program file's name, no directory); NULL when none.  Pure. */
 const ph_profile_rewrap *ph_profile_rewrap_find(const ph_profile *p, const char *program);

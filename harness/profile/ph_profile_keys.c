@@ -175,6 +175,37 @@ read_convert(ph_profile_convert *c, const ph_ynode *v, const char *where, int at
     return 0;
 }
 
+/* `attach.needs: {program: [globs], why, use}` */
+static int
+read_needs(ph_profile_attach *a, const ph_ynode *v, ph_error_t *err)
+{
+    if (v->kind != PH_Y_MAP)
+        return ph_yaml_error(v, err, "`attach.needs` must be a mapping: {program: [...], why, use}");
+    PH_YAML_FOREACH_PAIR(v, pair) {
+        const ph_ynode *kn = pair->key, *vn = pair->value;
+        const char *key = ph_yaml_key(pair);
+        int rc = 0;
+
+        if (KEY("program"))
+            rc = read_list(vn, "attach.needs.program", &a->needs, err);
+        else if (KEY("why"))
+            rc = ph_yaml_dup(vn, "attach.needs.why", &a->needs_why, err);
+        else if (KEY("use"))
+            rc = ph_yaml_dup(vn, "attach.needs.use", &a->needs_use, err);
+        else
+            ph_warn("%s:%d: unknown key `attach.needs.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
+        if (rc < 0)
+            return -1;
+    }
+    if (a->needs.n == 0 || a->needs_why == NULL || a->needs_use == NULL)
+        return ph_yaml_error(v, err, "`attach.needs` needs `program`, `why` and `use`: a refusal says what the "
+                             "service runs, why that cannot be joined and what works");
+    for (size_t i = 0; i < a->needs.n; i++)
+        if (a->needs.v[i][0] == '\0' || strchr(a->needs.v[i], '/') != NULL)
+            return ph_yaml_error(v, err, "`attach.needs.program` holds file names (globs), not `%s`", a->needs.v[i]);
+    return 0;
+}
+
 static int
 read_attach(ph_profile *p, const ph_ynode *v, ph_error_t *err)
 {
@@ -217,6 +248,8 @@ read_attach(ph_profile *p, const ph_ynode *v, ph_error_t *err)
                 a->network_service = strcmp(sv, "service") == 0;
         } else if (KEY("convert")) {
             rc = read_convert(&a->convert, vn, "attach.convert", 1, err);
+        } else if (KEY("needs")) {
+            rc = read_needs(a, vn, err);
         } else {
             ph_warn("%s:%d: unknown key `attach.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
         }
@@ -346,6 +379,9 @@ ph_profile_free_keys(ph_profile *p)
     ph_strv_free(&p->attach.cap_add);
     ph_strv_free(&p->attach.cap_add_if_known);
     ph_strv_free(&p->attach.security_opt);
+    ph_strv_free(&p->attach.needs);
+    free(p->attach.needs_why);
+    free(p->attach.needs_use);
     free(p->attach.signal);
     free(p->attach.copy_mapped);
     convert_free(&p->attach.convert);

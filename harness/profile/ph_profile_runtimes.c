@@ -182,7 +182,8 @@ static int
 read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
 {
     if (v->kind != PH_Y_MAP)
-        return ph_yaml_error(v, err, "`runtimes.unnamed` items must be mappings (program, on, unless, if, why, use)");
+        return ph_yaml_error(v, err, "`runtimes.unnamed` items must be mappings (program, on, unless, if, why, use, "
+                             "anyway)");
     u->on = PH_UNNAMED_START | PH_UNNAMED_ATTACH;
     PH_YAML_FOREACH_PAIR(v, pair) {
         const ph_ynode *kn = pair->key, *vn = pair->value;
@@ -201,6 +202,8 @@ read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
             rc = ph_yaml_dup(vn, "runtimes.unnamed.why", &u->why, err);
         else if (KEY("use"))
             rc = ph_yaml_dup(vn, "runtimes.unnamed.use", &u->use, err);
+        else if (KEY("anyway"))
+            rc = ph_yaml_dup(vn, "runtimes.unnamed.anyway", &u->anyway, err);
         else
             ph_warn("%s:%d: unknown key `runtimes.unnamed.%s` (ignored)", ph_yaml_file(kn), kn->line, key);
         if (rc < 0)
@@ -211,6 +214,8 @@ read_unnamed(ph_profile_unnamed *u, const ph_ynode *v, ph_error_t *err)
                              "which runtime, why and what works");
     if (check_programs(v, "unnamed", &u->program, err) < 0)
         return -1;
+    if (u->anyway != NULL && (u->anyway[0] == '\0' || u->anyway[strspn(u->anyway, "abcdefghijklmnopqrstuvwxyz0123456789-_")] != '\0'))
+        return ph_yaml_error(v, err, "`runtimes.unnamed.anyway` is a mode's name or `none`, not `%s`", u->anyway);
     for (size_t i = 0; i < u->unless.n; i++)
         if (u->unless.v[i][strspn(u->unless.v[i], " \t")] == '\0')
             return ph_yaml_error(v, err, "`runtimes.unnamed.unless` items cannot be empty");
@@ -229,6 +234,7 @@ free_unnamed(ph_profile *p)
         ph_strv_free(&p->unnamed[i].if_any);
         free(p->unnamed[i].why);
         free(p->unnamed[i].use);
+        free(p->unnamed[i].anyway);
     }
     free(p->unnamed);
     p->unnamed = NULL;
@@ -524,10 +530,16 @@ ph_profile_rewrap_find(const ph_profile *p, const char *program)
 }
 
 int
-ph_profile_unnamed_any(const ph_profile *p, int when)
+ph_profile_unnamed_any(const ph_profile *p, int when, int anyway_only)
 {
     for (size_t i = 0; i < p->n_unnamed; i++)
-        if (p->unnamed[i].on & when)
+        if ((p->unnamed[i].on & when) && (!anyway_only || p->unnamed[i].anyway != NULL))
             return 1;
     return 0;
+}
+
+int
+ph_profile_attach_needs(const ph_profile *p, const char *program)
+{
+    return p->attach.needs.n == 0 || (program != NULL && program_matches(&p->attach.needs, program));
 }

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ph_inroot.h"
 #include "ph_stackset.h"
 #include "ph_sampler_int.h"
 
@@ -65,6 +66,7 @@ typedef struct rmod {
 
 struct phs_symbols {
     pid_t pid;
+    int root; /* /proc/PID/root: each module's path is resolved in it */
     rmod *mods;
     size_t n;
 };
@@ -82,14 +84,15 @@ phs_probe_mem(uintptr_t addr, size_t len)
 static void
 mod_load(phs_symbols *s, rmod *m)
 {
-    char path[PATH_MAX + 64];
     struct stat st;
     void *p;
     int fd;
 
     m->loaded = 1;
-    snprintf(path, sizeof path, "/proc/%d/root%s", (int)s->pid, m->path);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    /* as root, in the service's root: a symlink it planted (the program,
+     * libpython) must not lead to this container's files
+     * (ph_inroot.h) */
+    if (s->root < 0 || (fd = ph_inroot_open(s->root, m->path, O_RDONLY, 0)) < 0)
         return;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)sizeof(Elf64_Ehdr) &&
         (uint64_t)st.st_size <= MAX_ELF && (p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) != MAP_FAILED) {
@@ -189,6 +192,8 @@ symbols_free(phs_symbols *s)
     for (size_t i = 0; i < s->n; i++)
         if (s->mods[i].elf != NULL)
             munmap((void *)s->mods[i].elf, s->mods[i].size);
+    if (s->root >= 0)
+        close(s->root);
     free(s->mods);
     free(s);
 }
@@ -208,6 +213,13 @@ symbols_of(pid_t pid, ph_error_t *err)
         return NULL;
     }
     s->pid = pid;
+    snprintf(path, sizeof path, "/proc/%d/root", (int)pid);
+    if ((s->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        ph_fail(err, errno, "open `%s`", path);
+        s->root = -1;
+        symbols_free(s);
+        return NULL;
+    }
     snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
     if ((n = readlink(path, exe, sizeof exe - 1)) > 0)
         exe[n] = '\0';

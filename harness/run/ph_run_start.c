@@ -543,7 +543,7 @@ ph_run_check_program(ph_run *r, const ph_service *s, const ph_profile *p, const 
     int rc;
 
     *rewrap = NULL;
-    if (p->libc.n == 0 && p->n_rewrap == 0 && (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START)))
+    if (p->libc.n == 0 && p->n_rewrap == 0 && !ph_profile_unnamed_any(p, PH_UNNAMED_START, r->opts.allow_unnamed))
         return 0;
     if (service_program(r, s, &prog, &argv, &env, err) < 0) {
         ph_strv_free(&argv);

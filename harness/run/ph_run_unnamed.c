@@ -33,17 +33,21 @@
 /* At most this many distinct programs of a container are looked at. */
 #define ATTACH_PROGRAMS_MAX 32
 
-/* TITLE: what the process shows instead of its program's name, or NULL. */
+/* TITLE: what the process shows instead of its program's name, or NULL.
+ * ALLOWED (--allow-unnamed): only a rule whose `anyway` names another
+ * mode (or none) refuses: going on under this one would be refused after
+ * the attach, in the tools container. */
 static int
 refuse(const char *service, const ph_profile *p, int when, const char *program, const char *title, const char *args,
-       const ph_strv *env, ph_error_t *err)
+       const ph_strv *env, int allowed, ph_error_t *err)
 {
     const char *base = program ? strrchr(program, '/') : NULL;
+    const char *verb = when == PH_UNNAMED_ATTACH ? "attach" : "start";
     const ph_profile_unnamed *u;
     char esc[256], shown[512];
 
     base = base ? base + 1 : program;
-    if ((u = ph_profile_unnamed_find(p, when, base, args, env)) == NULL)
+    if ((u = ph_profile_unnamed_find(p, when, base, args, env)) == NULL || (allowed && u->anyway == NULL))
         return 0;
     ph_escape(esc, sizeof esc, base);
     if (title != NULL) {
@@ -53,23 +57,29 @@ refuse(const char *service, const ph_profile *p, int when, const char *program, 
         snprintf(shown, sizeof shown, "%s", esc);
     }
     ph_bad_input(err, "service `%s`, mode `%s`: %s %s; use %s", service, p->name, shown, u->why, u->use);
-    return ph_error_hint(err, "to profile it under %s anyway, its native frames only: `profharness %s --mode %s "
-                         "--allow-unnamed %s`", p->name, when == PH_UNNAMED_ATTACH ? "attach" : "start", p->name,
-                         service);
+    if (u->anyway == NULL)
+        return ph_error_hint(err, "to profile it under %s anyway, its native frames only: `profharness %s --mode %s "
+                             "--allow-unnamed %s`", p->name, verb, p->name, service);
+    if (strcmp(u->anyway, "none") == 0)
+        return ph_error_hint(err, "--allow-unnamed does not go on under %s here: what the %s runs would refuse "
+                             "it the same", p->name, verb);
+    return ph_error_hint(err, "--allow-unnamed does not go on under %s here (what the %s runs would refuse it the "
+                         "same); its native frames only: `profharness %s --mode %s --allow-unnamed %s`", p->name, verb,
+                         verb, u->anyway, service);
 }
 
 int
 ph_run_unnamed_refuse(const char *service, const ph_profile *p, int when, const char *program, const char *args,
                       const ph_strv *env, ph_error_t *err)
 {
-    return refuse(service, p, when, program, NULL, args, env, err);
+    return refuse(service, p, when, program, NULL, args, env, 0, err);
 }
 
 int
 ph_run_unnamed_refuse_titled(const char *service, const ph_profile *p, int when, const char *program,
                              const char *title, const char *args, const ph_strv *env, ph_error_t *err)
 {
-    return refuse(service, p, when, program, title, args, env, err);
+    return refuse(service, p, when, program, title, args, env, 0, err);
 }
 
 int
@@ -183,7 +193,7 @@ ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const 
     size_t i;
     int rc = -1;
 
-    if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_START))
+    if (!ph_profile_unnamed_any(p, PH_UNNAMED_START, r->opts.allow_unnamed))
         return 0;
     /* the environment start gives the container (start_profiled's order) */
     for (i = 0; i < s->environment.n; i++) {
@@ -213,7 +223,7 @@ ph_run_unnamed_start(ph_run *r, const ph_service *s, const ph_profile *p, const 
         goto nomem;
     if ((args = join_words(NULL, argv, NULL)) == NULL)
         goto nomem;
-    rc = ph_run_unnamed_refuse(s->name, p, PH_UNNAMED_START, program, args, &all, err);
+    rc = refuse(s->name, p, PH_UNNAMED_START, program, NULL, args, &all, r->opts.allow_unnamed, err);
     goto out;
 nomem:
     ph_fail(err, ENOMEM, "allocate");
@@ -258,6 +268,34 @@ top_args(const ph_proc_table *top, const char *pid, int pid_col)
     return NULL;
 }
 
+/* Whether PROGRAM (a path) is one P's attach needs; its file name added
+ * to RAN (escaped, comma-separated, once each; what does not fit is
+ * `...`). */
+static int
+note_program(const ph_profile *p, const char *program, char *ran, size_t len)
+{
+    const char *base = strrchr(program, '/');
+    char esc[128], item[136];
+    size_t n = strlen(ran), k;
+    int listed = 0;
+
+    base = base ? base + 1 : program;
+    if (base[0] == '\0')
+        return 0;
+    ph_escape(esc, sizeof esc, base);
+    k = strlen(esc);
+    for (const char *at = ran; !listed && (at = strstr(at, esc)) != NULL; at++)
+        listed = (at == ran || at[-1] == ' ') && (at[k] == ',' || at[k] == '\0');
+    snprintf(item, sizeof item, "%s%s", n ? ", " : "", esc);
+    if (!listed && !strstr(ran, "...")) {
+        if (n + strlen(item) + 6 < len)
+            snprintf(ran + n, len - n, "%s", item);
+        else if (n + 6 < len)
+            snprintf(ran + n, len - n, "%s...", n ? ", " : "");
+    }
+    return ph_profile_attach_needs(p, base);
+}
+
 typedef struct seen_program {
     char *argv0, *path_var, *runs; /* runs: the program found ("" none) */
 } seen_program;
@@ -269,10 +307,12 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
     ph_proc_table plain = { 0 }, with_env = { 0 }, exes = { 0 };
     ph_error_t sub = NULL;
     seen_program seen[ATTACH_PROGRAMS_MAX];
+    char ran[256] = ""; /* the programs seen, for a refusal by attach.needs */
     size_t n_seen = 0, i;
-    int pid_col, pid_col_env, pid_col_exe = -1, rc = -1;
+    int pid_col, pid_col_env, pid_col_exe = -1, rc = -1, needed = 0, unseen = 0;
 
-    if (r->opts.allow_unnamed || !ph_profile_unnamed_any(p, PH_UNNAMED_ATTACH))
+    if (!ph_profile_unnamed_any(p, PH_UNNAMED_ATTACH, r->opts.allow_unnamed) &&
+        (r->opts.allow_unnamed || p->attach.needs.n == 0))
         return 0;
     if (b == NULL && ph_run_backend(r, &b, err) < 0)
         return -1;
@@ -303,8 +343,10 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
         ph_image_program_t prog;
         size_t k;
 
-        if (pid == NULL || args == NULL || (args_env = top_args(&with_env, pid, pid_col_env)) == NULL)
+        if (pid == NULL || args == NULL || (args_env = top_args(&with_env, pid, pid_col_env)) == NULL) {
+            unseen++;
             continue;
+        }
         if (ph_run_ps_env(args, args_env, &env) < 0) {
             ph_strv_free(&env);
             rc = ph_fail(err, ENOMEM, "allocate");
@@ -318,6 +360,7 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
             if (strcmp(seen[k].argv0, argv0) == 0 && strcmp(seen[k].path_var, path_var ? path_var : "") == 0)
                 break;
         if (argv0[0] == '\0' || (k == n_seen && n_seen == ATTACH_PROGRAMS_MAX)) {
+            unseen++;
             ph_strv_free(&env);
             continue;
         }
@@ -351,19 +394,34 @@ ph_run_unnamed_attach(ph_run *r, ph_backend *b, const ph_service *s, const ph_pr
             const char *exe = pid_col_exe >= 0 ? top_args(&exes, pid, pid_col_exe) : NULL;
             char program[4096], *more;
 
+            int allowed = r->opts.allow_unnamed;
+
             if (!ph_run_unnamed_program(exe, seen[k].runs, program, sizeof program)) {
-                rc = ph_run_unnamed_refuse(s->name, p, PH_UNNAMED_ATTACH, program, args, &env, err);
+                rc = refuse(s->name, p, PH_UNNAMED_ATTACH, program, NULL, args, &env, allowed, err);
             } else if ((more = join_words(args, &s->entrypoint, &s->command)) == NULL) {
                 rc = ph_fail(err, ENOMEM, "allocate");
             } else {
                 /* its own arguments are gone: what compose started it with stands in */
-                rc = ph_run_unnamed_refuse_titled(s->name, p, PH_UNNAMED_ATTACH, program, argv0, more, &env, err);
+                rc = refuse(s->name, p, PH_UNNAMED_ATTACH, program, argv0, more, &env, allowed, err);
                 free(more);
             }
+            if (rc == 0 && program[0] == '\0')
+                unseen++; /* what it runs is not known: it may be a JVM */
+            else if (rc == 0)
+                needed |= note_program(p, program, ran, sizeof ran);
         }
         ph_strv_free(&env);
         if (rc < 0)
             break;
+    }
+    /* none of its processes runs what the attach command can join (a
+     * process whose program could not be looked at may) */
+    if (rc == 0 && !needed && !unseen && p->attach.needs.n > 0 && !r->opts.allow_unnamed && ran[0] != '\0') {
+        ph_bad_input(err, "service `%s`, mode `%s`: its processes run %s, %s; use %s", s->name, p->name, ran,
+                     p->attach.needs_why, p->attach.needs_use);
+        rc = ph_error_hint(err, "if one of them runs such a runtime under another name (embedded: it maps libjvm.so "
+                           "or a libpython3), `profharness attach --mode %s --allow-unnamed %s` lets the tools "
+                           "container look", p->name, s->name);
     }
 out:
     for (i = 0; i < n_seen; i++) {

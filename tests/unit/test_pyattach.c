@@ -4,19 +4,26 @@
  * symbols found from /proc, its frames named; on the CPU clock only the
  * running thread is counted, on the wall clock the sleeping one too,
  * ending in [off-cpu]; the snapshot's files written; a process that runs
- * no CPython refused before any sample.  Sampling is polled, a bounded
- * number of samples, never timed. */
+ * no CPython refused before any sample; a python3 in a root of its own
+ * (chroot, as a service in its container) where each file it maps was
+ * replaced by an absolute symlink to that file's path: resolved in its
+ * root (where it leads nowhere), never read from this side.  Sampling is
+ * polled, a bounded number of samples, never timed. */
 #include "test_util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include "ph_pyattach.h"
 
 #define SAMPLES_MAX 20000 /* samples looked at for what must show, at 1 ms apart */
 
+/* ready once the idle thread sleeps (in nanosleep: x86-64's 35 and 230,
+ * arm64's 101 and 115): before, it runs pyattach_idle on a CPU for a
+ * moment, which a loaded machine stretches into the CPU clock's samples */
 static const char script[] =
     "import threading, time\n"
     "def pyattach_idle():\n"
@@ -25,7 +32,10 @@ static const char script[] =
     "    x = 0\n"
     "    while True:\n"
     "        x += 1\n"
-    "threading.Thread(target=pyattach_idle, daemon=True).start()\n"
+    "t = threading.Thread(target=pyattach_idle, daemon=True)\n"
+    "t.start()\n"
+    "while open('/proc/self/task/%d/syscall' % t.native_id).read().split()[0] not in ('35', '230', '101', '115'):\n"
+    "    time.sleep(0.001)\n"
     "print('ready', flush=True)\n"
     "pyattach_busy()\n";
 
@@ -112,7 +122,7 @@ test_cpu_names_the_running_thread(void **state)
         fail_msg("%s", err->msg);
     assert_non_null(strstr(php_target_describe(t), ": frames read"));
     folded = sample_until(t, PHP_CLOCK_CPU, "pyattach_busy (<string>:");
-    assert_non_null(strstr(folded, "<module> (<string>:10)_[p];pyattach_busy (<string>:"));
+    assert_non_null(strstr(folded, "<module> (<string>:13)_[p];pyattach_busy (<string>:"));
     /* asleep: never on the CPU clock */
     assert_null(strstr(folded, "pyattach_idle"));
     assert_null(strstr(folded, "[off-cpu]"));
@@ -211,6 +221,86 @@ test_refuses_what_runs_no_python(void **state)
     ph_error_free(&err);
 }
 
+/* mkdir -p of PATH's directory */
+static void
+mkdirs_of(const char *path)
+{
+    char d[PATH_MAX];
+
+    snprintf(d, sizeof d, "%s", path);
+    for (char *c = d + 1; (c = strchr(c, '/')) != NULL; c++) {
+        *c = '\0';
+        if (mkdir(d, 0755) < 0)
+            assert_int_equal(errno, EEXIST);
+        *c = '/';
+    }
+}
+
+static void
+test_planted_symlinks_stay_in_its_root(void **state)
+{
+    static const char chrooted[] =
+        "import os, sys, time\n"
+        "os.chroot(sys.argv[1])\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    time.sleep(0.01)\n";
+    char root[PATH_MAX - 64], link[PATH_MAX], line[PATH_MAX + 256], buf[16] = "";
+    ph_error_t err = NULL;
+    php_target *t;
+    FILE *f;
+    int fds[2], planted = 0;
+    pid_t pid;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* chroot: root, as the tools container is */
+    snprintf(root, sizeof root, "%s/root", test_dir);
+    assert_int_equal(mkdir(root, 0755), 0);
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execlp("python3", "python3", "-c", chrooted, root, (char *)NULL);
+        _exit(127);
+    }
+    child = pid; /* teardown's to end */
+    close(fds[1]);
+    assert_non_null(f = fdopen(fds[0], "r"));
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "ready\n");
+    /* what it maps, as this side sees it; in its root, each a symlink to
+     * this side's own path: the service's files are its to replace */
+    snprintf(line, sizeof line, "/proc/%d/maps", (int)pid);
+    assert_non_null(f = fopen(line, "re"));
+    while (fgets(line, sizeof line, f) != NULL) {
+        char file[PATH_MAX];
+
+        if (sscanf(line, "%*s %*s %*s %*s %*s %4095s", file) != 1 || file[0] != '/')
+            continue;
+        snprintf(link, sizeof link, "%s%s", root, file);
+        mkdirs_of(link);
+        if (symlink(file, link) == 0)
+            planted++;
+        else
+            assert_int_equal(errno, EEXIST);
+    }
+    fclose(f);
+    assert_true(planted > 0);
+    /* outside its root those links lead to this side's python3 and
+     * libpython, which name a CPython; in it, to themselves */
+    t = php_target_open(pid, &err);
+    if (t != NULL)
+        fail_msg("the planted links were followed out of its root: %s", php_target_describe(t));
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, "no CPython"));
+    ph_error_free(&err);
+}
+
 int
 main(void)
 {
@@ -219,6 +309,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_wall_marks_the_sleeping_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_writes_the_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_what_runs_no_python, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_planted_symlinks_stay_in_its_root, tu_setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

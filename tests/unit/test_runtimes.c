@@ -229,12 +229,12 @@ test_unnamed_key(void **state)
     assert_int_equal(p.unnamed[1].on, PH_UNNAMED_ATTACH);
     assert_int_equal(p.unnamed[1].unless.n, 2);
     assert_string_equal(p.unnamed[1].unless.v[1], "-y z");
-    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_START));
-    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_ATTACH));
+    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_START, 0));
+    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_ATTACH, 0));
     ph_profile_free(&p);
     assert_int_equal(load("runtimes: {unnamed: [{program: c, on: [attach], why: w, use: u}]}\n", &p, &err), 0);
-    assert_false(ph_profile_unnamed_any(&p, PH_UNNAMED_START));
-    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_ATTACH));
+    assert_false(ph_profile_unnamed_any(&p, PH_UNNAMED_START, 0));
+    assert_true(ph_profile_unnamed_any(&p, PH_UNNAMED_ATTACH, 0));
     ph_profile_free(&p);
 }
 
@@ -544,6 +544,93 @@ test_unnamed_start_env(void **state)
     ph_strv_free(&img);
 }
 
+/* The attached sampler's refusals, as shipped: a rule whose tools
+ * container would refuse the runtime the same is refused under
+ * --allow-unnamed too, its hint naming the mode that does go on (Node
+ * and an unreadable CPython under flamegraph: perf) or none (wall); wall
+ * needs a JVM, a CPython or a Node among the service's programs. */
+static void
+test_attach_shipped_refusals(void **state)
+{
+    static const char *const inspect[] = { "NODE_OPTIONS=--inspect", NULL };
+    ph_profile_set set = { 0 };
+    ph_error_t err = NULL;
+    ph_profile *flame, *wall, *perf, p;
+    ph_strv env = envv(inspect), argv = { 0 }, img = { 0 };
+    ph_service s = { .name = (char *)"web" };
+    ph_run r = { 0 };
+
+    (void)state;
+    assert_int_equal(ph_profiles_load_dir("profiles", &set, &err), 0);
+    flame = ph_profiles_find(&set, "flamegraph");
+    wall = ph_profiles_find(&set, "wall");
+    perf = ph_profiles_find(&set, "perf");
+    assert_int_equal(ph_run_unnamed_refuse("web", flame, PH_UNNAMED_ATTACH, "/usr/bin/node", "node /a.js", &env,
+                                           &err), -1);
+    assert_non_null(strstr(err->msg, "node was started with its inspector open"));
+    assert_non_null(strstr(err->hint, "its native frames only: `profharness attach --mode perf --allow-unnamed web`"));
+    assert_null(strstr(err->hint, "--mode flamegraph --allow-unnamed"));
+    ph_error_free(&err);
+    assert_int_equal(ph_run_unnamed_refuse("web", flame, PH_UNNAMED_ATTACH, "/usr/local/bin/python3.14",
+                                           "python3 /a.py", NULL, &err), -1);
+    assert_non_null(strstr(err->msg, "python3.14 is a CPython whose frames the attached reader cannot read"));
+    assert_non_null(strstr(err->hint, "`profharness attach --mode perf --allow-unnamed web`"));
+    ph_error_free(&err);
+    assert_int_equal(ph_run_unnamed_refuse("web", wall, PH_UNNAMED_ATTACH, "/usr/local/bin/python3.14",
+                                           "python3 /a.py", NULL, &err), -1);
+    assert_non_null(strstr(err->msg, "use `start --mode wall`"));
+    assert_non_null(strstr(err->hint, "--allow-unnamed does not go on under wall"));
+    ph_error_free(&err);
+    /* by the program's name, its ABI letters too: 3.7's python3.7m, the
+     * free-threaded builds the reader refuses (python3.13t, 3.14t) */
+    {
+        static const char *const unreadable[] = { "python3.7m", "python3.7", "python3.6dm", "python3.13t",
+                                                  "python3.14t", "python3.14", "python3.15", "python3.20", "python2.7" };
+        static const char *const readable[] = { "python3.8", "python3.9", "python3.10", "python3.11", "python3.12",
+                                                "python3.13", "python3" };
+
+        for (size_t i = 0; i < sizeof unreadable / sizeof unreadable[0]; i++)
+            for (int m = 0; m < 2; m++)
+                if (ph_profile_unnamed_find(m ? wall : flame, PH_UNNAMED_ATTACH, unreadable[i], "x", NULL) == NULL)
+                    fail_msg("%s not refused under %s", unreadable[i], m ? "wall" : "flamegraph");
+        for (size_t i = 0; i < sizeof readable / sizeof readable[0]; i++)
+            for (int m = 0; m < 2; m++)
+                if (ph_profile_unnamed_find(m ? wall : flame, PH_UNNAMED_ATTACH, readable[i], "x", NULL) != NULL)
+                    fail_msg("%s refused under %s", readable[i], m ? "wall" : "flamegraph");
+    }
+    /* the readable ones are not refused */
+    assert_int_equal(ph_run_unnamed_refuse("web", wall, PH_UNNAMED_ATTACH, "/usr/bin/python3.13", "python3 /a.py",
+                                           NULL, &err), 0);
+    assert_int_equal(ph_run_unnamed_refuse("web", flame, PH_UNNAMED_ATTACH, "/usr/bin/python3.9", "python3 /a.py",
+                                           NULL, &err), 0);
+    /* what the wall clock can join from outside */
+    assert_false(ph_profile_attach_needs(wall, "lang-c"));
+    assert_false(ph_profile_attach_needs(wall, "sh"));
+    assert_true(ph_profile_attach_needs(wall, "java"));
+    assert_true(ph_profile_attach_needs(wall, "python3.11"));
+    assert_true(ph_profile_attach_needs(wall, "node"));
+    assert_true(ph_profile_attach_needs(flame, "lang-c"));
+    assert_true(ph_profile_attach_needs(perf, "lang-c"));
+    ph_profiles_free(&set);
+    ph_strv_free(&env);
+    /* --allow-unnamed passes a rule of this mode's, not one with `anyway` */
+    assert_int_equal(ph_strv_push(&argv, "py"), 0);
+    assert_int_equal(load("runtimes: {unnamed: [{program: py, on: [start], why: w, use: u, anyway: perf}]}\n", &p,
+                          &err), 0);
+    r.opts.allow_unnamed = 1;
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/py", &argv, &img, &err), -1);
+    assert_non_null(strstr(err->hint, "`profharness start --mode perf --allow-unnamed web`"));
+    ph_error_free(&err);
+    ph_profile_free(&p);
+    assert_int_equal(load("runtimes: {unnamed: [{program: py, on: [start], why: w, use: u}]}\n", &p, &err), 0);
+    assert_int_equal(ph_run_unnamed_start(&r, &s, &p, "/usr/bin/py", &argv, &img, &err), 0);
+    ph_profile_free(&p);
+    assert_int_equal(load("runtimes: {unnamed: [{program: py, why: w, use: u, anyway: \"a b\"}]}\n", &p, &err), -1);
+    assert_non_null(strstr(err->msg, "a mode's name or `none`"));
+    ph_error_free(&err);
+    ph_strv_free(&argv);
+}
+
 /* `runtimes.wrap`: read, the first rule whose glob matches the program's
  * file name, the same program as `wrap`'s, each item whole. */
 static void
@@ -679,6 +766,7 @@ main(void)
         cmocka_unit_test(test_ps_env),
         cmocka_unit_test(test_unnamed_shipped),
         cmocka_unit_test_setup_teardown(test_unnamed_start_env, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_attach_shipped_refusals, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_rewrap_key, tu_setup, tu_teardown),
         cmocka_unit_test(test_rewrap_shipped),
     };
