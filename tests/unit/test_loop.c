@@ -1233,6 +1233,37 @@ test_stack_collect_attached(void **state)
           "nothing signalled or removed: they run on");
 }
 
+/* `stop` on a stack attached to (no restart): every tools container
+ * signalled, each collected into <run>/<slot>-<node>/ with tasks.json
+ * marked attached, removed from its node, `latest` at the run. */
+static void
+test_stack_stop_attached(void **state)
+{
+    char *names[1] = { "front" }, run[256], rel[512];
+    ph_error_t err = NULL;
+    json_t *t;
+
+    (void)state;
+    open_stack();
+    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    must(ph_run_stop(W.r, names, 1, &err), &err, "stop");
+    the_run("front", run, sizeof run);
+    CHECK(strstr(run, "-snapshot-") == NULL, "the attach's run, not a snapshot: %s", run);
+    snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
+    t = json_at(rel);
+    CHECK(json_is_true(json_object_get(t, "attached")), "tasks.json says attached");
+    CHECK(json_array_size(json_object_get(t, "tasks")) == 2, "a sub-dir per attached task");
+    json_decref(t);
+    snprintf(rel, sizeof rel, "front/%s/1-n1/strace.log", run);
+    CHECK(exists(rel), "task 1's strace.log");
+    snprintf(rel, sizeof rel, "front/%s/2-n2/strace.log", run);
+    CHECK(exists(rel), "task 2's strace.log");
+    CHECK(exists("front/latest"), "latest at the run");
+    CHECK(ph_fake_call_count(W.f, "signal") == 2, "each tools container signalled once");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "each removed from its node");
+}
+
 /* `down` on a stack: a profiled run collected first (its index, as a
  * plain down's stop writes it), then its services removed; the networks
  * stay, as a plain down leaves them. */
@@ -1689,6 +1720,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_collect_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stop_node_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_collect_attached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_stop_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
