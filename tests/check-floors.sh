@@ -6,9 +6,9 @@
 # the page says it includes (a header that pulls the Engine client into
 # run/ is caught where it is included).  And the loop (harness/run/)
 # talks to an orchestrator only through the backend: no Engine path or
-# Engine JSON there.  Prints each offender (FILE:LINE, the chain of
-# includes) and exits 1 if there is one.  ROOT (default: this checkout)
-# is the tree to check.
+# Engine JSON there, and none in compose/ either.  Prints each offender
+# (FILE:LINE, the chain of includes) and exits 1 if there is one.  ROOT
+# (default: this checkout) is the tree to check.
 set -u
 root=${1:-"$(dirname "${BASH_SOURCE[0]}")/.."}
 cd "$root" || exit 2
@@ -19,10 +19,14 @@ say "run/ calls the Engine directly: go through the backend (ph_backend_ops)" \
     "$(grep -nE '#include "ph_engine|ph_engine_[a-z_]+\(|ph_engine \*|/containers/|/images/|/networks/|/volumes/' \
        harness/run/*.[ch])"
 # The Engine's JSON: its keys (run.json, summary.json and the shim's
-# record are the harness's own, in lower case).
+# record are the harness's own, in lower case).  Neither the loop nor the
+# compose model builds it: a service's create body is the Engine
+# backend's (ph_backend_engine_compose.c).
+engine_keys='"(Id|Names|State|Status|Labels|Config|HostConfig|Entrypoint|Cmd|Env|Image|CapAdd|SecurityOpt|PidMode|NetworkMode|RestartPolicy|Mounts|Volumes|StopSignal|StopTimeout|OOMKilled|Titles|Processes|Created)"'
 say "run/ reads or writes the Engine's JSON: that is the backend's" \
-    "$(grep -nE '"(Id|Names|State|Status|Labels|Config|HostConfig|Entrypoint|Cmd|Env|Image|CapAdd|SecurityOpt|PidMode|NetworkMode|RestartPolicy|Mounts|Volumes|StopSignal|StopTimeout|OOMKilled|Titles|Processes|Created)"' \
-       harness/run/*.[ch])"
+    "$(grep -nE "$engine_keys" harness/run/*.[ch])"
+say "compose/ builds the Engine's JSON: that is the Engine backend's" \
+    "$(grep -nE "$engine_keys" harness/compose/*.[ch])"
 # Every floor's includes, through headers, against the page.
 say "a floor reaches one docs/architecture.md does not give it (or the page lacks a floor)" \
     "$(python3 - "$PWD" <<'PY'

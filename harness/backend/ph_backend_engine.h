@@ -4,10 +4,13 @@
  *
  *   ph_backend_engine.c         the table: listing, inspect, signals,
  *                               waits, files, exec, logs, ps
- *   ph_backend_engine_create.c  a spec as the Engine's create body
- *                               (compose's part through ph_compose_engine),
- *                               networks and volumes, create and start with
- *                               their fallbacks
+ *   ph_backend_engine_compose.c a compose service as the create body
+ *                               compose would send (pure: the loaded model
+ *                               in, JSON out); its networks, volumes, files
+ *   ph_backend_engine_create.c  a spec as the Engine's create body (the
+ *                               compose part above, with the loop's
+ *                               overrides), create and start with their
+ *                               fallbacks
  */
 #ifndef PH_BACKEND_ENGINE_H
 #define PH_BACKEND_ENGINE_H

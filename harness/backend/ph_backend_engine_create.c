@@ -1,6 +1,6 @@
 /* ph_backend_engine_create.c - making containers from the neutral spec
  * (ph_backend.h) on a plain Engine: the create body compose would send
- * for the spec's service (ph_compose_engine, with what only the running
+ * for the spec's service (ph_backend_engine_compose.c, with what only the running
  * project knows: the containers behind `service:` references), the loop's
  * overrides on it, the project's networks and volumes as the compose
  * file defines them, and create-and-start with its fallbacks (extra
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ph_compose_engine.h"
+#include "ph_backend_engine_compose.h"
 #include "ph_log.h"
 #include "ph_paths.h"
 #include "ph_tar.h"
@@ -85,11 +85,12 @@ container_of_cb(void *ud, const char *service)
 /* What only the running project knows, for the compose translation. */
 static void
 runtime_for(ph_backend *b, const ph_compose *c, const char *image, const char *name, lookup_ctx *lc,
-            ph_compose_runtime *rt)
+            ph_backend_engine_runtime *rt)
 {
     lc->b = b;
     lc->project = c->project;
-    *rt = (ph_compose_runtime){ .image = image, .container_name = name, .container_of = container_of_cb, .ud = lc };
+    *rt = (ph_backend_engine_runtime){
+        .image = image, .container_name = name, .container_of = container_of_cb, .ud = lc };
     rt->all_endpoints = api_at_least(E(b), 1, 44);
     rt->mac_in_endpoint = rt->all_endpoints;
 }
@@ -127,10 +128,10 @@ ph_backend_engine_config(ph_backend *b, const ph_workload_spec *sp, ph_error_t *
 
     if (sp->service != NULL) {
         lookup_ctx lc;
-        ph_compose_runtime rt;
+        ph_backend_engine_runtime rt;
 
         runtime_for(b, sp->compose, sp->image, sp->name, &lc, &rt);
-        if ((cfg = ph_compose_engine_config(sp->compose, sp->service, &rt, err)) == NULL)
+        if ((cfg = ph_backend_engine_compose_config(sp->compose, sp->service, &rt, err)) == NULL)
             return NULL;
     } else if ((cfg = json_pack("{s:s}", "Image", sp->image)) == NULL) {
         ph_fail(err, ENOMEM, "allocate");
@@ -256,7 +257,7 @@ ensure_network(const ph_compose *c, ph_engine *e, const char *key, json_t *label
     }
     labels = json_deep_copy(labels);
     json_object_set_new(labels, "com.docker.compose.network", json_string(key));
-    body = ph_compose_engine_network(c, n, labels);
+    body = ph_backend_engine_compose_network(c, n, labels);
     rc = ph_engine_request(e, "POST", "/networks/create", body, NULL, &st, err);
     json_decref(body);
     json_decref(labels);
@@ -283,7 +284,7 @@ ensure_volume(const ph_compose *c, ph_engine *e, const char *key, json_t *labels
     }
     labels = json_deep_copy(labels);
     json_object_set_new(labels, "com.docker.compose.volume", json_string(key));
-    body = ph_compose_engine_volume(c, v, labels);
+    body = ph_backend_engine_compose_volume(c, v, labels);
     rc = ph_engine_request(e, "POST", "/volumes/create", body, NULL, &st, err);
     json_decref(body);
     json_decref(labels);
@@ -318,7 +319,7 @@ connect_extra_networks(ph_backend *b, const ph_workload_spec *sp, const char *id
 {
     const ph_service *s = sp->service;
     lookup_ctx lc;
-    ph_compose_runtime rt;
+    ph_backend_engine_runtime rt;
 
     runtime_for(b, sp->compose, NULL, sp->name, &lc, &rt);
     if (api_at_least(E(b), 1, 44) || s->network_mode != NULL)
@@ -334,7 +335,7 @@ connect_extra_networks(ph_backend *b, const ph_workload_spec *sp, const char *id
             continue;
         snprintf(path, sizeof path, "/networks/%s/connect", n->name);
         body = json_pack("{s:s, s:o}", "Container", id, "EndpointConfig",
-                         ph_compose_engine_endpoint(sp->compose, s, i, &rt));
+                         ph_backend_engine_compose_endpoint(sp->compose, s, i, &rt));
         rc = ph_engine_request(E(b), "POST", path, body, NULL, &st, err);
         json_decref(body);
         if (rc < 0)
@@ -349,7 +350,7 @@ static int
 inject_files(ph_backend *b, const ph_workload_spec *sp, const char *id, ph_error_t *err)
 {
     const ph_service *s = sp->service;
-    ph_compose_file *files = NULL;
+    ph_backend_engine_file *files = NULL;
     ph_tar_extra *extra = NULL;
     size_t n = 0, tar_len = 0;
     void *tar = NULL;
@@ -358,7 +359,7 @@ inject_files(ph_backend *b, const ph_workload_spec *sp, const char *id, ph_error
     long st = 0;
     int rc = -1;
 
-    if (ph_compose_engine_files(sp->compose, s, &files, &n, err) < 0)
+    if (ph_backend_engine_compose_files(sp->compose, s, &files, &n, err) < 0)
         return -1;
     if (n == 0) {
         free(files);

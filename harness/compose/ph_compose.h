@@ -16,7 +16,8 @@
  * COMPOSE_PROFILES, `*`) are loaded but not `enabled`.
  *
  * Every key that changes how a container runs is read into the structs
- * below, checked, and translated by ph_compose_engine_config(); a key that
+ * below, checked, and translated by the backend (the Engine's:
+ * ph_backend_engine_compose_config()); a key that
  * compose accepts but profharness cannot honour sets `unsupported`, which
  * the loop reports when it is asked to run that service.  Unknown keys
  * warn with file:line.  Malformed YAML or a wrong value is an error naming

@@ -11,7 +11,9 @@
  *   ph_compose_resources.c build, healthcheck, deploy, ulimits, blkio,
  *                         gpus, logging; numbers and sizes
  *   ph_compose_env.c      ${VAR} interpolation and env files
- *   ph_compose_engine.c   a service as the Engine's container configuration
+ *
+ * A service as the Engine's container configuration is the Engine
+ * backend's (harness/backend/ph_backend_engine_compose.c).
  */
 #ifndef PH_COMPOSE_INT_H
 #define PH_COMPOSE_INT_H

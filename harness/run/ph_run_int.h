@@ -111,6 +111,23 @@ int ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, i
  * and tasks.json, as stop lays it out; they run on.  *ACTED when there
  * was one. */
 int ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+/* A stack's run being stopped or copied (by both placed files): the
+ * profile it was started with, the service's dir locked, the run dir and
+ * its tasks.json.  PH_RUN_HELD_INIT, then ph_run_held_close in every case. */
+typedef struct ph_run_held {
+    ph_profile own, *pp; /* pp: &own, or NULL for a run that names none */
+    json_t *summary;     /* tasks.json */
+    int svcfd, lock, runfd;
+} ph_run_held;
+#define PH_RUN_HELD_INIT { .svcfd = -1, .lock = -1, .runfd = -1 }
+/* The profile the labels of W (a run's) name, read into H. */
+int ph_run_held_profile(ph_run_held *h, const ph_workload *w, ph_error_t *err);
+/* SERVICE's run dir NAME opened in H (locked already: ph_run_lock_service
+ * into svcfd and lock), what a dead harness left there swept, and its
+ * tasks.json begun for MODE. */
+int ph_run_held_dir(ph_run *r, ph_run_held *h, const char *service, const char *mode, const char *name,
+                    ph_error_t *err);
+void ph_run_held_close(ph_run_held *h);
 /* ONE(r, b, service, p) for each service of SL in turn, on the run's
  * backend, each a stage named WHAT; the first failure ends it. */
 typedef int (*ph_run_placed_one_cb)(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p,

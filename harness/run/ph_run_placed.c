@@ -259,18 +259,52 @@ had_container(const ph_workload *w)
     return 1;
 }
 
+int
+ph_run_held_profile(ph_run_held *h, const ph_workload *w, ph_error_t *err)
+{
+    if (w->profile == NULL)
+        return 0;
+    if (ph_rundir_profile_load(w->profile, w->mode, &h->own, err) < 0)
+        return -1;
+    h->pp = &h->own;
+    return 0;
+}
+
+int
+ph_run_held_dir(ph_run *r, ph_run_held *h, const char *service, const char *mode, const char *name,
+                ph_error_t *err)
+{
+    if (ph_run_open_run_dir(r, h->svcfd, service, name, &h->runfd, err) < 0)
+        return -1;
+    if ((h->summary = ph_run_tasks_new(service, mode, name)) == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
+}
+
+void
+ph_run_held_close(ph_run_held *h)
+{
+    json_decref(h->summary);
+    if (h->pp)
+        ph_profile_free(h->pp);
+    if (h->runfd >= 0)
+        close(h->runfd);
+    if (h->lock >= 0)
+        close(h->lock);
+    if (h->svcfd >= 0)
+        close(h->svcfd);
+}
+
 /* A profiled service's run, as a stop or a collect holds it. */
 typedef struct stack_run {
     ph_workload run;        /* the run's labels, as the service's spec carries them */
-    ph_profile own, *pp;    /* the profile it was started with, or NULL */
+    ph_run_held h;          /* its profile, lock, run dir and tasks.json */
     ph_workload_list tasks; /* the service's tasks */
-    json_t *summary;        /* tasks.json */
     size_t collected, lost; /* tasks so far */
     char lost_on[256];      /* the nodes of the lost ones, ", " between */
-    int svcfd, lock, runfd;
 } stack_run;
 
-#define STACK_RUN_INIT { .svcfd = -1, .lock = -1, .runfd = -1 }
+#define STACK_RUN_INIT { .h = PH_RUN_HELD_INIT }
 
 /* S's profiled run into SR: *FOUND 0 when S is not profiled now. */
 static int
@@ -283,10 +317,7 @@ stack_run_find(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, int
         return 0;
     if (!ph_run_safe_name(sr->run.run))
         return ph_fail(err, 0, "service %s: its run label is no directory name", s->name);
-    if (sr->run.profile != NULL && ph_rundir_profile_load(sr->run.profile, sr->run.mode, &sr->own, err) < 0)
-        return -1;
-    sr->pp = sr->run.profile != NULL ? &sr->own : NULL;
-    return 0;
+    return ph_run_held_profile(&sr->h, &sr->run, err);
 }
 
 /* Then S locked, its tasks listed, the run dir NAME made or opened (what a
@@ -294,13 +325,10 @@ stack_run_find(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, int
 static int
 stack_run_hold(ph_run *r, ph_backend *b, const ph_service *s, stack_run *sr, const char *name, ph_error_t *err)
 {
-    if (ph_run_lock_service(r, s->name, &sr->svcfd, &sr->lock, err) < 0 ||
-        b->ops->list(b, r->compose->project, s->name, 0, &sr->tasks, err) < 0 ||
-        ph_run_open_run_dir(r, sr->svcfd, s->name, name, &sr->runfd, err) < 0)
+    if (ph_run_lock_service(r, s->name, &sr->h.svcfd, &sr->h.lock, err) < 0 ||
+        b->ops->list(b, r->compose->project, s->name, 0, &sr->tasks, err) < 0)
         return -1;
-    if ((sr->summary = ph_run_tasks_new(s->name, sr->run.mode, name)) == NULL)
-        return ph_fail(err, ENOMEM, "allocate");
-    return 0;
+    return ph_run_held_dir(r, &sr->h, s->name, sr->run.mode, name, err);
 }
 
 /* Task W of SR collected into SR's run dir PARENT (a copy when SNAPSHOT),
@@ -310,7 +338,7 @@ static int
 stack_run_take(ph_run *r, ph_backend *b, stack_run *sr, const ph_service *s, const char *parent, int snapshot,
                const ph_workload *w, const char *why, ph_error_t *err)
 {
-    if (ph_run_placed_collect_task(r, b, sr->runfd, s, parent, snapshot, sr->pp, w, why, sr->summary) == 1) {
+    if (ph_run_placed_collect_task(r, b, sr->h.runfd, s, parent, snapshot, sr->h.pp, w, why, sr->h.summary) == 1) {
         sr->collected++;
     } else {
         size_t l = strlen(sr->lost_on);
@@ -326,17 +354,9 @@ stack_run_take(ph_run *r, ph_backend *b, stack_run *sr, const ph_service *s, con
 static void
 stack_run_close(stack_run *sr)
 {
-    json_decref(sr->summary);
+    ph_run_held_close(&sr->h);
     ph_workload_list_free(&sr->tasks);
     ph_workload_clear(&sr->run);
-    if (sr->pp)
-        ph_profile_free(sr->pp);
-    if (sr->runfd >= 0)
-        close(sr->runfd);
-    if (sr->lock >= 0)
-        close(sr->lock);
-    if (sr->svcfd >= 0)
-        close(sr->svcfd);
 }
 
 static int
@@ -356,7 +376,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
         goto out;
     }
     *acted = 1;
-    budget = ph_run_stop_budget_s(sr.pp);
+    budget = ph_run_stop_budget_s(sr.h.pp);
     /* Every task's profiler is stopped and its files collected BEFORE
      * the rollback: a rollback can drop a slot (the service was scaled
      * down meanwhile), and the swarm deletes that slot's tasks, and their
@@ -377,7 +397,7 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
             up[i] = of_run(&sr.tasks.v[i], sr.run.run) && ph_workload_running(&sr.tasks.v[i]) &&
                     b->ops->lost(b, &sr.tasks.v[i], NULL) != 1;
             if (up[i]) /* the runtimes' perf maps current and in the run */
-                ph_run_refresh_on(r, b, &sr.tasks.v[i], sr.pp);
+                ph_run_refresh_on(r, b, &sr.tasks.v[i], sr.h.pp);
         }
         for (i = 0; i < sr.tasks.n; i++) /* all at once */
             if (up[i])
@@ -441,10 +461,10 @@ stop_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *
         if (stack_run_take(r, b, &sr, s, sr.run.run, 0, w, why, err) < 0)
             goto out;
     }
-    if (ph_rundir_write_json_at(sr.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.summary, err) < 0)
+    if (ph_rundir_write_json_at(sr.h.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.h.summary, err) < 0)
         goto out;
     if (sr.collected > 0)
-        ph_rundir_link_latest(sr.svcfd, r->opts.out_dir, s->name, sr.run.run);
+        ph_rundir_link_latest(sr.h.svcfd, r->opts.out_dir, s->name, sr.run.run);
     ph_info("%s: %zu task%s collected into %s/%s/%s%s", s->name, sr.collected, sr.collected == 1 ? "" : "s",
             r->opts.out_dir, s->name, sr.run.run, rolled ? "; the service is rolled back as deployed" : "");
     if (sr.collected == 0 && sr.lost == 0) {
@@ -534,13 +554,13 @@ snapshot_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error
             stack_run_take(r, b, &sr, s, name, 1, w, "its node is down", err);
             continue;
         }
-        ph_run_snapshot_request_on(r, b, w, sr.pp); /* what the profiler has now, not what it wrote last */
+        ph_run_snapshot_request_on(r, b, w, sr.h.pp); /* what the profiler has now, not what it wrote last */
         if (stack_run_take(r, b, &sr, s, name, 1, w, NULL, err) < 0)
             goto out;
     }
-    if (ph_rundir_write_json_at(sr.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.summary, err) < 0)
+    if (ph_rundir_write_json_at(sr.h.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, sr.h.summary, err) < 0)
         goto out;
-    ph_rundir_give_at(sr.runfd, PH_RUN_TASKS_NAME);
+    ph_rundir_give_at(sr.h.runfd, PH_RUN_TASKS_NAME);
     if (sr.collected > 0)
         printf("%s\t%s/%s/%s\n", s->name, r->opts.out_dir, s->name, name);
     fflush(stdout);

@@ -280,45 +280,76 @@ beside_task(const ph_workload *w, ph_workload *shown)
     shown->node = (char *)ph_kvv_get(&w->labels, PH_LABEL_TASK_NODE);
 }
 
+/* An attached run being stopped or copied: what is attached to the
+ * service, the run it belongs to, and the run held (its profile, the
+ * service's dir locked, the run dir and its tasks.json). */
+typedef struct attached_run {
+    attached_set as;
+    const char *run; /* the first container's run label, in as */
+    ph_run_held h;
+} attached_run;
+
+/* What is attached to S found into AR, its run label checked, its profile
+ * read and the service's dir locked: 1 (*ACTED set), 0 when nothing is
+ * attached, -1.  attached_run_close(AR) in every case. */
+static int
+attached_run_open(ph_run *r, ph_backend *b, const ph_service *s, attached_run *ar, int *acted, ph_error_t *err)
+{
+    const ph_workload *w;
+
+    *ar = (attached_run){ .h = PH_RUN_HELD_INIT };
+    if (attached_find(r, b, s, &ar->as, err) < 0)
+        return -1;
+    if (ar->as.n == 0)
+        return 0;
+    *acted = 1;
+    w = &ar->as.fa[0].w;
+    ar->run = w->run;
+    if (ar->run == NULL || !ph_run_safe_name(ar->run))
+        return ph_fail(err, 0, "%s: an attached container's run label is no directory name", s->name);
+    if (ph_run_held_profile(&ar->h, w, err) < 0 ||
+        ph_run_lock_service(r, s->name, &ar->h.svcfd, &ar->h.lock, err) < 0)
+        return -1;
+    return 1;
+}
+
+/* The run dir NAME of S opened in AR, and its tasks.json begun. */
+static int
+attached_run_dir(ph_run *r, const ph_service *s, attached_run *ar, const char *name, ph_error_t *err)
+{
+    if (ph_run_held_dir(r, &ar->h, s->name, ar->as.fa[0].w.mode, name, err) < 0)
+        return -1;
+    if (json_object_set_new(ar->h.summary, "attached", json_true()) < 0)
+        return ph_fail(err, ENOMEM, "allocate");
+    return 0;
+}
+
+static void
+attached_run_close(attached_run *ar)
+{
+    attached_free(&ar->as);
+    ph_run_held_close(&ar->h);
+}
+
 int
 ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
-    attached_set as;
+    attached_run ar;
     found_attach *fa;
     size_t n, collected = 0, lost = 0;
-    ph_profile own, *pp = NULL;
-    json_t *summary = NULL;
-    const char *run;
-    int svcfd = -1, lock = -1, runfd = -1, rc = -1;
     long budget;
+    int rc;
 
-    memset(&own, 0, sizeof own);
-    memset(&as, 0, sizeof as);
-    if (attached_find(r, b, s, &as, err) < 0)
+    if ((rc = attached_run_open(r, b, s, &ar, acted, err)) <= 0)
         goto out;
-    fa = as.fa;
-    n = as.n;
-    if (n == 0) {
-        rc = 0;
-        goto out;
-    }
-    *acted = 1;
-    run = fa[0].w.run;
-    if (run == NULL || !ph_run_safe_name(run)) {
-        ph_fail(err, 0, "%s: an attached container's run label is no directory name", s->name);
-        goto out;
-    }
-    if (fa[0].w.profile != NULL && ph_rundir_profile_load(fa[0].w.profile, fa[0].w.mode, &own, err) == 0)
-        pp = &own;
-    else if (fa[0].w.profile != NULL)
-        goto out;
-    budget = ph_run_stop_budget_s(pp);
-    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0)
-        goto out;
+    rc = -1;
+    fa = ar.as.fa;
+    n = ar.as.n;
+    budget = ph_run_stop_budget_s(ar.h.pp);
     /* the runtimes' perf maps current and in the run (jcmd
      * Compiler.perfmap), each through its node */
     for (size_t i = 0; i < n; i++)
-        ph_run_refresh_on(r, fa[i].nb, &fa[i].w, pp);
+        ph_run_refresh_on(r, fa[i].nb, &fa[i].w, ar.h.pp);
     /* detach them all at once: each profiler writes its end */
     for (size_t i = 0; i < n; i++) {
         ph_error_t sub = NULL;
@@ -328,13 +359,8 @@ ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *
             ph_error_free(&sub);
         }
     }
-    if (ph_run_open_run_dir(r, svcfd, s->name, run, &runfd, err) < 0)
+    if (attached_run_dir(r, s, &ar, ar.run, err) < 0)
         goto out;
-    if ((summary = ph_run_tasks_new(s->name, fa[0].w.mode, run)) == NULL ||
-        json_object_set_new(summary, "attached", json_true()) < 0) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
     for (size_t i = 0; i < n; i++) {
         ph_workload shown;
         const char *why = NULL;
@@ -345,10 +371,11 @@ ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *
         beside_task(&fa[i].w, &shown);
         if (fa[i].nb->ops->wait(fa[i].nb, fa[i].w.id, budget, &code, &timed_out, &sub) < 0 || timed_out) {
             why = sub ? sub->msg : "it did not end within its stop budget";
-        } else if (fa[i].w.run == NULL || strcmp(fa[i].w.run, run) != 0) {
+        } else if (fa[i].w.run == NULL || strcmp(fa[i].w.run, ar.run) != 0) {
             why = "it belongs to another run";
         }
-        if (ph_run_placed_collect_task(r, fa[i].nb, runfd, s, run, 0, pp, &shown, why, summary) == 1) {
+        if (ph_run_placed_collect_task(r, fa[i].nb, ar.h.runfd, s, ar.run, 0, ar.h.pp, &shown, why,
+                                       ar.h.summary) == 1) {
             ph_error_t e2 = NULL;
 
             collected++;
@@ -363,31 +390,22 @@ ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *
         if (ph_run_placed_interrupted(s, err))
             goto out;
     }
-    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
+    if (ph_rundir_write_json_at(ar.h.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, ar.h.summary, err) < 0)
         goto out;
     if (collected > 0)
-        ph_rundir_link_latest(svcfd, r->opts.out_dir, s->name, run);
+        ph_rundir_link_latest(ar.h.svcfd, r->opts.out_dir, s->name, ar.run);
     ph_info("%s: detached from %zu task%s, collected into %s/%s/%s", s->name, collected, collected == 1 ? "" : "s",
-            r->opts.out_dir, s->name, run);
+            r->opts.out_dir, s->name, ar.run);
     if (lost)
         rc = ph_fail(err, 0, "%s: %zu of %zu attached tasks not collected (tasks.json says which; their tools "
                      "containers stay on their nodes: `profharness stop %s` again)", s->name, lost, n, s->name);
-    else if (as.unreached)
+    else if (ar.as.unreached)
         rc = ph_fail(err, 0, "%s: %zu node%s not reached (said above): what is attached there is not collected",
-                     s->name, as.unreached, as.unreached == 1 ? "" : "s");
+                     s->name, ar.as.unreached, ar.as.unreached == 1 ? "" : "s");
     else
         rc = 0;
 out:
-    attached_free(&as);
-    json_decref(summary);
-    if (pp)
-        ph_profile_free(pp);
-    if (runfd >= 0)
-        close(runfd);
-    if (lock >= 0)
-        close(lock);
-    if (svcfd >= 0)
-        close(svcfd);
+    attached_run_close(&ar);
     return rc;
 }
 
@@ -396,64 +414,41 @@ out:
 int
 ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
-    attached_set as;
-    ph_profile own, *pp = NULL;
-    json_t *summary = NULL;
+    attached_run ar;
     char name[NAME_MAX], stamp[17];
-    const char *run;
     size_t collected = 0, lost = 0;
-    int svcfd = -1, lock = -1, runfd = -1, rc = -1;
+    int rc;
 
-    memset(&own, 0, sizeof own);
-    memset(&as, 0, sizeof as);
-    if (attached_find(r, b, s, &as, err) < 0)
+    if ((rc = attached_run_open(r, b, s, &ar, acted, err)) <= 0)
         goto out;
-    if (as.n == 0) {
-        rc = 0;
-        goto out;
-    }
-    *acted = 1;
-    run = as.fa[0].w.run;
-    if (run == NULL || !ph_run_safe_name(run)) {
-        ph_fail(err, 0, "%s: an attached container's run label is no directory name", s->name);
-        goto out;
-    }
-    if (as.fa[0].w.profile != NULL && ph_rundir_profile_load(as.fa[0].w.profile, as.fa[0].w.mode, &own, err) < 0)
-        goto out;
-    pp = as.fa[0].w.profile != NULL ? &own : NULL;
+    rc = -1;
     /* laid out as stop lays the run out, a sub-dir per task */
     ph_run_utc_stamp(stamp);
-    snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
-    if (ph_run_lock_service(r, s->name, &svcfd, &lock, err) < 0 ||
-        ph_run_open_run_dir(r, svcfd, s->name, name, &runfd, err) < 0)
+    snprintf(name, sizeof name, "%s-snapshot-%s", ar.run, stamp);
+    if (attached_run_dir(r, s, &ar, name, err) < 0)
         goto out;
-    if ((summary = ph_run_tasks_new(s->name, as.fa[0].w.mode, name)) == NULL ||
-        json_object_set_new(summary, "attached", json_true()) < 0) {
-        ph_fail(err, ENOMEM, "allocate");
-        goto out;
-    }
-    for (size_t i = 0; i < as.n; i++) {
-        const found_attach *fa = &as.fa[i];
+    for (size_t i = 0; i < ar.as.n; i++) {
+        const found_attach *fa = &ar.as.fa[i];
         const char *why = NULL;
         ph_workload shown;
 
         beside_task(&fa->w, &shown);
-        if (fa->w.run == NULL || strcmp(fa->w.run, run) != 0)
+        if (fa->w.run == NULL || strcmp(fa->w.run, ar.run) != 0)
             why = "it belongs to another run";
         else if (!ph_workload_running(&fa->w))
             why = "it is not running";
         else /* what the profiler has now, not what it wrote last */
-            ph_run_snapshot_request_on(r, fa->nb, &fa->w, pp);
-        if (ph_run_placed_collect_task(r, fa->nb, runfd, s, name, 1, pp, &shown, why, summary) == 1)
+            ph_run_snapshot_request_on(r, fa->nb, &fa->w, ar.h.pp);
+        if (ph_run_placed_collect_task(r, fa->nb, ar.h.runfd, s, name, 1, ar.h.pp, &shown, why, ar.h.summary) == 1)
             collected++;
         else
             lost++;
         if (ph_run_placed_interrupted(s, err))
             goto out;
     }
-    if (ph_rundir_write_json_at(runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, summary, err) < 0)
+    if (ph_rundir_write_json_at(ar.h.runfd, PH_RUN_TASKS_NAME, PH_RUN_TASKS_NAME, ar.h.summary, err) < 0)
         goto out;
-    ph_rundir_give_at(runfd, PH_RUN_TASKS_NAME);
+    ph_rundir_give_at(ar.h.runfd, PH_RUN_TASKS_NAME);
     if (collected > 0)
         printf("%s\t%s/%s/%s\n", s->name, r->opts.out_dir, s->name, name);
     fflush(stdout);
@@ -463,15 +458,6 @@ ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, i
                         lost + collected)
               : 0;
 out:
-    attached_free(&as);
-    json_decref(summary);
-    if (pp)
-        ph_profile_free(pp);
-    if (runfd >= 0)
-        close(runfd);
-    if (lock >= 0)
-        close(lock);
-    if (svcfd >= 0)
-        close(svcfd);
+    attached_run_close(&ar);
     return rc;
 }

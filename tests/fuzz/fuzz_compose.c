@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ph_compose_engine.h"
+#include "ph_backend_engine_compose.h"
 #include "ph_log.h"
 #include "ph_compose.h"
 
@@ -99,20 +99,20 @@ container_of(void *ud, const char *service)
 static void
 check_engine(ph_compose *c)
 {
-    ph_compose_runtime rt = { .image = "img", .container_name = "ctr-1", .all_endpoints = 1,
-                              .container_of = container_of };
+    ph_backend_engine_runtime rt = { .image = "img", .container_name = "ctr-1", .all_endpoints = 1,
+                                     .container_of = container_of };
 
     for (size_t i = 0; i < c->n_services; i++) {
         ph_error_t err = NULL;
-        json_t *cfg = ph_compose_engine_config(c, &c->services[i], &rt, &err);
-        ph_compose_file *files = NULL;
+        json_t *cfg = ph_backend_engine_compose_config(c, &c->services[i], &rt, &err);
+        ph_backend_engine_file *files = NULL;
         size_t n = 0;
 
         if ((cfg == NULL) == (err == NULL) || (cfg && !json_is_object(json_object_get(cfg, "HostConfig"))))
             abort();
         json_decref(cfg);
         ph_error_free(&err);
-        if (ph_compose_engine_files(c, &c->services[i], &files, &n, &err) == 0) {
+        if (ph_backend_engine_compose_files(c, &c->services[i], &files, &n, &err) == 0) {
             for (size_t k = 0; k < n; k++)
                 if (files[k].target == NULL || files[k].target[0] != '/' || files[k].content == NULL)
                     abort();
@@ -123,9 +123,9 @@ check_engine(ph_compose *c)
         ph_error_free(&err);
     }
     for (size_t i = 0; i < c->networks.n; i++)
-        json_decref(ph_compose_engine_network(c, &c->nets[i], NULL));
+        json_decref(ph_backend_engine_compose_network(c, &c->nets[i], NULL));
     for (size_t i = 0; i < c->volumes.n; i++)
-        json_decref(ph_compose_engine_volume(c, &c->vols[i], NULL));
+        json_decref(ph_backend_engine_compose_volume(c, &c->vols[i], NULL));
 }
 
 static const char *

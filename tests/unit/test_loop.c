@@ -1203,34 +1203,62 @@ test_stack_stop_node_lost(void **state)
     ph_error_free(&err);
 }
 
+/* A stack's front attached to under strace, then CMD (stop or collect)
+ * on it: the one run it made into RUN, its tasks.json marking it attached
+ * with a sub-dir per task, FILE in each. */
+static void
+stack_attached_then(int (*cmd)(ph_run *, char **, int, ph_error_t *), const char *file, char *run, size_t len)
+{
+    char *names[1] = { "front" }, rel[512];
+    ph_error_t err = NULL;
+    json_t *t;
+
+    open_stack();
+    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    must(cmd(W.r, names, 1, &err), &err, "stop or collect");
+    the_run("front", run, len);
+    snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
+    t = json_at(rel);
+    CHECK(json_is_true(json_object_get(t, "attached")), "tasks.json says attached");
+    CHECK(json_array_size(json_object_get(t, "tasks")) == 2, "a sub-dir per attached task");
+    json_decref(t);
+    for (int slot = 1; slot <= 2; slot++) {
+        snprintf(rel, sizeof rel, "front/%s/%d-n%d/%s", run, slot, slot, file);
+        CHECK(exists(rel), "task %d's %s", slot, file);
+    }
+}
+
 /* `collect` on a stack attached to (no restart): each attached task's
  * files now, one snapshot run with a sub-dir per task; the tools
  * containers run on and nothing is signalled. */
 static void
 test_stack_collect_attached(void **state)
 {
-    char *names[1] = { "front" }, run[256], rel[512];
-    ph_error_t err = NULL;
-    json_t *t;
+    char run[256];
 
     (void)state;
-    open_stack();
-    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
-    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
-    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
-    must(ph_run_collect(W.r, names, 1, &err), &err, "collect");
-    the_run("front", run, sizeof run);
+    stack_attached_then(ph_run_collect, "run.json", run, sizeof run);
     CHECK(strstr(run, "-snapshot-") != NULL, "a snapshot run: %s", run);
-    snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
-    t = json_at(rel);
-    CHECK(json_array_size(json_object_get(t, "tasks")) == 2, "a sub-dir per attached task");
-    json_decref(t);
-    snprintf(rel, sizeof rel, "front/%s/1-n1/run.json", run);
-    CHECK(exists(rel), "task 1's copy");
-    snprintf(rel, sizeof rel, "front/%s/2-n2/run.json", run);
-    CHECK(exists(rel), "task 2's copy");
     CHECK(ph_fake_call_count(W.f, "signal") == 0 && ph_fake_call_count(W.f, "remove") == 0,
           "nothing signalled or removed: they run on");
+}
+
+/* `stop` on a stack attached to (no restart): every tools container
+ * signalled, each collected into <run>/<slot>-<node>/, removed from its
+ * node, `latest` at the run. */
+static void
+test_stack_stop_attached(void **state)
+{
+    char run[256];
+
+    (void)state;
+    stack_attached_then(ph_run_stop, "strace.log", run, sizeof run);
+    CHECK(strstr(run, "-snapshot-") == NULL, "the attach's run, not a snapshot: %s", run);
+    CHECK(exists("front/latest"), "latest at the run");
+    CHECK(ph_fake_call_count(W.f, "signal") == 2, "each tools container signalled once");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "each removed from its node");
 }
 
 /* `down` on a stack: a profiled run collected first (its index, as a
@@ -1689,6 +1717,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_collect_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stop_node_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_collect_attached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_stop_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),

@@ -1,17 +1,17 @@
-/* ph_compose_engine.c - a service as the Engine's container configuration
- * (see ph_compose_engine.h).  The mapping follows docker compose v2's
- * create.go: each compose key to its Config or HostConfig field; short
- * volume syntax through Binds and the long syntax through Mounts when it
- * carries options Binds cannot say; every network an endpoint with the
- * container name, the service name and the aliases; `service:X` and
- * volumes_from resolved to X's running container.
+/* ph_backend_engine_compose.c - a service as the Engine's container
+ * configuration (see ph_backend_engine_compose.h).  The mapping follows
+ * docker compose v2's create.go: each compose key to its Config or
+ * HostConfig field; short volume syntax through Binds and the long syntax
+ * through Mounts when it carries options Binds cannot say; every network
+ * an endpoint with the container name, the service name and the aliases;
+ * `service:X` and volumes_from resolved to X's running container.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ph_compose_engine.h"
+#include "ph_backend_engine_compose.h"
 #include "ph_util.h"
 
 static json_t *
@@ -65,7 +65,7 @@ set_kvv(json_t *o, const char *key, const ph_kvv *v)
 
 /* "service:X" -> "container:<X's container>". */
 static int
-resolve_mode(const char *mode, const ph_compose_runtime *rt, const char *what, const ph_service *s, char **out,
+resolve_mode(const char *mode, const ph_backend_engine_runtime *rt, const char *what, const ph_service *s, char **out,
              ph_error_t *err)
 {
     const char *c;
@@ -84,7 +84,7 @@ resolve_mode(const char *mode, const ph_compose_runtime *rt, const char *what, c
     return asprintf(out, "container:%s", c) < 0 ? ph_fail(err, ENOMEM, "allocate") : 0;
 }
 
-static json_t *links_json(const ph_compose *c, const ph_service *s, const ph_compose_runtime *rt);
+static json_t *links_json(const ph_compose *c, const ph_service *s, const ph_backend_engine_runtime *rt);
 
 /* ---- ports ------------------------------------------------------------- */
 
@@ -399,7 +399,8 @@ add_resources(const ph_service *s, json_t *host)
 /* ---- networks ---------------------------------------------------------- */
 
 json_t *
-ph_compose_engine_endpoint(const ph_compose *c, const ph_service *s, size_t i, const ph_compose_runtime *rt)
+ph_backend_engine_compose_endpoint(const ph_compose *c, const ph_service *s, size_t i,
+                                   const ph_backend_engine_runtime *rt)
 {
     const ph_service_network *sn = i < s->networks.n && s->net ? &s->net[i] : NULL;
     json_t *ep = json_object(), *aliases = json_array();
@@ -438,7 +439,7 @@ ph_compose_engine_endpoint(const ph_compose *c, const ph_service *s, size_t i, c
 }
 
 static int
-add_network(const ph_compose *c, const ph_service *s, const ph_compose_runtime *rt, json_t *cfg, json_t *host,
+add_network(const ph_compose *c, const ph_service *s, const ph_backend_engine_runtime *rt, json_t *cfg, json_t *host,
             ph_error_t *err)
 {
     json_t *eps;
@@ -460,7 +461,7 @@ add_network(const ph_compose *c, const ph_service *s, const ph_compose_runtime *
         if (i == 0)
             json_object_set_new(host, "NetworkMode", json_string(name));
         if (i == 0 || rt->all_endpoints)
-            json_object_set_new(eps, name, ph_compose_engine_endpoint(c, s, i, rt));
+            json_object_set_new(eps, name, ph_backend_engine_compose_endpoint(c, s, i, rt));
     }
     json_object_set_new(cfg, "NetworkingConfig", json_pack("{s:o}", "EndpointsConfig", eps));
     return 0;
@@ -502,7 +503,7 @@ restart_json(const char *restart)
 
 /* volumes_from: "service[:mode]" to that service's container. */
 static int
-add_volumes_from(const ph_service *s, const ph_compose_runtime *rt, json_t *host, ph_error_t *err)
+add_volumes_from(const ph_service *s, const ph_backend_engine_runtime *rt, json_t *host, ph_error_t *err)
 {
     json_t *vf = json_array();
 
@@ -540,7 +541,7 @@ add_volumes_from(const ph_service *s, const ph_compose_runtime *rt, json_t *host
 /* links, as compose v2's getLinks: the linked container under the link's
  * name, SERVICE-1 and PROJECT-SERVICE-1; external_links as written. */
 static json_t *
-links_json(const ph_compose *c, const ph_service *s, const ph_compose_runtime *rt)
+links_json(const ph_compose *c, const ph_service *s, const ph_backend_engine_runtime *rt)
 {
     json_t *links = json_array();
 
@@ -575,7 +576,8 @@ links_json(const ph_compose *c, const ph_service *s, const ph_compose_runtime *r
 }
 
 json_t *
-ph_compose_engine_config(const ph_compose *c, const ph_service *s, const ph_compose_runtime *rt, ph_error_t *err)
+ph_backend_engine_compose_config(const ph_compose *c, const ph_service *s, const ph_backend_engine_runtime *rt,
+                                 ph_error_t *err)
 {
     json_t *cfg = json_object(), *host = json_object(), *env = json_array();
     char *mode = NULL;
@@ -690,7 +692,7 @@ labels_with(const ph_kvv *own, json_t *extra)
 }
 
 json_t *
-ph_compose_engine_network(const ph_compose *c, const ph_network *n, json_t *labels)
+ph_backend_engine_compose_network(const ph_compose *c, const ph_network *n, json_t *labels)
 {
     json_t *b = json_object();
 
@@ -729,7 +731,7 @@ ph_compose_engine_network(const ph_compose *c, const ph_network *n, json_t *labe
 }
 
 json_t *
-ph_compose_engine_volume(const ph_compose *c, const ph_named_volume *v, json_t *labels)
+ph_backend_engine_compose_volume(const ph_compose *c, const ph_named_volume *v, json_t *labels)
 {
     json_t *b = json_object();
 
@@ -742,10 +744,10 @@ ph_compose_engine_volume(const ph_compose *c, const ph_named_volume *v, json_t *
 }
 
 int
-ph_compose_engine_files(const ph_compose *c, const ph_service *s, ph_compose_file **out, size_t *n,
-                        ph_error_t *err)
+ph_backend_engine_compose_files(const ph_compose *c, const ph_service *s, ph_backend_engine_file **out, size_t *n,
+                                ph_error_t *err)
 {
-    ph_compose_file *files = calloc(s->n_secrets + s->n_configs + 1, sizeof *files);
+    ph_backend_engine_file *files = calloc(s->n_secrets + s->n_configs + 1, sizeof *files);
 
     *out = NULL;
     *n = 0;
@@ -758,7 +760,7 @@ ph_compose_engine_files(const ph_compose *c, const ph_service *s, ph_compose_fil
         for (size_t i = 0; i < nr; i++) {
             ph_file_object *o = kind ? ph_compose_config((ph_compose *)c, refs[i].source)
                                      : ph_compose_secret((ph_compose *)c, refs[i].source);
-            ph_compose_file *f;
+            ph_backend_engine_file *f;
 
             if (o == NULL || !o->has_content)
                 continue;

@@ -1,14 +1,14 @@
-/* test_compose_engine.c - a service as the Engine's container configuration
- * (ph_compose_engine_config), compared field by field with the JSON docker
- * compose v2 sends for the same service; networks, volumes, and the files
- * written into a container. */
+/* test_backend_engine_compose.c - a service as the Engine's container
+ * configuration (ph_backend_engine_compose_config), compared field by
+ * field with the JSON docker compose v2 sends for the same service;
+ * networks, volumes, and the files written into a container. */
 #include "test_util.h"
 
 #include <jansson.h>
 
 #include "ph_backend_engine.h"
 #include "ph_compose.h"
-#include "ph_compose_engine.h"
+#include "ph_backend_engine_compose.h"
 
 static ph_compose *
 load(const char *yaml)
@@ -31,7 +31,7 @@ container_of(void *ud, const char *service)
     return NULL;
 }
 
-static const ph_compose_runtime rt = {
+static const ph_backend_engine_runtime rt = {
     .image = "img:1", .container_name = "proj-web-1", .all_endpoints = 1, .mac_in_endpoint = 1,
     .container_of = container_of,
 };
@@ -166,7 +166,7 @@ test_full_service(void **state)
              "networks:\n"
              "  front:\n"
              "  back:\n");
-    cfg = ph_compose_engine_config(c, ph_compose_service(c, "web"), &rt, &err);
+    cfg = ph_backend_engine_compose_config(c, ph_compose_service(c, "web"), &rt, &err);
     if (cfg == NULL)
         fail_msg("%s", err->msg);
     assert_true(asprintf(&ctx, "%s", test_dir) > 0);
@@ -248,7 +248,7 @@ test_minimal_service(void **state)
 {
     ph_compose *c = load("services:\n  web:\n    image: web\n");
     ph_error_t err = NULL;
-    json_t *cfg = ph_compose_engine_config(c, &c->services[0], &rt, &err);
+    json_t *cfg = ph_backend_engine_compose_config(c, &c->services[0], &rt, &err);
 
     (void)state;
     assert_non_null(cfg);
@@ -285,21 +285,21 @@ test_modes_and_deploy(void **state)
     json_t *cfg;
 
     (void)state;
-    cfg = ph_compose_engine_config(c, ph_compose_service(c, "a"), &rt, &err);
+    cfg = ph_backend_engine_compose_config(c, ph_compose_service(c, "a"), &rt, &err);
     assert_string_equal(json_string_value(json_object_get(json_object_get(cfg, "HostConfig"), "NetworkMode")), "host");
     assert_null(json_object_get(cfg, "NetworkingConfig"));
     json_decref(cfg);
-    cfg = ph_compose_engine_config(c, ph_compose_service(c, "b"), &rt, &err);
+    cfg = ph_backend_engine_compose_config(c, ph_compose_service(c, "b"), &rt, &err);
     assert_string_equal(json_string_value(json_object_get(json_object_get(cfg, "HostConfig"), "NetworkMode")),
                         "container:db-id");
     json_decref(cfg);
-    assert_null(ph_compose_engine_config(c, ph_compose_service(c, "c"), &rt, &err));
+    assert_null(ph_backend_engine_compose_config(c, ph_compose_service(c, "c"), &rt, &err));
     assert_int_equal(err->status, PH_EXIT_FAILURE);
     assert_non_null(strstr(err->msg, "`network_mode: service:a` needs service `a` running"));
     ph_error_free(&err);
     /* the implicit dependency: `c` depends on `a` */
     assert_string_equal(ph_compose_service(c, "c")->depends_on.v[0], "a");
-    cfg = ph_compose_engine_config(c, ph_compose_service(c, "d"), &rt, &err);
+    cfg = ph_backend_engine_compose_config(c, ph_compose_service(c, "d"), &rt, &err);
     expect_json(json_object_get(cfg, "HostConfig"),
                 "{\"NanoCpus\": 500000000, \"Memory\": 52428800, \"PidsLimit\": 10, \"MemoryReservation\": 20971520,"
                 " \"DeviceRequests\": [{\"Driver\": \"nvidia\", \"Count\": 1, \"DeviceIDs\": [],"
@@ -318,7 +318,7 @@ test_secrets_and_configs(void **state)
 {
     ph_compose *c;
     ph_error_t err = NULL;
-    ph_compose_file *files = NULL;
+    ph_backend_engine_file *files = NULL;
     size_t n = 0;
     json_t *cfg, *mounts;
     char *want = NULL;
@@ -337,7 +337,7 @@ test_secrets_and_configs(void **state)
              "configs:\n"
              "  conf: {file: ./pw.txt}\n"
              "  inline: {content: \"key=${PH_T_SECRET}\"}\n");
-    cfg = ph_compose_engine_config(c, &c->services[0], &rt, &err);
+    cfg = ph_backend_engine_compose_config(c, &c->services[0], &rt, &err);
     assert_non_null(cfg);
     mounts = json_object_get(json_object_get(cfg, "HostConfig"), "Mounts");
     assert_true(asprintf(&want,
@@ -353,7 +353,7 @@ test_secrets_and_configs(void **state)
     }
     free(want);
     json_decref(cfg);
-    assert_int_equal(ph_compose_engine_files(c, &c->services[0], &files, &n, &err), 0);
+    assert_int_equal(ph_backend_engine_compose_files(c, &c->services[0], &files, &n, &err), 0);
     assert_int_equal(n, 2);
     assert_string_equal(files[0].target, "/run/secrets/tok");
     assert_string_equal(files[0].content, "s3cret");
@@ -366,13 +366,13 @@ test_secrets_and_configs(void **state)
     unsetenv("PH_T_SECRET");
     /* Swarm's secrets are refused by name, as compose refuses them. */
     c = load("services:\n  web:\n    image: web\n    secrets: [ext]\nsecrets:\n  ext: {external: true}\n");
-    assert_null(ph_compose_engine_config(c, &c->services[0], &rt, &err));
+    assert_null(ph_backend_engine_compose_config(c, &c->services[0], &rt, &err));
     assert_int_equal(err->status, PH_EXIT_USAGE);
     assert_non_null(strstr(err->msg, "secret `ext` is external, which docker compose supports only on Swarm"));
     ph_error_free(&err);
     ph_compose_free(c);
     c = load("services:\n  web:\n    image: web\n    secrets: [token]\nsecrets:\n  token: {environment: PH_T_SECRET}\n");
-    assert_int_equal(ph_compose_engine_files(c, &c->services[0], &files, &n, &err), -1);
+    assert_int_equal(ph_backend_engine_compose_files(c, &c->services[0], &files, &n, &err), -1);
     assert_non_null(strstr(err->msg, "secret `token` comes from the variable PH_T_SECRET, which is not set"));
     ph_error_free(&err);
     ph_compose_free(c);
@@ -400,7 +400,7 @@ test_networks_and_volumes(void **state)
     json_t *labels = json_pack("{s:s}", "io.profharness.project", "proj"), *b;
 
     (void)state;
-    b = ph_compose_engine_network(c, ph_compose_network(c, "front"), labels);
+    b = ph_backend_engine_compose_network(c, ph_compose_network(c, "front"), labels);
     expect_json(b,
                 "{\"Name\": \"proj_front\", \"CheckDuplicate\": true, \"Driver\": \"bridge\","
                 " \"Options\": {\"com.docker.network.bridge.name\": \"br-front\"}, \"Internal\": true,"
@@ -413,7 +413,7 @@ test_networks_and_volumes(void **state)
     json_decref(b);
     assert_true(ph_compose_network(c, "ext")->external);
     assert_string_equal(ph_compose_network(c, "ext")->name, "shared-net");
-    b = ph_compose_engine_volume(c, ph_compose_volume(c, "data"), labels);
+    b = ph_backend_engine_compose_volume(c, ph_compose_volume(c, "data"), labels);
     expect_json(b,
                 "{\"Name\": \"my-data\", \"Driver\": \"local\", \"DriverOpts\": {\"type\": \"tmpfs\","
                 " \"device\": \"tmpfs\"}, \"Labels\": {\"io.profharness.project\": \"proj\"}}",
@@ -460,7 +460,7 @@ test_ports_and_bare_env(void **state)
              "    env_file: web.env\n"
              "    environment: [PH_T_BARE, PH_T_SET, A=1]\n"
              "    ports: [\"8080:80\", \"9090:80\", \"127.0.0.1:8080:80\"]\n");
-    cfg = ph_compose_engine_config(c, &c->services[0], &rt, &err);
+    cfg = ph_backend_engine_compose_config(c, &c->services[0], &rt, &err);
     assert_non_null(cfg);
     expect_json(cfg, "{\"Env\": [\"PH_T_BARE\", \"FILE=1\", \"PH_T_SET=shell\", \"A=1\"],"
                      " \"ExposedPorts\": {\"80/tcp\": {}}}", 1);
@@ -558,5 +558,5 @@ main(void)
         cmocka_unit_test(test_ports_and_bare_env),
         cmocka_unit_test(test_spec_mounts),
     };
-    return cmocka_run_group_tests_name("compose_engine", tests, tu_setup, tu_teardown);
+    return cmocka_run_group_tests_name("backend_engine_compose", tests, tu_setup, tu_teardown);
 }
