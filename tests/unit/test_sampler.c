@@ -1337,7 +1337,11 @@ test_stripped_go_named_from_its_function_table(void **state)
     assert_true(samples_with(folded, "runtime.main;main.main;main.hot_seventy_five", NULL, NULL) > 0);
     assert_true(hot > cool && cool > 0);
     assert_true(unnamed == 0);
-    assert_true(preempt == 0);
+    /* 14 % lost their callers there before; on a loaded machine (more
+     * preemptions) one sample in ~1000 can still land in asyncPreempt's
+     * first instructions, before its frame says where it came from */
+    if (preempt * 200 > total)
+        fail_msg("%.0f of %.0f samples in runtime.asyncPreempt with its callers lost", preempt, total);
 }
 
 /* PH_SAMPLER_DEBUGINFO=0: symbol tables only, so no inlined frames and no
