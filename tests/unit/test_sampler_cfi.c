@@ -167,6 +167,100 @@ test_function_entry_rule(void **state)
     phs_cfi_leave();
 }
 
+/* libc's loaded object, for test_eh_frame_pages_dropped. */
+typedef struct found {
+    struct dl_phdr_info info;
+    int ok;
+} found;
+
+static int
+libc_cb(struct dl_phdr_info *info, size_t size, void *ud)
+{
+    found *f = ud;
+
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "/libc.so")) {
+        f->info = *info;
+        f->ok = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Pages of [LO, HI) present in this process (/proc/self/pagemap bit 63). */
+static size_t
+present_pages(uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    size_t n = 0;
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+
+    assert_non_null(f);
+    for (uintptr_t a = lo; a < hi; a += page) {
+        uint64_t e = 0;
+
+        assert_int_equal(fseeko(f, (off_t)(a / page * 8), SEEK_SET), 0);
+        assert_int_equal(fread(&e, sizeof e, 1, f), 1);
+        n += (e >> 63) & 1;
+    }
+    fclose(f);
+    return n;
+}
+
+/* Once an object's rows are built, the pages of its .eh_frame that we read
+ * (whole pages inside it) are no longer in the process's memory: libc's
+ * here, every page touched first, rows built afresh. */
+static void
+test_eh_frame_pages_dropped(void **state)
+{
+    found f = { .ok = 0 };
+    const ElfW(Phdr) *eh = NULL;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), frame, lo, hi;
+    const uint8_t *p;
+    build b = { 0 };
+    size_t saved = C.n_objs, touched;
+    volatile uint8_t sink = 0;
+
+    (void)state;
+    dl_iterate_phdr(libc_cb, &f);
+    assert_true(f.ok);
+    for (int i = 0; i < f.info.dlpi_phnum; i++)
+        if (f.info.dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+            eh = &f.info.dlpi_phdr[i];
+    assert_non_null(eh);
+    {
+        const uint8_t *hdr = (const uint8_t *)(f.info.dlpi_addr + eh->p_vaddr);
+        rd r = { hdr, hdr + 64, 0 };
+        uint8_t enc;
+
+        rd_u(&r, 1);
+        enc = (uint8_t)rd_u(&r, 1);
+        rd_u(&r, 2);
+        frame = rd_ptr(&r, enc);
+        assert_false(r.bad);
+    }
+    /* its end: the terminator after the last entry, every page read */
+    for (p = (const uint8_t *)frame; *(const uint32_t *)p != 0; p += 4 + *(const uint32_t *)p)
+        sink ^= *p;
+    lo = (frame + page - 1) & ~(page - 1);
+    hi = (uintptr_t)p & ~(page - 1);
+    for (uintptr_t a = lo; a < hi; a += page)
+        sink ^= *(const volatile uint8_t *)a;
+    (void)sink;
+    touched = present_pages(lo, hi);
+    print_message("# libc's .eh_frame: %zu whole pages, %zu present before\n", (size_t)((hi - lo) / page), touched);
+    assert_true(hi > lo);
+    assert_int_equal(touched, (hi - lo) / page);
+    C.n_objs = 0; /* nothing to reuse: libc's rows are built again */
+    assert_int_equal(object_cb(&f.info, sizeof f.info, &b), 0);
+    C.n_objs = saved;
+    assert_int_equal(b.n, 1);
+    assert_true(b.objs[0]->n > 1000);
+    assert_int_equal(present_pages(lo, hi), 0);
+    free_obj(b.objs[0]);
+    free(b.objs);
+}
+
 int
 main(void)
 {
@@ -174,6 +268,7 @@ main(void)
         cmocka_unit_test(test_every_address_finds_its_row),
         cmocka_unit_test(test_adjacent_objects_and_last_block),
         cmocka_unit_test(test_function_entry_rule),
+        cmocka_unit_test(test_eh_frame_pages_dropped),
     };
     return cmocka_run_group_tests_name("sampler_cfi", tests, NULL, NULL);
 }
