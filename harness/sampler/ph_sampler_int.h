@@ -279,19 +279,19 @@ PH_HIDDEN void phs_go_detect(phs_symbols *s);
 
 /* ---- unwind tables: ph_sampler_cfi.c ----------------------------------- */
 
-/* One row of an object's flattened call frame information: from code
- * offset LOC (from the load bias) up to the next row, the caller's stack
- * pointer (the CFA) is rsp or rbp + CFA_OFF, its return address is at
- * CFA + RA_OFF and its rbp at CFA + FP_OFF (0: rbp is unchanged). */
+/* The rule of a stretch of an object's code, from its flattened call
+ * frame information: the caller's stack pointer (the CFA) is rsp or rbp +
+ * CFA_OFF, its return address is at CFA + RA_OFF and its rbp at CFA +
+ * FP_OFF (0: rbp is unchanged).  An object holds each distinct rule once;
+ * its rows are a code offset and the number of a rule. */
 enum { PHS_CFA_NONE, PHS_CFA_SP, PHS_CFA_FP };
 #define PHS_CFI_OUTERMOST 1 /* the return address is undefined: _start, a thread's start */
 #define PHS_CFI_FP_LOST 2   /* rbp is not recoverable from here on */
-typedef struct phs_cfi_row {
-    uint32_t loc;
+typedef struct phs_cfi_rule {
     int32_t cfa_off;
     int16_t ra_off, fp_off;
     uint8_t cfa_reg, flags;
-} phs_cfi_row;
+} phs_cfi_rule;
 
 typedef struct phs_cfi phs_cfi;
 /* Writer thread: build the tables, or rebuild them after a dlopen or
@@ -302,9 +302,9 @@ PH_HIDDEN void phs_cfi_describe(char *buf, size_t len);
 /* Signal path: enter, find rows, leave; the tables stay alive between. */
 PH_HIDDEN const phs_cfi *phs_cfi_enter(void);
 PH_HIDDEN void phs_cfi_leave(void);
-/* The row for PC, or NULL when no usable rule covers it.  *HINT (0 at a
+/* The rule for PC, or NULL when no usable rule covers it.  *HINT (0 at a
  * walk's start) remembers the object last found, tried first next time. */
-PH_HIDDEN const phs_cfi_row *phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t *hint);
+PH_HIDDEN const phs_cfi_rule *phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t *hint);
 
 /* ---- writer side: ph_sampler_snap.c ------------------------------------ */
 

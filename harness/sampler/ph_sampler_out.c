@@ -51,10 +51,14 @@
 #include "ph_sampler_int.h"
 #include "ph_perfmap.h"
 
+/* A function of a module's symbol tables, 16 bytes (a node has 110,000
+ * of them): where it starts (a file virtual address, from the module's
+ * lowest one), its size, its name's offset in the module's mapped file,
+ * and its demangled name once used (an index + 1 into the module's PRETTY). */
 typedef struct sym {
-    uintptr_t start, size; /* file virtual addresses */
-    const char *name;
-    const char *pretty;    /* demangled, on first use */
+    uint32_t start, size;
+    uint32_t name;
+    uint32_t pretty;
 } fsym;
 
 typedef struct module {
@@ -66,6 +70,9 @@ typedef struct module {
     char build_id[64];     /* hex, "" if none */
     fsym *syms;
     size_t n_syms;
+    uintptr_t sym_base;    /* file virtual address syms' starts count from */
+    const char **pretty;   /* demangled names used, see fsym */
+    size_t n_pretty, cap_pretty;
     void *map;
     size_t map_len;
     int loaded;
@@ -193,7 +200,11 @@ cmp_sym(const void *a, const void *b)
 {
     const fsym *x = a, *y = b;
 
-    return x->start < y->start ? -1 : x->start > y->start;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    return x->name < y->name ? -1 : x->name > y->name;
 }
 
 static int
@@ -303,10 +314,11 @@ load_module(phs_symbols *s, elfmod *m)
     struct stat st;
     const ElfW(Ehdr) *eh;
     const ElfW(Shdr) *sh;
-    size_t cap = 0;
+    size_t cap = 0, kept = 0;
     int shnum = 0;
 
     m->loaded = 1;
+    m->sym_base = m->lo - m->bias;
     if (m->path[0] == '\0' || (fd = open(m->path, O_RDONLY | O_CLOEXEC)) < 0)
         return;
     if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof *eh) {
@@ -338,8 +350,10 @@ load_module(phs_symbols *s, elfmod *m)
             int type = ELF64_ST_TYPE(syms[k].st_info);
 
             if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[k].st_value == 0 || syms[k].st_shndx == SHN_UNDEF ||
-                syms[k].st_name >= strsize || memchr(strtab + syms[k].st_name, '\0', strsize - syms[k].st_name) == NULL)
-                continue;
+                syms[k].st_name >= strsize || memchr(strtab + syms[k].st_name, '\0', strsize - syms[k].st_name) == NULL ||
+                syms[k].st_value < m->sym_base || syms[k].st_value - m->sym_base > UINT32_MAX ||
+                (size_t)(strtab + syms[k].st_name - (const char *)m->map) > UINT32_MAX)
+                continue; /* outside the image, or past what 32 bits hold */
             if (m->n_syms == cap) {
                 size_t nc = cap ? cap * 2 : 256;
                 fsym *ns = realloc(m->syms, nc * sizeof *ns);
@@ -348,11 +362,29 @@ load_module(phs_symbols *s, elfmod *m)
                 m->syms = ns;
                 cap = nc;
             }
-            m->syms[m->n_syms++] = (fsym){ syms[k].st_value, syms[k].st_size, strtab + syms[k].st_name, NULL };
+            m->syms[m->n_syms++] = (fsym){ (uint32_t)(syms[k].st_value - m->sym_base),
+                                           syms[k].st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)syms[k].st_size,
+                                           (uint32_t)(strtab + syms[k].st_name - (const char *)m->map), 0 };
         }
     }
     if (m->n_syms > 1)
         qsort(m->syms, m->n_syms, sizeof *m->syms, cmp_sym);
+    /* .symtab repeats most of .dynsym: a function listed in both (same
+     * start, size and name) is kept once. */
+    for (size_t k = 0; k < m->n_syms; k++) {
+        const fsym *a = &m->syms[k], *b = kept ? &m->syms[kept - 1] : NULL;
+
+        if (b && a->start == b->start && a->size == b->size &&
+            strcmp((const char *)m->map + a->name, (const char *)m->map + b->name) == 0)
+            continue;
+        m->syms[kept++] = *a;
+    }
+    m->n_syms = kept;
+    if (kept > 0 && kept < cap) {
+        fsym *ns = realloc(m->syms, kept * sizeof *ns);
+        if (ns != NULL)
+            m->syms = ns;
+    }
     drop_pages(m);
 }
 
@@ -602,7 +634,7 @@ phs_module_of(phs_symbols *s, uintptr_t pc)
 static const char *
 symtab_name(phs_symbols *s, elfmod *m, uintptr_t pc)
 {
-    uintptr_t va = pc - m->bias;
+    uintptr_t va = pc - m->bias - m->sym_base;
     size_t lo = 0, hi = m->n_syms;
 
     while (lo < hi) { /* last symbol starting at or before va */
@@ -612,13 +644,29 @@ symtab_name(phs_symbols *s, elfmod *m, uintptr_t pc)
         else
             hi = mid;
     }
+    if (pc - m->bias < m->sym_base)
+        return NULL;
     /* Several symbols may share a start (aliases): any covers. */
     while (lo > 0) {
         fsym *sy = &m->syms[lo - 1];
-        if (va < sy->start + (sy->size ? sy->size : 1)) {
-            if (sy->pretty == NULL)
-                sy->pretty = phs_demangle(s, sy->name);
-            return sy->pretty;
+        if (va < (uintptr_t)sy->start + (sy->size ? sy->size : 1)) {
+            if (sy->pretty == 0) {
+                const char *p = phs_demangle(s, (const char *)m->map + sy->name);
+
+                if (p == NULL)
+                    return NULL;
+                if (m->n_pretty == m->cap_pretty) {
+                    size_t nc = m->cap_pretty ? m->cap_pretty * 2 : 64;
+                    const char **np = realloc(m->pretty, nc * sizeof *np);
+                    if (np == NULL)
+                        return p;
+                    m->pretty = np;
+                    m->cap_pretty = nc;
+                }
+                m->pretty[m->n_pretty++] = p;
+                sy->pretty = (uint32_t)m->n_pretty;
+            }
+            return m->pretty[sy->pretty - 1];
         }
         if (lo < 2 || m->syms[lo - 2].start != sy->start)
             break;
@@ -819,6 +867,7 @@ phs_symbols_free(phs_symbols *s)
         return;
     for (size_t i = 0; i < s->n_mods; i++) {
         free(s->mods[i].syms);
+        free(s->mods[i].pretty);
         if (s->mods[i].map)
             munmap(s->mods[i].map, s->mods[i].map_len);
     }

@@ -219,7 +219,7 @@ phs_unwind(const void *ctx, uintptr_t *pcs, int fp_only)
 
     pcs[depth++] = pc;
     while (depth < PHS_MAX_DEPTH) {
-        const phs_cfi_row *row = phs_cfi_find(cfi, lookup, &hint);
+        const phs_cfi_rule *row = phs_cfi_find(cfi, lookup, &hint);
         uintptr_t ret;
 
         if (row != NULL) {

@@ -13,7 +13,9 @@
 # when the status says it is written, the process is read as it is
 # between two snapshots, its stacks named: VmRSS, and VmHWM (the peak: a
 # snapshot's naming at its height), from /proc/PID/status.  Medians of RUNS; "+": over none.  A runtime missing
-# here is left out and said.  Prints; asserts nothing.
+# here is left out and said.  BEFORE=path/to/libphsampler.so measures that
+# library too, interleaved with LIB, in rows of its own ("(before)"): a
+# change's figures side by side in one run.  Prints; asserts nothing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 RUNS=${RUNS:-3}
@@ -23,6 +25,8 @@ PYTHON=${PYTHON:-$(python3.11 -c 'import sys; print(sys.executable)' 2> /dev/nul
 NODE=${NODE:-$(command -v node || true)}
 JAVA=${JAVA:-$(command -v java || true)}
 LIB=${LIB:-$(pwd)/build/libphsampler.so}
+BEFORE=${BEFORE:-}
+[ -z "$BEFORE" ] || [ -f "$BEFORE" ] || { echo "bench-flamegraph-rss: BEFORE=$BEFORE: no such file" >&2; exit 1; }
 [ -f "$LIB" ] || { echo "bench-flamegraph-rss: build/libphsampler.so missing: run make" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/ph-bench-rss.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -69,15 +73,16 @@ median() { sort -n | awk '{a[NR]=$1} END{ if (NR%2) print a[(NR+1)/2]; else prin
 
 # measure KIND CMD...: "VmRSS VmHWM" (kB) of CMD once it said ready
 measure() {
-    local kind=$1 dir=$tmp/out pid line r
+    local kind=$1 dir=$tmp/out pid line r lib=$LIB
     shift
     local -a env=()
     rm -rf "$dir" && mkdir -p "$dir"
+    case $kind in *@before) lib=$BEFORE kind=${kind%@before} ;; esac
     case $kind in
         none) ;;
-        flamegraph) env=(LD_PRELOAD="$LIB" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HZ=100 PH_SAMPLER_INTERVAL=0) ;;
-        wall) env=(LD_PRELOAD="$LIB" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HZ=100 PH_SAMPLER_INTERVAL=0 PH_SAMPLER_CLOCK=wall) ;;
-        heap) env=(LD_PRELOAD="$LIB" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HZ=100 PH_SAMPLER_INTERVAL=0 PH_SAMPLER_HEAP=524288) ;;
+        flamegraph) env=(LD_PRELOAD="$lib" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HZ=100 PH_SAMPLER_INTERVAL=0) ;;
+        wall) env=(LD_PRELOAD="$lib" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HZ=100 PH_SAMPLER_INTERVAL=0 PH_SAMPLER_CLOCK=wall) ;;
+        heap) env=(LD_PRELOAD="$lib" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HZ=100 PH_SAMPLER_INTERVAL=0 PH_SAMPLER_HEAP=524288) ;;
     esac
     mkfifo "$tmp/ready"
     env "${env[@]}" "$@" > "$tmp/ready" 2> "$tmp/stderr" &
@@ -103,6 +108,8 @@ measure() {
 }
 
 kinds="none flamegraph wall heap"
+sets=("")
+[ -z "$BEFORE" ] || { kinds="$kinds flamegraph@before wall@before heap@before"; sets+=("@before"); }
 printf 'bench-flamegraph-rss: %d interleaved runs, medians; load average %s\n' "$RUNS" \
     "$(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq 1 "$RUNS"); do
@@ -117,13 +124,15 @@ printf '%-13s | %9s | %-25s | %-25s | %-25s\n' runtime "none RSS" "flamegraph RS
 for rt in "${runtimes[@]}"; do
     name=${rt%%:*}
     n=$(cut -d' ' -f1 "$tmp/$name-none" | median)
-    printf '%-13s | %6.1f MB' "$name" "$(echo "$n / 1024" | bc -l)"
-    for k in flamegraph wall heap; do
-        r=$(cut -d' ' -f1 "$tmp/$name-$k" | median)
-        h=$(cut -d' ' -f2 "$tmp/$name-$k" | median)
-        awk -v r="$r" -v h="$h" -v n="$n" 'BEGIN { printf " | %6.1f MB (%+5.1f), %5.1f", r / 1024, (r - n) / 1024, h / 1024 }'
+    for set in "${sets[@]}"; do
+        printf '%-13s | %6.1f MB' "$name${set:+ (before)}" "$(echo "$n / 1024" | bc -l)"
+        for k in flamegraph wall heap; do
+            r=$(cut -d' ' -f1 "$tmp/$name-$k$set" | median)
+            h=$(cut -d' ' -f2 "$tmp/$name-$k$set" | median)
+            awk -v r="$r" -v h="$h" -v n="$n" 'BEGIN { printf " | %6.1f MB (%+5.1f), %5.1f", r / 1024, (r - n) / 1024, h / 1024 }'
+        done
+        echo
     done
-    echo
 done
 echo "RSS: VmRSS after a snapshot (none: ${WAIT}s after ready); (+): over none, MB; peak: VmHWM, the snapshot's naming included"
 echo "goal (issue 31): + <= 4 MB single-threaded, <= 8 MB with 50 threads"

@@ -23,21 +23,26 @@ phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 #if defined(__x86_64__)
 
 /* The row a plain search of all of O's rows gives for PC. */
-static const phs_cfi_row *
+static const phs_cfi_rule *
 plain_find(const cfi_obj *o, uintptr_t pc)
 {
     uint32_t off = (uint32_t)(pc - o->bias);
     size_t lo = 0, hi = o->n;
+    const phs_cfi_rule *r;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
 
-        if (o->rows[mid].loc <= off)
+        if (o->locs[mid] <= off)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo == 0 || o->rows[lo - 1].cfa_reg == PHS_CFA_NONE ? NULL : &o->rows[lo - 1];
+    if (lo == 0)
+        return NULL;
+    assert_true(o->rule_of[lo - 1] < o->n_rules);
+    r = &o->rules[o->rule_of[lo - 1]];
+    return r->cfa_reg == PHS_CFA_NONE ? NULL : r;
 }
 
 static void
@@ -77,43 +82,64 @@ test_every_address_finds_its_row(void **state)
         fail_msg("%zu of %zu addresses got another row than a plain search gives", wrong, checked);
 }
 
-/* Two objects side by side, built by hand: an address at the end of the
- * first is the second's, whatever the hint says; the last partial block
- * of code has its index entry. */
+/* Two objects side by side, built by hand (through compact_rows): an
+ * address at the end of the first is the second's, whatever the hint
+ * says; the last partial block of code has its index entry; a rule met
+ * twice is kept once and both its rows find it. */
 static void
 test_adjacent_objects_and_last_block(void **state)
 {
-    phs_cfi_row ra[] = { { 0x000, 8, -8, 0, PHS_CFA_SP, 0 }, { 0x010, 16, -8, 0, PHS_CFA_SP, 0 },
-                         { 0x2f0, 24, -8, 0, PHS_CFA_SP, 0 } };
-    phs_cfi_row rb[] = { { 0x000, 32, -8, 0, PHS_CFA_SP, 0 }, { 0x100, 0, 0, 0, PHS_CFA_NONE, 0 } };
-    cfi_obj a = { 0x10000, 0x10000, 0x10300, ra, 3, NULL, 0 }, b = { 0x10300, 0x10300, 0x10480, rb, 2, NULL, 0 };
+    const phs_cfi_row ra[] = { { 0x000, { 8, -8, 0, PHS_CFA_SP, 0 } }, { 0x010, { 16, -8, 0, PHS_CFA_SP, 0 } },
+                               { 0x100, { 8, -8, 0, PHS_CFA_SP, 0 } }, { 0x2f0, { 24, -8, -16, PHS_CFA_SP, 0 } } };
+    const phs_cfi_row rb[] = { { 0x000, { 32, -8, 0, PHS_CFA_SP, 0 } }, { 0x100, { 0, 0, 0, PHS_CFA_NONE, 0 } } };
+    cfi_obj a = { .bias = 0x10000, .lo = 0x10000, .hi = 0x10300 }, b = { .bias = 0x10300, .lo = 0x10300, .hi = 0x10480 };
     struct {
         size_t n;
         cfi_span spans[2];
     } table = { 2, { { a.lo, a.hi, &a }, { b.lo, b.hi, &b } } };
     const phs_cfi *t = (const phs_cfi *)(const void *)&table;
+    const phs_cfi_rule *r;
     size_t h;
 
     (void)state;
+    assert_int_equal(compact_rows(&a, ra, 4), 0);
+    assert_int_equal(compact_rows(&b, rb, 2), 0);
+    assert_int_equal(a.n, 4);
+    assert_int_equal(a.n_rules, 3); /* CFA = rsp + 8 once, for two rows */
     assert_int_equal(build_index(&a), 0);
     assert_int_equal(build_index(&b), 0);
     h = 0;
-    assert_ptr_equal(phs_cfi_find(t, 0x102ff, &h), &ra[2]);
+    r = phs_cfi_find(t, 0x102ff, &h);
+    assert_non_null(r);
+    assert_int_equal(r->cfa_off, 24);
+    assert_int_equal(r->fp_off, -16);
+    h = 0;
+    assert_ptr_equal(phs_cfi_find(t, 0x10005, &h), phs_cfi_find(t, 0x10100, &h)); /* the shared rule */
+    assert_int_equal(phs_cfi_find(t, 0x10100, &h)->cfa_off, 8);
+    assert_int_equal(phs_cfi_find(t, 0x100ff, &h)->cfa_off, 16);
     h = 0; /* the hint says the first object: the address is the second's */
-    assert_ptr_equal(phs_cfi_find(t, 0x10300, &h), &rb[0]);
+    r = phs_cfi_find(t, 0x10300, &h);
+    assert_non_null(r);
+    assert_int_equal(r->cfa_off, 32);
     assert_int_equal(h, 1);
     h = 1;
-    assert_ptr_equal(phs_cfi_find(t, 0x102ff, &h), &ra[2]);
+    assert_int_equal(phs_cfi_find(t, 0x102ff, &h)->cfa_off, 24);
     h = 1;
     assert_null(phs_cfi_find(t, 0x10400, &h)); /* a row without a rule */
     h = 1;
-    assert_ptr_equal(phs_cfi_find(t, 0x103ff, &h), &rb[0]);
+    assert_int_equal(phs_cfi_find(t, 0x103ff, &h)->cfa_off, 32);
     h = 0; /* in the last, partial block */
     assert_null(phs_cfi_find(t, 0x1047f, &h));
     h = 1;
     assert_null(phs_cfi_find(t, 0x10480, &h)); /* past every object */
     assert_null(phs_cfi_find(t, 0xffff, &h));
+    free(a.locs);
+    free(a.rule_of);
+    free(a.rules);
     free(a.index);
+    free(b.locs);
+    free(b.rule_of);
+    free(b.rules);
     free(b.index);
 }
 
@@ -123,7 +149,7 @@ static void
 test_function_entry_rule(void **state)
 {
     const phs_cfi *t;
-    const phs_cfi_row *r;
+    const phs_cfi_rule *r;
     size_t hint = 0;
 
     (void)state;
@@ -141,6 +167,100 @@ test_function_entry_rule(void **state)
     phs_cfi_leave();
 }
 
+/* libc's loaded object, for test_eh_frame_pages_dropped. */
+typedef struct found {
+    struct dl_phdr_info info;
+    int ok;
+} found;
+
+static int
+libc_cb(struct dl_phdr_info *info, size_t size, void *ud)
+{
+    found *f = ud;
+
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "/libc.so")) {
+        f->info = *info;
+        f->ok = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Pages of [LO, HI) present in this process (/proc/self/pagemap bit 63). */
+static size_t
+present_pages(uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    size_t n = 0;
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+
+    assert_non_null(f);
+    for (uintptr_t a = lo; a < hi; a += page) {
+        uint64_t e = 0;
+
+        assert_int_equal(fseeko(f, (off_t)(a / page * 8), SEEK_SET), 0);
+        assert_int_equal(fread(&e, sizeof e, 1, f), 1);
+        n += (e >> 63) & 1;
+    }
+    fclose(f);
+    return n;
+}
+
+/* Once an object's rows are built, the pages of its .eh_frame that we read
+ * (whole pages inside it) are no longer in the process's memory: libc's
+ * here, every page touched first, rows built afresh. */
+static void
+test_eh_frame_pages_dropped(void **state)
+{
+    found f = { .ok = 0 };
+    const ElfW(Phdr) *eh = NULL;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), frame, lo, hi;
+    const uint8_t *p;
+    build b = { 0 };
+    size_t saved = C.n_objs, touched;
+    volatile uint8_t sink = 0;
+
+    (void)state;
+    dl_iterate_phdr(libc_cb, &f);
+    assert_true(f.ok);
+    for (int i = 0; i < f.info.dlpi_phnum; i++)
+        if (f.info.dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+            eh = &f.info.dlpi_phdr[i];
+    assert_non_null(eh);
+    {
+        const uint8_t *hdr = (const uint8_t *)(f.info.dlpi_addr + eh->p_vaddr);
+        rd r = { hdr, hdr + 64, 0 };
+        uint8_t enc;
+
+        rd_u(&r, 1);
+        enc = (uint8_t)rd_u(&r, 1);
+        rd_u(&r, 2);
+        frame = rd_ptr(&r, enc);
+        assert_false(r.bad);
+    }
+    /* its end: the terminator after the last entry, every page read */
+    for (p = (const uint8_t *)frame; *(const uint32_t *)p != 0; p += 4 + *(const uint32_t *)p)
+        sink ^= *p;
+    lo = (frame + page - 1) & ~(page - 1);
+    hi = (uintptr_t)p & ~(page - 1);
+    for (uintptr_t a = lo; a < hi; a += page)
+        sink ^= *(const volatile uint8_t *)a;
+    (void)sink;
+    touched = present_pages(lo, hi);
+    print_message("# libc's .eh_frame: %zu whole pages, %zu present before\n", (size_t)((hi - lo) / page), touched);
+    assert_true(hi > lo);
+    assert_int_equal(touched, (hi - lo) / page);
+    C.n_objs = 0; /* nothing to reuse: libc's rows are built again */
+    assert_int_equal(object_cb(&f.info, sizeof f.info, &b), 0);
+    C.n_objs = saved;
+    assert_int_equal(b.n, 1);
+    assert_true(b.objs[0]->n > 1000);
+    assert_int_equal(present_pages(lo, hi), 0);
+    free_obj(b.objs[0]);
+    free(b.objs);
+}
+
 int
 main(void)
 {
@@ -148,6 +268,7 @@ main(void)
         cmocka_unit_test(test_every_address_finds_its_row),
         cmocka_unit_test(test_adjacent_objects_and_last_block),
         cmocka_unit_test(test_function_entry_rule),
+        cmocka_unit_test(test_eh_frame_pages_dropped),
     };
     return cmocka_run_group_tests_name("sampler_cfi", tests, NULL, NULL);
 }
