@@ -1320,6 +1320,29 @@ test_stack_rollback_one_per_slot(void **state)
     ph_workload_list_free(&l);
 }
 
+/* The fake's service removal is a swarm's: the service's tasks go, the
+ * tools containers an attach put beside them (plain containers of each
+ * node's Engine) are none of its tasks and stay. */
+static void
+test_stack_remove_leaves_attached(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    ph_backend *b;
+    int found = 0;
+
+    (void)state;
+    open_stack();
+    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->service_remove(b, "proj", "front", &found, &err), &err, "service_remove");
+    CHECK(found, "the service was there");
+    CHECK(ph_fake_count(W.f, PH_DC_SERVICE, "front") == 0, "its tasks gone");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "the tools containers stay");
+}
+
 /* ---- an interrupted extraction ------------------------------------------------ */
 
 /* In a child (an interrupt stays caught for the process's life): SIGINT
@@ -1757,6 +1780,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stack_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_two_tasks_one_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_rollback_one_per_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_remove_leaves_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
