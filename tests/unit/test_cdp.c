@@ -77,6 +77,51 @@ test_ws_decode(void **state)
     assert_int_equal(ph_cdp_ws_decode(ctl, sizeof ctl, 1000, &f, why, sizeof why), -1);
 }
 
+/* Each length at the edges of the three encodings, encoded then decoded:
+ * 125 is the last in the 7-bit field (126 and 127 there mean a longer
+ * length follows), 65535 the last of the 16-bit one. */
+static void
+test_ws_length_edges(void **state)
+{
+    static const size_t lens[] = { 125, 126, 127, 65535, 65536 };
+    static const size_t heads[] = { 2, 4, 4, 4, 10 };
+    const uint8_t mask[4] = { 1, 2, 3, 4 };
+    static uint8_t payload[65536], out[65536 + PH_CDP_WS_HEADER_MAX];
+    ph_cdp_ws_frame f;
+    char why[128];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof payload; i++)
+        payload[i] = (uint8_t)(i * 7);
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        ssize_t n = ph_cdp_ws_encode(PH_CDP_WS_TEXT, payload, lens[k], mask, out, sizeof out);
+
+        assert_int_equal(n, (ssize_t)(heads[k] + 4 + lens[k]));
+        assert_int_equal(ph_cdp_ws_decode(out, (size_t)n, sizeof payload, &f, why, sizeof why), 1);
+        assert_int_equal(f.header, heads[k] + 4);
+        assert_int_equal(f.len, lens[k]);
+        assert_memory_equal(out + f.header, payload, lens[k]);
+    }
+}
+
+/* A control frame is never fragmented (RFC 6455 5.5): a ping, a pong or
+ * a close without FIN is refused, however short. */
+static void
+test_ws_control_in_pieces(void **state)
+{
+    uint8_t ping[] = { 0x09, 0x00 }, pong[] = { 0x0a, 0x01, 'x' }, close_[] = { 0x08, 0x00 };
+    uint8_t whole[] = { 0x89, 0x00 };
+    ph_cdp_ws_frame f;
+    char why[128];
+
+    (void)state;
+    assert_int_equal(ph_cdp_ws_decode(whole, sizeof whole, 100, &f, why, sizeof why), 1);
+    assert_int_equal(ph_cdp_ws_decode(ping, sizeof ping, 100, &f, why, sizeof why), -1);
+    assert_non_null(strstr(why, "in pieces"));
+    assert_int_equal(ph_cdp_ws_decode(pong, sizeof pong, 100, &f, why, sizeof why), -1);
+    assert_int_equal(ph_cdp_ws_decode(close_, sizeof close_, 100, &f, why, sizeof why), -1);
+}
+
 /* ---- replies ------------------------------------------------------------ */
 
 static void
@@ -405,6 +450,7 @@ main(void)
         cmocka_unit_test(test_fold_langview_names),
         cmocka_unit_test_setup_teardown(test_fold_wall_files, tu_setup, tu_teardown), cmocka_unit_test(test_fold_hostile),
         cmocka_unit_test(test_fold_deep),         cmocka_unit_test(test_fold_huge_strings),
+        cmocka_unit_test(test_ws_length_edges),   cmocka_unit_test(test_ws_control_in_pieces),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1283,6 +1283,94 @@ test_stack_down(void **state)
     CHECK(ph_fake_call_count(W.f, "prepare") == 0, "networks neither made nor touched");
 }
 
+/* Both of front's tasks placed on n2: the start says the node's two
+ * tasks, and once n2 is down the stop loses both and names n2 once. */
+static void
+test_stack_two_tasks_one_node(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    const char *said;
+
+    (void)state;
+    open_world(ONE, NULL);
+    ph_fake_stack(W.f);
+    demo_image("demo-profiling:*", "sha256:pr0f");
+    for (int slot = 1; slot <= 2; slot++) {
+        char name[64];
+        ph_fake_wl *t;
+
+        snprintf(name, sizeof name, "proj_front.%d.deployed", slot);
+        t = ph_fake_workload(W.f, name, DEMO_IMAGE);
+        assert_int_equal(ph_fake_wl_label(t, PH_DC_PROJECT, "proj"), 0);
+        assert_int_equal(ph_fake_wl_label(t, PH_DC_SERVICE, "front"), 0);
+        assert_int_equal(ph_fake_wl_place(t, "n2", slot), 0);
+    }
+    profiled_writes("proj_front.*", "front", (ph_fake_end){ 0 });
+    ph_log_set_level(PH_LOG_INFO);
+    tu_capture_begin();
+    start("strace", "front");
+    said = tu_capture_end();
+    ph_log_set_level(PH_LOG_WARN);
+    CHECK(strstr(said, "2 tasks on n2 (2)") != NULL, "the start counts n2's tasks: %s", said);
+    assert_int_equal(ph_fake_node_down(W.f, "n2"), 0);
+    CHECK(ph_run_stop(W.r, names, 1, &err) < 0, "lost tasks fail the stop");
+    CHECK(strstr(err->msg, "2 of 2 tasks lost") != NULL, "said: %s", err->msg);
+    CHECK(err->hint != NULL && strstr(err->hint, "(n2)") != NULL, "n2 named once: %s",
+          err->hint ? err->hint : "(no hint)");
+    ph_error_free(&err);
+}
+
+/* After a stack's stop, each slot runs one task again, as deployed: the
+ * rollback replaces the run's tasks only, not those the run replaced. */
+static void
+test_stack_rollback_one_per_slot(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    ph_workload_list l = { 0 };
+    ph_backend *b;
+    int slots[3] = { 0 };
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    must(ph_run_stop(W.r, names, 1, &err), &err, "stop");
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->list(b, "proj", "front", 0, &l, &err), &err, "list");
+    for (size_t i = 0; i < l.n; i++)
+        if (ph_workload_running(&l.v[i])) {
+            CHECK(!ph_workload_profiled(&l.v[i]), "task %s runs as deployed", l.v[i].id);
+            CHECK(l.v[i].slot >= 1 && l.v[i].slot <= 2, "slot %d", l.v[i].slot);
+            slots[l.v[i].slot]++;
+        }
+    CHECK(slots[1] == 1 && slots[2] == 1, "one task per slot: %d and %d", slots[1], slots[2]);
+    ph_workload_list_free(&l);
+}
+
+/* The fake's service removal is a swarm's: the service's tasks go, the
+ * tools containers an attach put beside them (plain containers of each
+ * node's Engine) are none of its tasks and stay. */
+static void
+test_stack_remove_leaves_attached(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    ph_backend *b;
+    int found = 0;
+
+    (void)state;
+    open_stack();
+    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->service_remove(b, "proj", "front", &found, &err), &err, "service_remove");
+    CHECK(found, "the service was there");
+    CHECK(ph_fake_count(W.f, PH_DC_SERVICE, "front") == 0, "its tasks gone");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "the tools containers stay");
+}
+
 /* ---- an interrupted extraction ------------------------------------------------ */
 
 /* In a child (an interrupt stays caught for the process's life): SIGINT
@@ -1719,6 +1807,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stack_collect_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stop_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_two_tasks_one_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_rollback_one_per_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_remove_leaves_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "ph_pyattach.h"
+#include "ph_util.h"
 
 #define SAMPLES_MAX 20000 /* samples looked at for what must show, at 1 ms apart */
 
@@ -189,6 +190,92 @@ test_run_writes_the_snapshot(void **state)
     assert_int_equal(kill(child, 0), 0);
 }
 
+/* A python3 whose sleeping thread names itself `idle;x` (its comm, what
+ * a sample names the thread by), so the views' split and the name's
+ * escape are seen in the files written. */
+static const char named_script[] =
+    "import threading, time\n"
+    "def pyattach_idle():\n"
+    "    open('/proc/self/task/%d/comm' % threading.get_native_id(), 'w').write('idle;x')\n"
+    "    ready.set()\n"
+    "    time.sleep(3600)\n"
+    "def pyattach_busy():\n"
+    "    x = 0\n"
+    "    while True:\n"
+    "        x += 1\n"
+    "ready = threading.Event()\n"
+    "threading.Thread(target=pyattach_idle, daemon=True).start()\n"
+    "ready.wait()\n"
+    "print('ready', flush=True)\n"
+    "pyattach_busy()\n";
+
+/* The content of the one file of TEST_DIR matching PATTERN; malloc'd. */
+static char *
+read_glob(const char *pattern)
+{
+    char path[512];
+    glob_t g;
+    char *text = NULL;
+    size_t len = 0;
+    ph_error_t err = NULL;
+
+    snprintf(path, sizeof path, "%s/%s", test_dir, pattern);
+    assert_int_equal(glob(path, 0, NULL, &g), 0);
+    assert_int_equal(g.gl_pathc, 1);
+    if (ph_read_file(g.gl_pathv[0], 1u << 20, 0, &text, &len, &err) < 0)
+        fail_msg("%s", err->msg);
+    globfree(&g);
+    return text;
+}
+
+static void
+test_views_and_thread_names(void **state)
+{
+    volatile sig_atomic_t stop = 1;
+    ph_error_t err = NULL;
+    php_target *t;
+    char *folded, *off, *on;
+    int fds[2];
+    char buf[16] = "";
+    FILE *f;
+
+    (void)state;
+    assert_int_equal(pipe(fds), 0);
+    child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execlp("python3", "python3", "-c", named_script, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    assert_non_null(f = fdopen(fds[0], "r"));
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "ready\n");
+    if ((t = php_target_open(child, &err)) == NULL)
+        fail_msg("%s", err->msg);
+    /* the thread found by its id (its comm read), its `;` not a frame's end */
+    folded = sample_until(t, PHP_CLOCK_WALL, "idle:x;Thread._bootstrap (");
+    assert_non_null(strstr(folded, "idle:x;Thread._bootstrap ("));
+    assert_null(strstr(folded, "idle;x"));
+    free(folded);
+    free(sample_until(t, PHP_CLOCK_WALL, "pyattach_busy"));
+    if (php_run(t, 100, PHP_CLOCK_WALL, test_dir, "views", &stop, &err) < 0)
+        fail_msg("%s", err->msg);
+    off = read_glob("offcpu-*-1.folded");
+    on = read_glob("oncpu-*-1.folded");
+    assert_non_null(strstr(off, "pyattach_idle (<string>:5)_[p];[off-cpu] "));
+    assert_null(strstr(off, "_[p] ")); /* a line on the CPU ends in its frame */
+    assert_null(strstr(on, "[off-cpu]"));
+    assert_non_null(strstr(on, "pyattach_busy (<string>:"));
+    free(off);
+    free(on);
+    php_target_close(t);
+}
+
 static void
 test_refuses_what_runs_no_python(void **state)
 {
@@ -310,6 +397,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_run_writes_the_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refuses_what_runs_no_python, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_planted_symlinks_stay_in_its_root, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_views_and_thread_names, tu_setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -716,6 +716,37 @@ test_exec_in_place_outlives_the_timer(void **state)
     assert_non_null(strstr(sh, "is not profiled"));
 }
 
+/* The snapshot an exec in place asks for is the program's last (final,
+ * as its flamegraph says), and the only one: with no interval and no
+ * request the writer's ticks write nothing more. */
+static void
+test_exec_snapshot_is_final_and_alone(void **state)
+{
+    run_opts o = { .hz = "250", .interval = "0" };
+    DIR *d;
+    struct dirent *de;
+    int st, svgs = 0;
+
+    (void)state;
+    st = run_shell(&o, "/bin/sh", "i=0; while [ $i -lt 800000 ]; do i=$((i+1)); done; exec " WORK " split 0.3");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_non_null(status_of("/dash"));
+    assert_int_equal(count_files("flamegraph-"), 1);
+    assert_non_null(d = opendir(outdir));
+    while ((de = readdir(d)) != NULL) {
+        char path[600];
+
+        if (strncmp(de->d_name, "flamegraph-", 11) != 0 || strstr(de->d_name, ".tmp") != NULL)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", outdir, de->d_name);
+        if (strstr(read_text(path), "final") == NULL)
+            fail_msg("%s is not said to be the final snapshot", de->d_name);
+        svgs++;
+    }
+    closedir(d);
+    assert_int_equal(svgs, 1);
+}
+
 /* PH_SAMPLER_FOLLOW: none follows nothing; a pattern profiles only what
  * matches, the shell in between only hands the settings on and says so;
  * a bad value is named. */
@@ -906,6 +937,47 @@ test_snapshot_on_request(void **state)
     assert_non_null(strstr(newest("stacks-"), "spin"));
     assert_int_equal(kill(p, SIGTERM), 0);
     assert_int_equal(finish(p), 0);
+}
+
+/* A request is served once: while the workload goes on sampling (a few
+ * hundred samples more, many of the writer's ticks), no other snapshot
+ * comes until the stop's final one. */
+static void
+test_request_served_once(void **state)
+{
+    char marker[400];
+    char *args[] = { "handler", "20", marker, NULL };
+    run_opts o = { .hz = "250", .interval = "0" };
+    const char *st = NULL;
+    double s0;
+    pid_t p;
+    int n = 0;
+
+    (void)state;
+    snprintf(marker, sizeof marker, "%s/handler-ran", test_dir);
+    clear_outdir();
+    assert_int_equal(mkdir(outdir, 0755), 0);
+    p = start_opts(&o, args);
+    for (int k = 1; k < 40 && n == 0; k++) { /* until one has samples in it */
+        char req[32], ack[64];
+
+        snprintf(req, sizeof req, "%d\n", k);
+        snprintf(ack, sizeof ack, "\"snapshot_request\": %d,", k);
+        request_snapshot(req);
+        st = wait_status(p, ack);
+        n = count_files("stacks-");
+    }
+    assert_int_equal(n, 1);
+    s0 = json_num(st, "samples");
+    for (int i = 0; i < 6000 && json_num(st, "samples") < s0 + 250; i++) {
+        usleep(10000);
+        st = wait_status(p, "\"snapshot_request\": ");
+    }
+    assert_true(json_num(st, "samples") >= s0 + 250);
+    assert_int_equal(count_files("stacks-"), 1);
+    assert_int_equal(kill(p, SIGTERM), 0);
+    assert_int_equal(finish(p), 0);
+    assert_int_equal(count_files("stacks-"), 2);
 }
 
 /* A shell wrapper that dies of the stop signal (dash at its default
@@ -1401,11 +1473,13 @@ main(void)
         cmocka_unit_test_setup_teardown(test_environment_cleaned_and_inert_without_dir, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_shell_wrappers_followed, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_in_place_outlives_the_timer, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_exec_snapshot_is_final_and_alone, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_follow_setting, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_no_samples_says_why, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fork_children_followed_with_all, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fork_never_inherits_the_loader_lock, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_on_request, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_request_served_once, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wrapper_stop_saves_the_childs_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_delta_snapshots_hold_only_new_samples, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_failure_is_one_line_and_service_runs, setup, tu_teardown),
