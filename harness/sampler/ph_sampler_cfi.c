@@ -37,7 +37,9 @@
  * while we read, so nothing is unmapped under us.  x86-64 only: elsewhere
  * the frame-pointer walk is all there is.
  */
+#include <fcntl.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -708,6 +710,40 @@ has_textrel(const struct dl_phdr_info *info)
  * libjvm's 1.5).  They are the file's own bytes, so nothing is lost: the
  * process's own unwinder (a C++ throw) faults them back in from the page
  * cache. */
+/* Whether [LO, HI) lies in one mapping of a file that is not writable,
+ * so that dropped pages come back from the file.  A program that unpacked
+ * itself into anonymous memory (UPX) has its .eh_frame there, where
+ * MADV_DONTNEED would zero it.  No allocation (the heap mode builds its
+ * tables in front of the service). */
+static int
+file_backed(uintptr_t lo, uintptr_t hi)
+{
+    char buf[4096], line[160];
+    size_t ll = 0;
+    ssize_t n;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), found = 0;
+
+    if (fd < 0)
+        return 0;
+    while (found == 0 && (n = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n && found == 0; i++) {
+            unsigned long s, e, ino;
+            char perms[8];
+
+            if (buf[i] != '\n') {
+                if (ll < sizeof line - 1)
+                    line[ll++] = buf[i]; /* the fields before the path are enough */
+                continue;
+            }
+            line[ll] = '\0';
+            ll = 0;
+            if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &s, &e, perms, &ino) == 4 && s <= lo && hi <= e)
+                found = ino != 0 && perms[1] != 'w' ? 1 : -1;
+        }
+    close(fd);
+    return found == 1;
+}
+
 static void
 drop_read_pages(uintptr_t lo, uintptr_t hi)
 {
@@ -715,7 +751,7 @@ drop_read_pages(uintptr_t lo, uintptr_t hi)
 
     lo = (lo + page - 1) & ~(page - 1);
     hi &= ~(page - 1);
-    if (lo < hi)
+    if (lo < hi && file_backed(lo, hi))
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
