@@ -65,13 +65,22 @@ ph_flame_has_thread_root(const ph_rundata *rd)
     return rd->flame.sampler.have || (ph_rundata_files(rd, "folded", a, 1) == 1 && strncmp(a[0]->name, "stacks-", 7) == 0);
 }
 
+/* A wall-clock run: the sampler's status says so, its files have an
+ * off-CPU view (offcpu-*: what the attached readers write, which have no
+ * status; a Node seen waiting not once writes an empty one), or a stack
+ * ends off the CPU. */
 int
 ph_flame_is_wall(const ph_rundata *rd)
 {
     const ph_folded *fo = rd->flame.folded;
+    const ph_artifact *a[PH_RD_MAX_ARTIFACTS];
+    size_t n = ph_rundata_files(rd, "folded", a, PH_RD_MAX_ARTIFACTS);
 
     if (rd->flame.sampler.wall)
         return 1;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(a[i]->name, "offcpu-", 7) == 0)
+            return 1;
     for (uint32_t i = 0; fo != NULL && i < ph_folded_n_names(fo); i++)
         if (strcmp(ph_folded_name(fo, i, NULL), PH_OFFCPU_FRAME) == 0)
             return 1;

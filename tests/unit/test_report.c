@@ -464,7 +464,7 @@ test_wall_report(void **state)
 static void
 test_wall_report_mostly_on_cpu(void **state)
 {
-    const char *d = make_run("svc", "20261122T141500Z-wall", "wall", 0);
+    const char *d = make_run("svc", "20261122T151500Z-wall", "wall", 0);
     char path[900];
     ph_report_headline h;
     json_t *j;
@@ -472,9 +472,39 @@ test_wall_report_mostly_on_cpu(void **state)
     (void)state;
     snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
     put(path, "wall-svc;main;wait;__read;[off-cpu] 1\nwall-svc;main;compute 74\nwall-svc;main;hash 25\n");
-    j = report("svc", "20261122T141500Z-wall", &h);
+    j = report("svc", "20261122T151500Z-wall", &h);
     assert_string_equal(h.text, "100 samples, 1.0 % off CPU, top compute 74.0 % (self)");
     assert_true(json_real_value(json_object_get(json_object_get(j, "wall"), "offcpu_percent")) == 1);
+    json_decref(j);
+}
+
+/* A wall run by an attached reader (no sampler status) that never saw
+ * the service wait: its empty off-CPU view says it is on the wall clock,
+ * and the figures say 0 % off CPU (they were missing: a Node busy the
+ * whole run read as a CPU run). */
+static void
+test_wall_report_never_waiting(void **state)
+{
+    const char *d = make_run("svc", "20261122T161500Z-wall", "wall", 0);
+    char path[900], *html;
+    ph_report_headline h;
+    json_t *j, *w;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20261122T141600Z-1.folded", d);
+    put(path, "node;hot 75\nnode;cool 25\n");
+    snprintf(path, sizeof path, "%s/offcpu-20261122T141600Z-1.folded", d);
+    put(path, "");
+    snprintf(path, sizeof path, "%s/oncpu-20261122T141600Z-1.folded", d);
+    put(path, "node;hot 75\nnode;cool 25\n");
+    j = report("svc", "20261122T161500Z-wall", &h);
+    w = json_object_get(j, "wall");
+    assert_non_null(w);
+    assert_true(json_real_value(json_object_get(w, "offcpu_percent")) == 0);
+    assert_string_equal(h.text, "100 samples, top hot 75.0 % (self)");
+    html = report_html("svc", "20261122T161500Z-wall");
+    assert_non_null(strstr(html, "Wall-clock samples"));
+    free(html);
     json_decref(j);
 }
 
@@ -1319,6 +1349,7 @@ main(void)
         cmocka_unit_test(test_runtime_frames_not_read),
         cmocka_unit_test(test_wall_report),
         cmocka_unit_test(test_wall_report_mostly_on_cpu),
+        cmocka_unit_test(test_wall_report_never_waiting),
         cmocka_unit_test(test_language_view_report),
         cmocka_unit_test(test_headline_whole_names),
         cmocka_unit_test(test_thread_pools),
