@@ -42,9 +42,10 @@ static const char script[] =
 
 static pid_t child = -1;
 
-/* The host's python3 running the script, once it says it runs. */
+/* The host's python3 running CODE (ARG its argument, or NULL), once
+ * it says it runs. */
 static pid_t
-start_python(void)
+start_python(const char *code, const char *arg)
 {
     int fds[2];
     char buf[16] = "";
@@ -58,7 +59,7 @@ start_python(void)
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execlp("python3", "python3", "-c", script, (char *)NULL);
+        execlp("python3", "python3", "-c", code, arg, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -74,7 +75,7 @@ static int
 setup(void **state)
 {
     tu_setup(state);
-    child = start_python();
+    child = start_python(script, NULL);
     return 0;
 }
 
@@ -235,26 +236,9 @@ test_views_and_thread_names(void **state)
     ph_error_t err = NULL;
     php_target *t;
     char *folded, *off, *on;
-    int fds[2];
-    char buf[16] = "";
-    FILE *f;
 
     (void)state;
-    assert_int_equal(pipe(fds), 0);
-    child = fork();
-    assert_true(child >= 0);
-    if (child == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execlp("python3", "python3", "-c", named_script, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    assert_non_null(f = fdopen(fds[0], "r"));
-    assert_non_null(fgets(buf, sizeof buf, f));
-    fclose(f);
-    assert_string_equal(buf, "ready\n");
+    child = start_python(named_script, NULL);
     if ((t = php_target_open(child, &err)) == NULL)
         fail_msg("%s", err->msg);
     /* the thread found by its id (its comm read), its `;` not a frame's end */
@@ -332,11 +316,11 @@ test_planted_symlinks_stay_in_its_root(void **state)
         "print('ready', flush=True)\n"
         "while True:\n"
         "    time.sleep(0.01)\n";
-    char root[PATH_MAX - 64], link[PATH_MAX], line[PATH_MAX + 256], buf[16] = "";
+    char root[PATH_MAX - 64], link[PATH_MAX], line[PATH_MAX + 256];
     ph_error_t err = NULL;
     php_target *t;
     FILE *f;
-    int fds[2], planted = 0;
+    int planted = 0;
     pid_t pid;
 
     (void)state;
@@ -344,22 +328,7 @@ test_planted_symlinks_stay_in_its_root(void **state)
         skip(); /* chroot: root, as the tools container is */
     snprintf(root, sizeof root, "%s/root", test_dir);
     assert_int_equal(mkdir(root, 0755), 0);
-    assert_int_equal(pipe(fds), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execlp("python3", "python3", "-c", chrooted, root, (char *)NULL);
-        _exit(127);
-    }
-    child = pid; /* teardown's to end */
-    close(fds[1]);
-    assert_non_null(f = fdopen(fds[0], "r"));
-    assert_non_null(fgets(buf, sizeof buf, f));
-    fclose(f);
-    assert_string_equal(buf, "ready\n");
+    pid = child = start_python(chrooted, root); /* teardown's to end */
     /* what it maps, as this side sees it; in its root, each a symlink to
      * this side's own path: the service's files are its to replace */
     snprintf(line, sizeof line, "/proc/%d/maps", (int)pid);
