@@ -213,7 +213,8 @@ FAKEPY_H := tests/unit/helpers/fakepy_eval.h tests/unit/helpers/fakepy_layouts.h
 $(B)/tests/helpers/sampler_fakepy $(B)/tests/helpers/sampler_fakepy313 $(B)/tests/helpers/sampler_fakepy310 \
     $(B)/tests/helpers/sampler_fakepy312: $(FAKEPY_H)
 $(B)/tests/helpers/sampler_fakepy313_bad: $(FAKEPY_H) tests/unit/helpers/sampler_fakepy313.c
-$(B)/tests/helpers/sampler_fakepy38 $(B)/tests/helpers/sampler_fakepy37 $(B)/tests/helpers/sampler_fakepy310_as39: \
+$(B)/tests/helpers/sampler_fakepy38 $(B)/tests/helpers/sampler_fakepy37 $(B)/tests/helpers/sampler_fakepy310_as39 \
+    $(B)/tests/helpers/sampler_fakepy310_prealloc: \
     $(FAKEPY_H) tests/unit/helpers/sampler_fakepy310.c
 
 # The wall-clock test service (tests/wall/svc), a workload of the

@@ -554,16 +554,18 @@ static __thread uintptr_t tls_ts __attribute__((tls_model("initial-exec")));
 
 /* This thread's own state when it does not hold the GIL (blocked in a
  * call that released it, or waiting to take it back): the one found last
- * time if it still is this thread's, else the one in the main
- * interpreter's list of threads (newest first: a new thread is found
- * first) whose thread_id is ours; 0 if none.  The list may be changing
- * under us (another thread starting or ending, without the GIL): every
- * read is proven first, the walk is bounded, and only a state that says
- * it is this thread's is taken. */
+ * time if it still is this thread's, else the oldest in the main
+ * interpreter's list of threads (newest first) whose thread_id is ours;
+ * 0 if none.  The oldest: up to 3.11 a thread starting another makes the
+ * child's state itself, with its own thread_id until the child runs, at
+ * the head of the list; a thread's own state is older than any it made.
+ * The list may be changing under us (another thread starting or ending,
+ * without the GIL): every read is proven first, the walk is bounded, and
+ * only a state that says it is this thread's is taken. */
 static uintptr_t
 own_tstate(reader *r, const phs_py_layout *L)
 {
-    uintptr_t interp = 0, ts = 0;
+    uintptr_t interp = 0, ts = 0, mine = 0;
 
     if (is_mine(r, L, tls_ts))
         return tls_ts;
@@ -572,11 +574,11 @@ own_tstate(reader *r, const phs_py_layout *L)
         return 0;
     for (int i = 0; ts != 0 && i < MAX_THREADS_WALKED; i++) {
         if (is_mine(r, L, ts))
-            return tls_ts = ts;
+            mine = ts;
         if (!get(r, ts + L->ts_next, &ts, 8))
-            return 0;
+            break;
     }
-    return 0;
+    return mine != 0 ? (tls_ts = mine) : 0;
 }
 
 /* The thread state holding the GIL, or 0. */

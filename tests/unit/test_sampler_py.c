@@ -448,6 +448,21 @@ test_frames_310(void **state)
                ";main;main (fake310.py:20)_[p];hot_fake (fake310.py:12)_[p]");
 }
 
+/* A thread that does not hold the GIL, caught while starting another:
+ * up to 3.11 the child's state is made by the parent, with the parent's
+ * thread_id, and is newest in the list; its frames are the parent's own
+ * state's, the oldest with its thread_id.  (Seen on real 3.11 in wall
+ * mode under load: the main thread's first sample took the child's
+ * frameless state, and its stack, repeated while it waited in join, had
+ * no Python frame.) */
+static void
+test_frames_starting_a_thread(void **state)
+{
+    (void)state;
+    fake_named("sampler_fakepy310_prealloc", "Python 3.10.12: frames read",
+               ";main;main (fake310.py:20)_[p];hot_fake (fake310.py:12)_[p]");
+}
+
 /* 3.8: its runtime state's layout, and the line from co_lnotab. */
 static void
 test_frames_38(void **state)
@@ -594,6 +609,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_no_python, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_frames_310, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_frames_38, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_frames_starting_a_thread, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_frames_312, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_wall_blocked_threads_python_frames, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_37, setup, tu_teardown),

@@ -78,12 +78,24 @@ static fframe main_frame = { .ob = { 1, &PyFrame_Type, 0 }, .f_code = &main_code
 static fframe hot_frame = { .ob = { 1, &PyFrame_Type, 0 }, .f_back = &main_frame, .f_code = &hot_code,
                             .f_lasti = FAKE_MINOR == 10 ? 3 : 6 };
 static fts tstate = { .frame = &hot_frame };
+#ifdef FAKE_PREALLOC
+/* the child's state, made by this thread (sampler_fakepy310_prealloc.c),
+ * ahead of ours in the main interpreter's list (struct _is: next,
+ * tstate_head) */
+static fts child = { .next = &tstate };
+static struct { void *next, *tstate_head; } interp = { NULL, &child };
+#endif
 
 int
 main(int argc, char **argv)
 {
     tstate.thread_id = (unsigned long)pthread_self();
+#ifdef FAKE_PREALLOC
+    child.thread_id = tstate.thread_id;
+    _PyRuntime.interpreters.main = &interp;
+#else
     _PyRuntime.gilstate.tstate_current = &tstate;
+#endif
     _PyEval_EvalFrameDefault(argc > 1 ? atof(argv[1]) : 1.0, 1); /* main's loop, then hot_fake's */
     return 0;
 }
