@@ -11,28 +11,10 @@
 
 #include "ph_flame.h"
 #include "ph_folded.h"
+#include "ph_fs.h"
 #include "ph_pprof.h"
 
 #define OFFCPU_LEAF ";[off-cpu]"
-
-static int
-put_file(const char *dir, const char *name, const char *data, size_t len, ph_error_t *err)
-{
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
-    FILE *f;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if ((f = fopen(tmp, "we")) == NULL)
-        return ph_fail(err, errno, "create `%s`", tmp);
-    if ((len > 0 && fwrite(data, 1, len, f) != len) || fclose(f) != 0) {
-        unlink(tmp);
-        return ph_fail(err, errno, "write `%s`", tmp);
-    }
-    if (rename(tmp, path) < 0)
-        return ph_fail(err, errno, "rename `%s`", tmp);
-    return 0;
-}
 
 int
 ph_stackset_offcpu(const char *l, size_t n)
@@ -90,7 +72,7 @@ view(const char *dir, const char *kind, const char *folded, size_t len, int keep
     if (lines(folded, len, keep, 1, &text, &tlen, err) < 0)
         return -1;
     snprintf(name, sizeof name, "%s-%s-%d-1.folded", kind, o->stamp, (int)o->pid);
-    rc = put_file(dir, name, text ? text : "", tlen, err);
+    rc = ph_fs_write_bytes(dir, name, text ? text : "", tlen, err);
     free(text);
     return rc;
 }
@@ -126,7 +108,7 @@ ph_stackset_write(const char *dir, const char *folded, size_t len, const ph_stac
     }
     fclose(m);
     snprintf(name, sizeof name, "flamegraph-%s-%d-1.svg", o->stamp, (int)o->pid);
-    if (put_file(dir, name, svg, slen, err) < 0)
+    if (ph_fs_write_bytes(dir, name, svg, slen, err) < 0)
         goto out;
     /* pprof's values: each sample stands for a period of the clock */
     ph_folded_free(f);
@@ -144,7 +126,7 @@ ph_stackset_write(const char *dir, const char *folded, size_t len, const ph_stac
     }
     fclose(m);
     snprintf(name, sizeof name, "profile-%s-%d-1.pb.gz", o->stamp, (int)o->pid);
-    rc = put_file(dir, name, pb, plen, err);
+    rc = ph_fs_write_bytes(dir, name, pb, plen, err);
 out:
     ph_folded_free(f);
     free(svg);

@@ -41,6 +41,7 @@
  * names cleaned) or as the profile's own bytes (profile.cpuprofile).
  */
 #include "ph_cdp.h"
+#include "ph_fs.h"
 #include "ph_stackset.h"
 
 #include <arpa/inet.h>
@@ -465,20 +466,17 @@ close_inspector(session *s)
     }
 }
 
+/* DATA (N bytes) as OUT/NAME, said on failure. */
 static int
-write_file(const char *dir, const char *name, const char *data, size_t n)
+put(const char *out, const char *name, const char *data, size_t n)
 {
-    char path[PATH_MAX], tmp[PATH_MAX];
-    FILE *f;
-    int ok;
+    ph_error_t e = NULL;
 
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
-    if ((f = fopen(tmp, "we")) == NULL)
-        return -1;
-    ok = fwrite(data, 1, n, f) == n;
-    ok = fclose(f) == 0 && ok;
-    return ok && rename(tmp, path) == 0 ? 0 : -1;
+    if (ph_fs_write_bytes(out, name, data, n, &e) == 0)
+        return 0;
+    say("%s", e->msg);
+    ph_error_free(&e);
+    return -1;
 }
 
 /* The wall mode's files (ph_stackset.h) of the folded TEXT in OUT: the
@@ -542,8 +540,7 @@ fold_into(const char *out, const char *profile, size_t n, pid_t pid, long hz, in
             st.bad_ids || st.reparented || st.cut ? " (some of it malformed: kept apart)" : "");
         if (len > 0 && wall) {
             rc = write_wall(out, text, len, pid, hz, seconds, title, &st);
-        } else if (len > 0 && write_file(out, "stacks.folded", text, len) < 0) {
-            say("%s/stacks.folded: %s", out, strerror(errno));
+        } else if (len > 0 && put(out, "stacks.folded", text, len) < 0) {
             rc = -1;
         }
     }
@@ -633,8 +630,7 @@ main(int argc, char **argv)
     reply = s.msg;
     s.msg = NULL;
     s.msg_len = 0;
-    if (write_file(out, "profile.cpuprofile", reply + off, plen) < 0)
-        say("%s/profile.cpuprofile: %s", out, strerror(errno));
+    (void)put(out, "profile.cpuprofile", reply + off, plen);
     call(&s, "Profiler.disable", NULL, 5000);
     close_inspector(&s);
     rc = fold_into(out, reply + off, plen, pid, hz, wall, seconds, title) < 0;

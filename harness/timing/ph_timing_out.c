@@ -2,6 +2,7 @@
  * JSON (see ph_timing_out.h). */
 #include "ph_timing_out.h"
 
+#include "ph_fs.h"
 #include "ph_otlp.h"
 
 #include <errno.h>
@@ -349,44 +350,6 @@ ph_timing_run_json(json_t *meta)
 
 /* ---- files ----------------------------------------------------------------- */
 
-/* Write through a temporary name, then rename: a reader never sees half. */
-static int
-write_atomic(const char *dir, const char *name, int (*fill)(FILE *, const void *, ph_error_t *), const void *ud,
-             ph_error_t *err)
-{
-    char path[PATH_MAX], tmp[PATH_MAX];
-    FILE *f = NULL;
-    int fd = -1;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, name);
-    fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0)
-        return ph_fail(err, errno, "create `%s`", tmp);
-    f = fdopen(fd, "w");
-    if (f == NULL) {
-        close(fd);
-        unlink(tmp);
-        return ph_fail(err, errno, "open `%s`", tmp);
-    }
-    if (fchmod(fd, 0644) < 0 || fill(f, ud, err) < 0) {
-        fclose(f);
-        unlink(tmp);
-        return ph_error_wrap(err, "write `%s`", path);
-    }
-    if (fclose(f) != 0) {
-        unlink(tmp);
-        return ph_fail(err, errno, "write `%s`", path);
-    }
-    if (rename(tmp, path) < 0) {
-        int e = errno;
-
-        unlink(tmp);
-        return ph_fail(err, e, "rename `%s` to `%s`", tmp, path);
-    }
-    return 0;
-}
-
 static int
 fill_folded(FILE *f, const void *ud, ph_error_t *err)
 {
@@ -415,8 +378,8 @@ ph_timing_write_files(const char *dir, ph_error_t *err)
 
     if (tree == NULL)
         return 0;
-    if (write_atomic(dir, "harness.folded", fill_folded, tree, err) < 0 ||
-        write_atomic(dir, "harness.trace.json", fill_trace, tree, err) < 0)
+    if (ph_fs_write_atomic(dir, "harness.folded", fill_folded, tree, err) < 0 ||
+        ph_fs_write_atomic(dir, "harness.trace.json", fill_trace, tree, err) < 0)
         return -1;
     return 0;
 }

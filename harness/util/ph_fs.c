@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,4 +362,70 @@ ph_fs_mkdtemp_at(int dirfd, const char *prefix, mode_t mode, char *name, size_t 
             return ph_fail(err, errno, "mkdir `%s`", name);
     }
     return ph_fail(err, EEXIST, "make a temp dir `%sXXXXXXXXXXXX` (100 names taken)", prefix);
+}
+
+int
+ph_fs_write_atomic(const char *dir, const char *name, int (*fill)(FILE *, const void *, ph_error_t *), const void *ud,
+                   ph_error_t *err)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    FILE *f;
+    int fd, e;
+
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path ||
+        (size_t)snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, name) >= sizeof tmp)
+        return ph_fail(err, ENAMETOOLONG, "write `%s/%s`", dir, name);
+    if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+        return ph_fail(err, errno, "create `%s`", tmp);
+    if ((f = fdopen(fd, "w")) == NULL) {
+        e = errno;
+        close(fd);
+        unlink(tmp);
+        return ph_fail(err, e, "open `%s`", tmp);
+    }
+    if (fchmod(fd, 0644) < 0) {
+        e = errno;
+        fclose(f);
+        unlink(tmp);
+        return ph_fail(err, e, "write `%s`", path);
+    }
+    if (fill(f, ud, err) < 0) {
+        fclose(f);
+        unlink(tmp);
+        return ph_error_wrap(err, "write `%s`", path);
+    }
+    if (fclose(f) != 0) {
+        e = errno;
+        unlink(tmp);
+        return ph_fail(err, e, "write `%s`", path);
+    }
+    if (rename(tmp, path) < 0) {
+        e = errno;
+        unlink(tmp);
+        return ph_fail(err, e, "rename `%s` to `%s`", tmp, path);
+    }
+    return 0;
+}
+
+typedef struct bytes {
+    const void *data;
+    size_t len;
+} bytes;
+
+static int
+fill_bytes(FILE *f, const void *ud, ph_error_t *err)
+{
+    const bytes *b = ud;
+
+    if (b->len > 0 && fwrite(b->data, 1, b->len, f) != b->len)
+        return ph_fail(err, errno, "fwrite");
+    return 0;
+}
+
+int
+ph_fs_write_bytes(const char *dir, const char *name, const void *data, size_t len, ph_error_t *err)
+{
+    bytes b = { data, len };
+
+    return ph_fs_write_atomic(dir, name, fill_bytes, &b, err);
 }

@@ -20,6 +20,7 @@
 #define PH_FS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include "ph_error.h"
@@ -54,6 +55,18 @@ int ph_fs_mkdtemp_at(int dirfd, const char *prefix, mode_t mode, char *name, siz
  * the same fd would find the directory empty).  NULL and errno on failure. */
 #include <dirent.h>
 DIR *ph_fs_opendir_at(int dirfd);
+
+/* Write DIR/NAME whole or not at all: FILL (its -1 with *err set) writes
+ * into a fresh DIR/.NAME.XXXXXX (made with O_EXCL: never through an entry
+ * already there), mode 0644, which is then renamed over DIR/NAME; a
+ * reader sees the old file or the new one, never half.  On any failure
+ * the temporary name is removed and DIR/NAME is left as it was.  Returns
+ * 0, or -1 and *err naming the file. */
+int ph_fs_write_atomic(const char *dir, const char *name, int (*fill)(FILE *, const void *, ph_error_t *),
+                       const void *ud, ph_error_t *err);
+
+/* ph_fs_write_atomic of the LEN bytes at DATA. */
+int ph_fs_write_bytes(const char *dir, const char *name, const void *data, size_t len, ph_error_t *err);
 
 /* Random characters [A-Za-z0-9] into BUF (N bytes, not terminated). */
 void ph_fs_random_name(char *buf, size_t n);

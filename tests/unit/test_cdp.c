@@ -10,6 +10,8 @@
 #include "ph_langview.h"
 #include "ph_stackset.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 /* ---- WebSocket ---------------------------------------------------------- */
@@ -321,6 +323,41 @@ test_fold_wall_files(void **state)
     free(out);
 }
 
+/* A file that cannot take its place (a directory of that name is in the
+ * way) is an error naming it, and leaves no temporary file beside it
+ * (the old writer left `stacks-...folded.tmp`). */
+static void
+test_stackset_failed_write_leaves_nothing(void **state)
+{
+    static const char folded[] = "node;main;work 3\n";
+    ph_stackset_opts so = { .stamp = "20260101T000000Z", .pid = 42, .wall = 0, .period_ns = 10000000,
+                            .title = "api (flamegraph)" };
+    char path[600];
+    ph_error_t e = NULL;
+    DIR *d;
+    struct dirent *de;
+    int others = 0;
+
+    (void)state;
+    snprintf(path, sizeof path, "%s/stacks-20260101T000000Z-42-1.folded", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/stacks-20260101T000000Z-42-1.folded/in-the-way", test_dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(ph_stackset_write(test_dir, folded, strlen(folded), &so, &e), -1);
+    assert_non_null(e);
+    assert_non_null(strstr(e->msg, "stacks-20260101T000000Z-42-1.folded"));
+    ph_error_free(&e);
+    assert_non_null(d = opendir(test_dir));
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+            strcmp(de->d_name, "stacks-20260101T000000Z-42-1.folded") != 0) {
+            print_message("# left: %s\n", de->d_name);
+            others++;
+        }
+    closedir(d);
+    assert_int_equal(others, 0);
+}
+
 /* The start mode's names for the same frames (ph_langview): the same
  * view of them, `hot_seventy_five (/opt/lang/lang.js:10)`. */
 static void
@@ -449,6 +486,7 @@ main(void)
         cmocka_unit_test(test_replies),           cmocka_unit_test(test_fold_lang),
         cmocka_unit_test(test_fold_langview_names),
         cmocka_unit_test_setup_teardown(test_fold_wall_files, tu_setup, tu_teardown), cmocka_unit_test(test_fold_hostile),
+        cmocka_unit_test_setup_teardown(test_stackset_failed_write_leaves_nothing, tu_setup, tu_teardown),
         cmocka_unit_test(test_fold_deep),         cmocka_unit_test(test_fold_huge_strings),
         cmocka_unit_test(test_ws_length_edges),   cmocka_unit_test(test_ws_control_in_pieces),
     };

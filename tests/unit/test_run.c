@@ -520,6 +520,59 @@ test_fs_mkdtemp_fresh(void **state)
     close(dfd);
 }
 
+static int
+fill_fails(FILE *f, const void *ud, ph_error_t *err)
+{
+    fputs(ud, f);
+    return ph_fail(err, ENOSPC, "half written");
+}
+
+/* ph_fs_write_atomic: the whole file or the old one.  A link in the
+ * file's place is replaced, never written through; a fill that fails
+ * leaves the old file as it was and no temporary name beside it. */
+static void
+test_fs_write_atomic(void **state)
+{
+    char path[600], outside[600], buf[64] = "";
+    ph_error_t err = NULL;
+    struct stat st;
+    struct dirent *de;
+    DIR *d;
+    FILE *f;
+    int n = 0;
+
+    (void)state;
+    snprintf(outside, sizeof outside, "%s/outside", test_dir);
+    assert_non_null(f = fopen(outside, "w"));
+    fputs("theirs", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/stacks.folded", test_dir);
+    assert_int_equal(symlink(outside, path), 0);
+    assert_int_equal(ph_fs_write_bytes(test_dir, "stacks.folded", "ours", 4, &err), 0);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0644);
+    assert_non_null(f = fopen(outside, "r"));
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "theirs");
+
+    assert_int_equal(ph_fs_write_atomic(test_dir, "stacks.folded", fill_fails, "half", &err), -1);
+    assert_non_null(strstr(err->msg, "stacks.folded"));
+    assert_non_null(strstr(err->msg, "half written"));
+    ph_error_free(&err);
+    assert_non_null(f = fopen(path, "r"));
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "ours");
+    /* nothing beside stacks.folded and outside */
+    assert_non_null(d = opendir(test_dir));
+    while ((de = readdir(d)) != NULL)
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    closedir(d);
+    assert_int_equal(n, 2);
+}
+
 /* ---- the completion record ---------------------------------------------- */
 
 #define GOOD_RECORD "{\"version\":1,\"command\":[\"x\"],\"exit_code\":0,\"signal\":null,\"escalations\":[]," \
@@ -1214,6 +1267,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fs_walk_tree_moved, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_walk_counts_wide, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_opendir_at_twice, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fs_write_atomic, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fs_mkdtemp_fresh, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_record_fields, tu_setup, tu_teardown),
         cmocka_unit_test(test_record_story),
