@@ -273,11 +273,52 @@ out:
     return rc;
 }
 
-/* Copy (when OUT >= 0) and remove every entry of DFD but directories;
- * the counts into *T.  0, or -1 with WHY. */
+/* Open ENTRY of DFD for reading if it is a regular file, without opening
+ * it before that is known: an O_PATH descriptor is looked at first (no
+ * open of a FIFO or a device the service's user put there, no symlink
+ * followed), then reopened through /proc/self/fd, the same inode.  A
+ * descriptor, or -1 (errno) and *ST for what it was. */
+static int
+open_regular(int dfd, const char *entry, struct stat *st)
+{
+    char self[64];
+    int p = openat(dfd, entry, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
+
+    if (p < 0)
+        return -1;
+    if (fstat(p, st) < 0 || !S_ISREG(st->st_mode)) {
+        close(p);
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", p);
+    fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    close(p);
+    return fd;
+}
+
+int
+ph_inroot_sampler_name(const char *name)
+{
+    static const char *const ends[] = { ".folded", ".svg", ".pb.gz", ".json" };
+    size_t n = strlen(name);
+
+    if (!ph_inroot_plain_name(name) || !((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z')))
+        return 0;
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (n > strlen(ends[i]) && strcmp(name + n - strlen(ends[i]), ends[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Copy (when OUT >= 0) and remove the entries of DFD but directories, at
+ * most PH_INROOT_TAKE_ENTRIES of them (the rest left, said); the counts
+ * into *T, and one line on stderr for what was not taken.  0, or -1
+ * with WHY. */
 static int
 drain(int dfd, const char *dir, int out, uint64_t max, ph_inroot_taken *t, char *why, size_t why_len)
 {
+    unsigned odd = 0, unnamed = 0, holes = 0, over = 0, seen = 0;
     int lfd = dup(dfd);
     DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
     struct dirent *e;
@@ -293,44 +334,56 @@ drain(int dfd, const char *dir, int out, uint64_t max, ph_inroot_taken *t, char 
 
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        if (out >= 0) {
-            fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-            if (!ph_inroot_plain_name(e->d_name) || fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                if (fd >= 0)
-                    close(fd);
-                t->skipped++;
-                fprintf(stderr, "ph-jattach: not taken from %s: an entry that is not a plain file\n", dir);
-            } else if (st.st_size > SPARSE_MIN && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2) {
-                close(fd);
-                t->skipped++;
-                fprintf(stderr, "ph-jattach: not taken from %s: %s, %jd bytes, most of them holes\n", dir,
-                        e->d_name, (intmax_t)st.st_size);
-            } else {
-                int o = openat(out, e->d_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-                uint64_t left = max > t->bytes ? max - t->bytes : 0;
-                int64_t got = o < 0 ? -1 : copy_fd(fd, o, left);
+        if (++seen > PH_INROOT_TAKE_ENTRIES) {
+            t->left = 1;
+            break;
+        }
+        if (out < 0) {
+            /* nothing to take */
+        } else if (!ph_inroot_sampler_name(e->d_name)) {
+            unnamed++;
+        } else if ((fd = open_regular(dfd, e->d_name, &st)) < 0) {
+            odd++;
+        } else if (st.st_size > SPARSE_MIN && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2) {
+            close(fd);
+            holes++;
+        } else if (t->files + t->truncated >= PH_INROOT_TAKE_FILES) {
+            close(fd);
+            over++;
+        } else {
+            int o = openat(out, e->d_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+            uint64_t left = max > t->bytes ? max - t->bytes : 0;
+            int64_t got = o < 0 ? -1 : copy_fd(fd, o, left);
 
-                close(fd);
-                if (o >= 0 && close(o) < 0)
-                    got = -1;
-                if (got < 0) {
-                    closedir(d);
-                    return inroot_fail(why, why_len, "copy %s/%s: %s", dir, e->d_name, strerror(errno));
-                }
-                t->bytes += (uint64_t)got;
-                if ((uint64_t)got < (uint64_t)st.st_size) {
-                    t->truncated++;
-                    fprintf(stderr, "ph-jattach: %s/%s cut at %" PRId64 " of its %jd bytes: the run's files "
-                            "would pass %" PRIu64 " bytes\n", dir, e->d_name, got, (intmax_t)st.st_size, max);
-                } else {
-                    t->files++;
-                }
+            close(fd);
+            if (o >= 0 && close(o) < 0)
+                got = -1;
+            if (got < 0) {
+                closedir(d);
+                return inroot_fail(why, why_len, "copy %s/%s: %s", dir, e->d_name, strerror(errno));
+            }
+            t->bytes += (uint64_t)got;
+            if ((uint64_t)got < (uint64_t)st.st_size) {
+                t->truncated++;
+                fprintf(stderr, "ph-jattach: %s/%s cut at %" PRId64 " of its %jd bytes: the run's files "
+                        "would pass %" PRIu64 " bytes\n", dir, e->d_name, got, (intmax_t)st.st_size, max);
+            } else {
+                t->files++;
             }
         }
         if (unlinkat(dfd, e->d_name, 0) < 0 && errno != EISDIR && errno != EPERM && errno != ENOENT)
             fprintf(stderr, "ph-jattach: could not remove an entry of %s: %s\n", dir, strerror(errno));
     }
     closedir(d);
+    t->skipped += odd + unnamed + holes + over;
+    if (odd + unnamed + holes + over > 0)
+        fprintf(stderr,
+                "ph-jattach: not taken from %s: %u not regular files, %u not named as the sampler names its "
+                "files, %u mostly holes, %u past the %u files a run takes\n",
+                dir, odd, unnamed, holes, over, PH_INROOT_TAKE_FILES);
+    if (t->left)
+        fprintf(stderr, "ph-jattach: %s holds more than %u entries: the rest left there, unread\n", dir,
+                PH_INROOT_TAKE_ENTRIES);
     return 0;
 }
 

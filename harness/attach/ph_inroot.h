@@ -50,19 +50,28 @@ int ph_inroot_install(int root, const char *src, const char *dir, const char *ba
  * last attach left there is taken away first (ph_inroot_take's removal). */
 int ph_inroot_mkout(int root, const char *dir, uid_t uid, gid_t gid, char *why, size_t why_len);
 
+/* The bounds of one take: the files copied (a sampler writes a handful
+ * per snapshot) and the entries of DIR looked at (the service's user may
+ * fill it: what is past this is left there, unread). */
+#define PH_INROOT_TAKE_FILES 256u
+#define PH_INROOT_TAKE_ENTRIES 4096u
+
 /* What ph_inroot_take did. */
 typedef struct ph_inroot_taken {
     unsigned files;     /* copied whole */
-    unsigned skipped;   /* not regular files, or names not plain */
+    unsigned skipped;   /* not regular, not a sampler's name, holes, past the bound */
     unsigned truncated; /* cut at the budget */
+    unsigned left;      /* 1: DIR held more than PH_INROOT_TAKE_ENTRIES */
     uint64_t bytes;
 } ph_inroot_taken;
 
-/* Copy the plain files of DIR (names of letters, digits, `.`, `_`, `-`;
- * regular files, no last symlink followed) into OUT, a directory of this
- * container (made if missing), at most MAX bytes in all: what passes the
- * budget is cut, and said on stderr; what is not a plain file is said and
- * left.  Then each file and DIR itself are removed from the service's
+/* Copy the sampler's files of DIR (ph_inroot_sampler_name; regular files,
+ * looked at before they are opened, so a FIFO or a device there is never
+ * opened, no last symlink followed) into OUT, a directory of this
+ * container (made if missing): at most PH_INROOT_TAKE_FILES of them and
+ * MAX bytes in all, what passes the budget cut.  What is left out is
+ * counted in one line on stderr (no name of the service's is printed
+ * there).  Then each entry and DIR itself are removed from the service's
  * tree.  *TAKEN (may be NULL) counts it. */
 int ph_inroot_take(int root, const char *dir, const char *out, uint64_t max, ph_inroot_taken *taken, char *why,
                    size_t why_len);
@@ -70,6 +79,11 @@ int ph_inroot_take(int root, const char *dir, const char *out, uint64_t max, ph_
 /* Is NAME plain (a file name the sampler writes: letters, digits, `.`,
  * `_`, `-`, not `.` or `..`, at most 255 bytes)?  1/0. */
 int ph_inroot_plain_name(const char *name);
+
+/* Is NAME one the sampler writes its files under: plain, a letter first,
+ * ending in .folded, .svg, .pb.gz or .json (harness/sampler: stacks-,
+ * profile-, flamegraph-, offcpu-, heap-..., sampler-status-...)?  1/0. */
+int ph_inroot_sampler_name(const char *name);
 
 /* `ph-jattach files PID ...` (harness/attach/ph-jattach-files.c): the
  * above on /proc/PID/root, for images/tools/ph-attach-sampler.  The exit

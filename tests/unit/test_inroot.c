@@ -2,13 +2,16 @@
  * (harness/attach/ph_inroot.c, compiled in) on a directory standing for
  * the service's root, with what a hostile service plants there: absolute
  * and `..` symlinks to this side's files, a stale temp file that is a
- * symlink, a FIFO, names that are not plain, a mostly-holes file, more
- * bytes than the budget.  Nothing outside the root is written, read or
+ * symlink, a FIFO, a device, names that are not plain or not the
+ * sampler's, a mostly-holes file, more bytes than the budget, more files
+ * and entries than a take looks at.  Nothing outside the root is written, read or
  * removed; what is taken is bounded. */
 #include "test_util.h"
 
 #include <errno.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "../../harness/attach/ph_inroot.c"
 
@@ -54,6 +57,18 @@ exists(const char *fmt, ...)
     vsnprintf(p, sizeof p, fmt, ap);
     va_end(ap);
     return lstat(p, &st) == 0;
+}
+
+/* Write TEXT to PATH: 0, or -1. */
+static int
+put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    if (f == NULL)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
 }
 
 static void
@@ -205,6 +220,79 @@ test_take_only_plain_files_bounded(void **state)
     assert_non_null(strstr(why, "out-7"));
 }
 
+/* An out dir the service's user filled: a FIFO and a device under the
+ * sampler's names are never opened (inotify sees every open in the
+ * directory), a file under another name is not taken, and at most
+ * PH_INROOT_TAKE_FILES are copied of more. */
+static void
+test_take_sampler_files_only_none_opened_bounded(void **state)
+{
+    char p[900], why[512], out[1000], ev[8192];
+    ph_inroot_taken t;
+    ssize_t n;
+    int in;
+
+    (void)state;
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.pa", why, sizeof why), 0);
+    assert_int_equal(ph_inroot_mkout(root, "/tmp/.pa/out-8", getuid(), getgid(), why, sizeof why), 0);
+    snprintf(p, sizeof p, "%s/tmp/.pa/out-8", rootp);
+    snprintf(out, sizeof out, "%s/stacks-fifo-1.folded", p);
+    assert_int_equal(mkfifo(out, 0644), 0);
+    snprintf(out, sizeof out, "%s/profile-dev-1.pb.gz", p);
+    assert_int_equal(mknod(out, S_IFCHR | 0644, makedev(1, 3)), 0);
+    snprintf(out, sizeof out, "%s/run.sh", p);
+    assert_int_equal(put(out, "not the sampler's"), 0);
+    for (unsigned i = 0; i < PH_INROOT_TAKE_FILES + 10; i++) {
+        snprintf(out, sizeof out, "%s/stacks-x-%u.folded", p, i);
+        assert_int_equal(put(out, "main 1\n"), 0);
+    }
+    assert_true((in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0);
+    assert_true(inotify_add_watch(in, p, IN_OPEN) >= 0);
+    snprintf(out, sizeof out, "%s/collected", test_dir);
+    assert_int_equal(ph_inroot_take(root, "/tmp/.pa/out-8", out, 1 << 20, &t, why, sizeof why), 0);
+    assert_int_equal(t.files, PH_INROOT_TAKE_FILES);
+    assert_int_equal(t.skipped, 2 + 1 + 10);
+    assert_int_equal(t.left, 0);
+    assert_false(exists("%s/run.sh", out));
+    assert_false(exists("%s/stacks-fifo-1.folded", out));
+    assert_false(exists("%s/profile-dev-1.pb.gz", out));
+    while ((n = read(in, ev, sizeof ev)) > 0)
+        for (char *e = ev; e < ev + n; e += sizeof(struct inotify_event) + ((struct inotify_event *)e)->len) {
+            const struct inotify_event *ie = (const struct inotify_event *)e;
+
+            if (ie->len == 0)
+                continue; /* the directory itself, read */
+            assert_string_not_equal(ie->name, "stacks-fifo-1.folded");
+            assert_string_not_equal(ie->name, "profile-dev-1.pb.gz");
+            assert_string_not_equal(ie->name, "run.sh");
+        }
+    close(in);
+    assert_false(exists("%s", p));
+}
+
+/* More entries than a take looks at: the rest left in place, said. */
+static void
+test_take_entries_bounded(void **state)
+{
+    char p[900], why[512], out[1000];
+    ph_inroot_taken t;
+
+    (void)state;
+    assert_int_equal(ph_inroot_mkdirs(root, "/tmp/.pa", why, sizeof why), 0);
+    assert_int_equal(ph_inroot_mkout(root, "/tmp/.pa/out-6", getuid(), getgid(), why, sizeof why), 0);
+    snprintf(p, sizeof p, "%s/tmp/.pa/out-6", rootp);
+    for (unsigned i = 0; i < PH_INROOT_TAKE_ENTRIES + 50; i++) {
+        snprintf(out, sizeof out, "%s/junk%u", p, i);
+        assert_int_equal(put(out, ""), 0);
+    }
+    snprintf(out, sizeof out, "%s/collected", test_dir);
+    assert_int_equal(ph_inroot_take(root, "/tmp/.pa/out-6", out, 1 << 20, &t, why, sizeof why), 0);
+    assert_int_equal(t.files, 0);
+    assert_int_equal(t.left, 1);
+    assert_int_equal(t.skipped, PH_INROOT_TAKE_ENTRIES);
+    assert_true(exists("%s", p));
+}
+
 static void
 test_out_dir_that_is_a_symlink(void **state)
 {
@@ -237,6 +325,15 @@ test_plain_names(void **state)
     assert_false(ph_inroot_plain_name("a/b"));
     assert_false(ph_inroot_plain_name("a\nb"));
     assert_false(ph_inroot_plain_name(""));
+    assert_true(ph_inroot_sampler_name("stacks-20261202T1200-3.folded"));
+    assert_true(ph_inroot_sampler_name("profile-20261202T1200-3.pb.gz"));
+    assert_true(ph_inroot_sampler_name("sampler-status-12.json"));
+    assert_true(ph_inroot_sampler_name("offcpu-a-1.svg"));
+    assert_false(ph_inroot_sampler_name(".folded"));
+    assert_false(ph_inroot_sampler_name("-x.folded"));
+    assert_false(ph_inroot_sampler_name("stacks-1.folded.tmp"));
+    assert_false(ph_inroot_sampler_name("run.sh"));
+    assert_false(ph_inroot_sampler_name("a b.json"));
 }
 
 int
@@ -249,6 +346,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_install_by_content, setup, teardown),
         cmocka_unit_test_setup_teardown(test_install_temp_symlink_not_followed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_take_only_plain_files_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_take_sampler_files_only_none_opened_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_take_entries_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_dir_that_is_a_symlink, setup, teardown),
         cmocka_unit_test(test_plain_names),
     };
