@@ -8,6 +8,8 @@
  *   files PID mkout DIR UID GID           a fresh DIR of UID:GID, 0700
  *   files PID take DIR OUT MAX            DIR's plain files into OUT (at most
  *                                         MAX bytes), then DIR removed
+ *   files PID mapped INSTALLED            refused (1) when the process maps
+ *                                         a sampler library but INSTALLED
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +27,7 @@ static int
 usage(void)
 {
     fprintf(stderr, "usage: ph-jattach files PID mkdirs DIR | install SRC DIR BASE | mkout DIR UID GID | "
-                    "take DIR OUT MAX\n");
+                    "take DIR OUT MAX | mapped INSTALLED\n");
     return 2;
 }
 
@@ -49,7 +51,7 @@ number(const char *s, uint64_t max, uint64_t *v)
 int
 ph_jattach_files_main(int argc, char **argv)
 {
-    char why[1024] = "", path[PATH_MAX];
+    char why[2 * PATH_MAX + 512] = "", path[PATH_MAX];
     uint64_t pid, a, b;
     int root, rc = 2;
 
@@ -80,6 +82,25 @@ ph_jattach_files_main(int argc, char **argv)
         else if ((rc = ph_inroot_take(root, argv[3], argv[4], a, &t, why, sizeof why) < 0) == 0)
             fprintf(stderr, "ph-jattach: took %u file%s (%" PRIu64 " bytes) from %s%s\n", t.files + t.truncated,
                     t.files + t.truncated == 1 ? "" : "s", t.bytes, argv[3], t.truncated ? ", some cut" : "");
+    } else if (strcmp(argv[2], "mapped") == 0 && argc == 4) {
+        char other[PATH_MAX + 16];
+        FILE *maps;
+
+        snprintf(path, sizeof path, "/proc/%" PRIu64 "/maps", pid);
+        if ((maps = fopen(path, "re")) == NULL) {
+            snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+            rc = 1;
+        } else {
+            rc = ph_inroot_sampler_mapped(maps, argv[3], other, sizeof other) < 0;
+            fclose(maps);
+            if (rc == 1)
+                snprintf(why, sizeof why,
+                         "process %" PRIu64 " maps %s, a sampler library that is not this profharness's (%s): "
+                         "an earlier attach's of another version, or the service's own; it is not loaded, "
+                         "and ours is not put beside it (both would take the same signals): restart the "
+                         "service to attach to it, or use `start`",
+                         pid, other, argv[3]);
+        }
     } else {
         rc = usage();
     }

@@ -466,3 +466,80 @@ ph_inroot_take(int root, const char *dir, const char *out, uint64_t max, ph_inro
         *taken = t;
     return rc;
 }
+
+/* Is the maps line LINE's file (after its five fields) a sampler library?
+ * Its path into *PATH, its length into *N, whether it is deleted into
+ * *GONE. */
+static int
+sampler_mapping(char *line, const char **path, size_t *n, int *gone)
+{
+    static const char deleted[] = " (deleted)";
+    const char *base;
+    char *p = line;
+    size_t len;
+
+    for (int f = 0; f < 5; f++) {
+        while (*p == ' ')
+            p++;
+        while (*p && *p != ' ')
+            p++;
+    }
+    while (*p == ' ')
+        p++;
+    len = strcspn(p, "\n");
+    p[len] = '\0';
+    *gone = len > sizeof deleted - 1 && strcmp(p + len - (sizeof deleted - 1), deleted) == 0;
+    if (*gone)
+        len -= sizeof deleted - 1;
+    p[len] = '\0';
+    if (*p != '/' || len < 3 || strcmp(p + len - 3, ".so") != 0)
+        return 0;
+    base = strrchr(p, '/') + 1;
+    if (strncmp(base, "libphsampler", 12) != 0)
+        return 0;
+    *path = p;
+    *n = len;
+    return 1;
+}
+
+int
+ph_inroot_sampler_mapped(FILE *maps, const char *installed, char *other, size_t other_len)
+{
+    char line[PATH_MAX + 256];
+    int rc = 0;
+
+    if (other_len > 0)
+        other[0] = '\0';
+    while (fgets(line, sizeof line, maps) != NULL) {
+        const char *path;
+        size_t n, o = 0;
+        int gone;
+
+        if (strchr(line, '\n') == NULL && !feof(maps)) {
+            int c;
+
+            while ((c = fgetc(maps)) != EOF && c != '\n')
+                ; /* a longer line than a path: not one of ours */
+        }
+        if (!sampler_mapping(line, &path, &n, &gone))
+            continue;
+        if (!gone && strcmp(path, installed) == 0) {
+            rc = rc < 0 ? rc : 1;
+            continue;
+        }
+        for (size_t i = 0; i < n && o + 1 < other_len; i++) {
+            char c = path[i];
+
+            other[o++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+                                 c == '.' || c == '_' || c == '-'
+                             ? c
+                             : '?';
+        }
+        if (other_len > 0)
+            other[o < other_len ? o : other_len - 1] = '\0';
+        if (gone && o + 11 < other_len)
+            strcat(other, " (deleted)");
+        return -1;
+    }
+    return rc;
+}

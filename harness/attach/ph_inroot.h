@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Open PATH (absolute or not: either is under ROOT) with FLAGS (and MODE
@@ -84,6 +85,19 @@ int ph_inroot_plain_name(const char *name);
  * ending in .folded, .svg, .pb.gz or .json (harness/sampler: stacks-,
  * profile-, flamegraph-, offcpu-, heap-..., sampler-status-...)?  1/0. */
 int ph_inroot_sampler_name(const char *name);
+
+/* Which sampler library a process maps, read from its /proc/PID/maps
+ * (MAPS): a file whose name starts with `libphsampler` and ends in `.so`,
+ * at any path.  0: none; 1: INSTALLED only (the copy ph_inroot_install
+ * just placed or left, content checked, that an earlier attach of this
+ * version loaded: a `load` of its path finds it loaded, by name);
+ * -1: another one (an earlier attach's of another version, one the
+ * service put there itself, the start mode's LD_PRELOAD, or INSTALLED's
+ * name on a file since deleted), its path into OTHER (OTHER_LEN bytes,
+ * every byte but letters, digits and `/._-` shown as `?`: the service's
+ * text).  A `load` of that path would run its Agent_OnAttach, and one of
+ * ours beside it would take the same signals: the caller refuses. */
+int ph_inroot_sampler_mapped(FILE *maps, const char *installed, char *other, size_t other_len);
 
 /* `ph-jattach files PID ...` (harness/attach/ph-jattach-files.c): the
  * above on /proc/PID/root, for images/tools/ph-attach-sampler.  The exit

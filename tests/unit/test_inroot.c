@@ -336,6 +336,68 @@ test_plain_names(void **state)
     assert_false(ph_inroot_sampler_name("a b.json"));
 }
 
+/* The maps of a JVM, by what they hold of the sampler. */
+static int
+mapped(const char *maps, const char *installed, char *other, size_t len)
+{
+    FILE *f = fmemopen((void *)maps, strlen(maps), "r");
+    int rc;
+
+    assert_non_null(f);
+    rc = ph_inroot_sampler_mapped(f, installed, other, len);
+    fclose(f);
+    return rc;
+}
+
+static void
+test_sampler_mapped(void **state)
+{
+    static const char ours[] = "/tmp/.profharness-attach/lib/libphsampler-0123456789abcdef.so";
+    static const char jvm[] = "7f1c00000000-7f1c00200000 r-xp 00000000 00:2a 1234   /opt/java/lib/server/libjvm.so\n"
+                              "7f1c10000000-7f1c10001000 rw-p 00000000 00:00 0 \n"
+                              "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n";
+    char maps[4096], other[128];
+
+    (void)state;
+    assert_int_equal(mapped(jvm, ours, other, sizeof other), 0);
+    /* ours, loaded by an earlier attach of this version: used again */
+    snprintf(maps, sizeof maps, "%s7f1c20000000-7f1c20010000 r-xp 00000000 00:2a 99 %s\n", jvm, ours);
+    assert_int_equal(mapped(maps, ours, other, sizeof other), 1);
+    /* one the service planted where ours go and loaded itself */
+    snprintf(maps, sizeof maps,
+             "%s7f1c20000000-7f1c20010000 r-xp 00000000 00:2a 98 "
+             "/tmp/.profharness-attach/lib/libphsampler-planted.so\n",
+             jvm);
+    assert_int_equal(mapped(maps, ours, other, sizeof other), -1);
+    assert_string_equal(other, "/tmp/.profharness-attach/lib/libphsampler-planted.so");
+    /* ... and then removed its dir, so that ours is placed fresh */
+    snprintf(maps, sizeof maps,
+             "%s7f1c20000000-7f1c20010000 r-xp 00000000 00:2a 98 "
+             "/tmp/.profharness-attach/lib/libphsampler-x.so (deleted)\n",
+             jvm);
+    assert_int_equal(mapped(maps, ours, other, sizeof other), -1);
+    assert_string_equal(other, "/tmp/.profharness-attach/lib/libphsampler-x.so (deleted)");
+    /* our name on a file since replaced: what is mapped is not what we checked */
+    snprintf(maps, sizeof maps, "%s7f1c20000000-7f1c20010000 r-xp 00000000 00:2a 99 %s (deleted)\n", jvm, ours);
+    assert_int_equal(mapped(maps, ours, other, sizeof other), -1);
+    /* ours and another: refused, whatever the order */
+    snprintf(maps, sizeof maps,
+             "%s7f1c20000000-7f1c20010000 r-xp 00000000 00:2a 99 %s\n"
+             "7f1c30000000-7f1c30010000 r-xp 00000000 00:2a 97 /app/lib/libphsampler.so\n",
+             jvm, ours);
+    assert_int_equal(mapped(maps, ours, other, sizeof other), -1);
+    assert_string_equal(other, "/app/lib/libphsampler.so");
+    /* the service's bytes in a name are not printed as they are */
+    snprintf(maps, sizeof maps, "%s7f1c30000000-7f1c30010000 r-xp 00000000 00:2a 97 /a\033[2J/libphsampler.so\n",
+             jvm);
+    assert_int_equal(mapped(maps, ours, other, sizeof other), -1);
+    assert_string_equal(other, "/a??2J/libphsampler.so");
+    /* a library merely named like it elsewhere in its name is not one */
+    snprintf(maps, sizeof maps, "%s7f1c30000000-7f1c30010000 r-xp 00000000 00:2a 97 /libphsampler/libz.so\n",
+             jvm);
+    assert_int_equal(mapped(maps, ours, other, sizeof other), 0);
+}
+
 int
 main(void)
 {
@@ -350,6 +412,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_take_entries_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_dir_that_is_a_symlink, setup, teardown),
         cmocka_unit_test(test_plain_names),
+        cmocka_unit_test(test_sampler_mapped),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
