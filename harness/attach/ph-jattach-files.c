@@ -8,6 +8,9 @@
  *   files PID mkout DIR UID GID           a fresh DIR of UID:GID, 0700
  *   files PID take DIR OUT MAX            DIR's plain files into OUT (at most
  *                                         MAX bytes), then DIR removed
+ *   files PID copy PATH DEST LEFT         the process's mapped file PATH to
+ *                                         DEST (ph_inroot_copy_mapped): its
+ *                                         size printed, or exit 3 and why
  *   files PID mapped INSTALLED            refused (1) when the process maps
  *                                         a sampler library but INSTALLED
  */
@@ -27,7 +30,7 @@ static int
 usage(void)
 {
     fprintf(stderr, "usage: ph-jattach files PID mkdirs DIR | install SRC DIR BASE | mkout DIR UID GID | "
-                    "take DIR OUT MAX | mapped INSTALLED\n");
+                    "take DIR OUT MAX | copy PATH DEST LEFT | mapped INSTALLED\n");
     return 2;
 }
 
@@ -82,6 +85,17 @@ ph_jattach_files_main(int argc, char **argv)
         else if ((rc = ph_inroot_take(root, argv[3], argv[4], a, &t, why, sizeof why) < 0) == 0)
             fprintf(stderr, "ph-jattach: took %u file%s (%" PRIu64 " bytes) from %s%s\n", t.files + t.truncated,
                     t.files + t.truncated == 1 ? "" : "s", t.bytes, argv[3], t.truncated ? ", some cut" : "");
+    } else if (strcmp(argv[2], "copy") == 0 && argc == 6) {
+        uint64_t size = 0;
+        int r = number(argv[5], UINT64_MAX, &a) < 0 ? 2
+                                                     : ph_inroot_copy_mapped(root, argv[3], argv[4], a, &size, why,
+                                                                             sizeof why);
+
+        if (r == 1)
+            printf("%" PRIu64 "\n", size);
+        else if (r == 0)
+            printf("%s\n", why);
+        rc = r == 2 ? usage() : r == 1 ? 0 : r == 0 ? 3 : 1;
     } else if (strcmp(argv[2], "mapped") == 0 && argc == 4) {
         char other[PATH_MAX + 16];
         FILE *maps;

@@ -543,3 +543,74 @@ ph_inroot_sampler_mapped(FILE *maps, const char *installed, char *other, size_t 
     }
     return rc;
 }
+
+int
+ph_inroot_copy_mapped(int root, const char *path, const char *dest, uint64_t left, uint64_t *size, char *why,
+                      size_t why_len)
+{
+    static const unsigned char elf[4] = { 0x7f, 'E', 'L', 'F' };
+    unsigned char magic[4] = { 0 };
+    char self[64];
+    struct stat st;
+    int p = ph_inroot_open(root, path, O_PATH | O_NOFOLLOW, 0), fd = -1, out = -1, rc = -1;
+    int64_t got;
+
+    if (p < 0 && errno == ENOENT) { /* gone since its maps were read: nothing to say */
+        if (why_len > 0)
+            why[0] = '\0';
+        return 0;
+    }
+    if (p < 0)
+        return inroot_fail(why, why_len, "%s in the service's root: %s", path, strerror(errno));
+    if (fstat(p, &st) < 0) {
+        inroot_fail(why, why_len, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = 0;
+        inroot_fail(why, why_len, "not a regular file");
+        goto out;
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", p);
+    if ((fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0) {
+        inroot_fail(why, why_len, "open %s in the service's root: %s", path, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+    if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, elf, sizeof elf) != 0) {
+        inroot_fail(why, why_len, "not ELF: perf reads no symbols from it");
+        goto out;
+    }
+    if ((uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2) {
+        inroot_fail(why, why_len, "%jd bytes, %jd of them on disk: a sparse file", (intmax_t)st.st_size,
+                    (intmax_t)st.st_blocks * 512);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > left) {
+        inroot_fail(why, why_len, "%jd bytes: the copies would pass the budget (--copy-max)", (intmax_t)st.st_size);
+        goto out;
+    }
+    rc = -1;
+    if ((out = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
+        inroot_fail(why, why_len, "create %s: %s", dest, strerror(errno));
+        goto out;
+    }
+    /* what it holds now, within the size it had: a file that grew is cut */
+    got = copy_fd(fd, out, (uint64_t)st.st_size);
+    if (close(out) < 0 || got < 0) {
+        inroot_fail(why, why_len, "copy %s to %s: %s", path, dest, strerror(errno));
+        (void)unlink(dest);
+        out = -1;
+        goto out;
+    }
+    out = -1;
+    *size = (uint64_t)got;
+    rc = 1;
+out:
+    if (out >= 0)
+        close(out);
+    if (fd >= 0)
+        close(fd);
+    close(p);
+    return rc;
+}

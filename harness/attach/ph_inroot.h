@@ -86,6 +86,17 @@ int ph_inroot_plain_name(const char *name);
  * profile-, flamegraph-, offcpu-, heap-..., sampler-status-...)?  1/0. */
 int ph_inroot_sampler_name(const char *name);
 
+/* Copy the service's file PATH (what it maps: a program, a library) to
+ * DEST, a path of this container that must not exist yet, for perf's
+ * symbols (images/tools/ph-attach's --copy-mapped): PATH resolved in ROOT,
+ * looked at before it is opened (a FIFO or a device is never opened),
+ * taken only when it is a regular ELF file, not mostly holes, of at most
+ * LEFT bytes.  1: copied, its size into *SIZE; 0: left out, why into WHY
+ * (said on its own, no path in it; empty when PATH is not there); -1:
+ * failed, WHY. */
+int ph_inroot_copy_mapped(int root, const char *path, const char *dest, uint64_t left, uint64_t *size, char *why,
+                          size_t why_len);
+
 /* Which sampler library a process maps, read from its /proc/PID/maps
  * (MAPS): a file whose name starts with `libphsampler` and ends in `.so`,
  * at any path.  0: none; 1: INSTALLED only (the copy ph_inroot_install

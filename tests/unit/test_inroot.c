@@ -398,6 +398,67 @@ test_sampler_mapped(void **state)
     assert_int_equal(mapped(maps, ours, other, sizeof other), 0);
 }
 
+/* A mapped file copied for perf's symbols (ph-attach --copy-mapped):
+ * a directory on its path that became an absolute symlink stays in the
+ * service's root; a FIFO is never opened; what is not ELF, mostly holes
+ * or past the budget is said and left. */
+static void
+test_copy_mapped(void **state)
+{
+    static const char elfbytes[] = "\177ELF and the rest of a library";
+    char p[900], dest[900], why[512], ev[4096];
+    uint64_t size = 0;
+    ssize_t n;
+    int in;
+
+    (void)state;
+    /* this side's ELF "secret" and the root's own file at the same path */
+    snprintf(p, sizeof p, "%s/libsecret.so", outside);
+    assert_int_equal(put(p, "\177ELF this container's"), 0);
+    snprintf(p, sizeof p, "%s%s/libsecret.so", rootp, outside);
+    assert_int_equal(put(p, elfbytes), 0);
+    snprintf(p, sizeof p, "%s/app", rootp);
+    assert_int_equal(symlink(outside, p), 0);
+    snprintf(dest, sizeof dest, "%s/copied.so", test_dir);
+    assert_int_equal(ph_inroot_copy_mapped(root, "/app/libsecret.so", dest, 1 << 20, &size, why, sizeof why), 1);
+    assert_int_equal(size, strlen(elfbytes));
+    {
+        char got[64] = "";
+        FILE *f = fopen(dest, "r");
+
+        assert_non_null(f);
+        assert_non_null(fgets(got, sizeof got, f));
+        fclose(f);
+        assert_string_equal(got, elfbytes);
+    }
+    /* the destination is never written through or over */
+    assert_int_equal(ph_inroot_copy_mapped(root, "/app/libsecret.so", dest, 1 << 20, &size, why, sizeof why), -1);
+    /* not ELF; past the budget; gone */
+    snprintf(p, sizeof p, "%s/data.bin", rootp);
+    assert_int_equal(put(p, "not an ELF file at all"), 0);
+    snprintf(dest, sizeof dest, "%s/data.bin", test_dir);
+    assert_int_equal(ph_inroot_copy_mapped(root, "/data.bin", dest, 1 << 20, &size, why, sizeof why), 0);
+    assert_non_null(strstr(why, "not ELF"));
+    assert_false(exists("%s", dest));
+    snprintf(dest, sizeof dest, "%s/big.so", test_dir);
+    assert_int_equal(ph_inroot_copy_mapped(root, "/app/libsecret.so", dest, 4, &size, why, sizeof why), 0);
+    assert_non_null(strstr(why, "budget"));
+    assert_int_equal(ph_inroot_copy_mapped(root, "/nothing.so", dest, 1 << 20, &size, why, sizeof why), 0);
+    assert_string_equal(why, "");
+    /* a FIFO under a library's name: not opened, not copied */
+    snprintf(p, sizeof p, "%s/lib.so", rootp);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    assert_true((in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0);
+    assert_true(inotify_add_watch(in, p, IN_OPEN) >= 0);
+    snprintf(dest, sizeof dest, "%s/fifo.so", test_dir);
+    assert_int_equal(ph_inroot_copy_mapped(root, "/lib.so", dest, 1 << 20, &size, why, sizeof why), 0);
+    assert_non_null(strstr(why, "not a regular file"));
+    n = read(in, ev, sizeof ev);
+    assert_true(n < 0 && errno == EAGAIN);
+    close(in);
+    assert_false(exists("%s", dest));
+}
+
 int
 main(void)
 {
@@ -413,6 +474,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_out_dir_that_is_a_symlink, setup, teardown),
         cmocka_unit_test(test_plain_names),
         cmocka_unit_test(test_sampler_mapped),
+        cmocka_unit_test_setup_teardown(test_copy_mapped, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
