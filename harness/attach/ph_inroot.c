@@ -376,11 +376,21 @@ drain(int dfd, const char *dir, int out, uint64_t max, ph_inroot_taken *t, char 
     }
     closedir(d);
     t->skipped += odd + unnamed + holes + over;
-    if (odd + unnamed + holes + over > 0)
-        fprintf(stderr,
-                "ph-jattach: not taken from %s: %u not regular files, %u not named as the sampler names its "
-                "files, %u mostly holes, %u past the %u files a run takes\n",
-                dir, odd, unnamed, holes, over, PH_INROOT_TAKE_FILES);
+    if (odd + unnamed + holes + over > 0) {
+        char said[512] = "";
+        size_t n = 0;
+
+        if (odd)
+            n += (size_t)snprintf(said + n, sizeof said - n, ", %u not regular files", odd);
+        if (unnamed && n < sizeof said)
+            n += (size_t)snprintf(said + n, sizeof said - n, ", %u not named as the sampler names its files",
+                                  unnamed);
+        if (holes && n < sizeof said)
+            n += (size_t)snprintf(said + n, sizeof said - n, ", %u mostly holes", holes);
+        if (over && n < sizeof said)
+            snprintf(said + n, sizeof said - n, ", %u past the %u files a run takes", over, PH_INROOT_TAKE_FILES);
+        fprintf(stderr, "ph-jattach: not taken from %s:%s\n", dir, said + 1);
+    }
     if (t->left)
         fprintf(stderr, "ph-jattach: %s holds more than %u entries: the rest left there, unread\n", dir,
                 PH_INROOT_TAKE_ENTRIES);
