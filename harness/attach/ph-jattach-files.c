@@ -8,6 +8,11 @@
  *   files PID mkout DIR UID GID           a fresh DIR of UID:GID, 0700
  *   files PID take DIR OUT MAX            DIR's plain files into OUT (at most
  *                                         MAX bytes), then DIR removed
+ *   files PID copy PATH DEST LEFT         the process's mapped file PATH to
+ *                                         DEST (ph_inroot_copy_mapped): its
+ *                                         size printed, or exit 3 and why
+ *   files PID mapped INSTALLED            refused (1) when the process maps
+ *                                         a sampler library but INSTALLED
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +30,7 @@ static int
 usage(void)
 {
     fprintf(stderr, "usage: ph-jattach files PID mkdirs DIR | install SRC DIR BASE | mkout DIR UID GID | "
-                    "take DIR OUT MAX\n");
+                    "take DIR OUT MAX | copy PATH DEST LEFT | mapped INSTALLED\n");
     return 2;
 }
 
@@ -49,7 +54,7 @@ number(const char *s, uint64_t max, uint64_t *v)
 int
 ph_jattach_files_main(int argc, char **argv)
 {
-    char why[1024] = "", path[PATH_MAX];
+    char why[2 * PATH_MAX + 512] = "", path[PATH_MAX];
     uint64_t pid, a, b;
     int root, rc = 2;
 
@@ -80,6 +85,36 @@ ph_jattach_files_main(int argc, char **argv)
         else if ((rc = ph_inroot_take(root, argv[3], argv[4], a, &t, why, sizeof why) < 0) == 0)
             fprintf(stderr, "ph-jattach: took %u file%s (%" PRIu64 " bytes) from %s%s\n", t.files + t.truncated,
                     t.files + t.truncated == 1 ? "" : "s", t.bytes, argv[3], t.truncated ? ", some cut" : "");
+    } else if (strcmp(argv[2], "copy") == 0 && argc == 6) {
+        uint64_t size = 0;
+        int r = number(argv[5], UINT64_MAX, &a) < 0 ? 2
+                                                     : ph_inroot_copy_mapped(root, argv[3], argv[4], a, &size, why,
+                                                                             sizeof why);
+
+        if (r == 1)
+            printf("%" PRIu64 "\n", size);
+        else if (r == 0)
+            printf("%s\n", why);
+        rc = r == 2 ? usage() : r == 1 ? 0 : r == 0 ? 3 : 1;
+    } else if (strcmp(argv[2], "mapped") == 0 && argc == 4) {
+        char other[PATH_MAX + 16];
+        FILE *maps;
+
+        snprintf(path, sizeof path, "/proc/%" PRIu64 "/maps", pid);
+        if ((maps = fopen(path, "re")) == NULL) {
+            snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+            rc = 1;
+        } else {
+            rc = ph_inroot_sampler_mapped(maps, argv[3], other, sizeof other) < 0;
+            fclose(maps);
+            if (rc == 1)
+                snprintf(why, sizeof why,
+                         "process %" PRIu64 " maps %s, a sampler library that is not this profharness's (%s): "
+                         "an earlier attach's of another version, or the service's own; it is not loaded, "
+                         "and ours is not put beside it (both would take the same signals): restart the "
+                         "service to attach to it, or use `start`",
+                         pid, other, argv[3]);
+        }
     } else {
         rc = usage();
     }

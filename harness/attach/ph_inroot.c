@@ -273,11 +273,52 @@ out:
     return rc;
 }
 
-/* Copy (when OUT >= 0) and remove every entry of DFD but directories;
- * the counts into *T.  0, or -1 with WHY. */
+/* Open ENTRY of DFD for reading if it is a regular file, without opening
+ * it before that is known: an O_PATH descriptor is looked at first (no
+ * open of a FIFO or a device the service's user put there, no symlink
+ * followed), then reopened through /proc/self/fd, the same inode.  A
+ * descriptor, or -1 (errno) and *ST for what it was. */
+static int
+open_regular(int dfd, const char *entry, struct stat *st)
+{
+    char self[64];
+    int p = openat(dfd, entry, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd;
+
+    if (p < 0)
+        return -1;
+    if (fstat(p, st) < 0 || !S_ISREG(st->st_mode)) {
+        close(p);
+        errno = EINVAL;
+        return -1;
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", p);
+    fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    close(p);
+    return fd;
+}
+
+int
+ph_inroot_sampler_name(const char *name)
+{
+    static const char *const ends[] = { ".folded", ".svg", ".pb.gz", ".json" };
+    size_t n = strlen(name);
+
+    if (!ph_inroot_plain_name(name) || !((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z')))
+        return 0;
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (n > strlen(ends[i]) && strcmp(name + n - strlen(ends[i]), ends[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Copy (when OUT >= 0) and remove the entries of DFD but directories, at
+ * most PH_INROOT_TAKE_ENTRIES of them (the rest left, said); the counts
+ * into *T, and one line on stderr for what was not taken.  0, or -1
+ * with WHY. */
 static int
 drain(int dfd, const char *dir, int out, uint64_t max, ph_inroot_taken *t, char *why, size_t why_len)
 {
+    unsigned odd = 0, unnamed = 0, holes = 0, over = 0, seen = 0;
     int lfd = dup(dfd);
     DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
     struct dirent *e;
@@ -293,44 +334,66 @@ drain(int dfd, const char *dir, int out, uint64_t max, ph_inroot_taken *t, char 
 
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        if (out >= 0) {
-            fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-            if (!ph_inroot_plain_name(e->d_name) || fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                if (fd >= 0)
-                    close(fd);
-                t->skipped++;
-                fprintf(stderr, "ph-jattach: not taken from %s: an entry that is not a plain file\n", dir);
-            } else if (st.st_size > SPARSE_MIN && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2) {
-                close(fd);
-                t->skipped++;
-                fprintf(stderr, "ph-jattach: not taken from %s: %s, %jd bytes, most of them holes\n", dir,
-                        e->d_name, (intmax_t)st.st_size);
-            } else {
-                int o = openat(out, e->d_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-                uint64_t left = max > t->bytes ? max - t->bytes : 0;
-                int64_t got = o < 0 ? -1 : copy_fd(fd, o, left);
+        if (++seen > PH_INROOT_TAKE_ENTRIES) {
+            t->left = 1;
+            break;
+        }
+        if (out < 0) {
+            /* nothing to take */
+        } else if (!ph_inroot_sampler_name(e->d_name)) {
+            unnamed++;
+        } else if ((fd = open_regular(dfd, e->d_name, &st)) < 0) {
+            odd++;
+        } else if (st.st_size > SPARSE_MIN && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2) {
+            close(fd);
+            holes++;
+        } else if (t->files + t->truncated >= PH_INROOT_TAKE_FILES) {
+            close(fd);
+            over++;
+        } else {
+            int o = openat(out, e->d_name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+            uint64_t left = max > t->bytes ? max - t->bytes : 0;
+            int64_t got = o < 0 ? -1 : copy_fd(fd, o, left);
 
-                close(fd);
-                if (o >= 0 && close(o) < 0)
-                    got = -1;
-                if (got < 0) {
-                    closedir(d);
-                    return inroot_fail(why, why_len, "copy %s/%s: %s", dir, e->d_name, strerror(errno));
-                }
-                t->bytes += (uint64_t)got;
-                if ((uint64_t)got < (uint64_t)st.st_size) {
-                    t->truncated++;
-                    fprintf(stderr, "ph-jattach: %s/%s cut at %" PRId64 " of its %jd bytes: the run's files "
-                            "would pass %" PRIu64 " bytes\n", dir, e->d_name, got, (intmax_t)st.st_size, max);
-                } else {
-                    t->files++;
-                }
+            close(fd);
+            if (o >= 0 && close(o) < 0)
+                got = -1;
+            if (got < 0) {
+                closedir(d);
+                return inroot_fail(why, why_len, "copy %s/%s: %s", dir, e->d_name, strerror(errno));
+            }
+            t->bytes += (uint64_t)got;
+            if ((uint64_t)got < (uint64_t)st.st_size) {
+                t->truncated++;
+                fprintf(stderr, "ph-jattach: %s/%s cut at %" PRId64 " of its %jd bytes: the run's files "
+                        "would pass %" PRIu64 " bytes\n", dir, e->d_name, got, (intmax_t)st.st_size, max);
+            } else {
+                t->files++;
             }
         }
         if (unlinkat(dfd, e->d_name, 0) < 0 && errno != EISDIR && errno != EPERM && errno != ENOENT)
             fprintf(stderr, "ph-jattach: could not remove an entry of %s: %s\n", dir, strerror(errno));
     }
     closedir(d);
+    t->skipped += odd + unnamed + holes + over;
+    if (odd + unnamed + holes + over > 0) {
+        char said[512] = "";
+        size_t n = 0;
+
+        if (odd)
+            n += (size_t)snprintf(said + n, sizeof said - n, ", %u not regular files", odd);
+        if (unnamed && n < sizeof said)
+            n += (size_t)snprintf(said + n, sizeof said - n, ", %u not named as the sampler names its files",
+                                  unnamed);
+        if (holes && n < sizeof said)
+            n += (size_t)snprintf(said + n, sizeof said - n, ", %u mostly holes", holes);
+        if (over && n < sizeof said)
+            snprintf(said + n, sizeof said - n, ", %u past the %u files a run takes", over, PH_INROOT_TAKE_FILES);
+        fprintf(stderr, "ph-jattach: not taken from %s:%s\n", dir, said + 1);
+    }
+    if (t->left)
+        fprintf(stderr, "ph-jattach: %s holds more than %u entries: the rest left there, unread\n", dir,
+                PH_INROOT_TAKE_ENTRIES);
     return 0;
 }
 
@@ -411,5 +474,153 @@ ph_inroot_take(int root, const char *dir, const char *out, uint64_t max, ph_inro
     close(ofd);
     if (taken != NULL)
         *taken = t;
+    return rc;
+}
+
+/* Is the maps line LINE's file (after its five fields) a sampler library?
+ * Its path into *PATH, its length into *N, whether it is deleted into
+ * *GONE. */
+static int
+sampler_mapping(char *line, const char **path, size_t *n, int *gone)
+{
+    static const char deleted[] = " (deleted)";
+    const char *base;
+    char *p = line;
+    size_t len;
+
+    for (int f = 0; f < 5; f++) {
+        while (*p == ' ')
+            p++;
+        while (*p && *p != ' ')
+            p++;
+    }
+    while (*p == ' ')
+        p++;
+    len = strcspn(p, "\n");
+    p[len] = '\0';
+    *gone = len > sizeof deleted - 1 && strcmp(p + len - (sizeof deleted - 1), deleted) == 0;
+    if (*gone)
+        len -= sizeof deleted - 1;
+    p[len] = '\0';
+    if (*p != '/' || len < 3 || strcmp(p + len - 3, ".so") != 0)
+        return 0;
+    base = strrchr(p, '/') + 1;
+    if (strncmp(base, "libphsampler", 12) != 0)
+        return 0;
+    *path = p;
+    *n = len;
+    return 1;
+}
+
+int
+ph_inroot_sampler_mapped(FILE *maps, const char *installed, char *other, size_t other_len)
+{
+    char line[PATH_MAX + 256];
+    int rc = 0;
+
+    if (other_len > 0)
+        other[0] = '\0';
+    while (fgets(line, sizeof line, maps) != NULL) {
+        const char *path;
+        size_t n, o = 0;
+        int gone;
+
+        if (strchr(line, '\n') == NULL && !feof(maps)) {
+            int c;
+
+            while ((c = fgetc(maps)) != EOF && c != '\n')
+                ; /* a longer line than a path: not one of ours */
+        }
+        if (!sampler_mapping(line, &path, &n, &gone))
+            continue;
+        if (!gone && strcmp(path, installed) == 0) {
+            rc = rc < 0 ? rc : 1;
+            continue;
+        }
+        for (size_t i = 0; i < n && o + 1 < other_len; i++) {
+            char c = path[i];
+
+            other[o++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+                                 c == '.' || c == '_' || c == '-'
+                             ? c
+                             : '?';
+        }
+        if (other_len > 0)
+            other[o < other_len ? o : other_len - 1] = '\0';
+        if (gone && o + 11 < other_len)
+            strcat(other, " (deleted)");
+        return -1;
+    }
+    return rc;
+}
+
+int
+ph_inroot_copy_mapped(int root, const char *path, const char *dest, uint64_t left, uint64_t *size, char *why,
+                      size_t why_len)
+{
+    static const unsigned char elf[4] = { 0x7f, 'E', 'L', 'F' };
+    unsigned char magic[4] = { 0 };
+    char self[64];
+    struct stat st;
+    int p = ph_inroot_open(root, path, O_PATH | O_NOFOLLOW, 0), fd = -1, out = -1, rc = -1;
+    int64_t got;
+
+    if (p < 0 && errno == ENOENT) { /* gone since its maps were read: nothing to say */
+        if (why_len > 0)
+            why[0] = '\0';
+        return 0;
+    }
+    if (p < 0)
+        return inroot_fail(why, why_len, "%s in the service's root: %s", path, strerror(errno));
+    if (fstat(p, &st) < 0) {
+        inroot_fail(why, why_len, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = 0;
+        inroot_fail(why, why_len, "not a regular file");
+        goto out;
+    }
+    snprintf(self, sizeof self, "/proc/self/fd/%d", p);
+    if ((fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0) {
+        inroot_fail(why, why_len, "open %s in the service's root: %s", path, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+    if (pread(fd, magic, sizeof magic, 0) != (ssize_t)sizeof magic || memcmp(magic, elf, sizeof elf) != 0) {
+        inroot_fail(why, why_len, "not ELF: perf reads no symbols from it");
+        goto out;
+    }
+    if ((uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2) {
+        inroot_fail(why, why_len, "%jd bytes, %jd of them on disk: a sparse file", (intmax_t)st.st_size,
+                    (intmax_t)st.st_blocks * 512);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > left) {
+        inroot_fail(why, why_len, "%jd bytes: the copies would pass the budget (--copy-max)", (intmax_t)st.st_size);
+        goto out;
+    }
+    rc = -1;
+    if ((out = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
+        inroot_fail(why, why_len, "create %s: %s", dest, strerror(errno));
+        goto out;
+    }
+    /* what it holds now, within the size it had: a file that grew is cut */
+    got = copy_fd(fd, out, (uint64_t)st.st_size);
+    if (close(out) < 0 || got < 0) {
+        inroot_fail(why, why_len, "copy %s to %s: %s", path, dest, strerror(errno));
+        (void)unlink(dest);
+        out = -1;
+        goto out;
+    }
+    out = -1;
+    *size = (uint64_t)got;
+    rc = 1;
+out:
+    if (out >= 0)
+        close(out);
+    if (fd >= 0)
+        close(fd);
+    close(p);
     return rc;
 }

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Open PATH (absolute or not: either is under ROOT) with FLAGS (and MODE
@@ -50,19 +51,28 @@ int ph_inroot_install(int root, const char *src, const char *dir, const char *ba
  * last attach left there is taken away first (ph_inroot_take's removal). */
 int ph_inroot_mkout(int root, const char *dir, uid_t uid, gid_t gid, char *why, size_t why_len);
 
+/* The bounds of one take: the files copied (a sampler writes a handful
+ * per snapshot) and the entries of DIR looked at (the service's user may
+ * fill it: what is past this is left there, unread). */
+#define PH_INROOT_TAKE_FILES 256u
+#define PH_INROOT_TAKE_ENTRIES 4096u
+
 /* What ph_inroot_take did. */
 typedef struct ph_inroot_taken {
     unsigned files;     /* copied whole */
-    unsigned skipped;   /* not regular files, or names not plain */
+    unsigned skipped;   /* not regular, not a sampler's name, holes, past the bound */
     unsigned truncated; /* cut at the budget */
+    unsigned left;      /* 1: DIR held more than PH_INROOT_TAKE_ENTRIES */
     uint64_t bytes;
 } ph_inroot_taken;
 
-/* Copy the plain files of DIR (names of letters, digits, `.`, `_`, `-`;
- * regular files, no last symlink followed) into OUT, a directory of this
- * container (made if missing), at most MAX bytes in all: what passes the
- * budget is cut, and said on stderr; what is not a plain file is said and
- * left.  Then each file and DIR itself are removed from the service's
+/* Copy the sampler's files of DIR (ph_inroot_sampler_name; regular files,
+ * looked at before they are opened, so a FIFO or a device there is never
+ * opened, no last symlink followed) into OUT, a directory of this
+ * container (made if missing): at most PH_INROOT_TAKE_FILES of them and
+ * MAX bytes in all, what passes the budget cut.  What is left out is
+ * counted in one line on stderr (no name of the service's is printed
+ * there).  Then each entry and DIR itself are removed from the service's
  * tree.  *TAKEN (may be NULL) counts it. */
 int ph_inroot_take(int root, const char *dir, const char *out, uint64_t max, ph_inroot_taken *taken, char *why,
                    size_t why_len);
@@ -70,6 +80,35 @@ int ph_inroot_take(int root, const char *dir, const char *out, uint64_t max, ph_
 /* Is NAME plain (a file name the sampler writes: letters, digits, `.`,
  * `_`, `-`, not `.` or `..`, at most 255 bytes)?  1/0. */
 int ph_inroot_plain_name(const char *name);
+
+/* Is NAME one the sampler writes its files under: plain, a letter first,
+ * ending in .folded, .svg, .pb.gz or .json (harness/sampler: stacks-,
+ * profile-, flamegraph-, offcpu-, heap-..., sampler-status-...)?  1/0. */
+int ph_inroot_sampler_name(const char *name);
+
+/* Copy the service's file PATH (what it maps: a program, a library) to
+ * DEST, a path of this container that must not exist yet, for perf's
+ * symbols (images/tools/ph-attach's --copy-mapped): PATH resolved in ROOT,
+ * looked at before it is opened (a FIFO or a device is never opened),
+ * taken only when it is a regular ELF file, not mostly holes, of at most
+ * LEFT bytes.  1: copied, its size into *SIZE; 0: left out, why into WHY
+ * (said on its own, no path in it; empty when PATH is not there); -1:
+ * failed, WHY. */
+int ph_inroot_copy_mapped(int root, const char *path, const char *dest, uint64_t left, uint64_t *size, char *why,
+                          size_t why_len);
+
+/* Which sampler library a process maps, read from its /proc/PID/maps
+ * (MAPS): a file whose name starts with `libphsampler` and ends in `.so`,
+ * at any path.  0: none; 1: INSTALLED only (the copy ph_inroot_install
+ * just placed or left, content checked, that an earlier attach of this
+ * version loaded: a `load` of its path finds it loaded, by name);
+ * -1: another one (an earlier attach's of another version, one the
+ * service put there itself, the start mode's LD_PRELOAD, or INSTALLED's
+ * name on a file since deleted), its path into OTHER (OTHER_LEN bytes,
+ * every byte but letters, digits and `/._-` shown as `?`: the service's
+ * text).  A `load` of that path would run its Agent_OnAttach, and one of
+ * ours beside it would take the same signals: the caller refuses. */
+int ph_inroot_sampler_mapped(FILE *maps, const char *installed, char *other, size_t other_len);
 
 /* `ph-jattach files PID ...` (harness/attach/ph-jattach-files.c): the
  * above on /proc/PID/root, for images/tools/ph-attach-sampler.  The exit
