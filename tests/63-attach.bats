@@ -130,7 +130,10 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     run ph attach --mode flamegraph front
     [ "$status" -eq 2 ]
     [[ "$output" == *"\`front\` is not running: there is nothing to attach to"* ]]
-    ! project_containers | grep -q -- '-attach-' || false
+    # no tools container left (printed, so a failure says which)
+    left=$(project_containers | grep -- '-attach-' || true)
+    echo "tools containers left: ${left:-none}"
+    [ -z "$left" ]
 }
 
 @test "attach: the service exits while attached; stop collects what strace wrote and says why its end is missing" {
@@ -150,7 +153,10 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     # it saw the demo's SIGTERM and its exit
     grep -q -- '--- SIGTERM' "$log"
     grep -q 'exit_group(0)' "$log"
-    ! project_containers | grep -q -- '-attach-' || false
+    # no tools container left (printed, so a failure says which)
+    left=$(project_containers | grep -- '-attach-' || true)
+    echo "tools containers left: ${left:-none}"
+    [ -z "$left" ]
     run ph restore front
     [ "$status" -eq 0 ]
 }
