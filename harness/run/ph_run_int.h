@@ -1,7 +1,8 @@
 /* ph_run_int.h - what the files of the loop share (not for other floors).
  *
  *   ph_run.c          the run context, service selection, workloads
- *                     listed by label (docker compose's too), status, logs
+ *                     listed by label (docker compose's too)
+ *   ph_run_status.c   status, logs
  *   ph_run_config.c   a service's workload spec, as compose would make it
  *   ph_run_start.c    images, start, restore
  *   ph_run_collect.c  stop and collect
