@@ -481,17 +481,6 @@ ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_pro
 
 /* ---- stop ------------------------------------------------------------- */
 
-long
-ph_run_stop_budget_s(const ph_profile *p)
-{
-    long long ns;
-
-    if (p == NULL)
-        return 600;
-    ns = p->stop_grace_ns + (long long)p->escalate.n * p->escalate_grace_ns;
-    return (long)(ns / 1000000000LL) + 30;
-}
-
 static int
 is_created(const ph_workload *c)
 {

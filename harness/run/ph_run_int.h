@@ -5,6 +5,8 @@
  *   ph_run_status.c   status, logs
  *   ph_run_config.c   a service's workload spec, as compose would make it
  *   ph_run_start.c    images, start, restore
+ *   ph_run_spec.c     a profiled workload's argv, program, environment,
+ *                     spec and stop budget; services by dependencies
  *   ph_run_collect.c  stop and collect
  *   ph_run_servicelog.c  service.log: the service's output kept per run
  *   ph_run_prune.c    profiling images the project no longer needs
@@ -182,7 +184,7 @@ typedef struct ph_run_prepared {
 /* A slot of ph_run_profiled_spec: the orchestrator numbers the workloads
  * (a Swarm service's tasks). */
 #define PH_RUN_SLOT_ORCHESTRATED (-1)
-/* ph_run_start.c: the one spec of a profiled workload: S under P, into
+/* ph_run_spec.c: the one spec of a profiled workload: S under P, into
  * SPEC (zeroed first), replica SLOT of S's replicas (0: the only one;
  * PH_RUN_SLOT_ORCHESTRATED), named NAME: PREP's image, the shim, the
  * mode's wrap (PREP's rewrap when the program has one), the service's
@@ -196,10 +198,10 @@ int ph_run_profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, co
                          const ph_image_config *img_info, const char *img, const char *run_id, const char *started,
                          const char *host_dir, int slot, const char *name, ph_workload_spec *spec, ph_error_t *err);
 
-/* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
+/* ph_run_spec.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
 
-/* ph_run_start.c: the init shim's argv up to `--`, pushed onto ARGV: P's
+/* ph_run_spec.c: the init shim's argv up to `--`, pushed onto ARGV: P's
  * grace and escalation, the stop signal SIGNAL to TARGET ("wrapper",
  * "tracee"), the completion record in OUT.  -1 on ENOMEM. */
 int ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out, ph_strv *argv);
@@ -224,7 +226,7 @@ int ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_
  * profiled already; else -1 and a PH_EXIT_USAGE error that says why. */
 int ph_run_attach_pick(const ph_workload_list *list, const char *service, const char *mode, const char **id_out, ph_error_t *err);
 
-/* ph_run_start.c: refuse mode P for S, before anything of S is stopped,
+/* ph_run_spec.c: refuse mode P for S, before anything of S is stopped,
  * when the mode cannot work on its program: P preloads itself (`libc:`)
  * and the program is static (the dynamic loader, which honours
  * LD_PRELOAD, never runs; names a mode of the same report that needs no
@@ -234,7 +236,10 @@ int ph_run_attach_pick(const ph_workload_list *list, const char *service, const 
  * backend. */
 int ph_run_check_program(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap **rewrap,
                          ph_error_t *err);
-/* ph_run_start.c: compose's environment of S as the workload gets it (a
+/* ph_run_spec.c: the program S runs in its image, when it is static (no
+ * ELF interpreter): 1 and its path in PROG; 0 when not. */
+int ph_run_static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_t *err);
+/* ph_run_spec.c: compose's environment of S as the workload gets it (a
  * variable without a value goes as `KEY`: unset, whatever the image
  * says), then P's own, expanded for OUT and RUN_ID: onto ENV.  -1 only on
  * ENOMEM. */
@@ -389,7 +394,7 @@ int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 /* Create and start SPEC (ph_backend_ops.run: its fallbacks); *ID_OUT. */
 int ph_run_create_and_start(ph_run *r, const ph_workload_spec *spec, char **id_out, ph_error_t *err);
 
-/* ph_run_start.c */
+/* ph_run_spec.c */
 /* Order SL so that a service comes after those it depends on (stable). */
 void ph_run_order_by_deps(ph_run *r, ph_svc_list *sl);
 /* The reverse: dependants first, as compose stops them. */
@@ -447,8 +452,9 @@ int ph_run_discard_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
  * *svcfd_out: the service dir, through which everything below is reached. */
 int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
-/* How long a stop waits for the profiler of a run of P (NULL: unknown) to
- * flush and exit, in seconds: its grace, each escalation's, and 30 s. */
+/* ph_run_spec.c: how long a stop waits for the profiler of a run of P
+ * (NULL: unknown) to flush and exit, in seconds: its grace, each
+ * escalation's, and 30 s. */
 long ph_run_stop_budget_s(const ph_profile *p);
 /* SL in waves, as compose stops a project: a service's wave comes after
  * that of every selected service depending on it.  Sorts SL by wave
