@@ -15,6 +15,8 @@
  *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
  *   ph_run_unnamed.c  a mode refused where it would name nothing of a runtime
  *   ph_run_replicas.c a run of several workloads: a sub-dir each, tasks.json
+ *   ph_run_placed.c   the commands on services an orchestrator places
+ *   ph_run_placed_task.c  what they and attach on them share: a task collected
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -114,7 +116,8 @@ int ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, i
  * and tasks.json, as stop lays it out; they run on.  *ACTED when there
  * was one. */
 int ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
-/* A stack's run being stopped or copied (by both placed files): the
+/* ph_run_placed_task.c: what both placed files share.  A stack's run
+ * being stopped or copied: the
  * profile it was started with, the service's dir locked, the run dir and
  * its tasks.json.  PH_RUN_HELD_INIT, then ph_run_held_close in every case. */
 typedef struct ph_run_held {
