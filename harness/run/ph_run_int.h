@@ -7,7 +7,8 @@
  *   ph_run_start.c    images, start, restore
  *   ph_run_spec.c     a profiled workload's argv, program, environment,
  *                     spec and stop budget; services by dependencies
- *   ph_run_collect.c  stop and collect
+ *   ph_run_stop.c     the stop and collect commands
+ *   ph_run_collect.c  a container stopped and collected, or copied
  *   ph_run_servicelog.c  service.log: the service's output kept per run
  *   ph_run_prune.c    profiling images the project no longer needs
  *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
@@ -450,6 +451,8 @@ int ph_run_record_story(json_t *rec, const char *present, char *out, size_t len)
 /* ph_run_collect.c */
 int ph_run_stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
 int ph_run_discard_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
+/* A copy of what running container C has now, as a -snapshot- run. */
+int ph_run_snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err);
 /* Open <out>/<service> (made when missing, a link there refused) and
  * flock its .lock; remove the .incoming-* entries dead harnesses left.
  * *svcfd_out: the service dir, through which everything below is reached. */
