@@ -16,6 +16,7 @@
  *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
  *   ph_run_unnamed.c  a mode refused where it would name nothing of a runtime
  *   ph_run_replicas.c a run of several workloads: a sub-dir each, tasks.json
+ *   ph_run_svcdir.c   <out>/<service>: opened, locked, leftovers removed
  *   ph_run_placed.c   the commands on services an orchestrator places
  *   ph_run_placed_task.c  what they and attach on them share: a task collected
  */
@@ -60,10 +61,10 @@ size_t ph_run_jobs_max(void);
 /* Where ph_run_backend keeps this thread's backend: a worker's own. */
 ph_backend **ph_run_backend_slot(ph_run *r);
 
-/* ph_run_collect.c: a run label that names a directory: nothing but
+/* ph_run_svcdir.c: a run label that names a directory: nothing but
  * [A-Za-z0-9._-], no leading dot, under 128 bytes. */
 int ph_run_safe_name(const char *s);
-/* ph_run_collect.c: the temp entries under DIRFD (SHOWN in messages),
+/* ph_run_svcdir.c: the temp entries under DIRFD (SHOWN in messages),
  * locked: each a leftover of a harness that died, removed and said. */
 void ph_run_remove_stale_temps(ph_run *r, int dirfd, const char *shown);
 /* ph_run_collect.c: where a workload of a run of several lands: RUNFD
@@ -453,9 +454,10 @@ int ph_run_stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
 int ph_run_discard_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
 /* A copy of what running container C has now, as a -snapshot- run. */
 int ph_run_snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err);
-/* Open <out>/<service> (made when missing, a link there refused) and
- * flock its .lock; remove the .incoming-* entries dead harnesses left.
- * *svcfd_out: the service dir, through which everything below is reached. */
+/* ph_run_svcdir.c: open <out>/<service> (made when missing, a link there
+ * refused) and flock its .lock; remove the .incoming-* entries dead
+ * harnesses left.  *svcfd_out: the service dir, through which everything
+ * below is reached. */
 int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
 /* ph_run_spec.c: how long a stop waits for the profiler of a run of P
