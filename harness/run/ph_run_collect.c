@@ -40,7 +40,6 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
-#include <sys/file.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>

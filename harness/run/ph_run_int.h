@@ -17,6 +17,8 @@
  *   ph_run_unnamed.c  a mode refused where it would name nothing of a runtime
  *   ph_run_replicas.c a run of several workloads: a sub-dir each, tasks.json
  *   ph_run_svcdir.c   <out>/<service>: opened, locked, leftovers removed
+ *   ph_run_attach.c   attach to a running service on one Engine
+ *   ph_run_attach_tools.c  the tools container an attach makes, told after
  *   ph_run_placed.c   the commands on services an orchestrator places
  *   ph_run_placed_task.c  what they and attach on them share: a task collected
  */
@@ -211,14 +213,14 @@ ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
  * "tracee"), the completion record in OUT.  -1 on ENOMEM. */
 int ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out, ph_strv *argv);
 
-/* ph_run_attach.c: after collecting attach container C, say so when the
- * service exited while attached (and why the profiler's end may be
- * missing).  Nothing for other containers. */
+/* ph_run_attach_tools.c: after collecting attach container C, say so
+ * when the service exited while attached (and why the profiler's end may
+ * be missing).  Nothing for other containers. */
 void ph_run_attach_describe(ph_run *r, const ph_workload *c, json_t *record);
-/* A tools container attached to TARGET (a workload id B knows: the
- * container's PID namespace is joined), made and started on B, labelled
- * as a run of SERVICE under PROFILE (RUN_ID, HOST_DIR) plus LABELS (may be
- * NULL). */
+/* ph_run_attach_tools.c: a tools container attached to TARGET (a
+ * workload id B knows: the container's PID namespace is joined), made and
+ * started on B, labelled as a run of SERVICE under PROFILE (RUN_ID,
+ * HOST_DIR) plus LABELS (may be NULL). */
 typedef struct ph_run_attach_to {
     const ph_service *service;
     const ph_profile *profile;
