@@ -61,6 +61,8 @@ stage "test lint (checks that cannot fail)"
 if tests/lint-bats.sh; then passed=$((passed+1)); echo "ok: tests/lint-bats.sh"; else failed=$((failed+1)); echo "not ok: tests/lint-bats.sh"; fi
 stage "floors (the loop over the backend, never the Engine)"
 if tests/check-floors.sh; then passed=$((passed+1)); echo "ok: tests/check-floors.sh"; else failed=$((failed+1)); echo "not ok: tests/check-floors.sh"; fi
+stage "rooms (the files of a directory call each other one way)"
+if tests/check-rooms.sh; then passed=$((passed+1)); echo "ok: tests/check-rooms.sh"; else failed=$((failed+1)); echo "not ok: tests/check-rooms.sh"; fi
 
 stage "waiting for the images"
 if wait "$images_pid"; then

@@ -1,9 +1,10 @@
 /* ph_backend_engine.c - the loop's operations on a plain Docker Engine
  * (ph_backend_engine.h): a workload is a container, its id the
  * container's, its record read from the Engine's listing or inspect.
- * Everything but making containers (ph_backend_engine_create.c) is a thin
- * turn of harness/engine/'s calls; listing also takes docker compose's
- * containers of the project, as the loop sees them beside its own.
+ * Everything but making containers (ph_backend_engine_create.c, with who
+ * holds a port a create could not bind) is a thin turn of
+ * harness/engine/'s calls; listing also takes docker compose's containers
+ * of the project, as the loop sees them beside its own.
  */
 #include "ph_backend_engine.h"
 #include "ph_backend_engine_int.h"
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ph_escape.h"
 
 /* ---- records from the Engine's JSON ------------------------------------ */
 
@@ -137,83 +137,6 @@ ph_backend_engine_merge_compose(json_t *ours, json_t *theirs, ph_workload_list *
             return -1;
     }
     return 0;
-}
-
-/* ---- a port someone else holds ------------------------------------------ */
-
-/* "...Bind for 127.0.0.1:18181 failed: port is already allocated" (or
- * "0.0.0.0:80"): the port, 0 when the message is not that. */
-static long
-bound_port(const char *msg)
-{
-    const char *p = strstr(msg, "Bind for "), *colon, *end;
-    long port;
-
-    if (p == NULL || strstr(msg, "port is already allocated") == NULL)
-        return 0;
-    end = strstr(p, " failed");
-    if (end == NULL)
-        return 0;
-    for (colon = end; colon > p && *colon != ':'; colon--)
-        ;
-    if (*colon != ':')
-        return 0;
-    port = strtol(colon + 1, NULL, 10);
-    return port > 0 && port < 65536 ? port : 0;
-}
-
-int
-ph_backend_engine_port_owner(const char *msg, json_t *containers, char *hint, size_t len)
-{
-    long port = bound_port(msg);
-    size_t k, j;
-    json_t *c, *pt;
-
-    if (port == 0)
-        return 0;
-    json_array_foreach(containers, k, c) {
-        json_array_foreach(json_object_get(c, "Ports"), j, pt) {
-            const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
-            json_t *labels = json_object_get(c, "Labels");
-            const char *proj = json_string_value(json_object_get(labels, PH_DC_PROJECT));
-            const char *svc = json_string_value(json_object_get(labels, PH_DC_SERVICE));
-            char e_name[256], e_proj[256], e_svc[256];
-
-            if (json_integer_value(json_object_get(pt, "PublicPort")) != port || name == NULL)
-                continue;
-            ph_escape(e_name, sizeof e_name, name[0] == '/' ? name + 1 : name);
-            if (proj != NULL && svc != NULL)
-                snprintf(hint, len,
-                         "port %ld is held by container `%s`, service `%s` of the compose project `%s`: "
-                         "run profharness with `-p %s` to profile it in its place, or stop it "
-                         "(`docker stop %s`)",
-                         port, e_name, ph_escape(e_svc, sizeof e_svc, svc), ph_escape(e_proj, sizeof e_proj, proj),
-                         e_proj, e_name);
-            else
-                snprintf(hint, len, "port %ld is held by container `%s`, which profharness did not make: stop it "
-                         "(`docker stop %s`) or publish another port", port, e_name, e_name);
-            return 1;
-        }
-    }
-    snprintf(hint, len, "port %ld is held by a process outside Docker's containers here (`ss -ltnp` names it)",
-             port);
-    return 1;
-}
-
-int
-ph_backend_engine_port_hint(ph_engine *e, ph_error_t *err)
-{
-    json_t *all = NULL;
-    char hint[sizeof((ph_error *)0)->hint];
-
-    if (err == NULL || *err == NULL || bound_port((*err)->msg) == 0)
-        return -1;
-    if (ph_engine_containers_all(e, 0, &all, NULL) < 0)
-        return -1;
-    if (ph_backend_engine_port_owner((*err)->msg, all, hint, sizeof hint))
-        ph_error_hint(err, "%s", hint);
-    json_decref(all);
-    return -1;
 }
 
 /* ---- the table ---------------------------------------------------------- */

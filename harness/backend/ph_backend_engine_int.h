@@ -10,8 +10,8 @@ typedef struct ph_backend_eng {
     int borrowed;    /* e is another's (ph_backend_engine_borrow): not freed */
 } ph_backend_eng;
 
-/* On *ERR being the Engine's "port is already allocated": the hint names
- * who holds it.  Returns -1. */
+/* ph_backend_engine_create.c: on *ERR being the Engine's "port is
+ * already allocated": the hint names who holds it.  Returns -1. */
 int ph_backend_engine_port_hint(ph_engine *e, ph_error_t *err);
 
 #endif

@@ -9,8 +9,10 @@
  *   ph_compose_mounts.c   ports, volumes, tmpfs, devices, secrets, configs,
  *                         a service's networks, extra_hosts
  *   ph_compose_resources.c build, healthcheck, deploy, ulimits, blkio,
- *                         gpus, logging; numbers and sizes
+ *                         gpus, logging; CPU counts
  *   ph_compose_env.c      ${VAR} interpolation and env files
+ *   ph_compose_common.c   what they all call: paths, lookups, the unknown
+ *                         key warning, a service's base dir, numbers
  *
  * A service as the Engine's container configuration is the Engine
  * backend's (harness/backend/ph_backend_engine_compose.c).
@@ -37,7 +39,7 @@ typedef struct ph_compose_docs {
 
 #define KEY(k) (strcmp(key, (k)) == 0)
 
-/* ph_compose_project.c */
+/* ph_compose_common.c */
 int ph_compose_dup(const char *s, char **dst, ph_error_t *err);
 /* An unknown key: a warning naming file:line; x-* extensions pass silently. */
 void ph_compose_warn_unknown(const ph_ypair *pair, const char *prefix, const char *service);
@@ -45,6 +47,17 @@ void ph_compose_warn_unknown(const ph_ypair *pair, const char *prefix, const cha
 char *ph_compose_abs_path(const char *base_dir, const char *p);
 /* The directory of PATH (malloc'd), "/" for a file at the root. */
 char *ph_compose_dir_of(const char *path);
+/* Where relative paths in N's file are relative to. */
+const char *ph_compose_base(ph_compose_loader *l, const ph_ynode *n);
+/* Note the first key S has that profharness cannot honour (always 0). */
+int ph_compose_unsupported(ph_service *s, const ph_ynode *at, const char *what);
+/* After `scale` or `deploy.replicas` (KEY, at AT) was read into S: its
+ * replicas, or S refused (0, over PH_COMPOSE_REPLICAS_MAX, the two keys
+ * disagreeing).  Returns 0. */
+int ph_compose_replicas(ph_service *s, const ph_ynode *at, const char *key);
+int ph_compose_valid_name(const char *s);
+int ph_compose_int(const ph_ynode *n, const char *key, long long min, long long max, long long *out, ph_error_t *err);
+int ph_compose_bytes(const ph_ynode *n, const char *key, long long *out, ph_error_t *err);
 
 /* ph_compose_load.c */
 /* Interpolate ROOT's values (not its keys) from ENV. */
@@ -66,15 +79,6 @@ ph_ynode *ph_compose_merge(ph_ynode *base, ph_ynode *over, const char *at, ph_er
 int ph_compose_read_top(ph_compose_loader *l, ph_ynode *root, ph_error_t *err);
 
 /* ph_compose_service.c */
-/* Where relative paths in N's file are relative to. */
-const char *ph_compose_base(ph_compose_loader *l, const ph_ynode *n);
-/* Note the first key S has that profharness cannot honour (always 0). */
-int ph_compose_unsupported(ph_service *s, const ph_ynode *at, const char *what);
-/* After `scale` or `deploy.replicas` (KEY, at AT) was read into S: its
- * replicas, or S refused (0, over PH_COMPOSE_REPLICAS_MAX, the two keys
- * disagreeing).  Returns 0. */
-int ph_compose_replicas(ph_service *s, const ph_ynode *at, const char *key);
-int ph_compose_valid_name(const char *s);
 /* Add NAME to S's dependencies (service_started, required) unless there. */
 int ph_compose_add_depend(ph_service *s, const char *name, ph_error_t *err);
 int ph_compose_read_service(ph_compose_loader *l, ph_service *s, ph_ynode *map, ph_ynode **depends, ph_error_t *err);
@@ -94,8 +98,6 @@ void ph_compose_file_ref_free(ph_file_ref *r);
 void ph_compose_service_network_free(ph_service_network *sn);
 
 /* ph_compose_resources.c */
-int ph_compose_int(const ph_ynode *n, const char *key, long long min, long long max, long long *out, ph_error_t *err);
-int ph_compose_bytes(const ph_ynode *n, const char *key, long long *out, ph_error_t *err);
 int ph_compose_read_cpus(const ph_ynode *n, const char *key, long long *out, ph_error_t *err);
 int ph_compose_read_micros(const ph_ynode *n, const char *key, long long *out, ph_error_t *err);
 int ph_compose_read_build(ph_compose_loader *l, ph_service *s, ph_ynode *v, ph_error_t *err);

@@ -1,9 +1,8 @@
 /* ph_compose_resources.c - the service keys with structure of their own:
  * build, healthcheck, deploy (resources and restart policy), ulimits,
- * blkio_config, gpus, logging; and the value parsers they share (numbers,
- * byte sizes, CPU counts).
+ * blkio_config, gpus, logging; and CPU counts (whole numbers and byte
+ * sizes are ph_compose_common.c's).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -14,75 +13,6 @@
 #include "ph_compose_int.h"
 #include "ph_log.h"
 #include "ph_util.h"
-
-/* ---- values ------------------------------------------------------------ */
-
-int
-ph_compose_int(const ph_ynode *n, const char *key, long long min, long long max, long long *out, ph_error_t *err)
-{
-    const char *s = ph_yaml_nonempty(n, key, err);
-    char *end;
-    long long v;
-
-    if (s == NULL)
-        return -1;
-    errno = 0;
-    /* 0o440 is YAML 1.2's octal (compose reads YAML 1.2); 0440 and 0x1f too. */
-    if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O'))
-        v = strtoll(s + 2, &end, 8);
-    else
-        v = strtoll(s, &end, 0);
-    if (*end != '\0' || errno || end == s || v < min || v > max)
-        return ph_yaml_error(n, err, "`%s` must be a whole number from %lld to %lld, not `%s`", key, min, max, s);
-    *out = v;
-    return 0;
-}
-
-int
-ph_compose_parse_bytes(const char *s, long long *out)
-{
-    static const char units[] = "bkmgtp";
-    char *end;
-    double v;
-    const char *u;
-    int shift = 0;
-
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s)
-        return -1;
-    if (*end == ' ')
-        end++;
-    if (*end && (u = strchr(units, tolower((unsigned char)*end))) != NULL) {
-        shift = (int)(u - units) * 10;
-        end++;
-        if (shift && tolower((unsigned char)*end) == 'i')
-            end++;
-        if (shift && tolower((unsigned char)*end) == 'b')
-            end++;
-    }
-    if (*end != '\0')
-        return -1;
-    v *= (double)(1ULL << shift);
-    if (v >= 9.2e18)
-        return -1;
-    *out = (long long)v;
-    return 0;
-}
-
-int
-ph_compose_bytes(const ph_ynode *n, const char *key, long long *out, ph_error_t *err)
-{
-    const char *s = ph_yaml_nonempty(n, key, err);
-
-    if (s == NULL)
-        return -1;
-    if (ph_compose_parse_bytes(s, out) < 0)
-        return ph_yaml_error(n, err, "`%s`: `%s` is not a size (like 512m, 1.5g, 1024)", key, s);
-    return 0;
-}
 
 /* cpus: a decimal count of CPUs, as nano CPUs. */
 static int

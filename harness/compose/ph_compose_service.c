@@ -20,51 +20,6 @@
 #include "ph_log.h"
 #include "ph_util.h"
 
-/* ---- shared helpers ---------------------------------------------------- */
-
-const char *
-ph_compose_base(ph_compose_loader *l, const ph_ynode *n)
-{
-    const char *b = ph_yaml_base(n);
-
-    return b ? b : l->c->dir;
-}
-
-int
-ph_compose_unsupported(ph_service *s, const ph_ynode *at, const char *what)
-{
-    if (s->unsupported == NULL &&
-        asprintf(&s->unsupported, "%s:%d: `%s`", ph_yaml_file(at), at->line, what) < 0)
-        s->unsupported = NULL;
-    return 0;
-}
-
-int
-ph_compose_replicas(ph_service *s, const ph_ynode *at, const char *key)
-{
-    int n = s->scale >= 0 ? s->scale : s->deploy_replicas;
-    char what[128];
-
-    if (s->scale >= 0 && s->deploy_replicas >= 0 && s->scale != s->deploy_replicas)
-        return ph_compose_unsupported(s, at, "scale and deploy.replicas with distinct values (compose refuses them "
-                                             "too)");
-    if (n == 0 || n > PH_COMPOSE_REPLICAS_MAX) {
-        snprintf(what, sizeof what, "%s: %d (profharness profiles 1 to %d replicas)", key, n,
-                 PH_COMPOSE_REPLICAS_MAX);
-        return ph_compose_unsupported(s, at, what);
-    }
-    s->replicas = n;
-    return 0;
-}
-
-/* Like compose: a letter or digit, then letters, digits, `_`, `.`, `-`. */
-int
-ph_compose_valid_name(const char *s)
-{
-    return isalnum((unsigned char)s[0]) &&
-           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == strlen(s);
-}
-
 static const char *
 env_cb(const char *name, void *ud)
 {

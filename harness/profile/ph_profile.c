@@ -21,22 +21,6 @@
 
 #define KEY(k) (strcmp(key, (k)) == 0)
 
-int
-ph_profile_read_signal(const ph_ynode *n, const char *key, char **out, ph_error_t *err)
-{
-    char buf[16];
-    const char *s = ph_yaml_scalar(n, key, err), *norm;
-
-    if (s == NULL)
-        return -1;
-    norm = ph_signal_normalise(s, buf);
-    if (norm == NULL)
-        return ph_yaml_error(n, err, "`%s`: `%s` is not a signal", key, s);
-    free(*out);
-    *out = strdup(norm);
-    return *out ? 0 : ph_fail(err, ENOMEM, "allocate");
-}
-
 static int
 dup_target(const char *s, char **dst, ph_error_t *err)
 {

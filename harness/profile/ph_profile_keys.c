@@ -40,6 +40,22 @@ plain_name(const char *s)
     return s[0] != '\0' && s[0] != '.' && strchr(s, '/') == NULL;
 }
 
+int
+ph_profile_read_signal(const ph_ynode *n, const char *key, char **out, ph_error_t *err)
+{
+    char buf[16];
+    const char *s = ph_yaml_scalar(n, key, err), *norm;
+
+    if (s == NULL)
+        return -1;
+    norm = ph_signal_normalise(s, buf);
+    if (norm == NULL)
+        return ph_yaml_error(n, err, "`%s`: `%s` is not a signal", key, s);
+    free(*out);
+    *out = strdup(norm);
+    return *out ? 0 : ph_fail(err, ENOMEM, "allocate");
+}
+
 static int
 read_list(const ph_ynode *v, const char *key, ph_strv *out, ph_error_t *err)
 {

@@ -1,6 +1,7 @@
 /* ph_report_int.h - what the files of the report share (not for other
  * floors):
  *   ph_rundata.c        a run dir read: metadata, artifacts by kind, parsed
+ *   ph_rundata_common.c what its readers share: problems, artifacts of a kind, JSON
  *   ph_html.c           HTML and SVG writing: page, tables, cards, charts
  *   ph_report_run.c     report.html and summary.json of one run; headline
  *   ph_report_massif.c, ph_report_callgrind.c, ph_report_strace.c,
@@ -115,9 +116,9 @@ typedef struct ph_rundata {
  * harness's own, bounded all the same so a planted one costs nothing. */
 #define PH_RD_OWN_JSON_MAX (16u << 20)
 
-/* DIR/NAME parsed as a JSON object, at most MAX bytes; NULL when it is
- * missing, and when it is refused or broken, with why into PROBLEM (LEN
- * bytes; PROBLEM may be NULL). */
+/* ph_rundata_common.c: DIR/NAME parsed as a JSON object, at most MAX
+ * bytes; NULL when it is missing, and when it is refused or broken, with
+ * why into PROBLEM (LEN bytes; PROBLEM may be NULL). */
 json_t *ph_report_load_json(const char *dir, const char *name, size_t max, char *problem, size_t len);
 
 /* Read RUN_DIR: metadata and every artifact, parsed.  Bad artifacts are
@@ -128,6 +129,7 @@ void ph_rundata_free(ph_rundata *rd);
 /* ph_report_heap.c: the heap views of RD's "heap" artifacts; their free. */
 void ph_rundata_read_heap(ph_rundata *rd);
 void ph_heapdata_free(ph_heapdata *h);
+/* ph_rundata_common.c: a problem the page shows (the first PH_RD_MAX_PROBLEMS). */
 void ph_rundata_problem(ph_rundata *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The artifacts of KIND, in name order; returns how many (up to MAX). */
 size_t ph_rundata_files(const ph_rundata *rd, const char *kind, const ph_artifact **out, size_t max);

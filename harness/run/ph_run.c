@@ -1,5 +1,6 @@
 /* ph_run.c - the profiling loop (see ph_run.h for the contract): the run
- * context, service selection, containers found by label, status and logs.
+ * context, service selection, containers found by label (status and logs
+ * are ph_run_status.c's).
  *
  * Design.  Every command is "find the containers by label, then act":
  *
@@ -399,96 +400,6 @@ ph_run_started_profile(ph_run *r, const ph_workload *c, ph_profile *own, const p
     }
     *out = own;
     return 0;
-}
-
-/* ---- status and logs -------------------------------------------------- */
-
-int
-ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
-{
-    ph_workload_list list = { 0 };
-    int placed = ph_run_placed(r, err);
-
-    if (placed != 0)
-        return placed < 0 ? -1 : ph_run_placed_status(r, out, err);
-    if (ph_run_list(r, NULL, &list, err) < 0)
-        return -1;
-    fprintf(out, "%-16s %-10s %-10s %-21s %s\n", "SERVICE", "MODE", "STATE", "SINCE", "RUN DIR");
-    for (size_t i = 0; i < r->compose->n_services; i++) {
-        const ph_service *s = &r->compose->services[i];
-        const ph_workload *c;
-        size_t k;
-        int shown = 0;
-
-        for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
-            const char *svc = c->service;
-            const char *since = c->started;
-            char dir[PATH_MAX], created[32] = "-", e_mode[64], e_state[32], e_since[64], e_dir[PATH_MAX];
-            char who[160];
-            ph_error_t bad = NULL;
-            int mismatch;
-
-            if (svc == NULL || strcmp(svc, s->name) != 0)
-                continue;
-            if (since == NULL) {
-                time_t t = (time_t)c->created;
-                struct tm tm;
-                gmtime_r(&t, &tm);
-                strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-                since = created;
-            }
-            /* The run dir is this command's (-o), not the label's. */
-            mismatch = ph_run_outdir_check(r, c, dir, sizeof dir, &bad) < 0;
-            ph_error_free(&bad);
-            /* each replica by its number; a profiled one's run dir is its sub-dir */
-            if ((s->replicas > 1 || c->replicas > 1) && c->slot > 0)
-                snprintf(who, sizeof who, "%s/%d", s->name, c->slot);
-            else
-                snprintf(who, sizeof who, "%s", s->name);
-            if (c->replicas > 1 && c->slot > 0 && strlen(dir) + 12 < sizeof dir)
-                snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%d", c->slot);
-            /* Labels and states are the Engine's answer: escaped.  A run
-             * dir appears when the run is collected: until then, say so. */
-            fprintf(out, "%-16s %-10s %-10s %-21s %s%s\n", who,
-                    c->by_compose ? "compose" : ph_escape(e_mode, sizeof e_mode, c->mode),
-                    ph_escape(e_state, sizeof e_state, c->state_text),
-                    ph_escape(e_since, sizeof e_since, since),
-                    ph_workload_profiled(c) && !c->by_compose ? ph_escape(e_dir, sizeof e_dir, dir) : "-",
-                    !ph_workload_profiled(c) || c->by_compose ? ""
-                    : mismatch ? " (not profharness's labels: not collected)"
-                    : access(dir, F_OK) != 0 ? " (written at stop)" : "");
-            shown = 1;
-        }
-        if (!shown)
-            fprintf(out, "%-16s %-10s %-10s %-21s %s\n", s->name, "-", "absent", "-", "-");
-    }
-    ph_workload_list_free(&list);
-    return 0;
-}
-
-int
-ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
-{
-    ph_workload_list list = { 0 };
-    const ph_workload *c;
-    size_t k;
-    ph_backend *b;
-    int rc = 0, any = 0;
-
-    if (ph_compose_service(r->compose, service) == NULL)
-        return ph_run_bad_service(r, service, err);
-    if (ph_run_backend(r, &b, err) < 0 || ph_run_list(r, service, &list, err) < 0)
-        return -1;
-    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
-        any = 1;
-        rc = b->ops->logs(b, c->id, follow, -1, 1, err);
-        if (rc < 0)
-            break;
-    }
-    ph_workload_list_free(&list);
-    if (!any) /* gone with its container: the last run kept it */
-        return ph_run_print_last_log(r, service, stdout, err);
-    return rc;
 }
 
 /* ---- timing ------------------------------------------------------------ */

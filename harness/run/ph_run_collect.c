@@ -1,4 +1,5 @@
-/* ph_run_collect.c - stop, collect, discard.
+/* ph_run_collect.c - stop, collect, discard, one container at a time (the
+ * stop and collect commands over a selection are ph_run_stop.c's).
  *
  *   stop     flock(<out>/<service>/.lock) -> SIGTERM to the shim (which
  *            signals the profiled process and escalates only after the
@@ -36,11 +37,9 @@
 #include "ph_run_int.h"
 
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
-#include <sys/file.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -60,139 +59,6 @@
 #include "ph_tar.h"
 #include "ph_timing.h"
 #include "ph_timing_out.h"
-
-#define TEMP_PREFIX PH_RUNDIR_TEMP_PREFIX
-
-/* ---- the service directory and its lock --------------------------------- */
-
-/* The run label names a directory: nothing but [A-Za-z0-9._-], no leading
- * dot, bounded. */
-int
-ph_run_safe_name(const char *s)
-{
-    size_t n = 0;
-
-    if (s == NULL || s[0] == '\0' || s[0] == '.')
-        return 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-'))
-            return 0;
-    }
-    return n < 128;
-}
-
-/* Open <out>/<service> (made when missing; what is made is the invoker's),
- * refusing a link there: everything below it is reached through this fd. */
-static int
-open_service_dir(ph_run *r, const char *service, int *fd_out, ph_error_t *err)
-{
-    ph_cleanup_close int out = -1;
-    char esc[256];
-    int fd;
-
-    if (!ph_run_safe_name(service))
-        return ph_fail(err, 0, "`%s` is no service name profharness writes a directory for",
-                       ph_escape(esc, sizeof esc, service));
-    if (ph_run_mkdir_p(r->opts.out_dir, err) < 0)
-        return -1;
-    out = open(r->opts.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (out < 0 && errno == ENOTDIR) {
-        ph_fail(err, 0, "the output directory `%s` is not a directory", r->opts.out_dir);
-        return ph_error_hint(err, "point -o at a directory (it is created if missing), or move the file away");
-    }
-    if (out < 0)
-        return ph_fail(err, errno, "open `%s`", r->opts.out_dir);
-    if (mkdirat(out, service, 0755) == 0)
-        ph_rundir_give_at(out, service);
-    else if (errno != EEXIST)
-        return ph_fail(err, errno, "mkdir `%s/%s`", r->opts.out_dir, service);
-    fd = openat(out, service, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        struct stat st;
-        int e = errno;
-
-        if (fstatat(out, service, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
-            ph_fail(err, 0, "`%s/%s` is a symbolic link: runs are written only into a real directory",
-                    r->opts.out_dir, service);
-            return ph_error_hint(err, "remove the link, or point -o at the directory it names");
-        }
-        return ph_fail(err, e, "open `%s/%s`", r->opts.out_dir, service);
-    }
-    *fd_out = fd;
-    return 0;
-}
-
-/* Under the lock no other harness is collecting: every temp entry is a
- * leftover of one that died (its container was kept, so nothing is lost). */
-void
-ph_run_remove_stale_temps(ph_run *r, int svcfd, const char *service)
-{
-    DIR *d = ph_fs_opendir_at(svcfd);
-    struct dirent *de;
-    ph_strv stale = { 0 };
-
-    if (d == NULL)
-        return;
-    while ((de = readdir(d)) != NULL)
-        if (strncmp(de->d_name, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0 && ph_strv_push(&stale, de->d_name) < 0)
-            break;
-    closedir(d);
-    for (size_t i = 0; i < stale.n; i++) {
-        ph_error_t e = NULL;
-        char esc[256];
-
-        ph_escape(esc, sizeof esc, stale.v[i]);
-        if (ph_fs_remove_tree_at(svcfd, stale.v[i], &e) < 0) {
-            ph_warn("%s: cannot remove `%s/%s/%s`, left by an interrupted collection: %s", service,
-                    r->opts.out_dir, service, esc, e->msg);
-            ph_error_free(&e);
-        } else {
-            ph_info("%s: removed `%s/%s/%s`, left by an interrupted collection", service, r->opts.out_dir,
-                    service, esc);
-        }
-    }
-    ph_strv_free(&stale);
-}
-
-int
-ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err)
-{
-    ph_cleanup_close int svcfd = -1;
-    int fd;
-
-    if (open_service_dir(r, service, &svcfd, err) < 0)
-        return -1;
-    fd = openat(svcfd, ".lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0)
-        ph_rundir_give_at(svcfd, ".lock");
-    else if (errno == EEXIST)
-        fd = openat(svcfd, ".lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return ph_fail(err, errno, "open `%s/%s/.lock`", r->opts.out_dir, service);
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        if (errno != EWOULDBLOCK) {
-            close(fd);
-            return ph_fail(err, errno, "lock `%s/%s/.lock`", r->opts.out_dir, service);
-        }
-        ph_stage *st = ph_stage_beginf("host", 0, "wait for the other profharness (%s/.lock)", service);
-        int locked, e;
-
-        ph_info("%s: another profharness is stopping or collecting this service; waiting for it", service);
-        locked = flock(fd, LOCK_EX);
-        e = errno;
-        if (ph_run_stage_done(st, locked, NULL) < 0) {
-            close(fd);
-            return ph_fail(err, e, "lock `%s/%s/.lock`", r->opts.out_dir, service);
-        }
-    }
-    ph_run_remove_stale_temps(r, svcfd, service);
-    *lock_out = fd;
-    *svcfd_out = svcfd;
-    svcfd = -1;
-    return 0;
-}
 
 /* ---- collection: the run-dir store's steps ----------------------------- */
 
@@ -480,17 +346,6 @@ ph_run_collect_task(ph_run *r, ph_backend *b, const ph_workload *w, const ph_pro
 }
 
 /* ---- stop ------------------------------------------------------------- */
-
-long
-ph_run_stop_budget_s(const ph_profile *p)
-{
-    long long ns;
-
-    if (p == NULL)
-        return 600;
-    ns = p->stop_grace_ns + (long long)p->escalate.n * p->escalate_grace_ns;
-    return (long)(ns / 1000000000LL) + 30;
-}
 
 static int
 is_created(const ph_workload *c)
@@ -942,22 +797,6 @@ out:
     return *err != NULL ? -1 : 0;
 }
 
-/* FN (ph_run_placed_stop, _collect) over a stack's services SL, said when
- * none was profiled (VERB: what was asked); the index rewritten when one
- * was. */
-static int
-on_stack(ph_run *r, ph_svc_list *sl, int (*fn)(ph_run *, ph_svc_list *, int *, ph_error_t *), const char *verb,
-         ph_error_t *err)
-{
-    int acted = 0, rc = fn(r, sl, &acted, err);
-
-    if (rc == 0 && !acted)
-        ph_info("nothing to %s: no service of stack `%s` is profiled", verb, r->compose->project);
-    if (acted)
-        ph_run_write_index(r);
-    return rc;
-}
-
 int
 ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err)
 {
@@ -970,26 +809,6 @@ ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *
     if (stopped > 0)
         ph_run_write_index(r);
     return 0;
-}
-
-int
-ph_run_stop(ph_run *r, char **services, int n, ph_error_t *err)
-{
-    ph_svc_list sl;
-    int rc;
-
-    if (ph_run_select(r, services, n, &sl, err) < 0)
-        return -1;
-    ph_run_order_dependants_first(r, &sl); /* as compose stops them */
-    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack's services */
-        if (rc > 0)
-            rc = on_stack(r, &sl, ph_run_placed_stop, "stop", err);
-        free(sl.v);
-        return rc;
-    }
-    rc = ph_run_stop_services(r, &sl, 0, err);
-    free(sl.v);
-    return rc;
 }
 
 /* ---- discard ---------------------------------------------------------- */
@@ -1036,8 +855,8 @@ ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err)
 /* ---- collect ---------------------------------------------------------- */
 
 /* A copy of what a running container has now, as a -snapshot- run. */
-static int
-snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err)
+int
+ph_run_snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err)
 {
     const char *service = c->service;
     const char *id = c->id;
@@ -1071,46 +890,4 @@ snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err)
     collect_run_done(&cr);
     ph_profile_free(&own);
     return ph_run_stage_done(st, rc, err);
-}
-
-int
-ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
-{
-    ph_svc_list sl;
-    int rc = 0, any = 0;
-
-    if (ph_run_select(r, services, n, &sl, err) < 0)
-        return -1;
-    if ((rc = ph_run_placed(r, err)) != 0) { /* a stack's services: one run, a sub-dir per task */
-        if (rc > 0)
-            rc = on_stack(r, &sl, ph_run_placed_collect, "collect", err);
-        free(sl.v);
-        return rc;
-    }
-    for (size_t i = 0; rc == 0 && i < sl.n; i++) {
-        ph_workload_list list = { 0 };
-        const ph_workload *c;
-        size_t k;
-
-        if (ph_run_list(r, sl.v[i]->name, &list, err) < 0) {
-            rc = -1;
-            break;
-        }
-        for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
-            if (!ph_workload_profiled(c))
-                continue;
-            any = 1;
-            /* A stopped profiled container: a stop that failed half way. */
-            rc = ph_workload_running(c) ? snapshot_one(r, c, err) : ph_run_stop_one(r, c, err);
-            if (rc < 0)
-                break;
-        }
-        ph_workload_list_free(&list);
-    }
-    if (rc == 0 && !any)
-        ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);
-    if (any)
-        ph_run_write_index(r);
-    free(sl.v);
-    return rc;
 }

@@ -1,10 +1,14 @@
 /* ph_run_int.h - what the files of the loop share (not for other floors).
  *
  *   ph_run.c          the run context, service selection, workloads
- *                     listed by label (docker compose's too), status, logs
+ *                     listed by label (docker compose's too)
+ *   ph_run_status.c   status, logs
  *   ph_run_config.c   a service's workload spec, as compose would make it
  *   ph_run_start.c    images, start, restore
- *   ph_run_collect.c  stop and collect
+ *   ph_run_spec.c     a profiled workload's argv, program, environment,
+ *                     spec and stop budget; services by dependencies
+ *   ph_run_stop.c     the stop and collect commands
+ *   ph_run_collect.c  a container stopped and collected, or copied
  *   ph_run_servicelog.c  service.log: the service's output kept per run
  *   ph_run_prune.c    profiling images the project no longer needs
  *   ph_run_snapshot.c a running profiler made to dump; why a run is empty
@@ -12,6 +16,11 @@
  *   ph_run_runtimes.c what a mode asks of the runtimes: environment, refresh
  *   ph_run_unnamed.c  a mode refused where it would name nothing of a runtime
  *   ph_run_replicas.c a run of several workloads: a sub-dir each, tasks.json
+ *   ph_run_svcdir.c   <out>/<service>: opened, locked, leftovers removed
+ *   ph_run_attach.c   attach to a running service on one Engine
+ *   ph_run_attach_tools.c  the tools container an attach makes, told after
+ *   ph_run_placed.c   the commands on services an orchestrator places
+ *   ph_run_placed_task.c  what they and attach on them share: a task collected
  */
 #ifndef PH_RUN_INT_H
 #define PH_RUN_INT_H
@@ -54,10 +63,10 @@ size_t ph_run_jobs_max(void);
 /* Where ph_run_backend keeps this thread's backend: a worker's own. */
 ph_backend **ph_run_backend_slot(ph_run *r);
 
-/* ph_run_collect.c: a run label that names a directory: nothing but
+/* ph_run_svcdir.c: a run label that names a directory: nothing but
  * [A-Za-z0-9._-], no leading dot, under 128 bytes. */
 int ph_run_safe_name(const char *s);
-/* ph_run_collect.c: the temp entries under DIRFD (SHOWN in messages),
+/* ph_run_svcdir.c: the temp entries under DIRFD (SHOWN in messages),
  * locked: each a leftover of a harness that died, removed and said. */
 void ph_run_remove_stale_temps(ph_run *r, int dirfd, const char *shown);
 /* ph_run_collect.c: where a workload of a run of several lands: RUNFD
@@ -111,7 +120,8 @@ int ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, i
  * and tasks.json, as stop lays it out; they run on.  *ACTED when there
  * was one. */
 int ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
-/* A stack's run being stopped or copied (by both placed files): the
+/* ph_run_placed_task.c: what both placed files share.  A stack's run
+ * being stopped or copied: the
  * profile it was started with, the service's dir locked, the run dir and
  * its tasks.json.  PH_RUN_HELD_INIT, then ph_run_held_close in every case. */
 typedef struct ph_run_held {
@@ -181,7 +191,7 @@ typedef struct ph_run_prepared {
 /* A slot of ph_run_profiled_spec: the orchestrator numbers the workloads
  * (a Swarm service's tasks). */
 #define PH_RUN_SLOT_ORCHESTRATED (-1)
-/* ph_run_start.c: the one spec of a profiled workload: S under P, into
+/* ph_run_spec.c: the one spec of a profiled workload: S under P, into
  * SPEC (zeroed first), replica SLOT of S's replicas (0: the only one;
  * PH_RUN_SLOT_ORCHESTRATED), named NAME: PREP's image, the shim, the
  * mode's wrap (PREP's rewrap when the program has one), the service's
@@ -195,22 +205,22 @@ int ph_run_profiled_spec(ph_run *r, const ph_service *s, const ph_profile *p, co
                          const ph_image_config *img_info, const char *img, const char *run_id, const char *started,
                          const char *host_dir, int slot, const char *name, ph_workload_spec *spec, ph_error_t *err);
 
-/* ph_run_start.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
+/* ph_run_spec.c: the profile of MODE, or NULL and a PH_EXIT_USAGE error. */
 ph_profile *ph_run_mode(ph_run *r, const char *mode, ph_error_t *err);
 
-/* ph_run_start.c: the init shim's argv up to `--`, pushed onto ARGV: P's
+/* ph_run_spec.c: the init shim's argv up to `--`, pushed onto ARGV: P's
  * grace and escalation, the stop signal SIGNAL to TARGET ("wrapper",
  * "tracee"), the completion record in OUT.  -1 on ENOMEM. */
 int ph_run_shim_argv(const ph_profile *p, const char *target, const char *signal, const char *out, ph_strv *argv);
 
-/* ph_run_attach.c: after collecting attach container C, say so when the
- * service exited while attached (and why the profiler's end may be
- * missing).  Nothing for other containers. */
+/* ph_run_attach_tools.c: after collecting attach container C, say so
+ * when the service exited while attached (and why the profiler's end may
+ * be missing).  Nothing for other containers. */
 void ph_run_attach_describe(ph_run *r, const ph_workload *c, json_t *record);
-/* A tools container attached to TARGET (a workload id B knows: the
- * container's PID namespace is joined), made and started on B, labelled
- * as a run of SERVICE under PROFILE (RUN_ID, HOST_DIR) plus LABELS (may be
- * NULL). */
+/* ph_run_attach_tools.c: a tools container attached to TARGET (a
+ * workload id B knows: the container's PID namespace is joined), made and
+ * started on B, labelled as a run of SERVICE under PROFILE (RUN_ID,
+ * HOST_DIR) plus LABELS (may be NULL). */
 typedef struct ph_run_attach_to {
     const ph_service *service;
     const ph_profile *profile;
@@ -223,7 +233,7 @@ int ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_
  * profiled already; else -1 and a PH_EXIT_USAGE error that says why. */
 int ph_run_attach_pick(const ph_workload_list *list, const char *service, const char *mode, const char **id_out, ph_error_t *err);
 
-/* ph_run_start.c: refuse mode P for S, before anything of S is stopped,
+/* ph_run_spec.c: refuse mode P for S, before anything of S is stopped,
  * when the mode cannot work on its program: P preloads itself (`libc:`)
  * and the program is static (the dynamic loader, which honours
  * LD_PRELOAD, never runs; names a mode of the same report that needs no
@@ -233,7 +243,10 @@ int ph_run_attach_pick(const ph_workload_list *list, const char *service, const 
  * backend. */
 int ph_run_check_program(ph_run *r, const ph_service *s, const ph_profile *p, const ph_profile_rewrap **rewrap,
                          ph_error_t *err);
-/* ph_run_start.c: compose's environment of S as the workload gets it (a
+/* ph_run_spec.c: the program S runs in its image, when it is static (no
+ * ELF interpreter): 1 and its path in PROG; 0 when not. */
+int ph_run_static_program(ph_run *r, const ph_service *s, char *prog, size_t len, ph_error_t *err);
+/* ph_run_spec.c: compose's environment of S as the workload gets it (a
  * variable without a value goes as `KEY`: unset, whatever the image
  * says), then P's own, expanded for OUT and RUN_ID: onto ENV.  -1 only on
  * ENOMEM. */
@@ -388,7 +401,7 @@ int ph_run_ensure_networks(ph_run *r, const ph_service *s, ph_error_t *err);
 /* Create and start SPEC (ph_backend_ops.run: its fallbacks); *ID_OUT. */
 int ph_run_create_and_start(ph_run *r, const ph_workload_spec *spec, char **id_out, ph_error_t *err);
 
-/* ph_run_start.c */
+/* ph_run_spec.c */
 /* Order SL so that a service comes after those it depends on (stable). */
 void ph_run_order_by_deps(ph_run *r, ph_svc_list *sl);
 /* The reverse: dependants first, as compose stops them. */
@@ -441,13 +454,17 @@ int ph_run_record_story(json_t *rec, const char *present, char *out, size_t len)
 /* ph_run_collect.c */
 int ph_run_stop_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
 int ph_run_discard_one(ph_run *r, const ph_workload *listed, ph_error_t *err);
-/* Open <out>/<service> (made when missing, a link there refused) and
- * flock its .lock; remove the .incoming-* entries dead harnesses left.
- * *svcfd_out: the service dir, through which everything below is reached. */
+/* A copy of what running container C has now, as a -snapshot- run. */
+int ph_run_snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err);
+/* ph_run_svcdir.c: open <out>/<service> (made when missing, a link there
+ * refused) and flock its .lock; remove the .incoming-* entries dead
+ * harnesses left.  *svcfd_out: the service dir, through which everything
+ * below is reached. */
 int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
-/* How long a stop waits for the profiler of a run of P (NULL: unknown) to
- * flush and exit, in seconds: its grace, each escalation's, and 30 s. */
+/* ph_run_spec.c: how long a stop waits for the profiler of a run of P
+ * (NULL: unknown) to flush and exit, in seconds: its grace, each
+ * escalation's, and 30 s. */
 long ph_run_stop_budget_s(const ph_profile *p);
 /* SL in waves, as compose stops a project: a service's wave comes after
  * that of every selected service depending on it.  Sorts SL by wave

@@ -1,8 +1,9 @@
-/* ph_init.h - what the two files of the init shim share: ph-init.c (the
- * supervisor: options, signals, the stop protocol, reaping) and
- * ph_init_record.c (the completion record).  Not a library: both are
- * linked into the one static ph-init binary, which uses no allocation
- * after startup, so neither does anything here. */
+/* ph_init.h - what the files of the init shim share: ph-init.c (the
+ * supervisor: options, signals, the stop protocol, reaping) on top,
+ * ph_init_record.c (the completion record) below it, ph_init_say.c (its
+ * lines on stderr) below both.  Not a library: all are linked into the
+ * one static ph-init binary, which uses no allocation after startup, so
+ * none does anything here. */
 #ifndef PH_INIT_H
 #define PH_INIT_H
 
