@@ -615,6 +615,25 @@ test_environment_cleaned_and_inert_without_dir(void **state)
     assert_int_equal(count_files(""), n);
 }
 
+/* The sampler's work leaves the service's allocator as it was: glibc's
+ * free of a block it mapped by itself, larger than its mmap threshold,
+ * raises the threshold (and the trim threshold) to that size for the
+ * whole process.  Before the fix the writer's free of libdw's buffers
+ * (5.8 MB: a decompressed debug section) did so; the writer's arena then
+ * kept megabytes resident, and the service's 1 MiB block came from its
+ * heap, not its own mapping. */
+static void
+test_service_keeps_its_mmap_threshold(void **state)
+{
+    char *args[] = { "mapped", "3", NULL };
+    char out[400];
+    run_opts o = { .interval = "1", .out = out };
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    assert_true(WIFEXITED(finish(start_opts(&o, args))));
+    assert_non_null(strstr(read_text(out), "mapped 1"));
+}
 
 /* Run "SHELL -c CMD" with the sampler preloaded; its wait status. */
 static int
@@ -1470,6 +1489,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_default_sigint_still_kills, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_api_start_flush_stop, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_service_keeps_its_mmap_threshold, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_environment_cleaned_and_inert_without_dir, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_shell_wrappers_followed, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_in_place_outlives_the_timer, setup, tu_teardown),
