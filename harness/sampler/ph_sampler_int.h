@@ -336,9 +336,10 @@ PH_HIDDEN double phs_cpu_seconds(clockid_t c);
 typedef struct phs_symbols phs_symbols;
 PH_HIDDEN phs_symbols *phs_symbols_new(int debuginfo);
 PH_HIDDEN void phs_symbols_free(phs_symbols *s);
-/* Writer, after a snapshot: libdw's state goes (its debug files unmapped,
- * its memory freed); the names it gave stay, and the next lookup that
- * needs it opens it again.  Nothing to do when it is not open. */
+/* Writer, after a snapshot: the pages of the objects' files its names
+ * were read from leave the RSS; libdw's state goes (its debug files
+ * unmapped, its memory freed); the names it gave stay, and the next
+ * lookup that needs it opens it again. */
 PH_HIDDEN void phs_symbols_release(phs_symbols *s);
 /* Read this process's perf map (/tmp/perf-<pid>.map, written by a JIT:
  * node --perf-basic-prof, HotSpot's Compiler.perfmap) again if it changed

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,6 +273,32 @@ merge_slot(phs_agg *a, const phs_slot *s, const uintptr_t *pcs, uint64_t count)
     merge(a, h, s->tid, words, depth, count);
 }
 
+/* T's slots empty and its arena free again.  A memset kept every page
+ * of the slots (128 kB a table) resident after each drain, and the
+ * arena's pages stayed once touched: their whole pages go instead (a
+ * private anonymous page comes back zeroed when next touched), the
+ * slots' partial pages at either end are zeroed in place; the page with
+ * T's counters is never dropped (an increment there would be lost). */
+static void
+clear_table(phs_table *t)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t s = (uintptr_t)t->slots, e = (uintptr_t)(t->slots + PHS_SLOTS);
+    uintptr_t lo = (s + page - 1) & ~(page - 1), hi = e & ~(page - 1);
+    uintptr_t alo = ((uintptr_t)t->arena + page - 1) & ~(page - 1);
+    uintptr_t ahi = (uintptr_t)(t->arena + atomic_load(&t->used)) & ~(page - 1);
+
+    if (lo < hi && madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) {
+        memset((void *)s, 0, lo - s);
+        memset((void *)hi, 0, e - hi);
+    } else {
+        memset(t->slots, 0, sizeof t->slots);
+    }
+    if (alo < ahi)
+        (void)madvise((void *)alo, ahi - alo, MADV_DONTNEED);
+    atomic_store(&t->used, 0);
+}
+
 void
 phs_agg_drain(phs_agg *a)
 {
@@ -318,8 +345,7 @@ phs_agg_drain(phs_agg *a)
      * start them. */
     for (size_t k = 0; k < n_tids; k++)
         note_thread(a, tids[k], 1);
-    memset(t->slots, 0, sizeof t->slots);
-    atomic_store(&t->used, 0);
+    clear_table(t);
 }
 
 /* ---- snapshot files ------------------------------------------------------ */

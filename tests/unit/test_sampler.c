@@ -615,6 +615,25 @@ test_environment_cleaned_and_inert_without_dir(void **state)
     assert_int_equal(count_files(""), n);
 }
 
+/* The sampler's work leaves the service's allocator as it was: glibc's
+ * free of a block it mapped by itself, larger than its mmap threshold,
+ * raises the threshold (and the trim threshold) to that size for the
+ * whole process.  Before the fix the writer's free of libdw's buffers
+ * (5.8 MB: a decompressed debug section) did so; the writer's arena then
+ * kept megabytes resident, and the service's 1 MiB block came from its
+ * heap, not its own mapping. */
+static void
+test_service_keeps_its_mmap_threshold(void **state)
+{
+    char *args[] = { "mapped", "3", NULL };
+    char out[400];
+    run_opts o = { .interval = "1", .out = out };
+
+    (void)state;
+    snprintf(out, sizeof out, "%s/stdout", test_dir);
+    assert_true(WIFEXITED(finish(start_opts(&o, args))));
+    assert_non_null(strstr(read_text(out), "mapped 1"));
+}
 
 /* Run "SHELL -c CMD" with the sampler preloaded; its wait status. */
 static int
@@ -935,6 +954,72 @@ test_snapshot_on_request(void **state)
     assert_true(json_has(st, "state", "\"running\""));
     assert_non_null(strstr(st, "\"last_snapshot\": \"stacks-"));
     assert_non_null(strstr(newest("stacks-"), "spin"));
+    assert_int_equal(kill(p, SIGTERM), 0);
+    assert_int_equal(finish(p), 0);
+}
+
+/* The resident kB of P's mapping of FILE at offset 0 that spans the whole
+ * file (the sampler's own map, read for symbols; the loader's segments
+ * are shorter), from /proc/P/smaps; -1 when there is none. */
+static long
+whole_file_map_rss(pid_t p, const char *file)
+{
+    char path[64], line[1200], name[1000];
+    struct stat st;
+    FILE *f;
+    long rss = -1;
+    int in = 0;
+
+    assert_int_equal(stat(file, &st), 0);
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)p);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, off;
+        long kb;
+        int got;
+
+        name[0] = '\0';
+        if ((got = sscanf(line, "%lx-%lx %*s %lx %*s %*s %999s", &lo, &hi, &off, name)) >= 3) /* a mapping's line */
+            in = got == 4 && off == 0 && hi - lo >= (unsigned long)st.st_size && strcmp(name, file) == 0;
+        else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+            rss = kb;
+    }
+    fclose(f);
+    return rss;
+}
+
+/* After a snapshot named its frames, the pages of the file it read the
+ * names from are not resident in the service any more.  Before the fix
+ * each name read faulted its page back and kept it: 1.6 MB of node's
+ * file after a CPU snapshot, 5.2 MB after a heap one. */
+static void
+test_names_pages_dropped_after_snapshot(void **state)
+{
+    char marker[400], work[4096];
+    char *args[] = { "handler", "20", marker, NULL };
+    run_opts o = { .hz = "250", .interval = "0" };
+    pid_t p;
+    int n = 0;
+
+    (void)state;
+    assert_non_null(realpath(WORK, work));
+    snprintf(marker, sizeof marker, "%s/handler-ran", test_dir);
+    clear_outdir();
+    assert_int_equal(mkdir(outdir, 0755), 0);
+    p = start_opts(&o, args);
+    for (int k = 1; k < 40 && n == 0; k++) { /* until a snapshot has named samples */
+        char req[32], ack[64];
+
+        snprintf(req, sizeof req, "%d\n", k);
+        snprintf(ack, sizeof ack, "\"snapshot_request\": %d,", k);
+        request_snapshot(req);
+        wait_status(p, ack);
+        n = count_files("stacks-");
+    }
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(newest("stacks-"), "spin"));
+    assert_int_equal(whole_file_map_rss(p, work), 0);
     assert_int_equal(kill(p, SIGTERM), 0);
     assert_int_equal(finish(p), 0);
 }
@@ -1470,6 +1555,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_default_sigint_still_kills, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_api_start_flush_stop, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_children_not_profiled, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_service_keeps_its_mmap_threshold, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_names_pages_dropped_after_snapshot, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_environment_cleaned_and_inert_without_dir, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_shell_wrappers_followed, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_exec_in_place_outlives_the_timer, setup, tu_teardown),

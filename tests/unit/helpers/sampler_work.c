@@ -34,6 +34,10 @@
  *              real work for the sampler's writer; after SIGTERM it spins
  *              a little more, so the snapshot at exit exists and counts
  *              what the SIGTERM one cost
+ *   mapped S   split for S CPU-seconds (the sampler's snapshots read
+ *              symbols and debug info meanwhile), then prints "mapped 1"
+ *              when a 1 MiB block is still one glibc mapped by itself
+ *              (IS_MMAPPED in its chunk header), as without the sampler
  *   names S    (CPU-seconds) functions under C++, legacy Rust and Rust v0 symbol names
  *              (asm labels: this program links neither libstdc++ nor Rust),
  *              and a function inlined into another (lines marked LINE:)
@@ -510,6 +514,20 @@ main(int argc, char **argv)
             work_heavy();
             work_light();
         }
+    } else if (strcmp(argv[1], "mapped") == 0) {
+        char *b;
+        size_t h;
+
+        while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs) {
+            work_heavy();
+            work_light();
+        }
+        if ((b = malloc(1 << 20)) == NULL)
+            return 1;
+        __asm__ volatile("" : "+r"(b)); /* glibc's header before B is read, not ours */
+        memcpy(&h, b - sizeof h, sizeof h);
+        printf("mapped %d\n", (h & 2) != 0);
+        free(b);
     } else if (strcmp(argv[1], "deep") == 0) {
         int depth = argc > 3 ? atoi(argv[3]) : 500;
         while (seconds(CLOCK_PROCESS_CPUTIME_ID) < secs)
