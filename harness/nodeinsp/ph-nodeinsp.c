@@ -606,6 +606,7 @@ main(int argc, char **argv)
         goto out;
     }
     say("V8's profiler samples node %d every %ld us (%ld Hz, %s)", (int)pid, 1000000L / hz, hz, wall ? "wall" : "cpu");
+    fprintf(stderr, "ph-attach: joined node %d (its inspector's profiler)\n", (int)pid); /* attach.ready */
     started = now_ms();
     while (!stop_requested) {
         /* events are read and dropped (none is asked for); the session

@@ -54,6 +54,8 @@
  *                                   # for symbols (the service's files are not the tools')
  *     network: service              # in the service's network namespace (its loopback:
  *                                   # a Node's inspector); default none, no network
+ *     ready: "ph-attach: joined"    # COMMAND says so once it has joined: attach waits
+ *                                   # for it (and fails when COMMAND ends first)
  *     convert: {command: [...], collapse: perf}   # as above, for attached runs
  *     needs: {program: [java, "python3*"], why: "...", use: "..."}   # COMMAND joins
  *                                   # only these programs: a service none of whose
@@ -179,6 +181,11 @@ typedef struct ph_profile_attach {
     char *signal;                /* what detaches the command; "SIGINT" by default */
     char *copy_mapped;           /* NULL, or a plain directory name under {out} */
     int network_service;         /* `network: service`: in the service's network namespace (else none) */
+    /* `ready`: text a line of the command's output holds once it has
+     * joined the service; attach returns when it is said and the command
+     * is still up a second later, and fails when the command ends first.
+     * NULL: up a second after its start is joined. */
+    char *ready;
     ph_profile_convert convert;
     /* `needs: {program, why, use}`: the runtimes the command can join
      * (globs on program file names); a service none of whose processes

@@ -262,6 +262,8 @@ read_attach(ph_profile *p, const ph_ynode *v, ph_error_t *err)
                 rc = ph_yaml_error(vn, err, "`attach.network` is `none` or `service`, not `%s`", sv);
             else
                 a->network_service = strcmp(sv, "service") == 0;
+        } else if (KEY("ready")) {
+            rc = ph_yaml_dup(vn, "attach.ready", &a->ready, err); /* refuses "" */
         } else if (KEY("convert")) {
             rc = read_convert(&a->convert, vn, "attach.convert", 1, err);
         } else if (KEY("needs")) {
@@ -400,6 +402,7 @@ ph_profile_free_keys(ph_profile *p)
     free(p->attach.needs_use);
     free(p->attach.signal);
     free(p->attach.copy_mapped);
+    free(p->attach.ready);
     convert_free(&p->attach.convert);
     memset(&p->attach, 0, sizeof p->attach);
 }

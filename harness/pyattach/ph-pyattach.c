@@ -91,6 +91,7 @@ main(int argc, char **argv)
     }
     fprintf(stderr, "ph-pyattach: process %ld: %s; sampling at %d Hz (%s clock)\n", pid, php_target_describe(t), hz,
             clock == PHP_CLOCK_WALL ? "wall" : "CPU");
+    fprintf(stderr, "ph-attach: joined process %ld (its Python frames read from outside)\n", pid); /* attach.ready */
     rc = php_run(t, hz, clock, dir, title, &stop, &err);
     if (rc < 0)
         fprintf(stderr, "ph-pyattach: %s\n", err->msg);

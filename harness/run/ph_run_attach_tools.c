@@ -16,8 +16,18 @@
 #include <string.h>
 
 #include "ph_log.h"
+#include "ph_signal.h"
 #include "ph_tar.h"
 #include "ph_util.h"
+
+/* How long a tools container has to say it has joined the service (a
+ * JVM's agent load and a Node's inspector take seconds), and to stay up
+ * after: a profiler that cannot open its target (perf without its
+ * events, a reader refused by the process) exits within the second. */
+#define ATTACH_READY_S 60L
+#define ATTACH_SETTLE_S 1L
+#define ATTACH_LOG_MAX (64u << 10) /* of its output, read for the text and the last lines */
+#define ATTACH_TAIL_LINES 4
 
 /* ph-init, then ph-attach with the mode's attach command, onto ARGV.
  * The files it copies are held to what the run's collection will take
@@ -52,6 +62,125 @@ attach_argv(const ph_profile *p, const char *service, const char *out, const cha
             return -1;
     }
     return 0;
+}
+
+typedef struct attach_log {
+    char buf[ATTACH_LOG_MAX];
+    size_t len;
+} attach_log;
+
+static int
+attach_log_cb(void *ud, const char *data, size_t len)
+{
+    attach_log *l = ud;
+    size_t take = len < sizeof l->buf - 1 - l->len ? len : sizeof l->buf - 1 - l->len;
+
+    memcpy(l->buf + l->len, data, take);
+    l->len += take;
+    l->buf[l->len] = '\0';
+    return l->len >= sizeof l->buf - 1 ? PH_BACKEND_DATA_ENOUGH : 0;
+}
+
+/* The last ATTACH_TAIL_LINES lines of L, each without the timestamp the
+ * backend leads it with, joined by " | " into OUT. */
+static void
+attach_log_tail(const attach_log *l, char *out, size_t size)
+{
+    const char *end = l->buf + l->len, *from;
+    size_t used = 0;
+    int lines = 0;
+
+    while (end > l->buf && end[-1] == '\n')
+        end--;
+    for (from = end; from > l->buf; from--)
+        if (from[-1] == '\n' && ++lines == ATTACH_TAIL_LINES)
+            break;
+    out[0] = '\0';
+    while (from < end && used + 4 < size) {
+        const char *nl = memchr(from, '\n', (size_t)(end - from)), *sp;
+        const char *stop = nl ? nl : end;
+
+        /* "2026-12-03T05:59:01.123456789Z text": the text */
+        if ((sp = memchr(from, ' ', (size_t)(stop - from))) != NULL && sp - from >= 20 && sp[-1] == 'Z' &&
+            from[4] == '-')
+            from = sp + 1;
+        used += (size_t)snprintf(out + used, size - used, "%s%.*s", used ? " | " : "", (int)(stop - from), from);
+        if (used >= size)
+            used = size - 1;
+        from = stop + 1;
+    }
+}
+
+/* Wait until the tools container ID (just started on B) has joined: the
+ * profile's `attach.ready` text is in its output (no such key: at once),
+ * and it is still up ATTACH_SETTLE_S after.  A container that exits
+ * first has refused: -1, *err with its code and last lines, the
+ * container removed (it joined nothing, so it holds nothing).  Still
+ * silent at ATTACH_READY_S: said, 0 (it runs, and `stop` collects). */
+static int
+attach_joined(ph_backend *b, const char *id, const ph_profile *p, const char *service, ph_error_t *err)
+{
+    const char *ready = p->attach.ready;
+    attach_log *l = calloc(1, sizeof *l);
+    char tail[1024];
+    long code = -1, waited = 0;
+    int said = ready == NULL, timed_out = 1, rc = -1;
+
+    if (l == NULL)
+        return ph_fail(err, ENOMEM, "allocate");
+    ph_interrupt_begin();
+    for (;;) {
+        if (!said) {
+            l->len = 0;
+            l->buf[0] = '\0';
+            if (b->ops->log_all(b, id, attach_log_cb, l, err) < 0)
+                goto out;
+            said = strstr(l->buf, ready) != NULL;
+        }
+        if (b->ops->wait(b, id, ATTACH_SETTLE_S, &code, &timed_out, err) < 0)
+            goto out;
+        if (!timed_out || ph_interrupted())
+            break;
+        if (said) {
+            rc = 0;
+            goto out;
+        }
+        if ((waited += ATTACH_SETTLE_S) >= ATTACH_READY_S) {
+            ph_warn("%s: %s has not said it joined the service within %ld s (its output has no `%s`); it keeps "
+                    "running: `profharness logs %s` shows what it says, `profharness stop %s` detaches and "
+                    "collects", service, p->name, ATTACH_READY_S, ready, service, service);
+            rc = 0;
+            goto out;
+        }
+    }
+    if (timed_out) { /* interrupted, the tools container up: stop collects it */
+        ph_interrupt_fail(err, ph_interrupted());
+        ph_error_hint(err, "%s is attached already, or about to be: `profharness stop %s` detaches and collects",
+                      p->name, service);
+        goto out;
+    }
+    l->len = 0;
+    l->buf[0] = '\0';
+    if (b->ops->log_all(b, id, attach_log_cb, l, err) < 0)
+        goto out;
+    attach_log_tail(l, tail, sizeof tail);
+    ph_bad_input(err, "%s ended (exit %ld) before it joined the service%s%s", p->name, code, tail[0] ? ": " : "",
+                 tail);
+    {
+        ph_error_t rerr = NULL;
+
+        if (b->ops->remove(b, id, 1, &rerr) < 0) {
+            ph_error_hint(err, "the service was not touched; its ended tools container %.12s is left: %s", id,
+                          rerr ? rerr->msg : "?");
+            ph_error_free(&rerr);
+        } else {
+            ph_error_hint(err, "the service was not touched, and its tools container is removed");
+        }
+    }
+out:
+    ph_interrupt_end();
+    free(l);
+    return rc;
 }
 
 int
@@ -101,7 +230,7 @@ ph_run_attach_make(ph_run *r, ph_backend *b, const ph_run_attach_to *to, ph_erro
     for (size_t i = 0; i < p->attach.cap_add_if_known.n; i++)
         if (ph_strv_push(&spec.cap_add_if_known, p->attach.cap_add_if_known.v[i]) < 0)
             goto nomem;
-    if (b->ops->run(b, &spec, &id, err) < 0) {
+    if (b->ops->run(b, &spec, &id, err) < 0 || attach_joined(b, id, p, s->name, err) < 0) {
         ph_error_wrap(err, "attach %s to `%s`", p->name, s->name);
         goto out;
     }

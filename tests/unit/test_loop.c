@@ -80,6 +80,7 @@ static world W;
     "{\"version\":1,\"exit_code\":0,\"signal\":\"SIGTERM\",\"escalations\":[],\"stop_signal\":\"SIGTERM\"," \
     "\"stop_requested\":true,\"complete\":true,\"outcome\":\"stopped\"}"
 #define STRACE_LOG "12:00:00.000001 read(3, \"x\", 1) = 1 <0.000010>\n"
+#define STRACE_JOINED "2026-01-01T00:00:00.000000000Z strace: Process 7 attached\n"
 
 static void
 mkdirs(const char *rel)
@@ -800,7 +801,7 @@ test_attach_and_detach(void **state)
     ph_fake_wl_label(own, PH_DC_PROJECT, "proj");
     ph_fake_wl_label(own, PH_DC_SERVICE, "front");
     t = profiled_writes("proj-front-attach-strace", "front", (ph_fake_end){ 0 });
-    (void)t;
+    assert_int_equal(ph_fake_wl_log(t, STRACE_JOINED), 0);
     must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
     c = run_of("proj-front-attach-strace");
     CHECK(c->spec.pid_of != NULL && strcmp(c->spec.pid_of, ph_fake_wl_id(own)) == 0,
@@ -820,6 +821,92 @@ test_attach_and_detach(void **state)
     meta = json_at(rel);
     assert_string_equal(json_string_value(json_object_get(meta, "attached_to")), ph_fake_wl_id(own));
     json_decref(meta);
+}
+
+/* The service's own container and an attach's tools container for it,
+ * which ends or says LOG as the test asks (END, LOG). */
+static ph_fake_wl *
+attach_world(ph_fake_end end, const char *log)
+{
+    ph_fake_wl *own, *t;
+
+    open_world(ONE, NULL);
+    own = ph_fake_workload(W.f, "proj-front-1", DEMO_IMAGE);
+    ph_fake_wl_label(own, PH_DC_PROJECT, "proj");
+    ph_fake_wl_label(own, PH_DC_SERVICE, "front");
+    t = profiled_writes("proj-front-attach-strace", "front", end);
+    assert_int_equal(ph_fake_wl_log(t, log), 0);
+    return own;
+}
+
+/* attach returns once the tools container has said it joined (the
+ * profile's attach.ready, strace's "Process N attached") and is still up
+ * a second later: its output read and a wait of it that timed out, both
+ * after it was started. */
+static void
+test_attach_waits_until_joined(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    attach_world((ph_fake_end){ 0 }, STRACE_JOINED);
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(calls_on("log_all", "proj-front-attach-strace") == 1, "its output read once: %zu",
+          calls_on("log_all", "proj-front-attach-strace"));
+    CHECK(calls_on("wait", "proj-front-attach-strace") == 1, "one settling wait: %zu",
+          calls_on("wait", "proj-front-attach-strace"));
+    CHECK(call_index("run", 0) < call_index("log_all", 0) && call_index("log_all", 0) < call_index("wait", 0),
+          "started, then read, then waited on");
+    assert_int_equal(ph_fake_count(W.f, PH_LABEL_MODE, "strace"), 1);
+}
+
+/* A tools container that ends before it says it joined (the profiler
+ * refused the process after attach had made it): attach fails, saying
+ * its exit and last lines, the tools container is removed, the service
+ * untouched, and a second attach is not refused as one attached already. */
+static void
+test_attach_refused_after_start(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    attach_world((ph_fake_end){ PH_FAKE_EXITS_BY_ITSELF, 2, 0 },
+                 "2026-01-01T00:00:00.000000000Z ph-attach: the service's processes: 7\n"
+                 "2026-01-01T00:00:00.100000000Z strace: attach: ptrace(PTRACE_SEIZE, 7): Operation not "
+                 "permitted\n");
+    CHECK(ph_run_attach(W.r, "strace", names, 1, &err) < 0, "attach fails");
+    CHECK(strstr(err->msg, "ended (exit 2) before it joined the service") != NULL, "why: %s", err->msg);
+    CHECK(strstr(err->msg, "strace: attach: ptrace(PTRACE_SEIZE, 7): Operation not permitted") != NULL &&
+          strstr(err->msg, "2026-01-01T") == NULL, "its last lines, without their timestamps: %s", err->msg);
+    CHECK(err->hint != NULL && strstr(err->hint, "tools container is removed") != NULL, "hint: %s",
+          err->hint ? err->hint : "(none)");
+    ph_error_free(&err);
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "the tools container removed");
+    CHECK(calls_on("signal", "proj-front-1") == 0 && calls_on("stop", "proj-front-1") == 0,
+          "the service untouched");
+    CHECK(ph_run_attach(W.r, "strace", names, 1, &err) < 0 && strstr(err->msg, "already") == NULL,
+          "a second attach is not refused as attached already: %s", err ? err->msg : "(it succeeded)");
+    ph_error_free(&err);
+}
+
+/* One that runs on and never says it joined: attach waits its bound (a
+ * wait a second, 60 of them) and returns, the tools container left for
+ * stop to collect. */
+static void
+test_attach_silent_is_bounded(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    attach_world((ph_fake_end){ 0 }, "2026-01-01T00:00:00.000000000Z starting\n");
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(calls_on("wait", "proj-front-attach-strace") == 60, "60 waits of a second: %zu",
+          calls_on("wait", "proj-front-attach-strace"));
+    assert_int_equal(ph_fake_count(W.f, PH_LABEL_MODE, "strace"), 1);
+    stop_ok("front");
 }
 
 /* ---- replicas ------------------------------------------------------------------ */
@@ -1214,7 +1301,8 @@ stack_attached_then(int (*cmd)(ph_run *, char **, int, ph_error_t *), const char
     json_t *t;
 
     open_stack();
-    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
+    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
+                                    STRACE_JOINED), 0);
     must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
     CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
     must(cmd(W.r, names, 1, &err), &err, "stop or collect");
@@ -1361,7 +1449,8 @@ test_stack_remove_leaves_attached(void **state)
 
     (void)state;
     open_stack();
-    profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 });
+    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
+                                    STRACE_JOINED), 0);
     must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
     CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
     must(ph_run_backend(W.r, &b, &err), &err, "backend");
@@ -1814,6 +1903,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_and_detach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_waits_until_joined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_refused_after_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_silent_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_refresh_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),

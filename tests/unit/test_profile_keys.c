@@ -157,6 +157,7 @@ test_shipped(void **state)
     ASSERT_STRV(&p->attach.cap_add, "SYS_PTRACE");
     assert_string_equal(p->attach.signal, "SIGINT");
     assert_string_equal(p->attach.copy_mapped, "symfs");
+    assert_null(p->attach.ready); /* perf says nothing as it starts: up a second later is joined */
     /* perf cannot record in a Swarm task (no seccomp=unconfined there) */
     assert_non_null(strstr(p->swarm_unsupported, "seccomp"));
     ASSERT_STRV(&p->attach.convert.command, "perf", "script", "--force", "--symfs", "{out}/symfs", "-i",
@@ -195,6 +196,8 @@ test_shipped(void **state)
         assert_string_equal(p->attach.command.v[2], "{pids}");
         assert_string_equal(p->attach.command.v[4], i ? "wall" : "cpu");
         ASSERT_STRV(&p->attach.cap_add, "SYS_PTRACE");
+        /* what each of its joiners says once in (attach waits for it) */
+        assert_string_equal(p->attach.ready, "ph-attach: joined");
     }
     ph_profiles_free(&set);
 }
@@ -224,6 +227,7 @@ test_bad(void **state)
         { "pkgscalar.yaml", "`packages` must be a list (Debian's names) or a mapping", 3, 11 },
         { "badsignal.yaml", "`attach.signal`: `SIGNOPE` is not a signal", 5, 11 },
         { "badnetwork.yaml", "`attach.network` is `none` or `service`, not `host`", 5, 12 },
+        { "emptyready.yaml", "`attach.ready` is empty", 5, 10 },
         { "emptyattachcmd.yaml", "`attach.command` must start with a program", 4, 12 },
         { "symfsdots.yaml", "`convert.symfs.dir` must be a plain directory name under {out}, not `..`", 6, 16 },
         { "symfsnocmd.yaml", "`convert.symfs` needs `dir` and `command`", 6, 10 },
