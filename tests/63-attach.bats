@@ -14,6 +14,7 @@ teardown_file() { common_teardown_file; }
 front_id() { dk inspect -f '{{.Id}} {{.State.StartedAt}}' "${PH_TEST_PROJECT}-front-1"; }
 tools_state() { dk inspect -f '{{.State.Status}}' "${PH_TEST_PROJECT}-front-attach-$1" 2>/dev/null; }
 tools_exited() { [ "$(tools_state "$1")" = exited ]; }
+traces() { dk logs "$1" 2>&1 | grep -q 'attached'; } # strace in container $1 has its processes
 
 @test "attach strace to the demo under load; stop detaches: same container, still serving, a clean strace.log" {
     run ph restore front
@@ -134,6 +135,42 @@ tools_exited() { [ "$(tools_state "$1")" = exited ]; }
     left=$(project_containers | grep -- '-attach-' || true)
     echo "tools containers left: ${left:-none}"
     [ -z "$left" ]
+}
+
+# A profiler that starts and then cannot join: here the service's
+# process is traced already (someone's strace or gdb on it from the host:
+# a process has one tracer), so attach's strace gets EPERM from ptrace and ends.
+# attach waits for what the profile says its command prints once in
+# (`attach.ready`), so it fails there, with strace's own reason, and
+# leaves nothing behind.
+@test "attach: a profiler that ends before it joins fails attach with its reason; the service untouched, nothing left" {
+    run ph restore front
+    [ "$status" -eq 0 ]
+    run ph setup front
+    [ "$status" -eq 0 ]
+    tools=$(setup_images front "$output" | head -1)
+    [[ "$tools" == profharness-tools:* ]]
+    before=$(front_id)
+    blocker=${PH_TEST_PROJECT}-blocker
+    # from the host's PID namespace, so attach's own strace sees it not
+    dk run -d --name "$blocker" --pid host --cap-add SYS_PTRACE --network none --entrypoint strace "$tools" \
+        -o /dev/null -p "$(dk inspect -f '{{.State.Pid}}' "${PH_TEST_PROJECT}-front-1")" > /dev/null
+    wait_for traces "$blocker"
+    run ph attach --mode strace front
+    echo "$output"
+    dk rm -f "$blocker" > /dev/null
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"attach strace to \`front\`: strace ended (exit "*") before it joined the service: "*"Operation not permitted"* ]]
+    [[ "$output" == *"the service was not touched, and its tools container is removed"* ]]
+    [ "$(front_id)" = "$before" ]
+    left=$(project_containers | grep -- '-attach-' || true)
+    echo "tools containers left: ${left:-none}"
+    [ -z "$left" ]
+    # untraced again, it joins, and is not refused as attached already
+    run ph attach --mode strace front
+    [ "$status" -eq 0 ]
+    run ph stop front
+    [ "$status" -eq 0 ]
 }
 
 @test "attach: the service exits while attached; stop collects what strace wrote and says why its end is missing" {
