@@ -30,6 +30,16 @@
 #          V8's sampling thread, in the service's cgroup; ph-nodeinsp's
 #          own CPU, in its container, is not counted).  It must be
 #          profiling before round FROM, else the run fails.
+#          Java and C: the program as `none`, joined as `attach --mode
+#          flamegraph` joins it: the tools image's ph-attach (the
+#          namespace's processes) and ph-attach-sampler in a container
+#          in its PID namespace (SYS_PTRACE, seccomp unconfined, as the
+#          profile asks): a JVM takes the sampler as its agent (its CPU
+#          is the JVM's, in the service's cgroup), anything else gets
+#          `perf record -g -p` (the kernel's sampling is the service's;
+#          perf's own reading of it is in the tools container, shown as
+#          `tools`: that container's CPU per the program's over the same
+#          time).  It must have said it joined before round FROM.
 # Runs are interleaved (none, flags, ours, none, ...) so drift hits all
 # alike; medians of RUNS; ratios to none (goal: ours <= 1.03); delivered:
 # the sampler's samples per CPU-second of the program, from its status.
@@ -41,7 +51,7 @@ RUNS=${RUNS:-5}
 HZ=${HZ:-100}
 FROM_ROUND=${FROM_ROUND:-100}   # warm-up: the JIT, the sampler's unwind tables
 TO_ROUND=${TO_ROUND:-500}       # ~4 s of CPU each
-LANGS=${LANGS:-"python node java"}
+LANGS=${LANGS:-"python node java c"}
 PROJECT=${PROJECT:-phbenchlang}
 [ -x build/profharness ] || { echo "bench-flamegraph-lang: build/profharness missing: run make" >&2; exit 1; }
 eval "$(tests/lang/tags.sh)"
@@ -72,6 +82,10 @@ for l in $LANGS; do
     fi
     [ -n "${IMAGE[$l]}" ] || { echo "bench-flamegraph-lang: no profiling image for $l:" >&2; cat "$tmp/setup" >&2; exit 1; }
 done
+# The tools image `attach` runs, named as its volume is ("tools volume
+# profharness-tools-H": image profharness-tools:H).
+TOOLS=$(sed -n "s/^profharness: [a-z]*: ready (tools volume profharness-tools-\([0-9a-f]*\)[,;].*/profharness-tools:\1/p" \
+    "$tmp/setup" | tail -1)
 
 # The mode's runtime environment, from profiles/flamegraph.yaml.
 runtime_env() {
@@ -139,7 +153,32 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
         docker run -d --name "$name-r" --network none --pid "container:$name" --cap-add SYS_PTRACE \
             -v "$PWD/build/ph-pyattach:/ph-pyattach:ro" --entrypoint sh "${IMAGE[$lang]}" -c "$ATTACH" sh "$HZ" > /dev/null
     fi
-    if [ "$kind" = attach ]; then
+    if [ "$kind" = attach ] && [ "$lang" != node ]; then
+        [ -n "$TOOLS" ] || { echo "bench-flamegraph-lang: setup named no tools volume" >&2; exit 1; }
+        names+=("$name-att")
+        svc0=$(docker exec "$name" sh -c "$CGCPU")
+        # shellcheck disable=SC2016
+        docker run -d --name "$name-att" --pid "container:$name" --network "container:$name" --cap-add SYS_PTRACE \
+            --security-opt seccomp=unconfined --entrypoint sh "$TOOLS" -c '
+            # once the program runs (its line reader started after it)
+            for i in $(seq 100); do
+                n=0; for d in /proc/[0-9]*; do n=$((n + 1)); done
+                [ "$n" -lt 4 ] || break
+                sleep 0.05
+            done
+            mkdir -p /tmp/out && exec /opt/profharness/bin/ph-attach -- /opt/profharness/bin/ph-attach-sampler /tmp/out "{pids}" "$1" cpu bench' \
+            sh "$HZ" > /dev/null
+        for i in $(seq 1 400); do
+            docker logs "$name-att" 2>&1 | grep -q "^ph-attach: joined" && break
+            sleep 0.05
+        done
+        if ! docker logs "$name-att" 2>&1 | grep -q "^ph-attach: joined" || docker logs "$name" 2>/dev/null | grep -q '^bench-from '; then
+            echo "bench-flamegraph-lang: $lang ($kind): not profiling before round $FROM_ROUND (raise FROM_ROUND):" >&2
+            docker logs "$name-att" 2>&1 | tail -3 >&2
+            exit 1
+        fi
+    fi
+    if [ "$kind" = attach ] && [ "$lang" = node ]; then
         names+=("$name-insp")
         # shellcheck disable=SC2016
         docker run -d --name "$name-insp" --pid "container:$name" --network "container:$name" \
@@ -201,7 +240,18 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
         hz=$(awk -v r="$rd" -v a="$svc0" -v b="$svc1" -v n="$ns" 'BEGIN { printf "%.2f:%.0f", 100 * r / (b - a), r / n / 1000 }')
         docker rm -f "$name-r" > /dev/null 2>&1
     fi
-    if [ "$kind" = attach ]; then
+    if [ "$kind" = attach ] && [ "$lang" != node ]; then
+        local svc1 tc
+        svc1=$(docker exec "$name" sh -c "$CGCPU")
+        tc=$(docker exec "$name-att" sh -c "$CGCPU") ||
+            { echo "bench-flamegraph-lang: $lang ($kind): the tools container ended:" >&2; docker logs "$name-att" 2>&1 | tail -5 >&2; exit 1; }
+        hz=$(awk -v r="$tc" -v a="$svc0" -v b="$svc1" 'BEGIN { printf "%.2f", 100 * r / (b - a) }')
+        # its end, as `stop`'s: SIGINT, the JVM's sampler stopped and its files taken, perf's end written
+        docker kill -s INT "$name-att" > /dev/null 2>&1 || true
+        docker wait "$name-att" > /dev/null 2>&1 || true
+        docker rm -f "$name-att" > /dev/null 2>&1
+    fi
+    if [ "$kind" = attach ] && [ "$lang" = node ]; then
         # its end, as `stop`'s: the profile taken and the inspector closed
         docker kill -s INT "$name-insp" > /dev/null 2>&1 || true
         docker wait "$name-insp" > /dev/null 2>&1 || true
@@ -220,7 +270,13 @@ kinds_of() {
     fi
     kinds_all "$1"
 }
-kinds_all() { case $1 in python) echo "none ours attached" ;; node) echo "none flags ours attach" ;; *) echo "none flags ours" ;; esac; }
+kinds_all() {
+    case $1 in
+        python) echo "none ours attached" ;;
+        node | java) echo "none flags ours attach" ;;
+        *) echo "none ours attach" ;;
+    esac
+}
 
 printf 'bench-flamegraph-lang: tests/lang services, rounds %d to %d, the sampler at %d Hz, %d interleaved runs, medians; load average %s\n' \
     "$FROM_ROUND" "$TO_ROUND" "$HZ" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -259,8 +315,14 @@ for l in $LANGS; do
     [ -s "$tmp/$l-attach" ] || continue
     n=$(cut -d' ' -f1 "$tmp/$l-none" | median)
     a=$(cut -d' ' -f1 "$tmp/$l-attach" | median)
-    printf '%-8s | %6s ms | attached (its inspector, V8 profiler at %d Hz) %6s ms %6.3f | attached %s\n' "$l" "$n" "$HZ" "$a" \
-        "$(awk -v x="$a" -v y="$n" 'BEGIN { print x / y }')" "$(cut -d' ' -f1 "$tmp/$l-attach" | tr '\n' ' ' | sed 's/ $//')"
+    case $l in
+        node) how="its inspector, V8 profiler at $HZ Hz" tools= ;;
+        java) how="its agent, the sampler at $HZ Hz" tools="; tools $(cut -d' ' -f3 "$tmp/$l-attach" | median) %" ;;
+        *) how="perf record -p at $HZ Hz" tools="; tools $(cut -d' ' -f3 "$tmp/$l-attach" | median) %" ;;
+    esac
+    printf '%-8s | %6s ms | attached (%s) %6s ms %6.3f%s | attached %s\n' "$l" "$n" "$how" "$a" \
+        "$(awk -v x="$a" -v y="$n" 'BEGIN { print x / y }')" "$tools" "$(cut -d' ' -f1 "$tmp/$l-attach" | tr '\n' ' ' | sed 's/ $//')"
 done
-echo "ratio: median CPU / median CPU with no profiler (goal: ours <= 1.03); flags: the mode's runtime flags alone;"
+echo "ratio: median CPU / median CPU with no profiler (goal: ours <= 1.03, attached <= 1.03); flags: the mode's runtime flags alone;"
+echo "tools: the attach's tools container's CPU per the program's over the same time, median (perf's reading of its samples)"
 echo "delivered: the sampler's samples per CPU-second of the program (its status), median"
