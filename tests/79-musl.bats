@@ -14,7 +14,10 @@ load lang/lang_helper
 
 LANGS="musl"
 LANG_EXTRA="muslheap"
-MODES="flamegraph wall perf"
+MODES="flamegraph wall perf attach-perf attach-flamegraph attach-wall"
+# a native program's wall clock cannot be read from outside it (perf
+# samples CPU time): attach --mode wall refuses it, as on glibc
+KNOWN_GAPS[musl:attach-wall]="refused: service \`musl\`, mode \`wall\`: its processes run lang-musl, none of them a JVM, a CPython or a Node"
 
 @test "musl: the image has musl's loader and no glibc; the mode preloads musl's build" {
     run pl start --mode flamegraph musl
@@ -36,6 +39,12 @@ MODES="flamegraph wall perf"
 @test "languages: musl × flamegraph" { check_cell musl flamegraph; }
 @test "languages: musl × wall" { check_cell musl wall; }
 @test "languages: musl × perf" { check_cell musl perf; }
+# attach: the tools container (glibc's, with perf) joins the musl
+# service's PID namespace; perf's symbols from the files the program maps,
+# copied from the service's root (musl's loader, the program)
+@test "languages: musl × attach-perf" { check_cell musl attach-perf; }
+@test "languages: musl × attach-flamegraph" { check_cell musl attach-flamegraph; }
+@test "languages: musl × attach-wall" { check_cell musl attach-wall; }
 
 # ms_print's peak snapshot of $1 (massif.out): "TOTAL THREE ONE", its
 # total and the bytes of its tree's top entries in keep_three_mib and in

@@ -134,7 +134,22 @@ wait_for() {
 # cpu_ns CONTAINER: the CPU time its processes have used, in ns (its
 # cgroup's, v1 or v2), read in it (the sampler kept out of the reader).
 # An image with no shell (FROM scratch) is read with the tools volume's
-# static busybox.
+# static busybox, and one without that either (a FROM scratch service run
+# unprofiled, to be attached to) from the host, through its first
+# process's cgroup (v1's cpuacct or v2's cpu.stat).
+cpu_ns_host() {
+    local pid ctl path
+    pid=$(dk inspect -f '{{.State.Pid}}' "$1") || return 1
+    [ "${pid:-0}" -gt 0 ] || return 1
+    while IFS=: read -r _ ctl path; do
+        case ",$ctl," in
+            *,cpuacct,*) cat "/sys/fs/cgroup/$ctl$path/cpuacct.usage"; return ;;
+            ,,) [ ! -f "/sys/fs/cgroup$path/cpu.stat" ] ||
+                { echo $(( $(sed -n 's/^usage_usec //p' "/sys/fs/cgroup$path/cpu.stat") * 1000 )); return; } ;;
+        esac
+    done < "/proc/$pid/cgroup"
+    return 1
+}
 cpu_ns() {
     local read='cat /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null ||
         cat /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage 2>/dev/null ||
@@ -143,8 +158,10 @@ cpu_ns() {
     # (a failed exec says why on its stdout)
     if n=$(dk exec -e LD_PRELOAD= "$1" sh -c "$read" 2>/dev/null); then
         printf '%s\n' "$n"
+    elif n=$(dk exec -e LD_PRELOAD= "$1" /opt/profharness/tools/bin/busybox sh -c "$read" 2>/dev/null); then
+        printf '%s\n' "$n"
     else
-        dk exec -e LD_PRELOAD= "$1" /opt/profharness/tools/bin/busybox sh -c "$read"
+        cpu_ns_host "$1"
     fi
 }
 
