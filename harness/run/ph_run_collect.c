@@ -303,7 +303,7 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
         snprintf(name, sizeof name, "%s-snapshot-%s-%d", run, stamp, replica);
     else if (snapshot)
         snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
-    else if (replica > 0) { /* <run>/<replica>/: links stay the lone runs' */
+    else if (replica > 0) { /* <run>/<replica>/: `latest` is pointed at <run> after it (stop_one) */
         ph_run_replica_dir_name(replica, name, sizeof name);
         snprintf(shown, sizeof shown, "%s/%s", cr->service, run);
         spec.svcfd = cr->runfd;
@@ -535,6 +535,8 @@ keep:
 out:
     if (cr.runfd >= 0)
         replicas_said(r, c, cr.runfd, rc == 0 ? NULL : err != NULL && *err != NULL ? (*err)->msg : "failed");
+    if (cr.runfd >= 0 && rc == 0) /* `latest` at the run, as a stack's stop points it */
+        ph_rundir_link_latest(svcfd, r->opts.out_dir, service, c->run);
     collect_run_done(&cr);
     ph_profile_free(&own);
     if (cr.runfd >= 0)

@@ -415,8 +415,9 @@ void ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl);
  * the container kept). */
 int ph_run_service_log(ph_run *r, ph_backend *b, const char *service, const char *id, ph_rundir *rd,
                        ph_error_t *err);
-/* Copy the newest run's service.log of SERVICE to OUT; an error with a
- * hint when there is none. */
+/* Copy the newest run's service.log of SERVICE to OUT (a run of several
+ * workloads: each sub-dir's, in slot order), each led by a line naming
+ * it; an error with a hint when there is none. */
 int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err);
 
 /* ph_run_snapshot.c */

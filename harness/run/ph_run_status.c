@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ph_escape.h"
+#include "ph_log.h"
 
 int
 ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
@@ -76,27 +77,75 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
     return 0;
 }
 
+/* Who W is among a service's several workloads, for the line before its
+ * output: "task 1 on n1" where the backend names a node, "replica 2"
+ * where only a slot, else its id; its state when it is not running.  The
+ * node and the state are the backend's answer: escaped. */
+static void
+workload_words(const ph_workload *w, char *out, size_t size)
+{
+    char node[128], state[32];
+    size_t n;
+
+    if (w->node != NULL && w->slot > 0)
+        snprintf(out, size, "task %d on %s", w->slot, ph_escape(node, sizeof node, w->node));
+    else if (w->slot > 0)
+        snprintf(out, size, "replica %d", w->slot);
+    else
+        snprintf(out, size, "%.12s", w->id);
+    n = strlen(out);
+    if (!ph_workload_running(w) && w->state_text[0] != '\0' && n < size)
+        snprintf(out + n, size - n, " (%s)", ph_escape(state, sizeof state, w->state_text));
+}
+
 int
 ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
 {
     ph_workload_list list = { 0 };
-    const ph_workload *c;
-    size_t k;
+    ph_error_t first = NULL;
+    size_t k, failed = 0;
     ph_backend *b;
-    int rc = 0, any = 0;
 
     if (ph_compose_service(r->compose, service) == NULL)
         return ph_run_bad_service(r, service, err);
     if (ph_run_backend(r, &b, err) < 0 || ph_run_list(r, service, &list, err) < 0)
         return -1;
-    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
-        any = 1;
-        rc = b->ops->logs(b, c->id, follow, -1, 1, err);
-        if (rc < 0)
+    if (list.n == 0) { /* gone with its workloads: the last run kept it */
+        ph_workload_list_free(&list);
+        return ph_run_print_last_log(r, service, stdout, err);
+    }
+    /* Each workload's output asked of the backend by its id: the backend
+     * reads it where the workload runs (a task's node).  One that cannot
+     * be read (its node down) is said and the others are shown. */
+    for (k = 0; k < list.n; k++) {
+        const ph_workload *c = &list.v[k];
+        ph_error_t sub = NULL;
+        char who[200];
+
+        workload_words(c, who, sizeof who);
+        if (list.n > 1)
+            ph_info("%s: %s:", service, who);
+        if (b->ops->logs(b, c->id, follow, -1, 1, &sub) == 0)
+            continue;
+        failed++;
+        if (list.n == 1) {
+            first = sub;
             break;
+        }
+        ph_warn("%s: %s: its output is not read: %s%s", service, who, sub ? sub->msg : "?",
+                b->ops->lost(b, c, NULL) == 1 ? " (its node is down)" : "");
+        if (first == NULL)
+            first = sub;
+        else
+            ph_error_free(&sub);
+    }
+    if (failed > 1 || (failed == 1 && list.n > 1)) {
+        ph_error_free(&first);
+        ph_fail(err, 0, "%s: the output of %zu of %zu of its workloads is not read (each said above)", service,
+                failed, list.n);
+    } else if (first != NULL) {
+        *err = first;
     }
     ph_workload_list_free(&list);
-    if (!any) /* gone with its container: the last run kept it */
-        return ph_run_print_last_log(r, service, stdout, err);
-    return rc;
+    return failed > 0 ? -1 : 0;
 }

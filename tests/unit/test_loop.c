@@ -1215,8 +1215,9 @@ test_swarm_task_interrupted(void **state)
 /* ---- a stack: services the orchestrator places ------------------------------- */
 
 /* ONE deployed as a stack (the fake's service_* operations): front's two
- * tasks, slot 1 on n1 and slot 2 on n2; each task a profiling update
- * makes writes strace.log and the shim's record. */
+ * tasks, slot 1 on n1 and slot 2 on n2, each printing "deployed task
+ * <slot>"; each task a profiling update makes writes strace.log and the
+ * shim's record, and prints "serving". */
 static void
 open_stack(void)
 {
@@ -1224,15 +1225,17 @@ open_stack(void)
     ph_fake_stack(W.f);
     demo_image("demo-profiling:*", "sha256:pr0f"); /* a stack's tasks run the profiling image */
     for (int slot = 1; slot <= 2; slot++) {
-        char name[64], node[8];
+        char name[64], node[8], says[64];
         ph_fake_wl *t;
 
         snprintf(name, sizeof name, "proj_front.%d.deployed", slot);
         snprintf(node, sizeof node, "n%d", slot);
+        snprintf(says, sizeof says, "deployed task %d\n", slot);
         t = ph_fake_workload(W.f, name, DEMO_IMAGE);
         assert_int_equal(ph_fake_wl_label(t, PH_DC_PROJECT, "proj"), 0);
         assert_int_equal(ph_fake_wl_label(t, PH_DC_SERVICE, "front"), 0);
         assert_int_equal(ph_fake_wl_place(t, node, slot), 0);
+        assert_int_equal(ph_fake_wl_log(t, says), 0);
     }
     profiled_writes("proj_front.*", "front", (ph_fake_end){ 0 });
 }
@@ -1458,6 +1461,145 @@ test_stack_remove_leaves_attached(void **state)
     CHECK(found, "the service was there");
     CHECK(ph_fake_count(W.f, PH_DC_SERVICE, "front") == 0, "its tasks gone");
     CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "the tools containers stay");
+}
+
+/* ---- a stack's logs ----------------------------------------------------------- */
+
+/* `logs SERVICE` (no follow): what it printed (fd 1, where ops.logs and
+ * stdout write) into *OUT and what it said (stderr, INFO shown) into
+ * *SAID, static buffers; its return, *ERR its error. */
+static int
+logs_run(const char *service, ph_error_t *err, const char **out, const char **said)
+{
+    static char buf[16384];
+    char path[PATH_MAX];
+    int saved, fd, rc;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/stdout.txt", test_dir);
+    fflush(stdout);
+    saved = dup(1);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    assert_true(saved >= 0);
+    assert_true(fd >= 0);
+    dup2(fd, 1);
+    close(fd);
+    ph_log_set_level(PH_LOG_INFO);
+    tu_capture_begin();
+    rc = ph_run_logs(W.r, service, 0, err);
+    *said = tu_capture_end();
+    ph_log_set_level(PH_LOG_WARN);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    *out = buf;
+    return rc;
+}
+
+/* How many times NEEDLE is in HAY. */
+static int
+count_in(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* `logs` on a stack: the output of every task the service runs, each
+ * asked of the backend by its own id (the backend reads it where the task
+ * runs), each led by which task it is; once a start replaced the tasks,
+ * the replaced ones are no longer the service's, the run's are. */
+static void
+test_stack_logs_every_task(void **state)
+{
+    const char *out, *said;
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    must(logs_run("front", &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "deployed task 1\n") == 1 && count_in(out, "deployed task 2\n") == 1,
+          "each deployed task's output once: %s", out);
+    CHECK(calls_on("logs", "proj_front.1.deployed") == 1 && calls_on("logs", "proj_front.2.deployed") == 1,
+          "each task's own logs asked for");
+    CHECK(strstr(said, "front: task 1 on n1:") != NULL && strstr(said, "front: task 2 on n2:") != NULL,
+          "each task's output led by which it is: %s", said);
+    start("strace", "front");
+    must(logs_run("front", &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "serving\n") == 2, "each profiled task's output: %s", out);
+    CHECK(strstr(out, "deployed task") == NULL, "not the replaced tasks': %s", out);
+}
+
+/* `logs` on a stack with a node down: the tasks reached are shown all
+ * the same; the one on the node that is down is said, with why, and the
+ * command fails. */
+static void
+test_stack_logs_node_down(void **state)
+{
+    const char *out, *said;
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    assert_int_equal(ph_fake_node_down(W.f, "n1"), 0);
+    CHECK(logs_run("front", &err, &out, &said) < 0, "a task not read fails logs");
+    CHECK(count_in(out, "serving\n") == 1, "task 2's output, task 1's node down: %s", out);
+    CHECK(strstr(said, "task 1 on n1") != NULL && strstr(said, "its node is down") != NULL,
+          "task 1 said, and why: %s", said);
+    CHECK(strstr(err->msg, "1 of 2") != NULL, "said: %s", err->msg);
+    ph_error_free(&err);
+}
+
+/* `logs` once the stack's service is gone (`down`): each task's
+ * service.log of the last run, from its sub-dir, each named. */
+static void
+test_stack_logs_after_down(void **state)
+{
+    char *names[1] = { "front" }, run[128], want[256];
+    const char *out, *said;
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    stack_run(run, sizeof run);
+    must(ph_run_down(W.r, names, 1, &err), &err, "down");
+    must(logs_run("front", &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "serving\n") == 2, "each task's kept output: %s", out);
+    for (int slot = 1; slot <= 2; slot++) {
+        snprintf(want, sizeof want, "%s/%d-n%d/service.log", run, slot, slot);
+        CHECK(strstr(said, want) != NULL, "task %d's file named: %s", slot, said);
+    }
+}
+
+/* The same on one Engine: three replicas stopped, their containers gone:
+ * `latest` at their run, and `logs` prints each replica's service.log. */
+static void
+test_replicas_logs_after_stop(void **state)
+{
+    const char *run = three_started(), *out, *said;
+    ph_error_t err = NULL;
+    char want[PATH_MAX], link[256] = "";
+
+    (void)state;
+    stop_ok("front");
+    snprintf(want, sizeof want, "%s/front/latest", W.out);
+    CHECK(readlink(want, link, sizeof link - 1) > 0 && strcmp(link, run) == 0, "latest at the run, as a stack's");
+    must(logs_run("front", &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "serving\n") == 3, "each replica's kept output: %s", out);
+    for (int k = 1; k <= 3; k++) {
+        snprintf(want, sizeof want, "%s/%d/service.log", run, k);
+        CHECK(strstr(said, want) != NULL, "replica %d's file named: %s", k, said);
+    }
 }
 
 /* ---- an interrupted extraction ------------------------------------------------ */
@@ -1899,6 +2041,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stack_two_tasks_one_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_rollback_one_per_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_remove_leaves_attached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_logs_every_task, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_logs_node_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_logs_after_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_logs_after_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
