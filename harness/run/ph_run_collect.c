@@ -840,18 +840,9 @@ ph_run_discard_one(ph_run *r, const ph_workload *c, ph_error_t *err)
 }
 
 int
-ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err)
+ph_run_discard_services(ph_run *r, ph_svc_list *sl, int *discarded, ph_error_t *err)
 {
-    ph_svc_list sl;
-    int rc, discarded = 0;
-
-    if (ph_run_select(r, services, n, &sl, err) < 0)
-        return -1;
-    rc = for_each_profiled(r, &sl, 1, &discarded, err);
-    if (rc == 0 && discarded == 0)
-        ph_info("nothing to discard: no profiled container in project `%s`", r->compose->project);
-    free(sl.v);
-    return rc;
+    return for_each_profiled(r, sl, 1, discarded, err);
 }
 
 /* ---- collect ---------------------------------------------------------- */

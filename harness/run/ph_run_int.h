@@ -115,6 +115,12 @@ int ph_run_placed_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_err
  * the backend B reaches (ops.reach)), stopped, collected per task and removed;
  * *ACTED when there was one. */
 int ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+/* discard (`stop --discard`): each profiled service of SL given up, nothing
+ * collected: taken back as deployed (ops.service_unprofile), or, not
+ * restarted, the tools containers attached to its tasks removed from
+ * their nodes.  *ACTED: some service was profiled. */
+int ph_run_placed_discard(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
+int ph_run_placed_discard_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
 /* collect: a copy of what each tools container attached to SERVICE's
  * tasks has now, one run <run>-snapshot-<stamp>/ with a sub-dir per task
  * and tasks.json, as stop lays it out; they run on.  *ACTED when there
@@ -463,6 +469,9 @@ int ph_run_snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err);
  * below is reached. */
 int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
+/* ph_run_collect.c: every profiled container of SL removed uncollected
+ * (`stop --discard`), *DISCARDED counting them. */
+int ph_run_discard_services(ph_run *r, ph_svc_list *sl, int *discarded, ph_error_t *err);
 /* ph_run_spec.c: how long a stop waits for the profiler of a run of P
  * (NULL: unknown) to flush and exit, in seconds: its grace, each
  * escalation's, and 30 s. */

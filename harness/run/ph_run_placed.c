@@ -19,6 +19,9 @@
  *            reached: its container stays there), `latest` at the run, the index
  *            rewritten (ph_run_stop).  An interrupt ends the stop before
  *            the rollback: `stop` again finds the run as it was.
+ *   discard  (`stop --discard`) the service taken back as deployed
+ *            (ops.service_unprofile), nothing collected; one not restarted,
+ *            the tools containers attached to its tasks removed.
  *   restore  stop, when the service is profiled.
  *   status   the stack's tasks, per node.
  *
@@ -405,6 +408,51 @@ int
 ph_run_placed_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
 {
     return each_acting(r, sl, "stop", stop_one, acted, err);
+}
+
+/* ---- discard ------------------------------------------------------------ */
+
+/* S's run given up, nothing collected: the service taken back as
+ * deployed, which ends the run's tasks (what they wrote stays in their
+ * containers on the nodes, for as long as the orchestrator keeps them);
+ * not restarted, what is attached to its tasks removed. */
+static int
+discard_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    stack_run sr = STACK_RUN_INIT;
+    int found = 0, rolled = 0, rc = -1;
+    char esc[256];
+
+    if (stack_run_find(r, b, s, &sr, &found, err) < 0)
+        goto out;
+    if (!found) { /* not restarted under a profiler; attached to, maybe */
+        rc = ph_run_placed_discard_attached(r, b, s, acted, err);
+        goto out;
+    }
+    *acted = 1;
+    /* as a stop holds it: a stop of the same service waits, then finds no run */
+    if (ph_run_lock_service(r, s->name, &sr.h.svcfd, &sr.h.lock, err) < 0)
+        goto out;
+    ph_escape(esc, sizeof esc, sr.run.run);
+    ph_warn("%s: discarding run %s without collecting it: whatever its tasks hold in %s/%s is lost", s->name, esc,
+            PH_CONTAINER_OUT, s->name);
+    if (b->ops->service_unprofile(b, r->compose->project, s->name, sr.run.run, ph_run_stop_budget_s(sr.h.pp),
+                                  &rolled, err) < 0) {
+        ph_error_wrap(err, "discard run %s of `%s`", esc, s->name);
+        goto out;
+    }
+    ph_info("%s: %s; nothing was collected", s->name,
+            rolled ? "taken back as deployed" : "under no run any more");
+    rc = 0;
+out:
+    stack_run_close(&sr);
+    return rc;
+}
+
+int
+ph_run_placed_discard(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+{
+    return each_acting(r, sl, "discard", discard_one, acted, err);
 }
 
 /* ---- collect ------------------------------------------------------------ */

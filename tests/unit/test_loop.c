@@ -1293,6 +1293,21 @@ test_stack_stop_node_lost(void **state)
     ph_error_free(&err);
 }
 
+/* open_stack, then front attached to under strace: a tools container
+ * beside each task. */
+static void
+open_stack_attached(void)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    open_stack();
+    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
+                                    STRACE_JOINED), 0);
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+}
+
 /* A stack's front attached to under strace, then CMD (stop or collect)
  * on it: the one run it made into RUN, its tasks.json marking it attached
  * with a sub-dir per task, FILE in each. */
@@ -1303,11 +1318,7 @@ stack_attached_then(int (*cmd)(ph_run *, char **, int, ph_error_t *), const char
     ph_error_t err = NULL;
     json_t *t;
 
-    open_stack();
-    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
-                                    STRACE_JOINED), 0);
-    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
-    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    open_stack_attached();
     must(cmd(W.r, names, 1, &err), &err, "stop or collect");
     the_run("front", run, len);
     snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
@@ -1412,6 +1423,27 @@ test_stack_two_tasks_one_node(void **state)
     ph_error_free(&err);
 }
 
+/* front's running tasks counted per slot into SLOTS[1..2] (SLOTS[0]: any
+ * other slot); how many of them run profiled. */
+static int
+front_running(int slots[3])
+{
+    ph_workload_list l = { 0 };
+    ph_error_t err = NULL;
+    ph_backend *b;
+    int profiled = 0;
+
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->list(b, "proj", "front", 0, &l, &err), &err, "list");
+    for (size_t i = 0; i < l.n; i++)
+        if (ph_workload_running(&l.v[i])) {
+            profiled += ph_workload_profiled(&l.v[i]);
+            slots[l.v[i].slot >= 1 && l.v[i].slot <= 2 ? l.v[i].slot : 0]++;
+        }
+    ph_workload_list_free(&l);
+    return profiled;
+}
+
 /* After a stack's stop, each slot runs one task again, as deployed: the
  * rollback replaces the run's tasks only, not those the run replaced. */
 static void
@@ -1419,24 +1451,15 @@ test_stack_rollback_one_per_slot(void **state)
 {
     char *names[1] = { "front" };
     ph_error_t err = NULL;
-    ph_workload_list l = { 0 };
-    ph_backend *b;
     int slots[3] = { 0 };
 
     (void)state;
     open_stack();
     start("strace", "front");
     must(ph_run_stop(W.r, names, 1, &err), &err, "stop");
-    must(ph_run_backend(W.r, &b, &err), &err, "backend");
-    must(b->ops->list(b, "proj", "front", 0, &l, &err), &err, "list");
-    for (size_t i = 0; i < l.n; i++)
-        if (ph_workload_running(&l.v[i])) {
-            CHECK(!ph_workload_profiled(&l.v[i]), "task %s runs as deployed", l.v[i].id);
-            CHECK(l.v[i].slot >= 1 && l.v[i].slot <= 2, "slot %d", l.v[i].slot);
-            slots[l.v[i].slot]++;
-        }
-    CHECK(slots[1] == 1 && slots[2] == 1, "one task per slot: %d and %d", slots[1], slots[2]);
-    ph_workload_list_free(&l);
+    CHECK(front_running(slots) == 0, "no task runs profiled");
+    CHECK(slots[0] == 0 && slots[1] == 1 && slots[2] == 1, "one task per slot: %d and %d (%d in none)", slots[1],
+          slots[2], slots[0]);
 }
 
 /* The fake's service removal is a swarm's: the service's tasks go, the
@@ -1445,17 +1468,12 @@ test_stack_rollback_one_per_slot(void **state)
 static void
 test_stack_remove_leaves_attached(void **state)
 {
-    char *names[1] = { "front" };
     ph_error_t err = NULL;
     ph_backend *b;
     int found = 0;
 
     (void)state;
-    open_stack();
-    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
-                                    STRACE_JOINED), 0);
-    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
-    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    open_stack_attached();
     must(ph_run_backend(W.r, &b, &err), &err, "backend");
     must(b->ops->service_remove(b, "proj", "front", &found, &err), &err, "service_remove");
     CHECK(found, "the service was there");
@@ -1463,7 +1481,7 @@ test_stack_remove_leaves_attached(void **state)
     CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "the tools containers stay");
 }
 
-/* ---- a stack's logs ----------------------------------------------------------- */
+/* ---- a stack's logs and discard ---------------------------------------------- */
 
 /* `logs SERVICE` (no follow): what it printed (fd 1, where ops.logs and
  * stdout write) into *OUT and what it said (stderr, INFO shown) into
@@ -1600,6 +1618,68 @@ test_replicas_logs_after_stop(void **state)
         snprintf(want, sizeof want, "%s/%d/service.log", run, k);
         CHECK(strstr(said, want) != NULL, "replica %d's file named: %s", k, said);
     }
+}
+
+/* Nothing under test_dir/out/SERVICE but its lock file (a command that
+ * holds the service makes it). */
+static int
+nothing_but_lock(const char *service)
+{
+    char cmd[PATH_MAX + 128];
+
+    snprintf(cmd, sizeof cmd, "test -z \"$(find '%s/%s' -mindepth 1 ! -name .lock 2>/dev/null)\"", W.out, service);
+    return system(cmd) == 0;
+}
+
+/* `stop --discard` on a stack restarted under a profiler gives the run up
+ * as on one Engine: nothing is read or written on the host (no run dir),
+ * and the service runs as deployed again (a task per slot, none
+ * profiled), so the next start is not refused. */
+static void
+test_stack_discard(void **state)
+{
+    char *names[1] = { "front" }, run[128], rel[512];
+    ph_error_t err = NULL;
+    ph_workload w;
+    ph_backend *b;
+    int slots[3] = { 0 }, found = 1;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    stack_run(run, sizeof run);
+    must(ph_run_discard(W.r, names, 1, &err), &err, "discard");
+    CHECK(ph_fake_call_count(W.f, "service_unprofile") == 1, "the service rolled back");
+    CHECK(ph_fake_call_count(W.f, "archive_get") == 0, "nothing collected");
+    snprintf(rel, sizeof rel, "front/%s", run);
+    CHECK(!exists(rel), "no run dir");
+    CHECK(nothing_but_lock("front"), "nothing written on the host but the service's lock");
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->service_run(b, "proj", "front", &w, &found, &err), &err, "service_run");
+    ph_workload_clear(&w);
+    CHECK(!found, "the service is under no run");
+    CHECK(front_running(slots) == 0, "no task runs profiled");
+    CHECK(slots[0] == 0 && slots[1] == 1 && slots[2] == 1, "one task per slot: %d and %d (%d in none)", slots[1],
+          slots[2], slots[0]);
+    start("strace", "front");
+}
+
+/* `stop --discard` on a stack attached to: every tools container removed
+ * from its node, nothing collected, the tasks untouched. */
+static void
+test_stack_discard_attached(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack_attached();
+    must(ph_run_discard(W.r, names, 1, &err), &err, "discard");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "each tools container removed from its node");
+    CHECK(ph_fake_call_count(W.f, "archive_get") == 0, "nothing collected");
+    CHECK(nothing_but_lock("front"), "nothing written on the host but the service's lock");
+    CHECK(there("proj_front.1.deployed", NULL) && there("proj_front.2.deployed", NULL), "the tasks stay");
+    CHECK(ph_fake_call_count(W.f, "service_unprofile") == 0, "the service is not touched");
 }
 
 /* ---- an interrupted extraction ------------------------------------------------ */
@@ -2045,6 +2125,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stack_logs_node_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_logs_after_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_logs_after_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_discard_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
