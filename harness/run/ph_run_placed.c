@@ -71,8 +71,8 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
 
     memset(&prep, 0, sizeof prep);
     if (p->swarm_unsupported != NULL) {
-        ph_bad_input(err, "service `%s`: mode `%s` cannot run in a Swarm task: %s", s->name, p->name,
-                     p->swarm_unsupported);
+        ph_bad_input(err, "service `%s`: mode `%s` cannot run in a task of %s: %s", s->name, p->name,
+                     b->ops->describe(b), p->swarm_unsupported);
         goto out;
     }
     if ((img = ph_run_service_image(r, s)) == NULL) {
@@ -102,9 +102,6 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     if (ph_run_profiled_spec(r, s, p, &prep, &img_info, img, run_id, started, host_dir, PH_RUN_SLOT_ORCHESTRATED,
                              NULL, &spec, err) < 0)
         goto out;
-    if (p->security_opt.n > 0)
-        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
-                p->security_opt.v[0], p->name);
     if (b->ops->service_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
         ph_error_wrap(err, "%s", s->name);
         goto out;
@@ -540,8 +537,8 @@ ph_run_placed_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
             break;
         }
         if (found)
-            ph_info("%s: service %s_%s removed (the swarm stops its tasks)", sl->v[i]->name, r->compose->project,
-                    sl->v[i]->name);
+            ph_info("%s: service %s_%s removed (%s stops its tasks)", sl->v[i]->name, r->compose->project,
+                    sl->v[i]->name, b->ops->describe(b));
         removed += found;
     }
     if (rc == 0 && removed == 0)

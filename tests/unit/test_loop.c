@@ -1250,6 +1250,28 @@ stack_run(char *run, size_t len)
     snprintf(run, len, "%s", spec_label(&c->spec, PH_LABEL_RUN));
 }
 
+/* A mode the profile says a placed service cannot run (perf:
+ * `swarm.unsupported`) is refused before anything is updated, in the
+ * backend's own words for where it places tasks (its describe), not a
+ * name the loop assumes. */
+static void
+test_stack_start_refused_mode(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    ph_backend *b;
+    char want[256];
+
+    (void)state;
+    open_stack();
+    CHECK(ph_run_start(W.r, "perf", names, 1, &err) < 0, "perf refused on a stack");
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    snprintf(want, sizeof want, "mode `perf` cannot run in a task of %s: ", b->ops->describe(b));
+    CHECK(strstr(err->msg, want) != NULL && strstr(err->msg, "seccomp") != NULL, "said: %s", err->msg);
+    CHECK(ph_fake_call_count(W.f, "service_profile") == 0, "nothing updated");
+    ph_error_free(&err);
+}
+
 /* A node lost during a stack's stop: the other task is collected (its
  * run dir, `latest`), the service is rolled back, tasks.json says which
  * was lost and why, and the error says how to get the lost one's files. */
@@ -2114,6 +2136,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stop_exited_by_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_collect_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_start_refused_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stop_node_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_collect_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stop_attached, setup, teardown),
