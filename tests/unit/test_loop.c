@@ -1704,6 +1704,22 @@ test_stack_discard_attached(void **state)
     CHECK(ph_fake_call_count(W.f, "service_unprofile") == 0, "the service is not touched");
 }
 
+/* `prune` through a backend with no Engine of its images (the fake's, as
+ * a Kubernetes backend would be): refused in the backend's words before
+ * anything is asked of an Engine that is not there. */
+static void
+test_prune_without_engine(void **state)
+{
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    CHECK(ph_run_prune(W.r, 0, &err) < 0, "prune refused");
+    CHECK(strstr(err->msg, "keeps no images or volumes of ours") != NULL &&
+          strstr(err->msg, "an orchestrator in memory") != NULL, "said: %s", err->msg);
+    ph_error_free(&err);
+}
+
 /* ---- an interrupted extraction ------------------------------------------------ */
 
 /* In a child (an interrupt stays caught for the process's life): SIGINT
@@ -2150,6 +2166,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_replicas_logs_after_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_discard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_discard_attached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_without_engine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
