@@ -2,7 +2,8 @@
  *
  *   ph_run.c          the run context, service selection, workloads
  *                     listed by label (docker compose's too)
- *   ph_run_status.c   status, logs
+ *   ph_run_status.c   status
+ *   ph_run_logs.c     logs: several workloads read at once, each line led
  *   ph_run_config.c   a service's workload spec, as compose would make it
  *   ph_run_start.c    images, start, restore
  *   ph_run_spec.c     a profiled workload's argv, program, environment,

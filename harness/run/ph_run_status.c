@@ -1,7 +1,6 @@
-/* ph_run_status.c - the `status` and `logs` commands: what runs of the
- * project, under which mode, since when, with which run dir; and what a
- * service printed.  On top of the loop's files: it calls the placed
- * backends' status and the kept service.log, which call nothing here.
+/* ph_run_status.c - the `status` command: what runs of the project,
+ * under which mode, since when, with which run dir.  On top of the loop's
+ * files: it calls the placed backends' status, which calls nothing here.
  */
 #include "ph_run_int.h"
 
@@ -12,7 +11,6 @@
 #include <unistd.h>
 
 #include "ph_escape.h"
-#include "ph_log.h"
 
 int
 ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
@@ -75,77 +73,4 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
     }
     ph_workload_list_free(&list);
     return 0;
-}
-
-/* Who W is among a service's several workloads, for the line before its
- * output: "task 1 on n1" where the backend names a node, "replica 2"
- * where only a slot, else its id; its state when it is not running.  The
- * node and the state are the backend's answer: escaped. */
-static void
-workload_words(const ph_workload *w, char *out, size_t size)
-{
-    char node[128], state[32];
-    size_t n;
-
-    if (w->node != NULL && w->slot > 0)
-        snprintf(out, size, "task %d on %s", w->slot, ph_escape(node, sizeof node, w->node));
-    else if (w->slot > 0)
-        snprintf(out, size, "replica %d", w->slot);
-    else
-        snprintf(out, size, "%.12s", w->id);
-    n = strlen(out);
-    if (!ph_workload_running(w) && w->state_text[0] != '\0' && n < size)
-        snprintf(out + n, size - n, " (%s)", ph_escape(state, sizeof state, w->state_text));
-}
-
-int
-ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
-{
-    ph_workload_list list = { 0 };
-    ph_error_t first = NULL;
-    size_t k, failed = 0;
-    ph_backend *b;
-
-    if (ph_compose_service(r->compose, service) == NULL)
-        return ph_run_bad_service(r, service, err);
-    if (ph_run_backend(r, &b, err) < 0 || ph_run_list(r, service, &list, err) < 0)
-        return -1;
-    if (list.n == 0) { /* gone with its workloads: the last run kept it */
-        ph_workload_list_free(&list);
-        return ph_run_print_last_log(r, service, stdout, err);
-    }
-    /* Each workload's output asked of the backend by its id: the backend
-     * reads it where the workload runs (a task's node).  One that cannot
-     * be read (its node down) is said and the others are shown. */
-    for (k = 0; k < list.n; k++) {
-        const ph_workload *c = &list.v[k];
-        ph_error_t sub = NULL;
-        char who[200];
-
-        workload_words(c, who, sizeof who);
-        if (list.n > 1)
-            ph_info("%s: %s:", service, who);
-        if (b->ops->logs(b, c->id, follow, -1, 1, &sub) == 0)
-            continue;
-        failed++;
-        if (list.n == 1) {
-            first = sub;
-            break;
-        }
-        ph_warn("%s: %s: its output is not read: %s%s", service, who, sub ? sub->msg : "?",
-                b->ops->lost(b, c, NULL) == 1 ? " (its node is down)" : "");
-        if (first == NULL)
-            first = sub;
-        else
-            ph_error_free(&sub);
-    }
-    if (failed > 1 || (failed == 1 && list.n > 1)) {
-        ph_error_free(&first);
-        ph_fail(err, 0, "%s: the output of %zu of %zu of its workloads is not read (each said above)", service,
-                failed, list.n);
-    } else if (first != NULL) {
-        *err = first;
-    }
-    ph_workload_list_free(&list);
-    return failed > 0 ? -1 : 0;
 }

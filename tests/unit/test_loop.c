@@ -1505,13 +1505,13 @@ test_stack_remove_leaves_attached(void **state)
 
 /* ---- a stack's logs and discard ---------------------------------------------- */
 
-/* `logs SERVICE` (no follow): what it printed (fd 1, where ops.logs and
+/* `logs [-f] SERVICE`: what it printed (fd 1, where ops.logs and
  * stdout write) into *OUT and what it said (stderr, INFO shown) into
  * *SAID, static buffers; its return, *ERR its error. */
 static int
-logs_run(const char *service, ph_error_t *err, const char **out, const char **said)
+logs_run(const char *service, int follow, ph_error_t *err, const char **out, const char **said)
 {
-    static char buf[16384];
+    static char buf[128 * 1024];
     char path[PATH_MAX];
     int saved, fd, rc;
     FILE *f;
@@ -1527,7 +1527,7 @@ logs_run(const char *service, ph_error_t *err, const char **out, const char **sa
     close(fd);
     ph_log_set_level(PH_LOG_INFO);
     tu_capture_begin();
-    rc = ph_run_logs(W.r, service, 0, err);
+    rc = ph_run_logs(W.r, service, follow, err);
     *said = tu_capture_end();
     ph_log_set_level(PH_LOG_WARN);
     fflush(stdout);
@@ -1555,8 +1555,9 @@ count_in(const char *hay, const char *needle)
 
 /* `logs` on a stack: the output of every task the service runs, each
  * asked of the backend by its own id (the backend reads it where the task
- * runs), each led by which task it is; once a start replaced the tasks,
- * the replaced ones are no longer the service's, the run's are. */
+ * runs), each line led by which task it is, as `docker service logs`
+ * leads them; once a start replaced the tasks, the replaced ones are no
+ * longer the service's, the run's are.  Followed, the same. */
 static void
 test_stack_logs_every_task(void **state)
 {
@@ -1565,17 +1566,20 @@ test_stack_logs_every_task(void **state)
 
     (void)state;
     open_stack();
-    must(logs_run("front", &err, &out, &said), &err, "logs");
-    CHECK(count_in(out, "deployed task 1\n") == 1 && count_in(out, "deployed task 2\n") == 1,
-          "each deployed task's output once: %s", out);
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "task 1 on n1 | deployed task 1\n") == 1 &&
+          count_in(out, "task 2 on n2 | deployed task 2\n") == 1 && count_in(out, "\n") == 2,
+          "each deployed task's output once, each line led by its task: %s", out);
     CHECK(calls_on("logs", "proj_front.1.deployed") == 1 && calls_on("logs", "proj_front.2.deployed") == 1,
           "each task's own logs asked for");
-    CHECK(strstr(said, "front: task 1 on n1:") != NULL && strstr(said, "front: task 2 on n2:") != NULL,
-          "each task's output led by which it is: %s", said);
     start("strace", "front");
-    must(logs_run("front", &err, &out, &said), &err, "logs");
-    CHECK(count_in(out, "serving\n") == 2, "each profiled task's output: %s", out);
+    must(logs_run("front", 1, &err, &out, &said), &err, "logs -f");
+    CHECK(count_in(out, "task 1 on n1 | 2026-01-01T00:00:00.000000000Z serving\n") == 1 &&
+          count_in(out, "task 2 on n2 | 2026-01-01T00:00:00.000000000Z serving\n") == 1,
+          "each profiled task's output, followed: %s", out);
     CHECK(strstr(out, "deployed task") == NULL, "not the replaced tasks': %s", out);
+    CHECK(ph_fake_call_nth(W.f, "logs", 2) != NULL && ph_fake_call_nth(W.f, "logs", 2)->arg != NULL &&
+          strcmp(ph_fake_call_nth(W.f, "logs", 2)->arg, "follow") == 0, "followed");
 }
 
 /* `logs` on a stack with a node down: the tasks reached are shown all
@@ -1591,11 +1595,11 @@ test_stack_logs_node_down(void **state)
     open_stack();
     start("strace", "front");
     assert_int_equal(ph_fake_node_down(W.f, "n1"), 0);
-    CHECK(logs_run("front", &err, &out, &said) < 0, "a task not read fails logs");
+    CHECK(logs_run("front", 0, &err, &out, &said) < 0, "a task not read fails logs");
     CHECK(count_in(out, "serving\n") == 1, "task 2's output, task 1's node down: %s", out);
     CHECK(strstr(said, "task 1 on n1") != NULL && strstr(said, "its node is down") != NULL,
           "task 1 said, and why: %s", said);
-    CHECK(strstr(err->msg, "1 of 2") != NULL, "said: %s", err->msg);
+    CHECK(strstr(err->msg, "1 of its 2 workloads") != NULL, "said: %s", err->msg);
     ph_error_free(&err);
 }
 
@@ -1613,7 +1617,7 @@ test_stack_logs_after_down(void **state)
     start("strace", "front");
     stack_run(run, sizeof run);
     must(ph_run_down(W.r, names, 1, &err), &err, "down");
-    must(logs_run("front", &err, &out, &said), &err, "logs");
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
     CHECK(count_in(out, "serving\n") == 2, "each task's kept output: %s", out);
     for (int slot = 1; slot <= 2; slot++) {
         snprintf(want, sizeof want, "%s/%d-n%d/service.log", run, slot, slot);
@@ -1634,7 +1638,7 @@ test_replicas_logs_after_stop(void **state)
     stop_ok("front");
     snprintf(want, sizeof want, "%s/front/latest", W.out);
     CHECK(readlink(want, link, sizeof link - 1) > 0 && strcmp(link, run) == 0, "latest at the run, as a stack's");
-    must(logs_run("front", &err, &out, &said), &err, "logs");
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
     CHECK(count_in(out, "serving\n") == 3, "each replica's kept output: %s", out);
     for (int k = 1; k <= 3; k++) {
         snprintf(want, sizeof want, "%s/%d/service.log", run, k);
@@ -1651,6 +1655,35 @@ nothing_but_lock(const char *service)
 
     snprintf(cmd, sizeof cmd, "test -z \"$(find '%s/%s' -mindepth 1 ! -name .lock 2>/dev/null)\"", W.out, service);
     return system(cmd) == 0;
+}
+
+/* `logs` of three running replicas on one Engine: each line led by its
+ * replica's container name, a line longer than the copy's 16 KiB printed in pieces, each
+ * led, nothing of it lost. */
+static void
+test_replicas_logs_long_line(void **state)
+{
+    static char text[20000 + 8];
+    const char *out, *said;
+    ph_error_t err = NULL;
+    ph_fake_wl *t;
+    char lead[64], end[80];
+
+    (void)state;
+    open_world(THREE, NULL);
+    t = profiled_writes("proj-front-strace-*", "front", (ph_fake_end){ 0 });
+    memset(text, 'x', 20000);
+    memcpy(text + 20000, "\nend\n", 6);
+    assert_int_equal(ph_fake_wl_log(t, text), 0);
+    start("strace", "front");
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "x") == 3 * 20000, "every byte: %d x", count_in(out, "x"));
+    for (int k = 1; k <= 3; k++) {
+        snprintf(lead, sizeof lead, "proj-front-strace-%d | ", k);
+        snprintf(end, sizeof end, "proj-front-strace-%d | end\n", k);
+        CHECK(count_in(out, lead) == 3 && count_in(out, end) == 1, "replica %d: the long line in 2 pieces, then end",
+              k);
+    }
 }
 
 /* `stop --discard` on a stack restarted under a profiler gives the run up
@@ -2164,6 +2197,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stack_logs_node_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_logs_after_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_logs_after_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_logs_long_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_discard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_discard_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_without_engine, setup, teardown),
