@@ -412,16 +412,27 @@ ph_run_placed_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
 /* S's run given up, nothing collected: the service taken back as
  * deployed, which ends the run's tasks (what they wrote stays in their
  * containers on the nodes, for as long as the orchestrator keeps them);
- * not restarted, what is attached to its tasks removed. */
+ * not restarted, what is attached to its tasks removed.  It needs
+ * nothing a collection needs (a run label that names a directory, a
+ * profile that loads): it is the way out when those are wrong. */
 static int
 discard_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
 {
     stack_run sr = STACK_RUN_INIT;
+    ph_error_t sub = NULL;
     int found = 0, rolled = 0, rc = -1;
     char esc[256];
 
-    if (stack_run_find(r, b, s, &sr, &found, err) < 0)
+    if (b->ops->service_run(b, r->compose->project, s->name, &sr.run, &found, err) < 0)
         goto out;
+    if (found && sr.run.run == NULL) {
+        ph_fail(err, 0, "%s: the service is profiled, under no run label", s->name);
+        goto out;
+    }
+    if (found && ph_run_held_profile(&sr.h, &sr.run, &sub) < 0) { /* its grace only: the default then */
+        ph_debug("%s: %s", s->name, sub->msg);
+        ph_error_free(&sub);
+    }
     if (!found) { /* not restarted under a profiler; attached to, maybe */
         rc = ph_run_placed_discard_attached(r, b, s, acted, err);
         goto out;

@@ -292,11 +292,12 @@ typedef struct attached_run {
     ph_run_held h;
 } attached_run;
 
-/* What is attached to S found into AR, its run label checked, its profile
- * read and the service's dir locked: 1 (*ACTED set), 0 when nothing is
- * attached, -1.  attached_run_close(AR) in every case. */
+/* What is attached to S found into AR, the service's dir locked and, to
+ * COLLECT it, its run label checked and its profile read: 1 (*ACTED set),
+ * 0 when nothing is attached, -1.  attached_run_close(AR) in every case. */
 static int
-attached_run_open(ph_run *r, ph_backend *b, const ph_service *s, attached_run *ar, int *acted, ph_error_t *err)
+attached_run_open(ph_run *r, ph_backend *b, const ph_service *s, attached_run *ar, int collect, int *acted,
+                  ph_error_t *err)
 {
     const ph_workload *w;
 
@@ -308,9 +309,9 @@ attached_run_open(ph_run *r, ph_backend *b, const ph_service *s, attached_run *a
     *acted = 1;
     w = &ar->as.fa[0].w;
     ar->run = w->run;
-    if (ar->run == NULL || !ph_run_safe_name(ar->run))
+    if (collect && (ar->run == NULL || !ph_run_safe_name(ar->run)))
         return ph_fail(err, 0, "%s: an attached container's run label is no directory name", s->name);
-    if (ph_run_held_profile(&ar->h, w, err) < 0 ||
+    if ((collect && ph_run_held_profile(&ar->h, w, err) < 0) ||
         ph_run_lock_service(r, s->name, &ar->h.svcfd, &ar->h.lock, err) < 0)
         return -1;
     return 1;
@@ -343,7 +344,7 @@ ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *
     long budget;
     int rc;
 
-    if ((rc = attached_run_open(r, b, s, &ar, acted, err)) <= 0)
+    if ((rc = attached_run_open(r, b, s, &ar, 1, acted, err)) <= 0)
         goto out;
     rc = -1;
     fa = ar.as.fa;
@@ -422,9 +423,9 @@ ph_run_placed_discard_attached(ph_run *r, ph_backend *b, const ph_service *s, in
     char esc[256];
     int rc;
 
-    if ((rc = attached_run_open(r, b, s, &ar, acted, err)) <= 0)
+    if ((rc = attached_run_open(r, b, s, &ar, 0, acted, err)) <= 0)
         goto out;
-    ph_escape(esc, sizeof esc, ar.run);
+    ph_escape(esc, sizeof esc, ar.run ? ar.run : "?");
     ph_warn("%s: discarding what is attached to its tasks (run %s) without collecting it: whatever it holds in "
             "%s/%s is lost", s->name, esc, PH_CONTAINER_OUT, s->name);
     for (size_t i = 0; i < ar.as.n; i++) {
@@ -466,7 +467,7 @@ ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, i
     size_t collected = 0, lost = 0;
     int rc;
 
-    if ((rc = attached_run_open(r, b, s, &ar, acted, err)) <= 0)
+    if ((rc = attached_run_open(r, b, s, &ar, 1, acted, err)) <= 0)
         goto out;
     rc = -1;
     /* laid out as stop lays the run out, a sub-dir per task */

@@ -1719,6 +1719,39 @@ test_stack_discard(void **state)
     start("strace", "front");
 }
 
+/* `stop --discard` is the way out of a run that cannot be collected, so it
+ * must not need what collecting needs: a service whose run label names no
+ * directory (not profharness's writing; stop refuses it) is rolled back
+ * all the same, nothing written on the host. */
+static void
+test_stack_discard_bad_run_label(void **state)
+{
+    char *names[1] = { "front" };
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
+    ph_error_t err = NULL;
+    ph_backend *b;
+    ph_workload w;
+    int found = 1;
+
+    (void)state;
+    open_stack();
+    spec.image = "demo-profiling:x";
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, "proj"), 0);
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, "front"), 0);
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_MODE, "strace"), 0);
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_RUN, "../elsewhere"), 0);
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->service_profile(b, "proj", "front", &spec, 60, NULL, &err), &err, "service_profile");
+    spec.image = NULL;
+    ph_workload_spec_clear(&spec);
+    must(ph_run_discard(W.r, names, 1, &err), &err, "discard");
+    CHECK(ph_fake_call_count(W.f, "service_unprofile") == 1, "the service rolled back");
+    must(b->ops->service_run(b, "proj", "front", &w, &found, &err), &err, "service_run");
+    ph_workload_clear(&w);
+    CHECK(!found, "the service is under no run");
+    CHECK(nothing_but_lock("front"), "nothing written on the host but the service's lock");
+}
+
 /* `stop --discard` on a stack attached to: every tools container removed
  * from its node, nothing collected, the tasks untouched. */
 static void
@@ -2199,6 +2232,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_replicas_logs_after_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_logs_long_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_discard_bad_run_label, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_discard_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_without_engine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
