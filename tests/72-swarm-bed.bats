@@ -184,7 +184,7 @@ teardown_file() {
     run swarm_ph start --mode perf worker
     echo "$output"
     [ "$status" -eq 2 ]
-    grep -q "mode \`perf\` cannot run in a Swarm task: Docker's default seccomp profile" <<<"$output"
+    grep -q "mode \`perf\` cannot run in a task of the swarm managed at .*: Docker's default seccomp profile" <<<"$output"
     [ "$(service_image)" = "$DEMO_IMAGE:latest" ]
     run timed "attach perf (2 tasks)" swarm_ph attach --mode perf worker
     echo "$output"

@@ -35,7 +35,8 @@
  * service put under a spec: each running task replaced by one of the
  * spec on the same node and slot; taken back: the run's tasks stopped, the
  * deployed ones made again; removed), its listings hold the deployed
- * tasks (docker compose's labels, placed with ph_fake_wl_place), and a
+ * tasks (docker compose's labels, placed with ph_fake_wl_place) while they
+ * run and a run's tasks ended or not, as the Swarm backend lists them, and a
  * node can be down: every per-workload operation on a workload there
  * fails as an Engine not reached, `lost` says so.
  */

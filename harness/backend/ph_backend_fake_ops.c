@@ -161,6 +161,9 @@ fake_list(ph_backend *b, const char *project, const char *service, int flags, ph
             if (tasks_only && (ph_kvv_get(&w->labels, PH_LABEL_ATTACHED) || ph_kvv_get(&w->labels, PH_LABEL_CONVERT)))
                 continue; /* what runs beside a task is no task */
             ph_fake_wl_observe(f, w);
+            if (tasks_only && ph_kvv_get(&w->labels, PH_LABEL_RUN) == NULL &&
+                (w->state == PH_WL_EXITED || w->state == PH_WL_DEAD))
+                continue; /* a task the swarm no longer wants running is listed only while a run's */
             if (ph_fake_wl_record(w, &rec) < 0 ||
                 (pass == 0 ? ph_workload_list_push(out, &rec) : ph_workload_list_push_compose(out, &rec)) < 0) {
                 ph_workload_clear(&rec);

@@ -825,6 +825,10 @@ sb_service_profile(ph_backend *pb, const char *project, const char *service, con
         ph_bad_input(err, "service %s_%s runs profiled already (run %s): stop it first", project, service, run);
         goto out;
     }
+    /* what a service spec cannot carry, said, as a create's fallbacks are */
+    if (spec->security_opt.n > 0)
+        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", service,
+                spec->security_opt.v[0], ph_kvv_get(&spec->labels, PH_LABEL_MODE) ?: "?");
     if ((ns = ph_backend_swarm_spec(svc, spec, err)) == NULL)
         goto out;
     if (ph_engine_service_update(b->mgr, json_string_value(json_object_get(svc, "ID")), ph_engine_service_version(svc),

@@ -11,7 +11,9 @@ static const char usage[] =
     "  --discard           give the runs up: remove the profiled containers\n"
     "                      WITHOUT collecting (what they hold is lost); for a\n"
     "                      container that cannot be collected, which a plain\n"
-    "                      stop keeps forever\n"
+    "                      stop keeps forever; on a stack, the service rolled\n"
+    "                      back as deployed (or the tools containers attached\n"
+    "                      to its tasks removed), nothing collected\n"
     PH_CLI_LIMIT_HELP
     "Over a limit nothing is kept on the host, the container is kept, and the\n"
     "error says which limit, where it was set and how to raise it.\n"

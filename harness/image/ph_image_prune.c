@@ -78,15 +78,29 @@ ph_image_prune_plan(json_t *images, json_t *containers, const ph_strv *repos, in
     return plan;
 }
 
+/* The Engine B's images and volumes are on (ops.engine), or -1 and an
+ * error: a backend with none (the tests' in memory; one whose
+ * orchestrator keeps images elsewhere) has nothing prune can remove. */
+static int
+prunable(ph_backend *b, ph_engine **e, ph_error_t *err)
+{
+    if ((*e = b->ops->engine(b)) != NULL)
+        return 0;
+    return ph_fail(err, 0, "prune: the %s backend (%s) keeps no images or volumes of ours to remove", b->ops->name,
+                   b->ops->describe(b));
+}
+
 int
 ph_image_prune(ph_backend *b, const char *project, const ph_strv *repos, int all, ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
+    ph_engine *e;
     json_t *images = NULL, *containers = NULL, *plan = NULL, *filters = NULL, *x;
     unsigned long long freed = 0;
     size_t k, removed = 0;
     int rc = -1;
 
+    if (prunable(b, &e, err) < 0)
+        return -1;
     filters = json_pack("{s:[s]}", "label", PH_LABEL_INPUTS);
     if (filters == NULL || ph_engine_images_list(e, filters, &images, err) < 0 ||
         ph_engine_containers_all(e, 1, &containers, err) < 0)
@@ -213,12 +227,12 @@ ph_image_tools_prune_plan(json_t *volumes, json_t *containers, const char *curre
 int
 ph_image_prune_tools(ph_backend *b, const char *current, ph_error_t *err)
 {
-    ph_engine *e = b->ops->engine(b);
+    ph_engine *e;
     json_t *containers = NULL, *volumes = NULL, *plan = NULL, *x, *resp = NULL, *filters = NULL, *images = NULL;
     size_t k, removed = 0, images_removed = 0;
     int rc = -1;
 
-    if (ph_engine_containers_all(e, 1, &containers, err) < 0)
+    if (prunable(b, &e, err) < 0 || ph_engine_containers_all(e, 1, &containers, err) < 0)
         return -1;
     filters = json_pack("{s:[s]}", "label", PH_LABEL_TOOLS);
     if (filters == NULL || ph_engine_volumes_list(e, filters, &volumes, err) < 0)

@@ -104,8 +104,11 @@ int ph_run_restore(ph_run *r, char **services, int n, ph_error_t *err);
  * docker compose's own stopped and kept. */
 int ph_run_down(ph_run *r, char **services, int n, ph_error_t *err);
 int ph_run_status(ph_run *r, FILE *out, ph_error_t *err);
-/* The service's output: its containers' (compose's too), else the newest
- * run's service.log. */
+/* The service's output: its workloads' (compose's too; a stack's tasks,
+ * each read where it runs); several read at once (FOLLOW: each followed),
+ * each line led by which it is ("task 1 on n1 | "), one that cannot be
+ * read said and the rest shown (then -1); with none, the newest run's
+ * service.log (a run of several: each workload's, from its sub-dir). */
 int ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err);
 /* Remove the profiling images of the project's services that no container
  * uses, keeping the newest of each unless ALL (ph_run_prune.c). */

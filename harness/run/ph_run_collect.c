@@ -303,7 +303,7 @@ collect_run_dir(collect_run *cr, int svcfd, int snapshot, ph_error_t *err)
         snprintf(name, sizeof name, "%s-snapshot-%s-%d", run, stamp, replica);
     else if (snapshot)
         snprintf(name, sizeof name, "%s-snapshot-%s", run, stamp);
-    else if (replica > 0) { /* <run>/<replica>/: links stay the lone runs' */
+    else if (replica > 0) { /* <run>/<replica>/: `latest` is pointed at <run> after it (stop_one) */
         ph_run_replica_dir_name(replica, name, sizeof name);
         snprintf(shown, sizeof shown, "%s/%s", cr->service, run);
         spec.svcfd = cr->runfd;
@@ -535,6 +535,8 @@ keep:
 out:
     if (cr.runfd >= 0)
         replicas_said(r, c, cr.runfd, rc == 0 ? NULL : err != NULL && *err != NULL ? (*err)->msg : "failed");
+    if (cr.runfd >= 0 && rc == 0) /* `latest` at the run, as a stack's stop points it */
+        ph_rundir_link_latest(svcfd, r->opts.out_dir, service, c->run);
     collect_run_done(&cr);
     ph_profile_free(&own);
     if (cr.runfd >= 0)
@@ -838,18 +840,9 @@ ph_run_discard_one(ph_run *r, const ph_workload *c, ph_error_t *err)
 }
 
 int
-ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err)
+ph_run_discard_services(ph_run *r, ph_svc_list *sl, int *discarded, ph_error_t *err)
 {
-    ph_svc_list sl;
-    int rc, discarded = 0;
-
-    if (ph_run_select(r, services, n, &sl, err) < 0)
-        return -1;
-    rc = for_each_profiled(r, &sl, 1, &discarded, err);
-    if (rc == 0 && discarded == 0)
-        ph_info("nothing to discard: no profiled container in project `%s`", r->compose->project);
-    free(sl.v);
-    return rc;
+    return for_each_profiled(r, sl, 1, discarded, err);
 }
 
 /* ---- collect ---------------------------------------------------------- */

@@ -2,7 +2,8 @@
  *
  *   ph_run.c          the run context, service selection, workloads
  *                     listed by label (docker compose's too)
- *   ph_run_status.c   status, logs
+ *   ph_run_status.c   status
+ *   ph_run_logs.c     logs: several workloads read at once, each line led
  *   ph_run_config.c   a service's workload spec, as compose would make it
  *   ph_run_start.c    images, start, restore
  *   ph_run_spec.c     a profiled workload's argv, program, environment,
@@ -115,6 +116,12 @@ int ph_run_placed_attach(ph_run *r, const ph_profile *p, ph_svc_list *sl, ph_err
  * the backend B reaches (ops.reach)), stopped, collected per task and removed;
  * *ACTED when there was one. */
 int ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
+/* discard (`stop --discard`): each profiled service of SL given up, nothing
+ * collected: taken back as deployed (ops.service_unprofile), or, not
+ * restarted, the tools containers attached to its tasks removed from
+ * their nodes.  *ACTED: some service was profiled. */
+int ph_run_placed_discard(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err);
+int ph_run_placed_discard_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err);
 /* collect: a copy of what each tools container attached to SERVICE's
  * tasks has now, one run <run>-snapshot-<stamp>/ with a sub-dir per task
  * and tasks.json, as stop lays it out; they run on.  *ACTED when there
@@ -415,8 +422,9 @@ void ph_run_order_dependants_first(ph_run *r, ph_svc_list *sl);
  * the container kept). */
 int ph_run_service_log(ph_run *r, ph_backend *b, const char *service, const char *id, ph_rundir *rd,
                        ph_error_t *err);
-/* Copy the newest run's service.log of SERVICE to OUT; an error with a
- * hint when there is none. */
+/* Copy the newest run's service.log of SERVICE to OUT (a run of several
+ * workloads: each sub-dir's, in slot order), each led by a line naming
+ * it; an error with a hint when there is none. */
 int ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err);
 
 /* ph_run_snapshot.c */
@@ -462,6 +470,9 @@ int ph_run_snapshot_one(ph_run *r, const ph_workload *c, ph_error_t *err);
  * below is reached. */
 int ph_run_lock_service(ph_run *r, const char *service, int *svcfd_out, int *lock_out, ph_error_t *err);
 int ph_run_stop_services(ph_run *r, ph_svc_list *sl, int quiet_if_none, ph_error_t *err);
+/* ph_run_collect.c: every profiled container of SL removed uncollected
+ * (`stop --discard`), *DISCARDED counting them. */
+int ph_run_discard_services(ph_run *r, ph_svc_list *sl, int *discarded, ph_error_t *err);
 /* ph_run_spec.c: how long a stop waits for the profiler of a run of P
  * (NULL: unknown) to flush and exit, in seconds: its grace, each
  * escalation's, and 30 s. */

@@ -19,6 +19,9 @@
  *            reached: its container stays there), `latest` at the run, the index
  *            rewritten (ph_run_stop).  An interrupt ends the stop before
  *            the rollback: `stop` again finds the run as it was.
+ *   discard  (`stop --discard`) the service taken back as deployed
+ *            (ops.service_unprofile), nothing collected; one not restarted,
+ *            the tools containers attached to its tasks removed.
  *   restore  stop, when the service is profiled.
  *   status   the stack's tasks, per node.
  *
@@ -68,8 +71,8 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
 
     memset(&prep, 0, sizeof prep);
     if (p->swarm_unsupported != NULL) {
-        ph_bad_input(err, "service `%s`: mode `%s` cannot run in a Swarm task: %s", s->name, p->name,
-                     p->swarm_unsupported);
+        ph_bad_input(err, "service `%s`: mode `%s` cannot run in a task of %s: %s", s->name, p->name,
+                     b->ops->describe(b), p->swarm_unsupported);
         goto out;
     }
     if ((img = ph_run_service_image(r, s)) == NULL) {
@@ -99,9 +102,6 @@ start_one(ph_run *r, ph_backend *b, const ph_service *s, const ph_profile *p, ph
     if (ph_run_profiled_spec(r, s, p, &prep, &img_info, img, run_id, started, host_dir, PH_RUN_SLOT_ORCHESTRATED,
                              NULL, &spec, err) < 0)
         goto out;
-    if (p->security_opt.n > 0)
-        ph_warn("%s: a Swarm service has no security_opt (%s...): mode `%s` runs without it", s->name,
-                p->security_opt.v[0], p->name);
     if (b->ops->service_profile(b, r->compose->project, s->name, &spec, CONVERGE_TIMEOUT_S, &pl, err) < 0) {
         ph_error_wrap(err, "%s", s->name);
         goto out;
@@ -407,6 +407,62 @@ ph_run_placed_stop(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
     return each_acting(r, sl, "stop", stop_one, acted, err);
 }
 
+/* ---- discard ------------------------------------------------------------ */
+
+/* S's run given up, nothing collected: the service taken back as
+ * deployed, which ends the run's tasks (what they wrote stays in their
+ * containers on the nodes, for as long as the orchestrator keeps them);
+ * not restarted, what is attached to its tasks removed.  It needs
+ * nothing a collection needs (a run label that names a directory, a
+ * profile that loads): it is the way out when those are wrong. */
+static int
+discard_one(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    stack_run sr = STACK_RUN_INIT;
+    ph_error_t sub = NULL;
+    int found = 0, rolled = 0, rc = -1;
+    char esc[256];
+
+    if (b->ops->service_run(b, r->compose->project, s->name, &sr.run, &found, err) < 0)
+        goto out;
+    if (found && sr.run.run == NULL) {
+        ph_fail(err, 0, "%s: the service is profiled, under no run label", s->name);
+        goto out;
+    }
+    if (found && ph_run_held_profile(&sr.h, &sr.run, &sub) < 0) { /* its grace only: the default then */
+        ph_debug("%s: %s", s->name, sub->msg);
+        ph_error_free(&sub);
+    }
+    if (!found) { /* not restarted under a profiler; attached to, maybe */
+        rc = ph_run_placed_discard_attached(r, b, s, acted, err);
+        goto out;
+    }
+    *acted = 1;
+    /* as a stop holds it: a stop of the same service waits, then finds no run */
+    if (ph_run_lock_service(r, s->name, &sr.h.svcfd, &sr.h.lock, err) < 0)
+        goto out;
+    ph_escape(esc, sizeof esc, sr.run.run);
+    ph_warn("%s: discarding run %s without collecting it: whatever its tasks hold in %s/%s is lost", s->name, esc,
+            PH_CONTAINER_OUT, s->name);
+    if (b->ops->service_unprofile(b, r->compose->project, s->name, sr.run.run, ph_run_stop_budget_s(sr.h.pp),
+                                  &rolled, err) < 0) {
+        ph_error_wrap(err, "discard run %s of `%s`", esc, s->name);
+        goto out;
+    }
+    ph_info("%s: %s; nothing was collected", s->name,
+            rolled ? "taken back as deployed" : "under no run any more");
+    rc = 0;
+out:
+    stack_run_close(&sr);
+    return rc;
+}
+
+int
+ph_run_placed_discard(ph_run *r, ph_svc_list *sl, int *acted, ph_error_t *err)
+{
+    return each_acting(r, sl, "discard", discard_one, acted, err);
+}
+
 /* ---- collect ------------------------------------------------------------ */
 
 static int
@@ -492,8 +548,8 @@ ph_run_placed_down(ph_run *r, ph_svc_list *sl, ph_error_t *err)
             break;
         }
         if (found)
-            ph_info("%s: service %s_%s removed (the swarm stops its tasks)", sl->v[i]->name, r->compose->project,
-                    sl->v[i]->name);
+            ph_info("%s: service %s_%s removed (%s stops its tasks)", sl->v[i]->name, r->compose->project,
+                    sl->v[i]->name, b->ops->describe(b));
         removed += found;
     }
     if (rc == 0 && removed == 0)

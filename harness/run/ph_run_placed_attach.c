@@ -17,6 +17,8 @@
  *            which writes its end), waited for, collected into
  *            <run>/<slot>-<node>/ like a profiled task, and removed; one
  *            that could not be collected stays on its node.
+ *   discard  (ph_run_placed_discard_attached, `stop --discard`) every one
+ *            found so removed from its node, nothing collected.
  *
  * Tasks that start after the attach (a node joins, a task is replaced)
  * are not attached to: attach again after a stop.
@@ -30,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ph_escape.h"
 #include "ph_image.h"
 #include "ph_log.h"
 
@@ -289,11 +292,12 @@ typedef struct attached_run {
     ph_run_held h;
 } attached_run;
 
-/* What is attached to S found into AR, its run label checked, its profile
- * read and the service's dir locked: 1 (*ACTED set), 0 when nothing is
- * attached, -1.  attached_run_close(AR) in every case. */
+/* What is attached to S found into AR, the service's dir locked and, to
+ * COLLECT it, its run label checked and its profile read: 1 (*ACTED set),
+ * 0 when nothing is attached, -1.  attached_run_close(AR) in every case. */
 static int
-attached_run_open(ph_run *r, ph_backend *b, const ph_service *s, attached_run *ar, int *acted, ph_error_t *err)
+attached_run_open(ph_run *r, ph_backend *b, const ph_service *s, attached_run *ar, int collect, int *acted,
+                  ph_error_t *err)
 {
     const ph_workload *w;
 
@@ -305,9 +309,9 @@ attached_run_open(ph_run *r, ph_backend *b, const ph_service *s, attached_run *a
     *acted = 1;
     w = &ar->as.fa[0].w;
     ar->run = w->run;
-    if (ar->run == NULL || !ph_run_safe_name(ar->run))
+    if (collect && (ar->run == NULL || !ph_run_safe_name(ar->run)))
         return ph_fail(err, 0, "%s: an attached container's run label is no directory name", s->name);
-    if (ph_run_held_profile(&ar->h, w, err) < 0 ||
+    if ((collect && ph_run_held_profile(&ar->h, w, err) < 0) ||
         ph_run_lock_service(r, s->name, &ar->h.svcfd, &ar->h.lock, err) < 0)
         return -1;
     return 1;
@@ -340,7 +344,7 @@ ph_run_placed_stop_attached(ph_run *r, ph_backend *b, const ph_service *s, int *
     long budget;
     int rc;
 
-    if ((rc = attached_run_open(r, b, s, &ar, acted, err)) <= 0)
+    if ((rc = attached_run_open(r, b, s, &ar, 1, acted, err)) <= 0)
         goto out;
     rc = -1;
     fa = ar.as.fa;
@@ -409,6 +413,50 @@ out:
     return rc;
 }
 
+/* ---- discard: every tools container removed, nothing collected --------- */
+
+int
+ph_run_placed_discard_attached(ph_run *r, ph_backend *b, const ph_service *s, int *acted, ph_error_t *err)
+{
+    attached_run ar;
+    size_t removed = 0, kept = 0;
+    char esc[256];
+    int rc;
+
+    if ((rc = attached_run_open(r, b, s, &ar, 0, acted, err)) <= 0)
+        goto out;
+    ph_escape(esc, sizeof esc, ar.run ? ar.run : "?");
+    ph_warn("%s: discarding what is attached to its tasks (run %s) without collecting it: whatever it holds in "
+            "%s/%s is lost", s->name, esc, PH_CONTAINER_OUT, s->name);
+    for (size_t i = 0; i < ar.as.n; i++) {
+        const found_attach *fa = &ar.as.fa[i];
+        ph_error_t sub = NULL;
+        char name[256];
+
+        if (fa->nb->ops->remove(fa->nb, fa->w.id, 1, &sub) == 0) {
+            removed++;
+            continue;
+        }
+        kept++;
+        ph_warn("%s: tools container %s not removed: %s", s->name,
+                ph_escape(name, sizeof name, fa->w.name ? fa->w.name : fa->w.id), sub ? sub->msg : "?");
+        ph_error_free(&sub);
+    }
+    ph_info("%s: %zu tools container%s removed from beside its tasks; nothing was collected", s->name, removed,
+            removed == 1 ? "" : "s");
+    if (kept)
+        rc = ph_fail(err, 0, "%s: %zu of %zu attached tools containers not removed (said above)", s->name, kept,
+                     ar.as.n);
+    else if (ar.as.unreached)
+        rc = ph_fail(err, 0, "%s: %zu node%s not reached (said above): what is attached there stays", s->name,
+                     ar.as.unreached, ar.as.unreached == 1 ? "" : "s");
+    else
+        rc = 0;
+out:
+    attached_run_close(&ar);
+    return rc;
+}
+
 /* ---- collect: a copy of each attached task's files --------------------- */
 
 int
@@ -419,7 +467,7 @@ ph_run_placed_snapshot_attached(ph_run *r, ph_backend *b, const ph_service *s, i
     size_t collected = 0, lost = 0;
     int rc;
 
-    if ((rc = attached_run_open(r, b, s, &ar, acted, err)) <= 0)
+    if ((rc = attached_run_open(r, b, s, &ar, 1, acted, err)) <= 0)
         goto out;
     rc = -1;
     /* laid out as stop lays the run out, a sub-dir per task */

@@ -6,7 +6,8 @@
  * which go to stderr) went with it.  So before the removal, stop and
  * collect write it into the run dir as service.log, each line led by the
  * Engine's timestamp, as `docker logs -t` shows it; `logs SERVICE` reads
- * the newest one once no container is left.
+ * the newest one once no container is left (`latest`; in a run of several,
+ * replicas or a stack's tasks, each sub-dir's).
  *
  * Best effort and bounded: a log the Engine cannot give back (a `none` or
  * `syslog` driver) is a warning, not a failed stop (the artifacts are what
@@ -22,10 +23,12 @@
 #include "ph_run_int.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ph_log.h"
@@ -127,23 +130,18 @@ ph_run_service_log(ph_run *r, ph_backend *b, const char *service, const char *id
     return 0;
 }
 
-int
-ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err)
+/* PATH (a service.log of a run) to OUT, led by a line naming it: 1 when
+ * printed, 0 when there is none, -1 and *ERR. */
+static int
+print_log_file(const char *service, const char *path, FILE *out, ph_error_t *err)
 {
-    char path[PATH_MAX + 64], real[PATH_MAX], buf[65536];
+    char real[PATH_MAX], buf[65536];
     ph_cleanup_close int fd = -1;
     ssize_t n;
 
-    snprintf(path, sizeof path, "%s/%s/latest/%s", r->opts.out_dir, service, PH_SERVICE_LOG_NAME);
     fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno != ENOENT)
-            return ph_fail(err, errno, "open `%s`", path);
-        ph_fail(err, 0, "%s: no container, and no run with a %s in `%s/%s`", service, PH_SERVICE_LOG_NAME,
-                r->opts.out_dir, service);
-        return ph_error_hint(err, "start it (`profharness start --mode MODE %s` or `profharness restore %s`)",
-                             service, service);
-    }
+    if (fd < 0)
+        return errno == ENOENT ? 0 : ph_fail(err, errno, "open `%s`", path);
     if (realpath(path, real) == NULL)
         snprintf(real, sizeof real, "%s", path);
     ph_info("%s: no container; the output of its last run (%s):", service, real);
@@ -156,5 +154,49 @@ ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err
         if (fwrite(buf, 1, (size_t)n, out) != (size_t)n)
             return ph_fail(err, errno, "write the log");
     }
-    return fflush(out) == 0 ? 0 : ph_fail(err, errno, "write the log");
+    return fflush(out) == 0 ? 1 : ph_fail(err, errno, "write the log");
+}
+
+/* A sub-dir of a run of several: no dot first (the store's temp dirs). */
+static int
+run_subdir(const struct dirent *de)
+{
+    return de->d_name[0] != '.';
+}
+
+int
+ph_run_print_last_log(ph_run *r, const char *service, FILE *out, ph_error_t *err)
+{
+    char latest[PATH_MAX], path[PATH_MAX + 300];
+    struct dirent **subs = NULL;
+    struct stat st;
+    int rc, n, printed = 0;
+
+    snprintf(latest, sizeof latest, "%s/%s/%s", r->opts.out_dir, service, PH_LATEST_LINK);
+    snprintf(path, sizeof path, "%s/%s", latest, PH_SERVICE_LOG_NAME);
+    if ((rc = print_log_file(service, path, out, err)) != 0)
+        return rc < 0 ? -1 : 0;
+    /* A run of several workloads (tasks.json beside a run dir each:
+     * replicas, a stack's tasks): each one's, in slot order. */
+    snprintf(path, sizeof path, "%s/%s", latest, PH_RUN_TASKS_NAME);
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (n = scandir(latest, &subs, run_subdir, versionsort)) > 0) {
+        for (int i = 0; i < n; i++) {
+            snprintf(path, sizeof path, "%s/%s", latest, subs[i]->d_name);
+            if (rc >= 0 && lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                snprintf(path, sizeof path, "%s/%s/%s", latest, subs[i]->d_name, PH_SERVICE_LOG_NAME);
+                if ((rc = print_log_file(service, path, out, err)) > 0)
+                    printed++;
+            }
+            free(subs[i]);
+        }
+        free(subs);
+        if (rc < 0)
+            return -1;
+    }
+    if (printed > 0)
+        return 0;
+    ph_fail(err, 0, "%s: no container, and no run with a %s in `%s/%s`", service, PH_SERVICE_LOG_NAME,
+            r->opts.out_dir, service);
+    return ph_error_hint(err, "start it (`profharness start --mode MODE %s` or `profharness restore %s`)", service,
+                         service);
 }

@@ -1,7 +1,6 @@
-/* ph_run_status.c - the `status` and `logs` commands: what runs of the
- * project, under which mode, since when, with which run dir; and what a
- * service printed.  On top of the loop's files: it calls the placed
- * backends' status and the kept service.log, which call nothing here.
+/* ph_run_status.c - the `status` command: what runs of the project,
+ * under which mode, since when, with which run dir.  On top of the loop's
+ * files: it calls the placed backends' status, which calls nothing here.
  */
 #include "ph_run_int.h"
 
@@ -74,29 +73,4 @@ ph_run_status(ph_run *r, FILE *out, ph_error_t *err)
     }
     ph_workload_list_free(&list);
     return 0;
-}
-
-int
-ph_run_logs(ph_run *r, const char *service, int follow, ph_error_t *err)
-{
-    ph_workload_list list = { 0 };
-    const ph_workload *c;
-    size_t k;
-    ph_backend *b;
-    int rc = 0, any = 0;
-
-    if (ph_compose_service(r->compose, service) == NULL)
-        return ph_run_bad_service(r, service, err);
-    if (ph_run_backend(r, &b, err) < 0 || ph_run_list(r, service, &list, err) < 0)
-        return -1;
-    for (k = 0; k < list.n && ((c = &list.v[k]), 1); k++) {
-        any = 1;
-        rc = b->ops->logs(b, c->id, follow, -1, 1, err);
-        if (rc < 0)
-            break;
-    }
-    ph_workload_list_free(&list);
-    if (!any) /* gone with its container: the last run kept it */
-        return ph_run_print_last_log(r, service, stdout, err);
-    return rc;
 }

@@ -1,4 +1,4 @@
-/* ph_run_stop.c - the stop and collect commands: the services selected,
+/* ph_run_stop.c - the stop, discard and collect commands: the services selected,
  * then handed to the placed backend when the run's orchestrator places
  * them (ph_run_placed.c), else each profiled container stopped or copied
  * by ph_run_collect.c, and the index rewritten.  On top of both: neither
@@ -84,6 +84,30 @@ ph_run_collect(ph_run *r, char **services, int n, ph_error_t *err)
         ph_info("nothing to collect: no profiled container in project `%s`", r->compose->project);
     if (any)
         ph_run_write_index(r);
+    free(sl.v);
+    return rc;
+}
+
+int
+ph_run_discard(ph_run *r, char **services, int n, ph_error_t *err)
+{
+    ph_svc_list sl;
+    int rc, discarded = 0;
+
+    if (ph_run_select(r, services, n, &sl, err) < 0)
+        return -1;
+    /* a stack's services: each run given up by the orchestrator (rolled
+     * back), or what is attached to its tasks removed; nothing collected,
+     * so the index stays as it is */
+    if ((rc = ph_run_placed(r, err)) > 0) {
+        rc = ph_run_placed_discard(r, &sl, &discarded, err);
+        if (rc == 0 && !discarded)
+            ph_info("nothing to discard: no service of stack `%s` is profiled", r->compose->project);
+    } else if (rc == 0) {
+        rc = ph_run_discard_services(r, &sl, &discarded, err);
+        if (rc == 0 && discarded == 0)
+            ph_info("nothing to discard: no profiled container in project `%s`", r->compose->project);
+    }
     free(sl.v);
     return rc;
 }

@@ -351,22 +351,6 @@ write_file_at(int dirfd, const char *shown, const char *name, int (*fill)(int fd
     return 0;
 }
 
-static int
-write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 typedef struct text {
     const char *p;
     size_t n;
@@ -377,7 +361,7 @@ fill_text(int fd, const void *ud)
 {
     const text *t = ud;
 
-    return write_all(fd, t->p, t->n);
+    return ph_fs_write_all(fd, t->p, t->n);
 }
 
 static int
@@ -482,7 +466,7 @@ ph_rundir_write(ph_rundir *rd, int fd, const char *name, const void *data, size_
 {
     if ((rd->unchecked == 0 || rd->unchecked + len >= FREE_CHECK_EVERY) && room_for(rd, name, len, err) < 0)
         return -1;
-    if (write_all(fd, data, len) < 0)
+    if (ph_fs_write_all(fd, data, len) < 0)
         return ph_fail(err, errno, "write `%s/%s`", rd->path, name);
     rd->unchecked += len;
     return 0;

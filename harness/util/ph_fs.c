@@ -429,3 +429,24 @@ ph_fs_write_bytes(const char *dir, const char *name, const void *data, size_t le
 
     return ph_fs_write_atomic(dir, name, fill_bytes, &b, err);
 }
+
+int
+ph_fs_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}

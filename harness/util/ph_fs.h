@@ -68,6 +68,10 @@ int ph_fs_write_atomic(const char *dir, const char *name, int (*fill)(FILE *, co
 /* ph_fs_write_atomic of the LEN bytes at DATA. */
 int ph_fs_write_bytes(const char *dir, const char *name, const void *data, size_t len, ph_error_t *err);
 
+/* The N bytes at P written whole to FD, a write interrupted by a signal
+ * taken up again: 0, or -1 and errno. */
+int ph_fs_write_all(int fd, const void *p, size_t n);
+
 /* Random characters [A-Za-z0-9] into BUF (N bytes, not terminated). */
 void ph_fs_random_name(char *buf, size_t n);
 

@@ -1215,8 +1215,9 @@ test_swarm_task_interrupted(void **state)
 /* ---- a stack: services the orchestrator places ------------------------------- */
 
 /* ONE deployed as a stack (the fake's service_* operations): front's two
- * tasks, slot 1 on n1 and slot 2 on n2; each task a profiling update
- * makes writes strace.log and the shim's record. */
+ * tasks, slot 1 on n1 and slot 2 on n2, each printing "deployed task
+ * <slot>"; each task a profiling update makes writes strace.log and the
+ * shim's record, and prints "serving". */
 static void
 open_stack(void)
 {
@@ -1224,15 +1225,17 @@ open_stack(void)
     ph_fake_stack(W.f);
     demo_image("demo-profiling:*", "sha256:pr0f"); /* a stack's tasks run the profiling image */
     for (int slot = 1; slot <= 2; slot++) {
-        char name[64], node[8];
+        char name[64], node[8], says[64];
         ph_fake_wl *t;
 
         snprintf(name, sizeof name, "proj_front.%d.deployed", slot);
         snprintf(node, sizeof node, "n%d", slot);
+        snprintf(says, sizeof says, "deployed task %d\n", slot);
         t = ph_fake_workload(W.f, name, DEMO_IMAGE);
         assert_int_equal(ph_fake_wl_label(t, PH_DC_PROJECT, "proj"), 0);
         assert_int_equal(ph_fake_wl_label(t, PH_DC_SERVICE, "front"), 0);
         assert_int_equal(ph_fake_wl_place(t, node, slot), 0);
+        assert_int_equal(ph_fake_wl_log(t, says), 0);
     }
     profiled_writes("proj_front.*", "front", (ph_fake_end){ 0 });
 }
@@ -1245,6 +1248,28 @@ stack_run(char *run, size_t len)
 
     CHECK(c != NULL, "the service was put under a profiling spec");
     snprintf(run, len, "%s", spec_label(&c->spec, PH_LABEL_RUN));
+}
+
+/* A mode the profile says a placed service cannot run (perf:
+ * `swarm.unsupported`) is refused before anything is updated, in the
+ * backend's own words for where it places tasks (its describe), not a
+ * name the loop assumes. */
+static void
+test_stack_start_refused_mode(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+    ph_backend *b;
+    char want[256];
+
+    (void)state;
+    open_stack();
+    CHECK(ph_run_start(W.r, "perf", names, 1, &err) < 0, "perf refused on a stack");
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    snprintf(want, sizeof want, "mode `perf` cannot run in a task of %s: ", b->ops->describe(b));
+    CHECK(strstr(err->msg, want) != NULL && strstr(err->msg, "seccomp") != NULL, "said: %s", err->msg);
+    CHECK(ph_fake_call_count(W.f, "service_profile") == 0, "nothing updated");
+    ph_error_free(&err);
 }
 
 /* A node lost during a stack's stop: the other task is collected (its
@@ -1290,6 +1315,21 @@ test_stack_stop_node_lost(void **state)
     ph_error_free(&err);
 }
 
+/* open_stack, then front attached to under strace: a tools container
+ * beside each task. */
+static void
+open_stack_attached(void)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    open_stack();
+    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
+                                    STRACE_JOINED), 0);
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+}
+
 /* A stack's front attached to under strace, then CMD (stop or collect)
  * on it: the one run it made into RUN, its tasks.json marking it attached
  * with a sub-dir per task, FILE in each. */
@@ -1300,11 +1340,7 @@ stack_attached_then(int (*cmd)(ph_run *, char **, int, ph_error_t *), const char
     ph_error_t err = NULL;
     json_t *t;
 
-    open_stack();
-    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
-                                    STRACE_JOINED), 0);
-    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
-    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    open_stack_attached();
     must(cmd(W.r, names, 1, &err), &err, "stop or collect");
     the_run("front", run, len);
     snprintf(rel, sizeof rel, "front/%s/tasks.json", run);
@@ -1409,6 +1445,27 @@ test_stack_two_tasks_one_node(void **state)
     ph_error_free(&err);
 }
 
+/* front's running tasks counted per slot into SLOTS[1..2] (SLOTS[0]: any
+ * other slot); how many of them run profiled. */
+static int
+front_running(int slots[3])
+{
+    ph_workload_list l = { 0 };
+    ph_error_t err = NULL;
+    ph_backend *b;
+    int profiled = 0;
+
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->list(b, "proj", "front", 0, &l, &err), &err, "list");
+    for (size_t i = 0; i < l.n; i++)
+        if (ph_workload_running(&l.v[i])) {
+            profiled += ph_workload_profiled(&l.v[i]);
+            slots[l.v[i].slot >= 1 && l.v[i].slot <= 2 ? l.v[i].slot : 0]++;
+        }
+    ph_workload_list_free(&l);
+    return profiled;
+}
+
 /* After a stack's stop, each slot runs one task again, as deployed: the
  * rollback replaces the run's tasks only, not those the run replaced. */
 static void
@@ -1416,24 +1473,15 @@ test_stack_rollback_one_per_slot(void **state)
 {
     char *names[1] = { "front" };
     ph_error_t err = NULL;
-    ph_workload_list l = { 0 };
-    ph_backend *b;
     int slots[3] = { 0 };
 
     (void)state;
     open_stack();
     start("strace", "front");
     must(ph_run_stop(W.r, names, 1, &err), &err, "stop");
-    must(ph_run_backend(W.r, &b, &err), &err, "backend");
-    must(b->ops->list(b, "proj", "front", 0, &l, &err), &err, "list");
-    for (size_t i = 0; i < l.n; i++)
-        if (ph_workload_running(&l.v[i])) {
-            CHECK(!ph_workload_profiled(&l.v[i]), "task %s runs as deployed", l.v[i].id);
-            CHECK(l.v[i].slot >= 1 && l.v[i].slot <= 2, "slot %d", l.v[i].slot);
-            slots[l.v[i].slot]++;
-        }
-    CHECK(slots[1] == 1 && slots[2] == 1, "one task per slot: %d and %d", slots[1], slots[2]);
-    ph_workload_list_free(&l);
+    CHECK(front_running(slots) == 0, "no task runs profiled");
+    CHECK(slots[0] == 0 && slots[1] == 1 && slots[2] == 1, "one task per slot: %d and %d (%d in none)", slots[1],
+          slots[2], slots[0]);
 }
 
 /* The fake's service removal is a swarm's: the service's tasks go, the
@@ -1442,22 +1490,300 @@ test_stack_rollback_one_per_slot(void **state)
 static void
 test_stack_remove_leaves_attached(void **state)
 {
-    char *names[1] = { "front" };
     ph_error_t err = NULL;
     ph_backend *b;
     int found = 0;
 
     (void)state;
-    open_stack();
-    assert_int_equal(ph_fake_wl_log(profiled_writes("proj-front-attach-strace-*", "front", (ph_fake_end){ 0 }),
-                                    STRACE_JOINED), 0);
-    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
-    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "a tools container beside each task");
+    open_stack_attached();
     must(ph_run_backend(W.r, &b, &err), &err, "backend");
     must(b->ops->service_remove(b, "proj", "front", &found, &err), &err, "service_remove");
     CHECK(found, "the service was there");
     CHECK(ph_fake_count(W.f, PH_DC_SERVICE, "front") == 0, "its tasks gone");
     CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 2, "the tools containers stay");
+}
+
+/* ---- a stack's logs and discard ---------------------------------------------- */
+
+/* `logs [-f] SERVICE`: what it printed (fd 1, where ops.logs and
+ * stdout write) into *OUT and what it said (stderr, INFO shown) into
+ * *SAID, static buffers; its return, *ERR its error. */
+static int
+logs_run(const char *service, int follow, ph_error_t *err, const char **out, const char **said)
+{
+    static char buf[128 * 1024];
+    char path[PATH_MAX];
+    int saved, fd, rc;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof path, "%s/stdout.txt", test_dir);
+    fflush(stdout);
+    saved = dup(1);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    assert_true(saved >= 0);
+    assert_true(fd >= 0);
+    dup2(fd, 1);
+    close(fd);
+    ph_log_set_level(PH_LOG_INFO);
+    tu_capture_begin();
+    rc = ph_run_logs(W.r, service, follow, err);
+    *said = tu_capture_end();
+    ph_log_set_level(PH_LOG_WARN);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    *out = buf;
+    return rc;
+}
+
+/* How many times NEEDLE is in HAY. */
+static int
+count_in(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* `logs` on a stack: the output of every task the service runs, each
+ * asked of the backend by its own id (the backend reads it where the task
+ * runs), each line led by which task it is, as `docker service logs`
+ * leads them; once a start replaced the tasks, the replaced ones are no
+ * longer the service's, the run's are.  Followed, the same. */
+static void
+test_stack_logs_every_task(void **state)
+{
+    const char *out, *said;
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "task 1 on n1 | deployed task 1\n") == 1 &&
+          count_in(out, "task 2 on n2 | deployed task 2\n") == 1 && count_in(out, "\n") == 2,
+          "each deployed task's output once, each line led by its task: %s", out);
+    CHECK(calls_on("logs", "proj_front.1.deployed") == 1 && calls_on("logs", "proj_front.2.deployed") == 1,
+          "each task's own logs asked for");
+    start("strace", "front");
+    must(logs_run("front", 1, &err, &out, &said), &err, "logs -f");
+    CHECK(count_in(out, "task 1 on n1 | 2026-01-01T00:00:00.000000000Z serving\n") == 1 &&
+          count_in(out, "task 2 on n2 | 2026-01-01T00:00:00.000000000Z serving\n") == 1,
+          "each profiled task's output, followed: %s", out);
+    CHECK(strstr(out, "deployed task") == NULL, "not the replaced tasks': %s", out);
+    CHECK(ph_fake_call_nth(W.f, "logs", 2) != NULL && ph_fake_call_nth(W.f, "logs", 2)->arg != NULL &&
+          strcmp(ph_fake_call_nth(W.f, "logs", 2)->arg, "follow") == 0, "followed");
+}
+
+/* `logs` on a stack with a node down: the tasks reached are shown all
+ * the same; the one on the node that is down is said, with why, and the
+ * command fails. */
+static void
+test_stack_logs_node_down(void **state)
+{
+    const char *out, *said;
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    assert_int_equal(ph_fake_node_down(W.f, "n1"), 0);
+    CHECK(logs_run("front", 0, &err, &out, &said) < 0, "a task not read fails logs");
+    CHECK(count_in(out, "serving\n") == 1, "task 2's output, task 1's node down: %s", out);
+    CHECK(strstr(said, "task 1 on n1") != NULL && strstr(said, "its node is down") != NULL,
+          "task 1 said, and why: %s", said);
+    CHECK(strstr(err->msg, "1 of its 2 workloads") != NULL, "said: %s", err->msg);
+    ph_error_free(&err);
+}
+
+/* `logs` once the stack's service is gone (`down`): each task's
+ * service.log of the last run, from its sub-dir, each named. */
+static void
+test_stack_logs_after_down(void **state)
+{
+    char *names[1] = { "front" }, run[128], want[256];
+    const char *out, *said;
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    stack_run(run, sizeof run);
+    must(ph_run_down(W.r, names, 1, &err), &err, "down");
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "serving\n") == 2, "each task's kept output: %s", out);
+    for (int slot = 1; slot <= 2; slot++) {
+        snprintf(want, sizeof want, "%s/%d-n%d/service.log", run, slot, slot);
+        CHECK(strstr(said, want) != NULL, "task %d's file named: %s", slot, said);
+    }
+}
+
+/* The same on one Engine: three replicas stopped, their containers gone:
+ * `latest` at their run, and `logs` prints each replica's service.log. */
+static void
+test_replicas_logs_after_stop(void **state)
+{
+    const char *run = three_started(), *out, *said;
+    ph_error_t err = NULL;
+    char want[PATH_MAX], link[256] = "";
+
+    (void)state;
+    stop_ok("front");
+    snprintf(want, sizeof want, "%s/front/latest", W.out);
+    CHECK(readlink(want, link, sizeof link - 1) > 0 && strcmp(link, run) == 0, "latest at the run, as a stack's");
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "serving\n") == 3, "each replica's kept output: %s", out);
+    for (int k = 1; k <= 3; k++) {
+        snprintf(want, sizeof want, "%s/%d/service.log", run, k);
+        CHECK(strstr(said, want) != NULL, "replica %d's file named: %s", k, said);
+    }
+}
+
+/* Nothing under test_dir/out/SERVICE but its lock file (a command that
+ * holds the service makes it). */
+static int
+nothing_but_lock(const char *service)
+{
+    char cmd[PATH_MAX + 128];
+
+    snprintf(cmd, sizeof cmd, "test -z \"$(find '%s/%s' -mindepth 1 ! -name .lock 2>/dev/null)\"", W.out, service);
+    return system(cmd) == 0;
+}
+
+/* `logs` of three running replicas on one Engine: each line led by its
+ * replica's container name, a line longer than the copy's 16 KiB printed in pieces, each
+ * led, nothing of it lost. */
+static void
+test_replicas_logs_long_line(void **state)
+{
+    static char text[20000 + 8];
+    const char *out, *said;
+    ph_error_t err = NULL;
+    ph_fake_wl *t;
+    char lead[64], end[80];
+
+    (void)state;
+    open_world(THREE, NULL);
+    t = profiled_writes("proj-front-strace-*", "front", (ph_fake_end){ 0 });
+    memset(text, 'x', 20000);
+    memcpy(text + 20000, "\nend\n", 6);
+    assert_int_equal(ph_fake_wl_log(t, text), 0);
+    start("strace", "front");
+    must(logs_run("front", 0, &err, &out, &said), &err, "logs");
+    CHECK(count_in(out, "x") == 3 * 20000, "every byte: %d x", count_in(out, "x"));
+    for (int k = 1; k <= 3; k++) {
+        snprintf(lead, sizeof lead, "proj-front-strace-%d | ", k);
+        snprintf(end, sizeof end, "proj-front-strace-%d | end\n", k);
+        CHECK(count_in(out, lead) == 3 && count_in(out, end) == 1, "replica %d: the long line in 2 pieces, then end",
+              k);
+    }
+}
+
+/* `stop --discard` on a stack restarted under a profiler gives the run up
+ * as on one Engine: nothing is read or written on the host (no run dir),
+ * and the service runs as deployed again (a task per slot, none
+ * profiled), so the next start is not refused. */
+static void
+test_stack_discard(void **state)
+{
+    char *names[1] = { "front" }, run[128], rel[512];
+    ph_error_t err = NULL;
+    ph_workload w;
+    ph_backend *b;
+    int slots[3] = { 0 }, found = 1;
+
+    (void)state;
+    open_stack();
+    start("strace", "front");
+    stack_run(run, sizeof run);
+    must(ph_run_discard(W.r, names, 1, &err), &err, "discard");
+    CHECK(ph_fake_call_count(W.f, "service_unprofile") == 1, "the service rolled back");
+    CHECK(ph_fake_call_count(W.f, "archive_get") == 0, "nothing collected");
+    snprintf(rel, sizeof rel, "front/%s", run);
+    CHECK(!exists(rel), "no run dir");
+    CHECK(nothing_but_lock("front"), "nothing written on the host but the service's lock");
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->service_run(b, "proj", "front", &w, &found, &err), &err, "service_run");
+    ph_workload_clear(&w);
+    CHECK(!found, "the service is under no run");
+    CHECK(front_running(slots) == 0, "no task runs profiled");
+    CHECK(slots[0] == 0 && slots[1] == 1 && slots[2] == 1, "one task per slot: %d and %d (%d in none)", slots[1],
+          slots[2], slots[0]);
+    start("strace", "front");
+}
+
+/* `stop --discard` is the way out of a run that cannot be collected, so it
+ * must not need what collecting needs: a service whose run label names no
+ * directory (not profharness's writing; stop refuses it) is rolled back
+ * all the same, nothing written on the host. */
+static void
+test_stack_discard_bad_run_label(void **state)
+{
+    char *names[1] = { "front" };
+    ph_workload_spec spec = PH_WORKLOAD_SPEC_INIT;
+    ph_error_t err = NULL;
+    ph_backend *b;
+    ph_workload w;
+    int found = 1;
+
+    (void)state;
+    open_stack();
+    spec.image = "demo-profiling:x";
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_PROJECT, "proj"), 0);
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_SERVICE, "front"), 0);
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_MODE, "strace"), 0);
+    assert_int_equal(ph_kvv_set(&spec.labels, PH_LABEL_RUN, "../elsewhere"), 0);
+    must(ph_run_backend(W.r, &b, &err), &err, "backend");
+    must(b->ops->service_profile(b, "proj", "front", &spec, 60, NULL, &err), &err, "service_profile");
+    spec.image = NULL;
+    ph_workload_spec_clear(&spec);
+    must(ph_run_discard(W.r, names, 1, &err), &err, "discard");
+    CHECK(ph_fake_call_count(W.f, "service_unprofile") == 1, "the service rolled back");
+    must(b->ops->service_run(b, "proj", "front", &w, &found, &err), &err, "service_run");
+    ph_workload_clear(&w);
+    CHECK(!found, "the service is under no run");
+    CHECK(nothing_but_lock("front"), "nothing written on the host but the service's lock");
+}
+
+/* `stop --discard` on a stack attached to: every tools container removed
+ * from its node, nothing collected, the tasks untouched. */
+static void
+test_stack_discard_attached(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack_attached();
+    must(ph_run_discard(W.r, names, 1, &err), &err, "discard");
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "each tools container removed from its node");
+    CHECK(ph_fake_call_count(W.f, "archive_get") == 0, "nothing collected");
+    CHECK(nothing_but_lock("front"), "nothing written on the host but the service's lock");
+    CHECK(there("proj_front.1.deployed", NULL) && there("proj_front.2.deployed", NULL), "the tasks stay");
+    CHECK(ph_fake_call_count(W.f, "service_unprofile") == 0, "the service is not touched");
+}
+
+/* `prune` through a backend with no Engine of its images (the fake's, as
+ * a Kubernetes backend would be): refused in the backend's words before
+ * anything is asked of an Engine that is not there. */
+static void
+test_prune_without_engine(void **state)
+{
+    ph_error_t err = NULL;
+
+    (void)state;
+    open_stack();
+    CHECK(ph_run_prune(W.r, 0, &err) < 0, "prune refused");
+    CHECK(strstr(err->msg, "keeps no images or volumes of ours") != NULL &&
+          strstr(err->msg, "an orchestrator in memory") != NULL, "said: %s", err->msg);
+    ph_error_free(&err);
 }
 
 /* ---- an interrupted extraction ------------------------------------------------ */
@@ -1892,6 +2218,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stop_exited_by_itself, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_collect_snapshot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_start_refused_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stop_node_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_collect_attached, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_stop_attached, setup, teardown),
@@ -1899,6 +2226,15 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stack_two_tasks_one_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_rollback_one_per_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stack_remove_leaves_attached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_logs_every_task, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_logs_node_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_logs_after_down, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_logs_after_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicas_logs_long_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_discard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_discard_bad_run_label, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stack_discard_attached, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_without_engine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_after_profiled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_compose_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_grace_zero, setup, teardown),
