@@ -66,6 +66,7 @@
 #define OPEN_WAIT_MS 10000
 #define REPLY_WAIT_MS 20000
 #define CLOSE_WAIT_MS 3000
+#define CLOSE_DELAY_MS "250" /* (a string: it goes into the expression) */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -435,15 +436,20 @@ refusal(pid_t pid)
 
 /* The inspector closed, as it was before SIGUSR1.  inspector.close() from
  * inside our own session would wait for that session to end (it blocks
- * until no session is left), so it is put off to the next turn of the
- * event loop, by which time we have hung up.  `require` is the console's
- * (includeCommandLineAPI: Node puts it there for the inspector's
- * console); the closure keeps it past the evaluation. */
+ * until no session is left), and a close while the session's last reply
+ * is still going out is the crash of nodejs/node#18761 (a response sent
+ * into a session being torn down), so it is put off by CLOSE_DELAY_MS, by
+ * which time we have hung up: the next turn of the event loop (what it
+ * was) can come before the reply has left on a loaded machine.  Once,
+ * there, a json-server under load died between Profiler.stop's answer
+ * and the inspector's close, the service gone with no word.  `require`
+ * is the console's (includeCommandLineAPI: Node puts it there for the
+ * inspector's console); the closure keeps it past the evaluation. */
 static void
 close_inspector(session *s)
 {
     static const char expr[] =
-        "{\"expression\":\"(r => setImmediate(() => r('inspector').close()))(require)\","
+        "{\"expression\":\"(r => setTimeout(() => r('inspector').close(), " CLOSE_DELAY_MS "))(require)\","
         "\"includeCommandLineAPI\":true}";
     long long deadline;
     int fd;
