@@ -909,6 +909,72 @@ test_attach_silent_is_bounded(void **state)
     stop_ok("front");
 }
 
+/* One that says it joined and ends within the second after (the sampler's
+ * perf says so as it starts, then cannot open its events): refused as one
+ * that never said it, not taken for attached. */
+static void
+test_attach_joined_then_ended(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    attach_world((ph_fake_end){ PH_FAKE_EXITS_BY_ITSELF, 1, 0 }, STRACE_JOINED);
+    CHECK(ph_run_attach(W.r, "strace", names, 1, &err) < 0, "attach fails");
+    CHECK(strstr(err->msg, "ended (exit 1) before it joined the service: strace: Process 7 attached") != NULL,
+          "why: %s", err->msg);
+    ph_error_free(&err);
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "the tools container removed");
+}
+
+/* The lines a refusal shows: the last four, in order, each without its
+ * timestamp and nothing more (a line with none is shown whole), joined by
+ * " | ". */
+static void
+test_attach_refused_tail(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    attach_world((ph_fake_end){ PH_FAKE_EXITS_BY_ITSELF, 2, 0 },
+                 "2026-01-01T00:00:00.000000000Z one\n"
+                 "2026-01-01T00:00:00.100000000Z two\n"
+                 "2026-01-01T00:00:00.200000000Z three\n"
+                 "strace: attach: ptrace(PTRACE_SEIZE, 7): Operation not permitted\n"
+                 "2026-01-01T00:00:00.300000000Z five\n"
+                 "2026-01-01T00:00:00.400000000Z six\n");
+    CHECK(ph_run_attach(W.r, "strace", names, 1, &err) < 0, "attach fails");
+    CHECK(strstr(err->msg, "before it joined the service: three | strace: attach: ptrace(PTRACE_SEIZE, 7): "
+                           "Operation not permitted | five | six") != NULL,
+          "the last four lines: %s", err->msg);
+    CHECK(strstr(err->msg, "two") == NULL, "no fifth line: %s", err->msg);
+    ph_error_free(&err);
+}
+
+/* One that says it joined and then fills more than the output attach
+ * reads (64 KiB): attached, the rest of its output not read. */
+static void
+test_attach_chatty_joins(void **state)
+{
+    static const char line[] = "2026-01-01T00:00:01.000000000Z strace: warning: a line of a chatty profiler\n";
+    char *names[1] = { "front" }, *log;
+    size_t n = 0, cap = strlen(STRACE_JOINED) + 2000 * (sizeof line - 1) + 1;
+    ph_error_t err = NULL;
+
+    (void)state;
+    log = malloc(cap);
+    assert_non_null(log);
+    n = (size_t)snprintf(log, cap, "%s", STRACE_JOINED);
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(log + n, cap - n, "%s", line);
+    assert_true(n > 64u << 10);
+    attach_world((ph_fake_end){ 0 }, log);
+    free(log);
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    assert_int_equal(ph_fake_count(W.f, PH_LABEL_MODE, "strace"), 1);
+}
+
 /* ---- replicas ------------------------------------------------------------------ */
 
 #define THREE "services:\n  front:\n    image: " DEMO_IMAGE "\n    deploy:\n      replicas: 3\n"
@@ -1906,6 +1972,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_attach_waits_until_joined, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refused_after_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_silent_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_joined_then_ended, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_refused_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_chatty_joins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_refresh_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
