@@ -1624,6 +1624,40 @@ test_interrupted_conversion(void **state)
     tu_in_child(interrupted_conversion_child, "the interrupted conversion");
 }
 
+/* An attach interrupted while it waits for the tools container to say it
+ * joined (a silent one, SIGINT at its first wait): attach fails with 130
+ * then, not after the 60 s bound; the tools container is kept, for stop to
+ * detach and collect. */
+static int
+interrupted_attach_child(void)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    signal(SIGINT, SIG_DFL);
+    attach_world((ph_fake_end){ 0 }, "2026-01-01T00:00:00.000000000Z starting\n");
+    ph_fake_hook(W.f, "wait", raise_sigint, NULL);
+    if (ph_run_attach(W.r, "strace", names, 1, &err) == 0)
+        return 1;
+    if (err->status != 130 || strstr(err->msg, "interrupted by SIGINT") == NULL)
+        return 2;
+    if (calls_on("wait", "proj-front-attach-strace") != 1)
+        return 3; /* waited on after the interrupt */
+    if (ph_fake_count(W.f, PH_LABEL_MODE, "strace") != 1 || calls_on("remove", "proj-front-attach-strace") != 0)
+        return 4;
+    if (strstr(err->hint, "profharness stop front") == NULL)
+        return 5;
+    ph_error_free(&err);
+    return 0;
+}
+
+static void
+test_interrupted_attach(void **state)
+{
+    (void)state;
+    tu_in_child(interrupted_attach_child, "the interrupted attach");
+}
+
 /* SEEN (an int) is 1 when the service's dir holds a temp dir named as the
  * collection's while the converter runs, -1 when it holds another. */
 static void
@@ -1982,6 +2016,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_swarm_task_interrupted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_extraction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_conversion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_attach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_program_path_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_conversion_swept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_dir_completed_in_order, setup, teardown),
