@@ -909,6 +909,72 @@ test_attach_silent_is_bounded(void **state)
     stop_ok("front");
 }
 
+/* One that says it joined and ends within the second after (the sampler's
+ * perf says so as it starts, then cannot open its events): refused as one
+ * that never said it, not taken for attached. */
+static void
+test_attach_joined_then_ended(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    attach_world((ph_fake_end){ PH_FAKE_EXITS_BY_ITSELF, 1, 0 }, STRACE_JOINED);
+    CHECK(ph_run_attach(W.r, "strace", names, 1, &err) < 0, "attach fails");
+    CHECK(strstr(err->msg, "ended (exit 1) before it joined the service: strace: Process 7 attached") != NULL,
+          "why: %s", err->msg);
+    ph_error_free(&err);
+    CHECK(ph_fake_count(W.f, PH_LABEL_MODE, "strace") == 0, "the tools container removed");
+}
+
+/* The lines a refusal shows: the last four, in order, each without its
+ * timestamp and nothing more (a line with none is shown whole), joined by
+ * " | ". */
+static void
+test_attach_refused_tail(void **state)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    (void)state;
+    attach_world((ph_fake_end){ PH_FAKE_EXITS_BY_ITSELF, 2, 0 },
+                 "2026-01-01T00:00:00.000000000Z one\n"
+                 "2026-01-01T00:00:00.100000000Z two\n"
+                 "2026-01-01T00:00:00.200000000Z three\n"
+                 "strace: attach: ptrace(PTRACE_SEIZE, 7): Operation not permitted\n"
+                 "2026-01-01T00:00:00.300000000Z five\n"
+                 "2026-01-01T00:00:00.400000000Z six\n");
+    CHECK(ph_run_attach(W.r, "strace", names, 1, &err) < 0, "attach fails");
+    CHECK(strstr(err->msg, "before it joined the service: three | strace: attach: ptrace(PTRACE_SEIZE, 7): "
+                           "Operation not permitted | five | six") != NULL,
+          "the last four lines: %s", err->msg);
+    CHECK(strstr(err->msg, "two") == NULL, "no fifth line: %s", err->msg);
+    ph_error_free(&err);
+}
+
+/* One that says it joined and then fills more than the output attach
+ * reads (64 KiB): attached, the rest of its output not read. */
+static void
+test_attach_chatty_joins(void **state)
+{
+    static const char line[] = "2026-01-01T00:00:01.000000000Z strace: warning: a line of a chatty profiler\n";
+    char *names[1] = { "front" }, *log;
+    size_t n = 0, cap = strlen(STRACE_JOINED) + 2000 * (sizeof line - 1) + 1;
+    ph_error_t err = NULL;
+
+    (void)state;
+    log = malloc(cap);
+    assert_non_null(log);
+    n = (size_t)snprintf(log, cap, "%s", STRACE_JOINED);
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(log + n, cap - n, "%s", line);
+    assert_true(n > 64u << 10);
+    attach_world((ph_fake_end){ 0 }, log);
+    free(log);
+    must(ph_run_attach(W.r, "strace", names, 1, &err), &err, "attach");
+    assert_int_equal(ph_fake_count(W.f, PH_LABEL_MODE, "strace"), 1);
+}
+
 /* ---- replicas ------------------------------------------------------------------ */
 
 #define THREE "services:\n  front:\n    image: " DEMO_IMAGE "\n    deploy:\n      replicas: 3\n"
@@ -1884,6 +1950,40 @@ test_interrupted_conversion(void **state)
     tu_in_child(interrupted_conversion_child, "the interrupted conversion");
 }
 
+/* An attach interrupted while it waits for the tools container to say it
+ * joined (a silent one, SIGINT at its first wait): attach fails with 130
+ * then, not after the 60 s bound; the tools container is kept, for stop to
+ * detach and collect. */
+static int
+interrupted_attach_child(void)
+{
+    char *names[1] = { "front" };
+    ph_error_t err = NULL;
+
+    signal(SIGINT, SIG_DFL);
+    attach_world((ph_fake_end){ 0 }, "2026-01-01T00:00:00.000000000Z starting\n");
+    ph_fake_hook(W.f, "wait", raise_sigint, NULL);
+    if (ph_run_attach(W.r, "strace", names, 1, &err) == 0)
+        return 1;
+    if (err->status != 130 || strstr(err->msg, "interrupted by SIGINT") == NULL)
+        return 2;
+    if (calls_on("wait", "proj-front-attach-strace") != 1)
+        return 3; /* waited on after the interrupt */
+    if (ph_fake_count(W.f, PH_LABEL_MODE, "strace") != 1 || calls_on("remove", "proj-front-attach-strace") != 0)
+        return 4;
+    if (strstr(err->hint, "profharness stop front") == NULL)
+        return 5;
+    ph_error_free(&err);
+    return 0;
+}
+
+static void
+test_interrupted_attach(void **state)
+{
+    (void)state;
+    tu_in_child(interrupted_attach_child, "the interrupted attach");
+}
+
 /* SEEN (an int) is 1 when the service's dir holds a temp dir named as the
  * collection's while the converter runs, -1 when it holds another. */
 static void
@@ -2242,6 +2342,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_attach_waits_until_joined, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refused_after_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_silent_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_joined_then_ended, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_refused_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_chatty_joins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_refresh_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
@@ -2249,6 +2352,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_swarm_task_interrupted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_extraction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupted_conversion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted_attach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_program_path_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_conversion_swept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_run_dir_completed_in_order, setup, teardown),
