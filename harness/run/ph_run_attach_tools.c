@@ -26,7 +26,8 @@
  * events, a reader refused by the process) exits within the second. */
 #define ATTACH_READY_S 60L
 #define ATTACH_SETTLE_S 1L
-#define ATTACH_LOG_MAX (64u << 10) /* of its output, read for the text and the last lines */
+#define ATTACH_LOG_MAX (64u << 10)         /* of its output kept: the newest, for the text and the last lines */
+#define ATTACH_LOG_READ_MAX (16ull << 20)  /* of its output read at one look */
 #define ATTACH_TAIL_LINES 4
 
 /* ph-init, then ph-attach with the mode's attach command, onto ARGV.
@@ -64,21 +65,52 @@ attach_argv(const ph_profile *p, const char *service, const char *out, const cha
     return 0;
 }
 
+/* What a tools container said: the newest ATTACH_LOG_MAX bytes of it
+ * (older ones dropped half a buffer at a time), and whether READY was in
+ * what was read, dropped or kept (looked for in the whole buffer before
+ * each drop, so a text across the cut is found). */
 typedef struct attach_log {
-    char buf[ATTACH_LOG_MAX];
+    const char *ready;
+    int said;
+    unsigned long long read;
     size_t len;
+    char buf[ATTACH_LOG_MAX];
 } attach_log;
+
+static void
+attach_log_reset(attach_log *l)
+{
+    l->said = 0;
+    l->read = 0;
+    l->len = 0;
+    l->buf[0] = '\0';
+}
 
 static int
 attach_log_cb(void *ud, const char *data, size_t len)
 {
     attach_log *l = ud;
-    size_t take = len < sizeof l->buf - 1 - l->len ? len : sizeof l->buf - 1 - l->len;
 
-    memcpy(l->buf + l->len, data, take);
-    l->len += take;
-    l->buf[l->len] = '\0';
-    return l->len >= sizeof l->buf - 1 ? PH_BACKEND_DATA_ENOUGH : 0;
+    l->read += len;
+    while (len > 0) {
+        size_t room = sizeof l->buf - 1 - l->len, take = len < room ? len : room;
+
+        if (room == 0) {
+            size_t drop = l->len - sizeof l->buf / 2;
+
+            l->said |= l->ready != NULL && strstr(l->buf, l->ready) != NULL;
+            memmove(l->buf, l->buf + drop, l->len - drop);
+            l->len -= drop;
+            l->buf[l->len] = '\0';
+            continue;
+        }
+        memcpy(l->buf + l->len, data, take);
+        l->len += take;
+        l->buf[l->len] = '\0';
+        data += take;
+        len -= take;
+    }
+    return l->read >= ATTACH_LOG_READ_MAX ? PH_BACKEND_DATA_ENOUGH : 0;
 }
 
 /* The last ATTACH_TAIL_LINES lines of L, each without the timestamp the
@@ -128,14 +160,14 @@ attach_joined(ph_backend *b, const char *id, const ph_profile *p, const char *se
 
     if (l == NULL)
         return ph_fail(err, ENOMEM, "allocate");
+    l->ready = ready;
     ph_interrupt_begin();
     for (;;) {
         if (!said) {
-            l->len = 0;
-            l->buf[0] = '\0';
+            attach_log_reset(l);
             if (b->ops->log_all(b, id, attach_log_cb, l, err) < 0)
                 goto out;
-            said = strstr(l->buf, ready) != NULL;
+            said = l->said || strstr(l->buf, ready) != NULL;
         }
         if (b->ops->wait(b, id, ATTACH_SETTLE_S, &code, &timed_out, err) < 0)
             goto out;
@@ -159,8 +191,7 @@ attach_joined(ph_backend *b, const char *id, const ph_profile *p, const char *se
                       p->name, service);
         goto out;
     }
-    l->len = 0;
-    l->buf[0] = '\0';
+    attach_log_reset(l);
     if (b->ops->log_all(b, id, attach_log_cb, l, err) < 0)
         goto out;
     attach_log_tail(l, tail, sizeof tail);

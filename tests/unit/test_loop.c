@@ -975,6 +975,33 @@ test_attach_chatty_joins(void **state)
     assert_int_equal(ph_fake_count(W.f, PH_LABEL_MODE, "strace"), 1);
 }
 
+/* One that fills more than the output attach keeps (64 KiB) and then
+ * ends: the refusal quotes its real last lines, not the last of its first
+ * 64 KiB. */
+static void
+test_attach_refused_chatty_tail(void **state)
+{
+    static const char line[] = "2026-01-01T00:00:01.000000000Z strace: warning: a line of a chatty profiler\n";
+    static const char last[] = "2026-01-01T00:00:02.000000000Z strace: the real last line\n";
+    char *names[1] = { "front" }, *log;
+    size_t n = 0, cap = 3000 * (sizeof line - 1) + sizeof last;
+    ph_error_t err = NULL;
+
+    (void)state;
+    log = malloc(cap);
+    assert_non_null(log);
+    for (int i = 0; i < 3000; i++)
+        n += (size_t)snprintf(log + n, cap - n, "%s", line);
+    n += (size_t)snprintf(log + n, cap - n, "%s", last);
+    assert_true(n > 128u << 10);
+    attach_world((ph_fake_end){ PH_FAKE_EXITS_BY_ITSELF, 1, 0 }, log);
+    free(log);
+    CHECK(ph_run_attach(W.r, "strace", names, 1, &err) < 0, "attach fails");
+    CHECK(strstr(err->msg, "a chatty profiler | strace: the real last line") != NULL, "its last lines: %s",
+          err->msg);
+    ph_error_free(&err);
+}
+
 /* ---- replicas ------------------------------------------------------------------ */
 
 #define THREE "services:\n  front:\n    image: " DEMO_IMAGE "\n    deploy:\n      replicas: 3\n"
@@ -2345,6 +2372,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_attach_joined_then_ended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_refused_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attach_chatty_joins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_attach_refused_chatty_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_refresh_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replicas_one_kept_then_added, setup, teardown),
