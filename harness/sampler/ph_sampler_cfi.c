@@ -58,6 +58,7 @@
 #define CFA_STACK 16 /* remember_state nesting we follow */
 
 #define BLOCK_SHIFT 8 /* the row index's granularity: 256 bytes of code, a few rows */
+#define GROUP_SHIFT 6 /* blocks a 32-bit row number stands for; each a 16-bit step from it */
 
 /* A row while the tables are built: from code offset LOC (from the load
  * bias) up to the next row, RULE. */
@@ -69,8 +70,11 @@ typedef struct phs_cfi_row {
 /* One loaded object's rows, 2 bytes each (3 past 256 rules): where it
  * starts in its block of code, and the number of its rule among the
  * object's distinct ones (node 20 has 373,577 rows and 63 rules, libjvm
- * 191,593 rows).  Block b's rows are index[b] .. index[b + 1] - 1.  Kept
- * across rebuilds while it stays loaded. */
+ * 191,593 rows).  Block b's rows are first_row(b) .. first_row(b + 1) - 1;
+ * a block's first row is a 32-bit number per 64 blocks (16 KiB of code)
+ * and a 16-bit step from it per block (a row per byte of code at most: <
+ * 16,384), 2.06 bytes a block.  Kept across rebuilds while it stays
+ * loaded. */
 typedef struct cfi_obj {
     uintptr_t bias, lo, hi; /* hi - lo < 4 GiB: 32-bit offsets and row numbers */
     uint8_t *at;            /* N: loc - (lo - bias), its low byte: ascending within a block */
@@ -78,14 +82,21 @@ typedef struct cfi_obj {
     uint8_t *rule_hi;       /* N: the high byte; NULL with 256 rules or fewer */
     phs_cfi_rule *rules;
     size_t n, n_rules;
-    uint32_t *index;        /* N_INDEX + 1: per block of code from lo, its first row; the last, past them */
-    size_t n_index;         /* blocks */
+    uint32_t *group;        /* (N_INDEX >> GROUP_SHIFT) + 1: the first row of every 64th block */
+    uint16_t *index;        /* N_INDEX + 1: per block of code from lo, its first row from its group's */
+    size_t n_index;         /* blocks; the entry past them is past their rows */
 } cfi_obj;
 
 static inline size_t
 row_rule(const cfi_obj *o, size_t r)
 {
     return o->rule_lo[r] | (o->rule_hi ? (size_t)o->rule_hi[r] << 8 : 0);
+}
+
+static inline size_t
+first_row(const cfi_obj *o, size_t b)
+{
+    return (size_t)o->group[b >> GROUP_SHIFT] + o->index[b];
 }
 
 /* An object's code range, kept next to the others for the search. */
@@ -528,10 +539,11 @@ parse_eh_frame(const uint8_t *p, const uint8_t *end, uintptr_t bias, uintptr_t l
     return p;
 }
 
-/* The block index of O's rows from their offsets IN (see cfi_obj):
- * index[b] is the first row at or past block b's start.  A row before
- * index[0] lies below the code, one from index[n_index] on past it: no
- * block holds them.  0, or -1 out of memory. */
+/* The block index of O's rows from their offsets IN, ascending and
+ * distinct (see cfi_obj): first_row(b) is the first row at or past block
+ * b's start.  A row before first_row(0) lies below the code, one from
+ * first_row(n_index) on past it: no block holds them.  0; -1 out of
+ * memory; -2 when a step does not fit (offsets not distinct). */
 static int
 build_index(cfi_obj *o, const phs_cfi_row *in, size_t n)
 {
@@ -540,14 +552,19 @@ build_index(cfi_obj *o, const phs_cfi_row *in, size_t n)
 
     o->n_index = ((o->hi - o->lo) >> BLOCK_SHIFT) + 1;
     o->index = malloc((o->n_index + 1) * sizeof *o->index);
-    if (o->index == NULL)
+    o->group = malloc(((o->n_index >> GROUP_SHIFT) + 1) * sizeof *o->group);
+    if (o->index == NULL || o->group == NULL)
         return -1;
     for (size_t b = 0; b <= o->n_index; b++) {
         uint64_t start = base + ((uint64_t)b << BLOCK_SHIFT);
 
         while (r < n && in[r].loc < start)
             r++;
-        o->index[b] = (uint32_t)r;
+        if ((b & ((1u << GROUP_SHIFT) - 1)) == 0)
+            o->group[b >> GROUP_SHIFT] = (uint32_t)r;
+        if (r - o->group[b >> GROUP_SHIFT] > UINT16_MAX)
+            return -2;
+        o->index[b] = (uint16_t)(r - o->group[b >> GROUP_SHIFT]);
     }
     return 0;
 }
@@ -560,9 +577,11 @@ clear_rows(cfi_obj *o)
     free(o->rule_hi);
     free(o->rules);
     free(o->index);
+    free(o->group);
     o->at = o->rule_lo = o->rule_hi = NULL;
     o->rules = NULL;
     o->index = NULL;
+    o->group = NULL;
     o->n = o->n_rules = o->n_index = 0;
 }
 
@@ -708,7 +727,7 @@ compact_rows(cfi_obj *o, const phs_cfi_row *in, size_t n)
             o->rule_hi[i] = (uint8_t)(num[i] >> 8);
     }
     o->n = n;
-    if (build_index(o, in, n) < 0)
+    if ((rc = build_index(o, in, n)) < 0)
         goto fail;
     free(slot);
     free(num);
@@ -1039,8 +1058,8 @@ phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t *hint)
      * before the block (see build_index). */
     b = (pc - o->lo) >> BLOCK_SHIFT;
     at = (uint8_t)(pc - o->lo);
-    lo = o->index[b];
-    hi = o->index[b + 1];
+    lo = first_row(o, b);
+    hi = first_row(o, b + 1);
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
 
