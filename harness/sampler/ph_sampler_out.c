@@ -51,14 +51,13 @@
 #include "ph_sampler_int.h"
 #include "ph_perfmap.h"
 
-/* A function of a module's symbol tables, 8 bytes (node 20 has 97,000 of
- * them: 0.8 MB of the host's memory kept, 1.5 MB at 16 bytes): where it
- * starts (a file virtual address, from the module's lowest one), and which
- * symbol it is (its table, SYM_TAB_BIT, and its number there), whose size
- * and name are read from the mapped file when it is named.  Its demangled
- * name, once used, is in the module's PRETTY. */
+/* A function of a module's symbol tables, 4 bytes (node 20 has 97,000 of
+ * them: 0.4 MB of the host's memory kept, 1.5 MB at 16 bytes): which
+ * symbol it is, its table (SYM_TAB_BIT) and its number there; its start,
+ * size and name are read from the mapped file, whose pages a snapshot's
+ * search touches and phs_symbols_release drops.  Sorted by start.  Its
+ * demangled name, once used, is in the module's PRETTY. */
 typedef struct sym {
-    uint32_t start;
     uint32_t sym;
 } fsym;
 #define SYM_TAB_BIT 0x80000000u /* the second symbol table read (of .symtab, .dynsym) */
@@ -410,7 +409,7 @@ load_module(phs_symbols *s, elfmod *m)
     }
     if (kept > 0 && (m->syms = malloc(kept * sizeof *m->syms)) != NULL) {
         for (size_t k = 0; k < kept; k++)
-            m->syms[k] = (fsym){ rd[k].start, rd[k].sym };
+            m->syms[k] = (fsym){ rd[k].sym };
         m->n_syms = kept;
     }
     free(rd);
@@ -674,6 +673,14 @@ sym_of(const elfmod *m, const fsym *sy)
     return &m->tab[(sy->sym & SYM_TAB_BIT) != 0][sy->sym & ~SYM_TAB_BIT];
 }
 
+/* Where SY starts, from M's lowest file virtual address (it was read
+ * only if that fits 32 bits). */
+static uint32_t
+sym_start(const elfmod *m, const fsym *sy)
+{
+    return (uint32_t)(sym_of(m, sy)->st_value - m->sym_base);
+}
+
 static uint32_t
 sym_size(const elfmod *m, const fsym *sy)
 {
@@ -734,7 +741,7 @@ symtab_name(phs_symbols *s, elfmod *m, uintptr_t pc)
 
     while (lo < hi) { /* last symbol starting at or before va */
         size_t mid = (lo + hi) / 2;
-        if (m->syms[mid].start <= va)
+        if (sym_start(m, &m->syms[mid]) <= va)
             lo = mid + 1;
         else
             hi = mid;
@@ -744,11 +751,11 @@ symtab_name(phs_symbols *s, elfmod *m, uintptr_t pc)
     /* Several symbols may share a start (aliases): any covers. */
     while (lo > 0) {
         const fsym *sy = &m->syms[lo - 1];
-        uint32_t size = sym_size(m, sy);
+        uint32_t size = sym_size(m, sy), start = sym_start(m, sy);
 
-        if (va < (uintptr_t)sy->start + (size ? size : 1))
+        if (va < (uintptr_t)start + (size ? size : 1))
             return pretty_name(s, m, lo - 1);
-        if (lo < 2 || m->syms[lo - 2].start != sy->start)
+        if (lo < 2 || sym_start(m, &m->syms[lo - 2]) != start)
             break;
         lo--;
     }
