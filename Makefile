@@ -178,6 +178,13 @@ $(B)/tests/%: tests/unit/%.c $(FAKE_OBJ) $(B)/libprofharness.a
 $(B)/tests/test_sampler_cfi: harness/sampler/ph_sampler_cfi.c harness/sampler/ph_sampler_int.h
 $(B)/tests/test_sampler_cfi: private CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
 
+# The symbol tables' test compiles their source in (hidden in the
+# library) and takes the rest of the sampler from its archive.
+$(B)/tests/test_sampler_syms: tests/unit/test_sampler_syms.c harness/sampler/ph_sampler_out.c harness/sampler/ph_sampler_int.h $(B)/libphsampler.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -include harness/sampler/ph_sampler_glibc.h $(CFLAGS) $(WARN) -o $@ $< $(B)/libphsampler.a \
+	    $(SAMPLER_LIBS) -lcmocka
+
 # The Python layout checked with offsetof against CPython 3.11's own
 # headers, where python3.11-dev installed them (skipped elsewhere).
 PY311_INC := $(wildcard /usr/include/python3.11/internal/pycore_frame.h)

@@ -14,9 +14,11 @@
  * writer thread, ahead of time: every FDE of every loaded object is run
  * through the CFA program and flattened into rows "from this offset on,
  * CFA = rsp|rbp + N, the return address is at CFA + R, the caller's rbp is
- * at CFA + F (or unchanged)", sorted; a row is kept as its offset and the
- * number of its rule, each distinct rule once (6 bytes a row, not 16: a
- * node's 370,000 rows hold 2.2 MB of the host's memory).  That covers what compilers emit for
+ * at CFA + F (or unchanged)", sorted; a row is kept as its offset in its
+ * 256-byte block of code (the block index below says where each block's
+ * rows begin) and the number of its rule, each distinct rule once: 2 bytes
+ * a row, 3 past 256 rules (node 20's 373,577 rows and their index hold 1.2
+ * MB of the host's memory; 2.7 MB at 6 bytes a row).  That covers what compilers emit for
  * ordinary functions; rules we cannot express (CFA expressions, as in PLT
  * stubs and signal trampolines) become "no row", and the signal path falls
  * back to the frame pointer for that one frame.
@@ -24,9 +26,9 @@
  * The signal path (phs_cfi_enter/find/leave) finds the object (the walk's
  * previous one first: callers are mostly in the same object), then the
  * row by a binary search of the few rows of the object's 256-byte block
- * of code (an index per block, built with the rows, 1.6% of the code's
- * size: a cache line or two touched rather than a search of tens of
- * thousands of rows), and writes nothing but a counter.  A new table (after a dlopen or dlclose:
+ * of code (an index per block, built with the rows: its first row, 1.6%
+ * of the code's size; a cache line or two touched rather than a search of
+ * tens of thousands of rows), and writes nothing but a counter.  A new table (after a dlopen or dlclose:
  * dl_iterate_phdr's adds/subs counters change) is published with one
  * atomic exchange; the old one is freed once no handler is inside it, the
  * way the sample tables are flipped (ph_sampler_int.h).  Rows of objects
@@ -56,6 +58,7 @@
 #define CFA_STACK 16 /* remember_state nesting we follow */
 
 #define BLOCK_SHIFT 8 /* the row index's granularity: 256 bytes of code, a few rows */
+#define GROUP_SHIFT 6 /* blocks a 32-bit row number stands for; each a 16-bit step from it */
 
 /* A row while the tables are built: from code offset LOC (from the load
  * bias) up to the next row, RULE. */
@@ -64,18 +67,37 @@ typedef struct phs_cfi_row {
     phs_cfi_rule rule;
 } phs_cfi_row;
 
-/* One loaded object's rows, 6 bytes each: its offset, and the number of
- * its rule among the object's distinct ones (a node has 370,000 rows and a
- * few thousand rules).  Kept across rebuilds while it stays loaded. */
+/* One loaded object's rows, 2 bytes each (3 past 256 rules): where it
+ * starts in its block of code, and the number of its rule among the
+ * object's distinct ones (node 20 has 373,577 rows and 63 rules, libjvm
+ * 191,593 rows).  Block b's rows are first_row(b) .. first_row(b + 1) - 1;
+ * a block's first row is a 32-bit number per 64 blocks (16 KiB of code)
+ * and a 16-bit step from it per block (a row per byte of code at most: <
+ * 16,384), 2.06 bytes a block.  Kept across rebuilds while it stays
+ * loaded. */
 typedef struct cfi_obj {
-    uintptr_t bias, lo, hi; /* hi - lo < 4 GiB: rows hold 32-bit offsets */
-    uint32_t *locs;         /* N, ascending */
-    uint16_t *rule_of;      /* N: an index into RULES */
+    uintptr_t bias, lo, hi; /* hi - lo < 4 GiB: 32-bit offsets and row numbers */
+    uint8_t *at;            /* N: loc - (lo - bias), its low byte: ascending within a block */
+    uint8_t *rule_lo;       /* N: the low byte of its index into RULES */
+    uint8_t *rule_hi;       /* N: the high byte; NULL with 256 rules or fewer */
     phs_cfi_rule *rules;
     size_t n, n_rules;
-    uint32_t *index;        /* per block of code from lo: the last row at or below its start */
-    size_t n_index;
+    uint32_t *group;        /* (N_INDEX >> GROUP_SHIFT) + 1: the first row of every 64th block */
+    uint16_t *index;        /* N_INDEX + 1: per block of code from lo, its first row from its group's */
+    size_t n_index;         /* blocks; the entry past them is past their rows */
 } cfi_obj;
+
+static inline size_t
+row_rule(const cfi_obj *o, size_t r)
+{
+    return o->rule_lo[r] | (o->rule_hi ? (size_t)o->rule_hi[r] << 8 : 0);
+}
+
+static inline size_t
+first_row(const cfi_obj *o, size_t b)
+{
+    return (size_t)o->group[b >> GROUP_SHIFT] + o->index[b];
+}
 
 /* An object's code range, kept next to the others for the search. */
 typedef struct cfi_span {
@@ -517,33 +539,56 @@ parse_eh_frame(const uint8_t *p, const uint8_t *end, uintptr_t bias, uintptr_t l
     return p;
 }
 
-/* The block index of O's rows (see cfi_obj).  0, or -1 out of memory. */
+/* The block index of O's rows from their offsets IN, ascending and
+ * distinct (see cfi_obj): first_row(b) is the first row at or past block
+ * b's start.  A row before first_row(0) lies below the code, one from
+ * first_row(n_index) on past it: no block holds them.  0; -1 out of
+ * memory; -2 when a step does not fit (offsets not distinct). */
 static int
-build_index(cfi_obj *o)
+build_index(cfi_obj *o, const phs_cfi_row *in, size_t n)
 {
+    uint64_t base = (uint64_t)(o->lo - o->bias);
     size_t r = 0;
 
     o->n_index = ((o->hi - o->lo) >> BLOCK_SHIFT) + 1;
-    o->index = malloc(o->n_index * sizeof *o->index);
-    if (o->index == NULL)
+    o->index = malloc((o->n_index + 1) * sizeof *o->index);
+    o->group = malloc(((o->n_index >> GROUP_SHIFT) + 1) * sizeof *o->group);
+    if (o->index == NULL || o->group == NULL)
         return -1;
-    for (size_t b = 0; b < o->n_index; b++) {
-        uint64_t start = (uint64_t)(o->lo - o->bias) + ((uint64_t)b << BLOCK_SHIFT);
+    for (size_t b = 0; b <= o->n_index; b++) {
+        uint64_t start = base + ((uint64_t)b << BLOCK_SHIFT);
 
-        while (r + 1 < o->n && o->locs[r + 1] <= start)
+        while (r < n && in[r].loc < start)
             r++;
-        o->index[b] = (uint32_t)r;
+        if ((b & ((1u << GROUP_SHIFT) - 1)) == 0)
+            o->group[b >> GROUP_SHIFT] = (uint32_t)r;
+        if (r - o->group[b >> GROUP_SHIFT] > UINT16_MAX)
+            return -2;
+        o->index[b] = (uint16_t)(r - o->group[b >> GROUP_SHIFT]);
     }
     return 0;
 }
 
 static void
-free_obj(cfi_obj *o)
+clear_rows(cfi_obj *o)
 {
-    free(o->locs);
-    free(o->rule_of);
+    free(o->at);
+    free(o->rule_lo);
+    free(o->rule_hi);
     free(o->rules);
     free(o->index);
+    free(o->group);
+    o->at = o->rule_lo = o->rule_hi = NULL;
+    o->rules = NULL;
+    o->index = NULL;
+    o->group = NULL;
+    o->n = o->n_rules = o->n_index = 0;
+}
+
+static void
+free_obj(cfi_obj *o)
+{
+    clear_rows(o);
     free(o);
 }
 
@@ -628,22 +673,27 @@ rule_equal(const phs_cfi_rule *a, const phs_cfi_rule *b)
            a->cfa_reg == b->cfa_reg && a->flags == b->flags;
 }
 
-/* O's rows from the sorted IN (N of them): offsets and rule numbers,
- * each distinct rule kept once.  0; -1 out of memory; -2 past 65,536
- * rules (the object is then left to the frame pointers). */
+/* O's rows from the sorted IN (N of them; O's bias, lo and hi set):
+ * offsets in their blocks and rule numbers, each distinct rule kept once,
+ * and the block index.  0; -1 out of memory; -2 past 65,536 rules (the
+ * object is then left to the frame pointers).  On failure O holds no
+ * rows. */
 static int
 compact_rows(cfi_obj *o, const phs_cfi_row *in, size_t n)
 {
     size_t slots = 1024, cap = 0;
     uint32_t *slot = NULL; /* rule number + 1, 0: free */
+    uint16_t *num = NULL;  /* each row's rule number, until the rules are counted */
+    uintptr_t base = o->lo - o->bias;
     int rc = -1;
 
     while (slots < 2 * n)
         slots *= 2;
-    o->locs = malloc(n * sizeof *o->locs);
-    o->rule_of = malloc(n * sizeof *o->rule_of);
+    o->at = malloc(n ? n : 1);
+    o->rule_lo = malloc(n ? n : 1);
+    num = malloc((n ? n : 1) * sizeof *num);
     slot = calloc(slots, sizeof *slot);
-    if (o->locs == NULL || o->rule_of == NULL || slot == NULL)
+    if (o->at == NULL || o->rule_lo == NULL || num == NULL || slot == NULL)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         size_t k = rule_hash(&in[i].rule) & (slots - 1);
@@ -652,8 +702,6 @@ compact_rows(cfi_obj *o, const phs_cfi_row *in, size_t n)
             k = (k + 1) & (slots - 1);
         if (slot[k] == 0) {
             if (o->n_rules == 65536) {
-                free(slot);
-                slot = NULL;
                 rc = -2;
                 goto fail;
             }
@@ -668,21 +716,26 @@ compact_rows(cfi_obj *o, const phs_cfi_row *in, size_t n)
             o->rules[o->n_rules++] = in[i].rule;
             slot[k] = (uint32_t)o->n_rules;
         }
-        o->locs[i] = in[i].loc;
-        o->rule_of[i] = (uint16_t)(slot[k] - 1);
+        o->at[i] = (uint8_t)(in[i].loc - base); /* a row below the code: never read */
+        num[i] = (uint16_t)(slot[k] - 1);
     }
-    free(slot);
+    if (o->n_rules > 256 && (o->rule_hi = malloc(n)) == NULL)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        o->rule_lo[i] = (uint8_t)num[i];
+        if (o->rule_hi)
+            o->rule_hi[i] = (uint8_t)(num[i] >> 8);
+    }
     o->n = n;
+    if ((rc = build_index(o, in, n)) < 0)
+        goto fail;
+    free(slot);
+    free(num);
     return 0;
 fail:
     free(slot);
-    free(o->locs);
-    free(o->rule_of);
-    free(o->rules);
-    o->locs = NULL;
-    o->rule_of = NULL;
-    o->rules = NULL;
-    o->n_rules = 0;
+    free(num);
+    clear_rows(o);
     return rc;
 }
 
@@ -856,11 +909,6 @@ object_cb(struct dl_phdr_info *info, size_t size, void *ud)
         return 0;
     }
     free(out.v);
-    if (build_index(o) < 0) {
-        free_obj(o);
-        b->oom = 1;
-        return 0;
-    }
     b->objs[b->n++] = o;
     return 0;
 }
@@ -982,7 +1030,7 @@ phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t *hint)
 {
     size_t lo = 0, hi, b;
     const cfi_obj *o = NULL;
-    uint32_t off;
+    uint8_t at;
 
     if (t == NULL)
         return NULL;
@@ -1006,23 +1054,23 @@ phs_cfi_find(const phs_cfi *t, uintptr_t pc, size_t *hint)
     }
     if (o == NULL)
         return NULL;
-    off = (uint32_t)(pc - o->bias);
-    /* The answer lies between the rows indexed for this block and the
-     * next (see build_index). */
+    /* The last row of PC's block at or below it, else the last row
+     * before the block (see build_index). */
     b = (pc - o->lo) >> BLOCK_SHIFT;
-    lo = o->index[b];
-    hi = b + 1 < o->n_index ? (size_t)o->index[b + 1] + 1 : o->n;
-    while (lo < hi) { /* the last row at or below OFF */
+    at = (uint8_t)(pc - o->lo);
+    lo = first_row(o, b);
+    hi = first_row(o, b + 1);
+    while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
 
-        if (o->locs[mid] <= off)
+        if (o->at[mid] <= at)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == 0 || o->rules[o->rule_of[lo - 1]].cfa_reg == PHS_CFA_NONE)
+    if (lo == 0 || o->rules[row_rule(o, lo - 1)].cfa_reg == PHS_CFA_NONE)
         return NULL;
-    return &o->rules[o->rule_of[lo - 1]];
+    return &o->rules[row_rule(o, lo - 1)];
 }
 
 #else /* not x86-64: frame pointers only */

@@ -20,28 +20,70 @@ phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
     return dl_iterate_phdr(cb, data);
 }
 
+/* The allocator's bytes in use (the test is built with AddressSanitizer,
+ * which keeps its own count; its header is not installed here). */
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void);
+static size_t
+allocated_bytes(void)
+{
+    return __sanitizer_get_current_allocated_bytes();
+}
+#else
+#include <malloc.h>
+static size_t
+allocated_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+
+    return mi.uordblks + mi.hblkhd;
+}
+#endif
+
 #if defined(__x86_64__)
+
+/* Row R's offset from O's bias: its block (the last whose first row is at
+ * or below R) and its place in it; 0 below the code, UINT64_MAX past it. */
+static uint64_t
+row_loc(const cfi_obj *o, size_t r)
+{
+    size_t lo = 0, hi = o->n_index + 1;
+
+    if (r < first_row(o, 0))
+        return 0;
+    if (r >= first_row(o, o->n_index))
+        return UINT64_MAX;
+    while (lo < hi) { /* the first block whose first row is past R */
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (first_row(o, mid) <= r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint64_t)(o->lo - o->bias) + ((uint64_t)(lo - 1) << BLOCK_SHIFT) + o->at[r];
+}
 
 /* The row a plain search of all of O's rows gives for PC. */
 static const phs_cfi_rule *
 plain_find(const cfi_obj *o, uintptr_t pc)
 {
-    uint32_t off = (uint32_t)(pc - o->bias);
+    uint64_t off = pc - o->bias;
     size_t lo = 0, hi = o->n;
     const phs_cfi_rule *r;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
 
-        if (o->locs[mid] <= off)
+        if (row_loc(o, mid) <= off)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (lo == 0)
         return NULL;
-    assert_true(o->rule_of[lo - 1] < o->n_rules);
-    r = &o->rules[o->rule_of[lo - 1]];
+    assert_true(row_rule(o, lo - 1) < o->n_rules);
+    r = &o->rules[row_rule(o, lo - 1)];
     return r->cfa_reg == PHS_CFA_NONE ? NULL : r;
 }
 
@@ -106,8 +148,6 @@ test_adjacent_objects_and_last_block(void **state)
     assert_int_equal(compact_rows(&b, rb, 2), 0);
     assert_int_equal(a.n, 4);
     assert_int_equal(a.n_rules, 3); /* CFA = rsp + 8 once, for two rows */
-    assert_int_equal(build_index(&a), 0);
-    assert_int_equal(build_index(&b), 0);
     h = 0;
     r = phs_cfi_find(t, 0x102ff, &h);
     assert_non_null(r);
@@ -133,14 +173,41 @@ test_adjacent_objects_and_last_block(void **state)
     h = 1;
     assert_null(phs_cfi_find(t, 0x10480, &h)); /* past every object */
     assert_null(phs_cfi_find(t, 0xffff, &h));
-    free(a.locs);
-    free(a.rule_of);
-    free(a.rules);
-    free(a.index);
-    free(b.locs);
-    free(b.rule_of);
-    free(b.rules);
-    free(b.index);
+    clear_rows(&a);
+    clear_rows(&b);
+}
+
+/* Past 256 distinct rules a row's number takes a second byte: 300 rules,
+ * one a row, each row found with its own; rows on either side of a block
+ * boundary and a block without rows (its addresses take the row before). */
+static void
+test_many_rules_and_empty_blocks(void **state)
+{
+    enum { N = 300 };
+    phs_cfi_row in[N];
+    cfi_obj o = { .bias = 0x40000, .lo = 0x40000, .hi = 0x40000 + N * 0x80 + 0x400 };
+    struct {
+        size_t n;
+        cfi_span spans[1];
+    } table = { 1, { { o.lo, o.hi, &o } } };
+    const phs_cfi *t = (const phs_cfi *)(const void *)&table;
+    size_t h = 0, wrong = 0;
+
+    (void)state;
+    for (int i = 0; i < N; i++) /* every 0x80 bytes, but none from 0x2000 to 0x2400 */
+        in[i] = (phs_cfi_row){ (uint32_t)(i * 0x80 + (i >= 0x40 ? 0x400 : 0)), { 8 + 8 * i, -8, 0, PHS_CFA_SP, 0 } };
+    assert_int_equal(compact_rows(&o, in, N), 0);
+    assert_int_equal(o.n_rules, N);
+    assert_non_null(o.rule_hi);
+    for (int i = 0; i < N; i++) {
+        uintptr_t first = o.bias + in[i].loc, last = i + 1 < N ? o.bias + in[i + 1].loc - 1 : o.hi - 1;
+        const phs_cfi_rule *a = phs_cfi_find(t, first, &h), *z = phs_cfi_find(t, last, &h);
+
+        wrong += a == NULL || a->cfa_off != 8 + 8 * i || z == NULL || z->cfa_off != 8 + 8 * i;
+    }
+    assert_int_equal(wrong, 0);
+    assert_int_equal(phs_cfi_find(t, 0x40000 + 0x2200, &h)->cfa_off, 8 + 8 * 0x3f); /* the empty blocks */
+    clear_rows(&o);
 }
 
 /* A function's first instruction: the call just pushed the return
@@ -261,14 +328,50 @@ test_eh_frame_pages_dropped(void **state)
     free(b.objs);
 }
 
+/* What an object's rows keep of the host's memory once built: libc's
+ * rows built afresh, the allocator's bytes in use before and after (the
+ * build's buffers freed): at most 3 bytes a row (2 with 256 rules or
+ * fewer), 2 a block of code and 4 every 64 blocks, and the rules. */
+static void
+test_rows_bytes(void **state)
+{
+    found f = { .ok = 0 };
+    build b = { 0 };
+    size_t saved = C.n_objs, before, after, n, bound;
+    const cfi_obj *o;
+
+    (void)state;
+    dl_iterate_phdr(libc_cb, &f);
+    assert_true(f.ok);
+    C.n_objs = 0; /* nothing to reuse: libc's rows are built again */
+    before = allocated_bytes();
+    assert_int_equal(object_cb(&f.info, sizeof f.info, &b), 0);
+    after = allocated_bytes();
+    C.n_objs = saved;
+    assert_int_equal(b.n, 1);
+    o = b.objs[0];
+    n = o->n;
+    assert_true(n > 1000);
+    bound = (o->n_rules > 256 ? 3 : 2) * n + 2 * (o->n_index + 1) + 4 * ((o->n_index >> 6) + 1) +
+            (o->n_rules > 32 ? 2 * o->n_rules : 64) * sizeof(phs_cfi_rule) +
+            sizeof *o + 32 * sizeof(void *) /* the list B */;
+    print_message("# libc: %zu rows, %zu rules, %zu blocks: %zu bytes kept (%.2f a row), bound %zu\n", n, o->n_rules,
+                  o->n_index, after - before, (double)(after - before) / (double)n, bound);
+    assert_true(after - before <= bound);
+    free_obj(b.objs[0]);
+    free(b.objs);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_address_finds_its_row),
         cmocka_unit_test(test_adjacent_objects_and_last_block),
+        cmocka_unit_test(test_many_rules_and_empty_blocks),
         cmocka_unit_test(test_function_entry_rule),
         cmocka_unit_test(test_eh_frame_pages_dropped),
+        cmocka_unit_test(test_rows_bytes),
     };
     return cmocka_run_group_tests_name("sampler_cfi", tests, NULL, NULL);
 }
