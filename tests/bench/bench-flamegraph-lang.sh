@@ -126,6 +126,22 @@ ATTACH='for _ in $(seq 1 100); do
     sleep 0.1
 done'
 
+# joined_before_from JOINER: wait for JOINER's "ph-attach: joined" (what
+# every joiner says once it samples, as `attach` waits for it); the run
+# fails when the program ($name) reached round FROM first.
+joined_before_from() {
+    local i
+    for i in $(seq 1 400); do
+        docker logs "$1" 2>&1 | grep -q "^ph-attach: joined" && break
+        sleep 0.05
+    done
+    if ! docker logs "$1" 2>&1 | grep -q "^ph-attach: joined" || docker logs "$name" 2>/dev/null | grep -q '^bench-from '; then
+        echo "bench-flamegraph-lang: $lang ($kind): not profiling before round $FROM_ROUND (raise FROM_ROUND):" >&2
+        docker logs "$1" 2>&1 | tail -3 >&2
+        exit 1
+    fi
+}
+
 run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
     local lang=$1 kind=$2 name="$PROJECT-$1-$2-$$" ep t0 t1 from to st hz=0 i
     local -a env=(-e PH_BENCH_FROM="$FROM_ROUND" -e PH_BENCH_TO="$TO_ROUND" -e PH_BENCH_PRELOAD=)
@@ -168,15 +184,7 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
             done
             mkdir -p /tmp/out && exec /opt/profharness/bin/ph-attach -- /opt/profharness/bin/ph-attach-sampler /tmp/out "{pids}" "$1" cpu bench' \
             sh "$HZ" > /dev/null
-        for i in $(seq 1 400); do
-            docker logs "$name-att" 2>&1 | grep -q "^ph-attach: joined" && break
-            sleep 0.05
-        done
-        if ! docker logs "$name-att" 2>&1 | grep -q "^ph-attach: joined" || docker logs "$name" 2>/dev/null | grep -q '^bench-from '; then
-            echo "bench-flamegraph-lang: $lang ($kind): not profiling before round $FROM_ROUND (raise FROM_ROUND):" >&2
-            docker logs "$name-att" 2>&1 | tail -3 >&2
-            exit 1
-        fi
+        joined_before_from "$name-att"
     fi
     if [ "$kind" = attach ] && [ "$lang" = node ]; then
         names+=("$name-insp")
@@ -193,15 +201,7 @@ run() { # LANG KIND -> appends "cpu_ms wall_ms delivered_hz" to $tmp/LANG-KIND
                 done
                 sleep 0.05
             done; exit 1' sh "$HZ" > /dev/null
-        for i in $(seq 1 200); do
-            docker logs "$name-insp" 2>&1 | grep -q "V8's profiler samples" && break
-            sleep 0.05
-        done
-        if ! docker logs "$name-insp" 2>&1 | grep -q "V8's profiler samples" || docker logs "$name" 2>/dev/null | grep -q '^bench-from '; then
-            echo "bench-flamegraph-lang: $lang ($kind): not profiling before round $FROM_ROUND (raise FROM_ROUND):" >&2
-            docker logs "$name-insp" 2>&1 | tail -3 >&2
-            exit 1
-        fi
+        joined_before_from "$name-insp"
     fi
     for i in $(seq 1 3000); do
         docker logs "$name" 2>/dev/null | grep -q '^bench-to ' && break
