@@ -305,6 +305,9 @@ int renameat2(int a, const char *from, int b, const char *to, unsigned flags)
 }
 C
     cc -shared -fPIC -o "$preload" "$BATS_TEST_TMPDIR/crash.c" -ldl
+    # a run id is the start's second: the test before may have left a run
+    # of the same second, which this stop would rightly put at .2 (CI did)
+    rm -rf "$OUT/worker"
     start_worker
     run_id=$(dk inspect -f '{{index .Config.Labels "io.profharness.run"}}' "$CTR")
     run env LD_PRELOAD="$preload" "$PH" -f "$DEMO_COMPOSE" -p "$PH_TEST_PROJECT" --profiles "$PH_PROFILES" \
