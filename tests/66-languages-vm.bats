@@ -154,6 +154,21 @@ LANG_EXTRA="javaint javanoagent javajrenoagent javajrenoattach"
     [[ "$ST" == *'"java": "Java: frames read through AsyncGetCallTrace'* ]]
 }
 
+# The same JVM joined while it runs: the sampler loaded as its agent over
+# the attach socket names the interpreted methods as at start.
+@test "languages: java -Xint × attach-flamegraph: interpreted methods by name" {
+    java_cell javaint ';LangJava.main_[j];' 'java -Xint' attach-flamegraph
+    grep -q ';LangJava.main_\[j\];LangJava.hot_seventy_five_\[j\] ' "$F"
+    [[ "$ST" == *'"java": "Java: frames read through AsyncGetCallTrace'* ]]
+}
+
+# perf names an interpreted method `Interpreter` only (the perf map's one
+# entry for the interpreter; -Xint compiles nothing): start and attach
+# refuse before anything is restarted or attached, naming the mode that
+# names them (KNOWN_GAPS).  Not in the table's count: javaint is no row of it.
+@test "languages: java -Xint × perf: refused, and why" { check_cell javaint perf; }
+@test "languages: java -Xint × attach-perf: refused, and why" { check_cell javaint attach-perf; }
+
 # A JVM that does not load the agent (its wrapper takes -agentpath out):
 # the perf map's names, as before the agent, and the status says why.
 @test "languages: java without the agent × flamegraph: the perf map's names, and why" {

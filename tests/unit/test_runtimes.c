@@ -486,6 +486,25 @@ test_unnamed_shipped(void **state)
     assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "node", "node --perf-basic-prof /a.js", none), "-");
     assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "lang-c", "lang-c", none), "-");
     assert_string_equal(refused(perf, PH_UNNAMED_ATTACH, "java", "java -jar a.jar", none), "-");
+    /* a JVM that interprets everything: the perf map's `Interpreter` only,
+     * wherever HotSpot reads -Xint from; the sampler names its methods */
+    {
+        static const char *const tool[] = { "JAVA_TOOL_OPTIONS=-Xmx64m -Xint", NULL };
+        static const char *const jdk[] = { "JDK_JAVA_OPTIONS=-Xint", NULL };
+        static const char *const under[] = { "_JAVA_OPTIONS=-Xint", NULL };
+        static const char *const other[] = { "JAVA_TOOL_OPTIONS=-Xint2", NULL };
+
+        for (int w = PH_UNNAMED_START; w <= PH_UNNAMED_ATTACH; w <<= 1) {
+            assert_non_null(strstr(refused(perf, w, "java", "java -Xint -cp /a A", none), "runs with -Xint"));
+            assert_non_null(strstr(refused(perf, w, "java", "java -jar a.jar", tool), "runs with -Xint"));
+            assert_non_null(strstr(refused(perf, w, "java", "java -jar a.jar", jdk), "runs with -Xint"));
+            assert_non_null(strstr(refused(perf, w, "java", "java -jar a.jar", under), "runs with -Xint"));
+            assert_string_equal(refused(perf, w, "java", "java -Xint2 -jar a.jar", other), "-");
+            assert_string_equal(refused(flame, w, "java", "java -Xint -cp /a A", none), "-");
+        }
+        assert_non_null(strstr(ph_profile_unnamed_find(perf, PH_UNNAMED_ATTACH, "java", "java -Xint", NULL)->use,
+                               "--mode flamegraph"));
+    }
     /* what works is named */
     assert_non_null(strstr(ph_profile_unnamed_find(perf, PH_UNNAMED_START, "python3.11", "", NULL)->use,
                            "--mode flamegraph"));
