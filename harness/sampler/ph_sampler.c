@@ -694,8 +694,9 @@ on_stop_signal(int sig, siginfo_t *si, void *ctx)
 /* Interposed: the service's handlers for the signals we stand in front of
  * are recorded and run by ours (for SIGTERM/SIGINT after the final
  * snapshot); everything else passes through. */
+int phs_sigaction(int sig, const struct sigaction *act, struct sigaction *old) PHS_LIBC(sigaction);
 int
-sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+phs_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     if (sig > 0 && sig < NSIG && is_ours(sig) && atomic_load(&S.app_set[sig])) {
         if (old)
@@ -709,8 +710,9 @@ sigaction(int sig, const struct sigaction *act, struct sigaction *old)
     return real_sigaction(sig, act, old);
 }
 
+sighandler_t phs_signal(int sig, sighandler_t handler) PHS_LIBC(signal);
 sighandler_t
-signal(int sig, sighandler_t handler)
+phs_signal(int sig, sighandler_t handler)
 {
     struct sigaction act, old;
 
@@ -751,8 +753,10 @@ thread_start(void *p)
  * first (thread_start).  Above the tick a new thread is sampled only once
  * the writer has given it a perf event, so the writer is woken at once
  * rather than at its next tick: a thread that lives 20 ms is not missed. */
+int phs_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+    void *arg) PHS_LIBC(pthread_create);
 int
-pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+phs_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     thread_arg *w = NULL;
     int r;

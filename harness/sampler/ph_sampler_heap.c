@@ -1272,8 +1272,9 @@ front_own(void *r, size_t n, int own)
     return front(r, n, T.guard || (own && !T.py));
 }
 
+void *phs_malloc(size_t n) PHS_LIBC(malloc);
 void *
-malloc(size_t n)
+phs_malloc(size_t n)
 {
     void *p;
 
@@ -1372,8 +1373,9 @@ free_other(void *p)
         R.free(p);
 }
 
+void phs_free(void *p) PHS_LIBC(free);
 void
-free(void *p)
+phs_free(void *p)
 {
     uint64_t w;
     int64_t v;
@@ -1395,8 +1397,9 @@ free(void *p)
     free_other(p);
 }
 
+void *phs_calloc(size_t n, size_t size) PHS_LIBC(calloc);
 void *
-calloc(size_t n, size_t size)
+phs_calloc(size_t n, size_t size)
 {
     void *p;
     size_t total, want;
@@ -1429,8 +1432,9 @@ calloc(size_t n, size_t size)
     return p;
 }
 
+void *phs_realloc(void *old, size_t n) PHS_LIBC(realloc);
 void *
-realloc(void *old, size_t n)
+phs_realloc(void *old, size_t n)
 {
     void *p;
 
@@ -1501,8 +1505,9 @@ realloc(void *old, size_t n)
     return p;
 }
 
+void *phs_reallocarray(void *old, size_t n, size_t size) PHS_LIBC(reallocarray);
 void *
-reallocarray(void *old, size_t n, size_t size)
+phs_reallocarray(void *old, size_t n, size_t size)
 {
     size_t total;
 
@@ -1513,8 +1518,9 @@ reallocarray(void *old, size_t n, size_t size)
     return realloc(old, total);
 }
 
+int phs_posix_memalign(void **out, size_t align, size_t n) PHS_LIBC(posix_memalign);
 int
-posix_memalign(void **out, size_t align, size_t n)
+phs_posix_memalign(void **out, size_t align, size_t n)
 {
     size_t want;
     int r;
@@ -1532,8 +1538,9 @@ posix_memalign(void **out, size_t align, size_t n)
     return r;
 }
 
+void *phs_aligned_alloc(size_t align, size_t n) PHS_LIBC(aligned_alloc);
 void *
-aligned_alloc(size_t align, size_t n)
+phs_aligned_alloc(size_t align, size_t n)
 {
     void *p;
     size_t want;
@@ -1548,8 +1555,9 @@ aligned_alloc(size_t align, size_t n)
     return p;
 }
 
+void *phs_memalign(size_t align, size_t n) PHS_LIBC(memalign);
 void *
-memalign(size_t align, size_t n)
+phs_memalign(size_t align, size_t n)
 {
     void *p;
     size_t want;
@@ -1564,8 +1572,9 @@ memalign(size_t align, size_t n)
     return p;
 }
 
+void *phs_valloc(size_t n) PHS_LIBC(valloc);
 void *
-valloc(size_t n)
+phs_valloc(size_t n)
 {
     void *p;
     size_t want;
@@ -1580,8 +1589,9 @@ valloc(size_t n)
     return p;
 }
 
+void *phs_pvalloc(size_t n) PHS_LIBC(pvalloc);
 void *
-pvalloc(size_t n)
+phs_pvalloc(size_t n)
 {
     void *p;
     size_t want;
@@ -1596,8 +1606,9 @@ pvalloc(size_t n)
     return p;
 }
 
+size_t phs_malloc_usable_size(void *p) PHS_LIBC(malloc_usable_size);
 size_t
-malloc_usable_size(void *p)
+phs_malloc_usable_size(void *p)
 {
     if (p == NULL)
         return 0;

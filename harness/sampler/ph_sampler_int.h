@@ -235,6 +235,13 @@ PH_HIDDEN uint32_t phs_wait_trim(uintptr_t *pcs, uint32_t depth);
 /* Is PC in the phs_wait section (an interposed wait, what a trimmed
  * stack ends in)?  Async-signal-safe. */
 PH_HIDDEN int phs_wait_fn(uintptr_t pc);
+/* An interposer: the C library's function NAME as the library exports
+ * it (exports.map), defined in C as phs_NAME, so that the project's own
+ * names keep its prefix and no reader of the code takes the calls the
+ * rest of the project makes to the C library for calls into the sampler.
+ * Declared with it just before its definition:
+ *     void *phs_malloc(size_t n) PHS_LIBC(malloc); */
+#define PHS_LIBC(name) __asm__(#name)
 /* The functions that hold our timer's signal back for a wait live in
  * the phs_wait section: phs_wait_trim tells our frames by it. */
 #define PHS_WAIT_FN __attribute__((section("phs_wait"), noinline))

@@ -464,32 +464,37 @@ do_exec(execve_fn real, const char *target, char *const argv[], char *const envp
     return r;
 }
 
+int phs_execve(const char *path, char *const argv[], char *const envp[]) PHS_LIBC(execve);
 int
-execve(const char *path, char *const argv[], char *const envp[])
+phs_execve(const char *path, char *const argv[], char *const envp[])
 {
     return do_exec(P.real_execve, path, argv, envp);
 }
 
+int phs_execv(const char *path, char *const argv[]) PHS_LIBC(execv);
 int
-execv(const char *path, char *const argv[])
+phs_execv(const char *path, char *const argv[])
 {
     return do_exec(P.real_execve, path, argv, environ);
 }
 
+int phs_execvpe(const char *file, char *const argv[], char *const envp[]) PHS_LIBC(execvpe);
 int
-execvpe(const char *file, char *const argv[], char *const envp[])
+phs_execvpe(const char *file, char *const argv[], char *const envp[])
 {
     return do_exec(P.real_execvpe, file, argv, envp);
 }
 
+int phs_execvp(const char *file, char *const argv[]) PHS_LIBC(execvp);
 int
-execvp(const char *file, char *const argv[])
+phs_execvp(const char *file, char *const argv[])
 {
     return do_exec(P.real_execvpe, file, argv, environ);
 }
 
+int phs_fexecve(int fd, char *const argv[], char *const envp[]) PHS_LIBC(fexecve);
 int
-fexecve(int fd, char *const argv[], char *const envp[])
+phs_fexecve(int fd, char *const argv[], char *const envp[])
 {
     handoff h;
     int in_place, r;
@@ -523,8 +528,9 @@ exec_list(execve_fn real, const char *target, int with_env, const char *arg0, va
     return do_exec(real, target, argv, envp);
 }
 
+int phs_execl(const char *path, const char *arg, ...) PHS_LIBC(execl);
 int
-execl(const char *path, const char *arg, ...)
+phs_execl(const char *path, const char *arg, ...)
 {
     va_list ap;
     int r;
@@ -535,8 +541,9 @@ execl(const char *path, const char *arg, ...)
     return r;
 }
 
+int phs_execle(const char *path, const char *arg, ...) PHS_LIBC(execle);
 int
-execle(const char *path, const char *arg, ...)
+phs_execle(const char *path, const char *arg, ...)
 {
     va_list ap;
     int r;
@@ -547,8 +554,9 @@ execle(const char *path, const char *arg, ...)
     return r;
 }
 
+int phs_execlp(const char *file, const char *arg, ...) PHS_LIBC(execlp);
 int
-execlp(const char *file, const char *arg, ...)
+phs_execlp(const char *file, const char *arg, ...)
 {
     va_list ap;
     int r;
@@ -559,8 +567,10 @@ execlp(const char *file, const char *arg, ...)
     return r;
 }
 
+int phs_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+    const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) PHS_LIBC(posix_spawn);
 int
-posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+phs_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
             char *const argv[], char *const envp[])
 {
     handoff h;
@@ -570,8 +580,10 @@ posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, 
     return P.real_spawn(pid, path, fa, attr, argv, before_spawn(&h, envp));
 }
 
+int phs_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+    const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) PHS_LIBC(posix_spawnp);
 int
-posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+phs_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
              char *const argv[], char *const envp[])
 {
     handoff h;
@@ -596,14 +608,16 @@ leave(exit_fn real, int status)
         syscall(SYS_exit_group, status);
 }
 
+void phs__exit(int status) PHS_LIBC(_exit);
 void
-_exit(int status)
+phs__exit(int status)
 {
     leave(P.real_exit, status);
 }
 
+void phs__Exit(int status) PHS_LIBC(_Exit);
 void
-_Exit(int status)
+phs__Exit(int status)
 {
     leave(P.real_Exit, status);
 }

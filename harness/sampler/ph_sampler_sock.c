@@ -155,8 +155,9 @@ sock_accepted(int fd, int r)
     }
 }
 
+int phs_setsockopt(int fd, int level, int name, const void *val, socklen_t len) PHS_LIBC(setsockopt);
 int
-setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+phs_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
     int r = setsockopt_next ? setsockopt_next(fd, level, name, val, len)
                             : (int)syscall(SYS_setsockopt, fd, level, name, val, len);
@@ -179,8 +180,9 @@ setsockopt(int fd, int level, int name, const void *val, socklen_t len)
     return r;
 }
 
+int phs_close(int fd) PHS_LIBC(close);
 int
-close(int fd)
+phs_close(int fd)
 {
     sock_mark(sock_rcv, fd, 0);
     sock_mark(sock_snd, fd, 0);
@@ -204,102 +206,120 @@ close(int fd)
         return r_;                                                                                                     \
     } while (0)
 
+ssize_t phs_read(int fd, void *buf, size_t n) PHS_LIBC(read);
 PHS_WAIT_FN ssize_t
-read(int fd, void *buf, size_t n)
+phs_read(int fd, void *buf, size_t n)
 {
     SOCK_CALL(sock_rcv, fd, 0, read_next ? read_next(fd, buf, n) : syscall(SYS_read, fd, buf, n));
 }
 
+ssize_t phs___read_chk(int fd, void *buf, size_t n, size_t buflen) PHS_LIBC(__read_chk);
 PHS_WAIT_FN ssize_t
-__read_chk(int fd, void *buf, size_t n, size_t buflen)
+phs___read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     SOCK_CALL(sock_rcv, fd, 0,
               read_chk_next ? read_chk_next(fd, buf, n, buflen) : syscall(SYS_read, fd, buf, n < buflen ? n : buflen));
 }
 
+ssize_t phs_readv(int fd, const struct iovec *iov, int n) PHS_LIBC(readv);
 PHS_WAIT_FN ssize_t
-readv(int fd, const struct iovec *iov, int n)
+phs_readv(int fd, const struct iovec *iov, int n)
 {
     SOCK_CALL(sock_rcv, fd, 0, readv_next ? readv_next(fd, iov, n) : syscall(SYS_readv, fd, iov, n));
 }
 
+ssize_t phs_write(int fd, const void *buf, size_t n) PHS_LIBC(write);
 PHS_WAIT_FN ssize_t
-write(int fd, const void *buf, size_t n)
+phs_write(int fd, const void *buf, size_t n)
 {
     SOCK_CALL(sock_snd, fd, 0, write_next ? write_next(fd, buf, n) : syscall(SYS_write, fd, buf, n));
 }
 
+ssize_t phs_writev(int fd, const struct iovec *iov, int n) PHS_LIBC(writev);
 PHS_WAIT_FN ssize_t
-writev(int fd, const struct iovec *iov, int n)
+phs_writev(int fd, const struct iovec *iov, int n)
 {
     SOCK_CALL(sock_snd, fd, 0, writev_next ? writev_next(fd, iov, n) : syscall(SYS_writev, fd, iov, n));
 }
 
+ssize_t phs_recv(int fd, void *buf, size_t n, int flags) PHS_LIBC(recv);
 PHS_WAIT_FN ssize_t
-recv(int fd, void *buf, size_t n, int flags)
+phs_recv(int fd, void *buf, size_t n, int flags)
 {
     SOCK_CALL(sock_rcv, fd, flags,
               recv_next ? recv_next(fd, buf, n, flags) : syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL));
 }
 
+ssize_t phs___recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) PHS_LIBC(__recv_chk);
 PHS_WAIT_FN ssize_t
-__recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+phs___recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
     SOCK_CALL(sock_rcv, fd, flags,
               recv_chk_next ? recv_chk_next(fd, buf, n, buflen, flags)
                             : syscall(SYS_recvfrom, fd, buf, n < buflen ? n : buflen, flags, NULL, NULL));
 }
 
+ssize_t phs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
+    socklen_t *fromlen) PHS_LIBC(recvfrom);
 PHS_WAIT_FN ssize_t
-recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fromlen)
+phs_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *fromlen)
 {
     SOCK_CALL(sock_rcv, fd, flags,
               recvfrom_next ? recvfrom_next(fd, buf, n, flags, from, fromlen)
                             : syscall(SYS_recvfrom, fd, buf, n, flags, from, fromlen));
 }
 
+ssize_t phs___recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *from,
+    socklen_t *fromlen) PHS_LIBC(__recvfrom_chk);
 PHS_WAIT_FN ssize_t
-__recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *from, socklen_t *fromlen)
+phs___recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *from, socklen_t *fromlen)
 {
     SOCK_CALL(sock_rcv, fd, flags,
               recvfrom_chk_next ? recvfrom_chk_next(fd, buf, n, buflen, flags, from, fromlen)
                                 : syscall(SYS_recvfrom, fd, buf, n < buflen ? n : buflen, flags, from, fromlen));
 }
 
+ssize_t phs_recvmsg(int fd, struct msghdr *msg, int flags) PHS_LIBC(recvmsg);
 PHS_WAIT_FN ssize_t
-recvmsg(int fd, struct msghdr *msg, int flags)
+phs_recvmsg(int fd, struct msghdr *msg, int flags)
 {
     SOCK_CALL(sock_rcv, fd, flags, recvmsg_next ? recvmsg_next(fd, msg, flags) : syscall(SYS_recvmsg, fd, msg, flags));
 }
 
+ssize_t phs_send(int fd, const void *buf, size_t n, int flags) PHS_LIBC(send);
 PHS_WAIT_FN ssize_t
-send(int fd, const void *buf, size_t n, int flags)
+phs_send(int fd, const void *buf, size_t n, int flags)
 {
     SOCK_CALL(sock_snd, fd, flags,
               send_next ? send_next(fd, buf, n, flags) : syscall(SYS_sendto, fd, buf, n, flags, NULL, 0));
 }
 
+ssize_t phs_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
+    socklen_t tolen) PHS_LIBC(sendto);
 PHS_WAIT_FN ssize_t
-sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen)
+phs_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen)
 {
     SOCK_CALL(sock_snd, fd, flags,
               sendto_next ? sendto_next(fd, buf, n, flags, to, tolen) : syscall(SYS_sendto, fd, buf, n, flags, to, tolen));
 }
 
+ssize_t phs_sendmsg(int fd, const struct msghdr *msg, int flags) PHS_LIBC(sendmsg);
 PHS_WAIT_FN ssize_t
-sendmsg(int fd, const struct msghdr *msg, int flags)
+phs_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     SOCK_CALL(sock_snd, fd, flags, sendmsg_next ? sendmsg_next(fd, msg, flags) : syscall(SYS_sendmsg, fd, msg, flags));
 }
 
+int phs_connect(int fd, const struct sockaddr *to, socklen_t tolen) PHS_LIBC(connect);
 PHS_WAIT_FN int
-connect(int fd, const struct sockaddr *to, socklen_t tolen)
+phs_connect(int fd, const struct sockaddr *to, socklen_t tolen)
 {
     SOCK_CALL(sock_snd, fd, 0, connect_next ? connect_next(fd, to, tolen) : (int)syscall(SYS_connect, fd, to, tolen));
 }
 
+int phs_accept(int fd, struct sockaddr *from, socklen_t *fromlen) PHS_LIBC(accept);
 PHS_WAIT_FN int
-accept(int fd, struct sockaddr *from, socklen_t *fromlen)
+phs_accept(int fd, struct sockaddr *from, socklen_t *fromlen)
 {
     sigset_t old;
     int on = sock_held(sock_rcv, fd, 0) && phs_wait_begin(&old);
@@ -310,8 +330,9 @@ accept(int fd, struct sockaddr *from, socklen_t *fromlen)
     return r;
 }
 
+int phs_accept4(int fd, struct sockaddr *from, socklen_t *fromlen, int flags) PHS_LIBC(accept4);
 PHS_WAIT_FN int
-accept4(int fd, struct sockaddr *from, socklen_t *fromlen, int flags)
+phs_accept4(int fd, struct sockaddr *from, socklen_t *fromlen, int flags)
 {
     sigset_t old;
     int on = sock_held(sock_rcv, fd, 0) && phs_wait_begin(&old);

@@ -127,8 +127,9 @@ may_block_ms(int timeout)
     fn##_next = (__typeof__(&fn))dlsym(RTLD_NEXT, #fn)
 #define MISSING(fn) (fn##_next == NULL ? (errno = ENOSYS, 1) : 0)
 
+int phs_poll(struct pollfd *fds, nfds_t n, int timeout) PHS_LIBC(poll);
 PHS_WAIT_FN int
-poll(struct pollfd *fds, nfds_t n, int timeout)
+phs_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
     sigset_t old;
     int on, r;
@@ -142,8 +143,9 @@ poll(struct pollfd *fds, nfds_t n, int timeout)
     return r;
 }
 
+int phs___poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len) PHS_LIBC(__poll_chk);
 PHS_WAIT_FN int
-__poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
+phs___poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
 {
     sigset_t old;
     int on, r;
@@ -157,8 +159,9 @@ __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t len)
     return r;
 }
 
+int phs_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask) PHS_LIBC(ppoll);
 PHS_WAIT_FN int
-ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+phs_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
     sigset_t old, copy;
     int on, r;
@@ -172,8 +175,9 @@ ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *m
     return r;
 }
 
+int phs_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv) PHS_LIBC(select);
 PHS_WAIT_FN int
-select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+phs_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
     sigset_t old;
     int on, r;
@@ -187,8 +191,10 @@ select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
     return r;
 }
 
+int phs_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
+    const sigset_t *mask) PHS_LIBC(pselect);
 PHS_WAIT_FN int
-pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask)
+phs_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask)
 {
     sigset_t old, copy;
     int on, r;
@@ -202,8 +208,9 @@ pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, co
     return r;
 }
 
+int phs_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout) PHS_LIBC(epoll_wait);
 PHS_WAIT_FN int
-epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
+phs_epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
 {
     sigset_t old;
     int on, r;
@@ -217,8 +224,9 @@ epoll_wait(int fd, struct epoll_event *ev, int max, int timeout)
     return r;
 }
 
+int phs_epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask) PHS_LIBC(epoll_pwait);
 PHS_WAIT_FN int
-epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
+phs_epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask)
 {
     sigset_t old, copy;
     int on, r;
@@ -232,8 +240,9 @@ epoll_pwait(int fd, struct epoll_event *ev, int max, int timeout, const sigset_t
     return r;
 }
 
+int phs_nanosleep(const struct timespec *req, struct timespec *rem) PHS_LIBC(nanosleep);
 PHS_WAIT_FN int
-nanosleep(const struct timespec *req, struct timespec *rem)
+phs_nanosleep(const struct timespec *req, struct timespec *rem)
 {
     sigset_t old;
     int on, r;
@@ -247,8 +256,10 @@ nanosleep(const struct timespec *req, struct timespec *rem)
     return r;
 }
 
+int phs_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+    struct timespec *rem) PHS_LIBC(clock_nanosleep);
 PHS_WAIT_FN int
-clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+phs_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
 {
     sigset_t old;
     int on, r;
@@ -262,8 +273,9 @@ clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct t
     return r;
 }
 
+int phs_usleep(useconds_t us) PHS_LIBC(usleep);
 PHS_WAIT_FN int
-usleep(useconds_t us)
+phs_usleep(useconds_t us)
 {
     sigset_t old;
     int on, r;
@@ -277,8 +289,9 @@ usleep(useconds_t us)
     return r;
 }
 
+unsigned phs_sleep(unsigned s) PHS_LIBC(sleep);
 PHS_WAIT_FN unsigned
-sleep(unsigned s)
+phs_sleep(unsigned s)
 {
     sigset_t old;
     int on;
@@ -293,8 +306,9 @@ sleep(unsigned s)
     return r;
 }
 
+int phs_pause(void) PHS_LIBC(pause);
 PHS_WAIT_FN int
-pause(void)
+phs_pause(void)
 {
     sigset_t old;
     int on, r;
@@ -308,8 +322,9 @@ pause(void)
     return r;
 }
 
+int phs_sigsuspend(const sigset_t *mask) PHS_LIBC(sigsuspend);
 PHS_WAIT_FN int
-sigsuspend(const sigset_t *mask)
+phs_sigsuspend(const sigset_t *mask)
 {
     sigset_t old, copy;
     int on, r;
@@ -323,8 +338,9 @@ sigsuspend(const sigset_t *mask)
     return r;
 }
 
+int phs_sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts) PHS_LIBC(sigtimedwait);
 PHS_WAIT_FN int
-sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts)
+phs_sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts)
 {
     sigset_t old;
     int on, r;
@@ -338,8 +354,9 @@ sigtimedwait(const sigset_t *set, siginfo_t *si, const struct timespec *ts)
     return r;
 }
 
+int phs_sigwaitinfo(const sigset_t *set, siginfo_t *si) PHS_LIBC(sigwaitinfo);
 PHS_WAIT_FN int
-sigwaitinfo(const sigset_t *set, siginfo_t *si)
+phs_sigwaitinfo(const sigset_t *set, siginfo_t *si)
 {
     sigset_t old;
     int on, r;
