@@ -128,8 +128,10 @@ $(B)/ph-jattach: $(wildcard harness/attach/*.c harness/attach/*.h)
 PYATTACH_OBJ := $(patsubst %.c,$(B)/%.o,$(filter-out %/ph-pyattach.c,$(wildcard harness/pyattach/*.c))) \
                 $(B)/harness/sampler/ph_sampler_py.o $(B)/harness/attach/ph_inroot.o
 $(PYATTACH_OBJ) $(B)/harness/pyattach/ph-pyattach.o: private CPPFLAGS += -Iharness/pyattach -Iharness/attach
+ifndef SANITIZE
 $(B)/ph-pyattach: $(B)/harness/pyattach/ph-pyattach.o $(PYATTACH_OBJ) $(B)/libprofharness.a
 	$(CC) $(CFLAGS) -static -o $@ $^ -lz -lm
+endif
 $(B)/tests/test_pyattach: private CPPFLAGS += -Iharness/pyattach -Iharness/attach
 $(B)/tests/test_pyattach: tests/unit/test_pyattach.c $(PYATTACH_OBJ) $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
@@ -143,9 +145,11 @@ $(B)/tests/test_jattach: private CPPFLAGS += -Iharness/attach
 # container of an attach (attach --mode flamegraph, wall): static, as the
 # tools tree's own programs; the wall mode's files (ph_stackset: the
 # library's renderer and pprof writer) as ph-pyattach writes them.
+ifndef SANITIZE
 $(B)/ph-nodeinsp: $(wildcard harness/nodeinsp/*.c harness/nodeinsp/*.h) $(B)/libprofharness.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness/nodeinsp $(CFLAGS) $(WARN) -static -o $@ $(filter %.c,$^) $(B)/libprofharness.a -lz -lm
+endif
 
 # The inspector session's pure parts (framing, the profile), in their test.
 $(B)/tests/test_cdp: harness/nodeinsp/ph_cdp.c harness/nodeinsp/ph_cdp.h
@@ -336,10 +340,15 @@ uninstall:
 # LeakSanitizer and UBSan, except where the process is not ours to arrange:
 #   ph-init is static (PID 1 in images of any libc) and ASan does not link
 #     statically: UBSan only, with the minimal runtime ("ubsan: <check>",
-#     then abort), which does;
+#     then abort), which does; ph-jattach (static, nothing but libc) too;
+#   ph-pyattach and ph-nodeinsp are static and link the library, which is
+#     ASan's here: they are build/'s (made by a plain make of their own),
+#     copied;
 #   libphsampler.so is preloaded into programs not built with ASan, whose
 #     runtime must come first in a process: UBSan only, in trap mode (no
 #     runtime at all; a finding is SIGILL in the host program);
+#   libphsampler-musl.so is musl-gcc's, which no sanitizer runtime serves:
+#     built as in build/;
 #   the unit tests' helper programs are the workloads the sampler is
 #     preloaded into, and the sampler tests read their debug info: built as
 #     in build/, same compiler and flags.
@@ -360,10 +369,17 @@ WARN := $(CLANG_WARN)
 $(B)/tests/helpers/%: CC := $(HOST_CC)
 $(B)/tests/helpers/%: WARN := $(HOST_WARN)
 CFLAGS := -O1 -g $(SAN_ALL)
-$(B)/ph-init: CFLAGS := -O1 -g $(SAN_SHIM)
+$(B)/ph-init $(B)/ph-jattach: CFLAGS := -O1 -g $(SAN_SHIM)
+$(B)/ph-pyattach $(B)/ph-nodeinsp: FORCE
+	$(MAKE) SANITIZE= B=build build/$(notdir $@)
+	@mkdir -p $(dir $@)
+	cp build/$(notdir $@) $@
 # -O2 for the sampler: a new thread's start goes through ours as a tail
 # call, so no frame of ours stays under the thread's (clang makes it at -O2).
 $(B)/pic/%.o: CFLAGS := -O2 -g $(SAN_SAMPLER)
+# musl's sampler is musl-gcc's, for which no sanitizer has a runtime: as in build/.
+$(B)/musl/pic/%.o: CFLAGS := -O2 -g
+$(B)/musl/pic/%.o: WARN := $(HOST_WARN)
 endif
 
 sanitize:
@@ -393,5 +409,6 @@ $(F)/fuzz_%: tests/fuzz/fuzz_%.c $(F)/libprofharness.a
 
 fuzz: $(FUZZ_BIN)
 
-.PHONY: sanitize fuzz
+.PHONY: sanitize fuzz FORCE
+FORCE:
 -include $(shell find $(F) -name '*.d' 2>/dev/null)
