@@ -149,8 +149,10 @@ fi
 # ---- the 75/25 program (issue 31) ----------------------------------------
 # tests/bench/heap_split.c: SPLIT_CALLS mallocs and frees of mixed sizes,
 # the bytes 75/25 between alloc_three and alloc_one; none, ours at 512 KiB
-# (and BASELINE_LIB's), interleaved; the loop's CPU medians; the split in
-# every view of ours; the peak against the program's own count and massif's.
+# (and BASELINE_LIB's), the floors, heaptrack, tcmalloc alone and
+# gperftools' heap profiler on it, interleaved; the loop's CPU medians;
+# the split in every view of ours and of heaptrack's; the peaks against
+# the program's own count and massif's.
 SPLIT_CALLS=${SPLIT_CALLS:-4000000}
 cc -O2 -g -o "$tmp/split" tests/bench/heap_split.c
 split_ours() {
@@ -158,6 +160,8 @@ split_ours() {
     rm -rf "$dir"
     env LD_PRELOAD="$2" PH_SAMPLER_DIR="$dir" PH_SAMPLER_HEAP=524288 PH_SAMPLER_INTERVAL=0 "$tmp/split" "$SPLIT_CALLS"
 }
+split_ht() { rm -f "$tmp"/split-ht.*; heaptrack -o "$tmp/split-ht" "$tmp/split" "$SPLIT_CALLS"; }
+split_gp() { rm -f "$tmp"/split-gp.*; env LD_PRELOAD="$TCMALLOC" HEAPPROFILE="$tmp/split-gp" "$tmp/split" "$SPLIT_CALLS"; }
 splitrun() {
     local name=$1
     shift
@@ -172,11 +176,18 @@ for ((i = 1; i <= RUNS; i++)); do
     [ -z "$BASELINE_LIB" ] || splitrun split-base split_ours base "$(readlink -f "$BASELINE_LIB")"
     splitrun split-floor env LD_PRELOAD="$tmp/floor.so" "$tmp/split" "$SPLIT_CALLS"
     splitrun split-floor16 env LD_PRELOAD="$tmp/floor16.so" "$tmp/split" "$SPLIT_CALLS"
+    [ "$have_heaptrack" = 0 ] || splitrun split-heaptrack split_ht
+    if [ "$have_gperf" = 1 ]; then
+        splitrun split-tcmalloc env LD_PRELOAD="$TCMALLOC" TCMALLOC_SAMPLE_PARAMETER=0 "$tmp/split" "$SPLIT_CALLS"
+        splitrun split-gperf split_gp
+    fi
 done
 [ "$have_massif" = 0 ] || valgrind --tool=massif --massif-out-file="$tmp/split-massif.out" "$tmp/split" "$SPLIT_CALLS" \
     > /dev/null 2>&1
+sm=
+[ "$have_massif" = 0 ] || sm=$(sed -n 's/^mem_heap_B=//p' "$tmp/split-massif.out" | sort -n | tail -1)
 sbase=$(median < "$tmp/split-none.cpu")
-for n in split-none split-ours split-base split-floor split-floor16; do
+for n in split-none split-ours split-base split-floor split-floor16 split-heaptrack split-tcmalloc split-gperf; do
     [ -f "$tmp/$n.cpu" ] || continue
     c=$(median < "$tmp/$n.cpu")
     printf '%-24s %10.3f CPU-s %8.3fx\n' "${n#split-}" "$c" "$(echo "scale=4; $c / $sbase" | bc)"
@@ -198,6 +209,33 @@ for n in ours base; do
             "$tmp"/split-$n/$v-*.folded
     done
 done
+
+# heaptrack's view of the same run (its last): the peak (the sum of its
+# stacks at the peak, heaptrack_print's peak cost) and the split there,
+# in what is left at the end (its `leaked`) and in the calls (its
+# `allocations`: alloc_three makes 3 of every 4, of the same sizes)
+if [ "$have_heaptrack" = 1 ] && ls "$tmp"/split-ht.* > /dev/null 2>&1; then
+    hf=$(ls "$tmp"/split-ht.* | head -1)
+    for cost in peak leaked allocations; do
+        heaptrack_print -f "$hf" -F "$tmp/split-ht-$cost.txt" --flamegraph-cost-type "$cost" > /dev/null 2>&1 || true
+    done
+    hp=$(awk '{ s += $NF } END { printf "%d", s }' "$tmp/split-ht-peak.txt")
+    line="heaptrack: peak $hp B, the program's own $true_peak B ($(echo "scale=4; $hp / $true_peak" | bc)x)"
+    [ "$have_massif" = 0 ] || line="$line, massif $sm B ($(echo "scale=4; $hp / $sm" | bc)x)"
+    echo "$line"
+    for cost in allocations leaked peak; do
+        awk -v v=$cost '{ n = $NF } /;alloc_three/ { a += n } /;alloc_one/ { b += n }
+            END { if (a + b > 0) printf "  %-18s alloc_three %5.1f %% of the two\n", v, 100 * a / (a + b) }' \
+            "$tmp/split-ht-$cost.txt"
+    done
+fi
+# gperftools': the most in use in any of its dumps (its last run's)
+if [ "$have_gperf" = 1 ] && ls "$tmp"/split-gp.*.heap > /dev/null 2>&1; then
+    g=$(for f in "$tmp"/split-gp.*.heap; do head -1 "$f"; done | sed -n 's/^heap profile: *[0-9]*: *\([0-9]*\) .*/\1/p' | sort -n | tail -1)
+    line="gperftools: peak $g B, the most of its $(ls "$tmp"/split-gp.*.heap | wc -l) dumps ($(echo "scale=4; $g / $true_peak" | bc)x the program's own)"
+    [ "$have_massif" = 0 ] || line="$line, massif $sm B ($(echo "scale=4; $g / $sm" | bc)x)"
+    echo "$line"
+fi
 
 # ---- the runtimes ----------------------------------------------------------
 LANG_RUNS=${LANG_RUNS:-$RUNS}
