@@ -877,7 +877,7 @@ no_samples_reason(char *buf, size_t len, uint64_t samples, double cpu, double ch
 static void
 write_status(const char *state)
 {
-    char reason[600], heap[400];
+    char reason[600], heap[640];
     struct rusage ru;
     phs_status st;
 

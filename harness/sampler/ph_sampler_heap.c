@@ -102,9 +102,24 @@ void *pvalloc(size_t n); /* glibc's; musl has none, so R.pvalloc stays NULL */
 #endif
 
 #define HEAP_STACKS (1u << 15)  /* distinct stacks */
-#define HEAP_INDEX (1u << 16)   /* their hash index */
+#define HEAP_INDEX_K 16
+#define HEAP_INDEX (1u << HEAP_INDEX_K) /* their hash index */
 #define HEAP_ARENA (1u << 21)   /* their pcs */
-#define HEAP_LIVE (1u << 18)    /* sampled blocks alive at once */
+#define HEAP_LIVE_K 18
+#define HEAP_LIVE (1u << HEAP_LIVE_K) /* sampled blocks alive at once */
+/* The index and the live table are each a row of hash tables of 2^K
+ * slots, K from HEAP_MIN_K, the one of 2^K at slot 2^K (so the row of
+ * tables up to 2^MAX takes 2^(MAX+1) slots), filled from the smallest:
+ * new entries go into the table in use (H.index_k, H.live_k), the next
+ * one once the entries count half of its slots; an entry stays in the
+ * table it went into, and a lookup looks in each down to the smallest.
+ * A hash table's entries land on pages at random, so one used whole from
+ * its first entry costs a page of memory per entry until every page is
+ * touched (a live table of 2^18 slots: 8 MiB; node's hundred-odd live
+ * samples 400 KiB), and one of 2^10 slots 8 pages (32 KiB).  (Used as the
+ * first 2^K slots of one table instead, the first slots would hold every
+ * size's share of the entries that stay: full, after a few doublings.) */
+#define HEAP_MIN_K 10
 /* Buckets of the live blocks' addresses, two per address: a count each
  * (H.filter) and a bit each (live_bits, what every free reads: 8 KiB).
  * (Reading the 128 KiB of counts instead cost a benchmark's free a cache
@@ -145,6 +160,7 @@ static struct {
     _Atomic int64_t inuse, peak_copied;
     _Atomic int peak_busy;
     _Atomic uint64_t samples, dropped, live_n;
+    _Atomic uint32_t index_k, live_k; /* log2 of the slots in use (HEAP_MIN_K..) */
 } H;
 
 static _Alignas(64) _Atomic uint64_t live_bits[HEAP_FILTER / 64];
@@ -322,11 +338,11 @@ unmap_all(void)
     if (H.stacks)
         munmap(H.stacks, HEAP_STACKS * sizeof *H.stacks);
     if (H.index)
-        munmap((void *)H.index, HEAP_INDEX * sizeof *H.index);
+        munmap((void *)H.index, 2 * HEAP_INDEX * sizeof *H.index);
     if (H.arena)
         munmap(H.arena, HEAP_ARENA * sizeof *H.arena);
     if (H.live)
-        munmap(H.live, HEAP_LIVE * sizeof *H.live);
+        munmap(H.live, 2 * HEAP_LIVE * sizeof *H.live);
     if (H.filter)
         munmap((void *)H.filter, HEAP_FILTER * sizeof *H.filter);
     H.stacks = NULL;
@@ -412,14 +428,16 @@ phs_heap_prepare(void)
         return -1;
     if (H.stacks == NULL) {
         H.stacks = map_lazy(HEAP_STACKS * sizeof *H.stacks);
-        H.index = map_lazy(HEAP_INDEX * sizeof *H.index);
+        H.index = map_lazy(2 * HEAP_INDEX * sizeof *H.index);
         H.arena = map_lazy(HEAP_ARENA * sizeof *H.arena);
-        H.live = map_lazy(HEAP_LIVE * sizeof *H.live);
+        H.live = map_lazy(2 * HEAP_LIVE * sizeof *H.live);
         H.filter = map_lazy(HEAP_FILTER * sizeof *H.filter);
         if (H.stacks == NULL || H.index == NULL || H.arena == NULL || H.live == NULL || H.filter == NULL) {
             unmap_all();
             return -1;
         }
+        atomic_store(&H.index_k, HEAP_MIN_K);
+        atomic_store(&H.live_k, HEAP_MIN_K);
         reserve_overflow();
     }
     /* From here on every block carries its size (tag()); for good: a tag
@@ -550,6 +568,34 @@ filter_remove(uint32_t b)
         atomic_fetch_or(&live_bits[b / 64], 1ull << (b % 64));
 }
 
+/* The size in use of a growing table: K, or K + 1 once N entries fill
+ * half of 2^K (one thread's CAS grows it; the others see it grown). */
+static uint32_t
+grown(_Atomic uint32_t *k, uint64_t n, uint32_t max)
+{
+    uint32_t cur = atomic_load_explicit(k, memory_order_acquire);
+
+    if (cur < max && n >= (1ull << cur) / 2 && atomic_compare_exchange_strong(k, &cur, cur + 1))
+        cur++;
+    return cur;
+}
+
+/* Probe P for hash H in the index's table of 2^K slots. */
+static inline _Atomic uint32_t *
+index_slot(uint64_t h, uint32_t k, uint32_t p)
+{
+    return &H.index[(1u << k) + ((h + p) & ((1u << k) - 1))];
+}
+
+/* The stack of id V - 1 is PCS[0..DEPTH) of hash H? */
+static inline int
+stack_is(uint32_t v, uint64_t h, const uintptr_t *pcs, uint32_t depth)
+{
+    const heap_stack *s = &H.stacks[v - 1];
+
+    return s->hash == h && s->depth == depth && memcmp(&H.arena[s->off], pcs, depth * sizeof *pcs) == 0;
+}
+
 /* The id of the stack PCS[0..DEPTH), added if new; 0 (the overflow
  * stack) when there is no room.  Two threads adding one stack at once may
  * both add it: two ids, both counted, merged by name when written. */
@@ -557,34 +603,59 @@ static uint32_t
 stack_id(const uintptr_t *pcs, uint32_t depth)
 {
     uint64_t h = hash_pcs(pcs, depth);
+    uint32_t k = grown(&H.index_k, atomic_load(&H.n_stacks), HEAP_INDEX_K), id, off, zero = 0;
+    _Atomic uint32_t *slot = NULL;
+    heap_stack *s;
 
-    for (uint32_t p = 0; p < HEAP_PROBES; p++) {
-        _Atomic uint32_t *slot = &H.index[(h + p) & (HEAP_INDEX - 1)];
-        uint32_t v = atomic_load_explicit(slot, memory_order_acquire), id, off, zero = 0;
-        heap_stack *s;
+    /* at the size in use: the stack, or the first free slot */
+    for (uint32_t p = 0; p < HEAP_PROBES && slot == NULL; p++) {
+        _Atomic uint32_t *at = index_slot(h, k, p);
+        uint32_t v = atomic_load_explicit(at, memory_order_acquire);
 
-        if (v != 0) {
-            s = &H.stacks[v - 1];
-            if (s->hash == h && s->depth == depth && memcmp(&H.arena[s->off], pcs, depth * sizeof *pcs) == 0)
-                return v - 1;
-            continue;
-        }
-        id = atomic_fetch_add(&H.n_stacks, 1);
-        if (id >= HEAP_STACKS)
-            return 0;
-        off = atomic_fetch_add(&H.arena_used, depth);
-        if (off > HEAP_ARENA - depth || off + depth > HEAP_ARENA)
-            return 0; /* (the id stays unready: skipped when written) */
-        s = &H.stacks[id];
-        memcpy(&H.arena[off], pcs, depth * sizeof *pcs);
-        s->hash = h;
-        s->depth = depth;
-        s->off = off;
-        atomic_store_explicit(&s->ready, 1, memory_order_release);
-        atomic_compare_exchange_strong(slot, &zero, id + 1); /* lost: a duplicate, unindexed */
-        return id;
+        if (v == 0)
+            slot = at;
+        else if (stack_is(v, h, pcs, depth))
+            return v - 1;
     }
-    return 0;
+    /* indexed while the index was smaller */
+    for (uint32_t j = k; j-- > HEAP_MIN_K;)
+        for (uint32_t p = 0; p < HEAP_PROBES; p++) {
+            uint32_t v = atomic_load_explicit(index_slot(h, j, p), memory_order_acquire);
+
+            if (v == 0)
+                break;
+            if (stack_is(v, h, pcs, depth))
+                return v - 1;
+        }
+    if (slot == NULL) {
+        /* no free slot within the probes: the next size, once */
+        if (k < HEAP_INDEX_K) {
+            atomic_compare_exchange_strong(&H.index_k, &k, k + 1);
+            k = atomic_load(&H.index_k);
+            for (uint32_t p = 0; p < HEAP_PROBES && slot == NULL; p++) {
+                _Atomic uint32_t *at = index_slot(h, k, p);
+
+                if (atomic_load_explicit(at, memory_order_acquire) == 0)
+                    slot = at;
+            }
+        }
+        if (slot == NULL)
+            return 0;
+    }
+    id = atomic_fetch_add(&H.n_stacks, 1);
+    if (id >= HEAP_STACKS)
+        return 0;
+    off = atomic_fetch_add(&H.arena_used, depth);
+    if (off > HEAP_ARENA - depth || off + depth > HEAP_ARENA)
+        return 0; /* (the id stays unready: skipped when written) */
+    s = &H.stacks[id];
+    memcpy(&H.arena[off], pcs, depth * sizeof *pcs);
+    s->hash = h;
+    s->depth = depth;
+    s->off = off;
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+    atomic_compare_exchange_strong(slot, &zero, id + 1); /* lost: a duplicate, unindexed */
+    return id;
 }
 
 /* Copy every stack's in-use counters as the peak's; the one thread that
@@ -907,6 +978,14 @@ ask(size_t n)
     return !TAGGING ? n : n + more < n ? SIZE_MAX : n + more;
 }
 
+/* Probe I for hash H in the live table of 2^K slots: from the hash's
+ * top K bits (its best-mixed). */
+static inline live *
+live_slot(uint64_t h, uint32_t k, uint32_t i)
+{
+    return &H.live[(1u << k) + (((h >> (64 - k)) + i) & ((1u << k) - 1))];
+}
+
 /* Take the block P out of the live table, and its weight off its stack.
  * 0, or -1 when it is not there. */
 static int
@@ -914,29 +993,32 @@ forget(uintptr_t p)
 {
     uint64_t h = hash_addr(p);
 
-    for (uint32_t i = 0; i < HEAP_PROBES; i++) {
-        live *e = &H.live[(h + i) & (HEAP_LIVE - 1)];
-        uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
-        uint32_t id;
-        int64_t b, o;
+    /* at each size it was used at, from the largest: remember() put P at
+     * its first free probe of the size then in use */
+    for (uint32_t k = atomic_load_explicit(&H.live_k, memory_order_acquire); k >= HEAP_MIN_K; k--)
+        for (uint32_t i = 0; i < HEAP_PROBES; i++) {
+            live *e = live_slot(h, k, i);
+            uintptr_t key = atomic_load_explicit(&e->key, memory_order_acquire);
+            uint32_t id;
+            int64_t b, o;
 
-        if (k == 0)
-            return -1;
-        if (k != p)
-            continue;
-        id = e->id;
-        b = e->bytes;
-        o = e->objs;
-        if (!atomic_compare_exchange_strong(&e->key, &k, TOMB))
-            return -1;
-        filter_remove(bucket(h));
-        filter_remove(bucket2(h));
-        atomic_fetch_sub(&H.live_n, 1);
-        atomic_fetch_sub_explicit(&H.stacks[id].inuse_bytes, b, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&H.stacks[id].inuse_objs, o, memory_order_relaxed);
-        atomic_fetch_sub(&H.inuse, b);
-        return 0;
-    }
+            if (key == 0)
+                break;
+            if (key != p)
+                continue;
+            id = e->id;
+            b = e->bytes;
+            o = e->objs;
+            if (!atomic_compare_exchange_strong(&e->key, &key, TOMB))
+                return -1;
+            filter_remove(bucket(h));
+            filter_remove(bucket2(h));
+            atomic_fetch_sub(&H.live_n, 1);
+            atomic_fetch_sub_explicit(&H.stacks[id].inuse_bytes, b, memory_order_relaxed);
+            atomic_fetch_sub_explicit(&H.stacks[id].inuse_objs, o, memory_order_relaxed);
+            atomic_fetch_sub(&H.inuse, b);
+            return 0;
+        }
     return -1;
 }
 
@@ -955,22 +1037,29 @@ static int
 remember(uintptr_t p, uint32_t id, int64_t b, int64_t o)
 {
     uint64_t h = hash_addr(p);
+    uint32_t k = grown(&H.live_k, atomic_load(&H.live_n), HEAP_LIVE_K);
 
-    for (uint32_t i = 0; i < HEAP_PROBES; i++) {
-        live *e = &H.live[(h + i) & (HEAP_LIVE - 1)];
-        uintptr_t k = atomic_load_explicit(&e->key, memory_order_relaxed);
+    for (;;) {
+        for (uint32_t i = 0; i < HEAP_PROBES; i++) {
+            live *e = live_slot(h, k, i);
+            uintptr_t key = atomic_load_explicit(&e->key, memory_order_relaxed);
 
-        if ((k == 0 || k == TOMB) && atomic_compare_exchange_strong(&e->key, &k, p)) {
-            e->id = id;
-            e->bytes = b;
-            e->objs = o;
-            filter_add(bucket(h));
-            filter_add(bucket2(h));
-            atomic_fetch_add(&H.live_n, 1);
-            return 0;
+            if ((key == 0 || key == TOMB) && atomic_compare_exchange_strong(&e->key, &key, p)) {
+                e->id = id;
+                e->bytes = b;
+                e->objs = o;
+                filter_add(bucket(h));
+                filter_add(bucket2(h));
+                atomic_fetch_add(&H.live_n, 1);
+                return 0;
+            }
         }
+        if (k >= HEAP_LIVE_K)
+            return -1;
+        /* every probe taken at this size: the next */
+        atomic_compare_exchange_strong(&H.live_k, &k, k + 1);
+        k = atomic_load(&H.live_k);
     }
-    return -1;
 }
 
 /* A sampled block P of N bytes; PCS[0..DEPTH) its stack.  0 when it is
@@ -1629,6 +1718,27 @@ phs_malloc_usable_size(void *p)
 
 /* ---- for the writer ------------------------------------------------------- */
 
+/* kB of LEN bytes mapped at P that are resident (mincore, a page
+ * vector's worth at a time). */
+static uint64_t
+resident_kb(const void *p, size_t len)
+{
+    unsigned char vec[1024];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = 0;
+
+    if (p == NULL || page == 0)
+        return 0;
+    for (size_t off = 0; off < len; off += sizeof vec * page) {
+        size_t n = len - off < sizeof vec * page ? len - off : sizeof vec * page;
+
+        if (mincore((char *)p + off, n, vec) != 0)
+            return 0;
+        for (size_t i = 0; i < (n + page - 1) / page; i++)
+            pages += vec[i] & 1;
+    }
+    return (uint64_t)(pages * page / 1024);
+}
+
 size_t
 phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
 {
@@ -1640,6 +1750,11 @@ phs_heap_rows(phs_heap_row *rows, size_t max, phs_heap_totals *t)
     memset(t, 0, sizeof *t);
     if (H.stacks == NULL)
         return 0;
+    t->tables_kb = resident_kb(H.stacks, HEAP_STACKS * sizeof *H.stacks) +
+                   resident_kb((const void *)H.index, 2 * HEAP_INDEX * sizeof *H.index) +
+                   resident_kb(H.arena, HEAP_ARENA * sizeof *H.arena) +
+                   resident_kb(H.live, 2 * HEAP_LIVE * sizeof *H.live) +
+                   resident_kb((const void *)H.filter, HEAP_FILTER * sizeof *H.filter);
     if (X.on) {
         /* the exact count: in use at its highest now, the peak is now */
         now_live = atomic_load(&X.live);

@@ -410,9 +410,9 @@ phs_heap_json(char *buf, size_t len)
     snprintf(buf, len,
              "{\"mean_bytes\": %.0f, \"samples\": %llu, \"dropped\": %llu, \"stacks\": %llu, \"live_samples\": %llu, "
              "\"inuse_bytes\": %lld, \"peak_inuse_bytes\": %lld, \"alloc_bytes\": %lld, "
-             "\"malloc_exact\": %s, \"malloc_inuse_bytes\": %lld, \"malloc_peak_bytes\": %lld}",
+             "\"malloc_exact\": %s, \"malloc_inuse_bytes\": %lld, \"malloc_peak_bytes\": %lld, \"tables_kb\": %llu}",
              t.mean, (unsigned long long)t.samples, (unsigned long long)t.dropped, (unsigned long long)t.stacks,
              (unsigned long long)t.live, (long long)t.v[PHS_HEAP_INUSE_SPACE], (long long)t.v[PHS_HEAP_PEAK_SPACE],
              (long long)t.v[PHS_HEAP_ALLOC_SPACE], t.exact ? "true" : "false", (long long)t.exact_live,
-             (long long)t.exact_peak);
+             (long long)t.exact_peak, (unsigned long long)t.tables_kb);
 }

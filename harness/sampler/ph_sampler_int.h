@@ -612,6 +612,7 @@ typedef struct phs_heap_totals {
     double mean;
     int exact;                   /* malloc's bytes counted exactly: */
     int64_t exact_live, exact_peak; /* in use now and at the peak */
+    uint64_t tables_kb;          /* the sampler's heap tables resident (mincore) */
 } phs_heap_totals;
 /* Writer: every stack with its views into ROWS (at most MAX; may be
  * NULL with 0), the totals of all into T; how many rows. */
