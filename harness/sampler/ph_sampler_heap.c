@@ -197,7 +197,10 @@ new_seal_key(void)
         k = ((uint64_t)t.tv_nsec << 32 ^ (uint64_t)t.tv_sec ^ (uint64_t)getpid() << 16 ^ (uint64_t)(uintptr_t)&k) *
             0x9E3779B97F4A7C15ULL;
     }
-    return k | 1; /* (0: no key yet) */
+    /* (0: no key yet; the top bit: never a chunk's size word, which is
+     * what the front header's seal is checked against on a block without
+     * one) */
+    return k | 1 | (uint64_t)1 << 63;
 }
 
 static int glibc_heap; /* R.malloc is glibc's own: its chunk header read here (usable()) */
@@ -811,9 +814,10 @@ usable(const void *p)
 
 /* On glibc's heap (TAG_FRONT) a block the tail's way carries 16 bytes at
  * the end of its usable size: the size asked (OWN_BIT: the sampler's),
- * sealed as the front header is (salted: a tail is never a header), so
- * a block from before the sampler started, with no seal, is told apart:
- * uncounted, its usable size the allocator's. */
+ * sealed by the key salted and tied to the block and the word (without a
+ * tail those bytes are the service's, any value), so a block from before
+ * the sampler started, with no seal, is told apart: uncounted, its usable
+ * size the allocator's. */
 #define TAIL_SALT 0x7461696c7461696cULL
 
 static inline uint64_t
@@ -901,17 +905,20 @@ untag(const void *p)
 /* ---- the front header (TAG_FRONT) ---------------------------------------
  * The block Q the service gets is 16 bytes into the allocator's R: R's
  * first word is the size asked (OWN_BIT for the sampler's own), its
- * second seals it, key ^ Q ^ the first word.  free reads the 16 bytes
+ * second seals it: the key.  free reads the 16 bytes
  * before Q: on glibc's heap the line of the chunk header its own free
  * reads next (and of the list links it writes at R), so the count costs
  * no cache miss; the tail's tag (TAG_TAIL) is in a line nothing else
  * touches at free, a miss per block the service has not read since.
  * A block without the header (from before phs_heap_prepare, or an
  * aligned allocator's, tail-tagged) has glibc's chunk header there
- * (prev_size, size: readable), whose size word matches the seal only if
- * the 8 bytes before it hold key ^ Q ^ size: the key is random and never
- * leaves the library, so about once in 2^64 (glibc's tcache guards its
- * double frees with such a key).  Only on glibc's allocator: another's
+ * (prev_size, size: readable), and its size word, in the seal's place,
+ * never has the top bit the key has (the bootstrap arena's blocks, whose
+ * 8 bytes before are the dlsym's data before them, are freed after this
+ * check fails: the key is random and never leaves the library, about
+ * once in 2^63).  The seal was key ^ Q ^ the first word: checking that
+ * cost heap_split's loop 7 % against the key alone, whose compare waits
+ * only on its own word's load.  Only on glibc's allocator: another's
  * bytes before a block it did not give us may not be mapped.  16 bytes
  * keep malloc's alignment; the aligned allocators keep the tail (a
  * header there would cost the alignment in bytes). */
@@ -923,7 +930,7 @@ front_of(const void *q, uint64_t *w)
 
     memcpy(h, (const char *)q - FRONT, sizeof h);
     *w = h[0];
-    return h[1] == (seal_key ^ (uintptr_t)q ^ h[0]);
+    return h[1] == seal_key;
 }
 
 /* The header into R, the block the allocator gave for N bytes; the
@@ -935,7 +942,7 @@ front(void *r, size_t n, int own)
     uint64_t h[2];
 
     h[0] = n | (own ? OWN_BIT : 0);
-    h[1] = seal_key ^ (uintptr_t)q ^ h[0];
+    h[1] = seal_key;
     memcpy(r, h, sizeof h);
     if (!own)
         count_add(n);
@@ -948,12 +955,11 @@ front(void *r, size_t n, int own)
 static void
 front_mark(void *q)
 {
-    uint64_t h[2];
+    uint64_t w;
 
-    memcpy(h, (char *)q - FRONT, sizeof h);
-    h[0] |= SAMPLED_BIT;
-    h[1] = seal_key ^ (uintptr_t)q ^ h[0];
-    memcpy((char *)q - FRONT, h, sizeof h);
+    memcpy(&w, (char *)q - FRONT, sizeof w);
+    w |= SAMPLED_BIT;
+    memcpy((char *)q - FRONT, &w, sizeof w);
 }
 
 /* The size word W of a header without its flags. */
