@@ -106,8 +106,6 @@
 #define CHILDREN_WAIT_MS 3000 /* within STOP_SIGNAL_WAIT_MS */
 #define MAX_HZ 10000
 
-phs_state phs;
-
 
 static struct {
     int pid;
@@ -116,7 +114,6 @@ static struct {
     int interval_s;
     int delta;
     int mode_from_env;          /* the preload constructor read PH_SAMPLER_MODE */
-    int unwind_fp_only;         /* PH_SAMPLER_UNWIND=fp: no CFI tables */
     int no_debuginfo;           /* PH_SAMPLER_DEBUGINFO=0: libdw left alone */
     int wall;                   /* PH_SAMPLER_CLOCK=wall */
     int wake_pipe[2];           /* to the writer: 'w' wake, 'r' status */
@@ -226,144 +223,11 @@ disable(const char *why)
 static __thread int tls_tid __attribute__((tls_model("initial-exec")));
 static __thread int tls_pid __attribute__((tls_model("initial-exec")));
 static __thread int tls_writer __attribute__((tls_model("initial-exec")));
-__thread volatile int phs_tls_own __attribute__((tls_model("initial-exec")));
-
-/* The library's code: its executable segment, [own_lo, own_hi), found
- * once at start.  Linked into another object (libphsampler.a), its code
- * is that object's: nothing is told by address there. */
-static uintptr_t own_lo, own_hi;
-
-static int
-own_range_cb(struct dl_phdr_info *info, size_t size, void *ud)
-{
-    uintptr_t me = (uintptr_t)&own_range_cb;
-    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-
-    (void)size;
-    (void)ud;
-    base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || me < lo || me - lo >= ph->p_memsz)
-            continue;
-        if (strncmp(base, "libphsampler", 12) == 0) {
-            own_lo = lo;
-            own_hi = lo + ph->p_memsz;
-        }
-        return 1;
-    }
-    return 0;
-}
-
-int
-phs_own_pc(uintptr_t pc)
-{
-    return pc >= own_lo && pc < own_hi;
-}
-
-uint32_t
-phs_own_cut(uintptr_t *pcs, uint32_t from, uint32_t depth)
-{
-    uint32_t k = from;
-
-    if (depth <= from)
-        return depth;
-    for (uint32_t i = from; i < depth; i++)
-        if (!phs_own_pc(phs_call_pc(pcs, i)))
-            pcs[k++] = pcs[i];
-    return k;
-}
-/* The stack from PC, SP and FP (the heap sampler's walk, from inside
- * the allocator): the signal path's unwinder over a made-up context. */
-uint32_t
-phs_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *pcs)
-{
-    ucontext_t uc;
-
-#if defined(__x86_64__)
-    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
-    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
-    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
-#else
-    uc.uc_mcontext.pc = pc;
-    uc.uc_mcontext.sp = sp;
-    uc.uc_mcontext.regs[29] = fp;
-#endif
-    return phs_unwind(&uc, pcs, S.unwind_fp_only);
-}
-
-/* Add W samples of PCS[0..DEPTH) on thread TID to table T. */
-static int
-record(phs_table *t, uint32_t tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
-{
-    uint64_t h = 1469598103934665603ULL ^ tid;
-
-    for (uint32_t i = 0; i < depth; i++) {
-        h ^= pcs[i];
-        h *= 1099511628211ULL;
-    }
-    for (uint32_t p = 0; p < 32; p++) {
-        phs_slot *s = &t->slots[(h + p) & (PHS_SLOTS - 1)];
-        uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire), zero = 0;
-
-        if (st == 2 && s->hash == h && s->depth == depth && s->tid == tid &&
-            memcmp(&t->arena[s->off], pcs, depth * sizeof *pcs) == 0) {
-            atomic_fetch_add_explicit(&s->count, w, memory_order_relaxed);
-            return 0;
-        }
-        if (st == 0 && atomic_compare_exchange_strong(&s->state, &zero, 1)) {
-            uint32_t off = atomic_fetch_add(&t->used, depth);
-
-            s->hash = h;
-            s->tid = tid;
-            if (off > PHS_ARENA - depth || off + depth > PHS_ARENA) {
-                s->depth = 0; /* a dead slot until the next drain */
-                atomic_store_explicit(&s->state, 2, memory_order_release);
-                return -1;
-            }
-            memcpy(&t->arena[off], pcs, depth * sizeof *pcs);
-            s->off = off;
-            s->depth = depth;
-            atomic_store_explicit(&s->count, w, memory_order_relaxed);
-            atomic_store_explicit(&s->state, 2, memory_order_release);
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Record PCS[0..DEPTH) as W samples of this thread. */
-static void
-commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
-{
-    int a;
-    phs_table *t;
-
-    /* Enter the active table; if the writer flipped it meanwhile, leave:
-     * it may already be reading that one.  (seq_cst on both sides: either
-     * we see the flip or the writer sees us inside.) */
-    a = atomic_load(&phs.active);
-    t = phs.tables[a];
-    atomic_fetch_add(&t->inflight, 1);
-    if (atomic_load(&phs.active) != a || record(t, (uint32_t)tid, pcs, depth, w) < 0)
-        atomic_fetch_add_explicit(&phs.dropped, w, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&phs.samples, w, memory_order_relaxed);
-    atomic_fetch_sub(&t->inflight, 1);
-}
 
 static void
 commit(const uintptr_t *pcs, uint32_t depth, uint64_t w)
 {
-    commit_as(tls_tid, pcs, depth, w);
-}
-
-void
-phs_commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w)
-{
-    commit_as(tid, pcs, depth, w);
+    phs_commit_as(tls_tid, pcs, depth, w);
 }
 
 /* One sample of the interrupted context CTX, on this thread, standing for
@@ -400,11 +264,11 @@ sample(const void *ctx, uint64_t w, int wall_slot)
         /* held back while it waited (ph_sampler_wait.c): that wait's; or a
          * blocked thread: its stack ends in the call it blocks in */
         sc->native[0] = PHS_OFFCPU;
-        depth = phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, S.unwind_fp_only));
+        depth = phs_wait_trim(sc->native + 1, phs_unwind(ctx, sc->native + 1, phs.unwind_fp_only));
         mine = depth > 0 && phs_own_pc(sc->native[1]) && !phs_wait_fn(sc->native[1]);
         depth = 1 + phs_own_cut(sc->native + 1, 1, depth);
     } else {
-        depth = phs_unwind(ctx, sc->native, S.unwind_fp_only);
+        depth = phs_unwind(ctx, sc->native, phs.unwind_fp_only);
         mine = depth > 0 && phs_own_pc(sc->native[0]);
         depth = phs_own_cut(sc->native, 1, depth);
     }
@@ -980,7 +844,7 @@ writer_main(void *arg)
     /* The unwind tables (a few ms for libc-sized programs) here, beside
      * the service rather than in front of it; sampling starts once they
      * exist, so every sample has its callers. */
-    if (!S.unwind_fp_only)
+    if (!phs.unwind_fp_only)
         phs_cfi_refresh();
     /* A CPython in the process: its frames from the first sample on. */
     phs_agg_prepare(agg);
@@ -1047,7 +911,7 @@ writer_main(void *arg)
         else if (phs.wall)
             phs_wall_scan(self);
         recheck_signals();
-        if (!S.unwind_fp_only)
+        if (!phs.unwind_fp_only)
             phs_cfi_refresh(); /* after a dlopen or dlclose */
         /* With SIGPROF, ours is the only handler the samples can come
          * through; a service that takes SIGPROF gets it (we would only
@@ -1112,18 +976,6 @@ writer_main(void *arg)
 
 /* ---- start and stop --------------------------------------------------- */
 
-static pthread_mutex_t dl_guard = PTHREAD_MUTEX_INITIALIZER;
-
-int
-phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
-{
-    int r;
-
-    pthread_mutex_lock(&dl_guard);
-    r = dl_iterate_phdr(cb, data);
-    pthread_mutex_unlock(&dl_guard);
-    return r;
-}
 
 /* fork waits until the writer is out of dl_iterate_phdr (a few ms at
  * most, rebuilding tables after a dlopen). */
@@ -1131,14 +983,14 @@ static void
 atfork_prepare(void)
 {
     phs_own_begin();
-    pthread_mutex_lock(&dl_guard);
+    phs_dl_lock();
     phs_own_end();
 }
 
 static void
 atfork_parent(void)
 {
-    pthread_mutex_unlock(&dl_guard);
+    phs_dl_unlock();
 }
 
 static void
@@ -1146,7 +998,7 @@ atfork_child(void)
 {
     char dir[sizeof S.dir], title[sizeof S.title];
 
-    pthread_mutex_init(&dl_guard, NULL);
+    phs_dl_reset();
 
     /* The child is not the process being profiled: no samples, no
      * writer, and the perf events of the parent's threads are not its
@@ -1239,15 +1091,14 @@ start_sampling(const char *dir, int hz, int interval_s, const char *title)
     snprintf(S.title, sizeof S.title, "%s", title ? title : "");
     S.interval_s = interval_s;
     S.pid = getpid();
-    if (own_hi == 0)
-        dl_iterate_phdr(own_range_cb, NULL);
+    phs_own_find();
     phs_note_stack(); /* threads that exist already, but for this one, are probed */
     if (!S.mode_from_env) {
         const char *m = getenv("PH_SAMPLER_MODE"), *u = getenv("PH_SAMPLER_UNWIND");
         const char *g = getenv("PH_SAMPLER_DEBUGINFO"), *c = getenv("PH_SAMPLER_CLOCK");
         S.wall = c != NULL && strcmp(c, "wall") == 0;
         S.delta = m != NULL && strcmp(m, "delta") == 0;
-        S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
+        phs.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
         S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
         if (phs_heap_configure(getenv("PH_SAMPLER_HEAP"), S.why, sizeof S.why) < 0)
             return start_failed("bad PH_SAMPLER_HEAP");
@@ -1337,7 +1188,7 @@ start_sampling(const char *dir, int hz, int interval_s, const char *title)
      * allocates first (its caches, at start) is often what it keeps.  So
      * the unwind tables now, in front of the service (a few ms), not on
      * the writer. */
-    if (phs_heap_wanted() && !S.unwind_fp_only)
+    if (phs_heap_wanted() && !phs.unwind_fp_only)
         phs_cfi_refresh();
 
     /* On before the writer starts: it starts the timer, or attaches the
@@ -1385,7 +1236,7 @@ PH_HIDDEN int
 phs_attach_start(const phs_attach_opts *o)
 {
     S.delta = 0;
-    S.unwind_fp_only = 0;
+    phs.unwind_fp_only = 0;
     S.no_debuginfo = 0;
     S.wall = o->wall;
     S.mode_from_env = 1;
@@ -1496,7 +1347,7 @@ preload(void)
     snprintf(dir, sizeof dir, "%s", d);
     snprintf(title, sizeof title, "%s", t ? t : "");
     S.delta = m != NULL && strcmp(m, "delta") == 0;
-    S.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
+    phs.unwind_fp_only = u != NULL && strcmp(u, "fp") == 0;
     S.no_debuginfo = g != NULL && strcmp(g, "0") == 0;
     S.wall = c != NULL && strcmp(c, "wall") == 0;
     S.mode_from_env = 1;

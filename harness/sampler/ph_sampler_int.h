@@ -108,11 +108,12 @@ typedef struct phs_state {
     int wall;                     /* PH_SAMPLER_CLOCK=wall: every thread at a wall-clock rate */
     _Atomic uint64_t perf_failed; /* threads that could not get a perf event */
     char source[160];             /* "perf_event cpu-clock" / "setitimer(ITIMER_PROF) ..." */
+    int unwind_fp_only;           /* PH_SAMPLER_UNWIND=fp: no CFI tables */
 } phs_state;
 
 PH_HIDDEN extern phs_state phs;
 
-/* ---- the sampler's own work on the service's threads: ph_sampler.c ----
+/* ---- the sampler's own work on the service's threads: ph_sampler_core.c ----
  *
  * The profile never holds the sampler's frames.  Where a service thread
  * runs the sampler's own code (its stop handler waiting for the final
@@ -146,6 +147,8 @@ PH_HIDDEN int phs_own_pc(uintptr_t pc);
 /* PCS[0..DEPTH) (innermost first) without the library's frames from
  * index FROM on (callers, by their return addresses); the new depth. */
 PH_HIDDEN uint32_t phs_own_cut(uintptr_t *pcs, uint32_t from, uint32_t depth);
+/* Find the library's code range (once, at start: dl_iterate_phdr). */
+PH_HIDDEN void phs_own_find(void);
 
 /* dl_iterate_phdr, never while the process forks: a child would inherit
  * the loader's lock held by a thread it does not have (glibc resets its
@@ -153,6 +156,11 @@ PH_HIDDEN uint32_t phs_own_cut(uintptr_t *pcs, uint32_t from, uint32_t depth);
  * thread only. */
 struct dl_phdr_info;
 PH_HIDDEN int phs_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
+/* The lock phs_dl_iterate takes: held across fork (atfork's prepare and
+ * parent), made anew in the child. */
+PH_HIDDEN void phs_dl_lock(void);
+PH_HIDDEN void phs_dl_unlock(void);
+PH_HIDDEN void phs_dl_reset(void);
 
 /* ---- perf events: ph_sampler_perf.c (writer thread, start, atfork) ----- */
 
@@ -181,7 +189,7 @@ PH_HIDDEN void phs_perf_forget(void);
 /* The real-time signal the timer sends: one the Go runtime (and glibc,
  * which keeps 32 and 33) leaves to others. */
 #define PHS_TIMER_SIG (SIGRTMAX - 7)
-/* Is the running kernel Linux MAJOR.MINOR or later? */
+/* Is the running kernel Linux MAJOR.MINOR or later?  (ph_sampler_core.c) */
 PH_HIDDEN int phs_kernel_at_least(int major, int minor);
 /* A POSIX timer on the process's CPU time sending PHS_TIMER_SIG: 0, or -1
  * with why not in WHY (the caller falls back to setitimer). */
@@ -251,8 +259,8 @@ PH_HIDDEN int phs_wait_fn(uintptr_t pc);
  * then, as off CPU, standing for the whole wait. */
 PH_HIDDEN int phs_wait_begin(sigset_t *old);
 PH_HIDDEN void phs_wait_end(int on);
-/* Record W samples of PCS[0..DEPTH) for thread TID from the writer
- * (ph_sampler.c). */
+/* Record W samples of PCS[0..DEPTH) for thread TID, from the signal path
+ * or the writer (ph_sampler_core.c). */
 PH_HIDDEN void phs_commit_as(int tid, const uintptr_t *pcs, uint32_t depth, uint64_t w);
 
 /* A handler's working stacks, off the (alternate) signal stack. */
@@ -467,6 +475,14 @@ PH_HIDDEN void phs_java_detect(phs_symbols *s);
 PH_HIDDEN const char *phs_java_describe(void);
 /* Writer: it ends; its thread leaves the JVM it joined to name methods. */
 PH_HIDDEN void phs_java_writer_end(void);
+/* The JVMTI agent's start in VM (ph_sampler_agent.c's entry points call
+ * it): LIVE, loaded into a running VM; 0 whatever happens.  The VM is a
+ * phj_vm (ph_sampler_jvmti.h). */
+PH_HIDDEN int phs_java_agent_start(void *vm, int live);
+/* Loaded into a running VM by an attach (its threads have no ThreadStart):
+ * set by the agent's attach, read by its stop. */
+PH_HIDDEN void phs_java_set_live(void);
+PH_HIDDEN int phs_java_live(void);
 /* The heap mode's Java objects (JVMTI SampledObjectAlloc): a heap
  * stack's words are a class word (phs_java_heap_word), then the Java
  * frames as the signal path writes them.  Writer: such a stack named
@@ -632,7 +648,7 @@ PH_HIDDEN int phs_heap_final_written(void);
  * and the heap's figures as a JSON object. */
 PH_HIDDEN void phs_heap_reason(char *buf, size_t len);
 PH_HIDDEN void phs_heap_json(char *buf, size_t len);
-/* ph_sampler.c: the stack of the calling thread from a frame's
+/* ph_sampler_unwind.c: the stack of the calling thread from a frame's
  * registers (the heap sampler's walk; the CPU sampler's unwinder). */
 PH_HIDDEN uint32_t phs_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *pcs);
 

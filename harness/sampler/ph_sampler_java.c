@@ -478,11 +478,12 @@ heap_enable(phj_ti ti)
     }
 }
 
-/* Agent_OnLoad and Agent_OnAttach: 0 whatever happens (an agent's error
- * would stop the JVM). */
-static int
-agent_start(phj_vm vm, int live)
+/* Agent_OnLoad and Agent_OnAttach (ph_sampler_agent.c): 0 whatever
+ * happens (an agent's error would stop the JVM). */
+int
+phs_java_agent_start(void *vmp, int live)
 {
+    phj_vm vm = vmp;
     phj_fnptr cb[PHJ_CALLBACKS];
     phj_caps caps;
     phj_ti ti = NULL;
@@ -544,69 +545,17 @@ agent_start(phj_vm vm, int live)
     return 0;
 }
 
-/* The agent's entry points, exported (exports.map). */
-int Agent_OnLoad(phj_vm vm, char *options, void *reserved);
-int Agent_OnAttach(phj_vm vm, char *options, void *reserved);
-
-/* The agent's start: the sampler's work on the JVM's thread. */
-static int
-agent_start_own(phj_vm vm, int live)
+/* Loaded into a running VM: threads it had have no ThreadStart. */
+void
+phs_java_set_live(void)
 {
-    int r;
-
-    phs_own_begin();
-    r = agent_start(vm, live);
-    phs_own_end();
-    return r;
+    atomic_store(&J.live, 1);
 }
 
-__attribute__((visibility("default"))) int
-Agent_OnLoad(phj_vm vm, char *options, void *reserved)
+int
+phs_java_live(void)
 {
-    return agent_start_own(vm, 0);
-}
-
-/* Loaded into a running VM by HotSpot's dynamic attach (`load`, from the
- * tools container of `profharness attach`): OPTIONS start the sampler
- * (it was not preloaded, so nothing samples yet) and the Java frame
- * reader, or stop the sampler, the JVM running on (a JVMTI agent is
- * never unloaded: the next attach's `load` finds it here and starts it
- * again).  Empty OPTIONS: the Java frame reader alone, in a JVM that is
- * sampled already.  The result is the JVM's "return code: N"
- * (ph_sampler_attach.h); what went wrong is said on the JVM's stderr and
- * in the sampler's status. */
-__attribute__((visibility("default"))) int
-Agent_OnAttach(phj_vm vm, char *options, void *reserved)
-{
-    phs_attach_opts o;
-    char why[200], line[300];
-    int r = PHS_ATTACH_OK;
-
-    if (options == NULL || options[0] == '\0')
-        return agent_start_own(vm, 1);
-    phs_own_begin();
-    if (phs_attach_parse(options, &o, why, sizeof why) < 0) {
-        snprintf(line, sizeof line, "ph-sampler: attach: %s\n", why);
-        r = PHS_ATTACH_BAD;
-    } else if (o.what == PHS_ATTACH_STOP) {
-        if (atomic_load(&J.live))
-            ph_sampler_stop(); /* the final snapshot written; the timers off */
-    } else if (atomic_load(&phs.on)) {
-        snprintf(line, sizeof line, "ph-sampler: attach: this JVM is sampled already\n");
-        r = PHS_ATTACH_BUSY;
-    } else if (phs_attach_start(&o) < 0) {
-        line[0] = '\0'; /* said by the sampler, in its status too */
-        r = PHS_ATTACH_FAILED;
-    } else {
-        atomic_store(&J.live, 1);
-        agent_start(vm, 1);
-    }
-    if (r != PHS_ATTACH_OK && line[0] != '\0') {
-        ssize_t w = write(2, line, strlen(line));
-        (void)w;
-    }
-    phs_own_end();
-    return r;
+    return atomic_load(&J.live);
 }
 
 /* The writer is ending (the sampler stopped in a VM that runs on): its

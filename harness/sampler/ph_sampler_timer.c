@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
 #include <time.h>
 
 #include "ph_sampler_int.h"
@@ -44,17 +43,6 @@ static struct {
     phs_scratch *scratch;          /* SCRATCH_SLOTS of them */
     _Atomic int busy[SCRATCH_SLOTS];
 } T;
-
-int
-phs_kernel_at_least(int major, int minor)
-{
-    struct utsname u;
-    int ma = 0, mi = 0;
-
-    if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
-        return 0;
-    return ma > major || (ma == major && mi >= minor);
-}
 
 int
 phs_timer_create(char *why, size_t len)

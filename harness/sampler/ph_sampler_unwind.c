@@ -292,3 +292,21 @@ phs_unwind(const void *ctx, uintptr_t *pcs, int fp_only)
     return depth;
 }
 
+/* The stack from PC, SP and FP (the heap sampler's walk, from inside
+ * the allocator): the signal path's unwinder over a made-up context. */
+uint32_t
+phs_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t *pcs)
+{
+    ucontext_t uc;
+
+#if defined(__x86_64__)
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+    uc.uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+#else
+    uc.uc_mcontext.pc = pc;
+    uc.uc_mcontext.sp = sp;
+    uc.uc_mcontext.regs[29] = fp;
+#endif
+    return phs_unwind(&uc, pcs, phs.unwind_fp_only);
+}
