@@ -429,8 +429,8 @@ request_and_wait(unsigned command, int timeout_ms)
 
 static void on_stop_signal(int sig, siginfo_t *si, void *ctx);
 
-int
-phs_exec_begin(const char *path, int handed)
+static int
+exec_begin(const char *path, int handed)
 {
     size_t i = 0;
 
@@ -449,8 +449,8 @@ phs_exec_begin(const char *path, int handed)
     return atomic_load(&S.n_snapshots);
 }
 
-void
-phs_exec_failed(void)
+static void
+exec_failed(void)
 {
     char c = 'r';
 
@@ -1046,8 +1046,8 @@ at_exit(void)
 
 /* _exit() (interposed: shells leave so) skips atexit: the same final
  * snapshot.  Async-signal-safe, as _exit is. */
-void
-phs_exit_begin(void)
+static void
+exit_begin(void)
 {
     at_exit();
 }
@@ -1380,9 +1380,15 @@ preload(void)
     ph_sampler_start(dir, hz, interval, title);
 }
 
+/* The exec and _exit interposers' calls up (ph_sampler_proc.c). */
+static const phs_proc_hooks proc_hooks = { exec_begin, exec_failed, exit_begin };
+
 __attribute__((constructor)) static void
 preload_start(void)
 {
+    phs_proc_hooks_set(&proc_hooks);
+    phs_frames_java(phs_java_frame);
+    phs_frames_py(phs_py_frame);
     phs_own_begin();
     preload();
     phs_own_end();

@@ -347,9 +347,12 @@ PH_HIDDEN double phs_cpu_seconds(clockid_t c);
 /* ---- symbols and pprof: ph_sampler_out.c ------------------------------- */
 
 /* Symbolisation, off the signal path.  Strings live until
- * phs_symbols_free.  DEBUGINFO 0 leaves libdw alone (PH_SAMPLER_DEBUGINFO=0). */
+ * phs_symbols_free.  DEBUGINFO 0 leaves libdw alone (PH_SAMPLER_DEBUGINFO=0).
+ * PY, the Python frames' table its words are named from (the caller's,
+ * who frees it after; may be NULL). */
 typedef struct phs_symbols phs_symbols;
-PH_HIDDEN phs_symbols *phs_symbols_new(int debuginfo);
+struct phs_pytab;
+PH_HIDDEN phs_symbols *phs_symbols_new(int debuginfo, struct phs_pytab *py);
 PH_HIDDEN void phs_symbols_free(phs_symbols *s);
 /* Writer, after a snapshot: the pages of the objects' files its names
  * were read from leave the RSS; libdw's state goes (its debug files
@@ -382,6 +385,12 @@ typedef struct phs_frame {
  * one, never more than PHS_MAX_INLINE + 1); *MODULE (may be NULL) gets the
  * module index or -1. */
 PH_HIDDEN int phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *module);
+/* Java's words are named by FN (ph_sampler_java.c's phs_java_frame: the
+ * sampler wires it at load, phs_frames_java), "[java]" until then. */
+PH_HIDDEN void phs_frames_java(const phs_frame *(*fn)(uintptr_t word));
+/* Python's words likewise, from the symbols' Python table
+ * (ph_sampler_py.c's phs_py_frame), "[python]" until then. */
+PH_HIDDEN void phs_frames_py(const phs_frame *(*fn)(struct phs_pytab *t, uintptr_t word));
 
 /* The address to name for frame K of PCS (innermost first): a caller's is
  * its return address, which may already be the next line or, after a
@@ -685,14 +694,21 @@ PH_HIDDEN void phs_proc_not_sampled(const char *dir);
  * TIMEOUT_MS. */
 PH_HIDDEN void phs_proc_children_snapshot(const char *dir, long last, int timeout_ms);
 
-/* ph_sampler.c, for the exec interposers; async-signal-safe.  Before an
- * exec of PATH (NULL: unknown) that hands the settings on (HANDED) or
- * not: when it is an exec in place of a sampling process, the timer is
- * stopped, the final snapshot and the status written, and the number of
- * snapshots written so far returned; else -1. */
-PH_HIDDEN int phs_exec_begin(const char *path, int handed);
-PH_HIDDEN void phs_exec_failed(void);
-/* Before _exit(): the final snapshot, as at exit().  Async-signal-safe. */
-PH_HIDDEN void phs_exit_begin(void);
+/* What the exec and _exit interposers ask of the sampler above them
+ * (ph_sampler.c gives it at load, phs_proc_hooks_set; until then they ask
+ * nothing: nothing samples yet).  Async-signal-safe, all three.
+ *   exec_begin   before an exec of PATH (NULL: unknown) that hands the
+ *                settings on (HANDED) or not: when it is an exec in
+ *                place of a sampling process, the timer stopped, the final
+ *                snapshot and the status written, and the number of
+ *                snapshots written so far returned; else -1;
+ *   exec_failed  that exec failed: sampling again;
+ *   exit_begin   before _exit(): the final snapshot, as at exit(). */
+typedef struct phs_proc_hooks {
+    int (*exec_begin)(const char *path, int handed);
+    void (*exec_failed)(void);
+    void (*exit_begin)(void);
+} phs_proc_hooks;
+PH_HIDDEN void phs_proc_hooks_set(const phs_proc_hooks *h);
 
 #endif

@@ -459,7 +459,7 @@ phs_symbols_release(phs_symbols *s)
 }
 
 phs_symbols *
-phs_symbols_new(int debuginfo)
+phs_symbols_new(int debuginfo, struct phs_pytab *py)
 {
     phs_symbols *s = calloc(1, sizeof *s);
 
@@ -470,11 +470,7 @@ phs_symbols_new(int debuginfo)
      * loader's lock can be held by a thread that no longer exists. */
     s->listed_at = 0;
     s->debuginfo = debuginfo;
-    s->py = phs_pytab_new();
-    if (s->py == NULL) {
-        free(s);
-        return NULL;
-    }
+    s->py = py;
     return s;
 }
 
@@ -830,10 +826,27 @@ pc_hash(uintptr_t pc, size_t cap)
     return (size_t)((pc * 0x9E3779B97F4A7C15ULL) >> 17) & (cap - 1);
 }
 
+static const phs_frame *(*java_frame)(uintptr_t word);
+static const phs_frame *(*py_frame)(struct phs_pytab *t, uintptr_t word);
+
+void
+phs_frames_java(const phs_frame *(*fn)(uintptr_t word))
+{
+    java_frame = fn;
+}
+
+void
+phs_frames_py(const phs_frame *(*fn)(struct phs_pytab *t, uintptr_t word))
+{
+    py_frame = fn;
+}
+
 int
 phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *mod_out)
 {
     static const phs_frame oom = { "??", NULL, 0, 0, PHS_KIND_NATIVE, NULL };
+    static const phs_frame java = { "[java]", NULL, 0, 0, PHS_KIND_JAVA, NULL };
+    static const phs_frame python = { "[python]", NULL, 0, 0, PHS_KIND_PYTHON, NULL };
     phs_frame f[PHS_MAX_INLINE + 1], *kept;
     size_t k = 0;
     int mod, n;
@@ -841,13 +854,13 @@ phs_frames(phs_symbols *s, uintptr_t pc, const phs_frame **frames, int *mod_out)
     if (phs_is_java(pc)) {
         if (mod_out)
             *mod_out = -1;
-        *frames = phs_java_frame(pc);
+        *frames = java_frame != NULL ? java_frame(pc) : &java;
         return 1;
     }
     if (phs_is_py(pc)) {
         if (mod_out)
             *mod_out = -1;
-        *frames = phs_py_frame(s->py, pc);
+        *frames = py_frame != NULL && s->py != NULL ? py_frame(s->py, pc) : &python;
         return 1;
     }
     if (s->n_cache * 2 >= s->cap_cache) {
@@ -966,7 +979,6 @@ phs_symbols_free(phs_symbols *s)
     ph_intern_free(s->strs);
     ph_perfmap_free(s->jit);
     phs_dwarf_close(s->dw);
-    phs_pytab_free(s->py);
     free(s);
 }
 

@@ -127,6 +127,16 @@ static struct {
     exit_fn real_exit, real_Exit;
 } P;
 
+/* The sampler's side of an exec and of _exit (ph_sampler.c sets it at
+ * load): NULL before, when nothing samples. */
+static const phs_proc_hooks *volatile hooks;
+
+void
+phs_proc_hooks_set(const phs_proc_hooks *h)
+{
+    hooks = h;
+}
+
 /* Resolved before anything can call them, in every process the library
  * is loaded into (inert or not): a vfork child must not need dlsym. */
 __attribute__((constructor(101))) static void
@@ -409,7 +419,7 @@ no_real(void)
 
 /* An exec by this process of PATH (NULL: unknown): the environment to
  * give it, after stopping our timer and writing our last snapshot when
- * the exec is in place (phs_exec_begin); *IN_PLACE says whether it was. */
+ * the exec is in place (hooks->exec_begin); *IN_PLACE says whether it was. */
 static char *const *
 before_exec(handoff *h, const char *path, char *const envp[], int *in_place)
 {
@@ -420,7 +430,7 @@ before_exec(handoff *h, const char *path, char *const envp[], int *in_place)
      * in a vfork child the section's count is the parent's. */
     phs_own_begin();
     give = hands_on();
-    seq = phs_exec_begin(path, give);
+    seq = hooks != NULL ? hooks->exec_begin(path, give) : -1;
     *in_place = seq >= 0;
     env = give ? hand_on(h, envp, seq) : envp;
     phs_own_end();
@@ -445,7 +455,7 @@ after_failed_exec(int in_place)
     int e = errno;
 
     if (in_place)
-        phs_exec_failed(); /* (a phs_own section of its own) */
+        hooks->exec_failed(); /* (in_place: hooks set; a phs_own section of its own) */
     errno = e;
 }
 
@@ -597,11 +607,12 @@ phs_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
 
 /* Shells (dash) leave with _exit(), which skips atexit: without this a
  * wrapper's status would say "running" for ever.  A vfork child's _exit
- * (after a failed exec) is not ours: phs_exit_begin looks at the pid. */
+ * (after a failed exec) is not ours: hooks->exit_begin looks at the pid. */
 static __attribute__((noreturn)) void
 leave(exit_fn real, int status)
 {
-    phs_exit_begin();
+    if (hooks != NULL)
+        hooks->exit_begin();
     if (real != NULL)
         real(status);
     for (;;)

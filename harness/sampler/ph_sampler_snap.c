@@ -53,6 +53,7 @@ struct phs_agg {
     thread_name *threads;
     size_t n_threads, cap_threads;
     phs_symbols *sym;
+    phs_pytab *py;          /* the Python frames' table sym names from */
     struct timespec wall0, wall_last;
     double cpu0, cpu_last;           /* process CPU at start / last snapshot */
     uint64_t samples_last, dropped_last;
@@ -85,7 +86,8 @@ phs_agg_new(int delta, int debuginfo)
     a->delta = delta;
     a->cap = 4096;
     a->v = calloc(a->cap, sizeof *a->v);
-    a->sym = phs_symbols_new(debuginfo);
+    a->py = phs_pytab_new();
+    a->sym = a->py != NULL ? phs_symbols_new(debuginfo, a->py) : NULL;
     if (a->v == NULL || a->sym == NULL) {
         phs_agg_free(a);
         return NULL;
@@ -106,6 +108,7 @@ phs_agg_free(phs_agg *a)
     free(a->v);
     free(a->threads);
     phs_symbols_free(a->sym);
+    phs_pytab_free(a->py);
     free(a);
 }
 

@@ -27,7 +27,7 @@ libc_module(phs_symbols *s)
 static void
 test_function_table_bytes(void **state)
 {
-    phs_symbols *s = phs_symbols_new(0);
+    phs_symbols *s = phs_symbols_new(0, NULL);
     elfmod *m;
     size_t bytes;
 
@@ -48,7 +48,7 @@ test_function_table_bytes(void **state)
 static void
 test_function_names_from_the_file(void **state)
 {
-    phs_symbols *s = phs_symbols_new(0);
+    phs_symbols *s = phs_symbols_new(0, NULL);
     elfmod *m;
     size_t wrong = 0, checked = 0;
 
