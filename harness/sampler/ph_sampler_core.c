@@ -2,8 +2,8 @@
  * below all of them: the shared state (phs), the sampler's own sections
  * and its code's range (phs_own_*), the sample tables' recording
  * (phs_commit_as), dl_iterate_phdr behind the lock fork waits on, and
- * the kernel's version.
- * ph_sampler.c, the top, starts and stops it all; nothing here calls up.
+ * the kernel's version.  ph_sampler.c, the top, starts and stops it all;
+ * nothing here calls up.
  * Async-signal-safe but for phs_own_find and the dl lock.
  */
 #include <link.h>
@@ -34,8 +34,9 @@ phs_kernel_at_least(int major, int minor)
 __thread volatile int phs_tls_own __attribute__((tls_model("initial-exec")));
 
 /* The library's code: its executable segment, [own_lo, own_hi), found
- * once at start (phs_own_find).  Linked into another object (libphsampler.a), its code
- * is that object's: nothing is told by address there. */
+ * once at start (phs_own_find).  Linked into another object
+ * (libphsampler.a), its code is that object's: nothing is told by address
+ * there. */
 static uintptr_t own_lo, own_hi;
 
 static int
