@@ -599,6 +599,20 @@ stack_is(uint32_t v, uint64_t h, const uintptr_t *pcs, uint32_t depth)
     return s->hash == h && s->depth == depth && memcmp(&H.arena[s->off], pcs, depth * sizeof *pcs) == 0;
 }
 
+/* The first free slot of H's probes in the index's table of 2^K slots,
+ * or NULL. */
+static _Atomic uint32_t *
+index_free(uint64_t h, uint32_t k)
+{
+    for (uint32_t p = 0; p < HEAP_PROBES; p++) {
+        _Atomic uint32_t *at = index_slot(h, k, p);
+
+        if (atomic_load_explicit(at, memory_order_acquire) == 0)
+            return at;
+    }
+    return NULL;
+}
+
 /* The id of the stack PCS[0..DEPTH), added if new; 0 (the overflow
  * stack) when there is no room.  Two threads adding one stack at once may
  * both add it: two ids, both counted, merged by name when written. */
@@ -607,21 +621,12 @@ stack_id(const uintptr_t *pcs, uint32_t depth)
 {
     uint64_t h = hash_pcs(pcs, depth);
     uint32_t k = grown(&H.index_k, atomic_load(&H.n_stacks), HEAP_INDEX_K), id, off, zero = 0;
-    _Atomic uint32_t *slot = NULL;
+    _Atomic uint32_t *slot;
     heap_stack *s;
 
-    /* at the size in use: the stack, or the first free slot */
-    for (uint32_t p = 0; p < HEAP_PROBES && slot == NULL; p++) {
-        _Atomic uint32_t *at = index_slot(h, k, p);
-        uint32_t v = atomic_load_explicit(at, memory_order_acquire);
-
-        if (v == 0)
-            slot = at;
-        else if (stack_is(v, h, pcs, depth))
-            return v - 1;
-    }
-    /* indexed while the index was smaller */
-    for (uint32_t j = k; j-- > HEAP_MIN_K;)
+    /* in each table, from the one in use down to the smallest: a stack
+     * went into the first free slot of its probes there */
+    for (uint32_t j = k + 1; j-- > HEAP_MIN_K;)
         for (uint32_t p = 0; p < HEAP_PROBES; p++) {
             uint32_t v = atomic_load_explicit(index_slot(h, j, p), memory_order_acquire);
 
@@ -630,21 +635,14 @@ stack_id(const uintptr_t *pcs, uint32_t depth)
             if (stack_is(v, h, pcs, depth))
                 return v - 1;
         }
-    if (slot == NULL) {
-        /* no free slot within the probes: the next size, once */
-        if (k < HEAP_INDEX_K) {
-            atomic_compare_exchange_strong(&H.index_k, &k, k + 1);
-            k = atomic_load(&H.index_k);
-            for (uint32_t p = 0; p < HEAP_PROBES && slot == NULL; p++) {
-                _Atomic uint32_t *at = index_slot(h, k, p);
-
-                if (atomic_load_explicit(at, memory_order_acquire) == 0)
-                    slot = at;
-            }
-        }
-        if (slot == NULL)
-            return 0;
+    slot = index_free(h, k);
+    if (slot == NULL && k < HEAP_INDEX_K) {
+        /* every probe taken in the one in use: the next, once */
+        atomic_compare_exchange_strong(&H.index_k, &k, k + 1);
+        slot = index_free(h, atomic_load(&H.index_k));
     }
+    if (slot == NULL)
+        return 0;
     id = atomic_fetch_add(&H.n_stacks, 1);
     if (id >= HEAP_STACKS)
         return 0;
