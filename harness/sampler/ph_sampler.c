@@ -99,6 +99,8 @@
 #include "ph_sampler_int.h"
 
 #define TICK_MS 250
+#define YOUNG_TICK_MS 20 /* a Python's first second: its code named while the program still holds it */
+#define YOUNG_MS 1000
 #define STOP_SIGNAL_WAIT_MS 5000 /* SIGTERM/SIGINT: never hold up termination longer */
 #define EXIT_WAIT_MS 10000       /* exit(): the first snapshot may read big symbol tables */
 #define FLUSH_WAIT_MS 30000
@@ -824,7 +826,7 @@ writer_main(void *arg)
     phs_agg *agg = arg;
     int self = (int)syscall(SYS_gettid), n = phs_proc_seq0(), stop = 0;
     char tag[24] = "";
-    double next = mono_ms() + (S.interval_s > 0 ? S.interval_s * 1e3 : 1e18);
+    double born = mono_ms(), next = born + (S.interval_s > 0 ? S.interval_s * 1e3 : 1e18);
     sigset_t prof;
 
     /* Created with every signal blocked, so the service's signals go to
@@ -867,13 +869,18 @@ writer_main(void *arg)
 
     while (!stop) {
         struct pollfd pfd = { S.wake_pipe[0], POLLIN, 0 };
-        int want, final, exec, status = 0, seq, r;
+        int want, final, exec, status = 0, seq, r, tick;
         unsigned cmd;
         long request;
         char cmds[64];
         struct sigaction cur;
 
-        r = phs.wall && atomic_load(&phs.on) ? phs_wall_poll(&pfd, TICK_MS) : poll(&pfd, 1, TICK_MS);
+        /* A program that ends within a tick would have its Python code
+         * objects freed before their first drain names them (the
+         * interpreter frees them as it finalizes; ph_sampler_py.c): in a
+         * Python's first second, ticks are short. */
+        tick = phs_py_active() && mono_ms() - born < YOUNG_MS ? YOUNG_TICK_MS : TICK_MS;
+        r = phs.wall && atomic_load(&phs.on) ? phs_wall_poll(&pfd, tick) : poll(&pfd, 1, tick);
         /* Requests up to SEQ are served below: their commands were set
          * before their number, so they are all in CMD (a request whose
          * wake is still on its way, or that came while poll returned,

@@ -57,7 +57,13 @@
  *   is guaranteed: a name shown was, when copied, the name of a live code
  *   object at the sampled address with the sampled name object and first
  *   line; a reader racing a free reads garbage at worst, never faults.
- *   Names are cached by (code, first line + instruction, name object).
+ *   Names are cached by (code, first line + instruction, name object),
+ *   and each code object as first read (its name, file and line table:
+ *   pycode) by (code, name object, first line), so a later instruction of
+ *   it is named after it is freed: a program's last samples are drained
+ *   after its interpreter finalized.  In a Python's first second the
+ *   writer's ticks are 20 ms (ph_sampler.c), so a program that ends
+ *   within a tick has its code read while it lives.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -75,6 +81,8 @@
 #define MAX_NAME 512         /* bytes of a name or file kept */
 #define MAX_LINETABLE (1u << 20)
 #define MAX_KEYS (1u << 20)  /* cached (code, instruction) names; past it, read each time */
+#define MAX_CODES (1u << 18) /* code objects kept as first read (pycode) */
+#define MAX_TABLES_KEPT (4u << 20) /* their line tables' bytes */
 
 enum { PY_UNDECIDED, PY_NONE, PY_READING, PY_UNKNOWN };
 
@@ -720,9 +728,26 @@ typedef struct pyname {
     uint64_t hash;
 } pyname;
 
+/* A code object as its first naming read it: a later sample of it at
+ * another instruction is named from here once the object is gone (a
+ * program that ends: the drain after its last samples comes after the
+ * interpreter freed its code).  What is shown is still what was copied
+ * from a live code object at that address, with that name object and
+ * first line. */
+typedef struct pycode {
+    uintptr_t code, qual;       /* code 0: empty */
+    int first;
+    uint32_t frame;             /* the frame its naming interned: its name and file */
+    unsigned char *table;       /* its line table as copied; NULL: none kept (the first line) */
+    uint32_t size;
+} pycode;
+
 struct phs_pytab {
     pykey *keys;
     size_t n_keys, cap_keys;
+    pycode *codes;              /* open addressing by (code, qual, first line) */
+    size_t n_codes, cap_codes;
+    size_t table_bytes;         /* the kept line tables' bytes (at most MAX_TABLES_KEPT) */
     pyname *names;              /* by id, distinct (name, file, line) */
     size_t n, cap;
     uint32_t *by_text;          /* open addressing over names: id + 1 */
@@ -745,6 +770,9 @@ phs_pytab_free(phs_pytab *t)
         free((char *)t->names[i].f.file);
         free((char *)t->names[i].f.system);
     }
+    for (size_t i = 0; i < t->cap_codes; i++)
+        free(t->codes[i].table);
+    free(t->codes);
     free(t->names);
     free(t->keys);
     free(t->by_text);
@@ -924,45 +952,65 @@ line_of_310(const unsigned char *p, size_t n, int first, int32_t idx)
     return 0;
 }
 
-/* The frame of (CODE, META, QUAL), read now. */
-static void
-name_of(uintptr_t code, uintptr_t meta, uintptr_t qual, phs_frame *f, char *name, char *file, size_t cap)
+/* The line of instruction META (its low 32 bits) in the line TABLE
+ * (SIZE bytes) of a code object whose first line is FIRST; FIRST when
+ * there is no table or it says none. */
+static int
+line_at(const unsigned char *table, size_t size, int first, uintptr_t meta)
+{
+    const phs_py_layout *L = PY.L;
+    int line;
+
+    if (table == NULL || L == NULL)
+        return first;
+    line = L->lines == PHS_PY_LINES_LNOTAB ? line_of_lnotab(table, size, first, (int32_t)meta)
+           : L->lines == PHS_PY_LINES_310  ? line_of_310(table, size, first, (int32_t)meta)
+                                           : line_of(table, size, first, (uint32_t)meta);
+    return line > 0 ? line : first;
+}
+
+/* CODE read now, when it still is the code object sampled (its type,
+ * its name object QUAL, its first line FIRST): its name and file into
+ * NAME and FILE (CAP bytes each), its line table into *TABLE (malloc'd,
+ * *SIZE bytes; NULL when it cannot be read).  0; -1 with NAME saying
+ * why (freed, or its name unreadable). */
+static int
+read_code(uintptr_t code, uintptr_t qual, int first, char *name, char *file, size_t cap, unsigned char **table,
+          size_t *size)
 {
     const phs_py_layout *L = PY.L;
     unsigned char co[512], bh[64];
-    unsigned char *table = NULL;
-    int first = (int)((meta >> 32) & 0x7fffffff);
     uintptr_t lt;
-    intptr_t size;
+    intptr_t n;
 
-    memset(f, 0, sizeof *f);
-    f->kind = PHS_KIND_PYTHON;
-    snprintf(name, cap, "[python: code freed]");
+    *table = NULL;
+    *size = 0;
     file[0] = '\0';
     if (L == NULL || L->co_code > sizeof co || copy_in(co, code, L->co_code) < 0 ||
         word_at(co + PHS_PY_OB_TYPE) != PY.code_type || word_at(co + L->co_qualname) != qual ||
-        (int)*(const int32_t *)(const void *)(co + L->co_firstlineno) != first)
-        return;
+        (int)*(const int32_t *)(const void *)(co + L->co_firstlineno) != first) {
+        snprintf(name, cap, "[python: code freed]");
+        return -1;
+    }
     if (read_str(L, qual, name, cap) < 0) {
         snprintf(name, cap, "[python: unreadable name]");
-        return;
+        return -1;
     }
     if (read_str(L, word_at(co + L->co_filename), file, cap) < 0)
         file[0] = '\0';
-    f->line = first;
     lt = word_at(co + L->co_linetable);
     if (L->b_data <= sizeof bh && copy_in(bh, lt, L->b_data) == 0 && word_at(bh + PHS_PY_OB_TYPE) == PY.bytes_type) {
-        memcpy(&size, bh + L->b_size, sizeof size);
-        if (size > 0 && size <= (intptr_t)MAX_LINETABLE && (table = malloc((size_t)size)) != NULL &&
-            copy_in(table, lt + L->b_data, (size_t)size) == 0) {
-            int line = L->lines == PHS_PY_LINES_LNOTAB ? line_of_lnotab(table, (size_t)size, first, (int32_t)meta)
-                       : L->lines == PHS_PY_LINES_310  ? line_of_310(table, (size_t)size, first, (int32_t)meta)
-                                                       : line_of(table, (size_t)size, first, (uint32_t)meta);
-            if (line > 0)
-                f->line = line;
+        memcpy(&n, bh + L->b_size, sizeof n);
+        if (n > 0 && n <= (intptr_t)MAX_LINETABLE && (*table = malloc((size_t)n)) != NULL) {
+            if (copy_in(*table, lt + L->b_data, (size_t)n) == 0) {
+                *size = (size_t)n;
+            } else {
+                free(*table);
+                *table = NULL;
+            }
         }
-        free(table);
     }
+    return 0;
 }
 
 static uint32_t
@@ -1019,13 +1067,85 @@ intern_frame(phs_pytab *t, const char *name, const char *file, int line)
     return (uint32_t)t->n++;
 }
 
+static uint64_t
+code_hash(uintptr_t code, uintptr_t qual, int first)
+{
+    return fnv(fnv(fnv(1469598103934665603ULL, &code, sizeof code), &qual, sizeof qual), &first, sizeof first);
+}
+
+/* The slot of (CODE, QUAL, FIRST) in T's codes: its entry, or the empty
+ * slot it would take; NULL when the table is full and it is not there. */
+static pycode *
+code_slot(phs_pytab *t, uintptr_t code, uintptr_t qual, int first)
+{
+    size_t k;
+
+    if (t->n_codes * 2 >= t->cap_codes && t->n_codes < MAX_CODES) {
+        size_t cap = t->cap_codes ? t->cap_codes * 2 : 256;
+        pycode *nc = calloc(cap, sizeof *nc);
+
+        if (nc != NULL) {
+            for (size_t i = 0; i < t->cap_codes; i++) {
+                const pycode *e = &t->codes[i];
+
+                if (e->code == 0)
+                    continue;
+                for (k = code_hash(e->code, e->qual, e->first) & (cap - 1); nc[k].code; k = (k + 1) & (cap - 1))
+                    ;
+                nc[k] = *e;
+            }
+            free(t->codes);
+            t->codes = nc;
+            t->cap_codes = cap;
+        }
+    }
+    if (t->cap_codes == 0)
+        return NULL;
+    for (k = code_hash(code, qual, first) & (t->cap_codes - 1); t->codes[k].code; k = (k + 1) & (t->cap_codes - 1))
+        if (t->codes[k].code == code && t->codes[k].qual == qual && t->codes[k].first == first)
+            return &t->codes[k];
+    return t->n_codes * 2 < t->cap_codes ? &t->codes[k] : NULL;
+}
+
+/* The frame id of (CODE, META, QUAL) named now: from the code object
+ * as its first naming kept it (pycode), else read live and kept. */
+static uint32_t
+name_now(phs_pytab *t, uintptr_t code, uintptr_t meta, uintptr_t qual)
+{
+    char name[MAX_NAME * 4 + 1], file[MAX_NAME * 4 + 1];
+    int first = (int)((meta >> 32) & 0x7fffffff);
+    pycode *pc = code_slot(t, code, qual, first);
+    unsigned char *table;
+    size_t size;
+    uint32_t id;
+
+    if (pc != NULL && pc->code != 0) {
+        const char *n = t->names[pc->frame].f.name, *f = t->names[pc->frame].f.file; /* kept: names grow */
+
+        return intern_frame(t, n, f, line_at(pc->table, pc->size, first, meta));
+    }
+    if (read_code(code, qual, first, name, file, sizeof name, &table, &size) < 0)
+        return intern_frame(t, name, "", 0);
+    id = intern_frame(t, name, file, line_at(table, size, first, meta));
+    if (pc != NULL && id != UINT32_MAX) {
+        if (table != NULL && t->table_bytes + size > MAX_TABLES_KEPT) {
+            free(table); /* named from here on by its first line */
+            table = NULL;
+        }
+        *pc = (pycode){ code, qual, first, id, table, (uint32_t)size };
+        t->n_codes++;
+        t->table_bytes += table ? size : 0;
+        return id;
+    }
+    free(table);
+    return id;
+}
+
 /* The id for the signal path's group (CODE, META, QUAL). */
 static uint32_t
 id_of(phs_pytab *t, uintptr_t code, uintptr_t meta, uintptr_t qual)
 {
     uint64_t h = fnv(fnv(fnv(1469598103934665603ULL, &code, sizeof code), &meta, sizeof meta), &qual, sizeof qual);
-    char name[MAX_NAME * 4 + 1], file[MAX_NAME * 4 + 1];
-    phs_frame f;
     size_t k = 0;
     uint32_t id;
 
@@ -1055,8 +1175,7 @@ id_of(phs_pytab *t, uintptr_t code, uintptr_t meta, uintptr_t qual)
         for (k = h & (t->cap_keys - 1); t->keys[k].code; k = (k + 1) & (t->cap_keys - 1))
             if (t->keys[k].code == code && t->keys[k].meta == meta && t->keys[k].qual == qual)
                 return t->keys[k].id;
-    name_of(code, meta, qual, &f, name, file, sizeof name);
-    id = intern_frame(t, name, file, f.line);
+    id = name_now(t, code, meta, qual);
     if (id != UINT32_MAX && t->cap_keys > 0 && t->n_keys * 2 < t->cap_keys) {
         t->keys[k] = (pykey){ code, meta, qual, id };
         t->n_keys++;

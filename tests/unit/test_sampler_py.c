@@ -296,6 +296,80 @@ test_hot_cool_shares(void **state)
     assert_non_null(strstr(newest("flamegraph-"), "Python 3.11."));
 }
 
+/* Debian's python3.11 running ARGS to its end at 250 Hz: its newest
+ * folded stacks, *TOTAL samples, *FREED of them with a frame whose code
+ * was gone before it was named. */
+static const char *
+run_to_end(char *args[], double *total, double *freed)
+{
+    const char *folded;
+    int status = finish(run(PYTHON, "250", args));
+
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    folded = newest("stacks-");
+    assert_non_null(folded);
+    *freed = samples_with(folded, "[python: code freed]", total, NULL);
+    return folded;
+}
+
+/* A program that ends within the writer's tick (250 ms): its code
+ * objects are freed as the interpreter finalizes, before the exit's
+ * drain would name them.  Each sample is still named, with its line (some
+ * 15 samples: too few for the 75/25 split, only its frames). */
+static void
+test_short_run_named(void **state)
+{
+    char *args[] = { SCRIPT, "20", NULL };
+    const char *folded;
+    double total, hot, cool, freed, spin;
+
+    (void)state;
+    if (access(PYTHON, X_OK) != 0)
+        skip();
+    folded = run_to_end(args, &total, &freed);
+    hot = samples_with(folded, ";hot_seventy_five (hot_cool.py:21)_[p];spin (hot_cool.py:", NULL, NULL);
+    cool = samples_with(folded, ";cool_twenty_five (hot_cool.py:25)_[p];spin (hot_cool.py:", NULL, NULL);
+    spin = samples_with(folded, ";spin (hot_cool.py:1", NULL, NULL); /* its loop's lines, 16 and 17 */
+    print_message("# %.0f samples: %.0f hot, %.0f cool, %.0f on spin's loop lines, %.0f with code freed\n", total, hot,
+                  cool, spin, freed);
+    assert_true(total >= 5);
+    assert_true(freed == 0);
+    assert_true(hot + cool >= 0.7 * total); /* the rest: the interpreter's start, main's own lines */
+    assert_true(hot >= 1);
+    assert_true(spin >= 0.7 * total);
+}
+
+/* The samples after the writer's last tick are drained once the
+ * interpreter has freed its code: a line first sampled there (the last
+ * 200 ms of late_lines.py, past the first second's short ticks) is named
+ * from the code object as an earlier drain kept it. */
+static void
+test_late_line_named_after_free(void **state)
+{
+    char *args[] = { "tests/data/python/late_lines.py", "1.5", NULL };
+    const char *folded;
+    double total, freed, late, first;
+
+    (void)state;
+    if (access(PYTHON, X_OK) != 0)
+        skip();
+    folded = run_to_end(args, &total, &freed);
+    first = late = 0;
+    for (int line = 13; line <= 15; line++) { /* each phase's loop: its while, for and body lines */
+        char a[64], b[64];
+
+        snprintf(a, sizeof a, ";work (late_lines.py:%d)_[p]", line);
+        snprintf(b, sizeof b, ";work (late_lines.py:%d)_[p]", line + 4);
+        first += samples_with(folded, a, NULL, NULL);
+        late += samples_with(folded, b, NULL, NULL);
+    }
+    print_message("# %.0f samples: %.0f at the first phase's line, %.0f at the late one, %.0f with code freed\n",
+                  total, first, late, freed);
+    assert_true(first >= 0.7 * total);
+    assert_true(late >= 20);
+    assert_true(freed == 0);
+}
+
 /* The wall clock (PH_SAMPLER_CLOCK=wall): a Python thread blocked in a
  * call that released the GIL (time.sleep, select.select, Thread.join) is
  * not the GIL's holder, and still has its Python frames: its off-CPU
@@ -602,6 +676,8 @@ main(void)
         cmocka_unit_test(test_layout_rows),
         cmocka_unit_test(test_glibc_floor),
         cmocka_unit_test_setup_teardown(test_hot_cool_shares, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_short_run_named, setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_late_line_named_after_free, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_heap_objects, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_version, setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_debug_offsets_313, setup, tu_teardown),
