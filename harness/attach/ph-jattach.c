@@ -77,6 +77,8 @@
 #define CMDLINE_MAX (128u << 10) /* of /proc/PID/cmdline and environ read */
 #define STATUS_MAX 8192
 #define WHY_MAX 512
+#define RESEND_MS 2000           /* without a socket after SIGQUIT: sent again (start_listener) */
+#define RESENDS 2
 
 /* A child's exit status: the JVM answered 0; it could not be attached to
  * or its command failed (said); not a JVM (`all` skips it quietly). */
@@ -314,9 +316,24 @@ start_listener(pid_t pid, int pidfd, const ph_jattach_proc *t, const char *sock,
             unlink(trigger);
         return -1;
     }
-    while (!(stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode)) && left_ms(deadline) > 0) {
-        pause_ms(wait < left_ms(deadline) ? wait : left_ms(deadline));
+    /* A JVM just started can lose the first listener: HotSpot starts its
+     * signal dispatcher, then removes a stale /tmp/.java_pid<pid> at VM
+     * start, which is the socket a SIGQUIT in between made.  The listener
+     * counts as started, and since JDK 14 the next SIGQUIT that finds its
+     * socket gone starts it again: so SIGQUIT once more after RESEND_MS
+     * without a socket, at most RESENDS times (where the socket only came
+     * late, a JVM prints a thread dump for it: the lesser harm). */
+    for (long long waited = 0, resends = 0; !(stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode)) && left_ms(deadline) > 0;) {
+        int step = wait < left_ms(deadline) ? wait : (int)left_ms(deadline);
+
+        pause_ms(step);
+        waited += step;
         wait = wait < 200 ? wait * 2 : 200;
+        if (waited >= RESEND_MS * (resends + 1) && resends < RESENDS && !(stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode))) {
+            resends++;
+            if (send_quit(pid, pidfd) < 0)
+                break;
+        }
     }
     if (mine)
         unlink(trigger);

@@ -326,6 +326,26 @@ test_fake_answer_as_its_user(void **state)
     trigger_gone(p);
 }
 
+/* A JVM just started, whose first listener's socket its VM start
+ * removed: SIGQUIT again, and the second listener answers. */
+static void
+test_fake_first_listener_lost(void **state)
+{
+    char pidtxt[32];
+    pid_t p;
+
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    p = fake("starting", "0\nperf map written\n");
+    snprintf(pidtxt, sizeof pidtxt, "%ld", (long)p);
+    assert_int_equal(jattach("-t", "10", pidtxt, "jcmd", "Compiler.perfmap", NULL), 0);
+    assert_int_equal(reap(p), 0);
+    assert_string_equal(slurp(tp("jout"), NULL), "perf map written\n");
+    assert_string_equal(slurp(tp("fake.out"), NULL), ""); /* no thread dump */
+    trigger_gone(p);
+}
+
 /* A result other than 0: exit 1, the JVM's reason said. */
 static void
 test_fake_failure_said(void **state)
@@ -575,6 +595,7 @@ main(void)
         cmocka_unit_test(test_maps_jvm),
         cmocka_unit_test(test_attach_disabled),
         cmocka_unit_test_setup_teardown(test_fake_answer_as_its_user, tu_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fake_first_listener_lost, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_fake_failure_said, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_fake_mute_deadline, tu_setup, teardown),
         cmocka_unit_test_setup_teardown(test_fake_silent_refused, tu_setup, teardown),

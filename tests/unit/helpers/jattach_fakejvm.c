@@ -14,6 +14,10 @@
  *              DIR/request, answer REPLY, exit 0;
  *   mute       the same, but never answer (exits after 30 s);
  *   silent     take SIGQUIT and never listen (attach disabled);
+ *   starting   a JVM just started: the first SIGQUIT with a trigger starts
+ *              a listener whose socket VM start then removes (HotSpot's
+ *              stale-file sweep), so it never shows; the next one finds
+ *              the socket gone and listens as `answer`;
  *   nohandler  no SIGQUIT handler at all (-Xrs): SIGQUIT ends it.
  * A SIGQUIT without a trigger prints "thread dump" and goes on, as a JVM
  * does.  An alarm ends it after 60 s whatever happens.
@@ -130,10 +134,10 @@ main(int argc, char **argv)
     struct sigaction sa;
     sigset_t block, old;
     const char *dir, *mode;
-    int fd;
+    int fd, lost_one = 0;
 
     if (argc < 3) {
-        fprintf(stderr, "usage: jattach_fakejvm DIR answer|mute|silent|nohandler [REPLY]\n");
+        fprintf(stderr, "usage: jattach_fakejvm DIR answer|mute|silent|starting|nohandler [REPLY]\n");
         return 2;
     }
     dir = argv[1];
@@ -167,6 +171,10 @@ main(int argc, char **argv)
         }
         if (strcmp(mode, "silent") == 0)
             continue;
+        if (strcmp(mode, "starting") == 0 && !lost_one) {
+            lost_one = 1;
+            continue;
+        }
         return serve(dir, strcmp(mode, "mute") == 0, argc > 3 ? argv[3] : "0\n");
     }
 }
